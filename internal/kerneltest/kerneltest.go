@@ -1,0 +1,330 @@
+// Package kerneltest runs tests against real XFS with project quotas
+// enforced by a real kernel.
+//
+// Where the host kernel can mount XFS with prjquota, each case gets a fresh
+// loopback image mounted natively. Where it cannot (CONFIG_XFS_QUOTA off, as
+// on the machines this project is built on), the whole set of cases runs in
+// one boot of Debian's user-mode Linux kernel (linux.uml), which sees the
+// host's files through hostfs and so runs the very same test binary; each
+// case there gets a freshly made filesystem on the UML block device, and the
+// host reports every case as its own subtest with the output it printed.
+//
+// Without any route (no xfsprogs, no user-mode-linux) the cases skip with the
+// packages to install — except under CI=true, where they fail.
+//
+// This package must never touch a filesystem it did not make itself.
+package kerneltest
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Environment of a test binary running inside the UML kernel.
+const (
+	envInside = "XFSQ_KERNELTEST_INSIDE" // "1" inside the UML kernel
+	envDevice = "XFSQ_KERNELTEST_DEVICE" // the scratch block device there
+)
+
+// Packages is what to install for the kernel tests, for messages.
+const Packages = "xfsprogs user-mode-linux"
+
+// FS is a freshly made XFS filesystem mounted for one case.
+type FS struct {
+	Dir    string // mount point
+	Device string // block device (loop device natively, /dev/ubdX in UML)
+	tb     testing.TB
+}
+
+// Case is one kernel test; Run gets a fresh filesystem mounted with prjquota.
+type Case struct {
+	Name string
+	Run  func(t *testing.T, fs *FS)
+}
+
+// Inside reports whether this process runs inside the UML test kernel.
+func Inside() bool { return os.Getenv(envInside) == "1" }
+
+// Run runs cases against real XFS quotas, each as a subtest of t. Call it
+// once per package from a test named TestKernel…, so that one boot serves
+// the whole package.
+func Run(t *testing.T, cases []Case) {
+	switch mode := detect(); mode.route {
+	case routeInside, routeNative:
+		for _, c := range cases {
+			t.Run(c.Name, func(t *testing.T) { c.Run(t, newFS(t, "prjquota")) })
+		}
+	case routeUML:
+		relayFromUML(t, cases)
+	default:
+		Unavailable(t, mode.why)
+	}
+}
+
+// Unavailable skips t, or fails it under CI=true, naming what is missing.
+func Unavailable(tb testing.TB, why string) {
+	tb.Helper()
+	msg := "kernel tests cannot run: " + why + "; install them with: apt-get install " + Packages
+	if os.Getenv("CI") == "true" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
+}
+
+// ForBenchmark gives a benchmark a fresh filesystem when it runs inside the
+// test kernel or on a host that can mount prjquota natively; elsewhere it
+// skips and names scripts/kernel-bench.sh, which boots the kernel for it.
+func ForBenchmark(b *testing.B) *FS {
+	if r := detect().route; r != routeInside && r != routeNative {
+		b.Skip("kernel benchmarks run inside the test kernel: scripts/kernel-bench.sh")
+	}
+	return newFS(b, "prjquota")
+}
+
+type route int
+
+const (
+	routeNone route = iota
+	routeInside
+	routeNative
+	routeUML
+)
+
+type detection struct {
+	route route
+	why   string // for routeNone
+}
+
+var (
+	detectOnce sync.Once
+	detected   detection
+)
+
+func detect() detection {
+	detectOnce.Do(func() {
+		switch {
+		case Inside():
+			detected = detection{route: routeInside}
+		case !haveCommand("mkfs.xfs"):
+			detected = detection{why: "mkfs.xfs (xfsprogs) is not installed"}
+		case nativeQuotaWorks():
+			detected = detection{route: routeNative}
+		case !haveCommand("linux.uml"):
+			detected = detection{why: "this kernel cannot enforce XFS project quotas and linux.uml (user-mode-linux) is not installed"}
+		default:
+			detected = detection{route: routeUML}
+		}
+	})
+	return detected
+}
+
+func haveCommand(name string) bool {
+	_, err := exec.LookPath(name)
+	return err == nil
+}
+
+// nativeQuotaWorks tries a loop mount with prjquota on the host kernel.
+func nativeQuotaWorks() bool {
+	if os.Geteuid() != 0 {
+		return false
+	}
+	dir, err := os.MkdirTemp("", "xfsq-probe-")
+	if err != nil {
+		return false
+	}
+	defer os.RemoveAll(dir)
+	img, mnt := filepath.Join(dir, "probe.img"), filepath.Join(dir, "mnt")
+	if makeImage(img) != nil || os.Mkdir(mnt, 0o755) != nil {
+		return false
+	}
+	if exec.Command("mount", "-o", "loop,prjquota", img, mnt).Run() != nil {
+		return false
+	}
+	exec.Command("umount", mnt).Run()
+	return true
+}
+
+// imageSize is the smallest image mkfs.xfs (xfsprogs 6.1) accepts; sparse,
+// so it costs only what is written.
+const imageSize = 300 << 20
+
+func makeImage(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(imageSize); err != nil {
+		f.Close()
+		return err
+	}
+	f.Close()
+	return mkfs(path)
+}
+
+func mkfs(target string) error {
+	out, err := exec.Command("mkfs.xfs", "-q", "-f", target).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("mkfs.xfs %s: %v: %s", target, err, out)
+	}
+	return nil
+}
+
+// newFS makes and mounts a fresh filesystem, unmounted when tb ends.
+func newFS(tb testing.TB, opts string) *FS {
+	tb.Helper()
+	fs := &FS{Dir: tb.TempDir(), tb: tb}
+	if Inside() {
+		fs.Device = os.Getenv(envDevice)
+		if err := mkfs(fs.Device); err != nil {
+			tb.Fatal(err)
+		}
+	} else {
+		fs.Device = filepath.Join(tb.TempDir(), "xfs.img")
+		if err := makeImage(fs.Device); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	fs.mount(opts)
+	tb.Cleanup(fs.unmount)
+	return fs
+}
+
+// Remount unmounts the filesystem and mounts it again with opts (e.g. ""
+// for no quota, "pqnoenforce" for accounting only).
+func (fs *FS) Remount(opts string) {
+	fs.tb.Helper()
+	fs.unmount()
+	fs.mount(opts)
+}
+
+func (fs *FS) mount(opts string) {
+	fs.tb.Helper()
+	var err error
+	if Inside() {
+		err = unix.Mount(fs.Device, fs.Dir, "xfs", 0, opts)
+	} else {
+		var out []byte
+		out, err = exec.Command("mount", "-o", strings.Trim("loop,"+opts, ","), fs.Device, fs.Dir).CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("%v: %s", err, out)
+		}
+	}
+	if err != nil {
+		fs.tb.Fatalf("mount %s on %s with %q: %v", fs.Device, fs.Dir, opts, err)
+	}
+}
+
+func (fs *FS) unmount() {
+	// Lazy: a test that failed with files still open must not wedge the next case.
+	if err := unix.Unmount(fs.Dir, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+		fs.tb.Errorf("unmount %s: %v", fs.Dir, err)
+	}
+}
+
+// relayFromUML boots the test kernel once for all cases and reports each
+// case's outcome inside as a host subtest.
+func relayFromUML(t *testing.T, cases []Case) {
+	pattern := "^" + t.Name() + "$"
+	if _, sub, ok := strings.Cut(flagValue("test.run"), "/"); ok {
+		pattern += "/" + sub
+	}
+	timeout := 10 * time.Minute
+	if d, ok := t.Deadline(); ok {
+		timeout = time.Until(d) - 15*time.Second
+	}
+	args := []string{"-test.run", pattern, "-test.v", "-test.timeout", (timeout - 15*time.Second).String()}
+	if c := flagValue("test.count"); c != "" && c != "1" {
+		args = append(args, "-test.count", c)
+	}
+	cwd, _ := os.Getwd()
+	res, err := Boot{Binary: os.Args[0], Args: args, Dir: cwd, Timeout: timeout}.Run()
+	if err != nil {
+		t.Fatalf("boot test kernel: %v", err)
+	}
+	results := parseVerbose(res.Output, t.Name())
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			r, ok := results[c.Name]
+			switch {
+			case !ok:
+				t.Fatalf("case did not run inside the test kernel (exit %d); its output:\n%s\nconsole:\n%s",
+					res.ExitCode, res.Output, tail(res.Console, 4000))
+			case r.status == "PASS":
+				t.Logf("passed inside the test kernel:\n%s", r.output)
+			case r.status == "SKIP":
+				Unavailable(t, "skipped inside the test kernel:\n"+r.output)
+			case r.status == "FAIL":
+				t.Fatalf("failed inside the test kernel:\n%s", r.output)
+			default:
+				t.Fatalf("did not finish inside the test kernel (exit %d):\n%s", res.ExitCode, r.output)
+			}
+		})
+	}
+}
+
+func flagValue(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+type caseResult struct {
+	status string // PASS, FAIL, SKIP, or "" when it never finished
+	output string
+}
+
+// parseVerbose splits `-test.v` output of top's subtests by case.
+func parseVerbose(out []byte, top string) map[string]*caseResult {
+	results := map[string]*caseResult{}
+	caseOf := func(name string) *caseResult {
+		rest, ok := strings.CutPrefix(name, top+"/")
+		if !ok {
+			return nil
+		}
+		c, _, _ := strings.Cut(rest, "/")
+		if results[c] == nil {
+			results[c] = &caseResult{}
+		}
+		return results[c]
+	}
+	var current *caseResult
+	for _, line := range strings.Split(string(out), "\n") {
+		trimmed := strings.TrimSpace(line)
+		fields := strings.Fields(trimmed)
+		switch {
+		case len(fields) >= 3 && fields[0] == "===" && (fields[1] == "RUN" || fields[1] == "CONT"):
+			current = caseOf(fields[2])
+			continue
+		case len(fields) >= 3 && fields[0] == "---" && strings.HasSuffix(fields[1], ":"):
+			if r := caseOf(fields[2]); r != nil {
+				if rest, _ := strings.CutPrefix(fields[2], top+"/"); !strings.Contains(rest, "/") {
+					r.status = strings.TrimSuffix(fields[1], ":")
+				}
+				r.output += line + "\n"
+				continue
+			}
+		}
+		if current != nil {
+			current.output += line + "\n"
+		}
+	}
+	return results
+}

@@ -1,0 +1,107 @@
+// Package quota owns the vocabulary every storage backend speaks: project IDs,
+// limits, usage, and the errors a backend returns. It holds no implementation;
+// quota/xfs (kernel enforcement) and quota/fallback (application level) do.
+//
+// Callers of this package never see a syscall: a backend speaks in trees,
+// project IDs and limits, and reports failures as *OpError or *UnsupportedError.
+package quota
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ProjectID is a filesystem project ID. 0 is never handed out: XFS does not
+// enforce limits on ID 0 and uses its limits as the defaults for every ID.
+type ProjectID uint32
+
+// Limits bound one tree. Zero means "no limit" for that field, as in the kernel.
+type Limits struct {
+	BytesSoft  uint64 `json:"bytes_soft"`
+	BytesHard  uint64 `json:"bytes_hard"`
+	InodesSoft uint64 `json:"inodes_soft"`
+	InodesHard uint64 `json:"inodes_hard"`
+}
+
+// Usage is what a tree holds, as the backend counts it (allocated bytes).
+type Usage struct {
+	Bytes  uint64 `json:"used_bytes"`
+	Inodes uint64 `json:"used_inodes"`
+	// BytesGraceEnds and InodesGraceEnds are set while usage is over the soft
+	// limit: after that instant the soft limit is enforced like a hard one.
+	BytesGraceEnds  time.Time `json:"bytes_grace_ends,omitzero"`
+	InodesGraceEnds time.Time `json:"inodes_grace_ends,omitzero"`
+}
+
+// Quota is the limits and usage of one project ID.
+type Quota struct {
+	ID ProjectID `json:"project_id"`
+	Limits
+	Usage
+}
+
+// Backend enforces limits on directory trees of one filesystem. The split
+// follows Kubernetes' fsquota: detection happens when a backend is opened
+// (supports), then assign, usage, clear.
+type Backend interface {
+	// Name is what every output shows, e.g. "xfs" or "fallback (ext4: no project quota)".
+	Name() string
+	// Assign makes dir and everything below it count against id, and makes
+	// entries created later inherit it.
+	Assign(dir string, id ProjectID) error
+	// SetLimits replaces the limits of id.
+	SetLimits(id ProjectID, l Limits) error
+	// Get reads limits and usage of id. An ID the backend does not know reads
+	// as zero limits and zero usage.
+	Get(id ProjectID) (Quota, error)
+	// All returns every ID with usage or limits on the filesystem.
+	All() (map[ProjectID]Quota, error)
+	// Clear removes the limits of id. It fails with ErrInUse while the ID
+	// still owns bytes or inodes; clearing an unknown ID succeeds.
+	Clear(id ProjectID) error
+}
+
+// ErrInUse is wrapped by Clear when an ID still owns data.
+var ErrInUse = errors.New("project ID still owns data")
+
+// UnsupportedError says why a path cannot be served by a backend and how to fix it.
+type UnsupportedError struct {
+	Path   string
+	Reason string // what is wrong, e.g. "ext4 is not XFS"
+	Fix    string // what the operator should do
+}
+
+func (e *UnsupportedError) Error() string {
+	msg := fmt.Sprintf("%s: %s", e.Path, e.Reason)
+	if e.Fix != "" {
+		msg += "; " + e.Fix
+	}
+	return msg
+}
+
+// OpError reports a failed backend call: which operation, tree and ID, and the
+// syscall and errno underneath, so an operator can reproduce it by hand.
+type OpError struct {
+	Op      string    // "assign", "set limits", …
+	Tree    string    // the directory or file involved, if any
+	ID      ProjectID // the project ID involved, if any
+	Syscall string    // e.g. "quotactl_fd(Q_XSETQLIM)"
+	Err     error     // usually a syscall.Errno
+}
+
+func (e *OpError) Error() string {
+	msg := e.Op
+	if e.Tree != "" {
+		msg += " " + e.Tree
+	}
+	if e.ID != 0 {
+		msg += fmt.Sprintf(" (project %d)", e.ID)
+	}
+	if e.Syscall != "" {
+		msg += ": " + e.Syscall
+	}
+	return msg + ": " + e.Err.Error()
+}
+
+func (e *OpError) Unwrap() error { return e.Err }

@@ -1,0 +1,231 @@
+// Package xfs is the kernel-enforced quota backend: every managed tree gets an
+// XFS project ID and the kernel enforces its byte and inode limits.
+//
+// It speaks in trees, project IDs and limits; the fsxattr and quotactl
+// packages below it speak in descriptors and structs. It must never follow a
+// symlink, leave the filesystem it was opened on, or hand out project ID 0.
+package xfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/xfs/quotactl"
+)
+
+// basicBlock is the unit of XFS quota limits and counts.
+const basicBlock = 512
+
+const fixMount = "mount it with -o prjquota (scripts/loopback-xfs.sh mount does); " +
+	"XFS cannot turn quota accounting on by remount"
+
+// FS is one XFS filesystem with project quotas on, opened at a directory
+// inside it. It is safe for concurrent use.
+type FS struct {
+	dir    string   // the directory FS was opened at
+	handle *os.File // kept open: quotactl_fd addresses the mount through it
+	dev    uint64   // st_dev of the filesystem: walks never leave it
+	mount  mountEntry
+	target quotactl.Target
+}
+
+var _ quota.Backend = (*FS)(nil)
+
+// Open detects that dir is on XFS with project quota accounting and
+// enforcement on. Anything else is an *quota.UnsupportedError that says what
+// is wrong and how to fix it.
+func Open(dir string) (*FS, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(dir, &sfs); err != nil {
+		return nil, &quota.OpError{Op: "open", Tree: dir, Syscall: "statfs", Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return nil, &quota.OpError{Op: "open", Tree: dir, Syscall: "stat", Err: err}
+	}
+	m, mountErr := findMount(st.Dev)
+	if sfs.Type != unix.XFS_SUPER_MAGIC {
+		fstype := fmt.Sprintf("filesystem type %#x", sfs.Type)
+		if mountErr == nil {
+			fstype = m.FSType
+		}
+		return nil, &quota.UnsupportedError{Path: dir,
+			Reason: fstype + " is not XFS, so the kernel cannot enforce project quotas here",
+			Fix:    "put the sandbox root on XFS and " + fixMount}
+	}
+	if mountErr != nil {
+		return nil, mountErr
+	}
+	h, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	fs := &FS{dir: dir, handle: h, dev: st.Dev, mount: m, target: quotactl.Target{FD: int(h.Fd())}}
+	state, err := fs.target.GetStatV(quotactl.PrjQuota)
+	if errors.Is(err, unix.ENOSYS) {
+		// Kernels before 5.14 lack quotactl_fd; quotactl on the device works there.
+		fs.target = quotactl.Target{Device: m.Source}
+		state, err = fs.target.GetStatV(quotactl.PrjQuota)
+		if errors.Is(err, unix.ENOSYS) {
+			// XFS mounted without quota options has no quota operations at
+			// all, so ENOSYS there is the mount's doing, not the kernel's.
+			h.Close()
+			if !m.projectQuotaOption {
+				return nil, &quota.UnsupportedError{Path: dir,
+					Reason: "XFS on " + m.Source + " at " + m.MountPoint + " is mounted without project quota accounting",
+					Fix: fixMount + " (if that mount fails with \"quota support not available\", " +
+						"the kernel lacks CONFIG_XFS_QUOTA: see README for the user-mode Linux route)"}
+			}
+			return nil, &quota.UnsupportedError{Path: dir,
+				Reason: "this kernel has no XFS quota support (CONFIG_XFS_QUOTA is off)",
+				Fix:    "run on a kernel built with CONFIG_XFS_QUOTA, or use Debian's user-mode Linux for tests (see README)"}
+		}
+	}
+	if err != nil {
+		h.Close()
+		return nil, &quota.OpError{Op: "read quota state of", Tree: m.MountPoint,
+			Syscall: fs.target.SyscallName(quotactl.QXGetQStatV), Err: err}
+	}
+	switch {
+	case state.Flags&quotactl.StatPrjAcct == 0:
+		h.Close()
+		return nil, &quota.UnsupportedError{Path: dir,
+			Reason: "XFS on " + m.Source + " at " + m.MountPoint + " is mounted without project quota accounting",
+			Fix:    fixMount}
+	case state.Flags&quotactl.StatPrjEnforced == 0:
+		h.Close()
+		return nil, &quota.UnsupportedError{Path: dir,
+			Reason: "XFS on " + m.Source + " at " + m.MountPoint + " accounts project quotas but does not enforce them (pqnoenforce)",
+			Fix:    "mount it with -o prjquota instead of pqnoenforce"}
+	}
+	return fs, nil
+}
+
+// Close releases the descriptor that addresses the mount.
+func (fs *FS) Close() error { return fs.handle.Close() }
+
+// Name is the backend name shown in every output.
+func (fs *FS) Name() string { return "xfs" }
+
+// MountPoint and Device name the mount the FS lives on.
+func (fs *FS) MountPoint() string { return fs.mount.MountPoint }
+func (fs *FS) Device() string     { return fs.mount.Source }
+
+// SetLimits replaces the limits of id. Bytes are rounded up to the 512-byte
+// basic blocks the kernel stores.
+func (fs *FS) SetLimits(id quota.ProjectID, l quota.Limits) error {
+	if id == 0 {
+		return &quota.OpError{Op: "set limits", ID: id, Err: errors.New("project ID 0 holds the defaults for every ID; refusing to set it")}
+	}
+	q := quotactl.DiskQuota{
+		Flags:        quotactl.FlagProjQuota,
+		FieldMask:    quotactl.FieldLimits,
+		BlkSoftLimit: toBlocks(l.BytesSoft),
+		BlkHardLimit: toBlocks(l.BytesHard),
+		InoSoftLimit: l.InodesSoft,
+		InoHardLimit: l.InodesHard,
+	}
+	if err := fs.target.SetQLim(quotactl.PrjQuota, uint32(id), q); err != nil {
+		return &quota.OpError{Op: "set limits on", Tree: fs.mount.MountPoint, ID: id,
+			Syscall: fs.target.SyscallName(quotactl.QXSetQLim), Err: err}
+	}
+	return nil
+}
+
+// SetGrace sets how long usage may stay over a soft limit before the kernel
+// enforces it. XFS keeps one grace period per filesystem (on ID 0).
+func (fs *FS) SetGrace(bytes, inodes time.Duration) error {
+	q := quotactl.DiskQuota{
+		Flags:     quotactl.FlagProjQuota,
+		FieldMask: quotactl.FieldBTimer | quotactl.FieldITimer,
+		BTimer:    int32(bytes / time.Second),
+		ITimer:    int32(inodes / time.Second),
+	}
+	if err := fs.target.SetQLim(quotactl.PrjQuota, 0, q); err != nil {
+		return &quota.OpError{Op: "set grace on", Tree: fs.mount.MountPoint,
+			Syscall: fs.target.SyscallName(quotactl.QXSetQLim), Err: err}
+	}
+	return nil
+}
+
+// Get reads limits and usage of id; an ID the kernel has no record of reads
+// as zero.
+func (fs *FS) Get(id quota.ProjectID) (quota.Quota, error) {
+	q, err := fs.target.GetQuota(quotactl.PrjQuota, uint32(id))
+	if errors.Is(err, unix.ENOENT) {
+		return quota.Quota{ID: id}, nil
+	}
+	if err != nil {
+		return quota.Quota{}, &quota.OpError{Op: "read quota of", Tree: fs.mount.MountPoint, ID: id,
+			Syscall: fs.target.SyscallName(quotactl.QXGetQuota), Err: err}
+	}
+	return fromDisk(id, &q), nil
+}
+
+// All enumerates every project ID with usage or limits in one pass of
+// Q_XGETNEXTQUOTA. ID 0, which holds the defaults, is left out.
+func (fs *FS) All() (map[quota.ProjectID]quota.Quota, error) {
+	out := make(map[quota.ProjectID]quota.Quota)
+	next := uint32(1)
+	for {
+		q, err := fs.target.GetNextQuota(quotactl.PrjQuota, next)
+		if errors.Is(err, unix.ENOENT) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, &quota.OpError{Op: "enumerate project quotas on", Tree: fs.mount.MountPoint,
+				ID: quota.ProjectID(next), Syscall: fs.target.SyscallName(quotactl.QXGetNextQuo), Err: err}
+		}
+		out[quota.ProjectID(q.ID)] = fromDisk(quota.ProjectID(q.ID), &q)
+		if q.ID == ^uint32(0) {
+			return out, nil
+		}
+		next = q.ID + 1
+	}
+}
+
+// Clear zeroes the limits of id. Usage stays with the ID until its files are
+// gone; Allocator never reuses an ID that still owns data. Clearing an ID the
+// kernel does not know is a success.
+func (fs *FS) Clear(id quota.ProjectID) error {
+	q, err := fs.Get(id)
+	if err != nil {
+		return err
+	}
+	if q.Limits == (quota.Limits{}) {
+		return nil
+	}
+	return fs.SetLimits(id, quota.Limits{})
+}
+
+func toBlocks(bytes uint64) uint64 { return (bytes + basicBlock - 1) / basicBlock }
+
+func fromDisk(id quota.ProjectID, q *quotactl.DiskQuota) quota.Quota {
+	out := quota.Quota{
+		ID: id,
+		Limits: quota.Limits{
+			BytesSoft:  q.BlkSoftLimit * basicBlock,
+			BytesHard:  q.BlkHardLimit * basicBlock,
+			InodesSoft: q.InoSoftLimit,
+			InodesHard: q.InoHardLimit,
+		},
+		Usage: quota.Usage{Bytes: q.BCount * basicBlock, Inodes: q.ICount},
+	}
+	if s := q.BTimerSeconds(); s != 0 {
+		out.BytesGraceEnds = time.Unix(s, 0)
+	}
+	if s := q.ITimerSeconds(); s != 0 {
+		out.InodesGraceEnds = time.Unix(s, 0)
+	}
+	return out
+}
