@@ -1,0 +1,124 @@
+package xfs
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/xfsq/xfsq/internal/kerneltest"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/xfs/quotactl"
+)
+
+// These benchmarks need real XFS quotas: run them with scripts/kernel-bench.sh,
+// which boots the test kernel for them. See BENCHMARKS.md.
+
+const benchTrees = 1000
+
+// BenchmarkKernelUsage reads usage and limits of 1,000 trees: one
+// enumeration against one `xfs_quota report` with its output parsed.
+func BenchmarkKernelUsage(b *testing.B) {
+	kfs := kerneltest.ForBenchmark(b)
+	fs, err := Open(kfs.Dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range benchTrees {
+		dir := filepath.Join(kfs.Dir, fmt.Sprint("t", i))
+		os.Mkdir(dir, 0o755)
+		id := quota.ProjectID(1000 + i)
+		if err := fs.Assign(dir, id); err != nil {
+			b.Fatal(err)
+		}
+		if err := fs.SetLimits(id, quota.Limits{BytesHard: 64 * mib, InodesHard: 1000}); err != nil {
+			b.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644)
+	}
+	b.Run("xfsq", func(b *testing.B) {
+		for b.Loop() {
+			all, err := fs.All()
+			if err != nil || len(all) != benchTrees {
+				b.Fatalf("%d trees, %v", len(all), err)
+			}
+		}
+	})
+	// The floor: the same number of quotactl calls doing the least work the
+	// kernel offers. Enumeration is one call per ID, so it cannot beat this.
+	b.Run("quotactl-floor", func(b *testing.B) {
+		for b.Loop() {
+			for range benchTrees {
+				if _, err := fs.target.GetStatV(quotactl.PrjQuota); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("xfs_quota", func(b *testing.B) {
+		for b.Loop() {
+			if got := xfsQuotaReport(b, kfs.Dir); len(got) < benchTrees {
+				b.Fatalf("xfs_quota reported %d trees", len(got))
+			}
+		}
+	})
+}
+
+// BenchmarkKernelAssignLimit assigns and limits 1,000 empty trees: xfsq's
+// calls against the xfs_quota commands an operator would script, one
+// process per command.
+func BenchmarkKernelAssignLimit(b *testing.B) {
+	kfs := kerneltest.ForBenchmark(b)
+	fs, err := Open(kfs.Dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	nextID := quota.ProjectID(1000)
+	// trees makes benchTrees fresh directories outside the timed region.
+	trees := func(b *testing.B) []string {
+		b.StopTimer()
+		defer b.StartTimer()
+		base := filepath.Join(kfs.Dir, fmt.Sprint("round", nextID))
+		dirs := make([]string, benchTrees)
+		for i := range dirs {
+			dirs[i] = filepath.Join(base, fmt.Sprint("t", i))
+			if err := os.MkdirAll(dirs[i], 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return dirs
+	}
+	b.Run("xfsq", func(b *testing.B) {
+		for b.Loop() {
+			for _, dir := range trees(b) {
+				nextID++
+				if err := fs.Assign(dir, nextID); err != nil {
+					b.Fatal(err)
+				}
+				if err := fs.SetLimits(nextID, quota.Limits{BytesHard: 10 * mib}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	xfsQuota := func(b *testing.B, cmds ...string) {
+		args := []string{"-x"}
+		for _, c := range cmds {
+			args = append(args, "-c", c)
+		}
+		if out, err := exec.Command("xfs_quota", append(args, kfs.Dir)...).CombinedOutput(); err != nil || strings.Contains(string(out), "rror") {
+			b.Fatalf("xfs_quota %v: %v: %s", cmds, err, out)
+		}
+	}
+	b.Run("xfs_quota", func(b *testing.B) {
+		for b.Loop() {
+			for _, dir := range trees(b) {
+				nextID++
+				xfsQuota(b, fmt.Sprintf("project -s -p %s %d", dir, nextID))
+				xfsQuota(b, fmt.Sprintf("limit -p bhard=10m %d", nextID))
+			}
+		}
+	})
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# loopback-xfs.sh — make and mount an XFS filesystem with project quotas from
+# an image file, for installers trying xfsq and for tests.
+#
+#   loopback-xfs.sh create IMAGE SIZE        sparse image (SIZE as truncate: 300M, 2G; at least 300M)
+#   loopback-xfs.sh mount IMAGE MOUNTPOINT   loop mount with -o prjquota
+#   loopback-xfs.sh umount MOUNTPOINT        unmount (the loop device is freed)
+#   loopback-xfs.sh status MOUNTPOINT        device, options and project quota state
+#
+# It checks what it needs first and says exactly what is missing.
+set -euo pipefail
+
+prog=$(basename "$0")
+die() { echo "$prog: $*" >&2; exit 1; }
+usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+need_root() { [ "$(id -u)" = 0 ] || die "must run as root (mounting and quota setup need it); try: sudo $prog $*"; }
+need_cmd() { command -v "$1" >/dev/null 2>&1 || die "$1 not found; install it with: apt-get install $2"; }
+
+uml_route="the user-mode Linux kernel can: apt-get install user-mode-linux, then see README.md (Kernel tests) for how xfsq's tests boot it"
+
+need_loop() {
+	if [ ! -e /dev/loop-control ] && ! ls /dev/loop[0-9]* >/dev/null 2>&1; then
+		modprobe loop 2>/dev/null || true
+	fi
+	[ -e /dev/loop-control ] || ls /dev/loop[0-9]* >/dev/null 2>&1 ||
+		die "no loop devices (/dev/loop-control missing); load the module with: modprobe loop (in a container, the host must pass loop devices in)"
+}
+
+need_xfs_quota_kernel() {
+	grep -qw xfs /proc/filesystems 2>/dev/null || modprobe xfs 2>/dev/null || true
+	grep -qw xfs /proc/filesystems ||
+		die "this kernel has no XFS support (xfs not in /proc/filesystems); load it with: modprobe xfs"
+	# /proc/fs/xfs/xqm exists exactly when XFS is built with CONFIG_XFS_QUOTA.
+	[ -e /proc/fs/xfs/xqm ] ||
+		die "this kernel ($(uname -r)) has XFS without quota support (CONFIG_XFS_QUOTA is off), so project quotas cannot be enforced here; $uml_route"
+}
+
+cmd=${1:-}
+case "$cmd" in
+create)
+	[ $# -eq 3 ] || usage
+	image=$2 size=$3
+	need_cmd mkfs.xfs xfsprogs
+	[ -e "$image" ] && die "$image already exists; remove it first or pick another name"
+	truncate -s "$size" "$image" || die "cannot create $image with size $size"
+	bytes=$(stat -c %s "$image")
+	if [ "$bytes" -lt $((300 * 1024 * 1024)) ]; then
+		rm -f "$image"
+		die "size $size is too small: mkfs.xfs needs at least 300M"
+	fi
+	if ! out=$(mkfs.xfs -q "$image" 2>&1); then
+		rm -f "$image"
+		die "mkfs.xfs failed: $out"
+	fi
+	echo "created $image ($size, sparse, XFS)"
+	;;
+mount)
+	[ $# -eq 3 ] || usage
+	image=$2 mnt=$3
+	need_root "$@"
+	[ -f "$image" ] || die "$image not found; make it with: $prog create $image 1G"
+	need_loop
+	need_xfs_quota_kernel
+	mkdir -p "$mnt"
+	if mountpoint -q "$mnt"; then die "$mnt is already a mount point; unmount it first: $prog umount $mnt"; fi
+	if ! out=$(mount -o loop,prjquota "$image" "$mnt" 2>&1); then
+		die "mount -o loop,prjquota $image $mnt failed: $out (see dmesg)"
+	fi
+	echo "mounted $image on $mnt with project quotas (prjquota)"
+	;;
+umount)
+	[ $# -eq 2 ] || usage
+	mnt=$2
+	need_root "$@"
+	mountpoint -q "$mnt" || die "$mnt is not a mount point"
+	umount "$mnt" || die "umount $mnt failed; is a process still using it? (fuser -vm $mnt)"
+	echo "unmounted $mnt"
+	;;
+status)
+	[ $# -eq 2 ] || usage
+	mnt=$2
+	mountpoint -q "$mnt" || die "$mnt is not a mount point"
+	findmnt -no SOURCE,FSTYPE,OPTIONS --target "$mnt"
+	if command -v xfs_quota >/dev/null 2>&1; then
+		xfs_quota -x -c 'state -p' "$mnt"
+	else
+		echo "(install xfsprogs for the quota state)"
+	fi
+	;;
+-h | --help | help) usage ;;
+*) usage ;;
+esac

@@ -1,0 +1,70 @@
+// Package scripts_test exercises the shell scripts installers run.
+package scripts_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	out, err := exec.Command("./loopback-xfs.sh", args...).CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+func TestLoopbackXFS(t *testing.T) {
+	if _, err := exec.LookPath("mkfs.xfs"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("mkfs.xfs missing: apt-get install xfsprogs")
+		}
+		t.Skip("mkfs.xfs missing: apt-get install xfsprogs")
+	}
+	dir := t.TempDir()
+	img, mnt := filepath.Join(dir, "x.img"), filepath.Join(dir, "mnt")
+
+	if out, code := run(t, "bogus"); code != 2 || !strings.Contains(out, "create IMAGE SIZE") {
+		t.Errorf("unknown command: exit %d, output %q; want usage and exit 2", code, out)
+	}
+	if out, code := run(t, "create", img, "100M"); code != 1 || !strings.Contains(out, "at least 300M") {
+		t.Errorf("create too small: exit %d, %q", code, out)
+	}
+	if _, err := os.Stat(img); err == nil {
+		t.Error("a refused create left the image behind")
+	}
+	if out, code := run(t, "create", img, "300M"); code != 0 {
+		t.Fatalf("create: exit %d, %q", code, out)
+	}
+	if out, code := run(t, "create", img, "300M"); code != 1 || !strings.Contains(out, "already exists") {
+		t.Errorf("create over an existing image: exit %d, %q", code, out)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("mount needs root")
+	}
+	out, code := run(t, "mount", img, mnt)
+	if _, err := os.Stat("/proc/fs/xfs/xqm"); err != nil {
+		// This kernel cannot enforce XFS quotas: the script must say so and name the way out.
+		if code != 1 || !strings.Contains(out, "CONFIG_XFS_QUOTA") || !strings.Contains(out, "user-mode-linux") {
+			t.Errorf("mount on a kernel without XFS quota: exit %d, %q; want a refusal naming CONFIG_XFS_QUOTA and user-mode-linux", code, out)
+		}
+		return
+	}
+	if code != 0 {
+		t.Fatalf("mount: exit %d, %q", code, out)
+	}
+	defer exec.Command("umount", mnt).Run()
+	if out, code := run(t, "status", mnt); code != 0 || !strings.Contains(out, "prjquota") {
+		t.Errorf("status: exit %d, %q", code, out)
+	}
+	if out, code := run(t, "umount", mnt); code != 0 {
+		t.Errorf("umount: exit %d, %q", code, out)
+	}
+}
