@@ -1,0 +1,77 @@
+// Package storetest gives tests a fresh database on every driver xfsq
+// supports: SQLite always, PostgreSQL when XFSQ_TEST_POSTGRES holds a DSN
+// (required under CI=true). Each PostgreSQL test gets a schema of its own,
+// dropped afterwards, so tests never see each other's rows.
+package storetest
+
+import (
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "github.com/lib/pq"
+)
+
+// EnvPostgres names the variable holding the PostgreSQL DSN for tests.
+const EnvPostgres = "XFSQ_TEST_POSTGRES"
+
+// Driver is one database to run a test against.
+type Driver struct {
+	Name string
+	// DSN opens a fresh, empty database for t.
+	DSN func(t testing.TB) string
+}
+
+// Drivers lists SQLite and, when configured, PostgreSQL.
+func Drivers() []Driver {
+	return []Driver{
+		{Name: "sqlite", DSN: func(t testing.TB) string { return filepath.Join(t.TempDir(), "xfsq.db") }},
+		{Name: "postgres", DSN: postgresDSN},
+	}
+}
+
+// ForEach runs fn as a subtest per driver.
+func ForEach(t *testing.T, fn func(t *testing.T, dsn string)) {
+	for _, d := range Drivers() {
+		t.Run(d.Name, func(t *testing.T) { fn(t, d.DSN(t)) })
+	}
+}
+
+func postgresDSN(t testing.TB) string {
+	base := os.Getenv(EnvPostgres)
+	if base == "" {
+		msg := "PostgreSQL tests need " + EnvPostgres + "=postgres://user:pass@127.0.0.1/db?sslmode=disable (see .ci/run)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	db, err := sql.Open("postgres", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	b := make([]byte, 6)
+	rand.Read(b)
+	schema := "t_" + hex.EncodeToString(b)
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatalf("PostgreSQL at %s: %v", EnvPostgres, err)
+	}
+	t.Cleanup(func() {
+		db, err := sql.Open("postgres", base)
+		if err == nil {
+			db.Exec("DROP SCHEMA " + schema + " CASCADE")
+			db.Close()
+		}
+	})
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	// lib/pq passes unknown parameters on as run-time settings.
+	return base + sep + "search_path=" + schema
+}

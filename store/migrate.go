@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// migrations are applied in order, each once; never edit a released one,
+// append a new one. {{serial}} is the dialect's auto-increment key.
+var migrations = []string{
+	// 1: the registry, the journal, settings and leases.
+	`CREATE TABLE projects (
+		host       TEXT   NOT NULL,
+		name       TEXT   NOT NULL,
+		state      TEXT   NOT NULL,          -- adding | ready | removing
+		created_at BIGINT NOT NULL,
+		adder      TEXT   NOT NULL DEFAULT '', -- pid of an add or remove in progress
+		PRIMARY KEY (host, name)
+	);
+	CREATE TABLE trees (
+		host        TEXT    NOT NULL,
+		project     TEXT    NOT NULL,
+		area        TEXT    NOT NULL,
+		path        TEXT    NOT NULL,          -- relative to the sandbox root
+		backend     TEXT    NOT NULL,
+		fs_uuid     TEXT    NOT NULL,
+		project_id  BIGINT  NOT NULL,
+		bytes_soft  BIGINT  NOT NULL DEFAULT 0,
+		bytes_hard  BIGINT  NOT NULL DEFAULT 0,
+		inodes_soft BIGINT  NOT NULL DEFAULT 0,
+		inodes_hard BIGINT  NOT NULL DEFAULT 0,
+		created_dir BOOLEAN NOT NULL DEFAULT FALSE, -- xfsq made the directory
+		PRIMARY KEY (host, project, area),
+		FOREIGN KEY (host, project) REFERENCES projects (host, name) ON DELETE CASCADE
+	);
+	CREATE TABLE project_ids (
+		fs_uuid    TEXT   NOT NULL,
+		project_id BIGINT NOT NULL,
+		owner      TEXT   NOT NULL,
+		created_at BIGINT NOT NULL,
+		PRIMARY KEY (fs_uuid, project_id)
+	);
+	CREATE TABLE events (
+		id      {{serial}},
+		at      BIGINT NOT NULL,
+		type    TEXT   NOT NULL,
+		host    TEXT   NOT NULL,
+		project TEXT   NOT NULL DEFAULT '',
+		actor   TEXT   NOT NULL,
+		payload TEXT   NOT NULL
+	);
+	CREATE INDEX events_type_at ON events (type, at);
+	CREATE INDEX events_project_at ON events (project, at);
+	CREATE TABLE settings (
+		host       TEXT   NOT NULL,
+		key        TEXT   NOT NULL,
+		value      TEXT   NOT NULL,
+		updated_at BIGINT NOT NULL,
+		PRIMARY KEY (host, key)
+	);
+	CREATE TABLE leases (
+		host       TEXT   NOT NULL,
+		project    TEXT   NOT NULL,
+		run        TEXT   NOT NULL,
+		expires_at BIGINT NOT NULL,
+		PRIMARY KEY (host, project, run)
+	);`,
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	serial := "INTEGER PRIMARY KEY AUTOINCREMENT"
+	if s.postgres {
+		serial = "BIGSERIAL PRIMARY KEY"
+	}
+	return s.InTx(ctx, func(tx *Tx) error {
+		// Two processes starting at once must not both migrate.
+		if err := tx.lock(ctx, "xfsq-migrate"); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+			return err
+		}
+		var current int
+		if err := tx.get(ctx, &current, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`); err != nil {
+			return err
+		}
+		if current > len(migrations) {
+			return fmt.Errorf("the database is at schema version %d, newer than this xfsq knows (%d): upgrade xfsq", current, len(migrations))
+		}
+		for v := current + 1; v <= len(migrations); v++ {
+			for _, stmt := range strings.Split(strings.ReplaceAll(migrations[v-1], "{{serial}}", serial), ";") {
+				if strings.TrimSpace(stmt) == "" {
+					continue
+				}
+				if _, err := tx.exec(ctx, stmt); err != nil {
+					return fmt.Errorf("migration %d: %w", v, err)
+				}
+			}
+			if _, err := tx.exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, toMicros(time.Now())); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,258 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/xfs"
+)
+
+// Project states. A project is usable only when ready; adding and removing
+// rows left by a killed process are what doctor --fix resolves.
+const (
+	StateAdding   = "adding"
+	StateReady    = "ready"
+	StateRemoving = "removing"
+)
+
+// Project is one registered sandbox project on this host.
+type Project struct {
+	Name      string    `json:"project"`
+	State     string    `json:"state"`
+	CreatedAt time.Time `json:"created_at"`
+	// Adder is the pid of the process adding or removing the project.
+	Adder string `json:"-"`
+}
+
+// Tree is one (project, area) directory tree with its project ID and limits.
+type Tree struct {
+	Project    string          `json:"project"`
+	Area       string          `json:"area"`
+	Path       string          `json:"path"` // relative to the sandbox root
+	Backend    string          `json:"backend"`
+	FSUUID     string          `json:"fs_uuid,omitempty"`
+	ProjectID  quota.ProjectID `json:"project_id"`
+	Limits     quota.Limits    `json:"limits"`
+	CreatedDir bool            `json:"-"`
+}
+
+type projectRow struct {
+	Name      string `db:"name"`
+	State     string `db:"state"`
+	CreatedAt int64  `db:"created_at"`
+	Adder     string `db:"adder"`
+}
+
+func (r projectRow) project() Project {
+	return Project{Name: r.Name, State: r.State, CreatedAt: fromMicros(r.CreatedAt), Adder: r.Adder}
+}
+
+type treeRow struct {
+	Project    string `db:"project"`
+	Area       string `db:"area"`
+	Path       string `db:"path"`
+	Backend    string `db:"backend"`
+	FSUUID     string `db:"fs_uuid"`
+	ProjectID  int64  `db:"project_id"`
+	BytesSoft  int64  `db:"bytes_soft"`
+	BytesHard  int64  `db:"bytes_hard"`
+	InodesSoft int64  `db:"inodes_soft"`
+	InodesHard int64  `db:"inodes_hard"`
+	CreatedDir bool   `db:"created_dir"`
+}
+
+func (r treeRow) tree() Tree {
+	return Tree{Project: r.Project, Area: r.Area, Path: r.Path, Backend: r.Backend, FSUUID: r.FSUUID,
+		ProjectID: quota.ProjectID(r.ProjectID), CreatedDir: r.CreatedDir,
+		Limits: quota.Limits{BytesSoft: uint64(r.BytesSoft), BytesHard: uint64(r.BytesHard),
+			InodesSoft: uint64(r.InodesSoft), InodesHard: uint64(r.InodesHard)}}
+}
+
+const treeCols = `project, area, path, backend, fs_uuid, project_id, bytes_soft, bytes_hard, inodes_soft, inodes_hard, created_dir`
+
+// InsertProject registers name in state adding, held by adder. It returns
+// the existing row and false when the name is taken.
+func (t *Tx) InsertProject(ctx context.Context, name, adder string, now time.Time) (existing Project, inserted bool, err error) {
+	if err := t.lock(ctx, "project:"+t.s.Host+":"+name); err != nil {
+		return Project{}, false, err
+	}
+	var row projectRow
+	err = t.get(ctx, &row, `SELECT name, state, created_at, adder FROM projects WHERE host = ? AND name = ?`, t.s.Host, name)
+	if err == nil {
+		return row.project(), false, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return Project{}, false, err
+	}
+	_, err = t.exec(ctx, `INSERT INTO projects (host, name, state, created_at, adder) VALUES (?, ?, ?, ?, ?)`,
+		t.s.Host, name, StateAdding, toMicros(now), adder)
+	return Project{}, err == nil, err
+}
+
+// SetProjectState moves a project to state, held by adder ("" when done).
+func (t *Tx) SetProjectState(ctx context.Context, name, state, adder string) error {
+	res, err := t.exec(ctx, `UPDATE projects SET state = ?, adder = ? WHERE host = ? AND name = ?`, state, adder, t.s.Host, name)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("project %q: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteProject removes the project row and its trees.
+func (t *Tx) DeleteProject(ctx context.Context, name string) error {
+	if _, err := t.exec(ctx, `DELETE FROM trees WHERE host = ? AND project = ?`, t.s.Host, name); err != nil {
+		return err
+	}
+	_, err := t.exec(ctx, `DELETE FROM projects WHERE host = ? AND name = ?`, t.s.Host, name)
+	return err
+}
+
+// InsertTree records a tree of a project.
+func (t *Tx) InsertTree(ctx context.Context, tr Tree) error {
+	_, err := t.exec(ctx, `INSERT INTO trees (host, `+treeCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.s.Host, tr.Project, tr.Area, tr.Path, tr.Backend, tr.FSUUID, int64(tr.ProjectID),
+		int64(tr.Limits.BytesSoft), int64(tr.Limits.BytesHard), int64(tr.Limits.InodesSoft), int64(tr.Limits.InodesHard), tr.CreatedDir)
+	return err
+}
+
+// SetTreeLimits replaces the recorded limits of a tree.
+func (t *Tx) SetTreeLimits(ctx context.Context, project, area string, l quota.Limits) error {
+	res, err := t.exec(ctx, `UPDATE trees SET bytes_soft = ?, bytes_hard = ?, inodes_soft = ?, inodes_hard = ? WHERE host = ? AND project = ? AND area = ?`,
+		int64(l.BytesSoft), int64(l.BytesHard), int64(l.InodesSoft), int64(l.InodesHard), t.s.Host, project, area)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("tree %s/%s: %w", project, area, ErrNotFound)
+	}
+	return nil
+}
+
+// Project reads one project.
+func (s *Store) Project(ctx context.Context, name string) (Project, error) {
+	var row projectRow
+	err := s.get(ctx, &row, `SELECT name, state, created_at, adder FROM projects WHERE host = ? AND name = ?`, s.Host, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Project{}, fmt.Errorf("project %q: %w", name, ErrNotFound)
+	}
+	return row.project(), err
+}
+
+// Projects lists this host's projects by name.
+func (s *Store) Projects(ctx context.Context) ([]Project, error) {
+	var rows []projectRow
+	if err := s.sel(ctx, &rows, `SELECT name, state, created_at, adder FROM projects WHERE host = ? ORDER BY name`, s.Host); err != nil {
+		return nil, err
+	}
+	out := make([]Project, len(rows))
+	for i, r := range rows {
+		out[i] = r.project()
+	}
+	return out, nil
+}
+
+// Trees lists the trees of one project, or of all projects when project is "".
+func (s *Store) Trees(ctx context.Context, project string) ([]Tree, error) {
+	var rows []treeRow
+	q := `SELECT ` + treeCols + ` FROM trees WHERE host = ?`
+	args := []any{s.Host}
+	if project != "" {
+		q += ` AND project = ?`
+		args = append(args, project)
+	}
+	if err := s.sel(ctx, &rows, q+` ORDER BY project, area`, args...); err != nil {
+		return nil, err
+	}
+	out := make([]Tree, len(rows))
+	for i, r := range rows {
+		out[i] = r.tree()
+	}
+	return out, nil
+}
+
+// ReserveID records and returns the lowest ID in r that is neither recorded
+// for fsUUID nor excluded, inside the caller's transaction, so that the ID
+// and whatever the caller records with it commit together.
+func (t *Tx) ReserveID(ctx context.Context, fsUUID string, r xfs.IDRange, excluded map[quota.ProjectID]bool, owner string) (quota.ProjectID, error) {
+	if err := r.Validate(); err != nil {
+		return 0, err
+	}
+	if err := t.lock(ctx, "ids:"+fsUUID); err != nil {
+		return 0, err
+	}
+	var taken []int64
+	if err := t.sel(ctx, &taken, `SELECT project_id FROM project_ids WHERE fs_uuid = ? AND project_id BETWEEN ? AND ? ORDER BY project_id`,
+		fsUUID, int64(r.First), int64(r.Last)); err != nil {
+		return 0, err
+	}
+	// taken is sorted: walk candidates and taken IDs together.
+	i := 0
+	for id := r.First; ; id++ {
+		for i < len(taken) && quota.ProjectID(taken[i]) < id {
+			i++
+		}
+		if !(i < len(taken) && quota.ProjectID(taken[i]) == id) && !excluded[id] {
+			_, err := t.exec(ctx, `INSERT INTO project_ids (fs_uuid, project_id, owner, created_at) VALUES (?, ?, ?, ?)`,
+				fsUUID, int64(id), owner, toMicros(time.Now()))
+			return id, err
+		}
+		if id == r.Last {
+			return 0, fmt.Errorf("no free project ID left in %d-%d on filesystem %s", r.First, r.Last, fsUUID)
+		}
+	}
+}
+
+// ReleaseID forgets an ID; releasing an unknown ID succeeds.
+func (t *Tx) ReleaseID(ctx context.Context, fsUUID string, id quota.ProjectID) error {
+	_, err := t.exec(ctx, `DELETE FROM project_ids WHERE fs_uuid = ? AND project_id = ?`, fsUUID, int64(id))
+	return err
+}
+
+// SetIDOwner renames the owner recorded with an ID (e.g. "removed:omni/cache"
+// for an ID kept until its data is gone).
+func (t *Tx) SetIDOwner(ctx context.Context, fsUUID string, id quota.ProjectID, owner string) error {
+	_, err := t.exec(ctx, `UPDATE project_ids SET owner = ? WHERE fs_uuid = ? AND project_id = ?`, owner, fsUUID, int64(id))
+	return err
+}
+
+// IDRecord is one registered project ID.
+type IDRecord struct {
+	FSUUID    string          `json:"fs_uuid" db:"fs_uuid"`
+	ProjectID quota.ProjectID `json:"project_id" db:"project_id"`
+	Owner     string          `json:"owner" db:"owner"`
+}
+
+// IDs lists the registered IDs of one filesystem.
+func (s *Store) IDs(ctx context.Context, fsUUID string) ([]IDRecord, error) {
+	var out []IDRecord
+	err := s.sel(ctx, &out, `SELECT fs_uuid, project_id, owner FROM project_ids WHERE fs_uuid = ? ORDER BY project_id`, fsUUID)
+	return out, err
+}
+
+// Registry adapts the store to xfs.Registry, each call its own transaction.
+type Registry struct{ S *Store }
+
+var _ xfs.Registry = Registry{}
+
+// Reserve implements xfs.Registry.
+func (r Registry) Reserve(fsUUID string, rng xfs.IDRange, excluded map[quota.ProjectID]bool, owner string) (quota.ProjectID, error) {
+	var id quota.ProjectID
+	err := r.S.InTx(context.Background(), func(tx *Tx) error {
+		var err error
+		id, err = tx.ReserveID(context.Background(), fsUUID, rng, excluded, owner)
+		return err
+	})
+	return id, err
+}
+
+// Release implements xfs.Registry.
+func (r Registry) Release(fsUUID string, id quota.ProjectID) error {
+	return r.S.InTx(context.Background(), func(tx *Tx) error { return tx.ReleaseID(context.Background(), fsUUID, id) })
+}

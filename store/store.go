@@ -1,0 +1,159 @@
+// Package store owns xfsq's persistent state: projects and their trees (with
+// project IDs and limits), the project-ID registry, the append-only event
+// journal, settings and leases. One schema and one set of migrations serve
+// embedded SQLite (the default, at <root>/.xfsq/xfsq.db) and PostgreSQL (the
+// production choice, shared by several hosts).
+//
+// It must never touch the filesystem beyond its own database file, and never
+// store a secret: an event's actor is a user or token name only.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq"
+	_ "modernc.org/sqlite"
+)
+
+// Store is a handle on the database; safe for concurrent use.
+type Store struct {
+	db       *sqlx.DB
+	postgres bool
+	// Host scopes rows that belong to one machine (projects, trees,
+	// settings) when several hosts share a PostgreSQL database.
+	Host string
+}
+
+// IsPostgres reports whether dsn names a PostgreSQL database.
+func IsPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// Open connects to dsn (a postgres:// URL, or the path of a SQLite file,
+// created if missing) and brings the schema up to date.
+func Open(ctx context.Context, dsn, host string) (*Store, error) {
+	s := &Store{Host: host, postgres: IsPostgres(dsn)}
+	var err error
+	if s.postgres {
+		s.db, err = sqlx.Open("postgres", dsn)
+	} else {
+		if err := os.MkdirAll(filepath.Dir(dsn), 0o700); err != nil {
+			return nil, fmt.Errorf("create the directory of the database %s: %w", dsn, err)
+		}
+		// WAL lets readers run beside one writer; _txlock=immediate makes every
+		// transaction take the write lock at BEGIN, so read-then-write
+		// transactions (ID allocation, reservations) are serialised across
+		// processes instead of failing at commit.
+		s.db, err = sqlx.Open("sqlite", "file:"+dsn+
+			"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.db.PingContext(ctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("connect to the database %s: %w", redact(dsn), err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("migrate the database %s: %w", redact(dsn), err)
+	}
+	return s, nil
+}
+
+// redact drops a password from a DSN for messages.
+func redact(dsn string) string {
+	if !IsPostgres(dsn) {
+		return dsn
+	}
+	scheme, rest, _ := strings.Cut(dsn, "://")
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		if user, _, ok := strings.Cut(rest[:at], ":"); ok {
+			return scheme + "://" + user + ":***" + rest[at:]
+		}
+	}
+	return dsn
+}
+
+// Driver names the database kind: "sqlite" or "postgres".
+func (s *Store) Driver() string {
+	if s.postgres {
+		return "postgres"
+	}
+	return "sqlite"
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Tx is one transaction; every write goes through one.
+type Tx struct {
+	tx *sqlx.Tx
+	s  *Store
+}
+
+// InTx runs fn in a transaction, committed if fn returns nil.
+func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	if err := fn(&Tx{tx: tx, s: s}); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func (t *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, t.tx.Rebind(query), args...)
+}
+
+func (t *Tx) get(ctx context.Context, dest any, query string, args ...any) error {
+	return t.tx.GetContext(ctx, dest, t.tx.Rebind(query), args...)
+}
+
+func (t *Tx) sel(ctx context.Context, dest any, query string, args ...any) error {
+	return t.tx.SelectContext(ctx, dest, t.tx.Rebind(query), args...)
+}
+
+// lock serialises transactions on one key across processes and hosts. On
+// SQLite every transaction already holds the database write lock from BEGIN.
+func (t *Tx) lock(ctx context.Context, key string) error {
+	if !t.s.postgres {
+		return nil
+	}
+	_, err := t.tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", key)
+	return err
+}
+
+func (s *Store) sel(ctx context.Context, dest any, query string, args ...any) error {
+	return s.db.SelectContext(ctx, dest, s.db.Rebind(query), args...)
+}
+
+func (s *Store) get(ctx context.Context, dest any, query string, args ...any) error {
+	return s.db.GetContext(ctx, dest, s.db.Rebind(query), args...)
+}
+
+// Times are stored as Unix microseconds: one portable type for both drivers.
+func toMicros(t time.Time) int64 { return t.UnixMicro() }
+func fromMicros(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
+
+// ErrNotFound is wrapped when a row asked for does not exist.
+var ErrNotFound = errors.New("not found")

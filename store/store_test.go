@@ -1,0 +1,246 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/xfs"
+)
+
+var ctx = context.Background()
+
+func open(t *testing.T, dsn string) *Store {
+	t.Helper()
+	s, err := Open(ctx, dsn, "host-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestMigrateIsIdempotentAndRefusesNewerSchema(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		open(t, dsn) // a second open migrates nothing and must not fail
+		var n int
+		if err := s.get(ctx, &n, `SELECT COUNT(*) FROM schema_migrations`); err != nil || n != len(migrations) {
+			t.Fatalf("schema_migrations has %d rows (%v), want %d", n, err, len(migrations))
+		}
+		if _, err := s.db.Exec(s.db.Rebind(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`), len(migrations)+1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(ctx, dsn, "host-a"); err == nil {
+			t.Error("opening a database with a newer schema succeeded")
+		}
+	})
+}
+
+func TestProjectsAndTrees(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		other, _ := Open(ctx, dsn, "host-b")
+		defer other.Close()
+		now := time.Now()
+		tree := Tree{Project: "omni", Area: "workspace", Path: "projects/omni", Backend: "xfs", FSUUID: "u1",
+			ProjectID: 100000, Limits: quota.Limits{BytesHard: 50 << 30, InodesSoft: 7}, CreatedDir: true}
+		err := s.InTx(ctx, func(tx *Tx) error {
+			if _, ok, err := tx.InsertProject(ctx, "omni", "123", now); !ok || err != nil {
+				return fmt.Errorf("insert: %v %v", ok, err)
+			}
+			return tx.InsertTree(ctx, tree)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.InTx(ctx, func(tx *Tx) error {
+			existing, ok, err := tx.InsertProject(ctx, "omni", "456", now)
+			if ok || err != nil || existing.State != StateAdding || existing.Adder != "123" {
+				t.Errorf("second insert: %+v %v %v; want the existing adding row", existing, ok, err)
+			}
+			return nil
+		})
+		// Another host sharing the database has its own namespace.
+		if err := other.InTx(ctx, func(tx *Tx) error {
+			_, ok, err := tx.InsertProject(ctx, "omni", "1", now)
+			if !ok {
+				return fmt.Errorf("host-b could not add its own omni: %v", err)
+			}
+			return err
+		}); err != nil {
+			t.Error(err)
+		}
+		trees, err := s.Trees(ctx, "omni")
+		if err != nil || len(trees) != 1 || trees[0] != tree {
+			t.Fatalf("Trees = %+v, %v; want [%+v]", trees, err, tree)
+		}
+		if err := s.InTx(ctx, func(tx *Tx) error {
+			return tx.SetTreeLimits(ctx, "omni", "workspace", quota.Limits{BytesHard: 1})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.InTx(ctx, func(tx *Tx) error { return tx.SetTreeLimits(ctx, "omni", "nope", quota.Limits{}) }); !errors.Is(err, ErrNotFound) {
+			t.Errorf("limits of a missing tree: %v, want ErrNotFound", err)
+		}
+		s.InTx(ctx, func(tx *Tx) error { return tx.SetProjectState(ctx, "omni", StateReady, "") })
+		if p, err := s.Project(ctx, "omni"); err != nil || p.State != StateReady {
+			t.Errorf("Project = %+v, %v", p, err)
+		}
+		s.InTx(ctx, func(tx *Tx) error { return tx.DeleteProject(ctx, "omni") })
+		if _, err := s.Project(ctx, "omni"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("after delete: %v", err)
+		}
+		if trees, _ := s.Trees(ctx, ""); len(trees) != 0 {
+			t.Errorf("trees left after delete: %+v", trees)
+		}
+		if ps, _ := other.Projects(ctx); len(ps) != 1 {
+			t.Errorf("host-b lost its project when host-a deleted its own: %+v", ps)
+		}
+	})
+}
+
+func TestReserveID(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		reg := Registry{S: s}
+		rng := xfs.IDRange{First: 10, Last: 14}
+		excluded := map[quota.ProjectID]bool{10: true, 12: true}
+		var got []quota.ProjectID
+		for range 3 {
+			id, err := reg.Reserve("fs1", rng, excluded, "o")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, id)
+		}
+		if fmt.Sprint(got) != "[11 13 14]" {
+			t.Errorf("reserved %v, want [11 13 14]", got)
+		}
+		if _, err := reg.Reserve("fs1", rng, excluded, "o"); err == nil {
+			t.Error("exhausted range handed out an ID")
+		}
+		if id, err := reg.Reserve("fs2", rng, nil, "o"); err != nil || id != 10 {
+			t.Errorf("another filesystem: %d, %v; want 10", id, err)
+		}
+		if err := reg.Release("fs1", 13); err != nil {
+			t.Fatal(err)
+		}
+		if id, _ := reg.Reserve("fs1", rng, excluded, "o"); id != 13 {
+			t.Errorf("after release reserved %d, want 13", id)
+		}
+		if _, err := reg.Reserve("fs1", xfs.IDRange{First: 0, Last: 5}, nil, "o"); err == nil {
+			t.Error("range including 0 accepted")
+		}
+	})
+}
+
+// Independent handles (separate connection pools, as separate processes
+// have) reserving at once never get the same ID.
+func TestReserveIDConcurrent(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		open(t, dsn)
+		const workers, each = 6, 20
+		ids := make(chan quota.ProjectID, workers*each)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				s, err := Open(ctx, dsn, "host-a")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer s.Close()
+				for range each {
+					id, err := Registry{S: s}.Reserve("fs", xfs.DefaultRange, nil, "w")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					ids <- id
+				}
+			})
+		}
+		wg.Wait()
+		close(ids)
+		seen := map[quota.ProjectID]bool{}
+		for id := range ids {
+			if seen[id] {
+				t.Errorf("ID %d reserved twice", id)
+			}
+			seen[id] = true
+		}
+		if len(seen) != workers*each {
+			t.Errorf("%d distinct IDs, want %d", len(seen), workers*each)
+		}
+	})
+}
+
+func TestEvents(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		for i, e := range []struct{ typ, project string }{
+			{EventProjectAdded, "a"}, {EventProjectAdded, "b"}, {EventQuotaChanged, "a"}, {EventProjectRemoved, "a"},
+		} {
+			if err := s.InTx(ctx, func(tx *Tx) error {
+				return tx.AppendEvent(ctx, e.typ, e.project, "alice", map[string]int{"n": i})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all, err := s.Events(ctx, EventFilter{})
+		if err != nil || len(all) != 4 || all[0].Type != EventProjectRemoved || all[0].Actor != "alice" || all[0].Host != "host-a" {
+			t.Fatalf("all events: %+v, %v", all, err)
+		}
+		var payload map[string]int
+		if json.Unmarshal(all[0].Payload, &payload); payload["n"] != 3 {
+			t.Errorf("payload %s", all[0].Payload)
+		}
+		if got, _ := s.Events(ctx, EventFilter{Project: "a"}); len(got) != 3 {
+			t.Errorf("project a: %d events, want 3", len(got))
+		}
+		if got, _ := s.Events(ctx, EventFilter{Type: EventProjectAdded}); len(got) != 2 {
+			t.Errorf("project.added: %d events, want 2", len(got))
+		}
+		if got, _ := s.Events(ctx, EventFilter{Limit: 2}); len(got) != 2 || got[1].Type != EventQuotaChanged {
+			t.Errorf("limit 2: %+v", got)
+		}
+		if got, _ := s.Events(ctx, EventFilter{BeforeID: all[1].ID}); len(got) != 2 {
+			t.Errorf("page before %d: %d events, want 2", all[1].ID, len(got))
+		}
+		if got, _ := s.Events(ctx, EventFilter{Since: time.Now().Add(time.Hour)}); len(got) != 0 {
+			t.Errorf("since the future: %d events", len(got))
+		}
+	})
+}
+
+func TestSettings(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		if _, ok, err := s.Setting(ctx, "default_quota"); ok || err != nil {
+			t.Errorf("unset setting: ok=%v err=%v", ok, err)
+		}
+		for _, v := range []string{"10GiB", "20GiB"} {
+			s.InTx(ctx, func(tx *Tx) error { _, err := tx.SetSetting(ctx, "default_quota", v); return err })
+		}
+		if v, ok, _ := s.Setting(ctx, "default_quota"); !ok || v != "20GiB" {
+			t.Errorf("setting = %q %v", v, ok)
+		}
+		all, _ := s.Settings(ctx)
+		if len(all) != 1 {
+			t.Errorf("settings: %v", all)
+		}
+	})
+}
+
+func TestRedact(t *testing.T) {
+	if got := redact("postgres://xfsq:secret@db:5432/x?sslmode=disable"); got != "postgres://xfsq:***@db:5432/x?sslmode=disable" {
+		t.Errorf("redact = %s", got)
+	}
+}
