@@ -41,6 +41,9 @@ type Quota struct {
 	Usage
 }
 
+// OwnsData reports whether bytes or inodes are still charged to the ID.
+func (q Quota) OwnsData() bool { return q.Bytes != 0 || q.Inodes != 0 }
+
 // Backend enforces limits on directory trees of one filesystem. The split
 // follows Kubernetes' fsquota: detection happens when a backend is opened
 // (supports), then assign, usage, clear.
@@ -57,17 +60,18 @@ type Backend interface {
 	Get(id ProjectID) (Quota, error)
 	// All returns every ID with usage or limits on the filesystem.
 	All() (map[ProjectID]Quota, error)
-	// Clear removes the limits of id. It fails with ErrInUse while the ID
-	// still owns bytes or inodes; clearing an unknown ID succeeds.
+	// Clear removes the limits of id; usage stays charged to the ID until
+	// its data is gone. Clearing an unknown ID succeeds.
 	Clear(id ProjectID) error
 }
 
-// ErrInUse is wrapped by Clear when an ID still owns data.
+// ErrInUse is wrapped when an ID cannot be released because it still owns data.
 var ErrInUse = errors.New("project ID still owns data")
 
 // UnsupportedError says why a path cannot be served by a backend and how to fix it.
 type UnsupportedError struct {
 	Path   string
+	Short  string // for one-line outputs: "ext4: no project quota"
 	Reason string // what is wrong, e.g. "ext4 is not XFS"
 	Fix    string // what the operator should do
 }

@@ -70,7 +70,7 @@ func (a *Allocator) Allocate(owner string) (quota.ProjectID, error) {
 	if err != nil {
 		return 0, err
 	}
-	excluded, err := a.excluded()
+	excluded, err := a.Excluded()
 	if err != nil {
 		return 0, err
 	}
@@ -79,22 +79,11 @@ func (a *Allocator) Allocate(owner string) (quota.ProjectID, error) {
 
 // Release returns id to the pool once the kernel shows it owns nothing.
 func (a *Allocator) Release(id quota.ProjectID) error {
-	q, err := a.FS.Get(id)
+	q, err := a.FS.WaitEmpty(id, inodegcDrain)
 	if err != nil {
 		return err
 	}
-	// XFS frees unlinked inodes in the background (inodegc, Linux 5.14+) and
-	// userspace can only push that work, not wait for it: statfs pushes. So
-	// usage of a just-emptied tree is given a moment to drain.
-	for deadline := time.Now().Add(inodegcDrain); ownsData(q) && time.Now().Before(deadline); {
-		var st unix.Statfs_t
-		unix.Fstatfs(int(a.FS.handle.Fd()), &st)
-		time.Sleep(20 * time.Millisecond)
-		if q, err = a.FS.Get(id); err != nil {
-			return err
-		}
-	}
-	if ownsData(q) {
+	if q.OwnsData() {
 		return &quota.OpError{Op: "release", Tree: a.FS.MountPoint(), ID: id,
 			Err: fmt.Errorf("%w: %d bytes in %d inodes still carry the ID; delete or re-assign them first",
 				quota.ErrInUse, q.Usage.Bytes, q.Usage.Inodes)}
@@ -106,31 +95,56 @@ func (a *Allocator) Release(id quota.ProjectID) error {
 	return a.Registry.Release(uuid, id)
 }
 
-func ownsData(q quota.Quota) bool { return q.Bytes != 0 || q.Inodes != 0 }
+// WaitEmpty reads id's quota, giving usage up to timeout to drain first.
+// XFS frees unlinked inodes in the background (inodegc, Linux 5.14+) and
+// userspace can only push that work, not wait for it (statfs pushes), so
+// the usage of a just-emptied tree lingers for a moment.
+func (fs *FS) WaitEmpty(id quota.ProjectID, timeout time.Duration) (quota.Quota, error) {
+	q, err := fs.Get(id)
+	for deadline := time.Now().Add(timeout); err == nil && q.OwnsData() && time.Now().Before(deadline); {
+		var st unix.Statfs_t
+		unix.Fstatfs(int(fs.handle.Fd()), &st)
+		time.Sleep(20 * time.Millisecond)
+		q, err = fs.Get(id)
+	}
+	return q, err
+}
 
-func (a *Allocator) excluded() (map[quota.ProjectID]bool, error) {
+// Excluded is every ID Allocate must skip besides the registry's own:
+// IDs with usage or limits on the filesystem, and IDs named by hand.
+func (a *Allocator) Excluded() (map[quota.ProjectID]bool, error) {
 	inUse, err := a.FS.All()
 	if err != nil {
 		return nil, err
 	}
-	excluded := make(map[quota.ProjectID]bool, len(inUse))
+	excluded, err := a.HandNamed()
+	if err != nil {
+		return nil, err
+	}
 	for id := range inUse {
 		excluded[id] = true
 	}
+	return excluded, nil
+}
+
+// HandNamed is the set of IDs named in the project files (/etc/projid and
+// /etc/projects unless ProjectFiles says otherwise).
+func (a *Allocator) HandNamed() (map[quota.ProjectID]bool, error) {
 	files := a.ProjectFiles
 	if files == nil {
 		files = []string{"/etc/projid", "/etc/projects"}
 	}
+	named := map[quota.ProjectID]bool{}
 	for _, f := range files {
 		ids, err := ReadProjectFileIDs(f)
 		if err != nil {
 			return nil, err
 		}
 		for _, id := range ids {
-			excluded[id] = true
+			named[id] = true
 		}
 	}
-	return excluded, nil
+	return named, nil
 }
 
 // ReadProjectFileIDs returns the IDs named in an /etc/projid ("name:id") or

@@ -59,7 +59,7 @@ func Open(dir string) (*FS, error) {
 		if mountErr == nil {
 			fstype = m.FSType
 		}
-		return nil, &quota.UnsupportedError{Path: dir,
+		return nil, &quota.UnsupportedError{Path: dir, Short: fstype + ": no project quota",
 			Reason: fstype + " is not XFS, so the kernel cannot enforce project quotas here",
 			Fix:    "put the sandbox root on XFS and " + fixMount}
 	}
@@ -81,12 +81,12 @@ func Open(dir string) (*FS, error) {
 			// all, so ENOSYS there is the mount's doing, not the kernel's.
 			h.Close()
 			if !m.projectQuotaOption {
-				return nil, &quota.UnsupportedError{Path: dir,
+				return nil, &quota.UnsupportedError{Path: dir, Short: "xfs: mounted without prjquota",
 					Reason: "XFS on " + m.Source + " at " + m.MountPoint + " is mounted without project quota accounting",
 					Fix: fixMount + " (if that mount fails with \"quota support not available\", " +
 						"the kernel lacks CONFIG_XFS_QUOTA: see README for the user-mode Linux route)"}
 			}
-			return nil, &quota.UnsupportedError{Path: dir,
+			return nil, &quota.UnsupportedError{Path: dir, Short: "xfs: kernel without quota support",
 				Reason: "this kernel has no XFS quota support (CONFIG_XFS_QUOTA is off)",
 				Fix:    "run on a kernel built with CONFIG_XFS_QUOTA, or use Debian's user-mode Linux for tests (see README)"}
 		}
@@ -99,12 +99,12 @@ func Open(dir string) (*FS, error) {
 	switch {
 	case state.Flags&quotactl.StatPrjAcct == 0:
 		h.Close()
-		return nil, &quota.UnsupportedError{Path: dir,
+		return nil, &quota.UnsupportedError{Path: dir, Short: "xfs: mounted without prjquota",
 			Reason: "XFS on " + m.Source + " at " + m.MountPoint + " is mounted without project quota accounting",
 			Fix:    fixMount}
 	case state.Flags&quotactl.StatPrjEnforced == 0:
 		h.Close()
-		return nil, &quota.UnsupportedError{Path: dir,
+		return nil, &quota.UnsupportedError{Path: dir, Short: "xfs: project quota not enforced",
 			Reason: "XFS on " + m.Source + " at " + m.MountPoint + " accounts project quotas but does not enforce them (pqnoenforce)",
 			Fix:    "mount it with -o prjquota instead of pqnoenforce"}
 	}

@@ -1,0 +1,552 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/settings"
+	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/units"
+)
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	with := func(fn func(e env) error) cli.ActionFunc {
+		return func(c *cli.Context) error {
+			e := env{c: c, stdout: stdout, stderr: stderr}
+			return fn(e)
+		}
+	}
+	limitFlagSet := func(prefix, what string) []cli.Flag {
+		return []cli.Flag{
+			&cli.StringFlag{Name: prefix + "bytes-soft", Usage: what + " soft byte limit (SIZE)"},
+			&cli.StringFlag{Name: prefix + "bytes-hard", Usage: what + " hard byte limit (SIZE)"},
+			&cli.StringFlag{Name: prefix + "inodes-soft", Usage: what + " soft file-count limit"},
+			&cli.StringFlag{Name: prefix + "inodes-hard", Usage: what + " hard file-count limit"},
+		}
+	}
+	app := &cli.App{
+		Name:  "xfsq",
+		Usage: "bounded, visible storage for agent sandbox hosts",
+		Description: "Every project tree under the sandbox root gets an XFS project ID, so the kernel enforces\n" +
+			"hard byte and inode limits per project (on other filesystems xfsq falls back to application-level\n" +
+			"quotas). Every change is journalled.\n\n" +
+			"   Start:  xfsq --root /srv/sandbox init\n" +
+			"           xfsq --root /srv/sandbox project add omni --bytes-hard 50GiB\n" +
+			"           xfsq --root /srv/sandbox report\n\n" +
+			"   SIZE is " + units.SizeForms + ".\n" +
+			"   Exit codes: 0 success, 1 operation failed, 2 bad usage or input, 3 quota denied.",
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "root", Usage: "the sandbox root", EnvVars: []string{"XFSQ_ROOT", "KERNEL_SANDBOX_ROOT"}},
+			&cli.StringFlag{Name: "db", Usage: "database: a postgres:// URL, or a SQLite file (default ROOT/.xfsq/xfsq.db)", EnvVars: []string{"XFSQ_DB"}},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON (errors too, as {\"error\": …} on stderr)"},
+			&cli.StringFlag{Name: "host", Usage: "this host's name in a shared database (default: the hostname)", EnvVars: []string{"XFSQ_HOST"}},
+			&cli.StringFlag{Name: "id-range", Usage: "project IDs to allocate from, FIRST-LAST (default 100000-2147483647)", EnvVars: []string{"XFSQ_ID_RANGE"}},
+		},
+		ExitErrHandler: func(*cli.Context, error) {}, // run() maps errors to exit codes
+		Commands: []*cli.Command{
+			{
+				Name:  "init",
+				Usage: "create the sandbox root's layout, detect the quota backend, migrate the store (idempotent)",
+				Description: "Creates projects/ cache/ scratch/ inbound/ and .xfsq/ under the root, detects XFS with\n" +
+					"project quotas (else the fallback backend, with the reason), and creates or migrates the store.",
+				Action: with(cmdInit),
+			},
+			{
+				Name:  "project",
+				Usage: "add, change, remove and inspect projects",
+				Subcommands: []*cli.Command{
+					{
+						Name: "add", Usage: "register a project: its trees, project IDs and limits", ArgsUsage: "NAME",
+						Description: "Creates projects/NAME/{uploads,inbox} and cache/NAME, gives each tree its own project ID and\n" +
+							"limits, and journals project.added. NAME: " + project.NameRule + ".\n" +
+							"The workspace hard limit defaults to the setting default_quota (50GiB, or\n" +
+							"KERNEL_STORAGE_DEFAULT_QUOTA_BYTES), the cache's to default_cache_quota.",
+						Flags: append(limitFlagSet("", "workspace"),
+							&cli.StringFlag{Name: "cache-bytes-soft", Usage: "cache soft byte limit (SIZE)"},
+							&cli.StringFlag{Name: "cache-bytes-hard", Usage: "cache hard byte limit (SIZE)"},
+							&cli.StringFlag{Name: "cache-inodes-soft", Usage: "cache soft file-count limit"},
+							&cli.StringFlag{Name: "cache-inodes-hard", Usage: "cache hard file-count limit"}),
+						Action: with(cmdProjectAdd),
+					},
+					{
+						Name: "set", Usage: "change the limits of one tree of a project", ArgsUsage: "NAME",
+						Flags: append(limitFlagSet("", "new"),
+							&cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: "workspace or cache"}),
+						Action: with(cmdProjectSet),
+					},
+					{
+						Name: "rm", Usage: "unregister a project (its data stays unless --purge)", ArgsUsage: "NAME",
+						Description: "Clears the limits and unregisters the project. Project IDs are released once no file carries\n" +
+							"them. With --purge its trees are deleted too, each deletion journalled as storage.evicted.",
+						Flags:  []cli.Flag{&cli.BoolFlag{Name: "purge", Usage: "also delete the project's trees"}},
+						Action: with(cmdProjectRm),
+					},
+					{Name: "list", Usage: "list projects", Action: with(cmdProjectList)},
+					{Name: "show", Usage: "a project's trees, IDs, usage and limits", ArgsUsage: "NAME", Action: with(cmdProjectShow)},
+					{
+						Name: "check", Usage: "may a run of the project start? ok, warn or deny", ArgsUsage: "NAME",
+						Description: "Exit 0 for ok and for warn (over a soft limit within grace; the warning goes to stderr),\n" +
+							"3 for deny (at or over a hard limit, or over a soft limit past its grace).",
+						Action: with(cmdProjectCheck),
+					},
+				},
+			},
+			{
+				Name: "report", Usage: "usage and limits of every tree",
+				Description: "One row per tree: project, area, project ID, used, soft, hard, inodes used/soft/hard, percent\n" +
+					"of the hard byte limit. --json prints an array of objects.",
+				Action: with(cmdReport),
+			},
+			{
+				Name: "events", Usage: "the journal, newest first",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "type", Usage: "only this type, e.g. project.added, quota.changed, storage.evicted"},
+					&cli.StringFlag{Name: "project", Usage: "only this project"},
+					&cli.StringFlag{Name: "since", Usage: "only newer: a duration ago (24h, 7d) or a time (RFC 3339)"},
+					&cli.IntFlag{Name: "limit", Value: 100, Usage: "at most this many"},
+				},
+				Action: with(cmdEvents),
+			},
+			{
+				Name:  "settings",
+				Usage: "installation settings (retention policies, default quotas)",
+				Subcommands: []*cli.Command{
+					{Name: "list", Usage: "every setting with its value and where it comes from", Action: with(cmdSettingsList)},
+					{Name: "get", Usage: "one setting's value", ArgsUsage: "KEY", Action: with(cmdSettingsGet)},
+					{Name: "set", Usage: "change a setting (validated)", ArgsUsage: "KEY VALUE", Action: with(cmdSettingsSet)},
+				},
+			},
+			{
+				Name:  "export",
+				Usage: "write xfsq's state in other tools' formats",
+				Subcommands: []*cli.Command{{
+					Name: "xfs-projects", Usage: "lines for /etc/projects and /etc/projid so xfs_quota works by name",
+					Description: "Prints the lines; with --write, updates the files in place: lines for xfsq's IDs are replaced,\n" +
+						"every other line is kept.",
+					Flags: []cli.Flag{
+						&cli.BoolFlag{Name: "write", Usage: "update the files instead of printing"},
+						&cli.StringFlag{Name: "projects-file", Value: "/etc/projects"},
+						&cli.StringFlag{Name: "projid-file", Value: "/etc/projid"},
+					},
+					Action: with(cmdExportXFS),
+				}},
+			},
+			{
+				Name: "doctor", Usage: "find drift between the store, the directories and the kernel; --fix repairs it",
+				Description: "Reports interrupted adds and removals, missing directories, trees whose root lost its project ID,\n" +
+					"limits changed behind xfsq's back, kernel IDs no project owns and directories no project owns.\n" +
+					"--fix repairs what it can, journalling each repair (doctor.repaired). Exit 1 while drift remains.",
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "fix", Usage: "repair what can be repaired"}},
+				Action: with(cmdDoctor),
+			},
+		},
+	}
+	setUsageErrors(app.Commands)
+	app.OnUsageError = onUsageError
+	app.CommandNotFound = func(c *cli.Context, name string) {
+		fmt.Fprintf(stderr, "xfsq: unknown command %q: see xfsq --help\n", name)
+		os.Exit(exitUsage)
+	}
+	return app
+}
+
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	return usagef("%v: see xfsq %s --help", err, commandName(c))
+}
+
+func setUsageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = onUsageError
+		setUsageErrors(c.Subcommands)
+		if len(c.Subcommands) > 0 && c.Action == nil {
+			c.Action = func(c *cli.Context) error {
+				if c.NArg() > 0 {
+					return usagef("unknown command %q: see xfsq %s --help", c.Args().First(), commandName(c))
+				}
+				cli.ShowSubcommandHelp(c)
+				return &exitError{code: exitUsage}
+			}
+		}
+	}
+}
+
+func table(w io.Writer, header string, rows [][]string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}
+
+func cmdInit(e env) error {
+	root, err := e.root()
+	if err != nil {
+		return err
+	}
+	ctx := e.c.Context
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		return fmt.Errorf("sandbox root %s does not exist or is not a directory: create or mount it first (scripts/loopback-xfs.sh makes an XFS one)", root)
+	}
+	if err := os.MkdirAll(root+"/"+project.StateDir, 0o700); err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, e.dsn(root), e.host())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	o, err := e.options(root, st)
+	if err != nil {
+		return err
+	}
+	m, res, err := project.Init(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if st.Driver() == "sqlite" {
+		res.Store = "sqlite (" + e.dsn(root) + ")"
+	}
+	return e.print(res, func(w io.Writer) {
+		fmt.Fprintf(w, "root:    %s\nbackend: %s\n", res.Root, res.Backend)
+		if res.Reason != "" {
+			fmt.Fprintf(w, "         %s\n", res.Reason)
+		}
+		fmt.Fprintf(w, "store:   %s\n", res.Store)
+		if len(res.Created) > 0 {
+			fmt.Fprintf(w, "created: %s\n", strings.Join(res.Created, " "))
+		} else {
+			fmt.Fprintln(w, "created: nothing (already initialised)")
+		}
+	})
+}
+
+func cmdProjectAdd(e env) error {
+	name, err := oneArg(e.c, "project NAME")
+	if err != nil {
+		return err
+	}
+	var o project.AddOptions
+	if o.Workspace, err = limitFlags(e.c, ""); err != nil {
+		return err
+	}
+	if o.Cache, err = limitFlags(e.c, "cache-"); err != nil {
+		return err
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		p, err := m.Add(ctx, name, o)
+		if err != nil {
+			return err
+		}
+		return e.print(p, func(w io.Writer) { printProject(w, p) })
+	})
+}
+
+func cmdProjectSet(e env) error {
+	name, err := oneArg(e.c, "project NAME")
+	if err != nil {
+		return err
+	}
+	change, err := limitFlags(e.c, "")
+	if err != nil {
+		return err
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		p, err := m.Set(ctx, name, e.c.String("area"), change)
+		if err != nil {
+			return err
+		}
+		return e.print(p, func(w io.Writer) { printProject(w, p) })
+	})
+}
+
+func cmdProjectRm(e env) error {
+	name, err := oneArg(e.c, "project NAME")
+	if err != nil {
+		return err
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		res, err := m.Remove(ctx, name, e.c.Bool("purge"))
+		if err != nil {
+			return err
+		}
+		return e.print(res, func(w io.Writer) {
+			fmt.Fprintf(w, "removed project %q\n", name)
+			for _, l := range res.Left {
+				fmt.Fprintf(w, "kept on disk: %s (delete it with --purge, or by hand)\n", l)
+			}
+			for _, id := range res.KeptIDs {
+				fmt.Fprintf(w, "project ID %s stays reserved until no file carries it\n", id)
+			}
+		})
+	})
+}
+
+func cmdProjectList(e env) error {
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		ps, err := m.List(ctx)
+		if err != nil {
+			return err
+		}
+		if ps == nil {
+			ps = []store.Project{}
+		}
+		return e.print(ps, func(w io.Writer) {
+			rows := make([][]string, len(ps))
+			for i, p := range ps {
+				rows[i] = []string{p.Name, p.State, p.CreatedAt.Local().Format(time.DateTime)}
+			}
+			table(w, "PROJECT\tSTATE\tCREATED", rows)
+		})
+	})
+}
+
+func cmdProjectShow(e env) error {
+	name, err := oneArg(e.c, "project NAME")
+	if err != nil {
+		return err
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		p, err := m.Show(ctx, name)
+		if err != nil {
+			return err
+		}
+		return e.print(p, func(w io.Writer) { printProject(w, p) })
+	})
+}
+
+func cmdProjectCheck(e env) error {
+	name, err := oneArg(e.c, "project NAME")
+	if err != nil {
+		return err
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		a, err := m.Check(ctx, name)
+		if err != nil {
+			return err
+		}
+		if e.json() {
+			e.print(a, nil)
+		} else if a.Decision == project.Ok {
+			fmt.Fprintln(e.stdout, a.Message)
+		} else {
+			fmt.Fprintln(e.stderr, a.Decision+": "+a.Message)
+		}
+		if a.Decision == project.Deny {
+			return &exitError{code: exitDenied}
+		}
+		return nil
+	})
+}
+
+func dash(n uint64, format func(uint64) string) string {
+	if n == 0 {
+		return "-"
+	}
+	return format(n)
+}
+
+func count(n uint64) string { return fmt.Sprint(n) }
+
+func treeRow(t project.TreeStatus, withProject bool) []string {
+	row := []string{t.Area, fmt.Sprint(t.ProjectID), units.FormatIEC(t.UsedBytes), dash(t.BytesSoft, units.FormatIEC),
+		dash(t.BytesHard, units.FormatIEC), count(t.UsedInodes), dash(t.InodesSoft, count), dash(t.InodesHard, count), "-"}
+	if t.BytesHard > 0 {
+		row[8] = fmt.Sprintf("%.1f%%", t.Percent)
+	}
+	if withProject {
+		row = append([]string{t.Project}, row...)
+	}
+	return row
+}
+
+const treeHeader = "AREA\tID\tUSED\tSOFT\tHARD\tINODES\tISOFT\tIHARD\tUSE%"
+
+func printProject(w io.Writer, p project.Project) {
+	fmt.Fprintf(w, "project: %s (%s, created %s)\nbackend: %s\n", p.Name, p.State, p.CreatedAt.Local().Format(time.DateTime), p.Backend)
+	rows := make([][]string, len(p.Trees))
+	for i, t := range p.Trees {
+		rows[i] = treeRow(t, false)
+	}
+	table(w, treeHeader, rows)
+	printDrift(w, p.Trees)
+}
+
+func printDrift(w io.Writer, trees []project.TreeStatus) {
+	for _, t := range trees {
+		if t.Drift != "" {
+			fmt.Fprintf(w, "drift: %s %s: %s (xfsq doctor --fix)\n", t.Project, t.Area, t.Drift)
+		}
+	}
+}
+
+func cmdReport(e env) error {
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		rows, err := m.Report(ctx)
+		if err != nil {
+			return err
+		}
+		return e.print(rows, func(w io.Writer) {
+			fmt.Fprintf(w, "backend: %s\n", m.BackendName())
+			table(w, "PROJECT\t"+treeHeader, func() [][]string {
+				out := make([][]string, len(rows))
+				for i, t := range rows {
+					out[i] = treeRow(t, true)
+				}
+				return out
+			}())
+			printDrift(w, rows)
+		})
+	})
+}
+
+func cmdEvents(e env) error {
+	f := store.EventFilter{Type: e.c.String("type"), Project: e.c.String("project"), Limit: e.c.Int("limit")}
+	if s := e.c.String("since"); s != "" {
+		if d, err := units.ParseDuration(s); err == nil {
+			f.Since = time.Now().Add(-d)
+		} else if t, err := time.Parse(time.RFC3339, s); err == nil {
+			f.Since = t
+		} else {
+			return usagef("--since %q: use a duration ago (24h, 7d) or an RFC 3339 time (2026-11-30T10:00:00Z)", s)
+		}
+	}
+	if f.Limit < 1 {
+		return usagef("--limit %d: use a positive number", f.Limit)
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		evs, err := m.Store.Events(ctx, f)
+		if err != nil {
+			return err
+		}
+		if evs == nil {
+			evs = []store.Event{}
+		}
+		return e.print(evs, func(w io.Writer) {
+			rows := make([][]string, len(evs))
+			for i, ev := range evs {
+				rows[i] = []string{ev.At.Local().Format(time.DateTime), ev.Type, ev.Project, ev.Actor, string(ev.Payload)}
+			}
+			table(w, "AT\tTYPE\tPROJECT\tACTOR\tDETAIL", rows)
+		})
+	})
+}
+
+func cmdSettingsList(e env) error {
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		vals, err := m.Settings(ctx)
+		if err != nil {
+			return err
+		}
+		return e.print(vals, func(w io.Writer) {
+			rows := make([][]string, len(vals))
+			for i, v := range vals {
+				rows[i] = []string{v.Key, humanSetting(v), v.Source, v.Help}
+			}
+			table(w, "KEY\tVALUE\tSOURCE\tMEANING", rows)
+		})
+	})
+}
+
+func humanSetting(v settings.Value) string {
+	if v.Kind == settings.Size {
+		return units.FormatIEC(v.Bytes())
+	}
+	return v.Value
+}
+
+func cmdSettingsGet(e env) error {
+	key, err := oneArg(e.c, "KEY")
+	if err != nil {
+		return err
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		v, err := m.Setting(ctx, key)
+		if err != nil {
+			return err
+		}
+		return e.print(v, func(w io.Writer) { fmt.Fprintln(w, humanSetting(v)) })
+	})
+}
+
+func cmdSettingsSet(e env) error {
+	if e.c.NArg() != 2 {
+		return usagef("settings set takes KEY VALUE, got %d arguments: see xfsq settings set --help", e.c.NArg())
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		v, old, err := m.SetSetting(ctx, e.c.Args().Get(0), e.c.Args().Get(1))
+		if err != nil {
+			return err
+		}
+		return e.print(v, func(w io.Writer) {
+			fmt.Fprintf(w, "%s = %s (was %s)\n", v.Key, humanSetting(v), old)
+		})
+	})
+}
+
+func cmdExportXFS(e env) error {
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		var lines project.XFSProjects
+		var err error
+		if e.c.Bool("write") {
+			lines, err = m.WriteXFSProjectFiles(ctx, e.c.String("projects-file"), e.c.String("projid-file"))
+		} else {
+			lines, err = m.ExportXFS(ctx)
+		}
+		if err != nil {
+			return err
+		}
+		return e.print(lines, func(w io.Writer) {
+			if e.c.Bool("write") {
+				fmt.Fprintf(w, "updated %s (%d xfsq lines) and %s (%d xfsq lines)\n",
+					e.c.String("projects-file"), len(lines.Projects), e.c.String("projid-file"), len(lines.Projid))
+				return
+			}
+			fmt.Fprintf(w, "# %s\n%s\n# %s\n%s\n", e.c.String("projects-file"), strings.Join(lines.Projects, "\n"),
+				e.c.String("projid-file"), strings.Join(lines.Projid, "\n"))
+		})
+	})
+}
+
+func cmdDoctor(e env) error {
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		findings, err := m.Doctor(ctx, e.c.Bool("fix"))
+		if err != nil {
+			return err
+		}
+		if findings == nil {
+			findings = []project.Finding{}
+		}
+		e.print(findings, func(w io.Writer) {
+			if len(findings) == 0 {
+				fmt.Fprintln(w, "no drift: store, directories and kernel agree")
+			}
+			for _, f := range findings {
+				status := "found"
+				switch {
+				case f.Fixed:
+					status = "fixed"
+				case f.Error != "":
+					status = "FIX FAILED: " + f.Error
+				}
+				where := strings.TrimSpace(strings.Join([]string{f.Project, f.Area, f.Path}, " "))
+				fmt.Fprintf(w, "%s: %s %s: %s; fix: %s\n", status, f.Kind, where, f.Detail, f.Fix)
+			}
+		})
+		if project.Unresolved(findings) {
+			return &exitError{code: exitFailed}
+		}
+		return nil
+	})
+}

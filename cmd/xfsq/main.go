@@ -1,0 +1,242 @@
+// Command xfsq manages the storage of an agent sandbox host: every project
+// tree under the sandbox root gets an XFS project ID and kernel-enforced
+// limits (or application-level ones on other filesystems), and every change
+// is journalled. Each command is a thin shell over package project.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/units"
+)
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFailed = 1 // an operation failed
+	exitUsage  = 2 // bad usage or input
+	exitDenied = 3 // a quota refused
+)
+
+// usageError is bad usage or input: exit 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// exitError carries an exit code for an outcome already printed.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func main() {
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app := newApp(stdout, stderr)
+	err := app.RunContext(ctx, interspersed(app, args))
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	code := exitCode(err)
+	if jsonRequested(args) {
+		data, _ := json.Marshal(map[string]string{"error": err.Error()})
+		fmt.Fprintln(stderr, string(data))
+	} else {
+		fmt.Fprintln(stderr, "xfsq: "+err.Error())
+	}
+	return code
+}
+
+func exitCode(err error) int {
+	var input *project.InputError
+	var usage *usageError
+	var deny *project.DenyError
+	switch {
+	case errors.As(err, &usage), errors.As(err, &input):
+		return exitUsage
+	case errors.As(err, &deny):
+		return exitDenied
+	}
+	return exitFailed
+}
+
+// jsonRequested looks for --json before urfave has parsed anything, so that
+// even a parse error is reported as JSON.
+func jsonRequested(args []string) bool {
+	for _, a := range args[1:] {
+		if a == "--json" || a == "-json" || a == "--json=true" {
+			return true
+		}
+		if a == "--" {
+			return false
+		}
+	}
+	return false
+}
+
+// env is what every command needs: the parsed globals and the output.
+type env struct {
+	c      *cli.Context
+	stdout io.Writer
+	stderr io.Writer
+}
+
+func (e env) json() bool { return e.c.Bool("json") }
+
+// root returns the sandbox root from --root / XFSQ_ROOT / KERNEL_SANDBOX_ROOT.
+func (e env) root() (string, error) {
+	r := e.c.String("root")
+	if r == "" {
+		return "", usagef("no sandbox root: pass --root DIR or set XFSQ_ROOT (or KERNEL_SANDBOX_ROOT)")
+	}
+	return filepath.Abs(r)
+}
+
+func (e env) dsn(root string) string {
+	if d := e.c.String("db"); d != "" {
+		return d
+	}
+	return filepath.Join(root, project.StateDir, "xfsq.db")
+}
+
+func (e env) host() string {
+	if h := e.c.String("host"); h != "" {
+		return h
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
+func (e env) options(root string, st *store.Store) (project.Options, error) {
+	o := project.Options{Root: root, Store: st}
+	if r := e.c.String("id-range"); r != "" {
+		var first, last uint32
+		if _, err := fmt.Sscanf(r, "%d-%d", &first, &last); err != nil {
+			return o, usagef("--id-range %q: use FIRST-LAST, e.g. 100000-199999", r)
+		}
+		o.Range = xfs.IDRange{First: quota.ProjectID(first), Last: quota.ProjectID(last)}
+	}
+	return o, nil
+}
+
+// manager opens the store and the manager of an initialised root.
+func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) error {
+	root, err := e.root()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(root, project.StateDir)); err != nil {
+		return fmt.Errorf("%s is not an xfsq sandbox root (no %s/): run xfsq init --root %s", root, project.StateDir, root)
+	}
+	ctx := e.c.Context
+	st, err := store.Open(ctx, e.dsn(root), e.host())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	o, err := e.options(root, st)
+	if err != nil {
+		return err
+	}
+	m, err := project.Open(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	return fn(ctx, m)
+}
+
+// print writes v as JSON with --json, else calls human.
+func (e env) print(v any, human func(w io.Writer)) error {
+	if e.json() {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	human(e.stdout)
+	return nil
+}
+
+// sizeFlag reads an optional size flag; nil when not given.
+func sizeFlag(c *cli.Context, name string) (*uint64, error) {
+	if !c.IsSet(name) {
+		return nil, nil
+	}
+	n, err := units.ParseSize(c.String(name))
+	if err != nil {
+		return nil, usagef("--%s: %v", name, err)
+	}
+	return &n, nil
+}
+
+func countFlag(c *cli.Context, name string) (*uint64, error) {
+	if !c.IsSet(name) {
+		return nil, nil
+	}
+	n, err := units.ParseCount(c.String(name))
+	if err != nil {
+		return nil, usagef("--%s: %v", name, err)
+	}
+	return &n, nil
+}
+
+func limitFlags(c *cli.Context, prefix string) (project.LimitChange, error) {
+	var ch project.LimitChange
+	var err error
+	for _, f := range []struct {
+		name  string
+		dst   **uint64
+		count bool
+	}{
+		{prefix + "bytes-soft", &ch.BytesSoft, false}, {prefix + "bytes-hard", &ch.BytesHard, false},
+		{prefix + "inodes-soft", &ch.InodesSoft, true}, {prefix + "inodes-hard", &ch.InodesHard, true},
+	} {
+		if f.count {
+			*f.dst, err = countFlag(c, f.name)
+		} else {
+			*f.dst, err = sizeFlag(c, f.name)
+		}
+		if err != nil {
+			return ch, err
+		}
+	}
+	return ch, nil
+}
+
+// oneArg returns the single positional argument a command takes.
+func oneArg(c *cli.Context, what string) (string, error) {
+	if c.NArg() != 1 {
+		name := commandName(c)
+		return "", usagef("%s takes one %s, got %d arguments: see xfsq %s --help", name, what, c.NArg(), name)
+	}
+	return c.Args().First(), nil
+}
+
+// commandName is the command's path without the program, e.g. "project add".
+func commandName(c *cli.Context) string {
+	return strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
+}

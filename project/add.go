@@ -1,0 +1,315 @@
+package project
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store"
+)
+
+// AddOptions are the limits of a new project; nil fields take the defaults
+// (settings default_quota and default_cache_quota for the hard byte limits,
+// no soft or inode limits).
+type AddOptions struct {
+	Workspace, Cache LimitChange
+}
+
+// LimitChange sets the limits whose fields are non-nil.
+type LimitChange struct {
+	BytesSoft, BytesHard, InodesSoft, InodesHard *uint64
+}
+
+func (c LimitChange) apply(l quota.Limits) quota.Limits {
+	for _, f := range []struct {
+		v   *uint64
+		dst *uint64
+	}{{c.BytesSoft, &l.BytesSoft}, {c.BytesHard, &l.BytesHard}, {c.InodesSoft, &l.InodesSoft}, {c.InodesHard, &l.InodesHard}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	return l
+}
+
+func (c LimitChange) empty() bool {
+	return c.BytesSoft == nil && c.BytesHard == nil && c.InodesSoft == nil && c.InodesHard == nil
+}
+
+func validateLimits(area string, l quota.Limits) error {
+	if l.BytesSoft != 0 && l.BytesHard != 0 && l.BytesSoft > l.BytesHard {
+		return inputErrorf("%s: the soft byte limit (%d) is above the hard limit (%d)", area, l.BytesSoft, l.BytesHard)
+	}
+	if l.InodesSoft != 0 && l.InodesHard != 0 && l.InodesSoft > l.InodesHard {
+		return inputErrorf("%s: the soft inode limit (%d) is above the hard limit (%d)", area, l.InodesSoft, l.InodesHard)
+	}
+	return nil
+}
+
+// AddFaultPoints are where tests kill `project add` to show that an
+// interrupted add leaves nothing behind that the next add or doctor --fix
+// does not clean up.
+var AddFaultPoints = func() []string {
+	points := []string{"add:project-row"}
+	for _, area := range Areas {
+		for _, step := range []string{"id-recorded", "dir-created", "assigned", "limits-set"} {
+			points = append(points, "add:"+area+":"+step)
+		}
+	}
+	return append(points, "add:before-ready")
+}()
+
+// Add registers a project: one tree per area, each with its own project ID
+// and limits, and journals it. A failure half-way rolls back what it made;
+// a process killed half-way leaves an "adding" row that the next Add of the
+// same name, or Doctor with fix, rolls back.
+func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, error) {
+	if err := ValidateName(name); err != nil {
+		return Project{}, err
+	}
+	limits := map[string]quota.Limits{}
+	for area, change := range map[string]LimitChange{AreaWorkspace: o.Workspace, AreaCache: o.Cache} {
+		def, err := m.setting(ctx, map[string]string{AreaWorkspace: "default_quota", AreaCache: "default_cache_quota"}[area])
+		if err != nil {
+			return Project{}, err
+		}
+		limits[area] = change.apply(quota.Limits{BytesHard: def.Bytes()})
+		if err := validateLimits(area, limits[area]); err != nil {
+			return Project{}, err
+		}
+	}
+	if err := m.claim(ctx, name); err != nil {
+		return Project{}, err
+	}
+	fault.Point("add:project-row")
+	trees, err := m.makeTrees(ctx, name, limits)
+	if err == nil {
+		fault.Point("add:before-ready")
+		err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+			if err := tx.SetProjectState(ctx, name, store.StateReady, ""); err != nil {
+				return err
+			}
+			return tx.AppendEvent(ctx, store.EventProjectAdded, name, m.Actor, map[string]any{"backend": m.BackendName(), "trees": trees})
+		})
+	}
+	if err != nil {
+		if _, rbErr := m.rollbackAdd(ctx, name); rbErr != nil {
+			return Project{}, fmt.Errorf("%w (and rolling back failed: %v; run xfsq doctor --fix)", err, rbErr)
+		}
+		return Project{}, err
+	}
+	return m.Show(ctx, name)
+}
+
+// claim inserts the project row in state adding, rolling back first the
+// leftovers of an add whose process died.
+func (m *Manager) claim(ctx context.Context, name string) error {
+	for attempt := 0; ; attempt++ {
+		var existing store.Project
+		var inserted bool
+		err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+			var err error
+			existing, inserted, err = tx.InsertProject(ctx, name, holder(), m.now())
+			return err
+		})
+		switch {
+		case err != nil:
+			return err
+		case inserted:
+			return nil
+		case existing.State == store.StateReady:
+			return fmt.Errorf("project %q %w: see xfsq project show %s", name, ErrExists, name)
+		case holderAlive(existing.Adder):
+			return fmt.Errorf("project %q is being %s by another process (pid %s); wait for it", name,
+				map[string]string{store.StateAdding: "added", store.StateRemoving: "removed"}[existing.State], existing.Adder)
+		case existing.State == store.StateRemoving:
+			return fmt.Errorf("project %q %w, half-removed by an interrupted xfsq project rm: run it again to finish", name, ErrExists)
+		case attempt > 0:
+			return fmt.Errorf("project %q: could not clear an interrupted add; run xfsq doctor --fix", name)
+		}
+		// An add that died half-way: undo it, then try again.
+		if _, err := m.rollbackAdd(ctx, name); err != nil {
+			return fmt.Errorf("project %q: rolling back an interrupted add: %w", name, err)
+		}
+	}
+}
+
+// holder identifies this process in a project row: "pid@host".
+func holder() string {
+	h, _ := os.Hostname()
+	return strconv.Itoa(os.Getpid()) + "@" + h
+}
+
+// holderAlive reports whether the process named by a holder still runs.
+// A holder on another host is taken as alive: only that host can tell.
+func holderAlive(h string) bool {
+	pidStr, host, _ := strings.Cut(h, "@")
+	if me, _ := os.Hostname(); host != me {
+		return h != ""
+	}
+	pid, err := strconv.Atoi(pidStr)
+	if err != nil || pid <= 0 {
+		return false
+	}
+	err = syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// makeTrees makes each area's tree: ID and row in one transaction, then the
+// directory, then the kernel's ID and limits.
+func (m *Manager) makeTrees(ctx context.Context, name string, limits map[string]quota.Limits) ([]store.Tree, error) {
+	var trees []store.Tree
+	for _, area := range Areas {
+		rel := TreePath(name, area)
+		dir := m.abs(rel)
+		_, statErr := os.Lstat(dir)
+		tree := store.Tree{Project: name, Area: area, Path: rel, Backend: m.BackendName(), FSUUID: m.fsUUID,
+			Limits: limits[area], CreatedDir: errors.Is(statErr, os.ErrNotExist)}
+		if statErr == nil {
+			if err := checkAdoptable(dir); err != nil {
+				return nil, err
+			}
+		}
+		excluded, err := m.excludedIDs()
+		if err != nil {
+			return nil, err
+		}
+		err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+			var err error
+			if tree.ProjectID, err = tx.ReserveID(ctx, m.fsUUID, m.Range, excluded, name+"/"+area); err != nil {
+				return err
+			}
+			return tx.InsertTree(ctx, tree)
+		})
+		if err != nil {
+			return nil, err
+		}
+		fault.Point("add:" + area + ":id-recorded")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create %s: %w", dir, err)
+		}
+		if area == AreaWorkspace {
+			for _, sub := range workspaceSubdirs {
+				if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+					return nil, fmt.Errorf("create %s: %w", filepath.Join(dir, sub), err)
+				}
+			}
+		}
+		fault.Point("add:" + area + ":dir-created")
+		if err := m.Backend.Assign(dir, tree.ProjectID); err != nil {
+			return nil, err
+		}
+		fault.Point("add:" + area + ":assigned")
+		if err := m.Backend.SetLimits(tree.ProjectID, tree.Limits); err != nil {
+			return nil, err
+		}
+		fault.Point("add:" + area + ":limits-set")
+		trees = append(trees, tree)
+	}
+	return trees, nil
+}
+
+// checkAdoptable refuses to adopt an existing path that is not a plain directory.
+func checkAdoptable(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s exists and is not a directory (%s); move it away first", dir, fi.Mode().Type())
+	}
+	return nil
+}
+
+func (m *Manager) excludedIDs() (map[quota.ProjectID]bool, error) {
+	if m.alloc == nil {
+		return nil, nil
+	}
+	return m.alloc.Excluded()
+}
+
+// rollbackAdd undoes a partial add: limits cleared, directories it created
+// removed if still empty (never any data), IDs released once the kernel
+// shows them empty, rows deleted. It returns what it left behind.
+func (m *Manager) rollbackAdd(ctx context.Context, name string) (left []string, err error) {
+	trees, err := m.Store.Trees(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range trees {
+		if err := m.Backend.Clear(t.ProjectID); err != nil {
+			return nil, err
+		}
+		if t.CreatedDir {
+			left = append(left, removeEmptyTree(m.abs(t.Path), t.Area)...)
+		}
+	}
+	used, err := m.idsStillUsed(trees)
+	if err != nil {
+		return left, err
+	}
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+		for _, t := range trees {
+			if err := releaseOrKeep(ctx, tx, t, used[t.ProjectID], "rolled-back:"+name+"/"+t.Area); err != nil {
+				return err
+			}
+		}
+		return tx.DeleteProject(ctx, name)
+	})
+	return left, err
+}
+
+// removeEmptyTree removes a tree that xfsq created, only as far as it is
+// empty; it reports what it had to leave.
+func removeEmptyTree(dir, area string) (left []string) {
+	if area == AreaWorkspace {
+		for _, sub := range workspaceSubdirs {
+			if err := os.Remove(filepath.Join(dir, sub)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				left = append(left, filepath.Join(dir, sub))
+			}
+		}
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		left = append(left, dir)
+	}
+	return left
+}
+
+// idsStillUsed asks the kernel which of the trees' IDs still own data,
+// giving deleted inodes a moment to drain. Outside any transaction: the wait
+// must not hold the database's write lock.
+func (m *Manager) idsStillUsed(trees []store.Tree) (map[quota.ProjectID]bool, error) {
+	used := map[quota.ProjectID]bool{}
+	if m.xfs == nil {
+		return used, nil
+	}
+	for _, t := range trees {
+		q, err := m.xfs.WaitEmpty(t.ProjectID, inodegcWait)
+		if err != nil {
+			return nil, err
+		}
+		used[t.ProjectID] = q.OwnsData()
+	}
+	return used, nil
+}
+
+// releaseOrKeep returns a tree's ID to the pool, or, while files still carry
+// it, keeps it reserved under keepOwner so that no other project is given it.
+func releaseOrKeep(ctx context.Context, tx *store.Tx, t store.Tree, used bool, keepOwner string) error {
+	if used {
+		return tx.SetIDOwner(ctx, t.FSUUID, t.ProjectID, keepOwner)
+	}
+	return tx.ReleaseID(ctx, t.FSUUID, t.ProjectID)
+}
+
+// inodegcWait bounds how long a removal waits for the kernel to let go of
+// the inodes it just deleted before keeping an ID reserved instead.
+const inodegcWait = 3 * time.Second

@@ -1,0 +1,274 @@
+package project
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/store"
+)
+
+// Finding is one drift between the store, the directories and the kernel.
+type Finding struct {
+	Kind      string          `json:"kind"`
+	Project   string          `json:"project,omitempty"`
+	Area      string          `json:"area,omitempty"`
+	Path      string          `json:"path,omitempty"`
+	ProjectID quota.ProjectID `json:"project_id,omitempty"`
+	Detail    string          `json:"detail"`
+	// Fix is what --fix does (or did), or what to do by hand when xfsq
+	// will not touch it.
+	Fix   string `json:"fix"`
+	Fixed bool   `json:"fixed"`
+	Error string `json:"error,omitempty"` // a fix that failed
+	fixFn func(context.Context) error
+}
+
+// Kinds of finding.
+const (
+	InterruptedAdd    = "interrupted-add"
+	InterruptedRemove = "interrupted-remove"
+	BusyProject       = "operation-in-progress"
+	MissingDirectory  = "missing-directory"
+	WrongProjectID    = "wrong-project-id"
+	LimitsDrift       = "limits-drift"
+	OrphanKernelID    = "unowned-kernel-id"
+	ForeignKernelID   = "foreign-kernel-id"
+	KeptID            = "kept-id"
+	UnmanagedDir      = "unmanaged-directory"
+)
+
+// Doctor compares the store, the directories and the kernel's IDs and
+// limits, and with fix repairs what it can, journalling each repair
+// (doctor.repaired). The store is the source of truth for limits.
+func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
+	var findings []Finding
+	projects, err := m.Store.Projects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range projects {
+		if p.State == store.StateReady {
+			continue
+		}
+		f := Finding{Project: p.Name}
+		switch {
+		case holderAlive(p.Adder):
+			f.Kind, f.Detail, f.Fix = BusyProject, fmt.Sprintf("%s by pid %s", p.State, p.Adder), "none: wait for it to finish"
+		case p.State == store.StateAdding:
+			f.Kind, f.Detail, f.Fix = InterruptedAdd, "an add was interrupted half-way", "roll it back: remove the empty directories it made, clear limits, release its IDs"
+			f.fixFn = func(ctx context.Context) error {
+				left, err := m.rollbackAdd(ctx, p.Name)
+				if len(left) > 0 {
+					f.Detail += fmt.Sprintf("; left non-empty %v", left)
+				}
+				return err
+			}
+		default:
+			f.Kind, f.Detail, f.Fix = InterruptedRemove, "a removal was interrupted half-way", "finish it (data is kept; xfsq project rm --purge deletes it)"
+			f.fixFn = func(ctx context.Context) error { _, err := m.Remove(ctx, p.Name, false); return err }
+		}
+		findings = append(findings, f)
+	}
+	trees, err := m.Store.Trees(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	state := map[string]string{}
+	for _, p := range projects {
+		state[p.Name] = p.State
+	}
+	var kernel map[quota.ProjectID]quota.Quota
+	if m.xfs != nil {
+		if kernel, err = m.xfs.All(); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range trees {
+		if state[t.Project] != store.StateReady {
+			continue // the interrupted operation's finding covers it
+		}
+		findings = append(findings, m.checkTree(t, kernel)...)
+	}
+	if m.xfs != nil {
+		idFindings, err := m.checkIDs(ctx, trees, kernel)
+		if err != nil {
+			return nil, err
+		}
+		findings = append(findings, idFindings...)
+	}
+	findings = append(findings, m.unmanagedDirs(projects)...)
+	if !fix {
+		return findings, nil
+	}
+	for i := range findings {
+		f := &findings[i]
+		if f.fixFn == nil {
+			continue
+		}
+		if err := f.fixFn(ctx); err != nil {
+			f.Error = err.Error()
+			continue
+		}
+		f.Fixed = true
+		err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+			return tx.AppendEvent(ctx, store.EventRepaired, f.Project, m.Actor, f)
+		})
+		if err != nil {
+			return findings, err
+		}
+	}
+	return findings, nil
+}
+
+func (m *Manager) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota) []Finding {
+	dir := m.abs(t.Path)
+	base := Finding{Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID}
+	reassign := func(ctx context.Context) error {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if t.Area == AreaWorkspace {
+			for _, sub := range workspaceSubdirs {
+				if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+					return err
+				}
+			}
+		}
+		if err := m.Backend.Assign(dir, t.ProjectID); err != nil {
+			return err
+		}
+		return m.Backend.SetLimits(t.ProjectID, t.Limits)
+	}
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		f := base
+		f.Kind, f.Detail, f.Fix, f.fixFn = MissingDirectory, dir+" does not exist", "create it and assign its project ID and limits", reassign
+		return []Finding{f}
+	}
+	if err == nil && !fi.IsDir() {
+		f := base
+		f.Kind, f.Detail, f.Fix = MissingDirectory, fmt.Sprintf("%s is a %s, not a directory", dir, fi.Mode().Type()), "none: move it away by hand, then run doctor --fix"
+		return []Finding{f}
+	}
+	if m.xfs == nil {
+		return nil
+	}
+	var out []Finding
+	if id, inherit, err := m.xfs.TreeID(dir); err != nil || id != t.ProjectID || !inherit {
+		f := base
+		f.Kind, f.Fix, f.fixFn = WrongProjectID, "assign the recorded project ID to the tree again", reassign
+		f.Detail = fmt.Sprintf("tree root carries project %d (inherit %v), recorded %d", id, inherit, t.ProjectID)
+		if err != nil {
+			f.Detail = err.Error()
+		}
+		out = append(out, f)
+	}
+	if q := kernel[t.ProjectID]; q.Limits != t.Limits {
+		f := base
+		f.Kind, f.Fix = LimitsDrift, "set the recorded limits again"
+		f.Detail = fmt.Sprintf("kernel limits %s, recorded %s", formatLimits(q.Limits), formatLimits(t.Limits))
+		f.fixFn = func(context.Context) error { return m.Backend.SetLimits(t.ProjectID, t.Limits) }
+		out = append(out, f)
+	}
+	return out
+}
+
+// checkIDs finds kernel IDs no tree owns and registered IDs no tree uses.
+func (m *Manager) checkIDs(ctx context.Context, trees []store.Tree, kernel map[quota.ProjectID]quota.Quota) ([]Finding, error) {
+	owned := map[quota.ProjectID]bool{}
+	for _, t := range trees {
+		owned[t.ProjectID] = true
+	}
+	records, err := m.Store.IDs(ctx, m.fsUUID)
+	if err != nil {
+		return nil, err
+	}
+	registered := map[quota.ProjectID]string{}
+	var out []Finding
+	for _, r := range records {
+		registered[r.ProjectID] = r.Owner
+		if owned[r.ProjectID] {
+			continue
+		}
+		f := Finding{Kind: KeptID, ProjectID: r.ProjectID}
+		if q := kernel[r.ProjectID]; q.OwnsData() {
+			f.Detail = fmt.Sprintf("reserved for %s; %d bytes in %d inodes still carry it", r.Owner, q.Bytes, q.Inodes)
+			f.Fix = "none while files carry it: delete them (or re-add the project), then run doctor --fix"
+		} else {
+			f.Detail = fmt.Sprintf("reserved for %s; no file carries it any more", r.Owner)
+			f.Fix = "clear its limits and release it"
+			f.fixFn = func(ctx context.Context) error {
+				if err := m.Backend.Clear(r.ProjectID); err != nil {
+					return err
+				}
+				return m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.ReleaseID(ctx, m.fsUUID, r.ProjectID) })
+			}
+		}
+		out = append(out, f)
+	}
+	handNamed, err := m.alloc.HandNamed()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]quota.ProjectID, 0, len(kernel))
+	for id := range kernel {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if owned[id] || registered[id] != "" {
+			continue
+		}
+		q := kernel[id]
+		f := Finding{ProjectID: id}
+		inRange := id >= m.Range.First && id <= m.Range.Last
+		if !inRange || handNamed[id] {
+			f.Kind, f.Fix = ForeignKernelID, "none: not xfsq's (outside its ID range or named in /etc/projid)"
+			f.Detail = fmt.Sprintf("project %d is in use (%d bytes, %d inodes) and belongs to no xfsq project", id, q.Bytes, q.Inodes)
+		} else {
+			f.Kind, f.Fix = OrphanKernelID, "clear its limits and reserve it until no file carries it"
+			f.Detail = fmt.Sprintf("project %d in xfsq's range is in use (%d bytes, %d inodes, limits %s) but no project owns it",
+				id, q.Bytes, q.Inodes, formatLimits(q.Limits))
+			f.fixFn = func(ctx context.Context) error {
+				if err := m.Backend.Clear(id); err != nil {
+					return err
+				}
+				if !q.OwnsData() {
+					return nil
+				}
+				return m.Store.InTx(ctx, func(tx *store.Tx) error {
+					_, err := tx.ReserveID(ctx, m.fsUUID, xfs.IDRange{First: id, Last: id}, nil, "orphan:kernel")
+					return err
+				})
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// unmanagedDirs lists directories under the area bases that no project owns.
+func (m *Manager) unmanagedDirs(projects []store.Project) []Finding {
+	known := map[string]bool{}
+	for _, p := range projects {
+		known[p.Name] = true
+	}
+	var out []Finding
+	for _, area := range Areas {
+		entries, _ := os.ReadDir(m.abs(areaBase[area]))
+		for _, e := range entries {
+			if known[e.Name()] {
+				continue
+			}
+			out = append(out, Finding{Kind: UnmanagedDir, Area: area, Path: filepath.Join(areaBase[area], e.Name()),
+				Detail: "no project owns it; it has no limits", Fix: "none: xfsq project add " + e.Name() + " adopts it, or remove it by hand"})
+		}
+	}
+	return out
+}

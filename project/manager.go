@@ -1,0 +1,253 @@
+// Package project owns the lifecycle of sandbox projects on one sandbox root:
+// init, add, set limits, remove, admission, report, doctor and export. It
+// ties the store (the registry and journal) to the quota backend (the
+// kernel's or the fallback's enforcement). The CLI and the HTTP API are thin
+// shells over it, so they can never disagree.
+//
+// It must never touch anything outside the root, never delete data that it
+// did not create (rollback removes only empty directories it made), and
+// never change a project without journalling it.
+package project
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/fallback"
+	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/settings"
+	"github.com/xfsq/xfsq/store"
+)
+
+// Areas: the kinds of tree a project owns, each with its own project ID.
+const (
+	AreaWorkspace = "workspace"
+	AreaCache     = "cache"
+)
+
+// Areas lists the areas a project is given, in order.
+var Areas = []string{AreaWorkspace, AreaCache}
+
+// areaBase is where each area's trees live under the root.
+var areaBase = map[string]string{AreaWorkspace: "projects", AreaCache: "cache"}
+
+// BaseDirs are created by init; none may carry PROJINHERIT.
+var BaseDirs = []string{"projects", "cache", "scratch", "inbound"}
+
+// StateDir is xfsq's own state under the root.
+const StateDir = ".xfsq"
+
+// workspaceSubdirs are created in every workspace and never swept.
+var workspaceSubdirs = []string{"uploads", "inbox"}
+
+// InputError is bad input from the caller: a name, size, area or value.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+func inputErrorf(format string, args ...any) error { return &InputError{Msg: fmt.Sprintf(format, args...)} }
+
+// ErrExists and ErrNotFound are wrapped by errors that name the project.
+var (
+	ErrExists   = errors.New("already exists")
+	ErrNotFound = errors.New("not found")
+)
+
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// NameRule says what a project name may be.
+const NameRule = "1-63 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit"
+
+// ValidateName enforces NameRule.
+func ValidateName(name string) error {
+	if !namePattern.MatchString(name) {
+		return inputErrorf("project name %q is invalid: use %s", name, NameRule)
+	}
+	return nil
+}
+
+// ValidateArea checks an area name.
+func ValidateArea(area string) error {
+	if _, ok := areaBase[area]; !ok {
+		return inputErrorf("unknown area %q: use %s or %s", area, AreaWorkspace, AreaCache)
+	}
+	return nil
+}
+
+// TreePath is the tree of (project, area) relative to the root.
+func TreePath(name, area string) string { return filepath.Join(areaBase[area], name) }
+
+// Manager manages the projects of one sandbox root.
+type Manager struct {
+	Root    string
+	Store   *store.Store
+	Backend quota.Backend
+	// Unsupported says why the XFS backend could not be used (fallback only).
+	Unsupported *quota.UnsupportedError
+	Actor       string
+
+	xfs    *xfs.FS
+	alloc  *xfs.Allocator
+	fsUUID string // key of this root's filesystem in the ID registry
+	Range  xfs.IDRange
+}
+
+// Options configure Open.
+type Options struct {
+	Root  string
+	Store *store.Store
+	// Actor is journalled with every change; default: the OS user.
+	Actor string
+	// Range of project IDs; default xfs.DefaultRange.
+	Range xfs.IDRange
+	// ProjectFiles name IDs taken by hand; nil means /etc/projid and /etc/projects.
+	ProjectFiles []string
+}
+
+// Open detects the backend of an initialised root.
+func Open(ctx context.Context, o Options) (*Manager, error) {
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(filepath.Join(root, StateDir)); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not an xfsq sandbox root (no %s/): run xfsq init --root %s", root, StateDir, root)
+	}
+	m := &Manager{Root: root, Store: o.Store, Actor: o.Actor, Range: o.Range}
+	if m.Actor == "" {
+		m.Actor = DefaultActor()
+	}
+	if m.Range == (xfs.IDRange{}) {
+		m.Range = xfs.DefaultRange
+	}
+	if err := m.Range.Validate(); err != nil {
+		return nil, &InputError{Msg: err.Error()}
+	}
+	fs, err := xfs.Open(root)
+	var unsupported *quota.UnsupportedError
+	switch {
+	case err == nil:
+		m.xfs, m.Backend = fs, fs
+		if m.fsUUID, err = fs.UUID(); err != nil {
+			return nil, err
+		}
+		m.alloc = &xfs.Allocator{FS: fs, Registry: store.Registry{S: o.Store}, Range: m.Range, ProjectFiles: o.ProjectFiles}
+	case errors.As(err, &unsupported):
+		fb := fallback.New(unsupported.Short)
+		m.Backend, m.Unsupported = fb, unsupported
+		m.fsUUID = "fallback:" + root
+		trees, err := o.Store.Trees(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range trees {
+			fb.Assign(m.abs(t.Path), t.ProjectID)
+			fb.SetLimits(t.ProjectID, t.Limits)
+		}
+	default:
+		return nil, err
+	}
+	return m, nil
+}
+
+// Close releases the backend's resources.
+func (m *Manager) Close() error {
+	if m.xfs != nil {
+		return m.xfs.Close()
+	}
+	return nil
+}
+
+// BackendName is what every output shows: "xfs" or "fallback (REASON)".
+func (m *Manager) BackendName() string { return m.Backend.Name() }
+
+// IsXFS reports whether the kernel enforces limits on this root.
+func (m *Manager) IsXFS() bool { return m.xfs != nil }
+
+func (m *Manager) abs(rel string) string { return filepath.Join(m.Root, rel) }
+
+// DefaultActor is the OS user, with the sudo caller when there is one.
+func DefaultActor() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if s := os.Getenv("SUDO_USER"); s != "" && s != name {
+		name = s + " (sudo as " + name + ")"
+	}
+	return name
+}
+
+// InitResult is what init found and made.
+type InitResult struct {
+	Root    string   `json:"root"`
+	Backend string   `json:"backend"`
+	Reason  string   `json:"reason,omitempty"` // why not xfs, in full
+	Store   string   `json:"store"`
+	Created []string `json:"created"`
+}
+
+// Init creates the root's layout; it is idempotent. The store must already
+// be open (opening migrates it).
+func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return nil, InitResult{}, err
+	}
+	res := InitResult{Root: root, Store: o.Store.Driver(), Created: []string{}}
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		return nil, res, fmt.Errorf("sandbox root %s does not exist or is not a directory: create or mount it first (scripts/loopback-xfs.sh makes an XFS one)", root)
+	}
+	for _, d := range append(BaseDirs, StateDir) {
+		p := filepath.Join(root, d)
+		mode := os.FileMode(0o755)
+		if d == StateDir {
+			mode = 0o700
+		}
+		if err := os.Mkdir(p, mode); err == nil {
+			res.Created = append(res.Created, d)
+		} else if !errors.Is(err, os.ErrExist) {
+			return nil, res, fmt.Errorf("create %s: %w", p, err)
+		}
+	}
+	m, err := Open(ctx, o)
+	if err != nil {
+		return nil, res, err
+	}
+	res.Backend = m.BackendName()
+	if m.Unsupported != nil {
+		res.Reason = m.Unsupported.Error()
+	}
+	if m.xfs != nil {
+		// A parent's PROJINHERIT would stamp its ID on every new tree.
+		for _, d := range append([]string{""}, BaseDirs...) {
+			if err := m.xfs.ClearInherit(filepath.Join(root, d)); err != nil {
+				m.Close()
+				return nil, res, err
+			}
+		}
+	}
+	return m, res, nil
+}
+
+// setting resolves one setting's effective value.
+func (m *Manager) setting(ctx context.Context, key string) (settings.Value, error) {
+	s, err := settings.Lookup(key)
+	if err != nil {
+		return settings.Value{}, err
+	}
+	stored, ok, err := m.Store.Setting(ctx, key)
+	if err != nil {
+		return settings.Value{}, err
+	}
+	return settings.Resolve(s, stored, ok)
+}
+
+func (m *Manager) now() time.Time { return time.Now() }

@@ -1,0 +1,207 @@
+package project
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/units"
+)
+
+// Project is a project with the status of each of its trees.
+type Project struct {
+	Name      string       `json:"project"`
+	State     string       `json:"state"`
+	CreatedAt time.Time    `json:"created_at"`
+	Backend   string       `json:"backend"`
+	Trees     []TreeStatus `json:"trees"`
+}
+
+// TreeStatus is one tree's limits and usage as the backend reports them.
+type TreeStatus struct {
+	Project         string          `json:"project"`
+	Area            string          `json:"area"`
+	Path            string          `json:"path"`
+	ProjectID       quota.ProjectID `json:"project_id"`
+	Backend         string          `json:"backend"`
+	UsedBytes       uint64          `json:"used_bytes"`
+	UsedInodes      uint64          `json:"used_inodes"`
+	BytesSoft       uint64          `json:"bytes_soft"`
+	BytesHard       uint64          `json:"bytes_hard"`
+	InodesSoft      uint64          `json:"inodes_soft"`
+	InodesHard      uint64          `json:"inodes_hard"`
+	Percent         float64         `json:"percent"` // of the byte hard limit; 0 when there is none
+	BytesGraceEnds  *time.Time      `json:"bytes_grace_ends,omitempty"`
+	InodesGraceEnds *time.Time      `json:"inodes_grace_ends,omitempty"`
+	// Drift is set when the limits in force differ from the recorded ones
+	// (changed behind xfsq's back): doctor --fix restores the recorded ones.
+	Drift string `json:"drift,omitempty"`
+}
+
+func notFound(name string) error {
+	return fmt.Errorf("project %q %w: see xfsq project list", name, ErrNotFound)
+}
+
+// List returns the projects without reading usage.
+func (m *Manager) List(ctx context.Context) ([]store.Project, error) {
+	return m.Store.Projects(ctx)
+}
+
+// Show returns one project with its trees' usage and limits.
+func (m *Manager) Show(ctx context.Context, name string) (Project, error) {
+	if err := ValidateName(name); err != nil {
+		return Project{}, err
+	}
+	p, err := m.Store.Project(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return Project{}, notFound(name)
+	}
+	if err != nil {
+		return Project{}, err
+	}
+	trees, err := m.Store.Trees(ctx, name)
+	if err != nil {
+		return Project{}, err
+	}
+	statuses, err := m.status(trees, nil)
+	if err != nil {
+		return Project{}, err
+	}
+	return Project{Name: p.Name, State: p.State, CreatedAt: p.CreatedAt, Backend: m.BackendName(), Trees: statuses}, nil
+}
+
+// Report returns every tree of every project, read with one enumeration on XFS.
+func (m *Manager) Report(ctx context.Context) ([]TreeStatus, error) {
+	trees, err := m.Store.Trees(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	all, err := m.Backend.All()
+	if err != nil {
+		return nil, err
+	}
+	return m.status(trees, all)
+}
+
+// status joins recorded trees with the backend's figures; all may be nil,
+// then each tree is read on its own.
+func (m *Manager) status(trees []store.Tree, all map[quota.ProjectID]quota.Quota) ([]TreeStatus, error) {
+	out := make([]TreeStatus, 0, len(trees))
+	for _, t := range trees {
+		q, ok := all[t.ProjectID]
+		if all == nil {
+			var err error
+			if q, err = m.Backend.Get(t.ProjectID); err != nil {
+				return nil, err
+			}
+		} else if !ok {
+			q = quota.Quota{ID: t.ProjectID}
+		}
+		s := TreeStatus{Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: m.BackendName(),
+			UsedBytes: q.Bytes, UsedInodes: q.Inodes,
+			BytesSoft: q.BytesSoft, BytesHard: q.BytesHard, InodesSoft: q.InodesSoft, InodesHard: q.InodesHard}
+		if q.BytesHard > 0 {
+			s.Percent = float64(q.Bytes) * 100 / float64(q.BytesHard)
+		}
+		if !q.BytesGraceEnds.IsZero() {
+			s.BytesGraceEnds = &q.BytesGraceEnds
+		}
+		if !q.InodesGraceEnds.IsZero() {
+			s.InodesGraceEnds = &q.InodesGraceEnds
+		}
+		if q.Limits != t.Limits {
+			s.Drift = fmt.Sprintf("limits in force %s differ from the recorded %s", formatLimits(q.Limits), formatLimits(t.Limits))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func formatLimits(l quota.Limits) string {
+	return fmt.Sprintf("{bytes soft %s hard %s, inodes soft %d hard %d}",
+		units.FormatIEC(l.BytesSoft), units.FormatIEC(l.BytesHard), l.InodesSoft, l.InodesHard)
+}
+
+// Admission decisions.
+const (
+	Ok   = "ok"
+	Warn = "warn"
+	Deny = "deny"
+)
+
+// Admission says whether a run of a project may start (SPEC §3.3).
+type Admission struct {
+	Project  string       `json:"project"`
+	Decision string       `json:"decision"`
+	Message  string       `json:"message"`
+	Backend  string       `json:"backend"`
+	Trees    []TreeStatus `json:"trees"`
+}
+
+// DenyError is returned by callers that turn a deny into a failure.
+type DenyError struct{ Admission Admission }
+
+func (e *DenyError) Error() string { return e.Admission.Message }
+
+// Check decides admission from every tree of the project: deny at or over a
+// hard limit, or over a soft limit past its grace; warn over a soft limit
+// within grace; ok otherwise.
+func (m *Manager) Check(ctx context.Context, name string) (Admission, error) {
+	p, err := m.Show(ctx, name)
+	if err != nil {
+		return Admission{}, err
+	}
+	a := Admission{Project: name, Decision: Ok, Backend: p.Backend, Trees: p.Trees}
+	if p.State != store.StateReady {
+		a.Decision, a.Message = Deny, fmt.Sprintf("project %q is %s, not ready: run xfsq doctor", name, p.State)
+		return a, nil
+	}
+	now := m.now()
+	rank := map[string]int{Ok: 0, Warn: 1, Deny: 2}
+	worst := -1
+	for _, t := range p.Trees {
+		decision, msg := judge(t, now)
+		// The worst tree decides; on a tie the workspace speaks.
+		if r := rank[decision]; r > worst || (r == worst && t.Area == AreaWorkspace) {
+			who := fmt.Sprintf("project %q", name)
+			if t.Area != AreaWorkspace {
+				who += " " + t.Area
+			}
+			worst, a.Decision, a.Message = r, decision, who+": "+msg
+		}
+	}
+	return a, nil
+}
+
+func judge(t TreeStatus, now time.Time) (decision, msg string) {
+	switch {
+	case t.BytesHard > 0 && t.UsedBytes >= t.BytesHard:
+		return Deny, fmt.Sprintf("disk quota exceeded (%s of %s)", units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesHard))
+	case t.InodesHard > 0 && t.UsedInodes >= t.InodesHard:
+		return Deny, fmt.Sprintf("file count quota exceeded (%d of %d files)", t.UsedInodes, t.InodesHard)
+	case t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft && t.BytesGraceEnds != nil && !now.Before(*t.BytesGraceEnds):
+		return Deny, fmt.Sprintf("disk quota exceeded: over the soft limit past its grace (%s of %s soft, grace ended %s)",
+			units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesSoft), t.BytesGraceEnds.UTC().Format(time.RFC3339))
+	case t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft && t.InodesGraceEnds != nil && !now.Before(*t.InodesGraceEnds):
+		return Deny, fmt.Sprintf("file count quota exceeded: over the soft limit past its grace (%d of %d files soft, grace ended %s)",
+			t.UsedInodes, t.InodesSoft, t.InodesGraceEnds.UTC().Format(time.RFC3339))
+	case t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft:
+		return Warn, fmt.Sprintf("over the soft disk limit (%s of %s)%s", units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesSoft), graceNote(t.BytesGraceEnds))
+	case t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft:
+		return Warn, fmt.Sprintf("over the soft file count limit (%d of %d files)%s", t.UsedInodes, t.InodesSoft, graceNote(t.InodesGraceEnds))
+	}
+	if t.BytesHard > 0 {
+		return Ok, fmt.Sprintf("ok (%s of %s)", units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesHard))
+	}
+	return Ok, fmt.Sprintf("ok (%s, no hard limit)", units.FormatIEC(t.UsedBytes))
+}
+
+func graceNote(ends *time.Time) string {
+	if ends == nil {
+		return ""
+	}
+	return ", grace ends " + ends.UTC().Format(time.RFC3339)
+}

@@ -1,0 +1,163 @@
+// Package fallback is the quota backend for sandbox roots that are not XFS
+// with project quotas: limits are kept by xfsq and usage is measured by
+// walking each tree. The kernel enforces nothing here; admission of writes
+// made through xfsq is the file layer's job, and writes made outside xfsq
+// are only seen at the next walk — every output says "backend: fallback".
+//
+// It must never follow a symlink or leave the filesystem a tree starts on.
+package fallback
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/xfsq/xfsq/quota"
+)
+
+// Backend keeps the trees and limits it was told about, in memory; the
+// caller (the project manager) persists them and tells it again at start.
+type Backend struct {
+	reason string
+	mu     sync.Mutex
+	trees  map[quota.ProjectID]*tree
+}
+
+type tree struct {
+	dir    string
+	limits quota.Limits
+}
+
+var _ quota.Backend = (*Backend)(nil)
+
+// New returns a backend whose Name carries why XFS could not be used.
+func New(reason string) *Backend {
+	return &Backend{reason: reason, trees: map[quota.ProjectID]*tree{}}
+}
+
+// Name is "fallback (REASON)".
+func (b *Backend) Name() string { return "fallback (" + b.reason + ")" }
+
+// Assign records that id measures dir.
+func (b *Backend) Assign(dir string, id quota.ProjectID) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t, ok := b.trees[id]; ok {
+		t.dir = dir
+	} else {
+		b.trees[id] = &tree{dir: dir}
+	}
+	return nil
+}
+
+// SetLimits records the limits of an assigned id.
+func (b *Backend) SetLimits(id quota.ProjectID, l quota.Limits) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.trees[id]
+	if !ok {
+		return &quota.OpError{Op: "set limits", ID: id, Err: errors.New("no tree is assigned this ID")}
+	}
+	t.limits = l
+	return nil
+}
+
+// Get walks the tree of id; an unknown id reads as zero.
+func (b *Backend) Get(id quota.ProjectID) (quota.Quota, error) {
+	b.mu.Lock()
+	t, ok := b.trees[id]
+	var dir string
+	var limits quota.Limits
+	if ok {
+		dir, limits = t.dir, t.limits
+	}
+	b.mu.Unlock()
+	q := quota.Quota{ID: id, Limits: limits}
+	if !ok {
+		return q, nil
+	}
+	u, err := Walk(dir)
+	q.Usage = u
+	return q, err
+}
+
+// All walks every known tree.
+func (b *Backend) All() (map[quota.ProjectID]quota.Quota, error) {
+	b.mu.Lock()
+	ids := make([]quota.ProjectID, 0, len(b.trees))
+	for id := range b.trees {
+		ids = append(ids, id)
+	}
+	b.mu.Unlock()
+	out := make(map[quota.ProjectID]quota.Quota, len(ids))
+	for _, id := range ids {
+		q, err := b.Get(id)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = q
+	}
+	return out, nil
+}
+
+// Clear forgets the limits of id.
+func (b *Backend) Clear(id quota.ProjectID) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t, ok := b.trees[id]; ok {
+		t.limits = quota.Limits{}
+	}
+	return nil
+}
+
+// Walk measures a tree as du does: allocated bytes (st_blocks × 512) and
+// inodes, the directory itself included, hard-linked files once, symlinks
+// counted but not followed, mount points not entered. A missing tree is
+// empty. Entries that vanish mid-walk are skipped.
+func Walk(dir string) (quota.Usage, error) {
+	var root syscall.Stat_t
+	if err := syscall.Lstat(dir, &root); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return quota.Usage{}, nil
+		}
+		return quota.Usage{}, &quota.OpError{Op: "measure", Tree: dir, Syscall: "lstat", Err: err}
+	}
+	var u quota.Usage
+	seen := map[[2]uint64]bool{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return &quota.OpError{Op: "measure", Tree: path, Syscall: "readdir", Err: err}
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return &quota.OpError{Op: "measure", Tree: path, Syscall: "lstat", Err: err}
+		}
+		st := info.Sys().(*syscall.Stat_t)
+		if st.Dev != root.Dev { // a mount point: another filesystem
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil // SkipDir on a file would skip the rest of its directory
+		}
+		if st.Nlink > 1 && !d.IsDir() {
+			key := [2]uint64{st.Dev, st.Ino}
+			if seen[key] {
+				return nil
+			}
+			seen[key] = true
+		}
+		u.Bytes += uint64(st.Blocks) * 512
+		u.Inodes++
+		return nil
+	})
+	return u, err
+}

@@ -1,0 +1,139 @@
+// Package settings defines xfsq's installation settings: their names,
+// defaults, accepted forms and validation. Values live in the store; this
+// package must never read or write it, so the CLI, the API and the sweeper
+// all validate the same way.
+package settings
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/xfsq/xfsq/units"
+)
+
+// Kind is the form a setting's value takes.
+type Kind string
+
+const (
+	Size     Kind = "size"
+	Duration Kind = "duration"
+	Globs    Kind = "globs"
+)
+
+// Setting describes one setting.
+type Setting struct {
+	Key     string `json:"key"`
+	Kind    Kind   `json:"kind"`
+	Default string `json:"default"`
+	Help    string `json:"help"`
+	// Env, if set, is read when the setting was never stored.
+	Env string `json:"env,omitempty"`
+}
+
+// All lists every setting, in the order `settings list` shows them.
+var All = []Setting{
+	{Key: "default_quota", Kind: Size, Default: "50GiB", Env: "KERNEL_STORAGE_DEFAULT_QUOTA_BYTES",
+		Help: "workspace hard limit given to new projects"},
+	{Key: "default_cache_quota", Kind: Size, Default: "30GiB",
+		Help: "cache hard limit given to new projects (the sweeper keeps caches under cache_quota_per_project, below it)"},
+	{Key: "cache_min_age", Kind: Duration, Default: "7d", Help: "cache entries modified more recently are never deleted"},
+	{Key: "cache_quota_per_project", Kind: Size, Default: "20GiB",
+		Help: "above it, the sweeper deletes the least recently modified top-level cache entries until under it"},
+	{Key: "workspace_trash_globs", Kind: Globs, Default: "*.tmp,*.log,.out/,dist/,coverage/",
+		Help: "only these are trash in a workspace (a trailing / matches directories)"},
+	{Key: "workspace_trash_age", Kind: Duration, Default: "14d", Help: "workspace trash must be older than this to be swept"},
+	{Key: "busy_grace", Kind: Duration, Default: "24h", Help: "nothing modified more recently is touched, whatever the policy"},
+	{Key: "scratch_ttl", Kind: Duration, Default: "24h", Help: "scratch of a finished run is removed after this"},
+}
+
+// Lookup finds a setting by key.
+func Lookup(key string) (Setting, error) {
+	for _, s := range All {
+		if s.Key == key {
+			return s, nil
+		}
+	}
+	keys := make([]string, len(All))
+	for i, s := range All {
+		keys[i] = s.Key
+	}
+	return Setting{}, fmt.Errorf("unknown setting %q; known settings: %s", key, strings.Join(keys, ", "))
+}
+
+// Normalize validates value for the setting and returns it in canonical form.
+func (s Setting) Normalize(value string) (string, error) {
+	value = strings.TrimSpace(value)
+	switch s.Kind {
+	case Size:
+		n, err := units.ParseSize(value)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", s.Key, err)
+		}
+		return fmt.Sprint(n), nil
+	case Duration:
+		d, err := units.ParseDuration(value)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", s.Key, err)
+		}
+		return units.FormatDuration(d), nil
+	case Globs:
+		var globs []string
+		for g := range strings.SplitSeq(value, ",") {
+			g = strings.TrimSpace(g)
+			if g == "" {
+				continue
+			}
+			if _, err := path.Match(strings.TrimSuffix(g, "/"), "x"); err != nil || strings.Contains(g, "..") || strings.HasPrefix(g, "/") {
+				return "", fmt.Errorf("%s: %q is not a valid glob: use shell patterns relative to the workspace, e.g. *.log or dist/", s.Key, g)
+			}
+			globs = append(globs, g)
+		}
+		if len(globs) == 0 {
+			return "", fmt.Errorf("%s: give at least one glob, e.g. *.tmp,dist/", s.Key)
+		}
+		return strings.Join(slices.Compact(globs), ","), nil
+	}
+	return "", fmt.Errorf("%s: unknown kind %s", s.Key, s.Kind)
+}
+
+// Value is a setting's effective value and where it came from.
+type Value struct {
+	Setting
+	Value  string `json:"value"`
+	Source string `json:"source"` // "stored", "env KEY" or "default"
+}
+
+// Resolve picks the effective value: stored, else the environment, else the
+// default. A bad environment value is an error, not silently ignored.
+func Resolve(s Setting, stored string, isStored bool) (Value, error) {
+	if isStored {
+		return Value{Setting: s, Value: stored, Source: "stored"}, nil
+	}
+	if s.Env != "" {
+		if env := os.Getenv(s.Env); env != "" {
+			v, err := s.Normalize(env)
+			if err != nil {
+				return Value{}, fmt.Errorf("environment %s: %w", s.Env, err)
+			}
+			return Value{Setting: s, Value: v, Source: "env " + s.Env}, nil
+		}
+	}
+	v, err := s.Normalize(s.Default)
+	return Value{Setting: s, Value: v, Source: "default"}, err
+}
+
+// Bytes reads a size setting's value.
+func (v Value) Bytes() uint64 {
+	n, _ := units.ParseSize(v.Value)
+	return n
+}
+
+// Duration reads a duration setting's value.
+func (v Value) Duration() time.Duration {
+	d, _ := units.ParseDuration(v.Value)
+	return d
+}

@@ -1,0 +1,62 @@
+package settings
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNormalize(t *testing.T) {
+	cases := []struct {
+		key, in, want, err string
+	}{
+		{"default_quota", "50GiB", "53687091200", ""},
+		{"default_quota", "10g", "10737418240", ""},
+		{"default_quota", "lots", "", "KiB/MiB/GiB/TiB"},
+		{"cache_min_age", "7d", "1w", ""},
+		{"cache_min_age", "36h", "36h0m0s", ""},
+		{"busy_grace", "soon", "", "s, m, h, d"},
+		{"workspace_trash_globs", " *.tmp, dist/ ,,*.log", "*.tmp,dist/,*.log", ""},
+		{"workspace_trash_globs", "[", "", "not a valid glob"},
+		{"workspace_trash_globs", "../etc", "", "not a valid glob"},
+		{"workspace_trash_globs", " , ", "", "at least one"},
+	}
+	for _, c := range cases {
+		s, err := Lookup(c.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Normalize(c.in)
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s=%q: %q, %v; want error containing %q", c.key, c.in, got, err, c.err)
+		case c.err == "" && (err != nil || got != c.want):
+			t.Errorf("%s=%q: %q, %v; want %q", c.key, c.in, got, err, c.want)
+		}
+	}
+	if _, err := Lookup("nope"); err == nil || !strings.Contains(err.Error(), "default_quota") {
+		t.Errorf("unknown key: %v; want the known keys listed", err)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	s, _ := Lookup("default_quota")
+	if v, _ := Resolve(s, "", false); v.Source != "default" || v.Bytes() != 50<<30 {
+		t.Errorf("default: %+v", v)
+	}
+	t.Setenv("KERNEL_STORAGE_DEFAULT_QUOTA_BYTES", "1073741824")
+	if v, _ := Resolve(s, "", false); v.Source != "env KERNEL_STORAGE_DEFAULT_QUOTA_BYTES" || v.Bytes() != 1<<30 {
+		t.Errorf("env: %+v", v)
+	}
+	if v, _ := Resolve(s, "2048", true); v.Source != "stored" || v.Bytes() != 2048 {
+		t.Errorf("stored beats env: %+v", v)
+	}
+	t.Setenv("KERNEL_STORAGE_DEFAULT_QUOTA_BYTES", "many")
+	if _, err := Resolve(s, "", false); err == nil || !strings.Contains(err.Error(), "KERNEL_STORAGE_DEFAULT_QUOTA_BYTES") {
+		t.Errorf("bad env value: %v; want an error naming the variable", err)
+	}
+	for _, s := range All {
+		if _, err := s.Normalize(s.Default); err != nil {
+			t.Errorf("default of %s does not validate: %v", s.Key, err)
+		}
+	}
+}
