@@ -52,7 +52,9 @@ type InputError struct{ Msg string }
 
 func (e *InputError) Error() string { return e.Msg }
 
-func inputErrorf(format string, args ...any) error { return &InputError{Msg: fmt.Sprintf(format, args...)} }
+func inputErrorf(format string, args ...any) error {
+	return &InputError{Msg: fmt.Sprintf(format, args...)}
+}
 
 // ErrExists and ErrNotFound are wrapped by errors that name the project.
 var (

@@ -112,4 +112,3 @@ func lastByte(s string) byte {
 	}
 	return s[len(s)-1]
 }
-
