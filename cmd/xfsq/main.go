@@ -111,6 +111,10 @@ func (e env) json() bool { return e.c.Bool("json") }
 func (e env) root() (string, error) {
 	r := e.c.String("root")
 	if r == "" {
+		// urfave takes the first variable that is set, even to "".
+		r = os.Getenv("KERNEL_SANDBOX_ROOT")
+	}
+	if r == "" {
 		return "", usagef("no sandbox root: pass --root DIR or set XFSQ_ROOT (or KERNEL_SANDBOX_ROOT)")
 	}
 	return filepath.Abs(r)

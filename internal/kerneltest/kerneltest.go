@@ -247,7 +247,15 @@ func relayFromUML(t *testing.T, cases []Case) {
 		args = append(args, "-test.count", c)
 	}
 	cwd, _ := os.Getwd()
-	res, err := Boot{Binary: os.Args[0], Args: args, Dir: cwd, Timeout: timeout}.Run()
+	// Tests hand things to the kernel side (e.g. a binary they built) in
+	// XFSQ_TEST_* variables; so does CI (XFSQ_TEST_POSTGRES).
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "XFSQ_TEST_") || strings.HasPrefix(kv, "CI=") {
+			env = append(env, kv)
+		}
+	}
+	res, err := Boot{Binary: os.Args[0], Args: args, Env: env, Dir: cwd, Timeout: timeout}.Run()
 	if err != nil {
 		t.Fatalf("boot test kernel: %v", err)
 	}

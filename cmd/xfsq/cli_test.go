@@ -1,0 +1,501 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/store"
+)
+
+// envBinary names the xfsq binary the tests run; TestMain builds it on the
+// host and the kernel harness passes the variable into the test kernel.
+const envBinary = "XFSQ_TEST_BIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envBinary) == "" {
+		dir, err := os.MkdirTemp("", "xfsq-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		bin := filepath.Join(dir, "xfsq")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build xfsq: %v\n%s", err, out)
+			os.Exit(1)
+		}
+		os.Setenv(envBinary, bin)
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// sandbox is one sandbox root driven through the real binary.
+type sandbox struct {
+	t    testing.TB
+	root string
+	db   string // "" for the default SQLite file
+	env  []string
+}
+
+func newSandbox(t testing.TB, root, db string) *sandbox {
+	return &sandbox{t: t, root: root, db: db, env: []string{"XFSQ_HOST=test-host"}}
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+	signaled       bool
+}
+
+func (s *sandbox) run(args ...string) result {
+	s.t.Helper()
+	full := []string{"--root", s.root}
+	if s.db != "" {
+		full = append(full, "--db", s.db)
+	}
+	cmd := exec.Command(os.Getenv(envBinary), append(full, args...)...)
+	cmd.Env = append(os.Environ(), s.env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.signaled = true
+		}
+	} else if err != nil {
+		s.t.Fatal(err)
+	}
+	return r
+}
+
+// ok runs a command that must succeed and returns its stdout.
+func (s *sandbox) ok(args ...string) string {
+	s.t.Helper()
+	r := s.run(args...)
+	if r.code != 0 {
+		s.t.Fatalf("xfsq %v: exit %d\nstdout: %s\nstderr: %s", args, r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// json runs a command with --json that must succeed and decodes its output.
+func (s *sandbox) json(v any, args ...string) {
+	s.t.Helper()
+	out := s.ok(append([]string{"--json"}, args...)...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		s.t.Fatalf("xfsq %v: output is not JSON: %v\n%s", args, err, out)
+	}
+}
+
+func (s *sandbox) store() *store.Store {
+	s.t.Helper()
+	dsn := s.db
+	if dsn == "" {
+		dsn = filepath.Join(s.root, ".xfsq", "xfsq.db")
+	}
+	st, err := store.Open(context.Background(), dsn, "test-host")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { st.Close() })
+	return st
+}
+
+type reportRow struct {
+	Project    string `json:"project"`
+	Area       string `json:"area"`
+	ProjectID  uint32 `json:"project_id"`
+	UsedBytes  uint64 `json:"used_bytes"`
+	UsedInodes uint64 `json:"used_inodes"`
+	BytesSoft  uint64 `json:"bytes_soft"`
+	BytesHard  uint64 `json:"bytes_hard"`
+	InodesSoft uint64 `json:"inodes_soft"`
+	InodesHard uint64 `json:"inodes_hard"`
+	Backend    string `json:"backend"`
+}
+
+func (s *sandbox) report() map[string]reportRow {
+	var rows []reportRow
+	s.json(&rows, "report")
+	out := map[string]reportRow{}
+	for _, r := range rows {
+		out[r.Project+"/"+r.Area] = r
+	}
+	return out
+}
+
+func fallbackSandbox(t *testing.T, db string) *sandbox {
+	s := newSandbox(t, t.TempDir(), db)
+	s.ok("init")
+	return s
+}
+
+func TestInit(t *testing.T) {
+	s := newSandbox(t, t.TempDir(), "")
+	var res project.InitResult
+	s.json(&res, "init")
+	if !strings.HasPrefix(res.Backend, "fallback (") || res.Reason == "" {
+		t.Errorf("init on a non-XFS root: backend %q reason %q; want fallback with the reason", res.Backend, res.Reason)
+	}
+	for _, d := range []string{"projects", "cache", "scratch", "inbound", ".xfsq", ".xfsq/xfsq.db"} {
+		if _, err := os.Stat(filepath.Join(s.root, d)); err != nil {
+			t.Errorf("init did not create %s: %v", d, err)
+		}
+	}
+	if out := s.ok("init"); !strings.Contains(out, "already initialised") || !strings.Contains(out, "backend: fallback (") {
+		t.Errorf("second init: %q", out)
+	}
+	missing := newSandbox(t, filepath.Join(t.TempDir(), "nope"), "")
+	if r := missing.run("init"); r.code != 1 || !strings.Contains(r.stderr, "does not exist") {
+		t.Errorf("init of a missing root: exit %d %q", r.code, r.stderr)
+	}
+}
+
+func TestProjectLifecycle(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := fallbackSandbox(t, dsn)
+		s.ok("project", "add", "omni", "--bytes-hard", "1m", "--bytes-soft", "512k", "--inodes-hard", "100", "--cache-bytes-hard", "2MiB")
+		for _, d := range []string{"projects/omni/uploads", "projects/omni/inbox", "cache/omni"} {
+			if fi, err := os.Stat(filepath.Join(s.root, d)); err != nil || !fi.IsDir() {
+				t.Errorf("project add did not create %s", d)
+			}
+		}
+		rep := s.report()
+		ws, cache := rep["omni/workspace"], rep["omni/cache"]
+		if ws.BytesHard != 1<<20 || ws.BytesSoft != 512<<10 || ws.InodesHard != 100 || cache.BytesHard != 2<<20 {
+			t.Errorf("limits in report: %+v %+v", ws, cache)
+		}
+		if ws.ProjectID == 0 || cache.ProjectID == 0 || ws.ProjectID == cache.ProjectID {
+			t.Errorf("each tree needs its own nonzero ID: %d %d", ws.ProjectID, cache.ProjectID)
+		}
+		if !strings.HasPrefix(ws.Backend, "fallback (") {
+			t.Errorf("backend %q", ws.Backend)
+		}
+		if out := s.ok("project", "check", "omni"); !strings.Contains(out, `project "omni": ok`) {
+			t.Errorf("check of an empty project: %q", out)
+		}
+		os.WriteFile(filepath.Join(s.root, "projects/omni/data"), make([]byte, 600<<10), 0o644)
+		if got := s.report()["omni/workspace"]; got.UsedBytes < 600<<10 || got.UsedInodes != 4 {
+			t.Errorf("usage after writing 600 KiB: %+v", got)
+		}
+		if r := s.run("project", "check", "omni"); r.code != 0 || !strings.Contains(r.stderr, "warn: ") || !strings.Contains(r.stderr, "soft disk limit") {
+			t.Errorf("check over soft: exit %d, stderr %q; want 0 with a warning on stderr", r.code, r.stderr)
+		}
+		os.WriteFile(filepath.Join(s.root, "projects/omni/more"), make([]byte, 600<<10), 0o644)
+		r := s.run("project", "check", "omni")
+		if r.code != 3 || !strings.Contains(r.stderr, `project "omni": disk quota exceeded (`) || !strings.Contains(r.stderr, "of 1.0 MiB)") {
+			t.Errorf("check over hard: exit %d, stderr %q; want 3 and the quota message", r.code, r.stderr)
+		}
+		var adm project.Admission
+		if r := s.run("--json", "project", "check", "omni"); r.code != 3 || json.Unmarshal([]byte(r.stdout), &adm) != nil || adm.Decision != "deny" {
+			t.Errorf("check --json over hard: exit %d %q", r.code, r.stdout)
+		}
+
+		s.ok("project", "set", "omni", "--bytes-hard", "10m")
+		if got := s.report()["omni/workspace"]; got.BytesHard != 10<<20 || got.BytesSoft != 512<<10 {
+			t.Errorf("after set: %+v (soft must be kept)", got)
+		}
+		s.ok("project", "set", "omni", "--area", "cache", "--inodes-hard", "5")
+		if got := s.report()["omni/cache"]; got.InodesHard != 5 || got.BytesHard != 2<<20 {
+			t.Errorf("after set on cache: %+v", got)
+		}
+		var evs []store.Event
+		s.json(&evs, "events", "--type", "quota.changed", "--project", "omni")
+		if len(evs) != 2 || evs[0].Actor == "" || evs[0].Host != "test-host" {
+			t.Fatalf("quota.changed events: %+v", evs)
+		}
+		var change struct {
+			Area     string `json:"area"`
+			Old, New struct {
+				BytesSoft uint64 `json:"bytes_soft"`
+				BytesHard uint64 `json:"bytes_hard"`
+			}
+		}
+		json.Unmarshal(evs[1].Payload, &change)
+		if change.Area != "workspace" || change.Old.BytesHard != 1<<20 || change.New.BytesHard != 10<<20 || change.New.BytesSoft != 512<<10 {
+			t.Errorf("quota.changed payload %s: want area, old and new limits", evs[1].Payload)
+		}
+
+		s.ok("project", "add", "keep")
+		if out := s.ok("project", "list"); !strings.Contains(out, "omni") || !strings.Contains(out, "keep") {
+			t.Errorf("list: %q", out)
+		}
+		out := s.ok("project", "rm", "keep")
+		if !strings.Contains(out, "kept on disk: projects/keep") {
+			t.Errorf("rm without --purge must say what it left: %q", out)
+		}
+		if _, err := os.Stat(filepath.Join(s.root, "projects/keep")); err != nil {
+			t.Error("rm without --purge deleted the data")
+		}
+		s.ok("project", "rm", "omni", "--purge")
+		for _, d := range []string{"projects/omni", "cache/omni"} {
+			if _, err := os.Stat(filepath.Join(s.root, d)); !os.IsNotExist(err) {
+				t.Errorf("rm --purge left %s", d)
+			}
+		}
+		s.json(&evs, "events", "--type", "storage.evicted", "--project", "omni")
+		states := map[string][]string{}
+		for _, ev := range evs {
+			var rec struct{ Path, State, Reason string }
+			json.Unmarshal(ev.Payload, &rec)
+			if rec.Reason != "purge" {
+				t.Errorf("evicted reason %q", rec.Reason)
+			}
+			states[rec.Path] = append(states[rec.Path], rec.State)
+		}
+		for _, p := range []string{"projects/omni", "cache/omni"} {
+			if fmt.Sprint(states[p]) != "[done pending]" {
+				t.Errorf("journal of purging %s: %v, want a pending record then a done one", p, states[p])
+			}
+		}
+		s.json(&evs, "events", "--type", "project.removed")
+		if len(evs) != 2 {
+			t.Errorf("project.removed events: %d", len(evs))
+		}
+		if r := s.run("project", "show", "omni"); r.code != 1 || !strings.Contains(r.stderr, `project "omni" not found`) {
+			t.Errorf("show after rm: exit %d %q", r.code, r.stderr)
+		}
+		// A removed project's IDs go back to the pool.
+		s.ok("project", "add", "next")
+		if got := s.report()["next/workspace"]; got.ProjectID != ws.ProjectID {
+			t.Errorf("new project got ID %d; the purged project's %d was not reused", got.ProjectID, ws.ProjectID)
+		}
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	cases := []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"project", "add", "Omni"}, 2, "1-63 characters"},
+		{[]string{"project", "add", "../etc"}, 2, "is invalid"},
+		{[]string{"project", "add", "x", "--bytes-hard", "5x"}, 2, "--bytes-hard: \"5x\" is not a size: use a byte count"},
+		{[]string{"project", "add", "x", "--inodes-hard", "1k"}, 2, "--inodes-hard: \"1k\" is not a count"},
+		{[]string{"project", "add", "x", "--bytes-soft", "2g", "--bytes-hard", "1g"}, 2, "soft byte limit"},
+		{[]string{"project", "add", "omni"}, 1, `project "omni" already exists`},
+		{[]string{"project", "add"}, 2, "project add takes one project NAME"},
+		{[]string{"project", "add", "a", "b"}, 2, "got 2 arguments"},
+		{[]string{"project", "set", "omni", "--area", "attic", "--bytes-hard", "1g"}, 2, `unknown area "attic"`},
+		{[]string{"project", "set", "omni"}, 2, "nothing to change"},
+		{[]string{"project", "set", "ghost", "--bytes-hard", "1g"}, 1, `project "ghost" not found`},
+		{[]string{"project", "check", "ghost"}, 1, `project "ghost" not found`},
+		{[]string{"project", "rm", "ghost"}, 1, "not found"},
+		{[]string{"settings", "set", "colour", "blue"}, 2, "unknown setting \"colour\"; known settings: default_quota"},
+		{[]string{"settings", "set", "busy_grace", "soon"}, 2, "busy_grace: \"soon\" is not a duration"},
+		{[]string{"settings", "set", "default_quota"}, 2, "settings set takes KEY VALUE"},
+		{[]string{"events", "--since", "yesterday"}, 2, "--since \"yesterday\""},
+		{[]string{"export", "xfs-projects"}, 1, "needs the xfs backend"},
+		{[]string{"bogus"}, 2, `unknown command "bogus"`},
+		{[]string{"project", "bogus"}, 2, `unknown command "bogus"`},
+		{[]string{"project", "add", "--nope", "x"}, 2, "flag provided but not defined"},
+	}
+	for _, c := range cases {
+		r := s.run(c.args...)
+		if r.code != c.code || !strings.Contains(r.stderr, c.stderr) {
+			t.Errorf("xfsq %v: exit %d, stderr %q; want exit %d containing %q", c.args, r.code, r.stderr, c.code, c.stderr)
+		}
+		if strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+			t.Errorf("xfsq %v: error is not one line: %q", c.args, r.stderr)
+		}
+	}
+	if r := s.run("--json", "project", "add", "Bad"); r.code != 2 || !strings.HasPrefix(r.stderr, `{"error":"project name \"Bad\" is invalid`) {
+		t.Errorf("--json error: exit %d %q", r.code, r.stderr)
+	}
+	noRoot := exec.Command(os.Getenv(envBinary), "report")
+	noRoot.Env = append(os.Environ(), "XFSQ_ROOT=", "KERNEL_SANDBOX_ROOT=")
+	out, err := noRoot.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "pass --root DIR or set XFSQ_ROOT") {
+		t.Errorf("no root: %v %q", err, out)
+	}
+	uninit := newSandbox(t, t.TempDir(), "")
+	if r := uninit.run("report"); r.code != 1 || !strings.Contains(r.stderr, "run xfsq init --root") {
+		t.Errorf("uninitialised root: exit %d %q", r.code, r.stderr)
+	}
+	// KERNEL_SANDBOX_ROOT names the root too.
+	cmd := exec.Command(os.Getenv(envBinary), "project", "list")
+	cmd.Env = append(os.Environ(), "XFSQ_ROOT=", "KERNEL_SANDBOX_ROOT="+s.root, "XFSQ_HOST=test-host")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "omni") {
+		t.Errorf("KERNEL_SANDBOX_ROOT: %v %q", err, out)
+	}
+}
+
+func TestSettingsAndDefaultQuota(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := fallbackSandbox(t, dsn)
+		var vals []struct{ Key, Value, Source string }
+		s.json(&vals, "settings", "list")
+		if len(vals) < 8 || vals[0].Key != "default_quota" || vals[0].Source != "default" {
+			t.Fatalf("settings list: %+v", vals)
+		}
+		s.ok("project", "add", "a")
+		if got := s.report()["a/workspace"].BytesHard; got != 50<<30 {
+			t.Errorf("default workspace quota %d, want 50 GiB", got)
+		}
+		s.env = append(s.env, "KERNEL_STORAGE_DEFAULT_QUOTA_BYTES=1073741824")
+		s.ok("project", "add", "b")
+		if got := s.report()["b/workspace"].BytesHard; got != 1<<30 {
+			t.Errorf("with KERNEL_STORAGE_DEFAULT_QUOTA_BYTES: %d, want 1 GiB", got)
+		}
+		if out := s.ok("settings", "set", "default_quota", "2GiB"); !strings.Contains(out, "default_quota = 2.0 GiB (was 1073741824 from env KERNEL_STORAGE_DEFAULT_QUOTA_BYTES)") {
+			t.Errorf("settings set: %q", out)
+		}
+		s.ok("project", "add", "c")
+		if got := s.report()["c/workspace"].BytesHard; got != 2<<30 {
+			t.Errorf("stored default_quota must beat the environment: %d", got)
+		}
+		if out := s.ok("settings", "get", "cache_min_age"); strings.TrimSpace(out) != "1w" {
+			t.Errorf("settings get cache_min_age = %q", out)
+		}
+		var evs []store.Event
+		s.json(&evs, "events", "--type", "settings.changed")
+		if len(evs) != 1 {
+			t.Errorf("settings.changed events: %d", len(evs))
+		}
+	})
+}
+
+// An add killed at any step leaves nothing that doctor --fix, or the next
+// add of the same name, does not clean up: no row, no directory, no ID.
+func TestAddKilledAtEveryStep(t *testing.T) {
+	for _, point := range project.AddFaultPoints {
+		for _, recovery := range []string{"doctor", "add-again"} {
+			t.Run(point+"/"+recovery, func(t *testing.T) {
+				s := fallbackSandbox(t, "")
+				killed := *s
+				killed.env = append(append([]string{}, s.env...), fault.Env+"="+point)
+				if r := killed.run("project", "add", "omni"); !r.signaled {
+					t.Fatalf("add did not die at %s: exit %d %q", point, r.code, r.stderr)
+				}
+				switch recovery {
+				case "doctor":
+					if r := s.run("doctor"); r.code != 1 || !strings.Contains(r.stdout, "interrupted-add") {
+						t.Errorf("doctor after the crash: exit %d, %q; want exit 1 naming interrupted-add", r.code, r.stdout)
+					}
+					s.ok("doctor", "--fix")
+					if out := s.ok("doctor"); !strings.Contains(out, "no drift") {
+						t.Errorf("doctor after --fix: %q", out)
+					}
+					assertNothingLeft(t, s)
+				case "add-again":
+					s.ok("project", "add", "omni")
+					rep := s.report()
+					if rep["omni/workspace"].ProjectID != 100000 || rep["omni/cache"].ProjectID != 100001 {
+						t.Errorf("IDs after recovery %d, %d: the crashed add's IDs leaked", rep["omni/workspace"].ProjectID, rep["omni/cache"].ProjectID)
+					}
+					if out := s.ok("doctor"); !strings.Contains(out, "no drift") {
+						t.Errorf("doctor after the re-add: %q", out)
+					}
+				}
+			})
+		}
+	}
+}
+
+func assertNothingLeft(t *testing.T, s *sandbox) {
+	t.Helper()
+	st := s.store()
+	if ps, _ := st.Projects(context.Background()); len(ps) != 0 {
+		t.Errorf("project rows left: %+v", ps)
+	}
+	if trees, _ := st.Trees(context.Background(), ""); len(trees) != 0 {
+		t.Errorf("tree rows left: %+v", trees)
+	}
+	if ids, _ := st.IDs(context.Background(), "fallback:"+s.root); len(ids) != 0 {
+		t.Errorf("registered IDs left: %+v", ids)
+	}
+	for _, d := range []string{"projects", "cache"} {
+		if entries, _ := os.ReadDir(filepath.Join(s.root, d)); len(entries) != 0 {
+			t.Errorf("%s/ still holds %v", d, entries)
+		}
+	}
+}
+
+func TestConcurrentAdds(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := fallbackSandbox(t, dsn)
+		const n = 6
+		results := make([]result, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { results[i] = s.run("project", "add", fmt.Sprint("p", i)) })
+		}
+		wg.Wait()
+		for i, r := range results {
+			if r.code != 0 {
+				t.Errorf("add p%d: exit %d %q", i, r.code, r.stderr)
+			}
+		}
+		ids := map[uint32]string{}
+		for key, row := range s.report() {
+			if other, dup := ids[row.ProjectID]; dup {
+				t.Errorf("%s and %s share ID %d", key, other, row.ProjectID)
+			}
+			ids[row.ProjectID] = key
+		}
+		if len(ids) != 2*n {
+			t.Errorf("%d distinct IDs, want %d", len(ids), 2*n)
+		}
+
+		for i := range n {
+			wg.Go(func() { results[i] = s.run("project", "add", "same") })
+		}
+		wg.Wait()
+		wins := 0
+		for _, r := range results {
+			switch {
+			case r.code == 0:
+				wins++
+			case r.code == 1 && (strings.Contains(r.stderr, "already exists") || strings.Contains(r.stderr, "being added")):
+			default:
+				t.Errorf("concurrent add of one name: exit %d %q", r.code, r.stderr)
+			}
+		}
+		if wins != 1 {
+			t.Errorf("%d concurrent adds of one name succeeded, want exactly 1", wins)
+		}
+		if out := s.ok("doctor"); !strings.Contains(out, "no drift") {
+			t.Errorf("doctor after concurrent adds: %q", out)
+		}
+	})
+}
+
+func TestHelpTeaches(t *testing.T) {
+	s := newSandbox(t, t.TempDir(), "")
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--help"}, []string{"Exit codes: 0 success, 1 operation failed, 2 bad usage or input, 3 quota denied", "xfsq --root /srv/sandbox init", "KiB/MiB/GiB/TiB"}},
+		{[]string{"project", "add", "--help"}, []string{"1-63 characters", "--bytes-hard", "--cache-bytes-hard", "default_quota"}},
+		{[]string{"project", "check", "--help"}, []string{"3 for deny"}},
+	} {
+		out := s.ok(c.args...)
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("xfsq %v does not mention %q:\n%s", c.args, w, out)
+			}
+		}
+	}
+}

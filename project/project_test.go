@@ -1,0 +1,125 @@
+package project
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/quota"
+)
+
+func TestValidateName(t *testing.T) {
+	cases := []struct {
+		name string
+		ok   bool
+	}{
+		{"omni", true}, {"a", true}, {"0", true}, {"my-app_2.0", true}, {strings.Repeat("a", 63), true},
+		{"", false}, {".", false}, {"..", false}, {"-a", false}, {"_a", false}, {".hidden", false},
+		{"Omni", false}, {"a/b", false}, {"a b", false}, {"a\x00b", false}, {strings.Repeat("a", 64), false},
+		{"ünï", false}, {"a\n", false},
+	}
+	for _, c := range cases {
+		err := ValidateName(c.name)
+		if (err == nil) != c.ok {
+			t.Errorf("ValidateName(%q) = %v, want ok=%v", c.name, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "1-63 characters") {
+			t.Errorf("ValidateName(%q) error does not state the rule: %v", c.name, err)
+		}
+	}
+}
+
+// A valid name can never escape its area directory.
+func FuzzValidateName(f *testing.F) {
+	for _, s := range []string{"omni", "..", "a/../b", "a\x00", strings.Repeat("z", 70)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if ValidateName(name) != nil {
+			return
+		}
+		for _, area := range Areas {
+			p := TreePath(name, area)
+			if filepath.Dir(p) != areaBase[area] || filepath.Base(p) != name || len(name) > 63 {
+				t.Fatalf("valid name %q gives tree path %q outside %s/", name, p, areaBase[area])
+			}
+		}
+	})
+}
+
+func TestJudge(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	past, future := now.Add(-time.Hour), now.Add(time.Hour)
+	const g = 1 << 30
+	cases := []struct {
+		name     string
+		tree     TreeStatus
+		decision string
+		msg      string
+	}{
+		{"under everything", TreeStatus{UsedBytes: g, BytesHard: 50 * g}, Ok, "ok (1.0 GiB of 50.0 GiB)"},
+		{"no limits", TreeStatus{UsedBytes: g}, Ok, "no hard limit"},
+		{"exactly at hard", TreeStatus{UsedBytes: 50 * g, BytesHard: 50 * g}, Deny, "disk quota exceeded (50.0 GiB of 50.0 GiB)"},
+		{"one byte under hard", TreeStatus{UsedBytes: 50*g - 1, BytesHard: 50 * g}, Ok, "ok"},
+		{"inodes at hard", TreeStatus{UsedInodes: 10, InodesHard: 10}, Deny, "file count quota exceeded (10 of 10 files)"},
+		{"over soft within grace", TreeStatus{UsedBytes: 45 * g, BytesSoft: 40 * g, BytesHard: 50 * g, BytesGraceEnds: &future}, Warn, "over the soft disk limit (45.0 GiB of 40.0 GiB), grace ends"},
+		{"over soft, no timer (fallback)", TreeStatus{UsedBytes: 45 * g, BytesSoft: 40 * g}, Warn, "over the soft disk limit"},
+		{"over soft past grace", TreeStatus{UsedBytes: 45 * g, BytesSoft: 40 * g, BytesHard: 50 * g, BytesGraceEnds: &past}, Deny, "past its grace"},
+		{"inodes over soft past grace", TreeStatus{UsedInodes: 11, InodesSoft: 10, InodesGraceEnds: &past}, Deny, "file count quota exceeded: over the soft limit past its grace"},
+		{"at soft is not over", TreeStatus{UsedBytes: 40 * g, BytesSoft: 40 * g}, Ok, "ok"},
+	}
+	for _, c := range cases {
+		d, msg := judge(c.tree, now)
+		if d != c.decision || !strings.Contains(msg, c.msg) {
+			t.Errorf("%s: %s %q; want %s containing %q", c.name, d, msg, c.decision, c.msg)
+		}
+	}
+}
+
+func TestLimitChange(t *testing.T) {
+	v := uint64(7)
+	base := quota.Limits{BytesSoft: 1, BytesHard: 2, InodesSoft: 3, InodesHard: 4}
+	if got := (LimitChange{InodesHard: &v}).apply(base); got != (quota.Limits{BytesSoft: 1, BytesHard: 2, InodesSoft: 3, InodesHard: 7}) {
+		t.Errorf("apply = %+v", got)
+	}
+	if err := validateLimits("workspace", quota.Limits{BytesSoft: 2, BytesHard: 1}); err == nil {
+		t.Error("soft above hard accepted")
+	}
+	if err := validateLimits("workspace", quota.Limits{BytesSoft: 2}); err != nil {
+		t.Errorf("soft without hard refused: %v", err)
+	}
+}
+
+func TestMergeProjectFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "projid")
+	os.WriteFile(path, []byte("# hand-made\nlegacy:42\nomni-workspace:100000\nstale-cache:100007\n"), 0o640)
+	ours := map[quota.ProjectID]bool{100000: true, 100007: true, 100001: true}
+	err := mergeProjectFile(path, []string{"omni-workspace:100000", "omni-cache:100001"}, ours,
+		func(line string) string { _, id, _ := strings.Cut(line, ":"); return id })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	want := "# hand-made\nlegacy:42\nomni-workspace:100000\nomni-cache:100001\n"
+	if string(got) != want {
+		t.Errorf("merged file:\n%s\nwant:\n%s", got, want)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want the original 0640", fi.Mode().Perm())
+	}
+	// Running it again changes nothing: no duplicated lines.
+	mergeProjectFile(path, []string{"omni-workspace:100000", "omni-cache:100001"}, ours,
+		func(line string) string { _, id, _ := strings.Cut(line, ":"); return id })
+	if again, _ := os.ReadFile(path); string(again) != want {
+		t.Errorf("second merge changed the file:\n%s", again)
+	}
+	fresh := filepath.Join(t.TempDir(), "projects")
+	if err := mergeProjectFile(fresh, []string{"100000:/srv/projects/omni"}, ours, func(l string) string { id, _, _ := strings.Cut(l, ":"); return id }); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(fresh); string(got) != "100000:/srv/projects/omni\n" {
+		t.Errorf("new file: %q", got)
+	}
+}
