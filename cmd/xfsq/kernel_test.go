@@ -1,0 +1,282 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/internal/kerneltest"
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/store"
+)
+
+func TestKernel(t *testing.T) {
+	kerneltest.Run(t, []kerneltest.Case{
+		{Name: "AddThenWritePastTheLimitFails", Run: testXFSAddAndEnforce},
+		{Name: "DoctorFindsAndFixesKernelDrift", Run: testXFSDoctor},
+		{Name: "AddKilledAtEveryStepLeavesNoKernelID", Run: testXFSAddKilled},
+		{Name: "RemoveReleasesIDsOnlyWhenNoFileCarriesThem", Run: testXFSRemove},
+		{Name: "ExportWorksWithXfsQuotaByName", Run: testXFSExport},
+	})
+}
+
+const mib = 1 << 20
+
+func xfsSandbox(t *testing.T, fs *kerneltest.FS) *sandbox {
+	s := newSandbox(t, fs.Dir, "")
+	var res project.InitResult
+	s.json(&res, "init")
+	if res.Backend != "xfs" {
+		t.Fatalf("init on XFS with prjquota: backend %q (%s)", res.Backend, res.Reason)
+	}
+	return s
+}
+
+func writeFile(path string, n int) (int, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	chunk := make([]byte, mib)
+	written := 0
+	for written < n {
+		w, err := f.Write(chunk[:min(mib, n-written)])
+		written += w
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, f.Sync()
+}
+
+func kernelQuotas(t *testing.T, dir string) map[quota.ProjectID]quota.Quota {
+	t.Helper()
+	fs, err := xfs.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	all, err := fs.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+func testXFSAddAndEnforce(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	s.ok("project", "add", "omni", "--bytes-hard", "10m", "--cache-bytes-hard", "5m")
+	s.ok("project", "add", "other", "--bytes-hard", "100m")
+	written, err := writeFile(filepath.Join(s.root, "projects/omni/big"), 20*mib)
+	if !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("writing 20 MiB into a 10 MiB project: wrote %d, err %v; want EDQUOT", written, err)
+	}
+	if _, err := writeFile(filepath.Join(s.root, "projects/other/big"), 20*mib); err != nil {
+		t.Fatalf("the neighbour project could not write: %v", err)
+	}
+	if _, err := writeFile(filepath.Join(s.root, "cache/omni/mod"), 8*mib); err == nil {
+		t.Error("the cache's own 5 MiB limit did not stop an 8 MiB write")
+	}
+	rep := s.report()
+	ws := rep["omni/workspace"]
+	if ws.Backend != "xfs" || ws.BytesHard != 10*mib || ws.UsedBytes < 9*mib || ws.UsedBytes > 10*mib {
+		t.Errorf("report of the full project: %+v", ws)
+	}
+	if got := rep["other/workspace"].UsedBytes; got < 20*mib {
+		t.Errorf("report of the neighbour: %d bytes used, want 20 MiB", got)
+	}
+	kernel := kernelQuotas(t, s.root)
+	for key, row := range rep {
+		q := kernel[quota.ProjectID(row.ProjectID)]
+		if q.Bytes != row.UsedBytes || q.Inodes != row.UsedInodes || q.BytesHard != row.BytesHard {
+			t.Errorf("%s: report %+v, kernel %+v", key, row, q)
+		}
+	}
+	r := s.run("project", "check", "omni")
+	if r.code != 3 || !strings.Contains(r.stderr, `project "omni": disk quota exceeded (`) {
+		t.Errorf("check of the full project: exit %d %q", r.code, r.stderr)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Join(s.root, "projects/omni"), &st); err != nil || st.Blocks*uint64(st.Bsize) != 10*mib {
+		t.Errorf("df on the project shows %d bytes, want its 10 MiB limit", st.Blocks*uint64(st.Bsize))
+	}
+	// Raising the limit lets writes through again.
+	s.ok("project", "set", "omni", "--bytes-hard", "40m")
+	if _, err := writeFile(filepath.Join(s.root, "projects/omni/big2"), 20*mib); err != nil {
+		t.Errorf("write after raising the limit: %v", err)
+	}
+}
+
+func xfsQuota(t *testing.T, mnt string, cmds ...string) string {
+	t.Helper()
+	args := []string{"-x"}
+	for _, c := range cmds {
+		args = append(args, "-c", c)
+	}
+	out, err := exec.Command("xfs_quota", append(args, mnt)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("xfs_quota %v: %v: %s", cmds, err, out)
+	}
+	return string(out)
+}
+
+func testXFSDoctor(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	s.ok("project", "add", "omni", "--bytes-hard", "10m")
+	id := s.report()["omni/workspace"].ProjectID
+	ws := filepath.Join(s.root, "projects/omni")
+	// Drift made behind xfsq's back with the kernel tools.
+	xfsQuota(t, s.root, fmt.Sprintf("limit -p bhard=1m %d", id))
+	xfsQuota(t, s.root, fmt.Sprintf("project -C -p %s %d", ws, id))
+	xfsQuota(t, s.root, "limit -p bhard=5m 150000") // in xfsq's range, owned by nobody
+	xfsQuota(t, s.root, "limit -p bhard=5m 42")     // outside it: not xfsq's
+	if err := os.Mkdir(filepath.Join(s.root, "projects/stray"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := s.run("--json", "doctor")
+	var findings []project.Finding
+	if r.code != 1 || json.Unmarshal([]byte(r.stdout), &findings) != nil {
+		t.Fatalf("doctor with drift: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	kinds := map[string]bool{}
+	for _, f := range findings {
+		kinds[f.Kind] = true
+	}
+	for _, k := range []string{project.WrongProjectID, project.LimitsDrift, project.OrphanKernelID, project.ForeignKernelID, project.UnmanagedDir} {
+		if !kinds[k] {
+			t.Errorf("doctor missed %s; found %+v", k, findings)
+		}
+	}
+	s.ok("doctor", "--fix")
+	if r := s.run("--json", "doctor"); r.code != 0 {
+		t.Errorf("doctor after --fix: exit %d %s", r.code, r.stdout)
+	}
+	kernel := kernelQuotas(t, s.root)
+	if kernel[quota.ProjectID(id)].BytesHard != 10*mib {
+		t.Errorf("limit after fix: %+v, want the recorded 10 MiB back", kernel[quota.ProjectID(id)])
+	}
+	if kernel[150000].BytesHard != 0 {
+		t.Errorf("orphan ID 150000 still limited: %+v", kernel[150000])
+	}
+	if kernel[42].BytesHard != 5*mib {
+		t.Errorf("doctor --fix touched ID 42, which is not xfsq's: %+v", kernel[42])
+	}
+	f, err := xfs.Open(s.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if got, inherit, _ := f.TreeID(ws); got != quota.ProjectID(id) || !inherit {
+		t.Errorf("tree root after fix: project %d inherit %v, want %d", got, inherit, id)
+	}
+	var evs []store.Event
+	s.json(&evs, "events", "--type", "doctor.repaired")
+	if len(evs) != 3 {
+		t.Errorf("%d doctor.repaired events, want 3 (ID, limits, orphan)", len(evs))
+	}
+}
+
+func testXFSAddKilled(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	for _, point := range project.AddFaultPoints {
+		killed := *s
+		killed.env = append(append([]string{}, s.env...), fault.Env+"="+point)
+		if r := killed.run("project", "add", "omni", "--bytes-hard", "10m"); !r.signaled {
+			t.Fatalf("add did not die at %s: exit %d %q", point, r.code, r.stderr)
+		}
+		s.ok("doctor", "--fix")
+		if all := kernelQuotas(t, s.root); len(all) != 0 {
+			t.Errorf("after a crash at %s and doctor --fix, the kernel still knows IDs: %+v", point, all)
+		}
+		ids, _ := s.store().IDs(t.Context(), uuidOf(t, s.root))
+		if len(ids) != 0 {
+			t.Errorf("after a crash at %s, registered IDs left: %+v", point, ids)
+		}
+		for _, d := range []string{"projects/omni", "cache/omni"} {
+			if _, err := os.Stat(filepath.Join(s.root, d)); !os.IsNotExist(err) {
+				t.Errorf("after a crash at %s, %s is left", point, d)
+			}
+		}
+	}
+	s.ok("project", "add", "omni")
+}
+
+func uuidOf(t *testing.T, dir string) string {
+	f, err := xfs.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	u, err := f.UUID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func testXFSRemove(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	s.ok("project", "add", "gone")
+	s.ok("project", "add", "kept")
+	writeFile(filepath.Join(s.root, "projects/gone/f"), mib)
+	writeFile(filepath.Join(s.root, "projects/kept/f"), mib)
+	keptID := s.report()["kept/workspace"].ProjectID
+	s.ok("project", "rm", "gone", "--purge")
+	var res project.RemoveResult
+	s.json(&res, "project", "rm", "kept")
+	if len(res.KeptIDs) != 2 {
+		t.Errorf("rm without purge kept IDs %v, want both trees' IDs (files still carry them)", res.KeptIDs)
+	}
+	ids, _ := s.store().IDs(t.Context(), uuidOf(t, s.root))
+	if len(ids) != 2 || ids[0].ProjectID != quota.ProjectID(keptID) || !strings.HasPrefix(ids[0].Owner, "removed:kept/") {
+		t.Errorf("registry after rm: %+v; want only kept's IDs, marked removed", ids)
+	}
+	// A new project must not be charged for the kept files.
+	s.ok("project", "add", "new")
+	if got := s.report()["new/workspace"]; got.ProjectID == keptID || got.UsedBytes > 64*1024 {
+		t.Errorf("new project reuses a kept ID or is charged for its files: %+v", got)
+	}
+	if r := s.run("doctor", "--fix"); !strings.Contains(r.stdout, "kept-id") || !strings.Contains(r.stdout, "still carry it") {
+		t.Errorf("doctor must report the kept IDs as waiting: %q", r.stdout)
+	}
+	os.RemoveAll(filepath.Join(s.root, "projects/kept"))
+	os.RemoveAll(filepath.Join(s.root, "cache/kept"))
+	s.ok("doctor", "--fix")
+	ids, _ = s.store().IDs(t.Context(), uuidOf(t, s.root))
+	for _, r := range ids {
+		if strings.HasPrefix(r.Owner, "removed:") {
+			t.Errorf("ID %d still reserved after its files were deleted and doctor --fix ran", r.ProjectID)
+		}
+	}
+}
+
+func testXFSExport(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	s.ok("project", "add", "omni", "--bytes-hard", "10m")
+	etc := t.TempDir()
+	projects, projid := filepath.Join(etc, "projects"), filepath.Join(etc, "projid")
+	os.WriteFile(projects, []byte("# mine\n42:/srv/legacy\n"), 0o644)
+	os.WriteFile(projid, []byte("legacy:42\n"), 0o644)
+	for range 2 { // twice: nothing is duplicated
+		s.ok("export", "xfs-projects", "--write", "--projects-file", projects, "--projid-file", projid)
+	}
+	got, _ := os.ReadFile(projid)
+	if strings.Count(string(got), "omni-workspace:") != 1 || !strings.Contains(string(got), "legacy:42") {
+		t.Errorf("projid after two writes:\n%s", got)
+	}
+	out, err := exec.Command("xfs_quota", "-x", "-D", projects, "-P", projid, "-c", "report -p -b", s.root).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "omni-workspace") || !strings.Contains(string(out), "omni-cache") {
+		t.Errorf("xfs_quota does not know the projects by name: %v\n%s", err, out)
+	}
+}
