@@ -113,14 +113,22 @@ type Options struct {
 	ProjectFiles []string
 }
 
+// CheckRoot refuses a directory that xfsq init has not prepared.
+func CheckRoot(root string) error {
+	if fi, err := os.Stat(filepath.Join(root, StateDir)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not an xfsq sandbox root (no %s/): run xfsq init --root %s", root, StateDir, root)
+	}
+	return nil
+}
+
 // Open detects the backend of an initialised root.
 func Open(ctx context.Context, o Options) (*Manager, error) {
 	root, err := filepath.Abs(o.Root)
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := os.Stat(filepath.Join(root, StateDir)); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not an xfsq sandbox root (no %s/): run xfsq init --root %s", root, StateDir, root)
+	if err := CheckRoot(root); err != nil {
+		return nil, err
 	}
 	m := &Manager{Root: root, Store: o.Store, Actor: o.Actor, Range: o.Range}
 	if m.Actor == "" {

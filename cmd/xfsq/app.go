@@ -198,18 +198,11 @@ func cmdInit(e env) error {
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return fmt.Errorf("sandbox root %s does not exist or is not a directory: create or mount it first (scripts/loopback-xfs.sh makes an XFS one)", root)
 	}
-	if err := os.MkdirAll(root+"/"+project.StateDir, 0o700); err != nil {
-		return err
-	}
-	st, err := store.Open(ctx, e.dsn(root), e.host())
+	st, o, err := e.openStore(root)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	o, err := e.options(root, st)
-	if err != nil {
-		return err
-	}
 	m, res, err := project.Init(ctx, o)
 	if err != nil {
 		return err

@@ -42,24 +42,6 @@ func xfsSandbox(t *testing.T, fs *kerneltest.FS) *sandbox {
 	return s
 }
 
-func writeFile(path string, n int) (int, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	chunk := make([]byte, mib)
-	written := 0
-	for written < n {
-		w, err := f.Write(chunk[:min(mib, n-written)])
-		written += w
-		if err != nil {
-			return written, err
-		}
-	}
-	return written, f.Sync()
-}
-
 func kernelQuotas(t *testing.T, dir string) map[quota.ProjectID]quota.Quota {
 	t.Helper()
 	fs, err := xfs.Open(dir)
@@ -78,14 +60,14 @@ func testXFSAddAndEnforce(t *testing.T, fs *kerneltest.FS) {
 	s := xfsSandbox(t, fs)
 	s.ok("project", "add", "omni", "--bytes-hard", "10m", "--cache-bytes-hard", "5m")
 	s.ok("project", "add", "other", "--bytes-hard", "100m")
-	written, err := writeFile(filepath.Join(s.root, "projects/omni/big"), 20*mib)
+	written, err := kerneltest.Fill(filepath.Join(s.root, "projects/omni/big"), 20*mib)
 	if !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
 		t.Fatalf("writing 20 MiB into a 10 MiB project: wrote %d, err %v; want EDQUOT", written, err)
 	}
-	if _, err := writeFile(filepath.Join(s.root, "projects/other/big"), 20*mib); err != nil {
+	if _, err := kerneltest.Fill(filepath.Join(s.root, "projects/other/big"), 20*mib); err != nil {
 		t.Fatalf("the neighbour project could not write: %v", err)
 	}
-	if _, err := writeFile(filepath.Join(s.root, "cache/omni/mod"), 8*mib); err == nil {
+	if _, err := kerneltest.Fill(filepath.Join(s.root, "cache/omni/mod"), 8*mib); err == nil {
 		t.Error("the cache's own 5 MiB limit did not stop an 8 MiB write")
 	}
 	rep := s.report()
@@ -113,7 +95,7 @@ func testXFSAddAndEnforce(t *testing.T, fs *kerneltest.FS) {
 	}
 	// Raising the limit lets writes through again.
 	s.ok("project", "set", "omni", "--bytes-hard", "40m")
-	if _, err := writeFile(filepath.Join(s.root, "projects/omni/big2"), 20*mib); err != nil {
+	if _, err := kerneltest.Fill(filepath.Join(s.root, "projects/omni/big2"), 20*mib); err != nil {
 		t.Errorf("write after raising the limit: %v", err)
 	}
 }
@@ -229,8 +211,8 @@ func testXFSRemove(t *testing.T, fs *kerneltest.FS) {
 	s := xfsSandbox(t, fs)
 	s.ok("project", "add", "gone")
 	s.ok("project", "add", "kept")
-	writeFile(filepath.Join(s.root, "projects/gone/f"), mib)
-	writeFile(filepath.Join(s.root, "projects/kept/f"), mib)
+	kerneltest.Fill(filepath.Join(s.root, "projects/gone/f"), mib)
+	kerneltest.Fill(filepath.Join(s.root, "projects/kept/f"), mib)
 	keptID := s.report()["kept/workspace"].ProjectID
 	s.ok("project", "rm", "gone", "--purge")
 	var res project.RemoveResult

@@ -147,31 +147,41 @@ func (e env) options(root string, st *store.Store) (project.Options, error) {
 	return o, nil
 }
 
+// openStore opens (creating or migrating) the store of root.
+func (e env) openStore(root string) (*store.Store, project.Options, error) {
+	st, err := store.Open(e.c.Context, e.dsn(root), e.host())
+	if err != nil {
+		return nil, project.Options{}, err
+	}
+	o, err := e.options(root, st)
+	if err != nil {
+		st.Close()
+		return nil, o, err
+	}
+	return st, o, nil
+}
+
 // manager opens the store and the manager of an initialised root.
 func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) error {
 	root, err := e.root()
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(root, project.StateDir)); err != nil {
-		return fmt.Errorf("%s is not an xfsq sandbox root (no %s/): run xfsq init --root %s", root, project.StateDir, root)
+	// Checked before the store is opened: opening creates the database.
+	if err := project.CheckRoot(root); err != nil {
+		return err
 	}
-	ctx := e.c.Context
-	st, err := store.Open(ctx, e.dsn(root), e.host())
+	st, o, err := e.openStore(root)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	o, err := e.options(root, st)
-	if err != nil {
-		return err
-	}
-	m, err := project.Open(ctx, o)
+	m, err := project.Open(e.c.Context, o)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	return fn(ctx, m)
+	return fn(e.c.Context, m)
 }
 
 // print writes v as JSON with --json, else calls human.
@@ -185,23 +195,12 @@ func (e env) print(v any, human func(w io.Writer)) error {
 	return nil
 }
 
-// sizeFlag reads an optional size flag; nil when not given.
-func sizeFlag(c *cli.Context, name string) (*uint64, error) {
+// numberFlag reads an optional size or count flag; nil when not given.
+func numberFlag(c *cli.Context, name string, parse func(string) (uint64, error)) (*uint64, error) {
 	if !c.IsSet(name) {
 		return nil, nil
 	}
-	n, err := units.ParseSize(c.String(name))
-	if err != nil {
-		return nil, usagef("--%s: %v", name, err)
-	}
-	return &n, nil
-}
-
-func countFlag(c *cli.Context, name string) (*uint64, error) {
-	if !c.IsSet(name) {
-		return nil, nil
-	}
-	n, err := units.ParseCount(c.String(name))
+	n, err := parse(c.String(name))
 	if err != nil {
 		return nil, usagef("--%s: %v", name, err)
 	}
@@ -214,17 +213,12 @@ func limitFlags(c *cli.Context, prefix string) (project.LimitChange, error) {
 	for _, f := range []struct {
 		name  string
 		dst   **uint64
-		count bool
+		parse func(string) (uint64, error)
 	}{
-		{prefix + "bytes-soft", &ch.BytesSoft, false}, {prefix + "bytes-hard", &ch.BytesHard, false},
-		{prefix + "inodes-soft", &ch.InodesSoft, true}, {prefix + "inodes-hard", &ch.InodesHard, true},
+		{prefix + "bytes-soft", &ch.BytesSoft, units.ParseSize}, {prefix + "bytes-hard", &ch.BytesHard, units.ParseSize},
+		{prefix + "inodes-soft", &ch.InodesSoft, units.ParseCount}, {prefix + "inodes-hard", &ch.InodesHard, units.ParseCount},
 	} {
-		if f.count {
-			*f.dst, err = countFlag(c, f.name)
-		} else {
-			*f.dst, err = sizeFlag(c, f.name)
-		}
-		if err != nil {
+		if *f.dst, err = numberFlag(c, f.name, f.parse); err != nil {
 			return ch, err
 		}
 	}

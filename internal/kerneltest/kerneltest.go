@@ -336,3 +336,25 @@ func parseVerbose(out []byte, top string) map[string]*caseResult {
 	}
 	return results
 }
+
+// Fill writes n zero bytes to a new file at path in 1 MiB chunks, then
+// fsyncs it; it returns how many bytes went in and the error that stopped
+// it — the way kernel tests run into a quota.
+func Fill(path string, n int) (int, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	const chunkSize = 1 << 20
+	chunk := make([]byte, chunkSize)
+	written := 0
+	for written < n {
+		w, err := f.Write(chunk[:min(chunkSize, n-written)])
+		written += w
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, f.Sync()
+}

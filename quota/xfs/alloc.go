@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/internal/atomicfile"
 	"github.com/xfsq/xfsq/quota"
 )
 
@@ -283,28 +284,12 @@ func readRecords(path string) ([]idRecord, error) {
 	return out, nil
 }
 
-// writeRecords replaces the file atomically: temp file, fsync, rename.
+// writeRecords replaces the file atomically.
 func writeRecords(path string, records []idRecord) error {
 	var b strings.Builder
 	for _, rec := range records {
 		// Fields are space-separated: an owner with spaces would shift them.
 		fmt.Fprintf(&b, "%s %d %s\n", rec.fs, rec.id, strings.Join(strings.Fields(rec.owner), "_"))
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ids-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(b.String()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.WriteFile(path, []byte(b.String()), 0o600)
 }

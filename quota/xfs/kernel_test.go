@@ -103,26 +103,6 @@ func open(t *testing.T, kfs *kerneltest.FS) *FS {
 	return fs
 }
 
-// writeUpTo writes n bytes in 1 MiB chunks and returns how many went in and
-// the error that stopped it.
-func writeUpTo(path string, n int) (int, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	chunk := make([]byte, mib)
-	written := 0
-	for written < n {
-		w, err := f.Write(chunk[:min(mib, n-written)])
-		written += w
-		if err != nil {
-			return written, err
-		}
-	}
-	return written, f.Sync()
-}
-
 func isQuotaErr(err error) bool { return errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.ENOSPC) }
 
 func testByteHardLimit(t *testing.T, kfs *kerneltest.FS) {
@@ -130,14 +110,14 @@ func testByteHardLimit(t *testing.T, kfs *kerneltest.FS) {
 	full := newTree(t, fs, "full", 101, quota.Limits{BytesHard: 10 * mib})
 	neighbour := newTree(t, fs, "neighbour", 102, quota.Limits{BytesHard: 100 * mib})
 
-	written, err := writeUpTo(filepath.Join(full, "big"), 20*mib)
+	written, err := kerneltest.Fill(filepath.Join(full, "big"), 20*mib)
 	if !isQuotaErr(err) {
 		t.Fatalf("writing 20 MiB into a 10 MiB tree: wrote %d bytes, err %v; want EDQUOT or ENOSPC", written, err)
 	}
 	if written > 10*mib {
 		t.Errorf("wrote %d bytes past a 10 MiB hard limit", written)
 	}
-	if _, err := writeUpTo(filepath.Join(neighbour, "big"), 20*mib); err != nil {
+	if _, err := kerneltest.Fill(filepath.Join(neighbour, "big"), 20*mib); err != nil {
 		t.Fatalf("neighbour tree could not write 20 MiB of its 100 MiB: %v", err)
 	}
 	q, err := fs.Get(101)
@@ -198,7 +178,7 @@ func testInheritAndCount(t *testing.T, kfs *kerneltest.FS) {
 		}
 	}
 	for _, f := range []string{"top", "a/one", "a/b/two", "c/three"} {
-		if _, err := writeUpTo(filepath.Join(dir, f), mib); err != nil {
+		if _, err := kerneltest.Fill(filepath.Join(dir, f), mib); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -221,7 +201,7 @@ func testInheritAndCount(t *testing.T, kfs *kerneltest.FS) {
 	if err := os.MkdirAll(filepath.Join(dir, "a/b/new/deeper"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := writeUpTo(filepath.Join(dir, "a/b/new/deeper/file"), 2*mib); err != nil {
+	if _, err := kerneltest.Fill(filepath.Join(dir, "a/b/new/deeper/file"), 2*mib); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"a/b/new", "a/b/new/deeper", "a/b/new/deeper/file"} {
@@ -330,7 +310,7 @@ func testSoftLimitGrace(t *testing.T, kfs *kerneltest.FS) {
 	}
 	dir := newTree(t, fs, "tree", 701, quota.Limits{BytesSoft: mib, BytesHard: 10 * mib})
 	before := time.Now()
-	if _, err := writeUpTo(filepath.Join(dir, "f"), 2*mib); err != nil {
+	if _, err := kerneltest.Fill(filepath.Join(dir, "f"), 2*mib); err != nil {
 		t.Fatalf("writing over the soft limit must succeed within grace: %v", err)
 	}
 	q, err := fs.Get(701)
