@@ -499,3 +499,35 @@ func TestHelpTeaches(t *testing.T) {
 		}
 	}
 }
+
+// A failure half-way (not a crash) rolls back what the add made.
+func TestAddFailureRollsBack(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	blocker := filepath.Join(s.root, "cache", "omni")
+	if err := os.WriteFile(blocker, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := s.run("project", "add", "omni")
+	if r.code != 1 || !strings.Contains(r.stderr, blocker+" exists and is not a directory") {
+		t.Fatalf("add over a file: exit %d %q", r.code, r.stderr)
+	}
+	os.Remove(blocker)
+	assertNothingLeft(t, s)
+	s.ok("project", "add", "omni")
+}
+
+// doctor recreates a tree whose directory vanished, on the fallback too.
+func TestDoctorMissingDirectory(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	os.RemoveAll(filepath.Join(s.root, "projects/omni"))
+	if r := s.run("doctor"); r.code != 1 || !strings.Contains(r.stdout, "missing-directory omni workspace") {
+		t.Errorf("doctor: exit %d %q", r.code, r.stdout)
+	}
+	s.ok("doctor", "--fix")
+	for _, d := range []string{"projects/omni/uploads", "projects/omni/inbox"} {
+		if _, err := os.Stat(filepath.Join(s.root, d)); err != nil {
+			t.Errorf("doctor --fix did not recreate %s", d)
+		}
+	}
+}

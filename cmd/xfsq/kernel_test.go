@@ -123,6 +123,9 @@ func testXFSDoctor(t *testing.T, fs *kerneltest.FS) {
 	xfsQuota(t, s.root, fmt.Sprintf("project -C -p %s %d", ws, id))
 	xfsQuota(t, s.root, "limit -p bhard=5m 150000") // in xfsq's range, owned by nobody
 	xfsQuota(t, s.root, "limit -p bhard=5m 42")     // outside it: not xfsq's
+	if err := os.Remove(filepath.Join(s.root, "cache/omni")); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Mkdir(filepath.Join(s.root, "projects/stray"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +138,7 @@ func testXFSDoctor(t *testing.T, fs *kerneltest.FS) {
 	for _, f := range findings {
 		kinds[f.Kind] = true
 	}
-	for _, k := range []string{project.WrongProjectID, project.LimitsDrift, project.OrphanKernelID, project.ForeignKernelID, project.UnmanagedDir} {
+	for _, k := range []string{project.WrongProjectID, project.LimitsDrift, project.OrphanKernelID, project.ForeignKernelID, project.UnmanagedDir, project.MissingDirectory} {
 		if !kinds[k] {
 			t.Errorf("doctor missed %s; found %+v", k, findings)
 		}
@@ -162,10 +165,14 @@ func testXFSDoctor(t *testing.T, fs *kerneltest.FS) {
 	if got, inherit, _ := f.TreeID(ws); got != quota.ProjectID(id) || !inherit {
 		t.Errorf("tree root after fix: project %d inherit %v, want %d", got, inherit, id)
 	}
+	cacheID := s.report()["omni/cache"].ProjectID
+	if got, inherit, err := f.TreeID(filepath.Join(s.root, "cache/omni")); err != nil || got != quota.ProjectID(cacheID) || !inherit {
+		t.Errorf("recreated cache tree: project %d inherit %v (%v), want %d", got, inherit, err, cacheID)
+	}
 	var evs []store.Event
 	s.json(&evs, "events", "--type", "doctor.repaired")
-	if len(evs) != 3 {
-		t.Errorf("%d doctor.repaired events, want 3 (ID, limits, orphan)", len(evs))
+	if len(evs) != 4 {
+		t.Errorf("%d doctor.repaired events, want 4 (ID, limits, orphan, missing directory)", len(evs))
 	}
 }
 

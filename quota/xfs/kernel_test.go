@@ -20,6 +20,7 @@ import (
 	"github.com/xfsq/xfsq/internal/kerneltest"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs/fsxattr"
+	"github.com/xfsq/xfsq/quota/xfs/quotactl"
 )
 
 const mib = 1 << 20
@@ -74,6 +75,8 @@ func TestKernel(t *testing.T) {
 		{Name: "ParentWithInheritFlagIsRefused", Run: testParentInherit},
 		{Name: "NonXFSDirectoryIsUnsupported", Run: testNonXFS},
 		{Name: "XFSWithoutPrjquotaIsUnsupported", Run: testNoPrjquota},
+		{Name: "QuotactlOnTheBlockDeviceWorksToo", Run: testDeviceFallback},
+		{Name: "ErrorsNameTreeIDSyscallAndErrno", Run: testErrorMessages},
 	})
 }
 
@@ -556,7 +559,57 @@ func testNoPrjquota(t *testing.T, kfs *kerneltest.FS) {
 		}
 	}
 	kfs.Remount("prjquota")
-	if _, err := Open(kfs.Dir); err != nil {
-		t.Errorf("after remount with prjquota: %v", err)
+	fs, err := Open(kfs.Dir)
+	if err != nil {
+		t.Fatalf("after remount with prjquota: %v", err)
+	}
+	fs.Close()
+}
+
+// Kernels before 5.14 have no quotactl_fd; the same calls then go to the
+// block device named in /proc/self/mountinfo.
+func testDeviceFallback(t *testing.T, kfs *kerneltest.FS) {
+	fs := open(t, kfs)
+	fs.target = quotactl.Target{Device: fs.Device()}
+	dir := newTree(t, fs, "tree", 901, quota.Limits{BytesHard: 10 * mib, InodesSoft: 5})
+	if _, err := kerneltest.Fill(filepath.Join(dir, "f"), 2*mib); err != nil {
+		t.Fatal(err)
+	}
+	q, err := fs.Get(901)
+	if err != nil || q.BytesHard != 10*mib || q.InodesSoft != 5 || q.Bytes < 2*mib {
+		t.Fatalf("Get through the device: %+v, %v", q, err)
+	}
+	all, err := fs.All()
+	if err != nil || all[901].Bytes != q.Bytes {
+		t.Errorf("All through the device: %+v, %v", all, err)
+	}
+	if err := fs.Clear(901); err != nil {
+		t.Errorf("Clear through the device: %v", err)
+	}
+	// An error names the device form of the call.
+	fs.target.Device = "/dev/nonexistent"
+	if err := fs.SetLimits(901, quota.Limits{}); err == nil || !strings.Contains(err.Error(), "quotactl(Q_XSETQLIM, /dev/nonexistent)") {
+		t.Errorf("error through a missing device: %v", err)
+	}
+}
+
+func testErrorMessages(t *testing.T, kfs *kerneltest.FS) {
+	fs := open(t, kfs)
+	missing := filepath.Join(fs.MountPoint(), "missing")
+	err := fs.Assign(missing, 1001)
+	var op *quota.OpError
+	if !errors.As(err, &op) || !errors.Is(err, unix.ENOENT) {
+		t.Fatalf("Assign of a missing tree: %v; want an OpError wrapping ENOENT", err)
+	}
+	for _, want := range []string{missing, "(project 1001)", "open", "no such file or directory"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+	if err := fs.SetLimits(0, quota.Limits{BytesHard: 1}); err == nil || !strings.Contains(err.Error(), "ID 0") {
+		t.Errorf("SetLimits(0): %v; want a refusal naming ID 0", err)
+	}
+	if err := fs.Assign(fs.MountPoint(), 0); err == nil {
+		t.Error("Assign of ID 0 accepted")
 	}
 }
