@@ -212,6 +212,9 @@ func (m *Manager) makeTrees(ctx context.Context, name string, limits map[string]
 			return nil, err
 		}
 		fault.Point("add:" + area + ":limits-set")
+		if err := m.refreshBaseline(ctx, tree); err != nil {
+			return nil, err
+		}
 		trees = append(trees, tree)
 	}
 	return trees, nil

@@ -261,3 +261,64 @@ func (m *Manager) setting(ctx context.Context, key string) (settings.Value, erro
 }
 
 func (m *Manager) now() time.Time { return time.Now() }
+
+// Tree returns the tree of a ready project.
+func (m *Manager) Tree(ctx context.Context, name, area string) (store.Tree, error) {
+	if err := ValidateName(name); err != nil {
+		return store.Tree{}, err
+	}
+	if area == "" {
+		area = AreaWorkspace
+	}
+	if err := ValidateArea(area); err != nil {
+		return store.Tree{}, err
+	}
+	p, err := m.Store.Project(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Tree{}, notFound(name)
+	}
+	if err != nil {
+		return store.Tree{}, err
+	}
+	if p.State != store.StateReady {
+		return store.Tree{}, fmt.Errorf("project %q is %s, not ready: run xfsq doctor", name, p.State)
+	}
+	trees, err := m.Store.Trees(ctx, name)
+	if err != nil {
+		return store.Tree{}, err
+	}
+	for _, t := range trees {
+		if t.Area == area {
+			return t, nil
+		}
+	}
+	return store.Tree{}, fmt.Errorf("project %q has no %s tree: run xfsq doctor", name, area)
+}
+
+// baselineMaxAge is how old the fallback's last walk of a tree may be
+// before a write through xfsq walks it again: writes made outside xfsq are
+// seen only then.
+const baselineMaxAge = time.Hour
+
+// RefreshBaselineIfStale walks a fallback tree whose last walk is older than
+// baselineMaxAge, so admission starts from what is on disk.
+func (m *Manager) RefreshBaselineIfStale(ctx context.Context, t store.Tree) error {
+	if m.xfs != nil {
+		return nil
+	}
+	key := store.TreeKey{Project: t.Project, Area: t.Area}
+	at, err := m.Store.Baseline(ctx, key)
+	if err != nil || time.Since(at) < baselineMaxAge {
+		return err
+	}
+	return m.refreshBaseline(ctx, t)
+}
+
+func (m *Manager) refreshBaseline(ctx context.Context, t store.Tree) error {
+	start := time.Now()
+	u, err := fallback.Walk(m.abs(t.Path))
+	if err != nil {
+		return err
+	}
+	return m.Store.SetBaseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area}, u, start)
+}

@@ -66,8 +66,12 @@ func (m *Manager) Show(ctx context.Context, name string) (Project, error) {
 	if err != nil {
 		return Project{}, err
 	}
+	start := time.Now()
 	statuses, err := m.status(trees, nil)
 	if err != nil {
+		return Project{}, err
+	}
+	if err := m.rebaseline(ctx, statuses, start); err != nil {
 		return Project{}, err
 	}
 	return Project{Name: p.Name, State: p.State, CreatedAt: p.CreatedAt, Backend: m.BackendName(), Trees: statuses}, nil
@@ -79,11 +83,31 @@ func (m *Manager) Report(ctx context.Context) ([]TreeStatus, error) {
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	all, err := m.Backend.All()
 	if err != nil {
 		return nil, err
 	}
-	return m.status(trees, all)
+	statuses, err := m.status(trees, all)
+	if err != nil {
+		return nil, err
+	}
+	return statuses, m.rebaseline(ctx, statuses, start)
+}
+
+// rebaseline records the fallback's fresh walks (started at start) as the
+// trees' baselines for admission.
+func (m *Manager) rebaseline(ctx context.Context, statuses []TreeStatus, start time.Time) error {
+	if m.xfs != nil {
+		return nil
+	}
+	for _, s := range statuses {
+		u := quota.Usage{Bytes: s.UsedBytes, Inodes: s.UsedInodes}
+		if err := m.Store.SetBaseline(ctx, store.TreeKey{Project: s.Project, Area: s.Area}, u, start); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // status joins recorded trees with the backend's figures; all may be nil,

@@ -109,3 +109,30 @@ func (e *OpError) Error() string {
 }
 
 func (e *OpError) Unwrap() error { return e.Err }
+
+// LimitError is a write refused by a limit: which limit, the usage it
+// would add to, what was asked for, and the limit itself.
+type LimitError struct {
+	Tree      string // e.g. `project "omni" workspace`
+	Limit     string // bytes_hard, inodes_hard, max_file_bytes, root_budget
+	Used      uint64
+	Requested uint64
+	Max       uint64
+}
+
+func (e *LimitError) Error() string {
+	unit := func(n uint64) string { return fmt.Sprintf("%d bytes", n) }
+	what := "disk quota exceeded"
+	switch e.Limit {
+	case "inodes_hard":
+		unit = func(n uint64) string { return fmt.Sprintf("%d files", n) }
+		what = "file count quota exceeded"
+	case "max_file_bytes":
+		return fmt.Sprintf("%s: file too large: %s requested, at most %s per write (max_file_bytes)",
+			e.Tree, unit(e.Requested), unit(e.Max))
+	case "root_budget":
+		what = "sandbox root budget exceeded"
+	}
+	return fmt.Sprintf("%s: %s: %s used + %s requested > %s limit (%s)",
+		e.Tree, what, unit(e.Used), unit(e.Requested), unit(e.Max), e.Limit)
+}

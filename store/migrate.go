@@ -67,6 +67,35 @@ var migrations = []string{
 		expires_at BIGINT NOT NULL,
 		PRIMARY KEY (host, project, run)
 	);`,
+	// 2: fallback accounting: the last walk of each tree, writes committed
+	// through xfsq since (the ledger), and reservations of writes in flight.
+	`ALTER TABLE trees ADD COLUMN walked_bytes BIGINT NOT NULL DEFAULT 0;
+	ALTER TABLE trees ADD COLUMN walked_inodes BIGINT NOT NULL DEFAULT 0;
+	ALTER TABLE trees ADD COLUMN walked_at BIGINT NOT NULL DEFAULT 0;
+	ALTER TABLE trees ADD COLUMN soft_exceeded BOOLEAN NOT NULL DEFAULT FALSE;
+	CREATE TABLE ledger (
+		id      {{serial}},
+		host    TEXT   NOT NULL,
+		project TEXT   NOT NULL,
+		area    TEXT   NOT NULL,
+		bytes   BIGINT NOT NULL, -- signed: a shrinking replacement is negative
+		inodes  BIGINT NOT NULL,
+		at      BIGINT NOT NULL
+	);
+	CREATE INDEX ledger_tree ON ledger (host, project, area);
+	CREATE TABLE reservations (
+		id         {{serial}},
+		host       TEXT   NOT NULL,
+		project    TEXT   NOT NULL,
+		area       TEXT   NOT NULL,
+		bytes      BIGINT NOT NULL,
+		inodes     BIGINT NOT NULL,
+		holder     TEXT   NOT NULL,
+		temp_path  TEXT   NOT NULL, -- relative to the root; removed when reclaimed
+		expires_at BIGINT NOT NULL,
+		created_at BIGINT NOT NULL
+	);
+	CREATE INDEX reservations_tree ON reservations (host, project, area);`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -91,7 +120,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("the database is at schema version %d, newer than this xfsq knows (%d): upgrade xfsq", current, len(migrations))
 		}
 		for v := current + 1; v <= len(migrations); v++ {
-			for _, stmt := range strings.Split(strings.ReplaceAll(migrations[v-1], "{{serial}}", serial), ";") {
+			for _, stmt := range statements(strings.ReplaceAll(migrations[v-1], "{{serial}}", serial)) {
 				if strings.TrimSpace(stmt) == "" {
 					continue
 				}
@@ -105,4 +134,16 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// statements splits a migration into statements, dropping "--" comments
+// first so that a ';' in a comment cannot split one. Migrations hold no
+// string literals containing "--" or ';'.
+func statements(migration string) []string {
+	var b strings.Builder
+	for _, line := range strings.Split(migration, "\n") {
+		code, _, _ := strings.Cut(line, "--")
+		b.WriteString(code + "\n")
+	}
+	return strings.Split(b.String(), ";")
 }

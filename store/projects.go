@@ -107,8 +107,10 @@ func (t *Tx) SetProjectState(ctx context.Context, name, state, adder string) err
 
 // DeleteProject removes the project row and its trees.
 func (t *Tx) DeleteProject(ctx context.Context, name string) error {
-	if _, err := t.exec(ctx, `DELETE FROM trees WHERE host = ? AND project = ?`, t.s.Host, name); err != nil {
-		return err
+	for _, table := range []string{"trees", "ledger", "reservations"} {
+		if _, err := t.exec(ctx, `DELETE FROM `+table+` WHERE host = ? AND project = ?`, t.s.Host, name); err != nil {
+			return err
+		}
 	}
 	_, err := t.exec(ctx, `DELETE FROM projects WHERE host = ? AND name = ?`, t.s.Host, name)
 	return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
@@ -99,6 +100,24 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 							"3 for deny (at or over a hard limit, or over a soft limit past its grace).",
 						Action: with(cmdProjectCheck),
 					},
+				},
+			},
+			{
+				Name:  "files",
+				Usage: "list, read, write and delete files inside a project tree, within its limits",
+				Description: "PATH is relative to the project's tree (--area workspace by default). Paths that are absolute,\n" +
+					"contain \"..\", lead out of the tree through a symlink, or name devices, FIFOs or sockets are refused\n" +
+					"(exit 2). Writes are admitted before they allocate anything and refused (exit 3) past a limit;\n" +
+					"a refused or failed write leaves the old file exactly as it was. rm is journalled (storage.evicted).",
+				Subcommands: []*cli.Command{
+					{Name: "ls", Usage: "list a directory", ArgsUsage: "PROJECT [PATH]", Flags: []cli.Flag{areaFlag()}, Action: with(cmdFilesLs)},
+					{Name: "get", Usage: "copy a file to stdout", ArgsUsage: "PROJECT PATH", Flags: []cli.Flag{areaFlag()}, Action: with(cmdFilesGet)},
+					{
+						Name: "put", Usage: "write stdin (or --from FILE) to a file, atomically", ArgsUsage: "PROJECT PATH",
+						Flags:  []cli.Flag{areaFlag(), &cli.StringFlag{Name: "from", Usage: "read this file instead of stdin"}},
+						Action: with(cmdFilesPut),
+					},
+					{Name: "rm", Usage: "delete a file or directory (journalled)", ArgsUsage: "PROJECT PATH", Flags: []cli.Flag{areaFlag()}, Action: with(cmdFilesRm)},
 				},
 			},
 			{
@@ -392,6 +411,9 @@ func cmdReport(e env) error {
 		}
 		return e.print(rows, func(w io.Writer) {
 			fmt.Fprintf(w, "backend: %s\n", m.BackendName())
+			if !m.IsXFS() {
+				fmt.Fprintln(w, "note: the kernel enforces nothing here; xfsq admits the writes made through it, and sees others only when it walks the trees (as now)")
+			}
 			table(w, "PROJECT\t"+treeHeader, func() [][]string {
 				out := make([][]string, len(rows))
 				for i, t := range rows {
@@ -541,5 +563,107 @@ func cmdDoctor(e env) error {
 			return &exitError{code: exitFailed}
 		}
 		return nil
+	})
+}
+
+func areaFlag() cli.Flag {
+	return &cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: "workspace or cache"}
+}
+
+// filesArgs reads PROJECT and PATH (PATH optional when optionalPath).
+func filesArgs(e env, optionalPath bool) (string, string, error) {
+	n := e.c.NArg()
+	if n == 2 || (optionalPath && n == 1) {
+		return e.c.Args().Get(0), e.c.Args().Get(1), nil
+	}
+	name := commandName(e.c)
+	return "", "", usagef("%s takes PROJECT PATH, got %d arguments: see xfsq %s --help", name, n, name)
+}
+
+func withFiles(e env, fn func(ctx context.Context, l *files.Layer) error) error {
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		l, err := files.New(ctx, m)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, l)
+	})
+}
+
+func cmdFilesLs(e env) error {
+	name, p, err := filesArgs(e, true)
+	if err != nil {
+		return err
+	}
+	return withFiles(e, func(ctx context.Context, l *files.Layer) error {
+		entries, err := l.List(ctx, name, e.c.String("area"), p)
+		if err != nil {
+			return err
+		}
+		return e.print(entries, func(w io.Writer) {
+			rows := make([][]string, len(entries))
+			for i, en := range entries {
+				rows[i] = []string{en.Type, units.FormatIEC(uint64(en.Size)), en.ModTime.Local().Format(time.DateTime), en.Name}
+			}
+			table(w, "TYPE\tSIZE\tMODIFIED\tNAME", rows)
+		})
+	})
+}
+
+func cmdFilesGet(e env) error {
+	name, p, err := filesArgs(e, false)
+	if err != nil {
+		return err
+	}
+	return withFiles(e, func(ctx context.Context, l *files.Layer) error {
+		_, err := l.Get(ctx, name, e.c.String("area"), p, e.stdout)
+		return err
+	})
+}
+
+func cmdFilesPut(e env) error {
+	name, p, err := filesArgs(e, false)
+	if err != nil {
+		return err
+	}
+	in := os.Stdin
+	if from := e.c.String("from"); from != "" {
+		if in, err = os.Open(from); err != nil {
+			return usagef("--from: %v", err)
+		}
+		defer in.Close()
+	}
+	size := int64(-1) // a pipe: unknown until it ends
+	if fi, err := in.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
+	return withFiles(e, func(ctx context.Context, l *files.Layer) error {
+		res, err := l.Put(ctx, name, e.c.String("area"), p, in, size)
+		if err != nil {
+			return err
+		}
+		return e.print(res, func(w io.Writer) {
+			verb := "wrote"
+			if res.Replaced {
+				verb = "replaced"
+			}
+			fmt.Fprintf(w, "%s %s (%s)\n", verb, res.Path, units.FormatIEC(res.Bytes))
+		})
+	})
+}
+
+func cmdFilesRm(e env) error {
+	name, p, err := filesArgs(e, false)
+	if err != nil {
+		return err
+	}
+	return withFiles(e, func(ctx context.Context, l *files.Layer) error {
+		res, err := l.Remove(ctx, name, e.c.String("area"), p)
+		if err != nil {
+			return err
+		}
+		return e.print(res, func(w io.Writer) {
+			fmt.Fprintf(w, "removed %s (%s in %d files)\n", res.Path, units.FormatIEC(res.Bytes), res.Files)
+		})
 	})
 }

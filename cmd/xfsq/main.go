@@ -18,6 +18,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
@@ -75,10 +76,12 @@ func exitCode(err error) int {
 	var input *project.InputError
 	var usage *usageError
 	var deny *project.DenyError
+	var limit *quota.LimitError
+	var path *files.PathError
 	switch {
-	case errors.As(err, &usage), errors.As(err, &input):
+	case errors.As(err, &usage), errors.As(err, &input), errors.As(err, &path):
 		return exitUsage
-	case errors.As(err, &deny):
+	case errors.As(err, &deny), errors.As(err, &limit):
 		return exitDenied
 	}
 	return exitFailed

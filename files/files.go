@@ -1,0 +1,319 @@
+// Package files is the safe file layer of a sandbox root: list, read, write
+// and delete files inside one project tree. Writes are admitted before they
+// allocate anything (on the fallback backend by reservations in the store,
+// atomic across processes; on XFS the kernel enforces and xfsq adds the
+// per-write limit), written to a temporary file and renamed into place only
+// when complete, so a refused or failed write leaves the old content as it
+// was. Deletions are journalled. The CLI and the HTTP API share this layer.
+//
+// Every path is resolved through os.Root inside the tree: it must never
+// read, write or delete outside the tree, follow a symlink out of it, or
+// open a device, FIFO or socket.
+package files
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store"
+)
+
+// Layer serves the trees of one manager's root.
+type Layer struct {
+	M *project.Manager
+	// MaxFileBytes bounds one write (0: none); RootBudget bounds the whole
+	// root on the fallback backend (0: none); TTL is how long a reservation
+	// lives without progress before another writer may reclaim it.
+	MaxFileBytes, RootBudget uint64
+	TTL                      time.Duration
+}
+
+// New reads the layer's settings (max_file_bytes, root_budget, reservation_ttl).
+func New(ctx context.Context, m *project.Manager) (*Layer, error) {
+	l := &Layer{M: m}
+	for key, dst := range map[string]*uint64{"max_file_bytes": &l.MaxFileBytes, "root_budget": &l.RootBudget} {
+		v, err := m.Setting(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		*dst = v.Bytes()
+	}
+	v, err := m.Setting(ctx, "reservation_ttl")
+	if err != nil {
+		return nil, err
+	}
+	l.TTL = v.Duration()
+	return l, nil
+}
+
+// tree is one opened project tree.
+type tree struct {
+	store.Tree
+	label string // `project "omni" workspace`
+	root  *os.Root
+}
+
+func (t *tree) Close() error { return t.root.Close() }
+
+// open opens a ready project's tree as an os.Root. Each component of the
+// tree's own path is opened with O_NOFOLLOW, so a symlink planted at
+// projects/NAME cannot point the layer at another tree.
+func (l *Layer) open(ctx context.Context, name, area string) (*tree, error) {
+	t, err := l.M.Tree(ctx, name, area)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Open(l.M.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, part := range splitPath(t.Path) {
+		next, err := unix.Openat(fd, part, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return nil, fmt.Errorf("open tree %s: %s: %w (run xfsq doctor)", t.Path, part, err)
+		}
+		fd = next
+	}
+	defer unix.Close(fd)
+	// The descriptor pins the directory; /proc/self/fd resolves to it alone.
+	root, err := os.OpenRoot("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return nil, fmt.Errorf("open tree %s: %w", t.Path, err)
+	}
+	label := fmt.Sprintf("project %q", name)
+	if t.Area != project.AreaWorkspace {
+		label += " " + t.Area
+	}
+	return &tree{Tree: t, label: label, root: root}, nil
+}
+
+func splitPath(p string) []string {
+	var parts []string
+	for p != "." && p != "/" && p != "" {
+		parts = append([]string{path.Base(p)}, parts...)
+		p = path.Dir(p)
+	}
+	return parts
+}
+
+// Entry is one directory entry.
+type Entry struct {
+	Name    string    `json:"name"`
+	Type    string    `json:"type"` // file, dir, symlink, other
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"mtime"`
+}
+
+// List lists a directory of a tree.
+func (l *Layer) List(ctx context.Context, name, area, p string) ([]Entry, error) {
+	p, err := Clean(p)
+	if err != nil {
+		return nil, err
+	}
+	t, err := l.open(ctx, name, area)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	f, err := t.root.Open(p)
+	if err != nil {
+		return nil, pathErr(p, err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, pathErr(p, err)
+	}
+	out := make([]Entry, 0, len(names))
+	for _, n := range names {
+		fi, err := t.root.Lstat(path.Join(p, n))
+		if err != nil {
+			continue // vanished
+		}
+		e := Entry{Name: n, Type: "other", Size: fi.Size(), ModTime: fi.ModTime().UTC()}
+		switch {
+		case fi.Mode().IsRegular():
+			e.Type = "file"
+		case fi.IsDir():
+			e.Type = "dir"
+		case fi.Mode()&fs.ModeSymlink != 0:
+			e.Type = "symlink"
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// pathErr turns the errors of opening a path into messages that name it.
+func pathErr(p string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Err.Error() == "path escapes from parent" {
+		return &PathError{Path: p, Reason: "it leads out of the project tree (through a symlink)"}
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: %w", p, os.ErrNotExist)
+	}
+	return fmt.Errorf("%s: %w", p, err)
+}
+
+// checkReadable refuses what must not be read through the layer.
+func checkReadable(p string, fi os.FileInfo) error {
+	m := fi.Mode()
+	switch {
+	case m.IsDir():
+		return &PathError{Path: p, Reason: "it is a directory; list it instead"}
+	case m&fs.ModeDevice != 0:
+		return &PathError{Path: p, Reason: "it is a device file"}
+	case m&fs.ModeNamedPipe != 0:
+		return &PathError{Path: p, Reason: "it is a FIFO"}
+	case m&fs.ModeSocket != 0:
+		return &PathError{Path: p, Reason: "it is a socket"}
+	case !m.IsRegular():
+		return &PathError{Path: p, Reason: "it is not a regular file"}
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return &PathError{Path: p, Reason: fmt.Sprintf("it has %d hard links and may be shared with a file outside the tree", st.Nlink)}
+	}
+	return nil
+}
+
+// Get copies a regular file of a tree to w, at most the size it had when
+// opened. It returns the number of bytes copied.
+func (l *Layer) Get(ctx context.Context, name, area, p string, w io.Writer) (int64, error) {
+	p, err := Clean(p)
+	if err != nil {
+		return 0, err
+	}
+	if p == "." {
+		return 0, &PathError{Path: p, Reason: "it is the tree itself; name a file"}
+	}
+	t, err := l.open(ctx, name, area)
+	if err != nil {
+		return 0, err
+	}
+	defer t.Close()
+	// O_NONBLOCK: opening a FIFO must not hang before it can be refused.
+	f, err := t.root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return 0, pathErr(p, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if err := checkReadable(p, fi); err != nil {
+		return 0, err
+	}
+	return io.Copy(w, io.LimitReader(f, fi.Size()))
+}
+
+// Remove deletes a file or directory of a tree, journalling it as
+// storage.evicted (reason manual) before and after.
+func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult, error) {
+	p, err := Clean(p)
+	if err != nil {
+		return RemoveResult{}, err
+	}
+	if p == "." {
+		return RemoveResult{}, &PathError{Path: p, Reason: "it is the tree itself; use xfsq project rm --purge"}
+	}
+	t, err := l.open(ctx, name, area)
+	if err != nil {
+		return RemoveResult{}, err
+	}
+	defer t.Close()
+	fi, err := t.root.Lstat(p)
+	if err != nil {
+		return RemoveResult{}, pathErr(p, err)
+	}
+	u := quota.Usage{Bytes: allocated(fi), Inodes: 1}
+	if fi.IsDir() {
+		if u, err = measureIn(t.root, p); err != nil {
+			return RemoveResult{}, err
+		}
+	}
+	res := RemoveResult{Path: path.Join(t.Path, p), Bytes: u.Bytes, Files: u.Inodes}
+	record := map[string]any{"path": res.Path, "area": t.Area, "bytes": u.Bytes, "reason": "manual", "policy": "files rm"}
+	if err := l.journal(ctx, name, record, "pending", nil); err != nil {
+		return res, err
+	}
+	rmErr := t.root.RemoveAll(p)
+	state := "done"
+	if rmErr != nil {
+		state = "failed"
+	}
+	if err := l.journal(ctx, name, record, state, rmErr); err != nil {
+		return res, err
+	}
+	if rmErr != nil {
+		return res, fmt.Errorf("remove %s: %w", p, rmErr)
+	}
+	if !l.M.IsXFS() {
+		err = l.M.Store.AddLedger(ctx, store.TreeKey{Project: name, Area: t.Area}, -int64(u.Bytes), -int64(u.Inodes), l.M.Actor)
+	}
+	return res, err
+}
+
+// RemoveResult says what a removal freed.
+type RemoveResult struct {
+	Path  string `json:"path"` // relative to the sandbox root
+	Bytes uint64 `json:"bytes"`
+	Files uint64 `json:"files"`
+}
+
+func (l *Layer) journal(ctx context.Context, name string, record map[string]any, state string, err error) error {
+	record["state"] = state
+	if err != nil {
+		record["error"] = err.Error()
+	}
+	return l.M.Store.InTx(ctx, func(tx *store.Tx) error {
+		return tx.AppendEvent(ctx, store.EventEvicted, name, l.M.Actor, record)
+	})
+}
+
+func allocated(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Blocks) * 512
+	}
+	return uint64(fi.Size())
+}
+
+// measureIn walks a directory inside root as fallback.Walk does.
+func measureIn(root *os.Root, p string) (quota.Usage, error) {
+	var u quota.Usage
+	err := fs.WalkDir(root.FS(), p, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // vanished or unreadable: the removal reports the truth
+		}
+		fi, err := d.Info()
+		if err == nil {
+			u.Bytes += allocated(fi)
+			u.Inodes++
+		}
+		return nil
+	})
+	return u, err
+}
+
+// tempName is a fresh name for a temporary file at the tree's top.
+func tempName() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return tempPrefix + hex.EncodeToString(b)
+}

@@ -1,0 +1,54 @@
+package files
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// PathError is a path refused before anything was touched.
+type PathError struct {
+	Path   string
+	Reason string
+}
+
+func (e *PathError) Error() string { return fmt.Sprintf("path %q refused: %s", e.Path, e.Reason) }
+
+// Limits of a path, as Linux has them.
+const (
+	maxPathBytes = 4096
+	maxNameBytes = 255
+)
+
+// tempPrefix names xfsq's temporary files; callers may not use it.
+const tempPrefix = ".xfsq-tmp-"
+
+// Clean checks a path given relative to a tree and returns it cleaned; "."
+// is the tree itself. It refuses what could leave the tree or confuse a
+// syscall: absolute paths, "..", NUL bytes, overlong names. Symlinks are
+// the business of os.Root when the path is opened.
+func Clean(p string) (string, error) {
+	refuse := func(reason string) (string, error) { return "", &PathError{Path: p, Reason: reason} }
+	switch {
+	case strings.ContainsRune(p, 0):
+		return refuse("it contains a NUL byte")
+	case len(p) > maxPathBytes:
+		return refuse(fmt.Sprintf("it is longer than %d bytes", maxPathBytes))
+	case strings.HasPrefix(p, "/"):
+		return refuse("it is absolute; give it relative to the project tree")
+	}
+	for _, part := range strings.Split(p, "/") {
+		switch {
+		case part == "..":
+			return refuse(`it contains ".."; paths stay inside the project tree`)
+		case len(part) > maxNameBytes:
+			return refuse(fmt.Sprintf("a name in it is longer than %d bytes", maxNameBytes))
+		case strings.HasPrefix(part, tempPrefix):
+			return refuse("names starting with " + tempPrefix + " are xfsq's temporary files")
+		}
+	}
+	if p == "" {
+		return ".", nil
+	}
+	return path.Clean(p), nil
+}

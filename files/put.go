@@ -1,0 +1,409 @@
+package files
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/fallback"
+	"github.com/xfsq/xfsq/store"
+)
+
+// PutResult says what a write did.
+type PutResult struct {
+	Path     string `json:"path"` // relative to the sandbox root
+	Bytes    uint64 `json:"bytes"`
+	Replaced bool   `json:"replaced"`
+}
+
+// chunk is how much a streaming write reserves ahead of the data.
+const chunk = 4 << 20
+
+// Put writes r to path p in a tree. size is the body's length, or -1 when
+// unknown. The write is admitted before it allocates; a body of unknown
+// length is read at most to its remaining allowance plus one byte and is
+// refused — never cut — if it goes past it. Nothing is visible at p until
+// the whole body is on disk; a refused or failed write leaves p as it was.
+func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size int64) (PutResult, error) {
+	p, err := Clean(p)
+	if err != nil {
+		return PutResult{}, err
+	}
+	if p == "." {
+		return PutResult{}, &PathError{Path: p, Reason: "it is the tree itself; name a file"}
+	}
+	t, err := l.open(ctx, name, area)
+	if err != nil {
+		return PutResult{}, err
+	}
+	defer t.Close()
+	res := PutResult{Path: path.Join(t.Path, p)}
+
+	var oldAlloc uint64
+	newInodes := uint64(1)
+	if fi, err := t.root.Lstat(p); err == nil {
+		switch {
+		case fi.IsDir():
+			return res, &PathError{Path: p, Reason: "it is a directory"}
+		case fi.Mode()&(fs.ModeDevice|fs.ModeNamedPipe|fs.ModeSocket) != 0:
+			return res, &PathError{Path: p, Reason: "it is a device, FIFO or socket; refusing to replace it"}
+		}
+		oldAlloc, newInodes, res.Replaced = allocated(fi), 0, true
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return res, pathErr(p, err)
+	}
+	missing, err := missingDirs(t.root, path.Dir(p))
+	if err != nil {
+		return res, err
+	}
+	newInodes += missing
+	w := &writer{l: l, t: t, ctx: ctx, block: blockSize(t.root), oldAlloc: oldAlloc, inodes: newInodes, temp: tempName()}
+	w.dirBytes = missing * w.block // each new directory takes a block
+	if err := w.admit(size); err != nil {
+		return res, err
+	}
+	defer w.abandon() // undoes whatever a failed write left; a no-op after commit
+	f, err := t.root.OpenFile(w.temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return res, err
+	}
+	w.file = f
+	if err := w.copy(r, size); err != nil {
+		return res, err
+	}
+	fault.Point("put:before-fsync")
+	if err := f.Sync(); err != nil {
+		return res, w.mapErr(err)
+	}
+	if err := f.Close(); err != nil {
+		return res, w.mapErr(err)
+	}
+	w.file = nil
+	if dir := path.Dir(p); dir != "." {
+		if err := t.root.MkdirAll(dir, 0o755); err != nil {
+			return res, pathErr(dir, err)
+		}
+	}
+	if err := w.commit(); err != nil {
+		return res, err
+	}
+	if err := t.root.Rename(w.temp, p); err != nil {
+		w.uncommit()
+		return res, pathErr(p, err)
+	}
+	w.done = true
+	syncDir(t.root, path.Dir(p))
+	res.Bytes = w.written
+	return res, nil
+}
+
+// writer carries one write through admission, copy and commit.
+type writer struct {
+	l        *Layer
+	t        *tree
+	ctx      context.Context
+	block    uint64
+	oldAlloc uint64
+	inodes   uint64 // new inodes: the file if new, plus missing directories
+	dirBytes uint64 // blocks of the missing directories
+	temp     string
+	file     *os.File
+
+	reservation int64  // fallback: the store's reservation, 0 when none
+	reserved    uint64 // bytes beyond oldAlloc held for this write
+	written     uint64
+	committed   bool
+	done        bool
+}
+
+func (w *writer) key() store.TreeKey { return store.TreeKey{Project: w.t.Project, Area: w.t.Area} }
+
+// alloc is what n bytes of content take on disk, in whole blocks.
+func (w *writer) alloc(n uint64) uint64 { return (n + w.block - 1) / w.block * w.block }
+
+// need is the bytes beyond what the old file held that n bytes of content take.
+func (w *writer) need(n uint64) uint64 {
+	if a := w.alloc(n); a > w.oldAlloc {
+		return a - w.oldAlloc
+	}
+	return 0
+}
+
+func (w *writer) admitFunc(fileBytes, bytes, inodes uint64) store.AdmitFunc {
+	return func(limits quota.Limits, used quota.Usage, rootUsed uint64) error {
+		return fallback.Admit(fallback.State{Tree: w.t.label, Limits: limits, Used: used,
+			RootUsed: rootUsed, RootBudget: w.l.RootBudget, MaxFileBytes: w.l.MaxFileBytes},
+			fallback.Request{FileBytes: fileBytes, Bytes: bytes, Inodes: inodes})
+	}
+}
+
+// admit reserves what is known up front: the whole body when its size is
+// known, else only the inodes.
+func (w *writer) admit(size int64) error {
+	fileBytes, bytes := uint64(0), w.dirBytes
+	if size >= 0 {
+		fileBytes, bytes = uint64(size), w.need(uint64(size))+w.dirBytes
+	}
+	if w.l.M.IsXFS() {
+		return w.admitXFS(fileBytes, bytes)
+	}
+	if err := w.l.M.RefreshBaselineIfStale(w.ctx, w.t.Tree); err != nil {
+		return err
+	}
+	id, reclaimed, err := w.l.M.Store.Reserve(w.ctx, w.key(), bytes, w.inodes, holder(),
+		path.Join(w.t.Path, w.temp), w.l.TTL, w.admitFunc(fileBytes, bytes, w.inodes))
+	w.l.removeTemps(reclaimed)
+	if err != nil {
+		return err
+	}
+	w.reservation, w.reserved = id, bytes-w.dirBytes
+	return nil
+}
+
+// admitXFS checks what the kernel cannot: the per-write limit; and refuses
+// early what the kernel would refuse half-way.
+func (w *writer) admitXFS(fileBytes, bytes uint64) error {
+	q, err := w.l.M.Backend.Get(w.t.ProjectID)
+	if err != nil {
+		return err
+	}
+	err = fallback.Admit(fallback.State{Tree: w.t.label, Limits: quota.Limits{BytesHard: q.BytesHard, InodesHard: q.InodesHard},
+		Used: q.Usage, MaxFileBytes: w.l.MaxFileBytes}, fallback.Request{FileBytes: fileBytes, Bytes: bytes, Inodes: w.inodes})
+	w.reserved = ^uint64(0) >> 1 // the kernel is the reservation
+	return err
+}
+
+// grow asks for more room for a streaming body: a chunk if it can, else
+// whatever the allowance still holds. It returns false when nothing more
+// can be had.
+func (w *writer) grow() (bool, error) {
+	if w.l.M.IsXFS() {
+		return false, nil
+	}
+	try := func(n uint64) error {
+		return w.l.M.Store.Grow(w.ctx, w.key(), w.reservation, n, w.l.TTL, w.admitFunc(0, n, 0))
+	}
+	err := try(chunk)
+	if err == nil {
+		w.reserved += chunk
+		return true, nil
+	}
+	var le *quota.LimitError
+	if !errors.As(err, &le) {
+		return false, err
+	}
+	// Less than a chunk is left: take exactly what is, in whole blocks.
+	if le.Max > le.Used {
+		if rest := (le.Max - le.Used) / w.block * w.block; rest > 0 && try(rest) == nil {
+			w.reserved += rest
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// copy streams the body into the temporary file within what is reserved.
+func (w *writer) copy(r io.Reader, size int64) error {
+	buf := make([]byte, 1<<20)
+	for {
+		// Room: content bytes that fit in the old file's blocks plus the reservation.
+		room := (w.oldAlloc+w.reserved)/w.block*w.block - min(w.written, (w.oldAlloc+w.reserved)/w.block*w.block)
+		if w.l.MaxFileBytes > 0 {
+			room = min(room, w.l.MaxFileBytes-min(w.written, w.l.MaxFileBytes))
+		}
+		if size >= 0 {
+			room = min(room, uint64(size)-w.written)
+		}
+		if room == 0 {
+			if size >= 0 && w.written == uint64(size) {
+				return w.expectEOF(r, size)
+			}
+			if w.l.MaxFileBytes == 0 || w.written < w.l.MaxFileBytes {
+				more, err := w.grow()
+				if err != nil {
+					return err
+				}
+				if more {
+					continue
+				}
+			}
+			// Out of allowance: one more byte decides between done and refused.
+			return w.expectEOF(r, size)
+		}
+		n, err := r.Read(buf[:min(uint64(len(buf)), room)])
+		if n > 0 {
+			if _, werr := w.file.Write(buf[:n]); werr != nil {
+				return w.mapErr(werr)
+			}
+			w.written += uint64(n)
+		}
+		if err == io.EOF {
+			if size >= 0 && w.written != uint64(size) {
+				return fmt.Errorf("the body ended after %d of the %d bytes declared; nothing was written", w.written, size)
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading the body: %w; nothing was written", err)
+		}
+	}
+}
+
+// expectEOF reads one byte past the admitted length: EOF means the body
+// fitted; a byte means it is over a limit, and the write is refused.
+func (w *writer) expectEOF(r io.Reader, size int64) error {
+	var one [1]byte
+	for {
+		n, err := r.Read(one[:])
+		if n > 0 {
+			if size >= 0 && w.written == uint64(size) {
+				return fmt.Errorf("the body is longer than the %d bytes declared; nothing was written", size)
+			}
+			return w.refusal(w.written + 1)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading the body: %w; nothing was written", err)
+		}
+	}
+}
+
+// refusal builds the limit error for a body of at least n bytes, from the
+// tree's usage without this write's own reservation.
+func (w *writer) refusal(n uint64) error {
+	if w.l.MaxFileBytes > 0 && n > w.l.MaxFileBytes {
+		return &quota.LimitError{Tree: w.t.label, Limit: "max_file_bytes", Requested: n, Max: w.l.MaxFileBytes}
+	}
+	limits, used, rootUsed, err := w.l.M.Store.Account(w.ctx, w.key())
+	if err != nil {
+		return err
+	}
+	used.Bytes -= min(used.Bytes, w.reserved+w.dirBytes)
+	used.Inodes -= min(used.Inodes, w.inodes)
+	rootUsed -= min(rootUsed, w.reserved+w.dirBytes)
+	err = w.admitFunc(n, w.need(n)+w.dirBytes, w.inodes)(limits, used, rootUsed)
+	if err == nil { // room freed up since: still refused, this body was cut off at its allowance
+		err = &quota.LimitError{Tree: w.t.label, Limit: "bytes_hard", Used: used.Bytes, Requested: w.need(n), Max: limits.BytesHard}
+	}
+	return err
+}
+
+// mapErr turns the kernel's refusal during a write into a limit error.
+func (w *writer) mapErr(err error) error {
+	if errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.ENOSPC) {
+		q, _ := w.l.M.Backend.Get(w.t.ProjectID)
+		return &quota.LimitError{Tree: w.t.label, Limit: "bytes_hard", Used: q.Bytes, Requested: w.alloc(w.written + 1), Max: q.BytesHard}
+	}
+	return err
+}
+
+// commit records the write's change in the ledger (fallback) before the
+// rename: a crash in between over-counts until the next walk, never under.
+func (w *writer) commit() error {
+	if w.reservation == 0 {
+		w.committed = true
+		return nil
+	}
+	delta := int64(w.alloc(w.written)) - int64(w.oldAlloc) + int64(w.dirBytes)
+	if err := w.l.M.Store.Commit(w.ctx, w.key(), w.reservation, delta, int64(w.inodes), w.l.M.Actor); err != nil {
+		return err
+	}
+	w.committed, w.reservation = true, 0
+	return nil
+}
+
+func (w *writer) uncommit() {
+	if w.committed && !w.l.M.IsXFS() {
+		delta := int64(w.alloc(w.written)) - int64(w.oldAlloc) + int64(w.dirBytes)
+		w.l.M.Store.AddLedger(w.ctx, w.key(), -delta, -int64(w.inodes), w.l.M.Actor)
+	}
+}
+
+// abandon removes the temporary file and releases the reservation of a
+// write that did not finish.
+func (w *writer) abandon() {
+	if w.done {
+		return
+	}
+	if w.file != nil {
+		w.file.Close()
+	}
+	w.t.root.Remove(w.temp)
+	if w.reservation != 0 {
+		w.l.M.Store.Release(context.WithoutCancel(w.ctx), w.reservation)
+	}
+}
+
+// removeTemps deletes the temporary files of reclaimed reservations.
+func (l *Layer) removeTemps(reclaimed []store.Reservation) {
+	if len(reclaimed) == 0 {
+		return
+	}
+	root, err := os.OpenRoot(l.M.Root)
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	for _, r := range reclaimed {
+		if strings.HasPrefix(path.Base(r.TempPath), tempPrefix) {
+			root.Remove(r.TempPath)
+		}
+	}
+}
+
+// missingDirs counts the directories of dir that do not exist yet.
+func missingDirs(root *os.Root, dir string) (uint64, error) {
+	var n uint64
+	for d := dir; d != "."; d = path.Dir(d) {
+		fi, err := root.Lstat(d)
+		if errors.Is(err, os.ErrNotExist) {
+			n++
+			continue
+		}
+		if err != nil {
+			return 0, pathErr(d, err)
+		}
+		if !fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 {
+			return 0, &PathError{Path: d, Reason: "it is not a directory"}
+		}
+	}
+	return n, nil
+}
+
+func syncDir(root *os.Root, dir string) {
+	if f, err := root.Open(dir); err == nil {
+		f.Sync()
+		f.Close()
+	}
+}
+
+func holder() string {
+	h, _ := os.Hostname()
+	return strconv.Itoa(os.Getpid()) + "@" + h
+}
+
+// blockSize is the filesystem's allocation unit under root.
+func blockSize(root *os.Root) uint64 {
+	f, err := root.Open(".")
+	if err != nil {
+		return 4096
+	}
+	defer f.Close()
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil || st.Bsize <= 0 {
+		return 4096
+	}
+	return uint64(st.Bsize)
+}

@@ -1,0 +1,45 @@
+package fallback
+
+import (
+	"github.com/xfsq/xfsq/quota"
+)
+
+// State is what admission decides from, gathered inside one transaction.
+type State struct {
+	Tree   string       // for messages, e.g. `project "omni" workspace`
+	Limits quota.Limits // the tree's limits; zero fields are unlimited
+	// Used is the tree's usage as xfsq knows it: the last walk, plus writes
+	// committed through xfsq since, plus live reservations.
+	Used quota.Usage
+	// RootUsed and RootBudget are the same for the whole sandbox root; a
+	// zero budget is unlimited.
+	RootUsed, RootBudget uint64
+	// MaxFileBytes bounds one write's size; zero is unlimited.
+	MaxFileBytes uint64
+}
+
+// Request is one write's additional demand.
+type Request struct {
+	FileBytes uint64 // the size of the file being written (its content)
+	Bytes     uint64 // bytes beyond what the tree already holds (never negative)
+	Inodes    uint64 // new inodes: the file if new, missing parent directories
+}
+
+// Admit decides a write before it allocates anything. Exactly at a limit
+// is allowed; one byte or inode over is refused with a *quota.LimitError.
+func Admit(s State, r Request) error {
+	refuse := func(limit string, used, requested, max uint64) error {
+		return &quota.LimitError{Tree: s.Tree, Limit: limit, Used: used, Requested: requested, Max: max}
+	}
+	switch {
+	case s.MaxFileBytes > 0 && r.FileBytes > s.MaxFileBytes:
+		return refuse("max_file_bytes", 0, r.FileBytes, s.MaxFileBytes)
+	case s.Limits.InodesHard > 0 && r.Inodes > 0 && s.Used.Inodes+r.Inodes > s.Limits.InodesHard:
+		return refuse("inodes_hard", s.Used.Inodes, r.Inodes, s.Limits.InodesHard)
+	case s.Limits.BytesHard > 0 && r.Bytes > 0 && s.Used.Bytes+r.Bytes > s.Limits.BytesHard:
+		return refuse("bytes_hard", s.Used.Bytes, r.Bytes, s.Limits.BytesHard)
+	case s.RootBudget > 0 && r.Bytes > 0 && s.RootUsed+r.Bytes > s.RootBudget:
+		return refuse("root_budget", s.RootUsed, r.Bytes, s.RootBudget)
+	}
+	return nil
+}

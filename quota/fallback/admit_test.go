@@ -1,0 +1,49 @@
+package fallback
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/xfsq/xfsq/quota"
+)
+
+func TestAdmit(t *testing.T) {
+	base := State{Tree: `project "omni" workspace`, Limits: quota.Limits{BytesHard: 100, InodesHard: 10},
+		Used: quota.Usage{Bytes: 60, Inodes: 8}, RootUsed: 500, RootBudget: 1000, MaxFileBytes: 50}
+	cases := []struct {
+		name  string
+		state State
+		req   Request
+		limit string // "" admits
+	}{
+		{"fits", base, Request{FileBytes: 10, Bytes: 10, Inodes: 1}, ""},
+		{"exactly at the byte limit", base, Request{FileBytes: 40, Bytes: 40, Inodes: 1}, ""},
+		{"one byte over", base, Request{FileBytes: 41, Bytes: 41, Inodes: 1}, "bytes_hard"},
+		{"exactly at the inode limit", base, Request{Bytes: 1, Inodes: 2}, ""},
+		{"one inode over", base, Request{Bytes: 1, Inodes: 3}, "inodes_hard"},
+		{"a replacement adds no inode", func() State { s := base; s.Used.Inodes = 10; return s }(), Request{FileBytes: 5, Bytes: 5}, ""},
+		{"a shrinking replacement passes a full tree", func() State { s := base; s.Used.Bytes = 100; return s }(), Request{FileBytes: 5}, ""},
+		{"per-write limit exactly", base, Request{FileBytes: 50, Bytes: 0}, ""},
+		{"per-write limit one over", base, Request{FileBytes: 51}, "max_file_bytes"},
+		{"root budget", func() State { s := base; s.RootUsed = 995; return s }(), Request{FileBytes: 6, Bytes: 6, Inodes: 1}, "root_budget"},
+		{"root budget exactly", func() State { s := base; s.RootUsed = 995; return s }(), Request{FileBytes: 5, Bytes: 5, Inodes: 1}, ""},
+		{"no limits at all", State{Used: quota.Usage{Bytes: 1 << 60}}, Request{FileBytes: 1 << 40, Bytes: 1 << 40, Inodes: 1}, ""},
+	}
+	for _, c := range cases {
+		err := Admit(c.state, c.req)
+		var le *quota.LimitError
+		switch {
+		case c.limit == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.name, err)
+		case c.limit != "" && (!errors.As(err, &le) || le.Limit != c.limit):
+			t.Errorf("%s: %v, want refusal by %s", c.name, err, c.limit)
+		}
+	}
+	err := Admit(base, Request{FileBytes: 41, Bytes: 41, Inodes: 1})
+	for _, want := range []string{`project "omni" workspace`, "disk quota exceeded", "60 bytes used", "41 bytes requested", "100 bytes limit", "bytes_hard"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+}

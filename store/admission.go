@@ -1,0 +1,328 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/xfsq/xfsq/quota"
+)
+
+// EventQuotaExceeded is journalled once each time a tree crosses its soft limit.
+const EventQuotaExceeded = "storage.quota_exceeded"
+
+// TreeKey names one tree of this host.
+type TreeKey struct{ Project, Area string }
+
+// Reservation holds bytes and inodes for a write in flight.
+type Reservation struct {
+	ID        int64     `db:"id" json:"id"`
+	Project   string    `db:"project" json:"project"`
+	Area      string    `db:"area" json:"area"`
+	Bytes     uint64    `db:"bytes" json:"bytes"`
+	Inodes    uint64    `db:"inodes" json:"inodes"`
+	Holder    string    `db:"holder" json:"holder"`
+	TempPath  string    `db:"temp_path" json:"temp_path"`
+	ExpiresAt time.Time `db:"-" json:"expires_at"`
+	Expires   int64     `db:"expires_at" json:"-"`
+}
+
+// AdmitFunc decides a demand from a tree's limits and usage and the root's
+// usage; it is quota/fallback.Admit with the request bound.
+type AdmitFunc func(limits quota.Limits, used quota.Usage, rootUsed uint64) error
+
+// ErrReservationGone is returned when a reservation expired and was
+// reclaimed before its writer finished.
+var ErrReservationGone = errors.New("the write's reservation expired and was reclaimed; try again")
+
+// admissionLock serialises admission on this host: the root budget spans
+// every tree, so every reservation takes the same lock.
+func (t *Tx) admissionLock(ctx context.Context) error { return t.lock(ctx, "admission:"+t.s.Host) }
+
+// reclaimExpired deletes reservations past their expiry and returns them,
+// so the caller can remove the temporary files they name.
+func (t *Tx) reclaimExpired(ctx context.Context, now time.Time) ([]Reservation, error) {
+	var expired []Reservation
+	if err := t.sel(ctx, &expired, `SELECT id, project, area, bytes, inodes, holder, temp_path, expires_at FROM reservations
+		WHERE host = ? AND expires_at < ?`, t.s.Host, toMicros(now)); err != nil {
+		return nil, err
+	}
+	if len(expired) > 0 {
+		if _, err := t.exec(ctx, `DELETE FROM reservations WHERE host = ? AND expires_at < ?`, t.s.Host, toMicros(now)); err != nil {
+			return nil, err
+		}
+	}
+	return expired, nil
+}
+
+type treeAccount struct {
+	Limits       quota.Limits
+	Used         quota.Usage
+	SoftExceeded bool
+}
+
+// account reads one tree's limits and usage: last walk + ledger + reservations.
+func (t *Tx) account(ctx context.Context, k TreeKey) (treeAccount, error) {
+	var row struct {
+		BytesSoft, BytesHard, InodesSoft, InodesHard int64
+		WalkedBytes, WalkedInodes                    int64
+		SoftExceeded                                 bool
+	}
+	err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT bytes_soft, bytes_hard, inodes_soft, inodes_hard, walked_bytes, walked_inodes, soft_exceeded
+		FROM trees WHERE host = ? AND project = ? AND area = ?`), t.s.Host, k.Project, k.Area).Scan(
+		&row.BytesSoft, &row.BytesHard, &row.InodesSoft, &row.InodesHard, &row.WalkedBytes, &row.WalkedInodes, &row.SoftExceeded)
+	if errors.Is(err, sql.ErrNoRows) {
+		return treeAccount{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
+	}
+	if err != nil {
+		return treeAccount{}, err
+	}
+	var ledgerBytes, ledgerInodes, resBytes, resInodes int64
+	if err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT COALESCE(SUM(bytes), 0), COALESCE(SUM(inodes), 0) FROM ledger
+		WHERE host = ? AND project = ? AND area = ?`), t.s.Host, k.Project, k.Area).Scan(&ledgerBytes, &ledgerInodes); err != nil {
+		return treeAccount{}, err
+	}
+	if err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT COALESCE(SUM(bytes), 0), COALESCE(SUM(inodes), 0) FROM reservations
+		WHERE host = ? AND project = ? AND area = ?`), t.s.Host, k.Project, k.Area).Scan(&resBytes, &resInodes); err != nil {
+		return treeAccount{}, err
+	}
+	return treeAccount{
+		Limits: quota.Limits{BytesSoft: uint64(row.BytesSoft), BytesHard: uint64(row.BytesHard),
+			InodesSoft: uint64(row.InodesSoft), InodesHard: uint64(row.InodesHard)},
+		Used: quota.Usage{Bytes: nonNegative(row.WalkedBytes + ledgerBytes + resBytes),
+			Inodes: nonNegative(row.WalkedInodes + ledgerInodes + resInodes)},
+		SoftExceeded: row.SoftExceeded,
+	}, nil
+}
+
+// rootUsed is the byte usage of every tree of this host, as account counts it.
+func (t *Tx) rootUsed(ctx context.Context) (uint64, error) {
+	var walked, ledger, res int64
+	q := func(query string, dst *int64) error {
+		return t.tx.QueryRowxContext(ctx, t.tx.Rebind(query), t.s.Host).Scan(dst)
+	}
+	if err := q(`SELECT COALESCE(SUM(walked_bytes), 0) FROM trees WHERE host = ?`, &walked); err != nil {
+		return 0, err
+	}
+	if err := q(`SELECT COALESCE(SUM(bytes), 0) FROM ledger WHERE host = ?`, &ledger); err != nil {
+		return 0, err
+	}
+	if err := q(`SELECT COALESCE(SUM(bytes), 0) FROM reservations WHERE host = ?`, &res); err != nil {
+		return 0, err
+	}
+	return nonNegative(walked + ledger + res), nil
+}
+
+func nonNegative(v int64) uint64 {
+	if v < 0 {
+		return 0
+	}
+	return uint64(v)
+}
+
+func (t *Tx) admit(ctx context.Context, k TreeKey, admit AdmitFunc) error {
+	acct, err := t.account(ctx, k)
+	if err != nil {
+		return err
+	}
+	root, err := t.rootUsed(ctx)
+	if err != nil {
+		return err
+	}
+	return admit(acct.Limits, acct.Used, root)
+}
+
+// Reserve admits a write and records its reservation, atomically with
+// respect to every other writer on this host, in any process. It returns
+// the expired reservations it reclaimed on the way.
+func (s *Store) Reserve(ctx context.Context, k TreeKey, bytes, inodes uint64, holder, tempPath string, ttl time.Duration, admit AdmitFunc) (id int64, reclaimed []Reservation, err error) {
+	err = s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.admissionLock(ctx); err != nil {
+			return err
+		}
+		now := time.Now()
+		if reclaimed, err = tx.reclaimExpired(ctx, now); err != nil {
+			return err
+		}
+		if err := tx.admit(ctx, k, admit); err != nil {
+			return err
+		}
+		args := []any{s.Host, k.Project, k.Area, int64(bytes), int64(inodes), holder, tempPath, toMicros(now.Add(ttl)), toMicros(now)}
+		const insert = `INSERT INTO reservations (host, project, area, bytes, inodes, holder, temp_path, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		if s.postgres {
+			return tx.get(ctx, &id, insert+` RETURNING id`, args...)
+		}
+		res, err := tx.exec(ctx, insert, args...)
+		if err != nil {
+			return err
+		}
+		id, err = res.LastInsertId()
+		return err
+	})
+	return id, reclaimed, err
+}
+
+// Grow adds to a live reservation after admitting the addition, and
+// extends its expiry: a streaming writer calls it as data arrives.
+func (s *Store) Grow(ctx context.Context, k TreeKey, id int64, bytes uint64, ttl time.Duration, admit AdmitFunc) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.admissionLock(ctx); err != nil {
+			return err
+		}
+		if err := tx.liveReservation(ctx, id); err != nil {
+			return err
+		}
+		if err := tx.admit(ctx, k, admit); err != nil {
+			return err
+		}
+		_, err := tx.exec(ctx, `UPDATE reservations SET bytes = bytes + ?, expires_at = ? WHERE id = ?`,
+			int64(bytes), toMicros(time.Now().Add(ttl)), id)
+		return err
+	})
+}
+
+func (t *Tx) liveReservation(ctx context.Context, id int64) error {
+	var n int
+	if err := t.get(ctx, &n, `SELECT COUNT(*) FROM reservations WHERE id = ? AND expires_at >= ?`, id, toMicros(time.Now())); err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrReservationGone
+	}
+	return nil
+}
+
+// Commit turns a reservation into committed usage: the reservation is
+// deleted and the write's actual change recorded in the ledger. The first
+// commit that takes a tree over its soft limit journals storage.quota_exceeded;
+// dropping back under re-arms it.
+func (s *Store) Commit(ctx context.Context, k TreeKey, id int64, bytes, inodes int64, actor string) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.admissionLock(ctx); err != nil {
+			return err
+		}
+		if err := tx.liveReservation(ctx, id); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, `DELETE FROM reservations WHERE id = ?`, id); err != nil {
+			return err
+		}
+		return tx.addLedger(ctx, k, bytes, inodes, actor)
+	})
+}
+
+// AddLedger records a change made through xfsq outside a reservation: a
+// deletion, or the undoing of a commit whose rename failed.
+func (s *Store) AddLedger(ctx context.Context, k TreeKey, bytes, inodes int64, actor string) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.admissionLock(ctx); err != nil {
+			return err
+		}
+		return tx.addLedger(ctx, k, bytes, inodes, actor)
+	})
+}
+
+func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, actor string) error {
+	if _, err := t.exec(ctx, `INSERT INTO ledger (host, project, area, bytes, inodes, at) VALUES (?, ?, ?, ?, ?, ?)`,
+		t.s.Host, k.Project, k.Area, bytes, inodes, toMicros(time.Now())); err != nil {
+		return err
+	}
+	acct, err := t.account(ctx, k)
+	if err != nil {
+		return err
+	}
+	over := (acct.Limits.BytesSoft > 0 && acct.Used.Bytes > acct.Limits.BytesSoft) ||
+		(acct.Limits.InodesSoft > 0 && acct.Used.Inodes > acct.Limits.InodesSoft)
+	if over == acct.SoftExceeded {
+		return nil
+	}
+	if _, err := t.exec(ctx, `UPDATE trees SET soft_exceeded = ? WHERE host = ? AND project = ? AND area = ?`,
+		over, t.s.Host, k.Project, k.Area); err != nil {
+		return err
+	}
+	if !over {
+		return nil
+	}
+	return t.AppendEvent(ctx, EventQuotaExceeded, k.Project, actor, map[string]any{
+		"area": k.Area, "used_bytes": acct.Used.Bytes, "used_inodes": acct.Used.Inodes,
+		"bytes_soft": acct.Limits.BytesSoft, "inodes_soft": acct.Limits.InodesSoft,
+		"bytes_hard": acct.Limits.BytesHard, "inodes_hard": acct.Limits.InodesHard})
+}
+
+// Release drops a reservation whose write was refused or failed.
+func (s *Store) Release(ctx context.Context, id int64) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		_, err := tx.exec(ctx, `DELETE FROM reservations WHERE id = ?`, id)
+		return err
+	})
+}
+
+// ReclaimExpired deletes expired reservations and returns them.
+func (s *Store) ReclaimExpired(ctx context.Context) ([]Reservation, error) {
+	var out []Reservation
+	err := s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.admissionLock(ctx); err != nil {
+			return err
+		}
+		var err error
+		out, err = tx.reclaimExpired(ctx, time.Now())
+		return err
+	})
+	return out, err
+}
+
+// Reservations lists the live and expired reservations of this host.
+func (s *Store) Reservations(ctx context.Context) ([]Reservation, error) {
+	var out []Reservation
+	err := s.sel(ctx, &out, `SELECT id, project, area, bytes, inodes, holder, temp_path, expires_at FROM reservations WHERE host = ? ORDER BY id`, s.Host)
+	for i := range out {
+		out[i].ExpiresAt = fromMicros(out[i].Expires)
+	}
+	return out, err
+}
+
+// SetBaseline records a walk of a tree that started at walkStart: the ledger
+// entries it already saw are dropped. Writes that landed during the walk may
+// be counted twice until the next walk — an over-count, never an under-count.
+func (s *Store) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, walkStart time.Time) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.admissionLock(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, `UPDATE trees SET walked_bytes = ?, walked_inodes = ?, walked_at = ? WHERE host = ? AND project = ? AND area = ?`,
+			int64(u.Bytes), int64(u.Inodes), toMicros(walkStart), s.Host, k.Project, k.Area); err != nil {
+			return err
+		}
+		_, err := tx.exec(ctx, `DELETE FROM ledger WHERE host = ? AND project = ? AND area = ? AND at <= ?`,
+			s.Host, k.Project, k.Area, toMicros(walkStart))
+		return err
+	})
+}
+
+// Baseline reads when a tree was last walked (zero if never).
+func (s *Store) Baseline(ctx context.Context, k TreeKey) (time.Time, error) {
+	var at int64
+	err := s.get(ctx, &at, `SELECT walked_at FROM trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
+	}
+	return fromMicros(at), err
+}
+
+// Account reads a tree's limits and usage (last walk + ledger +
+// reservations) and the root's byte usage, as admission sees them.
+func (s *Store) Account(ctx context.Context, k TreeKey) (quota.Limits, quota.Usage, uint64, error) {
+	var acct treeAccount
+	var root uint64
+	err := s.InTx(ctx, func(tx *Tx) error {
+		var err error
+		if acct, err = tx.account(ctx, k); err != nil {
+			return err
+		}
+		root, err = tx.rootUsed(ctx)
+		return err
+	})
+	return acct.Limits, acct.Used, root, err
+}
