@@ -57,6 +57,8 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 			return res, &PathError{Path: p, Reason: "it is a directory"}
 		case fi.Mode()&(fs.ModeDevice|fs.ModeNamedPipe|fs.ModeSocket) != 0:
 			return res, &PathError{Path: p, Reason: "it is a device, FIFO or socket; refusing to replace it"}
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return res, &PathError{Path: p, Reason: "it is a symbolic link; xfsq writes neither through nor over links (remove it first)"}
 		}
 		oldAlloc, newInodes, res.Replaced = allocated(fi), 0, true
 	} else if !errors.Is(err, os.ErrNotExist) {

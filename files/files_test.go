@@ -1,0 +1,483 @@
+package files
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store"
+)
+
+var ctx = context.Background()
+
+// sandbox is a fallback root with a manager and a file layer.
+type sandbox struct {
+	t    testing.TB
+	root string
+	dsn  string
+	st   *store.Store
+	m    *project.Manager
+	l    *Layer
+}
+
+func newSandbox(t testing.TB, dsn string, projects ...string) *sandbox {
+	t.Helper()
+	root := t.TempDir()
+	// A host of its own: several sandboxes may share one test database.
+	st, err := store.Open(ctx, dsn, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	m, _, err := project.Init(ctx, project.Options{Root: root, Store: st, Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range projects {
+		if _, err := m.Add(ctx, p, project.AddOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := New(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block = blockSize(r)
+	r.Close()
+	return &sandbox{t: t, root: root, dsn: dsn, st: st, m: m, l: l}
+}
+
+func (s *sandbox) used(name string) quota.Usage {
+	s.t.Helper()
+	_, u, _, err := s.st.Account(ctx, store.TreeKey{Project: name, Area: project.AreaWorkspace})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return u
+}
+
+// limit sets the workspace limits of a project.
+func (s *sandbox) limit(name string, bytesHard, inodesHard uint64) {
+	s.t.Helper()
+	if _, err := s.m.Set(ctx, name, "", project.LimitChange{BytesHard: &bytesHard, InodesHard: &inodesHard}); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *sandbox) put(name, p string, data []byte, known bool) error {
+	size := int64(len(data))
+	if !known {
+		size = -1
+	}
+	_, err := s.l.Put(ctx, name, "", p, bytes.NewReader(data), size)
+	return err
+}
+
+func (s *sandbox) content(name, p string) []byte {
+	data, err := os.ReadFile(filepath.Join(s.root, "projects", name, p))
+	if err != nil {
+		return nil
+	}
+	return data
+}
+
+func refusedBy(err error, limit string) bool {
+	var le *quota.LimitError
+	return errors.As(err, &le) && le.Limit == limit
+}
+
+// block is the test filesystem's allocation unit, set by newSandbox.
+var block uint64 = 4096
+
+// Exactly at a limit succeeds, one byte over is refused: bytes and inodes,
+// new files and replacements, known and unknown sizes, on both drivers.
+func TestBoundaries(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		for _, known := range []bool{true, false} {
+			name := map[bool]string{true: "known-size", false: "streamed"}[known]
+			t.Run(name, func(t *testing.T) {
+				s := newSandbox(t, dsn, "omni")
+				u := s.used("omni")
+				s.limit("omni", u.Bytes+3*block, u.Inodes+2)
+
+				if err := s.put("omni", "a", make([]byte, 2*block), known); err != nil {
+					t.Fatalf("2 blocks into room for 3: %v", err)
+				}
+				if err := s.put("omni", "b", make([]byte, block+1), known); !refusedBy(err, "bytes_hard") {
+					t.Errorf("one byte past the byte limit: %v, want bytes_hard", err)
+				}
+				if s.content("omni", "b") != nil {
+					t.Error("a refused write left a file behind")
+				}
+				if err := s.put("omni", "b", make([]byte, block), known); err != nil {
+					t.Fatalf("exactly to the byte limit: %v", err)
+				}
+				if err := s.put("omni", "c", nil, known); !refusedBy(err, "inodes_hard") {
+					t.Errorf("one inode past the inode limit: %v, want inodes_hard", err)
+				}
+				// Replacements count the difference: a full tree can swap a file
+				// for one of the same size, not for one a byte larger.
+				old := bytes.Repeat([]byte("x"), int(2*block))
+				if err := s.put("omni", "a", old, known); err != nil {
+					t.Fatalf("replacing with the same size in a full tree: %v", err)
+				}
+				if err := s.put("omni", "a", make([]byte, 2*block+1), known); !refusedBy(err, "bytes_hard") {
+					t.Errorf("replacement one byte larger in a full tree: %v, want bytes_hard", err)
+				}
+				if !bytes.Equal(s.content("omni", "a"), old) {
+					t.Error("a refused replacement changed the old content")
+				}
+				if err := s.put("omni", "a", []byte("small"), known); err != nil {
+					t.Fatalf("shrinking replacement: %v", err)
+				}
+				if err := s.put("omni", "c", make([]byte, block), known); !refusedBy(err, "inodes_hard") {
+					t.Errorf("after shrinking, a new file is still one inode too many: %v", err)
+				}
+				if got := s.used("omni"); got.Bytes != u.Bytes+2*block || got.Inodes != u.Inodes+2 {
+					t.Errorf("usage %+v, want %d bytes %d inodes", got, u.Bytes+2*block, u.Inodes+2)
+				}
+				if res, _ := s.st.Reservations(ctx); len(res) != 0 {
+					t.Errorf("reservations left: %+v", res)
+				}
+			})
+		}
+	})
+}
+
+// countingReader counts what admission read of a body.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// A body of unknown length is read at most to its allowance plus one byte.
+func TestStreamReadsAtMostAllowancePlusOne(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	u := s.used("omni")
+	allowance := uint64(10 * block)
+	s.limit("omni", u.Bytes+allowance, 0)
+	body := &countingReader{r: bytes.NewReader(make([]byte, 64<<20))}
+	_, err := s.l.Put(ctx, "omni", "", "big", body, -1)
+	if !refusedBy(err, "bytes_hard") {
+		t.Fatalf("64 MiB stream into 40 KiB: %v", err)
+	}
+	if got := uint64(body.n.Load()); got > allowance+1 {
+		t.Errorf("read %d bytes of the body, want at most allowance+1 = %d", got, allowance+1)
+	}
+	var le *quota.LimitError
+	errors.As(err, &le)
+	if le.Max != u.Bytes+allowance {
+		t.Errorf("refusal names limit %d, want %d: %v", le.Max, u.Bytes+allowance, err)
+	}
+	s.l.MaxFileBytes = 1000
+	for _, known := range []bool{true, false} {
+		if err := s.put("omni", "m", make([]byte, 1000), known); err != nil {
+			t.Errorf("exactly max_file_bytes (known=%v): %v", known, err)
+		}
+		if err := s.put("omni", "m", make([]byte, 1001), known); !refusedBy(err, "max_file_bytes") {
+			t.Errorf("one byte over max_file_bytes (known=%v): %v", known, err)
+		}
+	}
+	if err := s.put("omni", "short", []byte("abc"), true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.l.Put(ctx, "omni", "", "short", strings.NewReader("ab"), 3); err == nil || !strings.Contains(err.Error(), "ended after 2 of the 3 bytes") {
+		t.Errorf("body shorter than declared: %v", err)
+	}
+	if _, err := s.l.Put(ctx, "omni", "", "short", strings.NewReader("abcd"), 3); err == nil || !strings.Contains(err.Error(), "longer than the 3 bytes") {
+		t.Errorf("body longer than declared: %v", err)
+	}
+	if got := string(s.content("omni", "short")); got != "abc" {
+		t.Errorf("failed writes changed the file to %q", got)
+	}
+}
+
+func TestRootBudget(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "a", "b")
+	_, _, root, err := s.st.Account(ctx, store.TreeKey{Project: "a", Area: "workspace"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.l.RootBudget = root + 3*block
+	if err := s.put("a", "f", make([]byte, 2*block), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.put("b", "f", make([]byte, 2*block), true); !refusedBy(err, "root_budget") {
+		t.Errorf("second project past the shared budget: %v", err)
+	}
+	if err := s.put("b", "f", make([]byte, block), true); err != nil {
+		t.Errorf("exactly to the shared budget: %v", err)
+	}
+}
+
+func TestSoftLimitEventOncePerCrossing(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := newSandbox(t, dsn, "omni")
+		soft := s.used("omni").Bytes + 2*block
+		if _, err := s.m.Set(ctx, "omni", "", project.LimitChange{BytesSoft: &soft}); err != nil {
+			t.Fatal(err)
+		}
+		events := func() int {
+			evs, err := s.st.Events(ctx, store.EventFilter{Type: store.EventQuotaExceeded})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(evs)
+		}
+		for i, p := range []string{"a", "b", "c", "d"} {
+			if err := s.put("omni", p, make([]byte, block), true); err != nil {
+				t.Fatal(err)
+			}
+			want := map[bool]int{false: 0, true: 1}[i >= 2]
+			if got := events(); got != want {
+				t.Errorf("after %d blocks: %d storage.quota_exceeded events, want %d", i+1, got, want)
+			}
+		}
+		for _, p := range []string{"c", "d", "b"} {
+			if _, err := s.l.Remove(ctx, "omni", "", p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.put("omni", "e", make([]byte, 2*block), true); err != nil {
+			t.Fatal(err)
+		}
+		if got := events(); got != 2 {
+			t.Errorf("after dropping under the soft limit and crossing again: %d events, want 2", got)
+		}
+	})
+}
+
+func TestRemoveIsJournalled(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	s.put("omni", "d/x", make([]byte, 3*block), true)
+	before := s.used("omni")
+	res, err := s.l.Remove(ctx, "omni", "", "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Files != 2 || res.Bytes < 3*block {
+		t.Errorf("remove result %+v", res)
+	}
+	if after := s.used("omni"); after.Bytes != before.Bytes-res.Bytes || after.Inodes != before.Inodes-2 {
+		t.Errorf("usage after rm %+v, before %+v, freed %+v", after, before, res)
+	}
+	evs, _ := s.st.Events(ctx, store.EventFilter{Type: store.EventEvicted})
+	var states []string
+	for _, ev := range evs {
+		var rec struct{ Path, State, Reason string }
+		json.Unmarshal(ev.Payload, &rec)
+		if rec.Reason != "manual" || rec.Path != "projects/omni/d" {
+			t.Errorf("evicted record %s", ev.Payload)
+		}
+		states = append(states, rec.State)
+	}
+	if strings.Join(states, ",") != "done,pending" {
+		t.Errorf("evicted states %v, want pending then done", states)
+	}
+	if _, err := s.l.Remove(ctx, "omni", "", "."); err == nil {
+		t.Error("removing the tree itself through files rm was accepted")
+	}
+}
+
+// Writes in one project never count against another, and no path reaches
+// another project's tree.
+func TestCrossTreeIsolation(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "a", "b")
+	bBefore := s.used("b")
+	if err := s.put("a", "f", make([]byte, 5*block), true); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.used("b"); got != bBefore {
+		t.Errorf("a write in a changed b's usage: %+v -> %+v", bBefore, got)
+	}
+	os.WriteFile(filepath.Join(s.root, "projects/b/secret"), []byte("b's"), 0o644)
+	os.Symlink(filepath.Join(s.root, "projects/b"), filepath.Join(s.root, "projects/a/to-b"))
+	os.Symlink("../b", filepath.Join(s.root, "projects/a/rel-to-b"))
+	for _, p := range []string{"../b/secret", "to-b/secret", "rel-to-b/secret"} {
+		if _, err := s.l.Get(ctx, "a", "", p, io.Discard); err == nil {
+			t.Errorf("read of %s from project a succeeded", p)
+		}
+		if err := s.put("a", p, []byte("overwrite"), true); err == nil {
+			t.Errorf("write of %s from project a succeeded", p)
+		}
+	}
+	if got := string(s.content("b", "secret")); got != "b's" {
+		t.Errorf("b's file became %q", got)
+	}
+	// projects/a itself swapped for a symlink to b: the layer must not follow it.
+	os.Rename(filepath.Join(s.root, "projects/a"), filepath.Join(s.root, "a-moved"))
+	os.Symlink(filepath.Join(s.root, "projects/b"), filepath.Join(s.root, "projects/a"))
+	if _, err := s.l.Get(ctx, "a", "", "secret", io.Discard); err == nil {
+		t.Error("a tree replaced by a symlink to another tree was followed")
+	}
+}
+
+func TestEscapesAreRefused(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	outside := t.TempDir()
+	canary := filepath.Join(outside, "canary")
+	os.WriteFile(canary, []byte("canary"), 0o644)
+	tree := filepath.Join(s.root, "projects/omni")
+	os.Symlink(outside, filepath.Join(tree, "out-dir"))
+	os.Symlink(canary, filepath.Join(tree, "out-file"))
+	os.Link(canary, filepath.Join(tree, "hardlink"))
+	unix.Mkfifo(filepath.Join(tree, "fifo"), 0o644)
+	unix.Mknod(filepath.Join(tree, "null"), unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3)))
+	os.WriteFile(filepath.Join(tree, "ok"), []byte("fine"), 0o644)
+
+	cases := []struct{ path, why string }{
+		{"../../etc/passwd", ".."},
+		{"a/../../x", ".."},
+		{"/etc/passwd", "absolute"},
+		{"out-dir/canary", "out of the project tree"},
+		{"out-file", "out of the project tree"},
+		{"hardlink", "hard links"},
+		{"fifo", "FIFO"},
+		{"null", "device"},
+		{"nul\x00byte", "NUL"},
+		{strings.Repeat("n", 256), "longer than 255"},
+		{strings.Repeat("d/", 2100), "longer than 4096"},
+		{".xfsq-tmp-0123", "temporary"},
+	}
+	for _, c := range cases {
+		done := make(chan error, 1)
+		go func() { _, err := s.l.Get(ctx, "omni", "", c.path, io.Discard); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), c.why) {
+				t.Errorf("get %.40q: %v, want a refusal mentioning %q", c.path, err, c.why)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("get %q hung", c.path)
+		}
+		if c.path == "hardlink" {
+			continue // a write replaces the name; the linked inode outside is untouched
+		}
+		if err := s.put("omni", c.path, []byte("pwned"), true); err == nil {
+			t.Errorf("put %.40q succeeded", c.path)
+		}
+	}
+	if got, _ := os.ReadFile(canary); string(got) != "canary" {
+		t.Errorf("the canary outside the tree became %q", got)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+		t.Errorf("files appeared outside the tree: %v", entries)
+	}
+	var buf bytes.Buffer
+	if _, err := s.l.Get(ctx, "omni", "", "ok", &buf); err != nil || buf.String() != "fine" {
+		t.Errorf("a plain file: %q, %v", buf.String(), err)
+	}
+}
+
+// A symlink swapped in between any check and the open never leads out: a
+// goroutine flips a name between a real directory and a link to outside
+// while reads and writes go through it.
+func TestSymlinkSwapRace(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "f"), []byte("outside"), 0o644)
+	tree := filepath.Join(s.root, "projects/omni")
+	real := filepath.Join(tree, "real")
+	os.Mkdir(real, 0o755)
+	os.WriteFile(filepath.Join(real, "f"), []byte("inside"), 0o644)
+	link := filepath.Join(tree, "flip")
+	stop := make(chan struct{})
+	flipped := make(chan struct{})
+	go func() {
+		defer close(flipped)
+		os.Symlink(outside, filepath.Join(tree, "evil"))
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			target := "real"
+			if i%2 == 1 {
+				target = "evil"
+			}
+			os.Remove(link + ".new")
+			os.Symlink(target, link+".new")
+			os.Rename(link+".new", link)
+		}
+	}()
+	for i := 0; i < 2000; i++ {
+		var buf bytes.Buffer
+		if _, err := s.l.Get(ctx, "omni", "", "flip/f", &buf); err == nil && buf.String() != "inside" {
+			t.Fatalf("read through the swapped link returned %q", buf.String())
+		}
+		s.put("omni", "flip/w", []byte("x"), true)
+	}
+	close(stop)
+	<-flipped
+	if got, _ := os.ReadFile(filepath.Join(outside, "f")); string(got) != "outside" {
+		t.Errorf("outside file became %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "w")); err == nil {
+		t.Error("a write through the swapped link landed outside the tree")
+	}
+}
+
+func TestClean(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"", "."}, {".", "."}, {"a", "a"}, {"a/b/", "a/b"}, {"./a//b", "a/b"}, {"a/./b", "a/b"},
+		{"..", ""}, {"a/..", ""}, {"/a", ""}, {"a\x00", ""},
+	}
+	for _, c := range cases {
+		got, err := Clean(c.in)
+		if (c.want == "") != (err != nil) || (err == nil && got != c.want) {
+			t.Errorf("Clean(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+}
+
+// Whatever path is given, what Clean accepts stays inside the tree when
+// joined to it.
+func FuzzClean(f *testing.F) {
+	for _, s := range []string{"a/b", "../x", "/abs", "a/../../b", "a\x00b", "./.", "x/.xfsq-tmp-1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		got, err := Clean(p)
+		if err != nil {
+			var pe *PathError
+			if !errors.As(err, &pe) {
+				t.Fatalf("Clean(%q) error is not a PathError: %v", p, err)
+			}
+			return
+		}
+		joined := filepath.Join("/tree", got)
+		if joined != "/tree" && !strings.HasPrefix(joined, "/tree/") {
+			t.Fatalf("Clean(%q) = %q escapes: %s", p, got, joined)
+		}
+		if strings.ContainsRune(got, 0) || len(got) > maxPathBytes {
+			t.Fatalf("Clean(%q) = %q", p, got)
+		}
+	})
+}
+
+func sum(data []byte) [32]byte { return sha256.Sum256(data) }

@@ -1,0 +1,251 @@
+package files
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/quota/fallback"
+	"github.com/xfsq/xfsq/store"
+)
+
+// Helper-process modes: the test binary runs itself as a writer.
+const (
+	envHelper = "XFSQ_TEST_FILES_HELPER" // "writers" or "slow"
+	envRoot   = "XFSQ_TEST_FILES_ROOT"
+	envDSN    = "XFSQ_TEST_FILES_DSN"
+	envHost   = "XFSQ_TEST_FILES_HOST"
+	envProc   = "XFSQ_TEST_FILES_PROC"
+)
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(envHelper) {
+	case "":
+		os.Exit(m.Run())
+	case "writers":
+		os.Exit(writersHelper())
+	case "slow":
+		os.Exit(slowHelper())
+	}
+}
+
+func helperLayer() (*Layer, error) {
+	st, err := store.Open(context.Background(), os.Getenv(envDSN), os.Getenv(envHost))
+	if err != nil {
+		return nil, err
+	}
+	m, err := project.Open(context.Background(), project.Options{Root: os.Getenv(envRoot), Store: st, Actor: "helper"})
+	if err != nil {
+		return nil, err
+	}
+	return New(context.Background(), m)
+}
+
+// outcome is what one writer goroutine left at each of its paths: the hex
+// SHA-256 of the last content it wrote successfully, or "" for none.
+type outcome struct {
+	Expect   map[string]string `json:"expect"`
+	Admitted int               `json:"admitted"`
+	Refused  int               `json:"refused"`
+}
+
+func writersHelper() int {
+	l, err := helperLayer()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	proc := os.Getenv(envProc)
+	var mu sync.Mutex
+	total := outcome{Expect: map[string]string{}}
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(g)))
+			mine := outcome{Expect: map[string]string{}}
+			for range 12 {
+				p := fmt.Sprintf("w%s-%d-%d", proc, g, rng.IntN(3))
+				data := make([]byte, rng.IntN(48<<10))
+				for i := range data {
+					data[i] = byte(rng.Uint32())
+				}
+				size := int64(len(data))
+				if rng.IntN(2) == 0 {
+					size = -1
+				}
+				_, err := l.Put(context.Background(), "omni", "", p, bytes.NewReader(data), size)
+				switch {
+				case err == nil:
+					mine.Admitted++
+					h := sum(data)
+					mine.Expect[p] = hex.EncodeToString(h[:])
+				case refusedBy(err, "bytes_hard") || refusedBy(err, "inodes_hard"):
+					mine.Refused++
+					if _, ok := mine.Expect[p]; !ok {
+						mine.Expect[p] = ""
+					}
+				default:
+					fmt.Fprintln(os.Stderr, "unexpected:", err)
+				}
+			}
+			mu.Lock()
+			for k, v := range mine.Expect {
+				total.Expect[k] = v
+			}
+			total.Admitted += mine.Admitted
+			total.Refused += mine.Refused
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	json.NewEncoder(os.Stdout).Encode(total)
+	return 0
+}
+
+func helperCmd(t *testing.T, s *sandbox, mode, proc string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envHelper+"="+mode, envRoot+"="+s.root, envDSN+"="+s.dsn,
+		envHost+"="+s.st.Host, envProc+"="+proc)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// 4 processes × 16 goroutines write random sizes into one small tree: the
+// committed bytes never pass the limit, every refused write left its path
+// as it was, and no reservation is left behind.
+func TestConcurrentWritersAcrossProcesses(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := newSandbox(t, dsn, "omni")
+		u := s.used("omni")
+		limit := u.Bytes + 512<<10
+		s.limit("omni", limit, 0)
+		outs := make([]outcome, 4)
+		var wg sync.WaitGroup
+		for i := range outs {
+			wg.Go(func() {
+				out, err := helperCmd(t, s, "writers", fmt.Sprint(i)).Output()
+				if err != nil {
+					t.Errorf("writer process %d: %v", i, err)
+					return
+				}
+				json.Unmarshal(out, &outs[i])
+			})
+		}
+		wg.Wait()
+		admitted, refused := 0, 0
+		for _, o := range outs {
+			admitted += o.Admitted
+			refused += o.Refused
+			for p, want := range o.Expect {
+				data, err := os.ReadFile(filepath.Join(s.root, "projects/omni", p))
+				got := ""
+				if err == nil {
+					h := sum(data)
+					got = hex.EncodeToString(h[:])
+				}
+				if got != want {
+					t.Errorf("%s holds %.12s, want %.12s (the last admitted write, or nothing)", p, got, want)
+				}
+			}
+		}
+		if admitted == 0 || refused == 0 {
+			t.Errorf("%d admitted, %d refused: the limit did not bite, the test shows nothing", admitted, refused)
+		}
+		disk, err := fallback.Walk(filepath.Join(s.root, "projects/omni"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if disk.Bytes > limit {
+			t.Errorf("%d bytes on disk, %d over the %d-byte limit", disk.Bytes, disk.Bytes-limit, limit)
+		}
+		if acct := s.used("omni"); acct.Bytes > limit || acct.Bytes < disk.Bytes {
+			t.Errorf("xfsq counts %d bytes, disk holds %d, limit %d: the count must cover the disk and stay within the limit", acct.Bytes, disk.Bytes, limit)
+		}
+		if res, _ := s.st.Reservations(ctx); len(res) != 0 {
+			t.Errorf("%d reservations leaked", len(res))
+		}
+		entries, _ := os.ReadDir(filepath.Join(s.root, "projects/omni"))
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), tempPrefix) {
+				t.Errorf("temporary file left: %s", e.Name())
+			}
+		}
+	})
+}
+
+// slowHelper streams stdin into a file until it is killed.
+func slowHelper() int {
+	l, err := helperLayer()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	_, err = l.Put(context.Background(), "omni", "", "big", bufio.NewReader(os.Stdin), -1)
+	fmt.Fprintln(os.Stderr, "slow writer finished:", err)
+	return 0
+}
+
+// A writer killed with SIGKILL mid-write: no partial file at the target,
+// and its reservation (and temporary file) are reclaimed after the TTL.
+func TestKilledWriterIsReclaimed(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	if _, _, err := s.m.SetSetting(ctx, "reservation_ttl", "1s"); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(s.root, "projects/omni/big"), []byte("old content"), 0o644)
+	cmd := helperCmd(t, s, "slow", "0")
+	stdin, _ := cmd.StdinPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Write(make([]byte, 6<<20)) // more than one reservation chunk
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, _ := s.st.Reservations(ctx)
+		if len(res) == 1 && res[0].Bytes >= 4<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the writer never reserved its first chunks: %+v", res)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if got := string(s.content("omni", "big")); got != "old content" {
+		t.Fatalf("after the kill the target holds %d bytes, want the old content", len(got))
+	}
+	res, _ := s.st.Reservations(ctx)
+	if len(res) != 1 {
+		t.Fatalf("reservations after the kill: %+v", res)
+	}
+	temp := filepath.Join(s.root, res[0].TempPath)
+	if _, err := os.Stat(temp); err != nil {
+		t.Fatalf("the killed writer's temporary file %s: %v", temp, err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	// Any later write reclaims what expired.
+	if err := s.put("omni", "small", []byte("x"), true); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := s.st.Reservations(ctx); len(res) != 0 {
+		t.Errorf("reservations after the TTL: %+v", res)
+	}
+	if _, err := os.Stat(temp); !os.IsNotExist(err) {
+		t.Errorf("the reclaimed reservation's temporary file is still there: %v", err)
+	}
+}
