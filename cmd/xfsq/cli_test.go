@@ -531,3 +531,55 @@ func TestDoctorMissingDirectory(t *testing.T) {
 		}
 	}
 }
+
+func TestFilesCommands(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni", "--bytes-hard", "200k")
+	src := filepath.Join(t.TempDir(), "src")
+	os.WriteFile(src, []byte("hello xfsq\n"), 0o644)
+	if out := s.ok("files", "put", "omni", "docs/readme.txt", "--from", src); !strings.Contains(out, "wrote projects/omni/docs/readme.txt") {
+		t.Errorf("put: %q", out)
+	}
+	if out := s.ok("files", "get", "omni", "docs/readme.txt"); out != "hello xfsq\n" {
+		t.Errorf("get: %q", out)
+	}
+	var entries []struct{ Name, Type string }
+	s.json(&entries, "files", "ls", "omni", "docs")
+	if len(entries) != 1 || entries[0].Name != "readme.txt" || entries[0].Type != "file" {
+		t.Errorf("ls: %+v", entries)
+	}
+	// From a pipe (unknown size), past the limit: refused, exit 3, nothing written.
+	cmd := exec.Command(os.Getenv(envBinary), "--root", s.root, "files", "put", "omni", "docs/readme.txt")
+	cmd.Env = append(os.Environ(), s.env...)
+	cmd.Stdin = strings.NewReader(strings.Repeat("x", 400<<10))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(stderr.String(), "disk quota exceeded") || !strings.Contains(stderr.String(), "(bytes_hard)") {
+		t.Errorf("put past the limit: %v %q; want exit 3 naming the limit", err, stderr.String())
+	}
+	if out := s.ok("files", "get", "omni", "docs/readme.txt"); out != "hello xfsq\n" {
+		t.Errorf("a refused replacement changed the file to %q", out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"files", "get", "omni", "../other/x"}, `contains ".."`},
+		{[]string{"files", "put", "omni", "/etc/passwd", "--from", src}, "absolute"},
+		{[]string{"files", "get", "omni"}, "takes PROJECT PATH"},
+	} {
+		if r := s.run(c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("xfsq %v: exit %d %q; want 2 mentioning %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	if out := s.ok("files", "rm", "omni", "docs"); !strings.Contains(out, "removed projects/omni/docs") {
+		t.Errorf("rm: %q", out)
+	}
+	var evs []store.Event
+	s.json(&evs, "events", "--type", "storage.evicted")
+	if len(evs) != 2 || !strings.Contains(string(evs[0].Payload), `"reason": "manual"`) {
+		t.Errorf("rm journal: %+v", evs)
+	}
+}

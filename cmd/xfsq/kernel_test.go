@@ -27,6 +27,7 @@ func TestKernel(t *testing.T) {
 		{Name: "AddKilledAtEveryStepLeavesNoKernelID", Run: testXFSAddKilled},
 		{Name: "RemoveReleasesIDsOnlyWhenNoFileCarriesThem", Run: testXFSRemove},
 		{Name: "ExportWorksWithXfsQuotaByName", Run: testXFSExport},
+		{Name: "FilesPutIsBoundedByTheKernelAndMaxFileBytes", Run: testXFSFiles},
 	})
 }
 
@@ -267,5 +268,39 @@ func testXFSExport(t *testing.T, fs *kerneltest.FS) {
 	out, err := exec.Command("xfs_quota", "-x", "-D", projects, "-P", projid, "-c", "report -p -b", s.root).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "omni-workspace") || !strings.Contains(string(out), "omni-cache") {
 		t.Errorf("xfs_quota does not know the projects by name: %v\n%s", err, out)
+	}
+}
+
+func testXFSFiles(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	s.ok("project", "add", "omni", "--bytes-hard", "10m")
+	small := filepath.Join(t.TempDir(), "small")
+	os.WriteFile(small, []byte("kept"), 0o644)
+	s.ok("files", "put", "omni", "f", "--from", small)
+	// A stream past the hard limit: the kernel refuses it, xfsq reports the
+	// limit (exit 3) and the old content stays.
+	cmd := exec.Command(os.Getenv(envBinary), "--root", s.root, "files", "put", "omni", "f")
+	cmd.Env = append(os.Environ(), s.env...)
+	cmd.Stdin = strings.NewReader(strings.Repeat("x", 20*mib))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "disk quota exceeded") {
+		t.Errorf("put of 20 MiB into 10 MiB on XFS: %v %q; want exit 3", err, out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(s.root, "projects/omni/f")); string(got) != "kept" {
+		t.Errorf("the refused write changed the file to %d bytes", len(got))
+	}
+	if entries, _ := os.ReadDir(filepath.Join(s.root, "projects/omni")); len(entries) != 3 {
+		t.Errorf("left behind in the tree: %v", entries)
+	}
+	if q := kernelQuotas(t, s.root)[quota.ProjectID(s.report()["omni/workspace"].ProjectID)]; q.Bytes > 64*1024 {
+		t.Errorf("the refused write still holds %d bytes of quota", q.Bytes)
+	}
+	// The per-write limit holds on XFS too.
+	s.ok("settings", "set", "max_file_bytes", "1m")
+	big := filepath.Join(t.TempDir(), "big")
+	os.WriteFile(big, make([]byte, 2*mib), 0o644)
+	if r := s.run("files", "put", "omni", "g", "--from", big); r.code != 3 || !strings.Contains(r.stderr, "max_file_bytes") {
+		t.Errorf("put past max_file_bytes on XFS: exit %d %q", r.code, r.stderr)
 	}
 }
