@@ -1,0 +1,325 @@
+package inventory
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const nobody = 65534
+
+// Helper mode: walk a tree as an unprivileged user.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("XFSQ_TEST_WALK_AS_NOBODY"); dir != "" {
+		res, err := Walk(dir, Options{Depth: 8, TopK: 1000})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		json.NewEncoder(os.Stdout).Encode(res)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// makeTree builds a tree with what trips walkers up, and returns a file
+// outside it that one of its hard links points at.
+func makeTree(t *testing.T, dir string) {
+	t.Helper()
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	outside := t.TempDir()
+	for _, d := range []string{"a/b/c/d/e", "a/x", "empty", "f/g", "big"} {
+		must(os.MkdirAll(filepath.Join(dir, d), 0o755))
+	}
+	sizes := map[string]int{"a/one": 1, "a/b/two": 5000, "a/b/c/three": 70000, "a/b/c/d/e/deep": 12345,
+		"a/x/four": 4096, "f/g/five": 0, "big/huge": 3 << 20, "big/med": 1 << 20, "top": 100}
+	for p, n := range sizes {
+		must(os.WriteFile(filepath.Join(dir, p), make([]byte, n), 0o644))
+	}
+	// Links within one directory: which directory a multiply-linked inode
+	// is credited to is then the same for any traversal order (see
+	// TestHardLinksAcrossDirectories for links that span directories).
+	must(os.Link(filepath.Join(dir, "big/med"), filepath.Join(dir, "big/med-link")))
+	must(os.Link(filepath.Join(dir, "big/med"), filepath.Join(dir, "big/med-link2")))
+	must(os.WriteFile(filepath.Join(outside, "shared"), make([]byte, 40000), 0o644))
+	must(os.Link(filepath.Join(outside, "shared"), filepath.Join(dir, "f/shared-link")))
+	sparse, err := os.Create(filepath.Join(dir, "a/sparse"))
+	must(err)
+	must(sparse.Truncate(100 << 20))
+	sparse.WriteAt([]byte("x"), 50<<20)
+	sparse.Close()
+	must(os.Symlink(filepath.Join(dir, "big/huge"), filepath.Join(dir, "link-to-file")))
+	must(os.Symlink(filepath.Join(dir, "big"), filepath.Join(dir, "a/link-to-dir")))
+	must(os.Symlink("/nonexistent/target", filepath.Join(dir, "dangling")))
+	must(os.Symlink(outside, filepath.Join(dir, "f/out-of-tree")))
+	must(unix.Mkfifo(filepath.Join(dir, "f/fifo"), 0o644))
+	for i := range 300 { // a directory bigger than one getdents buffer
+		must(os.WriteFile(filepath.Join(dir, "f/g", fmt.Sprintf("file-with-a-long-name-%04d", i)), make([]byte, i), 0o644))
+	}
+}
+
+func du(t *testing.T, uid int, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("du", args...)
+	if uid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	}
+	out, err := cmd.Output()
+	if err != nil && uid == 0 {
+		t.Fatalf("du %v: %v", args, err)
+	}
+	return string(out)
+}
+
+// duTotals parses `du -s` output into one number.
+func duTotal(t *testing.T, out string) uint64 {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	n, err := strconv.ParseUint(strings.Fields(lines[len(lines)-1])[0], 10, 64)
+	if err != nil {
+		t.Fatalf("du output %q", out)
+	}
+	return n
+}
+
+func nodeAt(n *Node, rel string) *Node {
+	if n.Path == rel {
+		return n
+	}
+	for _, c := range n.Children {
+		if rel == c.Path || strings.HasPrefix(rel, c.Path+"/") {
+			return nodeAt(c, rel)
+		}
+	}
+	return nil
+}
+
+func TestWalkMatchesDu(t *testing.T) {
+	dir := t.TempDir()
+	makeTree(t, dir)
+	if os.Geteuid() == 0 {
+		// A filesystem mounted inside the tree must not be entered.
+		mnt := filepath.Join(dir, "a/mnt")
+		os.Mkdir(mnt, 0o755)
+		if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=8m"); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Unmount(mnt, unix.MNT_DETACH)
+		os.WriteFile(filepath.Join(mnt, "on-tmpfs"), make([]byte, 1<<20), 0o644)
+	} else if os.Getenv("CI") == "true" {
+		t.Fatal("the nested-mount case needs root")
+	}
+	res, err := Walk(dir, Options{Depth: 8, TopK: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Partial || res.Errors != 0 {
+		t.Errorf("partial %v errors %d", res.Partial, res.Errors)
+	}
+	r := res.Root
+	if want := duTotal(t, du(t, 0, "-x", "-s", "--block-size=1", dir)); r.SizeBytes != want {
+		t.Errorf("allocated bytes %d, du says %d", r.SizeBytes, want)
+	}
+	if want := duTotal(t, du(t, 0, "-x", "-s", "--apparent-size", "--block-size=1", dir)); r.ApparentBytes != want {
+		t.Errorf("apparent bytes %d, du --apparent-size says %d", r.ApparentBytes, want)
+	}
+	if want := duTotal(t, du(t, 0, "-x", "-s", "--inodes", dir)); r.Files+r.Dirs != want {
+		t.Errorf("files %d + dirs %d = %d, du --inodes says %d", r.Files, r.Dirs, r.Files+r.Dirs, want)
+	}
+	// Every directory du lists to depth 3 has the same size in the tree.
+	for _, line := range strings.Split(strings.TrimSpace(du(t, 0, "-x", "-d", "3", "--block-size=1", dir)), "\n") {
+		f := strings.SplitN(line, "\t", 2)
+		want, _ := strconv.ParseUint(f[0], 10, 64)
+		rel, _ := filepath.Rel(dir, f[1])
+		n := nodeAt(r, rel)
+		if n == nil {
+			t.Errorf("du lists %s, the walk has no node for it", rel)
+			continue
+		}
+		if n.SizeBytes != want {
+			t.Errorf("%s: %d bytes, du -d 3 says %d", rel, n.SizeBytes, want)
+		}
+	}
+	if nodeAt(r, "a/mnt") != nil && nodeAt(r, "a/mnt").SizeBytes > 0 {
+		t.Error("the walk entered the tmpfs mounted inside the tree")
+	}
+	if len(res.TopFiles) == 0 || res.TopFiles[0].Path != "big/huge" {
+		t.Errorf("largest file %+v, want big/huge first", res.TopFiles[:min(3, len(res.TopFiles))])
+	}
+	for _, f := range res.TopFiles {
+		if strings.Contains(f.Path, "link-to") || strings.Contains(f.Path, "out-of-tree") {
+			t.Errorf("top files went through a symlink: %s", f.Path)
+		}
+	}
+}
+
+// Unreadable directories are counted as errors and the walk goes on; the
+// totals still agree with du run as the same unprivileged user.
+func TestUnreadableDirectories(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root to run the walk as another user")
+		}
+		t.Skip("needs root to run the walk as another user")
+	}
+	base, err := os.MkdirTemp("/tmp", "xfsq-walk-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	os.Chmod(base, 0o755)
+	dir := filepath.Join(base, "tree")
+	os.Mkdir(dir, 0o755)
+	makeTree(t, dir)
+	for _, d := range []string{"a/b", "f/g"} {
+		os.Chmod(filepath.Join(dir, d), 0o000)
+	}
+	defer os.Chmod(filepath.Join(dir, "a/b"), 0o755)
+	defer os.Chmod(filepath.Join(dir, "f/g"), 0o755)
+	// The test binary lives in a directory only root may enter: copy it.
+	bin := filepath.Join(base, "walker.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "XFSQ_TEST_WALK_AS_NOBODY="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("walk as nobody: %v", err)
+	}
+	var res Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 2 {
+		t.Errorf("%d errors, want 2 (the two unreadable directories)", res.Errors)
+	}
+	if want := duTotal(t, du(t, nobody, "-x", "-s", "--block-size=1", dir)); res.Root.SizeBytes != want {
+		t.Errorf("as nobody: %d bytes, du as nobody says %d", res.Root.SizeBytes, want)
+	}
+}
+
+func TestTopKAndDepth(t *testing.T) {
+	dir := t.TempDir()
+	// 30 subdirectories of growing size, each three levels deep.
+	for i := range 30 {
+		p := filepath.Join(dir, fmt.Sprintf("d%02d", i), "x", "y", "z")
+		os.MkdirAll(p, 0o755)
+		os.WriteFile(filepath.Join(p, "f"), make([]byte, (i+1)*8192), 0o644)
+	}
+	res, err := Walk(dir, Options{Depth: 2, TopK: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Root
+	if len(r.Children) != 5 {
+		t.Fatalf("%d children at depth 1, want the top 5", len(r.Children))
+	}
+	for i, c := range r.Children {
+		if want := fmt.Sprintf("d%02d", 29-i); c.Path != want {
+			t.Errorf("child %d is %s, want %s (largest first)", i, c.Path, want)
+		}
+		if len(c.Children) != 1 || c.Children[0].Path != c.Path+"/x" || len(c.Children[0].Children) != 0 {
+			t.Errorf("%s: children %+v, want only x at depth 2 and nothing deeper", c.Path, c.Children)
+		}
+	}
+	var sum uint64
+	for _, c := range r.Children {
+		sum += c.SizeBytes
+	}
+	if r.SizeBytes <= sum || r.Dirs != 1+30*4 || r.Files != 30 {
+		t.Errorf("root totals %+v must include the children left out of the top 5", r)
+	}
+	if len(res.TopFiles) != 5 || res.TopFiles[0].Path != "d29/x/y/z/f" || res.TopFiles[4].Path != "d25/x/y/z/f" {
+		t.Errorf("top files %+v", res.TopFiles)
+	}
+	newest := r.Children[0].Mtime
+	os.Chtimes(filepath.Join(dir, "d03/x/y/z/f"), time.Now().Add(time.Hour), time.Now().Add(time.Hour))
+	res, _ = Walk(dir, Options{Depth: 2, TopK: 5})
+	if !res.Root.Mtime.After(newest) {
+		t.Errorf("root mtime %v must be the newest in the subtree", res.Root.Mtime)
+	}
+}
+
+func TestBudgetGivesPartialResult(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 200 {
+		p := filepath.Join(dir, fmt.Sprintf("d%03d", i), "sub")
+		os.MkdirAll(p, 0o755)
+		os.WriteFile(filepath.Join(p, "f"), []byte("x"), 0o644)
+	}
+	res, err := Walk(dir, Options{Budget: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Partial {
+		t.Error("a walk with a 1ns budget is not marked partial")
+	}
+	if res.Root.Dirs >= 401 {
+		t.Errorf("a 1ns budget still walked everything (%d dirs)", res.Root.Dirs)
+	}
+	full, _ := Walk(dir, Options{})
+	if full.Partial || full.Root.Dirs != 401 || full.Root.Files != 200 {
+		t.Errorf("full walk: %+v partial %v", full.Root, full.Partial)
+	}
+}
+
+func TestVanishedRoot(t *testing.T) {
+	if _, err := Walk(filepath.Join(t.TempDir(), "nope"), Options{}); err == nil {
+		t.Error("walking a missing directory succeeded")
+	}
+}
+
+// A multiply-linked inode counts once in the totals wherever its links are.
+// Which directory it is credited to depends on which link a walk meets
+// first (du: its traversal order; here: whichever worker gets there), so
+// only totals are compared.
+func TestHardLinksAcrossDirectories(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"a", "b/c", "d"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(dir, "a/f"), make([]byte, 1<<20), 0o644)
+	for _, l := range []string{"b/c/f1", "b/f2", "d/f3"} {
+		if err := os.Link(filepath.Join(dir, "a/f"), filepath.Join(dir, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := Walk(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := duTotal(t, du(t, 0, "-x", "-s", "--block-size=1", dir)); res.Root.SizeBytes != want {
+		t.Errorf("%d bytes, du says %d", res.Root.SizeBytes, want)
+	}
+	if want := duTotal(t, du(t, 0, "-x", "-s", "--inodes", dir)); res.Root.Files+res.Root.Dirs != want {
+		t.Errorf("%d inodes, du says %d", res.Root.Files+res.Root.Dirs, want)
+	}
+	// Credited to exactly one child: the children add up to one megabyte
+	// (plus directory blocks), not to four.
+	var credited uint64
+	for _, c := range res.Root.Children {
+		credited += c.SizeBytes
+	}
+	if credited < 1<<20 || credited > 1<<20+64<<10 {
+		t.Errorf("children hold %d bytes: the linked megabyte must be credited exactly once", credited)
+	}
+}
