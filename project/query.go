@@ -39,6 +39,15 @@ type TreeStatus struct {
 	// Drift is set when the limits in force differ from the recorded ones
 	// (changed behind xfsq's back): doctor --fix restores the recorded ones.
 	Drift string `json:"drift,omitempty"`
+	// From snapshots: change of allocated bytes over 24 h and 7 d (null
+	// until that much history exists) and the newest mtime in the tree.
+	Growth24h      *int64     `json:"growth_24h"`
+	Growth7d       *int64     `json:"growth_7d"`
+	LastActivityAt *time.Time `json:"last_activity_at"`
+	// WalkBytes and Escape are set on XFS when the last walk and the
+	// kernel's count disagreed by more than 1 %: a sign of a quota escape.
+	WalkBytes *uint64 `json:"walk_bytes,omitempty"`
+	Escape    string  `json:"escape,omitempty"`
 }
 
 func notFound(name string) error {
@@ -92,7 +101,10 @@ func (m *Manager) Report(ctx context.Context) ([]TreeStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	return statuses, m.rebaseline(ctx, statuses, start)
+	if err := m.rebaseline(ctx, statuses, start); err != nil {
+		return nil, err
+	}
+	return statuses, m.growthAndActivity(ctx, statuses)
 }
 
 // rebaseline records the fallback's fresh walks (started at start) as the

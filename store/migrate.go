@@ -96,6 +96,32 @@ var migrations = []string{
 		created_at BIGINT NOT NULL
 	);
 	CREATE INDEX reservations_tree ON reservations (host, project, area);`,
+	// 3: snapshots: totals per tree per walk (for growth), and the latest
+	// full tree of each (bounded by the walk's depth and top-K).
+	`CREATE TABLE snapshots (
+		id             {{serial}},
+		host           TEXT    NOT NULL,
+		project        TEXT    NOT NULL,
+		area           TEXT    NOT NULL,
+		at             BIGINT  NOT NULL,
+		size_bytes     BIGINT  NOT NULL,
+		apparent_bytes BIGINT  NOT NULL,
+		files          BIGINT  NOT NULL,
+		dirs           BIGINT  NOT NULL,
+		mtime          BIGINT  NOT NULL,
+		partial        BOOLEAN NOT NULL,
+		errors         BIGINT  NOT NULL,
+		kernel_bytes   BIGINT  NOT NULL DEFAULT -1
+	);
+	CREATE INDEX snapshots_tree_at ON snapshots (host, project, area, at);
+	CREATE TABLE snapshot_trees (
+		host    TEXT   NOT NULL,
+		project TEXT   NOT NULL,
+		area    TEXT   NOT NULL,
+		at      BIGINT NOT NULL,
+		tree    TEXT   NOT NULL,
+		PRIMARY KEY (host, project, area)
+	);`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

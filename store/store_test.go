@@ -244,3 +244,41 @@ func TestRedact(t *testing.T) {
 		t.Errorf("redact = %s", got)
 	}
 }
+
+func TestGrowth(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		k := TreeKey{Project: "omni", Area: "workspace"}
+		if _, ok, err := s.Growth(ctx, k, 24*time.Hour); ok || err != nil {
+			t.Fatalf("growth without snapshots: ok=%v err=%v", ok, err)
+		}
+		now := time.Now().Truncate(time.Second)
+		for _, snap := range []struct {
+			ago  time.Duration
+			size uint64
+		}{{8 * 24 * time.Hour, 100}, {7*24*time.Hour + time.Minute, 150}, {3 * 24 * time.Hour, 400}, {25 * time.Hour, 900}, {23 * time.Hour, 950}, {0, 1000}} {
+			err := s.InTx(ctx, func(tx *Tx) error {
+				return tx.AddSnapshot(ctx, Snapshot{Project: "omni", Area: "workspace", At: now.Add(-snap.ago), SizeBytes: snap.size, KernelBytes: -1}, []byte(`{"size":`+fmt.Sprint(snap.size)+`}`))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range []struct {
+			window time.Duration
+			want   int64
+		}{{24 * time.Hour, 1000 - 900}, {7 * 24 * time.Hour, 1000 - 150}, {time.Hour, 1000 - 950}} {
+			got, ok, err := s.Growth(ctx, k, c.window)
+			if err != nil || !ok || got != c.want {
+				t.Errorf("growth over %v = %d (ok %v, %v), want %d", c.window, got, ok, err, c.want)
+			}
+		}
+		if _, ok, _ := s.Growth(ctx, k, 30*24*time.Hour); ok {
+			t.Error("growth over 30 days with 8 days of history must be unknown")
+		}
+		latest, tree, ok, err := s.LatestSnapshot(ctx, k)
+		if err != nil || !ok || latest.SizeBytes != 1000 || string(tree) != `{"size":1000}` || !latest.At.Equal(now) {
+			t.Errorf("latest: %+v %s %v %v", latest, tree, ok, err)
+		}
+	})
+}

@@ -11,7 +11,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/xfsq/xfsq/files"
+	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
@@ -125,6 +128,27 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Description: "One row per tree: project, area, project ID, used, soft, hard, inodes used/soft/hard, percent\n" +
 					"of the hard byte limit. --json prints an array of objects.",
 				Action: with(cmdReport),
+			},
+			{
+				Name: "snapshot", Usage: "walk trees, store their totals and top paths, print them", ArgsUsage: "[PROJECT…]",
+				Description: "Walks each tree of the named projects (or, with --all, of every project) like du: allocated and\n" +
+					"apparent bytes, files, directories, newest mtime, aggregated to --depth with the --top largest\n" +
+					"sub-paths per level and the --top largest files. Totals are kept for growth (report's growth_24h,\n" +
+					"growth_7d). --all is the scheduled pass: it runs at idle I/O priority and nice 10 and journals one\n" +
+					"storage.snapshot event. A tree that fails is reported and the others go on.",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "all", Usage: "every project"},
+					&cli.StringFlag{Name: "area", Usage: "only this area (workspace or cache)"},
+					&cli.IntFlag{Name: "depth", Value: 3, Usage: "aggregate to this depth (1-8)"},
+					&cli.IntFlag{Name: "top", Value: 20, Usage: "largest sub-paths per level and largest files kept"},
+					&cli.DurationFlag{Name: "budget", Usage: "stop each walk after this long and mark it partial (0: no limit)"},
+				},
+				Action: with(cmdSnapshot),
+			},
+			{
+				Name: "top", Usage: "what fills a tree: sizes, percent and mtimes, largest first", ArgsUsage: "PROJECT",
+				Flags:  []cli.Flag{areaFlag(), &cli.IntFlag{Name: "depth", Value: 2, Usage: "levels to show (1-8)"}},
+				Action: with(cmdTop),
 			},
 			{
 				Name: "events", Usage: "the journal, newest first",
@@ -414,14 +438,23 @@ func cmdReport(e env) error {
 			if !m.IsXFS() {
 				fmt.Fprintln(w, "note: the kernel enforces nothing here; xfsq admits the writes made through it, and sees others only when it walks the trees (as now)")
 			}
-			table(w, "PROJECT\t"+treeHeader, func() [][]string {
+			table(w, "PROJECT\t"+treeHeader+"\t24H\t7D\tLAST ACTIVE", func() [][]string {
 				out := make([][]string, len(rows))
 				for i, t := range rows {
-					out[i] = treeRow(t, true)
+					active := "-"
+					if t.LastActivityAt != nil {
+						active = t.LastActivityAt.Local().Format(time.DateTime)
+					}
+					out[i] = append(treeRow(t, true), growth(t.Growth24h), growth(t.Growth7d), active)
 				}
 				return out
 			}())
 			printDrift(w, rows)
+			for _, t := range rows {
+				if t.Escape != "" {
+					fmt.Fprintf(w, "escape? %s %s: %s\n", t.Project, t.Area, t.Escape)
+				}
+			}
 		})
 	})
 }
@@ -664,6 +697,115 @@ func cmdFilesRm(e env) error {
 		}
 		return e.print(res, func(w io.Writer) {
 			fmt.Fprintf(w, "removed %s (%s in %d files)\n", res.Path, units.FormatIEC(res.Bytes), res.Files)
+		})
+	})
+}
+
+func growth(d *int64) string {
+	switch {
+	case d == nil:
+		return "-"
+	case *d < 0:
+		return "-" + units.FormatIEC(uint64(-*d))
+	}
+	return "+" + units.FormatIEC(uint64(*d))
+}
+
+// isTerminal reports whether f is a terminal (for progress lines).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func cmdSnapshot(e env) error {
+	o := project.SnapshotOptions{Projects: e.c.Args().Slice(), Area: e.c.String("area"), Scheduled: e.c.Bool("all"),
+		Walk: inventory.Options{Depth: e.c.Int("depth"), TopK: e.c.Int("top"), Budget: e.c.Duration("budget")}}
+	switch {
+	case len(o.Projects) == 0 && !o.Scheduled:
+		return usagef("snapshot needs PROJECT names or --all: see xfsq snapshot --help")
+	case len(o.Projects) > 0 && o.Scheduled:
+		return usagef("snapshot takes PROJECT names or --all, not both")
+	case o.Walk.Depth < 1 || o.Walk.Depth > inventory.MaxDepth:
+		return usagef("--depth %d: use 1 to %d", o.Walk.Depth, inventory.MaxDepth)
+	case o.Walk.TopK < 1:
+		return usagef("--top %d: use a positive number", o.Walk.TopK)
+	}
+	if !e.json() && isTerminal(os.Stderr) {
+		o.Walk.Progress = func(p inventory.Progress) {
+			rate := float64(p.Files) / max(p.Elapsed.Seconds(), 0.001)
+			fmt.Fprintf(e.stderr, "\r  %d files, %s, %.0f files/s   ", p.Files, units.FormatIEC(p.Bytes), rate)
+		}
+		defer fmt.Fprint(e.stderr, "\r\033[K")
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		snaps, err := m.Snapshot(ctx, o)
+		if err != nil {
+			return err
+		}
+		failed := 0
+		e.print(snaps, func(w io.Writer) {
+			for _, s := range snaps {
+				if s.Error != "" {
+					fmt.Fprintf(w, "%s %s: FAILED: %s\n", s.Project, s.Area, s.Error)
+					continue
+				}
+				note := ""
+				if s.Partial {
+					note = " (partial: the budget ran out)"
+				}
+				if s.Errors > 0 {
+					note += fmt.Sprintf(" (%d entries unreadable)", s.Errors)
+				}
+				fmt.Fprintf(w, "%s %s: %s in %d files, %d dirs%s\n", s.Project, s.Area, units.FormatIEC(s.SizeBytes), s.Files, s.Dirs, note)
+				for _, c := range s.Children[:min(5, len(s.Children))] {
+					fmt.Fprintf(w, "  %10s  %s\n", units.FormatIEC(c.SizeBytes), c.Path)
+				}
+			}
+		})
+		for _, s := range snaps {
+			if s.Error != "" {
+				failed++
+			}
+		}
+		if failed > 0 {
+			return &exitError{code: exitFailed}
+		}
+		return nil
+	})
+}
+
+func cmdTop(e env) error {
+	name, err := oneArg(e.c, "PROJECT")
+	if err != nil {
+		return err
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		res, err := m.Top(ctx, name, e.c.String("area"), e.c.Int("depth"))
+		if err != nil {
+			return err
+		}
+		return e.print(res, func(w io.Writer) {
+			total := max(res.Root.SizeBytes, 1)
+			var rows [][]string
+			var walk func(n *inventory.Node, indent string)
+			walk = func(n *inventory.Node, indent string) {
+				rows = append(rows, []string{units.FormatIEC(n.SizeBytes), fmt.Sprintf("%.1f%%", float64(n.SizeBytes)*100/float64(total)),
+					fmt.Sprint(n.Files), n.Mtime.Local().Format(time.DateTime), indent + n.Path})
+				for _, c := range n.Children {
+					walk(c, indent+"  ")
+				}
+			}
+			walk(res.Root, "")
+			table(w, "SIZE\tSHARE\tFILES\tNEWEST\tPATH", rows)
+			if len(res.TopFiles) > 0 {
+				fmt.Fprintln(w, "\nlargest files:")
+				for _, f := range res.TopFiles[:min(10, len(res.TopFiles))] {
+					fmt.Fprintf(w, "  %10s  %s\n", units.FormatIEC(f.SizeBytes), f.Path)
+				}
+			}
+			if res.Partial {
+				fmt.Fprintln(w, "(partial: the walk ran out of time)")
+			}
 		})
 	})
 }

@@ -1,0 +1,193 @@
+package project
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store"
+)
+
+// TreeSnapshot is one tree's walk as `xfsq snapshot` prints it.
+type TreeSnapshot struct {
+	Project string `json:"project"`
+	Area    string `json:"area"`
+	inventory.Node
+	Partial     bool             `json:"partial"`
+	Errors      uint64           `json:"errors"`
+	TopFiles    []inventory.File `json:"top_files"`
+	At          time.Time        `json:"at"`
+	KernelBytes *uint64          `json:"kernel_bytes,omitempty"` // XFS: the kernel's count right after the walk
+	Error       string           `json:"error,omitempty"`        // the walk of this tree failed; the others went on
+}
+
+// SnapshotOptions choose the trees and bound the walks.
+type SnapshotOptions struct {
+	Projects []string // none: every project
+	Area     string   // "": every area
+	Walk     inventory.Options
+	// Scheduled marks a pass of the ticker (or `snapshot --all`): it runs at
+	// background priority and journals one storage.snapshot event.
+	Scheduled bool
+}
+
+// Snapshot walks trees, stores each walk's totals and full tree, and
+// returns them. A tree that fails is reported in its own entry.
+func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapshot, error) {
+	if o.Area != "" {
+		if err := ValidateArea(o.Area); err != nil {
+			return nil, err
+		}
+	}
+	var trees []store.Tree
+	if len(o.Projects) == 0 {
+		all, err := m.Store.Trees(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		trees = all
+	}
+	for _, name := range o.Projects {
+		t, err := m.Store.Trees(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if len(t) == 0 {
+			return nil, notFound(name)
+		}
+		trees = append(trees, t...)
+	}
+	if o.Scheduled {
+		inventory.Background() // best effort: a walk at normal priority is still a walk
+	}
+	out := make([]TreeSnapshot, 0, len(trees))
+	for _, t := range trees {
+		if o.Area != "" && t.Area != o.Area {
+			continue
+		}
+		out = append(out, m.snapshotTree(ctx, t, o.Walk))
+	}
+	if o.Scheduled {
+		if err := m.journalPass(ctx, out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory.Options) TreeSnapshot {
+	s := TreeSnapshot{Project: t.Project, Area: t.Area, At: time.Now().UTC()}
+	res, err := inventory.Walk(m.abs(t.Path), opts)
+	if err != nil {
+		s.Error = err.Error()
+		return s
+	}
+	s.Node, s.Partial, s.Errors, s.TopFiles = *res.Root, res.Partial, res.Errors, res.TopFiles
+	snap := store.Snapshot{Project: t.Project, Area: t.Area, At: s.At, SizeBytes: s.SizeBytes, ApparentBytes: s.ApparentBytes,
+		Files: s.Files, Dirs: s.Dirs, Mtime: s.Mtime, Partial: s.Partial, Errors: s.Errors, KernelBytes: -1}
+	if m.xfs != nil {
+		if q, err := m.xfs.Get(t.ProjectID); err == nil {
+			s.KernelBytes, snap.KernelBytes = &q.Bytes, int64(q.Bytes)
+		}
+	}
+	tree, _ := json.Marshal(struct {
+		inventory.Node
+		TopFiles []inventory.File `json:"top_files"`
+	}{s.Node, s.TopFiles})
+	if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AddSnapshot(ctx, snap, tree) }); err != nil {
+		s.Error = "store the snapshot: " + err.Error()
+		return s
+	}
+	if m.xfs == nil && !s.Partial {
+		// The walk is also the fallback's new baseline for admission.
+		m.Store.SetBaseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area},
+			quota.Usage{Bytes: s.SizeBytes, Inodes: s.Files + s.Dirs}, s.At)
+	}
+	return s
+}
+
+// journalPass writes the one storage.snapshot event of a scheduled pass.
+func (m *Manager) journalPass(ctx context.Context, snaps []TreeSnapshot) error {
+	type treeTotals struct {
+		Project   string `json:"project"`
+		Area      string `json:"area"`
+		SizeBytes uint64 `json:"size_bytes"`
+		Files     uint64 `json:"files"`
+		Partial   bool   `json:"partial,omitempty"`
+		Error     string `json:"error,omitempty"`
+	}
+	payload := struct {
+		Trees     []treeTotals `json:"trees"`
+		FreeBytes uint64       `json:"free_bytes"`
+		Failed    int          `json:"failed"`
+	}{Trees: []treeTotals{}}
+	for _, s := range snaps {
+		payload.Trees = append(payload.Trees, treeTotals{s.Project, s.Area, s.SizeBytes, s.Files, s.Partial, s.Error})
+		if s.Error != "" {
+			payload.Failed++
+		}
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(m.Root, &st); err == nil {
+		payload.FreeBytes = st.Bavail * uint64(st.Bsize)
+	}
+	return m.Store.InTx(ctx, func(tx *store.Tx) error {
+		return tx.AppendEvent(ctx, store.EventSnapshot, "", m.Actor, payload)
+	})
+}
+
+// Top walks one tree now, to depth, for `xfsq top`.
+func (m *Manager) Top(ctx context.Context, name, area string, depth int) (*inventory.Result, error) {
+	t, err := m.Tree(ctx, name, area)
+	if err != nil {
+		return nil, err
+	}
+	if depth < 1 || depth > inventory.MaxDepth {
+		return nil, inputErrorf("--depth %d: use 1 to %d", depth, inventory.MaxDepth)
+	}
+	return inventory.Walk(m.abs(t.Path), inventory.Options{Depth: depth})
+}
+
+// growthAndActivity fills the snapshot-derived fields of report rows.
+func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) error {
+	for i := range rows {
+		r := &rows[i]
+		k := store.TreeKey{Project: r.Project, Area: r.Area}
+		for _, w := range []struct {
+			window time.Duration
+			dst    **int64
+		}{{24 * time.Hour, &r.Growth24h}, {7 * 24 * time.Hour, &r.Growth7d}} {
+			d, ok, err := m.Store.Growth(ctx, k, w.window)
+			if err != nil {
+				return err
+			}
+			if ok {
+				*w.dst = &d
+			}
+		}
+		snap, _, ok, err := m.Store.LatestSnapshot(ctx, k)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if !snap.Mtime.IsZero() {
+			r.LastActivityAt = &snap.Mtime
+		}
+		if snap.KernelBytes >= 0 {
+			walk, kernel := snap.SizeBytes, uint64(snap.KernelBytes)
+			if diff := max(walk, kernel) - min(walk, kernel); diff*100 > max(walk, kernel) {
+				r.WalkBytes = &walk
+				r.Escape = fmt.Sprintf("the walk at %s found %d bytes under the tree, the kernel counts %d for its project ID: "+
+					"files may have left the quota (xfsq doctor --fix re-tags them)", snap.At.Format(time.RFC3339), walk, kernel)
+			}
+		}
+	}
+	return nil
+}

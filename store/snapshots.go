@@ -1,0 +1,99 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// EventSnapshot is journalled once per scheduled snapshot pass.
+const EventSnapshot = "storage.snapshot"
+
+// Snapshot is the totals of one walk of one tree.
+type Snapshot struct {
+	Project       string    `json:"project" db:"project"`
+	Area          string    `json:"area" db:"area"`
+	At            time.Time `json:"at" db:"-"`
+	SizeBytes     uint64    `json:"size_bytes" db:"size_bytes"`
+	ApparentBytes uint64    `json:"apparent_bytes" db:"apparent_bytes"`
+	Files         uint64    `json:"files" db:"files"`
+	Dirs          uint64    `json:"dirs" db:"dirs"`
+	Mtime         time.Time `json:"mtime" db:"-"`
+	Partial       bool      `json:"partial" db:"partial"`
+	Errors        uint64    `json:"errors" db:"errors"`
+	// KernelBytes is the kernel's count for the tree's project ID read right
+	// after the walk (XFS), or -1.
+	KernelBytes int64 `json:"kernel_bytes" db:"kernel_bytes"`
+
+	AtMicros    int64 `json:"-" db:"at"`
+	MtimeMicros int64 `json:"-" db:"mtime"`
+}
+
+// snapshotRetention bounds the totals kept: enough for a 7-day window.
+const snapshotRetention = 35 * 24 * time.Hour
+
+// AddSnapshot stores a walk's totals and its full tree (JSON), replacing
+// the previous full tree of the same tree, and drops totals past retention.
+func (t *Tx) AddSnapshot(ctx context.Context, s Snapshot, tree []byte) error {
+	if _, err := t.exec(ctx, `INSERT INTO snapshots (host, project, area, at, size_bytes, apparent_bytes, files, dirs, mtime, partial, errors, kernel_bytes)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, t.s.Host, s.Project, s.Area, toMicros(s.At), int64(s.SizeBytes), int64(s.ApparentBytes),
+		int64(s.Files), int64(s.Dirs), toMicros(s.Mtime), s.Partial, int64(s.Errors), s.KernelBytes); err != nil {
+		return err
+	}
+	if _, err := t.exec(ctx, `DELETE FROM snapshots WHERE host = ? AND project = ? AND area = ? AND at < ?`,
+		t.s.Host, s.Project, s.Area, toMicros(s.At.Add(-snapshotRetention))); err != nil {
+		return err
+	}
+	if _, err := t.exec(ctx, `DELETE FROM snapshot_trees WHERE host = ? AND project = ? AND area = ?`, t.s.Host, s.Project, s.Area); err != nil {
+		return err
+	}
+	_, err := t.exec(ctx, `INSERT INTO snapshot_trees (host, project, area, at, tree) VALUES (?, ?, ?, ?, ?)`,
+		t.s.Host, s.Project, s.Area, toMicros(s.At), string(tree))
+	return err
+}
+
+const snapshotCols = `project, area, at, size_bytes, apparent_bytes, files, dirs, mtime, partial, errors, kernel_bytes`
+
+func (s *Snapshot) fill() {
+	s.At, s.Mtime = fromMicros(s.AtMicros), fromMicros(s.MtimeMicros)
+}
+
+// LatestSnapshot reads the newest snapshot of a tree and its full tree.
+func (s *Store) LatestSnapshot(ctx context.Context, k TreeKey) (Snapshot, []byte, bool, error) {
+	var snap Snapshot
+	err := s.get(ctx, &snap, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ? ORDER BY at DESC, id DESC LIMIT 1`,
+		s.Host, k.Project, k.Area)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Snapshot{}, nil, false, nil
+	}
+	if err != nil {
+		return Snapshot{}, nil, false, err
+	}
+	snap.fill()
+	var tree string
+	if err := s.get(ctx, &tree, `SELECT tree FROM snapshot_trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return snap, nil, true, err
+	}
+	return snap, []byte(tree), true, nil
+}
+
+// Growth is the change of a tree's allocated bytes over window, ending at
+// its latest snapshot: latest minus the newest snapshot taken at or before
+// (latest − window). ok is false until a snapshot that old exists.
+func (s *Store) Growth(ctx context.Context, k TreeKey, window time.Duration) (delta int64, ok bool, err error) {
+	latest, _, found, err := s.LatestSnapshot(ctx, k)
+	if err != nil || !found {
+		return 0, false, err
+	}
+	var before Snapshot
+	err = s.get(ctx, &before, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ? AND at <= ? ORDER BY at DESC, id DESC LIMIT 1`,
+		s.Host, k.Project, k.Area, toMicros(latest.At.Add(-window)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return int64(latest.SizeBytes) - int64(before.SizeBytes), true, nil
+}
