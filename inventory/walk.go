@@ -294,22 +294,23 @@ func (w *walker) entries(fd int, rel string, a *agg, top *fileHeap) []string {
 			// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name.
 			reclen := int(*(*uint16)(unsafe.Pointer(&buf[off+16])))
 			typ := buf[off+18]
-			name := cstring(buf[off+19 : off+reclen])
+			rec := buf[off+19 : off+reclen] // the NUL-terminated name, padded
 			off += reclen
-			if name == "." || name == ".." {
+			if rec[0] == '.' && (rec[1] == 0 || (rec[1] == '.' && rec[2] == 0)) {
 				continue
 			}
 			if typ == unix.DT_DIR {
-				subdirs = append(subdirs, name)
+				subdirs = append(subdirs, cstring(rec))
 				continue
 			}
+			// fstatat straight from the getdents buffer: no string per file.
 			var st unix.Stat_t
-			if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if err := fstatat(fd, &rec[0], &st); err != nil {
 				w.errors.Add(1) // vanished since getdents
 				continue
 			}
 			if st.Mode&unix.S_IFMT == unix.S_IFDIR { // DT_UNKNOWN on some filesystems
-				subdirs = append(subdirs, name)
+				subdirs = append(subdirs, cstring(rec))
 				continue
 			}
 			if st.Nlink > 1 && !w.firstLink(&st) {
@@ -320,13 +321,14 @@ func (w *walker) entries(fd int, rel string, a *agg, top *fileHeap) []string {
 			t.apparent += uint64(st.Size)
 			t.files++
 			t.mtime = max(t.mtime, st.Mtim.Nano())
-			w.files.Add(1)
-			w.bytes.Add(size)
 			if st.Mode&unix.S_IFMT == unix.S_IFREG && top.wants(size, w.opts.TopK) {
-				top.offer(File{Path: join(rel, name), SizeBytes: size}, w.opts.TopK)
+				top.offer(File{Path: join(rel, cstring(rec)), SizeBytes: size}, w.opts.TopK)
 			}
 		}
 	}
+	// Progress counters once per directory, not once per file.
+	w.files.Add(t.files)
+	w.bytes.Add(t.size)
 	a.mu.Lock()
 	a.t.add(t)
 	a.mu.Unlock()

@@ -99,14 +99,19 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 		inventory.Node
 		TopFiles []inventory.File `json:"top_files"`
 	}{s.Node, s.TopFiles})
-	if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AddSnapshot(ctx, snap, tree) }); err != nil {
-		s.Error = "store the snapshot: " + err.Error()
-		return s
-	}
-	if m.xfs == nil && !s.Partial {
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+		if err := tx.AddSnapshot(ctx, snap, tree); err != nil {
+			return err
+		}
+		if m.xfs != nil || s.Partial {
+			return nil
+		}
 		// The walk is also the fallback's new baseline for admission.
-		m.Store.SetBaseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area},
+		return tx.SetBaseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area},
 			quota.Usage{Bytes: s.SizeBytes, Inodes: s.Files + s.Dirs}, s.At)
+	})
+	if err != nil {
+		s.Error = "store the snapshot: " + err.Error()
 	}
 	return s
 }

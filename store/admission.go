@@ -287,18 +287,21 @@ func (s *Store) Reservations(ctx context.Context) ([]Reservation, error) {
 // entries it already saw are dropped. Writes that landed during the walk may
 // be counted twice until the next walk — an over-count, never an under-count.
 func (s *Store) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, walkStart time.Time) error {
-	return s.InTx(ctx, func(tx *Tx) error {
-		if err := tx.admissionLock(ctx); err != nil {
-			return err
-		}
-		if _, err := tx.exec(ctx, `UPDATE trees SET walked_bytes = ?, walked_inodes = ?, walked_at = ? WHERE host = ? AND project = ? AND area = ?`,
-			int64(u.Bytes), int64(u.Inodes), toMicros(walkStart), s.Host, k.Project, k.Area); err != nil {
-			return err
-		}
-		_, err := tx.exec(ctx, `DELETE FROM ledger WHERE host = ? AND project = ? AND area = ? AND at <= ?`,
-			s.Host, k.Project, k.Area, toMicros(walkStart))
+	return s.InTx(ctx, func(tx *Tx) error { return tx.SetBaseline(ctx, k, u, walkStart) })
+}
+
+// SetBaseline is Store.SetBaseline inside the caller's transaction.
+func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, walkStart time.Time) error {
+	if err := t.admissionLock(ctx); err != nil {
 		return err
-	})
+	}
+	if _, err := t.exec(ctx, `UPDATE trees SET walked_bytes = ?, walked_inodes = ?, walked_at = ? WHERE host = ? AND project = ? AND area = ?`,
+		int64(u.Bytes), int64(u.Inodes), toMicros(walkStart), t.s.Host, k.Project, k.Area); err != nil {
+		return err
+	}
+	_, err := t.exec(ctx, `DELETE FROM ledger WHERE host = ? AND project = ? AND area = ? AND at <= ?`,
+		t.s.Host, k.Project, k.Area, toMicros(walkStart))
+	return err
 }
 
 // Baseline reads when a tree was last walked (zero if never).
