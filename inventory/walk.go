@@ -29,7 +29,8 @@ type Options struct {
 	TopK    int           // children kept per node and top files: default 20
 	Workers int           // directories read at once: default 2 × GOMAXPROCS, at least 4
 	Budget  time.Duration // stop descending after this long and mark the result partial; 0: none
-	// Progress, if set, is called about every 200ms with the running totals.
+	// Progress, if set, is called about every 200ms with the running totals,
+	// and once more with the final ones.
 	Progress func(Progress)
 }
 
@@ -133,6 +134,9 @@ func Walk(dir string, opts Options) (*Result, error) {
 	w.dir(fd, ".", 0, root, local)
 	w.mergeTop(local)
 	close(stop)
+	if opts.Progress != nil { // the final totals, however short the walk
+		opts.Progress(Progress{Files: w.files.Load(), Bytes: w.bytes.Load(), Elapsed: time.Since(start)})
+	}
 	root.finish(opts.TopK)
 	res := &Result{Root: root.node, Partial: w.partial.Load(), Errors: w.errors.Load(), Duration: time.Since(start)}
 	sort.Sort(sort.Reverse(&w.top))

@@ -730,7 +730,8 @@ func cmdSnapshot(e env) error {
 	case o.Walk.TopK < 1:
 		return usagef("--top %d: use a positive number", o.Walk.TopK)
 	}
-	if !e.json() && isTerminal(os.Stderr) {
+	// Progress only for a person watching: stdout and stderr on a terminal, no --json.
+	if !e.json() && isTerminal(os.Stdout) && isTerminal(os.Stderr) {
 		o.Walk.Progress = func(p inventory.Progress) {
 			rate := float64(p.Files) / max(p.Elapsed.Seconds(), 0.001)
 			fmt.Fprintf(e.stderr, "\r  %d files, %s, %.0f files/s   ", p.Files, units.FormatIEC(p.Bytes), rate)

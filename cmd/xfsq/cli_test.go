@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/storetest"
@@ -581,5 +582,188 @@ func TestFilesCommands(t *testing.T) {
 	s.json(&evs, "events", "--type", "storage.evicted")
 	if len(evs) != 2 || !strings.Contains(string(evs[0].Payload), `"reason": "manual"`) {
 		t.Errorf("rm journal: %+v", evs)
+	}
+}
+
+type snapshotJSON struct {
+	Project       string `json:"project"`
+	Area          string `json:"area"`
+	SizeBytes     uint64 `json:"size_bytes"`
+	ApparentBytes uint64 `json:"apparent_bytes"`
+	Files         uint64 `json:"files"`
+	Dirs          uint64 `json:"dirs"`
+	Mtime         string `json:"mtime"`
+	Partial       bool   `json:"partial"`
+	Errors        uint64 `json:"errors"`
+	Error         string `json:"error"`
+	Children      []struct {
+		Path      string `json:"path"`
+		SizeBytes uint64 `json:"size_bytes"`
+		Children  []struct {
+			Path string `json:"path"`
+		} `json:"children"`
+	} `json:"children"`
+	TopFiles []struct {
+		Path      string `json:"path"`
+		SizeBytes uint64 `json:"size_bytes"`
+	} `json:"top_files"`
+}
+
+func TestSnapshotTopAndGrowth(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	s.ok("project", "add", "other")
+	ws := filepath.Join(s.root, "projects/omni")
+	os.MkdirAll(filepath.Join(ws, "node_modules/pkg/lib"), 0o755)
+	os.WriteFile(filepath.Join(ws, "node_modules/pkg/lib/big.js"), make([]byte, 3<<20), 0o644)
+	os.WriteFile(filepath.Join(ws, "notes.txt"), make([]byte, 10<<10), 0o644)
+
+	var snaps []snapshotJSON
+	s.json(&snaps, "snapshot", "omni", "--area", "workspace", "--depth", "2", "--top", "3")
+	if len(snaps) != 1 {
+		t.Fatalf("snapshot of one tree: %d entries", len(snaps))
+	}
+	sn := snaps[0]
+	if sn.Project != "omni" || sn.Area != "workspace" || sn.SizeBytes < 3<<20 || sn.Files != 2 || sn.Dirs != 6 || sn.Partial || sn.Mtime == "" {
+		t.Errorf("snapshot totals: %+v", sn)
+	}
+	if len(sn.Children) != 3 || sn.Children[0].Path != "node_modules" || len(sn.Children[0].Children) != 1 || sn.Children[0].Children[0].Path != "node_modules/pkg" {
+		t.Errorf("children (top 3, depth 2): %+v", sn.Children)
+	}
+	if len(sn.TopFiles) != 2 || sn.TopFiles[0].Path != "node_modules/pkg/lib/big.js" {
+		t.Errorf("top files: %+v", sn.TopFiles)
+	}
+
+	// Growth: plant an older snapshot of 1 MiB 25 hours ago.
+	st := s.store()
+	err := st.InTx(context.Background(), func(tx *store.Tx) error {
+		return tx.AddSnapshot(context.Background(), store.Snapshot{Project: "omni", Area: "workspace",
+			At: time.Now().Add(-25 * time.Hour), SizeBytes: 1 << 20, KernelBytes: -1}, []byte("{}"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ok("snapshot", "omni")
+	var rows []struct {
+		Project        string  `json:"project"`
+		Area           string  `json:"area"`
+		Growth24h      *int64  `json:"growth_24h"`
+		Growth7d       *int64  `json:"growth_7d"`
+		LastActivityAt *string `json:"last_activity_at"`
+		UsedBytes      uint64  `json:"used_bytes"`
+	}
+	s.json(&rows, "report")
+	for _, r := range rows {
+		switch r.Project + "/" + r.Area {
+		case "omni/workspace":
+			// The latest walk found just over 3 MiB; 25 h ago there was 1 MiB.
+			if r.Growth24h == nil || *r.Growth24h < 2<<20 || *r.Growth24h > 3<<20 {
+				t.Errorf("growth_24h %v, want the latest snapshot minus the 1 MiB of 25 h ago", r.Growth24h)
+			}
+			if r.Growth7d != nil {
+				t.Errorf("growth_7d %v with one day of history, want null", *r.Growth7d)
+			}
+			if r.LastActivityAt == nil {
+				t.Error("last_activity_at missing after a snapshot")
+			}
+		case "other/workspace":
+			if r.Growth24h != nil || r.LastActivityAt != nil {
+				t.Errorf("a never-snapshotted tree has growth %v, activity %v", r.Growth24h, r.LastActivityAt)
+			}
+		}
+	}
+	if out := s.ok("report"); !strings.Contains(out, "24H") || !strings.Contains(out, "+") {
+		t.Errorf("report without growth columns:\n%s", out)
+	}
+
+	out := s.ok("top", "omni", "--depth", "3")
+	lines := strings.Split(out, "\n")
+	if !strings.Contains(lines[1], "100.0%") || !strings.Contains(lines[2], "node_modules") || !strings.Contains(out, "node_modules/pkg/lib/big.js") {
+		t.Errorf("top, largest first with shares:\n%s", out)
+	}
+	if r := s.run("top", "omni", "--depth", "9"); r.code != 2 {
+		t.Errorf("top --depth 9: exit %d %q", r.code, r.stderr)
+	}
+	if r := s.run("snapshot"); r.code != 2 || !strings.Contains(r.stderr, "PROJECT names or --all") {
+		t.Errorf("snapshot without targets: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// The scheduled pass journals one storage.snapshot event, and one tree that
+// cannot be walked is reported while the others go on.
+func TestScheduledSnapshotPass(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	for _, p := range []string{"a", "b", "c"} {
+		s.ok("project", "add", p)
+	}
+	os.RemoveAll(filepath.Join(s.root, "projects/b")) // b's workspace cannot be walked
+	var snaps []snapshotJSON
+	r := s.run("--json", "snapshot", "--all")
+	if r.code != 1 || json.Unmarshal([]byte(r.stdout), &snaps) != nil {
+		t.Fatalf("snapshot --all with a broken tree: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	failed := 0
+	for _, sn := range snaps {
+		if sn.Error != "" {
+			failed++
+			if sn.Project != "b" || sn.Area != "workspace" {
+				t.Errorf("unexpected failure: %+v", sn)
+			}
+		}
+	}
+	if len(snaps) != 6 || failed != 1 {
+		t.Errorf("%d trees, %d failed; want 6 with only b/workspace failed", len(snaps), failed)
+	}
+	var evs []store.Event
+	s.json(&evs, "events", "--type", "storage.snapshot")
+	if len(evs) != 1 {
+		t.Fatalf("%d storage.snapshot events for one pass, want 1", len(evs))
+	}
+	var pass struct {
+		Trees []struct {
+			Project, Area, Error string
+		} `json:"trees"`
+		FreeBytes uint64 `json:"free_bytes"`
+		Failed    int    `json:"failed"`
+	}
+	json.Unmarshal(evs[0].Payload, &pass)
+	if len(pass.Trees) != 6 || pass.Failed != 1 || pass.FreeBytes == 0 {
+		t.Errorf("storage.snapshot payload %s", evs[0].Payload)
+	}
+	s.ok("snapshot", "a") // a snapshot of named projects is not a scheduled pass
+	if s.json(&evs, "events", "--type", "storage.snapshot"); len(evs) != 1 {
+		t.Errorf("a named snapshot journalled a pass: %d events", len(evs))
+	}
+}
+
+// Progress shows on a terminal and never in a pipe or with --json.
+func TestSnapshotProgressOnlyOnATerminal(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	ws := filepath.Join(s.root, "projects/omni")
+	for i := range 40 {
+		d := filepath.Join(ws, fmt.Sprint("d", i))
+		os.Mkdir(d, 0o755)
+		for j := range 500 {
+			os.WriteFile(filepath.Join(d, fmt.Sprint(j)), nil, 0o644)
+		}
+	}
+	if r := s.run("snapshot", "omni"); strings.Contains(r.stderr, "files/s") {
+		t.Errorf("progress printed into a pipe: %q", r.stderr)
+	}
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatal("script (util-linux) is needed to give the command a terminal")
+	}
+	// script(1) runs the command on a pseudo-terminal.
+	cmdline := fmt.Sprintf("XFSQ_HOST=test-host %s --root %s snapshot omni", os.Getenv(envBinary), s.root)
+	var out []byte
+	var err error
+	out, err = exec.Command("script", "-qec", cmdline, "/dev/null").CombinedOutput()
+	if !strings.Contains(string(out), "20000 files") || !strings.Contains(string(out), "files/s") {
+		t.Errorf("no progress line on a terminal (%v):\n%q", err, out)
+	}
+	jsonOnTTY := fmt.Sprintf("XFSQ_HOST=test-host %s --root %s --json snapshot omni", os.Getenv(envBinary), s.root)
+	if out, _ := exec.Command("script", "-qec", jsonOnTTY, "/dev/null").CombinedOutput(); strings.Contains(string(out), "files/s") {
+		t.Errorf("progress printed on a terminal with --json:\n%q", out)
 	}
 }
