@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/store"
@@ -41,6 +42,7 @@ const (
 	ForeignKernelID   = "foreign-kernel-id"
 	KeptID            = "kept-id"
 	UnmanagedDir      = "unmanaged-directory"
+	QuotaEscape       = "quota-escape"
 )
 
 // Doctor compares the store, the directories and the kernel's IDs and
@@ -94,6 +96,11 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 			continue // the interrupted operation's finding covers it
 		}
 		findings = append(findings, m.checkTree(t, kernel)...)
+		if f, ok, err := m.checkEscape(ctx, t); err != nil {
+			return nil, err
+		} else if ok {
+			findings = append(findings, f)
+		}
 	}
 	if m.xfs != nil {
 		idFindings, err := m.checkIDs(ctx, trees, kernel)
@@ -177,6 +184,37 @@ func (m *Manager) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota
 		out = append(out, f)
 	}
 	return out
+}
+
+// checkEscape reads the symptom of files that left a tree's quota (their
+// owner changed their project ID): the tree's last walk found more than the
+// kernel counted for its ID at the same moment. The fix re-tags the tree
+// and takes a new snapshot, which is the new evidence.
+func (m *Manager) checkEscape(ctx context.Context, t store.Tree) (Finding, bool, error) {
+	if m.xfs == nil {
+		return Finding{}, false, nil
+	}
+	snap, _, ok, err := m.Store.LatestSnapshot(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
+	if err != nil || !ok || snap.KernelBytes < 0 || snap.Partial {
+		return Finding{}, false, err
+	}
+	walk, kernel := snap.SizeBytes, uint64(snap.KernelBytes)
+	if walk <= kernel || (walk-kernel)*100 <= walk {
+		return Finding{}, false, nil
+	}
+	return Finding{Kind: QuotaEscape, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID,
+		Detail: fmt.Sprintf("the walk at %s found %d bytes under the tree, the kernel counted %d for project %d: files there carry another project ID",
+			snap.At.Format("2006-01-02T15:04:05Z07:00"), walk, kernel, t.ProjectID),
+		Fix: "re-tag everything under the tree with its project ID, then take a new snapshot",
+		fixFn: func(ctx context.Context) error {
+			if err := m.Backend.Assign(m.abs(t.Path), t.ProjectID); err != nil {
+				return err
+			}
+			if s := m.snapshotTree(ctx, t, inventory.Options{}); s.Error != "" {
+				return errors.New(s.Error)
+			}
+			return nil
+		}}, true, nil
 }
 
 // checkIDs finds kernel IDs no tree owns and registered IDs no tree uses.
