@@ -323,3 +323,43 @@ func TestHardLinksAcrossDirectories(t *testing.T) {
 		t.Errorf("children hold %d bytes: the linked megabyte must be credited exactly once", credited)
 	}
 }
+
+// Entries vanishing while the walk runs are counted as errors or missed,
+// never fatal: a deleter races twenty walks of the same tree.
+func TestEntriesVanishingMidWalk(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 50 {
+		p := filepath.Join(dir, fmt.Sprintf("d%02d", i), "sub")
+		os.MkdirAll(p, 0o755)
+		for j := range 40 {
+			os.WriteFile(filepath.Join(p, fmt.Sprint(j)), make([]byte, 100), 0o644)
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := filepath.Join(dir, fmt.Sprintf("d%02d", i%50))
+			os.RemoveAll(p)
+			os.MkdirAll(filepath.Join(p, "sub"), 0o755)
+			os.WriteFile(filepath.Join(p, "sub", "x"), nil, 0o644)
+		}
+	}()
+	for range 20 {
+		res, err := Walk(dir, Options{})
+		if err != nil {
+			t.Fatalf("a walk failed while entries vanished: %v", err)
+		}
+		if res.Root.Dirs < 1 || res.Partial {
+			t.Fatalf("odd result: %+v partial %v", res.Root, res.Partial)
+		}
+	}
+	close(stop)
+	<-done
+}
