@@ -111,6 +111,19 @@ func splitPath(p string) []string {
 	return parts
 }
 
+// openPath cleans p, refuses the tree itself (saying why), and opens the tree.
+func (l *Layer) openPath(ctx context.Context, name, area, p, notTheTree string) (*tree, string, error) {
+	p, err := Clean(p)
+	if err != nil {
+		return nil, "", err
+	}
+	if p == "." {
+		return nil, "", &PathError{Path: p, Reason: "it is the tree itself; " + notTheTree}
+	}
+	t, err := l.open(ctx, name, area)
+	return t, p, err
+}
+
 // Entry is one directory entry.
 type Entry struct {
 	Name    string    `json:"name"`
@@ -195,14 +208,7 @@ func checkReadable(p string, fi os.FileInfo) error {
 // Get copies a regular file of a tree to w, at most the size it had when
 // opened. It returns the number of bytes copied.
 func (l *Layer) Get(ctx context.Context, name, area, p string, w io.Writer) (int64, error) {
-	p, err := Clean(p)
-	if err != nil {
-		return 0, err
-	}
-	if p == "." {
-		return 0, &PathError{Path: p, Reason: "it is the tree itself; name a file"}
-	}
-	t, err := l.open(ctx, name, area)
+	t, p, err := l.openPath(ctx, name, area, p, "name a file")
 	if err != nil {
 		return 0, err
 	}
@@ -226,14 +232,7 @@ func (l *Layer) Get(ctx context.Context, name, area, p string, w io.Writer) (int
 // Remove deletes a file or directory of a tree, journalling it as
 // storage.evicted (reason manual) before and after.
 func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult, error) {
-	p, err := Clean(p)
-	if err != nil {
-		return RemoveResult{}, err
-	}
-	if p == "." {
-		return RemoveResult{}, &PathError{Path: p, Reason: "it is the tree itself; use xfsq project rm --purge"}
-	}
-	t, err := l.open(ctx, name, area)
+	t, p, err := l.openPath(ctx, name, area, p, "use xfsq project rm --purge")
 	if err != nil {
 		return RemoveResult{}, err
 	}

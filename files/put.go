@@ -35,14 +35,7 @@ const chunk = 4 << 20
 // refused — never cut — if it goes past it. Nothing is visible at p until
 // the whole body is on disk; a refused or failed write leaves p as it was.
 func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size int64) (PutResult, error) {
-	p, err := Clean(p)
-	if err != nil {
-		return PutResult{}, err
-	}
-	if p == "." {
-		return PutResult{}, &PathError{Path: p, Reason: "it is the tree itself; name a file"}
-	}
-	t, err := l.open(ctx, name, area)
+	t, p, err := l.openPath(ctx, name, area, p, "name a file")
 	if err != nil {
 		return PutResult{}, err
 	}
