@@ -9,12 +9,10 @@ package fallback
 
 import (
 	"errors"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
-	"syscall"
 
+	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/quota"
 )
 
@@ -113,51 +111,17 @@ func (b *Backend) Clear(id quota.ProjectID) error {
 	return nil
 }
 
-// Walk measures a tree as du does: allocated bytes (st_blocks × 512) and
+// Walk measures a tree as du does (inventory.Walk): allocated bytes and
 // inodes, the directory itself included, hard-linked files once, symlinks
 // counted but not followed, mount points not entered. A missing tree is
-// empty. Entries that vanish mid-walk are skipped.
+// empty.
 func Walk(dir string) (quota.Usage, error) {
-	var root syscall.Stat_t
-	if err := syscall.Lstat(dir, &root); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return quota.Usage{}, nil
-		}
-		return quota.Usage{}, &quota.OpError{Op: "measure", Tree: dir, Syscall: "lstat", Err: err}
+	res, err := inventory.Walk(dir, inventory.Options{Depth: 1, TopK: 1})
+	if errors.Is(err, os.ErrNotExist) {
+		return quota.Usage{}, nil
 	}
-	var u quota.Usage
-	seen := map[[2]uint64]bool{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil
-			}
-			return &quota.OpError{Op: "measure", Tree: path, Syscall: "readdir", Err: err}
-		}
-		info, err := d.Info()
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil
-			}
-			return &quota.OpError{Op: "measure", Tree: path, Syscall: "lstat", Err: err}
-		}
-		st := info.Sys().(*syscall.Stat_t)
-		if st.Dev != root.Dev { // a mount point: another filesystem
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil // SkipDir on a file would skip the rest of its directory
-		}
-		if st.Nlink > 1 && !d.IsDir() {
-			key := [2]uint64{st.Dev, st.Ino}
-			if seen[key] {
-				return nil
-			}
-			seen[key] = true
-		}
-		u.Bytes += uint64(st.Blocks) * 512
-		u.Inodes++
-		return nil
-	})
-	return u, err
+	if err != nil {
+		return quota.Usage{}, &quota.OpError{Op: "measure", Tree: dir, Err: err}
+	}
+	return quota.Usage{Bytes: res.Root.SizeBytes, Inodes: res.Root.Files + res.Root.Dirs}, nil
 }
