@@ -3,7 +3,6 @@
 package inventory
 
 import (
-
 	"golang.org/x/sys/unix"
 )
 
@@ -11,4 +10,3 @@ import (
 func fstatat(dirfd int, name *byte, st *unix.Stat_t) error {
 	return unix.Fstatat(dirfd, unix.BytePtrToString(name), st, unix.AT_SYMLINK_NOFOLLOW)
 }
-

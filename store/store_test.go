@@ -282,3 +282,40 @@ func TestGrowth(t *testing.T) {
 		}
 	})
 }
+
+func TestLeases(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		now := time.Now()
+		in := func(fn func(tx *Tx) error) {
+			t.Helper()
+			if err := s.InTx(ctx, fn); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in(func(tx *Tx) error { return tx.AcquireLease(ctx, "omni", "run-1", now.Add(time.Hour)) })
+		in(func(tx *Tx) error { return tx.AcquireLease(ctx, "omni", "run-2", now.Add(-time.Minute)) })
+		in(func(tx *Tx) error { return tx.AcquireLease(ctx, "other", "run-9", now.Add(time.Minute)) })
+		in(func(tx *Tx) error { return tx.AcquireLease(ctx, "omni", "run-1", now.Add(2*time.Hour)) }) // renew
+		all, _ := s.Leases(ctx)
+		if len(all) != 3 || !all[0].ExpiresAt.After(now.Add(90*time.Minute)) {
+			t.Errorf("leases: %+v", all)
+		}
+		active, _ := s.ActiveLeases(ctx, now)
+		if fmt.Sprint(active) != "map[omni:[run-1] other:[run-9]]" {
+			t.Errorf("active: %v (an expired lease must not count)", active)
+		}
+		var had bool
+		in(func(tx *Tx) error { var err error; had, err = tx.ReleaseLease(ctx, "omni", "run-1"); return err })
+		if !had {
+			t.Error("releasing a held lease reported none")
+		}
+		in(func(tx *Tx) error { var err error; had, err = tx.ReleaseLease(ctx, "omni", "nope"); return err })
+		if had {
+			t.Error("releasing an unknown lease reported one")
+		}
+		if active, _ := s.ActiveLeases(ctx, now); len(active["omni"]) != 0 {
+			t.Errorf("after release: %v", active)
+		}
+	})
+}

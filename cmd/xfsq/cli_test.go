@@ -767,3 +767,36 @@ func TestSnapshotProgressOnlyOnATerminal(t *testing.T) {
 		t.Errorf("progress printed on a terminal with --json:\n%q", out)
 	}
 }
+
+func TestLeases(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	s.ok("lease", "acquire", "omni", "run-42", "--ttl", "2h")
+	s.ok("lease", "acquire", "omni", "short", "--ttl", "1s")
+	time.Sleep(1100 * time.Millisecond)
+	var ls []project.LeaseStatus
+	s.json(&ls, "lease", "list")
+	if len(ls) != 2 || ls[0].Run != "run-42" || !ls[0].Active || ls[1].Run != "short" || ls[1].Active {
+		t.Errorf("lease list: %+v; want run-42 held and short lapsed", ls)
+	}
+	if until := time.Until(ls[0].ExpiresAt); until < 119*time.Minute || until > 121*time.Minute {
+		t.Errorf("a 2h lease ends in %v", until)
+	}
+	s.ok("lease", "release", "omni", "run-42")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"lease", "release", "omni", "run-42"}, 1, `no lease for run "run-42"`},
+		{[]string{"lease", "acquire", "ghost", "r"}, 1, `project "ghost" not found`},
+		{[]string{"lease", "acquire", "omni", "../x"}, 2, "run name"},
+		{[]string{"lease", "acquire", "omni", "r", "--ttl", "30d"}, 2, "at most 1w"},
+		{[]string{"lease", "acquire", "omni", "r", "--ttl", "soon"}, 2, "not a duration"},
+		{[]string{"lease", "acquire", "omni"}, 2, "takes PROJECT RUN"},
+	} {
+		if r := s.run(c.args...); r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("xfsq %v: exit %d %q; want %d containing %q", c.args, r.code, r.stderr, c.code, c.want)
+		}
+	}
+}

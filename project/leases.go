@@ -1,0 +1,94 @@
+package project
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/units"
+)
+
+// RunRule says what a run name may be: it names scratch/PROJECT/RUN.
+const RunRule = "1-128 characters of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit"
+
+var runPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// MaxLeaseTTL bounds a lease: a forgotten lease must not shield a project for ever.
+const MaxLeaseTTL = 7 * 24 * time.Hour
+
+// LeaseStatus is a lease and whether it still holds.
+type LeaseStatus struct {
+	store.Lease
+	Active bool `json:"active"`
+}
+
+// AcquireLease takes or renews a run's lease on a project for ttl: while it
+// holds, sweeps skip the project.
+func (m *Manager) AcquireLease(ctx context.Context, name, run string, ttl time.Duration) (LeaseStatus, error) {
+	if err := m.checkLease(ctx, name, run); err != nil {
+		return LeaseStatus{}, err
+	}
+	if ttl <= 0 || ttl > MaxLeaseTTL {
+		return LeaseStatus{}, inputErrorf("--ttl %s: use more than 0 and at most %s", units.FormatDuration(ttl), units.FormatDuration(MaxLeaseTTL))
+	}
+	l := store.Lease{Project: name, Run: run, ExpiresAt: m.now().Add(ttl).UTC()}
+	err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AcquireLease(ctx, name, run, l.ExpiresAt) })
+	return LeaseStatus{Lease: l, Active: true}, err
+}
+
+// ReleaseLease drops a run's lease; releasing one that is not held is an error.
+func (m *Manager) ReleaseLease(ctx context.Context, name, run string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if !runPattern.MatchString(run) {
+		return inputErrorf("run name %q is invalid: use %s", run, RunRule)
+	}
+	var had bool
+	err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+		var err error
+		had, err = tx.ReleaseLease(ctx, name, run)
+		return err
+	})
+	if err == nil && !had {
+		err = fmt.Errorf("project %q has no lease for run %q: see xfsq lease list", name, run)
+	}
+	return err
+}
+
+// Leases lists every lease with whether it still holds.
+func (m *Manager) Leases(ctx context.Context) ([]LeaseStatus, error) {
+	all, err := m.Store.Leases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := m.now()
+	out := make([]LeaseStatus, len(all))
+	for i, l := range all {
+		out[i] = LeaseStatus{Lease: l, Active: l.ExpiresAt.After(now)}
+	}
+	return out, nil
+}
+
+func (m *Manager) checkLease(ctx context.Context, name, run string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if !runPattern.MatchString(run) {
+		return inputErrorf("run name %q is invalid: use %s", run, RunRule)
+	}
+	p, err := m.Store.Project(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound(name)
+	}
+	if err != nil {
+		return err
+	}
+	if p.State != store.StateReady {
+		return fmt.Errorf("project %q is %s, not ready: run xfsq doctor", name, p.State)
+	}
+	return nil
+}
