@@ -1,0 +1,249 @@
+// Package sweep keeps sandbox storage clean by explicit policy. Plan is a
+// pure function of (what the walks found, the policy, the leases, now) and
+// decides what may go; Execute deletes exactly that, inside the root,
+// re-checking each entry just before it goes and journalling it before and
+// after.
+//
+// It must never delete anything protected (uploads/, inbox/, .git/,
+// git-tracked files, anything modified within busy_grace, anything of a
+// leased project), anything reached through a symlink or on another
+// filesystem, or anything outside the sandbox root.
+package sweep
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/xfsq/xfsq/units"
+)
+
+// Policy is the retention settings (see package settings).
+type Policy struct {
+	CacheMinAge          time.Duration
+	CacheQuotaPerProject uint64
+	TrashGlobs           []string // "*.log" matches file names, "dist/" directory names
+	TrashAge             time.Duration
+	BusyGrace            time.Duration
+	ScratchTTL           time.Duration
+}
+
+// Areas a sweep works on.
+const (
+	AreaCache     = "cache"
+	AreaWorkspace = "workspace"
+	AreaScratch   = "scratch"
+)
+
+// Policies, as journalled and counted.
+const (
+	PolicyCache   = "cache_quota_per_project"
+	PolicyTrash   = "workspace_trash"
+	PolicyScratch = "scratch_ttl"
+)
+
+// Entry is a candidate the walks found: a top-level cache entry, a
+// workspace entry whose name matches a trash glob, or a scratch run.
+type Entry struct {
+	Path   string    `json:"path"` // relative to the sandbox root
+	Bytes  uint64    `json:"bytes"`
+	Newest time.Time `json:"newest"` // newest mtime, inside it for a directory
+	Dir    bool      `json:"dir,omitempty"`
+	// Why it must never go, if it must not: "symlink", "other filesystem",
+	// "protected: uploads/", "git-tracked" … (set by the walks).
+	Protected string `json:"protected,omitempty"`
+	Run       string `json:"run,omitempty"` // scratch: the run it belongs to
+}
+
+// Tree is one (project, area) as the walks found it.
+type Tree struct {
+	Area    string
+	Path    string // relative to the root
+	Bytes   uint64 // the whole tree
+	Soft    uint64 // the tree's soft byte limit (0: none), for the quota check
+	Entries []Entry
+}
+
+// Project is one project's trees and leases.
+type Project struct {
+	Name string
+	// LeasedBy names the runs holding unexpired leases; any makes the
+	// whole project untouchable.
+	LeasedBy []string
+	Trees    []Tree
+}
+
+// Eviction is one planned deletion.
+type Eviction struct {
+	Project string    `json:"project"`
+	Area    string    `json:"area"`
+	Path    string    `json:"path"`
+	Bytes   uint64    `json:"bytes"`
+	Newest  time.Time `json:"newest"`
+	Reason  string    `json:"reason"`
+	Policy  string    `json:"policy"`
+}
+
+// Skip is a candidate left alone, and why.
+type Skip struct {
+	Project string `json:"project,omitempty"`
+	Path    string `json:"path"`
+	Reason  string `json:"reason"`
+}
+
+// OverSoft is a tree over its soft limit, found by the quota check.
+type OverSoft struct {
+	Project string `json:"project"`
+	Area    string `json:"area"`
+	Bytes   uint64 `json:"bytes"`
+	Soft    uint64 `json:"bytes_soft"`
+}
+
+// Plan is what a sweep will do.
+type Plan struct {
+	OverSoft []OverSoft `json:"over_soft"`
+	Evict   []Eviction `json:"evicted"`
+	Skipped []Skip     `json:"skipped"`
+	// CacheCap is the cap each project's cache is cut to, for the executor
+	// to stop a cut as soon as it is met.
+	CacheCap uint64 `json:"cache_cap"`
+	// CacheBytes is each project's cache size when planned.
+	CacheBytes map[string]uint64 `json:"cache_bytes,omitempty"`
+}
+
+// MakePlan decides what may go. It does no I/O; the same input always
+// gives the same plan.
+func MakePlan(projects []Project, p Policy, now time.Time) Plan {
+	plan := Plan{OverSoft: []OverSoft{}, Evict: []Eviction{}, Skipped: []Skip{}, CacheCap: p.CacheQuotaPerProject, CacheBytes: map[string]uint64{}}
+	projects = append([]Project(nil), projects...)
+	sort.Slice(projects, func(i, j int) bool { return projects[i].Name < projects[j].Name })
+	for _, pr := range projects {
+		if len(pr.LeasedBy) > 0 {
+			runs := append([]string(nil), pr.LeasedBy...)
+			sort.Strings(runs)
+			plan.Skipped = append(plan.Skipped, Skip{Project: pr.Name, Path: "projects/" + pr.Name,
+				Reason: "the project is leased by run " + strings.Join(runs, ", ")})
+			continue
+		}
+		trees := append([]Tree(nil), pr.Trees...)
+		sort.Slice(trees, func(i, j int) bool { return areaOrder(trees[i].Area) < areaOrder(trees[j].Area) })
+		for _, t := range trees { // the quota check comes first
+			if t.Soft > 0 && t.Bytes > t.Soft {
+				plan.OverSoft = append(plan.OverSoft, OverSoft{pr.Name, t.Area, t.Bytes, t.Soft})
+			}
+		}
+		for _, t := range trees {
+			switch t.Area {
+			case AreaCache:
+				plan.CacheBytes[pr.Name] = t.Bytes
+				planCache(&plan, pr.Name, t, p, now)
+			case AreaWorkspace:
+				planTrash(&plan, pr.Name, t, p, now)
+			case AreaScratch:
+				planScratch(&plan, pr.Name, t, p, now)
+			}
+		}
+	}
+	return plan
+}
+
+func areaOrder(a string) int {
+	return map[string]int{AreaCache: 0, AreaWorkspace: 1, AreaScratch: 2}[a]
+}
+
+// untouchable is why an entry must stay whatever the policy, or "".
+func untouchable(e Entry, p Policy, now time.Time) string {
+	switch {
+	case e.Protected != "":
+		return e.Protected
+	case e.Newest.After(now.Add(-p.BusyGrace)):
+		return "modified within busy_grace (" + units.FormatDuration(p.BusyGrace) + ")"
+	}
+	return ""
+}
+
+func sortedEntries(t Tree, less func(a, b Entry) bool) []Entry {
+	es := append([]Entry(nil), t.Entries...)
+	sort.Slice(es, func(i, j int) bool {
+		if less != nil && less(es[i], es[j]) != less(es[j], es[i]) {
+			return less(es[i], es[j])
+		}
+		return es[i].Path < es[j].Path
+	})
+	return es
+}
+
+// planCache drops the least recently modified top-level cache entries
+// until the cache is under its cap, never one younger than cache_min_age.
+func planCache(plan *Plan, project string, t Tree, p Policy, now time.Time) {
+	total := t.Bytes
+	if p.CacheQuotaPerProject == 0 || total <= p.CacheQuotaPerProject {
+		return
+	}
+	lru := sortedEntries(t, func(a, b Entry) bool { return a.Newest.Before(b.Newest) })
+	for _, e := range lru {
+		if total <= p.CacheQuotaPerProject {
+			break
+		}
+		if why := untouchable(e, p, now); why != "" {
+			plan.Skipped = append(plan.Skipped, Skip{project, e.Path, why})
+			continue
+		}
+		if e.Newest.After(now.Add(-p.CacheMinAge)) {
+			plan.Skipped = append(plan.Skipped, Skip{project, e.Path, "younger than cache_min_age (" + units.FormatDuration(p.CacheMinAge) + ")"})
+			continue
+		}
+		plan.Evict = append(plan.Evict, Eviction{Project: project, Area: AreaCache, Path: e.Path, Bytes: e.Bytes, Newest: e.Newest,
+			Reason: fmt.Sprintf("cache over its %s cap: least recently modified", units.FormatIEC(p.CacheQuotaPerProject)), Policy: PolicyCache})
+		total -= min(total, e.Bytes)
+	}
+}
+
+// MatchGlob reports which trash glob, if any, names an entry.
+func MatchGlob(globs []string, e Entry) string {
+	name := path.Base(e.Path)
+	for _, g := range globs {
+		dirGlob := strings.HasSuffix(g, "/")
+		if dirGlob != e.Dir {
+			continue
+		}
+		if ok, _ := path.Match(strings.TrimSuffix(g, "/"), name); ok {
+			return g
+		}
+	}
+	return ""
+}
+
+func planTrash(plan *Plan, project string, t Tree, p Policy, now time.Time) {
+	for _, e := range sortedEntries(t, nil) {
+		g := MatchGlob(p.TrashGlobs, e)
+		if g == "" {
+			continue // not trash: the walk offered it by mistake, leave it
+		}
+		if why := untouchable(e, p, now); why != "" {
+			plan.Skipped = append(plan.Skipped, Skip{project, e.Path, why})
+			continue
+		}
+		if e.Newest.After(now.Add(-p.TrashAge)) {
+			continue // trash, but not old enough: not worth a line
+		}
+		plan.Evict = append(plan.Evict, Eviction{Project: project, Area: AreaWorkspace, Path: e.Path, Bytes: e.Bytes, Newest: e.Newest,
+			Reason: fmt.Sprintf("workspace trash (%s) older than %s", g, units.FormatDuration(p.TrashAge)), Policy: PolicyTrash})
+	}
+}
+
+func planScratch(plan *Plan, project string, t Tree, p Policy, now time.Time) {
+	for _, e := range sortedEntries(t, nil) {
+		if why := untouchable(e, p, now); why != "" {
+			plan.Skipped = append(plan.Skipped, Skip{project, e.Path, why})
+			continue
+		}
+		if e.Newest.After(now.Add(-p.ScratchTTL)) {
+			continue
+		}
+		plan.Evict = append(plan.Evict, Eviction{Project: project, Area: AreaScratch, Path: e.Path, Bytes: e.Bytes, Newest: e.Newest,
+			Reason: fmt.Sprintf("scratch of finished run %s older than %s", e.Run, units.FormatDuration(p.ScratchTTL)), Policy: PolicyScratch})
+	}
+}

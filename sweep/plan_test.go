@@ -1,0 +1,226 @@
+package sweep
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	now    = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	policy = Policy{CacheMinAge: 7 * 24 * time.Hour, CacheQuotaPerProject: 100, TrashGlobs: []string{"*.tmp", "*.log", ".out/", "dist/", "coverage/"},
+		TrashAge: 14 * 24 * time.Hour, BusyGrace: 24 * time.Hour, ScratchTTL: 24 * time.Hour}
+)
+
+func ago(d time.Duration) time.Time { return now.Add(-d) }
+
+const day = 24 * time.Hour
+
+func paths(evs []Eviction) []string {
+	out := []string{}
+	for _, e := range evs {
+		out = append(out, e.Path)
+	}
+	return out
+}
+
+func TestPlanRules(t *testing.T) {
+	cases := []struct {
+		name    string
+		project Project
+		evict   []string
+		skipped map[string]string // path -> reason fragment
+	}{
+		{
+			name: "cache under its cap: nothing goes",
+			project: Project{Name: "p", Trees: []Tree{{Area: AreaCache, Bytes: 100, Entries: []Entry{
+				{Path: "cache/p/old", Bytes: 60, Newest: ago(30 * day)}}}}},
+			evict: []string{},
+		},
+		{
+			name: "cache over its cap: least recently modified first, stopping at the cap",
+			project: Project{Name: "p", Trees: []Tree{{Area: AreaCache, Bytes: 180, Entries: []Entry{
+				{Path: "cache/p/newer", Bytes: 40, Newest: ago(10 * day)},
+				{Path: "cache/p/oldest", Bytes: 50, Newest: ago(40 * day)},
+				{Path: "cache/p/old", Bytes: 40, Newest: ago(20 * day)},
+				{Path: "cache/p/fresh", Bytes: 50, Newest: ago(time.Hour)}}}}},
+			evict: []string{"cache/p/oldest", "cache/p/old"},
+		},
+		{
+			name: "cache: never younger than cache_min_age, never busy",
+			project: Project{Name: "p", Trees: []Tree{{Area: AreaCache, Bytes: 500, Entries: []Entry{
+				{Path: "cache/p/young", Bytes: 300, Newest: ago(3 * day)},
+				{Path: "cache/p/busy", Bytes: 100, Newest: ago(time.Hour)},
+				{Path: "cache/p/link", Bytes: 0, Newest: ago(90 * day), Protected: "symlink"},
+				{Path: "cache/p/old", Bytes: 100, Newest: ago(30 * day)}}}}},
+			evict:   []string{"cache/p/old"},
+			skipped: map[string]string{"cache/p/young": "cache_min_age", "cache/p/busy": "busy_grace", "cache/p/link": "symlink"},
+		},
+		{
+			name: "workspace trash: only globs, only old, never protected",
+			project: Project{Name: "p", Trees: []Tree{{Area: AreaWorkspace, Entries: []Entry{
+				{Path: "projects/p/build.log", Bytes: 10, Newest: ago(20 * day)},
+				{Path: "projects/p/x.tmp", Bytes: 10, Newest: ago(2 * day)},
+				{Path: "projects/p/dist", Bytes: 10, Newest: ago(30 * day), Dir: true},
+				{Path: "projects/p/dist.log", Bytes: 10, Newest: ago(30 * day), Dir: true},
+				{Path: "projects/p/main.go", Bytes: 10, Newest: ago(90 * day)},
+				{Path: "projects/p/uploads/a.log", Bytes: 10, Newest: ago(90 * day), Protected: "protected: uploads/"},
+				{Path: "projects/p/tracked.log", Bytes: 10, Newest: ago(90 * day), Protected: "git-tracked"},
+				{Path: "projects/p/now.log", Bytes: 10, Newest: ago(time.Minute)}}}}},
+			evict:   []string{"projects/p/build.log", "projects/p/dist"},
+			skipped: map[string]string{"projects/p/uploads/a.log": "uploads/", "projects/p/tracked.log": "git-tracked", "projects/p/now.log": "busy_grace"},
+		},
+		{
+			name: "scratch: finished runs past their TTL",
+			project: Project{Name: "p", Trees: []Tree{{Area: AreaScratch, Entries: []Entry{
+				{Path: "scratch/p/r1", Run: "r1", Bytes: 5, Newest: ago(2 * day), Dir: true},
+				{Path: "scratch/p/r2", Run: "r2", Bytes: 5, Newest: ago(2 * time.Hour), Dir: true}}}}},
+			evict:   []string{"scratch/p/r1"},
+			skipped: map[string]string{"scratch/p/r2": "busy_grace"},
+		},
+		{
+			name: "a leased project is skipped whole",
+			project: Project{Name: "p", LeasedBy: []string{"run-7"}, Trees: []Tree{{Area: AreaCache, Bytes: 1000, Entries: []Entry{
+				{Path: "cache/p/old", Bytes: 1000, Newest: ago(99 * day)}}}}},
+			evict:   []string{},
+			skipped: map[string]string{"projects/p": "leased by run run-7"},
+		},
+	}
+	for _, c := range cases {
+		plan := MakePlan([]Project{c.project}, policy, now)
+		if got := paths(plan.Evict); !reflect.DeepEqual(got, c.evict) {
+			t.Errorf("%s: evicts %v, want %v", c.name, got, c.evict)
+		}
+		for p, why := range c.skipped {
+			found := false
+			for _, s := range plan.Skipped {
+				found = found || (s.Path == p && strings.Contains(s.Reason, why))
+			}
+			if !found {
+				t.Errorf("%s: %s not skipped for %q; skipped %+v", c.name, p, why, plan.Skipped)
+			}
+		}
+	}
+}
+
+func TestPlanQuotaCheckAndOrder(t *testing.T) {
+	plan := MakePlan([]Project{{Name: "p", Trees: []Tree{
+		{Area: AreaScratch, Entries: []Entry{{Path: "scratch/p/r", Bytes: 1, Newest: ago(9 * day)}}},
+		{Area: AreaWorkspace, Bytes: 900, Soft: 500, Entries: []Entry{{Path: "projects/p/a.log", Bytes: 1, Newest: ago(99 * day)}}},
+		{Area: AreaCache, Bytes: 300, Soft: 400, Entries: []Entry{{Path: "cache/p/x", Bytes: 250, Newest: ago(99 * day)}}},
+	}}}, policy, now)
+	if len(plan.OverSoft) != 1 || plan.OverSoft[0].Area != AreaWorkspace {
+		t.Errorf("over soft: %+v, want only the workspace", plan.OverSoft)
+	}
+	var policies []string
+	for _, e := range plan.Evict {
+		policies = append(policies, e.Policy)
+	}
+	if fmt.Sprint(policies) != "[cache_quota_per_project workspace_trash scratch_ttl]" {
+		t.Errorf("order %v: cache, then workspace trash, then scratch", policies)
+	}
+}
+
+// Thousands of random trees: nothing protected is ever planned, cache cuts
+// stop at the cap, and the plan does not depend on input order.
+func TestPlanProperties(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	protections := []string{"", "", "", "symlink", "other filesystem", "git-tracked", "protected: uploads/", "protected: inbox/", "protected: .git/"}
+	names := []string{"a.log", "b.tmp", "dist", "coverage", ".out", "src", "main.go", "x.log"}
+	for trial := range 3000 {
+		var projects []Project
+		for pi := range 1 + rng.IntN(4) {
+			pr := Project{Name: fmt.Sprintf("p%d", pi)}
+			if rng.IntN(5) == 0 {
+				pr.LeasedBy = []string{fmt.Sprint("run", rng.IntN(3))}
+			}
+			for _, area := range []string{AreaCache, AreaWorkspace, AreaScratch} {
+				tr := Tree{Area: area}
+				for ei := range rng.IntN(12) {
+					name := names[rng.IntN(len(names))]
+					e := Entry{Path: fmt.Sprintf("%s/%s/%d-%s", area, pr.Name, ei, name), Bytes: uint64(rng.IntN(100)),
+						Newest: ago(time.Duration(rng.IntN(60*24)) * time.Hour), Dir: rng.IntN(2) == 0,
+						Protected: protections[rng.IntN(len(protections))], Run: fmt.Sprint("r", ei)}
+					tr.Entries = append(tr.Entries, e)
+					tr.Bytes += e.Bytes
+				}
+				pr.Trees = append(pr.Trees, tr)
+			}
+			projects = append(projects, pr)
+		}
+		plan := MakePlan(projects, policy, now)
+		leased := map[string]bool{}
+		for _, pr := range projects {
+			leased[pr.Name] = len(pr.LeasedBy) > 0
+		}
+		byPath := map[string]Entry{}
+		for _, pr := range projects {
+			for _, tr := range pr.Trees {
+				for _, e := range tr.Entries {
+					byPath[e.Path] = e
+				}
+			}
+		}
+		cacheLeft := map[string]uint64{}
+		for _, pr := range projects {
+			for _, tr := range pr.Trees {
+				if tr.Area == AreaCache {
+					cacheLeft[pr.Name] = tr.Bytes
+				}
+			}
+		}
+		for _, ev := range plan.Evict {
+			e := byPath[ev.Path]
+			switch {
+			case e.Protected != "":
+				t.Fatalf("trial %d: protected %s (%s) planned", trial, e.Path, e.Protected)
+			case leased[ev.Project]:
+				t.Fatalf("trial %d: %s of leased project %s planned", trial, e.Path, ev.Project)
+			case e.Newest.After(now.Add(-policy.BusyGrace)):
+				t.Fatalf("trial %d: busy %s planned", trial, e.Path)
+			case ev.Area == AreaCache && e.Newest.After(now.Add(-policy.CacheMinAge)):
+				t.Fatalf("trial %d: cache entry younger than cache_min_age planned: %s", trial, e.Path)
+			case ev.Area == AreaWorkspace && MatchGlob(policy.TrashGlobs, e) == "":
+				t.Fatalf("trial %d: non-trash %s planned", trial, e.Path)
+			}
+			if ev.Area == AreaCache {
+				if cacheLeft[ev.Project] <= policy.CacheQuotaPerProject {
+					t.Fatalf("trial %d: %s planned although the cache was already under its cap", trial, ev.Path)
+				}
+				cacheLeft[ev.Project] -= min(cacheLeft[ev.Project], e.Bytes)
+			}
+		}
+		// Shuffled input, same plan.
+		shuffled := append([]Project(nil), projects...)
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		for i := range shuffled {
+			trees := append([]Tree(nil), shuffled[i].Trees...)
+			for j := range trees {
+				es := append([]Entry(nil), trees[j].Entries...)
+				rng.Shuffle(len(es), func(a, b int) { es[a], es[b] = es[b], es[a] })
+				trees[j].Entries = es
+			}
+			rng.Shuffle(len(trees), func(a, b int) { trees[a], trees[b] = trees[b], trees[a] })
+			shuffled[i].Trees = trees
+		}
+		if again := MakePlan(shuffled, policy, now); !reflect.DeepEqual(again, plan) {
+			t.Fatalf("trial %d: the plan depends on input order", trial)
+		}
+	}
+}
+
+func FuzzMatchGlob(f *testing.F) {
+	f.Add("a.log", false)
+	f.Add("dist", true)
+	f.Fuzz(func(t *testing.T, name string, dir bool) {
+		g := MatchGlob(policy.TrashGlobs, Entry{Path: "projects/p/" + name, Dir: dir})
+		if g != "" && strings.HasSuffix(g, "/") != dir {
+			t.Fatalf("%q (dir %v) matched %q of the other kind", name, dir, g)
+		}
+	})
+}
