@@ -122,6 +122,14 @@ var migrations = []string{
 		tree    TEXT   NOT NULL,
 		PRIMARY KEY (host, project, area)
 	);`,
+	// 4: one sweep per project at a time, across processes.
+	`CREATE TABLE sweep_locks (
+		host    TEXT   NOT NULL,
+		project TEXT   NOT NULL,
+		holder  TEXT   NOT NULL,
+		at      BIGINT NOT NULL,
+		PRIMARY KEY (host, project)
+	);`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -107,7 +107,7 @@ func (t *Tx) SetProjectState(ctx context.Context, name, state, adder string) err
 
 // DeleteProject removes the project row and its trees.
 func (t *Tx) DeleteProject(ctx context.Context, name string) error {
-	for _, table := range []string{"trees", "ledger", "reservations", "snapshots", "snapshot_trees"} {
+	for _, table := range []string{"trees", "ledger", "reservations", "snapshots", "snapshot_trees", "sweep_locks"} {
 		if _, err := t.exec(ctx, `DELETE FROM `+table+` WHERE host = ? AND project = ?`, t.s.Host, name); err != nil {
 			return err
 		}

@@ -201,16 +201,28 @@ func planCache(plan *Plan, project string, t Tree, p Policy, now time.Time) {
 	}
 }
 
-// MatchGlob reports which trash glob, if any, names an entry.
-func MatchGlob(globs []string, e Entry) string {
-	name := path.Base(e.Path)
+// MatchGlob reports which trash glob, if any, makes an entry trash. rel is
+// the entry's path inside its tree (never the tree's own path: a project
+// named "dist" is not trash). File globs ("*.log") match a file's name;
+// directory globs ("dist/") match a directory or any directory above the
+// entry inside the tree.
+func MatchGlob(globs []string, rel string, dir bool) string {
+	parts := strings.Split(rel, "/")
+	dirs := parts
+	if !dir {
+		dirs = parts[:len(parts)-1]
+	}
 	for _, g := range globs {
-		dirGlob := strings.HasSuffix(g, "/")
-		if dirGlob != e.Dir {
-			continue
-		}
-		if ok, _ := path.Match(strings.TrimSuffix(g, "/"), name); ok {
-			return g
+		if pattern, isDir := strings.CutSuffix(g, "/"); isDir {
+			for _, d := range dirs {
+				if ok, _ := path.Match(pattern, d); ok {
+					return g
+				}
+			}
+		} else if !dir {
+			if ok, _ := path.Match(g, parts[len(parts)-1]); ok {
+				return g
+			}
 		}
 	}
 	return ""
@@ -218,7 +230,7 @@ func MatchGlob(globs []string, e Entry) string {
 
 func planTrash(plan *Plan, project string, t Tree, p Policy, now time.Time) {
 	for _, e := range sortedEntries(t, nil) {
-		g := MatchGlob(p.TrashGlobs, e)
+		g := MatchGlob(p.TrashGlobs, strings.TrimPrefix(e.Path, t.Path+"/"), e.Dir)
 		if g == "" {
 			continue // not trash: the walk offered it by mistake, leave it
 		}

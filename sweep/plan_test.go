@@ -61,7 +61,7 @@ func TestPlanRules(t *testing.T) {
 		},
 		{
 			name: "workspace trash: only globs, only old, never protected",
-			project: Project{Name: "p", Trees: []Tree{{Area: AreaWorkspace, Entries: []Entry{
+			project: Project{Name: "p", Trees: []Tree{{Area: AreaWorkspace, Path: "projects/p", Entries: []Entry{
 				{Path: "projects/p/build.log", Bytes: 10, Newest: ago(20 * day)},
 				{Path: "projects/p/x.tmp", Bytes: 10, Newest: ago(2 * day)},
 				{Path: "projects/p/dist", Bytes: 10, Newest: ago(30 * day), Dir: true},
@@ -69,9 +69,17 @@ func TestPlanRules(t *testing.T) {
 				{Path: "projects/p/main.go", Bytes: 10, Newest: ago(90 * day)},
 				{Path: "projects/p/uploads/a.log", Bytes: 10, Newest: ago(90 * day), Protected: "protected: uploads/"},
 				{Path: "projects/p/tracked.log", Bytes: 10, Newest: ago(90 * day), Protected: "git-tracked"},
-				{Path: "projects/p/now.log", Bytes: 10, Newest: ago(time.Minute)}}}}},
-			evict:   []string{"projects/p/build.log", "projects/p/dist"},
+				{Path: "projects/p/now.log", Bytes: 10, Newest: ago(time.Minute)},
+				{Path: "projects/p/dist/untracked.js", Bytes: 10, Newest: ago(30 * day)},
+				{Path: "projects/p/src/coverage/x", Bytes: 10, Newest: ago(30 * day)}}}}},
+			evict:   []string{"projects/p/build.log", "projects/p/dist", "projects/p/dist/untracked.js", "projects/p/src/coverage/x"},
 			skipped: map[string]string{"projects/p/uploads/a.log": "uploads/", "projects/p/tracked.log": "git-tracked", "projects/p/now.log": "busy_grace"},
+		},
+		{
+			name: "a project named like a trash directory is not trash",
+			project: Project{Name: "dist", Trees: []Tree{{Area: AreaWorkspace, Path: "projects/dist", Entries: []Entry{
+				{Path: "projects/dist/main.go", Bytes: 10, Newest: ago(90 * day)}}}}},
+			evict: []string{},
 		},
 		{
 			name: "scratch: finished runs past their TTL",
@@ -140,7 +148,7 @@ func TestPlanProperties(t *testing.T) {
 				pr.LeasedBy = []string{fmt.Sprint("run", rng.IntN(3))}
 			}
 			for _, area := range []string{AreaCache, AreaWorkspace, AreaScratch} {
-				tr := Tree{Area: area}
+				tr := Tree{Area: area, Path: area + "/" + pr.Name}
 				for ei := range rng.IntN(12) {
 					name := names[rng.IntN(len(names))]
 					e := Entry{Path: fmt.Sprintf("%s/%s/%d-%s", area, pr.Name, ei, name), Bytes: uint64(rng.IntN(100)),
@@ -185,7 +193,7 @@ func TestPlanProperties(t *testing.T) {
 				t.Fatalf("trial %d: busy %s planned", trial, e.Path)
 			case ev.Area == AreaCache && e.Newest.After(now.Add(-policy.CacheMinAge)):
 				t.Fatalf("trial %d: cache entry younger than cache_min_age planned: %s", trial, e.Path)
-			case ev.Area == AreaWorkspace && MatchGlob(policy.TrashGlobs, e) == "":
+			case ev.Area == AreaWorkspace && MatchGlob(policy.TrashGlobs, strings.TrimPrefix(e.Path, "workspace/"+ev.Project+"/"), e.Dir) == "":
 				t.Fatalf("trial %d: non-trash %s planned", trial, e.Path)
 			}
 			if ev.Area == AreaCache {
@@ -218,9 +226,12 @@ func FuzzMatchGlob(f *testing.F) {
 	f.Add("a.log", false)
 	f.Add("dist", true)
 	f.Fuzz(func(t *testing.T, name string, dir bool) {
-		g := MatchGlob(policy.TrashGlobs, Entry{Path: "projects/p/" + name, Dir: dir})
-		if g != "" && strings.HasSuffix(g, "/") != dir {
-			t.Fatalf("%q (dir %v) matched %q of the other kind", name, dir, g)
+		g := MatchGlob(policy.TrashGlobs, name, dir)
+		if g != "" && !strings.HasSuffix(g, "/") && dir {
+			t.Fatalf("directory %q matched the file glob %q", name, g)
+		}
+		if strings.HasSuffix(g, "/") && !dir && !strings.Contains(name, "/") {
+			t.Fatalf("file %q with no directory above it matched %q", name, g)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -14,10 +15,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/files"
+	"github.com/xfsq/xfsq/internal/atomicfile"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -149,6 +152,26 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Name: "top", Usage: "what fills a tree: sizes, percent and mtimes, largest first", ArgsUsage: "PROJECT",
 				Flags:  []cli.Flag{areaFlag(), &cli.IntFlag{Name: "depth", Value: 2, Usage: "levels to show (1-8)"}},
 				Action: with(cmdTop),
+			},
+			{
+				Name: "sweep", Usage: "delete what the retention policies name, journalling every deletion", ArgsUsage: "[PROJECT…]",
+				Description: "Plans, then deletes: the quota check (storage.quota_exceeded for trees over their soft limit), then\n" +
+					"caches over cache_quota_per_project (least recently modified top-level entries, never younger than\n" +
+					"cache_min_age), workspace trash (workspace_trash_globs older than workspace_trash_age), scratch of\n" +
+					"finished runs older than scratch_ttl. Never touched: uploads/, inbox/, .git/, git-tracked files,\n" +
+					"anything modified within busy_grace, leased projects, symlinks, other filesystems. Each entry is\n" +
+					"re-checked just before it goes and journalled (storage.evicted) before and after.\n" +
+					"   Review first:  xfsq sweep --all --dry-run --plan-out plan.json\n" +
+					"   Then:          xfsq sweep --apply plan.json",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "all", Usage: "every project"},
+					&cli.StringFlag{Name: "area", Usage: "comma-separated areas: cache,workspace,scratch (default all)"},
+					&cli.BoolFlag{Name: "dry-run", Usage: "plan and print, delete nothing"},
+					&cli.StringFlag{Name: "plan-out", Usage: "save the plan to FILE (implies --dry-run)"},
+					&cli.StringFlag{Name: "apply", Usage: "execute exactly the plan saved in FILE, re-checking every entry"},
+					&cli.DurationFlag{Name: "budget", Usage: "stop deleting after this long (0: no limit)"},
+				},
+				Action: with(cmdSweep),
 			},
 			{
 				Name:  "lease",
@@ -886,4 +909,85 @@ func cmdLeaseList(e env) error {
 			table(w, "PROJECT\tRUN\tSTATE\tUNTIL", rows)
 		})
 	})
+}
+
+func cmdSweep(e env) error {
+	o := project.SweepOptions{Projects: e.c.Args().Slice(), DryRun: e.c.Bool("dry-run") || e.c.IsSet("plan-out"), Budget: e.c.Duration("budget")}
+	if a := e.c.String("area"); a != "" {
+		o.Areas = strings.Split(a, ",")
+	}
+	switch {
+	case e.c.IsSet("apply") && (len(o.Projects) > 0 || e.c.Bool("all") || o.DryRun):
+		return usagef("--apply FILE executes a saved plan: give no projects, --all, --dry-run or --plan-out with it")
+	case !e.c.IsSet("apply") && len(o.Projects) == 0 && !e.c.Bool("all"):
+		return usagef("sweep needs PROJECT names, --all, or --apply FILE: see xfsq sweep --help")
+	case len(o.Projects) > 0 && e.c.Bool("all"):
+		return usagef("sweep takes PROJECT names or --all, not both")
+	}
+	if f := e.c.String("apply"); f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return usagef("--apply: %v", err)
+		}
+		var plan sweep.Plan
+		if err := json.Unmarshal(data, &plan); err != nil {
+			return usagef("--apply %s: not a plan saved by --plan-out: %v", f, err)
+		}
+		o.Apply = &plan
+		for _, ev := range plan.Evict {
+			if !contains(o.Projects, ev.Project) {
+				o.Projects = append(o.Projects, ev.Project)
+			}
+		}
+		if len(o.Projects) == 0 {
+			return e.print(sweep.Result{Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}}, func(w io.Writer) { fmt.Fprintln(w, "the plan deletes nothing") })
+		}
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		out, err := m.Sweep(ctx, o)
+		if err != nil {
+			return err
+		}
+		if f := e.c.String("plan-out"); f != "" {
+			data, _ := json.MarshalIndent(out.Plan, "", "  ")
+			if err := atomicfile.WriteFile(f, append(data, '\n'), 0o644); err != nil {
+				return fmt.Errorf("--plan-out: %w", err)
+			}
+		}
+		return e.print(out, func(w io.Writer) {
+			verb := "deleted"
+			if out.DryRun {
+				verb = "would delete"
+			}
+			fmt.Fprintf(w, "sweep %s: %s %d entries, %s\n", out.SweepID, verb, len(out.Evicted), units.FormatIEC(out.BytesFreed))
+			if len(out.Evicted) > 0 {
+				rows := make([][]string, len(out.Evicted))
+				for i, d := range out.Evicted {
+					rows[i] = []string{units.FormatIEC(d.Bytes), d.Policy, d.Path, d.Reason}
+				}
+				table(w, "SIZE\tPOLICY\tPATH\tREASON", rows)
+			}
+			if len(out.Skipped) > 0 {
+				fmt.Fprintln(w, "left alone:")
+				for _, s := range out.Skipped {
+					fmt.Fprintf(w, "  %s: %s\n", s.Path, s.Reason)
+				}
+			}
+			for _, o := range out.OverSoft {
+				fmt.Fprintf(w, "over its soft limit: %s %s (%s of %s)\n", o.Project, o.Area, units.FormatIEC(o.Bytes), units.FormatIEC(o.Soft))
+			}
+			if f := e.c.String("plan-out"); f != "" {
+				fmt.Fprintf(w, "plan saved to %s: review it, then run xfsq sweep --apply %s\n", f, f)
+			}
+		})
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
 }

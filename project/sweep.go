@@ -1,0 +1,297 @@
+package project
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
+)
+
+// SweepAreas are the areas a sweep works on, in order.
+var SweepAreas = []string{sweep.AreaCache, sweep.AreaWorkspace, sweep.AreaScratch}
+
+// SweepOptions choose what a sweep covers.
+type SweepOptions struct {
+	Projects []string // none: every project
+	Areas    []string // none: all of SweepAreas
+	DryRun   bool
+	// Apply executes exactly this plan (every entry re-checked) instead of
+	// planning anew.
+	Apply  *sweep.Plan
+	Budget time.Duration
+}
+
+// SweepOutcome is a sweep's result and the plan it followed.
+type SweepOutcome struct {
+	sweep.Result
+	OverSoft []sweep.OverSoft `json:"over_soft"`
+	Resolved int              `json:"resolved_pending"` // interrupted deletions of earlier sweeps settled first
+	Plan     sweep.Plan       `json:"-"`
+}
+
+// Policy reads the retention settings.
+func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
+	var p sweep.Policy
+	get := func(key string) (string, error) {
+		v, err := m.setting(ctx, key)
+		return v.Value, err
+	}
+	durations := map[string]*time.Duration{"cache_min_age": &p.CacheMinAge, "workspace_trash_age": &p.TrashAge, "busy_grace": &p.BusyGrace, "scratch_ttl": &p.ScratchTTL}
+	for key, dst := range durations {
+		v, err := m.setting(ctx, key)
+		if err != nil {
+			return p, err
+		}
+		*dst = v.Duration()
+	}
+	v, err := m.setting(ctx, "cache_quota_per_project")
+	if err != nil {
+		return p, err
+	}
+	p.CacheQuotaPerProject = v.Bytes()
+	globs, err := get("workspace_trash_globs")
+	p.TrashGlobs = strings.Split(globs, ",")
+	return p, err
+}
+
+// Sweep plans and (unless a dry run) executes retention cleanup.
+func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, error) {
+	out := SweepOutcome{Result: sweep.Result{SweepID: newSweepID(), DryRun: o.DryRun, Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}, PerPolicy: map[string]int{}}}
+	areas := map[string]bool{}
+	for _, a := range o.Areas {
+		if !contains(SweepAreas, a) {
+			return out, inputErrorf("unknown area %q: use %s", a, strings.Join(SweepAreas, ", "))
+		}
+		areas[a] = true
+	}
+	if len(areas) == 0 {
+		for _, a := range SweepAreas {
+			areas[a] = true
+		}
+	}
+	policy, err := m.Policy(ctx)
+	if err != nil {
+		return out, err
+	}
+	root, err := os.OpenRoot(m.Root)
+	if err != nil {
+		return out, err
+	}
+	defer root.Close()
+	if !o.DryRun {
+		if out.Resolved, err = m.resolvePending(ctx, root); err != nil {
+			return out, err
+		}
+	}
+	names, err := m.sweepTargets(ctx, o)
+	if err != nil {
+		return out, err
+	}
+	// One sweep per project at a time; a dry run deletes nothing and needs no lock.
+	var locked []string
+	me := holder()
+	if !o.DryRun {
+		defer func() {
+			for _, n := range locked {
+				m.Store.UnlockSweep(context.WithoutCancel(ctx), n, me)
+			}
+		}()
+		var free []string
+		for _, n := range names {
+			busy, err := m.Store.LockSweep(ctx, n, me, func(h string) bool { return !holderAlive(h) })
+			if err != nil {
+				return out, err
+			}
+			if busy != "" {
+				out.Skipped = append(out.Skipped, sweep.Skip{Project: n, Path: "projects/" + n, Reason: "another sweep (pid " + busy + ") is working on it"})
+				continue
+			}
+			locked = append(locked, n)
+			free = append(free, n)
+		}
+		names = free
+	}
+	now := m.now()
+	plan := sweep.Plan{}
+	if o.Apply != nil {
+		plan = filterPlan(*o.Apply, names)
+	} else {
+		if plan, err = m.planSweep(ctx, names, areas, policy, now); err != nil {
+			return out, err
+		}
+	}
+	out.Plan, out.OverSoft = plan, plan.OverSoft
+	if o.DryRun {
+		for _, ev := range plan.Evict {
+			out.Evicted = append(out.Evicted, sweep.Done{Path: ev.Path, Bytes: ev.Bytes, Reason: ev.Reason, Policy: ev.Policy})
+			out.BytesFreed += ev.Bytes
+			out.PerPolicy[ev.Policy]++
+		}
+		out.Skipped = append(out.Skipped, plan.Skipped...)
+		return out, nil
+	}
+	for _, over := range plan.OverSoft {
+		if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+			return tx.AppendEvent(ctx, store.EventQuotaExceeded, over.Project, m.Actor, map[string]any{
+				"area": over.Area, "used_bytes": over.Bytes, "bytes_soft": over.Soft, "sweep_id": out.SweepID})
+		}); err != nil {
+			return out, err
+		}
+	}
+	inventory.Background() // best effort: a sweep at normal priority still sweeps
+	var st syscall.Stat_t
+	if err := syscall.Stat(m.Root, &st); err != nil {
+		return out, err
+	}
+	x := &sweep.Executor{SweepID: out.SweepID, Root: root, RootDir: m.Root, RootDev: st.Dev, Policy: policy, Now: m.now, Budget: o.Budget,
+		Leased: func(ctx context.Context, p string) (bool, error) {
+			active, err := m.Store.ActiveLeases(ctx, m.now())
+			return len(active[p]) > 0, err
+		},
+		Journal: func(ctx context.Context, p string, r sweep.Record) error {
+			return m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventEvicted, p, m.Actor, r) })
+		}}
+	res := x.Run(ctx, plan)
+	res.Skipped = append(out.Skipped, res.Skipped...)
+	out.Result = res
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+		return tx.AppendEvent(ctx, store.EventSwept, "", m.Actor, map[string]any{
+			"sweep_id": res.SweepID, "bytes_freed": res.BytesFreed, "entries": len(res.Evicted), "per_policy": res.PerPolicy,
+			"skipped": res.Skipped, "duration_ms": res.Duration.Milliseconds(), "projects": names})
+	})
+	return out, err
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func newSweepID() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return "sw-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
+}
+
+// sweepTargets is the ready projects the sweep covers.
+func (m *Manager) sweepTargets(ctx context.Context, o SweepOptions) ([]string, error) {
+	if len(o.Projects) > 0 {
+		for _, n := range o.Projects {
+			if _, err := m.Tree(ctx, n, AreaWorkspace); err != nil {
+				return nil, err
+			}
+		}
+		return o.Projects, nil
+	}
+	ps, err := m.Store.Projects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, p := range ps {
+		if p.State == store.StateReady {
+			names = append(names, p.Name)
+		}
+	}
+	return names, nil
+}
+
+// planSweep walks the trees of the projects and plans.
+func (m *Manager) planSweep(ctx context.Context, names []string, areas map[string]bool, policy sweep.Policy, now time.Time) (sweep.Plan, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(m.Root, &st); err != nil {
+		return sweep.Plan{}, err
+	}
+	g := &sweep.Gatherer{Root: m.Root, RootDev: st.Dev, Globs: policy.TrashGlobs}
+	active, err := m.Store.ActiveLeases(ctx, now)
+	if err != nil {
+		return sweep.Plan{}, err
+	}
+	usage := map[string]TreeStatus{}
+	if rows, err := m.Report(ctx); err == nil {
+		for _, r := range rows {
+			usage[r.Project+"/"+r.Area] = r
+		}
+	}
+	var projects []sweep.Project
+	for _, n := range names {
+		pr := sweep.Project{Name: n, LeasedBy: active[n]}
+		if len(pr.LeasedBy) == 0 {
+			for _, area := range SweepAreas {
+				if !areas[area] {
+					continue
+				}
+				var t sweep.Tree
+				var err error
+				switch area {
+				case sweep.AreaCache:
+					t, err = g.TopLevel(area, TreePath(n, AreaCache))
+				case sweep.AreaWorkspace:
+					t, err = g.Workspace(TreePath(n, AreaWorkspace))
+					t.Bytes = usage[n+"/"+AreaWorkspace].UsedBytes
+				case sweep.AreaScratch:
+					t, err = g.TopLevel(area, "scratch/"+n)
+				}
+				if err != nil {
+					return sweep.Plan{}, fmt.Errorf("walk %s of %s: %w", area, n, err)
+				}
+				t.Soft = usage[n+"/"+area].BytesSoft
+				pr.Trees = append(pr.Trees, t)
+			}
+		}
+		projects = append(projects, pr)
+	}
+	return sweep.MakePlan(projects, policy, now), nil
+}
+
+// filterPlan keeps the parts of a saved plan about the given projects.
+func filterPlan(p sweep.Plan, names []string) sweep.Plan {
+	out := sweep.Plan{CacheCap: p.CacheCap, CacheBytes: p.CacheBytes, Evict: []sweep.Eviction{}, Skipped: []sweep.Skip{}, OverSoft: []sweep.OverSoft{}}
+	for _, e := range p.Evict {
+		if contains(names, e.Project) {
+			out.Evict = append(out.Evict, e)
+		}
+	}
+	return out
+}
+
+// resolvePending settles deletions an interrupted sweep journalled as
+// pending: gone from disk, they are confirmed done; still there, they are
+// marked failed (the next plan decides about them afresh).
+func (m *Manager) resolvePending(ctx context.Context, root *os.Root) (int, error) {
+	pending, err := m.Store.PendingEvictions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range pending {
+		rec := p.Record
+		path, _ := rec["path"].(string)
+		_, statErr := root.Lstat(path)
+		switch {
+		case errors.Is(statErr, fs.ErrNotExist):
+			rec["state"], rec["recovered"] = "done", true
+		default:
+			rec["state"], rec["error"] = "failed", "interrupted before the deletion finished: the entry is still there"
+		}
+		if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+			return tx.AppendEvent(ctx, store.EventEvicted, p.Project, m.Actor, rec)
+		}); err != nil {
+			return 0, err
+		}
+	}
+	return len(pending), nil
+}
