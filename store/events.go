@@ -94,3 +94,28 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	}
 	return out, nil
 }
+
+// MarshalJSON adds the payload's own fields (path, bytes, state …) beside
+// the event's, so `events --json` lists a record's fields at the top; the
+// event's fields win a clash, and "payload" stays whole.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type plain Event
+	base, err := json.Marshal(plain(e))
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(e.Payload, &fields) != nil || len(fields) == 0 {
+		return base, nil
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(base, &top); err != nil {
+		return nil, err
+	}
+	for k, v := range fields {
+		if _, taken := top[k]; !taken {
+			top[k] = v
+		}
+	}
+	return json.Marshal(top)
+}

@@ -98,6 +98,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 		}
 		fault.Point("sweep:after-pending")
 		rmErr := x.Root.RemoveAll(ev.Path)
+		fault.Point("sweep:after-delete")
 		rec.State = "done"
 		if rmErr != nil {
 			rec.State, rec.Error = "failed", rmErr.Error()

@@ -6,17 +6,32 @@ package fault
 
 import (
 	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
 // Env names the variable that selects the point to die at.
 const Env = "XFSQ_FAULT"
 
+var hits atomic.Int64
+
 // Point kills this process with SIGKILL — no deferred cleanup, as in a power
-// cut or an OOM kill — when XFSQ_FAULT equals name.
+// cut or an OOM kill — when XFSQ_FAULT equals name, or, for "name#N", on
+// the Nth time the point is reached.
 func Point(name string) {
-	if os.Getenv(Env) == name {
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // the signal is delivered asynchronously
+	want := os.Getenv(Env)
+	if want == "" {
+		return
 	}
+	at, nth, _ := strings.Cut(want, "#")
+	if at != name {
+		return
+	}
+	if n, err := strconv.Atoi(nth); err == nil && hits.Add(1) != int64(n) {
+		return
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // the signal is delivered asynchronously
 }

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/store"
+)
+
+// aged writes a file (and its parents) with an mtime days ago, parents too.
+func aged(t *testing.T, root, rel string, size, days int) {
+	t.Helper()
+	p := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	when := time.Now().Add(-time.Duration(days) * 24 * time.Hour)
+	for d := p; d != root && strings.HasPrefix(d, root); d = filepath.Dir(d) {
+		os.Chtimes(d, when, when)
+	}
+}
+
+type sweepJSON struct {
+	SweepID string `json:"sweep_id"`
+	DryRun  bool   `json:"dry_run"`
+	Evicted []struct {
+		Path, Reason, Policy string
+		Bytes                uint64
+	} `json:"evicted"`
+	Skipped []struct{ Path, Reason string } `json:"skipped"`
+	BytesFreed uint64 `json:"bytes_freed"`
+}
+
+func (r sweepJSON) skipReason(path string) string {
+	for _, s := range r.Skipped {
+		if s.Path == path {
+			return s.Reason
+		}
+	}
+	return ""
+}
+
+func (r sweepJSON) evicted(path string) bool {
+	for _, e := range r.Evicted {
+		if e.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+func exists(root, rel string) bool {
+	_, err := os.Lstat(filepath.Join(root, rel))
+	return err == nil
+}
+
+func TestSweep(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := fallbackSandbox(t, dsn)
+		s.ok("project", "add", "omni")
+		s.ok("project", "add", "leased")
+		s.ok("settings", "set", "cache_quota_per_project", "1k")
+		for i, days := range []int{40, 30, 20, 10} {
+			aged(t, s.root, fmt.Sprintf("cache/omni/pkg%d/blob", i), 600<<10, days)
+		}
+		aged(t, s.root, "cache/omni/young/blob", 600<<10, 3) // past busy_grace, not past cache_min_age
+		aged(t, s.root, "cache/omni/fresh/blob", 600<<10, 0)
+		for _, f := range []string{"projects/omni/build.log", "projects/omni/x.tmp", "projects/omni/coverage/lcov.info",
+			"projects/omni/src/main.go", "projects/omni/uploads/old.log", "projects/omni/inbox/old.tmp", "projects/omni/.git/old.log"} {
+			aged(t, s.root, f, 100, 30)
+		}
+		aged(t, s.root, "projects/omni/new.log", 100, 0)
+		aged(t, s.root, "scratch/omni/run-old/out", 100, 3)
+		aged(t, s.root, "scratch/omni/run-new/out", 100, 0)
+		aged(t, s.root, "cache/leased/old/blob", 5<<20, 90)
+		s.ok("lease", "acquire", "leased", "run-1")
+
+		var dry sweepJSON
+		s.json(&dry, "sweep", "--all", "--dry-run")
+		if !dry.DryRun || len(dry.Evicted) == 0 || !exists(s.root, "cache/omni/pkg0") {
+			t.Fatalf("dry run: %+v (and it must delete nothing)", dry)
+		}
+		var res sweepJSON
+		s.json(&res, "sweep", "--all")
+		want := []string{"cache/omni/pkg0", "cache/omni/pkg1", "cache/omni/pkg2", "cache/omni/pkg3", "projects/omni/build.log", "projects/omni/x.tmp", "projects/omni/coverage", "scratch/omni/run-old"}
+		for _, p := range want {
+			if !res.evicted(p) || exists(s.root, p) {
+				t.Errorf("%s: evicted %v, still on disk %v", p, res.evicted(p), exists(s.root, p))
+			}
+		}
+		if len(res.Evicted) != len(want) {
+			t.Errorf("evicted %+v, want exactly %v", res.Evicted, want)
+		}
+		for p, why := range map[string]string{"cache/omni/young": "cache_min_age", "cache/omni/fresh": "busy_grace", "projects/omni/new.log": "busy_grace"} {
+			if got := res.skipReason(p); !strings.Contains(got, why) {
+				t.Errorf("%s: skip reason %q, want %q", p, got, why)
+			}
+		}
+		for _, p := range []string{"cache/omni/young", "cache/omni/fresh", "projects/omni/src/main.go", "projects/omni/uploads/old.log",
+			"projects/omni/inbox/old.tmp", "projects/omni/.git/old.log", "projects/omni/new.log", "scratch/omni/run-new", "cache/leased/old"} {
+			if !exists(s.root, p) {
+				t.Errorf("%s was deleted", p)
+			}
+		}
+		if why := res.skipReason("projects/leased"); !strings.Contains(why, "leased by run run-1") {
+			t.Errorf("the leased project's skip reason: %q", why)
+		}
+		if res.BytesFreed < 4*600<<10 {
+			t.Errorf("bytes_freed %d", res.BytesFreed)
+		}
+		var evs []map[string]any
+		s.json(&evs, "events", "--type", "storage.evicted", "--limit", "100")
+		states := map[string][]string{}
+		for _, ev := range evs {
+			for _, f := range []string{"type", "at", "project", "area", "path", "bytes", "reason", "policy", "state"} {
+				if _, ok := ev[f]; !ok {
+					t.Fatalf("evicted record without %q: %v", f, ev)
+				}
+			}
+			states[ev["path"].(string)] = append(states[ev["path"].(string)], ev["state"].(string))
+		}
+		for _, p := range want {
+			if fmt.Sprint(states[p]) != "[done pending]" {
+				t.Errorf("journal of %s: %v, want pending then done", p, states[p])
+			}
+		}
+		var swept []store.Event
+		s.json(&swept, "events", "--type", "storage.swept")
+		if len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"bytes_freed"`) || !strings.Contains(string(swept[0].Payload), `"per_policy"`) {
+			t.Errorf("storage.swept: %+v", swept)
+		}
+	})
+}
+
+// Between planning and deleting: a symlink swapped in for a planned
+// directory, a file touched, a lease taken. Each is skipped with its
+// reason, and the canary outside the root survives.
+func TestSweepRechecksBeforeDeleting(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	s.ok("project", "add", "other")
+	s.ok("settings", "set", "cache_quota_per_project", "1k")
+	outside := t.TempDir()
+	aged(t, outside, "canary/precious", 100, 90)
+	for _, p := range []string{"cache/omni/swapped/f", "cache/omni/touched/f", "cache/omni/plain/f", "cache/other/old/f"} {
+		aged(t, s.root, p, 8192, 30)
+	}
+	os.Symlink(filepath.Join(outside, "canary"), filepath.Join(s.root, "cache/omni/link-out"))
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	s.ok("sweep", "--all", "--dry-run", "--plan-out", plan)
+	os.RemoveAll(filepath.Join(s.root, "cache/omni/swapped"))
+	os.Symlink(filepath.Join(outside, "canary"), filepath.Join(s.root, "cache/omni/swapped"))
+	os.WriteFile(filepath.Join(s.root, "cache/omni/touched/f"), []byte("fresh"), 0o644)
+	s.ok("lease", "acquire", "other", "late-run")
+	var res sweepJSON
+	s.json(&res, "sweep", "--apply", plan)
+	for p, why := range map[string]string{"cache/omni/swapped": "symlink", "cache/omni/touched": "modified since planning", "cache/other/old": "leased since planning"} {
+		if got := res.skipReason(p); !strings.Contains(got, why) {
+			t.Errorf("%s: skipped %q, want a reason containing %q", p, got, why)
+		}
+		if !exists(s.root, p) {
+			t.Errorf("%s was deleted", p)
+		}
+	}
+	if !res.evicted("cache/omni/plain") {
+		t.Errorf("the unchanged entry was not deleted: %+v", res)
+	}
+	if data, err := os.ReadFile(filepath.Join(outside, "canary/precious")); err != nil || len(data) != 100 {
+		t.Fatalf("the canary outside the root was touched: %v", err)
+	}
+	if res.evicted("cache/omni/link-out") || !exists(s.root, "cache/omni/link-out") {
+		t.Error("a symlink in the cache was deleted or followed")
+	}
+}
+
+// Tracked files inside dist/ survive while untracked ones are swept; no git
+// binary is used by xfsq (only by the test, to make the repository).
+func TestSweepKeepsGitTrackedFiles(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	ws := filepath.Join(s.root, "projects/omni")
+	aged(t, ws, "dist/tracked.js", 10, 30)
+	aged(t, ws, "dist/untracked.js", 10, 30)
+	aged(t, ws, "dist/sub/untracked2.js", 10, 30)
+	aged(t, ws, "old.log", 10, 30)
+	git(t, ws, "init", "-q")
+	git(t, ws, "add", "dist/tracked.js")
+	os.Chtimes(filepath.Join(ws, "dist"), time.Now().Add(-30*24*time.Hour), time.Now().Add(-30*24*time.Hour))
+	var res sweepJSON
+	s.json(&res, "sweep", "omni", "--area", "workspace")
+	if !exists(ws, "dist/tracked.js") || !strings.Contains(res.skipReason("projects/omni/dist/tracked.js"), "git-tracked") {
+		t.Errorf("tracked file: exists %v, skip %q", exists(ws, "dist/tracked.js"), res.skipReason("projects/omni/dist/tracked.js"))
+	}
+	for _, p := range []string{"dist/untracked.js", "dist/sub", "old.log"} {
+		if exists(ws, p) {
+			t.Errorf("untracked %s survived: %+v", p, res)
+		}
+	}
+	if !exists(ws, ".git/index") {
+		t.Error(".git was touched")
+	}
+}
+
+func git(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@x"}, args...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// A sweep killed with SIGKILL at random points: every path gone from disk
+// has an evicted record, and the next sweep resolves every pending one.
+func TestSweepKilledAtRandomPoints(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	const entries = 12
+	for trial := range 52 {
+		s := fallbackSandbox(t, "")
+		s.ok("project", "add", "omni")
+		s.ok("settings", "set", "cache_quota_per_project", "1k")
+		for i := range entries {
+			aged(t, s.root, fmt.Sprintf("cache/omni/e%02d/f", i), 4096, 20+i)
+		}
+		point := []string{"sweep:after-pending", "sweep:after-delete"}[trial%2]
+		killed := *s
+		killed.env = append(append([]string{}, s.env...), fmt.Sprintf("%s=%s#%d", fault.Env, point, 1+rng.IntN(entries)))
+		if r := killed.run("sweep", "--all"); !r.signaled {
+			t.Fatalf("trial %d: the sweep was not killed at %s: exit %d %q", trial, point, r.code, r.stderr)
+		}
+		var evs []map[string]any
+		s.json(&evs, "events", "--type", "storage.evicted", "--limit", "1000")
+		recorded := map[string]bool{}
+		for _, ev := range evs {
+			recorded[ev["path"].(string)] = true
+		}
+		for i := range entries {
+			p := fmt.Sprintf("cache/omni/e%02d", i)
+			if !exists(s.root, p) && !recorded[p] {
+				t.Fatalf("trial %d: %s is gone without an evicted record", trial, p)
+			}
+		}
+		var res struct {
+			Resolved int `json:"resolved_pending"`
+		}
+		s.json(&res, "sweep", "--all")
+		if res.Resolved != 1 {
+			t.Errorf("trial %d: the restart resolved %d pending records, want 1", trial, res.Resolved)
+		}
+		if pending, _ := s.store().PendingEvictions(t.Context()); len(pending) != 0 {
+			t.Fatalf("trial %d: pending records left after the restart: %+v", trial, pending)
+		}
+	}
+}
+
+// Only one sweep per project at a time: a live holder keeps it, a dead one
+// is taken over.
+func TestSweepLock(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	st := s.store()
+	host, _ := os.Hostname()
+	live := fmt.Sprintf("%d@%s", os.Getpid(), host)
+	if busy, err := st.LockSweep(t.Context(), "omni", live, func(string) bool { return false }); err != nil || busy != "" {
+		t.Fatalf("lock: %q %v", busy, err)
+	}
+	var res sweepJSON
+	s.json(&res, "sweep", "omni")
+	if why := res.skipReason("projects/omni"); !strings.Contains(why, "another sweep") {
+		t.Errorf("a sweep beside a live one: skip %q", why)
+	}
+	st.UnlockSweep(t.Context(), "omni", live)
+	dead := "999999999@" + host
+	st.LockSweep(t.Context(), "omni", dead, func(string) bool { return false })
+	s.json(&res, "sweep", "omni")
+	if why := res.skipReason("projects/omni"); why != "" {
+		t.Errorf("a dead holder's lock was not taken over: %q", why)
+	}
+}
