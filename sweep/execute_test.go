@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -74,5 +75,32 @@ func TestExecutorNeedsTheJournal(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, p)); err != nil {
 		t.Error("the entry is gone although its pending record was never written")
+	}
+}
+
+// A sweep past its time budget deletes nothing more and says why.
+func TestExecutorBudget(t *testing.T) {
+	root := t.TempDir()
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	var plan Plan
+	for i := range 3 {
+		p := fmt.Sprintf("scratch/p/r%d", i)
+		os.MkdirAll(filepath.Join(root, p), 0o755)
+		os.Chtimes(filepath.Join(root, p), old, old)
+		plan.Evict = append(plan.Evict, Eviction{Project: "p", Area: AreaScratch, Path: p})
+	}
+	var journal []Record
+	x := executor(t, root, &journal)
+	clock := time.Now()
+	x.Now = func() time.Time { clock = clock.Add(time.Second); return clock } // each look at the clock: a second
+	x.Budget = 2500 * time.Millisecond
+	res := x.Run(context.Background(), plan)
+	if len(res.Evicted) == 0 || len(res.Evicted) == 3 {
+		t.Fatalf("evicted %d of 3 within a budget that runs out part-way", len(res.Evicted))
+	}
+	for _, s := range res.Skipped {
+		if !strings.Contains(s.Reason, "time budget") {
+			t.Errorf("skip %+v, want the time budget as the reason", s)
+		}
 	}
 }
