@@ -104,8 +104,8 @@ type OverSoft struct {
 // Plan is what a sweep will do.
 type Plan struct {
 	OverSoft []OverSoft `json:"over_soft"`
-	Evict   []Eviction `json:"evicted"`
-	Skipped []Skip     `json:"skipped"`
+	Evict    []Eviction `json:"evicted"`
+	Skipped  []Skip     `json:"skipped"`
 	// CacheCap is the cap each project's cache is cut to, for the executor
 	// to stop a cut as soon as it is met.
 	CacheCap uint64 `json:"cache_cap"`

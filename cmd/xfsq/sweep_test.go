@@ -38,8 +38,8 @@ type sweepJSON struct {
 		Path, Reason, Policy string
 		Bytes                uint64
 	} `json:"evicted"`
-	Skipped []struct{ Path, Reason string } `json:"skipped"`
-	BytesFreed uint64 `json:"bytes_freed"`
+	Skipped    []struct{ Path, Reason string } `json:"skipped"`
+	BytesFreed uint64                          `json:"bytes_freed"`
 }
 
 func (r sweepJSON) skipReason(path string) string {
