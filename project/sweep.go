@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -69,7 +70,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	out := SweepOutcome{Result: sweep.Result{SweepID: newSweepID(), DryRun: o.DryRun, Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}, PerPolicy: map[string]int{}}}
 	areas := map[string]bool{}
 	for _, a := range o.Areas {
-		if !contains(SweepAreas, a) {
+		if !slices.Contains(SweepAreas, a) {
 			return out, inputErrorf("unknown area %q: use %s", a, strings.Join(SweepAreas, ", "))
 		}
 		areas[a] = true
@@ -172,14 +173,6 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	return out, err
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
 
 func newSweepID() string {
 	b := make([]byte, 4)
@@ -262,7 +255,7 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 func filterPlan(p sweep.Plan, names []string) sweep.Plan {
 	out := sweep.Plan{CacheCap: p.CacheCap, CacheBytes: p.CacheBytes, Evict: []sweep.Eviction{}, Skipped: []sweep.Skip{}, OverSoft: []sweep.OverSoft{}}
 	for _, e := range p.Evict {
-		if contains(names, e.Project) {
+		if slices.Contains(names, e.Project) {
 			out.Evict = append(out.Evict, e)
 		}
 	}

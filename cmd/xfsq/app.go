@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -935,7 +936,7 @@ func cmdSweep(e env) error {
 		}
 		o.Apply = &plan
 		for _, ev := range plan.Evict {
-			if !contains(o.Projects, ev.Project) {
+			if !slices.Contains(o.Projects, ev.Project) {
 				o.Projects = append(o.Projects, ev.Project)
 			}
 		}
@@ -983,11 +984,3 @@ func cmdSweep(e env) error {
 	})
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
