@@ -173,7 +173,6 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	return out, err
 }
 
-
 func newSweepID() string {
 	b := make([]byte, 4)
 	rand.Read(b)

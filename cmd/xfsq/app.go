@@ -983,4 +983,3 @@ func cmdSweep(e env) error {
 		})
 	})
 }
-
