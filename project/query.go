@@ -177,11 +177,6 @@ type Admission struct {
 	Trees    []TreeStatus `json:"trees"`
 }
 
-// DenyError is returned by callers that turn a deny into a failure.
-type DenyError struct{ Admission Admission }
-
-func (e *DenyError) Error() string { return e.Admission.Message }
-
 // Check decides admission from every tree of the project: deny at or over a
 // hard limit, or over a soft limit past its grace; warn over a soft limit
 // within grace; ok otherwise.

@@ -43,10 +43,6 @@ type SweepOutcome struct {
 // Policy reads the retention settings.
 func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
 	var p sweep.Policy
-	get := func(key string) (string, error) {
-		v, err := m.setting(ctx, key)
-		return v.Value, err
-	}
 	durations := map[string]*time.Duration{"cache_min_age": &p.CacheMinAge, "workspace_trash_age": &p.TrashAge, "busy_grace": &p.BusyGrace, "scratch_ttl": &p.ScratchTTL}
 	for key, dst := range durations {
 		v, err := m.setting(ctx, key)
@@ -55,14 +51,16 @@ func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
 		}
 		*dst = v.Duration()
 	}
-	v, err := m.setting(ctx, "cache_quota_per_project")
+	quota, err := m.setting(ctx, "cache_quota_per_project")
 	if err != nil {
 		return p, err
 	}
-	p.CacheQuotaPerProject = v.Bytes()
-	globs, err := get("workspace_trash_globs")
-	p.TrashGlobs = strings.Split(globs, ",")
-	return p, err
+	globs, err := m.setting(ctx, "workspace_trash_globs")
+	if err != nil {
+		return p, err
+	}
+	p.CacheQuotaPerProject, p.TrashGlobs = quota.Bytes(), strings.Split(globs.Value, ",")
+	return p, nil
 }
 
 // Sweep plans and (unless a dry run) executes retention cleanup.
@@ -155,10 +153,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		return out, err
 	}
 	x := &sweep.Executor{SweepID: out.SweepID, Root: root, RootDir: m.Root, RootDev: st.Dev, Policy: policy, Now: m.now, Budget: o.Budget,
-		Leased: func(ctx context.Context, p string) (bool, error) {
-			active, err := m.Store.ActiveLeases(ctx, m.now())
-			return len(active[p]) > 0, err
-		},
+		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
 		Journal: func(ctx context.Context, p string, r sweep.Record) error {
 			return m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventEvicted, p, m.Actor, r) })
 		}}

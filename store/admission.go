@@ -259,20 +259,6 @@ func (s *Store) Release(ctx context.Context, id int64) error {
 	})
 }
 
-// ReclaimExpired deletes expired reservations and returns them.
-func (s *Store) ReclaimExpired(ctx context.Context) ([]Reservation, error) {
-	var out []Reservation
-	err := s.InTx(ctx, func(tx *Tx) error {
-		if err := tx.admissionLock(ctx); err != nil {
-			return err
-		}
-		var err error
-		out, err = tx.reclaimExpired(ctx, time.Now())
-		return err
-	})
-	return out, err
-}
-
 // Reservations lists the live and expired reservations of this host.
 func (s *Store) Reservations(ctx context.Context) ([]Reservation, error) {
 	var out []Reservation

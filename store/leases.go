@@ -60,3 +60,11 @@ func (s *Store) ActiveLeases(ctx context.Context, now time.Time) (map[string][]s
 	}
 	return active, nil
 }
+
+// Leased reports whether a project holds an unexpired lease at now: the
+// sweeper asks it before every deletion, so it reads one project only.
+func (s *Store) Leased(ctx context.Context, project string, now time.Time) (bool, error) {
+	var n int
+	err := s.get(ctx, &n, `SELECT COUNT(*) FROM leases WHERE host = ? AND project = ? AND expires_at > ?`, s.Host, project, toMicros(now))
+	return n > 0, err
+}

@@ -317,5 +317,10 @@ func TestLeases(t *testing.T) {
 		if active, _ := s.ActiveLeases(ctx, now); len(active["omni"]) != 0 {
 			t.Errorf("after release: %v", active)
 		}
+		for project, want := range map[string]bool{"omni": false, "other": true, "nobody": false} {
+			if got, err := s.Leased(ctx, project, now); err != nil || got != want {
+				t.Errorf("Leased(%s) = %v, %v; want %v (run-2's lease had expired)", project, got, err, want)
+			}
+		}
 	})
 }

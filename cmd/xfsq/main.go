@@ -75,13 +75,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 func exitCode(err error) int {
 	var input *project.InputError
 	var usage *usageError
-	var deny *project.DenyError
 	var limit *quota.LimitError
 	var path *files.PathError
 	switch {
 	case errors.As(err, &usage), errors.As(err, &input), errors.As(err, &path):
 		return exitUsage
-	case errors.As(err, &deny), errors.As(err, &limit):
+	case errors.As(err, &limit):
 		return exitDenied
 	}
 	return exitFailed
