@@ -282,6 +282,10 @@ func (w *walker) entries(fd int, rel string, a *agg, top *fileHeap) []string {
 	buf := *bp
 	var subdirs []string
 	var t totals
+	// The first stat of a directory is timed: if it came from the cache, so
+	// will its neighbours (same inode table blocks), and the rest are made
+	// as raw syscalls; if it went to the disk, the rest may too.
+	first, mayBlock := true, true
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err != nil {
@@ -309,7 +313,15 @@ func (w *walker) entries(fd int, rel string, a *agg, top *fileHeap) []string {
 			}
 			// fstatat straight from the getdents buffer: no string per file.
 			var st unix.Stat_t
-			if err := fstatat(fd, &rec[0], &st); err != nil {
+			var err error
+			if first {
+				start := time.Now()
+				err = fstatat(fd, &rec[0], &st, true)
+				first, mayBlock = false, time.Since(start) > cachedStat
+			} else {
+				err = fstatat(fd, &rec[0], &st, mayBlock)
+			}
+			if err != nil {
 				w.errors.Add(1) // vanished since getdents
 				continue
 			}
@@ -338,6 +350,11 @@ func (w *walker) entries(fd int, rel string, a *agg, top *fileHeap) []string {
 	a.mu.Unlock()
 	return subdirs
 }
+
+// cachedStat is the longest a stat answered from the kernel's caches takes
+// (about a microsecond; the rest is room for a preemption). A stat that
+// reads the disk takes tens of microseconds at the least.
+const cachedStat = 25 * time.Microsecond
 
 // firstLink reports whether this is the first sighting of a multiply-linked inode.
 func (w *walker) firstLink(st *unix.Stat_t) bool {

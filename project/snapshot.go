@@ -2,7 +2,6 @@ package project
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -95,10 +94,7 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 			s.KernelBytes, snap.KernelBytes = &q.Bytes, int64(q.Bytes)
 		}
 	}
-	tree, _ := json.Marshal(struct {
-		inventory.Node
-		TopFiles []inventory.File `json:"top_files"`
-	}{s.Node, s.TopFiles})
+	tree := inventory.AppendJSON(nil, &s.Node, s.TopFiles)
 	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
 		if err := tx.AddSnapshot(ctx, snap, tree); err != nil {
 			return err

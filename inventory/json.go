@@ -1,0 +1,97 @@
+package inventory
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// AppendJSON appends the JSON of a walk's tree and top files — the object
+// {Node fields…, "top_files": […]} — to b, byte for byte what encoding/json
+// makes of struct{ Node; TopFiles []File `json:"top_files"` }.
+//
+// Why not encoding/json: a depth-3 snapshot of a big tree has thousands of
+// nodes, and reflection spends more time on them (~9 ms for 4,300 nodes)
+// than storing them takes. TestAppendJSONMatchesEncodingJSON and
+// FuzzAppendJSON hold it to encoding/json's output.
+func AppendJSON(b []byte, root *Node, top []File) []byte {
+	b = slices.Grow(b, jsonSize(root)+len(top)*64) // one allocation, not a dozen copies
+	b = appendNodeFields(b, root)
+	b = append(b, `,"top_files":`...)
+	if top == nil {
+		return append(b, "null}"...)
+	}
+	b = append(b, '[')
+	for i, f := range top {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"path":`...)
+		b = appendString(b, f.Path)
+		b = append(b, `,"size_bytes":`...)
+		b = strconv.AppendUint(b, f.SizeBytes, 10)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// jsonSize estimates the bytes of n's JSON: its paths plus the fixed part
+// of each node (keys, a 30-byte mtime, typical numbers).
+func jsonSize(n *Node) int {
+	size := len(n.Path) + 150
+	for _, c := range n.Children {
+		size += jsonSize(c)
+	}
+	return size
+}
+
+func appendNode(b []byte, n *Node) []byte {
+	if n == nil {
+		return append(b, "null"...)
+	}
+	return append(appendNodeFields(b, n), '}')
+}
+
+// appendNodeFields appends a node's object without its closing brace.
+func appendNodeFields(b []byte, n *Node) []byte {
+	b = append(b, `{"path":`...)
+	b = appendString(b, n.Path)
+	b = append(b, `,"size_bytes":`...)
+	b = strconv.AppendUint(b, n.SizeBytes, 10)
+	b = append(b, `,"apparent_bytes":`...)
+	b = strconv.AppendUint(b, n.ApparentBytes, 10)
+	b = append(b, `,"files":`...)
+	b = strconv.AppendUint(b, n.Files, 10)
+	b = append(b, `,"dirs":`...)
+	b = strconv.AppendUint(b, n.Dirs, 10)
+	b = append(b, `,"mtime":"`...)
+	b = n.Mtime.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	if len(n.Children) > 0 {
+		b = append(b, `,"children":[`...)
+		for i, c := range n.Children {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendNode(b, c)
+		}
+		b = append(b, ']')
+	}
+	return b
+}
+
+// appendString quotes s as encoding/json does. Plain printable ASCII, what
+// nearly every path is, is copied; anything else (control bytes, quotes,
+// HTML-sensitive <>&, non-ASCII, invalid UTF-8) is left to encoding/json.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
