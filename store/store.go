@@ -52,8 +52,13 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		// transaction take the write lock at BEGIN, so read-then-write
 		// transactions (ID allocation, reservations) are serialised across
 		// processes instead of failing at commit.
+		//
+		// synchronous(FULL) syncs the WAL at every commit: a journal record
+		// (a sweep's "pending" above all) is on disk before the deletion it
+		// announces, power loss or not. NORMAL would only survive a crash of
+		// the process.
 		s.db, err = sqlx.Open("sqlite", "file:"+dsn+
-			"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+			"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate")
 	}
 	if err != nil {
 		return nil, err

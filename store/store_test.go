@@ -324,3 +324,33 @@ func TestLeases(t *testing.T) {
 		}
 	})
 }
+
+// A journal record must reach the disk before the deletion it announces, so
+// every SQLite connection syncs the WAL at commit (PostgreSQL does by default).
+func TestSQLiteCommitsAreDurable(t *testing.T) {
+	s := open(t, t.TempDir()+"/x.db")
+	s.db.SetMaxOpenConns(3)
+	var wg sync.WaitGroup
+	for range 3 { // several pooled connections: each must carry the pragmas
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tx, err := s.db.Beginx()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer tx.Rollback()
+			var mode string
+			var sync int
+			if err := tx.Get(&mode, `PRAGMA journal_mode`); err != nil || mode != "wal" {
+				t.Errorf("journal_mode %q (%v), want wal", mode, err)
+			}
+			if err := tx.Get(&sync, `PRAGMA synchronous`); err != nil || sync != 2 {
+				t.Errorf("synchronous = %d (%v), want 2 (FULL)", sync, err)
+			}
+			time.Sleep(20 * time.Millisecond) // hold the connection so the others open their own
+		}()
+	}
+	wg.Wait()
+}
