@@ -42,14 +42,14 @@ esac
 
 work=$(mktemp -d)
 trap 'mountpoint -q "$work/mnt" 2>/dev/null && umount "$work/mnt"; rm -rf "$work"' EXIT
-go build -o "$work/xfsq" ./cmd/xfsq
+CGO_ENABLED=0 go build -o "$work/xfsq" ./cmd/xfsq
 if [ "$(id -u)" = 0 ] && [ -e /proc/fs/xfs/xqm ] && command -v mkfs.xfs >/dev/null; then
 	scripts/loopback-xfs.sh create "$work/xfs.img" 300M
 	scripts/loopback-xfs.sh mount "$work/xfs.img" "$work/mnt"
 	tour "$work/xfsq" "$work/mnt"
 elif command -v linux.uml >/dev/null && command -v mkfs.xfs >/dev/null; then
 	echo "(this kernel cannot enforce XFS project quotas: booting the user-mode Linux test kernel)"
-	go build -o "$work/umlrun" ./internal/kerneltest/umlrun
+	CGO_ENABLED=0 go build -o "$work/umlrun" ./internal/kerneltest/umlrun
 	"$work/umlrun" -mem 512M /bin/bash "$PWD/scripts/demo.sh" --inside "$work/xfsq"
 else
 	echo "(no kernel XFS quotas and no user-mode-linux: using the fallback backend on a temporary directory;"

@@ -17,7 +17,7 @@ args=(-test.run '^$' -test.count "$count" -test.benchmem=false)
 if [ -e /proc/fs/xfs/xqm ] && [ "$(id -u)" = 0 ]; then
 	run=("$out/xfs.test")
 else
-	go build -o "$out/umlrun" ./internal/kerneltest/umlrun
+	CGO_ENABLED=0 go build -o "$out/umlrun" ./internal/kerneltest/umlrun
 	run=("$out/umlrun" -mem 1G -timeout 60m "$out/xfs.test")
 fi
 # Reading usage is fast: many iterations per run. Assigning is slow: one.

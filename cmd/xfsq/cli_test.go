@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		bin := filepath.Join(dir, "xfsq")
-		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		build := exec.Command("go", "build", "-o", bin, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0") // as shipped: static, no cgo
+		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build xfsq: %v\n%s", err, out)
 			os.Exit(1)
 		}
