@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/xfsq/xfsq/store"
@@ -14,7 +15,9 @@ import (
 // RunRule says what a run name may be: it names scratch/PROJECT/RUN.
 const RunRule = "1-128 characters of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit"
 
-var runPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+// Compiled on first use: the bounded repetition makes a large program,
+// ~0.3 ms that every other command would pay at start-up.
+var runPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`) })
 
 // MaxLeaseTTL bounds a lease: a forgotten lease must not shield a project for ever.
 const MaxLeaseTTL = 7 * 24 * time.Hour
@@ -44,7 +47,7 @@ func (m *Manager) ReleaseLease(ctx context.Context, name, run string) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
-	if !runPattern.MatchString(run) {
+	if !runPattern().MatchString(run) {
 		return inputErrorf("run name %q is invalid: use %s", run, RunRule)
 	}
 	var had bool
@@ -77,7 +80,7 @@ func (m *Manager) checkLease(ctx context.Context, name, run string) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
-	if !runPattern.MatchString(run) {
+	if !runPattern().MatchString(run) {
 		return inputErrorf("run name %q is invalid: use %s", run, RunRule)
 	}
 	p, err := m.Store.Project(ctx, name)

@@ -17,6 +17,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/xfsq/xfsq/quota"
@@ -62,14 +63,15 @@ var (
 	ErrNotFound = errors.New("not found")
 )
 
-var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+// Compiled on first use (see runPattern).
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`) })
 
 // NameRule says what a project name may be.
 const NameRule = "1-63 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit"
 
 // ValidateName enforces NameRule.
 func ValidateName(name string) error {
-	if !namePattern.MatchString(name) {
+	if !namePattern().MatchString(name) {
 		return inputErrorf("project name %q is invalid: use %s", name, NameRule)
 	}
 	return nil
