@@ -95,3 +95,42 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// Shallow returns root cut to at most maxNodes nodes by dropping whole
+// levels from the bottom: the deepest depth whose nodes, with all above
+// them, fit. A stored tree stays bounded even for a depth-8 walk of a huge
+// tree (20^8 possible nodes), and what is kept is complete to its depth.
+// root itself is always kept; nodes are shared with root, not copied,
+// except those whose children were cut.
+func Shallow(root *Node, maxNodes int) *Node {
+	total, depth := 1, 0
+	for level := []*Node{root}; ; depth++ {
+		var next []*Node
+		for _, n := range level {
+			next = append(next, n.Children...)
+		}
+		if len(next) == 0 || total+len(next) > maxNodes {
+			break
+		}
+		total += len(next)
+		level = next
+	}
+	return cut(root, depth)
+}
+
+// cut copies the nodes down to depth and drops their children there.
+func cut(n *Node, depth int) *Node {
+	if len(n.Children) == 0 {
+		return n
+	}
+	c := *n
+	if depth == 0 {
+		c.Children = nil
+		return &c
+	}
+	c.Children = make([]*Node, len(n.Children))
+	for i, ch := range n.Children {
+		c.Children[i] = cut(ch, depth-1)
+	}
+	return &c
+}

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -54,4 +55,43 @@ func FuzzAppendJSON(f *testing.F) {
 		root := &Node{Path: p1, SizeBytes: size, Mtime: mt, Children: []*Node{{Path: p2, Files: size, Mtime: mt}}}
 		checkAppendJSON(t, root, []File{{Path: p2, SizeBytes: size}})
 	})
+}
+
+func TestShallow(t *testing.T) {
+	// A tree with 1 root, 3 children, 6 grandchildren, 12 great-grandchildren.
+	root := &Node{Path: "."}
+	for i := range 3 {
+		c := &Node{Path: fmt.Sprint(i)}
+		for j := range 2 {
+			g := &Node{Path: fmt.Sprint(i, "/", j)}
+			for k := range 2 {
+				g.Children = append(g.Children, &Node{Path: fmt.Sprint(i, "/", j, "/", k)})
+			}
+			c.Children = append(c.Children, g)
+		}
+		root.Children = append(root.Children, c)
+	}
+	count := func(n *Node) (nodes, depth int) {
+		var walk func(*Node, int)
+		walk = func(n *Node, d int) {
+			nodes++
+			depth = max(depth, d)
+			for _, c := range n.Children {
+				walk(c, d+1)
+			}
+		}
+		walk(n, 0)
+		return
+	}
+	for _, tc := range []struct{ max, nodes, depth int }{
+		{1, 1, 0}, {3, 1, 0}, {4, 4, 1}, {9, 4, 1}, {10, 10, 2}, {21, 10, 2}, {22, 22, 3}, {1000, 22, 3},
+	} {
+		got := Shallow(root, tc.max)
+		if nodes, depth := count(got); nodes != tc.nodes || depth != tc.depth {
+			t.Errorf("Shallow(max %d): %d nodes to depth %d, want %d to depth %d", tc.max, nodes, depth, tc.nodes, tc.depth)
+		}
+	}
+	if n, d := count(root); n != 22 || d != 3 {
+		t.Fatalf("Shallow changed its input: %d nodes, depth %d", n, d)
+	}
 }

@@ -79,6 +79,11 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 	return out, nil
 }
 
+// maxStoredNodes bounds the full tree kept of each snapshot: a default walk
+// (depth 3, top 20: at most 8,421 nodes) is kept whole, a deeper one loses
+// its lowest levels (about 150 bytes of JSON a node, so at most ~1.5 MB).
+var maxStoredNodes = 10_000
+
 func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory.Options) TreeSnapshot {
 	s := TreeSnapshot{Project: t.Project, Area: t.Area, At: time.Now().UTC()}
 	res, err := inventory.Walk(m.abs(t.Path), opts)
@@ -94,7 +99,7 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 			s.KernelBytes, snap.KernelBytes = &q.Bytes, int64(q.Bytes)
 		}
 	}
-	tree := inventory.AppendJSON(nil, &s.Node, s.TopFiles)
+	tree := inventory.AppendJSON(nil, inventory.Shallow(&s.Node, maxStoredNodes), s.TopFiles)
 	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
 		if err := tx.AddSnapshot(ctx, snap, tree); err != nil {
 			return err
