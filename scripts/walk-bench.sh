@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # walk-bench.sh — the inventory benchmarks recorded in BENCHMARKS.md:
-# `xfsq snapshot` (depth 3, top 20) against `du -s` on the same warm tree
-# of 200,000 files, the walker alone against du and filepath.WalkDir+Lstat,
-# and peak RSS of a snapshot of 1,000,000 files.
+# `xfsq snapshot` (depth 3, top 20) against `du -s` on the same warm trees
+# of 200,000 and 1,000,000 files, the walker alone against du and
+# filepath.WalkDir+Lstat, and peak RSS of a snapshot of 1,000,000 files.
 #
 #   scripts/walk-bench.sh [BENCH_DIR]     default /var/tmp/xfsq-bench (≈10 GB free needed)
 #
@@ -37,8 +37,18 @@ print(f"medians: du -s {m[0]:.1f} ms, xfsq snapshot {m[1]:.1f} ms, ratio {m[1]/m
 PY
 echo "== the walker alone, du -s and filepath.WalkDir+Lstat, same tree (go test -bench)"
 XFSQ_BENCH_TREE="$B/projects/bench200k" go test -run '^$' -bench BenchmarkWalk -benchtime 8x -count 5 ./inventory/ | grep '^Benchmark'
-echo "== peak RSS, 1,000,000 files"
+echo "== xfsq snapshot vs du -s, 1,000,000 files"
 du -s "$B/projects/bench1m" >/dev/null
+hyperfine -N --warmup 1 --runs 7 --export-json "$B/hyperfine-1m.json" \
+	"du -s $B/projects/bench1m" \
+	"$bin --root $B snapshot bench1m --area workspace --depth 3 --top 20"
+python3 - "$B/hyperfine-1m.json" <<'PY2'
+import json, statistics, sys
+r = json.load(open(sys.argv[1]))["results"]
+m = [statistics.median(x["times"]) * 1000 for x in r]
+print(f"medians: du -s {m[0]:.1f} ms, xfsq snapshot {m[1]:.1f} ms, ratio {m[1]/m[0]:.3f}")
+PY2
+echo "== peak RSS, 1,000,000 files"
 for i in 1 2 3; do
 	/usr/bin/time -f "xfsq snapshot: max RSS %M KiB, wall %e s" "$bin" --root "$B" snapshot bench1m --area workspace --depth 3 --top 20 2>&1 >/dev/null | tail -1
 	/usr/bin/time -f "du -s:          max RSS %M KiB, wall %e s" du -s "$B/projects/bench1m" 2>&1 >/dev/null | tail -1
