@@ -35,9 +35,17 @@ func (t *Tx) AppendEvent(ctx context.Context, typ, project, actor string, payloa
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(ctx, `INSERT INTO events (at, type, host, project, actor, payload) VALUES (?, ?, ?, ?, ?, ?)`,
-		toMicros(time.Now()), typ, t.s.Host, project, actor, string(data))
-	return err
+	const insert = `INSERT INTO events (at, type, host, project, actor, payload) VALUES (?, ?, ?, ?, ?, ?)`
+	args := []any{toMicros(time.Now()), typ, t.s.Host, project, actor, string(data)}
+	if typ != EventEvicted {
+		_, err = t.exec(ctx, insert, args...)
+		return err
+	}
+	var id int64
+	if err := t.get(ctx, &id, insert+` RETURNING id`, args...); err != nil {
+		return err
+	}
+	return t.trackEviction(ctx, id, data)
 }
 
 // EventFilter selects events; zero fields select everything.

@@ -3,12 +3,14 @@ package store
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 )
 
 // migrations are applied in order, each once; never edit a released one,
-// append a new one. {{serial}} is the dialect's auto-increment key.
+// append a new one. {{serial}} is the dialect's auto-increment key and
+// {{json COLUMN FIELD}} a JSON field's text (see dialect).
 var migrations = []string{
 	// 1: the registry, the journal, settings and leases.
 	`CREATE TABLE projects (
@@ -130,13 +132,43 @@ var migrations = []string{
 		at      BIGINT NOT NULL,
 		PRIMARY KEY (host, project)
 	);`,
+	// 5: deletions journalled as pending and not yet confirmed, kept beside
+	// the journal so that finding them does not read every storage.evicted
+	// record ever written. Filled from the journal once: the latest record
+	// of each (sweep, path) when it is a pending one.
+	`CREATE TABLE evictions_pending (
+		host     TEXT   NOT NULL,
+		sweep_id TEXT   NOT NULL,           -- '' outside sweeps (purge, files rm)
+		path     TEXT   NOT NULL,
+		event_id BIGINT NOT NULL,           -- the pending record in events
+		PRIMARY KEY (host, sweep_id, path)
+	);
+	INSERT INTO evictions_pending (host, sweep_id, path, event_id)
+	SELECT e.host, COALESCE({{json e.payload sweep_id}}, ''), COALESCE({{json e.payload path}}, ''), e.id
+	FROM events e
+	WHERE e.type = 'storage.evicted' AND {{json e.payload state}} = 'pending'
+	AND NOT EXISTS (
+		SELECT 1 FROM events l
+		WHERE l.type = 'storage.evicted' AND l.host = e.host AND l.id > e.id
+		AND COALESCE({{json l.payload sweep_id}}, '') = COALESCE({{json e.payload sweep_id}}, '')
+		AND COALESCE({{json l.payload path}}, '') = COALESCE({{json e.payload path}}, '')
+	);`,
+}
+
+// jsonField matches {{json COLUMN FIELD}}: the text of a top-level field of
+// a JSON column, in the dialect's syntax.
+var jsonField = regexp.MustCompile(`\{\{json ([a-z_.]+) ([a-z_]+)\}\}`)
+
+// dialect rewrites a migration's placeholders for SQLite or PostgreSQL.
+func dialect(migration string, postgres bool) string {
+	serial, json := "INTEGER PRIMARY KEY AUTOINCREMENT", "json_extract($1, '$$.$2')"
+	if postgres {
+		serial, json = "BIGSERIAL PRIMARY KEY", "($1::json ->> '$2')"
+	}
+	return jsonField.ReplaceAllString(strings.ReplaceAll(migration, "{{serial}}", serial), json)
 }
 
 func (s *Store) migrate(ctx context.Context) error {
-	serial := "INTEGER PRIMARY KEY AUTOINCREMENT"
-	if s.postgres {
-		serial = "BIGSERIAL PRIMARY KEY"
-	}
 	return s.InTx(ctx, func(tx *Tx) error {
 		// Two processes starting at once must not both migrate.
 		if err := tx.lock(ctx, "xfsq-migrate"); err != nil {
@@ -154,7 +186,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("the database is at schema version %d, newer than this xfsq knows (%d): upgrade xfsq", current, len(migrations))
 		}
 		for v := current + 1; v <= len(migrations); v++ {
-			for _, stmt := range statements(strings.ReplaceAll(migrations[v-1], "{{serial}}", serial)) {
+			for _, stmt := range statements(dialect(migrations[v-1], s.postgres)) {
 				if strings.TrimSpace(stmt) == "" {
 					continue
 				}

@@ -354,3 +354,96 @@ func TestSQLiteCommitsAreDurable(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// evicted journals one storage.evicted record as the sweeper, purge and
+// file layer do.
+func evicted(t *testing.T, s *Store, project, sweep, path, state string) {
+	t.Helper()
+	rec := map[string]any{"path": path, "state": state}
+	if sweep != "" {
+		rec["sweep_id"] = sweep
+	}
+	if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEvent(ctx, EventEvicted, project, "t", rec) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func pendingPaths(t *testing.T, s *Store) []string {
+	t.Helper()
+	pending, err := s.PendingEvictions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pending {
+		sweep, _ := p.Record["sweep_id"].(string)
+		out = append(out, fmt.Sprintf("%s %s:%s", p.Project, sweep, p.Record["path"]))
+	}
+	return out
+}
+
+func TestPendingEvictions(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s, other := open(t, dsn), open(t, dsn)
+		other.Host = "host-b"
+		evicted(t, s, "omni", "s1", "cache/omni/a", "pending")
+		evicted(t, s, "omni", "s1", "cache/omni/b", "pending")
+		evicted(t, s, "omni", "s1", "cache/omni/a", "done")
+		evicted(t, s, "omni", "", "projects/omni", "pending") // a purge: no sweep
+		evicted(t, s, "beta", "s2", "cache/beta/c", "pending")
+		evicted(t, s, "beta", "s2", "cache/beta/c", "failed")
+		evicted(t, s, "beta", "s3", "cache/beta/c", "pending") // a later sweep, same path
+		evicted(t, other, "omni", "s9", "cache/omni/z", "pending")
+		want := []string{"omni s1:cache/omni/b", "omni :projects/omni", "beta s3:cache/beta/c"}
+		if got := pendingPaths(t, s); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("pending: %q, want %q", got, want)
+		}
+		if got := pendingPaths(t, other); fmt.Sprint(got) != "[omni s9:cache/omni/z]" {
+			t.Errorf("pending on the other host: %q", got)
+		}
+		for _, k := range [][2]string{{"s1", "cache/omni/b"}, {"", "projects/omni"}, {"s3", "cache/beta/c"}} {
+			evicted(t, s, "x", k[0], k[1], "done")
+		}
+		if got := pendingPaths(t, s); len(got) != 0 {
+			t.Errorf("pending after every deletion was settled: %q", got)
+		}
+	})
+}
+
+// Migration 5 fills evictions_pending from a journal written before it.
+func TestPendingEvictionsMigratedFromTheJournal(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		all := migrations
+		migrations = all[:4]
+		old, err := Open(ctx, dsn, "host-a")
+		migrations = all
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range []struct{ host, project, payload string }{
+			{"host-a", "omni", `{"sweep_id":"s1","path":"cache/omni/a","state":"pending"}`},
+			{"host-a", "omni", `{"sweep_id":"s1","path":"cache/omni/b","state":"pending"}`},
+			{"host-a", "omni", `{"sweep_id":"s1","path":"cache/omni/a","state":"done"}`},
+			{"host-a", "omni", `{"path":"projects/omni","state":"pending","reason":"purge"}`},
+			{"host-a", "beta", `{"sweep_id":"s2","path":"cache/beta/c","state":"pending"}`},
+			{"host-a", "beta", `{"sweep_id":"s2","path":"cache/beta/c","state":"pending"}`},
+			{"host-b", "omni", `{"sweep_id":"s9","path":"cache/omni/z","state":"pending"}`},
+			{"host-a", "omni", `{"name":"omni"}`},
+		} {
+			typ := EventEvicted
+			if i == 7 {
+				typ = EventProjectAdded
+			}
+			if _, err := old.db.Exec(old.db.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (?, ?, ?, ?, 't', ?)`),
+				i, typ, r.host, r.project, r.payload); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old.Close()
+		s := open(t, dsn) // migrates to 5
+		want := []string{"omni s1:cache/omni/b", "omni :projects/omni", "beta s2:cache/beta/c"}
+		if got := pendingPaths(t, s); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("pending after the migration: %q, want %q", got, want)
+		}
+	})
+}

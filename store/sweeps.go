@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -52,39 +53,46 @@ type PendingEviction struct {
 	Record  map[string]any
 }
 
-// PendingEvictions finds pending storage.evicted records without a later
-// record for the same sweep and path.
+// evictionKey is what identifies one deletion across its records.
+type evictionKey struct {
+	SweepID string `json:"sweep_id"`
+	Path    string `json:"path"`
+	State   string `json:"state"`
+}
+
+// trackEviction keeps evictions_pending in step with the storage.evicted
+// record id (payload data) just written in the same transaction: a pending
+// record enters it, any later record of the same sweep and path leaves it.
+func (t *Tx) trackEviction(ctx context.Context, id int64, data []byte) error {
+	var k evictionKey
+	if err := json.Unmarshal(data, &k); err != nil {
+		return err
+	}
+	if k.State == "pending" {
+		_, err := t.exec(ctx, `INSERT INTO evictions_pending (host, sweep_id, path, event_id) VALUES (?, ?, ?, ?)
+			ON CONFLICT (host, sweep_id, path) DO UPDATE SET event_id = excluded.event_id`, t.s.Host, k.SweepID, k.Path, id)
+		return err
+	}
+	_, err := t.exec(ctx, `DELETE FROM evictions_pending WHERE host = ? AND sweep_id = ? AND path = ?`, t.s.Host, k.SweepID, k.Path)
+	return err
+}
+
+// PendingEvictions finds this host's pending storage.evicted records that
+// no later record of the same sweep and path has settled, oldest first.
 func (s *Store) PendingEvictions(ctx context.Context) ([]PendingEviction, error) {
 	var rows []eventRow
-	if err := s.sel(ctx, &rows, `SELECT id, at, type, host, project, actor, payload FROM events WHERE host = ? AND type = ? ORDER BY id`,
-		s.Host, EventEvicted); err != nil {
+	if err := s.sel(ctx, &rows, `SELECT e.id, e.at, e.type, e.host, e.project, e.actor, e.payload
+		FROM evictions_pending p JOIN events e ON e.id = p.event_id
+		WHERE p.host = ? ORDER BY e.id`, s.Host); err != nil {
 		return nil, err
 	}
-	type key struct{ sweep, path string }
-	pending := map[key]PendingEviction{}
-	var order []key
+	out := make([]PendingEviction, 0, len(rows))
 	for _, r := range rows {
 		var rec map[string]any
-		if json.Unmarshal([]byte(r.Payload), &rec) != nil {
-			continue
+		if err := json.Unmarshal([]byte(r.Payload), &rec); err != nil {
+			return nil, fmt.Errorf("journal record %d: %w", r.ID, err)
 		}
-		sweep, _ := rec["sweep_id"].(string)
-		path, _ := rec["path"].(string)
-		k := key{sweep, path}
-		if rec["state"] == "pending" {
-			if _, seen := pending[k]; !seen {
-				order = append(order, k)
-			}
-			pending[k] = PendingEviction{Project: r.Project, Record: rec}
-		} else {
-			delete(pending, k)
-		}
-	}
-	var out []PendingEviction
-	for _, k := range order {
-		if p, ok := pending[k]; ok {
-			out = append(out, p)
-		}
+		out = append(out, PendingEviction{Project: r.Project, Record: rec})
 	}
 	return out, nil
 }
