@@ -32,6 +32,13 @@ type Options struct {
 	// Progress, if set, is called about every 200ms with the running totals,
 	// and once more with the final ones.
 	Progress func(Progress)
+	// RawStat makes the stats of entries that the kernel answers from its
+	// caches as raw syscalls, unseen by the Go scheduler: a warm walk is ~8 %
+	// faster. A raw stat that does block (a failing disk) holds its thread's
+	// P until it returns, which can stall every other goroutine and the
+	// garbage collector. Only for a process with nothing else to run (the
+	// CLI), never for a server.
+	RawStat bool
 }
 
 // MaxDepth is the deepest aggregation a walk keeps.
@@ -282,10 +289,10 @@ func (w *walker) entries(fd int, rel string, a *agg, top *fileHeap) []string {
 	buf := *bp
 	var subdirs []string
 	var t totals
-	// The first stat of a directory is timed: if it came from the cache, so
-	// will its neighbours (same inode table blocks), and the rest are made
-	// as raw syscalls; if it went to the disk, the rest may too.
-	first, mayBlock := true, true
+	// With RawStat, the first stat of a directory is timed: if it came from
+	// the cache, so will its neighbours (same inode table blocks), and the
+	// rest are made as raw syscalls; if it went to the disk, the rest may too.
+	first, mayBlock := w.opts.RawStat, true
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err != nil {

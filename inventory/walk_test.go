@@ -122,47 +122,51 @@ func TestWalkMatchesDu(t *testing.T) {
 	} else if os.Getenv("CI") == "true" {
 		t.Fatal("the nested-mount case needs root")
 	}
-	res, err := Walk(dir, Options{Depth: 8, TopK: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Partial || res.Errors != 0 {
-		t.Errorf("partial %v errors %d", res.Partial, res.Errors)
-	}
-	r := res.Root
-	if want := duTotal(t, du(t, 0, "-x", "-s", "--block-size=1", dir)); r.SizeBytes != want {
-		t.Errorf("allocated bytes %d, du says %d", r.SizeBytes, want)
-	}
-	if want := duTotal(t, du(t, 0, "-x", "-s", "--apparent-size", "--block-size=1", dir)); r.ApparentBytes != want {
-		t.Errorf("apparent bytes %d, du --apparent-size says %d", r.ApparentBytes, want)
-	}
-	if want := duTotal(t, du(t, 0, "-x", "-s", "--inodes", dir)); r.Files+r.Dirs != want {
-		t.Errorf("files %d + dirs %d = %d, du --inodes says %d", r.Files, r.Dirs, r.Files+r.Dirs, want)
-	}
-	// Every directory du lists to depth 3 has the same size in the tree.
-	for _, line := range strings.Split(strings.TrimSpace(du(t, 0, "-x", "-d", "3", "--block-size=1", dir)), "\n") {
-		f := strings.SplitN(line, "\t", 2)
-		want, _ := strconv.ParseUint(f[0], 10, 64)
-		rel, _ := filepath.Rel(dir, f[1])
-		n := nodeAt(r, rel)
-		if n == nil {
-			t.Errorf("du lists %s, the walk has no node for it", rel)
-			continue
-		}
-		if n.SizeBytes != want {
-			t.Errorf("%s: %d bytes, du -d 3 says %d", rel, n.SizeBytes, want)
-		}
-	}
-	if nodeAt(r, "a/mnt") != nil && nodeAt(r, "a/mnt").SizeBytes > 0 {
-		t.Error("the walk entered the tmpfs mounted inside the tree")
-	}
-	if len(res.TopFiles) == 0 || res.TopFiles[0].Path != "big/huge" {
-		t.Errorf("largest file %+v, want big/huge first", res.TopFiles[:min(3, len(res.TopFiles))])
-	}
-	for _, f := range res.TopFiles {
-		if strings.Contains(f.Path, "link-to") || strings.Contains(f.Path, "out-of-tree") {
-			t.Errorf("top files went through a symlink: %s", f.Path)
-		}
+	for _, raw := range []bool{false, true} { // both ways of making the stats
+		t.Run(fmt.Sprintf("RawStat=%v", raw), func(t *testing.T) {
+			res, err := Walk(dir, Options{Depth: 8, TopK: 1000, RawStat: raw})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Partial || res.Errors != 0 {
+				t.Errorf("partial %v errors %d", res.Partial, res.Errors)
+			}
+			r := res.Root
+			if want := duTotal(t, du(t, 0, "-x", "-s", "--block-size=1", dir)); r.SizeBytes != want {
+				t.Errorf("allocated bytes %d, du says %d", r.SizeBytes, want)
+			}
+			if want := duTotal(t, du(t, 0, "-x", "-s", "--apparent-size", "--block-size=1", dir)); r.ApparentBytes != want {
+				t.Errorf("apparent bytes %d, du --apparent-size says %d", r.ApparentBytes, want)
+			}
+			if want := duTotal(t, du(t, 0, "-x", "-s", "--inodes", dir)); r.Files+r.Dirs != want {
+				t.Errorf("files %d + dirs %d = %d, du --inodes says %d", r.Files, r.Dirs, r.Files+r.Dirs, want)
+			}
+			// Every directory du lists to depth 3 has the same size in the tree.
+			for _, line := range strings.Split(strings.TrimSpace(du(t, 0, "-x", "-d", "3", "--block-size=1", dir)), "\n") {
+				f := strings.SplitN(line, "\t", 2)
+				want, _ := strconv.ParseUint(f[0], 10, 64)
+				rel, _ := filepath.Rel(dir, f[1])
+				n := nodeAt(r, rel)
+				if n == nil {
+					t.Errorf("du lists %s, the walk has no node for it", rel)
+					continue
+				}
+				if n.SizeBytes != want {
+					t.Errorf("%s: %d bytes, du -d 3 says %d", rel, n.SizeBytes, want)
+				}
+			}
+			if nodeAt(r, "a/mnt") != nil && nodeAt(r, "a/mnt").SizeBytes > 0 {
+				t.Error("the walk entered the tmpfs mounted inside the tree")
+			}
+			if len(res.TopFiles) == 0 || res.TopFiles[0].Path != "big/huge" {
+				t.Errorf("largest file %+v, want big/huge first", res.TopFiles[:min(3, len(res.TopFiles))])
+			}
+			for _, f := range res.TopFiles {
+				if strings.Contains(f.Path, "link-to") || strings.Contains(f.Path, "out-of-tree") {
+					t.Errorf("top files went through a symlink: %s", f.Path)
+				}
+			}
+		})
 	}
 }
 
@@ -351,8 +355,8 @@ func TestEntriesVanishingMidWalk(t *testing.T) {
 			os.WriteFile(filepath.Join(p, "sub", "x"), nil, 0o644)
 		}
 	}()
-	for range 20 {
-		res, err := Walk(dir, Options{})
+	for i := range 20 {
+		res, err := Walk(dir, Options{RawStat: i%2 == 1})
 		if err != nil {
 			t.Fatalf("a walk failed while entries vanished: %v", err)
 		}

@@ -757,7 +757,8 @@ func isTerminal(f *os.File) bool {
 
 func cmdSnapshot(e env) error {
 	o := project.SnapshotOptions{Projects: e.c.Args().Slice(), Area: e.c.String("area"), Scheduled: e.c.Bool("all"),
-		Walk: inventory.Options{Depth: e.c.Int("depth"), TopK: e.c.Int("top"), Budget: e.c.Duration("budget")}}
+		// The CLI runs nothing beside its walk: raw stats are safe here.
+		Walk: inventory.Options{Depth: e.c.Int("depth"), TopK: e.c.Int("top"), Budget: e.c.Duration("budget"), RawStat: true}}
 	switch {
 	case len(o.Projects) == 0 && !o.Scheduled:
 		return usagef("snapshot needs PROJECT names or --all: see xfsq snapshot --help")
