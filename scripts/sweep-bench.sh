@@ -24,9 +24,4 @@ hyperfine -N --runs 7 --export-json "$B/hyperfine.json" \
 	--prepare "sh -c 'rm -rf $B/root/cache/bench/entry $B/rmcopy; cp -a $B/template $B/root/cache/bench/entry; cp -a $B/template $B/rmcopy; sync'" \
 	"rm -rf $B/rmcopy" \
 	"$bin --root $B/root sweep bench --area cache"
-python3 - "$B/hyperfine.json" <<'PY'
-import json, statistics, sys
-r = json.load(open(sys.argv[1]))["results"]
-m = [statistics.median(x["times"]) * 1000 for x in r]
-print(f"medians: rm -rf {m[0]:.1f} ms, xfsq sweep {m[1]:.1f} ms, ratio {m[1]/m[0]:.3f}")
-PY
+scripts/hyperfine-medians.py "$B/hyperfine.json" "rm -rf" "xfsq sweep"

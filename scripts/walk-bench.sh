@@ -24,30 +24,20 @@ for n in 200k:200000 1m:1000000; do
 	fi
 	"$bin" --root "$B" project show "$name" >/dev/null 2>&1 || "$bin" --root "$B" project add "$name" >/dev/null
 done
-du -s "$B/projects/bench200k" >/dev/null # warm
+# snapshot_vs_du NAME WARMUP RUNS: xfsq snapshot of a warm tree against du -s.
+snapshot_vs_du() {
+	du -s "$B/projects/$1" >/dev/null # warm
+	hyperfine -N --warmup "$2" --runs "$3" --export-json "$B/hyperfine-$1.json" \
+		"du -s $B/projects/$1" \
+		"$bin --root $B snapshot $1 --area workspace --depth 3 --top 20"
+	scripts/hyperfine-medians.py "$B/hyperfine-$1.json" "du -s" "xfsq snapshot"
+}
 echo "== xfsq snapshot vs du -s, 200,000 files (medians and ratio below)"
-hyperfine -N --warmup 2 --runs 20 --export-json "$B/hyperfine-200k.json" \
-	"du -s $B/projects/bench200k" \
-	"$bin --root $B snapshot bench200k --area workspace --depth 3 --top 20"
-python3 - "$B/hyperfine-200k.json" <<'PY'
-import json, statistics, sys
-r = json.load(open(sys.argv[1]))["results"]
-m = [statistics.median(x["times"]) * 1000 for x in r]
-print(f"medians: du -s {m[0]:.1f} ms, xfsq snapshot {m[1]:.1f} ms, ratio {m[1]/m[0]:.3f}")
-PY
+snapshot_vs_du bench200k 2 20
 echo "== the walker alone, du -s and filepath.WalkDir+Lstat, same tree (go test -bench)"
 XFSQ_BENCH_TREE="$B/projects/bench200k" go test -run '^$' -bench BenchmarkWalk -benchtime 8x -count 5 ./inventory/ | grep '^Benchmark'
 echo "== xfsq snapshot vs du -s, 1,000,000 files"
-du -s "$B/projects/bench1m" >/dev/null
-hyperfine -N --warmup 1 --runs 7 --export-json "$B/hyperfine-1m.json" \
-	"du -s $B/projects/bench1m" \
-	"$bin --root $B snapshot bench1m --area workspace --depth 3 --top 20"
-python3 - "$B/hyperfine-1m.json" <<'PY2'
-import json, statistics, sys
-r = json.load(open(sys.argv[1]))["results"]
-m = [statistics.median(x["times"]) * 1000 for x in r]
-print(f"medians: du -s {m[0]:.1f} ms, xfsq snapshot {m[1]:.1f} ms, ratio {m[1]/m[0]:.3f}")
-PY2
+snapshot_vs_du bench1m 1 7
 echo "== peak RSS, 1,000,000 files"
 for i in 1 2 3; do
 	/usr/bin/time -f "xfsq snapshot: max RSS %M KiB, wall %e s" "$bin" --root "$B" snapshot bench1m --area workspace --depth 3 --top 20 2>&1 >/dev/null | tail -1
