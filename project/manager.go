@@ -316,6 +316,27 @@ func (m *Manager) RefreshBaselineIfStale(ctx context.Context, t store.Tree) erro
 	return m.refreshBaseline(ctx, t)
 }
 
+// fallbackQuota reads a fallback tree as admission sees it (its last walk,
+// plus the ledger and reservations since) and when that walk began. A walk
+// maxAge old or older, or none, is made again first.
+func (m *Manager) fallbackQuota(ctx context.Context, t store.Tree, maxAge time.Duration) (quota.Quota, time.Time, error) {
+	key := store.TreeKey{Project: t.Project, Area: t.Area}
+	walked, err := m.Store.Baseline(ctx, key)
+	if err != nil {
+		return quota.Quota{}, walked, err
+	}
+	if walked.IsZero() || m.now().Sub(walked) >= maxAge {
+		if err := m.refreshBaseline(ctx, t); err != nil {
+			return quota.Quota{}, walked, err
+		}
+		if walked, err = m.Store.Baseline(ctx, key); err != nil {
+			return quota.Quota{}, walked, err
+		}
+	}
+	limits, used, _, err := m.Store.Account(ctx, key)
+	return quota.Quota{ID: t.ProjectID, Limits: limits, Usage: used}, walked.UTC(), err
+}
+
 func (m *Manager) refreshBaseline(ctx context.Context, t store.Tree) error {
 	start := time.Now()
 	u, err := fallback.Walk(m.abs(t.Path))

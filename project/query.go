@@ -44,6 +44,9 @@ type TreeStatus struct {
 	Growth24h      *int64     `json:"growth_24h"`
 	Growth7d       *int64     `json:"growth_7d"`
 	LastActivityAt *time.Time `json:"last_activity_at"`
+	// UsageAsOf, on the fallback only, is when the walk the usage starts
+	// from began: writes made through xfsq since are counted, others not.
+	UsageAsOf *time.Time `json:"usage_as_of,omitempty"`
 	// WalkBytes and Escape are set on XFS when the last walk and the
 	// kernel's count disagreed by more than 1 %: a sign of a quota escape.
 	WalkBytes *uint64 `json:"walk_bytes,omitempty"`
@@ -75,68 +78,65 @@ func (m *Manager) Show(ctx context.Context, name string) (Project, error) {
 	if err != nil {
 		return Project{}, err
 	}
-	start := time.Now()
-	statuses, err := m.status(trees, nil)
+	// One project: on the fallback its trees are walked now.
+	statuses, err := m.status(ctx, trees, nil, 0)
 	if err != nil {
-		return Project{}, err
-	}
-	if err := m.rebaseline(ctx, statuses, start); err != nil {
 		return Project{}, err
 	}
 	return Project{Name: p.Name, State: p.State, CreatedAt: p.CreatedAt, Backend: m.BackendName(), Trees: statuses}, nil
 }
 
-// Report returns every tree of every project, read with one enumeration on XFS.
+// Report returns every tree of every project: on XFS from one enumeration
+// of the kernel's counters; on the fallback from each tree's last walk plus
+// the writes made through xfsq since, walking only trees whose last walk is
+// older than baselineMaxAge (a report of a big root stays cheap, and says
+// how old its figures are in UsageAsOf).
 func (m *Manager) Report(ctx context.Context) ([]TreeStatus, error) {
 	trees, err := m.Store.Trees(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	all, err := m.Backend.All()
-	if err != nil {
-		return nil, err
+	var all map[quota.ProjectID]quota.Quota
+	if m.xfs != nil {
+		if all, err = m.Backend.All(); err != nil {
+			return nil, err
+		}
 	}
-	statuses, err := m.status(trees, all)
+	statuses, err := m.status(ctx, trees, all, baselineMaxAge)
 	if err != nil {
-		return nil, err
-	}
-	if err := m.rebaseline(ctx, statuses, start); err != nil {
 		return nil, err
 	}
 	return statuses, m.growthAndActivity(ctx, statuses)
 }
 
-// rebaseline records the fallback's fresh walks (started at start) as the
-// trees' baselines for admission.
-func (m *Manager) rebaseline(ctx context.Context, statuses []TreeStatus, start time.Time) error {
-	if m.xfs != nil {
-		return nil
-	}
-	for _, s := range statuses {
-		u := quota.Usage{Bytes: s.UsedBytes, Inodes: s.UsedInodes}
-		if err := m.Store.SetBaseline(ctx, store.TreeKey{Project: s.Project, Area: s.Area}, u, start); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// status joins recorded trees with the backend's figures; all may be nil,
-// then each tree is read on its own.
-func (m *Manager) status(trees []store.Tree, all map[quota.ProjectID]quota.Quota) ([]TreeStatus, error) {
+// status joins recorded trees with their usage and limits. On XFS all
+// holds the kernel's figures, or is nil to read each tree on its own. On
+// the fallback each tree is read as admission sees it, after walking it
+// again if its last walk is maxAge old or older (0: always).
+func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.ProjectID]quota.Quota, maxAge time.Duration) ([]TreeStatus, error) {
 	out := make([]TreeStatus, 0, len(trees))
 	for _, t := range trees {
-		q, ok := all[t.ProjectID]
-		if all == nil {
-			var err error
+		var q quota.Quota
+		var asOf *time.Time
+		var err error
+		switch {
+		case m.xfs == nil:
+			var walked time.Time
+			if q, walked, err = m.fallbackQuota(ctx, t, maxAge); err != nil {
+				return nil, err
+			}
+			asOf = &walked
+		case all == nil:
 			if q, err = m.Backend.Get(t.ProjectID); err != nil {
 				return nil, err
 			}
-		} else if !ok {
-			q = quota.Quota{ID: t.ProjectID}
+		default:
+			var ok bool
+			if q, ok = all[t.ProjectID]; !ok {
+				q = quota.Quota{ID: t.ProjectID}
+			}
 		}
-		s := TreeStatus{Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: m.BackendName(),
+		s := TreeStatus{UsageAsOf: asOf, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: m.BackendName(),
 			UsedBytes: q.Bytes, UsedInodes: q.Inodes,
 			BytesSoft: q.BytesSoft, BytesHard: q.BytesHard, InodesSoft: q.InodesSoft, InodesHard: q.InodesHard}
 		if q.BytesHard > 0 {

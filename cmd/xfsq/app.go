@@ -100,7 +100,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 						Action: with(cmdProjectRm),
 					},
 					{Name: "list", Usage: "list projects", Action: with(cmdProjectList)},
-					{Name: "show", Usage: "a project's trees, IDs, usage and limits", ArgsUsage: "NAME", Action: with(cmdProjectShow)},
+					{Name: "show", Usage: "a project's trees, IDs, usage and limits", ArgsUsage: "NAME", Action: with(cmdProjectShow),
+						Description: "On the fallback backend the project's trees are walked now (check does the same)."},
 					{
 						Name: "check", Usage: "may a run of the project start? ok, warn or deny", ArgsUsage: "NAME",
 						Description: "Exit 0 for ok and for warn (over a soft limit within grace; the warning goes to stderr),\n" +
@@ -130,7 +131,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			{
 				Name: "report", Usage: "usage and limits of every tree",
 				Description: "One row per tree: project, area, project ID, used, soft, hard, inodes used/soft/hard, percent\n" +
-					"of the hard byte limit. --json prints an array of objects.",
+					"of the hard byte limit, growth over 24 h and 7 d, last activity. --json prints an array of objects.\n\n" +
+					"On XFS, usage is the kernel's count, read in one pass. On the fallback backend it is each tree's\n" +
+					"last walk plus the writes made through xfsq since (usage_as_of says when that walk began); a tree\n" +
+					"whose walk is an hour old is walked again. xfsq project show NAME and xfsq snapshot walk now.",
 				Action: with(cmdReport),
 			},
 			{
@@ -474,7 +478,17 @@ func cmdReport(e env) error {
 		return e.print(rows, func(w io.Writer) {
 			fmt.Fprintf(w, "backend: %s\n", m.BackendName())
 			if !m.IsXFS() {
-				fmt.Fprintln(w, "note: the kernel enforces nothing here; xfsq admits the writes made through it, and sees others only when it walks the trees (as now)")
+				fmt.Fprintln(w, "note: the kernel enforces nothing here; usage is each tree's last walk plus the writes made through xfsq since.")
+				var oldest time.Time
+				for _, t := range rows {
+					if t.UsageAsOf != nil && (oldest.IsZero() || t.UsageAsOf.Before(oldest)) {
+						oldest = *t.UsageAsOf
+					}
+				}
+				if !oldest.IsZero() {
+					fmt.Fprintf(w, "      Other writes count from the next walk (oldest walk here: %s; a tree is walked again\n"+
+						"      when its walk is an hour old, and now by xfsq project show NAME or xfsq snapshot).\n", oldest.Local().Format(time.DateTime))
+				}
 			}
 			table(w, "PROJECT\t"+treeHeader+"\t24H\t7D\tLAST ACTIVE", func() [][]string {
 				out := make([][]string, len(rows))

@@ -17,6 +17,7 @@ import (
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -132,6 +133,8 @@ type reportRow struct {
 	InodesSoft uint64 `json:"inodes_soft"`
 	InodesHard uint64 `json:"inodes_hard"`
 	Backend    string `json:"backend"`
+	// the walk a fallback tree's usage starts from
+	UsageAsOf *time.Time `json:"usage_as_of"`
 }
 
 func (s *sandbox) report() map[string]reportRow {
@@ -194,9 +197,27 @@ func TestProjectLifecycle(t *testing.T) {
 		if out := s.ok("project", "check", "omni"); !strings.Contains(out, `project "omni": ok`) {
 			t.Errorf("check of an empty project: %q", out)
 		}
+		if ws.UsageAsOf == nil || time.Since(*ws.UsageAsOf) > time.Minute {
+			t.Errorf("the fallback report does not say when its walk began: %v", ws.UsageAsOf)
+		}
+		before := s.report()["omni/workspace"]
 		os.WriteFile(filepath.Join(s.root, "projects/omni/data"), make([]byte, 600<<10), 0o644)
-		if got := s.report()["omni/workspace"]; got.UsedBytes < 600<<10 || got.UsedInodes != 4 {
-			t.Errorf("usage after writing 600 KiB: %+v", got)
+		// A write made outside xfsq counts from the next walk on: not in a
+		// report within the hour, at once in show (which walks the project).
+		if got := s.report()["omni/workspace"]; got.UsedBytes != before.UsedBytes || !got.UsageAsOf.Equal(*before.UsageAsOf) {
+			t.Errorf("a report within the hour walked again: %+v, before %+v", got, before)
+		}
+		var shown struct {
+			Trees []reportRow `json:"trees"`
+		}
+		s.json(&shown, "project", "show", "omni")
+		for _, tr := range shown.Trees {
+			if tr.Area == "workspace" && (tr.UsedBytes < 600<<10 || tr.UsedInodes != 4) {
+				t.Errorf("project show after writing 600 KiB: %+v", tr)
+			}
+		}
+		if got := s.report()["omni/workspace"]; got.UsedBytes < 600<<10 || got.UsedInodes != 4 || !got.UsageAsOf.After(*before.UsageAsOf) {
+			t.Errorf("report after show walked the tree: %+v", got)
 		}
 		if r := s.run("project", "check", "omni"); r.code != 0 || !strings.Contains(r.stderr, "warn: ") || !strings.Contains(r.stderr, "soft disk limit") {
 			t.Errorf("check over soft: exit %d, stderr %q; want 0 with a warning on stderr", r.code, r.stderr)
@@ -800,5 +821,33 @@ func TestLeases(t *testing.T) {
 		if r := s.run(c.args...); r.code != c.code || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("xfsq %v: exit %d %q; want %d containing %q", c.args, r.code, r.stderr, c.code, c.want)
 		}
+	}
+}
+
+// On the fallback, report walks again only the trees whose last walk is an
+// hour old; the others keep their walk and say when it began.
+func TestFallbackReportWalksOnlyStaleTrees(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "old")
+	s.ok("project", "add", "fresh")
+	first := s.report()
+	for _, name := range []string{"old", "fresh"} {
+		os.WriteFile(filepath.Join(s.root, "projects", name, "data"), make([]byte, 300<<10), 0o644)
+	}
+	st := s.store()
+	aged := time.Now().Add(-61 * time.Minute)
+	if err := st.SetBaseline(t.Context(), store.TreeKey{Project: "old", Area: "workspace"},
+		quota.Usage{Bytes: first["old/workspace"].UsedBytes, Inodes: first["old/workspace"].UsedInodes}, aged); err != nil {
+		t.Fatal(err)
+	}
+	rep := s.report()
+	if old := rep["old/workspace"]; old.UsedBytes < 300<<10 || old.UsageAsOf == nil || time.Since(*old.UsageAsOf) > time.Minute {
+		t.Errorf("a tree walked 61 minutes ago was not walked again: %+v", old)
+	}
+	if fresh := rep["fresh/workspace"]; fresh.UsedBytes != first["fresh/workspace"].UsedBytes || !fresh.UsageAsOf.Equal(*first["fresh/workspace"].UsageAsOf) {
+		t.Errorf("a tree walked just now was walked again: %+v, first %+v", fresh, first["fresh/workspace"])
+	}
+	if out := s.ok("report"); !strings.Contains(out, "last walk plus the writes made through xfsq") || !strings.Contains(out, "oldest walk here") {
+		t.Errorf("the fallback report does not say how old its figures are:\n%s", out)
 	}
 }
