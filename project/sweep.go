@@ -208,8 +208,18 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 	if err != nil {
 		return sweep.Plan{}, err
 	}
+	// The quota check reads fresh figures of the projects swept, and only
+	// of those: the kernel's on XFS, a walk now on the fallback.
 	usage := map[string]TreeStatus{}
-	if rows, err := m.Report(ctx); err == nil {
+	for _, n := range names {
+		trees, err := m.Store.Trees(ctx, n)
+		if err != nil {
+			return sweep.Plan{}, err
+		}
+		rows, err := m.status(ctx, trees, nil, 0)
+		if err != nil {
+			return sweep.Plan{}, fmt.Errorf("usage of %s for the quota check: %w", n, err)
+		}
 		for _, r := range rows {
 			usage[r.Project+"/"+r.Area] = r
 		}

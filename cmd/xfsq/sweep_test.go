@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -287,5 +288,41 @@ func TestSweepLock(t *testing.T) {
 	s.json(&res, "sweep", "omni")
 	if why := res.skipReason("projects/omni"); why != "" {
 		t.Errorf("a dead holder's lock was not taken over: %q", why)
+	}
+}
+
+// A sweep's quota check reads the swept projects' usage fresh (on the
+// fallback, a walk now, not the report's hour-old walk) and journals
+// storage.quota_exceeded for each tree over its soft limit.
+func TestSweepQuotaCheck(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni", "--bytes-soft", "200KiB")
+	s.ok("project", "add", "calm", "--bytes-soft", "200KiB")
+	s.report() // walks both trees: the report's figures now predate the writes below
+	for _, name := range []string{"omni", "calm"} {
+		aged(t, s.root, "projects/"+name+"/src/data.bin", 300<<10, 0)
+	}
+	var plan struct {
+		OverSoft []struct {
+			Project string `json:"project"`
+			Area    string `json:"area"`
+			Bytes   uint64 `json:"bytes"`
+			Soft    uint64 `json:"bytes_soft"`
+		} `json:"over_soft"`
+	}
+	s.json(&plan, "sweep", "omni", "--dry-run")
+	if len(plan.OverSoft) != 1 || plan.OverSoft[0].Project != "omni" || plan.OverSoft[0].Area != "workspace" ||
+		plan.OverSoft[0].Bytes < 300<<10 || plan.OverSoft[0].Soft != 200<<10 {
+		t.Errorf("quota check of a dry run of omni: %+v, want omni's workspace at 300 KiB+ over 200 KiB", plan.OverSoft)
+	}
+	s.ok("sweep", "omni")
+	var evs []store.Event
+	s.json(&evs, "events", "--type", "storage.quota_exceeded")
+	var payload struct {
+		Used uint64 `json:"used_bytes"`
+		Soft uint64 `json:"bytes_soft"`
+	}
+	if len(evs) != 1 || evs[0].Project != "omni" || json.Unmarshal(evs[0].Payload, &payload) != nil || payload.Used < 300<<10 || payload.Soft != 200<<10 {
+		t.Errorf("storage.quota_exceeded events: %+v, want one for omni at 300 KiB+ over 200 KiB", evs)
 	}
 }
