@@ -147,16 +147,16 @@ func (m *Manager) journalPass(ctx context.Context, snaps []TreeSnapshot) error {
 	})
 }
 
-// Top walks one tree now, to depth, for `xfsq top`.
-func (m *Manager) Top(ctx context.Context, name, area string, depth int) (*inventory.Result, error) {
+// Top walks one tree now, for `xfsq top`; opts.Depth must be 1 to MaxDepth.
+func (m *Manager) Top(ctx context.Context, name, area string, opts inventory.Options) (*inventory.Result, error) {
 	t, err := m.Tree(ctx, name, area)
 	if err != nil {
 		return nil, err
 	}
-	if depth < 1 || depth > inventory.MaxDepth {
-		return nil, inputErrorf("--depth %d: use 1 to %d", depth, inventory.MaxDepth)
+	if opts.Depth < 1 || opts.Depth > inventory.MaxDepth {
+		return nil, inputErrorf("--depth %d: use 1 to %d", opts.Depth, inventory.MaxDepth)
 	}
-	return inventory.Walk(m.abs(t.Path), inventory.Options{Depth: depth})
+	return inventory.Walk(m.abs(t.Path), opts)
 }
 
 // growthAndActivity fills the snapshot-derived fields of report rows.

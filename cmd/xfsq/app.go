@@ -834,7 +834,7 @@ func cmdTop(e env) error {
 		return err
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		res, err := m.Top(ctx, name, e.c.String("area"), e.c.Int("depth"))
+		res, err := m.Top(ctx, name, e.c.String("area"), inventory.Options{Depth: e.c.Int("depth"), RawStat: true})
 		if err != nil {
 			return err
 		}
