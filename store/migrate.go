@@ -134,8 +134,9 @@ var migrations = []string{
 	);`,
 	// 5: deletions journalled as pending and not yet confirmed, kept beside
 	// the journal so that finding them does not read every storage.evicted
-	// record ever written. Filled from the journal once: the latest record
-	// of each (sweep, path) when it is a pending one.
+	// record ever written. Filled from the journal once, in one pass (a
+	// window, not a query per record): the latest record of each (sweep,
+	// path) when it is a pending one.
 	`CREATE TABLE evictions_pending (
 		host     TEXT   NOT NULL,
 		sweep_id TEXT   NOT NULL,           -- '' outside sweeps (purge, files rm)
@@ -144,15 +145,18 @@ var migrations = []string{
 		PRIMARY KEY (host, sweep_id, path)
 	);
 	INSERT INTO evictions_pending (host, sweep_id, path, event_id)
-	SELECT e.host, COALESCE({{json e.payload sweep_id}}, ''), COALESCE({{json e.payload path}}, ''), e.id
-	FROM events e
-	WHERE e.type = 'storage.evicted' AND {{json e.payload state}} = 'pending'
-	AND NOT EXISTS (
-		SELECT 1 FROM events l
-		WHERE l.type = 'storage.evicted' AND l.host = e.host AND l.id > e.id
-		AND COALESCE({{json l.payload sweep_id}}, '') = COALESCE({{json e.payload sweep_id}}, '')
-		AND COALESCE({{json l.payload path}}, '') = COALESCE({{json e.payload path}}, '')
-	);`,
+	SELECT host, sweep_id, path, id FROM (
+		SELECT host, sweep_id, path, id, state,
+			ROW_NUMBER() OVER (PARTITION BY host, sweep_id, path ORDER BY id DESC) AS newest
+		FROM (
+			SELECT host, id,
+				COALESCE({{json payload sweep_id}}, '') AS sweep_id,
+				COALESCE({{json payload path}}, '') AS path,
+				{{json payload state}} AS state
+			FROM events WHERE type = 'storage.evicted'
+		) evicted
+	) ranked
+	WHERE newest = 1 AND state = 'pending';`,
 }
 
 // jsonField matches {{json COLUMN FIELD}}: the text of a top-level field of
