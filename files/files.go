@@ -248,7 +248,7 @@ func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult,
 		}
 	}
 	res := RemoveResult{Path: path.Join(t.Path, p), Bytes: u.Bytes, Files: u.Inodes}
-	record := map[string]any{"path": res.Path, "area": t.Area, "bytes": u.Bytes, "reason": "manual", "policy": "files rm"}
+	record := map[string]any{"path": res.Path, "area": t.Area, "bytes": u.Bytes, "reason": "manual", "policy": "files rm", "holder": project.Holder()}
 	if err := l.journal(ctx, name, record, "pending", nil); err != nil {
 		return res, err
 	}

@@ -143,6 +143,10 @@ func (m *Manager) claim(ctx context.Context, name string) error {
 }
 
 // holder identifies this process in a project row: "pid@host".
+// Holder names this process as pid@host, for records of work in progress
+// (an add, a sweep lock, a pending deletion) that another process may find.
+func Holder() string { return holder() }
+
 func holder() string {
 	h, _ := os.Hostname()
 	return strconv.Itoa(os.Getpid()) + "@" + h

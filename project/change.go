@@ -144,7 +144,7 @@ func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveRe
 // (pending) and after (done or failed).
 func (m *Manager) purgeTree(ctx context.Context, t store.Tree) error {
 	q, _ := m.Backend.Get(t.ProjectID)
-	record := map[string]any{"path": t.Path, "area": t.Area, "bytes": q.Bytes, "reason": "purge", "policy": "project rm --purge"}
+	record := map[string]any{"path": t.Path, "area": t.Area, "bytes": q.Bytes, "reason": "purge", "policy": "project rm --purge", "holder": holder()}
 	journal := func(state string, err error) error {
 		record["state"] = state
 		if err != nil {

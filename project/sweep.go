@@ -155,6 +155,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	x := &sweep.Executor{SweepID: out.SweepID, Root: root, RootDir: m.Root, RootDev: st.Dev, Policy: policy, Now: m.now, Budget: o.Budget,
 		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
 		Journal: func(ctx context.Context, p string, r sweep.Record) error {
+			r.Holder = me
 			return m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventEvicted, p, m.Actor, r) })
 		}}
 	res := x.Run(ctx, plan)
@@ -266,18 +267,29 @@ func filterPlan(p sweep.Plan, names []string) sweep.Plan {
 	return out
 }
 
-// resolvePending settles deletions an interrupted sweep journalled as
-// pending: gone from disk, they are confirmed done; still there, they are
-// marked failed (the next plan decides about them afresh).
+// resolvePending settles deletions journalled as pending by a process that
+// is gone (a sweep, purge or files rm that was killed): gone from disk, they
+// are confirmed done; still there, they are marked failed (the next plan
+// decides about them afresh). It returns how many it settled.
 func (m *Manager) resolvePending(ctx context.Context, root *os.Root) (int, error) {
 	pending, err := m.Store.PendingEvictions(ctx)
 	if err != nil {
 		return 0, err
 	}
+	me := holder()
+	settled := 0
 	for _, p := range pending {
 		rec := p.Record
+		// A deletion whose holder still runs is in progress (another sweep,
+		// a purge, a files rm), not interrupted: its holder will confirm it.
+		// Records without a holder predate the field and are settled.
+		if h, _ := rec["holder"].(string); h != "" && h != me && holderAlive(h) {
+			continue
+		}
+		settled++
 		path, _ := rec["path"].(string)
 		_, statErr := root.Lstat(path)
+		rec["holder"] = me
 		switch {
 		case errors.Is(statErr, fs.ErrNotExist):
 			rec["state"], rec["recovered"] = "done", true
@@ -290,5 +302,5 @@ func (m *Manager) resolvePending(ctx context.Context, root *os.Root) (int, error
 			return 0, err
 		}
 	}
-	return len(pending), nil
+	return settled, nil
 }

@@ -326,3 +326,41 @@ func TestSweepQuotaCheck(t *testing.T) {
 		t.Errorf("storage.quota_exceeded events: %+v, want one for omni at 300 KiB+ over 200 KiB", evs)
 	}
 }
+
+// A pending deletion whose writer still runs is in progress (a concurrent
+// sweep, purge or files rm), not interrupted: a sweep starting meanwhile
+// leaves it to its writer. One whose writer is gone is settled.
+func TestSweepLeavesDeletionsInProgress(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	aged(t, s.root, "cache/omni/busy/f", 4096, 30)
+	aged(t, s.root, "cache/omni/orphan/f", 4096, 30)
+	host, _ := os.Hostname()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	st := s.store()
+	for path, writer := range map[string]int{"cache/omni/busy": os.Getpid(), "cache/omni/orphan": dead.Process.Pid} {
+		rec := map[string]any{"sweep_id": "sw-other", "path": path, "state": "pending", "holder": fmt.Sprintf("%d@%s", writer, host)}
+		if err := st.InTx(t.Context(), func(tx *store.Tx) error { return tx.AppendEvent(t.Context(), store.EventEvicted, "omni", "t", rec) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var res struct {
+		Resolved int `json:"resolved_pending"`
+	}
+	s.json(&res, "sweep", "omni", "--area", "scratch")
+	pending, err := st.PendingEvictions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Resolved != 1 || len(pending) != 1 || pending[0].Record["path"] != "cache/omni/busy" {
+		t.Errorf("resolved %d, left pending %+v; want the dead writer's record settled and the live one's left", res.Resolved, pending)
+	}
+	var evs []map[string]any
+	s.json(&evs, "events", "--type", "storage.evicted")
+	if len(evs) != 3 || evs[0]["path"] != "cache/omni/orphan" || evs[0]["state"] != "failed" {
+		t.Errorf("journal: %v; want the orphan marked failed (it is still there)", evs)
+	}
+}
