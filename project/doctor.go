@@ -43,6 +43,9 @@ const (
 	KeptID            = "kept-id"
 	UnmanagedDir      = "unmanaged-directory"
 	QuotaEscape       = "quota-escape"
+	// A deletion journalled as pending whose process stopped before
+	// confirming it (a killed sweep, purge or files rm).
+	InterruptedDeletion = "interrupted-deletion"
 )
 
 // Doctor compares the store, the directories and the kernel's IDs and
@@ -110,6 +113,11 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 		findings = append(findings, idFindings...)
 	}
 	findings = append(findings, m.unmanagedDirs(projects)...)
+	deletions, err := m.interruptedDeletions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	findings = append(findings, deletions...)
 	if !fix {
 		return findings, nil
 	}
@@ -309,4 +317,34 @@ func (m *Manager) unmanagedDirs(projects []store.Project) []Finding {
 		}
 	}
 	return out
+}
+
+// interruptedDeletions finds deletions journalled as pending whose writer is
+// gone. The fix settles each one in the journal as the next sweep would.
+func (m *Manager) interruptedDeletions(ctx context.Context) ([]Finding, error) {
+	pending, err := m.Store.PendingEvictions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Finding
+	for _, p := range pending {
+		if !orphaned(p) {
+			continue
+		}
+		path, _ := p.Record["path"].(string)
+		area, _ := p.Record["area"].(string)
+		policy, _ := p.Record["policy"].(string)
+		out = append(out, Finding{Kind: InterruptedDeletion, Project: p.Project, Area: area, Path: path,
+			Detail: fmt.Sprintf("its deletion (%s) was journalled as pending and never confirmed: the process making it stopped", policy),
+			Fix:    "settle it in the journal: done if the entry is gone, failed if it is still there (the next sweep does the same)",
+			fixFn: func(ctx context.Context) error {
+				root, err := os.OpenRoot(m.Root)
+				if err != nil {
+					return err
+				}
+				defer root.Close()
+				return m.settle(ctx, root, p)
+			}})
+	}
+	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -276,31 +277,39 @@ func (m *Manager) resolvePending(ctx context.Context, root *os.Root) (int, error
 	if err != nil {
 		return 0, err
 	}
-	me := holder()
 	settled := 0
 	for _, p := range pending {
-		rec := p.Record
-		// A deletion whose holder still runs is in progress (another sweep,
-		// a purge, a files rm), not interrupted: its holder will confirm it.
-		// Records without a holder predate the field and are settled.
-		if h, _ := rec["holder"].(string); h != "" && h != me && holderAlive(h) {
+		if !orphaned(p) {
 			continue
 		}
+		if err := m.settle(ctx, root, p); err != nil {
+			return settled, err
+		}
 		settled++
-		path, _ := rec["path"].(string)
-		_, statErr := root.Lstat(path)
-		rec["holder"] = me
-		switch {
-		case errors.Is(statErr, fs.ErrNotExist):
-			rec["state"], rec["recovered"] = "done", true
-		default:
-			rec["state"], rec["error"] = "failed", "interrupted before the deletion finished: the entry is still there"
-		}
-		if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-			return tx.AppendEvent(ctx, store.EventEvicted, p.Project, m.Actor, rec)
-		}); err != nil {
-			return 0, err
-		}
 	}
 	return settled, nil
+}
+
+// orphaned reports whether a pending deletion's writer is gone. A deletion
+// whose holder still runs is in progress (another sweep, a purge, a files
+// rm), not interrupted: its holder will confirm it. Records without a
+// holder predate the field and count as orphaned.
+func orphaned(p store.PendingEviction) bool {
+	h, _ := p.Record["holder"].(string)
+	return h == "" || h == holder() || !holderAlive(h)
+}
+
+// settle journals the outcome of an orphaned pending deletion, read from disk.
+func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEviction) error {
+	rec := maps.Clone(p.Record)
+	rec["holder"] = holder()
+	path, _ := rec["path"].(string)
+	if _, err := root.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		rec["state"], rec["recovered"] = "done", true
+	} else {
+		rec["state"], rec["error"] = "failed", "interrupted before the deletion finished: the entry is still there"
+	}
+	return m.Store.InTx(ctx, func(tx *store.Tx) error {
+		return tx.AppendEvent(ctx, store.EventEvicted, p.Project, m.Actor, rec)
+	})
 }

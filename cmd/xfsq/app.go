@@ -229,7 +229,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			{
 				Name: "doctor", Usage: "find drift between the store, the directories and the kernel; --fix repairs it",
 				Description: "Reports interrupted adds and removals, missing directories, trees whose root lost its project ID,\n" +
-					"limits changed behind xfsq's back, kernel IDs no project owns and directories no project owns.\n" +
+					"limits changed behind xfsq's back, kernel IDs no project owns, directories no project owns, and\n" +
+					"deletions journalled as pending whose process stopped before confirming them.\n" +
 					"--fix repairs what it can, journalling each repair (doctor.repaired). Exit 1 while drift remains.",
 				Flags:  []cli.Flag{&cli.BoolFlag{Name: "fix", Usage: "repair what can be repaired"}},
 				Action: with(cmdDoctor),

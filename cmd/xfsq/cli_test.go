@@ -851,3 +851,37 @@ func TestFallbackReportWalksOnlyStaleTrees(t *testing.T) {
 		t.Errorf("the fallback report does not say how old its figures are:\n%s", out)
 	}
 }
+
+// A deletion left pending by a process that died is drift: doctor names it,
+// and --fix settles it in the journal as the next sweep would.
+func TestDoctorInterruptedDeletion(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	os.MkdirAll(filepath.Join(s.root, "cache/omni/half"), 0o755)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	rec := map[string]any{"sweep_id": "sw-1", "area": "cache", "path": "cache/omni/half", "state": "pending",
+		"policy": "cache_quota_per_project", "holder": fmt.Sprintf("%d@%s", dead.Process.Pid, host)}
+	st := s.store()
+	if err := st.InTx(t.Context(), func(tx *store.Tx) error { return tx.AppendEvent(t.Context(), store.EventEvicted, "omni", "t", rec) }); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.run("doctor"); r.code != 1 || !strings.Contains(r.stdout, "interrupted-deletion omni cache cache/omni/half") {
+		t.Errorf("doctor: exit %d %q", r.code, r.stdout)
+	}
+	if out := s.ok("doctor", "--fix"); !strings.Contains(out, "fixed: interrupted-deletion") {
+		t.Errorf("doctor --fix: %q", out)
+	}
+	if pending, err := st.PendingEvictions(t.Context()); err != nil || len(pending) != 0 {
+		t.Errorf("pending after doctor --fix: %+v %v", pending, err)
+	}
+	var evs []map[string]any
+	s.json(&evs, "events", "--type", "storage.evicted")
+	if len(evs) != 2 || evs[0]["state"] != "failed" || evs[0]["path"] != "cache/omni/half" {
+		t.Errorf("journal after the fix: %v; want the deletion marked failed (the entry is still there)", evs)
+	}
+	s.ok("doctor") // no drift left
+}
