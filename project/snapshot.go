@@ -100,8 +100,13 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 		}
 	}
 	tree := inventory.AppendJSON(nil, inventory.Shallow(&s.Node, maxStoredNodes), s.TopFiles)
+	retention, err := m.setting(ctx, "snapshot_retention")
+	if err != nil {
+		s.Error = "read snapshot_retention: " + err.Error()
+		return s
+	}
 	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
-		if err := tx.AddSnapshot(ctx, snap, tree); err != nil {
+		if err := tx.AddSnapshot(ctx, snap, tree, retention.Duration()); err != nil {
 			return err
 		}
 		if m.xfs != nil || s.Partial {

@@ -32,6 +32,9 @@ type Setting struct {
 	Help    string `json:"help"`
 	// Env, if set, is read when the setting was never stored.
 	Env string `json:"env,omitempty"`
+	// Min is the shortest a duration setting may be, with the reason.
+	Min    time.Duration `json:"-"`
+	MinWhy string        `json:"-"`
 }
 
 // All lists every setting, in the order `settings list` shows them.
@@ -54,6 +57,9 @@ var All = []Setting{
 	{Key: "workspace_trash_age", Kind: Duration, Default: "14d", Help: "workspace trash must be older than this to be swept"},
 	{Key: "busy_grace", Kind: Duration, Default: "24h", Help: "nothing modified more recently is touched, whatever the policy"},
 	{Key: "scratch_ttl", Kind: Duration, Default: "24h", Help: "scratch of a finished run is removed after this"},
+	{Key: "snapshot_retention", Kind: Duration, Default: "35d", Min: 8 * 24 * time.Hour,
+		MinWhy: "report's growth_7d needs a snapshot 7 days old, and an hourly pass a day of slack",
+		Help:   "snapshot totals older than this are dropped (growth is computed from them)"},
 }
 
 // Lookup finds a setting by key.
@@ -84,6 +90,9 @@ func (s Setting) Normalize(value string) (string, error) {
 		d, err := units.ParseDuration(value)
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", s.Key, err)
+		}
+		if d < s.Min {
+			return "", fmt.Errorf("%s: %s is too short: use at least %s (%s)", s.Key, value, units.FormatDuration(s.Min), s.MinWhy)
 		}
 		return units.FormatDuration(d), nil
 	case Globs:

@@ -19,6 +19,9 @@ func TestNormalize(t *testing.T) {
 		{"workspace_trash_globs", "[", "", "not a valid glob"},
 		{"workspace_trash_globs", "../etc", "", "not a valid glob"},
 		{"workspace_trash_globs", " , ", "", "at least one"},
+		{"snapshot_retention", "35d", "5w", ""},
+		{"snapshot_retention", "8d", "8d", ""},
+		{"snapshot_retention", "7d", "", "use at least 8d (report's growth_7d"},
 	}
 	for _, c := range cases {
 		s, err := Lookup(c.key)

@@ -30,19 +30,17 @@ type Snapshot struct {
 	MtimeMicros int64 `json:"-" db:"mtime"`
 }
 
-// snapshotRetention bounds the totals kept: enough for a 7-day window.
-const snapshotRetention = 35 * 24 * time.Hour
-
 // AddSnapshot stores a walk's totals and its full tree (JSON), replacing
-// the previous full tree of the same tree, and drops totals past retention.
-func (t *Tx) AddSnapshot(ctx context.Context, s Snapshot, tree []byte) error {
+// the previous full tree of the same tree, and drops the tree's totals
+// older than retention before s.At.
+func (t *Tx) AddSnapshot(ctx context.Context, s Snapshot, tree []byte, retention time.Duration) error {
 	if _, err := t.exec(ctx, `INSERT INTO snapshots (host, project, area, at, size_bytes, apparent_bytes, files, dirs, mtime, partial, errors, kernel_bytes)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, t.s.Host, s.Project, s.Area, toMicros(s.At), int64(s.SizeBytes), int64(s.ApparentBytes),
 		int64(s.Files), int64(s.Dirs), toMicros(s.Mtime), s.Partial, int64(s.Errors), s.KernelBytes); err != nil {
 		return err
 	}
 	if _, err := t.exec(ctx, `DELETE FROM snapshots WHERE host = ? AND project = ? AND area = ? AND at < ?`,
-		t.s.Host, s.Project, s.Area, toMicros(s.At.Add(-snapshotRetention))); err != nil {
+		t.s.Host, s.Project, s.Area, toMicros(s.At.Add(-retention))); err != nil {
 		return err
 	}
 	if _, err := t.exec(ctx, `DELETE FROM snapshot_trees WHERE host = ? AND project = ? AND area = ?`, t.s.Host, s.Project, s.Area); err != nil {

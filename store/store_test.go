@@ -258,7 +258,7 @@ func TestGrowth(t *testing.T) {
 			size uint64
 		}{{8 * 24 * time.Hour, 100}, {7*24*time.Hour + time.Minute, 150}, {3 * 24 * time.Hour, 400}, {25 * time.Hour, 900}, {23 * time.Hour, 950}, {0, 1000}} {
 			err := s.InTx(ctx, func(tx *Tx) error {
-				return tx.AddSnapshot(ctx, Snapshot{Project: "omni", Area: "workspace", At: now.Add(-snap.ago), SizeBytes: snap.size, KernelBytes: -1}, []byte(`{"size":`+fmt.Sprint(snap.size)+`}`))
+				return tx.AddSnapshot(ctx, Snapshot{Project: "omni", Area: "workspace", At: now.Add(-snap.ago), SizeBytes: snap.size, KernelBytes: -1}, []byte(`{"size":`+fmt.Sprint(snap.size)+`}`), 35*24*time.Hour)
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -279,6 +279,19 @@ func TestGrowth(t *testing.T) {
 		latest, tree, ok, err := s.LatestSnapshot(ctx, k)
 		if err != nil || !ok || latest.SizeBytes != 1000 || string(tree) != `{"size":1000}` || !latest.At.Equal(now) {
 			t.Errorf("latest: %+v %s %v %v", latest, tree, ok, err)
+		}
+		// A snapshot kept with a 2-day retention drops the older totals:
+		// the 7-day window has no start any more, the 24-hour one still has.
+		if err := s.InTx(ctx, func(tx *Tx) error {
+			return tx.AddSnapshot(ctx, Snapshot{Project: "omni", Area: "workspace", At: now.Add(time.Minute), SizeBytes: 1100, KernelBytes: -1}, []byte(`{}`), 2*24*time.Hour)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := s.Growth(ctx, k, 7*24*time.Hour); ok {
+			t.Error("growth over 7 days after a 2-day retention dropped its start")
+		}
+		if got, ok, _ := s.Growth(ctx, k, 24*time.Hour); !ok || got != 1100-900 {
+			t.Errorf("growth over 24 h after the retention: %d %v, want %d", got, ok, 1100-900)
 		}
 	})
 }

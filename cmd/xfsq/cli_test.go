@@ -661,7 +661,7 @@ func TestSnapshotTopAndGrowth(t *testing.T) {
 	st := s.store()
 	err := st.InTx(context.Background(), func(tx *store.Tx) error {
 		return tx.AddSnapshot(context.Background(), store.Snapshot{Project: "omni", Area: "workspace",
-			At: time.Now().Add(-25 * time.Hour), SizeBytes: 1 << 20, KernelBytes: -1}, []byte("{}"))
+			At: time.Now().Add(-25 * time.Hour), SizeBytes: 1 << 20, KernelBytes: -1}, []byte("{}"), 35*24*time.Hour)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -884,4 +884,36 @@ func TestDoctorInterruptedDeletion(t *testing.T) {
 		t.Errorf("journal after the fix: %v; want the deletion marked failed (the entry is still there)", evs)
 	}
 	s.ok("doctor") // no drift left
+}
+
+// Snapshot totals older than snapshot_retention are dropped at the next
+// snapshot of the tree.
+func TestSnapshotRetentionSetting(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	if r := s.run("settings", "set", "snapshot_retention", "3d"); r.code != 2 || !strings.Contains(r.stderr, "use at least 8d") {
+		t.Errorf("a retention too short for growth_7d: exit %d %q", r.code, r.stderr)
+	}
+	s.ok("settings", "set", "snapshot_retention", "9d")
+	st := s.store()
+	k := store.TreeKey{Project: "omni", Area: "workspace"}
+	for _, days := range []int{10, 8} {
+		if err := st.InTx(t.Context(), func(tx *store.Tx) error {
+			return tx.AddSnapshot(t.Context(), store.Snapshot{Project: "omni", Area: "workspace",
+				At: time.Now().Add(-time.Duration(days) * 24 * time.Hour), KernelBytes: -1}, []byte("{}"), 365*24*time.Hour)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Growth runs back from the latest snapshot (8 days old here).
+	if _, ok, _ := st.Growth(t.Context(), k, 24*time.Hour); !ok {
+		t.Fatal("growth over the day before the 8-day-old snapshot is unknown")
+	}
+	s.ok("snapshot", "omni")
+	if _, ok, _ := st.Growth(t.Context(), k, 9*24*time.Hour+time.Hour); ok {
+		t.Error("the 10-day-old snapshot outlived a 9-day snapshot_retention")
+	}
+	if _, ok, _ := st.Growth(t.Context(), k, 7*24*time.Hour); !ok {
+		t.Error("the 8-day-old snapshot was dropped by a 9-day snapshot_retention")
+	}
 }
