@@ -8,12 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/store"
@@ -155,7 +155,7 @@ func (w *writer) admit(size int64) error {
 	if err := w.l.M.RefreshBaselineIfStale(w.ctx, w.t.Tree); err != nil {
 		return err
 	}
-	id, reclaimed, err := w.l.M.Store.Reserve(w.ctx, w.key(), bytes, w.inodes, holder(),
+	id, reclaimed, err := w.l.M.Store.Reserve(w.ctx, w.key(), bytes, w.inodes, project.Holder(),
 		path.Join(w.t.Path, w.temp), w.l.TTL, w.admitFunc(fileBytes, bytes, w.inodes))
 	w.l.removeTemps(reclaimed)
 	if err != nil {
@@ -382,11 +382,6 @@ func syncDir(root *os.Root, dir string) {
 		f.Sync()
 		f.Close()
 	}
-}
-
-func holder() string {
-	h, _ := os.Hostname()
-	return strconv.Itoa(os.Getpid()) + "@" + h
 }
 
 // blockSize is the filesystem's allocation unit under root.

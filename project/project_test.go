@@ -1,8 +1,11 @@
 package project
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +124,35 @@ func TestMergeProjectFile(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(fresh); string(got) != "100000:/srv/projects/omni\n" {
 		t.Errorf("new file: %q", got)
+	}
+}
+
+func TestHolderAlive(t *testing.T) {
+	host, _ := os.Hostname()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	me := holder()
+	pid, start, ok := strings.Cut(strings.TrimSuffix(me, "@"+host), ".")
+	if !ok || pid != strconv.Itoa(os.Getpid()) || start == "" {
+		t.Fatalf("holder() = %q, want pid.start@%s", me, host)
+	}
+	for _, c := range []struct {
+		holder string
+		alive  bool
+	}{
+		{me, true},
+		{pid + "@" + host, true},                 // written before start times: the pid alone decides
+		{pid + "." + start + "1@" + host, false}, // this pid, another start: a reused pid
+		{fmt.Sprintf("%d@%s", dead.Process.Pid, host), false},
+		{fmt.Sprintf("%d.%s@%s", dead.Process.Pid, start, host), false},
+		{"1234@another-host", true}, // only that host can tell
+		{"", false},
+		{"garbage@" + host, false},
+	} {
+		if got := holderAlive(c.holder); got != c.alive {
+			t.Errorf("holderAlive(%q) = %v, want %v", c.holder, got, c.alive)
+		}
 	}
 }
