@@ -107,7 +107,15 @@ func Walk(dir string, opts Options) (*Result, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = max(4, 2*runtime.GOMAXPROCS(0))
 	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	// O_NOFOLLOW: the tree's own directory is not followed either, so an
+	// entry swapped for a symlink between a check and a walk (the sweeper's
+	// re-check) cannot lead the walk out of the tree.
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) { // which one depends on the flags' order of checks
+		if fi, lerr := os.Lstat(dir); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return nil, &os.PathError{Op: "open", Path: dir, Err: errors.New("is a symlink: walks never follow one")}
+		}
+	}
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}

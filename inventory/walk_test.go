@@ -367,3 +367,16 @@ func TestEntriesVanishingMidWalk(t *testing.T) {
 	close(stop)
 	<-done
 }
+
+func TestRootSymlinkIsNotFollowed(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "real"), 0o755)
+	os.WriteFile(filepath.Join(dir, "real", "f"), make([]byte, 8192), 0o644)
+	os.Symlink("real", filepath.Join(dir, "link"))
+	if _, err := Walk(filepath.Join(dir, "link"), Options{}); err == nil || !strings.Contains(err.Error(), "is a symlink") {
+		t.Errorf("walking a symlinked root: %v; want a refusal naming the symlink", err)
+	}
+	if res, err := Walk(filepath.Join(dir, "real"), Options{}); err != nil || res.Root.Files != 1 {
+		t.Errorf("walking the real directory: %+v %v", res, err)
+	}
+}
