@@ -202,7 +202,7 @@ func (m *Manager) checkEscape(ctx context.Context, t store.Tree) (Finding, bool,
 	if m.xfs == nil {
 		return Finding{}, false, nil
 	}
-	snap, _, ok, err := m.Store.LatestSnapshot(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
+	snap, ok, err := m.Store.LatestSnapshot(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
 	if err != nil || !ok || snap.KernelBytes < 0 || snap.Partial {
 		return Finding{}, false, err
 	}

@@ -181,7 +181,7 @@ func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) erro
 				*w.dst = &d
 			}
 		}
-		snap, _, ok, err := m.Store.LatestSnapshot(ctx, k)
+		snap, ok, err := m.Store.LatestSnapshot(ctx, k)
 		if err != nil {
 			return err
 		}

@@ -53,9 +53,9 @@ func TestStoredSnapshotTreeIsBounded(t *testing.T) {
 	if depth(&snaps[0].Node) != 3 || snaps[0].Dirs != 42 {
 		t.Errorf("the printed result was cut too: depth %d, %d dirs", depth(&snaps[0].Node), snaps[0].Dirs)
 	}
-	_, raw, ok, err := st.LatestSnapshot(ctx, store.TreeKey{Project: "omni", Area: AreaWorkspace})
-	if err != nil || !ok {
-		t.Fatalf("latest snapshot: %v %v", ok, err)
+	raw, err := st.LatestTree(ctx, store.TreeKey{Project: "omni", Area: AreaWorkspace})
+	if err != nil || raw == nil {
+		t.Fatalf("latest tree: %s %v", raw, err)
 	}
 	var stored inventory.Node
 	if err := json.Unmarshal(raw, &stored); err != nil {

@@ -57,30 +57,38 @@ func (s *Snapshot) fill() {
 	s.At, s.Mtime = fromMicros(s.AtMicros), fromMicros(s.MtimeMicros)
 }
 
-// LatestSnapshot reads the newest snapshot of a tree and its full tree.
-func (s *Store) LatestSnapshot(ctx context.Context, k TreeKey) (Snapshot, []byte, bool, error) {
+// LatestSnapshot reads the totals of a tree's newest snapshot. It does not
+// read the full tree (up to ~1.5 MB): LatestTree does, for whoever shows it.
+func (s *Store) LatestSnapshot(ctx context.Context, k TreeKey) (Snapshot, bool, error) {
 	var snap Snapshot
 	err := s.get(ctx, &snap, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ? ORDER BY at DESC, id DESC LIMIT 1`,
 		s.Host, k.Project, k.Area)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Snapshot{}, nil, false, nil
+		return Snapshot{}, false, nil
 	}
 	if err != nil {
-		return Snapshot{}, nil, false, err
+		return Snapshot{}, false, err
 	}
 	snap.fill()
+	return snap, true, nil
+}
+
+// LatestTree reads the full tree (JSON) kept of a tree's newest snapshot;
+// nil if there is none.
+func (s *Store) LatestTree(ctx context.Context, k TreeKey) ([]byte, error) {
 	var tree string
-	if err := s.get(ctx, &tree, `SELECT tree FROM snapshot_trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return snap, nil, true, err
+	err := s.get(ctx, &tree, `SELECT tree FROM snapshot_trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
 	}
-	return snap, []byte(tree), true, nil
+	return []byte(tree), err
 }
 
 // Growth is the change of a tree's allocated bytes over window, ending at
 // its latest snapshot: latest minus the newest snapshot taken at or before
 // (latest − window). ok is false until a snapshot that old exists.
 func (s *Store) Growth(ctx context.Context, k TreeKey, window time.Duration) (delta int64, ok bool, err error) {
-	latest, _, found, err := s.LatestSnapshot(ctx, k)
+	latest, found, err := s.LatestSnapshot(ctx, k)
 	if err != nil || !found {
 		return 0, false, err
 	}

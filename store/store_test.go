@@ -276,9 +276,15 @@ func TestGrowth(t *testing.T) {
 		if _, ok, _ := s.Growth(ctx, k, 30*24*time.Hour); ok {
 			t.Error("growth over 30 days with 8 days of history must be unknown")
 		}
-		latest, tree, ok, err := s.LatestSnapshot(ctx, k)
-		if err != nil || !ok || latest.SizeBytes != 1000 || string(tree) != `{"size":1000}` || !latest.At.Equal(now) {
-			t.Errorf("latest: %+v %s %v %v", latest, tree, ok, err)
+		latest, ok, err := s.LatestSnapshot(ctx, k)
+		if err != nil || !ok || latest.SizeBytes != 1000 || !latest.At.Equal(now) {
+			t.Errorf("latest: %+v %v %v", latest, ok, err)
+		}
+		if tree, err := s.LatestTree(ctx, k); err != nil || string(tree) != `{"size":1000}` {
+			t.Errorf("latest tree: %s %v", tree, err)
+		}
+		if tree, err := s.LatestTree(ctx, TreeKey{Project: "omni", Area: "cache"}); err != nil || tree != nil {
+			t.Errorf("latest tree of a tree never snapshotted: %s %v", tree, err)
 		}
 		// A snapshot kept with a 2-day retention drops the older totals:
 		// the 7-day window has no start any more, the 24-hour one still has.
