@@ -243,8 +243,10 @@ func (m *Manager) makeTrees(ctx context.Context, name string, limits map[string]
 			return nil, err
 		}
 		fault.Point("add:" + area + ":limits-set")
-		if err := m.refreshBaseline(ctx, tree); err != nil {
-			return nil, err
+		if m.xfs == nil { // the fallback's admission starts from a walk; XFS counts in the kernel
+			if _, err := m.baseline(ctx, tree, 0); err != nil {
+				return nil, err
+			}
 		}
 		trees = append(trees, tree)
 	}

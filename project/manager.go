@@ -308,40 +308,35 @@ func (m *Manager) RefreshBaselineIfStale(ctx context.Context, t store.Tree) erro
 	if m.xfs != nil {
 		return nil
 	}
-	key := store.TreeKey{Project: t.Project, Area: t.Area}
-	at, err := m.Store.Baseline(ctx, key)
-	if err != nil || time.Since(at) < baselineMaxAge {
-		return err
-	}
-	return m.refreshBaseline(ctx, t)
+	_, err := m.baseline(ctx, t, baselineMaxAge)
+	return err
 }
 
 // fallbackQuota reads a fallback tree as admission sees it (its last walk,
 // plus the ledger and reservations since) and when that walk began. A walk
 // maxAge old or older, or none, is made again first.
 func (m *Manager) fallbackQuota(ctx context.Context, t store.Tree, maxAge time.Duration) (quota.Quota, time.Time, error) {
-	key := store.TreeKey{Project: t.Project, Area: t.Area}
-	walked, err := m.Store.Baseline(ctx, key)
+	walked, err := m.baseline(ctx, t, maxAge)
 	if err != nil {
 		return quota.Quota{}, walked, err
 	}
-	if walked.IsZero() || m.now().Sub(walked) >= maxAge {
-		if err := m.refreshBaseline(ctx, t); err != nil {
-			return quota.Quota{}, walked, err
-		}
-		if walked, err = m.Store.Baseline(ctx, key); err != nil {
-			return quota.Quota{}, walked, err
-		}
-	}
-	limits, used, _, err := m.Store.Account(ctx, key)
+	limits, used, _, err := m.Store.Account(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
 	return quota.Quota{ID: t.ProjectID, Limits: limits, Usage: used}, walked.UTC(), err
 }
 
-func (m *Manager) refreshBaseline(ctx context.Context, t store.Tree) error {
-	start := time.Now()
+// baseline returns when the fallback tree's last walk began, walking it
+// again first (and recording the walk as its baseline) when that is maxAge
+// ago or more, or never (maxAge 0: always).
+func (m *Manager) baseline(ctx context.Context, t store.Tree, maxAge time.Duration) (time.Time, error) {
+	key := store.TreeKey{Project: t.Project, Area: t.Area}
+	walked, err := m.Store.Baseline(ctx, key)
+	if err != nil || (!walked.IsZero() && m.now().Sub(walked) < maxAge) {
+		return walked, err
+	}
+	start := m.now().Truncate(time.Microsecond) // as the store keeps it
 	u, err := fallback.Walk(m.abs(t.Path))
 	if err != nil {
-		return err
+		return walked, err
 	}
-	return m.Store.SetBaseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area}, u, start)
+	return start, m.Store.SetBaseline(ctx, key, u, start)
 }
