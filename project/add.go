@@ -120,7 +120,7 @@ func (m *Manager) claim(ctx context.Context, name string) error {
 		var inserted bool
 		err := m.Store.InTx(ctx, func(tx *store.Tx) error {
 			var err error
-			existing, inserted, err = tx.InsertProject(ctx, name, holder(), m.now())
+			existing, inserted, err = tx.InsertProject(ctx, name, Holder(), m.now())
 			return err
 		})
 		switch {
@@ -149,9 +149,7 @@ func (m *Manager) claim(ctx context.Context, name string) error {
 // progress (an add, a sweep lock, a pending deletion) that another process
 // may find. start is the process's start time (clock ticks after boot), so
 // that a later process given the same pid is not taken for this one.
-func Holder() string { return holder() }
-
-var holder = sync.OnceValue(func() string {
+var Holder = sync.OnceValue(func() string {
 	h, _ := os.Hostname()
 	id := strconv.Itoa(os.Getpid())
 	if start, err := startTime(os.Getpid()); err == nil {

@@ -100,7 +100,7 @@ func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveRe
 	if p.State == store.StateRemoving && holderAlive(p.Adder) {
 		return res, fmt.Errorf("project %q is being removed by another process (pid %s); wait for it", name, p.Adder)
 	}
-	if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.SetProjectState(ctx, name, store.StateRemoving, holder()) }); err != nil {
+	if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.SetProjectState(ctx, name, store.StateRemoving, Holder()) }); err != nil {
 		return res, err
 	}
 	trees, err := m.Store.Trees(ctx, name)
@@ -144,7 +144,7 @@ func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveRe
 // (pending) and after (done or failed).
 func (m *Manager) purgeTree(ctx context.Context, t store.Tree) error {
 	q, _ := m.Backend.Get(t.ProjectID)
-	record := map[string]any{"path": t.Path, "area": t.Area, "bytes": q.Bytes, "reason": "purge", "policy": "project rm --purge", "holder": holder()}
+	record := map[string]any{"path": t.Path, "area": t.Area, "bytes": q.Bytes, "reason": "purge", "policy": "project rm --purge", "holder": Holder()}
 	journal := func(state string, err error) error {
 		record["state"] = state
 		if err != nil {

@@ -133,10 +133,10 @@ func TestHolderAlive(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	me := holder()
+	me := Holder()
 	pid, start, ok := strings.Cut(strings.TrimSuffix(me, "@"+host), ".")
 	if !ok || pid != strconv.Itoa(os.Getpid()) || start == "" {
-		t.Fatalf("holder() = %q, want pid.start@%s", me, host)
+		t.Fatalf("Holder() = %q, want pid.start@%s", me, host)
 	}
 	for _, c := range []struct {
 		holder string

@@ -99,7 +99,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	}
 	// One sweep per project at a time; a dry run deletes nothing and needs no lock.
 	var locked []string
-	me := holder()
+	me := Holder()
 	if !o.DryRun {
 		defer func() {
 			for _, n := range locked {
@@ -296,13 +296,13 @@ func (m *Manager) resolvePending(ctx context.Context, root *os.Root) (int, error
 // holder predate the field and count as orphaned.
 func orphaned(p store.PendingEviction) bool {
 	h, _ := p.Record["holder"].(string)
-	return h == "" || h == holder() || !holderAlive(h)
+	return h == "" || h == Holder() || !holderAlive(h)
 }
 
 // settle journals the outcome of an orphaned pending deletion, read from disk.
 func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEviction) error {
 	rec := maps.Clone(p.Record)
-	rec["holder"] = holder()
+	rec["holder"] = Holder()
 	path, _ := rec["path"].(string)
 	if _, err := root.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		rec["state"], rec["recovered"] = "done", true
