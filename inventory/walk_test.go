@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/prereq"
 )
 
 const nobody = 65534
@@ -119,7 +121,7 @@ func TestWalkMatchesDu(t *testing.T) {
 		}
 		defer unix.Unmount(mnt, unix.MNT_DETACH)
 		os.WriteFile(filepath.Join(mnt, "on-tmpfs"), make([]byte, 1<<20), 0o644)
-	} else if os.Getenv("CI") == "true" {
+	} else if prereq.InCI() {
 		t.Fatal("the nested-mount case needs root")
 	}
 	for _, raw := range []bool{false, true} { // both ways of making the stats
@@ -174,10 +176,7 @@ func TestWalkMatchesDu(t *testing.T) {
 // totals still agree with du run as the same unprivileged user.
 func TestUnreadableDirectories(t *testing.T) {
 	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root to run the walk as another user")
-		}
-		t.Skip("needs root to run the walk as another user")
+		prereq.Missing(t, "needs root to run the walk as another user")
 	}
 	base, err := os.MkdirTemp("/tmp", "xfsq-walk-")
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/xfsq/xfsq/internal/prereq"
 )
 
 func run(t *testing.T, args ...string) (string, int) {
@@ -23,10 +25,7 @@ func run(t *testing.T, args ...string) (string, int) {
 
 func TestLoopbackXFS(t *testing.T) {
 	if _, err := exec.LookPath("mkfs.xfs"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("mkfs.xfs missing: apt-get install xfsprogs")
-		}
-		t.Skip("mkfs.xfs missing: apt-get install xfsprogs")
+		prereq.Missing(t, "mkfs.xfs missing: apt-get install xfsprogs")
 	}
 	dir := t.TempDir()
 	img, mnt := filepath.Join(dir, "x.img"), filepath.Join(dir, "mnt")
@@ -47,10 +46,7 @@ func TestLoopbackXFS(t *testing.T) {
 		t.Errorf("create over an existing image: exit %d, %q", code, out)
 	}
 	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("mount needs root, and CI runs as root")
-		}
-		t.Skip("mount needs root")
+		prereq.Missing(t, "mount needs root (CI runs as root)")
 	}
 	out, code := run(t, "mount", img, mnt)
 	if _, err := os.Stat("/proc/fs/xfs/xqm"); err != nil {

@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/prereq"
 )
 
 // Environment of a test binary running inside the UML kernel.
@@ -75,10 +77,7 @@ func Run(t *testing.T, cases []Case) {
 func Unavailable(tb testing.TB, why string) {
 	tb.Helper()
 	msg := "kernel tests cannot run: " + why + "; install them with: apt-get install " + Packages
-	if os.Getenv("CI") == "true" {
-		tb.Fatal(msg)
-	}
-	tb.Skip(msg)
+	prereq.Missing(tb, msg)
 }
 
 // ForBenchmark gives a benchmark a fresh filesystem when it runs inside the

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	_ "github.com/lib/pq"
+
+	"github.com/xfsq/xfsq/internal/prereq"
 )
 
 // EnvPostgres names the variable holding the PostgreSQL DSN for tests.
@@ -45,10 +47,7 @@ func postgresDSN(t testing.TB) string {
 	base := os.Getenv(EnvPostgres)
 	if base == "" {
 		msg := "PostgreSQL tests need " + EnvPostgres + "=postgres://user:pass@127.0.0.1/db?sslmode=disable (see .ci/run)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		prereq.Missing(t, msg)
 	}
 	db, err := sql.Open("postgres", base)
 	if err != nil {

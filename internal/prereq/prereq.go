@@ -1,0 +1,22 @@
+// Package prereq decides what a test does when the machine lacks something
+// it needs (root, a kernel, PostgreSQL, a tool): skip on a developer's
+// machine, fail under CI=true, where a skipped test would be a hidden
+// failure. Every such test goes through it, so the rule lives in one place.
+package prereq
+
+import (
+	"os"
+	"testing"
+)
+
+// InCI reports whether the tests run in CI (CI=true).
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// Missing skips tb, or fails it in CI, with why (which should name the fix).
+func Missing(tb testing.TB, why string) {
+	tb.Helper()
+	if InCI() {
+		tb.Fatal(why)
+	}
+	tb.Skip(why)
+}
