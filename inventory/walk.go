@@ -80,7 +80,16 @@ type walker struct {
 	opts     Options
 	rootDev  uint64
 	deadline time.Time
-	sem      chan struct{}
+
+	// Work is shared through a stack that idle workers wait on; a busy
+	// worker keeps its own directories and gives one away only while
+	// another worker waits, so the workers rarely meet.
+	mu      sync.Mutex
+	wake    sync.Cond
+	shared  []job
+	waiting int
+	waiters atomic.Int32 // = waiting, read without the lock
+	done    bool
 
 	linkMu sync.Mutex
 	links  map[[2]uint64]struct{} // inodes with more than one link, seen once
@@ -92,7 +101,29 @@ type walker struct {
 	partial              atomic.Bool
 }
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+// job is a subdirectory not opened yet.
+type job struct {
+	parent *openDirectory
+	name   string // NUL-terminated, for the kernel
+	rel    string
+	depth  int
+	acc    *agg // its parent's totals: to the depth, its parent's own; below, the deepest ancestor's
+}
+
+// openDirectory is a directory whose subdirectories are still to be opened
+// relative to it: the last of its jobs to do so closes it. The open
+// descriptors are those of the directories on the workers' stacks.
+type openDirectory struct {
+	fd   int
+	refs atomic.Int32
+	warm bool
+}
+
+func (d *openDirectory) release() {
+	if d.refs.Add(-1) == 0 {
+		closeFd(d.fd, d.warm)
+	}
+}
 
 // Walk measures the tree at dir.
 func Walk(dir string, opts Options) (*Result, error) {
@@ -124,7 +155,8 @@ func Walk(dir string, opts Options) (*Result, error) {
 		unix.Close(fd)
 		return nil, &os.PathError{Op: "fstat", Path: dir, Err: err}
 	}
-	w := &walker{opts: opts, rootDev: st.Dev, sem: make(chan struct{}, opts.Workers-1), links: map[[2]uint64]struct{}{}}
+	w := &walker{opts: opts, rootDev: st.Dev, links: map[[2]uint64]struct{}{}}
+	w.wake.L = &w.mu
 	if opts.Budget > 0 {
 		w.deadline = start.Add(opts.Budget)
 	}
@@ -144,15 +176,23 @@ func Walk(dir string, opts Options) (*Result, error) {
 		}()
 	}
 	root := &agg{node: &Node{Path: "."}}
+	root.pending.Store(1)
 	root.addInode(&st, true)
-	local := &fileHeap{}
-	w.dir(fd, ".", 0, root, local)
-	w.mergeTop(local)
+	// The root is read before the workers start: its subdirectories are
+	// their first shared jobs.
+	first := newWorker(w)
+	first.read(fd, ".", 0, root, true)
+	w.shared, first.stack = first.stack, nil
+	w.offerTop(first.top)
+	var wg sync.WaitGroup
+	for range opts.Workers {
+		wg.Go(newWorker(w).run)
+	}
+	wg.Wait()
 	close(stop)
 	if opts.Progress != nil { // the final totals, however short the walk
 		opts.Progress(Progress{Files: w.files.Load(), Bytes: w.bytes.Load(), Elapsed: time.Since(start)})
 	}
-	root.finish(opts.TopK)
 	res := &Result{Root: root.node, Partial: w.partial.Load(), Errors: w.errors.Load(), Duration: time.Since(start)}
 	sort.Sort(sort.Reverse(&w.top))
 	res.TopFiles = make([]File, len(w.top))
@@ -161,9 +201,13 @@ func Walk(dir string, opts Options) (*Result, error) {
 }
 
 // agg accumulates one directory's subtree; node is nil below the depth.
+// It is finished, and folded into its parent, when pending (itself and
+// every directory under it not yet read) comes to zero.
 type agg struct {
 	mu       sync.Mutex
 	node     *Node
+	parent   *agg
+	pending  atomic.Int64
 	t        totals
 	children nodeHeap
 }
@@ -182,6 +226,8 @@ func (t *totals) add(o totals) {
 }
 
 func (a *agg) addInode(st *unix.Stat_t, isDir bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.t.size += uint64(st.Blocks) * 512
 	a.t.apparent += uint64(st.Size)
 	if isDir {
@@ -192,31 +238,44 @@ func (a *agg) addInode(st *unix.Stat_t, isDir bool) {
 	a.t.mtime = max(a.t.mtime, st.Mtim.Nano())
 }
 
-// addChild folds a finished child into a (called from any goroutine).
+func (a *agg) addTotals(t totals) {
+	a.mu.Lock()
+	a.t.add(t)
+	a.mu.Unlock()
+}
+
+// settle counts one directory of a's subtree as read; the last one
+// finishes a and settles its parent in turn.
+func (a *agg) settle(k int) {
+	for ; a != nil && a.pending.Add(-1) == 0; a = a.parent {
+		a.finish(k)
+		if a.parent != nil {
+			a.parent.addChild(a, k)
+		}
+	}
+}
+
+// addChild folds a finished child into a.
 func (a *agg) addChild(c *agg, k int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.t.add(c.t)
-	if a.node != nil && c.node != nil {
-		heap.Push(&a.children, c.node)
-		if a.children.Len() > k { // keep the k largest children only
-			heap.Pop(&a.children)
-		}
+	heap.Push(&a.children, c.node)
+	if a.children.Len() > k { // keep the k largest children only
+		heap.Pop(&a.children)
 	}
 }
 
 // finish writes the totals into the node and orders its children.
 func (a *agg) finish(k int) {
 	n := a.node
-	if n == nil {
-		return
-	}
 	n.SizeBytes, n.ApparentBytes, n.Files, n.Dirs = a.t.size, a.t.apparent, a.t.files, a.t.dirs
 	if a.t.mtime > 0 {
 		n.Mtime = time.Unix(0, a.t.mtime).UTC()
 	}
 	n.Children = make([]*Node, len(a.children))
 	copy(n.Children, a.children)
+	a.children = nil
 	sort.Slice(n.Children, func(i, j int) bool {
 		if n.Children[i].SizeBytes != n.Children[j].SizeBytes {
 			return n.Children[i].SizeBytes > n.Children[j].SizeBytes
@@ -233,76 +292,154 @@ func (w *walker) expired() bool {
 	return false
 }
 
-// dir reads the open directory fd (at rel, depth below the root) into a,
-// then walks its subdirectories, and closes fd.
-func (w *walker) dir(fd int, rel string, depth int, a *agg, top *fileHeap) {
-	subdirs := w.entries(fd, rel, a, top)
-	var wg sync.WaitGroup
-	for _, name := range subdirs {
-		if w.expired() {
-			break
-		}
-		cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			w.errors.Add(1)
-			// Unreadable or vanished: count the directory itself, as du does.
-			var st unix.Stat_t
-			if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Dev == w.rootDev && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-				a.addInode(&st, true)
+// worker is one of the walk's goroutines, with what it keeps to itself.
+type worker struct {
+	w     *walker
+	buf   []byte // for getdents64
+	stack []job  // its own jobs, depth first: few open directories, warm caches
+	top   fileHeap
+}
+
+func newWorker(w *walker) *worker { return &worker{w: w, buf: make([]byte, 32<<10)} }
+
+// run does jobs, its own first and then shared ones, until none is left
+// anywhere.
+func (k *worker) run() {
+	defer func() { k.w.offerTop(k.top) }() // the heap as it is at the end
+	for {
+		if len(k.stack) == 0 {
+			j, ok := k.w.take()
+			if !ok {
+				return
 			}
-			continue
+			k.stack = append(k.stack, j)
 		}
-		var st unix.Stat_t
-		if err := unix.Fstat(cfd, &st); err != nil || st.Dev != w.rootDev {
-			unix.Close(cfd) // a mount point: another filesystem's business
-			if err != nil {
-				w.errors.Add(1)
-			}
-			continue
-		}
-		child := &agg{}
-		if depth+1 <= w.opts.Depth {
-			child.node = &Node{Path: join(rel, name)}
-		}
-		child.addInode(&st, true)
-		w.bytes.Add(uint64(st.Blocks) * 512)
-		childRel := join(rel, name)
-		select {
-		case w.sem <- struct{}{}:
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-w.sem }()
-				mine := &fileHeap{}
-				w.dir(cfd, childRel, depth+1, child, mine)
-				w.mergeTop(mine)
-				child.finish(w.opts.TopK)
-				a.addChild(child, w.opts.TopK)
-			}()
-		default:
-			w.dir(cfd, childRel, depth+1, child, top)
-			child.finish(w.opts.TopK)
-			a.addChild(child, w.opts.TopK)
+		j := k.stack[len(k.stack)-1]
+		k.stack = k.stack[:len(k.stack)-1]
+		k.visit(j)
+		if len(k.stack) > 1 && k.w.waiters.Load() > 0 {
+			k.w.give(&k.stack)
 		}
 	}
-	wg.Wait()
-	unix.Close(fd)
+}
+
+// take waits for a shared job; false when the walk is over.
+func (w *walker) take() (job, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.shared) == 0 && !w.done {
+		if w.waiting == w.opts.Workers-1 { // everyone else is out of work too
+			w.done = true
+			w.wake.Broadcast()
+			break
+		}
+		w.waiting++
+		w.waiters.Store(int32(w.waiting))
+		w.wake.Wait()
+		w.waiting--
+		w.waiters.Store(int32(w.waiting))
+	}
+	if len(w.shared) == 0 {
+		return job{}, false
+	}
+	j := w.shared[len(w.shared)-1]
+	w.shared = w.shared[:len(w.shared)-1]
+	return j, true
+}
+
+// give shares the oldest job of a worker's stack, the one nearest the root
+// and so likely the largest, with a waiting worker.
+func (w *walker) give(stack *[]job) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.waiting == 0 {
+		return
+	}
+	w.shared = append(w.shared, (*stack)[0])
+	*stack = (*stack)[1:]
+	w.wake.Signal()
+}
+
+// visit opens a job's directory and reads it.
+func (k *worker) visit(j job) {
+	w := k.w
+	defer j.parent.release()
+	if w.expired() {
+		j.acc.settle(w.opts.TopK)
+		return
+	}
+	warm := j.parent.warm
+	fd, err := openDir(j.parent.fd, unsafe.StringData(j.name), warm)
+	if err != nil {
+		w.errors.Add(1)
+		// Unreadable or vanished: count the directory itself, as du does.
+		var st unix.Stat_t
+		if fstatat(j.parent.fd, unsafe.StringData(j.name), &st, warm) == nil && st.Dev == w.rootDev && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			j.acc.addInode(&st, true)
+		}
+		j.acc.settle(w.opts.TopK)
+		return
+	}
+	var st unix.Stat_t
+	if err := fstat(fd, &st, warm); err != nil || st.Dev != w.rootDev {
+		closeFd(fd, warm) // a mount point: another filesystem's business
+		if err != nil {
+			w.errors.Add(1)
+		}
+		j.acc.settle(w.opts.TopK)
+		return
+	}
+	acc := j.acc // below the depth, the totals go to the deepest ancestor's node
+	if j.depth <= w.opts.Depth {
+		acc = &agg{node: &Node{Path: j.rel}, parent: j.acc}
+		acc.pending.Store(1)
+	}
+	acc.addInode(&st, true)
+	if w.opts.Progress != nil {
+		w.bytes.Add(uint64(st.Blocks) * 512)
+	}
+	k.read(fd, j.rel, j.depth, acc, warm)
+}
+
+// read reads the open directory fd (at rel, depth below the root) into
+// acc and pushes its subdirectories onto the worker's stack. warm says
+// whether the kernel answered the parent from its caches: neighbours
+// usually share blocks, so it is the guess for this directory too.
+func (k *worker) read(fd int, rel string, depth int, acc *agg, warm bool) {
+	subdirs, warm := k.entries(fd, rel, acc, warm)
+	d := &openDirectory{fd: fd, warm: warm}
+	d.refs.Store(int32(len(subdirs)) + 1)
+	acc.pending.Add(int64(len(subdirs)))
+	for _, name := range subdirs {
+		k.stack = append(k.stack, job{parent: d, name: name, rel: join(rel, name[:len(name)-1]), depth: depth + 1, acc: acc})
+	}
+	d.release()
+	acc.settle(k.w.opts.TopK)
 }
 
 // entries reads a directory with getdents64, stats what is not a
-// directory relative to fd, and returns the names of the subdirectories.
-func (w *walker) entries(fd int, rel string, a *agg, top *fileHeap) []string {
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
+// directory relative to fd, and returns the names of the subdirectories,
+// each with its NUL, and whether the kernel answered from its caches.
+func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, bool) {
+	w, buf, top := k.w, k.buf, &k.top
 	var subdirs []string
 	var t totals
-	// With RawStat, the first stat of a directory is timed: if it came from
-	// the cache, so will its neighbours (same inode table blocks), and the
-	// rest are made as raw syscalls; if it went to the disk, the rest may too.
-	first, mayBlock := w.opts.RawStat, true
+	// With RawStat, the first read and the first stat of a directory are
+	// timed: if the kernel answered them from its caches it will answer the
+	// rest so too (neighbours share blocks), and they are made as raw
+	// syscalls; if it went to the disk, the rest may too.
+	warm = warm && w.opts.RawStat
+	firstRead, firstStat := w.opts.RawStat, w.opts.RawStat
 	for {
-		n, err := unix.Getdents(fd, buf)
+		var n int
+		var err error
+		if firstRead {
+			start := time.Now()
+			n, err = getdents(fd, buf, warm)
+			firstRead, warm = false, time.Since(start) <= cachedStat+time.Duration(n)*cachedReadPerByte
+		} else {
+			n, err = getdents(fd, buf, warm)
+		}
 		if err != nil {
 			if !errors.Is(err, unix.EINTR) {
 				w.errors.Add(1)
@@ -323,25 +460,25 @@ func (w *walker) entries(fd int, rel string, a *agg, top *fileHeap) []string {
 				continue
 			}
 			if typ == unix.DT_DIR {
-				subdirs = append(subdirs, cstring(rec))
+				subdirs = append(subdirs, cstringNUL(rec))
 				continue
 			}
 			// fstatat straight from the getdents buffer: no string per file.
 			var st unix.Stat_t
 			var err error
-			if first {
+			if firstStat {
 				start := time.Now()
-				err = fstatat(fd, &rec[0], &st, true)
-				first, mayBlock = false, time.Since(start) > cachedStat
+				err = fstatat(fd, &rec[0], &st, warm)
+				firstStat, warm = false, time.Since(start) <= cachedStat
 			} else {
-				err = fstatat(fd, &rec[0], &st, mayBlock)
+				err = fstatat(fd, &rec[0], &st, warm)
 			}
 			if err != nil {
 				w.errors.Add(1) // vanished since getdents
 				continue
 			}
 			if st.Mode&unix.S_IFMT == unix.S_IFDIR { // DT_UNKNOWN on some filesystems
-				subdirs = append(subdirs, cstring(rec))
+				subdirs = append(subdirs, cstringNUL(rec))
 				continue
 			}
 			if st.Nlink > 1 && !w.firstLink(&st) {
@@ -352,24 +489,38 @@ func (w *walker) entries(fd int, rel string, a *agg, top *fileHeap) []string {
 			t.apparent += uint64(st.Size)
 			t.files++
 			t.mtime = max(t.mtime, st.Mtim.Nano())
-			if st.Mode&unix.S_IFMT == unix.S_IFREG && top.wants(size, w.opts.TopK) {
+			if st.Mode&unix.S_IFMT == unix.S_IFREG && top.wants(size, rel, rec, w.opts.TopK) {
 				top.offer(File{Path: join(rel, cstring(rec)), SizeBytes: size}, w.opts.TopK)
 			}
 		}
 	}
-	// Progress counters once per directory, not once per file.
-	w.files.Add(t.files)
-	w.bytes.Add(t.size)
-	a.mu.Lock()
-	a.t.add(t)
-	a.mu.Unlock()
-	return subdirs
+	// Progress counters once per directory, not once per file, and only
+	// for someone watching: both workers writing them costs ~1 %.
+	if w.opts.Progress != nil {
+		w.files.Add(t.files)
+		w.bytes.Add(t.size)
+	}
+	a.addTotals(t)
+	return subdirs, warm
+}
+
+func (w *walker) offerTop(h fileHeap) {
+	w.topMu.Lock()
+	defer w.topMu.Unlock()
+	for _, f := range h {
+		w.top.offer(f, w.opts.TopK)
+	}
 }
 
 // cachedStat is the longest a stat answered from the kernel's caches takes
 // (about a microsecond; the rest is room for a preemption). A stat that
 // reads the disk takes tens of microseconds at the least.
 const cachedStat = 25 * time.Microsecond
+
+// cachedReadPerByte is what a getdents64 answered from the caches may add
+// per byte it returns: a full 32 KiB buffer (a thousand names) takes up to
+// ~450µs, fifty names ~20µs.
+const cachedReadPerByte = 15 * time.Nanosecond
 
 // firstLink reports whether this is the first sighting of a multiply-linked inode.
 func (w *walker) firstLink(st *unix.Stat_t) bool {
@@ -383,12 +534,15 @@ func (w *walker) firstLink(st *unix.Stat_t) bool {
 	return true
 }
 
-func (w *walker) mergeTop(h *fileHeap) {
-	w.topMu.Lock()
-	defer w.topMu.Unlock()
-	for _, f := range *h {
-		w.top.offer(f, w.opts.TopK)
+// cstringNUL is the NUL-terminated name in b as a string that keeps its NUL,
+// to be passed to the kernel again without a copy.
+func cstringNUL(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i+1])
+		}
 	}
+	return string(b) + "\x00"
 }
 
 func cstring(b []byte) string {
@@ -426,10 +580,33 @@ func (h *fileHeap) Pop() any {
 	return f
 }
 
-// wants reports whether a file of size would enter a heap of k; it lets
-// the walk skip building paths for files that would not.
-func (h *fileHeap) wants(size uint64, k int) bool { return h.Len() < k || size > (*h)[0].SizeBytes }
+// wants reports whether the file name (NUL-terminated) in rel of size
+// would enter a heap of k, without building its path on the heap.
+func (h *fileHeap) wants(size uint64, rel string, name []byte, k int) bool {
+	if h.Len() < k {
+		return true
+	}
+	least := (*h)[0]
+	if size != least.SizeBytes {
+		return size > least.SizeBytes
+	}
+	var b [256]byte
+	path := b[:0]
+	if rel != "." {
+		path = append(append(path, rel...), '/')
+	}
+	for _, c := range name {
+		if c == 0 {
+			break
+		}
+		path = append(path, c)
+	}
+	return string(path) < least.Path
+}
 
+// offer keeps f if it is among the k largest, ties going to the first path
+// in order, so that which files are kept does not depend on the order the
+// walk met them in.
 func (h *fileHeap) offer(f File, k int) {
 	heap.Push(h, f)
 	if h.Len() > k {

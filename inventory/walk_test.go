@@ -379,3 +379,51 @@ func TestRootSymlinkIsNotFollowed(t *testing.T) {
 		t.Errorf("walking the real directory: %+v %v", res, err)
 	}
 }
+
+// Every directory a walk opens is closed again, whether it finishes, runs
+// out of budget or meets unreadable directories, and the result does not
+// depend on how many workers share the tree.
+func TestWalkClosesEveryDirectoryAndAgreesAcrossWorkers(t *testing.T) {
+	dir := t.TempDir()
+	makeTree(t, dir)
+	for i := range 40 { // enough directories for the workers to share
+		p := filepath.Join(dir, "wide", fmt.Sprintf("d%02d", i), "sub")
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(p, "f"), make([]byte, i*100), 0o644)
+	}
+	openFds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := openFds()
+	var want *Result
+	for _, o := range []Options{
+		{Workers: 1}, {Workers: 2, RawStat: true}, {Workers: 16}, {Workers: 3, Budget: time.Nanosecond},
+	} {
+		res, err := Walk(dir, Options{Depth: 8, TopK: 100, Workers: o.Workers, RawStat: o.RawStat, Budget: o.Budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := openFds(); n != before {
+			t.Errorf("%+v: %d descriptors open after the walk, %d before", o, n, before)
+		}
+		if o.Budget > 0 {
+			continue
+		}
+		res.Duration = 0
+		if want == nil {
+			want = res
+			continue
+		}
+		got, _ := json.Marshal(res)
+		exp, _ := json.Marshal(want)
+		if string(got) != string(exp) {
+			t.Errorf("%d workers:\n%s\nwant (1 worker):\n%s", o.Workers, got, exp)
+		}
+	}
+}
