@@ -81,7 +81,7 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 
 // maxStoredNodes bounds the full tree kept of each snapshot: a default walk
 // (depth 3, top 20: at most 8,421 nodes) is kept whole, a deeper one loses
-// its lowest levels (about 150 bytes of JSON a node, so at most ~1.5 MB).
+// its lowest levels (about 60 bytes a node stored, so at most ~600 KB).
 var maxStoredNodes = 10_000
 
 func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory.Options) TreeSnapshot {
@@ -99,7 +99,7 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 			s.KernelBytes, snap.KernelBytes = &q.Bytes, int64(q.Bytes)
 		}
 	}
-	tree := inventory.AppendJSON(nil, inventory.Shallow(&s.Node, maxStoredNodes), s.TopFiles)
+	tree := inventory.AppendStored(nil, inventory.Shallow(&s.Node, maxStoredNodes), s.TopFiles)
 	retention, err := m.setting(ctx, "snapshot_retention")
 	if err != nil {
 		s.Error = "read snapshot_retention: " + err.Error()

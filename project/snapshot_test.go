@@ -2,10 +2,10 @@ package project
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/xfsq/xfsq/inventory"
@@ -43,6 +43,9 @@ func TestStoredSnapshotTreeIsBounded(t *testing.T) {
 			}
 		}
 	}
+	if err := os.WriteFile(filepath.Join(ws, "0", "0", "0", "f"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	defer func(n int) { maxStoredNodes = n }(maxStoredNodes)
 	maxStoredNodes = 20 // room for two levels (15 nodes), not three (42)
 
@@ -57,12 +60,15 @@ func TestStoredSnapshotTreeIsBounded(t *testing.T) {
 	if err != nil || raw == nil {
 		t.Fatalf("latest tree: %s %v", raw, err)
 	}
-	var stored inventory.Node
-	if err := json.Unmarshal(raw, &stored); err != nil {
+	stored, top, err := inventory.ParseStored(raw)
+	if err != nil {
 		t.Fatalf("stored tree: %v: %s", err, raw)
 	}
-	if depth(&stored) != 2 || stored.Dirs != 42 || len(stored.Children) != 5 {
-		t.Errorf("stored tree: depth %d, %d dirs, %d children; want depth 2, 42 dirs, 5 children", depth(&stored), stored.Dirs, len(stored.Children))
+	if depth(stored) != 2 || stored.Dirs != 42 || len(stored.Children) != 5 {
+		t.Errorf("stored tree: depth %d, %d dirs, %d children; want depth 2, 42 dirs, 5 children", depth(stored), stored.Dirs, len(stored.Children))
+	}
+	if len(top) != 1 || !reflect.DeepEqual(top, snaps[0].TopFiles) {
+		t.Errorf("stored top files %v, printed %v", top, snaps[0].TopFiles)
 	}
 }
 

@@ -30,7 +30,8 @@ type Snapshot struct {
 	MtimeMicros int64 `json:"-" db:"mtime"`
 }
 
-// AddSnapshot stores a walk's totals and its full tree (JSON), replacing
+// AddSnapshot stores a walk's totals and its full tree (inventory's stored
+// form: the store only keeps the bytes), replacing
 // the previous full tree of the same tree, and drops the tree's totals
 // older than retention before s.At.
 func (t *Tx) AddSnapshot(ctx context.Context, s Snapshot, tree []byte, retention time.Duration) error {
@@ -58,7 +59,7 @@ func (s *Snapshot) fill() {
 }
 
 // LatestSnapshot reads the totals of a tree's newest snapshot. It does not
-// read the full tree (up to ~1.5 MB): LatestTree does, for whoever shows it.
+// read the full tree (up to ~600 KB): LatestTree does, for whoever shows it.
 func (s *Store) LatestSnapshot(ctx context.Context, k TreeKey) (Snapshot, bool, error) {
 	var snap Snapshot
 	err := s.get(ctx, &snap, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ? ORDER BY at DESC, id DESC LIMIT 1`,
@@ -73,8 +74,9 @@ func (s *Store) LatestSnapshot(ctx context.Context, k TreeKey) (Snapshot, bool, 
 	return snap, true, nil
 }
 
-// LatestTree reads the full tree (JSON) kept of a tree's newest snapshot;
-// nil if there is none.
+// LatestTree reads the full tree kept of a tree's newest snapshot, as
+// AddSnapshot was given it (inventory.ParseStored reads it); nil if there is
+// none.
 func (s *Store) LatestTree(ctx context.Context, k TreeKey) ([]byte, error) {
 	var tree string
 	err := s.get(ctx, &tree, `SELECT tree FROM snapshot_trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
