@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -465,4 +466,32 @@ func TestPendingEvictionsMigratedFromTheJournal(t *testing.T) {
 			t.Errorf("pending after the migration: %q, want %q", got, want)
 		}
 	})
+}
+
+// Opening a store whose schema is current only reads: it does not wait for
+// the write lock that another process's transaction holds.
+func TestOpenUpToDateDoesNotWaitForWriters(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "xfsq.db")
+	writer := open(t, dsn)
+	holding, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- writer.InTx(context.Background(), func(tx *Tx) error {
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	reader, err := Open(ctx, dsn, "test-host")
+	close(release)
+	if err != nil {
+		t.Fatalf("open beside a writer: %v", err)
+	}
+	reader.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
