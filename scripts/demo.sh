@@ -42,7 +42,7 @@ esac
 
 work=$(mktemp -d)
 trap 'mountpoint -q "$work/mnt" 2>/dev/null && umount "$work/mnt"; rm -rf "$work"' EXIT
-CGO_ENABLED=0 go build -o "$work/xfsq" ./cmd/xfsq
+scripts/build-xfsq.sh "$work/xfsq"
 if [ "$(id -u)" = 0 ] && [ -e /proc/fs/xfs/xqm ] && command -v mkfs.xfs >/dev/null; then
 	scripts/loopback-xfs.sh create "$work/xfs.img" 300M
 	scripts/loopback-xfs.sh mount "$work/xfs.img" "$work/mnt"

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 B=${1:-/var/tmp/xfsq-sweep-bench}
 command -v hyperfine >/dev/null || { echo "sweep-bench: apt-get install hyperfine" >&2; exit 1; }
 bin=$(mktemp -d)/xfsq
-CGO_ENABLED=0 go build -o "$bin" ./cmd/xfsq
+scripts/build-xfsq.sh "$bin"
 mkdir -p "$B"
 [ -d "$B/template" ] || go run ./scripts/gentree -files 100000 "$B/template"
 "$bin" --root "$B/root" init >/dev/null 2>&1 || { mkdir -p "$B/root" && "$bin" --root "$B/root" init >/dev/null; }

@@ -14,7 +14,7 @@ for c in hyperfine /usr/bin/time du; do
 	command -v "$c" >/dev/null || { echo "walk-bench: $c is missing: apt-get install hyperfine time" >&2; exit 1; }
 done
 bin=$(mktemp -d)/xfsq
-CGO_ENABLED=0 go build -o "$bin" ./cmd/xfsq
+scripts/build-xfsq.sh "$bin"
 mkdir -p "$B"
 "$bin" --root "$B" init >/dev/null
 for n in 200k:200000 1m:1000000; do
