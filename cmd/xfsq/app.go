@@ -248,7 +248,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 }
 
 func onUsageError(c *cli.Context, err error, _ bool) error {
-	return usagef("%v: see xfsq %s --help", err, commandName(c))
+	if name := commandName(c); name != "" {
+		return usagef("%v: see xfsq %s --help", err, name)
+	}
+	return usagef("%v: see xfsq --help", err)
 }
 
 func setUsageErrors(cmds []*cli.Command) {

@@ -333,7 +333,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"export", "xfs-projects"}, 1, "needs the xfs backend"},
 		{[]string{"bogus"}, 2, `unknown command "bogus"`},
 		{[]string{"project", "bogus"}, 2, `unknown command "bogus"`},
-		{[]string{"project", "add", "--nope", "x"}, 2, "flag provided but not defined"},
+		{[]string{"project", "add", "--nope", "x"}, 2, "flag provided but not defined: -nope: see xfsq project add --help"},
+		{[]string{"--nope", "report"}, 2, "flag provided but not defined: -nope: see xfsq --help"},
 	}
 	for _, c := range cases {
 		r := s.run(c.args...)

@@ -236,7 +236,11 @@ func oneArg(c *cli.Context, what string) (string, error) {
 	return c.Args().First(), nil
 }
 
-// commandName is the command's path without the program, e.g. "project add".
+// commandName is the command's path without the program, e.g. "project
+// add"; "" for the program itself.
 func commandName(c *cli.Context) string {
+	if c.Command == nil || c.Command.HelpName == c.App.Name {
+		return ""
+	}
 	return strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
 }
