@@ -52,6 +52,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			"           xfsq --root /srv/sandbox report\n\n" +
 			"   SIZE is " + units.SizeForms + ".\n" +
 			"   Exit codes: 0 success, 1 operation failed, 2 bad usage or input, 3 quota denied.",
+		Version:   version(),
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags: []cli.Flag{

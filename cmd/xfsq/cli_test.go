@@ -516,6 +516,7 @@ func TestHelpTeaches(t *testing.T) {
 		{[]string{"--help"}, []string{"Exit codes: 0 success, 1 operation failed, 2 bad usage or input, 3 quota denied", "xfsq --root /srv/sandbox init", "KiB/MiB/GiB/TiB"}},
 		{[]string{"project", "add", "--help"}, []string{"1-63 characters", "--bytes-hard", "--cache-bytes-hard", "default_quota"}},
 		{[]string{"project", "check", "--help"}, []string{"3 for deny"}},
+		{[]string{"--version"}, []string{"xfsq version ", " go1."}}, // which build an operator runs
 	} {
 		out := s.ok(c.args...)
 		for _, w := range c.want {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -243,4 +244,16 @@ func commandName(c *cli.Context) string {
 		return ""
 	}
 	return strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
+}
+
+// version says which build this is, as the Go toolchain recorded it: the
+// module version (a tag, or a pseudo-version naming the commit and whether
+// the tree had changes when built with -buildvcs, as scripts/build-xfsq.sh
+// does) and the Go release.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown (built without module information)"
+	}
+	return bi.Main.Version + " " + bi.GoVersion
 }
