@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/store"
@@ -218,8 +217,12 @@ func (m *Manager) checkEscape(ctx context.Context, t store.Tree) (Finding, bool,
 			if err := m.Backend.Assign(m.abs(t.Path), t.ProjectID); err != nil {
 				return err
 			}
-			if s := m.snapshotTree(ctx, t, inventory.Options{}); s.Error != "" {
-				return errors.New(s.Error)
+			snaps, err := m.Snapshot(ctx, SnapshotOptions{Projects: []string{t.Project}, Area: t.Area})
+			if err != nil {
+				return err
+			}
+			if len(snaps) == 1 && snaps[0].Error != "" {
+				return errors.New(snaps[0].Error)
 			}
 			return nil
 		}}, true, nil

@@ -61,6 +61,12 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 		}
 		trees = append(trees, t...)
 	}
+	// Read before any walk: a setting that cannot be read fails the pass
+	// at once, not after walking every tree.
+	retention, err := m.setting(ctx, "snapshot_retention")
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot_retention: %w", err)
+	}
 	if o.Scheduled {
 		inventory.Background() // best effort: a walk at normal priority is still a walk
 	}
@@ -69,7 +75,7 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 		if o.Area != "" && t.Area != o.Area {
 			continue
 		}
-		out = append(out, m.snapshotTree(ctx, t, o.Walk))
+		out = append(out, m.snapshotTree(ctx, t, o.Walk, retention.Duration()))
 	}
 	if o.Scheduled {
 		if err := m.journalPass(ctx, out); err != nil {
@@ -84,7 +90,7 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 // its lowest levels (about 60 bytes a node stored, so at most ~600 KB).
 var maxStoredNodes = 10_000
 
-func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory.Options) TreeSnapshot {
+func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory.Options, retention time.Duration) TreeSnapshot {
 	s := TreeSnapshot{Project: t.Project, Area: t.Area, At: time.Now().UTC()}
 	res, err := inventory.Walk(m.abs(t.Path), opts)
 	if err != nil {
@@ -100,13 +106,8 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 		}
 	}
 	tree := inventory.AppendStored(nil, inventory.Shallow(&s.Node, maxStoredNodes), s.TopFiles)
-	retention, err := m.setting(ctx, "snapshot_retention")
-	if err != nil {
-		s.Error = "read snapshot_retention: " + err.Error()
-		return s
-	}
 	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
-		if err := tx.AddSnapshot(ctx, snap, tree, retention.Duration()); err != nil {
+		if err := tx.AddSnapshot(ctx, snap, tree, retention); err != nil {
 			return err
 		}
 		if m.xfs != nil || s.Partial {
