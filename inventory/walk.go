@@ -27,17 +27,17 @@ import (
 type Options struct {
 	Depth   int           // aggregate to this depth below the root: default 3, at most 8
 	TopK    int           // children kept per node and top files: default 20
-	Workers int           // directories read at once: default 2 × GOMAXPROCS, at least 4
+	Workers int           // goroutines walking at once: default 2 × GOMAXPROCS, at least 4 (more reads in flight when cold)
 	Budget  time.Duration // stop descending after this long and mark the result partial; 0: none
 	// Progress, if set, is called about every 200ms with the running totals,
 	// and once more with the final ones.
 	Progress func(Progress)
-	// RawStat makes the stats of entries that the kernel answers from its
-	// caches as raw syscalls, unseen by the Go scheduler: a warm walk is ~8 %
-	// faster. A raw stat that does block (a failing disk) holds its thread's
-	// P until it returns, which can stall every other goroutine and the
-	// garbage collector. Only for a process with nothing else to run (the
-	// CLI), never for a server.
+	// RawStat makes the syscalls of directories that the kernel answers
+	// from its caches raw syscalls, unseen by the Go scheduler: a warm walk
+	// needs ~10 % less CPU and no thread hand-offs. A raw syscall that does
+	// block (a failing disk) holds its thread's P until it returns, which
+	// can stall every other goroutine and the garbage collector. Only for a
+	// process with nothing else to run (the CLI), never for a server.
 	RawStat bool
 }
 
