@@ -55,7 +55,7 @@ func FuzzStoredForm(f *testing.F) {
 	f.Add("<&>\"", "\\\n", uint64(1<<63), int64(1796020262229793123))
 	f.Fuzz(func(t *testing.T, n1, n2 string, size uint64, mtime int64) {
 		if !isValidName(n1) || !isValidName(n2) {
-			t.Skip("not a file name: JSON keeps only valid UTF-8, and names hold no '/' or NUL")
+			return // not a file name: JSON keeps only valid UTF-8, and names hold no '/' or NUL
 		}
 		mt := time.Time{}
 		if mtime != 0 {
