@@ -10,11 +10,13 @@
 package inventory
 
 import (
+	"cmp"
 	"container/heap"
 	"errors"
 	"os"
 	"runtime"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,7 +97,7 @@ type walker struct {
 	links  map[[2]uint64]struct{} // inodes with more than one link, seen once
 
 	topMu sync.Mutex
-	top   fileHeap
+	top   topK[File]
 
 	errors, files, bytes atomic.Uint64
 	partial              atomic.Bool
@@ -194,14 +196,12 @@ func Walk(dir string, opts Options) (*Result, error) {
 		opts.Progress(Progress{Files: w.files.Load(), Bytes: w.bytes.Load(), Elapsed: time.Since(start)})
 	}
 	res := &Result{Root: root.node, Partial: w.partial.Load(), Errors: w.errors.Load(), Duration: time.Since(start)}
-	sort.Sort(sort.Reverse(&w.top))
-	res.TopFiles = make([]File, len(w.top))
-	copy(res.TopFiles, w.top)
+	res.TopFiles = w.top.best()
 	return res, nil
 }
 
-// agg accumulates one directory's subtree; node is nil below the depth.
-// It is finished, and folded into its parent, when pending (itself and
+// agg accumulates the subtree of one directory to the depth (directories
+// below it add to their deepest ancestor's agg). It is finished, and folded into its parent, when pending (itself and
 // every directory under it not yet read) comes to zero.
 type agg struct {
 	mu       sync.Mutex
@@ -209,7 +209,7 @@ type agg struct {
 	parent   *agg
 	pending  atomic.Int64
 	t        totals
-	children nodeHeap
+	children topK[*Node]
 }
 
 type totals struct {
@@ -248,7 +248,7 @@ func (a *agg) addTotals(t totals) {
 // finishes a and settles its parent in turn.
 func (a *agg) settle(k int) {
 	for ; a != nil && a.pending.Add(-1) == 0; a = a.parent {
-		a.finish(k)
+		a.finish()
 		if a.parent != nil {
 			a.parent.addChild(a, k)
 		}
@@ -260,28 +260,18 @@ func (a *agg) addChild(c *agg, k int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.t.add(c.t)
-	heap.Push(&a.children, c.node)
-	if a.children.Len() > k { // keep the k largest children only
-		heap.Pop(&a.children)
-	}
+	a.children.offer(c.node, k)
 }
 
 // finish writes the totals into the node and orders its children.
-func (a *agg) finish(k int) {
+func (a *agg) finish() {
 	n := a.node
 	n.SizeBytes, n.ApparentBytes, n.Files, n.Dirs = a.t.size, a.t.apparent, a.t.files, a.t.dirs
 	if a.t.mtime > 0 {
 		n.Mtime = time.Unix(0, a.t.mtime).UTC()
 	}
-	n.Children = make([]*Node, len(a.children))
-	copy(n.Children, a.children)
+	n.Children = a.children.best()
 	a.children = nil
-	sort.Slice(n.Children, func(i, j int) bool {
-		if n.Children[i].SizeBytes != n.Children[j].SizeBytes {
-			return n.Children[i].SizeBytes > n.Children[j].SizeBytes
-		}
-		return n.Children[i].Path < n.Children[j].Path
-	})
 }
 
 func (w *walker) expired() bool {
@@ -297,7 +287,7 @@ type worker struct {
 	w     *walker
 	buf   []byte // for getdents64
 	stack []job  // its own jobs, depth first: few open directories, warm caches
-	top   fileHeap
+	top   topK[File]
 }
 
 func newWorker(w *walker) *worker { return &worker{w: w, buf: make([]byte, 32<<10)} }
@@ -504,7 +494,7 @@ func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, bool)
 	return subdirs, warm
 }
 
-func (w *walker) offerTop(h fileHeap) {
+func (w *walker) offerTop(h topK[File]) {
 	w.topMu.Lock()
 	defer w.topMu.Unlock()
 	for _, f := range h {
@@ -561,34 +551,65 @@ func join(dir, name string) string {
 	return dir + "/" + name
 }
 
-// fileHeap is a min-heap of the largest files seen.
-type fileHeap []File
-
-func (h fileHeap) Len() int { return len(h) }
-func (h fileHeap) Less(i, j int) bool {
-	if h[i].SizeBytes != h[j].SizeBytes {
-		return h[i].SizeBytes < h[j].SizeBytes
-	}
-	return h[i].Path > h[j].Path
+// ranked is what a top-K list keeps: the largest, and among equal sizes the
+// first path in order, so that what is kept does not depend on the order
+// the walk met things in.
+type ranked interface {
+	rank() (size uint64, path string)
 }
-func (h fileHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *fileHeap) Push(x any)   { *h = append(*h, x.(File)) }
-func (h *fileHeap) Pop() any {
+
+func (f File) rank() (uint64, string)  { return f.SizeBytes, f.Path }
+func (n *Node) rank() (uint64, string) { return n.SizeBytes, n.Path }
+
+// compareRank orders best first: larger, then the first path.
+func compareRank[T ranked](a, b T) int {
+	sa, pa := a.rank()
+	sb, pb := b.rank()
+	if sa != sb {
+		return cmp.Compare(sb, sa)
+	}
+	return strings.Compare(pa, pb)
+}
+
+// topK is a min-heap of the best-ranked items seen: its root is the first
+// to drop.
+type topK[T ranked] []T
+
+func (h topK[T]) Len() int           { return len(h) }
+func (h topK[T]) Less(i, j int) bool { return compareRank(h[i], h[j]) > 0 }
+func (h topK[T]) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *topK[T]) Push(x any)        { *h = append(*h, x.(T)) }
+func (h *topK[T]) Pop() any {
 	old := *h
-	f := old[len(old)-1]
+	x := old[len(old)-1]
 	*h = old[:len(old)-1]
-	return f
+	return x
+}
+
+// offer keeps x if it is among the k best.
+func (h *topK[T]) offer(x T, k int) {
+	heap.Push(h, x)
+	if h.Len() > k {
+		heap.Pop(h)
+	}
+}
+
+// best returns the items best first.
+func (h topK[T]) best() []T {
+	s := slices.Clone([]T(h))
+	slices.SortFunc(s, compareRank[T])
+	return s
 }
 
 // wants reports whether the file name (NUL-terminated) in rel of size
-// would enter a heap of k, without building its path on the heap.
-func (h *fileHeap) wants(size uint64, rel string, name []byte, k int) bool {
-	if h.Len() < k {
+// would enter a list of k, without building its path on the heap.
+func (h topK[T]) wants(size uint64, rel string, name []byte, k int) bool {
+	if len(h) < k {
 		return true
 	}
-	least := (*h)[0]
-	if size != least.SizeBytes {
-		return size > least.SizeBytes
+	leastSize, leastPath := h[0].rank()
+	if size != leastSize {
+		return size > leastSize
 	}
 	var b [256]byte
 	path := b[:0]
@@ -601,34 +622,5 @@ func (h *fileHeap) wants(size uint64, rel string, name []byte, k int) bool {
 		}
 		path = append(path, c)
 	}
-	return string(path) < least.Path
-}
-
-// offer keeps f if it is among the k largest, ties going to the first path
-// in order, so that which files are kept does not depend on the order the
-// walk met them in.
-func (h *fileHeap) offer(f File, k int) {
-	heap.Push(h, f)
-	if h.Len() > k {
-		heap.Pop(h)
-	}
-}
-
-// nodeHeap is a min-heap of child nodes by size.
-type nodeHeap []*Node
-
-func (h nodeHeap) Len() int { return len(h) }
-func (h nodeHeap) Less(i, j int) bool {
-	if h[i].SizeBytes != h[j].SizeBytes {
-		return h[i].SizeBytes < h[j].SizeBytes
-	}
-	return h[i].Path > h[j].Path
-}
-func (h nodeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *nodeHeap) Push(x any)   { *h = append(*h, x.(*Node)) }
-func (h *nodeHeap) Pop() any {
-	old := *h
-	n := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return n
+	return string(path) < leastPath
 }
