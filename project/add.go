@@ -131,7 +131,7 @@ func (m *Manager) claim(ctx context.Context, name string) error {
 		case existing.State == store.StateReady:
 			return fmt.Errorf("project %q %w: see xfsq project show %s", name, ErrExists, name)
 		case holderAlive(existing.Adder):
-			return fmt.Errorf("project %q is being %s by another process (pid %s); wait for it", name,
+			return fmt.Errorf("project %q is being %s by another process (%s); wait for it", name,
 				map[string]string{store.StateAdding: "added", store.StateRemoving: "removed"}[existing.State], existing.Adder)
 		case existing.State == store.StateRemoving:
 			return fmt.Errorf("project %q %w, half-removed by an interrupted xfsq project rm: run it again to finish", name, ErrExists)

@@ -92,13 +92,13 @@ func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveRe
 	}
 	if p.State == store.StateAdding {
 		if holderAlive(p.Adder) {
-			return res, fmt.Errorf("project %q is being added by another process (pid %s); wait for it", name, p.Adder)
+			return res, fmt.Errorf("project %q is being added by another process (%s); wait for it", name, p.Adder)
 		}
 		res.Left, err = m.rollbackAdd(ctx, name)
 		return res, err
 	}
 	if p.State == store.StateRemoving && holderAlive(p.Adder) {
-		return res, fmt.Errorf("project %q is being removed by another process (pid %s); wait for it", name, p.Adder)
+		return res, fmt.Errorf("project %q is being removed by another process (%s); wait for it", name, p.Adder)
 	}
 	if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.SetProjectState(ctx, name, store.StateRemoving, Holder()) }); err != nil {
 		return res, err

@@ -63,7 +63,7 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 		f := Finding{Project: p.Name}
 		switch {
 		case holderAlive(p.Adder):
-			f.Kind, f.Detail, f.Fix = BusyProject, fmt.Sprintf("%s by pid %s", p.State, p.Adder), "none: wait for it to finish"
+			f.Kind, f.Detail, f.Fix = BusyProject, fmt.Sprintf("%s by %s", p.State, p.Adder), "none: wait for it to finish"
 		case p.State == store.StateAdding:
 			f.Kind, f.Detail, f.Fix = InterruptedAdd, "an add was interrupted half-way", "roll it back: remove the empty directories it made, clear limits, release its IDs"
 			f.fixFn = func(ctx context.Context) error {

@@ -24,7 +24,8 @@ type Project struct {
 	Name      string    `json:"project"`
 	State     string    `json:"state"`
 	CreatedAt time.Time `json:"created_at"`
-	// Adder is the pid of the process adding or removing the project.
+	// Adder names the process adding or removing the project, as
+	// project.Holder does (pid.start@host); "" when neither is under way.
 	Adder string `json:"-"`
 }
 
