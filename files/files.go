@@ -30,6 +30,7 @@ import (
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
 )
 
 // Layer serves the trees of one manager's root.
@@ -248,20 +249,9 @@ func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult,
 		}
 	}
 	res := RemoveResult{Path: path.Join(t.Path, p), Bytes: u.Bytes, Files: u.Inodes}
-	record := map[string]any{"path": res.Path, "area": t.Area, "bytes": u.Bytes, "reason": "manual", "policy": "files rm", "holder": project.Holder()}
-	if err := l.journal(ctx, name, record, "pending", nil); err != nil {
-		return res, err
-	}
-	rmErr := t.root.RemoveAll(p)
-	state := "done"
-	if rmErr != nil {
-		state = "failed"
-	}
-	if err := l.journal(ctx, name, record, state, rmErr); err != nil {
-		return res, err
-	}
-	if rmErr != nil {
-		return res, fmt.Errorf("remove %s: %w", p, rmErr)
+	rec := sweep.Record{Area: t.Area, Path: res.Path, Bytes: u.Bytes, Reason: "manual", Policy: "files rm"}
+	if err := l.M.RemoveJournalled(ctx, name, t.root, p, rec); err != nil {
+		return res, fmt.Errorf("remove %s: %w", p, err)
 	}
 	if !l.M.IsXFS() {
 		err = l.M.Store.AddLedger(ctx, store.TreeKey{Project: name, Area: t.Area}, -int64(u.Bytes), -int64(u.Inodes), l.M.Actor)
@@ -274,16 +264,6 @@ type RemoveResult struct {
 	Path  string `json:"path"` // relative to the sandbox root
 	Bytes uint64 `json:"bytes"`
 	Files uint64 `json:"files"`
-}
-
-func (l *Layer) journal(ctx context.Context, name string, record map[string]any, state string, err error) error {
-	record["state"] = state
-	if err != nil {
-		record["error"] = err.Error()
-	}
-	return l.M.Store.InTx(ctx, func(tx *store.Tx) error {
-		return tx.AppendEvent(ctx, store.EventEvicted, name, l.M.Actor, record)
-	})
 }
 
 func allocated(fi os.FileInfo) uint64 {

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
 )
 
 // Set changes the limits of one tree of a project and journals old and new.
@@ -140,40 +141,46 @@ func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveRe
 	return res, err
 }
 
-// purgeTree deletes one tree inside the root, journalling it before
-// (pending) and after (done or failed).
+// purgeTree deletes one tree inside the root, journalled.
 func (m *Manager) purgeTree(ctx context.Context, t store.Tree) error {
 	q, _ := m.Backend.Get(t.ProjectID)
-	record := map[string]any{"path": t.Path, "area": t.Area, "bytes": q.Bytes, "reason": "purge", "policy": "project rm --purge", "holder": Holder()}
-	journal := func(state string, err error) error {
-		record["state"] = state
-		if err != nil {
-			record["error"] = err.Error()
-		}
-		return m.Store.InTx(ctx, func(tx *store.Tx) error {
-			return tx.AppendEvent(ctx, store.EventEvicted, t.Project, m.Actor, record)
-		})
-	}
-	if err := journal("pending", nil); err != nil {
-		return err
-	}
 	root, err := os.OpenRoot(m.Root)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	// os.Root confines the deletion to the sandbox root: a symlink planted
-	// in the tree is removed, never followed.
-	rmErr := root.RemoveAll(t.Path)
-	state := "done"
-	if rmErr != nil {
-		state = "failed"
-	}
-	if err := journal(state, rmErr); err != nil {
-		return err
-	}
-	if rmErr != nil {
-		return fmt.Errorf("purge %s: %w", t.Path, rmErr)
+	rec := sweep.Record{Area: t.Area, Path: t.Path, Bytes: q.Bytes, Reason: "purge", Policy: "project rm --purge"}
+	if err := m.RemoveJournalled(ctx, t.Project, root, t.Path, rec); err != nil {
+		return fmt.Errorf("purge %s: %w", t.Path, err)
 	}
 	return nil
+}
+
+// RemoveJournalled deletes rel under root and everything below it, with
+// the storage.evicted records every deletion has: pending before, done or
+// failed after. os.Root confines the deletion: a symlink planted in the
+// tree is removed, never followed. rec says what goes and why; its state
+// and holder are filled in here.
+func (m *Manager) RemoveJournalled(ctx context.Context, project string, root *os.Root, rel string, rec sweep.Record) error {
+	rec.Holder = Holder()
+	rec.State = "pending"
+	if err := m.journalEviction(ctx, project, rec); err != nil {
+		return err
+	}
+	rmErr := root.RemoveAll(rel)
+	rec.State = "done"
+	if rmErr != nil {
+		rec.State, rec.Error = "failed", rmErr.Error()
+	}
+	if err := m.journalEviction(ctx, project, rec); err != nil {
+		return err
+	}
+	return rmErr
+}
+
+// journalEviction appends one storage.evicted record.
+func (m *Manager) journalEviction(ctx context.Context, project string, rec sweep.Record) error {
+	return m.Store.InTx(ctx, func(tx *store.Tx) error {
+		return tx.AppendEvent(ctx, store.EventEvicted, project, m.Actor, rec)
+	})
 }

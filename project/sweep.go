@@ -157,7 +157,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
 		Journal: func(ctx context.Context, p string, r sweep.Record) error {
 			r.Holder = me
-			return m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventEvicted, p, m.Actor, r) })
+			return m.journalEviction(ctx, p, r)
 		}}
 	res := x.Run(ctx, plan)
 	res.Skipped = append(out.Skipped, res.Skipped...)

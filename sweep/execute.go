@@ -16,7 +16,7 @@ import (
 
 // Record is one storage.evicted journal entry.
 type Record struct {
-	SweepID string `json:"sweep_id"`
+	SweepID string `json:"sweep_id,omitempty"` // none outside sweeps (purge, files rm)
 	Area    string `json:"area"`
 	Path    string `json:"path"`
 	Bytes   uint64 `json:"bytes"`
