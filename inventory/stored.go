@@ -35,7 +35,7 @@ const storedVersion = 2
 // and a name, and the root's children have no parent prefix.
 func AppendStored(b []byte, root *Node, top []File) []byte {
 	b = slices.Grow(b, 64*countNodes(root)+64*len(top)) // one allocation, not a dozen copies
-	b = append(b, "[2,"...)
+	b = append(strconv.AppendInt(append(b, '['), storedVersion, 10), ',')
 	b = appendStoredNode(b, root, root.Path)
 	b = append(b, ",["...)
 	for i, f := range top {
