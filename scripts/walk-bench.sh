@@ -3,6 +3,9 @@
 # `xfsq snapshot` (depth 3, top 20) against `du -s` on the same warm trees
 # of 200,000 and 1,000,000 files, the walker alone against du and
 # filepath.WalkDir+Lstat, and peak RSS of a snapshot of 1,000,000 files.
+# Each goal of the inventory issue is checked as it is measured (≤ 0.50×
+# du's wall time, ≤ 32 MiB peak RSS); the script exits 1 at the end if any
+# was missed, after running every benchmark.
 #
 #   scripts/walk-bench.sh [BENCH_DIR]     default /var/tmp/xfsq-bench (≈10 GB free needed)
 #
@@ -24,13 +27,14 @@ for n in 200k:200000 1m:1000000; do
 	fi
 	"$bin" --root "$B" project show "$name" >/dev/null 2>&1 || "$bin" --root "$B" project add "$name" >/dev/null
 done
+missed=()
 # snapshot_vs_du NAME WARMUP RUNS: xfsq snapshot of a warm tree against du -s.
 snapshot_vs_du() {
 	du -s "$B/projects/$1" >/dev/null # warm
 	hyperfine -N --warmup "$2" --runs "$3" --export-json "$B/hyperfine-$1.json" \
 		"du -s $B/projects/$1" \
 		"$bin --root $B snapshot $1 --area workspace --depth 3 --top 20"
-	scripts/hyperfine-medians.py "$B/hyperfine-$1.json" "du -s" "xfsq snapshot"
+	scripts/hyperfine-medians.py "$B/hyperfine-$1.json" "du -s" "xfsq snapshot" 0.50 || missed+=("$1: xfsq snapshot over 0.50× du")
 }
 echo "== xfsq snapshot vs du -s, 200,000 files (medians and ratio below)"
 snapshot_vs_du bench200k 2 20
@@ -40,6 +44,13 @@ echo "== xfsq snapshot vs du -s, 1,000,000 files"
 snapshot_vs_du bench1m 1 7
 echo "== peak RSS, 1,000,000 files"
 for i in 1 2 3; do
-	/usr/bin/time -f "xfsq snapshot: max RSS %M KiB, wall %e s" "$bin" --root "$B" snapshot bench1m --area workspace --depth 3 --top 20 2>&1 >/dev/null | tail -1
+	read -r rss wall < <(/usr/bin/time -f "%M %e" "$bin" --root "$B" snapshot bench1m --area workspace --depth 3 --top 20 2>&1 >/dev/null | tail -1)
+	echo "xfsq snapshot: max RSS $rss KiB, wall $wall s"
+	[ "$rss" -le $((32 * 1024)) ] || missed+=("bench1m: peak RSS $rss KiB over 32 MiB")
 	/usr/bin/time -f "du -s:          max RSS %M KiB, wall %e s" du -s "$B/projects/bench1m" 2>&1 >/dev/null | tail -1
 done
+if [ ${#missed[@]} -gt 0 ]; then
+	printf 'walk-bench: goal missed: %s\n' "${missed[@]}" >&2
+	exit 1
+fi
+echo "walk-bench: every goal met"
