@@ -424,9 +424,9 @@ func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, bool)
 		var n int
 		var err error
 		if firstRead {
-			start := time.Now()
+			start := monotonic()
 			n, err = getdents(fd, buf, warm)
-			firstRead, warm = false, time.Since(start) <= cachedStat+time.Duration(n)*cachedReadPerByte
+			firstRead, warm = false, monotonic()-start <= cachedStat+time.Duration(n)*cachedReadPerByte
 		} else {
 			n, err = getdents(fd, buf, warm)
 		}
@@ -457,9 +457,9 @@ func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, bool)
 			var st unix.Stat_t
 			var err error
 			if firstStat {
-				start := time.Now()
+				start := monotonic()
 				err = fstatat(fd, &rec[0], &st, warm)
-				firstStat, warm = false, time.Since(start) <= cachedStat
+				firstStat, warm = false, monotonic()-start <= cachedStat
 			} else {
 				err = fstatat(fd, &rec[0], &st, warm)
 			}
@@ -479,7 +479,7 @@ func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, bool)
 			t.apparent += uint64(st.Size)
 			t.files++
 			t.mtime = max(t.mtime, st.Mtim.Nano())
-			if st.Mode&unix.S_IFMT == unix.S_IFREG && top.wants(size, rel, rec, w.opts.TopK) {
+			if st.Mode&unix.S_IFMT == unix.S_IFREG && wantsFile(*top, size, rel, rec, w.opts.TopK) {
 				top.offer(File{Path: join(rel, cstring(rec)), SizeBytes: size}, w.opts.TopK)
 			}
 		}
@@ -506,6 +506,12 @@ func (w *walker) offerTop(h topK[File]) {
 // (about a microsecond; the rest is room for a preemption). A stat that
 // reads the disk takes tens of microseconds at the least.
 const cachedStat = 25 * time.Microsecond
+
+// monotonic reads only the monotonic clock (time.Now also reads the wall
+// clock): the walk times two calls in every directory.
+func monotonic() time.Duration { return time.Since(epoch) }
+
+var epoch = time.Now()
 
 // cachedReadPerByte is what a getdents64 answered from the caches may add
 // per byte it returns: a full 32 KiB buffer (a thousand names) takes up to
@@ -601,26 +607,34 @@ func (h topK[T]) best() []T {
 	return s
 }
 
-// wants reports whether the file name (NUL-terminated) in rel of size
-// would enter a list of k, without building its path on the heap.
-func (h topK[T]) wants(size uint64, rel string, name []byte, k int) bool {
+// wantsFile reports whether the file name (NUL-terminated) in rel of size
+// would enter a list of k, without building its path on the heap. It is
+// asked about every file, so it is not generic (a generic method reaches
+// the items through a dictionary) and is small enough to inline; only a
+// tie in size goes on to compare paths.
+func wantsFile(h topK[File], size uint64, rel string, name []byte, k int) bool {
 	if len(h) < k {
 		return true
 	}
-	leastSize, leastPath := h[0].rank()
-	if size != leastSize {
-		return size > leastSize
+	if least := h[0].SizeBytes; size != least {
+		return size > least
 	}
+	return firstPath(rel, name, h[0].Path)
+}
+
+// firstPath reports whether rel/name (name NUL-terminated) comes before
+// path in order.
+func firstPath(rel string, name []byte, path string) bool {
 	var b [256]byte
-	path := b[:0]
+	p := b[:0]
 	if rel != "." {
-		path = append(append(path, rel...), '/')
+		p = append(append(p, rel...), '/')
 	}
 	for _, c := range name {
 		if c == 0 {
 			break
 		}
-		path = append(path, c)
+		p = append(p, c)
 	}
-	return string(path) < leastPath
+	return string(p) < path
 }
