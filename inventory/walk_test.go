@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -424,6 +426,55 @@ func TestWalkClosesEveryDirectoryAndAgreesAcrossWorkers(t *testing.T) {
 		exp, _ := json.Marshal(want)
 		if string(got) != string(exp) {
 			t.Errorf("%d workers:\n%s\nwant (1 worker):\n%s", o.Workers, got, exp)
+		}
+	}
+}
+
+// A warm raw walk starts GOMAXPROCS workers and the others join at the
+// first directory read from the disk: the result must not depend on when
+// they join, and every directory is still closed.
+func TestWorkersJoiningWhenTheWalkTurnsCold(t *testing.T) {
+	dir := t.TempDir()
+	makeTree(t, dir)
+	for i := range 40 {
+		p := filepath.Join(dir, "wide", fmt.Sprintf("d%02d", i), "sub")
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(p, "f"), make([]byte, i*100), 0o644)
+	}
+	want, err := Walk(dir, Options{Depth: 8, TopK: 100, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Duration = 0
+	exp, _ := json.Marshal(want)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	real := fromDisk
+	defer func() { fromDisk = real }()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From the nth timed call on, every call comes "from the disk" (two
+	// calls are timed in each directory), and the other workers join
+	// coldToJoin directories later: at once, early, mid-walk, never.
+	for _, n := range []int64{1, 2, 10, 60, 1 << 30} {
+		var calls atomic.Int64
+		fromDisk = func(time.Duration, time.Duration) bool { return calls.Add(1) >= n }
+		res, err := Walk(dir, Options{Depth: 8, TopK: 100, Workers: 6, RawStat: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls.Load() < min(n, 60) {
+			t.Fatalf("cold from call %d: the walk timed only %d calls", n, calls.Load())
+		}
+		res.Duration = 0
+		if got, _ := json.Marshal(res); string(got) != string(exp) {
+			t.Errorf("cold from call %d:\n%s\nwant (1 worker):\n%s", n, got, exp)
+		}
+		if after, _ := os.ReadDir("/proc/self/fd"); len(after) != len(fds) {
+			t.Errorf("cold from call %d: %d descriptors open after the walk, %d before", n, len(after), len(fds))
 		}
 	}
 }
