@@ -385,16 +385,25 @@ func TestRootSymlinkIsNotFollowed(t *testing.T) {
 // Every directory a walk opens is closed again, whether it finishes, runs
 // out of budget or meets unreadable directories, and the result does not
 // depend on how many workers share the tree.
-func TestWalkClosesEveryDirectoryAndAgreesAcrossWorkers(t *testing.T) {
-	dir := t.TempDir()
+// makeWideTree is makeTree with 40 more directories, enough for the
+// workers to share.
+func makeWideTree(t *testing.T, dir string) {
+	t.Helper()
 	makeTree(t, dir)
-	for i := range 40 { // enough directories for the workers to share
+	for i := range 40 {
 		p := filepath.Join(dir, "wide", fmt.Sprintf("d%02d", i), "sub")
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(p, "f"), make([]byte, i*100), 0o644)
+		if err := os.WriteFile(filepath.Join(p, "f"), make([]byte, i*100), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+}
+
+func TestWalkClosesEveryDirectoryAndAgreesAcrossWorkers(t *testing.T) {
+	dir := t.TempDir()
+	makeWideTree(t, dir)
 	openFds := func() int {
 		ents, err := os.ReadDir("/proc/self/fd")
 		if err != nil {
@@ -435,14 +444,7 @@ func TestWalkClosesEveryDirectoryAndAgreesAcrossWorkers(t *testing.T) {
 // they join, and every directory is still closed.
 func TestWorkersJoiningWhenTheWalkTurnsCold(t *testing.T) {
 	dir := t.TempDir()
-	makeTree(t, dir)
-	for i := range 40 {
-		p := filepath.Join(dir, "wide", fmt.Sprintf("d%02d", i), "sub")
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(p, "f"), make([]byte, i*100), 0o644)
-	}
+	makeWideTree(t, dir)
 	want, err := Walk(dir, Options{Depth: 8, TopK: 100, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
