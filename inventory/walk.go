@@ -95,8 +95,7 @@ type walker struct {
 	mu      sync.Mutex
 	wake    sync.Cond
 	shared  []job
-	waiting int
-	waiters atomic.Int32 // = waiting, read without the lock
+	waiting atomic.Int32 // workers waiting in take: changed under the lock, read without it too
 	done    bool
 	started int            // workers started, up to opts.Workers
 	running sync.WaitGroup // the started workers
@@ -237,18 +236,19 @@ func (t *totals) add(o totals) {
 	t.mtime = max(t.mtime, o.mtime)
 }
 
-func (a *agg) addInode(st *unix.Stat_t, isDir bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.t.size += uint64(st.Blocks) * 512
-	a.t.apparent += uint64(st.Size)
+// inodeTotals is what one inode adds: du's allocated bytes (st_blocks ×
+// 512), apparent bytes, one file or directory, its mtime.
+func inodeTotals(st *unix.Stat_t, isDir bool) totals {
+	t := totals{size: uint64(st.Blocks) * 512, apparent: uint64(st.Size), mtime: st.Mtim.Nano()}
 	if isDir {
-		a.t.dirs++
+		t.dirs = 1
 	} else {
-		a.t.files++
+		t.files = 1
 	}
-	a.t.mtime = max(a.t.mtime, st.Mtim.Nano())
+	return t
 }
+
+func (a *agg) addInode(st *unix.Stat_t, isDir bool) { a.addTotals(inodeTotals(st, isDir)) }
 
 func (a *agg) addTotals(t totals) {
 	a.mu.Lock()
@@ -319,7 +319,7 @@ func (k *worker) run() {
 		j := k.stack[len(k.stack)-1]
 		k.stack = k.stack[:len(k.stack)-1]
 		k.visit(j)
-		if len(k.stack) > 1 && k.w.waiters.Load() > 0 {
+		if len(k.stack) > 1 && k.w.waiting.Load() > 0 {
 			k.w.give(&k.stack)
 		}
 	}
@@ -358,16 +358,14 @@ func (w *walker) take() (job, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for len(w.shared) == 0 && !w.done {
-		if w.waiting == w.started-1 { // everyone else is out of work too
+		if int(w.waiting.Load()) == w.started-1 { // everyone else is out of work too
 			w.done = true
 			w.wake.Broadcast()
 			break
 		}
-		w.waiting++
-		w.waiters.Store(int32(w.waiting))
+		w.waiting.Add(1)
 		w.wake.Wait()
-		w.waiting--
-		w.waiters.Store(int32(w.waiting))
+		w.waiting.Add(-1)
 	}
 	if len(w.shared) == 0 {
 		return job{}, false
@@ -382,7 +380,7 @@ func (w *walker) take() (job, bool) {
 func (w *walker) give(stack *[]job) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.waiting == 0 {
+	if w.waiting.Load() == 0 {
 		return
 	}
 	w.shared = append(w.shared, (*stack)[0])
@@ -514,13 +512,10 @@ func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, bool)
 			if st.Nlink > 1 && !w.firstLink(&st) {
 				continue
 			}
-			size := uint64(st.Blocks) * 512
-			t.size += size
-			t.apparent += uint64(st.Size)
-			t.files++
-			t.mtime = max(t.mtime, st.Mtim.Nano())
-			if st.Mode&unix.S_IFMT == unix.S_IFREG && wantsFile(*top, size, rel, rec, w.opts.TopK) {
-				top.offer(File{Path: join(rel, cstring(rec)), SizeBytes: size}, w.opts.TopK)
+			file := inodeTotals(&st, false)
+			t.add(file)
+			if st.Mode&unix.S_IFMT == unix.S_IFREG && wantsFile(*top, file.size, rel, rec, w.opts.TopK) {
+				top.offer(File{Path: join(rel, cstring(rec)), SizeBytes: file.size}, w.opts.TopK)
 			}
 		}
 	}
