@@ -19,13 +19,10 @@ import (
 	"github.com/xfsq/xfsq/sweep"
 )
 
-// SweepAreas are the areas a sweep works on, in order.
-var SweepAreas = []string{sweep.AreaCache, sweep.AreaWorkspace, sweep.AreaScratch}
-
 // SweepOptions choose what a sweep covers.
 type SweepOptions struct {
 	Projects []string // none: every project
-	Areas    []string // none: all of SweepAreas
+	Areas    []string // none: all of sweep.Areas
 	DryRun   bool
 	// Apply executes exactly this plan (every entry re-checked) instead of
 	// planning anew.
@@ -69,13 +66,13 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	out := SweepOutcome{Result: sweep.Result{SweepID: newSweepID(), DryRun: o.DryRun, Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}, PerPolicy: map[string]int{}}}
 	areas := map[string]bool{}
 	for _, a := range o.Areas {
-		if !slices.Contains(SweepAreas, a) {
-			return out, inputErrorf("unknown area %q: use %s", a, strings.Join(SweepAreas, ", "))
+		if !slices.Contains(sweep.Areas, a) {
+			return out, inputErrorf("unknown area %q: use %s", a, strings.Join(sweep.Areas, ", "))
 		}
 		areas[a] = true
 	}
 	if len(areas) == 0 {
-		for _, a := range SweepAreas {
+		for _, a := range sweep.Areas {
 			areas[a] = true
 		}
 	}
@@ -230,7 +227,7 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 	for _, n := range names {
 		pr := sweep.Project{Name: n, LeasedBy: active[n]}
 		if len(pr.LeasedBy) == 0 {
-			for _, area := range SweepAreas {
+			for _, area := range sweep.Areas {
 				if !areas[area] {
 					continue
 				}

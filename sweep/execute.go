@@ -5,13 +5,10 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
-	"syscall"
 	"time"
 
 	"github.com/xfsq/xfsq/internal/fault"
-	"github.com/xfsq/xfsq/inventory"
 )
 
 // Record is one storage.evicted journal entry.
@@ -135,26 +132,17 @@ func (x *Executor) recheck(ctx context.Context, ev Eviction) (bytes uint64, why 
 		return 0, "gone since planning", nil
 	case err != nil:
 		return 0, "", err
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return 0, "became a symlink since planning", nil
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	if st != nil && st.Dev != x.RootDev {
+	e, err := measure(x.RootDir, x.RootDev, ev.Path, fi)
+	switch {
+	case err != nil:
+		return 0, "", err
+	case e.Protected == protectedSymlink:
+		return 0, "became a symlink since planning", nil
+	case e.Protected == protectedOtherFS:
 		return 0, "is on another filesystem", nil
 	}
-	newest := fi.ModTime()
-	bytes = uint64(fi.Size())
-	if st != nil {
-		bytes = uint64(st.Blocks) * 512
-	}
-	if fi.IsDir() {
-		res, err := inventory.Walk(filepath.Join(x.RootDir, ev.Path), inventory.Options{Depth: 1, TopK: 1})
-		if err != nil {
-			return 0, "", err
-		}
-		newest, bytes = res.Root.Mtime, res.Root.SizeBytes
-	}
-	if newest.After(x.Now().Add(-x.Policy.BusyGrace)) {
+	if e.Newest.After(x.Now().Add(-x.Policy.BusyGrace)) {
 		return 0, "modified since planning (within busy_grace)", nil
 	}
 	if leased, err := x.Leased(ctx, ev.Project); err != nil || leased {
@@ -163,5 +151,5 @@ func (x *Executor) recheck(ctx context.Context, ev Eviction) (bytes uint64, why 
 		}
 		return 0, "the project was leased since planning", nil
 	}
-	return bytes, "", nil
+	return e.Bytes, "", nil
 }

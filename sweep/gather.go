@@ -24,20 +24,33 @@ type Gatherer struct {
 // never even walked.
 var workspaceProtected = map[string]bool{"uploads": true, "inbox": true}
 
-// measure gives an entry's allocated bytes and newest mtime (inside it, for
-// a directory).
+// Why an entry is never offered or deleted, whatever the policy, as the
+// walks find it.
+const (
+	protectedSymlink = "symlink"
+	protectedOtherFS = "other filesystem"
+)
+
 func (g *Gatherer) measure(rel string, fi os.FileInfo) (Entry, error) {
+	return measure(g.Root, g.RootDev, rel, fi)
+}
+
+// measure gives the entry at rel under the sandbox root rootDir (lstat as
+// fi): its allocated bytes and newest mtime (inside it, for a directory),
+// or why it must stay (a symlink, another filesystem than rootDev). The
+// planner's walks and the executor's re-check both see entries through it.
+func measure(rootDir string, rootDev uint64, rel string, fi os.FileInfo) (Entry, error) {
 	e := Entry{Path: rel, Dir: fi.IsDir(), Newest: fi.ModTime().UTC()}
 	st, _ := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		e.Protected = "symlink"
+		e.Protected = protectedSymlink
 		return e, nil
-	case st != nil && st.Dev != g.RootDev:
-		e.Protected = "other filesystem"
+	case st != nil && st.Dev != rootDev:
+		e.Protected = protectedOtherFS
 		return e, nil
 	case fi.IsDir():
-		res, err := inventory.Walk(filepath.Join(g.Root, rel), inventory.Options{Depth: 1, TopK: 1})
+		res, err := inventory.Walk(filepath.Join(rootDir, rel), inventory.Options{Depth: 1, TopK: 1})
 		if err != nil {
 			return e, err
 		}

@@ -13,6 +13,7 @@ package sweep
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -36,6 +37,10 @@ const (
 	AreaWorkspace = "workspace"
 	AreaScratch   = "scratch"
 )
+
+// Areas are the areas in the order a sweep works on them: caches first, as
+// they are meant to be thrown away.
+var Areas = []string{AreaCache, AreaWorkspace, AreaScratch}
 
 // Policies, as journalled and counted.
 const (
@@ -128,7 +133,7 @@ func MakePlan(projects []Project, p Policy, now time.Time) Plan {
 			continue
 		}
 		trees := append([]Tree(nil), pr.Trees...)
-		sort.Slice(trees, func(i, j int) bool { return areaOrder(trees[i].Area) < areaOrder(trees[j].Area) })
+		sort.Slice(trees, func(i, j int) bool { return slices.Index(Areas, trees[i].Area) < slices.Index(Areas, trees[j].Area) })
 		for _, t := range trees { // the quota check comes first
 			if t.Soft > 0 && t.Bytes > t.Soft {
 				plan.OverSoft = append(plan.OverSoft, OverSoft{pr.Name, t.Area, t.Bytes, t.Soft})
@@ -147,10 +152,6 @@ func MakePlan(projects []Project, p Policy, now time.Time) Plan {
 		}
 	}
 	return plan
-}
-
-func areaOrder(a string) int {
-	return map[string]int{AreaCache: 0, AreaWorkspace: 1, AreaScratch: 2}[a]
 }
 
 // untouchable is why an entry must stay whatever the policy, or "".
