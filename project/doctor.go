@@ -202,11 +202,11 @@ func (m *Manager) checkEscape(ctx context.Context, t store.Tree) (Finding, bool,
 		return Finding{}, false, nil
 	}
 	snap, ok, err := m.Store.LatestSnapshot(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
-	if err != nil || !ok || snap.KernelBytes < 0 || snap.Partial {
+	if err != nil || !ok || !walkDisagrees(snap) {
 		return Finding{}, false, err
 	}
 	walk, kernel := snap.SizeBytes, uint64(snap.KernelBytes)
-	if walk <= kernel || (walk-kernel)*100 <= walk {
+	if walk < kernel { // the kernel counts more: not files that left the quota
 		return Finding{}, false, nil
 	}
 	return Finding{Kind: QuotaEscape, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID,

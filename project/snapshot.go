@@ -169,12 +169,18 @@ func (m *Manager) Top(ctx context.Context, name, area string, opts inventory.Opt
 func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) error {
 	for i := range rows {
 		r := &rows[i]
-		k := store.TreeKey{Project: r.Project, Area: r.Area}
+		snap, ok, err := m.Store.LatestSnapshot(ctx, store.TreeKey{Project: r.Project, Area: r.Area})
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
 		for _, w := range []struct {
 			window time.Duration
 			dst    **int64
 		}{{24 * time.Hour, &r.Growth24h}, {7 * 24 * time.Hour, &r.Growth7d}} {
-			d, ok, err := m.Store.Growth(ctx, k, w.window)
+			d, ok, err := m.Store.GrowthTo(ctx, snap, w.window)
 			if err != nil {
 				return err
 			}
@@ -182,24 +188,28 @@ func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) erro
 				*w.dst = &d
 			}
 		}
-		snap, ok, err := m.Store.LatestSnapshot(ctx, k)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
 		if !snap.Mtime.IsZero() {
 			r.LastActivityAt = &snap.Mtime
 		}
-		if snap.KernelBytes >= 0 {
-			walk, kernel := snap.SizeBytes, uint64(snap.KernelBytes)
-			if diff := max(walk, kernel) - min(walk, kernel); diff*100 > max(walk, kernel) {
-				r.WalkBytes = &walk
-				r.Escape = fmt.Sprintf("the walk at %s found %d bytes under the tree, the kernel counts %d for its project ID: "+
-					"files may have left the quota (xfsq doctor --fix re-tags them)", snap.At.Format(time.RFC3339), walk, kernel)
-			}
+		if walkDisagrees(snap) {
+			walk := snap.SizeBytes
+			r.WalkBytes = &walk
+			r.Escape = fmt.Sprintf("the walk at %s found %d bytes under the tree, the kernel counts %d for its project ID: "+
+				"files may have left the quota (xfsq doctor --fix re-tags them)", snap.At.Format(time.RFC3339), walk, snap.KernelBytes)
 		}
 	}
 	return nil
+}
+
+// walkDisagrees reports whether a snapshot's walk and the kernel's count for
+// the tree's project ID, read right after it, differ by more than 1 % of the
+// larger: the sign of a quota escape that report shows and doctor checks.
+// A partial walk saw only part of the tree, and without a kernel count
+// (the fallback) there is nothing to compare.
+func walkDisagrees(s store.Snapshot) bool {
+	if s.KernelBytes < 0 || s.Partial {
+		return false
+	}
+	walk, kernel := s.SizeBytes, uint64(s.KernelBytes)
+	return (max(walk, kernel)-min(walk, kernel))*100 > max(walk, kernel)
 }

@@ -94,9 +94,15 @@ func (s *Store) Growth(ctx context.Context, k TreeKey, window time.Duration) (de
 	if err != nil || !found {
 		return 0, false, err
 	}
+	return s.GrowthTo(ctx, latest, window)
+}
+
+// GrowthTo is Growth for a caller that has read the latest snapshot
+// already (report reads it once for both windows and the last activity).
+func (s *Store) GrowthTo(ctx context.Context, latest Snapshot, window time.Duration) (delta int64, ok bool, err error) {
 	var before Snapshot
 	err = s.get(ctx, &before, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ? AND at <= ? ORDER BY at DESC, id DESC LIMIT 1`,
-		s.Host, k.Project, k.Area, toMicros(latest.At.Add(-window)))
+		s.Host, latest.Project, latest.Area, toMicros(latest.At.Add(-window)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
