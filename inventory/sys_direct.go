@@ -16,44 +16,70 @@ import (
 // call outlasts a scheduler tick, are ~15 % of a warm walk. A raw call that
 // does block (on a disk read) holds its P until the read completes, so the
 // walker asks for it only where the kernel answers from its caches.
+//
+// Every pointer is turned into a uintptr inside the call to unix.Syscall6
+// or unix.RawSyscall6 themselves (assembly that cannot grow the stack),
+// never before a Go call: a stat buffer is often a caller's local
+// variable on a goroutine stack, and a stack that grows in between moves
+// it, so the kernel would fill the old copy and the walk read zeros
+// (TestSyscallWrappersSurviveAStackThatGrows).
 
-func sys(warm bool, trap, a1, a2, a3, a4 uintptr) (uintptr, error) {
-	var r uintptr
-	var errno unix.Errno
-	if warm {
-		r, _, errno = unix.RawSyscall6(trap, a1, a2, a3, a4, 0, 0)
-	} else {
-		r, _, errno = unix.Syscall6(trap, a1, a2, a3, a4, 0, 0)
+func errnoErr(e unix.Errno) error {
+	if e != 0 {
+		return e
 	}
-	if errno != 0 {
-		return r, errno
-	}
-	return r, nil
+	return nil
 }
 
 // fstatat is newfstatat(2) with AT_SYMLINK_NOFOLLOW.
 func fstatat(dirfd int, name *byte, st *unix.Stat_t, warm bool) error {
-	_, err := sys(warm, unix.SYS_NEWFSTATAT, uintptr(dirfd), uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(st)), unix.AT_SYMLINK_NOFOLLOW)
-	return err
+	var e unix.Errno
+	if warm {
+		_, _, e = unix.RawSyscall6(unix.SYS_NEWFSTATAT, uintptr(dirfd), uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(st)), unix.AT_SYMLINK_NOFOLLOW, 0, 0)
+	} else {
+		_, _, e = unix.Syscall6(unix.SYS_NEWFSTATAT, uintptr(dirfd), uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(st)), unix.AT_SYMLINK_NOFOLLOW, 0, 0)
+	}
+	return errnoErr(e)
 }
 
 // openDir opens a directory for reading, never through a symlink.
 func openDir(dirfd int, name *byte, warm bool) (int, error) {
-	fd, err := sys(warm, unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(name)),
-		unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	return int(fd), err
+	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	var fd uintptr
+	var e unix.Errno
+	if warm {
+		fd, _, e = unix.RawSyscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(name)), flags, 0, 0, 0)
+	} else {
+		fd, _, e = unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(name)), flags, 0, 0, 0)
+	}
+	return int(fd), errnoErr(e)
 }
 
 func fstat(fd int, st *unix.Stat_t, warm bool) error {
-	_, err := sys(warm, unix.SYS_FSTAT, uintptr(fd), uintptr(unsafe.Pointer(st)), 0, 0)
-	return err
+	var e unix.Errno
+	if warm {
+		_, _, e = unix.RawSyscall6(unix.SYS_FSTAT, uintptr(fd), uintptr(unsafe.Pointer(st)), 0, 0, 0, 0)
+	} else {
+		_, _, e = unix.Syscall6(unix.SYS_FSTAT, uintptr(fd), uintptr(unsafe.Pointer(st)), 0, 0, 0, 0)
+	}
+	return errnoErr(e)
 }
 
 func getdents(fd int, buf []byte, warm bool) (int, error) {
-	n, err := sys(warm, unix.SYS_GETDENTS64, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0)
-	return int(n), err
+	var n uintptr
+	var e unix.Errno
+	if warm {
+		n, _, e = unix.RawSyscall6(unix.SYS_GETDENTS64, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
+	} else {
+		n, _, e = unix.Syscall6(unix.SYS_GETDENTS64, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
+	}
+	return int(n), errnoErr(e)
 }
 
 func closeFd(fd int, warm bool) {
-	sys(warm, unix.SYS_CLOSE, uintptr(fd), 0, 0, 0)
+	if warm {
+		unix.RawSyscall6(unix.SYS_CLOSE, uintptr(fd), 0, 0, 0, 0, 0)
+	} else {
+		unix.Syscall6(unix.SYS_CLOSE, uintptr(fd), 0, 0, 0, 0, 0)
+	}
 }
