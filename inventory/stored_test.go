@@ -72,7 +72,60 @@ func isValidName(s string) bool {
 	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\x00") && strings.ToValidUTF8(s, "") == s
 }
 
-// The stored form before this one was the printed JSON object; trees kept
+// The second stored form was a compact JSON array; trees kept in it are
+// still read.
+func TestParseStoredReadsTheSecondForm(t *testing.T) {
+	mtime := time.Date(2026, 11, 30, 6, 30, 24, 119787123, time.UTC)
+	v2 := fmt.Sprintf(`[2,[".",10,11,3,2,%d,[["a",4,5,1,1,%d,[["b",0,0,0,1,0]]]]],[["a/f",4]]]`, mtime.UnixNano(), mtime.UnixNano())
+	want := &Node{Path: ".", SizeBytes: 10, ApparentBytes: 11, Files: 3, Dirs: 2, Mtime: mtime, Children: []*Node{
+		{Path: "a", SizeBytes: 4, ApparentBytes: 5, Files: 1, Dirs: 1, Mtime: mtime, Children: []*Node{{Path: "a/b", Dirs: 1}}}}}
+	got, top, err := ParseStored([]byte(v2))
+	if err != nil || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(top, []File{{Path: "a/f", SizeBytes: 4}}) {
+		t.Errorf("second form: %+v %+v %v", got, top, err)
+	}
+}
+
+// Damaged bytes in the third form are an error, never a panic, a huge
+// allocation or a tree made up of what was left.
+func TestParseStoredRejectsDamagedBinary(t *testing.T) {
+	mtime := time.Date(2026, 11, 30, 6, 30, 24, 119787123, time.UTC)
+	root := &Node{Path: ".", SizeBytes: 1 << 40, Files: 300, Mtime: mtime, Children: []*Node{
+		{Path: "a", SizeBytes: 4096, Mtime: mtime.Add(-time.Hour), Children: []*Node{{Path: "a/b", Dirs: 1}}}}}
+	good := AppendStored(nil, root, []File{{Path: "a/f", SizeBytes: 4096}})
+	for n := 1; n < len(good); n++ {
+		if got, _, err := ParseStored(good[:n]); err == nil {
+			t.Errorf("cut to %d of %d bytes: parsed as %+v", n, len(good), got)
+		}
+	}
+	if _, _, err := ParseStored(append(good, 0)); err == nil || !strings.Contains(err.Error(), "1 bytes after") {
+		t.Errorf("a byte too many: %v", err)
+	}
+	// A children count of 2^62: more than the bytes left.
+	huge := []byte{storedVersion, 1, '.', 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40, 0}
+	if _, _, err := ParseStored(huge); err == nil || !strings.Contains(err.Error(), "more than the") {
+		t.Errorf("a huge count: %v", err)
+	}
+	// Nodes nested one level deeper than ParseStored follows, each but the
+	// last with one child; well formed otherwise.
+	deep := []byte{storedVersion}
+	for range maxStoredDepth + 1 {
+		deep = append(deep, 1, 'x', 0, 0, 0, 0, 0, 1)
+	}
+	deep = append(deep, 1, 'x', 0, 0, 0, 0, 0, 0, 0)
+	if _, _, err := ParseStored(deep); err == nil || !strings.Contains(err.Error(), "deeper") {
+		t.Errorf("nodes nested %d deep: %v", maxStoredDepth+2, err)
+	}
+}
+
+func FuzzParseStored(f *testing.F) {
+	f.Add(AppendStored(nil, &Node{Path: ".", Children: []*Node{{Path: "a"}}}, []File{{Path: "a", SizeBytes: 1}}))
+	f.Add([]byte(`[2,[".",1,2,3,4,5],[]]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ParseStored(b) // an error or a tree, never a panic
+	})
+}
+
+// The stored form before these was the printed JSON object; trees kept
 // in that form are still read.
 func TestParseStoredReadsTheFirstForm(t *testing.T) {
 	mtime := time.Date(2026, 11, 30, 6, 30, 24, 119787123, time.UTC)
@@ -112,7 +165,7 @@ func TestStoredFormOfAWalk(t *testing.T) {
 	}
 	checkRoundTrip(t, res.Root, res.TopFiles)
 	printed, _ := json.Marshal(res.Root)
-	if stored := AppendStored(nil, res.Root, nil); len(stored)*2 > len(printed) {
+	if stored := AppendStored(nil, res.Root, nil); len(stored)*6 > len(printed) {
 		t.Errorf("the stored form is %d bytes, the printed %d: not compact", len(stored), len(printed))
 	}
 }
@@ -152,5 +205,8 @@ func TestShallow(t *testing.T) {
 	}
 	if n, d := count(root); n != 22 || d != 3 {
 		t.Fatalf("Shallow changed its input: %d nodes, depth %d", n, d)
+	}
+	if Shallow(root, 22) != root {
+		t.Error("a tree that fits is copied: it is shared, as the snapshot's own")
 	}
 }

@@ -87,7 +87,8 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 
 // maxStoredNodes bounds the full tree kept of each snapshot: a default walk
 // (depth 3, top 20: at most 8,421 nodes) is kept whole, a deeper one loses
-// its lowest levels (about 60 bytes a node stored, so at most ~600 KB).
+// its lowest levels (about 20 bytes a node stored with short names, so
+// ~200 KB; names of 255 bytes would make it ~2.7 MB).
 var maxStoredNodes = 10_000
 
 func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory.Options, retention time.Duration) TreeSnapshot {

@@ -9,8 +9,9 @@ import (
 )
 
 // migrations are applied in order, each once; never edit a released one,
-// append a new one. {{serial}} is the dialect's auto-increment key and
-// {{json COLUMN FIELD}} a JSON field's text (see dialect).
+// append a new one. {{serial}} is the dialect's auto-increment key,
+// {{bytes}} its type for bytes, {{json COLUMN FIELD}} a JSON field's text
+// and {{text_bytes COLUMN}} a text as bytes (see dialect).
 var migrations = []string{
 	// 1: the registry, the journal, settings and leases.
 	`CREATE TABLE projects (
@@ -157,19 +158,40 @@ var migrations = []string{
 		) evicted
 	) ranked
 	WHERE newest = 1 AND state = 'pending';`,
+	// 6: a snapshot's tree is kept as bytes (the third stored form is
+	// binary, and a PostgreSQL TEXT cannot hold it); the trees kept so far,
+	// JSON, are carried over as their UTF-8 bytes.
+	`CREATE TABLE snapshot_trees_bytes (
+		host    TEXT   NOT NULL,
+		project TEXT   NOT NULL,
+		area    TEXT   NOT NULL,
+		at      BIGINT NOT NULL,
+		tree    {{bytes}} NOT NULL,
+		PRIMARY KEY (host, project, area)
+	);
+	INSERT INTO snapshot_trees_bytes (host, project, area, at, tree)
+	SELECT host, project, area, at, {{text_bytes tree}} FROM snapshot_trees;
+	DROP TABLE snapshot_trees;
+	ALTER TABLE snapshot_trees_bytes RENAME TO snapshot_trees;`,
 }
 
 // jsonField matches {{json COLUMN FIELD}}: the text of a top-level field of
-// a JSON column, in the dialect's syntax.
-var jsonField = regexp.MustCompile(`\{\{json ([a-z_.]+) ([a-z_]+)\}\}`)
+// a JSON column, in the dialect's syntax. textBytes matches {{text_bytes
+// COLUMN}}: a text column's value as bytes.
+var (
+	jsonField = regexp.MustCompile(`\{\{json ([a-z_.]+) ([a-z_]+)\}\}`)
+	textBytes = regexp.MustCompile(`\{\{text_bytes ([a-z_.]+)\}\}`)
+)
 
-// dialect rewrites a migration's placeholders for SQLite or PostgreSQL.
+// dialect rewrites a migration's placeholders for SQLite or PostgreSQL:
+// {{serial}} and {{bytes}} are column types, the others expressions.
 func dialect(migration string, postgres bool) string {
-	serial, json := "INTEGER PRIMARY KEY AUTOINCREMENT", "json_extract($1, '$$.$2')"
+	serial, bytes, json, toBytes := "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB", "json_extract($1, '$$.$2')", "CAST($1 AS BLOB)"
 	if postgres {
-		serial, json = "BIGSERIAL PRIMARY KEY", "($1::json ->> '$2')"
+		serial, bytes, json, toBytes = "BIGSERIAL PRIMARY KEY", "BYTEA", "($1::json ->> '$2')", "convert_to($1, 'UTF8')"
 	}
-	return jsonField.ReplaceAllString(strings.ReplaceAll(migration, "{{serial}}", serial), json)
+	m := strings.NewReplacer("{{serial}}", serial, "{{bytes}}", bytes).Replace(migration)
+	return textBytes.ReplaceAllString(jsonField.ReplaceAllString(m, json), toBytes)
 }
 
 func (s *Store) migrate(ctx context.Context) error {

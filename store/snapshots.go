@@ -48,7 +48,7 @@ func (t *Tx) AddSnapshot(ctx context.Context, s Snapshot, tree []byte, retention
 		return err
 	}
 	_, err := t.exec(ctx, `INSERT INTO snapshot_trees (host, project, area, at, tree) VALUES (?, ?, ?, ?, ?)`,
-		t.s.Host, s.Project, s.Area, toMicros(s.At), string(tree))
+		t.s.Host, s.Project, s.Area, toMicros(s.At), tree)
 	return err
 }
 
@@ -59,7 +59,8 @@ func (s *Snapshot) fill() {
 }
 
 // LatestSnapshot reads the totals of a tree's newest snapshot. It does not
-// read the full tree (up to ~600 KB): LatestTree does, for whoever shows it.
+// read the full tree (~200 KB at most for usual names): LatestTree does, for
+// whoever shows it.
 func (s *Store) LatestSnapshot(ctx context.Context, k TreeKey) (Snapshot, bool, error) {
 	var snap Snapshot
 	err := s.get(ctx, &snap, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ? ORDER BY at DESC, id DESC LIMIT 1`,
@@ -78,12 +79,12 @@ func (s *Store) LatestSnapshot(ctx context.Context, k TreeKey) (Snapshot, bool, 
 // AddSnapshot was given it (inventory.ParseStored reads it); nil if there is
 // none.
 func (s *Store) LatestTree(ctx context.Context, k TreeKey) ([]byte, error) {
-	var tree string
+	var tree []byte
 	err := s.get(ctx, &tree, `SELECT tree FROM snapshot_trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
-	return []byte(tree), err
+	return tree, err
 }
 
 // Growth is the change of a tree's allocated bytes over window, ending at

@@ -259,7 +259,7 @@ func TestGrowth(t *testing.T) {
 			size uint64
 		}{{8 * 24 * time.Hour, 100}, {7*24*time.Hour + time.Minute, 150}, {3 * 24 * time.Hour, 400}, {25 * time.Hour, 900}, {23 * time.Hour, 950}, {0, 1000}} {
 			err := s.InTx(ctx, func(tx *Tx) error {
-				return tx.AddSnapshot(ctx, Snapshot{Project: "omni", Area: "workspace", At: now.Add(-snap.ago), SizeBytes: snap.size, KernelBytes: -1}, []byte(`{"size":`+fmt.Sprint(snap.size)+`}`), 35*24*time.Hour)
+				return tx.AddSnapshot(ctx, Snapshot{Project: "omni", Area: "workspace", At: now.Add(-snap.ago), SizeBytes: snap.size, KernelBytes: -1}, treeBytes(snap.size), 35*24*time.Hour)
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -281,7 +281,7 @@ func TestGrowth(t *testing.T) {
 		if err != nil || !ok || latest.SizeBytes != 1000 || !latest.At.Equal(now) {
 			t.Errorf("latest: %+v %v %v", latest, ok, err)
 		}
-		if tree, err := s.LatestTree(ctx, k); err != nil || string(tree) != `{"size":1000}` {
+		if tree, err := s.LatestTree(ctx, k); err != nil || string(tree) != string(treeBytes(1000)) {
 			t.Errorf("latest tree: %s %v", tree, err)
 		}
 		if tree, err := s.LatestTree(ctx, TreeKey{Project: "omni", Area: "cache"}); err != nil || tree != nil {
@@ -426,6 +426,42 @@ func TestPendingEvictions(t *testing.T) {
 		}
 		if got := pendingPaths(t, s); len(got) != 0 {
 			t.Errorf("pending after every deletion was settled: %q", got)
+		}
+	})
+}
+
+// treeBytes stands for a stored tree: bytes, NUL and invalid UTF-8
+// included, as the binary stored form has them.
+func treeBytes(size uint64) []byte { return fmt.Appendf([]byte{3, 0, 0xff}, "%d", size) }
+
+// Migration 6 keeps trees as bytes; the JSON ones kept before it read back
+// as they were written.
+func TestSnapshotTreesMigratedToBytes(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		all := migrations
+		migrations = all[:5]
+		old, err := Open(ctx, dsn, "host-a")
+		migrations = all
+		if err != nil {
+			t.Fatal(err)
+		}
+		const v2 = `[2,[".",4096,10,1,1,1796020226539391000],[["f",4096]]]`
+		if _, err := old.db.Exec(old.db.Rebind(`INSERT INTO snapshot_trees (host, project, area, at, tree) VALUES ('host-a', 'omni', 'workspace', 1, ?)`), v2); err != nil {
+			t.Fatal(err)
+		}
+		old.Close()
+		s := open(t, dsn) // migrates to 6
+		k := TreeKey{Project: "omni", Area: "workspace"}
+		if tree, err := s.LatestTree(ctx, k); err != nil || string(tree) != v2 {
+			t.Errorf("a JSON tree after the migration: %q %v", tree, err)
+		}
+		if err := s.InTx(ctx, func(tx *Tx) error {
+			return tx.AddSnapshot(ctx, Snapshot{Project: "omni", Area: "workspace", At: time.Now(), KernelBytes: -1}, treeBytes(7), time.Hour)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if tree, err := s.LatestTree(ctx, k); err != nil || string(tree) != string(treeBytes(7)) {
+			t.Errorf("a binary tree after the migration: %q %v", tree, err)
 		}
 	})
 }
