@@ -28,20 +28,25 @@ for n in 200k:200000 1m:1000000; do
 	"$bin" --root "$B" project show "$name" >/dev/null 2>&1 || "$bin" --root "$B" project add "$name" >/dev/null
 done
 missed=()
-# snapshot_vs_du NAME WARMUP RUNS: xfsq snapshot of a warm tree against du -s.
+# snapshot_vs_du NAME ROUNDS RUNS: xfsq snapshot of a warm tree against du -s,
+# in ROUNDS hyperfine runs of RUNS each, pooled (see hyperfine-medians.py).
 snapshot_vs_du() {
 	du -s "$B/projects/$1" >/dev/null # warm
-	hyperfine -N --warmup "$2" --runs "$3" --export-json "$B/hyperfine-$1.json" \
-		"du -s $B/projects/$1" \
-		"$bin --root $B snapshot $1 --area workspace --depth 3 --top 20"
-	scripts/hyperfine-medians.py "$B/hyperfine-$1.json" "du -s" "xfsq snapshot" 0.50 || missed+=("$1: xfsq snapshot over 0.50× du")
+	local files=()
+	for r in $(seq "$2"); do
+		hyperfine -N --warmup 1 --runs "$3" --style none --export-json "$B/hyperfine-$1-$r.json" \
+			"du -s $B/projects/$1" \
+			"$bin --root $B snapshot $1 --area workspace --depth 3 --top 20"
+		files+=("$B/hyperfine-$1-$r.json")
+	done
+	scripts/hyperfine-medians.py "$(IFS=,; echo "${files[*]}")" "du -s" "xfsq snapshot" 0.50 || missed+=("$1: xfsq snapshot over 0.50× du")
 }
-echo "== xfsq snapshot vs du -s, 200,000 files (medians and ratio below)"
-snapshot_vs_du bench200k 2 20
+echo "== xfsq snapshot vs du -s, 200,000 files: 4 rounds of 6 runs each"
+snapshot_vs_du bench200k 4 6
 echo "== the walker alone, du -s and filepath.WalkDir+Lstat, same tree (go test -bench)"
 XFSQ_BENCH_TREE="$B/projects/bench200k" go test -run '^$' -bench BenchmarkWalk -benchtime 8x -count 5 ./inventory/ | grep '^Benchmark'
-echo "== xfsq snapshot vs du -s, 1,000,000 files"
-snapshot_vs_du bench1m 1 7
+echo "== xfsq snapshot vs du -s, 1,000,000 files: 3 rounds of 3 runs each"
+snapshot_vs_du bench1m 3 3
 echo "== peak RSS, 1,000,000 files"
 for i in 1 2 3; do
 	read -r rss wall < <(/usr/bin/time -f "%M %e" "$bin" --root "$B" snapshot bench1m --area workspace --depth 3 --top 20 2>&1 >/dev/null | tail -1)
