@@ -717,6 +717,32 @@ func TestSnapshotTopAndGrowth(t *testing.T) {
 
 // The scheduled pass journals one storage.snapshot event, and one tree that
 // cannot be walked is reported while the others go on.
+// The documented form puts --json after the command and its arguments,
+// and --root may come anywhere too: xfsq's own flags are read wherever
+// they are.
+func TestGlobalFlagsAfterTheCommand(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	var snaps []snapshotJSON
+	out := s.ok("snapshot", "omni", "--area", "workspace", "--json")
+	if err := json.Unmarshal([]byte(out), &snaps); err != nil || len(snaps) != 1 || snaps[0].Project != "omni" {
+		t.Errorf("snapshot omni --json: %v\n%s", err, out)
+	}
+	var rows []reportRow
+	if out := s.ok("report", "--json"); json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 2 {
+		t.Errorf("report --json: %s", out)
+	}
+	// --root only after the command (the sandbox's run puts one first).
+	cmd := exec.Command(os.Getenv(envBinary), "project", "list", "--root", s.root, "--json")
+	cmd.Env = append(os.Environ(), "XFSQ_HOST=test-host", "XFSQ_ROOT=", "KERNEL_SANDBOX_ROOT=")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), `"omni"`) {
+		t.Errorf("project list --root ROOT --json: %v\n%s", err, out)
+	}
+	if res := s.run("snapshot", "omni", "--bogus", "--json"); res.code != 2 || !strings.HasPrefix(res.stderr, `{"error":"flag provided but not defined: -bogus`) {
+		t.Errorf("an unknown flag after the command: exit %d, stderr %s", res.code, res.stderr)
+	}
+}
+
 func TestScheduledSnapshotPass(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	for _, p := range []string{"a", "b", "c"} {
