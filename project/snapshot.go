@@ -170,18 +170,29 @@ func (m *Manager) Top(ctx context.Context, name, area string, opts inventory.Opt
 func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) error {
 	for i := range rows {
 		r := &rows[i]
-		snap, ok, err := m.Store.LatestSnapshot(ctx, store.TreeKey{Project: r.Project, Area: r.Area})
+		k := store.TreeKey{Project: r.Project, Area: r.Area}
+		snap, ok, err := m.Store.LatestSnapshot(ctx, k)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			continue
 		}
+		// Growth is between complete walks; a partial one saw part of the tree.
+		complete, haveComplete := snap, !snap.Partial
+		if snap.Partial {
+			if complete, haveComplete, err = m.Store.LatestCompleteSnapshot(ctx, k); err != nil {
+				return err
+			}
+		}
 		for _, w := range []struct {
 			window time.Duration
 			dst    **int64
 		}{{24 * time.Hour, &r.Growth24h}, {7 * 24 * time.Hour, &r.Growth7d}} {
-			d, ok, err := m.Store.GrowthTo(ctx, snap, w.window)
+			if !haveComplete {
+				break
+			}
+			d, ok, err := m.Store.GrowthTo(ctx, complete, w.window)
 			if err != nil {
 				return err
 			}
@@ -189,8 +200,14 @@ func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) erro
 				*w.dst = &d
 			}
 		}
-		if !snap.Mtime.IsZero() {
-			r.LastActivityAt = &snap.Mtime
+		// Every walk's newest mtime was seen: a partial walk may have missed
+		// newer ones, so the older complete walk's counts too.
+		activity := snap.Mtime
+		if haveComplete && complete.Mtime.After(activity) {
+			activity = complete.Mtime
+		}
+		if !activity.IsZero() {
+			r.LastActivityAt = &activity
 		}
 		if walkDisagrees(snap) {
 			walk := snap.SizeBytes

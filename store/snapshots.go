@@ -58,12 +58,23 @@ func (s *Snapshot) fill() {
 	s.At, s.Mtime = fromMicros(s.AtMicros), fromMicros(s.MtimeMicros)
 }
 
-// LatestSnapshot reads the totals of a tree's newest snapshot. It does not
-// read the full tree (~200 KB at most for usual names): LatestTree does, for
-// whoever shows it.
+// LatestSnapshot reads the totals of a tree's newest snapshot, complete or
+// partial. It does not read the full tree (~200 KB at most for usual
+// names): LatestTree does, for whoever shows it.
 func (s *Store) LatestSnapshot(ctx context.Context, k TreeKey) (Snapshot, bool, error) {
+	return s.latestSnapshot(ctx, k, "")
+}
+
+// LatestCompleteSnapshot reads the totals of a tree's newest snapshot whose
+// walk saw the whole tree: a partial one (its budget ran out) counted only
+// part of it, so its totals measure nothing that grows.
+func (s *Store) LatestCompleteSnapshot(ctx context.Context, k TreeKey) (Snapshot, bool, error) {
+	return s.latestSnapshot(ctx, k, ` AND NOT partial`)
+}
+
+func (s *Store) latestSnapshot(ctx context.Context, k TreeKey, and string) (Snapshot, bool, error) {
 	var snap Snapshot
-	err := s.get(ctx, &snap, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ? ORDER BY at DESC, id DESC LIMIT 1`,
+	err := s.get(ctx, &snap, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ?`+and+` ORDER BY at DESC, id DESC LIMIT 1`,
 		s.Host, k.Project, k.Area)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Snapshot{}, false, nil
@@ -87,22 +98,28 @@ func (s *Store) LatestTree(ctx context.Context, k TreeKey) ([]byte, error) {
 	return tree, err
 }
 
-// Growth is the change of a tree's allocated bytes over window, ending at
-// its latest snapshot: latest minus the newest snapshot taken at or before
-// (latest − window). ok is false until a snapshot that old exists.
+// Growth is the change of a tree's allocated bytes over window, between
+// complete walks: its latest complete snapshot minus the newest complete
+// one taken at or before (latest − window). ok is false until a snapshot
+// that old exists. Partial snapshots are left out on both ends: the bytes
+// they did not reach would count as shrinkage, or as growth.
 func (s *Store) Growth(ctx context.Context, k TreeKey, window time.Duration) (delta int64, ok bool, err error) {
-	latest, found, err := s.LatestSnapshot(ctx, k)
+	latest, found, err := s.LatestCompleteSnapshot(ctx, k)
 	if err != nil || !found {
 		return 0, false, err
 	}
 	return s.GrowthTo(ctx, latest, window)
 }
 
-// GrowthTo is Growth for a caller that has read the latest snapshot
-// already (report reads it once for both windows and the last activity).
+// GrowthTo is Growth for a caller that has read the latest complete
+// snapshot already (report reads it once for both windows); ok is false
+// for a partial one.
 func (s *Store) GrowthTo(ctx context.Context, latest Snapshot, window time.Duration) (delta int64, ok bool, err error) {
+	if latest.Partial {
+		return 0, false, nil
+	}
 	var before Snapshot
-	err = s.get(ctx, &before, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ? AND at <= ? ORDER BY at DESC, id DESC LIMIT 1`,
+	err = s.get(ctx, &before, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ? AND at <= ? AND NOT partial ORDER BY at DESC, id DESC LIMIT 1`,
 		s.Host, latest.Project, latest.Area, toMicros(latest.At.Add(-window)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil

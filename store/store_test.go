@@ -265,6 +265,18 @@ func TestGrowth(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// Partial walks (their budget ran out) saw part of the tree: one
+		// where the 24-hour window would start, and the newest of all.
+		for _, p := range []struct {
+			at   time.Time
+			size uint64
+		}{{now.Add(-24*time.Hour - 30*time.Minute), 5}, {now.Add(30 * time.Second), 7}} {
+			if err := s.InTx(ctx, func(tx *Tx) error {
+				return tx.AddSnapshot(ctx, Snapshot{Project: "omni", Area: "workspace", At: p.at, SizeBytes: p.size, Partial: true, KernelBytes: -1}, treeBytes(p.size), 35*24*time.Hour)
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		for _, c := range []struct {
 			window time.Duration
 			want   int64
@@ -278,10 +290,17 @@ func TestGrowth(t *testing.T) {
 			t.Error("growth over 30 days with 8 days of history must be unknown")
 		}
 		latest, ok, err := s.LatestSnapshot(ctx, k)
-		if err != nil || !ok || latest.SizeBytes != 1000 || !latest.At.Equal(now) {
-			t.Errorf("latest: %+v %v %v", latest, ok, err)
+		if err != nil || !ok || latest.SizeBytes != 7 || !latest.Partial {
+			t.Errorf("latest: %+v %v %v, want the partial one", latest, ok, err)
 		}
-		if tree, err := s.LatestTree(ctx, k); err != nil || string(tree) != string(treeBytes(1000)) {
+		if _, ok, err := s.GrowthTo(ctx, latest, time.Hour); ok || err != nil {
+			t.Errorf("growth to a partial snapshot: ok %v %v", ok, err)
+		}
+		complete, ok, err := s.LatestCompleteSnapshot(ctx, k)
+		if err != nil || !ok || complete.SizeBytes != 1000 || !complete.At.Equal(now) {
+			t.Errorf("latest complete: %+v %v %v", complete, ok, err)
+		}
+		if tree, err := s.LatestTree(ctx, k); err != nil || string(tree) != string(treeBytes(7)) {
 			t.Errorf("latest tree: %s %v", tree, err)
 		}
 		if tree, err := s.LatestTree(ctx, TreeKey{Project: "omni", Area: "cache"}); err != nil || tree != nil {

@@ -701,6 +701,25 @@ func TestSnapshotTopAndGrowth(t *testing.T) {
 	if out := s.ok("report"); !strings.Contains(out, "24H") || !strings.Contains(out, "+") {
 		t.Errorf("report without growth columns:\n%s", out)
 	}
+	// A walk that ran out of budget saw only the top of the tree: growth
+	// stays between complete walks instead of turning into a 3 MiB loss.
+	var partial []snapshotJSON
+	s.json(&partial, "snapshot", "omni", "--area", "workspace", "--budget", "1ns")
+	if len(partial) != 1 || !partial[0].Partial || partial[0].SizeBytes >= 1<<20 {
+		t.Fatalf("a 1ns budget: %+v", partial)
+	}
+	s.json(&rows, "report")
+	for _, r := range rows {
+		if r.Project+"/"+r.Area != "omni/workspace" {
+			continue
+		}
+		if r.Growth24h == nil || *r.Growth24h < 2<<20 || *r.Growth24h > 3<<20 {
+			t.Errorf("after a partial walk: growth_24h %s, want the complete walks' (2-3 MiB)", fmtPtr(r.Growth24h))
+		}
+		if r.LastActivityAt == nil {
+			t.Error("after a partial walk: no last_activity_at")
+		}
+	}
 
 	out := s.ok("top", "omni", "--depth", "3")
 	lines := strings.Split(out, "\n")
@@ -715,8 +734,13 @@ func TestSnapshotTopAndGrowth(t *testing.T) {
 	}
 }
 
-// The scheduled pass journals one storage.snapshot event, and one tree that
-// cannot be walked is reported while the others go on.
+func fmtPtr[T any](p *T) string {
+	if p == nil {
+		return "null"
+	}
+	return fmt.Sprint(*p)
+}
+
 // The documented form puts --json after the command and its arguments,
 // and --root may come anywhere too: xfsq's own flags are read wherever
 // they are.
@@ -743,6 +767,8 @@ func TestGlobalFlagsAfterTheCommand(t *testing.T) {
 	}
 }
 
+// The scheduled pass journals one storage.snapshot event, and one tree that
+// cannot be walked is reported while the others go on.
 func TestScheduledSnapshotPass(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	for _, p := range []string{"a", "b", "c"} {
