@@ -219,14 +219,11 @@ func (r *storedReader) uvarint(what string) uint64 {
 	return v
 }
 
+// varint reads binary.AppendVarint's zig-zag form: a uvarint whose lowest
+// bit is the sign.
 func (r *storedReader) varint(what string) int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail(what + " is cut short or too large")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
+	u := r.uvarint(what)
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 // count reads how many items follow. Each takes at least one byte, so a
