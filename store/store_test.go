@@ -449,6 +449,20 @@ func TestPendingEvictions(t *testing.T) {
 	})
 }
 
+// openAtVersion opens dsn with the schema as it was after migration
+// version, for a test of the migrations that follow.
+func openAtVersion(t *testing.T, dsn string, version int) *Store {
+	t.Helper()
+	all := migrations
+	migrations = all[:version]
+	defer func() { migrations = all }()
+	s, err := Open(ctx, dsn, "host-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // treeBytes stands for a stored tree: bytes, NUL and invalid UTF-8
 // included, as the binary stored form has them.
 func treeBytes(size uint64) []byte { return fmt.Appendf([]byte{3, 0, 0xff}, "%d", size) }
@@ -457,13 +471,7 @@ func treeBytes(size uint64) []byte { return fmt.Appendf([]byte{3, 0, 0xff}, "%d"
 // as they were written.
 func TestSnapshotTreesMigratedToBytes(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
-		all := migrations
-		migrations = all[:5]
-		old, err := Open(ctx, dsn, "host-a")
-		migrations = all
-		if err != nil {
-			t.Fatal(err)
-		}
+		old := openAtVersion(t, dsn, 5)
 		const v2 = `[2,[".",4096,10,1,1,1796020226539391000],[["f",4096]]]`
 		if _, err := old.db.Exec(old.db.Rebind(`INSERT INTO snapshot_trees (host, project, area, at, tree) VALUES ('host-a', 'omni', 'workspace', 1, ?)`), v2); err != nil {
 			t.Fatal(err)
@@ -488,13 +496,7 @@ func TestSnapshotTreesMigratedToBytes(t *testing.T) {
 // Migration 5 fills evictions_pending from a journal written before it.
 func TestPendingEvictionsMigratedFromTheJournal(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
-		all := migrations
-		migrations = all[:4]
-		old, err := Open(ctx, dsn, "host-a")
-		migrations = all
-		if err != nil {
-			t.Fatal(err)
-		}
+		old := openAtVersion(t, dsn, 4)
 		for i, r := range []struct{ host, project, payload string }{
 			{"host-a", "omni", `{"sweep_id":"s1","path":"cache/omni/a","state":"pending"}`},
 			{"host-a", "omni", `{"sweep_id":"s1","path":"cache/omni/b","state":"pending"}`},
