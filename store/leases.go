@@ -16,10 +16,8 @@ type Lease struct {
 
 // AcquireLease takes or renews a run's lease until expires.
 func (t *Tx) AcquireLease(ctx context.Context, project, run string, expires time.Time) error {
-	if _, err := t.exec(ctx, `DELETE FROM leases WHERE host = ? AND project = ? AND run = ?`, t.s.Host, project, run); err != nil {
-		return err
-	}
-	_, err := t.exec(ctx, `INSERT INTO leases (host, project, run, expires_at) VALUES (?, ?, ?, ?)`,
+	_, err := t.exec(ctx, `INSERT INTO leases (host, project, run, expires_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (host, project, run) DO UPDATE SET expires_at = excluded.expires_at`,
 		t.s.Host, project, run, toMicros(expires))
 	return err
 }
