@@ -2,44 +2,34 @@ package sweep
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
-)
 
-func git(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@x"}, args...)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-}
+	"github.com/xfsq/xfsq/internal/gittest"
+)
 
 // The index git itself writes, in every version, reads back as the files
 // git reports as tracked. (git makes the fixtures; xfsq never runs it.)
 func TestTrackedFilesMatchesGit(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Fatal("git is needed to make the fixtures")
-	}
 	for _, version := range []string{"2", "3", "4"} {
 		t.Run("v"+version, func(t *testing.T) {
 			dir := t.TempDir()
-			git(t, dir, "init", "-q")
+			gittest.Run(t, dir, "init", "-q")
 			files := []string{"a.go", "dist/app.js", "dist/vendor/lib.js", "docs/a very long name with spaces.md", "z/y/x/w/deep.txt", "dist/app.js.map"}
 			for _, f := range files {
 				os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755)
 				os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644)
 			}
 			os.WriteFile(filepath.Join(dir, "untracked.log"), nil, 0o644)
-			git(t, dir, "add", "--", "a.go", "dist", "docs", "z")
+			gittest.Run(t, dir, "add", "--", "a.go", "dist", "docs", "z")
 			if version == "3" {
-				git(t, dir, "add", "-N", "--", "untracked.log") // intent-to-add sets the extended flags
+				gittest.Run(t, dir, "add", "-N", "--", "untracked.log") // intent-to-add sets the extended flags
 				files = append(files, "untracked.log")
 			}
-			git(t, dir, "update-index", "--index-version", version)
+			gittest.Run(t, dir, "update-index", "--index-version", version)
 			root, err := os.OpenRoot(dir)
 			if err != nil {
 				t.Fatal(err)

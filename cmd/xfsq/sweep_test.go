@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/internal/gittest"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/store"
 )
@@ -195,8 +196,8 @@ func TestSweepKeepsGitTrackedFiles(t *testing.T) {
 	aged(t, ws, "dist/untracked.js", 10, 30)
 	aged(t, ws, "dist/sub/untracked2.js", 10, 30)
 	aged(t, ws, "old.log", 10, 30)
-	git(t, ws, "init", "-q")
-	git(t, ws, "add", "dist/tracked.js")
+	gittest.Run(t, ws, "init", "-q")
+	gittest.Run(t, ws, "add", "dist/tracked.js")
 	os.Chtimes(filepath.Join(ws, "dist"), time.Now().Add(-30*24*time.Hour), time.Now().Add(-30*24*time.Hour))
 	var res sweepJSON
 	s.json(&res, "sweep", "omni", "--area", "workspace")
@@ -210,14 +211,6 @@ func TestSweepKeepsGitTrackedFiles(t *testing.T) {
 	}
 	if !exists(ws, ".git/index") {
 		t.Error(".git was touched")
-	}
-}
-
-func git(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@x"}, args...)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 }
 
