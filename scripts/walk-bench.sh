@@ -28,25 +28,35 @@ for n in 200k:200000 1m:1000000; do
 	"$bin" --root "$B" project show "$name" >/dev/null 2>&1 || "$bin" --root "$B" project add "$name" >/dev/null
 done
 missed=()
-# snapshot_vs_du NAME ROUNDS RUNS: xfsq snapshot of a warm tree against du -s,
-# in ROUNDS hyperfine runs of RUNS each, pooled (see hyperfine-medians.py).
+# snapshot_vs_du NAME ROUNDS RUNS GOAL TAG [XFSQ_FLAG…]: xfsq snapshot of a
+# warm tree against du -s, in ROUNDS hyperfine runs of RUNS each, pooled (see
+# hyperfine-medians.py), left in $B/hyperfine-TAG-N.json; a GOAL ("" for
+# none) that is missed is noted.
 snapshot_vs_du() {
-	du -s "$B/projects/$1" >/dev/null # warm
-	local files=()
-	for r in $(seq "$2"); do
-		hyperfine -N --warmup 1 --runs "$3" --style none --export-json "$B/hyperfine-$1-$r.json" \
-			"du -s $B/projects/$1" \
-			"$bin --root $B snapshot $1 --area workspace --depth 3 --top 20"
-		files+=("$B/hyperfine-$1-$r.json")
+	local name=$1 rounds=$2 runs=$3 goal=$4 tag=$5 files=()
+	shift 5
+	du -s "$B/projects/$name" >/dev/null # warm
+	for r in $(seq "$rounds"); do
+		hyperfine -N --warmup 1 --runs "$runs" --style none --export-json "$B/hyperfine-$tag-$r.json" \
+			"du -s $B/projects/$name" \
+			"$bin --root $B $* snapshot $name --area workspace --depth 3 --top 20"
+		files+=("$B/hyperfine-$tag-$r.json")
 	done
-	scripts/hyperfine-medians.py "$(IFS=,; echo "${files[*]}")" "du -s" "xfsq snapshot" 0.50 || missed+=("$1: xfsq snapshot over 0.50× du")
+	scripts/hyperfine-medians.py "$(IFS=,; echo "${files[*]}")" "du -s" "xfsq snapshot" $goal || missed+=("$name: xfsq snapshot over $goal× du")
 }
 echo "== xfsq snapshot vs du -s, 200,000 files: 4 rounds of 6 runs each"
-snapshot_vs_du bench200k 4 6
+snapshot_vs_du bench200k 4 6 0.50 bench200k
+# Not a goal: the same with the store on tmpfs, where SQLite's syncs do not
+# wait for the disk; what the durable write costs on this machine.
+shm=$(mktemp -d /dev/shm/xfsq-walk-bench.XXXXXX)
+cp "$B/.xfsq/xfsq.db" "$shm/"
+echo "== the same, the store on tmpfs (--db $shm/xfsq.db; a reference, not a goal): 2 rounds of 6 runs"
+snapshot_vs_du bench200k 2 6 "" bench200k-store-on-tmpfs --db "$shm/xfsq.db"
+rm -rf "$shm"
 echo "== the walker alone, du -s and filepath.WalkDir+Lstat, same tree (go test -bench)"
 XFSQ_BENCH_TREE="$B/projects/bench200k" go test -run '^$' -bench BenchmarkWalk -benchtime 8x -count 5 ./inventory/ | grep '^Benchmark'
 echo "== xfsq snapshot vs du -s, 1,000,000 files: 3 rounds of 3 runs each"
-snapshot_vs_du bench1m 3 3
+snapshot_vs_du bench1m 3 3 0.50 bench1m
 echo "== peak RSS, 1,000,000 files"
 for i in 1 2 3; do
 	read -r rss wall < <(/usr/bin/time -f "%M %e" "$bin" --root "$B" snapshot bench1m --area workspace --depth 3 --top 20 2>&1 >/dev/null | tail -1)
