@@ -10,6 +10,7 @@
 package inventory
 
 import (
+	"bytes"
 	"cmp"
 	"container/heap"
 	"errors"
@@ -515,7 +516,7 @@ func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, bool)
 			file := inodeTotals(&st, false)
 			t.add(file)
 			if st.Mode&unix.S_IFMT == unix.S_IFREG && wantsFile(*top, file.size, rel, rec, w.opts.TopK) {
-				top.offer(File{Path: join(rel, cstring(rec)), SizeBytes: file.size}, w.opts.TopK)
+				top.offer(File{Path: join(rel, string(direntName(rec))), SizeBytes: file.size}, w.opts.TopK)
 			}
 		}
 	}
@@ -573,24 +574,22 @@ func (w *walker) firstLink(st *unix.Stat_t) bool {
 	return true
 }
 
+// direntName is the name in a getdents record's name field b, without the
+// NUL that ends it and the padding after.
+func direntName(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
 // cstringNUL is the NUL-terminated name in b as a string that keeps its NUL,
 // to be passed to the kernel again without a copy.
 func cstringNUL(b []byte) string {
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i+1])
-		}
+	if n := direntName(b); len(n) < len(b) {
+		return string(b[:len(n)+1])
 	}
 	return string(b) + "\x00"
-}
-
-func cstring(b []byte) string {
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
-	}
-	return string(b)
 }
 
 func join(dir, name string) string {
@@ -673,7 +672,7 @@ func firstPath(rel string, name []byte, path string) bool {
 	if rel != "." {
 		p = append(append(p, rel...), '/')
 	}
-	for _, c := range name {
+	for _, c := range name { // not direntName: a call would stop wantsFile from inlining
 		if c == 0 {
 			break
 		}
