@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -178,9 +179,11 @@ var migrations = []string{
 // jsonField matches {{json COLUMN FIELD}}: the text of a top-level field of
 // a JSON column, in the dialect's syntax. textBytes matches {{text_bytes
 // COLUMN}}: a text column's value as bytes.
+// Compiled on first use: only a migration needs them, and every command
+// would pay for them at start-up.
 var (
-	jsonField = regexp.MustCompile(`\{\{json ([a-z_.]+) ([a-z_]+)\}\}`)
-	textBytes = regexp.MustCompile(`\{\{text_bytes ([a-z_.]+)\}\}`)
+	jsonField = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{\{json ([a-z_.]+) ([a-z_]+)\}\}`) })
+	textBytes = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{\{text_bytes ([a-z_.]+)\}\}`) })
 )
 
 // dialect rewrites a migration's placeholders for SQLite or PostgreSQL:
@@ -191,7 +194,7 @@ func dialect(migration string, postgres bool) string {
 		serial, bytes, json, toBytes = "BIGSERIAL PRIMARY KEY", "BYTEA", "($1::json ->> '$2')", "convert_to($1, 'UTF8')"
 	}
 	m := strings.NewReplacer("{{serial}}", serial, "{{bytes}}", bytes).Replace(migration)
-	return textBytes.ReplaceAllString(jsonField.ReplaceAllString(m, json), toBytes)
+	return textBytes().ReplaceAllString(jsonField().ReplaceAllString(m, json), toBytes)
 }
 
 func (s *Store) migrate(ctx context.Context) error {
