@@ -21,9 +21,9 @@ type Record struct {
 	Policy  string `json:"policy"`
 	State   string `json:"state"` // pending, done, failed
 	Error   string `json:"error,omitempty"`
-	// Holder is the process making the deletion (pid@host): a pending
-	// record whose holder still runs is a deletion in progress, not an
-	// interrupted one.
+	// Holder is the process making the deletion (pid.start@host, as
+	// project.Holder names it): a pending record whose holder still runs
+	// is a deletion in progress, not an interrupted one.
 	Holder string `json:"holder,omitempty"`
 }
 
