@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/store"
@@ -99,6 +103,45 @@ func TestWalkDisagrees(t *testing.T) {
 		s := store.Snapshot{SizeBytes: c.walk, KernelBytes: c.kernel, Partial: c.partial}
 		if got := walkDisagrees(s); got != c.want {
 			t.Errorf("walk %d, kernel %d, partial %v: %v, want %v", c.walk, c.kernel, c.partial, got, c.want)
+		}
+	}
+}
+
+// A scheduled pass (the ticker, `snapshot --all`) walks at nice 10 and idle
+// I/O priority; a snapshot someone asked for does not. Each runs in a
+// child process, as the change is for the whole process and stays.
+func TestScheduledPassWalksInTheBackground(t *testing.T) {
+	if mode := os.Getenv("XFSQ_TEST_SCHEDULED"); mode != "" {
+		ctx := context.Background()
+		root := t.TempDir()
+		st, err := store.Open(ctx, filepath.Join(root, StateDir, "xfsq.db"), "host-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		m, _, err := Init(ctx, Options{Root: root, Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		if _, err := m.Add(ctx, "omni", AddOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Snapshot(ctx, SnapshotOptions{Projects: []string{"omni"}, Scheduled: mode == "scheduled"}); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int{"scheduled": 10, "asked": 0}[mode]
+		// getpriority returns 20 - nice.
+		if p, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid()); err != nil || 20-p != want {
+			t.Errorf("%s snapshot: nice %d (%v), want %d", mode, 20-p, err, want)
+		}
+		return
+	}
+	for _, mode := range []string{"scheduled", "asked"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestScheduledPassWalksInTheBackground$")
+		cmd.Env = append(os.Environ(), "XFSQ_TEST_SCHEDULED="+mode)
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
+			t.Errorf("%s snapshot, in a child: %v\n%s", mode, err, out)
 		}
 	}
 }
