@@ -726,6 +726,11 @@ func TestSnapshotTopAndGrowth(t *testing.T) {
 	if !strings.Contains(lines[1], "100.0%") || !strings.Contains(lines[2], "node_modules") || !strings.Contains(out, "node_modules/pkg/lib/big.js") {
 		t.Errorf("top, largest first with shares:\n%s", out)
 	}
+	// Each row's newest mtime: node_modules' is big.js's.
+	big, _ := os.Stat(filepath.Join(ws, "node_modules/pkg/lib/big.js"))
+	if newest := big.ModTime().Local().Format(time.DateTime); !strings.Contains(lines[0], "NEWEST") || !strings.Contains(lines[2], newest) {
+		t.Errorf("top without each row's newest mtime (node_modules: %s):\n%s", newest, out)
+	}
 	if r := s.run("top", "omni", "--depth", "9"); r.code != 2 {
 		t.Errorf("top --depth 9: exit %d %q", r.code, r.stderr)
 	}
