@@ -16,25 +16,34 @@ import (
 	"github.com/xfsq/xfsq/store"
 )
 
+// managerWithOmni initialises a fallback root with one project, omni,
+// and returns its manager and store, closed when t ends.
+func managerWithOmni(t *testing.T, root string) (*Manager, *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(root, StateDir, "xfsq.db"), "host-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	m, _, err := Init(ctx, Options{Root: root, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if _, err := m.Add(ctx, "omni", AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return m, st
+}
+
 // The full tree kept of a snapshot is bounded: a walk deeper than the bound
 // allows is stored cut to its upper levels, while the printed result and
 // the totals stay whole.
 func TestStoredSnapshotTreeIsBounded(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	st, err := store.Open(ctx, filepath.Join(root, StateDir, "xfsq.db"), "host-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	m, _, err := Init(ctx, Options{Root: root, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if _, err := m.Add(ctx, "omni", AddOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	m, st := managerWithOmni(t, root)
 	// 3 + 9 + 27 directories, beside the inbox/ and uploads/ that add makes:
 	// 42 nodes to depth 3, 15 to depth 2.
 	ws := filepath.Join(root, TreePath("omni", AreaWorkspace))
@@ -112,22 +121,8 @@ func TestWalkDisagrees(t *testing.T) {
 // child process, as the change is for the whole process and stays.
 func TestScheduledPassWalksInTheBackground(t *testing.T) {
 	if mode := os.Getenv("XFSQ_TEST_SCHEDULED"); mode != "" {
-		ctx := context.Background()
-		root := t.TempDir()
-		st, err := store.Open(ctx, filepath.Join(root, StateDir, "xfsq.db"), "host-a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		m, _, err := Init(ctx, Options{Root: root, Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		if _, err := m.Add(ctx, "omni", AddOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := m.Snapshot(ctx, SnapshotOptions{Projects: []string{"omni"}, Scheduled: mode == "scheduled"}); err != nil {
+		m, _ := managerWithOmni(t, t.TempDir())
+		if _, err := m.Snapshot(context.Background(), SnapshotOptions{Projects: []string{"omni"}, Scheduled: mode == "scheduled"}); err != nil {
 			t.Fatal(err)
 		}
 		want := map[string]int{"scheduled": 10, "asked": 0}[mode]
