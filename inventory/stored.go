@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -64,11 +63,23 @@ func appendStoredNode(b []byte, n *Node, name string, parentNs int64) []byte {
 	ns := unixNano(n.Mtime)
 	b = binary.AppendVarint(b, parentNs-ns)
 	b = binary.AppendUvarint(b, uint64(len(n.Children)))
-	prefix := childPrefix(n.Path)
 	for _, c := range n.Children {
-		b = appendStoredNode(b, c, strings.TrimPrefix(c.Path, prefix), ns)
+		b = appendStoredNode(b, c, childName(n.Path, c.Path), ns)
 	}
 	return b
+}
+
+// childName is a child's path below its parent's, sliced rather than
+// trimmed of a built prefix: AppendStored runs on every snapshot, and a
+// string per node was a third of its time.
+func childName(parent, child string) string {
+	if parent == "." {
+		return child
+	}
+	if len(child) > len(parent) && child[len(parent)] == '/' && child[:len(parent)] == parent {
+		return child[len(parent)+1:]
+	}
+	return child
 }
 
 func appendStoredString(b []byte, s string) []byte {
