@@ -44,10 +44,8 @@ func (t *Tx) AddSnapshot(ctx context.Context, s Snapshot, tree []byte, retention
 		t.s.Host, s.Project, s.Area, toMicros(s.At.Add(-retention))); err != nil {
 		return err
 	}
-	if _, err := t.exec(ctx, `DELETE FROM snapshot_trees WHERE host = ? AND project = ? AND area = ?`, t.s.Host, s.Project, s.Area); err != nil {
-		return err
-	}
-	_, err := t.exec(ctx, `INSERT INTO snapshot_trees (host, project, area, at, tree) VALUES (?, ?, ?, ?, ?)`,
+	_, err := t.exec(ctx, `INSERT INTO snapshot_trees (host, project, area, at, tree) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (host, project, area) DO UPDATE SET at = excluded.at, tree = excluded.tree`,
 		t.s.Host, s.Project, s.Area, toMicros(s.At), tree)
 	return err
 }
