@@ -552,3 +552,45 @@ func TestOpenUpToDateDoesNotWaitForWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A tree kept again unchanged (an idle project's, on every pass) must not
+// be written again: it is replaced in place, and SQLite skips the pages
+// whose bytes are the same. Deleting and inserting it wrote all its
+// overflow pages anew.
+func TestKeepingAnUnchangedTreeWritesLittle(t *testing.T) {
+	s := open(t, t.TempDir()+"/x.db")
+	tree := make([]byte, 100_000) // ~25 pages of 4 KiB
+	for i := range tree {
+		tree[i] = byte(i * 7)
+	}
+	walFrames := func(at time.Time) int {
+		t.Helper()
+		if err := s.InTx(ctx, func(tx *Tx) error {
+			return tx.AddSnapshot(ctx, Snapshot{Project: "omni", Area: "workspace", At: at, SizeBytes: 1, KernelBytes: -1}, tree, 24*time.Hour)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		// The WAL holds just this commit: each call empties it at the end.
+		checkpoint := func(mode string) (frames int) {
+			var busy, done int
+			if err := s.db.QueryRow(`PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &done); err != nil || busy != 0 {
+				t.Fatalf("checkpoint: busy %d, %v", busy, err)
+			}
+			return frames
+		}
+		frames := checkpoint("PASSIVE")
+		checkpoint("TRUNCATE")
+		return frames
+	}
+	now := time.Now()
+	if first := walFrames(now); first < 25 {
+		t.Fatalf("the first snapshot wrote %d WAL frames: too few for a 100 KB tree, the test measures nothing", first)
+	}
+	if again := walFrames(now.Add(time.Hour)); again > 10 {
+		t.Errorf("keeping the same tree again wrote %d WAL frames, want a handful (its row, the totals)", again)
+	}
+	tree[50_000]++ // one page of it changes
+	if changed := walFrames(now.Add(2 * time.Hour)); changed > 11 {
+		t.Errorf("a tree changed in one page wrote %d WAL frames", changed)
+	}
+}
