@@ -31,13 +31,16 @@ missed=()
 # snapshot_vs_du NAME ROUNDS RUNS GOAL TAG [XFSQ_FLAG…]: xfsq snapshot of a
 # warm tree against du -s, in ROUNDS hyperfine runs of RUNS each, pooled (see
 # hyperfine-medians.py), left in $B/hyperfine-TAG-N.json; a GOAL ("" for
-# none) that is missed is noted.
+# none) that is missed is noted. $prepare, if set, runs before every run
+# of both commands, untimed.
+prepare=
 snapshot_vs_du() {
 	local name=$1 rounds=$2 runs=$3 goal=$4 tag=$5 files=()
 	shift 5
 	du -s "$B/projects/$name" >/dev/null # warm
 	for r in $(seq "$rounds"); do
 		hyperfine -N --warmup 1 --runs "$runs" --style none --export-json "$B/hyperfine-$tag-$r.json" \
+			${prepare:+--prepare "$prepare"} \
 			"du -s $B/projects/$name" \
 			"$bin --root $B $* snapshot $name --area workspace --depth 3 --top 20"
 		files+=("$B/hyperfine-$tag-$r.json")
@@ -53,6 +56,16 @@ cp "$B/.xfsq/xfsq.db" "$shm/"
 echo "== the same, the store on tmpfs (--db $shm/xfsq.db; a reference, not a goal): 2 rounds of 6 runs"
 snapshot_vs_du bench200k 2 6 "" bench200k-store-on-tmpfs --db "$shm/xfsq.db"
 rm -rf "$shm"
+# Not a goal: the same tree, but a file of it grows before every run, as in
+# a project at work. The tree's stored form then changes (its newest mtime
+# with it), and the store rewrites it whole; an unchanged tree, above, is
+# replaced in place and only its changed pages are written.
+grow=$B/projects/bench200k/l1-000/growing.log
+prepare="sh -c 'date +%s%N >>$grow'"
+echo "== the same, a file of the tree growing before every run (a reference, not a goal): 2 rounds of 6 runs"
+snapshot_vs_du bench200k 2 6 "" bench200k-changing
+prepare=
+rm -f "$grow"
 echo "== the walker alone, du -s and filepath.WalkDir+Lstat, same tree (go test -bench)"
 XFSQ_BENCH_TREE="$B/projects/bench200k" go test -run '^$' -bench BenchmarkWalk -benchtime 8x -count 5 ./inventory/ | grep '^Benchmark'
 echo "== xfsq snapshot vs du -s, 1,000,000 files: 3 rounds of 3 runs each"
