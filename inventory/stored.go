@@ -13,10 +13,10 @@ import (
 
 // The stored form of a walk's tree: what the store keeps of a snapshot, on
 // every snapshot, so it is made compact rather than self-describing. The
-// bytes a snapshot writes are what storing it costs (the WAL, its fsync,
-// the checkpoint, the old tree's pages freed): in this third form a
-// 4,300-node tree is 86 KB where the JSON of the second was 216 KB, and
-// `xfsq snapshot` of it 3–6 ms faster (BENCHMARKS.md).
+// bytes a changed tree writes are what storing it costs (the WAL, the
+// checkpoint; the store skips the pages of an unchanged one): in this
+// third form a 4,300-node tree is 86 KB where the JSON of the second was
+// 216 KB, and `xfsq snapshot` of it 3–6 ms faster (BENCHMARKS.md).
 //
 //	TREE  = 0x03 NODE COUNT FILE…
 //	NODE  = NAME SIZE_BYTES APPARENT_BYTES FILES DIRS MTIME COUNT NODE…
