@@ -213,8 +213,9 @@ func Walk(dir string, opts Options) (*Result, error) {
 }
 
 // agg accumulates the subtree of one directory to the depth (directories
-// below it add to their deepest ancestor's agg). It is finished, and folded into its parent, when pending (itself and
-// every directory under it not yet read) comes to zero.
+// below it add to their deepest ancestor's agg). It is finished, and folded
+// into its parent, when pending (itself and every directory under it not
+// yet read) comes to zero.
 type agg struct {
 	mu       sync.Mutex
 	node     *Node

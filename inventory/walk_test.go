@@ -382,9 +382,6 @@ func TestRootSymlinkIsNotFollowed(t *testing.T) {
 	}
 }
 
-// Every directory a walk opens is closed again, whether it finishes, runs
-// out of budget or meets unreadable directories, and the result does not
-// depend on how many workers share the tree.
 // makeWideTree is makeTree with 40 more directories, enough for the
 // workers to share.
 func makeWideTree(t *testing.T, dir string) {
@@ -401,6 +398,9 @@ func makeWideTree(t *testing.T, dir string) {
 	}
 }
 
+// Every directory a walk opens is closed again, whether it finishes, runs
+// out of budget or meets unreadable directories, and the result does not
+// depend on how many workers share the tree.
 func TestWalkClosesEveryDirectoryAndAgreesAcrossWorkers(t *testing.T) {
 	dir := t.TempDir()
 	makeWideTree(t, dir)

@@ -33,7 +33,7 @@ func interspersed(app *cli.App, args []string) []string {
 			f, dst := flagNamed(flags, a), &global
 			switch {
 			case !inPath:
-			case f == nil && !isHelp(a) && flagNamed(app.Flags, a) != nil:
+			case f == nil && !isHelp(a) && flagNamed(app.Flags, a) != nil: // xfsq's own, after the command
 				f = flagNamed(app.Flags, a)
 			case commandKnown:
 				dst = &cmdFlags
