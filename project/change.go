@@ -178,8 +178,9 @@ func (m *Manager) RemoveJournalled(ctx context.Context, project string, root *os
 	return rmErr
 }
 
-// journalEviction appends one storage.evicted record.
-func (m *Manager) journalEviction(ctx context.Context, project string, rec sweep.Record) error {
+// journalEviction appends one storage.evicted record: a sweep.Record, or a
+// record read back from the journal (a map) and settled.
+func (m *Manager) journalEviction(ctx context.Context, project string, rec any) error {
 	return m.Store.InTx(ctx, func(tx *store.Tx) error {
 		return tx.AppendEvent(ctx, store.EventEvicted, project, m.Actor, rec)
 	})

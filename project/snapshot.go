@@ -185,19 +185,9 @@ func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) erro
 				return err
 			}
 		}
-		for _, w := range []struct {
-			window time.Duration
-			dst    **int64
-		}{{24 * time.Hour, &r.Growth24h}, {7 * 24 * time.Hour, &r.Growth7d}} {
-			if !haveComplete {
-				break
-			}
-			d, ok, err := m.Store.GrowthTo(ctx, complete, w.window)
-			if err != nil {
+		if haveComplete {
+			if err := m.setGrowth(ctx, r, complete); err != nil {
 				return err
-			}
-			if ok {
-				*w.dst = &d
 			}
 		}
 		// Every walk's newest mtime was seen: a partial walk may have missed
@@ -214,6 +204,24 @@ func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) erro
 			r.WalkBytes = &walk
 			r.Escape = fmt.Sprintf("the walk at %s found %d bytes under the tree, the kernel counts %d for its project ID: "+
 				"files may have left the quota (xfsq doctor --fix re-tags them)", snap.At.Format(time.RFC3339), walk, snap.KernelBytes)
+		}
+	}
+	return nil
+}
+
+// setGrowth fills r's growth columns, each window ending at the complete
+// snapshot latest; a window with no snapshot that old stays nil.
+func (m *Manager) setGrowth(ctx context.Context, r *TreeStatus, latest store.Snapshot) error {
+	for _, w := range []struct {
+		window time.Duration
+		dst    **int64
+	}{{24 * time.Hour, &r.Growth24h}, {7 * 24 * time.Hour, &r.Growth7d}} {
+		d, ok, err := m.Store.GrowthTo(ctx, latest, w.window)
+		if err != nil {
+			return err
+		}
+		if ok {
+			*w.dst = &d
 		}
 	}
 	return nil

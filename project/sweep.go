@@ -306,7 +306,5 @@ func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEvic
 	} else {
 		rec["state"], rec["error"] = "failed", "interrupted before the deletion finished: the entry is still there"
 	}
-	return m.Store.InTx(ctx, func(tx *store.Tx) error {
-		return tx.AppendEvent(ctx, store.EventEvicted, p.Project, m.Actor, rec)
-	})
+	return m.journalEviction(ctx, p.Project, rec)
 }
