@@ -31,8 +31,8 @@ missed=()
 # snapshot_vs_du NAME ROUNDS RUNS GOAL TAG [XFSQ_FLAG…]: xfsq snapshot of a
 # warm tree against du -s, in ROUNDS hyperfine runs of RUNS each, pooled (see
 # hyperfine-medians.py), left in $B/hyperfine-TAG-N.json; a GOAL ("" for
-# none) that is missed is noted. $prepare, if set, runs before every run
-# of both commands, untimed.
+# none) that is missed is noted. $prepare, if set (prepare=CMD
+# snapshot_vs_du …), runs before every run of both commands, untimed.
 prepare=
 snapshot_vs_du() {
 	local name=$1 rounds=$2 runs=$3 goal=$4 tag=$5 files=()
@@ -61,10 +61,8 @@ rm -rf "$shm"
 # with it), and the store rewrites it whole; an unchanged tree, above, is
 # replaced in place and only its changed pages are written.
 grow=$B/projects/bench200k/l1-000/growing.log
-prepare="sh -c 'date +%s%N >>$grow'"
 echo "== the same, a file of the tree growing before every run (a reference, not a goal): 2 rounds of 6 runs"
-snapshot_vs_du bench200k 2 6 "" bench200k-changing
-prepare=
+prepare="sh -c 'date +%s%N >>$grow'" snapshot_vs_du bench200k 2 6 "" bench200k-changing
 rm -f "$grow"
 echo "== the walker alone, du -s and filepath.WalkDir+Lstat, same tree (go test -bench)"
 XFSQ_BENCH_TREE="$B/projects/bench200k" go test -run '^$' -bench BenchmarkWalk -benchtime 8x -count 5 ./inventory/ | grep '^Benchmark'
