@@ -6,9 +6,10 @@
 #   scripts/demo.sh
 #
 # Where the kernel enforces XFS project quotas it uses a loopback image
-# (needs root); elsewhere it boots the user-mode Linux test kernel
-# (apt-get install xfsprogs user-mode-linux); failing both it runs on a
-# temporary directory with the fallback backend, and says so.
+# (needs root); elsewhere it boots the test kernel (Debian's stock kernel in
+# QEMU: apt-get install xfsprogs qemu-system-x86 busybox-static, which it
+# does itself as root); where no kernel can be booted it runs on a
+# temporary directory with the fallback backend, and says why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,7 +34,7 @@ case "${1:-}" in
 	mnt=$(mktemp -d)
 	mkfs.xfs -q -f "$XFSQ_KERNELTEST_DEVICE"
 	mount -o prjquota "$XFSQ_KERNELTEST_DEVICE" "$mnt"
-	echo "(inside the user-mode Linux test kernel: XFS on $XFSQ_KERNELTEST_DEVICE at $mnt)"
+	echo "(inside the test kernel $(uname -r): XFS with prjquota on $XFSQ_KERNELTEST_DEVICE at $mnt)"
 	tour "$2" "$mnt"
 	umount "$mnt"
 	exit 0
@@ -42,18 +43,29 @@ esac
 
 work=$(mktemp -d)
 trap 'mountpoint -q "$work/mnt" 2>/dev/null && umount "$work/mnt"; rm -rf "$work"' EXIT
+scripts/deps.sh demo || echo "(going on without them)"
 scripts/build-xfsq.sh "$work/xfsq"
+fallback() { # fallback WHY
+	echo "(no kernel with XFS project quotas: $1)" | fold -s -w 100 | head -2
+	echo "(using the fallback backend on a temporary directory: nothing stops the oversized write below)"
+	mkdir "$work/root"
+	tour "$work/xfsq" "$work/root"
+}
 if [ "$(id -u)" = 0 ] && [ -e /proc/fs/xfs/xqm ] && command -v mkfs.xfs >/dev/null; then
 	scripts/loopback-xfs.sh create "$work/xfs.img" 300M
 	scripts/loopback-xfs.sh mount "$work/xfs.img" "$work/mnt"
 	tour "$work/xfsq" "$work/mnt"
-elif command -v linux.uml >/dev/null && command -v mkfs.xfs >/dev/null; then
-	echo "(this kernel cannot enforce XFS project quotas: booting the user-mode Linux test kernel)"
-	CGO_ENABLED=0 go build -o "$work/umlrun" ./internal/kerneltest/umlrun
-	"$work/umlrun" -mem 512M /bin/bash "$PWD/scripts/demo.sh" --inside "$work/xfsq"
+elif ! command -v mkfs.xfs >/dev/null; then
+	fallback "mkfs.xfs is not installed (apt-get install xfsprogs)"
 else
-	echo "(no kernel XFS quotas and no user-mode-linux: using the fallback backend on a temporary directory;"
-	echo " nothing stops the oversized write below — install xfsprogs and user-mode-linux to see enforcement)"
-	mkdir "$work/root"
-	tour "$work/xfsq" "$work/root"
+	echo "(this kernel cannot enforce XFS project quotas: booting the test kernel, about a minute the first time)"
+	CGO_ENABLED=0 go build -o "$work/vmrun" ./internal/kerneltest/vmrun
+	rc=0
+	"$work/vmrun" -mem 1G /bin/bash "$PWD/scripts/demo.sh" --inside "$work/xfsq" 2>"$work/vmrun.err" || rc=$?
+	if [ "$rc" = 125 ]; then
+		fallback "$(grep -m1 'no route boots' "$work/vmrun.err" | sed 's/^vmrun: //')"
+	else
+		grep -m1 '^vmrun: kernel tests:' "$work/vmrun.err" | sed 's/^vmrun: kernel tests: /(route: /; s/$/)/' || true
+		[ "$rc" = 0 ] || { cat "$work/vmrun.err" >&2; exit "$rc"; }
+	fi
 fi

@@ -17,7 +17,7 @@ usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 need_root() { [ "$(id -u)" = 0 ] || die "must run as root (mounting and quota setup need it); try: sudo $prog $*"; }
 need_cmd() { command -v "$1" >/dev/null 2>&1 || die "$1 not found; install it with: apt-get install $2"; }
 
-uml_route="the user-mode Linux kernel can: apt-get install user-mode-linux, then see README.md (Kernel tests) for how xfsq's tests boot it"
+vm_route="Debian's stock kernel in a VM can: apt-get install qemu-system-x86 busybox-static, then see README.md (Kernel tests) for how xfsq's tests and demo boot it"
 
 need_loop() {
 	if [ ! -e /dev/loop-control ] && ! ls /dev/loop[0-9]* >/dev/null 2>&1; then
@@ -33,7 +33,7 @@ need_xfs_quota_kernel() {
 		die "this kernel has no XFS support (xfs not in /proc/filesystems); load it with: modprobe xfs"
 	# /proc/fs/xfs/xqm exists exactly when XFS is built with CONFIG_XFS_QUOTA.
 	[ -e /proc/fs/xfs/xqm ] ||
-		die "this kernel ($(uname -r)) has XFS without quota support (CONFIG_XFS_QUOTA is off), so project quotas cannot be enforced here; $uml_route"
+		die "this kernel ($(uname -r)) has XFS without quota support (CONFIG_XFS_QUOTA is off), so project quotas cannot be enforced here; $vm_route"
 }
 
 cmd=${1:-}

@@ -1,16 +1,23 @@
 // Package kerneltest runs tests against real XFS with project quotas
 // enforced by a real kernel.
 //
-// Where the host kernel can mount XFS with prjquota, each case gets a fresh
-// loopback image mounted natively. Where it cannot (CONFIG_XFS_QUOTA off, as
-// on the machines this project is built on), the whole set of cases runs in
-// one boot of Debian's user-mode Linux kernel (linux.uml), which sees the
-// host's files through hostfs and so runs the very same test binary; each
-// case there gets a freshly made filesystem on the UML block device, and the
-// host reports every case as its own subtest with the output it printed.
+// The harness picks a route by itself and names it, one line per package
+// (kept in $XFSQ_KERNELTEST_REPORT when set, for scripts/test.sh to print):
 //
-// Without any route (no xfsprogs, no user-mode-linux) the cases skip with the
-// packages to install — except under CI=true, where they fail.
+//   - native: the host kernel mounts a loopback image with prjquota; each
+//     case gets a fresh image.
+//   - a VM (boot.go): where the host kernel cannot (CONFIG_XFS_QUOTA off, as
+//     on the machines this project is built on), the whole set of cases
+//     runs in one boot of Debian's stock kernel in QEMU (KVM only after a
+//     probe boot answered, else software emulation), or failing that of
+//     Debian's user-mode Linux. The guest sees the host's / and so runs the
+//     very same test binary; each case there gets a freshly made filesystem
+//     on the guest's scratch disk, and the host reports every case as its
+//     own subtest with the output it printed. A route that cannot boot is
+//     reported with its reason and the next is tried.
+//
+// Without any route the cases skip with the packages to install — except
+// under CI=true, where they fail.
 //
 // This package must never touch a filesystem it did not make itself.
 package kerneltest
@@ -32,19 +39,20 @@ import (
 	"github.com/xfsq/xfsq/internal/prereq"
 )
 
-// Environment of a test binary running inside the UML kernel.
+// Environment of a test binary running inside the test kernel.
 const (
-	envInside = "XFSQ_KERNELTEST_INSIDE" // "1" inside the UML kernel
+	envInside = "XFSQ_KERNELTEST_INSIDE" // "1" inside the test kernel
 	envDevice = "XFSQ_KERNELTEST_DEVICE" // the scratch block device there
+	envReport = "XFSQ_KERNELTEST_REPORT" // a file the route line is appended to
 )
 
 // Packages is what to install for the kernel tests, for messages.
-const Packages = "xfsprogs user-mode-linux"
+const Packages = "xfsprogs qemu-system-x86 busybox-static"
 
 // FS is a freshly made XFS filesystem mounted for one case.
 type FS struct {
 	Dir    string // mount point
-	Device string // block device (loop device natively, /dev/ubdX in UML)
+	Device string // block device (loop device natively, the VM's scratch disk inside)
 	tb     testing.TB
 }
 
@@ -54,7 +62,7 @@ type Case struct {
 	Run  func(t *testing.T, fs *FS)
 }
 
-// Inside reports whether this process runs inside the UML test kernel.
+// Inside reports whether this process runs inside the test kernel.
 func Inside() bool { return os.Getenv(envInside) == "1" }
 
 // Run runs cases against real XFS quotas, each as a subtest of t. Call it
@@ -63,13 +71,30 @@ func Inside() bool { return os.Getenv(envInside) == "1" }
 func Run(t *testing.T, cases []Case) {
 	switch mode := detect(); mode.route {
 	case routeInside, routeNative:
+		if mode.route == routeNative {
+			report(t, RouteReport{Route: "native", Detail: "loopback XFS on the host kernel", Skipped: nil})
+		}
 		for _, c := range cases {
 			t.Run(c.Name, func(t *testing.T) { c.Run(t, newFS(t, "prjquota")) })
 		}
-	case routeUML:
-		relayFromUML(t, cases)
+	case routeVM:
+		relayFromVM(t, cases, mode.why)
 	default:
 		Unavailable(t, mode.why)
+	}
+}
+
+// report logs the route line and appends it to $XFSQ_KERNELTEST_REPORT:
+// go test shows a passing package's log only with -v, and the route taken
+// is worth seeing on every run.
+func report(t *testing.T, r RouteReport) {
+	line := r.String() + " [" + t.Name() + "]"
+	t.Log(line)
+	if path := os.Getenv(envReport); path != "" {
+		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintln(f, line)
+			f.Close()
+		}
 	}
 }
 
@@ -96,12 +121,12 @@ const (
 	routeNone route = iota
 	routeInside
 	routeNative
-	routeUML
+	routeVM
 )
 
 type detection struct {
 	route route
-	why   string // for routeNone
+	why   string // for routeNone: what is missing; for routeVM: why not native
 }
 
 var (
@@ -116,12 +141,19 @@ func detect() detection {
 			detected = detection{route: routeInside}
 		case !haveCommand("mkfs.xfs"):
 			detected = detection{why: "mkfs.xfs (xfsprogs) is not installed"}
-		case nativeQuotaWorks():
-			detected = detection{route: routeNative}
-		case !haveCommand("linux.uml"):
-			detected = detection{why: "this kernel cannot enforce XFS project quotas and linux.uml (user-mode-linux) is not installed"}
 		default:
-			detected = detection{route: routeUML}
+			why := "not tried (XFSQ_KERNELTEST_ROUTES)"
+			if routeAllowed("native") {
+				why = nativeQuota()
+			}
+			switch {
+			case why == "":
+				detected = detection{route: routeNative}
+			case !haveCommand(qemuBinary) && !haveCommand("linux.uml"):
+				detected = detection{why: "the host kernel cannot (" + why + ") and neither " + qemuBinary + " (qemu-system-x86) nor linux.uml (user-mode-linux) is installed"}
+			default:
+				detected = detection{route: routeVM, why: why}
+			}
 		}
 	})
 	return detected
@@ -132,25 +164,33 @@ func haveCommand(name string) bool {
 	return err == nil
 }
 
-// nativeQuotaWorks tries a loop mount with prjquota on the host kernel.
-func nativeQuotaWorks() bool {
+// nativeQuota tries a loop mount with prjquota on the host kernel; it
+// returns why that does not work, or "".
+func nativeQuota() string {
 	if os.Geteuid() != 0 {
-		return false
+		return "loop mounts need root"
 	}
 	dir, err := os.MkdirTemp("", "xfsq-probe-")
 	if err != nil {
-		return false
+		return err.Error()
 	}
 	defer os.RemoveAll(dir)
 	img, mnt := filepath.Join(dir, "probe.img"), filepath.Join(dir, "mnt")
-	if makeImage(img) != nil || os.Mkdir(mnt, 0o755) != nil {
-		return false
+	if err := makeImage(img); err != nil {
+		return err.Error()
 	}
-	if exec.Command("mount", "-o", "loop,prjquota", img, mnt).Run() != nil {
-		return false
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		return err.Error()
+	}
+	if out, err := exec.Command("mount", "-o", "loop,prjquota", img, mnt).CombinedOutput(); err != nil {
+		if _, err := os.Stat("/proc/fs/xfs/xqm"); err != nil {
+			return "the host kernel has no XFS quota support (CONFIG_XFS_QUOTA off)"
+		}
+		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		return "mount -o loop,prjquota: " + first
 	}
 	exec.Command("umount", mnt).Run()
-	return true
+	return ""
 }
 
 // imageSize is the smallest image mkfs.xfs (xfsprogs 6.1) accepts; sparse,
@@ -235,9 +275,9 @@ func (fs *FS) unmount() {
 	}
 }
 
-// relayFromUML boots the test kernel once for all cases and reports each
+// relayFromVM boots the test kernel once for all cases and reports each
 // case's outcome inside as a host subtest.
-func relayFromUML(t *testing.T, cases []Case) {
+func relayFromVM(t *testing.T, cases []Case, notNative string) {
 	pattern := "^" + t.Name() + "$"
 	if _, sub, ok := strings.Cut(flagValue("test.run"), "/"); ok {
 		pattern += "/" + sub
@@ -260,8 +300,16 @@ func relayFromUML(t *testing.T, cases []Case) {
 		}
 	}
 	res, err := Boot{Binary: os.Args[0], Args: args, Env: env, Dir: cwd, Timeout: timeout}.Run()
+	if res.Route.Route != "" {
+		res.Route.Skipped = append([]string{"native: " + notNative}, res.Route.Skipped...)
+		report(t, res.Route)
+	}
 	if err != nil {
-		t.Fatalf("boot test kernel: %v", err)
+		if res.Route.Route == "" {
+			Unavailable(t, "native: "+notNative+"; "+err.Error())
+			return
+		}
+		t.Fatalf("test kernel (%s): %v", res.Route.Route, err)
 	}
 	results := parseVerbose(res.Output, t.Name())
 	for _, c := range cases {

@@ -18,8 +18,10 @@ import (
 
 const benchTrees = 1000
 
-// BenchmarkKernelUsage reads usage and limits of 1,000 trees: one
-// enumeration against one `xfs_quota report` with its output parsed.
+// BenchmarkKernelUsage reads usage and limits of 1,000 trees holding 1 GiB
+// in 100,000 files: one enumeration against the floor of 1,000 bare
+// quotactl calls, one `xfs_quota report` with its output parsed, and the
+// walk a user would otherwise make (`du -s` over the trees).
 func BenchmarkKernelUsage(b *testing.B) {
 	kfs := kerneltest.ForBenchmark(b)
 	fs, err := Open(kfs.Dir)
@@ -36,7 +38,9 @@ func BenchmarkKernelUsage(b *testing.B) {
 		if err := fs.SetLimits(id, quota.Limits{BytesHard: 64 * mib, InodesHard: 1000}); err != nil {
 			b.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644)
+		if err := fillTree(dir); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.Run("xfsq", func(b *testing.B) {
 		for b.Loop() {
@@ -64,6 +68,35 @@ func BenchmarkKernelUsage(b *testing.B) {
 			}
 		}
 	})
+	dirs := make([]string, benchTrees)
+	for i := range dirs {
+		dirs[i] = fmt.Sprint("t", i)
+	}
+	b.Run("du-s", func(b *testing.B) {
+		for b.Loop() {
+			du := exec.Command("du", append([]string{"-s"}, dirs...)...)
+			du.Dir = kfs.Dir
+			if out, err := du.Output(); err != nil || strings.Count(string(out), "\n") != benchTrees {
+				b.Fatalf("du -s: %v", err)
+			}
+		}
+	})
+}
+
+// benchFiles files per tree holding 1 GiB over all benchTrees trees.
+const (
+	benchFiles    = 100
+	benchFileSize = (1 << 30) / (benchTrees * benchFiles)
+)
+
+func fillTree(dir string) error {
+	data := make([]byte, benchFileSize)
+	for i := range benchFiles {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint("f", i)), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // BenchmarkKernelAssignLimit assigns and limits 1,000 empty trees: xfsq's

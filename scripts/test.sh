@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# test.sh — the project's test command (README.md; .ci/run calls it):
+#
+#   scripts/test.sh [go test flags…]     e.g. scripts/test.sh -run TestKernel
+#
+# As root it installs the missing Debian packages (scripts/deps.sh test) and
+# starts and prepares a PostgreSQL for the store tests; then it runs
+# go test ./... over every package. Kernel tests boot a VM where the host
+# kernel cannot enforce XFS quotas; each such package's route is printed at
+# the end, and so is what was skipped and how to run it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
+
+scripts/deps.sh test || echo "test.sh: going on without them: the tests that need them skip (or fail under CI=true)" >&2
+
+# PostgreSQL: the store tests run on it as well as on SQLite.
+if [ -z "${XFSQ_TEST_POSTGRES:-}" ] && [ "$(id -u)" = 0 ] && command -v pg_lsclusters >/dev/null; then
+	cluster=$(pg_lsclusters --no-header | awk 'NR==1 {print $1" "$2}')
+	if [ -n "$cluster" ]; then
+		pg_ctlcluster $cluster start 2>/dev/null || pg_ctlcluster $cluster status >/dev/null
+		su postgres -c "psql -qtAc \"SELECT 1 FROM pg_roles WHERE rolname='xfsq'\" | grep -q 1 || psql -qc \"CREATE ROLE xfsq LOGIN PASSWORD 'xfsq'\""
+		su postgres -c "psql -qtAc \"SELECT 1 FROM pg_database WHERE datname='xfsq_test'\" | grep -q 1 || createdb -O xfsq xfsq_test"
+		port=$(pg_lsclusters --no-header | awk 'NR==1 {print $3}')
+		export XFSQ_TEST_POSTGRES="postgres://xfsq:xfsq@127.0.0.1:${port}/xfsq_test?sslmode=disable"
+	fi
+fi
+
+report=$(mktemp)
+log=$(mktemp)
+trap 'rm -f "$report" "$log"' EXIT
+export XFSQ_KERNELTEST_REPORT=$report
+
+go version
+set +e
+# Kernel tests under software emulation take minutes: more than go test's
+# default 10-minute limit per package leaves room for a busy machine.
+go test -timeout 30m "$@" ./... 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+
+echo
+sort -u "$report"
+[ -s "$report" ] || echo "kernel tests: no route line was written (did the kernel tests run? see their output above)"
+if [ -z "${XFSQ_TEST_POSTGRES:-}" ]; then
+	echo "store tests ran on SQLite only: their PostgreSQL variants skipped; set XFSQ_TEST_POSTGRES=postgres://USER:PASS@127.0.0.1/DB?sslmode=disable, or run this script as root to start one"
+fi
+# One plain closing line for whoever reads only the last one.
+echo "packages: $(grep -c '^ok ' "$log") passed, $(grep -c '^FAIL[[:space:]]' "$log") failed"
+exit "$rc"
