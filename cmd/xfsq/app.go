@@ -210,7 +210,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Subcommands: []*cli.Command{
 					{Name: "list", Usage: "every setting with its value and where it comes from", Action: with(cmdSettingsList)},
 					{Name: "get", Usage: "one setting's value", ArgsUsage: "KEY", Action: with(cmdSettingsGet)},
-					{Name: "set", Usage: "change a setting (validated)", ArgsUsage: "KEY VALUE", Action: with(cmdSettingsSet)},
+					{Name: "set", Usage: "change a setting (validated)", ArgsUsage: "KEY VALUE", Action: with(cmdSettingsSet),
+						Description: "A zero that switches a safety rail off (busy_grace, reservation_ttl, default_quota) is refused\n" +
+							"unless " + settings.AllowZeroFlag + " says it is meant.",
+						Flags: []cli.Flag{&cli.BoolFlag{Name: strings.TrimPrefix(settings.AllowZeroFlag, "--"), Usage: "accept a zero that switches a safety rail off"}}},
 				},
 			},
 			{
@@ -591,7 +594,7 @@ func cmdSettingsSet(e env) error {
 		return usagef("settings set takes KEY VALUE, got %d arguments: see xfsq settings set --help", e.c.NArg())
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		v, old, err := m.SetSetting(ctx, e.c.Args().Get(0), e.c.Args().Get(1))
+		v, old, err := m.SetSettingExplicit(ctx, e.c.Args().Get(0), e.c.Args().Get(1), e.c.Bool("allow-zero"))
 		if err != nil {
 			return err
 		}

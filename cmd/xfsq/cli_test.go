@@ -329,6 +329,12 @@ func TestBadInput(t *testing.T) {
 		{[]string{"settings", "set", "colour", "blue"}, 2, "unknown setting \"colour\"; known settings: default_quota"},
 		{[]string{"settings", "set", "busy_grace", "soon"}, 2, "busy_grace: \"soon\" is not a duration"},
 		{[]string{"settings", "set", "default_quota"}, 2, "settings set takes KEY VALUE"},
+		// Durations past int64 nanoseconds once wrapped round to minutes.
+		{[]string{"settings", "set", "busy_grace", "213504d"}, 2, `busy_grace: "213504d" is too long`},
+		{[]string{"lease", "acquire", "omni", "run-1", "--ttl", "213504d"}, 2, `--ttl: "213504d" is too long`},
+		// A zero that switches a safety rail off must be said explicitly.
+		{[]string{"settings", "set", "busy_grace", "0s"}, 2, "busy_grace: 0s switches a safety rail off"},
+		{[]string{"settings", "set", "reservation_ttl", "0"}, 2, "--allow-zero"},
 		{[]string{"events", "--since", "yesterday"}, 2, "--since \"yesterday\""},
 		{[]string{"export", "xfs-projects"}, 1, "needs the xfs backend"},
 		{[]string{"bogus"}, 2, `unknown command "bogus"`},
@@ -398,6 +404,15 @@ func TestSettingsAndDefaultQuota(t *testing.T) {
 		s.json(&evs, "events", "--type", "settings.changed")
 		if len(evs) != 1 {
 			t.Errorf("settings.changed events: %d", len(evs))
+		}
+		if out := s.ok("settings", "set", "busy_grace", "0s", "--allow-zero"); !strings.Contains(out, "busy_grace = 0s") {
+			t.Errorf("settings set busy_grace 0s --allow-zero: %q", out)
+		}
+		// The environment cannot say a zero is meant: it is not "unlimited".
+		fresh := fallbackSandbox(t, "")
+		fresh.env = append(fresh.env, "KERNEL_STORAGE_DEFAULT_QUOTA_BYTES=0")
+		if r := fresh.run("project", "add", "d"); r.code == 0 || !strings.Contains(r.stderr, "KERNEL_STORAGE_DEFAULT_QUOTA_BYTES=0: new projects would get no workspace limit") {
+			t.Errorf("KERNEL_STORAGE_DEFAULT_QUOTA_BYTES=0: exit %d %q; want it refused", r.code, r.stderr)
 		}
 	})
 }
