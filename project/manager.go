@@ -17,6 +17,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
@@ -189,12 +190,29 @@ func (m *Manager) abs(rel string) string { return filepath.Join(m.Root, rel) }
 func DefaultActor() string {
 	name := "unknown"
 	if u, err := user.Current(); err == nil {
-		name = u.Username
+		name = actorName(u.Username)
 	}
 	if s := os.Getenv("SUDO_USER"); s != "" && s != name {
-		name = s + " (sudo as " + name + ")"
+		name = actorName(s) + " (sudo as " + name + ")"
 	}
 	return name
+}
+
+// Compiled on first use (see runPattern).
+var userPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._][A-Za-z0-9._-]{0,31}\$?$`) })
+
+// actorName is a user name fit for the journal. SUDO_USER is whatever the
+// caller's environment says: a newline in it would forge event lines in
+// every text view of the journal, so anything but a plain user name is
+// journalled quoted, in ASCII, and bounded.
+func actorName(s string) string {
+	if userPattern().MatchString(s) {
+		return s
+	}
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return strconv.QuoteToASCII(s)
 }
 
 // InitResult is what init found and made.

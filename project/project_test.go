@@ -156,3 +156,27 @@ func TestHolderAlive(t *testing.T) {
 		}
 	}
 }
+
+// SUDO_USER comes from the caller's environment: whatever it holds, the
+// actor journalled is one line of printable ASCII.
+func TestDefaultActorSanitised(t *testing.T) {
+	cases := []struct{ sudo, want string }{
+		{"alice", "alice (sudo as "},
+		{"svc$", "svc$ (sudo as "},
+		{"mallory\n2026-12-01 09:00:00  project.removed  omni  root", `"mallory\n2026-12-01 09:00:00  project.removed  omni  root" (sudo as `},
+		{"eve\r\x1b[2K", `"eve\r\x1b[2K" (sudo as `},
+		{"bob\u2028x", `"bob\u2028x" (sudo as `},
+	}
+	for _, c := range cases {
+		t.Setenv("SUDO_USER", c.sudo)
+		got := DefaultActor()
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("SUDO_USER=%q: actor %q, want it to start %q", c.sudo, got, c.want)
+		}
+		for _, r := range got {
+			if r < 0x20 || r > 0x7e {
+				t.Errorf("SUDO_USER=%q: actor %q holds %U", c.sudo, got, r)
+			}
+		}
+	}
+}

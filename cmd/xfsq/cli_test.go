@@ -341,6 +341,9 @@ func TestBadInput(t *testing.T) {
 		{[]string{"project", "bogus"}, 2, `unknown command "bogus"`},
 		{[]string{"project", "add", "--nope", "x"}, 2, "flag provided but not defined: -nope: see xfsq project add --help"},
 		{[]string{"--nope", "report"}, 2, "flag provided but not defined: -nope: see xfsq --help"},
+		{[]string{"--id-range", "100-200junk", "project", "list"}, 2, `--id-range "100-200junk": use FIRST-LAST`},
+		{[]string{"--id-range", "100-+200", "project", "list"}, 2, `--id-range "100-+200"`},
+		{[]string{"--id-range", " 100-200", "project", "list"}, 2, `--id-range " 100-200"`},
 	}
 	for _, c := range cases {
 		r := s.run(c.args...)
