@@ -33,8 +33,9 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		bin := filepath.Join(dir, "xfsq")
-		// As shipped (scripts/build-xfsq.sh): static, no cgo, no man page generator.
-		build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, ".")
+		// As shipped (scripts/build-xfsq.sh): static, no cgo, no man page
+		// generator; plus the fault tag, which arms the crash tests' kill points.
+		build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs,"+fault.Tag, "-o", bin, ".")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build xfsq: %v\n%s", err, out)
