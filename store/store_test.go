@@ -449,6 +449,59 @@ func TestPendingEvictions(t *testing.T) {
 	})
 }
 
+// Two deletions of one path outside sweeps (two files rm, say) are two
+// pending rows: settling one leaves the other pending.
+func TestPendingEvictionsOutsideSweepsAreKeyedPerDeletion(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		rec := func(id, state string) {
+			t.Helper()
+			r := map[string]any{"path": "projects/omni/x", "state": state, "deletion_id": id}
+			if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEvent(ctx, EventEvicted, "omni", "t", r) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec("rm-1", "pending")
+		rec("rm-2", "pending")
+		if got := pendingPaths(t, s); len(got) != 2 {
+			t.Fatalf("two deletions of one path: pending %q, want both", got)
+		}
+		rec("rm-1", "done")
+		pending, err := s.PendingEvictions(ctx)
+		if err != nil || len(pending) != 1 || pending[0].Record["deletion_id"] != "rm-2" {
+			t.Errorf("after the first was settled: %+v %v; want rm-2 still pending", pending, err)
+		}
+	})
+}
+
+// Migration 7 keys pending deletions by deletion id too; the rows kept
+// before it stay pending.
+func TestPendingEvictionsKeptAcrossMigration7(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		old := openAtVersion(t, dsn, 6)
+		for _, r := range [][2]string{{"s1", "cache/omni/a"}, {"", "projects/omni"}} {
+			payload := fmt.Sprintf(`{"sweep_id":%q,"path":%q,"state":"pending"}`, r[0], r[1])
+			var id int64
+			if err := old.db.QueryRow(old.db.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (1, ?, 'host-a', 'omni', 't', ?) RETURNING id`), EventEvicted, payload).Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := old.db.Exec(old.db.Rebind(`INSERT INTO evictions_pending (host, sweep_id, path, event_id) VALUES ('host-a', ?, ?, ?)`), r[0], r[1], id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old.Close()
+		s := open(t, dsn)
+		want := []string{"omni s1:cache/omni/a", "omni :projects/omni"}
+		if got := pendingPaths(t, s); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("pending after migration 7: %q, want %q", got, want)
+		}
+		evicted(t, s, "omni", "", "projects/omni", "done")
+		if got := pendingPaths(t, s); fmt.Sprint(got) != "[omni s1:cache/omni/a]" {
+			t.Errorf("settling a record written before migration 7: pending %q", got)
+		}
+	})
+}
+
 // openAtVersion opens dsn with the schema as it was after migration
 // version, for a test of the migrations that follow.
 func openAtVersion(t *testing.T, dsn string, version int) *Store {

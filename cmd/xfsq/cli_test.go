@@ -628,6 +628,22 @@ func TestFilesCommands(t *testing.T) {
 	if len(evs) != 2 || !strings.Contains(string(evs[0].Payload), `"reason": "manual"`) {
 		t.Errorf("rm journal: %+v", evs)
 	}
+	// Each removal outside a sweep has an id of its own, its pending and
+	// done records share it: two removals of one path never settle each other.
+	s.ok("files", "put", "omni", "docs/readme.txt", "--from", src)
+	s.ok("files", "rm", "omni", "docs")
+	s.json(&evs, "events", "--type", "storage.evicted")
+	ids := map[string]int{}
+	for _, ev := range evs {
+		var rec struct {
+			DeletionID string `json:"deletion_id"`
+		}
+		json.Unmarshal(ev.Payload, &rec)
+		ids[rec.DeletionID]++
+	}
+	if len(ids) != 2 || ids[""] != 0 {
+		t.Errorf("deletion ids of two removals of one path: %v; want two ids, two records each", ids)
+	}
 }
 
 type snapshotJSON struct {
