@@ -146,16 +146,10 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		}
 	}
 	inventory.Background() // best effort: a sweep at normal priority still sweeps
-	var st syscall.Stat_t
-	if err := syscall.Stat(m.Root, &st); err != nil {
+	x, err := m.executor(out.SweepID, root, policy, o.Budget)
+	if err != nil {
 		return out, err
 	}
-	x := &sweep.Executor{SweepID: out.SweepID, Root: root, RootDir: m.Root, RootDev: st.Dev, Policy: policy, Now: m.now, Budget: o.Budget,
-		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
-		Journal: func(ctx context.Context, p string, r sweep.Record) error {
-			r.Holder = me
-			return m.journalEviction(ctx, p, r)
-		}}
 	res := x.Run(ctx, plan)
 	res.Skipped = append(out.Skipped, res.Skipped...)
 	out.Result = res
@@ -165,6 +159,34 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 			"skipped": res.Skipped, "duration_ms": res.Duration.Milliseconds(), "projects": names})
 	})
 	return out, err
+}
+
+// errLeasedNow is why a deletion whose pending record found a lease was not made.
+var errLeasedNow = errors.New("the project was leased since planning")
+
+// executor is the sweep executor of this root. Its pending records are
+// written only while the project holds no lease, checked in the same
+// transaction: the executor's own look at the lease (Leased) comes a moment
+// before, and a lease taken in that moment must still stop the deletion.
+func (m *Manager) executor(sweepID string, root *os.Root, policy sweep.Policy, budget time.Duration) (*sweep.Executor, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(m.Root, &st); err != nil {
+		return nil, err
+	}
+	me := Holder()
+	return &sweep.Executor{SweepID: sweepID, Root: root, RootDir: m.Root, RootDev: st.Dev, Policy: policy, Now: m.now, Budget: budget,
+		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
+		Journal: func(ctx context.Context, p string, r sweep.Record) error {
+			r.Holder = me
+			if r.State != "pending" {
+				return m.journalEviction(ctx, p, r)
+			}
+			leased, err := m.Store.AppendPendingUnlessLeased(ctx, p, m.Actor, r, m.now())
+			if err == nil && leased {
+				err = errLeasedNow
+			}
+			return err
+		}}, nil
 }
 
 func newSweepID() string {

@@ -364,6 +364,34 @@ func TestLeases(t *testing.T) {
 	})
 }
 
+// A deletion's pending record is written only while its project holds no
+// unexpired lease, checked in the same transaction.
+func TestAppendPendingUnlessLeased(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		now := time.Now()
+		if err := s.InTx(ctx, func(tx *Tx) error {
+			if err := tx.AcquireLease(ctx, "held", "run-1", now.Add(time.Hour)); err != nil {
+				return err
+			}
+			return tx.AcquireLease(ctx, "lapsed", "run-1", now.Add(-time.Second))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for project, wantLeased := range map[string]bool{"held": true, "lapsed": false, "free": false} {
+			rec := map[string]any{"sweep_id": "s1", "path": "cache/" + project + "/x", "state": "pending"}
+			leased, err := s.AppendPendingUnlessLeased(ctx, project, "t", rec, now)
+			if err != nil || leased != wantLeased {
+				t.Errorf("%s: leased %v, %v; want %v", project, leased, err, wantLeased)
+			}
+		}
+		if got := pendingPaths(t, s); fmt.Sprint(got) != "[free s1:cache/free/x lapsed s1:cache/lapsed/x]" &&
+			fmt.Sprint(got) != "[lapsed s1:cache/lapsed/x free s1:cache/free/x]" {
+			t.Errorf("pending: %q; want the unleased projects' records only", got)
+		}
+	})
+}
+
 // A journal record must reach the disk before the deletion it announces, so
 // every SQLite connection syncs the WAL at commit (PostgreSQL does by default).
 func TestSQLiteCommitsAreDurable(t *testing.T) {
