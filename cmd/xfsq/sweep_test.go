@@ -357,3 +357,27 @@ func TestSweepLeavesDeletionsInProgress(t *testing.T) {
 		t.Errorf("journal: %v; want the orphan marked failed (it is still there)", evs)
 	}
 }
+
+// An mtime stamped in the future (touch -d 2099-…) pinned a cache entry as
+// "modified within busy_grace" for ever; it now ages from when it was
+// stamped (its ctime), like any other entry.
+func TestSweepFutureMtimeDoesNotPin(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	s.ok("settings", "set", "cache_quota_per_project", "1k")
+	s.ok("settings", "set", "cache_min_age", "1s")
+	s.ok("settings", "set", "busy_grace", "1s")
+	future := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
+	aged(t, s.root, "cache/omni/pinned/blob", 64<<10, 0)
+	for _, p := range []string{"cache/omni/pinned/blob", "cache/omni/pinned"} {
+		if err := os.Chtimes(filepath.Join(s.root, p), future, future); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // past busy_grace and cache_min_age since the stamp
+	var res sweepJSON
+	s.json(&res, "sweep", "omni")
+	if !res.evicted("cache/omni/pinned") || exists(s.root, "cache/omni/pinned") {
+		t.Errorf("a cache entry with a future mtime was kept: %+v", res)
+	}
+}
