@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -124,6 +125,40 @@ func CheckRoot(root string) error {
 	return nil
 }
 
+// checkStoreKnowsRoot refuses a store that has never recorded anything for
+// this host while the root holds project trees: a zero-length or newly
+// created database, or the wrong --db or --host, would otherwise be used as
+// if the root were fresh — every project unknown, the journal empty, IDs
+// handed out again.
+func checkStoreKnowsRoot(ctx context.Context, root string, st *store.Store) error {
+	blank, err := st.Blank(ctx)
+	if err != nil || !blank {
+		return err
+	}
+	entries, err := os.ReadDir(filepath.Join(root, areaBase[AreaWorkspace]))
+	if err != nil {
+		return nil // no projects/ yet: a fresh root
+	}
+	var trees []string
+	for _, e := range entries {
+		if e.IsDir() {
+			trees = append(trees, e.Name())
+		}
+	}
+	if len(trees) == 0 {
+		return nil
+	}
+	shown := trees[:min(len(trees), 5)]
+	more := ""
+	if len(trees) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(trees)-len(shown))
+	}
+	return fmt.Errorf("the store (%s, host %q) has no record of this root, yet %s holds project trees (%s%s): "+
+		"it is empty or new, or not this root's store. Restore the database from a backup, or point --db and --host at "+
+		"the store this root was initialised with; xfsq changes nothing until it can see the root's projects",
+		st.Driver(), st.Host, filepath.Join(root, areaBase[AreaWorkspace]), strings.Join(shown, ", "), more)
+}
+
 // Open detects the backend of an initialised root.
 func Open(ctx context.Context, o Options) (*Manager, error) {
 	root, err := filepath.Abs(o.Root)
@@ -131,6 +166,9 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		return nil, err
 	}
 	if err := CheckRoot(root); err != nil {
+		return nil, err
+	}
+	if err := checkStoreKnowsRoot(ctx, root, o.Store); err != nil {
 		return nil, err
 	}
 	m := &Manager{Root: root, Store: o.Store, Actor: o.Actor, Range: o.Range}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -240,9 +242,73 @@ func TestSettings(t *testing.T) {
 	})
 }
 
-func TestRedact(t *testing.T) {
-	if got := redact("postgres://xfsq:secret@db:5432/x?sslmode=disable"); got != "postgres://xfsq:***@db:5432/x?sslmode=disable" {
-		t.Errorf("redact = %s", got)
+func TestClassifyAndRedact(t *testing.T) {
+	cases := []struct{ dsn, kind, redacted string }{
+		{"postgres://xfsq:secret@db:5432/x?sslmode=disable", KindPostgresURL, "postgres://xfsq:***@db:5432/x?sslmode=disable"},
+		{"postgresql://xfsq:secret@db/x", KindPostgresURL, "postgresql://xfsq:***@db/x"},
+		{"POSTGRES://xfsq:secret@db/x", KindPostgresURL, "POSTGRES://xfsq:***@db/x"},
+		{"PostgreSQL://xfsq:secret@db/x", KindPostgresURL, "PostgreSQL://xfsq:***@db/x"},
+		{"postgres://xfsq@db/x?sslmode=disable&password=secret", KindPostgresURL, "postgres://xfsq@db/x?sslmode=disable&password=***"},
+		{"postgres://xfsq@db/x?PASSWORD=secret", KindPostgresURL, "postgres://xfsq@db/x?PASSWORD=***"},
+		{"postgres://xfsq:sec%ret@db/x", KindPostgresURL, "postgres://xfsq:***@db/x"},
+		{"postgres://xfsq:sec@ret@db/x", KindPostgresURL, "postgres://xfsq:***@db/x"},
+		{"postgres://xfsq:sec/ret@db/x", KindPostgresURL, "postgres://xfsq:***@db/x"},
+		{"postgres://db:5432/x", KindPostgresURL, "postgres://db:5432/x"},
+		{"host=db user=xfsq password=secret dbname=x", KindPostgresKeywords, "host=db user=xfsq password=*** dbname=x"},
+		{"host=db password='se cret' dbname=x", KindPostgresKeywords, "host=db password=*** dbname=x"},
+		{" password = secret host=db", KindPostgresKeywords, " password = *** host=db"},
+		{"dbname=x sslmode=disable", KindPostgresKeywords, "dbname=x sslmode=disable"},
+		{"/var/lib/xfsq/xfsq.db", KindSQLite, "/var/lib/xfsq/xfsq.db"},
+		{"state/a=b.db", KindSQLite, "state/a=b.db"},
+		{"mysql://u:secret@h/db", "", "mysql://u:***@h/db"},
+	}
+	for _, c := range cases {
+		kind, err := Classify(c.dsn)
+		if kind != c.kind || (c.kind == "") != (err != nil) {
+			t.Errorf("Classify(%q) = %q, %v; want %q", c.dsn, kind, err, c.kind)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("Classify(%q) error shows the password: %v", c.dsn, err)
+		}
+		if got := Redact(c.dsn); got != c.redacted {
+			t.Errorf("Redact(%q) = %q, want %q", c.dsn, got, c.redacted)
+		}
+	}
+}
+
+// Whatever form a PostgreSQL DSN takes, well-formed or not, Open neither
+// shows its password in an error nor takes it for a SQLite path (which
+// created files named after it, and used an empty database).
+func TestOpenNeverShowsOrWritesThePassword(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	// Port 1 on the loopback refuses at once: each open fails to connect.
+	for _, dsn := range []string{
+		"postgres://xfsq:secret@127.0.0.1:1/x?sslmode=disable",
+		"POSTGRES://xfsq:secret@127.0.0.1:1/x?sslmode=disable",
+		"postgres://xfsq@127.0.0.1:1/x?sslmode=disable&password=secret",
+		"postgres://xfsq:sec%ret@127.0.0.1:1/x",
+		"postgres://xfsq:secret@[::1/x",
+		"postgres://xfsq:se cret@127.0.0.1:x/db",
+		"host=127.0.0.1 port=1 user=xfsq password=secret dbname=x sslmode=disable",
+		"host=127.0.0.1 port=1 password='se cret' dbname=x sslmode=disable",
+		"password=secret host=127.0.0.1 port=1 dbname=x sslmode=disable bogus",
+		"mysql://xfsq:secret@127.0.0.1:1/x",
+	} {
+		s, err := Open(ctx, dsn, "host-a")
+		if err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded", dsn)
+			continue
+		}
+		for _, secret := range []string{"secret", "sec%ret", "sec\x25ret", "se cret", "cret"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("Open(%q): the error shows the password: %v", dsn, err)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		t.Errorf("opening PostgreSQL DSNs created files: %v", entries)
 	}
 }
 

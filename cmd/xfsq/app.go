@@ -57,7 +57,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ErrWriter: stderr,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "root", Usage: "the sandbox root", EnvVars: []string{"XFSQ_ROOT", "KERNEL_SANDBOX_ROOT"}},
-			&cli.StringFlag{Name: "db", Usage: "database: a postgres:// URL, or a SQLite file (default ROOT/.xfsq/xfsq.db)", EnvVars: []string{"XFSQ_DB"}},
+			&cli.StringFlag{Name: "db", Usage: "database: a postgres:// URL or libpq keywords (host=… dbname=…), or a SQLite file (default ROOT/.xfsq/xfsq.db)", EnvVars: []string{"XFSQ_DB"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (errors too, as {\"error\": …} on stderr)"},
 			&cli.StringFlag{Name: "host", Usage: "this host's name in a shared database (default: the hostname)", EnvVars: []string{"XFSQ_HOST"}},
 			&cli.StringFlag{Name: "id-range", Usage: "project IDs to allocate from, FIRST-LAST (default 100000-2147483647)", EnvVars: []string{"XFSQ_ID_RANGE"}},

@@ -1012,3 +1012,41 @@ func TestSnapshotRetentionSetting(t *testing.T) {
 		t.Error("the 8-day-old snapshot was dropped by a 9-day snapshot_retention")
 	}
 }
+
+// A store that has never recorded anything for this host — zero-length,
+// newly created, or another one — on a root that holds project trees is
+// refused with what to do, instead of being used as if the root were fresh.
+func TestBlankStoreOnARootWithTrees(t *testing.T) {
+	for _, d := range storetest.Drivers() {
+		t.Run(d.Name, func(t *testing.T) {
+			s := fallbackSandbox(t, d.DSN(t))
+			s.ok("project", "add", "omni")
+			other := newSandbox(t, s.root, d.DSN(t)) // a new, empty database
+			for _, args := range [][]string{{"project", "list"}, {"init"}, {"project", "add", "beta"}, {"sweep", "--all"}} {
+				if r := other.run(args...); r.code != 1 || !strings.Contains(r.stderr, "has no record of this root") || !strings.Contains(r.stderr, "omni") {
+					t.Errorf("xfsq %v on a new store: exit %d %q; want it refused naming the trees", args, r.code, r.stderr)
+				}
+			}
+			s.ok("project", "list") // the root's own store still works
+		})
+	}
+	t.Run("zero-length", func(t *testing.T) {
+		s := fallbackSandbox(t, "")
+		s.ok("project", "add", "omni")
+		db := filepath.Join(s.root, ".xfsq", "xfsq.db")
+		os.Remove(db + "-wal")
+		os.Remove(db + "-shm")
+		if err := os.Truncate(db, 0); err != nil {
+			t.Fatal(err)
+		}
+		if r := s.run("report"); r.code != 1 || !strings.Contains(r.stderr, "Restore the database from a backup") {
+			t.Errorf("report on a zero-length store: exit %d %q; want it refused with what to do", r.code, r.stderr)
+		}
+	})
+	// A fresh root, and a root whose projects were all removed (the journal
+	// remembers them), are not refused.
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "gone")
+	s.ok("project", "rm", "gone")
+	s.ok("project", "list")
+}
