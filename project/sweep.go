@@ -24,9 +24,11 @@ type SweepOptions struct {
 	Projects []string // none: every project
 	Areas    []string // none: all of sweep.Areas
 	DryRun   bool
-	// Apply executes exactly this plan (every entry re-checked) instead of
-	// planning anew.
-	Apply  *sweep.Plan
+	// Apply is a plan file saved by --plan-out (see SavePlan): it is
+	// checked as a whole (checkPlan), then each of its entries is decided
+	// again by the planner (rederive) and re-checked before it goes.
+	// Projects and Areas come from it.
+	Apply  []byte
 	Budget time.Duration
 }
 
@@ -64,6 +66,20 @@ func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
 // Sweep plans and (unless a dry run) executes retention cleanup.
 func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, error) {
 	out := SweepOutcome{Result: sweep.Result{SweepID: newSweepID(), DryRun: o.DryRun, Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}, PerPolicy: map[string]int{}}}
+	var saved *SavedPlan
+	if o.Apply != nil {
+		if o.DryRun || len(o.Projects) > 0 || len(o.Areas) > 0 {
+			return out, inputErrorf("a saved plan names its own projects and areas, and is applied, not dry-run")
+		}
+		sp, err := m.checkPlan(ctx, o.Apply)
+		if err != nil {
+			return out, err
+		}
+		saved, o.Projects, o.Areas = &sp, planProjects(sp.Plan), sp.Areas
+		if len(o.Projects) == 0 {
+			return out, nil // the plan deletes nothing
+		}
+	}
 	areas := map[string]bool{}
 	for _, a := range o.Areas {
 		if !slices.Contains(sweep.Areas, a) {
@@ -119,13 +135,12 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		names = free
 	}
 	now := m.now()
-	plan := sweep.Plan{}
-	if o.Apply != nil {
-		plan = filterPlan(*o.Apply, names)
-	} else {
-		if plan, err = m.planSweep(ctx, names, areas, policy, now); err != nil {
-			return out, err
-		}
+	plan, err := m.planSweep(ctx, names, areas, policy, now)
+	if err != nil {
+		return out, err
+	}
+	if saved != nil {
+		plan = rederive(saved.Plan, plan, names)
 	}
 	out.Plan, out.OverSoft = plan, plan.OverSoft
 	if o.DryRun {
@@ -274,17 +289,6 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 		projects = append(projects, pr)
 	}
 	return sweep.MakePlan(projects, policy, now), nil
-}
-
-// filterPlan keeps the parts of a saved plan about the given projects.
-func filterPlan(p sweep.Plan, names []string) sweep.Plan {
-	out := sweep.Plan{CacheCap: p.CacheCap, CacheBytes: p.CacheBytes, Evict: []sweep.Eviction{}, Skipped: []sweep.Skip{}, OverSoft: []sweep.OverSoft{}}
-	for _, e := range p.Evict {
-		if slices.Contains(names, e.Project) {
-			out.Evict = append(out.Evict, e)
-		}
-	}
-	return out
 }
 
 // resolvePending settles deletions journalled as pending by a process that

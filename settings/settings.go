@@ -35,6 +35,9 @@ type Setting struct {
 	// Min is the shortest a duration setting may be, with the reason.
 	Min    time.Duration `json:"-"`
 	MinWhy string        `json:"-"`
+	// Max is the longest a duration setting may be (0: no bound), with the reason.
+	Max    time.Duration `json:"-"`
+	MaxWhy string        `json:"-"`
 	// ZeroOff, if set, says which safety rail a zero value switches off:
 	// zero is then refused unless asked for explicitly (NormalizeExplicit),
 	// so a slip such as "0s" for "0.5h" cannot disarm it.
@@ -64,6 +67,10 @@ var All = []Setting{
 	{Key: "busy_grace", Kind: Duration, Default: "24h", ZeroOff: "a sweep could delete files being written right now",
 		Help: "nothing modified more recently is touched, whatever the policy"},
 	{Key: "scratch_ttl", Kind: Duration, Default: "24h", Help: "scratch of a finished run is removed after this"},
+	{Key: "plan_max_age", Kind: Duration, Default: "1h",
+		Min: time.Minute, MinWhy: "a saved plan must live long enough to be reviewed",
+		Max: 7 * 24 * time.Hour, MaxWhy: "an older plan describes trees that have long changed",
+		Help: "sweep --apply refuses a plan saved with --plan-out longer ago than this"},
 	{Key: "snapshot_retention", Kind: Duration, Default: "35d", Min: 8 * 24 * time.Hour,
 		MinWhy: "report's growth_7d needs a snapshot 7 days old, and an hourly pass a day of slack",
 		Help:   "snapshot totals older than this are dropped (growth is computed from them)"},
@@ -119,6 +126,9 @@ func (s Setting) normalize(value string) (string, error) {
 		}
 		if d < s.Min {
 			return "", fmt.Errorf("%s: %s is too short: use at least %s (%s)", s.Key, value, units.FormatDuration(s.Min), s.MinWhy)
+		}
+		if s.Max > 0 && d > s.Max {
+			return "", fmt.Errorf("%s: %s is too long: use at most %s (%s)", s.Key, value, units.FormatDuration(s.Max), s.MaxWhy)
 		}
 		return units.FormatDuration(d), nil
 	case Globs:

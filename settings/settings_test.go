@@ -30,6 +30,9 @@ func TestNormalize(t *testing.T) {
 		{"default_quota", "0", "", "--allow-zero"},
 		{"busy_grace", "213504d", "", "too long"},
 		{"scratch_ttl", "0s", "0s", ""},
+		{"plan_max_age", "1h", "1h0m0s", ""},
+		{"plan_max_age", "30s", "", "use at least 1m0s"},
+		{"plan_max_age", "8d", "", "use at most 1w"},
 	}
 	for _, c := range cases {
 		s, err := Lookup(c.key)

@@ -458,6 +458,33 @@ func TestAppendPendingUnlessLeased(t *testing.T) {
 	})
 }
 
+// A saved plan's hash is kept per host; it is applied once.
+func TestSweepPlans(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s, other := open(t, dsn), open(t, dsn)
+		other.Host = "host-b"
+		made := time.Now().Truncate(time.Microsecond)
+		if err := s.RecordPlan(ctx, "pl-1", "abc", made); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := s.Plan(ctx, "pl-1"); err != nil || p.Digest != "abc" || !p.CreatedAt.Equal(made) || !p.AppliedAt.IsZero() {
+			t.Errorf("plan: %+v %v", p, err)
+		}
+		if _, err := other.Plan(ctx, "pl-1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("another host's plan: %v, want ErrNotFound", err)
+		}
+		if ok, err := s.MarkPlanApplied(ctx, "pl-1", "other-digest", time.Now()); ok || err != nil {
+			t.Errorf("marked with another digest: %v %v", ok, err)
+		}
+		if ok, err := s.MarkPlanApplied(ctx, "pl-1", "abc", time.Now()); !ok || err != nil {
+			t.Errorf("first apply: %v %v", ok, err)
+		}
+		if ok, err := s.MarkPlanApplied(ctx, "pl-1", "abc", time.Now()); ok || err != nil {
+			t.Errorf("second apply: %v %v; want refused", ok, err)
+		}
+	})
+}
+
 // A journal record must reach the disk before the deletion it announces, so
 // every SQLite connection syncs the WAL at commit (PostgreSQL does by default).
 func TestSQLiteCommitsAreDurable(t *testing.T) {

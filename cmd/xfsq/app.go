@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,7 +20,6 @@ import (
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -966,19 +963,7 @@ func cmdSweep(e env) error {
 		if err != nil {
 			return usagef("--apply: %v", err)
 		}
-		var plan sweep.Plan
-		if err := json.Unmarshal(data, &plan); err != nil {
-			return usagef("--apply %s: not a plan saved by --plan-out: %v", f, err)
-		}
-		o.Apply = &plan
-		for _, ev := range plan.Evict {
-			if !slices.Contains(o.Projects, ev.Project) {
-				o.Projects = append(o.Projects, ev.Project)
-			}
-		}
-		if len(o.Projects) == 0 {
-			return e.print(sweep.Result{Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}}, func(w io.Writer) { fmt.Fprintln(w, "the plan deletes nothing") })
-		}
+		o.Apply = data
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
 		out, err := m.Sweep(ctx, o)
@@ -986,8 +971,11 @@ func cmdSweep(e env) error {
 			return err
 		}
 		if f := e.c.String("plan-out"); f != "" {
-			data, _ := json.MarshalIndent(out.Plan, "", "  ")
-			if err := atomicfile.WriteFile(f, append(data, '\n'), 0o644); err != nil {
+			data, err := m.SavePlan(ctx, out.Plan, o.Areas)
+			if err != nil {
+				return fmt.Errorf("--plan-out: %w", err)
+			}
+			if err := atomicfile.WriteFile(f, data, 0o644); err != nil {
 				return fmt.Errorf("--plan-out: %w", err)
 			}
 		}
