@@ -172,7 +172,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "area", Usage: "comma-separated areas: cache,workspace,scratch (default all)"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "plan and print, delete nothing"},
 					&cli.StringFlag{Name: "plan-out", Usage: "save the plan to FILE (implies --dry-run)"},
-					&cli.StringFlag{Name: "apply", Usage: "execute exactly the plan saved in FILE, re-checking every entry"},
+					&cli.StringFlag{Name: "apply", Usage: "execute the plan --plan-out saved in FILE, once: refused if edited, older than plan_max_age, " +
+						"or made for another root, host or settings; each entry is decided again and re-checked"},
 					&cli.DurationFlag{Name: "budget", Usage: "stop deleting after this long (0: no limit)"},
 				},
 				Action: with(cmdSweep),
