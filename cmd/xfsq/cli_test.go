@@ -1050,3 +1050,27 @@ func TestBlankStoreOnARootWithTrees(t *testing.T) {
 	s.ok("project", "rm", "gone")
 	s.ok("project", "list")
 }
+
+// A PostgreSQL DSN in any form names PostgreSQL: never a SQLite file named
+// after it (password and all) used as an empty store with exit 0; and the
+// password never reaches the output.
+func TestDBFlagPostgresForms(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	cwd := t.TempDir()
+	for _, dsn := range []string{
+		"POSTGRES://xfsq:secret@127.0.0.1:1/x?sslmode=disable",
+		"host=127.0.0.1 port=1 user=xfsq password=secret dbname=x sslmode=disable",
+		"postgres://xfsq@127.0.0.1:1/x?sslmode=disable&password=secret",
+		"postgres://xfsq:sec%ret@127.0.0.1:1/x",
+	} {
+		cmd := exec.Command(os.Getenv(envBinary), "--root", s.root, "--db", dsn, "project", "list")
+		cmd.Env, cmd.Dir = append(os.Environ(), s.env...), cwd
+		out, err := cmd.CombinedOutput()
+		if err == nil || strings.Contains(string(out), "secret") || strings.Contains(string(out), "sec%ret") {
+			t.Errorf("--db %q: %v %q; want a failure that does not show the password", dsn, err, out)
+		}
+	}
+	if entries, _ := os.ReadDir(cwd); len(entries) > 0 {
+		t.Errorf("PostgreSQL DSNs were taken for SQLite paths: %v", entries)
+	}
+}

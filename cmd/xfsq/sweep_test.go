@@ -419,7 +419,10 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 	}{
 		{"another project's uploads added", func(t *testing.T, s *sandbox, plan string) *sandbox {
 			edit(t, plan, func(v map[string]any) {
-				p := v["plan"].(map[string]any)
+				p, ok := v["plan"].(map[string]any)
+				if !ok {
+					t.Fatalf("the saved plan holds no plan: %v", v)
+				}
 				p["evicted"] = append(p["evicted"].([]any), map[string]any{"project": "omni", "area": "cache", "path": "projects/beta/uploads",
 					"bytes": 1, "reason": "x", "policy": "cache_quota_per_project"})
 			})
