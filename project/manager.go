@@ -115,6 +115,9 @@ type Options struct {
 	Range xfs.IDRange
 	// ProjectFiles name IDs taken by hand; nil means /etc/projid and /etc/projects.
 	ProjectFiles []string
+	// FirstInit says the root had no .xfsq/ before this init: trees already
+	// under it predate xfsq and are adopted, not a sign of a lost store.
+	FirstInit bool
 }
 
 // CheckRoot refuses a directory that xfsq init has not prepared.
@@ -168,8 +171,10 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if err := CheckRoot(root); err != nil {
 		return nil, err
 	}
-	if err := checkStoreKnowsRoot(ctx, root, o.Store); err != nil {
-		return nil, err
+	if !o.FirstInit {
+		if err := checkStoreKnowsRoot(ctx, root, o.Store); err != nil {
+			return nil, err
+		}
 	}
 	m := &Manager{Root: root, Store: o.Store, Actor: o.Actor, Range: o.Range}
 	if m.Actor == "" {
@@ -273,6 +278,14 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return nil, res, fmt.Errorf("sandbox root %s does not exist or is not a directory: create or mount it first (scripts/loopback-xfs.sh makes an XFS one)", root)
 	}
+	adopted := []string{}
+	if entries, err := os.ReadDir(filepath.Join(root, areaBase[AreaWorkspace])); err == nil && o.FirstInit {
+		for _, e := range entries {
+			if e.IsDir() {
+				adopted = append(adopted, e.Name())
+			}
+		}
+	}
 	for _, d := range append(BaseDirs, StateDir) {
 		p := filepath.Join(root, d)
 		mode := os.FileMode(0o755)
@@ -288,6 +301,19 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 	m, err := Open(ctx, o)
 	if err != nil {
 		return nil, res, err
+	}
+	// The store's first record of this root: from now on it is not blank,
+	// and a blank store on this root is a lost or wrong one.
+	if blank, err := o.Store.Blank(ctx); err != nil || blank {
+		if err == nil {
+			err = o.Store.InTx(ctx, func(tx *store.Tx) error {
+				return tx.AppendEvent(ctx, store.EventRootInitialised, "", m.Actor, map[string]any{"root": root, "adopted": adopted})
+			})
+		}
+		if err != nil {
+			m.Close()
+			return nil, res, err
+		}
 	}
 	res.Backend = m.BackendName()
 	if m.Unsupported != nil {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
@@ -290,11 +293,15 @@ func cmdInit(e env) error {
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return fmt.Errorf("sandbox root %s does not exist or is not a directory: create or mount it first (scripts/loopback-xfs.sh makes an XFS one)", root)
 	}
+	// Before the store is opened: opening a SQLite store makes .xfsq/.
+	_, err = os.Stat(filepath.Join(root, project.StateDir))
+	firstInit := errors.Is(err, fs.ErrNotExist)
 	st, o, err := e.openStore(root)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	o.FirstInit = firstInit
 	m, res, err := project.Init(ctx, o)
 	if err != nil {
 		return err

@@ -1043,6 +1043,22 @@ func TestBlankStoreOnARootWithTrees(t *testing.T) {
 			t.Errorf("report on a zero-length store: exit %d %q; want it refused with what to do", r.code, r.stderr)
 		}
 	})
+	// A root that held trees before xfsq was ever initialised on it (no
+	// .xfsq/) is adopted by its first init, and recorded so.
+	t.Run("adopted by the first init", func(t *testing.T) {
+		s := newSandbox(t, t.TempDir(), "")
+		if err := os.MkdirAll(filepath.Join(s.root, "projects", "legacy"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s.ok("init")
+		s.ok("project", "list")
+		s.ok("init") // again: still this root's store
+		var evs []store.Event
+		s.json(&evs, "events", "--type", store.EventRootInitialised)
+		if len(evs) != 1 || !strings.Contains(string(evs[0].Payload), `"legacy"`) {
+			t.Errorf("root.initialised: %+v; want one record naming the adopted tree", evs)
+		}
+	})
 	// A fresh root, and a root whose projects were all removed (the journal
 	// remembers them), are not refused.
 	s := fallbackSandbox(t, "")
