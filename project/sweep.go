@@ -168,11 +168,13 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	res := x.Run(ctx, plan)
 	res.Skipped = append(out.Skipped, res.Skipped...)
 	out.Result = res
-	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
-		return tx.AppendEvent(ctx, store.EventSwept, "", m.Actor, map[string]any{
-			"sweep_id": res.SweepID, "bytes_freed": res.BytesFreed, "entries": len(res.Evicted), "per_policy": res.PerPolicy,
-			"skipped": res.Skipped, "duration_ms": res.Duration.Milliseconds(), "projects": names})
-	})
+	swept := map[string]any{
+		"sweep_id": res.SweepID, "bytes_freed": res.BytesFreed, "entries": len(res.Evicted), "per_policy": res.PerPolicy,
+		"skipped": res.Skipped, "duration_ms": res.Duration.Milliseconds(), "projects": names}
+	if saved != nil {
+		swept["plan_id"] = saved.ID // which reviewed plan this sweep applied
+	}
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventSwept, "", m.Actor, swept) })
 	return out, err
 }
 

@@ -493,6 +493,11 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 		if !res.evicted("cache/omni/old") || exists(s.root, "cache/omni/old") {
 			t.Errorf("the plan as made was not applied: %+v", res)
 		}
+		var swept []store.Event
+		s.json(&swept, "events", "--type", "storage.swept")
+		if len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"plan_id": "pl-`) {
+			t.Errorf("storage.swept of an applied plan does not name it: %+v", swept)
+		}
 	})
 }
 
