@@ -14,20 +14,20 @@ import (
 // Record is one storage.evicted journal entry.
 type Record struct {
 	SweepID string `json:"sweep_id,omitempty"` // none outside sweeps (purge, files rm)
-	// DeletionID tells apart deletions outside sweeps, which share no sweep
-	// id: two files rm of one path must not settle each other's record.
-	DeletionID string `json:"deletion_id,omitempty"`
-	Area       string `json:"area"`
-	Path       string `json:"path"`
-	Bytes      uint64 `json:"bytes"`
-	Reason     string `json:"reason"`
-	Policy     string `json:"policy"`
-	State      string `json:"state"` // pending, done, failed
-	Error      string `json:"error,omitempty"`
+	Area    string `json:"area"`
+	Path    string `json:"path"`
+	Bytes   uint64 `json:"bytes"`
+	Reason  string `json:"reason"`
+	Policy  string `json:"policy"`
+	State   string `json:"state"` // pending, done, failed
+	Error   string `json:"error,omitempty"`
 	// Holder is the process making the deletion (pid.start@host, as
 	// project.Holder names it): a pending record whose holder still runs
 	// is a deletion in progress, not an interrupted one.
 	Holder string `json:"holder,omitempty"`
+	// DeletionID tells apart deletions outside sweeps, which share no sweep
+	// id: two files rm of one path must not settle each other's record.
+	DeletionID string `json:"deletion_id,omitempty"`
 }
 
 // Executor deletes a plan's entries inside the sandbox root.
