@@ -23,13 +23,14 @@ var (
 	// keywordDSN starts with one of libpq's connection keywords and "=".
 	keywordDSN = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`^\s*(host|hostaddr|port|dbname|user|password|passfile|sslmode|sslcert|sslkey|sslrootcert|` +
-			`connect_timeout|application_name|options|service|target_session_attrs|search_path)\s*=`)
+			`sslpassword|connect_timeout|application_name|options|service|target_session_attrs|search_path)\s*=`)
 	})
 	// Where a password can sit in a DSN besides a URL's userinfo: a
 	// password query parameter, a password keyword (quoted or not).
-	queryPassword   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)([?&]password=)[^&#]*`) })
+	// sslpassword (the client key's passphrase) is as secret as password.
+	queryPassword   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)([?&](?:ssl)?password=)[^&#]*`) })
 	keywordPassword = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)`)
+		return regexp.MustCompile(`(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)`)
 	})
 )
 
