@@ -455,6 +455,35 @@ func TestClean(t *testing.T) {
 	}
 }
 
+// A write may not create a name holding a control character; Clean (reads,
+// removals) still takes one, so such a file made by a tenant can go.
+func TestCleanNewRefusesControlCharacters(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	cases := []struct {
+		in string
+		ok bool
+	}{
+		{"a/b.txt", true}, {"ünï code.txt", true}, {"a b", true},
+		{"evil\nname", false}, {"dir\r/x", false}, {"\x1b[2Kx", false}, {"tab\tname", false},
+		{"del\x7f", false}, {"c1\u0085x", false}, {"a/\x01/b", false},
+	}
+	for _, c := range cases {
+		_, err := CleanNew(c.in)
+		var pe *PathError
+		if !c.ok {
+			if perr := s.put("omni", c.in, []byte("x"), true); perr == nil || !strings.Contains(perr.Error(), "control character") {
+				t.Errorf("put %q: %v; want it refused for its control character", c.in, perr)
+			}
+		}
+		if (err == nil) != c.ok || (err != nil && !errors.As(err, &pe)) {
+			t.Errorf("CleanNew(%q) = %v; want ok=%v (a PathError when refused)", c.in, err, c.ok)
+		}
+		if _, err := Clean(c.in); err != nil {
+			t.Errorf("Clean(%q) = %v: an existing name must stay reachable", c.in, err)
+		}
+	}
+}
+
 // Whatever path is given, what Clean accepts stays inside the tree when
 // joined to it.
 func FuzzClean(f *testing.F) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode"
 )
 
 // PathError is a path refused before anything was touched.
@@ -51,4 +52,19 @@ func Clean(p string) (string, error) {
 		return ".", nil
 	}
 	return path.Clean(p), nil
+}
+
+// CleanNew is Clean for a path a write may create. It also refuses control
+// characters (newlines, escapes, C1 codes): a name holding them forges lines
+// in listings, the journal and every operator's terminal. Existing names are
+// not refused by Clean, so such a file can still be read and removed.
+func CleanNew(p string) (string, error) {
+	c, err := Clean(p)
+	if err != nil {
+		return c, err
+	}
+	if i := strings.IndexFunc(p, unicode.IsControl); i >= 0 {
+		return "", &PathError{Path: p, Reason: fmt.Sprintf("it contains the control character %U; new names take printable characters only", []rune(p[i:])[0])}
+	}
+	return c, nil
 }

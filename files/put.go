@@ -35,6 +35,9 @@ const chunk = 4 << 20
 // refused — never cut — if it goes past it. Nothing is visible at p until
 // the whole body is on disk; a refused or failed write leaves p as it was.
 func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size int64) (PutResult, error) {
+	if _, err := CleanNew(p); err != nil {
+		return PutResult{}, err
+	}
 	t, p, err := l.openPath(ctx, name, area, p, "name a file")
 	if err != nil {
 		return PutResult{}, err

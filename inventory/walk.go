@@ -225,6 +225,14 @@ type agg struct {
 	children topK[*Node]
 }
 
+// Mtime is an inode's modification time as xfsq trusts it: never later
+// than its ctime. The kernel sets ctime to the current time at every
+// change, setting the mtime included, and no call sets it by hand; an mtime
+// past it was stamped in the future (touch -d 2099…), which would keep a
+// cache entry "modified within busy_grace" for ever. Such an entry ages
+// from when it was stamped instead. Ordinary writes have mtime == ctime.
+func Mtime(st *unix.Stat_t) int64 { return min(st.Mtim.Nano(), st.Ctim.Nano()) }
+
 type totals struct {
 	size, apparent, files, dirs uint64
 	mtime                       int64 // unix nanoseconds
@@ -239,9 +247,9 @@ func (t *totals) add(o totals) {
 }
 
 // inodeTotals is what one inode adds: du's allocated bytes (st_blocks ×
-// 512), apparent bytes, one file or directory, its mtime.
+// 512), apparent bytes, one file or directory, its mtime (see Mtime).
 func inodeTotals(st *unix.Stat_t, isDir bool) totals {
-	t := totals{size: uint64(st.Blocks) * 512, apparent: uint64(st.Size), mtime: st.Mtim.Nano()}
+	t := totals{size: uint64(st.Blocks) * 512, apparent: uint64(st.Size), mtime: Mtime(st)}
 	if isDir {
 		t.dirs = 1
 	} else {

@@ -2,6 +2,8 @@ package project
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -164,6 +166,9 @@ func (m *Manager) purgeTree(ctx context.Context, t store.Tree) error {
 func (m *Manager) RemoveJournalled(ctx context.Context, project string, root *os.Root, rel string, rec sweep.Record) error {
 	rec.Holder = Holder()
 	rec.State = "pending"
+	if rec.SweepID == "" && rec.DeletionID == "" {
+		rec.DeletionID = newDeletionID()
+	}
 	if err := m.journalEviction(ctx, project, rec); err != nil {
 		return err
 	}
@@ -184,4 +189,11 @@ func (m *Manager) journalEviction(ctx context.Context, project string, rec any) 
 	return m.Store.InTx(ctx, func(tx *store.Tx) error {
 		return tx.AppendEvent(ctx, store.EventEvicted, project, m.Actor, rec)
 	})
+}
+
+// newDeletionID names one deletion outside a sweep (see sweep.Record).
+func newDeletionID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return "rm-" + hex.EncodeToString(b)
 }

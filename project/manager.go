@@ -17,6 +17,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -113,6 +115,9 @@ type Options struct {
 	Range xfs.IDRange
 	// ProjectFiles name IDs taken by hand; nil means /etc/projid and /etc/projects.
 	ProjectFiles []string
+	// FirstInit says the root had no .xfsq/ before this init: trees already
+	// under it predate xfsq and are adopted, not a sign of a lost store.
+	FirstInit bool
 }
 
 // CheckRoot refuses a directory that xfsq init has not prepared.
@@ -123,6 +128,41 @@ func CheckRoot(root string) error {
 	return nil
 }
 
+// checkStoreKnowsRoot refuses a store that has never recorded anything for
+// this host while the root holds project trees: a zero-length or newly
+// created database, or the wrong --db or --host, would otherwise be used as
+// if the root were fresh — every project unknown, the journal empty, IDs
+// handed out again.
+func checkStoreKnowsRoot(ctx context.Context, root string, st *store.Store) error {
+	blank, err := st.Blank(ctx)
+	if err != nil || !blank {
+		return err
+	}
+	entries, err := os.ReadDir(filepath.Join(root, areaBase[AreaWorkspace]))
+	if err != nil {
+		return nil // no projects/ yet: a fresh root
+	}
+	var trees []string
+	for _, e := range entries {
+		if e.IsDir() {
+			trees = append(trees, e.Name())
+		}
+	}
+	if len(trees) == 0 {
+		return nil
+	}
+	shown := trees[:min(len(trees), 5)]
+	more := ""
+	if len(trees) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(trees)-len(shown))
+	}
+	return fmt.Errorf("the store (%s, host %q) has no record of this root, yet %s holds project trees (%s%s): "+
+		"it is empty or new, or not this root's store. Restore the database from a backup, or point --db and --host at "+
+		"the store this root was initialised with; to adopt the trees into this store instead, move %s aside and run xfsq init. "+
+		"xfsq changes nothing until then",
+		st.Driver(), st.Host, filepath.Join(root, areaBase[AreaWorkspace]), strings.Join(shown, ", "), more, filepath.Join(root, StateDir))
+}
+
 // Open detects the backend of an initialised root.
 func Open(ctx context.Context, o Options) (*Manager, error) {
 	root, err := filepath.Abs(o.Root)
@@ -131,6 +171,11 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	}
 	if err := CheckRoot(root); err != nil {
 		return nil, err
+	}
+	if !o.FirstInit {
+		if err := checkStoreKnowsRoot(ctx, root, o.Store); err != nil {
+			return nil, err
+		}
 	}
 	m := &Manager{Root: root, Store: o.Store, Actor: o.Actor, Range: o.Range}
 	if m.Actor == "" {
@@ -189,12 +234,29 @@ func (m *Manager) abs(rel string) string { return filepath.Join(m.Root, rel) }
 func DefaultActor() string {
 	name := "unknown"
 	if u, err := user.Current(); err == nil {
-		name = u.Username
+		name = actorName(u.Username)
 	}
 	if s := os.Getenv("SUDO_USER"); s != "" && s != name {
-		name = s + " (sudo as " + name + ")"
+		name = actorName(s) + " (sudo as " + name + ")"
 	}
 	return name
+}
+
+// Compiled on first use (see runPattern).
+var userPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._][A-Za-z0-9._-]{0,31}\$?$`) })
+
+// actorName is a user name fit for the journal. SUDO_USER is whatever the
+// caller's environment says: a newline in it would forge event lines in
+// every text view of the journal, so anything but a plain user name is
+// journalled quoted, in ASCII, and bounded.
+func actorName(s string) string {
+	if userPattern().MatchString(s) {
+		return s
+	}
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return strconv.QuoteToASCII(s)
 }
 
 // InitResult is what init found and made.
@@ -217,6 +279,14 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return nil, res, fmt.Errorf("sandbox root %s does not exist or is not a directory: create or mount it first (scripts/loopback-xfs.sh makes an XFS one)", root)
 	}
+	adopted := []string{}
+	if entries, err := os.ReadDir(filepath.Join(root, areaBase[AreaWorkspace])); err == nil && o.FirstInit {
+		for _, e := range entries {
+			if e.IsDir() {
+				adopted = append(adopted, e.Name())
+			}
+		}
+	}
 	for _, d := range append(BaseDirs, StateDir) {
 		p := filepath.Join(root, d)
 		mode := os.FileMode(0o755)
@@ -232,6 +302,19 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 	m, err := Open(ctx, o)
 	if err != nil {
 		return nil, res, err
+	}
+	// The store's first record of this root: from now on it is not blank,
+	// and a blank store on this root is a lost or wrong one.
+	if blank, err := o.Store.Blank(ctx); err != nil || blank {
+		if err == nil {
+			err = o.Store.InTx(ctx, func(tx *store.Tx) error {
+				return tx.AppendEvent(ctx, store.EventRootInitialised, "", m.Actor, map[string]any{"root": root, "adopted": adopted})
+			})
+		}
+		if err != nil {
+			m.Close()
+			return nil, res, err
+		}
 	}
 	res.Backend = m.BackendName()
 	if m.Unsupported != nil {

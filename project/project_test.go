@@ -1,6 +1,7 @@
 package project
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/sweep"
 )
 
 func TestValidateName(t *testing.T) {
@@ -154,5 +156,79 @@ func TestHolderAlive(t *testing.T) {
 		if got := holderAlive(c.holder); got != c.alive {
 			t.Errorf("holderAlive(%q) = %v, want %v", c.holder, got, c.alive)
 		}
+	}
+}
+
+// SUDO_USER comes from the caller's environment: whatever it holds, the
+// actor journalled is one line of printable ASCII.
+func TestDefaultActorSanitised(t *testing.T) {
+	cases := []struct{ sudo, want string }{
+		{"alice", "alice (sudo as "},
+		{"svc$", "svc$ (sudo as "},
+		{"mallory\n2026-12-01 09:00:00  project.removed  omni  root", `"mallory\n2026-12-01 09:00:00  project.removed  omni  root" (sudo as `},
+		{"eve\r\x1b[2K", `"eve\r\x1b[2K" (sudo as `},
+		{"bob\u2028x", `"bob\u2028x" (sudo as `},
+	}
+	for _, c := range cases {
+		t.Setenv("SUDO_USER", c.sudo)
+		got := DefaultActor()
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("SUDO_USER=%q: actor %q, want it to start %q", c.sudo, got, c.want)
+		}
+		for _, r := range got {
+			if r < 0x20 || r > 0x7e {
+				t.Errorf("SUDO_USER=%q: actor %q holds %U", c.sudo, got, r)
+			}
+		}
+	}
+}
+
+// A lease taken after the executor's own look at the lease, just before
+// the pending record is written, still stops the deletion: the record is
+// written only in a transaction that finds no lease.
+func TestSweepLeaseTakenBeforeThePendingRecord(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	m, _ := managerWithOmni(t, root)
+	entry := filepath.Join(root, "cache", "omni", "old")
+	if err := os.MkdirAll(entry, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(entry, "f"), make([]byte, 4096), 0o644)
+	long := time.Now().Add(-90 * 24 * time.Hour)
+	os.Chtimes(filepath.Join(entry, "f"), long, long)
+	os.Chtimes(entry, long, long)
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	policy, err := m.Policy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := m.executor("sw-test", r, policy, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	look := x.Leased
+	x.Leased = func(ctx context.Context, p string) (bool, error) {
+		leased, err := look(ctx, p)
+		// The run's lease lands right after the executor looked.
+		if _, lerr := m.AcquireLease(ctx, p, "late-run", time.Hour); lerr != nil {
+			t.Fatal(lerr)
+		}
+		return leased, err
+	}
+	res := x.Run(ctx, sweep.Plan{CacheBytes: map[string]uint64{"omni": 1 << 30},
+		Evict: []sweep.Eviction{{Project: "omni", Area: sweep.AreaCache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
+	if _, err := os.Stat(entry); err != nil || len(res.Evicted) != 0 {
+		t.Fatalf("the entry of a project leased before its pending record was deleted: %+v", res)
+	}
+	if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, "leased since planning") {
+		t.Errorf("skipped: %+v; want the lease named", res.Skipped)
+	}
+	if pending, _ := m.Store.PendingEvictions(ctx); len(pending) != 0 {
+		t.Errorf("a pending record was written for the leased project: %+v", pending)
 	}
 }

@@ -33,13 +33,20 @@ func (m *Manager) Setting(ctx context.Context, key string) (settings.Value, erro
 	return m.setting(ctx, key)
 }
 
-// SetSetting validates and stores a setting, journalling old and new.
+// SetSetting validates and stores a setting, journalling old and new. A
+// zero that switches a safety rail off is refused (see SetSettingExplicit).
 func (m *Manager) SetSetting(ctx context.Context, key, value string) (settings.Value, string, error) {
+	return m.SetSettingExplicit(ctx, key, value, false)
+}
+
+// SetSettingExplicit is SetSetting; allowZero stores a zero that switches a
+// safety rail off (busy_grace 0s …), which the operator asked for by name.
+func (m *Manager) SetSettingExplicit(ctx context.Context, key, value string, allowZero bool) (settings.Value, string, error) {
 	s, err := settings.Lookup(key)
 	if err != nil {
 		return settings.Value{}, "", &InputError{Msg: err.Error()}
 	}
-	norm, err := s.Normalize(value)
+	norm, err := s.NormalizeExplicit(value, allowZero)
 	if err != nil {
 		return settings.Value{}, "", &InputError{Msg: err.Error()}
 	}

@@ -24,9 +24,11 @@ type SweepOptions struct {
 	Projects []string // none: every project
 	Areas    []string // none: all of sweep.Areas
 	DryRun   bool
-	// Apply executes exactly this plan (every entry re-checked) instead of
-	// planning anew.
-	Apply  *sweep.Plan
+	// Apply is a plan file saved by --plan-out (see SavePlan): it is
+	// checked as a whole (checkPlan), then each of its entries is decided
+	// again by the planner (rederive) and re-checked before it goes.
+	// Projects and Areas come from it.
+	Apply  []byte
 	Budget time.Duration
 }
 
@@ -64,6 +66,20 @@ func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
 // Sweep plans and (unless a dry run) executes retention cleanup.
 func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, error) {
 	out := SweepOutcome{Result: sweep.Result{SweepID: newSweepID(), DryRun: o.DryRun, Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}, PerPolicy: map[string]int{}}}
+	var saved *SavedPlan
+	if o.Apply != nil {
+		if o.DryRun || len(o.Projects) > 0 || len(o.Areas) > 0 {
+			return out, inputErrorf("a saved plan names its own projects and areas, and is applied, not dry-run")
+		}
+		sp, err := m.checkPlan(ctx, o.Apply)
+		if err != nil {
+			return out, err
+		}
+		saved, o.Projects, o.Areas = &sp, planProjects(sp.Plan), sp.Areas
+		if len(o.Projects) == 0 {
+			return out, nil // the plan deletes nothing
+		}
+	}
 	areas := map[string]bool{}
 	for _, a := range o.Areas {
 		if !slices.Contains(sweep.Areas, a) {
@@ -119,13 +135,12 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		names = free
 	}
 	now := m.now()
-	plan := sweep.Plan{}
-	if o.Apply != nil {
-		plan = filterPlan(*o.Apply, names)
-	} else {
-		if plan, err = m.planSweep(ctx, names, areas, policy, now); err != nil {
-			return out, err
-		}
+	plan, err := m.planSweep(ctx, names, areas, policy, now)
+	if err != nil {
+		return out, err
+	}
+	if saved != nil {
+		plan = rederive(saved.Plan, plan, names)
 	}
 	out.Plan, out.OverSoft = plan, plan.OverSoft
 	if o.DryRun {
@@ -146,25 +161,49 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		}
 	}
 	inventory.Background() // best effort: a sweep at normal priority still sweeps
-	var st syscall.Stat_t
-	if err := syscall.Stat(m.Root, &st); err != nil {
+	x, err := m.executor(out.SweepID, root, policy, o.Budget)
+	if err != nil {
 		return out, err
 	}
-	x := &sweep.Executor{SweepID: out.SweepID, Root: root, RootDir: m.Root, RootDev: st.Dev, Policy: policy, Now: m.now, Budget: o.Budget,
-		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
-		Journal: func(ctx context.Context, p string, r sweep.Record) error {
-			r.Holder = me
-			return m.journalEviction(ctx, p, r)
-		}}
 	res := x.Run(ctx, plan)
 	res.Skipped = append(out.Skipped, res.Skipped...)
 	out.Result = res
-	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
-		return tx.AppendEvent(ctx, store.EventSwept, "", m.Actor, map[string]any{
-			"sweep_id": res.SweepID, "bytes_freed": res.BytesFreed, "entries": len(res.Evicted), "per_policy": res.PerPolicy,
-			"skipped": res.Skipped, "duration_ms": res.Duration.Milliseconds(), "projects": names})
-	})
+	swept := map[string]any{
+		"sweep_id": res.SweepID, "bytes_freed": res.BytesFreed, "entries": len(res.Evicted), "per_policy": res.PerPolicy,
+		"skipped": res.Skipped, "duration_ms": res.Duration.Milliseconds(), "projects": names}
+	if saved != nil {
+		swept["plan_id"] = saved.ID // which reviewed plan this sweep applied
+	}
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventSwept, "", m.Actor, swept) })
 	return out, err
+}
+
+// errLeasedNow is why a deletion whose pending record found a lease was not made.
+var errLeasedNow = errors.New("the project was leased since planning")
+
+// executor is the sweep executor of this root. Its pending records are
+// written only while the project holds no lease, checked in the same
+// transaction: the executor's own look at the lease (Leased) comes a moment
+// before, and a lease taken in that moment must still stop the deletion.
+func (m *Manager) executor(sweepID string, root *os.Root, policy sweep.Policy, budget time.Duration) (*sweep.Executor, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(m.Root, &st); err != nil {
+		return nil, err
+	}
+	me := Holder()
+	return &sweep.Executor{SweepID: sweepID, Root: root, RootDir: m.Root, RootDev: st.Dev, Policy: policy, Now: m.now, Budget: budget,
+		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
+		Journal: func(ctx context.Context, p string, r sweep.Record) error {
+			r.Holder = me
+			if r.State != "pending" {
+				return m.journalEviction(ctx, p, r)
+			}
+			leased, err := m.Store.AppendPendingUnlessLeased(ctx, p, m.Actor, r, m.now())
+			if err == nil && leased {
+				err = errLeasedNow
+			}
+			return err
+		}}, nil
 }
 
 func newSweepID() string {
@@ -252,17 +291,6 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 		projects = append(projects, pr)
 	}
 	return sweep.MakePlan(projects, policy, now), nil
-}
-
-// filterPlan keeps the parts of a saved plan about the given projects.
-func filterPlan(p sweep.Plan, names []string) sweep.Plan {
-	out := sweep.Plan{CacheCap: p.CacheCap, CacheBytes: p.CacheBytes, Evict: []sweep.Eviction{}, Skipped: []sweep.Skip{}, OverSoft: []sweep.OverSoft{}}
-	for _, e := range p.Evict {
-		if slices.Contains(names, e.Project) {
-			out.Evict = append(out.Evict, e)
-		}
-	}
-	return out
 }
 
 // resolvePending settles deletions journalled as pending by a process that

@@ -35,12 +35,20 @@ type Setting struct {
 	// Min is the shortest a duration setting may be, with the reason.
 	Min    time.Duration `json:"-"`
 	MinWhy string        `json:"-"`
+	// Max is the longest a duration setting may be (0: no bound), with the reason.
+	Max    time.Duration `json:"-"`
+	MaxWhy string        `json:"-"`
+	// ZeroOff, if set, says which safety rail a zero value switches off:
+	// zero is then refused unless asked for explicitly (NormalizeExplicit),
+	// so a slip such as "0s" for "0.5h" cannot disarm it.
+	ZeroOff string `json:"-"`
 }
 
 // All lists every setting, in the order `settings list` shows them.
 var All = []Setting{
 	{Key: "default_quota", Kind: Size, Default: "50GiB", Env: "KERNEL_STORAGE_DEFAULT_QUOTA_BYTES",
-		Help: "workspace hard limit given to new projects"},
+		ZeroOff: "new projects would get no workspace limit at all",
+		Help:    "workspace hard limit given to new projects"},
 	{Key: "default_cache_quota", Kind: Size, Default: "30GiB",
 		Help: "cache hard limit given to new projects (the sweeper keeps caches under cache_quota_per_project, below it)"},
 	{Key: "max_file_bytes", Kind: Size, Default: "1GiB",
@@ -48,15 +56,21 @@ var All = []Setting{
 	{Key: "root_budget", Kind: Size, Default: "0",
 		Help: "fallback backend: bytes all trees of the root may hold together; 0 for no shared budget"},
 	{Key: "reservation_ttl", Kind: Duration, Default: "10m",
-		Help: "fallback backend: a write's reservation that makes no progress for this long is reclaimed"},
+		ZeroOff: "every write's reservation would lapse at once, so concurrent writers could together pass a limit",
+		Help:    "fallback backend: a write's reservation that makes no progress for this long is reclaimed"},
 	{Key: "cache_min_age", Kind: Duration, Default: "7d", Help: "cache entries modified more recently are never deleted"},
 	{Key: "cache_quota_per_project", Kind: Size, Default: "20GiB",
 		Help: "above it, the sweeper deletes the least recently modified top-level cache entries until under it"},
 	{Key: "workspace_trash_globs", Kind: Globs, Default: "*.tmp,*.log,.out/,dist/,coverage/",
 		Help: "only these are trash in a workspace (a trailing / matches directories)"},
 	{Key: "workspace_trash_age", Kind: Duration, Default: "14d", Help: "workspace trash must be older than this to be swept"},
-	{Key: "busy_grace", Kind: Duration, Default: "24h", Help: "nothing modified more recently is touched, whatever the policy"},
+	{Key: "busy_grace", Kind: Duration, Default: "24h", ZeroOff: "a sweep could delete files being written right now",
+		Help: "nothing modified more recently is touched, whatever the policy"},
 	{Key: "scratch_ttl", Kind: Duration, Default: "24h", Help: "scratch of a finished run is removed after this"},
+	{Key: "plan_max_age", Kind: Duration, Default: "1h",
+		Min: time.Minute, MinWhy: "a saved plan must live long enough to be reviewed",
+		Max: 7 * 24 * time.Hour, MaxWhy: "an older plan describes trees that have long changed",
+		Help: "sweep --apply refuses a plan saved with --plan-out longer ago than this"},
 	{Key: "snapshot_retention", Kind: Duration, Default: "35d", Min: 8 * 24 * time.Hour,
 		MinWhy: "report's growth_7d needs a snapshot 7 days old, and an hourly pass a day of slack",
 		Help:   "snapshot totals older than this are dropped (growth is computed from them)"},
@@ -76,8 +90,27 @@ func Lookup(key string) (Setting, error) {
 	return Setting{}, fmt.Errorf("unknown setting %q; known settings: %s", key, strings.Join(keys, ", "))
 }
 
-// Normalize validates value for the setting and returns it in canonical form.
+// AllowZeroFlag is how an operator says a zero that switches a safety
+// rail off is meant (xfsq settings set KEY 0 --allow-zero).
+const AllowZeroFlag = "--allow-zero"
+
+// Normalize validates value for the setting and returns it in canonical
+// form; a zero that switches a safety rail off is refused.
 func (s Setting) Normalize(value string) (string, error) {
+	return s.NormalizeExplicit(value, false)
+}
+
+// NormalizeExplicit is Normalize; allowZero accepts a zero that switches
+// a safety rail off, because the operator said so.
+func (s Setting) NormalizeExplicit(value string, allowZero bool) (string, error) {
+	norm, err := s.normalize(value)
+	if err == nil && s.ZeroOff != "" && !allowZero && (norm == "0" || norm == "0s") {
+		return "", fmt.Errorf("%s: %s switches a safety rail off (%s): if that is meant, say so with %s", s.Key, strings.TrimSpace(value), s.ZeroOff, AllowZeroFlag)
+	}
+	return norm, err
+}
+
+func (s Setting) normalize(value string) (string, error) {
 	value = strings.TrimSpace(value)
 	switch s.Kind {
 	case Size:
@@ -93,6 +126,9 @@ func (s Setting) Normalize(value string) (string, error) {
 		}
 		if d < s.Min {
 			return "", fmt.Errorf("%s: %s is too short: use at least %s (%s)", s.Key, value, units.FormatDuration(s.Min), s.MinWhy)
+		}
+		if s.Max > 0 && d > s.Max {
+			return "", fmt.Errorf("%s: %s is too long: use at most %s (%s)", s.Key, value, units.FormatDuration(s.Max), s.MaxWhy)
 		}
 		return units.FormatDuration(d), nil
 	case Globs:
@@ -130,7 +166,13 @@ func Resolve(s Setting, stored string, isStored bool) (Value, error) {
 	}
 	if s.Env != "" {
 		if env := os.Getenv(s.Env); env != "" {
+			// An environment variable cannot say a zero is meant: refused.
 			v, err := s.Normalize(env)
+			if err != nil && s.ZeroOff != "" {
+				if norm, nerr := s.normalize(env); nerr == nil && (norm == "0" || norm == "0s") {
+					return Value{}, fmt.Errorf("environment %s=%s: %s; unset it for the default (%s) or give a nonzero value", s.Env, env, s.ZeroOff, s.Default)
+				}
+			}
 			if err != nil {
 				return Value{}, fmt.Errorf("environment %s: %w", s.Env, err)
 			}

@@ -22,6 +22,17 @@ func TestNormalize(t *testing.T) {
 		{"snapshot_retention", "35d", "5w", ""},
 		{"snapshot_retention", "8d", "8d", ""},
 		{"snapshot_retention", "7d", "", "use at least 8d (report's growth_7d"},
+		// A zero that disarms a safety rail needs --allow-zero.
+		{"busy_grace", "0s", "", "--allow-zero"},
+		{"busy_grace", "0", "", "--allow-zero"},
+		{"busy_grace", "0d", "", "--allow-zero"},
+		{"reservation_ttl", "0m", "", "--allow-zero"},
+		{"default_quota", "0", "", "--allow-zero"},
+		{"busy_grace", "213504d", "", "too long"},
+		{"scratch_ttl", "0s", "0s", ""},
+		{"plan_max_age", "1h", "1h0m0s", ""},
+		{"plan_max_age", "30s", "", "use at least 1m0s"},
+		{"plan_max_age", "8d", "", "use at most 1w"},
 	}
 	for _, c := range cases {
 		s, err := Lookup(c.key)
@@ -41,6 +52,15 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
+func TestNormalizeExplicitZero(t *testing.T) {
+	for _, key := range []string{"busy_grace", "reservation_ttl", "default_quota"} {
+		s, _ := Lookup(key)
+		if got, err := s.NormalizeExplicit("0", true); err != nil || (got != "0" && got != "0s") {
+			t.Errorf("%s 0 with allowZero: %q, %v", key, got, err)
+		}
+	}
+}
+
 func TestResolve(t *testing.T) {
 	s, _ := Lookup("default_quota")
 	if v, _ := Resolve(s, "", false); v.Source != "default" || v.Bytes() != 50<<30 {
@@ -56,6 +76,11 @@ func TestResolve(t *testing.T) {
 	t.Setenv("KERNEL_STORAGE_DEFAULT_QUOTA_BYTES", "many")
 	if _, err := Resolve(s, "", false); err == nil || !strings.Contains(err.Error(), "KERNEL_STORAGE_DEFAULT_QUOTA_BYTES") {
 		t.Errorf("bad env value: %v; want an error naming the variable", err)
+	}
+	// The environment cannot say a zero is meant: 0 is not "unlimited".
+	t.Setenv("KERNEL_STORAGE_DEFAULT_QUOTA_BYTES", "0")
+	if _, err := Resolve(s, "", false); err == nil || !strings.Contains(err.Error(), "KERNEL_STORAGE_DEFAULT_QUOTA_BYTES=0: new projects would get no workspace limit") {
+		t.Errorf("KERNEL_STORAGE_DEFAULT_QUOTA_BYTES=0: %v; want it refused with the reason", err)
 	}
 	for _, s := range All {
 		if _, err := s.Normalize(s.Default); err != nil {

@@ -14,6 +14,8 @@ const (
 	EventEvicted        = "storage.evicted"
 	EventRepaired       = "doctor.repaired"
 	EventSettingChanged = "settings.changed"
+	// EventRootInitialised is a store's first record of a root (xfsq init).
+	EventRootInitialised = "root.initialised"
 )
 
 // Event is one journal record. Payload is JSON; Actor is a user or token

@@ -14,8 +14,16 @@ type Lease struct {
 	Expires   int64     `json:"-" db:"expires_at"`
 }
 
+// leaseLock is the lock key of a project's leases: taken by AcquireLease
+// and by AppendPendingUnlessLeased, so a lease and a deletion's pending
+// record are ordered one way or the other, never interleaved.
+func leaseLock(host, project string) string { return "lease:" + host + ":" + project }
+
 // AcquireLease takes or renews a run's lease until expires.
 func (t *Tx) AcquireLease(ctx context.Context, project, run string, expires time.Time) error {
+	if err := t.lock(ctx, leaseLock(t.s.Host, project)); err != nil {
+		return err
+	}
 	_, err := t.exec(ctx, `INSERT INTO leases (host, project, run, expires_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (host, project, run) DO UPDATE SET expires_at = excluded.expires_at`,
 		t.s.Host, project, run, toMicros(expires))
@@ -65,4 +73,28 @@ func (s *Store) Leased(ctx context.Context, project string, now time.Time) (bool
 	var n int
 	err := s.get(ctx, &n, `SELECT COUNT(*) FROM leases WHERE host = ? AND project = ? AND expires_at > ?`, s.Host, project, toMicros(now))
 	return n > 0, err
+}
+
+// AppendPendingUnlessLeased journals rec, the pending storage.evicted record
+// of a deletion in project, only if the project holds no unexpired lease at
+// now; leased says it held one and nothing was written. The check and the
+// record are one transaction under the lease lock: a lease taken after the
+// sweeper last looked either stops the deletion here or comes after its
+// record, never in between (on SQLite the write lock taken at BEGIN orders
+// them; on PostgreSQL the advisory lock AcquireLease takes too).
+func (s *Store) AppendPendingUnlessLeased(ctx context.Context, project, actor string, rec any, now time.Time) (leased bool, err error) {
+	err = s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.lock(ctx, leaseLock(s.Host, project)); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.get(ctx, &n, `SELECT COUNT(*) FROM leases WHERE host = ? AND project = ? AND expires_at > ?`, s.Host, project, toMicros(now)); err != nil {
+			return err
+		}
+		if leased = n > 0; leased {
+			return nil
+		}
+		return tx.AppendEvent(ctx, EventEvicted, project, actor, rec)
+	})
+	return leased, err
 }

@@ -174,6 +174,30 @@ var migrations = []string{
 	SELECT host, project, area, at, {{text_bytes tree}} FROM snapshot_trees;
 	DROP TABLE snapshot_trees;
 	ALTER TABLE snapshot_trees_bytes RENAME TO snapshot_trees;`,
+	// 7: deletions outside sweeps (files rm, purge) carry an id of their
+	// own, so two of the same path no longer share one pending row; and the
+	// digest of every sweep plan saved for review, so that --apply runs
+	// only a plan this store made, unedited, once.
+	`CREATE TABLE evictions_pending_keyed (
+		host        TEXT   NOT NULL,
+		sweep_id    TEXT   NOT NULL,
+		path        TEXT   NOT NULL,
+		deletion_id TEXT   NOT NULL DEFAULT '', -- '' in sweeps: (sweep_id, path) is already one deletion
+		event_id    BIGINT NOT NULL,
+		PRIMARY KEY (host, sweep_id, path, deletion_id)
+	);
+	INSERT INTO evictions_pending_keyed (host, sweep_id, path, deletion_id, event_id)
+	SELECT host, sweep_id, path, '', event_id FROM evictions_pending;
+	DROP TABLE evictions_pending;
+	ALTER TABLE evictions_pending_keyed RENAME TO evictions_pending;
+	CREATE TABLE sweep_plans (
+		host       TEXT   NOT NULL,
+		plan_id    TEXT   NOT NULL,
+		digest     TEXT   NOT NULL,           -- SHA-256 of the plan's content, hex
+		created_at BIGINT NOT NULL,
+		applied_at BIGINT NOT NULL DEFAULT 0, -- 0: not yet applied
+		PRIMARY KEY (host, plan_id)
+	);`,
 }
 
 // jsonField matches {{json COLUMN FIELD}}: the text of a top-level field of

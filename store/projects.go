@@ -259,3 +259,16 @@ func (r Registry) Reserve(fsUUID string, rng xfs.IDRange, excluded map[quota.Pro
 func (r Registry) Release(fsUUID string, id quota.ProjectID) error {
 	return r.S.InTx(context.Background(), func(tx *Tx) error { return tx.ReleaseID(context.Background(), fsUUID, id) })
 }
+
+// Blank reports whether this host has never recorded anything here: no
+// project and not one journal record. A root that holds trees must not be
+// run on such a store (a zero-length file, a new database, the wrong --db
+// or --host), or every project and the journal would seem gone.
+func (s *Store) Blank(ctx context.Context) (bool, error) {
+	var n int
+	if err := s.get(ctx, &n, `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM projects WHERE host = ? LIMIT 1) p) +
+		(SELECT COUNT(*) FROM (SELECT 1 FROM events WHERE host = ? LIMIT 1) e)`, s.Host, s.Host); err != nil {
+		return false, err
+	}
+	return n == 0, nil
+}

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -32,18 +31,24 @@ type Store struct {
 	Host string
 }
 
-// IsPostgres reports whether dsn names a PostgreSQL database.
-func IsPostgres(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
-}
-
-// Open connects to dsn (a postgres:// URL, or the path of a SQLite file,
-// created if missing) and brings the schema up to date.
+// Open connects to dsn (a postgres:// URL or libpq keywords, or the path of
+// a SQLite file, created if missing) and brings the schema up to date. No
+// error it returns holds a password of dsn.
 func Open(ctx context.Context, dsn, host string) (*Store, error) {
-	s := &Store{Host: host, postgres: IsPostgres(dsn)}
-	var err error
+	kind, err := Classify(dsn)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{Host: host, postgres: kind != KindSQLite}
 	if s.postgres {
-		s.db, err = sqlx.Open("postgres", dsn)
+		pg, err := postgresDSN(dsn, kind)
+		if err != nil {
+			return nil, err
+		}
+		s.db, err = sqlx.Open("postgres", pg)
+		if err != nil {
+			return nil, scrub(err, dsn)
+		}
 	} else {
 		if err := os.MkdirAll(filepath.Dir(dsn), 0o700); err != nil {
 			return nil, fmt.Errorf("create the directory of the database %s: %w", dsn, err)
@@ -59,33 +64,19 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		// the process.
 		s.db, err = sqlx.Open("sqlite", "file:"+dsn+
 			"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate")
-	}
-	if err != nil {
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := s.db.PingContext(ctx); err != nil {
 		s.db.Close()
-		return nil, fmt.Errorf("connect to the database %s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("connect to the database %s: %w", Redact(dsn), scrub(err, dsn))
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.db.Close()
-		return nil, fmt.Errorf("migrate the database %s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("migrate the database %s: %w", Redact(dsn), scrub(err, dsn))
 	}
 	return s, nil
-}
-
-// redact drops a password from a DSN for messages.
-func redact(dsn string) string {
-	if !IsPostgres(dsn) {
-		return dsn
-	}
-	scheme, rest, _ := strings.Cut(dsn, "://")
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		if user, _, ok := strings.Cut(rest[:at], ":"); ok {
-			return scheme + "://" + user + ":***" + rest[at:]
-		}
-	}
-	return dsn
 }
 
 // Driver names the database kind: "sqlite" or "postgres".

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -240,9 +242,76 @@ func TestSettings(t *testing.T) {
 	})
 }
 
-func TestRedact(t *testing.T) {
-	if got := redact("postgres://xfsq:secret@db:5432/x?sslmode=disable"); got != "postgres://xfsq:***@db:5432/x?sslmode=disable" {
-		t.Errorf("redact = %s", got)
+func TestClassifyAndRedact(t *testing.T) {
+	cases := []struct{ dsn, kind, redacted string }{
+		{"postgres://xfsq:secret@db:5432/x?sslmode=disable", KindPostgresURL, "postgres://xfsq:***@db:5432/x?sslmode=disable"},
+		{"postgresql://xfsq:secret@db/x", KindPostgresURL, "postgresql://xfsq:***@db/x"},
+		{"POSTGRES://xfsq:secret@db/x", KindPostgresURL, "POSTGRES://xfsq:***@db/x"},
+		{"PostgreSQL://xfsq:secret@db/x", KindPostgresURL, "PostgreSQL://xfsq:***@db/x"},
+		{"postgres://xfsq@db/x?sslmode=disable&password=secret", KindPostgresURL, "postgres://xfsq@db/x?sslmode=disable&password=***"},
+		{"postgres://xfsq@db/x?PASSWORD=secret", KindPostgresURL, "postgres://xfsq@db/x?PASSWORD=***"},
+		{"postgres://xfsq:sec%ret@db/x", KindPostgresURL, "postgres://xfsq:***@db/x"},
+		{"postgres://xfsq:sec@ret@db/x", KindPostgresURL, "postgres://xfsq:***@db/x"},
+		{"postgres://xfsq:sec/ret@db/x", KindPostgresURL, "postgres://xfsq:***@db/x"},
+		{"postgres://db:5432/x", KindPostgresURL, "postgres://db:5432/x"},
+		{"host=db user=xfsq password=secret dbname=x", KindPostgresKeywords, "host=db user=xfsq password=*** dbname=x"},
+		{"host=db password='se cret' dbname=x", KindPostgresKeywords, "host=db password=*** dbname=x"},
+		{" password = secret host=db", KindPostgresKeywords, " password = *** host=db"},
+		{"dbname=x sslmode=disable", KindPostgresKeywords, "dbname=x sslmode=disable"},
+		{"host=db sslpassword=secret dbname=x", KindPostgresKeywords, "host=db sslpassword=*** dbname=x"},
+		{"sslpassword=secret host=db", KindPostgresKeywords, "sslpassword=*** host=db"},
+		{"postgres://xfsq@db/x?sslpassword=secret", KindPostgresURL, "postgres://xfsq@db/x?sslpassword=***"},
+		{"/var/lib/xfsq/xfsq.db", KindSQLite, "/var/lib/xfsq/xfsq.db"},
+		{"state/a=b.db", KindSQLite, "state/a=b.db"},
+		{"mysql://u:secret@h/db", "", "mysql://u:***@h/db"},
+	}
+	for _, c := range cases {
+		kind, err := Classify(c.dsn)
+		if kind != c.kind || (c.kind == "") != (err != nil) {
+			t.Errorf("Classify(%q) = %q, %v; want %q", c.dsn, kind, err, c.kind)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("Classify(%q) error shows the password: %v", c.dsn, err)
+		}
+		if got := Redact(c.dsn); got != c.redacted {
+			t.Errorf("Redact(%q) = %q, want %q", c.dsn, got, c.redacted)
+		}
+	}
+}
+
+// Whatever form a PostgreSQL DSN takes, well-formed or not, Open neither
+// shows its password in an error nor takes it for a SQLite path (which
+// created files named after it, and used an empty database).
+func TestOpenNeverShowsOrWritesThePassword(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	// Port 1 on the loopback refuses at once: each open fails to connect.
+	for _, dsn := range []string{
+		"postgres://xfsq:secret@127.0.0.1:1/x?sslmode=disable",
+		"POSTGRES://xfsq:secret@127.0.0.1:1/x?sslmode=disable",
+		"postgres://xfsq@127.0.0.1:1/x?sslmode=disable&password=secret",
+		"postgres://xfsq:sec%ret@127.0.0.1:1/x",
+		"postgres://xfsq:secret@[::1/x",
+		"postgres://xfsq:se cret@127.0.0.1:x/db",
+		"host=127.0.0.1 port=1 user=xfsq password=secret dbname=x sslmode=disable",
+		"host=127.0.0.1 port=1 password='se cret' dbname=x sslmode=disable",
+		"password=secret host=127.0.0.1 port=1 dbname=x sslmode=disable bogus",
+		"mysql://xfsq:secret@127.0.0.1:1/x",
+	} {
+		s, err := Open(ctx, dsn, "host-a")
+		if err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded", dsn)
+			continue
+		}
+		for _, secret := range []string{"secret", "sec%ret", "sec\x25ret", "se cret", "cret"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("Open(%q): the error shows the password: %v", dsn, err)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		t.Errorf("opening PostgreSQL DSNs created files: %v", entries)
 	}
 }
 
@@ -364,6 +433,61 @@ func TestLeases(t *testing.T) {
 	})
 }
 
+// A deletion's pending record is written only while its project holds no
+// unexpired lease, checked in the same transaction.
+func TestAppendPendingUnlessLeased(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		now := time.Now()
+		if err := s.InTx(ctx, func(tx *Tx) error {
+			if err := tx.AcquireLease(ctx, "held", "run-1", now.Add(time.Hour)); err != nil {
+				return err
+			}
+			return tx.AcquireLease(ctx, "lapsed", "run-1", now.Add(-time.Second))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for project, wantLeased := range map[string]bool{"held": true, "lapsed": false, "free": false} {
+			rec := map[string]any{"sweep_id": "s1", "path": "cache/" + project + "/x", "state": "pending"}
+			leased, err := s.AppendPendingUnlessLeased(ctx, project, "t", rec, now)
+			if err != nil || leased != wantLeased {
+				t.Errorf("%s: leased %v, %v; want %v", project, leased, err, wantLeased)
+			}
+		}
+		if got := pendingPaths(t, s); fmt.Sprint(got) != "[free s1:cache/free/x lapsed s1:cache/lapsed/x]" &&
+			fmt.Sprint(got) != "[lapsed s1:cache/lapsed/x free s1:cache/free/x]" {
+			t.Errorf("pending: %q; want the unleased projects' records only", got)
+		}
+	})
+}
+
+// A saved plan's hash is kept per host; it is applied once.
+func TestSweepPlans(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s, other := open(t, dsn), open(t, dsn)
+		other.Host = "host-b"
+		made := time.Now().Truncate(time.Microsecond)
+		if err := s.RecordPlan(ctx, "pl-1", "abc", made); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := s.Plan(ctx, "pl-1"); err != nil || p.Digest != "abc" || !p.CreatedAt.Equal(made) || !p.AppliedAt.IsZero() {
+			t.Errorf("plan: %+v %v", p, err)
+		}
+		if _, err := other.Plan(ctx, "pl-1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("another host's plan: %v, want ErrNotFound", err)
+		}
+		if ok, err := s.MarkPlanApplied(ctx, "pl-1", "other-digest", time.Now()); ok || err != nil {
+			t.Errorf("marked with another digest: %v %v", ok, err)
+		}
+		if ok, err := s.MarkPlanApplied(ctx, "pl-1", "abc", time.Now()); !ok || err != nil {
+			t.Errorf("first apply: %v %v", ok, err)
+		}
+		if ok, err := s.MarkPlanApplied(ctx, "pl-1", "abc", time.Now()); ok || err != nil {
+			t.Errorf("second apply: %v %v; want refused", ok, err)
+		}
+	})
+}
+
 // A journal record must reach the disk before the deletion it announces, so
 // every SQLite connection syncs the WAL at commit (PostgreSQL does by default).
 func TestSQLiteCommitsAreDurable(t *testing.T) {
@@ -445,6 +569,59 @@ func TestPendingEvictions(t *testing.T) {
 		}
 		if got := pendingPaths(t, s); len(got) != 0 {
 			t.Errorf("pending after every deletion was settled: %q", got)
+		}
+	})
+}
+
+// Two deletions of one path outside sweeps (two files rm, say) are two
+// pending rows: settling one leaves the other pending.
+func TestPendingEvictionsOutsideSweepsAreKeyedPerDeletion(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		rec := func(id, state string) {
+			t.Helper()
+			r := map[string]any{"path": "projects/omni/x", "state": state, "deletion_id": id}
+			if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEvent(ctx, EventEvicted, "omni", "t", r) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec("rm-1", "pending")
+		rec("rm-2", "pending")
+		if got := pendingPaths(t, s); len(got) != 2 {
+			t.Fatalf("two deletions of one path: pending %q, want both", got)
+		}
+		rec("rm-1", "done")
+		pending, err := s.PendingEvictions(ctx)
+		if err != nil || len(pending) != 1 || pending[0].Record["deletion_id"] != "rm-2" {
+			t.Errorf("after the first was settled: %+v %v; want rm-2 still pending", pending, err)
+		}
+	})
+}
+
+// Migration 7 keys pending deletions by deletion id too; the rows kept
+// before it stay pending.
+func TestPendingEvictionsKeptAcrossMigration7(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		old := openAtVersion(t, dsn, 6)
+		for _, r := range [][2]string{{"s1", "cache/omni/a"}, {"", "projects/omni"}} {
+			payload := fmt.Sprintf(`{"sweep_id":%q,"path":%q,"state":"pending"}`, r[0], r[1])
+			var id int64
+			if err := old.db.QueryRow(old.db.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (1, ?, 'host-a', 'omni', 't', ?) RETURNING id`), EventEvicted, payload).Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := old.db.Exec(old.db.Rebind(`INSERT INTO evictions_pending (host, sweep_id, path, event_id) VALUES ('host-a', ?, ?, ?)`), r[0], r[1], id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old.Close()
+		s := open(t, dsn)
+		want := []string{"omni s1:cache/omni/a", "omni :projects/omni"}
+		if got := pendingPaths(t, s); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("pending after migration 7: %q, want %q", got, want)
+		}
+		evicted(t, s, "omni", "", "projects/omni", "done")
+		if got := pendingPaths(t, s); fmt.Sprint(got) != "[omni s1:cache/omni/a]" {
+			t.Errorf("settling a record written before migration 7: pending %q", got)
 		}
 	})
 }

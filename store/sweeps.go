@@ -55,25 +55,27 @@ type PendingEviction struct {
 
 // evictionKey is what identifies one deletion across its records.
 type evictionKey struct {
-	SweepID string `json:"sweep_id"`
-	Path    string `json:"path"`
-	State   string `json:"state"`
+	SweepID    string `json:"sweep_id"`
+	Path       string `json:"path"`
+	DeletionID string `json:"deletion_id"`
+	State      string `json:"state"`
 }
 
 // trackEviction keeps evictions_pending in step with the storage.evicted
 // record id (payload data) just written in the same transaction: a pending
-// record enters it, any later record of the same sweep and path leaves it.
+// record enters it, any later record of the same deletion (sweep, path and,
+// outside sweeps, deletion id) leaves it.
 func (t *Tx) trackEviction(ctx context.Context, id int64, data []byte) error {
 	var k evictionKey
 	if err := json.Unmarshal(data, &k); err != nil {
 		return err
 	}
 	if k.State == "pending" {
-		_, err := t.exec(ctx, `INSERT INTO evictions_pending (host, sweep_id, path, event_id) VALUES (?, ?, ?, ?)
-			ON CONFLICT (host, sweep_id, path) DO UPDATE SET event_id = excluded.event_id`, t.s.Host, k.SweepID, k.Path, id)
+		_, err := t.exec(ctx, `INSERT INTO evictions_pending (host, sweep_id, path, deletion_id, event_id) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (host, sweep_id, path, deletion_id) DO UPDATE SET event_id = excluded.event_id`, t.s.Host, k.SweepID, k.Path, k.DeletionID, id)
 		return err
 	}
-	_, err := t.exec(ctx, `DELETE FROM evictions_pending WHERE host = ? AND sweep_id = ? AND path = ?`, t.s.Host, k.SweepID, k.Path)
+	_, err := t.exec(ctx, `DELETE FROM evictions_pending WHERE host = ? AND sweep_id = ? AND path = ? AND deletion_id = ?`, t.s.Host, k.SweepID, k.Path, k.DeletionID)
 	return err
 }
 

@@ -25,6 +25,9 @@ type Record struct {
 	// project.Holder names it): a pending record whose holder still runs
 	// is a deletion in progress, not an interrupted one.
 	Holder string `json:"holder,omitempty"`
+	// DeletionID tells apart deletions outside sweeps, which share no sweep
+	// id: two files rm of one path must not settle each other's record.
+	DeletionID string `json:"deletion_id,omitempty"`
 }
 
 // Executor deletes a plan's entries inside the sandbox root.

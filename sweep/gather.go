@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/xfsq/xfsq/inventory"
 )
@@ -42,6 +43,9 @@ func (g *Gatherer) measure(rel string, fi os.FileInfo) (Entry, error) {
 func measure(rootDir string, rootDev uint64, rel string, fi os.FileInfo) (Entry, error) {
 	e := Entry{Path: rel, Dir: fi.IsDir(), Newest: fi.ModTime().UTC()}
 	st, _ := fi.Sys().(*syscall.Stat_t)
+	if st != nil { // an mtime stamped in the future must not pin the entry (inventory.Mtime)
+		e.Newest = time.Unix(0, min(st.Mtim.Nano(), st.Ctim.Nano())).UTC()
+	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		e.Protected = protectedSymlink

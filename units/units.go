@@ -82,10 +82,15 @@ func ParseDuration(s string) (time.Duration, error) {
 	var err error
 	if unit := map[byte]time.Duration{'d': 24 * time.Hour, 'w': 7 * 24 * time.Hour}[lastByte(t)]; unit != 0 {
 		var n uint64
-		n, err = strconv.ParseUint(t[:len(t)-1], 10, 32)
+		n, err = strconv.ParseUint(t[:len(t)-1], 10, 64)
+		// A product past int64 wraps: 213504d was once 25 minutes, and a
+		// busy_grace that short lets a sweep delete a run's live scratch.
+		if err == nil && n > uint64(math.MaxInt64/unit) {
+			return 0, fmt.Errorf("%q is too long (at most %dd)", s, math.MaxInt64/(24*time.Hour))
+		}
 		d = time.Duration(n) * unit
 	} else {
-		d, err = time.ParseDuration(t)
+		d, err = time.ParseDuration(t) // refuses overflow itself
 	}
 	if err != nil || d < 0 {
 		return 0, fmt.Errorf("%q is not a duration: use %s", s, DurationForms)

@@ -81,6 +81,9 @@ func TestParseDuration(t *testing.T) {
 		{"1h30m", 90 * time.Minute, true},
 		{"0s", 0, true},
 		{"", 0, false}, {"d", 0, false}, {"-1h", 0, false}, {"1.5d", 0, false}, {"seven days", 0, false},
+		// Past int64 nanoseconds: once wrapped round to minutes.
+		{"213504d", 0, false}, {"15251w", 0, false}, {"18446744073709551615d", 0, false}, {"3000000h", 0, false},
+		{"106751d", 106751 * 24 * time.Hour, true},
 	}
 	for _, c := range cases {
 		got, err := ParseDuration(c.in)

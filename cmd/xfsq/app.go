@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,7 +23,6 @@ import (
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -57,7 +57,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ErrWriter: stderr,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "root", Usage: "the sandbox root", EnvVars: []string{"XFSQ_ROOT", "KERNEL_SANDBOX_ROOT"}},
-			&cli.StringFlag{Name: "db", Usage: "database: a postgres:// URL, or a SQLite file (default ROOT/.xfsq/xfsq.db)", EnvVars: []string{"XFSQ_DB"}},
+			&cli.StringFlag{Name: "db", Usage: "database: a postgres:// URL or libpq keywords (host=… dbname=…), or a SQLite file (default ROOT/.xfsq/xfsq.db)", EnvVars: []string{"XFSQ_DB"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (errors too, as {\"error\": …} on stderr)"},
 			&cli.StringFlag{Name: "host", Usage: "this host's name in a shared database (default: the hostname)", EnvVars: []string{"XFSQ_HOST"}},
 			&cli.StringFlag{Name: "id-range", Usage: "project IDs to allocate from, FIRST-LAST (default 100000-2147483647)", EnvVars: []string{"XFSQ_ID_RANGE"}},
@@ -175,7 +175,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "area", Usage: "comma-separated areas: cache,workspace,scratch (default all)"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "plan and print, delete nothing"},
 					&cli.StringFlag{Name: "plan-out", Usage: "save the plan to FILE (implies --dry-run)"},
-					&cli.StringFlag{Name: "apply", Usage: "execute exactly the plan saved in FILE, re-checking every entry"},
+					&cli.StringFlag{Name: "apply", Usage: "execute the plan --plan-out saved in FILE, once: refused if edited, older than plan_max_age, " +
+						"or made for another root, host or settings; each entry is decided again and re-checked"},
 					&cli.DurationFlag{Name: "budget", Usage: "stop deleting after this long (0: no limit)"},
 				},
 				Action: with(cmdSweep),
@@ -210,7 +211,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Subcommands: []*cli.Command{
 					{Name: "list", Usage: "every setting with its value and where it comes from", Action: with(cmdSettingsList)},
 					{Name: "get", Usage: "one setting's value", ArgsUsage: "KEY", Action: with(cmdSettingsGet)},
-					{Name: "set", Usage: "change a setting (validated)", ArgsUsage: "KEY VALUE", Action: with(cmdSettingsSet)},
+					{Name: "set", Usage: "change a setting (validated)", ArgsUsage: "KEY VALUE", Action: with(cmdSettingsSet),
+						Description: "A zero that switches a safety rail off (busy_grace, reservation_ttl, default_quota) is refused\n" +
+							"unless " + settings.AllowZeroFlag + " says it is meant.",
+						Flags: []cli.Flag{&cli.BoolFlag{Name: strings.TrimPrefix(settings.AllowZeroFlag, "--"), Usage: "accept a zero that switches a safety rail off"}}},
 				},
 			},
 			{
@@ -289,11 +293,15 @@ func cmdInit(e env) error {
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return fmt.Errorf("sandbox root %s does not exist or is not a directory: create or mount it first (scripts/loopback-xfs.sh makes an XFS one)", root)
 	}
+	// Before the store is opened: opening a SQLite store makes .xfsq/.
+	_, err = os.Stat(filepath.Join(root, project.StateDir))
+	firstInit := errors.Is(err, fs.ErrNotExist)
 	st, o, err := e.openStore(root)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	o.FirstInit = firstInit
 	m, res, err := project.Init(ctx, o)
 	if err != nil {
 		return err
@@ -591,7 +599,7 @@ func cmdSettingsSet(e env) error {
 		return usagef("settings set takes KEY VALUE, got %d arguments: see xfsq settings set --help", e.c.NArg())
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		v, old, err := m.SetSetting(ctx, e.c.Args().Get(0), e.c.Args().Get(1))
+		v, old, err := m.SetSettingExplicit(ctx, e.c.Args().Get(0), e.c.Args().Get(1), e.c.Bool("allow-zero"))
 		if err != nil {
 			return err
 		}
@@ -963,19 +971,7 @@ func cmdSweep(e env) error {
 		if err != nil {
 			return usagef("--apply: %v", err)
 		}
-		var plan sweep.Plan
-		if err := json.Unmarshal(data, &plan); err != nil {
-			return usagef("--apply %s: not a plan saved by --plan-out: %v", f, err)
-		}
-		o.Apply = &plan
-		for _, ev := range plan.Evict {
-			if !slices.Contains(o.Projects, ev.Project) {
-				o.Projects = append(o.Projects, ev.Project)
-			}
-		}
-		if len(o.Projects) == 0 {
-			return e.print(sweep.Result{Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}}, func(w io.Writer) { fmt.Fprintln(w, "the plan deletes nothing") })
-		}
+		o.Apply = data
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
 		out, err := m.Sweep(ctx, o)
@@ -983,8 +979,11 @@ func cmdSweep(e env) error {
 			return err
 		}
 		if f := e.c.String("plan-out"); f != "" {
-			data, _ := json.MarshalIndent(out.Plan, "", "  ")
-			if err := atomicfile.WriteFile(f, append(data, '\n'), 0o644); err != nil {
+			data, err := m.SavePlan(ctx, out.Plan, o.Areas)
+			if err != nil {
+				return fmt.Errorf("--plan-out: %w", err)
+			}
+			if err := atomicfile.WriteFile(f, data, 0o644); err != nil {
 				return fmt.Errorf("--plan-out: %w", err)
 			}
 		}

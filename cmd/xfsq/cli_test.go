@@ -33,8 +33,9 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		bin := filepath.Join(dir, "xfsq")
-		// As shipped (scripts/build-xfsq.sh): static, no cgo, no man page generator.
-		build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, ".")
+		// As shipped (scripts/build-xfsq.sh): static, no cgo, no man page
+		// generator; plus the fault tag, which arms the crash tests' kill points.
+		build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs,"+fault.Tag, "-o", bin, ".")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build xfsq: %v\n%s", err, out)
@@ -329,12 +330,21 @@ func TestBadInput(t *testing.T) {
 		{[]string{"settings", "set", "colour", "blue"}, 2, "unknown setting \"colour\"; known settings: default_quota"},
 		{[]string{"settings", "set", "busy_grace", "soon"}, 2, "busy_grace: \"soon\" is not a duration"},
 		{[]string{"settings", "set", "default_quota"}, 2, "settings set takes KEY VALUE"},
+		// Durations past int64 nanoseconds once wrapped round to minutes.
+		{[]string{"settings", "set", "busy_grace", "213504d"}, 2, `busy_grace: "213504d" is too long`},
+		{[]string{"lease", "acquire", "omni", "run-1", "--ttl", "213504d"}, 2, `--ttl: "213504d" is too long`},
+		// A zero that switches a safety rail off must be said explicitly.
+		{[]string{"settings", "set", "busy_grace", "0s"}, 2, "busy_grace: 0s switches a safety rail off"},
+		{[]string{"settings", "set", "reservation_ttl", "0"}, 2, "--allow-zero"},
 		{[]string{"events", "--since", "yesterday"}, 2, "--since \"yesterday\""},
 		{[]string{"export", "xfs-projects"}, 1, "needs the xfs backend"},
 		{[]string{"bogus"}, 2, `unknown command "bogus"`},
 		{[]string{"project", "bogus"}, 2, `unknown command "bogus"`},
 		{[]string{"project", "add", "--nope", "x"}, 2, "flag provided but not defined: -nope: see xfsq project add --help"},
 		{[]string{"--nope", "report"}, 2, "flag provided but not defined: -nope: see xfsq --help"},
+		{[]string{"--id-range", "100-200junk", "project", "list"}, 2, `--id-range "100-200junk": use FIRST-LAST`},
+		{[]string{"--id-range", "100-+200", "project", "list"}, 2, `--id-range "100-+200"`},
+		{[]string{"--id-range", " 100-200", "project", "list"}, 2, `--id-range " 100-200"`},
 	}
 	for _, c := range cases {
 		r := s.run(c.args...)
@@ -398,6 +408,15 @@ func TestSettingsAndDefaultQuota(t *testing.T) {
 		s.json(&evs, "events", "--type", "settings.changed")
 		if len(evs) != 1 {
 			t.Errorf("settings.changed events: %d", len(evs))
+		}
+		if out := s.ok("settings", "set", "busy_grace", "0s", "--allow-zero"); !strings.Contains(out, "busy_grace = 0s") {
+			t.Errorf("settings set busy_grace 0s --allow-zero: %q", out)
+		}
+		// The environment cannot say a zero is meant: it is not "unlimited".
+		fresh := fallbackSandbox(t, "")
+		fresh.env = append(fresh.env, "KERNEL_STORAGE_DEFAULT_QUOTA_BYTES=0")
+		if r := fresh.run("project", "add", "d"); r.code == 0 || !strings.Contains(r.stderr, "KERNEL_STORAGE_DEFAULT_QUOTA_BYTES=0: new projects would get no workspace limit") {
+			t.Errorf("KERNEL_STORAGE_DEFAULT_QUOTA_BYTES=0: exit %d %q; want it refused", r.code, r.stderr)
 		}
 	})
 }
@@ -608,6 +627,22 @@ func TestFilesCommands(t *testing.T) {
 	s.json(&evs, "events", "--type", "storage.evicted")
 	if len(evs) != 2 || !strings.Contains(string(evs[0].Payload), `"reason": "manual"`) {
 		t.Errorf("rm journal: %+v", evs)
+	}
+	// Each removal outside a sweep has an id of its own, its pending and
+	// done records share it: two removals of one path never settle each other.
+	s.ok("files", "put", "omni", "docs/readme.txt", "--from", src)
+	s.ok("files", "rm", "omni", "docs")
+	s.json(&evs, "events", "--type", "storage.evicted")
+	ids := map[string]int{}
+	for _, ev := range evs {
+		var rec struct {
+			DeletionID string `json:"deletion_id"`
+		}
+		json.Unmarshal(ev.Payload, &rec)
+		ids[rec.DeletionID]++
+	}
+	if len(ids) != 2 || ids[""] != 0 {
+		t.Errorf("deletion ids of two removals of one path: %v; want two ids, two records each", ids)
 	}
 }
 
@@ -975,5 +1010,83 @@ func TestSnapshotRetentionSetting(t *testing.T) {
 	}
 	if _, ok, _ := st.Growth(t.Context(), k, 7*24*time.Hour); !ok {
 		t.Error("the 8-day-old snapshot was dropped by a 9-day snapshot_retention")
+	}
+}
+
+// A store that has never recorded anything for this host — zero-length,
+// newly created, or another one — on a root that holds project trees is
+// refused with what to do, instead of being used as if the root were fresh.
+func TestBlankStoreOnARootWithTrees(t *testing.T) {
+	for _, d := range storetest.Drivers() {
+		t.Run(d.Name, func(t *testing.T) {
+			s := fallbackSandbox(t, d.DSN(t))
+			s.ok("project", "add", "omni")
+			other := newSandbox(t, s.root, d.DSN(t)) // a new, empty database
+			for _, args := range [][]string{{"project", "list"}, {"init"}, {"project", "add", "beta"}, {"sweep", "--all"}} {
+				if r := other.run(args...); r.code != 1 || !strings.Contains(r.stderr, "has no record of this root") || !strings.Contains(r.stderr, "omni") {
+					t.Errorf("xfsq %v on a new store: exit %d %q; want it refused naming the trees", args, r.code, r.stderr)
+				}
+			}
+			s.ok("project", "list") // the root's own store still works
+		})
+	}
+	t.Run("zero-length", func(t *testing.T) {
+		s := fallbackSandbox(t, "")
+		s.ok("project", "add", "omni")
+		db := filepath.Join(s.root, ".xfsq", "xfsq.db")
+		os.Remove(db + "-wal")
+		os.Remove(db + "-shm")
+		if err := os.Truncate(db, 0); err != nil {
+			t.Fatal(err)
+		}
+		if r := s.run("report"); r.code != 1 || !strings.Contains(r.stderr, "Restore the database from a backup") {
+			t.Errorf("report on a zero-length store: exit %d %q; want it refused with what to do", r.code, r.stderr)
+		}
+	})
+	// A root that held trees before xfsq was ever initialised on it (no
+	// .xfsq/) is adopted by its first init, and recorded so.
+	t.Run("adopted by the first init", func(t *testing.T) {
+		s := newSandbox(t, t.TempDir(), "")
+		if err := os.MkdirAll(filepath.Join(s.root, "projects", "legacy"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s.ok("init")
+		s.ok("project", "list")
+		s.ok("init") // again: still this root's store
+		var evs []store.Event
+		s.json(&evs, "events", "--type", store.EventRootInitialised)
+		if len(evs) != 1 || !strings.Contains(string(evs[0].Payload), `"legacy"`) {
+			t.Errorf("root.initialised: %+v; want one record naming the adopted tree", evs)
+		}
+	})
+	// A fresh root, and a root whose projects were all removed (the journal
+	// remembers them), are not refused.
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "gone")
+	s.ok("project", "rm", "gone")
+	s.ok("project", "list")
+}
+
+// A PostgreSQL DSN in any form names PostgreSQL: never a SQLite file named
+// after it (password and all) used as an empty store with exit 0; and the
+// password never reaches the output.
+func TestDBFlagPostgresForms(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	cwd := t.TempDir()
+	for _, dsn := range []string{
+		"POSTGRES://xfsq:secret@127.0.0.1:1/x?sslmode=disable",
+		"host=127.0.0.1 port=1 user=xfsq password=secret dbname=x sslmode=disable",
+		"postgres://xfsq@127.0.0.1:1/x?sslmode=disable&password=secret",
+		"postgres://xfsq:sec%ret@127.0.0.1:1/x",
+	} {
+		cmd := exec.Command(os.Getenv(envBinary), "--root", s.root, "--db", dsn, "project", "list")
+		cmd.Env, cmd.Dir = append(os.Environ(), s.env...), cwd
+		out, err := cmd.CombinedOutput()
+		if err == nil || strings.Contains(string(out), "secret") || strings.Contains(string(out), "sec%ret") {
+			t.Errorf("--db %q: %v %q; want a failure that does not show the password", dsn, err, out)
+		}
+	}
+	if entries, _ := os.ReadDir(cwd); len(entries) > 0 {
+		t.Errorf("PostgreSQL DSNs were taken for SQLite paths: %v", entries)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -141,8 +142,11 @@ func (e env) host() string {
 func (e env) options(root string, st *store.Store) (project.Options, error) {
 	o := project.Options{Root: root, Store: st}
 	if r := e.c.String("id-range"); r != "" {
-		var first, last uint32
-		if _, err := fmt.Sscanf(r, "%d-%d", &first, &last); err != nil {
+		// Whole numbers only: Sscanf stopped at "100-200junk" and took it.
+		a, b, ok := strings.Cut(r, "-")
+		first, err1 := strconv.ParseUint(a, 10, 32)
+		last, err2 := strconv.ParseUint(b, 10, 32)
+		if !ok || err1 != nil || err2 != nil {
 			return o, usagef("--id-range %q: use FIRST-LAST, e.g. 100000-199999", r)
 		}
 		o.Range = xfs.IDRange{First: quota.ProjectID(first), Last: quota.ProjectID(last)}

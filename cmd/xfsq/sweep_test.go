@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -167,7 +168,8 @@ func TestSweepRechecksBeforeDeleting(t *testing.T) {
 	s.ok("lease", "acquire", "other", "late-run")
 	var res sweepJSON
 	s.json(&res, "sweep", "--apply", plan)
-	for p, why := range map[string]string{"cache/omni/swapped": "symlink", "cache/omni/touched": "modified since planning", "cache/other/old": "leased since planning"} {
+	for p, why := range map[string]string{"cache/omni/swapped": "symlink", "cache/omni/touched": "since planning: modified within busy_grace",
+		"cache/other/old": "since planning: the project is leased by run late-run"} {
 		if got := res.skipReason(p); !strings.Contains(got, why) {
 			t.Errorf("%s: skipped %q, want a reason containing %q", p, got, why)
 		}
@@ -355,5 +357,167 @@ func TestSweepLeavesDeletionsInProgress(t *testing.T) {
 	s.json(&evs, "events", "--type", "storage.evicted")
 	if len(evs) != 3 || evs[0]["path"] != "cache/omni/orphan" || evs[0]["state"] != "failed" {
 		t.Errorf("journal: %v; want the orphan marked failed (it is still there)", evs)
+	}
+}
+
+// An mtime stamped in the future (touch -d 2099-…) pinned a cache entry as
+// "modified within busy_grace" for ever; it now ages from when it was
+// stamped (its ctime), like any other entry.
+func TestSweepFutureMtimeDoesNotPin(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	s.ok("settings", "set", "cache_quota_per_project", "1k")
+	s.ok("settings", "set", "cache_min_age", "1s")
+	s.ok("settings", "set", "busy_grace", "1s")
+	future := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
+	aged(t, s.root, "cache/omni/pinned/blob", 64<<10, 0)
+	for _, p := range []string{"cache/omni/pinned/blob", "cache/omni/pinned"} {
+		if err := os.Chtimes(filepath.Join(s.root, p), future, future); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // past busy_grace and cache_min_age since the stamp
+	var res sweepJSON
+	s.json(&res, "sweep", "omni")
+	if !res.evicted("cache/omni/pinned") || exists(s.root, "cache/omni/pinned") {
+		t.Errorf("a cache entry with a future mtime was kept: %+v", res)
+	}
+}
+
+// A saved plan is applied only as it was made: by this store, for this
+// root and host, under the settings in force, within plan_max_age, once.
+// Anything else is refused as a whole, deleting nothing, with what to do.
+func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
+	setup := func(t *testing.T) (*sandbox, string) {
+		s := fallbackSandbox(t, "")
+		s.ok("project", "add", "omni")
+		s.ok("project", "add", "beta")
+		s.ok("settings", "set", "cache_quota_per_project", "1k")
+		aged(t, s.root, "cache/omni/old/blob", 8192, 30)
+		aged(t, s.root, "projects/beta/uploads/precious.log", 100, 30)
+		plan := filepath.Join(t.TempDir(), "plan.json")
+		s.ok("sweep", "--all", "--dry-run", "--plan-out", plan)
+		return s, plan
+	}
+	edit := func(t *testing.T, plan string, fn func(map[string]any)) {
+		data, err := os.ReadFile(plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatal(err)
+		}
+		fn(v)
+		data, _ = json.MarshalIndent(v, "", "  ")
+		os.WriteFile(plan, append(data, '\n'), 0o644)
+	}
+	cases := []struct {
+		name   string
+		change func(t *testing.T, s *sandbox, plan string) *sandbox // the sandbox to apply in
+		want   string
+	}{
+		{"another project's uploads added", func(t *testing.T, s *sandbox, plan string) *sandbox {
+			edit(t, plan, func(v map[string]any) {
+				p, ok := v["plan"].(map[string]any)
+				if !ok {
+					t.Fatalf("the saved plan holds no plan: %v", v)
+				}
+				p["evicted"] = append(p["evicted"].([]any), map[string]any{"project": "omni", "area": "cache", "path": "projects/beta/uploads",
+					"bytes": 1, "reason": "x", "policy": "cache_quota_per_project"})
+			})
+			return s
+		}, "was changed after it was made"},
+		{"one byte changed", func(t *testing.T, s *sandbox, plan string) *sandbox {
+			f, _ := os.OpenFile(plan, os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString(" ")
+			f.Close()
+			return s
+		}, "was changed after it was made"},
+		{"a bare plan, as --plan-out once wrote", func(t *testing.T, s *sandbox, plan string) *sandbox {
+			os.WriteFile(plan, []byte(`{"evicted": [{"project": "omni", "area": "workspace", "path": "projects/omni/uploads", "policy": "workspace_trash"}]}`), 0o644)
+			return s
+		}, "not a plan saved by --plan-out"},
+		{"older than plan_max_age", func(t *testing.T, s *sandbox, plan string) *sandbox {
+			db, err := sql.Open("sqlite", filepath.Join(s.root, ".xfsq", "xfsq.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(`UPDATE sweep_plans SET created_at = created_at - ?`, (2 * time.Hour).Microseconds()); err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}, "older than plan_max_age (1h"},
+		{"settings changed since", func(t *testing.T, s *sandbox, plan string) *sandbox {
+			s.ok("settings", "set", "scratch_ttl", "2d")
+			return s
+		}, "made under other settings"},
+		{"applied twice", func(t *testing.T, s *sandbox, plan string) *sandbox {
+			s.ok("sweep", "--apply", plan)
+			aged(t, s.root, "cache/omni/old/blob", 8192, 30) // back, for the check below
+			return s
+		}, "was already applied"},
+		{"another root sharing the store", func(t *testing.T, s *sandbox, plan string) *sandbox {
+			other := newSandbox(t, t.TempDir(), filepath.Join(s.root, ".xfsq", "xfsq.db"))
+			other.ok("init")
+			aged(t, other.root, "cache/omni/old/blob", 8192, 30)
+			return other
+		}, "was made for root"},
+		{"another store", func(t *testing.T, s *sandbox, plan string) *sandbox {
+			other := fallbackSandbox(t, "")
+			other.ok("project", "add", "omni")
+			aged(t, other.root, "cache/omni/old/blob", 8192, 30)
+			return other
+		}, "this store never made plan"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, plan := setup(t)
+			in := c.change(t, s, plan)
+			r := in.run("sweep", "--apply", plan)
+			if r.code != 2 || !strings.Contains(r.stderr, c.want) || !strings.Contains(r.stderr, "--plan-out") {
+				t.Errorf("apply: exit %d %q; want exit 2 with %q and how to re-plan", r.code, r.stderr, c.want)
+			}
+			for _, p := range []string{"cache/omni/old/blob", "projects/beta/uploads/precious.log"} {
+				if !exists(in.root, p) && !(p == "projects/beta/uploads/precious.log" && in != s) {
+					t.Errorf("%s was deleted by a refused plan", p)
+				}
+			}
+		})
+	}
+	t.Run("as made", func(t *testing.T) {
+		s, plan := setup(t)
+		var res sweepJSON
+		s.json(&res, "sweep", "--apply", plan)
+		if !res.evicted("cache/omni/old") || exists(s.root, "cache/omni/old") {
+			t.Errorf("the plan as made was not applied: %+v", res)
+		}
+		var swept []store.Event
+		s.json(&swept, "events", "--type", "storage.swept")
+		if len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"plan_id": "pl-`) {
+			t.Errorf("storage.swept of an applied plan does not name it: %+v", swept)
+		}
+	})
+}
+
+// A file that git tracks since the plan was made is not deleted by it.
+func TestSweepApplyRederivesTrackedSincePlanning(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	ws := filepath.Join(s.root, "projects/omni")
+	aged(t, ws, "build.log", 10, 30)
+	aged(t, ws, "keep.log", 10, 30)
+	gittest.Run(t, ws, "init", "-q")
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	s.ok("sweep", "omni", "--dry-run", "--plan-out", plan)
+	gittest.Run(t, ws, "add", "keep.log")
+	var res sweepJSON
+	s.json(&res, "sweep", "--apply", plan)
+	if !exists(ws, "keep.log") || !strings.Contains(res.skipReason("projects/omni/keep.log"), "git-tracked") {
+		t.Errorf("a file tracked since planning: exists %v, skipped %q", exists(ws, "keep.log"), res.skipReason("projects/omni/keep.log"))
+	}
+	if exists(ws, "build.log") || !res.evicted("projects/omni/build.log") {
+		t.Errorf("the untracked trash was not deleted: %+v", res)
 	}
 }

@@ -1,37 +1,14 @@
 // Package fault lets tests kill a process at a named point, to show that an
 // interrupted operation leaves nothing half-done behind.
 //
-// It must never do anything unless XFSQ_FAULT names the point exactly.
+// It does nothing at all unless built with the build tag xfsqfault (the
+// tests of cmd/xfsq build their binary so): a shipped binary must not die
+// because an environment variable said so. Even then it acts only when
+// XFSQ_FAULT names the point exactly.
 package fault
-
-import (
-	"os"
-	"strconv"
-	"strings"
-	"sync/atomic"
-	"syscall"
-)
 
 // Env names the variable that selects the point to die at.
 const Env = "XFSQ_FAULT"
 
-var hits atomic.Int64
-
-// Point kills this process with SIGKILL — no deferred cleanup, as in a power
-// cut or an OOM kill — when XFSQ_FAULT equals name, or, for "name#N", on
-// the Nth time the point is reached.
-func Point(name string) {
-	want := os.Getenv(Env)
-	if want == "" {
-		return
-	}
-	at, nth, _ := strings.Cut(want, "#")
-	if at != name {
-		return
-	}
-	if n, err := strconv.Atoi(nth); err == nil && hits.Add(1) != int64(n) {
-		return
-	}
-	syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	select {} // the signal is delivered asynchronously
-}
+// Tag is the build tag that arms Point.
+const Tag = "xfsqfault"

@@ -1,0 +1,143 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// DSN kinds, as Classify tells them apart.
+const (
+	KindSQLite           = "sqlite"            // a file path
+	KindPostgresURL      = "postgres-url"      // postgres:// or postgresql://, any case
+	KindPostgresKeywords = "postgres-keywords" // libpq's "host=… dbname=… password=…"
+)
+
+// Compiled on first use (see migrate.go).
+var (
+	// urlScheme is a URL's scheme, as RFC 3986 spells one.
+	urlScheme = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`) })
+	// keywordDSN starts with one of libpq's connection keywords and "=".
+	keywordDSN = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s*(host|hostaddr|port|dbname|user|password|passfile|sslmode|sslcert|sslkey|sslrootcert|` +
+			`sslpassword|connect_timeout|application_name|options|service|target_session_attrs|search_path)\s*=`)
+	})
+	// Where a password can sit in a DSN besides a URL's userinfo: a
+	// password query parameter, a password keyword (quoted or not).
+	// sslpassword (the client key's passphrase) is as secret as password.
+	queryPassword   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)([?&](?:ssl)?password=)[^&#]*`) })
+	keywordPassword = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)`)
+	})
+)
+
+// Classify says which kind of database dsn names. A URL of any other
+// scheme is an error: taken for a SQLite path it would create a file
+// named after it, password and all.
+func Classify(dsn string) (string, error) {
+	if m := urlScheme().FindStringSubmatch(dsn); m != nil {
+		switch strings.ToLower(m[1]) {
+		case "postgres", "postgresql":
+			return KindPostgresURL, nil
+		}
+		return "", fmt.Errorf("database %s: unknown scheme %q: use a postgres:// URL, libpq keywords (host=… dbname=…), or the path of a SQLite file", Redact(dsn), m[1])
+	}
+	if keywordDSN().MatchString(dsn) {
+		return KindPostgresKeywords, nil
+	}
+	return KindSQLite, nil
+}
+
+// IsPostgres reports whether dsn names a PostgreSQL database.
+func IsPostgres(dsn string) bool {
+	k, err := Classify(dsn)
+	return err == nil && k != KindSQLite
+}
+
+// Redact replaces every password a DSN may hold with ***: in a URL's
+// userinfo (parsed or not: a malformed URL is redacted too), in a password
+// query parameter, and in a password keyword.
+func Redact(dsn string) string {
+	if m := urlScheme().FindStringSubmatch(dsn); m != nil {
+		// The password runs from the first ':' to the last '@': it may hold
+		// '@', '/' or '?' itself when not percent-encoded. Taking too much
+		// hides a host; taking too little would show a password.
+		out, rest := dsn, dsn[len(m[0]):]
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if user, _, ok := strings.Cut(rest[:at], ":"); ok && !strings.ContainsAny(user, "/?#") {
+				out = m[0] + user + ":***" + rest[at:]
+			}
+		}
+		return queryPassword().ReplaceAllString(out, "${1}***")
+	}
+	return keywordPassword().ReplaceAllString(dsn, "${1}***")
+}
+
+// secrets are the passwords dsn holds, as written and as decoded, for
+// scrubbing them out of errors that quote them in another form.
+func secrets(dsn string) []string {
+	var out []string
+	add := func(s string) {
+		s = strings.Trim(s, "'")
+		if len(s) >= 1 {
+			out = append(out, s)
+			if d, err := url.QueryUnescape(s); err == nil && d != s {
+				out = append(out, d)
+			}
+		}
+	}
+	if m := urlScheme().FindStringSubmatch(dsn); m != nil {
+		rest := dsn[len(m[0]):]
+		if user, info, ok := strings.Cut(rest, ":"); ok && !strings.ContainsAny(user, "/?#@") {
+			if at := strings.LastIndex(info, "@"); at >= 0 {
+				add(info[:at])
+			}
+			if first, _, ok := strings.Cut(info, "@"); ok {
+				add(first)
+			}
+		}
+		for _, q := range queryPassword().FindAllStringSubmatch(dsn, -1) {
+			add(q[0][len(q[1]):])
+		}
+	}
+	for _, k := range keywordPassword().FindAllStringSubmatch(dsn, -1) {
+		add(k[2])
+	}
+	return out
+}
+
+// scrub is err with every password of dsn blanked out of its message. The
+// result does not wrap err: a wrapped error keeps the original text
+// reachable for whoever prints it.
+func scrub(err error, dsn string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, s := range secrets(dsn) {
+		msg = strings.ReplaceAll(msg, s, "***")
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return errors.New(msg)
+}
+
+// postgresDSN is dsn as lib/pq reads it: pq takes a URL only when its
+// scheme is written in lower case, and would read POSTGRES://… as keywords.
+// A URL that does not parse is refused here, without the parser's message,
+// which quotes the URL, password included.
+func postgresDSN(dsn, kind string) (string, error) {
+	if kind != KindPostgresURL {
+		return dsn, nil
+	}
+	m := urlScheme().FindStringSubmatch(dsn)
+	dsn = strings.ToLower(m[1]) + dsn[len(m[1]):]
+	if _, err := url.Parse(dsn); err != nil {
+		return "", fmt.Errorf("database %s is not a valid PostgreSQL URL: write it postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=… with special characters in the password percent-encoded", Redact(dsn))
+	}
+	return dsn, nil
+}

@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// SavedPlan is what the store keeps of a sweep plan saved for review: the
+// hash of the file's content, so that applying it can tell the plan that
+// was made from an edited one, and whether it was applied.
+type SavedPlan struct {
+	ID        string
+	Digest    string // SHA-256 of the plan file's content, hex
+	CreatedAt time.Time
+	AppliedAt time.Time // zero: not yet
+}
+
+// RecordPlan keeps the digest of a plan just made.
+func (s *Store) RecordPlan(ctx context.Context, id, digest string, at time.Time) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		_, err := tx.exec(ctx, `INSERT INTO sweep_plans (host, plan_id, digest, created_at) VALUES (?, ?, ?, ?)`, s.Host, id, digest, toMicros(at))
+		return err
+	})
+}
+
+// Plan reads what the store keeps of this host's plan id; ErrNotFound
+// when this store never made it.
+func (s *Store) Plan(ctx context.Context, id string) (SavedPlan, error) {
+	var row struct {
+		Digest    string `db:"digest"`
+		CreatedAt int64  `db:"created_at"`
+		AppliedAt int64  `db:"applied_at"`
+	}
+	err := s.get(ctx, &row, `SELECT digest, created_at, applied_at FROM sweep_plans WHERE host = ? AND plan_id = ?`, s.Host, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return SavedPlan{}, ErrNotFound
+	}
+	if err != nil {
+		return SavedPlan{}, err
+	}
+	return SavedPlan{ID: id, Digest: row.Digest, CreatedAt: fromMicros(row.CreatedAt), AppliedAt: fromMicros(row.AppliedAt)}, nil
+}
+
+// MarkPlanApplied records that the plan (with this digest) is being
+// applied; false when it was already, by this process or another: a plan
+// runs once.
+func (s *Store) MarkPlanApplied(ctx context.Context, id, digest string, at time.Time) (bool, error) {
+	var n int64
+	err := s.InTx(ctx, func(tx *Tx) error {
+		res, err := tx.exec(ctx, `UPDATE sweep_plans SET applied_at = ? WHERE host = ? AND plan_id = ? AND digest = ? AND applied_at = 0`,
+			toMicros(at), s.Host, id, digest)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n == 1, err
+}
