@@ -30,6 +30,9 @@ const (
 	envDSN    = "XFSQ_TEST_FILES_DSN"
 	envHost   = "XFSQ_TEST_FILES_HOST"
 	envProc   = "XFSQ_TEST_FILES_PROC"
+	// envNamed makes the helper use a named temporary file, as on a
+	// filesystem without O_TMPFILE, so that there is one to reclaim.
+	envNamed = "XFSQ_TEST_FILES_NAMED_TEMP"
 )
 
 func TestMain(m *testing.M) {
@@ -44,6 +47,7 @@ func TestMain(m *testing.M) {
 }
 
 func helperLayer() (*Layer, error) {
+	noTmpfile = os.Getenv(envNamed) != ""
 	st, err := store.Open(context.Background(), os.Getenv(envDSN), os.Getenv(envHost))
 	if err != nil {
 		return nil, err
@@ -208,6 +212,7 @@ func TestKilledWriterIsReclaimed(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(s.root, "projects/omni/big"), []byte("old content"), 0o644)
 	cmd := helperCmd(t, s, "slow", "0")
+	cmd.Env = append(cmd.Env, envNamed+"=1")
 	stdin, _ := cmd.StdinPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

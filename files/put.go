@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -62,44 +63,172 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		return res, err
 	}
 	newInodes += missing
-	w := &writer{l: l, t: t, ctx: ctx, block: blockSize(t.root), oldAlloc: oldAlloc, inodes: newInodes, temp: tempName()}
+	w := &writer{l: l, t: t, ctx: ctx, block: blockSize(t.root), oldAlloc: oldAlloc, inodes: newInodes, temp: tempName(), fd: -1}
 	w.dirBytes = missing * w.block // each new directory takes a block
 	if err := w.admit(size); err != nil {
 		return res, err
 	}
 	defer w.abandon() // undoes whatever a failed write left; a no-op after commit
-	f, err := t.root.OpenFile(w.temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
+	if err := w.create(); err != nil {
 		return res, err
 	}
-	w.file = f
 	if err := w.copy(r, size); err != nil {
 		return res, err
 	}
 	fault.Point("put:before-fsync")
-	if err := f.Sync(); err != nil {
+	if err := w.file.Sync(); err != nil {
 		return res, w.mapErr(err)
 	}
-	if err := f.Close(); err != nil {
-		return res, w.mapErr(err)
-	}
-	w.file = nil
 	if dir := path.Dir(p); dir != "." {
 		if err := t.root.MkdirAll(dir, 0o755); err != nil {
 			return res, pathErr(dir, err)
 		}
 	}
+	dir, base, err := openParent(t.root, p)
+	if err != nil {
+		return res, err
+	}
+	defer dir.Close()
 	if err := w.commit(); err != nil {
 		return res, err
 	}
-	if err := t.root.Rename(w.temp, p); err != nil {
+	if err := w.place(int(dir.Fd()), base, p); err != nil {
 		w.uncommit()
-		return res, pathErr(p, err)
+		return res, err
 	}
 	w.done = true
-	syncDir(t.root, path.Dir(p))
+	dir.Sync()
+	if w.named || path.Dir(p) != "." {
+		w.top.Sync()
+	}
 	res.Bytes = w.written
 	return res, nil
+}
+
+// noTmpfile makes tests take the path of filesystems without O_TMPFILE.
+var noTmpfile bool
+
+// create makes the file the body is written to. Where the filesystem can,
+// it has no name at all (O_TMPFILE) until it is linked into place, so a
+// tenant has nothing to swap while the body streams; else it is a named
+// temporary file at the tree's top, checked again before the rename.
+func (w *writer) create() error {
+	top, err := w.t.root.OpenFile(".", os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	w.top = top
+	if !noTmpfile {
+		fd, err := unix.Openat(int(top.Fd()), ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err == nil {
+			w.fd, w.file = fd, os.NewFile(uintptr(fd), w.temp)
+			return nil
+		}
+		// EOPNOTSUPP: the filesystem has no O_TMPFILE; EISDIR: the kernel has none.
+		if !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EINVAL) {
+			return w.mapErr(err)
+		}
+	}
+	fd, err := unix.Openat(int(top.Fd()), w.temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return w.mapErr(err)
+	}
+	w.fd, w.file, w.named = fd, os.NewFile(uintptr(fd), w.temp), true
+	return nil
+}
+
+// errSwapped is a write whose temporary name a tenant replaced under it.
+func errSwapped(p string) error {
+	return &PathError{Path: p, Reason: "xfsq's temporary file was replaced while being written (by something in the tree); nothing was written, try again"}
+}
+
+func sameInode(a, b *unix.Stat_t) bool { return a.Dev == b.Dev && a.Ino == b.Ino }
+
+// place puts the written file at base in dir, replacing what is there, and
+// makes sure that what lands there is the inode written, not something
+// swapped in for the temporary name.
+func (w *writer) place(dir int, base, p string) error {
+	var mine unix.Stat_t
+	if err := unix.Fstat(w.fd, &mine); err != nil {
+		return err
+	}
+	top := int(w.top.Fd())
+	// A new name: linking the open file there is atomic, never replaces
+	// anything, and names the inode written whatever became of its
+	// temporary name.
+	err := linkFd(w.fd, dir, base)
+	if err == nil {
+		if w.named {
+			unix.Unlinkat(top, w.temp, 0)
+			w.named = false
+		}
+		return nil
+	}
+	if !errors.Is(err, unix.EEXIST) {
+		return w.mapErr(err)
+	}
+	// A replacement needs a rename, so the file needs its temporary name.
+	if !w.named {
+		if err := linkFd(w.fd, top, w.temp); err != nil {
+			return w.mapErr(err)
+		}
+		w.named = true
+	}
+	hook("put:named")
+	var st unix.Stat_t
+	if err := unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || !sameInode(&st, &mine) {
+		return errSwapped(p)
+	}
+	hook("put:verified")
+	// Exchanging rather than renaming keeps the old file until what landed
+	// at base is known to be ours: if it is not, the exchange is undone.
+	err = unix.Renameat2(top, w.temp, dir, base, unix.RENAME_EXCHANGE)
+	switch {
+	case err == nil:
+		if unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || !sameInode(&st, &mine) {
+			unix.Renameat2(top, w.temp, dir, base, unix.RENAME_EXCHANGE)
+			return errSwapped(p)
+		}
+		// The old file now has the temporary name; a directory put at base
+		// meanwhile goes back rather than into the tree's top.
+		if unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			unix.Renameat2(top, w.temp, dir, base, unix.RENAME_EXCHANGE)
+			return &PathError{Path: p, Reason: "it is a directory"}
+		}
+		unix.Unlinkat(top, w.temp, 0)
+		w.named = false
+		return nil
+	case errors.Is(err, unix.ENOENT):
+		// What was at base went away meanwhile: a new name again.
+		if err := linkFd(w.fd, dir, base); err != nil {
+			return pathErr(p, err)
+		}
+		unix.Unlinkat(top, w.temp, 0)
+		w.named = false
+		return nil
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
+		// A filesystem without exchange: check, rename, check again.
+	default:
+		return pathErr(p, err)
+	}
+	if err := unix.Renameat(top, w.temp, dir, base); err != nil {
+		return pathErr(p, err)
+	}
+	w.named = false
+	if unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || !sameInode(&st, &mine) {
+		return errSwapped(p)
+	}
+	return nil
+}
+
+// linkFd gives the open file fd the name name in dir. AT_EMPTY_PATH needs
+// CAP_DAC_READ_SEARCH; /proc/self/fd works for everyone else.
+func linkFd(fd, dir int, name string) error {
+	err := unix.Linkat(fd, "", dir, name, unix.AT_EMPTY_PATH)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EPERM) {
+		err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dir, name, unix.AT_SYMLINK_FOLLOW)
+	}
+	return err
 }
 
 // writer carries one write through admission, copy and commit.
@@ -112,7 +241,10 @@ type writer struct {
 	inodes   uint64 // new inodes: the file if new, plus missing directories
 	dirBytes uint64 // blocks of the missing directories
 	temp     string
+	top      *os.File // the tree's top directory, where a named temporary file lives
 	file     *os.File
+	fd       int
+	named    bool // the file has the temporary name (else it is unnamed or placed)
 
 	reservation int64  // fallback: the store's reservation, 0 when none
 	reserved    uint64 // bytes beyond oldAlloc held for this write
@@ -329,13 +461,18 @@ func (w *writer) uncommit() {
 // abandon removes the temporary file and releases the reservation of a
 // write that did not finish.
 func (w *writer) abandon() {
-	if w.done {
-		return
-	}
 	if w.file != nil {
 		w.file.Close()
 	}
-	w.t.root.Remove(w.temp)
+	if w.top != nil {
+		if w.named {
+			unix.Unlinkat(int(w.top.Fd()), w.temp, 0)
+		}
+		w.top.Close()
+	}
+	if w.done {
+		return
+	}
 	if w.reservation != 0 {
 		w.l.M.Store.Release(context.WithoutCancel(w.ctx), w.reservation)
 	}
