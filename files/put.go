@@ -9,7 +9,7 @@ import (
 	"os"
 	"path"
 	"strconv"
-	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -27,8 +27,15 @@ type PutResult struct {
 	Replaced bool   `json:"replaced"`
 }
 
-// chunk is how much a streaming write reserves ahead of the data.
-const chunk = 4 << 20
+// A streaming write reserves ahead of its data in steps: firstStep to
+// begin with, then as much again as has arrived (so its reservation at most
+// doubles what it holds), at most maxStep at a time, and never more than
+// the allowance holds. Small first steps let many small uploads share a
+// tree; a large body still needs only a logarithmic number of steps.
+const (
+	firstStep = 64 << 10
+	maxStep   = 64 << 20
+)
 
 // Put writes r to path p in a tree. size is the body's length, or -1 when
 // unknown. The write is admitted before it allocates; a body of unknown
@@ -248,6 +255,7 @@ type writer struct {
 
 	reservation int64  // fallback: the store's reservation, 0 when none
 	reserved    uint64 // bytes beyond oldAlloc held for this write
+	renewed     time.Time
 	written     uint64
 	committed   bool
 	done        bool
@@ -288,12 +296,12 @@ func (w *writer) admit(size int64) error {
 		return err
 	}
 	id, reclaimed, err := w.l.M.Store.Reserve(w.ctx, w.key(), bytes, w.inodes, project.Holder(),
-		path.Join(w.t.Path, w.temp), w.l.TTL, w.admitFunc(fileBytes, bytes, w.inodes))
-	w.l.removeTemps(reclaimed)
+		path.Join(w.t.Path, w.temp), w.l.TTL, project.HolderGone, w.admitFunc(fileBytes, bytes, w.inodes))
+	w.l.M.RemoveTemps(reclaimed)
 	if err != nil {
 		return err
 	}
-	w.reservation, w.reserved = id, bytes-w.dirBytes
+	w.reservation, w.reserved, w.renewed = id, bytes-w.dirBytes, time.Now()
 	return nil
 }
 
@@ -310,33 +318,53 @@ func (w *writer) admitXFS(fileBytes, bytes uint64) error {
 	return err
 }
 
-// grow asks for more room for a streaming body: a chunk if it can, else
-// whatever the allowance still holds. It returns false when nothing more
-// can be had.
+// grow asks for more room for a streaming body: the next step if it can,
+// else whatever the allowance still holds. It returns false when nothing
+// more can be had.
 func (w *writer) grow() (bool, error) {
 	if w.l.M.IsXFS() {
 		return false, nil
 	}
 	try := func(n uint64) error {
-		return w.l.M.Store.Grow(w.ctx, w.key(), w.reservation, n, w.l.TTL, w.admitFunc(0, n, 0))
+		reclaimed, err := w.l.M.Store.Grow(w.ctx, w.key(), w.reservation, n, w.l.TTL, project.HolderGone, w.admitFunc(0, n, 0))
+		w.l.M.RemoveTemps(reclaimed)
+		if err == nil {
+			w.reserved += n
+			w.renewed = time.Now()
+		}
+		return err
 	}
-	err := try(chunk)
+	step := (min(max(firstStep, w.written), maxStep) + w.block - 1) / w.block * w.block
+	err := try(step)
 	if err == nil {
-		w.reserved += chunk
 		return true, nil
 	}
 	var le *quota.LimitError
 	if !errors.As(err, &le) {
 		return false, err
 	}
-	// Less than a chunk is left: take exactly what is, in whole blocks.
+	// Less than a step is left: take exactly what is, in whole blocks.
 	if le.Max > le.Used {
-		if rest := (le.Max - le.Used) / w.block * w.block; rest > 0 && try(rest) == nil {
-			w.reserved += rest
+		if rest := (le.Max - le.Used) / w.block * w.block; rest > 0 && rest < step && try(rest) == nil {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// renew keeps the reservation of a write that is making progress from
+// expiring, however long its body takes: it is renewed after each quarter
+// of reservation_ttl in which data arrived, so only a write that stalls for
+// the whole TTL can be reclaimed.
+func (w *writer) renew() error {
+	if w.reservation == 0 || w.l.TTL <= 0 || time.Since(w.renewed) < w.l.TTL/4 {
+		return nil
+	}
+	if err := w.l.M.Store.Renew(w.ctx, w.reservation, w.l.TTL); err != nil {
+		return err
+	}
+	w.renewed = time.Now()
+	return nil
 }
 
 // copy streams the body into the temporary file within what is reserved.
@@ -373,6 +401,9 @@ func (w *writer) copy(r io.Reader, size int64) error {
 				return w.mapErr(werr)
 			}
 			w.written += uint64(n)
+			if err := w.renew(); err != nil {
+				return err
+			}
 		}
 		if err == io.EOF {
 			if size >= 0 && w.written != uint64(size) {
@@ -475,23 +506,6 @@ func (w *writer) abandon() {
 	}
 	if w.reservation != 0 {
 		w.l.M.Store.Release(context.WithoutCancel(w.ctx), w.reservation)
-	}
-}
-
-// removeTemps deletes the temporary files of reclaimed reservations.
-func (l *Layer) removeTemps(reclaimed []store.Reservation) {
-	if len(reclaimed) == 0 {
-		return
-	}
-	root, err := os.OpenRoot(l.M.Root)
-	if err != nil {
-		return
-	}
-	defer root.Close()
-	for _, r := range reclaimed {
-		if strings.HasPrefix(path.Base(r.TempPath), tempPrefix) {
-			root.Remove(r.TempPath)
-		}
 	}
 }
 

@@ -2,11 +2,16 @@ package files
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/internal/storetest"
 )
 
 // onFirstRead runs fn when the body is first read, then serves data.
@@ -96,4 +101,119 @@ func TestPutTempSwappedForSymlink(t *testing.T) {
 			}
 		}
 	}
+}
+
+// barrierReader serves data only once every one of n readers has asked for
+// some, so that n writes hold their reservations at the same time.
+type barrierReader struct {
+	r       io.Reader
+	arrived *sync.WaitGroup
+	all     <-chan struct{}
+	first   bool
+}
+
+func (b *barrierReader) Read(p []byte) (int, error) {
+	if !b.first {
+		b.first = true
+		b.arrived.Done()
+		select {
+		case <-b.all:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	return b.r.Read(p)
+}
+
+// Twelve small uploads of unknown length streaming at once into a 20 MiB
+// tree holding 32 KiB all fit: a streaming write reserves a small first
+// step and grows with what arrives, so none is refused for room that the
+// others only reserved.
+func TestSmallConcurrentStreamsAllFit(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	if err := s.put("omni", "held", make([]byte, 32<<10), true); err != nil {
+		t.Fatal(err)
+	}
+	s.limit("omni", 20<<20, 0)
+	const n = 12
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			body := &barrierReader{r: bytes.NewReader(make([]byte, 1<<10)), arrived: &arrived, all: all}
+			_, errs[i] = s.l.Put(ctx, "omni", "", fmt.Sprintf("up-%d", i), body, -1)
+		})
+	}
+	wg.Wait()
+	refused := 0
+	for i, err := range errs {
+		if err != nil {
+			refused++
+			t.Logf("upload %d: %v", i, err)
+		}
+	}
+	if refused > 0 {
+		t.Errorf("%d of %d small uploads refused in a tree with 20 MiB of room", refused, n)
+	}
+	if res, _ := s.st.Reservations(ctx); len(res) != 0 {
+		t.Errorf("reservations left: %+v", res)
+	}
+}
+
+// trickle serves a body a block at a time, pausing between blocks.
+type trickle struct {
+	left  int
+	pause time.Duration
+}
+
+func (tr *trickle) Read(p []byte) (int, error) {
+	if tr.left == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(tr.pause)
+	n := min(len(p), tr.left, int(block))
+	clear(p[:n])
+	tr.left -= n
+	return n, nil
+}
+
+// A write making progress keeps its reservation however long it takes:
+// with reservation_ttl at 1s, bodies that take 3s (known length, and
+// streamed) are not reclaimed by the writes that run meanwhile.
+func TestProgressRenewsTheReservation(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		for _, known := range []bool{true, false} {
+			t.Run(map[bool]string{true: "known-size", false: "streamed"}[known], func(t *testing.T) {
+				s := newSandbox(t, dsn, "omni")
+				s.l.TTL = time.Second
+				size := int64(12 * block)
+				body := &trickle{left: int(size), pause: 250 * time.Millisecond}
+				if !known {
+					size = -1
+				}
+				done := make(chan error, 1)
+				go func() { _, err := s.l.Put(ctx, "omni", "", "slow", body, size); done <- err }()
+				// Other writes reclaim what has expired, as they would on a busy host.
+				for i := 0; ; i++ {
+					select {
+					case err := <-done:
+						if err != nil {
+							t.Fatalf("a slow write that kept making progress: %v", err)
+						}
+						if got := len(s.content("omni", "slow")); got != int(12*block) {
+							t.Errorf("the slow write left %d bytes", got)
+						}
+						return
+					case <-time.After(300 * time.Millisecond):
+						if err := s.put("omni", fmt.Sprintf("other-%d", i), []byte("x"), true); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			})
+		}
+	})
 }
