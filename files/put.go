@@ -79,6 +79,9 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	if err := w.create(); err != nil {
 		return res, err
 	}
+	if ctx.Done() != nil {
+		r = &ctxReader{ctx: ctx, r: r, res: make(chan readResult, 1)}
+	}
 	if err := w.copy(r, size); err != nil {
 		return res, err
 	}
@@ -412,8 +415,59 @@ func (w *writer) copy(r io.Reader, size int64) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("reading the body: %w; nothing was written", err)
+			return readErr(w.ctx, err)
 		}
+	}
+}
+
+// readErr says why reading the body failed.
+func readErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("stopped before the body ended: %w; nothing was written", context.Cause(ctx))
+	}
+	return fmt.Errorf("reading the body: %w; nothing was written", err)
+}
+
+type readResult struct {
+	n   int
+	err error
+}
+
+// ctxReader lets cancellation end a body read that never returns (a
+// stalled client, a stdin that never closes): the write, its reservation
+// and its temporary file must not outlive the caller's interest in them.
+// Each read runs in a goroutine into a buffer of its own, which an
+// abandoned read keeps, so nothing is written into the caller's buffer
+// after Read has returned.
+type ctxReader struct {
+	ctx     context.Context
+	r       io.Reader
+	res     chan readResult
+	buf     []byte
+	pending bool
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if !c.pending {
+		if len(c.buf) < len(p) {
+			c.buf = make([]byte, len(p))
+		}
+		buf := c.buf[:len(p)]
+		c.pending = true
+		go func() {
+			n, err := c.r.Read(buf)
+			c.res <- readResult{n, err}
+		}()
+	}
+	select {
+	case <-c.ctx.Done():
+		return 0, c.ctx.Err()
+	case rr := <-c.res:
+		c.pending = false
+		return copy(p, c.buf[:rr.n]), rr.err
 	}
 }
 
@@ -433,7 +487,7 @@ func (w *writer) expectEOF(r io.Reader, size int64) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("reading the body: %w; nothing was written", err)
+			return readErr(w.ctx, err)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/project"
@@ -51,8 +52,30 @@ func main() {
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
 }
 
+// interrupted is the cause of a command's context cancelled by a signal.
+type interrupted struct{ sig syscall.Signal }
+
+func (i interrupted) Error() string { return "interrupted (" + unix.SignalName(i.sig) + ")" }
+
+// onSignal cancels the context with the signal as its cause, so that a
+// command stopped by one says so and exits 128+signal, as a shell would.
+func onSignal() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(interrupted{s.(syscall.Signal)})
+		case <-done:
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); close(done); cancel(nil) }
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := onSignal()
 	defer stop()
 	app := newApp(stdout, stderr)
 	err := app.RunContext(ctx, interspersed(app, args))
@@ -64,6 +87,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return ee.code
 	}
 	code := exitCode(err)
+	var sig interrupted
+	if errors.As(context.Cause(ctx), &sig) {
+		code = 128 + int(sig.sig)
+		if !strings.Contains(err.Error(), sig.Error()) {
+			err = fmt.Errorf("%w: %w", sig, err)
+		}
+	}
 	if jsonRequested(args) {
 		data, _ := json.Marshal(map[string]string{"error": err.Error()})
 		fmt.Fprintln(stderr, string(data))
