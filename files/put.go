@@ -70,7 +70,7 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		return res, err
 	}
 	newInodes += missing
-	w := &writer{l: l, t: t, ctx: ctx, block: blockSize(t.root), oldAlloc: oldAlloc, inodes: newInodes, temp: tempName(), fd: -1}
+	w := &writer{l: l, t: t, ctx: ctx, block: blockSize(t.root), oldAlloc: oldAlloc, inodes: newInodes, temp: tempName(), fd: -1, size: size}
 	w.dirBytes = missing * w.block // each new directory takes a block
 	if err := w.admit(size); err != nil {
 		return res, err
@@ -257,6 +257,7 @@ type writer struct {
 	named    bool // the file has the temporary name (else it is unnamed or placed)
 
 	reservation int64  // fallback: the store's reservation, 0 when none
+	size        int64  // the body's declared length, -1 when unknown
 	reserved    uint64 // bytes beyond oldAlloc held for this write
 	renewed     time.Time
 	written     uint64
@@ -512,13 +513,31 @@ func (w *writer) refusal(n uint64) error {
 	return err
 }
 
-// mapErr turns the kernel's refusal during a write into a limit error.
+// mapErr turns the kernel's refusal during a write into what it means: a
+// full filesystem, or (on XFS) the tree's quota. Only XFS enforces quotas
+// in the kernel, so on the fallback backend ENOSPC and EDQUOT are always the
+// filesystem; on XFS they are the filesystem when it has less room than the
+// write still needed.
 func (w *writer) mapErr(err error) error {
-	if errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.ENOSPC) {
-		q, _ := w.l.M.Backend.Get(w.t.ProjectID)
-		return &quota.LimitError{Tree: w.t.label, Limit: "bytes_hard", Used: q.Bytes, Requested: w.alloc(w.written + 1), Max: q.BytesHard}
+	if !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
+		return err
 	}
-	return err
+	need := uint64(0)
+	if w.size >= 0 {
+		need = w.alloc(uint64(w.size)) - min(w.alloc(w.written), w.alloc(uint64(w.size)))
+	}
+	cause := errors.New("nothing was written")
+	if !w.l.M.IsXFS() {
+		if full := project.DiskFull(w.l.M.Root, ^uint64(0), cause); full != nil {
+			return full
+		}
+		return fmt.Errorf("%w; nothing was written", err)
+	}
+	if full := project.DiskFull(w.l.M.Root, need, cause); full != nil {
+		return full
+	}
+	q, _ := w.l.M.Backend.Get(w.t.ProjectID)
+	return &quota.LimitError{Tree: w.t.label, Limit: "bytes_hard", Used: q.Bytes, Requested: w.alloc(w.written + 1), Max: q.BytesHard}
 }
 
 // commit records the write's change in the ledger (fallback) before the

@@ -2,6 +2,7 @@ package files
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/prereq"
 	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/project"
 )
 
 // onFirstRead runs fn when the body is first read, then serves data.
@@ -216,4 +221,37 @@ func TestProgressRenewsTheReservation(t *testing.T) {
 			})
 		}
 	})
+}
+
+// A write that fills the filesystem (the store kept on another one, as
+// README advises) is reported as a full filesystem, not as the tree's
+// bytes_hard, and leaves the old content.
+func TestPutOnAFullFilesystem(t *testing.T) {
+	for _, known := range []bool{true, false} {
+		t.Run(map[bool]string{true: "known-size", false: "streamed"}[known], func(t *testing.T) {
+			if os.Geteuid() != 0 {
+				prereq.Missing(t, "a full filesystem needs root to mount a tmpfs (run the tests as root)")
+			}
+			root := t.TempDir()
+			if err := unix.Mount("tmpfs", root, "tmpfs", 0, "size=4m,mode=0755"); err != nil {
+				prereq.Missing(t, "mount a tmpfs: "+err.Error())
+			}
+			t.Cleanup(func() { unix.Unmount(root, unix.MNT_DETACH) })
+			s := newSandboxAt(t, root, filepath.Join(t.TempDir(), "db"), "omni")
+			if err := s.put("omni", "doc", []byte("old"), true); err != nil {
+				t.Fatal(err)
+			}
+			err := s.put("omni", "doc", make([]byte, 8<<20), known)
+			var full *project.DiskFullError
+			if !errors.As(err, &full) || !strings.Contains(err.Error(), "the filesystem holding "+root+" is full") {
+				t.Errorf("8 MiB onto a 4 MiB filesystem: %v; want the filesystem holding %s is full", err, root)
+			}
+			if got := string(s.content("omni", "doc")); got != "old" {
+				t.Errorf("the refused write changed the file to %d bytes", len(got))
+			}
+			if res, _ := s.st.Reservations(ctx); len(res) != 0 {
+				t.Errorf("reservations left: %+v", res)
+			}
+		})
+	}
 }

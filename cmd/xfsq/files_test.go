@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +14,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/store"
 )
 
 // files get of a socket is bad input (exit 2) that says what the path is,
@@ -89,5 +93,94 @@ func TestFilesPutInterrupted(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// mountTmpfs mounts a tmpfs of size bytes on a new directory: a filesystem
+// that can be filled in a moment.
+func mountTmpfs(t *testing.T, size int) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		prereq.Missing(t, "a full filesystem needs root to mount a tmpfs (run the tests as root)")
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0755", size)); err != nil {
+		prereq.Missing(t, "mount a tmpfs: "+err.Error())
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+// fill writes to path until the filesystem is full, as a tenant would.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	for { // the last blocks, a few bytes at a time
+		if _, err := f.Write(buf[:512]); err != nil {
+			break
+		}
+	}
+}
+
+// A full filesystem is said to be one — not a quota refusal with numbers
+// that contradict each other — and the operator can still read with every
+// read command and free room with files rm, after which writes work again.
+func TestFullFilesystem(t *testing.T) {
+	s := newSandbox(t, mountTmpfs(t, 16<<20), "")
+	s.ok("init")
+	s.ok("project", "add", "omni", "--bytes-hard", "1g")
+	src := filepath.Join(t.TempDir(), "src")
+	os.WriteFile(src, make([]byte, 100<<10), 0o644)
+	os.WriteFile(filepath.Join(s.root, "projects/omni/a.txt"), []byte("hello\n"), 0o644)
+	fill(t, filepath.Join(s.root, "projects/omni/filler"))
+
+	r := s.run("files", "put", "omni", "b", "--from", src)
+	if r.code != 1 || !strings.Contains(r.stderr, "the filesystem holding "+s.root) || !strings.Contains(r.stderr, "is full (") ||
+		strings.Contains(r.stderr, "quota") || strings.Contains(r.stderr, "bytes_hard") {
+		t.Errorf("files put on a full filesystem: exit %d %q; want 1 saying the filesystem holding %s is full, no quota", r.code, r.stderr, s.root)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"project", "list"}, "omni"},
+		{[]string{"project", "show", "omni"}, "omni"},
+		{[]string{"report"}, "workspace"},
+		{[]string{"events"}, "project.added"},
+		{[]string{"settings", "list"}, "reservation_ttl"},
+		{[]string{"files", "ls", "omni"}, "filler"},
+		{[]string{"files", "get", "omni", "a.txt"}, "hello"},
+	} {
+		if r := s.run(c.args...); r.code != 0 || !strings.Contains(r.stdout, c.want) {
+			t.Errorf("xfsq %v on a full filesystem: exit %d\nstdout %q\nstderr %q", c.args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := s.run("files", "rm", "omni", "filler"); r.code != 0 {
+		t.Fatalf("files rm on a full filesystem: exit %d %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(s.root, "projects/omni/filler")); !os.IsNotExist(err) {
+		t.Errorf("files rm left the file: %v", err)
+	}
+	var evs []store.Event
+	s.json(&evs, "events", "--type", "storage.evicted")
+	if len(evs) != 2 {
+		t.Errorf("the deletion on a full filesystem was journalled %d times, want pending and done", len(evs))
+	}
+	s.ok("files", "put", "omni", "b", "--from", src)
+	if _, err := os.Stat(filepath.Join(s.root, ".xfsq/reserve")); err != nil {
+		t.Errorf("the reserve was not made again once there was room: %v", err)
 	}
 }

@@ -194,6 +194,17 @@ func (e env) openStore(root string) (*store.Store, project.Options, error) {
 	return st, o, nil
 }
 
+// readCommands only read the store: on a full filesystem they open it
+// read-only rather than fail.
+var readCommands = map[string]bool{
+	"project list": true, "project show": true, "report": true, "events": true, "top": true,
+	"settings list": true, "settings get": true, "lease list": true, "files ls": true, "files get": true,
+}
+
+// freeingCommands free room: on a full filesystem they may spend the
+// reserve beside the store to journal what they delete.
+var freeingCommands = map[string]bool{"files rm": true}
+
 // manager opens the store and the manager of an initialised root.
 func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) error {
 	root, err := e.root()
@@ -204,17 +215,72 @@ func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) err
 	if err := project.CheckRoot(root); err != nil {
 		return err
 	}
-	st, o, err := e.openStore(root)
+	st, o, err := e.openStoreOnFullDisk(root)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if local := e.dsn(root) == filepath.Join(root, project.StateDir, "xfsq.db"); local && !st.ReadOnly() {
+		defer project.EnsureReserve(root)
+	}
 	m, err := project.Open(e.c.Context, o)
 	if err != nil {
-		return err
+		return e.diskFull(root, err)
 	}
 	defer m.Close()
-	return fn(e.c.Context, m)
+	return e.diskFull(root, fn(e.c.Context, m))
+}
+
+// openStoreOnFullDisk opens the store; when that fails because the
+// filesystem holding an embedded store is full, a read command opens it
+// read-only and a command that frees room spends the reserve, and any
+// other says what is full and what to do.
+func (e env) openStoreOnFullDisk(root string) (*store.Store, project.Options, error) {
+	st, o, err := e.openStore(root)
+	if err == nil {
+		return st, o, nil
+	}
+	dsn := e.dsn(root)
+	if store.IsPostgres(dsn) {
+		return nil, o, err
+	}
+	full := project.DiskFull(filepath.Dir(dsn), 0, err)
+	if full == nil {
+		return nil, o, err
+	}
+	if dsn == filepath.Join(root, project.StateDir, "xfsq.db") {
+		full.Dir = root // what the operator knows it by
+	}
+	name := commandName(e.c)
+	switch {
+	case readCommands[name]:
+		if st, err2 := store.OpenReadOnly(e.c.Context, dsn, e.host()); err2 == nil {
+			fmt.Fprintf(e.stderr, "xfsq: %s: the store was opened read-only\n", (&project.DiskFullError{Dir: full.Dir, Free: full.Free, Size: full.Size}).Error())
+			o, err := e.options(root, st)
+			return st, o, err
+		}
+	case freeingCommands[name] && project.ReleaseReserve(root):
+		if st, o, err2 := e.openStore(root); err2 == nil {
+			return st, o, nil
+		}
+	}
+	full.Err = fmt.Errorf("xfsq cannot write its store %s (%v); free space there (read commands and xfsq files rm still work), and keep the store on another filesystem (--db) so that it never fills with the trees", dsn, err)
+	return nil, o, full
+}
+
+// diskFull says that an error is the filesystem's, when it is full and the
+// error is not already a refusal of its own.
+func (e env) diskFull(root string, err error) error {
+	var limit *quota.LimitError
+	var path *files.PathError
+	var full *project.DiskFullError
+	if err == nil || errors.As(err, &limit) || errors.As(err, &path) || errors.As(err, &full) {
+		return err
+	}
+	if f := project.DiskFull(root, 0, err); f != nil {
+		return f
+	}
+	return err
 }
 
 // print writes v as JSON with --json, else calls human.
