@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/xfsq/xfsq/project"
 )
 
 // PathError is a path refused before anything was touched.
@@ -21,7 +23,7 @@ const (
 )
 
 // tempPrefix names xfsq's temporary files; callers may not use it.
-const tempPrefix = ".xfsq-tmp-"
+const tempPrefix = project.TempPrefix
 
 // Clean checks a path given relative to a tree and returns it cleaned; "."
 // is the tree itself. It refuses what could leave the tree or confuse a

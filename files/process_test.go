@@ -247,7 +247,11 @@ func doctorKinds(t *testing.T, s *sandbox) map[string]int {
 // reclaims it (and its temporary file) at once, not after reservation_ttl:
 // room held by a process that is gone is room nobody holds.
 func TestDeadWriterIsReclaimedAtOnce(t *testing.T) {
-	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	storetest.ForEach(t, testDeadWriterIsReclaimedAtOnce)
+}
+
+func testDeadWriterIsReclaimedAtOnce(t *testing.T, dsn string) {
+	s := newSandbox(t, dsn, "omni")
 	s.limit("omni", s.used("omni").Bytes+10<<20, 0)
 	os.WriteFile(filepath.Join(s.root, "projects/omni/big"), []byte("old content"), 0o644)
 	cmd, _ := startSlow(t, s, 6<<20)

@@ -134,7 +134,11 @@ func (b *barrierReader) Read(p []byte) (int, error) {
 // step and grows with what arrives, so none is refused for room that the
 // others only reserved.
 func TestSmallConcurrentStreamsAllFit(t *testing.T) {
-	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	storetest.ForEach(t, testSmallConcurrentStreamsAllFit)
+}
+
+func testSmallConcurrentStreamsAllFit(t *testing.T, dsn string) {
+	s := newSandbox(t, dsn, "omni")
 	if err := s.put("omni", "held", make([]byte, 32<<10), true); err != nil {
 		t.Fatal(err)
 	}

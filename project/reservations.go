@@ -27,8 +27,9 @@ const (
 // A holder on another host is never taken for gone.
 func HolderGone(h string) bool { return !holderAlive(h) }
 
-// tempPrefix is the name every temporary file of package files starts with.
-const tempPrefix = ".xfsq-tmp-"
+// TempPrefix starts the name of every temporary file of package files
+// (where the filesystem has no O_TMPFILE): what a reclaim may delete.
+const TempPrefix = ".xfsq-tmp-"
 
 // RemoveTemps deletes the temporary files named by reclaimed reservations,
 // through os.Root so that no name leads out of the root, and only names
@@ -43,7 +44,7 @@ func (m *Manager) RemoveTemps(reclaimed []store.Reservation) {
 	}
 	defer root.Close()
 	for _, r := range reclaimed {
-		if strings.HasPrefix(path.Base(r.TempPath), tempPrefix) {
+		if strings.HasPrefix(path.Base(r.TempPath), TempPrefix) {
 			root.Remove(r.TempPath)
 		}
 	}
@@ -59,7 +60,7 @@ func (m *Manager) reservationFindings(ctx context.Context) ([]Finding, error) {
 	now := time.Now()
 	var out []Finding
 	for _, r := range all {
-		f := Finding{Project: r.Project, Area: r.Area, Path: r.TempPath}
+		f := Finding{Project: r.Project, Area: r.Area}
 		held := fmt.Sprintf("reservation %d holds %s and %d inodes for %s", r.ID, units.FormatIEC(r.Bytes), r.Inodes, r.Holder)
 		switch {
 		case HolderGone(r.Holder):
