@@ -2,9 +2,11 @@
 // and delete files inside one project tree. Writes are admitted before they
 // allocate anything (on the fallback backend by reservations in the store,
 // atomic across processes; on XFS the kernel enforces and xfsq adds the
-// per-write limit), written to a temporary file and renamed into place only
-// when complete, so a refused or failed write leaves the old content as it
-// was. Deletions are journalled. The CLI and the HTTP API share this layer.
+// per-write limit), written to an unnamed file (O_TMPFILE, else a named
+// temporary one) and put in place only when complete and only as the inode
+// written, so a refused or failed write leaves the old content as it was
+// and a swapped temporary name can never be placed. Deletions are
+// journalled. The CLI and the HTTP API share this layer.
 //
 // Every path is resolved through os.Root inside the tree: it must never
 // read, write or delete outside the tree, follow a symlink out of it, or
