@@ -189,14 +189,20 @@ func (w *writer) place(dir int, base, p string) error {
 	if err := unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || !sameInode(&st, &mine) {
 		return errSwapped(p)
 	}
+	var old unix.Stat_t
+	haveOld := unix.Fstatat(dir, base, &old, unix.AT_SYMLINK_NOFOLLOW) == nil
 	hook("put:verified")
 	// Exchanging rather than renaming keeps the old file until what landed
-	// at base is known to be ours: if it is not, the exchange is undone.
+	// at base is known to be ours: if it is not, the exchange is undone —
+	// only while the temporary name still holds the old file, so that an
+	// undo never puts a tenant's swapped-in entry at base either.
 	err = unix.Renameat2(top, w.temp, dir, base, unix.RENAME_EXCHANGE)
 	switch {
 	case err == nil:
 		if unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || !sameInode(&st, &mine) {
-			unix.Renameat2(top, w.temp, dir, base, unix.RENAME_EXCHANGE)
+			if haveOld && unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && sameInode(&st, &old) {
+				unix.Renameat2(top, w.temp, dir, base, unix.RENAME_EXCHANGE)
+			}
 			return errSwapped(p)
 		}
 		// The old file now has the temporary name; a directory put at base

@@ -259,3 +259,62 @@ func TestPutOnAFullFilesystem(t *testing.T) {
 		})
 	}
 }
+
+// A swapper racing every write, turning each temporary name it sees into a
+// symlink out of the tree, never gets a success for data that is not there
+// and never gets anything written outside: both with O_TMPFILE and without.
+// (A swapper that acts twice within the microseconds of a replacement can
+// leave its own link at the target — as it could by writing the link there
+// itself — but the write then fails; a new file is never exposed at all.)
+func TestPutRacingSwapper(t *testing.T) {
+	for _, tmpfile := range []bool{true, false} {
+		t.Run(map[bool]string{true: "tmpfile", false: "named"}[tmpfile], func(t *testing.T) {
+			noTmpfile = !tmpfile
+			defer func() { noTmpfile = false }()
+			s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+			tree := filepath.Join(s.root, "projects/omni")
+			outside := filepath.Join(t.TempDir(), "outside")
+			os.WriteFile(outside, []byte("outside"), 0o644)
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					entries, _ := os.ReadDir(tree)
+					for _, e := range entries {
+						if strings.HasPrefix(e.Name(), tempPrefix) {
+							tmp := filepath.Join(tree, e.Name())
+							os.Rename(tmp, filepath.Join(tree, "stolen"))
+							os.Symlink(outside, tmp)
+						}
+					}
+				}
+			})
+			links := 0
+			for i := range 300 {
+				data := []byte(fmt.Sprintf("version %d", i))
+				err := s.put("omni", "doc", data, i%2 == 0)
+				fi, lerr := os.Lstat(filepath.Join(tree, "doc"))
+				if err == nil && (lerr != nil || !fi.Mode().IsRegular() || !bytes.Equal(s.content("omni", "doc"), data)) {
+					t.Fatalf("write %d reported success, the target is %v holding %q", i, fi.Mode(), s.content("omni", "doc"))
+				}
+				if lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+					links++
+					os.Remove(filepath.Join(tree, "doc"))
+				}
+			}
+			close(stop)
+			wg.Wait()
+			if links > 3 {
+				t.Errorf("the swapper's link reached the target in %d of 300 failed writes: the undo is not narrow", links)
+			}
+			if got, _ := os.ReadFile(outside); string(got) != "outside" {
+				t.Errorf("the file outside the tree became %q", got)
+			}
+		})
+	}
+}
