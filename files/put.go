@@ -391,9 +391,10 @@ func (w *writer) copy(r io.Reader, size int64) error {
 		}
 		if room == 0 {
 			if size >= 0 && w.written == uint64(size) {
-				return w.expectEOF(r, size)
+				_, err := w.expectEOF(r, size)
+				return err
 			}
-			if w.l.MaxFileBytes == 0 || w.written < w.l.MaxFileBytes {
+			if w.mayGrow() {
 				more, err := w.grow()
 				if err != nil {
 					return err
@@ -403,7 +404,9 @@ func (w *writer) copy(r io.Reader, size int64) error {
 				}
 			}
 			// Out of allowance: one more byte decides between done and refused.
-			return w.expectEOF(r, size)
+			if more, err := w.expectEOF(r, size); err != nil || !more {
+				return err
+			}
 		}
 		n, err := r.Read(buf[:min(uint64(len(buf)), room)])
 		if n > 0 {
@@ -478,23 +481,42 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 	}
 }
 
+// mayGrow reports whether a streaming body may ask for more room.
+func (w *writer) mayGrow() bool {
+	return !w.l.M.IsXFS() && (w.l.MaxFileBytes == 0 || w.written < w.l.MaxFileBytes)
+}
+
 // expectEOF reads one byte past the admitted length: EOF means the body
-// fitted; a byte means it is over a limit, and the write is refused.
-func (w *writer) expectEOF(r io.Reader, size int64) error {
+// fitted; a byte means it is over a limit, and the write is refused —
+// unless room was freed while the byte was awaited (a slow body, another
+// write finished meanwhile), when the byte is written and more reports
+// that the body goes on.
+func (w *writer) expectEOF(r io.Reader, size int64) (more bool, err error) {
 	var one [1]byte
 	for {
 		n, err := r.Read(one[:])
 		if n > 0 {
 			if size >= 0 && w.written == uint64(size) {
-				return fmt.Errorf("the body is longer than the %d bytes declared; nothing was written", size)
+				return false, fmt.Errorf("the body is longer than the %d bytes declared; nothing was written", size)
 			}
-			return w.refusal(w.written + 1)
+			if w.mayGrow() {
+				if grown, err := w.grow(); err != nil {
+					return false, err
+				} else if grown {
+					if _, err := w.file.Write(one[:]); err != nil {
+						return false, w.mapErr(err)
+					}
+					w.written++
+					return true, nil
+				}
+			}
+			return false, w.refusal(w.written + 1)
 		}
 		if err == io.EOF {
-			return nil
+			return false, nil
 		}
 		if err != nil {
-			return readErr(w.ctx, err)
+			return false, readErr(w.ctx, err)
 		}
 	}
 }

@@ -318,3 +318,67 @@ func TestPutRacingSwapper(t *testing.T) {
 		})
 	}
 }
+
+// gate serves first, then blocks its next read until open is closed,
+// saying on waiting when it starts to wait; then serves rest, or fails.
+type gate struct {
+	first, rest []byte
+	fail        bool
+	waiting     chan struct{}
+	open        chan struct{}
+	calls       int
+}
+
+func (g *gate) Read(p []byte) (int, error) {
+	g.calls++
+	if g.calls == 1 && len(g.first) > 0 {
+		return copy(p, g.first), nil
+	}
+	if g.waiting != nil {
+		close(g.waiting)
+		g.waiting = nil
+		<-g.open
+	}
+	if g.fail {
+		return 0, errors.New("client went away")
+	}
+	if len(g.rest) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, g.rest)
+	g.rest = g.rest[n:]
+	return n, nil
+}
+
+// A streamed body that ran out of room held by another write's reservation
+// goes on when that write gives its room back while the body waits for its
+// next byte: it is refused only when the tree really is full.
+func TestStreamGoesOnWhenRoomIsFreed(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	s.limit("omni", s.used("omni").Bytes+10*block, 0)
+	// A holds 8 of the 10 blocks, then fails.
+	a := &gate{fail: true, waiting: make(chan struct{}), open: make(chan struct{})}
+	aDone := make(chan error, 1)
+	go func() { _, err := s.l.Put(ctx, "omni", "", "a", a, int64(8*block)); aDone <- err }()
+	<-a.waiting
+	// B streams 4 blocks: 2 fit, the rest must wait for A's room.
+	b := &gate{first: make([]byte, 2*block), rest: make([]byte, 2*block), waiting: make(chan struct{}), open: make(chan struct{})}
+	bDone := make(chan error, 1)
+	go func() { _, err := s.l.Put(ctx, "omni", "", "b", b, -1); bDone <- err }()
+	select {
+	case <-b.waiting:
+	case err := <-bDone:
+		t.Fatalf("B ended before waiting for room: %v", err)
+	}
+	close(a.open)
+	if err := <-aDone; err == nil {
+		t.Fatal("A's failing body was written")
+	}
+	close(b.open)
+	if err := <-bDone; err != nil {
+		t.Errorf("B, with room freed while it waited: %v", err)
+	}
+	if got := len(s.content("omni", "b")); got != int(4*block) {
+		t.Errorf("B holds %d bytes, want %d", got, 4*block)
+	}
+}
