@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -182,5 +183,57 @@ func TestFullFilesystem(t *testing.T) {
 	s.ok("files", "put", "omni", "b", "--from", src)
 	if _, err := os.Stat(filepath.Join(s.root, ".xfsq/reserve")); err != nil {
 		t.Errorf("the reserve was not made again once there was room: %v", err)
+	}
+}
+
+// doctor lists the reservations of writes in flight: a running files put's
+// as write-in-progress, a killed one's as dead-reservation (exit 1 until
+// --fix releases it).
+func TestDoctorReservations(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	cmd := exec.Command(os.Getenv(envBinary), "--root", s.root, "files", "put", "omni", "big")
+	cmd.Env = append(os.Environ(), s.env...)
+	stdin, _ := cmd.StdinPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stdin.Write(make([]byte, 100<<10))
+	st := s.store()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if res, _ := st.Reservations(context.Background()); len(res) == 1 && res[0].Bytes > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the put never reserved anything")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	kinds := func(args ...string) (map[string]int, int) {
+		r := s.run(append([]string{"--json", "doctor"}, args...)...)
+		var findings []struct{ Kind string }
+		if err := json.Unmarshal([]byte(r.stdout), &findings); err != nil {
+			t.Fatalf("doctor %v: %v\n%s%s", args, err, r.stdout, r.stderr)
+		}
+		k := map[string]int{}
+		for _, f := range findings {
+			k[f.Kind]++
+		}
+		return k, r.code
+	}
+	if k, code := kinds(); k["write-in-progress"] != 1 || code != 0 {
+		t.Errorf("doctor during the write: %v exit %d; want one write-in-progress, exit 0", k, code)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if k, code := kinds(); k["dead-reservation"] != 1 || code != 1 {
+		t.Errorf("doctor after the kill: %v exit %d; want one dead-reservation, exit 1", k, code)
+	}
+	if _, code := kinds("--fix"); code != 0 {
+		t.Errorf("doctor --fix: exit %d", code)
+	}
+	if res, _ := st.Reservations(context.Background()); len(res) != 0 {
+		t.Errorf("reservations after doctor --fix: %+v", res)
 	}
 }
