@@ -17,11 +17,17 @@ import (
 type DiskFullError struct {
 	Dir        string // the directory whose filesystem is full
 	Free, Size uint64 // bytes free (to unprivileged users) and in all
-	Err        error  // what failed
+	// Inodes is the filesystem's inode count when it is the inodes that
+	// ran out (bytes may be free); 0 when it is the bytes.
+	Inodes uint64
+	Err    error // what failed
 }
 
 func (e *DiskFullError) Error() string {
 	msg := fmt.Sprintf("the filesystem holding %s is full (%s free of %s)", e.Dir, units.FormatIEC(e.Free), units.FormatIEC(e.Size))
+	if e.Inodes > 0 {
+		msg = fmt.Sprintf("the filesystem holding %s has no free inodes (0 of %d; %s of %s free)", e.Dir, e.Inodes, units.FormatIEC(e.Free), units.FormatIEC(e.Size))
+	}
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
@@ -36,15 +42,19 @@ func (e *DiskFullError) Unwrap() error { return e.Err }
 const fullBelow = 1 << 20
 
 // DiskFull returns a DiskFullError for err when the filesystem holding dir
-// has less than need bytes free (at least fullBelow): the reason a write
-// there failed, ENOSPC or not, is then the filesystem, not a quota. It
-// returns nil when the filesystem has room (or cannot be asked).
+// has less than need bytes free (at least fullBelow), or no free inode:
+// the reason a write there failed, ENOSPC or not, is then the filesystem,
+// not a quota. It returns nil when the filesystem has room (or cannot be
+// asked).
 func DiskFull(dir string, need uint64, err error) *DiskFullError {
 	var st unix.Statfs_t
 	if unix.Statfs(dir, &st) != nil || st.Blocks == 0 {
 		return nil // a pseudo-filesystem, or an unreadable one: no claim either way
 	}
 	free, size := st.Bavail*uint64(st.Bsize), st.Blocks*uint64(st.Bsize)
+	if st.Files > 0 && st.Ffree == 0 {
+		return &DiskFullError{Dir: dir, Free: free, Size: size, Inodes: st.Files, Err: err}
+	}
 	if free >= max(need, fullBelow) {
 		return nil
 	}
