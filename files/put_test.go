@@ -327,6 +327,7 @@ type gate struct {
 	waiting     chan struct{}
 	open        chan struct{}
 	calls       int
+	waited      bool
 }
 
 func (g *gate) Read(p []byte) (int, error) {
@@ -334,9 +335,9 @@ func (g *gate) Read(p []byte) (int, error) {
 	if g.calls == 1 && len(g.first) > 0 {
 		return copy(p, g.first), nil
 	}
-	if g.waiting != nil {
+	if !g.waited {
+		g.waited = true
 		close(g.waiting)
-		g.waiting = nil
 		<-g.open
 	}
 	if g.fail {
