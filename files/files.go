@@ -146,7 +146,12 @@ func (l *Layer) List(ctx context.Context, name, area, p string) ([]Entry, error)
 		return nil, err
 	}
 	defer t.Close()
-	f, err := t.root.Open(p)
+	// O_DIRECTORY: a device, FIFO or socket named here is refused by the
+	// kernel without being opened (opening a FIFO would hang, a device act).
+	f, err := t.root.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if errors.Is(err, unix.ENOTDIR) {
+		return nil, &PathError{Path: p, Reason: "it is not a directory; get it instead"}
+	}
 	if err != nil {
 		return nil, pathErr(p, err)
 	}

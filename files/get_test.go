@@ -39,7 +39,8 @@ func (o *opened) any() bool {
 // Whatever a tenant puts where a file is expected is refused by what it is,
 // before it is opened: a device node is never opened (opening one can act:
 // a tape rewinds, a terminal becomes the controlling one), a socket is named
-// as one (not "no such device or address").
+// as one (not "no such device or address"). Listing one opens nothing either
+// (and a FIFO cannot hang it).
 func TestGetRefusesNonRegularBeforeOpening(t *testing.T) {
 	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
 	tree := filepath.Join(s.root, "projects/omni")
@@ -87,6 +88,21 @@ func TestGetRefusesNonRegularBeforeOpening(t *testing.T) {
 			}
 			if w.any() {
 				t.Errorf("%s was opened before it was refused", c.name)
+			}
+			if c.name == "dir" || c.name == "symlink" {
+				return
+			}
+			go func() { _, err := s.l.List(ctx, "omni", "", c.name); done <- err }()
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("ls hung")
+			}
+			if !errors.As(err, &pe) || !strings.Contains(err.Error(), "not a directory") {
+				t.Errorf("ls: %v; want a refusal saying it is not a directory", err)
+			}
+			if w.any() {
+				t.Errorf("ls opened %s", c.name)
 			}
 		})
 	}
