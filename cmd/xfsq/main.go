@@ -268,13 +268,16 @@ func (e env) openStoreOnFullDisk(root string) (*store.Store, project.Options, er
 	return nil, o, full
 }
 
-// diskFull says that an error is the filesystem's, when it is full and the
-// error is not already a refusal of its own.
+// diskFull says that a failed write is the filesystem's, when it is full:
+// ENOSPC, or SQLite's way of saying it could not write its store.
 func (e env) diskFull(root string, err error) error {
-	var limit *quota.LimitError
-	var path *files.PathError
 	var full *project.DiskFullError
-	if err == nil || errors.As(err, &limit) || errors.As(err, &path) || errors.As(err, &full) {
+	if err == nil || errors.As(err, &full) {
+		return err
+	}
+	msg := err.Error()
+	if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) && !strings.Contains(msg, "disk is full") &&
+		!strings.Contains(msg, "disk I/O error") && !strings.Contains(msg, "readonly database") {
 		return err
 	}
 	if f := project.DiskFull(root, 0, err); f != nil {
