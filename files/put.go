@@ -147,9 +147,10 @@ func (w *writer) create() error {
 	return nil
 }
 
-// errSwapped is a write whose temporary name a tenant replaced under it.
+// errSwapped is a write whose temporary name something in the tree
+// replaced under it: a failed operation (exit 1), not a refused path.
 func errSwapped(p string) error {
-	return &PathError{Path: p, Reason: "xfsq's temporary file was replaced while being written (by something in the tree); nothing was written, try again"}
+	return fmt.Errorf("%s: xfsq's temporary file was replaced while being written (by something in the tree); nothing was written, try again", p)
 }
 
 func sameInode(a, b *unix.Stat_t) bool { return a.Dev == b.Dev && a.Ino == b.Ino }
@@ -627,13 +628,6 @@ func missingDirs(root *os.Root, dir string) (uint64, error) {
 		}
 	}
 	return n, nil
-}
-
-func syncDir(root *os.Root, dir string) {
-	if f, err := root.Open(dir); err == nil {
-		f.Sync()
-		f.Close()
-	}
 }
 
 // blockSize is the filesystem's allocation unit under root.

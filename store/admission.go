@@ -58,8 +58,16 @@ func (t *Tx) reclaim(ctx context.Context, now time.Time, gone HolderGone) ([]Res
 		return nil, err
 	}
 	var dead []Reservation
+	// One answer per holder: a process with many writes in flight is asked
+	// about once, not once for each.
+	isGone := map[string]bool{}
 	for _, r := range all {
-		if r.Expires < toMicros(now) || (gone != nil && gone(r.Holder)) {
+		g, asked := isGone[r.Holder]
+		if !asked && gone != nil {
+			g = gone(r.Holder)
+			isGone[r.Holder] = g
+		}
+		if r.Expires < toMicros(now) || g {
 			if _, err := t.exec(ctx, `DELETE FROM reservations WHERE id = ?`, r.ID); err != nil {
 				return nil, err
 			}
