@@ -203,7 +203,7 @@ var readCommands = map[string]bool{
 
 // freeingCommands free room: on a full filesystem they may spend the
 // reserve beside the store to journal what they delete.
-var freeingCommands = map[string]bool{"files rm": true}
+var freeingCommands = map[string]bool{"files rm": true, "sweep": true, "project rm": true}
 
 // manager opens the store and the manager of an initialised root.
 func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) error {
