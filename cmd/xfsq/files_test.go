@@ -138,7 +138,8 @@ func fill(t *testing.T, path string) {
 
 // A full filesystem is said to be one — not a quota refusal with numbers
 // that contradict each other — and the operator can still read with every
-// read command and free room with files rm, after which writes work again.
+// read command (which say the filesystem is full) and free room with files
+// rm, after which writes work again.
 func TestFullFilesystem(t *testing.T) {
 	s := newSandbox(t, mountTmpfs(t, 16<<20), "")
 	s.ok("init")
@@ -165,7 +166,7 @@ func TestFullFilesystem(t *testing.T) {
 		{[]string{"files", "ls", "omni"}, "filler"},
 		{[]string{"files", "get", "omni", "a.txt"}, "hello"},
 	} {
-		if r := s.run(c.args...); r.code != 0 || !strings.Contains(r.stdout, c.want) {
+		if r := s.run(c.args...); r.code != 0 || !strings.Contains(r.stdout, c.want) || !strings.Contains(r.stderr, "is full") {
 			t.Errorf("xfsq %v on a full filesystem: exit %d\nstdout %q\nstderr %q", c.args, r.code, r.stdout, r.stderr)
 		}
 	}

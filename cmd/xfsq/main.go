@@ -252,19 +252,27 @@ func (e env) openStoreOnFullDisk(root string) (*store.Store, project.Options, er
 		full.Dir = root // what the operator knows it by
 	}
 	name := commandName(e.c)
+	why := err.Error()
 	switch {
 	case readCommands[name]:
-		if st, err2 := store.OpenReadOnly(e.c.Context, dsn, e.host()); err2 == nil {
-			fmt.Fprintf(e.stderr, "xfsq: %s: the store was opened read-only\n", (&project.DiskFullError{Dir: full.Dir, Free: full.Free, Size: full.Size}).Error())
+		st, err := store.OpenReadOnly(e.c.Context, dsn, e.host())
+		if err == nil {
+			note := *full
+			note.Err = nil
+			fmt.Fprintf(e.stderr, "xfsq: %v: the store was opened read-only\n", &note)
 			o, err := e.options(root, st)
 			return st, o, err
 		}
+		why += "; read-only: " + err.Error()
 	case freeingCommands[name] && project.ReleaseReserve(root):
-		if st, o, err2 := e.openStore(root); err2 == nil {
+		st, o, err := e.openStore(root)
+		if err == nil {
 			return st, o, nil
 		}
+		why += "; after spending the reserve: " + err.Error()
 	}
-	full.Err = fmt.Errorf("xfsq cannot write its store %s (%v); free space there (read commands and xfsq files rm still work), and keep the store on another filesystem (--db) so that it never fills with the trees", dsn, err)
+	full.Err = fmt.Errorf("xfsq cannot write its store %s (%s); free space there (read commands, files rm, sweep and project rm still work), "+
+		"and keep the store on another filesystem (--db) so that it never fills with the trees", dsn, why)
 	return nil, o, full
 }
 
