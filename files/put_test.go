@@ -190,15 +190,15 @@ func (tr *trickle) Read(p []byte) (int, error) {
 }
 
 // A write making progress keeps its reservation however long it takes:
-// with reservation_ttl at 1s, bodies that take 3s (known length, and
+// with reservation_ttl at 2s, bodies that take 4s (known length, and
 // streamed) are not reclaimed by the writes that run meanwhile.
 func TestProgressRenewsTheReservation(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		for _, known := range []bool{true, false} {
 			t.Run(map[bool]string{true: "known-size", false: "streamed"}[known], func(t *testing.T) {
 				s := newSandbox(t, dsn, "omni")
-				s.l.TTL = time.Second
-				size := int64(12 * block)
+				s.l.TTL = 2 * time.Second
+				size := int64(16 * block)
 				body := &trickle{left: int(size), pause: 250 * time.Millisecond}
 				if !known {
 					size = -1
@@ -212,7 +212,7 @@ func TestProgressRenewsTheReservation(t *testing.T) {
 						if err != nil {
 							t.Fatalf("a slow write that kept making progress: %v", err)
 						}
-						if got := len(s.content("omni", "slow")); got != int(12*block) {
+						if got := len(s.content("omni", "slow")); got != int(16*block) {
 							t.Errorf("the slow write left %d bytes", got)
 						}
 						return
