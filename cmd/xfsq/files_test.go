@@ -165,6 +165,7 @@ func TestFullFilesystem(t *testing.T) {
 		{[]string{"settings", "list"}, "reservation_ttl"},
 		{[]string{"files", "ls", "omni"}, "filler"},
 		{[]string{"files", "get", "omni", "a.txt"}, "hello"},
+		{[]string{"doctor"}, "no drift"},
 	} {
 		if r := s.run(c.args...); r.code != 0 || !strings.Contains(r.stdout, c.want) || !strings.Contains(r.stderr, "is full") {
 			t.Errorf("xfsq %v on a full filesystem: exit %d\nstdout %q\nstderr %q", c.args, r.code, r.stdout, r.stderr)

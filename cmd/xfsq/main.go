@@ -254,7 +254,7 @@ func (e env) openStoreOnFullDisk(root string) (*store.Store, project.Options, er
 	name := commandName(e.c)
 	why := err.Error()
 	switch {
-	case readCommands[name]:
+	case readCommands[name] || (name == "doctor" && !e.c.Bool("fix")):
 		st, err := store.OpenReadOnly(e.c.Context, dsn, e.host())
 		if err == nil {
 			note := *full
