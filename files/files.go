@@ -2,9 +2,11 @@
 // and delete files inside one project tree. Writes are admitted before they
 // allocate anything (on the fallback backend by reservations in the store,
 // atomic across processes; on XFS the kernel enforces and xfsq adds the
-// per-write limit), written to a temporary file and renamed into place only
-// when complete, so a refused or failed write leaves the old content as it
-// was. Deletions are journalled. The CLI and the HTTP API share this layer.
+// per-write limit), written to an unnamed file (O_TMPFILE, else a named
+// temporary one) and put in place only when complete and only as the inode
+// written, so a refused or failed write leaves the old content as it was
+// and a swapped temporary name can never be placed. Deletions are
+// journalled. The CLI and the HTTP API share this layer.
 //
 // Every path is resolved through os.Root inside the tree: it must never
 // read, write or delete outside the tree, follow a symlink out of it, or
@@ -144,7 +146,12 @@ func (l *Layer) List(ctx context.Context, name, area, p string) ([]Entry, error)
 		return nil, err
 	}
 	defer t.Close()
-	f, err := t.root.Open(p)
+	// O_DIRECTORY: a device, FIFO or socket named here is refused by the
+	// kernel without being opened (opening a FIFO would hang, a device act).
+	f, err := t.root.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if errors.Is(err, unix.ENOTDIR) {
+		return nil, &PathError{Path: p, Reason: "it is not a directory; get it instead"}
+	}
 	if err != nil {
 		return nil, pathErr(p, err)
 	}
@@ -185,25 +192,60 @@ func pathErr(p string, err error) error {
 	return fmt.Errorf("%s: %w", p, err)
 }
 
-// checkReadable refuses what must not be read through the layer.
-func checkReadable(p string, fi os.FileInfo) error {
-	m := fi.Mode()
-	switch {
-	case m.IsDir():
+// checkReadable refuses what must not be read through the layer. It is
+// given the lstat of the name, before anything is opened: opening a device
+// node can have effects of its own (a tape rewinds, a terminal becomes the
+// controlling one), so no open may reach one.
+func checkReadable(p string, st *unix.Stat_t) error {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
 		return &PathError{Path: p, Reason: "it is a directory; list it instead"}
-	case m&fs.ModeDevice != 0:
-		return &PathError{Path: p, Reason: "it is a device file"}
-	case m&fs.ModeNamedPipe != 0:
-		return &PathError{Path: p, Reason: "it is a FIFO"}
-	case m&fs.ModeSocket != 0:
+	case unix.S_IFCHR:
+		return &PathError{Path: p, Reason: "it is a character device"}
+	case unix.S_IFBLK:
+		return &PathError{Path: p, Reason: "it is a block device"}
+	case unix.S_IFIFO:
+		return &PathError{Path: p, Reason: "it is a FIFO (named pipe)"}
+	case unix.S_IFSOCK:
 		return &PathError{Path: p, Reason: "it is a socket"}
-	case !m.IsRegular():
+	case unix.S_IFLNK:
+		return &PathError{Path: p, Reason: "it is a symbolic link; xfsq reads no links (name what it points to)"}
+	default:
 		return &PathError{Path: p, Reason: "it is not a regular file"}
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+	if st.Nlink > 1 {
 		return &PathError{Path: p, Reason: fmt.Sprintf("it has %d hard links and may be shared with a file outside the tree", st.Nlink)}
 	}
 	return nil
+}
+
+// raceHook lets tests act at the points where a tenant could swap a name
+// between a check and its use; nil outside tests.
+var raceHook func(point string)
+
+func hook(point string) {
+	if raceHook != nil {
+		raceHook(point)
+	}
+}
+
+// openParent opens the directory holding p (through os.Root, so no
+// component leads out of the tree) and returns it with p's last name. What
+// is then done to that name is done relative to this one descriptor, so a
+// directory swapped in later cannot redirect it.
+func openParent(root *os.Root, p string) (*os.File, string, error) {
+	dir := path.Dir(p)
+	// O_DIRECTORY|O_NONBLOCK: a FIFO or device named as the directory is
+	// refused rather than opened for real.
+	d, err := root.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOTDIR) {
+			return nil, "", &PathError{Path: dir, Reason: "it is not a directory"}
+		}
+		return nil, "", pathErr(dir, err)
+	}
+	return d, path.Base(p), nil
 }
 
 // Get copies a regular file of a tree to w, at most the size it had when
@@ -214,20 +256,52 @@ func (l *Layer) Get(ctx context.Context, name, area, p string, w io.Writer) (int
 		return 0, err
 	}
 	defer t.Close()
-	// O_NONBLOCK: opening a FIFO must not hang before it can be refused.
-	f, err := t.root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	dir, base, err := openParent(t.root, p)
 	if err != nil {
-		return 0, pathErr(p, err)
+		return 0, err
 	}
+	defer dir.Close()
+	dfd := int(dir.Fd())
+	var before unix.Stat_t
+	if err := unix.Fstatat(dfd, base, &before, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return 0, pathErr(p, &os.PathError{Op: "lstat", Path: p, Err: err})
+	}
+	if before.Mode&unix.S_IFMT == unix.S_IFLNK {
+		// Say where a link leads when it leads out: that is what a reader wants to know.
+		if _, err := t.root.Stat(p); err != nil {
+			if pe := pathErr(p, err); errors.As(pe, new(*PathError)) {
+				return 0, pe
+			}
+		}
+	}
+	if err := checkReadable(p, &before); err != nil {
+		return 0, err
+	}
+	hook("get:checked")
+	// The name may have been swapped since the check: O_NOFOLLOW and
+	// O_NONBLOCK keep a link or FIFO put there from being followed or
+	// hanging, O_NOCTTY keeps a terminal from becoming ours, and the
+	// descriptor must then be the very inode that was checked.
+	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return 0, &PathError{Path: p, Reason: "it was replaced by a symbolic link while being opened"}
+		}
+		return 0, pathErr(p, &os.PathError{Op: "open", Path: p, Err: err})
+	}
+	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
 		return 0, err
 	}
-	if err := checkReadable(p, fi); err != nil {
+	if st.Dev != before.Dev || st.Ino != before.Ino {
+		return 0, &PathError{Path: p, Reason: "it was replaced by another file while being opened"}
+	}
+	if err := checkReadable(p, &st); err != nil {
 		return 0, err
 	}
-	return io.Copy(w, io.LimitReader(f, fi.Size()))
+	return io.Copy(w, io.LimitReader(f, st.Size))
 }
 
 // Remove deletes a file or directory of a tree, journalling it as

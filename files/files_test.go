@@ -36,7 +36,12 @@ type sandbox struct {
 
 func newSandbox(t testing.TB, dsn string, projects ...string) *sandbox {
 	t.Helper()
-	root := t.TempDir()
+	return newSandboxAt(t, t.TempDir(), dsn, projects...)
+}
+
+// newSandboxAt is newSandbox on a root of the caller's (a filesystem of its own).
+func newSandboxAt(t testing.TB, root, dsn string, projects ...string) *sandbox {
+	t.Helper()
 	// A host of its own: several sandboxes may share one test database.
 	st, err := store.Open(ctx, dsn, t.Name())
 	if err != nil {

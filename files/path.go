@@ -5,6 +5,8 @@ import (
 	"path"
 	"strings"
 	"unicode"
+
+	"github.com/xfsq/xfsq/project"
 )
 
 // PathError is a path refused before anything was touched.
@@ -22,7 +24,7 @@ const (
 )
 
 // tempPrefix names xfsq's temporary files; callers may not use it.
-const tempPrefix = ".xfsq-tmp-"
+const tempPrefix = project.TempPrefix
 
 // Clean checks a path given relative to a tree and returns it cleaned; "."
 // is the tree itself. It refuses what could leave the tree or confuse a

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -30,6 +31,9 @@ const (
 	envDSN    = "XFSQ_TEST_FILES_DSN"
 	envHost   = "XFSQ_TEST_FILES_HOST"
 	envProc   = "XFSQ_TEST_FILES_PROC"
+	// envNamed makes the helper use a named temporary file, as on a
+	// filesystem without O_TMPFILE, so that there is one to reclaim.
+	envNamed = "XFSQ_TEST_FILES_NAMED_TEMP"
 )
 
 func TestMain(m *testing.M) {
@@ -44,6 +48,7 @@ func TestMain(m *testing.M) {
 }
 
 func helperLayer() (*Layer, error) {
+	noTmpfile = os.Getenv(envNamed) != ""
 	st, err := store.Open(context.Background(), os.Getenv(envDSN), os.Getenv(envHost))
 	if err != nil {
 		return nil, err
@@ -199,30 +204,59 @@ func slowHelper() int {
 	return 0
 }
 
-// A writer killed with SIGKILL mid-write: no partial file at the target,
-// and its reservation (and temporary file) are reclaimed after the TTL.
-func TestKilledWriterIsReclaimed(t *testing.T) {
-	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
-	if _, _, err := s.m.SetSetting(ctx, "reservation_ttl", "1s"); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(s.root, "projects/omni/big"), []byte("old content"), 0o644)
+// startSlow starts a helper that streams its stdin into "big", feeds it n
+// bytes, and waits until its reservation covers them.
+func startSlow(t *testing.T, s *sandbox, n int) (*exec.Cmd, io.WriteCloser) {
+	t.Helper()
 	cmd := helperCmd(t, s, "slow", "0")
+	cmd.Env = append(cmd.Env, envNamed+"=1")
 	stdin, _ := cmd.StdinPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	stdin.Write(make([]byte, 6<<20)) // more than one reservation chunk
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	stdin.Write(make([]byte, n))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		res, _ := s.st.Reservations(ctx)
-		if len(res) == 1 && res[0].Bytes >= 4<<20 {
-			break
+		if len(res) == 1 && res[0].Bytes >= uint64(n) {
+			return cmd, stdin
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the writer never reserved its first chunks: %+v", res)
+			t.Fatalf("the writer never reserved for its first %d bytes: %+v", n, res)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func doctorKinds(t *testing.T, s *sandbox) map[string]int {
+	t.Helper()
+	findings, err := s.m.Doctor(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, f := range findings {
+		kinds[f.Kind]++
+	}
+	return kinds
+}
+
+// A writer killed with SIGKILL mid-write leaves no partial file at the
+// target; doctor reports its reservation as dead, and the next write
+// reclaims it (and its temporary file) at once, not after reservation_ttl:
+// room held by a process that is gone is room nobody holds.
+func TestDeadWriterIsReclaimedAtOnce(t *testing.T) {
+	storetest.ForEach(t, testDeadWriterIsReclaimedAtOnce)
+}
+
+func testDeadWriterIsReclaimedAtOnce(t *testing.T, dsn string) {
+	s := newSandbox(t, dsn, "omni")
+	s.limit("omni", s.used("omni").Bytes+10<<20, 0)
+	os.WriteFile(filepath.Join(s.root, "projects/omni/big"), []byte("old content"), 0o644)
+	cmd, _ := startSlow(t, s, 6<<20)
+	if k := doctorKinds(t, s); k[project.WriteInProgress] != 1 || k[project.DeadReservation] != 0 {
+		t.Errorf("doctor during the write: %v, want one %s", k, project.WriteInProgress)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
@@ -237,15 +271,45 @@ func TestKilledWriterIsReclaimed(t *testing.T) {
 	if _, err := os.Stat(temp); err != nil {
 		t.Fatalf("the killed writer's temporary file %s: %v", temp, err)
 	}
+	if k := doctorKinds(t, s); k[project.DeadReservation] != 1 || k[project.WriteInProgress] != 0 {
+		t.Errorf("doctor after the kill: %v, want one %s", k, project.DeadReservation)
+	}
+	// 6 MiB of the 10 are held by the dead writer: this write fits only
+	// if its reservation is reclaimed now (reservation_ttl is 10m).
+	if err := s.put("omni", "next", make([]byte, 8<<20), true); err != nil {
+		t.Fatalf("a write needing the dead writer's room: %v", err)
+	}
+	if res, _ := s.st.Reservations(ctx); len(res) != 0 {
+		t.Errorf("reservations after the next write: %+v", res)
+	}
+	if _, err := os.Stat(temp); !os.IsNotExist(err) {
+		t.Errorf("the reclaimed reservation's temporary file is still there: %v", err)
+	}
+}
+
+// A live writer that stalls (its body stops arriving) is reclaimed after
+// reservation_ttl, and doctor says so; its later data cannot be committed.
+func TestStalledWriterIsReclaimedAfterTTL(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	if _, _, err := s.m.SetSetting(ctx, "reservation_ttl", "1s"); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(s.root, "projects/omni/big"), []byte("old content"), 0o644)
+	cmd, stdin := startSlow(t, s, 1<<20)
 	time.Sleep(1500 * time.Millisecond)
-	// Any later write reclaims what expired.
+	if k := doctorKinds(t, s); k[project.DeadReservation] != 1 {
+		t.Errorf("doctor after the TTL: %v, want one %s", k, project.DeadReservation)
+	}
 	if err := s.put("omni", "small", []byte("x"), true); err != nil {
 		t.Fatal(err)
 	}
 	if res, _ := s.st.Reservations(ctx); len(res) != 0 {
 		t.Errorf("reservations after the TTL: %+v", res)
 	}
-	if _, err := os.Stat(temp); !os.IsNotExist(err) {
-		t.Errorf("the reclaimed reservation's temporary file is still there: %v", err)
+	stdin.Write(make([]byte, 1<<20))
+	stdin.Close()
+	cmd.Wait()
+	if got := string(s.content("omni", "big")); got != "old content" {
+		t.Errorf("a reclaimed write was committed: the target holds %d bytes", len(got))
 	}
 }

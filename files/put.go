@@ -8,7 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"strings"
+	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -26,8 +27,15 @@ type PutResult struct {
 	Replaced bool   `json:"replaced"`
 }
 
-// chunk is how much a streaming write reserves ahead of the data.
-const chunk = 4 << 20
+// A streaming write reserves ahead of its data in steps: firstStep to
+// begin with, then as much again as has arrived (so its reservation at most
+// doubles what it holds), at most maxStep at a time, and never more than
+// the allowance holds. Small first steps let many small uploads share a
+// tree; a large body still needs only a logarithmic number of steps.
+const (
+	firstStep = 64 << 10
+	maxStep   = 64 << 20
+)
 
 // Put writes r to path p in a tree. size is the body's length, or -1 when
 // unknown. The write is admitted before it allocates; a body of unknown
@@ -65,44 +73,182 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		return res, err
 	}
 	newInodes += missing
-	w := &writer{l: l, t: t, ctx: ctx, block: blockSize(t.root), oldAlloc: oldAlloc, inodes: newInodes, temp: tempName()}
+	w := &writer{l: l, t: t, ctx: ctx, block: blockSize(t.root), oldAlloc: oldAlloc, inodes: newInodes, temp: tempName(), fd: -1, size: size}
 	w.dirBytes = missing * w.block // each new directory takes a block
 	if err := w.admit(size); err != nil {
 		return res, err
 	}
 	defer w.abandon() // undoes whatever a failed write left; a no-op after commit
-	f, err := t.root.OpenFile(w.temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
+	if err := w.create(); err != nil {
 		return res, err
 	}
-	w.file = f
+	if ctx.Done() != nil {
+		r = &ctxReader{ctx: ctx, r: r, res: make(chan readResult, 1)}
+	}
 	if err := w.copy(r, size); err != nil {
 		return res, err
 	}
 	fault.Point("put:before-fsync")
-	if err := f.Sync(); err != nil {
+	if err := w.file.Sync(); err != nil {
 		return res, w.mapErr(err)
 	}
-	if err := f.Close(); err != nil {
-		return res, w.mapErr(err)
-	}
-	w.file = nil
 	if dir := path.Dir(p); dir != "." {
 		if err := t.root.MkdirAll(dir, 0o755); err != nil {
 			return res, pathErr(dir, err)
 		}
 	}
+	dir, base, err := openParent(t.root, p)
+	if err != nil {
+		return res, err
+	}
+	defer dir.Close()
 	if err := w.commit(); err != nil {
 		return res, err
 	}
-	if err := t.root.Rename(w.temp, p); err != nil {
+	if err := w.place(int(dir.Fd()), base, p); err != nil {
 		w.uncommit()
-		return res, pathErr(p, err)
+		return res, err
 	}
 	w.done = true
-	syncDir(t.root, path.Dir(p))
+	dir.Sync()
+	if w.named || path.Dir(p) != "." {
+		w.top.Sync()
+	}
 	res.Bytes = w.written
 	return res, nil
+}
+
+// noTmpfile makes tests take the path of filesystems without O_TMPFILE.
+var noTmpfile bool
+
+// create makes the file the body is written to. Where the filesystem can,
+// it has no name at all (O_TMPFILE) until it is linked into place, so a
+// tenant has nothing to swap while the body streams; else it is a named
+// temporary file at the tree's top, checked again before the rename.
+func (w *writer) create() error {
+	top, err := w.t.root.OpenFile(".", os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	w.top = top
+	if !noTmpfile {
+		fd, err := unix.Openat(int(top.Fd()), ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err == nil {
+			w.fd, w.file = fd, os.NewFile(uintptr(fd), w.temp)
+			return nil
+		}
+		// EOPNOTSUPP: the filesystem has no O_TMPFILE; EISDIR: the kernel has none.
+		if !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EINVAL) {
+			return w.mapErr(err)
+		}
+	}
+	fd, err := unix.Openat(int(top.Fd()), w.temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return w.mapErr(err)
+	}
+	w.fd, w.file, w.named = fd, os.NewFile(uintptr(fd), w.temp), true
+	return nil
+}
+
+// errSwapped is a write whose temporary name something in the tree
+// replaced under it: a failed operation (exit 1), not a refused path.
+func errSwapped(p string) error {
+	return fmt.Errorf("%s: xfsq's temporary file was replaced while being written (by something in the tree); nothing was written, try again", p)
+}
+
+func sameInode(a, b *unix.Stat_t) bool { return a.Dev == b.Dev && a.Ino == b.Ino }
+
+// place puts the written file at base in dir, replacing what is there, and
+// makes sure that what lands there is the inode written, not something
+// swapped in for the temporary name.
+func (w *writer) place(dir int, base, p string) error {
+	var mine unix.Stat_t
+	if err := unix.Fstat(w.fd, &mine); err != nil {
+		return err
+	}
+	top := int(w.top.Fd())
+	// A new name: linking the open file there is atomic, never replaces
+	// anything, and names the inode written whatever became of its
+	// temporary name.
+	err := linkFd(w.fd, dir, base)
+	if err == nil {
+		if w.named {
+			unix.Unlinkat(top, w.temp, 0)
+			w.named = false
+		}
+		return nil
+	}
+	if !errors.Is(err, unix.EEXIST) {
+		return w.mapErr(err)
+	}
+	// A replacement needs a rename, so the file needs its temporary name.
+	if !w.named {
+		if err := linkFd(w.fd, top, w.temp); err != nil {
+			return w.mapErr(err)
+		}
+		w.named = true
+	}
+	hook("put:named")
+	var st unix.Stat_t
+	if err := unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || !sameInode(&st, &mine) {
+		return errSwapped(p)
+	}
+	var old unix.Stat_t
+	haveOld := unix.Fstatat(dir, base, &old, unix.AT_SYMLINK_NOFOLLOW) == nil
+	hook("put:verified")
+	// Exchanging rather than renaming keeps the old file until what landed
+	// at base is known to be ours: if it is not, the exchange is undone —
+	// only while the temporary name still holds the old file, so that an
+	// undo never puts a tenant's swapped-in entry at base either.
+	err = unix.Renameat2(top, w.temp, dir, base, unix.RENAME_EXCHANGE)
+	switch {
+	case err == nil:
+		if unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || !sameInode(&st, &mine) {
+			if haveOld && unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && sameInode(&st, &old) {
+				unix.Renameat2(top, w.temp, dir, base, unix.RENAME_EXCHANGE)
+			}
+			return errSwapped(p)
+		}
+		// The old file now has the temporary name; a directory put at base
+		// meanwhile goes back rather than into the tree's top.
+		if unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			unix.Renameat2(top, w.temp, dir, base, unix.RENAME_EXCHANGE)
+			return &PathError{Path: p, Reason: "it is a directory"}
+		}
+		unix.Unlinkat(top, w.temp, 0)
+		w.named = false
+		return nil
+	case errors.Is(err, unix.ENOENT):
+		// What was at base went away meanwhile: a new name again.
+		if err := linkFd(w.fd, dir, base); err != nil {
+			return pathErr(p, err)
+		}
+		unix.Unlinkat(top, w.temp, 0)
+		w.named = false
+		return nil
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
+		// A filesystem without exchange: check, rename, check again.
+	default:
+		return pathErr(p, err)
+	}
+	if err := unix.Renameat(top, w.temp, dir, base); err != nil {
+		return pathErr(p, err)
+	}
+	w.named = false
+	if unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || !sameInode(&st, &mine) {
+		return errSwapped(p)
+	}
+	return nil
+}
+
+// linkFd gives the open file fd the name name in dir. AT_EMPTY_PATH needs
+// CAP_DAC_READ_SEARCH; /proc/self/fd works for everyone else.
+func linkFd(fd, dir int, name string) error {
+	err := unix.Linkat(fd, "", dir, name, unix.AT_EMPTY_PATH)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EPERM) {
+		err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dir, name, unix.AT_SYMLINK_FOLLOW)
+	}
+	return err
 }
 
 // writer carries one write through admission, copy and commit.
@@ -115,10 +261,15 @@ type writer struct {
 	inodes   uint64 // new inodes: the file if new, plus missing directories
 	dirBytes uint64 // blocks of the missing directories
 	temp     string
+	top      *os.File // the tree's top directory, where a named temporary file lives
 	file     *os.File
+	fd       int
+	named    bool // the file has the temporary name (else it is unnamed or placed)
 
 	reservation int64  // fallback: the store's reservation, 0 when none
+	size        int64  // the body's declared length, -1 when unknown
 	reserved    uint64 // bytes beyond oldAlloc held for this write
+	renewed     time.Time
 	written     uint64
 	committed   bool
 	done        bool
@@ -159,12 +310,12 @@ func (w *writer) admit(size int64) error {
 		return err
 	}
 	id, reclaimed, err := w.l.M.Store.Reserve(w.ctx, w.key(), bytes, w.inodes, project.Holder(),
-		path.Join(w.t.Path, w.temp), w.l.TTL, w.admitFunc(fileBytes, bytes, w.inodes))
-	w.l.removeTemps(reclaimed)
+		path.Join(w.t.Path, w.temp), w.l.TTL, project.HolderGone, w.admitFunc(fileBytes, bytes, w.inodes))
+	w.l.M.RemoveTemps(reclaimed)
 	if err != nil {
 		return err
 	}
-	w.reservation, w.reserved = id, bytes-w.dirBytes
+	w.reservation, w.reserved, w.renewed = id, bytes-w.dirBytes, time.Now()
 	return nil
 }
 
@@ -181,33 +332,53 @@ func (w *writer) admitXFS(fileBytes, bytes uint64) error {
 	return err
 }
 
-// grow asks for more room for a streaming body: a chunk if it can, else
-// whatever the allowance still holds. It returns false when nothing more
-// can be had.
+// grow asks for more room for a streaming body: the next step if it can,
+// else whatever the allowance still holds. It returns false when nothing
+// more can be had.
 func (w *writer) grow() (bool, error) {
 	if w.l.M.IsXFS() {
 		return false, nil
 	}
 	try := func(n uint64) error {
-		return w.l.M.Store.Grow(w.ctx, w.key(), w.reservation, n, w.l.TTL, w.admitFunc(0, n, 0))
+		reclaimed, err := w.l.M.Store.Grow(w.ctx, w.key(), w.reservation, n, w.l.TTL, project.HolderGone, w.admitFunc(0, n, 0))
+		w.l.M.RemoveTemps(reclaimed)
+		if err == nil {
+			w.reserved += n
+			w.renewed = time.Now()
+		}
+		return err
 	}
-	err := try(chunk)
+	step := (min(max(firstStep, w.written), maxStep) + w.block - 1) / w.block * w.block
+	err := try(step)
 	if err == nil {
-		w.reserved += chunk
 		return true, nil
 	}
 	var le *quota.LimitError
 	if !errors.As(err, &le) {
 		return false, err
 	}
-	// Less than a chunk is left: take exactly what is, in whole blocks.
+	// Less than a step is left: take exactly what is, in whole blocks.
 	if le.Max > le.Used {
-		if rest := (le.Max - le.Used) / w.block * w.block; rest > 0 && try(rest) == nil {
-			w.reserved += rest
+		if rest := (le.Max - le.Used) / w.block * w.block; rest > 0 && rest < step && try(rest) == nil {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// renew keeps the reservation of a write that is making progress from
+// expiring, however long its body takes: it is renewed after each quarter
+// of reservation_ttl in which data arrived, so only a write that stalls for
+// the whole TTL can be reclaimed.
+func (w *writer) renew() error {
+	if w.reservation == 0 || w.l.TTL <= 0 || time.Since(w.renewed) < w.l.TTL/4 {
+		return nil
+	}
+	if err := w.l.M.Store.Renew(w.ctx, w.reservation, w.l.TTL); err != nil {
+		return err
+	}
+	w.renewed = time.Now()
+	return nil
 }
 
 // copy streams the body into the temporary file within what is reserved.
@@ -224,9 +395,10 @@ func (w *writer) copy(r io.Reader, size int64) error {
 		}
 		if room == 0 {
 			if size >= 0 && w.written == uint64(size) {
-				return w.expectEOF(r, size)
+				_, err := w.expectEOF(r, size)
+				return err
 			}
-			if w.l.MaxFileBytes == 0 || w.written < w.l.MaxFileBytes {
+			if w.mayGrow() {
 				more, err := w.grow()
 				if err != nil {
 					return err
@@ -236,7 +408,9 @@ func (w *writer) copy(r io.Reader, size int64) error {
 				}
 			}
 			// Out of allowance: one more byte decides between done and refused.
-			return w.expectEOF(r, size)
+			if more, err := w.expectEOF(r, size); err != nil || !more {
+				return err
+			}
 		}
 		n, err := r.Read(buf[:min(uint64(len(buf)), room)])
 		if n > 0 {
@@ -244,6 +418,9 @@ func (w *writer) copy(r io.Reader, size int64) error {
 				return w.mapErr(werr)
 			}
 			w.written += uint64(n)
+			if err := w.renew(); err != nil {
+				return err
+			}
 		}
 		if err == io.EOF {
 			if size >= 0 && w.written != uint64(size) {
@@ -252,28 +429,98 @@ func (w *writer) copy(r io.Reader, size int64) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("reading the body: %w; nothing was written", err)
+			return readErr(w.ctx, err)
 		}
 	}
 }
 
+// readErr says why reading the body failed.
+func readErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("stopped before the body ended: %w; nothing was written", context.Cause(ctx))
+	}
+	return fmt.Errorf("reading the body: %w; nothing was written", err)
+}
+
+type readResult struct {
+	n   int
+	err error
+}
+
+// ctxReader lets cancellation end a body read that never returns (a
+// stalled client, a stdin that never closes): the write, its reservation
+// and its temporary file must not outlive the caller's interest in them.
+// Each read runs in a goroutine into a buffer of its own, which an
+// abandoned read keeps, so nothing is written into the caller's buffer
+// after Read has returned.
+type ctxReader struct {
+	ctx     context.Context
+	r       io.Reader
+	res     chan readResult
+	buf     []byte
+	pending bool
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if !c.pending {
+		if len(c.buf) < len(p) {
+			c.buf = make([]byte, len(p))
+		}
+		buf := c.buf[:len(p)]
+		c.pending = true
+		go func() {
+			n, err := c.r.Read(buf)
+			c.res <- readResult{n, err}
+		}()
+	}
+	select {
+	case <-c.ctx.Done():
+		return 0, c.ctx.Err()
+	case rr := <-c.res:
+		c.pending = false
+		return copy(p, c.buf[:rr.n]), rr.err
+	}
+}
+
+// mayGrow reports whether a streaming body may ask for more room.
+func (w *writer) mayGrow() bool {
+	return !w.l.M.IsXFS() && (w.l.MaxFileBytes == 0 || w.written < w.l.MaxFileBytes)
+}
+
 // expectEOF reads one byte past the admitted length: EOF means the body
-// fitted; a byte means it is over a limit, and the write is refused.
-func (w *writer) expectEOF(r io.Reader, size int64) error {
+// fitted; a byte means it is over a limit, and the write is refused —
+// unless room was freed while the byte was awaited (a slow body, another
+// write finished meanwhile), when the byte is written and more reports
+// that the body goes on.
+func (w *writer) expectEOF(r io.Reader, size int64) (more bool, err error) {
 	var one [1]byte
 	for {
 		n, err := r.Read(one[:])
 		if n > 0 {
 			if size >= 0 && w.written == uint64(size) {
-				return fmt.Errorf("the body is longer than the %d bytes declared; nothing was written", size)
+				return false, fmt.Errorf("the body is longer than the %d bytes declared; nothing was written", size)
 			}
-			return w.refusal(w.written + 1)
+			if w.mayGrow() {
+				if grown, err := w.grow(); err != nil {
+					return false, err
+				} else if grown {
+					if _, err := w.file.Write(one[:]); err != nil {
+						return false, w.mapErr(err)
+					}
+					w.written++
+					return true, nil
+				}
+			}
+			return false, w.refusal(w.written + 1)
 		}
 		if err == io.EOF {
-			return nil
+			return false, nil
 		}
 		if err != nil {
-			return fmt.Errorf("reading the body: %w; nothing was written", err)
+			return false, readErr(w.ctx, err)
 		}
 	}
 }
@@ -298,13 +545,31 @@ func (w *writer) refusal(n uint64) error {
 	return err
 }
 
-// mapErr turns the kernel's refusal during a write into a limit error.
+// mapErr turns the kernel's refusal during a write into what it means: a
+// full filesystem, or (on XFS) the tree's quota. Only XFS enforces quotas
+// in the kernel, so on the fallback backend ENOSPC and EDQUOT are always the
+// filesystem; on XFS they are the filesystem when it has less room than the
+// write still needed.
 func (w *writer) mapErr(err error) error {
-	if errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.ENOSPC) {
-		q, _ := w.l.M.Backend.Get(w.t.ProjectID)
-		return &quota.LimitError{Tree: w.t.label, Limit: "bytes_hard", Used: q.Bytes, Requested: w.alloc(w.written + 1), Max: q.BytesHard}
+	if !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
+		return err
 	}
-	return err
+	need := uint64(0)
+	if w.size >= 0 {
+		need = w.alloc(uint64(w.size)) - min(w.alloc(w.written), w.alloc(uint64(w.size)))
+	}
+	cause := errors.New("nothing was written")
+	if !w.l.M.IsXFS() {
+		if full := project.DiskFull(w.l.M.Root, ^uint64(0), cause); full != nil {
+			return full
+		}
+		return fmt.Errorf("%w; nothing was written", err)
+	}
+	if full := project.DiskFull(w.l.M.Root, need, cause); full != nil {
+		return full
+	}
+	q, _ := w.l.M.Backend.Get(w.t.ProjectID)
+	return &quota.LimitError{Tree: w.t.label, Limit: "bytes_hard", Used: q.Bytes, Requested: w.alloc(w.written + 1), Max: q.BytesHard}
 }
 
 // commit records the write's change in the ledger (fallback) before the
@@ -332,32 +597,20 @@ func (w *writer) uncommit() {
 // abandon removes the temporary file and releases the reservation of a
 // write that did not finish.
 func (w *writer) abandon() {
-	if w.done {
-		return
-	}
 	if w.file != nil {
 		w.file.Close()
 	}
-	w.t.root.Remove(w.temp)
+	if w.top != nil {
+		if w.named {
+			unix.Unlinkat(int(w.top.Fd()), w.temp, 0)
+		}
+		w.top.Close()
+	}
+	if w.done {
+		return
+	}
 	if w.reservation != 0 {
 		w.l.M.Store.Release(context.WithoutCancel(w.ctx), w.reservation)
-	}
-}
-
-// removeTemps deletes the temporary files of reclaimed reservations.
-func (l *Layer) removeTemps(reclaimed []store.Reservation) {
-	if len(reclaimed) == 0 {
-		return
-	}
-	root, err := os.OpenRoot(l.M.Root)
-	if err != nil {
-		return
-	}
-	defer root.Close()
-	for _, r := range reclaimed {
-		if strings.HasPrefix(path.Base(r.TempPath), tempPrefix) {
-			root.Remove(r.TempPath)
-		}
 	}
 }
 
@@ -378,13 +631,6 @@ func missingDirs(root *os.Root, dir string) (uint64, error) {
 		}
 	}
 	return n, nil
-}
-
-func syncDir(root *os.Root, dir string) {
-	if f, err := root.Open(dir); err == nil {
-		f.Sync()
-		f.Close()
-	}
 }
 
 // blockSize is the filesystem's allocation unit under root.

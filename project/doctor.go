@@ -117,6 +117,13 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 		return nil, err
 	}
 	findings = append(findings, deletions...)
+	if !m.IsXFS() {
+		res, err := m.reservationFindings(ctx)
+		if err != nil {
+			return nil, err
+		}
+		findings = append(findings, res...)
+	}
 	if !fix {
 		return findings, nil
 	}

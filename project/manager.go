@@ -416,6 +416,9 @@ func (m *Manager) baseline(ctx context.Context, t store.Tree, maxAge time.Durati
 	if err != nil || (!walked.IsZero() && m.now().Sub(walked) < maxAge) {
 		return walked, err
 	}
+	if m.Store.ReadOnly() {
+		return walked, nil // a full disk: report what the store has, and says when it was walked
+	}
 	start := m.now().Truncate(time.Microsecond) // as the store keeps it
 	u, err := fallback.Walk(m.abs(t.Path))
 	if err != nil {

@@ -41,20 +41,40 @@ var ErrReservationGone = errors.New("the write's reservation expired and was rec
 // every tree, so every reservation takes the same lock.
 func (t *Tx) admissionLock(ctx context.Context) error { return t.lock(ctx, "admission:"+t.s.Host) }
 
-// reclaimExpired deletes reservations past their expiry and returns them,
-// so the caller can remove the temporary files they name.
-func (t *Tx) reclaimExpired(ctx context.Context, now time.Time) ([]Reservation, error) {
-	var expired []Reservation
-	if err := t.sel(ctx, &expired, `SELECT id, project, area, bytes, inodes, holder, temp_path, expires_at FROM reservations
-		WHERE host = ? AND expires_at < ?`, t.s.Host, toMicros(now)); err != nil {
+// HolderGone reports whether the process named by a reservation's holder
+// (pid.start@host, as project.Holder names it) is known to be gone; nil
+// takes every holder for alive, so only expiry reclaims.
+type HolderGone func(holder string) bool
+
+// reclaim deletes the reservations that can never be committed — past
+// their expiry, or held by a process that no longer runs — and returns
+// them, so the caller can remove the temporary files they name. A dead
+// holder's reservation goes at once: waiting out its TTL would refuse live
+// writers room that nobody holds.
+func (t *Tx) reclaim(ctx context.Context, now time.Time, gone HolderGone) ([]Reservation, error) {
+	var all []Reservation
+	if err := t.sel(ctx, &all, `SELECT id, project, area, bytes, inodes, holder, temp_path, expires_at FROM reservations
+		WHERE host = ?`, t.s.Host); err != nil {
 		return nil, err
 	}
-	if len(expired) > 0 {
-		if _, err := t.exec(ctx, `DELETE FROM reservations WHERE host = ? AND expires_at < ?`, t.s.Host, toMicros(now)); err != nil {
-			return nil, err
+	var dead []Reservation
+	// One answer per holder: a process with many writes in flight is asked
+	// about once, not once for each.
+	isGone := map[string]bool{}
+	for _, r := range all {
+		g, asked := isGone[r.Holder]
+		if !asked && gone != nil {
+			g = gone(r.Holder)
+			isGone[r.Holder] = g
+		}
+		if r.Expires < toMicros(now) || g {
+			if _, err := t.exec(ctx, `DELETE FROM reservations WHERE id = ?`, r.ID); err != nil {
+				return nil, err
+			}
+			dead = append(dead, r)
 		}
 	}
-	return expired, nil
+	return dead, nil
 }
 
 type treeAccount struct {
@@ -136,14 +156,14 @@ func (t *Tx) admit(ctx context.Context, k TreeKey, admit AdmitFunc) error {
 
 // Reserve admits a write and records its reservation, atomically with
 // respect to every other writer on this host, in any process. It returns
-// the expired reservations it reclaimed on the way.
-func (s *Store) Reserve(ctx context.Context, k TreeKey, bytes, inodes uint64, holder, tempPath string, ttl time.Duration, admit AdmitFunc) (id int64, reclaimed []Reservation, err error) {
+// the reservations it reclaimed on the way (expired, or their holder gone).
+func (s *Store) Reserve(ctx context.Context, k TreeKey, bytes, inodes uint64, holder, tempPath string, ttl time.Duration, gone HolderGone, admit AdmitFunc) (id int64, reclaimed []Reservation, err error) {
 	err = s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
 		}
 		now := time.Now()
-		if reclaimed, err = tx.reclaimExpired(ctx, now); err != nil {
+		if reclaimed, err = tx.reclaim(ctx, now, gone); err != nil {
 			return err
 		}
 		if err := tx.admit(ctx, k, admit); err != nil {
@@ -165,13 +185,17 @@ func (s *Store) Reserve(ctx context.Context, k TreeKey, bytes, inodes uint64, ho
 }
 
 // Grow adds to a live reservation after admitting the addition, and
-// extends its expiry: a streaming writer calls it as data arrives.
-func (s *Store) Grow(ctx context.Context, k TreeKey, id int64, bytes uint64, ttl time.Duration, admit AdmitFunc) error {
-	return s.InTx(ctx, func(tx *Tx) error {
+// extends its expiry: a streaming writer calls it as data arrives. Like
+// Reserve, it first reclaims what can never be committed, and returns it.
+func (s *Store) Grow(ctx context.Context, k TreeKey, id int64, bytes uint64, ttl time.Duration, gone HolderGone, admit AdmitFunc) (reclaimed []Reservation, err error) {
+	err = s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
 		}
 		if err := tx.liveReservation(ctx, id); err != nil {
+			return err
+		}
+		if reclaimed, err = tx.reclaim(ctx, time.Now(), gone); err != nil {
 			return err
 		}
 		if err := tx.admit(ctx, k, admit); err != nil {
@@ -180,6 +204,27 @@ func (s *Store) Grow(ctx context.Context, k TreeKey, id int64, bytes uint64, ttl
 		_, err := tx.exec(ctx, `UPDATE reservations SET bytes = bytes + ?, expires_at = ? WHERE id = ?`,
 			int64(bytes), toMicros(time.Now().Add(ttl)), id)
 		return err
+	})
+	return reclaimed, err
+}
+
+// Renew extends a live reservation's expiry: a writer making progress
+// calls it, so that only a write that stalls for ttl is reclaimed, however
+// long the whole body takes.
+func (s *Store) Renew(ctx context.Context, id int64, ttl time.Duration) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		now := time.Now()
+		res, err := tx.exec(ctx, `UPDATE reservations SET expires_at = ? WHERE id = ? AND expires_at >= ?`,
+			toMicros(now.Add(ttl)), id, toMicros(now))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ErrReservationGone
+		}
+		return nil
 	})
 }
 
@@ -257,6 +302,19 @@ func (s *Store) Release(ctx context.Context, id int64) error {
 		_, err := tx.exec(ctx, `DELETE FROM reservations WHERE id = ?`, id)
 		return err
 	})
+}
+
+// Reclaim deletes and returns the reservations that can never be
+// committed (expired, or gone(holder)), as every Reserve does first.
+func (s *Store) Reclaim(ctx context.Context, gone HolderGone) (reclaimed []Reservation, err error) {
+	err = s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.admissionLock(ctx); err != nil {
+			return err
+		}
+		reclaimed, err = tx.reclaim(ctx, time.Now(), gone)
+		return err
+	})
+	return reclaimed, err
 }
 
 // Reservations lists the live and expired reservations of this host.

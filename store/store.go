@@ -26,6 +26,7 @@ import (
 type Store struct {
 	db       *sqlx.DB
 	postgres bool
+	readOnly bool // see OpenReadOnly
 	// Host scopes rows that belong to one machine (projects, trees,
 	// settings) when several hosts share a PostgreSQL database.
 	Host string

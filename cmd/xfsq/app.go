@@ -51,7 +51,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			"           xfsq --root /srv/sandbox project add omni --bytes-hard 50GiB\n" +
 			"           xfsq --root /srv/sandbox report\n\n" +
 			"   SIZE is " + units.SizeForms + ".\n" +
-			"   Exit codes: 0 success, 1 operation failed, 2 bad usage or input, 3 quota denied.",
+			"   Exit codes: 0 success, 1 operation failed, 2 bad usage or input, 3 quota denied,\n" +
+			"   128+N stopped by signal N (130 SIGINT, 143 SIGTERM). A full filesystem is 1, not 3.",
 		Version:   version(),
 		Writer:    stdout,
 		ErrWriter: stderr,

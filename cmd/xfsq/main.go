@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/project"
@@ -52,8 +53,30 @@ func main() {
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
 }
 
+// interrupted is the cause of a command's context cancelled by a signal.
+type interrupted struct{ sig syscall.Signal }
+
+func (i interrupted) Error() string { return "interrupted (" + unix.SignalName(i.sig) + ")" }
+
+// onSignal cancels the context with the signal as its cause, so that a
+// command stopped by one says so and exits 128+signal, as a shell would.
+func onSignal() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(interrupted{s.(syscall.Signal)})
+		case <-done:
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); close(done); cancel(nil) }
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := onSignal()
 	defer stop()
 	app := newApp(stdout, stderr)
 	err := app.RunContext(ctx, interspersed(app, args))
@@ -65,6 +88,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return ee.code
 	}
 	code := exitCode(err)
+	var sig interrupted
+	if errors.As(context.Cause(ctx), &sig) {
+		code = 128 + int(sig.sig)
+		if !strings.Contains(err.Error(), sig.Error()) {
+			err = fmt.Errorf("%w: %w", sig, err)
+		}
+	}
 	if jsonRequested(args) {
 		data, _ := json.Marshal(map[string]string{"error": err.Error()})
 		fmt.Fprintln(stderr, string(data))
@@ -168,6 +198,17 @@ func (e env) openStore(root string) (*store.Store, project.Options, error) {
 	return st, o, nil
 }
 
+// readCommands only read the store: on a full filesystem they open it
+// read-only rather than fail.
+var readCommands = map[string]bool{
+	"project list": true, "project show": true, "report": true, "events": true, "top": true,
+	"settings list": true, "settings get": true, "lease list": true, "files ls": true, "files get": true,
+}
+
+// freeingCommands free room: on a full filesystem they may spend the
+// reserve beside the store to journal what they delete.
+var freeingCommands = map[string]bool{"files rm": true, "sweep": true, "project rm": true}
+
 // manager opens the store and the manager of an initialised root.
 func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) error {
 	root, err := e.root()
@@ -178,17 +219,83 @@ func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) err
 	if err := project.CheckRoot(root); err != nil {
 		return err
 	}
-	st, o, err := e.openStore(root)
+	st, o, err := e.openStoreOnFullDisk(root)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if local := e.dsn(root) == filepath.Join(root, project.StateDir, "xfsq.db"); local && !st.ReadOnly() {
+		defer project.EnsureReserve(root)
+	}
 	m, err := project.Open(e.c.Context, o)
 	if err != nil {
-		return err
+		return e.diskFull(root, err)
 	}
 	defer m.Close()
-	return fn(e.c.Context, m)
+	return e.diskFull(root, fn(e.c.Context, m))
+}
+
+// openStoreOnFullDisk opens the store; when that fails because the
+// filesystem holding an embedded store is full, a read command opens it
+// read-only and a command that frees room spends the reserve, and any
+// other says what is full and what to do.
+func (e env) openStoreOnFullDisk(root string) (*store.Store, project.Options, error) {
+	st, o, err := e.openStore(root)
+	if err == nil {
+		return st, o, nil
+	}
+	dsn := e.dsn(root)
+	if store.IsPostgres(dsn) {
+		return nil, o, err
+	}
+	full := project.DiskFull(filepath.Dir(dsn), 0, err)
+	if full == nil {
+		return nil, o, err
+	}
+	if dsn == filepath.Join(root, project.StateDir, "xfsq.db") {
+		full.Dir = root // what the operator knows it by
+	}
+	name := commandName(e.c)
+	why := err.Error()
+	switch {
+	case readCommands[name] || (name == "doctor" && !e.c.Bool("fix")):
+		st, err := store.OpenReadOnly(e.c.Context, dsn, e.host())
+		if err == nil {
+			note := *full
+			note.Err = nil
+			fmt.Fprintf(e.stderr, "xfsq: %v: the store was opened read-only\n", &note)
+			o, err := e.options(root, st)
+			return st, o, err
+		}
+		why += "; read-only: " + err.Error()
+	case freeingCommands[name] && project.ReleaseReserve(root):
+		st, o, err := e.openStore(root)
+		if err == nil {
+			return st, o, nil
+		}
+		why += "; after spending the reserve: " + err.Error()
+	}
+	full.Err = fmt.Errorf("xfsq cannot write its store %s (%s); free space there (read commands, files rm, sweep and project rm still work), "+
+		"and keep the store on another filesystem (--db) so that it never fills with the trees", dsn, why)
+	return nil, o, full
+}
+
+// diskFull says that a failed write is the filesystem's, when it is full:
+// ENOSPC, or SQLite's way of saying it could not write its store.
+func (e env) diskFull(root string, err error) error {
+	var full *project.DiskFullError
+	if err == nil || errors.As(err, &full) {
+		return err
+	}
+	msg := err.Error()
+	if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) && !strings.Contains(msg, "disk is full") &&
+		!strings.Contains(msg, "disk I/O error") && !strings.Contains(msg, "readonly database") {
+		return err
+	}
+	if f := project.DiskFull(root, 0, err); f != nil {
+		return f
+	}
+	return err
 }
 
 // print writes v as JSON with --json, else calls human.

@@ -1,0 +1,385 @@
+package files
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/project"
+)
+
+// onFirstRead runs fn when the body is first read, then serves data.
+type onFirstRead struct {
+	fn   func()
+	r    io.Reader
+	done bool
+}
+
+func (o *onFirstRead) Read(p []byte) (int, error) {
+	if !o.done {
+		o.done = true
+		o.fn()
+	}
+	return o.r.Read(p)
+}
+
+// A tenant that swaps xfsq's temporary file for a symlink out of the tree,
+// at any moment of a write, never gets the link placed at the target and
+// never gets a success for data that is not there: either the write lands
+// (the new content, as a regular file) or it fails and the old content (or
+// nothing) stays. Both with O_TMPFILE and on the named-temporary path of
+// filesystems without it; for new files and replacements; swapping while the
+// body streams, after the temporary name is given, and after it is checked.
+func TestPutTempSwappedForSymlink(t *testing.T) {
+	for _, tmpfile := range []bool{true, false} {
+		for _, point := range []string{"body", "put:named", "put:verified"} {
+			for _, replace := range []bool{false, true} {
+				name := map[bool]string{true: "tmpfile", false: "named"}[tmpfile] + "/" + point + "/" +
+					map[bool]string{true: "replace", false: "new"}[replace]
+				t.Run(name, func(t *testing.T) {
+					noTmpfile = !tmpfile
+					defer func() { noTmpfile = false }()
+					s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+					tree := filepath.Join(s.root, "projects/omni")
+					outside := filepath.Join(t.TempDir(), "outside")
+					os.WriteFile(outside, []byte("outside"), 0o644)
+					target := filepath.Join(tree, "doc")
+					if replace {
+						os.WriteFile(target, []byte("old"), 0o644)
+					}
+					swapped := false
+					swap := func() {
+						entries, _ := os.ReadDir(tree)
+						for _, e := range entries {
+							if strings.HasPrefix(e.Name(), tempPrefix) {
+								tmp := filepath.Join(tree, e.Name())
+								os.Rename(tmp, filepath.Join(tree, "stolen"))
+								os.Symlink(outside, tmp)
+								swapped = true
+							}
+						}
+					}
+					var body io.Reader = bytes.NewReader([]byte("new data"))
+					if point == "body" {
+						body = &onFirstRead{fn: swap, r: body}
+					} else {
+						raceHook = func(p string) {
+							if p == point {
+								swap()
+							}
+						}
+						defer func() { raceHook = nil }()
+					}
+					_, err := s.l.Put(ctx, "omni", "", "doc", body, 8)
+					fi, lerr := os.Lstat(target)
+					switch {
+					case lerr == nil && fi.Mode()&os.ModeSymlink != 0:
+						t.Fatalf("the target became a symlink (put returned %v)", err)
+					case err == nil && string(s.content("omni", "doc")) != "new data":
+						t.Errorf("put reported success, the target holds %q", s.content("omni", "doc"))
+					case err != nil && replace && string(s.content("omni", "doc")) != "old":
+						t.Errorf("a failed put (%v) changed the old content to %q", err, s.content("omni", "doc"))
+					case err != nil && !replace && lerr == nil:
+						t.Errorf("a failed put (%v) left a target behind", err)
+					}
+					if swapped && err == nil && point != "body" {
+						t.Errorf("the swap at %s went unnoticed", point)
+					}
+					if got, _ := os.ReadFile(outside); string(got) != "outside" {
+						t.Errorf("the file outside the tree became %q", got)
+					}
+					if res, _ := s.st.Reservations(ctx); len(res) != 0 {
+						t.Errorf("reservations left: %+v", res)
+					}
+				})
+			}
+		}
+	}
+}
+
+// barrierReader serves data only once every one of n readers has asked for
+// some, so that n writes hold their reservations at the same time.
+type barrierReader struct {
+	r       io.Reader
+	arrived *sync.WaitGroup
+	all     <-chan struct{}
+	first   bool
+}
+
+func (b *barrierReader) Read(p []byte) (int, error) {
+	if !b.first {
+		b.first = true
+		b.arrived.Done()
+		select {
+		case <-b.all:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	return b.r.Read(p)
+}
+
+// Twelve small uploads of unknown length streaming at once into a 20 MiB
+// tree holding 32 KiB all fit: a streaming write reserves a small first
+// step and grows with what arrives, so none is refused for room that the
+// others only reserved.
+func TestSmallConcurrentStreamsAllFit(t *testing.T) {
+	storetest.ForEach(t, testSmallConcurrentStreamsAllFit)
+}
+
+func testSmallConcurrentStreamsAllFit(t *testing.T, dsn string) {
+	s := newSandbox(t, dsn, "omni")
+	if err := s.put("omni", "held", make([]byte, 32<<10), true); err != nil {
+		t.Fatal(err)
+	}
+	s.limit("omni", 20<<20, 0)
+	const n = 12
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			body := &barrierReader{r: bytes.NewReader(make([]byte, 1<<10)), arrived: &arrived, all: all}
+			_, errs[i] = s.l.Put(ctx, "omni", "", fmt.Sprintf("up-%d", i), body, -1)
+		})
+	}
+	wg.Wait()
+	refused := 0
+	for i, err := range errs {
+		if err != nil {
+			refused++
+			t.Logf("upload %d: %v", i, err)
+		}
+	}
+	if refused > 0 {
+		t.Errorf("%d of %d small uploads refused in a tree with 20 MiB of room", refused, n)
+	}
+	if res, _ := s.st.Reservations(ctx); len(res) != 0 {
+		t.Errorf("reservations left: %+v", res)
+	}
+}
+
+// trickle serves a body a block at a time, pausing between blocks.
+type trickle struct {
+	left  int
+	pause time.Duration
+}
+
+func (tr *trickle) Read(p []byte) (int, error) {
+	if tr.left == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(tr.pause)
+	n := min(len(p), tr.left, int(block))
+	clear(p[:n])
+	tr.left -= n
+	return n, nil
+}
+
+// A write making progress keeps its reservation however long it takes:
+// with reservation_ttl at 2s, bodies that take 4s (known length, and
+// streamed) are not reclaimed by the writes that run meanwhile.
+func TestProgressRenewsTheReservation(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		for _, known := range []bool{true, false} {
+			t.Run(map[bool]string{true: "known-size", false: "streamed"}[known], func(t *testing.T) {
+				s := newSandbox(t, dsn, "omni")
+				s.l.TTL = 2 * time.Second
+				size := int64(16 * block)
+				body := &trickle{left: int(size), pause: 250 * time.Millisecond}
+				if !known {
+					size = -1
+				}
+				done := make(chan error, 1)
+				go func() { _, err := s.l.Put(ctx, "omni", "", "slow", body, size); done <- err }()
+				// Other writes reclaim what has expired, as they would on a busy host.
+				for i := 0; ; i++ {
+					select {
+					case err := <-done:
+						if err != nil {
+							t.Fatalf("a slow write that kept making progress: %v", err)
+						}
+						if got := len(s.content("omni", "slow")); got != int(16*block) {
+							t.Errorf("the slow write left %d bytes", got)
+						}
+						return
+					case <-time.After(300 * time.Millisecond):
+						if err := s.put("omni", fmt.Sprintf("other-%d", i), []byte("x"), true); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			})
+		}
+	})
+}
+
+// A write that fills the filesystem (the store kept on another one, as
+// README advises) is reported as a full filesystem, not as the tree's
+// bytes_hard, and leaves the old content.
+func TestPutOnAFullFilesystem(t *testing.T) {
+	for _, known := range []bool{true, false} {
+		t.Run(map[bool]string{true: "known-size", false: "streamed"}[known], func(t *testing.T) {
+			if os.Geteuid() != 0 {
+				prereq.Missing(t, "a full filesystem needs root to mount a tmpfs (run the tests as root)")
+			}
+			root := t.TempDir()
+			if err := unix.Mount("tmpfs", root, "tmpfs", 0, "size=4m,mode=0755"); err != nil {
+				prereq.Missing(t, "mount a tmpfs: "+err.Error())
+			}
+			t.Cleanup(func() { unix.Unmount(root, unix.MNT_DETACH) })
+			s := newSandboxAt(t, root, filepath.Join(t.TempDir(), "db"), "omni")
+			if err := s.put("omni", "doc", []byte("old"), true); err != nil {
+				t.Fatal(err)
+			}
+			err := s.put("omni", "doc", make([]byte, 8<<20), known)
+			var full *project.DiskFullError
+			if !errors.As(err, &full) || !strings.Contains(err.Error(), "the filesystem holding "+root+" is full") {
+				t.Errorf("8 MiB onto a 4 MiB filesystem: %v; want the filesystem holding %s is full", err, root)
+			}
+			if got := string(s.content("omni", "doc")); got != "old" {
+				t.Errorf("the refused write changed the file to %d bytes", len(got))
+			}
+			if res, _ := s.st.Reservations(ctx); len(res) != 0 {
+				t.Errorf("reservations left: %+v", res)
+			}
+		})
+	}
+}
+
+// A swapper racing every write, turning each temporary name it sees into a
+// symlink out of the tree, never gets a success for data that is not there
+// and never gets anything written outside: both with O_TMPFILE and without.
+// (A swapper that acts twice within the microseconds of a replacement can
+// leave its own link at the target — as it could by writing the link there
+// itself — but the write then fails; a new file is never exposed at all.)
+func TestPutRacingSwapper(t *testing.T) {
+	for _, tmpfile := range []bool{true, false} {
+		t.Run(map[bool]string{true: "tmpfile", false: "named"}[tmpfile], func(t *testing.T) {
+			noTmpfile = !tmpfile
+			defer func() { noTmpfile = false }()
+			s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+			tree := filepath.Join(s.root, "projects/omni")
+			outside := filepath.Join(t.TempDir(), "outside")
+			os.WriteFile(outside, []byte("outside"), 0o644)
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					entries, _ := os.ReadDir(tree)
+					for _, e := range entries {
+						if strings.HasPrefix(e.Name(), tempPrefix) {
+							tmp := filepath.Join(tree, e.Name())
+							os.Rename(tmp, filepath.Join(tree, "stolen"))
+							os.Symlink(outside, tmp)
+						}
+					}
+				}
+			})
+			links := 0
+			for i := range 300 {
+				data := []byte(fmt.Sprintf("version %d", i))
+				err := s.put("omni", "doc", data, i%2 == 0)
+				fi, lerr := os.Lstat(filepath.Join(tree, "doc"))
+				if err == nil && (lerr != nil || !fi.Mode().IsRegular() || !bytes.Equal(s.content("omni", "doc"), data)) {
+					t.Fatalf("write %d reported success, the target is %v holding %q", i, fi.Mode(), s.content("omni", "doc"))
+				}
+				if lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+					links++
+					os.Remove(filepath.Join(tree, "doc"))
+				}
+			}
+			close(stop)
+			wg.Wait()
+			if links > 3 {
+				t.Errorf("the swapper's link reached the target in %d of 300 failed writes: the undo is not narrow", links)
+			}
+			if got, _ := os.ReadFile(outside); string(got) != "outside" {
+				t.Errorf("the file outside the tree became %q", got)
+			}
+		})
+	}
+}
+
+// gate serves first, then blocks its next read until open is closed,
+// saying on waiting when it starts to wait; then serves rest, or fails.
+type gate struct {
+	first, rest []byte
+	fail        bool
+	waiting     chan struct{}
+	open        chan struct{}
+	calls       int
+	waited      bool
+}
+
+func (g *gate) Read(p []byte) (int, error) {
+	g.calls++
+	if g.calls == 1 && len(g.first) > 0 {
+		return copy(p, g.first), nil
+	}
+	if !g.waited {
+		g.waited = true
+		close(g.waiting)
+		<-g.open
+	}
+	if g.fail {
+		return 0, errors.New("client went away")
+	}
+	if len(g.rest) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, g.rest)
+	g.rest = g.rest[n:]
+	return n, nil
+}
+
+// A streamed body that ran out of room held by another write's reservation
+// goes on when that write gives its room back while the body waits for its
+// next byte: it is refused only when the tree really is full.
+func TestStreamGoesOnWhenRoomIsFreed(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	s.limit("omni", s.used("omni").Bytes+10*block, 0)
+	// A holds 8 of the 10 blocks, then fails.
+	a := &gate{fail: true, waiting: make(chan struct{}), open: make(chan struct{})}
+	aDone := make(chan error, 1)
+	go func() { _, err := s.l.Put(ctx, "omni", "", "a", a, int64(8*block)); aDone <- err }()
+	<-a.waiting
+	// B streams 4 blocks: 2 fit, the rest must wait for A's room.
+	b := &gate{first: make([]byte, 2*block), rest: make([]byte, 2*block), waiting: make(chan struct{}), open: make(chan struct{})}
+	bDone := make(chan error, 1)
+	go func() { _, err := s.l.Put(ctx, "omni", "", "b", b, -1); bDone <- err }()
+	select {
+	case <-b.waiting:
+	case err := <-bDone:
+		t.Fatalf("B ended before waiting for room: %v", err)
+	}
+	close(a.open)
+	if err := <-aDone; err == nil {
+		t.Fatal("A's failing body was written")
+	}
+	close(b.open)
+	if err := <-bDone; err != nil {
+		t.Errorf("B, with room freed while it waited: %v", err)
+	}
+	if got := len(s.content("omni", "b")); got != int(4*block) {
+		t.Errorf("B holds %d bytes, want %d", got, 4*block)
+	}
+}

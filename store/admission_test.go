@@ -1,0 +1,65 @@
+package store
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/quota"
+)
+
+// Reserving first reclaims what can never be committed — reservations past
+// their expiry and those whose holder is gone — and keeps live ones; a live
+// reservation is renewed, a reclaimed one cannot be.
+func TestReclaimDeadAndExpired(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		k := TreeKey{Project: "omni", Area: "workspace"}
+		if err := s.InTx(ctx, func(tx *Tx) error {
+			if _, _, err := tx.InsertProject(ctx, "omni", "", time.Now()); err != nil {
+				return err
+			}
+			return tx.InsertTree(ctx, Tree{Project: "omni", Area: "workspace", Path: "projects/omni", Backend: "fallback", FSUUID: "u", ProjectID: 1})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		admitAll := func(quota.Limits, quota.Usage, uint64) error { return nil }
+		dead := map[string]bool{"dead": true}
+		gone := func(h string) bool { return dead[h] }
+		ids := map[string]int64{}
+		for _, c := range []struct {
+			holder string
+			ttl    time.Duration
+		}{{"live", time.Hour}, {"dead", time.Hour}, {"stalled", time.Millisecond}} {
+			id, _, err := s.Reserve(ctx, k, 100, 1, c.holder, "projects/omni/.xfsq-tmp-"+c.holder, c.ttl, nil, admitAll)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[c.holder] = id
+		}
+		time.Sleep(5 * time.Millisecond)
+		_, reclaimed, err := s.Reserve(ctx, k, 1, 0, "next", "", time.Hour, gone, admitAll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, r := range reclaimed {
+			got[r.Holder] = true
+		}
+		if len(reclaimed) != 2 || !got["dead"] || !got["stalled"] {
+			t.Errorf("reclaimed %+v, want the dead holder's and the stalled one", reclaimed)
+		}
+		if err := s.Renew(ctx, ids["live"], time.Hour); err != nil {
+			t.Errorf("renewing a live reservation: %v", err)
+		}
+		for _, h := range []string{"dead", "stalled"} {
+			if err := s.Renew(ctx, ids[h], time.Hour); !errors.Is(err, ErrReservationGone) {
+				t.Errorf("renewing the %s holder's reclaimed reservation: %v, want ErrReservationGone", h, err)
+			}
+		}
+		if _, err := s.Grow(ctx, k, ids["dead"], 10, time.Hour, gone, admitAll); !errors.Is(err, ErrReservationGone) {
+			t.Errorf("growing a reclaimed reservation: %v", err)
+		}
+	})
+}
