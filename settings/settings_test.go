@@ -22,6 +22,16 @@ func TestNormalize(t *testing.T) {
 		{"snapshot_retention", "35d", "5w", ""},
 		{"snapshot_retention", "8d", "8d", ""},
 		{"snapshot_retention", "7d", "", "use at least 8d (report's growth_7d"},
+		{"health_disk_free_warn_percent", "15", "15", ""},
+		{"health_disk_free_warn_percent", " 7.5% ", "7.5", ""},
+		{"health_disk_free_warn_percent", "101", "", "from 0 to 100"},
+		{"health_disk_free_warn_percent", "-1", "", "from 0 to 100"},
+		{"health_disk_free_critical_percent", "NaN", "", "not a percentage"},
+		{"health_load_per_core_warn", "1.50", "1.5", ""},
+		{"health_load_per_core_critical", "lots", "", "non-negative number"},
+		{"health_load_per_core_critical", "+Inf", "", "non-negative number"},
+		{"health_docker_cache_ttl", "2m", "2m0s", ""},
+		{"health_docker_cache_ttl", "500ms", "", "use at least 1s"},
 	}
 	for _, c := range cases {
 		s, err := Lookup(c.key)
