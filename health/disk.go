@@ -37,6 +37,11 @@ type DiskPath struct {
 	// FreeInodesPercent is absent on filesystems that report no inode
 	// total (btrfs): they allocate inodes dynamically and cannot run out.
 	FreeInodesPercent *float64 `json:"free_inodes_percent,omitempty"`
+	// SameFilesystemAsRoot tells an area base that is no mount of its own,
+	// so that a reader does not count its space twice.
+	SameFilesystemAsRoot bool `json:"same_filesystem_as_root,omitempty"`
+
+	dev uint64
 }
 
 type diskCollector struct {
@@ -69,6 +74,11 @@ func (d *diskCollector) collect(ctx context.Context) (*DiskPart, error) {
 				p.Fix = fix
 			}
 			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(dp.Path, &st); err == nil {
+			dp.dev = st.Dev
+			dp.SameFilesystemAsRoot = i > 0 && paths[0].Error == "" && st.Dev == paths[0].dev
 		}
 		bs := uint64(s.Bsize)
 		dp.TotalBytes, dp.FreeBytes, dp.AvailableBytes = s.Blocks*bs, s.Bfree*bs, s.Bavail*bs

@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -79,8 +80,11 @@ func storeCollector(s StoreFunc) func(context.Context) (*StorePart, error) {
 	return func(ctx context.Context) (*StorePart, error) {
 		start := time.Now()
 		if err := s(ctx); err != nil {
-			return &StorePart{LatencySeconds: time.Since(start).Seconds()},
-				withFix(fmt.Errorf("store: %w", err), timeoutFix["store"])
+			var fe *FixError
+			if !errors.As(err, &fe) {
+				err = withFix(err, timeoutFix["store"])
+			}
+			return &StorePart{LatencySeconds: time.Since(start).Seconds()}, fmt.Errorf("store: %w", err)
 		}
 		return &StorePart{Part: Part{Status: OK}, Reachable: true, LatencySeconds: time.Since(start).Seconds()}, nil
 	}
