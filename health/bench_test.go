@@ -21,7 +21,9 @@ func benchChecker(b *testing.B, ttl time.Duration) *Checker {
 	}
 	b.Cleanup(func() { d.Close() })
 	ch, err := New(Options{Root: makeRoot(b), Docker: d, Budget: 10 * time.Second,
-		Quota: func(context.Context) (QuotaState, error) { return QuotaState{Kind: "fallback", Reason: "ext4: no project quota"}, nil },
+		Quota: func(context.Context) (QuotaState, error) {
+			return QuotaState{Kind: "fallback", Reason: "ext4: no project quota"}, nil
+		},
 		Store: func(context.Context) error { return nil }})
 	if err != nil {
 		b.Fatal(err)
