@@ -45,8 +45,11 @@ func cmdHealth(e env) error {
 		} else {
 			defer st.Close()
 			storeFn = st.Ping
-			if th, ttl, err = healthSettings(ctx, st); err != nil {
-				return err
+			if sth, sttl, err := healthSettings(ctx, st); err != nil {
+				// The defaults still judge the rest; the store part says why.
+				storeFn = func(context.Context) error { return fmt.Errorf("reading the health_* settings: %w", err) }
+			} else {
+				th, ttl = sth, sttl
 			}
 		}
 	}
