@@ -69,10 +69,10 @@ func (d *diskCollector) collect(ctx context.Context) (*DiskPart, error) {
 			if dp.Area != "" {
 				fix = "run xfsq init --root " + d.root + " (it creates " + dp.Area + "/)"
 			}
-			p.judge(Error, dp.Error)
-			if p.Fix == "" {
-				p.Fix = fix
+			if p.Status != Error {
+				p.Fix = fix // the first failure's fix, over any low-space advice
 			}
+			p.judge(Error, dp.Error)
 			continue
 		}
 		var st unix.Stat_t
@@ -116,6 +116,9 @@ func (d *diskCollector) judge(p *DiskPart, dp *DiskPath) {
 	}
 	if dp.FreeInodesPercent != nil {
 		check("inodes", *dp.FreeInodesPercent)
+	}
+	if p.Status == Warn || p.Status == Critical { // an error's fix stays
+		p.Fix = "xfsq report shows which trees fill it; xfsq sweep --all --dry-run shows what retention would free"
 	}
 }
 
