@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/xfsq/xfsq/internal/kerneltest"
 )
 
 // fakeDockerHost serves the few Engine API calls the docker part makes, on
@@ -145,5 +147,43 @@ func TestHealthCommand(t *testing.T) {
 
 	if r := s.run("health", "--budget", "0s"); r.code != 2 {
 		t.Errorf("--budget 0s: exit %d; want 2", r.code)
+	}
+}
+
+// On real XFS the quota part reads the kernel's flags now: enforced with
+// prjquota, and flagged (with the fix) once the mount stops enforcing.
+func testXFSHealthQuota(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	type quotaJSON struct {
+		Quota struct {
+			Status  string `json:"status"`
+			Fix     string `json:"fix"`
+			Backend struct {
+				Kind     string `json:"kind"`
+				Enforced bool   `json:"enforced"`
+			} `json:"backend"`
+			Accounting  *bool `json:"accounting"`
+			Enforcement *bool `json:"enforcement"`
+		} `json:"quota"`
+	}
+	read := func() quotaJSON {
+		t.Helper()
+		// Exit 1 is expected here: the test kernel has no Docker daemon.
+		r := s.run("health", "--json")
+		var h quotaJSON
+		if err := json.Unmarshal([]byte(r.stdout), &h); err != nil {
+			t.Fatalf("health --json: %v\n%s%s", err, r.stdout, r.stderr)
+		}
+		return h
+	}
+	q := read().Quota
+	if q.Status != "ok" || q.Backend.Kind != "xfs" || !q.Backend.Enforced || q.Accounting == nil || !*q.Accounting || q.Enforcement == nil || !*q.Enforcement {
+		t.Errorf("prjquota: %+v", q)
+	}
+	fs.Remount("pqnoenforce")
+	q = read().Quota
+	if q.Status != "warn" || q.Backend.Kind != "fallback" || q.Backend.Enforced || q.Accounting == nil || !*q.Accounting ||
+		q.Enforcement == nil || *q.Enforcement || !strings.Contains(q.Fix, "prjquota") {
+		t.Errorf("pqnoenforce: %+v", q)
 	}
 }
