@@ -6,9 +6,11 @@ package settings
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +24,10 @@ const (
 	Size     Kind = "size"
 	Duration Kind = "duration"
 	Globs    Kind = "globs"
+	// Percent is a number from 0 to 100, a trailing % allowed.
+	Percent Kind = "percent"
+	// Number is a non-negative decimal number, such as a load per core.
+	Number Kind = "number"
 )
 
 // Setting describes one setting.
@@ -74,6 +80,21 @@ var All = []Setting{
 	{Key: "snapshot_retention", Kind: Duration, Default: "35d", Min: 8 * 24 * time.Hour,
 		MinWhy: "report's growth_7d needs a snapshot 7 days old, and an hourly pass a day of slack",
 		Help:   "snapshot totals older than this are dropped (growth is computed from them)"},
+	{Key: "health_disk_free_warn_percent", Kind: Percent, Default: "15",
+		Help: "health: a filesystem of the root with less space or inodes available than this is warn"},
+	{Key: "health_disk_free_critical_percent", Kind: Percent, Default: "5",
+		Help: "health: below this it is critical (xfsq health exits 1)"},
+	{Key: "health_memory_available_warn_percent", Kind: Percent, Default: "10",
+		Help: "health: less memory available than this is warn"},
+	{Key: "health_memory_available_critical_percent", Kind: Percent, Default: "5",
+		Help: "health: below this it is critical"},
+	{Key: "health_load_per_core_warn", Kind: Number, Default: "2",
+		Help: "health: a 5-minute load average per core at or above this is warn"},
+	{Key: "health_load_per_core_critical", Kind: Number, Default: "4",
+		Help: "health: at or above this it is critical"},
+	{Key: "health_docker_cache_ttl", Kind: Duration, Default: "60s", Min: time.Second,
+		MinWhy: "docker system df is expensive for the daemon; asking it more often than every second only loads it",
+		Help:   "health: how long the answer of docker system df (images, build cache and volume bytes) is reused"},
 }
 
 // Lookup finds a setting by key.
@@ -147,6 +168,15 @@ func (s Setting) normalize(value string) (string, error) {
 			return "", fmt.Errorf("%s: give at least one glob, e.g. *.tmp,dist/", s.Key)
 		}
 		return strings.Join(slices.Compact(globs), ","), nil
+	case Percent, Number:
+		f, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(value, "%")), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || (s.Kind == Percent && f > 100) {
+			if s.Kind == Percent {
+				return "", fmt.Errorf("%s: %q is not a percentage: use a number from 0 to 100, e.g. 15 or 7.5%%", s.Key, value)
+			}
+			return "", fmt.Errorf("%s: %q is not a non-negative number: use e.g. 2 or 1.5", s.Key, value)
+		}
+		return strconv.FormatFloat(f, 'g', -1, 64), nil
 	}
 	return "", fmt.Errorf("%s: unknown kind %s", s.Key, s.Kind)
 }
@@ -187,6 +217,12 @@ func Resolve(s Setting, stored string, isStored bool) (Value, error) {
 func (v Value) Bytes() uint64 {
 	n, _ := units.ParseSize(v.Value)
 	return n
+}
+
+// Float reads a percent or number setting's value.
+func (v Value) Float() float64 {
+	f, _ := strconv.ParseFloat(v.Value, 64)
+	return f
 }
 
 // Duration reads a duration setting's value.

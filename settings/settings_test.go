@@ -33,6 +33,16 @@ func TestNormalize(t *testing.T) {
 		{"plan_max_age", "1h", "1h0m0s", ""},
 		{"plan_max_age", "30s", "", "use at least 1m0s"},
 		{"plan_max_age", "8d", "", "use at most 1w"},
+		{"health_disk_free_warn_percent", "15", "15", ""},
+		{"health_disk_free_warn_percent", " 7.5% ", "7.5", ""},
+		{"health_disk_free_warn_percent", "101", "", "from 0 to 100"},
+		{"health_disk_free_warn_percent", "-1", "", "from 0 to 100"},
+		{"health_disk_free_critical_percent", "NaN", "", "not a percentage"},
+		{"health_load_per_core_warn", "1.50", "1.5", ""},
+		{"health_load_per_core_critical", "lots", "", "non-negative number"},
+		{"health_load_per_core_critical", "+Inf", "", "non-negative number"},
+		{"health_docker_cache_ttl", "2m", "2m0s", ""},
+		{"health_docker_cache_ttl", "500ms", "", "use at least 1s"},
 	}
 	for _, c := range cases {
 		s, err := Lookup(c.key)

@@ -242,6 +242,14 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Flags:  []cli.Flag{&cli.BoolFlag{Name: "fix", Usage: "repair what can be repaired"}},
 				Action: with(cmdDoctor),
 			},
+			{
+				Name: "health", Usage: "is this host fit to run sandboxes? disk, cpu, memory, docker, quota, store",
+				Description: "Each part answers on its own within --budget and carries its status (ok, warn, critical, error),\n" +
+					"its figures and, on error, the error and a fix. Thresholds are the settings health_*.\n" +
+					"Exit 1 when any part is critical or in error.",
+				Flags:  []cli.Flag{&cli.DurationFlag{Name: "budget", Value: 2 * time.Second, Usage: "time each part may take"}},
+				Action: with(cmdHealth),
+			},
 		},
 	}
 	setUsageErrors(app.Commands)

@@ -30,6 +30,7 @@ func TestKernel(t *testing.T) {
 		{Name: "ExportWorksWithXfsQuotaByName", Run: testXFSExport},
 		{Name: "FilesPutIsBoundedByTheKernelAndMaxFileBytes", Run: testXFSFiles},
 		{Name: "SnapshotFlagsFilesThatEscapedTheQuotaAndDoctorRetagsThem", Run: testXFSEscape},
+		{Name: "HealthReadsTheKernelsQuotaFlagsNow", Run: testXFSHealthQuota},
 	})
 }
 

@@ -1,0 +1,125 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// AreaBases are the directories under the root whose filesystems are
+// checked besides the root's own. Any of them may be a mount of its own
+// (a fast disk for cache/, tmpfs for scratch/), so each gets its statfs.
+// The names mirror the layout in SPEC §2; health does not import project.
+var AreaBases = []string{"projects", "cache", "scratch", "inbound"}
+
+// DiskPart is the statfs of the root and of each area base.
+type DiskPart struct {
+	Part
+	Paths []DiskPath `json:"paths"`
+}
+
+// DiskPath is one statfs answer.
+type DiskPath struct {
+	Path  string `json:"path"`
+	Area  string `json:"area,omitempty"` // "" for the root itself
+	Error string `json:"error,omitempty"`
+	// TotalBytes, FreeBytes count every block; AvailableBytes only those a
+	// non-root process may use (df's Avail), which is what the free
+	// percentage and the thresholds use: sandboxes do not run as root.
+	TotalBytes     uint64  `json:"total_bytes"`
+	FreeBytes      uint64  `json:"free_bytes"`
+	AvailableBytes uint64  `json:"available_bytes"`
+	FreePercent    float64 `json:"free_percent"`
+	TotalInodes    uint64  `json:"total_inodes"`
+	FreeInodes     uint64  `json:"free_inodes"`
+	// FreeInodesPercent is absent on filesystems that report no inode
+	// total (btrfs): they allocate inodes dynamically and cannot run out.
+	FreeInodesPercent *float64 `json:"free_inodes_percent,omitempty"`
+	// SameFilesystemAsRoot tells an area base that is no mount of its own,
+	// so that a reader does not count its space twice.
+	SameFilesystemAsRoot bool `json:"same_filesystem_as_root,omitempty"`
+
+	dev uint64
+}
+
+type diskCollector struct {
+	root string
+	th   Thresholds
+}
+
+func (d *diskCollector) collect(ctx context.Context) (*DiskPart, error) {
+	p := &DiskPart{Part: Part{Status: OK}}
+	paths := []DiskPath{{Path: d.root}}
+	for _, a := range AreaBases {
+		paths = append(paths, DiskPath{Path: filepath.Join(d.root, a), Area: a})
+	}
+	var failed int
+	for i := range paths {
+		if ctx.Err() != nil {
+			return p, ctx.Err()
+		}
+		dp := &paths[i]
+		var s unix.Statfs_t
+		if err := unix.Statfs(dp.Path, &s); err != nil {
+			failed++
+			dp.Error = fmt.Sprintf("statfs %s: %v", dp.Path, err)
+			fix := "check that the sandbox root exists and is mounted"
+			if dp.Area != "" {
+				fix = "run xfsq init --root " + d.root + " (it creates " + dp.Area + "/)"
+			}
+			if p.Status != Error {
+				p.Fix = fix // the first failure's fix, over any low-space advice
+			}
+			p.judge(Error, dp.Error)
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(dp.Path, &st); err == nil {
+			dp.dev = st.Dev
+			dp.SameFilesystemAsRoot = i > 0 && paths[0].Error == "" && st.Dev == paths[0].dev
+		}
+		bs := uint64(s.Bsize)
+		dp.TotalBytes, dp.FreeBytes, dp.AvailableBytes = s.Blocks*bs, s.Bfree*bs, s.Bavail*bs
+		dp.TotalInodes, dp.FreeInodes = s.Files, s.Ffree
+		if dp.TotalBytes > 0 {
+			dp.FreePercent = round2(float64(dp.AvailableBytes) * 100 / float64(dp.TotalBytes))
+		}
+		if dp.TotalInodes > 0 {
+			f := round2(float64(dp.FreeInodes) * 100 / float64(dp.TotalInodes))
+			dp.FreeInodesPercent = &f
+		}
+		d.judge(p, dp)
+	}
+	p.Paths = paths
+	if failed > 0 && p.Status == Error {
+		// Keep the figures that were read, but say the part is incomplete.
+		p.Error = fmt.Sprintf("disk: %d of %d paths could not be read: %s", failed, len(paths), p.Reason)
+		p.Reason = ""
+	}
+	return p, nil
+}
+
+func (d *diskCollector) judge(p *DiskPart, dp *DiskPath) {
+	where := dp.Path
+	check := func(what string, pct float64) {
+		switch {
+		case pct < d.th.DiskFreeCriticalPercent:
+			p.judge(Critical, fmt.Sprintf("%.1f%% of %s available on %s (critical below %g%%)", pct, what, where, d.th.DiskFreeCriticalPercent))
+		case pct < d.th.DiskFreeWarnPercent:
+			p.judge(Warn, fmt.Sprintf("%.1f%% of %s available on %s (warn below %g%%)", pct, what, where, d.th.DiskFreeWarnPercent))
+		}
+	}
+	if dp.TotalBytes > 0 {
+		check("space", dp.FreePercent)
+	}
+	if dp.FreeInodesPercent != nil {
+		check("inodes", *dp.FreeInodesPercent)
+	}
+	if p.Status == Warn || p.Status == Critical { // an error's fix stays
+		p.Fix = "xfsq report shows which trees fill it; xfsq sweep --all --dry-run shows what retention would free"
+	}
+}
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }

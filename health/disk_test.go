@@ -1,0 +1,66 @@
+package health
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// makeRoot lays out a sandbox root's area bases, as xfsq init does.
+func makeRoot(t testing.TB) string {
+	root := t.TempDir()
+	for _, a := range AreaBases {
+		if err := os.Mkdir(filepath.Join(root, a), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func TestDiskStatfsOfRootAndAreas(t *testing.T) {
+	root := makeRoot(t)
+	var want unix.Statfs_t
+	if err := unix.Statfs(root, &want); err != nil {
+		t.Fatal(err)
+	}
+	th := DefaultThresholds()
+	d := &diskCollector{root: root, th: th}
+	p, err := d.collect(context.Background())
+	if err != nil || len(p.Paths) != 1+len(AreaBases) {
+		t.Fatalf("%+v, %v", p, err)
+	}
+	r := p.Paths[0]
+	if r.Path != root || r.Area != "" || r.TotalBytes != want.Blocks*uint64(want.Bsize) || r.TotalInodes != want.Files || r.AvailableBytes > r.FreeBytes {
+		t.Errorf("root %+v; statfs says %d blocks of %d, %d inodes", r, want.Blocks, want.Bsize, want.Files)
+	}
+	for i, a := range AreaBases {
+		if p.Paths[i+1].Area != a || p.Paths[i+1].Error != "" {
+			t.Errorf("area %s: %+v", a, p.Paths[i+1])
+		}
+	}
+
+	// Thresholds above what is free make the same filesystem warn, then critical.
+	free := r.FreePercent
+	for _, c := range []struct {
+		warn, crit float64
+		want       Status
+	}{{free + 1, 0, Warn}, {free + 2, free + 1, Critical}, {0, 0, OK}} {
+		d.th.DiskFreeWarnPercent, d.th.DiskFreeCriticalPercent = c.warn, c.crit
+		p, _ := d.collect(context.Background())
+		if p.Status != c.want || (c.want != OK && (!strings.Contains(p.Reason, root) || !strings.Contains(p.Fix, "sweep"))) {
+			t.Errorf("warn %g%% critical %g%% with %g%% free: %s (%s); want %s naming the path", c.warn, c.crit, free, p.Status, p.Reason, c.want)
+		}
+	}
+
+	// A missing area base fails the part, keeps the other figures, and says how to fix it.
+	os.Remove(filepath.Join(root, "scratch"))
+	d.th = th
+	p = measure(context.Background(), defaultBudget, "disk", "", d.collect)
+	if p.Status != Error || !strings.Contains(p.Error, "scratch") || !strings.Contains(p.Fix, "xfsq init") || p.Paths[0].TotalBytes == 0 {
+		t.Errorf("missing scratch/: %+v", *p)
+	}
+}

@@ -1,0 +1,91 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// QuotaState is the quota backend in force, as the caller found it now.
+type QuotaState struct {
+	// Kind is "xfs" or "fallback".
+	Kind string
+	// Reason says why the fallback is in force (or is empty).
+	Reason string
+	// Fix says how to get kernel enforcement, when the fallback is in force
+	// on a filesystem that could have it.
+	Fix string
+	// OnXFS is whether the root is on XFS: the fallback there means a
+	// mount or kernel problem, not a choice of filesystem.
+	OnXFS bool
+	// Accounting and Enforcement are the kernel's project quota flags
+	// (Q_XGETQSTATV) on XFS; nil when not known.
+	Accounting, Enforcement *bool
+}
+
+// QuotaFunc probes the quota backend. The caller supplies it so that
+// health does not depend on quota/xfs.
+type QuotaFunc func(ctx context.Context) (QuotaState, error)
+
+// Backend is SPEC §10a's backend object.
+type Backend struct {
+	Kind     string `json:"kind"`
+	Enforced bool   `json:"enforced"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// QuotaPart is the quota backend in force.
+type QuotaPart struct {
+	Part
+	Backend     Backend `json:"backend"`
+	Accounting  *bool   `json:"accounting,omitempty"`
+	Enforcement *bool   `json:"enforcement,omitempty"`
+}
+
+func quotaCollector(q QuotaFunc) func(context.Context) (*QuotaPart, error) {
+	return func(ctx context.Context) (*QuotaPart, error) {
+		s, err := q(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("quota: %w", err)
+		}
+		p := &QuotaPart{Part: Part{Status: OK}, Accounting: s.Accounting, Enforcement: s.Enforcement,
+			Backend: Backend{Kind: s.Kind, Reason: s.Reason,
+				Enforced: s.Kind == "xfs" && (s.Enforcement == nil || *s.Enforcement)}}
+		off := func(b *bool) bool { return b != nil && !*b }
+		switch {
+		case s.Kind == "xfs" && (off(s.Accounting) || off(s.Enforcement)):
+			// The limits xfsq set are not being enforced right now.
+			p.judge(Critical, "XFS project quota accounting or enforcement is off")
+			p.Fix = s.Fix
+		case s.Kind != "xfs" && s.OnXFS:
+			p.judge(Warn, "the root is on XFS but its project quotas cannot be used: "+s.Reason)
+			p.Fix = s.Fix
+		}
+		return p, nil
+	}
+}
+
+// StoreFunc runs a trivial query on the store.
+type StoreFunc func(ctx context.Context) error
+
+// StorePart says whether the store answers, and how fast.
+type StorePart struct {
+	Part
+	Reachable      bool    `json:"reachable"`
+	LatencySeconds float64 `json:"latency_seconds"`
+}
+
+func storeCollector(s StoreFunc) func(context.Context) (*StorePart, error) {
+	return func(ctx context.Context) (*StorePart, error) {
+		start := time.Now()
+		if err := s(ctx); err != nil {
+			var fe *FixError
+			if !errors.As(err, &fe) {
+				err = withFix(err, timeoutFix["store"])
+			}
+			return &StorePart{LatencySeconds: time.Since(start).Seconds()}, fmt.Errorf("store: %w", err)
+		}
+		return &StorePart{Part: Part{Status: OK}, Reachable: true, LatencySeconds: time.Since(start).Seconds()}, nil
+	}
+}
