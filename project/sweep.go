@@ -237,13 +237,20 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 				case sweep.AreaCache:
 					t, err = g.TopLevel(area, TreePath(n, AreaCache))
 				case sweep.AreaWorkspace:
-					t, err = g.Workspace(TreePath(n, AreaWorkspace))
+					t, err = g.Workspace(ctx, TreePath(n, AreaWorkspace))
 					t.Bytes = usage[n+"/"+AreaWorkspace].UsedBytes
 				case sweep.AreaScratch:
 					t, err = g.TopLevel(area, "scratch/"+n)
 				}
 				if err != nil {
-					return sweep.Plan{}, fmt.Errorf("walk %s of %s: %w", area, n, err)
+					if ctx.Err() != nil {
+						return sweep.Plan{}, ctx.Err()
+					}
+					// One project that cannot be walked (a tenant's tree is
+					// whatever the tenant made it) must not stop the sweep of
+					// the others: it is left whole, and the plan says why.
+					pr.Trees = unplannable(n, areas, usage, fmt.Sprintf("could not be planned, so nothing of the project is swept: walk %s: %v", area, err))
+					break
 				}
 				t.Soft = usage[n+"/"+area].BytesSoft
 				pr.Trees = append(pr.Trees, t)
@@ -252,6 +259,20 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 		projects = append(projects, pr)
 	}
 	return sweep.MakePlan(projects, policy, now), nil
+}
+
+// unplannable is the trees of a project left whole for why: no entries,
+// only the figures the quota check needs, and the reason in the plan.
+func unplannable(name string, areas map[string]bool, usage map[string]TreeStatus, why string) []sweep.Tree {
+	var trees []sweep.Tree
+	for _, area := range sweep.Areas {
+		if areas[area] {
+			u := usage[name+"/"+area]
+			trees = append(trees, sweep.Tree{Area: area, Path: TreePath(name, area), Bytes: u.UsedBytes, Soft: u.BytesSoft})
+		}
+	}
+	trees[0].Skipped = []sweep.Skip{{Path: "projects/" + name, Reason: why}}
+	return trees
 }
 
 // filterPlan keeps the parts of a saved plan about the given projects.
