@@ -210,6 +210,7 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 	// The quota check reads fresh figures of the projects swept, and only
 	// of those: the kernel's on XFS, a walk now on the fallback.
 	usage := map[string]TreeStatus{}
+	unmeasured := map[string]string{} // project -> why its usage could not be read
 	for _, n := range names {
 		trees, err := m.Store.Trees(ctx, n)
 		if err != nil {
@@ -217,7 +218,11 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 		}
 		rows, err := m.status(ctx, trees, nil, 0)
 		if err != nil {
-			return sweep.Plan{}, fmt.Errorf("usage of %s for the quota check: %w", n, err)
+			if ctx.Err() != nil {
+				return sweep.Plan{}, ctx.Err()
+			}
+			unmeasured[n] = fmt.Sprintf("could not be planned, so nothing of the project is swept: usage for the quota check: %v", err)
+			continue
 		}
 		for _, r := range rows {
 			usage[r.Project+"/"+r.Area] = r
@@ -226,7 +231,9 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 	var projects []sweep.Project
 	for _, n := range names {
 		pr := sweep.Project{Name: n, LeasedBy: active[n]}
-		if len(pr.LeasedBy) == 0 {
+		if why, ok := unmeasured[n]; ok && len(pr.LeasedBy) == 0 {
+			pr.Trees = unplannable(n, areas, usage, why)
+		} else if len(pr.LeasedBy) == 0 {
 			for _, area := range sweep.Areas {
 				if !areas[area] {
 					continue

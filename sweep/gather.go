@@ -182,7 +182,7 @@ func (g *Gatherer) Workspace(ctx context.Context, treeRel string) (Tree, error) 
 		if strings.Contains(why, "does not exist") {
 			return t, nil
 		}
-		return t, fmt.Errorf("the workspace %s: %s", treeRel, strings.TrimPrefix(why, "it points at "+treeRel+", "))
+		return t, fmt.Errorf("the workspace %s %s", treeRel, strings.TrimPrefix(why, "it points at "+treeRel+", which "))
 	}
 	defer tree.Close()
 	var st unix.Stat_t

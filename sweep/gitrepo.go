@@ -260,7 +260,7 @@ func (rf *repoFinder) readIndexAt(gitfd int, name string, hashLen int) (*indexFi
 		if rf.ctx.Err() != nil {
 			return nil, "", rf.ctx.Err()
 		}
-		return nil, fmt.Sprintf("its index (%s) cannot be read: %v", name, err), nil
+		return nil, fmt.Sprintf("its %s cannot be read: %v", name, err), nil
 	}
 	return ix, "", nil
 }
