@@ -268,20 +268,6 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 	return sweep.MakePlan(projects, policy, now), nil
 }
 
-// unplannable is the trees of a project left whole for why: no entries,
-// only the figures the quota check needs, and the reason in the plan.
-func unplannable(name string, areas map[string]bool, usage map[string]TreeStatus, why string) []sweep.Tree {
-	var trees []sweep.Tree
-	for _, area := range sweep.Areas {
-		if areas[area] {
-			u := usage[name+"/"+area]
-			trees = append(trees, sweep.Tree{Area: area, Path: TreePath(name, area), Bytes: u.UsedBytes, Soft: u.BytesSoft})
-		}
-	}
-	trees[0].Skipped = []sweep.Skip{{Path: "projects/" + name, Reason: why}}
-	return trees
-}
-
 // filterPlan keeps the parts of a saved plan about the given projects.
 func filterPlan(p sweep.Plan, names []string) sweep.Plan {
 	out := sweep.Plan{CacheCap: p.CacheCap, CacheBytes: p.CacheBytes, Evict: []sweep.Eviction{}, Skipped: []sweep.Skip{}, OverSoft: []sweep.OverSoft{}}
@@ -335,4 +321,18 @@ func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEvic
 		rec["state"], rec["error"] = "failed", "interrupted before the deletion finished: the entry is still there"
 	}
 	return m.journalEviction(ctx, p.Project, rec)
+}
+
+// unplannable is the trees of a project left whole for why: no entries,
+// only the figures the quota check needs, and the reason in the plan.
+func unplannable(name string, areas map[string]bool, usage map[string]TreeStatus, why string) []sweep.Tree {
+	var trees []sweep.Tree
+	for _, area := range sweep.Areas {
+		if areas[area] {
+			u := usage[name+"/"+area]
+			trees = append(trees, sweep.Tree{Area: area, Path: TreePath(name, area), Bytes: u.UsedBytes, Soft: u.BytesSoft})
+		}
+	}
+	trees[0].Skipped = []sweep.Skip{{Path: "projects/" + name, Reason: why}}
+	return trees
 }

@@ -229,6 +229,18 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			skipped: map[string]string{".": "named pipe"},
 		},
 		{
+			// Read whole it cost 2 GB of memory: it must not be read at all.
+			name: "a 1.1 GiB (sparse) index: refused unread, left whole",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "sub/repo"), []string{"dist/app.js"}, []string{"dist/stale.js"})
+				if err := os.Truncate(filepath.Join(ws, "sub/repo/.git/index"), 1100<<20); err != nil {
+					t.Fatal(err)
+				}
+			},
+			survive: []string{"sub/repo/dist/app.js", "sub/repo/dist/stale.js"},
+			skipped: map[string]string{"sub/repo": "more than"},
+		},
+		{
 			name: "symlinked .git: not followed, left whole",
 			setup: func(t *testing.T, ws string) {
 				real := t.TempDir()
