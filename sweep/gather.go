@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,8 +9,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -121,8 +124,21 @@ type wsWalk struct {
 	g       *Gatherer
 	rf      *repoFinder
 	treeRel string
+	workers chan struct{} // a slot per goroutine walking besides the caller's
+
+	mu      sync.Mutex
 	links   map[[2]uint64]bool // inodes with several links, counted once
 	skipped []Skip
+}
+
+// subdir is a subdirectory being walked, maybe by another goroutine.
+type subdir struct {
+	e     Entry
+	whole bool // offered whole if clean
+	keep  bool // tracked or a submodule: what holds it is not clean
+	res   dirResult
+	err   error
+	done  chan struct{} // nil: walked inline
 }
 
 // dirResult is what the walk found in and below one directory.
@@ -141,15 +157,20 @@ func (w *wsWalk) account(r *dirResult, st *unix.Stat_t) {
 	}
 	if st.Nlink > 1 && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		k := [2]uint64{st.Dev, st.Ino}
-		if w.links[k] {
+		w.mu.Lock()
+		seen := w.links[k]
+		w.links[k] = true
+		w.mu.Unlock()
+		if seen {
 			return
 		}
-		w.links[k] = true
 	}
 	r.bytes += uint64(st.Blocks) * 512
 }
 
 func (w *wsWalk) skip(rel, reason string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.skipped = append(w.skipped, Skip{Path: path.Join(w.treeRel, rel), Reason: reason})
 }
 
@@ -197,7 +218,7 @@ func (g *Gatherer) Workspace(ctx context.Context, treeRel string) (Tree, error) 
 	if real, err := filepath.EvalSymlinks(g.Root); err == nil && real != filepath.Clean(g.Root) {
 		rf.abs = append(rf.abs, filepath.Join(real, treeRel))
 	}
-	w := &wsWalk{g: g, rf: rf, treeRel: treeRel, links: map[[2]uint64]bool{}}
+	w := &wsWalk{g: g, rf: rf, treeRel: treeRel, links: map[[2]uint64]bool{}, workers: make(chan struct{}, max(3, 2*runtime.GOMAXPROCS(0)-1))}
 	res, err := w.dir(ctx, tree, ".", &st, nil, false, false, false, 0)
 	if err != nil {
 		return t, err
@@ -248,6 +269,7 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 	if len(repos) > 0 {
 		inner = repos[len(repos)-1].root
 	}
+	var subs []*subdir
 	for _, name := range names {
 		if name == ".git" || (rel == "." && workspaceProtected[name]) {
 			continue
@@ -324,26 +346,54 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 				res.clean = false
 				continue
 			}
-			whole := trash && !tracked && !gitlink
-			cr, err := w.dir(ctx, child, sub, &cst, repos, trash, whole, gitlink, depth+1)
-			child.Close()
-			if err != nil {
-				return res, err
+			sd := &subdir{e: e, whole: trash && !tracked && !gitlink, keep: tracked || gitlink}
+			subs = append(subs, sd)
+			walk := func() {
+				sd.res, sd.err = w.dir(ctx, child, sub, &cst, repos, trash, sd.whole, gitlink, depth+1)
+				child.Close()
 			}
-			res.bytes += cr.bytes
-			if cr.newest.After(res.newest) {
-				res.newest = cr.newest
-			}
-			if whole && cr.clean {
-				e.Bytes, e.Newest = cr.bytes, cr.newest
-				res.entries = append(res.entries, e)
-			} else {
-				res.entries = append(res.entries, cr.entries...)
-			}
-			if !cr.clean || tracked || gitlink {
-				res.clean = false
+			// Directories are walked in parallel while workers are free, as
+			// inventory walks them: a sequential walk of a large dist/ cost
+			// more than the parallel measure it replaced.
+			select {
+			case w.workers <- struct{}{}:
+				sd.done = make(chan struct{})
+				go func() {
+					defer close(sd.done)
+					defer func() { <-w.workers }()
+					walk()
+				}()
+			default:
+				walk()
 			}
 		}
+	}
+	var firstErr error
+	for _, sd := range subs {
+		if sd.done != nil {
+			<-sd.done
+		}
+		if sd.err != nil {
+			firstErr = cmp.Or(firstErr, sd.err)
+			continue
+		}
+		cr := sd.res
+		res.bytes += cr.bytes
+		if cr.newest.After(res.newest) {
+			res.newest = cr.newest
+		}
+		if sd.whole && cr.clean {
+			sd.e.Bytes, sd.e.Newest = cr.bytes, cr.newest
+			res.entries = append(res.entries, sd.e)
+		} else {
+			res.entries = append(res.entries, cr.entries...)
+		}
+		if !cr.clean || sd.keep {
+			res.clean = false
+		}
+	}
+	if firstErr != nil {
+		return res, firstErr
 	}
 	if collapsible && res.clean {
 		res.entries = nil // the caller offers this directory whole
