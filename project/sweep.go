@@ -249,6 +249,7 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 	// The quota check reads fresh figures of the projects swept, and only
 	// of those: the kernel's on XFS, a walk now on the fallback.
 	usage := map[string]TreeStatus{}
+	unmeasured := map[string]string{} // project -> why its usage could not be read
 	for _, n := range names {
 		trees, err := m.Store.Trees(ctx, n)
 		if err != nil {
@@ -256,7 +257,11 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 		}
 		rows, err := m.status(ctx, trees, nil, 0)
 		if err != nil {
-			return sweep.Plan{}, fmt.Errorf("usage of %s for the quota check: %w", n, err)
+			if ctx.Err() != nil {
+				return sweep.Plan{}, ctx.Err()
+			}
+			unmeasured[n] = fmt.Sprintf("could not be planned, so nothing of the project is swept: usage for the quota check: %v", err)
+			continue
 		}
 		for _, r := range rows {
 			usage[r.Project+"/"+r.Area] = r
@@ -265,7 +270,9 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 	var projects []sweep.Project
 	for _, n := range names {
 		pr := sweep.Project{Name: n, LeasedBy: active[n]}
-		if len(pr.LeasedBy) == 0 {
+		if why, ok := unmeasured[n]; ok && len(pr.LeasedBy) == 0 {
+			pr.Trees = unplannable(n, areas, usage, why)
+		} else if len(pr.LeasedBy) == 0 {
 			for _, area := range sweep.Areas {
 				if !areas[area] {
 					continue
@@ -276,13 +283,20 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 				case sweep.AreaCache:
 					t, err = g.TopLevel(area, TreePath(n, AreaCache))
 				case sweep.AreaWorkspace:
-					t, err = g.Workspace(TreePath(n, AreaWorkspace))
+					t, err = g.Workspace(ctx, TreePath(n, AreaWorkspace))
 					t.Bytes = usage[n+"/"+AreaWorkspace].UsedBytes
 				case sweep.AreaScratch:
 					t, err = g.TopLevel(area, "scratch/"+n)
 				}
 				if err != nil {
-					return sweep.Plan{}, fmt.Errorf("walk %s of %s: %w", area, n, err)
+					if ctx.Err() != nil {
+						return sweep.Plan{}, ctx.Err()
+					}
+					// One project that cannot be walked (a tenant's tree is
+					// whatever the tenant made it) must not stop the sweep of
+					// the others: it is left whole, and the plan says why.
+					pr.Trees = unplannable(n, areas, usage, fmt.Sprintf("could not be planned, so nothing of the project is swept: walk %s: %v", area, err))
+					break
 				}
 				t.Soft = usage[n+"/"+area].BytesSoft
 				pr.Trees = append(pr.Trees, t)
@@ -335,4 +349,18 @@ func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEvic
 		rec["state"], rec["error"] = "failed", "interrupted before the deletion finished: the entry is still there"
 	}
 	return m.journalEviction(ctx, p.Project, rec)
+}
+
+// unplannable is the trees of a project left whole for why: no entries,
+// only the figures the quota check needs, and the reason in the plan.
+func unplannable(name string, areas map[string]bool, usage map[string]TreeStatus, why string) []sweep.Tree {
+	var trees []sweep.Tree
+	for _, area := range sweep.Areas {
+		if areas[area] {
+			u := usage[name+"/"+area]
+			trees = append(trees, sweep.Tree{Area: area, Path: TreePath(name, area), Bytes: u.UsedBytes, Soft: u.BytesSoft})
+		}
+	}
+	trees[0].Skipped = []sweep.Skip{{Path: "projects/" + name, Reason: why}}
+	return trees
 }

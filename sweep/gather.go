@@ -1,13 +1,22 @@
 package sweep
 
 import (
+	"cmp"
+	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/inventory"
 )
@@ -44,7 +53,7 @@ func measure(rootDir string, rootDev uint64, rel string, fi os.FileInfo) (Entry,
 	e := Entry{Path: rel, Dir: fi.IsDir(), Newest: fi.ModTime().UTC()}
 	st, _ := fi.Sys().(*syscall.Stat_t)
 	if st != nil { // an mtime stamped in the future must not pin the entry (inventory.Mtime)
-		e.Newest = time.Unix(0, min(st.Mtim.Nano(), st.Ctim.Nano())).UTC()
+		e.Newest = time.Unix(0, inventory.Mtime(st)).UTC()
 	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
@@ -102,77 +111,295 @@ func (g *Gatherer) TopLevel(area, treeRel string) (Tree, error) {
 	return t, nil
 }
 
-// Workspace offers the workspace entries that trash globs name. A trash
-// directory holding git-tracked files is not offered whole: its files are,
-// the tracked ones marked so.
-func (g *Gatherer) Workspace(treeRel string) (Tree, error) {
+// maxWalkDepth bounds how deep the workspace walk goes (it holds one
+// descriptor per level): a directory deeper is not examined, so neither it
+// nor anything above it is offered whole.
+const maxWalkDepth = 256
+
+// gitRepo is a repository the workspace walk is inside.
+type gitRepo struct {
+	root string // workspace-relative; "." is the tree itself
+	ix   *gitIndex
+}
+
+// wsWalk is one walk of a workspace tree.
+type wsWalk struct {
+	g       *Gatherer
+	rf      *repoFinder
+	treeRel string
+	workers chan struct{} // a slot per goroutine walking besides the caller's
+
+	mu      sync.Mutex
+	links   map[[2]uint64]bool // inodes with several links, counted once
+	skipped []Skip
+}
+
+// subdir is a subdirectory being walked, maybe by another goroutine.
+type subdir struct {
+	e     Entry
+	whole bool // offered whole if clean
+	keep  bool // tracked or a submodule: what holds it is not clean
+	res   dirResult
+	err   error
+	done  chan struct{} // nil: walked inline
+}
+
+// dirResult is what the walk found in and below one directory.
+type dirResult struct {
+	entries []Entry // offered below it
+	// clean: nothing in it must stay (no repository, nothing tracked,
+	// nothing unreadable, no mount point), so it may be offered whole.
+	clean  bool
+	bytes  uint64
+	newest time.Time
+}
+
+func (w *wsWalk) account(r *dirResult, st *unix.Stat_t) {
+	if t := time.Unix(0, inventory.Mtime(st)).UTC(); t.After(r.newest) {
+		r.newest = t
+	}
+	if st.Nlink > 1 && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		k := [2]uint64{st.Dev, st.Ino}
+		w.mu.Lock()
+		seen := w.links[k]
+		w.links[k] = true
+		w.mu.Unlock()
+		if seen {
+			return
+		}
+	}
+	r.bytes += uint64(st.Blocks) * 512
+}
+
+func (w *wsWalk) skip(rel, reason string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.skipped = append(w.skipped, Skip{Path: path.Join(w.treeRel, rel), Reason: reason})
+}
+
+// within is p relative to the repository root root (both workspace-relative).
+func within(root, p string) string {
+	if root == "." {
+		return p
+	}
+	return p[len(root)+1:]
+}
+
+// Workspace offers the workspace entries that trash globs name, in one
+// walk that also finds every git repository (a .git directory or file in
+// any directory, a submodule's gitlink) and reads its index. Nothing
+// tracked is offered, nor a .git, nor a directory holding a repository or
+// a tracked file anywhere below (its other entries are offered instead),
+// nor anything in a repository whose index cannot be read (the reason is
+// in the tree's Skipped). Inside a repository, globs apply to paths from
+// its root: a repository whose root is named dist/ is not trash.
+func (g *Gatherer) Workspace(ctx context.Context, treeRel string) (Tree, error) {
 	t := Tree{Area: AreaWorkspace, Path: treeRel}
-	root, err := os.OpenRoot(filepath.Join(g.Root, treeRel))
-	if errors.Is(err, fs.ErrNotExist) {
-		return t, nil
-	}
+	sandbox, err := unix.Open(g.Root, dirOpenFlags&^unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return t, err
+		return t, &os.PathError{Op: "open", Path: g.Root, Err: err}
 	}
-	defer root.Close()
-	tracked, err := TrackedFiles(root, ".")
-	if err != nil {
-		return t, err
-	}
-	trackedDirs := map[string]bool{}
-	for p := range tracked {
-		for d := path.Dir(p); d != "."; d = path.Dir(d) {
-			trackedDirs[d] = true
+	defer unix.Close(sandbox)
+	rf := &repoFinder{ctx: ctx, treeFd: sandbox}
+	tree, _, why := rf.openPath(".", treeRel)
+	if why != "" {
+		if strings.Contains(why, "does not exist") {
+			return t, nil
 		}
+		return t, fmt.Errorf("the workspace %s %s", treeRel, strings.TrimPrefix(why, "it points at "+treeRel+", which "))
 	}
-	var walk func(rel string, inTrash bool) error
-	walk = func(rel string, inTrash bool) error {
-		entries, err := os.ReadDir(filepath.Join(g.Root, treeRel, rel))
+	defer tree.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(tree.Fd()), &st); err != nil {
+		return t, err
+	}
+	if st.Dev != g.RootDev {
+		return t, fmt.Errorf("the workspace %s is on another filesystem than the root", treeRel)
+	}
+	rf.treeFd = int(tree.Fd())
+	rf.abs = []string{filepath.Join(g.Root, treeRel)}
+	if real, err := filepath.EvalSymlinks(g.Root); err == nil && real != filepath.Clean(g.Root) {
+		rf.abs = append(rf.abs, filepath.Join(real, treeRel))
+	}
+	w := &wsWalk{g: g, rf: rf, treeRel: treeRel, links: map[[2]uint64]bool{}, workers: make(chan struct{}, max(3, 2*runtime.GOMAXPROCS(0)-1))}
+	res, err := w.dir(ctx, tree, ".", &st, nil, false, false, false, 0)
+	if err != nil {
+		return t, err
+	}
+	t.Entries = res.entries
+	slices.SortFunc(w.skipped, func(a, b Skip) int { return strings.Compare(a.Path, b.Path) })
+	t.Skipped = w.skipped
+	return t, nil
+}
+
+// dir walks the open directory f (rel in the workspace, self its stat)
+// inside the repositories repos. inTrash: a trash glob names it or a
+// directory above it; collapsible: its caller offers it whole if it is
+// clean, so the entries below need not be kept; submodule: a gitlink
+// names it, so a repository must be there.
+func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Stat_t, repos []*gitRepo, inTrash, collapsible, submodule bool, depth int) (dirResult, error) {
+	res := dirResult{clean: true}
+	w.account(&res, self)
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		res.clean = false // unreadable: nothing offered from it, nor above it
+		return res, nil
+	}
+	fd := int(f.Fd())
+	if slices.Contains(names, ".git") {
+		ix, why, err := w.rf.openRepo(fd, rel)
 		if err != nil {
-			return nil // unreadable or vanished: nothing to offer from it
+			return res, err
 		}
-		for _, de := range entries {
-			name := de.Name()
-			sub := path.Join(rel, name)
-			if rel == "." {
-				sub = name
-			}
-			if name == ".git" {
-				continue
-			}
-			if rel == "." && workspaceProtected[name] {
-				continue
-			}
-			fi, err := de.Info()
-			if err != nil {
-				continue
-			}
-			isDir := fi.IsDir()
-			trash := inTrash || MatchGlob(g.Globs, sub, isDir) != ""
-			switch {
-			case isDir && trash && !trackedDirs[sub]:
-				if e, err := g.measure(path.Join(treeRel, sub), fi); err == nil {
-					t.Entries = append(t.Entries, e)
-				}
-			case isDir:
-				if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Dev != g.RootDev {
-					continue // another filesystem: not ours to walk
-				}
-				if err := walk(sub, trash); err != nil {
-					return err
-				}
-			case trash:
-				e, err := g.measure(path.Join(treeRel, sub), fi)
-				if err != nil {
-					continue
-				}
-				if tracked[sub] && e.Protected == "" {
-					e.Protected = "git-tracked"
-				}
-				t.Entries = append(t.Entries, e)
-			}
+		res.clean = false
+		if why != "" {
+			w.skip(rel, "git repository: "+why+": its whole working tree is protected")
+			return res, nil
 		}
-		return nil
+		repos = append(slices.Clip(repos), &gitRepo{root: rel, ix: ix})
+		inTrash, collapsible = false, false
+	} else if submodule {
+		res.clean = false
+		if len(names) > 0 {
+			w.skip(rel, "submodule (a gitlink) without a repository that can be read: the whole directory is protected")
+		}
+		return res, nil
 	}
-	return t, walk(".", false)
+	inner := "."
+	if len(repos) > 0 {
+		inner = repos[len(repos)-1].root
+	}
+	var subs []*subdir
+	for _, name := range names {
+		if name == ".git" || (rel == "." && workspaceProtected[name]) {
+			continue
+		}
+		sub := name
+		if rel != "." {
+			sub = rel + "/" + name
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if !errors.Is(err, unix.ENOENT) {
+				res.clean = false
+			}
+			continue
+		}
+		tracked, gitlink, sparse := false, false, false
+		for _, r := range repos {
+			rp := within(r.root, sub)
+			tracked = tracked || r.ix.tracks(rp)
+			gitlink = gitlink || r.ix.gitlinks[rp]
+			sparse = sparse || r.ix.sparse[rp]
+		}
+		typ := st.Mode & unix.S_IFMT
+		isDir := typ == unix.S_IFDIR
+		trash := inTrash || MatchGlob(w.g.Globs, within(inner, sub), isDir) != ""
+		e := Entry{Path: path.Join(w.treeRel, sub), Dir: isDir, Newest: time.Unix(0, inventory.Mtime(st)).UTC()}
+		switch {
+		case !isDir:
+			before := res.bytes
+			w.account(&res, &st)
+			if tracked {
+				res.clean = false
+			}
+			if !trash {
+				continue
+			}
+			e.Bytes = res.bytes - before
+			switch {
+			case tracked:
+				e.Protected = "git-tracked"
+			case typ == unix.S_IFLNK:
+				e.Protected = protectedSymlink
+			}
+			res.entries = append(res.entries, e)
+		case st.Dev != w.g.RootDev:
+			res.clean = false
+			if trash {
+				e.Protected = protectedOtherFS
+				res.entries = append(res.entries, e)
+			}
+		case sparse:
+			res.clean = false
+			if trash {
+				e.Protected = "git-tracked (a sparse directory: all of it)"
+				res.entries = append(res.entries, e)
+			}
+		case depth >= maxWalkDepth:
+			res.clean = false
+			if trash {
+				e.Protected = fmt.Sprintf("more than %d directories deep: not examined", maxWalkDepth)
+				res.entries = append(res.entries, e)
+			}
+		default:
+			child, err := openDirAt(fd, name)
+			if err != nil {
+				if !errors.Is(err, unix.ENOENT) {
+					res.clean = false
+				}
+				continue
+			}
+			var cst unix.Stat_t
+			if err := unix.Fstat(int(child.Fd()), &cst); err != nil || cst.Ino != st.Ino || cst.Dev != st.Dev {
+				child.Close() // swapped since it was looked at: leave it, and what holds it
+				res.clean = false
+				continue
+			}
+			sd := &subdir{e: e, whole: trash && !tracked && !gitlink, keep: tracked || gitlink}
+			subs = append(subs, sd)
+			walk := func() {
+				sd.res, sd.err = w.dir(ctx, child, sub, &cst, repos, trash, sd.whole, gitlink, depth+1)
+				child.Close()
+			}
+			// Directories are walked in parallel while workers are free, as
+			// inventory walks them: a sequential walk of a large dist/ cost
+			// more than the parallel measure it replaced.
+			select {
+			case w.workers <- struct{}{}:
+				sd.done = make(chan struct{})
+				go func() {
+					defer close(sd.done)
+					defer func() { <-w.workers }()
+					walk()
+				}()
+			default:
+				walk()
+			}
+		}
+	}
+	var firstErr error
+	for _, sd := range subs {
+		if sd.done != nil {
+			<-sd.done
+		}
+		if sd.err != nil {
+			firstErr = cmp.Or(firstErr, sd.err)
+			continue
+		}
+		cr := sd.res
+		res.bytes += cr.bytes
+		if cr.newest.After(res.newest) {
+			res.newest = cr.newest
+		}
+		if sd.whole && cr.clean {
+			sd.e.Bytes, sd.e.Newest = cr.bytes, cr.newest
+			res.entries = append(res.entries, sd.e)
+		} else {
+			res.entries = append(res.entries, cr.entries...)
+		}
+		if !cr.clean || sd.keep {
+			res.clean = false
+		}
+	}
+	if firstErr != nil {
+		return res, firstErr
+	}
+	if collapsible && res.clean {
+		res.entries = nil // the caller offers this directory whole
+	}
+	return res, nil
 }

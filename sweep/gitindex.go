@@ -1,95 +1,505 @@
 package sweep
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
-	"io/fs"
-	"os"
-	"path"
+	"math/bits"
+	"slices"
+	"strings"
 )
 
-// TrackedFiles reads the paths git tracks from a repository's index
-// (.git/index, versions 2 to 4) inside repo, without a git binary. A
-// directory that is not a repository tracks nothing.
-func TrackedFiles(repo *os.Root, dir string) (map[string]bool, error) {
-	f, err := repo.Open(path.Join(dir, ".git", "index"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]bool{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	hashLen := 20
-	if cfg, err := repo.ReadFile(path.Join(dir, ".git", "config")); err == nil && bytes.Contains(cfg, []byte("objectformat = sha256")) {
-		hashLen = 32
-	}
-	data, err := io.ReadAll(io.LimitReader(f, 1<<30))
-	if err != nil {
-		return nil, err
-	}
-	return parseIndex(data, hashLen)
+// An index is read from a tenant's tree, so every size in it is hostile:
+// nothing is allocated from a count the file claims, only from bytes read.
+const (
+	// maxIndexBytes bounds an index (and a shared index) read at all: far
+	// above what real repositories write (a 400k-file checkout is ~50 MiB),
+	// far below what would exhaust a host shared by many tenants. A larger
+	// one protects its whole repository instead.
+	maxIndexBytes = 128 << 20
+	// maxLinkBytes bounds the split index's bitmaps, read into memory: two
+	// bits per shared entry, compressed, for the largest index allowed.
+	maxLinkBytes = 4 << 20
+	// minEntryBytes is the smallest entry any version writes (v4, empty
+	// suffix): it caps how many entries a file of a given size can hold.
+	minEntryBytes = 40 + 20 + 2 + 2
+)
+
+// gitIndex is what a repository's index says is tracked, as paths
+// relative to the repository's root.
+type gitIndex struct {
+	files    []string        // sorted: every entry (files, symlinks, gitlinks)
+	gitlinks map[string]bool // submodules: the whole directory is the superproject's
+	sparse   map[string]bool // sparse directories (no trailing slash): all of it is tracked
 }
 
-// parseIndex decodes the entries of a git index (Documentation/gitformat-index).
-func parseIndex(data []byte, hashLen int) (map[string]bool, error) {
-	bad := func(what string) error { return fmt.Errorf("git index: %s", what) }
-	if len(data) < 12 || string(data[:4]) != "DIRC" {
-		return nil, bad("no DIRC signature")
+func (ix *gitIndex) tracks(p string) bool {
+	_, ok := slices.BinarySearch(ix.files, p)
+	return ok
+}
+
+// indexEntry is one entry as the file holds it.
+type indexEntry struct {
+	name string
+	mode uint32
+}
+
+// indexFile is one index file as read: a split index's entries still
+// need the shared index's.
+type indexFile struct {
+	entries  []indexEntry
+	sum      []byte // the trailing checksum: a shared index is named by it
+	linked   bool   // it has a link extension (split index)
+	base     []byte // the shared index's object name; all zeros: none
+	del, rep []uint64
+}
+
+const (
+	modeTypeMask = 0o170000
+	modeGitlink  = 0o160000
+	modeDir      = 0o040000
+)
+
+// newHash gives the object format's hash for a hash length.
+func newHash(hashLen int) (hash.Hash, error) {
+	switch hashLen {
+	case sha1.Size:
+		return sha1.New(), nil
+	case sha256.Size:
+		return sha256.New(), nil
 	}
-	version := binary.BigEndian.Uint32(data[4:8])
+	return nil, fmt.Errorf("no object format has %d-byte names", hashLen)
+}
+
+// ctxReader lets a cancelled sweep stop in the middle of a large index.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// indexReader reads an index's content (all but the trailing checksum)
+// through a buffer, hashing it on the way, so that no index is ever held
+// in memory whole.
+type indexReader struct {
+	br   *bufio.Reader
+	pos  int64 // bytes of content consumed
+	size int64 // bytes of content (the file less its checksum)
+}
+
+var errTruncated = errors.New("truncated")
+
+func (r *indexReader) left() int64 { return r.size - r.pos }
+
+// next gives the next n content bytes, valid until the next call.
+func (r *indexReader) next(n int) ([]byte, error) {
+	if int64(n) > r.left() {
+		return nil, errTruncated
+	}
+	b, err := r.br.Peek(n)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errTruncated
+		}
+		return nil, err
+	}
+	r.br.Discard(n)
+	r.pos += int64(n)
+	return b, nil
+}
+
+func (r *indexReader) skip(n int64) error {
+	if n > r.left() {
+		return errTruncated
+	}
+	got, err := r.br.Discard(int(n))
+	r.pos += int64(got)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errTruncated
+		}
+		return err
+	}
+	return nil
+}
+
+// cstring gives the bytes up to the next NUL, consuming the NUL too.
+func (r *indexReader) cstring() ([]byte, error) {
+	b, err := r.br.ReadSlice(0)
+	r.pos += int64(len(b))
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		return nil, errors.New("a path longer than any filesystem allows")
+	case errors.Is(err, io.EOF):
+		return nil, errTruncated
+	case err != nil:
+		return nil, err
+	case r.pos > r.size:
+		return nil, errTruncated
+	}
+	return b[:len(b)-1], nil
+}
+
+// readIndex reads one index file of size bytes from f as git does
+// (Documentation/gitformat-index.txt): versions 2 to 4, extended flags,
+// path prefix compression, the link (split index) and sdir (sparse index)
+// extensions, every optional extension skipped, the checksum verified.
+// Anything else is an error: the caller then protects the whole
+// repository rather than guess what is tracked.
+func readIndex(ctx context.Context, f io.Reader, size int64, hashLen int) (*indexFile, error) {
+	ix, err := readIndexContent(ctx, f, size, hashLen)
+	if err != nil {
+		return nil, fmt.Errorf("git index: %w", err)
+	}
+	return ix, nil
+}
+
+func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int) (*indexFile, error) {
+	h, err := newHash(hashLen)
+	if err != nil {
+		return nil, err
+	}
+	if size > maxIndexBytes {
+		return nil, fmt.Errorf("%d bytes, more than the %d MiB read at most", size, maxIndexBytes>>20)
+	}
+	if size < int64(12+hashLen) {
+		return nil, errTruncated
+	}
+	src := ctxReader{ctx, f}
+	r := &indexReader{size: size - int64(hashLen)}
+	r.br = bufio.NewReaderSize(io.TeeReader(io.LimitReader(src, r.size), h), 64<<10)
+	hdr, err := r.next(12)
+	if err != nil {
+		return nil, err
+	}
+	if string(hdr[:4]) != "DIRC" {
+		return nil, errors.New("no DIRC signature")
+	}
+	version := binary.BigEndian.Uint32(hdr[4:8])
 	if version < 2 || version > 4 {
-		return nil, bad(fmt.Sprintf("version %d is not 2, 3 or 4", version))
+		return nil, fmt.Errorf("version %d is not 2, 3 or 4", version)
 	}
-	count := binary.BigEndian.Uint32(data[8:12])
-	tracked := make(map[string]bool, min(count, 1<<20))
-	off := 12
+	count := int64(binary.BigEndian.Uint32(hdr[8:12]))
+	if count > r.left()/minEntryBytes {
+		return nil, fmt.Errorf("%d entries cannot fit in %d bytes", count, size)
+	}
+	ix := &indexFile{entries: make([]indexEntry, 0, count)}
 	var prev []byte
-	for range count {
-		// ctime, mtime (8 each), dev, ino, mode, uid, gid, size (4 each), the object name, flags.
-		fixed := 40 + hashLen + 2
-		if off+fixed > len(data) {
-			return nil, bad("truncated entry")
-		}
-		flags := binary.BigEndian.Uint16(data[off+40+hashLen:])
-		start := off
-		off += fixed
-		if flags&0x4000 != 0 { // extended flags (version 3 and later)
-			if version < 3 || off+2 > len(data) {
-				return nil, bad("extended flags where they cannot be")
+	fixed := 40 + hashLen + 2 // ctime, mtime, dev, ino, mode, uid, gid, size, the object name, flags
+	for i := int64(0); i < count; i++ {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
 			}
-			off += 2
 		}
+		b, err := r.next(fixed)
+		if err != nil {
+			return nil, err
+		}
+		mode := binary.BigEndian.Uint32(b[24:28])
+		flags := binary.BigEndian.Uint16(b[40+hashLen:])
+		entryLen := fixed
+		if flags&0x4000 != 0 {
+			x, err := r.next(2)
+			if err != nil {
+				return nil, err
+			}
+			// git refuses bits it does not know (reserved, and all but
+			// skip-worktree 0x4000 and intent-to-add 0x2000).
+			if ext := binary.BigEndian.Uint16(x); ext&^0x6000 != 0 {
+				return nil, fmt.Errorf("unknown extended flags %#04x", ext)
+			}
+			entryLen += 2
+		}
+		nameLen := int(flags & 0xfff) // 0xfff: that long or longer
 		var name []byte
 		if version == 4 {
-			// The name is the previous one less N trailing bytes, plus a suffix.
-			strip, n := offsetVarint(data[off:])
+			// The previous path less N trailing bytes, then a NUL-terminated suffix.
+			head, err := r.br.Peek(min(10, int(max(0, r.left()))))
+			if err != nil && len(head) == 0 {
+				return nil, errTruncated
+			}
+			strip, n := offsetVarint(head)
 			if n == 0 || strip > uint64(len(prev)) {
-				return nil, bad("bad path compression")
+				return nil, errors.New("bad path compression")
 			}
-			off += n
-			end := bytes.IndexByte(data[off:], 0)
-			if end < 0 {
-				return nil, bad("unterminated path")
+			r.skip(int64(n))
+			suffix, err := r.cstring()
+			if err != nil {
+				return nil, err
 			}
-			name = append(append([]byte(nil), prev[:uint64(len(prev))-strip]...), data[off:off+end]...)
-			off += end + 1
+			name = append(prev[:uint64(len(prev))-strip:uint64(len(prev))-strip], suffix...)
+			if nameLen < 0xfff && nameLen != len(name) {
+				return nil, fmt.Errorf("path %q is not the %d bytes its flags say", name, nameLen)
+			}
 		} else {
-			end := bytes.IndexByte(data[off:], 0)
-			if end < 0 {
-				return nil, bad("unterminated path")
+			consumed := entryLen
+			if nameLen < 0xfff {
+				// git takes the flags' length, not the NUL, for where the path ends.
+				b, err := r.next(nameLen)
+				if err != nil {
+					return nil, err
+				}
+				name = append(prev[:0], b...)
+				consumed += nameLen
+			} else {
+				b, err := r.cstring()
+				if err != nil {
+					return nil, err
+				}
+				name = append(prev[:0], b...)
+				consumed += len(name) + 1
 			}
-			name = data[off : off+end]
-			// Entries are NUL-padded to a multiple of 8 bytes.
-			off = start + (off+end-start+8)/8*8
+			if bytes.IndexByte(name, 0) >= 0 {
+				return nil, errors.New("a path with a NUL in it")
+			}
+			// NUL padding to a multiple of 8, at least one byte.
+			total := (entryLen + len(name) + 8) &^ 7
+			if err := r.skip(int64(total - consumed)); err != nil {
+				return nil, err
+			}
 		}
-		tracked[string(name)] = true
+		ix.entries = append(ix.entries, indexEntry{name: string(name), mode: mode})
 		prev = name
 	}
-	return tracked, nil
+	if err := readExtensions(r, ix, hashLen); err != nil {
+		return nil, err
+	}
+	if r.pos != r.size {
+		return nil, errTruncated
+	}
+	want := make([]byte, hashLen)
+	if _, err := io.ReadFull(src, want); err != nil {
+		return nil, errTruncated
+	}
+	// index.skipHash (git 2.40+, implied by feature.manyFiles) writes a
+	// null checksum: git then does not verify it, nor do we.
+	if got := h.Sum(nil); !bytes.Equal(got, want) && !bytes.Equal(want, make([]byte, hashLen)) {
+		return nil, errors.New("bad checksum: the file is corrupt or was changed while it was read")
+	}
+	ix.sum = want
+	return ix, nil
+}
+
+// readExtensions reads what follows the entries: each extension is a
+// 4-byte signature and a 4-byte length. git's rule: one whose signature
+// starts with an uppercase letter is optional (TREE, REUC, UNTR, FSMN,
+// EOIE, IEOT, …) and skipped; any other must be understood.
+func readExtensions(r *indexReader, ix *indexFile, hashLen int) error {
+	for r.left() > 0 {
+		hdr, err := r.next(8)
+		if err != nil {
+			return fmt.Errorf("extension header: %w", err)
+		}
+		sig := string(hdr[:4])
+		n := int64(binary.BigEndian.Uint32(hdr[4:8]))
+		if n > r.left() {
+			return fmt.Errorf("extension %q: %w", sig, errTruncated)
+		}
+		switch {
+		case sig == "link":
+			if ix.linked {
+				return errors.New("two link extensions")
+			}
+			if n > maxLinkBytes+int64(hashLen) {
+				return fmt.Errorf("link extension of %d bytes", n)
+			}
+			data := make([]byte, n)
+			if _, err := io.ReadFull(r.br, data); err != nil {
+				return fmt.Errorf("link extension: %w", errTruncated)
+			}
+			r.pos += n
+			if err := ix.readLink(data, hashLen); err != nil {
+				return fmt.Errorf("link extension: %w", err)
+			}
+		case sig == "sdir":
+			// Sparse directory entries are recognised by their trailing
+			// slash whether or not this marks the index sparse.
+			if err := r.skip(n); err != nil {
+				return err
+			}
+		case sig[0] >= 'A' && sig[0] <= 'Z':
+			if err := r.skip(n); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("required extension %q that xfsq does not understand", sig)
+		}
+	}
+	return nil
+}
+
+// readLink decodes the split index's link extension: the shared index's
+// name, then (optionally) the delete and replace bitmaps over its entries.
+func (ix *indexFile) readLink(data []byte, hashLen int) error {
+	if len(data) < hashLen {
+		return errTruncated
+	}
+	ix.linked, ix.base = true, data[:hashLen]
+	data = data[hashLen:]
+	if len(data) == 0 {
+		return nil
+	}
+	var n int
+	var err error
+	if ix.del, n, err = readEWAH(data); err != nil {
+		return fmt.Errorf("delete bitmap: %w", err)
+	}
+	data = data[n:]
+	if ix.rep, n, err = readEWAH(data); err != nil {
+		return fmt.Errorf("replace bitmap: %w", err)
+	}
+	if n != len(data) {
+		return errors.New("bytes after the bitmaps")
+	}
+	return nil
+}
+
+// readEWAH decodes a serialised EWAH bitmap (bit count, word count, the
+// 64-bit words, the last run-length word's position; big-endian) and
+// returns the words it stands for (uncompressed) and the bytes used.
+// Runs are expanded only up to maxIndexBytes/minEntryBytes bits: no index
+// allowed has more entries for a bit to name.
+func readEWAH(b []byte) ([]uint64, int, error) {
+	if len(b) < 8 {
+		return nil, 0, errTruncated
+	}
+	words := int64(binary.BigEndian.Uint32(b[4:8]))
+	used := 8 + words*8 + 4
+	if used > int64(len(b)) {
+		return nil, 0, errTruncated
+	}
+	const maxWords = (maxIndexBytes/minEntryBytes)/64 + 1
+	var out []uint64
+	w := b[8 : 8+words*8]
+	for len(w) > 0 {
+		rlw := binary.BigEndian.Uint64(w)
+		w = w[8:]
+		run, lits := (rlw>>1)&0xffffffff, rlw>>33
+		if int64(len(out))+int64(run)+int64(lits) > maxWords {
+			return nil, 0, errors.New("names more entries than any index holds")
+		}
+		fill := uint64(0)
+		if rlw&1 != 0 {
+			fill = ^uint64(0)
+		}
+		for range run {
+			out = append(out, fill)
+		}
+		if uint64(len(w)/8) < lits {
+			return nil, 0, errTruncated
+		}
+		for range lits {
+			out = append(out, binary.BigEndian.Uint64(w))
+			w = w[8:]
+		}
+	}
+	return out, int(used), nil
+}
+
+// bitSet reports whether bit i of an uncompressed bitmap is set.
+func bitSet(words []uint64, i int) bool {
+	return i/64 < len(words) && words[i/64]&(1<<(i%64)) != 0
+}
+
+// lastBit is one past the highest set bit, 0 if none.
+func lastBit(words []uint64) int {
+	for i := len(words) - 1; i >= 0; i-- {
+		if words[i] != 0 {
+			return i*64 + 64 - bits.LeadingZeros64(words[i])
+		}
+	}
+	return 0
+}
+
+// mergeSplit makes a split index's final entries from its shared index's,
+// as git does: the replace bitmap's n-th set bit swaps that shared entry
+// for the split file's n-th entry (an empty path keeps the shared one's),
+// deleted shared entries go (after replacing), the split file's remaining
+// entries are added.
+func mergeSplit(split, shared *indexFile) ([]indexEntry, error) {
+	if shared.linked {
+		return nil, errors.New("the shared index is itself split")
+	}
+	n := len(shared.entries)
+	if lastBit(split.del) > n {
+		return nil, fmt.Errorf("the delete bitmap names entry %d of a shared index of %d", lastBit(split.del)-1, n)
+	}
+	if lastBit(split.rep) > n {
+		return nil, fmt.Errorf("the replace bitmap names entry %d of a shared index of %d", lastBit(split.rep)-1, n)
+	}
+	out := make([]indexEntry, 0, n+len(split.entries))
+	k := 0
+	for i, e := range shared.entries {
+		if bitSet(split.rep, i) {
+			if k >= len(split.entries) {
+				return nil, fmt.Errorf("more replacements than the %d entries of the split index", len(split.entries))
+			}
+			if r := split.entries[k]; r.name != "" {
+				e = r
+			} else {
+				e.mode = r.mode
+			}
+			k++
+		}
+		if !bitSet(split.del, i) {
+			out = append(out, e)
+		}
+	}
+	for _, e := range split.entries[k:] {
+		if e.name == "" {
+			return nil, errors.New("an added entry without a path")
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// newGitIndex indexes entries for the walk's look-ups.
+func newGitIndex(entries []indexEntry) *gitIndex {
+	ix := &gitIndex{files: make([]string, 0, len(entries)), gitlinks: map[string]bool{}, sparse: map[string]bool{}}
+	for _, e := range entries {
+		switch {
+		case strings.HasSuffix(e.name, "/") || e.mode&modeTypeMask == modeDir:
+			ix.sparse[strings.TrimSuffix(e.name, "/")] = true
+		case e.mode&modeTypeMask == modeGitlink:
+			ix.gitlinks[e.name] = true
+			ix.files = append(ix.files, e.name)
+		default:
+			ix.files = append(ix.files, e.name)
+		}
+	}
+	// git keeps entries sorted, but this is a tenant's file: sort anyway
+	// (cheap on sorted input) so that look-ups never miss.
+	slices.Sort(ix.files)
+	ix.files = slices.Compact(ix.files)
+	return ix
+}
+
+// parseIndex reads a whole index held in memory (tests and fuzzing): a
+// split index's shared entries are not there, so it is refused.
+func parseIndex(data []byte, hashLen int) (*gitIndex, error) {
+	f, err := readIndex(context.Background(), bytes.NewReader(data), int64(len(data)), hashLen)
+	if err != nil {
+		return nil, err
+	}
+	if f.linked && !bytes.Equal(f.base, make([]byte, hashLen)) {
+		return nil, errors.New("git index: split index without its shared index")
+	}
+	return newGitIndex(f.entries), nil
 }
 
 // offsetVarint decodes git's offset encoding (each continuation adds one

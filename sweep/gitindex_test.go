@@ -1,69 +1,310 @@
 package sweep
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/xfsq/xfsq/internal/gittest"
+	"golang.org/x/sys/unix"
 )
 
-// The index git itself writes, in every version, reads back as the files
-// git reports as tracked. (git makes the fixtures; xfsq never runs it.)
-func TestTrackedFilesMatchesGit(t *testing.T) {
-	for _, version := range []string{"2", "3", "4"} {
-		t.Run("v"+version, func(t *testing.T) {
-			dir := t.TempDir()
-			gittest.Run(t, dir, "init", "-q")
-			files := []string{"a.go", "dist/app.js", "dist/vendor/lib.js", "docs/a very long name with spaces.md", "z/y/x/w/deep.txt", "dist/app.js.map"}
-			for _, f := range files {
-				os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755)
-				os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644)
-			}
-			os.WriteFile(filepath.Join(dir, "untracked.log"), nil, 0o644)
-			gittest.Run(t, dir, "add", "--", "a.go", "dist", "docs", "z")
-			if version == "3" {
-				gittest.Run(t, dir, "add", "-N", "--", "untracked.log") // intent-to-add sets the extended flags
-				files = append(files, "untracked.log")
-			}
-			gittest.Run(t, dir, "update-index", "--index-version", version)
-			root, err := os.OpenRoot(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer root.Close()
-			got, err := TrackedFiles(root, ".")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for n := range got {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			sort.Strings(files)
-			if !reflect.DeepEqual(names, files) {
-				t.Errorf("tracked %v, want %v", names, files)
-			}
-		})
-	}
-	root, _ := os.OpenRoot(t.TempDir())
-	defer root.Close()
-	if got, err := TrackedFiles(root, "."); err != nil || len(got) != 0 {
-		t.Errorf("not a repository: %v, %v", got, err)
+// writeFiles writes each file (and its directories) under dir, its path as
+// its content.
+func writeFiles(t testing.TB, dir string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(n), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
-// Any bytes either parse or are refused with an error — never a panic.
+// readRepo reads the repository whose .git is in dir as the walk does.
+func readRepo(t testing.TB, dir string) (*gitIndex, string) {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	rf := &repoFinder{ctx: context.Background(), treeFd: fd, abs: []string{dir}}
+	ix, why, err := rf.openRepo(fd, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix, why
+}
+
+// names is what an index tracks as git ls-files --sparse lists it.
+func (ix *gitIndex) names() []string {
+	out := slices.Clone(ix.files)
+	for d := range ix.sparse {
+		out = append(out, d+"/")
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Every index git writes reads back as exactly what git ls-files lists
+// (xfsq never runs git; the test uses it to make the fixtures).
+func TestReadIndexMatchesGit(t *testing.T) {
+	many := []string{"a.go", "dist/app.js", "dist/vendor/lib.js", "docs/a very long name with spaces.md", "z/y/x/w/deep.txt", "x.log"}
+	for i := range 30 {
+		many = append(many, fmt.Sprintf("pkg/f%02d.go", i))
+	}
+	cases := []struct {
+		name  string
+		init  []string // git init's arguments
+		setup func(t *testing.T, dir string)
+	}{
+		{name: "v2", setup: func(t *testing.T, dir string) {}},
+		{name: "v3 with intent-to-add and skip-worktree", setup: func(t *testing.T, dir string) {
+			writeFiles(t, dir, "later.log")
+			gittest.Run(t, dir, "add", "-N", "--", "later.log")
+			gittest.Run(t, dir, "update-index", "--skip-worktree", "dist/app.js")
+		}},
+		{name: "v4", setup: func(t *testing.T, dir string) {
+			gittest.Run(t, dir, "update-index", "--index-version", "4")
+		}},
+		{name: "split index with replacements, deletions and additions", setup: func(t *testing.T, dir string) {
+			gittest.Run(t, dir, "update-index", "--split-index")
+			os.WriteFile(filepath.Join(dir, "dist/app.js"), []byte("changed"), 0o644)
+			writeFiles(t, dir, "dist/new.js")
+			gittest.Run(t, dir, "add", "dist/app.js", "dist/new.js")
+			gittest.Run(t, dir, "rm", "-q", "--cached", "pkg/f07.go")
+		}},
+		{name: "core.splitIndex", setup: func(t *testing.T, dir string) {
+			gittest.Run(t, dir, "config", "core.splitIndex", "true")
+			writeFiles(t, dir, "dist/new.js")
+			gittest.Run(t, dir, "add", "dist/new.js")
+			gittest.Run(t, dir, "rm", "-q", "--cached", "a.go")
+		}},
+		{name: "split index in version 4", setup: func(t *testing.T, dir string) {
+			gittest.Run(t, dir, "update-index", "--index-version", "4")
+			gittest.Run(t, dir, "update-index", "--split-index")
+			writeFiles(t, dir, "dist/new.js")
+			gittest.Run(t, dir, "add", "dist/new.js")
+		}},
+		{name: "sparse index", setup: func(t *testing.T, dir string) {
+			gittest.Run(t, dir, "sparse-checkout", "init", "--cone", "--sparse-index")
+			gittest.Run(t, dir, "sparse-checkout", "set", "docs")
+		}},
+		{name: "optional extensions (TREE, UNTR, EOIE, IEOT)", setup: func(t *testing.T, dir string) {
+			gittest.Run(t, dir, "config", "index.recordEndOfIndexEntries", "true")
+			gittest.Run(t, dir, "config", "index.recordOffsetTable", "true")
+			gittest.Run(t, dir, "config", "index.threads", "2")
+			gittest.Run(t, dir, "update-index", "--untracked-cache")
+			gittest.Run(t, dir, "status", "--porcelain")
+			gittest.Run(t, dir, "update-index", "--force-write-index")
+		}},
+		{name: "sha256", init: []string{"--object-format=sha256"}, setup: func(t *testing.T, dir string) {}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			gittest.Run(t, dir, append([]string{"init", "-q"}, c.init...)...)
+			writeFiles(t, dir, many...)
+			writeFiles(t, dir, "untracked.log")
+			gittest.Run(t, dir, "add", "--", ".")
+			gittest.Run(t, dir, "rm", "-q", "--cached", "untracked.log")
+			gittest.Run(t, dir, "commit", "-q", "-m", "one")
+			c.setup(t, dir)
+			ix, why := readRepo(t, dir)
+			if why != "" {
+				t.Fatalf("refused: %s", why)
+			}
+			want := strings.Split(strings.TrimSuffix(gittest.Output(t, dir, "ls-files", "-z", "--sparse"), "\x00"), "\x00")
+			slices.Sort(want)
+			if got := ix.names(); !reflect.DeepEqual(got, want) {
+				t.Errorf("tracked %v\nwant    %v", got, want)
+			}
+			if strings.Contains(c.name, "sparse") && len(ix.sparse) == 0 {
+				t.Fatal("git wrote no sparse directory entry: the case tests nothing")
+			}
+			if strings.Contains(c.name, "split") {
+				if m, _ := filepath.Glob(filepath.Join(dir, ".git/sharedindex.*")); len(m) == 0 {
+					t.Fatal("git wrote no shared index: the case tests nothing")
+				}
+			}
+		})
+	}
+	t.Run("no index yet", func(t *testing.T) {
+		dir := t.TempDir()
+		gittest.Run(t, dir, "init", "-q")
+		if ix, why := readRepo(t, dir); why != "" || len(ix.files) != 0 {
+			t.Errorf("a fresh repository: %v, %q", ix.files, why)
+		}
+	})
+}
+
+// fixSum rewrites an index's trailing SHA-1 for its content.
+func fixSum(data []byte) []byte {
+	data = slices.Clone(data)
+	if len(data) < sha1.Size {
+		return data
+	}
+	sum := sha1.Sum(data[:len(data)-sha1.Size])
+	copy(data[len(data)-sha1.Size:], sum[:])
+	return data
+}
+
+// withExtension inserts an extension before an index's checksum.
+func withExtension(data []byte, sig, body string) []byte {
+	ext := append([]byte(sig), binary.BigEndian.AppendUint32(nil, uint32(len(body)))...)
+	ext = append(ext, body...)
+	out := append(slices.Clone(data[:len(data)-sha1.Size]), ext...)
+	return fixSum(append(out, make([]byte, sha1.Size)...))
+}
+
+// gitIndexBytes is the index git writes for a few files, in a version.
+func gitIndexBytes(t testing.TB, version string) []byte {
+	dir := t.TempDir()
+	gittest.Run(t, dir, "init", "-q")
+	writeFiles(t, dir, "a.go", "dist/app.js", "dist/vendor/lib.js", "x.log")
+	gittest.Run(t, dir, "add", ".")
+	gittest.Run(t, dir, "update-index", "--index-version", version)
+	data, err := os.ReadFile(filepath.Join(dir, ".git/index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// What git cannot read (or xfsq does not understand) is refused, never
+// read as "nothing tracked"; what git skips is skipped.
+func TestReadIndexRefusesWhatItCannotRead(t *testing.T) {
+	good := gitIndexBytes(t, "2")
+	want, err := parseIndex(good, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(off int, b ...byte) []byte {
+		d := slices.Clone(good)
+		copy(d[off:], b)
+		return fixSum(d)
+	}
+	cases := []struct {
+		name string
+		data []byte
+		ok   bool
+	}{
+		{"version 5", set(4, 0, 0, 0, 5), false},
+		{"version 1", set(4, 0, 0, 0, 1), false},
+		{"bad checksum", append(slices.Clone(good[:len(good)-1]), good[len(good)-1]^1), false},
+		{"truncated", good[:len(good)-30], false},
+		{"truncated to the header", good[:12], false},
+		{"garbage", bytes.Repeat([]byte("garbage!"), 40), false},
+		{"more entries than bytes", set(8, 0x7f, 0xff, 0xff, 0xff), false},
+		{"unknown required extension", withExtension(good, "abcd", ""), false},
+		{"required extension that is not a letter", withExtension(good, "1xyz", "xyz"), false},
+		{"extension longer than the file", withExtension(good, "TREE", "")[:len(good)+4], false},
+		{"unknown optional extension", withExtension(good, "ABCD", "anything"), true},
+		{"empty link extension", withExtension(good, "link", ""), false},
+		{"null checksum (index.skipHash)", append(slices.Clone(good[:len(good)-20]), make([]byte, 20)...), true},
+	}
+	for _, c := range cases {
+		got, err := parseIndex(c.data, 20)
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%s: refused: %v", c.name, err)
+		case c.ok && !reflect.DeepEqual(got.files, want.files):
+			t.Errorf("%s: tracked %v, want %v", c.name, got.files, want.files)
+		case !c.ok && err == nil:
+			t.Errorf("%s: read as tracking %v", c.name, got.files)
+		}
+	}
+}
+
+// Any bytes either parse or are refused with an error — never a panic —
+// and what parses is sorted and unique, as the walk's look-ups need.
 func FuzzParseIndex(f *testing.F) {
 	f.Add([]byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x01"))
 	f.Add([]byte("DIRC\x00\x00\x00\x04\x00\x00\x00\x02" + strings.Repeat("\x00", 62) + "\x00a\x00"))
+	for _, v := range []string{"2", "3", "4"} {
+		data := gitIndexBytes(f, v)
+		f.Add(data)
+		f.Add(withExtension(data, "link", strings.Repeat("\x00", 20)+"\x00\x00\x00\x40\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00"))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if got, err := parseIndex(data, 20); err == nil && got == nil {
-			t.Fatal("nil map without an error")
+		for _, d := range [][]byte{data, fixSum(data)} {
+			ix, err := parseIndex(d, 20)
+			if err != nil {
+				continue
+			}
+			if !slices.IsSorted(ix.files) || len(slices.Compact(slices.Clone(ix.files))) != len(ix.files) {
+				t.Fatalf("files not sorted and unique: %q", ix.files)
+			}
+		}
+		readEWAH(data)
+	})
+}
+
+// A split index and its shared index, as git writes them.
+func gitSplitIndexBytes(t testing.TB) (split, shared []byte) {
+	dir := t.TempDir()
+	gittest.Run(t, dir, "init", "-q")
+	for i := range 20 {
+		writeFiles(t, dir, fmt.Sprintf("f%02d", i))
+	}
+	gittest.Run(t, dir, "add", ".")
+	gittest.Run(t, dir, "update-index", "--split-index")
+	writeFiles(t, dir, "new")
+	os.WriteFile(filepath.Join(dir, "f03"), []byte("changed"), 0o644)
+	gittest.Run(t, dir, "add", "new", "f03")
+	gittest.Run(t, dir, "rm", "-q", "--cached", "f07")
+	split, _ = os.ReadFile(filepath.Join(dir, ".git/index"))
+	m, _ := filepath.Glob(filepath.Join(dir, ".git/sharedindex.*"))
+	if len(m) != 1 {
+		t.Fatalf("shared indexes %v", m)
+	}
+	shared, _ = os.ReadFile(m[0])
+	return split, shared
+}
+
+// Merging any split index with any shared index gives entries or an
+// error, never a panic, and never names a shared entry beyond the end.
+func FuzzMergeSplit(f *testing.F) {
+	split, shared := gitSplitIndexBytes(f)
+	f.Add(split, shared)
+	f.Add(split, split)
+	f.Fuzz(func(t *testing.T, splitData, sharedData []byte) {
+		ctx := context.Background()
+		s, err := readIndex(ctx, bytes.NewReader(fixSum(splitData)), int64(len(splitData)), 20)
+		if err != nil {
+			return
+		}
+		b, err := readIndex(ctx, bytes.NewReader(fixSum(sharedData)), int64(len(sharedData)), 20)
+		if err != nil {
+			return
+		}
+		if entries, err := mergeSplit(s, b); err == nil && len(entries) > len(s.entries)+len(b.entries) {
+			t.Fatalf("%d entries from %d and %d", len(entries), len(s.entries), len(b.entries))
 		}
 	})
+}
+
+// The split index fixture really holds a deletion and a replacement, so
+// the merge TestReadIndexMatchesGit checks is the bitmaps', not a no-op.
+func TestSplitIndexFixtureUsesBothBitmaps(t *testing.T) {
+	split, _ := gitSplitIndexBytes(t)
+	s, err := readIndex(context.Background(), bytes.NewReader(split), int64(len(split)), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.linked || lastBit(s.del) == 0 || lastBit(s.rep) == 0 {
+		t.Errorf("split index: linked %v, delete bits to %d, replace bits to %d", s.linked, lastBit(s.del), lastBit(s.rep))
+	}
 }

@@ -69,6 +69,10 @@ type Tree struct {
 	Bytes   uint64 // the whole tree
 	Soft    uint64 // the tree's soft byte limit (0: none), for the quota check
 	Entries []Entry
+	// Skipped is what the walk found it must leave whatever the policy,
+	// and says so in the plan: a repository whose index cannot be read, a
+	// tree that could not be walked at all.
+	Skipped []Skip
 }
 
 // Project is one project's trees and leases.
@@ -140,6 +144,9 @@ func MakePlan(projects []Project, p Policy, now time.Time) Plan {
 			}
 		}
 		for _, t := range trees {
+			for _, s := range t.Skipped {
+				plan.Skipped = append(plan.Skipped, Skip{Project: pr.Name, Path: s.Path, Reason: s.Reason})
+			}
 			switch t.Area {
 			case AreaCache:
 				plan.CacheBytes[pr.Name] = t.Bytes

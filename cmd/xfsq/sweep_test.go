@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -519,5 +520,81 @@ func TestSweepApplyRederivesTrackedSincePlanning(t *testing.T) {
 	}
 	if exists(ws, "build.log") || !res.evicted("projects/omni/build.log") {
 		t.Errorf("the untracked trash was not deleted: %+v", res)
+	}
+}
+
+// One project that cannot be planned (its index garbage, its .git a file
+// pointing outside or a dangling link, a directory or a FIFO where the
+// index should be, its workspace a symlink) is skipped with its reason
+// and its workspace left whole; sweep --all still sweeps the others, and
+// a repository nested in a healthy project keeps its tracked files and
+// .git while its untracked old trash goes.
+func TestSweepAllSkipsUnreadableProjects(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	ws := func(n string) string { return filepath.Join(s.root, "projects", n) }
+	unreadable := map[string]string{ // project -> skip reason fragment
+		"garbage":  "cannot be read",
+		"pointer":  "outside the project",
+		"dangling": "symlink",
+		"dirindex": "a directory",
+		"fifo":     "named pipe",
+		"linked":   "could not be planned",
+	}
+	s.ok("project", "add", "healthy")
+	for n := range unreadable {
+		s.ok("project", "add", n)
+	}
+
+	lib := filepath.Join(ws("healthy"), "src/lib")
+	os.MkdirAll(lib, 0o755)
+	gittest.Run(t, lib, "init", "-q")
+	for _, f := range []string{"src/lib/dist/app.js", "src/lib/build.log", "src/lib/dist/stale.js", "src/lib/stale.log", "old.log"} {
+		aged(t, ws("healthy"), f, 100, 30)
+	}
+	gittest.Run(t, lib, "add", "dist/app.js", "build.log")
+
+	for _, n := range []string{"garbage", "dirindex", "fifo"} {
+		gittest.Run(t, ws(n), "init", "-q")
+	}
+	os.WriteFile(filepath.Join(ws("garbage"), ".git/index"), []byte("DIRC but garbage"), 0o644)
+	os.Mkdir(filepath.Join(ws("dirindex"), ".git/index"), 0o755)
+	if err := syscall.Mkfifo(filepath.Join(ws("fifo"), ".git/index"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws("pointer"), ".git"), []byte("gitdir: /somewhere/else/.git\n"), 0o644)
+	os.Symlink("/nonexistent/.git", filepath.Join(ws("dangling"), ".git"))
+	outside := t.TempDir()
+	os.RemoveAll(ws("linked"))
+	os.Symlink(outside, ws("linked"))
+	for n := range unreadable {
+		if n == "linked" {
+			aged(t, outside, "old.log", 100, 30)
+			continue
+		}
+		aged(t, ws(n), "old.log", 100, 30)
+	}
+
+	var res sweepJSON
+	s.json(&res, "sweep", "--all", "--area", "workspace")
+	for n, why := range unreadable {
+		if got := res.skipReason("projects/" + n); !strings.Contains(got, why) {
+			t.Errorf("%s: skip reason %q, want one containing %q", n, got, why)
+		}
+		if n != "linked" && !exists(ws(n), "old.log") {
+			t.Errorf("%s: old.log was deleted from an unreadable repository", n)
+		}
+	}
+	if !exists(outside, "old.log") {
+		t.Error("a symlinked workspace was followed: its old.log was deleted")
+	}
+	for _, p := range []string{"src/lib/.git/index", "src/lib/.git/HEAD", "src/lib/dist/app.js", "src/lib/build.log"} {
+		if !exists(ws("healthy"), p) {
+			t.Errorf("healthy: %s was deleted", p)
+		}
+	}
+	for _, p := range []string{"src/lib/dist/stale.js", "src/lib/stale.log", "old.log"} {
+		if exists(ws("healthy"), p) || !res.evicted("projects/healthy/"+p) {
+			t.Errorf("healthy: untracked old trash %s not swept: %+v", p, res)
+		}
 	}
 }

@@ -10,15 +10,30 @@ import (
 	"github.com/xfsq/xfsq/internal/prereq"
 )
 
-// Run runs git in dir with a fixed identity and fails t with git's output
-// if it fails. Without git the test is skipped, or fails in CI.
-func Run(t testing.TB, dir string, args ...string) {
+// command is git in dir with a fixed identity, allowed to clone local
+// paths (submodule fixtures), or skips t (fails it in CI) without git.
+func command(t testing.TB, dir string, args []string) *exec.Cmd {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		prereq.Missing(t, "git is needed to make the test's repositories: apt-get install git")
 	}
-	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@x"}, args...)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	return exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@x", "-c", "protocol.file.allow=always"}, args...)...)
+}
+
+// Run runs git in dir and fails t with git's output if it fails.
+func Run(t testing.TB, dir string, args ...string) {
+	t.Helper()
+	if out, err := command(t, dir, args).CombinedOutput(); err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
+}
+
+// Output runs git like Run and returns its standard output.
+func Output(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	out, err := command(t, dir, args).Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return string(out)
 }

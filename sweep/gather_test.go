@@ -1,0 +1,377 @@
+package sweep
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/internal/gittest"
+)
+
+// ageTree makes everything under dir (links excepted) 30 days old: past
+// busy_grace and workspace_trash_age, so only protection keeps a path.
+func ageTree(t *testing.T, dir string) {
+	t.Helper()
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type()&(fs.ModeSymlink|fs.ModeNamedPipe) == 0 {
+			os.Chtimes(p, old, old)
+		}
+		return nil
+	})
+}
+
+// gitRepoAt makes a repository at dir tracking tracked (committed), with
+// untracked files beside them.
+func gitRepoAt(t *testing.T, dir string, tracked, untracked []string, init ...string) {
+	t.Helper()
+	os.MkdirAll(dir, 0o755)
+	gittest.Run(t, dir, append([]string{"init", "-q"}, init...)...)
+	writeFiles(t, dir, tracked...)
+	writeFiles(t, dir, untracked...)
+	gittest.Run(t, dir, append([]string{"add", "--"}, tracked...)...)
+	gittest.Run(t, dir, "commit", "-q", "-m", "fixture")
+}
+
+// A real sweep (walk, plan, execute) of workspaces holding repositories in
+// every form an agent can make: what git tracks and every .git survive,
+// untracked old trash is still deleted (the protection is not "delete
+// nothing"), and a repository that cannot be read is left whole with its
+// reason in the plan.
+func TestSweepProtectsEveryRepository(t *testing.T) {
+	cases := []struct {
+		name    string
+		setup   func(t *testing.T, ws string)
+		survive []string          // relative to the workspace
+		gone    []string          // untracked old trash
+		skipped map[string]string // workspace-relative path ("." the tree) -> reason fragment
+	}{
+		{
+			name: "nested repository in a subdirectory with tracked dist/ and *.log",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "src/lib"), []string{"dist/app.js", "build.log", "main.go"}, []string{"dist/stale.js", "stale.log"})
+				writeFiles(t, ws, "top.log", "dist/out.js")
+			},
+			survive: []string{"src/lib/.git/HEAD", "src/lib/.git/index", "src/lib/dist/app.js", "src/lib/build.log", "src/lib/main.go"},
+			gone:    []string{"src/lib/dist/stale.js", "src/lib/stale.log", "top.log", "dist"},
+		},
+		{
+			name: "repository whose root is named dist/",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "dist"), []string{"index.js", "lib/util.js"}, []string{"notes.txt", "old.log", "coverage/lcov.info"})
+			},
+			survive: []string{"dist/.git/HEAD", "dist/index.js", "dist/lib/util.js", "dist/notes.txt"},
+			gone:    []string{"dist/old.log", "dist/coverage"},
+		},
+		{
+			name: "repository deep below a trash directory",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "coverage/tools/repo"), []string{"x.txt"}, []string{"notes.txt"})
+				writeFiles(t, ws, "coverage/junk.txt", "coverage/tools/other/y.txt")
+			},
+			survive: []string{"coverage/tools/repo/.git/HEAD", "coverage/tools/repo/x.txt", "coverage/tools/repo/notes.txt"},
+			gone:    []string{"coverage/junk.txt", "coverage/tools/other"},
+		},
+		{
+			name: "submodule (gitlink) inside dist/",
+			setup: func(t *testing.T, ws string) {
+				src := t.TempDir()
+				gitRepoAt(t, src, []string{"lib.js"}, nil)
+				gitRepoAt(t, ws, []string{"main.go"}, nil)
+				gittest.Run(t, ws, "submodule", "add", "-q", src, "dist/lib")
+				gittest.Run(t, ws, "commit", "-q", "-m", "submodule")
+				writeFiles(t, ws, "dist/stale.js", "dist/lib/old.log")
+			},
+			survive: []string{"main.go", ".gitmodules", "dist/lib/.git", "dist/lib/lib.js", ".git/modules/dist/lib/HEAD"},
+			gone:    []string{"dist/stale.js", "dist/lib/old.log"},
+		},
+		{
+			name: "submodule whose repository is gone",
+			setup: func(t *testing.T, ws string) {
+				src := t.TempDir()
+				gitRepoAt(t, src, []string{"lib.js"}, nil)
+				gitRepoAt(t, ws, []string{"main.go"}, nil)
+				gittest.Run(t, ws, "submodule", "add", "-q", src, "dist/lib")
+				gittest.Run(t, ws, "commit", "-q", "-m", "submodule")
+				os.Remove(filepath.Join(ws, "dist/lib/.git"))
+				writeFiles(t, ws, "dist/stale.js", "dist/lib/old.log")
+			},
+			survive: []string{"dist/lib/lib.js", "dist/lib/old.log"},
+			gone:    []string{"dist/stale.js"},
+			skipped: map[string]string{"dist/lib": "submodule"},
+		},
+		{
+			name: "worktree (.git is a file) of a repository in the project",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "main"), []string{"dist/app.js"}, nil)
+				gittest.Run(t, filepath.Join(ws, "main"), "worktree", "add", "-q", filepath.Join(ws, "wt"))
+				writeFiles(t, ws, "wt/dist/stale.js")
+			},
+			survive: []string{"wt/.git", "wt/dist/app.js", "main/dist/app.js", "main/.git/worktrees/wt/HEAD"},
+			gone:    []string{"wt/dist/stale.js"},
+		},
+		{
+			name: "worktree of a repository outside the project",
+			setup: func(t *testing.T, ws string) {
+				outside := t.TempDir()
+				gitRepoAt(t, outside, []string{"dist/app.js"}, nil)
+				gittest.Run(t, outside, "worktree", "add", "-q", filepath.Join(ws, "wt"))
+				writeFiles(t, ws, "wt/dist/stale.js", "top.log")
+			},
+			survive: []string{"wt/.git", "wt/dist/app.js", "wt/dist/stale.js"},
+			gone:    []string{"top.log"},
+			skipped: map[string]string{"wt": "outside the project"},
+		},
+		{
+			name: "split index (update-index --split-index)",
+			setup: func(t *testing.T, ws string) {
+				repo := filepath.Join(ws, "sub/repo")
+				gitRepoAt(t, repo, []string{"dist/app.js", "x.log", "dist/removed.js"}, []string{"dist/stale.js"})
+				gittest.Run(t, repo, "update-index", "--split-index")
+				writeFiles(t, repo, "dist/new.js")
+				gittest.Run(t, repo, "add", "dist/new.js")
+				gittest.Run(t, repo, "rm", "-q", "--cached", "dist/removed.js")
+			},
+			survive: []string{"sub/repo/dist/app.js", "sub/repo/x.log", "sub/repo/dist/new.js"},
+			gone:    []string{"sub/repo/dist/stale.js", "sub/repo/dist/removed.js"},
+		},
+		{
+			name: "split index (core.splitIndex=true)",
+			setup: func(t *testing.T, ws string) {
+				repo := filepath.Join(ws, "sub/repo")
+				os.MkdirAll(repo, 0o755)
+				gittest.Run(t, repo, "init", "-q")
+				gittest.Run(t, repo, "config", "core.splitIndex", "true")
+				writeFiles(t, repo, "dist/app.js", "x.log", "dist/stale.js")
+				gittest.Run(t, repo, "add", "dist/app.js", "x.log")
+			},
+			survive: []string{"sub/repo/dist/app.js", "sub/repo/x.log"},
+			gone:    []string{"sub/repo/dist/stale.js"},
+		},
+		{
+			name: "index version 4",
+			setup: func(t *testing.T, ws string) {
+				repo := filepath.Join(ws, "sub/repo")
+				gitRepoAt(t, repo, []string{"dist/app.js", "dist/deeper/b.js", "a.log"}, []string{"dist/stale.js"})
+				gittest.Run(t, repo, "update-index", "--index-version", "4")
+			},
+			survive: []string{"sub/repo/dist/app.js", "sub/repo/dist/deeper/b.js", "sub/repo/a.log"},
+			gone:    []string{"sub/repo/dist/stale.js"},
+		},
+		{
+			name: "index version 3: skip-worktree and intent-to-add",
+			setup: func(t *testing.T, ws string) {
+				repo := filepath.Join(ws, "sub/repo")
+				gitRepoAt(t, repo, []string{"dist/app.js", "dist/skipped.js"}, []string{"dist/stale.js", "dist/later.js"})
+				gittest.Run(t, repo, "update-index", "--skip-worktree", "dist/skipped.js")
+				gittest.Run(t, repo, "add", "-N", "dist/later.js")
+			},
+			survive: []string{"sub/repo/dist/app.js", "sub/repo/dist/skipped.js", "sub/repo/dist/later.js"},
+			gone:    []string{"sub/repo/dist/stale.js"},
+		},
+		{
+			name: "sparse index: a sparse directory is tracked whole",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, ws, []string{"a/main.go", "dist/app.js"}, []string{"a/old.log"})
+				gittest.Run(t, ws, "sparse-checkout", "init", "--cone", "--sparse-index")
+				gittest.Run(t, ws, "sparse-checkout", "set", "a")
+				writeFiles(t, ws, "dist/app.js", "dist/extra.js") // the agent makes it again
+			},
+			survive: []string{"dist/app.js", "dist/extra.js", "a/main.go"},
+			gone:    []string{"a/old.log"},
+			skipped: map[string]string{"dist": "sparse directory"},
+		},
+		{
+			name: "SHA-256 repository",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "sub/repo"), []string{"dist/app.js"}, []string{"dist/stale.js"}, "--object-format=sha256")
+			},
+			survive: []string{"sub/repo/dist/app.js"},
+			gone:    []string{"sub/repo/dist/stale.js"},
+		},
+		{
+			name: "garbage index: the repository is left whole",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "sub/repo"), []string{"dist/app.js"}, []string{"dist/stale.js"})
+				os.WriteFile(filepath.Join(ws, "sub/repo/.git/index"), []byte("DIRC garbage, not an index at all"), 0o644)
+				writeFiles(t, ws, "top.log")
+			},
+			survive: []string{"sub/repo/dist/app.js", "sub/repo/dist/stale.js"},
+			gone:    []string{"top.log"},
+			skipped: map[string]string{"sub/repo": "cannot be read"},
+		},
+		{
+			name: "a directory where the index should be",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "sub/repo"), []string{"dist/app.js"}, []string{"dist/stale.js"})
+				os.Remove(filepath.Join(ws, "sub/repo/.git/index"))
+				os.Mkdir(filepath.Join(ws, "sub/repo/.git/index"), 0o755)
+			},
+			survive: []string{"sub/repo/dist/app.js", "sub/repo/dist/stale.js"},
+			skipped: map[string]string{"sub/repo": "a directory"},
+		},
+		{
+			// It hung every sweep: the workspace's own index, opened blocking.
+			name: "FIFO at .git/index: no hang, left whole",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, ws, []string{"dist/app.js"}, []string{"dist/stale.js"})
+				os.Remove(filepath.Join(ws, ".git/index"))
+				if err := syscall.Mkfifo(filepath.Join(ws, ".git/index"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			survive: []string{"dist/app.js", "dist/stale.js"},
+			skipped: map[string]string{".": "named pipe"},
+		},
+		{
+			// Read whole it cost 2 GB of memory: it must not be read at all.
+			name: "a 1.1 GiB (sparse) index: refused unread, left whole",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "sub/repo"), []string{"dist/app.js"}, []string{"dist/stale.js"})
+				if err := os.Truncate(filepath.Join(ws, "sub/repo/.git/index"), 1100<<20); err != nil {
+					t.Fatal(err)
+				}
+			},
+			survive: []string{"sub/repo/dist/app.js", "sub/repo/dist/stale.js"},
+			skipped: map[string]string{"sub/repo": "more than"},
+		},
+		{
+			name: "symlinked .git: not followed, left whole",
+			setup: func(t *testing.T, ws string) {
+				real := t.TempDir()
+				gitRepoAt(t, real, []string{"dist/app.js"}, nil)
+				os.MkdirAll(filepath.Join(ws, "sub/repo"), 0o755)
+				os.Symlink(filepath.Join(real, ".git"), filepath.Join(ws, "sub/repo/.git"))
+				writeFiles(t, ws, "sub/repo/dist/app.js", "sub/repo/dist/stale.js")
+			},
+			survive: []string{"sub/repo/.git", "sub/repo/dist/app.js", "sub/repo/dist/stale.js"},
+			skipped: map[string]string{"sub/repo": "symlink"},
+		},
+		{
+			name: "dangling .git file",
+			setup: func(t *testing.T, ws string) {
+				writeFiles(t, ws, "sub/repo/dist/app.js")
+				os.WriteFile(filepath.Join(ws, "sub/repo/.git"), []byte("gitdir: ../nowhere/.git\n"), 0o644)
+			},
+			survive: []string{"sub/repo/.git", "sub/repo/dist/app.js"},
+			skipped: map[string]string{"sub/repo": "does not exist"},
+		},
+		{
+			name: ".git file whose gitdir is reached through a symlink",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "main"), []string{"x.txt"}, nil)
+				os.Symlink("main", filepath.Join(ws, "alias"))
+				writeFiles(t, ws, "sub/repo/dist/app.js")
+				os.WriteFile(filepath.Join(ws, "sub/repo/.git"), []byte("gitdir: ../../alias/.git\n"), 0o644)
+			},
+			survive: []string{"sub/repo/dist/app.js"},
+			skipped: map[string]string{"sub/repo": "without symlinks"},
+		},
+		{
+			name: "the workspace's own index is garbage: the whole workspace stays",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, ws, []string{"dist/app.js"}, []string{"top.log"})
+				os.WriteFile(filepath.Join(ws, ".git/index"), []byte("garbage"), 0o644)
+			},
+			survive: []string{"dist/app.js", "top.log"},
+			skipped: map[string]string{".": "cannot be read"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			ws := filepath.Join(root, "projects/p")
+			os.MkdirAll(ws, 0o755)
+			c.setup(t, ws)
+			ageTree(t, ws)
+			var st syscall.Stat_t
+			syscall.Stat(root, &st)
+			g := &Gatherer{Root: root, RootDev: st.Dev, Globs: policy.TrashGlobs}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			tree, err := g.Workspace(ctx, "projects/p")
+			if err != nil {
+				t.Fatalf("walk: %v", err)
+			}
+			plan := MakePlan([]Project{{Name: "p", Trees: []Tree{tree}}}, policy, time.Now())
+			for _, ev := range plan.Evict {
+				if strings.Contains("/"+ev.Path+"/", "/.git/") || exists(filepath.Join(root, ev.Path, ".git")) {
+					t.Errorf("planned %s: a .git, or a directory holding one", ev.Path)
+				}
+			}
+			for rel, why := range c.skipped {
+				p := "projects/p"
+				if rel != "." {
+					p += "/" + rel
+				}
+				found := false
+				for _, s := range plan.Skipped {
+					found = found || (s.Path == p && strings.Contains(s.Reason, why))
+				}
+				if !found {
+					t.Errorf("%s not skipped for %q; skipped %+v", p, why, plan.Skipped)
+				}
+			}
+			var journal []Record
+			executor(t, root, &journal).Run(ctx, plan)
+			for _, p := range c.survive {
+				if !exists(filepath.Join(ws, p)) {
+					t.Errorf("%s was deleted (plan %v)", p, paths(plan.Evict))
+				}
+			}
+			for _, p := range c.gone {
+				if exists(filepath.Join(ws, p)) {
+					t.Errorf("untracked old trash %s survived (plan %v)", p, paths(plan.Evict))
+				}
+			}
+		})
+	}
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// A tree with no repository is offered as before: trash directories whole.
+func TestWorkspaceWithoutRepositories(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "projects/p")
+	writeFiles(t, ws, "dist/a.js", "dist/sub/b.js", "src/x.log", "src/main.go", "uploads/u.log", "inbox/i.tmp")
+	ageTree(t, ws)
+	var st syscall.Stat_t
+	syscall.Stat(root, &st)
+	tree, err := (&Gatherer{Root: root, RootDev: st.Dev, Globs: policy.TrashGlobs}).Workspace(context.Background(), "projects/p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, e := range tree.Entries {
+		got[e.Path] = true
+		if e.Path == "projects/p/dist" && (e.Bytes == 0 || !e.Dir) {
+			t.Errorf("dist offered as %+v: its size is missing", e)
+		}
+	}
+	want := map[string]bool{"projects/p/dist": true, "projects/p/src/x.log": true}
+	if len(got) != len(want) || !got["projects/p/dist"] || !got["projects/p/src/x.log"] {
+		t.Errorf("offered %v, want %v", got, want)
+	}
+}
+
+// A cancelled sweep stops walking.
+func TestWorkspaceHonoursCancellation(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, filepath.Join(root, "projects/p"), "a/b.log")
+	var st syscall.Stat_t
+	syscall.Stat(root, &st)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := (&Gatherer{Root: root, RootDev: st.Dev, Globs: policy.TrashGlobs}).Workspace(ctx, "projects/p"); err != context.Canceled {
+		t.Errorf("a cancelled walk: %v, want context.Canceled", err)
+	}
+}

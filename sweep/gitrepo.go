@@ -1,0 +1,332 @@
+package sweep
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Everything below is read from a tenant's tree: nothing is opened by a
+// path that could cross a symlink, nothing that could block (a FIFO at
+// .git/index hung every sweep), nothing that is not a regular file.
+const (
+	dirOpenFlags  = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fileOpenFlags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
+	// maxSmallFile bounds a .git file, a commondir file or a config.
+	maxSmallFile = 1 << 20
+)
+
+// fileKind names what a mode is, for the reasons a sweep gives.
+func fileKind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFLNK:
+		return "a symlink"
+	case unix.S_IFIFO:
+		return "a named pipe"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return "a device"
+	case unix.S_IFREG:
+		return "a regular file"
+	}
+	return "not a regular file"
+}
+
+// openDirAt opens the directory name in dirfd, refusing a symlink.
+func openDirAt(dirfd int, name string) (*os.File, error) {
+	fd, err := unix.Openat(dirfd, name, dirOpenFlags, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// openRegularAt opens name in dirfd for reading if it is a regular file of
+// at most limit bytes, and gives its size. It is looked at before it is
+// opened (a device is never opened) and again after (the same inode, still
+// a regular file): O_NONBLOCK and O_NOFOLLOW cover what changes between.
+func openRegularAt(dirfd int, name string, limit int64) (*os.File, int64, error) {
+	var before, st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &before, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, 0, &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if before.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, 0, fmt.Errorf("%s is %s, not a regular file", name, fileKind(before.Mode))
+	}
+	fd, err := unix.Openat(dirfd, name, fileOpenFlags, 0)
+	if err != nil {
+		return nil, 0, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, 0, &os.PathError{Op: "fstat", Path: name, Err: err}
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG || st.Dev != before.Dev || st.Ino != before.Ino:
+		unix.Close(fd)
+		return nil, 0, fmt.Errorf("%s changed while it was opened", name)
+	case st.Size > limit:
+		unix.Close(fd)
+		return nil, 0, fmt.Errorf("%s is %d bytes, more than the %d read at most", name, st.Size, limit)
+	}
+	// A regular file ignores O_NONBLOCK; clearing it keeps Go's poller out.
+	unix.SetNonblock(fd, false)
+	return os.NewFile(uintptr(fd), name), st.Size, nil
+}
+
+// readSmallAt reads a small regular file in dirfd whole.
+func readSmallAt(dirfd int, name string) ([]byte, error) {
+	f, _, err := openRegularAt(dirfd, name, maxSmallFile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxSmallFile))
+}
+
+// repoFinder opens the repositories of one workspace tree: every path it
+// follows stays inside the tree and crosses no symlink.
+type repoFinder struct {
+	ctx    context.Context
+	treeFd int      // the workspace tree
+	abs    []string // the tree's absolute paths, as a .git file may name them
+}
+
+// openPath opens the directory p names, relative to the directory base
+// (a workspace-relative path) or absolute, one component at a time from
+// the tree's own descriptor, refusing symlinks, and never above the tree.
+// It gives the directory and its workspace-relative path, or why not.
+func (rf *repoFinder) openPath(base, p string) (*os.File, string, string) {
+	if path.IsAbs(p) {
+		inside := false
+		for _, a := range rf.abs {
+			if rest, ok := strings.CutPrefix(p, a); ok && (rest == "" || rest[0] == '/') {
+				p, inside = "."+rest, true
+				break
+			}
+		}
+		if !inside {
+			return nil, "", fmt.Sprintf("it points outside the project, at %s", p)
+		}
+		base = "."
+	}
+	var comps []string
+	for _, c := range strings.Split(base+"/"+p, "/") {
+		if c != "" && c != "." {
+			comps = append(comps, c)
+		}
+	}
+	// Each component is opened before a later ".." may cancel it: with no
+	// symlink anywhere, the kernel's ".." and the lexical one agree.
+	stack := []*os.File{}
+	names := []string{}
+	defer func() {
+		for _, f := range stack {
+			f.Close()
+		}
+	}()
+	top := func() int {
+		if len(stack) == 0 {
+			return rf.treeFd
+		}
+		return int(stack[len(stack)-1].Fd())
+	}
+	for _, c := range comps {
+		if c == ".." {
+			if len(stack) == 0 {
+				return nil, "", fmt.Sprintf("it points outside the project, at %s", p)
+			}
+			stack[len(stack)-1].Close()
+			stack, names = stack[:len(stack)-1], names[:len(names)-1]
+			continue
+		}
+		f, err := openDirAt(top(), c)
+		if err != nil {
+			var errno unix.Errno
+			errors.As(err, &errno)
+			switch errno {
+			case unix.ENOENT:
+				return nil, "", fmt.Sprintf("it points at %s, which does not exist", p)
+			case unix.ELOOP, unix.ENOTDIR:
+				return nil, "", fmt.Sprintf("it points at %s, which is not a directory reached without symlinks", p)
+			}
+			return nil, "", fmt.Sprintf("it points at %s, which cannot be opened: %v", p, err)
+		}
+		stack, names = append(stack, f), append(names, c)
+	}
+	if len(stack) == 0 {
+		f, err := openDirAt(rf.treeFd, ".")
+		if err != nil {
+			return nil, "", err.Error()
+		}
+		return f, ".", ""
+	}
+	f := stack[len(stack)-1]
+	stack = stack[:len(stack)-1]
+	return f, strings.Join(names, "/"), ""
+}
+
+// openRepo reads the index of the repository whose .git entry is in the
+// directory dirfd (rel in the workspace). A non-empty why says the
+// repository could not be read, and so its whole working tree must stay.
+// err is only cancellation.
+func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, ".git", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, fmt.Sprintf(".git cannot be examined: %v", err), nil
+	}
+	var gitdir *os.File
+	gitRel := path.Join(rel, ".git")
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		if gitdir, err = openDirAt(dirfd, ".git"); err != nil {
+			return nil, fmt.Sprintf(".git cannot be opened: %v", err), nil
+		}
+	case unix.S_IFREG:
+		// A worktree's or submodule's pointer to its git directory.
+		data, err := readSmallAt(dirfd, ".git")
+		if err != nil {
+			return nil, fmt.Sprintf("its .git file cannot be read: %v", err), nil
+		}
+		target, ok := strings.CutPrefix(strings.TrimRight(string(data), "\r\n"), "gitdir:")
+		target = strings.TrimSpace(target)
+		if !ok || target == "" {
+			return nil, "its .git file is not a \"gitdir: PATH\" pointer", nil
+		}
+		var why string
+		if gitdir, gitRel, why = rf.openPath(rel, target); why != "" {
+			return nil, "its .git file cannot be followed: " + why, nil
+		}
+	default:
+		return nil, fmt.Sprintf(".git is %s, which is not followed", fileKind(st.Mode)), nil
+	}
+	defer gitdir.Close()
+	hashLen, why := rf.objectFormat(gitdir, gitRel)
+	if why != "" {
+		return nil, why, nil
+	}
+	gfd := int(gitdir.Fd())
+	main, why, err := rf.readIndexAt(gfd, "index", hashLen)
+	if err != nil || why != "" {
+		return nil, why, err
+	}
+	if main == nil {
+		return newGitIndex(nil), "", nil // no index yet (git init): nothing tracked
+	}
+	entries := main.entries
+	if main.linked && main.base != nil && string(main.base) != string(make([]byte, hashLen)) {
+		name := "sharedindex." + hex.EncodeToString(main.base)
+		shared, why, err := rf.readIndexAt(gfd, name, hashLen)
+		switch {
+		case err != nil:
+			return nil, "", err
+		case why != "":
+			return nil, why, nil
+		case shared == nil:
+			return nil, fmt.Sprintf("its split index needs %s, which is missing", name), nil
+		case string(shared.sum) != string(main.base):
+			return nil, fmt.Sprintf("%s is not the shared index its name says", name), nil
+		}
+		if entries, err = mergeSplit(main, shared); err != nil {
+			return nil, fmt.Sprintf("its split index cannot be read: %v", err), nil
+		}
+	}
+	return newGitIndex(entries), "", nil
+}
+
+// readIndexAt reads one index file in the git directory; nil without a
+// why: there is none.
+func (rf *repoFinder) readIndexAt(gitfd int, name string, hashLen int) (*indexFile, string, error) {
+	f, size, err := openRegularAt(gitfd, name, maxIndexBytes)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, fmt.Sprintf("its index cannot be read: %v", err), nil
+	}
+	defer f.Close()
+	ix, err := readIndex(rf.ctx, f, size, hashLen)
+	if err != nil {
+		if rf.ctx.Err() != nil {
+			return nil, "", rf.ctx.Err()
+		}
+		return nil, fmt.Sprintf("its %s cannot be read: %v", name, err), nil
+	}
+	return ix, "", nil
+}
+
+// objectFormat is the length of the repository's object names:
+// extensions.objectformat in the config of its common directory (a linked
+// worktree's is named by its commondir file).
+func (rf *repoFinder) objectFormat(gitdir *os.File, gitRel string) (int, string) {
+	cfgDir := gitdir
+	if data, err := readSmallAt(int(gitdir.Fd()), "commondir"); err == nil {
+		common, _, why := rf.openPath(gitRel, strings.TrimSpace(string(data)))
+		if why != "" {
+			return 0, "its commondir cannot be followed: " + why
+		}
+		defer common.Close()
+		cfgDir = common
+	} else if !errors.Is(err, unix.ENOENT) {
+		return 0, fmt.Sprintf("its commondir cannot be read: %v", err)
+	}
+	cfg, err := readSmallAt(int(cfgDir.Fd()), "config")
+	if errors.Is(err, unix.ENOENT) {
+		return 20, "" // git's default without a config
+	}
+	if err != nil {
+		return 0, fmt.Sprintf("its config cannot be read: %v", err)
+	}
+	n, err := configHashLen(cfg)
+	if err != nil {
+		return 0, err.Error()
+	}
+	return n, ""
+}
+
+// configHashLen reads extensions.objectformat from a git config: section
+// and key names are case-insensitive, values may be quoted.
+func configHashLen(cfg []byte) (int, error) {
+	section, hashLen := "", 20
+	for _, line := range strings.Split(string(cfg), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				continue
+			}
+			if f := strings.Fields(line[1:end]); len(f) > 0 {
+				section = strings.ToLower(f[0])
+			} else {
+				section = ""
+			}
+			line = strings.TrimSpace(line[end+1:])
+		}
+		key, val, ok := strings.Cut(line, "=")
+		if !ok || section != "extensions" || !strings.EqualFold(strings.TrimSpace(key), "objectformat") {
+			continue
+		}
+		if i := strings.IndexAny(val, "#;"); i >= 0 {
+			val = val[:i]
+		}
+		switch v := strings.ToLower(strings.Trim(strings.TrimSpace(val), `"`)); v {
+		case "sha1":
+			hashLen = 20
+		case "sha256":
+			hashLen = 32
+		default:
+			return 0, fmt.Errorf("its object format %q is not one xfsq reads", v)
+		}
+	}
+	return hashLen, nil
+}
