@@ -53,7 +53,7 @@ func measure(rootDir string, rootDev uint64, rel string, fi os.FileInfo) (Entry,
 	e := Entry{Path: rel, Dir: fi.IsDir(), Newest: fi.ModTime().UTC()}
 	st, _ := fi.Sys().(*syscall.Stat_t)
 	if st != nil { // an mtime stamped in the future must not pin the entry (inventory.Mtime)
-		e.Newest = time.Unix(0, inventory.Mtime(st)).UTC()
+		e.Newest = time.Unix(0, min(st.Mtim.Nano(), st.Ctim.Nano())).UTC()
 	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
@@ -298,7 +298,7 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 		typ := st.Mode & unix.S_IFMT
 		isDir := typ == unix.S_IFDIR
 		trash := inTrash || MatchGlob(w.g.Globs, within(inner, sub), isDir) != ""
-		e := Entry{Path: path.Join(w.treeRel, sub), Dir: isDir, Newest: time.Unix(0, inventory.Mtime(st)).UTC()}
+		e := Entry{Path: path.Join(w.treeRel, sub), Dir: isDir, Newest: time.Unix(0, inventory.Mtime(&st)).UTC()}
 		switch {
 		case !isDir:
 			before := res.bytes
