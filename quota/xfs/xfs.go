@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -33,6 +34,10 @@ type FS struct {
 	dev    uint64   // st_dev of the filesystem: walks never leave it
 	mount  mountEntry
 	target quotactl.Target
+	// lastAll is how many IDs the last enumeration found: the next one
+	// sizes its map for that many, as a scrape or report of 1,000 trees
+	// otherwise spends much of its time growing the map.
+	lastAll atomic.Int64
 }
 
 var _ quota.Backend = (*FS)(nil)
@@ -175,11 +180,12 @@ func (fs *FS) Get(id quota.ProjectID) (quota.Quota, error) {
 // All enumerates every project ID with usage or limits in one pass of
 // Q_XGETNEXTQUOTA. ID 0, which holds the defaults, is left out.
 func (fs *FS) All() (map[quota.ProjectID]quota.Quota, error) {
-	out := make(map[quota.ProjectID]quota.Quota)
+	out := make(map[quota.ProjectID]quota.Quota, fs.lastAll.Load())
 	next := uint32(1)
 	for {
 		q, err := fs.target.GetNextQuota(quotactl.PrjQuota, next)
 		if errors.Is(err, unix.ENOENT) {
+			fs.lastAll.Store(int64(len(out)))
 			return out, nil
 		}
 		if err != nil {
@@ -188,6 +194,7 @@ func (fs *FS) All() (map[quota.ProjectID]quota.Quota, error) {
 		}
 		out[quota.ProjectID(q.ID)] = fromDisk(quota.ProjectID(q.ID), &q)
 		if q.ID == ^uint32(0) {
+			fs.lastAll.Store(int64(len(out)))
 			return out, nil
 		}
 		next = q.ID + 1
