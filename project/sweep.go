@@ -11,9 +11,9 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -85,6 +85,12 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		return out, err
 	}
 	defer root.Close()
+	// Every tree is walked, re-checked and deleted from this descriptor.
+	dir, err := saferm.Open(m.Root)
+	if err != nil {
+		return out, err
+	}
+	defer dir.Close()
 	if !o.DryRun {
 		if out.Resolved, err = m.resolvePending(ctx, root); err != nil {
 			return out, err
@@ -123,7 +129,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	if o.Apply != nil {
 		plan = filterPlan(*o.Apply, names)
 	} else {
-		if plan, err = m.planSweep(ctx, names, areas, policy, now); err != nil {
+		if plan, err = m.planSweep(ctx, dir, names, areas, policy, now); err != nil {
 			return out, err
 		}
 	}
@@ -146,11 +152,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		}
 	}
 	inventory.Background() // best effort: a sweep at normal priority still sweeps
-	var st syscall.Stat_t
-	if err := syscall.Stat(m.Root, &st); err != nil {
-		return out, err
-	}
-	x := &sweep.Executor{SweepID: out.SweepID, Root: root, RootDir: m.Root, RootDev: st.Dev, Policy: policy, Now: m.now, Budget: o.Budget,
+	x := &sweep.Executor{SweepID: out.SweepID, Root: dir, Policy: policy, Now: m.now, Budget: o.Budget,
 		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
 		Journal: func(ctx context.Context, p string, r sweep.Record) error {
 			r.Holder = me
@@ -197,12 +199,9 @@ func (m *Manager) sweepTargets(ctx context.Context, o SweepOptions) ([]string, e
 }
 
 // planSweep walks the trees of the projects and plans.
-func (m *Manager) planSweep(ctx context.Context, names []string, areas map[string]bool, policy sweep.Policy, now time.Time) (sweep.Plan, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(m.Root, &st); err != nil {
-		return sweep.Plan{}, err
-	}
-	g := &sweep.Gatherer{Root: m.Root, RootDev: st.Dev, Globs: policy.TrashGlobs}
+func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string, areas map[string]bool, policy sweep.Policy, now time.Time) (sweep.Plan, error) {
+	g := &sweep.Gatherer{Root: dir, Globs: policy.TrashGlobs}
+	var refused []sweep.Skip
 	active, err := m.Store.ActiveLeases(ctx, now)
 	if err != nil {
 		return sweep.Plan{}, err
@@ -242,6 +241,12 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 				case sweep.AreaScratch:
 					t, err = g.TopLevel(area, "scratch/"+n)
 				}
+				var tr *sweep.TreeRefusedError
+				if errors.As(err, &tr) {
+					// A tree root swapped for a link is another tree: not this one's to sweep.
+					refused = append(refused, sweep.Skip{Project: n, Path: tr.Tree, Reason: tr.Error()})
+					continue
+				}
 				if err != nil {
 					return sweep.Plan{}, fmt.Errorf("walk %s of %s: %w", area, n, err)
 				}
@@ -251,7 +256,9 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 		}
 		projects = append(projects, pr)
 	}
-	return sweep.MakePlan(projects, policy, now), nil
+	plan := sweep.MakePlan(projects, policy, now)
+	plan.Skipped = append(plan.Skipped, refused...)
+	return plan, nil
 }
 
 // filterPlan keeps the parts of a saved plan about the given projects.

@@ -6,20 +6,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/xfsq/xfsq/internal/saferm"
 )
 
 func executor(t *testing.T, root string, journal *[]Record) *Executor {
-	r, err := os.OpenRoot(root)
+	d, err := saferm.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Close() })
-	var st syscall.Stat_t
-	syscall.Stat(root, &st)
-	return &Executor{SweepID: "sw-test", Root: r, RootDir: root, RootDev: st.Dev, Policy: policy, Now: time.Now,
+	t.Cleanup(func() { d.Close() })
+	return &Executor{SweepID: "sw-test", Root: d, Policy: policy, Now: time.Now,
 		Leased: func(context.Context, string) (bool, error) { return false, nil },
 		Journal: func(_ context.Context, _ string, rec Record) error {
 			*journal = append(*journal, rec)

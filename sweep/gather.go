@@ -2,22 +2,26 @@ package sweep
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
-	"syscall"
+	"sort"
+	"time"
 
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 )
 
 // Gatherer walks trees for the planner. It only reads; a path that changes
 // while it looks can only be mis-measured, never deleted (the executor
-// re-checks everything through os.Root).
+// re-checks everything through descriptors).
 type Gatherer struct {
-	Root    string   // the sandbox root, absolute
-	RootDev uint64   // its filesystem: nothing elsewhere is offered
-	Globs   []string // workspace trash globs
+	// Root is the sandbox root. Each tree is opened beneath it without
+	// links: a tree root that is a symlink (to another project's tree, say)
+	// is refused, never walked.
+	Root  *saferm.Dir
+	Globs []string // workspace trash globs
 }
 
 // workspaceProtected are top-level workspace directories never swept,
@@ -31,32 +35,57 @@ const (
 	protectedOtherFS = "other filesystem"
 )
 
-func (g *Gatherer) measure(rel string, fi os.FileInfo) (Entry, error) {
-	return measure(g.Root, g.RootDev, rel, fi)
+// TreeRefusedError is a tree root that is not a real directory reached
+// without links from the sandbox root.
+type TreeRefusedError struct {
+	Tree string
+	Err  error
 }
 
-// measure gives the entry at rel under the sandbox root rootDir (lstat as
-// fi): its allocated bytes and newest mtime (inside it, for a directory),
-// or why it must stay (a symlink, another filesystem than rootDev). The
-// planner's walks and the executor's re-check both see entries through it.
-func measure(rootDir string, rootDev uint64, rel string, fi os.FileInfo) (Entry, error) {
-	e := Entry{Path: rel, Dir: fi.IsDir(), Newest: fi.ModTime().UTC()}
-	st, _ := fi.Sys().(*syscall.Stat_t)
+func (e *TreeRefusedError) Error() string {
+	return "tree " + e.Tree + " is not a real directory reached without links (a symlink or a mount?); it is not swept: " + e.Err.Error()
+}
+func (e *TreeRefusedError) Unwrap() error { return e.Err }
+
+// openTree opens a tree beneath the root; a tree that does not exist is
+// nil without an error.
+func (g *Gatherer) openTree(treeRel string) (*saferm.Dir, error) {
+	d, err := g.Root.OpenDir(treeRel)
 	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case errors.Is(err, saferm.ErrUnsafe):
+		return nil, &TreeRefusedError{treeRel, err}
+	}
+	return d, err
+}
+
+// measure gives the entry rel beneath dir (never followed): its allocated
+// bytes and newest mtime (inside it, for a directory), or why it must stay
+// (a symlink, a mount point or another mount). The planner's walks and the
+// executor's re-check both see entries through it. Entry.Path is relative
+// to the sandbox root.
+func measure(dir *saferm.Dir, rel string) (Entry, error) {
+	st, err := dir.Lstat(rel)
+	if err != nil {
+		return Entry{}, err
+	}
+	e := Entry{Path: path.Join(dir.Path(), rel), Dir: st.IsDir(), Newest: time.Unix(st.Mtime.Sec, int64(st.Mtime.Nsec)).UTC()}
+	switch {
+	case st.IsSymlink():
 		e.Protected = protectedSymlink
-		return e, nil
-	case st != nil && st.Dev != rootDev:
+	case st.OtherMount:
 		e.Protected = protectedOtherFS
-		return e, nil
-	case fi.IsDir():
-		res, err := inventory.Walk(filepath.Join(rootDir, rel), inventory.Options{Depth: 1, TopK: 1})
+	case st.IsDir():
+		// Through the held descriptor: the walk starts in dir, whatever
+		// has been renamed above it.
+		res, err := inventory.Walk(fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), rel), inventory.Options{Depth: 1, TopK: 1})
 		if err != nil {
 			return e, err
 		}
 		e.Bytes, e.Newest = res.Root.SizeBytes, res.Root.Mtime
-	case st != nil:
-		e.Bytes = uint64(st.Blocks) * 512
+	default:
+		e.Bytes = st.Blocks * 512
 	}
 	return e, nil
 }
@@ -65,32 +94,27 @@ func measure(rootDir string, rootDev uint64, rel string, fi os.FileInfo) (Entry,
 // scratch runs), with the tree's total.
 func (g *Gatherer) TopLevel(area, treeRel string) (Tree, error) {
 	t := Tree{Area: area, Path: treeRel}
-	dir := filepath.Join(g.Root, treeRel)
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return t, nil
+	tree, err := g.openTree(treeRel)
+	if tree == nil || err != nil {
+		return t, err
 	}
+	defer tree.Close()
+	st, err := tree.Lstat(".")
+	if err == nil {
+		t.Bytes = st.Blocks * 512
+	}
+	names, err := tree.Names()
+	sort.Strings(names)
 	if err != nil {
 		return t, err
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		t.Bytes = uint64(st.Blocks) * 512
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return t, err
-	}
-	for _, de := range entries {
-		fi, err := de.Info()
+	for _, name := range names {
+		e, err := measure(tree, name)
 		if err != nil {
-			continue // vanished
-		}
-		e, err := g.measure(path.Join(treeRel, de.Name()), fi)
-		if err != nil {
-			continue
+			continue // vanished or unreadable
 		}
 		if area == AreaScratch {
-			e.Run = de.Name()
+			e.Run = name
 		}
 		t.Bytes += e.Bytes
 		t.Entries = append(t.Entries, e)
@@ -103,10 +127,13 @@ func (g *Gatherer) TopLevel(area, treeRel string) (Tree, error) {
 // the tracked ones marked so.
 func (g *Gatherer) Workspace(treeRel string) (Tree, error) {
 	t := Tree{Area: AreaWorkspace, Path: treeRel}
-	root, err := os.OpenRoot(filepath.Join(g.Root, treeRel))
-	if errors.Is(err, fs.ErrNotExist) {
-		return t, nil
+	tree, err := g.openTree(treeRel)
+	if tree == nil || err != nil {
+		return t, err
 	}
+	defer tree.Close()
+	// The held descriptor pins the tree; /proc/self/fd resolves to it alone.
+	root, err := os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", tree.Fd()))
 	if err != nil {
 		return t, err
 	}
@@ -121,44 +148,49 @@ func (g *Gatherer) Workspace(treeRel string) (Tree, error) {
 			trackedDirs[d] = true
 		}
 	}
-	var walk func(rel string, inTrash bool) error
-	walk = func(rel string, inTrash bool) error {
-		entries, err := os.ReadDir(filepath.Join(g.Root, treeRel, rel))
+	// Every directory is entered through its parent's descriptor, never
+	// through a link or into another mount.
+	var walk func(dir *saferm.Dir, rel string, inTrash bool) error
+	walk = func(dir *saferm.Dir, rel string, inTrash bool) error {
+		names, err := dir.Names()
 		if err != nil {
 			return nil // unreadable or vanished: nothing to offer from it
 		}
-		for _, de := range entries {
-			name := de.Name()
+		sort.Strings(names)
+		for _, name := range names {
 			sub := path.Join(rel, name)
-			if rel == "." {
-				sub = name
-			}
 			if name == ".git" {
 				continue
 			}
 			if rel == "." && workspaceProtected[name] {
 				continue
 			}
-			fi, err := de.Info()
+			st, err := dir.Lstat(name)
 			if err != nil {
 				continue
 			}
-			isDir := fi.IsDir()
+			isDir := st.IsDir()
 			trash := inTrash || MatchGlob(g.Globs, sub, isDir) != ""
 			switch {
 			case isDir && trash && !trackedDirs[sub]:
-				if e, err := g.measure(path.Join(treeRel, sub), fi); err == nil {
+				if e, err := measure(dir, name); err == nil {
 					t.Entries = append(t.Entries, e)
 				}
 			case isDir:
-				if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Dev != g.RootDev {
-					continue // another filesystem: not ours to walk
+				if st.OtherMount {
+					continue // another mount: not ours to walk
 				}
-				if err := walk(sub, trash); err != nil {
+				d, err := dir.OpenDir(name)
+				if err != nil {
+					continue // swapped for a link or gone meanwhile
+				}
+				err = walk(d, sub, trash)
+				d.Close()
+				if err != nil {
 					return err
 				}
 			case trash:
-				e, err := g.measure(path.Join(treeRel, sub), fi)
+				e, err := measure(dir, name)
 				if err != nil {
 					continue
 				}
@@ -170,5 +202,5 @@ func (g *Gatherer) Workspace(treeRel string) (Tree, error) {
 		}
 		return nil
 	}
-	return t, walk(".", false)
+	return t, walk(tree, ".", false)
 }

@@ -56,7 +56,7 @@ type Report struct {
 
 // Left is one entry left in place.
 type Left struct {
-	Path   string `json:"path"` // relative to the Dir the removal started from
+	Path   string `json:"path"` // relative to the directory Open opened
 	Reason string `json:"reason"`
 }
 
@@ -65,6 +65,7 @@ type Left struct {
 type Dir struct {
 	fd  int
 	mnt mountID
+	rel string // from the directory Open opened, for reports
 }
 
 // mountID identifies a mount: the unique ID where the kernel has it (6.8),
@@ -75,7 +76,7 @@ type mountID struct {
 	id   uint64
 }
 
-const statxMask = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_NLINK | unix.STATX_BLOCKS | unix.STATX_INO | unix.STATX_MNT_ID | unix.STATX_MNT_ID_UNIQUE
+const statxMask = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_MTIME | unix.STATX_NLINK | unix.STATX_BLOCKS | unix.STATX_INO | unix.STATX_MNT_ID | unix.STATX_MNT_ID_UNIQUE
 
 // Open opens the directory at path (the sandbox root: an operator's path,
 // resolved as given) as the Dir every removal starts from.
@@ -89,7 +90,7 @@ func Open(path string) (*Dir, error) {
 		unix.Close(fd)
 		return nil, &os.PathError{Op: "statx", Path: path, Err: err}
 	}
-	return &Dir{fd: fd, mnt: mountOf(&st)}, nil
+	return &Dir{fd: fd, mnt: mountOf(&st), rel: "."}, nil
 }
 
 func mountOf(st *unix.Statx_t) mountID {
@@ -111,6 +112,9 @@ func (d *Dir) sameMount(st *unix.Statx_t) bool {
 	m := mountOf(st)
 	return m == d.mnt
 }
+
+// Path is where d is, relative to the directory Open opened ("." for it).
+func (d *Dir) Path() string { return d.rel }
 
 // Fd is the descriptor, for reads relative to it (/proc/self/fd/N). It
 // stays owned by d.
@@ -221,22 +225,23 @@ func (d *Dir) openBeneath(dirfd int, rel string, parts []string) (int, error) {
 // OpenDir opens the directory rel beneath d: every component a real
 // directory on d's mount, no symlink anywhere. Tree roots are opened so.
 func (d *Dir) OpenDir(rel string) (*Dir, error) {
+	full := path.Join(d.rel, rel)
 	parts, err := split(rel)
 	if err != nil {
-		return nil, &PathError{rel, err}
+		return nil, &PathError{full, err}
 	}
 	if len(parts) == 0 {
 		fd, err := unix.Dup(d.fd)
 		if err != nil {
 			return nil, err
 		}
-		return &Dir{fd: fd, mnt: d.mnt}, nil
+		return &Dir{fd: fd, mnt: d.mnt, rel: d.rel}, nil
 	}
-	fd, err := d.openBeneath(d.fd, rel, parts)
+	fd, err := d.openBeneath(d.fd, full, parts)
 	if err != nil {
 		return nil, err
 	}
-	return &Dir{fd: fd, mnt: d.mnt}, nil
+	return &Dir{fd: fd, mnt: d.mnt, rel: full}, nil
 }
 
 // Stat is what Lstat tells of one entry.
@@ -255,26 +260,48 @@ func (s Stat) IsSymlink() bool { return s.Mode&unix.S_IFMT == unix.S_IFLNK }
 // Lstat looks at rel beneath d without following it: its parent is
 // resolved as OpenDir resolves, the entry itself is never followed.
 func (d *Dir) Lstat(rel string) (Stat, error) {
-	parent, name, err := d.parent(rel)
-	if err != nil {
-		return Stat{}, err
+	dirfd, name := d.fd, rel
+	if rel == "." {
+		dirfd, name = d.fd, ""
+	} else if strings.Contains(rel, "/") || rel == ".." || rel == "" {
+		parent, n, err := d.parent(rel)
+		if err != nil {
+			return Stat{}, err
+		}
+		defer parent.Close()
+		dirfd, name = parent.fd, n
 	}
-	defer parent.Close()
+	flags := unix.AT_SYMLINK_NOFOLLOW | unix.AT_NO_AUTOMOUNT
+	if name == "" {
+		flags |= unix.AT_EMPTY_PATH
+	}
 	var st unix.Statx_t
-	if err := unix.Statx(parent.fd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, statxMask, &st); err != nil {
-		return Stat{}, &PathError{rel, err}
+	if err := unix.Statx(dirfd, name, flags, statxMask, &st); err != nil {
+		return Stat{}, &PathError{path.Join(d.rel, rel), err}
 	}
 	return Stat{Mode: uint32(st.Mode), Nlink: st.Nlink, Blocks: st.Blocks, Mtime: st.Mtime, OtherMount: !d.sameMount(&st)}, nil
+}
+
+// Names lists d's entries (not "." or ".."), in no particular order.
+func (d *Dir) Names() ([]string, error) {
+	// A new open file description: its read offset is its own.
+	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &PathError{d.rel, err}
+	}
+	f := os.NewFile(uintptr(fd), d.rel)
+	defer f.Close()
+	return f.Readdirnames(-1)
 }
 
 // parent opens the directory holding rel and returns rel's last component.
 func (d *Dir) parent(rel string) (*Dir, string, error) {
 	parts, err := split(rel)
 	if err != nil {
-		return nil, "", &PathError{rel, err}
+		return nil, "", &PathError{path.Join(d.rel, rel), err}
 	}
 	if len(parts) == 0 {
-		return nil, "", &PathError{rel, errors.New("is the directory itself")}
+		return nil, "", &PathError{path.Join(d.rel, rel), errors.New("is the directory itself")}
 	}
 	p, err := d.OpenDir(strings.Join(parts[:len(parts)-1], "/"))
 	if err != nil {
@@ -339,7 +366,7 @@ func (d *Dir) Remove(ctx context.Context, rel string, o Options) (Report, error)
 		testHook(rel)
 	}
 	r := &remover{d: d, o: o, rep: &rep}
-	top, removed := r.entry(parent.fd, name, path.Clean(rel), 0)
+	top, removed := r.entry(parent.fd, name, path.Join(d.rel, rel), 0)
 	if top == nil {
 		rep.Removed = removed
 		return rep, nil
