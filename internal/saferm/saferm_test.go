@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/mounttest"
 )
 
 // Both resolutions: openat2, and the per-component fallback of kernels
@@ -25,13 +25,6 @@ func forEachResolver(t *testing.T, fn func(t *testing.T)) {
 			t.Cleanup(func() { openat2Missing = old })
 			fn(t)
 		})
-	}
-}
-
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		prereq.Missing(t, "mount tests need root (CAP_SYS_ADMIN): run them as root")
 	}
 }
 
@@ -59,17 +52,11 @@ func open(t *testing.T, dir string) *Dir {
 // for the test's life.
 func mount(t *testing.T, src, dst string) {
 	t.Helper()
-	needRoot(t)
-	var err error
 	if src == "" {
-		err = unix.Mount("none", dst, "tmpfs", 0, "size=1m")
+		mounttest.Tmpfs(t, dst)
 	} else {
-		err = unix.Mount(src, dst, "", unix.MS_BIND, "")
+		mounttest.Bind(t, src, dst)
 	}
-	if err != nil {
-		prereq.Missing(t, "mount "+dst+": "+err.Error()+" (run the tests as root with CAP_SYS_ADMIN)")
-	}
-	t.Cleanup(func() { unix.Unmount(dst, unix.MNT_DETACH) })
 }
 
 func blocks(t *testing.T, p string) uint64 {
