@@ -309,9 +309,9 @@ func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEvic
 	rec["holder"] = Holder()
 	path, _ := rec["path"].(string)
 	if _, err := root.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		rec["state"], rec["recovered"] = "done", true
+		rec["state"], rec["recovered"] = sweep.StateDone, true
 	} else {
-		rec["state"], rec["error"] = "failed", "interrupted before the deletion finished: the entry is still there"
+		rec["state"], rec["error"] = sweep.StateFailed, "interrupted before the deletion finished: the entry is still there"
 	}
 	return m.journalEviction(ctx, p.Project, rec)
 }
