@@ -312,11 +312,12 @@ func (d *Dir) parent(rel string) (*Dir, string, error) {
 
 // Options change how Remove counts.
 type Options struct {
-	// ConfirmLastLink counts an inode as freed only when, after the
-	// unlink, a descriptor held on it shows no link left, instead of
-	// trusting the link count seen before: a link made meanwhile by a
-	// tenant then never reads as freed bytes. It costs an open per file;
-	// whoever credits a quota ledger with the Report wants it.
+	// ConfirmLastLink counts an inode as freed only when a descriptor
+	// held on it shows one link just before the unlink and none after,
+	// instead of trusting the link count seen by the statx before: a link
+	// made meanwhile by a tenant then does not read as freed bytes. It
+	// costs an open per file; whoever credits a quota ledger with the
+	// Report wants it.
 	ConfirmLastLink bool
 }
 
@@ -518,11 +519,16 @@ func (r *remover) unlink(dirfd int, name, rel string, st *unix.Statx_t) bool {
 	return true
 }
 
-// lastLinkWent: with a descriptor held, whether the inode has no link
-// left now; without one, whether it had one link before the unlink.
+// lastLinkWent: the inode had one link just before the unlink and, with
+// a descriptor held on it, has none now. Both, because two removers of two
+// links of one inode may each see no link left afterwards; only the one
+// that saw a single link before counts it.
 func (r *remover) lastLinkWent(held int, before *unix.Statx_t) bool {
+	if before.Nlink != 1 {
+		return false
+	}
 	if held < 0 {
-		return before.Nlink == 1
+		return true
 	}
 	var st unix.Statx_t
 	return unix.Statx(held, "", unix.AT_EMPTY_PATH, unix.STATX_NLINK, &st) == nil && st.Nlink == 0

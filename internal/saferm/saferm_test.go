@@ -358,3 +358,29 @@ func TestSpecialFiles(t *testing.T) {
 		t.Errorf("report %+v %v", rep, err)
 	}
 }
+
+// Two links of one inode removed concurrently: the inode is counted at
+// most once (under-counting is the safe side for a quota ledger).
+func TestConcurrentLinksCountAtMostOnce(t *testing.T) {
+	for range 50 {
+		root := t.TempDir()
+		write(t, filepath.Join(root, "a"), 64<<10)
+		os.Link(filepath.Join(root, "a"), filepath.Join(root, "b"))
+		d := open(t, root)
+		var mu sync.Mutex
+		var inodes uint64
+		var wg sync.WaitGroup
+		for _, n := range []string{"a", "b"} {
+			wg.Go(func() {
+				rep, _ := d.Remove(context.Background(), n, Options{ConfirmLastLink: true})
+				mu.Lock()
+				inodes += rep.Inodes
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if inodes > 1 {
+			t.Fatalf("one inode counted %d times", inodes)
+		}
+	}
+}
