@@ -21,6 +21,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -165,13 +166,14 @@ func split(rel string) ([]string, error) {
 	return parts, nil
 }
 
-// openat2Missing is set once the kernel said ENOSYS (before 5.6), or by tests.
-var openat2Missing bool
+// openat2Missing is set once the kernel said ENOSYS (before 5.6), or by
+// tests; removals in several goroutines read it.
+var openat2Missing atomic.Bool
 
 // openBeneath opens the directory rel beneath dirfd without following any
 // link or leaving dirfd's mount.
 func (d *Dir) openBeneath(dirfd int, rel string, parts []string) (int, error) {
-	if !openat2Missing {
+	if !openat2Missing.Load() {
 		how := &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS}
 		for range 8 {
@@ -182,7 +184,7 @@ func (d *Dir) openBeneath(dirfd int, rel string, parts []string) (int, error) {
 			case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
 				continue // a concurrent rename; the kernel asks to retry
 			case errors.Is(err, unix.ENOSYS):
-				openat2Missing = true
+				openat2Missing.Store(true)
 			case errors.Is(err, unix.ELOOP), errors.Is(err, unix.EXDEV), errors.Is(err, unix.ENOTDIR):
 				return -1, &PathError{rel, fmt.Errorf("%w (%v)", ErrUnsafe, err)}
 			default:
@@ -190,7 +192,7 @@ func (d *Dir) openBeneath(dirfd int, rel string, parts []string) (int, error) {
 			}
 			break
 		}
-		if !openat2Missing {
+		if !openat2Missing.Load() {
 			return -1, &PathError{rel, unix.EAGAIN}
 		}
 	}

@@ -20,9 +20,9 @@ func forEachResolver(t *testing.T, fn func(t *testing.T)) {
 	for _, missing := range []bool{false, true} {
 		name := map[bool]string{false: "openat2", true: "per-component"}[missing]
 		t.Run(name, func(t *testing.T) {
-			old := openat2Missing
-			openat2Missing = missing
-			t.Cleanup(func() { openat2Missing = old })
+			old := openat2Missing.Load()
+			openat2Missing.Store(missing)
+			t.Cleanup(func() { openat2Missing.Store(old) })
 			fn(t)
 		})
 	}
