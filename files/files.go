@@ -335,6 +335,7 @@ func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult,
 		}
 	}
 	rec := sweep.Record{Area: t.Area, Bytes: estimate, Reason: "manual", Policy: "files rm"}
+	started := time.Now()
 	rec, rep, rmErr := l.M.RemoveJournalled(ctx, name, parent, path.Base(p), rec, saferm.Options{ConfirmLastLink: true})
 	res := RemoveResult{Path: rec.Path, Bytes: rep.Bytes, Files: rep.Inodes, Entries: rep.Entries, State: rec.State, Left: rep.Left}
 	if rec.State == sweep.StatePending {
@@ -343,7 +344,7 @@ func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult,
 	var credit error
 	if !l.M.IsXFS() && (rep.Bytes > 0 || rep.Inodes > 0) {
 		// What went, went, whatever else failed: credit it.
-		credit = l.M.Store.AddLedger(context.WithoutCancel(ctx), store.TreeKey{Project: name, Area: t.Area}, -int64(rep.Bytes), -int64(rep.Inodes), l.M.Actor)
+		credit = l.M.Store.AddLedger(context.WithoutCancel(ctx), store.TreeKey{Project: name, Area: t.Area}, -int64(rep.Bytes), -int64(rep.Inodes), l.M.Actor, started)
 	}
 	switch {
 	case rmErr != nil:

@@ -590,7 +590,7 @@ func (w *writer) commit() error {
 func (w *writer) uncommit() {
 	if w.committed && !w.l.M.IsXFS() {
 		delta := int64(w.alloc(w.written)) - int64(w.oldAlloc) + int64(w.dirBytes)
-		w.l.M.Store.AddLedger(w.ctx, w.key(), -delta, -int64(w.inodes), w.l.M.Actor)
+		w.l.M.Store.AddLedger(w.ctx, w.key(), -delta, -int64(w.inodes), w.l.M.Actor, time.Now())
 	}
 }
 

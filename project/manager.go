@@ -420,9 +420,9 @@ func (m *Manager) baseline(ctx context.Context, t store.Tree, maxAge time.Durati
 		return walked, nil // a full disk: report what the store has, and says when it was walked
 	}
 	start := m.now().Truncate(time.Microsecond) // as the store keeps it
-	u, err := fallback.Walk(m.abs(t.Path))
+	u, settled, err := fallback.Measure(m.abs(t.Path))
 	if err != nil {
 		return walked, err
 	}
-	return start, m.Store.SetBaseline(ctx, key, u, start)
+	return start, m.Store.SetBaseline(ctx, key, u, start, !settled)
 }

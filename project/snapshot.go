@@ -116,7 +116,7 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 		}
 		// The walk is also the fallback's new baseline for admission.
 		return tx.SetBaseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area},
-			quota.Usage{Bytes: s.SizeBytes, Inodes: s.Files + s.Dirs}, s.At)
+			quota.Usage{Bytes: s.SizeBytes, Inodes: s.Files + s.Dirs}, s.At, s.Errors > 0)
 	})
 	if err != nil {
 		s.Error = "store the snapshot: " + err.Error()

@@ -254,24 +254,34 @@ func (s *Store) Commit(ctx context.Context, k TreeKey, id int64, bytes, inodes i
 		if _, err := tx.exec(ctx, `DELETE FROM reservations WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return tx.addLedger(ctx, k, bytes, inodes, actor)
+		return tx.addLedger(ctx, k, bytes, inodes, actor, time.Now())
 	})
 }
 
 // AddLedger records a change made through xfsq outside a reservation: a
-// deletion, or the undoing of a commit whose rename failed.
-func (s *Store) AddLedger(ctx context.Context, k TreeKey, bytes, inodes int64, actor string) error {
+// deletion, or the undoing of a commit whose rename failed. since is when
+// the change began (a removal's start): a credit for a change that began
+// before the tree's last walk ended is dropped, as the walk may already
+// have seen it gone — the ledger over-counts, never under-counts.
+func (s *Store) AddLedger(ctx context.Context, k TreeKey, bytes, inodes int64, actor string, since time.Time) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
 		}
-		return tx.addLedger(ctx, k, bytes, inodes, actor)
+		return tx.addLedger(ctx, k, bytes, inodes, actor, since)
 	})
 }
 
-func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, actor string) error {
+func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, actor string, since time.Time) error {
+	if bytes < 0 || inodes < 0 {
+		var walkedEnd int64
+		if err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT walked_end FROM trees WHERE host = ? AND project = ? AND area = ?`),
+			t.s.Host, k.Project, k.Area).Scan(&walkedEnd); err == nil && toMicros(since) <= walkedEnd {
+			return nil
+		}
+	}
 	if _, err := t.exec(ctx, `INSERT INTO ledger (host, project, area, bytes, inodes, at) VALUES (?, ?, ?, ?, ?, ?)`,
-		t.s.Host, k.Project, k.Area, bytes, inodes, toMicros(time.Now())); err != nil {
+		t.s.Host, k.Project, k.Area, bytes, inodes, toMicros(since)); err != nil {
 		return err
 	}
 	acct, err := t.account(ctx, k)
@@ -330,21 +340,44 @@ func (s *Store) Reservations(ctx context.Context) ([]Reservation, error) {
 // SetBaseline records a walk of a tree that started at walkStart: the ledger
 // entries it already saw are dropped. Writes that landed during the walk may
 // be counted twice until the next walk — an over-count, never an under-count.
-func (s *Store) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, walkStart time.Time) error {
-	return s.InTx(ctx, func(tx *Tx) error { return tx.SetBaseline(ctx, k, u, walkStart) })
+func (s *Store) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, walkStart time.Time, unsettled bool) error {
+	return s.InTx(ctx, func(tx *Tx) error { return tx.SetBaseline(ctx, k, u, walkStart, unsettled) })
 }
 
 // SetBaseline is Store.SetBaseline inside the caller's transaction.
-func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, walkStart time.Time) error {
+//
+// unsettled says the walk saw entries vanish or change under it (a tenant
+// renaming directories while it ran can hide one from it): its figure is
+// then only taken where it raises the tree's usage, never to lower it.
+func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, walkStart time.Time, unsettled bool) error {
 	if err := t.admissionLock(ctx); err != nil {
 		return err
 	}
-	if _, err := t.exec(ctx, `UPDATE trees SET walked_bytes = ?, walked_inodes = ?, walked_at = ? WHERE host = ? AND project = ? AND area = ?`,
-		int64(u.Bytes), int64(u.Inodes), toMicros(walkStart), t.s.Host, k.Project, k.Area); err != nil {
+	if unsettled {
+		acct, err := t.account(ctx, k)
+		if err != nil {
+			return err
+		}
+		var resBytes, resInodes int64
+		if err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT COALESCE(SUM(bytes), 0), COALESCE(SUM(inodes), 0) FROM reservations
+			WHERE host = ? AND project = ? AND area = ?`), t.s.Host, k.Project, k.Area).Scan(&resBytes, &resInodes); err != nil {
+			return err
+		}
+		u.Bytes = max(u.Bytes, acct.Used.Bytes-min(acct.Used.Bytes, uint64(resBytes)))
+		u.Inodes = max(u.Inodes, acct.Used.Inodes-min(acct.Used.Inodes, uint64(resInodes)))
+	}
+	// The walk ran from walkStart to now. A write committed before it
+	// started is in its figure; one committed during it may be (kept: at
+	// worst counted twice). A removal or shrink that began before it ended
+	// may be in its figure too: dropped, as subtracting it twice would
+	// under-count.
+	end := toMicros(time.Now())
+	if _, err := t.exec(ctx, `UPDATE trees SET walked_bytes = ?, walked_inodes = ?, walked_at = ?, walked_end = ? WHERE host = ? AND project = ? AND area = ?`,
+		int64(u.Bytes), int64(u.Inodes), toMicros(walkStart), end, t.s.Host, k.Project, k.Area); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `DELETE FROM ledger WHERE host = ? AND project = ? AND area = ? AND at <= ?`,
-		t.s.Host, k.Project, k.Area, toMicros(walkStart))
+	_, err := t.exec(ctx, `DELETE FROM ledger WHERE host = ? AND project = ? AND area = ? AND (at <= ? OR ((bytes < 0 OR inodes < 0) AND at <= ?))`,
+		t.s.Host, k.Project, k.Area, toMicros(walkStart), end)
 	return err
 }
 

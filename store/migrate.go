@@ -198,6 +198,10 @@ var migrations = []string{
 		applied_at BIGINT NOT NULL DEFAULT 0, -- 0: not yet applied
 		PRIMARY KEY (host, plan_id)
 	);`,
+	// 8: when a tree's last walk ended, beside when it started: a
+	// deletion's credit that began before a walk ended may already be in
+	// the walk's figure, and counting it again would under-count.
+	`ALTER TABLE trees ADD COLUMN walked_end BIGINT NOT NULL DEFAULT 0;`,
 }
 
 // jsonField matches {{json COLUMN FIELD}}: the text of a top-level field of

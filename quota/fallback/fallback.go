@@ -116,12 +116,21 @@ func (b *Backend) Clear(id quota.ProjectID) error {
 // counted but not followed, mount points not entered. A missing tree is
 // empty.
 func Walk(dir string) (quota.Usage, error) {
+	u, _, err := Measure(dir)
+	return u, err
+}
+
+// Measure is Walk, and also says whether the walk was settled: false when
+// entries vanished or changed under it (a tenant renaming directories as
+// it ran can hide one from every name it looked at), so that its figure
+// may be low.
+func Measure(dir string) (u quota.Usage, settled bool, err error) {
 	res, err := inventory.Walk(dir, inventory.Options{Depth: 1, TopK: 1})
 	if errors.Is(err, os.ErrNotExist) {
-		return quota.Usage{}, nil
+		return quota.Usage{}, true, nil
 	}
 	if err != nil {
-		return quota.Usage{}, &quota.OpError{Op: "measure", Tree: dir, Err: err}
+		return quota.Usage{}, false, &quota.OpError{Op: "measure", Tree: dir, Err: err}
 	}
-	return quota.Usage{Bytes: res.Root.SizeBytes, Inodes: res.Root.Files + res.Root.Dirs}, nil
+	return quota.Usage{Bytes: res.Root.SizeBytes, Inodes: res.Root.Files + res.Root.Dirs}, res.Errors == 0, nil
 }
