@@ -31,7 +31,22 @@ func TestKernel(t *testing.T) {
 		{Name: "FilesPutIsBoundedByTheKernelAndMaxFileBytes", Run: testXFSFiles},
 		{Name: "SnapshotFlagsFilesThatEscapedTheQuotaAndDoctorRetagsThem", Run: testXFSEscape},
 		{Name: "HealthReadsTheKernelsQuotaFlagsNow", Run: testXFSHealthQuota},
+		{Name: "AdversarialCampaignHoldsOnXFS", Run: testXFSCampaign},
 	})
+}
+
+// One trial set of the adversarial campaign (campaign_test.go) on XFS with
+// the kernel enforcing: the same hostile trees, races and checks.
+func testXFSCampaign(t *testing.T, fs *kerneltest.FS) {
+	n := 0
+	runCampaign(t, func(t *testing.T) string {
+		n++
+		root := filepath.Join(fs.Dir, fmt.Sprint("root", n))
+		if err := os.Mkdir(root, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return root
+	}, campaignBudget(time.Second))
 }
 
 const mib = 1 << 20
