@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/quota/xfs"
@@ -61,8 +62,8 @@ func inputErrorf(format string, args ...any) error {
 
 // ErrExists and ErrNotFound are wrapped by errors that name the project.
 var (
-	ErrExists   = errors.New("already exists")
-	ErrNotFound = errors.New("not found")
+	ErrExists   = errkind.Sentinel(errkind.Conflict, "already exists")
+	ErrNotFound = errkind.Sentinel(errkind.NotFound, "not found")
 )
 
 // Compiled on first use (see runPattern).

@@ -21,7 +21,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
-	"github.com/xfsq/xfsq/files"
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
@@ -31,16 +31,19 @@ import (
 
 // Exit codes.
 const (
-	exitOK     = 0
-	exitFailed = 1 // an operation failed
-	exitUsage  = 2 // bad usage or input
-	exitDenied = 3 // a quota refused
+	exitOK     = errkind.ExitOK
+	exitFailed = errkind.ExitFailed // an operation failed
+	exitUsage  = errkind.ExitUsage  // bad usage or input
+	exitDenied = errkind.ExitDenied // a quota refused
 )
 
 // usageError is bad usage or input: exit 2.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
+
+// Kind: the CLI's own usage errors are bad input, as the library's are.
+func (e *usageError) Kind() errkind.Kind { return errkind.Input }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
@@ -95,28 +98,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err = fmt.Errorf("%w: %w", sig, err)
 		}
 	}
+	// The library keeps what to do beside the message; the CLI says both,
+	// on the one line a script reads.
+	msg := err.Error()
+	if hint := errkind.HintOf(err); hint != "" && !strings.Contains(msg, hint) {
+		msg += ": " + hint
+	}
 	if jsonRequested(args) {
-		data, _ := json.Marshal(map[string]string{"error": err.Error()})
+		data, _ := json.Marshal(map[string]string{"error": msg})
 		fmt.Fprintln(stderr, string(data))
 	} else {
-		fmt.Fprintln(stderr, "xfsq: "+err.Error())
+		fmt.Fprintln(stderr, "xfsq: "+msg)
 	}
 	return code
 }
 
-func exitCode(err error) int {
-	var input *project.InputError
-	var usage *usageError
-	var limit *quota.LimitError
-	var path *files.PathError
-	switch {
-	case errors.As(err, &usage), errors.As(err, &input), errors.As(err, &path):
-		return exitUsage
-	case errors.As(err, &limit):
-		return exitDenied
-	}
-	return exitFailed
-}
+// exitCode derives from the library's classification, as the server's
+// statuses will: the two shells cannot disagree about a failure.
+func exitCode(err error) int { return errkind.Of(err).ExitCode() }
 
 // jsonRequested looks for --json before urfave has parsed anything, so that
 // even a parse error is reported as JSON.
