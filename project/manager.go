@@ -124,7 +124,8 @@ type Options struct {
 // CheckRoot refuses a directory that xfsq init has not prepared.
 func CheckRoot(root string) error {
 	if fi, err := os.Stat(filepath.Join(root, StateDir)); err != nil || !fi.IsDir() {
-		return fmt.Errorf("%s is not an xfsq sandbox root (no %s/): run xfsq init --root %s", root, StateDir, root)
+		return errkind.WithHint(errkind.NotReady, fmt.Errorf("%s is not an xfsq sandbox root (no %s/)", root, StateDir),
+			"run xfsq init --root "+root)
 	}
 	return nil
 }

@@ -58,8 +58,13 @@ func notFound(name string) error {
 }
 
 // List returns the projects without reading usage.
+// The result is never nil: a shell encodes it as [] without thinking.
 func (m *Manager) List(ctx context.Context) ([]store.Project, error) {
-	return m.Store.Projects(ctx)
+	ps, err := m.Store.Projects(ctx)
+	if ps == nil && err == nil {
+		ps = []store.Project{}
+	}
+	return ps, err
 }
 
 // Show returns one project with its trees' usage and limits.

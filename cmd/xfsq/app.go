@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
@@ -22,7 +19,6 @@ import (
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/settings"
-	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -294,31 +290,17 @@ func table(w io.Writer, header string, rows [][]string) {
 }
 
 func cmdInit(e env) error {
-	root, err := e.root()
+	cfg, err := e.config()
 	if err != nil {
 		return err
 	}
-	ctx := e.c.Context
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		return fmt.Errorf("sandbox root %s does not exist or is not a directory: create or mount it first (scripts/loopback-xfs.sh makes an XFS one)", root)
-	}
-	// Before the store is opened: opening a SQLite store makes .xfsq/.
-	_, err = os.Stat(filepath.Join(root, project.StateDir))
-	firstInit := errors.Is(err, fs.ErrNotExist)
-	st, o, err := e.openStore(root)
+	cfg.Init = true
+	r, err := project.OpenRoot(e.c.Context, cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	o.FirstInit = firstInit
-	m, res, err := project.Init(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	if st.Driver() == "sqlite" {
-		res.Store = "sqlite (" + e.dsn(root) + ")"
-	}
+	defer r.Close()
+	res := *r.Init
 	return e.print(res, func(w io.Writer) {
 		fmt.Fprintf(w, "root:    %s\nbackend: %s\n", res.Root, res.Backend)
 		if res.Reason != "" {
@@ -399,9 +381,6 @@ func cmdProjectList(e env) error {
 		ps, err := m.List(ctx)
 		if err != nil {
 			return err
-		}
-		if ps == nil {
-			ps = []store.Project{}
 		}
 		return e.print(ps, func(w io.Writer) {
 			rows := make([][]string, len(ps))
@@ -535,26 +514,31 @@ func cmdReport(e env) error {
 }
 
 func cmdEvents(e env) error {
-	f := store.EventFilter{Type: e.c.String("type"), Project: e.c.String("project"), Limit: e.c.Int("limit")}
+	q := project.EventQuery{Type: e.c.String("type"), Project: e.c.String("project"), Limit: e.c.Int("limit")}
 	if s := e.c.String("since"); s != "" {
-		if d, err := units.ParseDuration(s); err == nil {
-			f.Since = time.Now().Add(-d)
-		} else if t, err := time.Parse(time.RFC3339, s); err == nil {
-			f.Since = t
-		} else {
+		t, err := project.ParseSince(s, time.Now())
+		if err != nil {
 			return usagef("--since %q: use a duration ago (24h, 7d) or an RFC 3339 time (2026-11-30T10:00:00Z)", s)
 		}
+		q.Since = t
 	}
-	if f.Limit < 1 {
-		return usagef("--limit %d: use a positive number", f.Limit)
+	if q.Limit < 1 {
+		return usagef("--limit %d: use a positive number", q.Limit)
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		evs, err := m.Store.Events(ctx, f)
-		if err != nil {
-			return err
-		}
-		if evs == nil {
-			evs = []store.Event{}
+		// A page is bounded; --limit is not, so the CLI follows the cursor.
+		want, evs := q.Limit, []project.Event{}
+		for {
+			q.Limit = min(want-len(evs), project.MaxEventLimit)
+			page, err := m.Events(ctx, q)
+			if err != nil {
+				return err
+			}
+			evs = append(evs, page.Events...)
+			if page.Next == "" || len(evs) >= want {
+				break
+			}
+			q.Cursor = page.Next
 		}
 		return e.print(evs, func(w io.Writer) {
 			rows := make([][]string, len(evs))

@@ -14,7 +14,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -23,9 +22,6 @@ import (
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/project"
-	"github.com/xfsq/xfsq/quota"
-	"github.com/xfsq/xfsq/quota/xfs"
-	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -153,48 +149,27 @@ func (e env) root() (string, error) {
 	return filepath.Abs(r)
 }
 
-func (e env) dsn(root string) string {
-	if d := e.c.String("db"); d != "" {
-		return d
+// config maps the global flags to the library's root configuration; the
+// library decides the order in which it is checked and opened.
+func (e env) config() (project.Config, error) {
+	root, err := e.root()
+	if err != nil {
+		return project.Config{}, err
 	}
-	return filepath.Join(root, project.StateDir, "xfsq.db")
-}
-
-func (e env) host() string {
-	if h := e.c.String("host"); h != "" {
-		return h
-	}
-	h, _ := os.Hostname()
-	return h
-}
-
-func (e env) options(root string, st *store.Store) (project.Options, error) {
-	o := project.Options{Root: root, Store: st}
+	cfg := project.Config{Root: root, DSN: e.c.String("db"), Host: e.c.String("host")}
 	if r := e.c.String("id-range"); r != "" {
-		// Whole numbers only: Sscanf stopped at "100-200junk" and took it.
-		a, b, ok := strings.Cut(r, "-")
-		first, err1 := strconv.ParseUint(a, 10, 32)
-		last, err2 := strconv.ParseUint(b, 10, 32)
-		if !ok || err1 != nil || err2 != nil {
-			return o, usagef("--id-range %q: use FIRST-LAST, e.g. 100000-199999", r)
+		if cfg.Range, err = project.ParseIDRange(r); err != nil {
+			return cfg, usagef("--id-range %q: use FIRST-LAST, e.g. 100000-199999", r)
 		}
-		o.Range = xfs.IDRange{First: quota.ProjectID(first), Last: quota.ProjectID(last)}
 	}
-	return o, nil
-}
-
-// openStore opens (creating or migrating) the store of root.
-func (e env) openStore(root string) (*store.Store, project.Options, error) {
-	st, err := store.Open(e.c.Context, e.dsn(root), e.host())
-	if err != nil {
-		return nil, project.Options{}, err
+	name := commandName(e.c)
+	switch {
+	case readCommands[name] || (name == "doctor" && !e.c.Bool("fix")):
+		cfg.FullDisk = project.FullDiskReadOnly
+	case freeingCommands[name]:
+		cfg.FullDisk = project.FullDiskSpendReserve
 	}
-	o, err := e.options(root, st)
-	if err != nil {
-		st.Close()
-		return nil, o, err
-	}
-	return st, o, nil
+	return cfg, nil
 }
 
 // readCommands only read the store: on a full filesystem they open it
@@ -208,75 +183,21 @@ var readCommands = map[string]bool{
 // reserve beside the store to journal what they delete.
 var freeingCommands = map[string]bool{"files rm": true, "sweep": true, "project rm": true}
 
-// manager opens the store and the manager of an initialised root.
+// manager opens the root the flags name and runs fn with its manager.
 func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) error {
-	root, err := e.root()
+	cfg, err := e.config()
 	if err != nil {
 		return err
 	}
-	// Checked before the store is opened: opening creates the database.
-	if err := project.CheckRoot(root); err != nil {
-		return err
-	}
-	st, o, err := e.openStoreOnFullDisk(root)
+	r, err := project.OpenRoot(e.c.Context, cfg)
 	if err != nil {
-		return err
+		return e.diskFull(cfg.Root, err)
 	}
-	defer st.Close()
-	if local := e.dsn(root) == filepath.Join(root, project.StateDir, "xfsq.db"); local && !st.ReadOnly() {
-		defer project.EnsureReserve(root)
+	defer r.Close()
+	if r.Note != "" {
+		fmt.Fprintln(e.stderr, "xfsq: "+r.Note)
 	}
-	m, err := project.Open(e.c.Context, o)
-	if err != nil {
-		return e.diskFull(root, err)
-	}
-	defer m.Close()
-	return e.diskFull(root, fn(e.c.Context, m))
-}
-
-// openStoreOnFullDisk opens the store; when that fails because the
-// filesystem holding an embedded store is full, a read command opens it
-// read-only and a command that frees room spends the reserve, and any
-// other says what is full and what to do.
-func (e env) openStoreOnFullDisk(root string) (*store.Store, project.Options, error) {
-	st, o, err := e.openStore(root)
-	if err == nil {
-		return st, o, nil
-	}
-	dsn := e.dsn(root)
-	if store.IsPostgres(dsn) {
-		return nil, o, err
-	}
-	full := project.DiskFull(filepath.Dir(dsn), 0, err)
-	if full == nil {
-		return nil, o, err
-	}
-	if dsn == filepath.Join(root, project.StateDir, "xfsq.db") {
-		full.Dir = root // what the operator knows it by
-	}
-	name := commandName(e.c)
-	why := err.Error()
-	switch {
-	case readCommands[name] || (name == "doctor" && !e.c.Bool("fix")):
-		st, err := store.OpenReadOnly(e.c.Context, dsn, e.host())
-		if err == nil {
-			note := *full
-			note.Err = nil
-			fmt.Fprintf(e.stderr, "xfsq: %v: the store was opened read-only\n", &note)
-			o, err := e.options(root, st)
-			return st, o, err
-		}
-		why += "; read-only: " + err.Error()
-	case freeingCommands[name] && project.ReleaseReserve(root):
-		st, o, err := e.openStore(root)
-		if err == nil {
-			return st, o, nil
-		}
-		why += "; after spending the reserve: " + err.Error()
-	}
-	full.Err = fmt.Errorf("xfsq cannot write its store %s (%s); free space there (read commands, files rm, sweep and project rm still work), "+
-		"and keep the store on another filesystem (--db) so that it never fills with the trees", dsn, why)
-	return nil, o, full
+	return e.diskFull(cfg.Root, fn(e.c.Context, r.Manager))
 }
 
 // diskFull says that a failed write is the filesystem's, when it is full:
