@@ -55,7 +55,7 @@ func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange
 			if err := tx.SetTreeLimits(ctx, name, area, next); err != nil {
 				return err
 			}
-			return tx.AppendEvent(ctx, store.EventQuotaChanged, name, m.Actor,
+			return tx.AppendEvent(ctx, store.EventQuotaChanged, name, m.actor(ctx),
 				map[string]any{"area": area, "project_id": t.ProjectID, "old": t.Limits, "new": next})
 		})
 		if err != nil {

@@ -51,7 +51,7 @@ const (
 // limits, and with fix repairs what it can, journalling each repair
 // (doctor.repaired). The store is the source of truth for limits.
 func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
-	var findings []Finding
+	findings := []Finding{} // never nil: a shell encodes it as []
 	projects, err := m.Store.Projects(ctx)
 	if err != nil {
 		return nil, err
@@ -138,7 +138,7 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 		}
 		f.Fixed = true
 		err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-			return tx.AppendEvent(ctx, store.EventRepaired, f.Project, m.Actor, f)
+			return tx.AppendEvent(ctx, store.EventRepaired, f.Project, m.actor(ctx), f)
 		})
 		if err != nil {
 			return findings, err

@@ -310,7 +310,7 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 	if blank, err := o.Store.Blank(ctx); err != nil || blank {
 		if err == nil {
 			err = o.Store.InTx(ctx, func(tx *store.Tx) error {
-				return tx.AppendEvent(ctx, store.EventRootInitialised, "", m.Actor, map[string]any{"root": root, "adopted": adopted})
+				return tx.AppendEvent(ctx, store.EventRootInitialised, "", m.actor(ctx), map[string]any{"root": root, "adopted": adopted})
 			})
 		}
 		if err != nil {

@@ -150,7 +150,7 @@ func (m *Manager) journalPass(ctx context.Context, snaps []TreeSnapshot) error {
 		payload.FreeBytes = st.Bavail * uint64(st.Bsize)
 	}
 	return m.Store.InTx(ctx, func(tx *store.Tx) error {
-		return tx.AppendEvent(ctx, store.EventSnapshot, "", m.Actor, payload)
+		return tx.AppendEvent(ctx, store.EventSnapshot, "", m.actor(ctx), payload)
 	})
 }
 

@@ -154,7 +154,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	}
 	for _, over := range plan.OverSoft {
 		if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-			return tx.AppendEvent(ctx, store.EventQuotaExceeded, over.Project, m.Actor, map[string]any{
+			return tx.AppendEvent(ctx, store.EventQuotaExceeded, over.Project, m.actor(ctx), map[string]any{
 				"area": over.Area, "used_bytes": over.Bytes, "bytes_soft": over.Soft, "sweep_id": out.SweepID})
 		}); err != nil {
 			return out, err
@@ -174,7 +174,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	if saved != nil {
 		swept["plan_id"] = saved.ID // which reviewed plan this sweep applied
 	}
-	err = m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventSwept, "", m.Actor, swept) })
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventSwept, "", m.actor(ctx), swept) })
 	return out, err
 }
 

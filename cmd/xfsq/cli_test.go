@@ -1022,7 +1022,16 @@ func TestBlankStoreOnARootWithTrees(t *testing.T) {
 			s := fallbackSandbox(t, d.DSN(t))
 			s.ok("project", "add", "omni")
 			other := newSandbox(t, s.root, d.DSN(t)) // a new, empty database
+			// A SQLite store is made by init alone: until then --db names none.
+			made := d.Name != "sqlite"
 			for _, args := range [][]string{{"project", "list"}, {"init"}, {"project", "add", "beta"}, {"sweep", "--all"}} {
+				made = made || args[0] == "init"
+				if !made {
+					if r := other.run(args...); r.code != 2 || !strings.Contains(r.stderr, "does not exist") {
+						t.Errorf("xfsq %v on a store that does not exist: exit %d %q; want it refused", args, r.code, r.stderr)
+					}
+					continue
+				}
 				if r := other.run(args...); r.code != 1 || !strings.Contains(r.stderr, "has no record of this root") || !strings.Contains(r.stderr, "omni") {
 					t.Errorf("xfsq %v on a new store: exit %d %q; want it refused naming the trees", args, r.code, r.stderr)
 				}

@@ -78,7 +78,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := onSignal()
 	defer stop()
 	app := newApp(stdout, stderr)
-	err := app.RunContext(ctx, interspersed(app, args))
+	// The CLI's caller is the OS user; the library journals whoever ctx names.
+	err := app.RunContext(project.WithActor(ctx, project.DefaultActor()), interspersed(app, args))
 	if err == nil {
 		return exitOK
 	}
