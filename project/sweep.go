@@ -255,7 +255,7 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 		if err != nil {
 			return sweep.Plan{}, err
 		}
-		rows, err := m.status(ctx, trees, nil, 0)
+		rows, err := m.status(ctx, trees, nil, Read{Refresh: true})
 		if err != nil {
 			if ctx.Err() != nil {
 				return sweep.Plan{}, ctx.Err()

@@ -100,11 +100,16 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					},
 					{Name: "list", Usage: "list projects", Action: with(cmdProjectList)},
 					{Name: "show", Usage: "a project's trees, IDs, usage and limits", ArgsUsage: "NAME", Action: with(cmdProjectShow),
-						Description: "On the fallback backend the project's trees are walked now (check does the same)."},
+						Description: "On the fallback backend usage is each tree's last walk plus the writes made through xfsq since\n" +
+							"(usage_as_of says when that walk began); --refresh walks the trees now.",
+						Flags: []cli.Flag{refreshFlag()}},
 					{
 						Name: "check", Usage: "may a run of the project start? ok, warn or deny", ArgsUsage: "NAME",
 						Description: "Exit 0 for ok and for warn (over a soft limit within grace; the warning goes to stderr),\n" +
-							"3 for deny (at or over a hard limit, or over a soft limit past its grace).",
+							"3 for deny (at or over a hard limit, or over a soft limit past its grace).\n" +
+							"On the fallback backend it reads the trees' last walk plus xfsq's writes since, and walks\n" +
+							"nothing, so that a check before every run stays cheap; --refresh walks them first.",
+						Flags:  []cli.Flag{refreshFlag()},
 						Action: with(cmdProjectCheck),
 					},
 				},
@@ -132,8 +137,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Description: "One row per tree: project, area, project ID, used, soft, hard, inodes used/soft/hard, percent\n" +
 					"of the hard byte limit, growth over 24 h and 7 d, last activity. --json prints an array of objects.\n\n" +
 					"On XFS, usage is the kernel's count, read in one pass. On the fallback backend it is each tree's\n" +
-					"last walk plus the writes made through xfsq since (usage_as_of says when that walk began); a tree\n" +
-					"whose walk is an hour old is walked again. xfsq project show NAME and xfsq snapshot walk now.",
+					"last walk plus the writes made through xfsq since (usage_as_of says when that walk began); the\n" +
+					"hourly pass (xfsq snapshot --all) walks them again. --refresh walks every tree now.",
+				Flags:  []cli.Flag{refreshFlag()},
 				Action: with(cmdReport),
 			},
 			{
@@ -398,7 +404,7 @@ func cmdProjectShow(e env) error {
 		return err
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		p, err := m.Show(ctx, name)
+		p, err := m.Show(ctx, name, readFlags(e))
 		if err != nil {
 			return err
 		}
@@ -412,7 +418,7 @@ func cmdProjectCheck(e env) error {
 		return err
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		a, err := m.Check(ctx, name)
+		a, err := m.Check(ctx, name, readFlags(e))
 		if err != nil {
 			return err
 		}
@@ -473,7 +479,7 @@ func printDrift(w io.Writer, trees []project.TreeStatus) {
 
 func cmdReport(e env) error {
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		rows, err := m.Report(ctx)
+		rows, err := m.Report(ctx, readFlags(e))
 		if err != nil {
 			return err
 		}
@@ -488,8 +494,8 @@ func cmdReport(e env) error {
 					}
 				}
 				if !oldest.IsZero() {
-					fmt.Fprintf(w, "      Other writes count from the next walk (oldest walk here: %s; a tree is walked again\n"+
-						"      when its walk is an hour old, and now by xfsq project show NAME or xfsq snapshot).\n", oldest.Local().Format(time.DateTime))
+					fmt.Fprintf(w, "      Other writes count from the next walk (oldest walk here: %s; the hourly xfsq snapshot --all\n"+
+						"      walks every tree, --refresh walks them now).\n", oldest.Local().Format(time.DateTime))
 				}
 			}
 			table(w, "PROJECT\t"+treeHeader+"\t24H\t7D\tLAST ACTIVE", func() [][]string {
@@ -657,6 +663,13 @@ func cmdDoctor(e env) error {
 		return nil
 	})
 }
+
+// refreshFlag asks a read for fresh figures: without it a read never walks.
+func refreshFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "refresh", Usage: "on the fallback backend, walk the trees now rather than read their last walk"}
+}
+
+func readFlags(e env) project.Read { return project.Read{Refresh: e.c.Bool("refresh")} }
 
 func areaFlag() cli.Flag {
 	return &cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: "workspace or cache"}
