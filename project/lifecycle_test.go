@@ -10,6 +10,7 @@ import (
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 )
 
@@ -283,4 +284,43 @@ func TestOpenRootOrder(t *testing.T) {
 		t.Errorf("id range: %v %v", rg, err)
 	}
 	r.Reopen()
+}
+
+// TestSnapshotAndPlanInput: what cmd used to check by hand is the
+// library's, as input errors naming the field (not a flag).
+func TestSnapshotAndPlanInput(t *testing.T) {
+	r := fixture.New(t, "sqlite", filepath.Join(t.TempDir(), "xfsq.db"))
+	r.Add(1<<20, "omni")
+	for _, o := range []project.SnapshotOptions{
+		{Projects: []string{"omni"}, Walk: inventory.Options{Depth: inventory.MaxDepth + 1}},
+		{Projects: []string{"omni"}, Walk: inventory.Options{Depth: -1}},
+		{Projects: []string{"omni"}, Walk: inventory.Options{TopK: -1}},
+	} {
+		_, err := r.Manager.Snapshot(r.Ctx, o)
+		if errkind.Of(err) != errkind.Input || strings.Contains(err.Error(), "--") {
+			t.Errorf("%+v: %v, want an input error naming the field", o.Walk, err)
+		}
+	}
+	snaps, err := r.Manager.Snapshot(r.Ctx, project.SnapshotOptions{Projects: []string{"omni"}, Walk: inventory.Options{Depth: 2, TopK: 3}})
+	if err != nil || len(snaps) != 2 {
+		t.Fatalf("snapshot: %v %+v", err, snaps)
+	}
+	if _, err := project.ReadPlanFile(filepath.Join(t.TempDir(), "none.json")); errkind.Of(err) != errkind.Input {
+		t.Errorf("a missing plan file: %v", err)
+	}
+	out, err := r.Manager.Sweep(r.Ctx, project.SweepOptions{Projects: []string{"omni"}, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "plan.json")
+	if err := r.Manager.WritePlanFile(r.Ctx, out.Plan, nil, path); err != nil {
+		t.Fatal(err)
+	}
+	data, err := project.ReadPlanFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Manager.Sweep(r.Ctx, project.SweepOptions{Apply: data}); err != nil {
+		t.Errorf("apply the saved plan: %v", err)
+	}
 }

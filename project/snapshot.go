@@ -35,9 +35,24 @@ type SnapshotOptions struct {
 	Scheduled bool
 }
 
+// Validate refuses options no walk can honour, naming the field, so that
+// every shell gets the same rule. Zero is the walker's default.
+func (o SnapshotOptions) Validate() error {
+	switch {
+	case o.Walk.Depth < 0 || o.Walk.Depth > inventory.MaxDepth:
+		return inputErrorf("depth %d: use 1 to %d", o.Walk.Depth, inventory.MaxDepth)
+	case o.Walk.TopK < 0:
+		return inputErrorf("top %d: use a positive number", o.Walk.TopK)
+	}
+	return nil
+}
+
 // Snapshot walks trees, stores each walk's totals and full tree, and
 // returns them. A tree that fails is reported in its own entry.
 func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapshot, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	if o.Area != "" {
 		if err := ValidateArea(o.Area); err != nil {
 			return nil, err

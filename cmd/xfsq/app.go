@@ -15,7 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/files"
-	"github.com/xfsq/xfsq/internal/atomicfile"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/settings"
@@ -809,10 +808,14 @@ func cmdSnapshot(e env) error {
 		return usagef("snapshot needs PROJECT names or --all: see xfsq snapshot --help")
 	case len(o.Projects) > 0 && o.Scheduled:
 		return usagef("snapshot takes PROJECT names or --all, not both")
-	case o.Walk.Depth < 1 || o.Walk.Depth > inventory.MaxDepth:
-		return usagef("--depth %d: use 1 to %d", o.Walk.Depth, inventory.MaxDepth)
-	case o.Walk.TopK < 1:
-		return usagef("--top %d: use a positive number", o.Walk.TopK)
+	// 0 is the library's "default"; the CLI's flags have their own.
+	case o.Walk.Depth == 0:
+		return usagef("--depth 0: use 1 to %d", inventory.MaxDepth)
+	case o.Walk.TopK == 0:
+		return usagef("--top 0: use a positive number")
+	}
+	if err := o.Validate(); err != nil {
+		return usagef("--%v", err) // the library names the field; the CLI, its flag
 	}
 	// Progress only for a person watching: stdout and stderr on a terminal, no --json.
 	if !e.json() && isTerminal(os.Stdout) && isTerminal(os.Stderr) {
@@ -973,7 +976,7 @@ func cmdSweep(e env) error {
 		return usagef("sweep takes PROJECT names or --all, not both")
 	}
 	if f := e.c.String("apply"); f != "" {
-		data, err := os.ReadFile(f)
+		data, err := project.ReadPlanFile(f)
 		if err != nil {
 			return usagef("--apply: %v", err)
 		}
@@ -985,11 +988,7 @@ func cmdSweep(e env) error {
 			return err
 		}
 		if f := e.c.String("plan-out"); f != "" {
-			data, err := m.SavePlan(ctx, out.Plan, o.Areas)
-			if err != nil {
-				return fmt.Errorf("--plan-out: %w", err)
-			}
-			if err := atomicfile.WriteFile(f, data, 0o644); err != nil {
+			if err := m.WritePlanFile(ctx, out.Plan, o.Areas, f); err != nil {
 				return fmt.Errorf("--plan-out: %w", err)
 			}
 		}
