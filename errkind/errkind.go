@@ -145,6 +145,24 @@ func HintOf(err error) string {
 	return ""
 }
 
+// Fielded is implemented by input errors that name the field at fault, by
+// the library's name for it (e.g. "depth", "bytes_hard"). The message
+// starts with that name, so that a shell may put its own (a CLI flag, a
+// JSON member) in its place.
+type Fielded interface {
+	error
+	Field() string
+}
+
+// FieldOf is the field the outermost Fielded error in err's chain names.
+func FieldOf(err error) string {
+	var f Fielded
+	if errors.As(err, &f) {
+		return f.Field()
+	}
+	return ""
+}
+
 // Error is a message of a kind, with an optional hint beside it.
 type Error struct {
 	K   Kind

@@ -78,3 +78,18 @@ func TestHint(t *testing.T) {
 		t.Error("no hint and nil in, nil out")
 	}
 }
+
+type fieldErr struct{ f string }
+
+func (e fieldErr) Error() string { return e.f + " 9: use 1 to 8" }
+func (e fieldErr) Field() string { return e.f }
+func (e fieldErr) Kind() Kind    { return Input }
+
+func TestFieldOf(t *testing.T) {
+	if got := FieldOf(fmt.Errorf("top: %w", fieldErr{"depth"})); got != "depth" {
+		t.Errorf("FieldOf = %q", got)
+	}
+	if FieldOf(errors.New("x")) != "" {
+		t.Error("a field from nowhere")
+	}
+}

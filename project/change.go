@@ -34,7 +34,7 @@ func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange
 		return Project{}, err
 	}
 	if p.State != store.StateReady {
-		return Project{}, fmt.Errorf("project %q is %s, not ready: run xfsq doctor --fix first", name, p.State)
+		return Project{}, notReady(name, p.State, "run xfsq doctor --fix first")
 	}
 	trees, err := m.Store.Trees(ctx, name)
 	if err != nil {

@@ -52,7 +52,10 @@ const StateDir = ".xfsq"
 var workspaceSubdirs = []string{"uploads", "inbox"}
 
 // InputError is bad input from the caller: a name, size, area or value.
-type InputError struct{ Msg string }
+type InputError struct {
+	Msg   string
+	Param string // the field at fault, when one is (see Field)
+}
 
 func (e *InputError) Error() string { return e.Msg }
 
@@ -368,7 +371,7 @@ func (m *Manager) Tree(ctx context.Context, name, area string) (store.Tree, erro
 		return store.Tree{}, err
 	}
 	if p.State != store.StateReady {
-		return store.Tree{}, fmt.Errorf("project %q is %s, not ready: run xfsq doctor", name, p.State)
+		return store.Tree{}, notReady(name, p.State, "run xfsq doctor")
 	}
 	trees, err := m.Store.Trees(ctx, name)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
@@ -54,7 +55,7 @@ type TreeStatus struct {
 }
 
 func notFound(name string) error {
-	return fmt.Errorf("project %q %w: see xfsq project list", name, ErrNotFound)
+	return errkind.WithHint(errkind.NotFound, fmt.Errorf("project %q %w", name, ErrNotFound), "see xfsq project list")
 }
 
 // List returns the projects without reading usage.

@@ -40,9 +40,9 @@ type SnapshotOptions struct {
 func (o SnapshotOptions) Validate() error {
 	switch {
 	case o.Walk.Depth < 0 || o.Walk.Depth > inventory.MaxDepth:
-		return inputErrorf("depth %d: use 1 to %d", o.Walk.Depth, inventory.MaxDepth)
+		return fieldErrorf("depth", "%d: use 1 to %d", o.Walk.Depth, inventory.MaxDepth)
 	case o.Walk.TopK < 0:
-		return inputErrorf("top %d: use a positive number", o.Walk.TopK)
+		return fieldErrorf("top", "%d: use a positive number", o.Walk.TopK)
 	}
 	return nil
 }
@@ -176,7 +176,7 @@ func (m *Manager) Top(ctx context.Context, name, area string, opts inventory.Opt
 		return nil, err
 	}
 	if opts.Depth < 1 || opts.Depth > inventory.MaxDepth {
-		return nil, inputErrorf("--depth %d: use 1 to %d", opts.Depth, inventory.MaxDepth)
+		return nil, fieldErrorf("depth", "%d: use 1 to %d", opts.Depth, inventory.MaxDepth)
 	}
 	return inventory.Walk(m.abs(t.Path), opts)
 }

@@ -815,7 +815,7 @@ func cmdSnapshot(e env) error {
 		return usagef("--top 0: use a positive number")
 	}
 	if err := o.Validate(); err != nil {
-		return usagef("--%v", err) // the library names the field; the CLI, its flag
+		return err
 	}
 	// Progress only for a person watching: stdout and stderr on a terminal, no --json.
 	if !e.json() && isTerminal(os.Stdout) && isTerminal(os.Stderr) {

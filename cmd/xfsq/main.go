@@ -97,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// The library keeps what to do beside the message; the CLI says both,
 	// on the one line a script reads.
-	msg := err.Error()
+	msg := flagged(err)
 	if hint := errkind.HintOf(err); hint != "" && !strings.Contains(msg, hint) {
 		msg += ": " + hint
 	}
@@ -113,6 +113,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 // exitCode derives from the library's classification, as the server's
 // statuses will: the two shells cannot disagree about a failure.
 func exitCode(err error) int { return errkind.Of(err).ExitCode() }
+
+// flagged is err's message with the field the library names at its start
+// put as the flag that sets it: depth → --depth, bytes_hard → --bytes-hard.
+func flagged(err error) string {
+	msg := err.Error()
+	if f := errkind.FieldOf(err); f != "" && strings.HasPrefix(msg, f+" ") {
+		return "--" + strings.ReplaceAll(f, "_", "-") + strings.TrimPrefix(msg, f)
+	}
+	return msg
+}
 
 // jsonRequested looks for --json before urfave has parsed anything, so that
 // even a parse error is reported as JSON.

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/project"
 )
 
 // TestDBTypoRefused: a --db naming a SQLite file that does not exist is
@@ -46,4 +49,18 @@ func TestDBTypoRefused(t *testing.T) {
 	fresh := newSandbox(t, t.TempDir(), filepath.Join(dir, "other.db"))
 	fresh.ok("init")
 	fresh.ok("project", "list")
+}
+
+// TestFlagged: the library names its field; the CLI says the flag.
+func TestFlagged(t *testing.T) {
+	o := project.SnapshotOptions{Walk: inventory.Options{Depth: 9, TopK: 1}}
+	if got := flagged(o.Validate()); got != "--depth 9: use 1 to 8" {
+		t.Errorf("flagged = %q", got)
+	}
+	if got := flagged(errors.New("depth of field")); got != "depth of field" {
+		t.Errorf("an error without a field was rewritten: %q", got)
+	}
+	if got := exitCode(o.Validate()); got != exitUsage {
+		t.Errorf("exit %d for bad input", got)
+	}
 }
