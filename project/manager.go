@@ -1,12 +1,23 @@
-// Package project owns the lifecycle of sandbox projects on one sandbox root:
-// init, add, set limits, remove, admission, report, doctor and export. It
-// ties the store (the registry and journal) to the quota backend (the
-// kernel's or the fallback's enforcement). The CLI and the HTTP API are thin
-// shells over it, so they can never disagree.
+// Package project manages a whole sandbox root: it opens one (OpenRoot, the
+// composition root every shell uses: the root checked first, then the
+// store, then the quota backend, all owned and closed together) and runs
+// every operation on it — init, project add/set/rm, check, show, report,
+// snapshot, sweep, leases, settings, the journal's query, doctor, export and
+// health's store part. It ties the store (the registry and journal) to the
+// quota backend (the kernel's or the fallback's enforcement). The CLI and
+// the HTTP server are shells over it: each maps its input to one call here
+// and encodes the answer, so they can never disagree. Who asks comes from
+// the context (WithActor); how fresh a read must be, from the caller
+// (Read); what kind a failure is, from errkind.
+//
+// The name is older than that scope (it once managed projects only); it is
+// kept until the branches that use it are merged, then renamed once.
 //
 // It must never touch anything outside the root, never delete data that it
-// did not create (rollback removes only empty directories it made), and
-// never change a project without journalling it.
+// did not create (rollback removes only empty directories it made), never
+// change a project without journalling it, never walk or write on a read
+// unless the caller asks, and never name a shell's flags in its messages
+// (a hint for the operator travels beside them).
 package project
 
 import (
