@@ -1,6 +1,7 @@
 package project_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -322,5 +323,38 @@ func TestSnapshotAndPlanInput(t *testing.T) {
 	}
 	if _, err := r.Manager.Sweep(r.Ctx, project.SweepOptions{Apply: data}); err != nil {
 		t.Errorf("apply the saved plan: %v", err)
+	}
+}
+
+// TestEmptyResultsAreLists: on an empty root every list a shell encodes is
+// [] in JSON, never null, so that no client special-cases "nothing".
+func TestEmptyResultsAreLists(t *testing.T) {
+	r := fixture.New(t, "sqlite", filepath.Join(t.TempDir(), "xfsq.db"))
+	m, ctx := r.Manager, r.Ctx
+	for name, read := range map[string]func() (any, error){
+		"list":     func() (any, error) { return m.List(ctx) },
+		"report":   func() (any, error) { return m.Report(ctx) },
+		"leases":   func() (any, error) { return m.Leases(ctx) },
+		"doctor":   func() (any, error) { return m.Doctor(ctx, false) },
+		"snapshot": func() (any, error) { return m.Snapshot(ctx, project.SnapshotOptions{Scheduled: true}) },
+		"events": func() (any, error) {
+			p, err := m.Events(ctx, project.EventQuery{Type: "none"})
+			return p.Events, err
+		},
+	} {
+		v, err := read()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if b, _ := json.Marshal(v); string(b) != "[]" {
+			t.Errorf("%s on an empty root: %s, want []", name, b)
+		}
+	}
+	out, err := m.Sweep(ctx, project.SweepOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(out); strings.Contains(string(b), "null") {
+		t.Errorf("sweep of nothing: %s", b)
 	}
 }
