@@ -51,7 +51,7 @@ const (
 // limits, and with fix repairs what it can, journalling each repair
 // (doctor.repaired). The store is the source of truth for limits.
 func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
-	findings := []Finding{} // never nil: a shell encodes it as []
+	var findings []Finding
 	projects, err := m.Store.Projects(ctx)
 	if err != nil {
 		return nil, err
@@ -123,6 +123,9 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 			return nil, err
 		}
 		findings = append(findings, res...)
+	}
+	if findings == nil {
+		findings = []Finding{} // a shell encodes it as [], never null
 	}
 	if !fix {
 		return findings, nil
