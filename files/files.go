@@ -24,15 +24,18 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
+	"github.com/xfsq/xfsq/units"
 )
 
 // Layer serves the trees of one manager's root.
@@ -68,50 +71,42 @@ type tree struct {
 	store.Tree
 	label string // `project "omni" workspace`
 	root  *os.Root
+	dir   *saferm.Dir // the same directory, for removals
 }
 
-func (t *tree) Close() error { return t.root.Close() }
+func (t *tree) Close() error {
+	t.dir.Close()
+	return t.root.Close()
+}
 
-// open opens a ready project's tree as an os.Root. Each component of the
-// tree's own path is opened with O_NOFOLLOW, so a symlink planted at
-// projects/NAME cannot point the layer at another tree.
+// open opens a ready project's tree as an os.Root. The tree's own path is
+// resolved without following any link or crossing a mount (saferm), so a
+// symlink planted at projects/NAME cannot point the layer at another tree.
 func (l *Layer) open(ctx context.Context, name, area string) (*tree, error) {
 	t, err := l.M.Tree(ctx, name, area)
 	if err != nil {
 		return nil, err
 	}
-	fd, err := unix.Open(l.M.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	sandbox, err := saferm.Open(l.M.Root)
 	if err != nil {
 		return nil, err
 	}
-	for _, part := range splitPath(t.Path) {
-		next, err := unix.Openat(fd, part, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
-		if err != nil {
-			return nil, fmt.Errorf("open tree %s: %s: %w (run xfsq doctor)", t.Path, part, err)
-		}
-		fd = next
-	}
-	defer unix.Close(fd)
-	// The descriptor pins the directory; /proc/self/fd resolves to it alone.
-	root, err := os.OpenRoot("/proc/self/fd/" + strconv.Itoa(fd))
+	dir, err := sandbox.OpenDir(t.Path)
+	sandbox.Close()
 	if err != nil {
+		return nil, fmt.Errorf("open tree %s: %w (run xfsq doctor)", t.Path, err)
+	}
+	// The descriptor pins the directory; /proc/self/fd resolves to it alone.
+	root, err := os.OpenRoot("/proc/self/fd/" + strconv.Itoa(dir.Fd()))
+	if err != nil {
+		dir.Close()
 		return nil, fmt.Errorf("open tree %s: %w", t.Path, err)
 	}
 	label := fmt.Sprintf("project %q", name)
 	if t.Area != project.AreaWorkspace {
 		label += " " + t.Area
 	}
-	return &tree{Tree: t, label: label, root: root}, nil
-}
-
-func splitPath(p string) []string {
-	var parts []string
-	for p != "." && p != "/" && p != "" {
-		parts = append([]string{path.Base(p)}, parts...)
-		p = path.Dir(p)
-	}
-	return parts
+	return &tree{Tree: t, label: label, root: root, dir: dir}, nil
 }
 
 // openPath cleans p, refuses the tree itself (saying why), and opens the tree.
@@ -305,39 +300,87 @@ func (l *Layer) Get(ctx context.Context, name, area, p string, w io.Writer) (int
 }
 
 // Remove deletes a file or directory of a tree, journalling it as
-// storage.evicted (reason manual) before and after.
+// storage.evicted (reason manual) before and after. It resolves the path
+// without following links, removes relative to the checked parent's
+// descriptor, never enters or removes a mount point, and on the fallback
+// backend credits the ledger with what this removal really freed (an
+// inode only when its last link went), so concurrent removals of one file
+// credit it once and hard links to a file that stays credit nothing.
 func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult, error) {
 	t, p, err := l.openPath(ctx, name, area, p, "use xfsq project rm --purge")
 	if err != nil {
 		return RemoveResult{}, err
 	}
 	defer t.Close()
-	fi, err := t.root.Lstat(p)
+	parent, err := t.dir.OpenDir(path.Dir(p))
+	if errors.Is(err, saferm.ErrUnsafe) {
+		return RemoveResult{}, &PathError{Path: p, Reason: "it leads out of the project tree (through a symlink or a mount)"}
+	}
 	if err != nil {
 		return RemoveResult{}, pathErr(p, err)
 	}
-	u := quota.Usage{Bytes: allocated(fi), Inodes: 1}
-	if fi.IsDir() {
-		if u, err = measureIn(t.root, p); err != nil {
-			return RemoveResult{}, err
+	defer parent.Close()
+	st, err := parent.Lstat(path.Base(p))
+	if err != nil {
+		return RemoveResult{}, pathErr(p, err)
+	}
+	if st.OtherMount {
+		return RemoveResult{}, &PathError{Path: p, Reason: "it is a mount point; it is never removed"}
+	}
+	// The pending record carries an estimate; the settled one what went.
+	estimate := st.Blocks * 512
+	if st.IsDir() {
+		if u, err := measureIn(t.root, p); err == nil {
+			estimate = u.Bytes
 		}
 	}
-	res := RemoveResult{Path: path.Join(t.Path, p), Bytes: u.Bytes, Files: u.Inodes}
-	rec := sweep.Record{Area: t.Area, Path: res.Path, Bytes: u.Bytes, Reason: "manual", Policy: "files rm"}
-	if err := l.M.RemoveJournalled(ctx, name, t.root, p, rec); err != nil {
-		return res, fmt.Errorf("remove %s: %w", p, err)
+	rec := sweep.Record{Area: t.Area, Bytes: estimate, Reason: "manual", Policy: "files rm"}
+	rec, rep, rmErr := l.M.RemoveJournalled(ctx, name, parent, path.Base(p), rec, saferm.Options{ConfirmLastLink: true})
+	res := RemoveResult{Path: rec.Path, Bytes: rep.Bytes, Files: rep.Inodes, Entries: rep.Entries, State: rec.State, Left: rep.Left}
+	if rec.State == sweep.StatePending {
+		return res, fmt.Errorf("remove %s: %w", p, rmErr)
 	}
-	if !l.M.IsXFS() {
-		err = l.M.Store.AddLedger(ctx, store.TreeKey{Project: name, Area: t.Area}, -int64(u.Bytes), -int64(u.Inodes), l.M.Actor)
+	var credit error
+	if !l.M.IsXFS() && (rep.Bytes > 0 || rep.Inodes > 0) {
+		// What went, went, whatever else failed: credit it.
+		credit = l.M.Store.AddLedger(context.WithoutCancel(ctx), store.TreeKey{Project: name, Area: t.Area}, -int64(rep.Bytes), -int64(rep.Inodes), l.M.Actor)
 	}
-	return res, err
+	switch {
+	case rmErr != nil:
+		return res, fmt.Errorf("remove %s (%d entries removed before it stopped): %w", p, rep.Entries, rmErr)
+	case rep.Entries == 0 && len(rep.Left) == 0:
+		return res, pathErr(p, os.ErrNotExist) // another removal got there first
+	case len(rep.Left) > 0:
+		return res, &LeftError{res}
+	}
+	return res, credit
 }
 
-// RemoveResult says what a removal freed.
+// RemoveResult says what a removal really did.
 type RemoveResult struct {
-	Path  string `json:"path"` // relative to the sandbox root
-	Bytes uint64 `json:"bytes"`
-	Files uint64 `json:"files"`
+	Path    string `json:"path"`    // relative to the sandbox root
+	State   string `json:"state"`   // as journalled: done, partial, failed
+	Entries uint64 `json:"entries"` // names removed
+	// Bytes and Files are what was freed: the inodes whose last link went.
+	Bytes uint64        `json:"bytes"`
+	Files uint64        `json:"files"`
+	Left  []saferm.Left `json:"left"` // left in place, with why
+}
+
+// LeftError is a removal that left part of the entry in place (a mount
+// point inside it, an entry that changed meanwhile).
+type LeftError struct{ Result RemoveResult }
+
+func (e *LeftError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "removed %d entries of %s, %s freed; left in place:", e.Result.Entries, e.Result.Path, units.FormatIEC(e.Result.Bytes))
+	for i, l := range e.Result.Left {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		fmt.Fprintf(&b, " %s (%s)", l.Path, l.Reason)
+	}
+	return b.String()
 }
 
 func allocated(fi os.FileInfo) uint64 {

@@ -19,6 +19,7 @@ import (
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -515,3 +516,95 @@ func FuzzClean(f *testing.F) {
 }
 
 func sum(data []byte) [32]byte { return sha256.Sum256(data) }
+
+// walkBaseline records a fresh walk of a workspace as the ledger's
+// baseline, as the hourly pass does, and returns it.
+func (s *sandbox) walkBaseline(name string) quota.Usage {
+	s.t.Helper()
+	u, err := fallback.Walk(filepath.Join(s.root, "projects", name))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := s.st.SetBaseline(ctx, store.TreeKey{Project: name, Area: project.AreaWorkspace}, u, time.Now()); err != nil {
+		s.t.Fatal(err)
+	}
+	return u
+}
+
+// notBelowWalk fails unless admission's usage of the workspace is at least
+// what a fresh walk finds: the ledger may over-count, never under-count.
+func (s *sandbox) notBelowWalk(name, when string) {
+	s.t.Helper()
+	walk, err := fallback.Walk(filepath.Join(s.root, "projects", name))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if used := s.used(name); used.Bytes < walk.Bytes || used.Inodes < walk.Inodes {
+		s.t.Errorf("%s: the ledger counts %+v, below a fresh walk's %+v", when, used, walk)
+	}
+}
+
+// Removals credit the ledger only with what they really unlinked: six
+// concurrent removals of one file credit it once; removing a directory of
+// hard links to a file that stays credits nothing for that file; after
+// each, the ledger is not below a fresh walk.
+func TestRemoveCreditsWhatWentOnly(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, s *sandbox) // files made outside xfsq are in the baseline
+		rm    []string                       // removed concurrently
+		once  bool                           // exactly one removal succeeds
+	}{
+		{"six removals of one file", func(t *testing.T, s *sandbox) {
+			s.put("omni", "f", make([]byte, 64*block), true)
+		}, []string{"f", "f", "f", "f", "f", "f"}, true},
+		{"a directory of hard links to a file that stays", func(t *testing.T, s *sandbox) {
+			s.put("omni", "keep", make([]byte, 64*block), true)
+			os.Mkdir(filepath.Join(s.root, "projects/omni/links"), 0o755)
+			for _, n := range []string{"a", "b", "c"} {
+				if err := os.Link(filepath.Join(s.root, "projects/omni/keep"), filepath.Join(s.root, "projects/omni/links", n)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, []string{"links"}, true},
+		{"hard links inside the removed directory", func(t *testing.T, s *sandbox) {
+			s.put("omni", "d/own", make([]byte, 64*block), true)
+			os.Link(filepath.Join(s.root, "projects/omni/d/own"), filepath.Join(s.root, "projects/omni/d/again"))
+		}, []string{"d", "d"}, false}, // both may remove part of it
+	}
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				s := newSandbox(t, dsn, "omni")
+				c.setup(t, s)
+				before := s.walkBaseline("omni")
+				s.notBelowWalk("omni", "before")
+				errs := make(chan error, len(c.rm))
+				var freed atomic.Uint64
+				for _, p := range c.rm {
+					go func() {
+						res, err := s.l.Remove(ctx, "omni", "", p)
+						freed.Add(res.Bytes)
+						errs <- err
+					}()
+				}
+				ok := 0
+				for range c.rm {
+					if err := <-errs; err == nil {
+						ok++
+					} else if !errors.Is(err, os.ErrNotExist) {
+						t.Errorf("remove: %v", err)
+					}
+				}
+				if ok == 0 || (c.once && ok != 1) {
+					t.Errorf("%d removals succeeded, want one (the others find it gone)", ok)
+				}
+				s.notBelowWalk("omni", "after")
+				after, _ := fallback.Walk(filepath.Join(s.root, "projects/omni"))
+				if got, want := freed.Load(), before.Bytes-after.Bytes; got != want {
+					t.Errorf("reported %d bytes freed, a walk shows %d", got, want)
+				}
+			})
+		}
+	})
+}

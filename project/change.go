@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -76,13 +78,16 @@ type RemoveResult struct {
 	// those files are gone, so no other project is charged for them.
 	KeptIDs []string `json:"kept_ids"`
 	Left    []string `json:"left"` // trees left on disk (without --purge)
+	// PurgedTrees is what --purge really removed of each tree, and what it
+	// left in place (mount points) with why.
+	PurgedTrees []Purged `json:"purged_trees"`
 }
 
 // Remove unregisters a project: limits cleared, rows deleted, IDs released
 // once no file carries them. With purge its trees are deleted too, each
 // deletion journalled (storage.evicted) before and after.
 func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveResult, error) {
-	res := RemoveResult{Project: name, Purged: purge, KeptIDs: []string{}, Left: []string{}}
+	res := RemoveResult{Project: name, Purged: purge, KeptIDs: []string{}, Left: []string{}, PurgedTrees: []Purged{}}
 	if err := ValidateName(name); err != nil {
 		return res, err
 	}
@@ -115,7 +120,11 @@ func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveRe
 			return res, err
 		}
 		if purge {
-			if err := m.purgeTree(ctx, t); err != nil {
+			p, err := m.purgeTree(ctx, t)
+			if p.Path != "" {
+				res.PurgedTrees = append(res.PurgedTrees, p)
+			}
+			if err != nil {
 				return res, err
 			}
 		} else if _, err := os.Lstat(m.abs(t.Path)); err == nil {
@@ -143,44 +152,56 @@ func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveRe
 	return res, err
 }
 
-// purgeTree deletes one tree inside the root, journalled.
-func (m *Manager) purgeTree(ctx context.Context, t store.Tree) error {
-	q, _ := m.Backend.Get(t.ProjectID)
-	root, err := os.OpenRoot(m.Root)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	rec := sweep.Record{Area: t.Area, Path: t.Path, Bytes: q.Bytes, Reason: "purge", Policy: "project rm --purge"}
-	if err := m.RemoveJournalled(ctx, t.Project, root, t.Path, rec); err != nil {
-		return fmt.Errorf("purge %s: %w", t.Path, err)
-	}
-	return nil
+// Purged is what purging one tree removed.
+type Purged struct {
+	Path    string        `json:"path"`
+	State   string        `json:"state"` // as journalled: done, partial
+	Entries uint64        `json:"removed_entries"`
+	Bytes   uint64        `json:"freed_bytes"`
+	Inodes  uint64        `json:"freed_inodes"`
+	Left    []saferm.Left `json:"left"`
 }
 
-// RemoveJournalled deletes rel under root and everything below it, with
-// the storage.evicted records every deletion has: pending before, done or
-// failed after. os.Root confines the deletion: a symlink planted in the
-// tree is removed, never followed. rec says what goes and why; its state
-// and holder are filled in here.
-func (m *Manager) RemoveJournalled(ctx context.Context, project string, root *os.Root, rel string, rec sweep.Record) error {
-	rec.Holder = Holder()
-	rec.State = "pending"
+// purgeTree deletes one tree inside the root, journalled; mount points in
+// it are left in place and reported.
+func (m *Manager) purgeTree(ctx context.Context, t store.Tree) (Purged, error) {
+	q, _ := m.Backend.Get(t.ProjectID)
+	dir, err := saferm.Open(m.Root)
+	if err != nil {
+		return Purged{}, err
+	}
+	defer dir.Close()
+	parent, err := dir.OpenDir(path.Dir(t.Path))
+	if errors.Is(err, os.ErrNotExist) {
+		return Purged{}, nil // nothing on disk to purge
+	}
+	if err != nil {
+		return Purged{}, fmt.Errorf("purge %s: %w", t.Path, err)
+	}
+	defer parent.Close()
+	rec := sweep.Record{Area: t.Area, Bytes: q.Bytes, Reason: "purge", Policy: "project rm --purge"}
+	rec, rep, err := m.RemoveJournalled(ctx, t.Project, parent, path.Base(t.Path), rec, saferm.Options{})
+	p := Purged{Path: rec.Path, State: rec.State, Entries: rep.Entries, Bytes: rep.Bytes, Inodes: rep.Inodes, Left: rep.Left}
+	if err != nil {
+		return p, fmt.Errorf("purge %s (removed %d entries before it stopped): %w", t.Path, rep.Entries, err)
+	}
+	return p, nil
+}
+
+// RemoveJournalled is sweep.Delete with this manager's journal: name
+// beneath parent (a directory opened without links from the root) is
+// removed with its storage.evicted records, pending before, settled after
+// with what really went. rec says what goes and why; its path, state,
+// holder and counts are filled in here.
+func (m *Manager) RemoveJournalled(ctx context.Context, project string, parent *saferm.Dir, name string, rec sweep.Record, o saferm.Options) (sweep.Record, saferm.Report, error) {
+	me := Holder()
 	if rec.SweepID == "" && rec.DeletionID == "" {
 		rec.DeletionID = newDeletionID()
 	}
-	if err := m.journalEviction(ctx, project, rec); err != nil {
-		return err
-	}
-	rmErr := root.RemoveAll(rel)
-	rec.State = "done"
-	if rmErr != nil {
-		rec.State, rec.Error = "failed", rmErr.Error()
-	}
-	if err := m.journalEviction(ctx, project, rec); err != nil {
-		return err
-	}
-	return rmErr
+	return sweep.Delete(ctx, func(ctx context.Context, project string, r sweep.Record) error {
+		r.Holder = me
+		return m.journalEviction(ctx, project, r)
+	}, project, parent, name, rec, o)
 }
 
 // journalEviction appends one storage.evicted record: a sweep.Record, or a

@@ -193,6 +193,19 @@ func treeOf(project, area string) string {
 // checks (trees, uploads/, inbox/, .git, git-tracked, busy_grace, the
 // policies, leases) decide each entry again. Entries of projects not in
 // names (another sweep holds them) are left out.
+// skippedAbove is why the planner passed over p or a directory above it up
+// to its tree, or "".
+func skippedAbove(why map[string]string, p, tree string) string {
+	for ; ; p = path.Dir(p) {
+		if r := why[p]; r != "" {
+			return r
+		}
+		if p == tree || p == "." || p == "/" {
+			return ""
+		}
+	}
+}
+
 func rederive(saved, fresh sweep.Plan, names []string) sweep.Plan {
 	out := sweep.Plan{CacheCap: fresh.CacheCap, CacheBytes: fresh.CacheBytes, Evict: []sweep.Eviction{}, Skipped: []sweep.Skip{}, OverSoft: []sweep.OverSoft{}}
 	type key struct{ project, area, path, policy string }
@@ -224,8 +237,10 @@ func rederive(saved, fresh sweep.Plan, names []string) sweep.Plan {
 			drop(fmt.Sprintf("the plan names it for project %q's %s tree, which it is not in", e.Project, e.Area))
 		case leased[e.Project] != "":
 			drop("since planning: " + leased[e.Project])
-		case why[e.Path] != "":
-			drop("since planning: " + why[e.Path])
+		case skippedAbove(why, e.Path, tree) != "":
+			// The entry, or a directory or tree above it, was passed over
+			// by the planner just now: that is the reason.
+			drop("since planning: " + skippedAbove(why, e.Path, tree))
 		default:
 			f, ok := planned[key{e.Project, e.Area, e.Path, e.Policy}]
 			if !ok {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/sweep"
 )
 
@@ -58,7 +59,12 @@ func TestRederiveDropsWhatThePlannerWouldNot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := m.planSweep(ctx, []string{"omni"}, map[string]bool{sweep.AreaCache: true, sweep.AreaWorkspace: true, sweep.AreaScratch: true}, policy, time.Now())
+	dir, err := saferm.Open(m.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	fresh, err := m.planSweep(ctx, dir, []string{"omni"}, map[string]bool{sweep.AreaCache: true, sweep.AreaWorkspace: true, sweep.AreaScratch: true}, policy, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

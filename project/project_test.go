@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -198,7 +199,7 @@ func TestSweepLeaseTakenBeforeThePendingRecord(t *testing.T) {
 	long := time.Now().Add(-90 * 24 * time.Hour)
 	os.Chtimes(filepath.Join(entry, "f"), long, long)
 	os.Chtimes(entry, long, long)
-	r, err := os.OpenRoot(root)
+	r, err := saferm.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,10 +208,7 @@ func TestSweepLeaseTakenBeforeThePendingRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := m.executor("sw-test", r, policy, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := m.executor("sw-test", r, policy, 0)
 	look := x.Leased
 	x.Leased = func(ctx context.Context, p string) (bool, error) {
 		leased, err := look(ctx, p)

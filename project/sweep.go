@@ -11,9 +11,9 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -101,6 +101,12 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		return out, err
 	}
 	defer root.Close()
+	// Every tree is walked, re-checked and deleted from this descriptor.
+	dir, err := saferm.Open(m.Root)
+	if err != nil {
+		return out, err
+	}
+	defer dir.Close()
 	if !o.DryRun {
 		if out.Resolved, err = m.resolvePending(ctx, root); err != nil {
 			return out, err
@@ -135,7 +141,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		names = free
 	}
 	now := m.now()
-	plan, err := m.planSweep(ctx, names, areas, policy, now)
+	plan, err := m.planSweep(ctx, dir, names, areas, policy, now)
 	if err != nil {
 		return out, err
 	}
@@ -161,10 +167,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		}
 	}
 	inventory.Background() // best effort: a sweep at normal priority still sweeps
-	x, err := m.executor(out.SweepID, root, policy, o.Budget)
-	if err != nil {
-		return out, err
-	}
+	x := m.executor(out.SweepID, dir, policy, o.Budget)
 	res := x.Run(ctx, plan)
 	res.Skipped = append(out.Skipped, res.Skipped...)
 	out.Result = res
@@ -185,13 +188,9 @@ var errLeasedNow = errors.New("the project was leased since planning")
 // written only while the project holds no lease, checked in the same
 // transaction: the executor's own look at the lease (Leased) comes a moment
 // before, and a lease taken in that moment must still stop the deletion.
-func (m *Manager) executor(sweepID string, root *os.Root, policy sweep.Policy, budget time.Duration) (*sweep.Executor, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(m.Root, &st); err != nil {
-		return nil, err
-	}
+func (m *Manager) executor(sweepID string, root *saferm.Dir, policy sweep.Policy, budget time.Duration) *sweep.Executor {
 	me := Holder()
-	return &sweep.Executor{SweepID: sweepID, Root: root, RootDir: m.Root, RootDev: st.Dev, Policy: policy, Now: m.now, Budget: budget,
+	return &sweep.Executor{SweepID: sweepID, Root: root, Policy: policy, Now: m.now, Budget: budget,
 		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
 		Journal: func(ctx context.Context, p string, r sweep.Record) error {
 			r.Holder = me
@@ -203,7 +202,7 @@ func (m *Manager) executor(sweepID string, root *os.Root, policy sweep.Policy, b
 				err = errLeasedNow
 			}
 			return err
-		}}, nil
+		}}
 }
 
 func newSweepID() string {
@@ -236,12 +235,9 @@ func (m *Manager) sweepTargets(ctx context.Context, o SweepOptions) ([]string, e
 }
 
 // planSweep walks the trees of the projects and plans.
-func (m *Manager) planSweep(ctx context.Context, names []string, areas map[string]bool, policy sweep.Policy, now time.Time) (sweep.Plan, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(m.Root, &st); err != nil {
-		return sweep.Plan{}, err
-	}
-	g := &sweep.Gatherer{Root: m.Root, RootDev: st.Dev, Globs: policy.TrashGlobs}
+func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string, areas map[string]bool, policy sweep.Policy, now time.Time) (sweep.Plan, error) {
+	g := &sweep.Gatherer{Root: dir, Globs: policy.TrashGlobs}
+	var refused []sweep.Skip
 	active, err := m.Store.ActiveLeases(ctx, now)
 	if err != nil {
 		return sweep.Plan{}, err
@@ -288,6 +284,12 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 				case sweep.AreaScratch:
 					t, err = g.TopLevel(area, "scratch/"+n)
 				}
+				var tr *sweep.TreeRefusedError
+				if errors.As(err, &tr) {
+					// A tree root swapped for a link is another tree: not this one's to sweep.
+					refused = append(refused, sweep.Skip{Project: n, Path: tr.Tree, Reason: tr.Error()})
+					continue
+				}
 				if err != nil {
 					if ctx.Err() != nil {
 						return sweep.Plan{}, ctx.Err()
@@ -304,7 +306,9 @@ func (m *Manager) planSweep(ctx context.Context, names []string, areas map[strin
 		}
 		projects = append(projects, pr)
 	}
-	return sweep.MakePlan(projects, policy, now), nil
+	plan := sweep.MakePlan(projects, policy, now)
+	plan.Skipped = append(plan.Skipped, refused...)
+	return plan, nil
 }
 
 // resolvePending settles deletions journalled as pending by a process that
@@ -344,9 +348,9 @@ func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEvic
 	rec["holder"] = Holder()
 	path, _ := rec["path"].(string)
 	if _, err := root.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		rec["state"], rec["recovered"] = "done", true
+		rec["state"], rec["recovered"] = sweep.StateDone, true
 	} else {
-		rec["state"], rec["error"] = "failed", "interrupted before the deletion finished: the entry is still there"
+		rec["state"], rec["error"] = sweep.StateFailed, "interrupted before the deletion finished: the entry is still there"
 	}
 	return m.journalEviction(ctx, p.Project, rec)
 }
@@ -358,9 +362,12 @@ func unplannable(name string, areas map[string]bool, usage map[string]TreeStatus
 	for _, area := range sweep.Areas {
 		if areas[area] {
 			u := usage[name+"/"+area]
-			trees = append(trees, sweep.Tree{Area: area, Path: TreePath(name, area), Bytes: u.UsedBytes, Soft: u.BytesSoft})
+			// Each tree says why, so that a saved plan's entries in any of
+			// them are dropped with the reason.
+			tree := treeOf(name, area)
+			trees = append(trees, sweep.Tree{Area: area, Path: tree, Bytes: u.UsedBytes, Soft: u.BytesSoft,
+				Skipped: []sweep.Skip{{Path: tree, Reason: why}}})
 		}
 	}
-	trees[0].Skipped = []sweep.Skip{{Path: "projects/" + name, Reason: why}}
 	return trees
 }

@@ -3,24 +3,35 @@ package sweep
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
-	"os"
+	"path"
 	"sort"
+	"strings"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/internal/saferm"
 )
 
 // Record is one storage.evicted journal entry.
 type Record struct {
 	SweepID string `json:"sweep_id,omitempty"` // none outside sweeps (purge, files rm)
 	Area    string `json:"area"`
-	Path    string `json:"path"`
-	Bytes   uint64 `json:"bytes"`
-	Reason  string `json:"reason"`
-	Policy  string `json:"policy"`
-	State   string `json:"state"` // pending, done, failed
-	Error   string `json:"error,omitempty"`
+	// Path is the path removed, relative to the sandbox root, as resolved
+	// from descriptors (never a path through a link).
+	Path string `json:"path"`
+	// Bytes is, while pending, what the entry measured just before; once
+	// settled, the bytes its removal freed (inodes whose last link went).
+	Bytes  uint64 `json:"bytes"`
+	Reason string `json:"reason"`
+	Policy string `json:"policy"`
+	State  string `json:"state"` // StatePending, StateDone, StatePartial, StateFailed
+	Error  string `json:"error,omitempty"`
+	// What the removal really did, once settled: names unlinked, inodes
+	// freed, and what was left in place with why.
+	Entries uint64        `json:"removed_entries"`
+	Inodes  uint64        `json:"freed_inodes"`
+	Left    []saferm.Left `json:"left,omitempty"`
 	// Holder is the process making the deletion (pid.start@host, as
 	// project.Holder names it): a pending record whose holder still runs
 	// is a deletion in progress, not an interrupted one.
@@ -33,25 +44,30 @@ type Record struct {
 // Executor deletes a plan's entries inside the sandbox root.
 type Executor struct {
 	SweepID string
-	Root    *os.Root // the sandbox root: every deletion goes through it
-	RootDir string
-	RootDev uint64
-	Policy  Policy
-	Now     func() time.Time
+	// Root is the sandbox root: every tree is opened beneath it without
+	// links, every entry re-checked and removed relative to its parent's
+	// descriptor (saferm).
+	Root   *saferm.Dir
+	Policy Policy
+	Now    func() time.Time
 	// Leased reports whether a project holds a lease right now.
 	Leased func(ctx context.Context, project string) (bool, error)
 	// Journal appends a storage.evicted record; a deletion happens only
 	// after its pending record is written.
-	Journal func(ctx context.Context, project string, r Record) error
+	Journal Journal
 	Budget  time.Duration // stop after this long; 0: none
 }
 
 // Done is one deletion made.
 type Done struct {
 	Path   string `json:"path"`
-	Bytes  uint64 `json:"bytes"`
+	Bytes  uint64 `json:"bytes"` // freed: inodes whose last link went
 	Reason string `json:"reason"`
 	Policy string `json:"policy"`
+	// Entries is the names removed; Left what of the entry stayed (its
+	// reasons are also in the result's skipped list).
+	Entries uint64        `json:"removed_entries"`
+	Left    []saferm.Left `json:"left,omitempty"`
 }
 
 // Result is what a sweep did.
@@ -66,9 +82,10 @@ type Result struct {
 }
 
 // Run deletes what the plan says, one entry at a time, re-checking each
-// just before: an entry that became fresh, leased, a symlink, another
-// filesystem or another kind of file since planning is skipped with the
-// reason. A cache cut stops as soon as the cap is met.
+// just before: an entry that became fresh, leased, a symlink, a mount
+// point, or reachable only through a link since planning is skipped with
+// the reason. A cache cut stops as soon as the cap is met. What is
+// reported freed is what the removal freed, not what the plan expected.
 func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 	start := x.Now()
 	res := Result{SweepID: x.SweepID, Evicted: []Done{}, Skipped: append([]Skip{}, plan.Skipped...), PerPolicy: map[string]int{}}
@@ -76,6 +93,12 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 	for p, b := range plan.CacheBytes {
 		cacheLeft[p] = b
 	}
+	trees := map[string]*saferm.Dir{}
+	defer func() {
+		for _, d := range trees {
+			d.Close()
+		}
+	}()
 	for _, ev := range plan.Evict {
 		skip := func(reason string) { res.Skipped = append(res.Skipped, Skip{ev.Project, ev.Path, reason}) }
 		if x.Budget > 0 && x.Now().Sub(start) > x.Budget {
@@ -86,39 +109,53 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 			skip("the cache is already under its cap")
 			continue
 		}
-		bytes, why, err := x.recheck(ctx, ev)
-		if err != nil {
-			skip("re-check failed: " + err.Error())
+		if err := ctx.Err(); err != nil {
+			skip("the sweep was cancelled")
 			continue
 		}
-		if why != "" {
+		parent, name, why, err := x.parentOf(ev, trees)
+		if err != nil || why != "" {
+			if err != nil {
+				why = "re-check failed: " + err.Error()
+			}
 			skip(why)
 			continue
 		}
-		rec := Record{SweepID: x.SweepID, Area: ev.Area, Path: ev.Path, Bytes: bytes, Reason: ev.Reason, Policy: ev.Policy, State: "pending"}
-		if err := x.Journal(ctx, ev.Project, rec); err != nil {
+		bytes, why, err := x.recheck(ctx, ev, parent, name)
+		if err != nil || why != "" {
+			parent.Close()
+			if err != nil {
+				why = "re-check failed: " + err.Error()
+			}
+			skip(why)
+			continue
+		}
+		rec := Record{SweepID: x.SweepID, Area: ev.Area, Bytes: bytes, Reason: ev.Reason, Policy: ev.Policy}
+		rec, rep, err := Delete(ctx, x.Journal, ev.Project, parent, name, rec, saferm.Options{})
+		parent.Close()
+		if rec.State == StatePending {
 			skip("could not journal the deletion, so it was not made: " + err.Error())
 			continue
 		}
-		fault.Point("sweep:after-pending")
-		rmErr := x.Root.RemoveAll(ev.Path)
-		fault.Point("sweep:after-delete")
-		rec.State = "done"
-		if rmErr != nil {
-			rec.State, rec.Error = "failed", rmErr.Error()
+		for _, l := range rep.Left {
+			res.Skipped = append(res.Skipped, Skip{ev.Project, l.Path, l.Reason})
 		}
-		// The confirmation may fail to write; the pending record stays and is
-		// resolved by the next sweep.
-		x.Journal(context.WithoutCancel(ctx), ev.Project, rec)
-		if rmErr != nil {
-			skip("delete failed: " + rmErr.Error())
+		if rep.Entries == 0 {
+			if err != nil {
+				skip("delete failed: " + err.Error())
+			} else if !rep.Removed && len(rep.Left) == 0 {
+				skip("gone since planning")
+			}
 			continue
 		}
-		res.Evicted = append(res.Evicted, Done{ev.Path, bytes, ev.Reason, ev.Policy})
-		res.BytesFreed += bytes
+		if err != nil {
+			skip("delete stopped part-way: " + err.Error())
+		}
+		res.Evicted = append(res.Evicted, Done{Path: rec.Path, Bytes: rep.Bytes, Reason: ev.Reason, Policy: ev.Policy, Entries: rep.Entries, Left: rep.Left})
+		res.BytesFreed += rep.Bytes
 		res.PerPolicy[ev.Policy]++
 		if ev.Area == AreaCache {
-			cacheLeft[ev.Project] -= min(cacheLeft[ev.Project], bytes)
+			cacheLeft[ev.Project] -= min(cacheLeft[ev.Project], rep.Bytes)
 		}
 	}
 	sort.SliceStable(res.Skipped, func(i, j int) bool { return res.Skipped[i].Path < res.Skipped[j].Path })
@@ -126,24 +163,68 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 	return res
 }
 
-// recheck looks at an entry again just before deleting it; why is the
-// reason to leave it, or "".
-func (x *Executor) recheck(ctx context.Context, ev Eviction) (bytes uint64, why string, err error) {
-	fi, err := x.Root.Lstat(ev.Path)
+// TreeOf is the tree (relative to the sandbox root) an area of a project
+// lives in: nothing of the project is deleted outside it.
+func TreeOf(project, area string) string {
+	switch area {
+	case AreaWorkspace:
+		return "projects/" + project
+	case AreaCache:
+		return "cache/" + project
+	case AreaScratch:
+		return "scratch/" + project
+	}
+	return ""
+}
+
+// parentOf opens the directory holding an eviction's entry: its tree
+// beneath the root, then the entry's parent beneath the tree, neither
+// through a link nor across a mount. why says why the entry cannot be
+// reached so.
+func (x *Executor) parentOf(ev Eviction, trees map[string]*saferm.Dir) (parent *saferm.Dir, name, why string, err error) {
+	treeRel := TreeOf(ev.Project, ev.Area)
+	inTree, ok := strings.CutPrefix(ev.Path, treeRel+"/")
+	if treeRel == "" || !ok || inTree == "" || path.Clean(inTree) != inTree || strings.HasPrefix(inTree, "../") {
+		return nil, "", fmt.Sprintf("not inside the %s tree of %s (%s)", ev.Area, ev.Project, treeRel), nil
+	}
+	tree, ok := trees[treeRel]
+	if !ok {
+		if tree, err = x.Root.OpenDir(treeRel); err != nil {
+			if errors.Is(err, saferm.ErrUnsafe) {
+				return nil, "", "its tree " + treeRel + " is not a real directory reached without links", nil
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, "", "gone since planning", nil
+			}
+			return nil, "", "", err
+		}
+		trees[treeRel] = tree
+	}
+	parent, err = tree.OpenDir(path.Dir(inTree))
+	switch {
+	case errors.Is(err, saferm.ErrUnsafe):
+		return nil, "", "its path now leads through a symlink or another mount", nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, "", "gone since planning", nil
+	case err != nil:
+		return nil, "", "", err
+	}
+	return parent, path.Base(inTree), "", nil
+}
+
+// recheck looks at an entry again, relative to its parent's descriptor,
+// just before deleting it; why is the reason to leave it, or "".
+func (x *Executor) recheck(ctx context.Context, ev Eviction, parent *saferm.Dir, name string) (bytes uint64, why string, err error) {
+	e, err := measure(parent, name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return 0, "gone since planning", nil
 	case err != nil:
 		return 0, "", err
-	}
-	e, err := measure(x.RootDir, x.RootDev, ev.Path, fi)
-	switch {
-	case err != nil:
-		return 0, "", err
 	case e.Protected == protectedSymlink:
 		return 0, "became a symlink since planning", nil
 	case e.Protected == protectedOtherFS:
-		return 0, "is on another filesystem", nil
+		return 0, "is a mount point or on another filesystem", nil
 	}
 	if e.Newest.After(x.Now().Add(-x.Policy.BusyGrace)) {
 		return 0, "modified since planning (within busy_grace)", nil

@@ -2,24 +2,25 @@ package sweep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/xfsq/xfsq/internal/mounttest"
+	"github.com/xfsq/xfsq/internal/saferm"
 )
 
 func executor(t *testing.T, root string, journal *[]Record) *Executor {
-	r, err := os.OpenRoot(root)
+	d, err := saferm.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Close() })
-	var st syscall.Stat_t
-	syscall.Stat(root, &st)
-	return &Executor{SweepID: "sw-test", Root: r, RootDir: root, RootDev: st.Dev, Policy: policy, Now: time.Now,
+	t.Cleanup(func() { d.Close() })
+	return &Executor{SweepID: "sw-test", Root: d, Policy: policy, Now: time.Now,
 		Leased: func(context.Context, string) (bool, error) { return false, nil },
 		Journal: func(_ context.Context, _ string, rec Record) error {
 			*journal = append(*journal, rec)
@@ -102,5 +103,174 @@ func TestExecutorBudget(t *testing.T) {
 		if !strings.Contains(s.Reason, "time budget") {
 			t.Errorf("skip %+v, want the time budget as the reason", s)
 		}
+	}
+}
+
+// oldFile writes a file (and its parents) with an mtime a month ago.
+func oldFile(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, make([]byte, 8192), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	os.Chtimes(p, old, old)
+	os.Chtimes(filepath.Dir(p), old, old)
+}
+
+// A mount inside a planned entry (a bind mount of a directory outside the
+// sandbox root, from the same filesystem; a tmpfs) is never entered or
+// removed: the canary on it survives, the mount point stays, and the
+// result and the journal say what was really removed and what was left.
+func TestExecutorLeavesMountsInPlace(t *testing.T) {
+	cases := []struct {
+		name, area, entry, mnt string
+		tmpfs                  bool
+	}{
+		{"bind mount in a cache entry", AreaCache, "cache/p/e", "cache/p/e/sub/mnt", false},
+		{"bind mount in workspace trash", AreaWorkspace, "projects/p/coverage", "projects/p/coverage/mnt", false},
+		{"tmpfs in a scratch run", AreaScratch, "scratch/p/run", "scratch/p/run/mnt", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root, outside := t.TempDir(), t.TempDir()
+			oldFile(t, filepath.Join(outside, "canary"))
+			oldFile(t, filepath.Join(root, c.entry, "junk"))
+			os.MkdirAll(filepath.Join(root, c.mnt), 0o755)
+			canary := filepath.Join(outside, "canary")
+			if c.tmpfs {
+				mounttest.Tmpfs(t, filepath.Join(root, c.mnt))
+				canary = filepath.Join(root, c.mnt, "canary")
+				oldFile(t, canary)
+			} else {
+				mounttest.Bind(t, outside, filepath.Join(root, c.mnt))
+			}
+			old := time.Now().Add(-30 * 24 * time.Hour)
+			for d := filepath.Dir(filepath.Join(root, c.mnt)); len(d) > len(root); d = filepath.Dir(d) {
+				os.Chtimes(d, old, old)
+			}
+			var journal []Record
+			res := executor(t, root, &journal).Run(context.Background(),
+				Plan{Evict: []Eviction{{Project: "p", Area: c.area, Path: c.entry, Policy: "test"}}, CacheBytes: map[string]uint64{"p": 1 << 30}})
+			if _, err := os.Stat(canary); err != nil {
+				t.Fatalf("the canary on the mount was deleted: %v", err)
+			}
+			if _, err := os.Lstat(filepath.Join(root, c.mnt)); err != nil {
+				t.Errorf("the mount point was removed: %v", err)
+			}
+			if _, err := os.Lstat(filepath.Join(root, c.entry, "junk")); err == nil {
+				t.Error("the entry's own files were not removed")
+			}
+			if len(res.Evicted) != 1 || res.Evicted[0].Entries != 1 || len(res.Evicted[0].Left) != 1 || res.Evicted[0].Left[0].Path != c.mnt {
+				t.Errorf("evicted %+v, want 1 entry removed and %s left", res.Evicted, c.mnt)
+			}
+			if !hasSkip(res, c.mnt, saferm.LeftMount) {
+				t.Errorf("skipped %+v, want %s as a mount point left in place", res.Skipped, c.mnt)
+			}
+			if len(journal) != 2 || journal[1].State != StatePartial || journal[1].Entries != 1 || len(journal[1].Left) != 1 || journal[1].Path != c.entry {
+				t.Errorf("journal %+v, want pending then partial with the mount point left", journal)
+			}
+		})
+	}
+}
+
+func hasSkip(res Result, p, why string) bool {
+	for _, s := range res.Skipped {
+		if s.Path == p && strings.Contains(s.Reason, why) {
+			return true
+		}
+	}
+	return false
+}
+
+// Between planning and deleting, a directory on an entry's path (an
+// intermediate component, or the tree root itself) is swapped for a
+// symlink into another project: nothing in the other project is deleted,
+// the entry is skipped with the reason, and nothing is journalled.
+func TestExecutorSymlinkSwappedIntoPath(t *testing.T) {
+	cases := []struct {
+		name, area, entry string
+		swap, target      string // swap (relative to the root) becomes a symlink to target
+		victim            string // what the link leads the entry to
+	}{
+		{"intermediate directory", AreaWorkspace, "projects/a/sub/coverage", "projects/a/sub", "../b/uploads", "projects/b/uploads/coverage/precious"},
+		{"cache tree root", AreaCache, "cache/a/e", "cache/a", "b", "cache/b/e/precious"},
+		{"scratch tree root", AreaScratch, "scratch/a/run", "scratch/a", "b", "scratch/b/run/precious"},
+		{"workspace tree root", AreaWorkspace, "projects/a/coverage", "projects/a", "b/uploads", "projects/b/uploads/coverage/precious"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			oldFile(t, filepath.Join(root, c.entry, "junk"))
+			oldFile(t, filepath.Join(root, c.victim))
+			os.Rename(filepath.Join(root, c.swap), filepath.Join(root, c.swap+".moved"))
+			if err := os.Symlink(c.target, filepath.Join(root, c.swap)); err != nil {
+				t.Fatal(err)
+			}
+			var journal []Record
+			res := executor(t, root, &journal).Run(context.Background(),
+				Plan{Evict: []Eviction{{Project: "a", Area: c.area, Path: c.entry, Policy: "test"}}, CacheBytes: map[string]uint64{"a": 1 << 30}})
+			if _, err := os.Stat(filepath.Join(root, c.victim)); err != nil {
+				t.Fatalf("the deletion followed the symlink into project b: %v", err)
+			}
+			if len(res.Evicted) != 0 || len(journal) != 0 {
+				t.Errorf("evicted %+v, journal %+v; want nothing", res.Evicted, journal)
+			}
+			if !hasSkip(res, c.entry, "symlink") && !hasSkip(res, c.entry, "without links") {
+				t.Errorf("skipped %+v, want %s skipped for the link on its path", res.Skipped, c.entry)
+			}
+		})
+	}
+}
+
+// A plan entry outside the tree of its project and area is not deleted.
+func TestExecutorKeepsEntriesInTheirTree(t *testing.T) {
+	root := t.TempDir()
+	oldFile(t, filepath.Join(root, "projects/b/uploads/precious"))
+	var journal []Record
+	res := executor(t, root, &journal).Run(context.Background(), Plan{Evict: []Eviction{
+		{Project: "a", Area: AreaCache, Path: "projects/b/uploads"},
+		{Project: "a", Area: AreaWorkspace, Path: "projects/a/../b/uploads"},
+	}})
+	if _, err := os.Stat(filepath.Join(root, "projects/b/uploads/precious")); err != nil || len(res.Evicted) != 0 {
+		t.Fatalf("an entry outside its tree was deleted: %+v", res)
+	}
+}
+
+// Tree roots that are not real directories reached without links are
+// refused by the walks: never listed, never offered.
+func TestGathererRefusesLinkedTreeRoots(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []string{"cache/b/e/f", "scratch/b/run/f", "projects/b/coverage/f"} {
+		oldFile(t, filepath.Join(root, p))
+	}
+	for _, l := range []struct{ link, target string }{{"cache/a", "b"}, {"scratch/a", "b"}, {"projects/a", "b"}, {"cache/abs", filepath.Join(root, "cache/b")}} {
+		os.Symlink(l.target, filepath.Join(root, l.link))
+	}
+	d, err := saferm.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	g := &Gatherer{Root: d, Globs: policy.TrashGlobs}
+	for _, c := range []struct {
+		area, tree string
+		walk       func(string) (Tree, error)
+	}{
+		{AreaCache, "cache/a", func(p string) (Tree, error) { return g.TopLevel(AreaCache, p) }},
+		{AreaCache, "cache/abs", func(p string) (Tree, error) { return g.TopLevel(AreaCache, p) }},
+		{AreaScratch, "scratch/a", func(p string) (Tree, error) { return g.TopLevel(AreaScratch, p) }},
+		{AreaWorkspace, "projects/a", func(p string) (Tree, error) { return g.Workspace(t.Context(), p) }},
+	} {
+		tr, err := c.walk(c.tree)
+		var refused *TreeRefusedError
+		if !errors.As(err, &refused) || len(tr.Entries) != 0 {
+			t.Errorf("%s: %v with %d entries, want it refused and nothing offered", c.tree, err, len(tr.Entries))
+		}
+	}
+	if tr, err := g.TopLevel(AreaCache, "cache/b"); err != nil || len(tr.Entries) != 1 {
+		t.Errorf("a real tree: %+v %v", tr, err)
 	}
 }

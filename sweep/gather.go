@@ -8,26 +8,28 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"runtime"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 )
 
 // Gatherer walks trees for the planner. It only reads; a path that changes
 // while it looks can only be mis-measured, never deleted (the executor
-// re-checks everything through os.Root).
+// re-checks everything through descriptors).
 type Gatherer struct {
-	Root    string   // the sandbox root, absolute
-	RootDev uint64   // its filesystem: nothing elsewhere is offered
-	Globs   []string // workspace trash globs
+	// Root is the sandbox root. Each tree is opened beneath it without
+	// links: a tree root that is a symlink (to another project's tree, say)
+	// is refused, never walked.
+	Root  *saferm.Dir
+	Globs []string // workspace trash globs
 }
 
 // workspaceProtected are top-level workspace directories never swept,
@@ -41,35 +43,58 @@ const (
 	protectedOtherFS = "other filesystem"
 )
 
-func (g *Gatherer) measure(rel string, fi os.FileInfo) (Entry, error) {
-	return measure(g.Root, g.RootDev, rel, fi)
+// TreeRefusedError is a tree root that is not a real directory reached
+// without links from the sandbox root.
+type TreeRefusedError struct {
+	Tree string
+	Err  error
 }
 
-// measure gives the entry at rel under the sandbox root rootDir (lstat as
-// fi): its allocated bytes and newest mtime (inside it, for a directory),
-// or why it must stay (a symlink, another filesystem than rootDev). The
-// planner's walks and the executor's re-check both see entries through it.
-func measure(rootDir string, rootDev uint64, rel string, fi os.FileInfo) (Entry, error) {
-	e := Entry{Path: rel, Dir: fi.IsDir(), Newest: fi.ModTime().UTC()}
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	if st != nil { // an mtime stamped in the future must not pin the entry (inventory.Mtime)
-		e.Newest = time.Unix(0, min(st.Mtim.Nano(), st.Ctim.Nano())).UTC()
-	}
+func (e *TreeRefusedError) Error() string {
+	return "tree " + e.Tree + " is not a real directory reached without links (a symlink or a mount?); it is not swept: " + e.Err.Error()
+}
+func (e *TreeRefusedError) Unwrap() error { return e.Err }
+
+// openTree opens a tree beneath the root; a tree that does not exist is
+// nil without an error.
+func (g *Gatherer) openTree(treeRel string) (*saferm.Dir, error) {
+	d, err := g.Root.OpenDir(treeRel)
 	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case errors.Is(err, saferm.ErrUnsafe):
+		return nil, &TreeRefusedError{treeRel, err}
+	}
+	return d, err
+}
+
+// measure gives the entry rel beneath dir (never followed): its allocated
+// bytes and newest mtime (inside it, for a directory), or why it must stay
+// (a symlink, a mount point or another mount). The planner's walks and the
+// executor's re-check both see entries through it. Entry.Path is relative
+// to the sandbox root.
+func measure(dir *saferm.Dir, rel string) (Entry, error) {
+	st, err := dir.Lstat(rel)
+	if err != nil {
+		return Entry{}, err
+	}
+	// An mtime stamped in the future must not pin the entry (inventory.Mtime).
+	e := Entry{Path: path.Join(dir.Path(), rel), Dir: st.IsDir(), Newest: time.Unix(0, min(st.MtimeNano(), st.CtimeNano())).UTC()}
+	switch {
+	case st.IsSymlink():
 		e.Protected = protectedSymlink
-		return e, nil
-	case st != nil && st.Dev != rootDev:
+	case st.OtherMount:
 		e.Protected = protectedOtherFS
-		return e, nil
-	case fi.IsDir():
-		res, err := inventory.Walk(filepath.Join(rootDir, rel), inventory.Options{Depth: 1, TopK: 1})
+	case st.IsDir():
+		// Through the held descriptor: the walk starts in dir, whatever
+		// has been renamed above it.
+		res, err := inventory.Walk(fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), rel), inventory.Options{Depth: 1, TopK: 1})
 		if err != nil {
 			return e, err
 		}
 		e.Bytes, e.Newest = res.Root.SizeBytes, res.Root.Mtime
-	case st != nil:
-		e.Bytes = uint64(st.Blocks) * 512
+	default:
+		e.Bytes = st.Blocks * 512
 	}
 	return e, nil
 }
@@ -78,32 +103,27 @@ func measure(rootDir string, rootDev uint64, rel string, fi os.FileInfo) (Entry,
 // scratch runs), with the tree's total.
 func (g *Gatherer) TopLevel(area, treeRel string) (Tree, error) {
 	t := Tree{Area: area, Path: treeRel}
-	dir := filepath.Join(g.Root, treeRel)
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return t, nil
+	tree, err := g.openTree(treeRel)
+	if tree == nil || err != nil {
+		return t, err
 	}
+	defer tree.Close()
+	st, err := tree.Lstat(".")
+	if err == nil {
+		t.Bytes = st.Blocks * 512
+	}
+	names, err := tree.Names()
+	sort.Strings(names)
 	if err != nil {
 		return t, err
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		t.Bytes = uint64(st.Blocks) * 512
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return t, err
-	}
-	for _, de := range entries {
-		fi, err := de.Info()
+	for _, name := range names {
+		e, err := measure(tree, name)
 		if err != nil {
-			continue // vanished
-		}
-		e, err := g.measure(path.Join(treeRel, de.Name()), fi)
-		if err != nil {
-			continue
+			continue // vanished or unreadable
 		}
 		if area == AreaScratch {
-			e.Run = de.Name()
+			e.Run = name
 		}
 		t.Bytes += e.Bytes
 		t.Entries = append(t.Entries, e)
@@ -125,6 +145,7 @@ type gitRepo struct {
 // wsWalk is one walk of a workspace tree.
 type wsWalk struct {
 	g       *Gatherer
+	tree    *saferm.Dir // the tree's root: what is on its mount is walked
 	rf      *repoFinder
 	treeRel string
 	workers chan struct{} // a slot per goroutine walking besides the caller's
@@ -195,34 +216,29 @@ func within(root, p string) string {
 // its root: a repository whose root is named dist/ is not trash.
 func (g *Gatherer) Workspace(ctx context.Context, treeRel string) (Tree, error) {
 	t := Tree{Area: AreaWorkspace, Path: treeRel}
-	sandbox, err := unix.Open(g.Root, dirOpenFlags&^unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return t, &os.PathError{Op: "open", Path: g.Root, Err: err}
-	}
-	defer unix.Close(sandbox)
-	rf := &repoFinder{ctx: ctx, treeFd: sandbox}
-	tree, _, why := rf.openPath(".", treeRel)
-	if why != "" {
-		if strings.Contains(why, "does not exist") {
-			return t, nil
-		}
-		return t, fmt.Errorf("the workspace %s %s", treeRel, strings.TrimPrefix(why, "it points at "+treeRel+", which "))
-	}
-	defer tree.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(tree.Fd()), &st); err != nil {
+	tree, err := g.openTree(treeRel)
+	if tree == nil || err != nil {
 		return t, err
 	}
-	if st.Dev != g.RootDev {
-		return t, fmt.Errorf("the workspace %s is on another filesystem than the root", treeRel)
+	defer tree.Close()
+	fd, err := unix.Dup(tree.Fd())
+	if err != nil {
+		return t, err
 	}
-	rf.treeFd = int(tree.Fd())
-	rf.abs = []string{filepath.Join(g.Root, treeRel)}
-	if real, err := filepath.EvalSymlinks(g.Root); err == nil && real != filepath.Clean(g.Root) {
-		rf.abs = append(rf.abs, filepath.Join(real, treeRel))
+	top := os.NewFile(uintptr(fd), treeRel)
+	defer top.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return t, err
 	}
-	w := &wsWalk{g: g, rf: rf, treeRel: treeRel, links: map[[2]uint64]bool{}, workers: make(chan struct{}, max(3, 2*runtime.GOMAXPROCS(0)-1))}
-	res, err := w.dir(ctx, tree, ".", &st, nil, false, false, false, 0)
+	rf := &repoFinder{ctx: ctx, treeFd: fd}
+	// A .git file may name the tree by its absolute path: the path the
+	// kernel resolved for the descriptor held, so a link cannot fake it.
+	if abs, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd)); err == nil {
+		rf.abs = []string{abs}
+	}
+	w := &wsWalk{g: g, tree: tree, rf: rf, treeRel: treeRel, links: map[[2]uint64]bool{}, workers: make(chan struct{}, max(3, 2*runtime.GOMAXPROCS(0)-1))}
+	res, err := w.dir(ctx, top, ".", &st, nil, false, false, false, 0)
 	if err != nil {
 		return t, err
 	}
@@ -317,7 +333,7 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 				e.Protected = protectedSymlink
 			}
 			res.entries = append(res.entries, e)
-		case st.Dev != w.g.RootDev:
+		case w.tree.OtherMountAt(fd, name):
 			res.clean = false
 			if trash {
 				e.Protected = protectedOtherFS

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/gittest"
+	"github.com/xfsq/xfsq/internal/saferm"
 )
 
 // ageTree makes everything under dir (links excepted) 30 days old: past
@@ -289,9 +290,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			os.MkdirAll(ws, 0o755)
 			c.setup(t, ws)
 			ageTree(t, ws)
-			var st syscall.Stat_t
-			syscall.Stat(root, &st)
-			g := &Gatherer{Root: root, RootDev: st.Dev, Globs: policy.TrashGlobs}
+			g := gatherer(t, root)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			tree, err := g.Workspace(ctx, "projects/p")
@@ -344,9 +343,7 @@ func TestWorkspaceWithoutRepositories(t *testing.T) {
 	ws := filepath.Join(root, "projects/p")
 	writeFiles(t, ws, "dist/a.js", "dist/sub/b.js", "src/x.log", "src/main.go", "uploads/u.log", "inbox/i.tmp")
 	ageTree(t, ws)
-	var st syscall.Stat_t
-	syscall.Stat(root, &st)
-	tree, err := (&Gatherer{Root: root, RootDev: st.Dev, Globs: policy.TrashGlobs}).Workspace(context.Background(), "projects/p")
+	tree, err := gatherer(t, root).Workspace(context.Background(), "projects/p")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,11 +364,21 @@ func TestWorkspaceWithoutRepositories(t *testing.T) {
 func TestWorkspaceHonoursCancellation(t *testing.T) {
 	root := t.TempDir()
 	writeFiles(t, filepath.Join(root, "projects/p"), "a/b.log")
-	var st syscall.Stat_t
-	syscall.Stat(root, &st)
+	g := gatherer(t, root)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := (&Gatherer{Root: root, RootDev: st.Dev, Globs: policy.TrashGlobs}).Workspace(ctx, "projects/p"); err != context.Canceled {
+	if _, err := g.Workspace(ctx, "projects/p"); err != context.Canceled {
 		t.Errorf("a cancelled walk: %v, want context.Canceled", err)
 	}
+}
+
+// gatherer walks the sandbox root at root with the default trash globs.
+func gatherer(t *testing.T, root string) *Gatherer {
+	t.Helper()
+	d, err := saferm.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return &Gatherer{Root: d, Globs: policy.TrashGlobs}
 }

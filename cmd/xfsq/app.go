@@ -371,6 +371,12 @@ func cmdProjectRm(e env) error {
 		}
 		return e.print(res, func(w io.Writer) {
 			fmt.Fprintf(w, "removed project %q\n", name)
+			for _, p := range res.PurgedTrees {
+				fmt.Fprintf(w, "purged %s: %d entries removed, %s freed\n", p.Path, p.Entries, units.FormatIEC(p.Bytes))
+				for _, l := range p.Left {
+					fmt.Fprintf(w, "left in place: %s (%s)\n", l.Path, l.Reason)
+				}
+			}
 			for _, l := range res.Left {
 				fmt.Fprintf(w, "kept on disk: %s (delete it with --purge, or by hand)\n", l)
 			}

@@ -337,7 +337,7 @@ run=
 for w in $(cat /proc/cmdline); do
 	case "$w" in xfsq.run=*) run=${w#xfsq.run=} ;; esac
 done
-if mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 hostroot /mnt; then
+if mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose hostroot /mnt; then
 	mount --move /proc /mnt/proc
 	mount --move /sys /mnt/sys
 	mount --move /dev /mnt/dev

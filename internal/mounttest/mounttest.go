@@ -1,0 +1,42 @@
+// Package mounttest mounts things inside a test's temporary directories
+// (bind mounts, tmpfs), to show that deletions never cross into a mount.
+// It needs root (CAP_SYS_ADMIN); without it the test goes through
+// prereq.Missing, so CI=true fails instead of skipping. It must never
+// mount anywhere but where the test says, and unmounts when the test ends.
+package mounttest
+
+import (
+	"os"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/prereq"
+)
+
+// Bind bind-mounts src (a directory or a file) on dst until t ends.
+func Bind(t testing.TB, src, dst string) {
+	t.Helper()
+	mount(t, src, dst, "", unix.MS_BIND, "")
+}
+
+// Tmpfs mounts a small fresh tmpfs on dst until t ends.
+func Tmpfs(t testing.TB, dst string) {
+	t.Helper()
+	mount(t, "none", dst, "tmpfs", 0, "size=4m")
+}
+
+func mount(t testing.TB, src, dst, fstype string, flags uintptr, data string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		prereq.Missing(t, "mount tests need root with CAP_SYS_ADMIN: run them as root")
+		return
+	}
+	if err := unix.Mount(src, dst, fstype, flags, data); err != nil {
+		prereq.Missing(t, "mount "+dst+": "+err.Error()+" (run the tests as root with CAP_SYS_ADMIN)")
+		return
+	}
+	// Registered after the temporary directories exist, so it runs before
+	// they are removed: their removal never meets the mount.
+	t.Cleanup(func() { unix.Unmount(dst, unix.MNT_DETACH) })
+}

@@ -1,0 +1,589 @@
+// Package saferm is the one way xfsq deletes anything in a sandbox root: it
+// resolves paths from directory descriptors the caller holds, removes each
+// entry relative to its checked parent descriptor, and says exactly what
+// went.
+//
+// Tenants control every byte of their trees, so this package must never
+// follow a symlink (a symlink entry is unlinked itself), never resolve a
+// path out of the directory it was given, never descend into or delete
+// anything on another mount (bind mounts from the same filesystem included:
+// mounts are told apart by statx mount IDs, not st_dev), and never report
+// an inode as freed unless its last link went. It knows nothing of
+// projects, journals or quotas: callers journal and account with its
+// Report.
+package saferm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaxDepth bounds how many directory levels below the removed entry are
+// descended into: each level holds a descriptor open, and a tenant can nest
+// directories without limit. Deeper levels are left in place and reported.
+const MaxDepth = 512
+
+// Reasons an entry is left in place.
+const (
+	LeftMount    = "mount point: left in place"
+	LeftDeep     = "more than 512 directory levels deep: left in place"
+	LeftChanged  = "changed while being removed: left in place"
+	LeftNotEmpty = "not empty after removal (entries appeared meanwhile): left in place"
+)
+
+// Report is what a removal really did.
+type Report struct {
+	// Removed: the named entry itself is gone.
+	Removed bool `json:"removed"`
+	// Entries is the names unlinked (files, symlinks, directories, …).
+	Entries uint64 `json:"entries"`
+	// Inodes is the inodes whose last link went; Bytes their allocated
+	// bytes (blocks × 512). A hard-linked file whose other link stays frees
+	// nothing and counts in neither.
+	Inodes uint64 `json:"inodes"`
+	Bytes  uint64 `json:"bytes"`
+	// Left is what stays, each with why; the directories holding a left
+	// entry stay as well and are not listed.
+	Left []Left `json:"left"`
+}
+
+// Left is one entry left in place.
+type Left struct {
+	Path   string `json:"path"` // relative to the directory Open opened
+	Reason string `json:"reason"`
+}
+
+// Dir is a directory held open. Everything resolved from it stays beneath
+// it and on its mount.
+type Dir struct {
+	fd  int
+	mnt mountID
+	rel string // from the directory Open opened, for reports
+}
+
+// mountID identifies a mount: the unique ID where the kernel has it (6.8),
+// else the reusable one (5.8), else the device (older kernels, where
+// RESOLVE_NO_XDEV still keeps descents on the mount).
+type mountID struct {
+	kind uint32 // the statx mask bit the id came from; 0: device numbers
+	id   uint64
+}
+
+const statxMask = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_MTIME | unix.STATX_CTIME | unix.STATX_NLINK | unix.STATX_BLOCKS | unix.STATX_INO | unix.STATX_MNT_ID | unix.STATX_MNT_ID_UNIQUE
+
+// Open opens the directory at path (the sandbox root: an operator's path,
+// resolved as given) as the Dir every removal starts from.
+func Open(path string) (*Dir, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, statxMask, &st); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "statx", Path: path, Err: err}
+	}
+	return &Dir{fd: fd, mnt: mountOf(&st), rel: "."}, nil
+}
+
+func mountOf(st *unix.Statx_t) mountID {
+	switch {
+	case st.Mask&unix.STATX_MNT_ID_UNIQUE != 0:
+		return mountID{unix.STATX_MNT_ID_UNIQUE, st.Mnt_id}
+	case st.Mask&unix.STATX_MNT_ID != 0:
+		return mountID{unix.STATX_MNT_ID, st.Mnt_id}
+	}
+	return mountID{0, unix.Mkdev(st.Dev_major, st.Dev_minor)}
+}
+
+// sameMount reports whether st (of an entry below d) is on d's mount and
+// not the root of a mount itself.
+func (d *Dir) sameMount(st *unix.Statx_t) bool {
+	if st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0 {
+		return false
+	}
+	m := mountOf(st)
+	return m == d.mnt
+}
+
+// Path is where d is, relative to the directory Open opened ("." for it).
+func (d *Dir) Path() string { return d.rel }
+
+// Fd is the descriptor, for reads relative to it (/proc/self/fd/N). It
+// stays owned by d.
+func (d *Dir) Fd() int { return d.fd }
+
+// Close releases the descriptor.
+func (d *Dir) Close() error {
+	if d == nil || d.fd < 0 {
+		return nil
+	}
+	err := unix.Close(d.fd)
+	d.fd = -1
+	return err
+}
+
+// ErrUnsafe wraps every refusal to resolve a path: a symlink, a component
+// on another mount, something that is not a directory where one must be.
+var ErrUnsafe = errors.New("not a real directory on the root's mount, reached without links")
+
+// PathError is a refused or failed resolution.
+type PathError struct {
+	Path string // relative to the Dir
+	Err  error
+}
+
+func (e *PathError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *PathError) Unwrap() error { return e.Err }
+
+// split checks rel (slash-separated, relative, no "..") and returns its
+// components; "." and "" are the Dir itself.
+func split(rel string) ([]string, error) {
+	if rel == "" || rel == "." {
+		return nil, nil
+	}
+	if strings.HasPrefix(rel, "/") {
+		return nil, fmt.Errorf("absolute path")
+	}
+	var parts []string
+	for _, p := range strings.Split(rel, "/") {
+		switch p {
+		case "", ".":
+			continue
+		case "..":
+			return nil, fmt.Errorf(`contains ".."`)
+		}
+		parts = append(parts, p)
+	}
+	return parts, nil
+}
+
+// openat2Missing is set once the kernel said ENOSYS (before 5.6), or by
+// tests; removals in several goroutines read it.
+var openat2Missing atomic.Bool
+
+// openBeneath opens the directory rel beneath dirfd without following any
+// link or leaving dirfd's mount.
+func (d *Dir) openBeneath(dirfd int, rel string, parts []string) (int, error) {
+	if !openat2Missing.Load() {
+		how := &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS}
+		for range 8 {
+			fd, err := unix.Openat2(dirfd, strings.Join(parts, "/"), how)
+			switch {
+			case err == nil:
+				return fd, nil
+			case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
+				continue // a concurrent rename; the kernel asks to retry
+			case errors.Is(err, unix.ENOSYS):
+				openat2Missing.Store(true)
+			case errors.Is(err, unix.ELOOP), errors.Is(err, unix.EXDEV), errors.Is(err, unix.ENOTDIR):
+				return -1, &PathError{rel, fmt.Errorf("%w (%v)", ErrUnsafe, err)}
+			default:
+				return -1, &PathError{rel, err}
+			}
+			break
+		}
+		if !openat2Missing.Load() {
+			return -1, &PathError{rel, unix.EAGAIN}
+		}
+	}
+	// Before openat2: one component at a time, each checked for its mount.
+	fd, err := unix.Dup(dirfd)
+	if err != nil {
+		return -1, err
+	}
+	for _, p := range parts {
+		next, err := unix.Openat(fd, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+			return -1, &PathError{rel, fmt.Errorf("%w (%v)", ErrUnsafe, err)}
+		}
+		if err != nil {
+			return -1, &PathError{rel, err}
+		}
+		var st unix.Statx_t
+		if err := unix.Statx(next, "", unix.AT_EMPTY_PATH, statxMask, &st); err != nil {
+			unix.Close(next)
+			return -1, &PathError{rel, err}
+		}
+		if !d.sameMount(&st) {
+			unix.Close(next)
+			return -1, &PathError{rel, fmt.Errorf("%w (another mount)", ErrUnsafe)}
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// OpenDir opens the directory rel beneath d: every component a real
+// directory on d's mount, no symlink anywhere. Tree roots are opened so.
+func (d *Dir) OpenDir(rel string) (*Dir, error) {
+	full := path.Join(d.rel, rel)
+	parts, err := split(rel)
+	if err != nil {
+		return nil, &PathError{full, err}
+	}
+	if len(parts) == 0 {
+		fd, err := unix.Dup(d.fd)
+		if err != nil {
+			return nil, err
+		}
+		return &Dir{fd: fd, mnt: d.mnt, rel: d.rel}, nil
+	}
+	fd, err := d.openBeneath(d.fd, full, parts)
+	if err != nil {
+		return nil, err
+	}
+	return &Dir{fd: fd, mnt: d.mnt, rel: full}, nil
+}
+
+// Stat is what Lstat tells of one entry.
+type Stat struct {
+	Mode   uint32 // unix.S_IF* | permission bits
+	Nlink  uint32
+	Blocks uint64
+	Mtime  unix.StatxTimestamp
+	Ctime  unix.StatxTimestamp
+	// OtherMount: the entry is a mount point or on another mount.
+	OtherMount bool
+}
+
+func (s Stat) MtimeNano() int64 { return s.Mtime.Sec*1e9 + int64(s.Mtime.Nsec) }
+func (s Stat) CtimeNano() int64 { return s.Ctime.Sec*1e9 + int64(s.Ctime.Nsec) }
+
+func (s Stat) IsDir() bool     { return s.Mode&unix.S_IFMT == unix.S_IFDIR }
+func (s Stat) IsSymlink() bool { return s.Mode&unix.S_IFMT == unix.S_IFLNK }
+
+// Lstat looks at rel beneath d without following it: its parent is
+// resolved as OpenDir resolves, the entry itself is never followed.
+func (d *Dir) Lstat(rel string) (Stat, error) {
+	dirfd, name := d.fd, rel
+	if rel == "." {
+		dirfd, name = d.fd, ""
+	} else if strings.Contains(rel, "/") || rel == ".." || rel == "" {
+		parent, n, err := d.parent(rel)
+		if err != nil {
+			return Stat{}, err
+		}
+		defer parent.Close()
+		dirfd, name = parent.fd, n
+	}
+	flags := unix.AT_SYMLINK_NOFOLLOW | unix.AT_NO_AUTOMOUNT
+	if name == "" {
+		flags |= unix.AT_EMPTY_PATH
+	}
+	var st unix.Statx_t
+	if err := unix.Statx(dirfd, name, flags, statxMask, &st); err != nil {
+		return Stat{}, &PathError{path.Join(d.rel, rel), err}
+	}
+	return Stat{Mode: uint32(st.Mode), Nlink: st.Nlink, Blocks: st.Blocks, Mtime: st.Mtime, Ctime: st.Ctime, OtherMount: !d.sameMount(&st)}, nil
+}
+
+// OtherMountAt reports whether name in dirfd (a directory its caller
+// opened beneath d without links) is a mount point or on another mount
+// than d: st_dev cannot tell, as a bind mount from the same filesystem
+// keeps it. Anything that cannot be looked at counts as another mount.
+func (d *Dir) OtherMountAt(dirfd int, name string) bool {
+	var st unix.Statx_t
+	if err := unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, statxMask, &st); err != nil {
+		return true
+	}
+	return !d.sameMount(&st)
+}
+
+// Names lists d's entries (not "." or ".."), in no particular order.
+func (d *Dir) Names() ([]string, error) {
+	// A new open file description: its read offset is its own.
+	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &PathError{d.rel, err}
+	}
+	f := os.NewFile(uintptr(fd), d.rel)
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// parent opens the directory holding rel and returns rel's last component.
+func (d *Dir) parent(rel string) (*Dir, string, error) {
+	parts, err := split(rel)
+	if err != nil {
+		return nil, "", &PathError{path.Join(d.rel, rel), err}
+	}
+	if len(parts) == 0 {
+		return nil, "", &PathError{path.Join(d.rel, rel), errors.New("is the directory itself")}
+	}
+	p, err := d.OpenDir(strings.Join(parts[:len(parts)-1], "/"))
+	if err != nil {
+		return nil, "", err
+	}
+	return p, parts[len(parts)-1], nil
+}
+
+// Options change how Remove counts.
+type Options struct {
+	// ConfirmLastLink counts an inode as freed only when a descriptor
+	// held on it shows one link just before the unlink and none after,
+	// instead of trusting the link count seen by the statx before: a link
+	// made meanwhile by a tenant then does not read as freed bytes. It
+	// costs an open per file; whoever credits a quota ledger with the
+	// Report wants it.
+	ConfirmLastLink bool
+}
+
+// testHook, when set by tests, runs after the parent of the removed
+// entry is resolved and before anything is removed.
+var testHook func(rel string)
+
+// frame is one directory being emptied.
+type frame struct {
+	f      *os.File // owns the descriptor; read with getdents
+	parent int      // descriptor of the directory holding it
+	name   string
+	rel    string
+	blocks uint64
+	names  []string // read and not yet looked at
+	kept   bool     // something below stays, so it stays too
+	passes int      // reads from the start: entries may appear meanwhile
+}
+
+// readBatch is how many names one getdents pass hands over at a time:
+// memory stays bounded however many entries a directory holds.
+const readBatch = 1024
+
+// maxPasses bounds the rereads of a directory that keeps gaining entries
+// while it is emptied (a tenant writing into it).
+const maxPasses = 3
+
+// Remove removes rel beneath d and everything below it, relative to
+// descriptors: the parent of rel is resolved as OpenDir resolves it, each
+// entry is looked at (statx, never followed) and removed relative to its
+// parent's descriptor, each directory entered with openat2 beneath its
+// parent and emptied iteratively. Mount points, and anything that changes
+// kind while it is being removed, are left in place and reported. A
+// cancelled ctx stops the removal between entries; the report says what
+// went until then.
+//
+// The error is for what stopped the removal (rel unresolvable, ctx); what
+// was left in place is in the Report, not an error.
+func (d *Dir) Remove(ctx context.Context, rel string, o Options) (Report, error) {
+	rep := Report{Left: []Left{}}
+	parent, name, err := d.parent(rel)
+	if err != nil {
+		return rep, err
+	}
+	defer parent.Close()
+	if testHook != nil {
+		testHook(rel)
+	}
+	r := &remover{d: d, o: o, rep: &rep}
+	top, removed := r.entry(parent.fd, name, path.Join(d.rel, rel), 0)
+	if top == nil {
+		rep.Removed = removed
+		return rep, nil
+	}
+	stack := []*frame{top}
+	defer func() {
+		for _, f := range stack {
+			f.f.Close()
+		}
+	}()
+	for n := 0; len(stack) > 0; n++ {
+		if n%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return rep, err
+			}
+		}
+		fr := stack[len(stack)-1]
+		if len(fr.names) == 0 {
+			names, rerr := fr.f.Readdirnames(readBatch)
+			if len(names) > 0 {
+				fr.names = names
+				continue
+			}
+			if rerr != nil && rerr != io.EOF {
+				r.leave(fr.rel, "could not read: "+rerr.Error())
+				fr.kept = true
+			}
+			done, again := r.rmdir(fr)
+			if again {
+				continue // reread from the start
+			}
+			fr.f.Close()
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				rep.Removed = done
+			} else if !done {
+				stack[len(stack)-1].kept = true
+			}
+			continue
+		}
+		nm := fr.names[0]
+		fr.names = fr.names[1:]
+		sub, removed := r.entry(int(fr.f.Fd()), nm, fr.rel+"/"+nm, len(stack))
+		switch {
+		case sub != nil:
+			stack = append(stack, sub)
+		case !removed && r.kept:
+			fr.kept = true
+		}
+	}
+	return rep, nil
+}
+
+type remover struct {
+	d    *Dir
+	o    Options
+	rep  *Report
+	kept bool // the last entry looked at stays
+}
+
+func (r *remover) leave(rel, why string) {
+	r.rep.Left = append(r.rep.Left, Left{Path: rel, Reason: why})
+	r.kept = true
+}
+
+// entry removes one non-directory entry of dirfd, or opens a directory to
+// empty and returns its frame. removed: the entry went; neither removed
+// nor a frame with r.kept false: it was gone already.
+func (r *remover) entry(dirfd int, name, rel string, depth int) (sub *frame, removed bool) {
+	r.kept = false
+	var st unix.Statx_t
+	err := unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, statxMask, &st)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil, false // gone meanwhile (another removal): nothing of ours
+	case err != nil:
+		r.leave(rel, "could not look at it: "+err.Error())
+		return nil, false
+	case !r.d.sameMount(&st):
+		r.leave(rel, LeftMount)
+		return nil, false
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil, r.unlink(dirfd, name, rel, &st)
+	}
+	if depth >= MaxDepth {
+		r.leave(rel, LeftDeep)
+		return nil, false
+	}
+	fd, err := r.d.openBeneath(dirfd, rel, []string{name})
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil, false
+	case errors.Is(err, ErrUnsafe):
+		// Swapped for a link or a mount since the statx: leave it.
+		r.leave(rel, LeftChanged)
+		return nil, false
+	case err != nil:
+		r.leave(rel, "could not open: "+err.Error())
+		return nil, false
+	}
+	var fst unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, statxMask, &fst); err != nil || fst.Ino != st.Ino || !r.d.sameMount(&fst) {
+		unix.Close(fd)
+		r.leave(rel, LeftChanged)
+		return nil, false
+	}
+	return &frame{f: os.NewFile(uintptr(fd), rel), parent: dirfd, name: name, rel: rel, blocks: fst.Blocks}, false
+}
+
+// unlink removes a non-directory, counting it.
+func (r *remover) unlink(dirfd int, name, rel string, st *unix.Statx_t) bool {
+	held := -1
+	if r.o.ConfirmLastLink {
+		fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if !errors.Is(err, unix.ENOENT) {
+				r.leave(rel, "could not open: "+err.Error())
+			}
+			return false
+		}
+		defer unix.Close(fd)
+		var fst unix.Statx_t
+		if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, statxMask, &fst); err != nil || fst.Ino != st.Ino || !r.d.sameMount(&fst) {
+			r.leave(rel, LeftChanged)
+			return false
+		}
+		held, st = fd, &fst
+	}
+	err := unix.Unlinkat(dirfd, name, 0)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return false // another removal got it first: it counts it, not us
+	case errors.Is(err, unix.EISDIR):
+		r.leave(rel, LeftChanged)
+		return false
+	case errors.Is(err, unix.EBUSY):
+		r.leave(rel, LeftMount)
+		return false
+	case err != nil:
+		r.leave(rel, "could not remove: "+err.Error())
+		return false
+	}
+	r.rep.Entries++
+	if r.lastLinkWent(held, st) {
+		r.rep.Inodes++
+		r.rep.Bytes += st.Blocks * 512
+	}
+	return true
+}
+
+// lastLinkWent: the inode had one link just before the unlink and, with
+// a descriptor held on it, has none now. Both, because two removers of two
+// links of one inode may each see no link left afterwards; only the one
+// that saw a single link before counts it.
+func (r *remover) lastLinkWent(held int, before *unix.Statx_t) bool {
+	if before.Nlink != 1 {
+		return false
+	}
+	if held < 0 {
+		return true
+	}
+	var st unix.Statx_t
+	return unix.Statx(held, "", unix.AT_EMPTY_PATH, unix.STATX_NLINK, &st) == nil && st.Nlink == 0
+}
+
+// rmdir removes an emptied directory: done, it went; again, entries
+// appeared meanwhile and fr is to be read again from the start.
+func (r *remover) rmdir(fr *frame) (done, again bool) {
+	if fr.kept {
+		return false, false
+	}
+	err := unix.Unlinkat(fr.parent, fr.name, unix.AT_REMOVEDIR)
+	switch {
+	case errors.Is(err, unix.ENOTEMPTY), errors.Is(err, unix.EEXIST):
+		if fr.passes++; fr.passes < maxPasses {
+			if _, err := fr.f.Seek(0, io.SeekStart); err == nil {
+				return false, true
+			}
+		}
+		r.leave(fr.rel, LeftNotEmpty)
+		return false, false
+	case errors.Is(err, unix.ENOENT):
+		return true, false // gone, though not by us: nothing to count
+	case errors.Is(err, unix.EBUSY):
+		r.leave(fr.rel, LeftMount)
+		return false, false
+	case err != nil:
+		r.leave(fr.rel, "could not remove: "+err.Error())
+		return false, false
+	}
+	r.rep.Entries++
+	// The held descriptor tells whether the directory removed is the one
+	// emptied (one swapped in meanwhile would leave ours linked).
+	var st unix.Statx_t
+	if unix.Statx(int(fr.f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_NLINK, &st) == nil && st.Nlink == 0 {
+		r.rep.Inodes++
+		r.rep.Bytes += fr.blocks * 512
+	}
+	return true, false
+}

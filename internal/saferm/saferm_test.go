@@ -1,0 +1,444 @@
+package saferm
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/mounttest"
+)
+
+// Both resolutions: openat2, and the per-component fallback of kernels
+// before 5.6.
+func forEachResolver(t *testing.T, fn func(t *testing.T)) {
+	for _, missing := range []bool{false, true} {
+		name := map[bool]string{false: "openat2", true: "per-component"}[missing]
+		t.Run(name, func(t *testing.T) {
+			old := openat2Missing.Load()
+			openat2Missing.Store(missing)
+			t.Cleanup(func() { openat2Missing.Store(old) })
+			fn(t)
+		})
+	}
+}
+
+func write(t *testing.T, p string, size int) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func open(t *testing.T, dir string) *Dir {
+	t.Helper()
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// mount mounts src (a directory, a file, or "" for a fresh tmpfs) on dst
+// for the test's life.
+func mount(t *testing.T, src, dst string) {
+	t.Helper()
+	if src == "" {
+		mounttest.Tmpfs(t, dst)
+	} else {
+		mounttest.Bind(t, src, dst)
+	}
+}
+
+func blocks(t *testing.T, p string) uint64 {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(st.Blocks) * 512
+}
+
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+// Mount points below the removed entry (a bind mount of a directory from
+// the same filesystem, a bind-mounted file, a tmpfs) are neither entered
+// nor removed; everything else goes and the report says what stayed.
+func TestMountsAreLeftInPlace(t *testing.T) {
+	forEachResolver(t, func(t *testing.T) {
+		cases := []struct {
+			name  string
+			setup func(t *testing.T, entry, outside string) (canary, mountPoint string)
+		}{
+			{"bind mount of an outside directory", func(t *testing.T, entry, outside string) (string, string) {
+				os.MkdirAll(filepath.Join(entry, "deep/mnt"), 0o755)
+				mount(t, outside, filepath.Join(entry, "deep/mnt"))
+				return filepath.Join(outside, "canary"), filepath.Join(entry, "deep/mnt")
+			}},
+			{"bind mount of an outside file", func(t *testing.T, entry, outside string) (string, string) {
+				write(t, filepath.Join(entry, "f-mnt"), 0)
+				mount(t, filepath.Join(outside, "canary"), filepath.Join(entry, "f-mnt"))
+				return filepath.Join(outside, "canary"), filepath.Join(entry, "f-mnt")
+			}},
+			{"tmpfs", func(t *testing.T, entry, _ string) (string, string) {
+				os.MkdirAll(filepath.Join(entry, "tmp"), 0o755)
+				mount(t, "", filepath.Join(entry, "tmp"))
+				write(t, filepath.Join(entry, "tmp/canary"), 10)
+				return filepath.Join(entry, "tmp/canary"), filepath.Join(entry, "tmp")
+			}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				root, outside := t.TempDir(), t.TempDir()
+				write(t, filepath.Join(outside, "canary"), 100)
+				entry := filepath.Join(root, "cache/p/e")
+				write(t, filepath.Join(entry, "a/b/file"), 5000)
+				write(t, filepath.Join(entry, "top"), 10)
+				canary, mp := c.setup(t, entry, outside)
+				rep, err := open(t, root).Remove(context.Background(), "cache/p/e", Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !exists(canary) {
+					t.Fatal("the canary on the mount was deleted")
+				}
+				if !exists(mp) {
+					t.Error("the mount point was removed")
+				}
+				if exists(filepath.Join(entry, "a")) || exists(filepath.Join(entry, "top")) {
+					t.Error("entries beside the mount point were not removed")
+				}
+				rel, _ := filepath.Rel(root, mp)
+				if rep.Removed || len(rep.Left) != 1 || rep.Left[0].Path != rel || rep.Left[0].Reason != LeftMount {
+					t.Errorf("report %+v, want %s left as a mount point and the entry not removed", rep, rel)
+				}
+				if rep.Entries != 4 { // a/b/file, a/b, a, top
+					t.Errorf("removed %d entries, want 4", rep.Entries)
+				}
+			})
+		}
+	})
+}
+
+// The entry named is itself a mount point: nothing happens to it.
+func TestMountPointEntryIsLeft(t *testing.T) {
+	forEachResolver(t, func(t *testing.T) {
+		root, outside := t.TempDir(), t.TempDir()
+		write(t, filepath.Join(outside, "canary"), 100)
+		os.MkdirAll(filepath.Join(root, "cache/p/e"), 0o755)
+		mount(t, outside, filepath.Join(root, "cache/p/e"))
+		rep, err := open(t, root).Remove(context.Background(), "cache/p/e", Options{})
+		if err != nil || rep.Removed || rep.Entries != 0 || len(rep.Left) != 1 || rep.Left[0].Reason != LeftMount {
+			t.Errorf("report %+v, %v; want nothing removed, the mount point left", rep, err)
+		}
+		if !exists(filepath.Join(outside, "canary")) {
+			t.Error("the canary was deleted")
+		}
+	})
+}
+
+// No symlink anywhere on the way to the entry is followed: one in an
+// intermediate component is refused, so nothing in the other project goes.
+func TestSymlinkInPathIsRefused(t *testing.T) {
+	forEachResolver(t, func(t *testing.T) {
+		root := t.TempDir()
+		write(t, filepath.Join(root, "projects/b/uploads/precious"), 10)
+		os.MkdirAll(filepath.Join(root, "projects/a"), 0o755)
+		os.Symlink("../b", filepath.Join(root, "projects/a/sub"))
+		os.Symlink(filepath.Join(root, "projects/b"), filepath.Join(root, "projects/abs"))
+		d := open(t, root)
+		for _, rel := range []string{"projects/a/sub/uploads", "projects/abs/uploads", "projects/a/sub/uploads/precious"} {
+			_, err := d.Remove(context.Background(), rel, Options{})
+			if !errors.Is(err, ErrUnsafe) {
+				t.Errorf("remove %s: %v, want ErrUnsafe", rel, err)
+			}
+		}
+		for _, rel := range []string{"../x", "/etc", "a/../../x"} {
+			if _, err := d.Remove(context.Background(), rel, Options{}); err == nil {
+				t.Errorf("remove %q accepted", rel)
+			}
+		}
+		if !exists(filepath.Join(root, "projects/b/uploads/precious")) {
+			t.Fatal("the other project's upload was deleted")
+		}
+		if _, err := d.OpenDir("projects/abs"); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("OpenDir of a symlinked tree root: %v, want ErrUnsafe", err)
+		}
+	})
+}
+
+// An intermediate directory swapped for a symlink after the entry's parent
+// was resolved (the hook runs between resolution and removal): the removal
+// goes on in the directory that was resolved, never through the link.
+func TestSwapAfterResolution(t *testing.T) {
+	forEachResolver(t, func(t *testing.T) {
+		root := t.TempDir()
+		write(t, filepath.Join(root, "projects/b/sub/dist/precious"), 10)
+		write(t, filepath.Join(root, "projects/a/sub/dist/junk"), 10)
+		testHook = func(string) {
+			os.Rename(filepath.Join(root, "projects/a/sub"), filepath.Join(root, "projects/a/moved"))
+			os.Symlink("../b/sub", filepath.Join(root, "projects/a/sub"))
+		}
+		t.Cleanup(func() { testHook = nil })
+		rep, err := open(t, root).Remove(context.Background(), "projects/a/sub/dist", Options{})
+		if err != nil || !rep.Removed {
+			t.Fatalf("remove: %+v %v", rep, err)
+		}
+		if !exists(filepath.Join(root, "projects/b/sub/dist/precious")) {
+			t.Fatal("the deletion followed the swapped-in symlink into project b")
+		}
+		if exists(filepath.Join(root, "projects/a/moved/dist")) {
+			t.Error("the resolved directory's entry was not removed")
+		}
+	})
+}
+
+// Symlinks below the entry, and the entry itself when it is one, are
+// unlinked, never followed.
+func TestSymlinksAreUnlinked(t *testing.T) {
+	forEachResolver(t, func(t *testing.T) {
+		root, outside := t.TempDir(), t.TempDir()
+		write(t, filepath.Join(outside, "canary"), 10)
+		os.MkdirAll(filepath.Join(root, "e"), 0o755)
+		os.Symlink(outside, filepath.Join(root, "e/dir-link"))
+		os.Symlink(filepath.Join(outside, "canary"), filepath.Join(root, "e/file-link"))
+		os.Symlink(outside, filepath.Join(root, "top-link"))
+		d := open(t, root)
+		for _, rel := range []string{"e", "top-link"} {
+			rep, err := d.Remove(context.Background(), rel, Options{})
+			if err != nil || !rep.Removed || len(rep.Left) != 0 {
+				t.Errorf("remove %s: %+v %v", rel, rep, err)
+			}
+			if exists(filepath.Join(root, rel)) {
+				t.Errorf("%s still there", rel)
+			}
+		}
+		if !exists(filepath.Join(outside, "canary")) {
+			t.Fatal("a symlink was followed")
+		}
+	})
+}
+
+// Bytes and inodes count only inodes whose last link went: hard links
+// inside the removed tree count once, a link to a file that stays counts
+// nothing.
+func TestAccountsLastLinksOnly(t *testing.T) {
+	for _, confirm := range []bool{false, true} {
+		t.Run(map[bool]string{false: "link count", true: "confirmed"}[confirm], func(t *testing.T) {
+			root := t.TempDir()
+			write(t, filepath.Join(root, "keep"), 1<<20)
+			write(t, filepath.Join(root, "d/own"), 64<<10)
+			os.Link(filepath.Join(root, "d/own"), filepath.Join(root, "d/own-again"))
+			for i := range 3 {
+				os.Link(filepath.Join(root, "keep"), filepath.Join(root, "d", "keep-link"+string(rune('a'+i))))
+			}
+			want := blocks(t, filepath.Join(root, "d/own")) + blocks(t, filepath.Join(root, "d"))
+			rep, err := open(t, root).Remove(context.Background(), "d", Options{ConfirmLastLink: confirm})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Entries != 6 || rep.Inodes != 2 || rep.Bytes != want {
+				t.Errorf("report %+v, want 6 entries, 2 inodes (own, d), %d bytes", rep, want)
+			}
+			if !exists(filepath.Join(root, "keep")) {
+				t.Error("the linked file outside the removal went")
+			}
+		})
+	}
+}
+
+// Concurrent removals of one file: exactly one counts it.
+func TestConcurrentRemovalsCountOnce(t *testing.T) {
+	for range 20 {
+		root := t.TempDir()
+		write(t, filepath.Join(root, "f"), 64<<10)
+		d := open(t, root)
+		var mu sync.Mutex
+		var total Report
+		var wg sync.WaitGroup
+		for range 6 {
+			wg.Go(func() {
+				rep, err := d.Remove(context.Background(), "f", Options{ConfirmLastLink: true})
+				if err != nil && !errors.Is(err, unix.ENOENT) {
+					t.Error(err)
+				}
+				mu.Lock()
+				total.Entries += rep.Entries
+				total.Inodes += rep.Inodes
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if total.Entries != 1 || total.Inodes != 1 {
+			t.Fatalf("six removals of one file counted %+v, want it once", total)
+		}
+	}
+}
+
+// A tree deeper than MaxDepth is removed down to the bound; the rest stays,
+// reported, and no descriptor is left open.
+func TestDepthIsBounded(t *testing.T) {
+	root := t.TempDir()
+	dir, err := os.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := int(dir.Fd())
+	unix.Mkdirat(fd, "e", 0o755)
+	cur, _ := unix.Openat(fd, "e", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	for range MaxDepth + 5 {
+		unix.Mkdirat(cur, "d", 0o755)
+		next, err := unix.Openat(cur, "d", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur = next
+	}
+	unix.Close(cur)
+	dir.Close()
+	before := openFDs(t)
+	rep, err := open(t, root).Remove(context.Background(), "e", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Removed || len(rep.Left) != 1 || rep.Left[0].Reason != LeftDeep {
+		t.Errorf("report %+v, want the part past the bound left", rep)
+	}
+	if got := openFDs(t); got > before+1 { // +1: the Dir itself
+		t.Errorf("%d descriptors open after the removal, %d before", got, before)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
+}
+
+// A cancelled context stops the removal; the report says what went.
+func TestCancellation(t *testing.T) {
+	root := t.TempDir()
+	for i := range 2000 {
+		write(t, filepath.Join(root, "e", "d"+string(rune('a'+i%20)), "f"+strings.Repeat("x", i%7)+string(rune('a'+i/20))), 0)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rep, err := open(t, root).Remove(ctx, "e", Options{})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v, want context.Canceled", err)
+	}
+	if rep.Removed || !exists(filepath.Join(root, "e")) {
+		t.Errorf("a cancelled removal finished: %+v", rep)
+	}
+}
+
+// A FIFO, a socket and a device node are unlinked like files, never opened.
+func TestSpecialFiles(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "e"), 0o755)
+	if err := unix.Mkfifo(filepath.Join(root, "e/fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		unix.Mknod(filepath.Join(root, "e/null"), unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3)))
+	}
+	rep, err := open(t, root).Remove(context.Background(), "e", Options{ConfirmLastLink: true})
+	if err != nil || !rep.Removed || exists(filepath.Join(root, "e")) {
+		t.Errorf("report %+v %v", rep, err)
+	}
+}
+
+// Two links of one inode removed concurrently: the inode is counted at
+// most once (under-counting is the safe side for a quota ledger).
+func TestConcurrentLinksCountAtMostOnce(t *testing.T) {
+	for range 50 {
+		root := t.TempDir()
+		write(t, filepath.Join(root, "a"), 64<<10)
+		os.Link(filepath.Join(root, "a"), filepath.Join(root, "b"))
+		d := open(t, root)
+		var mu sync.Mutex
+		var inodes uint64
+		var wg sync.WaitGroup
+		for _, n := range []string{"a", "b"} {
+			wg.Go(func() {
+				rep, _ := d.Remove(context.Background(), n, Options{ConfirmLastLink: true})
+				mu.Lock()
+				inodes += rep.Inodes
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if inodes > 1 {
+			t.Fatalf("one inode counted %d times", inodes)
+		}
+	}
+}
+
+// BenchmarkRemove compares Remove with os.RemoveAll on the same tree
+// (100 directories of 100 files), built afresh, untimed, before each run.
+func BenchmarkRemove(b *testing.B) {
+	build := func(b *testing.B, dir string) {
+		for i := range 100 {
+			d := filepath.Join(dir, "e", "d"+strconv.Itoa(i))
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			for j := range 100 {
+				if err := os.WriteFile(filepath.Join(d, strconv.Itoa(j)), []byte("x"), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		rm   func(b *testing.B, root string)
+	}{
+		{"saferm", func(b *testing.B, root string) {
+			d, err := Open(root)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			if rep, err := d.Remove(context.Background(), "e", Options{}); err != nil || !rep.Removed {
+				b.Fatal(rep, err)
+			}
+		}},
+		{"saferm-confirm", func(b *testing.B, root string) {
+			d, _ := Open(root)
+			defer d.Close()
+			if rep, err := d.Remove(context.Background(), "e", Options{ConfirmLastLink: true}); err != nil || !rep.Removed {
+				b.Fatal(rep, err)
+			}
+		}},
+		{"os.Root.RemoveAll", func(b *testing.B, root string) {
+			r, _ := os.OpenRoot(root)
+			defer r.Close()
+			if err := r.RemoveAll("e"); err != nil {
+				b.Fatal(err)
+			}
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			root := b.TempDir()
+			for b.Loop() {
+				b.StopTimer()
+				build(b, root)
+				b.StartTimer()
+				c.rm(b, root)
+			}
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package sweep
+
+import (
+	"context"
+
+	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/internal/saferm"
+)
+
+// States of a storage.evicted record.
+const (
+	// StatePending is written before anything is removed.
+	StatePending = "pending"
+	// StateDone: the entry is gone.
+	StateDone = "done"
+	// StatePartial: part of it went, the rest was left in place (mount
+	// points, entries that changed meanwhile), as the record's left says.
+	StatePartial = "partial"
+	// StateFailed: the removal stopped on an error; removed_entries says
+	// how much went before it did.
+	StateFailed = "failed"
+)
+
+// Journal appends one storage.evicted record of a project.
+type Journal func(ctx context.Context, project string, r Record) error
+
+// Delete is the one journalled deletion of xfsq (sweeps, project rm
+// --purge, files rm): the pending record, then the removal of name beneath
+// parent by saferm, then the record of what really went — the path removed
+// (parent's own path, not the one asked for), entries, inodes and bytes
+// freed, what was left and why. Nothing is removed unless the pending
+// record was written. It returns the confirmation record and the removal's
+// report; the error is the pending record's, the removal's, or the
+// confirmation's, in that order.
+func Delete(ctx context.Context, journal Journal, project string, parent *saferm.Dir, name string, rec Record, o saferm.Options) (Record, saferm.Report, error) {
+	rec.Path = joinRel(parent.Path(), name)
+	rec.State = StatePending
+	if err := journal(ctx, project, rec); err != nil {
+		return rec, saferm.Report{Left: []saferm.Left{}}, err
+	}
+	fault.Point("sweep:after-pending")
+	rep, rmErr := parent.Remove(ctx, name, o)
+	fault.Point("sweep:after-delete")
+	rec.State = StateDone
+	switch {
+	case rmErr != nil:
+		rec.State, rec.Error = StateFailed, rmErr.Error()
+	case len(rep.Left) > 0:
+		rec.State = StatePartial
+	}
+	rec.Bytes, rec.Entries, rec.Inodes, rec.Left = rep.Bytes, rep.Entries, rep.Inodes, rep.Left
+	// The confirmation must be written even when ctx was cancelled
+	// part-way: what went is on disk either way.
+	err := journal(context.WithoutCancel(ctx), project, rec)
+	if rmErr != nil {
+		err = rmErr
+	}
+	return rec, rep, err
+}
+
+func joinRel(dir, name string) string {
+	if dir == "." || dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
