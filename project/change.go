@@ -147,7 +147,7 @@ func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveRe
 		if err := tx.DeleteProject(ctx, name); err != nil {
 			return err
 		}
-		return tx.AppendEvent(ctx, store.EventProjectRemoved, name, m.Actor, res)
+		return tx.AppendEvent(ctx, store.EventProjectRemoved, name, m.actor(ctx), res)
 	})
 	return res, err
 }
@@ -208,7 +208,7 @@ func (m *Manager) RemoveJournalled(ctx context.Context, project string, parent *
 // record read back from the journal (a map) and settled.
 func (m *Manager) journalEviction(ctx context.Context, project string, rec any) error {
 	return m.Store.InTx(ctx, func(tx *store.Tx) error {
-		return tx.AppendEvent(ctx, store.EventEvicted, project, m.Actor, rec)
+		return tx.AppendEvent(ctx, store.EventEvicted, project, m.actor(ctx), rec)
 	})
 }
 

@@ -197,7 +197,7 @@ func (m *Manager) executor(sweepID string, root *saferm.Dir, policy sweep.Policy
 			if r.State != "pending" {
 				return m.journalEviction(ctx, p, r)
 			}
-			leased, err := m.Store.AppendPendingUnlessLeased(ctx, p, m.Actor, r, m.now())
+			leased, err := m.Store.AppendPendingUnlessLeased(ctx, p, m.actor(ctx), r, m.now())
 			if err == nil && leased {
 				err = errLeasedNow
 			}
