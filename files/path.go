@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/project"
 )
 
@@ -16,6 +17,9 @@ type PathError struct {
 }
 
 func (e *PathError) Error() string { return fmt.Sprintf("path %q refused: %s", e.Path, e.Reason) }
+
+// Kind: a refused path is bad input, never a failure to retry.
+func (e *PathError) Kind() errkind.Kind { return errkind.Input }
 
 // Limits of a path, as Linux has them.
 const (

@@ -36,7 +36,7 @@ func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange
 		return Project{}, err
 	}
 	if p.State != store.StateReady {
-		return Project{}, fmt.Errorf("project %q is %s, not ready: run xfsq doctor --fix first", name, p.State)
+		return Project{}, notReady(name, p.State, "run xfsq doctor --fix first")
 	}
 	trees, err := m.Store.Trees(ctx, name)
 	if err != nil {
@@ -57,7 +57,7 @@ func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange
 			if err := tx.SetTreeLimits(ctx, name, area, next); err != nil {
 				return err
 			}
-			return tx.AppendEvent(ctx, store.EventQuotaChanged, name, m.Actor,
+			return tx.AppendEvent(ctx, store.EventQuotaChanged, name, m.actor(ctx),
 				map[string]any{"area": area, "project_id": t.ProjectID, "old": t.Limits, "new": next})
 		})
 		if err != nil {
@@ -147,7 +147,7 @@ func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveRe
 		if err := tx.DeleteProject(ctx, name); err != nil {
 			return err
 		}
-		return tx.AppendEvent(ctx, store.EventProjectRemoved, name, m.Actor, res)
+		return tx.AppendEvent(ctx, store.EventProjectRemoved, name, m.actor(ctx), res)
 	})
 	return res, err
 }
@@ -208,7 +208,7 @@ func (m *Manager) RemoveJournalled(ctx context.Context, project string, parent *
 // record read back from the journal (a map) and settled.
 func (m *Manager) journalEviction(ctx context.Context, project string, rec any) error {
 	return m.Store.InTx(ctx, func(tx *store.Tx) error {
-		return tx.AppendEvent(ctx, store.EventEvicted, project, m.Actor, rec)
+		return tx.AppendEvent(ctx, store.EventEvicted, project, m.actor(ctx), rec)
 	})
 }
 

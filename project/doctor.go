@@ -124,6 +124,9 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 		}
 		findings = append(findings, res...)
 	}
+	if findings == nil {
+		findings = []Finding{} // a shell encodes it as [], never null
+	}
 	if !fix {
 		return findings, nil
 	}
@@ -138,7 +141,7 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 		}
 		f.Fixed = true
 		err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-			return tx.AppendEvent(ctx, store.EventRepaired, f.Project, m.Actor, f)
+			return tx.AppendEvent(ctx, store.EventRepaired, f.Project, m.actor(ctx), f)
 		})
 		if err != nil {
 			return findings, err

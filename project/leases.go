@@ -35,7 +35,7 @@ func (m *Manager) AcquireLease(ctx context.Context, name, run string, ttl time.D
 		return LeaseStatus{}, err
 	}
 	if ttl <= 0 || ttl > MaxLeaseTTL {
-		return LeaseStatus{}, inputErrorf("--ttl %s: use more than 0 and at most %s", units.FormatDuration(ttl), units.FormatDuration(MaxLeaseTTL))
+		return LeaseStatus{}, fieldErrorf("ttl", "%s: use more than 0 and at most %s", units.FormatDuration(ttl), units.FormatDuration(MaxLeaseTTL))
 	}
 	l := store.Lease{Project: name, Run: run, ExpiresAt: m.now().Add(ttl).UTC()}
 	err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AcquireLease(ctx, name, run, l.ExpiresAt) })
@@ -91,7 +91,7 @@ func (m *Manager) checkLease(ctx context.Context, name, run string) error {
 		return err
 	}
 	if p.State != store.StateReady {
-		return fmt.Errorf("project %q is %s, not ready: run xfsq doctor", name, p.State)
+		return notReady(name, p.State, "run xfsq doctor")
 	}
 	return nil
 }

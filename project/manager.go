@@ -1,12 +1,23 @@
-// Package project owns the lifecycle of sandbox projects on one sandbox root:
-// init, add, set limits, remove, admission, report, doctor and export. It
-// ties the store (the registry and journal) to the quota backend (the
-// kernel's or the fallback's enforcement). The CLI and the HTTP API are thin
-// shells over it, so they can never disagree.
+// Package project manages a whole sandbox root: it opens one (OpenRoot, the
+// composition root every shell uses: the root checked first, then the
+// store, then the quota backend, all owned and closed together) and runs
+// every operation on it — init, project add/set/rm, check, show, report,
+// snapshot, sweep, leases, settings, the journal's query, doctor, export and
+// health's store part. It ties the store (the registry and journal) to the
+// quota backend (the kernel's or the fallback's enforcement). The CLI and
+// the HTTP server are shells over it: each maps its input to one call here
+// and encodes the answer, so they can never disagree. Who asks comes from
+// the context (WithActor); how fresh a read must be, from the caller
+// (Read); what kind a failure is, from errkind.
+//
+// The name is older than that scope (it once managed projects only); it is
+// kept until the branches that use it are merged, then renamed once.
 //
 // It must never touch anything outside the root, never delete data that it
-// did not create (rollback removes only empty directories it made), and
-// never change a project without journalling it.
+// did not create (rollback removes only empty directories it made), never
+// change a project without journalling it, never walk or write on a read
+// unless the caller asks, and never name a shell's flags in its messages
+// (a hint for the operator travels beside them).
 package project
 
 import (
@@ -22,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/quota/xfs"
@@ -51,7 +63,10 @@ const StateDir = ".xfsq"
 var workspaceSubdirs = []string{"uploads", "inbox"}
 
 // InputError is bad input from the caller: a name, size, area or value.
-type InputError struct{ Msg string }
+type InputError struct {
+	Msg   string
+	Param string // the field at fault, when one is (see Field)
+}
 
 func (e *InputError) Error() string { return e.Msg }
 
@@ -61,8 +76,8 @@ func inputErrorf(format string, args ...any) error {
 
 // ErrExists and ErrNotFound are wrapped by errors that name the project.
 var (
-	ErrExists   = errors.New("already exists")
-	ErrNotFound = errors.New("not found")
+	ErrExists   = errkind.Sentinel(errkind.Conflict, "already exists")
+	ErrNotFound = errkind.Sentinel(errkind.NotFound, "not found")
 )
 
 // Compiled on first use (see runPattern).
@@ -123,7 +138,8 @@ type Options struct {
 // CheckRoot refuses a directory that xfsq init has not prepared.
 func CheckRoot(root string) error {
 	if fi, err := os.Stat(filepath.Join(root, StateDir)); err != nil || !fi.IsDir() {
-		return fmt.Errorf("%s is not an xfsq sandbox root (no %s/): run xfsq init --root %s", root, StateDir, root)
+		return errkind.WithHint(errkind.NotReady, fmt.Errorf("%s is not an xfsq sandbox root (no %s/)", root, StateDir),
+			"run xfsq init --root "+root)
 	}
 	return nil
 }
@@ -308,7 +324,7 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 	if blank, err := o.Store.Blank(ctx); err != nil || blank {
 		if err == nil {
 			err = o.Store.InTx(ctx, func(tx *store.Tx) error {
-				return tx.AppendEvent(ctx, store.EventRootInitialised, "", m.Actor, map[string]any{"root": root, "adopted": adopted})
+				return tx.AppendEvent(ctx, store.EventRootInitialised, "", m.actor(ctx), map[string]any{"root": root, "adopted": adopted})
 			})
 		}
 		if err != nil {
@@ -366,7 +382,7 @@ func (m *Manager) Tree(ctx context.Context, name, area string) (store.Tree, erro
 		return store.Tree{}, err
 	}
 	if p.State != store.StateReady {
-		return store.Tree{}, fmt.Errorf("project %q is %s, not ready: run xfsq doctor", name, p.State)
+		return store.Tree{}, notReady(name, p.State, "run xfsq doctor")
 	}
 	trees, err := m.Store.Trees(ctx, name)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
@@ -54,16 +55,42 @@ type TreeStatus struct {
 }
 
 func notFound(name string) error {
-	return fmt.Errorf("project %q %w: see xfsq project list", name, ErrNotFound)
+	return errkind.WithHint(errkind.NotFound, fmt.Errorf("project %q %w", name, ErrNotFound), "see xfsq project list")
 }
 
 // List returns the projects without reading usage.
+// The result is never nil: a shell encodes it as [] without thinking.
 func (m *Manager) List(ctx context.Context) ([]store.Project, error) {
-	return m.Store.Projects(ctx)
+	ps, err := m.Store.Projects(ctx)
+	if ps == nil && err == nil {
+		ps = []store.Project{}
+	}
+	return ps, err
 }
 
-// Show returns one project with its trees' usage and limits.
-func (m *Manager) Show(ctx context.Context, name string) (Project, error) {
+// Read says how fresh a read's figures must be. The zero value is what
+// every read gets unless its caller asks for more: on XFS the kernel's
+// counters, on the fallback each tree's last walk plus the writes made
+// through xfsq since (UsageAsOf says when that walk began) — never a walk,
+// never a write, so that a read of a big root, or a check before each run,
+// stays cheap. The hourly pass (snapshot --all) and xfsq's own writes keep
+// those figures current.
+type Read struct {
+	// Refresh walks each fallback tree now, and records the walk, before
+	// reading it: for a caller that needs writes made outside xfsq counted.
+	Refresh bool
+}
+
+func readOf(rs []Read) Read {
+	if len(rs) > 0 {
+		return rs[0]
+	}
+	return Read{}
+}
+
+// Show returns one project with its trees' usage and limits, as fresh as
+// the optional Read asks.
+func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, error) {
 	if err := ValidateName(name); err != nil {
 		return Project{}, err
 	}
@@ -78,8 +105,7 @@ func (m *Manager) Show(ctx context.Context, name string) (Project, error) {
 	if err != nil {
 		return Project{}, err
 	}
-	// One project: on the fallback its trees are walked now.
-	statuses, err := m.status(ctx, trees, nil, 0)
+	statuses, err := m.status(ctx, trees, nil, readOf(r))
 	if err != nil {
 		return Project{}, err
 	}
@@ -87,11 +113,8 @@ func (m *Manager) Show(ctx context.Context, name string) (Project, error) {
 }
 
 // Report returns every tree of every project: on XFS from one enumeration
-// of the kernel's counters; on the fallback from each tree's last walk plus
-// the writes made through xfsq since, walking only trees whose last walk is
-// older than baselineMaxAge (a report of a big root stays cheap, and says
-// how old its figures are in UsageAsOf).
-func (m *Manager) Report(ctx context.Context) ([]TreeStatus, error) {
+// of the kernel's counters; on the fallback as Read says. Never nil.
+func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 	trees, err := m.Store.Trees(ctx, "")
 	if err != nil {
 		return nil, err
@@ -102,18 +125,30 @@ func (m *Manager) Report(ctx context.Context) ([]TreeStatus, error) {
 			return nil, err
 		}
 	}
-	statuses, err := m.status(ctx, trees, all, baselineMaxAge)
+	statuses, err := m.status(ctx, trees, all, readOf(r))
 	if err != nil {
 		return nil, err
 	}
 	return statuses, m.growthAndActivity(ctx, statuses)
 }
 
+// fallbackRead reads a fallback tree as admission sees it — its last walk,
+// plus the ledger and reservations since — without walking or writing.
+func (m *Manager) fallbackRead(ctx context.Context, t store.Tree) (quota.Quota, time.Time, error) {
+	key := store.TreeKey{Project: t.Project, Area: t.Area}
+	walked, err := m.Store.Baseline(ctx, key)
+	if err != nil {
+		return quota.Quota{}, walked, err
+	}
+	limits, used, _, err := m.Store.Account(ctx, key)
+	return quota.Quota{ID: t.ProjectID, Limits: limits, Usage: used}, walked.UTC(), err
+}
+
 // status joins recorded trees with their usage and limits. On XFS all
 // holds the kernel's figures, or is nil to read each tree on its own. On
-// the fallback each tree is read as admission sees it, after walking it
-// again if its last walk is maxAge old or older (0: always).
-func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.ProjectID]quota.Quota, maxAge time.Duration) ([]TreeStatus, error) {
+// the fallback each tree is read as admission sees it, walked first only
+// when r asks.
+func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.ProjectID]quota.Quota, r Read) ([]TreeStatus, error) {
 	out := make([]TreeStatus, 0, len(trees))
 	for _, t := range trees {
 		var q quota.Quota
@@ -122,10 +157,17 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.
 		switch {
 		case m.xfs == nil:
 			var walked time.Time
-			if q, walked, err = m.fallbackQuota(ctx, t, maxAge); err != nil {
+			if r.Refresh {
+				q, walked, err = m.fallbackQuota(ctx, t, 0)
+			} else {
+				q, walked, err = m.fallbackRead(ctx, t)
+			}
+			if err != nil {
 				return nil, err
 			}
-			asOf = &walked
+			if !walked.IsZero() { // never walked: how old is unknown
+				asOf = &walked
+			}
 		case all == nil:
 			if q, err = m.Backend.Get(t.ProjectID); err != nil {
 				return nil, err
@@ -179,9 +221,10 @@ type Admission struct {
 
 // Check decides admission from every tree of the project: deny at or over a
 // hard limit, or over a soft limit past its grace; warn over a soft limit
-// within grace; ok otherwise.
-func (m *Manager) Check(ctx context.Context, name string) (Admission, error) {
-	p, err := m.Show(ctx, name)
+// within grace; ok otherwise. Its figures are as fresh as r asks: by
+// default a check reads, never walks, however big the project.
+func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission, error) {
+	p, err := m.Show(ctx, name, r...)
 	if err != nil {
 		return Admission{}, err
 	}

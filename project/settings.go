@@ -58,7 +58,7 @@ func (m *Manager) SetSettingExplicit(ctx context.Context, key, value string, all
 		if _, err := tx.SetSetting(ctx, key, norm); err != nil {
 			return err
 		}
-		return tx.AppendEvent(ctx, store.EventSettingChanged, "", m.Actor,
+		return tx.AppendEvent(ctx, store.EventSettingChanged, "", m.actor(ctx),
 			map[string]string{"key": key, "old": prev.Value, "old_source": prev.Source, "new": norm})
 	})
 	if err != nil {

@@ -35,9 +35,24 @@ type SnapshotOptions struct {
 	Scheduled bool
 }
 
+// Validate refuses options no walk can honour, naming the field, so that
+// every shell gets the same rule. Zero is the walker's default.
+func (o SnapshotOptions) Validate() error {
+	switch {
+	case o.Walk.Depth < 0 || o.Walk.Depth > inventory.MaxDepth:
+		return fieldErrorf("depth", "%d: use 1 to %d", o.Walk.Depth, inventory.MaxDepth)
+	case o.Walk.TopK < 0:
+		return fieldErrorf("top", "%d: use a positive number", o.Walk.TopK)
+	}
+	return nil
+}
+
 // Snapshot walks trees, stores each walk's totals and full tree, and
 // returns them. A tree that fails is reported in its own entry.
 func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapshot, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	if o.Area != "" {
 		if err := ValidateArea(o.Area); err != nil {
 			return nil, err
@@ -150,7 +165,7 @@ func (m *Manager) journalPass(ctx context.Context, snaps []TreeSnapshot) error {
 		payload.FreeBytes = st.Bavail * uint64(st.Bsize)
 	}
 	return m.Store.InTx(ctx, func(tx *store.Tx) error {
-		return tx.AppendEvent(ctx, store.EventSnapshot, "", m.Actor, payload)
+		return tx.AppendEvent(ctx, store.EventSnapshot, "", m.actor(ctx), payload)
 	})
 }
 
@@ -161,7 +176,7 @@ func (m *Manager) Top(ctx context.Context, name, area string, opts inventory.Opt
 		return nil, err
 	}
 	if opts.Depth < 1 || opts.Depth > inventory.MaxDepth {
-		return nil, inputErrorf("--depth %d: use 1 to %d", opts.Depth, inventory.MaxDepth)
+		return nil, fieldErrorf("depth", "%d: use 1 to %d", opts.Depth, inventory.MaxDepth)
 	}
 	return inventory.Walk(m.abs(t.Path), opts)
 }

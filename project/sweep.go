@@ -160,7 +160,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	}
 	for _, over := range plan.OverSoft {
 		if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-			return tx.AppendEvent(ctx, store.EventQuotaExceeded, over.Project, m.Actor, map[string]any{
+			return tx.AppendEvent(ctx, store.EventQuotaExceeded, over.Project, m.actor(ctx), map[string]any{
 				"area": over.Area, "used_bytes": over.Bytes, "bytes_soft": over.Soft, "sweep_id": out.SweepID})
 		}); err != nil {
 			return out, err
@@ -177,7 +177,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	if saved != nil {
 		swept["plan_id"] = saved.ID // which reviewed plan this sweep applied
 	}
-	err = m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventSwept, "", m.Actor, swept) })
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventSwept, "", m.actor(ctx), swept) })
 	return out, err
 }
 
@@ -197,7 +197,7 @@ func (m *Manager) executor(sweepID string, root *saferm.Dir, policy sweep.Policy
 			if r.State != "pending" {
 				return m.journalEviction(ctx, p, r)
 			}
-			leased, err := m.Store.AppendPendingUnlessLeased(ctx, p, m.Actor, r, m.now())
+			leased, err := m.Store.AppendPendingUnlessLeased(ctx, p, m.actor(ctx), r, m.now())
 			if err == nil && leased {
 				err = errLeasedNow
 			}
@@ -251,7 +251,7 @@ func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string
 		if err != nil {
 			return sweep.Plan{}, err
 		}
-		rows, err := m.status(ctx, trees, nil, 0)
+		rows, err := m.status(ctx, trees, nil, Read{Refresh: true})
 		if err != nil {
 			if ctx.Err() != nil {
 				return sweep.Plan{}, ctx.Err()

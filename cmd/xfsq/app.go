@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
@@ -18,11 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/files"
-	"github.com/xfsq/xfsq/internal/atomicfile"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/settings"
-	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -104,11 +99,16 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					},
 					{Name: "list", Usage: "list projects", Action: with(cmdProjectList)},
 					{Name: "show", Usage: "a project's trees, IDs, usage and limits", ArgsUsage: "NAME", Action: with(cmdProjectShow),
-						Description: "On the fallback backend the project's trees are walked now (check does the same)."},
+						Description: "On the fallback backend usage is each tree's last walk plus the writes made through xfsq since\n" +
+							"(usage_as_of says when that walk began); --refresh walks the trees now.",
+						Flags: []cli.Flag{refreshFlag()}},
 					{
 						Name: "check", Usage: "may a run of the project start? ok, warn or deny", ArgsUsage: "NAME",
 						Description: "Exit 0 for ok and for warn (over a soft limit within grace; the warning goes to stderr),\n" +
-							"3 for deny (at or over a hard limit, or over a soft limit past its grace).",
+							"3 for deny (at or over a hard limit, or over a soft limit past its grace).\n" +
+							"On the fallback backend it reads the trees' last walk plus xfsq's writes since, and walks\n" +
+							"nothing, so that a check before every run stays cheap; --refresh walks them first.",
+						Flags:  []cli.Flag{refreshFlag()},
 						Action: with(cmdProjectCheck),
 					},
 				},
@@ -136,8 +136,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Description: "One row per tree: project, area, project ID, used, soft, hard, inodes used/soft/hard, percent\n" +
 					"of the hard byte limit, growth over 24 h and 7 d, last activity. --json prints an array of objects.\n\n" +
 					"On XFS, usage is the kernel's count, read in one pass. On the fallback backend it is each tree's\n" +
-					"last walk plus the writes made through xfsq since (usage_as_of says when that walk began); a tree\n" +
-					"whose walk is an hour old is walked again. xfsq project show NAME and xfsq snapshot walk now.",
+					"last walk plus the writes made through xfsq since (usage_as_of says when that walk began); the\n" +
+					"hourly pass (xfsq snapshot --all) walks them again. --refresh walks every tree now.",
+				Flags:  []cli.Flag{refreshFlag()},
 				Action: with(cmdReport),
 			},
 			{
@@ -294,31 +295,17 @@ func table(w io.Writer, header string, rows [][]string) {
 }
 
 func cmdInit(e env) error {
-	root, err := e.root()
+	cfg, err := e.config()
 	if err != nil {
 		return err
 	}
-	ctx := e.c.Context
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		return fmt.Errorf("sandbox root %s does not exist or is not a directory: create or mount it first (scripts/loopback-xfs.sh makes an XFS one)", root)
-	}
-	// Before the store is opened: opening a SQLite store makes .xfsq/.
-	_, err = os.Stat(filepath.Join(root, project.StateDir))
-	firstInit := errors.Is(err, fs.ErrNotExist)
-	st, o, err := e.openStore(root)
+	cfg.Init = true
+	r, err := project.OpenRoot(e.c.Context, cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	o.FirstInit = firstInit
-	m, res, err := project.Init(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	if st.Driver() == "sqlite" {
-		res.Store = "sqlite (" + e.dsn(root) + ")"
-	}
+	defer r.Close()
+	res := *r.Init
 	return e.print(res, func(w io.Writer) {
 		fmt.Fprintf(w, "root:    %s\nbackend: %s\n", res.Root, res.Backend)
 		if res.Reason != "" {
@@ -406,9 +393,6 @@ func cmdProjectList(e env) error {
 		if err != nil {
 			return err
 		}
-		if ps == nil {
-			ps = []store.Project{}
-		}
 		return e.print(ps, func(w io.Writer) {
 			rows := make([][]string, len(ps))
 			for i, p := range ps {
@@ -425,7 +409,7 @@ func cmdProjectShow(e env) error {
 		return err
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		p, err := m.Show(ctx, name)
+		p, err := m.Show(ctx, name, readFlags(e))
 		if err != nil {
 			return err
 		}
@@ -439,7 +423,7 @@ func cmdProjectCheck(e env) error {
 		return err
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		a, err := m.Check(ctx, name)
+		a, err := m.Check(ctx, name, readFlags(e))
 		if err != nil {
 			return err
 		}
@@ -500,7 +484,7 @@ func printDrift(w io.Writer, trees []project.TreeStatus) {
 
 func cmdReport(e env) error {
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		rows, err := m.Report(ctx)
+		rows, err := m.Report(ctx, readFlags(e))
 		if err != nil {
 			return err
 		}
@@ -515,8 +499,8 @@ func cmdReport(e env) error {
 					}
 				}
 				if !oldest.IsZero() {
-					fmt.Fprintf(w, "      Other writes count from the next walk (oldest walk here: %s; a tree is walked again\n"+
-						"      when its walk is an hour old, and now by xfsq project show NAME or xfsq snapshot).\n", oldest.Local().Format(time.DateTime))
+					fmt.Fprintf(w, "      Other writes count from the next walk (oldest walk here: %s; the hourly xfsq snapshot --all\n"+
+						"      walks every tree, --refresh walks them now).\n", oldest.Local().Format(time.DateTime))
 				}
 			}
 			table(w, "PROJECT\t"+treeHeader+"\t24H\t7D\tLAST ACTIVE", func() [][]string {
@@ -541,26 +525,31 @@ func cmdReport(e env) error {
 }
 
 func cmdEvents(e env) error {
-	f := store.EventFilter{Type: e.c.String("type"), Project: e.c.String("project"), Limit: e.c.Int("limit")}
+	q := project.EventQuery{Type: e.c.String("type"), Project: e.c.String("project"), Limit: e.c.Int("limit")}
 	if s := e.c.String("since"); s != "" {
-		if d, err := units.ParseDuration(s); err == nil {
-			f.Since = time.Now().Add(-d)
-		} else if t, err := time.Parse(time.RFC3339, s); err == nil {
-			f.Since = t
-		} else {
+		t, err := project.ParseSince(s, time.Now())
+		if err != nil {
 			return usagef("--since %q: use a duration ago (24h, 7d) or an RFC 3339 time (2026-11-30T10:00:00Z)", s)
 		}
+		q.Since = t
 	}
-	if f.Limit < 1 {
-		return usagef("--limit %d: use a positive number", f.Limit)
+	if q.Limit < 1 {
+		return usagef("--limit %d: use a positive number", q.Limit)
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		evs, err := m.Store.Events(ctx, f)
-		if err != nil {
-			return err
-		}
-		if evs == nil {
-			evs = []store.Event{}
+		// A page is bounded; --limit is not, so the CLI follows the cursor.
+		want, evs := q.Limit, []project.Event{}
+		for {
+			q.Limit = min(want-len(evs), project.MaxEventLimit)
+			page, err := m.Events(ctx, q)
+			if err != nil {
+				return err
+			}
+			evs = append(evs, page.Events...)
+			if page.Next == "" || len(evs) >= want {
+				break
+			}
+			q.Cursor = page.Next
 		}
 		return e.print(evs, func(w io.Writer) {
 			rows := make([][]string, len(evs))
@@ -679,6 +668,13 @@ func cmdDoctor(e env) error {
 		return nil
 	})
 }
+
+// refreshFlag asks a read for fresh figures: without it a read never walks.
+func refreshFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "refresh", Usage: "on the fallback backend, walk the trees now rather than read their last walk"}
+}
+
+func readFlags(e env) project.Read { return project.Read{Refresh: e.c.Bool("refresh")} }
 
 func areaFlag() cli.Flag {
 	return &cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: "workspace or cache"}
@@ -818,10 +814,14 @@ func cmdSnapshot(e env) error {
 		return usagef("snapshot needs PROJECT names or --all: see xfsq snapshot --help")
 	case len(o.Projects) > 0 && o.Scheduled:
 		return usagef("snapshot takes PROJECT names or --all, not both")
-	case o.Walk.Depth < 1 || o.Walk.Depth > inventory.MaxDepth:
-		return usagef("--depth %d: use 1 to %d", o.Walk.Depth, inventory.MaxDepth)
-	case o.Walk.TopK < 1:
-		return usagef("--top %d: use a positive number", o.Walk.TopK)
+	// 0 is the library's "default"; the CLI's flags have their own.
+	case o.Walk.Depth == 0:
+		return usagef("--depth 0: use 1 to %d", inventory.MaxDepth)
+	case o.Walk.TopK == 0:
+		return usagef("--top 0: use a positive number")
+	}
+	if err := o.Validate(); err != nil {
+		return err
 	}
 	// Progress only for a person watching: stdout and stderr on a terminal, no --json.
 	if !e.json() && isTerminal(os.Stdout) && isTerminal(os.Stderr) {
@@ -982,7 +982,7 @@ func cmdSweep(e env) error {
 		return usagef("sweep takes PROJECT names or --all, not both")
 	}
 	if f := e.c.String("apply"); f != "" {
-		data, err := os.ReadFile(f)
+		data, err := project.ReadPlanFile(f)
 		if err != nil {
 			return usagef("--apply: %v", err)
 		}
@@ -994,11 +994,7 @@ func cmdSweep(e env) error {
 			return err
 		}
 		if f := e.c.String("plan-out"); f != "" {
-			data, err := m.SavePlan(ctx, out.Plan, o.Areas)
-			if err != nil {
-				return fmt.Errorf("--plan-out: %w", err)
-			}
-			if err := atomicfile.WriteFile(f, data, 0o644); err != nil {
+			if err := m.WritePlanFile(ctx, out.Plan, o.Areas, f); err != nil {
 				return fmt.Errorf("--plan-out: %w", err)
 			}
 		}

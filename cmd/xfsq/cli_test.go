@@ -205,7 +205,7 @@ func TestProjectLifecycle(t *testing.T) {
 		before := s.report()["omni/workspace"]
 		os.WriteFile(filepath.Join(s.root, "projects/omni/data"), make([]byte, 600<<10), 0o644)
 		// A write made outside xfsq counts from the next walk on: not in a
-		// report within the hour, at once in show (which walks the project).
+		// report or a plain show, at once in show --refresh (which walks).
 		if got := s.report()["omni/workspace"]; got.UsedBytes != before.UsedBytes || !got.UsageAsOf.Equal(*before.UsageAsOf) {
 			t.Errorf("a report within the hour walked again: %+v, before %+v", got, before)
 		}
@@ -214,8 +214,14 @@ func TestProjectLifecycle(t *testing.T) {
 		}
 		s.json(&shown, "project", "show", "omni")
 		for _, tr := range shown.Trees {
+			if tr.Area == "workspace" && (tr.UsedBytes != before.UsedBytes || !tr.UsageAsOf.Equal(*before.UsageAsOf)) {
+				t.Errorf("project show without --refresh walked: %+v, before %+v", tr, before)
+			}
+		}
+		s.json(&shown, "project", "show", "omni", "--refresh")
+		for _, tr := range shown.Trees {
 			if tr.Area == "workspace" && (tr.UsedBytes < 600<<10 || tr.UsedInodes != 4) {
-				t.Errorf("project show after writing 600 KiB: %+v", tr)
+				t.Errorf("project show --refresh after writing 600 KiB: %+v", tr)
 			}
 		}
 		if got := s.report()["omni/workspace"]; got.UsedBytes < 600<<10 || got.UsedInodes != 4 || !got.UsageAsOf.After(*before.UsageAsOf) {
@@ -225,7 +231,10 @@ func TestProjectLifecycle(t *testing.T) {
 			t.Errorf("check over soft: exit %d, stderr %q; want 0 with a warning on stderr", r.code, r.stderr)
 		}
 		os.WriteFile(filepath.Join(s.root, "projects/omni/more"), make([]byte, 600<<10), 0o644)
-		r := s.run("project", "check", "omni")
+		if r := s.run("project", "check", "omni"); r.code != 0 {
+			t.Errorf("check without --refresh walked and saw the new write: exit %d %q", r.code, r.stderr)
+		}
+		r := s.run("project", "check", "omni", "--refresh")
 		if r.code != 3 || !strings.Contains(r.stderr, `project "omni": disk quota exceeded (`) || !strings.Contains(r.stderr, "of 1.0 MiB)") {
 			t.Errorf("check over hard: exit %d, stderr %q; want 3 and the quota message", r.code, r.stderr)
 		}
@@ -919,9 +928,10 @@ func TestLeases(t *testing.T) {
 	}
 }
 
-// On the fallback, report walks again only the trees whose last walk is an
-// hour old; the others keep their walk and say when it began.
-func TestFallbackReportWalksOnlyStaleTrees(t *testing.T) {
+// On the fallback, report never walks, however old a tree's last walk: it
+// says when that walk began (the hourly pass walks again); --refresh walks
+// every tree now.
+func TestFallbackReportWalksOnlyWhenAsked(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	s.ok("project", "add", "old")
 	s.ok("project", "add", "fresh")
@@ -936,11 +946,18 @@ func TestFallbackReportWalksOnlyStaleTrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := s.report()
-	if old := rep["old/workspace"]; old.UsedBytes < 300<<10 || old.UsageAsOf == nil || time.Since(*old.UsageAsOf) > time.Minute {
-		t.Errorf("a tree walked 61 minutes ago was not walked again: %+v", old)
+	if old := rep["old/workspace"]; old.UsedBytes != first["old/workspace"].UsedBytes || old.UsageAsOf == nil || time.Since(*old.UsageAsOf) < time.Hour {
+		t.Errorf("report walked a tree walked 61 minutes ago, or lost when: %+v", old)
 	}
 	if fresh := rep["fresh/workspace"]; fresh.UsedBytes != first["fresh/workspace"].UsedBytes || !fresh.UsageAsOf.Equal(*first["fresh/workspace"].UsageAsOf) {
 		t.Errorf("a tree walked just now was walked again: %+v, first %+v", fresh, first["fresh/workspace"])
+	}
+	var refreshed []reportRow
+	s.json(&refreshed, "report", "--refresh")
+	for _, r := range refreshed {
+		if r.Area == "workspace" && (r.UsedBytes < 300<<10 || time.Since(*r.UsageAsOf) > time.Minute) {
+			t.Errorf("report --refresh did not walk %s: %+v", r.Project, r)
+		}
 	}
 	if out := s.ok("report"); !strings.Contains(out, "last walk plus the writes made through xfsq") || !strings.Contains(out, "oldest walk here") {
 		t.Errorf("the fallback report does not say how old its figures are:\n%s", out)
@@ -1022,7 +1039,16 @@ func TestBlankStoreOnARootWithTrees(t *testing.T) {
 			s := fallbackSandbox(t, d.DSN(t))
 			s.ok("project", "add", "omni")
 			other := newSandbox(t, s.root, d.DSN(t)) // a new, empty database
+			// A SQLite store is made by init alone: until then --db names none.
+			made := d.Name != "sqlite"
 			for _, args := range [][]string{{"project", "list"}, {"init"}, {"project", "add", "beta"}, {"sweep", "--all"}} {
+				made = made || args[0] == "init"
+				if !made {
+					if r := other.run(args...); r.code != 2 || !strings.Contains(r.stderr, "does not exist") {
+						t.Errorf("xfsq %v on a store that does not exist: exit %d %q; want it refused", args, r.code, r.stderr)
+					}
+					continue
+				}
 				if r := other.run(args...); r.code != 1 || !strings.Contains(r.stderr, "has no record of this root") || !strings.Contains(r.stderr, "omni") {
 					t.Errorf("xfsq %v on a new store: exit %d %q; want it refused naming the trees", args, r.code, r.stderr)
 				}

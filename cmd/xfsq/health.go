@@ -1,26 +1,16 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/project"
-	"github.com/xfsq/xfsq/quota"
-	"github.com/xfsq/xfsq/quota/xfs"
-	"github.com/xfsq/xfsq/settings"
-	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
 )
 
 func cmdHealth(e env) error {
-	root, err := e.root()
+	cfg, err := e.config()
 	if err != nil {
 		return err
 	}
@@ -29,37 +19,18 @@ func cmdHealth(e env) error {
 		return usagef("--budget %s: use a positive duration, e.g. 2s", budget)
 	}
 	ctx := e.c.Context
-	th, ttl := health.DefaultThresholds(), 60*time.Second
-	var storeFn health.StoreFunc
-	if err := project.CheckRoot(root); err != nil {
-		err = &health.FixError{Err: err, Fix: "run xfsq init --root " + root}
-		storeFn = func(context.Context) error { return err }
-	} else {
-		// Opening is bounded too: a PostgreSQL that does not answer must
-		// not hold the whole answer past its budget.
-		openCtx, cancel := context.WithTimeout(ctx, budget)
-		st, err := store.Open(openCtx, e.dsn(root), e.host())
-		cancel()
-		if err != nil {
-			storeFn = func(context.Context) error { return err }
-		} else {
-			defer st.Close()
-			storeFn = st.Ping
-			if sth, sttl, err := healthSettings(ctx, st); err != nil {
-				// The defaults still judge the rest; the store part says why.
-				storeFn = func(context.Context) error { return fmt.Errorf("reading the health_* settings: %w", err) }
-			} else {
-				th, ttl = sth, sttl
-			}
-		}
+	src, err := project.OpenHealth(ctx, cfg, budget)
+	if err != nil {
+		return err
 	}
-	docker, err := health.NewDocker(health.DockerOptions{CacheTTL: ttl})
+	defer src.Close()
+	docker, err := health.NewDocker(health.DockerOptions{CacheTTL: src.DockerCacheTTL})
 	if err != nil {
 		return err
 	}
 	defer docker.Close()
-	ch, err := health.New(health.Options{Root: root, Thresholds: &th, Budget: budget, Docker: docker,
-		Quota: quotaProbe(root), Store: storeFn})
+	ch, err := health.New(health.Options{Root: src.Root, Thresholds: &src.Thresholds, Budget: budget, Docker: docker,
+		Quota: src.Quota, Store: src.Store})
 	if err != nil {
 		return err
 	}
@@ -71,78 +42,6 @@ func cmdHealth(e env) error {
 		return &exitError{code: exitFailed}
 	}
 	return nil
-}
-
-// healthSettings reads the thresholds and the docker cache TTL.
-func healthSettings(ctx context.Context, st *store.Store) (health.Thresholds, time.Duration, error) {
-	var th health.Thresholds
-	var ttl time.Duration
-	for _, f := range []struct {
-		key string
-		dst *float64
-	}{
-		{"health_disk_free_warn_percent", &th.DiskFreeWarnPercent}, {"health_disk_free_critical_percent", &th.DiskFreeCriticalPercent},
-		{"health_memory_available_warn_percent", &th.MemoryAvailableWarnPercent},
-		{"health_memory_available_critical_percent", &th.MemoryAvailableCriticalPercent},
-		{"health_load_per_core_warn", &th.LoadPerCoreWarn}, {"health_load_per_core_critical", &th.LoadPerCoreCritical},
-		{"health_docker_cache_ttl", nil},
-	} {
-		s, err := settings.Lookup(f.key)
-		if err != nil {
-			return th, 0, err
-		}
-		stored, ok, err := st.Setting(ctx, f.key)
-		if err != nil {
-			return th, 0, err
-		}
-		v, err := settings.Resolve(s, stored, ok)
-		if err != nil {
-			return th, 0, err
-		}
-		if f.dst != nil {
-			*f.dst = v.Float()
-		} else {
-			ttl = v.Duration()
-		}
-	}
-	return th, ttl, nil
-}
-
-// quotaProbe asks the kernel now, as xfs.Open does at every start: the
-// root's filesystem and its project quota state (Q_XGETQSTATV).
-func quotaProbe(root string) health.QuotaFunc {
-	return func(context.Context) (health.QuotaState, error) {
-		var sfs unix.Statfs_t
-		if err := unix.Statfs(root, &sfs); err != nil {
-			return health.QuotaState{}, &health.FixError{Err: fmt.Errorf("statfs %s: %w", root, err),
-				Fix: "check that the sandbox root exists and is mounted"}
-		}
-		onXFS := sfs.Type == unix.XFS_SUPER_MAGIC
-		fs, err := xfs.Open(root)
-		if err == nil {
-			fs.Close()
-			on := true
-			return health.QuotaState{Kind: "xfs", OnXFS: true, Accounting: &on, Enforcement: &on}, nil
-		}
-		var un *quota.UnsupportedError
-		if !errors.As(err, &un) {
-			return health.QuotaState{}, err
-		}
-		s := health.QuotaState{Kind: "fallback", Reason: un.Short, Fix: un.Fix, OnXFS: onXFS}
-		if onXFS {
-			s.Reason = un.Reason
-			// xfs.Open names what it found in Short; these two are the
-			// mount's quota flags, the other cases leave them unknown.
-			on, off := true, false
-			switch {
-			case strings.Contains(un.Short, "not enforced"):
-				s.Accounting, s.Enforcement = &on, &off
-			case strings.Contains(un.Short, "without prjquota"):
-				s.Accounting, s.Enforcement = &off, &off
-			}
-		}
-		return s, nil
-	}
 }
 
 func onOff(b *bool) string {

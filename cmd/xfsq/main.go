@@ -14,33 +14,32 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
-	"github.com/xfsq/xfsq/files"
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/project"
-	"github.com/xfsq/xfsq/quota"
-	"github.com/xfsq/xfsq/quota/xfs"
-	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
 )
 
 // Exit codes.
 const (
-	exitOK     = 0
-	exitFailed = 1 // an operation failed
-	exitUsage  = 2 // bad usage or input
-	exitDenied = 3 // a quota refused
+	exitOK     = errkind.ExitOK
+	exitFailed = errkind.ExitFailed // an operation failed
+	exitUsage  = errkind.ExitUsage  // bad usage or input
+	exitDenied = errkind.ExitDenied // a quota refused
 )
 
 // usageError is bad usage or input: exit 2.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
+
+// Kind: the CLI's own usage errors are bad input, as the library's are.
+func (e *usageError) Kind() errkind.Kind { return errkind.Input }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
@@ -79,7 +78,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := onSignal()
 	defer stop()
 	app := newApp(stdout, stderr)
-	err := app.RunContext(ctx, interspersed(app, args))
+	// The CLI's caller is the OS user; the library journals whoever ctx names.
+	err := app.RunContext(project.WithActor(ctx, project.DefaultActor()), interspersed(app, args))
 	if err == nil {
 		return exitOK
 	}
@@ -95,27 +95,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err = fmt.Errorf("%w: %w", sig, err)
 		}
 	}
+	// The library keeps what to do beside the message; the CLI says both,
+	// on the one line a script reads.
+	msg := flagged(err)
+	if hint := errkind.HintOf(err); hint != "" && !strings.Contains(msg, hint) {
+		msg += ": " + hint
+	}
 	if jsonRequested(args) {
-		data, _ := json.Marshal(map[string]string{"error": err.Error()})
+		data, _ := json.Marshal(map[string]string{"error": msg})
 		fmt.Fprintln(stderr, string(data))
 	} else {
-		fmt.Fprintln(stderr, "xfsq: "+err.Error())
+		fmt.Fprintln(stderr, "xfsq: "+msg)
 	}
 	return code
 }
 
-func exitCode(err error) int {
-	var input *project.InputError
-	var usage *usageError
-	var limit *quota.LimitError
-	var path *files.PathError
-	switch {
-	case errors.As(err, &usage), errors.As(err, &input), errors.As(err, &path):
-		return exitUsage
-	case errors.As(err, &limit):
-		return exitDenied
+// exitCode derives from the library's classification, as the server's
+// statuses will: the two shells cannot disagree about a failure.
+func exitCode(err error) int { return errkind.Of(err).ExitCode() }
+
+// flagged is err's message with the field the library names at its start
+// put as the flag that sets it: depth → --depth, bytes_hard → --bytes-hard.
+func flagged(err error) string {
+	msg := err.Error()
+	if f := errkind.FieldOf(err); f != "" && strings.HasPrefix(msg, f+" ") {
+		return "--" + strings.ReplaceAll(f, "_", "-") + strings.TrimPrefix(msg, f)
 	}
-	return exitFailed
+	return msg
 }
 
 // jsonRequested looks for --json before urfave has parsed anything, so that
@@ -154,48 +160,27 @@ func (e env) root() (string, error) {
 	return filepath.Abs(r)
 }
 
-func (e env) dsn(root string) string {
-	if d := e.c.String("db"); d != "" {
-		return d
+// config maps the global flags to the library's root configuration; the
+// library decides the order in which it is checked and opened.
+func (e env) config() (project.Config, error) {
+	root, err := e.root()
+	if err != nil {
+		return project.Config{}, err
 	}
-	return filepath.Join(root, project.StateDir, "xfsq.db")
-}
-
-func (e env) host() string {
-	if h := e.c.String("host"); h != "" {
-		return h
-	}
-	h, _ := os.Hostname()
-	return h
-}
-
-func (e env) options(root string, st *store.Store) (project.Options, error) {
-	o := project.Options{Root: root, Store: st}
+	cfg := project.Config{Root: root, DSN: e.c.String("db"), Host: e.c.String("host")}
 	if r := e.c.String("id-range"); r != "" {
-		// Whole numbers only: Sscanf stopped at "100-200junk" and took it.
-		a, b, ok := strings.Cut(r, "-")
-		first, err1 := strconv.ParseUint(a, 10, 32)
-		last, err2 := strconv.ParseUint(b, 10, 32)
-		if !ok || err1 != nil || err2 != nil {
-			return o, usagef("--id-range %q: use FIRST-LAST, e.g. 100000-199999", r)
+		if cfg.Range, err = project.ParseIDRange(r); err != nil {
+			return cfg, usagef("--id-range %q: use FIRST-LAST, e.g. 100000-199999", r)
 		}
-		o.Range = xfs.IDRange{First: quota.ProjectID(first), Last: quota.ProjectID(last)}
 	}
-	return o, nil
-}
-
-// openStore opens (creating or migrating) the store of root.
-func (e env) openStore(root string) (*store.Store, project.Options, error) {
-	st, err := store.Open(e.c.Context, e.dsn(root), e.host())
-	if err != nil {
-		return nil, project.Options{}, err
+	name := commandName(e.c)
+	switch {
+	case readCommands[name] || (name == "doctor" && !e.c.Bool("fix")):
+		cfg.FullDisk = project.FullDiskReadOnly
+	case freeingCommands[name]:
+		cfg.FullDisk = project.FullDiskSpendReserve
 	}
-	o, err := e.options(root, st)
-	if err != nil {
-		st.Close()
-		return nil, o, err
-	}
-	return st, o, nil
+	return cfg, nil
 }
 
 // readCommands only read the store: on a full filesystem they open it
@@ -209,75 +194,21 @@ var readCommands = map[string]bool{
 // reserve beside the store to journal what they delete.
 var freeingCommands = map[string]bool{"files rm": true, "sweep": true, "project rm": true}
 
-// manager opens the store and the manager of an initialised root.
+// manager opens the root the flags name and runs fn with its manager.
 func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) error {
-	root, err := e.root()
+	cfg, err := e.config()
 	if err != nil {
 		return err
 	}
-	// Checked before the store is opened: opening creates the database.
-	if err := project.CheckRoot(root); err != nil {
-		return err
-	}
-	st, o, err := e.openStoreOnFullDisk(root)
+	r, err := project.OpenRoot(e.c.Context, cfg)
 	if err != nil {
-		return err
+		return e.diskFull(cfg.Root, err)
 	}
-	defer st.Close()
-	if local := e.dsn(root) == filepath.Join(root, project.StateDir, "xfsq.db"); local && !st.ReadOnly() {
-		defer project.EnsureReserve(root)
+	defer r.Close()
+	if r.Note != "" {
+		fmt.Fprintln(e.stderr, "xfsq: "+r.Note)
 	}
-	m, err := project.Open(e.c.Context, o)
-	if err != nil {
-		return e.diskFull(root, err)
-	}
-	defer m.Close()
-	return e.diskFull(root, fn(e.c.Context, m))
-}
-
-// openStoreOnFullDisk opens the store; when that fails because the
-// filesystem holding an embedded store is full, a read command opens it
-// read-only and a command that frees room spends the reserve, and any
-// other says what is full and what to do.
-func (e env) openStoreOnFullDisk(root string) (*store.Store, project.Options, error) {
-	st, o, err := e.openStore(root)
-	if err == nil {
-		return st, o, nil
-	}
-	dsn := e.dsn(root)
-	if store.IsPostgres(dsn) {
-		return nil, o, err
-	}
-	full := project.DiskFull(filepath.Dir(dsn), 0, err)
-	if full == nil {
-		return nil, o, err
-	}
-	if dsn == filepath.Join(root, project.StateDir, "xfsq.db") {
-		full.Dir = root // what the operator knows it by
-	}
-	name := commandName(e.c)
-	why := err.Error()
-	switch {
-	case readCommands[name] || (name == "doctor" && !e.c.Bool("fix")):
-		st, err := store.OpenReadOnly(e.c.Context, dsn, e.host())
-		if err == nil {
-			note := *full
-			note.Err = nil
-			fmt.Fprintf(e.stderr, "xfsq: %v: the store was opened read-only\n", &note)
-			o, err := e.options(root, st)
-			return st, o, err
-		}
-		why += "; read-only: " + err.Error()
-	case freeingCommands[name] && project.ReleaseReserve(root):
-		st, o, err := e.openStore(root)
-		if err == nil {
-			return st, o, nil
-		}
-		why += "; after spending the reserve: " + err.Error()
-	}
-	full.Err = fmt.Errorf("xfsq cannot write its store %s (%s); free space there (read commands, files rm, sweep and project rm still work), "+
-		"and keep the store on another filesystem (--db) so that it never fills with the trees", dsn, why)
-	return nil, o, full
+	return e.diskFull(cfg.Root, fn(e.c.Context, r.Manager))
 }
 
 // diskFull says that a failed write is the filesystem's, when it is full:

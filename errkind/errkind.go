@@ -1,0 +1,205 @@
+// Package errkind is the one classification of the library's errors: bad
+// input, not found, conflict, not ready, denied by quota, internal. Every
+// shell derives its answer from it — the CLI its exit code, the HTTP server
+// its status — so that the two can never disagree about what a failure was.
+//
+// It owns the kinds and their two mappings, and the hint that travels beside
+// a message for the operator. It must never import a package of xfsq but
+// quota (a leaf), so that every library package may use it; it never formats
+// for a terminal or names a CLI flag.
+package errkind
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/xfsq/xfsq/quota"
+)
+
+// Kind is what went wrong, as a caller must react to it.
+type Kind int
+
+const (
+	// Internal is everything not classified: a failed syscall, a store that
+	// does not answer. The caller can only report it.
+	Internal Kind = iota
+	// Input is a request that can never succeed as given: a bad name, size,
+	// path, area or value. The message names the field and the rule.
+	Input
+	// NotFound is a project, tree, lease or setting that does not exist.
+	NotFound
+	// Conflict is a request that collides with the state: a name taken, a
+	// sweep or lease held by another operation.
+	Conflict
+	// NotReady is a root, store or project not (yet, or no longer) in a
+	// state to serve the request: uninitialised, half-added, half-removed.
+	NotReady
+	// Denied is a write or run refused by a quota limit.
+	Denied
+)
+
+var names = [...]string{Internal: "internal", Input: "input", NotFound: "not found", Conflict: "conflict", NotReady: "not ready", Denied: "denied"}
+
+func (k Kind) String() string {
+	if k < 0 || int(k) >= len(names) {
+		return "internal"
+	}
+	return names[k]
+}
+
+// Exit codes of the CLI, as README's table gives them. A not-found,
+// conflict or not-ready failure is an operation that failed (1), as it has
+// always been: scripts test for 2 and 3 only.
+const (
+	ExitOK     = 0
+	ExitFailed = 1
+	ExitUsage  = 2
+	ExitDenied = 3
+)
+
+// ExitCode is the CLI's exit status for a failure of kind k.
+func (k Kind) ExitCode() int {
+	switch k {
+	case Input:
+		return ExitUsage
+	case Denied:
+		return ExitDenied
+	}
+	return ExitFailed
+}
+
+// HTTPStatus is the server's status for a failure of kind k (SPEC §8): 507
+// is "insufficient storage", the status of a quota that refused.
+func (k Kind) HTTPStatus() int {
+	switch k {
+	case Input:
+		return http.StatusBadRequest
+	case NotFound:
+		return http.StatusNotFound
+	case Conflict:
+		return http.StatusConflict
+	case NotReady:
+		return http.StatusServiceUnavailable
+	case Denied:
+		return http.StatusInsufficientStorage
+	}
+	return http.StatusInternalServerError
+}
+
+// Kinded is implemented by errors that know their kind.
+type Kinded interface {
+	error
+	Kind() Kind
+}
+
+// Hinted is implemented by errors that carry what the operator should do.
+type Hinted interface {
+	error
+	Hint() string
+}
+
+// Of classifies err: the kind of the outermost error in its chain that
+// knows one (so a wrapper may reclassify what it wraps), else Denied for a
+// quota refusal, else Internal. Of(nil) is Internal too: ask only of a
+// failure.
+func Of(err error) Kind {
+	for e := err; e != nil; {
+		if k, ok := e.(Kinded); ok {
+			return k.Kind()
+		}
+		if _, ok := e.(*quota.LimitError); ok {
+			return Denied
+		}
+		if errors.Is(e, context.Canceled) || errors.Is(e, context.DeadlineExceeded) {
+			return Internal
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			e = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, w := range u.Unwrap() {
+				if k := Of(w); k != Internal {
+					return k
+				}
+			}
+			return Internal
+		default:
+			e = nil
+		}
+	}
+	return Internal
+}
+
+// HintOf is the hint of the outermost error in err's chain that carries
+// one, and "" when none does. A quota.UnsupportedError's Fix is its hint.
+func HintOf(err error) string {
+	var h Hinted
+	if errors.As(err, &h) {
+		return h.Hint()
+	}
+	var un *quota.UnsupportedError
+	if errors.As(err, &un) {
+		return un.Fix
+	}
+	return ""
+}
+
+// Fielded is implemented by input errors that name the field at fault, by
+// the library's name for it (e.g. "depth", "bytes_hard"). The message
+// starts with that name, so that a shell may put its own (a CLI flag, a
+// JSON member) in its place.
+type Fielded interface {
+	error
+	Field() string
+}
+
+// FieldOf is the field the outermost Fielded error in err's chain names.
+func FieldOf(err error) string {
+	var f Fielded
+	if errors.As(err, &f) {
+		return f.Field()
+	}
+	return ""
+}
+
+// Error is a message of a kind, with an optional hint beside it.
+type Error struct {
+	K   Kind
+	Err error
+	// Fix says what the operator should do; it is not part of Error().
+	Fix string
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+func (e *Error) Kind() Kind    { return e.K }
+func (e *Error) Hint() string  { return e.Fix }
+
+// New classifies err as k (nil stays nil).
+func New(k Kind, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{K: k, Err: err}
+}
+
+// WithHint classifies err as k and says what to do about it.
+func WithHint(k Kind, err error, fix string) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{K: k, Err: err, Fix: fix}
+}
+
+// sentinel is a comparable error that knows its kind, for errors.Is.
+type sentinel struct {
+	k   Kind
+	msg string
+}
+
+func (s *sentinel) Error() string { return s.msg }
+func (s *sentinel) Kind() Kind    { return s.k }
+
+// Sentinel is an error value of kind k for errors.Is, e.g. ErrNotFound.
+func Sentinel(k Kind, msg string) error { return &sentinel{k, msg} }

@@ -1,0 +1,95 @@
+package errkind
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/xfsq/xfsq/quota"
+)
+
+// TestTable is the contract both shells rely on: README's exit codes and
+// SPEC §8's statuses, one row per kind.
+func TestTable(t *testing.T) {
+	for _, c := range []struct {
+		k          Kind
+		name       string
+		exit, http int
+	}{
+		{Internal, "internal", 1, http.StatusInternalServerError},
+		{Input, "input", 2, http.StatusBadRequest},
+		{NotFound, "not found", 1, http.StatusNotFound},
+		{Conflict, "conflict", 1, http.StatusConflict},
+		{NotReady, "not ready", 1, http.StatusServiceUnavailable},
+		{Denied, "denied", 3, http.StatusInsufficientStorage},
+	} {
+		if got := c.k.String(); got != c.name {
+			t.Errorf("%d: String %q, want %q", c.k, got, c.name)
+		}
+		if got := c.k.ExitCode(); got != c.exit {
+			t.Errorf("%s: exit %d, want %d", c.k, got, c.exit)
+		}
+		if got := c.k.HTTPStatus(); got != c.http {
+			t.Errorf("%s: HTTP %d, want %d", c.k, got, c.http)
+		}
+	}
+}
+
+func TestOf(t *testing.T) {
+	notFound := Sentinel(NotFound, "not found")
+	limit := &quota.LimitError{Tree: `project "a" workspace`, Limit: "bytes_hard", Used: 1, Requested: 2, Max: 2}
+	for _, c := range []struct {
+		name string
+		err  error
+		want Kind
+	}{
+		{"plain", errors.New("boom"), Internal},
+		{"nil", nil, Internal},
+		{"sentinel wrapped", fmt.Errorf("project %q %w", "a", notFound), NotFound},
+		{"quota limit", fmt.Errorf("put: %w", limit), Denied},
+		{"outermost wins", New(Conflict, fmt.Errorf("x: %w", notFound)), Conflict},
+		{"joined", errors.Join(errors.New("a"), New(Input, errors.New("b"))), Input},
+		{"cancelled", fmt.Errorf("walk: %w", context.Canceled), Internal},
+	} {
+		if got := Of(c.err); got != c.want {
+			t.Errorf("%s: Of = %s, want %s", c.name, got, c.want)
+		}
+	}
+	if !errors.Is(fmt.Errorf("w: %w", notFound), notFound) {
+		t.Error("a sentinel is not found by errors.Is")
+	}
+}
+
+func TestHint(t *testing.T) {
+	err := fmt.Errorf("open: %w", WithHint(NotReady, errors.New("not a sandbox root"), "run xfsq init"))
+	if got := HintOf(err); got != "run xfsq init" {
+		t.Errorf("HintOf = %q", got)
+	}
+	if got := err.Error(); got != "open: not a sandbox root" {
+		t.Errorf("the hint leaked into the message: %q", got)
+	}
+	un := &quota.UnsupportedError{Path: "/r", Reason: "ext4", Fix: "use XFS"}
+	if got := HintOf(fmt.Errorf("x: %w", un)); got != "use XFS" {
+		t.Errorf("HintOf(UnsupportedError) = %q", got)
+	}
+	if HintOf(errors.New("x")) != "" || New(Input, nil) != nil {
+		t.Error("no hint and nil in, nil out")
+	}
+}
+
+type fieldErr struct{ f string }
+
+func (e fieldErr) Error() string { return e.f + " 9: use 1 to 8" }
+func (e fieldErr) Field() string { return e.f }
+func (e fieldErr) Kind() Kind    { return Input }
+
+func TestFieldOf(t *testing.T) {
+	if got := FieldOf(fmt.Errorf("top: %w", fieldErr{"depth"})); got != "depth" {
+		t.Errorf("FieldOf = %q", got)
+	}
+	if FieldOf(errors.New("x")) != "" {
+		t.Error("a field from nowhere")
+	}
+}

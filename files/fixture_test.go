@@ -1,0 +1,47 @@
+package files_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/files"
+	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/project"
+)
+
+// TestLayerOnFixture drives the file layer over a root opened as every
+// shell opens one, on each store driver: a write within the limit lands, one
+// past it is refused as a quota denial (exit 3, HTTP 507), a bad path as bad
+// input, and an empty directory lists as [] rather than null.
+func TestLayerOnFixture(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(1<<20, "omni")
+		l, err := files.New(r.Ctx, r.Manager)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := l.List(r.Ctx, "omni", project.AreaWorkspace, "inbox")
+		if err != nil || entries == nil || len(entries) != 0 {
+			t.Fatalf("list of an empty directory: %v %#v", err, entries)
+		}
+		body := []byte("hello")
+		if _, err := l.Put(r.Ctx, "omni", project.AreaWorkspace, "uploads/a.txt", bytes.NewReader(body), int64(len(body))); err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if _, err := l.Get(r.Ctx, "omni", project.AreaWorkspace, "uploads/a.txt", &got); err != nil || got.String() != "hello" {
+			t.Fatalf("get: %v %q", err, got.String())
+		}
+		big := strings.NewReader(strings.Repeat("x", 2<<20))
+		_, err = l.Put(r.Ctx, "omni", project.AreaWorkspace, "big", big, 2<<20)
+		if k := errkind.Of(err); k != errkind.Denied || k.ExitCode() != 3 || k.HTTPStatus() != 507 {
+			t.Errorf("a write past the hard limit: %v (kind %s)", err, k)
+		}
+		_, err = l.Put(r.Ctx, "omni", project.AreaWorkspace, "../escape", strings.NewReader("x"), 1)
+		if errkind.Of(err) != errkind.Input {
+			t.Errorf("a path out of the tree: %v (kind %s)", err, errkind.Of(err))
+		}
+	})
+}

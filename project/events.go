@@ -1,0 +1,99 @@
+package project
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/units"
+)
+
+// Event is one journal record, as every shell shows it.
+type Event = store.Event
+
+// Listing of projects, as the store keeps them.
+type ProjectRecord = store.Project
+
+// EventQuery selects journal records; the zero value is the newest 100.
+type EventQuery struct {
+	Type, Project string
+	Since         time.Time // only records at or after this
+	// Limit is at most this many, newest first: 1 to MaxEventLimit; 0 is 100.
+	Limit int
+	// Cursor continues a previous page (EventPage.Next); "" starts at the newest.
+	Cursor string
+}
+
+// MaxEventLimit bounds one page, so that no caller asks the store for the
+// whole journal at once.
+const MaxEventLimit = 10000
+
+// EventPage is one page of the journal, newest first.
+type EventPage struct {
+	Events []Event `json:"events"`
+	// Next is the cursor of the page after this one; "" when this is the last.
+	Next string `json:"next,omitempty"`
+}
+
+// ParseSince reads a time: a duration ago (24h, 7d) or an RFC 3339 time.
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := units.ParseDuration(s); err == nil {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, inputErrorf("since %q: use a duration ago (24h, 7d) or an RFC 3339 time (2026-11-30T10:00:00Z)", s)
+}
+
+// The cursor is the ID of the last record a page showed: the journal is
+// append-only with increasing IDs, so "older than it" names the same
+// records however many are appended meanwhile. It is opaque to callers so
+// that its form may change.
+func encodeCursor(id int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("e" + strconv.FormatInt(id, 10)))
+}
+
+func decodeCursor(c string) (int64, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil && len(b) > 1 && b[0] == 'e' {
+		if id, err := strconv.ParseInt(string(b[1:]), 10, 64); err == nil && id > 0 {
+			return id, nil
+		}
+	}
+	return 0, inputErrorf("cursor %q is not one a previous page gave", c)
+}
+
+// Events is one page of the journal. Events is never nil.
+func (m *Manager) Events(ctx context.Context, q EventQuery) (EventPage, error) {
+	if q.Limit == 0 {
+		q.Limit = 100
+	}
+	if q.Limit < 1 || q.Limit > MaxEventLimit {
+		return EventPage{}, inputErrorf("limit %d: use 1 to %d", q.Limit, MaxEventLimit)
+	}
+	f := store.EventFilter{Type: q.Type, Project: q.Project, Since: q.Since, Limit: q.Limit + 1}
+	if q.Cursor != "" {
+		id, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return EventPage{}, err
+		}
+		f.BeforeID = id
+	}
+	evs, err := m.Store.Events(ctx, f)
+	if err != nil {
+		return EventPage{}, fmt.Errorf("read the journal: %w", err)
+	}
+	page := EventPage{Events: evs}
+	if len(evs) > q.Limit {
+		page.Events = evs[:q.Limit]
+		page.Next = encodeCursor(page.Events[q.Limit-1].ID)
+	}
+	if page.Events == nil {
+		page.Events = []Event{}
+	}
+	return page, nil
+}

@@ -1,0 +1,92 @@
+package project_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/project"
+)
+
+// TestReadsDoNotWalk: show, check and report read the last walk plus
+// xfsq's own writes, and neither walk nor write unless asked; asked, they
+// walk, and the walk is recorded (usage_as_of moves).
+func TestReadsDoNotWalk(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		r.Add(100<<20, "omni")
+		before, err := m.Show(ctx, "omni")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := workspace(t, before)
+		if ws.UsageAsOf == nil {
+			t.Fatal("no usage_as_of after add, which walks")
+		}
+		// Written behind xfsq's back: counted from the next walk only.
+		if err := os.WriteFile(filepath.Join(m.Root, "projects", "omni", "big"), make([]byte, 8<<20), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		reads := map[string]func() (project.TreeStatus, error){
+			"show": func() (project.TreeStatus, error) { p, err := m.Show(ctx, "omni"); return workspace(t, p), err },
+			"check": func() (project.TreeStatus, error) {
+				a, err := m.Check(ctx, "omni")
+				return workspace(t, project.Project{Trees: a.Trees}), err
+			},
+			"report": func() (project.TreeStatus, error) {
+				rows, err := m.Report(ctx)
+				return workspace(t, project.Project{Trees: rows}), err
+			},
+		}
+		for name, read := range reads {
+			got, err := read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.UsedBytes != ws.UsedBytes || !got.UsageAsOf.Equal(*ws.UsageAsOf) {
+				t.Errorf("%s walked: %d bytes as of %v, want %d as of %v", name, got.UsedBytes, got.UsageAsOf, ws.UsedBytes, ws.UsageAsOf)
+			}
+		}
+		a, err := m.Check(ctx, "omni", project.Read{Refresh: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := workspace(t, project.Project{Trees: a.Trees})
+		if fresh.UsedBytes < ws.UsedBytes+8<<20 || !fresh.UsageAsOf.After(*ws.UsageAsOf) {
+			t.Errorf("check --refresh: %d bytes as of %v, want the 8 MiB file counted by a new walk", fresh.UsedBytes, fresh.UsageAsOf)
+		}
+		// The walk was recorded: a plain read sees it now.
+		if got, _ := reads["show"](); got.UsedBytes != fresh.UsedBytes {
+			t.Errorf("show after a refresh: %d bytes, want %d", got.UsedBytes, fresh.UsedBytes)
+		}
+	})
+}
+
+func workspace(t *testing.T, p project.Project) project.TreeStatus {
+	t.Helper()
+	for _, tr := range p.Trees {
+		if tr.Area == project.AreaWorkspace {
+			return tr
+		}
+	}
+	t.Fatalf("no workspace tree in %+v", p.Trees)
+	return project.TreeStatus{}
+}
+
+// BenchmarkCheck1000 is xfsq project check, in process, on a fallback root
+// of 1,000 projects: it must cost the same however many projects the root
+// holds and however big their trees, since it walks nothing.
+func BenchmarkCheck1000(b *testing.B) {
+	r := fixture.New(b, "sqlite", filepath.Join(b.TempDir(), "xfsq.db"))
+	for i := range 1000 {
+		r.Add(1<<30, fmt.Sprintf("p%04d", i))
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := r.Manager.Check(r.Ctx, fmt.Sprintf("p%04d", i%1000)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,60 @@
+// Package server is the HTTP shell of xfsq (`xfsq serve`, SPEC §8): a JSON
+// API, the dashboard and the metrics endpoint over one long-lived
+// project.Root. Each handler is decode → one library call → encode; the
+// library decides, the server only translates.
+//
+// It owns the HTTP surface: routing, bearer tokens and roles, request
+// bounds, and the translation of library errors into RFC 9457 problems
+// (status from errkind, never from message text). It must never reach the
+// store or the kernel backend itself (internal/layering's test holds that),
+// never walk or write on a GET unless the request asks (?refresh=1), never
+// journal under any actor but the token's name (project.WithActor), and
+// never log, echo or journal a token.
+//
+// Today it holds the error translation; the handlers come with #11.
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/xfsq/xfsq/errkind"
+)
+
+// ProblemType is the media type of every error body.
+const ProblemType = "application/problem+json"
+
+// Problem is an RFC 9457 problem detail, plus the operator's hint.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	// Fix is what to do about it, when the library says (errkind.HintOf).
+	Fix string `json:"fix,omitempty"`
+}
+
+// ProblemOf translates a library error. The status is the error's kind's
+// (errkind.Kind.HTTPStatus), so the server and the CLI's exit codes agree;
+// an internal error's detail is withheld from the client, who can do
+// nothing with a syscall's errno, and is for the server's log.
+func ProblemOf(err error) Problem {
+	if err == nil {
+		err = errors.New("no error")
+	}
+	k := errkind.Of(err)
+	p := Problem{Type: "about:blank", Status: k.HTTPStatus(), Title: http.StatusText(k.HTTPStatus()), Detail: err.Error(), Fix: errkind.HintOf(err)}
+	if k == errkind.Internal {
+		p.Detail, p.Fix = "the operation failed; the server's log says why", ""
+	}
+	return p
+}
+
+// WriteProblem answers a request with err as a problem.
+func WriteProblem(w http.ResponseWriter, err error) {
+	p := ProblemOf(err)
+	w.Header().Set("Content-Type", ProblemType)
+	w.WriteHeader(p.Status)
+	json.NewEncoder(w).Encode(p)
+}
