@@ -43,6 +43,10 @@ const (
 // refused — never cut — if it goes past it. Nothing is visible at p until
 // the whole body is on disk; a refused or failed write leaves p as it was.
 func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size int64) (PutResult, error) {
+	// The write's reservation is held by its own operation, so a write
+	// that ended without releasing it is reclaimable at once.
+	ctx, end := project.BeginOp(ctx)
+	defer end()
 	if _, err := CleanNew(p); err != nil {
 		return PutResult{}, err
 	}
@@ -309,7 +313,7 @@ func (w *writer) admit(size int64) error {
 	if err := w.l.M.RefreshBaselineIfStale(w.ctx, w.t.Tree); err != nil {
 		return err
 	}
-	id, reclaimed, err := w.l.M.Store.Reserve(w.ctx, w.key(), bytes, w.inodes, project.Holder(),
+	id, reclaimed, err := w.l.M.Store.Reserve(w.ctx, w.key(), bytes, w.inodes, project.HolderOf(w.ctx),
 		path.Join(w.t.Path, w.temp), w.l.TTL, project.HolderGone, w.admitFunc(fileBytes, bytes, w.inodes))
 	w.l.M.RemoveTemps(reclaimed)
 	if err != nil {

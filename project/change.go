@@ -82,6 +82,8 @@ type RemoveResult struct {
 // once no file carries them. With purge its trees are deleted too, each
 // deletion journalled (storage.evicted) before and after.
 func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveResult, error) {
+	ctx, end := BeginOp(ctx)
+	defer end()
 	res := RemoveResult{Project: name, Purged: purge, KeptIDs: []string{}, Left: []string{}}
 	if err := ValidateName(name); err != nil {
 		return res, err
@@ -103,7 +105,7 @@ func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveRe
 	if p.State == store.StateRemoving && holderAlive(p.Adder) {
 		return res, fmt.Errorf("project %q is being removed by another process (%s); wait for it", name, p.Adder)
 	}
-	if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.SetProjectState(ctx, name, store.StateRemoving, Holder()) }); err != nil {
+	if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.SetProjectState(ctx, name, store.StateRemoving, HolderOf(ctx)) }); err != nil {
 		return res, err
 	}
 	trees, err := m.Store.Trees(ctx, name)
@@ -164,7 +166,9 @@ func (m *Manager) purgeTree(ctx context.Context, t store.Tree) error {
 // tree is removed, never followed. rec says what goes and why; its state
 // and holder are filled in here.
 func (m *Manager) RemoveJournalled(ctx context.Context, project string, root *os.Root, rel string, rec sweep.Record) error {
-	rec.Holder = Holder()
+	ctx, end := BeginOp(ctx)
+	defer end()
+	rec.Holder = HolderOf(ctx)
 	rec.State = "pending"
 	if rec.SweepID == "" && rec.DeletionID == "" {
 		rec.DeletionID = newDeletionID()

@@ -65,6 +65,8 @@ func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
 
 // Sweep plans and (unless a dry run) executes retention cleanup.
 func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, error) {
+	ctx, end := BeginOp(ctx)
+	defer end()
 	out := SweepOutcome{Result: sweep.Result{SweepID: newSweepID(), DryRun: o.DryRun, Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}, PerPolicy: map[string]int{}}}
 	var saved *SavedPlan
 	if o.Apply != nil {
@@ -112,7 +114,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	}
 	// One sweep per project at a time; a dry run deletes nothing and needs no lock.
 	var locked []string
-	me := Holder()
+	me := HolderOf(ctx)
 	if !o.DryRun {
 		defer func() {
 			for _, n := range locked {
@@ -190,11 +192,10 @@ func (m *Manager) executor(sweepID string, root *os.Root, policy sweep.Policy, b
 	if err := syscall.Stat(m.Root, &st); err != nil {
 		return nil, err
 	}
-	me := Holder()
 	return &sweep.Executor{SweepID: sweepID, Root: root, RootDir: m.Root, RootDev: st.Dev, Policy: policy, Now: m.now, Budget: budget,
 		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
 		Journal: func(ctx context.Context, p string, r sweep.Record) error {
-			r.Holder = me
+			r.Holder = HolderOf(ctx) // Run's context: the sweep's operation
 			if r.State != "pending" {
 				return m.journalEviction(ctx, p, r)
 			}
@@ -330,18 +331,19 @@ func (m *Manager) resolvePending(ctx context.Context, root *os.Root) (int, error
 }
 
 // orphaned reports whether a pending deletion's writer is gone. A deletion
-// whose holder still runs is in progress (another sweep, a purge, a files
-// rm), not interrupted: its holder will confirm it. Records without a
-// holder predate the field and count as orphaned.
+// whose operation is still under way (another sweep, a purge, a files rm,
+// in this process or another) is in progress, not interrupted: its holder
+// will confirm it. Records without a holder predate the field and count as
+// orphaned.
 func orphaned(p store.PendingEviction) bool {
 	h, _ := p.Record["holder"].(string)
-	return h == "" || h == Holder() || !holderAlive(h)
+	return h == "" || !holderAlive(h)
 }
 
 // settle journals the outcome of an orphaned pending deletion, read from disk.
 func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEviction) error {
 	rec := maps.Clone(p.Record)
-	rec["holder"] = Holder()
+	rec["holder"] = HolderOf(ctx)
 	path, _ := rec["path"].(string)
 	if _, err := root.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		rec["state"], rec["recovered"] = "done", true

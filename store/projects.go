@@ -24,8 +24,8 @@ type Project struct {
 	Name      string    `json:"project"`
 	State     string    `json:"state"`
 	CreatedAt time.Time `json:"created_at"`
-	// Adder names the process adding or removing the project, as
-	// project.Holder does (pid.start@host); "" when neither is under way.
+	// Adder names the operation adding or removing the project, as
+	// project.HolderOf does (pid.start@host/op-N); "" when neither is under way.
 	Adder string `json:"-"`
 }
 

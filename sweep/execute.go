@@ -21,9 +21,9 @@ type Record struct {
 	Policy  string `json:"policy"`
 	State   string `json:"state"` // pending, done, failed
 	Error   string `json:"error,omitempty"`
-	// Holder is the process making the deletion (pid.start@host, as
-	// project.Holder names it): a pending record whose holder still runs
-	// is a deletion in progress, not an interrupted one.
+	// Holder is the operation making the deletion (pid.start@host/op-N,
+	// as project.HolderOf names it): a pending record whose holder is
+	// still under way is a deletion in progress, not an interrupted one.
 	Holder string `json:"holder,omitempty"`
 	// DeletionID tells apart deletions outside sweeps, which share no sweep
 	// id: two files rm of one path must not settle each other's record.
