@@ -48,6 +48,11 @@ type Options struct {
 	// can stall every other goroutine and the garbage collector. Only for a
 	// process with nothing else to run (the CLI), never for a server.
 	RawStat bool
+	// Background lowers each worker's thread to background priority (see
+	// LowerThread), for a walk that Background runs: the workers are
+	// goroutines of their own, on threads of their own.
+	Background bool
+	onWorker   func() // tests: called on each worker's goroutine as it starts
 }
 
 // MaxDepth is the deepest aggregation a walk keeps.
@@ -338,7 +343,16 @@ func (k *worker) run() {
 // startWorkers starts workers until n have started; w.mu is held.
 func (w *walker) startWorkers(n int) {
 	for ; w.started < n && !w.done; w.started++ {
-		w.running.Go(newWorker(w).run)
+		k := newWorker(w)
+		w.running.Go(func() {
+			if w.opts.Background {
+				LowerThread() // best effort, as Background
+			}
+			if w.opts.onWorker != nil {
+				w.opts.onWorker()
+			}
+			k.run()
+		})
 	}
 }
 

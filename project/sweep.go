@@ -30,6 +30,11 @@ type SweepOptions struct {
 	// Projects and Areas come from it.
 	Apply  []byte
 	Budget time.Duration
+	// Background runs the deletions on a thread of their own at idle I/O
+	// class and nice 10 (inventory.Background); the caller's threads keep
+	// their priority. A one-shot CLI sweep asks for it; a server asks for
+	// it on the passes it schedules.
+	Background bool
 }
 
 // SweepOutcome is a sweep's result and the plan it followed.
@@ -162,12 +167,16 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 			return out, err
 		}
 	}
-	inventory.Background() // best effort: a sweep at normal priority still sweeps
 	x, err := m.executor(out.SweepID, root, policy, o.Budget)
 	if err != nil {
 		return out, err
 	}
-	res := x.Run(ctx, plan)
+	var res sweep.Result
+	if o.Background {
+		inventory.Background(func() { res = x.Run(ctx, plan) }) // best effort: a sweep at normal priority still sweeps
+	} else {
+		res = x.Run(ctx, plan)
+	}
 	res.Skipped = append(out.Skipped, res.Skipped...)
 	out.Result = res
 	swept := map[string]any{
