@@ -197,21 +197,30 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		}
 		m.alloc = &xfs.Allocator{FS: fs, Registry: store.Registry{S: o.Store}, Range: m.Range, ProjectFiles: o.ProjectFiles}
 	case errors.As(err, &unsupported):
-		fb := fallback.New(unsupported.Short)
-		m.Backend, m.Unsupported = fb, unsupported
+		// The store is the authority on trees and limits, and other
+		// processes change it: the backend reads it at each call.
+		m.Backend = fallback.New(unsupported.Short, m.recordedTrees)
+		m.Unsupported = unsupported
 		m.fsUUID = "fallback:" + root
-		trees, err := o.Store.Trees(ctx, "")
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range trees {
-			fb.Assign(m.abs(t.Path), t.ProjectID)
-			fb.SetLimits(t.ProjectID, t.Limits)
-		}
 	default:
 		return nil, err
 	}
 	return m, nil
+}
+
+// recordedTrees is every tree of this host the store records, for the
+// fallback backend. quota.Backend's calls carry no context; a query of the
+// store is short.
+func (m *Manager) recordedTrees() (map[quota.ProjectID]fallback.Tree, error) {
+	trees, err := m.Store.Trees(context.Background(), "")
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[quota.ProjectID]fallback.Tree, len(trees))
+	for _, t := range trees {
+		out[t.ProjectID] = fallback.Tree{Dir: m.abs(t.Path), Limits: t.Limits}
+	}
+	return out, nil
 }
 
 // Close releases the backend's resources.
