@@ -32,7 +32,9 @@ func Background(fn func()) error {
 // LowerThread locks the calling goroutine to its OS thread for good and
 // lowers that thread to idle I/O class and nice 10. The goroutine never
 // unlocks it: when the goroutine ends the runtime ends the thread, so the
-// lowered priority can never be handed to other goroutines. The runtime
+// lowered priority can never be handed to other goroutines (the main
+// thread, which the runtime never ends, is wedged instead: nothing runs
+// on it again). The runtime
 // makes new threads from an unlocked template thread, so none inherits it
 // either.
 func LowerThread() error {
