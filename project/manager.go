@@ -195,7 +195,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		if m.fsUUID, err = fs.UUID(); err != nil {
 			return nil, err
 		}
-		m.alloc = &xfs.Allocator{FS: fs, Registry: store.Registry{S: o.Store}, Range: m.Range, ProjectFiles: o.ProjectFiles}
+		m.alloc = &xfs.Allocator{FS: fs, Range: m.Range, ProjectFiles: o.ProjectFiles}
 	case errors.As(err, &unsupported):
 		// The store is the authority on trees and limits, and other
 		// processes change it: the backend reads it at each call.
