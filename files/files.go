@@ -29,6 +29,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
@@ -316,11 +317,9 @@ func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult,
 	if err != nil {
 		return RemoveResult{}, pathErr(p, err)
 	}
-	u := quota.Usage{Bytes: allocated(fi), Inodes: 1}
-	if fi.IsDir() {
-		if u, err = measureIn(t.root, p); err != nil {
-			return RemoveResult{}, err
-		}
+	u, err := measureFreed(t.root, p, fi)
+	if err != nil {
+		return RemoveResult{}, err
 	}
 	res := RemoveResult{Path: path.Join(t.Path, p), Bytes: u.Bytes, Files: u.Inodes}
 	rec := sweep.Record{Area: t.Area, Path: res.Path, Bytes: u.Bytes, Reason: "manual", Policy: "files rm"}
@@ -347,21 +346,23 @@ func allocated(fi os.FileInfo) uint64 {
 	return uint64(fi.Size())
 }
 
-// measureIn walks a directory inside root as fallback.Walk does.
-func measureIn(root *os.Root, p string) (quota.Usage, error) {
-	var u quota.Usage
-	err := fs.WalkDir(root.FS(), p, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // vanished or unreadable: the removal reports the truth
-		}
-		fi, err := d.Info()
-		if err == nil {
-			u.Bytes += allocated(fi)
-			u.Inodes++
-		}
-		return nil
-	})
-	return u, err
+// measureFreed is what deleting p (lstat as fi) inside root gives back:
+// inventory's one measure, without the files that also have links outside
+// p (they stay, and crediting them would let the ledger under-count). A
+// directory is opened through root, so no name on the way is followed out
+// of it.
+func measureFreed(root *os.Root, p string, fi os.FileInfo) (quota.Usage, error) {
+	if !fi.IsDir() {
+		u := inventory.MeasureInfo(fi)
+		return quota.Usage{Bytes: u.FreeBytes, Inodes: u.FreeInodes}, nil
+	}
+	d, err := root.Open(p)
+	if err != nil {
+		return quota.Usage{}, pathErr(p, err)
+	}
+	defer d.Close()
+	u, err := inventory.MeasureFile(d)
+	return quota.Usage{Bytes: u.FreeBytes, Inodes: u.FreeInodes}, err
 }
 
 // tempName is a fresh name for a temporary file at the tree's top.

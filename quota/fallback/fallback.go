@@ -110,17 +110,17 @@ func (b *Backend) All() (map[quota.ProjectID]quota.Quota, error) {
 // deletes.
 func (b *Backend) Clear(id quota.ProjectID) error { return nil }
 
-// Walk measures a tree as du does (inventory.Walk): allocated bytes and
-// inodes, the directory itself included, hard-linked files once, symlinks
-// counted but not followed, mount points not entered. A missing tree is
-// empty.
+// Walk measures a tree as du does (inventory.Measure): allocated bytes
+// and inodes, the directory itself included, hard-linked files once,
+// symlinks counted but not followed, mount points not entered. A missing
+// tree is empty.
 func Walk(dir string) (quota.Usage, error) {
-	res, err := inventory.Walk(dir, inventory.Options{Depth: 1, TopK: 1})
+	u, err := inventory.Measure(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return quota.Usage{}, nil
 	}
 	if err != nil {
 		return quota.Usage{}, &quota.OpError{Op: "measure", Tree: dir, Err: err}
 	}
-	return quota.Usage{Bytes: res.Root.SizeBytes, Inodes: res.Root.Files + res.Root.Dirs}, nil
+	return quota.Usage{Bytes: u.Bytes, Inodes: u.Inodes}, nil
 }
