@@ -32,7 +32,6 @@ import (
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
-	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
 
@@ -66,7 +65,7 @@ func New(ctx context.Context, m *project.Manager) (*Layer, error) {
 
 // tree is one opened project tree.
 type tree struct {
-	store.Tree
+	project.TreeRecord
 	label string // `project "omni" workspace`
 	root  *os.Root
 }
@@ -103,7 +102,7 @@ func (l *Layer) open(ctx context.Context, name, area string) (*tree, error) {
 	if t.Area != project.AreaWorkspace {
 		label += " " + t.Area
 	}
-	return &tree{Tree: t, label: label, root: root}, nil
+	return &tree{TreeRecord: t, label: label, root: root}, nil
 }
 
 func splitPath(p string) []string {
@@ -326,10 +325,7 @@ func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult,
 	if err := l.M.RemoveJournalled(ctx, name, t.root, p, rec); err != nil {
 		return res, fmt.Errorf("remove %s: %w", p, err)
 	}
-	if !l.M.IsXFS() {
-		err = l.M.Store.AddLedger(ctx, store.TreeKey{Project: name, Area: t.Area}, -int64(u.Bytes), -int64(u.Inodes), l.M.Actor)
-	}
-	return res, err
+	return res, l.M.CreditRemoval(ctx, t.TreeRecord, u)
 }
 
 // RemoveResult says what a removal freed.
