@@ -1,8 +1,9 @@
 // Package files is the safe file layer of a sandbox root: list, read, write
 // and delete files inside one project tree. Writes are admitted before they
-// allocate anything (on the fallback backend by reservations in the store,
-// atomic across processes; on XFS the kernel enforces and xfsq adds the
-// per-write limit), written to an unnamed file (O_TMPFILE, else a named
+// allocate anything, through project.Write (on the fallback backend by
+// reservations in the store, atomic across processes; on XFS the kernel
+// enforces and xfsq adds the per-write limit) — files never calls the
+// store nor asks which backend is in force — written to an unnamed file (O_TMPFILE, else a named
 // temporary one) and put in place only when complete and only as the inode
 // written, so a refused or failed write leaves the old content as it was
 // and a swapped temporary name can never be placed. Deletions are

@@ -4,6 +4,13 @@
 // kernel's or the fallback's enforcement). The CLI and the HTTP API are thin
 // shells over it, so they can never disagree.
 //
+// Every operation that leaves records of work in progress (an add, a
+// removal, a sweep, a doctor pass, a write) runs as an operation of its own
+// (BeginOp): its holder, pid.start@host/op-N, tells a live operation from a
+// gone one in this process as in any other, so a long-lived process (the
+// server) behaves as many one-shot ones would. Writes through xfsq are
+// accounted by Write, the one owner of that protocol.
+//
 // It must never touch anything outside the root, never delete data that it
 // did not create (rollback removes only empty directories it made), and
 // never change a project without journalling it.
