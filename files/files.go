@@ -3,11 +3,11 @@
 // allocate anything, through project.Write (on the fallback backend by
 // reservations in the store, atomic across processes; on XFS the kernel
 // enforces and xfsq adds the per-write limit) — files never calls the
-// store nor asks which backend is in force — written to an unnamed file (O_TMPFILE, else a named
-// temporary one) and put in place only when complete and only as the inode
-// written, so a refused or failed write leaves the old content as it was
-// and a swapped temporary name can never be placed. Deletions are
-// journalled. The CLI and the HTTP API share this layer.
+// store nor asks which backend is in force — written to an unnamed file
+// (O_TMPFILE, else a named temporary one) and put in place only when
+// complete and only as the inode written, so a refused or failed write
+// leaves the old content as it was and a swapped temporary name can never
+// be placed. Deletions are journalled. The CLI and the HTTP API share this layer.
 //
 // Every path is resolved through os.Root inside the tree: it must never
 // read, write or delete outside the tree, follow a symlink out of it, or
@@ -33,6 +33,7 @@ import (
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
 
@@ -66,7 +67,7 @@ func New(ctx context.Context, m *project.Manager) (*Layer, error) {
 
 // tree is one opened project tree.
 type tree struct {
-	project.TreeRecord
+	store.Tree
 	label string // `project "omni" workspace`
 	root  *os.Root
 }
@@ -103,7 +104,7 @@ func (l *Layer) open(ctx context.Context, name, area string) (*tree, error) {
 	if t.Area != project.AreaWorkspace {
 		label += " " + t.Area
 	}
-	return &tree{TreeRecord: t, label: label, root: root}, nil
+	return &tree{Tree: t, label: label, root: root}, nil
 }
 
 func splitPath(p string) []string {
@@ -317,16 +318,18 @@ func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult,
 	if err != nil {
 		return RemoveResult{}, pathErr(p, err)
 	}
-	u, err := measureFreed(t.root, p, fi)
-	if err != nil {
-		return RemoveResult{}, err
+	u := quota.Usage{Bytes: allocated(fi), Inodes: 1}
+	if fi.IsDir() {
+		if u, err = measureIn(t.root, p); err != nil {
+			return RemoveResult{}, err
+		}
 	}
 	res := RemoveResult{Path: path.Join(t.Path, p), Bytes: u.Bytes, Files: u.Inodes}
 	rec := sweep.Record{Area: t.Area, Path: res.Path, Bytes: u.Bytes, Reason: "manual", Policy: "files rm"}
 	if err := l.M.RemoveJournalled(ctx, name, t.root, p, rec); err != nil {
 		return res, fmt.Errorf("remove %s: %w", p, err)
 	}
-	return res, l.M.CreditRemoval(ctx, t.TreeRecord, u)
+	return res, l.M.CreditRemoval(ctx, t.Tree, u)
 }
 
 // RemoveResult says what a removal freed.
@@ -343,16 +346,12 @@ func allocated(fi os.FileInfo) uint64 {
 	return uint64(fi.Size())
 }
 
-// measureFreed is what deleting p (lstat as fi) inside root gives back:
+// measureIn is what deleting the directory p inside root gives back:
 // inventory's one measure, without the files that also have links outside
-// p (they stay, and crediting them would let the ledger under-count). A
+// p (they stay, and crediting them would let the ledger under-count). The
 // directory is opened through root, so no name on the way is followed out
 // of it.
-func measureFreed(root *os.Root, p string, fi os.FileInfo) (quota.Usage, error) {
-	if !fi.IsDir() {
-		u := inventory.MeasureInfo(fi)
-		return quota.Usage{Bytes: u.FreeBytes, Inodes: u.FreeInodes}, nil
-	}
+func measureIn(root *os.Root, p string) (quota.Usage, error) {
 	d, err := root.Open(p)
 	if err != nil {
 		return quota.Usage{}, pathErr(p, err)

@@ -7,10 +7,9 @@ import (
 )
 
 // Usage is one entry measured as du measures it, and what deleting it
-// would give back. This is the one measure of a tree's usage: the fallback
-// backend's usage, the sweep's entries and re-checks, and the credit a
-// removal gives the fallback's ledger all come from here, so they can
-// never disagree.
+// would give back. This is the one measure of a tree's usage, so that the
+// fallback backend's usage, the sweep's entries and the credit a removal
+// gives the fallback's ledger can never disagree.
 type Usage struct {
 	// Bytes and Inodes are allocated bytes and inodes, a directory's own
 	// included, each hard-linked file once.

@@ -9,7 +9,7 @@
 // follow a symlink or leave the filesystem the walk started on.
 //
 // Measure is the one measure of an entry's usage (the fallback backend's,
-// the sweep's, a removal's credit to the ledger). Background priority is
+// a removal's credit to the ledger). Background priority is
 // per thread and chosen by the caller (Background): it must never lower
 // the priority of the whole process.
 package inventory

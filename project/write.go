@@ -200,10 +200,6 @@ func (w *Write) Release(ctx context.Context) {
 	}
 }
 
-// TreeRecord is a tree as the store records it, for the file layer,
-// which does not use the store itself.
-type TreeRecord = store.Tree
-
 // CreditRemoval lowers a fallback tree's ledger by what a removal through
 // xfsq freed (on XFS the kernel counts). freed must be what was unlinked,
 // never more, so the ledger over-counts, never under-counts.

@@ -50,9 +50,11 @@ func (g *Gatherer) measure(rel string, fi os.FileInfo) (Entry, error) {
 // or why it must stay (a symlink, another filesystem than rootDev). The
 // planner's walks and the executor's re-check both see entries through it.
 func measure(rootDir string, rootDev uint64, rel string, fi os.FileInfo) (Entry, error) {
-	u := inventory.MeasureInfo(fi) // its own inode; a directory's whole tree below
-	e := Entry{Path: rel, Dir: fi.IsDir(), Newest: u.Newest}
+	e := Entry{Path: rel, Dir: fi.IsDir(), Newest: fi.ModTime().UTC()}
 	st, _ := fi.Sys().(*syscall.Stat_t)
+	if st != nil { // an mtime stamped in the future must not pin the entry (inventory.Mtime)
+		e.Newest = time.Unix(0, min(st.Mtim.Nano(), st.Ctim.Nano())).UTC()
+	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		e.Protected = protectedSymlink
@@ -61,13 +63,13 @@ func measure(rootDir string, rootDev uint64, rel string, fi os.FileInfo) (Entry,
 		e.Protected = protectedOtherFS
 		return e, nil
 	case fi.IsDir():
-		d, err := inventory.Measure(filepath.Join(rootDir, rel))
+		res, err := inventory.Walk(filepath.Join(rootDir, rel), inventory.Options{Depth: 1, TopK: 1})
 		if err != nil {
 			return e, err
 		}
-		e.Bytes, e.Newest = d.Bytes, d.Newest
-	default:
-		e.Bytes = u.Bytes
+		e.Bytes, e.Newest = res.Root.SizeBytes, res.Root.Mtime
+	case st != nil:
+		e.Bytes = uint64(st.Blocks) * 512
 	}
 	return e, nil
 }
