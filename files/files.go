@@ -1,12 +1,13 @@
 // Package files is the safe file layer of a sandbox root: list, read, write
 // and delete files inside one project tree. Writes are admitted before they
-// allocate anything (on the fallback backend by reservations in the store,
-// atomic across processes; on XFS the kernel enforces and xfsq adds the
-// per-write limit), written to an unnamed file (O_TMPFILE, else a named
-// temporary one) and put in place only when complete and only as the inode
-// written, so a refused or failed write leaves the old content as it was
-// and a swapped temporary name can never be placed. Deletions are
-// journalled. The CLI and the HTTP API share this layer.
+// allocate anything, through project.Write (on the fallback backend by
+// reservations in the store, atomic across processes; on XFS the kernel
+// enforces and xfsq adds the per-write limit) — files never calls the
+// store nor asks which backend is in force — written to an unnamed file
+// (O_TMPFILE, else a named temporary one) and put in place only when
+// complete and only as the inode written, so a refused or failed write
+// leaves the old content as it was and a swapped temporary name can never
+// be placed. Deletions are journalled. The CLI and the HTTP API share this layer.
 //
 // Every path is resolved through os.Root inside the tree: it must never
 // read, write or delete outside the tree, follow a symlink out of it, or
@@ -31,6 +32,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
@@ -341,11 +343,8 @@ func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult,
 	if rec.State == sweep.StatePending {
 		return res, fmt.Errorf("remove %s: %w", p, rmErr)
 	}
-	var credit error
-	if !l.M.IsXFS() && (rep.Bytes > 0 || rep.Inodes > 0) {
-		// What went, went, whatever else failed: credit it.
-		credit = l.M.Store.AddLedger(context.WithoutCancel(ctx), store.TreeKey{Project: name, Area: t.Area}, -int64(rep.Bytes), -int64(rep.Inodes), l.M.Actor, started)
-	}
+	// What went, went, whatever else failed: credit it.
+	credit := l.M.CreditRemoval(context.WithoutCancel(ctx), t.Tree, quota.Usage{Bytes: rep.Bytes, Inodes: rep.Inodes}, started)
 	switch {
 	case rmErr != nil:
 		return res, fmt.Errorf("remove %s (%d entries removed before it stopped): %w", p, rep.Entries, rmErr)
@@ -391,21 +390,19 @@ func allocated(fi os.FileInfo) uint64 {
 	return uint64(fi.Size())
 }
 
-// measureIn walks a directory inside root as fallback.Walk does.
+// measureIn is what deleting the directory p inside root gives back:
+// inventory's one measure, without the files that also have links outside
+// p (they stay, and crediting them would let the ledger under-count). The
+// directory is opened through root, so no name on the way is followed out
+// of it.
 func measureIn(root *os.Root, p string) (quota.Usage, error) {
-	var u quota.Usage
-	err := fs.WalkDir(root.FS(), p, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // vanished or unreadable: the removal reports the truth
-		}
-		fi, err := d.Info()
-		if err == nil {
-			u.Bytes += allocated(fi)
-			u.Inodes++
-		}
-		return nil
-	})
-	return u, err
+	d, err := root.Open(p)
+	if err != nil {
+		return quota.Usage{}, pathErr(p, err)
+	}
+	defer d.Close()
+	u, err := inventory.MeasureFile(d)
+	return quota.Usage{Bytes: u.FreeBytes, Inodes: u.FreeInodes}, err
 }
 
 // tempName is a fresh name for a temporary file at the tree's top.

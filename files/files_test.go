@@ -309,6 +309,34 @@ func TestRemoveIsJournalled(t *testing.T) {
 	}
 }
 
+// Removing a directory that holds a hard link to a file that stays frees
+// nothing of that file: the ledger must not drop below a fresh walk
+// (over-counts, never under-counts), or admission would let writes past
+// the limit until the next walk.
+func TestRemoveHardLinkedFileKeepsItsBytes(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	if err := s.put("omni", "keep", make([]byte, 256*block), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.put("omni", "d/x", make([]byte, block), true); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(s.root, "projects", "omni")
+	if err := os.Link(filepath.Join(ws, "keep"), filepath.Join(ws, "d", "link")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.l.Remove(ctx, "omni", "", "d"); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := fallback.Walk(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.used("omni"); got.Bytes < fresh.Bytes || got.Inodes < fresh.Inodes {
+		t.Errorf("after rm the ledger counts %+v, under a fresh walk's %+v", got, fresh)
+	}
+}
+
 // Writes in one project never count against another, and no path reaches
 // another project's tree.
 func TestCrossTreeIsolation(t *testing.T) {

@@ -9,15 +9,12 @@ import (
 	"os"
 	"path"
 	"strconv"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
-	"github.com/xfsq/xfsq/quota/fallback"
-	"github.com/xfsq/xfsq/store"
 )
 
 // PutResult says what a write did.
@@ -43,6 +40,10 @@ const (
 // refused — never cut — if it goes past it. Nothing is visible at p until
 // the whole body is on disk; a refused or failed write leaves p as it was.
 func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size int64) (PutResult, error) {
+	// The write's reservation is held by its own operation, so a write
+	// that ended without releasing it is reclaimable at once.
+	ctx, end := project.BeginOp(ctx)
+	defer end()
 	if _, err := CleanNew(p); err != nil {
 		return PutResult{}, err
 	}
@@ -102,11 +103,13 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		return res, err
 	}
 	defer dir.Close()
-	if err := w.commit(); err != nil {
+	// Committed before the rename: a crash in between over-counts until
+	// the next walk, never under.
+	if err := w.acct.Commit(ctx, w.delta()); err != nil {
 		return res, err
 	}
 	if err := w.place(int(dir.Fd()), base, p); err != nil {
-		w.uncommit()
+		w.acct.Undo(ctx)
 		return res, err
 	}
 	w.done = true
@@ -266,16 +269,11 @@ type writer struct {
 	fd       int
 	named    bool // the file has the temporary name (else it is unnamed or placed)
 
-	reservation int64  // fallback: the store's reservation, 0 when none
-	size        int64  // the body's declared length, -1 when unknown
-	reserved    uint64 // bytes beyond oldAlloc held for this write
-	renewed     time.Time
-	written     uint64
-	committed   bool
-	done        bool
+	acct    *project.Write // the write's accounting: admission, reservation, ledger
+	size    int64          // the body's declared length, -1 when unknown
+	written uint64
+	done    bool
 }
-
-func (w *writer) key() store.TreeKey { return store.TreeKey{Project: w.t.Project, Area: w.t.Area} }
 
 // alloc is what n bytes of content take on disk, in whole blocks.
 func (w *writer) alloc(n uint64) uint64 { return (n + w.block - 1) / w.block * w.block }
@@ -288,14 +286,6 @@ func (w *writer) need(n uint64) uint64 {
 	return 0
 }
 
-func (w *writer) admitFunc(fileBytes, bytes, inodes uint64) store.AdmitFunc {
-	return func(limits quota.Limits, used quota.Usage, rootUsed uint64) error {
-		return fallback.Admit(fallback.State{Tree: w.t.label, Limits: limits, Used: used,
-			RootUsed: rootUsed, RootBudget: w.l.RootBudget, MaxFileBytes: w.l.MaxFileBytes},
-			fallback.Request{FileBytes: fileBytes, Bytes: bytes, Inodes: inodes})
-	}
-}
-
 // admit reserves what is known up front: the whole body when its size is
 // known, else only the inodes.
 func (w *writer) admit(size int64) error {
@@ -303,51 +293,19 @@ func (w *writer) admit(size int64) error {
 	if size >= 0 {
 		fileBytes, bytes = uint64(size), w.need(uint64(size))+w.dirBytes
 	}
-	if w.l.M.IsXFS() {
-		return w.admitXFS(fileBytes, bytes)
-	}
-	if err := w.l.M.RefreshBaselineIfStale(w.ctx, w.t.Tree); err != nil {
-		return err
-	}
-	id, reclaimed, err := w.l.M.Store.Reserve(w.ctx, w.key(), bytes, w.inodes, project.Holder(),
-		path.Join(w.t.Path, w.temp), w.l.TTL, project.HolderGone, w.admitFunc(fileBytes, bytes, w.inodes))
-	w.l.M.RemoveTemps(reclaimed)
-	if err != nil {
-		return err
-	}
-	w.reservation, w.reserved, w.renewed = id, bytes-w.dirBytes, time.Now()
-	return nil
-}
-
-// admitXFS checks what the kernel cannot: the per-write limit; and refuses
-// early what the kernel would refuse half-way.
-func (w *writer) admitXFS(fileBytes, bytes uint64) error {
-	q, err := w.l.M.Backend.Get(w.t.ProjectID)
-	if err != nil {
-		return err
-	}
-	err = fallback.Admit(fallback.State{Tree: w.t.label, Limits: quota.Limits{BytesHard: q.BytesHard, InodesHard: q.InodesHard},
-		Used: q.Usage, MaxFileBytes: w.l.MaxFileBytes}, fallback.Request{FileBytes: fileBytes, Bytes: bytes, Inodes: w.inodes})
-	w.reserved = ^uint64(0) >> 1 // the kernel is the reservation
-	return err
+	w.acct = w.l.M.StartWrite(w.t.Tree, w.t.label, project.WriteLimits{MaxFileBytes: w.l.MaxFileBytes, RootBudget: w.l.RootBudget, TTL: w.l.TTL},
+		w.inodes, path.Join(w.t.Path, w.temp))
+	return w.acct.Reserve(w.ctx, fileBytes, bytes, w.dirBytes)
 }
 
 // grow asks for more room for a streaming body: the next step if it can,
 // else whatever the allowance still holds. It returns false when nothing
 // more can be had.
 func (w *writer) grow() (bool, error) {
-	if w.l.M.IsXFS() {
+	if !w.acct.CanGrow() {
 		return false, nil
 	}
-	try := func(n uint64) error {
-		reclaimed, err := w.l.M.Store.Grow(w.ctx, w.key(), w.reservation, n, w.l.TTL, project.HolderGone, w.admitFunc(0, n, 0))
-		w.l.M.RemoveTemps(reclaimed)
-		if err == nil {
-			w.reserved += n
-			w.renewed = time.Now()
-		}
-		return err
-	}
+	try := func(n uint64) error { return w.acct.Grow(w.ctx, n) }
 	step := (min(max(firstStep, w.written), maxStep) + w.block - 1) / w.block * w.block
 	err := try(step)
 	if err == nil {
@@ -366,27 +324,12 @@ func (w *writer) grow() (bool, error) {
 	return false, nil
 }
 
-// renew keeps the reservation of a write that is making progress from
-// expiring, however long its body takes: it is renewed after each quarter
-// of reservation_ttl in which data arrived, so only a write that stalls for
-// the whole TTL can be reclaimed.
-func (w *writer) renew() error {
-	if w.reservation == 0 || w.l.TTL <= 0 || time.Since(w.renewed) < w.l.TTL/4 {
-		return nil
-	}
-	if err := w.l.M.Store.Renew(w.ctx, w.reservation, w.l.TTL); err != nil {
-		return err
-	}
-	w.renewed = time.Now()
-	return nil
-}
-
 // copy streams the body into the temporary file within what is reserved.
 func (w *writer) copy(r io.Reader, size int64) error {
 	buf := make([]byte, 1<<20)
 	for {
 		// Room: content bytes that fit in the old file's blocks plus the reservation.
-		room := (w.oldAlloc+w.reserved)/w.block*w.block - min(w.written, (w.oldAlloc+w.reserved)/w.block*w.block)
+		room := (w.oldAlloc+w.acct.Held())/w.block*w.block - min(w.written, (w.oldAlloc+w.acct.Held())/w.block*w.block)
 		if w.l.MaxFileBytes > 0 {
 			room = min(room, w.l.MaxFileBytes-min(w.written, w.l.MaxFileBytes))
 		}
@@ -418,7 +361,7 @@ func (w *writer) copy(r io.Reader, size int64) error {
 				return w.mapErr(werr)
 			}
 			w.written += uint64(n)
-			if err := w.renew(); err != nil {
+			if err := w.acct.Renew(w.ctx); err != nil {
 				return err
 			}
 		}
@@ -487,7 +430,7 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 
 // mayGrow reports whether a streaming body may ask for more room.
 func (w *writer) mayGrow() bool {
-	return !w.l.M.IsXFS() && (w.l.MaxFileBytes == 0 || w.written < w.l.MaxFileBytes)
+	return w.acct.CanGrow() && (w.l.MaxFileBytes == 0 || w.written < w.l.MaxFileBytes)
 }
 
 // expectEOF reads one byte past the admitted length: EOF means the body
@@ -525,73 +468,23 @@ func (w *writer) expectEOF(r io.Reader, size int64) (more bool, err error) {
 	}
 }
 
-// refusal builds the limit error for a body of at least n bytes, from the
-// tree's usage without this write's own reservation.
-func (w *writer) refusal(n uint64) error {
-	if w.l.MaxFileBytes > 0 && n > w.l.MaxFileBytes {
-		return &quota.LimitError{Tree: w.t.label, Limit: "max_file_bytes", Requested: n, Max: w.l.MaxFileBytes}
-	}
-	limits, used, rootUsed, err := w.l.M.Store.Account(w.ctx, w.key())
-	if err != nil {
-		return err
-	}
-	used.Bytes -= min(used.Bytes, w.reserved+w.dirBytes)
-	used.Inodes -= min(used.Inodes, w.inodes)
-	rootUsed -= min(rootUsed, w.reserved+w.dirBytes)
-	err = w.admitFunc(n, w.need(n)+w.dirBytes, w.inodes)(limits, used, rootUsed)
-	if err == nil { // room freed up since: still refused, this body was cut off at its allowance
-		err = &quota.LimitError{Tree: w.t.label, Limit: "bytes_hard", Used: used.Bytes, Requested: w.need(n), Max: limits.BytesHard}
-	}
-	return err
-}
+// refusal builds the limit error for a body of at least n bytes.
+func (w *writer) refusal(n uint64) error { return w.acct.Refusal(w.ctx, n, w.need(n), w.dirBytes) }
 
-// mapErr turns the kernel's refusal during a write into what it means: a
-// full filesystem, or (on XFS) the tree's quota. Only XFS enforces quotas
-// in the kernel, so on the fallback backend ENOSPC and EDQUOT are always the
-// filesystem; on XFS they are the filesystem when it has less room than the
-// write still needed.
+// mapErr turns the kernel's refusal during a write into what it means (see
+// project.Write.KernelRefusal).
 func (w *writer) mapErr(err error) error {
-	if !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
-		return err
-	}
 	need := uint64(0)
 	if w.size >= 0 {
 		need = w.alloc(uint64(w.size)) - min(w.alloc(w.written), w.alloc(uint64(w.size)))
 	}
-	cause := errors.New("nothing was written")
-	if !w.l.M.IsXFS() {
-		if full := project.DiskFull(w.l.M.Root, ^uint64(0), cause); full != nil {
-			return full
-		}
-		return fmt.Errorf("%w; nothing was written", err)
-	}
-	if full := project.DiskFull(w.l.M.Root, need, cause); full != nil {
-		return full
-	}
-	q, _ := w.l.M.Backend.Get(w.t.ProjectID)
-	return &quota.LimitError{Tree: w.t.label, Limit: "bytes_hard", Used: q.Bytes, Requested: w.alloc(w.written + 1), Max: q.BytesHard}
+	return w.acct.KernelRefusal(err, need, w.alloc(w.written+1))
 }
 
-// commit records the write's change in the ledger (fallback) before the
-// rename: a crash in between over-counts until the next walk, never under.
-func (w *writer) commit() error {
-	if w.reservation == 0 {
-		w.committed = true
-		return nil
-	}
-	delta := int64(w.alloc(w.written)) - int64(w.oldAlloc) + int64(w.dirBytes)
-	if err := w.l.M.Store.Commit(w.ctx, w.key(), w.reservation, delta, int64(w.inodes), w.l.M.Actor); err != nil {
-		return err
-	}
-	w.committed, w.reservation = true, 0
-	return nil
-}
-
-func (w *writer) uncommit() {
-	if w.committed && !w.l.M.IsXFS() {
-		delta := int64(w.alloc(w.written)) - int64(w.oldAlloc) + int64(w.dirBytes)
-		w.l.M.Store.AddLedger(w.ctx, w.key(), -delta, -int64(w.inodes), w.l.M.Actor, time.Now())
-	}
+// delta is what the write changes on disk: the new file's blocks less the
+// old file's, plus the new directories.
+func (w *writer) delta() int64 {
+	return int64(w.alloc(w.written)) - int64(w.oldAlloc) + int64(w.dirBytes)
 }
 
 // abandon removes the temporary file and releases the reservation of a
@@ -609,9 +502,7 @@ func (w *writer) abandon() {
 	if w.done {
 		return
 	}
-	if w.reservation != 0 {
-		w.l.M.Store.Release(context.WithoutCancel(w.ctx), w.reservation)
-	}
+	w.acct.Release(w.ctx)
 }
 
 // missingDirs counts the directories of dir that do not exist yet.

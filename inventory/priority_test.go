@@ -2,33 +2,94 @@ package inventory
 
 import (
 	"os"
-	"os/exec"
-	"strings"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-func TestBackground(t *testing.T) {
-	if os.Getenv("XFSQ_TEST_BACKGROUND") == "" {
-		// In a child: the priority change must not leak into other tests.
-		cmd := exec.Command(os.Args[0], "-test.run=^TestBackground$")
-		cmd.Env = append(os.Environ(), "XFSQ_TEST_BACKGROUND=1")
-		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
-			t.Fatalf("child: %v\n%s", err, out)
-		}
-		return
+// threadPriority is the calling thread's I/O class and nice value.
+func threadPriority(t *testing.T) (class uintptr, nice int) {
+	t.Helper()
+	const ioprioWhoProcess = 1
+	prio, _, errno := unix.Syscall(unix.SYS_IOPRIO_GET, ioprioWhoProcess, uintptr(unix.Gettid()), 0)
+	if errno != 0 {
+		t.Fatal(errno)
 	}
-	if err := Background(); err != nil {
+	p, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid())
+	if err != nil {
 		t.Fatal(err)
 	}
-	const ioprioWhoProcess, idle = 1, 3
-	prio, _, errno := unix.Syscall(unix.SYS_IOPRIO_GET, ioprioWhoProcess, uintptr(unix.Gettid()), 0)
-	if errno != 0 || prio>>13 != idle {
-		t.Errorf("I/O priority class %d (%v), want idle (3)", prio>>13, errno)
+	return prio >> 13, 20 - p // getpriority returns 20 - nice
+}
+
+// fn runs at idle I/O class and nice 10, the walk's workers too, and the
+// thread that asked for it (any other thread) keeps its priority.
+func TestBackgroundIsPerThread(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	class, nice := threadPriority(t)
+	dir := t.TempDir()
+	for i := range 64 {
+		sub := filepath.Join(dir, string(rune('a'+i%26)), string(rune('a'+i/26)))
+		os.MkdirAll(sub, 0o755)
+		os.WriteFile(filepath.Join(sub, "f"), []byte("x"), 0o644)
 	}
-	// getpriority returns 20 - nice.
-	if p, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid()); err != nil || 20-p != 10 {
-		t.Errorf("nice %d (%v), want 10", 20-p, err)
+	var mu sync.Mutex
+	var inside []uintptr
+	err := Background(func() {
+		c, n := threadPriority(t)
+		inside = append(inside, c, uintptr(n))
+		if _, err := Walk(dir, Options{Background: true, Workers: 4, onWorker: func() {
+			c, n := threadPriority(t)
+			mu.Lock()
+			inside = append(inside, c, uintptr(n))
+			mu.Unlock()
+		}}); err != nil {
+			t.Error(err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inside) < 4 {
+		t.Fatalf("no worker of the walk reported: %v", inside)
+	}
+	for i := 0; i < len(inside); i += 2 {
+		if inside[i] != 3 || inside[i+1] != 10 {
+			t.Errorf("a thread of the background pass: I/O class %d, nice %d; want idle (3), 10", inside[i], inside[i+1])
+		}
+	}
+	if c, n := threadPriority(t); c != class || n != nice {
+		t.Errorf("after a background pass the caller's thread has I/O class %d, nice %d; want %d, %d as before", c, n, class, nice)
+	}
+	// The lowered threads end with their goroutines: soon no thread of the
+	// process is left at nice 10.
+	var lowered []int
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		lowered = lowered[:0]
+		tasks, _ := os.ReadDir("/proc/self/task")
+		for _, task := range tasks {
+			tid, _ := strconv.Atoi(task.Name())
+			if tid == os.Getpid() {
+				// The main thread: the runtime never ends it, but wedges it
+				// when a goroutine locked to it ends, so nothing runs on it
+				// again at the priority it was left with.
+				continue
+			}
+			if p, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err == nil && 20-p != nice {
+				lowered = append(lowered, tid)
+			}
+		}
+		if len(lowered) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(lowered) > 0 {
+		t.Errorf("threads %v kept the background pass's priority after it ended", lowered)
 	}
 }

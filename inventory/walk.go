@@ -7,6 +7,11 @@
 // the top-K files, and the inodes that have more than one link), never by
 // the number of files. It only reads: it must never open a file's content,
 // follow a symlink or leave the filesystem the walk started on.
+//
+// Measure is the one measure of an entry's usage (the fallback backend's,
+// a removal's credit to the ledger). Background priority is
+// per thread and chosen by the caller (Background): it must never lower
+// the priority of the whole process.
 package inventory
 
 import (
@@ -48,6 +53,11 @@ type Options struct {
 	// can stall every other goroutine and the garbage collector. Only for a
 	// process with nothing else to run (the CLI), never for a server.
 	RawStat bool
+	// Background lowers each worker's thread to background priority (see
+	// LowerThread), for a walk that Background runs: the workers are
+	// goroutines of their own, on threads of their own.
+	Background bool
+	onWorker   func() // tests: called on each worker's goroutine as it starts
 }
 
 // MaxDepth is the deepest aggregation a walk keeps.
@@ -83,6 +93,10 @@ type Result struct {
 	Partial  bool          `json:"partial"` // the budget ran out; totals cover what was seen
 	Errors   uint64        `json:"errors"`  // entries that could not be read or vanished
 	Duration time.Duration `json:"duration_ns"`
+	// SharedBytes and SharedFiles are the part of the totals held by files
+	// that also have links outside the tree: deleting the tree leaves them.
+	SharedBytes uint64 `json:"-"`
+	SharedFiles uint64 `json:"-"`
 }
 
 type walker struct {
@@ -103,7 +117,7 @@ type walker struct {
 	cold    atomic.Int64   // directories read from the disk: at coldToJoin, every worker is wanted
 
 	linkMu sync.Mutex
-	links  map[[2]uint64]struct{} // inodes with more than one link, seen once
+	links  map[[2]uint64]*linkSeen // inodes with more than one link, counted at their first sighting
 
 	topMu sync.Mutex
 	top   topK[File]
@@ -161,12 +175,43 @@ func Walk(dir string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
+	return walkFd(fd, dir, opts, start)
+}
+
+// WalkFile measures the tree of the directory open as f (opened through
+// an os.Root, say, so no name on the way to it was followed out of the
+// root). f stays open and is the caller's to close.
+func WalkFile(f *os.File, opts Options) (*Result, error) {
+	start := time.Now()
+	if opts.Depth <= 0 {
+		opts.Depth = 3
+	}
+	opts.Depth = min(opts.Depth, MaxDepth)
+	if opts.TopK <= 0 {
+		opts.TopK = 20
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "dup", Path: f.Name(), Err: err}
+	}
+	return walkFd(fd, f.Name(), opts, start)
+}
+
+// walkFd walks the directory open as fd (closed by the walk) named dir.
+func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
 		return nil, &os.PathError{Op: "fstat", Path: dir, Err: err}
 	}
-	w := &walker{opts: opts, rootDev: st.Dev, links: map[[2]uint64]struct{}{}}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "walk", Path: dir, Err: unix.ENOTDIR}
+	}
+	w := &walker{opts: opts, rootDev: st.Dev, links: map[[2]uint64]*linkSeen{}}
 	w.wake.L = &w.mu
 	if opts.Budget > 0 {
 		w.deadline = start.Add(opts.Budget)
@@ -209,8 +254,17 @@ func Walk(dir string, opts Options) (*Result, error) {
 	}
 	res := &Result{Root: root.node, Partial: w.partial.Load(), Errors: w.errors.Load(), Duration: time.Since(start)}
 	res.TopFiles = w.top.best()
+	for _, l := range w.links {
+		if l.seen < l.nlink {
+			res.SharedBytes += l.size
+			res.SharedFiles++
+		}
+	}
 	return res, nil
 }
+
+// linkSeen counts the sightings of one multiply-linked inode.
+type linkSeen struct{ nlink, seen, size uint64 }
 
 // agg accumulates the subtree of one directory to the depth (directories
 // below it add to their deepest ancestor's agg). It is finished, and folded
@@ -338,7 +392,16 @@ func (k *worker) run() {
 // startWorkers starts workers until n have started; w.mu is held.
 func (w *walker) startWorkers(n int) {
 	for ; w.started < n && !w.done; w.started++ {
-		w.running.Go(newWorker(w).run)
+		k := newWorker(w)
+		w.running.Go(func() {
+			if w.opts.Background {
+				LowerThread() // best effort, as Background
+			}
+			if w.opts.onWorker != nil {
+				w.opts.onWorker()
+			}
+			k.run()
+		})
 	}
 }
 
@@ -576,10 +639,11 @@ func (w *walker) firstLink(st *unix.Stat_t) bool {
 	key := [2]uint64{st.Dev, st.Ino}
 	w.linkMu.Lock()
 	defer w.linkMu.Unlock()
-	if _, seen := w.links[key]; seen {
+	if l, seen := w.links[key]; seen {
+		l.seen++
 		return false
 	}
-	w.links[key] = struct{}{}
+	w.links[key] = &linkSeen{nlink: uint64(st.Nlink), seen: 1, size: inodeTotals(st, false).size}
 	return true
 }
 

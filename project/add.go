@@ -6,13 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
-
-	"github.com/prometheus/procfs"
 
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/quota"
@@ -75,6 +69,8 @@ var AddFaultPoints = func() []string {
 // a process killed half-way leaves an "adding" row that the next Add of the
 // same name, or Doctor with fix, rolls back.
 func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, error) {
+	ctx, end := BeginOp(ctx)
+	defer end()
 	if err := ValidateName(name); err != nil {
 		return Project{}, err
 	}
@@ -120,7 +116,7 @@ func (m *Manager) claim(ctx context.Context, name string) error {
 		var inserted bool
 		err := m.Store.InTx(ctx, func(tx *store.Tx) error {
 			var err error
-			existing, inserted, err = tx.InsertProject(ctx, name, Holder(), m.now())
+			existing, inserted, err = tx.InsertProject(ctx, name, HolderOf(ctx), m.now())
 			return err
 		})
 		switch {
@@ -143,53 +139,6 @@ func (m *Manager) claim(ctx context.Context, name string) error {
 			return fmt.Errorf("project %q: rolling back an interrupted add: %w", name, err)
 		}
 	}
-}
-
-// Holder names this process as pid.start@host, for records of work in
-// progress (an add, a sweep lock, a pending deletion) that another process
-// may find. start is the process's start time (clock ticks after boot), so
-// that a later process given the same pid is not taken for this one.
-var Holder = sync.OnceValue(func() string {
-	h, _ := os.Hostname()
-	id := strconv.Itoa(os.Getpid())
-	if start, err := startTime(os.Getpid()); err == nil {
-		id += "." + strconv.FormatUint(start, 10)
-	}
-	return id + "@" + h
-})
-
-func startTime(pid int) (uint64, error) {
-	p, err := procfs.NewProc(pid)
-	if err != nil {
-		return 0, err
-	}
-	st, err := p.Stat()
-	return st.Starttime, err
-}
-
-// holderAlive reports whether the process named by a holder still runs.
-// A holder on another host is taken as alive: only that host can tell.
-// When in doubt (the start time cannot be read) it says alive: a live
-// holder taken for dead would have its work settled under it.
-func holderAlive(h string) bool {
-	id, host, _ := strings.Cut(h, "@")
-	if me, _ := os.Hostname(); host != me {
-		return h != ""
-	}
-	pidStr, startStr, hasStart := strings.Cut(id, ".") // "pid" alone: written before start times
-	pid, err := strconv.Atoi(pidStr)
-	if err != nil || pid <= 0 {
-		return false
-	}
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	if hasStart {
-		if start, err := startTime(pid); err == nil {
-			return strconv.FormatUint(start, 10) == startStr
-		}
-	}
-	return true
 }
 
 // makeTrees makes each area's tree: ID and row in one transaction, then the

@@ -87,6 +87,8 @@ type RemoveResult struct {
 // once no file carries them. With purge its trees are deleted too, each
 // deletion journalled (storage.evicted) before and after.
 func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveResult, error) {
+	ctx, end := BeginOp(ctx)
+	defer end()
 	res := RemoveResult{Project: name, Purged: purge, KeptIDs: []string{}, Left: []string{}, PurgedTrees: []Purged{}}
 	if err := ValidateName(name); err != nil {
 		return res, err
@@ -108,7 +110,7 @@ func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveRe
 	if p.State == store.StateRemoving && holderAlive(p.Adder) {
 		return res, fmt.Errorf("project %q is being removed by another process (%s); wait for it", name, p.Adder)
 	}
-	if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.SetProjectState(ctx, name, store.StateRemoving, Holder()) }); err != nil {
+	if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.SetProjectState(ctx, name, store.StateRemoving, HolderOf(ctx)) }); err != nil {
 		return res, err
 	}
 	trees, err := m.Store.Trees(ctx, name)
@@ -194,7 +196,9 @@ func (m *Manager) purgeTree(ctx context.Context, t store.Tree) (Purged, error) {
 // with what really went. rec says what goes and why; its path, state,
 // holder and counts are filled in here.
 func (m *Manager) RemoveJournalled(ctx context.Context, project string, parent *saferm.Dir, name string, rec sweep.Record, o saferm.Options) (sweep.Record, saferm.Report, error) {
-	me := Holder()
+	ctx, end := BeginOp(ctx)
+	defer end()
+	me := HolderOf(ctx)
 	if rec.SweepID == "" && rec.DeletionID == "" {
 		rec.DeletionID = newDeletionID()
 	}

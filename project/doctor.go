@@ -51,6 +51,8 @@ const (
 // limits, and with fix repairs what it can, journalling each repair
 // (doctor.repaired). The store is the source of truth for limits.
 func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
+	ctx, end := BeginOp(ctx)
+	defer end()
 	var findings []Finding
 	projects, err := m.Store.Projects(ctx)
 	if err != nil {

@@ -13,6 +13,13 @@
 // The name is older than that scope (it once managed projects only); it is
 // kept until the branches that use it are merged, then renamed once.
 //
+// Every operation that leaves records of work in progress (an add, a
+// removal, a sweep, a doctor pass, a write) runs as an operation of its own
+// (BeginOp): its holder, pid.start@host/op-N, tells a live operation from a
+// gone one in this process as in any other, so a long-lived process (the
+// server) behaves as many one-shot ones would. Writes through xfsq are
+// accounted by Write, the one owner of that protocol.
+//
 // It must never touch anything outside the root, never delete data that it
 // did not create (rollback removes only empty directories it made), never
 // change a project without journalling it, never walk or write on a read
@@ -211,23 +218,32 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		if m.fsUUID, err = fs.UUID(); err != nil {
 			return nil, err
 		}
-		m.alloc = &xfs.Allocator{FS: fs, Registry: store.Registry{S: o.Store}, Range: m.Range, ProjectFiles: o.ProjectFiles}
+		m.alloc = &xfs.Allocator{FS: fs, Range: m.Range, ProjectFiles: o.ProjectFiles}
 	case errors.As(err, &unsupported):
-		fb := fallback.New(unsupported.Short)
-		m.Backend, m.Unsupported = fb, unsupported
+		// The store is the authority on trees and limits, and other
+		// processes change it: the backend reads it at each call.
+		m.Backend = fallback.New(unsupported.Short, m.recordedTrees)
+		m.Unsupported = unsupported
 		m.fsUUID = "fallback:" + root
-		trees, err := o.Store.Trees(ctx, "")
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range trees {
-			fb.Assign(m.abs(t.Path), t.ProjectID)
-			fb.SetLimits(t.ProjectID, t.Limits)
-		}
 	default:
 		return nil, err
 	}
 	return m, nil
+}
+
+// recordedTrees is every tree of this host the store records, for the
+// fallback backend. quota.Backend's calls carry no context; a query of the
+// store is short.
+func (m *Manager) recordedTrees() (map[quota.ProjectID]fallback.Tree, error) {
+	trees, err := m.Store.Trees(context.Background(), "")
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[quota.ProjectID]fallback.Tree, len(trees))
+	for _, t := range trees {
+		out[t.ProjectID] = fallback.Tree{Dir: m.abs(t.Path), Limits: t.Limits}
+	}
+	return out, nil
 }
 
 // Close releases the backend's resources.

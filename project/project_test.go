@@ -136,16 +136,25 @@ func TestHolderAlive(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	me := Holder()
+	me := processHolder()
 	pid, start, ok := strings.Cut(strings.TrimSuffix(me, "@"+host), ".")
 	if !ok || pid != strconv.Itoa(os.Getpid()) || start == "" {
-		t.Fatalf("Holder() = %q, want pid.start@%s", me, host)
+		t.Fatalf("processHolder() = %q, want pid.start@%s", me, host)
 	}
+	live, end := BeginOp(context.Background())
+	defer end()
+	gone, ended := BeginOp(context.Background())
+	ended()
 	for _, c := range []struct {
 		holder string
 		alive  bool
 	}{
 		{me, true},
+		{HolderOf(live), true},  // an operation of this process under way
+		{HolderOf(gone), false}, // one that ended: its leftovers are clearable now
+		{me + "/op-0", false},   // one this process never began
+		{fmt.Sprintf("%d.%s@%s/op-1", dead.Process.Pid, start, host), false}, // another process's: that process decides
+		{"1234@another-host/op-7", true},
 		{pid + "@" + host, true},                 // written before start times: the pid alone decides
 		{pid + "." + start + "1@" + host, false}, // this pid, another start: a reused pid
 		{fmt.Sprintf("%d@%s", dead.Process.Pid, host), false},

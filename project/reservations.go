@@ -22,9 +22,10 @@ const (
 	DeadReservation = "dead-reservation"
 )
 
-// HolderGone reports whether a holder (pid.start@host) is known to have
-// stopped: on this host, no process with that pid and start time runs.
-// A holder on another host is never taken for gone.
+// HolderGone reports whether a holder (pid.start@host/op-N) is known to
+// have stopped: an operation of this process that has ended, or on this
+// host no process with that pid and start time runs. A holder on another
+// host is never taken for gone.
 func HolderGone(h string) bool { return !holderAlive(h) }
 
 // TempPrefix starts the name of every temporary file of package files

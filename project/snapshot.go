@@ -82,15 +82,22 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot_retention: %w", err)
 	}
-	if o.Scheduled {
-		inventory.Background() // best effort: a walk at normal priority is still a walk
-	}
 	out := make([]TreeSnapshot, 0, len(trees))
-	for _, t := range trees {
-		if o.Area != "" && t.Area != o.Area {
-			continue
+	pass := func() {
+		for _, t := range trees {
+			if o.Area != "" && t.Area != o.Area {
+				continue
+			}
+			out = append(out, m.snapshotTree(ctx, t, o.Walk, retention.Duration()))
 		}
-		out = append(out, m.snapshotTree(ctx, t, o.Walk, retention.Duration()))
+	}
+	if o.Scheduled {
+		// On threads of its own: the caller's (a server's request
+		// handlers) keep their priority.
+		o.Walk.Background = true
+		inventory.Background(pass) // best effort: a walk at normal priority is still a walk
+	} else {
+		pass()
 	}
 	if o.Scheduled {
 		if err := m.journalPass(ctx, out); err != nil {

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strings"
+	"runtime"
+	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -116,27 +117,82 @@ func TestWalkDisagrees(t *testing.T) {
 	}
 }
 
+// threadPriority is the calling thread's I/O class and nice value.
+func threadPriority(t *testing.T) (class, nice int) {
+	t.Helper()
+	const ioprioWhoProcess = 1
+	prio, _, errno := unix.Syscall(unix.SYS_IOPRIO_GET, ioprioWhoProcess, uintptr(unix.Gettid()), 0)
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	p, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(prio >> 13), 20 - p // getpriority returns 20 - nice
+}
+
 // A scheduled pass (the ticker, `snapshot --all`) walks at nice 10 and idle
-// I/O priority; a snapshot someone asked for does not. Each runs in a
-// child process, as the change is for the whole process and stays.
+// I/O priority; a snapshot someone asked for does not. Either way, and
+// after a sweep, the caller's thread and every other thread of the process
+// keep their priority: a server's request handlers must not slow down
+// because a background pass ran.
 func TestScheduledPassWalksInTheBackground(t *testing.T) {
-	if mode := os.Getenv("XFSQ_TEST_SCHEDULED"); mode != "" {
-		m, _ := managerWithOmni(t, t.TempDir())
-		if _, err := m.Snapshot(context.Background(), SnapshotOptions{Projects: []string{"omni"}, Scheduled: mode == "scheduled"}); err != nil {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	class, nice := threadPriority(t)
+	root := t.TempDir()
+	m, _ := managerWithOmni(t, root)
+	for _, c := range []struct {
+		scheduled         bool
+		wantClass, wantNi int
+	}{{true, 3, 10}, {false, class, nice}} {
+		var walkClass, walkNice int
+		walk := inventory.Options{Progress: func(inventory.Progress) { walkClass, walkNice = threadPriority(t) }}
+		if _, err := m.Snapshot(context.Background(), SnapshotOptions{Projects: []string{"omni"}, Scheduled: c.scheduled, Walk: walk}); err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]int{"scheduled": 10, "asked": 0}[mode]
-		// getpriority returns 20 - nice.
-		if p, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid()); err != nil || 20-p != want {
-			t.Errorf("%s snapshot: nice %d (%v), want %d", mode, 20-p, err, want)
+		if walkClass != c.wantClass || walkNice != c.wantNi {
+			t.Errorf("scheduled %v: walked at I/O class %d, nice %d; want %d, %d", c.scheduled, walkClass, walkNice, c.wantClass, c.wantNi)
 		}
-		return
 	}
-	for _, mode := range []string{"scheduled", "asked"} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestScheduledPassWalksInTheBackground$")
-		cmd.Env = append(os.Environ(), "XFSQ_TEST_SCHEDULED="+mode)
-		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
-			t.Errorf("%s snapshot, in a child: %v\n%s", mode, err, out)
+	old := filepath.Join(root, "cache", "omni", "old")
+	os.MkdirAll(old, 0o755)
+	long := time.Now().Add(-90 * 24 * time.Hour)
+	os.Chtimes(old, long, long)
+	if _, _, err := m.SetSetting(context.Background(), "cache_quota_per_project", "1"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.Sweep(context.Background(), SweepOptions{Background: true})
+	if err != nil || len(out.Evicted) != 1 {
+		t.Fatalf("background sweep: %+v, %v", out.Evicted, err)
+	}
+	if c, n := threadPriority(t); c != class || n != nice {
+		t.Errorf("after the passes the caller's thread has I/O class %d, nice %d; want %d, %d", c, n, class, nice)
+	}
+	// The lowered threads end with their goroutines: soon no thread of the
+	// process is left at another nice value.
+	var lowered []int
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		lowered = lowered[:0]
+		tasks, _ := os.ReadDir("/proc/self/task")
+		for _, task := range tasks {
+			tid, _ := strconv.Atoi(task.Name())
+			if tid == os.Getpid() {
+				// The main thread: the runtime never ends it, but wedges it
+				// when a goroutine locked to it ends, so nothing runs on it
+				// again at the priority it was left with.
+				continue
+			}
+			if p, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err == nil && 20-p != nice {
+				lowered = append(lowered, tid)
+			}
 		}
+		if len(lowered) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(lowered) > 0 {
+		t.Errorf("threads %v kept a background pass's priority after it ended", lowered)
 	}
 }

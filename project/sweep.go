@@ -30,6 +30,11 @@ type SweepOptions struct {
 	// Projects and Areas come from it.
 	Apply  []byte
 	Budget time.Duration
+	// Background runs the deletions on a thread of their own at idle I/O
+	// class and nice 10 (inventory.Background); the caller's threads keep
+	// their priority. A one-shot CLI sweep asks for it; a server asks for
+	// it on the passes it schedules.
+	Background bool
 }
 
 // SweepOutcome is a sweep's result and the plan it followed.
@@ -65,6 +70,8 @@ func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
 
 // Sweep plans and (unless a dry run) executes retention cleanup.
 func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, error) {
+	ctx, end := BeginOp(ctx)
+	defer end()
 	out := SweepOutcome{Result: sweep.Result{SweepID: newSweepID(), DryRun: o.DryRun, Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}, PerPolicy: map[string]int{}}}
 	var saved *SavedPlan
 	if o.Apply != nil {
@@ -118,7 +125,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	}
 	// One sweep per project at a time; a dry run deletes nothing and needs no lock.
 	var locked []string
-	me := Holder()
+	me := HolderOf(ctx)
 	if !o.DryRun {
 		defer func() {
 			for _, n := range locked {
@@ -166,9 +173,13 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 			return out, err
 		}
 	}
-	inventory.Background() // best effort: a sweep at normal priority still sweeps
 	x := m.executor(out.SweepID, dir, policy, o.Budget)
-	res := x.Run(ctx, plan)
+	var res sweep.Result
+	if o.Background {
+		inventory.Background(func() { res = x.Run(ctx, plan) }) // best effort: a sweep at normal priority still sweeps
+	} else {
+		res = x.Run(ctx, plan)
+	}
 	res.Skipped = append(out.Skipped, res.Skipped...)
 	out.Result = res
 	swept := map[string]any{
@@ -189,11 +200,10 @@ var errLeasedNow = errors.New("the project was leased since planning")
 // transaction: the executor's own look at the lease (Leased) comes a moment
 // before, and a lease taken in that moment must still stop the deletion.
 func (m *Manager) executor(sweepID string, root *saferm.Dir, policy sweep.Policy, budget time.Duration) *sweep.Executor {
-	me := Holder()
 	return &sweep.Executor{SweepID: sweepID, Root: root, Policy: policy, Now: m.now, Budget: budget,
 		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
 		Journal: func(ctx context.Context, p string, r sweep.Record) error {
-			r.Holder = me
+			r.Holder = HolderOf(ctx) // Run's context: the sweep's operation
 			if r.State != "pending" {
 				return m.journalEviction(ctx, p, r)
 			}
@@ -334,18 +344,19 @@ func (m *Manager) resolvePending(ctx context.Context, root *os.Root) (int, error
 }
 
 // orphaned reports whether a pending deletion's writer is gone. A deletion
-// whose holder still runs is in progress (another sweep, a purge, a files
-// rm), not interrupted: its holder will confirm it. Records without a
-// holder predate the field and count as orphaned.
+// whose operation is still under way (another sweep, a purge, a files rm,
+// in this process or another) is in progress, not interrupted: its holder
+// will confirm it. Records without a holder predate the field and count as
+// orphaned.
 func orphaned(p store.PendingEviction) bool {
 	h, _ := p.Record["holder"].(string)
-	return h == "" || h == Holder() || !holderAlive(h)
+	return h == "" || !holderAlive(h)
 }
 
 // settle journals the outcome of an orphaned pending deletion, read from disk.
 func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEviction) error {
 	rec := maps.Clone(p.Record)
-	rec["holder"] = Holder()
+	rec["holder"] = HolderOf(ctx)
 	path, _ := rec["path"].(string)
 	if _, err := root.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		rec["state"], rec["recovered"] = sweep.StateDone, true

@@ -41,8 +41,8 @@ var ErrReservationGone = errors.New("the write's reservation expired and was rec
 // every tree, so every reservation takes the same lock.
 func (t *Tx) admissionLock(ctx context.Context) error { return t.lock(ctx, "admission:"+t.s.Host) }
 
-// HolderGone reports whether the process named by a reservation's holder
-// (pid.start@host, as project.Holder names it) is known to be gone; nil
+// HolderGone reports whether the operation named by a reservation's holder
+// (pid.start@host/op-N, as project.HolderOf names it) is known to be gone; nil
 // takes every holder for alive, so only expiry reclaims.
 type HolderGone func(holder string) bool
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/quota"
-	"github.com/xfsq/xfsq/quota/xfs"
 )
 
 // Project states. A project is usable only when ready; adding and removing
@@ -24,8 +23,8 @@ type Project struct {
 	Name      string    `json:"project"`
 	State     string    `json:"state"`
 	CreatedAt time.Time `json:"created_at"`
-	// Adder names the process adding or removing the project, as
-	// project.Holder does (pid.start@host); "" when neither is under way.
+	// Adder names the operation adding or removing the project, as
+	// project.HolderOf does (pid.start@host/op-N); "" when neither is under way.
 	Adder string `json:"-"`
 }
 
@@ -183,7 +182,7 @@ func (s *Store) Trees(ctx context.Context, project string) ([]Tree, error) {
 // ReserveID records and returns the lowest ID in r that is neither recorded
 // for fsUUID nor excluded, inside the caller's transaction, so that the ID
 // and whatever the caller records with it commit together.
-func (t *Tx) ReserveID(ctx context.Context, fsUUID string, r xfs.IDRange, excluded map[quota.ProjectID]bool, owner string) (quota.ProjectID, error) {
+func (t *Tx) ReserveID(ctx context.Context, fsUUID string, r quota.IDRange, excluded map[quota.ProjectID]bool, owner string) (quota.ProjectID, error) {
 	if err := r.Validate(); err != nil {
 		return 0, err
 	}
@@ -237,27 +236,6 @@ func (s *Store) IDs(ctx context.Context, fsUUID string) ([]IDRecord, error) {
 	var out []IDRecord
 	err := s.sel(ctx, &out, `SELECT fs_uuid, project_id, owner FROM project_ids WHERE fs_uuid = ? ORDER BY project_id`, fsUUID)
 	return out, err
-}
-
-// Registry adapts the store to xfs.Registry, each call its own transaction.
-type Registry struct{ S *Store }
-
-var _ xfs.Registry = Registry{}
-
-// Reserve implements xfs.Registry.
-func (r Registry) Reserve(fsUUID string, rng xfs.IDRange, excluded map[quota.ProjectID]bool, owner string) (quota.ProjectID, error) {
-	var id quota.ProjectID
-	err := r.S.InTx(context.Background(), func(tx *Tx) error {
-		var err error
-		id, err = tx.ReserveID(context.Background(), fsUUID, rng, excluded, owner)
-		return err
-	})
-	return id, err
-}
-
-// Release implements xfs.Registry.
-func (r Registry) Release(fsUUID string, id quota.ProjectID) error {
-	return r.S.InTx(context.Background(), func(tx *Tx) error { return tx.ReleaseID(context.Background(), fsUUID, id) })
 }
 
 // Blank reports whether this host has never recorded anything here: no

@@ -14,7 +14,6 @@ import (
 
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/quota"
-	"github.com/xfsq/xfsq/quota/xfs"
 )
 
 var ctx = context.Background()
@@ -109,11 +108,28 @@ func TestProjectsAndTrees(t *testing.T) {
 	})
 }
 
+// registry runs each ID call in a transaction of its own, as project does.
+type registry struct{ s *Store }
+
+func (r registry) Reserve(fsUUID string, rng quota.IDRange, excluded map[quota.ProjectID]bool, owner string) (quota.ProjectID, error) {
+	var id quota.ProjectID
+	err := r.s.InTx(ctx, func(tx *Tx) error {
+		var err error
+		id, err = tx.ReserveID(ctx, fsUUID, rng, excluded, owner)
+		return err
+	})
+	return id, err
+}
+
+func (r registry) Release(fsUUID string, id quota.ProjectID) error {
+	return r.s.InTx(ctx, func(tx *Tx) error { return tx.ReleaseID(ctx, fsUUID, id) })
+}
+
 func TestReserveID(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s := open(t, dsn)
-		reg := Registry{S: s}
-		rng := xfs.IDRange{First: 10, Last: 14}
+		reg := registry{s}
+		rng := quota.IDRange{First: 10, Last: 14}
 		excluded := map[quota.ProjectID]bool{10: true, 12: true}
 		var got []quota.ProjectID
 		for range 3 {
@@ -138,7 +154,7 @@ func TestReserveID(t *testing.T) {
 		if id, _ := reg.Reserve("fs1", rng, excluded, "o"); id != 13 {
 			t.Errorf("after release reserved %d, want 13", id)
 		}
-		if _, err := reg.Reserve("fs1", xfs.IDRange{First: 0, Last: 5}, nil, "o"); err == nil {
+		if _, err := reg.Reserve("fs1", quota.IDRange{First: 0, Last: 5}, nil, "o"); err == nil {
 			t.Error("range including 0 accepted")
 		}
 	})
@@ -161,7 +177,7 @@ func TestReserveIDConcurrent(t *testing.T) {
 				}
 				defer s.Close()
 				for range each {
-					id, err := Registry{S: s}.Reserve("fs", xfs.DefaultRange, nil, "w")
+					id, err := registry{s}.Reserve("fs", quota.DefaultRange, nil, "w")
 					if err != nil {
 						t.Error(err)
 						return

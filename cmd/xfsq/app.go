@@ -969,7 +969,7 @@ func cmdLeaseList(e env) error {
 }
 
 func cmdSweep(e env) error {
-	o := project.SweepOptions{Projects: e.c.Args().Slice(), DryRun: e.c.Bool("dry-run") || e.c.IsSet("plan-out"), Budget: e.c.Duration("budget")}
+	o := project.SweepOptions{Background: true, Projects: e.c.Args().Slice(), DryRun: e.c.Bool("dry-run") || e.c.IsSet("plan-out"), Budget: e.c.Duration("budget")}
 	if a := e.c.String("area"); a != "" {
 		o.Areas = strings.Split(a, ",")
 	}

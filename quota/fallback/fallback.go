@@ -8,113 +8,112 @@
 package fallback
 
 import (
+	"cmp"
 	"errors"
 	"os"
-	"sync"
 
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/quota"
 )
 
-// Backend keeps the trees and limits it was told about, in memory; the
-// caller (the project manager) persists them and tells it again at start.
+// Backend holds no state of its own: every call reads the trees and
+// limits from where they are recorded (the store, through Trees). The
+// store is the authority, and other processes change it: a long-lived
+// process that kept its own copy would refuse limits on a project another
+// process added, and report limits another process changed.
 type Backend struct {
 	reason string
-	mu     sync.Mutex
-	trees  map[quota.ProjectID]*tree
+	trees  Trees
 }
 
-type tree struct {
-	dir    string
-	limits quota.Limits
+// Tree is what is recorded of one tree: its directory and its limits.
+type Tree struct {
+	Dir    string
+	Limits quota.Limits
 }
+
+// Trees reads every tree recorded now, by ID.
+type Trees func() (map[quota.ProjectID]Tree, error)
 
 var _ quota.Backend = (*Backend)(nil)
 
-// New returns a backend whose Name carries why XFS could not be used.
-func New(reason string) *Backend {
-	return &Backend{reason: reason, trees: map[quota.ProjectID]*tree{}}
+// New returns a backend whose Name carries why XFS could not be used and
+// whose trees are whatever trees reads at each call.
+func New(reason string, trees Trees) *Backend {
+	return &Backend{reason: reason, trees: trees}
 }
 
 // Name is "fallback (REASON)".
 func (b *Backend) Name() string { return "fallback (" + b.reason + ")" }
 
-// Assign records that id measures dir.
+// errUnassigned is a call about an ID no recorded tree has.
+var errUnassigned = errors.New("no tree is assigned this ID")
+
+// lookup reads the recorded tree of id.
+func (b *Backend) lookup(id quota.ProjectID) (Tree, bool, error) {
+	all, err := b.trees()
+	if err != nil {
+		return Tree{}, false, err
+	}
+	t, ok := all[id]
+	return t, ok, nil
+}
+
+// Assign checks that id is recorded for a tree: the record (made by the
+// caller first) is the assignment.
 func (b *Backend) Assign(dir string, id quota.ProjectID) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if t, ok := b.trees[id]; ok {
-		t.dir = dir
-	} else {
-		b.trees[id] = &tree{dir: dir}
+	if _, ok, err := b.lookup(id); err != nil || !ok {
+		return &quota.OpError{Op: "assign", ID: id, Tree: dir, Err: cmp.Or(err, errUnassigned)}
 	}
 	return nil
 }
 
-// SetLimits records the limits of an assigned id.
+// SetLimits checks that id is recorded for a tree. The limits take effect
+// when the caller records them: admission reads them from the record.
 func (b *Backend) SetLimits(id quota.ProjectID, l quota.Limits) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t, ok := b.trees[id]
-	if !ok {
-		return &quota.OpError{Op: "set limits", ID: id, Err: errors.New("no tree is assigned this ID")}
+	if _, ok, err := b.lookup(id); err != nil || !ok {
+		return &quota.OpError{Op: "set limits", ID: id, Err: cmp.Or(err, errUnassigned)}
 	}
-	t.limits = l
 	return nil
 }
 
 // Get walks the tree of id; an unknown id reads as zero.
 func (b *Backend) Get(id quota.ProjectID) (quota.Quota, error) {
-	b.mu.Lock()
-	t, ok := b.trees[id]
-	var dir string
-	var limits quota.Limits
-	if ok {
-		dir, limits = t.dir, t.limits
+	t, ok, err := b.lookup(id)
+	q := quota.Quota{ID: id, Limits: t.Limits}
+	if err != nil || !ok {
+		return q, err
 	}
-	b.mu.Unlock()
-	q := quota.Quota{ID: id, Limits: limits}
-	if !ok {
-		return q, nil
-	}
-	u, err := Walk(dir)
+	u, err := Walk(t.Dir)
 	q.Usage = u
 	return q, err
 }
 
-// All walks every known tree.
+// All walks every recorded tree.
 func (b *Backend) All() (map[quota.ProjectID]quota.Quota, error) {
-	b.mu.Lock()
-	ids := make([]quota.ProjectID, 0, len(b.trees))
-	for id := range b.trees {
-		ids = append(ids, id)
+	all, err := b.trees()
+	if err != nil {
+		return nil, err
 	}
-	b.mu.Unlock()
-	out := make(map[quota.ProjectID]quota.Quota, len(ids))
-	for _, id := range ids {
-		q, err := b.Get(id)
+	out := make(map[quota.ProjectID]quota.Quota, len(all))
+	for id, t := range all {
+		u, err := Walk(t.Dir)
 		if err != nil {
 			return nil, err
 		}
-		out[id] = q
+		out[id] = quota.Quota{ID: id, Limits: t.Limits, Usage: u}
 	}
 	return out, nil
 }
 
-// Clear forgets the limits of id.
-func (b *Backend) Clear(id quota.ProjectID) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if t, ok := b.trees[id]; ok {
-		t.limits = quota.Limits{}
-	}
-	return nil
-}
+// Clear does nothing: the limits go with the record, which the caller
+// deletes.
+func (b *Backend) Clear(id quota.ProjectID) error { return nil }
 
-// Walk measures a tree as du does (inventory.Walk): allocated bytes and
-// inodes, the directory itself included, hard-linked files once, symlinks
-// counted but not followed, mount points not entered. A missing tree is
-// empty.
+// Walk measures a tree as du does (inventory.Measure): allocated bytes
+// and inodes, the directory itself included, hard-linked files once,
+// symlinks counted but not followed, mount points not entered. A missing
+// tree is empty.
 func Walk(dir string) (quota.Usage, error) {
 	u, _, err := Measure(dir)
 	return u, err

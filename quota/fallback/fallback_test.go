@@ -60,26 +60,38 @@ func TestWalkMatchesDu(t *testing.T) {
 	}
 }
 
-func TestBackendLimitsAndUsage(t *testing.T) {
-	b := New("ext4: no project quota")
+// The backend reads the recorded trees at every call: a tree recorded, or
+// limits changed, after it was made (by another process) are seen.
+func TestBackendReadsTheRecordEachCall(t *testing.T) {
+	recorded := map[quota.ProjectID]Tree{}
+	b := New("ext4: no project quota", func() (map[quota.ProjectID]Tree, error) { return recorded, nil })
 	if b.Name() != "fallback (ext4: no project quota)" {
 		t.Errorf("Name = %q", b.Name())
 	}
 	dir := t.TempDir()
 	if err := b.SetLimits(7, quota.Limits{BytesHard: 1}); err == nil {
-		t.Error("limits for an unassigned ID accepted")
+		t.Error("limits for an unrecorded ID accepted")
 	}
-	b.Assign(dir, 7)
+	if err := b.Assign(dir, 7); err == nil {
+		t.Error("assign of an unrecorded ID accepted")
+	}
 	l := quota.Limits{BytesHard: 1 << 20, InodesHard: 10}
-	b.SetLimits(7, l)
+	recorded[7] = Tree{Dir: dir, Limits: l}
+	if err := b.Assign(dir, 7); err != nil {
+		t.Error(err)
+	}
+	if err := b.SetLimits(7, l); err != nil {
+		t.Error(err)
+	}
 	os.WriteFile(filepath.Join(dir, "f"), make([]byte, 10_000), 0o644)
 	q, err := b.Get(7)
 	if err != nil || q.Limits != l || q.Inodes != 2 || q.Bytes < 10_000 {
 		t.Errorf("Get = %+v, %v", q, err)
 	}
-	b.Clear(7)
-	if q, _ := b.Get(7); q.Limits != (quota.Limits{}) {
-		t.Errorf("after Clear: %+v", q.Limits)
+	l2 := quota.Limits{BytesHard: 2 << 20}
+	recorded[7] = Tree{Dir: dir, Limits: l2}
+	if all, err := b.All(); err != nil || all[7].Limits != l2 || all[7].Bytes != q.Bytes {
+		t.Errorf("All after the record changed = %+v, %v", all, err)
 	}
 	if q, _ := b.Get(8); q != (quota.Quota{ID: 8}) {
 		t.Errorf("unknown ID: %+v", q)

@@ -3,7 +3,6 @@ package xfs
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,88 +11,26 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/xfsq/xfsq/internal/atomicfile"
 	"github.com/xfsq/xfsq/quota"
 )
 
-// IDRange is the inclusive range IDs are allocated from.
-type IDRange struct{ First, Last quota.ProjectID }
+// IDRange and DefaultRange are quota's: the store allocates IDs and may
+// not import a backend.
+type IDRange = quota.IDRange
 
-// DefaultRange keeps clear of the small IDs people pick by hand in
-// /etc/projid and of the top bit, which some tools read as a sign.
-var DefaultRange = IDRange{First: 100000, Last: 1<<31 - 1}
+// DefaultRange is quota.DefaultRange.
+var DefaultRange = quota.DefaultRange
 
-// Validate refuses ranges that include 0 or 0xFFFFFFFF, or are empty.
-func (r IDRange) Validate() error {
-	switch {
-	case r.First == 0:
-		return errors.New("project ID range must not include 0: XFS never enforces ID 0")
-	case r.Last == ^quota.ProjectID(0):
-		return errors.New("project ID range must not include 4294967295 (-1, the kernel's invalid ID)")
-	case r.First > r.Last:
-		return fmt.Errorf("project ID range %d-%d is empty", r.First, r.Last)
-	}
-	return nil
-}
-
-// Registry persists which IDs xfsq handed out on each filesystem. It is the
-// seam through which the store takes over allocation: Reserve must be atomic
-// against every other Reserve for the same filesystem, in any process.
-type Registry interface {
-	// Reserve records and returns the lowest ID in r that is neither recorded
-	// for the filesystem fsUUID nor in excluded.
-	Reserve(fsUUID string, r IDRange, excluded map[quota.ProjectID]bool, owner string) (quota.ProjectID, error)
-	// Release forgets id on fsUUID; releasing an unknown ID succeeds.
-	Release(fsUUID string, id quota.ProjectID) error
-}
-
-// inodegcDrain bounds how long Release waits for deleted inodes to leave the
-// kernel's usage counters.
-const inodegcDrain = 3 * time.Second
-
-// Allocator hands out project IDs that can never collide: not in use on the
-// filesystem (any usage or limits), not named in /etc/projid or
-// /etc/projects, not recorded in the Registry.
+// Allocator knows which IDs allocation must skip on one filesystem: IDs in
+// use there (any usage or limits) and IDs named by hand in /etc/projid or
+// /etc/projects. Handing an ID out is the store's (Tx.ReserveID, with
+// Excluded): one transaction against every other process, on any host
+// sharing the store.
 type Allocator struct {
-	FS       *FS
-	Registry Registry
-	Range    IDRange
+	FS    *FS
+	Range IDRange
 	// ProjectFiles are read for IDs named by hand; nil means /etc/projid and /etc/projects.
 	ProjectFiles []string
-}
-
-// Allocate reserves a fresh ID for owner (a name kept with the record).
-func (a *Allocator) Allocate(owner string) (quota.ProjectID, error) {
-	if err := a.Range.Validate(); err != nil {
-		return 0, err
-	}
-	uuid, err := a.FS.UUID()
-	if err != nil {
-		return 0, err
-	}
-	excluded, err := a.Excluded()
-	if err != nil {
-		return 0, err
-	}
-	return a.Registry.Reserve(uuid, a.Range, excluded, owner)
-}
-
-// Release returns id to the pool once the kernel shows it owns nothing.
-func (a *Allocator) Release(id quota.ProjectID) error {
-	q, err := a.FS.WaitEmpty(id, inodegcDrain)
-	if err != nil {
-		return err
-	}
-	if q.OwnsData() {
-		return &quota.OpError{Op: "release", Tree: a.FS.MountPoint(), ID: id,
-			Err: fmt.Errorf("%w: %d bytes in %d inodes still carry the ID; delete or re-assign them first",
-				quota.ErrInUse, q.Usage.Bytes, q.Usage.Inodes)}
-	}
-	uuid, err := a.FS.UUID()
-	if err != nil {
-		return err
-	}
-	return a.Registry.Release(uuid, id)
 }
 
 // WaitEmpty reads id's quota, giving usage up to timeout to drain first.
@@ -111,7 +48,8 @@ func (fs *FS) WaitEmpty(id quota.ProjectID, timeout time.Duration) (quota.Quota,
 	return q, err
 }
 
-// Excluded is every ID Allocate must skip besides the registry's own:
+// Excluded is every ID an allocation must skip besides those the store
+// has handed out:
 // IDs with usage or limits on the filesystem, and IDs named by hand.
 func (a *Allocator) Excluded() (map[quota.ProjectID]bool, error) {
 	inUse, err := a.FS.All()
@@ -182,114 +120,4 @@ func ReadProjectFileIDs(path string) ([]quota.ProjectID, error) {
 		}
 	}
 	return ids, sc.Err()
-}
-
-// LockFileRegistry keeps ID records in a text file ("uuid id owner" lines),
-// serialised across processes by flock(2) on a sibling lock file. It is the
-// registry until the store takes over; the store implements Registry too.
-type LockFileRegistry struct{ Path string }
-
-func (r LockFileRegistry) locked(fn func(records []idRecord) ([]idRecord, error)) error {
-	if err := os.MkdirAll(filepath.Dir(r.Path), 0o700); err != nil {
-		return err
-	}
-	lock, err := os.OpenFile(r.Path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return fmt.Errorf("lock %s: %w", lock.Name(), err)
-	}
-	records, err := readRecords(r.Path)
-	if err != nil {
-		return err
-	}
-	updated, err := fn(records)
-	if err != nil || updated == nil {
-		return err
-	}
-	return writeRecords(r.Path, updated)
-}
-
-type idRecord struct {
-	fs    string
-	id    quota.ProjectID
-	owner string
-}
-
-// Reserve implements Registry.
-func (r LockFileRegistry) Reserve(fsUUID string, rng IDRange, excluded map[quota.ProjectID]bool, owner string) (quota.ProjectID, error) {
-	var got quota.ProjectID
-	err := r.locked(func(records []idRecord) ([]idRecord, error) {
-		taken := make(map[quota.ProjectID]bool, len(records))
-		for _, rec := range records {
-			if rec.fs == fsUUID {
-				taken[rec.id] = true
-			}
-		}
-		for id := rng.First; ; id++ {
-			if !taken[id] && !excluded[id] {
-				got = id
-				return append(records, idRecord{fsUUID, id, owner}), nil
-			}
-			if id == rng.Last {
-				return nil, fmt.Errorf("no free project ID left in %d-%d on filesystem %s", rng.First, rng.Last, fsUUID)
-			}
-		}
-	})
-	return got, err
-}
-
-// Release implements Registry.
-func (r LockFileRegistry) Release(fsUUID string, id quota.ProjectID) error {
-	return r.locked(func(records []idRecord) ([]idRecord, error) {
-		kept := records[:0]
-		for _, rec := range records {
-			if rec.fs != fsUUID || rec.id != id {
-				kept = append(kept, rec)
-			}
-		}
-		return kept, nil
-	})
-}
-
-func readRecords(path string) ([]idRecord, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []idRecord
-	for n, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		if len(fields) < 2 {
-			return nil, fmt.Errorf("%s:%d: want \"uuid id [owner]\", got %q", path, n+1, line)
-		}
-		id, err := strconv.ParseUint(fields[1], 10, 32)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: bad project ID %q", path, n+1, fields[1])
-		}
-		rec := idRecord{fs: fields[0], id: quota.ProjectID(id)}
-		if len(fields) > 2 {
-			rec.owner = fields[2]
-		}
-		out = append(out, rec)
-	}
-	return out, nil
-}
-
-// writeRecords replaces the file atomically.
-func writeRecords(path string, records []idRecord) error {
-	var b strings.Builder
-	for _, rec := range records {
-		// Fields are space-separated: an owner with spaces would shift them.
-		fmt.Fprintf(&b, "%s %d %s\n", rec.fs, rec.id, strings.Join(strings.Fields(rec.owner), "_"))
-	}
-	return atomicfile.WriteFile(path, []byte(b.String()), 0o600)
 }

@@ -2,6 +2,7 @@ package xfs
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -21,6 +22,7 @@ import (
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs/fsxattr"
 	"github.com/xfsq/xfsq/quota/xfs/quotactl"
+	"github.com/xfsq/xfsq/store"
 )
 
 const mib = 1 << 20
@@ -28,9 +30,9 @@ const mib = 1 << 20
 // Helper-process mode for the cross-process allocation case: the test binary
 // re-runs itself with these variables set and allocates IDs.
 const (
-	envHelperMount    = "XFSQ_TEST_ALLOC_MOUNT"
-	envHelperRegistry = "XFSQ_TEST_ALLOC_REGISTRY"
-	envHelperCount    = "XFSQ_TEST_ALLOC_COUNT"
+	envHelperMount = "XFSQ_TEST_ALLOC_MOUNT"
+	envHelperStore = "XFSQ_TEST_ALLOC_STORE"
+	envHelperCount = "XFSQ_TEST_ALLOC_COUNT"
 )
 
 func TestMain(m *testing.M) {
@@ -47,9 +49,15 @@ func allocHelper(mnt string) int {
 		return 1
 	}
 	n, _ := strconv.Atoi(os.Getenv(envHelperCount))
-	a := &Allocator{FS: fs, Registry: LockFileRegistry{Path: os.Getenv(envHelperRegistry)}, Range: DefaultRange, ProjectFiles: []string{}}
+	st, err := store.Open(context.Background(), os.Getenv(envHelperStore), "kernel-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer st.Close()
+	a := &Allocator{FS: fs, Range: DefaultRange, ProjectFiles: []string{}}
 	for range n {
-		id, err := a.Allocate(fmt.Sprintf("helper-%d", os.Getpid()))
+		id, err := allocate(st, a, fmt.Sprintf("helper-%d", os.Getpid()))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -57,6 +65,55 @@ func allocHelper(mnt string) int {
 		fmt.Println(id)
 	}
 	return 0
+}
+
+// allocate hands out an ID as project.Manager.Add does: the IDs in use on
+// the filesystem and named by hand excluded, the store reserving the
+// lowest other one in a transaction.
+func allocate(st *store.Store, a *Allocator, owner string) (quota.ProjectID, error) {
+	uuid, err := a.FS.UUID()
+	if err != nil {
+		return 0, err
+	}
+	excluded, err := a.Excluded()
+	if err != nil {
+		return 0, err
+	}
+	var id quota.ProjectID
+	err = st.InTx(context.Background(), func(tx *store.Tx) error {
+		var err error
+		id, err = tx.ReserveID(context.Background(), uuid, a.Range, excluded, owner)
+		return err
+	})
+	return id, err
+}
+
+// release gives an ID back as project's rollback and removal do: only once
+// the kernel shows that no file carries it.
+func release(st *store.Store, fs *FS, id quota.ProjectID) error {
+	q, err := fs.WaitEmpty(id, 3*time.Second)
+	if err != nil {
+		return err
+	}
+	if q.OwnsData() {
+		return fmt.Errorf("%w: %d bytes in %d inodes still carry ID %d", quota.ErrInUse, q.Bytes, q.Inodes, id)
+	}
+	uuid, err := fs.UUID()
+	if err != nil {
+		return err
+	}
+	return st.InTx(context.Background(), func(tx *store.Tx) error { return tx.ReleaseID(context.Background(), uuid, id) })
+}
+
+// openStore is an SQLite store in a temporary directory.
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "xfsq.db"), "kernel-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 func TestKernel(t *testing.T) {
@@ -420,37 +477,43 @@ func testAllocationSkips(t *testing.T, kfs *kerneltest.FS) {
 	projid, projects := filepath.Join(etc, "projid"), filepath.Join(etc, "projects")
 	os.WriteFile(projid, fmt.Appendf(nil, "# by hand\nlegacy:%d\n", first+2), 0o644)
 	os.WriteFile(projects, fmt.Appendf(nil, "%d:/srv/old\n", first+3), 0o644)
-	a := &Allocator{FS: fs, Registry: LockFileRegistry{Path: filepath.Join(t.TempDir(), "ids")},
-		Range: DefaultRange, ProjectFiles: []string{projid, projects}}
-	got, err := a.Allocate("p")
+	st := openStore(t)
+	a := &Allocator{FS: fs, Range: DefaultRange, ProjectFiles: []string{projid, projects}}
+	got, err := allocate(st, a, "p")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got != first+4 {
 		t.Errorf("allocated %d, want %d (skipping 2 IDs in use, 1 in projid, 1 in projects)", got, first+4)
 	}
-	next, err := a.Allocate("q")
+	next, err := allocate(st, a, "q")
 	if err != nil || next != first+5 {
 		t.Errorf("second allocation %d (%v), want %d: a reserved ID must not be handed out twice", next, err, first+5)
 	}
-	if _, err := (&Allocator{FS: fs, Registry: a.Registry, Range: IDRange{0, 10}}).Allocate("x"); err == nil {
+	if _, err := allocate(st, &Allocator{FS: fs, Range: IDRange{First: 0, Last: 10}}, "x"); err == nil {
 		t.Error("a range including 0 was accepted")
 	}
-	full := &Allocator{FS: fs, Registry: a.Registry, Range: IDRange{first, first + 5}, ProjectFiles: a.ProjectFiles}
-	if _, err := full.Allocate("x"); err == nil || !strings.Contains(err.Error(), "no free project ID") {
+	full := &Allocator{FS: fs, Range: IDRange{First: first, Last: first + 5}, ProjectFiles: a.ProjectFiles}
+	if _, err := allocate(st, full, "x"); err == nil || !strings.Contains(err.Error(), "no free project ID") {
 		t.Errorf("exhausted range: %v, want a 'no free project ID' error", err)
 	}
 }
 
 func testConcurrentAllocation(t *testing.T, kfs *kerneltest.FS) {
-	registry := filepath.Join(t.TempDir(), "ids")
+	db := filepath.Join(t.TempDir(), "xfsq.db")
+	// Created (and migrated) once, as init does, before the processes race.
+	st, err := store.Open(context.Background(), db, "kernel-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
 	const procs, each = 8, 50
 	outs := make([][]byte, procs)
 	var wg sync.WaitGroup
 	for i := range procs {
 		wg.Go(func() {
 			cmd := exec.Command(os.Args[0])
-			cmd.Env = append(os.Environ(), envHelperMount+"="+kfs.Dir, envHelperRegistry+"="+registry, envHelperCount+"="+fmt.Sprint(each))
+			cmd.Env = append(os.Environ(), envHelperMount+"="+kfs.Dir, envHelperStore+"="+db, envHelperCount+"="+fmt.Sprint(each))
 			cmd.Stderr = os.Stderr
 			out, err := cmd.Output()
 			if err != nil {
@@ -476,8 +539,9 @@ func testConcurrentAllocation(t *testing.T, kfs *kerneltest.FS) {
 
 func testClearThenReuse(t *testing.T, kfs *kerneltest.FS) {
 	fs := open(t, kfs)
-	a := &Allocator{FS: fs, Registry: LockFileRegistry{Path: filepath.Join(t.TempDir(), "ids")}, Range: DefaultRange, ProjectFiles: []string{}}
-	id, err := a.Allocate("p")
+	st := openStore(t)
+	a := &Allocator{FS: fs, Range: DefaultRange, ProjectFiles: []string{}}
+	id, err := allocate(st, a, "p")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,19 +555,19 @@ func testClearThenReuse(t *testing.T, kfs *kerneltest.FS) {
 	if q, _ := fs.Get(id); q.Limits != (quota.Limits{}) {
 		t.Errorf("limits after Clear: %+v", q.Limits)
 	}
-	if err := a.Release(id); !errors.Is(err, quota.ErrInUse) {
+	if err := release(st, fs, id); !errors.Is(err, quota.ErrInUse) {
 		t.Fatalf("Release with data still carrying the ID: %v, want ErrInUse", err)
 	}
-	if other, _ := a.Allocate("q"); other == id {
+	if other, _ := allocate(st, a, "q"); other == id {
 		t.Fatalf("ID %d reused while it still owns data", id)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Release(id); err != nil {
+	if err := release(st, fs, id); err != nil {
 		t.Fatalf("Release after the data is gone: %v", err)
 	}
-	if again, err := a.Allocate("r"); err != nil || again != id {
+	if again, err := allocate(st, a, "r"); err != nil || again != id {
 		t.Errorf("after release, allocated %d (%v), want %d back", again, err, id)
 	}
 	if err := fs.Clear(quota.ProjectID(4000000000)); err != nil {

@@ -202,7 +202,7 @@ func (fs *FS) All() (map[quota.ProjectID]quota.Quota, error) {
 }
 
 // Clear zeroes the limits of id. Usage stays with the ID until its files are
-// gone; Allocator never reuses an ID that still owns data. Clearing an ID the
+// gone; an ID that still owns data is never released (WaitEmpty tells). Clearing an ID the
 // kernel does not know is a success.
 func (fs *FS) Clear(id quota.ProjectID) error {
 	q, err := fs.Get(id)

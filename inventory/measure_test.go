@@ -1,0 +1,87 @@
+package inventory
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// What deleting an entry frees: a file linked from outside it stays, so it
+// is in the du count but not in what is freed; links all inside are freed
+// once.
+func TestMeasureFreed(t *testing.T) {
+	const size = 1 << 20
+	for _, c := range []struct {
+		name       string
+		make       func(t *testing.T, base string) // under base: the entry "e" and whatever else
+		freedBytes bool                            // the 1 MiB file's bytes are freed
+		freedFiles uint64                          // inodes freed
+	}{
+		{"a file alone in a directory", func(t *testing.T, base string) {
+			write(t, filepath.Join(base, "e", "f"), size)
+		}, true, 2},
+		{"a directory holding a link to a file that stays", func(t *testing.T, base string) {
+			write(t, filepath.Join(base, "keep"), size)
+			link(t, filepath.Join(base, "keep"), filepath.Join(base, "e", "f"))
+		}, false, 1},
+		{"a directory holding every link of a file", func(t *testing.T, base string) {
+			write(t, filepath.Join(base, "e", "f"), size)
+			link(t, filepath.Join(base, "e", "f"), filepath.Join(base, "e", "sub", "g"))
+		}, true, 3},
+		{"a file with a second link", func(t *testing.T, base string) {
+			write(t, filepath.Join(base, "e"), size)
+			link(t, filepath.Join(base, "e"), filepath.Join(base, "other"))
+		}, false, 0},
+		{"a file alone", func(t *testing.T, base string) {
+			write(t, filepath.Join(base, "e"), size)
+		}, true, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := t.TempDir()
+			c.make(t, base)
+			u, err := Measure(filepath.Join(base, "e"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Bytes < size {
+				t.Errorf("du count %d bytes, want at least the file's %d", u.Bytes, size)
+			}
+			if got := u.FreeBytes >= size; got != c.freedBytes {
+				t.Errorf("freed %d of %d bytes; want the file's freed: %v", u.FreeBytes, u.Bytes, c.freedBytes)
+			}
+			if u.FreeInodes != c.freedFiles {
+				t.Errorf("freed %d inodes, want %d", u.FreeInodes, c.freedFiles)
+			}
+			if fi, err := os.Lstat(filepath.Join(base, "e")); err == nil && fi.IsDir() {
+				f, err := os.Open(filepath.Join(base, "e"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				if v, err := MeasureFile(f); err != nil || v != u {
+					t.Errorf("MeasureFile = %+v, %v; Measure = %+v", v, err, u)
+				}
+			}
+		})
+	}
+}
+
+func write(t *testing.T, p string, size int) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = 1 // not a hole
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func link(t *testing.T, from, to string) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(to), 0o755)
+	if err := os.Link(from, to); err != nil {
+		t.Fatal(err)
+	}
+}

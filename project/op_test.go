@@ -1,0 +1,185 @@
+package project
+
+import (
+	"context"
+	"github.com/xfsq/xfsq/internal/saferm"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
+)
+
+// Two sweeps of one project in one process: while one holds the project's
+// sweep lock, the other is turned away as a sweep of another process would
+// be, instead of taking the lock as its own.
+func TestSweepLockIsPerOperation(t *testing.T) {
+	ctx := context.Background()
+	m, _ := managerWithOmni(t, t.TempDir())
+	first, end := BeginOp(ctx)
+	defer end()
+	busy, err := m.Store.LockSweep(first, "omni", HolderOf(first), func(h string) bool { return !holderAlive(h) })
+	if err != nil || busy != "" {
+		t.Fatalf("first sweep's lock: busy %q, %v", busy, err)
+	}
+	out, err := m.Sweep(ctx, SweepOptions{Projects: []string{"omni"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Skipped) != 1 || !strings.Contains(out.Skipped[0].Reason, "another sweep") {
+		t.Fatalf("a second sweep of a locked project in the same process: skipped %+v, want it turned away", out.Skipped)
+	}
+	end()
+	// Once the first sweep's operation is over, its lock is stale.
+	out, err = m.Sweep(ctx, SweepOptions{Projects: []string{"omni"}})
+	if err != nil || len(out.Skipped) != 0 {
+		t.Fatalf("after the first sweep ended: skipped %+v, %v", out.Skipped, err)
+	}
+}
+
+// Two goroutines, each its own sweep, take the sweep lock of one project
+// at once: exactly one gets it, the other is told who holds it.
+func TestTwoGoroutinesOneSweepLock(t *testing.T) {
+	ctx := context.Background()
+	m, _ := managerWithOmni(t, t.TempDir())
+	var wg sync.WaitGroup
+	holders, busy, errs := make([]string, 2), make([]string, 2), make([]error, 2)
+	ends := make([]func(), 2)
+	start := make(chan struct{})
+	for i := range 2 {
+		opCtx, end := BeginOp(ctx)
+		holders[i], ends[i] = HolderOf(opCtx), end
+		wg.Go(func() {
+			<-start
+			busy[i], errs[i] = m.Store.LockSweep(opCtx, "omni", holders[i], func(h string) bool { return !holderAlive(h) })
+		})
+	}
+	defer func() {
+		for _, end := range ends {
+			end()
+		}
+	}()
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	switch {
+	case busy[0] == "" && busy[1] == holders[0], busy[1] == "" && busy[0] == holders[1]:
+	default:
+		t.Errorf("two sweeps of one project: busy %q and %q (holders %q, %q); want exactly one to hold the lock", busy[0], busy[1], holders[0], holders[1])
+	}
+}
+
+// A deletion in flight in one goroutine (journalled pending, not yet
+// confirmed) is not settled by another goroutine's doctor --fix or sweep:
+// its operation is under way, as a live process's would be.
+func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	m, _ := managerWithOmni(t, root)
+	entry := filepath.Join(root, "cache", "omni", "old")
+	if err := os.MkdirAll(entry, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(entry, "f"), make([]byte, 4096), 0o644)
+	long := time.Now().Add(-90 * 24 * time.Hour)
+	os.Chtimes(filepath.Join(entry, "f"), long, long)
+	os.Chtimes(entry, long, long)
+	r, err := saferm.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	policy, err := m.Policy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := m.executor("sw-inflight", r, policy, 0)
+	journal := x.Journal
+	checked := false
+	x.Journal = func(jctx context.Context, p string, rec sweep.Record) error {
+		if err := journal(jctx, p, rec); err != nil || rec.State != "pending" {
+			return err
+		}
+		// Between the pending record and the deletion, another goroutine
+		// (no operation of its own yet) runs doctor --fix and a sweep's
+		// settling of interrupted deletions.
+		checked = true
+		findings, err := m.Doctor(context.Background(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range findings {
+			if f.Kind == InterruptedDeletion {
+				t.Errorf("doctor --fix took a deletion in flight for interrupted: %+v", f)
+			}
+		}
+		sctx, end := BeginOp(context.Background())
+		defer end()
+		osRoot, err := os.OpenRoot(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer osRoot.Close()
+		if n, err := m.resolvePending(sctx, osRoot); err != nil || n != 0 {
+			t.Errorf("a sweep settled %d deletions in flight of another operation (%v)", n, err)
+		}
+		return nil
+	}
+	sweepCtx, end := BeginOp(ctx)
+	defer end()
+	res := x.Run(sweepCtx, sweep.Plan{CacheBytes: map[string]uint64{"omni": 1 << 30},
+		Evict: []sweep.Eviction{{Project: "omni", Area: sweep.AreaCache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
+	if !checked || len(res.Evicted) != 1 {
+		t.Fatalf("the deletion did not go through its pending record: %+v", res)
+	}
+	evs, err := m.Store.Events(ctx, store.EventFilter{Type: store.EventEvicted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if strings.Contains(string(e.Payload), `"recovered"`) || strings.Contains(string(e.Payload), "interrupted before") {
+			t.Errorf("journal holds a settlement of the live deletion: %s", e.Payload)
+		}
+	}
+}
+
+// An add that failed and whose rollback failed too leaves its project row
+// in state adding, held by an operation that has ended: in the same
+// process, the next add clears it and doctor calls it interrupted, not
+// "being added by another process" until a restart.
+func TestFailedAddRecoverableInProcess(t *testing.T) {
+	ctx := context.Background()
+	m, _ := managerWithOmni(t, t.TempDir())
+	failed, end := BeginOp(ctx)
+	if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+		_, _, err := tx.InsertProject(ctx, "left", HolderOf(failed), time.Now())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	end() // the add returned its error
+	findings, err := m.Doctor(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, f := range findings {
+		if f.Project == "left" {
+			kinds = append(kinds, f.Kind)
+		}
+	}
+	if len(kinds) != 1 || kinds[0] != InterruptedAdd {
+		t.Errorf("doctor on the leftover of a failed add: %v, want [%s]", kinds, InterruptedAdd)
+	}
+	if _, err := m.Add(ctx, "left", AddOptions{}); err != nil {
+		t.Fatalf("add after a failed add in the same process: %v", err)
+	}
+}

@@ -1,0 +1,212 @@
+package project
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/fallback"
+	"github.com/xfsq/xfsq/store"
+)
+
+// Write is the accounting of one write into a tree made through xfsq (the
+// file layer's put, the HTTP upload): reserve before allocating, grow a
+// streaming body's reservation, renew it while the body makes progress,
+// commit the change to the ledger, undo a commit whose rename failed, and
+// release what a write that did not finish held. It is the one owner of
+// that protocol: on the fallback backend each step is a transaction of the
+// store, so two processes can never together pass a limit; on XFS the
+// kernel is the reservation and only what the kernel cannot check (the
+// per-write limit) and what it would refuse half-way are checked here.
+type Write struct {
+	m      *Manager
+	tree   store.Tree
+	label  string // the tree as errors name it
+	limits WriteLimits
+	inodes uint64 // new inodes: the file if new, plus missing directories
+	temp   string // the temporary file's path relative to the root, for a reclaim
+
+	reservation int64 // fallback: the store's reservation, 0 when none
+	held        uint64
+	renewed     time.Time
+	committed   int64 // bytes committed to the ledger, for Undo
+	inLedger    bool  // the commit reached the ledger
+}
+
+// WriteLimits are the file layer's own limits on a write.
+type WriteLimits struct {
+	MaxFileBytes uint64        // a file may hold at most this; 0: no limit
+	RootBudget   uint64        // fallback: all trees of the root together; 0: none
+	TTL          time.Duration // a reservation that makes no progress this long expires
+}
+
+// StartWrite begins the accounting of a write of inodes new inodes into
+// t; label names the tree in errors, temp is the write's temporary file
+// (relative to the root) that a reclaim of its reservation may delete.
+func (m *Manager) StartWrite(t store.Tree, label string, limits WriteLimits, inodes uint64, temp string) *Write {
+	return &Write{m: m, tree: t, label: label, limits: limits, inodes: inodes, temp: temp}
+}
+
+func (w *Write) key() store.TreeKey { return store.TreeKey{Project: w.tree.Project, Area: w.tree.Area} }
+
+func (w *Write) admit(fileBytes, bytes, inodes uint64) store.AdmitFunc {
+	return func(limits quota.Limits, used quota.Usage, rootUsed uint64) error {
+		return fallback.Admit(fallback.State{Tree: w.label, Limits: limits, Used: used,
+			RootUsed: rootUsed, RootBudget: w.limits.RootBudget, MaxFileBytes: w.limits.MaxFileBytes},
+			fallback.Request{FileBytes: fileBytes, Bytes: bytes, Inodes: inodes})
+	}
+}
+
+// Reserve admits the write: a file of fileBytes taking bytes more than
+// before on disk (its missing directories included), and the write's
+// inodes. Held is then what the file's content may take beyond the old
+// file; dirBytes of bytes are the directories'.
+func (w *Write) Reserve(ctx context.Context, fileBytes, bytes, dirBytes uint64) error {
+	if w.m.IsXFS() {
+		q, err := w.m.Backend.Get(w.tree.ProjectID)
+		if err != nil {
+			return err
+		}
+		w.held = ^uint64(0) >> 1 // the kernel is the reservation
+		return fallback.Admit(fallback.State{Tree: w.label, Limits: quota.Limits{BytesHard: q.BytesHard, InodesHard: q.InodesHard},
+			Used: q.Usage, MaxFileBytes: w.limits.MaxFileBytes}, fallback.Request{FileBytes: fileBytes, Bytes: bytes, Inodes: w.inodes})
+	}
+	if err := w.m.RefreshBaselineIfStale(ctx, w.tree); err != nil {
+		return err
+	}
+	id, reclaimed, err := w.m.Store.Reserve(ctx, w.key(), bytes, w.inodes, HolderOf(ctx),
+		w.temp, w.limits.TTL, HolderGone, w.admit(fileBytes, bytes, w.inodes))
+	w.m.RemoveTemps(reclaimed)
+	if err != nil {
+		return err
+	}
+	w.reservation, w.held, w.renewed = id, bytes-dirBytes, time.Now()
+	return nil
+}
+
+// Held is what the file's content may take beyond the old file's blocks.
+func (w *Write) Held() uint64 { return w.held }
+
+// CanGrow reports whether Grow may ever give more: not on XFS, where the
+// kernel refuses what is over the limit as it is written.
+func (w *Write) CanGrow() bool { return !w.m.IsXFS() }
+
+// Grow asks for n more bytes. A *quota.LimitError says how much is left.
+func (w *Write) Grow(ctx context.Context, n uint64) error {
+	if !w.CanGrow() {
+		return errors.New("the kernel holds this write's room: it cannot grow")
+	}
+	reclaimed, err := w.m.Store.Grow(ctx, w.key(), w.reservation, n, w.limits.TTL, HolderGone, w.admit(0, n, 0))
+	w.m.RemoveTemps(reclaimed)
+	if err == nil {
+		w.held += n
+		w.renewed = time.Now()
+	}
+	return err
+}
+
+// Renew keeps the reservation of a write that is making progress from
+// expiring, however long its body takes: it is renewed after each quarter
+// of the TTL in which data arrived, so only a write that stalls for the
+// whole TTL can be reclaimed.
+func (w *Write) Renew(ctx context.Context) error {
+	if w.reservation == 0 || w.limits.TTL <= 0 || time.Since(w.renewed) < w.limits.TTL/4 {
+		return nil
+	}
+	if err := w.m.Store.Renew(ctx, w.reservation, w.limits.TTL); err != nil {
+		return err
+	}
+	w.renewed = time.Now()
+	return nil
+}
+
+// Refusal is the limit error for a file of fileBytes taking need bytes
+// more on disk than the old file and its missing directories dirBytes,
+// read from the tree's usage without this write's own reservation.
+func (w *Write) Refusal(ctx context.Context, fileBytes, need, dirBytes uint64) error {
+	bytes, reservedBytes := need+dirBytes, w.held+dirBytes
+	if max := w.limits.MaxFileBytes; max > 0 && fileBytes > max {
+		return &quota.LimitError{Tree: w.label, Limit: "max_file_bytes", Requested: fileBytes, Max: max}
+	}
+	limits, used, rootUsed, err := w.m.Store.Account(ctx, w.key())
+	if err != nil {
+		return err
+	}
+	used.Bytes -= min(used.Bytes, reservedBytes)
+	used.Inodes -= min(used.Inodes, w.inodes)
+	rootUsed -= min(rootUsed, reservedBytes)
+	err = w.admit(fileBytes, bytes, w.inodes)(limits, used, rootUsed)
+	if err == nil { // room freed up since: still refused, the body was cut off at its allowance
+		err = &quota.LimitError{Tree: w.label, Limit: "bytes_hard", Used: used.Bytes, Requested: need, Max: limits.BytesHard}
+	}
+	return err
+}
+
+// KernelRefusal turns the kernel's refusal during the write (ENOSPC,
+// EDQUOT) into what it means: a full filesystem, or on XFS the tree's
+// quota. Only XFS enforces quotas in the kernel, so on the fallback they
+// are always the filesystem; on XFS they are the filesystem when it has
+// less room than need, the bytes the write still needed. requested is the
+// allocation the write had reached.
+func (w *Write) KernelRefusal(err error, need, requested uint64) error {
+	if !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
+		return err
+	}
+	cause := errors.New("nothing was written")
+	if !w.m.IsXFS() {
+		if full := DiskFull(w.m.Root, ^uint64(0), cause); full != nil {
+			return full
+		}
+		return fmt.Errorf("%w; nothing was written", err)
+	}
+	if full := DiskFull(w.m.Root, need, cause); full != nil {
+		return full
+	}
+	q, _ := w.m.Backend.Get(w.tree.ProjectID)
+	return &quota.LimitError{Tree: w.label, Limit: "bytes_hard", Used: q.Bytes, Requested: requested, Max: q.BytesHard}
+}
+
+// Commit records the write's change of delta bytes and its inodes in the
+// ledger (fallback) and ends its reservation. The caller commits before
+// the file takes its name: a crash in between over-counts until the next
+// walk, never under.
+func (w *Write) Commit(ctx context.Context, delta int64) error {
+	if w.reservation == 0 {
+		return nil // XFS: the kernel counted it
+	}
+	if err := w.m.Store.Commit(ctx, w.key(), w.reservation, delta, int64(w.inodes), w.m.Actor); err != nil {
+		return err
+	}
+	w.committed, w.inLedger, w.reservation = delta, true, 0
+	return nil
+}
+
+// Undo takes back a commit whose file never took its name.
+func (w *Write) Undo(ctx context.Context) {
+	if w.inLedger {
+		w.m.Store.AddLedger(ctx, w.key(), -w.committed, -int64(w.inodes), w.m.Actor, time.Now())
+	}
+}
+
+// Release gives back the reservation of a write that did not finish.
+func (w *Write) Release(ctx context.Context) {
+	if w.reservation != 0 {
+		w.m.Store.Release(context.WithoutCancel(ctx), w.reservation)
+		w.reservation = 0
+	}
+}
+
+// CreditRemoval lowers a fallback tree's ledger by what a removal through
+// xfsq freed (on XFS the kernel counts). freed must be what was unlinked,
+// never more, so the ledger over-counts, never under-counts. started is
+// when the removal began: a walk that ended after it may have seen it.
+func (m *Manager) CreditRemoval(ctx context.Context, t store.Tree, freed quota.Usage, started time.Time) error {
+	if m.IsXFS() || (freed.Bytes == 0 && freed.Inodes == 0) {
+		return nil
+	}
+	return m.Store.AddLedger(ctx, store.TreeKey{Project: t.Project, Area: t.Area}, -int64(freed.Bytes), -int64(freed.Inodes), m.ActorOf(ctx), started)
+}
