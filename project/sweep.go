@@ -363,7 +363,8 @@ func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEvic
 	} else {
 		rec["state"], rec["error"] = sweep.StateFailed, "interrupted before the deletion finished: the entry is still there"
 	}
-	return m.journalEviction(ctx, p.Project, rec)
+	_, err := m.Store.SettlePending(ctx, p.Project, m.ActorOf(ctx), rec)
+	return err
 }
 
 // unplannable is the trees of a project left whole for why: no entries,

@@ -787,3 +787,45 @@ func TestKeepingAnUnchangedTreeWritesLittle(t *testing.T) {
 		t.Errorf("a tree changed in one page wrote %d WAL frames", changed)
 	}
 }
+
+// A deletion read as pending may be settled by its own process before a
+// sweep or doctor, seeing that process gone, settles it too: the late
+// settler journals nothing, so the deletion has one settled record.
+func TestSettlePendingOnlyOnce(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		rec := map[string]any{"path": "projects/omni/old.log", "deletion_id": "d-1", "state": "pending"}
+		if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEvent(ctx, EventEvicted, "omni", "t", rec) }); err != nil {
+			t.Fatal(err)
+		}
+		pending, _ := s.PendingEvictions(ctx)
+		if len(pending) != 1 {
+			t.Fatalf("%d pending, want 1", len(pending))
+		}
+		// Its own process settles it...
+		done := map[string]any{"path": "projects/omni/old.log", "deletion_id": "d-1", "state": "done"}
+		if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEvent(ctx, EventEvicted, "omni", "t", done) }); err != nil {
+			t.Fatal(err)
+		}
+		// ...then a settler that read it as pending comes, twice.
+		for i := range 2 {
+			late := map[string]any{"path": "projects/omni/old.log", "deletion_id": "d-1", "state": "done", "recovered": true}
+			if ok, err := s.SettlePending(ctx, "omni", "sweeper", late); err != nil || ok {
+				t.Errorf("late settle %d: journalled %v (%v), want nothing journalled", i, ok, err)
+			}
+		}
+		evs, _ := s.Events(ctx, EventFilter{Type: EventEvicted})
+		if len(evs) != 2 {
+			t.Errorf("%d storage.evicted records, want the pending and one settled", len(evs))
+		}
+		// A deletion still pending is settled, once.
+		rec["deletion_id"], done["deletion_id"] = "d-2", "d-2"
+		s.InTx(ctx, func(tx *Tx) error { return tx.AppendEvent(ctx, EventEvicted, "omni", "t", rec) })
+		if ok, err := s.SettlePending(ctx, "omni", "sweeper", done); err != nil || !ok {
+			t.Errorf("settle of a pending deletion: %v %v, want it journalled", ok, err)
+		}
+		if ok, _ := s.SettlePending(ctx, "omni", "sweeper", done); ok {
+			t.Error("a second settle of the same deletion journalled again")
+		}
+	})
+}

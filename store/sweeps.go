@@ -98,3 +98,34 @@ func (s *Store) PendingEvictions(ctx context.Context) ([]PendingEviction, error)
 	}
 	return out, nil
 }
+
+// SettlePending journals rec, a settled record (done or failed) of a
+// deletion found pending, only if that deletion is still pending: its own
+// process may have settled it since it was read (and exited, so that it
+// looked orphaned), and a second settled record would say it was deleted
+// twice. It reports whether rec was journalled.
+func (s *Store) SettlePending(ctx context.Context, project, actor string, rec map[string]any) (bool, error) {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return false, err
+	}
+	var k evictionKey
+	if err := json.Unmarshal(data, &k); err != nil {
+		return false, err
+	}
+	settled := false
+	err = s.InTx(ctx, func(tx *Tx) error {
+		// The delete is the gate: of two settlers, one removes the row.
+		res, err := tx.exec(ctx, `DELETE FROM evictions_pending WHERE host = ? AND sweep_id = ? AND path = ? AND deletion_id = ?`,
+			s.Host, k.SweepID, k.Path, k.DeletionID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		settled = true
+		return tx.AppendEvent(ctx, EventEvicted, project, actor, rec)
+	})
+	return settled, err
+}
