@@ -183,3 +183,37 @@ func TestFailedAddRecoverableInProcess(t *testing.T) {
 		t.Fatalf("add after a failed add in the same process: %v", err)
 	}
 }
+
+// A sweep of several projects holds one project's sweep lock at a time:
+// while it works on one (a FIFO, a huge tree, a slow disk), the others can
+// be swept by someone else.
+func TestSweepLocksOneProjectAtATime(t *testing.T) {
+	ctx := context.Background()
+	m, _ := managerWithOmni(t, t.TempDir())
+	if _, err := m.Add(ctx, "other", AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	sweepLocked = func(n string) {
+		seen = append(seen, n)
+		for _, p := range []string{"omni", "other"} {
+			if p == n {
+				continue
+			}
+			op, end := BeginOp(ctx)
+			busy, err := m.Store.LockSweep(op, p, HolderOf(op), func(h string) bool { return !holderAlive(h) })
+			if err != nil || busy != "" {
+				t.Errorf("while sweeping %s, %s's lock: busy %q, %v; want it free", n, p, busy, err)
+			}
+			m.Store.UnlockSweep(op, p, HolderOf(op))
+			end()
+		}
+	}
+	defer func() { sweepLocked = nil }()
+	if _, err := m.Sweep(ctx, SweepOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 {
+		t.Errorf("locked %v, want each project once", seen)
+	}
+}

@@ -123,40 +123,13 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	if err != nil {
 		return out, err
 	}
-	// One sweep per project at a time; a dry run deletes nothing and needs no lock.
-	var locked []string
-	me := HolderOf(ctx)
-	if !o.DryRun {
-		defer func() {
-			for _, n := range locked {
-				m.Store.UnlockSweep(context.WithoutCancel(ctx), n, me)
-			}
-		}()
-		var free []string
-		for _, n := range names {
-			busy, err := m.Store.LockSweep(ctx, n, me, func(h string) bool { return !holderAlive(h) })
-			if err != nil {
-				return out, err
-			}
-			if busy != "" {
-				out.Skipped = append(out.Skipped, sweep.Skip{Project: n, Path: "projects/" + n, Reason: "another sweep (pid " + busy + ") is working on it"})
-				continue
-			}
-			locked = append(locked, n)
-			free = append(free, n)
-		}
-		names = free
-	}
 	now := m.now()
-	plan, err := m.planSweep(ctx, dir, names, areas, policy, now)
-	if err != nil {
-		return out, err
-	}
-	if saved != nil {
-		plan = rederive(saved.Plan, plan, names)
-	}
-	out.Plan, out.OverSoft = plan, plan.OverSoft
-	if o.DryRun {
+	if o.DryRun { // a dry run deletes nothing and needs no lock
+		plan, err := m.planSweep(ctx, dir, names, areas, policy, now)
+		if err != nil {
+			return out, err
+		}
+		out.Plan, out.OverSoft = plan, plan.OverSoft
 		for _, ev := range plan.Evict {
 			out.Evicted = append(out.Evicted, sweep.Done{Path: ev.Path, Bytes: ev.Bytes, Reason: ev.Reason, Policy: ev.Policy})
 			out.BytesFreed += ev.Bytes
@@ -165,22 +138,52 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		out.Skipped = append(out.Skipped, plan.Skipped...)
 		return out, nil
 	}
-	for _, over := range plan.OverSoft {
-		if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-			return tx.AppendEvent(ctx, store.EventQuotaExceeded, over.Project, m.actor(ctx), map[string]any{
-				"area": over.Area, "used_bytes": over.Bytes, "bytes_soft": over.Soft, "sweep_id": out.SweepID})
-		}); err != nil {
+	// One project at a time, each under its own sweep lock, taken only
+	// while that project is planned and swept: a project that holds a
+	// sweep up (a huge tree, a slow disk) never holds the others' locks.
+	me := HolderOf(ctx)
+	started := m.now()
+	res := sweep.Result{SweepID: out.SweepID, Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}, PerPolicy: map[string]int{}}
+	out.Plan = sweep.Plan{OverSoft: []sweep.OverSoft{}, Evict: []sweep.Eviction{}, Skipped: []sweep.Skip{}, CacheCap: policy.CacheQuotaPerProject, CacheBytes: map[string]uint64{}}
+	var done []string
+	for _, n := range names {
+		if err := ctx.Err(); err != nil {
 			return out, err
 		}
+		busy, err := m.Store.LockSweep(ctx, n, me, func(h string) bool { return !holderAlive(h) })
+		if err != nil {
+			return out, err
+		}
+		if busy != "" {
+			res.Skipped = append(res.Skipped, sweep.Skip{Project: n, Path: "projects/" + n, Reason: "another sweep (pid " + busy + ") is working on it"})
+			continue
+		}
+		if sweepLocked != nil {
+			sweepLocked(n)
+		}
+		r, err := m.sweepOne(ctx, dir, n, areas, policy, saved, out.SweepID, o, started)
+		m.Store.UnlockSweep(context.WithoutCancel(ctx), n, me)
+		out.Plan.Evict = append(out.Plan.Evict, r.plan.Evict...)
+		out.Plan.Skipped = append(out.Plan.Skipped, r.plan.Skipped...)
+		out.Plan.OverSoft = append(out.Plan.OverSoft, r.plan.OverSoft...)
+		maps.Copy(out.Plan.CacheBytes, r.plan.CacheBytes)
+		res.Evicted = append(res.Evicted, r.res.Evicted...)
+		res.Skipped = append(res.Skipped, r.res.Skipped...)
+		res.BytesFreed += r.res.BytesFreed
+		for k, v := range r.res.PerPolicy {
+			res.PerPolicy[k] += v
+		}
+		if err != nil {
+			out.Result = res
+			return out, err
+		}
+		done = append(done, n)
 	}
-	x := m.executor(out.SweepID, dir, policy, o.Budget)
-	var res sweep.Result
-	if o.Background {
-		inventory.Background(func() { res = x.Run(ctx, plan) }) // best effort: a sweep at normal priority still sweeps
-	} else {
-		res = x.Run(ctx, plan)
-	}
+	names = done
+	out.OverSoft = out.Plan.OverSoft
+	res.Duration = m.now().Sub(started)
 	res.Skipped = append(out.Skipped, res.Skipped...)
+	slices.SortStableFunc(res.Skipped, func(a, b sweep.Skip) int { return strings.Compare(a.Path, b.Path) })
 	out.Result = res
 	swept := map[string]any{
 		"sweep_id": res.SweepID, "bytes_freed": res.BytesFreed, "entries": len(res.Evicted), "per_policy": res.PerPolicy,
@@ -190,6 +193,52 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	}
 	err = m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventSwept, "", m.actor(ctx), swept) })
 	return out, err
+}
+
+// sweepLocked, when a test sets it, is called with each project as its
+// sweep lock is taken.
+var sweepLocked func(project string)
+
+// sweptOne is what sweeping one project planned and did.
+type sweptOne struct {
+	plan sweep.Plan
+	res  sweep.Result
+}
+
+// sweepOne plans and sweeps project n, which the caller holds the sweep
+// lock of; a saved plan's entries for it are re-derived against the plan
+// made now. The sweep's budget counts from started, across projects.
+func (m *Manager) sweepOne(ctx context.Context, dir *saferm.Dir, n string, areas map[string]bool, policy sweep.Policy, saved *SavedPlan, sweepID string, o SweepOptions, started time.Time) (sweptOne, error) {
+	var out sweptOne
+	plan, err := m.planSweep(ctx, dir, []string{n}, areas, policy, m.now())
+	if err != nil {
+		return out, err
+	}
+	if saved != nil {
+		plan = rederive(saved.Plan, plan, []string{n})
+	}
+	out.plan = plan
+	for _, over := range plan.OverSoft {
+		if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+			return tx.AppendEvent(ctx, store.EventQuotaExceeded, over.Project, m.actor(ctx), map[string]any{
+				"area": over.Area, "used_bytes": over.Bytes, "bytes_soft": over.Soft, "sweep_id": sweepID})
+		}); err != nil {
+			return out, err
+		}
+	}
+	budget := o.Budget
+	if budget > 0 {
+		if budget -= m.now().Sub(started); budget <= 0 {
+			budget = time.Nanosecond // spent: every entry is skipped with the reason
+		}
+	}
+	x := m.executor(sweepID, dir, policy, budget)
+	if o.Background {
+		inventory.Background(func() { out.res = x.Run(ctx, plan) }) // best effort: a sweep at normal priority still sweeps
+	} else {
+		out.res = x.Run(ctx, plan)
+	}
+	return out, nil
 }
 
 // errLeasedNow is why a deletion whose pending record found a lease was not made.
