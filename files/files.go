@@ -35,7 +35,6 @@ import (
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
-	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 	"github.com/xfsq/xfsq/units"
 )
@@ -70,7 +69,7 @@ func New(ctx context.Context, m *project.Manager) (*Layer, error) {
 
 // tree is one opened project tree.
 type tree struct {
-	store.Tree
+	project.Tree
 	label string // `project "omni" workspace`
 	root  *os.Root
 	dir   *saferm.Dir // the same directory, for removals

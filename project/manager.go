@@ -379,6 +379,11 @@ func (m *Manager) setting(ctx context.Context, key string) (settings.Value, erro
 
 func (m *Manager) now() time.Time { return time.Now() }
 
+// Tree is one registered tree of a project: its area, path, project ID and
+// backend, as the store records it. Shells see it through here, never
+// through the store.
+type Tree = store.Tree
+
 // Tree returns the tree of a ready project.
 func (m *Manager) Tree(ctx context.Context, name, area string) (store.Tree, error) {
 	if err := ValidateName(name); err != nil {

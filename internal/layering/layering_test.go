@@ -14,13 +14,9 @@ import (
 	"github.com/xfsq/xfsq/internal/prereq"
 )
 
-// pending are imports #16's behavioural half removes (the allocator's
-// registry in store, write accounting in files). Once it is merged, these
-// edges are gone and the test says so: delete the lines then.
-var pending = map[string]string{
-	"store -> quota/xfs": "store.Registry, dead once the allocator's registry path is removed",
-	"files -> store":     "fallback write accounting, which moves behind project",
-}
+// pending are imports a rule forbids that are still to be removed, each
+// with why; the test says when one is gone, so the line can go too.
+var pending = map[string]string{}
 
 func TestImportRules(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
