@@ -242,6 +242,10 @@ func (g *Gatherer) Workspace(ctx context.Context, treeRel string) (Tree, error) 
 	if err != nil {
 		return t, err
 	}
+	if why := rf.protectAll; why != "" {
+		t.Skipped = []Skip{{Path: treeRel, Reason: why}}
+		return t, nil
+	}
 	t.Entries = res.entries
 	slices.SortFunc(w.skipped, func(a, b Skip) int { return strings.Compare(a.Path, b.Path) })
 	t.Skipped = w.skipped

@@ -70,6 +70,21 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			gone:    []string{"dist/old.log", "dist/coverage"},
 		},
 		{
+			// git --git-dir=meta/.git reads its index against work/: the
+			// tracked files are nowhere near the .git.
+			name: "repository whose config sets core.worktree elsewhere",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "meta"), []string{"readme"}, nil)
+				writeFiles(t, ws, "work/dist/x.js", "work/build.log")
+				gittest.Run(t, filepath.Join(ws, "meta"), "config", "core.worktree", "../../work")
+				gittest.Run(t, filepath.Join(ws, "meta"), "add", "-A")
+				gittest.Run(t, filepath.Join(ws, "meta"), "commit", "-q", "-m", "work")
+				writeFiles(t, ws, "top.log")
+			},
+			survive: []string{"work/dist/x.js", "work/build.log", "meta/.git/HEAD", "top.log"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
 			name: "repository deep below a trash directory",
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, filepath.Join(ws, "coverage/tools/repo"), []string{"x.txt"}, []string{"notes.txt"})

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -100,6 +101,11 @@ type repoFinder struct {
 	ctx    context.Context
 	treeFd int      // the workspace tree
 	abs    []string // the tree's absolute paths, as a .git file may name them
+
+	mu sync.Mutex
+	// protectAll, once set, is why nothing of the workspace may be offered
+	// (a repository whose working tree is elsewhere).
+	protectAll string
 }
 
 // openPath opens the directory p names, relative to the directory base
@@ -215,6 +221,14 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 	if why != "" {
 		return nil, why, nil
 	}
+	if rf.worktreeElsewhere(gitdir, gitRel, rel) {
+		// git reads this index against that other directory: its tracked
+		// files may be anywhere in the workspace, so none of it is trash.
+		rf.mu.Lock()
+		defer rf.mu.Unlock()
+		rf.protectAll = fmt.Sprintf("the git repository at %s sets core.worktree, so its tracked files may be anywhere in the workspace: the whole workspace is protected", path.Join(rel, ".git"))
+		return nil, "it sets core.worktree", nil
+	}
 	gfd := int(gitdir.Fd())
 	main, why, err := rf.readIndexAt(gfd, "index", hashLen)
 	if err != nil || why != "" {
@@ -292,6 +306,82 @@ func (rf *repoFinder) objectFormat(gitdir *os.File, gitRel string) (int, string)
 		return 0, err.Error()
 	}
 	return n, ""
+}
+
+// worktreeElsewhere reports whether the repository's config (its own, the
+// common directory's, or a linked worktree's config.worktree) sets
+// core.worktree to anything but rel, the directory holding .git (git's
+// submodules point it back there): git then reads the index against that
+// other directory. A config that cannot be read counts as setting it.
+func (rf *repoFinder) worktreeElsewhere(gitdir *os.File, gitRel, rel string) bool {
+	type cfgDir struct {
+		f   *os.File
+		rel string
+	}
+	dirs := []cfgDir{{gitdir, gitRel}}
+	if data, err := readSmallAt(int(gitdir.Fd()), "commondir"); err == nil {
+		if common, commonRel, why := rf.openPath(gitRel, strings.TrimSpace(string(data))); why == "" {
+			defer common.Close()
+			dirs = append(dirs, cfgDir{common, commonRel})
+		}
+	}
+	for _, d := range dirs {
+		for _, name := range []string{"config", "config.worktree"} {
+			cfg, err := readSmallAt(int(d.f.Fd()), name)
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			if err != nil {
+				return true
+			}
+			if v, ok := configValue(cfg, "core", "worktree"); ok && !rf.names(d.rel, v, rel) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// names reports whether the path v, as git reads it from a config in the
+// directory base (workspace-relative), is the workspace directory rel.
+func (rf *repoFinder) names(base, v, rel string) bool {
+	if path.IsAbs(v) {
+		for _, a := range rf.abs {
+			if path.Clean(v) == path.Join(a, rel) {
+				return true
+			}
+		}
+		return false
+	}
+	return path.Clean(path.Join(base, v)) == path.Clean(rel)
+}
+
+// configValue is the last value a git config gives section.key (names are
+// case-insensitive; quotes and comments dropped), and whether it is set.
+func configValue(cfg []byte, section, key string) (string, bool) {
+	current, val, set := "", "", false
+	for _, line := range strings.Split(string(cfg), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				continue
+			}
+			current = ""
+			if f := strings.Fields(line[1:end]); len(f) > 0 {
+				current = strings.ToLower(f[0])
+			}
+			line = strings.TrimSpace(line[end+1:])
+		}
+		k, v, _ := strings.Cut(line, "=")
+		if current == section && strings.EqualFold(strings.TrimSpace(k), key) {
+			if i := strings.IndexAny(v, "#;"); i >= 0 {
+				v = v[:i]
+			}
+			val, set = strings.Trim(strings.TrimSpace(v), `"`), true
+		}
+	}
+	return val, set
 }
 
 // configHashLen reads extensions.objectformat from a git config: section
