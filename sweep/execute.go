@@ -131,7 +131,10 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 			continue
 		}
 		rec := Record{SweepID: x.SweepID, Area: ev.Area, Bytes: bytes, Reason: ev.Reason, Policy: ev.Policy}
-		rec, rep, err := Delete(ctx, x.Journal, ev.Project, parent, name, rec, saferm.Options{})
+		// What a run writes into the entry while it goes stays: busy_grace
+		// holds below the entry too, not only for the entry as re-checked.
+		keep := saferm.Options{KeepModifiedAfter: x.Now().Add(-x.Policy.BusyGrace)}
+		rec, rep, err := Delete(ctx, x.Journal, ev.Project, parent, name, rec, keep)
 		parent.Close()
 		if rec.State == StatePending {
 			skip("could not journal the deletion, so it was not made: " + err.Error())

@@ -22,6 +22,7 @@ import (
 	"path"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,6 +37,7 @@ const (
 	LeftMount    = "mount point: left in place"
 	LeftDeep     = "more than 512 directory levels deep: left in place"
 	LeftChanged  = "changed while being removed: left in place"
+	LeftFresh    = "modified within busy_grace while being removed: left in place"
 	LeftNotEmpty = "not empty after removal (entries appeared meanwhile): left in place"
 )
 
@@ -337,6 +339,12 @@ type Options struct {
 	// costs an open per file; whoever credits a quota ledger with the
 	// Report wants it.
 	ConfirmLastLink bool
+	// KeepModifiedAfter, when set, leaves every file (not directory) below
+	// the entry whose modification time (never later than its change time,
+	// which a tenant cannot set back) is after it: a sweep passes now less
+	// busy_grace, so that what a run writes into a directory while it is
+	// being deleted survives (the directory is then left, not empty).
+	KeepModifiedAfter time.Time
 }
 
 // testHook, when set by tests, runs after the parent of the removed
@@ -454,6 +462,16 @@ func (r *remover) leave(rel, why string) {
 // entry removes one non-directory entry of dirfd, or opens a directory to
 // empty and returns its frame. removed: the entry went; neither removed
 // nor a frame with r.kept false: it was gone already.
+// modifiedAt is when an inode was last modified as a sweep judges it: its
+// mtime, but never later than its ctime (a future stamp must not pin it).
+func modifiedAt(st *unix.Statx_t) time.Time {
+	m := time.Unix(st.Mtime.Sec, int64(st.Mtime.Nsec))
+	if c := time.Unix(st.Ctime.Sec, int64(st.Ctime.Nsec)); c.Before(m) {
+		return c
+	}
+	return m
+}
+
 func (r *remover) entry(dirfd int, name, rel string, depth int) (sub *frame, removed bool) {
 	r.kept = false
 	var st unix.Statx_t
@@ -469,6 +487,10 @@ func (r *remover) entry(dirfd int, name, rel string, depth int) (sub *frame, rem
 		return nil, false
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		if !r.o.KeepModifiedAfter.IsZero() && modifiedAt(&st).After(r.o.KeepModifiedAfter) {
+			r.leave(rel, LeftFresh)
+			return nil, false
+		}
 		return nil, r.unlink(dirfd, name, rel, &st)
 	}
 	if depth >= MaxDepth {

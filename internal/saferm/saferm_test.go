@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -440,5 +441,41 @@ func BenchmarkRemove(b *testing.B) {
 				c.rm(b, root)
 			}
 		})
+	}
+}
+
+// A file modified after KeepModifiedAfter (written while its directory is
+// being removed) stays, and so does the directory holding it; older ones go.
+func TestKeepModifiedAfter(t *testing.T) {
+	root := t.TempDir()
+	old := time.Now().Add(-48 * time.Hour)
+	for _, p := range []string{"e/old1", "e/sub/old2", "e/sub/fresh"} {
+		full := filepath.Join(root, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		os.WriteFile(full, []byte("x"), 0o644)
+		if p != "e/sub/fresh" {
+			os.Chtimes(full, old, old)
+		}
+	}
+	d, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rep, err := d.Remove(t.Context(), "e", Options{KeepModifiedAfter: time.Now().Add(-24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]bool{"e/old1": false, "e/sub/old2": false, "e/sub/fresh": true, "e/sub": true} {
+		if _, err := os.Lstat(filepath.Join(root, p)); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", p, err == nil, want)
+		}
+	}
+	found := false
+	for _, l := range rep.Left {
+		found = found || (l.Path == "e/sub/fresh" && l.Reason == LeftFresh)
+	}
+	if !found {
+		t.Errorf("left %+v, want e/sub/fresh named as fresh", rep.Left)
 	}
 }
