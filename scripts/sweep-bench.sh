@@ -19,7 +19,7 @@ mkdir -p "$B"
 "$bin" --root "$B/root" project show bench >/dev/null 2>&1 || "$bin" --root "$B/root" project add bench >/dev/null
 # Everything in the copy is fresh: let the policy take it anyway.
 for kv in cache_quota_per_project=1k cache_min_age=0s busy_grace=0s; do
-	"$bin" --root "$B/root" settings set "${kv%%=*}" "${kv#*=}" >/dev/null
+	"$bin" --root "$B/root" settings set "${kv%%=*}" "${kv#*=}" --allow-zero >/dev/null
 done
 hyperfine -N --runs 7 --export-json "$B/hyperfine.json" \
 	--prepare "sh -c 'rm -rf $B/root/cache/bench/entry $B/rmcopy; cp -a $B/template $B/root/cache/bench/entry; cp -a $B/template $B/rmcopy; sync'" \
