@@ -152,12 +152,20 @@ func (l *Layer) List(ctx context.Context, name, area, p string) ([]Entry, error)
 		return nil, pathErr(p, err)
 	}
 	defer f.Close()
+	if t.dir.OtherMountFd(int(f.Fd())) {
+		return nil, otherMount(p)
+	}
 	names, err := f.Readdirnames(-1)
 	if err != nil {
 		return nil, pathErr(p, err)
 	}
 	out := make([]Entry, 0, len(names))
 	for _, n := range names {
+		if t.dir.OtherMountAt(int(f.Fd()), n) {
+			// A mount point: its name is the tree's, what it shows is not.
+			out = append(out, Entry{Name: n, Type: "other"})
+			continue
+		}
 		fi, err := t.root.Lstat(path.Join(p, n))
 		if err != nil {
 			continue // vanished
@@ -174,6 +182,13 @@ func (l *Layer) List(ctx context.Context, name, area, p string) ([]Entry, error)
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// otherMount is the refusal of p because it, or a directory on the way to
+// it, is on another mount than the tree: a tenant (or anyone) may have
+// mounted something inside the tree, and nothing on it is the tree's.
+func otherMount(p string) error {
+	return &PathError{Path: p, Reason: "it is on another mount (a mount point inside the tree)"}
 }
 
 // pathErr turns the errors of opening a path into messages that name it.
@@ -230,16 +245,22 @@ func hook(point string) {
 // component leads out of the tree) and returns it with p's last name. What
 // is then done to that name is done relative to this one descriptor, so a
 // directory swapped in later cannot redirect it.
-func openParent(root *os.Root, p string) (*os.File, string, error) {
+// The directory must be on the tree's own mount (statx mount ID, and not
+// a mount root): os.Root keeps names inside the tree but crosses mounts.
+func openParent(t *tree, p string) (*os.File, string, error) {
 	dir := path.Dir(p)
 	// O_DIRECTORY|O_NONBLOCK: a FIFO or device named as the directory is
 	// refused rather than opened for real.
-	d, err := root.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	d, err := t.root.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOTDIR) {
 			return nil, "", &PathError{Path: dir, Reason: "it is not a directory"}
 		}
 		return nil, "", pathErr(dir, err)
+	}
+	if t.dir.OtherMountFd(int(d.Fd())) {
+		d.Close()
+		return nil, "", otherMount(p)
 	}
 	return d, path.Base(p), nil
 }
@@ -252,7 +273,7 @@ func (l *Layer) Get(ctx context.Context, name, area, p string, w io.Writer) (int
 		return 0, err
 	}
 	defer t.Close()
-	dir, base, err := openParent(t.root, p)
+	dir, base, err := openParent(t, p)
 	if err != nil {
 		return 0, err
 	}
@@ -269,6 +290,9 @@ func (l *Layer) Get(ctx context.Context, name, area, p string, w io.Writer) (int
 				return 0, pe
 			}
 		}
+	}
+	if t.dir.OtherMountAt(dfd, base) {
+		return 0, otherMount(p)
 	}
 	if err := checkReadable(p, &before); err != nil {
 		return 0, err
@@ -293,6 +317,9 @@ func (l *Layer) Get(ctx context.Context, name, area, p string, w io.Writer) (int
 	}
 	if st.Dev != before.Dev || st.Ino != before.Ino {
 		return 0, &PathError{Path: p, Reason: "it was replaced by another file while being opened"}
+	}
+	if t.dir.OtherMountFd(fd) {
+		return 0, otherMount(p) // mounted over the name since the check
 	}
 	if err := checkReadable(p, &st); err != nil {
 		return 0, err

@@ -98,7 +98,7 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 			return res, pathErr(dir, err)
 		}
 	}
-	dir, base, err := openParent(t.root, p)
+	dir, base, err := openParent(w.t, p)
 	if err != nil {
 		return res, err
 	}

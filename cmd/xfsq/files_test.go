@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/internal/mounttest"
 	"github.com/xfsq/xfsq/internal/prereq"
 	"github.com/xfsq/xfsq/store"
 )
@@ -237,5 +238,75 @@ func TestDoctorReservations(t *testing.T) {
 	}
 	if res, _ := st.Reservations(context.Background()); len(res) != 0 {
 		t.Errorf("reservations after doctor --fix: %+v", res)
+	}
+}
+
+// files get and files ls never read through a mount inside a tree: a bind
+// mount of a directory outside the root shows none of its files, and the
+// refusal names the path and says it is on another mount (exit 2).
+func TestFilesReadsStayOnTheTreesMount(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "a")
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "f1"), []byte("OUTSIDE-CANARY"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mnt := filepath.Join(s.root, "projects/a/mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mounttest.Bind(t, outside, mnt)
+	// A file mounted over a file of the tree: the name is the tree's, the
+	// content is not.
+	if err := os.WriteFile(filepath.Join(s.root, "projects/a/mntf"), []byte("tree"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mounttest.Bind(t, filepath.Join(outside, "f1"), filepath.Join(s.root, "projects/a/mntf"))
+	const why = "it is on another mount (a mount point inside the tree)"
+	for _, args := range [][]string{
+		{"files", "get", "a", "mnt/f1"},
+		{"files", "ls", "a", "mnt"},
+		{"files", "ls", "a", "mnt/"},
+		{"files", "get", "a", "mntf"},
+	} {
+		r := s.run(args...)
+		if strings.Contains(r.stdout, "OUTSIDE-CANARY") || strings.Contains(r.stdout, "f1") {
+			t.Errorf("xfsq %v read through the mount: %q", args, r.stdout)
+		}
+		if r.code != 2 || !strings.Contains(r.stderr, `"mnt`) || !strings.Contains(r.stderr, why) {
+			t.Errorf("xfsq %v: exit %d %q; want 2 naming the path and saying %q", args, r.code, r.stderr, why)
+		}
+	}
+	// The tree's own listing names the mount point but shows nothing of it.
+	if out := s.ok("files", "ls", "a"); strings.Contains(out, "f1") || strings.Contains(out, "14 B") {
+		t.Errorf("files ls of the tree listed what is behind the mount: %q", out)
+	}
+}
+
+// files put --from a FIFO returns at once, refusing it as not a regular
+// file (exit 2), instead of hanging in open() where no signal reaches it.
+func TestFilesPutFromFIFO(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "d")
+	fifo := filepath.Join(t.TempDir(), "ff")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Getenv(envBinary), "--root", s.root, "files", "put", "d", "z", "--from", fifo)
+	cmd.Env = append(os.Environ(), s.env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("files put --from a FIFO still hung after 20s (killed): %q", stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), fifo) || !strings.Contains(stderr.String(), "FIFO") {
+		t.Errorf("files put --from a FIFO: %v %q; want exit 2 naming the path and saying it is a FIFO", err, stderr.String())
+	}
+	if _, err := os.Lstat(filepath.Join(s.root, "projects/d/z")); err == nil {
+		t.Error("files put --from a FIFO created the file")
 	}
 }

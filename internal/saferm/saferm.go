@@ -302,6 +302,18 @@ func (d *Dir) OtherMountAt(dirfd int, name string) bool {
 	return !d.sameMount(&st)
 }
 
+// OtherMountFd reports whether the open descriptor fd (a file or
+// directory its caller opened inside d by any route) is a mount root or on
+// another mount than d. Anything that cannot be looked at counts as
+// another mount.
+func (d *Dir) OtherMountFd(fd int) bool {
+	var st unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, statxMask, &st); err != nil {
+		return true
+	}
+	return !d.sameMount(&st)
+}
+
 // Names lists d's entries (not "." or ".."), in no particular order.
 func (d *Dir) Names() ([]string, error) {
 	// A new open file description: its read offset is its own.
