@@ -363,8 +363,12 @@ func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult,
 		}
 	}
 	rec := sweep.Record{Area: t.Area, Bytes: estimate, Reason: "manual", Policy: "files rm"}
+	cutoff, err := l.M.RemovalCutoff(ctx, t.Tree)
+	if err != nil {
+		return RemoveResult{}, err
+	}
 	started := time.Now()
-	rec, rep, rmErr := l.M.RemoveJournalled(ctx, name, parent, path.Base(p), rec, saferm.Options{ConfirmLastLink: true})
+	rec, rep, rmErr := l.M.RemoveJournalled(ctx, name, parent, path.Base(p), rec, saferm.Options{ConfirmLastLink: true, CountChangedBefore: cutoff})
 	res := RemoveResult{Path: rec.Path, Bytes: rep.Bytes, Files: rep.Inodes, Entries: rep.Entries, State: rec.State, Left: rep.Left}
 	if rec.State == sweep.StatePending {
 		return res, fmt.Errorf("remove %s: %w", p, rmErr)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -263,6 +264,9 @@ func TestSoftLimitEventOncePerCrossing(t *testing.T) {
 				t.Errorf("after %d blocks: %d storage.quota_exceeded events, want %d", i+1, got, want)
 			}
 		}
+		// A removal credits only what a walk saw (files put since are
+		// credited nothing until the next walk): walk, as the hourly pass does.
+		s.walkBaseline("omni")
 		for _, p := range []string{"c", "d", "b"} {
 			if _, err := s.l.Remove(ctx, "omni", "", p); err != nil {
 				t.Fatal(err)
@@ -280,6 +284,7 @@ func TestSoftLimitEventOncePerCrossing(t *testing.T) {
 func TestRemoveIsJournalled(t *testing.T) {
 	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
 	s.put("omni", "d/x", make([]byte, 3*block), true)
+	s.walkBaseline("omni") // a removal credits what a walk saw
 	before := s.used("omni")
 	res, err := s.l.Remove(ctx, "omni", "", "d")
 	if err != nil {
@@ -549,6 +554,9 @@ func sum(data []byte) [32]byte { return sha256.Sum256(data) }
 // baseline, as the hourly pass does, and returns it.
 func (s *sandbox) walkBaseline(name string) quota.Usage {
 	s.t.Helper()
+	// What was just made must read as made before the walk began, though
+	// the kernel's ctime clock lags (project.CtimeLag).
+	time.Sleep(2 * project.CtimeLag)
 	u, err := fallback.Walk(filepath.Join(s.root, "projects", name))
 	if err != nil {
 		s.t.Fatal(err)
@@ -633,6 +641,91 @@ func TestRemoveCreditsWhatWentOnly(t *testing.T) {
 					t.Errorf("reported %d bytes freed, a walk shows %d", got, want)
 				}
 			})
+		}
+	})
+}
+
+// Replacing a file that has another hard link frees none of its bytes:
+// the link keeps them. A put that credited them let four 900 KB files into
+// a 1 MiB tree (346 % on a fresh walk); the ledger must stay at or above a
+// fresh walk, and the second 900 KB put be refused.
+func TestReplaceHardLinkedFileKeepsItsBytes(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := newSandbox(t, dsn, "c")
+		const limit = 1 << 20
+		s.limit("c", limit, 0)
+		ws := filepath.Join(s.root, "projects", "c")
+		big := make([]byte, 900<<10)
+		admitted := 0
+		for i := 1; i <= 4; i++ {
+			name := fmt.Sprintf("big%d", i)
+			err := s.put("c", name, big, true)
+			switch {
+			case err == nil:
+				admitted++
+			case refusedBy(err, "bytes_hard"):
+				continue
+			default:
+				t.Fatalf("put %s: %v", name, err)
+			}
+			s.notBelowWalk("c", "after putting "+name)
+			if err := os.Link(filepath.Join(ws, name), filepath.Join(ws, fmt.Sprintf(".keep%d", i))); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.put("c", name, []byte("hi\n"), true); err != nil {
+				t.Fatalf("replace %s: %v", name, err)
+			}
+			s.notBelowWalk("c", "after replacing "+name)
+		}
+		if admitted != 1 {
+			t.Errorf("%d of the 900 KB puts were admitted into a 1 MiB tree, want 1", admitted)
+		}
+		if fresh, err := fallback.Walk(ws); err != nil {
+			t.Fatal(err)
+		} else if fresh.Bytes > limit {
+			t.Errorf("a fresh walk finds %d bytes, over the hard limit of %d", fresh.Bytes, limit)
+		}
+	})
+}
+
+// A removal credits only what the walk behind the ledger counted: a file
+// the tenant grew outside xfsq after the walk began is credited nothing
+// (it may hold bytes the walk never saw). Crediting its whole size took
+// the ledger below a fresh walk and let a 700 KB put take the tree to
+// 126 % of its hard limit.
+func TestRemoveCreditsOnlyWhatTheWalkSaw(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := newSandbox(t, dsn, "a")
+		const limit = 1 << 20
+		ws := filepath.Join(s.root, "projects", "a")
+		if err := os.WriteFile(filepath.Join(ws, "keep"), make([]byte, 600<<10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, "p1"), make([]byte, 300<<10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s.walkBaseline("a")
+		s.limit("a", limit, 0)
+		time.Sleep(2 * project.CtimeLag)
+		f, err := os.OpenFile(filepath.Join(ws, "p1"), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(make([]byte, 900<<10)); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if _, err := s.l.Remove(ctx, "a", "", "p1"); err != nil {
+			t.Fatal(err)
+		}
+		s.notBelowWalk("a", "after rm of a file grown since the walk")
+		if err := s.put("a", "new", make([]byte, 700<<10), true); !refusedBy(err, "bytes_hard") {
+			t.Errorf("a 700 KB put after the rm: %v, want refused by bytes_hard", err)
+		}
+		if fresh, err := fallback.Walk(ws); err != nil {
+			t.Fatal(err)
+		} else if fresh.Bytes > limit {
+			t.Errorf("a fresh walk finds %d bytes, over the hard limit of %d", fresh.Bytes, limit)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -65,7 +66,13 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		case fi.Mode()&fs.ModeSymlink != 0:
 			return res, &PathError{Path: p, Reason: "it is a symbolic link; xfsq writes neither through nor over links (remove it first)"}
 		}
-		oldAlloc, newInodes, res.Replaced = allocated(fi), 0, true
+		// The old file's blocks are freed by the replace only if this was
+		// its one link; another keeps them (and the old inode), and
+		// crediting them would let the ledger under-count.
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Nlink == 1 {
+			oldAlloc, newInodes = allocated(fi), 0
+		}
+		res.Replaced = true
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return res, pathErr(p, err)
 	}

@@ -210,3 +210,30 @@ func (m *Manager) CreditRemoval(ctx context.Context, t store.Tree, freed quota.U
 	}
 	return m.Store.AddLedger(ctx, store.TreeKey{Project: t.Project, Area: t.Area}, -int64(freed.Bytes), -int64(freed.Inodes), m.ActorOf(ctx), started)
 }
+
+// RemovalCutoff is the CountChangedBefore a removal from t credited with
+// CreditRemoval passes to saferm: on the fallback, when the tree's last
+// walk began. An inode changed after that may hold bytes the walk never
+// saw (a tenant grew it outside xfsq), so crediting it could take the
+// ledger below a fresh walk; it is credited nothing. That also credits
+// nothing for files written through xfsq since the walk, which are in the
+// ledger: the ledger then over-counts them until the next walk, the safe
+// side. A tree never walked credits nothing. On XFS it is zero: count all.
+//
+// The kernel stamps ctime from its coarse clock, which lags the clock the
+// walk's start was read from by up to a tick: a change just after the
+// start may carry a ctime just before it. The cutoff is that much earlier.
+func (m *Manager) RemovalCutoff(ctx context.Context, t store.Tree) (time.Time, error) {
+	if m.IsXFS() {
+		return time.Time{}, nil
+	}
+	walked, err := m.Store.Baseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
+	if err != nil || walked.IsZero() {
+		return time.Unix(0, 1), err // before any ctime: nothing counts
+	}
+	return walked.Add(-CtimeLag), nil
+}
+
+// CtimeLag bounds how far the kernel's ctime stamps lag the real-time
+// clock (one tick of its coarse clock: 10 ms at HZ=100), with room to spare.
+const CtimeLag = 50 * time.Millisecond

@@ -357,6 +357,19 @@ type Options struct {
 	// busy_grace, so that what a run writes into a directory while it is
 	// being deleted survives (the directory is then left, not empty).
 	KeepModifiedAfter time.Time
+
+	// CountChangedBefore, when not zero, counts in Report.Bytes and
+	// Inodes only the inodes whose ctime is at or before it (as seen just
+	// before their removal): the start of the walk a ledger's baseline
+	// came from, which counted those at their current size. An inode
+	// changed since may hold bytes the walk never saw; it is removed all
+	// the same but counted as freeing nothing.
+	CountChangedBefore time.Time
+}
+
+// counts reports whether a freed inode whose ctime is ct is counted.
+func (o Options) counts(ct unix.StatxTimestamp) bool {
+	return o.CountChangedBefore.IsZero() || !time.Unix(ct.Sec, int64(ct.Nsec)).After(o.CountChangedBefore)
 }
 
 // testHook, when set by tests, runs after the parent of the removed
@@ -373,6 +386,8 @@ type frame struct {
 	names  []string // read and not yet looked at
 	kept   bool     // something below stays, so it stays too
 	passes int      // reads from the start: entries may appear meanwhile
+
+	ctime unix.StatxTimestamp // as opened, before it was emptied
 }
 
 // readBatch is how many names one getdents pass hands over at a time:
@@ -464,6 +479,8 @@ type remover struct {
 	o    Options
 	rep  *Report
 	kept bool // the last entry looked at stays
+
+	unchanged map[uint64]uint64 // CountChangedBefore: inode -> 1 + blocks when this removal unlinked one of its links
 }
 
 func (r *remover) leave(rel, why string) {
@@ -527,7 +544,7 @@ func (r *remover) entry(dirfd int, name, rel string, depth int) (sub *frame, rem
 		r.leave(rel, LeftChanged)
 		return nil, false
 	}
-	return &frame{f: os.NewFile(uintptr(fd), rel), parent: dirfd, name: name, rel: rel, blocks: fst.Blocks}, false
+	return &frame{f: os.NewFile(uintptr(fd), rel), parent: dirfd, name: name, rel: rel, blocks: fst.Blocks, ctime: fst.Ctime}, false
 }
 
 // unlink removes a non-directory, counting it.
@@ -565,10 +582,32 @@ func (r *remover) unlink(dirfd int, name, rel string, st *unix.Statx_t) bool {
 	}
 	r.rep.Entries++
 	if r.lastLinkWent(held, st) {
-		r.rep.Inodes++
-		r.rep.Bytes += st.Blocks * 512
+		if blocks, ok := r.counted(st); ok {
+			r.rep.Inodes++
+			r.rep.Bytes += blocks * 512
+		}
+	} else if st.Nlink > 1 && !r.o.CountChangedBefore.IsZero() && r.o.counts(st.Ctime) && r.unchanged[st.Ino] == 0 {
+		// Our unlink changes its ctime: remember what the walk saw.
+		if r.unchanged == nil {
+			r.unchanged = map[uint64]uint64{}
+		}
+		r.unchanged[st.Ino] = st.Blocks + 1
 	}
 	return true
+}
+
+// counted is the blocks a freed inode counts for under CountChangedBefore:
+// all of them when it is unchanged since the cutoff; when only this
+// removal's unlink of another of its links changed it, no more than it
+// held then; else none.
+func (r *remover) counted(st *unix.Statx_t) (uint64, bool) {
+	if r.o.counts(st.Ctime) {
+		return st.Blocks, true
+	}
+	if b := r.unchanged[st.Ino]; b > 0 {
+		return min(b-1, st.Blocks), true
+	}
+	return 0, false
 }
 
 // lastLinkWent: the inode had one link just before the unlink and, with
@@ -615,7 +654,7 @@ func (r *remover) rmdir(fr *frame) (done, again bool) {
 	// The held descriptor tells whether the directory removed is the one
 	// emptied (one swapped in meanwhile would leave ours linked).
 	var st unix.Statx_t
-	if unix.Statx(int(fr.f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_NLINK, &st) == nil && st.Nlink == 0 {
+	if unix.Statx(int(fr.f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_NLINK, &st) == nil && st.Nlink == 0 && r.o.counts(fr.ctime) {
 		r.rep.Inodes++
 		r.rep.Bytes += fr.blocks * 512
 	}
