@@ -384,39 +384,14 @@ func configValue(cfg []byte, section, key string) (string, bool) {
 	return val, set
 }
 
-// configHashLen reads extensions.objectformat from a git config: section
-// and key names are case-insensitive, values may be quoted.
+// configHashLen reads extensions.objectformat from a git config.
 func configHashLen(cfg []byte) (int, error) {
-	section, hashLen := "", 20
-	for _, line := range strings.Split(string(cfg), "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "[") {
-			end := strings.IndexByte(line, ']')
-			if end < 0 {
-				continue
-			}
-			if f := strings.Fields(line[1:end]); len(f) > 0 {
-				section = strings.ToLower(f[0])
-			} else {
-				section = ""
-			}
-			line = strings.TrimSpace(line[end+1:])
-		}
-		key, val, ok := strings.Cut(line, "=")
-		if !ok || section != "extensions" || !strings.EqualFold(strings.TrimSpace(key), "objectformat") {
-			continue
-		}
-		if i := strings.IndexAny(val, "#;"); i >= 0 {
-			val = val[:i]
-		}
-		switch v := strings.ToLower(strings.Trim(strings.TrimSpace(val), `"`)); v {
-		case "sha1":
-			hashLen = 20
-		case "sha256":
-			hashLen = 32
-		default:
-			return 0, fmt.Errorf("its object format %q is not one xfsq reads", v)
-		}
+	v, ok := configValue(cfg, "extensions", "objectformat")
+	switch v = strings.ToLower(v); {
+	case !ok || v == "sha1":
+		return 20, nil
+	case v == "sha256":
+		return 32, nil
 	}
-	return hashLen, nil
+	return 0, fmt.Errorf("its object format %q is not one xfsq reads", v)
 }
