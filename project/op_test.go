@@ -2,9 +2,7 @@ package project
 
 import (
 	"context"
-	"github.com/xfsq/xfsq/internal/saferm"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -83,25 +81,7 @@ func TestTwoGoroutinesOneSweepLock(t *testing.T) {
 func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	m, _ := managerWithOmni(t, root)
-	entry := filepath.Join(root, "cache", "omni", "old")
-	if err := os.MkdirAll(entry, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(entry, "f"), make([]byte, 4096), 0o644)
-	long := time.Now().Add(-90 * 24 * time.Hour)
-	os.Chtimes(filepath.Join(entry, "f"), long, long)
-	os.Chtimes(entry, long, long)
-	r, err := saferm.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	policy, err := m.Policy(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := m.executor("sw-inflight", r, policy, 0)
+	m, _, x := oldCacheEntry(t, root, "sw-inflight")
 	journal := x.Journal
 	checked := false
 	x.Journal = func(jctx context.Context, p string, rec sweep.Record) error {

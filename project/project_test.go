@@ -199,25 +199,7 @@ func TestDefaultActorSanitised(t *testing.T) {
 func TestSweepLeaseTakenBeforeThePendingRecord(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	m, _ := managerWithOmni(t, root)
-	entry := filepath.Join(root, "cache", "omni", "old")
-	if err := os.MkdirAll(entry, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(entry, "f"), make([]byte, 4096), 0o644)
-	long := time.Now().Add(-90 * 24 * time.Hour)
-	os.Chtimes(filepath.Join(entry, "f"), long, long)
-	os.Chtimes(entry, long, long)
-	r, err := saferm.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	policy, err := m.Policy(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := m.executor("sw-test", r, policy, 0)
+	m, entry, x := oldCacheEntry(t, root, "sw-test")
 	look := x.Leased
 	x.Leased = func(ctx context.Context, p string) (bool, error) {
 		leased, err := look(ctx, p)
@@ -238,4 +220,29 @@ func TestSweepLeaseTakenBeforeThePendingRecord(t *testing.T) {
 	if pending, _ := m.Store.PendingEvictions(ctx); len(pending) != 0 {
 		t.Errorf("a pending record was written for the leased project: %+v", pending)
 	}
+}
+
+// oldCacheEntry makes a root with project omni holding one cache entry,
+// cache/omni/old, 90 days old, and the sweep executor that would delete it.
+func oldCacheEntry(t *testing.T, root, sweepID string) (*Manager, string, *sweep.Executor) {
+	t.Helper()
+	m, _ := managerWithOmni(t, root)
+	entry := filepath.Join(root, "cache", "omni", "old")
+	if err := os.MkdirAll(entry, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(entry, "f"), make([]byte, 4096), 0o644)
+	long := time.Now().Add(-90 * 24 * time.Hour)
+	os.Chtimes(filepath.Join(entry, "f"), long, long)
+	os.Chtimes(entry, long, long)
+	r, err := saferm.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	policy, err := m.Policy(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, entry, m.executor(sweepID, r, policy, 0)
 }
