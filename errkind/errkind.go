@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/xfsq/xfsq/quota"
 )
@@ -37,9 +38,12 @@ const (
 	NotReady
 	// Denied is a write or run refused by a quota limit.
 	Denied
+	// TooLarge is a body or file over a configured bound (max_file_bytes,
+	// a request body limit): not a quota, the same request can never pass.
+	TooLarge
 )
 
-var names = [...]string{Internal: "internal", Input: "input", NotFound: "not found", Conflict: "conflict", NotReady: "not ready", Denied: "denied"}
+var names = [...]string{Internal: "internal", Input: "input", NotFound: "not found", Conflict: "conflict", NotReady: "not ready", Denied: "denied", TooLarge: "too large"}
 
 func (k Kind) String() string {
 	if k < 0 || int(k) >= len(names) {
@@ -61,7 +65,7 @@ const (
 // ExitCode is the CLI's exit status for a failure of kind k.
 func (k Kind) ExitCode() int {
 	switch k {
-	case Input:
+	case Input, TooLarge:
 		return ExitUsage
 	case Denied:
 		return ExitDenied
@@ -83,8 +87,16 @@ func (k Kind) HTTPStatus() int {
 		return http.StatusServiceUnavailable
 	case Denied:
 		return http.StatusInsufficientStorage
+	case TooLarge:
+		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusInternalServerError
+}
+
+// TypeURI is the stable RFC 9457 problem type of kind k: clients branch on
+// it, never on a message's text.
+func (k Kind) TypeURI() string {
+	return "https://xfsq.dev/problems/" + strings.ReplaceAll(k.String(), " ", "-")
 }
 
 // Kinded is implemented by errors that know their kind.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/xfsq/xfsq/quota"
@@ -24,6 +25,7 @@ func TestTable(t *testing.T) {
 		{Conflict, "conflict", 1, http.StatusConflict},
 		{NotReady, "not ready", 1, http.StatusServiceUnavailable},
 		{Denied, "denied", 3, http.StatusInsufficientStorage},
+		{TooLarge, "too large", 2, http.StatusRequestEntityTooLarge},
 	} {
 		if got := c.k.String(); got != c.name {
 			t.Errorf("%d: String %q, want %q", c.k, got, c.name)
@@ -33,6 +35,9 @@ func TestTable(t *testing.T) {
 		}
 		if got := c.k.HTTPStatus(); got != c.http {
 			t.Errorf("%s: HTTP %d, want %d", c.k, got, c.http)
+		}
+		if got, want := c.k.TypeURI(), "https://xfsq.dev/problems/"+strings.ReplaceAll(c.name, " ", "-"); got != want {
+			t.Errorf("%s: type %q, want %q", c.k, got, want)
 		}
 	}
 }

@@ -11,7 +11,13 @@
 // journal under any actor but the token's name (project.WithActor), and
 // never log, echo or journal a token.
 //
-// Today it holds the error translation; the handlers come with #11.
+// The contract every handler keeps (api.go): the auth middleware has put
+// the Caller in the request's context and the caller's actor name in
+// project.WithActor, and has answered 404 already for a {id} the caller may
+// not see; a handler reads r.PathValue("id") / r.PathValue("path"), decodes
+// with decodeJSON, makes one library call with r.Context(), and answers
+// with writeJSON or WriteProblem. Lists (overview, events) filter with
+// Caller.Sees themselves.
 package server
 
 import (
@@ -44,7 +50,7 @@ func ProblemOf(err error) Problem {
 		err = errors.New("no error")
 	}
 	k := errkind.Of(err)
-	p := Problem{Type: "about:blank", Status: k.HTTPStatus(), Title: http.StatusText(k.HTTPStatus()), Detail: err.Error(), Fix: errkind.HintOf(err)}
+	p := Problem{Type: k.TypeURI(), Status: k.HTTPStatus(), Title: http.StatusText(k.HTTPStatus()), Detail: err.Error(), Fix: errkind.HintOf(err)}
 	if k == errkind.Internal {
 		p.Detail, p.Fix = "the operation failed; the server's log says why", ""
 	}

@@ -1,0 +1,105 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/xfsq/xfsq/errkind"
+)
+
+// Role is what a token may do. The zero Role is an anonymous caller, who
+// reaches only /healthz, /readyz and /metrics.
+type Role int
+
+const (
+	RoleNone Role = iota
+	RoleReader
+	RoleOperator
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleReader:
+		return "reader"
+	case RoleOperator:
+		return "operator"
+	}
+	return "none"
+}
+
+// Caller is who a request comes from, as its token says. Name is the
+// token's name (the journal's actor), never the token.
+type Caller struct {
+	Name string
+	Role Role
+	// Projects limits a reader to these projects; nil: every project.
+	Projects []string
+}
+
+// Sees says whether the caller may know that project exists. A limited
+// reader gets 404 for the others, so that names do not leak.
+func (c Caller) Sees(project string) bool {
+	return c.Projects == nil || slices.Contains(c.Projects, project)
+}
+
+type callerKey struct{}
+
+func withCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerOf is the request's caller (RoleNone when unauthenticated).
+func CallerOf(ctx context.Context) Caller {
+	c, _ := ctx.Value(callerKey{}).(Caller)
+	return c
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// maxJSONBody bounds every JSON request body: the API's bodies are small
+// (limits, a plan id), and a client that sends more is refused, not read.
+const maxJSONBody = 1 << 20
+
+// decodeJSON reads one JSON object into v, refusing unknown fields, a
+// body over maxJSONBody and trailing data, with an error naming the field
+// that was wrong (errkind.Input, 400; errkind.TooLarge, 413). An empty
+// body is an empty object.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	r.Body = http.MaxBytesReader(w, r.Body, maxJSONBody)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	if err == nil && dec.More() {
+		err = errors.New("trailing data after the JSON object")
+	}
+	if err == nil {
+		return nil
+	}
+	var tooBig *http.MaxBytesError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &tooBig):
+		return errkind.New(errkind.TooLarge, fmt.Errorf("request body over %d bytes", maxJSONBody))
+	case errors.As(err, &typeErr):
+		return errkind.New(errkind.Input, fmt.Errorf("field %q: want %s, got JSON %s", typeErr.Field, typeErr.Type, typeErr.Value))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return errkind.New(errkind.Input, fmt.Errorf("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field ")))
+	}
+	return errkind.New(errkind.Input, fmt.Errorf("request body is not a JSON object: %v", err))
+}
