@@ -1,0 +1,405 @@
+// Package apispec checks real HTTP responses against the API's OpenAPI 3.1
+// description (server/openapi.json), so that the description the clients
+// read can never drift from what the server answers.
+//
+// It owns a deliberately small validator: the subset of JSON Schema 2020-12
+// the description uses (type with "null", properties, required,
+// additionalProperties, items, enum, const, $ref into components, oneOf,
+// anyOf, allOf, minimum, format date-time). A keyword outside that subset is
+// an error, not silently accepted, so the description cannot use a keyword
+// this checker would ignore. It is test support: it must never be imported
+// by a library or a shell.
+package apispec
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Spec is a loaded OpenAPI description.
+type Spec struct {
+	doc map[string]any
+}
+
+// Load reads an OpenAPI 3.1 description in JSON.
+func Load(path string) (*Spec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if v, _ := doc["openapi"].(string); !strings.HasPrefix(v, "3.1") {
+		return nil, fmt.Errorf("%s: openapi %q, want 3.1.x", path, v)
+	}
+	s := &Spec{doc: doc}
+	return s, s.checkRefs()
+}
+
+// Operations lists "METHOD /path/template" for every operation described.
+func (s *Spec) Operations() []string {
+	var ops []string
+	paths, _ := s.doc["paths"].(map[string]any)
+	for p, item := range paths {
+		for m := range item.(map[string]any) {
+			if isMethod(m) {
+				ops = append(ops, strings.ToUpper(m)+" "+p)
+			}
+		}
+	}
+	sort.Strings(ops)
+	return ops
+}
+
+// Statuses lists the response codes an operation describes.
+func (s *Spec) Statuses(method, path string) []string {
+	op, err := s.operation(method, path)
+	if err != nil {
+		return nil
+	}
+	var codes []string
+	for c := range op["responses"].(map[string]any) {
+		codes = append(codes, c)
+	}
+	sort.Strings(codes)
+	return codes
+}
+
+func isMethod(m string) bool {
+	return slices.Contains([]string{"get", "put", "post", "delete", "patch", "head", "options"}, m)
+}
+
+func (s *Spec) operation(method, path string) (map[string]any, error) {
+	paths, _ := s.doc["paths"].(map[string]any)
+	item, ok := paths[path].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("path %s is not described", path)
+	}
+	op, ok := item[strings.ToLower(method)].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s %s is not described", method, path)
+	}
+	return op, nil
+}
+
+// Check validates one response: its status must be described for the
+// operation (or a "default" response), its media type must be one the
+// response lists, and a JSON body must match the schema.
+func (s *Spec) Check(method, path string, status int, contentType string, body []byte) error {
+	op, err := s.operation(method, path)
+	if err != nil {
+		return err
+	}
+	responses, _ := op["responses"].(map[string]any)
+	resp, ok := responses[strconv.Itoa(status)].(map[string]any)
+	if !ok {
+		if resp, ok = responses["default"].(map[string]any); !ok {
+			return fmt.Errorf("%s %s: status %d is not described", method, path, status)
+		}
+	}
+	resp, err = s.deref(resp)
+	if err != nil {
+		return err
+	}
+	content, _ := resp["content"].(map[string]any)
+	if len(content) == 0 {
+		if len(bytes.TrimSpace(body)) != 0 && method != "HEAD" {
+			return fmt.Errorf("%s %s %d: a body is sent but none is described", method, path, status)
+		}
+		return nil
+	}
+	mt := strings.TrimSpace(strings.Split(contentType, ";")[0])
+	media, ok := content[mt].(map[string]any)
+	if !ok {
+		return fmt.Errorf("%s %s %d: content type %q is not described (want one of %v)", method, path, status, mt, keys(content))
+	}
+	schema, ok := media["schema"]
+	if !ok || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("%s %s %d: body is not JSON: %v", method, path, status, err)
+	}
+	if err := s.validate(schema, v, "$"); err != nil {
+		return fmt.Errorf("%s %s %d: %v", method, path, status, err)
+	}
+	return nil
+}
+
+func keys(m map[string]any) []string {
+	var k []string
+	for x := range m {
+		k = append(k, x)
+	}
+	sort.Strings(k)
+	return k
+}
+
+func (s *Spec) deref(n map[string]any) (map[string]any, error) {
+	for range 16 {
+		ref, ok := n["$ref"].(string)
+		if !ok {
+			return n, nil
+		}
+		t, err := s.resolve(ref)
+		if err != nil {
+			return nil, err
+		}
+		n = t
+	}
+	return nil, fmt.Errorf("$ref chain too deep")
+}
+
+func (s *Spec) resolve(ref string) (map[string]any, error) {
+	if !strings.HasPrefix(ref, "#/") {
+		return nil, fmt.Errorf("$ref %q: only local references are supported", ref)
+	}
+	var cur any = s.doc
+	for _, part := range strings.Split(ref[2:], "/") {
+		part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("$ref %q does not resolve", ref)
+		}
+		if cur, ok = m[part]; !ok {
+			return nil, fmt.Errorf("$ref %q does not resolve", ref)
+		}
+	}
+	m, ok := cur.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("$ref %q is not an object", ref)
+	}
+	return m, nil
+}
+
+// checkRefs resolves every $ref once, so a typo fails at Load.
+func (s *Spec) checkRefs() error {
+	var walk func(n any) error
+	walk = func(n any) error {
+		switch n := n.(type) {
+		case map[string]any:
+			if ref, ok := n["$ref"].(string); ok {
+				if _, err := s.resolve(ref); err != nil {
+					return err
+				}
+			}
+			for _, c := range n {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for _, c := range n {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(s.doc)
+}
+
+var known = map[string]bool{
+	"type": true, "properties": true, "required": true, "additionalProperties": true, "items": true,
+	"enum": true, "const": true, "$ref": true, "oneOf": true, "anyOf": true, "allOf": true,
+	"minimum": true, "maximum": true, "format": true, "description": true, "title": true, "examples": true,
+	"default": true, "readOnly": true, "deprecated": true,
+}
+
+func (s *Spec) validate(schema any, v any, at string) error {
+	sc, ok := schema.(map[string]any)
+	if !ok {
+		if b, isBool := schema.(bool); isBool {
+			if !b {
+				return fmt.Errorf("%s: no value is allowed here", at)
+			}
+			return nil
+		}
+		return fmt.Errorf("%s: schema is not an object", at)
+	}
+	for k := range sc {
+		if !known[k] {
+			return fmt.Errorf("%s: schema keyword %q is not supported by the checker", at, k)
+		}
+	}
+	if ref, ok := sc["$ref"].(string); ok {
+		t, err := s.resolve(ref)
+		if err != nil {
+			return err
+		}
+		if err := s.validate(t, v, at); err != nil {
+			return err
+		}
+	}
+	if t, ok := sc["type"]; ok {
+		var types []string
+		switch t := t.(type) {
+		case string:
+			types = []string{t}
+		case []any:
+			for _, x := range t {
+				types = append(types, x.(string))
+			}
+		}
+		if !slices.ContainsFunc(types, func(t string) bool { return isType(t, v) }) {
+			return fmt.Errorf("%s: %s is not of type %v", at, describe(v), types)
+		}
+	}
+	if e, ok := sc["enum"].([]any); ok && !slices.ContainsFunc(e, func(x any) bool { return equal(x, v) }) {
+		return fmt.Errorf("%s: %s is not one of %v", at, describe(v), e)
+	}
+	if c, ok := sc["const"]; ok && !equal(c, v) {
+		return fmt.Errorf("%s: %s is not %v", at, describe(v), c)
+	}
+	if n, ok := v.(json.Number); ok {
+		f, _ := n.Float64()
+		if m, ok := sc["minimum"].(json.Number); ok {
+			if mf, _ := m.Float64(); f < mf {
+				return fmt.Errorf("%s: %s below minimum %s", at, n, m)
+			}
+		}
+		if m, ok := sc["maximum"].(json.Number); ok {
+			if mf, _ := m.Float64(); f > mf {
+				return fmt.Errorf("%s: %s above maximum %s", at, n, m)
+			}
+		}
+	}
+	if f, _ := sc["format"].(string); f == "date-time" {
+		if str, ok := v.(string); ok {
+			if _, err := time.Parse(time.RFC3339Nano, str); err != nil {
+				return fmt.Errorf("%s: %q is not an RFC 3339 date-time", at, str)
+			}
+		}
+	}
+	if obj, ok := v.(map[string]any); ok {
+		props, _ := sc["properties"].(map[string]any)
+		if req, ok := sc["required"].([]any); ok {
+			for _, r := range req {
+				if _, ok := obj[r.(string)]; !ok {
+					return fmt.Errorf("%s: required property %q is missing", at, r)
+				}
+			}
+		}
+		for k, val := range obj {
+			if ps, ok := props[k]; ok {
+				if err := s.validate(ps, val, at+"."+k); err != nil {
+					return err
+				}
+				continue
+			}
+			if ap, ok := sc["additionalProperties"]; ok {
+				if err := s.validate(ap, val, at+"."+k); err != nil {
+					return fmt.Errorf("%s: property %q is not described (%v)", at, k, err)
+				}
+			}
+		}
+	}
+	if arr, ok := v.([]any); ok {
+		if items, ok := sc["items"]; ok {
+			for i, x := range arr {
+				if err := s.validate(items, x, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if all, ok := sc["allOf"].([]any); ok {
+		for _, sub := range all {
+			if err := s.validate(sub, v, at); err != nil {
+				return err
+			}
+		}
+	}
+	if anyOf, ok := sc["anyOf"].([]any); ok {
+		var errs []string
+		for _, sub := range anyOf {
+			err := s.validate(sub, v, at)
+			if err == nil {
+				errs = nil
+				break
+			}
+			errs = append(errs, err.Error())
+		}
+		if errs != nil {
+			return fmt.Errorf("%s: matches none of anyOf: %s", at, strings.Join(errs, "; "))
+		}
+	}
+	if oneOf, ok := sc["oneOf"].([]any); ok {
+		matched := 0
+		var errs []string
+		for _, sub := range oneOf {
+			if err := s.validate(sub, v, at); err == nil {
+				matched++
+			} else {
+				errs = append(errs, err.Error())
+			}
+		}
+		if matched != 1 {
+			return fmt.Errorf("%s: matches %d of oneOf, want 1 (%s)", at, matched, strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
+func isType(t string, v any) bool {
+	switch t {
+	case "null":
+		return v == nil
+	case "boolean":
+		_, ok := v.(bool)
+		return ok
+	case "string":
+		_, ok := v.(string)
+		return ok
+	case "object":
+		_, ok := v.(map[string]any)
+		return ok
+	case "array":
+		_, ok := v.([]any)
+		return ok
+	case "number":
+		_, ok := v.(json.Number)
+		return ok
+	case "integer":
+		n, ok := v.(json.Number)
+		if !ok {
+			return false
+		}
+		if _, err := n.Int64(); err == nil {
+			return true
+		}
+		f, err := n.Float64()
+		return err == nil && f == math.Trunc(f) && !strings.ContainsAny(n.String(), ".eE")
+	}
+	return false
+}
+
+func equal(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb)
+}
+
+func describe(v any) string {
+	b, _ := json.Marshal(v)
+	if len(b) > 60 {
+		b = append(b[:57], "..."...)
+	}
+	return string(b)
+}
