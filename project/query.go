@@ -135,12 +135,7 @@ func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 // fallbackRead reads a fallback tree as admission sees it — its last walk,
 // plus the ledger and reservations since — without walking or writing.
 func (m *Manager) fallbackRead(ctx context.Context, t store.Tree) (quota.Quota, time.Time, error) {
-	key := store.TreeKey{Project: t.Project, Area: t.Area}
-	walked, err := m.Store.Baseline(ctx, key)
-	if err != nil {
-		return quota.Quota{}, walked, err
-	}
-	limits, used, _, err := m.Store.Account(ctx, key)
+	limits, used, walked, err := m.Store.Read(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
 	return quota.Quota{ID: t.ProjectID, Limits: limits, Usage: used}, walked.UTC(), err
 }
 

@@ -391,6 +391,36 @@ func (s *Store) Baseline(ctx context.Context, k TreeKey) (time.Time, error) {
 	return fromMicros(at), err
 }
 
+// Read is one tree as admission sees it, read in one statement: its
+// limits, its usage (last walk + ledger + reservations) and when it was
+// last walked. A check reads each tree this way and nothing else — not the
+// root's total, which only a write needs — so that a check costs a few
+// index lookups however many projects the root holds.
+func (s *Store) Read(ctx context.Context, k TreeKey) (quota.Limits, quota.Usage, time.Time, error) {
+	var row struct {
+		BytesSoft, BytesHard, InodesSoft, InodesHard int64
+		Bytes, Inodes, WalkedAt                      int64
+	}
+	err := s.db.QueryRowxContext(ctx, s.db.Rebind(`SELECT t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_hard,
+		t.walked_bytes
+			+ COALESCE((SELECT SUM(l.bytes) FROM ledger l WHERE l.host = t.host AND l.project = t.project AND l.area = t.area), 0)
+			+ COALESCE((SELECT SUM(r.bytes) FROM reservations r WHERE r.host = t.host AND r.project = t.project AND r.area = t.area), 0),
+		t.walked_inodes
+			+ COALESCE((SELECT SUM(l.inodes) FROM ledger l WHERE l.host = t.host AND l.project = t.project AND l.area = t.area), 0)
+			+ COALESCE((SELECT SUM(r.inodes) FROM reservations r WHERE r.host = t.host AND r.project = t.project AND r.area = t.area), 0),
+		t.walked_at
+		FROM trees t WHERE t.host = ? AND t.project = ? AND t.area = ?`), s.Host, k.Project, k.Area).Scan(
+		&row.BytesSoft, &row.BytesHard, &row.InodesSoft, &row.InodesHard, &row.Bytes, &row.Inodes, &row.WalkedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return quota.Limits{}, quota.Usage{}, time.Time{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
+	}
+	if err != nil {
+		return quota.Limits{}, quota.Usage{}, time.Time{}, err
+	}
+	return quota.Limits{BytesSoft: uint64(row.BytesSoft), BytesHard: uint64(row.BytesHard), InodesSoft: uint64(row.InodesSoft), InodesHard: uint64(row.InodesHard)},
+		quota.Usage{Bytes: nonNegative(row.Bytes), Inodes: nonNegative(row.Inodes)}, fromMicros(row.WalkedAt), nil
+}
+
 // Account reads a tree's limits and usage (last walk + ledger +
 // reservations) and the root's byte usage, as admission sees them.
 func (s *Store) Account(ctx context.Context, k TreeKey) (quota.Limits, quota.Usage, uint64, error) {

@@ -63,3 +63,58 @@ func TestReclaimDeadAndExpired(t *testing.T) {
 		}
 	})
 }
+
+// Read is what a check sees: it must agree with Account, the reading
+// writes are admitted against, for a tree with a ledger and reservations,
+// and count nothing of a neighbouring tree.
+func TestReadAgreesWithAccount(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		if err := s.InTx(ctx, func(tx *Tx) error {
+			if _, _, err := tx.InsertProject(ctx, "omni", "", time.Now()); err != nil {
+				return err
+			}
+			for i, area := range []string{"workspace", "cache"} {
+				if err := tx.InsertTree(ctx, Tree{Project: "omni", Area: area, Path: area, Backend: "fallback", FSUUID: "u", ProjectID: quota.ProjectID(i + 1),
+					Limits: quota.Limits{BytesSoft: 10, BytesHard: 1000, InodesHard: 9}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		admitAll := func(quota.Limits, quota.Usage, uint64) error { return nil }
+		ws, cache := TreeKey{Project: "omni", Area: "workspace"}, TreeKey{Project: "omni", Area: "cache"}
+		id, _, err := s.Reserve(ctx, ws, 100, 1, "a", "", time.Hour, nil, admitAll)
+		if err == nil {
+			_, _, err = s.Reserve(ctx, ws, 30, 2, "b", "", time.Hour, nil, admitAll)
+		}
+		if err == nil {
+			_, _, err = s.Reserve(ctx, cache, 500, 5, "c", "", time.Hour, nil, admitAll)
+		}
+		if err == nil {
+			err = s.Commit(ctx, ws, id, 80, 1, "test")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		limits, used, walked, err := s.Read(ctx, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantLimits, wantUsed, _, err := s.Account(ctx, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if limits != wantLimits || used != wantUsed || used != (quota.Usage{Bytes: 110, Inodes: 3}) {
+			t.Errorf("Read %+v %+v, Account %+v %+v, want usage 110 bytes 3 inodes", limits, used, wantLimits, wantUsed)
+		}
+		if baseline, _ := s.Baseline(ctx, ws); !walked.Equal(baseline) {
+			t.Errorf("walked %v, Baseline %v", walked, baseline)
+		}
+		if _, _, _, err := s.Read(ctx, TreeKey{Project: "omni", Area: "scratch"}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("an unknown tree: %v, want ErrNotFound", err)
+		}
+	})
+}
