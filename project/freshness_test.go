@@ -90,3 +90,45 @@ func BenchmarkCheck1000(b *testing.B) {
 		}
 	}
 }
+
+// TestCheckSeesOtherProcessesAtOnce: a long-lived manager answers checks
+// from what it read while the store is unchanged (readcache.go); a change
+// committed by another process — a limit lowered, a project removed — is
+// in its very next answer, and a cached answer handed out cannot be
+// changed by its caller.
+func TestCheckSeesOtherProcessesAtOnce(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		long, ctx := r.Manager, r.Ctx
+		r.Add(100<<20, "omni")
+		if err := os.WriteFile(filepath.Join(long.Root, "projects", "omni", "f"), make([]byte, 64<<10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := long.Check(ctx, "omni", project.Read{Refresh: true}); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the second answer comes from the cache
+			a, err := long.Check(ctx, "omni")
+			if err != nil || a.Decision != project.Ok {
+				t.Fatalf("before: %+v, %v", a, err)
+			}
+			a.Trees[0].UsedBytes = 1 << 62 // the caller's copy
+		}
+		other := r.Reopen()
+		if _, err := other.Set(ctx, "omni", project.AreaWorkspace, project.LimitChange{BytesHard: fixture.Size(16 << 10)}); err != nil {
+			t.Fatal(err)
+		}
+		a, err := long.Check(ctx, "omni")
+		if err != nil || a.Decision != project.Deny {
+			t.Errorf("after another process lowered the limit below usage: %+v, %v, want deny", a, err)
+		}
+		if ws := workspace(t, project.Project{Trees: a.Trees}); ws.UsedBytes >= 1<<62 || ws.BytesHard != 16<<10 {
+			t.Errorf("workspace %+v: a caller's change or the old limit leaked into the answer", ws)
+		}
+		if _, err := other.Remove(ctx, "omni", false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := long.Check(ctx, "omni"); err == nil {
+			t.Error("a project another process removed is still admitted")
+		}
+	})
+}

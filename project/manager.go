@@ -125,6 +125,7 @@ type Manager struct {
 	alloc  *xfs.Allocator
 	fsUUID string // key of this root's filesystem in the ID registry
 	Range  xfs.IDRange
+	reads  readCache // see readcache.go
 }
 
 // Options configure Open.

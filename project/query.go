@@ -94,6 +94,21 @@ func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, er
 	if err := ValidateName(name); err != nil {
 		return Project{}, err
 	}
+	read := readOf(r)
+	var gen string
+	if !read.Refresh {
+		gen = m.generation(ctx) // before the reads it guards (store.Generation)
+		if c, ok := m.reads.get(gen, name); ok {
+			statuses := c.statuses
+			if m.xfs != nil {
+				var err error
+				if statuses, err = m.status(ctx, c.trees, nil, read); err != nil {
+					return Project{}, err
+				}
+			}
+			return Project{Name: c.row.Name, State: c.row.State, CreatedAt: c.row.CreatedAt, Backend: m.BackendName(), Trees: statuses}, nil
+		}
+	}
 	p, err := m.Store.Project(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return Project{}, notFound(name)
@@ -105,9 +120,16 @@ func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, er
 	if err != nil {
 		return Project{}, err
 	}
-	statuses, err := m.status(ctx, trees, nil, readOf(r))
+	statuses, err := m.status(ctx, trees, nil, read)
 	if err != nil {
 		return Project{}, err
+	}
+	if !read.Refresh {
+		c := cachedProject{row: p, trees: trees}
+		if m.xfs == nil {
+			c.statuses = statuses
+		}
+		m.reads.put(gen, name, c)
 	}
 	return Project{Name: p.Name, State: p.State, CreatedAt: p.CreatedAt, Backend: m.BackendName(), Trees: statuses}, nil
 }

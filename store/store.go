@@ -27,6 +27,7 @@ type Store struct {
 	db       *sqlx.DB
 	postgres bool
 	readOnly bool // see OpenReadOnly
+	probe    generationProbe
 	// Host scopes rows that belong to one machine (projects, trees,
 	// settings) when several hosts share a PostgreSQL database.
 	Host string
@@ -89,7 +90,10 @@ func (s *Store) Driver() string {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.probe.close()
+	return s.db.Close()
+}
 
 // Tx is one transaction; every write goes through one.
 type Tx struct {

@@ -1,0 +1,51 @@
+package store
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/internal/storetest"
+)
+
+// The generation a long-lived reader keeps answers by must change with
+// every commit — its own pool's and another process's (a second Store on
+// the same database stands in for one) — and stay put while nothing is
+// committed, or nothing could be kept.
+func TestGenerationChangesWithEveryCommit(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s, other := open(t, dsn), open(t, dsn)
+		gen := func() string {
+			t.Helper()
+			g, err := s.Generation(ctx)
+			if err != nil || g == "" {
+				t.Fatalf("generation %q, %v", g, err)
+			}
+			return g
+		}
+		add := func(st *Store, name string) {
+			t.Helper()
+			if err := st.InTx(ctx, func(tx *Tx) error {
+				_, _, err := tx.InsertProject(ctx, name, "", time.Now())
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g0 := gen()
+		if _, err := s.Projects(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if g := gen(); g != g0 {
+			t.Errorf("a read moved the generation %s -> %s", g0, g)
+		}
+		for i, writer := range []*Store{s, other, other, s} {
+			add(writer, fmt.Sprintf("p%d", i))
+			g := gen()
+			if g == g0 {
+				t.Errorf("commit %d did not move the generation from %s", i, g0)
+			}
+			g0 = g
+		}
+	})
+}
