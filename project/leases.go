@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
 )
@@ -57,7 +58,7 @@ func (m *Manager) ReleaseLease(ctx context.Context, name, run string) error {
 		return err
 	})
 	if err == nil && !had {
-		err = fmt.Errorf("project %q has no lease for run %q: see xfsq lease list", name, run)
+		err = errkind.WithHint(errkind.NotFound, fmt.Errorf("project %q has no lease for run %q", name, run), "see xfsq lease list")
 	}
 	return err
 }
@@ -72,6 +73,30 @@ func (m *Manager) Leases(ctx context.Context) ([]LeaseStatus, error) {
 	out := make([]LeaseStatus, len(all))
 	for i, l := range all {
 		out[i] = LeaseStatus{Lease: l, Active: l.ExpiresAt.After(now)}
+	}
+	return out, nil
+}
+
+// ProjectLeases lists one project's leases, held or lapsed; a project
+// that does not exist is an error (errkind.NotFound), not an empty list.
+func (m *Manager) ProjectLeases(ctx context.Context, name string) ([]LeaseStatus, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	if _, err := m.Store.Project(ctx, name); errors.Is(err, store.ErrNotFound) {
+		return nil, notFound(name)
+	} else if err != nil {
+		return nil, err
+	}
+	all, err := m.Leases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []LeaseStatus{}
+	for _, l := range all {
+		if l.Project == name {
+			out = append(out, l)
+		}
 	}
 	return out, nil
 }
