@@ -51,7 +51,9 @@ func (s *Size) UnmarshalJSON(b []byte) error { return parseQuantity(b, (*uint64)
 // Count is a file count in a request body: a number, or a string ("10k").
 type Count uint64
 
-func (c *Count) UnmarshalJSON(b []byte) error { return parseQuantity(b, (*uint64)(c), units.ParseCount) }
+func (c *Count) UnmarshalJSON(b []byte) error {
+	return parseQuantity(b, (*uint64)(c), units.ParseCount)
+}
 
 func parseQuantity(b []byte, dst *uint64, parse func(string) (uint64, error)) error {
 	var n uint64
