@@ -256,6 +256,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Flags:  []cli.Flag{&cli.DurationFlag{Name: "budget", Value: 2 * time.Second, Usage: "time each part may take"}},
 				Action: with(cmdHealth),
 			},
+			serveCommand(with),
 		},
 	}
 	setUsageErrors(app.Commands)
