@@ -54,7 +54,12 @@ type TokenSource interface {
 func (s *TokenSet) Current() *TokenSet { return s }
 
 // Len is the number of tokens.
-func (s *TokenSet) Len() int { return len(s.tokens) }
+func (s *TokenSet) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.tokens)
+}
 
 // Lookup is the caller a bearer token belongs to. Every entry is compared,
 // match or not, so the time taken says nothing of which (if any) matched.

@@ -105,3 +105,19 @@ func TestTokenFileReload(t *testing.T) {
 		t.Error("a bad reload dropped the tokens in force")
 	}
 }
+
+// TestTokenFileExample: the example shipped in contrib/ parses.
+func TestTokenFileExample(t *testing.T) {
+	f, err := os.Open("../contrib/xfsq-tokens.csv.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	set, err := ParseTokens(f, "example")
+	if err != nil || set.Len() != 3 {
+		t.Fatalf("%v (%d tokens)", err, set.Len())
+	}
+	if c, ok := set.Lookup("test"); !ok || c.Name != "dashboard" || c.Role != RoleReader {
+		t.Errorf("the example's reader token: %+v %v", c, ok)
+	}
+}
