@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -404,4 +406,30 @@ func status(err error) int {
 		return pe.Status
 	}
 	return 0
+}
+
+// TestReadyz: ready while the root, backend and store are; 503 with the
+// part named when the root's .xfsq/ is gone (an unmounted root shows the
+// empty directory beneath) or the store does not answer.
+func TestReadyz(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		ts := newServer(t, r)
+		if code, _, body := ts.raw(t, "GET", "/readyz", "", ""); code != 200 {
+			t.Fatalf("readyz: %d %s", code, body)
+		}
+		state := filepath.Join(r.Manager.Root, ".xfsq")
+		if err := os.Rename(state, state+".away"); err != nil {
+			t.Fatal(err)
+		}
+		code, _, body := ts.raw(t, "GET", "/readyz", "", "")
+		if code != 503 || !strings.Contains(body, "root:") || !strings.Contains(body, errkind.NotReady.TypeURI()) {
+			t.Errorf("readyz without .xfsq/: %d %s, want 503 naming the root", code, body)
+		}
+		os.Rename(state+".away", state)
+		r.Root.Manager.Store.Close()
+		code, _, body = ts.raw(t, "GET", "/readyz", "", "")
+		if code != 503 || !strings.Contains(body, "store:") {
+			t.Errorf("readyz with the store closed: %d %s, want 503 naming the store", code, body)
+		}
+	})
 }

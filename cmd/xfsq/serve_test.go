@@ -3,9 +3,17 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -31,9 +39,9 @@ type served struct {
 	code int
 }
 
-func (s *sandbox) serve(t *testing.T, tokenFile string) *served {
+func (s *sandbox) serve(t *testing.T, tokenFile string, extra ...string) *served {
 	t.Helper()
-	args := []string{"--root", s.root, "serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--grace", "20s"}
+	args := append([]string{"--root", s.root, "serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--grace", "20s"}, extra...)
 	cmd := exec.Command(os.Getenv(envBinary), args...)
 	cmd.Env = append(os.Environ(), s.env...)
 	stderr, err := cmd.StderrPipe()
@@ -205,5 +213,42 @@ func TestServeReloadAndShutdown(t *testing.T) {
 	}
 	if out := s.ok("project", "show", "late"); !strings.Contains(out, "late") {
 		t.Errorf("the project added by the request in flight: %s", out)
+	}
+}
+
+// TestServeTLS: with --tls-cert/--tls-key the API is HTTPS only.
+func TestServeTLS(t *testing.T) {
+	s := newSandbox(t, t.TempDir(), "")
+	s.ok("init")
+	dir := t.TempDir()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	tokens := filepath.Join(dir, "tokens.csv")
+	writeTokens(t, tokens, "tls-token-0123456789abc,ci,reader\n")
+	if r := s.run("serve", "--token-file", tokens, "--tls-cert", certFile); r.code != 2 || !strings.Contains(r.stderr, "--tls-key") {
+		t.Errorf("--tls-cert alone: exit %d %q, want 2", r.code, r.stderr)
+	}
+	sv := s.serve(t, tokens, "--tls-cert", certFile, "--tls-key", keyFile)
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	if err := client.New("https://"+sv.addr, "", hc).Ready(context.Background()); err != nil {
+		t.Errorf("readyz over TLS: %v", err)
+	}
+	if resp, err := http.Get("http://" + sv.addr + "/healthz"); err == nil {
+		if resp.StatusCode == 200 {
+			t.Error("plain HTTP answered 200 on a TLS listener")
+		}
+		resp.Body.Close()
 	}
 }
