@@ -217,7 +217,26 @@ func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (Rem
 		}
 		return res, nil
 	}
-	if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.SetProjectState(ctx, name, store.StateRemoving, HolderOf(ctx)) }); err != nil {
+	// The leases again, under their lock, in the transaction that marks
+	// the project removing: a lease taken since the look above either
+	// refuses the removal here or is refused itself (AcquireLease).
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+		if p.State == store.StateReady && !o.Force {
+			now, err := tx.HeldLeases(ctx, name, m.now())
+			if err != nil {
+				return err
+			}
+			if len(now) > 0 {
+				held := make([]LeaseStatus, len(now))
+				for i, l := range now {
+					held[i] = LeaseStatus{Lease: l, Active: true}
+				}
+				return &LeaseHeldError{Project: name, Leases: held}
+			}
+		}
+		return tx.SetProjectState(ctx, name, store.StateRemoving, HolderOf(ctx))
+	})
+	if err != nil {
 		return res, err
 	}
 	for _, t := range trees {

@@ -39,7 +39,24 @@ func (m *Manager) AcquireLease(ctx context.Context, name, run string, ttl time.D
 		return LeaseStatus{}, fieldErrorf("ttl", "%s: use more than 0 and at most %s", units.FormatDuration(ttl), units.FormatDuration(MaxLeaseTTL))
 	}
 	l := store.Lease{Project: name, Run: run, ExpiresAt: m.now().Add(ttl).UTC()}
-	err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AcquireLease(ctx, name, run, l.ExpiresAt) })
+	err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+		if err := tx.AcquireLease(ctx, name, run, l.ExpiresAt); err != nil {
+			return err
+		}
+		// Under the lease lock AcquireLease took: a removal that began
+		// since checkLease looked has marked the project, and wins.
+		state, err := tx.ProjectState(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound(name)
+		}
+		if err == nil && state != store.StateReady {
+			err = notReady(name, state, "run xfsq doctor")
+		}
+		return err
+	})
+	if err != nil {
+		return LeaseStatus{}, err
+	}
 	return LeaseStatus{Lease: l, Active: true}, err
 }
 

@@ -3,9 +3,11 @@ package project_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,6 +98,31 @@ func TestRemoveRespectsLeases(t *testing.T) {
 		}
 		if err := m.ReleaseLease(ctx, "omni", "nope"); errkind.Of(err) != errkind.NotFound {
 			t.Errorf("release of a lease not held: %v, want not found", err)
+		}
+	})
+}
+
+// TestRemoveRacesLease: a lease taken while a removal runs either refuses
+// the removal or is refused itself; never do both succeed (the project
+// gone under a run that was told it holds it).
+func TestRemoveRacesLease(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		for i := range 15 {
+			name := fmt.Sprintf("race%d", i)
+			r.Add(1<<20, name)
+			var leaseErr, rmErr error
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() { defer wg.Done(); _, leaseErr = m.AcquireLease(ctx, name, "run-1", time.Hour) }()
+			go func() { defer wg.Done(); _, rmErr = m.Remove(ctx, name, project.RemoveOptions{}) }()
+			wg.Wait()
+			if leaseErr == nil && rmErr == nil {
+				t.Fatalf("%s: both the lease and the removal succeeded", name)
+			}
+			if rmErr != nil && !errors.As(rmErr, new(*project.LeaseHeldError)) {
+				t.Fatalf("%s: removal failed otherwise: %v", name, rmErr)
+			}
 		}
 	})
 }
