@@ -170,6 +170,14 @@ func TestAuthMatrix(t *testing.T) {
 				}
 			}
 		}
+		// Outside the table: 404 for an unknown path, 405 with Allow for a
+		// known one asked with another method, both as problems.
+		if code, h, body := ts.raw(t, "GET", "/v1/nothing", readerToken, ""); code != 404 || h.Get("Content-Type") != server.ProblemType {
+			t.Errorf("unknown path: %d %s", code, body)
+		}
+		if code, h, body := ts.raw(t, "PUT", p+"/omni/admission", readerToken, ""); code != 405 || h.Get("Allow") != "GET, HEAD" || h.Get("Content-Type") != server.ProblemType {
+			t.Errorf("wrong method: %d %v %s", code, h, body)
+		}
 		// A limited reader's 404 is the library's own answer for a project
 		// that does not exist, word for word.
 		_, _, hidden := ts.raw(t, "GET", p+"/omni/admission", limitedToken, "")

@@ -88,8 +88,30 @@ func New(cfg Config) (*Server, error) {
 		seen[key] = true
 		s.mux.Handle(key, s.guard(rt))
 	}
-	// Anything else: a problem body, as every error is, not ServeMux's text.
+	// Anything else is a problem body, as every error is, not ServeMux's
+	// text: 405 with Allow for a known path asked with another method,
+	// else 404. paths holds each route's pattern without its method.
+	paths := http.NewServeMux()
+	allow := map[string][]string{}
+	for _, rt := range s.routes {
+		if allow[rt.Pattern] == nil {
+			paths.HandleFunc(rt.Pattern, func(http.ResponseWriter, *http.Request) {})
+		}
+		allow[rt.Pattern] = append(allow[rt.Pattern], rt.Method)
+		if rt.Method == "GET" {
+			allow[rt.Pattern] = append(allow[rt.Pattern], "HEAD")
+		}
+	}
 	s.mux.Handle("/", s.guard(Route{Pattern: "/", Handler: func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := paths.Handler(r); pattern != "" {
+			methods := allow[pattern]
+			w.Header().Set("Allow", strings.Join(methods, ", "))
+			w.Header().Set("Content-Type", ProblemType)
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			writeBody(w, Problem{Type: TypeMethodNotAllowed, Title: http.StatusText(http.StatusMethodNotAllowed), Status: http.StatusMethodNotAllowed,
+				Detail: fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, strings.Join(methods, ", "))})
+			return
+		}
 		WriteProblem(w, errkind.New(errkind.NotFound, fmt.Errorf("no such endpoint: %s %s", r.Method, r.URL.Path)))
 	}}))
 	return s, nil
@@ -163,6 +185,8 @@ func newRequestID() string {
 const (
 	TypeUnauthorized = "https://xfsq.dev/problems/unauthorized"
 	TypeForbidden    = "https://xfsq.dev/problems/forbidden"
+	// TypeMethodNotAllowed: a known path asked with a method it does not take.
+	TypeMethodNotAllowed = "https://xfsq.dev/problems/method-not-allowed"
 )
 
 func writeAuthProblem(w http.ResponseWriter, status int, typ, detail string) {
