@@ -8,6 +8,10 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strings"
+	"time"
+
+	"github.com/xfsq/xfsq/errkind"
 
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/store"
@@ -70,10 +74,30 @@ func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange
 	return Project{}, fmt.Errorf("project %q has no %s tree: run xfsq doctor", name, area)
 }
 
-// RemoveResult says what a removal did.
+// RemoveOptions say how a project is removed.
+type RemoveOptions struct {
+	// Purge deletes the project's trees too, each deletion journalled.
+	Purge bool
+	// Force removes the project although a run holds an unexpired lease on
+	// it; the removal is journalled as forced, with the leases it ended.
+	Force bool
+	// DryRun changes nothing: it says what the removal would do, and with
+	// Purge what it would delete and how much.
+	DryRun bool
+}
+
+// RemoveResult says what a removal did (or, dry, would do).
 type RemoveResult struct {
 	Project string `json:"project"`
 	Purged  bool   `json:"purged"`
+	DryRun  bool   `json:"dry_run,omitempty"`
+	// Forced: removed although leases were held (RemoveOptions.Force).
+	Forced bool `json:"forced,omitempty"`
+	// HeldLeases are the runs holding an unexpired lease: without Force a
+	// removal is refused while there are any (a dry run says so here).
+	HeldLeases []string `json:"held_leases,omitempty"`
+	// EndedLeases are the runs whose leases the removal ended, held or lapsed.
+	EndedLeases []string `json:"ended_leases"`
 	// KeptIDs are IDs still carried by files left on disk: reserved until
 	// those files are gone, so no other project is charged for them.
 	KeptIDs []string `json:"kept_ids"`
@@ -81,15 +105,54 @@ type RemoveResult struct {
 	// PurgedTrees is what --purge really removed of each tree, and what it
 	// left in place (mount points) with why.
 	PurgedTrees []Purged `json:"purged_trees"`
+	// WouldPurge is, for a dry run with Purge, each tree that would be
+	// deleted with its usage as the backend counts it now.
+	WouldPurge []PurgePlan `json:"would_purge,omitempty"`
 }
 
-// Remove unregisters a project: limits cleared, rows deleted, IDs released
-// once no file carries them. With purge its trees are deleted too, each
-// deletion journalled (storage.evicted) before and after.
-func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveResult, error) {
+// PurgePlan is one tree a purge would delete.
+type PurgePlan struct {
+	Path   string `json:"path"`
+	Area   string `json:"area"`
+	Bytes  uint64 `json:"bytes"`
+	Inodes uint64 `json:"inodes"`
+}
+
+// LeaseHeldError refuses to remove a project a run still holds.
+type LeaseHeldError struct {
+	Project string
+	Leases  []LeaseStatus
+}
+
+func (e *LeaseHeldError) Error() string {
+	runs := make([]string, len(e.Leases))
+	for i, l := range e.Leases {
+		runs[i] = fmt.Sprintf("%s (until %s)", l.Run, l.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	lease := "a lease"
+	if len(runs) > 1 {
+		lease = "leases"
+	}
+	return fmt.Sprintf("project %q is held by %s of run %s", e.Project, lease, strings.Join(runs, ", "))
+}
+
+func (e *LeaseHeldError) Kind() errkind.Kind { return errkind.Conflict }
+func (e *LeaseHeldError) Hint() string {
+	return "wait for the run to end, release its lease (xfsq lease release), or remove with --force"
+}
+
+// Remove unregisters a project: limits cleared, rows deleted, its leases
+// ended, IDs released once no file carries them. With Purge its trees are
+// deleted too, each deletion journalled (storage.evicted) before and after.
+// A project a run holds an unexpired lease on is refused (a
+// LeaseHeldError, errkind.Conflict) unless Force; a removal already under
+// way (state removing, e.g. interrupted) is finished whatever the leases,
+// since it was decided when it began.
+func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (RemoveResult, error) {
 	ctx, end := BeginOp(ctx)
 	defer end()
-	res := RemoveResult{Project: name, Purged: purge, KeptIDs: []string{}, Left: []string{}, PurgedTrees: []Purged{}}
+	purge := o.Purge
+	res := RemoveResult{Project: name, Purged: purge, DryRun: o.DryRun, EndedLeases: []string{}, KeptIDs: []string{}, Left: []string{}, PurgedTrees: []Purged{}}
 	if err := ValidateName(name); err != nil {
 		return res, err
 	}
@@ -102,18 +165,77 @@ func (m *Manager) Remove(ctx context.Context, name string, purge bool) (RemoveRe
 	}
 	if p.State == store.StateAdding {
 		if holderAlive(p.Adder) {
-			return res, fmt.Errorf("project %q is being added by another process (%s); wait for it", name, p.Adder)
+			return res, errkind.New(errkind.Conflict, fmt.Errorf("project %q is being added by another process (%s); wait for it", name, p.Adder))
+		}
+		if o.DryRun {
+			return res, nil
 		}
 		res.Left, err = m.rollbackAdd(ctx, name)
 		return res, err
 	}
 	if p.State == store.StateRemoving && holderAlive(p.Adder) {
-		return res, fmt.Errorf("project %q is being removed by another process (%s); wait for it", name, p.Adder)
+		return res, errkind.New(errkind.Conflict, fmt.Errorf("project %q is being removed by another process (%s); wait for it", name, p.Adder))
 	}
-	if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.SetProjectState(ctx, name, store.StateRemoving, HolderOf(ctx)) }); err != nil {
+	leases, err := m.ProjectLeases(ctx, name)
+	if err != nil {
 		return res, err
 	}
+	var held []LeaseStatus
+	for _, l := range leases {
+		res.EndedLeases = append(res.EndedLeases, l.Run)
+		if l.Active {
+			held = append(held, l)
+		}
+	}
+	if len(held) > 0 && p.State == store.StateReady {
+		for _, l := range held {
+			res.HeldLeases = append(res.HeldLeases, l.Run)
+		}
+		if !o.Force && !o.DryRun {
+			return res, &LeaseHeldError{Project: name, Leases: held}
+		}
+		res.Forced = o.Force
+	}
 	trees, err := m.Store.Trees(ctx, name)
+	if err != nil {
+		return res, err
+	}
+	if o.DryRun {
+		for _, t := range trees {
+			if _, err := os.Lstat(m.abs(t.Path)); err != nil {
+				continue
+			}
+			if !purge {
+				res.Left = append(res.Left, t.Path)
+				continue
+			}
+			q, err := m.Backend.Get(t.ProjectID)
+			if err != nil {
+				return res, err
+			}
+			res.WouldPurge = append(res.WouldPurge, PurgePlan{Path: t.Path, Area: t.Area, Bytes: q.Bytes, Inodes: q.Inodes})
+		}
+		return res, nil
+	}
+	// The leases again, under their lock, in the transaction that marks
+	// the project removing: a lease taken since the look above either
+	// refuses the removal here or is refused itself (AcquireLease).
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+		if p.State == store.StateReady && !o.Force {
+			now, err := tx.HeldLeases(ctx, name, m.now())
+			if err != nil {
+				return err
+			}
+			if len(now) > 0 {
+				held := make([]LeaseStatus, len(now))
+				for i, l := range now {
+					held[i] = LeaseStatus{Lease: l, Active: true}
+				}
+				return &LeaseHeldError{Project: name, Leases: held}
+			}
+		}
+		return tx.SetProjectState(ctx, name, store.StateRemoving, HolderOf(ctx))
+	})
 	if err != nil {
 		return res, err
 	}

@@ -77,7 +77,7 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 			}
 		default:
 			f.Kind, f.Detail, f.Fix = InterruptedRemove, "a removal was interrupted half-way", "finish it (data is kept; xfsq project rm --purge deletes it)"
-			f.fixFn = func(ctx context.Context) error { _, err := m.Remove(ctx, p.Name, false); return err }
+			f.fixFn = func(ctx context.Context) error { _, err := m.Remove(ctx, p.Name, RemoveOptions{}); return err }
 		}
 		findings = append(findings, f)
 	}

@@ -20,7 +20,10 @@ type ProjectRecord = store.Project
 // EventQuery selects journal records; the zero value is the newest 100.
 type EventQuery struct {
 	Type, Project string
-	Since         time.Time // only records at or after this
+	// Projects, when non-nil, keeps only records of these projects: what
+	// a reader limited to them may see (records of no project excluded).
+	Projects []string
+	Since    time.Time // only records at or after this
 	// Limit is at most this many, newest first: 1 to MaxEventLimit; 0 is 100.
 	Limit int
 	// Cursor continues a previous page (EventPage.Next); "" starts at the newest.
@@ -75,7 +78,7 @@ func (m *Manager) Events(ctx context.Context, q EventQuery) (EventPage, error) {
 	if q.Limit < 1 || q.Limit > MaxEventLimit {
 		return EventPage{}, inputErrorf("limit %d: use 1 to %d", q.Limit, MaxEventLimit)
 	}
-	f := store.EventFilter{Type: q.Type, Project: q.Project, Since: q.Since, Limit: q.Limit + 1}
+	f := store.EventFilter{Type: q.Type, Project: q.Project, Projects: q.Projects, Since: q.Since, Limit: q.Limit + 1}
 	if q.Cursor != "" {
 		id, err := decodeCursor(q.Cursor)
 		if err != nil {

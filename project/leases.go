@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
 )
@@ -38,7 +39,24 @@ func (m *Manager) AcquireLease(ctx context.Context, name, run string, ttl time.D
 		return LeaseStatus{}, fieldErrorf("ttl", "%s: use more than 0 and at most %s", units.FormatDuration(ttl), units.FormatDuration(MaxLeaseTTL))
 	}
 	l := store.Lease{Project: name, Run: run, ExpiresAt: m.now().Add(ttl).UTC()}
-	err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AcquireLease(ctx, name, run, l.ExpiresAt) })
+	err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+		if err := tx.AcquireLease(ctx, name, run, l.ExpiresAt); err != nil {
+			return err
+		}
+		// Under the lease lock AcquireLease took: a removal that began
+		// since checkLease looked has marked the project, and wins.
+		state, err := tx.ProjectState(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound(name)
+		}
+		if err == nil && state != store.StateReady {
+			err = notReady(name, state, "run xfsq doctor")
+		}
+		return err
+	})
+	if err != nil {
+		return LeaseStatus{}, err
+	}
 	return LeaseStatus{Lease: l, Active: true}, err
 }
 
@@ -57,7 +75,7 @@ func (m *Manager) ReleaseLease(ctx context.Context, name, run string) error {
 		return err
 	})
 	if err == nil && !had {
-		err = fmt.Errorf("project %q has no lease for run %q: see xfsq lease list", name, run)
+		err = errkind.WithHint(errkind.NotFound, fmt.Errorf("project %q has no lease for run %q", name, run), "see xfsq lease list")
 	}
 	return err
 }
@@ -72,6 +90,30 @@ func (m *Manager) Leases(ctx context.Context) ([]LeaseStatus, error) {
 	out := make([]LeaseStatus, len(all))
 	for i, l := range all {
 		out[i] = LeaseStatus{Lease: l, Active: l.ExpiresAt.After(now)}
+	}
+	return out, nil
+}
+
+// ProjectLeases lists one project's leases, held or lapsed; a project
+// that does not exist is an error (errkind.NotFound), not an empty list.
+func (m *Manager) ProjectLeases(ctx context.Context, name string) ([]LeaseStatus, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	if _, err := m.Store.Project(ctx, name); errors.Is(err, store.ErrNotFound) {
+		return nil, notFound(name)
+	} else if err != nil {
+		return nil, err
+	}
+	all, err := m.Leases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []LeaseStatus{}
+	for _, l := range all {
+		if l.Project == name {
+			out = append(out, l)
+		}
 	}
 	return out, nil
 }

@@ -59,7 +59,7 @@ func TestLifecycle(t *testing.T) {
 		if err != nil || len(ps) != 1 {
 			t.Fatalf("list: %v %+v", err, ps)
 		}
-		res, err := m.Remove(ctx, "omni", true)
+		res, err := m.Remove(ctx, "omni", project.RemoveOptions{Purge: true})
 		if err != nil || !res.Purged {
 			t.Fatalf("rm --purge: %v %+v", err, res)
 		}

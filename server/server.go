@@ -18,6 +18,14 @@
 // with decodeJSON, makes one library call with r.Context(), and answers
 // with writeJSON or WriteProblem. Lists (overview, events) filter with
 // Caller.Sees themselves.
+//
+// Every route is one row of the route table (routes.go: Route{Method,
+// Pattern, Role, Handler}; Server.coreRoutes, plus Config.Routes), and the
+// middleware (Server.guard) runs for each: request id, access log, token,
+// role, a limited reader's 404 and the actor. A handler of this package is
+// a method of *Server, with s.root / s.m (the open root and its manager),
+// s.log, and s.fail(w, r, err) (WriteProblem that also logs an internal
+// error with the request id).
 package server
 
 import (

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -53,9 +54,12 @@ func (t *Tx) AppendEvent(ctx context.Context, typ, project, actor string, payloa
 // EventFilter selects events; zero fields select everything.
 type EventFilter struct {
 	Type, Project string
-	Since         time.Time
-	Limit         int   // newest first; 0 means 100
-	BeforeID      int64 // for paging: only events older than this ID
+	// Projects, when non-nil, keeps only events of these projects (a
+	// reader limited to them); an empty non-nil list keeps none.
+	Projects []string
+	Since    time.Time
+	Limit    int   // newest first; 0 means 100
+	BeforeID int64 // for paging: only events older than this ID
 }
 
 type eventRow struct {
@@ -79,6 +83,15 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	if f.Project != "" {
 		q += ` AND project = ?`
 		args = append(args, f.Project)
+	}
+	if f.Projects != nil {
+		if len(f.Projects) == 0 {
+			return []Event{}, nil
+		}
+		q += ` AND project IN (?` + strings.Repeat(`, ?`, len(f.Projects)-1) + `)`
+		for _, p := range f.Projects {
+			args = append(args, p)
+		}
 	}
 	if !f.Since.IsZero() {
 		q += ` AND at >= ?`

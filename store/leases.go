@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -97,4 +100,33 @@ func (s *Store) AppendPendingUnlessLeased(ctx context.Context, project, actor st
 		return tx.AppendEvent(ctx, EventEvicted, project, actor, rec)
 	})
 	return leased, err
+}
+
+// HeldLeases returns the leases of project unexpired at now, under the
+// project's lease lock: a removal that reads them and marks the project
+// removing in one transaction is ordered with every AcquireLease, which
+// takes the same lock and then reads the project's state (ProjectState).
+func (t *Tx) HeldLeases(ctx context.Context, project string, now time.Time) ([]Lease, error) {
+	if err := t.lock(ctx, leaseLock(t.s.Host, project)); err != nil {
+		return nil, err
+	}
+	var out []Lease
+	if err := t.sel(ctx, &out, `SELECT project, run, expires_at FROM leases WHERE host = ? AND project = ? AND expires_at > ? ORDER BY run`,
+		t.s.Host, project, toMicros(now)); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].ExpiresAt = fromMicros(out[i].Expires)
+	}
+	return out, nil
+}
+
+// ProjectState is a project's state as this transaction sees it; ErrNotFound when there is none.
+func (t *Tx) ProjectState(ctx context.Context, name string) (string, error) {
+	var state string
+	err := t.get(ctx, &state, `SELECT state FROM projects WHERE host = ? AND name = ?`, t.s.Host, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("project %q: %w", name, ErrNotFound)
+	}
+	return state, err
 }

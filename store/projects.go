@@ -105,9 +105,10 @@ func (t *Tx) SetProjectState(ctx context.Context, name, state, adder string) err
 	return nil
 }
 
-// DeleteProject removes the project row and its trees.
+// DeleteProject removes the project row and its trees, and ends its
+// leases: a lease left behind would shield a later project of the same name.
 func (t *Tx) DeleteProject(ctx context.Context, name string) error {
-	for _, table := range []string{"trees", "ledger", "reservations", "snapshots", "snapshot_trees", "sweep_locks"} {
+	for _, table := range []string{"trees", "ledger", "reservations", "snapshots", "snapshot_trees", "sweep_locks", "leases"} {
 		if _, err := t.exec(ctx, `DELETE FROM `+table+` WHERE host = ? AND project = ?`, t.s.Host, name); err != nil {
 			return err
 		}

@@ -93,8 +93,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					{
 						Name: "rm", Usage: "unregister a project (its data stays unless --purge)", ArgsUsage: "NAME",
 						Description: "Clears the limits and unregisters the project. Project IDs are released once no file carries\n" +
-							"them. With --purge its trees are deleted too, each deletion journalled as storage.evicted.",
-						Flags:  []cli.Flag{&cli.BoolFlag{Name: "purge", Usage: "also delete the project's trees"}},
+							"them. With --purge its trees are deleted too, each deletion journalled as storage.evicted.\n" +
+							"Refused (exit 1, naming the runs) while a run holds an unexpired lease on the project;\n" +
+							"--force removes it anyway and is journalled as forced. Removing a project ends its leases.\n" +
+							"--dry-run changes nothing: it says what would be removed and, with --purge, how much it would delete.",
+						Flags: []cli.Flag{&cli.BoolFlag{Name: "purge", Usage: "also delete the project's trees"},
+							&cli.BoolFlag{Name: "force", Usage: "remove although a run holds a lease on the project"},
+							&cli.BoolFlag{Name: "dry-run", Usage: "say what would be removed and deleted; change nothing"}},
 						Action: with(cmdProjectRm),
 					},
 					{Name: "list", Usage: "list projects", Action: with(cmdProjectList)},
@@ -251,6 +256,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Flags:  []cli.Flag{&cli.DurationFlag{Name: "budget", Value: 2 * time.Second, Usage: "time each part may take"}},
 				Action: with(cmdHealth),
 			},
+			serveCommand(with),
 		},
 	}
 	setUsageErrors(app.Commands)
@@ -365,12 +371,33 @@ func cmdProjectRm(e env) error {
 		return err
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		res, err := m.Remove(ctx, name, e.c.Bool("purge"))
+		res, err := m.Remove(ctx, name, project.RemoveOptions{Purge: e.c.Bool("purge"), Force: e.c.Bool("force"), DryRun: e.c.Bool("dry-run")})
 		if err != nil {
 			return err
 		}
 		return e.print(res, func(w io.Writer) {
+			if res.DryRun {
+				fmt.Fprintf(w, "would remove project %q (dry run: nothing changed)\n", name)
+				for _, p := range res.WouldPurge {
+					fmt.Fprintf(w, "would delete %s: %s in %d files\n", p.Path, units.FormatIEC(p.Bytes), p.Inodes)
+				}
+				for _, l := range res.Left {
+					fmt.Fprintf(w, "would keep on disk: %s\n", l)
+				}
+				if len(res.HeldLeases) > 0 && !res.Forced {
+					fmt.Fprintf(w, "refused without --force: run %s holds a lease on it\n", strings.Join(res.HeldLeases, ", "))
+				}
+				if len(res.EndedLeases) > 0 {
+					fmt.Fprintf(w, "would end the leases of run %s\n", strings.Join(res.EndedLeases, ", "))
+				}
+				return
+			}
 			fmt.Fprintf(w, "removed project %q\n", name)
+			if res.Forced {
+				fmt.Fprintf(w, "forced: ended the held leases of run %s\n", strings.Join(res.EndedLeases, ", "))
+			} else if len(res.EndedLeases) > 0 {
+				fmt.Fprintf(w, "ended the lapsed leases of run %s\n", strings.Join(res.EndedLeases, ", "))
+			}
 			for _, p := range res.PurgedTrees {
 				fmt.Fprintf(w, "purged %s: %d entries removed, %s freed\n", p.Path, p.Entries, units.FormatIEC(p.Bytes))
 				for _, l := range p.Left {

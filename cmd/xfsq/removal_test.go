@@ -220,3 +220,40 @@ func TestSweepApplyThroughSwappedDirectory(t *testing.T) {
 		t.Errorf("journalled %v for a deletion that must not happen", rec)
 	}
 }
+
+// TestProjectRmLease: project rm (with or without --purge) refuses while a
+// run holds a lease, naming it (exit 1); --dry-run says what a purge would
+// delete and changes nothing; --force removes and ends the lease.
+func TestProjectRmLease(t *testing.T) {
+	s := newSandbox(t, t.TempDir(), "")
+	s.ok("init")
+	s.ok("project", "add", "omni", "--bytes-hard", "10m")
+	if err := os.WriteFile(filepath.Join(s.root, "projects/omni/uploads/f"), make([]byte, 32<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.ok("lease", "acquire", "omni", "run-7", "--ttl", "1h")
+	for _, args := range [][]string{{"project", "rm", "omni"}, {"project", "rm", "omni", "--purge"}} {
+		r := s.run(args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "run-7") || !strings.Contains(r.stderr, "--force") {
+			t.Errorf("%v: exit %d %q, want 1 naming the run and --force", args, r.code, r.stderr)
+		}
+	}
+	out := s.ok("project", "rm", "omni", "--purge", "--dry-run")
+	if !strings.Contains(out, "would delete projects/omni: 4") || !strings.Contains(out, "run-7") {
+		t.Errorf("dry run said:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(s.root, "projects/omni/uploads/f")); err != nil {
+		t.Fatalf("dry run deleted: %v", err)
+	}
+	var res struct {
+		Forced      bool     `json:"forced"`
+		EndedLeases []string `json:"ended_leases"`
+	}
+	s.json(&res, "project", "rm", "omni", "--purge", "--force")
+	if !res.Forced || len(res.EndedLeases) != 1 {
+		t.Errorf("forced: %+v", res)
+	}
+	if out := s.ok("lease", "list"); strings.Contains(out, "run-7") {
+		t.Errorf("the lease outlived its project:\n%s", out)
+	}
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/xfsq/xfsq/health"
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/server"
+)
+
+// The HTTP server's bounds: a slow or idle client cannot hold a
+// connection for ever. Read and write are long enough for a file of
+// max_file_bytes over a modest link, not for a client that stalls.
+const (
+	serveReadHeaderTimeout = 10 * time.Second
+	serveReadTimeout       = 10 * time.Minute
+	serveWriteTimeout      = 10 * time.Minute
+	serveIdleTimeout       = 2 * time.Minute
+	serveMaxHeaderBytes    = 64 << 10
+	defaultListen          = "127.0.0.1:9742"
+)
+
+func serveCommand(with func(fn func(e env) error) cli.ActionFunc) *cli.Command {
+	return &cli.Command{
+		Name: "serve", Usage: "the HTTP API (SPEC §8): projects, admission, leases, events, health",
+		Description: "Serves the API on --listen (127.0.0.1:9742 by default: the bind address is what guards /metrics,\n" +
+			"/healthz and /readyz, which need no token). Every other endpoint needs Authorization: Bearer TOKEN,\n" +
+			"from --token-file: " + server.TokenFileHelp + ".\n" +
+			"The file must exist and must not be readable by every user (chmod 600); serve refuses to start\n" +
+			"otherwise. SIGHUP reloads it; a bad file on reload keeps the tokens in force and logs why.\n" +
+			"A token's name is the actor journalled for its changes; the token itself is never logged.\n" +
+			"SIGTERM or SIGINT: stop accepting, let requests in flight finish within --grace, close the root, exit 0.\n" +
+			"Logs (JSON, one access line per request) go to stderr.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: defaultListen, Usage: "address to listen on (HOST:PORT)", EnvVars: []string{"XFSQ_LISTEN"}},
+			&cli.StringFlag{Name: "token-file", Usage: "the bearer tokens (CSV: TOKEN,NAME,ROLE[,\"P1,P2\"]; mode 600)", EnvVars: []string{"XFSQ_TOKEN_FILE"}},
+			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with this certificate (PEM; with --tls-key)"},
+			&cli.StringFlag{Name: "tls-key", Usage: "the certificate's private key (PEM)"},
+			&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "on SIGTERM, how long requests in flight may take to finish"},
+		},
+		Action: with(cmdServe),
+	}
+}
+
+func cmdServe(e env) error {
+	if e.c.NArg() > 0 {
+		return usagef("serve takes no arguments, got %q: see xfsq serve --help", e.c.Args().First())
+	}
+	tokenPath := e.c.String("token-file")
+	if tokenPath == "" {
+		return usagef("serve needs a token file: --token-file FILE (or XFSQ_TOKEN_FILE), one line per token " +
+			"TOKEN,NAME,ROLE[,\"P1,P2\"], mode 600 (contrib/xfsq-tokens.csv.example shows one)")
+	}
+	cert, key := e.c.String("tls-cert"), e.c.String("tls-key")
+	if (cert == "") != (key == "") {
+		return usagef("--tls-cert and --tls-key go together: give both, or neither for plain HTTP")
+	}
+	grace := e.c.Duration("grace")
+	if grace <= 0 {
+		return usagef("--grace %s: use a positive duration, e.g. 30s", grace)
+	}
+	tokens, err := server.OpenTokenFile(tokenPath)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(e.stderr, nil))
+	cfg, err := e.config()
+	if err != nil {
+		return err
+	}
+	ctx := e.c.Context
+	root, err := project.OpenRoot(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	checker, closeHealth, err := openHealthChecker(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeHealth()
+	srv, err := server.New(server.Config{Root: root, Tokens: tokens, Log: log, Health: checker})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", e.c.String("listen"))
+	if err != nil {
+		return usagef("--listen %s: %v", e.c.String("listen"), err)
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: serveReadHeaderTimeout,
+		ReadTimeout:       serveReadTimeout,
+		WriteTimeout:      serveWriteTimeout,
+		IdleTimeout:       serveIdleTimeout,
+		MaxHeaderBytes:    serveMaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Requests carry the actor in their context; the base is not the
+		// signal context, so that a SIGTERM does not cancel requests in
+		// flight: they get --grace to finish.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			tokens.Reload(log)
+		}
+	}()
+	served := make(chan error, 1)
+	go func() {
+		if cert != "" {
+			served <- hs.ServeTLS(ln, cert, key)
+		} else {
+			served <- hs.Serve(ln)
+		}
+	}()
+	scheme := "http"
+	if cert != "" {
+		scheme = "https"
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "scheme", scheme, "root", root.Manager.Root, "backend", root.Manager.BackendName(),
+		"tokens", tokens.Current().Len())
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("stopping: no new connections; finishing requests in flight", "grace_seconds", grace.Seconds(), "signal", fmt.Sprint(context.Cause(ctx)))
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+		return fmt.Errorf("stopped: requests still in flight after --grace %s were cut off", grace)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// openHealthChecker builds the checker xfsq health uses, from the same
+// sources, so that GET /v1/system/health gives the same answer; it lives
+// as long as the server, keeping its CPU sample and Docker cache.
+func openHealthChecker(ctx context.Context, cfg project.Config) (*health.Checker, func(), error) {
+	const budget = 2 * time.Second
+	src, err := project.OpenHealth(ctx, cfg, budget)
+	if err != nil {
+		return nil, nil, err
+	}
+	docker, err := health.NewDocker(health.DockerOptions{CacheTTL: src.DockerCacheTTL})
+	if err != nil {
+		src.Close()
+		return nil, nil, err
+	}
+	ch, err := health.New(health.Options{Root: src.Root, Thresholds: &src.Thresholds, Budget: budget, Docker: docker,
+		Quota: src.Quota, Store: src.Store})
+	if err != nil {
+		docker.Close()
+		src.Close()
+		return nil, nil, err
+	}
+	return ch, func() { docker.Close(); src.Close() }, nil
+}

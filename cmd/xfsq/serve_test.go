@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/client"
+)
+
+// served is `xfsq serve` running as its own process.
+type served struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	addr string
+	mu   sync.Mutex
+	log  []string
+	done chan struct{}
+	code int
+}
+
+func (s *sandbox) serve(t *testing.T, tokenFile string, extra ...string) *served {
+	t.Helper()
+	args := append([]string{"--root", s.root, "serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--grace", "20s"}, extra...)
+	cmd := exec.Command(os.Getenv(envBinary), args...)
+	cmd.Env = append(os.Environ(), s.env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sv := &served{t: t, cmd: cmd, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			sv.mu.Lock()
+			sv.log = append(sv.log, line)
+			sv.mu.Unlock()
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" {
+				addr <- rec.Addr
+			}
+		}
+		cmd.Wait()
+		sv.code = cmd.ProcessState.ExitCode()
+		close(sv.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-sv.done:
+		default:
+			cmd.Process.Kill()
+			<-sv.done
+		}
+	})
+	select {
+	case sv.addr = <-addr:
+	case <-sv.done:
+		t.Fatalf("serve exited %d before listening:\n%s", sv.code, sv.logs())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not listen within 30 s:\n%s", sv.logs())
+	}
+	return sv
+}
+
+func (sv *served) logs() string {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return strings.Join(sv.log, "\n")
+}
+
+// waitLog waits for a log line containing s.
+func (sv *served) waitLog(s string) {
+	sv.t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(sv.logs(), s) {
+			return
+		}
+	}
+	sv.t.Fatalf("no log line with %q:\n%s", s, sv.logs())
+}
+
+func (sv *served) client(token string) *client.Client {
+	return client.New("http://"+sv.addr, token, &http.Client{Timeout: 10 * time.Second})
+}
+
+func writeTokens(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path+".new", []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServeRefusesWithoutSafeTokenFile(t *testing.T) {
+	s := newSandbox(t, t.TempDir(), "")
+	s.ok("init")
+	if r := s.run("serve"); r.code != 2 || !strings.Contains(r.stderr, "--token-file") {
+		t.Errorf("serve without a token file: exit %d %q, want 2 naming --token-file", r.code, r.stderr)
+	}
+	f := filepath.Join(t.TempDir(), "tokens.csv")
+	os.WriteFile(f, []byte("a-secret-token-0123456789,ci,operator\n"), 0o644)
+	os.Chmod(f, 0o644)
+	if r := s.run("serve", "--token-file", f); r.code != 2 || !strings.Contains(r.stderr, "chmod 600") || strings.Contains(r.stderr, "a-secret-token") {
+		t.Errorf("serve with a world-readable token file: exit %d %q, want 2 with the fix and no token", r.code, r.stderr)
+	}
+}
+
+// TestServeReloadAndShutdown runs the real binary: a SIGHUP reload takes
+// the new tokens, a bad file on reload keeps them; on SIGTERM a request in
+// flight completes, a new connection is refused, and serve exits 0.
+func TestServeReloadAndShutdown(t *testing.T) {
+	s := newSandbox(t, t.TempDir(), "")
+	s.ok("init")
+	s.ok("project", "add", "omni", "--bytes-hard", "10m")
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	const first, second = "first-token-0123456789", "second-token-0123456789"
+	writeTokens(t, tokens, first+",ci,operator\n")
+	sv := s.serve(t, tokens)
+	ctx := context.Background()
+	if err := sv.client("").Ready(ctx); err != nil {
+		t.Fatalf("readyz: %v", err)
+	}
+	if a, err := sv.client(first).Admission(ctx, "omni", false); err != nil || a.Decision != "ok" {
+		t.Fatalf("admission: %v %+v", err, a)
+	}
+
+	writeTokens(t, tokens, second+",ci2,operator\n")
+	sv.cmd.Process.Signal(syscall.SIGHUP)
+	sv.waitLog("token file reloaded")
+	if _, err := sv.client(second).Admission(ctx, "omni", false); err != nil {
+		t.Errorf("the new token after SIGHUP: %v", err)
+	}
+	if _, err := sv.client(first).Admission(ctx, "omni", false); err == nil || !strings.HasPrefix(err.Error(), "401") {
+		t.Errorf("the old token after SIGHUP: %v, want 401", err)
+	}
+	writeTokens(t, tokens, second+",ci2,superuser\n")
+	sv.cmd.Process.Signal(syscall.SIGHUP)
+	sv.waitLog("token file not reloaded")
+	if _, err := sv.client(second).Admission(ctx, "omni", false); err != nil {
+		t.Errorf("after a bad reload the tokens in force must stay: %v", err)
+	}
+
+	// A request in flight: its body arrives in two halves, SIGTERM between.
+	body, half := io.Pipe()
+	req, _ := http.NewRequest("POST", "http://"+sv.addr+"/v1/workspace/storage/projects", body)
+	req.Header.Set("Authorization", "Bearer "+second)
+	type answer struct {
+		status int
+		err    error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			got <- answer{0, err}
+			return
+		}
+		resp.Body.Close()
+		got <- answer{resp.StatusCode, nil}
+	}()
+	fmt.Fprint(half, `{"project": `)
+	time.Sleep(200 * time.Millisecond) // the server has the headers: the request is in flight
+	sv.cmd.Process.Signal(syscall.SIGTERM)
+	sv.waitLog("stopping")
+	if c, err := net.DialTimeout("tcp", sv.addr, time.Second); err == nil {
+		c.Close()
+		t.Error("a new connection was accepted after SIGTERM")
+	}
+	fmt.Fprint(half, `"late"}`)
+	half.Close()
+	if a := <-got; a.err != nil || a.status != 201 {
+		t.Errorf("the request in flight at SIGTERM: %d %v, want 201", a.status, a.err)
+	}
+	select {
+	case <-sv.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not exit after SIGTERM")
+	}
+	if sv.code != 0 || !strings.Contains(sv.logs(), `"msg":"stopped"`) {
+		t.Errorf("serve exited %d:\n%s", sv.code, sv.logs())
+	}
+	for _, tok := range []string{first, second} {
+		if strings.Contains(sv.logs(), tok) {
+			t.Errorf("the log contains a token:\n%s", sv.logs())
+		}
+	}
+	if out := s.ok("project", "show", "late"); !strings.Contains(out, "late") {
+		t.Errorf("the project added by the request in flight: %s", out)
+	}
+}
+
+// TestServeTLS: with --tls-cert/--tls-key the API is HTTPS only.
+func TestServeTLS(t *testing.T) {
+	s := newSandbox(t, t.TempDir(), "")
+	s.ok("init")
+	dir := t.TempDir()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	tokens := filepath.Join(dir, "tokens.csv")
+	writeTokens(t, tokens, "tls-token-0123456789abc,ci,reader\n")
+	if r := s.run("serve", "--token-file", tokens, "--tls-cert", certFile); r.code != 2 || !strings.Contains(r.stderr, "--tls-key") {
+		t.Errorf("--tls-cert alone: exit %d %q, want 2", r.code, r.stderr)
+	}
+	sv := s.serve(t, tokens, "--tls-cert", certFile, "--tls-key", keyFile)
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	if err := client.New("https://"+sv.addr, "", hc).Ready(context.Background()); err != nil {
+		t.Errorf("readyz over TLS: %v", err)
+	}
+	if resp, err := http.Get("http://" + sv.addr + "/healthz"); err == nil {
+		if resp.StatusCode == 200 {
+			t.Error("plain HTTP answered 200 on a TLS listener")
+		}
+		resp.Body.Close()
+	}
+}

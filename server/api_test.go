@@ -1,0 +1,443 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/client"
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/health"
+	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/server"
+)
+
+// The tokens every test server accepts.
+const (
+	operatorToken = "op-3f9c2e7a1b5d4c6e8f0a"
+	readerToken   = "rd-8a7b6c5d4e3f2a1b0c9d"
+	limitedToken  = "lim-1122334455667788aabb" // a reader of project "other" only
+)
+
+var tokenFile = fmt.Sprintf("# test tokens\n%s,ops,operator\nsha256:%x,dash,reader\n%s,limited,reader,\"other\"\n",
+	operatorToken, sha256.Sum256([]byte(readerToken)), limitedToken)
+
+// syncBuffer is a log sink the handlers' goroutines share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type testServer struct {
+	*httptest.Server
+	s   *server.Server
+	r   *fixture.Root
+	log *syncBuffer
+}
+
+func newServer(t *testing.T, r *fixture.Root, extra ...server.Route) *testServer {
+	t.Helper()
+	set, err := server.ParseTokens(strings.NewReader(tokenFile), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := health.New(health.Options{Root: r.Manager.Root, Budget: time.Second, CPUSampleInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncBuffer{}
+	s, err := server.New(server.Config{Root: r.Root, Tokens: set, Log: slog.New(slog.NewJSONHandler(log, nil)), Health: ch,
+		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "xfsq_up 1\n") }), Routes: extra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return &testServer{Server: hs, s: s, r: r, log: log}
+}
+
+func (ts *testServer) client(token string) *client.Client {
+	return client.New(ts.URL, token, ts.Client())
+}
+
+// raw sends a request and returns status and body.
+func (ts *testServer) raw(t *testing.T, method, path, token, body string) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// matrixRow is how the auth matrix exercises one route: the concrete
+// request, and the status it gets from a caller allowed to make it.
+type matrixRow struct {
+	path, body string
+	ok         int
+}
+
+// TestAuthMatrix runs every route of the route table × {no token, bad
+// token, reader, reader limited to another project, operator}. It walks
+// the table itself, so a route added without a row here fails.
+func TestAuthMatrix(t *testing.T) {
+	const p = "/v1/workspace/storage/projects"
+	rows := map[string]matrixRow{
+		"GET /healthz":                       {"/healthz", "", 200},
+		"GET /readyz":                        {"/readyz", "", 200},
+		"GET /metrics":                       {"/metrics", "", 200},
+		"GET /v1/system/health":              {"/v1/system/health", "", 200},
+		"POST " + p:                          {p, `{"project": "fresh"}`, 201},
+		"PATCH " + p + "/{id}":               {p + "/omni", `{"bytes_hard": "20m"}`, 200},
+		"DELETE " + p + "/{id}":              {p + "/victim", "", 200},
+		"GET " + p + "/{id}/admission":       {p + "/omni/admission", "", 200},
+		"GET " + p + "/{id}/leases":          {p + "/omni/leases", "", 200},
+		"POST " + p + "/{id}/leases/{run}":   {p + "/omni/leases/run-1", `{"ttl": "1h"}`, 200},
+		"DELETE " + p + "/{id}/leases/{run}": {p + "/omni/leases/run-1", "", 204},
+		"GET /v1/workspace/storage/events":   {"/v1/workspace/storage/events", "", 200},
+	}
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(10<<20, "omni", "other", "victim")
+		ts := newServer(t, r)
+		for _, rt := range ts.s.Routes() {
+			key := rt.Method + " " + rt.Pattern
+			row, ok := rows[key]
+			if !ok {
+				t.Errorf("route %s has no row in the auth matrix: add one", key)
+				continue
+			}
+			want := map[string]int{"none": row.ok, "bad": row.ok, "reader": row.ok, "limited": row.ok, "operator": row.ok}
+			if rt.Role != server.RoleNone {
+				want["none"], want["bad"] = 401, 401
+			}
+			if rt.Role == server.RoleOperator {
+				want["reader"], want["limited"] = 403, 403
+			} else if rt.ProjectScoped() {
+				want["limited"] = 404
+			}
+			// The operator last: its request is the one that changes state.
+			for _, who := range []string{"none", "bad", "reader", "limited", "operator"} {
+				token := map[string]string{"none": "", "bad": "not-a-token-at-all-000", "reader": readerToken, "limited": limitedToken, "operator": operatorToken}[who]
+				status, h, body := ts.raw(t, rt.Method, row.path, token, row.body)
+				if status != want[who] {
+					t.Errorf("%s as %s: %d, want %d: %s", key, who, status, want[who], body)
+				}
+				if status >= 400 && h.Get("Content-Type") != server.ProblemType {
+					t.Errorf("%s as %s: %d with Content-Type %q, want a problem", key, who, status, h.Get("Content-Type"))
+				}
+				switch status {
+				case 401:
+					if h.Get("WWW-Authenticate") == "" || !strings.Contains(body, server.TypeUnauthorized) {
+						t.Errorf("%s as %s: 401 without WWW-Authenticate or its type: %v %s", key, who, h, body)
+					}
+				case 403:
+					if !strings.Contains(body, server.TypeForbidden) {
+						t.Errorf("%s as %s: 403 without its type: %s", key, who, body)
+					}
+				}
+			}
+		}
+		// Outside the table: 404 for an unknown path, 405 with Allow for a
+		// known one asked with another method, both as problems.
+		if code, h, body := ts.raw(t, "GET", "/v1/nothing", readerToken, ""); code != 404 || h.Get("Content-Type") != server.ProblemType {
+			t.Errorf("unknown path: %d %s", code, body)
+		}
+		if code, h, body := ts.raw(t, "PUT", p+"/omni/admission", readerToken, ""); code != 405 || h.Get("Allow") != "GET, HEAD" || h.Get("Content-Type") != server.ProblemType {
+			t.Errorf("wrong method: %d %v %s", code, h, body)
+		}
+		// A limited reader's 404 is the library's own answer for a project
+		// that does not exist, word for word.
+		_, _, hidden := ts.raw(t, "GET", p+"/omni/admission", limitedToken, "")
+		_, _, missing := ts.raw(t, "GET", p+"/nosuch/admission", readerToken, "")
+		if strings.ReplaceAll(hidden, "omni", "X") != strings.ReplaceAll(missing, "nosuch", "X") {
+			t.Errorf("a hidden project's 404 differs from a missing one's:\n%s\n%s", hidden, missing)
+		}
+	})
+}
+
+// TestAPI drives the endpoints through the client, on each driver.
+func TestAPI(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		ts := newServer(t, r)
+		ctx := context.Background()
+		op, rd, lim := ts.client(operatorToken), ts.client(readerToken), ts.client(limitedToken)
+		hard := uint64(1 << 20)
+		p, err := op.AddProject(ctx, "omni", client.Limits{BytesHard: &hard}, client.Limits{})
+		if err != nil || p.Name != "omni" || len(p.Trees) != 2 {
+			t.Fatalf("add: %v %+v", err, p)
+		}
+		if _, err := op.AddProject(ctx, "omni", client.Limits{}, client.Limits{}); status(err) != 409 {
+			t.Errorf("add twice: %v, want 409", err)
+		}
+		if _, err := op.AddProject(ctx, "Bad Name", client.Limits{}, client.Limits{}); status(err) != 400 {
+			t.Errorf("add a bad name: %v, want 400", err)
+		}
+		if code, _, body := ts.raw(t, "POST", "/v1/workspace/storage/projects", operatorToken, `{"project": "x", "workspace": {"bytes_hard": "ten"}}`); code != 400 || !strings.Contains(body, "bytes_hard") {
+			t.Errorf("a bad size: %d %s, want 400 naming the field", code, body)
+		}
+		if code, _, body := ts.raw(t, "POST", "/v1/workspace/storage/projects", operatorToken, `{"project": "x", "colour": 1}`); code != 400 || !strings.Contains(body, "colour") {
+			t.Errorf("an unknown field: %d %s, want 400 naming it", code, body)
+		}
+		if _, err := op.AddProject(ctx, "other", client.Limits{}, client.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		soft := uint64(512 << 10)
+		p, err = op.SetLimits(ctx, "omni", "", client.Limits{BytesSoft: &soft})
+		if err != nil || p.Trees[0].BytesSoft != soft && p.Trees[1].BytesSoft != soft {
+			t.Errorf("set: %v %+v", err, p)
+		}
+		a, err := rd.Admission(ctx, "omni", false)
+		if err != nil || a.Decision != project.Ok {
+			t.Errorf("admission: %v %+v", err, a)
+		}
+		// A deny is an answer: 200 with decision deny, as project check says.
+		zero := uint64(1)
+		if _, err := op.SetLimits(ctx, "other", "", client.Limits{BytesHard: &zero}); err != nil {
+			t.Fatal(err)
+		}
+		a, err = lim.Admission(ctx, "other", false)
+		want, _ := r.Manager.Check(ctx, "other")
+		if err != nil || a.Decision != project.Deny || a.Message != want.Message {
+			t.Errorf("admission of a full project: %v %+v, want the library's %+v", err, a, want)
+		}
+
+		l, err := op.AcquireLease(ctx, "omni", "run-1", time.Hour)
+		if err != nil || !l.Active {
+			t.Fatalf("lease: %v %+v", err, l)
+		}
+		if _, err := op.AcquireLease(ctx, "omni", "run-2", 8*24*time.Hour); status(err) != 400 {
+			t.Errorf("a lease over 7 days: %v, want 400", err)
+		}
+		ls, err := rd.Leases(ctx, "omni")
+		if err != nil || len(ls) != 1 || ls[0].Run != "run-1" {
+			t.Errorf("leases: %v %+v", err, ls)
+		}
+		// Removal is refused while the lease holds, with the run named.
+		_, err = op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true})
+		var pe *client.ProblemError
+		if !errors.As(err, &pe) || pe.Status != 409 || pe.Type != errkind.Conflict.TypeURI() || !strings.Contains(pe.Detail, "run-1") {
+			t.Errorf("remove while leased: %v, want 409 naming run-1", err)
+		}
+		dry, err := op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true, DryRun: true})
+		if err != nil || !dry.DryRun || len(dry.WouldPurge) != 2 || len(dry.HeldLeases) != 1 {
+			t.Errorf("dry run: %v %+v", err, dry)
+		}
+		if err := op.ReleaseLease(ctx, "omni", "run-1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.ReleaseLease(ctx, "omni", "run-1"); status(err) != 404 {
+			t.Errorf("release twice: %v, want 404", err)
+		}
+		res, err := op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true})
+		if err != nil || !res.Purged {
+			t.Errorf("remove: %v %+v", err, res)
+		}
+		if _, err := rd.Admission(ctx, "omni", false); status(err) != 404 {
+			t.Errorf("admission of a removed project: %v, want 404", err)
+		}
+
+		// Every change is journalled under the token's name.
+		for _, typ := range []string{"project.added", "quota.changed", "project.removed"} {
+			for _, ev := range r.Events(typ) {
+				if ev.Actor != "ops" {
+					t.Errorf("%s journalled as %q, want the token's name ops", typ, ev.Actor)
+				}
+			}
+		}
+
+		// The health answer is the health package's, part for part.
+		h, err := rd.Health(ctx)
+		if err != nil || h.Disk == nil || h.CPU == nil || h.Memory == nil {
+			t.Errorf("health: %v %+v", err, h)
+		}
+		if err := rd.Ready(ctx); err != nil {
+			t.Errorf("ready: %v", err)
+		}
+	})
+}
+
+// TestEventsPaging: pages follow the cursor without gaps or repeats while
+// records are appended between pages, and a limited reader sees only its
+// projects' records.
+func TestEventsPaging(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(1<<20, "p0", "p1", "p2", "p3", "other")
+		ts := newServer(t, r)
+		ctx := context.Background()
+		rd := ts.client(readerToken)
+		before := r.Events("")
+		var seen []int64
+		cursor := ""
+		for i := 0; ; i++ {
+			page, err := rd.Events(ctx, client.EventQuery{Limit: 2, Cursor: cursor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range page.Events {
+				seen = append(seen, ev.ID)
+			}
+			// A record appended meanwhile must not shift the next page.
+			r.Add(1<<20, fmt.Sprintf("late%d", i))
+			if page.Next == "" {
+				break
+			}
+			cursor = page.Next
+		}
+		if len(seen) != len(before) {
+			t.Fatalf("paged %d records, want the %d there were at the start: %v", len(seen), len(before), seen)
+		}
+		for i, ev := range before {
+			if seen[i] != ev.ID {
+				t.Fatalf("page order: %v, want %+v", seen, before)
+			}
+		}
+		if _, err := rd.Events(ctx, client.EventQuery{Cursor: "garbage"}); status(err) != 400 {
+			t.Errorf("a bad cursor: %v, want 400", err)
+		}
+		lim := ts.client(limitedToken)
+		page, err := lim.Events(ctx, client.EventQuery{Limit: 1000})
+		if err != nil || len(page.Events) == 0 {
+			t.Fatalf("limited events: %v %+v", err, page)
+		}
+		for _, ev := range page.Events {
+			if ev.Project != "other" {
+				t.Errorf("a reader limited to other saw %+v", ev)
+			}
+		}
+		if _, err := lim.Events(ctx, client.EventQuery{Project: "p0"}); status(err) != 404 {
+			t.Errorf("a limited reader filtering on a hidden project: %v, want 404", err)
+		}
+		page, err = rd.Events(ctx, client.EventQuery{Type: "project.added", Project: "p1"})
+		if err != nil || len(page.Events) != 1 || page.Events[0].Project != "p1" {
+			t.Errorf("filtered: %v %+v", err, page)
+		}
+	})
+}
+
+// TestSecretsNeverLeak makes requests with known tokens — good ones, bad
+// ones, a token in the query string, bad bodies, a 500 (the store closed
+// under the server) — and then looks
+// for each token and its SHA-256 in the access log, every response body
+// and header, every journal record and every error text.
+func TestSecretsNeverLeak(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		ts := newServer(t, r)
+		var seen strings.Builder
+		record := func(status int, h http.Header, body string) {
+			fmt.Fprintf(&seen, "%d %v %s\n", status, h, body)
+		}
+		const p = "/v1/workspace/storage/projects"
+		for _, req := range []struct{ method, path, token, body string }{
+			{"POST", p, operatorToken, `{"project": "omni"}`},
+			{"POST", p, operatorToken, `{"project": "x", "workspace": {"bytes_hard": "ten"}}`},
+			{"PATCH", p + "/omni", operatorToken, `{"colour": 1}`},
+			{"POST", p + "/omni/leases/run-1", operatorToken, `{"ttl": "forever"}`},
+			{"DELETE", p + "/omni/leases/run-9", operatorToken, ""},
+			{"GET", p + "/omni/admission?token=" + readerToken, readerToken, ""},
+			{"GET", "/v1/workspace/storage/events?access_token=" + operatorToken, "", ""},
+			{"GET", p + "/omni/admission", operatorToken + "x", ""},
+			{"GET", p + "/omni/admission", limitedToken, ""},
+			{"POST", p + "/omni/leases/run-1", readerToken, `{"ttl": "1h"}`},
+			{"GET", "/v1/workspace/storage/events", readerToken, ""},
+		} {
+			record(ts.raw(t, req.method, req.path, req.token, req.body))
+		}
+		_, err := ts.client(operatorToken+"x").Admission(context.Background(), "omni", false)
+		fmt.Fprintln(&seen, err)
+		// A real internal error: the store closed under the server.
+		r.Root.Manager.Store.Close()
+		record(ts.raw(t, "GET", p+"/omni/admission", readerToken, ""))
+		evs, err := r.Reopen().Events(context.Background(), project.EventQuery{Limit: project.MaxEventLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		journal, _ := json.Marshal(evs)
+		if !strings.Contains(seen.String(), " 500 ") && !strings.Contains(seen.String(), "500 map") {
+			t.Errorf("no 500 in the run: the secrets test must include one\n%s", seen.String())
+		}
+		logs := ts.log.String()
+		if !strings.Contains(logs, `"token":"ops"`) || !strings.Contains(logs, `"level":"ERROR"`) {
+			t.Errorf("the access log lacks the token's name or the internal error:\n%s", logs)
+		}
+		for _, tok := range []string{operatorToken, readerToken, limitedToken} {
+			sum := sha256.Sum256([]byte(tok))
+			for _, secret := range []string{tok, hex.EncodeToString(sum[:])} {
+				for what, text := range map[string]string{"the access log": logs, "the journal": string(journal)} {
+					if strings.Contains(text, secret) {
+						t.Errorf("%s contains a token (or its hash)", what)
+					}
+				}
+				if strings.Contains(seen.String(), secret) {
+					t.Errorf("a response contains the token %s… (or its hash):\n%s", tok[:4], seen.String())
+				}
+			}
+		}
+	})
+}
+
+func status(err error) int {
+	var pe *client.ProblemError
+	if errors.As(err, &pe) {
+		return pe.Status
+	}
+	return 0
+}
+
+// TestReadyz: ready while the root, backend and store are; 503 with the
+// part named when the root's .xfsq/ is gone (an unmounted root shows the
+// empty directory beneath) or the store does not answer.
+func TestReadyz(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		ts := newServer(t, r)
+		if code, _, body := ts.raw(t, "GET", "/readyz", "", ""); code != 200 {
+			t.Fatalf("readyz: %d %s", code, body)
+		}
+		state := filepath.Join(r.Manager.Root, ".xfsq")
+		if err := os.Rename(state, state+".away"); err != nil {
+			t.Fatal(err)
+		}
+		code, _, body := ts.raw(t, "GET", "/readyz", "", "")
+		if code != 503 || !strings.Contains(body, "root:") || !strings.Contains(body, errkind.NotReady.TypeURI()) {
+			t.Errorf("readyz without .xfsq/: %d %s, want 503 naming the root", code, body)
+		}
+		os.Rename(state+".away", state)
+		r.Root.Manager.Store.Close()
+		code, _, body = ts.raw(t, "GET", "/readyz", "", "")
+		if code != 503 || !strings.Contains(body, "store:") {
+			t.Errorf("readyz with the store closed: %d %s, want 503 naming the store", code, body)
+		}
+	})
+}

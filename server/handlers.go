@@ -1,0 +1,288 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/units"
+)
+
+// fail answers err as a problem and logs an internal one, whose detail
+// the client is not shown (ProblemOf), with the request's id.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errkind.Of(err) == errkind.Internal {
+		s.log.Error("request failed", "request_id", w.Header().Get("X-Request-Id"), "method", r.Method, "path", r.URL.Path, "error", err.Error())
+	}
+	WriteProblem(w, err)
+}
+
+// writeBody encodes v; the status is already written.
+func writeBody(w http.ResponseWriter, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// queryBool reads a flag of the query: absent, 0/false or 1/true.
+func queryBool(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	switch v {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	}
+	return false, errkind.New(errkind.Input, fmt.Errorf("query parameter %s=%q: use 1 or 0", name, v))
+}
+
+// Size is a byte count in a request body: a JSON number, or a string in
+// the CLI's forms ("10GiB", "512k").
+type Size uint64
+
+func (s *Size) UnmarshalJSON(b []byte) error { return parseQuantity(b, (*uint64)(s), units.ParseSize) }
+
+// Count is a file count in a request body: a number, or a string ("10k").
+type Count uint64
+
+func (c *Count) UnmarshalJSON(b []byte) error {
+	return parseQuantity(b, (*uint64)(c), units.ParseCount)
+}
+
+func parseQuantity(b []byte, dst *uint64, parse func(string) (uint64, error)) error {
+	var n uint64
+	if err := json.Unmarshal(b, &n); err == nil {
+		*dst = n
+		return nil
+	}
+	// A json.UnmarshalTypeError: the decoder adds the field's name to it,
+	// so the 400 names the field (decodeJSON).
+	var str string
+	if err := json.Unmarshal(b, &str); err != nil {
+		return &json.UnmarshalTypeError{Value: string(b) + " (use a whole number or a string such as \"10GiB\")", Type: reflect.TypeFor[uint64]()}
+	}
+	n, err := parse(str)
+	if err != nil {
+		return &json.UnmarshalTypeError{Value: strconv.Quote(str) + " (" + err.Error() + ")", Type: reflect.TypeFor[uint64]()}
+	}
+	*dst = n
+	return nil
+}
+
+// Limits are a tree's limits in a request; absent fields are unchanged
+// (PATCH) or the defaults (POST).
+type Limits struct {
+	BytesSoft  *Size  `json:"bytes_soft,omitempty"`
+	BytesHard  *Size  `json:"bytes_hard,omitempty"`
+	InodesSoft *Count `json:"inodes_soft,omitempty"`
+	InodesHard *Count `json:"inodes_hard,omitempty"`
+}
+
+func (l Limits) change() project.LimitChange {
+	u := func(p *uint64) *uint64 { return p }
+	var c project.LimitChange
+	if l.BytesSoft != nil {
+		c.BytesSoft = u((*uint64)(l.BytesSoft))
+	}
+	if l.BytesHard != nil {
+		c.BytesHard = u((*uint64)(l.BytesHard))
+	}
+	if l.InodesSoft != nil {
+		c.InodesSoft = u((*uint64)(l.InodesSoft))
+	}
+	if l.InodesHard != nil {
+		c.InodesHard = u((*uint64)(l.InodesHard))
+	}
+	return c
+}
+
+// AddRequest is the body of POST /v1/workspace/storage/projects.
+type AddRequest struct {
+	Project   string `json:"project"`
+	Workspace Limits `json:"workspace"`
+	Cache     Limits `json:"cache"`
+}
+
+// SetRequest is the body of PATCH …/projects/{id}: the limits of one tree.
+type SetRequest struct {
+	Area string `json:"area,omitempty"` // workspace (default) or cache
+	Limits
+}
+
+// LeaseRequest is the body of POST …/leases/{run}.
+type LeaseRequest struct {
+	// TTL is a duration ("2h", "1d"); default 2h, at most 7d.
+	TTL string `json:"ttl,omitempty"`
+}
+
+// DefaultLeaseTTL is a lease's TTL when the request gives none, as the CLI's.
+const DefaultLeaseTTL = 2 * time.Hour
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.m.Ready(r.Context(), s.ready); err != nil {
+		s.log.Warn("not ready", "request_id", w.Header().Get("X-Request-Id"), "error", err.Error(), "cause", fmt.Sprint(errors.Unwrap(err)))
+		WriteProblem(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "backend": s.m.BackendName()})
+}
+
+func (s *Server) systemHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.health.Collect(r.Context()))
+}
+
+func (s *Server) addProject(w http.ResponseWriter, r *http.Request) {
+	var req AddRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.Project == "" {
+		s.fail(w, r, errkind.New(errkind.Input, errors.New(`field "project": give the new project's name`)))
+		return
+	}
+	p, err := s.m.Add(r.Context(), req.Project, project.AddOptions{Workspace: req.Workspace.change(), Cache: req.Cache.change()})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/workspace/storage/projects/"+p.Name)
+	writeJSON(w, http.StatusCreated, p)
+}
+
+func (s *Server) setProject(w http.ResponseWriter, r *http.Request) {
+	var req SetRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p, err := s.m.Set(r.Context(), r.PathValue("id"), req.Area, req.Limits.change())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) removeProject(w http.ResponseWriter, r *http.Request) {
+	var o project.RemoveOptions
+	for _, f := range []struct {
+		name string
+		dst  *bool
+	}{{"purge", &o.Purge}, {"force", &o.Force}, {"dry_run", &o.DryRun}} {
+		v, err := queryBool(r, f.name)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		*f.dst = v
+	}
+	res, err := s.m.Remove(r.Context(), r.PathValue("id"), o)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) admission(w http.ResponseWriter, r *http.Request) {
+	refresh, err := queryBool(r, "refresh")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	// A deny is an answer to the question, not a failure: 200.
+	a, err := s.m.Check(r.Context(), r.PathValue("id"), project.Read{Refresh: refresh})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+func (s *Server) leases(w http.ResponseWriter, r *http.Request) {
+	ls, err := s.m.ProjectLeases(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ls)
+}
+
+func (s *Server) acquireLease(w http.ResponseWriter, r *http.Request) {
+	var req LeaseRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ttl := DefaultLeaseTTL
+	if req.TTL != "" {
+		d, err := units.ParseDuration(req.TTL)
+		if err != nil {
+			s.fail(w, r, errkind.New(errkind.Input, fmt.Errorf(`field "ttl": %v`, err)))
+			return
+		}
+		ttl = d
+	}
+	l, err := s.m.AcquireLease(r.Context(), r.PathValue("id"), r.PathValue("run"), ttl)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
+}
+
+func (s *Server) releaseLease(w http.ResponseWriter, r *http.Request) {
+	if err := s.m.ReleaseLease(r.Context(), r.PathValue("id"), r.PathValue("run")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// events is one page of the journal; a limited reader sees only its
+// projects' records (and 404 for a project filter it may not see).
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	eq := project.EventQuery{Type: q.Get("type"), Project: q.Get("project"), Cursor: q.Get("cursor")}
+	if v := q.Get("since"); v != "" {
+		t, err := project.ParseSince(v, time.Now())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		eq.Since = t
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			s.fail(w, r, errkind.New(errkind.Input, fmt.Errorf("query parameter limit=%q: use 1 to %d", v, project.MaxEventLimit)))
+			return
+		}
+		eq.Limit = n
+	}
+	c := CallerOf(r.Context())
+	if eq.Project != "" && !c.Sees(eq.Project) {
+		s.fail(w, r, projectNotFound(eq.Project))
+		return
+	}
+	if c.Projects != nil {
+		eq.Projects = c.Projects
+	}
+	page, err := s.m.Events(r.Context(), eq)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}

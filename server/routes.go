@@ -1,0 +1,270 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/health"
+	"github.com/xfsq/xfsq/project"
+)
+
+// Config is what a Server serves.
+type Config struct {
+	// Root is the open sandbox root; the server uses it, the caller closes it.
+	Root *project.Root
+	// Tokens are the bearer tokens in force (a *TokenFile reloads on SIGHUP).
+	Tokens TokenSource
+	// Log receives the access log and the server's errors; nil: slog.Default().
+	Log *slog.Logger
+	// Health answers GET /v1/system/health; nil: the route is absent.
+	Health *health.Checker
+	// Metrics is GET /metrics (no token: the bind address is the guard);
+	// nil: the route is absent.
+	Metrics http.Handler
+	// Routes are more routes (the overview, files, sweep …), checked by the
+	// same middleware and listed by Routes() like the server's own.
+	Routes []Route
+	// ReadyTimeout bounds the store's answer to /readyz; 0 is 2 s.
+	ReadyTimeout time.Duration
+}
+
+// Route is one entry of the route table: every request the server
+// answers goes through one, and its Role is checked before its Handler
+// runs. A Pattern with {id} names a project: a caller that may not see it
+// gets 404 before the handler runs.
+type Route struct {
+	Method  string
+	Pattern string
+	Role    Role
+	Handler http.HandlerFunc
+}
+
+// ProjectScoped says the route's {id} is a project name.
+func (r Route) ProjectScoped() bool { return strings.Contains(r.Pattern, "{id}") }
+
+// Server is the HTTP API over one open root.
+type Server struct {
+	root    *project.Root
+	m       *project.Manager
+	tokens  TokenSource
+	log     *slog.Logger
+	health  *health.Checker
+	metrics http.Handler
+	ready   time.Duration
+	routes  []Route
+	mux     *http.ServeMux
+}
+
+// New builds the server and its route table.
+func New(cfg Config) (*Server, error) {
+	if cfg.Root == nil || cfg.Root.Manager == nil {
+		return nil, errors.New("server: no root")
+	}
+	if cfg.Tokens == nil || cfg.Tokens.Current() == nil {
+		return nil, errkind.New(errkind.Input, errors.New("server: no tokens: give a token file"))
+	}
+	s := &Server{root: cfg.Root, m: cfg.Root.Manager, tokens: cfg.Tokens, log: cfg.Log, health: cfg.Health, metrics: cfg.Metrics, ready: cfg.ReadyTimeout}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.ready <= 0 {
+		s.ready = 2 * time.Second
+	}
+	s.routes = append(s.coreRoutes(), cfg.Routes...)
+	s.mux = http.NewServeMux()
+	seen := map[string]bool{}
+	for _, rt := range s.routes {
+		key := rt.Method + " " + rt.Pattern
+		if seen[key] || rt.Handler == nil {
+			return nil, fmt.Errorf("server: route %s given twice or without a handler", key)
+		}
+		seen[key] = true
+		s.mux.Handle(key, s.guard(rt))
+	}
+	// Anything else is a problem body, as every error is, not ServeMux's
+	// text: 405 with Allow for a known path asked with another method,
+	// else 404. paths holds each route's pattern without its method.
+	paths := http.NewServeMux()
+	allow := map[string][]string{}
+	for _, rt := range s.routes {
+		if allow[rt.Pattern] == nil {
+			paths.HandleFunc(rt.Pattern, func(http.ResponseWriter, *http.Request) {})
+		}
+		allow[rt.Pattern] = append(allow[rt.Pattern], rt.Method)
+		if rt.Method == "GET" {
+			allow[rt.Pattern] = append(allow[rt.Pattern], "HEAD")
+		}
+	}
+	s.mux.Handle("/", s.guard(Route{Pattern: "/", Handler: func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := paths.Handler(r); pattern != "" {
+			methods := allow[pattern]
+			w.Header().Set("Allow", strings.Join(methods, ", "))
+			w.Header().Set("Content-Type", ProblemType)
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			writeBody(w, Problem{Type: TypeMethodNotAllowed, Title: http.StatusText(http.StatusMethodNotAllowed), Status: http.StatusMethodNotAllowed,
+				Detail: fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, strings.Join(methods, ", "))})
+			return
+		}
+		WriteProblem(w, errkind.New(errkind.NotFound, fmt.Errorf("no such endpoint: %s %s", r.Method, r.URL.Path)))
+	}}))
+	return s, nil
+}
+
+// Routes is the route table, in the order it was built.
+func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
+
+// Handler is the server's whole HTTP surface.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// coreRoutes is the table of the endpoints this file's package answers
+// itself; Config.Routes adds the others.
+func (s *Server) coreRoutes() []Route {
+	const p = "/v1/workspace/storage/projects"
+	rs := []Route{
+		{"GET", "/healthz", RoleNone, s.healthz},
+		{"GET", "/readyz", RoleNone, s.readyz},
+		{"POST", p, RoleOperator, s.addProject},
+		{"PATCH", p + "/{id}", RoleOperator, s.setProject},
+		{"DELETE", p + "/{id}", RoleOperator, s.removeProject},
+		{"GET", p + "/{id}/admission", RoleReader, s.admission},
+		{"GET", p + "/{id}/leases", RoleReader, s.leases},
+		{"POST", p + "/{id}/leases/{run}", RoleOperator, s.acquireLease},
+		{"DELETE", p + "/{id}/leases/{run}", RoleOperator, s.releaseLease},
+		{"GET", "/v1/workspace/storage/events", RoleReader, s.events},
+	}
+	if s.health != nil {
+		rs = append(rs, Route{"GET", "/v1/system/health", RoleReader, s.systemHealth})
+	}
+	if s.metrics != nil {
+		rs = append(rs, Route{"GET", "/metrics", RoleNone, s.metrics.ServeHTTP})
+	}
+	return rs
+}
+
+// statusWriter remembers the status for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection (flush, deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func newRequestID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// The problem types of the two auth failures: no error kind of the
+// library is one, so they have their own stable URIs.
+const (
+	TypeUnauthorized = "https://xfsq.dev/problems/unauthorized"
+	TypeForbidden    = "https://xfsq.dev/problems/forbidden"
+	// TypeMethodNotAllowed: a known path asked with a method it does not take.
+	TypeMethodNotAllowed = "https://xfsq.dev/problems/method-not-allowed"
+)
+
+func writeAuthProblem(w http.ResponseWriter, status int, typ, detail string) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="xfsq"`)
+	}
+	w.Header().Set("Content-Type", ProblemType)
+	w.WriteHeader(status)
+	writeBody(w, Problem{Type: typ, Title: http.StatusText(status), Status: status, Detail: detail})
+}
+
+// guard is the middleware every route runs under: request id, access log,
+// the token and its role, the project a limited reader may see, and the
+// actor the library journals.
+func (s *Server) guard(rt Route) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := newRequestID()
+		w := &statusWriter{ResponseWriter: rw}
+		w.Header().Set("X-Request-Id", id)
+		var caller Caller
+		defer func() {
+			if v := recover(); v != nil {
+				s.log.Error("handler panicked", "request_id", id, "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+				if w.status == 0 {
+					WriteProblem(w, errors.New("panic"))
+				}
+			}
+			// The path only: a query string is the client's and may hold
+			// anything; the token is in a header that is never logged.
+			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", w.status,
+				"duration_seconds", time.Since(start).Seconds(), "bytes", w.bytes, "token", caller.Name, "request_id", id)
+		}()
+		if rt.Role != RoleNone {
+			var ok bool
+			bearer, given := bearerToken(r)
+			if !given {
+				writeAuthProblem(w, http.StatusUnauthorized, TypeUnauthorized, "no bearer token: send Authorization: Bearer TOKEN")
+				return
+			}
+			if caller, ok = s.tokens.Current().Lookup(bearer); !ok {
+				writeAuthProblem(w, http.StatusUnauthorized, TypeUnauthorized, "the bearer token is not valid")
+				return
+			}
+			if caller.Role < rt.Role {
+				writeAuthProblem(w, http.StatusForbidden, TypeForbidden,
+					fmt.Sprintf("token %q is a %s; %s %s needs an %s", caller.Name, caller.Role, r.Method, rt.Pattern, rt.Role))
+				return
+			}
+			if rt.ProjectScoped() && !caller.Sees(r.PathValue("id")) {
+				WriteProblem(w, projectNotFound(r.PathValue("id")))
+				return
+			}
+		}
+		ctx := withCaller(r.Context(), caller)
+		if caller.Name != "" {
+			ctx = project.WithActor(ctx, caller.Name)
+		}
+		rt.Handler(w, r.WithContext(ctx))
+	})
+}
+
+// projectNotFound is the library's answer for a project that does not
+// exist, word for word, so that a limited reader cannot tell the two apart.
+func projectNotFound(name string) error {
+	return errkind.WithHint(errkind.NotFound, fmt.Errorf("project %q %w", name, project.ErrNotFound), "see xfsq project list")
+}
+
+// bearerToken is the token of an Authorization: Bearer header; given is
+// false when there is no such header.
+func bearerToken(r *http.Request) (token string, given bool) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", false
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", true
+	}
+	return strings.TrimSpace(tok), true
+}

@@ -1,0 +1,228 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/csv"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/project"
+)
+
+// The token file (SPEC §8) follows Kubernetes' static token file: one CSV
+// line per token, TOKEN,NAME,ROLE[,"PROJECT1,PROJECT2"]. TOKEN may be
+// written sha256:HEX so that the file holds only a hash; '#' starts a
+// comment line. Only hashes are kept in memory, and no error names a
+// token, only the line it is on.
+
+// TokenFileHelp is what --help says of the file's form.
+const TokenFileHelp = `one CSV line per token: TOKEN,NAME,ROLE[,"PROJECT1,PROJECT2"]; TOKEN may be sha256:HEX (the SHA-256 of the ` +
+	`token, so the file holds no secret); ROLE is reader or operator; the project list limits a reader to those projects; ` +
+	`# starts a comment`
+
+var tokenNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@:-]{0,63}$`)
+
+// token is one line of the file: the hash of the secret and who it is.
+type token struct {
+	hash   [sha256.Size]byte
+	caller Caller
+}
+
+// TokenSet is a parsed token file. It answers who a bearer token is,
+// comparing its hash with every entry's in constant time.
+type TokenSet struct {
+	tokens []token
+}
+
+// TokenSource gives the tokens in force now; a *TokenSet is one that
+// never changes, a *TokenFile one reloaded on SIGHUP.
+type TokenSource interface {
+	Current() *TokenSet
+}
+
+// Current makes a fixed set a TokenSource.
+func (s *TokenSet) Current() *TokenSet { return s }
+
+// Len is the number of tokens.
+func (s *TokenSet) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.tokens)
+}
+
+// Lookup is the caller a bearer token belongs to. Every entry is compared,
+// match or not, so the time taken says nothing of which (if any) matched.
+func (s *TokenSet) Lookup(bearer string) (Caller, bool) {
+	if s == nil || bearer == "" {
+		return Caller{}, false
+	}
+	h := sha256.Sum256([]byte(bearer))
+	found := -1
+	for i := range s.tokens {
+		if subtle.ConstantTimeCompare(h[:], s.tokens[i].hash[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return Caller{}, false
+	}
+	return s.tokens[found].caller, true
+}
+
+// ParseTokens reads a token file's content; source names it in errors.
+func ParseTokens(r io.Reader, source string) (*TokenSet, error) {
+	cr := csv.NewReader(r)
+	cr.Comment = '#'
+	cr.FieldsPerRecord = -1
+	cr.TrimLeadingSpace = true
+	set := &TokenSet{}
+	lineOf := map[[sha256.Size]byte]int{}
+	bad := func(line int, format string, args ...any) error {
+		return errkind.New(errkind.Input, fmt.Errorf("token file %s line %d: %s", source, line, fmt.Sprintf(format, args...)))
+	}
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				// csv's message names line and column, never the content.
+				return nil, bad(pe.Line, "not CSV (%v): use TOKEN,NAME,ROLE[,\"P1,P2\"]", pe.Err)
+			}
+			return nil, errkind.New(errkind.Input, fmt.Errorf("token file %s: %w", source, err))
+		}
+		line, _ := cr.FieldPos(0)
+		if len(rec) < 3 || len(rec) > 4 {
+			return nil, bad(line, "%d fields: use TOKEN,NAME,ROLE[,\"P1,P2\"]", len(rec))
+		}
+		secret, name, role := strings.TrimSpace(rec[0]), strings.TrimSpace(rec[1]), strings.TrimSpace(rec[2])
+		var t token
+		switch {
+		case secret == "":
+			return nil, bad(line, "the token is empty")
+		case strings.HasPrefix(secret, "sha256:"):
+			b, err := hex.DecodeString(strings.TrimPrefix(secret, "sha256:"))
+			if err != nil || len(b) != sha256.Size {
+				return nil, bad(line, "sha256: takes the 64 hex digits of the token's SHA-256 (e.g. printf %%s TOKEN | sha256sum)")
+			}
+			copy(t.hash[:], b)
+		default:
+			if len(secret) < 16 {
+				return nil, bad(line, "the token is shorter than 16 characters: use a long random one (e.g. openssl rand -hex 32)")
+			}
+			t.hash = sha256.Sum256([]byte(secret))
+		}
+		if prev, dup := lineOf[t.hash]; dup {
+			return nil, bad(line, "the same token as line %d: give each token one line", prev)
+		}
+		lineOf[t.hash] = line
+		if !tokenNamePattern.MatchString(name) {
+			return nil, bad(line, "name %q is invalid: use 1-64 characters of A-Z a-z 0-9 . _ @ : -, starting with a letter or digit", name)
+		}
+		t.caller.Name = name
+		switch role {
+		case "reader":
+			t.caller.Role = RoleReader
+		case "operator":
+			t.caller.Role = RoleOperator
+		default:
+			return nil, bad(line, "role %q: use reader or operator", role)
+		}
+		if len(rec) == 4 {
+			if t.caller.Role != RoleReader {
+				return nil, bad(line, "a project list limits readers only; an operator token sees every project")
+			}
+			t.caller.Projects = []string{}
+			for p := range strings.SplitSeq(rec[3], ",") {
+				p = strings.TrimSpace(p)
+				if err := project.ValidateName(p); err != nil {
+					return nil, bad(line, "project list: %v", err)
+				}
+				if !slices.Contains(t.caller.Projects, p) {
+					t.caller.Projects = append(t.caller.Projects, p)
+				}
+			}
+		}
+		set.tokens = append(set.tokens, t)
+	}
+	if len(set.tokens) == 0 {
+		return nil, errkind.New(errkind.Input, fmt.Errorf("token file %s holds no token: add a line TOKEN,NAME,ROLE", source))
+	}
+	return set, nil
+}
+
+// LoadTokenFile reads and parses a token file. A file other users may
+// read is refused: it holds secrets (or hashes that let a guess be checked).
+func LoadTokenFile(path string) (*TokenSet, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, errkind.WithHint(errkind.Input, fmt.Errorf("token file: %w", err), "give --token-file (or XFSQ_TOKEN_FILE) a readable file")
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("token file %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errkind.New(errkind.Input, fmt.Errorf("token file %s is not a regular file", path))
+	}
+	if fi.Mode().Perm()&0o004 != 0 {
+		return nil, errkind.WithHint(errkind.Input, fmt.Errorf("token file %s is readable by every user (mode %04o)", path, fi.Mode().Perm()),
+			"chmod 600 "+path+" (or 640 with a group of its own)")
+	}
+	return ParseTokens(io.LimitReader(f, 16<<20), path)
+}
+
+// TokenFile is a token file in force, replaced whole by Reload.
+type TokenFile struct {
+	path string
+	cur  atomic.Pointer[TokenSet]
+}
+
+// OpenTokenFile loads the file; it fails if the file is missing or bad.
+func OpenTokenFile(path string) (*TokenFile, error) {
+	set, err := LoadTokenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f := &TokenFile{path: path}
+	f.cur.Store(set)
+	return f, nil
+}
+
+// Current is the set in force.
+func (f *TokenFile) Current() *TokenSet { return f.cur.Load() }
+
+// Path is the file's path.
+func (f *TokenFile) Path() string { return f.path }
+
+// Reload reads the file again. A file that is now missing or bad leaves
+// the set in force as it was (a typo must not lock every client out, nor
+// let one in), and the error says why; log says what happened either way.
+func (f *TokenFile) Reload(log *slog.Logger) error {
+	set, err := LoadTokenFile(f.path)
+	if err != nil {
+		if log != nil {
+			log.Error("token file not reloaded; the previous tokens stay in force", "file", f.path, "error", err.Error())
+		}
+		return err
+	}
+	f.cur.Store(set)
+	if log != nil {
+		log.Info("token file reloaded", "file", f.path, "tokens", set.Len())
+	}
+	return nil
+}

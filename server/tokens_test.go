@@ -1,0 +1,123 @@
+package server
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/xfsq/xfsq/errkind"
+)
+
+const secretA = "a-secret-token-0123456789"
+
+func TestParseTokens(t *testing.T) {
+	hashA := fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(secretA)))
+	for _, c := range []struct {
+		name, file string
+		err        string // "" for success
+		want       Caller // for secretA
+	}{
+		{"plain", secretA + ",ci,operator\n", "", Caller{Name: "ci", Role: RoleOperator}},
+		{"hash and comment", "# comment\n\n" + hashA + ",dash,reader\n", "", Caller{Name: "dash", Role: RoleReader}},
+		{"projects", secretA + `,dash,reader,"omni, other,omni"` + "\n", "", Caller{Name: "dash", Role: RoleReader, Projects: []string{"omni", "other"}}},
+		{"spaces", " " + secretA + ", ci , operator\n", "", Caller{Name: "ci", Role: RoleOperator}},
+		{"empty", "# nothing\n", "holds no token", Caller{}},
+		{"two fields", "# c\n" + secretA + ",ci\n", "line 2: 2 fields", Caller{}},
+		{"bad role", secretA + ",ci,admin\n", `line 1: role "admin"`, Caller{}},
+		{"bad hash", "sha256:abc,ci,reader\n", "line 1: sha256: takes the 64 hex digits", Caller{}},
+		{"short", "short,ci,reader\n", "line 1: the token is shorter than 16", Caller{}},
+		{"duplicate", secretA + ",a,reader\n" + hashA + ",b,reader\n", "line 2: the same token as line 1", Caller{}},
+		{"bad name", secretA + ",a b,reader\n", `line 1: name "a b" is invalid`, Caller{}},
+		{"operator limited", secretA + `,ci,operator,"omni"` + "\n", "line 1: a project list limits readers only", Caller{}},
+		{"bad project", secretA + `,ci,reader,"Omni!"` + "\n", "line 1: project list", Caller{}},
+		{"bad csv", secretA + `,c"i,reader` + "\n", "line 1: not CSV", Caller{}},
+	} {
+		set, err := ParseTokens(strings.NewReader(c.file), "tokens.csv")
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || errkind.Of(err) != errkind.Input {
+				t.Errorf("%s: %v, want an input error with %q", c.name, err, c.err)
+			}
+			if err != nil && strings.Contains(err.Error(), secretA) {
+				t.Errorf("%s: the error shows the token: %v", c.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		got, ok := set.Lookup(secretA)
+		if !ok || got.Name != c.want.Name || got.Role != c.want.Role || fmt.Sprint(got.Projects) != fmt.Sprint(c.want.Projects) ||
+			(got.Projects == nil) != (c.want.Projects == nil) {
+			t.Errorf("%s: %+v %v, want %+v", c.name, got, ok, c.want)
+		}
+		if _, ok := set.Lookup(secretA + "x"); ok {
+			t.Errorf("%s: a longer token matched", c.name)
+		}
+		if _, ok := set.Lookup(""); ok {
+			t.Errorf("%s: the empty token matched", c.name)
+		}
+	}
+}
+
+// TestTokenFileReload: a reload replaces the set; a bad or missing file
+// keeps the old set in force and says why; a file others may read is refused.
+func TestTokenFileReload(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens.csv")
+	write := func(s string, mode os.FileMode) {
+		if err := os.WriteFile(path, []byte(s), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(path, mode)
+	}
+	write(secretA+",ci,operator\n", 0o644)
+	if _, err := OpenTokenFile(path); err == nil || !strings.Contains(err.Error(), "readable by every user") || !strings.Contains(errkind.HintOf(err), "chmod 600") {
+		t.Errorf("a world-readable file: %v, want refused with the fix", err)
+	}
+	write(secretA+",ci,operator\n", 0o600)
+	f, err := OpenTokenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secretB = "b-secret-token-9876543210"
+	write(secretB+",ci2,reader\n", 0o600)
+	if err := f.Reload(nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.Current().Lookup(secretA); ok {
+		t.Error("the old token still works after a reload")
+	}
+	if c, ok := f.Current().Lookup(secretB); !ok || c.Name != "ci2" {
+		t.Errorf("the new token: %+v %v", c, ok)
+	}
+	write(secretA+",ci,admin\n", 0o600)
+	if err := f.Reload(nil); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a bad reload: %v, want the line named", err)
+	}
+	os.Remove(path)
+	if err := f.Reload(nil); err == nil {
+		t.Error("a reload of a missing file succeeded")
+	}
+	if _, ok := f.Current().Lookup(secretB); !ok {
+		t.Error("a bad reload dropped the tokens in force")
+	}
+}
+
+// TestTokenFileExample: the example shipped in contrib/ parses.
+func TestTokenFileExample(t *testing.T) {
+	f, err := os.Open("../contrib/xfsq-tokens.csv.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	set, err := ParseTokens(f, "example")
+	if err != nil || set.Len() != 3 {
+		t.Fatalf("%v (%d tokens)", err, set.Len())
+	}
+	if c, ok := set.Lookup("test"); !ok || c.Name != "dashboard" || c.Role != RoleReader {
+		t.Errorf("the example's reader token: %+v %v", c, ok)
+	}
+}
