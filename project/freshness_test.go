@@ -138,7 +138,7 @@ func TestCheckSeesOtherProcessesAtOnce(t *testing.T) {
 		if ws := workspace(t, project.Project{Trees: a.Trees}); ws.UsedBytes >= 1<<62 || ws.BytesHard != 16<<10 {
 			t.Errorf("workspace %+v: a caller's change or the old limit leaked into the answer", ws)
 		}
-		if _, err := other.Remove(ctx, "omni", false); err != nil {
+		if _, err := other.Remove(ctx, "omni", project.RemoveOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := long.Check(ctx, "omni"); err == nil {
