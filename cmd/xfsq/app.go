@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -153,7 +154,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "area", Usage: "only this area (workspace or cache)"},
 					&cli.IntFlag{Name: "depth", Value: 3, Usage: "aggregate to this depth (1-8)"},
 					&cli.IntFlag{Name: "top", Value: 20, Usage: "largest sub-paths per level and largest files kept"},
-					&cli.DurationFlag{Name: "budget", Usage: "stop each walk after this long and mark it partial (0: no limit)"},
+					durationFlag("budget", "", "stop each walk after this long and mark it partial (0: no limit)"),
 				},
 				Action: with(cmdSnapshot),
 			},
@@ -179,7 +180,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "plan-out", Usage: "save the plan to FILE (implies --dry-run)"},
 					&cli.StringFlag{Name: "apply", Usage: "execute the plan --plan-out saved in FILE, once: refused if edited, older than plan_max_age, " +
 						"or made for another root, host or settings; each entry is decided again and re-checked"},
-					&cli.DurationFlag{Name: "budget", Usage: "stop deleting after this long (0: no limit)"},
+					durationFlag("budget", "", "stop deleting after this long (0: no limit)"),
 				},
 				Action: with(cmdSweep),
 			},
@@ -202,7 +203,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "type", Usage: "only this type, e.g. project.added, quota.changed, storage.evicted"},
 					&cli.StringFlag{Name: "project", Usage: "only this project"},
-					&cli.StringFlag{Name: "since", Usage: "only newer: a duration ago (24h, 7d) or a time (RFC 3339)"},
+					&cli.StringFlag{Name: "since", Usage: "only newer: a duration ago (24h, 7d), a date (2026-11-30), a local time (2026-11-30 10:00) or RFC 3339"},
 					&cli.IntFlag{Name: "limit", Value: 100, Usage: "at most this many"},
 				},
 				Action: with(cmdEvents),
@@ -248,15 +249,31 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Description: "Each part answers on its own within --budget and carries its status (ok, warn, critical, error),\n" +
 					"its figures and, on error, the error and a fix. Thresholds are the settings health_*.\n" +
 					"Exit 1 when any part is critical or in error.",
-				Flags:  []cli.Flag{&cli.DurationFlag{Name: "budget", Value: 2 * time.Second, Usage: "time each part may take"}},
+				Flags:  []cli.Flag{durationFlag("budget", "2s", "time each part may take")},
 				Action: with(cmdHealth),
 			},
 		},
 	}
 	setUsageErrors(app.Commands)
+	wrapLeaves(app.Commands)
 	app.OnUsageError = onUsageError
+	// `xfsq nosuch`: an error like any other, so that --json makes it JSON.
+	app.Action = func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usagef("unknown command %q: see xfsq --help", c.Args().First())
+		}
+		cli.ShowAppHelp(c)
+		return nil
+	}
+	// `xfsq help nosuch`: urfave's help has no error to return.
 	app.CommandNotFound = func(c *cli.Context, name string) {
-		fmt.Fprintf(stderr, "xfsq: unknown command %q: see xfsq --help\n", name)
+		msg := fmt.Sprintf("unknown command %q: see xfsq --help", name)
+		if c.Bool("json") {
+			data, _ := json.Marshal(map[string]string{"error": msg})
+			fmt.Fprintln(stderr, string(data))
+		} else {
+			fmt.Fprintln(stderr, "xfsq: "+msg)
+		}
 		os.Exit(exitUsage)
 	}
 	return app
@@ -277,6 +294,9 @@ func setUsageErrors(cmds []*cli.Command) {
 			c.Action = func(c *cli.Context) error {
 				if c.NArg() > 0 {
 					return usagef("unknown command %q: see xfsq %s --help", c.Args().First(), commandName(c))
+				}
+				if c.Bool("json") {
+					return usagef("%s needs a command: see xfsq %s --help", commandName(c), commandName(c))
 				}
 				cli.ShowSubcommandHelp(c)
 				return &exitError{code: exitUsage}
@@ -529,7 +549,7 @@ func cmdEvents(e env) error {
 	if s := e.c.String("since"); s != "" {
 		t, err := project.ParseSince(s, time.Now())
 		if err != nil {
-			return usagef("--since %q: use a duration ago (24h, 7d) or an RFC 3339 time (2026-11-30T10:00:00Z)", s)
+			return usagef("--%v", err)
 		}
 		q.Since = t
 	}
@@ -848,9 +868,13 @@ func collectLess() {
 
 func cmdSnapshot(e env) error {
 	collectLess()
+	budget, err := duration(e.c, "budget")
+	if err != nil {
+		return err
+	}
 	o := project.SnapshotOptions{Projects: e.c.Args().Slice(), Area: e.c.String("area"), Scheduled: e.c.Bool("all"),
 		// The CLI runs nothing beside its walk: raw stats are safe here.
-		Walk: inventory.Options{Depth: e.c.Int("depth"), TopK: e.c.Int("top"), Budget: e.c.Duration("budget"), RawStat: true}}
+		Walk: inventory.Options{Depth: e.c.Int("depth"), TopK: e.c.Int("top"), Budget: budget, RawStat: true}}
 	switch {
 	case len(o.Projects) == 0 && !o.Scheduled:
 		return usagef("snapshot needs PROJECT names or --all: see xfsq snapshot --help")
@@ -1011,7 +1035,11 @@ func cmdLeaseList(e env) error {
 }
 
 func cmdSweep(e env) error {
-	o := project.SweepOptions{Background: true, Projects: e.c.Args().Slice(), DryRun: e.c.Bool("dry-run") || e.c.IsSet("plan-out"), Budget: e.c.Duration("budget")}
+	budget, err := duration(e.c, "budget")
+	if err != nil {
+		return err
+	}
+	o := project.SweepOptions{Background: true, Projects: e.c.Args().Slice(), DryRun: e.c.Bool("dry-run") || e.c.IsSet("plan-out"), Budget: budget}
 	if a := e.c.String("area"); a != "" {
 		o.Areas = strings.Split(a, ",")
 	}
