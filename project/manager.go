@@ -374,7 +374,11 @@ func (m *Manager) setting(ctx context.Context, key string) (settings.Value, erro
 	if err != nil {
 		return settings.Value{}, err
 	}
-	return settings.Resolve(s, stored, ok)
+	v, err := settings.Resolve(s, stored, ok)
+	if err != nil {
+		return v, errkind.New(errkind.Input, err) // a bad environment value
+	}
+	return v, nil
 }
 
 func (m *Manager) now() time.Time { return time.Now() }

@@ -31,10 +31,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	}
 	limitFlagSet := func(prefix, what string) []cli.Flag {
 		return []cli.Flag{
-			&cli.StringFlag{Name: prefix + "bytes-soft", Usage: what + " soft byte limit (SIZE)"},
-			&cli.StringFlag{Name: prefix + "bytes-hard", Usage: what + " hard byte limit (SIZE)"},
-			&cli.StringFlag{Name: prefix + "inodes-soft", Usage: what + " soft file-count limit"},
-			&cli.StringFlag{Name: prefix + "inodes-hard", Usage: what + " hard file-count limit"},
+			&cli.StringFlag{Name: prefix + "bytes-soft", Usage: what + " soft byte limit (SIZE; 0: no limit, as xfs_quota)"},
+			&cli.StringFlag{Name: prefix + "bytes-hard", Usage: what + " hard byte limit (SIZE; 0: no limit, as xfs_quota)"},
+			&cli.StringFlag{Name: prefix + "inodes-soft", Usage: what + " soft file-count limit (0: no limit)"},
+			&cli.StringFlag{Name: prefix + "inodes-hard", Usage: what + " hard file-count limit (0: no limit)"},
 		}
 	}
 	app := &cli.App{
@@ -57,7 +57,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "db", Usage: "database: a postgres:// URL or libpq keywords (host=… dbname=…), or a SQLite file (default ROOT/.xfsq/xfsq.db)", EnvVars: []string{"XFSQ_DB"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (errors too, as {\"error\": …} on stderr)"},
 			&cli.StringFlag{Name: "host", Usage: "this host's name in a shared database (default: the hostname)", EnvVars: []string{"XFSQ_HOST"}},
-			&cli.StringFlag{Name: "id-range", Usage: "project IDs to allocate from, FIRST-LAST (default 100000-2147483647)", EnvVars: []string{"XFSQ_ID_RANGE"}},
+			&cli.StringFlag{Name: "id-range", Usage: "project IDs to allocate from, FIRST-LAST (default 100000-2147483647); a project needs one ID per tree " +
+				"(workspace and cache: two), so a range of N IDs holds N/2 projects", EnvVars: []string{"XFSQ_ID_RANGE"}},
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // run() maps errors to exit codes
 		Commands: []*cli.Command{
@@ -79,10 +80,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 							"The workspace hard limit defaults to the setting default_quota (50GiB, or\n" +
 							"KERNEL_STORAGE_DEFAULT_QUOTA_BYTES), the cache's to default_cache_quota.",
 						Flags: append(limitFlagSet("", "workspace"),
-							&cli.StringFlag{Name: "cache-bytes-soft", Usage: "cache soft byte limit (SIZE)"},
-							&cli.StringFlag{Name: "cache-bytes-hard", Usage: "cache hard byte limit (SIZE)"},
-							&cli.StringFlag{Name: "cache-inodes-soft", Usage: "cache soft file-count limit"},
-							&cli.StringFlag{Name: "cache-inodes-hard", Usage: "cache hard file-count limit"}),
+							limitFlagSet("cache-", "cache")...),
 						Action: with(cmdProjectAdd),
 					},
 					{
@@ -190,7 +188,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Subcommands: []*cli.Command{
 					{
 						Name: "acquire", Usage: "take or renew a run's lease", ArgsUsage: "PROJECT RUN",
-						Description: "RUN: " + project.RunRule + ". The lease lapses after --ttl unless renewed.",
+						Description: "RUN: " + project.RunRule + ". The lease lapses after --ttl unless renewed.\n" +
+							"A renewal never shortens a lease: one that already holds longer keeps its expiry\n" +
+							"(kept_longer in --json); release it first to shorten it.",
 						Flags:       []cli.Flag{&cli.StringFlag{Name: "ttl", Value: "2h", Usage: "how long the lease holds (at most 7d)"}},
 						Action:      with(cmdLeaseAcquire),
 					},
@@ -214,6 +214,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Subcommands: []*cli.Command{
 					{Name: "list", Usage: "every setting with its value and where it comes from", Action: with(cmdSettingsList)},
 					{Name: "get", Usage: "one setting's value", ArgsUsage: "KEY", Action: with(cmdSettingsGet)},
+					{Name: "reset", Usage: "forget a stored setting: the environment or the default applies again", ArgsUsage: "KEY",
+						Action: with(cmdSettingsReset)},
 					{Name: "set", Usage: "change a setting (validated)", ArgsUsage: "KEY VALUE", Action: with(cmdSettingsSet),
 						Description: "A zero that switches a safety rail off (busy_grace, reservation_ttl, default_quota) is refused\n" +
 							"unless " + settings.AllowZeroFlag + " says it is meant.",
@@ -357,6 +359,7 @@ func cmdProjectAdd(e env) error {
 		if err != nil {
 			return err
 		}
+		warnOverLimits(e, p)
 		return e.print(p, func(w io.Writer) { printProject(w, p) })
 	})
 }
@@ -375,6 +378,7 @@ func cmdProjectSet(e env) error {
 		if err != nil {
 			return err
 		}
+		warnOverLimits(e, p)
 		return e.print(p, func(w io.Writer) { printProject(w, p) })
 	})
 }
@@ -587,12 +591,36 @@ func cmdSettingsList(e env) error {
 		if err != nil {
 			return err
 		}
-		return e.print(vals, func(w io.Writer) {
+		if err := e.print(vals, func(w io.Writer) {
 			rows := make([][]string, len(vals))
 			for i, v := range vals {
-				rows[i] = []string{v.Key, humanSetting(v), v.Source, v.Help}
+				value := humanSetting(v)
+				if v.Problem != "" {
+					value = "(refused: see below)"
+				}
+				rows[i] = []string{v.Key, value, v.Source, v.Help}
 			}
 			table(w, "KEY\tVALUE\tSOURCE\tMEANING", rows)
+		}); err != nil {
+			return err
+		}
+		// Every other setting is listed; the bad one fails the command (2).
+		return project.SettingProblems(vals)
+	})
+}
+
+func cmdSettingsReset(e env) error {
+	key, err := oneArg(e.c, "KEY")
+	if err != nil {
+		return err
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		v, old, err := m.ResetSetting(ctx, key)
+		if err != nil {
+			return err
+		}
+		return e.print(v, func(w io.Writer) {
+			fmt.Fprintf(w, "%s = %s from %s (was %s)\n", v.Key, humanSetting(v), v.Source, old)
 		})
 	})
 }
@@ -995,6 +1023,9 @@ func cmdLeaseAcquire(e env) error {
 		}
 		return e.print(l, func(w io.Writer) {
 			fmt.Fprintf(w, "lease on %s for run %s until %s\n", name, run, l.ExpiresAt.Local().Format(time.DateTime))
+			if l.KeptLonger {
+				fmt.Fprintf(w, "(it already held longer than --ttl %s: a renewal never shortens a lease; release it first to shorten it)\n", e.c.String("ttl"))
+			}
 		})
 	})
 }

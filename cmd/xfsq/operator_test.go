@@ -1,0 +1,183 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A bad environment value shows in settings list beside every other
+// setting, and fails the command with exit 2 naming it (issue 17 item 10).
+func TestSettingsListShowsABadEnvironmentValue(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.env = append(s.env, "KERNEL_STORAGE_DEFAULT_QUOTA_BYTES=lots")
+	r := s.run("settings", "list")
+	if r.code != 2 || !strings.Contains(r.stderr, `KERNEL_STORAGE_DEFAULT_QUOTA_BYTES: default_quota: "lots" is not a size`) {
+		t.Errorf("settings list: exit %d, stderr %q; want 2 naming the variable", r.code, r.stderr)
+	}
+	for _, want := range []string{"default_quota", "busy_grace", "scratch_ttl"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("settings list does not show %s:\n%s", want, r.stdout)
+		}
+	}
+	r = s.run("--json", "settings", "list")
+	var vals []struct{ Key, Value, Problem string }
+	if err := json.Unmarshal([]byte(r.stdout), &vals); err != nil || r.code != 2 || !strings.HasPrefix(r.stderr, `{"error":`) {
+		t.Fatalf("settings list --json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
+	}
+	if vals[0].Key != "default_quota" || !strings.Contains(vals[0].Problem, "not a size") || len(vals) < 10 {
+		t.Errorf("settings list --json: %+v", vals[:2])
+	}
+	if r := s.run("settings", "get", "default_quota"); r.code != 2 {
+		t.Errorf("settings get of a bad environment value: exit %d %q, want 2", r.code, r.stderr)
+	}
+}
+
+// settings reset forgets the stored value and journals it.
+func TestSettingsReset(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("settings", "set", "busy_grace", "2d")
+	if out := s.ok("settings", "reset", "busy_grace"); !strings.Contains(out, "busy_grace = 1d from default (was 2d from stored)") {
+		t.Errorf("reset: %q", out)
+	}
+	var v struct{ Value, Source string }
+	s.json(&v, "settings", "get", "busy_grace")
+	if v.Value != "1d" || v.Source != "default" {
+		t.Errorf("after reset: %+v", v)
+	}
+	var evs []struct {
+		Payload map[string]string `json:"payload"`
+	}
+	s.json(&evs, "events", "--type", "settings.changed", "--limit", "1")
+	if len(evs) != 1 || evs[0].Payload["old"] != "2d" || evs[0].Payload["new"] != "1d" || evs[0].Payload["reset"] != "true" {
+		t.Errorf("journal of the reset: %+v", evs)
+	}
+	if r := s.run("settings", "reset", "nosuch"); r.code != 2 || !strings.Contains(r.stderr, `unknown setting "nosuch"`) {
+		t.Errorf("reset of an unknown key: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// Limits below what a tree already holds are set, with a warning saying
+// what follows; 0 is "no limit", as xfs_quota takes it, and says so.
+func TestLimitsBelowUsageWarn(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	r := s.run("project", "add", "omni", "--bytes-hard", "8k")
+	if r.code != 0 || !strings.Contains(r.stderr, "warning: omni workspace already holds 12.0 KiB, at or over its new hard byte limit of 8.0 KiB") {
+		t.Errorf("add below usage: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := s.run("project", "set", "omni", "--bytes-hard", "1m"); r.code != 0 || r.stderr != "" {
+		t.Errorf("set above usage: exit %d, stderr %q; want no warning", r.code, r.stderr)
+	}
+	if r := s.run("project", "set", "omni", "--inodes-soft", "2"); r.code != 0 || !strings.Contains(r.stderr, "soft file-count limit of 2") {
+		t.Errorf("set below usage: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if out := s.ok("project", "add", "--help"); !strings.Contains(out, "0: no limit") {
+		t.Errorf("project add --help does not say what 0 means:\n%s", out)
+	}
+	s.ok("project", "add", "free", "--bytes-hard", "0")
+	if row := s.report()["free/workspace"]; row.BytesHard != 0 {
+		t.Errorf("--bytes-hard 0: hard %d, want 0 (no limit)", row.BytesHard)
+	}
+}
+
+// A renewal never shortens a lease, and says so.
+func TestLeaseRenewalNeverShortens(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	var long, short struct {
+		ExpiresAt  time.Time `json:"expires_at"`
+		KeptLonger bool      `json:"kept_longer"`
+	}
+	s.json(&long, "lease", "acquire", "omni", "run-1", "--ttl", "5h")
+	s.json(&short, "lease", "acquire", "omni", "run-1", "--ttl", "1h")
+	if !short.ExpiresAt.Equal(long.ExpiresAt) || !short.KeptLonger {
+		t.Errorf("renewal for 1h after 5h: %+v, want the 5h expiry %v kept", short, long.ExpiresAt)
+	}
+	if out := s.ok("lease", "acquire", "omni", "run-1", "--ttl", "1h"); !strings.Contains(out, "never shortens") {
+		t.Errorf("text of a renewal kept longer: %q", out)
+	}
+	var leases []struct {
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	s.json(&leases, "lease", "list")
+	if len(leases) != 1 || !leases[0].ExpiresAt.Equal(long.ExpiresAt) {
+		t.Errorf("lease list: %+v", leases)
+	}
+	s.ok("lease", "release", "omni", "run-1")
+	short.KeptLonger = false
+	s.json(&short, "lease", "acquire", "omni", "run-1", "--ttl", "1h")
+	if short.KeptLonger || short.ExpiresAt.After(time.Now().Add(61*time.Minute)) {
+		t.Errorf("after release, 1h: %+v", short)
+	}
+}
+
+// Help says what --id-range costs: one ID per tree.
+func TestIDRangeHelp(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	if out := s.ok("--help"); !strings.Contains(out, "a project needs one ID per tree") {
+		t.Errorf("xfsq --help does not explain --id-range:\n%s", out)
+	}
+}
+
+// Every failure is one line; with --json it is {"error": …}, unknown
+// commands and parse errors included; exit codes follow README's table.
+func TestErrorsAndExitCodes(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"nosuch"}, 2},
+		{[]string{"project", "nosuch"}, 2},
+		{[]string{"project"}, 2},
+		{[]string{"help", "nosuch"}, 2},
+		{[]string{"report", "--bogus"}, 2},
+		{[]string{"project", "add", "x", "--bytes-hard"}, 2},
+		{[]string{"files", "put", "omni", "f", "--from", dir}, 2},
+		{[]string{"files", "put", "omni", "f", "--from", filepath.Join(dir, "nope")}, 2},
+		{[]string{"files", "get", "omni", "../x"}, 2},
+		{[]string{"project", "show", "nope"}, 1},
+		{[]string{"lease", "release", "omni", "run-9"}, 1},
+		{[]string{"--id-range", "9-1", "project", "list"}, 2},
+		{[]string{"settings", "set", "busy_grace", "soon"}, 2},
+	} {
+		r := s.run(append([]string{"--json"}, tc.args...)...)
+		var e struct{ Error string }
+		if r.code != tc.code || json.Unmarshal([]byte(r.stderr), &e) != nil || e.Error == "" || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("xfsq --json %s: exit %d, stderr %q; want exit %d and one {\"error\": …} line", strings.Join(tc.args, " "), r.code, r.stderr, tc.code)
+		}
+		if len(tc.args) == 1 && tc.args[0] == "project" {
+			continue // without --json: its help, on stdout
+		}
+		if r := s.run(tc.args...); r.code != tc.code || !strings.HasPrefix(r.stderr, "xfsq: ") || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("xfsq %s: exit %d, stderr %q; want exit %d and one line", strings.Join(tc.args, " "), r.code, r.stderr, tc.code)
+		}
+	}
+}
+
+// A project may be called h or help: they are names, not help requests.
+func TestProjectsNamedLikeHelp(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	for _, name := range []string{"h", "help"} {
+		if out := s.ok("project", "add", name); !strings.Contains(out, "project: "+name+" (ready") {
+			t.Errorf("project add %s: %q", name, out)
+		}
+		if _, err := os.Stat(filepath.Join(s.root, "projects", name, "uploads")); err != nil {
+			t.Errorf("project add %s made no tree: %v", name, err)
+		}
+		s.ok("project", "show", name)
+		s.ok("lease", "acquire", name, "help")
+	}
+	// Help itself still works.
+	if out := s.ok("project", "help", "add"); !strings.Contains(out, "register a project") {
+		t.Errorf("project help add: %q", out)
+	}
+	if out := s.ok("project", "add", "--help"); !strings.Contains(out, "register a project") {
+		t.Errorf("project add --help: %q", out)
+	}
+}
