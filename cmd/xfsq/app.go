@@ -191,8 +191,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 						Description: "RUN: " + project.RunRule + ". The lease lapses after --ttl unless renewed.\n" +
 							"A renewal never shortens a lease: one that already holds longer keeps its expiry\n" +
 							"(kept_longer in --json); release it first to shorten it.",
-						Flags:       []cli.Flag{&cli.StringFlag{Name: "ttl", Value: "2h", Usage: "how long the lease holds (at most 7d)"}},
-						Action:      with(cmdLeaseAcquire),
+						Flags:  []cli.Flag{&cli.StringFlag{Name: "ttl", Value: "2h", Usage: "how long the lease holds (at most 7d)"}},
+						Action: with(cmdLeaseAcquire),
 					},
 					{Name: "release", Usage: "drop a run's lease", ArgsUsage: "PROJECT RUN", Action: with(cmdLeaseRelease)},
 					{Name: "list", Usage: "every lease, held or lapsed", Action: with(cmdLeaseList)},
