@@ -35,6 +35,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +69,13 @@ const StateDir = ".xfsq"
 
 // workspaceSubdirs are created in every workspace and never swept.
 var workspaceSubdirs = []string{"uploads", "inbox"}
+
+// IsSkeleton reports whether p (clean, relative to a tree of area) is one
+// of the directories every tree of that area has: they may be emptied,
+// never removed.
+func IsSkeleton(area, p string) bool {
+	return area == AreaWorkspace && slices.Contains(workspaceSubdirs, p)
+}
 
 // InputError is bad input from the caller: a name, size, area or value.
 type InputError struct {

@@ -127,7 +127,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 						Flags:  []cli.Flag{areaFlag(), &cli.StringFlag{Name: "from", Usage: "read this file instead of stdin"}},
 						Action: with(cmdFilesPut),
 					},
-					{Name: "rm", Usage: "delete a file or directory (journalled)", ArgsUsage: "PROJECT PATH", Flags: []cli.Flag{areaFlag()}, Action: with(cmdFilesRm)},
+					{Name: "rm", Usage: "delete a file, or with --recursive a directory (journalled)", ArgsUsage: "PROJECT PATH",
+						Description: "A directory needs --recursive, as with rm -r. uploads/ and inbox/ are part of every workspace:\n" +
+							"--recursive empties them (each entry journalled) and leaves them in place.",
+						Flags: []cli.Flag{areaFlag(), &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "delete a directory and everything in it"}},
+						Action: with(cmdFilesRm)},
 				},
 			},
 			{
@@ -858,7 +862,7 @@ func cmdFilesRm(e env) error {
 		return err
 	}
 	return withFiles(e, func(ctx context.Context, l *files.Layer) error {
-		res, err := l.Remove(ctx, name, e.c.String("area"), p)
+		res, err := l.Remove(ctx, name, e.c.String("area"), p, files.RemoveOptions{Recursive: e.c.Bool("recursive")})
 		if err != nil {
 			return err
 		}

@@ -413,7 +413,7 @@ func (tr *trial) run() {
 	for range 3 {
 		do("files", "rm", "beta", "old.log")
 	}
-	do("files", "rm", "alpha", "coverage")
+	do("files", "rm", "alpha", "coverage", "--recursive")
 	do("project", "rm", "doomed", "--purge")
 	done := make(chan struct{})
 	go func() { ops.Wait(); close(done) }()

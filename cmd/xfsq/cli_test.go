@@ -629,7 +629,7 @@ func TestFilesCommands(t *testing.T) {
 			t.Errorf("xfsq %v: exit %d %q; want 2 mentioning %q", c.args, r.code, r.stderr, c.want)
 		}
 	}
-	if out := s.ok("files", "rm", "omni", "docs"); !strings.Contains(out, "removed projects/omni/docs") {
+	if out := s.ok("files", "rm", "omni", "docs", "--recursive"); !strings.Contains(out, "removed projects/omni/docs") {
 		t.Errorf("rm: %q", out)
 	}
 	var evs []store.Event
@@ -640,7 +640,7 @@ func TestFilesCommands(t *testing.T) {
 	// Each removal outside a sweep has an id of its own, its pending and
 	// done records share it: two removals of one path never settle each other.
 	s.ok("files", "put", "omni", "docs/readme.txt", "--from", src)
-	s.ok("files", "rm", "omni", "docs")
+	s.ok("files", "rm", "-r", "omni", "docs")
 	s.json(&evs, "events", "--type", "storage.evicted")
 	ids := map[string]int{}
 	for _, ev := range evs {

@@ -181,3 +181,54 @@ func TestProjectsNamedLikeHelp(t *testing.T) {
 		t.Errorf("project add --help: %q", out)
 	}
 }
+
+// files rm needs --recursive for a directory; uploads/ and inbox/ are
+// emptied, never removed; doctor finds one gone and --fix makes it again
+// (issue 17 item 2).
+func TestFilesRmDirectoriesAndTheSkeleton(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	src := filepath.Join(t.TempDir(), "src")
+	os.WriteFile(src, []byte("x"), 0o644)
+	for _, p := range []string{"d/a", "d/b", "uploads/u1", "uploads/sub/u2", "inbox/i1"} {
+		s.ok("files", "put", "omni", p, "--from", src)
+	}
+	tree := filepath.Join(s.root, "projects/omni")
+	r := s.run("files", "rm", "omni", "d")
+	if r.code != 2 || !strings.Contains(r.stderr, `path "d" refused: it is a directory`) || !strings.Contains(r.stderr, "--recursive") {
+		t.Errorf("files rm of a directory: exit %d %q; want 2 asking for --recursive", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(tree, "d/a")); err != nil {
+		t.Errorf("a refused rm removed something: %v", err)
+	}
+	s.ok("files", "rm", "omni", "d/a") // a file needs nothing
+	s.ok("files", "rm", "omni", "d", "--recursive")
+	if _, err := os.Stat(filepath.Join(tree, "d")); !os.IsNotExist(err) {
+		t.Errorf("d after rm --recursive: %v", err)
+	}
+	for _, skel := range []string{"uploads", "inbox"} {
+		if r := s.run("files", "rm", "omni", skel); r.code != 2 || !strings.Contains(r.stderr, "emptied, never removed") {
+			t.Errorf("files rm %s: exit %d %q", skel, r.code, r.stderr)
+		}
+		var res struct {
+			Path    string `json:"path"`
+			Entries int    `json:"entries"`
+		}
+		s.json(&res, "files", "rm", "-r", "omni", skel+"/")
+		entries, err := os.ReadDir(filepath.Join(tree, skel))
+		if err != nil || len(entries) != 0 || res.Entries == 0 || res.Path != "projects/omni/"+skel {
+			t.Errorf("files rm -r %s: %+v; left %v %v; want it emptied and kept", skel, res, entries, err)
+		}
+	}
+	os.Remove(filepath.Join(tree, "inbox"))
+	if r := s.run("doctor"); r.code != 1 || !strings.Contains(r.stdout, "missing-directory omni workspace projects/omni/inbox") {
+		t.Errorf("doctor with inbox gone: exit %d %q", r.code, r.stdout)
+	}
+	s.ok("doctor", "--fix")
+	if fi, err := os.Stat(filepath.Join(tree, "inbox")); err != nil || !fi.IsDir() {
+		t.Errorf("doctor --fix did not make inbox again: %v", err)
+	}
+	if out := s.ok("doctor"); !strings.Contains(out, "no drift") {
+		t.Errorf("doctor after the fix: %q", out)
+	}
+}
