@@ -130,7 +130,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					{Name: "rm", Usage: "delete a file, or with --recursive a directory (journalled)", ArgsUsage: "PROJECT PATH",
 						Description: "A directory needs --recursive, as with rm -r. uploads/ and inbox/ are part of every workspace:\n" +
 							"--recursive empties them (each entry journalled) and leaves them in place.",
-						Flags: []cli.Flag{areaFlag(), &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "delete a directory and everything in it"}},
+						Flags:  []cli.Flag{areaFlag(), &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "delete a directory and everything in it"}},
 						Action: with(cmdFilesRm)},
 				},
 			},
