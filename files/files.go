@@ -148,7 +148,16 @@ func (l *Layer) List(ctx context.Context, name, area, p string) ([]Entry, error)
 	// kernel without being opened (opening a FIFO would hang, a device act).
 	f, err := t.root.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if errors.Is(err, unix.ENOTDIR) {
-		return nil, &PathError{Path: p, Reason: "it is not a directory; get it instead"}
+		// Not a directory: list the name itself, as ls does, from its
+		// lstat alone (nothing is opened: it may be a FIFO or a device).
+		fi, lerr := t.root.Lstat(p)
+		if lerr != nil {
+			return nil, pathErr(p, lerr)
+		}
+		if fi.IsDir() {
+			return nil, pathErr(p, err) // replaced meanwhile
+		}
+		return []Entry{entryOf(path.Base(p), fi)}, nil
 	}
 	if err != nil {
 		return nil, pathErr(p, err)
@@ -172,18 +181,23 @@ func (l *Layer) List(ctx context.Context, name, area, p string) ([]Entry, error)
 		if err != nil {
 			continue // vanished
 		}
-		e := Entry{Name: n, Type: "other", Size: fi.Size(), ModTime: fi.ModTime().UTC()}
-		switch {
-		case fi.Mode().IsRegular():
-			e.Type = "file"
-		case fi.IsDir():
-			e.Type = "dir"
-		case fi.Mode()&fs.ModeSymlink != 0:
-			e.Type = "symlink"
-		}
-		out = append(out, e)
+		out = append(out, entryOf(n, fi))
 	}
 	return out, nil
+}
+
+// entryOf is the listing of one name from its lstat.
+func entryOf(name string, fi fs.FileInfo) Entry {
+	e := Entry{Name: name, Type: "other", Size: fi.Size(), ModTime: fi.ModTime().UTC()}
+	switch {
+	case fi.Mode().IsRegular():
+		e.Type = "file"
+	case fi.IsDir():
+		e.Type = "dir"
+	case fi.Mode()&fs.ModeSymlink != 0:
+		e.Type = "symlink"
+	}
+	return e
 }
 
 // otherMount is the refusal of p because it, or a directory on the way to
@@ -201,6 +215,11 @@ func pathErr(p string, err error) error {
 	}
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%s: %w", p, os.ErrNotExist)
+	}
+	// The path an os.Root error names is the descriptor's
+	// (/proc/self/fd/N/…): an operator knows the tree's path, not that.
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %s: %w", p, pe.Op, pe.Err)
 	}
 	return fmt.Errorf("%s: %w", p, err)
 }

@@ -69,12 +69,21 @@ type result struct {
 
 func (s *sandbox) run(args ...string) result {
 	s.t.Helper()
+	return s.runAs(-1, args...)
+}
+
+// runAs runs xfsq as the user uid (-1: as the test runs).
+func (s *sandbox) runAs(uid int, args ...string) result {
+	s.t.Helper()
 	full := []string{"--root", s.root}
 	if s.db != "" {
 		full = append(full, "--db", s.db)
 	}
 	cmd := exec.Command(os.Getenv(envBinary), append(full, args...)...)
 	cmd.Env = append(os.Environ(), s.env...)
+	if uid >= 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	}
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

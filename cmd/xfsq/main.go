@@ -100,7 +100,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// The library keeps what to do beside the message; the CLI says both,
 	// on the one line a script reads.
-	msg := flagged(err)
+	msg := plainMessage(flagged(err))
 	if hint := errkind.HintOf(err); hint != "" && !strings.Contains(msg, hint) {
 		msg += ": " + hint
 	}

@@ -232,3 +232,43 @@ func TestFilesRmDirectoriesAndTheSkeleton(t *testing.T) {
 		t.Errorf("doctor after the fix: %q", out)
 	}
 }
+
+// files ls of a file lists it, as ls does; no message shows a descriptor
+// path or a SQLite result code; a user who may not open the store is told
+// who may (issue 17 item 9).
+func TestFilesLsFileAndPlainMessages(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	src := filepath.Join(t.TempDir(), "src")
+	os.WriteFile(src, []byte("hello"), 0o644)
+	s.ok("files", "put", "omni", "d/f.txt", "--from", src)
+	var entries []struct{ Name, Type string }
+	s.json(&entries, "files", "ls", "omni", "d/f.txt")
+	if len(entries) != 1 || entries[0].Name != "f.txt" || entries[0].Type != "file" {
+		t.Errorf("files ls of a file: %+v", entries)
+	}
+	if out := s.ok("files", "ls", "omni", "d/f.txt"); !strings.Contains(out, "f.txt") || !strings.Contains(out, "5 B") {
+		t.Errorf("files ls of a file, text: %q", out)
+	}
+	for _, args := range [][]string{
+		{"files", "ls", "omni", "d/f.txt/x"},
+		{"files", "get", "omni", "d/f.txt/x"},
+		{"files", "rm", "omni", "d/f.txt/x"},
+		{"files", "put", "omni", "d/f.txt/x", "--from", src},
+	} {
+		r := s.run(args...)
+		if r.code == 0 || strings.Contains(r.stderr, "/proc/self/fd") || !strings.Contains(r.stderr, "d/f.txt") {
+			t.Errorf("xfsq %s: exit %d %q; want a failure naming the path, never a descriptor's", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+	if os.Getuid() != 0 {
+		t.Skip("needs root, to run xfsq as another user")
+	}
+	os.Chmod(filepath.Dir(s.root), 0o755) // t.TempDir made both the test's alone
+	os.Chmod(s.root, 0o755)
+	os.Chmod(filepath.Dir(os.Getenv(envBinary)), 0o755) // MkdirTemp made it the test's alone
+	r := s.runAs(65534, "report")
+	if r.code != 1 || !strings.Contains(r.stderr, "the store "+filepath.Join(s.root, ".xfsq/xfsq.db")+" needs root to open") || strings.Contains(r.stderr, "(14)") {
+		t.Errorf("report as nobody: exit %d %q; want 1 saying the store needs root", r.code, r.stderr)
+	}
+}
