@@ -133,7 +133,7 @@ func newTrial(t *testing.T, root string, templates string, rng *rand.Rand) *tria
 	tr.s = newSandbox(t, root, "")
 	var init project.InitResult
 	tr.s.json(&init, "init")
-	tr.xfs = init.Backend == "xfs"
+	tr.xfs = init.Backend.Kind == "xfs"
 	for _, p := range append(projects, "doomed") {
 		tr.s.ok("project", "add", p)
 	}

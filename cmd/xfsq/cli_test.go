@@ -134,18 +134,25 @@ func (s *sandbox) store() *store.Store {
 }
 
 type reportRow struct {
-	Project    string `json:"project"`
-	Area       string `json:"area"`
-	ProjectID  uint32 `json:"project_id"`
-	UsedBytes  uint64 `json:"used_bytes"`
-	UsedInodes uint64 `json:"used_inodes"`
-	BytesSoft  uint64 `json:"bytes_soft"`
-	BytesHard  uint64 `json:"bytes_hard"`
-	InodesSoft uint64 `json:"inodes_soft"`
-	InodesHard uint64 `json:"inodes_hard"`
-	Backend    string `json:"backend"`
+	Project    string        `json:"project"`
+	Area       string        `json:"area"`
+	ProjectID  uint32        `json:"project_id"`
+	UsedBytes  uint64        `json:"used_bytes"`
+	UsedInodes uint64        `json:"used_inodes"`
+	BytesSoft  uint64        `json:"bytes_soft"`
+	BytesHard  uint64        `json:"bytes_hard"`
+	InodesSoft uint64        `json:"inodes_soft"`
+	InodesHard uint64        `json:"inodes_hard"`
+	Backend    backendObject `json:"backend"`
 	// the walk a fallback tree's usage starts from
 	UsageAsOf *time.Time `json:"usage_as_of"`
+}
+
+// backendObject is SPEC §10a's backend, as every JSON output gives it.
+type backendObject struct {
+	Kind     string `json:"kind"`
+	Enforced bool   `json:"enforced"`
+	Reason   string `json:"reason"`
 }
 
 func (s *sandbox) report() map[string]reportRow {
@@ -168,8 +175,8 @@ func TestInit(t *testing.T) {
 	s := newSandbox(t, t.TempDir(), "")
 	var res project.InitResult
 	s.json(&res, "init")
-	if !strings.HasPrefix(res.Backend, "fallback (") || res.Reason == "" {
-		t.Errorf("init on a non-XFS root: backend %q reason %q; want fallback with the reason", res.Backend, res.Reason)
+	if res.Backend.Kind != "fallback" || res.Backend.Enforced || !strings.Contains(res.Backend.Reason, "is not XFS") {
+		t.Errorf("init on a non-XFS root: backend %+v; want fallback, not enforced, with the reason", res.Backend)
 	}
 	for _, d := range []string{"projects", "cache", "scratch", "inbound", ".xfsq", ".xfsq/xfsq.db"} {
 		if _, err := os.Stat(filepath.Join(s.root, d)); err != nil {
@@ -202,8 +209,8 @@ func TestProjectLifecycle(t *testing.T) {
 		if ws.ProjectID == 0 || cache.ProjectID == 0 || ws.ProjectID == cache.ProjectID {
 			t.Errorf("each tree needs its own nonzero ID: %d %d", ws.ProjectID, cache.ProjectID)
 		}
-		if !strings.HasPrefix(ws.Backend, "fallback (") {
-			t.Errorf("backend %q", ws.Backend)
+		if ws.Backend.Kind != "fallback" || ws.Backend.Enforced || ws.Backend.Reason == "" {
+			t.Errorf("backend %+v", ws.Backend)
 		}
 		if out := s.ok("project", "check", "omni"); !strings.Contains(out, `project "omni": ok`) {
 			t.Errorf("check of an empty project: %q", out)

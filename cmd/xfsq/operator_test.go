@@ -272,3 +272,54 @@ func TestFilesLsFileAndPlainMessages(t *testing.T) {
 		t.Errorf("report as nobody: exit %d %q; want 1 saying the store needs root", r.code, r.stderr)
 	}
 }
+
+// init --backend auto|xfs|fallback: xfs fails loudly with the reason and
+// the fix, and every JSON output gives the backend as SPEC §10a's object
+// (issue 17 item 4).
+func TestInitBackendChoice(t *testing.T) {
+	s := newSandbox(t, t.TempDir(), "")
+	r := s.run("init", "--backend", "xfs")
+	if r.code != 1 || !strings.Contains(r.stderr, "is not XFS") || !strings.Contains(r.stderr, "prjquota") ||
+		!strings.Contains(r.stderr, "--backend fallback") {
+		t.Errorf("init --backend xfs on a non-XFS root: exit %d %q; want 1 with the reason and the fix", r.code, r.stderr)
+	}
+	if r := s.run("init", "--backend", "zfs"); r.code != 2 || !strings.Contains(r.stderr, `--backend "zfs": use auto`) {
+		t.Errorf("init --backend zfs: exit %d %q", r.code, r.stderr)
+	}
+	var res struct {
+		Backend backendObject `json:"backend"`
+	}
+	s.json(&res, "init", "--backend", "fallback")
+	if res.Backend.Kind != "fallback" || res.Backend.Enforced || !strings.Contains(res.Backend.Reason, "--backend fallback") {
+		t.Errorf("init --backend fallback: %+v", res.Backend)
+	}
+	s.ok("project", "add", "omni")
+	var p struct {
+		Backend backendObject `json:"backend"`
+		Trees   []struct {
+			Backend backendObject `json:"backend"`
+		} `json:"trees"`
+	}
+	for _, cmd := range [][]string{{"project", "show", "omni"}, {"project", "check", "omni"}, {"project", "set", "omni", "--bytes-hard", "1g"}} {
+		s.json(&p, cmd...)
+		if p.Backend.Kind != "fallback" || len(p.Trees) != 2 || p.Trees[0].Backend != p.Backend {
+			t.Errorf("%s --json: backend %+v, trees %+v", strings.Join(cmd, " "), p.Backend, p.Trees)
+		}
+	}
+	if row := s.report()["omni/workspace"]; row.Backend.Kind != "fallback" || row.Backend.Enforced || row.Backend.Reason == "" {
+		t.Errorf("report --json backend: %+v", row.Backend)
+	}
+	// init without --backend keeps the recorded choice; auto forgets it.
+	if out := s.ok("init"); !strings.Contains(out, "backend: fallback (chosen at init)") {
+		t.Errorf("init after --backend fallback: %q", out)
+	}
+	s.json(&res, "init", "--backend", "auto")
+	if !strings.Contains(res.Backend.Reason, "is not XFS") {
+		t.Errorf("init --backend auto: %+v", res.Backend)
+	}
+	// A root initialised for XFS never falls back without a word.
+	os.WriteFile(filepath.Join(s.root, ".xfsq/backend"), []byte("xfs\n"), 0o600)
+	if r := s.run("report"); r.code != 1 || !strings.Contains(r.stderr, "the xfs backend is required here") {
+		t.Errorf("report on a root recorded as xfs, not on XFS: exit %d %q", r.code, r.stderr)
+	}
+}
