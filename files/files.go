@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,6 +32,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
@@ -146,7 +148,16 @@ func (l *Layer) List(ctx context.Context, name, area, p string) ([]Entry, error)
 	// kernel without being opened (opening a FIFO would hang, a device act).
 	f, err := t.root.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if errors.Is(err, unix.ENOTDIR) {
-		return nil, &PathError{Path: p, Reason: "it is not a directory; get it instead"}
+		// Not a directory: list the name itself, as ls does, from its
+		// lstat alone (nothing is opened: it may be a FIFO or a device).
+		fi, lerr := t.root.Lstat(p)
+		if lerr != nil {
+			return nil, pathErr(p, lerr)
+		}
+		if fi.IsDir() {
+			return nil, pathErr(p, err) // replaced meanwhile
+		}
+		return []Entry{entryOf(path.Base(p), fi)}, nil
 	}
 	if err != nil {
 		return nil, pathErr(p, err)
@@ -170,18 +181,23 @@ func (l *Layer) List(ctx context.Context, name, area, p string) ([]Entry, error)
 		if err != nil {
 			continue // vanished
 		}
-		e := Entry{Name: n, Type: "other", Size: fi.Size(), ModTime: fi.ModTime().UTC()}
-		switch {
-		case fi.Mode().IsRegular():
-			e.Type = "file"
-		case fi.IsDir():
-			e.Type = "dir"
-		case fi.Mode()&fs.ModeSymlink != 0:
-			e.Type = "symlink"
-		}
-		out = append(out, e)
+		out = append(out, entryOf(n, fi))
 	}
 	return out, nil
+}
+
+// entryOf is the listing of one name from its lstat.
+func entryOf(name string, fi fs.FileInfo) Entry {
+	e := Entry{Name: name, Type: "other", Size: fi.Size(), ModTime: fi.ModTime().UTC()}
+	switch {
+	case fi.Mode().IsRegular():
+		e.Type = "file"
+	case fi.IsDir():
+		e.Type = "dir"
+	case fi.Mode()&fs.ModeSymlink != 0:
+		e.Type = "symlink"
+	}
+	return e
 }
 
 // otherMount is the refusal of p because it, or a directory on the way to
@@ -199,6 +215,11 @@ func pathErr(p string, err error) error {
 	}
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%s: %w", p, os.ErrNotExist)
+	}
+	// The path an os.Root error names is the descriptor's
+	// (/proc/self/fd/N/…): an operator knows the tree's path, not that.
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %s: %w", p, pe.Op, pe.Err)
 	}
 	return fmt.Errorf("%s: %w", p, err)
 }
@@ -334,12 +355,84 @@ func (l *Layer) Get(ctx context.Context, name, area, p string, w io.Writer) (int
 // backend credits the ledger with what this removal really freed (an
 // inode only when its last link went), so concurrent removals of one file
 // credit it once and hard links to a file that stays credit nothing.
-func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult, error) {
+func (l *Layer) Remove(ctx context.Context, name, area, p string, opts ...RemoveOptions) (RemoveResult, error) {
+	var o RemoveOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	t, p, err := l.openPath(ctx, name, area, p, "use xfsq project rm --purge")
 	if err != nil {
 		return RemoveResult{}, err
 	}
 	defer t.Close()
+	if project.IsSkeleton(t.Area, p) {
+		return l.empty(ctx, t, name, p, o)
+	}
+	return l.removeIn(ctx, t, name, p, o)
+}
+
+// RemoveOptions are what a caller asks of a removal.
+type RemoveOptions struct {
+	// Recursive allows a directory, with everything in it; without it a
+	// directory is refused, as rm refuses one without -r.
+	Recursive bool
+}
+
+// errDirectory refuses a directory removed without Recursive.
+func errDirectory(p, what string) error {
+	return errkind.WithHint(errkind.Input, &PathError{Path: p, Reason: "it is a directory" + what},
+		"ask for a recursive removal to delete it and everything in it (xfsq files rm --recursive)")
+}
+
+// empty removes what a skeleton directory (uploads/, inbox/) holds, each
+// entry journalled on its own, and leaves the directory: every workspace
+// has it, and tenants and the sweep count on it being there.
+func (l *Layer) empty(ctx context.Context, t *tree, name, p string, o RemoveOptions) (RemoveResult, error) {
+	res := RemoveResult{Path: path.Join(t.Path, p), State: sweep.StateDone, Left: []saferm.Left{}}
+	if !o.Recursive {
+		return res, errkind.WithHint(errkind.Input,
+			&PathError{Path: p, Reason: "it is part of every workspace (uploads/ and inbox/ are emptied, never removed)"},
+			"ask for a recursive removal to delete what it holds and keep it (xfsq files rm --recursive)")
+	}
+	f, err := t.root.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return res, pathErr(p, err)
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return res, pathErr(p, err)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		one, err := l.removeIn(ctx, t, name, path.Join(p, n), o)
+		res.Entries += one.Entries
+		res.Bytes += one.Bytes
+		res.Files += one.Files
+		res.Left = append(res.Left, one.Left...)
+		if one.State != sweep.StateDone && one.State != "" {
+			res.State = one.State
+		}
+		var gone *PathError
+		if errors.As(err, &gone) && errors.Is(err, os.ErrNotExist) {
+			continue // removed meanwhile: that is what was asked
+		}
+		var left *LeftError
+		if errors.As(err, &left) {
+			continue // named in Left; the others still go
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	if len(res.Left) > 0 {
+		return res, &LeftError{res}
+	}
+	return res, nil
+}
+
+// removeIn removes p of an open tree.
+func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveOptions) (RemoveResult, error) {
 	parent, err := t.dir.OpenDir(path.Dir(p))
 	if errors.Is(err, saferm.ErrUnsafe) {
 		return RemoveResult{}, &PathError{Path: p, Reason: "it leads out of the project tree (through a symlink or a mount)"}
@@ -354,6 +447,9 @@ func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult,
 	}
 	if st.OtherMount {
 		return RemoveResult{}, &PathError{Path: p, Reason: "it is a mount point; it is never removed"}
+	}
+	if st.IsDir() && !o.Recursive {
+		return RemoveResult{}, errDirectory(p, "")
 	}
 	// The pending record carries an estimate; the settled one what went.
 	estimate := st.Blocks * 512

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
@@ -268,7 +269,7 @@ func TestSoftLimitEventOncePerCrossing(t *testing.T) {
 		// credited nothing until the next walk): walk, as the hourly pass does.
 		s.walkBaseline("omni")
 		for _, p := range []string{"c", "d", "b"} {
-			if _, err := s.l.Remove(ctx, "omni", "", p); err != nil {
+			if _, err := s.l.Remove(ctx, "omni", "", p, RemoveOptions{Recursive: true}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -286,7 +287,7 @@ func TestRemoveIsJournalled(t *testing.T) {
 	s.put("omni", "d/x", make([]byte, 3*block), true)
 	s.walkBaseline("omni") // a removal credits what a walk saw
 	before := s.used("omni")
-	res, err := s.l.Remove(ctx, "omni", "", "d")
+	res, err := s.l.Remove(ctx, "omni", "", "d", RemoveOptions{Recursive: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,6 +315,38 @@ func TestRemoveIsJournalled(t *testing.T) {
 	}
 }
 
+// A directory goes only when the caller asks for a recursive removal (as
+// rm -r), and uploads/ and inbox/ are emptied, never removed.
+func TestRemoveDirectoryNeedsRecursive(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	s.put("omni", "d/x", make([]byte, block), true)
+	s.put("omni", "uploads/a/b", make([]byte, block), true)
+	s.put("omni", "uploads/c", make([]byte, block), true)
+	_, err := s.l.Remove(ctx, "omni", "", "d")
+	if errkind.Of(err) != errkind.Input || !strings.Contains(errkind.HintOf(err), "recursive") {
+		t.Errorf("a directory without Recursive: %v (hint %q), want input naming a recursive removal", err, errkind.HintOf(err))
+	}
+	if _, err := s.l.Remove(ctx, "omni", "", "d/x"); err != nil {
+		t.Errorf("a file without Recursive: %v", err)
+	}
+	for _, p := range []string{"uploads", "inbox", "uploads/"} {
+		if _, err := s.l.Remove(ctx, "omni", "", p); errkind.Of(err) != errkind.Input {
+			t.Errorf("%s without Recursive: %v, want input", p, err)
+		}
+	}
+	res, err := s.l.Remove(ctx, "omni", "", "uploads", RemoveOptions{Recursive: true})
+	if err != nil || res.Entries != 3 || res.Path != "projects/omni/uploads" {
+		t.Errorf("emptying uploads: %+v %v, want 3 entries removed", res, err)
+	}
+	entries, err := os.ReadDir(filepath.Join(s.root, "projects/omni/uploads"))
+	if err != nil || len(entries) != 0 {
+		t.Errorf("uploads after emptying: %v %v, want it there and empty", entries, err)
+	}
+	if _, err := s.l.Remove(ctx, "omni", "", "inbox", RemoveOptions{Recursive: true}); err != nil {
+		t.Errorf("emptying an empty inbox: %v", err)
+	}
+}
+
 // Removing a directory that holds a hard link to a file that stays frees
 // nothing of that file: the ledger must not drop below a fresh walk
 // (over-counts, never under-counts), or admission would let writes past
@@ -330,7 +363,7 @@ func TestRemoveHardLinkedFileKeepsItsBytes(t *testing.T) {
 	if err := os.Link(filepath.Join(ws, "keep"), filepath.Join(ws, "d", "link")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.l.Remove(ctx, "omni", "", "d"); err != nil {
+	if _, err := s.l.Remove(ctx, "omni", "", "d", RemoveOptions{Recursive: true}); err != nil {
 		t.Fatal(err)
 	}
 	fresh, err := fallback.Walk(ws)
@@ -619,7 +652,7 @@ func TestRemoveCreditsWhatWentOnly(t *testing.T) {
 				var freed atomic.Uint64
 				for _, p := range c.rm {
 					go func() {
-						res, err := s.l.Remove(ctx, "omni", "", p)
+						res, err := s.l.Remove(ctx, "omni", "", p, RemoveOptions{Recursive: true})
 						freed.Add(res.Bytes)
 						errs <- err
 					}()
@@ -715,7 +748,7 @@ func TestRemoveCreditsOnlyWhatTheWalkSaw(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.Close()
-		if _, err := s.l.Remove(ctx, "a", "", "p1"); err != nil {
+		if _, err := s.l.Remove(ctx, "a", "", "p1", RemoveOptions{Recursive: true}); err != nil {
 			t.Fatal(err)
 		}
 		s.notBelowWalk("a", "after rm of a file grown since the walk")

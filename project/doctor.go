@@ -182,10 +182,10 @@ func (m *Manager) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota
 		f.Kind, f.Detail, f.Fix = MissingDirectory, fmt.Sprintf("%s is a %s, not a directory", dir, fi.Mode().Type()), "none: move it away by hand, then run doctor --fix"
 		return []Finding{f}
 	}
+	out := m.checkSkeleton(t, base)
 	if m.xfs == nil {
-		return nil
+		return out
 	}
-	var out []Finding
 	if id, inherit, err := m.xfs.TreeID(dir); err != nil || id != t.ProjectID || !inherit {
 		f := base
 		f.Kind, f.Fix, f.fixFn = WrongProjectID, "assign the recorded project ID to the tree again", reassign
@@ -200,6 +200,37 @@ func (m *Manager) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota
 		f.Kind, f.Fix = LimitsDrift, "set the recorded limits again"
 		f.Detail = fmt.Sprintf("kernel limits %s, recorded %s", formatLimits(q.Limits), formatLimits(t.Limits))
 		f.fixFn = func(context.Context) error { return m.Backend.SetLimits(t.ProjectID, t.Limits) }
+		out = append(out, f)
+	}
+	return out
+}
+
+// checkSkeleton finds a workspace's uploads/ or inbox/ gone (removed by
+// hand or by a tenant): tenants and the sweep count on both being there.
+// The fix makes the directory again; beneath the tree root it inherits the
+// tree's project ID. Something else in its place is left to the operator.
+func (m *Manager) checkSkeleton(t store.Tree, base Finding) []Finding {
+	if t.Area != AreaWorkspace {
+		return nil
+	}
+	var out []Finding
+	for _, sub := range workspaceSubdirs {
+		p := filepath.Join(m.abs(t.Path), sub)
+		fi, err := os.Lstat(p)
+		f := base
+		f.Path = filepath.Join(t.Path, sub)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			f.Kind, f.Detail, f.Fix = MissingDirectory, p+" does not exist (every workspace has "+sub+"/)", "create it"
+			// Mkdir, not MkdirAll: the tree root was just seen, and a
+			// name put there meanwhile is not followed (EEXIST).
+			f.fixFn = func(context.Context) error { return os.Mkdir(p, 0o755) }
+		case err == nil && !fi.IsDir():
+			f.Kind, f.Fix = MissingDirectory, "none: move it away by hand, then run doctor --fix"
+			f.Detail = fmt.Sprintf("%s is a %s, not a directory (every workspace has %s/)", p, fi.Mode().Type(), sub)
+		default:
+			continue
+		}
 		out = append(out, f)
 	}
 	return out

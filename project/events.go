@@ -3,10 +3,14 @@ package project
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
 )
@@ -41,7 +45,18 @@ type EventPage struct {
 	Next string `json:"next,omitempty"`
 }
 
-// ParseSince reads a time: a duration ago (24h, 7d) or an RFC 3339 time.
+// EventTypes is every type the journal records, for filters: a type
+// outside it is a typo, refused rather than answered with nothing.
+var EventTypes = []string{store.EventProjectAdded, store.EventProjectRemoved, store.EventQuotaChanged, store.EventEvicted,
+	store.EventQuotaExceeded, store.EventSnapshot, store.EventSwept, store.EventSettingChanged, store.EventRepaired,
+	store.EventRootInitialised}
+
+// sinceLayouts are the times --since takes besides RFC 3339: a date, or a
+// date and time, in the zone of now (the operator's).
+var sinceLayouts = []string{time.DateOnly, "2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02T15:04:05", time.DateTime}
+
+// ParseSince reads a time: a duration ago (24h, 7d), an RFC 3339 time, or
+// a date (2020-01-01) or date and time (2020-01-01 10:00) in now's zone.
 func ParseSince(s string, now time.Time) (time.Time, error) {
 	if d, err := units.ParseDuration(s); err == nil {
 		return now.Add(-d), nil
@@ -49,7 +64,39 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, nil
 	}
-	return time.Time{}, inputErrorf("since %q: use a duration ago (24h, 7d) or an RFC 3339 time (2026-11-30T10:00:00Z)", s)
+	for _, layout := range sinceLayouts {
+		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, inputErrorf("since %q: use a duration ago (24h, 7d), a date (2026-11-30), a local time "+
+		"(2026-11-30 10:00) or an RFC 3339 time (2026-11-30T10:00:00Z)", s)
+}
+
+// checkEventFilter refuses a filter that can only be a mistake: a type
+// the journal never records, or a project that neither exists nor ever
+// had a record (a removed project's history stays searchable).
+func (m *Manager) checkEventFilter(ctx context.Context, q EventQuery) error {
+	if q.Type != "" && !slices.Contains(EventTypes, q.Type) {
+		return inputErrorf("event type %q: use one of %s", q.Type, strings.Join(EventTypes, ", "))
+	}
+	if q.Project == "" {
+		return nil
+	}
+	if _, err := m.Store.Project(ctx, q.Project); err == nil {
+		return nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	evs, err := m.Store.Events(ctx, store.EventFilter{Project: q.Project, Limit: 1})
+	if err != nil {
+		return fmt.Errorf("read the journal: %w", err)
+	}
+	if len(evs) == 0 {
+		return errkind.WithHint(errkind.NotFound, fmt.Errorf("project %q %w, and the journal has no record of it", q.Project, ErrNotFound),
+			"see xfsq project list")
+	}
+	return nil
 }
 
 // The cursor is the ID of the last record a page showed: the journal is
@@ -77,6 +124,11 @@ func (m *Manager) Events(ctx context.Context, q EventQuery) (EventPage, error) {
 	}
 	if q.Limit < 1 || q.Limit > MaxEventLimit {
 		return EventPage{}, inputErrorf("limit %d: use 1 to %d", q.Limit, MaxEventLimit)
+	}
+	if q.Cursor == "" { // a later page was checked with the first
+		if err := m.checkEventFilter(ctx, q); err != nil {
+			return EventPage{}, err
+		}
 	}
 	f := store.EventFilter{Type: q.Type, Project: q.Project, Projects: q.Projects, Since: q.Since, Limit: q.Limit + 1}
 	if q.Cursor != "" {

@@ -27,10 +27,13 @@ const MaxLeaseTTL = 7 * 24 * time.Hour
 type LeaseStatus struct {
 	store.Lease
 	Active bool `json:"active"`
+	// KeptLonger: a renewal asked for less than the lease already had, and
+	// the lease kept its later expiry (release it first to shorten it).
+	KeptLonger bool `json:"kept_longer,omitempty"`
 }
 
 // AcquireLease takes or renews a run's lease on a project for ttl: while it
-// holds, sweeps skip the project.
+// holds, sweeps skip the project. A renewal never shortens a lease.
 func (m *Manager) AcquireLease(ctx context.Context, name, run string, ttl time.Duration) (LeaseStatus, error) {
 	if err := m.checkLease(ctx, name, run); err != nil {
 		return LeaseStatus{}, err
@@ -38,9 +41,11 @@ func (m *Manager) AcquireLease(ctx context.Context, name, run string, ttl time.D
 	if ttl <= 0 || ttl > MaxLeaseTTL {
 		return LeaseStatus{}, fieldErrorf("ttl", "%s: use more than 0 and at most %s", units.FormatDuration(ttl), units.FormatDuration(MaxLeaseTTL))
 	}
-	l := store.Lease{Project: name, Run: run, ExpiresAt: m.now().Add(ttl).UTC()}
+	asked := m.now().Add(ttl).UTC()
+	l := store.Lease{Project: name, Run: run, ExpiresAt: asked}
 	err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-		if err := tx.AcquireLease(ctx, name, run, l.ExpiresAt); err != nil {
+		var err error
+		if l.ExpiresAt, err = tx.AcquireLease(ctx, name, run, asked); err != nil {
 			return err
 		}
 		// Under the lease lock AcquireLease took: a removal that began
@@ -57,7 +62,8 @@ func (m *Manager) AcquireLease(ctx context.Context, name, run string, ttl time.D
 	if err != nil {
 		return LeaseStatus{}, err
 	}
-	return LeaseStatus{Lease: l, Active: true}, err
+	l.ExpiresAt = l.ExpiresAt.UTC()
+	return LeaseStatus{Lease: l, Active: true, KeptLonger: l.ExpiresAt.After(asked)}, nil
 }
 
 // ReleaseLease drops a run's lease; releasing one that is not held is an error.

@@ -237,9 +237,19 @@ func TestEventsCursor(t *testing.T) {
 				t.Errorf("%+v: %v, want input", bad, err)
 			}
 		}
-		page, err := m.Events(ctx, project.EventQuery{Project: "nobody"})
+		page, err := m.Events(ctx, project.EventQuery{Type: "doctor.repaired"})
 		if err != nil || page.Events == nil || len(page.Events) != 0 {
 			t.Errorf("no match: %v %#v, want an empty, non-nil list", err, page.Events)
+		}
+		// A filter that can only be a typo is refused, not answered with nothing.
+		if _, err := m.Events(ctx, project.EventQuery{Project: "nobody"}); errkind.Of(err) != errkind.NotFound {
+			t.Errorf("unknown project: %v, want not found", err)
+		}
+		if _, err := m.Events(ctx, project.EventQuery{Type: "project.add"}); errkind.Of(err) != errkind.Input {
+			t.Errorf("unknown type: %v, want input", err)
+		}
+		if at, err := project.ParseSince("2020-01-02", time.Now().In(time.UTC)); err != nil || !at.Equal(time.Date(2020, 1, 2, 0, 0, 0, 0, time.UTC)) {
+			t.Errorf("since a date: %v %v", at, err)
 		}
 		if _, err := project.ParseSince("yesterday", time.Now()); errkind.Of(err) != errkind.Input {
 			t.Errorf("since yesterday: %v", err)
@@ -338,7 +348,7 @@ func TestEmptyResultsAreLists(t *testing.T) {
 		"doctor":   func() (any, error) { return m.Doctor(ctx, false) },
 		"snapshot": func() (any, error) { return m.Snapshot(ctx, project.SnapshotOptions{Scheduled: true}) },
 		"events": func() (any, error) {
-			p, err := m.Events(ctx, project.EventQuery{Type: "none"})
+			p, err := m.Events(ctx, project.EventQuery{Type: "doctor.repaired"})
 			return p.Events, err
 		},
 	} {

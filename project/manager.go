@@ -35,6 +35,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +69,13 @@ const StateDir = ".xfsq"
 
 // workspaceSubdirs are created in every workspace and never swept.
 var workspaceSubdirs = []string{"uploads", "inbox"}
+
+// IsSkeleton reports whether p (clean, relative to a tree of area) is one
+// of the directories every tree of that area has: they may be emptied,
+// never removed.
+func IsSkeleton(area, p string) bool {
+	return area == AreaWorkspace && slices.Contains(workspaceSubdirs, p)
+}
 
 // InputError is bad input from the caller: a name, size, area or value.
 type InputError struct {
@@ -141,6 +149,9 @@ type Options struct {
 	// FirstInit says the root had no .xfsq/ before this init: trees already
 	// under it predate xfsq and are adopted, not a sign of a lost store.
 	FirstInit bool
+	// Backend is init's choice (auto, xfs, fallback); "" keeps the one
+	// recorded at init (auto when none was).
+	Backend string
 }
 
 // CheckRoot refuses a directory that xfsq init has not prepared.
@@ -211,8 +222,29 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if err := m.Range.Validate(); err != nil {
 		return nil, &InputError{Msg: err.Error()}
 	}
-	fs, err := xfs.Open(root)
+	choice := o.Backend
+	if choice == "" {
+		if choice, err = readBackendChoice(root); err != nil {
+			return nil, err
+		}
+	} else if err := ValidateBackend(choice); err != nil {
+		return nil, err
+	}
+	var fs *xfs.FS
+	if choice == BackendFallback {
+		err = &quota.UnsupportedError{Path: root, Short: "chosen at init",
+			Reason: "xfsq init --backend fallback chose application-level quotas; the kernel enforces nothing",
+			Fix:    "xfsq init --backend auto (or xfs) uses the kernel's XFS project quotas"}
+	} else {
+		fs, err = xfs.Open(root)
+	}
 	var unsupported *quota.UnsupportedError
+	if choice == BackendXFS && errors.As(err, &unsupported) {
+		// Asked for by name: never a silent fallback.
+		return nil, errkind.WithHint(errkind.NotReady,
+			fmt.Errorf("the xfs backend is required here (xfsq init --backend xfs) but %s: %s", unsupported.Path, unsupported.Reason),
+			unsupported.Fix+"; or run xfsq init --backend fallback to accept application-level quotas")
+	}
 	switch {
 	case err == nil:
 		m.xfs, m.Backend = fs, fs
@@ -258,6 +290,83 @@ func (m *Manager) Close() error {
 // BackendName is what every output shows: "xfs" or "fallback (REASON)".
 func (m *Manager) BackendName() string { return m.Backend.Name() }
 
+// Backend is SPEC §10a's backend object, as every JSON output gives it:
+// which backend is in force, whether the kernel enforces the limits, and
+// on the fallback why (in full, with the fix). Text shows its String.
+type Backend struct {
+	Kind     string `json:"kind"` // BackendXFS or BackendFallback
+	Enforced bool   `json:"enforced"`
+	Reason   string `json:"reason,omitempty"`
+	name     string
+}
+
+// String is the one-line form text outputs show: "xfs" or "fallback (SHORT)".
+func (b Backend) String() string { return b.name }
+
+// Backend kinds, and the choice init takes (--backend).
+const (
+	BackendXFS      = "xfs"
+	BackendFallback = "fallback"
+	BackendAuto     = "auto"
+)
+
+// BackendInfo is the backend in force, as an object.
+func (m *Manager) BackendInfo() Backend {
+	b := Backend{Kind: BackendXFS, Enforced: m.xfs != nil, name: m.BackendName()}
+	if m.xfs == nil {
+		b.Kind = BackendFallback
+		if m.Unsupported != nil {
+			b.Reason = m.Unsupported.Error()
+		}
+	}
+	return b
+}
+
+// backendFile records the backend init was told to use (absent: auto), so
+// that every later command keeps to it: a root initialised with --backend
+// xfs fails loudly when its XFS quotas are gone (a mount without prjquota)
+// instead of falling back without a word.
+const backendFile = "backend"
+
+func readBackendChoice(root string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(root, StateDir, backendFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return BackendAuto, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	choice := strings.TrimSpace(string(data))
+	if err := ValidateBackend(choice); err != nil {
+		return "", fmt.Errorf("%s: %w; run xfsq init --backend auto|xfs|fallback again", filepath.Join(root, StateDir, backendFile), err)
+	}
+	return choice, nil
+}
+
+// ValidateBackend checks a backend choice.
+func ValidateBackend(choice string) error {
+	switch choice {
+	case BackendAuto, BackendXFS, BackendFallback:
+		return nil
+	}
+	return fieldErrorf("backend", "%q: use auto (XFS where the kernel enforces project quotas, else the fallback), xfs or fallback", choice)
+}
+
+func writeBackendChoice(root, choice string) error {
+	p := filepath.Join(root, StateDir, backendFile)
+	if choice == BackendAuto {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(choice+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
 // IsXFS reports whether the kernel enforces limits on this root.
 func (m *Manager) IsXFS() bool { return m.xfs != nil }
 
@@ -295,8 +404,7 @@ func actorName(s string) string {
 // InitResult is what init found and made.
 type InitResult struct {
 	Root    string   `json:"root"`
-	Backend string   `json:"backend"`
-	Reason  string   `json:"reason,omitempty"` // why not xfs, in full
+	Backend Backend  `json:"backend"`
 	Store   string   `json:"store"`
 	Created []string `json:"created"`
 }
@@ -349,10 +457,13 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 			return nil, res, err
 		}
 	}
-	res.Backend = m.BackendName()
-	if m.Unsupported != nil {
-		res.Reason = m.Unsupported.Error()
+	if o.Backend != "" {
+		if err := writeBackendChoice(root, o.Backend); err != nil {
+			m.Close()
+			return nil, res, fmt.Errorf("record the backend choice: %w", err)
+		}
 	}
+	res.Backend = m.BackendInfo()
 	if m.xfs != nil {
 		// A parent's PROJINHERIT would stamp its ID on every new tree.
 		for _, d := range append([]string{""}, BaseDirs...) {
@@ -375,7 +486,11 @@ func (m *Manager) setting(ctx context.Context, key string) (settings.Value, erro
 	if err != nil {
 		return settings.Value{}, err
 	}
-	return settings.Resolve(s, stored, ok)
+	v, err := settings.Resolve(s, stored, ok)
+	if err != nil {
+		return v, errkind.New(errkind.Input, err) // a bad environment value
+	}
+	return v, nil
 }
 
 func (m *Manager) now() time.Time { return time.Now() }

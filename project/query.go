@@ -17,7 +17,7 @@ type Project struct {
 	Name      string       `json:"project"`
 	State     string       `json:"state"`
 	CreatedAt time.Time    `json:"created_at"`
-	Backend   string       `json:"backend"`
+	Backend   Backend      `json:"backend"`
 	Trees     []TreeStatus `json:"trees"`
 }
 
@@ -27,7 +27,7 @@ type TreeStatus struct {
 	Area            string          `json:"area"`
 	Path            string          `json:"path"`
 	ProjectID       quota.ProjectID `json:"project_id"`
-	Backend         string          `json:"backend"`
+	Backend         Backend         `json:"backend"`
 	UsedBytes       uint64          `json:"used_bytes"`
 	UsedInodes      uint64          `json:"used_inodes"`
 	BytesSoft       uint64          `json:"bytes_soft"`
@@ -106,7 +106,7 @@ func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, er
 					return Project{}, err
 				}
 			}
-			return Project{Name: c.row.Name, State: c.row.State, CreatedAt: c.row.CreatedAt, Backend: m.BackendName(), Trees: statuses}, nil
+			return Project{Name: c.row.Name, State: c.row.State, CreatedAt: c.row.CreatedAt, Backend: m.BackendInfo(), Trees: statuses}, nil
 		}
 	}
 	p, err := m.Store.Project(ctx, name)
@@ -131,7 +131,7 @@ func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, er
 		}
 		m.reads.put(gen, name, c)
 	}
-	return Project{Name: p.Name, State: p.State, CreatedAt: p.CreatedAt, Backend: m.BackendName(), Trees: statuses}, nil
+	return Project{Name: p.Name, State: p.State, CreatedAt: p.CreatedAt, Backend: m.BackendInfo(), Trees: statuses}, nil
 }
 
 // Report returns every tree of every project: on XFS from one enumeration
@@ -195,7 +195,7 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.
 				q = quota.Quota{ID: t.ProjectID}
 			}
 		}
-		s := TreeStatus{UsageAsOf: asOf, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: m.BackendName(),
+		s := TreeStatus{UsageAsOf: asOf, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: m.BackendInfo(),
 			UsedBytes: q.Bytes, UsedInodes: q.Inodes,
 			BytesSoft: q.BytesSoft, BytesHard: q.BytesHard, InodesSoft: q.InodesSoft, InodesHard: q.InodesHard}
 		if q.BytesHard > 0 {
@@ -232,7 +232,7 @@ type Admission struct {
 	Project  string       `json:"project"`
 	Decision string       `json:"decision"`
 	Message  string       `json:"message"`
-	Backend  string       `json:"backend"`
+	Backend  Backend      `json:"backend"`
 	Trees    []TreeStatus `json:"trees"`
 }
 

@@ -63,6 +63,10 @@ type Config struct {
 	// Init prepares the root (xfsq init): its layout, and the store, which
 	// only then may be created.
 	Init bool
+	// Backend is init's choice of quota backend: auto (""), xfs (fail
+	// unless the kernel enforces XFS project quotas) or fallback. Init
+	// records it; every later open keeps to it.
+	Backend string
 	// FullDisk: what to do when an embedded store's filesystem is full.
 	FullDisk FullDisk
 }
@@ -126,6 +130,14 @@ func OpenRoot(ctx context.Context, cfg Config) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Backend != "" {
+		if !cfg.Init {
+			return nil, fieldErrorf("backend", "is chosen by xfsq init --backend, not by %q", cfg.Backend)
+		}
+		if err := ValidateBackend(cfg.Backend); err != nil {
+			return nil, err
+		}
+	}
 	firstInit := false
 	if cfg.Init {
 		if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
@@ -148,6 +160,9 @@ func OpenRoot(ctx context.Context, cfg Config) (*Root, error) {
 		return nil, err
 	}
 	o := Options{Root: root, Store: st, Range: cfg.Range, ProjectFiles: cfg.ProjectFiles, FirstInit: firstInit}
+	if cfg.Init {
+		o.Backend = cfg.Backend // "": the choice recorded by an earlier init, else auto
+	}
 	r := &Root{Note: note, reserve: dsn == LocalDSN(root) && !st.ReadOnly()}
 	if cfg.Init {
 		m, res, err := Init(ctx, o)

@@ -2,7 +2,10 @@ package project
 
 import (
 	"context"
+	"errors"
+	"strings"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 )
@@ -18,11 +21,61 @@ func (m *Manager) Settings(ctx context.Context) ([]settings.Value, error) {
 		v, isStored := stored[s.Key]
 		val, err := settings.Resolve(s, v, isStored)
 		if err != nil {
-			return nil, err
+			// One bad environment value must not hide every other
+			// setting: the listing shows it where the value would be.
+			val = settings.Value{Setting: s, Source: "env " + s.Env, Problem: err.Error()}
 		}
 		out = append(out, val)
 	}
 	return out, nil
+}
+
+// SettingProblems is the problems of a listing, as one error of kind
+// input (a bad environment value is bad input); nil when there are none.
+func SettingProblems(vals []settings.Value) error {
+	var msgs []string
+	for _, v := range vals {
+		if v.Problem != "" {
+			msgs = append(msgs, v.Problem)
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return errkind.New(errkind.Input, errors.New(strings.Join(msgs, "; ")))
+}
+
+// ResetSetting forgets a stored setting, so that the environment or the
+// default applies again, and journals settings.changed with both; a
+// setting not stored is left as it is, and nothing is journalled.
+func (m *Manager) ResetSetting(ctx context.Context, key string) (v settings.Value, old string, err error) {
+	if _, err := settings.Lookup(key); err != nil {
+		return settings.Value{}, "", &InputError{Msg: err.Error()}
+	}
+	prev, err := m.setting(ctx, key)
+	if err != nil {
+		return settings.Value{}, "", err
+	}
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+		ok, err := tx.ResetSetting(ctx, key)
+		if err != nil || !ok {
+			return err
+		}
+		// What applies once the stored value is gone; read here, not
+		// through the store, which still holds it until the commit.
+		s, _ := settings.Lookup(key)
+		next, rerr := settings.Resolve(s, "", false)
+		if rerr != nil { // the reset goes ahead; what follows says why nothing applies
+			next.Source = rerr.Error()
+		}
+		return tx.AppendEvent(ctx, store.EventSettingChanged, "", m.actor(ctx),
+			map[string]string{"key": key, "old": prev.Value, "old_source": prev.Source, "new": next.Value, "new_source": next.Source, "reset": "true"})
+	})
+	if err != nil {
+		return settings.Value{}, "", err
+	}
+	v, err = m.setting(ctx, key)
+	return v, prev.Value + " from " + prev.Source, err
 }
 
 // Setting reads one setting's effective value.

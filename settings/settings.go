@@ -186,6 +186,9 @@ type Value struct {
 	Setting
 	Value  string `json:"value"`
 	Source string `json:"source"` // "stored", "env KEY" or "default"
+	// Problem is why no value applies (a bad environment value), as a
+	// listing shows it instead of failing; "" when the value is good.
+	Problem string `json:"problem,omitempty"`
 }
 
 // Resolve picks the effective value: stored, else the environment, else the

@@ -22,15 +22,25 @@ type Lease struct {
 // record are ordered one way or the other, never interleaved.
 func leaseLock(host, project string) string { return "lease:" + host + ":" + project }
 
-// AcquireLease takes or renews a run's lease until expires.
-func (t *Tx) AcquireLease(ctx context.Context, project, run string, expires time.Time) error {
+// AcquireLease takes or renews a run's lease until expires, and returns
+// when it now expires: a renewal never shortens a lease (a run that asked
+// for longer keeps it), so that is expires or later.
+func (t *Tx) AcquireLease(ctx context.Context, project, run string, expires time.Time) (time.Time, error) {
 	if err := t.lock(ctx, leaseLock(t.s.Host, project)); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	_, err := t.exec(ctx, `INSERT INTO leases (host, project, run, expires_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (host, project, run) DO UPDATE SET expires_at = excluded.expires_at`,
+		ON CONFLICT (host, project, run) DO UPDATE SET expires_at =
+			CASE WHEN excluded.expires_at > leases.expires_at THEN excluded.expires_at ELSE leases.expires_at END`,
 		t.s.Host, project, run, toMicros(expires))
-	return err
+	if err != nil {
+		return time.Time{}, err
+	}
+	var micros int64
+	if err := t.get(ctx, &micros, `SELECT expires_at FROM leases WHERE host = ? AND project = ? AND run = ?`, t.s.Host, project, run); err != nil {
+		return time.Time{}, err
+	}
+	return fromMicros(micros), nil
 }
 
 // ReleaseLease drops a run's lease; it reports whether there was one.

@@ -45,3 +45,14 @@ func (t *Tx) SetSetting(ctx context.Context, key, value string) (old string, err
 	_, err = t.exec(ctx, `UPDATE settings SET value = ?, updated_at = ? WHERE host = ? AND key = ?`, value, toMicros(time.Now()), t.s.Host, key)
 	return old, err
 }
+
+// ResetSetting forgets a stored setting, so that the environment or the
+// default applies again; ok is false when it was not stored.
+func (t *Tx) ResetSetting(ctx context.Context, key string) (ok bool, err error) {
+	res, err := t.exec(ctx, `DELETE FROM settings WHERE host = ? AND key = ?`, t.s.Host, key)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}

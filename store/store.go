@@ -14,11 +14,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq"
+	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite"
 )
 
@@ -53,7 +57,18 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		}
 	} else {
 		if err := os.MkdirAll(filepath.Dir(dsn), 0o700); err != nil {
+			if errors.Is(err, os.ErrPermission) {
+				return nil, needsOwner(dsn, err)
+			}
 			return nil, fmt.Errorf("create the directory of the database %s: %w", dsn, err)
+		}
+		// SQLite says only "unable to open database file (14)" when the
+		// file or its directory is not ours to read and write.
+		if err := unix.Access(dsn, unix.R_OK|unix.W_OK); errors.Is(err, unix.EACCES) {
+			return nil, needsOwner(dsn, err)
+		}
+		if err := unix.Access(filepath.Dir(dsn), unix.W_OK|unix.X_OK); errors.Is(err, unix.EACCES) {
+			return nil, needsOwner(dsn, err)
 		}
 		// WAL lets readers run beside one writer; _txlock=immediate makes every
 		// transaction take the write lock at BEGIN, so read-then-write
@@ -158,3 +173,39 @@ func fromMicros(us int64) time.Time {
 
 // ErrNotFound is wrapped when a row asked for does not exist.
 var ErrNotFound = errors.New("not found")
+
+// PermissionError is a SQLite store this user may not open: it names who
+// may, instead of SQLite's "unable to open database file (14)".
+type PermissionError struct {
+	Path string
+	Msg  string
+	Err  error
+}
+
+func (e *PermissionError) Error() string { return e.Msg }
+func (e *PermissionError) Unwrap() error { return e.Err }
+
+// needsOwner says who may open the store at dsn: its owner (or that of
+// its directory, when the file cannot be seen), and its group when the
+// group may read and write it.
+func needsOwner(dsn string, err error) error {
+	var st unix.Stat_t
+	if unix.Stat(dsn, &st) != nil && unix.Stat(filepath.Dir(dsn), &st) != nil {
+		return &PermissionError{Path: dsn, Err: err, Msg: fmt.Sprintf("the store %s cannot be opened by this user (%v): run xfsq as root", dsn, err)}
+	}
+	who := "uid " + strconv.Itoa(int(st.Uid))
+	if u, uerr := user.LookupId(strconv.Itoa(int(st.Uid))); uerr == nil {
+		who = u.Username
+	}
+	if st.Mode&0o060 == 0o060 {
+		if g, gerr := user.LookupGroupId(strconv.Itoa(int(st.Gid))); gerr == nil {
+			who += " (or group " + g.Name + ")"
+		}
+	}
+	me := "uid " + strconv.Itoa(os.Getuid())
+	if u, uerr := user.Current(); uerr == nil {
+		me = u.Username
+	}
+	return &PermissionError{Path: dsn, Err: err,
+		Msg: fmt.Sprintf("the store %s needs %s to open; you are %s: run xfsq as %s, e.g. with sudo", dsn, who, me, strings.Fields(who)[0])}
+}

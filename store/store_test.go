@@ -417,10 +417,18 @@ func TestLeases(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		in(func(tx *Tx) error { return tx.AcquireLease(ctx, "omni", "run-1", now.Add(time.Hour)) })
-		in(func(tx *Tx) error { return tx.AcquireLease(ctx, "omni", "run-2", now.Add(-time.Minute)) })
-		in(func(tx *Tx) error { return tx.AcquireLease(ctx, "other", "run-9", now.Add(time.Minute)) })
-		in(func(tx *Tx) error { return tx.AcquireLease(ctx, "omni", "run-1", now.Add(2*time.Hour)) }) // renew
+		in(func(tx *Tx) error { _, err := tx.AcquireLease(ctx, "omni", "run-1", now.Add(time.Hour)); return err })
+		in(func(tx *Tx) error { _, err := tx.AcquireLease(ctx, "omni", "run-2", now.Add(-time.Minute)); return err })
+		in(func(tx *Tx) error { _, err := tx.AcquireLease(ctx, "other", "run-9", now.Add(time.Minute)); return err })
+		in(func(tx *Tx) error { _, err := tx.AcquireLease(ctx, "omni", "run-1", now.Add(2*time.Hour)); return err }) // renew
+		// A renewal for less keeps the later expiry, and says which it is.
+		in(func(tx *Tx) error {
+			got, err := tx.AcquireLease(ctx, "omni", "run-1", now.Add(time.Minute))
+			if err == nil && !got.After(now.Add(90*time.Minute)) {
+				t.Errorf("a shorter renewal gave %v, want the 2h expiry kept", got)
+			}
+			return err
+		})
 		all, _ := s.Leases(ctx)
 		if len(all) != 3 || !all[0].ExpiresAt.After(now.Add(90*time.Minute)) {
 			t.Errorf("leases: %+v", all)
@@ -456,10 +464,11 @@ func TestAppendPendingUnlessLeased(t *testing.T) {
 		s := open(t, dsn)
 		now := time.Now()
 		if err := s.InTx(ctx, func(tx *Tx) error {
-			if err := tx.AcquireLease(ctx, "held", "run-1", now.Add(time.Hour)); err != nil {
+			if _, err := tx.AcquireLease(ctx, "held", "run-1", now.Add(time.Hour)); err != nil {
 				return err
 			}
-			return tx.AcquireLease(ctx, "lapsed", "run-1", now.Add(-time.Second))
+			_, err := tx.AcquireLease(ctx, "lapsed", "run-1", now.Add(-time.Second))
+			return err
 		}); err != nil {
 			t.Fatal(err)
 		}

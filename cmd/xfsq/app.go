@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -30,10 +31,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	}
 	limitFlagSet := func(prefix, what string) []cli.Flag {
 		return []cli.Flag{
-			&cli.StringFlag{Name: prefix + "bytes-soft", Usage: what + " soft byte limit (SIZE)"},
-			&cli.StringFlag{Name: prefix + "bytes-hard", Usage: what + " hard byte limit (SIZE)"},
-			&cli.StringFlag{Name: prefix + "inodes-soft", Usage: what + " soft file-count limit"},
-			&cli.StringFlag{Name: prefix + "inodes-hard", Usage: what + " hard file-count limit"},
+			&cli.StringFlag{Name: prefix + "bytes-soft", Usage: what + " soft byte limit (SIZE; 0: no limit, as xfs_quota)"},
+			&cli.StringFlag{Name: prefix + "bytes-hard", Usage: what + " hard byte limit (SIZE; 0: no limit, as xfs_quota)"},
+			&cli.StringFlag{Name: prefix + "inodes-soft", Usage: what + " soft file-count limit (0: no limit)"},
+			&cli.StringFlag{Name: prefix + "inodes-hard", Usage: what + " hard file-count limit (0: no limit)"},
 		}
 	}
 	app := &cli.App{
@@ -56,7 +57,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "db", Usage: "database: a postgres:// URL or libpq keywords (host=… dbname=…), or a SQLite file (default ROOT/.xfsq/xfsq.db)", EnvVars: []string{"XFSQ_DB"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (errors too, as {\"error\": …} on stderr)"},
 			&cli.StringFlag{Name: "host", Usage: "this host's name in a shared database (default: the hostname)", EnvVars: []string{"XFSQ_HOST"}},
-			&cli.StringFlag{Name: "id-range", Usage: "project IDs to allocate from, FIRST-LAST (default 100000-2147483647)", EnvVars: []string{"XFSQ_ID_RANGE"}},
+			&cli.StringFlag{Name: "id-range", Usage: "project IDs to allocate from, FIRST-LAST (default 100000-2147483647); a project needs one ID per tree " +
+				"(workspace and cache: two), so a range of N IDs holds N/2 projects", EnvVars: []string{"XFSQ_ID_RANGE"}},
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // run() maps errors to exit codes
 		Commands: []*cli.Command{
@@ -64,7 +66,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Name:  "init",
 				Usage: "create the sandbox root's layout, detect the quota backend, migrate the store (idempotent)",
 				Description: "Creates projects/ cache/ scratch/ inbound/ and .xfsq/ under the root, detects XFS with\n" +
-					"project quotas (else the fallback backend, with the reason), and creates or migrates the store.",
+					"project quotas (else the fallback backend, with the reason), and creates or migrates the store.\n" +
+					"--backend xfs fails (exit 1, with the reason and the fix) unless the kernel enforces XFS project\n" +
+					"quotas on the root; the choice is recorded, and every later command fails the same way if they go.\n" +
+					"--backend fallback uses application-level quotas even on XFS. Without --backend, init keeps the\n" +
+					"recorded choice (auto the first time).",
+				Flags:  []cli.Flag{&cli.StringFlag{Name: "backend", Usage: "auto (XFS where the kernel enforces project quotas, else the fallback), xfs or fallback"}},
 				Action: with(cmdInit),
 			},
 			{
@@ -78,10 +85,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 							"The workspace hard limit defaults to the setting default_quota (50GiB, or\n" +
 							"KERNEL_STORAGE_DEFAULT_QUOTA_BYTES), the cache's to default_cache_quota.",
 						Flags: append(limitFlagSet("", "workspace"),
-							&cli.StringFlag{Name: "cache-bytes-soft", Usage: "cache soft byte limit (SIZE)"},
-							&cli.StringFlag{Name: "cache-bytes-hard", Usage: "cache hard byte limit (SIZE)"},
-							&cli.StringFlag{Name: "cache-inodes-soft", Usage: "cache soft file-count limit"},
-							&cli.StringFlag{Name: "cache-inodes-hard", Usage: "cache hard file-count limit"}),
+							limitFlagSet("cache-", "cache")...),
 						Action: with(cmdProjectAdd),
 					},
 					{
@@ -133,7 +137,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 						Flags:  []cli.Flag{areaFlag(), &cli.StringFlag{Name: "from", Usage: "read this file instead of stdin"}},
 						Action: with(cmdFilesPut),
 					},
-					{Name: "rm", Usage: "delete a file or directory (journalled)", ArgsUsage: "PROJECT PATH", Flags: []cli.Flag{areaFlag()}, Action: with(cmdFilesRm)},
+					{Name: "rm", Usage: "delete a file, or with --recursive a directory (journalled)", ArgsUsage: "PROJECT PATH",
+						Description: "A directory needs --recursive, as with rm -r. uploads/ and inbox/ are part of every workspace:\n" +
+							"--recursive empties them (each entry journalled) and leaves them in place.",
+						Flags:  []cli.Flag{areaFlag(), &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "delete a directory and everything in it"}},
+						Action: with(cmdFilesRm)},
 				},
 			},
 			{
@@ -158,7 +166,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "area", Usage: "only this area (workspace or cache)"},
 					&cli.IntFlag{Name: "depth", Value: 3, Usage: "aggregate to this depth (1-8)"},
 					&cli.IntFlag{Name: "top", Value: 20, Usage: "largest sub-paths per level and largest files kept"},
-					&cli.DurationFlag{Name: "budget", Usage: "stop each walk after this long and mark it partial (0: no limit)"},
+					durationFlag("budget", "", "stop each walk after this long and mark it partial (0: no limit)"),
 				},
 				Action: with(cmdSnapshot),
 			},
@@ -184,7 +192,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "plan-out", Usage: "save the plan to FILE (implies --dry-run)"},
 					&cli.StringFlag{Name: "apply", Usage: "execute the plan --plan-out saved in FILE, once: refused if edited, older than plan_max_age, " +
 						"or made for another root, host or settings; each entry is decided again and re-checked"},
-					&cli.DurationFlag{Name: "budget", Usage: "stop deleting after this long (0: no limit)"},
+					durationFlag("budget", "", "stop deleting after this long (0: no limit)"),
 				},
 				Action: with(cmdSweep),
 			},
@@ -194,9 +202,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Subcommands: []*cli.Command{
 					{
 						Name: "acquire", Usage: "take or renew a run's lease", ArgsUsage: "PROJECT RUN",
-						Description: "RUN: " + project.RunRule + ". The lease lapses after --ttl unless renewed.",
-						Flags:       []cli.Flag{&cli.StringFlag{Name: "ttl", Value: "2h", Usage: "how long the lease holds (at most 7d)"}},
-						Action:      with(cmdLeaseAcquire),
+						Description: "RUN: " + project.RunRule + ". The lease lapses after --ttl unless renewed.\n" +
+							"A renewal never shortens a lease: one that already holds longer keeps its expiry\n" +
+							"(kept_longer in --json); release it first to shorten it.",
+						Flags:  []cli.Flag{&cli.StringFlag{Name: "ttl", Value: "2h", Usage: "how long the lease holds (at most 7d)"}},
+						Action: with(cmdLeaseAcquire),
 					},
 					{Name: "release", Usage: "drop a run's lease", ArgsUsage: "PROJECT RUN", Action: with(cmdLeaseRelease)},
 					{Name: "list", Usage: "every lease, held or lapsed", Action: with(cmdLeaseList)},
@@ -207,7 +217,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "type", Usage: "only this type, e.g. project.added, quota.changed, storage.evicted"},
 					&cli.StringFlag{Name: "project", Usage: "only this project"},
-					&cli.StringFlag{Name: "since", Usage: "only newer: a duration ago (24h, 7d) or a time (RFC 3339)"},
+					&cli.StringFlag{Name: "since", Usage: "only newer: a duration ago (24h, 7d), a date (2026-11-30), a local time (2026-11-30 10:00) or RFC 3339"},
 					&cli.IntFlag{Name: "limit", Value: 100, Usage: "at most this many"},
 				},
 				Action: with(cmdEvents),
@@ -218,6 +228,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Subcommands: []*cli.Command{
 					{Name: "list", Usage: "every setting with its value and where it comes from", Action: with(cmdSettingsList)},
 					{Name: "get", Usage: "one setting's value", ArgsUsage: "KEY", Action: with(cmdSettingsGet)},
+					{Name: "reset", Usage: "forget a stored setting: the environment or the default applies again", ArgsUsage: "KEY",
+						Action: with(cmdSettingsReset)},
 					{Name: "set", Usage: "change a setting (validated)", ArgsUsage: "KEY VALUE", Action: with(cmdSettingsSet),
 						Description: "A zero that switches a safety rail off (busy_grace, reservation_ttl, default_quota) is refused\n" +
 							"unless " + settings.AllowZeroFlag + " says it is meant.",
@@ -253,16 +265,32 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Description: "Each part answers on its own within --budget and carries its status (ok, warn, critical, error),\n" +
 					"its figures and, on error, the error and a fix. Thresholds are the settings health_*.\n" +
 					"Exit 1 when any part is critical or in error.",
-				Flags:  []cli.Flag{&cli.DurationFlag{Name: "budget", Value: 2 * time.Second, Usage: "time each part may take"}},
+				Flags:  []cli.Flag{durationFlag("budget", "2s", "time each part may take")},
 				Action: with(cmdHealth),
 			},
 			serveCommand(with),
 		},
 	}
 	setUsageErrors(app.Commands)
+	wrapLeaves(app.Commands)
 	app.OnUsageError = onUsageError
+	// `xfsq nosuch`: an error like any other, so that --json makes it JSON.
+	app.Action = func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usagef("unknown command %q: see xfsq --help", c.Args().First())
+		}
+		cli.ShowAppHelp(c)
+		return nil
+	}
+	// `xfsq help nosuch`: urfave's help has no error to return.
 	app.CommandNotFound = func(c *cli.Context, name string) {
-		fmt.Fprintf(stderr, "xfsq: unknown command %q: see xfsq --help\n", name)
+		msg := fmt.Sprintf("unknown command %q: see xfsq --help", name)
+		if c.Bool("json") {
+			data, _ := json.Marshal(map[string]string{"error": msg})
+			fmt.Fprintln(stderr, string(data))
+		} else {
+			fmt.Fprintln(stderr, "xfsq: "+msg)
+		}
 		os.Exit(exitUsage)
 	}
 	return app
@@ -283,6 +311,9 @@ func setUsageErrors(cmds []*cli.Command) {
 			c.Action = func(c *cli.Context) error {
 				if c.NArg() > 0 {
 					return usagef("unknown command %q: see xfsq %s --help", c.Args().First(), commandName(c))
+				}
+				if c.Bool("json") {
+					return usagef("%s needs a command: see xfsq %s --help", commandName(c), commandName(c))
 				}
 				cli.ShowSubcommandHelp(c)
 				return &exitError{code: exitUsage}
@@ -306,6 +337,7 @@ func cmdInit(e env) error {
 		return err
 	}
 	cfg.Init = true
+	cfg.Backend = e.c.String("backend")
 	r, err := project.OpenRoot(e.c.Context, cfg)
 	if err != nil {
 		return err
@@ -314,8 +346,8 @@ func cmdInit(e env) error {
 	res := *r.Init
 	return e.print(res, func(w io.Writer) {
 		fmt.Fprintf(w, "root:    %s\nbackend: %s\n", res.Root, res.Backend)
-		if res.Reason != "" {
-			fmt.Fprintf(w, "         %s\n", res.Reason)
+		if res.Backend.Reason != "" {
+			fmt.Fprintf(w, "         %s\n", res.Backend.Reason)
 		}
 		fmt.Fprintf(w, "store:   %s\n", res.Store)
 		if len(res.Created) > 0 {
@@ -343,6 +375,7 @@ func cmdProjectAdd(e env) error {
 		if err != nil {
 			return err
 		}
+		warnOverLimits(e, p)
 		return e.print(p, func(w io.Writer) { printProject(w, p) })
 	})
 }
@@ -361,6 +394,7 @@ func cmdProjectSet(e env) error {
 		if err != nil {
 			return err
 		}
+		warnOverLimits(e, p)
 		return e.print(p, func(w io.Writer) { printProject(w, p) })
 	})
 }
@@ -556,7 +590,7 @@ func cmdEvents(e env) error {
 	if s := e.c.String("since"); s != "" {
 		t, err := project.ParseSince(s, time.Now())
 		if err != nil {
-			return usagef("--since %q: use a duration ago (24h, 7d) or an RFC 3339 time (2026-11-30T10:00:00Z)", s)
+			return usagef("--%v", err)
 		}
 		q.Since = t
 	}
@@ -594,12 +628,36 @@ func cmdSettingsList(e env) error {
 		if err != nil {
 			return err
 		}
-		return e.print(vals, func(w io.Writer) {
+		if err := e.print(vals, func(w io.Writer) {
 			rows := make([][]string, len(vals))
 			for i, v := range vals {
-				rows[i] = []string{v.Key, humanSetting(v), v.Source, v.Help}
+				value := humanSetting(v)
+				if v.Problem != "" {
+					value = "(refused: see below)"
+				}
+				rows[i] = []string{v.Key, value, v.Source, v.Help}
 			}
 			table(w, "KEY\tVALUE\tSOURCE\tMEANING", rows)
+		}); err != nil {
+			return err
+		}
+		// Every other setting is listed; the bad one fails the command (2).
+		return project.SettingProblems(vals)
+	})
+}
+
+func cmdSettingsReset(e env) error {
+	key, err := oneArg(e.c, "KEY")
+	if err != nil {
+		return err
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		v, old, err := m.ResetSetting(ctx, key)
+		if err != nil {
+			return err
+		}
+		return e.print(v, func(w io.Writer) {
+			fmt.Fprintf(w, "%s = %s from %s (was %s)\n", v.Key, humanSetting(v), v.Source, old)
 		})
 	})
 }
@@ -837,7 +895,7 @@ func cmdFilesRm(e env) error {
 		return err
 	}
 	return withFiles(e, func(ctx context.Context, l *files.Layer) error {
-		res, err := l.Remove(ctx, name, e.c.String("area"), p)
+		res, err := l.Remove(ctx, name, e.c.String("area"), p, files.RemoveOptions{Recursive: e.c.Bool("recursive")})
 		if err != nil {
 			return err
 		}
@@ -875,9 +933,13 @@ func collectLess() {
 
 func cmdSnapshot(e env) error {
 	collectLess()
+	budget, err := duration(e.c, "budget")
+	if err != nil {
+		return err
+	}
 	o := project.SnapshotOptions{Projects: e.c.Args().Slice(), Area: e.c.String("area"), Scheduled: e.c.Bool("all"),
 		// The CLI runs nothing beside its walk: raw stats are safe here.
-		Walk: inventory.Options{Depth: e.c.Int("depth"), TopK: e.c.Int("top"), Budget: e.c.Duration("budget"), RawStat: true}}
+		Walk: inventory.Options{Depth: e.c.Int("depth"), TopK: e.c.Int("top"), Budget: budget, RawStat: true}}
 	switch {
 	case len(o.Projects) == 0 && !o.Scheduled:
 		return usagef("snapshot needs PROJECT names or --all: see xfsq snapshot --help")
@@ -998,6 +1060,9 @@ func cmdLeaseAcquire(e env) error {
 		}
 		return e.print(l, func(w io.Writer) {
 			fmt.Fprintf(w, "lease on %s for run %s until %s\n", name, run, l.ExpiresAt.Local().Format(time.DateTime))
+			if l.KeptLonger {
+				fmt.Fprintf(w, "(it already held longer than --ttl %s: a renewal never shortens a lease; release it first to shorten it)\n", e.c.String("ttl"))
+			}
 		})
 	})
 }
@@ -1038,7 +1103,11 @@ func cmdLeaseList(e env) error {
 }
 
 func cmdSweep(e env) error {
-	o := project.SweepOptions{Background: true, Projects: e.c.Args().Slice(), DryRun: e.c.Bool("dry-run") || e.c.IsSet("plan-out"), Budget: e.c.Duration("budget")}
+	budget, err := duration(e.c, "budget")
+	if err != nil {
+		return err
+	}
+	o := project.SweepOptions{Background: true, Projects: e.c.Args().Slice(), DryRun: e.c.Bool("dry-run") || e.c.IsSet("plan-out"), Budget: budget}
 	if a := e.c.String("area"); a != "" {
 		o.Areas = strings.Split(a, ",")
 	}

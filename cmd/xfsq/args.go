@@ -1,10 +1,16 @@
 package main
 
 import (
+	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/units"
 )
 
 // interspersed puts flags where urfave/cli v2 reads them. It stops reading
@@ -13,11 +19,16 @@ import (
 // (--json, --root, …) only before the command, but the documented form is
 // `xfsq snapshot omni --json`. So a command's flags move before its
 // arguments, and xfsq's own flags, wherever they are, before the command.
-// A flag that takes a value keeps it; everything after "--" stays an
-// argument; a flag nobody defines stays where it is, for urfave to refuse.
-func interspersed(app *cli.App, args []string) []string {
+// A flag that takes a value keeps it, and one left without its value is
+// refused here, naming it (urfave would take the next argument, or say
+// "got 0 arguments"). Everything after "--", wherever it is, is an
+// argument, and so is a negative number no flag defines ("-1"): the
+// arguments are handed to urfave after a "--" of their own, so that none
+// of them is read as a flag. A flag nobody defines stays where it is, for
+// urfave to refuse.
+func interspersed(app *cli.App, args []string) ([]string, error) {
 	if len(args) < 2 {
-		return args
+		return args, nil
 	}
 	global := []string{args[0]}
 	var path, cmdFlags, positional []string // path: the command's names, with their own flags in between
@@ -27,9 +38,9 @@ func interspersed(app *cli.App, args []string) []string {
 		a := args[i]
 		switch {
 		case a == "--":
-			positional = append(positional, args[i:]...)
+			positional = append(positional, args[i+1:]...)
 			i = len(args)
-		case strings.HasPrefix(a, "-") && a != "-":
+		case strings.HasPrefix(a, "-") && a != "-" && !(isNegativeNumber(a) && flagNamed(flags, a) == nil):
 			f, dst := flagNamed(flags, a), &global
 			switch {
 			case !inPath:
@@ -41,7 +52,11 @@ func interspersed(app *cli.App, args []string) []string {
 				dst = &path
 			}
 			*dst = append(*dst, a)
-			if takesValue(f, a) && i+1 < len(args) {
+			if takesValue(f, a) {
+				if i+1 >= len(args) || args[i+1] == "--" || flagNamed(flags, args[i+1]) != nil || flagNamed(app.Flags, args[i+1]) != nil {
+					return nil, usagef("%s needs %s: see xfsq %s--help", strings.SplitN(a, "=", 2)[0], valueName(f),
+						strings.Join(append(commandWords(path), ""), " "))
+				}
 				i++
 				*dst = append(*dst, args[i])
 			}
@@ -53,12 +68,69 @@ func interspersed(app *cli.App, args []string) []string {
 				continue
 			}
 			commandKnown = true // not a command: urfave says so, or it is the first argument
-			positional = append(positional, a)
+			if inPath && (a == "help" || a == "h") && len(cmds) > 0 {
+				// `xfsq project help add`: urfave's help, for a command with subcommands.
+				path, flags, cmds = append(path, a), nil, nil
+				continue
+			}
+			if inPath || len(path) > 0 {
+				positional = append(positional, a)
+			} else {
+				// No command named yet: this is the one urfave looks for.
+				path = append(path, a)
+			}
 		default:
 			positional = append(positional, a)
 		}
 	}
-	return slices.Concat(global, path, cmdFlags, positional)
+	out := slices.Concat(global, path, cmdFlags)
+	if len(positional) > 0 {
+		if !inPath {
+			// Arguments with no command: urfave reports the first as unknown.
+			return slices.Concat(out, positional), nil
+		}
+		out = append(append(out, "--"), positional...)
+	}
+	return out, nil
+}
+
+// commandWords is the command path without its flags, for a hint.
+func commandWords(path []string) []string {
+	var w []string
+	for _, p := range path {
+		if !strings.HasPrefix(p, "-") {
+			w = append(w, p)
+		}
+	}
+	return w
+}
+
+var negativeNumber = regexp.MustCompile(`^-[0-9][0-9.]*[A-Za-z]*$`)
+
+// isNegativeNumber: "-1", "-5g", "-0.5": a value an operator typed, not a flag.
+func isNegativeNumber(a string) bool { return negativeNumber.MatchString(a) }
+
+// valueName is what a flag's value is, for "--bytes-hard needs a SIZE".
+func valueName(f cli.Flag) string {
+	switch f := f.(type) {
+	case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag:
+		return "a NUMBER"
+	case *cli.DurationFlag:
+		return "a DURATION (e.g. 30m, 24h, 7d)"
+	case *cli.StringFlag:
+		u := f.Usage
+		switch {
+		case strings.Contains(u, "SIZE"):
+			return "a SIZE (e.g. 512k, 5g, 50GiB)"
+		case strings.Contains(u, "DURATION"):
+			return "a DURATION (e.g. 30m, 24h, 7d)"
+		case strings.Contains(u, "count"), strings.Contains(u, "NUMBER"):
+			return "a NUMBER"
+		case strings.Contains(u, "FILE"):
+			return "a FILE"
+		}
+	}
+	return "a value"
 }
 
 func findCommand(cmds []*cli.Command, name string) *cli.Command {
@@ -73,6 +145,9 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 // flagNamed is the flag among flags that arg (e.g. "--bytes-hard" or
 // "--area=cache") names, or nil.
 func flagNamed(flags []cli.Flag, arg string) cli.Flag {
+	if !strings.HasPrefix(arg, "-") {
+		return nil
+	}
 	name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
 	for _, f := range flags {
 		if slices.Contains(f.Names(), name) {
@@ -96,4 +171,102 @@ func takesValue(f cli.Flag, arg string) bool {
 	}
 	_, isBool := f.(*cli.BoolFlag)
 	return !isBool
+}
+
+// durationFlag is a flag that takes a duration in xfsq's forms (45s, 30m,
+// 24h, 7d, 2w or a Go duration), as --ttl and the settings do; urfave's
+// own DurationFlag knows no days.
+func durationFlag(name, value, usage string) cli.Flag {
+	return &cli.StringFlag{Name: name, Value: value, Usage: usage + " (DURATION: " + units.DurationForms + ")"}
+}
+
+// duration reads a flag made by durationFlag; unset and empty are 0.
+func duration(c *cli.Context, name string) (time.Duration, error) {
+	s := c.String(name)
+	if s == "" {
+		return 0, nil
+	}
+	d, err := units.ParseDuration(s)
+	if err != nil {
+		return 0, usagef("--%s %q: %v", name, s, err)
+	}
+	return d, nil
+}
+
+// noArguments refuses arguments to a command that takes none (`report
+// X`), rather than ignoring them: the operator meant something by them.
+func noArguments(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return nil
+	}
+	name := commandName(c)
+	return usagef("%s takes no arguments, got %q: see xfsq %s --help", name, strings.Join(c.Args().Slice(), " "), name)
+}
+
+// wrapLeaves gives every command without subcommands two rules: one that
+// declares no ArgsUsage refuses arguments, and none has a "help"
+// subcommand (urfave adds one to each, so `xfsq project add h` printed the
+// help text instead of adding a project named h; --help stays).
+func wrapLeaves(cmds []*cli.Command) {
+	for _, c := range cmds {
+		if len(c.Subcommands) > 0 {
+			wrapLeaves(c.Subcommands)
+			continue
+		}
+		c.HideHelpCommand = true
+		if c.ArgsUsage == "" && c.Action != nil {
+			action := c.Action
+			c.Action = func(ctx *cli.Context) error {
+				if err := noArguments(ctx); err != nil {
+					return err
+				}
+				return action(ctx)
+			}
+		}
+	}
+}
+
+// warnOverLimits tells the operator who just gave a tree limits that its
+// contents already pass them (`--bytes-hard 8k` on a 16 KiB tree: even the
+// empty skeleton's directories count): the change stands, but writes will
+// be refused, or warned about, until the tree shrinks.
+func warnOverLimits(e env, p project.Project) {
+	for _, t := range p.Trees {
+		over := func(what string, used, limit uint64, format func(uint64) string, kind string) {
+			if limit > 0 && used >= limit {
+				fmt.Fprintf(e.stderr, "xfsq: warning: %s %s already holds %s, at or over its new %s %s limit of %s: %s\n",
+					p.Name, t.Area, format(used), kind, what, format(limit), consequence[kind])
+			}
+		}
+		over("byte", t.UsedBytes, t.BytesHard, units.FormatIEC, "hard")
+		over("file-count", t.UsedInodes, t.InodesHard, count, "hard")
+		if t.BytesHard == 0 || t.UsedBytes < t.BytesHard {
+			over("byte", t.UsedBytes, t.BytesSoft, units.FormatIEC, "soft")
+		}
+		if t.InodesHard == 0 || t.UsedInodes < t.InodesHard {
+			over("file-count", t.UsedInodes, t.InodesSoft, count, "soft")
+		}
+	}
+}
+
+var consequence = map[string]string{
+	"hard": "writes to it are refused until it shrinks below the limit",
+	"soft": "project check warns, and denies once the grace ends",
+}
+
+// Spellings an operator cannot act on: the descriptor paths xfsq resolves
+// through (/proc/self/fd/N/…) and SQLite's numeric result codes.
+var (
+	fdPath      = regexp.MustCompile(`/proc/self/fd/[0-9]+/?`)
+	sqliteCodes = regexp.MustCompile(`(database is locked|unable to open database file|disk I/O error|attempt to write a readonly database|` +
+		`database disk image is malformed|file is not a database|database or disk is full|database table is locked|out of memory)` +
+		`(?: \([0-9]+\))+(?: \(SQLITE_[A-Z_]+\))?`)
+)
+
+// plainMessage is the last guard before an error reaches the operator:
+// the library names trees by their paths, but a message from underneath
+// (os.Root, SQLite) may still carry a descriptor path or a result code.
+func plainMessage(msg string) string {
+	msg = fdPath.ReplaceAllString(msg, "")
+	return sqliteCodes.ReplaceAllString(msg, "$1")
 }

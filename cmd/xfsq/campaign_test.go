@@ -133,7 +133,7 @@ func newTrial(t *testing.T, root string, templates string, rng *rand.Rand) *tria
 	tr.s = newSandbox(t, root, "")
 	var init project.InitResult
 	tr.s.json(&init, "init")
-	tr.xfs = init.Backend == "xfs"
+	tr.xfs = init.Backend.Kind == "xfs"
 	for _, p := range append(projects, "doomed") {
 		tr.s.ok("project", "add", p)
 	}
@@ -413,7 +413,7 @@ func (tr *trial) run() {
 	for range 3 {
 		do("files", "rm", "beta", "old.log")
 	}
-	do("files", "rm", "alpha", "coverage")
+	do("files", "rm", "alpha", "coverage", "--recursive")
 	do("project", "rm", "doomed", "--purge")
 	done := make(chan struct{})
 	go func() { ops.Wait(); close(done) }()

@@ -69,12 +69,21 @@ type result struct {
 
 func (s *sandbox) run(args ...string) result {
 	s.t.Helper()
+	return s.runAs(-1, args...)
+}
+
+// runAs runs xfsq as the user uid (-1: as the test runs).
+func (s *sandbox) runAs(uid int, args ...string) result {
+	s.t.Helper()
 	full := []string{"--root", s.root}
 	if s.db != "" {
 		full = append(full, "--db", s.db)
 	}
 	cmd := exec.Command(os.Getenv(envBinary), append(full, args...)...)
 	cmd.Env = append(os.Environ(), s.env...)
+	if uid >= 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	}
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -125,18 +134,25 @@ func (s *sandbox) store() *store.Store {
 }
 
 type reportRow struct {
-	Project    string `json:"project"`
-	Area       string `json:"area"`
-	ProjectID  uint32 `json:"project_id"`
-	UsedBytes  uint64 `json:"used_bytes"`
-	UsedInodes uint64 `json:"used_inodes"`
-	BytesSoft  uint64 `json:"bytes_soft"`
-	BytesHard  uint64 `json:"bytes_hard"`
-	InodesSoft uint64 `json:"inodes_soft"`
-	InodesHard uint64 `json:"inodes_hard"`
-	Backend    string `json:"backend"`
+	Project    string        `json:"project"`
+	Area       string        `json:"area"`
+	ProjectID  uint32        `json:"project_id"`
+	UsedBytes  uint64        `json:"used_bytes"`
+	UsedInodes uint64        `json:"used_inodes"`
+	BytesSoft  uint64        `json:"bytes_soft"`
+	BytesHard  uint64        `json:"bytes_hard"`
+	InodesSoft uint64        `json:"inodes_soft"`
+	InodesHard uint64        `json:"inodes_hard"`
+	Backend    backendObject `json:"backend"`
 	// the walk a fallback tree's usage starts from
 	UsageAsOf *time.Time `json:"usage_as_of"`
+}
+
+// backendObject is SPEC §10a's backend, as every JSON output gives it.
+type backendObject struct {
+	Kind     string `json:"kind"`
+	Enforced bool   `json:"enforced"`
+	Reason   string `json:"reason"`
 }
 
 func (s *sandbox) report() map[string]reportRow {
@@ -159,8 +175,8 @@ func TestInit(t *testing.T) {
 	s := newSandbox(t, t.TempDir(), "")
 	var res project.InitResult
 	s.json(&res, "init")
-	if !strings.HasPrefix(res.Backend, "fallback (") || res.Reason == "" {
-		t.Errorf("init on a non-XFS root: backend %q reason %q; want fallback with the reason", res.Backend, res.Reason)
+	if res.Backend.Kind != "fallback" || res.Backend.Enforced || !strings.Contains(res.Backend.Reason, "is not XFS") {
+		t.Errorf("init on a non-XFS root: backend %+v; want fallback, not enforced, with the reason", res.Backend)
 	}
 	for _, d := range []string{"projects", "cache", "scratch", "inbound", ".xfsq", ".xfsq/xfsq.db"} {
 		if _, err := os.Stat(filepath.Join(s.root, d)); err != nil {
@@ -193,8 +209,8 @@ func TestProjectLifecycle(t *testing.T) {
 		if ws.ProjectID == 0 || cache.ProjectID == 0 || ws.ProjectID == cache.ProjectID {
 			t.Errorf("each tree needs its own nonzero ID: %d %d", ws.ProjectID, cache.ProjectID)
 		}
-		if !strings.HasPrefix(ws.Backend, "fallback (") {
-			t.Errorf("backend %q", ws.Backend)
+		if ws.Backend.Kind != "fallback" || ws.Backend.Enforced || ws.Backend.Reason == "" {
+			t.Errorf("backend %+v", ws.Backend)
 		}
 		if out := s.ok("project", "check", "omni"); !strings.Contains(out, `project "omni": ok`) {
 			t.Errorf("check of an empty project: %q", out)
@@ -629,7 +645,7 @@ func TestFilesCommands(t *testing.T) {
 			t.Errorf("xfsq %v: exit %d %q; want 2 mentioning %q", c.args, r.code, r.stderr, c.want)
 		}
 	}
-	if out := s.ok("files", "rm", "omni", "docs"); !strings.Contains(out, "removed projects/omni/docs") {
+	if out := s.ok("files", "rm", "omni", "docs", "--recursive"); !strings.Contains(out, "removed projects/omni/docs") {
 		t.Errorf("rm: %q", out)
 	}
 	var evs []store.Event
@@ -640,7 +656,7 @@ func TestFilesCommands(t *testing.T) {
 	// Each removal outside a sweep has an id of its own, its pending and
 	// done records share it: two removals of one path never settle each other.
 	s.ok("files", "put", "omni", "docs/readme.txt", "--from", src)
-	s.ok("files", "rm", "omni", "docs")
+	s.ok("files", "rm", "-r", "omni", "docs")
 	s.json(&evs, "events", "--type", "storage.evicted")
 	ids := map[string]int{}
 	for _, ev := range evs {

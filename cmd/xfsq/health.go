@@ -14,7 +14,10 @@ func cmdHealth(e env) error {
 	if err != nil {
 		return err
 	}
-	budget := e.c.Duration("budget")
+	budget, err := duration(e.c, "budget")
+	if err != nil {
+		return err
+	}
 	if budget <= 0 {
 		return usagef("--budget %s: use a positive duration, e.g. 2s", budget)
 	}

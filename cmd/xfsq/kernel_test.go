@@ -55,8 +55,8 @@ func xfsSandbox(t *testing.T, fs *kerneltest.FS) *sandbox {
 	s := newSandbox(t, fs.Dir, "")
 	var res project.InitResult
 	s.json(&res, "init")
-	if res.Backend != "xfs" {
-		t.Fatalf("init on XFS with prjquota: backend %q (%s)", res.Backend, res.Reason)
+	if res.Backend.Kind != "xfs" || !res.Backend.Enforced {
+		t.Fatalf("init on XFS with prjquota: backend %+v", res.Backend)
 	}
 	return s
 }
@@ -91,7 +91,7 @@ func testXFSAddAndEnforce(t *testing.T, fs *kerneltest.FS) {
 	}
 	rep := s.report()
 	ws := rep["omni/workspace"]
-	if ws.Backend != "xfs" || ws.BytesHard != 10*mib || ws.UsedBytes < 9*mib || ws.UsedBytes > 10*mib {
+	if ws.Backend.Kind != "xfs" || ws.BytesHard != 10*mib || ws.UsedBytes < 9*mib || ws.UsedBytes > 10*mib {
 		t.Errorf("report of the full project: %+v", ws)
 	}
 	if got := rep["other/workspace"].UsedBytes; got < 20*mib {

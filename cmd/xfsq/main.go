@@ -79,7 +79,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	app := newApp(stdout, stderr)
 	// The CLI's caller is the OS user; the library journals whoever ctx names.
-	err := app.RunContext(project.WithActor(ctx, project.DefaultActor()), interspersed(app, args))
+	parsed, err := interspersed(app, args)
+	if err == nil {
+		err = app.RunContext(project.WithActor(ctx, project.DefaultActor()), parsed)
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -90,14 +93,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	code := exitCode(err)
 	var sig interrupted
 	if errors.As(context.Cause(ctx), &sig) {
+		// A signal is the whole story: what the command was doing when it
+		// stopped (a cancelled context, a half-read body) is noise.
 		code = 128 + int(sig.sig)
-		if !strings.Contains(err.Error(), sig.Error()) {
-			err = fmt.Errorf("%w: %w", sig, err)
-		}
+		err = sig
 	}
 	// The library keeps what to do beside the message; the CLI says both,
 	// on the one line a script reads.
-	msg := flagged(err)
+	msg := plainMessage(flagged(err))
 	if hint := errkind.HintOf(err); hint != "" && !strings.Contains(msg, hint) {
 		msg += ": " + hint
 	}

@@ -79,7 +79,7 @@ func TestDeletionsLeaveMountsInPlace(t *testing.T) {
 			return s.ok("events", "--type", "storage.evicted")
 		}},
 		{"files rm", "projects/omni/d", "projects/omni/d/mnt", false, func(s *sandbox) string {
-			r := s.run("files", "rm", "omni", "d")
+			r := s.run("files", "rm", "omni", "d", "--recursive")
 			if r.code == 0 || !strings.Contains(r.stderr, "left in place: projects/omni/d/mnt (mount point") {
 				s.t.Errorf("files rm: exit %d %q, want a failure naming the mount point left in place", r.code, r.stderr)
 			}
