@@ -14,7 +14,7 @@ import (
 )
 
 // Role is what a token may do. The zero Role is an anonymous caller, who
-// reaches only /healthz, /readyz and /metrics.
+// reaches only /healthz, /readyz, /metrics and /v1/openapi.json.
 type Role int
 
 const (

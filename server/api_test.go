@@ -78,7 +78,8 @@ func newServer(t *testing.T, r *fixture.Root, extra ...server.Route) *testServer
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(s.Handler())
+	// Every answer of every test is checked against openapi.json.
+	hs := httptest.NewServer(server.ContractChecked(t, s.Handler()))
 	t.Cleanup(hs.Close)
 	return &testServer{Server: hs, s: s, r: r, log: log}
 }
@@ -119,6 +120,7 @@ func TestAuthMatrix(t *testing.T) {
 		"GET /healthz":                       {"/healthz", "", 200},
 		"GET /readyz":                        {"/readyz", "", 200},
 		"GET /metrics":                       {"/metrics", "", 200},
+		"GET /v1/openapi.json":               {"/v1/openapi.json", "", 200},
 		"GET /v1/system/health":              {"/v1/system/health", "", 200},
 		"POST " + p:                          {p, `{"project": "fresh"}`, 201},
 		"PATCH " + p + "/{id}":               {p + "/omni", `{"bytes_hard": "20m"}`, 200},

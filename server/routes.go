@@ -130,6 +130,7 @@ func (s *Server) coreRoutes() []Route {
 	rs := []Route{
 		{"GET", "/healthz", RoleNone, s.healthz},
 		{"GET", "/readyz", RoleNone, s.readyz},
+		{"GET", "/v1/openapi.json", RoleNone, s.openAPI},
 		{"POST", p, RoleOperator, s.addProject},
 		{"PATCH", p + "/{id}", RoleOperator, s.setProject},
 		{"DELETE", p + "/{id}", RoleOperator, s.removeProject},

@@ -35,6 +35,13 @@ func Load(path string) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Parse(b, path)
+}
+
+// Parse reads an OpenAPI 3.1 description from b (an embedded one); name
+// is what errors call it.
+func Parse(b []byte, name string) (*Spec, error) {
+	path := name
 	var doc map[string]any
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -97,8 +104,16 @@ func (s *Spec) operation(method, path string) (map[string]any, error) {
 // Check validates one response: its status must be described for the
 // operation (or a "default" response), its media type must be one the
 // response lists, and a JSON body must match the schema.
+//
+// A HEAD request is checked against the GET operation of its path (net/http
+// answers HEAD for every GET route): its status and media type, not its
+// empty body.
 func (s *Spec) Check(method, path string, status int, contentType string, body []byte) error {
-	op, err := s.operation(method, path)
+	opMethod := method
+	if method == "HEAD" {
+		opMethod = "GET"
+	}
+	op, err := s.operation(opMethod, path)
 	if err != nil {
 		return err
 	}
@@ -109,7 +124,23 @@ func (s *Spec) Check(method, path string, status int, contentType string, body [
 			return fmt.Errorf("%s %s: status %d is not described", method, path, status)
 		}
 	}
-	resp, err = s.deref(resp)
+	return s.checkResponse(resp, method, path, status, contentType, body)
+}
+
+// CheckResponse validates an answer against a named response of the
+// components (components/responses/NAME): for answers no operation
+// describes, such as the 404 of an unknown path or the 405 of a known path
+// asked with another method.
+func (s *Spec) CheckResponse(name, method, path string, status int, contentType string, body []byte) error {
+	resp, err := s.resolve("#/components/responses/" + name)
+	if err != nil {
+		return err
+	}
+	return s.checkResponse(resp, method, path, status, contentType, body)
+}
+
+func (s *Spec) checkResponse(resp map[string]any, method, path string, status int, contentType string, body []byte) error {
+	resp, err := s.deref(resp)
 	if err != nil {
 		return err
 	}
@@ -126,7 +157,7 @@ func (s *Spec) Check(method, path string, status int, contentType string, body [
 		return fmt.Errorf("%s %s %d: content type %q is not described (want one of %v)", method, path, status, mt, keys(content))
 	}
 	schema, ok := media["schema"]
-	if !ok || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+	if !ok || method == "HEAD" || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

@@ -71,3 +71,32 @@ func TestLoadRefusesWhatItCannotCheck(t *testing.T) {
 		t.Errorf("unsupported keyword: %v", err)
 	}
 }
+
+// TestHeadAndComponentResponses: a HEAD answer is checked against its
+// GET operation without a body; an answer no operation describes is
+// checked against a named response of the components.
+func TestHeadAndComponentResponses(t *testing.T) {
+	b, err := os.ReadFile("testdata/mini.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse(b, "mini")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check("HEAD", "/things/{id}", 200, "application/json", nil); err != nil {
+		t.Errorf("HEAD of a GET: %v", err)
+	}
+	if err := s.Check("HEAD", "/things/{id}", 200, "text/plain", nil); err == nil {
+		t.Error("HEAD with an undescribed media type passed")
+	}
+	if err := s.CheckResponse("Problem", "PUT", "/nowhere", 404, "application/problem+json", []byte(`{"type":"x","status":404}`)); err != nil {
+		t.Errorf("component response: %v", err)
+	}
+	if err := s.CheckResponse("Problem", "PUT", "/nowhere", 404, "application/problem+json", []byte(`{"status":404}`)); err == nil {
+		t.Error("a problem without its type passed the component response")
+	}
+	if err := s.CheckResponse("Nothing", "PUT", "/nowhere", 404, "application/problem+json", []byte(`{}`)); err == nil {
+		t.Error("an undefined component response passed")
+	}
+}

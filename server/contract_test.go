@@ -1,0 +1,185 @@
+package server
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/xfsq/xfsq/internal/apispec"
+)
+
+// The contract test: every answer any test of this package gets from a
+// server is checked against openapi.json (ContractChecked), and at the
+// end of a full run every status the description promises must have been
+// seen at least once (TestMain), unless contractUnobserved says why not.
+
+var contract = struct {
+	once sync.Once
+	spec *apispec.Spec
+	err  error
+
+	mu   sync.Mutex
+	seen map[string]bool // "METHOD /path/template STATUS"
+}{seen: map[string]bool{}}
+
+// Spec is openapi.json as the server embeds it, loaded once.
+func Spec(t testing.TB) *apispec.Spec {
+	t.Helper()
+	contract.once.Do(func() { contract.spec, contract.err = apispec.Parse(OpenAPI, "server/openapi.json") })
+	if contract.err != nil {
+		t.Fatal(contract.err)
+	}
+	return contract.spec
+}
+
+// SpecPath is the OpenAPI path template of a ServeMux pattern's path:
+// a trailing wildcard {path...} is {path} there.
+func SpecPath(pattern string) string { return strings.ReplaceAll(pattern, "...}", "}") }
+
+// ContractChecked wraps a test server's handler: each answer it gives is
+// checked against the description of the route that served it (the
+// ServeMux pattern the request matched, r.Pattern after routing), its
+// status, media type and body; a mismatch fails t. An answer of no route
+// (the catch-all's 404 or 405) is checked against the description's
+// NotFound or MethodNotAllowed response.
+func ContractChecked(t testing.TB, h http.Handler) http.Handler {
+	spec := Spec(t)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &recordingWriter{ResponseWriter: w}
+		h.ServeHTTP(rec, r)
+		status := rec.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		ct := rec.ct
+		method, path, routed := strings.Cut(r.Pattern, " ")
+		var err error
+		switch {
+		case !routed && status == http.StatusNotFound:
+			err = spec.CheckResponse("NotFound", r.Method, r.URL.Path, status, ct, rec.body.Bytes())
+		case !routed && status == http.StatusMethodNotAllowed:
+			err = spec.CheckResponse("MethodNotAllowed", r.Method, r.URL.Path, status, ct, rec.body.Bytes())
+		case !routed:
+			err = fmt.Errorf("%s %s: %d from no route (pattern %q)", r.Method, r.URL.Path, status, r.Pattern)
+		default:
+			path = SpecPath(path)
+			if r.Method == http.MethodHead {
+				method = http.MethodHead
+			}
+			err = spec.Check(method, path, status, ct, rec.body.Bytes())
+			if rec.truncated && err == nil && strings.Contains(ct, "json") {
+				err = fmt.Errorf("%s %s %d: a JSON body over %d bytes, not checked", method, path, status, maxChecked)
+			}
+			if method == http.MethodHead {
+				method = http.MethodGet
+			}
+			contract.mu.Lock()
+			contract.seen[fmt.Sprintf("%s %s %d", method, path, status)] = true
+			contract.mu.Unlock()
+		}
+		if err != nil {
+			t.Errorf("the answer is not as openapi.json describes it: %v\nbody: %.400s", err, rec.body.String())
+		}
+	})
+}
+
+// maxChecked bounds what is kept of a body to check: a file download is
+// not JSON and need not be kept whole.
+const maxChecked = 4 << 20
+
+type recordingWriter struct {
+	http.ResponseWriter
+	status    int
+	ct        string // as sent: net/http sniffs one when the handler set none
+	body      bytes.Buffer
+	truncated bool
+}
+
+func (w *recordingWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+		w.ct = w.Header().Get("Content-Type")
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recordingWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+		w.ct = w.Header().Get("Content-Type")
+		if _, set := w.Header()["Content-Type"]; !set {
+			w.ct = http.DetectContentType(b)
+		}
+	}
+	if room := maxChecked - w.body.Len(); room < len(b) {
+		w.body.Write(b[:max(room, 0)])
+		w.truncated = true
+	} else {
+		w.body.Write(b)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// contractUnobserved are described statuses no test provokes, each with
+// why. Keep it short: a status here is one the description promises
+// without a test that holds the server to it.
+var contractUnobserved = map[string]string{}
+
+// unobservedStatuses lists the described "METHOD /path STATUS" no test saw
+// and the allow-list does not excuse, and the allow-list's entries that are
+// seen after all (so that the list shrinks as tests grow).
+func unobservedStatuses(spec *apispec.Spec) (missing, stale []string) {
+	contract.mu.Lock()
+	defer contract.mu.Unlock()
+	for _, op := range spec.Operations() {
+		method, path, _ := strings.Cut(op, " ")
+		for _, code := range spec.Statuses(method, path) {
+			key := op + " " + code
+			_, excused := contractUnobserved[key]
+			switch {
+			case !contract.seen[key] && !excused:
+				missing = append(missing, key)
+			case contract.seen[key] && excused:
+				stale = append(stale, key)
+			}
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(stale)
+	return missing, stale
+}
+
+// TestMain runs the package's tests and then, when every test ran (no
+// -run, -skip or -short narrowing the run), fails if a described status
+// was never seen.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	narrowed := testing.Short()
+	for _, name := range []string{"test.run", "test.skip"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
+			narrowed = true
+		}
+	}
+	if code == 0 && !narrowed && contract.spec != nil {
+		missing, stale := unobservedStatuses(contract.spec)
+		if len(missing) > 0 {
+			fmt.Fprintf(os.Stderr, "FAIL: openapi.json describes statuses no test saw (provoke them in a test, or excuse them in contractUnobserved with why):\n\t%s\n", strings.Join(missing, "\n\t"))
+			code = 1
+		}
+		if len(stale) > 0 {
+			fmt.Fprintf(os.Stderr, "FAIL: contractUnobserved excuses statuses a test saw: remove them:\n\t%s\n", strings.Join(stale, "\n\t"))
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
