@@ -25,6 +25,7 @@ import (
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/server"
+	"github.com/xfsq/xfsq/store"
 )
 
 // The tokens every test server accepts.
@@ -440,6 +441,83 @@ func TestReadyz(t *testing.T) {
 		code, _, body = ts.raw(t, "GET", "/readyz", "", "")
 		if code != 503 || !strings.Contains(body, "store:") {
 			t.Errorf("readyz with the store closed: %d %s, want 503 naming the store", code, body)
+		}
+	})
+}
+
+// TestAPIErrors: the failures every endpoint can answer, each with the
+// status and problem type its error kind has. The requests are the
+// operator's, past the auth checks TestAuthMatrix holds.
+func TestAPIErrors(t *testing.T) {
+	const p = "/v1/workspace/storage/projects"
+	overBound := `{"project": "` + strings.Repeat("a", 1<<20) + `"}`
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(10<<20, "omni")
+		ts := newServer(t, r)
+		for _, c := range []struct {
+			method, path, body string
+			kind               errkind.Kind
+		}{
+			{"POST", p, overBound, errkind.TooLarge},
+			{"PATCH", p + "/omni", overBound, errkind.TooLarge},
+			{"POST", p + "/omni/leases/run-1", overBound, errkind.TooLarge},
+			{"PATCH", p + "/nosuch", `{"bytes_hard": "1m"}`, errkind.NotFound},
+			{"PATCH", p + "/omni", `{"area": "attic", "bytes_hard": "1m"}`, errkind.Input},
+			{"DELETE", p + "/nosuch", "", errkind.NotFound},
+			{"DELETE", p + "/omni?purge=maybe", "", errkind.Input},
+			{"GET", p + "/omni/admission?refresh=maybe", "", errkind.Input},
+			{"GET", p + "/nosuch/leases", "", errkind.NotFound},
+			{"POST", p + "/nosuch/leases/run-1", "", errkind.NotFound},
+			{"POST", p + "/omni/leases/bad%20run", "", errkind.Input},
+			{"DELETE", p + "/omni/leases/bad%20run", "", errkind.Input},
+			{"GET", "/v1/workspace/storage/events?limit=0", "", errkind.Input},
+		} {
+			code, h, body := ts.raw(t, c.method, c.path, operatorToken, c.body)
+			if code != c.kind.HTTPStatus() || h.Get("Content-Type") != server.ProblemType || !strings.Contains(body, `"type":"`+c.kind.TypeURI()+`"`) {
+				t.Errorf("%s %s: %d %s %.200s, want a %d %s problem", c.method, c.path, code, h.Get("Content-Type"), body, c.kind.HTTPStatus(), c.kind)
+			}
+		}
+
+		// A project a killed `project add` left half-added is not ready:
+		// 503 for what needs it whole, and admission denies it (an answer).
+		r.Add(10<<20, "half")
+		ctx := context.Background()
+		if err := r.Root.Manager.Store.InTx(ctx, func(tx *store.Tx) error { return tx.SetProjectState(ctx, "half", store.StateAdding, "") }); err != nil {
+			t.Fatal(err)
+		}
+		if a, err := ts.client(readerToken).Admission(ctx, "half", false); err != nil || a.Decision != project.Deny {
+			t.Errorf("admission of a half-added project: %v %+v, want deny", err, a)
+		}
+		for _, c := range [][3]string{
+			{"PATCH", p + "/half", `{"bytes_hard": "1m"}`},
+			{"POST", p + "/half/leases/run-1", ""},
+		} {
+			code, _, body := ts.raw(t, c[0], c[1], operatorToken, c[2])
+			if code != 503 || !strings.Contains(body, errkind.NotReady.TypeURI()) || !strings.Contains(body, "adding") {
+				t.Errorf("%s %s of a half-added project: %d %.200s, want 503 saying it is adding", c[0], c[1], code, body)
+			}
+		}
+
+		// With the store closed under the server, every route that reads it
+		// answers 500 with the detail withheld; the others still answer.
+		// Walks the route table, so a new route needs a row here.
+		noStore := map[string]int{
+			"GET /healthz": 200, "GET /readyz": 503, "GET /v1/openapi.json": 200, "GET /metrics": 200,
+			"GET /v1/system/health": 200, // the test's checker has no store part
+		}
+		r.Root.Manager.Store.Close()
+		for _, rt := range ts.s.Routes() {
+			key := rt.Method + " " + rt.Pattern
+			want, ok := noStore[key]
+			if !ok {
+				want = 500
+			}
+			path := strings.NewReplacer("{id}", "omni", "{run}", "run-1", "{path...}", "f.txt").Replace(rt.Pattern)
+			body := map[string]string{"POST " + p: `{"project": "fresh"}`, "PATCH " + p + "/{id}": `{"bytes_hard": "1m"}`}[key]
+			code, _, got := ts.raw(t, rt.Method, path, operatorToken, body)
+			if code != want || (want == 500 && !strings.Contains(got, "the server's log says why")) {
+				t.Errorf("%s with the store closed: %d %.200s, want %d", key, code, got, want)
+			}
 		}
 	})
 }
