@@ -60,42 +60,26 @@ func (e *ProblemError) Error() string {
 // is discarded); any other answer is a *ProblemError.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
 	var rd io.Reader
+	var header http.Header
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return err
 		}
 		rd = bytes.NewReader(b)
+		header = http.Header{"Content-Type": {"application/json"}}
 	}
-	u := c.base + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
+	resp, err := c.send(ctx, method, path, query, header, rd)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
 		return err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		p := &ProblemError{}
-		if json.Unmarshal(data, p) != nil || p.Status == 0 {
-			p = &ProblemError{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode), Detail: strings.TrimSpace(string(data))}
-		}
-		return p
+		return problemOf(resp.StatusCode, data)
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
@@ -104,6 +88,39 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 		return fmt.Errorf("%s %s: the answer is not the JSON expected: %w", method, path, err)
 	}
 	return nil
+}
+
+// maxAnswer bounds what the client reads of one answer.
+const maxAnswer = 64 << 20
+
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, header http.Header, body io.Reader) (*http.Response, error) {
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return c.http.Do(req)
+}
+
+// problemOf is an error answer as a *ProblemError; a body that is no
+// problem (a proxy's page) becomes its detail.
+func problemOf(status int, data []byte) *ProblemError {
+	p := &ProblemError{}
+	if json.Unmarshal(data, p) != nil || p.Status == 0 {
+		p = &ProblemError{Status: status, Title: http.StatusText(status), Detail: strings.TrimSpace(string(data))}
+	}
+	return p
 }
 
 const projects = "/v1/workspace/storage/projects/"
@@ -221,6 +238,44 @@ func (c *Client) Health(ctx context.Context) (health.Report, error) {
 	var r health.Report
 	err := c.Do(ctx, "GET", "/v1/system/health", nil, nil, &r)
 	return r, err
+}
+
+// Healthz is nil when the server is alive.
+func (c *Client) Healthz(ctx context.Context) error {
+	return c.Do(ctx, "GET", "/healthz", nil, nil, nil)
+}
+
+// OpenAPI is the server's OpenAPI 3.1 description of its API (JSON).
+func (c *Client) OpenAPI(ctx context.Context) ([]byte, error) {
+	a, err := c.Raw(ctx, "GET", "/v1/openapi.json", nil, nil, nil)
+	return a.Body, err
+}
+
+// Answer is a 2xx or 3xx answer as it came: for those that are not JSON
+// (a file, the metrics) or whose status and headers matter (304).
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Raw sends a request with body as it is (nil: none) and the header
+// given, and returns a 2xx or 3xx answer unread by JSON; any other answer
+// is a *ProblemError.
+func (c *Client) Raw(ctx context.Context, method, path string, query url.Values, header http.Header, body io.Reader) (Answer, error) {
+	resp, err := c.send(ctx, method, path, query, header, body)
+	if err != nil {
+		return Answer{}, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return Answer{}, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 399 {
+		return Answer{}, problemOf(resp.StatusCode, data)
+	}
+	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: data}, nil
 }
 
 // Ready is nil when the server says it is ready, else its problem.

@@ -289,6 +289,13 @@ func TestAPI(t *testing.T) {
 		if err := rd.Ready(ctx); err != nil {
 			t.Errorf("ready: %v", err)
 		}
+		anon := ts.client("")
+		if err := anon.Healthz(ctx); err != nil {
+			t.Errorf("healthz: %v", err)
+		}
+		if spec, err := anon.OpenAPI(ctx); err != nil || !bytes.Equal(spec, server.OpenAPI) {
+			t.Errorf("the description through the client: %v, %d bytes", err, len(spec))
+		}
 	})
 }
 
