@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"sort"
@@ -45,13 +46,21 @@ func SpecPath(pattern string) string { return strings.ReplaceAll(pattern, "...}"
 // ContractChecked wraps a test server's handler: each answer it gives is
 // checked against the description of the route that served it (the
 // ServeMux pattern the request matched, r.Pattern after routing), its
-// status, media type and body; a mismatch fails t. An answer of no route
+// status, media type and body, and the body of each request it took (2xx)
+// against the operation's requestBody; a mismatch fails t. An answer of no route
 // (the catch-all's 404 or 405) is checked against the description's
 // NotFound or MethodNotAllowed response.
 func ContractChecked(t testing.TB, h http.Handler) http.Handler {
 	spec := Spec(t)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &recordingWriter{ResponseWriter: w}
+		reqBody := &cappedBuffer{}
+		if r.Body != nil {
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.TeeReader(r.Body, reqBody), r.Body}
+		}
 		h.ServeHTTP(rec, r)
 		status := rec.status
 		if status == 0 {
@@ -73,6 +82,10 @@ func ContractChecked(t testing.TB, h http.Handler) http.Handler {
 				method = http.MethodHead
 			}
 			err = spec.Check(method, path, status, ct, rec.body.Bytes())
+			// A request the server took must be one the description allows.
+			if err == nil && status < 300 && !reqBody.truncated {
+				err = spec.CheckRequest(method, path, r.Header.Get("Content-Type"), reqBody.Bytes())
+			}
 			if rec.truncated && err == nil && strings.Contains(ct, "json") {
 				err = fmt.Errorf("%s %s %d: a JSON body over %d bytes, not checked", method, path, status, maxChecked)
 			}
@@ -92,6 +105,21 @@ func ContractChecked(t testing.TB, h http.Handler) http.Handler {
 // maxChecked bounds what is kept of a body to check: a file download is
 // not JSON and need not be kept whole.
 const maxChecked = 4 << 20
+
+// cappedBuffer keeps the first maxChecked bytes of a request body.
+type cappedBuffer struct {
+	bytes.Buffer
+	truncated bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := maxChecked - b.Len(); room < len(p) {
+		b.Buffer.Write(p[:max(room, 0)])
+		b.truncated = true
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}
 
 type recordingWriter struct {
 	http.ResponseWriter

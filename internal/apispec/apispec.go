@@ -127,6 +127,59 @@ func (s *Spec) Check(method, path string, status int, contentType string, body [
 	return s.checkResponse(resp, method, path, status, contentType, body)
 }
 
+// CheckRequest validates a request body the server accepted: a body the
+// operation takes must match its requestBody's schema, so that the
+// description never refuses what the server takes. An empty body passes
+// unless the requestBody is required.
+func (s *Spec) CheckRequest(method, path, contentType string, body []byte) error {
+	op, err := s.operation(method, path)
+	if err != nil {
+		return err
+	}
+	rb, ok := op["requestBody"].(map[string]any)
+	if !ok {
+		if len(bytes.TrimSpace(body)) != 0 {
+			return fmt.Errorf("%s %s: a request body is accepted but none is described", method, path)
+		}
+		return nil
+	}
+	if rb, err = s.deref(rb); err != nil {
+		return err
+	}
+	if len(body) == 0 {
+		if req, _ := rb["required"].(bool); req {
+			return fmt.Errorf("%s %s: an empty request body is accepted but the description requires one", method, path)
+		}
+		return nil
+	}
+	content, _ := rb["content"].(map[string]any)
+	mt := strings.TrimSpace(strings.Split(contentType, ";")[0])
+	media, ok := content[mt].(map[string]any)
+	if !ok && mt == "" && len(content) == 1 {
+		// A client that sends no Content-Type: the one media type described.
+		for t, m := range content {
+			mt, media, ok = t, m.(map[string]any), true
+		}
+	}
+	if !ok {
+		return fmt.Errorf("%s %s: request content type %q is not described (want one of %v)", method, path, mt, keys(content))
+	}
+	schema, ok := media["schema"]
+	if !ok || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("%s %s: request body is not JSON: %v", method, path, err)
+	}
+	if err := s.validate(schema, v, "request $"); err != nil {
+		return fmt.Errorf("%s %s: %v", method, path, err)
+	}
+	return nil
+}
+
 // CheckResponse validates an answer against a named response of the
 // components (components/responses/NAME): for answers no operation
 // describes, such as the 404 of an unknown path or the 405 of a known path

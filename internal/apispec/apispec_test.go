@@ -46,7 +46,7 @@ func TestCheck(t *testing.T) {
 	if err := s.Check("POST", path, 200, "application/json", []byte(`{}`)); err == nil {
 		t.Error("an undescribed method passed")
 	}
-	if got := s.Operations(); len(got) != 1 || got[0] != "GET /things/{id}" {
+	if got := s.Operations(); len(got) != 2 || got[0] != "GET /things/{id}" || got[1] != "PUT /things/{id}" {
 		t.Errorf("operations %v", got)
 	}
 }
@@ -98,5 +98,34 @@ func TestHeadAndComponentResponses(t *testing.T) {
 	}
 	if err := s.CheckResponse("Nothing", "PUT", "/nowhere", 404, "application/problem+json", []byte(`{}`)); err == nil {
 		t.Error("an undefined component response passed")
+	}
+}
+
+// TestCheckRequest: an accepted request body must match the operation's
+// requestBody; an empty one passes when it is not required.
+func TestCheckRequest(t *testing.T) {
+	s, err := Load("testdata/mini.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const path = "/things/{id}"
+	for _, c := range []struct {
+		name, method, ct, body, err string
+	}{
+		{"valid", "PUT", "application/json", `{"name":"x","size_bytes":1}`, ""},
+		{"no content type", "PUT", "", `{"name":"x","size_bytes":1}`, ""},
+		{"empty", "PUT", "application/json", ``, ""},
+		{"missing field", "PUT", "application/json", `{"name":"x"}`, `required property "size_bytes"`},
+		{"extra field", "PUT", "application/json", `{"name":"x","size_bytes":1,"z":1}`, `property "z" is not described`},
+		{"other media", "PUT", "text/plain", `x`, "request content type"},
+		{"body where none is", "GET", "application/json", `{}`, "none is described"},
+	} {
+		err := s.CheckRequest(c.method, path, c.ct, []byte(c.body))
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.err)
+		}
 	}
 }
