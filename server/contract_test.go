@@ -96,10 +96,37 @@ func ContractChecked(t testing.TB, h http.Handler) http.Handler {
 			contract.seen[fmt.Sprintf("%s %s %d", method, path, status)] = true
 			contract.mu.Unlock()
 		}
+		if err == nil {
+			err = requiredHeaders(spec, r, status, rec.Header())
+		}
 		if err != nil {
 			t.Errorf("the answer is not as openapi.json describes it: %v\nbody: %.400s", err, rec.body.String())
 		}
 	})
+}
+
+// requiredHeaders: the answer carries the headers its description marks
+// required (Location of a 201, WWW-Authenticate of a 401, Allow of a 405).
+func requiredHeaders(spec *apispec.Spec, r *http.Request, status int, h http.Header) error {
+	method, path, routed := strings.Cut(r.Pattern, " ")
+	switch {
+	case !routed && status == http.StatusNotFound:
+		method, path = "", "NotFound"
+	case !routed:
+		method, path = "", "MethodNotAllowed"
+	default:
+		path = SpecPath(path)
+	}
+	names, err := spec.RequiredHeaders(method, path, status)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if h.Get(name) == "" {
+			return fmt.Errorf("%s %s %d: no %s header, which the description requires", r.Method, r.URL.Path, status, name)
+		}
+	}
+	return nil
 }
 
 // maxChecked bounds what is kept of a body to check: a file download is

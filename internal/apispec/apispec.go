@@ -180,6 +180,51 @@ func (s *Spec) CheckRequest(method, path, contentType string, body []byte) error
 	return nil
 }
 
+// RequiredHeaders lists the headers the response for status must carry
+// (those the description marks "required": true), for an operation, or,
+// with method "" and path a components/responses name, for that response.
+func (s *Spec) RequiredHeaders(method, path string, status int) ([]string, error) {
+	var resp map[string]any
+	if method == "" {
+		r, err := s.resolve("#/components/responses/" + path)
+		if err != nil {
+			return nil, err
+		}
+		resp = r
+	} else {
+		op, err := s.operation(method, path)
+		if err != nil {
+			return nil, err
+		}
+		responses, _ := op["responses"].(map[string]any)
+		r, ok := responses[strconv.Itoa(status)].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s %s: status %d is not described", method, path, status)
+		}
+		resp = r
+	}
+	resp, err := s.deref(resp)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	headers, _ := resp["headers"].(map[string]any)
+	for name, h := range headers {
+		hm, ok := h.(map[string]any)
+		if !ok {
+			continue
+		}
+		if hm, err = s.deref(hm); err != nil {
+			return nil, err
+		}
+		if req, _ := hm["required"].(bool); req {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
 // CheckResponse validates an answer against a named response of the
 // components (components/responses/NAME): for answers no operation
 // describes, such as the 404 of an unknown path or the 405 of a known path

@@ -129,3 +129,24 @@ func TestCheckRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestRequiredHeaders: the headers marked required, of an operation's
+// response and of a named response of the components.
+func TestRequiredHeaders(t *testing.T) {
+	s, err := Load("testdata/mini.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := s.RequiredHeaders("GET", "/things/{id}", 304); err != nil || strings.Join(h, ",") != "ETag" {
+		t.Errorf("304: %v %v, want [ETag]", h, err)
+	}
+	if h, err := s.RequiredHeaders("GET", "/things/{id}", 200); err != nil || len(h) != 0 {
+		t.Errorf("200: %v %v, want none", h, err)
+	}
+	if h, err := s.RequiredHeaders("", "Problem", 0); err != nil || strings.Join(h, ",") != "WWW-Authenticate" {
+		t.Errorf("component: %v %v", h, err)
+	}
+	if _, err := s.RequiredHeaders("GET", "/things/{id}", 418); err == nil {
+		t.Error("an undescribed status has headers")
+	}
+}
