@@ -1,6 +1,9 @@
 // Package apispec checks real HTTP responses against the API's OpenAPI 3.1
 // description (server/openapi.json), so that the description the clients
-// read can never drift from what the server answers.
+// read can never drift from what the server answers: a response's status,
+// media type, body and required headers (Check, CheckResponse,
+// RequiredHeaders), and the body of a request the server took
+// (CheckRequest).
 //
 // It owns a deliberately small validator: the subset of JSON Schema 2020-12
 // the description uses (type with "null", properties, required,
