@@ -35,13 +35,16 @@ const (
 	InterruptedRemove = "interrupted-remove"
 	BusyProject       = "operation-in-progress"
 	MissingDirectory  = "missing-directory"
-	WrongProjectID    = "wrong-project-id"
-	LimitsDrift       = "limits-drift"
-	OrphanKernelID    = "unowned-kernel-id"
-	ForeignKernelID   = "foreign-kernel-id"
-	KeptID            = "kept-id"
-	UnmanagedDir      = "unmanaged-directory"
-	QuotaEscape       = "quota-escape"
+	// A ready project without a tree of one of Areas: registered by an
+	// xfsq from before that area had trees (scratch came later).
+	MissingTree     = "missing-tree"
+	WrongProjectID  = "wrong-project-id"
+	LimitsDrift     = "limits-drift"
+	OrphanKernelID  = "unowned-kernel-id"
+	ForeignKernelID = "foreign-kernel-id"
+	KeptID          = "kept-id"
+	UnmanagedDir    = "unmanaged-directory"
+	QuotaEscape     = "quota-escape"
 	// A deletion journalled as pending whose process stopped before
 	// confirming it (a killed sweep, purge or files rm).
 	InterruptedDeletion = "interrupted-deletion"
@@ -95,6 +98,7 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 			return nil, err
 		}
 	}
+	findings = append(findings, m.missingTrees(ctx, projects, trees)...)
 	for _, t := range trees {
 		if state[t.Project] != store.StateReady {
 			continue // the interrupted operation's finding covers it
@@ -312,6 +316,68 @@ func (m *Manager) checkIDs(ctx context.Context, trees []store.Tree, kernel map[q
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// missingTrees finds ready projects that lack a tree of an area, as every
+// project registered before scratch had trees does after an upgrade: its
+// scratch is then unbounded and uncounted. The fix gives it the tree as
+// project add would (an ID, the area's default limits; an existing
+// directory is adopted with what it holds), and undoes the tree whole if
+// any step fails.
+func (m *Manager) missingTrees(ctx context.Context, projects []store.Project, trees []store.Tree) []Finding {
+	has := map[string]bool{}
+	for _, t := range trees {
+		has[t.Project+"/"+t.Area] = true
+	}
+	var out []Finding
+	for _, p := range projects {
+		if p.State != store.StateReady {
+			continue
+		}
+		for _, area := range Areas {
+			if has[p.Name+"/"+area] {
+				continue
+			}
+			name, area, rel := p.Name, area, TreePath(p.Name, area)
+			out = append(out, Finding{Kind: MissingTree, Project: name, Area: area, Path: rel,
+				Detail: fmt.Sprintf("the project has no %s tree (registered before xfsq gave projects one): %s has no project ID and no limit", area, rel),
+				Fix:    fmt.Sprintf("make the tree: a project ID for %s and the hard limit %s", rel, areaDefaultQuota[area]),
+				fixFn:  func(ctx context.Context) error { return m.addMissingTree(ctx, name, area) }})
+		}
+	}
+	return out
+}
+
+// addMissingTree gives a ready project its tree of area, or leaves no
+// trace of trying.
+func (m *Manager) addMissingTree(ctx context.Context, name, area string) error {
+	limits, err := m.defaultLimits(ctx, area)
+	if err != nil {
+		return err
+	}
+	tree, err := m.makeTree(ctx, name, area, limits)
+	if err == nil || tree.ProjectID == 0 {
+		return err
+	}
+	if clearErr := m.Backend.Clear(tree.ProjectID); clearErr != nil {
+		return fmt.Errorf("%w (and clearing its limits failed: %v)", err, clearErr)
+	}
+	if tree.CreatedDir {
+		removeEmptyTree(m.abs(tree.Path), area)
+	}
+	used, usedErr := m.idsStillUsed([]store.Tree{tree})
+	if usedErr != nil {
+		return fmt.Errorf("%w (and undoing it failed: %v)", err, usedErr)
+	}
+	if undoErr := m.Store.InTx(ctx, func(tx *store.Tx) error {
+		if err := releaseOrKeep(ctx, tx, tree, used[tree.ProjectID], "rolled-back:"+name+"/"+area); err != nil {
+			return err
+		}
+		return tx.DeleteTree(ctx, name, area)
+	}); undoErr != nil {
+		return fmt.Errorf("%w (and undoing it failed: %v)", err, undoErr)
+	}
+	return err
 }
 
 // unmanagedDirs lists directories under the area bases that no project owns.

@@ -49,16 +49,24 @@ import (
 )
 
 // Areas: the kinds of tree a project owns, each with its own project ID.
+// A project's scratch is one tree (scratch/PROJECT) holding its runs'
+// directories (scratch/PROJECT/RUN): the runs share the project's scratch
+// limit, and a run that fills it stops there, not at the disk.
 const (
 	AreaWorkspace = "workspace"
 	AreaCache     = "cache"
+	AreaScratch   = "scratch"
 )
 
 // Areas lists the areas a project is given, in order.
-var Areas = []string{AreaWorkspace, AreaCache}
+var Areas = []string{AreaWorkspace, AreaCache, AreaScratch}
 
 // areaBase is where each area's trees live under the root.
-var areaBase = map[string]string{AreaWorkspace: "projects", AreaCache: "cache"}
+var areaBase = map[string]string{AreaWorkspace: "projects", AreaCache: "cache", AreaScratch: "scratch"}
+
+// areaDefaultQuota names the setting that gives each area's hard byte
+// limit to a new tree.
+var areaDefaultQuota = map[string]string{AreaWorkspace: "default_quota", AreaCache: "default_cache_quota", AreaScratch: "default_scratch_quota"}
 
 // BaseDirs are created by init; none may carry PROJINHERIT.
 var BaseDirs = []string{"projects", "cache", "scratch", "inbound"}
@@ -104,7 +112,7 @@ func ValidateName(name string) error {
 // ValidateArea checks an area name.
 func ValidateArea(area string) error {
 	if _, ok := areaBase[area]; !ok {
-		return inputErrorf("unknown area %q: use %s or %s", area, AreaWorkspace, AreaCache)
+		return inputErrorf("unknown area %q: use %s", area, strings.Join(Areas, ", "))
 	}
 	return nil
 }

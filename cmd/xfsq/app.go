@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -73,21 +74,19 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Subcommands: []*cli.Command{
 					{
 						Name: "add", Usage: "register a project: its trees, project IDs and limits", ArgsUsage: "NAME",
-						Description: "Creates projects/NAME/{uploads,inbox} and cache/NAME, gives each tree its own project ID and\n" +
-							"limits, and journals project.added. NAME: " + project.NameRule + ".\n" +
+						Description: "Creates projects/NAME/{uploads,inbox}, cache/NAME and scratch/NAME (where its runs keep\n" +
+							"scratch/NAME/RUN), gives each tree its own project ID and limits, and journals project.added.\n" +
+							"NAME: " + project.NameRule + ".\n" +
 							"The workspace hard limit defaults to the setting default_quota (50GiB, or\n" +
-							"KERNEL_STORAGE_DEFAULT_QUOTA_BYTES), the cache's to default_cache_quota.",
-						Flags: append(limitFlagSet("", "workspace"),
-							&cli.StringFlag{Name: "cache-bytes-soft", Usage: "cache soft byte limit (SIZE)"},
-							&cli.StringFlag{Name: "cache-bytes-hard", Usage: "cache hard byte limit (SIZE)"},
-							&cli.StringFlag{Name: "cache-inodes-soft", Usage: "cache soft file-count limit"},
-							&cli.StringFlag{Name: "cache-inodes-hard", Usage: "cache hard file-count limit"}),
+							"KERNEL_STORAGE_DEFAULT_QUOTA_BYTES), the cache's to default_cache_quota, the scratch's\n" +
+							"(shared by all runs of the project) to default_scratch_quota.",
+						Flags: append(append(limitFlagSet("", "workspace"), limitFlagSet("cache-", "cache")...), limitFlagSet("scratch-", "scratch")...),
 						Action: with(cmdProjectAdd),
 					},
 					{
 						Name: "set", Usage: "change the limits of one tree of a project", ArgsUsage: "NAME",
 						Flags: append(limitFlagSet("", "new"),
-							&cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: "workspace or cache"}),
+							&cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: areaUsage}),
 						Action: with(cmdProjectSet),
 					},
 					{
@@ -138,7 +137,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					"On XFS, usage is the kernel's count, read in one pass. On the fallback backend it is each tree's\n" +
 					"last walk plus the writes made through xfsq since (usage_as_of says when that walk began); the\n" +
 					"hourly pass (xfsq snapshot --all) walks them again. --refresh walks every tree now.",
-				Flags:  []cli.Flag{refreshFlag()},
+				Flags:  []cli.Flag{refreshFlag(), &cli.StringFlag{Name: "area", Usage: "only this area (" + areaUsage + ")"}},
 				Action: with(cmdReport),
 			},
 			{
@@ -150,7 +149,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					"storage.snapshot event. A tree that fails is reported and the others go on.",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "all", Usage: "every project"},
-					&cli.StringFlag{Name: "area", Usage: "only this area (workspace or cache)"},
+					&cli.StringFlag{Name: "area", Usage: "only this area (" + areaUsage + ")"},
 					&cli.IntFlag{Name: "depth", Value: 3, Usage: "aggregate to this depth (1-8)"},
 					&cli.IntFlag{Name: "top", Value: 20, Usage: "largest sub-paths per level and largest files kept"},
 					&cli.DurationFlag{Name: "budget", Usage: "stop each walk after this long and mark it partial (0: no limit)"},
@@ -332,6 +331,9 @@ func cmdProjectAdd(e env) error {
 	if o.Cache, err = limitFlags(e.c, "cache-"); err != nil {
 		return err
 	}
+	if o.Scratch, err = limitFlags(e.c, "scratch-"); err != nil {
+		return err
+	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
 		p, err := m.Add(ctx, name, o)
 		if err != nil {
@@ -483,10 +485,19 @@ func printDrift(w io.Writer, trees []project.TreeStatus) {
 }
 
 func cmdReport(e env) error {
+	area := e.c.String("area")
+	if area != "" {
+		if err := project.ValidateArea(area); err != nil {
+			return err
+		}
+	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
 		rows, err := m.Report(ctx, readFlags(e))
 		if err != nil {
 			return err
+		}
+		if area != "" {
+			rows = slices.DeleteFunc(rows, func(t project.TreeStatus) bool { return t.Area != area })
 		}
 		return e.print(rows, func(w io.Writer) {
 			fmt.Fprintf(w, "backend: %s\n", m.BackendName())
@@ -676,8 +687,11 @@ func refreshFlag() cli.Flag {
 
 func readFlags(e env) project.Read { return project.Read{Refresh: e.c.Bool("refresh")} }
 
+// areaUsage names the areas a flag takes.
+var areaUsage = strings.Join(project.Areas, ", ")
+
 func areaFlag() cli.Flag {
-	return &cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: "workspace or cache"}
+	return &cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: areaUsage}
 }
 
 // filesArgs reads PROJECT and PATH (PATH optional when optionalPath).

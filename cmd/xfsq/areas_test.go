@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/store"
+)
+
+// A project's scratch (scratch/PROJECT, where its runs keep
+// scratch/PROJECT/RUN) is a tree of its own on the fallback: it has an ID
+// and a limit (default_scratch_quota, or --scratch-bytes-hard), a row in
+// report, and writes through xfsq into it are admitted against that limit;
+// a run that filled it outside xfsq makes the project's admission deny.
+func TestScratchIsABoundedTree(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := fallbackSandbox(t, dsn)
+		s.ok("project", "add", "omni", "--scratch-bytes-hard", "64k")
+		rows := s.report()
+		scratch, ok := rows["omni/scratch"]
+		if !ok || scratch.BytesHard != 64<<10 || scratch.ProjectID == 0 || scratch.ProjectID == rows["omni/workspace"].ProjectID {
+			t.Fatalf("report has no scratch row of its own with the limit given: %+v", rows)
+		}
+		var only []reportRow
+		if s.json(&only, "report", "--area", "scratch"); len(only) != 1 || only[0].Area != "scratch" {
+			t.Errorf("report --area scratch: %+v", only)
+		}
+		if r := s.run("report", "--area", "bogus"); r.code != 2 || !strings.Contains(r.stderr, "scratch") {
+			t.Errorf("report --area bogus: exit %d %q, want 2 naming the areas", r.code, r.stderr)
+		}
+
+		// Through xfsq: admitted against the scratch limit, not the workspace's.
+		big := filepath.Join(t.TempDir(), "big")
+		os.WriteFile(big, make([]byte, 100<<10), 0o644)
+		if r := s.run("files", "put", "omni", "run1/out", "--area", "scratch", "--from", big); r.code != 3 {
+			t.Errorf("100 KiB into a 64 KiB scratch: exit %d %q, want 3", r.code, r.stderr)
+		}
+		if r := s.run("files", "put", "omni", "run1/out", "--from", big); r.code != 0 {
+			t.Errorf("the same 100 KiB into the workspace: exit %d %q", r.code, r.stderr)
+		}
+		small := filepath.Join(t.TempDir(), "small")
+		os.WriteFile(small, make([]byte, 8<<10), 0o644)
+		s.ok("files", "put", "omni", "run1/out", "--area", "scratch", "--from", small)
+		if _, err := os.Stat(filepath.Join(s.root, "scratch/omni/run1/out")); err != nil {
+			t.Errorf("the admitted write is not in scratch/omni/run1: %v", err)
+		}
+		if out := s.ok("files", "ls", "omni", "run1", "--area", "scratch"); !strings.Contains(out, "out") {
+			t.Errorf("files ls --area scratch: %q", out)
+		}
+
+		// A run filling scratch outside xfsq: seen at the next walk, and
+		// admission then denies naming the scratch tree.
+		os.WriteFile(filepath.Join(s.root, "scratch/omni/run1/junk"), make([]byte, 200<<10), 0o644)
+		if r := s.run("project", "check", "omni", "--refresh"); r.code != 3 || !strings.Contains(r.stderr, "scratch") {
+			t.Errorf("check with scratch over its limit: exit %d %q, want 3 naming scratch", r.code, r.stderr)
+		}
+
+		// New projects take default_scratch_quota.
+		s.ok("settings", "set", "default_scratch_quota", "1MiB")
+		s.ok("project", "add", "beta")
+		if got := s.report()["beta/scratch"].BytesHard; got != 1<<20 {
+			t.Errorf("beta's scratch hard limit %d, want default_scratch_quota 1 MiB", got)
+		}
+		if r := s.run("settings", "set", "default_scratch_quota", "0"); r.code != 2 {
+			t.Errorf("default_scratch_quota 0 without --allow-zero: exit %d, want 2", r.code)
+		}
+	})
+}
+
+// A project registered before scratch had trees (its store has no scratch
+// row) is found by doctor, and doctor --fix gives it the tree, adopting the
+// runs' scratch already there and counting it.
+func TestDoctorGivesOldProjectsTheirScratchTree(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	if err := os.MkdirAll(filepath.Join(s.root, "scratch/omni/run1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(s.root, "scratch/omni/run1/data"), make([]byte, 40<<10), 0o644)
+	// What an older xfsq recorded: no scratch tree.
+	st := s.store()
+	if err := st.InTx(context.Background(), func(tx *store.Tx) error { return tx.DeleteTree(context.Background(), "omni", "scratch") }); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if _, ok := s.report()["omni/scratch"]; ok {
+		t.Fatal("the scratch row survived its deletion")
+	}
+	r := s.run("doctor")
+	if r.code != 1 || !strings.Contains(r.stdout, "missing-tree") || !strings.Contains(r.stdout, "scratch/omni") {
+		t.Fatalf("doctor on a project without its scratch tree: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	s.ok("doctor", "--fix")
+	row, ok := s.report()["omni/scratch"]
+	if !ok || row.BytesHard != 20<<30 || row.UsedBytes < 40<<10 {
+		t.Errorf("after doctor --fix: scratch row %+v (ok %v), want default_scratch_quota and the 40 KiB already there", row, ok)
+	}
+	if r := s.run("doctor"); r.code != 0 {
+		t.Errorf("doctor after the fix: exit %d\n%s", r.code, r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(s.root, "scratch/omni/run1/data")); err != nil {
+		t.Errorf("the fix lost the run's scratch: %v", err)
+	}
+}
