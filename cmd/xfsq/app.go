@@ -164,11 +164,16 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			{
 				Name: "sweep", Usage: "delete what the retention policies name, journalling every deletion", ArgsUsage: "[PROJECT…]",
 				Description: "Plans, then deletes: the quota check (storage.quota_exceeded for trees over their soft limit), then\n" +
-					"caches over cache_quota_per_project (least recently modified top-level entries, never younger than\n" +
+					"caches over cache_quota_per_project (least recently used top-level entries, never one used within\n" +
 					"cache_min_age), workspace trash (workspace_trash_globs older than workspace_trash_age), scratch of\n" +
 					"finished runs older than scratch_ttl. Never touched: uploads/, inbox/, .git/, git-tracked files,\n" +
 					"anything modified within busy_grace, leased projects, symlinks, other filesystems. Each entry is\n" +
 					"re-checked just before it goes and journalled (storage.evicted) before and after.\n" +
+					"A cache entry's last use is the newest mtime or file atime inside it, as BuildKit's GC ages its\n" +
+					"cache: how atimes move is the mount's choice. relatime (the default) records a file's first read\n" +
+					"after a change, then at most one read a day, which is enough at cache_min_age's scale; with\n" +
+					"strictatime every read counts; under noatime reads are never recorded and caches age by\n" +
+					"modification only. Directory atimes are not used (walks read directories).\n" +
 					"   Review first:  xfsq sweep --all --dry-run --plan-out plan.json\n" +
 					"   Then:          xfsq sweep --apply plan.json",
 				Flags: []cli.Flag{

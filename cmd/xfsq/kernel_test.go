@@ -32,7 +32,79 @@ func TestKernel(t *testing.T) {
 		{Name: "SnapshotFlagsFilesThatEscapedTheQuotaAndDoctorRetagsThem", Run: testXFSEscape},
 		{Name: "HealthReadsTheKernelsQuotaFlagsNow", Run: testXFSHealthQuota},
 		{Name: "AdversarialCampaignHoldsOnXFS", Run: testXFSCampaign},
+		{Name: "ScratchRunStopsAtItsLimitWhileTheWorkspaceWrites", Run: testXFSScratch},
 	})
+}
+
+// A run filling scratch/PROJECT/RUN is stopped by the kernel at the
+// project's scratch limit while the project's workspace still takes
+// writes; a project registered before scratch had trees gets its tree from
+// doctor --fix, and from then on the kernel stops its runs too.
+func testXFSScratch(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	s.ok("project", "add", "omni", "--bytes-hard", "40m", "--scratch-bytes-hard", "5m")
+	run := filepath.Join(s.root, "scratch/omni/run1")
+	if err := os.Mkdir(run, 0o755); err != nil { // as the sandbox makes a run's scratch
+		t.Fatal(err)
+	}
+	written, err := kerneltest.Fill(filepath.Join(run, "big"), 20*mib)
+	if !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("a run writing 20 MiB into a 5 MiB scratch: wrote %d, err %v; want EDQUOT", written, err)
+	}
+	if written > 5*mib {
+		t.Errorf("the run wrote %d bytes past a 5 MiB scratch limit", written)
+	}
+	if _, err := kerneltest.Fill(filepath.Join(s.root, "projects/omni/data"), 8*mib); err != nil {
+		t.Errorf("the workspace of the project whose scratch is full could not write: %v", err)
+	}
+	rep := s.report()
+	if sc := rep["omni/scratch"]; sc.BytesHard != 5*mib || sc.UsedBytes < 4*mib {
+		t.Errorf("report's scratch row: %+v", sc)
+	}
+	if r := s.run("project", "check", "omni"); r.code != 3 || !strings.Contains(r.stderr, "scratch") {
+		t.Errorf("check with a full scratch: exit %d %q, want 3 naming scratch", r.code, r.stderr)
+	}
+
+	// An older registration: no scratch tree in the store, no ID on the directory.
+	s.ok("project", "add", "old")
+	st := s.store()
+	var oldID quota.ProjectID
+	for _, tr := range mustTrees(t, st, "old") {
+		if tr.Area == project.AreaScratch {
+			oldID = tr.ProjectID
+		}
+	}
+	if err := st.InTx(t.Context(), func(tx *store.Tx) error {
+		if err := tx.ReleaseID(t.Context(), uuidOf(t, s.root), oldID); err != nil {
+			return err
+		}
+		return tx.DeleteTree(t.Context(), "old", project.AreaScratch)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	xfsQuota(t, s.root, fmt.Sprintf("limit -p bhard=0 %d", oldID))
+	oldRun := filepath.Join(s.root, "scratch/old/run1")
+	if err := os.MkdirAll(oldRun, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s.ok("settings", "set", "default_scratch_quota", "4m")
+	if r := s.run("doctor"); r.code != 1 || !strings.Contains(r.stdout, "missing-tree") {
+		t.Fatalf("doctor on a project without its scratch tree: exit %d\n%s", r.code, r.stdout)
+	}
+	s.ok("doctor", "--fix")
+	if _, err := kerneltest.Fill(filepath.Join(oldRun, "big"), 20*mib); !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
+		t.Errorf("after doctor --fix, a run of the old project wrote 20 MiB past its 4 MiB scratch: %v", err)
+	}
+}
+
+func mustTrees(t *testing.T, st *store.Store, name string) []store.Tree {
+	t.Helper()
+	trees, err := st.Trees(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return trees
 }
 
 // One trial set of the adversarial campaign (campaign_test.go) on XFS with
