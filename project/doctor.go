@@ -11,6 +11,7 @@ import (
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/units"
 )
 
 // Finding is one drift between the store, the directories and the kernel.
@@ -37,7 +38,9 @@ const (
 	MissingDirectory  = "missing-directory"
 	// A ready project without a tree of one of Areas: registered by an
 	// xfsq from before that area had trees (scratch came later).
-	MissingTree     = "missing-tree"
+	MissingTree = "missing-tree"
+	// XFS: the filesystem's grace periods differ from soft_grace.
+	GraceDrift      = "grace-drift"
 	WrongProjectID  = "wrong-project-id"
 	LimitsDrift     = "limits-drift"
 	OrphanKernelID  = "unowned-kernel-id"
@@ -111,6 +114,13 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 		}
 	}
 	if m.xfs != nil {
+		f, ok, err := m.checkGrace(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			findings = append(findings, f)
+		}
 		idFindings, err := m.checkIDs(ctx, trees, kernel)
 		if err != nil {
 			return nil, err
@@ -316,6 +326,26 @@ func (m *Manager) checkIDs(ctx context.Context, trees []store.Tree, kernel map[q
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// checkGrace compares the kernel's grace periods with soft_grace.
+func (m *Manager) checkGrace(ctx context.Context) (Finding, bool, error) {
+	want, err := m.setting(ctx, "soft_grace")
+	if err != nil {
+		return Finding{}, false, err
+	}
+	bytes, inodes, err := m.xfs.Grace()
+	if err != nil {
+		return Finding{}, false, err
+	}
+	if bytes == want.Duration() && inodes == want.Duration() {
+		return Finding{}, false, nil
+	}
+	return Finding{Kind: GraceDrift,
+		Detail: fmt.Sprintf("the kernel's grace periods are %s (bytes) and %s (inodes), soft_grace is %s (0 is the kernel's default, 7d)",
+			units.FormatDuration(bytes), units.FormatDuration(inodes), units.FormatDuration(want.Duration())),
+		Fix:   "set the kernel's grace periods to soft_grace",
+		fixFn: m.applyGrace}, true, nil
 }
 
 // missingTrees finds ready projects that lack a tree of an area, as every

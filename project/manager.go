@@ -368,8 +368,25 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 				return nil, res, err
 			}
 		}
+		if err := m.applyGrace(ctx); err != nil {
+			m.Close()
+			return nil, res, err
+		}
 	}
 	return m, res, nil
+}
+
+// applyGrace gives the kernel the soft_grace setting as the filesystem's
+// grace periods for bytes and inodes (XFS keeps one pair per filesystem).
+func (m *Manager) applyGrace(ctx context.Context) error {
+	if m.xfs == nil {
+		return nil
+	}
+	g, err := m.setting(ctx, "soft_grace")
+	if err != nil {
+		return err
+	}
+	return m.xfs.SetGrace(g.Duration(), g.Duration())
 }
 
 // setting resolves one setting's effective value.

@@ -23,20 +23,25 @@ type Project struct {
 
 // TreeStatus is one tree's limits and usage as the backend reports them.
 type TreeStatus struct {
-	Project         string          `json:"project"`
-	Area            string          `json:"area"`
-	Path            string          `json:"path"`
-	ProjectID       quota.ProjectID `json:"project_id"`
-	Backend         string          `json:"backend"`
-	UsedBytes       uint64          `json:"used_bytes"`
-	UsedInodes      uint64          `json:"used_inodes"`
-	BytesSoft       uint64          `json:"bytes_soft"`
-	BytesHard       uint64          `json:"bytes_hard"`
-	InodesSoft      uint64          `json:"inodes_soft"`
-	InodesHard      uint64          `json:"inodes_hard"`
-	Percent         float64         `json:"percent"` // of the byte hard limit; 0 when there is none
-	BytesGraceEnds  *time.Time      `json:"bytes_grace_ends,omitempty"`
-	InodesGraceEnds *time.Time      `json:"inodes_grace_ends,omitempty"`
+	Project    string          `json:"project"`
+	Area       string          `json:"area"`
+	Path       string          `json:"path"`
+	ProjectID  quota.ProjectID `json:"project_id"`
+	Backend    string          `json:"backend"`
+	UsedBytes  uint64          `json:"used_bytes"`
+	UsedInodes uint64          `json:"used_inodes"`
+	BytesSoft  uint64          `json:"bytes_soft"`
+	BytesHard  uint64          `json:"bytes_hard"`
+	InodesSoft uint64          `json:"inodes_soft"`
+	InodesHard uint64          `json:"inodes_hard"`
+	Percent    float64         `json:"percent"` // of the byte hard limit; 0 when there is none
+	// BytesGraceEnds and InodesGraceEnds are set while usage is over a
+	// soft limit: when its grace (soft_grace) runs out, after which
+	// admission denies (on XFS the kernel's timer, which also refuses
+	// writes then; on the fallback xfsq's, started when xfsq saw the tree
+	// go over: at a write through it, a walk or a limit change).
+	BytesGraceEnds  *time.Time `json:"bytes_grace_ends_at,omitempty"`
+	InodesGraceEnds *time.Time `json:"inodes_grace_ends_at,omitempty"`
 	// Drift is set when the limits in force differ from the recorded ones
 	// (changed behind xfsq's back): doctor --fix restores the recorded ones.
 	Drift string `json:"drift,omitempty"`
@@ -150,6 +155,14 @@ func (m *Manager) fallbackRead(ctx context.Context, t store.Tree) (quota.Quota, 
 // when r asks.
 func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.ProjectID]quota.Quota, r Read) ([]TreeStatus, error) {
 	out := make([]TreeStatus, 0, len(trees))
+	var grace time.Duration
+	if m.xfs == nil && len(trees) > 0 {
+		g, err := m.setting(ctx, "soft_grace")
+		if err != nil {
+			return nil, err
+		}
+		grace = g.Duration()
+	}
 	for _, t := range trees {
 		var q quota.Quota
 		var asOf *time.Time
@@ -167,6 +180,9 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.
 			}
 			if !walked.IsZero() { // never walked: how old is unknown
 				asOf = &walked
+			}
+			if err := m.fallbackGrace(ctx, t, &q, grace); err != nil {
+				return nil, err
 			}
 		case all == nil:
 			if q, err = m.Backend.Get(t.ProjectID); err != nil {
@@ -196,6 +212,22 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// fallbackGrace sets a fallback tree's grace ends from when xfsq saw it go
+// over each soft limit, while the figure read is still over it.
+func (m *Manager) fallbackGrace(ctx context.Context, t store.Tree, q *quota.Quota, grace time.Duration) error {
+	bytesSince, inodesSince, err := m.Store.GraceStarts(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
+	if err != nil {
+		return err
+	}
+	if q.BytesSoft > 0 && q.Bytes > q.BytesSoft && !bytesSince.IsZero() {
+		q.BytesGraceEnds = bytesSince.Add(grace).UTC()
+	}
+	if q.InodesSoft > 0 && q.Inodes > q.InodesSoft && !inodesSince.IsZero() {
+		q.InodesGraceEnds = inodesSince.Add(grace).UTC()
+	}
+	return nil
 }
 
 func formatLimits(l quota.Limits) string {

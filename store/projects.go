@@ -146,7 +146,12 @@ func (t *Tx) SetTreeLimits(ctx context.Context, project, area string, l quota.Li
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("tree %s/%s: %w", project, area, ErrNotFound)
 	}
-	return nil
+	// A soft limit lowered below the usage starts its grace now.
+	acct, err := t.account(ctx, TreeKey{Project: project, Area: area})
+	if err != nil {
+		return err
+	}
+	return t.startGrace(ctx, TreeKey{Project: project, Area: area}, acct)
 }
 
 // Project reads one project.

@@ -487,6 +487,21 @@ func printDrift(w io.Writer, trees []project.TreeStatus) {
 			fmt.Fprintf(w, "drift: %s %s: %s (xfsq doctor --fix)\n", t.Project, t.Area, t.Drift)
 		}
 	}
+	now := time.Now()
+	for _, t := range trees {
+		for _, g := range []struct {
+			what string
+			ends *time.Time
+		}{{"byte", t.BytesGraceEnds}, {"inode", t.InodesGraceEnds}} {
+			switch {
+			case g.ends == nil:
+			case g.ends.After(now):
+				fmt.Fprintf(w, "grace: %s %s: over its soft %s limit, grace ends %s\n", t.Project, t.Area, g.what, g.ends.Local().Format(time.RFC3339))
+			default:
+				fmt.Fprintf(w, "grace: %s %s: over its soft %s limit, grace ended %s (admission denies)\n", t.Project, t.Area, g.what, g.ends.Local().Format(time.RFC3339))
+			}
+		}
+	}
 }
 
 func cmdReport(e env) error {

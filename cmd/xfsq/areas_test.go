@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/store"
@@ -105,4 +106,65 @@ func TestDoctorGivesOldProjectsTheirScratchTree(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.root, "scratch/omni/run1/data")); err != nil {
 		t.Errorf("the fix lost the run's scratch: %v", err)
 	}
+}
+
+type graceRow struct {
+	Project         string     `json:"project"`
+	Area            string     `json:"area"`
+	BytesGraceEnds  *time.Time `json:"bytes_grace_ends_at"`
+	InodesGraceEnds *time.Time `json:"inodes_grace_ends_at"`
+}
+
+func (s *sandbox) grace(key string) graceRow {
+	s.t.Helper()
+	var rows []graceRow
+	s.json(&rows, "report")
+	for _, r := range rows {
+		if r.Project+"/"+r.Area == key {
+			return r
+		}
+	}
+	s.t.Fatalf("report has no row %s", key)
+	return graceRow{}
+}
+
+// On the fallback a tree over its soft limit gets a grace timer
+// (soft_grace), reported as bytes_grace_ends_at / inodes_grace_ends_at;
+// once it has run out admission denies, and going back under stops it.
+func TestSoftGraceEscalatesOnTheFallback(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := fallbackSandbox(t, dsn)
+		s.ok("project", "add", "omni", "--bytes-soft", "16k", "--bytes-hard", "10m", "--inodes-soft", "3")
+		body := filepath.Join(t.TempDir(), "body")
+		os.WriteFile(body, make([]byte, 64<<10), 0o644)
+		before := time.Now()
+		s.ok("files", "put", "omni", "a", "--from", body)
+		g := s.grace("omni/workspace")
+		if g.BytesGraceEnds == nil || g.BytesGraceEnds.Before(before.Add(7*24*time.Hour-time.Minute)) || g.BytesGraceEnds.After(time.Now().Add(7*24*time.Hour+time.Minute)) {
+			t.Fatalf("over the soft limit: bytes_grace_ends_at %v, want soft_grace (7d) from the write", g.BytesGraceEnds)
+		}
+		if g.InodesGraceEnds == nil { // 4 inodes (the tree, uploads, inbox, a) over 3
+			t.Errorf("over the soft inode limit: no inodes_grace_ends_at")
+		}
+		if r := s.run("project", "check", "omni"); r.code != 0 || !strings.Contains(r.stderr, "warn") || !strings.Contains(r.stderr, "grace ends") {
+			t.Errorf("check within grace: exit %d %q, want 0 and a warning with the grace end", r.code, r.stderr)
+		}
+		s.ok("settings", "set", "soft_grace", "1s")
+		time.Sleep(1100 * time.Millisecond)
+		if r := s.run("project", "check", "omni"); r.code != 3 || !strings.Contains(r.stderr, "past its grace") {
+			t.Errorf("check past grace: exit %d %q, want 3 (deny)", r.code, r.stderr)
+		}
+		if r := s.run("settings", "set", "soft_grace", "0s"); r.code != 2 {
+			t.Errorf("soft_grace 0s: exit %d, want 2 (the kernel reads 0 as its default)", r.code)
+		}
+		// Back under both soft limits (seen by a walk): the timers stop.
+		s.ok("files", "rm", "omni", "a")
+		s.ok("report", "--refresh")
+		if g := s.grace("omni/workspace"); g.BytesGraceEnds != nil || g.InodesGraceEnds != nil {
+			t.Errorf("back under the soft limits, grace still reported: %+v", g)
+		}
+		if r := s.run("project", "check", "omni"); r.code != 0 {
+			t.Errorf("check back under: exit %d %q", r.code, r.stderr)
+		}
+	})
 }
