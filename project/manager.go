@@ -442,10 +442,14 @@ func (m *Manager) Tree(ctx context.Context, name, area string) (store.Tree, erro
 	return store.Tree{}, fmt.Errorf("project %q has no %s tree: run xfsq doctor", name, area)
 }
 
+// SnapshotInterval is how often the scheduled pass (snapshot --all) walks
+// every tree: on the fallback a figure from an older walk is stale.
+const SnapshotInterval = time.Hour
+
 // baselineMaxAge is how old the fallback's last walk of a tree may be
 // before a write through xfsq walks it again: writes made outside xfsq are
 // seen only then.
-const baselineMaxAge = time.Hour
+const baselineMaxAge = SnapshotInterval
 
 // RefreshBaselineIfStale walks a fallback tree whose last walk is older than
 // baselineMaxAge, so admission starts from what is on disk.

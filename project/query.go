@@ -53,6 +53,12 @@ type TreeStatus struct {
 	// UsageAsOf, on the fallback only, is when the walk the usage starts
 	// from began: writes made through xfsq since are counted, others not.
 	UsageAsOf *time.Time `json:"usage_as_of,omitempty"`
+	// UsageAgeSeconds (fallback only) is how old UsageAsOf was when read;
+	// Stale marks a figure whose walk is older than SnapshotInterval (or
+	// that was never walked): the hourly pass has not run, and writes made
+	// outside xfsq since are missing from it.
+	UsageAgeSeconds *float64 `json:"usage_age_seconds,omitempty"`
+	Stale           bool     `json:"stale,omitempty"`
 	// WalkBytes and Escape are set on XFS when the last walk and the
 	// kernel's count disagreed by more than 1 %: a sign of a quota escape.
 	WalkBytes *uint64 `json:"walk_bytes,omitempty"`
@@ -163,9 +169,12 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.
 		}
 		grace = g.Duration()
 	}
+	now := m.now()
 	for _, t := range trees {
 		var q quota.Quota
 		var asOf *time.Time
+		var age *float64
+		var stale bool
 		var err error
 		switch {
 		case m.xfs == nil:
@@ -181,6 +190,11 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.
 			if !walked.IsZero() { // never walked: how old is unknown
 				asOf = &walked
 			}
+			stale = walked.IsZero() || now.Sub(walked) > SnapshotInterval
+			if !walked.IsZero() {
+				a := max(now.Sub(walked), 0).Seconds()
+				age = &a
+			}
 			if err := m.fallbackGrace(ctx, t, &q, grace); err != nil {
 				return nil, err
 			}
@@ -194,7 +208,7 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.
 				q = quota.Quota{ID: t.ProjectID}
 			}
 		}
-		s := TreeStatus{UsageAsOf: asOf, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: m.BackendName(),
+		s := TreeStatus{UsageAsOf: asOf, UsageAgeSeconds: age, Stale: stale, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: m.BackendName(),
 			UsedBytes: q.Bytes, UsedInodes: q.Inodes,
 			BytesSoft: q.BytesSoft, BytesHard: q.BytesHard, InodesSoft: q.InodesSoft, InodesHard: q.InodesHard}
 		if q.BytesHard > 0 {

@@ -534,17 +534,23 @@ func cmdReport(e env) error {
 						"      walks every tree, --refresh walks them now).\n", oldest.Local().Format(time.DateTime))
 				}
 			}
-			table(w, "PROJECT\t"+treeHeader+"\t24H\t7D\tLAST ACTIVE", func() [][]string {
+			stale := false
+			table(w, "PROJECT\t"+treeHeader+"\t24H\t7D\tLAST ACTIVE\tAS OF", func() [][]string {
 				out := make([][]string, len(rows))
 				for i, t := range rows {
 					active := "-"
 					if t.LastActivityAt != nil {
 						active = t.LastActivityAt.Local().Format(time.DateTime)
 					}
-					out[i] = append(treeRow(t, true), growth(t.Growth24h), growth(t.Growth7d), active)
+					stale = stale || t.Stale
+					out[i] = append(treeRow(t, true), growth(t.Growth24h), growth(t.Growth7d), active, usageAge(t))
 				}
 				return out
 			}())
+			if stale {
+				fmt.Fprintf(w, "stale: walked over %s ago (the hourly xfsq snapshot --all has not run): writes made outside xfsq since\n"+
+					"       are not counted; xfsq report --refresh, or xfsq top on the tree, walks it now.\n", roughAge(project.SnapshotInterval))
+			}
 			printDrift(w, rows)
 			for _, t := range rows {
 				if t.Escape != "" {
@@ -553,6 +559,36 @@ func cmdReport(e env) error {
 			}
 		})
 	})
+}
+
+// usageAge says how old a row's figure is: "now" for the kernel's count,
+// the age of the walk it starts from on the fallback, marked stale past
+// the snapshot interval.
+func usageAge(t project.TreeStatus) string {
+	switch {
+	case t.UsageAgeSeconds == nil && t.Stale:
+		return "never walked (stale)"
+	case t.UsageAgeSeconds == nil:
+		return "now"
+	}
+	age := roughAge(time.Duration(*t.UsageAgeSeconds*float64(time.Second))) + " ago"
+	if t.Stale {
+		age += " (stale)"
+	}
+	return age
+}
+
+// roughAge is an age as a person reads it: 40s, 12m, 3h5m, 4d.
+func roughAge(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
 }
 
 func cmdEvents(e env) error {

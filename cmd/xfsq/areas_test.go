@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 )
+
+func quotaUsage(bytes, inodes uint64) quota.Usage { return quota.Usage{Bytes: bytes, Inodes: inodes} }
 
 // A project's scratch (scratch/PROJECT, where its runs keep
 // scratch/PROJECT/RUN) is a tree of its own on the fallback: it has an ID
@@ -167,4 +170,52 @@ func TestSoftGraceEscalatesOnTheFallback(t *testing.T) {
 			t.Errorf("check back under: exit %d %q", r.code, r.stderr)
 		}
 	})
+}
+
+type ageRow struct {
+	Project         string     `json:"project"`
+	Area            string     `json:"area"`
+	UsedBytes       uint64     `json:"used_bytes"`
+	UsageAsOf       *time.Time `json:"usage_as_of"`
+	UsageAgeSeconds *float64   `json:"usage_age_seconds"`
+	Stale           bool       `json:"stale"`
+}
+
+// On the fallback each report row says how old its figure is and marks it
+// stale past the snapshot interval; a walk by top is a walk like the
+// hourly pass's, and report shows what it saw.
+func TestReportSaysHowOldEachFigureIs(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	row := func() ageRow {
+		t.Helper()
+		var rows []ageRow
+		s.json(&rows, "report", "--area", "workspace")
+		if len(rows) != 1 {
+			t.Fatalf("report --area workspace: %+v", rows)
+		}
+		return rows[0]
+	}
+	if r := row(); r.UsageAgeSeconds == nil || *r.UsageAgeSeconds > 60 || r.Stale {
+		t.Errorf("just walked: %+v, want a small usage_age_seconds and not stale", r)
+	}
+	// The hourly pass has not run for two hours.
+	st := s.store()
+	if err := st.SetBaseline(context.Background(), store.TreeKey{Project: "omni", Area: "workspace"},
+		quotaUsage(12<<10, 3), time.Now().Add(-2*time.Hour), false); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if r := row(); r.UsageAgeSeconds == nil || *r.UsageAgeSeconds < 7200 || !r.Stale {
+		t.Errorf("walked two hours ago: %+v, want usage_age_seconds >= 7200 and stale", r)
+	}
+	if out := s.ok("report"); !strings.Contains(out, "2h0m ago (stale)") || !strings.Contains(out, "stale: walked over 1h0m ago") {
+		t.Errorf("report text does not mark the stale row:\n%s", out)
+	}
+	// Written outside xfsq, then seen by top: report shows it, fresh.
+	os.WriteFile(filepath.Join(s.root, "projects/omni/outside"), make([]byte, 1<<20), 0o644)
+	s.ok("top", "omni")
+	if r := row(); r.UsedBytes < 1<<20 || r.Stale || *r.UsageAgeSeconds > 60 {
+		t.Errorf("after top: %+v, want its walk (1 MiB more, fresh) in report", r)
+	}
 }

@@ -33,7 +33,68 @@ func TestKernel(t *testing.T) {
 		{Name: "HealthReadsTheKernelsQuotaFlagsNow", Run: testXFSHealthQuota},
 		{Name: "AdversarialCampaignHoldsOnXFS", Run: testXFSCampaign},
 		{Name: "ScratchRunStopsAtItsLimitWhileTheWorkspaceWrites", Run: testXFSScratch},
+		{Name: "SoftGraceIsTheKernelsGraceTimer", Run: testXFSSoftGrace},
 	})
+}
+
+// soft_grace is the kernel's grace period: set with the setting, reported
+// as bytes_grace_ends_at, checked and restored by doctor; once it has run
+// out admission denies and the kernel refuses writes.
+func testXFSSoftGrace(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	grace := func() (time.Duration, time.Duration) {
+		t.Helper()
+		x, err := xfs.Open(s.root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		b, i, err := x.Grace()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, i
+	}
+	if b, i := grace(); b != 7*24*time.Hour || i != 7*24*time.Hour {
+		t.Errorf("after init the kernel's grace is %v/%v, want soft_grace's default 7d", b, i)
+	}
+	s.ok("settings", "set", "soft_grace", "1h")
+	if b, i := grace(); b != time.Hour || i != time.Hour {
+		t.Errorf("after settings set soft_grace 1h the kernel's grace is %v/%v", b, i)
+	}
+	s.ok("project", "add", "omni", "--bytes-soft", "1m", "--bytes-hard", "10m")
+	before := time.Now()
+	if _, err := kerneltest.Fill(filepath.Join(s.root, "projects/omni/f"), 2*mib); err != nil {
+		t.Fatalf("a write over the soft limit within grace: %v", err)
+	}
+	var rows []graceRow
+	s.json(&rows, "report", "--area", "workspace")
+	if len(rows) != 1 || rows[0].BytesGraceEnds == nil || rows[0].BytesGraceEnds.Before(before.Add(59*time.Minute)) || rows[0].BytesGraceEnds.After(time.Now().Add(61*time.Minute)) {
+		t.Errorf("report: %+v, want bytes_grace_ends_at about an hour from the write", rows)
+	}
+	if r := s.run("project", "check", "omni"); r.code != 0 || !strings.Contains(r.stderr, "warn") {
+		t.Errorf("check within grace: exit %d %q", r.code, r.stderr)
+	}
+	xfsQuota(t, s.root, "timer -p -b 2h")
+	if r := s.run("doctor"); r.code != 1 || !strings.Contains(r.stdout, "grace-drift") {
+		t.Errorf("doctor after the grace was changed behind xfsq's back: exit %d\n%s", r.code, r.stdout)
+	}
+	s.ok("doctor", "--fix")
+	if b, _ := grace(); b != time.Hour {
+		t.Errorf("doctor --fix left the kernel's grace at %v, want soft_grace 1h", b)
+	}
+	s.ok("settings", "set", "soft_grace", "1s")
+	s.ok("project", "add", "late", "--bytes-soft", "1m", "--bytes-hard", "10m")
+	if _, err := kerneltest.Fill(filepath.Join(s.root, "projects/late/f"), 2*mib); err != nil {
+		t.Fatalf("a write over the soft limit within a 1s grace: %v", err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if r := s.run("project", "check", "late"); r.code != 3 || !strings.Contains(r.stderr, "past its grace") {
+		t.Errorf("check past grace: exit %d %q, want 3", r.code, r.stderr)
+	}
+	if _, err := kerneltest.Fill(filepath.Join(s.root, "projects/late/g"), mib); !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
+		t.Errorf("the kernel took a write past the grace: %v", err)
+	}
 }
 
 // A run filling scratch/PROJECT/RUN is stopped by the kernel at the
