@@ -80,7 +80,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 							"The workspace hard limit defaults to the setting default_quota (50GiB, or\n" +
 							"KERNEL_STORAGE_DEFAULT_QUOTA_BYTES), the cache's to default_cache_quota, the scratch's\n" +
 							"(shared by all runs of the project) to default_scratch_quota.",
-						Flags: append(append(limitFlagSet("", "workspace"), limitFlagSet("cache-", "cache")...), limitFlagSet("scratch-", "scratch")...),
+						Flags:  append(append(limitFlagSet("", "workspace"), limitFlagSet("cache-", "cache")...), limitFlagSet("scratch-", "scratch")...),
 						Action: with(cmdProjectAdd),
 					},
 					{
