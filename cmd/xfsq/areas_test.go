@@ -56,6 +56,18 @@ func TestScratchIsABoundedTree(t *testing.T) {
 			t.Errorf("files ls --area scratch: %q", out)
 		}
 
+		// --area scratch where areas are taken: set, snapshot, top.
+		s.ok("project", "set", "omni", "--area", "scratch", "--bytes-hard", "256k")
+		s.ok("files", "put", "omni", "run1/big", "--area", "scratch", "--from", big)
+		if out := s.ok("snapshot", "omni", "--area", "scratch"); !strings.Contains(out, "omni scratch:") {
+			t.Errorf("snapshot --area scratch: %q", out)
+		}
+		if out := s.ok("top", "omni", "--area", "scratch"); !strings.Contains(out, "run1") {
+			t.Errorf("top --area scratch: %q", out)
+		}
+		s.ok("files", "rm", "omni", "run1/big", "--area", "scratch")
+		s.ok("project", "set", "omni", "--area", "scratch", "--bytes-hard", "64k")
+
 		// A run filling scratch outside xfsq: seen at the next walk, and
 		// admission then denies naming the scratch tree.
 		os.WriteFile(filepath.Join(s.root, "scratch/omni/run1/junk"), make([]byte, 200<<10), 0o644)
