@@ -376,11 +376,11 @@ func testXFSRemove(t *testing.T, fs *kerneltest.FS) {
 	s.ok("project", "rm", "gone", "--purge")
 	var res project.RemoveResult
 	s.json(&res, "project", "rm", "kept")
-	if len(res.KeptIDs) != 2 {
-		t.Errorf("rm without purge kept IDs %v, want both trees' IDs (files still carry them)", res.KeptIDs)
+	if len(res.KeptIDs) != len(project.Areas) {
+		t.Errorf("rm without purge kept IDs %v, want every tree's ID (files still carry them)", res.KeptIDs)
 	}
 	ids, _ := s.store().IDs(t.Context(), uuidOf(t, s.root))
-	if len(ids) != 2 || ids[0].ProjectID != quota.ProjectID(keptID) || !strings.HasPrefix(ids[0].Owner, "removed:kept/") {
+	if len(ids) != len(project.Areas) || ids[0].ProjectID != quota.ProjectID(keptID) || !strings.HasPrefix(ids[0].Owner, "removed:kept/") {
 		t.Errorf("registry after rm: %+v; want only kept's IDs, marked removed", ids)
 	}
 	// A new project must not be charged for the kept files.
@@ -393,6 +393,7 @@ func testXFSRemove(t *testing.T, fs *kerneltest.FS) {
 	}
 	os.RemoveAll(filepath.Join(s.root, "projects/kept"))
 	os.RemoveAll(filepath.Join(s.root, "cache/kept"))
+	os.RemoveAll(filepath.Join(s.root, "scratch/kept"))
 	s.ok("doctor", "--fix")
 	ids, _ = s.store().IDs(t.Context(), uuidOf(t, s.root))
 	for _, r := range ids {
