@@ -23,20 +23,25 @@ type Project struct {
 
 // TreeStatus is one tree's limits and usage as the backend reports them.
 type TreeStatus struct {
-	Project         string          `json:"project"`
-	Area            string          `json:"area"`
-	Path            string          `json:"path"`
-	ProjectID       quota.ProjectID `json:"project_id"`
-	Backend         Backend         `json:"backend"`
-	UsedBytes       uint64          `json:"used_bytes"`
-	UsedInodes      uint64          `json:"used_inodes"`
-	BytesSoft       uint64          `json:"bytes_soft"`
-	BytesHard       uint64          `json:"bytes_hard"`
-	InodesSoft      uint64          `json:"inodes_soft"`
-	InodesHard      uint64          `json:"inodes_hard"`
-	Percent         float64         `json:"percent"` // of the byte hard limit; 0 when there is none
-	BytesGraceEnds  *time.Time      `json:"bytes_grace_ends,omitempty"`
-	InodesGraceEnds *time.Time      `json:"inodes_grace_ends,omitempty"`
+	Project    string          `json:"project"`
+	Area       string          `json:"area"`
+	Path       string          `json:"path"`
+	ProjectID  quota.ProjectID `json:"project_id"`
+	Backend    Backend         `json:"backend"`
+	UsedBytes  uint64          `json:"used_bytes"`
+	UsedInodes uint64          `json:"used_inodes"`
+	BytesSoft  uint64          `json:"bytes_soft"`
+	BytesHard  uint64          `json:"bytes_hard"`
+	InodesSoft uint64          `json:"inodes_soft"`
+	InodesHard uint64          `json:"inodes_hard"`
+	Percent    float64         `json:"percent"` // of the byte hard limit; 0 when there is none
+	// BytesGraceEnds and InodesGraceEnds are set while usage is over a
+	// soft limit: when its grace (soft_grace) runs out, after which
+	// admission denies (on XFS the kernel's timer, which also refuses
+	// writes then; on the fallback xfsq's, started when xfsq saw the tree
+	// go over: at a write through it, a walk or a limit change).
+	BytesGraceEnds  *time.Time `json:"bytes_grace_ends_at,omitempty"`
+	InodesGraceEnds *time.Time `json:"inodes_grace_ends_at,omitempty"`
 	// Drift is set when the limits in force differ from the recorded ones
 	// (changed behind xfsq's back): doctor --fix restores the recorded ones.
 	Drift string `json:"drift,omitempty"`
@@ -48,6 +53,12 @@ type TreeStatus struct {
 	// UsageAsOf, on the fallback only, is when the walk the usage starts
 	// from began: writes made through xfsq since are counted, others not.
 	UsageAsOf *time.Time `json:"usage_as_of,omitempty"`
+	// UsageAgeSeconds (fallback only) is how old UsageAsOf was when read;
+	// Stale marks a figure whose walk is older than SnapshotInterval (or
+	// that was never walked): the hourly pass has not run, and writes made
+	// outside xfsq since are missing from it.
+	UsageAgeSeconds *float64 `json:"usage_age_seconds,omitempty"`
+	Stale           bool     `json:"stale,omitempty"`
 	// WalkBytes and Escape are set on XFS when the last walk and the
 	// kernel's count disagreed by more than 1 %: a sign of a quota escape.
 	WalkBytes *uint64 `json:"walk_bytes,omitempty"`
@@ -100,6 +111,12 @@ func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, er
 		gen = m.generation(ctx) // before the reads it guards (store.Generation)
 		if c, ok := m.reads.get(gen, name); ok {
 			statuses := c.statuses
+			now := m.now()
+			for i := range statuses {
+				if statuses[i].UsageAsOf != nil {
+					statuses[i].UsageAgeSeconds, statuses[i].Stale = freshness(*statuses[i].UsageAsOf, now)
+				}
+			}
 			if m.xfs != nil {
 				var err error
 				if statuses, err = m.status(ctx, c.trees, nil, read); err != nil {
@@ -167,9 +184,20 @@ func (m *Manager) fallbackRead(ctx context.Context, t store.Tree) (quota.Quota, 
 // when r asks.
 func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.ProjectID]quota.Quota, r Read) ([]TreeStatus, error) {
 	out := make([]TreeStatus, 0, len(trees))
+	var grace time.Duration
+	if m.xfs == nil && len(trees) > 0 {
+		g, err := m.setting(ctx, "soft_grace")
+		if err != nil {
+			return nil, err
+		}
+		grace = g.Duration()
+	}
+	now := m.now()
 	for _, t := range trees {
 		var q quota.Quota
 		var asOf *time.Time
+		var age *float64
+		var stale bool
 		var err error
 		switch {
 		case m.xfs == nil:
@@ -185,6 +213,10 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.
 			if !walked.IsZero() { // never walked: how old is unknown
 				asOf = &walked
 			}
+			age, stale = freshness(walked, now)
+			if err := m.fallbackGrace(ctx, t, &q, grace); err != nil {
+				return nil, err
+			}
 		case all == nil:
 			if q, err = m.Backend.Get(t.ProjectID); err != nil {
 				return nil, err
@@ -195,7 +227,7 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.
 				q = quota.Quota{ID: t.ProjectID}
 			}
 		}
-		s := TreeStatus{UsageAsOf: asOf, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: m.BackendInfo(),
+		s := TreeStatus{UsageAsOf: asOf, UsageAgeSeconds: age, Stale: stale, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: m.BackendInfo(),
 			UsedBytes: q.Bytes, UsedInodes: q.Inodes,
 			BytesSoft: q.BytesSoft, BytesHard: q.BytesHard, InodesSoft: q.InodesSoft, InodesHard: q.InodesHard}
 		if q.BytesHard > 0 {
@@ -213,6 +245,33 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// freshness is how old a fallback figure whose walk began at walked is at
+// now, and whether that is past the snapshot interval (or unknown: never
+// walked). It is computed at every read, kept answers too (readcache.go).
+func freshness(walked, now time.Time) (age *float64, stale bool) {
+	if walked.IsZero() {
+		return nil, true
+	}
+	a := max(now.Sub(walked), 0).Seconds()
+	return &a, now.Sub(walked) > SnapshotInterval
+}
+
+// fallbackGrace sets a fallback tree's grace ends from when xfsq saw it go
+// over each soft limit, while the figure read is still over it.
+func (m *Manager) fallbackGrace(ctx context.Context, t store.Tree, q *quota.Quota, grace time.Duration) error {
+	bytesSince, inodesSince, err := m.Store.GraceStarts(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
+	if err != nil {
+		return err
+	}
+	if q.BytesSoft > 0 && q.Bytes > q.BytesSoft && !bytesSince.IsZero() {
+		q.BytesGraceEnds = bytesSince.Add(grace).UTC()
+	}
+	if q.InodesSoft > 0 && q.Inodes > q.InodesSoft && !inodesSince.IsZero() {
+		q.InodesGraceEnds = inodesSince.Add(grace).UTC()
+	}
+	return nil
 }
 
 func formatLimits(l quota.Limits) string {

@@ -185,7 +185,16 @@ func (m *Manager) Top(ctx context.Context, name, area string, opts inventory.Opt
 	if opts.Depth < 1 || opts.Depth > inventory.MaxDepth {
 		return nil, fieldErrorf("depth", "%d: use 1 to %d", opts.Depth, inventory.MaxDepth)
 	}
-	return inventory.Walk(m.abs(t.Path), opts)
+	start := m.now().Truncate(time.Microsecond) // as the store keeps it
+	res, err := inventory.Walk(m.abs(t.Path), opts)
+	if err != nil || m.xfs != nil || res.Partial || m.Store.ReadOnly() {
+		return res, err
+	}
+	// On the fallback a complete walk is as good as the hourly pass's: it
+	// becomes the tree's baseline, so report shows what top just saw.
+	err = m.Store.SetBaseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area},
+		quota.Usage{Bytes: res.Root.SizeBytes, Inodes: res.Root.Files + res.Root.Dirs}, start, res.Errors > 0)
+	return res, err
 }
 
 // growthAndActivity fills the snapshot-derived fields of report rows.

@@ -202,6 +202,11 @@ var migrations = []string{
 	// deletion's credit that began before a walk ended may already be in
 	// the walk's figure, and counting it again would under-count.
 	`ALTER TABLE trees ADD COLUMN walked_end BIGINT NOT NULL DEFAULT 0;`,
+	// 9: the fallback's grace timers: since when a tree's usage has been
+	// over its soft byte and inode limits (0: not over), as the kernel
+	// keeps them on XFS; soft_grace after that, admission denies.
+	`ALTER TABLE trees ADD COLUMN bytes_soft_since BIGINT NOT NULL DEFAULT 0;
+	ALTER TABLE trees ADD COLUMN inodes_soft_since BIGINT NOT NULL DEFAULT 0;`,
 }
 
 // jsonField matches {{json COLUMN FIELD}}: the text of a top-level field of

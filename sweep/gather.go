@@ -80,6 +80,12 @@ func measure(dir *saferm.Dir, rel string) (Entry, error) {
 	}
 	// An mtime stamped in the future must not pin the entry (inventory.Mtime).
 	e := Entry{Path: path.Join(dir.Path(), rel), Dir: st.IsDir(), Newest: time.Unix(0, min(st.MtimeNano(), st.CtimeNano())).UTC()}
+	e.LastUsed = e.Newest
+	// A file's last read counts as a use (inventory.LastUse, which also
+	// says why a directory's atime does not and a future one is ignored).
+	if a := time.Unix(0, st.AtimeNano()).UTC(); !st.IsDir() && !st.IsSymlink() && a.After(e.LastUsed) && !a.After(time.Now().Add(time.Minute)) {
+		e.LastUsed = a
+	}
 	switch {
 	case st.IsSymlink():
 		e.Protected = protectedSymlink
@@ -92,7 +98,7 @@ func measure(dir *saferm.Dir, rel string) (Entry, error) {
 		if err != nil {
 			return e, err
 		}
-		e.Bytes, e.Newest = res.Root.SizeBytes, res.Root.Mtime
+		e.Bytes, e.Newest, e.LastUsed = res.Root.SizeBytes, res.Root.Mtime, res.Root.LastUse
 	default:
 		e.Bytes = st.Blocks * 512
 	}

@@ -598,3 +598,37 @@ func TestSweepAllSkipsUnreadableProjects(t *testing.T) {
 		}
 	}
 }
+
+// Cache entries age by last use (the newest of mtime and a file's atime),
+// as BuildKit's GC does: of two entries written a month ago, the one read
+// a moment ago is kept and the one nobody read goes.
+func TestSweepCacheAgesByLastUse(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	s.ok("settings", "set", "cache_quota_per_project", "80k")
+	aged(t, s.root, "cache/omni/read-lately/blob", 64<<10, 30)
+	aged(t, s.root, "cache/omni/unread/blob", 64<<10, 20) // modified more recently than the other
+	blob := filepath.Join(s.root, "cache/omni/read-lately/blob")
+	if _, err := os.ReadFile(blob); err != nil {
+		t.Fatal(err)
+	}
+	// A read sets the atime only under strictatime, or once after a change
+	// under relatime: stamp it as such a read would, whatever the mount does.
+	month := time.Now().Add(-30 * 24 * time.Hour)
+	if err := os.Chtimes(blob, time.Now(), month); err != nil {
+		t.Fatal(err)
+	}
+	var res sweepJSON
+	s.json(&res, "sweep", "omni", "--area", "cache", "--dry-run")
+	if !res.evicted("cache/omni/unread") || res.evicted("cache/omni/read-lately") {
+		t.Errorf("want the unread entry to go first and the one read lately kept: %+v", res)
+	}
+	for _, e := range res.Evicted {
+		if !strings.Contains(e.Reason, "least recently used") {
+			t.Errorf("reason %q does not say it ages by use", e.Reason)
+		}
+	}
+	if out := s.ok("sweep", "--help"); !strings.Contains(out, "noatime") || !strings.Contains(out, "relatime") {
+		t.Errorf("sweep --help does not say what noatime and relatime mean for cache age:\n%s", out)
+	}
+}

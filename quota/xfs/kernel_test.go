@@ -365,8 +365,11 @@ func testStatfsLimit(t *testing.T, kfs *kerneltest.FS) {
 
 func testSoftLimitGrace(t *testing.T, kfs *kerneltest.FS) {
 	fs := open(t, kfs)
-	if err := fs.SetGrace(time.Hour, time.Hour); err != nil {
+	if err := fs.SetGrace(time.Hour, 2*time.Hour); err != nil {
 		t.Fatal(err)
+	}
+	if b, i, err := fs.Grace(); err != nil || b != time.Hour || i != 2*time.Hour {
+		t.Errorf("Grace() = %v, %v, %v; want the 1h and 2h just set", b, i, err)
 	}
 	dir := newTree(t, fs, "tree", 701, quota.Limits{BytesSoft: mib, BytesHard: 10 * mib})
 	before := time.Now()

@@ -163,6 +163,20 @@ func (fs *FS) SetGrace(bytes, inodes time.Duration) error {
 	return nil
 }
 
+// Grace reads the filesystem's grace periods (ID 0's timers); zero is
+// the kernel's default, 7 days.
+func (fs *FS) Grace() (bytes, inodes time.Duration, err error) {
+	q, err := fs.target.GetQuota(quotactl.PrjQuota, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, &quota.OpError{Op: "read grace of", Tree: fs.mount.MountPoint,
+			Syscall: fs.target.SyscallName(quotactl.QXGetQuota), Err: err}
+	}
+	return time.Duration(q.BTimer) * time.Second, time.Duration(q.ITimer) * time.Second, nil
+}
+
 // Get reads limits and usage of id; an ID the kernel has no record of reads
 // as zero.
 func (fs *FS) Get(id quota.ProjectID) (quota.Quota, error) {
