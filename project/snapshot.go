@@ -144,6 +144,9 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 		}
 	}
 	tree := inventory.AppendStored(nil, inventory.Shallow(&s.Node, maxStoredNodes), s.TopFiles)
+	// A walk finished is stored even if the pass was cancelled meanwhile:
+	// a pass stops between trees, not with a walk thrown away.
+	ctx = context.WithoutCancel(ctx)
 	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
 		if err := tx.AddSnapshot(ctx, snap, tree, retention); err != nil {
 			return err
