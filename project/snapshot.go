@@ -88,6 +88,14 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 			if o.Area != "" && t.Area != o.Area {
 				continue
 			}
+			// Between trees, never inside one: a cancelled pass (SIGTERM)
+			// stores every walk it finished and starts none.
+			if ctx.Err() != nil {
+				return
+			}
+			if snapshotTreeStarts != nil {
+				snapshotTreeStarts(ctx, t)
+			}
 			out = append(out, m.snapshotTree(ctx, t, o.Walk, retention.Duration()))
 		}
 	}
@@ -99,6 +107,9 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 	} else {
 		pass()
 	}
+	if err := ctx.Err(); err != nil {
+		return out, err // a pass cut short journals nothing: it is run again whole
+	}
 	if o.Scheduled {
 		if err := m.journalPass(ctx, out); err != nil {
 			return out, err
@@ -106,6 +117,10 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 	}
 	return out, nil
 }
+
+// snapshotTreeStarts, when a test sets it, is called as each tree's walk
+// starts, on the walking thread.
+var snapshotTreeStarts func(ctx context.Context, t store.Tree)
 
 // maxStoredNodes bounds the full tree kept of each snapshot: a default walk
 // (depth 3, top 20: at most 8,421 nodes) is kept whole, a deeper one loses
@@ -129,6 +144,9 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 		}
 	}
 	tree := inventory.AppendStored(nil, inventory.Shallow(&s.Node, maxStoredNodes), s.TopFiles)
+	// A walk finished is stored even if the pass was cancelled meanwhile:
+	// a pass stops between trees, not with a walk thrown away.
+	ctx = context.WithoutCancel(ctx)
 	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
 		if err := tx.AddSnapshot(ctx, snap, tree, retention); err != nil {
 			return err

@@ -195,6 +195,10 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	return out, err
 }
 
+// evictionSettled, when a test sets it, is called after each deletion's
+// settled record is journalled.
+var evictionSettled func(project string, r sweep.Record)
+
 // sweepLocked, when a test sets it, is called with each project as its
 // sweep lock is taken.
 var sweepLocked func(project string)
@@ -254,7 +258,11 @@ func (m *Manager) executor(sweepID string, root *saferm.Dir, policy sweep.Policy
 		Journal: func(ctx context.Context, p string, r sweep.Record) error {
 			r.Holder = HolderOf(ctx) // Run's context: the sweep's operation
 			if r.State != "pending" {
-				return m.journalEviction(ctx, p, r)
+				err := m.journalEviction(ctx, p, r)
+				if evictionSettled != nil {
+					evictionSettled(p, r)
+				}
+				return err
 			}
 			leased, err := m.Store.AppendPendingUnlessLeased(ctx, p, m.actor(ctx), r, m.now())
 			if err == nil && leased {

@@ -196,7 +196,7 @@ func TestAPI(t *testing.T) {
 		op, rd, lim := ts.client(operatorToken), ts.client(readerToken), ts.client(limitedToken)
 		hard := uint64(1 << 20)
 		p, err := op.AddProject(ctx, "omni", client.Limits{BytesHard: &hard}, client.Limits{})
-		if err != nil || p.Name != "omni" || len(p.Trees) != 2 {
+		if err != nil || p.Name != "omni" || len(p.Trees) != len(project.Areas) {
 			t.Fatalf("add: %v %+v", err, p)
 		}
 		if _, err := op.AddProject(ctx, "omni", client.Limits{}, client.Limits{}); status(err) != 409 {
@@ -216,7 +216,7 @@ func TestAPI(t *testing.T) {
 		}
 		soft := uint64(512 << 10)
 		p, err = op.SetLimits(ctx, "omni", "", client.Limits{BytesSoft: &soft})
-		if err != nil || p.Trees[0].BytesSoft != soft && p.Trees[1].BytesSoft != soft {
+		if ws := workspaceOf(p); err != nil || ws.BytesSoft != soft {
 			t.Errorf("set: %v %+v", err, p)
 		}
 		a, err := rd.Admission(ctx, "omni", false)
@@ -252,7 +252,7 @@ func TestAPI(t *testing.T) {
 			t.Errorf("remove while leased: %v, want 409 naming run-1", err)
 		}
 		dry, err := op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true, DryRun: true})
-		if err != nil || !dry.DryRun || len(dry.WouldPurge) != 2 || len(dry.HeldLeases) != 1 {
+		if err != nil || !dry.DryRun || len(dry.WouldPurge) != len(project.Areas) || len(dry.HeldLeases) != 1 {
 			t.Errorf("dry run: %v %+v", err, dry)
 		}
 		if err := op.ReleaseLease(ctx, "omni", "run-1"); err != nil {
@@ -440,4 +440,13 @@ func TestReadyz(t *testing.T) {
 			t.Errorf("readyz with the store closed: %d %s, want 503 naming the store", code, body)
 		}
 	})
+}
+
+func workspaceOf(p project.Project) project.TreeStatus {
+	for _, t := range p.Trees {
+		if t.Area == project.AreaWorkspace {
+			return t
+		}
+	}
+	return project.TreeStatus{}
 }
