@@ -206,4 +206,3 @@ func isAttrChar(c byte) bool {
 	}
 	return strings.IndexByte("!#$&+-.^_`|~", c) >= 0
 }
-
