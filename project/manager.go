@@ -125,6 +125,8 @@ type Manager struct {
 	alloc  *xfs.Allocator
 	fsUUID string // key of this root's filesystem in the ID registry
 	Range  xfs.IDRange
+
+	overview overviewCache // the last overview assembled (Overview)
 }
 
 // Options configure Open.
