@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,8 +46,9 @@ type ProjectOverview struct {
 	// its fraction in use (0.77), null without a limit.
 	QuotaBytes uint64   `json:"quota_bytes"`
 	QuotaUsed  *float64 `json:"quota_used"`
-	// TopPaths are the workspace's largest entries at its top, from its
-	// last snapshot ([] until one exists).
+	// TopPaths are the workspace's largest entries at its top (directories,
+	// and files among the tree's largest), from its last snapshot ([] until
+	// one exists).
 	TopPaths       []TopPath  `json:"top_paths"`
 	Growth         Growth     `json:"growth"`
 	LastActivityAt *time.Time `json:"last_activity_at"`
@@ -268,11 +270,19 @@ func (m *Manager) topPaths(ctx context.Context, name string) ([]TopPath, error) 
 		return nil, err
 	}
 	top := []TopPath{}
-	if root, _, err := inventory.ParseStored(b); err == nil && root != nil {
-		children := slices.SortedFunc(slices.Values(root.Children), func(a, b *inventory.Node) int { return cmp.Compare(b.SizeBytes, a.SizeBytes) })
-		for _, ch := range children[:min(len(children), overviewTopPaths)] {
+	if root, files, err := inventory.ParseStored(b); err == nil && root != nil {
+		// The stored tree's nodes are directories; a file at the top is
+		// among the tree's largest files if it is among its largest paths.
+		for _, ch := range root.Children {
 			top = append(top, TopPath{Path: ch.Path, Bytes: ch.SizeBytes})
 		}
+		for _, f := range files {
+			if !strings.Contains(f.Path, "/") {
+				top = append(top, TopPath{Path: f.Path, Bytes: f.SizeBytes})
+			}
+		}
+		slices.SortStableFunc(top, func(a, b TopPath) int { return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Path, b.Path)) })
+		top = top[:min(len(top), overviewTopPaths)]
 	}
 	c.mu.Lock()
 	if c.topPaths == nil {
