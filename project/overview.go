@@ -20,6 +20,8 @@ import (
 // counters or the fallback's ledger, its largest paths, growth and last
 // activity from the snapshots.
 type Overview struct {
+	// GeneratedAt stays the first member: the server's validator is over
+	// the rest, which is what changes when a figure does.
 	GeneratedAt time.Time         `json:"generated_at"`
 	Root        string            `json:"root"`
 	Host        string            `json:"host"`
@@ -75,14 +77,15 @@ type OverviewOptions struct {
 	// assembles the answer from that. Concurrent refreshes share one walk:
 	// a caller that asks while one is under way waits for its result.
 	Refresh bool
-	// MaxAge bounds how old a cached answer may be even when nothing in
-	// the store changed (the kernel's counters move without it); 0 is
-	// DefaultOverviewMaxAge.
+	// MaxAge is the age at which a cached answer is assembled again even
+	// though nothing in the store changed (the kernel's counters and the
+	// free space move without it); until the new one is ready the old one
+	// is given. 0 is DefaultOverviewMaxAge.
 	MaxAge time.Duration
 }
 
-// DefaultOverviewMaxAge is how long an overview is reused while the store
-// records no change.
+// DefaultOverviewMaxAge is how long an overview is reused as it is while
+// the store records no change.
 const DefaultOverviewMaxAge = 5 * time.Second
 
 // overviewTopPaths is how many of its largest paths each project shows.
@@ -117,10 +120,12 @@ type flight struct {
 }
 
 // Overview answers from the cached overview while the store has recorded
-// no change since it was assembled and it is younger than o.MaxAge;
-// otherwise it assembles a new one (without walking: the kernel's counters
-// or the fallback's last walk plus ledger, and the snapshots), one
-// assembly at a time for all callers. o.Refresh walks first.
+// no change since it was assembled; otherwise it assembles a new one
+// (without walking: the kernel's counters or the fallback's last walk plus
+// ledger, and the snapshots), one assembly at a time for all callers, and
+// waits for it. An answer o.MaxAge old is still given, and a new one is
+// assembled in the background meanwhile, so that no caller waits for the
+// figures only the kernel moved. o.Refresh walks first.
 //
 // The answer is shared by every caller until the next one replaces it: it
 // must not be modified. A limited caller filters a copy of Projects.
@@ -136,55 +141,60 @@ func (m *Manager) Overview(ctx context.Context, o OverviewOptions) (*Overview, e
 				return nil, err
 			}
 			return m.assembleOverview(ctx)
-		})
+		}).wait(ctx)
 	}
 	mark, err := m.Store.ChangeMark(ctx)
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
-	if c.last != nil && c.mark == mark && time.Since(c.last.GeneratedAt) < maxAge {
-		ov := c.last
-		c.mu.Unlock()
-		return ov, nil
-	}
+	last, fresh := c.last, c.last != nil && c.mark == mark
 	c.mu.Unlock()
-	return m.overviewFlight(ctx, &c.assemble, m.assembleOverview)
+	if !fresh {
+		return m.overviewFlight(ctx, &c.assemble, m.assembleOverview).wait(ctx)
+	}
+	if time.Since(last.GeneratedAt) >= maxAge {
+		m.overviewFlight(ctx, &c.assemble, m.assembleOverview) // not waited for
+	}
+	return last, nil
 }
 
-// overviewFlight runs compute unless a flight of its kind is under way,
-// in which case it waits for that one's result. The computation runs on
-// its own goroutine, detached from the caller's cancellation (other
-// callers may be waiting for it); a caller that gives up returns at once.
-func (m *Manager) overviewFlight(ctx context.Context, slot **flight, compute func(context.Context) (*Overview, error)) (*Overview, error) {
+// overviewFlight starts compute unless a flight of its kind is under way,
+// which it joins instead. The computation runs on its own goroutine,
+// detached from the caller's cancellation (other callers may be waiting
+// for it); a caller that gives up returns at once.
+func (m *Manager) overviewFlight(ctx context.Context, slot **flight, compute func(context.Context) (*Overview, error)) *flight {
 	c := &m.overview
 	c.mu.Lock()
-	f := *slot
-	if f != nil {
+	defer c.mu.Unlock()
+	if f := *slot; f != nil {
 		f.waiters++
-	} else {
-		f = &flight{done: make(chan struct{})}
-		*slot = f
-		go func() {
-			ctx := context.WithoutCancel(ctx)
-			// The mark is read before the figures: a change made meanwhile
-			// makes the next caller assemble again rather than be missed.
-			mark, err := m.Store.ChangeMark(ctx)
-			var ov *Overview
-			if err == nil {
-				ov, err = compute(ctx)
-			}
-			c.mu.Lock()
-			f.ov, f.err = ov, err
-			if err == nil && (c.last == nil || !ov.GeneratedAt.Before(c.last.GeneratedAt)) {
-				c.last, c.mark = ov, mark
-			}
-			*slot = nil
-			c.mu.Unlock()
-			close(f.done)
-		}()
+		return f
 	}
-	c.mu.Unlock()
+	f := &flight{done: make(chan struct{})}
+	*slot = f
+	go func() {
+		ctx := context.WithoutCancel(ctx)
+		// The mark is read before the figures: a change made meanwhile
+		// makes the next caller assemble again rather than be missed.
+		mark, err := m.Store.ChangeMark(ctx)
+		var ov *Overview
+		if err == nil {
+			ov, err = compute(ctx)
+		}
+		c.mu.Lock()
+		f.ov, f.err = ov, err
+		if err == nil && (c.last == nil || !ov.GeneratedAt.Before(c.last.GeneratedAt)) {
+			c.last, c.mark = ov, mark
+		}
+		*slot = nil
+		c.mu.Unlock()
+		close(f.done)
+	}()
+	return f
+}
+
+func (f *flight) wait(ctx context.Context) (*Overview, error) {
 	select {
 	case <-f.done:
 		return f.ov, f.err

@@ -99,16 +99,24 @@ func (a *storageAPI) encodedOverview(ov *project.Overview) ([]byte, string, erro
 	return body, etag, err
 }
 
-// encodeTagged encodes v as writeJSON does, with a strong ETag of the bytes.
-func encodeTagged(v any) ([]byte, string, error) {
+// encodeTagged encodes an overview as writeJSON does, with its ETag: a
+// weak one (the body is equivalent, not identical) over every member but
+// the first, generated_at, so that an overview assembled again with the
+// same figures revalidates with 304.
+func encodeTagged(ov *project.Overview) ([]byte, string, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := enc.Encode(ov); err != nil {
 		return nil, "", err
 	}
-	sum := sha256.Sum256(b.Bytes())
-	return b.Bytes(), `"` + hex.EncodeToString(sum[:16]) + `"`, nil
+	body := b.Bytes()
+	rest := body
+	if i := bytes.IndexByte(body, ','); bytes.HasPrefix(body, []byte(`{"generated_at":`)) && i > 0 {
+		rest = body[i:]
+	}
+	sum := sha256.Sum256(rest)
+	return body, `W/"` + hex.EncodeToString(sum[:16]) + `"`, nil
 }
 
 // writeTagged answers with a JSON body and its ETag, or 304 when the
@@ -131,6 +139,7 @@ func writeTagged(w http.ResponseWriter, r *http.Request, body []byte, etag strin
 
 // etagMatches is If-None-Match's weak comparison (RFC 9110 §13.1.2).
 func etagMatches(header, etag string) bool {
+	etag = strings.TrimPrefix(etag, "W/")
 	for _, t := range strings.Split(header, ",") {
 		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
 		if t == "*" || t == etag {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/project"
@@ -145,4 +146,20 @@ func TestProjectEndpoint(t *testing.T) {
 			t.Errorf("a project the caller may not see: %d %s", resp.StatusCode, body)
 		}
 	})
+}
+
+// TestOverviewETag: the validator ignores when the overview was assembled
+// and follows every figure, so a poll of an unchanged root gets 304.
+func TestOverviewETag(t *testing.T) {
+	a := &project.Overview{GeneratedAt: time.Unix(1, 0), Root: "/srv", Projects: []project.ProjectOverview{{Project: "omni", WorkspaceBytes: 1}}}
+	b := *a
+	b.GeneratedAt = time.Unix(2, 0)
+	c := *a
+	c.Projects = []project.ProjectOverview{{Project: "omni", WorkspaceBytes: 2}}
+	_, ta, _ := encodeTagged(a)
+	_, tb, _ := encodeTagged(&b)
+	_, tc, _ := encodeTagged(&c)
+	if ta != tb || ta == tc || !etagMatches(tb, ta) || etagMatches(ta, tc) || !etagMatches(`"x", `+ta, ta) {
+		t.Errorf("tags %s %s %s", ta, tb, tc)
+	}
 }
