@@ -1,6 +1,31 @@
 package store
 
-import "context"
+import (
+	"context"
+	"sync"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// preparedStmt is a statement prepared on first use: a query asked on
+// every request (ChangeMark) costs more to parse than to run.
+type preparedStmt struct {
+	mu   sync.Mutex
+	stmt *sqlx.Stmt
+}
+
+func (p *preparedStmt) get(ctx context.Context, s *Store, query string) (*sqlx.Stmt, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stmt == nil {
+		st, err := s.db.PreparexContext(ctx, s.db.Rebind(query))
+		if err != nil {
+			return nil, err
+		}
+		p.stmt = st
+	}
+	return p.stmt, nil
+}
 
 // ChangeMark is a cheap fingerprint of what the usage figures are made of:
 // it moves whenever a journal record, a ledger row or a snapshot is added
@@ -14,7 +39,7 @@ type ChangeMark struct {
 	Reservations, LastReservation, ReservedBytes int64
 }
 
-// ChangeMark reads the mark in one query. Each part is the maximum of an
+// ChangeMark reads the mark in one prepared query. Each part is the maximum of an
 // auto-increment key (an index lookup on both drivers) or an aggregate of
 // the reservations, which hold only the writes in flight; it is read for
 // every host, so another host's change moves it too (a cache is then
@@ -28,12 +53,18 @@ func (s *Store) ChangeMark(ctx context.Context) (ChangeMark, error) {
 		RM int64 `db:"rm"`
 		RB int64 `db:"rb"`
 	}
-	err := s.get(ctx, &m, `SELECT
+	st, err := s.changeMark.get(ctx, s, changeMarkQuery)
+	if err != nil {
+		return ChangeMark{}, err
+	}
+	err = st.GetContext(ctx, &m)
+	return ChangeMark{Events: m.E, Ledger: m.L, Snapshots: m.S, Reservations: m.RN, LastReservation: m.RM, ReservedBytes: m.RB}, err
+}
+
+const changeMarkQuery = `SELECT
 		(SELECT COALESCE(MAX(id), 0) FROM events) AS e,
 		(SELECT COALESCE(MAX(id), 0) FROM ledger) AS l,
 		(SELECT COALESCE(MAX(id), 0) FROM snapshots) AS s,
 		(SELECT COUNT(*) FROM reservations) AS rn,
 		(SELECT COALESCE(MAX(id), 0) FROM reservations) AS rm,
-		(SELECT COALESCE(SUM(bytes), 0) FROM reservations) AS rb`)
-	return ChangeMark{Events: m.E, Ledger: m.L, Snapshots: m.S, Reservations: m.RN, LastReservation: m.RM, ReservedBytes: m.RB}, err
-}
+		(SELECT COALESCE(SUM(bytes), 0) FROM reservations) AS rb`
