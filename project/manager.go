@@ -142,6 +142,8 @@ type Manager struct {
 	fsUUID string // key of this root's filesystem in the ID registry
 	Range  xfs.IDRange
 	reads  readCache // see readcache.go
+
+	overview overviewCache // the last overview assembled (Overview)
 }
 
 // Options configure Open.
