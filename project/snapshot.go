@@ -25,7 +25,7 @@ type TreeSnapshot struct {
 	// DurationSeconds is how long the walk took (journalled with a
 	// scheduled pass: xfsq_walk_duration_seconds comes from it).
 	DurationSeconds float64 `json:"duration_seconds"`
-	Error       string           `json:"error,omitempty"`        // the walk of this tree failed; the others went on
+	Error           string  `json:"error,omitempty"` // the walk of this tree failed; the others went on
 }
 
 // SnapshotOptions choose the trees and bound the walks.
