@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -317,11 +318,27 @@ func addMany(t testing.TB, r *fixture.Root, n int) []string {
 	for i := range names {
 		names[i] = "p" + strconv.Itoa(i)
 	}
+	// Four at a time: an add waits on its commits' syncs, and they overlap
+	// with the other adds' directory work.
 	ctx := context.Background()
+	var wg sync.WaitGroup
+	next := make(chan string)
+	for range 4 {
+		wg.Go(func() {
+			for name := range next {
+				if _, err := r.Manager.Add(ctx, name, project.AddOptions{}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
 	for _, name := range names {
-		if _, err := r.Manager.Add(ctx, name, project.AddOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		next <- name
+	}
+	close(next)
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
 	}
 	return slices.Clip(names)
 }
