@@ -1,16 +1,21 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/project"
@@ -30,6 +35,13 @@ var (
 // part that fails is logged to log, shows as xfsq_collector_success 0 and
 // leaves the other parts' series in place. The journal counters are kept
 // by the handler between scrapes: keep one Handler per process.
+//
+// xfsq's own series are built per scrape as metric families (the
+// exposition's data model) rather than through prometheus.Collector: a
+// root of 2,000 trees has about 25,000 series, and the registry's checking,
+// sorting and copying of each const metric cost several times the reads
+// themselves (BENCHMARKS.md). metrics.All, checked by the tests and by
+// promtool, keeps them consistent instead.
 func Handler(root *project.Root, checker *health.Checker, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -39,17 +51,19 @@ func Handler(root *project.Root, checker *health.Checker, log *slog.Logger) http
 	c := newCollector(root, checker, log)
 	opts := promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: slogPrinter{log}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// One registry per scrape, so that the collector sees the
-		// request's context (a client that goes away ends the reads).
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(scrape{c, r.Context()})
-		promhttp.HandlerFor(prometheus.Gatherers{static, reg}, opts).ServeHTTP(w, r)
+		// The gatherer sees the request's context: a client that goes
+		// away ends the reads.
+		g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+			out, err := static.Gather()
+			return append(out, c.scrape(r.Context())...), err
+		})
+		promhttp.HandlerFor(g, opts).ServeHTTP(w, r)
 	})
 }
 
 type slogPrinter struct{ log *slog.Logger }
 
-func (p slogPrinter) Println(v ...any) { p.log.Warn("metrics", "error", v) }
+func (p slogPrinter) Println(v ...any) { p.log.Warn("metrics", "error", fmt.Sprint(v...)) }
 
 type treeKey struct{ project, area string }
 
@@ -76,15 +90,18 @@ func (h *histogram) observe(v float64) {
 	}
 }
 
-func (h *histogram) buckets() map[float64]uint64 {
-	out := make(map[float64]uint64, len(h.bounds))
+// metric is h as of now, its own copy: the next scrape may observe more.
+func (h *histogram) metric() *dto.Histogram {
+	out := &dto.Histogram{SampleCount: ptr(h.count), SampleSum: ptr(h.sum), Bucket: make([]*dto.Bucket, len(h.bounds))}
 	var cum uint64
-	for i, b := range h.bounds {
+	for i := range h.bounds {
 		cum += h.counts[i]
-		out[b] = cum
+		out.Bucket[i] = &dto.Bucket{UpperBound: &h.bounds[i], CumulativeCount: ptr(cum)}
 	}
 	return out
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // collector holds what outlives a scrape: the journal cursor and the
 // totals read through it.
@@ -92,7 +109,6 @@ type collector struct {
 	root    *project.Root
 	checker *health.Checker
 	log     *slog.Logger
-	descs   map[string]*prometheus.Desc
 	build   []string
 
 	mu       sync.Mutex // one journal read at a time; guards the fields below
@@ -105,51 +121,96 @@ type collector struct {
 }
 
 func newCollector(root *project.Root, checker *health.Checker, log *slog.Logger) *collector {
-	c := &collector{root: root, checker: checker, log: log, descs: map[string]*prometheus.Desc{},
+	c := &collector{root: root, checker: checker, log: log,
 		evicted: map[treeKey]float64{}, failed: map[treeKey]float64{}, walks: map[treeKey]*histogram{},
 		sweeps: newHistogram(sweepBuckets), build: []string{"unknown", "unknown"}}
-	for _, m := range All {
-		c.descs[m.Name] = prometheus.NewDesc(m.Name, m.Help, m.Labels, nil)
-	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		c.build = []string{bi.Main.Version, bi.GoVersion}
 	}
 	return c
 }
 
-// scrape is the collector within one request's context.
-type scrape struct {
-	c   *collector
-	ctx context.Context
+var meta = func() map[string]Metric {
+	m := map[string]Metric{}
+	for _, x := range All {
+		m[x.Name] = x
+	}
+	return m
+}()
+
+var typeOf = map[string]dto.MetricType{typeGauge: dto.MetricType_GAUGE, typeCounter: dto.MetricType_COUNTER, typeHistogram: dto.MetricType_HISTOGRAM}
+
+// families collects one scrape's series by family, in All's order.
+type families map[string]*dto.MetricFamily
+
+func (f families) add(name string, m *dto.Metric) {
+	fam := f[name]
+	if fam == nil {
+		md, ok := meta[name]
+		if !ok {
+			panic("metrics: " + name + " is not in All") // a programming error, caught by every test
+		}
+		fam = &dto.MetricFamily{Name: &md.Name, Help: &md.Help, Type: typeOf[md.Type].Enum()}
+		f[name] = fam
+	}
+	fam.Metric = append(fam.Metric, m)
 }
 
-func (s scrape) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range s.c.descs {
-		ch <- d
+func labels(names []string, values ...string) []*dto.LabelPair {
+	out := make([]*dto.LabelPair, len(values))
+	for i := range values {
+		out[i] = &dto.LabelPair{Name: &names[i], Value: &values[i]}
 	}
+	return out
 }
 
-func (s scrape) Collect(ch chan<- prometheus.Metric) {
-	c := s.c
-	emit := func(name string, t prometheus.ValueType, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(c.descs[name], t, v, labels...)
+func (f families) gauge(name string, v float64, l []*dto.LabelPair) {
+	f.add(name, &dto.Metric{Label: l, Gauge: &dto.Gauge{Value: &v}})
+}
+
+func (f families) counter(name string, v float64, l []*dto.LabelPair) {
+	f.add(name, &dto.Metric{Label: l, Counter: &dto.Counter{Value: &v}})
+}
+
+func (f families) list() []*dto.MetricFamily {
+	out := make([]*dto.MetricFamily, 0, len(f))
+	for _, m := range All {
+		if fam := f[m.Name]; fam != nil {
+			out = append(out, fam)
+		}
 	}
+	return out
+}
+
+var (
+	kindSoft, kindHard = []string{"soft"}, []string{"hard"}
+	kindName           = []string{LabelKind}
+)
+
+// withKind is a tree's labels and kind.
+func withKind(tree []*dto.LabelPair, kind []string) []*dto.LabelPair {
+	return append(slices.Clip(tree), &dto.LabelPair{Name: &kindName[0], Value: &kind[0]})
+}
+
+// scrape reads everything once and returns xfsq's series.
+func (c *collector) scrape(ctx context.Context) []*dto.MetricFamily {
+	f := families{}
 	success := func(name string, ok bool) {
 		v := 0.0
 		if ok {
 			v = 1
 		}
-		emit(CollectorSuccess, prometheus.GaugeValue, v, name)
+		f.gauge(CollectorSuccess, v, labels(meta[CollectorSuccess].Labels, name))
 	}
-	emit(BuildInfo, prometheus.GaugeValue, 1, c.build...)
+	f.gauge(BuildInfo, 1, labels(meta[BuildInfo].Labels, c.build...))
 
-	// The host first and concurrently: its parts have their own budgets,
-	// and the library's reads need not wait for them.
+	// The host concurrently: its parts have their own budgets, and the
+	// library's reads need not wait for them.
 	var report *health.Report
 	done := make(chan struct{})
 	if c.checker != nil {
 		go func() {
-			r := c.checker.Collect(s.ctx)
+			r := c.checker.Collect(ctx)
 			report = &r
 			close(done)
 		}()
@@ -157,62 +218,65 @@ func (s scrape) Collect(ch chan<- prometheus.Metric) {
 		close(done)
 	}
 
-	trees, err := c.root.Manager.Usage(s.ctx)
+	trees, err := c.root.Manager.Usage(ctx)
 	success("trees", err == nil)
 	if err != nil {
 		c.log.Warn("metrics: reading the trees' usage failed", "error", err)
 	}
+	slices.SortFunc(trees, func(a, b project.TreeStatus) int {
+		return cmp.Or(strings.Compare(a.Project, b.Project), strings.Compare(a.Area, b.Area))
+	})
 	now := time.Now()
-	present := map[treeKey]bool{}
+	xfs := c.root.Manager.IsXFS()
 	for _, t := range trees {
-		k := treeKey{t.Project, t.Area}
-		present[k] = true
-		l := []string{t.Project, t.Area}
-		emit(TreeUsedBytes, prometheus.GaugeValue, float64(t.UsedBytes), l...)
-		emit(TreeUsedInodes, prometheus.GaugeValue, float64(t.UsedInodes), l...)
-		emit(TreeLimitBytes, prometheus.GaugeValue, float64(t.BytesSoft), t.Project, t.Area, "soft")
-		emit(TreeLimitBytes, prometheus.GaugeValue, float64(t.BytesHard), t.Project, t.Area, "hard")
-		emit(TreeLimitInodes, prometheus.GaugeValue, float64(t.InodesSoft), t.Project, t.Area, "soft")
-		emit(TreeLimitInodes, prometheus.GaugeValue, float64(t.InodesHard), t.Project, t.Area, "hard")
+		l := labels(tree, t.Project, t.Area)
+		f.gauge(TreeUsedBytes, float64(t.UsedBytes), l)
+		f.gauge(TreeUsedInodes, float64(t.UsedInodes), l)
+		f.gauge(TreeLimitBytes, float64(t.BytesSoft), withKind(l, kindSoft))
+		f.gauge(TreeLimitBytes, float64(t.BytesHard), withKind(l, kindHard))
+		f.gauge(TreeLimitInodes, float64(t.InodesSoft), withKind(l, kindSoft))
+		f.gauge(TreeLimitInodes, float64(t.InodesHard), withKind(l, kindHard))
 		exceeded := 0.0
 		if project.Exceeded(t, now) {
 			exceeded = 1
 		}
-		emit(QuotaExceeded, prometheus.GaugeValue, exceeded, l...)
+		f.gauge(QuotaExceeded, exceeded, l)
 		switch {
-		case c.root.Manager.IsXFS():
-			emit(TreeUsageAgeSeconds, prometheus.GaugeValue, 0, l...)
+		case xfs:
+			f.gauge(TreeUsageAgeSeconds, 0, l)
 		case t.UsageAsOf != nil:
-			emit(TreeUsageAgeSeconds, prometheus.GaugeValue, max(0, now.Sub(*t.UsageAsOf).Seconds()), l...)
+			f.gauge(TreeUsageAgeSeconds, max(0, now.Sub(*t.UsageAsOf).Seconds()), l)
 		}
 	}
 
 	c.mu.Lock()
-	err = c.readJournal(s.ctx)
+	err = c.readJournal(ctx)
 	success("journal", err == nil)
 	if err != nil {
 		c.log.Warn("metrics: reading the journal failed", "error", err)
 	}
 	// Counters of trees that exist now only: a removed project's series
 	// go with it (its totals are kept, should it come back).
-	for k := range present {
-		l := []string{k.project, k.area}
-		emit(SweepEvictedBytesTotal, prometheus.CounterValue, c.evicted[k], l...)
-		emit(DeletionsFailedTotal, prometheus.CounterValue, c.failed[k], l...)
+	for _, t := range trees {
+		k := treeKey{t.Project, t.Area}
+		l := labels(tree, t.Project, t.Area)
+		f.counter(SweepEvictedBytesTotal, c.evicted[k], l)
+		f.counter(DeletionsFailedTotal, c.failed[k], l)
 		if h := c.walks[k]; h != nil {
-			ch <- prometheus.MustNewConstHistogram(c.descs[WalkDurationSeconds], h.count, h.sum, h.buckets(), l...)
+			f.add(WalkDurationSeconds, &dto.Metric{Label: l, Histogram: h.metric()})
 		}
 	}
-	ch <- prometheus.MustNewConstHistogram(c.descs[SweepDurationSeconds], c.sweeps.count, c.sweeps.sum, c.sweeps.buckets())
+	f.add(SweepDurationSeconds, &dto.Metric{Histogram: c.sweeps.metric()})
 	if !c.lastPass.IsZero() {
-		emit(SnapshotLastPass, prometheus.GaugeValue, float64(c.lastPass.UnixMilli())/1000)
+		f.gauge(SnapshotLastPass, float64(c.lastPass.UnixMilli())/1000, nil)
 	}
 	c.mu.Unlock()
 
 	<-done
 	if report != nil {
-		c.host(*report, emit, success)
+		c.host(*report, f, success)
 	}
+	return f.list()
 }
 
 // readJournal adds what the journal gained since the last scrape.
@@ -246,12 +310,12 @@ func (c *collector) readJournal(ctx context.Context) error {
 }
 
 // host exports the health answer's figures; a part in error exports none.
-func (c *collector) host(r health.Report, emit func(string, prometheus.ValueType, float64, ...string), success func(string, bool)) {
-	g := prometheus.GaugeValue
+func (c *collector) host(r health.Report, f families, success func(string, bool)) {
+	emit := func(name string, v float64, area ...string) { f.gauge(name, v, labels(diskArea, area...)) }
 	ok := func(p *health.Part) bool { return p != nil && p.Status != health.Error }
 	th := c.checker.Thresholds()
-	emit(HostDiskFreeWarnRatio, g, th.DiskFreeWarnPercent/100)
-	emit(HostDiskFreeCriticalRatio, g, th.DiskFreeCriticalPercent/100)
+	emit(HostDiskFreeWarnRatio, th.DiskFreeWarnPercent/100)
+	emit(HostDiskFreeCriticalRatio, th.DiskFreeCriticalPercent/100)
 	if r.Disk != nil {
 		success("disk", ok(&r.Disk.Part))
 		for _, p := range r.Disk.Paths {
@@ -263,44 +327,44 @@ func (c *collector) host(r health.Report, emit func(string, prometheus.ValueType
 			if area == "" {
 				area = "root"
 			}
-			emit(HostDiskTotalBytes, g, float64(p.TotalBytes), area)
-			emit(HostDiskFreeBytes, g, float64(p.FreeBytes), area)
-			emit(HostDiskAvailableBytes, g, float64(p.AvailableBytes), area)
-			emit(HostDiskTotalInodes, g, float64(p.TotalInodes), area)
-			emit(HostDiskFreeInodes, g, float64(p.FreeInodes), area)
+			emit(HostDiskTotalBytes, float64(p.TotalBytes), area)
+			emit(HostDiskFreeBytes, float64(p.FreeBytes), area)
+			emit(HostDiskAvailableBytes, float64(p.AvailableBytes), area)
+			emit(HostDiskTotalInodes, float64(p.TotalInodes), area)
+			emit(HostDiskFreeInodes, float64(p.FreeInodes), area)
 		}
 	}
 	if p := r.CPU; p != nil {
 		success("cpu", ok(&p.Part))
 		if ok(&p.Part) {
-			emit(HostLoad1, g, p.Load1)
-			emit(HostLoad5, g, p.Load5)
-			emit(HostLoad15, g, p.Load15)
-			emit(HostCPUCores, g, float64(p.Cores))
+			emit(HostLoad1, p.Load1)
+			emit(HostLoad5, p.Load5)
+			emit(HostLoad15, p.Load15)
+			emit(HostCPUCores, float64(p.Cores))
 			if p.BusyPercent != nil {
-				emit(HostCPUBusyRatio, g, *p.BusyPercent/100)
+				emit(HostCPUBusyRatio, *p.BusyPercent/100)
 			}
 		}
 	}
 	if p := r.Memory; p != nil {
 		success("memory", ok(&p.Part))
 		if ok(&p.Part) {
-			emit(HostMemoryTotalBytes, g, float64(p.TotalBytes))
-			emit(HostMemoryAvailableBytes, g, float64(p.AvailableBytes))
-			emit(HostSwapTotalBytes, g, float64(p.SwapTotalBytes))
-			emit(HostSwapFreeBytes, g, float64(p.SwapFreeBytes))
+			emit(HostMemoryTotalBytes, float64(p.TotalBytes))
+			emit(HostMemoryAvailableBytes, float64(p.AvailableBytes))
+			emit(HostSwapTotalBytes, float64(p.SwapTotalBytes))
+			emit(HostSwapFreeBytes, float64(p.SwapFreeBytes))
 		}
 	}
 	if p := r.Docker; p != nil {
 		success("docker", ok(&p.Part))
 		if ok(&p.Part) {
-			emit(DockerContainersRunning, g, float64(p.ContainersRunning))
-			emit(DockerContainers, g, float64(p.ContainersTotal))
-			emit(DockerImages, g, float64(p.Images))
-			emit(DockerImagesBytes, g, float64(p.ImagesBytes))
-			emit(DockerContainersBytes, g, float64(p.ContainersBytes))
-			emit(DockerBuildCacheBytes, g, float64(p.BuildCacheBytes))
-			emit(DockerVolumesBytes, g, float64(p.VolumesBytes))
+			emit(DockerContainersRunning, float64(p.ContainersRunning))
+			emit(DockerContainers, float64(p.ContainersTotal))
+			emit(DockerImages, float64(p.Images))
+			emit(DockerImagesBytes, float64(p.ImagesBytes))
+			emit(DockerContainersBytes, float64(p.ContainersBytes))
+			emit(DockerBuildCacheBytes, float64(p.BuildCacheBytes))
+			emit(DockerVolumesBytes, float64(p.VolumesBytes))
 		}
 	}
 	if p := r.Quota; p != nil {
@@ -310,13 +374,13 @@ func (c *collector) host(r health.Report, emit func(string, prometheus.ValueType
 			if p.Backend.Enforced {
 				v = 1
 			}
-			emit(HostQuotaEnforced, g, v)
+			emit(HostQuotaEnforced, v)
 		}
 	}
 	if p := r.Store; p != nil {
 		success("store", ok(&p.Part))
 		if ok(&p.Part) {
-			emit(HostStoreLatencySeconds, g, p.LatencySeconds)
+			emit(HostStoreLatencySeconds, p.LatencySeconds)
 		}
 	}
 }
