@@ -23,36 +23,34 @@ type TreeUsage struct {
 // so a reader of the whole root (a metrics scrape) neither waits on writers
 // nor makes them wait, however many trees there are.
 func (s *Store) TreeUsages(ctx context.Context) ([]TreeUsage, error) {
-	var rows []struct {
-		treeRow
-		WalkedBytes  int64 `db:"walked_bytes"`
-		WalkedInodes int64 `db:"walked_inodes"`
-		WalkedAt     int64 `db:"walked_at"`
-		LedgerBytes  int64 `db:"ledger_bytes"`
-		LedgerInodes int64 `db:"ledger_inodes"`
-		ResBytes     int64 `db:"res_bytes"`
-		ResInodes    int64 `db:"res_inodes"`
-	}
-	cols := "t." + strings.ReplaceAll(treeCols, ", ", ", t.")
-	err := s.sel(ctx, &rows, `SELECT `+cols+`, t.walked_bytes, t.walked_inodes, t.walked_at,
-		COALESCE(l.bytes, 0) AS ledger_bytes, COALESCE(l.inodes, 0) AS ledger_inodes,
-		COALESCE(r.bytes, 0) AS res_bytes, COALESCE(r.inodes, 0) AS res_inodes
+	// Scanned by hand: on 2,000 trees sqlx's reflection was a third of
+	// the read.
+	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT t.project, t.area, t.path, t.backend, t.fs_uuid, t.project_id,
+		t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_hard, t.created_dir, t.walked_at,
+		t.walked_bytes + COALESCE(l.bytes, 0) + COALESCE(r.bytes, 0),
+		t.walked_inodes + COALESCE(l.inodes, 0) + COALESCE(r.inodes, 0)
 		FROM trees t
 		LEFT JOIN (SELECT project, area, SUM(bytes) AS bytes, SUM(inodes) AS inodes FROM ledger WHERE host = ? GROUP BY project, area) l
 			ON l.project = t.project AND l.area = t.area
 		LEFT JOIN (SELECT project, area, SUM(bytes) AS bytes, SUM(inodes) AS inodes FROM reservations WHERE host = ? GROUP BY project, area) r
 			ON r.project = t.project AND r.area = t.area
-		WHERE t.host = ? ORDER BY t.project, t.area`, s.Host, s.Host, s.Host)
+		WHERE t.host = ? ORDER BY t.project, t.area`), s.Host, s.Host, s.Host)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]TreeUsage, len(rows))
-	for i, r := range rows {
-		out[i] = TreeUsage{Tree: r.tree(), WalkedAt: fromMicros(r.WalkedAt),
-			Used: quota.Usage{Bytes: nonNegative(r.WalkedBytes + r.LedgerBytes + r.ResBytes),
-				Inodes: nonNegative(r.WalkedInodes + r.LedgerInodes + r.ResInodes)}}
+	defer rows.Close()
+	var out []TreeUsage
+	for rows.Next() {
+		var r treeRow
+		var walkedAt, bytes, inodes int64
+		if err := rows.Scan(&r.Project, &r.Area, &r.Path, &r.Backend, &r.FSUUID, &r.ProjectID,
+			&r.BytesSoft, &r.BytesHard, &r.InodesSoft, &r.InodesHard, &r.CreatedDir, &walkedAt, &bytes, &inodes); err != nil {
+			return nil, err
+		}
+		out = append(out, TreeUsage{Tree: r.tree(), WalkedAt: fromMicros(walkedAt),
+			Used: quota.Usage{Bytes: nonNegative(bytes), Inodes: nonNegative(inodes)}})
 	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // EventsAfter lists this host's events of the given types with an ID above
