@@ -342,3 +342,16 @@ func addMany(t testing.TB, r *fixture.Root, n int) []string {
 	}
 	return slices.Clip(names)
 }
+
+// TestScrapeOfAnEmptyRoot: no project, no journal yet: a valid answer
+// with the collectors' and the build's series only.
+func TestScrapeOfAnEmptyRoot(t *testing.T) {
+	r := fixture.New(t, "sqlite", filepath.Join(t.TempDir(), "xfsq.db"))
+	s := parse(t, get(t, serve(t, r, nil)))
+	if one(t, s, metrics.CollectorSuccess, map[string]string{"collector": "trees"}) != 1 || len(find(s, metrics.TreeUsedBytes, nil)) != 0 {
+		t.Errorf("empty root: %+v", s)
+	}
+	if one(t, s, metrics.BuildInfo, nil) != 1 {
+		t.Error("no build info")
+	}
+}
