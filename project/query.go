@@ -227,21 +227,8 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.
 				q = quota.Quota{ID: t.ProjectID}
 			}
 		}
-		s := TreeStatus{UsageAsOf: asOf, UsageAgeSeconds: age, Stale: stale, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: m.BackendInfo(),
-			UsedBytes: q.Bytes, UsedInodes: q.Inodes,
-			BytesSoft: q.BytesSoft, BytesHard: q.BytesHard, InodesSoft: q.InodesSoft, InodesHard: q.InodesHard}
-		if q.BytesHard > 0 {
-			s.Percent = float64(q.Bytes) * 100 / float64(q.BytesHard)
-		}
-		if !q.BytesGraceEnds.IsZero() {
-			s.BytesGraceEnds = &q.BytesGraceEnds
-		}
-		if !q.InodesGraceEnds.IsZero() {
-			s.InodesGraceEnds = &q.InodesGraceEnds
-		}
-		if q.Limits != t.Limits {
-			s.Drift = fmt.Sprintf("limits in force %s differ from the recorded %s", formatLimits(q.Limits), formatLimits(t.Limits))
-		}
+		s := m.treeStatus(t, q, asOf)
+		s.UsageAgeSeconds, s.Stale = age, stale
 		out = append(out, s)
 	}
 	return out, nil
@@ -272,6 +259,67 @@ func (m *Manager) fallbackGrace(ctx context.Context, t store.Tree, q *quota.Quot
 		q.InodesGraceEnds = inodesSince.Add(grace).UTC()
 	}
 	return nil
+}
+
+// treeStatus is one recorded tree with the usage and limits q in force.
+func (m *Manager) treeStatus(t store.Tree, q quota.Quota, asOf *time.Time) TreeStatus {
+	s := TreeStatus{UsageAsOf: asOf, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: m.BackendInfo(),
+		UsedBytes: q.Bytes, UsedInodes: q.Inodes,
+		BytesSoft: q.BytesSoft, BytesHard: q.BytesHard, InodesSoft: q.InodesSoft, InodesHard: q.InodesHard}
+	if q.BytesHard > 0 {
+		s.Percent = float64(q.Bytes) * 100 / float64(q.BytesHard)
+	}
+	if !q.BytesGraceEnds.IsZero() {
+		s.BytesGraceEnds = &q.BytesGraceEnds
+	}
+	if !q.InodesGraceEnds.IsZero() {
+		s.InodesGraceEnds = &q.InodesGraceEnds
+	}
+	if q.Limits != t.Limits {
+		s.Drift = fmt.Sprintf("limits in force %s differ from the recorded %s", formatLimits(q.Limits), formatLimits(t.Limits))
+	}
+	return s
+}
+
+// Usage is Report's usage and limits without the snapshot-derived fields
+// (growth, last activity), read in a fixed number of queries whatever the
+// number of trees: on XFS the recorded trees and one enumeration of the
+// kernel's counters, on the fallback one read of every tree's last walk,
+// ledger and reservations. It never walks, never writes and takes no lock
+// admission takes, so a poller (a metrics scrape) may call it as often as
+// it likes. Never nil.
+func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
+	if m.xfs != nil {
+		trees, err := m.Store.Trees(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		all, err := m.Backend.All()
+		if err != nil {
+			return nil, err
+		}
+		return m.status(ctx, trees, all, Read{})
+	}
+	usages, err := m.Store.TreeUsages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TreeStatus, 0, len(usages))
+	for _, u := range usages {
+		var asOf *time.Time
+		if !u.WalkedAt.IsZero() {
+			asOf = &u.WalkedAt
+		}
+		out = append(out, m.treeStatus(u.Tree, quota.Quota{ID: u.ProjectID, Limits: u.Limits, Usage: u.Used}, asOf))
+	}
+	return out, nil
+}
+
+// Exceeded reports whether a tree is at or over a hard limit, or over a
+// soft one past its grace, at now: what makes Check deny a run.
+func Exceeded(t TreeStatus, now time.Time) bool {
+	d, _ := judge(t, now)
+	return d == Deny
 }
 
 func formatLimits(l quota.Limits) string {

@@ -22,7 +22,10 @@ type TreeSnapshot struct {
 	TopFiles    []inventory.File `json:"top_files"`
 	At          time.Time        `json:"at"`
 	KernelBytes *uint64          `json:"kernel_bytes,omitempty"` // XFS: the kernel's count right after the walk
-	Error       string           `json:"error,omitempty"`        // the walk of this tree failed; the others went on
+	// DurationSeconds is how long the walk took (journalled with a
+	// scheduled pass: xfsq_walk_duration_seconds comes from it).
+	DurationSeconds float64 `json:"duration_seconds"`
+	Error           string  `json:"error,omitempty"` // the walk of this tree failed; the others went on
 }
 
 // SnapshotOptions choose the trees and bound the walks.
@@ -129,8 +132,10 @@ var snapshotTreeStarts func(ctx context.Context, t store.Tree)
 var maxStoredNodes = 10_000
 
 func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory.Options, retention time.Duration) TreeSnapshot {
-	s := TreeSnapshot{Project: t.Project, Area: t.Area, At: time.Now().UTC()}
+	start := time.Now()
+	s := TreeSnapshot{Project: t.Project, Area: t.Area, At: start.UTC()}
 	res, err := inventory.Walk(m.abs(t.Path), opts)
+	s.DurationSeconds = time.Since(start).Seconds()
 	if err != nil {
 		s.Error = err.Error()
 		return s
@@ -173,6 +178,8 @@ func (m *Manager) journalPass(ctx context.Context, snaps []TreeSnapshot) error {
 		Files     uint64 `json:"files"`
 		Partial   bool   `json:"partial,omitempty"`
 		Error     string `json:"error,omitempty"`
+		// Seconds is the walk's duration (PassTree reads it back).
+		Seconds float64 `json:"duration_seconds"`
 	}
 	payload := struct {
 		Trees     []treeTotals `json:"trees"`
@@ -180,7 +187,7 @@ func (m *Manager) journalPass(ctx context.Context, snaps []TreeSnapshot) error {
 		Failed    int          `json:"failed"`
 	}{Trees: []treeTotals{}}
 	for _, s := range snaps {
-		payload.Trees = append(payload.Trees, treeTotals{s.Project, s.Area, s.SizeBytes, s.Files, s.Partial, s.Error})
+		payload.Trees = append(payload.Trees, treeTotals{s.Project, s.Area, s.SizeBytes, s.Files, s.Partial, s.Error, s.DurationSeconds})
 		if s.Error != "" {
 			payload.Failed++
 		}
