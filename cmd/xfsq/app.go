@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -1032,7 +1034,10 @@ func cmdSweep(e env) error {
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
 		out, err := m.Sweep(ctx, o)
-		if err != nil {
+		// Some projects busy, others swept: say what was done, then why
+		// the rest was not (the error, on stderr, with the exit code).
+		var busy *project.SweepBusyError
+		if err != nil && !(errors.As(err, &busy) && len(busy.Swept) > 0) {
 			return err
 		}
 		if f := e.c.String("plan-out"); f != "" {
@@ -1040,7 +1045,7 @@ func cmdSweep(e env) error {
 				return fmt.Errorf("--plan-out: %w", err)
 			}
 		}
-		return e.print(out, func(w io.Writer) {
+		printErr := e.print(out, func(w io.Writer) {
 			verb := "deleted"
 			if out.DryRun {
 				verb = "would delete"
@@ -1066,5 +1071,6 @@ func cmdSweep(e env) error {
 				fmt.Fprintf(w, "plan saved to %s: review it, then run xfsq sweep --apply %s\n", f, f)
 			}
 		})
+		return cmp.Or(printErr, err)
 	})
 }
