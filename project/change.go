@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -26,7 +27,8 @@ func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange
 		return Project{}, err
 	}
 	if change.empty() {
-		return Project{}, inputErrorf("nothing to change: give at least one of --bytes-soft, --bytes-hard, --inodes-soft, --inodes-hard")
+		return Project{}, errkind.WithHint(errkind.Input, inputErrorf("nothing to change: no limit given"),
+			"give at least one of --bytes-soft, --bytes-hard, --inodes-soft, --inodes-hard")
 	}
 	p, err := m.Store.Project(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {

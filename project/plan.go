@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -38,11 +39,18 @@ type SavedPlan struct {
 	Plan     sweep.Plan `json:"plan"`
 }
 
-// replan says what to do about a plan --apply refuses.
+// replan says what to do about a saved plan that is refused: the CLI's
+// words, so they travel as the hint, beside the message.
 const replan = "make a new one with xfsq sweep --dry-run --plan-out FILE, review it, and apply that"
 
+// planRefused is a saved plan refused as a whole: the message says why,
+// the hint how to get one that is not.
 func planRefused(format string, args ...any) error {
-	return inputErrorf("sweep --apply: "+format+": "+replan, args...)
+	return planRefusedHint(replan, format, args...)
+}
+
+func planRefusedHint(hint, format string, args ...any) error {
+	return errkind.WithHint(errkind.Input, inputErrorf("saved plan refused: "+format, args...), hint)
 }
 
 // rootID is the identity of the root directory: a plan is bound to the
@@ -109,7 +117,7 @@ func (m *Manager) SavePlan(ctx context.Context, plan sweep.Plan, areas []string)
 func (m *Manager) checkPlan(ctx context.Context, data []byte) (SavedPlan, error) {
 	var sp SavedPlan
 	if err := json.Unmarshal(data, &sp); err != nil || sp.Format == 0 || sp.ID == "" {
-		return sp, planRefused("not a plan saved by --plan-out of this xfsq")
+		return sp, planRefused("not a plan saved by a dry run of this xfsq")
 	}
 	if sp.Format != PlanFormat {
 		return sp, planRefused("plan format %d, this xfsq writes %d", sp.Format, PlanFormat)
@@ -149,7 +157,8 @@ func (m *Manager) checkPlan(ctx context.Context, data []byte) (SavedPlan, error)
 		return sp, err
 	}
 	if sp.Settings != settingsNow {
-		return sp, planRefused("plan %s was made under other settings than those in force now (see xfsq events --type settings.changed)", sp.ID)
+		return sp, planRefusedHint("see what changed with xfsq events --type settings.changed; "+replan,
+			"plan %s was made under other settings than those in force now", sp.ID)
 	}
 	if ok, err := m.Store.MarkPlanApplied(ctx, sp.ID, rec.Digest, m.now()); err != nil || !ok {
 		if err == nil {

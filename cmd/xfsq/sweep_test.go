@@ -448,7 +448,7 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 		{"a bare plan, as --plan-out once wrote", func(t *testing.T, s *sandbox, plan string) *sandbox {
 			os.WriteFile(plan, []byte(`{"evicted": [{"project": "omni", "area": "workspace", "path": "projects/omni/uploads", "policy": "workspace_trash"}]}`), 0o644)
 			return s
-		}, "not a plan saved by --plan-out"},
+		}, "not a plan saved by a dry run of this xfsq"},
 		{"older than plan_max_age", func(t *testing.T, s *sandbox, plan string) *sandbox {
 			db, err := sql.Open("sqlite", filepath.Join(s.root, ".xfsq", "xfsq.db"))
 			if err != nil {
