@@ -144,8 +144,9 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	// sweep up (a huge tree, a slow disk) never holds the others' locks.
 	me := HolderOf(ctx)
 	// Projects the caller named (or its plan did) and another sweep holds
-	// are a conflict the caller must hear of; in a sweep of every project
-	// a busy one is only left alone: the other sweep is covering it.
+	// are a conflict the caller must hear of, besides being skipped; in a
+	// sweep of every project a busy one is only left alone: the other
+	// sweep is covering it.
 	named := len(o.Projects) > 0
 	busyErr := &SweepBusyError{}
 	started := m.now()
@@ -160,11 +161,11 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		if err != nil {
 			return out, err
 		}
-		if busy != "" && named {
-			busyErr.Projects, busyErr.Holders = append(busyErr.Projects, n), append(busyErr.Holders, busy)
-			continue
-		}
 		if busy != "" {
+			if named {
+				busyErr.Projects, busyErr.Holders = append(busyErr.Projects, n), append(busyErr.Holders, busy)
+			}
+			// Recorded either way: storage.swept says what was skipped and why.
 			res.Skipped = append(res.Skipped, sweep.Skip{Project: n, Path: "projects/" + n, Reason: "another sweep (pid " + busy + ") is working on it"})
 			continue
 		}
