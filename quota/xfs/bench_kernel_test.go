@@ -30,6 +30,9 @@ func BenchmarkKernelUsage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Closed before the harness unmounts: an open handle fails the
+	// unmount, unless a GC happened to run its finalizer first.
+	b.Cleanup(func() { fs.Close() })
 	for i := range benchTrees {
 		dir := filepath.Join(kfs.Dir, fmt.Sprint("t", i))
 		os.Mkdir(dir, 0o755)
@@ -180,6 +183,9 @@ func BenchmarkKernelAssignLimit(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Closed before the harness unmounts: an open handle fails the
+	// unmount, unless a GC happened to run its finalizer first.
+	b.Cleanup(func() { fs.Close() })
 	nextID := quota.ProjectID(1000)
 	// trees makes n fresh directories outside the timed region.
 	trees := func(b *testing.B, n int) []string {
