@@ -119,7 +119,7 @@ func (l *Layer) openPath(ctx context.Context, name, area, p, notTheTree string) 
 		return nil, "", err
 	}
 	if p == "." {
-		return nil, "", &PathError{Path: p, Reason: "it is the tree itself; " + notTheTree}
+		return nil, "", &PathError{Path: p, Reason: "it is the tree itself", Fix: notTheTree}
 	}
 	t, err := l.open(ctx, name, area)
 	return t, p, err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
@@ -101,11 +102,20 @@ func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, 
 	}
 	if err != nil {
 		if _, rbErr := m.rollbackAdd(ctx, name); rbErr != nil {
-			return Project{}, fmt.Errorf("%w (and rolling back failed: %v; run xfsq doctor --fix)", err, rbErr)
+			return Project{}, rollbackFailed(err, rbErr)
 		}
 		return Project{}, err
 	}
 	return m.Show(ctx, name)
+}
+
+// doctorFix is what an operator does about an add left half-way.
+const doctorFix = "run xfsq doctor --fix"
+
+// rollbackFailed is an add that failed and could not be undone: the kind
+// of what failed, and the repair as the hint.
+func rollbackFailed(err, rbErr error) error {
+	return errkind.WithHint(errkind.Of(err), fmt.Errorf("%w (and rolling back failed: %v)", err, rbErr), doctorFix)
 }
 
 // claim inserts the project row in state adding, rolling back first the
@@ -132,7 +142,7 @@ func (m *Manager) claim(ctx context.Context, name string) error {
 		case existing.State == store.StateRemoving:
 			return fmt.Errorf("project %q %w, half-removed by an interrupted xfsq project rm: run it again to finish", name, ErrExists)
 		case attempt > 0:
-			return fmt.Errorf("project %q: could not clear an interrupted add; run xfsq doctor --fix", name)
+			return errkind.WithHint(errkind.NotReady, fmt.Errorf("project %q: could not clear an interrupted add", name), doctorFix)
 		}
 		// An add that died half-way: undo it, then try again.
 		if _, err := m.rollbackAdd(ctx, name); err != nil {

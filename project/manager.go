@@ -201,11 +201,12 @@ func checkStoreKnowsRoot(ctx context.Context, root string, st *store.Store) erro
 	if len(trees) > len(shown) {
 		more = fmt.Sprintf(" and %d more", len(trees)-len(shown))
 	}
-	return fmt.Errorf("the store (%s, host %q) has no record of this root, yet %s holds project trees (%s%s): "+
-		"it is empty or new, or not this root's store. Restore the database from a backup, or point --db and --host at "+
-		"the store this root was initialised with; to adopt the trees into this store instead, move %s aside and run xfsq init. "+
-		"xfsq changes nothing until then",
-		st.Driver(), st.Host, filepath.Join(root, areaBase[AreaWorkspace]), strings.Join(shown, ", "), more, filepath.Join(root, StateDir))
+	return errkind.WithHint(errkind.NotReady,
+		fmt.Errorf("the store (%s, host %q) has no record of this root, yet %s holds project trees (%s%s): "+
+			"it is empty or new, or not this root's store; xfsq changes nothing until then",
+			st.Driver(), st.Host, filepath.Join(root, areaBase[AreaWorkspace]), strings.Join(shown, ", "), more),
+		fmt.Sprintf("restore the database from a backup, or point --db and --host at the store this root was initialised with; "+
+			"to adopt the trees into this store instead, move %s aside and run xfsq init", filepath.Join(root, StateDir)))
 }
 
 // Open detects the backend of an initialised root.

@@ -43,14 +43,20 @@ type SavedPlan struct {
 	Plan     sweep.Plan `json:"plan"`
 }
 
-// replan says what to do about a plan that is refused.
+// replan says what to do about a plan that is refused: the CLI's words
+// (and the API's), so they travel as the hint, beside the message.
 const replan = "make a new one with xfsq sweep --dry-run --plan-out FILE (or a dry run over the API), review it, and apply that"
 
 // planRefused is a saved plan that is well formed but that the state no
 // longer lets run (another root, store or project; stale; other settings;
 // applied): errkind.Unprocessable, since applying it again can never pass.
+// The message says why, the hint how to get one that is not refused.
 func planRefused(format string, args ...any) error {
-	return errkind.WithHint(errkind.Unprocessable, fmt.Errorf("sweep plan refused: "+format, args...), replan)
+	return planRefusedHint(replan, format, args...)
+}
+
+func planRefusedHint(hint, format string, args ...any) error {
+	return errkind.WithHint(errkind.Unprocessable, fmt.Errorf("sweep plan refused: "+format, args...), hint)
 }
 
 // planMalformed is input that is not a saved plan at all.
@@ -130,7 +136,7 @@ func (m *Manager) savePlan(ctx context.Context, plan sweep.Plan, areas, projects
 func (m *Manager) checkPlan(ctx context.Context, data []byte) (SavedPlan, error) {
 	var sp SavedPlan
 	if err := json.Unmarshal(data, &sp); err != nil || sp.Format == 0 || sp.ID == "" {
-		return sp, planMalformed("not a plan saved by --plan-out of this xfsq")
+		return sp, planMalformed("not a plan saved by a dry run of this xfsq")
 	}
 	if sp.Format != PlanFormat {
 		return sp, planMalformed("plan format %d, this xfsq writes %d", sp.Format, PlanFormat)
@@ -170,7 +176,8 @@ func (m *Manager) checkPlan(ctx context.Context, data []byte) (SavedPlan, error)
 		return sp, err
 	}
 	if sp.Settings != settingsNow {
-		return sp, planRefused("plan %s was made under other settings than those in force now (see xfsq events --type settings.changed)", sp.ID)
+		return sp, planRefusedHint("see what changed with xfsq events --type settings.changed; "+replan,
+			"plan %s was made under other settings than those in force now", sp.ID)
 	}
 	if ok, err := m.Store.MarkPlanApplied(ctx, sp.ID, rec.Digest, m.now()); err != nil || !ok {
 		if err == nil {

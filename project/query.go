@@ -1,9 +1,11 @@
 package project
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
@@ -158,9 +160,12 @@ func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	var all map[quota.ProjectID]quota.Quota
+	// A slice in ID order, not All's map: a report or a scrape only joins
+	// each tree with its ID, and on 1,000 trees the map inserts cost about
+	// what the kernel's own lookups do (BENCHMARKS.md).
+	var all []quota.Quota
 	if m.xfs != nil {
-		if all, err = m.Backend.All(); err != nil {
+		if all, err = m.xfs.AppendAll(nil); err != nil {
 			return nil, err
 		}
 	}
@@ -179,10 +184,11 @@ func (m *Manager) fallbackRead(ctx context.Context, t store.Tree) (quota.Quota, 
 }
 
 // status joins recorded trees with their usage and limits. On XFS all
-// holds the kernel's figures, or is nil to read each tree on its own. On
+// holds the kernel's figures in ascending ID order (AppendAll), or is nil
+// to read each tree on its own. On
 // the fallback each tree is read as admission sees it, walked first only
 // when r asks.
-func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.ProjectID]quota.Quota, r Read) ([]TreeStatus, error) {
+func (m *Manager) status(ctx context.Context, trees []store.Tree, all []quota.Quota, r Read) ([]TreeStatus, error) {
 	out := make([]TreeStatus, 0, len(trees))
 	var grace time.Duration
 	if m.xfs == nil && len(trees) > 0 {
@@ -222,8 +228,11 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.
 				return nil, err
 			}
 		default:
-			var ok bool
-			if q, ok = all[t.ProjectID]; !ok {
+			if i, ok := slices.BinarySearchFunc(all, t.ProjectID, func(q quota.Quota, id quota.ProjectID) int {
+				return cmp.Compare(q.ID, id)
+			}); ok {
+				q = all[i]
+			} else {
 				q = quota.Quota{ID: t.ProjectID}
 			}
 		}
@@ -294,7 +303,7 @@ func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 		if err != nil {
 			return nil, err
 		}
-		all, err := m.Backend.All()
+		all, err := m.xfs.AppendAll(nil) // in ID order, as Report reads them
 		if err != nil {
 			return nil, err
 		}

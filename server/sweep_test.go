@@ -39,7 +39,6 @@ func testMux(t testing.TB, root *project.Root, caller Caller) *httptest.Server {
 	return srv
 }
 
-
 // aged writes a file of size bytes under root with an mtime days ago, its
 // parents too.
 func aged(t testing.TB, root, rel string, size, days int) {

@@ -125,6 +125,7 @@ func TestGraceTimers(t *testing.T) {
 		}
 	})
 }
+
 // Read is what a check sees: it must agree with Account, the reading
 // writes are admitted against, for a tree with a ledger and reservations,
 // and count nothing of a neighbouring tree.

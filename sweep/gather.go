@@ -92,17 +92,36 @@ func measure(dir *saferm.Dir, rel string) (Entry, error) {
 	case st.OtherMount:
 		e.Protected = protectedOtherFS
 	case st.IsDir():
-		// Through the held descriptor: the walk starts in dir, whatever
-		// has been renamed above it.
-		res, err := inventory.Walk(fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), rel), inventory.Options{Depth: 1, TopK: 1})
+		// inventory's one measure, of the directory opened beneath the
+		// held descriptor (no symlink on the way, whatever was renamed
+		// above dir or swapped in since the lstat), so that a sweep's
+		// figures and the fallback ledger's credit cannot disagree.
+		u, err := measureDir(dir, rel)
 		if err != nil {
 			return e, err
 		}
-		e.Bytes, e.Newest, e.LastUsed = res.Root.SizeBytes, res.Root.Mtime, res.Root.LastUse
+		e.Bytes, e.Newest, e.LastUsed = u.Bytes, u.Newest, u.LastUse
 	default:
 		e.Bytes = st.Blocks * 512
 	}
 	return e, nil
+}
+
+// measureDir measures the directory rel beneath dir (inventory.MeasureFile).
+func measureDir(dir *saferm.Dir, rel string) (inventory.Usage, error) {
+	sub, err := dir.OpenDir(rel)
+	if err != nil {
+		return inventory.Usage{}, err
+	}
+	defer sub.Close()
+	// An *os.File of its own: sub keeps and closes its descriptor.
+	fd, err := unix.FcntlInt(uintptr(sub.Fd()), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return inventory.Usage{}, &os.PathError{Op: "dup", Path: sub.Path(), Err: err}
+	}
+	f := os.NewFile(uintptr(fd), sub.Path())
+	defer f.Close()
+	return inventory.MeasureFile(f)
 }
 
 // TopLevel offers every entry directly under a tree (cache entries,

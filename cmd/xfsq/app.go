@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -1201,7 +1203,10 @@ func cmdSweep(e env) error {
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
 		out, err := m.Sweep(ctx, o)
-		if err != nil {
+		// Some projects busy, others swept: say what was done, then why
+		// the rest was not (the error, on stderr, with the exit code).
+		var busy *project.SweepBusyError
+		if err != nil && !(errors.As(err, &busy) && len(busy.Swept) > 0) {
 			return err
 		}
 		if f := e.c.String("plan-out"); f != "" {
@@ -1209,7 +1214,7 @@ func cmdSweep(e env) error {
 				return fmt.Errorf("--plan-out: %w", err)
 			}
 		}
-		return e.print(out, func(w io.Writer) {
+		printErr := e.print(out, func(w io.Writer) {
 			verb := "deleted"
 			if out.DryRun {
 				verb = "would delete"
@@ -1235,5 +1240,6 @@ func cmdSweep(e env) error {
 				fmt.Fprintf(w, "plan saved to %s: review it, then run xfsq sweep --apply %s\n", f, f)
 			}
 		})
+		return cmp.Or(printErr, err)
 	})
 }

@@ -1081,7 +1081,7 @@ func TestBlankStoreOnARootWithTrees(t *testing.T) {
 		if err := os.Truncate(db, 0); err != nil {
 			t.Fatal(err)
 		}
-		if r := s.run("report"); r.code != 1 || !strings.Contains(r.stderr, "Restore the database from a backup") {
+		if r := s.run("report"); r.code != 1 || !strings.Contains(r.stderr, "restore the database from a backup") {
 			t.Errorf("report on a zero-length store: exit %d %q; want it refused with what to do", r.code, r.stderr)
 		}
 	})

@@ -262,21 +262,31 @@ func TestSweepKilledAtRandomPoints(t *testing.T) {
 	}
 }
 
-// Only one sweep per project at a time: a live holder keeps it, a dead one
-// is taken over.
+// Only one sweep per project at a time: a live holder keeps it (a sweep
+// naming the project fails, naming the holder; a sweep of all leaves it
+// alone), a dead one is taken over.
 func TestSweepLock(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	s.ok("project", "add", "omni")
+	s.ok("project", "add", "beta")
 	st := s.store()
 	host, _ := os.Hostname()
 	live := fmt.Sprintf("%d@%s", os.Getpid(), host)
 	if busy, err := st.LockSweep(t.Context(), "omni", live, func(string) bool { return false }); err != nil || busy != "" {
 		t.Fatalf("lock: %q %v", busy, err)
 	}
+	conflict := `xfsq: not swept: project "omni" is being swept by another operation (` + live + `): wait for that sweep to end`
+	if r := s.run("sweep", "omni"); r.code != 1 || !strings.HasPrefix(r.stderr, conflict) || r.stdout != "" {
+		t.Errorf("sweep omni beside a live sweep: exit %d, stdout %q, stderr %q; want exit 1 and %q", r.code, r.stdout, r.stderr, conflict)
+	}
+	// Named with another project: what was swept is printed, then why omni was not.
+	if r := s.run("sweep", "beta", "omni"); r.code != 1 || !strings.HasPrefix(r.stderr, conflict) || !strings.HasPrefix(r.stdout, "sweep ") {
+		t.Errorf("sweep beta omni beside a live sweep of omni: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
 	var res sweepJSON
-	s.json(&res, "sweep", "omni")
+	s.json(&res, "sweep", "--all")
 	if why := res.skipReason("projects/omni"); !strings.Contains(why, "another sweep") {
-		t.Errorf("a sweep beside a live one: skip %q", why)
+		t.Errorf("a sweep of all beside a live one: skip %q", why)
 	}
 	st.UnlockSweep(t.Context(), "omni", live)
 	dead := "999999999@" + host
@@ -438,7 +448,7 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 		{"a bare plan, as --plan-out once wrote", func(t *testing.T, s *sandbox, plan string) *sandbox {
 			os.WriteFile(plan, []byte(`{"evicted": [{"project": "omni", "area": "workspace", "path": "projects/omni/uploads", "policy": "workspace_trash"}]}`), 0o644)
 			return s
-		}, "not a plan saved by --plan-out"},
+		}, "not a plan saved by a dry run of this xfsq"},
 		{"older than plan_max_age", func(t *testing.T, s *sandbox, plan string) *sandbox {
 			db, err := sql.Open("sqlite", filepath.Join(s.root, ".xfsq", "xfsq.db"))
 			if err != nil {
