@@ -41,9 +41,16 @@ const (
 	// TooLarge is a body or file over a configured bound (max_file_bytes,
 	// a request body limit): not a quota, the same request can never pass.
 	TooLarge
+	// Unprocessable is a request, well formed, that names something the
+	// state no longer lets it act on, and never will: a saved sweep plan
+	// for another root or project, older than plan_max_age, made under
+	// other settings, already applied. Unlike a Conflict, retrying cannot
+	// help; the fix is to make the request again (a new plan), so the CLI
+	// exits 2 as for bad input and the server answers 422.
+	Unprocessable
 )
 
-var names = [...]string{Internal: "internal", Input: "input", NotFound: "not found", Conflict: "conflict", NotReady: "not ready", Denied: "denied", TooLarge: "too large"}
+var names = [...]string{Internal: "internal", Input: "input", NotFound: "not found", Conflict: "conflict", NotReady: "not ready", Denied: "denied", TooLarge: "too large", Unprocessable: "unprocessable"}
 
 func (k Kind) String() string {
 	if k < 0 || int(k) >= len(names) {
@@ -65,7 +72,7 @@ const (
 // ExitCode is the CLI's exit status for a failure of kind k.
 func (k Kind) ExitCode() int {
 	switch k {
-	case Input, TooLarge:
+	case Input, TooLarge, Unprocessable:
 		return ExitUsage
 	case Denied:
 		return ExitDenied
@@ -89,6 +96,8 @@ func (k Kind) HTTPStatus() int {
 		return http.StatusInsufficientStorage
 	case TooLarge:
 		return http.StatusRequestEntityTooLarge
+	case Unprocessable:
+		return http.StatusUnprocessableEntity
 	}
 	return http.StatusInternalServerError
 }

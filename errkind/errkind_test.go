@@ -26,6 +26,7 @@ func TestTable(t *testing.T) {
 		{NotReady, "not ready", 1, http.StatusServiceUnavailable},
 		{Denied, "denied", 3, http.StatusInsufficientStorage},
 		{TooLarge, "too large", 2, http.StatusRequestEntityTooLarge},
+		{Unprocessable, "unprocessable", 2, http.StatusUnprocessableEntity},
 	} {
 		if got := c.k.String(); got != c.name {
 			t.Errorf("%d: String %q, want %q", c.k, got, c.name)

@@ -119,7 +119,7 @@ func (l *Layer) openPath(ctx context.Context, name, area, p, notTheTree string) 
 		return nil, "", err
 	}
 	if p == "." {
-		return nil, "", &PathError{Path: p, Reason: "it is the tree itself; " + notTheTree}
+		return nil, "", &PathError{Path: p, Reason: "it is the tree itself", Fix: notTheTree}
 	}
 	t, err := l.open(ctx, name, area)
 	return t, p, err
@@ -131,6 +131,9 @@ type Entry struct {
 	Type    string    `json:"type"` // file, dir, symlink, other
 	Size    int64     `json:"size"`
 	ModTime time.Time `json:"mtime"`
+	// Ino is the file's inode number (Open only), for a validator that
+	// changes when the name is given another file.
+	Ino uint64 `json:"-"`
 }
 
 // List lists a directory of a tree.
@@ -214,7 +217,7 @@ func pathErr(p string, err error) error {
 		return &PathError{Path: p, Reason: "it leads out of the project tree (through a symlink)"}
 	}
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%s: %w", p, os.ErrNotExist)
+		return errkind.New(errkind.NotFound, fmt.Errorf("%s: %w", p, os.ErrNotExist))
 	}
 	// The path an os.Root error names is the descriptor's
 	// (/proc/self/fd/N/…): an operator knows the tree's path, not that.
@@ -289,34 +292,68 @@ func openParent(t *tree, p string) (*os.File, string, error) {
 // Get copies a regular file of a tree to w, at most the size it had when
 // opened. It returns the number of bytes copied.
 func (l *Layer) Get(ctx context.Context, name, area, p string, w io.Writer) (int64, error) {
-	t, p, err := l.openPath(ctx, name, area, p, "name a file")
+	f, e, err := l.Open(ctx, name, area, p)
 	if err != nil {
 		return 0, err
 	}
+	if f == nil {
+		return 0, &PathError{Path: p, Reason: "it is a directory; list it instead"}
+	}
+	defer f.Close()
+	return io.Copy(w, io.LimitReader(f, e.Size))
+}
+
+// Open opens a path of a tree for reading, as Get reads it: a regular file
+// comes back open, with its Entry (size and mtime from the descriptor, Ino
+// for a validator); a directory comes back as its Entry (Type "dir") and a
+// nil file, for the caller to List. Anything else is refused before it is
+// opened: a symlink (even one that stays inside), a device, FIFO or socket,
+// a file with other hard links, a name on another mount. The file is the
+// very inode that was checked, opened relative to its checked parent's
+// descriptor; the caller closes it.
+func (l *Layer) Open(ctx context.Context, name, area, p string) (*os.File, Entry, error) {
+	p, err := Clean(p)
+	if err != nil {
+		return nil, Entry{}, err
+	}
+	t, err := l.open(ctx, name, area)
+	if err != nil {
+		return nil, Entry{}, err
+	}
 	defer t.Close()
+	if p == "." {
+		fi, err := t.root.Stat(".")
+		if err != nil {
+			return nil, Entry{}, err
+		}
+		return nil, Entry{Name: ".", Type: "dir", ModTime: fi.ModTime().UTC()}, nil
+	}
 	dir, base, err := openParent(t, p)
 	if err != nil {
-		return 0, err
+		return nil, Entry{}, err
 	}
 	defer dir.Close()
 	dfd := int(dir.Fd())
 	var before unix.Stat_t
 	if err := unix.Fstatat(dfd, base, &before, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return 0, pathErr(p, &os.PathError{Op: "lstat", Path: p, Err: err})
+		return nil, Entry{}, pathErr(p, &os.PathError{Op: "lstat", Path: p, Err: err})
 	}
 	if before.Mode&unix.S_IFMT == unix.S_IFLNK {
 		// Say where a link leads when it leads out: that is what a reader wants to know.
 		if _, err := t.root.Stat(p); err != nil {
 			if pe := pathErr(p, err); errors.As(pe, new(*PathError)) {
-				return 0, pe
+				return nil, Entry{}, pe
 			}
 		}
 	}
 	if t.dir.OtherMountAt(dfd, base) {
-		return 0, otherMount(p)
+		return nil, Entry{}, otherMount(p)
+	}
+	if before.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return nil, Entry{Name: base, Type: "dir", ModTime: time.Unix(before.Mtim.Unix()).UTC()}, nil
 	}
 	if err := checkReadable(p, &before); err != nil {
-		return 0, err
+		return nil, Entry{}, err
 	}
 	hook("get:checked")
 	// The name may have been swapped since the check: O_NOFOLLOW and
@@ -326,26 +363,29 @@ func (l *Layer) Get(ctx context.Context, name, area, p string, w io.Writer) (int
 	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
-			return 0, &PathError{Path: p, Reason: "it was replaced by a symbolic link while being opened"}
+			return nil, Entry{}, &PathError{Path: p, Reason: "it was replaced by a symbolic link while being opened"}
 		}
-		return 0, pathErr(p, &os.PathError{Op: "open", Path: p, Err: err})
+		return nil, Entry{}, pathErr(p, &os.PathError{Op: "open", Path: p, Err: err})
 	}
 	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
+	fail := func(err error) (*os.File, Entry, error) {
+		f.Close()
+		return nil, Entry{}, err
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return 0, err
+		return fail(err)
 	}
 	if st.Dev != before.Dev || st.Ino != before.Ino {
-		return 0, &PathError{Path: p, Reason: "it was replaced by another file while being opened"}
+		return fail(&PathError{Path: p, Reason: "it was replaced by another file while being opened"})
 	}
 	if t.dir.OtherMountFd(fd) {
-		return 0, otherMount(p) // mounted over the name since the check
+		return fail(otherMount(p)) // mounted over the name since the check
 	}
 	if err := checkReadable(p, &st); err != nil {
-		return 0, err
+		return fail(err)
 	}
-	return io.Copy(w, io.LimitReader(f, st.Size))
+	return f, Entry{Name: base, Type: "file", Size: st.Size, ModTime: time.Unix(st.Mtim.Unix()).UTC(), Ino: st.Ino}, nil
 }
 
 // Remove deletes a file or directory of a tree, journalling it as
@@ -496,6 +536,10 @@ type RemoveResult struct {
 // LeftError is a removal that left part of the entry in place (a mount
 // point inside it, an entry that changed meanwhile).
 type LeftError struct{ Result RemoveResult }
+
+// Kind: what is left collides with the tree's state (a mount point, an
+// entry changed meanwhile); retrying as is leaves it again.
+func (e *LeftError) Kind() errkind.Kind { return errkind.Conflict }
 
 func (e *LeftError) Error() string {
 	var b strings.Builder

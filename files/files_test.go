@@ -310,8 +310,15 @@ func TestRemoveIsJournalled(t *testing.T) {
 	if strings.Join(states, ",") != "done,pending" {
 		t.Errorf("evicted states %v, want pending then done", states)
 	}
-	if _, err := s.l.Remove(ctx, "omni", "", "."); err == nil {
-		t.Error("removing the tree itself through files rm was accepted")
+	// Refused as bad input; the message names no CLI flag, the hint says
+	// what removes a whole tree.
+	_, err = s.l.Remove(ctx, "omni", "", ".")
+	if err == nil || errkind.Of(err) != errkind.Input {
+		t.Fatalf("removing the tree itself through files rm: %v, want it refused as input", err)
+	}
+	if msg, hint := err.Error(), errkind.HintOf(err); strings.Contains(msg, "--") || !strings.Contains(msg, "it is the tree itself") ||
+		hint != "use xfsq project rm --purge" {
+		t.Errorf("removing the tree itself: message %q, hint %q; want the reason alone, the command as the hint", msg, hint)
 	}
 }
 

@@ -45,3 +45,39 @@ func TestLayerOnFixture(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenAndRemoveOptions: Open gives a file open with its entry and a
+// directory as an entry alone, a missing name is NotFound (404, not 500),
+// and a removal with options takes a directory only when recursive.
+func TestOpenAndRemoveOptions(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(1<<20, "omni")
+		l, err := files.New(r.Ctx, r.Manager)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Put(r.Ctx, "omni", "", "d/a.txt", strings.NewReader("hello"), 5); err != nil {
+			t.Fatal(err)
+		}
+		f, e, err := l.Open(r.Ctx, "omni", "", "d/a.txt")
+		if err != nil || f == nil || e.Type != "file" || e.Size != 5 || e.Ino == 0 || e.ModTime.IsZero() {
+			t.Fatalf("open a file: %v %+v", err, e)
+		}
+		f.Close()
+		if f, e, err := l.Open(r.Ctx, "omni", "", "d"); err != nil || f != nil || e.Type != "dir" {
+			t.Fatalf("open a directory: %v %v %+v", err, f, e)
+		}
+		if _, _, err := l.Open(r.Ctx, "omni", "", "nope"); errkind.Of(err) != errkind.NotFound {
+			t.Errorf("open a missing name: %v (kind %s)", err, errkind.Of(err))
+		}
+		if _, err := l.Remove(r.Ctx, "omni", "", "d", files.RemoveOptions{}); errkind.Of(err) != errkind.Input {
+			t.Errorf("remove a directory without recursive: %v", err)
+		}
+		if _, _, err := l.Open(r.Ctx, "omni", "", "d/a.txt"); err != nil {
+			t.Errorf("the refused removal touched the directory: %v", err)
+		}
+		if res, err := l.Remove(r.Ctx, "omni", "", "d", files.RemoveOptions{Recursive: true}); err != nil || res.Entries != 2 {
+			t.Errorf("remove a directory recursively: %v %+v", err, res)
+		}
+	})
+}

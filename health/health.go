@@ -234,6 +234,10 @@ func New(o Options) (*Checker, error) {
 // Budget is each part's time budget.
 func (c *Checker) Budget() time.Duration { return c.o.Budget }
 
+// Thresholds are the levels the Checker judges by (exported to metrics, so
+// that an alert rule compares against the same levels as xfsq health).
+func (c *Checker) Thresholds() Thresholds { return c.th }
+
 // Collect runs every collector concurrently and returns when all have
 // answered or run out of budget, whichever is first: never much later than
 // the budget, whatever a source does.

@@ -15,6 +15,9 @@ type Usage struct {
 	// included, each hard-linked file once.
 	Bytes, Inodes uint64
 	Newest        time.Time // newest mtime inside (see Mtime)
+	// LastUse is the newest of Newest and the atimes of the files inside
+	// (see LastUse), as the sweep ages cache entries. Set for directories.
+	LastUse time.Time
 	// FreeBytes and FreeInodes are Bytes and Inodes less the files that
 	// also have links outside the entry: deleting it leaves those files in
 	// place. A removal credits the ledger with these, never more, so the
@@ -70,7 +73,7 @@ func MeasureInfo(fi os.FileInfo) Usage {
 
 func fromWalk(res *Result) Usage {
 	r := res.Root
-	u := Usage{Bytes: r.SizeBytes, Inodes: r.Files + r.Dirs, Newest: r.Mtime}
+	u := Usage{Bytes: r.SizeBytes, Inodes: r.Files + r.Dirs, Newest: r.Mtime, LastUse: r.LastUse}
 	u.FreeBytes = u.Bytes - min(u.Bytes, res.SharedBytes)
 	u.FreeInodes = u.Inodes - min(u.Inodes, res.SharedFiles)
 	return u

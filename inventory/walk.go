@@ -78,6 +78,9 @@ type Node struct {
 	Dirs          uint64    `json:"dirs"`
 	Mtime         time.Time `json:"mtime"` // newest in the subtree
 	Children      []*Node   `json:"children,omitempty"`
+	// LastUse is the newest use in the subtree (see LastUse): what a
+	// cache's entries age by. Not printed or stored: the sweep reads it.
+	LastUse time.Time `json:"-"`
 }
 
 // File is one of the largest files.
@@ -287,9 +290,42 @@ type agg struct {
 // from when it was stamped instead. Ordinary writes have mtime == ctime.
 func Mtime(st *unix.Stat_t) int64 { return min(st.Mtim.Nano(), st.Ctim.Nano()) }
 
+// LastUse is when an inode was last used, as BuildKit's cache GC ages
+// entries: the newest of its mtime (Mtime) and, for anything but a
+// directory, its atime — a cache read seconds ago is in use. A directory's
+// atime is left out because walks read directories, and under relatime a
+// walk would make every cache entry look used once a day. An atime after
+// notAfter (unix ns) was stamped in the future (touch -a -d 2099…) and is
+// ignored, or it would pin the entry for ever. How atimes move depends on
+// the mount: relatime (the default) updates a file's atime at its first
+// read after a change and then at most once a day, strictatime at every
+// read, and noatime never: there a cache ages by modification only.
+func LastUse(st *unix.Stat_t, notAfter int64) int64 {
+	return lastUse(st, func() int64 { return notAfter })
+}
+
+// lastUse is LastUse reading the bound only when an atime is newer than
+// the mtime: a walk stats millions of files, most of them not read since.
+func lastUse(st *unix.Stat_t, notAfter func() int64) int64 {
+	used := Mtime(st)
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		if a := st.Atim.Nano(); a > used && a <= notAfter() {
+			used = a
+		}
+	}
+	return used
+}
+
+func walkNotAfter() int64 { return time.Now().Add(futureSlack).UnixNano() }
+
+// futureSlack is how far past the clock a walk still takes an atime as a
+// use: reads during the walk are uses, a stamp far ahead is not.
+const futureSlack = time.Minute
+
 type totals struct {
 	size, apparent, files, dirs uint64
 	mtime                       int64 // unix nanoseconds
+	used                        int64 // newest LastUse, unix nanoseconds
 }
 
 func (t *totals) add(o totals) {
@@ -298,12 +334,14 @@ func (t *totals) add(o totals) {
 	t.files += o.files
 	t.dirs += o.dirs
 	t.mtime = max(t.mtime, o.mtime)
+	t.used = max(t.used, o.used)
 }
 
 // inodeTotals is what one inode adds: du's allocated bytes (st_blocks ×
 // 512), apparent bytes, one file or directory, its mtime (see Mtime).
 func inodeTotals(st *unix.Stat_t, isDir bool) totals {
-	t := totals{size: uint64(st.Blocks) * 512, apparent: uint64(st.Size), mtime: Mtime(st)}
+	t := totals{size: uint64(st.Blocks) * 512, apparent: uint64(st.Size), mtime: Mtime(st),
+		used: lastUse(st, walkNotAfter)}
 	if isDir {
 		t.dirs = 1
 	} else {
@@ -345,6 +383,9 @@ func (a *agg) finish() {
 	n.SizeBytes, n.ApparentBytes, n.Files, n.Dirs = a.t.size, a.t.apparent, a.t.files, a.t.dirs
 	if a.t.mtime > 0 {
 		n.Mtime = time.Unix(0, a.t.mtime).UTC()
+	}
+	if a.t.used > 0 {
+		n.LastUse = time.Unix(0, a.t.used).UTC()
 	}
 	n.Children = a.children.best()
 	a.children = nil

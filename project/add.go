@@ -8,16 +8,17 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 )
 
 // AddOptions are the limits of a new project; nil fields take the defaults
-// (settings default_quota and default_cache_quota for the hard byte limits,
-// no soft or inode limits).
+// (settings default_quota, default_cache_quota and default_scratch_quota
+// for the hard byte limits, no soft or inode limits).
 type AddOptions struct {
-	Workspace, Cache LimitChange
+	Workspace, Cache, Scratch LimitChange
 }
 
 // LimitChange sets the limits whose fields are non-nil.
@@ -75,12 +76,12 @@ func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, 
 		return Project{}, err
 	}
 	limits := map[string]quota.Limits{}
-	for area, change := range map[string]LimitChange{AreaWorkspace: o.Workspace, AreaCache: o.Cache} {
-		def, err := m.setting(ctx, map[string]string{AreaWorkspace: "default_quota", AreaCache: "default_cache_quota"}[area])
+	for area, change := range map[string]LimitChange{AreaWorkspace: o.Workspace, AreaCache: o.Cache, AreaScratch: o.Scratch} {
+		l, err := m.defaultLimits(ctx, area)
 		if err != nil {
 			return Project{}, err
 		}
-		limits[area] = change.apply(quota.Limits{BytesHard: def.Bytes()})
+		limits[area] = change.apply(l)
 		if err := validateLimits(area, limits[area]); err != nil {
 			return Project{}, err
 		}
@@ -101,11 +102,20 @@ func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, 
 	}
 	if err != nil {
 		if _, rbErr := m.rollbackAdd(ctx, name); rbErr != nil {
-			return Project{}, fmt.Errorf("%w (and rolling back failed: %v; run xfsq doctor --fix)", err, rbErr)
+			return Project{}, rollbackFailed(err, rbErr)
 		}
 		return Project{}, err
 	}
 	return m.Show(ctx, name)
+}
+
+// doctorFix is what an operator does about an add left half-way.
+const doctorFix = "run xfsq doctor --fix"
+
+// rollbackFailed is an add that failed and could not be undone: the kind
+// of what failed, and the repair as the hint.
+func rollbackFailed(err, rbErr error) error {
+	return errkind.WithHint(errkind.Of(err), fmt.Errorf("%w (and rolling back failed: %v)", err, rbErr), doctorFix)
 }
 
 // claim inserts the project row in state adding, rolling back first the
@@ -132,7 +142,7 @@ func (m *Manager) claim(ctx context.Context, name string) error {
 		case existing.State == store.StateRemoving:
 			return fmt.Errorf("project %q %w, half-removed by an interrupted xfsq project rm: run it again to finish", name, ErrExists)
 		case attempt > 0:
-			return fmt.Errorf("project %q: could not clear an interrupted add; run xfsq doctor --fix", name)
+			return errkind.WithHint(errkind.NotReady, fmt.Errorf("project %q: could not clear an interrupted add", name), doctorFix)
 		}
 		// An add that died half-way: undo it, then try again.
 		if _, err := m.rollbackAdd(ctx, name); err != nil {
@@ -141,63 +151,83 @@ func (m *Manager) claim(ctx context.Context, name string) error {
 	}
 }
 
-// makeTrees makes each area's tree: ID and row in one transaction, then the
-// directory, then the kernel's ID and limits.
+// defaultLimits are the limits a new tree of area gets: its area's default
+// hard byte limit (areaDefaultQuota), nothing else.
+func (m *Manager) defaultLimits(ctx context.Context, area string) (quota.Limits, error) {
+	def, err := m.setting(ctx, areaDefaultQuota[area])
+	if err != nil {
+		return quota.Limits{}, err
+	}
+	return quota.Limits{BytesHard: def.Bytes()}, nil
+}
+
+// makeTrees makes each area's tree (makeTree).
 func (m *Manager) makeTrees(ctx context.Context, name string, limits map[string]quota.Limits) ([]store.Tree, error) {
 	var trees []store.Tree
 	for _, area := range Areas {
-		rel := TreePath(name, area)
-		dir := m.abs(rel)
-		_, statErr := os.Lstat(dir)
-		tree := store.Tree{Project: name, Area: area, Path: rel, Backend: m.BackendName(), FSUUID: m.fsUUID,
-			Limits: limits[area], CreatedDir: errors.Is(statErr, os.ErrNotExist)}
-		if statErr == nil {
-			if err := checkAdoptable(dir); err != nil {
-				return nil, err
-			}
-		}
-		excluded, err := m.excludedIDs()
+		tree, err := m.makeTree(ctx, name, area, limits[area])
 		if err != nil {
 			return nil, err
-		}
-		err = m.Store.InTx(ctx, func(tx *store.Tx) error {
-			var err error
-			if tree.ProjectID, err = tx.ReserveID(ctx, m.fsUUID, m.Range, excluded, name+"/"+area); err != nil {
-				return err
-			}
-			return tx.InsertTree(ctx, tree)
-		})
-		if err != nil {
-			return nil, err
-		}
-		fault.Point("add:" + area + ":id-recorded")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("create %s: %w", dir, err)
-		}
-		if area == AreaWorkspace {
-			for _, sub := range workspaceSubdirs {
-				if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-					return nil, fmt.Errorf("create %s: %w", filepath.Join(dir, sub), err)
-				}
-			}
-		}
-		fault.Point("add:" + area + ":dir-created")
-		if err := m.Backend.Assign(dir, tree.ProjectID); err != nil {
-			return nil, err
-		}
-		fault.Point("add:" + area + ":assigned")
-		if err := m.Backend.SetLimits(tree.ProjectID, tree.Limits); err != nil {
-			return nil, err
-		}
-		fault.Point("add:" + area + ":limits-set")
-		if m.xfs == nil { // the fallback's admission starts from a walk; XFS counts in the kernel
-			if _, err := m.baseline(ctx, tree, 0); err != nil {
-				return nil, err
-			}
 		}
 		trees = append(trees, tree)
 	}
 	return trees, nil
+}
+
+// makeTree makes one tree of a project: ID and row in one transaction, then
+// the directory (an existing one is adopted with what it holds), then the
+// kernel's ID and limits.
+func (m *Manager) makeTree(ctx context.Context, name, area string, limits quota.Limits) (store.Tree, error) {
+	rel := TreePath(name, area)
+	dir := m.abs(rel)
+	_, statErr := os.Lstat(dir)
+	tree := store.Tree{Project: name, Area: area, Path: rel, Backend: m.BackendName(), FSUUID: m.fsUUID,
+		Limits: limits, CreatedDir: errors.Is(statErr, os.ErrNotExist)}
+	if statErr == nil {
+		if err := checkAdoptable(dir); err != nil {
+			return tree, err
+		}
+	}
+	excluded, err := m.excludedIDs()
+	if err != nil {
+		return tree, err
+	}
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+		var err error
+		if tree.ProjectID, err = tx.ReserveID(ctx, m.fsUUID, m.Range, excluded, name+"/"+area); err != nil {
+			return err
+		}
+		return tx.InsertTree(ctx, tree)
+	})
+	if err != nil {
+		return tree, err
+	}
+	fault.Point("add:" + area + ":id-recorded")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return tree, fmt.Errorf("create %s: %w", dir, err)
+	}
+	if area == AreaWorkspace {
+		for _, sub := range workspaceSubdirs {
+			if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+				return tree, fmt.Errorf("create %s: %w", filepath.Join(dir, sub), err)
+			}
+		}
+	}
+	fault.Point("add:" + area + ":dir-created")
+	if err := m.Backend.Assign(dir, tree.ProjectID); err != nil {
+		return tree, err
+	}
+	fault.Point("add:" + area + ":assigned")
+	if err := m.Backend.SetLimits(tree.ProjectID, tree.Limits); err != nil {
+		return tree, err
+	}
+	fault.Point("add:" + area + ":limits-set")
+	if m.xfs == nil { // the fallback's admission starts from a walk; XFS counts in the kernel
+		if _, err := m.baseline(ctx, tree, 0); err != nil {
+			return tree, err
+		}
+	}
+	return tree, nil
 }
 
 // checkAdoptable refuses to adopt an existing path that is not a plain directory.

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
-
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -30,7 +29,8 @@ func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange
 		return Project{}, err
 	}
 	if change.empty() {
-		return Project{}, inputErrorf("nothing to change: give at least one of --bytes-soft, --bytes-hard, --inodes-soft, --inodes-hard")
+		return Project{}, errkind.WithHint(errkind.Input, inputErrorf("nothing to change: no limit given"),
+			"give at least one of --bytes-soft, --bytes-hard, --inodes-soft, --inodes-hard")
 	}
 	p, err := m.Store.Project(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {

@@ -11,6 +11,7 @@ import (
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/units"
 )
 
 // Finding is one drift between the store, the directories and the kernel.
@@ -35,13 +36,18 @@ const (
 	InterruptedRemove = "interrupted-remove"
 	BusyProject       = "operation-in-progress"
 	MissingDirectory  = "missing-directory"
-	WrongProjectID    = "wrong-project-id"
-	LimitsDrift       = "limits-drift"
-	OrphanKernelID    = "unowned-kernel-id"
-	ForeignKernelID   = "foreign-kernel-id"
-	KeptID            = "kept-id"
-	UnmanagedDir      = "unmanaged-directory"
-	QuotaEscape       = "quota-escape"
+	// A ready project without a tree of one of Areas: registered by an
+	// xfsq from before that area had trees (scratch came later).
+	MissingTree = "missing-tree"
+	// XFS: the filesystem's grace periods differ from soft_grace.
+	GraceDrift      = "grace-drift"
+	WrongProjectID  = "wrong-project-id"
+	LimitsDrift     = "limits-drift"
+	OrphanKernelID  = "unowned-kernel-id"
+	ForeignKernelID = "foreign-kernel-id"
+	KeptID          = "kept-id"
+	UnmanagedDir    = "unmanaged-directory"
+	QuotaEscape     = "quota-escape"
 	// A deletion journalled as pending whose process stopped before
 	// confirming it (a killed sweep, purge or files rm).
 	InterruptedDeletion = "interrupted-deletion"
@@ -95,6 +101,7 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 			return nil, err
 		}
 	}
+	findings = append(findings, m.missingTrees(ctx, projects, trees)...)
 	for _, t := range trees {
 		if state[t.Project] != store.StateReady {
 			continue // the interrupted operation's finding covers it
@@ -107,6 +114,13 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 		}
 	}
 	if m.xfs != nil {
+		f, ok, err := m.checkGrace(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			findings = append(findings, f)
+		}
 		idFindings, err := m.checkIDs(ctx, trees, kernel)
 		if err != nil {
 			return nil, err
@@ -343,6 +357,88 @@ func (m *Manager) checkIDs(ctx context.Context, trees []store.Tree, kernel map[q
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// checkGrace compares the kernel's grace periods with soft_grace.
+func (m *Manager) checkGrace(ctx context.Context) (Finding, bool, error) {
+	want, err := m.setting(ctx, "soft_grace")
+	if err != nil {
+		return Finding{}, false, err
+	}
+	bytes, inodes, err := m.xfs.Grace()
+	if err != nil {
+		return Finding{}, false, err
+	}
+	if bytes == want.Duration() && inodes == want.Duration() {
+		return Finding{}, false, nil
+	}
+	return Finding{Kind: GraceDrift,
+		Detail: fmt.Sprintf("the kernel's grace periods are %s (bytes) and %s (inodes), soft_grace is %s (0 is the kernel's default, 7d)",
+			units.FormatDuration(bytes), units.FormatDuration(inodes), units.FormatDuration(want.Duration())),
+		Fix:   "set the kernel's grace periods to soft_grace",
+		fixFn: m.applyGrace}, true, nil
+}
+
+// missingTrees finds ready projects that lack a tree of an area, as every
+// project registered before scratch had trees does after an upgrade: its
+// scratch is then unbounded and uncounted. The fix gives it the tree as
+// project add would (an ID, the area's default limits; an existing
+// directory is adopted with what it holds), and undoes the tree whole if
+// any step fails.
+func (m *Manager) missingTrees(ctx context.Context, projects []store.Project, trees []store.Tree) []Finding {
+	has := map[string]bool{}
+	for _, t := range trees {
+		has[t.Project+"/"+t.Area] = true
+	}
+	var out []Finding
+	for _, p := range projects {
+		if p.State != store.StateReady {
+			continue
+		}
+		for _, area := range Areas {
+			if has[p.Name+"/"+area] {
+				continue
+			}
+			name, area, rel := p.Name, area, TreePath(p.Name, area)
+			out = append(out, Finding{Kind: MissingTree, Project: name, Area: area, Path: rel,
+				Detail: fmt.Sprintf("the project has no %s tree (registered before xfsq gave projects one): %s has no project ID and no limit", area, rel),
+				Fix:    fmt.Sprintf("make the tree: a project ID for %s and the hard limit %s", rel, areaDefaultQuota[area]),
+				fixFn:  func(ctx context.Context) error { return m.addMissingTree(ctx, name, area) }})
+		}
+	}
+	return out
+}
+
+// addMissingTree gives a ready project its tree of area, or leaves no
+// trace of trying.
+func (m *Manager) addMissingTree(ctx context.Context, name, area string) error {
+	limits, err := m.defaultLimits(ctx, area)
+	if err != nil {
+		return err
+	}
+	tree, err := m.makeTree(ctx, name, area, limits)
+	if err == nil || tree.ProjectID == 0 {
+		return err
+	}
+	if clearErr := m.Backend.Clear(tree.ProjectID); clearErr != nil {
+		return fmt.Errorf("%w (and clearing its limits failed: %v)", err, clearErr)
+	}
+	if tree.CreatedDir {
+		removeEmptyTree(m.abs(tree.Path), area)
+	}
+	used, usedErr := m.idsStillUsed([]store.Tree{tree})
+	if usedErr != nil {
+		return fmt.Errorf("%w (and undoing it failed: %v)", err, usedErr)
+	}
+	if undoErr := m.Store.InTx(ctx, func(tx *store.Tx) error {
+		if err := releaseOrKeep(ctx, tx, tree, used[tree.ProjectID], "rolled-back:"+name+"/"+area); err != nil {
+			return err
+		}
+		return tx.DeleteTree(ctx, name, area)
+	}); undoErr != nil {
+		return fmt.Errorf("%w (and undoing it failed: %v)", err, undoErr)
+	}
+	return err
 }
 
 // unmanagedDirs lists directories under the area bases that no project owns.

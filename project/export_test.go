@@ -1,5 +1,27 @@
 package project
 
+import (
+	"context"
+	"testing"
+
+	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
+)
+
+// Hooks for the external tests (package project_test), unset when t ends.
+
+// OnSnapshotTree calls f as each tree's walk starts, on the walking thread.
+func OnSnapshotTree(t testing.TB, f func(ctx context.Context, tree store.Tree)) {
+	snapshotTreeStarts = f
+	t.Cleanup(func() { snapshotTreeStarts = nil })
+}
+
+// OnEvictionSettled calls f after each deletion's settled record.
+func OnEvictionSettled(t testing.TB, f func(project string, r sweep.Record)) {
+	evictionSettled = f
+	t.Cleanup(func() { evictionSettled = nil })
+}
+
 // ForgetReads empties m's read cache, for benchmarks of the uncached path.
 func ForgetReads(m *Manager) {
 	m.reads.mu.Lock()

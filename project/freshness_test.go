@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/project"
@@ -145,4 +146,28 @@ func TestCheckSeesOtherProcessesAtOnce(t *testing.T) {
 			t.Error("a project another process removed is still admitted")
 		}
 	})
+}
+
+// TestKeptAnswersAge: an answer kept while the store is unchanged still
+// says how old its figure is now, not when it was first read.
+func TestKeptAnswersAge(t *testing.T) {
+	r := fixture.New(t, "sqlite", filepath.Join(t.TempDir(), "xfsq.db"))
+	r.Add(1<<30, "omni")
+	age := func() float64 {
+		t.Helper()
+		p, err := r.Manager.Show(r.Ctx, "omni")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := workspace(t, p)
+		if ws.UsageAgeSeconds == nil {
+			t.Fatalf("no usage_age_seconds: %+v", ws)
+		}
+		return *ws.UsageAgeSeconds
+	}
+	first := age()
+	time.Sleep(1100 * time.Millisecond)
+	if second := age(); second < first+1 {
+		t.Errorf("usage_age_seconds %v then %v a second later: the kept answer did not age", first, second)
+	}
 }

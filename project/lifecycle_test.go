@@ -25,10 +25,10 @@ func TestLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Name != "omni" || len(p.Trees) != 2 {
+		if p.Name != "omni" || len(p.Trees) != len(project.Areas) {
 			t.Fatalf("add: %+v", p)
 		}
-		for _, d := range []string{"projects/omni/uploads", "projects/omni/inbox", "cache/omni"} {
+		for _, d := range []string{"projects/omni/uploads", "projects/omni/inbox", "cache/omni", "scratch/omni"} {
 			if fi, err := os.Stat(filepath.Join(m.Root, d)); err != nil || !fi.IsDir() {
 				t.Errorf("%s: %v", d, err)
 			}
@@ -313,7 +313,7 @@ func TestSnapshotAndPlanInput(t *testing.T) {
 		}
 	}
 	snaps, err := r.Manager.Snapshot(r.Ctx, project.SnapshotOptions{Projects: []string{"omni"}, Walk: inventory.Options{Depth: 2, TopK: 3}})
-	if err != nil || len(snaps) != 2 {
+	if err != nil || len(snaps) != len(project.Areas) {
 		t.Fatalf("snapshot: %v %+v", err, snaps)
 	}
 	if _, err := project.ReadPlanFile(filepath.Join(t.TempDir(), "none.json")); errkind.Of(err) != errkind.Input {

@@ -50,16 +50,24 @@ import (
 )
 
 // Areas: the kinds of tree a project owns, each with its own project ID.
+// A project's scratch is one tree (scratch/PROJECT) holding its runs'
+// directories (scratch/PROJECT/RUN): the runs share the project's scratch
+// limit, and a run that fills it stops there, not at the disk.
 const (
 	AreaWorkspace = "workspace"
 	AreaCache     = "cache"
+	AreaScratch   = "scratch"
 )
 
 // Areas lists the areas a project is given, in order.
-var Areas = []string{AreaWorkspace, AreaCache}
+var Areas = []string{AreaWorkspace, AreaCache, AreaScratch}
 
 // areaBase is where each area's trees live under the root.
-var areaBase = map[string]string{AreaWorkspace: "projects", AreaCache: "cache"}
+var areaBase = map[string]string{AreaWorkspace: "projects", AreaCache: "cache", AreaScratch: "scratch"}
+
+// areaDefaultQuota names the setting that gives each area's hard byte
+// limit to a new tree.
+var areaDefaultQuota = map[string]string{AreaWorkspace: "default_quota", AreaCache: "default_cache_quota", AreaScratch: "default_scratch_quota"}
 
 // BaseDirs are created by init; none may carry PROJINHERIT.
 var BaseDirs = []string{"projects", "cache", "scratch", "inbound"}
@@ -112,7 +120,7 @@ func ValidateName(name string) error {
 // ValidateArea checks an area name.
 func ValidateArea(area string) error {
 	if _, ok := areaBase[area]; !ok {
-		return inputErrorf("unknown area %q: use %s or %s", area, AreaWorkspace, AreaCache)
+		return inputErrorf("unknown area %q: use %s", area, strings.Join(Areas, ", "))
 	}
 	return nil
 }
@@ -134,6 +142,8 @@ type Manager struct {
 	fsUUID string // key of this root's filesystem in the ID registry
 	Range  xfs.IDRange
 	reads  readCache // see readcache.go
+
+	overview overviewCache // the last overview assembled (Overview)
 }
 
 // Options configure Open.
@@ -191,11 +201,12 @@ func checkStoreKnowsRoot(ctx context.Context, root string, st *store.Store) erro
 	if len(trees) > len(shown) {
 		more = fmt.Sprintf(" and %d more", len(trees)-len(shown))
 	}
-	return fmt.Errorf("the store (%s, host %q) has no record of this root, yet %s holds project trees (%s%s): "+
-		"it is empty or new, or not this root's store. Restore the database from a backup, or point --db and --host at "+
-		"the store this root was initialised with; to adopt the trees into this store instead, move %s aside and run xfsq init. "+
-		"xfsq changes nothing until then",
-		st.Driver(), st.Host, filepath.Join(root, areaBase[AreaWorkspace]), strings.Join(shown, ", "), more, filepath.Join(root, StateDir))
+	return errkind.WithHint(errkind.NotReady,
+		fmt.Errorf("the store (%s, host %q) has no record of this root, yet %s holds project trees (%s%s): "+
+			"it is empty or new, or not this root's store; xfsq changes nothing until then",
+			st.Driver(), st.Host, filepath.Join(root, areaBase[AreaWorkspace]), strings.Join(shown, ", "), more),
+		fmt.Sprintf("restore the database from a backup, or point --db and --host at the store this root was initialised with; "+
+			"to adopt the trees into this store instead, move %s aside and run xfsq init", filepath.Join(root, StateDir)))
 }
 
 // Open detects the backend of an initialised root.
@@ -472,8 +483,25 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 				return nil, res, err
 			}
 		}
+		if err := m.applyGrace(ctx); err != nil {
+			m.Close()
+			return nil, res, err
+		}
 	}
 	return m, res, nil
+}
+
+// applyGrace gives the kernel the soft_grace setting as the filesystem's
+// grace periods for bytes and inodes (XFS keeps one pair per filesystem).
+func (m *Manager) applyGrace(ctx context.Context) error {
+	if m.xfs == nil {
+		return nil
+	}
+	g, err := m.setting(ctx, "soft_grace")
+	if err != nil {
+		return err
+	}
+	return m.xfs.SetGrace(g.Duration(), g.Duration())
 }
 
 // setting resolves one setting's effective value.
@@ -533,10 +561,14 @@ func (m *Manager) Tree(ctx context.Context, name, area string) (store.Tree, erro
 	return store.Tree{}, fmt.Errorf("project %q has no %s tree: run xfsq doctor", name, area)
 }
 
+// SnapshotInterval is how often the scheduled pass (snapshot --all) walks
+// every tree: on the fallback a figure from an older walk is stale.
+const SnapshotInterval = time.Hour
+
 // baselineMaxAge is how old the fallback's last walk of a tree may be
 // before a write through xfsq walks it again: writes made outside xfsq are
 // seen only then.
-const baselineMaxAge = time.Hour
+const baselineMaxAge = SnapshotInterval
 
 // RefreshBaselineIfStale walks a fallback tree whose last walk is older than
 // baselineMaxAge, so admission starts from what is on disk.

@@ -2,12 +2,15 @@ package project
 
 import (
 	"context"
+	"errors"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -24,18 +27,62 @@ func TestSweepLockIsPerOperation(t *testing.T) {
 	if err != nil || busy != "" {
 		t.Fatalf("first sweep's lock: busy %q, %v", busy, err)
 	}
-	out, err := m.Sweep(ctx, SweepOptions{Projects: []string{"omni"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out.Skipped) != 1 || !strings.Contains(out.Skipped[0].Reason, "another sweep") {
-		t.Fatalf("a second sweep of a locked project in the same process: skipped %+v, want it turned away", out.Skipped)
+	_, err = m.Sweep(ctx, SweepOptions{Projects: []string{"omni"}})
+	var conflict *SweepBusyError
+	if !errors.As(err, &conflict) || errkind.Of(err) != errkind.Conflict || !slices.Equal(conflict.Projects, []string{"omni"}) {
+		t.Fatalf("a second sweep of a locked project in the same process: %v, want a conflict naming omni", err)
 	}
 	end()
 	// Once the first sweep's operation is over, its lock is stale.
-	out, err = m.Sweep(ctx, SweepOptions{Projects: []string{"omni"}})
+	out, err := m.Sweep(ctx, SweepOptions{Projects: []string{"omni"}})
 	if err != nil || len(out.Skipped) != 0 {
 		t.Fatalf("after the first sweep ended: skipped %+v, %v", out.Skipped, err)
+	}
+}
+
+// A sweep asked for projects another operation is sweeping is a conflict
+// the caller hears of (a 409 from the server, exit 1 from the CLI), with
+// the outcome of the projects it could sweep; a sweep of every project
+// only leaves the busy one alone, since the other sweep covers it.
+func TestSweepOfABusyProjectIsAConflict(t *testing.T) {
+	ctx := context.Background()
+	m, _ := managerWithOmni(t, t.TempDir())
+	if _, err := m.Add(ctx, "beta", AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other, end := BeginOp(ctx)
+	defer end()
+	if busy, err := m.Store.LockSweep(other, "omni", HolderOf(other), func(h string) bool { return !holderAlive(h) }); err != nil || busy != "" {
+		t.Fatalf("the other operation's lock: busy %q, %v", busy, err)
+	}
+	cases := []struct {
+		name     string
+		projects []string
+		swept    []string
+	}{
+		{"the busy project alone", []string{"omni"}, nil},
+		{"the busy project and another", []string{"beta", "omni"}, []string{"beta"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := m.Sweep(ctx, SweepOptions{Projects: c.projects})
+			var busy *SweepBusyError
+			if !errors.As(err, &busy) || errkind.Of(err) != errkind.Conflict || !slices.Equal(busy.Projects, []string{"omni"}) ||
+				!slices.Equal(busy.Swept, c.swept) {
+				t.Fatalf("sweep of %v: %+v (%v), want a conflict naming omni, beta swept: %v", c.projects, busy, err, c.swept)
+			}
+			if !strings.Contains(err.Error(), `project "omni" is being swept by another operation (`+HolderOf(other)+")") ||
+				!strings.Contains(errkind.HintOf(err), "wait for that sweep to end") {
+				t.Errorf("conflict %q, hint %q: want the project, its holder and what to do", err, errkind.HintOf(err))
+			}
+			if out.SweepID == "" || len(out.Skipped) != 1 || out.Skipped[0].Project != "omni" {
+				t.Errorf("outcome beside the conflict: %+v; want omni among the skipped, as storage.swept records it", out.Result)
+			}
+		})
+	}
+	out, err := m.Sweep(ctx, SweepOptions{})
+	if err != nil || len(out.Skipped) != 1 || out.Skipped[0].Project != "omni" || !strings.Contains(out.Skipped[0].Reason, "another sweep") {
+		t.Fatalf("sweep of every project beside a busy one: skipped %+v, %v; want omni left alone and no error", out.Skipped, err)
 	}
 }
 

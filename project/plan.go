@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -27,22 +28,40 @@ const PlanFormat = 1
 // and the store keeps a hash of the file, so --apply runs a plan only on the
 // root, host and settings it was made for, unedited, fresh, once.
 type SavedPlan struct {
-	Format   int        `json:"xfsq_plan"`
-	ID       string     `json:"plan_id"`
-	Host     string     `json:"host"`
-	Root     string     `json:"root"`
-	RootID   string     `json:"root_id"` // device:inode of the root directory
-	MadeAt   time.Time  `json:"made_at"`
-	Settings string     `json:"settings_digest"`
-	Areas    []string   `json:"areas"`
+	Format   int       `json:"xfsq_plan"`
+	ID       string    `json:"plan_id"`
+	Host     string    `json:"host"`
+	Root     string    `json:"root"`
+	RootID   string    `json:"root_id"` // device:inode of the root directory
+	MadeAt   time.Time `json:"made_at"`
+	Settings string    `json:"settings_digest"`
+	Areas    []string  `json:"areas"`
+	// Projects, when set, are the projects the plan was made for: it is
+	// applied to them only (ApplyPlan). A plan of --plan-out leaves it
+	// empty: it covers the projects its entries name.
+	Projects []string   `json:"projects,omitempty"`
 	Plan     sweep.Plan `json:"plan"`
 }
 
-// replan says what to do about a plan --apply refuses.
-const replan = "make a new one with xfsq sweep --dry-run --plan-out FILE, review it, and apply that"
+// replan says what to do about a plan that is refused: the CLI's words
+// (and the API's), so they travel as the hint, beside the message.
+const replan = "make a new one with xfsq sweep --dry-run --plan-out FILE (or a dry run over the API), review it, and apply that"
 
+// planRefused is a saved plan that is well formed but that the state no
+// longer lets run (another root, store or project; stale; other settings;
+// applied): errkind.Unprocessable, since applying it again can never pass.
+// The message says why, the hint how to get one that is not refused.
 func planRefused(format string, args ...any) error {
-	return inputErrorf("sweep --apply: "+format+": "+replan, args...)
+	return planRefusedHint(replan, format, args...)
+}
+
+func planRefusedHint(hint, format string, args ...any) error {
+	return errkind.WithHint(errkind.Unprocessable, fmt.Errorf("sweep plan refused: "+format, args...), hint)
+}
+
+// planMalformed is input that is not a saved plan at all.
+func planMalformed(format string, args ...any) error {
+	return errkind.WithHint(errkind.Input, fmt.Errorf("sweep plan refused: "+format, args...), replan)
 }
 
 // rootID is the identity of the root directory: a plan is bound to the
@@ -78,29 +97,37 @@ func digest(data []byte) string {
 // SavePlan makes the file --plan-out writes for plan, a dry run's plan of
 // areas (none: all), and records its hash in the store.
 func (m *Manager) SavePlan(ctx context.Context, plan sweep.Plan, areas []string) ([]byte, error) {
+	data, _, err := m.savePlan(ctx, plan, areas, nil)
+	return data, err
+}
+
+// savePlan is SavePlan for plan made of projects (nil: the projects its
+// entries name); the store keeps the file's content too, so that a plan
+// can be applied by its id alone (ApplyPlan).
+func (m *Manager) savePlan(ctx context.Context, plan sweep.Plan, areas, projects []string) ([]byte, SavedPlan, error) {
 	if len(areas) == 0 {
 		areas = sweep.Areas
 	}
 	b := make([]byte, 8)
 	rand.Read(b)
 	sp := SavedPlan{Format: PlanFormat, ID: "pl-" + hex.EncodeToString(b), Host: m.Store.Host, Root: m.Root,
-		MadeAt: m.now().UTC().Truncate(time.Microsecond), Areas: areas, Plan: plan}
+		MadeAt: m.now().UTC().Truncate(time.Microsecond), Areas: areas, Projects: projects, Plan: plan}
 	var err error
 	if sp.RootID, err = m.rootID(); err != nil {
-		return nil, err
+		return nil, sp, err
 	}
 	if sp.Settings, err = m.settingsDigest(ctx); err != nil {
-		return nil, err
+		return nil, sp, err
 	}
 	data, err := json.MarshalIndent(sp, "", "  ")
 	if err != nil {
-		return nil, err
+		return nil, sp, err
 	}
 	data = append(data, '\n')
-	if err := m.Store.RecordPlan(ctx, sp.ID, digest(data), sp.MadeAt); err != nil {
-		return nil, err
+	if err := m.Store.RecordPlan(ctx, sp.ID, digest(data), sp.MadeAt, data); err != nil {
+		return nil, sp, err
 	}
-	return data, nil
+	return data, sp, nil
 }
 
 // checkPlan refuses, as a whole, a saved plan that is not exactly one this
@@ -109,10 +136,10 @@ func (m *Manager) SavePlan(ctx context.Context, plan sweep.Plan, areas []string)
 func (m *Manager) checkPlan(ctx context.Context, data []byte) (SavedPlan, error) {
 	var sp SavedPlan
 	if err := json.Unmarshal(data, &sp); err != nil || sp.Format == 0 || sp.ID == "" {
-		return sp, planRefused("not a plan saved by --plan-out of this xfsq")
+		return sp, planMalformed("not a plan saved by a dry run of this xfsq")
 	}
 	if sp.Format != PlanFormat {
-		return sp, planRefused("plan format %d, this xfsq writes %d", sp.Format, PlanFormat)
+		return sp, planMalformed("plan format %d, this xfsq writes %d", sp.Format, PlanFormat)
 	}
 	rec, err := m.Store.Plan(ctx, sp.ID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -149,7 +176,8 @@ func (m *Manager) checkPlan(ctx context.Context, data []byte) (SavedPlan, error)
 		return sp, err
 	}
 	if sp.Settings != settingsNow {
-		return sp, planRefused("plan %s was made under other settings than those in force now (see xfsq events --type settings.changed)", sp.ID)
+		return sp, planRefusedHint("see what changed with xfsq events --type settings.changed; "+replan,
+			"plan %s was made under other settings than those in force now", sp.ID)
 	}
 	if ok, err := m.Store.MarkPlanApplied(ctx, sp.ID, rec.Digest, m.now()); err != nil || !ok {
 		if err == nil {

@@ -1,9 +1,11 @@
 package project
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
@@ -23,20 +25,25 @@ type Project struct {
 
 // TreeStatus is one tree's limits and usage as the backend reports them.
 type TreeStatus struct {
-	Project         string          `json:"project"`
-	Area            string          `json:"area"`
-	Path            string          `json:"path"`
-	ProjectID       quota.ProjectID `json:"project_id"`
-	Backend         Backend         `json:"backend"`
-	UsedBytes       uint64          `json:"used_bytes"`
-	UsedInodes      uint64          `json:"used_inodes"`
-	BytesSoft       uint64          `json:"bytes_soft"`
-	BytesHard       uint64          `json:"bytes_hard"`
-	InodesSoft      uint64          `json:"inodes_soft"`
-	InodesHard      uint64          `json:"inodes_hard"`
-	Percent         float64         `json:"percent"` // of the byte hard limit; 0 when there is none
-	BytesGraceEnds  *time.Time      `json:"bytes_grace_ends,omitempty"`
-	InodesGraceEnds *time.Time      `json:"inodes_grace_ends,omitempty"`
+	Project    string          `json:"project"`
+	Area       string          `json:"area"`
+	Path       string          `json:"path"`
+	ProjectID  quota.ProjectID `json:"project_id"`
+	Backend    Backend         `json:"backend"`
+	UsedBytes  uint64          `json:"used_bytes"`
+	UsedInodes uint64          `json:"used_inodes"`
+	BytesSoft  uint64          `json:"bytes_soft"`
+	BytesHard  uint64          `json:"bytes_hard"`
+	InodesSoft uint64          `json:"inodes_soft"`
+	InodesHard uint64          `json:"inodes_hard"`
+	Percent    float64         `json:"percent"` // of the byte hard limit; 0 when there is none
+	// BytesGraceEnds and InodesGraceEnds are set while usage is over a
+	// soft limit: when its grace (soft_grace) runs out, after which
+	// admission denies (on XFS the kernel's timer, which also refuses
+	// writes then; on the fallback xfsq's, started when xfsq saw the tree
+	// go over: at a write through it, a walk or a limit change).
+	BytesGraceEnds  *time.Time `json:"bytes_grace_ends_at,omitempty"`
+	InodesGraceEnds *time.Time `json:"inodes_grace_ends_at,omitempty"`
 	// Drift is set when the limits in force differ from the recorded ones
 	// (changed behind xfsq's back): doctor --fix restores the recorded ones.
 	Drift string `json:"drift,omitempty"`
@@ -48,6 +55,12 @@ type TreeStatus struct {
 	// UsageAsOf, on the fallback only, is when the walk the usage starts
 	// from began: writes made through xfsq since are counted, others not.
 	UsageAsOf *time.Time `json:"usage_as_of,omitempty"`
+	// UsageAgeSeconds (fallback only) is how old UsageAsOf was when read;
+	// Stale marks a figure whose walk is older than SnapshotInterval (or
+	// that was never walked): the hourly pass has not run, and writes made
+	// outside xfsq since are missing from it.
+	UsageAgeSeconds *float64 `json:"usage_age_seconds,omitempty"`
+	Stale           bool     `json:"stale,omitempty"`
 	// WalkBytes and Escape are set on XFS when the last walk and the
 	// kernel's count disagreed by more than 1 %: a sign of a quota escape.
 	WalkBytes *uint64 `json:"walk_bytes,omitempty"`
@@ -100,6 +113,12 @@ func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, er
 		gen = m.generation(ctx) // before the reads it guards (store.Generation)
 		if c, ok := m.reads.get(gen, name); ok {
 			statuses := c.statuses
+			now := m.now()
+			for i := range statuses {
+				if statuses[i].UsageAsOf != nil {
+					statuses[i].UsageAgeSeconds, statuses[i].Stale = freshness(*statuses[i].UsageAsOf, now)
+				}
+			}
 			if m.xfs != nil {
 				var err error
 				if statuses, err = m.status(ctx, c.trees, nil, read); err != nil {
@@ -141,9 +160,12 @@ func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	var all map[quota.ProjectID]quota.Quota
+	// A slice in ID order, not All's map: a report or a scrape only joins
+	// each tree with its ID, and on 1,000 trees the map inserts cost about
+	// what the kernel's own lookups do (BENCHMARKS.md).
+	var all []quota.Quota
 	if m.xfs != nil {
-		if all, err = m.Backend.All(); err != nil {
+		if all, err = m.xfs.AppendAll(nil); err != nil {
 			return nil, err
 		}
 	}
@@ -162,14 +184,26 @@ func (m *Manager) fallbackRead(ctx context.Context, t store.Tree) (quota.Quota, 
 }
 
 // status joins recorded trees with their usage and limits. On XFS all
-// holds the kernel's figures, or is nil to read each tree on its own. On
+// holds the kernel's figures in ascending ID order (AppendAll), or is nil
+// to read each tree on its own. On
 // the fallback each tree is read as admission sees it, walked first only
 // when r asks.
-func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.ProjectID]quota.Quota, r Read) ([]TreeStatus, error) {
+func (m *Manager) status(ctx context.Context, trees []store.Tree, all []quota.Quota, r Read) ([]TreeStatus, error) {
 	out := make([]TreeStatus, 0, len(trees))
+	var grace time.Duration
+	if m.xfs == nil && len(trees) > 0 {
+		g, err := m.setting(ctx, "soft_grace")
+		if err != nil {
+			return nil, err
+		}
+		grace = g.Duration()
+	}
+	now := m.now()
 	for _, t := range trees {
 		var q quota.Quota
 		var asOf *time.Time
+		var age *float64
+		var stale bool
 		var err error
 		switch {
 		case m.xfs == nil:
@@ -185,34 +219,116 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all map[quota.
 			if !walked.IsZero() { // never walked: how old is unknown
 				asOf = &walked
 			}
+			age, stale = freshness(walked, now)
+			if err := m.fallbackGrace(ctx, t, &q, grace); err != nil {
+				return nil, err
+			}
 		case all == nil:
 			if q, err = m.Backend.Get(t.ProjectID); err != nil {
 				return nil, err
 			}
 		default:
-			var ok bool
-			if q, ok = all[t.ProjectID]; !ok {
+			if i, ok := slices.BinarySearchFunc(all, t.ProjectID, func(q quota.Quota, id quota.ProjectID) int {
+				return cmp.Compare(q.ID, id)
+			}); ok {
+				q = all[i]
+			} else {
 				q = quota.Quota{ID: t.ProjectID}
 			}
 		}
-		s := TreeStatus{UsageAsOf: asOf, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: m.BackendInfo(),
-			UsedBytes: q.Bytes, UsedInodes: q.Inodes,
-			BytesSoft: q.BytesSoft, BytesHard: q.BytesHard, InodesSoft: q.InodesSoft, InodesHard: q.InodesHard}
-		if q.BytesHard > 0 {
-			s.Percent = float64(q.Bytes) * 100 / float64(q.BytesHard)
-		}
-		if !q.BytesGraceEnds.IsZero() {
-			s.BytesGraceEnds = &q.BytesGraceEnds
-		}
-		if !q.InodesGraceEnds.IsZero() {
-			s.InodesGraceEnds = &q.InodesGraceEnds
-		}
-		if q.Limits != t.Limits {
-			s.Drift = fmt.Sprintf("limits in force %s differ from the recorded %s", formatLimits(q.Limits), formatLimits(t.Limits))
-		}
+		s := m.treeStatus(t, q, asOf)
+		s.UsageAgeSeconds, s.Stale = age, stale
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// freshness is how old a fallback figure whose walk began at walked is at
+// now, and whether that is past the snapshot interval (or unknown: never
+// walked). It is computed at every read, kept answers too (readcache.go).
+func freshness(walked, now time.Time) (age *float64, stale bool) {
+	if walked.IsZero() {
+		return nil, true
+	}
+	a := max(now.Sub(walked), 0).Seconds()
+	return &a, now.Sub(walked) > SnapshotInterval
+}
+
+// fallbackGrace sets a fallback tree's grace ends from when xfsq saw it go
+// over each soft limit, while the figure read is still over it.
+func (m *Manager) fallbackGrace(ctx context.Context, t store.Tree, q *quota.Quota, grace time.Duration) error {
+	bytesSince, inodesSince, err := m.Store.GraceStarts(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
+	if err != nil {
+		return err
+	}
+	if q.BytesSoft > 0 && q.Bytes > q.BytesSoft && !bytesSince.IsZero() {
+		q.BytesGraceEnds = bytesSince.Add(grace).UTC()
+	}
+	if q.InodesSoft > 0 && q.Inodes > q.InodesSoft && !inodesSince.IsZero() {
+		q.InodesGraceEnds = inodesSince.Add(grace).UTC()
+	}
+	return nil
+}
+
+// treeStatus is one recorded tree with the usage and limits q in force.
+func (m *Manager) treeStatus(t store.Tree, q quota.Quota, asOf *time.Time) TreeStatus {
+	s := TreeStatus{UsageAsOf: asOf, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: m.BackendInfo(),
+		UsedBytes: q.Bytes, UsedInodes: q.Inodes,
+		BytesSoft: q.BytesSoft, BytesHard: q.BytesHard, InodesSoft: q.InodesSoft, InodesHard: q.InodesHard}
+	if q.BytesHard > 0 {
+		s.Percent = float64(q.Bytes) * 100 / float64(q.BytesHard)
+	}
+	if !q.BytesGraceEnds.IsZero() {
+		s.BytesGraceEnds = &q.BytesGraceEnds
+	}
+	if !q.InodesGraceEnds.IsZero() {
+		s.InodesGraceEnds = &q.InodesGraceEnds
+	}
+	if q.Limits != t.Limits {
+		s.Drift = fmt.Sprintf("limits in force %s differ from the recorded %s", formatLimits(q.Limits), formatLimits(t.Limits))
+	}
+	return s
+}
+
+// Usage is Report's usage and limits without the snapshot-derived fields
+// (growth, last activity), read in a fixed number of queries whatever the
+// number of trees: on XFS the recorded trees and one enumeration of the
+// kernel's counters, on the fallback one read of every tree's last walk,
+// ledger and reservations. It never walks, never writes and takes no lock
+// admission takes, so a poller (a metrics scrape) may call it as often as
+// it likes. Never nil.
+func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
+	if m.xfs != nil {
+		trees, err := m.Store.Trees(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		all, err := m.xfs.AppendAll(nil) // in ID order, as Report reads them
+		if err != nil {
+			return nil, err
+		}
+		return m.status(ctx, trees, all, Read{})
+	}
+	usages, err := m.Store.TreeUsages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TreeStatus, 0, len(usages))
+	for _, u := range usages {
+		var asOf *time.Time
+		if !u.WalkedAt.IsZero() {
+			asOf = &u.WalkedAt
+		}
+		out = append(out, m.treeStatus(u.Tree, quota.Quota{ID: u.ProjectID, Limits: u.Limits, Usage: u.Used}, asOf))
+	}
+	return out, nil
+}
+
+// Exceeded reports whether a tree is at or over a hard limit, or over a
+// soft one past its grace, at now: what makes Check deny a run.
+func Exceeded(t TreeStatus, now time.Time) bool {
+	d, _ := judge(t, now)
+	return d == Deny
 }
 
 func formatLimits(l quota.Limits) string {

@@ -244,7 +244,13 @@ func openStore(ctx context.Context, root, dsn string, cfg Config) (*store.Store,
 			why += "; after spending the reserve: " + err.Error()
 		}
 	}
-	full.Err = fmt.Errorf("xfsq cannot write its store %s (%s); free space there (read commands, files rm, sweep and project rm still work), "+
-		"and keep the store on another filesystem (--db) so that it never fills with the trees", dsn, why)
-	return nil, "", full
+	return nil, "", cannotWriteStore(full, dsn, why)
+}
+
+// cannotWriteStore is a store that a full filesystem keeps from opening:
+// full says what is full, the hint what to do (in the CLI's words).
+func cannotWriteStore(full *DiskFullError, dsn, why string) error {
+	full.Err = fmt.Errorf("xfsq cannot write its store %s (%s)", dsn, why)
+	return errkind.WithHint(errkind.NotReady, full, "free space there (read commands, files rm, sweep and project rm still work), "+
+		"and keep the store on another filesystem (--db) so that it never fills with the trees")
 }

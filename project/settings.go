@@ -8,6 +8,7 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/units"
 )
 
 // Settings lists every setting's effective value.
@@ -106,6 +107,15 @@ func (m *Manager) SetSettingExplicit(ctx context.Context, key, value string, all
 	prev, err := m.setting(ctx, key)
 	if err != nil {
 		return settings.Value{}, "", err
+	}
+	if key == "soft_grace" && m.xfs != nil {
+		// The kernel first: a grace it refuses is not recorded. Should the
+		// store fail after it, doctor sees the kernel differ and --fix
+		// restores what is recorded.
+		d, _ := units.ParseDuration(norm)
+		if err := m.xfs.SetGrace(d, d); err != nil {
+			return settings.Value{}, "", err
+		}
 	}
 	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
 		if _, err := tx.SetSetting(ctx, key, norm); err != nil {

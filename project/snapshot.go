@@ -22,7 +22,10 @@ type TreeSnapshot struct {
 	TopFiles    []inventory.File `json:"top_files"`
 	At          time.Time        `json:"at"`
 	KernelBytes *uint64          `json:"kernel_bytes,omitempty"` // XFS: the kernel's count right after the walk
-	Error       string           `json:"error,omitempty"`        // the walk of this tree failed; the others went on
+	// DurationSeconds is how long the walk took (journalled with a
+	// scheduled pass: xfsq_walk_duration_seconds comes from it).
+	DurationSeconds float64 `json:"duration_seconds"`
+	Error           string  `json:"error,omitempty"` // the walk of this tree failed; the others went on
 }
 
 // SnapshotOptions choose the trees and bound the walks.
@@ -88,6 +91,14 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 			if o.Area != "" && t.Area != o.Area {
 				continue
 			}
+			// Between trees, never inside one: a cancelled pass (SIGTERM)
+			// stores every walk it finished and starts none.
+			if ctx.Err() != nil {
+				return
+			}
+			if snapshotTreeStarts != nil {
+				snapshotTreeStarts(ctx, t)
+			}
 			out = append(out, m.snapshotTree(ctx, t, o.Walk, retention.Duration()))
 		}
 	}
@@ -99,6 +110,9 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 	} else {
 		pass()
 	}
+	if err := ctx.Err(); err != nil {
+		return out, err // a pass cut short journals nothing: it is run again whole
+	}
 	if o.Scheduled {
 		if err := m.journalPass(ctx, out); err != nil {
 			return out, err
@@ -107,6 +121,10 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 	return out, nil
 }
 
+// snapshotTreeStarts, when a test sets it, is called as each tree's walk
+// starts, on the walking thread.
+var snapshotTreeStarts func(ctx context.Context, t store.Tree)
+
 // maxStoredNodes bounds the full tree kept of each snapshot: a default walk
 // (depth 3, top 20: at most 8,421 nodes) is kept whole, a deeper one loses
 // its lowest levels (about 20 bytes a node stored with short names, so
@@ -114,8 +132,10 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 var maxStoredNodes = 10_000
 
 func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory.Options, retention time.Duration) TreeSnapshot {
-	s := TreeSnapshot{Project: t.Project, Area: t.Area, At: time.Now().UTC()}
+	start := time.Now()
+	s := TreeSnapshot{Project: t.Project, Area: t.Area, At: start.UTC()}
 	res, err := inventory.Walk(m.abs(t.Path), opts)
+	s.DurationSeconds = time.Since(start).Seconds()
 	if err != nil {
 		s.Error = err.Error()
 		return s
@@ -129,6 +149,9 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 		}
 	}
 	tree := inventory.AppendStored(nil, inventory.Shallow(&s.Node, maxStoredNodes), s.TopFiles)
+	// A walk finished is stored even if the pass was cancelled meanwhile:
+	// a pass stops between trees, not with a walk thrown away.
+	ctx = context.WithoutCancel(ctx)
 	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
 		if err := tx.AddSnapshot(ctx, snap, tree, retention); err != nil {
 			return err
@@ -155,6 +178,8 @@ func (m *Manager) journalPass(ctx context.Context, snaps []TreeSnapshot) error {
 		Files     uint64 `json:"files"`
 		Partial   bool   `json:"partial,omitempty"`
 		Error     string `json:"error,omitempty"`
+		// Seconds is the walk's duration (PassTree reads it back).
+		Seconds float64 `json:"duration_seconds"`
 	}
 	payload := struct {
 		Trees     []treeTotals `json:"trees"`
@@ -162,7 +187,7 @@ func (m *Manager) journalPass(ctx context.Context, snaps []TreeSnapshot) error {
 		Failed    int          `json:"failed"`
 	}{Trees: []treeTotals{}}
 	for _, s := range snaps {
-		payload.Trees = append(payload.Trees, treeTotals{s.Project, s.Area, s.SizeBytes, s.Files, s.Partial, s.Error})
+		payload.Trees = append(payload.Trees, treeTotals{s.Project, s.Area, s.SizeBytes, s.Files, s.Partial, s.Error, s.DurationSeconds})
 		if s.Error != "" {
 			payload.Failed++
 		}
@@ -185,7 +210,16 @@ func (m *Manager) Top(ctx context.Context, name, area string, opts inventory.Opt
 	if opts.Depth < 1 || opts.Depth > inventory.MaxDepth {
 		return nil, fieldErrorf("depth", "%d: use 1 to %d", opts.Depth, inventory.MaxDepth)
 	}
-	return inventory.Walk(m.abs(t.Path), opts)
+	start := m.now().Truncate(time.Microsecond) // as the store keeps it
+	res, err := inventory.Walk(m.abs(t.Path), opts)
+	if err != nil || m.xfs != nil || res.Partial || m.Store.ReadOnly() {
+		return res, err
+	}
+	// On the fallback a complete walk is as good as the hourly pass's: it
+	// becomes the tree's baseline, so report shows what top just saw.
+	err = m.Store.SetBaseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area},
+		quota.Usage{Bytes: res.Root.SizeBytes, Inodes: res.Root.Files + res.Root.Dirs}, start, res.Errors > 0)
+	return res, err
 }
 
 // growthAndActivity fills the snapshot-derived fields of report rows.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/store"
@@ -142,6 +143,12 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	// while that project is planned and swept: a project that holds a
 	// sweep up (a huge tree, a slow disk) never holds the others' locks.
 	me := HolderOf(ctx)
+	// Projects the caller named (or its plan did) and another sweep holds
+	// are a conflict the caller must hear of, besides being skipped; in a
+	// sweep of every project a busy one is only left alone: the other
+	// sweep is covering it.
+	named := len(o.Projects) > 0
+	busyErr := &SweepBusyError{}
 	started := m.now()
 	res := sweep.Result{SweepID: out.SweepID, Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}, PerPolicy: map[string]int{}}
 	out.Plan = sweep.Plan{OverSoft: []sweep.OverSoft{}, Evict: []sweep.Eviction{}, Skipped: []sweep.Skip{}, CacheCap: policy.CacheQuotaPerProject, CacheBytes: map[string]uint64{}}
@@ -155,6 +162,10 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 			return out, err
 		}
 		if busy != "" {
+			if named {
+				busyErr.Projects, busyErr.Holders = append(busyErr.Projects, n), append(busyErr.Holders, busy)
+			}
+			// Recorded either way: storage.swept says what was skipped and why.
 			res.Skipped = append(res.Skipped, sweep.Skip{Project: n, Path: "projects/" + n, Reason: "another sweep (pid " + busy + ") is working on it"})
 			continue
 		}
@@ -192,7 +203,38 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		swept["plan_id"] = saved.ID // which reviewed plan this sweep applied
 	}
 	err = m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventSwept, "", m.actor(ctx), swept) })
+	if err == nil && len(busyErr.Projects) > 0 {
+		busyErr.Swept = names
+		return out, busyErr
+	}
 	return out, err
+}
+
+// evictionSettled, when a test sets it, is called after each deletion's
+// settled record is journalled.
+var evictionSettled func(project string, r sweep.Record)
+
+// SweepBusyError is a sweep asked for projects that another sweep is
+// working on: those were not swept, the others named were (Swept, with
+// the outcome returned beside the error). A server answers it with 409.
+type SweepBusyError struct {
+	Projects []string // not swept
+	Holders  []string // who holds each one's sweep lock
+	Swept    []string // swept nonetheless
+}
+
+func (e *SweepBusyError) Error() string {
+	parts := make([]string, len(e.Projects))
+	for i, p := range e.Projects {
+		parts[i] = fmt.Sprintf("project %q is being swept by another operation (%s)", p, e.Holders[i])
+	}
+	return "not swept: " + strings.Join(parts, "; ")
+}
+
+func (e *SweepBusyError) Kind() errkind.Kind { return errkind.Conflict }
+
+func (e *SweepBusyError) Hint() string {
+	return "wait for that sweep to end, then sweep them again (an applied plan is spent: make a new one)"
 }
 
 // sweepLocked, when a test sets it, is called with each project as its
@@ -254,7 +296,11 @@ func (m *Manager) executor(sweepID string, root *saferm.Dir, policy sweep.Policy
 		Journal: func(ctx context.Context, p string, r sweep.Record) error {
 			r.Holder = HolderOf(ctx) // Run's context: the sweep's operation
 			if r.State != "pending" {
-				return m.journalEviction(ctx, p, r)
+				err := m.journalEviction(ctx, p, r)
+				if evictionSettled != nil {
+					evictionSettled(p, r)
+				}
+				return err
 			}
 			leased, err := m.Store.AppendPendingUnlessLeased(ctx, p, m.actor(ctx), r, m.now())
 			if err == nil && leased {

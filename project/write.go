@@ -178,7 +178,7 @@ func (w *Write) Commit(ctx context.Context, delta int64) error {
 	if w.reservation == 0 {
 		return nil // XFS: the kernel counted it
 	}
-	if err := w.m.Store.Commit(ctx, w.key(), w.reservation, delta, int64(w.inodes), w.m.Actor); err != nil {
+	if err := w.m.Store.Commit(ctx, w.key(), w.reservation, delta, int64(w.inodes), w.m.ActorOf(ctx)); err != nil {
 		return err
 	}
 	w.committed, w.inLedger, w.reservation = delta, true, 0
@@ -188,7 +188,7 @@ func (w *Write) Commit(ctx context.Context, delta int64) error {
 // Undo takes back a commit whose file never took its name.
 func (w *Write) Undo(ctx context.Context) {
 	if w.inLedger {
-		w.m.Store.AddLedger(ctx, w.key(), -w.committed, -int64(w.inodes), w.m.Actor, time.Now())
+		w.m.Store.AddLedger(ctx, w.key(), -w.committed, -int64(w.inodes), w.m.ActorOf(ctx), time.Now())
 	}
 }
 

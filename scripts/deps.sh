@@ -14,8 +14,10 @@ set -euo pipefail
 # apt-get download, never installed) where the host kernel cannot enforce
 # XFS quotas. git: the sweep's git-index tests make their fixtures with it
 # (xfsq itself never runs git). postgresql: the store tests' second driver.
+# prometheus: promtool checks the /metrics output and the contrib/ alert
+# rules, and the metrics tests start a real Prometheus server to scrape xfsq.
 case "${1:-}" in
-test) want=(xfsprogs qemu-system-x86 busybox-static git postgresql) ;;
+test) want=(xfsprogs qemu-system-x86 busybox-static git postgresql prometheus) ;;
 demo) want=(xfsprogs qemu-system-x86 busybox-static) ;;
 *) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

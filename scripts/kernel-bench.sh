@@ -7,7 +7,7 @@
 #   scripts/kernel-bench.sh [COUNT]     COUNT runs of the usage benchmark (default 5);
 #                                       the slow assign benchmark runs (COUNT+1)/2 times
 #
-# Goals: enumeration within 1.1x of 1,000 bare quotactl calls, and at least
+# Goals: enumeration (the slice form a report uses) within 1.1x of 1,000 bare quotactl calls, and at least
 # 100x faster than du -s over the same trees (1 GiB in 100,000 files).
 # Exit 1 when a goal is missed. Needs: apt-get install xfsprogs qemu-system-x86 busybox-static
 set -euo pipefail
@@ -34,17 +34,27 @@ fi
 # Medians per sub-benchmark (ns/op), then the ratios of the same boot.
 awk '
 /^BenchmarkKernel/ { name = $1; sub(/-[0-9]+$/, "", name); v[name] = v[name] " " $3 }
+/^BenchmarkKernelUsage\/paired/ {
+	for (i = 4; i < NF; i++) {
+		if ($(i + 1) == "xfsq/floor") v["paired-ratio"] = v["paired-ratio"] " " $i
+		if ($(i + 1) == "xfsq/floor-min") v["paired-min-ratio"] = v["paired-min-ratio"] " " $i
+	}
+}
 END {
 	for (n in v) {
 		c = split(substr(v[n], 2), a, " ")
 		for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
 		m[n] = (c % 2) ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2
-		printf "median %-45s %14.0f ns/op (%d runs)\n", n, m[n], c
+		if (n ~ /^paired-/) printf "median %-45s %14.2f xfsq/floor (%d runs)\n", n, m[n], c
+		else printf "median %-45s %14.0f ns/op (%d runs)\n", n, m[n], c
 	}
 	u = "BenchmarkKernelUsage/"
-	floor = m[u "xfsq"] / m[u "quotactl-floor"]
+	floor = m["paired-ratio"]
 	du = m[u "du-s"] / m[u "xfsq"]
-	printf "enumeration vs 1,000 bare Q_XGETNEXTQUOTA: %.2fx (goal <= 1.10x)\n", floor
+	printf "enumeration vs 1,000 bare Q_XGETNEXTQUOTA: %.2fx, median of adjacent pairs (goal <= 1.10x)\n", floor
+	printf "  the fastest enumeration vs the fastest floor: %.2fx (median over runs)\n", m["paired-min-ratio"]
+	printf "  the same from the separate medians:       %.2fx\n", m[u "xfsq"] / m[u "quotactl-floor"]
+	printf "map form (All) vs 1,000 bare Q_XGETNEXTQUOTA: %.2fx\n", m[u "xfsq-map"] / m[u "quotactl-floor"]
 	printf "1,000 Q_XGETNEXTQUOTA vs 1,000 Q_XGETQSTATV: %.2fx\n", m[u "quotactl-floor"] / m[u "quotactl-statv"]
 	printf "enumeration vs xfs_quota report:          %.1fx faster\n", m[u "xfs_quota"] / m[u "xfsq"]
 	printf "enumeration vs du -s over the trees:      %.0fx faster (goal >= 100x)\n", du

@@ -131,6 +131,14 @@ func TestAuthMatrix(t *testing.T) {
 		"POST " + p + "/{id}/leases/{run}":   {p + "/omni/leases/run-1", `{"ttl": "1h"}`, 200},
 		"DELETE " + p + "/{id}/leases/{run}": {p + "/omni/leases/run-1", "", 204},
 		"GET /v1/workspace/storage/events":   {"/v1/workspace/storage/events", "", 200},
+		"GET /v1/workspace/storage":          {"/v1/workspace/storage", "", 200},
+		"GET " + p + "/{id}":                 {p + "/omni", "", 200},
+		// Table order: the listing, then two uploads, then a delete of one.
+		"GET " + p + "/{id}/files/{path...}":    {p + "/omni/files/", "", 200},
+		"PUT " + p + "/{id}/files/{path...}":    {p + "/omni/files/a.txt", "hello", 201},
+		"POST " + p + "/{id}/files/{path...}":   {p + "/omni/files/b.txt", "hello", 201},
+		"DELETE " + p + "/{id}/files/{path...}": {p + "/omni/files/a.txt", "", 200},
+		"POST " + p + "/{id}/sweep":             {p + "/omni/sweep", `{"dry_run": true}`, 200},
 	}
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(10<<20, "omni", "other", "victim")
@@ -199,7 +207,7 @@ func TestAPI(t *testing.T) {
 		op, rd, lim := ts.client(operatorToken), ts.client(readerToken), ts.client(limitedToken)
 		hard := uint64(1 << 20)
 		p, err := op.AddProject(ctx, "omni", client.Limits{BytesHard: &hard}, client.Limits{})
-		if err != nil || p.Name != "omni" || len(p.Trees) != 2 {
+		if err != nil || p.Name != "omni" || len(p.Trees) != len(project.Areas) {
 			t.Fatalf("add: %v %+v", err, p)
 		}
 		if _, err := op.AddProject(ctx, "omni", client.Limits{}, client.Limits{}); status(err) != 409 {
@@ -219,7 +227,7 @@ func TestAPI(t *testing.T) {
 		}
 		soft := uint64(512 << 10)
 		p, err = op.SetLimits(ctx, "omni", "", client.Limits{BytesSoft: &soft})
-		if err != nil || p.Trees[0].BytesSoft != soft && p.Trees[1].BytesSoft != soft {
+		if ws := workspaceOf(p); err != nil || ws.BytesSoft != soft {
 			t.Errorf("set: %v %+v", err, p)
 		}
 		a, err := rd.Admission(ctx, "omni", false)
@@ -255,7 +263,7 @@ func TestAPI(t *testing.T) {
 			t.Errorf("remove while leased: %v, want 409 naming run-1", err)
 		}
 		dry, err := op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true, DryRun: true})
-		if err != nil || !dry.DryRun || len(dry.WouldPurge) != 2 || len(dry.HeldLeases) != 1 {
+		if err != nil || !dry.DryRun || len(dry.WouldPurge) != len(project.Areas) || len(dry.HeldLeases) != 1 {
 			t.Errorf("dry run: %v %+v", err, dry)
 		}
 		if err := op.ReleaseLease(ctx, "omni", "run-1"); err != nil {
@@ -520,11 +528,21 @@ func TestAPIErrors(t *testing.T) {
 				want = 500
 			}
 			path := strings.NewReplacer("{id}", "omni", "{run}", "run-1", "{path...}", "f.txt").Replace(rt.Pattern)
-			body := map[string]string{"POST " + p: `{"project": "fresh"}`, "PATCH " + p + "/{id}": `{"bytes_hard": "1m"}`}[key]
+			body := map[string]string{"POST " + p: `{"project": "fresh"}`, "PATCH " + p + "/{id}": `{"bytes_hard": "1m"}`,
+				"POST " + p + "/{id}/sweep": `{"dry_run": true}`, "PUT " + p + "/{id}/files/{path...}": "x", "POST " + p + "/{id}/files/{path...}": "x"}[key]
 			code, _, got := ts.raw(t, rt.Method, path, operatorToken, body)
 			if code != want || (want == 500 && !strings.Contains(got, "the server's log says why")) {
 				t.Errorf("%s with the store closed: %d %.200s, want %d", key, code, got, want)
 			}
 		}
 	})
+}
+
+func workspaceOf(p project.Project) project.TreeStatus {
+	for _, t := range p.Trees {
+		if t.Area == project.AreaWorkspace {
+			return t
+		}
+	}
+	return project.TreeStatus{}
 }

@@ -28,8 +28,8 @@ type Config struct {
 	// Metrics is GET /metrics (no token: the bind address is the guard);
 	// nil: the route is absent.
 	Metrics http.Handler
-	// Routes are more routes (the overview, files, sweep …), checked by the
-	// same middleware and listed by Routes() like the server's own.
+	// Routes are more routes, checked by the same middleware and listed by
+	// Routes() like the server's own.
 	Routes []Route
 	// ReadyTimeout bounds the store's answer to /readyz; 0 is 2 s.
 	ReadyTimeout time.Duration
@@ -60,6 +60,9 @@ type Server struct {
 	ready   time.Duration
 	routes  []Route
 	mux     *http.ServeMux
+	storage *storageAPI
+	files   *filesAPI
+	sweep   *sweepAPI
 }
 
 // New builds the server and its route table.
@@ -77,6 +80,11 @@ func New(cfg Config) (*Server, error) {
 	if s.ready <= 0 {
 		s.ready = 2 * time.Second
 	}
+	var err error
+	if s.storage, err = newStorageAPI(cfg.Root, s.log); err != nil {
+		return nil, err
+	}
+	s.files, s.sweep = newFilesAPI(cfg.Root, s.log), newSweepAPI(cfg.Root, s.log)
 	s.routes = append(s.coreRoutes(), cfg.Routes...)
 	s.mux = http.NewServeMux()
 	seen := map[string]bool{}
@@ -139,6 +147,13 @@ func (s *Server) coreRoutes() []Route {
 		{"POST", p + "/{id}/leases/{run}", RoleOperator, s.acquireLease},
 		{"DELETE", p + "/{id}/leases/{run}", RoleOperator, s.releaseLease},
 		{"GET", "/v1/workspace/storage/events", RoleReader, s.events},
+		{"GET", "/v1/workspace/storage", RoleReader, s.storage.Overview},
+		{"GET", p + "/{id}", RoleReader, s.storage.Project},
+		{"GET", p + "/{id}/files/{path...}", RoleReader, s.files.Get},
+		{"PUT", p + "/{id}/files/{path...}", RoleOperator, s.files.Put},
+		{"POST", p + "/{id}/files/{path...}", RoleOperator, s.files.Put},
+		{"DELETE", p + "/{id}/files/{path...}", RoleOperator, s.files.Delete},
+		{"POST", p + "/{id}/sweep", RoleOperator, s.sweep.ServeHTTP},
 	}
 	if s.health != nil {
 		rs = append(rs, Route{"GET", "/v1/system/health", RoleReader, s.systemHealth})

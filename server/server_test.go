@@ -22,6 +22,7 @@ func TestProblemOf(t *testing.T) {
 		{fmt.Errorf("project %q %w", "x", errkind.Sentinel(errkind.NotFound, "not found")), 404, `project "x" not found`},
 		{errkind.New(errkind.Conflict, errors.New("sweep busy")), 409, "sweep busy"},
 		{errkind.New(errkind.NotReady, errors.New("not initialised")), 503, "not initialised"},
+		{errkind.New(errkind.Unprocessable, errors.New("sweep plan refused: plan pl-1 was already applied")), 422, "sweep plan refused: plan pl-1 was already applied"},
 		{&quota.LimitError{Tree: "t", Limit: "bytes_hard", Used: 1, Requested: 2, Max: 2}, 507, ""},
 		{errors.New("open /srv/x: permission denied"), 500, "the operation failed; the server's log says why"},
 	} {

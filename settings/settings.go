@@ -48,6 +48,9 @@ type Setting struct {
 	// zero is then refused unless asked for explicitly (NormalizeExplicit),
 	// so a slip such as "0s" for "0.5h" cannot disarm it.
 	ZeroOff string `json:"-"`
+	// ZeroMeans, if set, says what a zero duration means ("no scheduled
+	// sweeps"): zero is then accepted below Min.
+	ZeroMeans string `json:"-"`
 }
 
 // All lists every setting, in the order `settings list` shows them.
@@ -57,6 +60,9 @@ var All = []Setting{
 		Help:    "workspace hard limit given to new projects"},
 	{Key: "default_cache_quota", Kind: Size, Default: "30GiB",
 		Help: "cache hard limit given to new projects (the sweeper keeps caches under cache_quota_per_project, below it)"},
+	{Key: "default_scratch_quota", Kind: Size, Default: "20GiB",
+		ZeroOff: "a run could fill the disk through its project's scratch",
+		Help:    "scratch hard limit given to new projects (scratch/PROJECT, shared by the project's runs in scratch/PROJECT/RUN)"},
 	{Key: "max_file_bytes", Kind: Size, Default: "1GiB",
 		Help: "largest single write through xfsq (file API, xfsq files put); 0 for no limit"},
 	{Key: "root_budget", Kind: Size, Default: "0",
@@ -72,6 +78,10 @@ var All = []Setting{
 	{Key: "workspace_trash_age", Kind: Duration, Default: "14d", Help: "workspace trash must be older than this to be swept"},
 	{Key: "busy_grace", Kind: Duration, Default: "24h", ZeroOff: "a sweep could delete files being written right now",
 		Help: "nothing modified more recently is touched, whatever the policy"},
+	{Key: "soft_grace", Kind: Duration, Default: "7d",
+		Min: time.Second, MinWhy: "the kernel reads a zero grace as its own default (7 days)",
+		Max: 365 * 24 * time.Hour, MaxWhy: "a longer grace makes a soft limit no limit at all",
+		Help: "how long a tree may stay over a soft limit before admission denies (on XFS the kernel's grace timer, which then refuses writes)"},
 	{Key: "scratch_ttl", Kind: Duration, Default: "24h", Help: "scratch of a finished run is removed after this"},
 	{Key: "plan_max_age", Kind: Duration, Default: "1h",
 		Min: time.Minute, MinWhy: "a saved plan must live long enough to be reviewed",
@@ -80,6 +90,13 @@ var All = []Setting{
 	{Key: "snapshot_retention", Kind: Duration, Default: "35d", Min: 8 * 24 * time.Hour,
 		MinWhy: "report's growth_7d needs a snapshot 7 days old, and an hourly pass a day of slack",
 		Help:   "snapshot totals older than this are dropped (growth is computed from them)"},
+	{Key: "snapshot_interval", Kind: Duration, Default: "1h",
+		Min: time.Minute, MinWhy: "each pass walks every tree; back to back they would keep the disk busy for nothing",
+		Max: 24 * time.Hour, MaxWhy: "report's growth_24h needs a snapshot a day",
+		Help: "xfsq serve: how often the scheduled snapshot pass walks every tree (one storage.snapshot event a pass)"},
+	{Key: "sweep_interval", Kind: Duration, Default: "0", ZeroMeans: "no scheduled sweeps",
+		Min: time.Minute, MinWhy: "each pass plans every project; back to back they would keep the disk busy for nothing",
+		Help: "xfsq serve: how often the scheduled sweep pass sweeps every project by policy (one storage.swept event a pass); 0 for never"},
 	{Key: "health_disk_free_warn_percent", Kind: Percent, Default: "15",
 		Help: "health: a filesystem of the root with less space or inodes available than this is warn"},
 	{Key: "health_disk_free_critical_percent", Kind: Percent, Default: "5",
@@ -145,7 +162,7 @@ func (s Setting) normalize(value string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", s.Key, err)
 		}
-		if d < s.Min {
+		if d < s.Min && !(d == 0 && s.ZeroMeans != "") {
 			return "", fmt.Errorf("%s: %s is too short: use at least %s (%s)", s.Key, value, units.FormatDuration(s.Min), s.MinWhy)
 		}
 		if s.Max > 0 && d > s.Max {

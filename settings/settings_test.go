@@ -33,6 +33,13 @@ func TestNormalize(t *testing.T) {
 		{"plan_max_age", "1h", "1h0m0s", ""},
 		{"plan_max_age", "30s", "", "use at least 1m0s"},
 		{"plan_max_age", "8d", "", "use at most 1w"},
+		{"snapshot_interval", "1h", "1h0m0s", ""},
+		{"snapshot_interval", "0", "", "use at least 1m0s"},
+		{"snapshot_interval", "2d", "", "use at most 1d"},
+		// 0 switches scheduled sweeps off; anything else is at least a minute.
+		{"sweep_interval", "0", "0s", ""},
+		{"sweep_interval", "6h", "6h0m0s", ""},
+		{"sweep_interval", "10s", "", "use at least 1m0s"},
 		{"health_disk_free_warn_percent", "15", "15", ""},
 		{"health_disk_free_warn_percent", " 7.5% ", "7.5", ""},
 		{"health_disk_free_warn_percent", "101", "", "from 0 to 100"},

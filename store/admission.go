@@ -288,6 +288,9 @@ func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, acto
 	if err != nil {
 		return err
 	}
+	if err := t.startGrace(ctx, k, acct); err != nil {
+		return err
+	}
 	over := (acct.Limits.BytesSoft > 0 && acct.Used.Bytes > acct.Limits.BytesSoft) ||
 		(acct.Limits.InodesSoft > 0 && acct.Used.Inodes > acct.Limits.InodesSoft)
 	if over == acct.SoftExceeded {
@@ -376,9 +379,58 @@ func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, walkStar
 		int64(u.Bytes), int64(u.Inodes), toMicros(walkStart), end, t.s.Host, k.Project, k.Area); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `DELETE FROM ledger WHERE host = ? AND project = ? AND area = ? AND (at <= ? OR ((bytes < 0 OR inodes < 0) AND at <= ?))`,
-		t.s.Host, k.Project, k.Area, toMicros(walkStart), end)
+	if _, err := t.exec(ctx, `DELETE FROM ledger WHERE host = ? AND project = ? AND area = ? AND (at <= ? OR ((bytes < 0 OR inodes < 0) AND at <= ?))`,
+		t.s.Host, k.Project, k.Area, toMicros(walkStart), end); err != nil {
+		return err
+	}
+	acct, err := t.account(ctx, k)
+	if err != nil {
+		return err
+	}
+	return t.startGrace(ctx, k, acct)
+}
+
+// startGrace starts a tree's grace timers when its usage is over a soft
+// limit and they are not running, and stops them when it is back under,
+// as the kernel does on XFS at each allocation: the fallback sees usage
+// change at xfsq's writes, at walks and at limit changes.
+func (t *Tx) startGrace(ctx context.Context, k TreeKey, acct treeAccount) error {
+	now := toMicros(time.Now())
+	since := func(soft, used uint64) int64 {
+		if soft > 0 && used > soft {
+			return now
+		}
+		return 0
+	}
+	// A running timer keeps its start (CASE), a tree back under stops it.
+	_, err := t.exec(ctx, `UPDATE trees SET
+		bytes_soft_since = CASE WHEN CAST(? AS BIGINT) = 0 THEN 0 WHEN bytes_soft_since = 0 THEN CAST(? AS BIGINT) ELSE bytes_soft_since END,
+		inodes_soft_since = CASE WHEN CAST(? AS BIGINT) = 0 THEN 0 WHEN inodes_soft_since = 0 THEN CAST(? AS BIGINT) ELSE inodes_soft_since END
+		WHERE host = ? AND project = ? AND area = ?`,
+		since(acct.Limits.BytesSoft, acct.Used.Bytes), since(acct.Limits.BytesSoft, acct.Used.Bytes),
+		since(acct.Limits.InodesSoft, acct.Used.Inodes), since(acct.Limits.InodesSoft, acct.Used.Inodes),
+		t.s.Host, k.Project, k.Area)
 	return err
+}
+
+// GraceStarts reads since when a fallback tree has been over its soft
+// byte and inode limits (zero: not over, or not seen over yet).
+func (s *Store) GraceStarts(ctx context.Context, k TreeKey) (bytes, inodes time.Time, err error) {
+	var row struct {
+		Bytes  int64 `db:"bytes_soft_since"`
+		Inodes int64 `db:"inodes_soft_since"`
+	}
+	err = s.get(ctx, &row, `SELECT bytes_soft_since, inodes_soft_since FROM trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, time.Time{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
+	}
+	if row.Bytes != 0 {
+		bytes = fromMicros(row.Bytes)
+	}
+	if row.Inodes != 0 {
+		inodes = fromMicros(row.Inodes)
+	}
+	return bytes, inodes, err
 }
 
 // Baseline reads when a tree was last walked (zero if never).

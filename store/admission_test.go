@@ -64,6 +64,68 @@ func TestReclaimDeadAndExpired(t *testing.T) {
 	})
 }
 
+// A tree's grace timers start when xfsq sees it go over a soft limit (a
+// write through it, a walk, a limit change), keep their start while it
+// stays over, and stop when it is back under: the fallback's counterpart of
+// the kernel's timers.
+func TestGraceTimers(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		k := TreeKey{Project: "omni", Area: "workspace"}
+		if err := s.InTx(ctx, func(tx *Tx) error {
+			if _, _, err := tx.InsertProject(ctx, "omni", "", time.Now()); err != nil {
+				return err
+			}
+			return tx.InsertTree(ctx, Tree{Project: "omni", Area: "workspace", Path: "projects/omni", Backend: "fallback", FSUUID: "u", ProjectID: 1,
+				Limits: quota.Limits{BytesSoft: 1000, InodesSoft: 10}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		starts := func() (time.Time, time.Time) {
+			t.Helper()
+			b, i, err := s.GraceStarts(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b, i
+		}
+		if b, i := starts(); !b.IsZero() || !i.IsZero() {
+			t.Fatalf("a new tree under its soft limits has timers %v %v", b, i)
+		}
+		before := time.Now()
+		if err := s.AddLedger(ctx, k, 2000, 1, "test", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		b, i := starts()
+		if b.Before(before.Add(-time.Second)) || b.After(time.Now().Add(time.Second)) || !i.IsZero() {
+			t.Fatalf("over the byte soft limit: timers %v %v, want bytes started now, inodes not", b, i)
+		}
+		time.Sleep(10 * time.Millisecond)
+		if err := s.AddLedger(ctx, k, 100, 20, "test", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if b2, i2 := starts(); !b2.Equal(b) || i2.IsZero() {
+			t.Errorf("still over: byte timer %v (was %v) must keep its start; inode timer %v must start", b2, b, i2)
+		}
+		// A walk finding the tree back under both stops both.
+		if err := s.SetBaseline(ctx, k, quota.Usage{Bytes: 10, Inodes: 1}, time.Now(), false); err != nil {
+			t.Fatal(err)
+		}
+		if b, i := starts(); !b.IsZero() || !i.IsZero() {
+			t.Errorf("back under: timers %v %v, want stopped", b, i)
+		}
+		// A soft limit lowered below the usage starts the timer.
+		if err := s.InTx(ctx, func(tx *Tx) error {
+			return tx.SetTreeLimits(ctx, "omni", "workspace", quota.Limits{BytesSoft: 5})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := starts(); b.IsZero() {
+			t.Error("a soft limit lowered below the usage did not start the byte timer")
+		}
+	})
+}
+
 // Read is what a check sees: it must agree with Account, the reading
 // writes are admitted against, for a tree with a ledger and reservations,
 // and count nothing of a neighbouring tree.

@@ -202,6 +202,26 @@ var migrations = []string{
 	// deletion's credit that began before a walk ended may already be in
 	// the walk's figure, and counting it again would under-count.
 	`ALTER TABLE trees ADD COLUMN walked_end BIGINT NOT NULL DEFAULT 0;`,
+	// 9: the fallback's grace timers: since when a tree's usage has been
+	// over its soft byte and inode limits (0: not over), as the kernel
+	// keeps them on XFS; soft_grace after that, admission denies.
+	`ALTER TABLE trees ADD COLUMN bytes_soft_since BIGINT NOT NULL DEFAULT 0;
+	ALTER TABLE trees ADD COLUMN inodes_soft_since BIGINT NOT NULL DEFAULT 0;`,
+	// 10: a saved plan's content beside its digest, so that the API applies
+	// a reviewed plan by its id alone (NULL: saved before, by --plan-out
+	// only); and the scheduled passes of xfsq serve, one row per pass and
+	// host: who runs it now and when it last started and finished, so that
+	// one runs at a time across processes, once per interval, and a pass
+	// whose process died is run again.
+	`ALTER TABLE sweep_plans ADD COLUMN body {{bytes}};
+	CREATE TABLE passes (
+		host        TEXT   NOT NULL,
+		pass        TEXT   NOT NULL,
+		holder      TEXT   NOT NULL DEFAULT '', -- '' when none runs
+		started_at  BIGINT NOT NULL DEFAULT 0,
+		finished_at BIGINT NOT NULL DEFAULT 0,
+		PRIMARY KEY (host, pass)
+	);`,
 }
 
 // jsonField matches {{json COLUMN FIELD}}: the text of a top-level field of

@@ -15,12 +15,15 @@ type SavedPlan struct {
 	Digest    string // SHA-256 of the plan file's content, hex
 	CreatedAt time.Time
 	AppliedAt time.Time // zero: not yet
+	// Body is the plan file's content as saved; nil for a plan saved
+	// before the store kept it.
+	Body []byte
 }
 
-// RecordPlan keeps the digest of a plan just made.
-func (s *Store) RecordPlan(ctx context.Context, id, digest string, at time.Time) error {
+// RecordPlan keeps the digest and the content of a plan just made.
+func (s *Store) RecordPlan(ctx context.Context, id, digest string, at time.Time, body []byte) error {
 	return s.InTx(ctx, func(tx *Tx) error {
-		_, err := tx.exec(ctx, `INSERT INTO sweep_plans (host, plan_id, digest, created_at) VALUES (?, ?, ?, ?)`, s.Host, id, digest, toMicros(at))
+		_, err := tx.exec(ctx, `INSERT INTO sweep_plans (host, plan_id, digest, created_at, body) VALUES (?, ?, ?, ?, ?)`, s.Host, id, digest, toMicros(at), body)
 		return err
 	})
 }
@@ -32,15 +35,16 @@ func (s *Store) Plan(ctx context.Context, id string) (SavedPlan, error) {
 		Digest    string `db:"digest"`
 		CreatedAt int64  `db:"created_at"`
 		AppliedAt int64  `db:"applied_at"`
+		Body      []byte `db:"body"`
 	}
-	err := s.get(ctx, &row, `SELECT digest, created_at, applied_at FROM sweep_plans WHERE host = ? AND plan_id = ?`, s.Host, id)
+	err := s.get(ctx, &row, `SELECT digest, created_at, applied_at, body FROM sweep_plans WHERE host = ? AND plan_id = ?`, s.Host, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return SavedPlan{}, ErrNotFound
 	}
 	if err != nil {
 		return SavedPlan{}, err
 	}
-	return SavedPlan{ID: id, Digest: row.Digest, CreatedAt: fromMicros(row.CreatedAt), AppliedAt: fromMicros(row.AppliedAt)}, nil
+	return SavedPlan{ID: id, Digest: row.Digest, CreatedAt: fromMicros(row.CreatedAt), AppliedAt: fromMicros(row.AppliedAt), Body: row.Body}, nil
 }
 
 // MarkPlanApplied records that the plan (with this digest) is being

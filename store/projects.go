@@ -117,6 +117,18 @@ func (t *Tx) DeleteProject(ctx context.Context, name string) error {
 	return err
 }
 
+// DeleteTree removes one tree of a project and what is kept about it
+// (its ledger, reservations and snapshots): the undoing of an InsertTree
+// whose tree could not be made.
+func (t *Tx) DeleteTree(ctx context.Context, project, area string) error {
+	for _, table := range []string{"trees", "ledger", "reservations", "snapshots", "snapshot_trees"} {
+		if _, err := t.exec(ctx, `DELETE FROM `+table+` WHERE host = ? AND project = ? AND area = ?`, t.s.Host, project, area); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // InsertTree records a tree of a project.
 func (t *Tx) InsertTree(ctx context.Context, tr Tree) error {
 	_, err := t.exec(ctx, `INSERT INTO trees (host, `+treeCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -135,7 +147,12 @@ func (t *Tx) SetTreeLimits(ctx context.Context, project, area string, l quota.Li
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("tree %s/%s: %w", project, area, ErrNotFound)
 	}
-	return nil
+	// A soft limit lowered below the usage starts its grace now.
+	acct, err := t.account(ctx, TreeKey{Project: project, Area: area})
+	if err != nil {
+		return err
+	}
+	return t.startGrace(ctx, TreeKey{Project: project, Area: area}, acct)
 }
 
 // Project reads one project.

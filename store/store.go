@@ -35,6 +35,8 @@ type Store struct {
 	// Host scopes rows that belong to one machine (projects, trees,
 	// settings) when several hosts share a PostgreSQL database.
 	Host string
+
+	changeMark preparedStmt // ChangeMark's query, parsed once
 }
 
 // Open connects to dsn (a postgres:// URL or libpq keywords, or the path of

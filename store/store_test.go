@@ -492,10 +492,10 @@ func TestSweepPlans(t *testing.T) {
 		s, other := open(t, dsn), open(t, dsn)
 		other.Host = "host-b"
 		made := time.Now().Truncate(time.Microsecond)
-		if err := s.RecordPlan(ctx, "pl-1", "abc", made); err != nil {
+		if err := s.RecordPlan(ctx, "pl-1", "abc", made, []byte("{\"plan\": 1}\n")); err != nil {
 			t.Fatal(err)
 		}
-		if p, err := s.Plan(ctx, "pl-1"); err != nil || p.Digest != "abc" || !p.CreatedAt.Equal(made) || !p.AppliedAt.IsZero() {
+		if p, err := s.Plan(ctx, "pl-1"); err != nil || p.Digest != "abc" || !p.CreatedAt.Equal(made) || !p.AppliedAt.IsZero() || string(p.Body) != "{\"plan\": 1}\n" {
 			t.Errorf("plan: %+v %v", p, err)
 		}
 		if _, err := other.Plan(ctx, "pl-1"); !errors.Is(err, ErrNotFound) {

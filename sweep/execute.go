@@ -232,6 +232,9 @@ func (x *Executor) recheck(ctx context.Context, ev Eviction, parent *saferm.Dir,
 	if e.Newest.After(x.Now().Add(-x.Policy.BusyGrace)) {
 		return 0, "modified since planning (within busy_grace)", nil
 	}
+	if ev.Policy == PolicyCache && e.LastUse().After(x.Now().Add(-x.Policy.CacheMinAge)) {
+		return 0, "used since planning (within cache_min_age)", nil
+	}
 	if leased, err := x.Leased(ctx, ev.Project); err != nil || leased {
 		if err != nil {
 			return 0, "", err

@@ -80,23 +80,48 @@ func measure(dir *saferm.Dir, rel string) (Entry, error) {
 	}
 	// An mtime stamped in the future must not pin the entry (inventory.Mtime).
 	e := Entry{Path: path.Join(dir.Path(), rel), Dir: st.IsDir(), Newest: time.Unix(0, min(st.MtimeNano(), st.CtimeNano())).UTC()}
+	e.LastUsed = e.Newest
+	// A file's last read counts as a use (inventory.LastUse, which also
+	// says why a directory's atime does not and a future one is ignored).
+	if a := time.Unix(0, st.AtimeNano()).UTC(); !st.IsDir() && !st.IsSymlink() && a.After(e.LastUsed) && !a.After(time.Now().Add(time.Minute)) {
+		e.LastUsed = a
+	}
 	switch {
 	case st.IsSymlink():
 		e.Protected = protectedSymlink
 	case st.OtherMount:
 		e.Protected = protectedOtherFS
 	case st.IsDir():
-		// Through the held descriptor: the walk starts in dir, whatever
-		// has been renamed above it.
-		res, err := inventory.Walk(fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), rel), inventory.Options{Depth: 1, TopK: 1})
+		// inventory's one measure, of the directory opened beneath the
+		// held descriptor (no symlink on the way, whatever was renamed
+		// above dir or swapped in since the lstat), so that a sweep's
+		// figures and the fallback ledger's credit cannot disagree.
+		u, err := measureDir(dir, rel)
 		if err != nil {
 			return e, err
 		}
-		e.Bytes, e.Newest = res.Root.SizeBytes, res.Root.Mtime
+		e.Bytes, e.Newest, e.LastUsed = u.Bytes, u.Newest, u.LastUse
 	default:
 		e.Bytes = st.Blocks * 512
 	}
 	return e, nil
+}
+
+// measureDir measures the directory rel beneath dir (inventory.MeasureFile).
+func measureDir(dir *saferm.Dir, rel string) (inventory.Usage, error) {
+	sub, err := dir.OpenDir(rel)
+	if err != nil {
+		return inventory.Usage{}, err
+	}
+	defer sub.Close()
+	// An *os.File of its own: sub keeps and closes its descriptor.
+	fd, err := unix.FcntlInt(uintptr(sub.Fd()), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return inventory.Usage{}, &os.PathError{Op: "dup", Path: sub.Path(), Err: err}
+	}
+	f := os.NewFile(uintptr(fd), sub.Path())
+	defer f.Close()
+	return inventory.MeasureFile(f)
 }
 
 // TopLevel offers every entry directly under a tree (cache entries,

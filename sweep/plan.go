@@ -55,7 +55,11 @@ type Entry struct {
 	Path   string    `json:"path"` // relative to the sandbox root
 	Bytes  uint64    `json:"bytes"`
 	Newest time.Time `json:"newest"` // newest mtime, inside it for a directory
-	Dir    bool      `json:"dir,omitempty"`
+	// LastUsed is the newest use, inside it for a directory: the newest of
+	// mtime and of files' atime (inventory.LastUse). Caches age by it, as
+	// BuildKit's GC does; zero: not known, Newest stands for it.
+	LastUsed time.Time `json:"last_used,omitzero"`
+	Dir      bool      `json:"dir,omitempty"`
 	// Why it must never go, if it must not: "symlink", "other filesystem",
 	// "protected: uploads/", "git-tracked" … (set by the walks).
 	Protected string `json:"protected,omitempty"`
@@ -91,8 +95,10 @@ type Eviction struct {
 	Path    string    `json:"path"`
 	Bytes   uint64    `json:"bytes"`
 	Newest  time.Time `json:"newest"`
-	Reason  string    `json:"reason"`
-	Policy  string    `json:"policy"`
+	// LastUsed, for a cache entry: its last use when planned (Entry.LastUse).
+	LastUsed time.Time `json:"last_used,omitzero"`
+	Reason   string    `json:"reason"`
+	Policy   string    `json:"policy"`
 }
 
 // Skip is a candidate left alone, and why.
@@ -183,14 +189,25 @@ func sortedEntries(t Tree, less func(a, b Entry) bool) []Entry {
 	return es
 }
 
-// planCache drops the least recently modified top-level cache entries
-// until the cache is under its cap, never one younger than cache_min_age.
+// LastUse is when an entry was last used: LastUsed, or Newest where the
+// walk did not say (never earlier than Newest).
+func (e Entry) LastUse() time.Time {
+	if e.LastUsed.After(e.Newest) {
+		return e.LastUsed
+	}
+	return e.Newest
+}
+
+// planCache drops the least recently used top-level cache entries (by
+// LastUse: a cache read a moment ago is not the oldest, however long ago
+// it was written) until the cache is under its cap, never one used within
+// cache_min_age.
 func planCache(plan *Plan, project string, t Tree, p Policy, now time.Time) {
 	total := t.Bytes
 	if p.CacheQuotaPerProject == 0 || total <= p.CacheQuotaPerProject {
 		return
 	}
-	lru := sortedEntries(t, func(a, b Entry) bool { return a.Newest.Before(b.Newest) })
+	lru := sortedEntries(t, func(a, b Entry) bool { return a.LastUse().Before(b.LastUse()) })
 	for _, e := range lru {
 		if total <= p.CacheQuotaPerProject {
 			break
@@ -199,12 +216,12 @@ func planCache(plan *Plan, project string, t Tree, p Policy, now time.Time) {
 			plan.Skipped = append(plan.Skipped, Skip{project, e.Path, why})
 			continue
 		}
-		if e.Newest.After(now.Add(-p.CacheMinAge)) {
-			plan.Skipped = append(plan.Skipped, Skip{project, e.Path, "younger than cache_min_age (" + units.FormatDuration(p.CacheMinAge) + ")"})
+		if e.LastUse().After(now.Add(-p.CacheMinAge)) {
+			plan.Skipped = append(plan.Skipped, Skip{project, e.Path, "used within cache_min_age (" + units.FormatDuration(p.CacheMinAge) + ")"})
 			continue
 		}
-		plan.Evict = append(plan.Evict, Eviction{Project: project, Area: AreaCache, Path: e.Path, Bytes: e.Bytes, Newest: e.Newest,
-			Reason: fmt.Sprintf("cache over its %s cap: least recently modified", units.FormatIEC(p.CacheQuotaPerProject)), Policy: PolicyCache})
+		plan.Evict = append(plan.Evict, Eviction{Project: project, Area: AreaCache, Path: e.Path, Bytes: e.Bytes, Newest: e.Newest, LastUsed: e.LastUse(),
+			Reason: fmt.Sprintf("cache over its %s cap: least recently used", units.FormatIEC(p.CacheQuotaPerProject)), Policy: PolicyCache})
 		total -= min(total, e.Bytes)
 	}
 }

@@ -60,6 +60,23 @@ func TestPlanRules(t *testing.T) {
 			skipped: map[string]string{"cache/p/young": "cache_min_age", "cache/p/busy": "busy_grace", "cache/p/link": "symlink"},
 		},
 		{
+			name: "cache ages by last use: an old entry read lately goes after one modified later and never read",
+			project: Project{Name: "p", Trees: []Tree{{Area: AreaCache, Bytes: 200, Entries: []Entry{
+				{Path: "cache/p/written-long-ago-read-lately", Bytes: 50, Newest: ago(90 * day), LastUsed: ago(10 * day)},
+				{Path: "cache/p/written-later-never-read", Bytes: 50, Newest: ago(20 * day)},
+				{Path: "cache/p/read-an-hour-ago", Bytes: 50, Newest: ago(80 * day), LastUsed: ago(time.Hour)},
+				{Path: "cache/p/older-atime-than-mtime", Bytes: 50, Newest: ago(30 * day), LastUsed: ago(60 * day)}}}}},
+			evict:   []string{"cache/p/older-atime-than-mtime", "cache/p/written-later-never-read"},
+			skipped: map[string]string{},
+		},
+		{
+			name: "cache: an entry used within cache_min_age stays, however old its data",
+			project: Project{Name: "p", Trees: []Tree{{Area: AreaCache, Bytes: 500, Entries: []Entry{
+				{Path: "cache/p/in-use", Bytes: 400, Newest: ago(90 * day), LastUsed: ago(2 * day)}}}}},
+			evict:   []string{},
+			skipped: map[string]string{"cache/p/in-use": "used within cache_min_age"},
+		},
+		{
 			name: "workspace trash: only globs, only old, never protected",
 			project: Project{Name: "p", Trees: []Tree{{Area: AreaWorkspace, Path: "projects/p", Entries: []Entry{
 				{Path: "projects/p/build.log", Bytes: 10, Newest: ago(20 * day)},

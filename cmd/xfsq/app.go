@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -80,18 +83,19 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Subcommands: []*cli.Command{
 					{
 						Name: "add", Usage: "register a project: its trees, project IDs and limits", ArgsUsage: "NAME",
-						Description: "Creates projects/NAME/{uploads,inbox} and cache/NAME, gives each tree its own project ID and\n" +
-							"limits, and journals project.added. NAME: " + project.NameRule + ".\n" +
+						Description: "Creates projects/NAME/{uploads,inbox}, cache/NAME and scratch/NAME (where its runs keep\n" +
+							"scratch/NAME/RUN), gives each tree its own project ID and limits, and journals project.added.\n" +
+							"NAME: " + project.NameRule + ".\n" +
 							"The workspace hard limit defaults to the setting default_quota (50GiB, or\n" +
-							"KERNEL_STORAGE_DEFAULT_QUOTA_BYTES), the cache's to default_cache_quota.",
-						Flags: append(limitFlagSet("", "workspace"),
-							limitFlagSet("cache-", "cache")...),
+							"KERNEL_STORAGE_DEFAULT_QUOTA_BYTES), the cache's to default_cache_quota, the scratch's\n" +
+							"(shared by all runs of the project) to default_scratch_quota.",
+						Flags:  append(append(limitFlagSet("", "workspace"), limitFlagSet("cache-", "cache")...), limitFlagSet("scratch-", "scratch")...),
 						Action: with(cmdProjectAdd),
 					},
 					{
 						Name: "set", Usage: "change the limits of one tree of a project", ArgsUsage: "NAME",
 						Flags: append(limitFlagSet("", "new"),
-							&cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: "workspace or cache"}),
+							&cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: areaUsage}),
 						Action: with(cmdProjectSet),
 					},
 					{
@@ -151,7 +155,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					"On XFS, usage is the kernel's count, read in one pass. On the fallback backend it is each tree's\n" +
 					"last walk plus the writes made through xfsq since (usage_as_of says when that walk began); the\n" +
 					"hourly pass (xfsq snapshot --all) walks them again. --refresh walks every tree now.",
-				Flags:  []cli.Flag{refreshFlag()},
+				Flags:  []cli.Flag{refreshFlag(), &cli.StringFlag{Name: "area", Usage: "only this area (" + areaUsage + ")"}},
 				Action: with(cmdReport),
 			},
 			{
@@ -163,7 +167,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					"storage.snapshot event. A tree that fails is reported and the others go on.",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "all", Usage: "every project"},
-					&cli.StringFlag{Name: "area", Usage: "only this area (workspace or cache)"},
+					&cli.StringFlag{Name: "area", Usage: "only this area (" + areaUsage + ")"},
 					&cli.IntFlag{Name: "depth", Value: 3, Usage: "aggregate to this depth (1-8)"},
 					&cli.IntFlag{Name: "top", Value: 20, Usage: "largest sub-paths per level and largest files kept"},
 					durationFlag("budget", "", "stop each walk after this long and mark it partial (0: no limit)"),
@@ -178,11 +182,16 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			{
 				Name: "sweep", Usage: "delete what the retention policies name, journalling every deletion", ArgsUsage: "[PROJECT…]",
 				Description: "Plans, then deletes: the quota check (storage.quota_exceeded for trees over their soft limit), then\n" +
-					"caches over cache_quota_per_project (least recently modified top-level entries, never younger than\n" +
+					"caches over cache_quota_per_project (least recently used top-level entries, never one used within\n" +
 					"cache_min_age), workspace trash (workspace_trash_globs older than workspace_trash_age), scratch of\n" +
 					"finished runs older than scratch_ttl. Never touched: uploads/, inbox/, .git/, git-tracked files,\n" +
 					"anything modified within busy_grace, leased projects, symlinks, other filesystems. Each entry is\n" +
 					"re-checked just before it goes and journalled (storage.evicted) before and after.\n" +
+					"A cache entry's last use is the newest mtime or file atime inside it, as BuildKit's GC ages its\n" +
+					"cache: how atimes move is the mount's choice. relatime (the default) records a file's first read\n" +
+					"after a change, then at most one read a day, which is enough at cache_min_age's scale; with\n" +
+					"strictatime every read counts; under noatime reads are never recorded and caches age by\n" +
+					"modification only. Directory atimes are not used (walks read directories).\n" +
 					"   Review first:  xfsq sweep --all --dry-run --plan-out plan.json\n" +
 					"   Then:          xfsq sweep --apply plan.json",
 				Flags: []cli.Flag{
@@ -370,6 +379,9 @@ func cmdProjectAdd(e env) error {
 	if o.Cache, err = limitFlags(e.c, "cache-"); err != nil {
 		return err
 	}
+	if o.Scratch, err = limitFlags(e.c, "scratch-"); err != nil {
+		return err
+	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
 		p, err := m.Add(ctx, name, o)
 		if err != nil {
@@ -541,13 +553,37 @@ func printDrift(w io.Writer, trees []project.TreeStatus) {
 			fmt.Fprintf(w, "drift: %s %s: %s (xfsq doctor --fix)\n", t.Project, t.Area, t.Drift)
 		}
 	}
+	now := time.Now()
+	for _, t := range trees {
+		for _, g := range []struct {
+			what string
+			ends *time.Time
+		}{{"byte", t.BytesGraceEnds}, {"inode", t.InodesGraceEnds}} {
+			switch {
+			case g.ends == nil:
+			case g.ends.After(now):
+				fmt.Fprintf(w, "grace: %s %s: over its soft %s limit, grace ends %s\n", t.Project, t.Area, g.what, g.ends.Local().Format(time.RFC3339))
+			default:
+				fmt.Fprintf(w, "grace: %s %s: over its soft %s limit, grace ended %s (admission denies)\n", t.Project, t.Area, g.what, g.ends.Local().Format(time.RFC3339))
+			}
+		}
+	}
 }
 
 func cmdReport(e env) error {
+	area := e.c.String("area")
+	if area != "" {
+		if err := project.ValidateArea(area); err != nil {
+			return err
+		}
+	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
 		rows, err := m.Report(ctx, readFlags(e))
 		if err != nil {
 			return err
+		}
+		if area != "" {
+			rows = slices.DeleteFunc(rows, func(t project.TreeStatus) bool { return t.Area != area })
 		}
 		return e.print(rows, func(w io.Writer) {
 			fmt.Fprintf(w, "backend: %s\n", m.BackendName())
@@ -564,17 +600,23 @@ func cmdReport(e env) error {
 						"      walks every tree, --refresh walks them now).\n", oldest.Local().Format(time.DateTime))
 				}
 			}
-			table(w, "PROJECT\t"+treeHeader+"\t24H\t7D\tLAST ACTIVE", func() [][]string {
+			stale := false
+			table(w, "PROJECT\t"+treeHeader+"\t24H\t7D\tLAST ACTIVE\tAS OF", func() [][]string {
 				out := make([][]string, len(rows))
 				for i, t := range rows {
 					active := "-"
 					if t.LastActivityAt != nil {
 						active = t.LastActivityAt.Local().Format(time.DateTime)
 					}
-					out[i] = append(treeRow(t, true), growth(t.Growth24h), growth(t.Growth7d), active)
+					stale = stale || t.Stale
+					out[i] = append(treeRow(t, true), growth(t.Growth24h), growth(t.Growth7d), active, usageAge(t))
 				}
 				return out
 			}())
+			if stale {
+				fmt.Fprintf(w, "stale: walked over %s ago (the hourly xfsq snapshot --all has not run): writes made outside xfsq since\n"+
+					"       are not counted; xfsq report --refresh, or xfsq top on the tree, walks it now.\n", roughAge(project.SnapshotInterval))
+			}
 			printDrift(w, rows)
 			for _, t := range rows {
 				if t.Escape != "" {
@@ -583,6 +625,36 @@ func cmdReport(e env) error {
 			}
 		})
 	})
+}
+
+// usageAge says how old a row's figure is: "now" for the kernel's count,
+// the age of the walk it starts from on the fallback, marked stale past
+// the snapshot interval.
+func usageAge(t project.TreeStatus) string {
+	switch {
+	case t.UsageAgeSeconds == nil && t.Stale:
+		return "never walked (stale)"
+	case t.UsageAgeSeconds == nil:
+		return "now"
+	}
+	age := roughAge(time.Duration(*t.UsageAgeSeconds*float64(time.Second))) + " ago"
+	if t.Stale {
+		age += " (stale)"
+	}
+	return age
+}
+
+// roughAge is an age as a person reads it: 40s, 12m, 3h5m, 4d.
+func roughAge(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
 }
 
 func cmdEvents(e env) error {
@@ -761,8 +833,11 @@ func refreshFlag() cli.Flag {
 
 func readFlags(e env) project.Read { return project.Read{Refresh: e.c.Bool("refresh")} }
 
+// areaUsage names the areas a flag takes.
+var areaUsage = strings.Join(project.Areas, ", ")
+
 func areaFlag() cli.Flag {
-	return &cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: "workspace or cache"}
+	return &cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: areaUsage}
 }
 
 // filesArgs reads PROJECT and PATH (PATH optional when optionalPath).
@@ -1128,7 +1203,10 @@ func cmdSweep(e env) error {
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
 		out, err := m.Sweep(ctx, o)
-		if err != nil {
+		// Some projects busy, others swept: say what was done, then why
+		// the rest was not (the error, on stderr, with the exit code).
+		var busy *project.SweepBusyError
+		if err != nil && !(errors.As(err, &busy) && len(busy.Swept) > 0) {
 			return err
 		}
 		if f := e.c.String("plan-out"); f != "" {
@@ -1136,7 +1214,7 @@ func cmdSweep(e env) error {
 				return fmt.Errorf("--plan-out: %w", err)
 			}
 		}
-		return e.print(out, func(w io.Writer) {
+		printErr := e.print(out, func(w io.Writer) {
 			verb := "deleted"
 			if out.DryRun {
 				verb = "would delete"
@@ -1162,5 +1240,6 @@ func cmdSweep(e env) error {
 				fmt.Fprintf(w, "plan saved to %s: review it, then run xfsq sweep --apply %s\n", f, f)
 			}
 		})
+		return cmp.Or(printErr, err)
 	})
 }

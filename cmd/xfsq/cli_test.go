@@ -524,8 +524,8 @@ func TestConcurrentAdds(t *testing.T) {
 			}
 			ids[row.ProjectID] = key
 		}
-		if len(ids) != 2*n {
-			t.Errorf("%d distinct IDs, want %d", len(ids), 2*n)
+		if len(ids) != len(project.Areas)*n {
+			t.Errorf("%d distinct IDs, want %d", len(ids), len(project.Areas)*n)
 		}
 
 		for i := range n {
@@ -818,7 +818,7 @@ func TestGlobalFlagsAfterTheCommand(t *testing.T) {
 		t.Errorf("snapshot omni --json: %v\n%s", err, out)
 	}
 	var rows []reportRow
-	if out := s.ok("report", "--json"); json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 2 {
+	if out := s.ok("report", "--json"); json.Unmarshal([]byte(out), &rows) != nil || len(rows) != len(project.Areas) {
 		t.Errorf("report --json: %s", out)
 	}
 	// --root only after the command (the sandbox's run puts one first).
@@ -854,8 +854,8 @@ func TestScheduledSnapshotPass(t *testing.T) {
 			}
 		}
 	}
-	if len(snaps) != 6 || failed != 1 {
-		t.Errorf("%d trees, %d failed; want 6 with only b/workspace failed", len(snaps), failed)
+	if len(snaps) != 3*len(project.Areas) || failed != 1 {
+		t.Errorf("%d trees, %d failed; want %d with only b/workspace failed", len(snaps), failed, 3*len(project.Areas))
 	}
 	var evs []store.Event
 	s.json(&evs, "events", "--type", "storage.snapshot")
@@ -870,7 +870,7 @@ func TestScheduledSnapshotPass(t *testing.T) {
 		Failed    int    `json:"failed"`
 	}
 	json.Unmarshal(evs[0].Payload, &pass)
-	if len(pass.Trees) != 6 || pass.Failed != 1 || pass.FreeBytes == 0 {
+	if len(pass.Trees) != 3*len(project.Areas) || pass.Failed != 1 || pass.FreeBytes == 0 {
 		t.Errorf("storage.snapshot payload %s", evs[0].Payload)
 	}
 	s.ok("snapshot", "a") // a snapshot of named projects is not a scheduled pass
@@ -1081,7 +1081,7 @@ func TestBlankStoreOnARootWithTrees(t *testing.T) {
 		if err := os.Truncate(db, 0); err != nil {
 			t.Fatal(err)
 		}
-		if r := s.run("report"); r.code != 1 || !strings.Contains(r.stderr, "Restore the database from a backup") {
+		if r := s.run("report"); r.code != 1 || !strings.Contains(r.stderr, "restore the database from a backup") {
 			t.Errorf("report on a zero-length store: exit %d %q; want it refused with what to do", r.code, r.stderr)
 		}
 	})

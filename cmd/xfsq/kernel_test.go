@@ -32,7 +32,140 @@ func TestKernel(t *testing.T) {
 		{Name: "SnapshotFlagsFilesThatEscapedTheQuotaAndDoctorRetagsThem", Run: testXFSEscape},
 		{Name: "HealthReadsTheKernelsQuotaFlagsNow", Run: testXFSHealthQuota},
 		{Name: "AdversarialCampaignHoldsOnXFS", Run: testXFSCampaign},
+		{Name: "ScratchRunStopsAtItsLimitWhileTheWorkspaceWrites", Run: testXFSScratch},
+		{Name: "SoftGraceIsTheKernelsGraceTimer", Run: testXFSSoftGrace},
 	})
+}
+
+// soft_grace is the kernel's grace period: set with the setting, reported
+// as bytes_grace_ends_at, checked and restored by doctor; once it has run
+// out admission denies and the kernel refuses writes.
+func testXFSSoftGrace(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	grace := func() (time.Duration, time.Duration) {
+		t.Helper()
+		x, err := xfs.Open(s.root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		b, i, err := x.Grace()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, i
+	}
+	if b, i := grace(); b != 7*24*time.Hour || i != 7*24*time.Hour {
+		t.Errorf("after init the kernel's grace is %v/%v, want soft_grace's default 7d", b, i)
+	}
+	s.ok("settings", "set", "soft_grace", "1h")
+	if b, i := grace(); b != time.Hour || i != time.Hour {
+		t.Errorf("after settings set soft_grace 1h the kernel's grace is %v/%v", b, i)
+	}
+	s.ok("project", "add", "omni", "--bytes-soft", "1m", "--bytes-hard", "10m")
+	before := time.Now()
+	if _, err := kerneltest.Fill(filepath.Join(s.root, "projects/omni/f"), 2*mib); err != nil {
+		t.Fatalf("a write over the soft limit within grace: %v", err)
+	}
+	var rows []graceRow
+	s.json(&rows, "report", "--area", "workspace")
+	if len(rows) != 1 || rows[0].BytesGraceEnds == nil || rows[0].BytesGraceEnds.Before(before.Add(59*time.Minute)) || rows[0].BytesGraceEnds.After(time.Now().Add(61*time.Minute)) {
+		t.Errorf("report: %+v, want bytes_grace_ends_at about an hour from the write", rows)
+	}
+	if r := s.run("project", "check", "omni"); r.code != 0 || !strings.Contains(r.stderr, "warn") {
+		t.Errorf("check within grace: exit %d %q", r.code, r.stderr)
+	}
+	xfsQuota(t, s.root, "timer -p -b 2h")
+	if r := s.run("doctor"); r.code != 1 || !strings.Contains(r.stdout, "grace-drift") {
+		t.Errorf("doctor after the grace was changed behind xfsq's back: exit %d\n%s", r.code, r.stdout)
+	}
+	s.ok("doctor", "--fix")
+	if b, _ := grace(); b != time.Hour {
+		t.Errorf("doctor --fix left the kernel's grace at %v, want soft_grace 1h", b)
+	}
+	s.ok("settings", "set", "soft_grace", "1s")
+	s.ok("project", "add", "late", "--bytes-soft", "1m", "--bytes-hard", "10m")
+	if _, err := kerneltest.Fill(filepath.Join(s.root, "projects/late/f"), 2*mib); err != nil {
+		t.Fatalf("a write over the soft limit within a 1s grace: %v", err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if r := s.run("project", "check", "late"); r.code != 3 || !strings.Contains(r.stderr, "past its grace") {
+		t.Errorf("check past grace: exit %d %q, want 3", r.code, r.stderr)
+	}
+	if _, err := kerneltest.Fill(filepath.Join(s.root, "projects/late/g"), mib); !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
+		t.Errorf("the kernel took a write past the grace: %v", err)
+	}
+}
+
+// A run filling scratch/PROJECT/RUN is stopped by the kernel at the
+// project's scratch limit while the project's workspace still takes
+// writes; a project registered before scratch had trees gets its tree from
+// doctor --fix, and from then on the kernel stops its runs too.
+func testXFSScratch(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	s.ok("project", "add", "omni", "--bytes-hard", "40m", "--scratch-bytes-hard", "5m")
+	run := filepath.Join(s.root, "scratch/omni/run1")
+	if err := os.Mkdir(run, 0o755); err != nil { // as the sandbox makes a run's scratch
+		t.Fatal(err)
+	}
+	written, err := kerneltest.Fill(filepath.Join(run, "big"), 20*mib)
+	if !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("a run writing 20 MiB into a 5 MiB scratch: wrote %d, err %v; want EDQUOT", written, err)
+	}
+	if written > 5*mib {
+		t.Errorf("the run wrote %d bytes past a 5 MiB scratch limit", written)
+	}
+	if _, err := kerneltest.Fill(filepath.Join(s.root, "projects/omni/data"), 8*mib); err != nil {
+		t.Errorf("the workspace of the project whose scratch is full could not write: %v", err)
+	}
+	rep := s.report()
+	if sc := rep["omni/scratch"]; sc.BytesHard != 5*mib || sc.UsedBytes < 4*mib {
+		t.Errorf("report's scratch row: %+v", sc)
+	}
+	if r := s.run("project", "check", "omni"); r.code != 3 || !strings.Contains(r.stderr, "scratch") {
+		t.Errorf("check with a full scratch: exit %d %q, want 3 naming scratch", r.code, r.stderr)
+	}
+
+	// An older registration: no scratch tree in the store, no ID on the directory.
+	s.ok("project", "add", "old")
+	st := s.store()
+	var oldID quota.ProjectID
+	for _, tr := range mustTrees(t, st, "old") {
+		if tr.Area == project.AreaScratch {
+			oldID = tr.ProjectID
+		}
+	}
+	if err := st.InTx(t.Context(), func(tx *store.Tx) error {
+		if err := tx.ReleaseID(t.Context(), uuidOf(t, s.root), oldID); err != nil {
+			return err
+		}
+		return tx.DeleteTree(t.Context(), "old", project.AreaScratch)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	xfsQuota(t, s.root, fmt.Sprintf("limit -p bhard=0 %d", oldID))
+	oldRun := filepath.Join(s.root, "scratch/old/run1")
+	if err := os.MkdirAll(oldRun, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s.ok("settings", "set", "default_scratch_quota", "4m")
+	if r := s.run("doctor"); r.code != 1 || !strings.Contains(r.stdout, "missing-tree") {
+		t.Fatalf("doctor on a project without its scratch tree: exit %d\n%s", r.code, r.stdout)
+	}
+	s.ok("doctor", "--fix")
+	if _, err := kerneltest.Fill(filepath.Join(oldRun, "big"), 20*mib); !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
+		t.Errorf("after doctor --fix, a run of the old project wrote 20 MiB past its 4 MiB scratch: %v", err)
+	}
+}
+
+func mustTrees(t *testing.T, st *store.Store, name string) []store.Tree {
+	t.Helper()
+	trees, err := st.Trees(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return trees
 }
 
 // One trial set of the adversarial campaign (campaign_test.go) on XFS with
@@ -243,11 +376,11 @@ func testXFSRemove(t *testing.T, fs *kerneltest.FS) {
 	s.ok("project", "rm", "gone", "--purge")
 	var res project.RemoveResult
 	s.json(&res, "project", "rm", "kept")
-	if len(res.KeptIDs) != 2 {
-		t.Errorf("rm without purge kept IDs %v, want both trees' IDs (files still carry them)", res.KeptIDs)
+	if len(res.KeptIDs) != len(project.Areas) {
+		t.Errorf("rm without purge kept IDs %v, want every tree's ID (files still carry them)", res.KeptIDs)
 	}
 	ids, _ := s.store().IDs(t.Context(), uuidOf(t, s.root))
-	if len(ids) != 2 || ids[0].ProjectID != quota.ProjectID(keptID) || !strings.HasPrefix(ids[0].Owner, "removed:kept/") {
+	if len(ids) != len(project.Areas) || ids[0].ProjectID != quota.ProjectID(keptID) || !strings.HasPrefix(ids[0].Owner, "removed:kept/") {
 		t.Errorf("registry after rm: %+v; want only kept's IDs, marked removed", ids)
 	}
 	// A new project must not be charged for the kept files.
@@ -260,6 +393,7 @@ func testXFSRemove(t *testing.T, fs *kerneltest.FS) {
 	}
 	os.RemoveAll(filepath.Join(s.root, "projects/kept"))
 	os.RemoveAll(filepath.Join(s.root, "cache/kept"))
+	os.RemoveAll(filepath.Join(s.root, "scratch/kept"))
 	s.ok("doctor", "--fix")
 	ids, _ = s.store().IDs(t.Context(), uuidOf(t, s.root))
 	for _, r := range ids {

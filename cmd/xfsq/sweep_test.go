@@ -262,21 +262,31 @@ func TestSweepKilledAtRandomPoints(t *testing.T) {
 	}
 }
 
-// Only one sweep per project at a time: a live holder keeps it, a dead one
-// is taken over.
+// Only one sweep per project at a time: a live holder keeps it (a sweep
+// naming the project fails, naming the holder; a sweep of all leaves it
+// alone), a dead one is taken over.
 func TestSweepLock(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	s.ok("project", "add", "omni")
+	s.ok("project", "add", "beta")
 	st := s.store()
 	host, _ := os.Hostname()
 	live := fmt.Sprintf("%d@%s", os.Getpid(), host)
 	if busy, err := st.LockSweep(t.Context(), "omni", live, func(string) bool { return false }); err != nil || busy != "" {
 		t.Fatalf("lock: %q %v", busy, err)
 	}
+	conflict := `xfsq: not swept: project "omni" is being swept by another operation (` + live + `): wait for that sweep to end`
+	if r := s.run("sweep", "omni"); r.code != 1 || !strings.HasPrefix(r.stderr, conflict) || r.stdout != "" {
+		t.Errorf("sweep omni beside a live sweep: exit %d, stdout %q, stderr %q; want exit 1 and %q", r.code, r.stdout, r.stderr, conflict)
+	}
+	// Named with another project: what was swept is printed, then why omni was not.
+	if r := s.run("sweep", "beta", "omni"); r.code != 1 || !strings.HasPrefix(r.stderr, conflict) || !strings.HasPrefix(r.stdout, "sweep ") {
+		t.Errorf("sweep beta omni beside a live sweep of omni: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
 	var res sweepJSON
-	s.json(&res, "sweep", "omni")
+	s.json(&res, "sweep", "--all")
 	if why := res.skipReason("projects/omni"); !strings.Contains(why, "another sweep") {
-		t.Errorf("a sweep beside a live one: skip %q", why)
+		t.Errorf("a sweep of all beside a live one: skip %q", why)
 	}
 	st.UnlockSweep(t.Context(), "omni", live)
 	dead := "999999999@" + host
@@ -438,7 +448,7 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 		{"a bare plan, as --plan-out once wrote", func(t *testing.T, s *sandbox, plan string) *sandbox {
 			os.WriteFile(plan, []byte(`{"evicted": [{"project": "omni", "area": "workspace", "path": "projects/omni/uploads", "policy": "workspace_trash"}]}`), 0o644)
 			return s
-		}, "not a plan saved by --plan-out"},
+		}, "not a plan saved by a dry run of this xfsq"},
 		{"older than plan_max_age", func(t *testing.T, s *sandbox, plan string) *sandbox {
 			db, err := sql.Open("sqlite", filepath.Join(s.root, ".xfsq", "xfsq.db"))
 			if err != nil {
@@ -596,5 +606,39 @@ func TestSweepAllSkipsUnreadableProjects(t *testing.T) {
 		if exists(ws("healthy"), p) || !res.evicted("projects/healthy/"+p) {
 			t.Errorf("healthy: untracked old trash %s not swept: %+v", p, res)
 		}
+	}
+}
+
+// Cache entries age by last use (the newest of mtime and a file's atime),
+// as BuildKit's GC does: of two entries written a month ago, the one read
+// a moment ago is kept and the one nobody read goes.
+func TestSweepCacheAgesByLastUse(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	s.ok("settings", "set", "cache_quota_per_project", "80k")
+	aged(t, s.root, "cache/omni/read-lately/blob", 64<<10, 30)
+	aged(t, s.root, "cache/omni/unread/blob", 64<<10, 20) // modified more recently than the other
+	blob := filepath.Join(s.root, "cache/omni/read-lately/blob")
+	if _, err := os.ReadFile(blob); err != nil {
+		t.Fatal(err)
+	}
+	// A read sets the atime only under strictatime, or once after a change
+	// under relatime: stamp it as such a read would, whatever the mount does.
+	month := time.Now().Add(-30 * 24 * time.Hour)
+	if err := os.Chtimes(blob, time.Now(), month); err != nil {
+		t.Fatal(err)
+	}
+	var res sweepJSON
+	s.json(&res, "sweep", "omni", "--area", "cache", "--dry-run")
+	if !res.evicted("cache/omni/unread") || res.evicted("cache/omni/read-lately") {
+		t.Errorf("want the unread entry to go first and the one read lately kept: %+v", res)
+	}
+	for _, e := range res.Evicted {
+		if !strings.Contains(e.Reason, "least recently used") {
+			t.Errorf("reason %q does not say it ages by use", e.Reason)
+		}
+	}
+	if out := s.ok("sweep", "--help"); !strings.Contains(out, "noatime") || !strings.Contains(out, "relatime") {
+		t.Errorf("sweep --help does not say what noatime and relatime mean for cache age:\n%s", out)
 	}
 }

@@ -1,6 +1,7 @@
 // Package layering holds the import rules of xfsq's packages and the test
 // that enforces them over the module: the seam between the library and its
-// shells (cmd/xfsq, server) is only as real as the imports say.
+// shells (cmd/xfsq, server) is only as real as the imports say. Its tests
+// also hold that a tree is measured one way only (inventory.Measure).
 package layering
 
 import (

@@ -79,7 +79,7 @@ type mountID struct {
 	id   uint64
 }
 
-const statxMask = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_MTIME | unix.STATX_CTIME | unix.STATX_NLINK | unix.STATX_BLOCKS | unix.STATX_INO | unix.STATX_MNT_ID | unix.STATX_MNT_ID_UNIQUE
+const statxMask = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_ATIME | unix.STATX_MTIME | unix.STATX_CTIME | unix.STATX_NLINK | unix.STATX_BLOCKS | unix.STATX_INO | unix.STATX_MNT_ID | unix.STATX_MNT_ID_UNIQUE
 
 // Open opens the directory at path (the sandbox root: an operator's path,
 // resolved as given) as the Dir every removal starts from.
@@ -253,12 +253,14 @@ type Stat struct {
 	Mode   uint32 // unix.S_IF* | permission bits
 	Nlink  uint32
 	Blocks uint64
+	Atime  unix.StatxTimestamp
 	Mtime  unix.StatxTimestamp
 	Ctime  unix.StatxTimestamp
 	// OtherMount: the entry is a mount point or on another mount.
 	OtherMount bool
 }
 
+func (s Stat) AtimeNano() int64 { return s.Atime.Sec*1e9 + int64(s.Atime.Nsec) }
 func (s Stat) MtimeNano() int64 { return s.Mtime.Sec*1e9 + int64(s.Mtime.Nsec) }
 func (s Stat) CtimeNano() int64 { return s.Ctime.Sec*1e9 + int64(s.Ctime.Nsec) }
 
@@ -287,7 +289,7 @@ func (d *Dir) Lstat(rel string) (Stat, error) {
 	if err := unix.Statx(dirfd, name, flags, statxMask, &st); err != nil {
 		return Stat{}, &PathError{path.Join(d.rel, rel), err}
 	}
-	return Stat{Mode: uint32(st.Mode), Nlink: st.Nlink, Blocks: st.Blocks, Mtime: st.Mtime, Ctime: st.Ctime, OtherMount: !d.sameMount(&st)}, nil
+	return Stat{Mode: uint32(st.Mode), Nlink: st.Nlink, Blocks: st.Blocks, Atime: st.Atime, Mtime: st.Mtime, Ctime: st.Ctime, OtherMount: !d.sameMount(&st)}, nil
 }
 
 // OtherMountAt reports whether name in dirfd (a directory its caller

@@ -365,8 +365,11 @@ func testStatfsLimit(t *testing.T, kfs *kerneltest.FS) {
 
 func testSoftLimitGrace(t *testing.T, kfs *kerneltest.FS) {
 	fs := open(t, kfs)
-	if err := fs.SetGrace(time.Hour, time.Hour); err != nil {
+	if err := fs.SetGrace(time.Hour, 2*time.Hour); err != nil {
 		t.Fatal(err)
+	}
+	if b, i, err := fs.Grace(); err != nil || b != time.Hour || i != 2*time.Hour {
+		t.Errorf("Grace() = %v, %v, %v; want the 1h and 2h just set", b, i, err)
 	}
 	dir := newTree(t, fs, "tree", 701, quota.Limits{BytesSoft: mib, BytesHard: 10 * mib})
 	before := time.Now()
@@ -464,6 +467,27 @@ func testOracle(t *testing.T, kfs *kerneltest.FS) {
 	for id := range ours {
 		if _, ok := want[id]; !ok {
 			t.Errorf("enumeration returned project %d that no tree has", id)
+		}
+	}
+	// The slice form (what a report ranges over) holds the same figures,
+	// in ascending ID order, appended after what dst already held.
+	kept := quota.Quota{ID: 7, Usage: quota.Usage{Bytes: 1}}
+	list, err := fs.AppendAll([]quota.Quota{kept})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1+len(ours) || list[0] != kept {
+		t.Fatalf("AppendAll onto one entry: %d entries, first %+v; want %d, first %+v", len(list), list[0], 1+len(ours), kept)
+	}
+	for i, q := range list[1:] {
+		if i > 0 && q.ID <= list[i].ID {
+			t.Errorf("AppendAll: project %d after %d, want ascending IDs", q.ID, list[i].ID)
+		}
+		if ours[q.ID] != q {
+			t.Errorf("project %d: AppendAll %+v, All %+v", q.ID, q, ours[q.ID])
+		}
+		if o := oracle[q.ID]; q.Limits != o.Limits || q.Bytes != o.Bytes || q.Inodes != o.Inodes {
+			t.Errorf("project %d: AppendAll %+v; xfs_quota %+v %d B %d inodes", q.ID, q, o.Limits, o.Bytes, o.Inodes)
 		}
 	}
 }

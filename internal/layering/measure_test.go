@@ -1,0 +1,96 @@
+package layering
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// walkers are the files outside inventory that may walk a tree with
+// inventory.Walk or WalkFile, each with why. Everything else measures a
+// tree through inventory.Measure or MeasureFile, the one measure, so that
+// the fallback's usage, a sweep's figures and the credit a removal gives
+// the ledger cannot disagree.
+var walkers = map[string]string{
+	"project/snapshot.go": "a snapshot keeps the walk itself (its tree and top files), not only a measure",
+}
+
+// pendingWalkers still measure with a walk of their own, each with what
+// keeps it from the one measure; the test says when one no longer does.
+var pendingWalkers = map[string]string{
+	"quota/fallback/fallback.go": "Measure reports whether the walk was settled (Result.Errors) and refuses a tree that " +
+		"is not a directory; inventory.Usage carries neither yet",
+}
+
+func TestTreeMeasurementExistsOnce(t *testing.T) {
+	const inventory = Module + "/inventory"
+	root := "../.."
+	found := map[string]bool{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() {
+			if (strings.HasPrefix(d.Name(), ".") && p != root) || rel == "inventory" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		name := ""
+		for _, imp := range f.Imports {
+			if path, _ := strconv.Unquote(imp.Path.Value); path == inventory {
+				name = "inventory"
+				if imp.Name != nil {
+					name = imp.Name.Name
+				}
+			}
+		}
+		if name == "" {
+			return nil
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok || (sel.Sel.Name != "Walk" && sel.Sel.Name != "WalkFile") {
+				return true
+			}
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == name {
+				found[filepath.ToSlash(rel)] = true
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !found["project/snapshot.go"] {
+		t.Fatalf("the snapshot's walk was not found: the test sees nothing (found %v)", found)
+	}
+	for file := range found {
+		if _, ok := walkers[file]; ok {
+			continue
+		}
+		if _, ok := pendingWalkers[file]; ok {
+			continue
+		}
+		t.Errorf("%s measures a tree with inventory.Walk/WalkFile: use inventory.Measure or MeasureFile, the one measure", file)
+	}
+	for file := range pendingWalkers {
+		if !found[file] {
+			t.Logf("pending walker %s no longer walks: delete it from pendingWalkers", file)
+		}
+	}
+}

@@ -1,0 +1,390 @@
+package project
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/health"
+	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/store"
+)
+
+// Overview is the storage of the whole root at a glance (the server's
+// GET /v1/workspace/storage): each project's usage from the kernel's
+// counters or the fallback's ledger, its largest paths, growth and last
+// activity from the snapshots.
+type Overview struct {
+	// GeneratedAt stays the first member: the server's validator is over
+	// the rest, which is what changes when a figure does.
+	GeneratedAt time.Time         `json:"generated_at"`
+	Root        string            `json:"root"`
+	Host        string            `json:"host"`
+	Backend     health.Backend    `json:"backend"`
+	Disk        OverviewDisk      `json:"disk"`
+	Projects    []ProjectOverview `json:"projects"`
+}
+
+// OverviewDisk is the filesystem holding the root.
+type OverviewDisk struct {
+	TotalBytes uint64 `json:"total_bytes"`
+	FreeBytes  uint64 `json:"free_bytes"` // available to xfsq (statfs f_bavail)
+}
+
+// ProjectOverview is one project's line of the overview.
+type ProjectOverview struct {
+	Project        string `json:"project"`
+	WorkspaceBytes uint64 `json:"workspace_bytes"`
+	// WorkspaceFiles is the workspace's inodes in use, files and
+	// directories, as its inode limit counts them.
+	WorkspaceFiles uint64 `json:"workspace_files"`
+	CacheBytes     uint64 `json:"cache_bytes"`
+	// QuotaBytes is the workspace's hard byte limit (0: none); QuotaUsed
+	// its fraction in use (0.77), null without a limit.
+	QuotaBytes uint64   `json:"quota_bytes"`
+	QuotaUsed  *float64 `json:"quota_used"`
+	// TopPaths are the workspace's largest entries at its top (directories,
+	// and files among the tree's largest), from its last snapshot ([] until
+	// one exists).
+	TopPaths       []TopPath  `json:"top_paths"`
+	Growth         Growth     `json:"growth"`
+	LastActivityAt *time.Time `json:"last_activity_at"`
+	// UsageAsOf, on the fallback, is when the workspace's last walk began.
+	UsageAsOf *time.Time `json:"usage_as_of,omitempty"`
+}
+
+// TopPath is one of a tree's largest entries.
+type TopPath struct {
+	Path  string `json:"path"`
+	Bytes uint64 `json:"bytes"`
+}
+
+// Growth is the workspace's change in allocated bytes between complete
+// walks; null until a walk that old exists.
+type Growth struct {
+	Day  *int64 `json:"24h"`
+	Week *int64 `json:"7d"`
+}
+
+// OverviewOptions say how fresh an overview must be.
+type OverviewOptions struct {
+	// Refresh snapshots every tree now (walks, at background priority) and
+	// assembles the answer from that. Concurrent refreshes share one walk:
+	// a caller that asks while one is under way waits for its result.
+	Refresh bool
+	// MaxAge is the age at which a cached answer is assembled again even
+	// though nothing in the store changed (the kernel's counters and the
+	// free space move without it); until the new one is ready the old one
+	// is given. 0 is DefaultOverviewMaxAge.
+	MaxAge time.Duration
+}
+
+// DefaultOverviewMaxAge is how long an overview is reused as it is while
+// the store records no change.
+const DefaultOverviewMaxAge = 5 * time.Second
+
+// overviewTopPaths is how many of its largest paths each project shows.
+const overviewTopPaths = 5
+
+// overviewCache is the last overview assembled, with the store's change
+// mark it was read at, and the flights in progress.
+type overviewCache struct {
+	mu       sync.Mutex
+	last     *Overview
+	mark     store.ChangeMark
+	assemble *flight // a plain assembly in progress
+	refresh  *flight // a refresh (walk and assembly) in progress
+	// topPaths are each workspace's largest paths, kept by the time of the
+	// snapshot they were read from: parsing a stored tree is the dear part.
+	topPaths map[string]cachedTop
+
+	walkHook func() // tests: called as a refresh starts its walk
+}
+
+type cachedTop struct {
+	at  time.Time
+	top []TopPath
+}
+
+// flight is one computation that several callers wait for.
+type flight struct {
+	done    chan struct{}
+	ov      *Overview
+	err     error
+	waiters int // callers that joined it after it started (tests)
+}
+
+// Overview answers from the cached overview while the store has recorded
+// no change since it was assembled; otherwise it assembles a new one
+// (without walking: the kernel's counters or the fallback's last walk plus
+// ledger, and the snapshots), one assembly at a time for all callers, and
+// waits for it. An answer o.MaxAge old is still given, and a new one is
+// assembled in the background meanwhile, so that no caller waits for the
+// figures only the kernel moved. o.Refresh walks first.
+//
+// The answer is shared by every caller until the next one replaces it: it
+// must not be modified. A limited caller filters a copy of Projects.
+func (m *Manager) Overview(ctx context.Context, o OverviewOptions) (*Overview, error) {
+	maxAge := cmp.Or(o.MaxAge, DefaultOverviewMaxAge)
+	c := &m.overview
+	if o.Refresh {
+		return m.overviewFlight(ctx, &c.refresh, func(ctx context.Context) (*Overview, error) {
+			if c.walkHook != nil {
+				c.walkHook()
+			}
+			if _, err := m.Snapshot(ctx, SnapshotOptions{Walk: inventory.Options{Background: true}}); err != nil {
+				return nil, err
+			}
+			return m.assembleOverview(ctx)
+		}).wait(ctx)
+	}
+	mark, err := m.Store.ChangeMark(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	last, fresh := c.last, c.last != nil && c.mark == mark
+	c.mu.Unlock()
+	if !fresh {
+		return m.overviewFlight(ctx, &c.assemble, m.assembleOverview).wait(ctx)
+	}
+	if time.Since(last.GeneratedAt) >= maxAge {
+		m.overviewFlight(ctx, &c.assemble, m.assembleOverview) // not waited for
+	}
+	return last, nil
+}
+
+// overviewFlight starts compute unless a flight of its kind is under way,
+// which it joins instead. The computation runs on its own goroutine,
+// detached from the caller's cancellation (other callers may be waiting
+// for it); a caller that gives up returns at once.
+func (m *Manager) overviewFlight(ctx context.Context, slot **flight, compute func(context.Context) (*Overview, error)) *flight {
+	c := &m.overview
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := *slot; f != nil {
+		f.waiters++
+		return f
+	}
+	f := &flight{done: make(chan struct{})}
+	*slot = f
+	go func() {
+		ctx := context.WithoutCancel(ctx)
+		// The mark is read before the figures: a change made meanwhile
+		// makes the next caller assemble again rather than be missed.
+		mark, err := m.Store.ChangeMark(ctx)
+		var ov *Overview
+		if err == nil {
+			ov, err = compute(ctx)
+		}
+		c.mu.Lock()
+		f.ov, f.err = ov, err
+		if err == nil && (c.last == nil || !ov.GeneratedAt.Before(c.last.GeneratedAt)) {
+			c.last, c.mark = ov, mark
+		}
+		*slot = nil
+		c.mu.Unlock()
+		close(f.done)
+	}()
+	return f
+}
+
+func (f *flight) wait(ctx context.Context) (*Overview, error) {
+	select {
+	case <-f.done:
+		return f.ov, f.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// assembleOverview reads every tree's status (no walk) and the snapshots.
+func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
+	now := time.Now().UTC().Truncate(time.Second)
+	rows, err := m.Report(ctx)
+	if err != nil {
+		return nil, err
+	}
+	projects, err := m.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ov := &Overview{GeneratedAt: now, Root: m.Root, Host: m.Store.Host,
+		Backend: health.Backend{Kind: "xfs", Enforced: m.IsXFS()}, Projects: make([]ProjectOverview, 0, len(projects))}
+	if m.Unsupported != nil {
+		ov.Backend.Kind, ov.Backend.Reason = "fallback", m.Unsupported.Reason
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(m.Root, &st); err == nil {
+		ov.Disk = OverviewDisk{TotalBytes: st.Blocks * uint64(st.Bsize), FreeBytes: st.Bavail * uint64(st.Bsize)}
+	}
+	index := make(map[string]int, len(projects))
+	for _, p := range projects {
+		index[p.Name] = len(ov.Projects)
+		ov.Projects = append(ov.Projects, ProjectOverview{Project: p.Name, TopPaths: []TopPath{}})
+	}
+	for _, r := range rows {
+		i, ok := index[r.Project]
+		if !ok {
+			continue // added since the report was read
+		}
+		p := &ov.Projects[i]
+		switch r.Area {
+		case AreaCache:
+			p.CacheBytes = r.UsedBytes
+		case AreaWorkspace:
+			p.WorkspaceBytes, p.WorkspaceFiles, p.QuotaBytes = r.UsedBytes, r.UsedInodes, r.BytesHard
+			if r.BytesHard > 0 {
+				used := float64(r.UsedBytes) / float64(r.BytesHard)
+				p.QuotaUsed = &used
+			}
+			p.Growth = Growth{Day: r.Growth24h, Week: r.Growth7d}
+			p.LastActivityAt, p.UsageAsOf = r.LastActivityAt, r.UsageAsOf
+			if p.TopPaths, err = m.topPaths(ctx, r.Project); err != nil {
+				return nil, err
+			}
+		}
+	}
+	m.overview.mu.Lock()
+	for name := range m.overview.topPaths {
+		if _, ok := index[name]; !ok {
+			delete(m.overview.topPaths, name) // a removed project's
+		}
+	}
+	m.overview.mu.Unlock()
+	return ov, nil
+}
+
+// topPaths are a workspace's largest top-level entries from its last
+// snapshot, parsed once per snapshot.
+func (m *Manager) topPaths(ctx context.Context, name string) ([]TopPath, error) {
+	k := store.TreeKey{Project: name, Area: AreaWorkspace}
+	snap, ok, err := m.Store.LatestSnapshot(ctx, k)
+	if err != nil || !ok {
+		return []TopPath{}, err
+	}
+	c := &m.overview
+	c.mu.Lock()
+	cached, hit := c.topPaths[name]
+	c.mu.Unlock()
+	if hit && cached.at.Equal(snap.At) {
+		return cached.top, nil
+	}
+	b, err := m.Store.LatestTree(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	top := []TopPath{}
+	if root, files, err := inventory.ParseStored(b); err == nil && root != nil {
+		// The stored tree's nodes are directories; a file at the top is
+		// among the tree's largest files if it is among its largest paths.
+		for _, ch := range root.Children {
+			top = append(top, TopPath{Path: ch.Path, Bytes: ch.SizeBytes})
+		}
+		for _, f := range files {
+			if !strings.Contains(f.Path, "/") {
+				top = append(top, TopPath{Path: f.Path, Bytes: f.SizeBytes})
+			}
+		}
+		slices.SortStableFunc(top, func(a, b TopPath) int { return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Path, b.Path)) })
+		top = top[:min(len(top), overviewTopPaths)]
+	}
+	c.mu.Lock()
+	if c.topPaths == nil {
+		c.topPaths = map[string]cachedTop{}
+	}
+	c.topPaths[name] = cachedTop{at: snap.At, top: top}
+	c.mu.Unlock()
+	return top, nil
+}
+
+// ProjectStorage is one project's storage in detail (the server's GET
+// /v1/workspace/storage/projects/{id}): each tree's usage and limits, and
+// its tree of sizes and mtimes with its largest files from the last
+// snapshot.
+type ProjectStorage struct {
+	Project string        `json:"project"`
+	Backend Backend       `json:"backend"`
+	Trees   []TreeStorage `json:"trees"`
+}
+
+// TreeStorage is one tree of a project: its status (usage, limits, growth)
+// and its last snapshot. Without a snapshot (none taken yet) SnapshotAt and
+// Tree are null and TopFiles is []: the usage is still the kernel's or the
+// ledger's, and the next snapshot (the hourly pass, or a refresh of the
+// overview) fills the rest.
+type TreeStorage struct {
+	TreeStatus
+	SnapshotAt *time.Time       `json:"snapshot_at"`
+	Partial    bool             `json:"partial"` // the snapshot's walk ran out of its budget
+	Tree       *inventory.Node  `json:"tree"`
+	TopFiles   []inventory.File `json:"top_files"`
+}
+
+// DefaultDetailDepth is how deep ProjectStorage shows a tree by default.
+const DefaultDetailDepth = 3
+
+// ProjectStorage reads a project's trees to depth (0: DefaultDetailDepth;
+// 1 to inventory.MaxDepth) from their last snapshots, walking nothing. A
+// snapshot taken to a lesser depth shows what it kept.
+func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (ProjectStorage, error) {
+	if depth == 0 {
+		depth = DefaultDetailDepth
+	}
+	if depth < 1 || depth > inventory.MaxDepth {
+		return ProjectStorage{}, fieldErrorf("depth", "%d: use 1 to %d", depth, inventory.MaxDepth)
+	}
+	p, err := m.Show(ctx, name)
+	if err != nil {
+		return ProjectStorage{}, err
+	}
+	if err := m.growthAndActivity(ctx, p.Trees); err != nil {
+		return ProjectStorage{}, err
+	}
+	out := ProjectStorage{Project: p.Name, Backend: p.Backend, Trees: make([]TreeStorage, 0, len(p.Trees))}
+	for _, t := range p.Trees {
+		ts := TreeStorage{TreeStatus: t, TopFiles: []inventory.File{}}
+		k := store.TreeKey{Project: t.Project, Area: t.Area}
+		snap, ok, err := m.Store.LatestSnapshot(ctx, k)
+		if err != nil {
+			return ProjectStorage{}, err
+		}
+		if ok {
+			b, err := m.Store.LatestTree(ctx, k)
+			if err != nil {
+				return ProjectStorage{}, err
+			}
+			root, top, err := inventory.ParseStored(b)
+			if err != nil {
+				return ProjectStorage{}, err
+			}
+			at := snap.At.UTC()
+			ts.SnapshotAt, ts.Partial, ts.Tree = &at, snap.Partial, toDepth(root, depth)
+			if top != nil {
+				ts.TopFiles = top
+			}
+		}
+		out.Trees = append(out.Trees, ts)
+	}
+	return out, nil
+}
+
+// toDepth is n with its descendants below depth levels cut off.
+func toDepth(n *inventory.Node, depth int) *inventory.Node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.Children = nil
+	if depth > 0 {
+		for _, ch := range n.Children {
+			c.Children = append(c.Children, toDepth(ch, depth-1))
+		}
+	}
+	return &c
+}

@@ -1,0 +1,189 @@
+package project_test
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/project"
+)
+
+func overviewOf(t *testing.T, ov *project.Overview, name string) project.ProjectOverview {
+	t.Helper()
+	for _, p := range ov.Projects {
+		if p.Project == name {
+			return p
+		}
+	}
+	t.Fatalf("no %s in the overview: %+v", name, ov.Projects)
+	return project.ProjectOverview{}
+}
+
+// TestOverview: the overview's figures come from the store and the last
+// snapshot, and one assembled answer is reused until the store records a
+// change or it is MaxAge old.
+func TestOverview(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		r.Add(10<<20, "omni", "beta")
+		ws := filepath.Join(m.Root, "projects/omni")
+		os.MkdirAll(filepath.Join(ws, "node_modules/x"), 0o755)
+		os.WriteFile(filepath.Join(ws, "node_modules/x/big"), make([]byte, 1<<20), 0o644)
+		os.WriteFile(filepath.Join(ws, "small"), make([]byte, 10<<10), 0o644)
+		if _, err := m.Snapshot(ctx, project.SnapshotOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ov, err := m.Overview(ctx, project.OverviewOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ov.Root != m.Root || ov.Host != fixture.Host || ov.Disk.TotalBytes == 0 || ov.GeneratedAt.IsZero() || len(ov.Projects) != 2 {
+			t.Fatalf("overview: %+v", ov)
+		}
+		if m.IsXFS() != (ov.Backend.Kind == "xfs") || ov.Backend.Enforced != m.IsXFS() || (!m.IsXFS() && ov.Backend.Reason == "") {
+			t.Errorf("backend %+v", ov.Backend)
+		}
+		p := overviewOf(t, ov, "omni")
+		if p.WorkspaceBytes < 1<<20 || p.QuotaBytes != 10<<20 || p.QuotaUsed == nil || *p.QuotaUsed <= 0.1 || p.LastActivityAt == nil ||
+			len(p.TopPaths) == 0 || p.TopPaths[0].Path != "node_modules" || p.TopPaths[0].Bytes < 1<<20 || p.WorkspaceFiles < 5 {
+			t.Errorf("omni: %+v (top %+v)", p, p.TopPaths)
+		}
+		if again, _ := m.Overview(ctx, project.OverviewOptions{}); again != ov {
+			t.Error("an unchanged store assembled the overview again")
+		}
+		// Past MaxAge the old answer is still given, and a new one is made meanwhile.
+		if again, _ := m.Overview(ctx, project.OverviewOptions{MaxAge: time.Nanosecond}); again != ov {
+			t.Error("an overview past MaxAge was not given while the next one is made")
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if again, _ := m.Overview(ctx, project.OverviewOptions{}); again != ov {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no new overview was assembled past MaxAge")
+			}
+		}
+		r.Add(1<<20, "gamma")
+		now, err := m.Overview(ctx, project.OverviewOptions{})
+		if err != nil || now == ov || len(now.Projects) != 3 {
+			t.Errorf("a project added since is missing: %v %+v", err, now)
+		}
+	})
+}
+
+// TestOverviewRefreshWalksOnce: two refreshes at once walk once; the
+// second waits for the first's walk and gets its answer.
+func TestOverviewRefreshWalksOnce(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		r.Add(10<<20, "omni")
+		var walks atomic.Int32
+		entered, release := make(chan struct{}), make(chan struct{})
+		m.SetOverviewWalkHook(func() {
+			if walks.Add(1) == 1 {
+				close(entered)
+			}
+			<-release
+		})
+		var wg sync.WaitGroup
+		results := make([]*project.Overview, 2)
+		refresh := func(i int) {
+			defer wg.Done()
+			ov, err := m.Overview(ctx, project.OverviewOptions{Refresh: true})
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = ov
+		}
+		wg.Add(2)
+		go refresh(0)
+		<-entered
+		go refresh(1)
+		for deadline := time.Now().Add(5 * time.Second); m.OverviewRefreshWaiters() < 1; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				close(release)
+				wg.Wait()
+				t.Fatalf("the second refresh never joined the first: %d walks", walks.Load())
+			}
+		}
+		close(release)
+		wg.Wait()
+		if walks.Load() != 1 || results[0] == nil || results[0] != results[1] {
+			t.Errorf("%d walks, answers %p and %p", walks.Load(), results[0], results[1])
+		}
+		if p := overviewOf(t, results[0], "omni"); p.LastActivityAt == nil {
+			t.Errorf("the refresh took no snapshot: %+v", p)
+		}
+		// Once done, the next refresh walks again.
+		m.SetOverviewWalkHook(func() { walks.Add(1) })
+		if _, err := m.Overview(ctx, project.OverviewOptions{Refresh: true}); err != nil || walks.Load() != 2 {
+			t.Errorf("a later refresh: %v, %d walks", err, walks.Load())
+		}
+	})
+}
+
+// TestProjectStorage: the detail reads the last snapshot to the depth
+// asked, and says plainly when there is none.
+func TestProjectStorage(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		r.Add(10<<20, "omni")
+		d, err := m.ProjectStorage(ctx, "omni", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range d.Trees {
+			if tr.SnapshotAt != nil || tr.Tree != nil || tr.TopFiles == nil || tr.BytesHard == 0 && tr.Area == project.AreaWorkspace {
+				t.Errorf("before any snapshot: %+v", tr)
+			}
+		}
+		ws := filepath.Join(m.Root, "projects/omni")
+		os.MkdirAll(filepath.Join(ws, "a/b/c/d"), 0o755)
+		os.WriteFile(filepath.Join(ws, "a/b/c/d/f"), make([]byte, 100<<10), 0o644)
+		if _, err := m.Snapshot(ctx, project.SnapshotOptions{Projects: []string{"omni"}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ ask, want int }{{0, 3}, {1, 1}, {2, 2}, {8, 3}} { // the walk kept 3
+			d, err := m.ProjectStorage(ctx, "omni", c.ask)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w project.TreeStorage
+			for _, tr := range d.Trees {
+				if tr.Area == project.AreaWorkspace {
+					w = tr
+				}
+			}
+			if w.Area != project.AreaWorkspace || w.SnapshotAt == nil || w.Tree == nil || len(w.TopFiles) == 0 || nodeDepth(w.Tree) != c.want {
+				t.Errorf("depth %d: %+v (depth %d)", c.ask, w, nodeDepth(w.Tree))
+			}
+		}
+		for _, bad := range []int{-1, 9} {
+			_, err := m.ProjectStorage(ctx, "omni", bad)
+			if errkind.Of(err) != errkind.Input || errkind.FieldOf(err) != "depth" {
+				t.Errorf("depth %d: %v", bad, err)
+			}
+		}
+		if _, err := m.ProjectStorage(ctx, "nope", 0); errkind.Of(err) != errkind.NotFound {
+			t.Errorf("an unknown project: %v", err)
+		}
+	})
+}
+
+// nodeDepth is how many levels below n its deepest child is.
+func nodeDepth(n *inventory.Node) int {
+	if n == nil {
+		return -1
+	}
+	d := 0
+	for _, c := range n.Children {
+		d = max(d, nodeDepth(c)+1)
+	}
+	return d
+}

@@ -1,0 +1,142 @@
+package project_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
+)
+
+// TestUsageIsReportWithoutSnapshots: Usage gives every tree the usage,
+// limits and usage_as_of Report gives it (the last walk plus xfsq's own
+// writes), and, like Report, walks nothing.
+func TestUsageIsReportWithoutSnapshots(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		r.Add(100<<20, "a", "b", "c")
+		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "b", Area: project.AreaWorkspace}, 3<<20, 2, "test", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "c", Area: project.AreaCache}, 1<<20, 1, "test", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		// Behind xfsq's back: counted by neither until a walk.
+		if err := os.WriteFile(filepath.Join(m.Root, "projects", "a", "big"), make([]byte, 1<<20), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		report, err := m.Report(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		usage, err := m.Usage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := 3 * len(project.Areas); len(usage) != n || len(report) != n {
+			t.Fatalf("usage has %d trees, report %d, want %d", len(usage), len(report), 3*len(project.Areas))
+		}
+		for i, u := range usage {
+			w := report[i]
+			if u.Project != w.Project || u.Area != w.Area || u.UsedBytes != w.UsedBytes || u.UsedInodes != w.UsedInodes ||
+				u.BytesHard != w.BytesHard || u.BytesSoft != w.BytesSoft || u.InodesHard != w.InodesHard || u.Percent != w.Percent ||
+				(u.UsageAsOf == nil) != (w.UsageAsOf == nil) || (u.UsageAsOf != nil && !u.UsageAsOf.Equal(*w.UsageAsOf)) {
+				t.Errorf("tree %d: usage %+v, report %+v", i, u, w)
+			}
+			if u.Project == "a" && u.Area == project.AreaWorkspace && u.UsedBytes >= 1<<20 {
+				t.Errorf("a/workspace: %d bytes: Usage walked the tree", u.UsedBytes)
+			}
+			if u.Project == "b" && u.Area == project.AreaWorkspace && u.UsedBytes < 3<<20 {
+				t.Errorf("b/workspace: %d bytes: the ledger's 3 MiB is missing", u.UsedBytes)
+			}
+		}
+	})
+}
+
+// TestExceeded is Check's deny: at a hard limit, or over a soft one past
+// its grace.
+func TestExceeded(t *testing.T) {
+	now := time.Now()
+	past, future := now.Add(-time.Minute), now.Add(time.Minute)
+	for _, c := range []struct {
+		name string
+		t    project.TreeStatus
+		want bool
+	}{
+		{"under", project.TreeStatus{UsedBytes: 9, BytesHard: 10}, false},
+		{"at hard", project.TreeStatus{UsedBytes: 10, BytesHard: 10}, true},
+		{"inodes at hard", project.TreeStatus{UsedInodes: 5, InodesHard: 5}, true},
+		{"soft within grace", project.TreeStatus{UsedBytes: 6, BytesSoft: 5, BytesGraceEnds: &future}, false},
+		{"soft past grace", project.TreeStatus{UsedBytes: 6, BytesSoft: 5, BytesGraceEnds: &past}, true},
+		{"no limits", project.TreeStatus{UsedBytes: 1 << 40}, false},
+	} {
+		if got := project.Exceeded(c.t, now); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestReadJournal: a follower gets each settled deletion, sweep and
+// snapshot pass once, across reads, and pending deletions not at all; the
+// walks of a real scheduled pass come with their durations.
+func TestReadJournal(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		r.Add(100<<20, "a")
+		journal := func(typ, proj string, payload any) {
+			t.Helper()
+			if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, typ, proj, "test", payload) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec := sweep.Record{SweepID: "s1", Area: project.AreaCache, Path: "cache/a/x", Bytes: 100, State: sweep.StatePending}
+		journal(store.EventEvicted, "a", rec)
+		rec.State, rec.Bytes = sweep.StateDone, 90
+		journal(store.EventEvicted, "a", rec)
+		journal(store.EventEvicted, "a", sweep.Record{Area: project.AreaWorkspace, Path: "projects/a/y", DeletionID: "d", State: sweep.StateFailed})
+		journal(store.EventSwept, "", map[string]any{"sweep_id": "s1", "duration_ms": 1500})
+		if _, err := m.Snapshot(ctx, project.SnapshotOptions{Scheduled: true}); err != nil {
+			t.Fatal(err)
+		}
+		var c project.JournalCursor
+		news, err := m.ReadJournal(ctx, &c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []project.Deletion{{Project: "a", Area: project.AreaCache, Bytes: 90, State: sweep.StateDone, BySweep: true},
+			{Project: "a", Area: project.AreaWorkspace, State: sweep.StateFailed}}
+		if len(news.Deletions) != 2 || news.Deletions[0] != want[0] || news.Deletions[1] != want[1] {
+			t.Errorf("deletions %+v, want %+v", news.Deletions, want)
+		}
+		if len(news.Sweeps) != 1 || news.Sweeps[0].Duration != 1500*time.Millisecond {
+			t.Errorf("sweeps %+v, want one of 1.5s", news.Sweeps)
+		}
+		if len(news.SnapshotPasses) != 1 || len(news.Walks) != len(project.Areas) {
+			t.Fatalf("passes %v, walks %+v: want one pass walking each of a's trees", news.SnapshotPasses, news.Walks)
+		}
+		for _, w := range news.Walks {
+			if w.Project != "a" || w.Duration <= 0 {
+				t.Errorf("walk %+v: want a's, with a duration", w)
+			}
+		}
+		again, err := m.ReadJournal(ctx, &c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(again.Deletions)+len(again.Sweeps)+len(again.Walks)+len(again.SnapshotPasses) != 0 {
+			t.Errorf("a second read returned %+v again", again)
+		}
+		journal(store.EventSwept, "", map[string]any{"sweep_id": "s2", "duration_ms": 20})
+		third, err := m.ReadJournal(ctx, &c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(third.Sweeps) != 1 || third.Sweeps[0].Duration != 20*time.Millisecond || len(third.Deletions) != 0 {
+			t.Errorf("third read %+v, want only the new sweep", third)
+		}
+	})
+}

@@ -1,0 +1,208 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/files"
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/quota"
+)
+
+// filesAPI serves /v1/workspace/storage/projects/{id}/files/{path...}
+// over the file layer the CLI's `xfsq files` uses: every path goes through
+// files.Clean (files.CleanNew for a new name) and is resolved beneath the
+// project tree, so an HTTP client can reach exactly what `xfsq files` can.
+type filesAPI struct {
+	m   *project.Manager
+	log *slog.Logger
+}
+
+func newFilesAPI(root *project.Root, log *slog.Logger) *filesAPI {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &filesAPI{m: root.Manager, log: log}
+}
+
+// layer is the file layer with the settings in force now (max_file_bytes,
+// root_budget, reservation_ttl): another process may have changed them
+// since the server started.
+func (a *filesAPI) layer(r *http.Request) (*files.Layer, error) {
+	return files.New(r.Context(), a.m)
+}
+
+// fail answers with err as a problem, and logs what the client is not told.
+func (a *filesAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case r.Context().Err() != nil:
+		// The client went away (or the server is stopping): nobody reads the answer.
+		a.log.InfoContext(r.Context(), "files: request ended by the client", "method", r.Method, "project", r.PathValue("id"), "error", err)
+	case errkind.Of(err) == errkind.Internal:
+		a.log.ErrorContext(r.Context(), "files", "method", r.Method, "project", r.PathValue("id"), "error", err)
+	}
+	WriteProblem(w, err)
+}
+
+// Listing is a directory of a tree, as `files ls --json` lists its entries.
+type Listing struct {
+	Project string        `json:"project"`
+	Area    string        `json:"area"`
+	Path    string        `json:"path"`
+	Entries []files.Entry `json:"entries"`
+}
+
+// Get answers a directory with its listing (JSON) and a regular file with
+// its content, with Range, ETag/If-None-Match and Last-Modified as
+// http.ServeContent does them, over the descriptor files.Layer.Open checked.
+func (a *filesAPI) Get(w http.ResponseWriter, r *http.Request) {
+	name, p, area := r.PathValue("id"), r.PathValue("path"), areaOf(r)
+	l := &files.Layer{M: a.m} // reads need none of the write settings
+	f, e, err := l.Open(r.Context(), name, area, p)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if f == nil {
+		entries, err := l.List(r.Context(), name, area, p)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		slices.SortFunc(entries, func(x, y files.Entry) int { return strings.Compare(x.Name, y.Name) })
+		clean, _ := files.Clean(p)
+		writeJSON(w, http.StatusOK, Listing{Project: name, Area: areaName(area), Path: clean, Entries: entries})
+		return
+	}
+	defer f.Close()
+	h := w.Header()
+	// Tenant bytes, served from the dashboard's origin: never rendered,
+	// never sniffed into HTML or script.
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
+	h.Set("Content-Disposition", ContentDisposition(e.Name))
+	// Another file at the name, or this one changed, is another validator.
+	h.Set("ETag", fmt.Sprintf(`"%x-%x-%x"`, e.Ino, e.Size, e.ModTime.UnixNano()))
+	http.ServeContent(w, r, "", e.ModTime, f)
+}
+
+// Put writes the body to the path: admitted first (a Content-Length over
+// the tree's allowance is refused, 507, or over max_file_bytes, 413, before
+// a byte is read), streamed to a temporary file and put in place only once
+// complete, so the old file stays as it was on any refusal or abort. A body
+// of unknown length (chunked) is read at most to its allowance plus one
+// byte. 201 for a new file, 200 for a replaced one.
+func (a *filesAPI) Put(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 && r.Header.Get("Content-Length") == "" && len(r.TransferEncoding) == 0 {
+		a.fail(w, r, errkind.New(errkind.Input, errors.New("an upload needs a Content-Length header or a chunked body")))
+		return
+	}
+	l, err := a.layer(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	res, err := l.Put(r.Context(), r.PathValue("id"), areaOf(r), r.PathValue("path"), r.Body, r.ContentLength)
+	if err != nil {
+		a.fail(w, r, uploadErr(err))
+		return
+	}
+	status := http.StatusCreated
+	if res.Replaced {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, res)
+}
+
+// uploadErr classifies a write's refusal for HTTP: the per-write bound
+// (max_file_bytes) is 413, a body that can never pass, where the CLI keeps
+// it among the quota refusals (exit 3, as scripts expect); every other
+// limit stays a quota's 507.
+func uploadErr(err error) error {
+	var le *quota.LimitError
+	if errors.As(err, &le) && le.Limit == "max_file_bytes" {
+		return errkind.New(errkind.TooLarge, err)
+	}
+	return err
+}
+
+// Delete removes the path, journalled as `files rm` journals it; a
+// directory only with ?recursive=1.
+func (a *filesAPI) Delete(w http.ResponseWriter, r *http.Request) {
+	recursive, err := boolParam(r, "recursive")
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	l := &files.Layer{M: a.m}
+	res, err := l.Remove(r.Context(), r.PathValue("id"), areaOf(r), r.PathValue("path"), files.RemoveOptions{Recursive: recursive})
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// areaOf is the ?area= of a request ("" is the workspace); the library
+// validates it.
+func areaOf(r *http.Request) string { return r.URL.Query().Get("area") }
+
+func areaName(area string) string {
+	if area == "" {
+		return project.AreaWorkspace
+	}
+	return area
+}
+
+// boolParam reads a flag of the query: absent, "0" or "false" is false,
+// "1" or "true" true; anything else is refused naming the parameter.
+func boolParam(r *http.Request, name string) (bool, error) {
+	switch v := r.URL.Query().Get(name); v {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	default:
+		return false, errkind.New(errkind.Input, fmt.Errorf("%s %q: use 1 or 0", name, v))
+	}
+}
+
+// ContentDisposition is a header that makes the browser save the file
+// under its name, whatever the name holds: the quoted fallback keeps only
+// printable ASCII other than quote and backslash (the rest become "_"), and
+// filename* (RFC 5987/6266) carries the exact name percent-encoded, so no
+// raw control character, quote or non-ASCII byte ever reaches the header.
+func ContentDisposition(name string) string {
+	var plain, enc strings.Builder
+	for _, r := range name {
+		if r >= 0x20 && r < 0x7f && r != '"' && r != '\\' {
+			plain.WriteRune(r)
+		} else {
+			plain.WriteByte('_')
+		}
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if isAttrChar(c) {
+			enc.WriteByte(c)
+		} else {
+			fmt.Fprintf(&enc, "%%%02X", c)
+		}
+	}
+	return `attachment; filename="` + plain.String() + `"; filename*=UTF-8''` + enc.String()
+}
+
+// isAttrChar is RFC 5987's attr-char: what filename* may carry unencoded.
+func isAttrChar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$&+-.^_`|~", c) >= 0
+}

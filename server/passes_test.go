@@ -1,0 +1,47 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/internal/fixture"
+)
+
+// Run runs each due pass once per interval, on its own goroutine, journals
+// under the passes' actor, and returns nil soon after it is cancelled.
+func TestPassesRun(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		root := sweepFixture(t, r)
+		if _, _, err := r.Manager.SetSetting(r.Ctx, "sweep_interval", "1h"); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(r.Ctx)
+		defer cancel()
+		done := make(chan error)
+		go func() { done <- (&Passes{Root: r.Root, Tick: 20 * time.Millisecond}).Run(ctx) }()
+		deadline := time.Now().Add(30 * time.Second)
+		for len(r.Events("storage.swept")) == 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond) // ten ticks: none may run a pass again
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not stop when cancelled")
+		}
+		for _, typ := range []string{"storage.snapshot", "storage.swept"} {
+			evs := r.Events(typ)
+			if len(evs) != 1 || evs[0].Actor != PassActor {
+				t.Errorf("%s: %+v, want one by %s", typ, evs, PassActor)
+			}
+		}
+		if exists(root, "cache/omni/old") || !exists(root, "projects/omni/uploads/precious.log") {
+			t.Error("the sweep pass did not sweep by policy")
+		}
+	})
+}

@@ -1,0 +1,172 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/project"
+)
+
+// storageAPI serves the storage overview and a project's detail. The
+// library caches the assembled overview (project.Manager.Overview: reused
+// while the store's change mark stands and it is younger than
+// project.DefaultOverviewMaxAge); this keeps that one answer encoded, with
+// its ETag, so a request from an unlimited caller costs one cheap store
+// query and a write of the bytes.
+type storageAPI struct {
+	m   *project.Manager
+	log *slog.Logger
+
+	mu      sync.Mutex
+	encoded *project.Overview // what body and etag were encoded from
+	body    []byte
+	etag    string
+}
+
+func newStorageAPI(root *project.Root, log *slog.Logger) (*storageAPI, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &storageAPI{m: root.Manager, log: log}, nil
+}
+
+func (a *storageAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errkind.Of(err) == errkind.Internal && r.Context().Err() == nil {
+		a.log.ErrorContext(r.Context(), "storage", "path", r.URL.Path, "error", err)
+	}
+	WriteProblem(w, err)
+}
+
+// Overview answers GET /v1/workspace/storage: every project the caller
+// may see, from the cached overview; ?refresh=1 snapshots every tree
+// first (one walk at a time for all callers). The ETag is over the body
+// the caller gets, so If-None-Match answers 304 until a figure changes.
+func (a *storageAPI) Overview(w http.ResponseWriter, r *http.Request) {
+	refresh, err := boolParam(r, "refresh")
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	ov, err := a.m.Overview(r.Context(), project.OverviewOptions{Refresh: refresh})
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var body []byte
+	var etag string
+	if c := CallerOf(r.Context()); c.Projects == nil {
+		body, etag, err = a.encodedOverview(ov)
+	} else {
+		// A limited reader's own view: the others' names must not leak,
+		// not even through the ETag.
+		mine := *ov
+		mine.Projects = make([]project.ProjectOverview, 0, len(c.Projects))
+		for _, p := range ov.Projects {
+			if c.Sees(p.Project) {
+				mine.Projects = append(mine.Projects, p)
+			}
+		}
+		body, etag, err = encodeTagged(&mine)
+	}
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeTagged(w, r, body, etag)
+}
+
+// encodedOverview is ov encoded and tagged, encoded once per overview.
+func (a *storageAPI) encodedOverview(ov *project.Overview) ([]byte, string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.encoded == ov {
+		return a.body, a.etag, nil
+	}
+	body, etag, err := encodeTagged(ov)
+	if err == nil {
+		a.encoded, a.body, a.etag = ov, body, etag
+	}
+	return body, etag, err
+}
+
+// encodeTagged encodes an overview as writeJSON does, with its ETag: a
+// weak one (the body is equivalent, not identical) over every member but
+// the first, generated_at, so that an overview assembled again with the
+// same figures revalidates with 304.
+func encodeTagged(ov *project.Overview) ([]byte, string, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ov); err != nil {
+		return nil, "", err
+	}
+	body := b.Bytes()
+	rest := body
+	if i := bytes.IndexByte(body, ','); bytes.HasPrefix(body, []byte(`{"generated_at":`)) && i > 0 {
+		rest = body[i:]
+	}
+	sum := sha256.Sum256(rest)
+	return body, `W/"` + hex.EncodeToString(sum[:16]) + `"`, nil
+}
+
+// writeTagged answers with a JSON body and its ETag, or 304 when the
+// request's If-None-Match names that tag.
+func writeTagged(w http.ResponseWriter, r *http.Request, body []byte, etag string) {
+	h := w.Header()
+	h.Set("ETag", etag)
+	// Another token may see another body at the same URL.
+	h.Set("Vary", "Authorization")
+	h.Set("Cache-Control", "private, no-cache")
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
+}
+
+// etagMatches is If-None-Match's weak comparison (RFC 9110 §13.1.2).
+func etagMatches(header, etag string) bool {
+	etag = strings.TrimPrefix(etag, "W/")
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// Project answers GET /v1/workspace/storage/projects/{id}: the project's
+// trees with usage and limits, each tree of sizes and mtimes to ?depth=
+// (default 3, at most 8) and its largest files, from the last snapshot;
+// a tree never snapshotted has "tree": null and "snapshot_at": null.
+func (a *storageAPI) Project(w http.ResponseWriter, r *http.Request) {
+	depth := 0
+	if v := r.URL.Query().Get("depth"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n == 0 { // an explicit 0 is out of range, not the default
+			a.fail(w, r, errkind.New(errkind.Input, fmt.Errorf("depth %q: use a whole number from 1 to %d", v, inventory.MaxDepth)))
+			return
+		}
+		depth = n
+	}
+	d, err := a.m.ProjectStorage(r.Context(), r.PathValue("id"), depth)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}

@@ -1,0 +1,70 @@
+package store
+
+import (
+	"context"
+	"sync"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// preparedStmt is a statement prepared on first use: a query asked on
+// every request (ChangeMark) costs more to parse than to run.
+type preparedStmt struct {
+	mu   sync.Mutex
+	stmt *sqlx.Stmt
+}
+
+func (p *preparedStmt) get(ctx context.Context, s *Store, query string) (*sqlx.Stmt, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stmt == nil {
+		st, err := s.db.PreparexContext(ctx, s.db.Rebind(query))
+		if err != nil {
+			return nil, err
+		}
+		p.stmt = st
+	}
+	return p.stmt, nil
+}
+
+// ChangeMark is a cheap fingerprint of what the usage figures are made of:
+// it moves whenever a journal record, a ledger row or a snapshot is added
+// and whenever a write's reservation begins, grows or ends. A cache of
+// figures read from the store (the server's overview) is still right while
+// the mark is unchanged — for this store's own records: the kernel's
+// counters on XFS, and a walk recorded only as a baseline (project show
+// --refresh), move without it, so such a cache bounds its age too.
+type ChangeMark struct {
+	Events, Ledger, Snapshots                    int64
+	Reservations, LastReservation, ReservedBytes int64
+}
+
+// ChangeMark reads the mark in one prepared query. Each part is the maximum of an
+// auto-increment key (an index lookup on both drivers) or an aggregate of
+// the reservations, which hold only the writes in flight; it is read for
+// every host, so another host's change moves it too (a cache is then
+// remade for nothing, never kept wrongly).
+func (s *Store) ChangeMark(ctx context.Context) (ChangeMark, error) {
+	var m struct {
+		E  int64 `db:"e"`
+		L  int64 `db:"l"`
+		S  int64 `db:"s"`
+		RN int64 `db:"rn"`
+		RM int64 `db:"rm"`
+		RB int64 `db:"rb"`
+	}
+	st, err := s.changeMark.get(ctx, s, changeMarkQuery)
+	if err != nil {
+		return ChangeMark{}, err
+	}
+	err = st.GetContext(ctx, &m)
+	return ChangeMark{Events: m.E, Ledger: m.L, Snapshots: m.S, Reservations: m.RN, LastReservation: m.RM, ReservedBytes: m.RB}, err
+}
+
+const changeMarkQuery = `SELECT
+		(SELECT COALESCE(MAX(id), 0) FROM events) AS e,
+		(SELECT COALESCE(MAX(id), 0) FROM ledger) AS l,
+		(SELECT COALESCE(MAX(id), 0) FROM snapshots) AS s,
+		(SELECT COUNT(*) FROM reservations) AS rn,
+		(SELECT COALESCE(MAX(id), 0) FROM reservations) AS rm,
+		(SELECT COALESCE(SUM(bytes), 0) FROM reservations) AS rb`

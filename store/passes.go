@@ -1,0 +1,90 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// PassState is what the store keeps of one scheduled pass of this host.
+type PassState struct {
+	Pass       string
+	Holder     string    // the operation running it now; "" when none
+	StartedAt  time.Time // of the last pass claimed; zero: never
+	FinishedAt time.Time // of the last pass that ran to its end; zero: never
+}
+
+// Pass reads a pass's state; a pass never run has the zero state.
+func (s *Store) Pass(ctx context.Context, pass string) (PassState, error) {
+	var row struct {
+		Holder     string `db:"holder"`
+		StartedAt  int64  `db:"started_at"`
+		FinishedAt int64  `db:"finished_at"`
+	}
+	err := s.get(ctx, &row, `SELECT holder, started_at, finished_at FROM passes WHERE host = ? AND pass = ?`, s.Host, pass)
+	if errors.Is(err, sql.ErrNoRows) {
+		return PassState{Pass: pass}, nil
+	}
+	return PassState{Pass: pass, Holder: row.Holder, StartedAt: fromMicros(row.StartedAt), FinishedAt: fromMicros(row.FinishedAt)}, err
+}
+
+// ClaimPass takes a pass for holder when it is due at now: no live holder
+// runs it (stale decides whether another holder is gone), and either the
+// last one started interval or more before now, or it never finished (its
+// process died: it is run again at once). It reports whether holder has it,
+// and the state it found. Claims are serialised per pass, across processes:
+// of two claimers, one gets it.
+func (s *Store) ClaimPass(ctx context.Context, pass, holder string, now time.Time, interval time.Duration, stale func(string) bool) (bool, PassState, error) {
+	var st PassState
+	claimed := false
+	err := s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.lock(ctx, "pass:"+s.Host+":"+pass); err != nil {
+			return err
+		}
+		var row struct {
+			Holder     string `db:"holder"`
+			StartedAt  int64  `db:"started_at"`
+			FinishedAt int64  `db:"finished_at"`
+		}
+		err := tx.get(ctx, &row, `SELECT holder, started_at, finished_at FROM passes WHERE host = ? AND pass = ?`, s.Host, pass)
+		exists := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		st = PassState{Pass: pass, Holder: row.Holder, StartedAt: fromMicros(row.StartedAt), FinishedAt: fromMicros(row.FinishedAt)}
+		interrupted := row.Holder != "" && stale(row.Holder)
+		switch {
+		case row.Holder != "" && row.Holder != holder && !interrupted:
+			return nil // running under a live holder
+		case exists && !interrupted && row.Holder == "" && now.Sub(st.StartedAt) < interval:
+			return nil // ran less than interval ago
+		}
+		if exists {
+			_, err = tx.exec(ctx, `UPDATE passes SET holder = ?, started_at = ? WHERE host = ? AND pass = ?`, holder, toMicros(now), s.Host, pass)
+		} else {
+			_, err = tx.exec(ctx, `INSERT INTO passes (host, pass, holder, started_at) VALUES (?, ?, ?, ?)`, s.Host, pass, holder, toMicros(now))
+		}
+		claimed = err == nil
+		return err
+	})
+	return claimed, st, err
+}
+
+// FinishPass records that holder's pass ran to its end at at, and frees it.
+func (s *Store) FinishPass(ctx context.Context, pass, holder string, at time.Time) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		_, err := tx.exec(ctx, `UPDATE passes SET holder = '', finished_at = ? WHERE host = ? AND pass = ? AND holder = ?`, toMicros(at), s.Host, pass, holder)
+		return err
+	})
+}
+
+// AbandonPass frees holder's pass without recording it as finished (it
+// stopped on an error or was cancelled): the next claim runs it again at
+// once, as after a crash, instead of an interval later.
+func (s *Store) AbandonPass(ctx context.Context, pass, holder string) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		_, err := tx.exec(ctx, `UPDATE passes SET holder = '', started_at = 0 WHERE host = ? AND pass = ? AND holder = ?`, s.Host, pass, holder)
+		return err
+	})
+}
