@@ -23,6 +23,7 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/internal/mounttest"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/server"
 	"github.com/xfsq/xfsq/store"
@@ -468,7 +469,11 @@ func TestAPIErrors(t *testing.T) {
 	overBound := `{"project": "` + strings.Repeat("a", 1<<20) + `"}`
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(10<<20, "omni")
+		r.Add(64<<10, "tiny")
 		ts := newServer(t, r)
+		if err := os.MkdirAll(filepath.Join(r.Manager.Root, "projects/omni/dir"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		for _, c := range []struct {
 			method, path, body string
 			kind               errkind.Kind
@@ -486,11 +491,42 @@ func TestAPIErrors(t *testing.T) {
 			{"POST", p + "/omni/leases/bad%20run", "", errkind.Input},
 			{"DELETE", p + "/omni/leases/bad%20run", "", errkind.Input},
 			{"GET", "/v1/workspace/storage/events?limit=0", "", errkind.Input},
+			{"POST", p + "/omni/sweep", overBound, errkind.TooLarge},
+			{"POST", p + "/omni/sweep", `{}`, errkind.Input},
+			{"POST", p + "/nosuch/sweep", `{"dry_run": true}`, errkind.NotFound},
+			// PUT and POST of a file are one handler, described twice.
+			{"PUT", p + "/nosuch/files/a.txt", "x", errkind.NotFound},
+			{"POST", p + "/nosuch/files/a.txt", "x", errkind.NotFound},
+			{"POST", p + "/omni/files/dir", "x", errkind.Input},
+			{"POST", p + "/tiny/files/big", strings.Repeat("x", 200<<10), errkind.Denied},
+			{"DELETE", p + "/omni/files/nosuch", "", errkind.NotFound},
 		} {
 			code, h, body := ts.raw(t, c.method, c.path, operatorToken, c.body)
 			if code != c.kind.HTTPStatus() || h.Get("Content-Type") != server.ProblemType || !strings.Contains(body, `"type":"`+c.kind.TypeURI()+`"`) {
 				t.Errorf("%s %s: %d %s %.200s, want a %d %s problem", c.method, c.path, code, h.Get("Content-Type"), body, c.kind.HTTPStatus(), c.kind)
 			}
+		}
+
+		// A file over max_file_bytes: 413 whichever method writes it.
+		if _, _, err := r.Manager.SetSetting(context.Background(), "max_file_bytes", "1000"); err != nil {
+			t.Fatal(err)
+		}
+		for _, method := range []string{"PUT", "POST"} {
+			if code, _, body := ts.raw(t, method, p+"/omni/files/big", operatorToken, strings.Repeat("x", 2000)); code != 413 || !strings.Contains(body, "max_file_bytes") {
+				t.Errorf("%s of a file over max_file_bytes: %d %.200s, want 413 naming the setting", method, code, body)
+			}
+		}
+		// A range past the file's end: 416 (net/http's text answer).
+		if code, _, body := ts.raw(t, "PUT", p+"/omni/files/small", operatorToken, "hello"); code != 201 {
+			t.Fatalf("upload: %d %s", code, body)
+		}
+		req, _ := http.NewRequest("GET", ts.URL+p+"/omni/files/small", nil)
+		req.Header.Set("Authorization", "Bearer "+readerToken)
+		req.Header.Set("Range", "bytes=100-200")
+		if resp, err := ts.Client().Do(req); err != nil || resp.StatusCode != http.StatusRequestedRangeNotSatisfiable {
+			t.Errorf("a range past the end: %v %v, want 416", err, resp)
+		} else {
+			resp.Body.Close()
 		}
 
 		// A project a killed `project add` left half-added is not ready:
@@ -545,4 +581,31 @@ func workspaceOf(p project.Project) project.TreeStatus {
 		}
 	}
 	return project.TreeStatus{}
+}
+
+// TestAPIFileDeleteLeavesMount: a recursive delete never crosses a mount
+// inside the tree: it removes the rest, leaves the mount point and answers
+// 409 saying so.
+func TestAPIFileDeleteLeavesMount(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(10<<20, "omni")
+		ts := newServer(t, r)
+		dir := filepath.Join(r.Manager.Root, "projects/omni/dir")
+		if err := os.MkdirAll(filepath.Join(dir, "mnt"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "gone.txt"), []byte("x"), 0o644)
+		mounttest.Tmpfs(t, filepath.Join(dir, "mnt"))
+		os.WriteFile(filepath.Join(dir, "mnt", "kept.txt"), []byte("x"), 0o644)
+		code, _, body := ts.raw(t, "DELETE", "/v1/workspace/storage/projects/omni/files/dir?recursive=1", operatorToken, "")
+		if code != 409 || !strings.Contains(body, errkind.Conflict.TypeURI()) {
+			t.Errorf("recursive delete over a mount: %d %.300s, want 409", code, body)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "mnt", "kept.txt")); err != nil {
+			t.Errorf("the mount's file: %v, want it kept", err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "gone.txt")); !os.IsNotExist(err) {
+			t.Errorf("the rest: %v, want it removed", err)
+		}
+	})
 }

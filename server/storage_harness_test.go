@@ -22,16 +22,25 @@ func storageTestServer(t testing.TB, caller Caller, rs routes) *httptest.Server 
 	for pattern, h := range rs {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			if id := r.PathValue("id"); id != "" && !caller.Sees(id) {
-				http.NotFound(w, r)
+				WriteProblem(w, projectNotFound(id)) // the middleware's answer
 				return
 			}
 			ctx := project.WithActor(withCaller(r.Context(), caller), caller.Name)
 			h(w, r.WithContext(ctx))
 		})
 	}
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer(contractCheckedUnlessBench(t, mux))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// contractCheckedUnlessBench is ContractChecked for a test; a benchmark
+// measures the handler alone.
+func contractCheckedUnlessBench(t testing.TB, h http.Handler) http.Handler {
+	if _, bench := t.(*testing.B); bench {
+		return h
+	}
+	return ContractChecked(t, h)
 }
 
 var operator = Caller{Name: "ops-bot", Role: RoleOperator}

@@ -34,7 +34,7 @@ func testMux(t testing.TB, root *project.Root, caller Caller) *httptest.Server {
 		ctx := project.WithActor(withCaller(r.Context(), caller), caller.Name)
 		api.ServeHTTP(w, r.WithContext(ctx))
 	})
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer(contractCheckedUnlessBench(t, mux))
 	t.Cleanup(srv.Close)
 	return srv
 }
