@@ -609,3 +609,72 @@ func TestAPIFileDeleteLeavesMount(t *testing.T) {
 		}
 	})
 }
+
+// TestClientStorage drives the storage, file and sweep endpoints through
+// the client, as the end-to-end tests and other programs use them.
+func TestClientStorage(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(10<<20, "omni")
+		ts := newServer(t, r)
+		ctx := context.Background()
+		op, rd := ts.client(operatorToken), ts.client(readerToken)
+
+		put, err := op.PutFile(ctx, "omni", "", "docs/a.txt", strings.NewReader("hello"), 5)
+		if err != nil || put.Bytes != 5 || put.Replaced {
+			t.Fatalf("put: %v %+v", err, put)
+		}
+		if put, err = op.PutFile(ctx, "omni", "", "docs/a.txt", strings.NewReader("hello!"), -1); err != nil || !put.Replaced {
+			t.Errorf("put again, chunked: %v %+v", err, put)
+		}
+		ls, err := rd.ListFiles(ctx, "omni", "", "docs")
+		if err != nil || len(ls.Entries) != 1 || ls.Entries[0].Name != "a.txt" || ls.Entries[0].Size != 6 {
+			t.Errorf("list: %v %+v", err, ls)
+		}
+		got, err := rd.GetFile(ctx, "omni", "", "docs/a.txt", nil)
+		if err != nil || string(got.Body) != "hello!" || got.Header.Get("ETag") == "" {
+			t.Fatalf("get: %v %+v", err, got)
+		}
+		again, err := rd.GetFile(ctx, "omni", "", "docs/a.txt", http.Header{"If-None-Match": {got.Header.Get("ETag")}})
+		if err != nil || again.Status != http.StatusNotModified {
+			t.Errorf("get with the ETag: %v %d, want 304", err, again.Status)
+		}
+
+		ov, etag, notModified, err := rd.Overview(ctx, true, "")
+		if err != nil || notModified || len(ov.Projects) != 1 || ov.Projects[0].Project != "omni" || etag == "" {
+			t.Fatalf("overview: %v %v %+v", err, notModified, ov)
+		}
+		if _, etag, _, err = rd.Overview(ctx, false, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, notModified, err = rd.Overview(ctx, false, etag); err != nil || !notModified {
+			t.Errorf("overview with its ETag: %v, not modified %v, want 304", err, notModified)
+		}
+		ps, err := rd.ProjectStorage(ctx, "omni", 2)
+		if err != nil || len(ps.Trees) == 0 || ps.Trees[0].Tree == nil {
+			t.Errorf("project storage after a refresh: %v %+v", err, ps)
+		}
+
+		plan, err := op.PlanSweep(ctx, "omni")
+		if err != nil || plan.PlanID == "" || !plan.DryRun {
+			t.Fatalf("plan: %v %+v", err, plan)
+		}
+		res, err := op.ApplySweepPlan(ctx, "omni", plan.PlanID)
+		if err != nil || res.SweepID == "" || res.PlanID != plan.PlanID {
+			t.Errorf("apply: %v %+v", err, res)
+		}
+		if _, err := op.ApplySweepPlan(ctx, "omni", plan.PlanID); status(err) != 422 {
+			t.Errorf("a plan applied twice: %v, want 422", err)
+		}
+		if res, err = op.SweepNow(ctx, "omni"); err != nil || res.SweepID == "" {
+			t.Errorf("sweep now: %v %+v", err, res)
+		}
+
+		del, err := op.DeleteFile(ctx, "omni", "", "docs", true)
+		if err != nil || del.State != "done" || del.Entries != 2 {
+			t.Errorf("delete: %v %+v", err, del)
+		}
+		if m, err := ts.client("").Metrics(ctx); err != nil || !strings.Contains(m, "xfsq_up") {
+			t.Errorf("metrics: %v %q", err, m)
+		}
+	})
+}
