@@ -24,6 +24,7 @@ import (
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/mounttest"
+	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/server"
 	"github.com/xfsq/xfsq/store"
@@ -76,7 +77,7 @@ func newServer(t *testing.T, r *fixture.Root, extra ...server.Route) *testServer
 	}
 	log := &syncBuffer{}
 	s, err := server.New(server.Config{Root: r.Root, Tokens: set, Log: slog.New(slog.NewJSONHandler(log, nil)), Health: ch,
-		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "xfsq_up 1\n") }), Routes: extra})
+		Metrics: metrics.Handler(r.Root, ch, nil), Routes: extra})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -673,7 +674,7 @@ func TestClientStorage(t *testing.T) {
 		if err != nil || del.State != "done" || del.Entries != 2 {
 			t.Errorf("delete: %v %+v", err, del)
 		}
-		if m, err := ts.client("").Metrics(ctx); err != nil || !strings.Contains(m, "xfsq_up") {
+		if m, err := ts.client("").Metrics(ctx); err != nil || !strings.Contains(m, "xfsq_collector_success") {
 			t.Errorf("metrics: %v %q", err, m)
 		}
 	})

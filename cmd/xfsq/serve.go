@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xfsq/xfsq/health"
+	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/server"
 )
@@ -90,7 +91,8 @@ func cmdServe(e env) error {
 		return err
 	}
 	defer closeHealth()
-	srv, err := server.New(server.Config{Root: root, Tokens: tokens, Log: log, Health: checker})
+	srv, err := server.New(server.Config{Root: root, Tokens: tokens, Log: log, Health: checker,
+		Metrics: metrics.Handler(root, checker, log)})
 	if err != nil {
 		return err
 	}

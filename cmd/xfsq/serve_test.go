@@ -150,6 +150,20 @@ func TestServeReloadAndShutdown(t *testing.T) {
 	if a, err := sv.client(first).Admission(ctx, "omni", false); err != nil || a.Decision != "ok" {
 		t.Fatalf("admission: %v %+v", err, a)
 	}
+	// The binary serves the whole route table: the metrics, the overview,
+	// the files and the description, not only the core's routes.
+	if m, err := sv.client("").Metrics(ctx); err != nil || !strings.Contains(m, "xfsq_collector_success") {
+		t.Errorf("metrics of the binary: %v %.200q", err, m)
+	}
+	if ov, _, _, err := sv.client(first).Overview(ctx, false, ""); err != nil || len(ov.Projects) != 1 {
+		t.Errorf("overview of the binary: %v %+v", err, ov)
+	}
+	if _, err := sv.client(first).PutFile(ctx, "omni", "", "a.txt", strings.NewReader("hi"), 2); err != nil {
+		t.Errorf("upload to the binary: %v", err)
+	}
+	if spec, err := sv.client("").OpenAPI(ctx); err != nil || !strings.Contains(string(spec), `"openapi": "3.1.0"`) {
+		t.Errorf("openapi.json of the binary: %v", err)
+	}
 
 	writeTokens(t, tokens, second+",ci2,operator\n")
 	sv.cmd.Process.Signal(syscall.SIGHUP)
