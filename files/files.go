@@ -219,6 +219,11 @@ func pathErr(p string, err error) error {
 	if errors.Is(err, os.ErrNotExist) {
 		return errkind.New(errkind.NotFound, fmt.Errorf("%s: %w", p, os.ErrNotExist))
 	}
+	if errors.Is(err, unix.ENOTDIR) {
+		// A file where the path needs a directory (f.txt/x): the caller's
+		// path is wrong, not the server.
+		return &PathError{Path: p, Reason: "a part of it is a file, not a directory"}
+	}
 	// The path an os.Root error names is the descriptor's
 	// (/proc/self/fd/N/…): an operator knows the tree's path, not that.
 	if errors.As(err, &pe) {

@@ -475,6 +475,9 @@ func TestAPIErrors(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(r.Manager.Root, "projects/omni/dir"), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.WriteFile(filepath.Join(r.Manager.Root, "projects/omni/file"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		for _, c := range []struct {
 			method, path, body string
 			kind               errkind.Kind
@@ -501,6 +504,9 @@ func TestAPIErrors(t *testing.T) {
 			{"POST", p + "/omni/files/dir", "x", errkind.Input},
 			{"POST", p + "/tiny/files/big", strings.Repeat("x", 200<<10), errkind.Denied},
 			{"DELETE", p + "/omni/files/nosuch", "", errkind.NotFound},
+			// A file where the path needs a directory is the path's fault.
+			{"PUT", p + "/omni/files/file/x", "x", errkind.Input},
+			{"DELETE", p + "/omni/files/file/x", "", errkind.Input},
 		} {
 			code, h, body := ts.raw(t, c.method, c.path, operatorToken, c.body)
 			if code != c.kind.HTTPStatus() || h.Get("Content-Type") != server.ProblemType || !strings.Contains(body, `"type":"`+c.kind.TypeURI()+`"`) {
