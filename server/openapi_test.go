@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
 	"sort"
@@ -140,7 +139,12 @@ func TestOpenAPIServed(t *testing.T) {
 			t.Errorf("GET /v1/openapi.json: %d %s, %d bytes, want the %d of openapi.json", code, h.Get("Content-Type"), len(body), len(server.OpenAPI))
 		}
 		if !strings.Contains(body, `"openapi": "3.1.0"`) {
-			t.Error(fmt.Sprintf("not OpenAPI 3.1.0: %.80s", body))
+			t.Errorf("not OpenAPI 3.1.0: %.80s", body)
+		}
+		// HEAD, which net/http answers for every GET route, is checked
+		// against the GET operation by the contract middleware.
+		if code, h, body := ts.raw(t, "HEAD", "/v1/openapi.json", "", ""); code != 200 || h.Get("Content-Type") != "application/json" || body != "" {
+			t.Errorf("HEAD /v1/openapi.json: %d %s %q", code, h.Get("Content-Type"), body)
 		}
 	})
 }
