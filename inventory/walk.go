@@ -66,6 +66,7 @@ const MaxDepth = 8
 // Progress is the running count of a walk.
 type Progress struct {
 	Files, Bytes uint64
+	Dirs         uint64 // directories seen below the root, which the kernel counts as inodes too
 	Elapsed      time.Duration
 }
 
@@ -122,7 +123,7 @@ type walker struct {
 	topMu sync.Mutex
 	top   topK[File]
 
-	errors, files, bytes atomic.Uint64
+	errors, files, dirs, bytes atomic.Uint64
 	partial              atomic.Bool
 }
 
@@ -226,7 +227,7 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 				case <-stop:
 					return
 				case <-t.C:
-					opts.Progress(Progress{Files: w.files.Load(), Bytes: w.bytes.Load(), Elapsed: time.Since(start)})
+					opts.Progress(Progress{Files: w.files.Load(), Dirs: w.dirs.Load(), Bytes: w.bytes.Load(), Elapsed: time.Since(start)})
 				}
 			}
 		}()
@@ -250,7 +251,7 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 	w.running.Wait()
 	close(stop)
 	if opts.Progress != nil { // the final totals, however short the walk
-		opts.Progress(Progress{Files: w.files.Load(), Bytes: w.bytes.Load(), Elapsed: time.Since(start)})
+		opts.Progress(Progress{Files: w.files.Load(), Dirs: w.dirs.Load(), Bytes: w.bytes.Load(), Elapsed: time.Since(start)})
 	}
 	res := &Result{Root: root.node, Partial: w.partial.Load(), Errors: w.errors.Load(), Duration: time.Since(start)}
 	res.TopFiles = w.top.best()
@@ -599,6 +600,7 @@ func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, bool)
 	// for someone watching: both workers writing them costs ~1 %.
 	if w.opts.Progress != nil {
 		w.files.Add(t.files)
+		w.dirs.Add(uint64(len(subdirs)))
 		w.bytes.Add(t.size)
 	}
 	a.addTotals(t)

@@ -33,6 +33,9 @@ type SnapshotOptions struct {
 	// Scheduled marks a pass of the ticker (or `snapshot --all`): it runs at
 	// background priority and journals one storage.snapshot event.
 	Scheduled bool
+	// Progress, if set, is called with each walk's running totals and the
+	// tree it walks (it replaces Walk.Progress, which cannot name the tree).
+	Progress func(TreeProgress)
 }
 
 // Validate refuses options no walk can honour, naming the field, so that
@@ -88,7 +91,7 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 			if o.Area != "" && t.Area != o.Area {
 				continue
 			}
-			out = append(out, m.snapshotTree(ctx, t, o.Walk, retention.Duration()))
+			out = append(out, m.snapshotTree(ctx, t, o.Walk, retention.Duration(), o.Progress))
 		}
 	}
 	if o.Scheduled {
@@ -113,8 +116,11 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 // ~200 KB; names of 255 bytes would make it ~2.7 MB).
 var maxStoredNodes = 10_000
 
-func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory.Options, retention time.Duration) TreeSnapshot {
+func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory.Options, retention time.Duration, report func(TreeProgress)) TreeSnapshot {
 	s := TreeSnapshot{Project: t.Project, Area: t.Area, At: time.Now().UTC()}
+	if report != nil {
+		opts.Progress = m.treeProgress(t, report)
+	}
 	res, err := inventory.Walk(m.abs(t.Path), opts)
 	if err != nil {
 		s.Error = err.Error()
