@@ -124,7 +124,7 @@ type walker struct {
 	top   topK[File]
 
 	errors, files, dirs, bytes atomic.Uint64
-	partial              atomic.Bool
+	partial                    atomic.Bool
 }
 
 // job is a subdirectory not opened yet.

@@ -170,9 +170,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Description: "Walks the tree, or the directory PATH inside it (relative to the tree; no \"..\", no symlink out of\n" +
 					"it, no other mount), and shows each directory's allocated and apparent size, share, file count and\n" +
 					"newest mtime, with the largest files beside the directories they sit among. The walk keeps the\n" +
-					"--limit largest entries of each directory; --sort orders those.",
+					"max(--limit, 20) largest entries of each directory; --sort orders those and --limit are shown.",
 				Flags: []cli.Flag{areaFlag(), &cli.IntFlag{Name: "depth", Value: 2, Usage: "levels to show (1-8)"},
-					&cli.IntFlag{Name: "limit", Value: 20, Usage: "entries shown per directory (and largest files kept)"},
+					&cli.IntFlag{Name: "limit", Value: 20, Usage: "entries shown per directory"},
 					&cli.StringFlag{Name: "sort", Value: "size", Usage: "order of each directory's entries: size, files or mtime"}},
 				Action: with(cmdTop),
 			},
@@ -938,7 +938,7 @@ func cmdTop(e env) error {
 		progress = func(p project.TreeProgress) { e.progress.show(walkProgress(p)) }
 	}
 	return withFiles(e, func(ctx context.Context, l *files.Layer) error {
-		res, err := l.Top(ctx, name, e.c.String("area"), sub, inventory.Options{Depth: depth, TopK: limit, RawStat: true}, progress)
+		res, err := l.Top(ctx, name, e.c.String("area"), sub, inventory.Options{Depth: depth, TopK: max(limit, 20), RawStat: true}, progress)
 		if err != nil {
 			return err
 		}

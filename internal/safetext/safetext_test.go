@@ -39,4 +39,3 @@ func FuzzName(f *testing.F) {
 		}
 	})
 }
-
