@@ -127,8 +127,8 @@ func (l *Layer) openPath(ctx context.Context, name, area, p, notTheTree string) 
 type Entry struct {
 	Name    string    `json:"name"`
 	Type    string    `json:"type"` // file, dir, symlink, other
-	Size    int64     `json:"size"`
-	ModTime time.Time `json:"mtime"`
+	Size    int64     `json:"size_bytes"`
+	ModTime time.Time `json:"modified_at"`
 }
 
 // List lists a directory of a tree.
@@ -390,10 +390,10 @@ func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult,
 type RemoveResult struct {
 	Path    string `json:"path"`    // relative to the sandbox root
 	State   string `json:"state"`   // as journalled: done, partial, failed
-	Entries uint64 `json:"entries"` // names removed
+	Entries uint64 `json:"removed_entries"` // names removed
 	// Bytes and Files are what was freed: the inodes whose last link went.
-	Bytes uint64        `json:"bytes"`
-	Files uint64        `json:"files"`
+	Bytes uint64        `json:"freed_bytes"`
+	Files uint64        `json:"removed_files"`
 	Left  []saferm.Left `json:"left"` // left in place, with why
 }
 

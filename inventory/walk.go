@@ -75,9 +75,9 @@ type Node struct {
 	Path          string    `json:"path"` // relative to the walk's root; "." is the root
 	SizeBytes     uint64    `json:"size_bytes"`
 	ApparentBytes uint64    `json:"apparent_bytes"`
-	Files         uint64    `json:"files"`
-	Dirs          uint64    `json:"dirs"`
-	Mtime         time.Time `json:"mtime"` // newest in the subtree
+	Files         uint64    `json:"total_files"`
+	Dirs          uint64    `json:"total_dirs"`
+	Mtime         time.Time `json:"newest_modified_at"` // newest in the subtree
 	Children      []*Node   `json:"children,omitempty"`
 }
 
@@ -93,7 +93,9 @@ type Result struct {
 	TopFiles []File        `json:"top_files"`
 	Partial  bool          `json:"partial"` // the budget ran out; totals cover what was seen
 	Errors   uint64        `json:"errors"`  // entries that could not be read or vanished
-	Duration time.Duration `json:"duration_ns"`
+	Duration time.Duration `json:"-"`
+	// DurationSeconds is Duration for JSON, which counts time in seconds (SPEC §10a).
+	DurationSeconds float64 `json:"duration_seconds"`
 	// SharedBytes and SharedFiles are the part of the totals held by files
 	// that also have links outside the tree: deleting the tree leaves them.
 	SharedBytes uint64 `json:"-"`
@@ -254,6 +256,7 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 		opts.Progress(Progress{Files: w.files.Load(), Dirs: w.dirs.Load(), Bytes: w.bytes.Load(), Elapsed: time.Since(start)})
 	}
 	res := &Result{Root: root.node, Partial: w.partial.Load(), Errors: w.errors.Load(), Duration: time.Since(start)}
+	res.DurationSeconds = res.Duration.Seconds()
 	res.TopFiles = w.top.best()
 	for _, l := range w.links {
 		if l.seen < l.nlink {

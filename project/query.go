@@ -35,19 +35,19 @@ type TreeStatus struct {
 	InodesSoft      uint64          `json:"inodes_soft"`
 	InodesHard      uint64          `json:"inodes_hard"`
 	Percent         float64         `json:"percent"` // of the byte hard limit; 0 when there is none
-	BytesGraceEnds  *time.Time      `json:"bytes_grace_ends,omitempty"`
-	InodesGraceEnds *time.Time      `json:"inodes_grace_ends,omitempty"`
+	BytesGraceEnds  *time.Time      `json:"bytes_grace_ends_at,omitempty"`
+	InodesGraceEnds *time.Time      `json:"inodes_grace_ends_at,omitempty"`
 	// Drift is set when the limits in force differ from the recorded ones
 	// (changed behind xfsq's back): doctor --fix restores the recorded ones.
 	Drift string `json:"drift,omitempty"`
 	// From snapshots: change of allocated bytes over 24 h and 7 d (null
 	// until that much history exists) and the newest mtime in the tree.
-	Growth24h      *int64     `json:"growth_24h"`
-	Growth7d       *int64     `json:"growth_7d"`
+	Growth24h      *int64     `json:"growth_24h_bytes"`
+	Growth7d       *int64     `json:"growth_7d_bytes"`
 	LastActivityAt *time.Time `json:"last_activity_at"`
 	// UsageAsOf, on the fallback only, is when the walk the usage starts
 	// from began: writes made through xfsq since are counted, others not.
-	UsageAsOf *time.Time `json:"usage_as_of,omitempty"`
+	UsageAsOf *time.Time `json:"usage_walked_at,omitempty"`
 	// WalkBytes and Escape are set on XFS when the last walk and the
 	// kernel's count disagreed by more than 1 %: a sign of a quota escape.
 	WalkBytes *uint64 `json:"walk_bytes,omitempty"`

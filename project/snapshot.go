@@ -18,9 +18,9 @@ type TreeSnapshot struct {
 	Area    string `json:"area"`
 	inventory.Node
 	Partial     bool             `json:"partial"`
-	Errors      uint64           `json:"errors"`
+	Errors      uint64           `json:"unreadable_entries"`
 	TopFiles    []inventory.File `json:"top_files"`
-	At          time.Time        `json:"at"`
+	At          time.Time        `json:"walked_at"`
 	KernelBytes *uint64          `json:"kernel_bytes,omitempty"` // XFS: the kernel's count right after the walk
 	Error       string           `json:"error,omitempty"`        // the walk of this tree failed; the others went on
 }
@@ -158,7 +158,7 @@ func (m *Manager) journalPass(ctx context.Context, snaps []TreeSnapshot) error {
 		Project   string `json:"project"`
 		Area      string `json:"area"`
 		SizeBytes uint64 `json:"size_bytes"`
-		Files     uint64 `json:"files"`
+		Files     uint64 `json:"total_files"`
 		Partial   bool   `json:"partial,omitempty"`
 		Error     string `json:"error,omitempty"`
 	}

@@ -21,8 +21,8 @@ type Reservation struct {
 	ID        int64     `db:"id" json:"id"`
 	Project   string    `db:"project" json:"project"`
 	Area      string    `db:"area" json:"area"`
-	Bytes     uint64    `db:"bytes" json:"bytes"`
-	Inodes    uint64    `db:"inodes" json:"inodes"`
+	Bytes     uint64    `db:"bytes" json:"reserved_bytes"`
+	Inodes    uint64    `db:"inodes" json:"reserved_inodes"`
 	Holder    string    `db:"holder" json:"holder"`
 	TempPath  string    `db:"temp_path" json:"temp_path"`
 	ExpiresAt time.Time `db:"-" json:"expires_at"`

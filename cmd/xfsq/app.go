@@ -101,7 +101,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					{Name: "list", Usage: "list projects", Action: with(cmdProjectList)},
 					{Name: "show", Usage: "a project's trees, IDs, usage and limits", ArgsUsage: "NAME", Action: with(cmdProjectShow),
 						Description: "On the fallback backend usage is each tree's last walk plus the writes made through xfsq since\n" +
-							"(usage_as_of says when that walk began); --refresh walks the trees now.",
+							"(usage_walked_at says when that walk began); --refresh walks the trees now.",
 						Flags: []cli.Flag{refreshFlag()}},
 					{
 						Name: "check", Usage: "may a run of the project start? ok, warn or deny", ArgsUsage: "NAME",
@@ -137,7 +137,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Description: "One row per tree: project, area, project ID, used, soft, hard, inodes used/soft/hard, percent\n" +
 					"of the hard byte limit, growth over 24 h and 7 d, last activity. --json prints an array of objects.\n\n" +
 					"On XFS, usage is the kernel's count, read in one pass. On the fallback backend it is each tree's\n" +
-					"last walk plus the writes made through xfsq since (usage_as_of says when that walk began); the\n" +
+					"last walk plus the writes made through xfsq since (usage_walked_at says when that walk began); the\n" +
 					"hourly pass (xfsq snapshot --all) walks them again. --refresh walks every tree now.\n\n" +
 					"GRACE says when a soft limit's grace ends (or ended). --check exits 1 when any tree shown is at\n" +
 					"or over a hard limit (bytes or inodes), for a cron job or a monitor. Colour only on a terminal,\n" +

@@ -136,7 +136,7 @@ type reportRow struct {
 	InodesHard uint64 `json:"inodes_hard"`
 	Backend    string `json:"backend"`
 	// the walk a fallback tree's usage starts from
-	UsageAsOf *time.Time `json:"usage_as_of"`
+	UsageAsOf *time.Time `json:"usage_walked_at"`
 }
 
 func (s *sandbox) report() map[string]reportRow {
@@ -660,11 +660,11 @@ type snapshotJSON struct {
 	Area          string `json:"area"`
 	SizeBytes     uint64 `json:"size_bytes"`
 	ApparentBytes uint64 `json:"apparent_bytes"`
-	Files         uint64 `json:"files"`
-	Dirs          uint64 `json:"dirs"`
-	Mtime         string `json:"mtime"`
+	Files         uint64 `json:"total_files"`
+	Dirs          uint64 `json:"total_dirs"`
+	Mtime         string `json:"newest_modified_at"`
 	Partial       bool   `json:"partial"`
-	Errors        uint64 `json:"errors"`
+	Errors        uint64 `json:"unreadable_entries"`
 	Error         string `json:"error"`
 	Children      []struct {
 		Path      string `json:"path"`
@@ -717,8 +717,8 @@ func TestSnapshotTopAndGrowth(t *testing.T) {
 	var rows []struct {
 		Project        string  `json:"project"`
 		Area           string  `json:"area"`
-		Growth24h      *int64  `json:"growth_24h"`
-		Growth7d       *int64  `json:"growth_7d"`
+		Growth24h      *int64  `json:"growth_24h_bytes"`
+		Growth7d       *int64  `json:"growth_7d_bytes"`
 		LastActivityAt *string `json:"last_activity_at"`
 		UsedBytes      uint64  `json:"used_bytes"`
 	}

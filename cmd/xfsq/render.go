@@ -297,6 +297,15 @@ func str(v any) string {
 
 func iec(v any) string { return units.FormatIEC(num(v)) }
 
+// either is a payload's field by its name, or by the name records
+// journalled before CHANGELOG.md's first entry gave it.
+func either(p map[string]any, name, old string) any {
+	if v, ok := p[name]; ok {
+		return v
+	}
+	return p[old]
+}
+
 // eventLine is one journal record as one line: when, what, where, how
 // much, and who.
 func eventLine(ev project.Event) string {
@@ -335,7 +344,7 @@ func eventDetail(typ string, p map[string]any) string {
 		if verb == "" {
 			verb = str(p["state"])
 		}
-		s := fmt.Sprintf("%s %s, %s", verb, safe(str(p["path"])), iec(p["bytes"]))
+		s := fmt.Sprintf("%s %s, %s", verb, safe(str(p["path"])), iec(either(p, "freed_bytes", "bytes")))
 		if n := num(p["removed_entries"]); n > 0 {
 			s += ", " + plural(n, "entry", "entries")
 		}
@@ -350,7 +359,8 @@ func eventDetail(typ string, p map[string]any) string {
 		}
 		return s
 	case "storage.swept":
-		s := fmt.Sprintf("sweep %s: %s, %s freed", str(p["sweep_id"]), plural(num(p["entries"]), "entry", "entries"), iec(p["bytes_freed"]))
+		s := fmt.Sprintf("sweep %s: %s, %s freed", str(p["sweep_id"]), plural(num(either(p, "evicted_entries", "entries")), "entry", "entries"),
+			iec(either(p, "freed_bytes", "bytes_freed")))
 		if sk, ok := p["skipped"].([]any); ok && len(sk) > 0 {
 			s += ", " + plural(len(sk), "entry", "entries") + " left alone"
 		}
