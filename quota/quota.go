@@ -118,6 +118,7 @@ type LimitError struct {
 	Tree      string // e.g. `project "omni" workspace`
 	Limit     string // bytes_hard, inodes_hard, max_file_bytes, root_budget
 	Used      uint64
+	Reserved  uint64 // of Used, what writes in progress hold (the fallback's reservations)
 	Requested uint64
 	Max       uint64
 }
@@ -148,10 +149,13 @@ func (e *LimitError) Error() string {
 		what = "sandbox root budget exceeded"
 	}
 	used := unit(e.Used) + " used"
-	if e.Limit != "inodes_hard" && e.Limit != "root_budget" {
+	if e.Limit == "bytes_hard" || e.Limit == "inodes_hard" {
 		// What the tree holds counts the room that writes in progress have
-		// reserved: say so, so that "used" is not read as what du shows.
-		used = unit(e.Used) + " on disk or reserved by writes in progress"
+		// reserved: say how much, so that it is not read as what du shows.
+		used = unit(e.Used-min(e.Reserved, e.Used)) + " on disk"
+		if e.Reserved > 0 {
+			used += " + " + unit(e.Reserved) + " reserved by writes in progress"
+		}
 	}
 	return fmt.Sprintf("%s: %s: %s + %s requested > %s limit (%s)",
 		e.Tree, what, used, unit(e.Requested), unit(e.Max), e.Limit)
