@@ -388,8 +388,8 @@ func (l *Layer) Remove(ctx context.Context, name, area, p string) (RemoveResult,
 
 // RemoveResult says what a removal really did.
 type RemoveResult struct {
-	Path    string `json:"path"`    // relative to the sandbox root
-	State   string `json:"state"`   // as journalled: done, partial, failed
+	Path    string `json:"path"`            // relative to the sandbox root
+	State   string `json:"state"`           // as journalled: done, partial, failed
 	Entries uint64 `json:"removed_entries"` // names removed
 	// Bytes and Files are what was freed: the inodes whose last link went.
 	Bytes uint64        `json:"freed_bytes"`
