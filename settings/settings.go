@@ -78,7 +78,7 @@ var All = []Setting{
 		Max: 7 * 24 * time.Hour, MaxWhy: "an older plan describes trees that have long changed",
 		Help: "sweep --apply refuses a plan saved with --plan-out longer ago than this"},
 	{Key: "snapshot_retention", Kind: Duration, Default: "35d", Min: 8 * 24 * time.Hour,
-		MinWhy: "report's growth_7d needs a snapshot 7 days old, and an hourly pass a day of slack",
+		MinWhy: "report's growth_7d_bytes needs a snapshot 7 days old, and an hourly pass a day of slack",
 		Help:   "snapshot totals older than this are dropped (growth is computed from them)"},
 	{Key: "health_disk_free_warn_percent", Kind: Percent, Default: "15",
 		Help: "health: a filesystem of the root with less space or inodes available than this is warn"},

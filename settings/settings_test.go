@@ -21,7 +21,7 @@ func TestNormalize(t *testing.T) {
 		{"workspace_trash_globs", " , ", "", "at least one"},
 		{"snapshot_retention", "35d", "5w", ""},
 		{"snapshot_retention", "8d", "8d", ""},
-		{"snapshot_retention", "7d", "", "use at least 8d (report's growth_7d"},
+		{"snapshot_retention", "7d", "", "use at least 8d (report's growth_7d_bytes"},
 		// A zero that disarms a safety rail needs --allow-zero.
 		{"busy_grace", "0s", "", "--allow-zero"},
 		{"busy_grace", "0", "", "--allow-zero"},
