@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ func TestKernel(t *testing.T) {
 		{Name: "SnapshotFlagsFilesThatEscapedTheQuotaAndDoctorRetagsThem", Run: testXFSEscape},
 		{Name: "HealthReadsTheKernelsQuotaFlagsNow", Run: testXFSHealthQuota},
 		{Name: "AdversarialCampaignHoldsOnXFS", Run: testXFSCampaign},
+		{Name: "ProgressShowsTheShareOfTheKernelsInodes", Run: testXFSProgress},
 	})
 }
 
@@ -377,5 +379,20 @@ func testXFSEscape(t *testing.T, fs *kerneltest.FS) {
 	}
 	if out := s.ok("doctor"); !strings.Contains(out, "no drift") {
 		t.Errorf("doctor after the fix: %q", out)
+	}
+}
+
+// On XFS the progress line compares what the walk has seen with the
+// inodes the kernel charges to the tree's project ID.
+func testXFSProgress(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	s.ok("project", "add", "omni")
+	ws := filepath.Join(fs.Dir, "projects/omni")
+	for i := range 200 {
+		os.WriteFile(filepath.Join(ws, fmt.Sprint("f", i)), nil, 0o644)
+	}
+	out := onTerminal(t, s, "", "snapshot", "omni", "--area", "workspace")
+	if !strings.Contains(out, "omni workspace: 200 files") || !regexp.MustCompile(`(99|100)% of the kernel's 20\d inodes`).MatchString(out) {
+		t.Errorf("no share of the kernel's inode count in the progress line:\n%q", out)
 	}
 }
