@@ -644,6 +644,10 @@ func cmdSettingsSet(e env) error {
 			return err
 		}
 		return e.print(v, func(w io.Writer) {
+			// old is "VALUE from SOURCE": the value in the form settings list prints.
+			if val, src, ok := strings.Cut(old, " from "); ok {
+				old = settingText(v.Key, val) + " from " + src
+			}
 			fmt.Fprintf(w, "%s = %s (was %s)\n", v.Key, humanSetting(v), line(old))
 		})
 	})
