@@ -403,7 +403,7 @@ func TestSettingsAndDefaultQuota(t *testing.T) {
 		if got := s.report()["b/workspace"].BytesHard; got != 1<<30 {
 			t.Errorf("with KERNEL_STORAGE_DEFAULT_QUOTA_BYTES: %d, want 1 GiB", got)
 		}
-		if out := s.ok("settings", "set", "default_quota", "2GiB"); !strings.Contains(out, "default_quota = 2.0 GiB (was 1073741824 from env KERNEL_STORAGE_DEFAULT_QUOTA_BYTES)") {
+		if out := s.ok("settings", "set", "default_quota", "2GiB"); !strings.Contains(out, "default_quota = 2.0 GiB (was 1.0 GiB from env KERNEL_STORAGE_DEFAULT_QUOTA_BYTES)") {
 			t.Errorf("settings set: %q", out)
 		}
 		s.ok("project", "add", "c")
