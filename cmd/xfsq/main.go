@@ -79,7 +79,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	app := newApp(stdout, stderr)
 	// The CLI's caller is the OS user; the library journals whoever ctx names.
-	err := app.RunContext(project.WithActor(ctx, project.DefaultActor()), interspersed(app, args))
+	if n := len(args); n == 0 || args[n-1] != "--generate-bash-completion" {
+		// A completion script's request is left as typed: urfave/cli
+		// completes the word before its flag, wherever interspersed would put it.
+		args = interspersed(app, args)
+	}
+	err := app.RunContext(project.WithActor(ctx, project.DefaultActor()), args)
 	if err == nil {
 		return exitOK
 	}

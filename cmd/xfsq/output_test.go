@@ -332,6 +332,23 @@ func TestCompletionAndManPage(t *testing.T) {
 	if out := s.ok("project", "--generate-bash-completion"); !strings.Contains(out, "add") || !strings.Contains(out, "check") {
 		t.Errorf("completion words for project: %q", out)
 	}
+	// The bash script, sourced in a bare bash (no bash-completion package),
+	// completes commands and flags from the binary.
+	script := filepath.Join(t.TempDir(), "xfsq.bash")
+	os.WriteFile(script, []byte(s.ok("completion", "bash")), 0o644)
+	bin := filepath.Join(t.TempDir(), "bin")
+	os.Mkdir(bin, 0o755)
+	os.Symlink(os.Getenv(envBinary), filepath.Join(bin, "xfsq"))
+	bash := exec.Command("bash", "--norc", "--noprofile", "-c", `source "$1"
+COMP_WORDS=(xfsq pro); COMP_CWORD=1; _xfsq_complete; echo "1: ${COMPREPLY[*]}"
+COMP_WORDS=(xfsq project ""); COMP_CWORD=2; _xfsq_complete; echo "2: ${COMPREPLY[*]}"
+COMP_WORDS=(xfsq project add omni --bytes-h); COMP_CWORD=4; _xfsq_complete; echo "3: ${COMPREPLY[*]}"`, "bash", script)
+	bash.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	got, err := bash.CombinedOutput()
+	if err != nil || !strings.Contains(string(got), "1: project\n") || !strings.Contains(string(got), "2: add set rm list show check") ||
+		!strings.Contains(string(got), "3: --bytes-hard\n") {
+		t.Errorf("bash completion (%v):\n%s", err, got)
+	}
 	if r := s.run("completion", "tcsh"); r.code != 2 {
 		t.Errorf("completion tcsh: exit %d", r.code)
 	}

@@ -1,29 +1,19 @@
-# bash completion for xfsq (xfsq completion bash); from urfave/cli's bash_autocomplete
-_cli_init_completion() {
-  COMPREPLY=()
-  _get_comp_words_by_ref "$@" cur prev words cword
-}
-
-_cli_bash_autocomplete() {
-  if [[ "${COMP_WORDS[0]}" != "source" ]]; then
-    local cur opts base words
-    COMPREPLY=()
-    cur="${COMP_WORDS[COMP_CWORD]}"
-    if declare -F _init_completion >/dev/null 2>&1; then
-      _init_completion -n "=:" || return
-    else
-      _cli_init_completion -n "=:" || return
-    fi
-    words=("${words[@]:0:$cword}")
-    if [[ "$cur" == "-"* ]]; then
-      requestComp="${words[*]} ${cur} --generate-bash-completion"
-    else
-      requestComp="${words[*]} --generate-bash-completion"
-    fi
-    opts=$(eval "${requestComp}" 2>/dev/null)
-    COMPREPLY=($(compgen -W "${opts}" -- ${cur}))
-    return 0
+# bash completion for xfsq: xfsq completion bash > /etc/bash_completion.d/xfsq
+#
+# It asks xfsq itself which words may follow (urfave/cli's
+# --generate-bash-completion), so it matches the installed binary's
+# commands and flags. It needs nothing but bash (no bash-completion
+# package) and runs the words typed as arguments, never through eval.
+_xfsq_complete() {
+  local cur="${COMP_WORDS[COMP_CWORD]}"
+  local words=("${COMP_WORDS[@]:0:COMP_CWORD}")
+  local opts
+  if [[ "$cur" == -* ]]; then
+    opts=$("${words[@]}" "$cur" --generate-bash-completion 2>/dev/null)
+  else
+    opts=$("${words[@]}" --generate-bash-completion 2>/dev/null)
   fi
+  local IFS=$'\n'
+  COMPREPLY=($(compgen -W "${opts}" -- "${cur}"))
 }
-
-complete -o bashdefault -o default -o nospace -F _cli_bash_autocomplete xfsq
+complete -o bashdefault -o default -F _xfsq_complete xfsq
