@@ -391,8 +391,27 @@ func testXFSProgress(t *testing.T, fs *kerneltest.FS) {
 	for i := range 200 {
 		os.WriteFile(filepath.Join(ws, fmt.Sprint("f", i)), nil, 0o644)
 	}
+	ensurePTYs(t)
 	out := onTerminal(t, s, "", "snapshot", "omni", "--area", "workspace")
 	if !strings.Contains(out, "omni workspace: 200 files") || !regexp.MustCompile(`(99|100)% of the kernel's 20\d inodes`).MatchString(out) {
 		t.Errorf("no share of the kernel's inode count in the progress line:\n%q", out)
+	}
+}
+
+// ensurePTYs gives the test kernel pseudo-terminals for script(1): its
+// minimal /dev has no devpts mounted.
+func ensurePTYs(t *testing.T) {
+	// /dev/ptmx finds its terminals in the devpts mounted at /dev/pts
+	// beside it; without one, script(1) opens a master whose slave has no name.
+	if _, err := os.Stat("/dev/pts/ptmx"); err != nil {
+		os.MkdirAll("/dev/pts", 0o755)
+		if err := unix.Mount("devpts", "/dev/pts", "devpts", 0, "ptmxmode=0666,mode=0620"); err != nil {
+			t.Fatalf("mount devpts for a pseudo-terminal: %v", err)
+		}
+	}
+	if _, err := os.Stat("/dev/ptmx"); err != nil {
+		if err := os.Symlink("pts/ptmx", "/dev/ptmx"); err != nil {
+			t.Fatalf("link /dev/ptmx: %v", err)
+		}
 	}
 }
