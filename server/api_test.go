@@ -116,18 +116,25 @@ type matrixRow struct {
 func TestAuthMatrix(t *testing.T) {
 	const p = "/v1/workspace/storage/projects"
 	rows := map[string]matrixRow{
-		"GET /healthz":                       {"/healthz", "", 200},
-		"GET /readyz":                        {"/readyz", "", 200},
-		"GET /metrics":                       {"/metrics", "", 200},
-		"GET /v1/system/health":              {"/v1/system/health", "", 200},
-		"POST " + p:                          {p, `{"project": "fresh"}`, 201},
-		"PATCH " + p + "/{id}":               {p + "/omni", `{"bytes_hard": "20m"}`, 200},
-		"DELETE " + p + "/{id}":              {p + "/victim", "", 200},
-		"GET " + p + "/{id}/admission":       {p + "/omni/admission", "", 200},
-		"GET " + p + "/{id}/leases":          {p + "/omni/leases", "", 200},
-		"POST " + p + "/{id}/leases/{run}":   {p + "/omni/leases/run-1", `{"ttl": "1h"}`, 200},
-		"DELETE " + p + "/{id}/leases/{run}": {p + "/omni/leases/run-1", "", 204},
-		"GET /v1/workspace/storage/events":   {"/v1/workspace/storage/events", "", 200},
+		"GET /healthz":                          {"/healthz", "", 200},
+		"GET /readyz":                           {"/readyz", "", 200},
+		"GET /metrics":                          {"/metrics", "", 200},
+		"GET /v1/system/health":                 {"/v1/system/health", "", 200},
+		"POST " + p:                             {p, `{"project": "fresh"}`, 201},
+		"PATCH " + p + "/{id}":                  {p + "/omni", `{"bytes_hard": "20m"}`, 200},
+		"DELETE " + p + "/{id}":                 {p + "/victim", "", 200},
+		"GET " + p + "/{id}/admission":          {p + "/omni/admission", "", 200},
+		"GET " + p + "/{id}/leases":             {p + "/omni/leases", "", 200},
+		"POST " + p + "/{id}/leases/{run}":      {p + "/omni/leases/run-1", `{"ttl": "1h"}`, 200},
+		"DELETE " + p + "/{id}/leases/{run}":    {p + "/omni/leases/run-1", "", 204},
+		"GET /v1/workspace/storage/events":      {"/v1/workspace/storage/events", "", 200},
+		"GET /v1/workspace/storage":             {"/v1/workspace/storage", "", 200},
+		"GET " + p + "/{id}":                    {p + "/omni", "", 200},
+		"GET " + p + "/{id}/files/{path...}":    {p + "/omni/files/", "", 200},
+		"PUT " + p + "/{id}/files/{path...}":    {p + "/omni/files/uploads/a.txt", "hello", 201},
+		"POST " + p + "/{id}/files/{path...}":   {p + "/omni/files/uploads/b.txt", "hello", 201},
+		"DELETE " + p + "/{id}/files/{path...}": {p + "/omni/files/uploads/a.txt", "", 200},
+		"POST " + p + "/{id}/sweep":             {p + "/omni/sweep", `{"dry_run": true}`, 200},
 	}
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(10<<20, "omni", "other", "victim")

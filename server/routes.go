@@ -60,6 +60,10 @@ type Server struct {
 	ready   time.Duration
 	routes  []Route
 	mux     *http.ServeMux
+
+	storage *storageAPI // the overview and project detail (storage.go)
+	files   *filesAPI   // the file endpoints (files.go)
+	sweep   *sweepAPI   // the sweep endpoint (sweep.go)
 }
 
 // New builds the server and its route table.
@@ -77,6 +81,11 @@ func New(cfg Config) (*Server, error) {
 	if s.ready <= 0 {
 		s.ready = 2 * time.Second
 	}
+	var err error
+	if s.storage, err = newStorageAPI(cfg.Root, s.log); err != nil {
+		return nil, err
+	}
+	s.files, s.sweep = newFilesAPI(cfg.Root, s.log), newSweepAPI(cfg.Root, s.log)
 	s.routes = append(s.coreRoutes(), cfg.Routes...)
 	s.mux = http.NewServeMux()
 	seen := map[string]bool{}
@@ -138,6 +147,14 @@ func (s *Server) coreRoutes() []Route {
 		{"POST", p + "/{id}/leases/{run}", RoleOperator, s.acquireLease},
 		{"DELETE", p + "/{id}/leases/{run}", RoleOperator, s.releaseLease},
 		{"GET", "/v1/workspace/storage/events", RoleReader, s.events},
+		{"GET", "/v1/workspace/storage", RoleReader, s.storage.Overview},
+		{"GET", p + "/{id}", RoleReader, s.storage.Project},
+		// PUT before DELETE: the auth matrix makes the requests in this order.
+		{"GET", p + "/{id}/files/{path...}", RoleReader, s.files.Get},
+		{"PUT", p + "/{id}/files/{path...}", RoleOperator, s.files.Put},
+		{"POST", p + "/{id}/files/{path...}", RoleOperator, s.files.Put},
+		{"DELETE", p + "/{id}/files/{path...}", RoleOperator, s.files.Delete},
+		{"POST", p + "/{id}/sweep", RoleOperator, s.sweep.ServeHTTP},
 	}
 	if s.health != nil {
 		rs = append(rs, Route{"GET", "/v1/system/health", RoleReader, s.systemHealth})

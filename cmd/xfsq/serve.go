@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xfsq/xfsq/health"
+	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/server"
 )
@@ -90,7 +91,8 @@ func cmdServe(e env) error {
 		return err
 	}
 	defer closeHealth()
-	srv, err := server.New(server.Config{Root: root, Tokens: tokens, Log: log, Health: checker})
+	srv, err := server.New(server.Config{Root: root, Tokens: tokens, Log: log, Health: checker,
+		Metrics: metrics.Handler(root, checker, log)})
 	if err != nil {
 		return err
 	}
@@ -119,6 +121,17 @@ func cmdServe(e env) error {
 			tokens.Reload(log)
 		}
 	}()
+	// The scheduled passes run beside the requests, never on one, and stop
+	// between entries at SIGTERM (ctx); the root closes only after them.
+	pctx, stopPasses := context.WithCancel(ctx)
+	passesDone := make(chan struct{})
+	go func() {
+		defer close(passesDone)
+		if err := (&server.Passes{Root: root, Log: log}).Run(pctx); err != nil && pctx.Err() == nil {
+			log.Error("scheduled passes stopped", "error", err.Error())
+		}
+	}()
+	defer func() { stopPasses(); <-passesDone }()
 	served := make(chan error, 1)
 	go func() {
 		if cert != "" {
