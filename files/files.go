@@ -129,8 +129,8 @@ func (l *Layer) openPath(ctx context.Context, name, area, p, notTheTree string) 
 type Entry struct {
 	Name    string    `json:"name"`
 	Type    string    `json:"type"` // file, dir, symlink, other
-	Size    int64     `json:"size"`
-	ModTime time.Time `json:"mtime"`
+	Size    int64     `json:"size_bytes"`
+	ModTime time.Time `json:"modified_at"`
 	// Ino is the file's inode number (Open only), for a validator that
 	// changes when the name is given another file.
 	Ino uint64 `json:"-"`
@@ -529,12 +529,12 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 
 // RemoveResult says what a removal really did.
 type RemoveResult struct {
-	Path    string `json:"path"`    // relative to the sandbox root
-	State   string `json:"state"`   // as journalled: done, partial, failed
-	Entries uint64 `json:"entries"` // names removed
+	Path    string `json:"path"`            // relative to the sandbox root
+	State   string `json:"state"`           // as journalled: done, partial, failed
+	Entries uint64 `json:"removed_entries"` // names removed
 	// Bytes and Files are what was freed: the inodes whose last link went.
-	Bytes uint64        `json:"bytes"`
-	Files uint64        `json:"files"`
+	Bytes uint64        `json:"freed_bytes"`
+	Files uint64        `json:"removed_files"`
 	Left  []saferm.Left `json:"left"` // left in place, with why
 }
 

@@ -21,7 +21,7 @@ import (
 // PutResult says what a write did.
 type PutResult struct {
 	Path     string `json:"path"` // relative to the sandbox root
-	Bytes    uint64 `json:"bytes"`
+	Bytes    uint64 `json:"written_bytes"`
 	Replaced bool   `json:"replaced"`
 }
 

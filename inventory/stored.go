@@ -117,13 +117,13 @@ func ParseStored(b []byte) (*Node, []File, error) {
 	}
 	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '{' { // the first form
 		var v1 struct {
-			Node
+			nodeV1
 			TopFiles []File `json:"top_files"`
 		}
 		if err := json.Unmarshal(b, &v1); err != nil {
 			return nil, nil, fmt.Errorf("stored tree: %w", err)
 		}
-		return &v1.Node, v1.TopFiles, nil
+		return v1.node(), v1.TopFiles, nil
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber() // sizes and nanoseconds do not fit a float64
@@ -331,4 +331,24 @@ func cut(n *Node, depth int) *Node {
 		c.Children[i] = cut(ch, depth-1)
 	}
 	return &c
+}
+
+// nodeV1 is a Node as the first stored form spelt it: Node's JSON names
+// have changed since (CHANGELOG.md), the stored rows have not.
+type nodeV1 struct {
+	Path          string    `json:"path"`
+	SizeBytes     uint64    `json:"size_bytes"`
+	ApparentBytes uint64    `json:"apparent_bytes"`
+	Files         uint64    `json:"files"`
+	Dirs          uint64    `json:"dirs"`
+	Mtime         time.Time `json:"mtime"`
+	Children      []*nodeV1 `json:"children,omitempty"`
+}
+
+func (v *nodeV1) node() *Node {
+	n := &Node{Path: v.Path, SizeBytes: v.SizeBytes, ApparentBytes: v.ApparentBytes, Files: v.Files, Dirs: v.Dirs, Mtime: v.Mtime}
+	for _, c := range v.Children {
+		n.Children = append(n.Children, c.node())
+	}
+	return n
 }

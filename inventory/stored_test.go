@@ -131,10 +131,10 @@ func TestParseStoredReadsTheFirstForm(t *testing.T) {
 	mtime := time.Date(2026, 11, 30, 6, 30, 24, 119787123, time.UTC)
 	root := &Node{Path: ".", SizeBytes: 10, Files: 1, Dirs: 2, Mtime: mtime, Children: []*Node{{Path: "a", SizeBytes: 4, Dirs: 1, Mtime: mtime}}}
 	top := []File{{Path: "a/f", SizeBytes: 4}}
-	v1, _ := json.Marshal(struct {
-		Node
-		TopFiles []File `json:"top_files"`
-	}{*root, top})
+	// As the first form was written, under the JSON names Node had then.
+	v1 := []byte(`{"path":".","size_bytes":10,"apparent_bytes":0,"files":1,"dirs":2,"mtime":"2026-11-30T06:30:24.119787123Z",` +
+		`"children":[{"path":"a","size_bytes":4,"apparent_bytes":0,"files":0,"dirs":1,"mtime":"2026-11-30T06:30:24.119787123Z"}],` +
+		`"top_files":[{"path":"a/f","size_bytes":4}]}`)
 	got, gotTop, err := ParseStored(v1)
 	if err != nil || !reflect.DeepEqual(got, root) || !reflect.DeepEqual(gotTop, top) {
 		t.Errorf("first form: %+v %+v %v", got, gotTop, err)

@@ -66,6 +66,7 @@ const MaxDepth = 8
 // Progress is the running count of a walk.
 type Progress struct {
 	Files, Bytes uint64
+	Dirs         uint64 // directories seen below the root, which the kernel counts as inodes too
 	Elapsed      time.Duration
 }
 
@@ -74,9 +75,9 @@ type Node struct {
 	Path          string    `json:"path"` // relative to the walk's root; "." is the root
 	SizeBytes     uint64    `json:"size_bytes"`
 	ApparentBytes uint64    `json:"apparent_bytes"`
-	Files         uint64    `json:"files"`
-	Dirs          uint64    `json:"dirs"`
-	Mtime         time.Time `json:"mtime"` // newest in the subtree
+	Files         uint64    `json:"total_files"`
+	Dirs          uint64    `json:"total_dirs"`
+	Mtime         time.Time `json:"newest_modified_at"` // newest in the subtree
 	Children      []*Node   `json:"children,omitempty"`
 	// LastUse is the newest use in the subtree (see LastUse): what a
 	// cache's entries age by. Not printed or stored: the sweep reads it.
@@ -95,7 +96,9 @@ type Result struct {
 	TopFiles []File        `json:"top_files"`
 	Partial  bool          `json:"partial"` // the budget ran out; totals cover what was seen
 	Errors   uint64        `json:"errors"`  // entries that could not be read or vanished
-	Duration time.Duration `json:"duration_ns"`
+	Duration time.Duration `json:"-"`
+	// DurationSeconds is Duration for JSON, which counts time in seconds (SPEC §10a).
+	DurationSeconds float64 `json:"duration_seconds"`
 	// SharedBytes and SharedFiles are the part of the totals held by files
 	// that also have links outside the tree: deleting the tree leaves them.
 	SharedBytes uint64 `json:"-"`
@@ -125,8 +128,8 @@ type walker struct {
 	topMu sync.Mutex
 	top   topK[File]
 
-	errors, files, bytes atomic.Uint64
-	partial              atomic.Bool
+	errors, files, dirs, bytes atomic.Uint64
+	partial                    atomic.Bool
 }
 
 // job is a subdirectory not opened yet.
@@ -229,7 +232,7 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 				case <-stop:
 					return
 				case <-t.C:
-					opts.Progress(Progress{Files: w.files.Load(), Bytes: w.bytes.Load(), Elapsed: time.Since(start)})
+					opts.Progress(Progress{Files: w.files.Load(), Dirs: w.dirs.Load(), Bytes: w.bytes.Load(), Elapsed: time.Since(start)})
 				}
 			}
 		}()
@@ -253,9 +256,10 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 	w.running.Wait()
 	close(stop)
 	if opts.Progress != nil { // the final totals, however short the walk
-		opts.Progress(Progress{Files: w.files.Load(), Bytes: w.bytes.Load(), Elapsed: time.Since(start)})
+		opts.Progress(Progress{Files: w.files.Load(), Dirs: w.dirs.Load(), Bytes: w.bytes.Load(), Elapsed: time.Since(start)})
 	}
 	res := &Result{Root: root.node, Partial: w.partial.Load(), Errors: w.errors.Load(), Duration: time.Since(start)}
+	res.DurationSeconds = res.Duration.Seconds()
 	res.TopFiles = w.top.best()
 	for _, l := range w.links {
 		if l.seen < l.nlink {
@@ -640,6 +644,7 @@ func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, bool)
 	// for someone watching: both workers writing them costs ~1 %.
 	if w.opts.Progress != nil {
 		w.files.Add(t.files)
+		w.dirs.Add(uint64(len(subdirs)))
 		w.bytes.Add(t.size)
 	}
 	a.addTotals(t)

@@ -49,12 +49,12 @@ type TreeStatus struct {
 	Drift string `json:"drift,omitempty"`
 	// From snapshots: change of allocated bytes over 24 h and 7 d (null
 	// until that much history exists) and the newest mtime in the tree.
-	Growth24h      *int64     `json:"growth_24h"`
-	Growth7d       *int64     `json:"growth_7d"`
+	Growth24h      *int64     `json:"growth_24h_bytes"`
+	Growth7d       *int64     `json:"growth_7d_bytes"`
 	LastActivityAt *time.Time `json:"last_activity_at"`
 	// UsageAsOf, on the fallback only, is when the walk the usage starts
 	// from began: writes made through xfsq since are counted, others not.
-	UsageAsOf *time.Time `json:"usage_as_of,omitempty"`
+	UsageAsOf *time.Time `json:"usage_walked_at,omitempty"`
 	// UsageAgeSeconds (fallback only) is how old UsageAsOf was when read;
 	// Stale marks a figure whose walk is older than SnapshotInterval (or
 	// that was never walked): the hourly pass has not run, and writes made

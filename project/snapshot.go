@@ -18,9 +18,9 @@ type TreeSnapshot struct {
 	Area    string `json:"area"`
 	inventory.Node
 	Partial     bool             `json:"partial"`
-	Errors      uint64           `json:"errors"`
+	Errors      uint64           `json:"unreadable_entries"`
 	TopFiles    []inventory.File `json:"top_files"`
-	At          time.Time        `json:"at"`
+	At          time.Time        `json:"walked_at"`
 	KernelBytes *uint64          `json:"kernel_bytes,omitempty"` // XFS: the kernel's count right after the walk
 	// DurationSeconds is how long the walk took (journalled with a
 	// scheduled pass: xfsq_walk_duration_seconds comes from it).
@@ -36,6 +36,9 @@ type SnapshotOptions struct {
 	// Scheduled marks a pass of the ticker (or `snapshot --all`): it runs at
 	// background priority and journals one storage.snapshot event.
 	Scheduled bool
+	// Progress, if set, is called with each walk's running totals and the
+	// tree it walks (it replaces Walk.Progress, which cannot name the tree).
+	Progress func(TreeProgress)
 }
 
 // Validate refuses options no walk can honour, naming the field, so that
@@ -99,7 +102,7 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 			if snapshotTreeStarts != nil {
 				snapshotTreeStarts(ctx, t)
 			}
-			out = append(out, m.snapshotTree(ctx, t, o.Walk, retention.Duration()))
+			out = append(out, m.snapshotTree(ctx, t, o.Walk, retention.Duration(), o.Progress))
 		}
 	}
 	if o.Scheduled {
@@ -131,9 +134,12 @@ var snapshotTreeStarts func(ctx context.Context, t store.Tree)
 // ~200 KB; names of 255 bytes would make it ~2.7 MB).
 var maxStoredNodes = 10_000
 
-func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory.Options, retention time.Duration) TreeSnapshot {
+func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory.Options, retention time.Duration, report func(TreeProgress)) TreeSnapshot {
 	start := time.Now()
 	s := TreeSnapshot{Project: t.Project, Area: t.Area, At: start.UTC()}
+	if report != nil {
+		opts.Progress = m.treeProgress(t, report)
+	}
 	res, err := inventory.Walk(m.abs(t.Path), opts)
 	s.DurationSeconds = time.Since(start).Seconds()
 	if err != nil {
@@ -175,7 +181,7 @@ func (m *Manager) journalPass(ctx context.Context, snaps []TreeSnapshot) error {
 		Project   string `json:"project"`
 		Area      string `json:"area"`
 		SizeBytes uint64 `json:"size_bytes"`
-		Files     uint64 `json:"files"`
+		Files     uint64 `json:"total_files"`
 		Partial   bool   `json:"partial,omitempty"`
 		Error     string `json:"error,omitempty"`
 		// Seconds is the walk's duration (PassTree reads it back).

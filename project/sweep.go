@@ -193,12 +193,13 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	names = done
 	out.OverSoft = out.Plan.OverSoft
 	res.Duration = m.now().Sub(started)
+	res.DurationSeconds = res.Duration.Seconds()
 	res.Skipped = append(out.Skipped, res.Skipped...)
 	slices.SortStableFunc(res.Skipped, func(a, b sweep.Skip) int { return strings.Compare(a.Path, b.Path) })
 	out.Result = res
 	swept := map[string]any{
-		"sweep_id": res.SweepID, "bytes_freed": res.BytesFreed, "entries": len(res.Evicted), "per_policy": res.PerPolicy,
-		"skipped": res.Skipped, "duration_ms": res.Duration.Milliseconds(), "projects": names}
+		"sweep_id": res.SweepID, "freed_bytes": res.BytesFreed, "evicted_entries": len(res.Evicted), "per_policy": res.PerPolicy,
+		"skipped": res.Skipped, "duration_seconds": res.Duration.Seconds(), "projects": names}
 	if saved != nil {
 		swept["plan_id"] = saved.ID // which reviewed plan this sweep applied
 	}

@@ -143,6 +143,17 @@ func (w *Write) Refusal(ctx context.Context, fileBytes, need, dirBytes uint64) e
 	if err == nil { // room freed up since: still refused, the body was cut off at its allowance
 		err = &quota.LimitError{Tree: w.label, Limit: "bytes_hard", Used: used.Bytes, Requested: need, Max: limits.BytesHard}
 	}
+	// Name apart what other writes in progress hold of the usage.
+	var le *quota.LimitError
+	if errors.As(err, &le) && (le.Limit == "bytes_hard" || le.Limit == "inodes_hard") {
+		if held, rerr := w.m.Store.Reserved(ctx, w.key()); rerr == nil {
+			if le.Limit == "bytes_hard" {
+				le.Reserved = min(held.Bytes-min(held.Bytes, reservedBytes), le.Used)
+			} else {
+				le.Reserved = min(held.Inodes-min(held.Inodes, w.inodes), le.Used)
+			}
+		}
+	}
 	return err
 }
 

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/xfsq/xfsq/units"
 )
 
 // ProjectID is a filesystem project ID. 0 is never handed out: XFS does not
@@ -116,16 +118,29 @@ type LimitError struct {
 	Tree      string // e.g. `project "omni" workspace`
 	Limit     string // bytes_hard, inodes_hard, max_file_bytes, root_budget
 	Used      uint64
+	Reserved  uint64 // of Used, what writes in progress hold (the fallback's reservations)
 	Requested uint64
 	Max       uint64
 }
 
 func (e *LimitError) Error() string {
-	unit := func(n uint64) string { return fmt.Sprintf("%d bytes", n) }
+	// IEC for a person, the exact figure beside it: a refusal by one byte
+	// reads "2.0 MiB used + 1 B requested > 2.0 MiB limit" otherwise.
+	unit := func(n uint64) string {
+		if n < 1024 {
+			return units.FormatIEC(n)
+		}
+		return fmt.Sprintf("%s (%d bytes)", units.FormatIEC(n), n)
+	}
 	what := "disk quota exceeded"
 	switch e.Limit {
 	case "inodes_hard":
-		unit = func(n uint64) string { return fmt.Sprintf("%d files", n) }
+		unit = func(n uint64) string {
+			if n == 1 {
+				return "1 file"
+			}
+			return fmt.Sprintf("%d files", n)
+		}
 		what = "file count quota exceeded"
 	case "max_file_bytes":
 		return fmt.Sprintf("%s: file too large: %s requested, at most %s per write (max_file_bytes)",
@@ -133,6 +148,15 @@ func (e *LimitError) Error() string {
 	case "root_budget":
 		what = "sandbox root budget exceeded"
 	}
-	return fmt.Sprintf("%s: %s: %s used + %s requested > %s limit (%s)",
-		e.Tree, what, unit(e.Used), unit(e.Requested), unit(e.Max), e.Limit)
+	used := unit(e.Used) + " used"
+	if e.Limit == "bytes_hard" || e.Limit == "inodes_hard" {
+		// What the tree holds counts the room that writes in progress have
+		// reserved: say how much, so that it is not read as what du shows.
+		used = unit(e.Used-min(e.Reserved, e.Used)) + " on disk"
+		if e.Reserved > 0 {
+			used += " + " + unit(e.Reserved) + " reserved by writes in progress"
+		}
+	}
+	return fmt.Sprintf("%s: %s: %s + %s requested > %s limit (%s)",
+		e.Tree, what, used, unit(e.Requested), unit(e.Max), e.Limit)
 }

@@ -60,9 +60,10 @@ type Server struct {
 	ready   time.Duration
 	routes  []Route
 	mux     *http.ServeMux
-	storage *storageAPI
-	files   *filesAPI
-	sweep   *sweepAPI
+
+	storage *storageAPI // the overview and project detail (storage.go)
+	files   *filesAPI   // the file endpoints (files.go)
+	sweep   *sweepAPI   // the sweep endpoint (sweep.go)
 }
 
 // New builds the server and its route table.
@@ -149,6 +150,7 @@ func (s *Server) coreRoutes() []Route {
 		{"GET", "/v1/workspace/storage/events", RoleReader, s.events},
 		{"GET", "/v1/workspace/storage", RoleReader, s.storage.Overview},
 		{"GET", p + "/{id}", RoleReader, s.storage.Project},
+		// PUT before DELETE: the auth matrix makes the requests in this order.
 		{"GET", p + "/{id}/files/{path...}", RoleReader, s.files.Get},
 		{"PUT", p + "/{id}/files/{path...}", RoleOperator, s.files.Put},
 		{"POST", p + "/{id}/files/{path...}", RoleOperator, s.files.Put},

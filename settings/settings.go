@@ -88,7 +88,7 @@ var All = []Setting{
 		Max: 7 * 24 * time.Hour, MaxWhy: "an older plan describes trees that have long changed",
 		Help: "sweep --apply refuses a plan saved with --plan-out longer ago than this"},
 	{Key: "snapshot_retention", Kind: Duration, Default: "35d", Min: 8 * 24 * time.Hour,
-		MinWhy: "report's growth_7d needs a snapshot 7 days old, and an hourly pass a day of slack",
+		MinWhy: "report's growth_7d_bytes needs a snapshot 7 days old, and an hourly pass a day of slack",
 		Help:   "snapshot totals older than this are dropped (growth is computed from them)"},
 	{Key: "snapshot_interval", Kind: Duration, Default: "1h",
 		Min: time.Minute, MinWhy: "each pass walks every tree; back to back they would keep the disk busy for nothing",

@@ -13,7 +13,7 @@ func TestNormalize(t *testing.T) {
 		{"default_quota", "10g", "10737418240", ""},
 		{"default_quota", "lots", "", "KiB/MiB/GiB/TiB"},
 		{"cache_min_age", "7d", "1w", ""},
-		{"cache_min_age", "36h", "36h0m0s", ""},
+		{"cache_min_age", "36h", "36h", ""},
 		{"busy_grace", "soon", "", "s, m, h, d"},
 		{"workspace_trash_globs", " *.tmp, dist/ ,,*.log", "*.tmp,dist/,*.log", ""},
 		{"workspace_trash_globs", "[", "", "not a valid glob"},
@@ -21,7 +21,7 @@ func TestNormalize(t *testing.T) {
 		{"workspace_trash_globs", " , ", "", "at least one"},
 		{"snapshot_retention", "35d", "5w", ""},
 		{"snapshot_retention", "8d", "8d", ""},
-		{"snapshot_retention", "7d", "", "use at least 8d (report's growth_7d"},
+		{"snapshot_retention", "7d", "", "use at least 8d (report's growth_7d_bytes"},
 		// A zero that disarms a safety rail needs --allow-zero.
 		{"busy_grace", "0s", "", "--allow-zero"},
 		{"busy_grace", "0", "", "--allow-zero"},
@@ -30,8 +30,8 @@ func TestNormalize(t *testing.T) {
 		{"default_quota", "0", "", "--allow-zero"},
 		{"busy_grace", "213504d", "", "too long"},
 		{"scratch_ttl", "0s", "0s", ""},
-		{"plan_max_age", "1h", "1h0m0s", ""},
-		{"plan_max_age", "30s", "", "use at least 1m0s"},
+		{"plan_max_age", "1h", "1h", ""},
+		{"plan_max_age", "30s", "", "use at least 1m"},
 		{"plan_max_age", "8d", "", "use at most 1w"},
 		{"snapshot_interval", "1h", "1h0m0s", ""},
 		{"snapshot_interval", "0", "", "use at least 1m0s"},
@@ -48,7 +48,7 @@ func TestNormalize(t *testing.T) {
 		{"health_load_per_core_warn", "1.50", "1.5", ""},
 		{"health_load_per_core_critical", "lots", "", "non-negative number"},
 		{"health_load_per_core_critical", "+Inf", "", "non-negative number"},
-		{"health_docker_cache_ttl", "2m", "2m0s", ""},
+		{"health_docker_cache_ttl", "2m", "2m", ""},
 		{"health_docker_cache_ttl", "500ms", "", "use at least 1s"},
 	}
 	for _, c := range cases {

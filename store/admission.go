@@ -21,8 +21,8 @@ type Reservation struct {
 	ID        int64     `db:"id" json:"id"`
 	Project   string    `db:"project" json:"project"`
 	Area      string    `db:"area" json:"area"`
-	Bytes     uint64    `db:"bytes" json:"bytes"`
-	Inodes    uint64    `db:"inodes" json:"inodes"`
+	Bytes     uint64    `db:"bytes" json:"reserved_bytes"`
+	Inodes    uint64    `db:"inodes" json:"reserved_inodes"`
 	Holder    string    `db:"holder" json:"holder"`
 	TempPath  string    `db:"temp_path" json:"temp_path"`
 	ExpiresAt time.Time `db:"-" json:"expires_at"`
@@ -80,6 +80,7 @@ func (t *Tx) reclaim(ctx context.Context, now time.Time, gone HolderGone) ([]Res
 type treeAccount struct {
 	Limits       quota.Limits
 	Used         quota.Usage
+	Reserved     quota.Usage // of Used: what writes in progress hold
 	SoftExceeded bool
 }
 
@@ -113,6 +114,7 @@ func (t *Tx) account(ctx context.Context, k TreeKey) (treeAccount, error) {
 			InodesSoft: uint64(row.InodesSoft), InodesHard: uint64(row.InodesHard)},
 		Used: quota.Usage{Bytes: nonNegative(row.WalkedBytes + ledgerBytes + resBytes),
 			Inodes: nonNegative(row.WalkedInodes + ledgerInodes + resInodes)},
+		Reserved:     quota.Usage{Bytes: nonNegative(resBytes), Inodes: nonNegative(resInodes)},
 		SoftExceeded: row.SoftExceeded,
 	}, nil
 }
@@ -151,7 +153,19 @@ func (t *Tx) admit(ctx context.Context, k TreeKey, admit AdmitFunc) error {
 	if err != nil {
 		return err
 	}
-	return admit(acct.Limits, acct.Used, root)
+	err = admit(acct.Limits, acct.Used, root)
+	// A refusal says how much of the tree's usage is reserved by writes in
+	// progress, so that an operator comparing with du is not misled.
+	var le *quota.LimitError
+	if errors.As(err, &le) {
+		switch le.Limit {
+		case "bytes_hard":
+			le.Reserved = min(acct.Reserved.Bytes, le.Used)
+		case "inodes_hard":
+			le.Reserved = min(acct.Reserved.Inodes, le.Used)
+		}
+	}
+	return err
 }
 
 // Reserve admits a write and records its reservation, atomically with
@@ -487,4 +501,13 @@ func (s *Store) Account(ctx context.Context, k TreeKey) (quota.Limits, quota.Usa
 		return err
 	})
 	return acct.Limits, acct.Used, root, err
+}
+
+// Reserved is what the reservations of writes in progress hold in a tree:
+// part of the usage Account reports, which a refusal names apart.
+func (s *Store) Reserved(ctx context.Context, k TreeKey) (quota.Usage, error) {
+	var row struct{ Bytes, Inodes int64 }
+	err := s.get(ctx, &row, `SELECT COALESCE(SUM(bytes), 0) AS bytes, COALESCE(SUM(inodes), 0) AS inodes FROM reservations
+		WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
+	return quota.Usage{Bytes: nonNegative(row.Bytes), Inodes: nonNegative(row.Inodes)}, err
 }

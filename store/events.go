@@ -23,7 +23,7 @@ const (
 // name, never a secret.
 type Event struct {
 	ID      int64           `json:"id"`
-	At      time.Time       `json:"at"`
+	At      time.Time       `json:"recorded_at"`
 	Type    string          `json:"type"`
 	Host    string          `json:"host"`
 	Project string          `json:"project,omitempty"`

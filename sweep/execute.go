@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,7 +23,9 @@ type Record struct {
 	Path string `json:"path"`
 	// Bytes is, while pending, what the entry measured just before; once
 	// settled, the bytes its removal freed (inodes whose last link went).
-	Bytes  uint64 `json:"bytes"`
+	// Records journalled before CHANGELOG.md's first entry name it "bytes"
+	// (UnmarshalJSON reads both).
+	Bytes  uint64 `json:"freed_bytes"`
 	Reason string `json:"reason"`
 	Policy string `json:"policy"`
 	State  string `json:"state"` // StatePending, StateDone, StatePartial, StateFailed
@@ -61,7 +64,7 @@ type Executor struct {
 // Done is one deletion made.
 type Done struct {
 	Path   string `json:"path"`
-	Bytes  uint64 `json:"bytes"` // freed: inodes whose last link went
+	Bytes  uint64 `json:"freed_bytes"` // freed: inodes whose last link went
 	Reason string `json:"reason"`
 	Policy string `json:"policy"`
 	// Entries is the names removed; Left what of the entry stayed (its
@@ -76,9 +79,11 @@ type Result struct {
 	DryRun     bool           `json:"dry_run"`
 	Evicted    []Done         `json:"evicted"`
 	Skipped    []Skip         `json:"skipped"`
-	BytesFreed uint64         `json:"bytes_freed"`
+	BytesFreed uint64         `json:"freed_bytes"`
 	PerPolicy  map[string]int `json:"per_policy"`
-	Duration   time.Duration  `json:"duration_ns"`
+	Duration   time.Duration  `json:"-"`
+	// DurationSeconds is Duration for JSON, which counts time in seconds (SPEC §10a).
+	DurationSeconds float64 `json:"duration_seconds"`
 }
 
 // Run deletes what the plan says, one entry at a time, re-checking each
@@ -163,6 +168,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 	}
 	sort.SliceStable(res.Skipped, func(i, j int) bool { return res.Skipped[i].Path < res.Skipped[j].Path })
 	res.Duration = x.Now().Sub(start)
+	res.DurationSeconds = res.Duration.Seconds()
 	return res
 }
 
@@ -242,4 +248,23 @@ func (x *Executor) recheck(ctx context.Context, ev Eviction, parent *saferm.Dir,
 		return 0, "the project was leased since planning", nil
 	}
 	return e.Bytes, "", nil
+}
+
+// UnmarshalJSON reads a record of either form: journalled records are
+// never rewritten, and those made before the field names of SPEC §10a
+// held the size as "bytes".
+func (r *Record) UnmarshalJSON(b []byte) error {
+	type plain Record
+	var v struct {
+		plain
+		OldBytes *uint64 `json:"bytes"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*r = Record(v.plain)
+	if v.OldBytes != nil && r.Bytes == 0 {
+		r.Bytes = *v.OldBytes
+	}
+	return nil
 }

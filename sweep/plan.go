@@ -112,7 +112,7 @@ type Skip struct {
 type OverSoft struct {
 	Project string `json:"project"`
 	Area    string `json:"area"`
-	Bytes   uint64 `json:"bytes"`
+	Bytes   uint64 `json:"used_bytes"`
 	Soft    uint64 `json:"bytes_soft"`
 }
 

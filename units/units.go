@@ -108,7 +108,16 @@ func FormatDuration(d time.Duration) string {
 	case d%(24*time.Hour) == 0:
 		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
 	}
-	return d.String()
+	// Go's "2h0m0s" is read back alike but printed beside "1d" it reads as
+	// another unit system: drop the zero parts, "2h", "1h30m", "10m".
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func lastByte(s string) byte {

@@ -133,3 +133,16 @@ func FuzzParseSize(f *testing.F) {
 		_ = FormatIEC(n)
 	})
 }
+
+func TestFormatDurationDropsZeroParts(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		2 * time.Hour: "2h", 90 * time.Minute: "1h30m", 10 * time.Minute: "10m", 45 * time.Second: "45s",
+		time.Hour + time.Second: "1h0m1s", 1500 * time.Millisecond: "1.5s", 48 * time.Hour: "2d", 14 * 24 * time.Hour: "2w",
+	} {
+		if got := FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		} else if back, err := ParseDuration(got); err != nil || back != d {
+			t.Errorf("ParseDuration(%q) = %v, %v, want %v", got, back, err, d)
+		}
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,7 +27,8 @@ import (
 func newApp(stdout, stderr io.Writer) *cli.App {
 	with := func(fn func(e env) error) cli.ActionFunc {
 		return func(c *cli.Context) error {
-			e := env{c: c, stdout: stdout, stderr: stderr}
+			e := env{c: c, stdout: stdout, stderr: stderr, progress: &progressLine{w: stderr}}
+			defer e.progress.clear()
 			return fn(e)
 		}
 	}
@@ -113,7 +113,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					{Name: "list", Usage: "list projects", Action: with(cmdProjectList)},
 					{Name: "show", Usage: "a project's trees, IDs, usage and limits", ArgsUsage: "NAME", Action: with(cmdProjectShow),
 						Description: "On the fallback backend usage is each tree's last walk plus the writes made through xfsq since\n" +
-							"(usage_as_of says when that walk began); --refresh walks the trees now.",
+							"(usage_walked_at says when that walk began); --refresh walks the trees now.",
 						Flags: []cli.Flag{refreshFlag()}},
 					{
 						Name: "check", Usage: "may a run of the project start? ok, warn or deny", ArgsUsage: "NAME",
@@ -153,9 +153,16 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Description: "One row per tree: project, area, project ID, used, soft, hard, inodes used/soft/hard, percent\n" +
 					"of the hard byte limit, growth over 24 h and 7 d, last activity. --json prints an array of objects.\n\n" +
 					"On XFS, usage is the kernel's count, read in one pass. On the fallback backend it is each tree's\n" +
-					"last walk plus the writes made through xfsq since (usage_as_of says when that walk began); the\n" +
-					"hourly pass (xfsq snapshot --all) walks them again. --refresh walks every tree now.",
-				Flags:  []cli.Flag{refreshFlag(), &cli.StringFlag{Name: "area", Usage: "only this area (" + areaUsage + ")"}},
+					"last walk plus the writes made through xfsq since (usage_walked_at says when that walk began); the\n" +
+					"hourly pass (xfsq snapshot --all) walks them again. --refresh walks every tree now.\n\n" +
+					"GRACE says when a soft limit's grace ends (or ended). --check exits 1 when any tree shown is at\n" +
+					"or over a hard limit (bytes or inodes), for a cron job or a monitor. Colour only on a terminal,\n" +
+					"never with NO_COLOR set.",
+				Flags: []cli.Flag{refreshFlag(), reportProjectFlag(), reportAreaFlag(),
+					&cli.Float64Flag{Name: "over", Usage: "only trees at or over PERCENT of their hard byte limit"},
+					&cli.StringFlag{Name: "sort", Value: "project", Usage: "order: project, used, percent or growth (largest first but project)"},
+					&cli.BoolFlag{Name: "no-headers", Aliases: []string{"N"}, Usage: "no header or notes, rows only (as xfs_quota -N)"},
+					&cli.BoolFlag{Name: "check", Usage: "exit 1 when any tree shown is at or over a hard limit"}},
 				Action: with(cmdReport),
 			},
 			{
@@ -175,8 +182,14 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Action: with(cmdSnapshot),
 			},
 			{
-				Name: "top", Usage: "what fills a tree: sizes, percent and mtimes, largest first", ArgsUsage: "PROJECT",
-				Flags:  []cli.Flag{areaFlag(), &cli.IntFlag{Name: "depth", Value: 2, Usage: "levels to show (1-8)"}},
+				Name: "top", Usage: "what fills a tree: sizes, percent and mtimes, largest first", ArgsUsage: "PROJECT [PATH]",
+				Description: "Walks the tree, or the directory PATH inside it (relative to the tree; no \"..\", no symlink out of\n" +
+					"it, no other mount), and shows each directory's allocated and apparent size, share, file count and\n" +
+					"newest mtime, with the largest files beside the directories they sit among. The walk keeps the\n" +
+					"max(--limit, 20) largest entries of each directory; --sort orders those and --limit are shown.",
+				Flags: []cli.Flag{areaFlag(), &cli.IntFlag{Name: "depth", Value: 2, Usage: "levels to show (1-8)"},
+					&cli.IntFlag{Name: "limit", Value: 20, Usage: "entries shown per directory"},
+					&cli.StringFlag{Name: "sort", Value: "size", Usage: "order of each directory's entries: size, files or mtime"}},
 				Action: with(cmdTop),
 			},
 			{
@@ -223,11 +236,14 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			},
 			{
 				Name: "events", Usage: "the journal, newest first",
+				Description: "One line a record: when (with its zone), what, where, how much, and who. A deletion is shown\n" +
+					"once, with its final state (its pending record is dropped once settled).",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "type", Usage: "only this type, e.g. project.added, quota.changed, storage.evicted"},
 					&cli.StringFlag{Name: "project", Usage: "only this project"},
 					&cli.StringFlag{Name: "since", Usage: "only newer: a duration ago (24h, 7d), a date (2026-11-30), a local time (2026-11-30 10:00) or RFC 3339"},
 					&cli.IntFlag{Name: "limit", Value: 100, Usage: "at most this many"},
+					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "print the last --limit oldest first, then each new record as it is journalled, until interrupted (with --json one object a line)"},
 				},
 				Action: with(cmdEvents),
 			},
@@ -280,6 +296,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			serveCommand(with),
 		},
 	}
+	app.Commands = append(app.Commands, completionCommand())
+	app.Commands = append(app.Commands, docCommands...)
+	// The completion scripts ask the binary which words may follow.
+	app.EnableBashCompletion = true
 	setUsageErrors(app.Commands)
 	wrapLeaves(app.Commands)
 	app.OnUsageError = onUsageError
@@ -304,6 +324,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	}
 	return app
 }
+
+// docCommands are built in only with the man page generator (man.go).
+var docCommands []*cli.Command
 
 func onUsageError(c *cli.Context, err error, _ bool) error {
 	if name := commandName(c); name != "" {
@@ -445,13 +468,13 @@ func cmdProjectRm(e env) error {
 				fmt.Fprintf(w, "ended the lapsed leases of run %s\n", strings.Join(res.EndedLeases, ", "))
 			}
 			for _, p := range res.PurgedTrees {
-				fmt.Fprintf(w, "purged %s: %d entries removed, %s freed\n", p.Path, p.Entries, units.FormatIEC(p.Bytes))
+				fmt.Fprintf(w, "purged %s: %s removed, %s freed\n", safe(p.Path), plural(p.Entries, "entry", "entries"), units.FormatIEC(p.Bytes))
 				for _, l := range p.Left {
-					fmt.Fprintf(w, "left in place: %s (%s)\n", l.Path, l.Reason)
+					fmt.Fprintf(w, "left in place: %s (%s)\n", safe(l.Path), line(l.Reason))
 				}
 			}
 			for _, l := range res.Left {
-				fmt.Fprintf(w, "kept on disk: %s (delete it with --purge, or by hand)\n", l)
+				fmt.Fprintf(w, "kept on disk: %s (delete it with --purge, or by hand)\n", safe(l))
 			}
 			for _, id := range res.KeptIDs {
 				fmt.Fprintf(w, "project ID %s stays reserved until no file carries it\n", id)
@@ -469,7 +492,7 @@ func cmdProjectList(e env) error {
 		return e.print(ps, func(w io.Writer) {
 			rows := make([][]string, len(ps))
 			for i, p := range ps {
-				rows[i] = []string{p.Name, p.State, p.CreatedAt.Local().Format(time.DateTime)}
+				rows[i] = []string{p.Name, p.State, when(p.CreatedAt)}
 			}
 			table(w, "PROJECT\tSTATE\tCREATED", rows)
 		})
@@ -538,7 +561,7 @@ func treeRow(t project.TreeStatus, withProject bool) []string {
 const treeHeader = "AREA\tID\tUSED\tSOFT\tHARD\tINODES\tISOFT\tIHARD\tUSE%"
 
 func printProject(w io.Writer, p project.Project) {
-	fmt.Fprintf(w, "project: %s (%s, created %s)\nbackend: %s\n", p.Name, p.State, p.CreatedAt.Local().Format(time.DateTime), p.Backend)
+	fmt.Fprintf(w, "project: %s (%s, created %s)\nbackend: %s\n", p.Name, p.State, when(p.CreatedAt), p.Backend)
 	rows := make([][]string, len(p.Trees))
 	for i, t := range p.Trees {
 		rows[i] = treeRow(t, false)
@@ -571,23 +594,24 @@ func printDrift(w io.Writer, trees []project.TreeStatus) {
 }
 
 func cmdReport(e env) error {
-	area := e.c.String("area")
-	if area != "" {
-		if err := project.ValidateArea(area); err != nil {
-			return err
-		}
+	f, err := reportFilterOf(e)
+	if err != nil {
+		return err
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		rows, err := m.Report(ctx, readFlags(e))
+		all, err := m.Report(ctx, readFlags(e))
 		if err != nil {
 			return err
 		}
-		if area != "" {
-			rows = slices.DeleteFunc(rows, func(t project.TreeStatus) bool { return t.Area != area })
+		rows, err := f.apply(all)
+		if err != nil {
+			return err
 		}
-		return e.print(rows, func(w io.Writer) {
-			fmt.Fprintf(w, "backend: %s\n", m.BackendName())
-			if !m.IsXFS() {
+		err = e.print(rows, func(w io.Writer) {
+			if !f.noHeaders {
+				fmt.Fprintf(w, "backend: %s\n", m.BackendName())
+			}
+			if !m.IsXFS() && !f.noHeaders {
 				fmt.Fprintln(w, "note: the kernel enforces nothing here; usage is each tree's last walk plus the writes made through xfsq since.")
 				var oldest time.Time
 				for _, t := range rows {
@@ -597,33 +621,27 @@ func cmdReport(e env) error {
 				}
 				if !oldest.IsZero() {
 					fmt.Fprintf(w, "      Other writes count from the next walk (oldest walk here: %s; the hourly xfsq snapshot --all\n"+
-						"      walks every tree, --refresh walks them now).\n", oldest.Local().Format(time.DateTime))
+						"      walks every tree, --refresh walks them now).\n", when(oldest))
 				}
 			}
-			stale := false
-			table(w, "PROJECT\t"+treeHeader+"\t24H\t7D\tLAST ACTIVE\tAS OF", func() [][]string {
-				out := make([][]string, len(rows))
-				for i, t := range rows {
-					active := "-"
-					if t.LastActivityAt != nil {
-						active = t.LastActivityAt.Local().Format(time.DateTime)
-					}
-					stale = stale || t.Stale
-					out[i] = append(treeRow(t, true), growth(t.Growth24h), growth(t.Growth7d), active, usageAge(t))
-				}
-				return out
-			}())
-			if stale {
+			if stale := reportTable(w, rows, f.noHeaders, useColour(os.Stdout)); stale && !f.noHeaders {
 				fmt.Fprintf(w, "stale: walked over %s ago (the hourly xfsq snapshot --all has not run): writes made outside xfsq since\n"+
 					"       are not counted; xfsq report --refresh, or xfsq top on the tree, walks it now.\n", roughAge(project.SnapshotInterval))
 			}
 			printDrift(w, rows)
 			for _, t := range rows {
 				if t.Escape != "" {
-					fmt.Fprintf(w, "escape? %s %s: %s\n", t.Project, t.Area, t.Escape)
+					fmt.Fprintf(w, "escape? %s %s: %s\n", safe(t.Project), t.Area, line(t.Escape))
 				}
 			}
 		})
+		if err != nil {
+			return err
+		}
+		if f.check && anyAtHard(rows) {
+			return &exitError{code: exitFailed}
+		}
+		return nil
 	})
 }
 
@@ -684,12 +702,13 @@ func cmdEvents(e env) error {
 			}
 			q.Cursor = page.Next
 		}
+		if e.c.Bool("follow") {
+			return followEvents(ctx, e, m, q, evs)
+		}
 		return e.print(evs, func(w io.Writer) {
-			rows := make([][]string, len(evs))
-			for i, ev := range evs {
-				rows[i] = []string{ev.At.Local().Format(time.DateTime), ev.Type, ev.Project, ev.Actor, string(ev.Payload)}
+			for _, ev := range settledDeletions(evs) {
+				fmt.Fprintln(w, eventLine(ev))
 			}
-			table(w, "AT\tTYPE\tPROJECT\tACTOR\tDETAIL", rows)
 		})
 	})
 }
@@ -735,8 +754,12 @@ func cmdSettingsReset(e env) error {
 }
 
 func humanSetting(v settings.Value) string {
-	if v.Kind == settings.Size {
+	switch v.Kind {
+	case settings.Size:
 		return units.FormatIEC(v.Bytes())
+	case settings.Duration:
+		// One unit system whatever was stored (older stores hold "2h0m0s").
+		return units.FormatDuration(v.Duration())
 	}
 	return v.Value
 }
@@ -765,7 +788,11 @@ func cmdSettingsSet(e env) error {
 			return err
 		}
 		return e.print(v, func(w io.Writer) {
-			fmt.Fprintf(w, "%s = %s (was %s)\n", v.Key, humanSetting(v), old)
+			// old is "VALUE from SOURCE": the value in the form settings list prints.
+			if val, src, ok := strings.Cut(old, " from "); ok {
+				old = settingText(v.Key, val) + " from " + src
+			}
+			fmt.Fprintf(w, "%s = %s (was %s)\n", v.Key, humanSetting(v), line(old))
 		})
 	})
 }
@@ -784,8 +811,8 @@ func cmdExportXFS(e env) error {
 		}
 		return e.print(lines, func(w io.Writer) {
 			if e.c.Bool("write") {
-				fmt.Fprintf(w, "updated %s (%d xfsq lines) and %s (%d xfsq lines)\n",
-					e.c.String("projects-file"), len(lines.Projects), e.c.String("projid-file"), len(lines.Projid))
+				fmt.Fprintf(w, "updated %s (%s) and %s (%s)\n", e.c.String("projects-file"), plural(len(lines.Projects), "xfsq line", "xfsq lines"),
+					e.c.String("projid-file"), plural(len(lines.Projid), "xfsq line", "xfsq lines"))
 				return
 			}
 			fmt.Fprintf(w, "# %s\n%s\n# %s\n%s\n", e.c.String("projects-file"), strings.Join(lines.Projects, "\n"),
@@ -815,8 +842,8 @@ func cmdDoctor(e env) error {
 				case f.Error != "":
 					status = "FIX FAILED: " + f.Error
 				}
-				where := strings.TrimSpace(strings.Join([]string{f.Project, f.Area, f.Path}, " "))
-				fmt.Fprintf(w, "%s: %s %s: %s; fix: %s\n", status, f.Kind, where, f.Detail, f.Fix)
+				where := strings.TrimSpace(strings.Join([]string{f.Project, f.Area, safe(f.Path)}, " "))
+				fmt.Fprintf(w, "%s: %s %s: %s; fix: %s\n", line(status), f.Kind, where, line(f.Detail), line(f.Fix))
 			}
 		})
 		if project.Unresolved(findings) {
@@ -870,13 +897,7 @@ func cmdFilesLs(e env) error {
 		if err != nil {
 			return err
 		}
-		return e.print(entries, func(w io.Writer) {
-			rows := make([][]string, len(entries))
-			for i, en := range entries {
-				rows[i] = []string{en.Type, units.FormatIEC(uint64(en.Size)), en.ModTime.Local().Format(time.DateTime), en.Name}
-			}
-			table(w, "TYPE\tSIZE\tMODIFIED\tNAME", rows)
-		})
+		return e.print(entries, func(w io.Writer) { filesTable(w, entries) })
 	})
 }
 
@@ -959,7 +980,7 @@ func cmdFilesPut(e env) error {
 			if res.Replaced {
 				verb = "replaced"
 			}
-			fmt.Fprintf(w, "%s %s (%s)\n", verb, res.Path, units.FormatIEC(res.Bytes))
+			fmt.Fprintf(w, "%s %s (%s)\n", verb, safe(res.Path), units.FormatIEC(res.Bytes))
 		})
 	})
 }
@@ -975,7 +996,7 @@ func cmdFilesRm(e env) error {
 			return err
 		}
 		return e.print(res, func(w io.Writer) {
-			fmt.Fprintf(w, "removed %s (%s in %d files)\n", res.Path, units.FormatIEC(res.Bytes), res.Files)
+			fmt.Fprintf(w, "removed %s (%s in %s)\n", safe(res.Path), units.FormatIEC(res.Bytes), plural(res.Files, "file", "files"))
 		})
 	})
 }
@@ -1030,12 +1051,8 @@ func cmdSnapshot(e env) error {
 		return err
 	}
 	// Progress only for a person watching: stdout and stderr on a terminal, no --json.
-	if !e.json() && isTerminal(os.Stdout) && isTerminal(os.Stderr) {
-		o.Walk.Progress = func(p inventory.Progress) {
-			rate := float64(p.Files) / max(p.Elapsed.Seconds(), 0.001)
-			fmt.Fprintf(e.stderr, "\r  %d files, %s, %.0f files/s   ", p.Files, units.FormatIEC(p.Bytes), rate)
-		}
-		defer fmt.Fprint(e.stderr, "\r\033[K")
+	if e.watched() {
+		o.Progress = func(p project.TreeProgress) { e.progress.show(walkProgress(p)) }
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
 		snaps, err := m.Snapshot(ctx, o)
@@ -1043,25 +1060,7 @@ func cmdSnapshot(e env) error {
 			return err
 		}
 		failed := 0
-		e.print(snaps, func(w io.Writer) {
-			for _, s := range snaps {
-				if s.Error != "" {
-					fmt.Fprintf(w, "%s %s: FAILED: %s\n", s.Project, s.Area, s.Error)
-					continue
-				}
-				note := ""
-				if s.Partial {
-					note = " (partial: the budget ran out)"
-				}
-				if s.Errors > 0 {
-					note += fmt.Sprintf(" (%d entries unreadable)", s.Errors)
-				}
-				fmt.Fprintf(w, "%s %s: %s in %d files, %d dirs%s\n", s.Project, s.Area, units.FormatIEC(s.SizeBytes), s.Files, s.Dirs, note)
-				for _, c := range s.Children[:min(5, len(s.Children))] {
-					fmt.Fprintf(w, "  %10s  %s\n", units.FormatIEC(c.SizeBytes), c.Path)
-				}
-			}
-		})
+		e.print(snaps, func(w io.Writer) { snapshotText(w, snaps) })
 		for _, s := range snaps {
 			if s.Error != "" {
 				failed++
@@ -1076,38 +1075,29 @@ func cmdSnapshot(e env) error {
 
 func cmdTop(e env) error {
 	collectLess()
-	name, err := oneArg(e.c, "PROJECT")
-	if err != nil {
-		return err
+	if n := e.c.NArg(); n < 1 || n > 2 {
+		return usagef("top takes PROJECT [PATH], got %d arguments: see xfsq top --help", n)
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		res, err := m.Top(ctx, name, e.c.String("area"), inventory.Options{Depth: e.c.Int("depth"), RawStat: true})
+	name, sub := e.c.Args().Get(0), e.c.Args().Get(1)
+	depth, limit, sortBy := e.c.Int("depth"), e.c.Int("limit"), e.c.String("sort")
+	switch {
+	case depth < 1 || depth > inventory.MaxDepth:
+		return usagef("--depth %d: use 1 to %d", depth, inventory.MaxDepth)
+	case limit < 1:
+		return usagef("--limit %d: use a positive number", limit)
+	case sortBy != "size" && sortBy != "files" && sortBy != "mtime":
+		return usagef("--sort %q: use size, files or mtime", sortBy)
+	}
+	var progress func(project.TreeProgress)
+	if e.watched() {
+		progress = func(p project.TreeProgress) { e.progress.show(walkProgress(p)) }
+	}
+	return withFiles(e, func(ctx context.Context, l *files.Layer) error {
+		res, err := l.Top(ctx, name, e.c.String("area"), sub, inventory.Options{Depth: depth, TopK: max(limit, 20), RawStat: true}, progress)
 		if err != nil {
 			return err
 		}
-		return e.print(res, func(w io.Writer) {
-			total := max(res.Root.SizeBytes, 1)
-			var rows [][]string
-			var walk func(n *inventory.Node, indent string)
-			walk = func(n *inventory.Node, indent string) {
-				rows = append(rows, []string{units.FormatIEC(n.SizeBytes), fmt.Sprintf("%.1f%%", float64(n.SizeBytes)*100/float64(total)),
-					fmt.Sprint(n.Files), n.Mtime.Local().Format(time.DateTime), indent + n.Path})
-				for _, c := range n.Children {
-					walk(c, indent+"  ")
-				}
-			}
-			walk(res.Root, "")
-			table(w, "SIZE\tSHARE\tFILES\tNEWEST\tPATH", rows)
-			if len(res.TopFiles) > 0 {
-				fmt.Fprintln(w, "\nlargest files:")
-				for _, f := range res.TopFiles[:min(10, len(res.TopFiles))] {
-					fmt.Fprintf(w, "  %10s  %s\n", units.FormatIEC(f.SizeBytes), f.Path)
-				}
-			}
-			if res.Partial {
-				fmt.Fprintln(w, "(partial: the walk ran out of time)")
-			}
-		})
+		return e.print(res, func(w io.Writer) { topTable(w, res, sortBy, limit) })
 	})
 }
 
@@ -1134,7 +1124,7 @@ func cmdLeaseAcquire(e env) error {
 			return err
 		}
 		return e.print(l, func(w io.Writer) {
-			fmt.Fprintf(w, "lease on %s for run %s until %s\n", name, run, l.ExpiresAt.Local().Format(time.DateTime))
+			fmt.Fprintf(w, "lease on %s for run %s until %s\n", name, run, when(l.ExpiresAt))
 			if l.KeptLonger {
 				fmt.Fprintf(w, "(it already held longer than --ttl %s: a renewal never shortens a lease; release it first to shorten it)\n", e.c.String("ttl"))
 			}
@@ -1170,7 +1160,7 @@ func cmdLeaseList(e env) error {
 				if !l.Active {
 					state = "lapsed"
 				}
-				rows[i] = []string{l.Project, l.Run, state, l.ExpiresAt.Local().Format(time.DateTime)}
+				rows[i] = []string{l.Project, l.Run, state, when(l.ExpiresAt)}
 			}
 			table(w, "PROJECT\tRUN\tSTATE\tUNTIL", rows)
 		})
@@ -1219,18 +1209,18 @@ func cmdSweep(e env) error {
 			if out.DryRun {
 				verb = "would delete"
 			}
-			fmt.Fprintf(w, "sweep %s: %s %d entries, %s\n", out.SweepID, verb, len(out.Evicted), units.FormatIEC(out.BytesFreed))
+			fmt.Fprintf(w, "sweep %s: %s %s, %s\n", out.SweepID, verb, plural(len(out.Evicted), "entry", "entries"), units.FormatIEC(out.BytesFreed))
 			if len(out.Evicted) > 0 {
 				rows := make([][]string, len(out.Evicted))
 				for i, d := range out.Evicted {
-					rows[i] = []string{units.FormatIEC(d.Bytes), d.Policy, d.Path, d.Reason}
+					rows[i] = []string{units.FormatIEC(d.Bytes), d.Policy, safe(d.Path), line(d.Reason)}
 				}
 				table(w, "SIZE\tPOLICY\tPATH\tREASON", rows)
 			}
 			if len(out.Skipped) > 0 {
 				fmt.Fprintln(w, "left alone:")
 				for _, s := range out.Skipped {
-					fmt.Fprintf(w, "  %s: %s\n", s.Path, s.Reason)
+					fmt.Fprintf(w, "  %s: %s\n", safe(s.Path), line(s.Reason))
 				}
 			}
 			for _, o := range out.OverSoft {

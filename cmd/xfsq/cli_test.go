@@ -145,7 +145,7 @@ type reportRow struct {
 	InodesHard uint64        `json:"inodes_hard"`
 	Backend    backendObject `json:"backend"`
 	// the walk a fallback tree's usage starts from
-	UsageAsOf *time.Time `json:"usage_as_of"`
+	UsageAsOf *time.Time `json:"usage_walked_at"`
 }
 
 // backendObject is SPEC §10a's backend, as every JSON output gives it.
@@ -419,7 +419,7 @@ func TestSettingsAndDefaultQuota(t *testing.T) {
 		if got := s.report()["b/workspace"].BytesHard; got != 1<<30 {
 			t.Errorf("with KERNEL_STORAGE_DEFAULT_QUOTA_BYTES: %d, want 1 GiB", got)
 		}
-		if out := s.ok("settings", "set", "default_quota", "2GiB"); !strings.Contains(out, "default_quota = 2.0 GiB (was 1073741824 from env KERNEL_STORAGE_DEFAULT_QUOTA_BYTES)") {
+		if out := s.ok("settings", "set", "default_quota", "2GiB"); !strings.Contains(out, "default_quota = 2.0 GiB (was 1.0 GiB from env KERNEL_STORAGE_DEFAULT_QUOTA_BYTES)") {
 			t.Errorf("settings set: %q", out)
 		}
 		s.ok("project", "add", "c")
@@ -676,11 +676,11 @@ type snapshotJSON struct {
 	Area          string `json:"area"`
 	SizeBytes     uint64 `json:"size_bytes"`
 	ApparentBytes uint64 `json:"apparent_bytes"`
-	Files         uint64 `json:"files"`
-	Dirs          uint64 `json:"dirs"`
-	Mtime         string `json:"mtime"`
+	Files         uint64 `json:"total_files"`
+	Dirs          uint64 `json:"total_dirs"`
+	Mtime         string `json:"newest_modified_at"`
 	Partial       bool   `json:"partial"`
-	Errors        uint64 `json:"errors"`
+	Errors        uint64 `json:"unreadable_entries"`
 	Error         string `json:"error"`
 	Children      []struct {
 		Path      string `json:"path"`
@@ -733,8 +733,8 @@ func TestSnapshotTopAndGrowth(t *testing.T) {
 	var rows []struct {
 		Project        string  `json:"project"`
 		Area           string  `json:"area"`
-		Growth24h      *int64  `json:"growth_24h"`
-		Growth7d       *int64  `json:"growth_7d"`
+		Growth24h      *int64  `json:"growth_24h_bytes"`
+		Growth7d       *int64  `json:"growth_7d_bytes"`
 		LastActivityAt *string `json:"last_activity_at"`
 		UsedBytes      uint64  `json:"used_bytes"`
 	}
@@ -782,13 +782,13 @@ func TestSnapshotTopAndGrowth(t *testing.T) {
 	}
 
 	out := s.ok("top", "omni", "--depth", "3")
-	lines := strings.Split(out, "\n")
+	lines := strings.Split(out, "\n")[1:] // after the line naming the tree and the walk's time
 	if !strings.Contains(lines[1], "100.0%") || !strings.Contains(lines[2], "node_modules") || !strings.Contains(out, "node_modules/pkg/lib/big.js") {
 		t.Errorf("top, largest first with shares:\n%s", out)
 	}
 	// Each row's newest mtime: node_modules' is big.js's.
 	big, _ := os.Stat(filepath.Join(ws, "node_modules/pkg/lib/big.js"))
-	if newest := big.ModTime().Local().Format(time.DateTime); !strings.Contains(lines[0], "NEWEST") || !strings.Contains(lines[2], newest) {
+	if newest := big.ModTime().Local().Format(timeLayout); !strings.Contains(lines[0], "NEWEST") || !strings.Contains(lines[2], newest) {
 		t.Errorf("top without each row's newest mtime (node_modules: %s):\n%s", newest, out)
 	}
 	if r := s.run("top", "omni", "--depth", "9"); r.code != 2 {

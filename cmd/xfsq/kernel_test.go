@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ func TestKernel(t *testing.T) {
 		{Name: "AdversarialCampaignHoldsOnXFS", Run: testXFSCampaign},
 		{Name: "ScratchRunStopsAtItsLimitWhileTheWorkspaceWrites", Run: testXFSScratch},
 		{Name: "SoftGraceIsTheKernelsGraceTimer", Run: testXFSSoftGrace},
+		{Name: "ProgressShowsTheShareOfTheKernelsInodes", Run: testXFSProgress},
 	})
 }
 
@@ -511,5 +513,39 @@ func testXFSEscape(t *testing.T, fs *kerneltest.FS) {
 	}
 	if out := s.ok("doctor"); !strings.Contains(out, "no drift") {
 		t.Errorf("doctor after the fix: %q", out)
+	}
+}
+
+// On XFS the progress line compares what the walk has seen with the
+// inodes the kernel charges to the tree's project ID.
+func testXFSProgress(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	s.ok("project", "add", "omni")
+	ws := filepath.Join(fs.Dir, "projects/omni")
+	for i := range 200 {
+		os.WriteFile(filepath.Join(ws, fmt.Sprint("f", i)), nil, 0o644)
+	}
+	ensurePTYs(t)
+	out := onTerminal(t, s, "", "snapshot", "omni", "--area", "workspace")
+	if !strings.Contains(out, "omni workspace: 200 files") || !regexp.MustCompile(`(99|100)% of the kernel's 20\d inodes`).MatchString(out) {
+		t.Errorf("no share of the kernel's inode count in the progress line:\n%q", out)
+	}
+}
+
+// ensurePTYs gives the test kernel pseudo-terminals for script(1): its
+// minimal /dev has no devpts mounted.
+func ensurePTYs(t *testing.T) {
+	// /dev/ptmx finds its terminals in the devpts mounted at /dev/pts
+	// beside it; without one, script(1) opens a master whose slave has no name.
+	if _, err := os.Stat("/dev/pts/ptmx"); err != nil {
+		os.MkdirAll("/dev/pts", 0o755)
+		if err := unix.Mount("devpts", "/dev/pts", "devpts", 0, "ptmxmode=0666,mode=0620"); err != nil {
+			t.Fatalf("mount devpts for a pseudo-terminal: %v", err)
+		}
+	}
+	if _, err := os.Stat("/dev/ptmx"); err != nil {
+		if err := os.Symlink("pts/ptmx", "/dev/ptmx"); err != nil {
+			t.Fatalf("link /dev/ptmx: %v", err)
+		}
 	}
 }

@@ -79,7 +79,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	app := newApp(stdout, stderr)
 	// The CLI's caller is the OS user; the library journals whoever ctx names.
-	parsed, err := interspersed(app, args)
+	parsed := args
+	var err error
+	if n := len(args); n == 0 || args[n-1] != "--generate-bash-completion" {
+		// A completion script's request is left as typed: urfave/cli
+		// completes the word before its flag, wherever interspersed would put it.
+		parsed, err = interspersed(app, args)
+	}
 	if err == nil {
 		err = app.RunContext(project.WithActor(ctx, project.DefaultActor()), parsed)
 	}
@@ -108,7 +114,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		data, _ := json.Marshal(map[string]string{"error": msg})
 		fmt.Fprintln(stderr, string(data))
 	} else {
-		fmt.Fprintln(stderr, "xfsq: "+msg)
+		// A message can quote a name a tenant chose: escaped, never raw.
+		fmt.Fprintln(stderr, "xfsq: "+line(msg))
 	}
 	return code
 }
@@ -143,9 +150,10 @@ func jsonRequested(args []string) bool {
 
 // env is what every command needs: the parsed globals and the output.
 type env struct {
-	c      *cli.Context
-	stdout io.Writer
-	stderr io.Writer
+	c        *cli.Context
+	stdout   io.Writer
+	stderr   io.Writer
+	progress *progressLine // nil when nothing shows progress
 }
 
 func (e env) json() bool { return e.c.Bool("json") }
@@ -209,7 +217,8 @@ func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) err
 	}
 	defer r.Close()
 	if r.Note != "" {
-		fmt.Fprintln(e.stderr, "xfsq: "+r.Note)
+		e.progress.clear()
+		fmt.Fprintln(e.stderr, "xfsq: "+line(r.Note))
 	}
 	return e.diskFull(cfg.Root, fn(e.c.Context, r.Manager))
 }
@@ -234,6 +243,7 @@ func (e env) diskFull(root string, err error) error {
 
 // print writes v as JSON with --json, else calls human.
 func (e env) print(v any, human func(w io.Writer)) error {
+	e.progress.clear()
 	if e.json() {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")

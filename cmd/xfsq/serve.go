@@ -121,6 +121,17 @@ func cmdServe(e env) error {
 			tokens.Reload(log)
 		}
 	}()
+	// The scheduled passes run beside the requests, never on one, and stop
+	// between entries at SIGTERM (ctx); the root closes only after them.
+	pctx, stopPasses := context.WithCancel(ctx)
+	passesDone := make(chan struct{})
+	go func() {
+		defer close(passesDone)
+		if err := (&server.Passes{Root: root, Log: log}).Run(pctx); err != nil && pctx.Err() == nil {
+			log.Error("scheduled passes stopped", "error", err.Error())
+		}
+	}()
+	defer func() { stopPasses(); <-passesDone }()
 	served := make(chan error, 1)
 	go func() {
 		if cert != "" {

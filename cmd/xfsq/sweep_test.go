@@ -40,10 +40,10 @@ type sweepJSON struct {
 	DryRun  bool   `json:"dry_run"`
 	Evicted []struct {
 		Path, Reason, Policy string
-		Bytes                uint64
+		Bytes                uint64 `json:"freed_bytes"`
 	} `json:"evicted"`
 	Skipped    []struct{ Path, Reason string } `json:"skipped"`
-	BytesFreed uint64                          `json:"bytes_freed"`
+	BytesFreed uint64                          `json:"freed_bytes"`
 }
 
 func (r sweepJSON) skipReason(path string) string {
@@ -127,7 +127,7 @@ func TestSweep(t *testing.T) {
 		s.json(&evs, "events", "--type", "storage.evicted", "--limit", "100")
 		states := map[string][]string{}
 		for _, ev := range evs {
-			for _, f := range []string{"type", "at", "project", "area", "path", "bytes", "reason", "policy", "state"} {
+			for _, f := range []string{"type", "recorded_at", "project", "area", "path", "freed_bytes", "reason", "policy", "state"} {
 				if _, ok := ev[f]; !ok {
 					t.Fatalf("evicted record without %q: %v", f, ev)
 				}
@@ -141,7 +141,7 @@ func TestSweep(t *testing.T) {
 		}
 		var swept []store.Event
 		s.json(&swept, "events", "--type", "storage.swept")
-		if len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"bytes_freed"`) || !strings.Contains(string(swept[0].Payload), `"per_policy"`) {
+		if len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"freed_bytes"`) || !strings.Contains(string(swept[0].Payload), `"per_policy"`) {
 			t.Errorf("storage.swept: %+v", swept)
 		}
 	})
@@ -312,7 +312,7 @@ func TestSweepQuotaCheck(t *testing.T) {
 		OverSoft []struct {
 			Project string `json:"project"`
 			Area    string `json:"area"`
-			Bytes   uint64 `json:"bytes"`
+			Bytes   uint64 `json:"used_bytes"`
 			Soft    uint64 `json:"bytes_soft"`
 		} `json:"over_soft"`
 	}

@@ -41,7 +41,7 @@ func TestAdmit(t *testing.T) {
 		}
 	}
 	err := Admit(base, Request{FileBytes: 41, Bytes: 41, Inodes: 1})
-	for _, want := range []string{`project "omni" workspace`, "disk quota exceeded", "60 bytes used", "41 bytes requested", "100 bytes limit", "bytes_hard"} {
+	for _, want := range []string{`project "omni" workspace`, "disk quota exceeded", "60 B on disk", "41 B requested", "100 B limit", "bytes_hard"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal %q does not say %q", err, want)
 		}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/xfsq/xfsq/project"
+)
+
+// followInterval is how often events --follow asks the journal for news.
+const followInterval = time.Second
+
+// pendingHold is how long --follow keeps back a deletion's pending record,
+// waiting for the record that settles it, before printing it as pending.
+const pendingHold = 5 * time.Second
+
+// followEvents prints evs (newest first) oldest first, then polls the
+// journal's newest page for records past the last one printed, until ctx
+// ends (Ctrl-C): a normal way to stop, so it exits 0.
+func followEvents(ctx context.Context, e env, m *project.Manager, q project.EventQuery, evs []project.Event) error {
+	var last int64
+	for _, ev := range evs {
+		last = max(last, ev.ID)
+	}
+	held := map[string]heldEvent{}
+	emit := func(batch []project.Event) error { // batch newest first
+		slices.Reverse(batch)
+		for _, ev := range batch {
+			if e.json() {
+				data, err := json.Marshal(ev)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(e.stdout, string(data))
+				continue
+			}
+			if ev.Type == "storage.evicted" {
+				p := payloadOf(ev)
+				k := eventKey(p)
+				if p["state"] == "pending" {
+					held[k] = heldEvent{ev, time.Now()}
+					continue
+				}
+				delete(held, k)
+			}
+			fmt.Fprintln(e.stdout, eventLine(ev))
+		}
+		if !e.json() {
+			for k, h := range held {
+				if time.Since(h.since) >= pendingHold {
+					fmt.Fprintln(e.stdout, eventLine(h.ev))
+					delete(held, k)
+				}
+			}
+		}
+		return nil
+	}
+	if !e.json() {
+		// The first batch shows each deletion once already.
+		evs = settledDeletions(evs)
+	}
+	if err := emit(evs); err != nil {
+		return err
+	}
+	tick := time.NewTicker(followInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		fresh, err := newEvents(ctx, m, q, last)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, ev := range fresh {
+			last = max(last, ev.ID)
+		}
+		if err := emit(fresh); err != nil {
+			return err
+		}
+	}
+}
+
+type heldEvent struct {
+	ev    project.Event
+	since time.Time
+}
+
+// newEvents is every record after the one with ID last, newest first,
+// following the journal's cursor back page by page until it reaches it.
+func newEvents(ctx context.Context, m *project.Manager, q project.EventQuery, last int64) ([]project.Event, error) {
+	q.Cursor, q.Limit = "", 100 // a page: most polls find none
+	var out []project.Event
+	for {
+		page, err := m.Events(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range page.Events {
+			if ev.ID <= last {
+				return out, nil
+			}
+			out = append(out, ev)
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		q.Cursor = page.Next
+	}
+}
