@@ -71,7 +71,12 @@ func newServer(t *testing.T, r *fixture.Root, extra ...server.Route) *testServer
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err := health.New(health.Options{Root: r.Manager.Root, Budget: time.Second, CPUSampleInterval: -1})
+	// The store and quota parts as serve has them (no Docker daemon here).
+	ch, err := health.New(health.Options{Root: r.Manager.Root, Budget: time.Second, CPUSampleInterval: -1,
+		Store: r.Root.Manager.Store.Ping,
+		Quota: func(context.Context) (health.QuotaState, error) {
+			return health.QuotaState{Kind: "fallback", Reason: "the test root is not XFS"}, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,8 +211,8 @@ func TestAPI(t *testing.T) {
 		ts := newServer(t, r)
 		ctx := context.Background()
 		op, rd, lim := ts.client(operatorToken), ts.client(readerToken), ts.client(limitedToken)
-		hard := uint64(1 << 20)
-		p, err := op.AddProject(ctx, "omni", client.Limits{BytesHard: &hard}, client.Limits{})
+		hard, isoft, ihard := uint64(1<<20), uint64(1000), uint64(2000)
+		p, err := op.AddProject(ctx, "omni", client.Limits{BytesHard: &hard, InodesSoft: &isoft, InodesHard: &ihard}, client.Limits{BytesSoft: &hard})
 		if err != nil || p.Name != "omni" || len(p.Trees) != len(project.Areas) {
 			t.Fatalf("add: %v %+v", err, p)
 		}
@@ -250,6 +255,12 @@ func TestAPI(t *testing.T) {
 		if err != nil || !l.Active {
 			t.Fatalf("lease: %v %+v", err, l)
 		}
+		if l, err = op.AcquireLease(ctx, "omni", "run-1", time.Minute); err != nil || !l.KeptLonger {
+			t.Errorf("a shorter renewal: %v %+v, want the lease kept longer", err, l)
+		}
+		if _, err := op.SetLimits(ctx, "omni", "cache", client.Limits{InodesSoft: &isoft, InodesHard: &ihard}); err != nil {
+			t.Errorf("cache inode limits: %v", err)
+		}
 		if _, err := op.AcquireLease(ctx, "omni", "run-2", 8*24*time.Hour); status(err) != 400 {
 			t.Errorf("a lease over 7 days: %v, want 400", err)
 		}
@@ -279,6 +290,16 @@ func TestAPI(t *testing.T) {
 		}
 		if _, err := rd.Admission(ctx, "omni", false); status(err) != 404 {
 			t.Errorf("admission of a removed project: %v, want 404", err)
+		}
+		// --force removes a project a run holds, and says so.
+		if _, err := op.AddProject(ctx, "held", client.Limits{}, client.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := op.AcquireLease(ctx, "held", "run-1", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := op.RemoveProject(ctx, "held", project.RemoveOptions{Force: true}); err != nil || !res.Forced || len(res.EndedLeases) != 1 {
+			t.Errorf("forced removal: %v %+v", err, res)
 		}
 
 		// Every change is journalled under the token's name.
@@ -560,7 +581,7 @@ func TestAPIErrors(t *testing.T) {
 		// Walks the route table, so a new route needs a row here.
 		noStore := map[string]int{
 			"GET /healthz": 200, "GET /readyz": 503, "GET /v1/openapi.json": 200, "GET /metrics": 200,
-			"GET /v1/system/health": 200, // the test's checker has no store part
+			"GET /v1/system/health": 200, // its store part says the store does not answer
 		}
 		r.Root.Manager.Store.Close()
 		for _, rt := range ts.s.Routes() {

@@ -193,6 +193,78 @@ func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter
 // without a test that holds the server to it.
 var contractUnobserved = map[string]string{}
 
+// contractUnseen are described fields no test's body holds, each with
+// why: a field renamed in a Go type and not in the description shows as
+// one of these.
+//
+// "Schema.*" excuses every field of a schema.
+var contractUnseen = map[string]string{
+	"DockerPart.*":           "no Docker daemon for the server tests (health's own tests hold the part against a real one)",
+	"HealthReport.docker":    "no Docker daemon for the server tests",
+	"CPUPart.error":          "a part's error and fix: /proc unreadable, not provoked here (health's tests inject it)",
+	"CPUPart.fix":            "as CPUPart.error",
+	"MemoryPart.error":       "as CPUPart.error",
+	"MemoryPart.fix":         "as CPUPart.error",
+	"MemoryPart.reason":      "memory below its thresholds: not provoked on a test host",
+	"DiskPart.error":         "as CPUPart.error",
+	"DiskPart.fix":           "as CPUPart.error",
+	"DiskPart.reason":        "disk below its thresholds: not provoked on a test host",
+	"DiskPath.error":         "a statfs that fails: not provoked here",
+	"QuotaPart.accounting":   "XFS only: the server tests run on the fallback",
+	"QuotaPart.enforcement":  "XFS only",
+	"QuotaPart.error":        "a quota probe that fails: not provoked here",
+	"QuotaPart.fix":          "as QuotaPart.error",
+	"QuotaPart.reason":       "XFS with quotas off: not on the fallback",
+	"StorePart.reason":       "a slow store: not provoked here",
+	"TreeStatus.escape":      "XFS only: walk and kernel disagree",
+	"TreeStatus.walk_bytes":  "XFS only",
+	"TreeStatus.drift":       "limits changed behind xfsq's back: doctor's tests provoke it",
+	"TreeStorage.escape":     "as TreeStatus.escape",
+	"TreeStorage.walk_bytes": "as TreeStatus.walk_bytes",
+	"TreeStorage.drift":      "as TreeStatus.drift",
+	// Provoking these over HTTP is still to do (sweep skips and soft
+	// limits, a delete that leaves entries, grace timers, stale usage).
+	"TreeStatus.bytes_grace_ends_at":   "todo: a tree over its soft limit",
+	"TreeStatus.inodes_grace_ends_at":  "todo: a tree over its inode soft limit",
+	"TreeStatus.stale":                 "todo: a fallback tree never walked within snapshot_interval",
+	"TreeStorage.bytes_grace_ends_at":  "todo: as TreeStatus",
+	"TreeStorage.inodes_grace_ends_at": "todo: as TreeStatus",
+	"TreeStorage.stale":                "todo: as TreeStatus",
+	"LeftInPlace.*":                    "todo: a purge or delete that leaves a mount point, with its list",
+	"SweepSkip.*":                      "todo: a sweep that skips an entry, over HTTP",
+	"SweepOverSoft.*":                  "todo: a sweep that leaves an area over its soft limit, over HTTP",
+	"SweepDeleted.partial":             "todo: a sweep deletion that leaves part of an entry",
+}
+
+// unseenFields are the described fields no checked body held that
+// contractUnseen does not excuse, and the excused ones seen after all.
+func unseenFields(spec *apispec.Spec) []string {
+	var out []string
+	excused := func(f string) (string, bool) {
+		if _, ok := contractUnseen[f]; ok {
+			return f, true
+		}
+		schema, _, _ := strings.Cut(f, ".")
+		_, ok := contractUnseen[schema+".*"]
+		return schema + ".*", ok
+	}
+	used := map[string]bool{}
+	for _, f := range spec.UnseenProperties() {
+		if key, ok := excused(f); ok {
+			used[key] = true
+		} else {
+			out = append(out, f)
+		}
+	}
+	for f := range contractUnseen {
+		if !used[f] {
+			out = append(out, f+" (excused in contractUnseen, but seen: remove it there)")
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // unobservedStatuses lists the described "METHOD /path STATUS" no test saw
 // and the allow-list does not excuse, and the allow-list's entries that are
 // seen after all (so that the list shrinks as tests grow).
@@ -233,6 +305,10 @@ func TestMain(m *testing.M) {
 		missing, stale := unobservedStatuses(contract.spec)
 		if len(missing) > 0 {
 			fmt.Fprintf(os.Stderr, "FAIL: openapi.json describes statuses no test saw (provoke them in a test, or excuse them in contractUnobserved with why):\n\t%s\n", strings.Join(missing, "\n\t"))
+			code = 1
+		}
+		if unseen := unseenFields(contract.spec); len(unseen) > 0 {
+			fmt.Fprintf(os.Stderr, "FAIL: openapi.json describes fields no answer or accepted request held (renamed in the code? provoke them, or excuse them in contractUnseen with why):\n\t%s\n", strings.Join(unseen, "\n\t"))
 			code = 1
 		}
 		if len(stale) > 0 {

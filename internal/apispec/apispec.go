@@ -18,18 +18,27 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
 // Spec is a loaded OpenAPI description.
 type Spec struct {
 	doc map[string]any
+	// names are the components' schemas by their map's identity, so that
+	// a property validated can be counted against the schema it is of.
+	names map[uintptr]string
+
+	mu   sync.Mutex
+	seen map[string]bool // "Schema.property" seen in a valid body
 }
 
 // Load reads an OpenAPI 3.1 description in JSON.
@@ -54,8 +63,49 @@ func Parse(b []byte, name string) (*Spec, error) {
 	if v, _ := doc["openapi"].(string); !strings.HasPrefix(v, "3.1") {
 		return nil, fmt.Errorf("%s: openapi %q, want 3.1.x", path, v)
 	}
-	s := &Spec{doc: doc}
+	s := &Spec{doc: doc, names: map[uintptr]string{}, seen: map[string]bool{}}
+	for name, sc := range s.schemas() {
+		s.names[reflect.ValueOf(sc).Pointer()] = name
+	}
 	return s, s.checkRefs()
+}
+
+func (s *Spec) schemas() map[string]map[string]any {
+	out := map[string]map[string]any{}
+	comps, _ := s.doc["components"].(map[string]any)
+	schemas, _ := comps["schemas"].(map[string]any)
+	for name, sc := range schemas {
+		if m, ok := sc.(map[string]any); ok {
+			out[name] = m
+		}
+	}
+	return out
+}
+
+func (s *Spec) saw(seen map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	maps.Copy(s.seen, seen)
+}
+
+// UnseenProperties lists "Schema.property", for each property of each
+// object schema of the components, that no body the Check methods passed
+// held: a field the description promises that no answer showed, perhaps
+// renamed in the code and not in the description.
+func (s *Spec) UnseenProperties() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for name, sc := range s.schemas() {
+		props, _ := sc["properties"].(map[string]any)
+		for k := range props {
+			if !s.seen[name+"."+k] {
+				out = append(out, name+"."+k)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Operations lists "METHOD /path/template" for every operation described.
@@ -177,9 +227,11 @@ func (s *Spec) CheckRequest(method, path, contentType string, body []byte) error
 	if err := dec.Decode(&v); err != nil {
 		return fmt.Errorf("%s %s: request body is not JSON: %v", method, path, err)
 	}
-	if err := s.validate(schema, v, "request $"); err != nil {
+	seen := map[string]bool{}
+	if err := s.validate(schema, v, "request $", seen); err != nil {
 		return fmt.Errorf("%s %s: %v", method, path, err)
 	}
+	s.saw(seen)
 	return nil
 }
 
@@ -267,9 +319,11 @@ func (s *Spec) checkResponse(resp map[string]any, method, path string, status in
 	if err := dec.Decode(&v); err != nil {
 		return fmt.Errorf("%s %s %d: body is not JSON: %v", method, path, status, err)
 	}
-	if err := s.validate(schema, v, "$"); err != nil {
+	seen := map[string]bool{}
+	if err := s.validate(schema, v, "$", seen); err != nil {
 		return fmt.Errorf("%s %s %d: %v", method, path, status, err)
 	}
+	s.saw(seen)
 	return nil
 }
 
@@ -354,7 +408,7 @@ var known = map[string]bool{
 	"default": true, "readOnly": true, "deprecated": true,
 }
 
-func (s *Spec) validate(schema any, v any, at string) error {
+func (s *Spec) validate(schema any, v any, at string, seen map[string]bool) error {
 	sc, ok := schema.(map[string]any)
 	if !ok {
 		if b, isBool := schema.(bool); isBool {
@@ -375,7 +429,7 @@ func (s *Spec) validate(schema any, v any, at string) error {
 		if err != nil {
 			return err
 		}
-		if err := s.validate(t, v, at); err != nil {
+		if err := s.validate(t, v, at, seen); err != nil {
 			return err
 		}
 	}
@@ -430,13 +484,16 @@ func (s *Spec) validate(schema any, v any, at string) error {
 		}
 		for k, val := range obj {
 			if ps, ok := props[k]; ok {
-				if err := s.validate(ps, val, at+"."+k); err != nil {
+				if err := s.validate(ps, val, at+"."+k, seen); err != nil {
 					return err
+				}
+				if name, ok := s.names[reflect.ValueOf(sc).Pointer()]; ok {
+					seen[name+"."+k] = true
 				}
 				continue
 			}
 			if ap, ok := sc["additionalProperties"]; ok {
-				if err := s.validate(ap, val, at+"."+k); err != nil {
+				if err := s.validate(ap, val, at+"."+k, seen); err != nil {
 					return fmt.Errorf("%s: property %q is not described (%v)", at, k, err)
 				}
 			}
@@ -445,7 +502,7 @@ func (s *Spec) validate(schema any, v any, at string) error {
 	if arr, ok := v.([]any); ok {
 		if items, ok := sc["items"]; ok {
 			for i, x := range arr {
-				if err := s.validate(items, x, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				if err := s.validate(items, x, fmt.Sprintf("%s[%d]", at, i), seen); err != nil {
 					return err
 				}
 			}
@@ -453,7 +510,7 @@ func (s *Spec) validate(schema any, v any, at string) error {
 	}
 	if all, ok := sc["allOf"].([]any); ok {
 		for _, sub := range all {
-			if err := s.validate(sub, v, at); err != nil {
+			if err := s.validate(sub, v, at, seen); err != nil {
 				return err
 			}
 		}
@@ -461,8 +518,10 @@ func (s *Spec) validate(schema any, v any, at string) error {
 	if anyOf, ok := sc["anyOf"].([]any); ok {
 		var errs []string
 		for _, sub := range anyOf {
-			err := s.validate(sub, v, at)
+			branch := map[string]bool{}
+			err := s.validate(sub, v, at, branch)
 			if err == nil {
+				maps.Copy(seen, branch)
 				errs = nil
 				break
 			}
@@ -476,7 +535,10 @@ func (s *Spec) validate(schema any, v any, at string) error {
 		matched := 0
 		var errs []string
 		for _, sub := range oneOf {
-			if err := s.validate(sub, v, at); err == nil {
+			// Only the branch that matches saw its properties.
+			branch := map[string]bool{}
+			if err := s.validate(sub, v, at, branch); err == nil {
+				maps.Copy(seen, branch)
 				matched++
 			} else {
 				errs = append(errs, err.Error())

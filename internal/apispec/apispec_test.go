@@ -150,3 +150,27 @@ func TestRequiredHeaders(t *testing.T) {
 		t.Error("an undescribed status has headers")
 	}
 }
+
+// TestUnseenProperties: a property counts as seen only in a body that
+// passed, and only in the oneOf branch that matched.
+func TestUnseenProperties(t *testing.T) {
+	s, err := Load("testdata/mini.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Check("GET", "/things/{id}", 200, "application/json", []byte(`{"name":"x","size_bytes":1,"kind":"z"}`)) // fails: kind
+	if err := s.Check("GET", "/things/{id}", 200, "application/json", []byte(`{"name":"x","size_bytes":1,"tags":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(s.UnseenProperties(), " ")
+	for _, want := range []string{"Thing.kind", "Thing.seen_at", "Problem.type"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("unseen %q, want %s among them", got, want)
+		}
+	}
+	for _, seen := range []string{"Thing.name", "Thing.size_bytes", "Thing.tags"} {
+		if strings.Contains(got, seen) {
+			t.Errorf("unseen %q lists %s, which a valid body held", got, seen)
+		}
+	}
+}
