@@ -240,6 +240,14 @@ func TestAPI(t *testing.T) {
 		if err != nil || a.Decision != project.Ok {
 			t.Errorf("admission: %v %+v", err, a)
 		}
+		// Over a soft limit: warn, with when its grace ends.
+		one := uint64(1)
+		if _, err := op.SetLimits(ctx, "omni", "cache", client.Limits{BytesSoft: &one, InodesSoft: &one}); err != nil {
+			t.Fatal(err)
+		}
+		if a, err := rd.Admission(ctx, "omni", false); err != nil || a.Decision != project.Warn || a.Trees[1].BytesGraceEnds == nil && a.Trees[0].BytesGraceEnds == nil {
+			t.Errorf("admission over a soft limit: %v %+v, want warn with its grace's end", err, a)
+		}
 		// A deny is an answer: 200 with decision deny, as project check says.
 		zero := uint64(1)
 		if _, err := op.SetLimits(ctx, "other", "", client.Limits{BytesHard: &zero}); err != nil {
