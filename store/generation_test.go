@@ -36,7 +36,9 @@ func TestGenerationChangesWithEveryCommit(t *testing.T) {
 		if _, err := s.Projects(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if g := gen(); g != g0 {
+		// PostgreSQL's WAL position moves with any commit of the cluster
+		// (another database's, autovacuum's): only SQLite's must stay put.
+		if g := gen(); g != g0 && s.Driver() == "sqlite" {
 			t.Errorf("a read moved the generation %s -> %s", g0, g)
 		}
 		for i, writer := range []*Store{s, other, other, s} {
