@@ -9,6 +9,7 @@ import (
 
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/store"
 )
 
 // TestReadsDoNotWalk: show, check and report read the last walk plus
@@ -109,7 +110,7 @@ func BenchmarkCheck1000(b *testing.B) {
 // TestCheckSeesOtherProcessesAtOnce: a long-lived manager answers checks
 // from what it read while the store is unchanged (readcache.go); a change
 // committed by another process — a limit lowered, a project removed — is
-// in its very next answer, and a cached answer handed out cannot be
+// in its next answer once store.GenerationLag (1 ms) has passed, and a cached answer handed out cannot be
 // changed by its caller.
 func TestCheckSeesOtherProcessesAtOnce(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
@@ -132,6 +133,7 @@ func TestCheckSeesOtherProcessesAtOnce(t *testing.T) {
 		if _, err := other.Set(ctx, "omni", project.AreaWorkspace, project.LimitChange{BytesHard: fixture.Size(16 << 10)}); err != nil {
 			t.Fatal(err)
 		}
+		time.Sleep(store.GenerationLag) // another process's commit shows within it
 		a, err := long.Check(ctx, "omni")
 		if err != nil || a.Decision != project.Deny {
 			t.Errorf("after another process lowered the limit below usage: %+v, %v, want deny", a, err)
@@ -142,6 +144,7 @@ func TestCheckSeesOtherProcessesAtOnce(t *testing.T) {
 		if _, err := other.Remove(ctx, "omni", project.RemoveOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		time.Sleep(store.GenerationLag)
 		if _, err := long.Check(ctx, "omni"); err == nil {
 			t.Error("a project another process removed is still admitted")
 		}

@@ -83,8 +83,8 @@ func TestPassWritesOneEvent(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if swept := r.Events(store.EventSwept); len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"entries":2`) {
-			t.Errorf("storage.swept after two sweep passes within the interval: %+v", swept)
+		if swept := r.Events(store.EventSwept); len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"evicted_entries":2`) {
+			t.Errorf("storage.swept after two sweep passes within the interval: %d events, first %s", len(swept), payloadOf(swept))
 		}
 		if _, err := m.RunPass(r.Ctx, "nope"); errkind.Of(err) != errkind.Input {
 			t.Errorf("an unknown pass: %v", err)
@@ -277,4 +277,11 @@ func TestPassRunsInTheBackground(t *testing.T) {
 	if len(lowered) > 0 {
 		t.Errorf("threads %v kept a pass's priority after it ended", lowered)
 	}
+}
+
+func payloadOf(evs []project.Event) string {
+	if len(evs) == 0 {
+		return "none"
+	}
+	return string(evs[0].Payload)
 }

@@ -178,9 +178,12 @@ func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 
 // fallbackRead reads a fallback tree as admission sees it — its last walk,
 // plus the ledger and reservations since — without walking or writing.
-func (m *Manager) fallbackRead(ctx context.Context, t store.Tree) (quota.Quota, time.Time, error) {
-	limits, used, walked, err := m.Store.Read(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
-	return quota.Quota{ID: t.ProjectID, Limits: limits, Usage: used}, walked.UTC(), err
+// Its grace ends are set from the tree's timers, read in the same statement.
+func (m *Manager) fallbackRead(ctx context.Context, t store.Tree, grace time.Duration) (quota.Quota, time.Time, error) {
+	r, err := m.Store.Read(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
+	q := quota.Quota{ID: t.ProjectID, Limits: r.Limits, Usage: r.Used}
+	applyGrace(&q, r.BytesSoftSince, r.InodesSoftSince, grace)
+	return q, r.WalkedAt.UTC(), err
 }
 
 // status joins recorded trees with their usage and limits. On XFS all
@@ -210,8 +213,11 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all []quota.Qu
 			var walked time.Time
 			if r.Refresh {
 				q, walked, err = m.fallbackQuota(ctx, t, 0)
+				if err == nil {
+					err = m.fallbackGrace(ctx, t, &q, grace)
+				}
 			} else {
-				q, walked, err = m.fallbackRead(ctx, t)
+				q, walked, err = m.fallbackRead(ctx, t, grace)
 			}
 			if err != nil {
 				return nil, err
@@ -220,9 +226,6 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all []quota.Qu
 				asOf = &walked
 			}
 			age, stale = freshness(walked, now)
-			if err := m.fallbackGrace(ctx, t, &q, grace); err != nil {
-				return nil, err
-			}
 		case all == nil:
 			if q, err = m.Backend.Get(t.ProjectID); err != nil {
 				return nil, err
@@ -261,13 +264,19 @@ func (m *Manager) fallbackGrace(ctx context.Context, t store.Tree, q *quota.Quot
 	if err != nil {
 		return err
 	}
+	applyGrace(q, bytesSince, inodesSince, grace)
+	return nil
+}
+
+// applyGrace sets q's grace ends from the timers, while q is still over
+// each soft limit.
+func applyGrace(q *quota.Quota, bytesSince, inodesSince time.Time, grace time.Duration) {
 	if q.BytesSoft > 0 && q.Bytes > q.BytesSoft && !bytesSince.IsZero() {
 		q.BytesGraceEnds = bytesSince.Add(grace).UTC()
 	}
 	if q.InodesSoft > 0 && q.Inodes > q.InodesSoft && !inodesSince.IsZero() {
 		q.InodesGraceEnds = inodesSince.Add(grace).UTC()
 	}
-	return nil
 }
 
 // treeStatus is one recorded tree with the usage and limits q in force.

@@ -457,15 +457,26 @@ func (s *Store) Baseline(ctx context.Context, k TreeKey) (time.Time, error) {
 	return fromMicros(at), err
 }
 
+// TreeRead is one tree as admission sees it.
+type TreeRead struct {
+	Limits   quota.Limits
+	Used     quota.Usage // last walk + ledger + reservations
+	WalkedAt time.Time   // when the last walk began; zero: never walked
+	// BytesSoftSince and InodesSoftSince are the grace timers (GraceStarts);
+	// zero: not over that soft limit.
+	BytesSoftSince, InodesSoftSince time.Time
+}
+
 // Read is one tree as admission sees it, read in one statement: its
-// limits, its usage (last walk + ledger + reservations) and when it was
-// last walked. A check reads each tree this way and nothing else — not the
-// root's total, which only a write needs — so that a check costs a few
-// index lookups however many projects the root holds.
-func (s *Store) Read(ctx context.Context, k TreeKey) (quota.Limits, quota.Usage, time.Time, error) {
+// limits, its usage (last walk + ledger + reservations), when it was last
+// walked and its grace timers. A check reads each tree this way and
+// nothing else — not the root's total, which only a write needs — so that
+// a check costs a few index lookups however many projects the root holds.
+func (s *Store) Read(ctx context.Context, k TreeKey) (TreeRead, error) {
 	var row struct {
 		BytesSoft, BytesHard, InodesSoft, InodesHard int64
 		Bytes, Inodes, WalkedAt                      int64
+		BytesSince, InodesSince                      int64
 	}
 	err := s.db.QueryRowxContext(ctx, s.db.Rebind(`SELECT t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_hard,
 		t.walked_bytes
@@ -474,17 +485,27 @@ func (s *Store) Read(ctx context.Context, k TreeKey) (quota.Limits, quota.Usage,
 		t.walked_inodes
 			+ COALESCE((SELECT SUM(l.inodes) FROM ledger l WHERE l.host = t.host AND l.project = t.project AND l.area = t.area), 0)
 			+ COALESCE((SELECT SUM(r.inodes) FROM reservations r WHERE r.host = t.host AND r.project = t.project AND r.area = t.area), 0),
-		t.walked_at
+		t.walked_at, t.bytes_soft_since, t.inodes_soft_since
 		FROM trees t WHERE t.host = ? AND t.project = ? AND t.area = ?`), s.Host, k.Project, k.Area).Scan(
-		&row.BytesSoft, &row.BytesHard, &row.InodesSoft, &row.InodesHard, &row.Bytes, &row.Inodes, &row.WalkedAt)
+		&row.BytesSoft, &row.BytesHard, &row.InodesSoft, &row.InodesHard, &row.Bytes, &row.Inodes, &row.WalkedAt, &row.BytesSince, &row.InodesSince)
 	if errors.Is(err, sql.ErrNoRows) {
-		return quota.Limits{}, quota.Usage{}, time.Time{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
+		return TreeRead{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
 	}
 	if err != nil {
-		return quota.Limits{}, quota.Usage{}, time.Time{}, err
+		return TreeRead{}, err
 	}
-	return quota.Limits{BytesSoft: uint64(row.BytesSoft), BytesHard: uint64(row.BytesHard), InodesSoft: uint64(row.InodesSoft), InodesHard: uint64(row.InodesHard)},
-		quota.Usage{Bytes: nonNegative(row.Bytes), Inodes: nonNegative(row.Inodes)}, fromMicros(row.WalkedAt), nil
+	r := TreeRead{
+		Limits:   quota.Limits{BytesSoft: uint64(row.BytesSoft), BytesHard: uint64(row.BytesHard), InodesSoft: uint64(row.InodesSoft), InodesHard: uint64(row.InodesHard)},
+		Used:     quota.Usage{Bytes: nonNegative(row.Bytes), Inodes: nonNegative(row.Inodes)},
+		WalkedAt: fromMicros(row.WalkedAt),
+	}
+	if row.BytesSince != 0 {
+		r.BytesSoftSince = fromMicros(row.BytesSince)
+	}
+	if row.InodesSince != 0 {
+		r.InodesSoftSince = fromMicros(row.InodesSince)
+	}
+	return r, nil
 }
 
 // Account reads a tree's limits and usage (last walk + ledger +

@@ -161,9 +161,14 @@ func TestReadAgreesWithAccount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		limits, used, walked, err := s.Read(ctx, ws)
+		read, err := s.Read(ctx, ws)
 		if err != nil {
 			t.Fatal(err)
+		}
+		limits, used, walked := read.Limits, read.Used, read.WalkedAt
+		bytesSince, inodesSince, err := s.GraceStarts(ctx, ws)
+		if err != nil || !read.BytesSoftSince.Equal(bytesSince) || !read.InodesSoftSince.Equal(inodesSince) || bytesSince.IsZero() {
+			t.Errorf("grace timers %v %v, GraceStarts %v %v (%v): want the same, bytes over their soft limit", read.BytesSoftSince, read.InodesSoftSince, bytesSince, inodesSince, err)
 		}
 		wantLimits, wantUsed, _, err := s.Account(ctx, ws)
 		if err != nil {
@@ -175,7 +180,7 @@ func TestReadAgreesWithAccount(t *testing.T) {
 		if baseline, _ := s.Baseline(ctx, ws); !walked.Equal(baseline) {
 			t.Errorf("walked %v, Baseline %v", walked, baseline)
 		}
-		if _, _, _, err := s.Read(ctx, TreeKey{Project: "omni", Area: "scratch"}); !errors.Is(err, ErrNotFound) {
+		if _, err := s.Read(ctx, TreeKey{Project: "omni", Area: "scratch"}); !errors.Is(err, ErrNotFound) {
 			t.Errorf("an unknown tree: %v, want ErrNotFound", err)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // Generation is a token that changes whenever anything is committed to the
@@ -21,7 +22,24 @@ import (
 // or another process — commits. PostgreSQL: the WAL insert position, which
 // every commit of the cluster moves (a commit elsewhere in a shared
 // cluster costs a re-read, never a stale answer).
+//
+// This process's own commits move it at once (a counter InTx bumps); the
+// database is asked at most once per GenerationLag, so that a server
+// answering thousands of checks a second does not queue them all on one
+// probe: another process's commit is seen within GenerationLag.
 func (s *Store) Generation(ctx context.Context) (string, error) {
+	probed, err := s.probe.get(ctx, s)
+	if probed == "" || err != nil {
+		return "", err
+	}
+	return strconv.FormatUint(s.commits.Load(), 10) + "/" + probed, nil
+}
+
+// GenerationLag is how long a probe of the database's generation is reused.
+var GenerationLag = time.Millisecond
+
+// ask reads the database's own generation.
+func (s *Store) ask(ctx context.Context, p *generationProbe) (string, error) {
 	if s.postgres {
 		var lsn string
 		if err := s.db.QueryRowContext(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
@@ -29,21 +47,38 @@ func (s *Store) Generation(ctx context.Context) (string, error) {
 		}
 		return lsn, nil
 	}
-	return s.probe.dataVersion(ctx, s.db.DB)
+	return p.dataVersion(ctx, s.db.DB)
+}
+
+// get returns the last probe if it is younger than GenerationLag, else
+// probes again.
+func (p *generationProbe) get(ctx context.Context, s *Store) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last != "" && time.Since(p.at) < GenerationLag {
+		return p.last, nil
+	}
+	g, err := s.ask(ctx, p)
+	p.last, p.at = g, time.Now()
+	if err != nil {
+		p.last = ""
+	}
+	return g, err
 }
 
 // generationProbe holds SQLite's data_version connection.
 type generationProbe struct {
 	mu   sync.Mutex
+	last string    // the last answer, "" when none may be reused
+	at   time.Time // when it was asked
 	conn *sql.Conn
 	// epoch counts the connections opened: data_version is a counter of
 	// one connection, so a new connection's value may repeat an old one's.
 	epoch int
 }
 
+// dataVersion is SQLite's; p.mu is held.
 func (p *generationProbe) dataVersion(ctx context.Context, db *sql.DB) (string, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.conn == nil {
 		c, err := db.Conn(ctx)
 		if err != nil {

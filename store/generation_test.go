@@ -9,7 +9,8 @@ import (
 )
 
 // The generation a long-lived reader keeps answers by must change with
-// every commit — its own pool's and another process's (a second Store on
+// every commit — its own pool's at once, another process's within
+// GenerationLag (a second Store on
 // the same database stands in for one) — and stay put while nothing is
 // committed, or nothing could be kept.
 func TestGenerationChangesWithEveryCommit(t *testing.T) {
@@ -36,11 +37,18 @@ func TestGenerationChangesWithEveryCommit(t *testing.T) {
 		if _, err := s.Projects(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if g := gen(); g != g0 {
+		// PostgreSQL's WAL position moves with any commit of the cluster
+		// (another database's, autovacuum's): only SQLite's must stay put.
+		if g := gen(); g != g0 && s.Driver() == "sqlite" {
 			t.Errorf("a read moved the generation %s -> %s", g0, g)
 		}
 		for i, writer := range []*Store{s, other, other, s} {
 			add(writer, fmt.Sprintf("p%d", i))
+			if writer == other {
+				// Another process's commit shows within GenerationLag;
+				// this one's at once.
+				time.Sleep(GenerationLag)
+			}
 			g := gen()
 			if g == g0 {
 				t.Errorf("commit %d did not move the generation from %s", i, g0)

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -32,6 +33,7 @@ type Store struct {
 	postgres bool
 	readOnly bool // see OpenReadOnly
 	probe    generationProbe
+	commits  atomic.Uint64 // commits through InTx (Generation)
 	// Host scopes rows that belong to one machine (projects, trees,
 	// settings) when several hosts share a PostgreSQL database.
 	Host string
@@ -128,7 +130,9 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 		tx.Rollback()
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	err = tx.Commit()
+	s.commits.Add(1) // even a failed commit: whether it took is unknown
+	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil

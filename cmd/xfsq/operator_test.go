@@ -212,7 +212,7 @@ func TestFilesRmDirectoriesAndTheSkeleton(t *testing.T) {
 		}
 		var res struct {
 			Path    string `json:"path"`
-			Entries int    `json:"entries"`
+			Entries int    `json:"removed_entries"`
 		}
 		s.json(&res, "files", "rm", "-r", "omni", skel+"/")
 		entries, err := os.ReadDir(filepath.Join(tree, skel))
@@ -302,7 +302,7 @@ func TestInitBackendChoice(t *testing.T) {
 	}
 	for _, cmd := range [][]string{{"project", "show", "omni"}, {"project", "check", "omni"}, {"project", "set", "omni", "--bytes-hard", "1g"}} {
 		s.json(&p, cmd...)
-		if p.Backend.Kind != "fallback" || len(p.Trees) != 2 || p.Trees[0].Backend != p.Backend {
+		if p.Backend.Kind != "fallback" || len(p.Trees) != 3 /* workspace, cache, scratch */ || p.Trees[0].Backend != p.Backend {
 			t.Errorf("%s --json: backend %+v, trees %+v", strings.Join(cmd, " "), p.Backend, p.Trees)
 		}
 	}
