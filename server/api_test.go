@@ -689,9 +689,18 @@ func TestClientStorage(t *testing.T) {
 			t.Errorf("project storage after a refresh: %v %+v", err, ps)
 		}
 
+		// A workspace over its soft limit with nothing old enough to go:
+		// the plan says it stays over.
+		one := uint64(1)
+		if _, err := op.SetLimits(ctx, "omni", "", client.Limits{BytesSoft: &one}); err != nil {
+			t.Fatal(err)
+		}
 		plan, err := op.PlanSweep(ctx, "omni")
 		if err != nil || plan.PlanID == "" || !plan.DryRun {
 			t.Fatalf("plan: %v %+v", err, plan)
+		}
+		if len(plan.OverSoft) != 1 || plan.OverSoft[0].Area != "workspace" || plan.OverSoft[0].SoftBytes != 1 {
+			t.Errorf("plan over the soft limit: %+v, want the workspace over it", plan.OverSoft)
 		}
 		res, err := op.ApplySweepPlan(ctx, "omni", plan.PlanID)
 		if err != nil || res.SweepID == "" || res.PlanID != plan.PlanID {

@@ -231,7 +231,6 @@ var contractUnseen = map[string]string{
 	"TreeStorage.stale":                "todo: as TreeStatus",
 	"LeftInPlace.*":                    "todo: a purge or delete that leaves a mount point, with its list",
 	"SweepSkip.*":                      "todo: a sweep that skips an entry, over HTTP",
-	"SweepOverSoft.*":                  "todo: a sweep that leaves an area over its soft limit, over HTTP",
 	"SweepDeleted.partial":             "todo: a sweep deletion that leaves part of an entry",
 }
 
