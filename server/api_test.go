@@ -245,7 +245,10 @@ func TestAPI(t *testing.T) {
 		if _, err := op.SetLimits(ctx, "omni", "cache", client.Limits{BytesSoft: &one, InodesSoft: &one}); err != nil {
 			t.Fatal(err)
 		}
-		if a, err := rd.Admission(ctx, "omni", false); err != nil || a.Decision != project.Warn || a.Trees[1].BytesGraceEnds == nil && a.Trees[0].BytesGraceEnds == nil {
+		if _, err := op.SetLimits(ctx, "omni", "", client.Limits{InodesSoft: &one}); err != nil {
+			t.Fatal(err)
+		}
+		if a, err := rd.Admission(ctx, "omni", false); err != nil || a.Decision != project.Warn || a.Trees[1].BytesGraceEnds == nil && a.Trees[0].BytesGraceEnds == nil || a.Trees[0].InodesGraceEnds == nil && a.Trees[1].InodesGraceEnds == nil {
 			t.Errorf("admission over a soft limit: %v %+v, want warn with its grace's end", err, a)
 		}
 		// A deny is an answer: 200 with decision deny, as project check says.
