@@ -629,7 +629,7 @@ func workspaceOf(p project.Project) project.TreeStatus {
 
 // TestAPIFileDeleteLeavesMount: a recursive delete never crosses a mount
 // inside the tree: it removes the rest, leaves the mount point and answers
-// 409 saying so.
+// 409 saying so; a purge leaves it too and lists it.
 func TestAPIFileDeleteLeavesMount(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(10<<20, "omni")
@@ -650,6 +650,20 @@ func TestAPIFileDeleteLeavesMount(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(dir, "gone.txt")); !os.IsNotExist(err) {
 			t.Errorf("the rest: %v, want it removed", err)
+		}
+		// A purge leaves the mount point too, and lists it with why.
+		res, err := ts.client(operatorToken).RemoveProject(context.Background(), "omni", project.RemoveOptions{Purge: true})
+		if err != nil || !res.Purged {
+			t.Fatalf("purge: %v %+v", err, res)
+		}
+		var left []string
+		for _, tr := range res.PurgedTrees {
+			for _, l := range tr.Left {
+				left = append(left, l.Path)
+			}
+		}
+		if len(left) != 1 || left[0] != "projects/omni/dir/mnt" {
+			t.Errorf("purge over a mount: left %v, want the mount point alone", left)
 		}
 	})
 }

@@ -228,7 +228,6 @@ var contractUnseen = map[string]string{
 	"TreeStorage.bytes_grace_ends_at":  "todo: as TreeStatus",
 	"TreeStorage.inodes_grace_ends_at": "todo: as TreeStatus",
 	"TreeStorage.stale":                "todo: as TreeStatus",
-	"LeftInPlace.*":                    "todo: a purge or delete that leaves a mount point, with its list",
 	"SweepSkip.*":                      "todo: a sweep that skips an entry, over HTTP",
 	"SweepDeleted.partial":             "todo: a sweep deletion that leaves part of an entry",
 }
