@@ -257,6 +257,9 @@ func TestAPI(t *testing.T) {
 		if err != nil || a.Decision != project.Warn || !bytesGrace || !inodesGrace {
 			t.Errorf("admission over soft limits: %v %+v, want warn with when each grace ends", err, a)
 		}
+		if ps, err := rd.ProjectStorage(ctx, "omni", 1); err != nil || len(ps.Trees) != len(a.Trees) {
+			t.Errorf("project storage over soft limits: %v %+v", err, ps)
+		}
 		// A deny is an answer: 200 with decision deny, as project check says.
 		zero := uint64(1)
 		if _, err := op.SetLimits(ctx, "other", "", client.Limits{BytesHard: &zero}); err != nil {
