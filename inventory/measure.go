@@ -23,6 +23,10 @@ type Usage struct {
 	// place. A removal credits the ledger with these, never more, so the
 	// ledger over-counts, never under-counts.
 	FreeBytes, FreeInodes uint64
+	// Settled is false when entries vanished or changed under the walk (a
+	// tenant renaming directories as it ran can hide one from every name
+	// it looked at), so that the figure may be low.
+	Settled bool
 }
 
 // measureOpts is a walk for totals only.
@@ -45,6 +49,16 @@ func Measure(path string) (Usage, error) {
 	return fromWalk(res), nil
 }
 
+// MeasureDir measures the directory at dir, refusing anything else (a
+// symlink included: Walk never follows one), as a tree's root is measured.
+func MeasureDir(dir string) (Usage, error) {
+	res, err := Walk(dir, measureOpts)
+	if err != nil {
+		return Usage{}, err
+	}
+	return fromWalk(res), nil
+}
+
 // MeasureFile measures the directory open as f; see WalkFile.
 func MeasureFile(f *os.File) (Usage, error) {
 	res, err := WalkFile(f, measureOpts)
@@ -56,7 +70,7 @@ func MeasureFile(f *os.File) (Usage, error) {
 
 // MeasureInfo measures a non-directory from its lstat.
 func MeasureInfo(fi os.FileInfo) Usage {
-	u := Usage{Bytes: uint64(fi.Size()), Inodes: 1, Newest: fi.ModTime().UTC()}
+	u := Usage{Bytes: uint64(fi.Size()), Inodes: 1, Newest: fi.ModTime().UTC(), Settled: true}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		u.FreeBytes, u.FreeInodes = u.Bytes, u.Inodes
@@ -73,7 +87,7 @@ func MeasureInfo(fi os.FileInfo) Usage {
 
 func fromWalk(res *Result) Usage {
 	r := res.Root
-	u := Usage{Bytes: r.SizeBytes, Inodes: r.Files + r.Dirs, Newest: r.Mtime, LastUse: r.LastUse}
+	u := Usage{Bytes: r.SizeBytes, Inodes: r.Files + r.Dirs, Newest: r.Mtime, LastUse: r.LastUse, Settled: res.Errors == 0}
 	u.FreeBytes = u.Bytes - min(u.Bytes, res.SharedBytes)
 	u.FreeInodes = u.Inodes - min(u.Inodes, res.SharedFiles)
 	return u

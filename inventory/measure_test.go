@@ -85,3 +85,28 @@ func link(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// MeasureDir is how a tree's root is measured: a directory, settled when
+// nothing moved under the walk; a file or a symlink in its place is refused,
+// never measured as the tree.
+func TestMeasureDirRefusesWhatIsNotADirectory(t *testing.T) {
+	dir := t.TempDir()
+	tree := filepath.Join(dir, "tree")
+	if err := os.MkdirAll(filepath.Join(tree, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "sub", "f"), make([]byte, 10000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u, err := MeasureDir(tree)
+	if err != nil || !u.Settled || u.Inodes != 3 || u.Bytes < 10000 {
+		t.Errorf("a tree: %+v %v, want settled, 3 inodes, the file's bytes", u, err)
+	}
+	os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644)
+	os.Symlink(tree, filepath.Join(dir, "link"))
+	for _, name := range []string{"file", "link"} {
+		if _, err := MeasureDir(filepath.Join(dir, name)); err == nil {
+			t.Errorf("MeasureDir of a %s measured it", name)
+		}
+	}
+}

@@ -124,12 +124,12 @@ func Walk(dir string) (quota.Usage, error) {
 // it ran can hide one from every name it looked at), so that its figure
 // may be low.
 func Measure(dir string) (u quota.Usage, settled bool, err error) {
-	res, err := inventory.Walk(dir, inventory.Options{Depth: 1, TopK: 1})
+	m, err := inventory.MeasureDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return quota.Usage{}, true, nil
 	}
 	if err != nil {
 		return quota.Usage{}, false, &quota.OpError{Op: "measure", Tree: dir, Err: err}
 	}
-	return quota.Usage{Bytes: res.Root.SizeBytes, Inodes: res.Root.Files + res.Root.Dirs}, res.Errors == 0, nil
+	return quota.Usage{Bytes: m.Bytes, Inodes: m.Inodes}, m.Settled, nil
 }
