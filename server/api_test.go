@@ -738,6 +738,16 @@ func TestClientStorage(t *testing.T) {
 		if res, err = op.SweepNow(ctx, "omni"); err != nil || res.SweepID == "" {
 			t.Errorf("sweep now: %v %+v", err, res)
 		}
+		// A project a run holds is skipped, with the run named.
+		if _, err := op.AcquireLease(ctx, "omni", "run-7", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if plan, err = op.PlanSweep(ctx, "omni"); err != nil || len(plan.Skipped) != 1 || !strings.Contains(plan.Skipped[0].Reason, "run-7") {
+			t.Errorf("plan of a leased project: %v %+v, want it skipped naming the run", err, plan)
+		}
+		if err := op.ReleaseLease(ctx, "omni", "run-7"); err != nil {
+			t.Fatal(err)
+		}
 
 		del, err := op.DeleteFile(ctx, "omni", "", "docs", true)
 		if err != nil || del.State != "done" || del.Entries != 2 {
