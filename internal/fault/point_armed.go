@@ -17,7 +17,8 @@ var hits atomic.Int64
 
 // Point kills this process with SIGKILL — no deferred cleanup, as in a power
 // cut or an OOM kill — when XFSQ_FAULT equals name, or, for "name#N", on
-// the Nth time the point is reached.
+// the Nth time the point is reached; with XFSQ_FAULT_ACTION=stop it stops
+// the process there instead (see ActionEnv).
 func Point(name string) {
 	want := os.Getenv(Env)
 	if want == "" {
@@ -28,6 +29,11 @@ func Point(name string) {
 		return
 	}
 	if n, err := strconv.Atoi(nth); err == nil && hits.Add(1) != int64(n) {
+		return
+	}
+	if os.Getenv(ActionEnv) == "stop" {
+		// Paused here until the test kills it (or continues it).
+		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 		return
 	}
 	syscall.Kill(os.Getpid(), syscall.SIGKILL)
