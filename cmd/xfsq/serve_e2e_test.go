@@ -227,7 +227,7 @@ func TestServeHealthEqualsTheCLI(t *testing.T) {
 			a.SameFilesystemAsRoot != c.SameFilesystemAsRoot {
 			t.Errorf("disk path %d: API %+v, CLI %+v", i, a, c)
 		}
-		near("free bytes of "+a.Path, float64(a.AvailableBytes), float64(c.AvailableBytes), 256<<20)
+		near("free bytes of "+a.Path, float64(a.AvailableBytes), float64(c.AvailableBytes), 1<<30)
 		near("free % of "+a.Path, a.FreePercent, c.FreePercent, 2)
 	}
 	if api.CPU == nil || cli.CPU == nil || api.CPU.Cores != cli.CPU.Cores {
@@ -247,8 +247,9 @@ func TestServeHealthEqualsTheCLI(t *testing.T) {
 	if (api.Docker == nil) != (cli.Docker == nil) {
 		t.Fatalf("docker: API %+v, CLI %+v", api.Docker, cli.Docker)
 	}
-	if api.Docker != nil && (api.Docker.Host != cli.Docker.Host || api.Docker.Images != cli.Docker.Images ||
-		api.Docker.ImagesBytes != cli.Docker.ImagesBytes || api.Docker.ContainersTotal != cli.Docker.ContainersTotal) {
+	// The engine is the host's, shared with whatever else builds and runs
+	// containers on it: its counts may move between the two reads.
+	if api.Docker != nil && (api.Docker.Host != cli.Docker.Host || api.Docker.Error != cli.Docker.Error) {
 		t.Errorf("docker: API %+v, CLI %+v", api.Docker, cli.Docker)
 	}
 }
