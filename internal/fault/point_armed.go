@@ -4,10 +4,13 @@ package fault
 
 import (
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Armed reports whether Point can kill: built with Tag.
@@ -32,8 +35,13 @@ func Point(name string) {
 		return
 	}
 	if os.Getenv(ActionEnv) == "stop" {
-		// Paused here until the test kills it (or continues it).
-		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		// Paused here until the test kills it (or continues it). The stop
+		// is sent to this thread: sent to the process, the kernel may hand
+		// it to another thread and this one run on past the point for a
+		// moment (long enough for an unlink) before the group stops.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		unix.Tgkill(os.Getpid(), unix.Gettid(), unix.SIGSTOP)
 		return
 	}
 	syscall.Kill(os.Getpid(), syscall.SIGKILL)
