@@ -80,8 +80,9 @@ func xfsQuotaBlocks(t *testing.T, mnt string) map[quota.ProjectID][3]uint64 {
 // The real `xfsq serve` on XFS, over HTTP: projects registered through the
 // API get kernel limits; once the kernel has stopped a write past one,
 // admission says deny and an upload gets 507 while the neighbour's upload
-// is taken; and each tree's usage and limits in the project detail are
-// xfs_quota's own figures for its project ID.
+// is taken; and each tree's usage and limits in the project detail (and
+// the overview's workspace and cache figures) are xfs_quota's own figures
+// for its project ID.
 func testXFSServe(t *testing.T, fs *kerneltest.FS) {
 	loopbackUp(t)
 	s := xfsSandbox(t, fs)
@@ -132,11 +133,20 @@ func testXFSServe(t *testing.T, fs *kerneltest.FS) {
 }
 
 // serveReportDiff compares every tree of omni and other in the project
-// detail with xfs_quota's report; "" when they agree.
+// detail, and their lines of the overview, with xfs_quota's report; ""
+// when they agree.
 func serveReportDiff(t *testing.T, c *client.Client, root string) string {
 	t.Helper()
 	kernel := xfsQuotaBlocks(t, root)
 	var diff strings.Builder
+	ov, err := c.Overview(context.Background(), false)
+	if err != nil {
+		t.Fatalf("overview: %v", err)
+	}
+	lines := map[string]project.ProjectOverview{}
+	for _, p := range ov.Projects {
+		lines[p.Project] = p
+	}
 	for _, name := range []string{"omni", "other"} {
 		d, err := c.ProjectStorage(context.Background(), name, 1)
 		if err != nil {
@@ -153,9 +163,23 @@ func serveReportDiff(t *testing.T, c *client.Client, root string) string {
 					name, tr.Area, tr.ProjectID, got, tr.Backend.Kind, k, ok)
 			}
 		}
-		for _, ws := range d.Trees {
-			if name == "omni" && ws.Area == project.AreaWorkspace && (ws.BytesHard != 10*mib || ws.UsedBytes < 9*mib) {
-				fmt.Fprintf(&diff, "omni's workspace: %+v, want 10 MiB hard and nearly full\n", ws.TreeStatus)
+		for _, tr := range d.Trees {
+			k := kernel[tr.ProjectID]
+			if name == "omni" && tr.Area == project.AreaWorkspace && (tr.BytesHard != 10*mib || tr.UsedBytes < 9*mib) {
+				fmt.Fprintf(&diff, "omni's workspace: %+v, want 10 MiB hard and nearly full\n", tr.TreeStatus)
+			}
+			// The overview's line of the project: its workspace and cache
+			// figures are the kernel's too.
+			line := lines[name]
+			switch tr.Area {
+			case project.AreaWorkspace:
+				if line.WorkspaceBytes != k[0] || line.QuotaBytes != k[2] {
+					fmt.Fprintf(&diff, "overview of %s: workspace %d bytes, quota %d; xfs_quota %v\n", name, line.WorkspaceBytes, line.QuotaBytes, k)
+				}
+			case project.AreaCache:
+				if line.CacheBytes != k[0] {
+					fmt.Fprintf(&diff, "overview of %s: cache %d bytes; xfs_quota %v\n", name, line.CacheBytes, k)
+				}
 			}
 		}
 	}
