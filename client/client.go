@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/project"
 )
@@ -78,6 +79,12 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return c.send(req, out)
+}
+
+// send sends req with the token and decodes the answer as Do does.
+func (c *Client) send(req *http.Request, out any) error {
+	method, path := req.Method, req.URL.Path
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
@@ -220,6 +227,112 @@ func (c *Client) Events(ctx context.Context, q EventQuery) (project.EventPage, e
 func (c *Client) Health(ctx context.Context) (health.Report, error) {
 	var r health.Report
 	err := c.Do(ctx, "GET", "/v1/system/health", nil, nil, &r)
+	return r, err
+}
+
+// Overview is the storage overview (GET /v1/workspace/storage); refresh
+// snapshots every tree first.
+func (c *Client) Overview(ctx context.Context, refresh bool) (project.Overview, error) {
+	var q url.Values
+	if refresh {
+		q = url.Values{"refresh": {"1"}}
+	}
+	var ov project.Overview
+	err := c.Do(ctx, "GET", "/v1/workspace/storage", q, nil, &ov)
+	return ov, err
+}
+
+// ProjectStorage is one project's detail: its trees with usage, limits and
+// the last snapshot to depth (0: the server's default).
+func (c *Client) ProjectStorage(ctx context.Context, name string, depth int) (project.ProjectStorage, error) {
+	var q url.Values
+	if depth > 0 {
+		q = url.Values{"depth": {fmt.Sprint(depth)}}
+	}
+	var d project.ProjectStorage
+	err := c.Do(ctx, "GET", projectPath(name), q, nil, &d)
+	return d, err
+}
+
+// Upload writes size bytes from body to path in a project's tree ("" area:
+// the workspace), as files put; size < 0 sends the body chunked. A refusal
+// is a *ProblemError (507 over the quota, 413 over max_file_bytes).
+func (c *Client) Upload(ctx context.Context, name, area, path string, body io.Reader, size int64) (files.PutResult, error) {
+	u := c.base + projectPath(name, "files") + "/" + escapePath(path)
+	if area != "" {
+		u += "?" + url.Values{"area": {area}}.Encode()
+	}
+	var res files.PutResult
+	req, err := http.NewRequestWithContext(ctx, "PUT", u, body)
+	if err != nil {
+		return res, err
+	}
+	req.ContentLength = size
+	if size == 0 {
+		req.Body = http.NoBody
+		req.Header.Set("Content-Length", "0")
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	err = c.send(req, &res)
+	return res, err
+}
+
+// escapePath escapes each segment of a slash-separated path.
+func escapePath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+// SweepPlan is a dry run's answer: the plan kept under PlanID.
+type SweepPlan struct {
+	PlanID       string    `json:"plan_id"`
+	Project      string    `json:"project"`
+	Areas        []string  `json:"areas"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	PlannedBytes uint64    `json:"planned_bytes"`
+	Entries      []struct {
+		Path      string `json:"path"`
+		Area      string `json:"area"`
+		SizeBytes uint64 `json:"size_bytes"`
+		Reason    string `json:"reason"`
+	} `json:"entries"`
+}
+
+// SweepResult is what a sweep deleted and left alone.
+type SweepResult struct {
+	SweepID    string `json:"sweep_id"`
+	PlanID     string `json:"plan_id"`
+	FreedBytes uint64 `json:"freed_bytes"`
+	Deleted    []struct {
+		Path       string `json:"path"`
+		FreedBytes uint64 `json:"freed_bytes"`
+		Reason     string `json:"reason"`
+	} `json:"deleted"`
+	Skipped []struct {
+		Path   string `json:"path"`
+		Reason string `json:"reason"`
+	} `json:"skipped"`
+	SettledPending int `json:"settled_pending"`
+}
+
+// PlanSweep makes a sweep plan of a project's areas (none: all) without deleting.
+func (c *Client) PlanSweep(ctx context.Context, name string, areas ...string) (SweepPlan, error) {
+	var p SweepPlan
+	body := map[string]any{"dry_run": true}
+	if len(areas) > 0 {
+		body["areas"] = areas
+	}
+	err := c.Do(ctx, "POST", projectPath(name, "sweep"), nil, body, &p)
+	return p, err
+}
+
+// ApplyPlan deletes exactly what the reviewed plan planID lists.
+func (c *Client) ApplyPlan(ctx context.Context, name, planID string) (SweepResult, error) {
+	var r SweepResult
+	err := c.Do(ctx, "POST", projectPath(name, "sweep"), nil, map[string]string{"plan_id": planID}, &r)
 	return r, err
 }
 

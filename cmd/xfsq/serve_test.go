@@ -41,7 +41,11 @@ type served struct {
 
 func (s *sandbox) serve(t *testing.T, tokenFile string, extra ...string) *served {
 	t.Helper()
-	args := append([]string{"--root", s.root, "serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--grace", "20s"}, extra...)
+	args := []string{"--root", s.root}
+	if s.db != "" {
+		args = append(args, "--db", s.db)
+	}
+	args = append(append(args, "serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--grace", "20s"), extra...)
 	cmd := exec.Command(os.Getenv(envBinary), args...)
 	cmd.Env = append(os.Environ(), s.env...)
 	stderr, err := cmd.StderrPipe()
