@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/project"
 )
@@ -60,26 +61,48 @@ func (e *ProblemError) Error() string {
 // is discarded); any other answer is a *ProblemError.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
 	var rd io.Reader
-	var header http.Header
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return err
 		}
 		rd = bytes.NewReader(b)
-		header = http.Header{"Content-Type": {"application/json"}}
 	}
-	resp, err := c.send(ctx, method, path, query, header, rd)
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return c.send(req, out)
+}
+
+// send sends req with the token and decodes the answer as Do does.
+func (c *Client) send(req *http.Request, out any) error {
+	method, path := req.Method, req.URL.Path
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return problemOf(resp.StatusCode, data)
+		p := &ProblemError{}
+		if json.Unmarshal(data, p) != nil || p.Status == 0 {
+			p = &ProblemError{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode), Detail: strings.TrimSpace(string(data))}
+		}
+		return p
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
@@ -88,39 +111,6 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 		return fmt.Errorf("%s %s: the answer is not the JSON expected: %w", method, path, err)
 	}
 	return nil
-}
-
-// maxAnswer bounds what the client reads of one answer.
-const maxAnswer = 64 << 20
-
-func (c *Client) send(ctx context.Context, method, path string, query url.Values, header http.Header, body io.Reader) (*http.Response, error) {
-	u := c.base + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return nil, err
-	}
-	for k, vs := range header {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	return c.http.Do(req)
-}
-
-// problemOf is an error answer as a *ProblemError; a body that is no
-// problem (a proxy's page) becomes its detail.
-func problemOf(status int, data []byte) *ProblemError {
-	p := &ProblemError{}
-	if json.Unmarshal(data, p) != nil || p.Status == 0 {
-		p = &ProblemError{Status: status, Title: http.StatusText(status), Detail: strings.TrimSpace(string(data))}
-	}
-	return p
 }
 
 const projects = "/v1/workspace/storage/projects/"
@@ -240,42 +230,135 @@ func (c *Client) Health(ctx context.Context) (health.Report, error) {
 	return r, err
 }
 
-// Healthz is nil when the server is alive.
-func (c *Client) Healthz(ctx context.Context) error {
-	return c.Do(ctx, "GET", "/healthz", nil, nil, nil)
+// Overview is the storage overview (GET /v1/workspace/storage); refresh
+// snapshots every tree first.
+func (c *Client) Overview(ctx context.Context, refresh bool) (project.Overview, error) {
+	var q url.Values
+	if refresh {
+		q = url.Values{"refresh": {"1"}}
+	}
+	var ov project.Overview
+	err := c.Do(ctx, "GET", "/v1/workspace/storage", q, nil, &ov)
+	return ov, err
 }
 
-// OpenAPI is the server's OpenAPI 3.1 description of its API (JSON).
-func (c *Client) OpenAPI(ctx context.Context) ([]byte, error) {
-	a, err := c.Raw(ctx, "GET", "/v1/openapi.json", nil, nil, nil)
-	return a.Body, err
+// ProjectStorage is one project's detail: its trees with usage, limits and
+// the last snapshot to depth (0: the server's default).
+func (c *Client) ProjectStorage(ctx context.Context, name string, depth int) (project.ProjectStorage, error) {
+	var q url.Values
+	if depth > 0 {
+		q = url.Values{"depth": {fmt.Sprint(depth)}}
+	}
+	var d project.ProjectStorage
+	err := c.Do(ctx, "GET", projectPath(name), q, nil, &d)
+	return d, err
 }
 
-// Answer is a 2xx or 3xx answer as it came: for those that are not JSON
-// (a file, the metrics) or whose status and headers matter (304).
-type Answer struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-// Raw sends a request with body as it is (nil: none) and the header
-// given, and returns a 2xx or 3xx answer unread by JSON; any other answer
-// is a *ProblemError.
-func (c *Client) Raw(ctx context.Context, method, path string, query url.Values, header http.Header, body io.Reader) (Answer, error) {
-	resp, err := c.send(ctx, method, path, query, header, body)
+// Upload writes size bytes from body to path in a project's tree ("" area:
+// the workspace), as files put; size < 0 sends the body chunked. A refusal
+// is a *ProblemError (507 over the quota, 413 over max_file_bytes).
+func (c *Client) Upload(ctx context.Context, name, area, path string, body io.Reader, size int64) (files.PutResult, error) {
+	u := c.base + projectPath(name, "files") + "/" + escapePath(path)
+	if area != "" {
+		u += "?" + url.Values{"area": {area}}.Encode()
+	}
+	var res files.PutResult
+	req, err := http.NewRequestWithContext(ctx, "PUT", u, body)
 	if err != nil {
-		return Answer{}, err
+		return res, err
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		return Answer{}, err
+	req.ContentLength = size
+	if size == 0 {
+		req.Body = http.NoBody
+		req.Header.Set("Content-Length", "0")
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 399 {
-		return Answer{}, problemOf(resp.StatusCode, data)
+	req.Header.Set("Content-Type", "application/octet-stream")
+	err = c.send(req, &res)
+	return res, err
+}
+
+// escapePath escapes each segment of a slash-separated path.
+func escapePath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
 	}
-	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: data}, nil
+	return strings.Join(segs, "/")
+}
+
+// SweepPlan is a dry run's answer: the plan kept under PlanID until
+// ExpiresAt, what applying it would delete, what it leaves and why.
+type SweepPlan struct {
+	PlanID       string    `json:"plan_id"`
+	Project      string    `json:"project"`
+	DryRun       bool      `json:"dry_run"`
+	Areas        []string  `json:"areas"`
+	MadeAt       time.Time `json:"made_at"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	PlannedBytes uint64    `json:"planned_bytes"`
+	Entries      []struct {
+		Path      string    `json:"path"`
+		Area      string    `json:"area"`
+		SizeBytes uint64    `json:"size_bytes"`
+		NewestAt  time.Time `json:"newest_at"`
+		Reason    string    `json:"reason"`
+		Policy    string    `json:"policy"`
+	} `json:"entries"`
+	Skipped  []SweepSkip     `json:"skipped"`
+	OverSoft []SweepOverSoft `json:"over_soft"`
+}
+
+// SweepSkip is an entry (or project) a sweep left alone, with why.
+type SweepSkip struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// SweepOverSoft is an area still over its soft limit.
+type SweepOverSoft struct {
+	Area      string `json:"area"`
+	UsedBytes uint64 `json:"used_bytes"`
+	SoftBytes uint64 `json:"soft_bytes"`
+}
+
+// SweepResult is what a sweep deleted and left alone.
+type SweepResult struct {
+	SweepID    string `json:"sweep_id"`
+	PlanID     string `json:"plan_id"`
+	Project    string `json:"project"`
+	DryRun     bool   `json:"dry_run"`
+	FreedBytes uint64 `json:"freed_bytes"`
+	Deleted    []struct {
+		Path         string `json:"path"`
+		FreedBytes   uint64 `json:"freed_bytes"`
+		Reason       string `json:"reason"`
+		Policy       string `json:"policy"`
+		RemovedFiles uint64 `json:"removed_files"`
+		Partial      bool   `json:"partial,omitempty"`
+	} `json:"deleted"`
+	Skipped         []SweepSkip     `json:"skipped"`
+	PerPolicy       map[string]int  `json:"per_policy"`
+	OverSoft        []SweepOverSoft `json:"over_soft"`
+	DurationSeconds float64         `json:"duration_seconds"`
+	SettledPending  int             `json:"settled_pending"`
+}
+
+// PlanSweep makes a sweep plan of a project's areas (none: all) without deleting.
+func (c *Client) PlanSweep(ctx context.Context, name string, areas ...string) (SweepPlan, error) {
+	var p SweepPlan
+	body := map[string]any{"dry_run": true}
+	if len(areas) > 0 {
+		body["areas"] = areas
+	}
+	err := c.Do(ctx, "POST", projectPath(name, "sweep"), nil, body, &p)
+	return p, err
+}
+
+// ApplyPlan deletes exactly what the reviewed plan planID lists.
+func (c *Client) ApplyPlan(ctx context.Context, name, planID string) (SweepResult, error) {
+	var r SweepResult
+	err := c.Do(ctx, "POST", projectPath(name, "sweep"), nil, map[string]string{"plan_id": planID}, &r)
+	return r, err
 }
 
 // Ready is nil when the server says it is ready, else its problem.

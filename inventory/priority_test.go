@@ -15,16 +15,11 @@ import (
 // threadPriority is the calling thread's I/O class and nice value.
 func threadPriority(t *testing.T) (class uintptr, nice int) {
 	t.Helper()
-	const ioprioWhoProcess = 1
-	prio, _, errno := unix.Syscall(unix.SYS_IOPRIO_GET, ioprioWhoProcess, uintptr(unix.Gettid()), 0)
-	if errno != 0 {
-		t.Fatal(errno)
-	}
-	p, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid())
+	c, n, err := ThreadPriority()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return prio >> 13, 20 - p // getpriority returns 20 - nice
+	return uintptr(c), n
 }
 
 // fn runs at idle I/O class and nice 10, the walk's workers too, and the

@@ -244,7 +244,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	var fs *xfs.FS
 	if choice == BackendFallback {
 		err = &quota.UnsupportedError{Path: root, Short: "chosen at init",
-			Reason: "xfsq init --backend fallback chose application-level quotas; the kernel enforces nothing",
+			Reason: "the root was initialised for application-level quotas (backend fallback); the kernel enforces nothing",
 			Fix:    "xfsq init --backend auto (or xfs) uses the kernel's XFS project quotas"}
 	} else {
 		fs, err = xfs.Open(root)
@@ -253,7 +253,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if choice == BackendXFS && errors.As(err, &unsupported) {
 		// Asked for by name: never a silent fallback.
 		return nil, errkind.WithHint(errkind.NotReady,
-			fmt.Errorf("the xfs backend is required here (xfsq init --backend xfs) but %s: %s", unsupported.Path, unsupported.Reason),
+			fmt.Errorf("the root was initialised for the xfs backend, but %s: %s", unsupported.Path, unsupported.Reason),
 			unsupported.Fix+"; or run xfsq init --backend fallback to accept application-level quotas")
 	}
 	switch {
@@ -349,7 +349,8 @@ func readBackendChoice(root string) (string, error) {
 	}
 	choice := strings.TrimSpace(string(data))
 	if err := ValidateBackend(choice); err != nil {
-		return "", fmt.Errorf("%s: %w; run xfsq init --backend auto|xfs|fallback again", filepath.Join(root, StateDir, backendFile), err)
+		return "", errkind.WithHint(errkind.NotReady, fmt.Errorf("%s: %w", filepath.Join(root, StateDir, backendFile), err),
+			"run xfsq init --backend auto|xfs|fallback again")
 	}
 	return choice, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -212,18 +213,13 @@ func TestPassCancelledStopsBetweenEntries(t *testing.T) {
 }
 
 // threadPriority is the calling thread's I/O class and nice value.
-func threadPriority(t *testing.T) (class, nice int) {
+func threadPriority(t *testing.T) (class int, nice int) {
 	t.Helper()
-	const ioprioWhoProcess = 1
-	prio, _, errno := unix.Syscall(unix.SYS_IOPRIO_GET, ioprioWhoProcess, uintptr(unix.Gettid()), 0)
-	if errno != 0 {
-		t.Fatal(errno)
-	}
-	p, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid())
+	c, n, err := inventory.ThreadPriority()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return int(prio >> 13), 20 - p // getpriority returns 20 - nice
+	return c, n
 }
 
 // A pass runs at background priority on threads of its own; the caller's

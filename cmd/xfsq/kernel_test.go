@@ -36,6 +36,7 @@ func TestKernel(t *testing.T) {
 		{Name: "ScratchRunStopsAtItsLimitWhileTheWorkspaceWrites", Run: testXFSScratch},
 		{Name: "SoftGraceIsTheKernelsGraceTimer", Run: testXFSSoftGrace},
 		{Name: "ProgressShowsTheShareOfTheKernelsInodes", Run: testXFSProgress},
+		{Name: "ServeOverHTTPDeniesAtTheLimitAndReportsAsXfsQuota", Run: testXFSServe},
 	})
 }
 

@@ -290,7 +290,7 @@ func TestInitBackendChoice(t *testing.T) {
 		Backend backendObject `json:"backend"`
 	}
 	s.json(&res, "init", "--backend", "fallback")
-	if res.Backend.Kind != "fallback" || res.Backend.Enforced || !strings.Contains(res.Backend.Reason, "--backend fallback") {
+	if res.Backend.Kind != "fallback" || res.Backend.Enforced || !strings.Contains(res.Backend.Reason, "(backend fallback)") {
 		t.Errorf("init --backend fallback: %+v", res.Backend)
 	}
 	s.ok("project", "add", "omni")
@@ -319,7 +319,7 @@ func TestInitBackendChoice(t *testing.T) {
 	}
 	// A root initialised for XFS never falls back without a word.
 	os.WriteFile(filepath.Join(s.root, ".xfsq/backend"), []byte("xfs\n"), 0o600)
-	if r := s.run("report"); r.code != 1 || !strings.Contains(r.stderr, "the xfs backend is required here") {
+	if r := s.run("report"); r.code != 1 || !strings.Contains(r.stderr, "initialised for the xfs backend") {
 		t.Errorf("report on a root recorded as xfs, not on XFS: exit %d %q", r.code, r.stderr)
 	}
 }

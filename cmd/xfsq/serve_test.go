@@ -41,7 +41,11 @@ type served struct {
 
 func (s *sandbox) serve(t *testing.T, tokenFile string, extra ...string) *served {
 	t.Helper()
-	args := append([]string{"--root", s.root, "serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--grace", "20s"}, extra...)
+	args := []string{"--root", s.root}
+	if s.db != "" {
+		args = append(args, "--db", s.db)
+	}
+	args = append(append(args, "serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--grace", "20s"), extra...)
 	cmd := exec.Command(os.Getenv(envBinary), args...)
 	cmd.Env = append(os.Environ(), s.env...)
 	stderr, err := cmd.StderrPipe()
@@ -155,10 +159,10 @@ func TestServeReloadAndShutdown(t *testing.T) {
 	if m, err := sv.client("").Metrics(ctx); err != nil || !strings.Contains(m, "xfsq_collector_success") {
 		t.Errorf("metrics of the binary: %v %.200q", err, m)
 	}
-	if ov, _, _, err := sv.client(first).Overview(ctx, false, ""); err != nil || len(ov.Projects) != 1 {
+	if ov, err := sv.client(first).Overview(ctx, false); err != nil || len(ov.Projects) != 1 {
 		t.Errorf("overview of the binary: %v %+v", err, ov)
 	}
-	if _, err := sv.client(first).PutFile(ctx, "omni", "", "a.txt", strings.NewReader("hi"), 2); err != nil {
+	if _, err := sv.client(first).Upload(ctx, "omni", "", "a.txt", strings.NewReader("hi"), 2); err != nil {
 		t.Errorf("upload to the binary: %v", err)
 	}
 	if spec, err := sv.client("").OpenAPI(ctx); err != nil || !strings.Contains(string(spec), `"openapi": "3.1.0"`) {

@@ -12,3 +12,8 @@ const Env = "XFSQ_FAULT"
 
 // Tag is the build tag that arms Point.
 const Tag = "xfsqfault"
+
+// ActionEnv, set to "stop", makes the point stop the process (SIGSTOP)
+// instead of killing it: the test sees it paused exactly there and kills
+// it from outside, as an operator's kill -9 or the OOM killer would.
+const ActionEnv = "XFSQ_FAULT_ACTION"

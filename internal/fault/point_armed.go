@@ -4,10 +4,13 @@ package fault
 
 import (
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Armed reports whether Point can kill: built with Tag.
@@ -17,7 +20,8 @@ var hits atomic.Int64
 
 // Point kills this process with SIGKILL — no deferred cleanup, as in a power
 // cut or an OOM kill — when XFSQ_FAULT equals name, or, for "name#N", on
-// the Nth time the point is reached.
+// the Nth time the point is reached; with XFSQ_FAULT_ACTION=stop it stops
+// the process there instead (see ActionEnv).
 func Point(name string) {
 	want := os.Getenv(Env)
 	if want == "" {
@@ -28,6 +32,16 @@ func Point(name string) {
 		return
 	}
 	if n, err := strconv.Atoi(nth); err == nil && hits.Add(1) != int64(n) {
+		return
+	}
+	if os.Getenv(ActionEnv) == "stop" {
+		// Paused here until the test kills it (or continues it). The stop
+		// is sent to this thread: sent to the process, the kernel may hand
+		// it to another thread and this one run on past the point for a
+		// moment (long enough for an unlink) before the group stops.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		unix.Tgkill(os.Getpid(), unix.Gettid(), unix.SIGSTOP)
 		return
 	}
 	syscall.Kill(os.Getpid(), syscall.SIGKILL)
