@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/xfsq/xfsq/errkind"
@@ -55,6 +55,31 @@ type Listing struct {
 	Area    string        `json:"area"`
 	Path    string        `json:"path"`
 	Entries []files.Entry `json:"entries"`
+	// NextAfter is set when more entries follow: ask again with
+	// ?after=NEXT_AFTER for the next page.
+	NextAfter string `json:"next_after,omitempty"`
+}
+
+// A listing answers at most maxListEntries entries (defaultListEntries
+// unless ?limit= asks otherwise), in pages by ?after=: a tenant controls
+// how many names its directories hold, and one request must not make the
+// server, shared by every project, hold millions of them.
+const (
+	defaultListEntries = 1000
+	maxListEntries     = 10000
+)
+
+// listLimit is the ?limit= of a listing.
+func listLimit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return defaultListEntries, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxListEntries {
+		return 0, errkind.New(errkind.Input, fmt.Errorf("query parameter limit=%q: use 1 to %d", v, maxListEntries))
+	}
+	return n, nil
 }
 
 // Get answers a directory with its listing (JSON) and a regular file with
@@ -69,14 +94,23 @@ func (a *filesAPI) Get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f == nil {
-		entries, err := l.List(r.Context(), name, area, p)
+		limit, err := listLimit(r)
 		if err != nil {
 			a.fail(w, r, err)
 			return
 		}
-		slices.SortFunc(entries, func(x, y files.Entry) int { return strings.Compare(x.Name, y.Name) })
+		after := r.URL.Query().Get("after")
+		entries, more, err := l.ListPage(r.Context(), name, area, p, after, limit)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
 		clean, _ := files.Clean(p)
-		writeJSON(w, http.StatusOK, Listing{Project: name, Area: areaName(area), Path: clean, Entries: entries})
+		out := Listing{Project: name, Area: areaName(area), Path: clean, Entries: entries}
+		if more && len(entries) > 0 {
+			out.NextAfter = entries[len(entries)-1].Name
+		}
+		writeJSON(w, http.StatusOK, out)
 		return
 	}
 	defer f.Close()

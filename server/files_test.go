@@ -374,3 +374,61 @@ func TestConcurrentUploadsStayWithinLimit(t *testing.T) {
 		t.Logf("%d created, %d refused, %d bytes on disk of a %d limit", created, refused, used, hard)
 	})
 }
+
+// TestFilesListingIsPaged: a tenant's directory of many names is answered
+// in pages (at most the default without ?limit=, next_after naming where
+// the next begins), each page sorted and the pages together every name
+// once; a limit past the maximum is refused.
+func TestFilesListingIsPaged(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(1<<20, "omni")
+		srv := storageTestServer(t, Caller{Name: "dash", Role: RoleReader}, filesRoutes(r))
+		dir := filepath.Join(r.Manager.Root, "projects/omni/many")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		const n = defaultListEntries + 5
+		// Made in descending order, so no page can come from the directory's order.
+		for i := n - 1; i >= 0; i-- {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%05d", i)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		list := func(query string) Listing {
+			t.Helper()
+			resp, body := do(t, http.MethodGet, filesURL(srv.URL, "omni", "many")+query, nil)
+			var l Listing
+			if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &l) != nil {
+				t.Fatalf("listing %s: %d %.300s", query, resp.StatusCode, body)
+			}
+			return l
+		}
+		if l := list(""); len(l.Entries) != defaultListEntries || l.NextAfter != fmt.Sprintf("f%05d", defaultListEntries-1) {
+			t.Errorf("a listing without ?limit=: %d entries, next_after %q; want %d and the last one", len(l.Entries), l.NextAfter, defaultListEntries)
+		}
+		var seen []string
+		for after, pages := "", 0; ; pages++ {
+			if pages > n {
+				t.Fatal("the pages never end")
+			}
+			l := list("?limit=300&after=" + after)
+			for _, e := range l.Entries {
+				seen = append(seen, e.Name)
+			}
+			if l.NextAfter == "" {
+				break
+			}
+			after = l.NextAfter
+		}
+		if len(seen) != n {
+			t.Fatalf("the pages listed %d names, want %d", len(seen), n)
+		}
+		for i, name := range seen {
+			if want := fmt.Sprintf("f%05d", i); name != want {
+				t.Fatalf("name %d of the pages is %q, want %q (sorted, each once)", i, name, want)
+			}
+		}
+		resp, body := do(t, http.MethodGet, filesURL(srv.URL, "omni", "many")+fmt.Sprintf("?limit=%d", maxListEntries+1), nil)
+		wantStatus(t, "a limit past the maximum", resp, body, http.StatusBadRequest)
+	})
+}
