@@ -3,8 +3,10 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 
@@ -114,6 +116,14 @@ func (a *filesAPI) Get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
+	serveOpened(w, r, f, e)
+}
+
+// serveOpened serves the file Open checked as it was then: its size and
+// mtime are the validators', so the content is cut at that size
+// (ServeContent would otherwise seek to the end and serve what a tenant
+// appended since under the old ETag, Content-Length and Content-Range).
+func serveOpened(w http.ResponseWriter, r *http.Request, f *os.File, e files.Entry) {
 	h := w.Header()
 	// Tenant bytes, served from the dashboard's origin: never rendered,
 	// never sniffed into HTML or script.
@@ -123,7 +133,7 @@ func (a *filesAPI) Get(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Disposition", ContentDisposition(e.Name))
 	// Another file at the name, or this one changed, is another validator.
 	h.Set("ETag", fmt.Sprintf(`"%x-%x-%x"`, e.Ino, e.Size, e.ModTime.UnixNano()))
-	http.ServeContent(w, r, "", e.ModTime, f)
+	http.ServeContent(w, r, "", e.ModTime, io.NewSectionReader(f, 0, e.Size))
 }
 
 // Put writes the body to the path: admitted first (a Content-Length over

@@ -8,14 +8,17 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/project"
 )
@@ -430,5 +433,46 @@ func TestFilesListingIsPaged(t *testing.T) {
 		}
 		resp, body := do(t, http.MethodGet, filesURL(srv.URL, "omni", "many")+fmt.Sprintf("?limit=%d", maxListEntries+1), nil)
 		wantStatus(t, "a limit past the maximum", resp, body, http.StatusBadRequest)
+	})
+}
+
+// TestFilesDownloadOfAGrowingFile: what a tenant appends after the file
+// was opened is not served under the validators of the size it had then:
+// the body, Content-Length and Content-Range stop at that size.
+func TestFilesDownloadOfAGrowingFile(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(1<<20, "omni")
+		p := filepath.Join(r.Manager.Root, "projects/omni/grow")
+		if err := os.WriteFile(p, []byte("0123456789"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l := &files.Layer{M: r.Manager}
+		for _, tc := range []struct{ rng, body, contentRange string }{
+			{"", "0123456789", ""},
+			{"bytes=5-", "56789", "bytes 5-9/10"},
+		} {
+			f, e, err := l.Open(context.Background(), "omni", "", "grow")
+			if err != nil {
+				t.Fatal(err)
+			}
+			app, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			app.WriteString("APPENDED")
+			app.Close()
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			if tc.rng != "" {
+				req.Header.Set("Range", tc.rng)
+			}
+			rec := httptest.NewRecorder()
+			serveOpened(rec, req, f, e)
+			f.Close()
+			if got := rec.Body.String(); got != tc.body || rec.Header().Get("Content-Length") != strconv.Itoa(len(tc.body)) ||
+				rec.Header().Get("Content-Range") != tc.contentRange {
+				t.Errorf("Range %q after an append: %q %v, want %q (the size the ETag names)", tc.rng, got, rec.Header(), tc.body)
+			}
+			os.WriteFile(p, []byte("0123456789"), 0o644)
+		}
 	})
 }
