@@ -58,9 +58,9 @@ func TestFilesRoundTrip(t *testing.T) {
 		resp, body := put(t, u, "hello world")
 		wantStatus(t, "upload a new file", resp, body, http.StatusCreated)
 		var res struct {
-			Path     string
-			Bytes    uint64
-			Replaced bool
+			Path     string `json:"path"`
+			Bytes    uint64 `json:"written_bytes"`
+			Replaced bool   `json:"replaced"`
 		}
 		if json.Unmarshal([]byte(body), &res) != nil || res.Path != "projects/omni/uploads/notes.txt" || res.Bytes != 11 || res.Replaced {
 			t.Errorf("upload answer: %s", body)
@@ -119,7 +119,7 @@ func TestFilesRoundTrip(t *testing.T) {
 		resp, body = do(t, http.MethodDelete, filesURL(srv.URL, "omni", "uploads")+"?recursive=1", nil)
 		wantStatus(t, "delete a directory with ?recursive=1", resp, body, http.StatusOK)
 		// uploads/ is the tree's skeleton: emptied, never removed.
-		if !strings.Contains(body, `"state":"done"`) || !strings.Contains(body, `"entries":1`) {
+		if !strings.Contains(body, `"state":"done"`) || !strings.Contains(body, `"removed_entries":1`) {
 			t.Errorf("delete answer: %s", body)
 		}
 		if fi, err := os.Stat(filepath.Join(r.Manager.Root, "projects/omni/uploads")); err != nil || !fi.IsDir() {
