@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -57,19 +58,31 @@ type Listing struct {
 	Area    string        `json:"area"`
 	Path    string        `json:"path"`
 	Entries []files.Entry `json:"entries"`
-	// NextAfter is set when more entries follow: ask again with
-	// ?after=NEXT_AFTER for the next page.
-	NextAfter string `json:"next_after,omitempty"`
+	// NextCursor is set when more entries follow: ask again with
+	// ?cursor=NEXT_CURSOR for the next page. It is the page's last name,
+	// base64url-encoded: a name need not be UTF-8, and JSON would turn its
+	// bytes into U+FFFD, a name that sorts elsewhere (a tenant's page of
+	// such names would then come back for ever).
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // A listing answers at most maxListEntries entries (defaultListEntries
-// unless ?limit= asks otherwise), in pages by ?after=: a tenant controls
+// unless ?limit= asks otherwise), in pages by ?cursor=: a tenant controls
 // how many names its directories hold, and one request must not make the
 // server, shared by every project, hold millions of them.
 const (
 	defaultListEntries = 1000
 	maxListEntries     = 10000
 )
+
+// listCursor is the name a listing's ?cursor= says to start after.
+func listCursor(r *http.Request) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(r.URL.Query().Get("cursor"))
+	if err != nil {
+		return "", errkind.New(errkind.Input, errors.New("query parameter cursor is not one a listing gave: use its next_cursor as is"))
+	}
+	return string(b), nil
+}
 
 // listLimit is the ?limit= of a listing.
 func listLimit(r *http.Request) (int, error) {
@@ -101,7 +114,11 @@ func (a *filesAPI) Get(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, r, err)
 			return
 		}
-		after := r.URL.Query().Get("after")
+		after, err := listCursor(r)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
 		entries, more, err := l.ListPage(r.Context(), name, area, p, after, limit)
 		if err != nil {
 			a.fail(w, r, err)
@@ -110,7 +127,7 @@ func (a *filesAPI) Get(w http.ResponseWriter, r *http.Request) {
 		clean, _ := files.Clean(p)
 		out := Listing{Project: name, Area: areaName(area), Path: clean, Entries: entries}
 		if more && len(entries) > 0 {
-			out.NextAfter = entries[len(entries)-1].Name
+			out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(entries[len(entries)-1].Name))
 		}
 		writeJSON(w, http.StatusOK, out)
 		return

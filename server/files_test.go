@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -379,9 +380,10 @@ func TestConcurrentUploadsStayWithinLimit(t *testing.T) {
 }
 
 // TestFilesListingIsPaged: a tenant's directory of many names is answered
-// in pages (at most the default without ?limit=, next_after naming where
+// in pages (at most the default without ?limit=, next_cursor saying where
 // the next begins), each page sorted and the pages together every name
-// once; a limit past the maximum is refused.
+// once, names that are not UTF-8 included; a limit past the maximum and a
+// made-up cursor are refused.
 func TestFilesListingIsPaged(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(1<<20, "omni")
@@ -390,10 +392,16 @@ func TestFilesListingIsPaged(t *testing.T) {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		const n = defaultListEntries + 5
+		var want []string
+		for i := range defaultListEntries + 5 {
+			want = append(want, fmt.Sprintf("f%05d", i))
+		}
+		// Not UTF-8: as JSON, "\xf0…" and "\xff" would both be U+FFFD
+		// (0xef…), which sorts before them.
+		want = append(want, "x\xf0a", "x\xf0b", "x\xfe", "x\xff")
 		// Made in descending order, so no page can come from the directory's order.
-		for i := n - 1; i >= 0; i-- {
-			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%05d", i)), nil, 0o644); err != nil {
+		for _, name := range slices.Backward(want) {
+			if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -406,33 +414,45 @@ func TestFilesListingIsPaged(t *testing.T) {
 			}
 			return l
 		}
-		if l := list(""); len(l.Entries) != defaultListEntries || l.NextAfter != fmt.Sprintf("f%05d", defaultListEntries-1) {
-			t.Errorf("a listing without ?limit=: %d entries, next_after %q; want %d and the last one", len(l.Entries), l.NextAfter, defaultListEntries)
+		if l := list(""); len(l.Entries) != defaultListEntries || l.NextCursor == "" || l.Entries[len(l.Entries)-1].Name != want[defaultListEntries-1] {
+			t.Errorf("a listing without ?limit=: %d entries, next_cursor %q; want the first %d and a cursor", len(l.Entries), l.NextCursor, defaultListEntries)
 		}
-		var seen []string
-		for after, pages := "", 0; ; pages++ {
-			if pages > n {
+		var seen int
+		for cursor, pages := "", 0; ; pages++ {
+			if pages > len(want) {
 				t.Fatal("the pages never end")
 			}
-			l := list("?limit=300&after=" + after)
-			for _, e := range l.Entries {
-				seen = append(seen, e.Name)
-			}
-			if l.NextAfter == "" {
+			l := list("?limit=2&cursor=" + cursor)
+			seen += len(l.Entries)
+			if l.NextCursor == "" {
 				break
 			}
-			after = l.NextAfter
+			cursor = l.NextCursor
 		}
-		if len(seen) != n {
-			t.Fatalf("the pages listed %d names, want %d", len(seen), n)
+		// The names themselves: the raw bytes come back only through the cursor.
+		var names []string
+		for cursor := ""; ; {
+			l := list("?limit=300&cursor=" + cursor)
+			for _, e := range l.Entries {
+				names = append(names, e.Name)
+			}
+			if l.NextCursor == "" {
+				break
+			}
+			cursor = l.NextCursor
 		}
-		for i, name := range seen {
-			if want := fmt.Sprintf("f%05d", i); name != want {
-				t.Fatalf("name %d of the pages is %q, want %q (sorted, each once)", i, name, want)
+		if seen != len(want) || len(names) != len(want) {
+			t.Fatalf("the pages listed %d and %d names, want %d, each once", seen, len(names), len(want))
+		}
+		for i, name := range names[:defaultListEntries+5] {
+			if name != want[i] {
+				t.Fatalf("name %d of the pages is %q, want %q (sorted)", i, name, want[i])
 			}
 		}
-		resp, body := do(t, http.MethodGet, filesURL(srv.URL, "omni", "many")+fmt.Sprintf("?limit=%d", maxListEntries+1), nil)
-		wantStatus(t, "a limit past the maximum", resp, body, http.StatusBadRequest)
+		for _, q := range []string{fmt.Sprintf("?limit=%d", maxListEntries+1), "?cursor=not*base64"} {
+			resp, body := do(t, http.MethodGet, filesURL(srv.URL, "omni", "many")+q, nil)
+			wantStatus(t, "listing "+q, resp, body, http.StatusBadRequest)
+		}
 	})
 }
 
