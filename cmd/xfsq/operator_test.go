@@ -212,7 +212,7 @@ func TestFilesRmDirectoriesAndTheSkeleton(t *testing.T) {
 		}
 		var res struct {
 			Path    string `json:"path"`
-			Entries int    `json:"entries"`
+			Entries int    `json:"removed_entries"`
 		}
 		s.json(&res, "files", "rm", "-r", "omni", skel+"/")
 		entries, err := os.ReadDir(filepath.Join(tree, skel))
