@@ -15,6 +15,7 @@
 package files
 
 import (
+	"container/heap"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -138,13 +139,23 @@ type Entry struct {
 
 // List lists a directory of a tree.
 func (l *Layer) List(ctx context.Context, name, area, p string) ([]Entry, error) {
-	p, err := Clean(p)
+	entries, _, err := l.ListPage(ctx, name, area, p, "", 0)
+	return entries, err
+}
+
+// ListPage lists at most limit entries of a directory (0: all), the first
+// by name after the name after, sorted by name; more says whether names
+// follow. Only the page is held and stat'ed, never the whole directory: a
+// tenant's directory of millions of long names must not make a shared
+// server hold them all, once per concurrent request.
+func (l *Layer) ListPage(ctx context.Context, name, area, p, after string, limit int) (entries []Entry, more bool, err error) {
+	p, err = Clean(p)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	t, err := l.open(ctx, name, area)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer t.Close()
 	// O_DIRECTORY: a device, FIFO or socket named here is refused by the
@@ -155,23 +166,23 @@ func (l *Layer) List(ctx context.Context, name, area, p string) ([]Entry, error)
 		// lstat alone (nothing is opened: it may be a FIFO or a device).
 		fi, lerr := t.root.Lstat(p)
 		if lerr != nil {
-			return nil, pathErr(p, lerr)
+			return nil, false, pathErr(p, lerr)
 		}
 		if fi.IsDir() {
-			return nil, pathErr(p, err) // replaced meanwhile
+			return nil, false, pathErr(p, err) // replaced meanwhile
 		}
-		return []Entry{entryOf(path.Base(p), fi)}, nil
+		return []Entry{entryOf(path.Base(p), fi)}, false, nil
 	}
 	if err != nil {
-		return nil, pathErr(p, err)
+		return nil, false, pathErr(p, err)
 	}
 	defer f.Close()
 	if t.dir.OtherMountFd(int(f.Fd())) {
-		return nil, otherMount(p)
+		return nil, false, otherMount(p)
 	}
-	names, err := f.Readdirnames(-1)
+	names, more, err := pageNames(f, after, limit)
 	if err != nil {
-		return nil, pathErr(p, err)
+		return nil, false, pathErr(p, err)
 	}
 	out := make([]Entry, 0, len(names))
 	for _, n := range names {
@@ -186,7 +197,53 @@ func (l *Layer) List(ctx context.Context, name, area, p string) ([]Entry, error)
 		}
 		out = append(out, entryOf(n, fi))
 	}
-	return out, nil
+	return out, more, nil
+}
+
+// pageNames reads a directory in batches and keeps only the limit smallest
+// names after after (all names when limit is 0), sorted; more says whether
+// other names after after were left out. The kept names are a max-heap, so
+// a directory of n names costs n log limit whatever order it reads in.
+func pageNames(f *os.File, after string, limit int) (names []string, more bool, err error) {
+	h := &maxHeap{}
+	for {
+		batch, err := f.Readdirnames(1024)
+		for _, n := range batch {
+			switch {
+			case n <= after:
+			case limit == 0 || h.Len() < limit:
+				heap.Push(h, n)
+			case n < (*h)[0]:
+				more = true
+				(*h)[0] = n
+				heap.Fix(h, 0)
+			default:
+				more = true
+			}
+		}
+		if errors.Is(err, io.EOF) || (err == nil && len(batch) == 0) {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	slices.Sort(*h)
+	return *h, more, nil
+}
+
+// maxHeap is a heap of names, the largest on top (container/heap).
+type maxHeap []string
+
+func (h maxHeap) Len() int           { return len(h) }
+func (h maxHeap) Less(i, j int) bool { return h[i] > h[j] }
+func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *maxHeap) Push(x any)        { *h = append(*h, x.(string)) }
+func (h *maxHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // entryOf is the listing of one name from its lstat.

@@ -545,13 +545,15 @@ func TestCleanNewRefusesControlCharacters(t *testing.T) {
 		{"a/b.txt", true}, {"ünï code.txt", true}, {"a b", true},
 		{"evil\nname", false}, {"dir\r/x", false}, {"\x1b[2Kx", false}, {"tab\tname", false},
 		{"del\x7f", false}, {"c1\u0085x", false}, {"a/\x01/b", false},
+		// Not UTF-8 (a raw C1 CSI, a lone 0xff), a bidi override, a zero-width space, a line separator.
+		{"c\x9b2J", false}, {"bad\xff", false}, {"inv\u202etxt.exe", false}, {"zero\u200bwidth", false}, {"ls\u2028x", false},
 	}
 	for _, c := range cases {
 		_, err := CleanNew(c.in)
 		var pe *PathError
 		if !c.ok {
-			if perr := s.put("omni", c.in, []byte("x"), true); perr == nil || !strings.Contains(perr.Error(), "control character") {
-				t.Errorf("put %q: %v; want it refused for its control character", c.in, perr)
+			if perr := s.put("omni", c.in, []byte("x"), true); perr == nil || !strings.Contains(perr.Error(), "new names take printable UTF-8 characters only") {
+				t.Errorf("put %q: %v; want it refused for what it holds", c.in, perr)
 			}
 		}
 		if (err == nil) != c.ok || (err != nil && !errors.As(err, &pe)) {

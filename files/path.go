@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/project"
@@ -65,16 +66,27 @@ func Clean(p string) (string, error) {
 }
 
 // CleanNew is Clean for a path a write may create. It also refuses control
-// characters (newlines, escapes, C1 codes): a name holding them forges lines
-// in listings, the journal and every operator's terminal. Existing names are
-// not refused by Clean, so such a file can still be read and removed.
+// characters (newlines, escapes, C1 codes), format characters (a bidi
+// override makes "x\u202etxt.exe" read as "xexe.txt"), line separators and
+// bytes that are not UTF-8 (a raw 0x9b is CSI to an 8-bit terminal, and
+// JSON can carry such a name only as U+FFFD): a name holding them forges
+// lines or names in listings, the journal and every operator's terminal.
+// Existing names are not refused by Clean, so such a file can still be
+// read and removed.
 func CleanNew(p string) (string, error) {
 	c, err := Clean(p)
 	if err != nil {
 		return c, err
 	}
+	if !utf8.ValidString(p) {
+		return "", &PathError{Path: p, Reason: "it is not UTF-8; new names take printable UTF-8 characters only"}
+	}
 	if i := strings.IndexFunc(p, unicode.IsControl); i >= 0 {
-		return "", &PathError{Path: p, Reason: fmt.Sprintf("it contains the control character %U; new names take printable characters only", []rune(p[i:])[0])}
+		return "", &PathError{Path: p, Reason: fmt.Sprintf("it contains the control character %U; new names take printable UTF-8 characters only", []rune(p[i:])[0])}
+	}
+	invisible := func(r rune) bool { return unicode.Is(unicode.Cf, r) || r == 0x2028 || r == 0x2029 }
+	if i := strings.IndexFunc(p, invisible); i >= 0 {
+		return "", &PathError{Path: p, Reason: fmt.Sprintf("it contains the format character %U; new names take printable UTF-8 characters only", []rune(p[i:])[0])}
 	}
 	return c, nil
 }

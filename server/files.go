@@ -1,11 +1,14 @@
 package server
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
-	"slices"
+	"os"
+	"strconv"
 	"strings"
 
 	"github.com/xfsq/xfsq/errkind"
@@ -55,6 +58,43 @@ type Listing struct {
 	Area    string        `json:"area"`
 	Path    string        `json:"path"`
 	Entries []files.Entry `json:"entries"`
+	// NextCursor is set when more entries follow: ask again with
+	// ?cursor=NEXT_CURSOR for the next page. It is the page's last name,
+	// base64url-encoded: a name need not be UTF-8, and JSON would turn its
+	// bytes into U+FFFD, a name that sorts elsewhere (a tenant's page of
+	// such names would then come back for ever).
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// A listing answers at most maxListEntries entries (defaultListEntries
+// unless ?limit= asks otherwise), in pages by ?cursor=: a tenant controls
+// how many names its directories hold, and one request must not make the
+// server, shared by every project, hold millions of them.
+const (
+	defaultListEntries = 1000
+	maxListEntries     = 10000
+)
+
+// listCursor is the name a listing's ?cursor= says to start after.
+func listCursor(r *http.Request) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(r.URL.Query().Get("cursor"))
+	if err != nil {
+		return "", errkind.New(errkind.Input, errors.New("query parameter cursor is not one a listing gave: use its next_cursor as is"))
+	}
+	return string(b), nil
+}
+
+// listLimit is the ?limit= of a listing.
+func listLimit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return defaultListEntries, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxListEntries {
+		return 0, errkind.New(errkind.Input, fmt.Errorf("query parameter limit=%q: use 1 to %d", v, maxListEntries))
+	}
+	return n, nil
 }
 
 // Get answers a directory with its listing (JSON) and a regular file with
@@ -69,17 +109,38 @@ func (a *filesAPI) Get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f == nil {
-		entries, err := l.List(r.Context(), name, area, p)
+		limit, err := listLimit(r)
 		if err != nil {
 			a.fail(w, r, err)
 			return
 		}
-		slices.SortFunc(entries, func(x, y files.Entry) int { return strings.Compare(x.Name, y.Name) })
+		after, err := listCursor(r)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		entries, more, err := l.ListPage(r.Context(), name, area, p, after, limit)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
 		clean, _ := files.Clean(p)
-		writeJSON(w, http.StatusOK, Listing{Project: name, Area: areaName(area), Path: clean, Entries: entries})
+		out := Listing{Project: name, Area: areaName(area), Path: clean, Entries: entries}
+		if more && len(entries) > 0 {
+			out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(entries[len(entries)-1].Name))
+		}
+		writeJSON(w, http.StatusOK, out)
 		return
 	}
 	defer f.Close()
+	serveOpened(w, r, f, e)
+}
+
+// serveOpened serves the file Open checked as it was then: its size and
+// mtime are the validators', so the content is cut at that size
+// (ServeContent would otherwise seek to the end and serve what a tenant
+// appended since under the old ETag, Content-Length and Content-Range).
+func serveOpened(w http.ResponseWriter, r *http.Request, f *os.File, e files.Entry) {
 	h := w.Header()
 	// Tenant bytes, served from the dashboard's origin: never rendered,
 	// never sniffed into HTML or script.
@@ -89,7 +150,7 @@ func (a *filesAPI) Get(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Disposition", ContentDisposition(e.Name))
 	// Another file at the name, or this one changed, is another validator.
 	h.Set("ETag", fmt.Sprintf(`"%x-%x-%x"`, e.Ino, e.Size, e.ModTime.UnixNano()))
-	http.ServeContent(w, r, "", e.ModTime, f)
+	http.ServeContent(w, r, "", e.ModTime, io.NewSectionReader(f, 0, e.Size))
 }
 
 // Put writes the body to the path: admitted first (a Content-Length over

@@ -8,14 +8,18 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/project"
 )
@@ -55,9 +59,9 @@ func TestFilesRoundTrip(t *testing.T) {
 		resp, body := put(t, u, "hello world")
 		wantStatus(t, "upload a new file", resp, body, http.StatusCreated)
 		var res struct {
-			Path     string
+			Path     string `json:"path"`
 			Bytes    uint64 `json:"written_bytes"`
-			Replaced bool
+			Replaced bool   `json:"replaced"`
 		}
 		if json.Unmarshal([]byte(body), &res) != nil || res.Path != "projects/omni/uploads/notes.txt" || res.Bytes != 11 || res.Replaced {
 			t.Errorf("upload answer: %s", body)
@@ -372,5 +376,123 @@ func TestConcurrentUploadsStayWithinLimit(t *testing.T) {
 			t.Errorf("%d created, %d refused, %d bytes on disk of %d", created, refused, used, hard)
 		}
 		t.Logf("%d created, %d refused, %d bytes on disk of a %d limit", created, refused, used, hard)
+	})
+}
+
+// TestFilesListingIsPaged: a tenant's directory of many names is answered
+// in pages (at most the default without ?limit=, next_cursor saying where
+// the next begins), each page sorted and the pages together every name
+// once, names that are not UTF-8 included; a limit past the maximum and a
+// made-up cursor are refused.
+func TestFilesListingIsPaged(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(1<<20, "omni")
+		srv := storageTestServer(t, Caller{Name: "dash", Role: RoleReader}, filesRoutes(r))
+		dir := filepath.Join(r.Manager.Root, "projects/omni/many")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for i := range defaultListEntries + 5 {
+			want = append(want, fmt.Sprintf("f%05d", i))
+		}
+		// Not UTF-8: as JSON, "\xf0…" and "\xff" would both be U+FFFD
+		// (0xef…), which sorts before them.
+		want = append(want, "x\xf0a", "x\xf0b", "x\xfe", "x\xff")
+		// Made in descending order, so no page can come from the directory's order.
+		for _, name := range slices.Backward(want) {
+			if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		list := func(query string) Listing {
+			t.Helper()
+			resp, body := do(t, http.MethodGet, filesURL(srv.URL, "omni", "many")+query, nil)
+			var l Listing
+			if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &l) != nil {
+				t.Fatalf("listing %s: %d %.300s", query, resp.StatusCode, body)
+			}
+			return l
+		}
+		if l := list(""); len(l.Entries) != defaultListEntries || l.NextCursor == "" || l.Entries[len(l.Entries)-1].Name != want[defaultListEntries-1] {
+			t.Errorf("a listing without ?limit=: %d entries, next_cursor %q; want the first %d and a cursor", len(l.Entries), l.NextCursor, defaultListEntries)
+		}
+		var seen int
+		for cursor, pages := "", 0; ; pages++ {
+			if pages > len(want) {
+				t.Fatal("the pages never end")
+			}
+			l := list("?limit=2&cursor=" + cursor)
+			seen += len(l.Entries)
+			if l.NextCursor == "" {
+				break
+			}
+			cursor = l.NextCursor
+		}
+		// The names themselves: the raw bytes come back only through the cursor.
+		var names []string
+		for cursor := ""; ; {
+			l := list("?limit=300&cursor=" + cursor)
+			for _, e := range l.Entries {
+				names = append(names, e.Name)
+			}
+			if l.NextCursor == "" {
+				break
+			}
+			cursor = l.NextCursor
+		}
+		if seen != len(want) || len(names) != len(want) {
+			t.Fatalf("the pages listed %d and %d names, want %d, each once", seen, len(names), len(want))
+		}
+		for i, name := range names[:defaultListEntries+5] {
+			if name != want[i] {
+				t.Fatalf("name %d of the pages is %q, want %q (sorted)", i, name, want[i])
+			}
+		}
+		for _, q := range []string{fmt.Sprintf("?limit=%d", maxListEntries+1), "?cursor=not*base64"} {
+			resp, body := do(t, http.MethodGet, filesURL(srv.URL, "omni", "many")+q, nil)
+			wantStatus(t, "listing "+q, resp, body, http.StatusBadRequest)
+		}
+	})
+}
+
+// TestFilesDownloadOfAGrowingFile: what a tenant appends after the file
+// was opened is not served under the validators of the size it had then:
+// the body, Content-Length and Content-Range stop at that size.
+func TestFilesDownloadOfAGrowingFile(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(1<<20, "omni")
+		p := filepath.Join(r.Manager.Root, "projects/omni/grow")
+		if err := os.WriteFile(p, []byte("0123456789"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l := &files.Layer{M: r.Manager}
+		for _, tc := range []struct{ rng, body, contentRange string }{
+			{"", "0123456789", ""},
+			{"bytes=5-", "56789", "bytes 5-9/10"},
+		} {
+			f, e, err := l.Open(context.Background(), "omni", "", "grow")
+			if err != nil {
+				t.Fatal(err)
+			}
+			app, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			app.WriteString("APPENDED")
+			app.Close()
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			if tc.rng != "" {
+				req.Header.Set("Range", tc.rng)
+			}
+			rec := httptest.NewRecorder()
+			serveOpened(rec, req, f, e)
+			f.Close()
+			if got := rec.Body.String(); got != tc.body || rec.Header().Get("Content-Length") != strconv.Itoa(len(tc.body)) ||
+				rec.Header().Get("Content-Range") != tc.contentRange {
+				t.Errorf("Range %q after an append: %q %v, want %q (the size the ETag names)", tc.rng, got, rec.Header(), tc.body)
+			}
+			os.WriteFile(p, []byte("0123456789"), 0o644)
+		}
 	})
 }

@@ -120,7 +120,7 @@ func ParseTokens(r io.Reader, source string) (*TokenSet, error) {
 			}
 			copy(t.hash[:], b)
 		default:
-			if len(secret) < 16 {
+			if len(secret) < minTokenLen {
 				return nil, bad(line, "the token is shorter than 16 characters: use a long random one (e.g. openssl rand -hex 32)")
 			}
 			t.hash = sha256.Sum256([]byte(secret))
@@ -130,7 +130,7 @@ func ParseTokens(r io.Reader, source string) (*TokenSet, error) {
 		}
 		lineOf[t.hash] = line
 		if !tokenNamePattern.MatchString(name) {
-			return nil, bad(line, "name %q is invalid: use 1-64 characters of A-Z a-z 0-9 . _ @ : -, starting with a letter or digit", name)
+			return nil, bad(line, "name %s is invalid: use 1-64 characters of A-Z a-z 0-9 . _ @ : -, starting with a letter or digit", shownField(name))
 		}
 		t.caller.Name = name
 		switch role {
@@ -139,7 +139,7 @@ func ParseTokens(r io.Reader, source string) (*TokenSet, error) {
 		case "operator":
 			t.caller.Role = RoleOperator
 		default:
-			return nil, bad(line, "role %q: use reader or operator", role)
+			return nil, bad(line, "role %s: use reader or operator", shownField(role))
 		}
 		if len(rec) == 4 {
 			if t.caller.Role != RoleReader {
@@ -162,6 +162,20 @@ func ParseTokens(r io.Reader, source string) (*TokenSet, error) {
 		return nil, errkind.New(errkind.Input, fmt.Errorf("token file %s holds no token: add a line TOKEN,NAME,ROLE", source))
 	}
 	return set, nil
+}
+
+// minTokenLen is the shortest token a file may hold.
+const minTokenLen = 16
+
+// shownField is a refused NAME or ROLE as an error shows it: quoted when
+// it is too short to be a token, else only its length, since a line with
+// its columns swapped (NAME,TOKEN,ROLE) puts a token there, and errors
+// reach the terminal and, on a SIGHUP reload, the log.
+func shownField(v string) string {
+	if len(v) < minTokenLen {
+		return fmt.Sprintf("%q", v)
+	}
+	return fmt.Sprintf("of %d characters (not shown: it may be a token in the wrong column)", len(v))
 }
 
 // LoadTokenFile reads and parses a token file. A file other users may
