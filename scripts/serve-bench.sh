@@ -51,7 +51,8 @@ token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 printf '%s,bench,operator\n' "$token" >"$work/tokens.csv"
 chmod 600 "$work/tokens.csv"
 port=$((20000 + RANDOM % 20000))
-x serve --listen "127.0.0.1:$port" --token-file "$work/tokens.csv" 2>"$work/serve.log" &
+# Not through x(): $! must be serve's own PID, for its RSS below.
+"$work/xfsq" --root "$work/root" serve --listen "127.0.0.1:$port" --token-file "$work/tokens.csv" 2>"$work/serve.log" &
 pids+=($!)
 serve_pid=$!
 "$work/ceiling" -listen "127.0.0.1:$((port + 1))" &
