@@ -105,6 +105,8 @@ type Listing struct {
 	Area    string        `json:"area"`
 	Path    string        `json:"path"`
 	Entries []files.Entry `json:"entries"`
+	// NextCursor is set while more entries follow (one page's answer).
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 func filePath(name, p string) string {
@@ -119,11 +121,30 @@ func areaQuery(area string) url.Values {
 }
 
 // ListFiles lists a directory of a project's tree ("" area: workspace;
-// "" dir: the tree's top).
+// "" dir: the tree's top), every page of it: the server answers a big
+// directory a page at a time, and ListFiles follows next_cursor.
 func (c *Client) ListFiles(ctx context.Context, name, area, dir string) (Listing, error) {
-	var l Listing
-	err := c.Do(ctx, "GET", filePath(name, dir), areaQuery(area), nil, &l)
-	return l, err
+	var all Listing
+	for cursor := ""; ; {
+		q := areaQuery(area)
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		var l Listing
+		if err := c.Do(ctx, "GET", filePath(name, dir), q, nil, &l); err != nil {
+			return all, err
+		}
+		if cursor == "" {
+			all = l
+		} else {
+			all.Entries = append(all.Entries, l.Entries...)
+		}
+		if l.NextCursor == "" || l.NextCursor == cursor {
+			all.NextCursor = ""
+			return all, nil
+		}
+		cursor = l.NextCursor
+	}
 }
 
 // GetFile is a file's content as the server answered it: 200, 206 for a
