@@ -16,6 +16,7 @@ import (
 
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/internal/prereq"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
@@ -286,7 +287,7 @@ func TestOneCollectorFails(t *testing.T) {
 // each tree metric; removing one removes its series and no other.
 func TestCardinality(t *testing.T) {
 	if testing.Short() {
-		t.Skip("adds 1,000 projects")
+		prereq.Missing(t, "adds 1,000 projects: run without -short")
 	}
 	r := fixture.New(t, "sqlite", filepath.Join(t.TempDir(), "xfsq.db"))
 	names := addMany(t, r, 1000)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xfsq/xfsq/internal/prereq"
 )
 
 // A bad environment value shows in settings list beside every other
@@ -262,7 +264,7 @@ func TestFilesLsFileAndPlainMessages(t *testing.T) {
 		}
 	}
 	if os.Getuid() != 0 {
-		t.Skip("needs root, to run xfsq as another user")
+		prereq.Missing(t, "needs root, to run xfsq as another user: run the tests as root")
 	}
 	os.Chmod(filepath.Dir(s.root), 0o755) // t.TempDir made both the test's alone
 	os.Chmod(s.root, 0o755)
