@@ -2,40 +2,24 @@ package metrics_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/internal/fixture"
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/promtest"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
-
-// tool finds promtool or prometheus (Debian package prometheus), or skips
-// the test — fails it under CI=true.
-func tool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		prereq.Missing(t, name+" not found: install the Debian package prometheus (scripts/deps.sh test does)")
-	}
-	return p
-}
 
 const contrib = "../contrib"
 
@@ -70,7 +54,7 @@ func busyRoot(t *testing.T) *fixture.Root {
 // TestPromtoolChecksAScrape: a real scrape, host figures included, passes
 // promtool check metrics (the exposition format and its naming lint).
 func TestPromtoolChecksAScrape(t *testing.T) {
-	promtool := tool(t, "promtool")
+	promtool := promtest.Tool(t, "promtool")
 	r := busyRoot(t)
 	checker, err := health.New(health.Options{Root: r.Manager.Root, CPUSampleInterval: -1})
 	if err != nil {
@@ -94,7 +78,7 @@ func TestPromtoolChecksAScrape(t *testing.T) {
 // TestContribRules: the alert rules load, and their unit tests (series
 // that fire each alert and series that must not) pass.
 func TestContribRules(t *testing.T) {
-	promtool := tool(t, "promtool")
+	promtool := promtest.Tool(t, "promtool")
 	dir := filepath.Join(contrib, "prometheus")
 	for _, args := range [][]string{{"check", "rules", "xfsq-alerts.yml"}, {"test", "rules", "xfsq-alerts.test.yml"}} {
 		cmd := exec.Command(promtool, args...)
@@ -108,7 +92,7 @@ func TestContribRules(t *testing.T) {
 // TestContribScrapeConfig: the fleet scrape config example is one
 // Prometheus accepts, with the rules it names.
 func TestContribScrapeConfig(t *testing.T) {
-	promtool := tool(t, "promtool")
+	promtool := promtest.Tool(t, "promtool")
 	data, err := os.ReadFile(filepath.Join(contrib, "prometheus", "prometheus-fleet.yml"))
 	if err != nil {
 		t.Fatal(err)
@@ -193,10 +177,9 @@ func TestContribQueriesExist(t *testing.T) {
 // and its query API returns each workspace's used bytes as the library's
 // Report gives them.
 func TestPrometheusScrapes(t *testing.T) {
-	prom := tool(t, "prometheus")
 	r := busyRoot(t)
 	target := serve(t, r, nil)
-	api := startPrometheus(t, prom, target)
+	api := promtest.Start(t, target)
 	report, err := r.Manager.Report(r.Ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -206,92 +189,9 @@ func TestPrometheusScrapes(t *testing.T) {
 			continue
 		}
 		q := fmt.Sprintf(`%s{project=%q,area="workspace"}`, metrics.TreeUsedBytes, tr.Project)
-		got := queryOne(t, api, q)
+		got := promtest.QueryOne(t, api, q)
 		if got != float64(tr.UsedBytes) {
 			t.Errorf("%s = %v in Prometheus, report says %d", q, got, tr.UsedBytes)
-		}
-	}
-}
-
-// startPrometheus runs a Prometheus server scraping target (a URL) every
-// second, on a free port and a temporary store, until the test ends, and
-// returns its API's base URL.
-func startPrometheus(t *testing.T, prom, target string) string {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	dir := t.TempDir()
-	cfg := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-scrape_configs:
-  - job_name: xfsq
-    scheme: %s
-    metrics_path: %s
-    static_configs:
-      - targets: [%q]
-`, u.Scheme, u.Path, u.Host)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	cmd := exec.Command(prom, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("prometheus:\n%s", logs.String())
-		}
-	})
-	return "http://" + addr
-}
-
-// queryOne waits (up to a minute) for an instant query to return one
-// series, and returns its value.
-func queryOne(t *testing.T, api, q string) float64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for {
-		var res struct {
-			Status string
-			Data   struct {
-				Result []struct {
-					Value [2]any
-				}
-			}
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, api+"/api/v1/query?query="+url.QueryEscape(q), nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			err = json.NewDecoder(resp.Body).Decode(&res)
-			resp.Body.Close()
-		}
-		if err == nil && res.Status == "success" && len(res.Data.Result) == 1 {
-			s, _ := res.Data.Result[0].Value[1].(string)
-			v, err := strconv.ParseFloat(s, 64)
-			if err != nil {
-				t.Fatalf("%s: value %v", q, res.Data.Result[0].Value)
-			}
-			return v
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: no single series from Prometheus within a minute (last: %v, %+v)", q, err, res)
-		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }

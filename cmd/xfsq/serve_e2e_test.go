@@ -10,13 +10,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,7 +19,7 @@ import (
 
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/internal/fault"
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/promtest"
 	"github.com/xfsq/xfsq/internal/storetest"
 )
 
@@ -258,10 +253,6 @@ func TestServeHealthEqualsTheCLI(t *testing.T) {
 // serve's /metrics, and its query API returns each workspace's
 // xfsq_tree_used_bytes as `xfsq report --json` gives used_bytes.
 func TestServeMetricsInPrometheus(t *testing.T) {
-	prom, err := exec.LookPath("prometheus")
-	if err != nil {
-		prereq.Missing(t, "prometheus not found: install the Debian package prometheus (scripts/deps.sh test does)")
-	}
 	s := fallbackSandbox(t, "")
 	s.ok("project", "add", "omni", "--bytes-hard", "10m")
 	s.ok("project", "add", "other")
@@ -271,7 +262,7 @@ func TestServeMetricsInPrometheus(t *testing.T) {
 		s.ok("files", "put", name, "data", "--from", f)
 	}
 	sv := s.serve(t, operatorTokens(t))
-	api := startPrometheus(t, prom, "http://"+sv.addr+"/metrics")
+	api := promtest.Start(t, "http://"+sv.addr+"/metrics")
 	rep := s.report()
 	for _, name := range []string{"omni", "other"} {
 		want := rep[name+"/workspace"].UsedBytes
@@ -279,78 +270,8 @@ func TestServeMetricsInPrometheus(t *testing.T) {
 			t.Fatalf("report: %s/workspace uses no bytes: %+v", name, rep[name+"/workspace"])
 		}
 		q := fmt.Sprintf(`xfsq_tree_used_bytes{project=%q,area="workspace"}`, name)
-		if got := queryOne(t, api, q); got != float64(want) {
+		if got := promtest.QueryOne(t, api, q); got != float64(want) {
 			t.Errorf("%s = %v in Prometheus, xfsq report --json says %d", q, got, want)
-		}
-	}
-}
-
-// startPrometheus runs a Prometheus server scraping target (a URL) every
-// second, on a free port and a temporary store, until the test ends, and
-// returns its API's base URL.
-func startPrometheus(t *testing.T, prom, target string) string {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	dir := t.TempDir()
-	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: xfsq\n    metrics_path: %s\n    static_configs:\n      - targets: [%q]\n", u.Path, u.Host)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	cmd := exec.Command(prom, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("prometheus:\n%s", logs.String())
-		}
-	})
-	return "http://" + addr
-}
-
-// queryOne waits (up to a minute) for an instant query to return one
-// series, and returns its value.
-func queryOne(t *testing.T, api, q string) float64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for {
-		var res struct {
-			Status string
-			Data   struct{ Result []struct{ Value [2]any } }
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, api+"/api/v1/query?query="+url.QueryEscape(q), nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			err = json.NewDecoder(resp.Body).Decode(&res)
-			resp.Body.Close()
-		}
-		if err == nil && res.Status == "success" && len(res.Data.Result) == 1 {
-			s, _ := res.Data.Result[0].Value[1].(string)
-			v, err := strconv.ParseFloat(s, 64)
-			if err != nil {
-				t.Fatalf("%s: value %v", q, res.Data.Result[0].Value)
-			}
-			return v
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: no single series from Prometheus within a minute (last: %v, %+v)", q, err, res)
-		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
