@@ -4,12 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/xfsq/xfsq/internal/threadtest"
 )
 
 // threadPriority is the calling thread's I/O class and nice value.
@@ -62,28 +61,7 @@ func TestBackgroundIsPerThread(t *testing.T) {
 	if c, n := threadPriority(t); c != class || n != nice {
 		t.Errorf("after a background pass the caller's thread has I/O class %d, nice %d; want %d, %d as before", c, n, class, nice)
 	}
-	// The lowered threads end with their goroutines: soon no thread of the
-	// process is left at nice 10.
-	var lowered []int
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		lowered = lowered[:0]
-		tasks, _ := os.ReadDir("/proc/self/task")
-		for _, task := range tasks {
-			tid, _ := strconv.Atoi(task.Name())
-			if tid == os.Getpid() {
-				// The main thread: the runtime never ends it, but wedges it
-				// when a goroutine locked to it ends, so nothing runs on it
-				// again at the priority it was left with.
-				continue
-			}
-			if p, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err == nil && 20-p != nice {
-				lowered = append(lowered, tid)
-			}
-		}
-		if len(lowered) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+	lowered := threadtest.Lingering(nice, 5*time.Second)
 	if len(lowered) > 0 {
 		t.Errorf("threads %v kept the background pass's priority after it ended", lowered)
 	}

@@ -7,16 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/internal/threadtest"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
@@ -253,23 +251,7 @@ func TestPassRunsInTheBackground(t *testing.T) {
 	if c, n := threadPriority(t); c != class || n != nice {
 		t.Errorf("after the passes the caller's thread has I/O class %d, nice %d; want %d, %d", c, n, class, nice)
 	}
-	var lowered []int
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		lowered = lowered[:0]
-		tasks, _ := os.ReadDir("/proc/self/task")
-		for _, task := range tasks {
-			tid, _ := strconv.Atoi(task.Name())
-			if tid == os.Getpid() {
-				continue // the main thread: wedged by the runtime if a locked goroutine ended on it
-			}
-			if p, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err == nil && 20-p != nice {
-				lowered = append(lowered, tid)
-			}
-		}
-		if len(lowered) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+	lowered := threadtest.Lingering(nice, 5*time.Second)
 	if len(lowered) > 0 {
 		t.Errorf("threads %v kept a pass's priority after it ended", lowered)
 	}
