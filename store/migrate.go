@@ -222,6 +222,69 @@ var migrations = []string{
 		finished_at BIGINT NOT NULL DEFAULT 0,
 		PRIMARY KEY (host, pass)
 	);`,
+	// 11: a version per project, moved by a trigger in the same
+	// transaction as every change to what a read of the project returns
+	// (its row, its trees, its ledger and reservations), and a version of
+	// the host's settings under project '': a long-lived reader keeps
+	// each project's answer until that project's version moves, rather
+	// than until anything anywhere is committed. The triggers are the
+	// dialect's (versionTriggers), applied after this.
+	`CREATE TABLE project_versions (
+		host    TEXT   NOT NULL,
+		project TEXT   NOT NULL, -- '': the host's settings
+		version BIGINT NOT NULL,
+		PRIMARY KEY (host, project)
+	);`,
+}
+
+// ddl holds, per migration number, statements run whole after that
+// migration's shared text: a trigger's body holds semicolons, which the
+// shared text's statement splitting would cut.
+var ddl = map[int]func(postgres bool) []string{11: versionTriggers}
+
+// versionedTables are the tables whose rows a read of a project (Manager
+// Show, Usage) is made of, with the column naming the project ("" for a
+// host-wide table: settings change how every project is judged).
+var versionedTables = []struct{ table, project string }{
+	{"projects", "name"}, {"trees", "project"}, {"ledger", "project"}, {"reservations", "project"}, {"settings", ""},
+}
+
+// versionTriggers moves project_versions on every insert, update and delete
+// of versionedTables.
+func versionTriggers(postgres bool) []string {
+	var out []string
+	if postgres {
+		for _, t := range versionedTables {
+			col := "''"
+			if t.project != "" {
+				col = "r." + t.project
+			}
+			out = append(out, `CREATE FUNCTION xfsq_version_`+t.table+`() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE r record;
+BEGIN
+	IF TG_OP = 'DELETE' THEN r := OLD; ELSE r := NEW; END IF;
+	INSERT INTO project_versions (host, project, version) VALUES (r.host, `+col+`, 1)
+		ON CONFLICT (host, project) DO UPDATE SET version = project_versions.version + 1;
+	RETURN NULL;
+END $$`,
+				`CREATE TRIGGER `+t.table+`_version AFTER INSERT OR UPDATE OR DELETE ON `+t.table+
+					` FOR EACH ROW EXECUTE FUNCTION xfsq_version_`+t.table+`()`)
+		}
+		return out
+	}
+	for _, t := range versionedTables {
+		for _, op := range []struct{ event, row string }{{"INSERT", "NEW"}, {"UPDATE", "NEW"}, {"DELETE", "OLD"}} {
+			col := "''"
+			if t.project != "" {
+				col = op.row + "." + t.project
+			}
+			out = append(out, `CREATE TRIGGER `+t.table+`_version_`+strings.ToLower(op.event)+` AFTER `+op.event+` ON `+t.table+` BEGIN
+	INSERT INTO project_versions (host, project, version) VALUES (`+op.row+`.host, `+col+`, 1)
+		ON CONFLICT (host, project) DO UPDATE SET version = version + 1;
+END`)
+		}
+	}
+	return out
 }
 
 // jsonField matches {{json COLUMN FIELD}}: the text of a top-level field of
@@ -276,6 +339,13 @@ func (s *Store) migrate(ctx context.Context) error {
 				}
 				if _, err := tx.exec(ctx, stmt); err != nil {
 					return fmt.Errorf("migration %d: %w", v, err)
+				}
+			}
+			if f := ddl[v]; f != nil {
+				for _, stmt := range f(s.postgres) {
+					if _, err := tx.exec(ctx, stmt); err != nil {
+						return fmt.Errorf("migration %d: %w", v, err)
+					}
 				}
 			}
 			if _, err := tx.exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, toMicros(time.Now())); err != nil {

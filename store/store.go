@@ -38,7 +38,8 @@ type Store struct {
 	// settings) when several hosts share a PostgreSQL database.
 	Host string
 
-	changeMark preparedStmt // ChangeMark's query, parsed once
+	changeMark     preparedStmt // ChangeMark's query, parsed once
+	projectVersion preparedStmt // ProjectVersion's, asked on every check
 }
 
 // Open connects to dsn (a postgres:// URL or libpq keywords, or the path of
