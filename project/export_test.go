@@ -25,6 +25,14 @@ func OnEvictionSettled(t testing.TB, f func(project string, r sweep.Record)) {
 // ForgetReads empties m's read cache, for benchmarks of the uncached path.
 func ForgetReads(m *Manager) {
 	m.reads.mu.Lock()
-	m.reads.gen, m.reads.projects = "", nil
+	m.reads.projects = nil
 	m.reads.mu.Unlock()
+	m.reads.usage.mu.Lock()
+	u := &m.reads.usage
+	u.gen, u.versions, u.byName, u.trees = "", store.Versions{}, nil, nil
+	m.reads.usage.mu.Unlock()
 }
+
+// Reread is how many projects m has read from the store rather than from
+// its read cache, by Show and Usage, since it opened.
+func Reread(m *Manager) int64 { return m.reads.reread.Load() }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -108,10 +109,11 @@ func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, er
 		return Project{}, err
 	}
 	read := readOf(r)
-	var gen string
+	var tok readToken
 	if !read.Refresh {
-		gen = m.generation(ctx) // before the reads it guards (store.Generation)
-		if c, ok := m.reads.get(gen, name); ok {
+		var c cachedProject
+		var ok bool
+		if c, ok, tok = m.lookup(ctx, name); ok {
 			statuses := c.statuses
 			now := m.now()
 			for i := range statuses {
@@ -128,6 +130,7 @@ func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, er
 			return Project{Name: c.row.Name, State: c.row.State, CreatedAt: c.row.CreatedAt, Backend: m.BackendInfo(), Trees: statuses}, nil
 		}
 	}
+	m.reads.reread.Add(1)
 	p, err := m.Store.Project(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return Project{}, notFound(name)
@@ -148,7 +151,7 @@ func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, er
 		if m.xfs == nil {
 			c.statuses = statuses
 		}
-		m.reads.put(gen, name, c)
+		m.keep(name, tok, c)
 	}
 	return Project{Name: p.Name, State: p.State, CreatedAt: p.CreatedAt, Backend: m.BackendInfo(), Trees: statuses}, nil
 }
@@ -307,28 +310,125 @@ func (m *Manager) treeStatus(t store.Tree, q quota.Quota, asOf *time.Time) TreeS
 // admission takes, so a poller (a metrics scrape) may call it as often as
 // it likes. Never nil.
 func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
-	if m.xfs != nil {
-		trees, err := m.Store.Trees(ctx, "")
-		if err != nil {
+	u := &m.reads.usage
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	gen := m.generation(ctx) // before the reads it guards
+	fresh := gen != "" && gen == u.gen
+	if !fresh {
+		if err := m.refreshUsage(ctx, u); err != nil {
 			return nil, err
 		}
+		u.gen = gen
+	}
+	if m.xfs != nil {
 		all, err := m.xfs.AppendAll(nil) // in ID order, as Report reads them
 		if err != nil {
 			return nil, err
 		}
-		return m.status(ctx, trees, all, Read{})
+		return m.status(ctx, u.trees, all, Read{})
 	}
+	names := make([]string, 0, len(u.byName))
+	n := 0
+	for name, ts := range u.byName {
+		names = append(names, name)
+		n += len(ts)
+	}
+	slices.Sort(names)
+	out := make([]TreeStatus, 0, n)
+	now := m.now()
+	for _, name := range names {
+		for _, t := range u.byName[name] {
+			if t.UsageAsOf != nil {
+				t.UsageAgeSeconds, t.Stale = freshness(*t.UsageAsOf, now)
+			}
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// refreshUsage brings u up to the store: the projects whose version moved
+// since u was read are read again (all of them in one statement when many
+// did), the others kept. u.mu is held.
+func (m *Manager) refreshUsage(ctx context.Context, u *usageCache) error {
+	vs, err := m.Store.ProjectVersions(ctx) // before the data
+	if err != nil {
+		return err
+	}
+	if m.xfs != nil {
+		if u.trees != nil && maps.Equal(vs.Projects, u.versions.Projects) {
+			return nil // the limits and usage are the kernel's, read at each call
+		}
+		trees, err := m.Store.Trees(ctx, "")
+		if err != nil {
+			return err
+		}
+		u.trees, u.versions = trees, vs
+		return nil
+	}
+	var changed []string
+	if u.byName != nil && vs.Settings == u.versions.Settings {
+		for name, v := range vs.Projects {
+			if v != u.versions.Projects[name] {
+				changed = append(changed, name)
+			}
+		}
+	}
+	if u.byName == nil || vs.Settings != u.versions.Settings || len(changed) > fullUsageRead {
+		byName, err := m.readAllUsage(ctx)
+		if err != nil {
+			return err
+		}
+		u.byName, u.versions = byName, vs
+		m.reads.reread.Add(int64(len(byName)))
+		return nil
+	}
+	m.reads.reread.Add(int64(len(changed)))
+	for _, name := range changed {
+		trees, err := m.Store.Trees(ctx, name)
+		if err != nil {
+			return err
+		}
+		if len(trees) == 0 {
+			delete(u.byName, name)
+			continue
+		}
+		ts, err := m.status(ctx, trees, nil, Read{})
+		if err != nil {
+			return err
+		}
+		u.byName[name] = ts
+	}
+	u.versions = vs
+	return nil
+}
+
+// readAllUsage reads every fallback tree as admission sees it — the last
+// walk, the ledger and reservations since, the grace timers — in one
+// statement, grouped by project.
+func (m *Manager) readAllUsage(ctx context.Context) (map[string][]TreeStatus, error) {
 	usages, err := m.Store.TreeUsages(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]TreeStatus, 0, len(usages))
+	var grace time.Duration
+	if len(usages) > 0 {
+		g, err := m.setting(ctx, "soft_grace")
+		if err != nil {
+			return nil, err
+		}
+		grace = g.Duration()
+	}
+	out := map[string][]TreeStatus{}
 	for _, u := range usages {
 		var asOf *time.Time
 		if !u.WalkedAt.IsZero() {
 			asOf = &u.WalkedAt
 		}
-		out = append(out, m.treeStatus(u.Tree, quota.Quota{ID: u.ProjectID, Limits: u.Limits, Usage: u.Used}, asOf))
+		q := quota.Quota{ID: u.ProjectID, Limits: u.Limits, Usage: u.Used}
+		applyGrace(&q, u.BytesSoftSince, u.InodesSoftSince, grace)
+		out[u.Project] = append(out[u.Project], m.treeStatus(u.Tree, q, asOf))
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/xfsq/xfsq/store"
 )
@@ -11,22 +12,44 @@ import (
 // readCache keeps, per project, what a read without refresh takes from the
 // store — the project's row and its trees' statuses on the fallback, the
 // rows alone on XFS, whose usage is the kernel's and read every time — for
-// as long as the store's generation is unchanged. A server answers
+// as long as that project's store version is unchanged. A server answers
 // `admission` before every run of every project; without it each answer
-// is several queries, with it one cheap probe. Any commit anywhere (this
-// process, the CLI, another host) moves the generation and empties it, so
-// it never answers from before a change it could have seen.
+// is several queries, with it at most one cheap lookup.
+//
+// Two tokens guard a kept answer. The store's generation moves with any
+// commit anywhere: while it stands, nothing can have changed and the
+// answer is given without a query. When it has moved, the project's own
+// version (store.ProjectVersion, moved by triggers in the committing
+// transaction, whoever commits) says whether this project changed: a
+// snapshot pass committing walk after walk of other projects costs each
+// check one primary-key lookup, not a re-read. Both are read before the
+// data they guard, so a kept answer is at worst re-read once too often,
+// never kept past a change.
 type readCache struct {
 	mu       sync.Mutex
-	gen      string
 	projects map[string]cachedProject
+
+	usage usageCache // Usage's whole-root answer
+
+	// reread counts the projects read from the store rather than kept,
+	// by Show and by Usage: what the tests hold the cache to.
+	reread atomic.Int64
 }
 
 type cachedProject struct {
-	row   store.Project
-	trees []store.Tree
+	version store.Version // of the store when the data was read
+	gen     string        // the generation at which version was last confirmed
+	row     store.Project
+	trees   []store.Tree
 	// statuses are the fallback's figures, nil on XFS.
 	statuses []TreeStatus
+}
+
+// readToken is what a miss learned: under which generation and version a
+// fresh read may be kept ("" gen: it may not).
+type readToken struct {
+	gen     string
+	version store.Version
 }
 
 // generation reads the store's generation, "" when nothing may be kept.
@@ -38,38 +61,75 @@ func (m *Manager) generation(ctx context.Context) string {
 	return g
 }
 
-func (c *readCache) get(gen, name string) (cachedProject, bool) {
+// lookup returns name's kept answer when it is still right; otherwise the
+// token under which the caller's fresh read may be kept.
+func (m *Manager) lookup(ctx context.Context, name string) (cachedProject, bool, readToken) {
+	gen := m.generation(ctx) // before the reads it guards (store.Generation)
 	if gen == "" {
-		return cachedProject{}, false
+		return cachedProject{}, false, readToken{}
 	}
+	c := &m.reads
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen != gen {
-		c.gen, c.projects = gen, nil
-		return cachedProject{}, false
-	}
 	p, ok := c.projects[name]
-	if !ok {
-		return cachedProject{}, false
+	c.mu.Unlock()
+	if ok && p.gen == gen {
+		return p.clone(), true, readToken{}
 	}
-	// Callers own what they are given: copies, so that one caller's
-	// change cannot reach the next caller's answer.
-	p.trees, p.statuses = slices.Clone(p.trees), slices.Clone(p.statuses)
-	return p, true
+	v, err := m.Store.ProjectVersion(ctx, name)
+	if err != nil {
+		return cachedProject{}, false, readToken{}
+	}
+	if ok && p.version == v {
+		c.mu.Lock()
+		if q, ok := c.projects[name]; ok && q.version == v {
+			q.gen = gen
+			c.projects[name] = q
+		}
+		c.mu.Unlock()
+		return p.clone(), true, readToken{}
+	}
+	return cachedProject{}, false, readToken{gen: gen, version: v}
 }
 
-// put keeps p as read under gen. A put under a generation older than the
-// cache's current one is harmless: get hands out only what was kept under
-// the generation its caller has just read, and a generation never repeats.
-func (c *readCache) put(gen, name string, p cachedProject) {
-	if gen == "" {
+// keep stores a fresh read of name under tok. An older read finishing
+// after a newer one is not kept over it: versions only grow.
+func (m *Manager) keep(name string, tok readToken, p cachedProject) {
+	if tok.gen == "" {
 		return
 	}
+	c := &m.reads
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gen != gen || c.projects == nil {
-		c.gen, c.projects = gen, map[string]cachedProject{}
+	if q, ok := c.projects[name]; ok && (q.version.Project > tok.version.Project || q.version.Settings > tok.version.Settings) {
+		return
 	}
-	p.trees, p.statuses = slices.Clone(p.trees), slices.Clone(p.statuses)
-	c.projects[name] = p
+	if c.projects == nil {
+		c.projects = map[string]cachedProject{}
+	}
+	p.gen, p.version = tok.gen, tok.version
+	c.projects[name] = p.clone()
 }
+
+// clone is p with slices of its own: callers own what they are given, so
+// that one caller's change cannot reach the next caller's answer.
+func (p cachedProject) clone() cachedProject {
+	p.trees, p.statuses = slices.Clone(p.trees), slices.Clone(p.statuses)
+	return p
+}
+
+// usageCache keeps Usage's reads of the whole root: on the fallback every
+// project's statuses, on XFS the recorded trees, each with the version it
+// was read at, so that a scrape after a commit re-reads only the projects
+// whose version moved.
+type usageCache struct {
+	mu       sync.Mutex // one refresh at a time; guards the fields below
+	gen      string
+	versions store.Versions
+	byName   map[string][]TreeStatus // the fallback's, per project
+	trees    []store.Tree            // XFS's, every project's
+}
+
+// fullUsageRead is how many changed projects make Usage read the whole
+// root in one statement rather than project by project (each a few
+// statements).
+const fullUsageRead = 32

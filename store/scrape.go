@@ -15,6 +15,9 @@ type TreeUsage struct {
 	Tree
 	Used     quota.Usage
 	WalkedAt time.Time // zero: never walked
+	// BytesSoftSince and InodesSoftSince are the grace timers, as in
+	// TreeRead.
+	BytesSoftSince, InodesSoftSince time.Time
 }
 
 // TreeUsages reads every tree of this host with its usage in one statement
@@ -26,7 +29,7 @@ func (s *Store) TreeUsages(ctx context.Context) ([]TreeUsage, error) {
 	// Scanned by hand: on 2,000 trees sqlx's reflection was a third of
 	// the read.
 	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT t.project, t.area, t.path, t.backend, t.fs_uuid, t.project_id,
-		t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_hard, t.created_dir, t.walked_at,
+		t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_hard, t.created_dir, t.walked_at, t.bytes_soft_since, t.inodes_soft_since,
 		t.walked_bytes + COALESCE(l.bytes, 0) + COALESCE(r.bytes, 0),
 		t.walked_inodes + COALESCE(l.inodes, 0) + COALESCE(r.inodes, 0)
 		FROM trees t
@@ -42,13 +45,20 @@ func (s *Store) TreeUsages(ctx context.Context) ([]TreeUsage, error) {
 	var out []TreeUsage
 	for rows.Next() {
 		var r treeRow
-		var walkedAt, bytes, inodes int64
+		var walkedAt, bytesSince, inodesSince, bytes, inodes int64
 		if err := rows.Scan(&r.Project, &r.Area, &r.Path, &r.Backend, &r.FSUUID, &r.ProjectID,
-			&r.BytesSoft, &r.BytesHard, &r.InodesSoft, &r.InodesHard, &r.CreatedDir, &walkedAt, &bytes, &inodes); err != nil {
+			&r.BytesSoft, &r.BytesHard, &r.InodesSoft, &r.InodesHard, &r.CreatedDir, &walkedAt, &bytesSince, &inodesSince, &bytes, &inodes); err != nil {
 			return nil, err
 		}
-		out = append(out, TreeUsage{Tree: r.tree(), WalkedAt: fromMicros(walkedAt),
-			Used: quota.Usage{Bytes: nonNegative(bytes), Inodes: nonNegative(inodes)}})
+		u := TreeUsage{Tree: r.tree(), WalkedAt: fromMicros(walkedAt),
+			Used: quota.Usage{Bytes: nonNegative(bytes), Inodes: nonNegative(inodes)}}
+		if bytesSince != 0 {
+			u.BytesSoftSince = fromMicros(bytesSince)
+		}
+		if inodesSince != 0 {
+			u.InodesSoftSince = fromMicros(inodesSince)
+		}
+		out = append(out, u)
 	}
 	return out, rows.Err()
 }

@@ -1,0 +1,166 @@
+package project_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/store"
+)
+
+// A long-lived manager keeps each project's answer until that project
+// changes: another process's commits to other projects (a snapshot pass,
+// a neighbour's writes) leave it kept, a commit to it or to the settings
+// makes it read again, and the answer then shows the change.
+func TestKeptAnswersSurviveOtherProjectsCommits(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		long, ctx := r.Manager, r.Ctx
+		r.Add(100<<20, "alpha", "beta")
+		other := r.Reopen()
+		check := func(name string) project.Admission {
+			t.Helper()
+			a, err := long.Check(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+		check("alpha")
+		check("beta")
+		steps := []struct {
+			name   string
+			change func() error
+			reread []string // the projects whose next check reads the store
+		}{
+			{"nothing", func() error { return nil }, nil},
+			{"another process changes beta", func() error {
+				_, err := other.Set(ctx, "beta", project.AreaWorkspace, project.LimitChange{BytesHard: fixture.Size(1 << 20)})
+				return err
+			}, []string{"beta"}},
+			{"another process walks beta", func() error {
+				_, err := other.Show(ctx, "beta", project.Read{Refresh: true})
+				return err
+			}, []string{"beta"}},
+			{"another process changes alpha", func() error {
+				_, err := other.Set(ctx, "alpha", project.AreaWorkspace, project.LimitChange{BytesHard: fixture.Size(2 << 20)})
+				return err
+			}, []string{"alpha"}},
+			{"another process changes a setting", func() error {
+				_, _, err := other.SetSetting(ctx, "soft_grace", "3h")
+				return err
+			}, []string{"alpha", "beta"}},
+		}
+		for _, s := range steps {
+			if err := s.change(); err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+			time.Sleep(store.GenerationLag) // another process's commit shows within it
+			for _, name := range []string{"alpha", "beta"} {
+				before := project.Reread(long)
+				a := check(name)
+				want := int64(0)
+				for _, n := range s.reread {
+					if n == name {
+						want = 1
+					}
+				}
+				if got := project.Reread(long) - before; got != want {
+					t.Errorf("%s: checking %s read the store %d times, want %d", s.name, name, got, want)
+				}
+				project.ForgetReads(other.Manager) // the store's answer, not a kept one
+				fresh, err := other.Check(ctx, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				kept, now := workspace(t, project.Project{Trees: a.Trees}), workspace(t, project.Project{Trees: fresh.Trees})
+				if kept.BytesHard != now.BytesHard || kept.UsedBytes != now.UsedBytes || !timeEq(kept.UsageAsOf, now.UsageAsOf) {
+					t.Errorf("%s: %s kept %+v, the store says %+v", s.name, name, kept, now)
+				}
+			}
+		}
+	})
+}
+
+// Usage, kept between calls by a long-lived manager (a metrics scrape),
+// always equals what a fresh read of each tree says — usage, limits, walk
+// time and grace ends — and after a change to one project reads only that
+// project again.
+func TestUsageKeptEqualsFreshReads(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		long, ctx := r.Manager, r.Ctx
+		names := []string{"p0", "p1", "p2", "p3"}
+		r.Add(100<<20, names...)
+		other := r.Reopen()
+		compare := func(step string, wantReread int64) {
+			t.Helper()
+			before := project.Reread(long)
+			got, err := long.Usage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := project.Reread(long) - before; wantReread >= 0 && n != wantReread {
+				t.Errorf("%s: Usage read %d projects from the store, want %d", step, n, wantReread)
+			}
+			if len(got) != len(names)*len(project.Areas) {
+				t.Fatalf("%s: %d trees, want %d", step, len(got), len(names)*len(project.Areas))
+			}
+			project.ForgetReads(other.Manager)
+			for _, u := range got {
+				p, err := other.Show(ctx, u.Project)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var f *project.TreeStatus
+				for i := range p.Trees {
+					if p.Trees[i].Area == u.Area {
+						f = &p.Trees[i]
+					}
+				}
+				if f == nil {
+					t.Fatalf("%s: %s/%s not in a fresh read", step, u.Project, u.Area)
+				}
+				if u.UsedBytes != f.UsedBytes || u.UsedInodes != f.UsedInodes || u.BytesSoft != f.BytesSoft || u.BytesHard != f.BytesHard ||
+					u.InodesSoft != f.InodesSoft || u.InodesHard != f.InodesHard || !timeEq(u.UsageAsOf, f.UsageAsOf) ||
+					!timeEq(u.BytesGraceEnds, f.BytesGraceEnds) || !timeEq(u.InodesGraceEnds, f.InodesGraceEnds) {
+					t.Errorf("%s: Usage says %s/%s is %+v, a fresh read %+v", step, u.Project, u.Area, u, *f)
+				}
+			}
+		}
+		compare("first", int64(len(names)))
+		compare("unchanged", 0)
+		// p1 over its soft limit, noticed by another process's walk: its
+		// grace timer starts.
+		if err := os.WriteFile(filepath.Join(long.Root, "projects", "p1", "f"), make([]byte, 64<<10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Set(ctx, "p1", project.AreaWorkspace, project.LimitChange{BytesSoft: fixture.Size(16 << 10)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Show(ctx, "p1", project.Read{Refresh: true}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(store.GenerationLag)
+		compare("p1 over its soft limit", 1)
+		if _, _, err := other.SetSetting(ctx, "soft_grace", "1m"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(store.GenerationLag)
+		compare("grace shortened", -1) // every project: how many reads is the cache's business
+		if _, err := other.Remove(ctx, "p3", project.RemoveOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		names = names[:3]
+		time.Sleep(store.GenerationLag)
+		compare("p3 removed", 1)
+	})
+}
+
+func timeEq(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
