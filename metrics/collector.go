@@ -2,20 +2,22 @@ package metrics
 
 import (
 	"cmp"
+	"compress/gzip"
 	"context"
-	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/project"
@@ -49,21 +51,74 @@ func Handler(root *project.Root, checker *health.Checker, log *slog.Logger) http
 	static := prometheus.NewRegistry()
 	static.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c := newCollector(root, checker, log)
-	opts := promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: slogPrinter{log}}
+	contentType := string(expfmt.NewFormat(expfmt.TypeTextPlain))
+	// A body's buffer is kept for the next scrape: a root of 1,000
+	// projects writes a few megabytes each time.
+	var buffers sync.Pool
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The gatherer sees the request's context: a client that goes
-		// away ends the reads.
-		g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-			out, err := static.Gather()
-			return append(out, c.scrape(r.Context())...), err
-		})
-		promhttp.HandlerFor(g, opts).ServeHTTP(w, r)
+		// The scrape sees the request's context: a client that goes away
+		// ends the reads.
+		fams, trees := c.scrape(r.Context())
+		var out textWriter
+		if b, ok := buffers.Get().(*[]byte); ok {
+			out.b = (*b)[:0]
+		}
+		defer func() { buffers.Put(&out.b) }()
+		sw := sliceWriter{&out.b}
+		gathered, err := static.Gather()
+		if err != nil {
+			log.Warn("metrics: the Go and process collectors failed", "error", err)
+		}
+		for _, f := range append(gathered, fams...) {
+			if _, err := expfmt.MetricFamilyToText(sw, f); err != nil {
+				log.Warn("metrics: a family could not be encoded", "family", f.GetName(), "error", err)
+			}
+		}
+		trees.write(&out)
+		h := w.Header()
+		h.Set("Content-Type", contentType)
+		h.Add("Vary", "Accept-Encoding")
+		if !acceptsGzip(r) {
+			h.Set("Content-Length", strconv.Itoa(len(out.b)))
+			w.Write(out.b)
+			return
+		}
+		h.Set("Content-Encoding", "gzip")
+		gz := gzipWriters.Get().(*gzip.Writer)
+		gz.Reset(w)
+		gz.Write(out.b)
+		gz.Close()
+		gzipWriters.Put(gz)
 	})
 }
 
-type slogPrinter struct{ log *slog.Logger }
+// Gzip at its fastest: Prometheus asks for it, and a body of 1,000
+// projects is a few megabytes that compress tenfold.
+var gzipWriters = sync.Pool{New: func() any {
+	gz, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return gz
+}}
 
-func (p slogPrinter) Println(v ...any) { p.log.Warn("metrics", "error", fmt.Sprint(v...)) }
+// acceptsGzip: the request's Accept-Encoding names gzip, not at q=0.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		enc, q, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.TrimSpace(enc) == "gzip" {
+			q = strings.ReplaceAll(strings.TrimSpace(q), " ", "")
+			return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		}
+	}
+	return false
+}
+
+// sliceWriter appends to a byte slice: expfmt's families and the
+// hand-written ones share one buffer.
+type sliceWriter struct{ b *[]byte }
+
+func (w sliceWriter) Write(p []byte) (int, error) {
+	*w.b = append(*w.b, p...)
+	return len(p), nil
+}
 
 type treeKey struct{ project, area string }
 
@@ -184,66 +239,120 @@ func (f families) list() []*dto.MetricFamily {
 	return out
 }
 
-// grow makes room in the per-tree families for n trees.
-func (f families) grow(n int) {
+// treeSeries is one scrape's per-tree figures, written by hand
+// (textWriter): the trees in project and area order, and beside each its
+// journal totals and walk histogram as of this scrape.
+type treeSeries struct {
+	trees           []project.TreeStatus
+	labels          []string // each tree's, as treeLabels spells them
+	now             time.Time
+	xfs             bool
+	evicted, failed []float64
+	walks           []*histogram // nil: the tree has no walk on record
+}
+
+// perTree are the families treeSeries writes, in All's order.
+var perTree = func() []Metric {
+	var out []Metric
 	for _, m := range All {
 		if len(m.Labels) >= 2 && m.Labels[0] == LabelProject && m.Labels[1] == LabelArea {
-			f.add(m.Name, nil)
-			per := 1
-			if len(m.Labels) == 3 { // kind: soft and hard
-				per = 2
+			out = append(out, m)
+		}
+	}
+	return out
+}()
+
+func (s *treeSeries) write(w *textWriter) {
+	if len(s.trees) == 0 {
+		return // an empty family is not valid exposition
+	}
+	s.labels = make([]string, len(s.trees))
+	for i := range s.trees {
+		s.labels[i] = treeLabels(s.trees[i].Project, s.trees[i].Area)
+	}
+	for _, m := range perTree {
+		if m.Name == WalkDurationSeconds {
+			s.writeWalks(w, m)
+			continue
+		}
+		if m.Name == TreeUsageAgeSeconds && !s.xfs && !slices.ContainsFunc(s.trees, func(t project.TreeStatus) bool { return t.UsageAsOf != nil }) {
+			continue
+		}
+		w.header(m)
+		for i := range s.trees {
+			t, l := &s.trees[i], s.labels[i]
+			switch m.Name {
+			case TreeUsedBytes:
+				w.treeSample(m.Name, "", l, "", float64(t.UsedBytes))
+			case TreeUsedInodes:
+				w.treeSample(m.Name, "", l, "", float64(t.UsedInodes))
+			case TreeLimitBytes:
+				w.treeSample(m.Name, "", l, kindSoftLabel, float64(t.BytesSoft))
+				w.treeSample(m.Name, "", l, kindHardLabel, float64(t.BytesHard))
+			case TreeLimitInodes:
+				w.treeSample(m.Name, "", l, kindSoftLabel, float64(t.InodesSoft))
+				w.treeSample(m.Name, "", l, kindHardLabel, float64(t.InodesHard))
+			case QuotaExceeded:
+				v := 0.0
+				if project.Exceeded(*t, s.now) {
+					v = 1
+				}
+				w.treeSample(m.Name, "", l, "", v)
+			case TreeUsageAgeSeconds:
+				switch {
+				case s.xfs:
+					w.treeSample(m.Name, "", l, "", 0)
+				case t.UsageAsOf != nil:
+					w.treeSample(m.Name, "", l, "", max(0, s.now.Sub(*t.UsageAsOf).Seconds()))
+				}
+			case SweepEvictedBytesTotal:
+				w.treeSample(m.Name, "", l, "", s.evicted[i])
+			case DeletionsFailedTotal:
+				w.treeSample(m.Name, "", l, "", s.failed[i])
+			default:
+				panic("metrics: no per-tree writer for " + m.Name) // a programming error, caught by every test
 			}
-			f[m.Name].Metric = make([]*dto.Metric, 0, per*n)
 		}
 	}
 }
 
-// A tree's label pairs and the series that use them, allocated together.
-type treeBlock struct {
-	project, area string
-	pairs         [2]dto.LabelPair
-	tree          [2]*dto.LabelPair
-	soft, hard    [3]*dto.LabelPair
-	gauges        [8]dto.Metric
-	gaugeValues   [8]dto.Gauge
-	counters      [2]dto.Metric
-	counterValues [2]dto.Counter
-	gaugeFloats   [8]float64
-	counterFloats [2]float64
+func (s *treeSeries) writeWalks(w *textWriter, m Metric) {
+	if !slices.ContainsFunc(s.walks, func(h *histogram) bool { return h != nil }) {
+		return
+	}
+	w.header(m)
+	var le []byte
+	for i, h := range s.walks {
+		if h == nil {
+			continue
+		}
+		l := s.labels[i]
+		var cum uint64
+		for j, bound := range h.bounds {
+			cum += h.counts[j]
+			le = append(appendValue(append(le[:0], `,le="`...), bound), '"')
+			w.treeSample(m.Name, "_bucket", l, string(le), float64(cum))
+		}
+		w.treeSample(m.Name, "_bucket", l, `,le="+Inf"`, float64(h.count))
+		w.treeSample(m.Name, "_sum", l, "", h.sum)
+		w.treeSample(m.Name, "_count", l, "", float64(h.count))
+	}
 }
 
-var (
-	kindSoft = &dto.LabelPair{Name: ptr(LabelKind), Value: ptr("soft")}
-	kindHard = &dto.LabelPair{Name: ptr(LabelKind), Value: ptr("hard")}
+const (
+	kindSoftLabel = `,kind="soft"`
+	kindHardLabel = `,kind="hard"`
 )
 
-func (b *treeBlock) init(project, area string) {
-	b.project, b.area = project, area
-	b.pairs[0].Name, b.pairs[0].Value = &tree[0], &b.project
-	b.pairs[1].Name, b.pairs[1].Value = &tree[1], &b.area
-	b.tree = [2]*dto.LabelPair{&b.pairs[0], &b.pairs[1]}
-	b.soft = [3]*dto.LabelPair{&b.pairs[0], &b.pairs[1], kindSoft}
-	b.hard = [3]*dto.LabelPair{&b.pairs[0], &b.pairs[1], kindHard}
-}
-
-func (b *treeBlock) gauge(i int, v float64, l []*dto.LabelPair) *dto.Metric {
-	b.gaugeFloats[i] = v
-	b.gaugeValues[i].Value = &b.gaugeFloats[i]
-	m := &b.gauges[i]
-	m.Label, m.Gauge = l, &b.gaugeValues[i]
-	return m
-}
-
-func (b *treeBlock) counter(i int, v float64) *dto.Metric {
-	b.counterFloats[i] = v
-	b.counterValues[i].Value = &b.counterFloats[i]
-	m := &b.counters[i]
-	m.Label, m.Counter = b.tree[:], &b.counterValues[i]
-	return m
+// copy is h as of now, its own: the next scrape may observe more.
+func (h *histogram) copy() *histogram {
+	c := *h
+	c.counts = slices.Clone(h.counts)
+	return &c
 }
 
 // scrape reads everything once and returns xfsq's series.
-func (c *collector) scrape(ctx context.Context) []*dto.MetricFamily {
+func (c *collector) scrape(ctx context.Context) ([]*dto.MetricFamily, *treeSeries) {
 	f := families{}
 	success := func(name string, ok bool) {
 		v := 0.0
@@ -276,34 +385,8 @@ func (c *collector) scrape(ctx context.Context) []*dto.MetricFamily {
 	slices.SortFunc(trees, func(a, b project.TreeStatus) int {
 		return cmp.Or(strings.Compare(a.Project, b.Project), strings.Compare(a.Area, b.Area))
 	})
-	now := time.Now()
-	xfs := c.root.Manager.IsXFS()
-	// One block per tree holds all its series: about 20,000 series on a
-	// root of 2,000 trees cost two allocations a tree instead of five a
-	// series.
-	blocks := make([]treeBlock, len(trees))
-	f.grow(len(trees))
-	for i := range trees {
-		t, b := &trees[i], &blocks[i]
-		b.init(t.Project, t.Area)
-		f.add(TreeUsedBytes, b.gauge(0, float64(t.UsedBytes), b.tree[:]))
-		f.add(TreeUsedInodes, b.gauge(1, float64(t.UsedInodes), b.tree[:]))
-		f.add(TreeLimitBytes, b.gauge(2, float64(t.BytesSoft), b.soft[:]))
-		f.add(TreeLimitBytes, b.gauge(3, float64(t.BytesHard), b.hard[:]))
-		f.add(TreeLimitInodes, b.gauge(4, float64(t.InodesSoft), b.soft[:]))
-		f.add(TreeLimitInodes, b.gauge(5, float64(t.InodesHard), b.hard[:]))
-		exceeded := 0.0
-		if project.Exceeded(*t, now) {
-			exceeded = 1
-		}
-		f.add(QuotaExceeded, b.gauge(6, exceeded, b.tree[:]))
-		switch {
-		case xfs:
-			f.add(TreeUsageAgeSeconds, b.gauge(7, 0, b.tree[:]))
-		case t.UsageAsOf != nil:
-			f.add(TreeUsageAgeSeconds, b.gauge(7, max(0, now.Sub(*t.UsageAsOf).Seconds()), b.tree[:]))
-		}
-	}
+	ts := &treeSeries{trees: trees, now: time.Now(), xfs: c.root.Manager.IsXFS(),
+		evicted: make([]float64, len(trees)), failed: make([]float64, len(trees)), walks: make([]*histogram, len(trees))}
 
 	c.mu.Lock()
 	err = c.readJournal(ctx)
@@ -314,12 +397,10 @@ func (c *collector) scrape(ctx context.Context) []*dto.MetricFamily {
 	// Counters of trees that exist now only: a removed project's series
 	// go with it (its totals are kept, should it come back).
 	for i := range trees {
-		t, b := &trees[i], &blocks[i]
-		k := treeKey{t.Project, t.Area}
-		f.add(SweepEvictedBytesTotal, b.counter(0, c.evicted[k]))
-		f.add(DeletionsFailedTotal, b.counter(1, c.failed[k]))
+		k := treeKey{trees[i].Project, trees[i].Area}
+		ts.evicted[i], ts.failed[i] = c.evicted[k], c.failed[k]
 		if h := c.walks[k]; h != nil {
-			f.add(WalkDurationSeconds, &dto.Metric{Label: b.tree[:], Histogram: h.metric()})
+			ts.walks[i] = h.copy()
 		}
 	}
 	f.add(SweepDurationSeconds, &dto.Metric{Histogram: c.sweeps.metric()})
@@ -332,7 +413,7 @@ func (c *collector) scrape(ctx context.Context) []*dto.MetricFamily {
 	if report != nil {
 		c.host(*report, f, success)
 	}
-	return f.list()
+	return f.list(), ts
 }
 
 // readJournal adds what the journal gained since the last scrape.

@@ -435,10 +435,7 @@ func (m *Manager) readAllUsage(ctx context.Context) (map[string][]TreeStatus, er
 
 // Exceeded reports whether a tree is at or over a hard limit, or over a
 // soft one past its grace, at now: what makes Check deny a run.
-func Exceeded(t TreeStatus, now time.Time) bool {
-	d, _ := judge(t, now)
-	return d == Deny
-}
+func Exceeded(t TreeStatus, now time.Time) bool { return verdictOf(t, now).denies() }
 
 func formatLimits(l quota.Limits) string {
 	return fmt.Sprintf("{bytes soft %s hard %s, inodes soft %d hard %d}",
@@ -493,26 +490,60 @@ func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission,
 }
 
 func judge(t TreeStatus, now time.Time) (decision, msg string) {
-	switch {
-	case t.BytesHard > 0 && t.UsedBytes >= t.BytesHard:
+	switch verdictOf(t, now) {
+	case overBytesHard:
 		return Deny, fmt.Sprintf("disk quota exceeded (%s of %s)", units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesHard))
-	case t.InodesHard > 0 && t.UsedInodes >= t.InodesHard:
+	case overInodesHard:
 		return Deny, fmt.Sprintf("file count quota exceeded (%d of %d files)", t.UsedInodes, t.InodesHard)
-	case t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft && t.BytesGraceEnds != nil && !now.Before(*t.BytesGraceEnds):
+	case bytesGraceOver:
 		return Deny, fmt.Sprintf("disk quota exceeded: over the soft limit past its grace (%s of %s soft, grace ended %s)",
 			units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesSoft), t.BytesGraceEnds.UTC().Format(time.RFC3339))
-	case t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft && t.InodesGraceEnds != nil && !now.Before(*t.InodesGraceEnds):
+	case inodesGraceOver:
 		return Deny, fmt.Sprintf("file count quota exceeded: over the soft limit past its grace (%d of %d files soft, grace ended %s)",
 			t.UsedInodes, t.InodesSoft, t.InodesGraceEnds.UTC().Format(time.RFC3339))
-	case t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft:
+	case overBytesSoft:
 		return Warn, fmt.Sprintf("over the soft disk limit (%s of %s)%s", units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesSoft), graceNote(t.BytesGraceEnds))
-	case t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft:
+	case overInodesSoft:
 		return Warn, fmt.Sprintf("over the soft file count limit (%d of %d files)%s", t.UsedInodes, t.InodesSoft, graceNote(t.InodesGraceEnds))
 	}
 	if t.BytesHard > 0 {
 		return Ok, fmt.Sprintf("ok (%s of %s)", units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesHard))
 	}
 	return Ok, fmt.Sprintf("ok (%s, no hard limit)", units.FormatIEC(t.UsedBytes))
+}
+
+// A tree's standing against its limits, worst first: judge words it,
+// Exceeded (a scrape, 3,000 trees at a time) only asks whether it denies.
+type verdict int
+
+const (
+	withinLimits verdict = iota
+	overBytesHard
+	overInodesHard
+	bytesGraceOver
+	inodesGraceOver
+	overBytesSoft
+	overInodesSoft
+)
+
+func (v verdict) denies() bool { return v >= overBytesHard && v <= inodesGraceOver }
+
+func verdictOf(t TreeStatus, now time.Time) verdict {
+	switch {
+	case t.BytesHard > 0 && t.UsedBytes >= t.BytesHard:
+		return overBytesHard
+	case t.InodesHard > 0 && t.UsedInodes >= t.InodesHard:
+		return overInodesHard
+	case t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft && t.BytesGraceEnds != nil && !now.Before(*t.BytesGraceEnds):
+		return bytesGraceOver
+	case t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft && t.InodesGraceEnds != nil && !now.Before(*t.InodesGraceEnds):
+		return inodesGraceOver
+	case t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft:
+		return overBytesSoft
+	case t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft:
+		return overInodesSoft
+	}
+	return withinLimits
 }
 
 func graceNote(ends *time.Time) string {

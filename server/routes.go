@@ -235,8 +235,9 @@ func (s *Server) guard(rt Route) http.Handler {
 			}
 			// The path only: a query string is the client's and may hold
 			// anything; the token is in a header that is never logged.
-			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", w.status,
-				"duration_seconds", time.Since(start).Seconds(), "bytes", w.bytes, "token", caller.Name, "request_id", id)
+			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.Int("status", w.status), slog.Float64("duration_seconds", time.Since(start).Seconds()), slog.Int64("bytes", w.bytes),
+				slog.String("token", caller.Name), slog.String("request_id", id))
 		}()
 		if rt.Role != RoleNone {
 			var ok bool

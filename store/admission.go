@@ -478,15 +478,11 @@ func (s *Store) Read(ctx context.Context, k TreeKey) (TreeRead, error) {
 		Bytes, Inodes, WalkedAt                      int64
 		BytesSince, InodesSince                      int64
 	}
-	err := s.db.QueryRowxContext(ctx, s.db.Rebind(`SELECT t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_hard,
-		t.walked_bytes
-			+ COALESCE((SELECT SUM(l.bytes) FROM ledger l WHERE l.host = t.host AND l.project = t.project AND l.area = t.area), 0)
-			+ COALESCE((SELECT SUM(r.bytes) FROM reservations r WHERE r.host = t.host AND r.project = t.project AND r.area = t.area), 0),
-		t.walked_inodes
-			+ COALESCE((SELECT SUM(l.inodes) FROM ledger l WHERE l.host = t.host AND l.project = t.project AND l.area = t.area), 0)
-			+ COALESCE((SELECT SUM(r.inodes) FROM reservations r WHERE r.host = t.host AND r.project = t.project AND r.area = t.area), 0),
-		t.walked_at, t.bytes_soft_since, t.inodes_soft_since
-		FROM trees t WHERE t.host = ? AND t.project = ? AND t.area = ?`), s.Host, k.Project, k.Area).Scan(
+	st, err := s.prepared(ctx, readQuery)
+	if err != nil {
+		return TreeRead{}, err
+	}
+	err = st.QueryRowxContext(ctx, s.Host, k.Project, k.Area).Scan(
 		&row.BytesSoft, &row.BytesHard, &row.InodesSoft, &row.InodesHard, &row.Bytes, &row.Inodes, &row.WalkedAt, &row.BytesSince, &row.InodesSince)
 	if errors.Is(err, sql.ErrNoRows) {
 		return TreeRead{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
@@ -507,6 +503,17 @@ func (s *Store) Read(ctx context.Context, k TreeKey) (TreeRead, error) {
 	}
 	return r, nil
 }
+
+// readQuery is Read's one statement, prepared once (Store.prepared).
+const readQuery = `SELECT t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_hard,
+	t.walked_bytes
+		+ COALESCE((SELECT SUM(l.bytes) FROM ledger l WHERE l.host = t.host AND l.project = t.project AND l.area = t.area), 0)
+		+ COALESCE((SELECT SUM(r.bytes) FROM reservations r WHERE r.host = t.host AND r.project = t.project AND r.area = t.area), 0),
+	t.walked_inodes
+		+ COALESCE((SELECT SUM(l.inodes) FROM ledger l WHERE l.host = t.host AND l.project = t.project AND l.area = t.area), 0)
+		+ COALESCE((SELECT SUM(r.inodes) FROM reservations r WHERE r.host = t.host AND r.project = t.project AND r.area = t.area), 0),
+	t.walked_at, t.bytes_soft_since, t.inodes_soft_since
+	FROM trees t WHERE t.host = ? AND t.project = ? AND t.area = ?`
 
 // Account reads a tree's limits and usage (last walk + ledger +
 // reservations) and the root's byte usage, as admission sees them.

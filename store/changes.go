@@ -68,3 +68,40 @@ const changeMarkQuery = `SELECT
 		(SELECT COUNT(*) FROM reservations) AS rn,
 		(SELECT COALESCE(MAX(id), 0) FROM reservations) AS rm,
 		(SELECT COALESCE(SUM(bytes), 0) FROM reservations) AS rb`
+
+// stmtCache holds the prepared statements of queries asked many times a
+// second by a long-lived process (a scrape's journal read, a check's tree
+// read): parsing them each time cost as much as running them. Keyed by
+// the query's text, which callers build from a bounded set of shapes.
+type stmtCache struct {
+	mu    sync.Mutex
+	stmts map[string]*sqlx.Stmt
+}
+
+// prepared is query (with ? placeholders) prepared on s's pool, once.
+func (s *Store) prepared(ctx context.Context, query string) (*sqlx.Stmt, error) {
+	c := &s.stmts
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.stmts[query]; st != nil {
+		return st, nil
+	}
+	st, err := s.db.PreparexContext(ctx, s.db.Rebind(query))
+	if err != nil {
+		return nil, err
+	}
+	if c.stmts == nil {
+		c.stmts = map[string]*sqlx.Stmt{}
+	}
+	c.stmts[query] = st
+	return st, nil
+}
+
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.stmts {
+		st.Close()
+	}
+	c.stmts = nil
+}

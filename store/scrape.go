@@ -82,7 +82,11 @@ func (s *Store) EventsAfter(ctx context.Context, afterID int64, types []string, 
 	q += ` ORDER BY id LIMIT ?`
 	args = append(args, limit)
 	var rows []eventRow
-	if err := s.sel(ctx, &rows, q, args...); err != nil {
+	st, err := s.prepared(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.SelectContext(ctx, &rows, args...); err != nil {
 		return nil, err
 	}
 	out := make([]Event, len(rows))

@@ -40,6 +40,7 @@ type Store struct {
 
 	changeMark     preparedStmt // ChangeMark's query, parsed once
 	projectVersion preparedStmt // ProjectVersion's, asked on every check
+	stmts          stmtCache    // other queries asked many times a second
 }
 
 // Open connects to dsn (a postgres:// URL or libpq keywords, or the path of
@@ -112,6 +113,7 @@ func (s *Store) Driver() string {
 // Close closes the database.
 func (s *Store) Close() error {
 	s.probe.close()
+	s.stmts.close()
 	return s.db.Close()
 }
 
