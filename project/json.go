@@ -123,13 +123,25 @@ func (t *TreeStatus) appendJSON(b []byte) []byte {
 }
 
 // appendJSONString quotes s as encoding/json does without HTML escaping;
-// anything but printable ASCII goes through encoding/json itself, so the
-// rare name or message with other characters is still spelled its way.
+// a string with anything to escape goes through encoding/json itself, so
+// the rare name or message with such characters is still spelled its way.
 func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			// Valid UTF-8 is written as it is, but for the two line
+			// separators JavaScript minds; invalid bytes are replaced.
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 || r == '\u2028' || r == '\u2029' {
+				return appendSlowJSON(b, s)
+			}
+			i += n
+			continue
+		}
+		if c < 0x20 || c == '"' || c == '\\' {
 			return appendSlowJSON(b, s)
 		}
+		i++
 	}
 	b = append(b, '"')
 	b = append(b, s...)

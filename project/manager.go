@@ -38,6 +38,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"sync"
 	"time"
 
@@ -135,6 +136,7 @@ type Manager struct {
 	Backend quota.Backend
 	// Unsupported says why the XFS backend could not be used (fallback only).
 	Unsupported *quota.UnsupportedError
+	backendInfo atomic.Pointer[backendInfo] // BackendInfo's, kept
 	Actor       string
 
 	xfs    *xfs.FS
@@ -323,6 +325,23 @@ const (
 
 // BackendInfo is the backend in force, as an object.
 func (m *Manager) BackendInfo() Backend {
+	// Every answer carries it, and the reason is formatted: kept while
+	// what it is made of stands (tests swap the backend).
+	if c := m.backendInfo.Load(); c != nil && c.backend == m.Backend && c.unsupported == m.Unsupported {
+		return c.info
+	}
+	b := m.makeBackendInfo()
+	m.backendInfo.Store(&backendInfo{backend: m.Backend, unsupported: m.Unsupported, info: b})
+	return b
+}
+
+type backendInfo struct {
+	backend     quota.Backend
+	unsupported *quota.UnsupportedError
+	info        Backend
+}
+
+func (m *Manager) makeBackendInfo() Backend {
 	b := Backend{Kind: BackendXFS, Enforced: m.xfs != nil, name: m.BackendName()}
 	if m.xfs == nil {
 		b.Kind = BackendFallback

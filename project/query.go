@@ -473,18 +473,22 @@ func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission,
 		return a, nil
 	}
 	now := m.now()
-	rank := map[string]int{Ok: 0, Warn: 1, Deny: 2}
-	worst := -1
-	for _, t := range p.Trees {
-		decision, msg := judge(t, now)
-		// The worst tree decides; on a tie the workspace speaks.
-		if r := rank[decision]; r > worst || (r == worst && t.Area == AreaWorkspace) {
-			who := fmt.Sprintf("project %q", name)
-			if t.Area != AreaWorkspace {
-				who += " " + t.Area
-			}
-			worst, a.Decision, a.Message = r, decision, who+": "+msg
+	worst, speaker := -1, -1
+	for i, t := range p.Trees {
+		// The worst tree decides; on a tie the workspace speaks. Only
+		// its message is worded.
+		if r := verdictOf(t, now).rank(); r > worst || (r == worst && t.Area == AreaWorkspace) {
+			worst, speaker = r, i
 		}
+	}
+	if speaker >= 0 {
+		t := p.Trees[speaker]
+		decision, msg := judge(t, now)
+		who := fmt.Sprintf("project %q", name)
+		if t.Area != AreaWorkspace {
+			who += " " + t.Area
+		}
+		a.Decision, a.Message = decision, who+": "+msg
 	}
 	return a, nil
 }
@@ -527,6 +531,17 @@ const (
 )
 
 func (v verdict) denies() bool { return v >= overBytesHard && v <= inodesGraceOver }
+
+// rank orders the decisions: ok 0, warn 1, deny 2.
+func (v verdict) rank() int {
+	switch {
+	case v.denies():
+		return 2
+	case v == withinLimits:
+		return 0
+	}
+	return 1
+}
 
 func verdictOf(t TreeStatus, now time.Time) verdict {
 	switch {
