@@ -72,9 +72,11 @@ const (
 // ExitCode is the CLI's exit status for a failure of kind k.
 func (k Kind) ExitCode() int {
 	switch k {
-	case Input, TooLarge, Unprocessable:
+	case Input, Unprocessable:
 		return ExitUsage
-	case Denied:
+	case Denied, TooLarge:
+		// A write over max_file_bytes (the CLI's only TooLarge) is refused
+		// as a quota refuses: scripts test for 3.
 		return ExitDenied
 	}
 	return ExitFailed
@@ -122,14 +124,19 @@ type Hinted interface {
 
 // Of classifies err: the kind of the outermost error in its chain that
 // knows one (so a wrapper may reclassify what it wraps), else Denied for a
-// quota refusal, else Internal. Of(nil) is Internal too: ask only of a
+// quota refusal (TooLarge for one by max_file_bytes), else Internal. Of(nil) is Internal too: ask only of a
 // failure.
 func Of(err error) Kind {
 	for e := err; e != nil; {
 		if k, ok := e.(Kinded); ok {
 			return k.Kind()
 		}
-		if _, ok := e.(*quota.LimitError); ok {
+		if le, ok := e.(*quota.LimitError); ok {
+			// A file over max_file_bytes is no quota: freeing space
+			// never lets the same write pass.
+			if le.Limit == quota.LimitMaxFileBytes {
+				return TooLarge
+			}
 			return Denied
 		}
 		if errors.Is(e, context.Canceled) || errors.Is(e, context.DeadlineExceeded) {

@@ -25,7 +25,7 @@ func TestTable(t *testing.T) {
 		{Conflict, "conflict", 1, http.StatusConflict},
 		{NotReady, "not ready", 1, http.StatusServiceUnavailable},
 		{Denied, "denied", 3, http.StatusInsufficientStorage},
-		{TooLarge, "too large", 2, http.StatusRequestEntityTooLarge},
+		{TooLarge, "too large", 3, http.StatusRequestEntityTooLarge},
 		{Unprocessable, "unprocessable", 2, http.StatusUnprocessableEntity},
 	} {
 		if got := c.k.String(); got != c.name {
@@ -55,6 +55,8 @@ func TestOf(t *testing.T) {
 		{"nil", nil, Internal},
 		{"sentinel wrapped", fmt.Errorf("project %q %w", "a", notFound), NotFound},
 		{"quota limit", fmt.Errorf("put: %w", limit), Denied},
+		// One file over max_file_bytes: 413 over HTTP, exit 3 as a quota.
+		{"max_file_bytes", fmt.Errorf("put: %w", &quota.LimitError{Limit: quota.LimitMaxFileBytes, Requested: 2, Max: 1}), TooLarge},
 		{"outermost wins", New(Conflict, fmt.Errorf("x: %w", notFound)), Conflict},
 		{"joined", errors.Join(errors.New("a"), New(Input, errors.New("b"))), Input},
 		{"cancelled", fmt.Errorf("walk: %w", context.Canceled), Internal},

@@ -130,7 +130,7 @@ func (w *Write) Renew(ctx context.Context) error {
 func (w *Write) Refusal(ctx context.Context, fileBytes, need, dirBytes uint64) error {
 	bytes, reservedBytes := need+dirBytes, w.held+dirBytes
 	if max := w.limits.MaxFileBytes; max > 0 && fileBytes > max {
-		return &quota.LimitError{Tree: w.label, Limit: "max_file_bytes", Requested: fileBytes, Max: max}
+		return &quota.LimitError{Tree: w.label, Limit: quota.LimitMaxFileBytes, Requested: fileBytes, Max: max}
 	}
 	limits, used, rootUsed, err := w.m.Store.Account(ctx, w.key())
 	if err != nil {

@@ -114,6 +114,10 @@ func (e *OpError) Unwrap() error { return e.Err }
 
 // LimitError is a write refused by a limit: which limit, the usage it
 // would add to, what was asked for, and the limit itself.
+// LimitMaxFileBytes is the Limit of a refusal by the max_file_bytes
+// setting: one file over the bound, whatever the tree holds.
+const LimitMaxFileBytes = "max_file_bytes"
+
 type LimitError struct {
 	Tree      string // e.g. `project "omni" workspace`
 	Limit     string // bytes_hard, inodes_hard, max_file_bytes, root_budget
@@ -142,7 +146,7 @@ func (e *LimitError) Error() string {
 			return fmt.Sprintf("%d files", n)
 		}
 		what = "file count quota exceeded"
-	case "max_file_bytes":
+	case LimitMaxFileBytes:
 		return fmt.Sprintf("%s: file too large: %s requested, at most %s per write (max_file_bytes)",
 			e.Tree, unit(e.Requested), unit(e.Max))
 	case "root_budget":

@@ -14,7 +14,6 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/project"
-	"github.com/xfsq/xfsq/quota"
 )
 
 // filesAPI serves /v1/workspace/storage/projects/{id}/files/{path...}
@@ -171,7 +170,7 @@ func (a *filesAPI) Put(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := l.Put(r.Context(), r.PathValue("id"), areaOf(r), r.PathValue("path"), r.Body, r.ContentLength)
 	if err != nil {
-		a.fail(w, r, uploadErr(err))
+		a.fail(w, r, err)
 		return
 	}
 	status := http.StatusCreated
@@ -179,18 +178,6 @@ func (a *filesAPI) Put(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 	}
 	writeJSON(w, status, res)
-}
-
-// uploadErr classifies a write's refusal for HTTP: the per-write bound
-// (max_file_bytes) is 413, a body that can never pass, where the CLI keeps
-// it among the quota refusals (exit 3, as scripts expect); every other
-// limit stays a quota's 507.
-func uploadErr(err error) error {
-	var le *quota.LimitError
-	if errors.As(err, &le) && le.Limit == "max_file_bytes" {
-		return errkind.New(errkind.TooLarge, err)
-	}
-	return err
 }
 
 // Delete removes the path, journalled as `files rm` journals it; a

@@ -33,7 +33,7 @@ func Admit(s State, r Request) error {
 	}
 	switch {
 	case s.MaxFileBytes > 0 && r.FileBytes > s.MaxFileBytes:
-		return refuse("max_file_bytes", 0, r.FileBytes, s.MaxFileBytes)
+		return refuse(quota.LimitMaxFileBytes, 0, r.FileBytes, s.MaxFileBytes)
 	case s.Limits.InodesHard > 0 && r.Inodes > 0 && s.Used.Inodes+r.Inodes > s.Limits.InodesHard:
 		return refuse("inodes_hard", s.Used.Inodes, r.Inodes, s.Limits.InodesHard)
 	case s.Limits.BytesHard > 0 && r.Bytes > 0 && s.Used.Bytes+r.Bytes > s.Limits.BytesHard:
