@@ -328,21 +328,21 @@ func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 		}
 		return m.status(ctx, u.trees, all, Read{})
 	}
-	names := make([]string, 0, len(u.byName))
-	n := 0
-	for name, ts := range u.byName {
-		names = append(names, name)
-		n += len(ts)
+	if u.all == nil {
+		names := slices.Sorted(maps.Keys(u.byName))
+		u.all = []TreeStatus{}
+		for _, name := range names {
+			u.all = append(u.all, u.byName[name]...)
+		}
 	}
-	slices.Sort(names)
-	out := make([]TreeStatus, 0, n)
+	out := slices.Clone(u.all)
 	now := m.now()
-	for _, name := range names {
-		for _, t := range u.byName[name] {
-			if t.UsageAsOf != nil {
-				t.UsageAgeSeconds, t.Stale = freshness(*t.UsageAsOf, now)
-			}
-			out = append(out, t)
+	ages := make([]float64, len(out)) // one block for every tree's age
+	for i := range out {
+		if t := &out[i]; t.UsageAsOf != nil {
+			age, stale := freshness(*t.UsageAsOf, now)
+			ages[i], t.Stale = *age, stale
+			t.UsageAgeSeconds = &ages[i]
 		}
 	}
 	return out, nil
@@ -380,7 +380,7 @@ func (m *Manager) refreshUsage(ctx context.Context, u *usageCache) error {
 		if err != nil {
 			return err
 		}
-		u.byName, u.versions = byName, vs
+		u.byName, u.versions, u.all = byName, vs, nil
 		m.reads.reread.Add(int64(len(byName)))
 		return nil
 	}
@@ -390,6 +390,7 @@ func (m *Manager) refreshUsage(ctx context.Context, u *usageCache) error {
 		if err != nil {
 			return err
 		}
+		u.all = nil
 		if len(trees) == 0 {
 			delete(u.byName, name)
 			continue

@@ -126,6 +126,7 @@ type usageCache struct {
 	gen      string
 	versions store.Versions
 	byName   map[string][]TreeStatus // the fallback's, per project
+	all      []TreeStatus            // byName's, in project order; nil: to be assembled
 	trees    []store.Tree            // XFS's, every project's
 }
 
