@@ -197,6 +197,20 @@ func (s *Store) Trees(ctx context.Context, project string) ([]Tree, error) {
 	return out, nil
 }
 
+// TreeByID is the tree of this host recorded with project ID id; ok is
+// false when none is. One indexed-by-nothing scan inside the database, not
+// every row through Go: the fallback backend asks it at every add.
+func (s *Store) TreeByID(ctx context.Context, id quota.ProjectID) (t Tree, ok bool, err error) {
+	var rows []treeRow
+	if err := s.sel(ctx, &rows, `SELECT `+treeCols+` FROM trees WHERE host = ? AND project_id = ? ORDER BY project DESC, area DESC LIMIT 1`, s.Host, id); err != nil {
+		return Tree{}, false, err
+	}
+	if len(rows) == 0 {
+		return Tree{}, false, nil
+	}
+	return rows[0].tree(), true, nil
+}
+
 // ReserveID records and returns the lowest ID in r that is neither recorded
 // for fsUUID nor excluded, inside the caller's transaction, so that the ID
 // and whatever the caller records with it commit together.

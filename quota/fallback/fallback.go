@@ -24,6 +24,7 @@ import (
 type Backend struct {
 	reason string
 	trees  Trees
+	one    Lookup
 }
 
 // Tree is what is recorded of one tree: its directory and its limits.
@@ -35,12 +36,16 @@ type Tree struct {
 // Trees reads every tree recorded now, by ID.
 type Trees func() (map[quota.ProjectID]Tree, error)
 
+// Lookup reads the tree recorded now with one ID; ok is false when none is.
+type Lookup func(id quota.ProjectID) (t Tree, ok bool, err error)
+
 var _ quota.Backend = (*Backend)(nil)
 
 // New returns a backend whose Name carries why XFS could not be used and
-// whose trees are whatever trees reads at each call.
-func New(reason string, trees Trees) *Backend {
-	return &Backend{reason: reason, trees: trees}
+// whose trees are whatever trees reads at each call; one, when not nil,
+// reads a single tree for the calls about one ID (else they read all).
+func New(reason string, trees Trees, one Lookup) *Backend {
+	return &Backend{reason: reason, trees: trees, one: one}
 }
 
 // Name is "fallback (REASON)".
@@ -51,6 +56,9 @@ var errUnassigned = errors.New("no tree is assigned this ID")
 
 // lookup reads the recorded tree of id.
 func (b *Backend) lookup(id quota.ProjectID) (Tree, bool, error) {
+	if b.one != nil {
+		return b.one(id)
+	}
 	all, err := b.trees()
 	if err != nil {
 		return Tree{}, false, err

@@ -63,8 +63,18 @@ func TestWalkMatchesDu(t *testing.T) {
 // The backend reads the recorded trees at every call: a tree recorded, or
 // limits changed, after it was made (by another process) are seen.
 func TestBackendReadsTheRecordEachCall(t *testing.T) {
+	for _, withLookup := range []bool{false, true} {
+		t.Run(map[bool]string{false: "trees", true: "lookup"}[withLookup], func(t *testing.T) { testReadsTheRecordEachCall(t, withLookup) })
+	}
+}
+
+func testReadsTheRecordEachCall(t *testing.T, withLookup bool) {
 	recorded := map[quota.ProjectID]Tree{}
-	b := New("ext4: no project quota", func() (map[quota.ProjectID]Tree, error) { return recorded, nil })
+	var one Lookup
+	if withLookup {
+		one = func(id quota.ProjectID) (Tree, bool, error) { tr, ok := recorded[id]; return tr, ok, nil }
+	}
+	b := New("ext4: no project quota", func() (map[quota.ProjectID]Tree, error) { return recorded, nil }, one)
 	if b.Name() != "fallback (ext4: no project quota)" {
 		t.Errorf("Name = %q", b.Name())
 	}
