@@ -105,6 +105,10 @@ func TestInboundIsABoundedTreeOfTheRoot(t *testing.T) {
 			t.Errorf("project set _root --area inbound: %+v", r)
 		}
 		s.ok("files", "put", project.RootOwner, "chan2/msg", "--area", "inbound", "--from", tiny)
+		s.ok("settings", "reset", "default_inbound_quota")
+		if r := s.report()[inboundKey]; r.BytesHard != 10<<30 || r.InodesHard != 50 {
+			t.Errorf("after settings reset default_inbound_quota: %+v, want the default 10 GiB hard, the inode limit kept", r)
+		}
 
 		// Misnamed: a project has no inbound tree, _root nothing else;
 		// xfsq never sweeps inbound.
