@@ -139,7 +139,7 @@ func TestScrapeIsTheLibrarysReport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(report) != 3*len(project.Areas) {
+		if len(report) != 3*len(project.Areas)+1 { // and the inbound tree
 			t.Fatalf("report has %d trees", len(report))
 		}
 		for _, tr := range report {
@@ -183,8 +183,8 @@ func TestScrapeIsTheLibrarysReport(t *testing.T) {
 				t.Errorf("removed project a still has %s%v", s.name, s.labels)
 			}
 		}
-		if n := len(find(after, metrics.TreeUsedBytes, nil)); n != 2*len(project.Areas) {
-			t.Errorf("%d used-bytes series after removing a, want %d", n, 2*len(project.Areas))
+		if n := len(find(after, metrics.TreeUsedBytes, nil)); n != 2*len(project.Areas)+1 {
+			t.Errorf("%d used-bytes series after removing a, want %d", n, 2*len(project.Areas)+1)
 		}
 	})
 }
@@ -300,8 +300,9 @@ func TestCardinality(t *testing.T) {
 		t.Helper()
 		s := parse(t, get(t, url))
 		for name, per := range perTree {
-			if n := len(find(s, name, nil)); n != projects*areas*per {
-				t.Errorf("%s: %d series, want %d × %d areas × %d", name, n, projects, areas, per)
+			// The root's inbound tree is one more tree.
+			if n := len(find(s, name, nil)); n != (projects*areas+1)*per {
+				t.Errorf("%s: %d series, want (%d × %d areas + the inbound tree) × %d", name, n, projects, areas, per)
 			}
 		}
 	}
@@ -345,12 +346,18 @@ func addMany(t testing.TB, r *fixture.Root, n int) []string {
 }
 
 // TestScrapeOfAnEmptyRoot: no project, no journal yet: a valid answer
-// with the collectors' and the build's series only.
+// with the collectors' and the build's series, and the root's inbound
+// tree's (project label _root, which no tenant name can be).
 func TestScrapeOfAnEmptyRoot(t *testing.T) {
 	r := fixture.New(t, "sqlite", filepath.Join(t.TempDir(), "xfsq.db"))
 	s := parse(t, get(t, serve(t, r, nil)))
-	if one(t, s, metrics.CollectorSuccess, map[string]string{"collector": "trees"}) != 1 || len(find(s, metrics.TreeUsedBytes, nil)) != 0 {
+	if one(t, s, metrics.CollectorSuccess, map[string]string{"collector": "trees"}) != 1 || len(find(s, metrics.TreeUsedBytes, nil)) != 1 {
 		t.Errorf("empty root: %+v", s)
+	}
+	inbound := tree(project.RootOwner, project.AreaInbound)
+	if one(t, s, metrics.TreeUsedBytes, inbound) <= 0 || one(t, s, metrics.TreeLimitBytes, map[string]string{"project": project.RootOwner, "area": project.AreaInbound, "kind": "hard"}) != 10<<30 {
+		t.Errorf("the inbound tree's series: used %v, hard limit %v; want its usage and default_inbound_quota (10 GiB)",
+			find(s, metrics.TreeUsedBytes, inbound), find(s, metrics.TreeLimitBytes, inbound))
 	}
 	if one(t, s, metrics.BuildInfo, nil) != 1 {
 		t.Error("no build info")

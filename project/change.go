@@ -19,13 +19,10 @@ import (
 
 // Set changes the limits of one tree of a project and journals old and new.
 func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange) (Project, error) {
-	if err := ValidateName(name); err != nil {
-		return Project{}, err
-	}
 	if area == "" {
 		area = AreaWorkspace
 	}
-	if err := ValidateArea(area); err != nil {
+	if err := ValidateTree(name, area); err != nil {
 		return Project{}, err
 	}
 	if change.empty() {
@@ -33,6 +30,9 @@ func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange
 			"give at least one of --bytes-soft, --bytes-hard, --inodes-soft, --inodes-hard")
 	}
 	p, err := m.Store.Project(ctx, name)
+	if errors.Is(err, store.ErrNotFound) && name == RootOwner {
+		return Project{}, errNoInboundTree()
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return Project{}, notFound(name)
 	}
@@ -69,7 +69,10 @@ func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange
 			m.Backend.SetLimits(t.ProjectID, t.Limits)
 			return Project{}, err
 		}
-		return m.Show(ctx, name)
+		return m.show(ctx, name, Read{})
+	}
+	if name == RootOwner {
+		return Project{}, errNoInboundTree()
 	}
 	return Project{}, fmt.Errorf("project %q has no %s tree: run xfsq doctor", name, area)
 }

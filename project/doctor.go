@@ -37,7 +37,8 @@ const (
 	BusyProject       = "operation-in-progress"
 	MissingDirectory  = "missing-directory"
 	// A ready project without a tree of one of Areas: registered by an
-	// xfsq from before that area had trees (scratch came later).
+	// xfsq from before that area had trees (scratch came later); or a
+	// root without its inbound tree, initialised before it had one.
 	MissingTree = "missing-tree"
 	// XFS: the filesystem's grace periods differ from soft_grace.
 	GraceDrift      = "grace-drift"
@@ -91,7 +92,9 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 	if err != nil {
 		return nil, err
 	}
-	state := map[string]string{}
+	// The root's own row is never adding or removing (Projects leaves it
+	// out): its trees are checked like a ready project's.
+	state := map[string]string{RootOwner: store.StateReady}
 	for _, p := range projects {
 		state[p.Name] = p.State
 	}
@@ -102,6 +105,7 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 		}
 	}
 	findings = append(findings, m.missingTrees(ctx, projects, trees)...)
+	findings = append(findings, m.missingInbound(trees)...)
 	for _, t := range trees {
 		if state[t.Project] != store.StateReady {
 			continue // the interrupted operation's finding covers it

@@ -60,17 +60,34 @@ const (
 	AreaScratch   = "scratch"
 )
 
+// AreaInbound is the root's channel staging, <root>/inbound: one tree of
+// the root's own (owned by RootOwner, not by any project), with its own
+// project ID and limits (default_inbound_quota), so a channel cannot fill
+// the disk through it.
+const AreaInbound = "inbound"
+
+// RootOwner names the owner of the root's own trees (the inbound tree)
+// wherever a project name is asked for: report rows, metrics' project
+// label, `--area inbound` commands (PROJECT _root). It breaks the project
+// name rule, so it can never be a tenant's name.
+const RootOwner = store.RootOwner
+
 // Areas lists the areas a project is given, in order.
 var Areas = []string{AreaWorkspace, AreaCache, AreaScratch}
 
+// AllAreas are the areas a tree may be of: a project's, then the root's own.
+var AllAreas = append(slices.Clip(Areas), AreaInbound)
+
 // areaBase is where each area's trees live under the root.
-var areaBase = map[string]string{AreaWorkspace: "projects", AreaCache: "cache", AreaScratch: "scratch"}
+var areaBase = map[string]string{AreaWorkspace: "projects", AreaCache: "cache", AreaScratch: "scratch", AreaInbound: "inbound"}
 
 // areaDefaultQuota names the setting that gives each area's hard byte
 // limit to a new tree.
-var areaDefaultQuota = map[string]string{AreaWorkspace: "default_quota", AreaCache: "default_cache_quota", AreaScratch: "default_scratch_quota"}
+var areaDefaultQuota = map[string]string{AreaWorkspace: "default_quota", AreaCache: "default_cache_quota",
+	AreaScratch: "default_scratch_quota", AreaInbound: "default_inbound_quota"}
 
-// BaseDirs are created by init; none may carry PROJINHERIT.
+// BaseDirs are created by init; none but inbound (a tree itself) may
+// carry PROJINHERIT.
 var BaseDirs = []string{"projects", "cache", "scratch", "inbound"}
 
 // StateDir is xfsq's own state under the root.
@@ -112,6 +129,10 @@ const NameRule = "1-63 characters of a-z, 0-9, '.', '_' and '-', starting with a
 
 // ValidateName enforces NameRule.
 func ValidateName(name string) error {
+	if name == RootOwner {
+		return inputErrorf("%q is not a project: it names the root's own inbound tree (%s/), which is no project's; "+
+			"a project name is %s", name, areaBase[AreaInbound], NameRule)
+	}
 	if !namePattern().MatchString(name) {
 		return inputErrorf("project name %q is invalid: use %s", name, NameRule)
 	}
@@ -121,13 +142,40 @@ func ValidateName(name string) error {
 // ValidateArea checks an area name.
 func ValidateArea(area string) error {
 	if _, ok := areaBase[area]; !ok {
-		return inputErrorf("unknown area %q: use %s", area, strings.Join(Areas, ", "))
+		return inputErrorf("unknown area %q: use %s", area, strings.Join(AllAreas, ", "))
 	}
 	return nil
 }
 
-// TreePath is the tree of (project, area) relative to the root.
-func TreePath(name, area string) string { return filepath.Join(areaBase[area], name) }
+// ValidateTree checks that (name, area) can name a tree: a project's tree
+// of one of Areas, or the root's inbound tree, named (RootOwner, inbound).
+func ValidateTree(name, area string) error {
+	if err := ValidateArea(area); err != nil {
+		return err
+	}
+	switch {
+	case area == AreaInbound && name == RootOwner:
+		return nil
+	case area == AreaInbound:
+		if err := ValidateName(name); err != nil {
+			return err
+		}
+		return &InputError{Param: "area", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own tree, named %s in place of a project (e.g. xfsq top %s --area inbound)",
+			name, RootOwner, RootOwner)}
+	case name == RootOwner:
+		return &InputError{Param: "area", Msg: fmt.Sprintf("%s owns only the inbound tree, not a %s tree: use --area inbound with it", RootOwner, area)}
+	}
+	return ValidateName(name)
+}
+
+// TreePath is the tree of (project, area) relative to the root; the
+// inbound tree is the whole of inbound/.
+func TreePath(name, area string) string {
+	if area == AreaInbound {
+		return areaBase[AreaInbound]
+	}
+	return filepath.Join(areaBase[area], name)
+}
 
 // Manager manages the projects of one sandbox root.
 type Manager struct {
@@ -508,7 +556,11 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 	res.Backend = m.BackendInfo()
 	if m.xfs != nil {
 		// A parent's PROJINHERIT would stamp its ID on every new tree.
+		// inbound/ is a tree of its own: its ID and PROJINHERIT stay.
 		for _, d := range append([]string{""}, BaseDirs...) {
+			if d == areaBase[AreaInbound] {
+				continue
+			}
 			if err := m.xfs.ClearInherit(filepath.Join(root, d)); err != nil {
 				m.Close()
 				return nil, res, err
@@ -518,6 +570,10 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 			m.Close()
 			return nil, res, err
 		}
+	}
+	if err := m.ensureInboundTree(ctx); err != nil {
+		m.Close()
+		return nil, res, fmt.Errorf("make the inbound tree: %w", err)
 	}
 	return m, res, nil
 }
@@ -561,16 +617,16 @@ type Tree = store.Tree
 
 // Tree returns the tree of a ready project.
 func (m *Manager) Tree(ctx context.Context, name, area string) (store.Tree, error) {
-	if err := ValidateName(name); err != nil {
-		return store.Tree{}, err
-	}
 	if area == "" {
 		area = AreaWorkspace
 	}
-	if err := ValidateArea(area); err != nil {
+	if err := ValidateTree(name, area); err != nil {
 		return store.Tree{}, err
 	}
 	p, err := m.Store.Project(ctx, name)
+	if errors.Is(err, store.ErrNotFound) && name == RootOwner {
+		return store.Tree{}, errNoInboundTree()
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Tree{}, notFound(name)
 	}
@@ -589,7 +645,16 @@ func (m *Manager) Tree(ctx context.Context, name, area string) (store.Tree, erro
 			return t, nil
 		}
 	}
+	if name == RootOwner {
+		return store.Tree{}, errNoInboundTree()
+	}
 	return store.Tree{}, fmt.Errorf("project %q has no %s tree: run xfsq doctor", name, area)
+}
+
+// errNoInboundTree is a root initialised before inbound/ was a tree.
+func errNoInboundTree() error {
+	return errkind.WithHint(errkind.NotReady,
+		fmt.Errorf("the root has no inbound tree (initialised before xfsq gave %s/ a project ID and limits)", areaBase[AreaInbound]), doctorFix)
 }
 
 // SnapshotInterval is how often the scheduled pass (snapshot --all) walks

@@ -58,12 +58,12 @@ func TestPassWritesOneEvent(t *testing.T) {
 		for i := range 2 {
 			if out, err := m.RunPass(r.Ctx, project.PassSnapshot); err != nil {
 				t.Fatal(err)
-			} else if out.Ran != (i == 0) || (i == 0 && len(out.Snapshots) != 2*len(project.Areas)) {
+			} else if out.Ran != (i == 0) || (i == 0 && len(out.Snapshots) != 2*len(project.Areas)+1) { // and the inbound tree
 				t.Errorf("snapshot pass %d: %+v", i, out)
 			}
 		}
 		snaps := r.Events(store.EventSnapshot)
-		if len(snaps) != 1 || strings.Count(string(snaps[0].Payload), `"project"`) != 2*len(project.Areas) {
+		if len(snaps) != 1 || strings.Count(string(snaps[0].Payload), `"project"`) != 2*len(project.Areas)+1 {
 			t.Fatalf("storage.snapshot events after two passes within the hour: %+v", snaps)
 		}
 		out, err := m.RunPass(r.Ctx, project.PassSnapshot)
@@ -173,11 +173,15 @@ func TestPassCancelledStopsBetweenEntries(t *testing.T) {
 			t.Errorf("cancelled snapshot pass: %v", err)
 		}
 		stored := 0
+		keys := []store.TreeKey{{Project: project.RootOwner, Area: project.AreaInbound}}
 		for _, n := range []string{"omni", "beta"} {
 			for _, a := range project.Areas {
-				if _, ok, _ := m.Store.LatestSnapshot(r.Ctx, store.TreeKey{Project: n, Area: a}); ok {
-					stored++
-				}
+				keys = append(keys, store.TreeKey{Project: n, Area: a})
+			}
+		}
+		for _, k := range keys {
+			if _, ok, _ := m.Store.LatestSnapshot(r.Ctx, k); ok {
+				stored++
 			}
 		}
 		if walks != 1 || stored != 1 || len(r.Events(store.EventSnapshot)) != 0 {
@@ -240,8 +244,8 @@ func TestPassRunsInTheBackground(t *testing.T) {
 			t.Fatalf("%s: %+v %v", p, out, err)
 		}
 	}
-	if len(during) != len(project.Areas)+1 { // every tree walked, one entry deleted
-		t.Fatalf("hooks ran %d times, want %d", len(during), len(project.Areas)+1)
+	if len(during) != len(project.Areas)+2 { // every tree walked (the inbound tree too), one entry deleted
+		t.Fatalf("hooks ran %d times, want %d", len(during), len(project.Areas)+2)
 	}
 	for _, d := range during {
 		if d != [2]int{3, 10} {

@@ -108,7 +108,12 @@ func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, er
 	if err := ValidateName(name); err != nil {
 		return Project{}, err
 	}
-	read := readOf(r)
+	return m.show(ctx, name, readOf(r))
+}
+
+// show is Show of a name already checked; RootOwner too (its inbound tree),
+// for the changes that return what they changed.
+func (m *Manager) show(ctx context.Context, name string, read Read) (Project, error) {
 	var tok readToken
 	if !read.Refresh {
 		var c cachedProject

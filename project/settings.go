@@ -76,6 +76,9 @@ func (m *Manager) ResetSetting(ctx context.Context, key string) (v settings.Valu
 		return settings.Value{}, "", err
 	}
 	v, err = m.setting(ctx, key)
+	if err == nil && key == "default_inbound_quota" {
+		err = m.applyInboundQuota(ctx, v.Bytes())
+	}
 	return v, prev.Value + " from " + prev.Source, err
 }
 
@@ -114,6 +117,14 @@ func (m *Manager) SetSettingExplicit(ctx context.Context, key, value string, all
 		// restores what is recorded.
 		d, _ := units.ParseDuration(norm)
 		if err := m.xfs.SetGrace(d, d); err != nil {
+			return settings.Value{}, "", err
+		}
+	}
+	if key == "default_inbound_quota" {
+		// The tree first, as project set changes it: a limit it refuses
+		// (below the tree's soft limit) is not recorded.
+		b, _ := units.ParseSize(norm)
+		if err := m.applyInboundQuota(ctx, b); err != nil {
 			return settings.Value{}, "", err
 		}
 	}

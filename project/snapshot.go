@@ -30,7 +30,7 @@ type TreeSnapshot struct {
 
 // SnapshotOptions choose the trees and bound the walks.
 type SnapshotOptions struct {
-	Projects []string // none: every project
+	Projects []string // none: every tree (the root's inbound tree too); RootOwner names that one
 	Area     string   // "": every area
 	Walk     inventory.Options
 	// Scheduled marks a pass of the ticker (or `snapshot --all`): it runs at
@@ -73,9 +73,19 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 		trees = all
 	}
 	for _, name := range o.Projects {
+		if o.Area != "" {
+			// A project has no inbound tree, _root nothing else: say so
+			// rather than walk nothing.
+			if err := ValidateTree(name, o.Area); err != nil {
+				return nil, err
+			}
+		}
 		t, err := m.Store.Trees(ctx, name)
 		if err != nil {
 			return nil, err
+		}
+		if len(t) == 0 && name == RootOwner {
+			return nil, errNoInboundTree()
 		}
 		if len(t) == 0 {
 			return nil, notFound(name)

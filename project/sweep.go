@@ -90,6 +90,10 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	}
 	areas := map[string]bool{}
 	for _, a := range o.Areas {
+		if a == AreaInbound {
+			return out, fieldErrorf("areas", "%q: xfsq never sweeps the root's inbound tree (the channel removes what it has processed); sweep areas are %s",
+				a, strings.Join(sweep.Areas, ", "))
+		}
 		if !slices.Contains(sweep.Areas, a) {
 			return out, inputErrorf("unknown area %q: use %s", a, strings.Join(sweep.Areas, ", "))
 		}

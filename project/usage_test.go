@@ -37,8 +37,8 @@ func TestUsageIsReportWithoutSnapshots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := 3 * len(project.Areas); len(usage) != n || len(report) != n {
-			t.Fatalf("usage has %d trees, report %d, want %d", len(usage), len(report), 3*len(project.Areas))
+		if n := 3*len(project.Areas) + 1; len(usage) != n || len(report) != n { // and the inbound tree
+			t.Fatalf("usage has %d trees, report %d, want %d", len(usage), len(report), n)
 		}
 		for i, u := range usage {
 			w := report[i]
@@ -115,11 +115,11 @@ func TestReadJournal(t *testing.T) {
 		if len(news.Sweeps) != 1 || news.Sweeps[0].Duration != 1500*time.Millisecond {
 			t.Errorf("sweeps %+v, want one of 1.5s", news.Sweeps)
 		}
-		if len(news.SnapshotPasses) != 1 || len(news.Walks) != len(project.Areas) {
-			t.Fatalf("passes %v, walks %+v: want one pass walking each of a's trees", news.SnapshotPasses, news.Walks)
+		if len(news.SnapshotPasses) != 1 || len(news.Walks) != len(project.Areas)+1 {
+			t.Fatalf("passes %v, walks %+v: want one pass walking each of a's trees and the inbound tree", news.SnapshotPasses, news.Walks)
 		}
 		for _, w := range news.Walks {
-			if w.Project != "a" || w.Duration <= 0 {
+			if (w.Project != "a" && w.Project != project.RootOwner) || w.Duration <= 0 {
 				t.Errorf("walk %+v: want a's, with a duration", w)
 			}
 		}

@@ -497,3 +497,34 @@ func TestFilesDownloadOfAGrowingFile(t *testing.T) {
 		}
 	})
 }
+
+// TestFilesOfTheInboundTree: the file API reaches the root's inbound tree
+// as project _root with ?area=inbound, admits uploads against its limit
+// (default_inbound_quota: 507 past it), and refuses a project's "inbound".
+func TestFilesOfTheInboundTree(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(1<<20, "omni")
+		if _, _, err := r.Manager.SetSetting(r.Ctx, "default_inbound_quota", "32k"); err != nil {
+			t.Fatal(err)
+		}
+		srv := storageTestServer(t, operator, filesRoutes(r))
+		resp, body := put(t, filesURL(srv.URL, project.RootOwner, "chan1/msg")+"?area=inbound", "staged")
+		wantStatus(t, "upload into the inbound tree", resp, body, http.StatusCreated)
+		if b, err := os.ReadFile(filepath.Join(r.Manager.Root, "inbound/chan1/msg")); err != nil || string(b) != "staged" {
+			t.Errorf("?area=inbound wrote elsewhere: %v %q", err, b)
+		}
+		resp, body = do(t, http.MethodGet, filesURL(srv.URL, project.RootOwner, "chan1")+"?area=inbound", nil)
+		var l Listing
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &l) != nil || l.Area != project.AreaInbound || len(l.Entries) != 1 || l.Entries[0].Name != "msg" {
+			t.Errorf("listing of inbound/chan1: %d %s", resp.StatusCode, body)
+		}
+		resp, body = put(t, filesURL(srv.URL, project.RootOwner, "chan1/big")+"?area=inbound", strings.Repeat("x", 64<<10))
+		wantStatus(t, "64 KiB into a 32 KiB inbound tree", resp, body, http.StatusInsufficientStorage)
+		resp, body = put(t, filesURL(srv.URL, "omni", "x")+"?area=inbound", "x")
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, project.RootOwner) {
+			t.Errorf("a project's inbound: %d %s, want 400 naming %s", resp.StatusCode, body, project.RootOwner)
+		}
+		resp, body = put(t, filesURL(srv.URL, project.RootOwner, "x"), "x")
+		wantStatus(t, "_root's workspace", resp, body, http.StatusBadRequest)
+	})
+}

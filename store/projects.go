@@ -18,6 +18,16 @@ const (
 	StateRemoving = "removing"
 )
 
+// RootOwner is the owner row of the root's own trees (the inbound tree,
+// <root>/inbound): trees are keyed by (host, project, area) with a foreign
+// key to projects, so a tree that belongs to no tenant hangs off a row of
+// its own. Its name lies outside the project name rule (a leading '_'), so
+// no tenant project can ever take or alias it; Projects never lists it, so
+// no loop over tenant projects (lists, overview, sweeps, removal) sees it,
+// while Trees lists its tree beside the tenants' (report, metrics,
+// snapshots, doctor, export).
+const RootOwner = "_root"
+
 // Project is one registered sandbox project on this host.
 type Project struct {
 	Name      string    `json:"project"`
@@ -93,6 +103,20 @@ func (t *Tx) InsertProject(ctx context.Context, name, adder string, now time.Tim
 	return Project{}, err == nil, err
 }
 
+// EnsureRootOwner records the RootOwner row (ready) unless it exists.
+func (t *Tx) EnsureRootOwner(ctx context.Context, now time.Time) error {
+	if err := t.lock(ctx, "project:"+t.s.Host+":"+RootOwner); err != nil {
+		return err
+	}
+	var n int
+	if err := t.get(ctx, &n, `SELECT COUNT(*) FROM projects WHERE host = ? AND name = ?`, t.s.Host, RootOwner); err != nil || n > 0 {
+		return err
+	}
+	_, err := t.exec(ctx, `INSERT INTO projects (host, name, state, created_at, adder) VALUES (?, ?, ?, ?, '')`,
+		t.s.Host, RootOwner, StateReady, toMicros(now))
+	return err
+}
+
 // SetProjectState moves a project to state, held by adder ("" when done).
 func (t *Tx) SetProjectState(ctx context.Context, name, state, adder string) error {
 	res, err := t.exec(ctx, `UPDATE projects SET state = ?, adder = ? WHERE host = ? AND name = ?`, state, adder, t.s.Host, name)
@@ -165,10 +189,10 @@ func (s *Store) Project(ctx context.Context, name string) (Project, error) {
 	return row.project(), err
 }
 
-// Projects lists this host's projects by name.
+// Projects lists this host's tenant projects by name (never RootOwner).
 func (s *Store) Projects(ctx context.Context) ([]Project, error) {
 	var rows []projectRow
-	if err := s.sel(ctx, &rows, `SELECT name, state, created_at, adder FROM projects WHERE host = ? ORDER BY name`, s.Host); err != nil {
+	if err := s.sel(ctx, &rows, `SELECT name, state, created_at, adder FROM projects WHERE host = ? AND name <> ? ORDER BY name`, s.Host, RootOwner); err != nil {
 		return nil, err
 	}
 	out := make([]Project, len(rows))
@@ -178,7 +202,8 @@ func (s *Store) Projects(ctx context.Context) ([]Project, error) {
 	return out, nil
 }
 
-// Trees lists the trees of one project, or of all projects when project is "".
+// Trees lists the trees of one project (RootOwner: the root's own), or of
+// all, the root's own included, when project is "".
 func (s *Store) Trees(ctx context.Context, project string) ([]Tree, error) {
 	var rows []treeRow
 	q := `SELECT ` + treeCols + ` FROM trees WHERE host = ?`

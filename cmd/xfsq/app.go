@@ -129,7 +129,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			{
 				Name:  "files",
 				Usage: "list, read, write and delete files inside a project tree, within its limits",
-				Description: "PATH is relative to the project's tree (--area workspace by default). Paths that are absolute,\n" +
+				Description: "PATH is relative to the project's tree (--area workspace by default; the root's inbound tree,\n" +
+					"inbound/, is PROJECT " + project.RootOwner + " with --area inbound). Paths that are absolute,\n" +
 					"contain \"..\", lead out of the tree through a symlink, or name devices, FIFOs or sockets are refused\n" +
 					"(exit 2). Writes are admitted before they allocate anything and refused (exit 3) past a limit;\n" +
 					"a refused or failed write leaves the old file exactly as it was. rm is journalled (storage.evicted).",
@@ -167,7 +168,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			},
 			{
 				Name: "snapshot", Usage: "walk trees, store their totals and top paths, print them", ArgsUsage: "[PROJECT…]",
-				Description: "Walks each tree of the named projects (or, with --all, of every project) like du: allocated and\n" +
+				Description: "Walks each tree of the named projects (or, with --all, every tree: the root's inbound tree too;\n" +
+					"--area inbound alone walks that one) like du: allocated and\n" +
 					"apparent bytes, files, directories, newest mtime, aggregated to --depth with the --top largest\n" +
 					"sub-paths per level and the --top largest files. Totals are kept for growth (report's growth_24h,\n" +
 					"growth_7d). --all is the scheduled pass: it runs at idle I/O priority and nice 10 and journals one\n" +
@@ -186,7 +188,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Description: "Walks the tree, or the directory PATH inside it (relative to the tree; no \"..\", no symlink out of\n" +
 					"it, no other mount), and shows each directory's allocated and apparent size, share, file count and\n" +
 					"newest mtime, with the largest files beside the directories they sit among. The walk keeps the\n" +
-					"max(--limit, 20) largest entries of each directory; --sort orders those and --limit are shown.",
+					"max(--limit, 20) largest entries of each directory; --sort orders those and --limit are shown.\n" +
+					"The root's inbound tree is PROJECT " + project.RootOwner + " with --area inbound.",
 				Flags: []cli.Flag{areaFlag(), &cli.IntFlag{Name: "depth", Value: 2, Usage: "levels to show (1-8)"},
 					&cli.IntFlag{Name: "limit", Value: 20, Usage: "entries shown per directory"},
 					&cli.StringFlag{Name: "sort", Value: "size", Usage: "order of each directory's entries: size, files or mtime"}},
@@ -861,7 +864,7 @@ func refreshFlag() cli.Flag {
 func readFlags(e env) project.Read { return project.Read{Refresh: e.c.Bool("refresh")} }
 
 // areaUsage names the areas a flag takes.
-var areaUsage = strings.Join(project.Areas, ", ")
+var areaUsage = strings.Join(project.AllAreas, ", ") + " (inbound: the root's own tree, PROJECT " + project.RootOwner + ")"
 
 func areaFlag() cli.Flag {
 	return &cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: areaUsage}
@@ -1036,6 +1039,9 @@ func cmdSnapshot(e env) error {
 	o := project.SnapshotOptions{Projects: e.c.Args().Slice(), Area: e.c.String("area"), Scheduled: e.c.Bool("all"),
 		// The CLI runs nothing beside its walk: raw stats are safe here.
 		Walk: inventory.Options{Depth: e.c.Int("depth"), TopK: e.c.Int("top"), Budget: budget, RawStat: true}}
+	if len(o.Projects) == 0 && !o.Scheduled && o.Area == project.AreaInbound {
+		o.Projects = []string{project.RootOwner} // the root's one inbound tree
+	}
 	switch {
 	case len(o.Projects) == 0 && !o.Scheduled:
 		return usagef("snapshot needs PROJECT names or --all: see xfsq snapshot --help")

@@ -471,7 +471,8 @@ func TestAddKilledAtEveryStep(t *testing.T) {
 				case "add-again":
 					s.ok("project", "add", "omni")
 					rep := s.report()
-					if rep["omni/workspace"].ProjectID != 100000 || rep["omni/cache"].ProjectID != 100001 {
+					// 100000 is the inbound tree's, made by init.
+					if rep["omni/workspace"].ProjectID != 100001 || rep["omni/cache"].ProjectID != 100002 {
 						t.Errorf("IDs after recovery %d, %d: the crashed add's IDs leaked", rep["omni/workspace"].ProjectID, rep["omni/cache"].ProjectID)
 					}
 					if out := s.ok("doctor"); !strings.Contains(out, "no drift") {
@@ -489,10 +490,11 @@ func assertNothingLeft(t *testing.T, s *sandbox) {
 	if ps, _ := st.Projects(context.Background()); len(ps) != 0 {
 		t.Errorf("project rows left: %+v", ps)
 	}
-	if trees, _ := st.Trees(context.Background(), ""); len(trees) != 0 {
+	// The root's inbound tree, made by init, is all that may be left.
+	if trees, _ := st.Trees(context.Background(), ""); len(trees) != 1 || trees[0].Project != project.RootOwner {
 		t.Errorf("tree rows left: %+v", trees)
 	}
-	if ids, _ := st.IDs(context.Background(), "fallback:"+s.root); len(ids) != 0 {
+	if ids, _ := st.IDs(context.Background(), "fallback:"+s.root); len(ids) != 1 || ids[0].Owner != project.RootOwner+"/"+project.AreaInbound {
 		t.Errorf("registered IDs left: %+v", ids)
 	}
 	for _, d := range []string{"projects", "cache"} {
@@ -524,8 +526,8 @@ func TestConcurrentAdds(t *testing.T) {
 			}
 			ids[row.ProjectID] = key
 		}
-		if len(ids) != len(project.Areas)*n {
-			t.Errorf("%d distinct IDs, want %d", len(ids), len(project.Areas)*n)
+		if len(ids) != len(project.Areas)*n+1 { // and the inbound tree's
+			t.Errorf("%d distinct IDs, want %d", len(ids), len(project.Areas)*n+1)
 		}
 
 		for i := range n {
@@ -818,7 +820,7 @@ func TestGlobalFlagsAfterTheCommand(t *testing.T) {
 		t.Errorf("snapshot omni --json: %v\n%s", err, out)
 	}
 	var rows []reportRow
-	if out := s.ok("report", "--json"); json.Unmarshal([]byte(out), &rows) != nil || len(rows) != len(project.Areas) {
+	if out := s.ok("report", "--json"); json.Unmarshal([]byte(out), &rows) != nil || len(rows) != len(project.Areas)+1 { // and the inbound tree
 		t.Errorf("report --json: %s", out)
 	}
 	// --root only after the command (the sandbox's run puts one first).
@@ -854,8 +856,8 @@ func TestScheduledSnapshotPass(t *testing.T) {
 			}
 		}
 	}
-	if len(snaps) != 3*len(project.Areas) || failed != 1 {
-		t.Errorf("%d trees, %d failed; want %d with only b/workspace failed", len(snaps), failed, 3*len(project.Areas))
+	if len(snaps) != 3*len(project.Areas)+1 || failed != 1 { // and the inbound tree
+		t.Errorf("%d trees, %d failed; want %d with only b/workspace failed", len(snaps), failed, 3*len(project.Areas)+1)
 	}
 	var evs []store.Event
 	s.json(&evs, "events", "--type", "storage.snapshot")
@@ -870,7 +872,7 @@ func TestScheduledSnapshotPass(t *testing.T) {
 		Failed    int    `json:"failed"`
 	}
 	json.Unmarshal(evs[0].Payload, &pass)
-	if len(pass.Trees) != 3*len(project.Areas) || pass.Failed != 1 || pass.FreeBytes == 0 {
+	if len(pass.Trees) != 3*len(project.Areas)+1 || pass.Failed != 1 || pass.FreeBytes == 0 {
 		t.Errorf("storage.snapshot payload %s", evs[0].Payload)
 	}
 	s.ok("snapshot", "a") // a snapshot of named projects is not a scheduled pass

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ func TestKernel(t *testing.T) {
 		{Name: "HealthReadsTheKernelsQuotaFlagsNow", Run: testXFSHealthQuota},
 		{Name: "AdversarialCampaignHoldsOnXFS", Run: testXFSCampaign},
 		{Name: "ScratchRunStopsAtItsLimitWhileTheWorkspaceWrites", Run: testXFSScratch},
+		{Name: "InboundStopsAtItsLimitWhileWorkspacesWriteAndIsXfsQuotasFigure", Run: testXFSInbound},
 		{Name: "SoftGraceIsTheKernelsGraceTimer", Run: testXFSSoftGrace},
 		{Name: "ProgressShowsTheShareOfTheKernelsInodes", Run: testXFSProgress},
 		{Name: "ServeOverHTTPDeniesAtTheLimitAndReportsAsXfsQuota", Run: testXFSServe},
@@ -159,6 +161,90 @@ func testXFSScratch(t *testing.T, fs *kerneltest.FS) {
 	s.ok("doctor", "--fix")
 	if _, err := kerneltest.Fill(filepath.Join(oldRun, "big"), 20*mib); !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
 		t.Errorf("after doctor --fix, a run of the old project wrote 20 MiB past its 4 MiB scratch: %v", err)
+	}
+}
+
+// The root's inbound/ is a tree of its own from init on: a channel
+// staging past default_inbound_quota is stopped by the kernel while a
+// project's workspace still takes writes; report's inbound row is
+// xfs_quota's own figure for its ID; export names it for xfs_quota; and a
+// root initialised before inbound had a tree gets it from doctor --fix,
+// after which the kernel stops the channel too.
+func testXFSInbound(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	rep := s.report()
+	in, ok := rep[inboundKey]
+	if !ok || in.ProjectID == 0 || in.BytesHard != 10<<30 || in.Backend.Kind != "xfs" {
+		t.Fatalf("report after init on XFS has no inbound row with default_inbound_quota: %+v", rep)
+	}
+	x, err := xfs.Open(s.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, inherit, err := x.TreeID(filepath.Join(s.root, "inbound"))
+	x.Close()
+	if err != nil || id != quota.ProjectID(in.ProjectID) || !inherit {
+		t.Errorf("inbound/ carries project %d (inherit %v, %v), want its tree's ID %d with PROJINHERIT", id, inherit, err, in.ProjectID)
+	}
+	s.ok("settings", "set", "default_inbound_quota", "5m")
+	s.ok("project", "add", "omni", "--bytes-hard", "40m")
+	ch := filepath.Join(s.root, "inbound/chan1")
+	if err := os.Mkdir(ch, 0o755); err != nil { // as a channel makes its staging
+		t.Fatal(err)
+	}
+	written, err := kerneltest.Fill(filepath.Join(ch, "big"), 20*mib)
+	if !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("a channel writing 20 MiB into a 5 MiB inbound tree: wrote %d, err %v; want EDQUOT", written, err)
+	}
+	if written > 5*mib {
+		t.Errorf("the channel wrote %d bytes past a 5 MiB inbound limit", written)
+	}
+	if _, err := kerneltest.Fill(filepath.Join(s.root, "projects/omni/data"), 8*mib); err != nil {
+		t.Errorf("a workspace could not write while inbound is full: %v", err)
+	}
+	var only []reportRow
+	s.json(&only, "report", "--area", "inbound")
+	if len(only) != 1 || only[0].BytesHard != 5*mib || only[0].UsedBytes < 4*mib {
+		t.Fatalf("report --area inbound: %+v, want the one inbound row, 5 MiB hard and nearly full", only)
+	}
+	got := [3]uint64{only[0].UsedBytes, only[0].BytesSoft, only[0].BytesHard}
+	if k, ok := xfsQuotaBlocks(t, s.root)[quota.ProjectID(only[0].ProjectID)]; !ok || k != got {
+		t.Errorf("inbound (ID %d): xfsq used/soft/hard %v, xfs_quota %v (listed %v)", only[0].ProjectID, got, k, ok)
+	}
+	if q := kernelQuotas(t, s.root)[quota.ProjectID(only[0].ProjectID)]; q.Inodes != only[0].UsedInodes {
+		t.Errorf("inbound inodes: xfsq %d, kernel %d", only[0].UsedInodes, q.Inodes)
+	}
+	if out := s.ok("export", "xfs-projects"); !strings.Contains(out, fmt.Sprintf("%s-inbound:%d", project.RootOwner, only[0].ProjectID)) ||
+		!strings.Contains(out, fmt.Sprintf("%d:%s", only[0].ProjectID, filepath.Join(s.root, "inbound"))) {
+		t.Errorf("export xfs-projects does not name the inbound tree:\n%s", out)
+	}
+	if r := s.run("doctor"); r.code != 0 {
+		t.Errorf("doctor on a fresh XFS root: exit %d\n%s", r.code, r.stdout)
+	}
+	os.Remove(filepath.Join(ch, "big"))
+
+	// A root initialised before inbound had a tree: no row, no limit.
+	st := s.store()
+	if err := st.InTx(t.Context(), func(tx *store.Tx) error {
+		if err := tx.ReleaseID(t.Context(), uuidOf(t, s.root), quota.ProjectID(in.ProjectID)); err != nil {
+			return err
+		}
+		return tx.DeleteProject(t.Context(), store.RootOwner)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	xfsQuota(t, s.root, fmt.Sprintf("limit -p bhard=0 %d", in.ProjectID))
+	if r := s.run("doctor"); r.code != 1 || !strings.Contains(r.stdout, "missing-tree") || !strings.Contains(r.stdout, "inbound") {
+		t.Fatalf("doctor on a root without its inbound tree: exit %d\n%s", r.code, r.stdout)
+	}
+	s.ok("settings", "set", "default_inbound_quota", "4m")
+	s.ok("doctor", "--fix")
+	if _, err := kerneltest.Fill(filepath.Join(ch, "big2"), 20*mib); !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
+		t.Errorf("after doctor --fix, a channel wrote 20 MiB past a 4 MiB inbound limit: %v", err)
+	}
+	if row := s.report()[inboundKey]; row.BytesHard != 4*mib || row.UsedBytes < 3*mib {
+		t.Errorf("report's inbound row after doctor --fix: %+v", row)
 	}
 }
 
@@ -333,6 +419,7 @@ func testXFSDoctor(t *testing.T, fs *kerneltest.FS) {
 
 func testXFSAddKilled(t *testing.T, fs *kerneltest.FS) {
 	s := xfsSandbox(t, fs)
+	inboundID := quota.ProjectID(s.report()[inboundKey].ProjectID) // init's, and no add's to undo
 	for _, point := range project.AddFaultPoints {
 		killed := *s
 		killed.env = append(append([]string{}, s.env...), fault.Env+"="+point)
@@ -340,10 +427,13 @@ func testXFSAddKilled(t *testing.T, fs *kerneltest.FS) {
 			t.Fatalf("add did not die at %s: exit %d %q", point, r.code, r.stderr)
 		}
 		s.ok("doctor", "--fix")
-		if all := kernelQuotas(t, s.root); len(all) != 0 {
+		all := kernelQuotas(t, s.root)
+		delete(all, inboundID)
+		if len(all) != 0 {
 			t.Errorf("after a crash at %s and doctor --fix, the kernel still knows IDs: %+v", point, all)
 		}
 		ids, _ := s.store().IDs(t.Context(), uuidOf(t, s.root))
+		ids = slices.DeleteFunc(ids, func(r store.IDRecord) bool { return r.ProjectID == inboundID })
 		if len(ids) != 0 {
 			t.Errorf("after a crash at %s, registered IDs left: %+v", point, ids)
 		}
@@ -383,6 +473,7 @@ func testXFSRemove(t *testing.T, fs *kerneltest.FS) {
 		t.Errorf("rm without purge kept IDs %v, want every tree's ID (files still carry them)", res.KeptIDs)
 	}
 	ids, _ := s.store().IDs(t.Context(), uuidOf(t, s.root))
+	ids = slices.DeleteFunc(ids, func(r store.IDRecord) bool { return r.Owner == project.RootOwner+"/"+project.AreaInbound })
 	if len(ids) != len(project.Areas) || ids[0].ProjectID != quota.ProjectID(keptID) || !strings.HasPrefix(ids[0].Owner, "removed:kept/") {
 		t.Errorf("registry after rm: %+v; want only kept's IDs, marked removed", ids)
 	}

@@ -17,7 +17,7 @@ func reportProjectFlag() cli.Flag {
 }
 
 func reportAreaFlag() cli.Flag {
-	return &cli.StringFlag{Name: "area", Usage: "only these areas (comma-separated: workspace, cache, …)"}
+	return &cli.StringFlag{Name: "area", Usage: "only these areas (comma-separated: " + strings.Join(project.AllAreas, ", ") + ")"}
 }
 
 // reportFilter is what of the report a command line asks to see.

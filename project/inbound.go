@@ -1,0 +1,75 @@
+package project
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/xfsq/xfsq/store"
+)
+
+// The inbound tree: <root>/inbound, where channels stage what they bring
+// in until it is processed and removed. It belongs to the root, not to a
+// project, so it is recorded under the RootOwner row (store.RootOwner):
+// one tree, its own project ID, its hard byte limit from the setting
+// default_inbound_quota. Init makes it; doctor --fix makes it on a root
+// initialised before it existed. xfsq never sweeps it: removing what was
+// processed is the channel's job.
+
+// inboundTree reads the inbound tree's row, if the root has one.
+func (m *Manager) inboundTree(ctx context.Context) (store.Tree, bool, error) {
+	trees, err := m.Store.Trees(ctx, RootOwner)
+	if err != nil {
+		return store.Tree{}, false, err
+	}
+	for _, t := range trees {
+		if t.Area == AreaInbound {
+			return t, true, nil
+		}
+	}
+	return store.Tree{}, false, nil
+}
+
+// ensureInboundTree makes the inbound tree unless the root has it.
+func (m *Manager) ensureInboundTree(ctx context.Context) error {
+	_, ok, err := m.inboundTree(ctx)
+	if err != nil || ok {
+		return err
+	}
+	return m.makeInboundTree(ctx)
+}
+
+// makeInboundTree records the RootOwner row and gives inbound/ its tree as
+// project add gives a project its trees (an ID, the default limits; what
+// is already staged there is adopted and counted), or leaves no tree.
+func (m *Manager) makeInboundTree(ctx context.Context) error {
+	if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.EnsureRootOwner(ctx, m.now()) }); err != nil {
+		return err
+	}
+	return m.addMissingTree(ctx, RootOwner, AreaInbound)
+}
+
+// missingInbound is the finding of a root without its inbound tree.
+func (m *Manager) missingInbound(trees []store.Tree) []Finding {
+	for _, t := range trees {
+		if t.Project == RootOwner && t.Area == AreaInbound {
+			return nil
+		}
+	}
+	rel := TreePath(RootOwner, AreaInbound)
+	return []Finding{{Kind: MissingTree, Project: RootOwner, Area: AreaInbound, Path: rel,
+		Detail: fmt.Sprintf("the root has no inbound tree (initialised before xfsq gave it one): %s has no project ID and no limit", rel),
+		Fix:    fmt.Sprintf("make the tree: a project ID for %s and the hard limit %s", rel, areaDefaultQuota[AreaInbound]),
+		fixFn:  m.makeInboundTree}}
+}
+
+// applyInboundQuota gives the inbound tree a new hard byte limit, as
+// project set would (kernel, store, journal): default_inbound_quota is the
+// limit of the one inbound tree, so setting it applies at once. A root
+// without the tree yet takes the setting when doctor --fix makes it.
+func (m *Manager) applyInboundQuota(ctx context.Context, bytesHard uint64) error {
+	if _, ok, err := m.inboundTree(ctx); err != nil || !ok {
+		return err
+	}
+	_, err := m.Set(ctx, RootOwner, AreaInbound, LimitChange{BytesHard: &bytesHard})
+	return err
+}

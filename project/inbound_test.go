@@ -1,0 +1,103 @@
+package project_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/store"
+)
+
+// The root's inbound tree hangs off the owner row _root, which is no
+// tenant project: List and the overview's projects[] leave it out, a sweep
+// of every project plans nothing of it, and a project cannot be added,
+// removed or shown under its name; Report and a scheduled snapshot pass
+// show and walk it once, beside the projects' trees.
+func TestInboundTreeIsNoTenantProject(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		r.Add(10<<20, "omni", "beta")
+		os.MkdirAll(filepath.Join(m.Root, "inbound/chan1"), 0o755)
+		os.WriteFile(filepath.Join(m.Root, "inbound/chan1/old.tmp"), make([]byte, 8<<10), 0o644)
+
+		ps, err := m.List(ctx)
+		if err != nil || len(ps) != 2 || slices.ContainsFunc(ps, func(p store.Project) bool { return p.Name == project.RootOwner }) {
+			t.Errorf("List: %+v %v, want omni and beta alone", ps, err)
+		}
+		ov, err := m.Overview(ctx, project.OverviewOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ov.Projects) != 2 || slices.ContainsFunc(ov.Projects, func(p project.ProjectOverview) bool { return p.Project == project.RootOwner }) {
+			t.Errorf("overview projects[]: %+v, want omni and beta alone", ov.Projects)
+		}
+
+		snaps, err := m.Snapshot(ctx, project.SnapshotOptions{Scheduled: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		walked := 0
+		for _, s := range snaps {
+			if s.Project == project.RootOwner {
+				walked++
+				if s.Area != project.AreaInbound || s.SizeBytes < 8<<10 {
+					t.Errorf("the pass's walk of the inbound tree: %+v", s)
+				}
+			}
+		}
+		if walked != 1 || len(snaps) != 2*len(project.Areas)+1 {
+			t.Errorf("a scheduled pass walked the inbound tree %d times among %d walks, want once among %d", walked, len(snaps), 2*len(project.Areas)+1)
+		}
+		rows, err := m.Report(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var inbound []project.TreeStatus
+		for _, row := range rows {
+			if row.Project == project.RootOwner {
+				inbound = append(inbound, row)
+			}
+		}
+		if len(inbound) != 1 || inbound[0].Area != project.AreaInbound || inbound[0].Path != "inbound" || inbound[0].UsedBytes < 8<<10 || inbound[0].BytesHard != 10<<30 {
+			t.Errorf("report's rows of %s: %+v, want the inbound tree once, with its usage and limit", project.RootOwner, inbound)
+		}
+
+		out, err := m.Sweep(ctx, project.SweepOptions{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range out.Plan.Evict {
+			if e.Project == project.RootOwner || e.Area == project.AreaInbound {
+				t.Errorf("a sweep of every project plans %+v", e)
+			}
+		}
+		for _, o := range out.OverSoft {
+			if o.Project == project.RootOwner {
+				t.Errorf("a sweep of every project checks %+v", o)
+			}
+		}
+		if _, err := m.Sweep(ctx, project.SweepOptions{DryRun: true, Areas: []string{project.AreaInbound}}); errkind.Of(err) != errkind.Input {
+			t.Errorf("a sweep of area inbound: %v, want an input error", err)
+		}
+
+		if _, err := m.Add(ctx, project.RootOwner, project.AddOptions{}); errkind.Of(err) != errkind.Input {
+			t.Errorf("Add %s: %v, want an input error", project.RootOwner, err)
+		}
+		if _, err := m.Remove(ctx, project.RootOwner, project.RemoveOptions{Purge: true, Force: true}); errkind.Of(err) != errkind.Input {
+			t.Errorf("Remove %s: %v, want an input error", project.RootOwner, err)
+		}
+		if _, err := m.Show(ctx, project.RootOwner); errkind.Of(err) != errkind.Input {
+			t.Errorf("Show %s: %v, want an input error", project.RootOwner, err)
+		}
+		if _, err := os.Stat(filepath.Join(m.Root, "inbound/chan1/old.tmp")); err != nil {
+			t.Errorf("staged data: %v", err)
+		}
+		if trees, _ := m.Store.Trees(ctx, project.RootOwner); len(trees) != 1 {
+			t.Errorf("the inbound tree after the refusals: %+v", trees)
+		}
+	})
+}
