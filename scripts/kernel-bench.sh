@@ -34,10 +34,11 @@ fi
 # Medians per sub-benchmark (ns/op), then the ratios of the same boot.
 awk '
 /^BenchmarkKernel/ { name = $1; sub(/-[0-9]+$/, "", name); v[name] = v[name] " " $3 }
-/^BenchmarkKernelUsage\/paired/ {
+/^BenchmarkKernelUsage\/([a-z]+-)?paired(-[0-9]+)?[ \t]/ {
+	p = name; sub(/^BenchmarkKernelUsage\//, "", p); sub(/paired$/, "", p)
 	for (i = 4; i < NF; i++) {
-		if ($(i + 1) == "xfsq/floor") v["paired-ratio"] = v["paired-ratio"] " " $i
-		if ($(i + 1) == "xfsq/floor-min") v["paired-min-ratio"] = v["paired-min-ratio"] " " $i
+		if ($(i + 1) == "xfsq/floor") v[p "paired-ratio"] = v[p "paired-ratio"] " " $i
+		if ($(i + 1) == "xfsq/floor-min") v[p "paired-min-ratio"] = v[p "paired-min-ratio"] " " $i
 	}
 }
 END {
@@ -45,7 +46,7 @@ END {
 		c = split(substr(v[n], 2), a, " ")
 		for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
 		m[n] = (c % 2) ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2
-		if (n ~ /^paired-/) printf "median %-45s %14.2f xfsq/floor (%d runs)\n", n, m[n], c
+		if (n ~ /paired-/) printf "median %-45s %14.2f xfsq/floor (%d runs)\n", n, m[n], c
 		else printf "median %-45s %14.0f ns/op (%d runs)\n", n, m[n], c
 	}
 	u = "BenchmarkKernelUsage/"
@@ -54,6 +55,8 @@ END {
 	printf "enumeration vs 1,000 bare Q_XGETNEXTQUOTA: %.2fx, median of adjacent pairs (goal <= 1.10x)\n", floor
 	printf "  the fastest enumeration vs the fastest floor: %.2fx (median over runs)\n", m["paired-min-ratio"]
 	printf "  the same from the separate medians:       %.2fx\n", m[u "xfsq"] / m[u "quotactl-floor"]
+	printf "  into a kept slice (no allocation):        %.2fx (fastest %.2fx)\n", m["reuse-paired-ratio"], m["reuse-paired-min-ratio"]
+	printf "  the wrapper calls alone (no conversion):  %.2fx (fastest %.2fx)\n", m["calls-paired-ratio"], m["calls-paired-min-ratio"]
 	printf "map form (All) vs 1,000 bare Q_XGETNEXTQUOTA: %.2fx\n", m[u "xfsq-map"] / m[u "quotactl-floor"]
 	printf "1,000 Q_XGETNEXTQUOTA vs 1,000 Q_XGETQSTATV: %.2fx\n", m[u "quotactl-floor"] / m[u "quotactl-statv"]
 	printf "enumeration vs xfs_quota report:          %.1fx faster\n", m[u "xfs_quota"] / m[u "xfsq"]

@@ -658,7 +658,10 @@ func testNoPrjquota(t *testing.T, kfs *kerneltest.FS) {
 // block device named in /proc/self/mountinfo.
 func testDeviceFallback(t *testing.T, kfs *kerneltest.FS) {
 	fs := open(t, kfs)
-	fs.target = quotactl.Target{Device: fs.Device()}
+	var err error
+	if fs.target, err = quotactl.DeviceTarget(fs.Device()); err != nil {
+		t.Fatal(err)
+	}
 	dir := newTree(t, fs, "tree", 901, quota.Limits{BytesHard: 10 * mib, InodesSoft: 5})
 	if _, err := kerneltest.Fill(filepath.Join(dir, "f"), 2*mib); err != nil {
 		t.Fatal(err)
@@ -674,8 +677,9 @@ func testDeviceFallback(t *testing.T, kfs *kerneltest.FS) {
 	if err := fs.Clear(901); err != nil {
 		t.Errorf("Clear through the device: %v", err)
 	}
-	// An error names the device form of the call.
-	fs.target.Device = "/dev/nonexistent"
+	// An error names the device form of the call; a literal Target
+	// (its path converted on each call) goes the same way.
+	fs.target = quotactl.Target{Device: "/dev/nonexistent"}
 	if err := fs.SetLimits(901, quota.Limits{}); err == nil || !strings.Contains(err.Error(), "quotactl(Q_XSETQLIM, /dev/nonexistent)") {
 		t.Errorf("error through a missing device: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -79,7 +80,10 @@ func Open(dir string) (*FS, error) {
 	state, err := fs.target.GetStatV(quotactl.PrjQuota)
 	if errors.Is(err, unix.ENOSYS) {
 		// Kernels before 5.14 lack quotactl_fd; quotactl on the device works there.
-		fs.target = quotactl.Target{Device: m.Source}
+		if fs.target, err = quotactl.DeviceTarget(m.Source); err != nil {
+			h.Close()
+			return nil, &quota.OpError{Op: "open", Tree: dir, Syscall: "quotactl", Err: err}
+		}
 		state, err = fs.target.GetStatV(quotactl.PrjQuota)
 		if errors.Is(err, unix.ENOSYS) {
 			// XFS mounted without quota options has no quota operations at
@@ -211,23 +215,27 @@ func (fs *FS) All() (map[quota.ProjectID]quota.Quota, error) {
 // ascending ID order (the order Q_XGETNEXTQUOTA answers in), in one pass;
 // ID 0 is left out. A nil dst is sized for as many IDs as the last
 // enumeration found. On success the result is never nil. Per ID it does no
-// more than copy the kernel's answer into place, so an enumeration of
+// more than the syscall into one reused buffer and a copy of the answer into
+// place (no allocation, no call besides the syscall), so an enumeration of
 // 1,000 trees costs little more than the 1,000 syscalls it has to make.
 func (fs *FS) AppendAll(dst []quota.Quota) ([]quota.Quota, error) {
 	if dst == nil {
 		dst = make([]quota.Quota, 0, fs.lastAll.Load())
 	}
 	start := len(dst)
+	var q quotactl.DiskQuota // the kernel overwrites it whole on every call
 	for next := uint32(1); ; {
-		q, err := fs.target.GetNextQuota(quotactl.PrjQuota, next)
-		if errors.Is(err, unix.ENOENT) { // past the last ID
-			break
-		}
-		if err != nil {
+		if err := fs.target.GetNextQuota(quotactl.PrjQuota, next, &q); err != nil {
+			if errors.Is(err, unix.ENOENT) { // past the last ID: once per pass
+				break
+			}
 			return nil, &quota.OpError{Op: "enumerate project quotas on", Tree: fs.mount.MountPoint,
 				ID: quota.ProjectID(next), Syscall: fs.target.SyscallName(quotactl.QXGetNextQuo), Err: err}
 		}
-		dst = append(dst, quota.Quota{})
+		if len(dst) == cap(dst) {
+			dst = slices.Grow(dst, 1)
+		}
+		dst = dst[:len(dst)+1]
 		fillFromDisk(&dst[len(dst)-1], &q)
 		if q.ID == ^uint32(0) {
 			break
@@ -262,7 +270,10 @@ func fromDisk(id quota.ProjectID, q *quotactl.DiskQuota) quota.Quota {
 }
 
 // fillFromDisk converts the kernel's answer in place: an enumeration
-// writes straight into its result instead of copying a Quota per ID.
+// writes straight into its result instead of copying a Quota per ID. It sets
+// every field (dst may hold a previous pass's entries) and is small enough
+// to inline; the grace times, set only while usage is over a soft limit,
+// take the call.
 func fillFromDisk(out *quota.Quota, q *quotactl.DiskQuota) {
 	out.ID = quota.ProjectID(q.ID)
 	out.Limits = quota.Limits{
@@ -273,6 +284,15 @@ func fillFromDisk(out *quota.Quota, q *quotactl.DiskQuota) {
 	}
 	out.Bytes = q.BCount * basicBlock
 	out.Inodes = q.ICount
+	if q.BTimer|q.ITimer != 0 || q.BTimerHi|q.ITimerHi != 0 {
+		fillGrace(&out.Usage, q)
+	} else {
+		out.BytesGraceEnds, out.InodesGraceEnds = time.Time{}, time.Time{}
+	}
+}
+
+func fillGrace(out *quota.Usage, q *quotactl.DiskQuota) {
+	out.BytesGraceEnds, out.InodesGraceEnds = time.Time{}, time.Time{}
 	if s := q.BTimerSeconds(); s != 0 {
 		out.BytesGraceEnds = time.Unix(s, 0)
 	}

@@ -137,33 +137,57 @@ const (
 
 // Target is where commands go: a descriptor of any file inside the mount
 // (quotactl_fd, Linux 5.14+) or, when Device is set, the block device of the
-// mount (quotactl).
+// mount (quotactl). DeviceTarget makes the device form with its path
+// converted once; a literal Target{Device: ...} converts it on every call.
 type Target struct {
 	FD     int
 	Device string
+	dev    *byte // Device as a C string, made once by DeviceTarget
+}
+
+// DeviceTarget addresses the mount through its block device, for kernels
+// without quotactl_fd. The path is converted to a C string here, not on
+// each of the thousand calls an enumeration makes.
+func DeviceTarget(device string) (Target, error) {
+	dev, err := unix.BytePtrFromString(device)
+	if err != nil {
+		return Target{}, err
+	}
+	return Target{Device: device, dev: dev}, nil
 }
 
 // SyscallName names the syscall and command for error messages.
-func (t Target) SyscallName(cmd uint32) string {
+func (t *Target) SyscallName(cmd uint32) string {
 	if t.Device != "" {
 		return "quotactl(" + CmdName(cmd) + ", " + t.Device + ")"
 	}
 	return "quotactl_fd(" + CmdName(cmd) + ")"
 }
 
-func (t Target) call(cmd, typ, id uint32, addr unsafe.Pointer) error {
-	var errno unix.Errno
+// call is small enough to inline: an enumeration's thousand calls go
+// straight to the syscall, as a bare loop of quotactl_fd would.
+func (t *Target) call(cmd, typ, id uint32, addr unsafe.Pointer) error {
 	if t.Device != "" {
-		dev, err := unix.BytePtrFromString(t.Device)
-		if err != nil {
+		return t.callDevice(cmd, typ, id, addr)
+	}
+	_, _, errno := unix.Syscall6(unix.SYS_QUOTACTL_FD, uintptr(t.FD),
+		uintptr(QCmd(cmd, typ)), uintptr(id), uintptr(addr), 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+func (t *Target) callDevice(cmd, typ, id uint32, addr unsafe.Pointer) error {
+	dev := t.dev
+	if dev == nil {
+		var err error
+		if dev, err = unix.BytePtrFromString(t.Device); err != nil {
 			return err
 		}
-		_, _, errno = unix.Syscall6(unix.SYS_QUOTACTL, uintptr(QCmd(cmd, typ)),
-			uintptr(unsafe.Pointer(dev)), uintptr(id), uintptr(addr), 0, 0)
-	} else {
-		_, _, errno = unix.Syscall6(unix.SYS_QUOTACTL_FD, uintptr(t.FD),
-			uintptr(QCmd(cmd, typ)), uintptr(id), uintptr(addr), 0, 0)
 	}
+	_, _, errno := unix.Syscall6(unix.SYS_QUOTACTL, uintptr(QCmd(cmd, typ)),
+		uintptr(unsafe.Pointer(dev)), uintptr(id), uintptr(addr), 0, 0)
 	if errno != 0 {
 		return errno
 	}
@@ -171,29 +195,28 @@ func (t Target) call(cmd, typ, id uint32, addr unsafe.Pointer) error {
 }
 
 // GetQuota is Q_XGETQUOTA.
-func (t Target) GetQuota(typ, id uint32) (DiskQuota, error) {
+func (t *Target) GetQuota(typ, id uint32) (DiskQuota, error) {
 	var q DiskQuota
 	err := t.call(QXGetQuota, typ, id, unsafe.Pointer(&q))
 	return q, err
 }
 
 // GetNextQuota is Q_XGETNEXTQUOTA: the first ID >= id that has a quota
-// record, or ENOENT past the last.
-func (t Target) GetNextQuota(typ, id uint32) (DiskQuota, error) {
-	var q DiskQuota
-	err := t.call(QXGetNextQuo, typ, id, unsafe.Pointer(&q))
-	return q, err
+// record, or ENOENT past the last. The answer goes into q, which the kernel
+// overwrites whole, so an enumeration passes the same q for every ID.
+func (t *Target) GetNextQuota(typ, id uint32, q *DiskQuota) error {
+	return t.call(QXGetNextQuo, typ, id, unsafe.Pointer(q))
 }
 
 // SetQLim is Q_XSETQLIM; q.FieldMask says which fields apply.
-func (t Target) SetQLim(typ, id uint32, q DiskQuota) error {
+func (t *Target) SetQLim(typ, id uint32, q DiskQuota) error {
 	q.Version = DiskQuotaVersion
 	q.ID = id
 	return t.call(QXSetQLim, typ, id, unsafe.Pointer(&q))
 }
 
 // GetStatV is Q_XGETQSTATV: quota state of the filesystem.
-func (t Target) GetStatV(typ uint32) (StatV, error) {
+func (t *Target) GetStatV(typ uint32) (StatV, error) {
 	s := StatV{Version: StatVVersion}
 	err := t.call(QXGetQStatV, typ, 0, unsafe.Pointer(&s))
 	return s, err
