@@ -25,12 +25,12 @@ func TestKernel(t *testing.T) {
 	})
 }
 
-// xfsRoot initialises a root on a real XFS mount with project quotas; it
-// is closed before the harness unmounts (an open store or quota handle
-// would fail the unmount).
-func xfsRoot(tb testing.TB, kfs *kerneltest.FS) *project.Root {
+// xfsRoot initialises a root on a real XFS mount with project quotas, its
+// store at dsn ("" is the root's own); it is closed before the harness
+// unmounts (an open store or quota handle would fail the unmount).
+func xfsRoot(tb testing.TB, kfs *kerneltest.FS, dsn string) *project.Root {
 	tb.Helper()
-	r, err := project.OpenRoot(context.Background(), project.Config{Root: kfs.Dir, Host: "kernel", ProjectFiles: []string{}, Init: true, Backend: project.BackendXFS})
+	r, err := project.OpenRoot(context.Background(), project.Config{Root: kfs.Dir, DSN: dsn, Host: "kernel", ProjectFiles: []string{}, Init: true, Backend: project.BackendXFS})
 	if err != nil {
 		tb.Fatalf("init an XFS root: %v", err)
 	}
@@ -44,7 +44,7 @@ func xfsRoot(tb testing.TB, kfs *kerneltest.FS) *project.Root {
 // different sizes, so that a series given another tree's figure, a
 // recorded or stale figure, or none, is caught.
 func testXFSScrape(t *testing.T, kfs *kerneltest.FS) {
-	r := xfsRoot(t, kfs)
+	r := xfsRoot(t, kfs, "")
 	ctx := context.Background()
 	size := func(n uint64) *uint64 { return &n }
 	adds := []struct {

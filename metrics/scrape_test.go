@@ -318,7 +318,7 @@ func addMany(t testing.TB, r *fixture.Root, n int) []string {
 	for i := range names {
 		names[i] = "p" + strconv.Itoa(i)
 	}
-	if err := addProjects(context.Background(), r.Manager, n); err != nil {
+	if err := addProjects(context.Background(), r.Manager, n, nil); err != nil {
 		t.Fatal(err)
 	}
 	return slices.Clip(names)
