@@ -19,19 +19,35 @@ import (
 
 // bigRoot is a fallback root (SQLite store) of 1,000 projects, made once
 // per test binary: adding them takes minutes, the benchmarks milliseconds.
+// $XFSQ_BENCH_FALLBACK_ROOT names where it is kept instead of a temporary
+// directory: made there when it holds no root yet, opened as it is when it
+// does, and left for the next run. scripts/metrics-bench.sh makes it on
+// the host and copies it into the test kernel's memory, where adding 1,000
+// fallback projects under emulation takes the best part of an hour.
 var bigRoot = sync.OnceValues(func() (*project.Root, error) {
-	dir, err := os.MkdirTemp("", "xfsq-metrics-bench-")
+	ctx := context.Background()
+	cfg := project.Config{Root: os.Getenv(envFallbackRoot), Host: "bench", ProjectFiles: []string{}, Init: true, Backend: project.BackendFallback}
+	if cfg.Root == "" {
+		dir, err := os.MkdirTemp("", "xfsq-metrics-bench-")
+		if err != nil {
+			return nil, err
+		}
+		bigRootDir, cfg.Root = dir, dir
+	} else if _, err := os.Stat(project.LocalDSN(cfg.Root)); err == nil {
+		cfg.Init = false
+	}
+	r, err := project.OpenRoot(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	bigRootDir = dir
-	ctx := context.Background()
-	r, err := project.OpenRoot(ctx, project.Config{Root: dir, Host: "bench", ProjectFiles: []string{}, Init: true, Backend: project.BackendFallback})
-	if err != nil {
-		return nil, err
+	bigRootOpen = r
+	if !cfg.Init {
+		return r, nil
 	}
 	return r, addProjects(ctx, r.Manager, 1000, progress("fallback"))
 })
+
+const envFallbackRoot = "XFSQ_BENCH_FALLBACK_ROOT"
 
 // addProjects adds projects p0…p(n-1) with default limits, one after
 // the other, calling progress (if not nil) after each hundred. Not
@@ -58,14 +74,20 @@ func progress(what string) func(int) {
 	}
 }
 
-var bigRootDir string
+// bigRootDir is bigRoot's temporary directory, bigRootOpen the root once
+// opened: closed at the end (the store's last commits checkpointed into
+// its file, for a copy of it to carry), and the temporary one removed.
+var (
+	bigRootDir  string
+	bigRootOpen *project.Root
+)
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if bigRootOpen != nil {
+		bigRootOpen.Close()
+	}
 	if bigRootDir != "" {
-		if r, err := bigRoot(); err == nil {
-			r.Close()
-		}
 		os.RemoveAll(bigRootDir)
 	}
 	os.Exit(code)
