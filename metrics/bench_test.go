@@ -34,7 +34,7 @@ var bigRoot = sync.OnceValues(func() (*project.Root, error) {
 		}
 		bigRootDir, cfg.Root = dir, dir
 	} else if _, err := os.Stat(project.LocalDSN(cfg.Root)); err == nil {
-		cfg.Init = false
+		cfg.Init, cfg.Backend = false, "" // init chose the backend
 	}
 	r, err := project.OpenRoot(ctx, cfg)
 	if err != nil {
