@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -320,27 +319,8 @@ func addMany(t testing.TB, r *fixture.Root, n int) []string {
 	for i := range names {
 		names[i] = "p" + strconv.Itoa(i)
 	}
-	// Four at a time: an add waits on its commits' syncs, and they overlap
-	// with the other adds' directory work.
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	next := make(chan string)
-	for range 4 {
-		wg.Go(func() {
-			for name := range next {
-				if _, err := r.Manager.Add(ctx, name, project.AddOptions{}); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-	for _, name := range names {
-		next <- name
-	}
-	close(next)
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
+	if err := addProjects(context.Background(), r.Manager, n, nil); err != nil {
+		t.Fatal(err)
 	}
 	return slices.Clip(names)
 }

@@ -23,13 +23,8 @@ cat >"$out/bench.sh" <<INNER
 "$out/xfs.test" -test.run '^\$' -test.count "$(( (count + 1) / 2 ))" -test.bench 'KernelAssignLimit' -test.benchtime 1x
 INNER
 chmod +x "$out/bench.sh"
-if [ -e /proc/fs/xfs/xqm ] && [ "$(id -u)" = 0 ]; then
-	echo "route: native"
-	"$out/bench.sh" | tee "$out/result"
-else
-	CGO_ENABLED=0 go build -o "$out/vmrun" ./internal/kerneltest/vmrun
-	"$out/vmrun" -mem 2G -disk 3G -timeout 60m "$out/bench.sh" | tee "$out/result"
-fi
+. scripts/kernel-route.sh
+run_in_kernel "$out/bench.sh" "$out/result"
 
 # Medians per sub-benchmark (ns/op), then the ratios of the same boot.
 awk '

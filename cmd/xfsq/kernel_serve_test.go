@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/xfsq/xfsq/client"
 	"github.com/xfsq/xfsq/internal/kerneltest"
 	"github.com/xfsq/xfsq/project"
-	"github.com/xfsq/xfsq/quota"
 )
 
 // loopbackUp brings up the loopback interface: the test kernel's init
@@ -43,38 +41,6 @@ func loopbackUp(t *testing.T) {
 	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
 		t.Fatalf("bring lo up: %v", err)
 	}
-}
-
-// xfsQuotaBlocks is `xfs_quota -x -c 'report -p -b -n'` of mnt: each
-// project ID's used, soft and hard bytes as the kernel tool prints them
-// (in KiB; here in bytes).
-func xfsQuotaBlocks(t *testing.T, mnt string) map[quota.ProjectID][3]uint64 {
-	t.Helper()
-	out := xfsQuota(t, mnt, "report -p -b -n")
-	rows := map[quota.ProjectID][3]uint64{}
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 4 || !strings.HasPrefix(f[0], "#") {
-			continue
-		}
-		id, err := strconv.ParseUint(f[0][1:], 10, 32)
-		if err != nil {
-			continue
-		}
-		var row [3]uint64
-		for i := range row {
-			kib, err := strconv.ParseUint(f[1+i], 10, 64)
-			if err != nil {
-				t.Fatalf("xfs_quota report line %q: %v", line, err)
-			}
-			row[i] = kib << 10
-		}
-		rows[quota.ProjectID(id)] = row
-	}
-	if len(rows) == 0 {
-		t.Fatalf("xfs_quota report has no project rows:\n%s", out)
-	}
-	return rows
 }
 
 // The real `xfsq serve` on XFS, over HTTP: projects registered through the
@@ -137,7 +103,7 @@ func testXFSServe(t *testing.T, fs *kerneltest.FS) {
 // when they agree.
 func serveReportDiff(t *testing.T, c *client.Client, root string) string {
 	t.Helper()
-	kernel := xfsQuotaBlocks(t, root)
+	kernel := kerneltest.ReportBlocks(t, root)
 	var diff strings.Builder
 	ov, err := c.Overview(context.Background(), false)
 	if err != nil {
