@@ -69,8 +69,9 @@ func testXFSScrape(t *testing.T, kfs *kerneltest.FS) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(trees) != len(adds)*len(project.Areas) {
-		t.Fatalf("%d trees, want %d", len(trees), len(adds)*len(project.Areas))
+	// Every project's trees and the root's inbound tree.
+	if len(trees) != len(adds)*len(project.Areas)+1 {
+		t.Fatalf("%d trees, want %d", len(trees), len(adds)*len(project.Areas)+1)
 	}
 	h := metrics.Handler(r, nil, nil)
 	// The kernel may still change a count in the background (inodegc,
