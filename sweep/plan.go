@@ -282,17 +282,9 @@ func planTrash(plan *Plan, project string, t Tree, p Policy, now time.Time) {
 }
 
 func planScratch(plan *Plan, project string, t Tree, p Policy, now time.Time) {
-	for _, e := range sortedEntries(t, nil) {
-		if why := untouchable(e, p, now); why != "" {
-			plan.Skipped = append(plan.Skipped, Skip{project, e.Path, why})
-			continue
-		}
-		if e.Newest.After(now.Add(-p.ScratchTTL)) {
-			continue
-		}
-		plan.Evict = append(plan.Evict, Eviction{Project: project, Area: AreaScratch, Path: e.Path, Bytes: e.Bytes, Newest: e.Newest,
-			Reason: fmt.Sprintf("scratch of finished run %s older than %s", e.Run, units.FormatDuration(p.ScratchTTL)), Policy: PolicyScratch})
-	}
+	planTTL(plan, project, t, p, now, p.ScratchTTL, PolicyScratch, func(e Entry) string {
+		return fmt.Sprintf("scratch of finished run %s older than %s", e.Run, units.FormatDuration(p.ScratchTTL))
+	})
 }
 
 // planInbound removes what a channel staged and never processed: each
@@ -300,15 +292,23 @@ func planScratch(plan *Plan, project string, t Tree, p Policy, now time.Time) {
 // directory) is inbound_ttl old. What the walk protected (a symlink,
 // another filesystem) and what busy_grace holds stay, as everywhere.
 func planInbound(plan *Plan, owner string, t Tree, p Policy, now time.Time) {
+	planTTL(plan, owner, t, p, now, p.InboundTTL, PolicyInbound, func(Entry) string {
+		return fmt.Sprintf("inbound staging older than %s (inbound_ttl), left unprocessed", units.FormatDuration(p.InboundTTL))
+	})
+}
+
+// planTTL plans each top-level entry of t at least ttl old (by its newest
+// mtime) that nothing makes untouchable.
+func planTTL(plan *Plan, owner string, t Tree, p Policy, now time.Time, ttl time.Duration, policy string, reason func(Entry) string) {
 	for _, e := range sortedEntries(t, nil) {
 		if why := untouchable(e, p, now); why != "" {
 			plan.Skipped = append(plan.Skipped, Skip{owner, e.Path, why})
 			continue
 		}
-		if e.Newest.After(now.Add(-p.InboundTTL)) {
+		if e.Newest.After(now.Add(-ttl)) {
 			continue
 		}
-		plan.Evict = append(plan.Evict, Eviction{Project: owner, Area: AreaInbound, Path: e.Path, Bytes: e.Bytes, Newest: e.Newest,
-			Reason: fmt.Sprintf("inbound staging not modified for %s (inbound_ttl): never processed", units.FormatDuration(p.InboundTTL)), Policy: PolicyInbound})
+		plan.Evict = append(plan.Evict, Eviction{Project: owner, Area: t.Area, Path: e.Path, Bytes: e.Bytes, Newest: e.Newest,
+			Reason: reason(e), Policy: policy})
 	}
 }
