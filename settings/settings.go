@@ -102,7 +102,7 @@ var All = []Setting{
 		Help: "xfsq serve: how often the scheduled snapshot pass walks every tree (one storage.snapshot event a pass)"},
 	{Key: "sweep_interval", Kind: Duration, Default: "0", ZeroMeans: "no scheduled sweeps",
 		Min: time.Minute, MinWhy: "each pass plans every project; back to back they would keep the disk busy for nothing",
-		Help: "xfsq serve: how often the scheduled sweep pass sweeps every project by policy (one storage.swept event a pass); 0 for never"},
+		Help: "xfsq serve: how often the scheduled sweep pass sweeps every project, and the root's inbound tree, by policy (one storage.swept event a pass); 0 for never"},
 	{Key: "health_disk_free_warn_percent", Kind: Percent, Default: "15",
 		Help: "health: a filesystem of the root with less space or inodes available than this is warn"},
 	{Key: "health_disk_free_critical_percent", Kind: Percent, Default: "5",
