@@ -12,8 +12,10 @@ import (
 // project, so it is recorded under the RootOwner row (store.RootOwner):
 // one tree, its own project ID, its hard byte limit from the setting
 // default_inbound_quota. Init makes it; doctor --fix makes it on a root
-// initialised before it existed. xfsq never sweeps it: removing what was
-// processed is the channel's job.
+// initialised before it existed. Removing what was processed is the
+// channel's job; what a channel staged and never processed is swept by
+// inbound_ttl (sweep.PolicyInbound) as _root's one area, in a sweep of
+// _root or of every project (so the scheduled sweep pass covers it).
 
 // inboundTree reads the inbound tree's row, if the root has one.
 func (m *Manager) inboundTree(ctx context.Context) (store.Tree, bool, error) {

@@ -4,17 +4,20 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
 )
 
 // The root's inbound tree hangs off the owner row _root, which is no
 // tenant project: List and the overview's projects[] leave it out, a sweep
-// of every project plans nothing of it, and a project cannot be added,
+// of every project covers it as _root's own (inbound_ttl), and a project cannot be added,
 // removed or shown under its name; Report and a scheduled snapshot pass
 // show and walk it once, beside the projects' trees.
 func TestInboundTreeIsNoTenantProject(t *testing.T) {
@@ -66,22 +69,25 @@ func TestInboundTreeIsNoTenantProject(t *testing.T) {
 			t.Errorf("report's rows of %s: %+v, want the inbound tree once, with its usage and limit", project.RootOwner, inbound)
 		}
 
+		// A sweep of every project covers the inbound tree as _root's, by
+		// inbound_ttl alone: what was staged just now stays.
 		out, err := m.Sweep(ctx, project.SweepOptions{DryRun: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range out.Plan.Evict {
-			if e.Project == project.RootOwner || e.Area == project.AreaInbound {
-				t.Errorf("a sweep of every project plans %+v", e)
+		if len(out.Plan.Evict) != 0 || !slices.ContainsFunc(out.Skipped, func(s sweep.Skip) bool {
+			return s.Project == project.RootOwner && s.Path == "inbound/chan1" && strings.Contains(s.Reason, "busy_grace")
+		}) {
+			t.Errorf("a sweep of every project: plans %+v, skips %+v; want inbound/chan1 looked at and left (busy_grace)", out.Plan.Evict, out.Skipped)
+		}
+		for _, n := range []string{"omni", "beta"} {
+			if _, err := m.Sweep(ctx, project.SweepOptions{DryRun: true, Projects: []string{n}, Areas: []string{project.AreaInbound}}); errkind.Of(err) != errkind.Input ||
+				!strings.Contains(err.Error(), "no inbound tree") {
+				t.Errorf("a sweep of %s's inbound: %v, want an input error saying a project has none", n, err)
 			}
 		}
-		for _, o := range out.OverSoft {
-			if o.Project == project.RootOwner {
-				t.Errorf("a sweep of every project checks %+v", o)
-			}
-		}
-		if _, err := m.Sweep(ctx, project.SweepOptions{DryRun: true, Areas: []string{project.AreaInbound}}); errkind.Of(err) != errkind.Input {
-			t.Errorf("a sweep of area inbound: %v, want an input error", err)
+		if _, err := m.Sweep(ctx, project.SweepOptions{DryRun: true, Projects: []string{project.RootOwner}, Areas: []string{project.AreaCache}}); errkind.Of(err) != errkind.Input {
+			t.Errorf("a sweep of %s's cache: %v, want an input error", project.RootOwner, err)
 		}
 
 		if _, err := m.Add(ctx, project.RootOwner, project.AddOptions{}); errkind.Of(err) != errkind.Input {
@@ -98,6 +104,78 @@ func TestInboundTreeIsNoTenantProject(t *testing.T) {
 		}
 		if trees, _ := m.Store.Trees(ctx, project.RootOwner); len(trees) != 1 {
 			t.Errorf("the inbound tree after the refusals: %+v", trees)
+		}
+	})
+}
+
+// The scheduled sweep pass (xfsq serve) covers the root's inbound tree as
+// its own retention: an entry staged and untouched for inbound_ttl goes,
+// journalled under _root with policy inbound_ttl, and on the fallback the
+// tree's figure drops by what went without another walk.
+func TestSweepPassCoversInbound(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		r.Add(1<<30, "omni")
+		old := time.Now().Add(-3 * 24 * time.Hour)
+		for _, p := range []string{"inbound/stale/part1", "inbound/stale/part2"} {
+			full := filepath.Join(m.Root, p)
+			os.MkdirAll(filepath.Dir(full), 0o755)
+			if err := os.WriteFile(full, make([]byte, 64<<10), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(full, old, old)
+		}
+		os.Chtimes(filepath.Join(m.Root, "inbound/stale"), old, old)
+		// The ledger is credited only inodes unchanged since before the
+		// last walk began, less CtimeLag (RemovalCutoff): a walk started
+		// within it of the Chtimes above credits nothing, the safe side.
+		time.Sleep(2 * project.CtimeLag)
+		usage := func() uint64 {
+			rows, err := m.Report(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, row := range rows {
+				if row.Project == project.RootOwner {
+					return row.UsedBytes
+				}
+			}
+			t.Fatal("no inbound row")
+			return 0
+		}
+		if _, err := m.Snapshot(ctx, project.SnapshotOptions{Projects: []string{project.RootOwner}, Area: project.AreaInbound}); err != nil {
+			t.Fatal(err)
+		}
+		before := usage()
+		if _, _, err := m.SetSetting(ctx, "sweep_interval", "6h"); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := m.RunPass(ctx, project.PassSweep); err != nil || !out.Ran {
+			t.Fatalf("the sweep pass: %+v %v", out, err)
+		}
+		if _, err := os.Lstat(filepath.Join(m.Root, "inbound/stale")); !os.IsNotExist(err) {
+			t.Errorf("inbound/stale after the pass: %v, want gone", err)
+		}
+		swept := r.Events(store.EventSwept)
+		if len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"`+project.RootOwner+`"`) {
+			t.Errorf("storage.swept: %+v, want one naming %s", swept, project.RootOwner)
+		}
+		var states []string
+		for _, ev := range r.Events(store.EventEvicted) {
+			p := string(ev.Payload)
+			if ev.Project != project.RootOwner || !strings.Contains(p, `"policy":"inbound_ttl"`) || !strings.Contains(p, `"path":"inbound/stale"`) {
+				t.Errorf("journalled %s %s", ev.Project, p)
+			}
+			states = append(states, p[strings.Index(p, `"state"`):][:15])
+		}
+		if len(states) != 2 {
+			t.Errorf("storage.evicted: %v, want pending then done", states)
+		}
+		if m.IsXFS() {
+			return
+		}
+		if after := usage(); after > before-128<<10 {
+			t.Errorf("the inbound tree after the pass: %d bytes, want %d less the 128 KiB freed (the ledger credited)", after, before)
 		}
 	})
 }

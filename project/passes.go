@@ -21,7 +21,8 @@ const (
 	// PassSnapshot walks every tree and journals one storage.snapshot
 	// event (snapshot_interval).
 	PassSnapshot = "snapshot"
-	// PassSweep sweeps every ready project by policy and journals one
+	// PassSweep sweeps every ready project, and the root's inbound tree
+	// (inbound_ttl), by policy and journals one
 	// storage.swept event (sweep_interval; 0, the default, is off).
 	PassSweep = "sweep"
 )

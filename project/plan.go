@@ -210,6 +210,10 @@ func treeOf(project, area string) string {
 		return TreePath(project, AreaWorkspace)
 	case sweep.AreaScratch:
 		return path.Join("scratch", project)
+	case sweep.AreaInbound:
+		if project == RootOwner { // the root's own tree, no project's
+			return TreePath(RootOwner, AreaInbound)
+		}
 	}
 	return ""
 }

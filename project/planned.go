@@ -73,7 +73,7 @@ func (m *Manager) ApplyPlan(ctx context.Context, id string, o ApplyOptions) (Swe
 	ctx, end := BeginOp(ctx)
 	defer end()
 	if o.Project != "" {
-		if _, err := m.Tree(ctx, o.Project, AreaWorkspace); err != nil {
+		if err := m.sweepable(ctx, o.Project); err != nil {
 			return SweepOutcome{}, err
 		}
 	}
@@ -116,7 +116,7 @@ func (m *Manager) SweepProject(ctx context.Context, name string, o SweepOptions)
 	if o.Apply != nil || o.DryRun {
 		return SweepOutcome{}, inputErrorf("SweepProject sweeps now: plan with PlanSweep, apply with ApplyPlan")
 	}
-	if _, err := m.Tree(ctx, name, AreaWorkspace); err != nil {
+	if err := m.sweepable(ctx, name); err != nil {
 		return SweepOutcome{}, err
 	}
 	unlock, err := m.lockSweep(ctx, name)

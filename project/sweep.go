@@ -16,6 +16,7 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -49,7 +50,8 @@ type SweepOutcome struct {
 // Policy reads the retention settings.
 func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
 	var p sweep.Policy
-	durations := map[string]*time.Duration{"cache_min_age": &p.CacheMinAge, "workspace_trash_age": &p.TrashAge, "busy_grace": &p.BusyGrace, "scratch_ttl": &p.ScratchTTL}
+	durations := map[string]*time.Duration{"cache_min_age": &p.CacheMinAge, "workspace_trash_age": &p.TrashAge, "busy_grace": &p.BusyGrace, "scratch_ttl": &p.ScratchTTL,
+		"inbound_ttl": &p.InboundTTL}
 	for key, dst := range durations {
 		v, err := m.setting(ctx, key)
 		if err != nil {
@@ -90,10 +92,6 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	}
 	areas := map[string]bool{}
 	for _, a := range o.Areas {
-		if a == AreaInbound {
-			return out, fieldErrorf("areas", "%q: xfsq never sweeps the root's inbound tree (the channel removes what it has processed); sweep areas are %s",
-				a, strings.Join(sweep.Areas, ", "))
-		}
 		if !slices.Contains(sweep.Areas, a) {
 			return out, inputErrorf("unknown area %q: use %s", a, strings.Join(sweep.Areas, ", "))
 		}
@@ -124,7 +122,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 			return out, err
 		}
 	}
-	names, err := m.sweepTargets(ctx, o)
+	names, err := m.sweepTargets(ctx, o, areas)
 	if err != nil {
 		return out, err
 	}
@@ -170,7 +168,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 				busyErr.Projects, busyErr.Holders = append(busyErr.Projects, n), append(busyErr.Holders, busy)
 			}
 			// Recorded either way: storage.swept says what was skipped and why.
-			res.Skipped = append(res.Skipped, sweep.Skip{Project: n, Path: "projects/" + n, Reason: "another sweep (pid " + busy + ") is working on it"})
+			res.Skipped = append(res.Skipped, sweep.Skip{Project: n, Path: ownerPath(n), Reason: "another sweep (pid " + busy + ") is working on it"})
 			continue
 		}
 		if sweepLocked != nil {
@@ -295,7 +293,23 @@ var errLeasedNow = errors.New("the project was leased since planning")
 // written only while the project holds no lease, checked in the same
 // transaction: the executor's own look at the lease (Leased) comes a moment
 // before, and a lease taken in that moment must still stop the deletion.
+//
+// On the fallback each deletion is credited to its tree's ledger, as files
+// rm credits it (RemovalCutoff, CreditRemoval): the report after a sweep
+// shows the bytes freed, not the planning walk's figure until the next.
 func (m *Manager) executor(sweepID string, root *saferm.Dir, policy sweep.Policy, budget time.Duration) *sweep.Executor {
+	x := m.bareExecutor(sweepID, root, policy, budget)
+	if !m.IsXFS() {
+		tree := func(ev sweep.Eviction) store.Tree { return store.Tree{Project: ev.Project, Area: ev.Area} }
+		x.Cutoff = func(ctx context.Context, ev sweep.Eviction) (time.Time, error) { return m.RemovalCutoff(ctx, tree(ev)) }
+		x.Credit = func(ctx context.Context, ev sweep.Eviction, bytes, inodes uint64, started time.Time) error {
+			return m.CreditRemoval(ctx, tree(ev), quota.Usage{Bytes: bytes, Inodes: inodes}, started)
+		}
+	}
+	return x
+}
+
+func (m *Manager) bareExecutor(sweepID string, root *saferm.Dir, policy sweep.Policy, budget time.Duration) *sweep.Executor {
 	return &sweep.Executor{SweepID: sweepID, Root: root, Policy: policy, Now: m.now, Budget: budget,
 		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
 		Journal: func(ctx context.Context, p string, r sweep.Record) error {
@@ -321,13 +335,26 @@ func newSweepID() string {
 	return "sw-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
 }
 
-// sweepTargets is the ready projects the sweep covers.
-func (m *Manager) sweepTargets(ctx context.Context, o SweepOptions) ([]string, error) {
+// sweepTargets is the ready projects the sweep covers, and RootOwner for
+// the root's inbound tree: named, or, in a sweep of every project, when
+// inbound is among the areas and the root has the tree (a root initialised
+// before it gets it from doctor --fix). A named owner none of whose areas
+// is swept is bad input (sweep omni --area inbound, sweep _root --area
+// cache).
+func (m *Manager) sweepTargets(ctx context.Context, o SweepOptions, areas map[string]bool) ([]string, error) {
 	if len(o.Projects) > 0 {
 		for _, n := range o.Projects {
-			if _, err := m.Tree(ctx, n, AreaWorkspace); err != nil {
+			if err := m.sweepable(ctx, n); err != nil {
 				return nil, err
 			}
+			if len(sweepAreas(n, areas)) > 0 {
+				continue
+			}
+			if n == RootOwner {
+				return nil, &InputError{Param: "areas", Msg: fmt.Sprintf("%s owns only the inbound tree: sweep it with --area inbound (or no --area)", RootOwner)}
+			}
+			return nil, &InputError{Param: "areas", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own, swept as %s (xfsq sweep %s --area inbound)",
+				n, RootOwner, RootOwner)}
 		}
 		return o.Projects, nil
 	}
@@ -337,11 +364,50 @@ func (m *Manager) sweepTargets(ctx context.Context, o SweepOptions) ([]string, e
 	}
 	var names []string
 	for _, p := range ps {
-		if p.State == store.StateReady {
+		if p.State == store.StateReady && len(sweepAreas(p.Name, areas)) > 0 {
 			names = append(names, p.Name)
 		}
 	}
+	if areas[sweep.AreaInbound] {
+		if _, ok, err := m.inboundTree(ctx); err != nil {
+			return nil, err
+		} else if ok {
+			names = append(names, RootOwner)
+		}
+	}
 	return names, nil
+}
+
+// sweepable checks that name is a ready project, or RootOwner with its
+// inbound tree.
+func (m *Manager) sweepable(ctx context.Context, name string) error {
+	area := AreaWorkspace
+	if name == RootOwner {
+		area = AreaInbound
+	}
+	_, err := m.Tree(ctx, name, area)
+	return err
+}
+
+// sweepAreas are the areas of areas that owner has, in sweep order: a
+// project's cache, workspace and scratch; RootOwner's inbound.
+func sweepAreas(owner string, areas map[string]bool) []string {
+	var out []string
+	for _, a := range sweep.Areas {
+		if areas[a] && (a == sweep.AreaInbound) == (owner == RootOwner) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// ownerPath is where a sweep's skip of a whole owner points: a project's
+// workspace, the root's inbound/.
+func ownerPath(owner string) string {
+	if owner == RootOwner {
+		return TreePath(RootOwner, AreaInbound)
+	}
+	return "projects/" + owner
 }
 
 // planSweep walks the trees of the projects and plans.
@@ -379,10 +445,7 @@ func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string
 		if why, ok := unmeasured[n]; ok && len(pr.LeasedBy) == 0 {
 			pr.Trees = unplannable(n, areas, usage, why)
 		} else if len(pr.LeasedBy) == 0 {
-			for _, area := range sweep.Areas {
-				if !areas[area] {
-					continue
-				}
+			for _, area := range sweepAreas(n, areas) {
 				var t sweep.Tree
 				var err error
 				switch area {
@@ -393,6 +456,8 @@ func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string
 					t.Bytes = usage[n+"/"+AreaWorkspace].UsedBytes
 				case sweep.AreaScratch:
 					t, err = g.TopLevel(area, "scratch/"+n)
+				case sweep.AreaInbound:
+					t, err = g.TopLevel(area, TreePath(RootOwner, AreaInbound))
 				}
 				var tr *sweep.TreeRefusedError
 				if errors.As(err, &tr) {
@@ -472,7 +537,7 @@ func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEvic
 func unplannable(name string, areas map[string]bool, usage map[string]TreeStatus, why string) []sweep.Tree {
 	var trees []sweep.Tree
 	for _, area := range sweep.Areas {
-		if areas[area] {
+		if slices.Contains(sweepAreas(name, areas), area) {
 			u := usage[name+"/"+area]
 			// Each tree says why, so that a saved plan's entries in any of
 			// them are dropped with the reason.

@@ -13,7 +13,7 @@ import (
 // TestInboundOverTheAPI: the root's inbound tree is reached as project
 // _root with area inbound where the API takes an area (PATCH limits), is
 // never in the overview's projects[], cannot be registered or removed as a
-// project, and is never swept.
+// project, and is swept only as _root (sweep_test.go: TestSweepAPIInbound).
 func TestInboundOverTheAPI(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		ts := newServer(t, r)

@@ -403,3 +403,64 @@ func TestSweepAPINow(t *testing.T) {
 		}
 	})
 }
+
+// The root's inbound tree is swept over the API as project _root, area
+// inbound: a dry run plans what is inbound_ttl old and nothing younger nor
+// any symlink, applying its plan id deletes exactly that, journalled under
+// policy inbound_ttl; a project has no inbound to sweep.
+func TestSweepAPIInbound(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(1<<30, "omni")
+		if _, _, err := r.Manager.SetSetting(r.Ctx, "inbound_ttl", "7d"); err != nil {
+			t.Fatal(err)
+		}
+		root := r.Manager.Root
+		aged(t, root, "inbound/chan-old/msg", 8192, 10)
+		aged(t, root, "inbound/chan-new/msg", 8192, 3)
+		outside := t.TempDir()
+		aged(t, outside, "canary", 100, 30)
+		if err := os.Symlink(outside, filepath.Join(root, "inbound/outside")); err != nil {
+			t.Fatal(err)
+		}
+		srv := testMux(t, r.Root, operator)
+		var plan planJSON
+		if code := post(t, srv, project.RootOwner, `{"dry_run": true, "areas": ["inbound"]}`, &plan); code != 200 {
+			t.Fatalf("dry run: %d %+v", code, plan)
+		}
+		if len(plan.Entries) != 1 || plan.Entries[0].Path != "inbound/chan-old" || plan.Entries[0].Area != "inbound" ||
+			plan.Entries[0].Policy != "inbound_ttl" || plan.Project != project.RootOwner || fmt.Sprint(plan.Areas) != "[inbound]" {
+			t.Errorf("plan of _root's inbound: %+v", plan)
+		}
+		var res resultJSON
+		if code := post(t, srv, project.RootOwner, `{"plan_id": "`+plan.PlanID+`"}`, &res); code != 200 {
+			t.Fatalf("apply: %d %+v", code, res)
+		}
+		if d, ok := deleted(res, "inbound/chan-old"); !ok || len(res.Deleted) != 1 || d.FreedBytes < 8192 || d.Policy != "inbound_ttl" {
+			t.Errorf("result: %+v", res)
+		}
+		if exists(root, "inbound/chan-old") || !exists(root, "inbound/chan-new/msg") || !exists(root, "inbound/outside") || !exists(outside, "canary") {
+			t.Error("after the apply: want inbound/chan-old gone, the fresh entry, the symlink and what it points at intact")
+		}
+		var states []string
+		for _, ev := range r.Events("storage.evicted") {
+			var rec struct{ Path, State, Policy, Area string }
+			json.Unmarshal(ev.Payload, &rec)
+			if ev.Project != project.RootOwner || rec.Path != "inbound/chan-old" || rec.Policy != "inbound_ttl" || rec.Area != "inbound" {
+				t.Errorf("journalled %s %+v", ev.Project, rec)
+			}
+			states = append(states, rec.State)
+		}
+		if fmt.Sprint(states) != "[done pending]" {
+			t.Errorf("journal of inbound/chan-old (newest first): %v", states)
+		}
+		var p Problem
+		for _, body := range []string{`{"dry_run": true, "areas": ["inbound"]}`, `{"dry_run": false, "areas": ["inbound"]}`} {
+			if code := post(t, srv, "omni", body, &p); code != 400 || !strings.Contains(p.Detail, "inbound") {
+				t.Errorf("omni %s: %d %+v, want 400: a project has no inbound tree", body, code, p)
+			}
+		}
+		if code := post(t, srv, project.RootOwner, `{"dry_run": true, "areas": ["cache"]}`, &p); code != 400 {
+			t.Errorf("_root's cache: %d %+v, want 400", code, p)
+		}
+	})
+}

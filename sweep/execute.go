@@ -59,6 +59,14 @@ type Executor struct {
 	// after its pending record is written.
 	Journal Journal
 	Budget  time.Duration // stop after this long; 0: none
+	// Cutoff and Credit, when set (the fallback backend, where no kernel
+	// counts), credit each deletion to its tree's ledger: Cutoff is the
+	// saferm.Options.CountChangedBefore of an eviction's tree (when its
+	// last walk began), Credit is told what the removal freed that the
+	// walk had counted, and when the removal began. What the sweep
+	// reports and journals freed is all it freed, cutoff or not.
+	Cutoff func(ctx context.Context, ev Eviction) (time.Time, error)
+	Credit func(ctx context.Context, ev Eviction, bytes, inodes uint64, started time.Time) error
 }
 
 // Done is one deletion made.
@@ -139,7 +147,18 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 		// What a run writes into the entry while it goes stays: busy_grace
 		// holds below the entry too, not only for the entry as re-checked.
 		keep := saferm.Options{KeepModifiedAfter: x.Now().Add(-x.Policy.BusyGrace)}
-		rec, rep, err := Delete(ctx, x.Journal, ev.Project, parent, name, rec, keep)
+		if x.Cutoff != nil {
+			cutoff, err := x.Cutoff(ctx, ev)
+			if err != nil {
+				parent.Close()
+				skip("could not read its tree's last walk for the ledger: " + err.Error())
+				continue
+			}
+			// A ledger is credited only what its last link took, as files rm does.
+			keep.ConfirmLastLink, keep.CountChangedBefore = true, cutoff
+		}
+		started := time.Now()
+		rec, rep, err := deleteAll(ctx, x.Journal, ev.Project, parent, name, rec, keep)
 		parent.Close()
 		if rec.State == StatePending {
 			skip("could not journal the deletion, so it was not made: " + err.Error())
@@ -159,6 +178,13 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 		if err != nil {
 			skip("delete stopped part-way: " + err.Error())
 		}
+		if x.Credit != nil {
+			// What went, went, whatever else failed: credit it.
+			if err := x.Credit(context.WithoutCancel(ctx), ev, rep.Bytes, rep.Inodes, started); err != nil {
+				skip("deleted, but its tree's ledger could not be credited (its figure over-counts until the next walk): " + err.Error())
+			}
+		}
+		rep.Bytes, rep.Inodes = rep.AllBytes, rep.AllInodes
 		res.Evicted = append(res.Evicted, Done{Path: rec.Path, Bytes: rep.Bytes, Reason: ev.Reason, Policy: ev.Policy, Entries: rep.Entries, Left: rep.Left})
 		res.BytesFreed += rep.Bytes
 		res.PerPolicy[ev.Policy]++
@@ -182,6 +208,8 @@ func TreeOf(project, area string) string {
 		return "cache/" + project
 	case AreaScratch:
 		return "scratch/" + project
+	case AreaInbound:
+		return "inbound" // the root's one inbound tree, whoever the caller names as its owner
 	}
 	return ""
 }

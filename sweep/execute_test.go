@@ -274,3 +274,45 @@ func TestGathererRefusesLinkedTreeRoots(t *testing.T) {
 		t.Errorf("a real tree: %+v %v", tr, err)
 	}
 }
+
+// With a ledger to credit (the fallback), each deletion credits only what
+// its tree's last walk counted (CountChangedBefore = Cutoff) and reports
+// and journals all it freed; an inbound entry is removed inside inbound/.
+func TestExecutorCreditsTheLedger(t *testing.T) {
+	root := t.TempDir()
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	for _, p := range []string{"inbound/walked/f", "inbound/changed/f"} {
+		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(root, p), make([]byte, 40<<10), 0o644)
+		os.Chtimes(filepath.Join(root, p), old, old)
+		os.Chtimes(filepath.Join(root, filepath.Dir(p)), old, old)
+	}
+	var journal []Record
+	x := executor(t, root, &journal)
+	credited := map[string]uint64{}
+	x.Cutoff = func(_ context.Context, ev Eviction) (time.Time, error) {
+		if ev.Path == "inbound/changed" {
+			return time.Unix(0, 1), nil // walked before anything in it changed: nothing counts
+		}
+		return time.Now().Add(time.Hour), nil
+	}
+	x.Credit = func(_ context.Context, ev Eviction, bytes, inodes uint64, _ time.Time) error {
+		credited[ev.Path] += bytes
+		return nil
+	}
+	plan := Plan{Evict: []Eviction{
+		{Project: "_root", Area: AreaInbound, Path: "inbound/walked", Policy: PolicyInbound},
+		{Project: "_root", Area: AreaInbound, Path: "inbound/changed", Policy: PolicyInbound}}}
+	res := x.Run(context.Background(), plan)
+	if len(res.Evicted) != 2 || res.Evicted[0].Bytes < 40<<10 || res.Evicted[1].Bytes < 40<<10 {
+		t.Fatalf("evicted %+v, want both with all they freed", res.Evicted)
+	}
+	if credited["inbound/walked"] != res.Evicted[0].Bytes || credited["inbound/changed"] != 0 {
+		t.Errorf("credited %v, want all of walked (%d), nothing of changed", credited, res.Evicted[0].Bytes)
+	}
+	for _, r := range journal {
+		if r.State == StateDone && r.Bytes < 40<<10 {
+			t.Errorf("journalled %+v, want all it freed", r)
+		}
+	}
+}

@@ -29,6 +29,7 @@ type Policy struct {
 	TrashAge             time.Duration
 	BusyGrace            time.Duration
 	ScratchTTL           time.Duration
+	InboundTTL           time.Duration
 }
 
 // Areas a sweep works on.
@@ -36,21 +37,28 @@ const (
 	AreaCache     = "cache"
 	AreaWorkspace = "workspace"
 	AreaScratch   = "scratch"
+	// AreaInbound is the root's inbound/ (channel staging): one tree, no
+	// project's, swept by inbound_ttl alone (no lease covers it: no run
+	// owns it).
+	AreaInbound = "inbound"
 )
 
 // Areas are the areas in the order a sweep works on them: caches first, as
-// they are meant to be thrown away.
-var Areas = []string{AreaCache, AreaWorkspace, AreaScratch}
+// they are meant to be thrown away. A project has the first three; the
+// inbound tree is the root's own (the caller names its owner).
+var Areas = []string{AreaCache, AreaWorkspace, AreaScratch, AreaInbound}
 
 // Policies, as journalled and counted.
 const (
 	PolicyCache   = "cache_quota_per_project"
 	PolicyTrash   = "workspace_trash"
 	PolicyScratch = "scratch_ttl"
+	PolicyInbound = "inbound_ttl"
 )
 
 // Entry is a candidate the walks found: a top-level cache entry, a
-// workspace entry whose name matches a trash glob, or a scratch run.
+// workspace entry whose name matches a trash glob, a scratch run, or a
+// top-level entry of inbound/.
 type Entry struct {
 	Path   string    `json:"path"` // relative to the sandbox root
 	Bytes  uint64    `json:"bytes"`
@@ -161,6 +169,8 @@ func MakePlan(projects []Project, p Policy, now time.Time) Plan {
 				planTrash(&plan, pr.Name, t, p, now)
 			case AreaScratch:
 				planScratch(&plan, pr.Name, t, p, now)
+			case AreaInbound:
+				planInbound(&plan, pr.Name, t, p, now)
 			}
 		}
 	}
@@ -272,15 +282,33 @@ func planTrash(plan *Plan, project string, t Tree, p Policy, now time.Time) {
 }
 
 func planScratch(plan *Plan, project string, t Tree, p Policy, now time.Time) {
+	planTTL(plan, project, t, p, now, p.ScratchTTL, PolicyScratch, func(e Entry) string {
+		return fmt.Sprintf("scratch of finished run %s older than %s", e.Run, units.FormatDuration(p.ScratchTTL))
+	})
+}
+
+// planInbound removes what a channel staged and never processed: each
+// top-level entry of inbound/ whose newest mtime (inside it, for a
+// directory) is inbound_ttl old. What the walk protected (a symlink,
+// another filesystem) and what busy_grace holds stay, as everywhere.
+func planInbound(plan *Plan, owner string, t Tree, p Policy, now time.Time) {
+	planTTL(plan, owner, t, p, now, p.InboundTTL, PolicyInbound, func(Entry) string {
+		return fmt.Sprintf("inbound staging older than %s (inbound_ttl), left unprocessed", units.FormatDuration(p.InboundTTL))
+	})
+}
+
+// planTTL plans each top-level entry of t at least ttl old (by its newest
+// mtime) that nothing makes untouchable.
+func planTTL(plan *Plan, owner string, t Tree, p Policy, now time.Time, ttl time.Duration, policy string, reason func(Entry) string) {
 	for _, e := range sortedEntries(t, nil) {
 		if why := untouchable(e, p, now); why != "" {
-			plan.Skipped = append(plan.Skipped, Skip{project, e.Path, why})
+			plan.Skipped = append(plan.Skipped, Skip{owner, e.Path, why})
 			continue
 		}
-		if e.Newest.After(now.Add(-p.ScratchTTL)) {
+		if e.Newest.After(now.Add(-ttl)) {
 			continue
 		}
-		plan.Evict = append(plan.Evict, Eviction{Project: project, Area: AreaScratch, Path: e.Path, Bytes: e.Bytes, Newest: e.Newest,
-			Reason: fmt.Sprintf("scratch of finished run %s older than %s", e.Run, units.FormatDuration(p.ScratchTTL)), Policy: PolicyScratch})
+		plan.Evict = append(plan.Evict, Eviction{Project: owner, Area: t.Area, Path: e.Path, Bytes: e.Bytes, Newest: e.Newest,
+			Reason: reason(e), Policy: policy})
 	}
 }

@@ -252,3 +252,48 @@ func FuzzMatchGlob(f *testing.F) {
 		}
 	})
 }
+
+// The inbound tree is swept by inbound_ttl alone: each top-level entry
+// whose newest mtime is at least inbound_ttl old goes, anything younger
+// stays (not worth a line unless busy_grace holds it), and what the walk
+// protected never goes, however old.
+func TestPlanInbound(t *testing.T) {
+	p := policy
+	p.InboundTTL = 3 * day // longer than busy_grace (1 day): the TTL decides, not the grace
+	cases := []struct {
+		name    string
+		entry   Entry
+		planned bool
+		skipped string // reason fragment, "" for not skipped
+	}{
+		{"an old staged file", Entry{Path: "inbound/old.bin", Bytes: 10, Newest: ago(5 * day)}, true, ""},
+		{"an old staged directory (its newest mtime inside)", Entry{Path: "inbound/chan1", Bytes: 10, Newest: ago(4 * day), Dir: true}, true, ""},
+		{"exactly inbound_ttl old", Entry{Path: "inbound/edge", Bytes: 10, Newest: ago(3 * day)}, true, ""},
+		{"a nanosecond younger than inbound_ttl", Entry{Path: "inbound/edge-young", Bytes: 10, Newest: ago(3*day - time.Nanosecond)}, false, ""},
+		{"younger than inbound_ttl, past busy_grace", Entry{Path: "inbound/fresh", Bytes: 10, Newest: ago(2 * day)}, false, ""},
+		{"within busy_grace", Entry{Path: "inbound/busy", Bytes: 10, Newest: ago(time.Hour)}, false, "busy_grace"},
+		{"an old symlink", Entry{Path: "inbound/link", Newest: ago(90 * day), Protected: "symlink"}, false, "symlink"},
+		{"an old mount point", Entry{Path: "inbound/mnt", Newest: ago(90 * day), Dir: true, Protected: "other filesystem"}, false, "other filesystem"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			plan := MakePlan([]Project{{Name: "_root", Trees: []Tree{{Area: AreaInbound, Path: "inbound", Bytes: 10, Entries: []Entry{c.entry}}}}}, p, now)
+			switch {
+			case c.planned && (len(plan.Evict) != 1 || plan.Evict[0] != Eviction{Project: "_root", Area: AreaInbound, Path: c.entry.Path, Bytes: 10,
+				Newest: c.entry.Newest, Reason: plan.Evict[0].Reason, Policy: PolicyInbound} || !strings.Contains(plan.Evict[0].Reason, "inbound_ttl")):
+				t.Errorf("planned %+v, want %s alone, policy inbound_ttl", plan.Evict, c.entry.Path)
+			case !c.planned && len(plan.Evict) != 0:
+				t.Errorf("planned %+v, want nothing", plan.Evict)
+			}
+			var why string
+			for _, s := range plan.Skipped {
+				if s.Path == c.entry.Path {
+					why = s.Reason
+				}
+			}
+			if (c.skipped == "") != (why == "") || !strings.Contains(why, c.skipped) {
+				t.Errorf("skipped for %q, want %q", why, c.skipped)
+			}
+		})
+	}
+}

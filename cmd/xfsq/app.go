@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -200,9 +201,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Description: "Plans, then deletes: the quota check (storage.quota_exceeded for trees over their soft limit), then\n" +
 					"caches over cache_quota_per_project (least recently used top-level entries, never one used within\n" +
 					"cache_min_age), workspace trash (workspace_trash_globs older than workspace_trash_age), scratch of\n" +
-					"finished runs older than scratch_ttl. Never touched: uploads/, inbox/, .git/, git-tracked files,\n" +
-					"anything modified within busy_grace, leased projects, symlinks, other filesystems. Each entry is\n" +
-					"re-checked just before it goes and journalled (storage.evicted) before and after.\n" +
+					"finished runs older than scratch_ttl, and the root's inbound/ (PROJECT " + project.RootOwner + ", --area inbound):\n" +
+					"each top-level entry not modified for inbound_ttl, staged and never processed. --all covers\n" +
+					"inbound/ too; xfsq sweep --area inbound alone sweeps just it. Never touched: uploads/, inbox/,\n" +
+					".git/, git-tracked files, anything modified within busy_grace, leased projects, symlinks, other\n" +
+					"filesystems. Each entry is re-checked just before it goes and journalled (storage.evicted) before\n" +
+					"and after; on the fallback its tree's ledger is credited, so report shows the bytes freed.\n" +
 					"A cache entry's last use is the newest mtime or file atime inside it, as BuildKit's GC ages its\n" +
 					"cache: how atimes move is the mount's choice. relatime (the default) records a file's first read\n" +
 					"after a change, then at most one read a day, which is enough at cache_min_age's scale; with\n" +
@@ -212,7 +216,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					"   Then:          xfsq sweep --apply plan.json",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "all", Usage: "every project"},
-					&cli.StringFlag{Name: "area", Usage: "comma-separated areas: cache,workspace,scratch (default all)"},
+					&cli.StringFlag{Name: "area", Usage: "comma-separated areas: cache,workspace,scratch,inbound (default all; inbound is " + project.RootOwner + "'s)"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "plan and print, delete nothing"},
 					&cli.StringFlag{Name: "plan-out", Usage: "save the plan to FILE (implies --dry-run)"},
 					&cli.StringFlag{Name: "apply", Usage: "execute the plan --plan-out saved in FILE, once: refused if edited, older than plan_max_age, " +
@@ -1181,6 +1185,9 @@ func cmdSweep(e env) error {
 	o := project.SweepOptions{Background: true, Projects: e.c.Args().Slice(), DryRun: e.c.Bool("dry-run") || e.c.IsSet("plan-out"), Budget: budget}
 	if a := e.c.String("area"); a != "" {
 		o.Areas = strings.Split(a, ",")
+	}
+	if len(o.Projects) == 0 && !e.c.Bool("all") && !e.c.IsSet("apply") && slices.Equal(o.Areas, []string{project.AreaInbound}) {
+		o.Projects = []string{project.RootOwner} // the root's one inbound tree, as --area inbound elsewhere
 	}
 	switch {
 	case e.c.IsSet("apply") && (len(o.Projects) > 0 || e.c.Bool("all") || o.DryRun):

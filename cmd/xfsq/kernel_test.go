@@ -208,7 +208,7 @@ func testXFSInbound(t *testing.T, fs *kerneltest.FS) {
 		t.Fatalf("report --area inbound: %+v, want the one inbound row, 5 MiB hard and nearly full", only)
 	}
 	got := [3]uint64{only[0].UsedBytes, only[0].BytesSoft, only[0].BytesHard}
-	if k, ok := xfsQuotaBlocks(t, s.root)[quota.ProjectID(only[0].ProjectID)]; !ok || k != got {
+	if k, ok := kerneltest.ReportBlocks(t, s.root)[quota.ProjectID(only[0].ProjectID)]; !ok || k != got {
 		t.Errorf("inbound (ID %d): xfsq used/soft/hard %v, xfs_quota %v (listed %v)", only[0].ProjectID, got, k, ok)
 	}
 	if q := kernelQuotas(t, s.root)[quota.ProjectID(only[0].ProjectID)]; q.Inodes != only[0].UsedInodes {

@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/gittest"
 	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -640,5 +643,98 @@ func TestSweepCacheAgesByLastUse(t *testing.T) {
 	}
 	if out := s.ok("sweep", "--help"); !strings.Contains(out, "noatime") || !strings.Contains(out, "relatime") {
 		t.Errorf("sweep --help does not say what noatime and relatime mean for cache age:\n%s", out)
+	}
+}
+
+// Staged entries of the root's inbound/ that nothing touched for
+// inbound_ttl are swept (policy inbound_ttl, journalled, the inbound
+// tree's ledger credited on the fallback); younger ones stay, and a
+// symlink in it is never followed nor removed, whatever it points at.
+func TestSweepInbound(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("settings", "set", "inbound_ttl", "7d")
+	aged(t, s.root, "inbound/chan-old/msg.bin", 256<<10, 10)
+	aged(t, s.root, "inbound/chan-new/msg.bin", 4096, 3) // past busy_grace, younger than inbound_ttl
+	canary := filepath.Join(t.TempDir(), "canary")
+	aged(t, canary, "data", 4096, 30)
+	os.Chtimes(canary, time.Now().Add(-30*24*time.Hour), time.Now().Add(-30*24*time.Hour))
+	link := filepath.Join(s.root, "inbound/outside")
+	if err := os.Symlink(canary, link); err != nil {
+		t.Fatal(err)
+	}
+	old := unix.NsecToTimespec(time.Now().Add(-30 * 24 * time.Hour).UnixNano())
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, link, []unix.Timespec{old, old}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		t.Fatal(err)
+	}
+	s.ok("snapshot", project.RootOwner, "--area", "inbound") // a walk: report counts what was staged outside xfsq
+	before := s.report()[inboundKey].UsedBytes
+	if before < 256<<10 {
+		t.Fatalf("report of inbound before: %d bytes, want the staged 256 KiB+", before)
+	}
+
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	var plan sweepJSON
+	s.json(&plan, "sweep", "--area", "inbound", "--dry-run", "--plan-out", planFile)
+	if len(plan.Evicted) != 1 || plan.Evicted[0].Path != "inbound/chan-old" || plan.Evicted[0].Policy != "inbound_ttl" || plan.Evicted[0].Bytes < 256<<10 {
+		t.Errorf("dry run of --area inbound plans %+v, want inbound/chan-old alone (inbound_ttl, 256 KiB+)", plan.Evicted)
+	}
+	if why := plan.skipReason("inbound/outside"); why != "symlink" {
+		t.Errorf("the symlink: skipped for %q, want symlink", why)
+	}
+	if why := plan.skipReason("inbound/chan-new"); why != "" {
+		t.Errorf("the fresh entry: skipped for %q, want not even a line", why)
+	}
+	if out := s.ok("sweep", "--area", "inbound", "--dry-run"); !strings.Contains(out, "inbound_ttl") || !strings.Contains(out, "inbound/chan-old") {
+		t.Errorf("dry run text:\n%s", out)
+	}
+	var all sweepJSON
+	s.json(&all, "sweep", "--all", "--dry-run")
+	if !all.evicted("inbound/chan-old") || len(all.Evicted) != 1 {
+		t.Errorf("sweep --all --dry-run plans %+v, want inbound/chan-old (--all covers the root's inbound tree)", all.Evicted)
+	}
+	if _, err := os.Stat(filepath.Join(s.root, "inbound/chan-old/msg.bin")); err != nil {
+		t.Fatalf("a dry run deleted: %v", err)
+	}
+
+	var res sweepJSON
+	s.json(&res, "sweep", "--apply", planFile)
+	if len(res.Evicted) != 1 || res.Evicted[0].Path != "inbound/chan-old" || res.BytesFreed < 256<<10 {
+		t.Errorf("applied: evicted %+v, freed %d; want inbound/chan-old, 256 KiB+", res.Evicted, res.BytesFreed)
+	}
+	if _, err := os.Lstat(filepath.Join(s.root, "inbound/chan-old")); !os.IsNotExist(err) {
+		t.Errorf("inbound/chan-old after the sweep: %v, want gone", err)
+	}
+	for _, p := range []string{filepath.Join(s.root, "inbound/chan-new/msg.bin"), filepath.Join(canary, "data")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s after the sweep: %v, want intact", p, err)
+		}
+	}
+	if target, err := os.Readlink(link); err != nil || target != canary {
+		t.Errorf("the symlink after the sweep: %q %v", target, err)
+	}
+	var evs []map[string]any
+	s.json(&evs, "events", "--type", "storage.evicted")
+	var done []map[string]any
+	for _, e := range evs {
+		if e["state"] == "done" {
+			done = append(done, e)
+		}
+	}
+	if len(done) != 1 || done[0]["path"] != "inbound/chan-old" || done[0]["policy"] != "inbound_ttl" || done[0]["area"] != "inbound" {
+		t.Errorf("journal of the sweep: %v, want inbound/chan-old done under inbound_ttl", evs)
+	}
+	var rows []reportRow
+	s.json(&rows, "report", "--area", "inbound")
+	if len(rows) != 1 || rows[0].Project != project.RootOwner || rows[0].UsedBytes > before-256<<10 {
+		t.Errorf("report --area inbound after the sweep: %+v, want %s's inbound down from %d by the 256 KiB freed", rows, project.RootOwner, before)
+	}
+	// The fresh entry goes once it is inbound_ttl old.
+	s.ok("settings", "set", "inbound_ttl", "2d")
+	s.json(&res, "sweep", "--area", "inbound")
+	if len(res.Evicted) != 1 || res.Evicted[0].Path != "inbound/chan-new" {
+		t.Errorf("under inbound_ttl 2d: evicted %+v, want inbound/chan-new", res.Evicted)
+	}
+	if r := s.run("sweep", "--area", "inbound", "--all", "--dry-run"); r.code != 0 {
+		t.Errorf("sweep --all --area inbound: exit %d %s", r.code, r.stderr)
 	}
 }

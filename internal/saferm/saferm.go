@@ -52,6 +52,11 @@ type Report struct {
 	// nothing and counts in neither.
 	Inodes uint64 `json:"inodes"`
 	Bytes  uint64 `json:"bytes"`
+	// AllInodes and AllBytes are Inodes and Bytes as they would be without
+	// Options.CountChangedBefore: all the removal freed. A caller that
+	// credits a ledger with Bytes may still report this.
+	AllInodes uint64 `json:"-"`
+	AllBytes  uint64 `json:"-"`
 	// Left is what stays, each with why; the directories holding a left
 	// entry stay as well and are not listed.
 	Left []Left `json:"left"`
@@ -584,6 +589,8 @@ func (r *remover) unlink(dirfd int, name, rel string, st *unix.Statx_t) bool {
 	}
 	r.rep.Entries++
 	if r.lastLinkWent(held, st) {
+		r.rep.AllInodes++
+		r.rep.AllBytes += st.Blocks * 512
 		if blocks, ok := r.counted(st); ok {
 			r.rep.Inodes++
 			r.rep.Bytes += blocks * 512
@@ -656,9 +663,13 @@ func (r *remover) rmdir(fr *frame) (done, again bool) {
 	// The held descriptor tells whether the directory removed is the one
 	// emptied (one swapped in meanwhile would leave ours linked).
 	var st unix.Statx_t
-	if unix.Statx(int(fr.f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_NLINK, &st) == nil && st.Nlink == 0 && r.o.counts(fr.ctime) {
-		r.rep.Inodes++
-		r.rep.Bytes += fr.blocks * 512
+	if unix.Statx(int(fr.f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_NLINK, &st) == nil && st.Nlink == 0 {
+		r.rep.AllInodes++
+		r.rep.AllBytes += fr.blocks * 512
+		if r.o.counts(fr.ctime) {
+			r.rep.Inodes++
+			r.rep.Bytes += fr.blocks * 512
+		}
 	}
 	return true, false
 }
