@@ -335,8 +335,9 @@ func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 	}
 	if u.all == nil {
 		names := slices.Sorted(maps.Keys(u.byName))
-		u.all = []TreeStatus{}
+		u.all, u.at = []TreeStatus{}, make(map[string]int, len(names))
 		for _, name := range names {
+			u.at[name] = len(u.all)
 			u.all = append(u.all, u.byName[name]...)
 		}
 	}
@@ -395,14 +396,21 @@ func (m *Manager) refreshUsage(ctx context.Context, u *usageCache) error {
 		if err != nil {
 			return err
 		}
-		u.all = nil
 		if len(trees) == 0 {
 			delete(u.byName, name)
+			u.all = nil
 			continue
 		}
 		ts, err := m.status(ctx, trees, nil, Read{})
 		if err != nil {
 			return err
+		}
+		// A project whose trees are the same ones is replaced where it
+		// is; one added or with another set of trees reassembles all.
+		if at, ok := u.at[name]; ok && u.all != nil && len(u.byName[name]) == len(ts) {
+			copy(u.all[at:], ts)
+		} else {
+			u.all = nil
 		}
 		u.byName[name] = ts
 	}

@@ -127,6 +127,7 @@ type usageCache struct {
 	versions store.Versions
 	byName   map[string][]TreeStatus // the fallback's, per project
 	all      []TreeStatus            // byName's, in project order; nil: to be assembled
+	at       map[string]int          // where each project's trees start in all
 	trees    []store.Tree            // XFS's, every project's
 }
 
