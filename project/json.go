@@ -38,7 +38,28 @@ func (a Admission) AppendJSON(b []byte) []byte {
 	return append(b, "}\n"...)
 }
 
+// backendJSON is a Backend's JSON and what it was made of: every answer
+// carries the backend up to four times, and the fallback's reason is a
+// paragraph.
+type backendJSON struct {
+	kind, reason string
+	enforced     bool
+	json         []byte
+}
+
+// withJSON is k with its JSON kept beside it.
+func (k Backend) withJSON() Backend {
+	k.encoded = nil
+	k.encoded = &backendJSON{kind: k.Kind, reason: k.Reason, enforced: k.Enforced, json: k.appendJSON(nil)}
+	return k
+}
+
 func (k Backend) appendJSON(b []byte) []byte {
+	// Kept JSON only while the fields are what it was made of: a copy
+	// whose fields were changed is encoded afresh.
+	if e := k.encoded; e != nil && e.kind == k.Kind && e.enforced == k.Enforced && e.reason == k.Reason {
+		return append(b, e.json...)
+	}
 	b = append(b, `{"kind":`...)
 	b = appendJSONString(b, k.Kind)
 	b = append(b, `,"enforced":`...)

@@ -80,5 +80,22 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 		if got := a.AppendJSON(nil); !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("case %d:\n got %s\nwant %s", i, got, want.Bytes())
 		}
+		// The same with each backend's JSON kept (BackendInfo's), and
+		// with a kept one whose fields were changed since.
+		a.Backend = a.Backend.withJSON()
+		for j := range a.Trees {
+			a.Trees[j].Backend = a.Trees[j].Backend.withJSON()
+			if j%2 == 1 {
+				a.Trees[j].Backend.Reason += " (changed)"
+				a.Trees[j].Backend.Enforced = !a.Trees[j].Backend.Enforced
+			}
+		}
+		want.Reset()
+		if err := enc.Encode(a); err != nil {
+			t.Fatal(err)
+		}
+		if got := a.AppendJSON(nil); !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("case %d, backends kept:\n got %s\nwant %s", i, got, want.Bytes())
+		}
 	}
 }

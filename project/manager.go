@@ -370,6 +370,7 @@ type Backend struct {
 	Enforced bool   `json:"enforced"`
 	Reason   string `json:"reason,omitempty"`
 	name     string
+	encoded  *backendJSON // its JSON, made once (withJSON); nil: none
 }
 
 // String is the one-line form text outputs show: "xfs" or "fallback (SHORT)".
@@ -389,7 +390,7 @@ func (m *Manager) BackendInfo() Backend {
 	if c := m.backendInfo.Load(); c != nil && c.backend == m.Backend && c.unsupported == m.Unsupported {
 		return c.info
 	}
-	b := m.makeBackendInfo()
+	b := m.makeBackendInfo().withJSON()
 	m.backendInfo.Store(&backendInfo{backend: m.Backend, unsupported: m.Unsupported, info: b})
 	return b
 }
