@@ -567,7 +567,9 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 	}
 	started := time.Now()
 	rec, rep, rmErr := l.M.RemoveJournalled(ctx, name, parent, path.Base(p), rec, saferm.Options{ConfirmLastLink: true, CountChangedBefore: cutoff})
-	res := RemoveResult{Path: rec.Path, Bytes: rep.Bytes, Files: rep.Inodes, Entries: rep.Entries, State: rec.State, Left: rep.Left}
+	// The answer is all that went (as the journal's settled record); the
+	// ledger is credited only what the walk counted (rep.Bytes, below).
+	res := RemoveResult{Path: rec.Path, Bytes: rep.AllBytes, Files: rep.AllInodes, Entries: rep.Entries, State: rec.State, Left: rep.Left}
 	if rec.State == sweep.StatePending {
 		return res, fmt.Errorf("remove %s: %w", p, rmErr)
 	}

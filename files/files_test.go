@@ -771,3 +771,69 @@ func TestRemoveCreditsOnlyWhatTheWalkSaw(t *testing.T) {
 		}
 	})
 }
+
+// A directory a tenant moves into its workspace after the walk (here from
+// its own scratch, which is another tree; from inbound/ it is the same)
+// holds files whose ctime predates the walk that never counted them here:
+// removing it must not credit them, or the workspace's ledger reads less
+// than the tree holds and admission takes writes past the hard limit.
+func TestRemoveCreditsNothingMovedInSinceTheWalk(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := newSandbox(t, dsn, "a")
+		ws := filepath.Join(s.root, "projects", "a")
+		moved := filepath.Join(s.root, "scratch", "a", "d")
+		if err := os.MkdirAll(moved, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(moved, "big"), make([]byte, 800<<10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, "keep"), make([]byte, 600<<10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s.walkBaseline("a")
+		s.limit("a", 1<<20, 0)
+		time.Sleep(2 * project.CtimeLag)
+		if err := os.Rename(moved, filepath.Join(ws, "d")); err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.l.Remove(ctx, "a", "", "d", RemoveOptions{Recursive: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Bytes < 800<<10 {
+			t.Errorf("removal %+v: freed_bytes under the 800 KiB that went", res)
+		}
+		s.notBelowWalk("a", "after rm of a directory moved in since the walk")
+		if err := s.put("a", "new", make([]byte, 700<<10), true); !refusedBy(err, "bytes_hard") {
+			t.Errorf("a 700 KB put after the rm: %v, want refused by bytes_hard (600 KiB of 1 MiB are held)", err)
+		}
+	})
+}
+
+// What a removal answers is what it freed, whatever the ledger is credited:
+// a file written through xfsq since the walk is in the ledger already and
+// credits nothing, but it went, and freed_bytes and removed_files say so.
+func TestRemoveReportsAllItFreed(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := newSandbox(t, dsn, "a")
+		s.walkBaseline("a")
+		if err := s.put("a", "new", make([]byte, 300<<10), true); err != nil {
+			t.Fatal(err)
+		}
+		want := uint64(0)
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(s.root, "projects", "a", "new"), &st); err != nil {
+			t.Fatal(err)
+		}
+		want = uint64(st.Blocks) * 512
+		res, err := s.l.Remove(ctx, "a", "", "new", RemoveOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Bytes != want || res.Files != 1 {
+			t.Errorf("removal %+v, want freed_bytes %d and removed_files 1", res, want)
+		}
+		s.notBelowWalk("a", "after rm of a file written through xfsq since the walk")
+	})
+}

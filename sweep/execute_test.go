@@ -316,3 +316,40 @@ func TestExecutorCreditsTheLedger(t *testing.T) {
 		}
 	}
 }
+
+// An entry a tenant swaps, after the sweep's walk, for a directory moved in
+// from its workspace (old mtimes, files with a ctime older than the walk,
+// which counted them in the workspace, not here) is deleted, but credits
+// inbound's ledger nothing: the ledger would read less than inbound holds.
+func TestExecutorCreditsNothingMovedInSinceTheWalk(t *testing.T) {
+	root := t.TempDir()
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	for _, p := range []string{"projects/a/uploads/d/big", "inbound/x/small"} {
+		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(root, p), make([]byte, 200<<10), 0o644)
+		os.Chtimes(filepath.Join(root, p), old, old)
+	}
+	time.Sleep(20 * time.Millisecond)
+	walked := time.Now() // inbound's walk: it saw inbound/x/small
+	time.Sleep(20 * time.Millisecond)
+	os.RemoveAll(filepath.Join(root, "inbound/x"))
+	if err := os.Rename(filepath.Join(root, "projects/a/uploads/d"), filepath.Join(root, "inbound/x")); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(filepath.Join(root, "inbound/x"), old, old)
+	var journal []Record
+	x := executor(t, root, &journal)
+	credited := uint64(0)
+	x.Cutoff = func(context.Context, Eviction) (time.Time, error) { return walked, nil }
+	x.Credit = func(_ context.Context, _ Eviction, bytes, _ uint64, _ time.Time) error {
+		credited += bytes
+		return nil
+	}
+	res := x.Run(context.Background(), Plan{Evict: []Eviction{{Project: "_root", Area: AreaInbound, Path: "inbound/x", Policy: PolicyInbound}}})
+	if len(res.Evicted) != 1 || res.Evicted[0].Bytes < 200<<10 {
+		t.Fatalf("evicted %+v, want inbound/x with all it freed", res.Evicted)
+	}
+	if credited != 0 {
+		t.Errorf("credited %d bytes to inbound's ledger for files its walk never counted, want 0", credited)
+	}
+}

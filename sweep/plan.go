@@ -11,12 +11,14 @@
 package sweep
 
 import (
+	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/xfsq/xfsq/units"
 )
@@ -107,6 +109,42 @@ type Eviction struct {
 	LastUsed time.Time `json:"last_used,omitzero"`
 	Reason   string    `json:"reason"`
 	Policy   string    `json:"policy"`
+}
+
+// evictionFields is Eviction without its JSON methods.
+type evictionFields Eviction
+
+// MarshalJSON saves Path exactly: a name need not be UTF-8 (a tenant
+// chooses it), and encoding/json would turn its bytes into U+FFFD, which
+// names another entry: a plan applied (--apply, or by id over the API)
+// must delete what was reviewed, never a look-alike. Such a path is saved
+// twice: "path" to read, "path_bytes" (base64) to apply.
+func (e Eviction) MarshalJSON() ([]byte, error) {
+	w := struct {
+		evictionFields
+		PathBytes []byte `json:"path_bytes,omitempty"`
+	}{evictionFields: evictionFields(e)}
+	if !utf8.ValidString(e.Path) {
+		w.PathBytes = []byte(e.Path)
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads what MarshalJSON saved: path_bytes, when there, is
+// the path.
+func (e *Eviction) UnmarshalJSON(b []byte) error {
+	var w struct {
+		evictionFields
+		PathBytes []byte `json:"path_bytes"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*e = Eviction(w.evictionFields)
+	if w.PathBytes != nil {
+		e.Path = string(w.PathBytes)
+	}
+	return nil
 }
 
 // Skip is a candidate left alone, and why.

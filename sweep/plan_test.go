@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -295,5 +296,26 @@ func TestPlanInbound(t *testing.T) {
 				t.Errorf("skipped for %q, want %q", why, c.skipped)
 			}
 		})
+	}
+}
+
+// A plan saved (--plan-out, or kept in the store for the API) names each
+// entry exactly: a tenant's name that is not UTF-8 must not come back as
+// another name (encoding/json turns its bytes into U+FFFD, the name of a
+// different entry the tenant can make), or applying the reviewed plan
+// deletes what it never listed and keeps what it did.
+func TestEvictionPathSurvivesJSON(t *testing.T) {
+	for _, p := range []string{"inbound/plain", "inbound/bad\xff\xfeutf8", "inbound/bad\uFFFD\uFFFDutf8", "cache/a/caf\xe9/x", "inbound/nl\nq\"b\\"} {
+		b, err := json.Marshal(Plan{Evict: []Eviction{{Project: "_root", Area: AreaInbound, Path: p, Policy: PolicyInbound}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Plan
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if len(back.Evict) != 1 || back.Evict[0].Path != p {
+			t.Errorf("%q came back as %+v (from %s)", p, back.Evict, b)
+		}
 	}
 }

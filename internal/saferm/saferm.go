@@ -370,13 +370,37 @@ type Options struct {
 	// before their removal): the start of the walk a ledger's baseline
 	// came from, which counted those at their current size. An inode
 	// changed since may hold bytes the walk never saw; it is removed all
-	// the same but counted as freeing nothing.
+	// the same but counted as freeing nothing. So is everything below a
+	// directory changed since (the entry's parents included): a rename
+	// changes the ctime of the directory moved, not of what it holds, so
+	// a directory moved in from another tree after the walk holds files
+	// that look unchanged though the walk counted them elsewhere.
 	CountChangedBefore time.Time
 }
 
 // counts reports whether a freed inode whose ctime is ct is counted.
 func (o Options) counts(ct unix.StatxTimestamp) bool {
 	return o.CountChangedBefore.IsZero() || !time.Unix(ct.Sec, int64(ct.Nsec)).After(o.CountChangedBefore)
+}
+
+// settledTo reports whether no directory from d down to rel's parent
+// changed since o.CountChangedBefore (always, without one): one that did
+// may have been moved in since the walk, with all it holds.
+func (d *Dir) settledTo(rel string, o Options) bool {
+	if o.CountChangedBefore.IsZero() {
+		return true
+	}
+	parts, err := split(rel)
+	if err != nil {
+		return false
+	}
+	for i := 1; i < len(parts); i++ {
+		var st unix.Statx_t
+		if unix.Statx(d.fd, strings.Join(parts[:i], "/"), unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_CTIME, &st) != nil || !o.counts(st.Ctime) {
+			return false
+		}
+	}
+	return true
 }
 
 // testHook, when set by tests, runs after the parent of the removed
@@ -395,6 +419,9 @@ type frame struct {
 	passes int      // reads from the start: entries may appear meanwhile
 
 	ctime unix.StatxTimestamp // as opened, before it was emptied
+	// settled: neither it nor a directory above it changed since
+	// CountChangedBefore, so what it holds may count.
+	settled bool
 }
 
 // readBatch is how many names one getdents pass hands over at a time:
@@ -427,7 +454,7 @@ func (d *Dir) Remove(ctx context.Context, rel string, o Options) (Report, error)
 		testHook(rel)
 	}
 	r := &remover{d: d, o: o, rep: &rep}
-	top, removed := r.entry(parent.fd, name, path.Join(d.rel, rel), 0)
+	top, removed := r.entry(parent.fd, name, path.Join(d.rel, rel), 0, d.settledTo(rel, o))
 	if top == nil {
 		rep.Removed = removed
 		return rep, nil
@@ -470,7 +497,7 @@ func (d *Dir) Remove(ctx context.Context, rel string, o Options) (Report, error)
 		}
 		nm := fr.names[0]
 		fr.names = fr.names[1:]
-		sub, removed := r.entry(int(fr.f.Fd()), nm, fr.rel+"/"+nm, len(stack))
+		sub, removed := r.entry(int(fr.f.Fd()), nm, fr.rel+"/"+nm, len(stack), fr.settled)
 		switch {
 		case sub != nil:
 			stack = append(stack, sub)
@@ -508,7 +535,7 @@ func modifiedAt(st *unix.Statx_t) time.Time {
 	return m
 }
 
-func (r *remover) entry(dirfd int, name, rel string, depth int) (sub *frame, removed bool) {
+func (r *remover) entry(dirfd int, name, rel string, depth int, settled bool) (sub *frame, removed bool) {
 	r.kept = false
 	var st unix.Statx_t
 	err := unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, statxMask, &st)
@@ -527,7 +554,7 @@ func (r *remover) entry(dirfd int, name, rel string, depth int) (sub *frame, rem
 			r.leave(rel, LeftFresh)
 			return nil, false
 		}
-		return nil, r.unlink(dirfd, name, rel, &st)
+		return nil, r.unlink(dirfd, name, rel, &st, settled)
 	}
 	if depth >= MaxDepth {
 		r.leave(rel, LeftDeep)
@@ -551,11 +578,12 @@ func (r *remover) entry(dirfd int, name, rel string, depth int) (sub *frame, rem
 		r.leave(rel, LeftChanged)
 		return nil, false
 	}
-	return &frame{f: os.NewFile(uintptr(fd), rel), parent: dirfd, name: name, rel: rel, blocks: fst.Blocks, ctime: fst.Ctime}, false
+	return &frame{f: os.NewFile(uintptr(fd), rel), parent: dirfd, name: name, rel: rel, blocks: fst.Blocks, ctime: fst.Ctime,
+		settled: settled && r.o.counts(fst.Ctime)}, false
 }
 
 // unlink removes a non-directory, counting it.
-func (r *remover) unlink(dirfd int, name, rel string, st *unix.Statx_t) bool {
+func (r *remover) unlink(dirfd int, name, rel string, st *unix.Statx_t, settled bool) bool {
 	held := -1
 	if r.o.ConfirmLastLink {
 		fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -591,11 +619,11 @@ func (r *remover) unlink(dirfd int, name, rel string, st *unix.Statx_t) bool {
 	if r.lastLinkWent(held, st) {
 		r.rep.AllInodes++
 		r.rep.AllBytes += st.Blocks * 512
-		if blocks, ok := r.counted(st); ok {
+		if blocks, ok := r.counted(st); ok && settled {
 			r.rep.Inodes++
 			r.rep.Bytes += blocks * 512
 		}
-	} else if st.Nlink > 1 && !r.o.CountChangedBefore.IsZero() && r.o.counts(st.Ctime) && r.unchanged[st.Ino] == 0 {
+	} else if settled && st.Nlink > 1 && !r.o.CountChangedBefore.IsZero() && r.o.counts(st.Ctime) && r.unchanged[st.Ino] == 0 {
 		// Our unlink changes its ctime: remember what the walk saw.
 		if r.unchanged == nil {
 			r.unchanged = map[uint64]uint64{}
@@ -666,7 +694,7 @@ func (r *remover) rmdir(fr *frame) (done, again bool) {
 	if unix.Statx(int(fr.f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_NLINK, &st) == nil && st.Nlink == 0 {
 		r.rep.AllInodes++
 		r.rep.AllBytes += fr.blocks * 512
-		if r.o.counts(fr.ctime) {
+		if fr.settled {
 			r.rep.Inodes++
 			r.rep.Bytes += fr.blocks * 512
 		}

@@ -479,3 +479,56 @@ func TestKeepModifiedAfter(t *testing.T) {
 		t.Errorf("left %+v, want e/sub/fresh named as fresh", rep.Left)
 	}
 }
+
+// CountChangedBefore credits only what the tree's last walk counted. A
+// rename does not change the ctime of what sits below the directory
+// renamed, so a directory moved in from another tree after the walk (a
+// tenant's mv from its workspace into inbound/, or from inbound/ into its
+// scratch) holds files whose ctime predates the walk that never saw them:
+// they must count nothing, or the ledger under-counts and admission lets
+// writes past the limit. The directory itself shows the move (its ctime
+// changed): nothing below a directory changed since the cutoff counts.
+func TestCountChangedBeforeIgnoresWhatWasMovedIn(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		moveFrom   string // "" : nothing moved after the walk
+		moveTo     string
+		remove     string
+		wantCounts bool
+	}{
+		{"nothing moved", "", "", "in/d", true},
+		{"the entry moved in", "elsewhere/d", "in/d", "in/d", false},
+		{"a directory below the entry moved in", "elsewhere/d", "in/e/d", "in/e", false},
+		{"a parent of the entry moved in", "elsewhere/d", "in/d", "in/d/f", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			src := "in/d"
+			if tc.moveFrom != "" {
+				src = tc.moveFrom
+			}
+			write(t, filepath.Join(root, src, "f"), 256<<10)
+			os.MkdirAll(filepath.Join(root, "in/e"), 0o755)
+			fileBlocks := blocks(t, filepath.Join(root, src, "f"))
+			// The walk: it starts after everything above was made.
+			time.Sleep(20 * time.Millisecond)
+			cutoff := time.Now()
+			time.Sleep(20 * time.Millisecond)
+			if tc.moveFrom != "" {
+				if err := os.Rename(filepath.Join(root, tc.moveFrom), filepath.Join(root, tc.moveTo)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep, err := open(t, root).Remove(context.Background(), tc.remove, Options{ConfirmLastLink: true, CountChangedBefore: cutoff})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.AllBytes < fileBlocks {
+				t.Fatalf("report %+v: the file (%d bytes) was not removed", rep, fileBlocks)
+			}
+			if counted := rep.Bytes >= fileBlocks; counted != tc.wantCounts {
+				t.Errorf("report %+v: counted %d bytes, the file holds %d; want it counted: %v", rep, rep.Bytes, fileBlocks, tc.wantCounts)
+			}
+		})
+	}
+}
