@@ -19,7 +19,9 @@ import (
 //
 // SQLite: PRAGMA data_version on a connection of its own that never
 // writes, which changes whenever another connection — this process's pool
-// or another process — commits. PostgreSQL: the WAL insert position, which
+// or another process — commits. PostgreSQL: the WAL insert position (not
+// the write position, which with synchronous_commit off lags a commit that
+// is already visible by up to wal_writer_delay), which
 // every commit of the cluster moves (a commit elsewhere in a shared
 // cluster costs a re-read, never a stale answer).
 //
@@ -42,7 +44,7 @@ var GenerationLag = time.Millisecond
 func (s *Store) ask(ctx context.Context, p *generationProbe) (string, error) {
 	if s.postgres {
 		var lsn string
-		if err := s.db.QueryRowContext(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
+		if err := s.db.QueryRowContext(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
 			return "", nil // a standby has no insert position: keep nothing
 		}
 		return lsn, nil
