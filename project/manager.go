@@ -160,10 +160,11 @@ func ValidateTree(name, area string) error {
 		if err := ValidateName(name); err != nil {
 			return err
 		}
-		return &InputError{Param: "area", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own tree, named %s in place of a project (e.g. xfsq top %s --area inbound)",
-			name, RootOwner, RootOwner)}
+		return errkind.WithHint(errkind.Input, &InputError{Param: "area", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own tree, named %s in place of a project",
+			name, RootOwner)}, fmt.Sprintf("e.g. xfsq top %s --area inbound", RootOwner))
 	case name == RootOwner:
-		return &InputError{Param: "area", Msg: fmt.Sprintf("%s owns only the inbound tree, not a %s tree: use --area inbound with it", RootOwner, area)}
+		return errkind.WithHint(errkind.Input, &InputError{Param: "area", Msg: fmt.Sprintf("%s owns only the inbound tree, not a %s tree", RootOwner, area)},
+			"give --area inbound with it")
 	}
 	return ValidateName(name)
 }

@@ -52,6 +52,10 @@ func TestMessagesNameNoCLIFlagTheHintDoes(t *testing.T) {
 		{"a store on a full filesystem", func() error {
 			return cannotWriteStore(&DiskFullError{Dir: root, Free: 0, Size: 1 << 30}, LocalDSN(root), "disk I/O error")
 		}, errkind.NotReady, "xfsq cannot write its store", "on another filesystem (--db)"},
+		{"a project's inbound tree", func() error { return ValidateTree("omni", AreaInbound) },
+			errkind.Input, "has no inbound tree", "xfsq top _root --area inbound"},
+		{"the root's owner with another area", func() error { return ValidateTree(RootOwner, AreaCache) },
+			errkind.Input, "owns only the inbound tree", "--area inbound"},
 		{"an add that failed and could not be rolled back", func() error {
 			return rollbackFailed(errors.New("mkdir: permission denied"), errors.New("rmdir: busy"))
 		}, errkind.Internal, "(and rolling back failed: rmdir: busy)", "xfsq doctor --fix"},

@@ -351,10 +351,11 @@ func (m *Manager) sweepTargets(ctx context.Context, o SweepOptions, areas map[st
 				continue
 			}
 			if n == RootOwner {
-				return nil, &InputError{Param: "areas", Msg: fmt.Sprintf("%s owns only the inbound tree: sweep it with --area inbound (or no --area)", RootOwner)}
+				return nil, errkind.WithHint(errkind.Input, &InputError{Param: "areas", Msg: fmt.Sprintf("%s owns only the inbound tree, not the areas asked", RootOwner)},
+					"sweep it with --area inbound, or with no area")
 			}
-			return nil, &InputError{Param: "areas", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own, swept as %s (xfsq sweep %s --area inbound)",
-				n, RootOwner, RootOwner)}
+			return nil, errkind.WithHint(errkind.Input, &InputError{Param: "areas", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own, swept as %s", n, RootOwner)},
+				fmt.Sprintf("xfsq sweep %s --area inbound", RootOwner))
 		}
 		return o.Projects, nil
 	}
