@@ -7,26 +7,6 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// preparedStmt is a statement prepared on first use: a query asked on
-// every request (ChangeMark) costs more to parse than to run.
-type preparedStmt struct {
-	mu   sync.Mutex
-	stmt *sqlx.Stmt
-}
-
-func (p *preparedStmt) get(ctx context.Context, s *Store, query string) (*sqlx.Stmt, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.stmt == nil {
-		st, err := s.db.PreparexContext(ctx, s.db.Rebind(query))
-		if err != nil {
-			return nil, err
-		}
-		p.stmt = st
-	}
-	return p.stmt, nil
-}
-
 // ChangeMark is a cheap fingerprint of what the usage figures are made of:
 // it moves whenever a journal record, a ledger row or a snapshot is added
 // and whenever a write's reservation begins, grows or ends. A cache of
@@ -53,7 +33,7 @@ func (s *Store) ChangeMark(ctx context.Context) (ChangeMark, error) {
 		RM int64 `db:"rm"`
 		RB int64 `db:"rb"`
 	}
-	st, err := s.changeMark.get(ctx, s, changeMarkQuery)
+	st, err := s.prepared(ctx, changeMarkQuery)
 	if err != nil {
 		return ChangeMark{}, err
 	}
@@ -70,8 +50,9 @@ const changeMarkQuery = `SELECT
 		(SELECT COALESCE(SUM(bytes), 0) FROM reservations) AS rb`
 
 // stmtCache holds the prepared statements of queries asked many times a
-// second by a long-lived process (a scrape's journal read, a check's tree
-// read): parsing them each time cost as much as running them. Keyed by
+// second by a long-lived process (ChangeMark and ProjectVersion on every
+// request, a scrape's journal read, a check's tree read): parsing them
+// each time cost as much as running them. Keyed by
 // the query's text, which callers build from a bounded set of shapes.
 type stmtCache struct {
 	mu    sync.Mutex

@@ -38,9 +38,7 @@ type Store struct {
 	// settings) when several hosts share a PostgreSQL database.
 	Host string
 
-	changeMark     preparedStmt // ChangeMark's query, parsed once
-	projectVersion preparedStmt // ProjectVersion's, asked on every check
-	stmts          stmtCache    // other queries asked many times a second
+	stmts stmtCache // queries asked many times a second, prepared once
 }
 
 // Open connects to dsn (a postgres:// URL or libpq keywords, or the path of

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 )
 
 // Version says which change of a project a read saw: Project moves with
@@ -16,7 +17,7 @@ type Version struct{ Project, Settings int64 }
 // primary-key lookups). Read it before the data it guards, as Generation:
 // a commit in between then shows as a newer version at the next call.
 func (s *Store) ProjectVersion(ctx context.Context, project string) (Version, error) {
-	st, err := s.projectVersion.get(ctx, s, `SELECT project, version FROM project_versions WHERE host = ? AND project IN ('', ?)`)
+	st, err := s.prepared(ctx, `SELECT project, version FROM project_versions WHERE host = ? AND project IN ('', ?)`)
 	if err != nil {
 		return Version{}, err
 	}
@@ -24,21 +25,8 @@ func (s *Store) ProjectVersion(ctx context.Context, project string) (Version, er
 	if err != nil {
 		return Version{}, err
 	}
-	defer rows.Close()
-	var v Version
-	for rows.Next() {
-		var name string
-		var n int64
-		if err := rows.Scan(&name, &n); err != nil {
-			return Version{}, err
-		}
-		if name == "" {
-			v.Settings = n
-		} else {
-			v.Project = n
-		}
-	}
-	return v, rows.Err()
+	v, err := scanVersions(rows)
+	return v.Of(project), err
 }
 
 // Versions is every project's Version, as ProjectVersions reads them.
@@ -60,6 +48,12 @@ func (s *Store) ProjectVersions(ctx context.Context) (Versions, error) {
 	if err != nil {
 		return Versions{}, err
 	}
+	return scanVersions(rows)
+}
+
+// scanVersions reads (project, version) rows, ” being the settings', and
+// closes them.
+func scanVersions(rows *sql.Rows) (Versions, error) {
 	defer rows.Close()
 	v := Versions{Projects: map[string]int64{}}
 	for rows.Next() {
