@@ -225,10 +225,6 @@ func (f families) gauge(name string, v float64, l []*dto.LabelPair) {
 	f.add(name, &dto.Metric{Label: l, Gauge: &dto.Gauge{Value: &v}})
 }
 
-func (f families) counter(name string, v float64, l []*dto.LabelPair) {
-	f.add(name, &dto.Metric{Label: l, Counter: &dto.Counter{Value: &v}})
-}
-
 func (f families) list() []*dto.MetricFamily {
 	out := make([]*dto.MetricFamily, 0, len(f))
 	for _, m := range All {
