@@ -308,12 +308,12 @@ func (m *Manager) treeStatus(t store.Tree, q quota.Quota, asOf *time.Time) TreeS
 }
 
 // Usage is Report's usage and limits without the snapshot-derived fields
-// (growth, last activity), read in a fixed number of queries whatever the
-// number of trees: on XFS the recorded trees and one enumeration of the
-// kernel's counters, on the fallback one read of every tree's last walk,
-// ledger and reservations. It never walks, never writes and takes no lock
-// admission takes, so a poller (a metrics scrape) may call it as often as
-// it likes. Never nil.
+// (growth, last activity): on XFS the recorded trees and one enumeration of
+// the kernel's counters, on the fallback each tree's last walk, ledger and
+// reservations, kept between calls (readcache.go) and read again only for
+// the projects whose store version moved. It never walks, never writes and
+// takes no lock admission takes, so a poller (a metrics scrape) may call it
+// as often as it likes. Never nil.
 func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 	u := &m.reads.usage
 	u.mu.Lock()
