@@ -107,12 +107,15 @@ func TestExecutorBudget(t *testing.T) {
 }
 
 // oldFile writes a file (and its parents) with an mtime a month ago.
-func oldFile(t *testing.T, p string) {
+func oldFile(t *testing.T, p string) { oldFileOf(t, p, 8192) }
+
+// oldFileOf is oldFile of size bytes.
+func oldFileOf(t *testing.T, p string, size int) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, make([]byte, 8192), 0o644); err != nil {
+	if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	old := time.Now().Add(-30 * 24 * time.Hour)
@@ -280,12 +283,8 @@ func TestGathererRefusesLinkedTreeRoots(t *testing.T) {
 // and journals all it freed; an inbound entry is removed inside inbound/.
 func TestExecutorCreditsTheLedger(t *testing.T) {
 	root := t.TempDir()
-	old := time.Now().Add(-30 * 24 * time.Hour)
 	for _, p := range []string{"inbound/walked/f", "inbound/changed/f"} {
-		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
-		os.WriteFile(filepath.Join(root, p), make([]byte, 40<<10), 0o644)
-		os.Chtimes(filepath.Join(root, p), old, old)
-		os.Chtimes(filepath.Join(root, filepath.Dir(p)), old, old)
+		oldFileOf(t, filepath.Join(root, p), 40<<10)
 	}
 	var journal []Record
 	x := executor(t, root, &journal)
