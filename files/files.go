@@ -566,7 +566,11 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 		return RemoveResult{}, err
 	}
 	started := time.Now()
-	rec, rep, rmErr := l.M.RemoveJournalled(ctx, name, parent, path.Base(p), rec, saferm.Options{ConfirmLastLink: true, CountChangedBefore: cutoff})
+	// Removed by its path in the tree, not its name in parent: what is
+	// credited depends on every directory between the two being unchanged
+	// since the walk (saferm.Options.CountChangedBefore), and one moved in
+	// since may be any of them.
+	rec, rep, rmErr := l.M.RemoveJournalled(ctx, name, t.dir, p, rec, saferm.Options{ConfirmLastLink: true, CountChangedBefore: cutoff})
 	// The answer is all that went (as the journal's settled record); the
 	// ledger is credited only what the walk counted (rep.Bytes, below).
 	res := RemoveResult{Path: rec.Path, Bytes: rep.AllBytes, Files: rep.AllInodes, Entries: rep.Entries, State: rec.State, Left: rep.Left}

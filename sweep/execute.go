@@ -126,7 +126,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 			skip("the sweep was cancelled")
 			continue
 		}
-		parent, name, why, err := x.parentOf(ev, trees)
+		tree, parent, name, why, err := x.parentOf(ev, trees)
 		if err != nil || why != "" {
 			if err != nil {
 				why = "re-check failed: " + err.Error()
@@ -156,6 +156,12 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 			}
 			// A ledger is credited only what its last link took, as files rm does.
 			keep.ConfirmLastLink, keep.CountChangedBefore = true, cutoff
+			// Deleted through its parent, so the directories above it are
+			// asked of the tree: one moved in since the walk holds what
+			// the walk counted elsewhere.
+			if !tree.ParentsSettled(strings.TrimPrefix(ev.Path, TreeOf(ev.Project, ev.Area)+"/"), keep) {
+				keep.CountChangedBefore = saferm.CountNothing
+			}
 		}
 		started := time.Now()
 		rec, rep, err := deleteAll(ctx, x.Journal, ev.Project, parent, name, rec, keep)
@@ -218,35 +224,35 @@ func TreeOf(project, area string) string {
 // beneath the root, then the entry's parent beneath the tree, neither
 // through a link nor across a mount. why says why the entry cannot be
 // reached so.
-func (x *Executor) parentOf(ev Eviction, trees map[string]*saferm.Dir) (parent *saferm.Dir, name, why string, err error) {
+func (x *Executor) parentOf(ev Eviction, trees map[string]*saferm.Dir) (tree, parent *saferm.Dir, name, why string, err error) {
 	treeRel := TreeOf(ev.Project, ev.Area)
 	inTree, ok := strings.CutPrefix(ev.Path, treeRel+"/")
 	if treeRel == "" || !ok || inTree == "" || path.Clean(inTree) != inTree || strings.HasPrefix(inTree, "../") {
-		return nil, "", fmt.Sprintf("not inside the %s tree of %s (%s)", ev.Area, ev.Project, treeRel), nil
+		return nil, nil, "", fmt.Sprintf("not inside the %s tree of %s (%s)", ev.Area, ev.Project, treeRel), nil
 	}
-	tree, ok := trees[treeRel]
+	tree, ok = trees[treeRel]
 	if !ok {
 		if tree, err = x.Root.OpenDir(treeRel); err != nil {
 			if errors.Is(err, saferm.ErrUnsafe) {
-				return nil, "", "its tree " + treeRel + " is not a real directory reached without links", nil
+				return nil, nil, "", "its tree " + treeRel + " is not a real directory reached without links", nil
 			}
 			if errors.Is(err, fs.ErrNotExist) {
-				return nil, "", "gone since planning", nil
+				return nil, nil, "", "gone since planning", nil
 			}
-			return nil, "", "", err
+			return nil, nil, "", "", err
 		}
 		trees[treeRel] = tree
 	}
 	parent, err = tree.OpenDir(path.Dir(inTree))
 	switch {
 	case errors.Is(err, saferm.ErrUnsafe):
-		return nil, "", "its path now leads through a symlink or another mount", nil
+		return nil, nil, "", "its path now leads through a symlink or another mount", nil
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, "", "gone since planning", nil
+		return nil, nil, "", "gone since planning", nil
 	case err != nil:
-		return nil, "", "", err
+		return nil, nil, "", "", err
 	}
-	return parent, path.Base(inTree), "", nil
+	return tree, parent, path.Base(inTree), "", nil
 }
 
 // recheck looks at an entry again, relative to its parent's descriptor,

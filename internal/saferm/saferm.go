@@ -378,14 +378,24 @@ type Options struct {
 	CountChangedBefore time.Time
 }
 
+// CountNothing as Options.CountChangedBefore counts nothing freed: every
+// inode changed after it.
+var CountNothing = time.Unix(0, 1)
+
 // counts reports whether a freed inode whose ctime is ct is counted.
 func (o Options) counts(ct unix.StatxTimestamp) bool {
 	return o.CountChangedBefore.IsZero() || !time.Unix(ct.Sec, int64(ct.Nsec)).After(o.CountChangedBefore)
 }
 
-// settledTo reports whether no directory from d down to rel's parent
-// changed since o.CountChangedBefore (always, without one): one that did
-// may have been moved in since the walk, with all it holds.
+// ParentsSettled reports whether no directory between d and rel's last
+// element changed since o.CountChangedBefore (always, without one): one
+// that did may have been moved in since the walk, with all it holds. A
+// caller that removes an entry of a tree through the entry's parent (to
+// remove exactly what it re-checked there) asks it of the tree first, as
+// Remove asks it of the directory it is given.
+func (d *Dir) ParentsSettled(rel string, o Options) bool { return d.settledTo(rel, o) }
+
+// settledTo is ParentsSettled.
 func (d *Dir) settledTo(rel string, o Options) bool {
 	if o.CountChangedBefore.IsZero() {
 		return true
