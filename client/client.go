@@ -82,27 +82,44 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	return c.send(req, out)
 }
 
-// send sends req with the token and decodes the answer as Do does.
-func (c *Client) send(req *http.Request, out any) error {
-	method, path := req.Method, req.URL.Path
+// maxAnswer bounds what the client reads of one answer: more is an error,
+// never a body silently cut short.
+const maxAnswer = 64 << 20
+
+// exchange sends req with the token and reads the answer whole: a status
+// above okMax is a *ProblemError.
+func (c *Client) exchange(req *http.Request, okMax int) (*http.Response, []byte, error) {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+	if len(data) > maxAnswer {
+		return nil, nil, fmt.Errorf("%s %s: the answer is over %d MiB, more than this client reads", req.Method, req.URL.Path, maxAnswer>>20)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > okMax {
 		p := &ProblemError{}
 		if json.Unmarshal(data, p) != nil || p.Status == 0 {
 			p = &ProblemError{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode), Detail: strings.TrimSpace(string(data))}
 		}
-		return p
+		return nil, nil, p
+	}
+	return resp, data, nil
+}
+
+// send sends req with the token and decodes the answer as Do does.
+func (c *Client) send(req *http.Request, out any) error {
+	method, path := req.Method, req.URL.Path
+	resp, data, err := c.exchange(req, 299)
+	if err != nil {
+		return err
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
@@ -142,12 +159,12 @@ func (c *Client) AddProject(ctx context.Context, name string, workspace, cache L
 // SetLimits changes the limits of one tree ("" area: workspace), as project set.
 func (c *Client) SetLimits(ctx context.Context, name, area string, l Limits) (project.Project, error) {
 	var p project.Project
-	body := map[string]any{}
-	b, _ := json.Marshal(l)
-	json.Unmarshal(b, &body)
-	if area != "" {
-		body["area"] = area
-	}
+	// The request's shape (server.SetRequest): the limits beside the area,
+	// marshalled once, so that no figure goes through a float64.
+	body := struct {
+		Area string `json:"area,omitempty"`
+		Limits
+	}{area, l}
 	err := c.Do(ctx, "PATCH", projectPath(name), nil, body, &p)
 	return p, err
 }
@@ -258,9 +275,9 @@ func (c *Client) ProjectStorage(ctx context.Context, name string, depth int) (pr
 // the workspace), as files put; size < 0 sends the body chunked. A refusal
 // is a *ProblemError (507 over the quota, 413 over max_file_bytes).
 func (c *Client) Upload(ctx context.Context, name, area, path string, body io.Reader, size int64) (files.PutResult, error) {
-	u := c.base + projectPath(name, "files") + "/" + escapePath(path)
-	if area != "" {
-		u += "?" + url.Values{"area": {area}}.Encode()
+	u := c.base + filePath(name, path)
+	if q := areaQuery(area); len(q) > 0 {
+		u += "?" + q.Encode()
 	}
 	var res files.PutResult
 	req, err := http.NewRequestWithContext(ctx, "PUT", u, body)
@@ -269,8 +286,7 @@ func (c *Client) Upload(ctx context.Context, name, area, path string, body io.Re
 	}
 	req.ContentLength = size
 	if size == 0 {
-		req.Body = http.NoBody
-		req.Header.Set("Content-Length", "0")
+		req.Body = http.NoBody // sends Content-Length: 0
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	err = c.send(req, &res)

@@ -38,24 +38,9 @@ func (c *Client) Raw(ctx context.Context, method, path string, query url.Values,
 			req.Header.Add(k, v)
 		}
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
+	resp, data, err := c.exchange(req, 399)
 	if err != nil {
 		return Answer{}, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return Answer{}, err
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 399 {
-		p := &ProblemError{}
-		if json.Unmarshal(data, p) != nil || p.Status == 0 {
-			p = &ProblemError{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode), Detail: strings.TrimSpace(string(data))}
-		}
-		return Answer{}, p
 	}
 	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: data}, nil
 }
