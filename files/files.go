@@ -481,8 +481,8 @@ type RemoveOptions struct {
 }
 
 // errDirectory refuses a directory removed without Recursive.
-func errDirectory(p, what string) error {
-	return errkind.WithHint(errkind.Input, &PathError{Path: p, Reason: "it is a directory" + what},
+func errDirectory(p string) error {
+	return errkind.WithHint(errkind.Input, &PathError{Path: p, Reason: "it is a directory"},
 		"ask for a recursive removal to delete it and everything in it (xfsq files rm --recursive)")
 }
 
@@ -551,7 +551,7 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 		return RemoveResult{}, &PathError{Path: p, Reason: "it is a mount point; it is never removed"}
 	}
 	if st.IsDir() && !o.Recursive {
-		return RemoveResult{}, errDirectory(p, "")
+		return RemoveResult{}, errDirectory(p)
 	}
 	// The pending record carries an estimate; the settled one what went.
 	estimate := st.Blocks * 512

@@ -33,17 +33,6 @@ type Journal func(ctx context.Context, project string, r Record) error
 // report; the error is the pending record's, the removal's, or the
 // confirmation's, in that order.
 func Delete(ctx context.Context, journal Journal, project string, parent *saferm.Dir, name string, rec Record, o saferm.Options) (Record, saferm.Report, error) {
-	return deleteJournalled(ctx, journal, project, parent, name, rec, o, false)
-}
-
-// deleteAll is Delete journalling all that the removal freed
-// (Report.AllBytes), whatever o.CountChangedBefore left out of
-// Report.Bytes: a sweep credits a ledger the one and reports the other.
-func deleteAll(ctx context.Context, journal Journal, project string, parent *saferm.Dir, name string, rec Record, o saferm.Options) (Record, saferm.Report, error) {
-	return deleteJournalled(ctx, journal, project, parent, name, rec, o, true)
-}
-
-func deleteJournalled(ctx context.Context, journal Journal, project string, parent *saferm.Dir, name string, rec Record, o saferm.Options, all bool) (Record, saferm.Report, error) {
 	rec.Path = joinRel(parent.Path(), name)
 	rec.State = StatePending
 	if err := journal(ctx, project, rec); err != nil {
@@ -59,10 +48,9 @@ func deleteJournalled(ctx context.Context, journal Journal, project string, pare
 	case len(rep.Left) > 0:
 		rec.State = StatePartial
 	}
-	rec.Bytes, rec.Entries, rec.Inodes, rec.Left = rep.Bytes, rep.Entries, rep.Inodes, rep.Left
-	if all {
-		rec.Bytes, rec.Inodes = rep.AllBytes, rep.AllInodes
-	}
+	// All that went, whatever o.CountChangedBefore leaves out of rep.Bytes
+	// for a ledger's credit.
+	rec.Bytes, rec.Entries, rec.Inodes, rec.Left = rep.AllBytes, rep.Entries, rep.AllInodes, rep.Left
 	// The confirmation must be written even when ctx was cancelled
 	// part-way: what went is on disk either way.
 	err := journal(context.WithoutCancel(ctx), project, rec)

@@ -164,7 +164,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 			}
 		}
 		started := time.Now()
-		rec, rep, err := deleteAll(ctx, x.Journal, ev.Project, parent, name, rec, keep)
+		rec, rep, err := Delete(ctx, x.Journal, ev.Project, parent, name, rec, keep)
 		parent.Close()
 		if rec.State == StatePending {
 			skip("could not journal the deletion, so it was not made: " + err.Error())

@@ -428,7 +428,6 @@ type frame struct {
 	kept   bool     // something below stays, so it stays too
 	passes int      // reads from the start: entries may appear meanwhile
 
-	ctime unix.StatxTimestamp // as opened, before it was emptied
 	// settled: neither it nor a directory above it changed since
 	// CountChangedBefore, so what it holds may count.
 	settled bool
@@ -588,7 +587,7 @@ func (r *remover) entry(dirfd int, name, rel string, depth int, settled bool) (s
 		r.leave(rel, LeftChanged)
 		return nil, false
 	}
-	return &frame{f: os.NewFile(uintptr(fd), rel), parent: dirfd, name: name, rel: rel, blocks: fst.Blocks, ctime: fst.Ctime,
+	return &frame{f: os.NewFile(uintptr(fd), rel), parent: dirfd, name: name, rel: rel, blocks: fst.Blocks,
 		settled: settled && r.o.counts(fst.Ctime)}, false
 }
 
