@@ -183,7 +183,7 @@ func (a *filesAPI) Put(w http.ResponseWriter, r *http.Request) {
 // Delete removes the path, journalled as `files rm` journals it; a
 // directory only with ?recursive=1.
 func (a *filesAPI) Delete(w http.ResponseWriter, r *http.Request) {
-	recursive, err := boolParam(r, "recursive")
+	recursive, err := queryBool(r, "recursive")
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -206,19 +206,6 @@ func areaName(area string) string {
 		return project.AreaWorkspace
 	}
 	return area
-}
-
-// boolParam reads a flag of the query: absent, "0" or "false" is false,
-// "1" or "true" true; anything else is refused naming the parameter.
-func boolParam(r *http.Request, name string) (bool, error) {
-	switch v := r.URL.Query().Get(name); v {
-	case "", "0", "false":
-		return false, nil
-	case "1", "true":
-		return true, nil
-	default:
-		return false, errkind.New(errkind.Input, fmt.Errorf("%s %q: use 1 or 0", name, v))
-	}
 }
 
 // ContentDisposition is a header that makes the browser save the file

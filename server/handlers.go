@@ -86,21 +86,8 @@ type Limits struct {
 }
 
 func (l Limits) change() project.LimitChange {
-	u := func(p *uint64) *uint64 { return p }
-	var c project.LimitChange
-	if l.BytesSoft != nil {
-		c.BytesSoft = u((*uint64)(l.BytesSoft))
-	}
-	if l.BytesHard != nil {
-		c.BytesHard = u((*uint64)(l.BytesHard))
-	}
-	if l.InodesSoft != nil {
-		c.InodesSoft = u((*uint64)(l.InodesSoft))
-	}
-	if l.InodesHard != nil {
-		c.InodesHard = u((*uint64)(l.InodesHard))
-	}
-	return c
+	return project.LimitChange{BytesSoft: (*uint64)(l.BytesSoft), BytesHard: (*uint64)(l.BytesHard),
+		InodesSoft: (*uint64)(l.InodesSoft), InodesHard: (*uint64)(l.InodesHard)}
 }
 
 // AddRequest is the body of POST /v1/workspace/storage/projects.

@@ -220,6 +220,7 @@ func writeAuthProblem(w http.ResponseWriter, status int, typ, detail string) {
 // the token and its role, the project a limited reader may see, and the
 // actor the library journals.
 func (s *Server) guard(rt Route) http.Handler {
+	scoped := rt.ProjectScoped()
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := newRequestID()
@@ -255,7 +256,7 @@ func (s *Server) guard(rt Route) http.Handler {
 					fmt.Sprintf("token %q is a %s; %s %s needs an %s", caller.Name, caller.Role, r.Method, rt.Pattern, rt.Role))
 				return
 			}
-			if rt.ProjectScoped() && !caller.Sees(r.PathValue("id")) {
+			if scoped && !caller.Sees(r.PathValue("id")) {
 				WriteProblem(w, projectNotFound(r.PathValue("id")))
 				return
 			}

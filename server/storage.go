@@ -52,7 +52,7 @@ func (a *storageAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 // first (one walk at a time for all callers). The ETag is over the body
 // the caller gets, so If-None-Match answers 304 until a figure changes.
 func (a *storageAPI) Overview(w http.ResponseWriter, r *http.Request) {
-	refresh, err := boolParam(r, "refresh")
+	refresh, err := queryBool(r, "refresh")
 	if err != nil {
 		a.fail(w, r, err)
 		return
