@@ -438,13 +438,7 @@ func (s *Store) GraceStarts(ctx context.Context, k TreeKey) (bytes, inodes time.
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, time.Time{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
 	}
-	if row.Bytes != 0 {
-		bytes = fromMicros(row.Bytes)
-	}
-	if row.Inodes != 0 {
-		inodes = fromMicros(row.Inodes)
-	}
-	return bytes, inodes, err
+	return fromMicros(row.Bytes), fromMicros(row.Inodes), err
 }
 
 // Baseline reads when a tree was last walked (zero if never).
@@ -490,18 +484,12 @@ func (s *Store) Read(ctx context.Context, k TreeKey) (TreeRead, error) {
 	if err != nil {
 		return TreeRead{}, err
 	}
-	r := TreeRead{
-		Limits:   quota.Limits{BytesSoft: uint64(row.BytesSoft), BytesHard: uint64(row.BytesHard), InodesSoft: uint64(row.InodesSoft), InodesHard: uint64(row.InodesHard)},
-		Used:     quota.Usage{Bytes: nonNegative(row.Bytes), Inodes: nonNegative(row.Inodes)},
-		WalkedAt: fromMicros(row.WalkedAt),
-	}
-	if row.BytesSince != 0 {
-		r.BytesSoftSince = fromMicros(row.BytesSince)
-	}
-	if row.InodesSince != 0 {
-		r.InodesSoftSince = fromMicros(row.InodesSince)
-	}
-	return r, nil
+	return TreeRead{
+		Limits:         quota.Limits{BytesSoft: uint64(row.BytesSoft), BytesHard: uint64(row.BytesHard), InodesSoft: uint64(row.InodesSoft), InodesHard: uint64(row.InodesHard)},
+		Used:           quota.Usage{Bytes: nonNegative(row.Bytes), Inodes: nonNegative(row.Inodes)},
+		WalkedAt:       fromMicros(row.WalkedAt),
+		BytesSoftSince: fromMicros(row.BytesSince), InodesSoftSince: fromMicros(row.InodesSince),
+	}, nil
 }
 
 // readQuery is Read's one statement, prepared once (Store.prepared).

@@ -50,15 +50,9 @@ func (s *Store) TreeUsages(ctx context.Context) ([]TreeUsage, error) {
 			&r.BytesSoft, &r.BytesHard, &r.InodesSoft, &r.InodesHard, &r.CreatedDir, &walkedAt, &bytesSince, &inodesSince, &bytes, &inodes); err != nil {
 			return nil, err
 		}
-		u := TreeUsage{Tree: r.tree(), WalkedAt: fromMicros(walkedAt),
-			Used: quota.Usage{Bytes: nonNegative(bytes), Inodes: nonNegative(inodes)}}
-		if bytesSince != 0 {
-			u.BytesSoftSince = fromMicros(bytesSince)
-		}
-		if inodesSince != 0 {
-			u.InodesSoftSince = fromMicros(inodesSince)
-		}
-		out = append(out, u)
+		out = append(out, TreeUsage{Tree: r.tree(), WalkedAt: fromMicros(walkedAt),
+			Used:           quota.Usage{Bytes: nonNegative(bytes), Inodes: nonNegative(inodes)},
+			BytesSoftSince: fromMicros(bytesSince), InodesSoftSince: fromMicros(inodesSince)})
 	}
 	return out, rows.Err()
 }
