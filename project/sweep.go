@@ -537,15 +537,13 @@ func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEvic
 // only the figures the quota check needs, and the reason in the plan.
 func unplannable(name string, areas map[string]bool, usage map[string]TreeStatus, why string) []sweep.Tree {
 	var trees []sweep.Tree
-	for _, area := range sweep.Areas {
-		if slices.Contains(sweepAreas(name, areas), area) {
-			u := usage[name+"/"+area]
-			// Each tree says why, so that a saved plan's entries in any of
-			// them are dropped with the reason.
-			tree := treeOf(name, area)
-			trees = append(trees, sweep.Tree{Area: area, Path: tree, Bytes: u.UsedBytes, Soft: u.BytesSoft,
-				Skipped: []sweep.Skip{{Path: tree, Reason: why}}})
-		}
+	for _, area := range sweepAreas(name, areas) { // already in sweep order
+		u := usage[name+"/"+area]
+		// Each tree says why, so that a saved plan's entries in any of
+		// them are dropped with the reason.
+		tree := treeOf(name, area)
+		trees = append(trees, sweep.Tree{Area: area, Path: tree, Bytes: u.UsedBytes, Soft: u.BytesSoft,
+			Skipped: []sweep.Skip{{Path: tree, Reason: why}}})
 	}
 	return trees
 }
