@@ -21,6 +21,20 @@ type AddOptions struct {
 	Workspace, Cache, Scratch LimitChange
 }
 
+// change is the limits asked for one of Areas; a new area must be given
+// a field here, or it panics in every test that adds a project.
+func (o AddOptions) change(area string) LimitChange {
+	switch area {
+	case AreaWorkspace:
+		return o.Workspace
+	case AreaCache:
+		return o.Cache
+	case AreaScratch:
+		return o.Scratch
+	}
+	panic("project: AddOptions has no limits for area " + area)
+}
+
 // LimitChange sets the limits whose fields are non-nil.
 type LimitChange struct {
 	BytesSoft, BytesHard, InodesSoft, InodesHard *uint64
@@ -76,12 +90,12 @@ func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, 
 		return Project{}, err
 	}
 	limits := map[string]quota.Limits{}
-	for area, change := range map[string]LimitChange{AreaWorkspace: o.Workspace, AreaCache: o.Cache, AreaScratch: o.Scratch} {
+	for _, area := range Areas { // in order: the first bad limit is the one named
 		l, err := m.defaultLimits(ctx, area)
 		if err != nil {
 			return Project{}, err
 		}
-		limits[area] = change.apply(l)
+		limits[area] = o.change(area).apply(l)
 		if err := validateLimits(area, limits[area]); err != nil {
 			return Project{}, err
 		}
