@@ -327,10 +327,11 @@ func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 		u.gen = gen
 	}
 	if m.xfs != nil {
-		all, err := m.xfs.AppendAll(nil) // in ID order, as Report reads them
+		all, err := m.xfs.AppendAll(u.kernel[:0]) // in ID order, as Report reads them
 		if err != nil {
 			return nil, err
 		}
+		u.kernel = all
 		return m.status(ctx, u.trees, all, Read{})
 	}
 	if u.all == nil {

@@ -163,3 +163,36 @@ func timeEq(a, b *time.Time) bool {
 	}
 	return a.Equal(*b)
 }
+
+// Warm leaves a server nothing to read for its first requests: every
+// project's check is answered from what it kept, and the overview is the
+// one Warm assembled, not assembled again.
+func TestWarmFillsWhatTheFirstRequestsRead(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(100<<20, "alpha", "beta", "gamma")
+		m, ctx := r.Reopen().Manager, r.Ctx // a manager nothing has read through yet
+		ov, err := m.Warm(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ov.Projects) != 3 {
+			t.Fatalf("warm overview has %d projects, want 3", len(ov.Projects))
+		}
+		before := project.Reread(m)
+		for _, name := range []string{"alpha", "beta", "gamma"} {
+			if _, err := m.Check(ctx, name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := project.Reread(m) - before; n != 0 {
+			t.Errorf("after Warm, three checks read %d projects from the store, want 0", n)
+		}
+		again, err := m.Overview(ctx, project.OverviewOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again != ov {
+			t.Error("after Warm, the first overview was assembled again instead of answered from what Warm assembled")
+		}
+	})
+}

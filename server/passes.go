@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/xfsq/xfsq/project"
@@ -26,6 +27,11 @@ type Passes struct {
 	// so that a changed interval setting takes effect within a tick; zero
 	// is a minute.
 	Tick time.Duration
+	// Warm, if set, is called once the first round of passes is over and
+	// again after every round in which a pass ran (Server.Warm): a pass
+	// changes every project, and without it the first readers after the
+	// pass would each wait for what it made stale.
+	Warm func(context.Context) error
 }
 
 // Run settles what an earlier process left pending, then runs each pass
@@ -43,10 +49,18 @@ func (p *Passes) Run(ctx context.Context) error {
 	if tick <= 0 {
 		tick = time.Minute
 	}
-	for {
+	for first := true; ; first = false {
 		outs, _ := p.RunOnce(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if p.Warm != nil && (first || slices.ContainsFunc(outs, func(o project.PassOutcome) bool { return o.Ran })) {
+			start := time.Now()
+			if err := p.Warm(ctx); err != nil && ctx.Err() == nil {
+				p.log().Warn("warming the read cache failed: the next requests read the store themselves", "error", err)
+			} else if err == nil {
+				p.log().Info("read cache warm", "duration_seconds", time.Since(start).Seconds())
+			}
 		}
 		wait := tick
 		for _, o := range outs {

@@ -9,7 +9,9 @@ import (
 )
 
 // Run runs each due pass once per interval, on its own goroutine, journals
-// under the passes' actor, and returns nil soon after it is cancelled.
+// under the passes' actor, warms the read cache after the round that ran
+// the passes (and not on rounds that ran none), and returns nil soon after
+// it is cancelled.
 func TestPassesRun(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		root := sweepFixture(t, r)
@@ -19,7 +21,12 @@ func TestPassesRun(t *testing.T) {
 		ctx, cancel := context.WithCancel(r.Ctx)
 		defer cancel()
 		done := make(chan error)
-		go func() { done <- (&Passes{Root: r.Root, Tick: 20 * time.Millisecond}).Run(ctx) }()
+		var warmedAfter []int // storage.swept events seen by each warm
+		warm := func(context.Context) error {
+			warmedAfter = append(warmedAfter, len(r.Events("storage.swept")))
+			return nil
+		}
+		go func() { done <- (&Passes{Root: r.Root, Tick: 20 * time.Millisecond, Warm: warm}).Run(ctx) }()
 		deadline := time.Now().Add(30 * time.Second)
 		for len(r.Events("storage.swept")) == 0 && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
@@ -33,6 +40,9 @@ func TestPassesRun(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("Run did not stop when cancelled")
+		}
+		if len(warmedAfter) != 1 || warmedAfter[0] != 1 {
+			t.Errorf("warmed with these sweeps journalled: %v, want once, after the one sweep", warmedAfter)
 		}
 		for _, typ := range []string{"storage.snapshot", "storage.swept"} {
 			evs := r.Events(typ)

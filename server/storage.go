@@ -170,3 +170,10 @@ func (a *storageAPI) Project(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, d)
 }
+
+// warm encodes the overview Manager.Warm assembled, so that the first
+// overview requests write bytes instead of queueing behind one encoding.
+func (a *storageAPI) warm(ov *project.Overview) error {
+	_, _, err := a.encodedOverview(ov)
+	return err
+}

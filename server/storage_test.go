@@ -163,3 +163,33 @@ func TestOverviewETag(t *testing.T) {
 		t.Errorf("tags %s %s %s", ta, tb, tc)
 	}
 }
+
+// A server warmed at start has the overview encoded before any request:
+// the first readers get bytes, they do not queue behind an assembly and
+// an encoding.
+func TestWarmEncodesTheOverviewBeforeAnyRequest(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(10<<20, "omni", "beta")
+		set, err := ParseTokens(strings.NewReader("warm-test-token-0123456789,ops,operator\n"), "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(Config{Root: r.Root, Tokens: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Warm(r.Ctx); err != nil {
+			t.Fatal(err)
+		}
+		ov, err := r.Manager.Overview(r.Ctx, project.OverviewOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.storage.mu.Lock()
+		encoded, body := s.storage.encoded, s.storage.body
+		s.storage.mu.Unlock()
+		if encoded != ov || !strings.Contains(string(body), `"project":"beta"`) {
+			t.Errorf("after Warm the kept encoding is of %p (%d bytes), want the current overview %p with both projects", encoded, len(body), ov)
+		}
+	})
+}

@@ -75,7 +75,11 @@ func cmdServe(e env) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(e.stderr, nil))
+	// One write per 100 ms, not one per request (server.LogBuffer); what
+	// is buffered is written out as serve returns, whatever the reason.
+	logs := server.NewLogBuffer(e.stderr, 100*time.Millisecond)
+	defer logs.Close()
+	log := slog.New(slog.NewJSONHandler(logs, nil))
 	cfg, err := e.config()
 	if err != nil {
 		return err
@@ -127,7 +131,7 @@ func cmdServe(e env) error {
 	passesDone := make(chan struct{})
 	go func() {
 		defer close(passesDone)
-		if err := (&server.Passes{Root: root, Log: log}).Run(pctx); err != nil && pctx.Err() == nil {
+		if err := (&server.Passes{Root: root, Log: log, Warm: srv.Warm}).Run(pctx); err != nil && pctx.Err() == nil {
 			log.Error("scheduled passes stopped", "error", err.Error())
 		}
 	}()
