@@ -94,9 +94,13 @@ const overviewTopPaths = 5
 // overviewCache is the last overview assembled, with the store's change
 // mark it was read at, and the flights in progress.
 type overviewCache struct {
-	mu       sync.Mutex
-	last     *Overview
-	mark     store.ChangeMark
+	mu   sync.Mutex
+	last *Overview
+	mark store.ChangeMark
+	// markGen is the store generation markAt was read under: while the
+	// generation stands, the mark does too, and is not asked again.
+	markGen  string
+	markAt   store.ChangeMark
 	assemble *flight // a plain assembly in progress
 	refresh  *flight // a refresh (walk and assembly) in progress
 	// topPaths are each workspace's largest paths, kept by the time of the
@@ -143,7 +147,7 @@ func (m *Manager) Overview(ctx context.Context, o OverviewOptions) (*Overview, e
 			return m.assembleOverview(ctx)
 		}).wait(ctx)
 	}
-	mark, err := m.Store.ChangeMark(ctx)
+	mark, err := m.changeMark(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +161,32 @@ func (m *Manager) Overview(ctx context.Context, o OverviewOptions) (*Overview, e
 		m.overviewFlight(ctx, &c.assemble, m.assembleOverview) // not waited for
 	}
 	return last, nil
+}
+
+// changeMark is the store's change mark, asked of the database only when
+// the store's generation moved since it was last asked: under load every
+// overview request asking it was a query each, and on SQLite a connection
+// opened each beyond the pool's idle two, which put a tail of tens of
+// milliseconds on requests that otherwise write cached bytes. The
+// generation is read first, so a mark kept under it is never older than
+// what the generation stands for (store.Generation).
+func (m *Manager) changeMark(ctx context.Context) (store.ChangeMark, error) {
+	gen := m.generation(ctx)
+	c := &m.overview
+	c.mu.Lock()
+	if gen != "" && gen == c.markGen {
+		mark := c.markAt
+		c.mu.Unlock()
+		return mark, nil
+	}
+	c.mu.Unlock()
+	mark, err := m.Store.ChangeMark(ctx)
+	if err == nil && gen != "" {
+		c.mu.Lock()
+		c.markGen, c.markAt = gen, mark
+		c.mu.Unlock()
+	}
+	return mark, err
 }
 
 // overviewFlight starts compute unless a flight of its kind is under way,
@@ -177,7 +207,7 @@ func (m *Manager) overviewFlight(ctx context.Context, slot **flight, compute fun
 		ctx := context.WithoutCancel(ctx)
 		// The mark is read before the figures: a change made meanwhile
 		// makes the next caller assemble again rather than be missed.
-		mark, err := m.Store.ChangeMark(ctx)
+		mark, err := m.changeMark(ctx)
 		var ov *Overview
 		if err == nil {
 			ov, err = compute(ctx)

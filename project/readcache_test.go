@@ -196,3 +196,37 @@ func TestWarmFillsWhatTheFirstRequestsRead(t *testing.T) {
 		}
 	})
 }
+
+// The overview asks the store's change mark only when the generation
+// moved: another process's change still shows in the next overview once
+// store.GenerationLag has passed, and this process's at once.
+func TestOverviewSeesChangesThroughTheGenerationGate(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		long, ctx := r.Manager, r.Ctx
+		r.Add(100<<20, "alpha")
+		other := r.Reopen()
+		quotaOf := func(step string) uint64 {
+			t.Helper()
+			ov, err := long.Overview(ctx, project.OverviewOptions{})
+			if err != nil || len(ov.Projects) != 1 {
+				t.Fatalf("%s: %v, %+v", step, err, ov)
+			}
+			return ov.Projects[0].QuotaBytes
+		}
+		quotaOf("first")
+		quotaOf("again, nothing changed")
+		if _, err := other.Set(ctx, "alpha", project.AreaWorkspace, project.LimitChange{BytesHard: fixture.Size(7 << 20)}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(store.GenerationLag)
+		if got := quotaOf("after another process's change"); got != 7<<20 {
+			t.Errorf("after another process set 7 MiB the overview shows %d", got)
+		}
+		if _, err := long.Set(ctx, "alpha", project.AreaWorkspace, project.LimitChange{BytesHard: fixture.Size(9 << 20)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := quotaOf("after this process's change"); got != 9<<20 {
+			t.Errorf("right after this process set 9 MiB the overview shows %d", got)
+		}
+	})
+}
