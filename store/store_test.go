@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -835,6 +836,41 @@ func TestSettlePendingOnlyOnce(t *testing.T) {
 		}
 		if ok, _ := s.SettlePending(ctx, "omni", "sweeper", done); ok {
 			t.Error("a second settle of the same deletion journalled again")
+		}
+	})
+}
+
+// A burst of PoolIdle concurrent readers leaves its connections idle for
+// the next burst instead of closing all but two (database/sql's default),
+// which made a busy server open a connection per request.
+func TestPoolKeepsABurstsConnections(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		burst := func() {
+			var wg sync.WaitGroup
+			held := make(chan *sql.Conn, PoolIdle)
+			for range PoolIdle {
+				wg.Go(func() {
+					c, err := s.db.Conn(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					held <- c
+				})
+			}
+			wg.Wait()
+			close(held)
+			for c := range held {
+				c.Close()
+			}
+		}
+		burst()
+		burst()
+		st := s.db.Stats()
+		if st.MaxIdleClosed != 0 || st.Idle < PoolIdle {
+			t.Errorf("after two bursts of %d: %d connections closed for the idle limit, %d idle; want none closed and %d idle",
+				PoolIdle, st.MaxIdleClosed, st.Idle, PoolIdle)
 		}
 	})
 }
