@@ -39,17 +39,7 @@ func (a *filesAPI) layer(r *http.Request) (*files.Layer, error) {
 	return files.New(r.Context(), a.m)
 }
 
-// fail answers with err as a problem, and logs what the client is not told.
-func (a *filesAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case r.Context().Err() != nil:
-		// The client went away (or the server is stopping): nobody reads the answer.
-		a.log.InfoContext(r.Context(), "files: request ended by the client", "method", r.Method, "project", r.PathValue("id"), "error", err)
-	case errkind.Of(err) == errkind.Internal:
-		a.log.ErrorContext(r.Context(), "files", "method", r.Method, "project", r.PathValue("id"), "error", err)
-	}
-	WriteProblem(w, err)
-}
+func (a *filesAPI) fail(w http.ResponseWriter, r *http.Request, err error) { failRequest(a.log, w, r, err) }
 
 // Listing is a directory of a tree, as `files ls --json` lists its entries.
 type Listing struct {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -15,11 +16,25 @@ import (
 	"github.com/xfsq/xfsq/units"
 )
 
-// fail answers err as a problem and logs an internal one, whose detail
-// the client is not shown (ProblemOf), with the request's id.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if errkind.Of(err) == errkind.Internal {
-		s.log.Error("request failed", "request_id", w.Header().Get("X-Request-Id"), "method", r.Method, "path", r.URL.Path, "error", err.Error())
+	failRequest(s.log, w, r, err)
+}
+
+// failRequest is every handler's failure: err answered as a problem
+// (WriteProblem), and what the client is not told — an internal error's
+// detail (ProblemOf) — logged with the request's id. A request whose
+// client went away, or that a stop cut off, is logged at info: nobody
+// reads the answer, and it is no failure of the server's.
+func failRequest(log *slog.Logger, w http.ResponseWriter, r *http.Request, err error) {
+	if log != nil {
+		level, msg := slog.LevelError, "request failed"
+		if r.Context().Err() != nil {
+			level, msg = slog.LevelInfo, "request ended by the client"
+		}
+		if level == slog.LevelInfo || errkind.Of(err) == errkind.Internal {
+			log.LogAttrs(r.Context(), level, msg, slog.String("request_id", w.Header().Get("X-Request-Id")),
+				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+		}
 	}
 	WriteProblem(w, err)
 }

@@ -1,11 +1,15 @@
 package server
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/xfsq/xfsq/errkind"
@@ -39,5 +43,43 @@ func TestWriteProblem(t *testing.T) {
 	var p Problem
 	if rec.Code != 503 || rec.Header().Get("Content-Type") != ProblemType || json.Unmarshal(rec.Body.Bytes(), &p) != nil || p.Fix != "run xfsq init" {
 		t.Errorf("%d %s %s", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+	}
+}
+
+// Every handler's failure is logged the same way: an internal error at
+// error level with the request's id (its detail is withheld from the
+// client), a request its client abandoned at info, and a client's own
+// mistake not at all (the access log has its status).
+func TestFailRequestLogs(t *testing.T) {
+	cases := []struct {
+		name      string
+		err       error
+		cancelled bool
+		want      string // "" when nothing is logged
+	}{
+		{"internal", errors.New("disk on fire"), false, `"level":"ERROR","msg":"request failed","request_id":"req-1"`},
+		{"client gone", errors.New("context canceled"), true, `"level":"INFO","msg":"request ended by the client","request_id":"req-1"`},
+		{"not found", errkind.New(errkind.NotFound, errors.New("no such project")), false, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			ctx, cancel := context.WithCancel(context.Background())
+			if c.cancelled {
+				cancel()
+			}
+			defer cancel()
+			r := httptest.NewRequestWithContext(ctx, "GET", "/v1/workspace/storage", nil)
+			w := httptest.NewRecorder()
+			w.Header().Set("X-Request-Id", "req-1")
+			failRequest(slog.New(slog.NewJSONHandler(&logs, nil)), w, r, c.err)
+			got := logs.String()
+			if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+				t.Errorf("logged %q, want %q", got, c.want)
+			}
+			if w.Code < 400 {
+				t.Errorf("answered %d, want a problem", w.Code)
+			}
+		})
 	}
 }

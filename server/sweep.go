@@ -159,14 +159,7 @@ func (a *sweepAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// fail answers with err's problem; an internal error's detail, withheld
-// from the client, goes to the log.
-func (a *sweepAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if errkind.Of(err) == errkind.Internal && a.log != nil {
-		a.log.ErrorContext(r.Context(), "sweep failed", "project", r.PathValue("id"), "error", err)
-	}
-	WriteProblem(w, err)
-}
+func (a *sweepAPI) fail(w http.ResponseWriter, r *http.Request, err error) { failRequest(a.log, w, r, err) }
 
 func planOf(name string, p project.PlannedSweep) planJSON {
 	out := planJSON{PlanID: p.ID, Project: name, DryRun: true, Areas: p.Areas, MadeAt: p.MadeAt, ExpiresAt: p.ExpiresAt,
