@@ -39,7 +39,9 @@ func (a *filesAPI) layer(r *http.Request) (*files.Layer, error) {
 	return files.New(r.Context(), a.m)
 }
 
-func (a *filesAPI) fail(w http.ResponseWriter, r *http.Request, err error) { failRequest(a.log, w, r, err) }
+func (a *filesAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	failRequest(a.log, w, r, err)
+}
 
 // Listing is a directory of a tree, as `files ls --json` lists its entries.
 type Listing struct {

@@ -40,7 +40,9 @@ func newStorageAPI(root *project.Root, log *slog.Logger) (*storageAPI, error) {
 	return &storageAPI{m: root.Manager, log: log}, nil
 }
 
-func (a *storageAPI) fail(w http.ResponseWriter, r *http.Request, err error) { failRequest(a.log, w, r, err) }
+func (a *storageAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	failRequest(a.log, w, r, err)
+}
 
 // Overview answers GET /v1/workspace/storage: every project the caller
 // may see, from the cached overview; ?refresh=1 snapshots every tree

@@ -159,7 +159,9 @@ func (a *sweepAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (a *sweepAPI) fail(w http.ResponseWriter, r *http.Request, err error) { failRequest(a.log, w, r, err) }
+func (a *sweepAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	failRequest(a.log, w, r, err)
+}
 
 func planOf(name string, p project.PlannedSweep) planJSON {
 	out := planJSON{PlanID: p.ID, Project: name, DryRun: true, Areas: p.Areas, MadeAt: p.MadeAt, ExpiresAt: p.ExpiresAt,
