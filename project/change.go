@@ -29,52 +29,32 @@ func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange
 		return Project{}, errkind.WithHint(errkind.Input, inputErrorf("nothing to change: no limit given"),
 			"give at least one of --bytes-soft, --bytes-hard, --inodes-soft, --inodes-hard")
 	}
-	p, err := m.Store.Project(ctx, name)
-	if errors.Is(err, store.ErrNotFound) && name == RootOwner {
-		return Project{}, errNoInboundTree()
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		return Project{}, notFound(name)
-	}
+	// The tree of a ready project (or the root's inbound tree), refused
+	// as Tree refuses it.
+	t, err := m.Tree(ctx, name, area)
 	if err != nil {
 		return Project{}, err
 	}
-	if p.State != store.StateReady {
-		return Project{}, notReady(name, p.State, "run xfsq doctor --fix first")
-	}
-	trees, err := m.Store.Trees(ctx, name)
-	if err != nil {
+	next := change.apply(t.Limits)
+	if err := validateLimits(area, next); err != nil {
 		return Project{}, err
 	}
-	for _, t := range trees {
-		if t.Area != area {
-			continue
-		}
-		next := change.apply(t.Limits)
-		if err := validateLimits(area, next); err != nil {
-			return Project{}, err
-		}
-		if err := m.Backend.SetLimits(t.ProjectID, next); err != nil {
-			return Project{}, err
-		}
-		err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-			if err := tx.SetTreeLimits(ctx, name, area, next); err != nil {
-				return err
-			}
-			return tx.AppendEvent(ctx, store.EventQuotaChanged, name, m.actor(ctx),
-				map[string]any{"area": area, "project_id": t.ProjectID, "old": t.Limits, "new": next})
-		})
-		if err != nil {
-			// The kernel has the new limits; put the recorded ones back so the two agree.
-			m.Backend.SetLimits(t.ProjectID, t.Limits)
-			return Project{}, err
-		}
-		return m.show(ctx, name, Read{})
+	if err := m.Backend.SetLimits(t.ProjectID, next); err != nil {
+		return Project{}, err
 	}
-	if name == RootOwner {
-		return Project{}, errNoInboundTree()
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+		if err := tx.SetTreeLimits(ctx, name, area, next); err != nil {
+			return err
+		}
+		return tx.AppendEvent(ctx, store.EventQuotaChanged, name, m.actor(ctx),
+			map[string]any{"area": area, "project_id": t.ProjectID, "old": t.Limits, "new": next})
+	})
+	if err != nil {
+		// The kernel has the new limits; put the recorded ones back so the two agree.
+		m.Backend.SetLimits(t.ProjectID, t.Limits)
+		return Project{}, err
 	}
-	return Project{}, fmt.Errorf("project %q has no %s tree: run xfsq doctor", name, area)
+	return m.show(ctx, name, Read{})
 }
 
 // RemoveOptions say how a project is removed.

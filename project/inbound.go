@@ -3,6 +3,7 @@ package project
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/xfsq/xfsq/store"
 )
@@ -23,12 +24,17 @@ func (m *Manager) inboundTree(ctx context.Context) (store.Tree, bool, error) {
 	if err != nil {
 		return store.Tree{}, false, err
 	}
-	for _, t := range trees {
-		if t.Area == AreaInbound {
-			return t, true, nil
-		}
+	t, ok := inboundOf(trees)
+	return t, ok, nil
+}
+
+// inboundOf finds the inbound tree among trees.
+func inboundOf(trees []store.Tree) (store.Tree, bool) {
+	i := slices.IndexFunc(trees, func(t store.Tree) bool { return t.Project == RootOwner && t.Area == AreaInbound })
+	if i < 0 {
+		return store.Tree{}, false
 	}
-	return store.Tree{}, false, nil
+	return trees[i], true
 }
 
 // ensureInboundTree makes the inbound tree unless the root has it.
@@ -52,10 +58,8 @@ func (m *Manager) makeInboundTree(ctx context.Context) error {
 
 // missingInbound is the finding of a root without its inbound tree.
 func (m *Manager) missingInbound(trees []store.Tree) []Finding {
-	for _, t := range trees {
-		if t.Project == RootOwner && t.Area == AreaInbound {
-			return nil
-		}
+	if _, ok := inboundOf(trees); ok {
+		return nil
 	}
 	rel := TreePath(RootOwner, AreaInbound)
 	return []Finding{{Kind: MissingTree, Project: RootOwner, Area: AreaInbound, Path: rel,

@@ -636,7 +636,7 @@ func (m *Manager) Tree(ctx context.Context, name, area string) (store.Tree, erro
 		return store.Tree{}, err
 	}
 	if p.State != store.StateReady {
-		return store.Tree{}, notReady(name, p.State, "run xfsq doctor")
+		return store.Tree{}, notReady(name, p.State, "run xfsq doctor --fix first")
 	}
 	trees, err := m.Store.Trees(ctx, name)
 	if err != nil {
