@@ -201,21 +201,13 @@ func planProjects(p sweep.Plan) []string {
 }
 
 // treeOf is the tree, relative to the root, in which a sweep of area may
-// delete for project.
+// delete for project: TreePath of a tree the owner has (the root's inbound
+// tree is RootOwner's alone), else "".
 func treeOf(project, area string) string {
-	switch area {
-	case sweep.AreaCache:
-		return TreePath(project, AreaCache)
-	case sweep.AreaWorkspace:
-		return TreePath(project, AreaWorkspace)
-	case sweep.AreaScratch:
-		return path.Join("scratch", project)
-	case sweep.AreaInbound:
-		if project == RootOwner { // the root's own tree, no project's
-			return TreePath(RootOwner, AreaInbound)
-		}
+	if _, ok := areaBase[area]; !ok || (area == AreaInbound) != (project == RootOwner) {
+		return ""
 	}
-	return ""
+	return TreePath(project, area)
 }
 
 // rederive keeps the entries of a saved plan that the planner, run now on

@@ -382,12 +382,17 @@ func (m *Manager) sweepTargets(ctx context.Context, o SweepOptions, areas map[st
 // sweepable checks that name is a ready project, or RootOwner with its
 // inbound tree.
 func (m *Manager) sweepable(ctx context.Context, name string) error {
-	area := AreaWorkspace
-	if name == RootOwner {
-		area = AreaInbound
-	}
-	_, err := m.Tree(ctx, name, area)
+	_, err := m.Tree(ctx, name, homeArea(name))
 	return err
+}
+
+// homeArea is the tree that stands for an owner as a whole: a project's
+// workspace, the root's inbound tree.
+func homeArea(owner string) string {
+	if owner == RootOwner {
+		return AreaInbound
+	}
+	return AreaWorkspace
 }
 
 // sweepAreas are the areas of areas that owner has, in sweep order: a
@@ -402,14 +407,8 @@ func sweepAreas(owner string, areas map[string]bool) []string {
 	return out
 }
 
-// ownerPath is where a sweep's skip of a whole owner points: a project's
-// workspace, the root's inbound/.
-func ownerPath(owner string) string {
-	if owner == RootOwner {
-		return TreePath(RootOwner, AreaInbound)
-	}
-	return "projects/" + owner
-}
+// ownerPath is where a sweep's skip of a whole owner points.
+func ownerPath(owner string) string { return TreePath(owner, homeArea(owner)) }
 
 // planSweep walks the trees of the projects and plans.
 func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string, areas map[string]bool, policy sweep.Policy, now time.Time) (sweep.Plan, error) {
