@@ -393,10 +393,7 @@ func (o Options) counts(ct unix.StatxTimestamp) bool {
 // caller that removes an entry of a tree through the entry's parent (to
 // remove exactly what it re-checked there) asks it of the tree first, as
 // Remove asks it of the directory it is given.
-func (d *Dir) ParentsSettled(rel string, o Options) bool { return d.settledTo(rel, o) }
-
-// settledTo is ParentsSettled.
-func (d *Dir) settledTo(rel string, o Options) bool {
+func (d *Dir) ParentsSettled(rel string, o Options) bool {
 	if o.CountChangedBefore.IsZero() {
 		return true
 	}
@@ -463,7 +460,7 @@ func (d *Dir) Remove(ctx context.Context, rel string, o Options) (Report, error)
 		testHook(rel)
 	}
 	r := &remover{d: d, o: o, rep: &rep}
-	top, removed := r.entry(parent.fd, name, path.Join(d.rel, rel), 0, d.settledTo(rel, o))
+	top, removed := r.entry(parent.fd, name, path.Join(d.rel, rel), 0, d.ParentsSettled(rel, o))
 	if top == nil {
 		rep.Removed = removed
 		return rep, nil
