@@ -280,10 +280,10 @@ func (m *Manager) fallbackGrace(ctx context.Context, t store.Tree, q *quota.Quot
 // each soft limit.
 func applyGrace(q *quota.Quota, bytesSince, inodesSince time.Time, grace time.Duration) {
 	if q.BytesSoft > 0 && q.Bytes > q.BytesSoft && !bytesSince.IsZero() {
-		q.BytesGraceEnds = bytesSince.Add(grace).UTC()
+		q.BytesGraceEnds = quota.InstantOf(bytesSince.Add(grace))
 	}
 	if q.InodesSoft > 0 && q.Inodes > q.InodesSoft && !inodesSince.IsZero() {
-		q.InodesGraceEnds = inodesSince.Add(grace).UTC()
+		q.InodesGraceEnds = quota.InstantOf(inodesSince.Add(grace))
 	}
 }
 
@@ -296,10 +296,12 @@ func (m *Manager) treeStatus(t store.Tree, q quota.Quota, asOf *time.Time) TreeS
 		s.Percent = float64(q.Bytes) * 100 / float64(q.BytesHard)
 	}
 	if !q.BytesGraceEnds.IsZero() {
-		s.BytesGraceEnds = &q.BytesGraceEnds
+		t := q.BytesGraceEnds.Time()
+		s.BytesGraceEnds = &t
 	}
 	if !q.InodesGraceEnds.IsZero() {
-		s.InodesGraceEnds = &q.InodesGraceEnds
+		t := q.InodesGraceEnds.Time()
+		s.InodesGraceEnds = &t
 	}
 	if q.Limits != t.Limits {
 		s.Drift = fmt.Sprintf("limits in force %s differ from the recorded %s", formatLimits(q.Limits), formatLimits(t.Limits))

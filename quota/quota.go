@@ -9,6 +9,7 @@ package quota
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/xfsq/xfsq/units"
@@ -32,9 +33,46 @@ type Usage struct {
 	Inodes uint64 `json:"used_inodes"`
 	// BytesGraceEnds and InodesGraceEnds are set while usage is over the soft
 	// limit: after that instant the soft limit is enforced like a hard one.
-	BytesGraceEnds  time.Time `json:"bytes_grace_ends,omitzero"`
-	InodesGraceEnds time.Time `json:"inodes_grace_ends,omitzero"`
+	BytesGraceEnds  Instant `json:"bytes_grace_ends,omitzero"`
+	InodesGraceEnds Instant `json:"inodes_grace_ends,omitzero"`
 }
+
+// Instant is a moment as Unix nanoseconds, zero for none. Usage holds its
+// grace ends as Instants, not time.Time, so that a Quota holds no pointer
+// (time.Time keeps a *Location): an enumeration's result of 1,000 entries
+// is then 72 KB the garbage collector never scans, instead of 104 KB it
+// must, and a kernel answer converts without building a time.Time per ID.
+type Instant int64
+
+// InstantOf is t as an Instant; the zero time is the zero Instant.
+func InstantOf(t time.Time) Instant {
+	if t.IsZero() {
+		return 0
+	}
+	return Instant(t.UnixNano())
+}
+
+// InstantOfUnix is sec seconds after the epoch; 0 is the zero Instant.
+// Beyond what nanoseconds hold (the year 2262) it is the last moment they
+// do, which reads as "a grace that does not end" just as well.
+func InstantOfUnix(sec int64) Instant {
+	const most = math.MaxInt64 / int64(time.Second)
+	return Instant(min(max(sec, -most), most) * int64(time.Second))
+}
+
+// IsZero reports whether no moment is set.
+func (i Instant) IsZero() bool { return i == 0 }
+
+// Time is the moment in UTC; the zero Instant is the zero time.
+func (i Instant) Time() time.Time {
+	if i == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(i)).UTC()
+}
+
+// MarshalJSON writes the moment as time.Time does (RFC 3339).
+func (i Instant) MarshalJSON() ([]byte, error) { return i.Time().MarshalJSON() }
 
 // Quota is the limits and usage of one project ID.
 type Quota struct {

@@ -380,8 +380,8 @@ func testSoftLimitGrace(t *testing.T, kfs *kerneltest.FS) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.BytesGraceEnds.Before(before.Add(59*time.Minute)) || q.BytesGraceEnds.After(time.Now().Add(61*time.Minute)) {
-		t.Errorf("grace ends %v, want about an hour from now", q.BytesGraceEnds)
+	if ends := q.BytesGraceEnds.Time(); ends.Before(before.Add(59*time.Minute)) || ends.After(time.Now().Add(61*time.Minute)) {
+		t.Errorf("grace ends %v, want about an hour from now", ends)
 	}
 }
 

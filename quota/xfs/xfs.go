@@ -215,8 +215,9 @@ func (fs *FS) All() (map[quota.ProjectID]quota.Quota, error) {
 // ascending ID order (the order Q_XGETNEXTQUOTA answers in), in one pass;
 // ID 0 is left out. A nil dst is sized for as many IDs as the last
 // enumeration found. On success the result is never nil. Per ID it does no
-// more than the syscall into one reused buffer and a copy of the answer into
-// place (no allocation, no call besides the syscall), so an enumeration of
+// more than the syscall into one reused buffer and a conversion of the
+// answer into place, allocating nothing; the result holds no pointer
+// (quota.Instant), so the collector never scans it. An enumeration of
 // 1,000 trees costs little more than the 1,000 syscalls it has to make.
 func (fs *FS) AppendAll(dst []quota.Quota) ([]quota.Quota, error) {
 	if dst == nil {
@@ -271,9 +272,8 @@ func fromDisk(id quota.ProjectID, q *quotactl.DiskQuota) quota.Quota {
 
 // fillFromDisk converts the kernel's answer in place: an enumeration
 // writes straight into its result instead of copying a Quota per ID. It sets
-// every field (dst may hold a previous pass's entries) and is small enough
-// to inline; the grace times, set only while usage is over a soft limit,
-// take the call.
+// every field (dst may hold a previous pass's entries). A timer of 0, no
+// grace running, is the zero Instant: no time.Time is built per ID.
 func fillFromDisk(out *quota.Quota, q *quotactl.DiskQuota) {
 	out.ID = quota.ProjectID(q.ID)
 	out.Limits = quota.Limits{
@@ -284,19 +284,6 @@ func fillFromDisk(out *quota.Quota, q *quotactl.DiskQuota) {
 	}
 	out.Bytes = q.BCount * basicBlock
 	out.Inodes = q.ICount
-	if q.BTimer|q.ITimer != 0 || q.BTimerHi|q.ITimerHi != 0 {
-		fillGrace(&out.Usage, q)
-	} else {
-		out.BytesGraceEnds, out.InodesGraceEnds = time.Time{}, time.Time{}
-	}
-}
-
-func fillGrace(out *quota.Usage, q *quotactl.DiskQuota) {
-	out.BytesGraceEnds, out.InodesGraceEnds = time.Time{}, time.Time{}
-	if s := q.BTimerSeconds(); s != 0 {
-		out.BytesGraceEnds = time.Unix(s, 0)
-	}
-	if s := q.ITimerSeconds(); s != 0 {
-		out.InodesGraceEnds = time.Unix(s, 0)
-	}
+	out.BytesGraceEnds = quota.InstantOfUnix(q.BTimerSeconds())
+	out.InodesGraceEnds = quota.InstantOfUnix(q.ITimerSeconds())
 }
