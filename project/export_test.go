@@ -29,7 +29,7 @@ func ForgetReads(m *Manager) {
 	m.reads.mu.Unlock()
 	m.reads.usage.mu.Lock()
 	u := &m.reads.usage
-	u.gen, u.versions, u.byName, u.all, u.trees = "", store.Versions{}, nil, nil, nil
+	u.gen, u.versions, u.byName, u.all, u.trees = store.Generation{}, store.Versions{}, nil, nil, nil
 	m.reads.usage.mu.Unlock()
 }
 

@@ -99,7 +99,7 @@ type overviewCache struct {
 	mark store.ChangeMark
 	// markGen is the store generation markAt was read under: while the
 	// generation stands, the mark does too, and is not asked again.
-	markGen  string
+	markGen  store.Generation
 	markAt   store.ChangeMark
 	assemble *flight // a plain assembly in progress
 	refresh  *flight // a refresh (walk and assembly) in progress
@@ -174,14 +174,14 @@ func (m *Manager) changeMark(ctx context.Context) (store.ChangeMark, error) {
 	gen := m.generation(ctx)
 	c := &m.overview
 	c.mu.Lock()
-	if gen != "" && gen == c.markGen {
+	if gen.Known() && gen == c.markGen {
 		mark := c.markAt
 		c.mu.Unlock()
 		return mark, nil
 	}
 	c.mu.Unlock()
 	mark, err := m.Store.ChangeMark(ctx)
-	if err == nil && gen != "" {
+	if err == nil && gen.Known() {
 		c.mu.Lock()
 		c.markGen, c.markAt = gen, mark
 		c.mu.Unlock()

@@ -321,7 +321,7 @@ func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	gen := m.generation(ctx) // before the reads it guards
-	fresh := gen != "" && gen == u.gen
+	fresh := gen.Known() && gen == u.gen
 	if !fresh {
 		if err := m.refreshUsage(ctx, u); err != nil {
 			return nil, err

@@ -39,8 +39,8 @@ type readCache struct {
 }
 
 type cachedProject struct {
-	version store.Version // of the store when the data was read
-	gen     string        // the generation at which version was last confirmed
+	version store.Version    // of the store when the data was read
+	gen     store.Generation // the generation at which version was last confirmed
 	row     store.Project
 	trees   []store.Tree
 	// statuses are the fallback's figures, nil on XFS.
@@ -48,17 +48,17 @@ type cachedProject struct {
 }
 
 // readToken is what a miss learned: under which generation and version a
-// fresh read may be kept ("" gen: it may not).
+// fresh read may be kept (an unknown gen: it may not).
 type readToken struct {
-	gen     string
+	gen     store.Generation
 	version store.Version
 }
 
-// generation reads the store's generation, "" when nothing may be kept.
-func (m *Manager) generation(ctx context.Context) string {
+// generation reads the store's generation, unknown when nothing may be kept.
+func (m *Manager) generation(ctx context.Context) store.Generation {
 	g, err := m.Store.Generation(ctx)
 	if err != nil {
-		return ""
+		return store.Generation{}
 	}
 	return g
 }
@@ -67,7 +67,7 @@ func (m *Manager) generation(ctx context.Context) string {
 // token under which the caller's fresh read may be kept.
 func (m *Manager) lookup(ctx context.Context, name string) (cachedProject, bool, readToken) {
 	gen := m.generation(ctx) // before the reads it guards (store.Generation)
-	if gen == "" {
+	if !gen.Known() {
 		return cachedProject{}, false, readToken{}
 	}
 	c := &m.reads
@@ -96,7 +96,7 @@ func (m *Manager) lookup(ctx context.Context, name string) (cachedProject, bool,
 // keep stores a fresh read of name under tok. An older read finishing
 // after a newer one is not kept over it: versions only grow.
 func (m *Manager) keep(name string, tok readToken, p cachedProject) {
-	if tok.gen == "" {
+	if !tok.gen.Known() {
 		return
 	}
 	c := &m.reads
@@ -125,7 +125,7 @@ func (p cachedProject) clone() cachedProject {
 // whose version moved.
 type usageCache struct {
 	mu       sync.Mutex // one refresh at a time; guards the fields below
-	gen      string
+	gen      store.Generation
 	versions store.Versions
 	byName   map[string][]TreeStatus // the fallback's, per project
 	all      []TreeStatus            // byName's, in project order; nil: to be assembled

@@ -10,8 +10,8 @@ import (
 
 // Generation is a token that changes whenever anything is committed to the
 // database, by this process or any other: a long-lived reader may keep what
-// it read while the token it read first is unchanged. "" means the
-// database cannot say (then nothing may be kept).
+// it read while the token it read first is unchanged. The zero token
+// means the database cannot say (then nothing may be kept).
 //
 // Read the token before the data it guards: a commit between the two then
 // shows as a new token at the next call, so a kept answer is at worst
@@ -29,12 +29,30 @@ import (
 // database is asked at most once per GenerationLag, so that a server
 // answering thousands of checks a second does not queue them all on one
 // probe: another process's commit is seen within GenerationLag.
-func (s *Store) Generation(ctx context.Context) (string, error) {
+func (s *Store) Generation(ctx context.Context) (Generation, error) {
 	probed, err := s.probe.get(ctx, s)
 	if probed == "" || err != nil {
-		return "", err
+		return Generation{}, err
 	}
-	return strconv.FormatUint(s.commits.Load(), 10) + "/" + probed, nil
+	return Generation{commits: s.commits.Load(), db: probed}, nil
+}
+
+// Generation is what Store.Generation answers: comparable with ==, and
+// made without allocating, since every cached read asks for one. The zero
+// Generation is the database not saying.
+type Generation struct {
+	commits uint64 // this process's own commits (InTx)
+	db      string // the database's answer, as last probed (shared, not copied)
+}
+
+// Known reports whether the generation may guard a kept answer.
+func (g Generation) Known() bool { return g.db != "" }
+
+func (g Generation) String() string {
+	if !g.Known() {
+		return "unknown"
+	}
+	return strconv.FormatUint(g.commits, 10) + "/" + g.db
 }
 
 // GenerationLag is how long a probe of the database's generation is reused.

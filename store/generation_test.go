@@ -16,10 +16,10 @@ import (
 func TestGenerationChangesWithEveryCommit(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s, other := open(t, dsn), open(t, dsn)
-		gen := func() string {
+		gen := func() Generation {
 			t.Helper()
 			g, err := s.Generation(ctx)
-			if err != nil || g == "" {
+			if err != nil || !g.Known() {
 				t.Fatalf("generation %q, %v", g, err)
 			}
 			return g
