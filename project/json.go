@@ -2,10 +2,10 @@ package project
 
 import (
 	"encoding/json"
-	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/xfsq/xfsq/internal/jsonfmt"
 )
 
 // AppendJSON appends a's JSON, byte for byte what encoding/json's Encoder
@@ -91,7 +91,7 @@ func (t *TreeStatus) appendJSON(b []byte) []byte {
 		b = strconv.AppendUint(b, f.v, 10)
 	}
 	b = append(b, `,"percent":`...)
-	b = appendJSONFloat(b, t.Percent)
+	b = jsonfmt.AppendFloat(b, t.Percent)
 	if t.BytesGraceEnds != nil {
 		b = append(b, `,"bytes_grace_ends_at":`...)
 		b = appendJSONTime(b, *t.BytesGraceEnds)
@@ -127,7 +127,7 @@ func (t *TreeStatus) appendJSON(b []byte) []byte {
 	}
 	if t.UsageAgeSeconds != nil {
 		b = append(b, `,"usage_age_seconds":`...)
-		b = appendJSONFloat(b, *t.UsageAgeSeconds)
+		b = jsonfmt.AppendFloat(b, *t.UsageAgeSeconds)
 	}
 	if t.Stale {
 		b = append(b, `,"stale":true`...)
@@ -147,26 +147,10 @@ func (t *TreeStatus) appendJSON(b []byte) []byte {
 // a string with anything to escape goes through encoding/json itself, so
 // the rare name or message with such characters is still spelled its way.
 func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			// Valid UTF-8 is written as it is, but for the two line
-			// separators JavaScript minds; invalid bytes are replaced.
-			r, n := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && n == 1 || r == '\u2028' || r == '\u2029' {
-				return appendSlowJSON(b, s)
-			}
-			i += n
-			continue
-		}
-		if c < 0x20 || c == '"' || c == '\\' {
-			return appendSlowJSON(b, s)
-		}
-		i++
+	if b, ok := jsonfmt.AppendPlainString(b, s); ok {
+		return b
 	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
+	return appendSlowJSON(b, s)
 }
 
 func appendSlowJSON(b []byte, v any) []byte {
@@ -185,26 +169,4 @@ func appendJSONTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
 	b = t.AppendFormat(b, time.RFC3339Nano)
 	return append(b, '"')
-}
-
-// appendJSONFloat spells a float64 as encoding/json does: the shortest
-// form that reads back the same, in exponent form only when very small or
-// large. Figures are never NaN or infinite (encoding/json refuses those).
-func appendJSONFloat(b []byte, f float64) []byte {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return append(b, "null"...)
-	}
-	abs, format := math.Abs(f), byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// e-09 as e-9, as encoding/json writes it.
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
 }

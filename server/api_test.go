@@ -81,7 +81,8 @@ func newServer(t *testing.T, r *fixture.Root, extra ...server.Route) *testServer
 		t.Fatal(err)
 	}
 	log := &syncBuffer{}
-	s, err := server.New(server.Config{Root: r.Root, Tokens: set, Log: slog.New(slog.NewJSONHandler(log, nil)), Health: ch,
+	// The access log as serve writes it (by hand, beside slog's lines).
+	s, err := server.New(server.Config{Root: r.Root, Tokens: set, Log: slog.New(slog.NewJSONHandler(log, nil)), AccessLog: log, Health: ch,
 		Metrics: metrics.Handler(r.Root, ch, nil), Routes: extra})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -22,8 +23,14 @@ type Config struct {
 	Root *project.Root
 	// Tokens are the bearer tokens in force (a *TokenFile reloads on SIGHUP).
 	Tokens TokenSource
-	// Log receives the access log and the server's errors; nil: slog.Default().
+	// Log receives the server's errors, and the access log unless
+	// AccessLog is set; nil: slog.Default().
 	Log *slog.Logger
+	// AccessLog, when set, receives the access log: one JSON line per
+	// request, exactly as Log would write it through a slog.JSONHandler on
+	// the same writer, but without slog's generic path (serve sets it to
+	// its log's writer). It may be shared with Log's writer.
+	AccessLog io.Writer
 	// Health answers GET /v1/system/health; nil: the route is absent.
 	Health *health.Checker
 	// Metrics is GET /metrics (no token: the bind address is the guard);
@@ -56,6 +63,7 @@ type Server struct {
 	m       *project.Manager
 	tokens  TokenSource
 	log     *slog.Logger
+	access  *accessLog // nil: the access log goes to log
 	health  *health.Checker
 	metrics http.Handler
 	ready   time.Duration
@@ -76,6 +84,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, errkind.New(errkind.Input, errors.New("server: no tokens: give a token file"))
 	}
 	s := &Server{root: cfg.Root, m: cfg.Root.Manager, tokens: cfg.Tokens, log: cfg.Log, health: cfg.Health, metrics: cfg.Metrics, ready: cfg.ReadyTimeout}
+	if cfg.AccessLog != nil {
+		s.access = newAccessLog(cfg.AccessLog)
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -248,11 +259,16 @@ func (s *Server) guard(rt Route) http.Handler {
 					WriteProblem(w, errors.New("panic"))
 				}
 			}
-			// The path only: a query string is the client's and may hold
-			// anything; the token is in a header that is never logged.
-			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
-				slog.Int("status", w.status), slog.Float64("duration_seconds", time.Since(start).Seconds()), slog.Int64("bytes", w.bytes),
-				slog.String("token", caller.Name), slog.String("request_id", id))
+			rec := accessRecord{at: time.Now(), method: r.Method, path: r.URL.Path, status: w.status,
+				bytes: w.bytes, token: caller.Name, requestID: id}
+			rec.seconds = rec.at.Sub(start).Seconds()
+			if s.access != nil {
+				s.access.write(&rec)
+			} else {
+				if h := s.log.Handler(); h.Enabled(r.Context(), slog.LevelInfo) {
+					h.Handle(r.Context(), rec.record())
+				}
+			}
 		}()
 		if rt.Role != RoleNone {
 			var ok bool

@@ -95,7 +95,7 @@ func cmdServe(e env) error {
 		return err
 	}
 	defer closeHealth()
-	srv, err := server.New(server.Config{Root: root, Tokens: tokens, Log: log, Health: checker,
+	srv, err := server.New(server.Config{Root: root, Tokens: tokens, Log: log, AccessLog: logs, Health: checker,
 		Metrics: metrics.Handler(root, checker, log)})
 	if err != nil {
 		return err
