@@ -92,6 +92,9 @@ type generationProbe struct {
 	last string    // the last answer, "" when none may be reused
 	at   time.Time // when it was asked
 	conn *sql.Conn
+	// version is PRAGMA data_version prepared on conn: asked up to a
+	// thousand times a second, it is parsed once per connection.
+	version *sql.Stmt
 	// epoch counts the connections opened: data_version is a counter of
 	// one connection, so a new connection's value may repeat an old one's.
 	epoch int
@@ -104,13 +107,17 @@ func (p *generationProbe) dataVersion(ctx context.Context, db *sql.DB) (string, 
 		if err != nil {
 			return "", err
 		}
-		p.conn = c
+		stmt, err := c.PrepareContext(ctx, `PRAGMA data_version`)
+		if err != nil {
+			c.Close()
+			return "", err
+		}
+		p.conn, p.version = c, stmt
 		p.epoch++
 	}
 	var v int64
-	if err := p.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
-		p.conn.Close() // a broken connection: the next call opens another
-		p.conn = nil
+	if err := p.version.QueryRowContext(ctx).Scan(&v); err != nil {
+		p.closeConn() // a broken connection: the next call opens another
 		return "", err
 	}
 	return strconv.Itoa(p.epoch) + ":" + strconv.FormatInt(v, 10), nil
@@ -119,8 +126,14 @@ func (p *generationProbe) dataVersion(ctx context.Context, db *sql.DB) (string, 
 func (p *generationProbe) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.closeConn()
+}
+
+// closeConn closes the probe's connection and statement; p.mu is held.
+func (p *generationProbe) closeConn() {
 	if p.conn != nil {
+		p.version.Close()
 		p.conn.Close()
-		p.conn = nil
+		p.conn, p.version = nil, nil
 	}
 }
