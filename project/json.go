@@ -143,18 +143,12 @@ func (t *TreeStatus) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// appendJSONString quotes s as encoding/json does without HTML escaping;
-// a string with anything to escape goes through encoding/json itself, so
-// the rare name or message with such characters is still spelled its way.
-func appendJSONString(b []byte, s string) []byte {
-	if b, ok := jsonfmt.AppendPlainString(b, s); ok {
-		return b
-	}
-	return appendSlowJSON(b, s)
-}
+// appendJSONString quotes s as encoding/json does without HTML escaping
+// (an admission message always holds the project's name in quotes).
+func appendJSONString(b []byte, s string) []byte { return jsonfmt.AppendString(b, s) }
 
 func appendSlowJSON(b []byte, v any) []byte {
-	out, err := json.Marshal(v) // a string or a time: never fails but for a year past 9999
+	out, err := json.Marshal(v) // a time: never fails but for a year past 9999
 	if err != nil {
 		return append(b, "null"...)
 	}

@@ -54,3 +54,31 @@ func TestAppendPlainString(t *testing.T) {
 		}
 	}
 }
+
+// encodingJSON is s as encoding/json's Encoder writes it without HTML escaping.
+func encodingJSON(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func TestAppendStringIsEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "omni", `project "omni": ok (1.2 GiB of 50.0 GiB)`, `a\b`, "a<b>&c", "résumé 日本",
+		"\b\f\n\r\t\x00\x01\x1f\x7f", "a\xffb\xc3", "\u2028\u2029", "\xed\xa0\x80 (a surrogate)", "tail\\"} {
+		if got, want := string(AppendString([]byte("x"), s)), "x"+encodingJSON(s); got != want {
+			t.Errorf("AppendString(%q) = %s, encoding/json %s", s, got, want)
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	f.Add(`project "omni" workspace: over the soft disk limit`)
+	f.Add("\x00\u2028\xff")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := string(AppendString(nil, s)), encodingJSON(s); got != want {
+			t.Fatalf("AppendString(%q) = %s, encoding/json %s", s, got, want)
+		}
+	})
+}
