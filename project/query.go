@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
@@ -119,7 +120,7 @@ func (m *Manager) show(ctx context.Context, name string, read Read) (Project, er
 		var c cachedProject
 		var ok bool
 		if c, ok, tok = m.lookup(ctx, name); ok {
-			statuses := c.statuses
+			statuses := slices.Clone(c.statuses) // the cache's: stamped below, then the caller's
 			now := m.now()
 			for i := range statuses {
 				if statuses[i].UsageAsOf != nil {
@@ -501,11 +502,12 @@ func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission,
 	if speaker >= 0 {
 		t := p.Trees[speaker]
 		decision, msg := judge(t, now)
-		who := fmt.Sprintf("project %q", name)
+		area := ""
 		if t.Area != AreaWorkspace {
-			who += " " + t.Area
+			area = " " + t.Area
 		}
-		a.Decision, a.Message = decision, who+": "+msg
+		// Concatenated, not Sprintf'd: asked before every run.
+		a.Decision, a.Message = decision, "project "+strconv.Quote(name)+area+": "+msg
 	}
 	return a, nil
 }
@@ -527,10 +529,11 @@ func judge(t TreeStatus, now time.Time) (decision, msg string) {
 	case overInodesSoft:
 		return Warn, fmt.Sprintf("over the soft file count limit (%d of %d files)%s", t.UsedInodes, t.InodesSoft, graceNote(t.InodesGraceEnds))
 	}
+	// The common answer is concatenated, not Sprintf'd: asked before every run.
 	if t.BytesHard > 0 {
-		return Ok, fmt.Sprintf("ok (%s of %s)", units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesHard))
+		return Ok, "ok (" + units.FormatIEC(t.UsedBytes) + " of " + units.FormatIEC(t.BytesHard) + ")"
 	}
-	return Ok, fmt.Sprintf("ok (%s, no hard limit)", units.FormatIEC(t.UsedBytes))
+	return Ok, "ok (" + units.FormatIEC(t.UsedBytes) + ", no hard limit)"
 }
 
 // A tree's standing against its limits, worst first: judge words it,

@@ -64,7 +64,9 @@ func (m *Manager) generation(ctx context.Context) store.Generation {
 }
 
 // lookup returns name's kept answer when it is still right; otherwise the
-// token under which the caller's fresh read may be kept.
+// token under which the caller's fresh read may be kept. The answer's
+// slices are the cache's own: the caller copies what it changes or hands
+// out (show copies the statuses it stamps; the trees it only reads).
 func (m *Manager) lookup(ctx context.Context, name string) (cachedProject, bool, readToken) {
 	gen := m.generation(ctx) // before the reads it guards (store.Generation)
 	if !gen.Known() {
@@ -75,7 +77,7 @@ func (m *Manager) lookup(ctx context.Context, name string) (cachedProject, bool,
 	p, ok := c.projects[name]
 	c.mu.Unlock()
 	if ok && p.gen == gen {
-		return p.clone(), true, readToken{}
+		return p, true, readToken{}
 	}
 	v, err := m.Store.ProjectVersion(ctx, name)
 	if err != nil {
@@ -88,7 +90,7 @@ func (m *Manager) lookup(ctx context.Context, name string) (cachedProject, bool,
 			c.projects[name] = q
 		}
 		c.mu.Unlock()
-		return p.clone(), true, readToken{}
+		return p, true, readToken{}
 	}
 	return cachedProject{}, false, readToken{gen: gen, version: v}
 }

@@ -48,6 +48,9 @@ func writeBody(w http.ResponseWriter, v any) {
 
 // queryBool reads a flag of the query: absent, 0/false or 1/true.
 func queryBool(r *http.Request, name string) (bool, error) {
+	if r.URL.RawQuery == "" { // most requests: no map parsed for nothing
+		return false, nil
+	}
 	v := r.URL.Query().Get(name)
 	switch v {
 	case "", "0", "false":
