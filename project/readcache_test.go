@@ -230,3 +230,33 @@ func TestOverviewSeesChangesThroughTheGenerationGate(t *testing.T) {
 		}
 	})
 }
+
+// A kept answer is handed out as a copy: a caller that changes what it was
+// given (a handler trimming trees, say) cannot change the next caller's.
+func TestKeptAnswersAreTheCallersOwn(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		r.Add(100<<20, "alpha")
+		show := func() project.Project {
+			t.Helper()
+			p, err := m.Show(ctx, "alpha")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		show() // read and kept
+		before := project.Reread(m)
+		first := show()
+		if project.Reread(m) != before {
+			t.Fatal("the second Show read the store: nothing was kept to test")
+		}
+		want := first.Trees[0].UsedBytes
+		for i := range first.Trees {
+			first.Trees[i].UsedBytes, first.Trees[i].Area = 1<<50, "scribbled"
+		}
+		if p := show(); p.Trees[0].UsedBytes != want || p.Trees[0].Area == "scribbled" {
+			t.Fatalf("a caller's change to its answer reached the next caller: %+v", p.Trees[0])
+		}
+	})
+}
