@@ -76,8 +76,10 @@ func (l *accessLog) write(r *accessRecord) {
 	} else {
 		l.slow.Handle(context.Background(), r.record())
 	}
-	*buf = line
-	accessLines.Put(buf)
+	if cap(line) <= 64<<10 { // a client's megabyte path does not stay pooled
+		*buf = line
+		accessLines.Put(buf)
+	}
 }
 
 // appendLine appends r as slog's JSONHandler writes it; false when a
