@@ -111,15 +111,21 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	}
 	defer dir.Close()
 	// Committed before the rename: a crash in between over-counts until
-	// the next walk, never under.
+	// the next walk, never under. The commit's reservation, emptied,
+	// stays until the file is in place (Release below), so that a walk
+	// beginning in between keeps the ledger row it cannot see the file of.
 	if err := w.acct.Commit(ctx, w.delta()); err != nil {
 		return res, err
 	}
+	if putCommitted != nil {
+		putCommitted(p)
+	}
 	if err := w.place(int(dir.Fd()), base, p); err != nil {
 		w.acct.Undo(ctx)
-		return res, err
+		return res, err // abandon releases the reservation
 	}
 	w.done = true
+	w.acct.Release(ctx)
 	dir.Sync()
 	if w.named || path.Dir(p) != "." {
 		w.top.Sync()
@@ -130,6 +136,10 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 
 // noTmpfile makes tests take the path of filesystems without O_TMPFILE.
 var noTmpfile bool
+
+// putCommitted, when a test sets it, runs between a write's commit and
+// its file taking its name: where a walk must not lose the write.
+var putCommitted func(p string)
 
 // create makes the file the body is written to. Where the filesystem can,
 // it has no name at all (O_TMPFILE) until it is linked into place, so a

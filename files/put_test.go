@@ -383,3 +383,64 @@ func TestStreamGoesOnWhenRoomIsFreed(t *testing.T) {
 		t.Errorf("B holds %d bytes, want %d", got, 4*block)
 	}
 }
+
+// A walk that begins after a write's ledger row is stamped but reads the
+// tree before the file has its name (O_TMPFILE: nothing to see) must not
+// drop the row: the write would go uncounted, and a tenant racing uploads
+// against refreshes could put twice its hard limit on disk (found by a
+// hostile-tenant attack). The row stays until a walk that can see the file.
+func TestWalkBetweenCommitAndLinkKeepsTheWrite(t *testing.T) {
+	storetest.ForEach(t, testWalkBetweenCommitAndLinkKeepsTheWrite)
+}
+
+func testWalkBetweenCommitAndLinkKeepsTheWrite(t *testing.T, dsn string) {
+	s := newSandbox(t, dsn, "omni")
+	s.limit("omni", 4<<20, 0)
+	used := func() uint64 {
+		t.Helper()
+		a, err := s.m.Check(ctx, "omni")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range a.Trees {
+			if tr.Area == project.AreaWorkspace {
+				return tr.UsedBytes
+			}
+		}
+		t.Fatal("no workspace tree")
+		return 0
+	}
+	before := used()
+	walked := false
+	putCommitted = func(p string) {
+		if p != "big" {
+			return
+		}
+		walked = true
+		// Let the walk's start be later than the ledger row's stamp.
+		time.Sleep(2 * time.Millisecond)
+		if _, err := s.m.Show(ctx, "omni", project.Read{Refresh: true}); err != nil {
+			t.Errorf("a refresh between commit and link: %v", err)
+		}
+	}
+	t.Cleanup(func() { putCommitted = nil })
+	if err := s.put("omni", "big", make([]byte, 1<<20), true); err != nil {
+		t.Fatal(err)
+	}
+	if !walked {
+		t.Fatal("the hook never ran: the test saw nothing")
+	}
+	if got := used(); got < before+1<<20 {
+		t.Errorf("after a walk between commit and link the tree counts %d bytes, %d before a 1 MiB write: the write went uncounted", got, before)
+	}
+	// A walk that can see the file takes the row, and counts it once.
+	if _, err := s.m.Show(ctx, "omni", project.Read{Refresh: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := used(); got < before+1<<20 || got > before+1<<20+64<<10 {
+		t.Errorf("after a walk that sees the file: %d bytes, want about %d", got, before+1<<20)
+	}
+	if res, _ := s.st.Reservations(ctx); len(res) != 0 {
+		t.Errorf("reservations left after the write: %+v", res)
+	}
+}

@@ -706,9 +706,13 @@ func (m *Manager) baseline(ctx context.Context, t store.Tree, maxAge time.Durati
 		return walked, nil // a full disk: report what the store has, and says when it was walked
 	}
 	start := m.now().Truncate(time.Microsecond) // as the store keeps it
+	walk, err := m.Store.BeginWalk(ctx, key, start)
+	if err != nil {
+		return walked, err
+	}
 	u, settled, err := fallback.Measure(m.abs(t.Path))
 	if err != nil {
 		return walked, err
 	}
-	return start, m.Store.SetBaseline(ctx, key, u, start, !settled)
+	return start, m.Store.SetBaseline(ctx, key, u, walk, !settled)
 }

@@ -150,6 +150,15 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 	if report != nil {
 		opts.Progress = m.treeProgress(t, report)
 	}
+	walk := store.WalkAt(s.At)
+	if m.xfs == nil { // the walk becomes the fallback's baseline below
+		var err error
+		// As the walk's storing below: a pass stops between trees, not within one.
+		if walk, err = m.Store.BeginWalk(context.WithoutCancel(ctx), store.TreeKey{Project: t.Project, Area: t.Area}, s.At); err != nil {
+			s.Error = "read the writes in flight: " + err.Error()
+			return s
+		}
+	}
 	res, err := inventory.Walk(m.abs(t.Path), opts)
 	s.DurationSeconds = time.Since(start).Seconds()
 	if err != nil {
@@ -177,7 +186,7 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 		}
 		// The walk is also the fallback's new baseline for admission.
 		return tx.SetBaseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area},
-			quota.Usage{Bytes: s.SizeBytes, Inodes: s.Files + s.Dirs}, s.At, s.Errors > 0)
+			quota.Usage{Bytes: s.SizeBytes, Inodes: s.Files + s.Dirs}, walk, s.Errors > 0)
 	})
 	if err != nil {
 		s.Error = "store the snapshot: " + err.Error()
@@ -227,14 +236,16 @@ func (m *Manager) Top(ctx context.Context, name, area string, opts inventory.Opt
 		return nil, fieldErrorf("depth", "%d: use 1 to %d", opts.Depth, inventory.MaxDepth)
 	}
 	start := m.now().Truncate(time.Microsecond) // as the store keeps it
+	key := store.TreeKey{Project: t.Project, Area: t.Area}
+	walk, werr := m.Store.BeginWalk(ctx, key, start)
 	res, err := inventory.Walk(m.abs(t.Path), opts)
-	if err != nil || m.xfs != nil || res.Partial || m.Store.ReadOnly() {
-		return res, err
+	if err != nil || werr != nil || m.xfs != nil || res.Partial || m.Store.ReadOnly() {
+		return res, err // without the writes in flight, top still shows the walk, but keeps no baseline
 	}
 	// On the fallback a complete walk is as good as the hourly pass's: it
 	// becomes the tree's baseline, so report shows what top just saw.
-	err = m.Store.SetBaseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area},
-		quota.Usage{Bytes: res.Root.SizeBytes, Inodes: res.Root.Files + res.Root.Dirs}, start, res.Errors > 0)
+	err = m.Store.SetBaseline(ctx, key,
+		quota.Usage{Bytes: res.Root.SizeBytes, Inodes: res.Root.Files + res.Root.Dirs}, walk, res.Errors > 0)
 	return res, err
 }
 

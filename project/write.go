@@ -192,7 +192,10 @@ func (w *Write) Commit(ctx context.Context, delta int64) error {
 	if err := w.m.Store.Commit(ctx, w.key(), w.reservation, delta, int64(w.inodes), w.m.ActorOf(ctx)); err != nil {
 		return err
 	}
-	w.committed, w.inLedger, w.reservation = delta, true, 0
+	// The reservation stays, emptied, until Release: the file is not in
+	// place yet, and a walk beginning meanwhile must keep its ledger row
+	// (store.Commit, store.BeginWalk).
+	w.committed, w.inLedger = delta, true
 	return nil
 }
 
@@ -203,7 +206,10 @@ func (w *Write) Undo(ctx context.Context) {
 	}
 }
 
-// Release gives back the reservation of a write that did not finish.
+// Release ends the write's reservation: what a write that did not finish
+// held, or, after Commit, the empty reservation that marked the file as
+// not in place yet. A writer calls it once the file is in place (or its
+// commit undone), never before.
 func (w *Write) Release(ctx context.Context) {
 	if w.reservation != 0 {
 		w.m.Store.Release(context.WithoutCancel(ctx), w.reservation)

@@ -253,10 +253,14 @@ func (t *Tx) liveReservation(ctx context.Context, id int64) error {
 	return nil
 }
 
-// Commit turns a reservation into committed usage: the reservation is
-// deleted and the write's actual change recorded in the ledger. The first
-// commit that takes a tree over its soft limit journals storage.quota_exceeded;
-// dropping back under re-arms it.
+// Commit turns a reservation into committed usage: the write's actual
+// change is recorded in the ledger, and the reservation is emptied, not
+// deleted. The ledger row is stamped now, before the writer links its file
+// into place; until the writer has (Release), the empty reservation tells
+// a walk beginning meanwhile (BeginWalk) that a row may be in the ledger
+// whose file it cannot see yet, so that its baseline does not drop that
+// row. The first commit that takes a tree over its soft limit journals
+// storage.quota_exceeded; dropping back under re-arms it.
 func (s *Store) Commit(ctx context.Context, k TreeKey, id int64, bytes, inodes int64, actor string) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.admissionLock(ctx); err != nil {
@@ -265,7 +269,9 @@ func (s *Store) Commit(ctx context.Context, k TreeKey, id int64, bytes, inodes i
 		if err := tx.liveReservation(ctx, id); err != nil {
 			return err
 		}
-		if _, err := tx.exec(ctx, `DELETE FROM reservations WHERE id = ?`, id); err != nil {
+		// No temporary file either: it becomes the file itself, which a
+		// reclaim of this reservation must never remove.
+		if _, err := tx.exec(ctx, `UPDATE reservations SET bytes = 0, inodes = 0, temp_path = '' WHERE id = ?`, id); err != nil {
 			return err
 		}
 		return tx.addLedger(ctx, k, bytes, inodes, actor, time.Now())
@@ -354,11 +360,47 @@ func (s *Store) Reservations(ctx context.Context) ([]Reservation, error) {
 	return out, err
 }
 
-// SetBaseline records a walk of a tree that started at walkStart: the ledger
-// entries it already saw are dropped. Writes that landed during the walk may
-// be counted twice until the next walk — an over-count, never an under-count.
-func (s *Store) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, walkStart time.Time, unsettled bool) error {
-	return s.InTx(ctx, func(tx *Tx) error { return tx.SetBaseline(ctx, k, u, walkStart, unsettled) })
+// Walk is when a walk of a tree began, as BeginWalk reads it.
+type Walk struct {
+	// At is when it began: the tree's walked_at from then on.
+	At time.Time
+	// Settled is the latest moment by which every write committed to the
+	// ledger had its file in place for the walk to see: At, or just before
+	// the earliest write of the tree still in flight as the walk began (a
+	// committed one links its file only after its ledger row is stamped).
+	// Ledger rows up to Settled are in the walk's figure; later ones stay.
+	Settled time.Time
+}
+
+// WalkAt is a walk that began at t with no write through xfsq in flight:
+// for tests, and for a tree no writer can reach yet.
+func WalkAt(t time.Time) Walk { return Walk{At: t, Settled: t} }
+
+// BeginWalk is the Walk of a walk of k beginning at at: call it after
+// reading at and before the walk reads the tree. Any write whose ledger
+// row is stamped by at has a reservation from before at; if that
+// reservation is gone when BeginWalk reads them, its file was in place
+// before the walk began, and if not, Settled is before it.
+func (s *Store) BeginWalk(ctx context.Context, k TreeKey, at time.Time) (Walk, error) {
+	w := WalkAt(at)
+	var earliest sql.NullInt64
+	if err := s.get(ctx, &earliest, `SELECT MIN(created_at) FROM reservations WHERE host = ? AND project = ? AND area = ?`,
+		s.Host, k.Project, k.Area); err != nil {
+		return Walk{}, err
+	}
+	if earliest.Valid {
+		if t := fromMicros(earliest.Int64 - 1); t.Before(w.Settled) {
+			w.Settled = t
+		}
+	}
+	return w, nil
+}
+
+// SetBaseline records a walk of a tree: the ledger entries it already saw
+// are dropped (up to w.Settled). Writes that landed during the walk may be
+// counted twice until the next walk — an over-count, never an under-count.
+func (s *Store) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, unsettled bool) error {
+	return s.InTx(ctx, func(tx *Tx) error { return tx.SetBaseline(ctx, k, u, w, unsettled) })
 }
 
 // SetBaseline is Store.SetBaseline inside the caller's transaction.
@@ -366,7 +408,7 @@ func (s *Store) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, walkS
 // unsettled says the walk saw entries vanish or change under it (a tenant
 // renaming directories while it ran can hide one from it): its figure is
 // then only taken where it raises the tree's usage, never to lower it.
-func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, walkStart time.Time, unsettled bool) error {
+func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, unsettled bool) error {
 	if err := t.admissionLock(ctx); err != nil {
 		return err
 	}
@@ -383,18 +425,23 @@ func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, walkStar
 		u.Bytes = max(u.Bytes, acct.Used.Bytes-min(acct.Used.Bytes, uint64(resBytes)))
 		u.Inodes = max(u.Inodes, acct.Used.Inodes-min(acct.Used.Inodes, uint64(resInodes)))
 	}
-	// The walk ran from walkStart to now. A write committed before it
-	// started is in its figure; one committed during it may be (kept: at
-	// worst counted twice). A removal or shrink that began before it ended
-	// may be in its figure too: dropped, as subtracting it twice would
-	// under-count.
+	// The walk ran from w.At to now. A write whose file was in place
+	// before it started is in its figure (its ledger row up to w.Settled);
+	// one committed during it, or committed before but linked after the
+	// walk began, may not be (kept: at worst counted twice). A removal or
+	// shrink that began before it ended may be in its figure too: dropped,
+	// as subtracting it twice would under-count.
 	end := toMicros(time.Now())
 	if _, err := t.exec(ctx, `UPDATE trees SET walked_bytes = ?, walked_inodes = ?, walked_at = ?, walked_end = ? WHERE host = ? AND project = ? AND area = ?`,
-		int64(u.Bytes), int64(u.Inodes), toMicros(walkStart), end, t.s.Host, k.Project, k.Area); err != nil {
+		int64(u.Bytes), int64(u.Inodes), toMicros(w.At), end, t.s.Host, k.Project, k.Area); err != nil {
 		return err
 	}
+	settled := toMicros(w.Settled)
+	if w.Settled.After(w.At) {
+		settled = toMicros(w.At)
+	}
 	if _, err := t.exec(ctx, `DELETE FROM ledger WHERE host = ? AND project = ? AND area = ? AND (at <= ? OR ((bytes < 0 OR inodes < 0) AND at <= ?))`,
-		t.s.Host, k.Project, k.Area, toMicros(walkStart), end); err != nil {
+		t.s.Host, k.Project, k.Area, settled, end); err != nil {
 		return err
 	}
 	acct, err := t.account(ctx, k)

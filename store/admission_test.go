@@ -108,7 +108,7 @@ func TestGraceTimers(t *testing.T) {
 			t.Errorf("still over: byte timer %v (was %v) must keep its start; inode timer %v must start", b2, b, i2)
 		}
 		// A walk finding the tree back under both stops both.
-		if err := s.SetBaseline(ctx, k, quota.Usage{Bytes: 10, Inodes: 1}, time.Now(), false); err != nil {
+		if err := s.SetBaseline(ctx, k, quota.Usage{Bytes: 10, Inodes: 1}, WalkAt(time.Now()), false); err != nil {
 			t.Fatal(err)
 		}
 		if b, i := starts(); !b.IsZero() || !i.IsZero() {

@@ -38,7 +38,7 @@ func TestTreeUsagesMatchAccount(t *testing.T) {
 			}
 		}
 		walk := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
-		if err := s.SetBaseline(ctx, TreeKey{"a", "workspace"}, quota.Usage{Bytes: 500, Inodes: 5}, walk, false); err != nil {
+		if err := s.SetBaseline(ctx, TreeKey{"a", "workspace"}, quota.Usage{Bytes: 500, Inodes: 5}, WalkAt(walk), false); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.AddLedger(ctx, TreeKey{"a", "workspace"}, 70, 1, "test", time.Time{}); err != nil {
