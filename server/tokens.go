@@ -149,6 +149,9 @@ func ParseTokens(r io.Reader, source string) (*TokenSet, error) {
 			for p := range strings.SplitSeq(rec[3], ",") {
 				p = strings.TrimSpace(p)
 				if err := project.ValidateName(p); err != nil {
+					if len(p) >= minTokenLen { // the name may be a token in the wrong column
+						return nil, bad(line, "project list: a name %s is not a valid project name (1-63 characters of a-z 0-9 . _ -)", shownField(p))
+					}
 					return nil, bad(line, "project list: %v", err)
 				}
 				if !slices.Contains(t.caller.Projects, p) {
@@ -167,7 +170,7 @@ func ParseTokens(r io.Reader, source string) (*TokenSet, error) {
 // minTokenLen is the shortest token a file may hold.
 const minTokenLen = 16
 
-// shownField is a refused NAME or ROLE as an error shows it: quoted when
+// shownField is a refused NAME, ROLE or project as an error shows it: quoted when
 // it is too short to be a token, else only its length, since a line with
 // its columns swapped (NAME,TOKEN,ROLE) puts a token there, and errors
 // reach the terminal and, on a SIGHUP reload, the log.

@@ -34,6 +34,7 @@ func TestParseTokens(t *testing.T) {
 		// Columns swapped: the token is where the name or the role goes.
 		{"token as name", "ops-bot-primary-01,!" + secretA + ",operator\n", "line 1: name of 26 characters (not shown", Caller{}},
 		{"token as role", "ops-bot-primary-01,ci," + secretA + "\n", "line 1: role of 25 characters (not shown", Caller{}},
+		{"token as project", "ops-bot-primary-01,dash,reader,\"omni,!" + secretA + "\"\n", "line 1: project list: a name of 26 characters (not shown", Caller{}},
 		{"operator limited", secretA + `,ci,operator,"omni"` + "\n", "line 1: a project list limits readers only", Caller{}},
 		{"bad project", secretA + `,ci,reader,"Omni!"` + "\n", "line 1: project list", Caller{}},
 		{"bad csv", secretA + `,c"i,reader` + "\n", "line 1: not CSV", Caller{}},
