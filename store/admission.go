@@ -366,9 +366,10 @@ type Walk struct {
 	At time.Time
 	// Settled is the latest moment by which every write committed to the
 	// ledger had its file in place for the walk to see: At, or just before
-	// the earliest write of the tree still in flight as the walk began (a
-	// committed one links its file only after its ledger row is stamped).
-	// Ledger rows up to Settled are in the walk's figure; later ones stay.
+	// the earliest write of the tree committed but not linked as the walk
+	// began (a write links its file only after its ledger row is
+	// stamped). Ledger rows up to Settled are in the walk's figure; later
+	// ones stay.
 	Settled time.Time
 }
 
@@ -377,15 +378,29 @@ type Walk struct {
 func WalkAt(t time.Time) Walk { return Walk{At: t, Settled: t} }
 
 // BeginWalk is the Walk of a walk of k beginning at at: call it after
-// reading at and before the walk reads the tree. Any write whose ledger
-// row is stamped by at has a reservation from before at; if that
-// reservation is gone when BeginWalk reads them, its file was in place
-// before the walk began, and if not, Settled is before it.
+// reading at and before the walk reads the tree. It reads the tree's
+// emptied reservations (committed, not linked yet: Commit) under the
+// admission lock, so that no commit is half done meanwhile: a commit
+// stamps its ledger row inside its transaction, before it is visible. So
+// a write whose row is stamped by at was committed before the read; if its
+// reservation is gone then, its file was in place before the walk began,
+// and if not, Settled is before the reservation was made, so before the
+// row. A write not committed by the read stamps its row after it, so after
+// at: kept whatever Settled is. Uploads still streaming therefore do not
+// lower Settled (which would keep the rows of every write beside a slow
+// upload, counted twice, and let a tenant's double count take a
+// neighbour's share of the root budget).
 func (s *Store) BeginWalk(ctx context.Context, k TreeKey, at time.Time) (Walk, error) {
 	w := WalkAt(at)
 	var earliest sql.NullInt64
-	if err := s.get(ctx, &earliest, `SELECT MIN(created_at) FROM reservations WHERE host = ? AND project = ? AND area = ?`,
-		s.Host, k.Project, k.Area); err != nil {
+	err := s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.admissionLock(ctx); err != nil {
+			return err
+		}
+		return tx.get(ctx, &earliest, `SELECT MIN(created_at) FROM reservations WHERE host = ? AND project = ? AND area = ?
+			AND bytes = 0 AND inodes = 0 AND temp_path = ''`, s.Host, k.Project, k.Area)
+	})
+	if err != nil {
 		return Walk{}, err
 	}
 	if earliest.Valid {

@@ -185,3 +185,78 @@ func TestReadAgreesWithAccount(t *testing.T) {
 		}
 	})
 }
+
+// A walk keeps the ledger rows of writes committed but not yet linked
+// (their files may be invisible to it), and only those: an upload still
+// streaming beside it must not keep the rows of the writes that finished,
+// which the walk counts already. Counted twice, a tenant holding a slow
+// upload open could take a neighbour's share of the root budget (found by
+// a hostile-tenant attack).
+func TestWalkKeepsOnlyTheRowsOfWritesBeingLinked(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		ws := TreeKey{Project: "omni", Area: "workspace"}
+		if err := s.InTx(ctx, func(tx *Tx) error {
+			if _, _, err := tx.InsertProject(ctx, "omni", "", time.Now()); err != nil {
+				return err
+			}
+			return tx.InsertTree(ctx, Tree{Project: "omni", Area: "workspace", Path: "workspace", Backend: "fallback", FSUUID: "u", ProjectID: 1,
+				Limits: quota.Limits{BytesHard: 1 << 30}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		admitAll := func(quota.Limits, quota.Usage, uint64) error { return nil }
+		reserve := func(bytes uint64) int64 {
+			t.Helper()
+			id, _, err := s.Reserve(ctx, ws, bytes, 1, "w", "uploads/.xfsq-tmp", time.Hour, nil, admitAll)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+		used := func() uint64 {
+			t.Helper()
+			r, err := s.Read(ctx, ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Used.Bytes
+		}
+		walk := func(seen uint64) {
+			t.Helper()
+			time.Sleep(time.Millisecond) // the walk begins after the rows' stamps
+			w, err := s.BeginWalk(ctx, ws, time.Now())
+			if err == nil {
+				err = s.SetBaseline(ctx, ws, quota.Usage{Bytes: seen}, w, false)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		reserve(1000) // an upload streaming throughout
+		done := reserve(50)
+		if err := s.Commit(ctx, ws, done, 50, 1, "w"); err != nil {
+			t.Fatal(err)
+		}
+		linking := reserve(20)
+		if err := s.Commit(ctx, ws, linking, 20, 1, "w"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, done); err != nil { // its file is in place
+			t.Fatal(err)
+		}
+		// The walk sees the finished file (50) but not the one being linked.
+		walk(50)
+		if got, want := used(), uint64(50+20+1000); got != want {
+			t.Errorf("after a walk beside a streaming upload and a write being linked: %d bytes, want %d "+
+				"(the walk's 50, the unlinked write's 20 kept, the stream's 1000 reserved)", got, want)
+		}
+		if err := s.Release(ctx, linking); err != nil {
+			t.Fatal(err)
+		}
+		walk(70)
+		if got, want := used(), uint64(70+1000); got != want {
+			t.Errorf("after a walk that sees both files: %d bytes, want %d", got, want)
+		}
+	})
+}
