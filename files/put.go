@@ -10,6 +10,7 @@ import (
 	"path"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -120,12 +121,16 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	if putCommitted != nil {
 		putCommitted(p)
 	}
+	replacing := time.Now() // a walk ending after it may have seen the old file gone
 	if err := w.place(int(dir.Fd()), base, p); err != nil {
 		w.acct.Undo(ctx)
 		return res, err // abandon releases the reservation
 	}
 	w.done = true
 	w.acct.Release(ctx)
+	if w.freed > 0 {
+		w.l.M.CreditRemoval(context.WithoutCancel(ctx), w.t.Tree, quota.Usage{Bytes: w.freed}, replacing)
+	}
 	dir.Sync()
 	if w.named || path.Dir(p) != "." {
 		w.top.Sync()
@@ -235,7 +240,22 @@ func (w *writer) place(dir int, base, p string) error {
 			unix.Renameat2(top, w.temp, dir, base, unix.RENAME_EXCHANGE)
 			return &PathError{Path: p, Reason: "it is a directory"}
 		}
+		// What the exchange replaced is what this write frees: not the file
+		// seen when it began, which a concurrent overwrite of the same path
+		// may have replaced already (each would then take it off again).
+		// Measured through a handle on the inode, after the unlink: only an
+		// inode left with no link is credited, so a tenant renaming
+		// another file onto the temporary name meanwhile gets nothing
+		// credited (its file removed is then over-counted: the safe side).
+		oldFd, oerr := unix.Openat(top, w.temp, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		unix.Unlinkat(top, w.temp, 0)
+		if oerr == nil {
+			var gone unix.Stat_t
+			if unix.Fstat(oldFd, &gone) == nil && gone.Mode&unix.S_IFMT == unix.S_IFREG && gone.Nlink == 0 && !sameInode(&gone, &mine) {
+				w.freed = uint64(gone.Blocks) * 512
+			}
+			unix.Close(oldFd)
+		}
 		w.named = false
 		return nil
 	case errors.Is(err, unix.ENOENT):
@@ -278,6 +298,7 @@ type writer struct {
 	ctx      context.Context
 	block    uint64
 	oldAlloc uint64
+	freed    uint64 // the blocks of the file the rename replaced and unlinked
 	inodes   uint64 // new inodes: the file if new, plus missing directories
 	dirBytes uint64 // blocks of the missing directories
 	temp     string
@@ -500,8 +521,13 @@ func (w *writer) mapErr(err error) error {
 
 // delta is what the write changes on disk: the new file's blocks less the
 // old file's, plus the new directories.
+// delta is what the commit adds to the ledger: the new file's blocks
+// whole, before it replaces anything. What it replaces is credited after
+// the rename, as measured then (freed), so that the ledger never counts
+// an old file as gone before it is, nor twice when concurrent overwrites
+// of one path each saw it as the file they would replace.
 func (w *writer) delta() int64 {
-	return int64(w.alloc(w.written)) - int64(w.oldAlloc) + int64(w.dirBytes)
+	return int64(w.alloc(w.written)) + int64(w.dirBytes)
 }
 
 // abandon removes the temporary file and releases the reservation of a

@@ -444,3 +444,56 @@ func testWalkBetweenCommitAndLinkKeepsTheWrite(t *testing.T, dsn string) {
 		t.Errorf("reservations left after the write: %+v", res)
 	}
 }
+
+// Concurrent overwrites of one path each saw the same old file when they
+// began; only the first to land frees it. Each used to take its blocks
+// off the ledger, so four writers over a 3 MiB file left the tree
+// counting 9 MiB less than it held, and a tenant could then store three
+// times its hard limit (found by a hostile-tenant attack). Each now
+// credits what its rename actually replaced and unlinked.
+func TestConcurrentOverwritesOfOnePathCountOnce(t *testing.T) {
+	storetest.ForEach(t, testConcurrentOverwritesOfOnePathCountOnce)
+}
+
+func testConcurrentOverwritesOfOnePathCountOnce(t *testing.T, dsn string) {
+	s := newSandbox(t, dsn, "omni")
+	s.limit("omni", 64<<20, 0)
+	if err := s.put("omni", "big", make([]byte, 3<<20), true); err != nil {
+		t.Fatal(err)
+	}
+	used := func(refresh bool) uint64 {
+		t.Helper()
+		a, err := s.m.Check(ctx, "omni", project.Read{Refresh: refresh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range a.Trees {
+			if tr.Area == project.AreaWorkspace {
+				return tr.UsedBytes
+			}
+		}
+		t.Fatal("no workspace tree")
+		return 0
+	}
+	used(true) // the 3 MiB file is in the baseline, as a tenant's would be
+	const n = 4
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			body := &barrierReader{r: bytes.NewReader(make([]byte, 4<<10)), arrived: &arrived, all: all}
+			if _, err := s.l.Put(ctx, "omni", "", "big", body, -1); err != nil {
+				t.Errorf("an overwrite: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	kept, fresh := used(false), used(true)
+	if kept < fresh {
+		t.Errorf("after %d concurrent overwrites of a 3 MiB file the tree counts %d bytes, a walk finds %d: it under-counts by %d",
+			n, kept, fresh, fresh-kept)
+	}
+}
