@@ -253,6 +253,10 @@ func (t *Tx) liveReservation(ctx context.Context, id int64) error {
 	return nil
 }
 
+// linkingExpiry is how long an emptied reservation outlives its commit
+// unless released: linking a file takes milliseconds.
+const linkingExpiry = time.Minute
+
 // Commit turns a reservation into committed usage: the write's actual
 // change is recorded in the ledger, and the reservation is emptied, not
 // deleted. The ledger row is stamped now, before the writer links its file
@@ -270,8 +274,12 @@ func (s *Store) Commit(ctx context.Context, k TreeKey, id int64, bytes, inodes i
 			return err
 		}
 		// No temporary file either: it becomes the file itself, which a
-		// reclaim of this reservation must never remove.
-		if _, err := tx.exec(ctx, `UPDATE reservations SET bytes = 0, inodes = 0, temp_path = '' WHERE id = ?`, id); err != nil {
+		// reclaim of this reservation must never remove. And a fresh
+		// expiry: a TTL that ran out between this commit and the link
+		// would let another writer reclaim the mark while it is needed;
+		// a writer that died here leaves it a minute at most.
+		if _, err := tx.exec(ctx, `UPDATE reservations SET bytes = 0, inodes = 0, temp_path = '', expires_at = ? WHERE id = ?`,
+			toMicros(time.Now().Add(linkingExpiry)), id); err != nil {
 			return err
 		}
 		return tx.addLedger(ctx, k, bytes, inodes, actor, time.Now())

@@ -260,3 +260,37 @@ func TestWalkKeepsOnlyTheRowsOfWritesBeingLinked(t *testing.T) {
 		}
 	})
 }
+
+// The mark a commit leaves until its file is linked outlives the write's
+// TTL: another writer reclaiming it in between would let a walk drop the
+// write's ledger row.
+func TestCommittedMarkOutlivesTheTTL(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		ws := TreeKey{Project: "omni", Area: "workspace"}
+		if err := s.InTx(ctx, func(tx *Tx) error {
+			if _, _, err := tx.InsertProject(ctx, "omni", "", time.Now()); err != nil {
+				return err
+			}
+			return tx.InsertTree(ctx, Tree{Project: "omni", Area: "workspace", Path: "workspace", Backend: "fallback", FSUUID: "u", ProjectID: 1})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		admitAll := func(quota.Limits, quota.Usage, uint64) error { return nil }
+		id, _, err := s.Reserve(ctx, ws, 10, 1, "w", "", 200*time.Millisecond, nil, admitAll)
+		if err == nil {
+			err = s.Commit(ctx, ws, id, 10, 1, "w")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond) // past the write's TTL
+		if reclaimed, err := s.Reclaim(ctx, nil); err != nil || len(reclaimed) != 0 {
+			t.Fatalf("reclaimed %+v (%v): the mark of a write being linked went with its TTL", reclaimed, err)
+		}
+		w, err := s.BeginWalk(ctx, ws, time.Now())
+		if err != nil || !w.Settled.Before(w.At) {
+			t.Errorf("a walk beside the write being linked: %+v, %v; want Settled before At", w, err)
+		}
+	})
+}
