@@ -14,17 +14,7 @@ import (
 // reservation is renewed, a reclaimed one cannot be.
 func TestReclaimDeadAndExpired(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
-		s := open(t, dsn)
-		k := TreeKey{Project: "omni", Area: "workspace"}
-		if err := s.InTx(ctx, func(tx *Tx) error {
-			if _, _, err := tx.InsertProject(ctx, "omni", "", time.Now()); err != nil {
-				return err
-			}
-			return tx.InsertTree(ctx, Tree{Project: "omni", Area: "workspace", Path: "projects/omni", Backend: "fallback", FSUUID: "u", ProjectID: 1})
-		}); err != nil {
-			t.Fatal(err)
-		}
-		admitAll := func(quota.Limits, quota.Usage, uint64) error { return nil }
+		s, k := openWorkspace(t, dsn, quota.Limits{})
 		dead := map[string]bool{"dead": true}
 		gone := func(h string) bool { return dead[h] }
 		ids := map[string]int64{}
@@ -70,17 +60,7 @@ func TestReclaimDeadAndExpired(t *testing.T) {
 // the kernel's timers.
 func TestGraceTimers(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
-		s := open(t, dsn)
-		k := TreeKey{Project: "omni", Area: "workspace"}
-		if err := s.InTx(ctx, func(tx *Tx) error {
-			if _, _, err := tx.InsertProject(ctx, "omni", "", time.Now()); err != nil {
-				return err
-			}
-			return tx.InsertTree(ctx, Tree{Project: "omni", Area: "workspace", Path: "projects/omni", Backend: "fallback", FSUUID: "u", ProjectID: 1,
-				Limits: quota.Limits{BytesSoft: 1000, InodesSoft: 10}})
-		}); err != nil {
-			t.Fatal(err)
-		}
+		s, k := openWorkspace(t, dsn, quota.Limits{BytesSoft: 1000, InodesSoft: 10})
 		starts := func() (time.Time, time.Time) {
 			t.Helper()
 			b, i, err := s.GraceStarts(ctx, k)
@@ -146,7 +126,6 @@ func TestReadAgreesWithAccount(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		admitAll := func(quota.Limits, quota.Usage, uint64) error { return nil }
 		ws, cache := TreeKey{Project: "omni", Area: "workspace"}, TreeKey{Project: "omni", Area: "cache"}
 		id, _, err := s.Reserve(ctx, ws, 100, 1, "a", "", time.Hour, nil, admitAll)
 		if err == nil {
@@ -194,18 +173,7 @@ func TestReadAgreesWithAccount(t *testing.T) {
 // a hostile-tenant attack).
 func TestWalkKeepsOnlyTheRowsOfWritesBeingLinked(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
-		s := open(t, dsn)
-		ws := TreeKey{Project: "omni", Area: "workspace"}
-		if err := s.InTx(ctx, func(tx *Tx) error {
-			if _, _, err := tx.InsertProject(ctx, "omni", "", time.Now()); err != nil {
-				return err
-			}
-			return tx.InsertTree(ctx, Tree{Project: "omni", Area: "workspace", Path: "workspace", Backend: "fallback", FSUUID: "u", ProjectID: 1,
-				Limits: quota.Limits{BytesHard: 1 << 30}})
-		}); err != nil {
-			t.Fatal(err)
-		}
-		admitAll := func(quota.Limits, quota.Usage, uint64) error { return nil }
+		s, ws := openWorkspace(t, dsn, quota.Limits{BytesHard: 1 << 30})
 		reserve := func(bytes uint64) int64 {
 			t.Helper()
 			id, _, err := s.Reserve(ctx, ws, bytes, 1, "w", "uploads/.xfsq-tmp", time.Hour, nil, admitAll)
@@ -266,17 +234,7 @@ func TestWalkKeepsOnlyTheRowsOfWritesBeingLinked(t *testing.T) {
 // write's ledger row.
 func TestCommittedMarkOutlivesTheTTL(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
-		s := open(t, dsn)
-		ws := TreeKey{Project: "omni", Area: "workspace"}
-		if err := s.InTx(ctx, func(tx *Tx) error {
-			if _, _, err := tx.InsertProject(ctx, "omni", "", time.Now()); err != nil {
-				return err
-			}
-			return tx.InsertTree(ctx, Tree{Project: "omni", Area: "workspace", Path: "workspace", Backend: "fallback", FSUUID: "u", ProjectID: 1})
-		}); err != nil {
-			t.Fatal(err)
-		}
-		admitAll := func(quota.Limits, quota.Usage, uint64) error { return nil }
+		s, ws := openWorkspace(t, dsn, quota.Limits{})
 		id, _, err := s.Reserve(ctx, ws, 10, 1, "w", "", 200*time.Millisecond, nil, admitAll)
 		if err == nil {
 			err = s.Commit(ctx, ws, id, 10, 1, "w")
@@ -293,4 +251,23 @@ func TestCommittedMarkOutlivesTheTTL(t *testing.T) {
 			t.Errorf("a walk beside the write being linked: %+v, %v; want Settled before At", w, err)
 		}
 	})
+}
+
+// admitAll admits every demand: for tests of the bookkeeping, not of limits.
+func admitAll(quota.Limits, quota.Usage, uint64) error { return nil }
+
+// openWorkspace is a store holding project omni with one fallback
+// workspace tree under limits, and that tree's key.
+func openWorkspace(t *testing.T, dsn string, limits quota.Limits) (*Store, TreeKey) {
+	t.Helper()
+	s := open(t, dsn)
+	if err := s.InTx(ctx, func(tx *Tx) error {
+		if _, _, err := tx.InsertProject(ctx, "omni", "", time.Now()); err != nil {
+			return err
+		}
+		return tx.InsertTree(ctx, Tree{Project: "omni", Area: "workspace", Path: "projects/omni", Backend: "fallback", FSUUID: "u", ProjectID: 1, Limits: limits})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return s, TreeKey{Project: "omni", Area: "workspace"}
 }

@@ -47,7 +47,6 @@ func TestTreeUsagesMatchAccount(t *testing.T) {
 		if err := s.AddLedger(ctx, TreeKey{"b", "cache"}, 30, 2, "test", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		admitAll := func(quota.Limits, quota.Usage, uint64) error { return nil }
 		if _, _, err := s.Reserve(ctx, TreeKey{"c", "workspace"}, 9, 1, "h", "", time.Hour, nil, admitAll); err != nil {
 			t.Fatal(err)
 		}

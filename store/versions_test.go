@@ -17,7 +17,6 @@ import (
 func TestProjectVersionMovesWithEveryChangeOfTheProject(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		reader, w := open(t, dsn), open(t, dsn)
-		admitAll := func(quota.Limits, quota.Usage, uint64) error { return nil }
 		ws := TreeKey{Project: "alpha", Area: "workspace"}
 		var res int64
 		tx := func(fn func(*Tx) error) func() error { return func() error { return w.InTx(ctx, fn) } }
