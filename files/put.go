@@ -113,7 +113,7 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	defer dir.Close()
 	// Committed before the rename: a crash in between over-counts until
 	// the next walk, never under. The commit's reservation, emptied,
-	// stays until the file is in place (Release below), so that a walk
+	// stays until the file is in place (Placed below), so that a walk
 	// beginning in between keeps the ledger row it cannot see the file of.
 	if err := w.acct.Commit(ctx, w.delta()); err != nil {
 		return res, err
@@ -127,10 +127,7 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		return res, err // abandon releases the reservation
 	}
 	w.done = true
-	w.acct.Release(ctx)
-	if w.freed > 0 {
-		w.l.M.CreditRemoval(context.WithoutCancel(ctx), w.t.Tree, quota.Usage{Bytes: w.freed}, replacing)
-	}
+	w.acct.Placed(ctx, quota.Usage{Bytes: w.freed}, replacing)
 	dir.Sync()
 	if w.named || path.Dir(p) != "." {
 		w.top.Sync()
@@ -519,11 +516,9 @@ func (w *writer) mapErr(err error) error {
 	return w.acct.KernelRefusal(err, need, w.alloc(w.written+1))
 }
 
-// delta is what the write changes on disk: the new file's blocks less the
-// old file's, plus the new directories.
 // delta is what the commit adds to the ledger: the new file's blocks
 // whole, before it replaces anything. What it replaces is credited after
-// the rename, as measured then (freed), so that the ledger never counts
+// the rename (freed, by Placed), as measured then, so that the ledger never counts
 // an old file as gone before it is, nor twice when concurrent overwrites
 // of one path each saw it as the file they would replace.
 func (w *writer) delta() int64 {

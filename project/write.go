@@ -192,7 +192,7 @@ func (w *Write) Commit(ctx context.Context, delta int64) error {
 	if err := w.m.Store.Commit(ctx, w.key(), w.reservation, delta, int64(w.inodes), w.m.ActorOf(ctx)); err != nil {
 		return err
 	}
-	// The reservation stays, emptied, until Release: the file is not in
+	// The reservation stays, emptied, until Placed: the file is not in
 	// place yet, and a walk beginning meanwhile must keep its ledger row
 	// (store.Commit, store.BeginWalk).
 	w.committed, w.inLedger = delta, true
@@ -206,10 +206,20 @@ func (w *Write) Undo(ctx context.Context) {
 	}
 }
 
-// Release ends the write's reservation: what a write that did not finish
-// held, or, after Commit, the empty reservation that marked the file as
-// not in place yet. A writer calls it once the file is in place (or its
-// commit undone), never before.
+// Placed ends a committed write once its file is in place: the empty
+// reservation that marked it as not in place yet goes, and freed — what
+// its rename replaced and unlinked, measured then — is credited as of
+// since (when the rename began: a walk that ended after it may have seen
+// the old file gone). On XFS the kernel counted both: nothing to do.
+func (w *Write) Placed(ctx context.Context, freed quota.Usage, since time.Time) {
+	if w.reservation != 0 {
+		w.m.Store.Placed(context.WithoutCancel(ctx), w.key(), w.reservation, freed, w.m.ActorOf(ctx), since)
+		w.reservation = 0
+	}
+}
+
+// Release gives back the reservation of a write that did not finish (or
+// whose commit was undone).
 func (w *Write) Release(ctx context.Context) {
 	if w.reservation != 0 {
 		w.m.Store.Release(context.WithoutCancel(ctx), w.reservation)

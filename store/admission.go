@@ -260,7 +260,7 @@ const linkingExpiry = time.Minute
 // Commit turns a reservation into committed usage: the write's actual
 // change is recorded in the ledger, and the reservation is emptied, not
 // deleted. The ledger row is stamped now, before the writer links its file
-// into place; until the writer has (Release), the empty reservation tells
+// into place; until the writer has (Placed), the empty reservation tells
 // a walk beginning meanwhile (BeginWalk) that a row may be in the ledger
 // whose file it cannot see yet, so that its baseline does not drop that
 // row. The first commit that takes a tree over its soft limit journals
@@ -342,6 +342,24 @@ func (s *Store) Release(ctx context.Context, id int64) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		_, err := tx.exec(ctx, `DELETE FROM reservations WHERE id = ?`, id)
 		return err
+	})
+}
+
+// Placed ends a committed write whose file is now in place: its emptied
+// reservation goes, and what the write's rename replaced and unlinked
+// (freed) is credited to the ledger as of since, in one transaction.
+func (s *Store) Placed(ctx context.Context, k TreeKey, id int64, freed quota.Usage, actor string, since time.Time) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.admissionLock(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, `DELETE FROM reservations WHERE id = ?`, id); err != nil {
+			return err
+		}
+		if freed.Bytes == 0 && freed.Inodes == 0 {
+			return nil
+		}
+		return tx.addLedger(ctx, k, -int64(freed.Bytes), -int64(freed.Inodes), actor, since)
 	})
 }
 
