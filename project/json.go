@@ -147,18 +147,14 @@ func (t *TreeStatus) appendJSON(b []byte) []byte {
 // (an admission message always holds the project's name in quotes).
 func appendJSONString(b []byte, s string) []byte { return jsonfmt.AppendString(b, s) }
 
-func appendSlowJSON(b []byte, v any) []byte {
-	out, err := json.Marshal(v) // a time: never fails but for a year past 9999
-	if err != nil {
-		return append(b, "null"...)
-	}
-	return append(b, out...)
-}
-
 // appendJSONTime is time.Time's MarshalJSON: RFC 3339 with nanoseconds.
 func appendJSONTime(b []byte, t time.Time) []byte {
 	if y := t.Year(); y < 0 || y > 9999 {
-		return appendSlowJSON(b, t)
+		out, err := json.Marshal(t) // fails as encoding/json does: no such time in JSON
+		if err != nil {
+			return append(b, "null"...)
+		}
+		return append(b, out...)
 	}
 	b = append(b, '"')
 	b = t.AppendFormat(b, time.RFC3339Nano)

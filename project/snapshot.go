@@ -150,7 +150,7 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 	if report != nil {
 		opts.Progress = m.treeProgress(t, report)
 	}
-	walk := store.WalkAt(s.At)
+	var walk store.Walk
 	if m.xfs == nil { // the walk becomes the fallback's baseline below
 		var err error
 		// As the walk's storing below: a pass stops between trees, not within one.
@@ -237,10 +237,17 @@ func (m *Manager) Top(ctx context.Context, name, area string, opts inventory.Opt
 	}
 	start := m.now().Truncate(time.Microsecond) // as the store keeps it
 	key := store.TreeKey{Project: t.Project, Area: t.Area}
-	walk, werr := m.Store.BeginWalk(ctx, key, start)
+	keep := m.xfs == nil && !m.Store.ReadOnly()
+	var walk store.Walk
+	if keep {
+		var err error
+		if walk, err = m.Store.BeginWalk(ctx, key, start); err != nil {
+			return nil, err
+		}
+	}
 	res, err := inventory.Walk(m.abs(t.Path), opts)
-	if err != nil || werr != nil || m.xfs != nil || res.Partial || m.Store.ReadOnly() {
-		return res, err // without the writes in flight, top still shows the walk, but keeps no baseline
+	if err != nil || !keep || res.Partial {
+		return res, err
 	}
 	// On the fallback a complete walk is as good as the hourly pass's: it
 	// becomes the tree's baseline, so report shows what top just saw.

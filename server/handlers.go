@@ -16,6 +16,7 @@ import (
 	"github.com/xfsq/xfsq/units"
 )
 
+// fail is failRequest with the server's log.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	failRequest(s.log, w, r, err)
 }

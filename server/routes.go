@@ -264,10 +264,8 @@ func (s *Server) guard(rt Route) http.Handler {
 			rec.seconds = rec.at.Sub(start).Seconds()
 			if s.access != nil {
 				s.access.write(&rec)
-			} else {
-				if h := s.log.Handler(); h.Enabled(r.Context(), slog.LevelInfo) {
-					h.Handle(r.Context(), rec.record())
-				}
+			} else if h := s.log.Handler(); h.Enabled(r.Context(), slog.LevelInfo) {
+				h.Handle(r.Context(), rec.record())
 			}
 		}()
 		if rt.Role != RoleNone {

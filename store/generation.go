@@ -48,13 +48,6 @@ type Generation struct {
 // Known reports whether the generation may guard a kept answer.
 func (g Generation) Known() bool { return g.db != "" }
 
-func (g Generation) String() string {
-	if !g.Known() {
-		return "unknown"
-	}
-	return strconv.FormatUint(g.commits, 10) + "/" + g.db
-}
-
 // GenerationLag is how long a probe of the database's generation is reused.
 var GenerationLag = time.Millisecond
 

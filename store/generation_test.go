@@ -20,7 +20,7 @@ func TestGenerationChangesWithEveryCommit(t *testing.T) {
 			t.Helper()
 			g, err := s.Generation(ctx)
 			if err != nil || !g.Known() {
-				t.Fatalf("generation %q, %v", g, err)
+				t.Fatalf("generation %+v, %v", g, err)
 			}
 			return g
 		}
@@ -40,7 +40,7 @@ func TestGenerationChangesWithEveryCommit(t *testing.T) {
 		// PostgreSQL's WAL position moves with any commit of the cluster
 		// (another database's, autovacuum's): only SQLite's must stay put.
 		if g := gen(); g != g0 && s.Driver() == "sqlite" {
-			t.Errorf("a read moved the generation %s -> %s", g0, g)
+			t.Errorf("a read moved the generation %+v -> %+v", g0, g)
 		}
 		for i, writer := range []*Store{s, other, other, s} {
 			add(writer, fmt.Sprintf("p%d", i))
@@ -51,7 +51,7 @@ func TestGenerationChangesWithEveryCommit(t *testing.T) {
 			}
 			g := gen()
 			if g == g0 {
-				t.Errorf("commit %d did not move the generation from %s", i, g0)
+				t.Errorf("commit %d did not move the generation from %+v", i, g0)
 			}
 			g0 = g
 		}
