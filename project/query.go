@@ -324,7 +324,7 @@ func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 	gen := m.generation(ctx) // before the reads it guards
 	fresh := gen.Known() && gen == u.gen
 	if !fresh {
-		if err := m.refreshUsage(ctx, u); err != nil {
+		if err := m.refreshUsage(ctx, u, gen); err != nil {
 			return nil, err
 		}
 		u.gen = gen
@@ -360,9 +360,9 @@ func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 
 // refreshUsage brings u up to the store: the projects whose version moved
 // since u was read are read again (all of them in one statement when many
-// did), the others kept. u.mu is held.
-func (m *Manager) refreshUsage(ctx context.Context, u *usageCache) error {
-	vs, err := m.Store.ProjectVersions(ctx) // before the data
+// did), the others kept. gen was read before; u.mu is held.
+func (m *Manager) refreshUsage(ctx context.Context, u *usageCache, gen store.Generation) error {
+	vs, err := m.Store.VersionsAt(ctx, gen) // before the data
 	if err != nil {
 		return err
 	}

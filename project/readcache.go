@@ -21,10 +21,11 @@ import (
 // Two tokens guard a kept answer. The store's generation moves with any
 // commit anywhere: while it stands, nothing can have changed and the
 // answer is given without a query. When it has moved, the project's own
-// version (store.ProjectVersion, moved by triggers in the committing
+// version (store.VersionAt, moved by triggers in the committing
 // transaction, whoever commits) says whether this project changed: a
-// snapshot pass committing walk after walk of other projects costs each
-// check one primary-key lookup, not a re-read. Both are read before the
+// snapshot pass committing walk after walk of other projects costs the
+// whole cache one small read per commit (the store follows every
+// project's version at once), not a re-read. Both are read before the
 // data they guard, so a kept answer is at worst re-read once too often,
 // never kept past a change.
 type readCache struct {
@@ -79,7 +80,7 @@ func (m *Manager) lookup(ctx context.Context, name string) (cachedProject, bool,
 	if ok && p.gen == gen {
 		return p, true, readToken{}
 	}
-	v, err := m.Store.ProjectVersion(ctx, name)
+	v, err := m.Store.VersionAt(ctx, gen, name)
 	if err != nil {
 		return cachedProject{}, false, readToken{}
 	}

@@ -235,12 +235,23 @@ var migrations = []string{
 		version BIGINT NOT NULL,
 		PRIMARY KEY (host, project)
 	);`,
+	// 12: which change of the store last moved each version (the
+	// dialect's changeOrder, set by the triggers that versionTriggers
+	// makes anew after this), so that a long-lived reader follows every
+	// project's version by reading only the rows changed since its last
+	// read (versionFeed), one small read per commit anywhere rather than
+	// one lookup per project per commit.
+	`ALTER TABLE project_versions ADD COLUMN changed BIGINT NOT NULL DEFAULT 0;
+	CREATE INDEX project_versions_changed ON project_versions (host, changed);`,
 }
 
 // ddl holds, per migration number, statements run whole after that
 // migration's shared text: a trigger's body holds semicolons, which the
 // shared text's statement splitting would cut.
-var ddl = map[int]func(postgres bool) []string{11: versionTriggers}
+var ddl = map[int]func(postgres bool) []string{
+	11: func(postgres bool) []string { return versionTriggers(postgres, false) },
+	12: func(postgres bool) []string { return versionTriggers(postgres, true) },
+}
 
 // versionedTables are the tables whose rows a read of a project (Manager
 // Show, Usage) is made of, with the column naming the project ("" for a
@@ -250,8 +261,9 @@ var versionedTables = []struct{ table, project string }{
 }
 
 // versionTriggers moves project_versions on every insert, update and delete
-// of versionedTables.
-func versionTriggers(postgres bool) []string {
+// of versionedTables; from migration 12 on (changed) they also stamp the
+// row with the change's place in commit order, replacing 11's triggers.
+func versionTriggers(postgres, changed bool) []string {
 	var out []string
 	if postgres {
 		for _, t := range versionedTables {
@@ -259,16 +271,25 @@ func versionTriggers(postgres bool) []string {
 			if t.project != "" {
 				col = "r." + t.project
 			}
-			out = append(out, `CREATE FUNCTION xfsq_version_`+t.table+`() RETURNS trigger LANGUAGE plpgsql AS $$
+			upsert := `INSERT INTO project_versions (host, project, version) VALUES (r.host, ` + col + `, 1)
+		ON CONFLICT (host, project) DO UPDATE SET version = project_versions.version + 1;`
+			create := "CREATE FUNCTION"
+			if changed {
+				upsert = `INSERT INTO project_versions (host, project, version, changed) VALUES (r.host, ` + col + `, 1, ` + changeOrder(true, "r.host") + `)
+		ON CONFLICT (host, project) DO UPDATE SET version = project_versions.version + 1, changed = EXCLUDED.changed;`
+				create = "CREATE OR REPLACE FUNCTION"
+			}
+			out = append(out, create+` xfsq_version_`+t.table+`() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE r record;
 BEGIN
 	IF TG_OP = 'DELETE' THEN r := OLD; ELSE r := NEW; END IF;
-	INSERT INTO project_versions (host, project, version) VALUES (r.host, `+col+`, 1)
-		ON CONFLICT (host, project) DO UPDATE SET version = project_versions.version + 1;
+	`+upsert+`
 	RETURN NULL;
-END $$`,
-				`CREATE TRIGGER `+t.table+`_version AFTER INSERT OR UPDATE OR DELETE ON `+t.table+
+END $$`)
+			if !changed { // 12 replaces the functions; the triggers stay
+				out = append(out, `CREATE TRIGGER `+t.table+`_version AFTER INSERT OR UPDATE OR DELETE ON `+t.table+
 					` FOR EACH ROW EXECUTE FUNCTION xfsq_version_`+t.table+`()`)
+			}
 		}
 		return out
 	}
@@ -278,13 +299,40 @@ END $$`,
 			if t.project != "" {
 				col = op.row + "." + t.project
 			}
-			out = append(out, `CREATE TRIGGER `+t.table+`_version_`+strings.ToLower(op.event)+` AFTER `+op.event+` ON `+t.table+` BEGIN
-	INSERT INTO project_versions (host, project, version) VALUES (`+op.row+`.host, `+col+`, 1)
-		ON CONFLICT (host, project) DO UPDATE SET version = version + 1;
+			name := t.table + `_version_` + strings.ToLower(op.event)
+			upsert := `INSERT INTO project_versions (host, project, version) VALUES (` + op.row + `.host, ` + col + `, 1)
+		ON CONFLICT (host, project) DO UPDATE SET version = version + 1;`
+			if changed {
+				out = append(out, `DROP TRIGGER `+name)
+				upsert = `INSERT INTO project_versions (host, project, version, changed) VALUES (` + op.row + `.host, ` + col + `, 1, ` + changeOrder(false, op.row+".host") + `)
+		ON CONFLICT (host, project) DO UPDATE SET version = version + 1, changed = excluded.changed;`
+			}
+			out = append(out, `CREATE TRIGGER `+name+` AFTER `+op.event+` ON `+t.table+` BEGIN
+	`+upsert+`
 END`)
 		}
 	}
 	return out
+}
+
+// changeOrder is the expression a version trigger stamps a change with,
+// such that a reader who has read every row stamped below some point has
+// seen every change committed before it (versionFeed.follow).
+//
+// SQLite runs one writing transaction at a time, so the host's highest
+// stamp plus one (an index lookup) orders changes as they commit. Under
+// PostgreSQL transactions commit in any order and a sequence's values are
+// taken before commit, so a stamp read past could still be followed by a
+// lower one committing; the stamp is therefore the writing transaction's
+// id, and the reader resumes not after the highest it saw but at the
+// oldest transaction still running when it read (its snapshot's xmin):
+// every lower id had ended by then, and whatever commits later has a
+// higher one.
+func changeOrder(postgres bool, host string) string {
+	if postgres {
+		return `pg_current_xact_id()::text::bigint`
+	}
+	return `(SELECT COALESCE(MAX(changed), 0) + 1 FROM project_versions WHERE host = ` + host + `)`
 }
 
 // jsonField matches {{json COLUMN FIELD}}: the text of a top-level field of

@@ -38,7 +38,8 @@ type Store struct {
 	// settings) when several hosts share a PostgreSQL database.
 	Host string
 
-	stmts stmtCache // queries asked many times a second, prepared once
+	stmts    stmtCache   // queries asked many times a second, prepared once
+	versions versionFeed // every project's Version, followed (VersionAt)
 }
 
 // Open connects to dsn (a postgres:// URL or libpq keywords, or the path of

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"maps"
+	"sync"
 )
 
 // Version says which change of a project a read saw: Project moves with
@@ -13,23 +15,7 @@ import (
 // project. Zero: never changed since the versions began.
 type Version struct{ Project, Settings int64 }
 
-// ProjectVersion reads one project's Version in one prepared query (two
-// primary-key lookups). Read it before the data it guards, as Generation:
-// a commit in between then shows as a newer version at the next call.
-func (s *Store) ProjectVersion(ctx context.Context, project string) (Version, error) {
-	st, err := s.prepared(ctx, `SELECT project, version FROM project_versions WHERE host = ? AND project IN ('', ?)`)
-	if err != nil {
-		return Version{}, err
-	}
-	rows, err := st.QueryContext(ctx, s.Host, project)
-	if err != nil {
-		return Version{}, err
-	}
-	v, err := scanVersions(rows)
-	return v.Of(project), err
-}
-
-// Versions is every project's Version, as ProjectVersions reads them.
+// Versions is every project's Version, as VersionsAt reads them.
 type Versions struct {
 	Projects map[string]int64
 	Settings int64
@@ -40,33 +26,135 @@ func (v Versions) Of(project string) Version {
 	return Version{Project: v.Projects[project], Settings: v.Settings}
 }
 
-// ProjectVersions reads the Version of every project of this host in one
-// statement: a reader of the whole root re-reads only the projects whose
-// version moved.
-func (s *Store) ProjectVersions(ctx context.Context) (Versions, error) {
-	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT project, version FROM project_versions WHERE host = ?`), s.Host)
-	if err != nil {
-		return Versions{}, err
+// VersionAt is project's Version as of no earlier than gen, a Generation
+// the caller read before calling, and before the data the version guards:
+// a commit in between then shows as a newer version at the next call.
+//
+// The store follows every project's version of this host (versionFeed):
+// while gen is the generation it last followed under, the answer needs no
+// query; when gen has moved, one read of the rows changed since brings
+// every project up to date at once. A server checking a thousand projects
+// beside passes that commit hundreds of times a second so reads once per
+// commit, not once per project per commit.
+func (s *Store) VersionAt(ctx context.Context, gen Generation, project string) (Version, error) {
+	f := &s.versions
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.upTo(ctx, s, gen); err != nil {
+		return Version{}, err
 	}
-	return scanVersions(rows)
+	return f.seen.Of(project), nil
 }
 
-// scanVersions reads (project, version) rows, ” being the settings', and
-// closes them.
-func scanVersions(rows *sql.Rows) (Versions, error) {
-	defer rows.Close()
-	v := Versions{Projects: map[string]int64{}}
-	for rows.Next() {
-		var name string
-		var n int64
-		if err := rows.Scan(&name, &n); err != nil {
-			return Versions{}, err
-		}
-		if name == "" {
-			v.Settings = n
-		} else {
-			v.Projects[name] = n
-		}
+// VersionsAt is every project's Version as of no earlier than gen (as
+// VersionAt), in maps of the caller's own.
+func (s *Store) VersionsAt(ctx context.Context, gen Generation) (Versions, error) {
+	f := &s.versions
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.upTo(ctx, s, gen); err != nil {
+		return Versions{}, err
 	}
-	return v, rows.Err()
+	return Versions{Projects: maps.Clone(f.seen.Projects), Settings: f.seen.Settings}, nil
+}
+
+// versionFeed is the store's view of every project's version, brought up
+// to date by reading only the rows whose changed stamp (migration 12,
+// changeOrder) is at or past cursor.
+type versionFeed struct {
+	mu     sync.Mutex
+	gen    Generation // under which seen was last brought up to date; zero: never
+	cursor int64      // every change stamped below it has been read
+	seen   Versions
+	// follows counts the reads of changed rows (what the tests hold the
+	// feed to: one per generation, however many projects ask).
+	follows int64
+}
+
+// upTo brings f up to date unless it already is for gen; f.mu is held.
+func (f *versionFeed) upTo(ctx context.Context, s *Store, gen Generation) error {
+	if gen.Known() && gen == f.gen {
+		return nil
+	}
+	f.gen = Generation{} // until the read below succeeds
+	if err := f.follow(ctx, s); err != nil {
+		return err
+	}
+	f.gen = gen
+	return nil
+}
+
+// follow reads the rows changed since the last read: every change committed
+// before it began is then in f.seen. A row read twice is harmless (the
+// version is its value, not an increment), so the cursor may lag; it must
+// never pass a change that can still commit (changeOrder).
+func (f *versionFeed) follow(ctx context.Context, s *Store) error {
+	f.follows++
+	if f.seen.Projects == nil {
+		f.seen.Projects = map[string]int64{}
+	}
+	if s.postgres {
+		// One statement, one snapshot: the horizon is the xmin of the
+		// snapshot the rows are read under. A LEFT JOIN so that the
+		// horizon comes back when no row changed.
+		st, err := s.prepared(ctx, `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon)
+			SELECT h.horizon, v.project, v.version FROM h LEFT JOIN project_versions v ON v.host = ? AND v.changed >= ?`)
+		if err != nil {
+			return err
+		}
+		rows, err := st.QueryContext(ctx, s.Host, f.cursor)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var horizon int64
+		for rows.Next() {
+			var project sql.NullString
+			var version sql.NullInt64
+			if err := rows.Scan(&horizon, &project, &version); err != nil {
+				return err
+			}
+			if project.Valid {
+				f.see(project.String, version.Int64)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		f.cursor = horizon
+		return nil
+	}
+	st, err := s.prepared(ctx, `SELECT project, version, changed FROM project_versions WHERE host = ? AND changed >= ?`)
+	if err != nil {
+		return err
+	}
+	rows, err := st.QueryContext(ctx, s.Host, f.cursor)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	next := f.cursor
+	for rows.Next() {
+		var project string
+		var version, changed int64
+		if err := rows.Scan(&project, &version, &changed); err != nil {
+			return err
+		}
+		f.see(project, version)
+		next = max(next, changed+1)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	f.cursor = next
+	return nil
+}
+
+// see records one row, project "" being the settings'.
+func (f *versionFeed) see(project string, version int64) {
+	if project == "" {
+		f.seen.Settings = version
+	} else {
+		f.seen.Projects[project] = version
+	}
 }

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -64,16 +66,21 @@ func TestProjectVersionMovesWithEveryChangeOfTheProject(t *testing.T) {
 		}
 		version := func(name string) Version {
 			t.Helper()
-			v, err := reader.ProjectVersion(ctx, name)
+			time.Sleep(GenerationLag) // the writer is another process
+			gen, err := reader.Generation(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			all, err := reader.ProjectVersions(ctx)
+			v, err := reader.VersionAt(ctx, gen, name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if all.Of(name) != v {
-				t.Fatalf("%s: ProjectVersions says %+v, ProjectVersion %+v", name, all.Of(name), v)
+			all, err := reader.VersionsAt(ctx, gen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if table := tableVersions(t, reader).Of(name); all.Of(name) != v || v != table {
+				t.Fatalf("%s: VersionAt says %+v, VersionsAt %+v, the table %+v", name, v, all.Of(name), table)
 			}
 			return v
 		}
@@ -106,6 +113,162 @@ func TestProjectVersionMovesWithEveryChangeOfTheProject(t *testing.T) {
 		}
 		if a := version("alpha"); a != a0 {
 			t.Errorf("reads moved alpha's version %+v -> %+v", a0, a)
+		}
+	})
+}
+
+// tableVersions reads every project's version from the table itself, as
+// the feed's answers must be.
+func tableVersions(t *testing.T, s *Store) Versions {
+	t.Helper()
+	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT project, version FROM project_versions WHERE host = ?`), s.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	v := Versions{Projects: map[string]int64{}}
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		if name == "" {
+			v.Settings = n
+		} else {
+			v.Projects[name] = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// addProjects registers names through s, one transaction each.
+func addProjects(t *testing.T, s *Store, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if err := s.InTx(ctx, func(tx *Tx) error {
+			_, _, err := tx.InsertProject(ctx, name, "", time.Now())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The feed reads once per generation, however many projects are asked
+// about under it, and only what changed: a server's thousand kept answers
+// beside a pass's commits cost one read per commit.
+func TestVersionFeedReadsOncePerGeneration(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		reader, w := open(t, dsn), open(t, dsn)
+		names := make([]string, 50)
+		for i := range names {
+			names[i] = fmt.Sprintf("p%02d", i)
+		}
+		addProjects(t, w, names...)
+		for round := range 3 {
+			time.Sleep(GenerationLag)
+			gen, err := reader.Generation(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := reader.versions.follows
+			for _, name := range names {
+				v, err := reader.VersionAt(ctx, gen, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := tableVersions(t, reader).Of(name); v != want {
+					t.Fatalf("round %d, %s: %+v, the table %+v", round, name, v, want)
+				}
+			}
+			if n := reader.versions.follows - before; n != 1 {
+				t.Errorf("round %d: %d reads of the changes for %d projects under one generation, want 1", round, n, len(names))
+			}
+			addProjects(t, w, fmt.Sprintf("q%d", round))
+			if err := w.InTx(ctx, func(tx *Tx) error { return tx.SetProjectState(ctx, names[round], "removing", "") }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// Under PostgreSQL a transaction that began writing first may commit
+// last. A feed that resumed after the highest change it had seen would
+// then never see the earlier one, and a kept answer of that project would
+// outlive its change; the feed resumes at the oldest transaction still
+// running when it read.
+// (SQLite commits one writing transaction at a time: it has no such
+// order to cross.)
+func TestVersionFeedSeesAnEarlierTransactionCommittingLater(t *testing.T) {
+	dsn := storetest.Postgres(t)
+	reader, w := open(t, dsn), open(t, dsn)
+	addProjects(t, w, "early", "late")
+	seen := func() Versions {
+		t.Helper()
+		v, err := reader.VersionsAt(ctx, Generation{}) // unknown: always reads
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	seen()
+	wrote, commit, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- w.InTx(ctx, func(tx *Tx) error {
+			if err := tx.SetProjectState(ctx, "early", "removing", ""); err != nil {
+				return err
+			}
+			close(wrote)
+			<-commit
+			return nil
+		})
+	}()
+	<-wrote
+	early := seen().Projects["early"]
+	if err := w.InTx(ctx, func(tx *Tx) error { return tx.SetProjectState(ctx, "late", "removing", "") }); err != nil {
+		t.Fatal(err)
+	}
+	if v := seen(); v.Projects["late"] != tableVersions(t, reader).Projects["late"] {
+		t.Fatalf("the later transaction's change not seen: %+v", v)
+	}
+	close(commit)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got, want := seen().Projects["early"], tableVersions(t, reader).Projects["early"]
+	if got != want || got == early {
+		t.Errorf("the earlier transaction, committed last: the feed says version %d, the table %d (before: %d)", got, want, early)
+	}
+}
+
+// A database migrated from 11, whose rows carry no change stamp yet, is
+// read whole at first and followed from there.
+func TestVersionFeedAcrossMigration12(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		old := openAtVersion(t, dsn, 11)
+		addProjects(t, old, "omni", "beta")
+		old.Close()
+		s := open(t, dsn)
+		v, err := s.VersionsAt(ctx, Generation{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := tableVersions(t, s); !maps.Equal(v.Projects, want.Projects) || len(v.Projects) != 2 {
+			t.Fatalf("after migration 12: %+v, the table %+v", v, want)
+		}
+		if err := s.InTx(ctx, func(tx *Tx) error { return tx.SetProjectState(ctx, "omni", "removing", "") }); err != nil {
+			t.Fatal(err)
+		}
+		v2, err := s.VersionsAt(ctx, Generation{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v2.Projects["omni"] == v.Projects["omni"] || v2.Projects["beta"] != v.Projects["beta"] {
+			t.Errorf("after a change of omni: %+v, before %+v", v2, v)
 		}
 	})
 }

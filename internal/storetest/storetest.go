@@ -32,7 +32,7 @@ type Driver struct {
 func Drivers() []Driver {
 	return []Driver{
 		{Name: "sqlite", DSN: func(t testing.TB) string { return filepath.Join(t.TempDir(), "xfsq.db") }},
-		{Name: "postgres", DSN: postgresDSN},
+		{Name: "postgres", DSN: Postgres},
 	}
 }
 
@@ -43,7 +43,10 @@ func ForEach(t *testing.T, fn func(t *testing.T, dsn string)) {
 	}
 }
 
-func postgresDSN(t testing.TB) string {
+// Postgres opens a fresh PostgreSQL schema for a test of what only
+// PostgreSQL does (concurrent commits); like ForEach's, it fails under
+// CI=true when XFSQ_TEST_POSTGRES is unset.
+func Postgres(t testing.TB) string {
 	base := os.Getenv(EnvPostgres)
 	if base == "" {
 		msg := "PostgreSQL tests need " + EnvPostgres + "=postgres://user:pass@127.0.0.1/db?sslmode=disable (see .ci/run)"
