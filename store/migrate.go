@@ -327,7 +327,9 @@ END`)
 // id, and the reader resumes not after the highest it saw but at the
 // oldest transaction still running when it read (its snapshot's xmin):
 // every lower id had ended by then, and whatever commits later has a
-// higher one.
+// higher one. (A transaction left open anywhere in the cluster holds that
+// horizon back: the reads then grow towards every row of the host, which
+// is what a read without the feed costs, never wrong.)
 func changeOrder(postgres bool, host string) string {
 	if postgres {
 		return `pg_current_xact_id()::text::bigint`
