@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -268,5 +269,26 @@ func TestServeTLS(t *testing.T) {
 			t.Error("plain HTTP answered 200 on a TLS listener")
 		}
 		resp.Body.Close()
+	}
+}
+
+// serve gives the collector four times Go's headroom, unless the
+// operator's GOGC says otherwise: that is the operator's to set.
+func TestServeGCHeadroom(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, c := range []struct {
+		gogc string
+		want int // the percent in force after; 100 is what was set before
+	}{{"", serveGCPercent}, {"100", 100}, {"off", 100}, {"50", 100}} {
+		debug.SetGCPercent(100)
+		setServeGC(func(k string) string {
+			if k == "GOGC" {
+				return c.gogc
+			}
+			return ""
+		})
+		if got := debug.SetGCPercent(100); got != c.want {
+			t.Errorf("GOGC=%q: the collector's percent is %d, want %d", c.gogc, got, c.want)
+		}
 	}
 }
