@@ -84,27 +84,25 @@ type treeAccount struct {
 	SoftExceeded bool
 }
 
-// account reads one tree's limits and usage: last walk + ledger + reservations.
+// account reads one tree's limits and usage: last walk + ledger (its sum,
+// kept on the tree's row) + reservations.
 func (t *Tx) account(ctx context.Context, k TreeKey) (treeAccount, error) {
 	var row struct {
 		BytesSoft, BytesHard, InodesSoft, InodesHard int64
-		WalkedBytes, WalkedInodes                    int64
+		Bytes, Inodes                                int64
 		SoftExceeded                                 bool
 	}
-	err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT bytes_soft, bytes_hard, inodes_soft, inodes_hard, walked_bytes, walked_inodes, soft_exceeded
+	err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT bytes_soft, bytes_hard, inodes_soft, inodes_hard,
+		walked_bytes + ledger_bytes, walked_inodes + ledger_inodes, soft_exceeded
 		FROM trees WHERE host = ? AND project = ? AND area = ?`), t.s.Host, k.Project, k.Area).Scan(
-		&row.BytesSoft, &row.BytesHard, &row.InodesSoft, &row.InodesHard, &row.WalkedBytes, &row.WalkedInodes, &row.SoftExceeded)
+		&row.BytesSoft, &row.BytesHard, &row.InodesSoft, &row.InodesHard, &row.Bytes, &row.Inodes, &row.SoftExceeded)
 	if errors.Is(err, sql.ErrNoRows) {
 		return treeAccount{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
 	}
 	if err != nil {
 		return treeAccount{}, err
 	}
-	var ledgerBytes, ledgerInodes, resBytes, resInodes int64
-	if err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT COALESCE(SUM(bytes), 0), COALESCE(SUM(inodes), 0) FROM ledger
-		WHERE host = ? AND project = ? AND area = ?`), t.s.Host, k.Project, k.Area).Scan(&ledgerBytes, &ledgerInodes); err != nil {
-		return treeAccount{}, err
-	}
+	var resBytes, resInodes int64
 	if err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT COALESCE(SUM(bytes), 0), COALESCE(SUM(inodes), 0) FROM reservations
 		WHERE host = ? AND project = ? AND area = ?`), t.s.Host, k.Project, k.Area).Scan(&resBytes, &resInodes); err != nil {
 		return treeAccount{}, err
@@ -112,29 +110,26 @@ func (t *Tx) account(ctx context.Context, k TreeKey) (treeAccount, error) {
 	return treeAccount{
 		Limits: quota.Limits{BytesSoft: uint64(row.BytesSoft), BytesHard: uint64(row.BytesHard),
 			InodesSoft: uint64(row.InodesSoft), InodesHard: uint64(row.InodesHard)},
-		Used: quota.Usage{Bytes: nonNegative(row.WalkedBytes + ledgerBytes + resBytes),
-			Inodes: nonNegative(row.WalkedInodes + ledgerInodes + resInodes)},
+		Used:         quota.Usage{Bytes: nonNegative(row.Bytes + resBytes), Inodes: nonNegative(row.Inodes + resInodes)},
 		Reserved:     quota.Usage{Bytes: nonNegative(resBytes), Inodes: nonNegative(resInodes)},
 		SoftExceeded: row.SoftExceeded,
 	}, nil
 }
 
-// rootUsed is the byte usage of every tree of this host, as account counts it.
+// rootUsed is the byte usage of every tree of this host, as account counts
+// it: a row per tree and the writes in flight, never the ledger's rows.
 func (t *Tx) rootUsed(ctx context.Context) (uint64, error) {
-	var walked, ledger, res int64
+	var trees, res int64
 	q := func(query string, dst *int64) error {
 		return t.tx.QueryRowxContext(ctx, t.tx.Rebind(query), t.s.Host).Scan(dst)
 	}
-	if err := q(`SELECT COALESCE(SUM(walked_bytes), 0) FROM trees WHERE host = ?`, &walked); err != nil {
-		return 0, err
-	}
-	if err := q(`SELECT COALESCE(SUM(bytes), 0) FROM ledger WHERE host = ?`, &ledger); err != nil {
+	if err := q(`SELECT COALESCE(SUM(walked_bytes + ledger_bytes), 0) FROM trees WHERE host = ?`, &trees); err != nil {
 		return 0, err
 	}
 	if err := q(`SELECT COALESCE(SUM(bytes), 0) FROM reservations WHERE host = ?`, &res); err != nil {
 		return 0, err
 	}
-	return nonNegative(walked + ledger + res), nil
+	return nonNegative(trees + res), nil
 }
 
 func nonNegative(v int64) uint64 {
@@ -312,6 +307,10 @@ func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, acto
 		t.s.Host, k.Project, k.Area, bytes, inodes, toMicros(since)); err != nil {
 		return err
 	}
+	if _, err := t.exec(ctx, `UPDATE trees SET ledger_bytes = ledger_bytes + ?, ledger_inodes = ledger_inodes + ? WHERE host = ? AND project = ? AND area = ?`,
+		bytes, inodes, t.s.Host, k.Project, k.Area); err != nil {
+		return err
+	}
 	acct, err := t.account(ctx, k)
 	if err != nil {
 		return err
@@ -485,6 +484,15 @@ func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, 
 		t.s.Host, k.Project, k.Area, settled, end); err != nil {
 		return err
 	}
+	// The sum anew from the rows kept: those the walk may not have seen,
+	// which a walk's length bounds (rather than subtracting the dropped
+	// rows, which would cost a second pass over what may be millions).
+	if _, err := t.exec(ctx, `UPDATE trees SET
+		ledger_bytes = COALESCE((SELECT SUM(l.bytes) FROM ledger l WHERE l.host = trees.host AND l.project = trees.project AND l.area = trees.area), 0),
+		ledger_inodes = COALESCE((SELECT SUM(l.inodes) FROM ledger l WHERE l.host = trees.host AND l.project = trees.project AND l.area = trees.area), 0)
+		WHERE host = ? AND project = ? AND area = ?`, t.s.Host, k.Project, k.Area); err != nil {
+		return err
+	}
 	acct, err := t.account(ctx, k)
 	if err != nil {
 		return err
@@ -582,11 +590,9 @@ func (s *Store) Read(ctx context.Context, k TreeKey) (TreeRead, error) {
 
 // readQuery is Read's one statement, prepared once (Store.prepared).
 const readQuery = `SELECT t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_hard,
-	t.walked_bytes
-		+ COALESCE((SELECT SUM(l.bytes) FROM ledger l WHERE l.host = t.host AND l.project = t.project AND l.area = t.area), 0)
+	t.walked_bytes + t.ledger_bytes
 		+ COALESCE((SELECT SUM(r.bytes) FROM reservations r WHERE r.host = t.host AND r.project = t.project AND r.area = t.area), 0),
-	t.walked_inodes
-		+ COALESCE((SELECT SUM(l.inodes) FROM ledger l WHERE l.host = t.host AND l.project = t.project AND l.area = t.area), 0)
+	t.walked_inodes + t.ledger_inodes
 		+ COALESCE((SELECT SUM(r.inodes) FROM reservations r WHERE r.host = t.host AND r.project = t.project AND r.area = t.area), 0),
 	t.walked_at, t.bytes_soft_since, t.inodes_soft_since
 	FROM trees t WHERE t.host = ? AND t.project = ? AND t.area = ?`

@@ -243,6 +243,16 @@ var migrations = []string{
 	// one lookup per project per commit.
 	`ALTER TABLE project_versions ADD COLUMN changed BIGINT NOT NULL DEFAULT 0;
 	CREATE INDEX project_versions_changed ON project_versions (host, changed);`,
+	// 13: each tree's ledger sum beside its rows (what admission adds to
+	// the last walk), kept by the writes that add rows and the walks that
+	// drop them: every write of the host reads the sum of every tree
+	// under the one admission lock, and summing the rows themselves made
+	// that grow with whatever another tenant had written since its walk.
+	`ALTER TABLE trees ADD COLUMN ledger_bytes BIGINT NOT NULL DEFAULT 0;
+	ALTER TABLE trees ADD COLUMN ledger_inodes BIGINT NOT NULL DEFAULT 0;
+	UPDATE trees SET
+		ledger_bytes = COALESCE((SELECT SUM(l.bytes) FROM ledger l WHERE l.host = trees.host AND l.project = trees.project AND l.area = trees.area), 0),
+		ledger_inodes = COALESCE((SELECT SUM(l.inodes) FROM ledger l WHERE l.host = trees.host AND l.project = trees.project AND l.area = trees.area), 0);`,
 }
 
 // ddl holds, per migration number, statements run whole after that

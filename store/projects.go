@@ -153,8 +153,14 @@ func (t *Tx) DeleteTree(ctx context.Context, project, area string) error {
 	return nil
 }
 
-// InsertTree records a tree of a project.
+// InsertTree records a tree of a project, with an empty ledger: a row
+// left under its key (a credit that committed after an earlier tree of
+// that name was removed) would otherwise count in its usage, and its
+// later drop by a walk would take it out of a sum it was never in.
 func (t *Tx) InsertTree(ctx context.Context, tr Tree) error {
+	if _, err := t.exec(ctx, `DELETE FROM ledger WHERE host = ? AND project = ? AND area = ?`, t.s.Host, tr.Project, tr.Area); err != nil {
+		return err
+	}
 	_, err := t.exec(ctx, `INSERT INTO trees (host, `+treeCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.s.Host, tr.Project, tr.Area, tr.Path, tr.Backend, tr.FSUUID, int64(tr.ProjectID),
 		int64(tr.Limits.BytesSoft), int64(tr.Limits.BytesHard), int64(tr.Limits.InodesSoft), int64(tr.Limits.InodesHard), tr.CreatedDir)

@@ -30,14 +30,12 @@ func (s *Store) TreeUsages(ctx context.Context) ([]TreeUsage, error) {
 	// the read.
 	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT t.project, t.area, t.path, t.backend, t.fs_uuid, t.project_id,
 		t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_hard, t.created_dir, t.walked_at, t.bytes_soft_since, t.inodes_soft_since,
-		t.walked_bytes + COALESCE(l.bytes, 0) + COALESCE(r.bytes, 0),
-		t.walked_inodes + COALESCE(l.inodes, 0) + COALESCE(r.inodes, 0)
+		t.walked_bytes + t.ledger_bytes + COALESCE(r.bytes, 0),
+		t.walked_inodes + t.ledger_inodes + COALESCE(r.inodes, 0)
 		FROM trees t
-		LEFT JOIN (SELECT project, area, SUM(bytes) AS bytes, SUM(inodes) AS inodes FROM ledger WHERE host = ? GROUP BY project, area) l
-			ON l.project = t.project AND l.area = t.area
 		LEFT JOIN (SELECT project, area, SUM(bytes) AS bytes, SUM(inodes) AS inodes FROM reservations WHERE host = ? GROUP BY project, area) r
 			ON r.project = t.project AND r.area = t.area
-		WHERE t.host = ? ORDER BY t.project, t.area`), s.Host, s.Host, s.Host)
+		WHERE t.host = ? ORDER BY t.project, t.area`), s.Host, s.Host)
 	if err != nil {
 		return nil, err
 	}

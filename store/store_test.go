@@ -19,7 +19,7 @@ import (
 
 var ctx = context.Background()
 
-func open(t *testing.T, dsn string) *Store {
+func open(t testing.TB, dsn string) *Store {
 	t.Helper()
 	s, err := Open(ctx, dsn, "host-a")
 	if err != nil {
