@@ -19,11 +19,15 @@ import (
 //
 // SQLite: PRAGMA data_version on a connection of its own that never
 // writes, which changes whenever another connection — this process's pool
-// or another process — commits. PostgreSQL: the WAL insert position (not
-// the write position, which with synchronous_commit off lags a commit that
-// is already visible by up to wal_writer_delay), which
-// every commit of the cluster moves (a commit elsewhere in a shared
-// cluster costs a re-read, never a stale answer).
+// or another process — commits. PostgreSQL: the current snapshot
+// (xmin:xmax:in-progress ids), which changes exactly when a transaction of
+// the cluster ends: a commit is visible to whatever reads after the token
+// moved (a commit elsewhere in a shared cluster costs a re-read, never a
+// stale answer). Not a WAL position: the insert position moves when the
+// commit record is written, before the commit is visible, so a probe in
+// between took the new token while the reads under it still saw the old
+// data, and kept that until the cluster next wrote WAL — seconds on a
+// quiet one.
 //
 // This process's own commits move it at once (a counter InTx bumps); the
 // database is asked at most once per GenerationLag, so that a server
@@ -54,11 +58,11 @@ var GenerationLag = time.Millisecond
 // ask reads the database's own generation.
 func (s *Store) ask(ctx context.Context, p *generationProbe) (string, error) {
 	if s.postgres {
-		var lsn string
-		if err := s.db.QueryRowContext(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
-			return "", nil // a standby has no insert position: keep nothing
+		var snap string
+		if err := s.db.QueryRowContext(ctx, `SELECT pg_current_snapshot()::text`).Scan(&snap); err != nil {
+			return "", nil // keep nothing
 		}
-		return lsn, nil
+		return snap, nil
 	}
 	return p.dataVersion(ctx, s.db.DB)
 }

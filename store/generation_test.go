@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,4 +57,60 @@ func TestGenerationChangesWithEveryCommit(t *testing.T) {
 			g0 = g
 		}
 	})
+}
+
+// Under PostgreSQL another process's commit must show in the next reads
+// once the generation has moved, however the probes fall against it:
+// readers hammering the probe while commits land one at a time on a quiet
+// cluster. A token that moved before the commit was visible (the WAL insert
+// position does) let a probe in that window keep the old answer under the
+// new token until the cluster next wrote WAL, seconds later.
+func TestPostgresGenerationSeesEveryCommitOfAnotherProcess(t *testing.T) {
+	dsn := storetest.Postgres(t)
+	reader, w := open(t, dsn), open(t, dsn)
+	addProjects(t, w, "omni")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if g, err := reader.Generation(ctx); err == nil {
+					reader.VersionAt(ctx, g, "omni")
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	state := []string{"ready", "removing"}
+	for round := range 60 {
+		if err := w.InTx(ctx, func(tx *Tx) error { return tx.SetProjectState(ctx, "omni", state[round%2], "") }); err != nil {
+			t.Fatal(err)
+		}
+		want := tableVersions(t, w).Of("omni")
+		deadline := time.Now().Add(time.Second)
+		for {
+			g, err := reader.Generation(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := reader.VersionAt(ctx, g, "omni")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: another process's commit not seen a second later: version %+v, the table %+v", round, v, want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 }
