@@ -141,14 +141,27 @@ func TestBoundaries(t *testing.T) {
 				if err := s.put("omni", "c", nil, known); !refusedBy(err, "inodes_hard") {
 					t.Errorf("one inode past the inode limit: %v, want inodes_hard", err)
 				}
-				// Replacements count the difference: a full tree can swap a file
-				// for one of the same size, not for one a byte larger.
+				// Replacements are admitted as XFS admits them: the new file
+				// whole beside the old one, which the rename then frees. A
+				// full tree cannot swap a file even for one of the same size.
 				old := bytes.Repeat([]byte("x"), int(2*block))
+				if err := s.put("omni", "a", old, known); !refusedBy(err, "inodes_hard") && !refusedBy(err, "bytes_hard") {
+					t.Errorf("replacing with the same size in a full tree: %v, want a hard limit", err)
+				}
+				if !bytes.Equal(s.content("omni", "a"), make([]byte, 2*block)) {
+					t.Error("a refused replacement changed the old content")
+				}
+				// With room for both it can, and the old file's blocks and
+				// inode come back once the rename has unlinked it.
+				s.limit("omni", u.Bytes+5*block, u.Inodes+3)
 				if err := s.put("omni", "a", old, known); err != nil {
-					t.Fatalf("replacing with the same size in a full tree: %v", err)
+					t.Fatalf("replacing with the same size, room for both: %v", err)
+				}
+				if got := s.used("omni"); got.Bytes != u.Bytes+3*block || got.Inodes != u.Inodes+2 {
+					t.Errorf("after the replacement: usage %+v, want %d bytes %d inodes (the old file credited)", got, u.Bytes+3*block, u.Inodes+2)
 				}
 				if err := s.put("omni", "a", make([]byte, 2*block+1), known); !refusedBy(err, "bytes_hard") {
-					t.Errorf("replacement one byte larger in a full tree: %v, want bytes_hard", err)
+					t.Errorf("a replacement of 3 blocks with 2 free: %v, want bytes_hard", err)
 				}
 				if !bytes.Equal(s.content("omni", "a"), old) {
 					t.Error("a refused replacement changed the old content")
@@ -156,6 +169,7 @@ func TestBoundaries(t *testing.T) {
 				if err := s.put("omni", "a", []byte("small"), known); err != nil {
 					t.Fatalf("shrinking replacement: %v", err)
 				}
+				s.limit("omni", u.Bytes+5*block, u.Inodes+2)
 				if err := s.put("omni", "c", make([]byte, block), known); !refusedBy(err, "inodes_hard") {
 					t.Errorf("after shrinking, a new file is still one inode too many: %v", err)
 				}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"strconv"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -17,6 +16,7 @@ import (
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store"
 )
 
 // PutResult says what a write did.
@@ -56,7 +56,6 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	defer t.Close()
 	res := PutResult{Path: path.Join(t.Path, p)}
 
-	var oldAlloc uint64
 	newInodes := uint64(1)
 	if fi, err := t.root.Lstat(p); err == nil {
 		switch {
@@ -67,12 +66,13 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		case fi.Mode()&fs.ModeSymlink != 0:
 			return res, &PathError{Path: p, Reason: "it is a symbolic link; xfsq writes neither through nor over links (remove it first)"}
 		}
-		// The old file's blocks are freed by the replace only if this was
-		// its one link; another keeps them (and the old inode), and
-		// crediting them would let the ledger under-count.
-		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Nlink == 1 {
-			oldAlloc, newInodes = allocated(fi), 0
-		}
+		// A replacement is admitted as the kernel would admit it on XFS:
+		// the new file whole, beside the old one, which stays counted
+		// until the rename has unlinked it (Placed credits it then, as far
+		// as it was counted). Admitting only the difference took for
+		// granted that the old file would go and had been counted, and a
+		// tenant renaming or linking it away mid-upload, or having written
+		// it outside xfsq, got the difference for nothing.
 		res.Replaced = true
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return res, pathErr(p, err)
@@ -82,7 +82,7 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		return res, err
 	}
 	newInodes += missing
-	w := &writer{l: l, t: t, ctx: ctx, block: blockSize(t.root), oldAlloc: oldAlloc, inodes: newInodes, temp: tempName(), fd: -1, size: size}
+	w := &writer{l: l, t: t, ctx: ctx, block: blockSize(t.root), inodes: newInodes, temp: tempName(), fd: -1, size: size}
 	w.dirBytes = missing * w.block // each new directory takes a block
 	if err := w.admit(size); err != nil {
 		return res, err
@@ -115,7 +115,17 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	// the next walk, never under. The commit's reservation, emptied,
 	// stays until the file is in place (Placed below), so that a walk
 	// beginning in between keeps the ledger row it cannot see the file of.
-	if err := w.acct.Commit(ctx, w.delta()); err != nil {
+	// What a replaced file is credited depends on whether the last walk
+	// counted it: the cutoff is read before the rename, so a walk ending
+	// meanwhile only makes it earlier (credits less: the safe side).
+	if w.cutoff, err = l.M.RemovalCutoff(ctx, t.Tree); err != nil {
+		return res, err
+	}
+	var mine unix.Stat_t
+	if err := unix.Fstat(w.fd, &mine); err != nil {
+		return res, err
+	}
+	if err := w.acct.Commit(ctx, w.delta(), mine.Ino); err != nil {
 		return res, err
 	}
 	if putCommitted != nil {
@@ -127,7 +137,7 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		return res, err // abandon releases the reservation
 	}
 	w.done = true
-	w.acct.Placed(ctx, quota.Usage{Bytes: w.freed}, replacing)
+	w.acct.Placed(ctx, w.replaced, replacing)
 	dir.Sync()
 	if w.named || path.Dir(p) != "." {
 		w.top.Sync()
@@ -249,7 +259,7 @@ func (w *writer) place(dir int, base, p string) error {
 		if oerr == nil {
 			var gone unix.Stat_t
 			if unix.Fstat(oldFd, &gone) == nil && gone.Mode&unix.S_IFMT == unix.S_IFREG && gone.Nlink == 0 && !sameInode(&gone, &mine) {
-				w.freed = uint64(gone.Blocks) * 512
+				w.replaced = w.credit(&gone, &old, haveOld)
 			}
 			unix.Close(oldFd)
 		}
@@ -294,10 +304,10 @@ type writer struct {
 	t        *tree
 	ctx      context.Context
 	block    uint64
-	oldAlloc uint64
-	freed    uint64 // the blocks of the file the rename replaced and unlinked
-	inodes   uint64 // new inodes: the file if new, plus missing directories
-	dirBytes uint64 // blocks of the missing directories
+	cutoff   time.Time      // a replaced file changed before it was counted by the last walk
+	replaced store.Replaced // what the rename replaced and unlinked, to be credited
+	inodes   uint64         // new inodes: the file if new, plus missing directories
+	dirBytes uint64         // blocks of the missing directories
 	temp     string
 	top      *os.File // the tree's top directory, where a named temporary file lives
 	file     *os.File
@@ -313,12 +323,20 @@ type writer struct {
 // alloc is what n bytes of content take on disk, in whole blocks.
 func (w *writer) alloc(n uint64) uint64 { return (n + w.block - 1) / w.block * w.block }
 
-// need is the bytes beyond what the old file held that n bytes of content take.
-func (w *writer) need(n uint64) uint64 {
-	if a := w.alloc(n); a > w.oldAlloc {
-		return a - w.oldAlloc
+// need is the bytes n bytes of content take: a replacement's too, whole
+// (see Put).
+func (w *writer) need(n uint64) uint64 { return w.alloc(n) }
+
+// credit is what the rename's unlinking of gone frees, as far as the
+// tree's usage counted it: its blocks if the last walk counted it (old,
+// what stood at the name just before the rename, is gone itself and was
+// last changed before the walk began), else only as far as the ledger row
+// of a write through xfsq counted that inode (store.Replaced).
+func (w *writer) credit(gone, old *unix.Stat_t, haveOld bool) store.Replaced {
+	if haveOld && sameInode(gone, old) && time.Unix(old.Ctim.Sec, old.Ctim.Nsec).Before(w.cutoff) {
+		return store.Replaced{Counted: quota.Usage{Bytes: uint64(min(old.Blocks, gone.Blocks)) * 512, Inodes: 1}}
 	}
-	return 0
+	return store.Replaced{Ino: gone.Ino, Bytes: uint64(gone.Blocks) * 512}
 }
 
 // admit reserves what is known up front: the whole body when its size is
@@ -363,8 +381,8 @@ func (w *writer) grow() (bool, error) {
 func (w *writer) copy(r io.Reader, size int64) error {
 	buf := make([]byte, 1<<20)
 	for {
-		// Room: content bytes that fit in the old file's blocks plus the reservation.
-		room := (w.oldAlloc+w.acct.Held())/w.block*w.block - min(w.written, (w.oldAlloc+w.acct.Held())/w.block*w.block)
+		// Room: content bytes that fit in the reservation.
+		room := w.acct.Held()/w.block*w.block - min(w.written, w.acct.Held()/w.block*w.block)
 		if w.l.MaxFileBytes > 0 {
 			room = min(room, w.l.MaxFileBytes-min(w.written, w.l.MaxFileBytes))
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/xfsq/xfsq/internal/prereq"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/quota/fallback"
 )
 
 // onFirstRead runs fn when the body is first read, then serves data.
@@ -466,4 +467,98 @@ func testConcurrentOverwritesOfOnePathCountOnce(t *testing.T, dsn string) {
 	}
 	wg.Wait()
 	s.notBelowWalk("omni", fmt.Sprintf("after %d concurrent overwrites of a 3 MiB file", n))
+}
+
+// An overwrite through xfsq credits what it replaced only as far as the
+// tree's usage counted it. A file the tenant wrote itself since the last
+// walk was never counted: crediting its blocks took the usage below the
+// disk's, and three such overwrites let a hostile tenant store 3.6 MiB in
+// a 1 MiB tree. One written through xfsq since the walk is credited what
+// its write counted; one the walk counted, its blocks.
+func TestOverwriteCreditsOnlyWhatWasCounted(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := newSandbox(t, dsn, "omni")
+		dir := filepath.Join(s.root, "projects", "omni")
+		if err := os.WriteFile(filepath.Join(dir, "counted"), make([]byte, 200<<10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s.walkBaseline("omni")
+		// Written outside xfsq after the walk: counted by nothing.
+		if err := os.WriteFile(filepath.Join(dir, "outside"), make([]byte, 900<<10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.put("omni", "outside", []byte("x"), true); err != nil {
+			t.Fatal(err)
+		}
+		s.notBelowWalk("omni", "after overwriting a file written outside xfsq")
+		// Written through xfsq, then overwritten: the first write's count
+		// comes back, so that overwriting a file again and again does not
+		// grow the usage.
+		before := s.used("omni")
+		for range 3 {
+			if err := s.put("omni", "state", make([]byte, 100<<10), true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := s.used("omni"); got.Bytes > before.Bytes+(100<<10)+block || got.Inodes != before.Inodes+1 {
+			t.Errorf("three overwrites of one 100 KiB file took the usage from %+v to %+v", before, got)
+		}
+		s.notBelowWalk("omni", "after overwrites of a file written through xfsq")
+		// Counted by the walk: its blocks come back.
+		before = s.used("omni")
+		if err := s.put("omni", "counted", []byte("x"), true); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.used("omni"); got.Bytes+(200<<10)-block > before.Bytes {
+			t.Errorf("overwriting a file the walk counted: usage %+v -> %+v, want its 200 KiB back", before, got)
+		}
+		s.notBelowWalk("omni", "after overwriting a file the walk counted")
+	})
+}
+
+// A replacement is admitted for the new file whole: a tenant that renames
+// or hard-links the old file away while the new one uploads keeps both,
+// and admitting only the difference let it fill the tree past its hard
+// limit one same-size overwrite at a time (6.2 MiB in 1 MiB).
+func TestOverwriteWhoseOldFileMovesAwayStaysWithinTheLimit(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		for _, move := range []string{"rename", "link"} {
+			t.Run(move, func(t *testing.T) {
+				s := newSandbox(t, dsn, "omni")
+				dir := filepath.Join(s.root, "projects", "omni")
+				u := s.used("omni")
+				s.limit("omni", u.Bytes+(1<<20), u.Inodes+20)
+				if err := s.put("omni", "F", make([]byte, 600<<10), true); err != nil {
+					t.Fatal(err)
+				}
+				moved := 0
+				putCommitted = func(p string) {
+					moved++
+					kept := filepath.Join(dir, fmt.Sprintf("kept%d", moved))
+					var err error
+					if move == "rename" {
+						err = os.Rename(filepath.Join(dir, "F"), kept)
+					} else {
+						err = os.Link(filepath.Join(dir, "F"), kept)
+					}
+					if err != nil {
+						t.Error(err)
+					}
+				}
+				t.Cleanup(func() { putCommitted = nil })
+				for range 3 {
+					s.put("omni", "F", make([]byte, 600<<10), true)
+				}
+				putCommitted = nil
+				walk, err := fallback.Walk(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if walk.Bytes > u.Bytes+(1<<20) {
+					t.Errorf("after %d overwrites whose old file was moved away (%s), the tree holds %d bytes, past its limit of %d", moved, move, walk.Bytes, u.Bytes+(1<<20))
+				}
+				s.notBelowWalk("omni", "after overwrites whose old file moved away")
+			})
+		}
+	})
 }

@@ -33,8 +33,9 @@ type Write struct {
 	reservation int64 // fallback: the store's reservation, 0 when none
 	held        uint64
 	renewed     time.Time
-	committed   int64 // bytes committed to the ledger, for Undo
-	inLedger    bool  // the commit reached the ledger
+	committed   int64  // bytes committed to the ledger, for Undo
+	ino         uint64 // the inode the commit's row counts whole, for Undo
+	inLedger    bool   // the commit reached the ledger
 }
 
 // WriteLimits are the file layer's own limits on a write.
@@ -185,35 +186,44 @@ func (w *Write) KernelRefusal(err error, need, requested uint64) error {
 // ledger (fallback) and ends its reservation. The caller commits before
 // the file takes its name: a crash in between over-counts until the next
 // walk, never under.
-func (w *Write) Commit(ctx context.Context, delta int64) error {
+//
+// ino, when not 0, is the inode of the one file the delta counts whole
+// (its blocks, one inode, no directory made with it): an overwrite of
+// that file through xfsq later credits what this commit counted
+// (store.CommitFile, store.Placed).
+func (w *Write) Commit(ctx context.Context, delta int64, ino uint64) error {
 	if w.reservation == 0 {
 		return nil // XFS: the kernel counted it
 	}
-	if err := w.m.Store.Commit(ctx, w.key(), w.reservation, delta, int64(w.inodes), w.m.ActorOf(ctx)); err != nil {
+	if w.inodes != 1 {
+		ino = 0 // the row counts directories too: not one file's
+	}
+	if err := w.m.Store.CommitFile(ctx, w.key(), w.reservation, delta, int64(w.inodes), ino, w.m.ActorOf(ctx)); err != nil {
 		return err
 	}
 	// The reservation stays, emptied, until Placed: the file is not in
 	// place yet, and a walk beginning meanwhile must keep its ledger row
 	// (store.Commit, store.BeginWalk).
-	w.committed, w.inLedger = delta, true
+	w.committed, w.ino, w.inLedger = delta, ino, true
 	return nil
 }
 
 // Undo takes back a commit whose file never took its name.
 func (w *Write) Undo(ctx context.Context) {
 	if w.inLedger {
-		w.m.Store.AddLedger(ctx, w.key(), -w.committed, -int64(w.inodes), w.m.ActorOf(ctx), time.Now())
+		w.m.Store.Uncommit(ctx, w.key(), w.committed, int64(w.inodes), w.ino, w.m.ActorOf(ctx))
 	}
 }
 
 // Placed ends a committed write once its file is in place: the empty
-// reservation that marked it as not in place yet goes, and freed — what
-// its rename replaced and unlinked, measured then — is credited as of
-// since (when the rename began: a walk that ended after it may have seen
-// the old file gone). On XFS the kernel counted both: nothing to do.
-func (w *Write) Placed(ctx context.Context, freed quota.Usage, since time.Time) {
+// reservation that marked it as not in place yet goes, and what its
+// rename replaced and unlinked, measured then, is credited as far as the
+// tree's usage counted it (store.Replaced), as of since (when the rename
+// began: a walk that ended after it may have seen the old file gone). On
+// XFS the kernel counted both: nothing to do.
+func (w *Write) Placed(ctx context.Context, replaced store.Replaced, since time.Time) {
 	if w.reservation != 0 {
-		w.m.Store.Placed(context.WithoutCancel(ctx), w.key(), w.reservation, freed, w.m.ActorOf(ctx), since)
+		w.m.Store.Placed(context.WithoutCancel(ctx), w.key(), w.reservation, replaced, w.m.ActorOf(ctx), since)
 		w.reservation = 0
 	}
 }

@@ -43,9 +43,9 @@ func TestWriteAccounting(t *testing.T) {
 		want   uint64 // bytes over base after
 	}{
 		{"released", func(ctx context.Context, w *Write) error { w.Release(ctx); return nil }, 0},
-		{"committed", func(ctx context.Context, w *Write) error { return w.Commit(ctx, 8192) }, 8192},
+		{"committed", func(ctx context.Context, w *Write) error { return w.Commit(ctx, 8192, 0) }, 8192},
 		{"committed then undone", func(ctx context.Context, w *Write) error {
-			if err := w.Commit(ctx, 8192); err != nil {
+			if err := w.Commit(ctx, 8192, 0); err != nil {
 				return err
 			}
 			w.Undo(ctx)

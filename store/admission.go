@@ -261,6 +261,13 @@ const linkingExpiry = time.Minute
 // row. The first commit that takes a tree over its soft limit journals
 // storage.quota_exceeded; dropping back under re-arms it.
 func (s *Store) Commit(ctx context.Context, k TreeKey, id int64, bytes, inodes int64, actor string) error {
+	return s.CommitFile(ctx, k, id, bytes, inodes, 0, actor)
+}
+
+// CommitFile is Commit of a write whose row counts one file, inode ino,
+// whole (bytes are its blocks, inodes 1): an overwrite of that file later
+// credits what this row counted (Placed). ino 0: Commit.
+func (s *Store) CommitFile(ctx context.Context, k TreeKey, id int64, bytes, inodes int64, ino uint64, actor string) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
@@ -277,7 +284,25 @@ func (s *Store) Commit(ctx context.Context, k TreeKey, id int64, bytes, inodes i
 			toMicros(time.Now().Add(linkingExpiry)), id); err != nil {
 			return err
 		}
-		return tx.addLedger(ctx, k, bytes, inodes, actor, time.Now())
+		return tx.addLedger(ctx, k, bytes, inodes, ino, actor, time.Now())
+	})
+}
+
+// Uncommit takes back a CommitFile whose file never took its name: its
+// bytes and inodes come off, and its row no longer counts inode ino (which
+// goes with the unplaced file, and which another file may take next).
+func (s *Store) Uncommit(ctx context.Context, k TreeKey, bytes, inodes int64, ino uint64, actor string) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.admissionLock(ctx); err != nil {
+			return err
+		}
+		if ino != 0 {
+			if _, err := tx.exec(ctx, `UPDATE ledger SET ino = 0 WHERE host = ? AND project = ? AND area = ? AND ino = ?`,
+				tx.s.Host, k.Project, k.Area, int64(ino)); err != nil {
+				return err
+			}
+		}
+		return tx.addLedger(ctx, k, -bytes, -inodes, 0, actor, time.Now())
 	})
 }
 
@@ -291,11 +316,11 @@ func (s *Store) AddLedger(ctx context.Context, k TreeKey, bytes, inodes int64, a
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
 		}
-		return tx.addLedger(ctx, k, bytes, inodes, actor, since)
+		return tx.addLedger(ctx, k, bytes, inodes, 0, actor, since)
 	})
 }
 
-func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, actor string, since time.Time) error {
+func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, ino uint64, actor string, since time.Time) error {
 	if bytes < 0 || inodes < 0 {
 		var walkedEnd int64
 		if err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT walked_end FROM trees WHERE host = ? AND project = ? AND area = ?`),
@@ -303,8 +328,8 @@ func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, acto
 			return nil
 		}
 	}
-	if _, err := t.exec(ctx, `INSERT INTO ledger (host, project, area, bytes, inodes, at) VALUES (?, ?, ?, ?, ?, ?)`,
-		t.s.Host, k.Project, k.Area, bytes, inodes, toMicros(since)); err != nil {
+	if _, err := t.exec(ctx, `INSERT INTO ledger (host, project, area, bytes, inodes, at, ino) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		t.s.Host, k.Project, k.Area, bytes, inodes, toMicros(since), int64(ino)); err != nil {
 		return err
 	}
 	if _, err := t.exec(ctx, `UPDATE trees SET ledger_bytes = ledger_bytes + ?, ledger_inodes = ledger_inodes + ? WHERE host = ? AND project = ? AND area = ?`,
@@ -344,10 +369,26 @@ func (s *Store) Release(ctx context.Context, id int64) error {
 	})
 }
 
+// Replaced is what an overwrite's rename unlinked, to be credited only as
+// far as the tree's usage counted it: a tenant can grow a file written
+// through xfsq, or write one itself, outside xfsq, and a credit of bytes
+// nothing counted would take the usage below the disk's.
+type Replaced struct {
+	// Counted is credited as it is: the last walk counted the file (it
+	// was unchanged since before the walk began).
+	Counted quota.Usage
+	// Otherwise Ino, with Bytes its blocks when unlinked: credited the
+	// least of Bytes and what a kept ledger row counting that inode whole
+	// (CommitFile) counted, and one inode; the row then counts no inode
+	// any more, so that no other file taking the number is credited again.
+	Ino   uint64
+	Bytes uint64
+}
+
 // Placed ends a committed write whose file is now in place: its emptied
-// reservation goes, and what the write's rename replaced and unlinked
-// (freed) is credited to the ledger as of since, in one transaction.
-func (s *Store) Placed(ctx context.Context, k TreeKey, id int64, freed quota.Usage, actor string, since time.Time) error {
+// reservation goes, and what the write's rename replaced and unlinked is
+// credited to the ledger as of since (Replaced), in one transaction.
+func (s *Store) Placed(ctx context.Context, k TreeKey, id int64, r Replaced, actor string, since time.Time) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
@@ -355,10 +396,29 @@ func (s *Store) Placed(ctx context.Context, k TreeKey, id int64, freed quota.Usa
 		if _, err := tx.exec(ctx, `DELETE FROM reservations WHERE id = ?`, id); err != nil {
 			return err
 		}
+		freed := r.Counted
+		if freed == (quota.Usage{}) && r.Ino != 0 {
+			var row struct {
+				ID    int64 `db:"id"`
+				Bytes int64 `db:"bytes"`
+			}
+			err := tx.get(ctx, &row, `SELECT id, bytes FROM ledger WHERE host = ? AND project = ? AND area = ? AND ino = ? AND bytes > 0
+				ORDER BY id DESC LIMIT 1`, tx.s.Host, k.Project, k.Area, int64(r.Ino))
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
+				return err
+			default:
+				if _, err := tx.exec(ctx, `UPDATE ledger SET ino = 0 WHERE id = ?`, row.ID); err != nil {
+					return err
+				}
+				freed = quota.Usage{Bytes: min(r.Bytes, uint64(row.Bytes)), Inodes: 1}
+			}
+		}
 		if freed.Bytes == 0 && freed.Inodes == 0 {
 			return nil
 		}
-		return tx.addLedger(ctx, k, -int64(freed.Bytes), -int64(freed.Inodes), actor, since)
+		return tx.addLedger(ctx, k, -int64(freed.Bytes), -int64(freed.Inodes), 0, actor, since)
 	})
 }
 

@@ -322,7 +322,7 @@ func TestLedgerSumFollowsItsRows(t *testing.T) {
 				if err := s.Commit(ctx, k, id, bytes, 1, "test"); err != nil {
 					return err
 				}
-				return s.Placed(ctx, k, id, quota.Usage{Bytes: 100, Inodes: 0}, "test", time.Now())
+				return s.Placed(ctx, k, id, Replaced{Counted: quota.Usage{Bytes: 100}}, "test", time.Now())
 			}
 		}
 		var walkStart time.Time
@@ -426,6 +426,59 @@ func TestLedgerSumAcrossMigration13(t *testing.T) {
 		}
 		if r.Used != (quota.Usage{Bytes: 4096 + 8192 - 1000, Inodes: 3}) {
 			t.Errorf("after migration 13: %+v, want the rows' sum", r.Used)
+		}
+	})
+}
+
+// An overwrite credits a file written through xfsq since the last walk
+// what that write's row counted, at most its blocks now, and only once:
+// another file taking the inode number later (or the number of a write
+// undone) is credited nothing, so credits never pass what was counted.
+func TestPlacedCreditsAnInodesRowOnce(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s, k := openWorkspace(t, dsn, quota.Limits{})
+		commit := func(bytes int64, ino uint64) int64 {
+			t.Helper()
+			id, _, err := s.Reserve(ctx, k, uint64(bytes), 1, "h", "", time.Hour, nil, admitAll)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CommitFile(ctx, k, id, bytes, 1, ino, "test"); err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+		used := func() quota.Usage {
+			t.Helper()
+			r, err := s.Read(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Used
+		}
+		place := func(id int64, r Replaced) {
+			t.Helper()
+			if err := s.Placed(ctx, k, id, r, "test", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		place(commit(8192, 100), Replaced{})
+		place(commit(4096, 101), Replaced{Ino: 100, Bytes: 12288}) // grown outside xfsq: only the 8,192 counted
+		if got := used(); got != (quota.Usage{Bytes: 4096, Inodes: 1}) {
+			t.Errorf("after an overwrite of inode 100: %+v, want its row's 8,192 bytes and inode back", got)
+		}
+		place(commit(4096, 102), Replaced{Ino: 100, Bytes: 8192}) // the number again: a file nothing counted
+		if got := used(); got != (quota.Usage{Bytes: 8192, Inodes: 2}) {
+			t.Errorf("inode 100 credited twice: %+v", got)
+		}
+		id := commit(4096, 103)
+		if err := s.Uncommit(ctx, k, 4096, 1, 103, "test"); err != nil {
+			t.Fatal(err)
+		}
+		place(id, Replaced{})
+		place(commit(4096, 104), Replaced{Ino: 103, Bytes: 4096}) // an undone write's number
+		if got := used(); got != (quota.Usage{Bytes: 12288, Inodes: 3}) {
+			t.Errorf("an undone write's inode credited: %+v", got)
 		}
 	})
 }

@@ -253,6 +253,13 @@ var migrations = []string{
 	UPDATE trees SET
 		ledger_bytes = COALESCE((SELECT SUM(l.bytes) FROM ledger l WHERE l.host = trees.host AND l.project = trees.project AND l.area = trees.area), 0),
 		ledger_inodes = COALESCE((SELECT SUM(l.inodes) FROM ledger l WHERE l.host = trees.host AND l.project = trees.project AND l.area = trees.area), 0);`,
+	// 14: the inode a write's ledger row counts whole (0: none, or not one
+	// file alone), so that an overwrite of that file through xfsq credits
+	// what the row counted, and only that, once (Store.Placed): the
+	// replaced file's own blocks may hold bytes written outside xfsq,
+	// which nothing counted.
+	`ALTER TABLE ledger ADD COLUMN ino BIGINT NOT NULL DEFAULT 0;
+	CREATE INDEX ledger_ino ON ledger (host, project, area, ino);`,
 }
 
 // ddl holds, per migration number, statements run whole after that
