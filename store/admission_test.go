@@ -482,3 +482,56 @@ func TestPlacedCreditsAnInodesRowOnce(t *testing.T) {
 		}
 	})
 }
+
+// A project's removal and a write into it, both under PostgreSQL's row
+// locks: the write locks its reservation, then the tree's row (its ledger
+// sum); a removal that locked the tree's row and then wanted the
+// reservation closed a cycle, and PostgreSQL aborted one of them
+// ("deadlock detected"). A removal takes the admission lock first, as a
+// write does, so the two queue instead.
+func TestRemovalBesideWritesNeverDeadlocks(t *testing.T) {
+	dsn := storetest.Postgres(t)
+	s, k := openWorkspace(t, dsn, quota.Limits{})
+	remover := open(t, dsn)
+	stop := time.Now().Add(2 * time.Second)
+	errs := make(chan error, 2)
+	go func() {
+		for time.Now().Before(stop) {
+			if err := remover.InTx(ctx, func(tx *Tx) error { return tx.DeleteProject(ctx, k.Project) }); err != nil {
+				errs <- err
+				return
+			}
+			if err := remover.InTx(ctx, func(tx *Tx) error {
+				if _, _, err := tx.InsertProject(ctx, k.Project, "", time.Now()); err != nil {
+					return err
+				}
+				return tx.InsertTree(ctx, Tree{Project: k.Project, Area: k.Area, Path: "projects/omni", Backend: "fallback", FSUUID: "u", ProjectID: 1})
+			}); err != nil {
+				errs <- err
+				return
+			}
+		}
+		errs <- nil
+	}()
+	go func() {
+		for time.Now().Before(stop) {
+			id, _, err := s.Reserve(ctx, k, 4096, 1, "h", "", time.Hour, nil, admitAll)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err == nil {
+				err = s.Commit(ctx, k, id, 4096, 1, "test")
+			}
+			if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrReservationGone) {
+				errs <- err
+				return
+			}
+		}
+		errs <- nil
+	}()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a removal beside writes: %v", err)
+		}
+	}
+}

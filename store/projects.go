@@ -131,7 +131,15 @@ func (t *Tx) SetProjectState(ctx context.Context, name, state, adder string) err
 
 // DeleteProject removes the project row and its trees, and ends its
 // leases: a lease left behind would shield a later project of the same name.
+//
+// Both deletions take the admission lock first, as a write does: a write
+// locks its reservation's row and then its tree's (the ledger sum), and a
+// deletion taking the tree's row first and the reservation's next would
+// close a cycle that PostgreSQL breaks by aborting one of the two.
 func (t *Tx) DeleteProject(ctx context.Context, name string) error {
+	if err := t.admissionLock(ctx); err != nil {
+		return err
+	}
 	for _, table := range []string{"trees", "ledger", "reservations", "snapshots", "snapshot_trees", "sweep_locks", "leases"} {
 		if _, err := t.exec(ctx, `DELETE FROM `+table+` WHERE host = ? AND project = ?`, t.s.Host, name); err != nil {
 			return err
@@ -145,6 +153,9 @@ func (t *Tx) DeleteProject(ctx context.Context, name string) error {
 // (its ledger, reservations and snapshots): the undoing of an InsertTree
 // whose tree could not be made.
 func (t *Tx) DeleteTree(ctx context.Context, project, area string) error {
+	if err := t.admissionLock(ctx); err != nil {
+		return err
+	}
 	for _, table := range []string{"trees", "ledger", "reservations", "snapshots", "snapshot_trees"} {
 		if _, err := t.exec(ctx, `DELETE FROM `+table+` WHERE host = ? AND project = ? AND area = ?`, t.s.Host, project, area); err != nil {
 			return err
