@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -188,6 +189,41 @@ func errSwapped(p string) error {
 	return fmt.Errorf("%s: xfsq's temporary file was replaced while being written (by something in the tree); nothing was written, try again", p)
 }
 
+// parentsSettled reports whether every directory from the tree's top down
+// to dir, the parent of p, is unchanged since the cutoff: a file's own old
+// ctime does not show that the walk counted it where it is now, since
+// renaming a directory changes the directory's ctime, not its files' — a
+// directory moved in from another tree after the walk holds files that
+// look unchanged and that this tree's walk never saw (as removals judge,
+// saferm.Options.CountChangedBefore). The chain is opened one name at a
+// time from the top without following links, so that what is judged is
+// what dir is reached through, and must end at dir itself.
+func (w *writer) parentsSettled(dir int, p string) bool {
+	parent := path.Dir(p)
+	if parent == "." {
+		return true // dir is the top, which the walk began at
+	}
+	cur := int(w.top.Fd())
+	for _, name := range strings.Split(parent, "/") {
+		fd, err := unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if cur != int(w.top.Fd()) {
+			unix.Close(cur)
+		}
+		if err != nil {
+			return false
+		}
+		cur = fd
+		var st unix.Stat_t
+		if unix.Fstat(cur, &st) != nil || !time.Unix(st.Ctim.Sec, st.Ctim.Nsec).Before(w.cutoff) {
+			unix.Close(cur)
+			return false
+		}
+	}
+	defer unix.Close(cur)
+	var last, at unix.Stat_t
+	return unix.Fstat(cur, &last) == nil && unix.Fstat(dir, &at) == nil && sameInode(&last, &at)
+}
+
 func sameInode(a, b *unix.Stat_t) bool { return a.Dev == b.Dev && a.Ino == b.Ino }
 
 // place puts the written file at base in dir, replacing what is there, and
@@ -225,6 +261,7 @@ func (w *writer) place(dir int, base, p string) error {
 	if err := unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || !sameInode(&st, &mine) {
 		return errSwapped(p)
 	}
+	settled := w.parentsSettled(dir, p) // before the exchange, which changes dir
 	var old unix.Stat_t
 	haveOld := unix.Fstatat(dir, base, &old, unix.AT_SYMLINK_NOFOLLOW) == nil
 	hook("put:verified")
@@ -259,7 +296,7 @@ func (w *writer) place(dir int, base, p string) error {
 		if oerr == nil {
 			var gone unix.Stat_t
 			if unix.Fstat(oldFd, &gone) == nil && gone.Mode&unix.S_IFMT == unix.S_IFREG && gone.Nlink == 0 && !sameInode(&gone, &mine) {
-				w.replaced = w.credit(&gone, &old, haveOld)
+				w.replaced = w.credit(&gone, &old, haveOld && settled)
 			}
 			unix.Close(oldFd)
 		}
@@ -330,10 +367,11 @@ func (w *writer) need(n uint64) uint64 { return w.alloc(n) }
 // credit is what the rename's unlinking of gone frees, as far as the
 // tree's usage counted it: its blocks if the last walk counted it (old,
 // what stood at the name just before the rename, is gone itself and was
-// last changed before the walk began), else only as far as the ledger row
-// of a write through xfsq counted that inode (store.Replaced).
-func (w *writer) credit(gone, old *unix.Stat_t, haveOld bool) store.Replaced {
-	if haveOld && sameInode(gone, old) && time.Unix(old.Ctim.Sec, old.Ctim.Nsec).Before(w.cutoff) {
+// last changed before the walk began, and so were the directories it is
+// in: walked says so), else only as far as the ledger row of a write
+// through xfsq counted that inode (store.Replaced).
+func (w *writer) credit(gone, old *unix.Stat_t, walked bool) store.Replaced {
+	if walked && sameInode(gone, old) && time.Unix(old.Ctim.Sec, old.Ctim.Nsec).Before(w.cutoff) {
 		return store.Replaced{Counted: quota.Usage{Bytes: uint64(min(old.Blocks, gone.Blocks)) * 512, Inodes: 1}}
 	}
 	return store.Replaced{Ino: gone.Ino, Bytes: uint64(gone.Blocks) * 512}

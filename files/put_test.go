@@ -562,3 +562,48 @@ func TestOverwriteWhoseOldFileMovesAwayStaysWithinTheLimit(t *testing.T) {
 		}
 	})
 }
+
+// A file's own old ctime does not show the walk counted it where it is: a
+// directory renamed in from elsewhere after the walk keeps its files'
+// ctimes. Overwriting such a file through xfsq credited blocks this tree
+// never counted (3.6 MiB stored in a 1 MiB tree). A file in a directory
+// the walk saw, unchanged since, is still credited.
+func TestOverwriteInADirectoryMovedInCreditsNothing(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := newSandbox(t, dsn, "omni")
+		dir := filepath.Join(s.root, "projects", "omni")
+		elsewhere := filepath.Join(s.root, "elsewhere")
+		for _, d := range []string{filepath.Join(elsewhere, "D", "E"), filepath.Join(dir, "sub")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, f := range []string{filepath.Join(elsewhere, "D", "X"), filepath.Join(elsewhere, "D", "E", "Y"), filepath.Join(dir, "sub", "counted")} {
+			if err := os.WriteFile(f, make([]byte, 300<<10), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.walkBaseline("omni")
+		if err := os.Rename(filepath.Join(elsewhere, "D"), filepath.Join(dir, "D")); err != nil {
+			t.Fatal(err)
+		}
+		// (What the moved directory holds is this tree's from now on, and
+		// its next walk counts it: writes outside xfsq are caught then.)
+		for _, p := range []string{"D/X", "D/E/Y"} {
+			before := s.used("omni")
+			if err := s.put("omni", p, []byte("x"), true); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.used("omni"); got.Bytes < before.Bytes || got.Inodes < before.Inodes {
+				t.Errorf("overwriting %s, moved in since the walk: usage %+v -> %+v, credited what this tree never counted", p, before, got)
+			}
+		}
+		before := s.used("omni")
+		if err := s.put("omni", "sub/counted", []byte("x"), true); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.used("omni"); got.Bytes+(300<<10)-block > before.Bytes {
+			t.Errorf("overwriting a counted file in a directory the walk saw: usage %+v -> %+v, want its 300 KiB back", before, got)
+		}
+	})
+}
