@@ -17,7 +17,6 @@ import (
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
-	"github.com/xfsq/xfsq/store"
 )
 
 // PutResult says what a write did.
@@ -341,10 +340,10 @@ type writer struct {
 	t        *tree
 	ctx      context.Context
 	block    uint64
-	cutoff   time.Time      // a replaced file changed before it was counted by the last walk
-	replaced store.Replaced // what the rename replaced and unlinked, to be credited
-	inodes   uint64         // new inodes: the file if new, plus missing directories
-	dirBytes uint64         // blocks of the missing directories
+	cutoff   time.Time        // a replaced file changed before it was counted by the last walk
+	replaced project.Replaced // what the rename replaced and unlinked, to be credited
+	inodes   uint64           // new inodes: the file if new, plus missing directories
+	dirBytes uint64           // blocks of the missing directories
 	temp     string
 	top      *os.File // the tree's top directory, where a named temporary file lives
 	file     *os.File
@@ -369,12 +368,12 @@ func (w *writer) need(n uint64) uint64 { return w.alloc(n) }
 // what stood at the name just before the rename, is gone itself and was
 // last changed before the walk began, and so were the directories it is
 // in: walked says so), else only as far as the ledger row of a write
-// through xfsq counted that inode (store.Replaced).
-func (w *writer) credit(gone, old *unix.Stat_t, walked bool) store.Replaced {
+// through xfsq counted that inode (project.Replaced).
+func (w *writer) credit(gone, old *unix.Stat_t, walked bool) project.Replaced {
 	if walked && sameInode(gone, old) && time.Unix(old.Ctim.Sec, old.Ctim.Nsec).Before(w.cutoff) {
-		return store.Replaced{Counted: quota.Usage{Bytes: uint64(min(old.Blocks, gone.Blocks)) * 512, Inodes: 1}}
+		return project.Replaced{Counted: quota.Usage{Bytes: uint64(min(old.Blocks, gone.Blocks)) * 512, Inodes: 1}}
 	}
-	return store.Replaced{Ino: gone.Ino, Bytes: uint64(gone.Blocks) * 512}
+	return project.Replaced{Ino: gone.Ino, Bytes: uint64(gone.Blocks) * 512}
 }
 
 // admit reserves what is known up front: the whole body when its size is

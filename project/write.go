@@ -221,11 +221,19 @@ func (w *Write) Undo(ctx context.Context) {
 // tree's usage counted it (store.Replaced), as of since (when the rename
 // began: a walk that ended after it may have seen the old file gone). On
 // XFS the kernel counted both: nothing to do.
-func (w *Write) Placed(ctx context.Context, replaced store.Replaced, since time.Time) {
+func (w *Write) Placed(ctx context.Context, replaced Replaced, since time.Time) {
 	if w.reservation != 0 {
-		w.m.Store.Placed(context.WithoutCancel(ctx), w.key(), w.reservation, replaced, w.m.ActorOf(ctx), since)
+		w.m.Store.Placed(context.WithoutCancel(ctx), w.key(), w.reservation, store.Replaced(replaced), w.m.ActorOf(ctx), since)
 		w.reservation = 0
 	}
+}
+
+// Replaced is what an overwrite's rename unlinked, credited as far as the
+// tree's usage counted it (store.Replaced says how).
+type Replaced struct {
+	Counted quota.Usage // the last walk counted it: credited as it is
+	Ino     uint64      // else the inode, credited what its write's ledger row counted
+	Bytes   uint64      // and its blocks when unlinked, at most what is credited
 }
 
 // Release gives back the reservation of a write that did not finish (or
