@@ -111,10 +111,6 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		return res, err
 	}
 	defer dir.Close()
-	// Committed before the rename: a crash in between over-counts until
-	// the next walk, never under. The commit's reservation, emptied,
-	// stays until the file is in place (Placed below), so that a walk
-	// beginning in between keeps the ledger row it cannot see the file of.
 	// What a replaced file is credited depends on whether the last walk
 	// counted it: the cutoff is read before the rename, so a walk ending
 	// meanwhile only makes it earlier (credits less: the safe side).
@@ -125,6 +121,12 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	if err := unix.Fstat(w.fd, &mine); err != nil {
 		return res, err
 	}
+	// Committed before the rename: a crash in between over-counts until
+	// the next walk, never under. The commit's reservation, emptied,
+	// stays until the file is in place (Placed below), so that a walk
+	// beginning in between keeps the ledger row it cannot see the file of.
+	// The row names the inode, so that overwriting this file later
+	// credits what the row counted.
 	if err := w.acct.Commit(ctx, w.delta(), mine.Ino); err != nil {
 		return res, err
 	}
@@ -340,7 +342,7 @@ type writer struct {
 	t        *tree
 	ctx      context.Context
 	block    uint64
-	cutoff   time.Time        // a replaced file changed before it was counted by the last walk
+	cutoff   time.Time        // the last walk's start less the ctime lag: what is unchanged since, the walk counted
 	replaced project.Replaced // what the rename replaced and unlinked, to be credited
 	inodes   uint64           // new inodes: the file if new, plus missing directories
 	dirBytes uint64           // blocks of the missing directories
