@@ -28,7 +28,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -619,13 +618,6 @@ func (e *LeftError) Error() string {
 		fmt.Fprintf(&b, " %s (%s)", l.Path, l.Reason)
 	}
 	return b.String()
-}
-
-func allocated(fi os.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Blocks) * 512
-	}
-	return uint64(fi.Size())
 }
 
 // measureIn is what deleting the directory p inside root gives back:
