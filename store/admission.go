@@ -123,7 +123,10 @@ func (t *Tx) rootUsed(ctx context.Context) (uint64, error) {
 	q := func(query string, dst *int64) error {
 		return t.tx.QueryRowxContext(ctx, t.tx.Rebind(query), t.s.Host).Scan(dst)
 	}
-	if err := q(`SELECT COALESCE(SUM(walked_bytes + ledger_bytes), 0) FROM trees WHERE host = ?`, &trees); err != nil {
+	// Each tree at least 0, as account floors it: a tree under-counted
+	// below nothing must not lower its neighbours' share of the budget.
+	if err := q(`SELECT COALESCE(SUM(CASE WHEN walked_bytes + ledger_bytes > 0 THEN walked_bytes + ledger_bytes ELSE 0 END), 0)
+		FROM trees WHERE host = ?`, &trees); err != nil {
 		return 0, err
 	}
 	if err := q(`SELECT COALESCE(SUM(bytes), 0) FROM reservations WHERE host = ?`, &res); err != nil {

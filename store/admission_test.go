@@ -535,3 +535,30 @@ func TestRemovalBesideWritesNeverDeadlocks(t *testing.T) {
 		}
 	}
 }
+
+// The root's usage floors each tree at nothing, as a tree's own usage is
+// floored: a tree whose credits outran what was counted must not lower
+// what its neighbours may use of root_budget.
+func TestRootUsageFloorsEachTree(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s, omni := openWorkspace(t, dsn, quota.Limits{})
+		if err := s.InTx(ctx, func(tx *Tx) error {
+			if _, _, err := tx.InsertProject(ctx, "beta", "", time.Now()); err != nil {
+				return err
+			}
+			return tx.InsertTree(ctx, Tree{Project: "beta", Area: "workspace", Path: "projects/beta", Backend: "fallback", FSUUID: "u", ProjectID: 2})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		beta := TreeKey{Project: "beta", Area: "workspace"}
+		if err := s.SetBaseline(ctx, beta, quota.Usage{Bytes: 8192, Inodes: 1}, WalkAt(time.Now()), false); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddLedger(ctx, omni, -1<<20, 0, "test", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, root, err := s.Account(ctx, beta); err != nil || root != 8192 {
+			t.Errorf("the root's usage with one tree below nothing: %d (%v), want the other tree's 8192", root, err)
+		}
+	})
+}
