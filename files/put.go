@@ -9,12 +9,12 @@ import (
 	"os"
 	"path"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 )
@@ -190,41 +190,6 @@ func errSwapped(p string) error {
 	return fmt.Errorf("%s: xfsq's temporary file was replaced while being written (by something in the tree); nothing was written, try again", p)
 }
 
-// parentsSettled reports whether every directory from the tree's top down
-// to dir, the parent of p, is unchanged since the cutoff: a file's own old
-// ctime does not show that the walk counted it where it is now, since
-// renaming a directory changes the directory's ctime, not its files' — a
-// directory moved in from another tree after the walk holds files that
-// look unchanged and that this tree's walk never saw (as removals judge,
-// saferm.Options.CountChangedBefore). The chain is opened one name at a
-// time from the top without following links, so that what is judged is
-// what dir is reached through, and must end at dir itself.
-func (w *writer) parentsSettled(dir int, p string) bool {
-	parent := path.Dir(p)
-	if parent == "." {
-		return true // dir is the top, which the walk began at
-	}
-	cur := int(w.top.Fd())
-	for _, name := range strings.Split(parent, "/") {
-		fd, err := unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if cur != int(w.top.Fd()) {
-			unix.Close(cur)
-		}
-		if err != nil {
-			return false
-		}
-		cur = fd
-		var st unix.Stat_t
-		if unix.Fstat(cur, &st) != nil || !time.Unix(st.Ctim.Sec, st.Ctim.Nsec).Before(w.cutoff) {
-			unix.Close(cur)
-			return false
-		}
-	}
-	defer unix.Close(cur)
-	var last, at unix.Stat_t
-	return unix.Fstat(cur, &last) == nil && unix.Fstat(dir, &at) == nil && sameInode(&last, &at)
-}
-
 func sameInode(a, b *unix.Stat_t) bool { return a.Dev == b.Dev && a.Ino == b.Ino }
 
 // place puts the written file at base in dir, replacing what is there, and
@@ -262,7 +227,12 @@ func (w *writer) place(dir int, base, p string) error {
 	if err := unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || !sameInode(&st, &mine) {
 		return errSwapped(p)
 	}
-	settled := w.parentsSettled(dir, p) // before the exchange, which changes dir
+	// Before the exchange, which changes dir. A file's own old ctime does
+	// not show the walk counted it where it is: renaming a directory
+	// changes the directory's ctime, not its files', so one moved in from
+	// another tree after the walk holds files that look unchanged. Every
+	// directory down to dir must be unchanged too, as removals judge.
+	settled := w.t.dir.ParentsSettledAt(p, saferm.Options{CountChangedBefore: w.cutoff}, dir)
 	var old unix.Stat_t
 	haveOld := unix.Fstatat(dir, base, &old, unix.AT_SYMLINK_NOFOLLOW) == nil
 	hook("put:verified")

@@ -393,7 +393,19 @@ func (o Options) counts(ct unix.StatxTimestamp) bool {
 // caller that removes an entry of a tree through the entry's parent (to
 // remove exactly what it re-checked there) asks it of the tree first, as
 // Remove asks it of the directory it is given.
-func (d *Dir) ParentsSettled(rel string, o Options) bool {
+func (d *Dir) ParentsSettled(rel string, o Options) bool { return d.parentsSettled(rel, o, -1) }
+
+// ParentsSettledAt is ParentsSettled for a caller that already holds rel's
+// parent open as parent: the directories judged must also be the ones that
+// lead to it, or what is judged is not what the caller acts in.
+func (d *Dir) ParentsSettledAt(rel string, o Options, parent int) bool {
+	return d.parentsSettled(rel, o, parent)
+}
+
+// parentsSettled opens the chain one name at a time from d without
+// following links (a link in the path would make a judged name stand for
+// another directory), judging each; parent, when not -1, must end it.
+func (d *Dir) parentsSettled(rel string, o Options, parent int) bool {
 	if o.CountChangedBefore.IsZero() {
 		return true
 	}
@@ -401,13 +413,37 @@ func (d *Dir) ParentsSettled(rel string, o Options) bool {
 	if err != nil {
 		return false
 	}
-	for i := 1; i < len(parts); i++ {
+	cur := -1 // the last directory opened; -1 while that is d itself
+	defer func() {
+		if cur >= 0 {
+			unix.Close(cur)
+		}
+	}()
+	at := func() int {
+		if cur < 0 {
+			return d.fd
+		}
+		return cur
+	}
+	for _, name := range parts[:max(len(parts)-1, 0)] {
+		fd, err := unix.Openat(at(), name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if cur >= 0 {
+			unix.Close(cur)
+		}
+		if cur = fd; err != nil {
+			cur = -1
+			return false
+		}
 		var st unix.Statx_t
-		if unix.Statx(d.fd, strings.Join(parts[:i], "/"), unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_CTIME, &st) != nil || !o.counts(st.Ctime) {
+		if unix.Statx(cur, "", unix.AT_EMPTY_PATH, unix.STATX_CTIME, &st) != nil || !o.counts(st.Ctime) {
 			return false
 		}
 	}
-	return true
+	if parent < 0 {
+		return true
+	}
+	var last, held unix.Stat_t
+	return unix.Fstat(at(), &last) == nil && unix.Fstat(parent, &held) == nil && last.Dev == held.Dev && last.Ino == held.Ino
 }
 
 // testHook, when set by tests, runs after the parent of the removed
