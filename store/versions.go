@@ -93,61 +93,50 @@ func (f *versionFeed) follow(ctx context.Context, s *Store) error {
 	if f.seen.Projects == nil {
 		f.seen.Projects = map[string]int64{}
 	}
-	if s.postgres {
-		// One statement, one snapshot: the horizon is the xmin of the
-		// snapshot the rows are read under. A LEFT JOIN so that the
-		// horizon comes back when no row changed.
-		st, err := s.prepared(ctx, `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon)
-			SELECT h.horizon, v.project, v.version FROM h LEFT JOIN project_versions v ON v.host = ? AND v.changed >= ?`)
-		if err != nil {
-			return err
-		}
-		rows, err := st.QueryContext(ctx, s.Host, f.cursor)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		var horizon int64
-		for rows.Next() {
-			var project sql.NullString
-			var version sql.NullInt64
-			if err := rows.Scan(&horizon, &project, &version); err != nil {
-				return err
-			}
-			if project.Valid {
-				f.see(project.String, version.Int64)
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		f.cursor = horizon
-		return nil
-	}
-	st, err := s.prepared(ctx, `SELECT project, version, changed FROM project_versions WHERE host = ? AND changed >= ?`)
+	// One statement, one snapshot: the horizon is read under the same
+	// snapshot as the rows, and a LEFT JOIN brings it back when no row
+	// changed.
+	st, err := s.prepared(ctx, `WITH h AS (SELECT `+feedHorizon(s.postgres)+` AS horizon)
+		SELECT h.horizon, v.project, v.version FROM h LEFT JOIN project_versions v ON v.host = ? AND v.changed >= ?`)
 	if err != nil {
 		return err
 	}
-	rows, err := st.QueryContext(ctx, s.Host, f.cursor)
+	args := []any{s.Host, f.cursor}
+	if !s.postgres {
+		args = append([]any{s.Host}, args...) // the horizon's own host
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	next := f.cursor
+	var horizon int64
 	for rows.Next() {
-		var project string
-		var version, changed int64
-		if err := rows.Scan(&project, &version, &changed); err != nil {
+		var project sql.NullString
+		var version sql.NullInt64
+		if err := rows.Scan(&horizon, &project, &version); err != nil {
 			return err
 		}
-		f.see(project, version)
-		next = max(next, changed+1)
+		if project.Valid {
+			f.see(project.String, version.Int64)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	f.cursor = next
+	f.cursor = horizon
 	return nil
+}
+
+// feedHorizon is where the next read of the feed resumes (changeOrder):
+// under PostgreSQL the oldest transaction still running, whose id and
+// every later one may yet commit a change; under SQLite, whose writers are
+// serial, one past the host's highest stamp.
+func feedHorizon(postgres bool) string {
+	if postgres {
+		return `pg_snapshot_xmin(pg_current_snapshot())::text::bigint`
+	}
+	return `(SELECT COALESCE(MAX(changed), 0) + 1 FROM project_versions WHERE host = ?)`
 }
 
 // see records one row, project "" being the settings'.
