@@ -203,7 +203,7 @@ func (w *Write) Commit(ctx context.Context, delta int64, ino uint64) error {
 	}
 	// The reservation stays, emptied, until Placed: the file is not in
 	// place yet, and a walk beginning meanwhile must keep its ledger row
-	// (store.Commit, store.BeginWalk).
+	// (store.CommitFile, store.BeginWalk).
 	w.committed, w.ino, w.inLedger = delta, ino, true
 	return nil
 }

@@ -255,7 +255,7 @@ func (t *Tx) liveReservation(ctx context.Context, id int64) error {
 // unless released: linking a file takes milliseconds.
 const linkingExpiry = time.Minute
 
-// Commit turns a reservation into committed usage: the write's actual
+// CommitFile turns a reservation into committed usage: the write's actual
 // change is recorded in the ledger, and the reservation is emptied, not
 // deleted. The ledger row is stamped now, before the writer links its file
 // into place; until the writer has (Placed), the empty reservation tells
@@ -263,13 +263,10 @@ const linkingExpiry = time.Minute
 // whose file it cannot see yet, so that its baseline does not drop that
 // row. The first commit that takes a tree over its soft limit journals
 // storage.quota_exceeded; dropping back under re-arms it.
-func (s *Store) Commit(ctx context.Context, k TreeKey, id int64, bytes, inodes int64, actor string) error {
-	return s.CommitFile(ctx, k, id, bytes, inodes, 0, actor)
-}
-
-// CommitFile is Commit of a write whose row counts one file, inode ino,
-// whole (bytes are its blocks, inodes 1): an overwrite of that file later
-// credits what this row counted (Placed). ino 0: Commit.
+//
+// ino, when not 0, is the one file the row counts whole (bytes its
+// blocks, inodes 1): an overwrite of that file later credits what this
+// row counted (Placed).
 func (s *Store) CommitFile(ctx context.Context, k TreeKey, id int64, bytes, inodes int64, ino uint64, actor string) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.admissionLock(ctx); err != nil {
