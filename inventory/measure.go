@@ -27,6 +27,9 @@ type Usage struct {
 	// tenant renaming directories as it ran can hide one from every name
 	// it looked at), so that the figure may be low.
 	Settled bool
+	// MountPoints is Result.MountPoints: entries not measured because
+	// another filesystem is mounted on them.
+	MountPoints uint64
 }
 
 // measureOpts is a walk for totals only.
@@ -87,7 +90,7 @@ func MeasureInfo(fi os.FileInfo) Usage {
 
 func fromWalk(res *Result) Usage {
 	r := res.Root
-	u := Usage{Bytes: r.SizeBytes, Inodes: r.Files + r.Dirs, Newest: r.Mtime, LastUse: r.LastUse, Settled: res.Errors == 0}
+	u := Usage{Bytes: r.SizeBytes, Inodes: r.Files + r.Dirs, Newest: r.Mtime, LastUse: r.LastUse, Settled: res.Errors == 0, MountPoints: res.MountPoints}
 	u.FreeBytes = u.Bytes - min(u.Bytes, res.SharedBytes)
 	u.FreeInodes = u.Inodes - min(u.Inodes, res.SharedFiles)
 	return u

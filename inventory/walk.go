@@ -103,6 +103,11 @@ type Result struct {
 	// that also have links outside the tree: deleting the tree leaves them.
 	SharedBytes uint64 `json:"-"`
 	SharedFiles uint64 `json:"-"`
+	// MountPoints counts the entries the walk did not enter or count
+	// because another filesystem is mounted on them: what the tree's own
+	// filesystem holds beneath them is not in the totals. A walk through a
+	// copy of the mount without its submounts (saferm.Beneath) meets none.
+	MountPoints uint64 `json:"-"`
 }
 
 type walker struct {
@@ -129,6 +134,7 @@ type walker struct {
 	top   topK[File]
 
 	errors, files, dirs, bytes atomic.Uint64
+	mountPoints                atomic.Uint64
 	partial                    atomic.Bool
 }
 
@@ -258,7 +264,7 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 	if opts.Progress != nil { // the final totals, however short the walk
 		opts.Progress(Progress{Files: w.files.Load(), Dirs: w.dirs.Load(), Bytes: w.bytes.Load(), Elapsed: time.Since(start)})
 	}
-	res := &Result{Root: root.node, Partial: w.partial.Load(), Errors: w.errors.Load(), Duration: time.Since(start)}
+	res := &Result{Root: root.node, Partial: w.partial.Load(), Errors: w.errors.Load(), MountPoints: w.mountPoints.Load(), Duration: time.Since(start)}
 	res.DurationSeconds = res.Duration.Seconds()
 	res.TopFiles = w.top.best()
 	for _, l := range w.links {
@@ -531,6 +537,8 @@ func (k *worker) visit(j job) {
 		closeFd(fd, warm) // a mount point: another filesystem's business
 		if err != nil {
 			w.errors.Add(1)
+		} else {
+			w.mountPoints.Add(1)
 		}
 		j.acc.settle(w.opts.TopK)
 		return
@@ -625,6 +633,10 @@ func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, bool)
 			}
 			if st.Mode&unix.S_IFMT == unix.S_IFDIR { // DT_UNKNOWN on some filesystems
 				subdirs = append(subdirs, cstringNUL(rec))
+				continue
+			}
+			if st.Dev != w.rootDev { // a file bind-mounted over one of the tree's
+				w.mountPoints.Add(1)
 				continue
 			}
 			if st.Nlink > 1 && !w.firstLink(&st) {

@@ -483,3 +483,48 @@ func TestWorkersJoiningWhenTheWalkTurnsCold(t *testing.T) {
 		}
 	}
 }
+
+// The walk counts the entries it left out because another filesystem is
+// mounted on them, a directory or a single file, so that a caller knows its
+// figure misses what is beneath them; neither's content is counted.
+func TestWalkCountsTheMountPointsItLeftOut(t *testing.T) {
+	if os.Geteuid() != 0 {
+		prereq.Missing(t, "mounting inside a tree needs root")
+		return
+	}
+	dir := t.TempDir()
+	for _, d := range []string{"covered", "open"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"covered/beneath", "open/file"} {
+		if err := os.WriteFile(filepath.Join(dir, f), make([]byte, 64<<10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elsewhere := t.TempDir()
+	if err := unix.Mount("tmpfs", elsewhere, "tmpfs", 0, "size=4m"); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(elsewhere, unix.MNT_DETACH)
+	if err := os.WriteFile(filepath.Join(elsewhere, "big"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range [][2]string{{elsewhere, "covered"}, {filepath.Join(elsewhere, "big"), "open/file"}} {
+		if err := unix.Mount(m[0], filepath.Join(dir, m[1]), "", unix.MS_BIND, ""); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Unmount(filepath.Join(dir, m[1]), unix.MNT_DETACH)
+	}
+	res, err := Walk(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.MountPoints != 2 || res.Errors != 0 {
+		t.Errorf("mount points %d, errors %d; want 2 and 0", res.MountPoints, res.Errors)
+	}
+	if res.Root.SizeBytes >= 1<<20 || res.Root.Files != 0 {
+		t.Errorf("%d bytes in %d files: the walk counted what is mounted", res.Root.SizeBytes, res.Root.Files)
+	}
+}

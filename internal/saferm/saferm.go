@@ -10,7 +10,8 @@
 // mounts are told apart by statx mount IDs, not st_dev), and never report
 // an inode as freed unless its last link went. It knows nothing of
 // projects, journals or quotas: callers journal and account with its
-// Report.
+// Report. Its Dir is also how a walk opens a tree without trusting what
+// is mounted in it (Beneath); such a Dir only reads.
 package saferm
 
 import (
@@ -74,6 +75,10 @@ type Dir struct {
 	fd  int
 	mnt mountID
 	rel string // from the directory Open opened, for reports
+	// copy: opened in Beneath's private copy of the mount, which is for
+	// reading. Removing there would reach beneath a mount point, where
+	// removals never go.
+	copy bool
 }
 
 // mountID identifies a mount: the unique ID where the kernel has it (6.8),
@@ -100,6 +105,45 @@ func Open(path string) (*Dir, error) {
 	}
 	return &Dir{fd: fd, mnt: mountOf(&st), rel: "."}, nil
 }
+
+// Beneath opens the directory at path (the sandbox root) as Open does, but
+// in a private copy of its mount that has no mounts below it: a detached,
+// non-recursive clone (open_tree OPEN_TREE_CLONE), attached nowhere and
+// held only by the descriptors opened in it. Whatever is mounted on or
+// inside a tree is absent from the copy, so a walk through it sees what the
+// tree's own filesystem holds there: what a tenant hid under a tmpfs or a
+// FUSE mount is still on the disk and still theirs. Nothing is ever
+// removed through it (its Dir is for reading); the copy dissolves when the
+// last descriptor in it closes.
+//
+// It needs CAP_SYS_ADMIN in the mount namespace's user namespace; without
+// it (or on a kernel before 5.2) the error wraps ErrCannotClone and the
+// caller reads the mounts as they are.
+func Beneath(path string) (*Dir, error) {
+	tree, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	switch {
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EACCES):
+		return nil, &os.PathError{Op: "clone the mount of", Path: path, Err: fmt.Errorf("%w: %v", ErrCannotClone, err)}
+	case err != nil:
+		return nil, &os.PathError{Op: "clone the mount of", Path: path, Err: err}
+	}
+	// open_tree gives an O_PATH descriptor; reads need a real open.
+	fd, err := unix.Openat(tree, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	unix.Close(tree)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, statxMask, &st); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "statx", Path: path, Err: err}
+	}
+	return &Dir{fd: fd, mnt: mountOf(&st), rel: ".", copy: true}, nil
+}
+
+// ErrCannotClone is Beneath's refusal where the process may not copy a
+// mount (no CAP_SYS_ADMIN, or a kernel without open_tree).
+var ErrCannotClone = errors.New("cannot copy the mount (needs CAP_SYS_ADMIN and Linux 5.2)")
 
 func mountOf(st *unix.Statx_t) mountID {
 	switch {
@@ -141,6 +185,10 @@ func (d *Dir) Close() error {
 // ErrUnsafe wraps every refusal to resolve a path: a symlink, a component
 // on another mount, something that is not a directory where one must be.
 var ErrUnsafe = errors.New("not a real directory on the root's mount, reached without links")
+
+// ErrOtherMount is the ErrUnsafe of a path that another filesystem is
+// mounted on, or on one of the directories on the way to it.
+var ErrOtherMount = fmt.Errorf("%w: another filesystem is mounted on it or on the way to it", ErrUnsafe)
 
 // PathError is a refused or failed resolution.
 type PathError struct {
@@ -192,7 +240,9 @@ func (d *Dir) openBeneath(dirfd int, rel string, parts []string) (int, error) {
 				continue // a concurrent rename; the kernel asks to retry
 			case errors.Is(err, unix.ENOSYS):
 				openat2Missing.Store(true)
-			case errors.Is(err, unix.ELOOP), errors.Is(err, unix.EXDEV), errors.Is(err, unix.ENOTDIR):
+			case errors.Is(err, unix.EXDEV):
+				return -1, &PathError{rel, ErrOtherMount}
+			case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
 				return -1, &PathError{rel, fmt.Errorf("%w (%v)", ErrUnsafe, err)}
 			default:
 				return -1, &PathError{rel, err}
@@ -224,7 +274,7 @@ func (d *Dir) openBeneath(dirfd int, rel string, parts []string) (int, error) {
 		}
 		if !d.sameMount(&st) {
 			unix.Close(next)
-			return -1, &PathError{rel, fmt.Errorf("%w (another mount)", ErrUnsafe)}
+			return -1, &PathError{rel, ErrOtherMount}
 		}
 		fd = next
 	}
@@ -244,13 +294,13 @@ func (d *Dir) OpenDir(rel string) (*Dir, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Dir{fd: fd, mnt: d.mnt, rel: d.rel}, nil
+		return &Dir{fd: fd, mnt: d.mnt, rel: d.rel, copy: d.copy}, nil
 	}
 	fd, err := d.openBeneath(d.fd, full, parts)
 	if err != nil {
 		return nil, err
 	}
-	return &Dir{fd: fd, mnt: d.mnt, rel: full}, nil
+	return &Dir{fd: fd, mnt: d.mnt, rel: full, copy: d.copy}, nil
 }
 
 // Stat is what Lstat tells of one entry.
@@ -319,6 +369,17 @@ func (d *Dir) OtherMountFd(fd int) bool {
 		return true
 	}
 	return !d.sameMount(&st)
+}
+
+// File is a new *os.File on d's directory (its own open file
+// description), for a reader that takes one (a walk). It is the caller's to
+// close; d stays open.
+func (d *Dir) File() (*os.File, error) {
+	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &PathError{d.rel, err}
+	}
+	return os.NewFile(uintptr(fd), d.rel), nil
 }
 
 // Names lists d's entries (not "." or ".."), in no particular order.
@@ -487,6 +548,9 @@ const maxPasses = 3
 // was left in place is in the Report, not an error.
 func (d *Dir) Remove(ctx context.Context, rel string, o Options) (Report, error) {
 	rep := Report{Left: []Left{}}
+	if d.copy {
+		return rep, &PathError{path.Join(d.rel, rel), errors.New("a directory opened by Beneath is for reading: nothing is removed beneath a mount")}
+	}
 	parent, name, err := d.parent(rel)
 	if err != nil {
 		return rep, err

@@ -532,3 +532,45 @@ func TestCountChangedBeforeIgnoresWhatWasMovedIn(t *testing.T) {
 		})
 	}
 }
+
+// Beneath reads a directory as its filesystem holds it: beneath a tmpfs on
+// it, and beneath one on the way to it, where Open refuses to pass either
+// (ErrOtherMount). What it opens is for reading only: no removal goes
+// through it, for that would reach beneath a mount point.
+func TestBeneathReadsUnderMounts(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "tree", "covered", "hidden"), 10)
+	write(t, filepath.Join(root, "tree", "whole", "sub", "deep"), 10)
+	mount(t, "", filepath.Join(root, "tree", "covered"))
+	mount(t, "", filepath.Join(root, "tree", "whole"))
+	write(t, filepath.Join(root, "tree", "covered", "on-the-tmpfs"), 10)
+	if _, err := open(t, root).OpenDir("tree/whole/sub"); !errors.Is(err, ErrOtherMount) {
+		t.Errorf("Open, then a path through a mount point: %v, want ErrOtherMount", err)
+	}
+	b, err := Beneath(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for rel, want := range map[string]string{"tree/covered": "hidden", "tree/whole/sub": "deep"} {
+		d, err := b.OpenDir(rel)
+		if err != nil {
+			t.Fatalf("Beneath, then %s: %v", rel, err)
+		}
+		names, err := d.Names()
+		if err != nil || len(names) != 1 || names[0] != want {
+			t.Errorf("Beneath, then %s: %v %v; want only %q, what the root's filesystem holds there", rel, names, err, want)
+		}
+		if _, err := d.Remove(context.Background(), want, Options{}); err == nil {
+			t.Errorf("a removal through Beneath's copy was allowed")
+		}
+		d.Close()
+	}
+	if !exists(filepath.Join(root, "tree", "covered", "on-the-tmpfs")) {
+		t.Error("the tmpfs went")
+	}
+	unix.Unmount(filepath.Join(root, "tree", "covered"), 0)
+	if !exists(filepath.Join(root, "tree", "covered", "hidden")) {
+		t.Error("a removal through Beneath's copy removed the file beneath the mount")
+	}
+}
