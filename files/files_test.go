@@ -617,7 +617,7 @@ func (s *sandbox) walkBaseline(name string) quota.Usage {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	if err := s.st.SetBaseline(ctx, store.TreeKey{Project: name, Area: project.AreaWorkspace}, u, store.WalkAt(time.Now()), false); err != nil {
+	if err := s.st.SetBaseline(ctx, store.TreeKey{Project: name, Area: project.AreaWorkspace}, u, store.WalkAt(time.Now()), store.WalkSeen{}); err != nil {
 		s.t.Fatal(err)
 	}
 	return u

@@ -698,7 +698,8 @@ func (m *Manager) fallbackQuota(ctx context.Context, t store.Tree, maxAge time.D
 // ago or more, or never (maxAge 0: always).
 func (m *Manager) baseline(ctx context.Context, t store.Tree, maxAge time.Duration) (time.Time, error) {
 	key := store.TreeKey{Project: t.Project, Area: t.Area}
-	walked, err := m.Store.Baseline(ctx, key)
+	last, err := m.Store.Baseline(ctx, key)
+	walked := last.At
 	if err != nil || (!walked.IsZero() && m.now().Sub(walked) < maxAge) {
 		return walked, err
 	}
@@ -710,9 +711,9 @@ func (m *Manager) baseline(ctx context.Context, t store.Tree, maxAge time.Durati
 	if err != nil {
 		return walked, err
 	}
-	u, settled, err := fallback.Measure(m.abs(t.Path))
+	u, seen, err := m.measureTree(t)
 	if err != nil {
 		return walked, err
 	}
-	return start, m.Store.SetBaseline(ctx, key, u, walk, !settled)
+	return start, m.Store.SetBaseline(ctx, key, u, walk, seen)
 }

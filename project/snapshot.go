@@ -159,7 +159,7 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 			return s
 		}
 	}
-	res, err := inventory.Walk(m.abs(t.Path), opts)
+	res, err := m.walkTree(t, opts)
 	s.DurationSeconds = time.Since(start).Seconds()
 	if err != nil {
 		s.Error = err.Error()
@@ -186,7 +186,7 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 		}
 		// The walk is also the fallback's new baseline for admission.
 		return tx.SetBaseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area},
-			quota.Usage{Bytes: s.SizeBytes, Inodes: s.Files + s.Dirs}, walk, s.Errors > 0)
+			quota.Usage{Bytes: s.SizeBytes, Inodes: s.Files + s.Dirs}, walk, walkSeen(res))
 	})
 	if err != nil {
 		s.Error = "store the snapshot: " + err.Error()
@@ -245,14 +245,14 @@ func (m *Manager) Top(ctx context.Context, name, area string, opts inventory.Opt
 			return nil, err
 		}
 	}
-	res, err := inventory.Walk(m.abs(t.Path), opts)
+	res, err := m.walkTree(t, opts)
 	if err != nil || !keep || res.Partial {
 		return res, err
 	}
 	// On the fallback a complete walk is as good as the hourly pass's: it
 	// becomes the tree's baseline, so report shows what top just saw.
 	err = m.Store.SetBaseline(ctx, key,
-		quota.Usage{Bytes: res.Root.SizeBytes, Inodes: res.Root.Files + res.Root.Dirs}, walk, res.Errors > 0)
+		quota.Usage{Bytes: res.Root.SizeBytes, Inodes: res.Root.Files + res.Root.Dirs}, walk, walkSeen(res))
 	return res, err
 }
 

@@ -263,7 +263,9 @@ func (m *Manager) CreditRemoval(ctx context.Context, t store.Tree, freed quota.U
 // ledger below a fresh walk; it is credited nothing. That also credits
 // nothing for files written through xfsq since the walk, which are in the
 // ledger: the ledger then over-counts them until the next walk, the safe
-// side. A tree never walked credits nothing. On XFS it is zero: count all.
+// side. A tree never walked credits nothing, nor one whose last walk met
+// mount points it could not look beneath (store.WalkSeen.Hidden): what was
+// under them looks walked once they go. On XFS it is zero: count all.
 //
 // The kernel stamps ctime from its coarse clock, which lags the clock the
 // walk's start was read from by up to a tick: a change just after the
@@ -272,11 +274,11 @@ func (m *Manager) RemovalCutoff(ctx context.Context, t store.Tree) (time.Time, e
 	if m.IsXFS() {
 		return time.Time{}, nil
 	}
-	walked, err := m.Store.Baseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
-	if err != nil || walked.IsZero() {
+	last, err := m.Store.Baseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
+	if err != nil || last.At.IsZero() || last.Hidden {
 		return time.Unix(0, 1), err // before any ctime: nothing counts
 	}
-	return walked.Add(-CtimeLag), nil
+	return last.At.Add(-CtimeLag), nil
 }
 
 // CtimeLag bounds how far the kernel's ctime stamps lag the real-time

@@ -499,20 +499,29 @@ func (s *Store) BeginWalk(ctx context.Context, k TreeKey, at time.Time) (Walk, e
 // SetBaseline records a walk of a tree: the ledger entries it already saw
 // are dropped (up to w.Settled). Writes that landed during the walk may be
 // counted twice until the next walk — an over-count, never an under-count.
-func (s *Store) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, unsettled bool) error {
-	return s.InTx(ctx, func(tx *Tx) error { return tx.SetBaseline(ctx, k, u, w, unsettled) })
+func (s *Store) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, seen WalkSeen) error {
+	return s.InTx(ctx, func(tx *Tx) error { return tx.SetBaseline(ctx, k, u, w, seen) })
+}
+
+// WalkSeen says what a walk may have missed. Either makes its figure a
+// floor: it is only taken where it raises the tree's usage, never to lower
+// it.
+type WalkSeen struct {
+	// Unsettled: entries vanished or changed under the walk (a tenant
+	// renaming directories while it ran can hide one from it).
+	Unsettled bool
+	// Hidden: mount points hid part of the tree from the walk, and what is
+	// beneath them was never counted; Baseline says so until a walk sees
+	// the whole tree, so that nothing is credited by this one.
+	Hidden bool
 }
 
 // SetBaseline is Store.SetBaseline inside the caller's transaction.
-//
-// unsettled says the walk saw entries vanish or change under it (a tenant
-// renaming directories while it ran can hide one from it): its figure is
-// then only taken where it raises the tree's usage, never to lower it.
-func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, unsettled bool) error {
+func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, seen WalkSeen) error {
 	if err := t.admissionLock(ctx); err != nil {
 		return err
 	}
-	if unsettled {
+	if seen.Unsettled || seen.Hidden {
 		acct, err := t.account(ctx, k)
 		if err != nil {
 			return err
@@ -532,8 +541,8 @@ func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, 
 	// shrink that began before it ended may be in its figure too: dropped,
 	// as subtracting it twice would under-count.
 	end := toMicros(time.Now())
-	if _, err := t.exec(ctx, `UPDATE trees SET walked_bytes = ?, walked_inodes = ?, walked_at = ?, walked_end = ? WHERE host = ? AND project = ? AND area = ?`,
-		int64(u.Bytes), int64(u.Inodes), toMicros(w.At), end, t.s.Host, k.Project, k.Area); err != nil {
+	if _, err := t.exec(ctx, `UPDATE trees SET walked_bytes = ?, walked_inodes = ?, walked_at = ?, walked_end = ?, walked_hidden = ? WHERE host = ? AND project = ? AND area = ?`,
+		int64(u.Bytes), int64(u.Inodes), toMicros(w.At), end, seen.Hidden, t.s.Host, k.Project, k.Area); err != nil {
 		return err
 	}
 	settled := toMicros(w.Settled)
@@ -597,14 +606,23 @@ func (s *Store) GraceStarts(ctx context.Context, k TreeKey) (bytes, inodes time.
 	return fromMicros(row.Bytes), fromMicros(row.Inodes), err
 }
 
-// Baseline reads when a tree was last walked (zero if never).
-func (s *Store) Baseline(ctx context.Context, k TreeKey) (time.Time, error) {
-	var at int64
-	err := s.get(ctx, &at, `SELECT walked_at FROM trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
-	if errors.Is(err, sql.ErrNoRows) {
-		return time.Time{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
+// Baseline is what a tree's last walk left for credits to go by.
+type Baseline struct {
+	At     time.Time // when the walk began; zero: never walked
+	Hidden bool      // mount points hid part of the tree from it (WalkSeen.Hidden)
+}
+
+// Baseline reads the tree's last walk.
+func (s *Store) Baseline(ctx context.Context, k TreeKey) (Baseline, error) {
+	var row struct {
+		At     int64 `db:"walked_at"`
+		Hidden bool  `db:"walked_hidden"`
 	}
-	return fromMicros(at), err
+	err := s.get(ctx, &row, `SELECT walked_at, walked_hidden FROM trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Baseline{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
+	}
+	return Baseline{At: fromMicros(row.At), Hidden: row.Hidden}, err
 }
 
 // TreeRead is one tree as admission sees it.

@@ -88,7 +88,7 @@ func TestGraceTimers(t *testing.T) {
 			t.Errorf("still over: byte timer %v (was %v) must keep its start; inode timer %v must start", b2, b, i2)
 		}
 		// A walk finding the tree back under both stops both.
-		if err := s.SetBaseline(ctx, k, quota.Usage{Bytes: 10, Inodes: 1}, WalkAt(time.Now()), false); err != nil {
+		if err := s.SetBaseline(ctx, k, quota.Usage{Bytes: 10, Inodes: 1}, WalkAt(time.Now()), WalkSeen{}); err != nil {
 			t.Fatal(err)
 		}
 		if b, i := starts(); !b.IsZero() || !i.IsZero() {
@@ -156,7 +156,7 @@ func TestReadAgreesWithAccount(t *testing.T) {
 		if limits != wantLimits || used != wantUsed || used != (quota.Usage{Bytes: 110, Inodes: 3}) {
 			t.Errorf("Read %+v %+v, Account %+v %+v, want usage 110 bytes 3 inodes", limits, used, wantLimits, wantUsed)
 		}
-		if baseline, _ := s.Baseline(ctx, ws); !walked.Equal(baseline) {
+		if baseline, _ := s.Baseline(ctx, ws); !walked.Equal(baseline.At) || baseline.Hidden {
 			t.Errorf("walked %v, Baseline %v", walked, baseline)
 		}
 		if _, err := s.Read(ctx, TreeKey{Project: "omni", Area: "scratch"}); !errors.Is(err, ErrNotFound) {
@@ -195,7 +195,7 @@ func TestWalkKeepsOnlyTheRowsOfWritesBeingLinked(t *testing.T) {
 			time.Sleep(time.Millisecond) // the walk begins after the rows' stamps
 			w, err := s.BeginWalk(ctx, ws, time.Now())
 			if err == nil {
-				err = s.SetBaseline(ctx, ws, quota.Usage{Bytes: seen}, w, false)
+				err = s.SetBaseline(ctx, ws, quota.Usage{Bytes: seen}, w, WalkSeen{})
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -337,7 +337,7 @@ func TestLedgerSumFollowsItsRows(t *testing.T) {
 			{"walk of omni begins", func() error { walkStart = time.Now(); return nil }},
 			{"write omni during the walk", write(omni, 300)},
 			{"walk of omni recorded", func() error {
-				return s.SetBaseline(ctx, omni, quota.Usage{Bytes: 3900, Inodes: 1}, WalkAt(walkStart), false)
+				return s.SetBaseline(ctx, omni, quota.Usage{Bytes: 3900, Inodes: 1}, WalkAt(walkStart), WalkSeen{})
 			}},
 			{"a credit from before the walk ended (dropped)", func() error {
 				return s.AddLedger(ctx, omni, -50, 0, "test", walkStart)
@@ -551,7 +551,7 @@ func TestRootUsageFloorsEachTree(t *testing.T) {
 			t.Fatal(err)
 		}
 		beta := TreeKey{Project: "beta", Area: "workspace"}
-		if err := s.SetBaseline(ctx, beta, quota.Usage{Bytes: 8192, Inodes: 1}, WalkAt(time.Now()), false); err != nil {
+		if err := s.SetBaseline(ctx, beta, quota.Usage{Bytes: 8192, Inodes: 1}, WalkAt(time.Now()), WalkSeen{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.AddLedger(ctx, omni, -1<<20, 0, "test", time.Now()); err != nil {
@@ -559,6 +559,43 @@ func TestRootUsageFloorsEachTree(t *testing.T) {
 		}
 		if _, _, root, err := s.Account(ctx, beta); err != nil || root != 8192 {
 			t.Errorf("the root's usage with one tree below nothing: %d (%v), want the other tree's 8192", root, err)
+		}
+	})
+}
+
+// A walk that mount points hid part of the tree from is a floor, like an
+// unsettled one, and the tree's baseline says so until a walk sees it all:
+// its figure never lowers the usage, and Baseline.Hidden is what keeps
+// removals and overwrites from being credited by it.
+func TestBaselineKeepsAHiddenWalk(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s, k := openWorkspace(t, dsn, quota.Limits{})
+		set := func(bytes uint64, seen WalkSeen) (quota.Usage, Baseline) {
+			t.Helper()
+			if err := s.SetBaseline(ctx, k, quota.Usage{Bytes: bytes, Inodes: 1}, WalkAt(time.Now()), seen); err != nil {
+				t.Fatal(err)
+			}
+			r, err := s.Read(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := s.Baseline(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Used, b
+		}
+		if used, b := set(1<<20, WalkSeen{}); used.Bytes != 1<<20 || b.Hidden {
+			t.Fatalf("a whole walk: %+v %+v", used, b)
+		}
+		if used, b := set(4096, WalkSeen{Hidden: true}); used.Bytes != 1<<20 || !b.Hidden {
+			t.Errorf("a hidden walk of less: usage %d, hidden %v; want the usage kept and the walk marked", used.Bytes, b.Hidden)
+		}
+		if used, b := set(2<<20, WalkSeen{Hidden: true}); used.Bytes != 2<<20 || !b.Hidden {
+			t.Errorf("a hidden walk of more: usage %d, hidden %v; want it raised and marked", used.Bytes, b.Hidden)
+		}
+		if used, b := set(4096, WalkSeen{}); used.Bytes != 4096 || b.Hidden {
+			t.Errorf("a whole walk after: usage %d, hidden %v; want its figure and the mark gone", used.Bytes, b.Hidden)
 		}
 	})
 }

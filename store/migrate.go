@@ -260,6 +260,12 @@ var migrations = []string{
 	// which nothing counted.
 	`ALTER TABLE ledger ADD COLUMN ino BIGINT NOT NULL DEFAULT 0;
 	CREATE INDEX ledger_ino ON ledger (host, project, area, ino);`,
+	// 15: whether a tree's last walk met mount points it could not look
+	// beneath (a process without CAP_SYS_ADMIN cannot copy the mount
+	// without them): what is under them may be the tenant's and was not
+	// counted, so until a walk sees the whole tree no removal or overwrite
+	// is credited by it (Store.Baseline, Manager.RemovalCutoff).
+	`ALTER TABLE trees ADD COLUMN walked_hidden BOOLEAN NOT NULL DEFAULT FALSE;`,
 }
 
 // ddl holds, per migration number, statements run whole after that

@@ -38,7 +38,7 @@ func TestTreeUsagesMatchAccount(t *testing.T) {
 			}
 		}
 		walk := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
-		if err := s.SetBaseline(ctx, TreeKey{"a", "workspace"}, quota.Usage{Bytes: 500, Inodes: 5}, WalkAt(walk), false); err != nil {
+		if err := s.SetBaseline(ctx, TreeKey{"a", "workspace"}, quota.Usage{Bytes: 500, Inodes: 5}, WalkAt(walk), WalkSeen{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.AddLedger(ctx, TreeKey{"a", "workspace"}, 70, 1, "test", time.Time{}); err != nil {
@@ -68,9 +68,9 @@ func TestTreeUsagesMatchAccount(t *testing.T) {
 			if u.Used != used || u.Limits != limits {
 				t.Errorf("%s/%s: TreeUsages %+v %+v, Account %+v %+v", u.Project, u.Area, u.Used, u.Limits, used, limits)
 			}
-			walked, _ := s.Baseline(ctx, TreeKey{u.Project, u.Area})
-			if !u.WalkedAt.Equal(walked) {
-				t.Errorf("%s/%s: walked at %v, Baseline says %v", u.Project, u.Area, u.WalkedAt, walked)
+			last, _ := s.Baseline(ctx, TreeKey{u.Project, u.Area})
+			if !u.WalkedAt.Equal(last.At) {
+				t.Errorf("%s/%s: walked at %v, Baseline says %v", u.Project, u.Area, u.WalkedAt, last.At)
 			}
 		}
 		if got[1].Project != "a" || got[1].Area != "workspace" || got[1].Used.Bytes != 570 || !got[1].WalkedAt.Equal(walk) {

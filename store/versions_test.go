@@ -56,7 +56,7 @@ func TestProjectVersionMovesWithEveryChangeOfTheProject(t *testing.T) {
 			}, false},
 			{"release", func() error { return w.Release(ctx, res) }, false},
 			{"baseline", func() error {
-				return w.SetBaseline(ctx, ws, quota.Usage{Bytes: 4096, Inodes: 2}, WalkAt(time.Now()), false)
+				return w.SetBaseline(ctx, ws, quota.Usage{Bytes: 4096, Inodes: 2}, WalkAt(time.Now()), WalkSeen{})
 			}, false},
 			{"state", tx(func(tx *Tx) error { return tx.SetProjectState(ctx, "alpha", "removing", "") }), false},
 			{"delete tree", tx(func(tx *Tx) error { return tx.DeleteTree(ctx, "alpha", "workspace") }), false},

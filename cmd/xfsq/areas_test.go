@@ -214,7 +214,7 @@ func TestReportSaysHowOldEachFigureIs(t *testing.T) {
 	// The hourly pass has not run for two hours.
 	st := s.store()
 	if err := st.SetBaseline(context.Background(), store.TreeKey{Project: "omni", Area: "workspace"},
-		quotaUsage(12<<10, 3), store.WalkAt(time.Now().Add(-2*time.Hour)), false); err != nil {
+		quotaUsage(12<<10, 3), store.WalkAt(time.Now().Add(-2*time.Hour)), store.WalkSeen{}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

@@ -960,7 +960,7 @@ func TestFallbackReportWalksOnlyWhenAsked(t *testing.T) {
 	st := s.store()
 	aged := time.Now().Add(-61 * time.Minute)
 	if err := st.SetBaseline(t.Context(), store.TreeKey{Project: "old", Area: "workspace"},
-		quota.Usage{Bytes: first["old/workspace"].UsedBytes, Inodes: first["old/workspace"].UsedInodes}, store.WalkAt(aged), false); err != nil {
+		quota.Usage{Bytes: first["old/workspace"].UsedBytes, Inodes: first["old/workspace"].UsedInodes}, store.WalkAt(aged), store.WalkSeen{}); err != nil {
 		t.Fatal(err)
 	}
 	rep := s.report()

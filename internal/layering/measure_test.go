@@ -17,7 +17,7 @@ import (
 // the fallback's usage, a sweep's figures and the credit a removal gives
 // the ledger cannot disagree.
 var walkers = map[string]string{
-	"project/snapshot.go": "a snapshot keeps the walk itself (its tree and top files), not only a measure",
+	"project/walktree.go": "a snapshot and top keep the walk itself (its tree and top files), not only a measure, walked beneath the tenant's mounts",
 	"files/top.go":        "top shows the walk itself (a sub-path's tree and top files) through the tree's os.Root, as a snapshot does",
 }
 
@@ -74,7 +74,7 @@ func TestTreeMeasurementExistsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !found["project/snapshot.go"] {
+	if !found["project/walktree.go"] {
 		t.Fatalf("the snapshot's walk was not found: the test sees nothing (found %v)", found)
 	}
 	for file := range found {

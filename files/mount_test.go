@@ -1,0 +1,76 @@
+package files
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/mounttest"
+	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/quota/fallback"
+)
+
+// A tenant writes a file, covers its directory with a tmpfs so that a walk
+// through the mounts would not see it, waits for the walk, and uncovers it:
+// the file now looks walked. Removing or overwriting it through xfsq must
+// not credit blocks the baseline never counted, or the ledger reads less
+// than the tree holds and admission takes writes past the hard limit. The
+// walk looks beneath the mount, so the file is in the baseline and the
+// credit is the tenant's due.
+func TestCreditsAfterAMountIsGone(t *testing.T) {
+	for _, overwrite := range []bool{false, true} {
+		name := "rm"
+		if overwrite {
+			name = "overwrite"
+		}
+		t.Run(name, func(t *testing.T) {
+			storetest.ForEach(t, func(t *testing.T, dsn string) {
+				s := newSandbox(t, dsn, "a")
+				const limit, hidden = 1 << 20, 600 << 10
+				ws := filepath.Join(s.root, "projects", "a")
+				dir := filepath.Join(ws, "x")
+				if err := os.Mkdir(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "hidden"), make([]byte, hidden), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				mounttest.Tmpfs(t, dir)
+				time.Sleep(2 * project.CtimeLag)
+				if _, err := s.m.Top(ctx, "a", "", inventory.Options{Depth: 3}); err != nil {
+					t.Fatal(err)
+				}
+				s.limit("a", limit, 0)
+				if err := unix.Unmount(dir, 0); err != nil {
+					t.Fatal(err)
+				}
+				if overwrite {
+					// Reserved whole beside the old file, as XFS would: refused.
+					if err := s.put("a", "x/hidden", make([]byte, hidden), true); !refusedBy(err, "bytes_hard") {
+						t.Errorf("a %d KiB overwrite beside the uncovered %d KiB file: %v, want refused by bytes_hard", hidden>>10, hidden>>10, err)
+					}
+				} else if _, err := s.l.Remove(ctx, "a", "", "x/hidden", RemoveOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				s.notBelowWalk("a", name+" of the file the mount had hidden")
+				// Fill what admission says is left: a fresh walk stays within the limit.
+				used := s.used("a")
+				if used.Bytes+block < limit {
+					if err := s.put("a", "fill", make([]byte, limit-used.Bytes-block), true); err != nil {
+						t.Logf("fill: %v", err)
+					}
+				}
+				if fresh, err := fallback.Walk(ws); err != nil {
+					t.Fatal(err)
+				} else if fresh.Bytes > limit {
+					t.Errorf("a fresh walk finds %d bytes, over the hard limit of %d", fresh.Bytes, limit)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,86 @@
+package project
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store"
+)
+
+// openForWalk opens t's directory as the root's own filesystem holds it,
+// for a walk whose figure admission or the inventory will trust. A tenant
+// who may mount (a FUSE mount, a tmpfs where its container's mounts reach
+// the host) can cover part of its tree, or all of it: walked through the
+// mounts, what it wrote beneath would go uncounted, and once unmounted it
+// would look counted, so removing or overwriting it would credit blocks
+// nothing had counted. Where the process may copy the root's mount without
+// its submounts (saferm.Beneath: CAP_SYS_ADMIN), the walk goes through the
+// copy and sees beneath every mount. Elsewhere it goes through the mounts
+// as they are and counts the mount points it met (Result.MountPoints),
+// which make its figure a floor that credits nothing (store.WalkSeen);
+// a tree whose own directory is covered cannot be walked at all.
+func (m *Manager) openForWalk(t store.Tree) (*os.File, error) {
+	root, err := beneath(m.Root)
+	cloned := err == nil
+	if errors.Is(err, saferm.ErrCannotClone) {
+		root, err = saferm.Open(m.Root)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	dir, err := root.OpenDir(t.Path)
+	if errors.Is(err, saferm.ErrOtherMount) && !cloned {
+		return nil, fmt.Errorf("walk %s: %w (xfsq can look beneath a mount only with CAP_SYS_ADMIN: unmount it, or run xfsq as root)", m.Root, err)
+	}
+	if err != nil {
+		if fi, lerr := os.Lstat(m.abs(t.Path)); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return nil, &os.PathError{Op: "walk", Path: m.abs(t.Path), Err: errors.New("is a symlink: walks never follow one")}
+		}
+		return nil, fmt.Errorf("walk %s: %w", m.Root, err)
+	}
+	defer dir.Close()
+	return dir.File()
+}
+
+// walkTree walks t's directory (openForWalk).
+func (m *Manager) walkTree(t store.Tree, opts inventory.Options) (*inventory.Result, error) {
+	f, err := m.openForWalk(t)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return inventory.WalkFile(f, opts)
+}
+
+// measureTree measures t's directory (openForWalk) for a baseline: its
+// usage and what the walk may have missed. A tree whose directory is gone
+// is empty.
+func (m *Manager) measureTree(t store.Tree) (quota.Usage, store.WalkSeen, error) {
+	f, err := m.openForWalk(t)
+	if errors.Is(err, os.ErrNotExist) {
+		return quota.Usage{}, store.WalkSeen{}, nil
+	}
+	if err != nil {
+		return quota.Usage{}, store.WalkSeen{}, err
+	}
+	defer f.Close()
+	u, err := inventory.MeasureFile(f)
+	if err != nil {
+		return quota.Usage{}, store.WalkSeen{}, &quota.OpError{Op: "measure", Tree: m.abs(t.Path), Err: err}
+	}
+	return quota.Usage{Bytes: u.Bytes, Inodes: u.Inodes}, store.WalkSeen{Unsettled: !u.Settled, Hidden: u.MountPoints > 0}, nil
+}
+
+// walkSeen is what a walk's result may have missed.
+func walkSeen(res *inventory.Result) store.WalkSeen {
+	return store.WalkSeen{Unsettled: res.Errors > 0, Hidden: res.MountPoints > 0}
+}
+
+// beneath is saferm.Beneath; tests make it refuse, as it does without
+// CAP_SYS_ADMIN.
+var beneath = saferm.Beneath
