@@ -1,8 +1,10 @@
 package files
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +74,31 @@ func TestCreditsAfterAMountIsGone(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// A tenant bind-mounts another tenant's tree inside its own: top of its
+// tree, or of the directory holding the mount, shows none of the other
+// tree's names or bytes (the walks go beneath the mount, to the empty
+// directory the tenant's own filesystem holds there).
+func TestTopShowsNothingOfABindMountedTree(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "a", "b")
+	if err := os.WriteFile(filepath.Join(s.root, "projects", "b", "secret-of-b"), make([]byte, 256<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	x := filepath.Join(s.root, "projects", "a", "d", "x")
+	if err := os.MkdirAll(x, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mounttest.Bind(t, filepath.Join(s.root, "projects", "b"), x)
+	for _, p := range []string{".", "d"} {
+		res, err := s.l.Top(ctx, "a", "", p, inventory.Options{Depth: 3}, nil)
+		if err != nil {
+			t.Fatalf("top a %s: %v", p, err)
+		}
+		out, _ := json.Marshal(res)
+		if strings.Contains(string(out), "secret-of-b") || res.Root.SizeBytes >= 256<<10 {
+			t.Errorf("top a %s shows b's tree through the bind mount: %d bytes, %s", p, res.Root.SizeBytes, out)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 )
@@ -33,8 +34,9 @@ type TopResult struct {
 }
 
 // Top walks a tree, or the directory p inside it, for what fills it. p is
-// cleaned like every path of the layer and opened through the tree's
-// os.Root: no "..", no symlink out of the tree, no other mount. progress,
+// cleaned like every path of the layer and checked through the tree's
+// os.Root (no "..", no symlink out of the tree, no other mount), then
+// walked beneath the tenant's mounts through no symlink at all. progress,
 // if set, is called with the walk's running totals.
 func (l *Layer) Top(ctx context.Context, name, area, p string, opts inventory.Options, progress func(project.TreeProgress)) (TopResult, error) {
 	p, err := Clean(p)
@@ -84,5 +86,11 @@ func (l *Layer) walkIn(t *tree, p string, opts inventory.Options) (*inventory.Re
 	if t.dir.OtherMountFd(int(f.Fd())) {
 		return nil, otherMount(p)
 	}
-	return inventory.WalkFile(f, opts)
+	// Checked here, walked by the manager beneath the tenant's mounts: a
+	// bind mount inside p must not list another tree's names.
+	res, err := l.M.WalkIn(t.Tree, p, opts)
+	if errors.Is(err, saferm.ErrUnsafe) {
+		return nil, &PathError{Path: p, Reason: "it goes through a symlink or a mount, which walks never follow"}
+	}
+	return res, err
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
@@ -23,7 +24,8 @@ import (
 // as they are and counts the mount points it met (Result.MountPoints),
 // which make its figure a floor that credits nothing (store.WalkSeen);
 // a tree whose own directory is covered cannot be walked at all.
-func (m *Manager) openForWalk(t store.Tree) (*os.File, error) {
+func (m *Manager) openForWalk(t store.Tree, rel string) (*os.File, error) {
+	at := path.Join(t.Path, rel)
 	root, err := beneath(m.Root)
 	cloned := err == nil
 	if errors.Is(err, saferm.ErrCannotClone) {
@@ -33,13 +35,13 @@ func (m *Manager) openForWalk(t store.Tree) (*os.File, error) {
 		return nil, err
 	}
 	defer root.Close()
-	dir, err := root.OpenDir(t.Path)
+	dir, err := root.OpenDir(at)
 	if errors.Is(err, saferm.ErrOtherMount) && !cloned {
 		return nil, fmt.Errorf("walk %s: %w (xfsq can look beneath a mount only with CAP_SYS_ADMIN: unmount it, or run xfsq as root)", m.Root, err)
 	}
 	if err != nil {
-		if fi, lerr := os.Lstat(m.abs(t.Path)); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
-			return nil, &os.PathError{Op: "walk", Path: m.abs(t.Path), Err: errors.New("is a symlink: walks never follow one")}
+		if fi, lerr := os.Lstat(m.abs(at)); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return nil, &os.PathError{Op: "walk", Path: m.abs(at), Err: errors.New("is a symlink: walks never follow one")}
 		}
 		return nil, fmt.Errorf("walk %s: %w", m.Root, err)
 	}
@@ -49,7 +51,16 @@ func (m *Manager) openForWalk(t store.Tree) (*os.File, error) {
 
 // walkTree walks t's directory (openForWalk).
 func (m *Manager) walkTree(t store.Tree, opts inventory.Options) (*inventory.Result, error) {
-	f, err := m.openForWalk(t)
+	return m.WalkIn(t, ".", opts)
+}
+
+// WalkIn walks the directory rel inside the tree t (a path its caller has
+// checked, as the file layer does for top PROJECT PATH) as walkTree walks
+// a whole tree: beneath the tenant's mounts, through no symlink, so that
+// a bind mount of another tenant's tree, or of anything outside the root,
+// shows none of its names. Nothing is recorded.
+func (m *Manager) WalkIn(t store.Tree, rel string, opts inventory.Options) (*inventory.Result, error) {
+	f, err := m.openForWalk(t, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +72,7 @@ func (m *Manager) walkTree(t store.Tree, opts inventory.Options) (*inventory.Res
 // usage and what the walk may have missed. A tree whose directory is gone
 // is empty.
 func (m *Manager) measureTree(t store.Tree) (quota.Usage, store.WalkSeen, error) {
-	f, err := m.openForWalk(t)
+	f, err := m.openForWalk(t, ".")
 	if errors.Is(err, os.ErrNotExist) {
 		return quota.Usage{}, store.WalkSeen{}, nil
 	}

@@ -18,7 +18,6 @@ import (
 // the ledger cannot disagree.
 var walkers = map[string]string{
 	"project/walktree.go": "a snapshot and top keep the walk itself (its tree and top files), not only a measure, walked beneath the tenant's mounts",
-	"files/top.go":        "top shows the walk itself (a sub-path's tree and top files) through the tree's os.Root, as a snapshot does",
 }
 
 // pendingWalkers still measure with a walk of their own, each with what
