@@ -577,7 +577,7 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 		return res, fmt.Errorf("remove %s: %w", p, rmErr)
 	}
 	// What went, went, whatever else failed: credit it.
-	credit := l.M.CreditRemoval(context.WithoutCancel(ctx), t.Tree, quota.Usage{Bytes: rep.Bytes, Inodes: rep.Inodes}, started)
+	credit := l.M.CreditRemoval(context.WithoutCancel(ctx), t.Tree, quota.Usage{Bytes: rep.Bytes, Inodes: rep.Inodes}, rep.Uncounted, started)
 	switch {
 	case rmErr != nil:
 		return res, fmt.Errorf("remove %s (%d entries removed before it stopped): %w", p, rep.Entries, rmErr)

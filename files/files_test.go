@@ -869,3 +869,58 @@ func TestRemoveReportsAllItFreed(t *testing.T) {
 		s.notBelowWalk("a", "after rm of a file written through xfsq since the walk")
 	})
 }
+
+// A file written through xfsq since the walk is in the ledger by its own
+// row: removing it (alone, in a directory, or grown since by the tenant)
+// credits what that row counted, once, and never more than its blocks, so
+// that a tenant who deletes what it uploaded can upload again at once
+// rather than after the next walk; the ledger stays at or above a fresh
+// walk throughout.
+func TestRemoveCreditsWhatItsOwnWriteCounted(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := newSandbox(t, dsn, "a")
+		const limit = 1 << 20
+		// A write that also makes a directory has one row for both, which
+		// counts no single file (it stays counted until the walk): d is
+		// there before.
+		if err := os.Mkdir(filepath.Join(s.root, "projects", "a", "d"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s.walkBaseline("a")
+		s.limit("a", limit, 0)
+		base := s.used("a")
+		for _, c := range []struct {
+			name    string
+			put     []string // written through xfsq, 600 KiB each between them
+			grow    string   // then grown by the tenant's shell
+			rm      string
+			recurse bool
+		}{
+			{"a file", []string{"f"}, "", "f", false},
+			{"a directory of files", []string{"d/1", "d/2", "d/3"}, "", "d", true},
+			{"a file the tenant grew", []string{"g"}, "g", "g", false},
+		} {
+			for _, p := range c.put {
+				if err := s.put("a", p, make([]byte, 600<<10/len(c.put)), true); err != nil {
+					t.Fatalf("%s: put %s: %v", c.name, p, err)
+				}
+			}
+			if c.grow != "" {
+				f, err := os.OpenFile(filepath.Join(s.root, "projects", "a", c.grow), os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Write(make([]byte, 200<<10))
+				f.Close()
+			}
+			if _, err := s.l.Remove(ctx, "a", "", c.rm, RemoveOptions{Recursive: c.recurse}); err != nil {
+				t.Fatalf("%s: rm: %v", c.name, err)
+			}
+			s.notBelowWalk("a", c.name)
+			// What the writes took is back: within a block a directory.
+			if used := s.used("a"); used.Bytes > base.Bytes+2*block || used.Inodes > base.Inodes+1 {
+				t.Errorf("%s: usage %+v after the rm, want back to the %+v before the writes", c.name, used, base)
+			}
+		}
+	})
+}

@@ -302,8 +302,8 @@ func (m *Manager) executor(sweepID string, root *saferm.Dir, policy sweep.Policy
 	if !m.IsXFS() {
 		tree := func(ev sweep.Eviction) store.Tree { return store.Tree{Project: ev.Project, Area: ev.Area} }
 		x.Cutoff = func(ctx context.Context, ev sweep.Eviction) (time.Time, error) { return m.RemovalCutoff(ctx, tree(ev)) }
-		x.Credit = func(ctx context.Context, ev sweep.Eviction, bytes, inodes uint64, started time.Time) error {
-			return m.CreditRemoval(ctx, tree(ev), quota.Usage{Bytes: bytes, Inodes: inodes}, started)
+		x.Credit = func(ctx context.Context, ev sweep.Eviction, rep saferm.Report, started time.Time) error {
+			return m.CreditRemoval(ctx, tree(ev), quota.Usage{Bytes: rep.Bytes, Inodes: rep.Inodes}, rep.Uncounted, started)
 		}
 	}
 	return x

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/store"
@@ -246,14 +247,23 @@ func (w *Write) Release(ctx context.Context) {
 }
 
 // CreditRemoval lowers a fallback tree's ledger by what a removal through
-// xfsq freed (on XFS the kernel counts). freed must be what was unlinked,
+// xfsq freed (on XFS the kernel counts). freed must be what was unlinked
+// and the last walk counted,
 // never more, so the ledger over-counts, never under-counts. started is
 // when the removal began: a walk that ended after it may have seen it.
-func (m *Manager) CreditRemoval(ctx context.Context, t store.Tree, freed quota.Usage, started time.Time) error {
-	if m.IsXFS() || (freed.Bytes == 0 && freed.Inodes == 0) {
+//
+// uncounted is what the removal freed that the walk did not count
+// (saferm.Report.Uncounted): each is credited what its own write through
+// xfsq since the walk counted, if it was written so, else nothing.
+func (m *Manager) CreditRemoval(ctx context.Context, t store.Tree, freed quota.Usage, uncounted []saferm.Freed, started time.Time) error {
+	if m.IsXFS() || (freed.Bytes == 0 && freed.Inodes == 0 && len(uncounted) == 0) {
 		return nil
 	}
-	return m.Store.AddLedger(ctx, store.TreeKey{Project: t.Project, Area: t.Area}, -int64(freed.Bytes), -int64(freed.Inodes), m.ActorOf(ctx), started)
+	inodes := make([]store.Freed, len(uncounted))
+	for i, f := range uncounted {
+		inodes[i] = store.Freed{Ino: f.Ino, Bytes: f.Bytes}
+	}
+	return m.Store.Removed(ctx, store.TreeKey{Project: t.Project, Area: t.Area}, freed, inodes, m.ActorOf(ctx), started)
 }
 
 // RemovalCutoff is the CountChangedBefore a removal from t credited with

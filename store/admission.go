@@ -398,21 +398,9 @@ func (s *Store) Placed(ctx context.Context, k TreeKey, id int64, r Replaced, act
 		}
 		freed := r.Counted
 		if freed == (quota.Usage{}) && r.Ino != 0 {
-			var row struct {
-				ID    int64 `db:"id"`
-				Bytes int64 `db:"bytes"`
-			}
-			err := tx.get(ctx, &row, `SELECT id, bytes FROM ledger WHERE host = ? AND project = ? AND area = ? AND ino = ? AND bytes > 0
-				ORDER BY id DESC LIMIT 1`, tx.s.Host, k.Project, k.Area, int64(r.Ino))
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-			case err != nil:
+			var err error
+			if freed, err = tx.consumeInodeRow(ctx, k, r.Ino, r.Bytes); err != nil {
 				return err
-			default:
-				if _, err := tx.exec(ctx, `UPDATE ledger SET ino = 0 WHERE id = ?`, row.ID); err != nil {
-					return err
-				}
-				freed = quota.Usage{Bytes: min(r.Bytes, uint64(row.Bytes)), Inodes: 1}
 			}
 		}
 		if freed.Bytes == 0 && freed.Inodes == 0 {
@@ -421,6 +409,61 @@ func (s *Store) Placed(ctx context.Context, k TreeKey, id int64, r Replaced, act
 		return tx.addLedger(ctx, k, -int64(freed.Bytes), -int64(freed.Inodes), 0, actor, since)
 	})
 }
+
+// consumeInodeRow is what a kept ledger row counting the inode ino whole
+// (CommitFile) lets a removal of it credit: the least of bytes (its blocks
+// when unlinked) and what the row counted, and one inode; nothing without
+// such a row. The row then counts no inode any more, so that no other file
+// taking the number is credited again.
+func (t *Tx) consumeInodeRow(ctx context.Context, k TreeKey, ino, bytes uint64) (quota.Usage, error) {
+	var row struct {
+		ID    int64 `db:"id"`
+		Bytes int64 `db:"bytes"`
+	}
+	err := t.get(ctx, &row, `SELECT id, bytes FROM ledger WHERE host = ? AND project = ? AND area = ? AND ino = ? AND bytes > 0
+		ORDER BY id DESC LIMIT 1`, t.s.Host, k.Project, k.Area, int64(ino))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return quota.Usage{}, nil
+	case err != nil:
+		return quota.Usage{}, err
+	}
+	if _, err := t.exec(ctx, `UPDATE ledger SET ino = 0 WHERE id = ?`, row.ID); err != nil {
+		return quota.Usage{}, err
+	}
+	return quota.Usage{Bytes: min(bytes, uint64(row.Bytes)), Inodes: 1}, nil
+}
+
+// Removed credits a removal from k (as of since, when it began): counted
+// as it is (what the last walk counted of what went), and of each freed
+// inode the walk did not count, what a kept ledger row of its own write
+// through xfsq counted (consumeInodeRow), in one transaction. As every
+// credit, it is dropped if a walk that ended after since may have seen the
+// removal (addLedger).
+func (s *Store) Removed(ctx context.Context, k TreeKey, counted quota.Usage, uncounted []Freed, actor string, since time.Time) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.admissionLock(ctx); err != nil {
+			return err
+		}
+		credited := counted
+		for _, f := range uncounted {
+			u, err := tx.consumeInodeRow(ctx, k, f.Ino, f.Bytes)
+			if err != nil {
+				return err
+			}
+			credited.Bytes += u.Bytes
+			credited.Inodes += u.Inodes
+		}
+		if credited.Bytes == 0 && credited.Inodes == 0 {
+			return nil
+		}
+		return tx.addLedger(ctx, k, -int64(credited.Bytes), -int64(credited.Inodes), 0, actor, since)
+	})
+}
+
+// Freed is an inode a removal freed that the last walk did not count: its
+// number and its blocks when unlinked.
+type Freed struct{ Ino, Bytes uint64 }
 
 // Reclaim deletes and returns the reservations that can never be
 // committed (expired, or gone(holder)), as every Reserve does first.

@@ -599,3 +599,50 @@ func TestBaselineKeepsAHiddenWalk(t *testing.T) {
 		}
 	})
 }
+
+// A removal credits each freed inode the walk did not count what its own
+// write's row counted, at most its blocks, and consumes the row: the same
+// number freed again (another file that took it) is credited nothing,
+// whether by a removal or an overwrite; an inode without a row, nothing.
+func TestRemovedCreditsAnInodesRowOnce(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s, k := openWorkspace(t, dsn, quota.Limits{})
+		id, _, err := s.Reserve(ctx, k, 8192, 1, "h", "", time.Hour, nil, admitAll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CommitFile(ctx, k, id, 8192, 1, 77, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Placed(ctx, k, id, Replaced{}, "test", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		used := func() quota.Usage {
+			t.Helper()
+			r, err := s.Read(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Used
+		}
+		if err := s.Removed(ctx, k, quota.Usage{}, []Freed{{Ino: 78, Bytes: 4096}, {Ino: 77, Bytes: 4096}}, "test", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if u := used(); u != (quota.Usage{Bytes: 4096, Inodes: 0}) {
+			t.Errorf("after the removal: %+v; want the row's 8192 less the 4096 blocks freed, no inode", u)
+		}
+		if err := s.Removed(ctx, k, quota.Usage{}, []Freed{{Ino: 77, Bytes: 4096}}, "test", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		id, _, err = s.Reserve(ctx, k, 0, 0, "h", "", time.Hour, nil, admitAll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Placed(ctx, k, id, Replaced{Ino: 77, Bytes: 4096}, "test", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if u := used(); u != (quota.Usage{Bytes: 4096, Inodes: 0}) {
+			t.Errorf("the number freed again: %+v; want nothing more credited", u)
+		}
+	})
+}

@@ -62,11 +62,12 @@ type Executor struct {
 	// Cutoff and Credit, when set (the fallback backend, where no kernel
 	// counts), credit each deletion to its tree's ledger: Cutoff is the
 	// saferm.Options.CountChangedBefore of an eviction's tree (when its
-	// last walk began), Credit is told what the removal freed that the
-	// walk had counted, and when the removal began. What the sweep
-	// reports and journals freed is all it freed, cutoff or not.
+	// last walk began), Credit is told the removal's report (what it freed
+	// that the walk had counted, and the inodes it freed that the walk had
+	// not) and when the removal began. What the sweep reports and
+	// journals freed is all it freed, cutoff or not.
 	Cutoff func(ctx context.Context, ev Eviction) (time.Time, error)
-	Credit func(ctx context.Context, ev Eviction, bytes, inodes uint64, started time.Time) error
+	Credit func(ctx context.Context, ev Eviction, rep saferm.Report, started time.Time) error
 }
 
 // Done is one deletion made.
@@ -186,7 +187,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 		}
 		if x.Credit != nil {
 			// What went, went, whatever else failed: credit it.
-			if err := x.Credit(context.WithoutCancel(ctx), ev, rep.Bytes, rep.Inodes, started); err != nil {
+			if err := x.Credit(context.WithoutCancel(ctx), ev, rep, started); err != nil {
 				skip("deleted, but its tree's ledger could not be credited (its figure over-counts until the next walk): " + err.Error())
 			}
 		}

@@ -33,6 +33,14 @@ import (
 // directories without limit. Deeper levels are left in place and reported.
 const MaxDepth = 512
 
+// Freed is one inode a removal freed: its number and allocated bytes.
+type Freed struct{ Ino, Bytes uint64 }
+
+// MaxUncounted bounds Report.Uncounted: a removal of a million files
+// written since the walk keeps the first ones, and the rest stay counted
+// (the ledger over-counts) until the next walk.
+const MaxUncounted = 10_000
+
 // Reasons an entry is left in place.
 const (
 	LeftMount    = "mount point: left in place"
@@ -58,6 +66,11 @@ type Report struct {
 	// credits a ledger with Bytes may still report this.
 	AllInodes uint64 `json:"-"`
 	AllBytes  uint64 `json:"-"`
+	// Uncounted is the inodes whose last link went but which
+	// Options.CountChangedBefore did not count (changed since the cutoff),
+	// at most MaxUncounted of them: a caller whose own records count some
+	// of them (a write through xfsq since the walk) may credit those.
+	Uncounted []Freed `json:"-"`
 	// Left is what stays, each with why; the directories holding a left
 	// entry stay as well and are not listed.
 	Left []Left `json:"left"`
@@ -728,6 +741,8 @@ func (r *remover) unlink(dirfd int, name, rel string, st *unix.Statx_t, settled 
 		if blocks, ok := r.counted(st); ok && settled {
 			r.rep.Inodes++
 			r.rep.Bytes += blocks * 512
+		} else if !r.o.CountChangedBefore.IsZero() && len(r.rep.Uncounted) < MaxUncounted {
+			r.rep.Uncounted = append(r.rep.Uncounted, Freed{Ino: st.Ino, Bytes: st.Blocks * 512})
 		}
 	} else if settled && st.Nlink > 1 && !r.o.CountChangedBefore.IsZero() && r.o.counts(st.Ctime) && r.unchanged[st.Ino] == 0 {
 		// Our unlink changes its ctime: remember what the walk saw.
