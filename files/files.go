@@ -162,15 +162,31 @@ func (l *Layer) ListPage(ctx context.Context, name, area, p, after string, limit
 	f, err := t.root.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if errors.Is(err, unix.ENOTDIR) {
 		// Not a directory: list the name itself, as ls does, from its
-		// lstat alone (nothing is opened: it may be a FIFO or a device).
+		// lstat alone (nothing is opened: it may be a FIFO or a device),
+		// and only if neither it nor a directory on the way is a mount:
+		// a file bind-mounted over the tree's, or one in a directory
+		// mounted from elsewhere, is not the tree's to show. The mount
+		// check is made before and after the lstat, so that a mount made
+		// between the two is seen.
+		dir, base, perr := openParent(t, p)
+		if perr != nil {
+			return nil, false, perr
+		}
+		defer dir.Close()
+		if t.dir.OtherMountAt(int(dir.Fd()), base) {
+			return nil, false, otherMount(p)
+		}
 		fi, lerr := t.root.Lstat(p)
 		if lerr != nil {
 			return nil, false, pathErr(p, lerr)
 		}
+		if t.dir.OtherMountFd(int(dir.Fd())) || t.dir.OtherMountAt(int(dir.Fd()), base) {
+			return nil, false, otherMount(p)
+		}
 		if fi.IsDir() {
 			return nil, false, pathErr(p, err) // replaced meanwhile
 		}
-		return []Entry{entryOf(path.Base(p), fi)}, false, nil
+		return []Entry{entryOf(base, fi)}, false, nil
 	}
 	if err != nil {
 		return nil, false, pathErr(p, err)

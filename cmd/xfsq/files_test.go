@@ -269,6 +269,9 @@ func TestFilesReadsStayOnTheTreesMount(t *testing.T) {
 		{"files", "ls", "a", "mnt"},
 		{"files", "ls", "a", "mnt/"},
 		{"files", "get", "a", "mntf"},
+		// A single name lists from its lstat: not through a mount either.
+		{"files", "ls", "a", "mnt/f1"},
+		{"files", "ls", "a", "mntf"},
 	} {
 		r := s.run(args...)
 		if strings.Contains(r.stdout, "OUTSIDE-CANARY") || strings.Contains(r.stdout, "f1") {
