@@ -111,9 +111,12 @@ type Result struct {
 }
 
 type walker struct {
-	opts     Options
-	rootDev  uint64
-	deadline time.Time
+	opts    Options
+	rootDev uint64
+	// entryInosDiffer: the filesystem's directory entries need not give
+	// the inode number fstat gives (overlayfs), so they are not compared.
+	entryInosDiffer bool
+	deadline        time.Time
 
 	// Work is shared through a stack that idle workers wait on; a busy
 	// worker keeps its own directories and gives one away only while
@@ -142,6 +145,7 @@ type walker struct {
 type job struct {
 	parent *openDirectory
 	name   string // NUL-terminated, for the kernel
+	ino    uint64 // the inode number its parent's entry gave it
 	rel    string
 	depth  int
 	acc    *agg // its parent's totals: to the depth, its parent's own; below, the deepest ancestor's
@@ -223,7 +227,7 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 		unix.Close(fd)
 		return nil, &os.PathError{Op: "walk", Path: dir, Err: unix.ENOTDIR}
 	}
-	w := &walker{opts: opts, rootDev: st.Dev, links: map[[2]uint64]*linkSeen{}}
+	w := &walker{opts: opts, rootDev: st.Dev, links: map[[2]uint64]*linkSeen{}, entryInosDiffer: entryInosDiffer(fd)}
 	w.wake.L = &w.mu
 	if opts.Budget > 0 {
 		w.deadline = start.Add(opts.Budget)
@@ -274,6 +278,28 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 		}
 	}
 	return res, nil
+}
+
+// entryInosDiffer reports whether the filesystem of fd is one whose
+// directory entries may give another inode number than fstat of what they
+// name: overlayfs does for a merged directory.
+func entryInosDiffer(fd int) bool {
+	var fs unix.Statfs_t
+	return unix.Fstatfs(fd, &fs) != nil || fs.Type == unix.OVERLAYFS_SUPER_MAGIC
+}
+
+// mountRootAt reports whether name in dirfd (dirfd itself when name is
+// nil) is the root of a mount. Only asked where an inode number
+// disagrees, which is rare: it is not on the walk's hot path.
+func mountRootAt(dirfd int, name []byte) bool {
+	var st unix.Statx_t
+	var err error
+	if name == nil {
+		err = unix.Statx(dirfd, "", unix.AT_EMPTY_PATH, 0, &st)
+	} else {
+		err = unix.Statx(dirfd, string(name), unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, 0, &st)
+	}
+	return err == nil && st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
 }
 
 // linkSeen counts the sightings of one multiply-linked inode.
@@ -543,6 +569,22 @@ func (k *worker) visit(j job) {
 		j.acc.settle(w.opts.TopK)
 		return
 	}
+	if st.Ino != j.ino && !w.entryInosDiffer {
+		// Not the directory its parent listed under that name. Either a
+		// bind mount from this filesystem (it keeps st_dev): a mount point
+		// like any other. Or a tenant exchanging directories
+		// (RENAME_EXCHANGE) as the walk goes, which can show it each name
+		// while the other directory is there and hide a subtree from
+		// every name without an error: counted as an entry changed under
+		// the walk, which makes its figure a floor.
+		if mountRootAt(fd, nil) {
+			closeFd(fd, warm)
+			w.mountPoints.Add(1)
+			j.acc.settle(w.opts.TopK)
+			return
+		}
+		w.errors.Add(1)
+	}
 	acc := j.acc // below the depth, the totals go to the deepest ancestor's node
 	if j.depth <= w.opts.Depth {
 		acc = &agg{node: &Node{Path: j.rel}, parent: j.acc}
@@ -560,12 +602,12 @@ func (k *worker) visit(j job) {
 // whether the kernel answered the parent from its caches: neighbours
 // usually share blocks, so it is the guess for this directory too.
 func (k *worker) read(fd int, rel string, depth int, acc *agg, warm bool) {
-	subdirs, warm := k.entries(fd, rel, acc, warm)
+	subdirs, inos, warm := k.entries(fd, rel, acc, warm)
 	d := &openDirectory{fd: fd, warm: warm}
 	d.refs.Store(int32(len(subdirs)) + 1)
 	acc.pending.Add(int64(len(subdirs)))
-	for _, name := range subdirs {
-		k.stack = append(k.stack, job{parent: d, name: name, rel: join(rel, name[:len(name)-1]), depth: depth + 1, acc: acc})
+	for i, name := range subdirs {
+		k.stack = append(k.stack, job{parent: d, name: name, ino: inos[i], rel: join(rel, name[:len(name)-1]), depth: depth + 1, acc: acc})
 	}
 	d.release()
 	acc.settle(k.w.opts.TopK)
@@ -573,10 +615,12 @@ func (k *worker) read(fd int, rel string, depth int, acc *agg, warm bool) {
 
 // entries reads a directory with getdents64, stats what is not a
 // directory relative to fd, and returns the names of the subdirectories,
-// each with its NUL, and whether the kernel answered from its caches.
-func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, bool) {
+// each with its NUL and the inode number the directory gave it, and
+// whether the kernel answered from its caches.
+func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, []uint64, bool) {
 	w, buf, top := k.w, k.buf, &k.top
 	var subdirs []string
+	var inos []uint64
 	var t totals
 	// With RawStat, the first read and the first stat of a directory are
 	// timed: if the kernel answered them from its caches it will answer the
@@ -615,6 +659,7 @@ func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, bool)
 			}
 			if typ == unix.DT_DIR {
 				subdirs = append(subdirs, cstringNUL(rec))
+				inos = append(inos, *(*uint64)(unsafe.Pointer(&buf[off-reclen])))
 				continue
 			}
 			// fstatat straight from the getdents buffer: no string per file.
@@ -633,10 +678,21 @@ func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, bool)
 			}
 			if st.Mode&unix.S_IFMT == unix.S_IFDIR { // DT_UNKNOWN on some filesystems
 				subdirs = append(subdirs, cstringNUL(rec))
+				inos = append(inos, st.Ino)
 				continue
 			}
 			if st.Dev != w.rootDev { // a file bind-mounted over one of the tree's
 				w.mountPoints.Add(1)
+				continue
+			}
+			if dIno := *(*uint64)(unsafe.Pointer(&buf[off-reclen])); st.Ino != dIno && !w.entryInosDiffer {
+				// Not the inode the entry named: a file bind-mounted from
+				// this filesystem (it keeps st_dev), or one swapped in.
+				if mountRootAt(fd, direntName(rec)) {
+					w.mountPoints.Add(1)
+				} else {
+					w.errors.Add(1)
+				}
 				continue
 			}
 			if st.Nlink > 1 && !w.firstLink(&st) {
@@ -660,7 +716,7 @@ func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, bool)
 		w.bytes.Add(t.size)
 	}
 	a.addTotals(t)
-	return subdirs, warm
+	return subdirs, inos, warm
 }
 
 func (w *walker) offerTop(h topK[File]) {

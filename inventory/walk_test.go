@@ -485,15 +485,17 @@ func TestWorkersJoiningWhenTheWalkTurnsCold(t *testing.T) {
 }
 
 // The walk counts the entries it left out because another filesystem is
-// mounted on them, a directory or a single file, so that a caller knows its
-// figure misses what is beneath them; neither's content is counted.
+// mounted on them, a directory or a single file, from another filesystem
+// or bind-mounted from this one (which keeps st_dev), so that a caller
+// knows its figure misses what is beneath them; none's content is counted
+// and none's names are shown.
 func TestWalkCountsTheMountPointsItLeftOut(t *testing.T) {
 	if os.Geteuid() != 0 {
 		prereq.Missing(t, "mounting inside a tree needs root")
 		return
 	}
 	dir := t.TempDir()
-	for _, d := range []string{"covered", "open"} {
+	for _, d := range []string{"covered", "open", "bound"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -511,20 +513,85 @@ func TestWalkCountsTheMountPointsItLeftOut(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(elsewhere, "big"), make([]byte, 1<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range [][2]string{{elsewhere, "covered"}, {filepath.Join(elsewhere, "big"), "open/file"}} {
+	// Beside the tree on its own filesystem: a directory and a file to bind.
+	same := t.TempDir()
+	if err := os.WriteFile(filepath.Join(same, "secret"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "open", "file2"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range [][2]string{{elsewhere, "covered"}, {filepath.Join(elsewhere, "big"), "open/file"},
+		{same, "bound"}, {filepath.Join(same, "secret"), "open/file2"}} {
 		if err := unix.Mount(m[0], filepath.Join(dir, m[1]), "", unix.MS_BIND, ""); err != nil {
 			t.Fatal(err)
 		}
 		defer unix.Unmount(filepath.Join(dir, m[1]), unix.MNT_DETACH)
 	}
-	res, err := Walk(dir, Options{})
+	res, err := Walk(dir, Options{TopK: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.MountPoints != 2 || res.Errors != 0 {
-		t.Errorf("mount points %d, errors %d; want 2 and 0", res.MountPoints, res.Errors)
+	if res.MountPoints != 4 || res.Errors != 0 {
+		t.Errorf("mount points %d, errors %d; want 4 and 0", res.MountPoints, res.Errors)
 	}
 	if res.Root.SizeBytes >= 1<<20 || res.Root.Files != 0 {
 		t.Errorf("%d bytes in %d files: the walk counted what is mounted", res.Root.SizeBytes, res.Root.Files)
 	}
+	for _, f := range res.TopFiles {
+		t.Errorf("top file %s: the walk showed what is mounted", f.Path)
+	}
+}
+
+// A tenant exchanging two directories (RENAME_EXCHANGE) in a loop as the
+// walk goes can show it each name while the other, empty, directory is
+// there, hiding the full one from both names without an error. Every walk
+// must either count it all or say entries changed under it (Errors), which
+// makes its figure a floor for the fallback's baseline.
+func TestDirectoriesExchangedMidWalkAreSeen(t *testing.T) {
+	dir := t.TempDir()
+	full, empty := filepath.Join(dir, "x"), filepath.Join(dir, "y")
+	if err := os.MkdirAll(filepath.Join(full, "d1", "d2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := os.WriteFile(filepath.Join(full, "d1", "d2", fmt.Sprint(i)), make([]byte, 16<<10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	whole, err := Walk(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var swaps atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			if unix.Renameat2(unix.AT_FDCWD, full, unix.AT_FDCWD, empty, unix.RENAME_EXCHANGE) == nil {
+				swaps.Add(1)
+			}
+		}
+	}()
+	hidden := 0
+	for range 500 {
+		res, err := Walk(dir, Options{Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Root.Files < whole.Root.Files {
+			hidden++
+			if res.Errors == 0 {
+				t.Errorf("a walk saw %d of %d files and no entry changed under it", res.Root.Files, whole.Root.Files)
+				break
+			}
+		}
+	}
+	stop.Store(true)
+	<-done
+	t.Logf("%d exchanges, %d walks missed files (each said so)", swaps.Load(), hidden)
 }
