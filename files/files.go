@@ -157,6 +157,19 @@ func (l *Layer) ListPage(ctx context.Context, name, area, p, after string, limit
 		return nil, false, err
 	}
 	defer t.Close()
+	if p != "." {
+		// A mount point is refused before it is opened: opening a tenant's
+		// FUSE mount asks its server, which may never answer.
+		dir, base, err := openParent(t, p)
+		if err != nil {
+			return nil, false, err
+		}
+		other := t.dir.OtherMountAt(int(dir.Fd()), base)
+		dir.Close()
+		if other {
+			return nil, false, otherMount(p)
+		}
+	}
 	// O_DIRECTORY: a device, FIFO or socket named here is refused by the
 	// kernel without being opened (opening a FIFO would hang, a device act).
 	f, err := t.root.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)

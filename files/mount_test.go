@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,44 @@ func TestTopShowsNothingOfABindMountedTree(t *testing.T) {
 		out, _ := json.Marshal(res)
 		if strings.Contains(string(out), "secret-of-b") || res.Root.SizeBytes >= 256<<10 {
 			t.Errorf("top a %s shows b's tree through the bind mount: %d bytes, %s", p, res.Root.SizeBytes, out)
+		}
+	}
+}
+
+// A tenant's FUSE mount whose server never answers hangs no listing: the
+// tree's own shows the mount point as other, and one of the mount point
+// is refused as another mount, both at once.
+func TestListingsNeverWaitOnAStalledFUSE(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "a")
+	fz := filepath.Join(s.root, "projects", "a", "fz")
+	if err := os.Mkdir(fz, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mounttest.StalledFUSE(t, fz)
+	for _, p := range []string{".", "fz"} {
+		type answer struct {
+			entries []Entry
+			err     error
+		}
+		got := make(chan answer, 1)
+		go func() {
+			e, _, err := s.l.ListPage(ctx, "a", "", p, "", 0)
+			got <- answer{e, err}
+		}()
+		select {
+		case a := <-got:
+			switch p {
+			case ".":
+				if a.err != nil || !slices.ContainsFunc(a.entries, func(e Entry) bool { return e.Name == "fz" && e.Type == "other" }) {
+					t.Errorf("ls .: %v %+v; want fz listed as other", a.err, a.entries)
+				}
+			default:
+				if a.err == nil || !strings.Contains(a.err.Error(), "another mount") {
+					t.Errorf("ls fz: %v %+v; want it refused as another mount", a.err, a.entries)
+				}
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("ls %s waited on the stalled FUSE server", p)
 		}
 	}
 }

@@ -1,5 +1,6 @@
 // Package mounttest mounts things inside a test's temporary directories
-// (bind mounts, tmpfs), to show that deletions never cross into a mount.
+// (bind mounts, tmpfs, a FUSE mount that never answers), to show that
+// deletions never cross into a mount and that nothing waits on one.
 // It needs root (CAP_SYS_ADMIN); without it the test goes through
 // prereq.Missing, so CI=true fails instead of skipping. It must never
 // mount anywhere but where the test says, and unmounts when the test ends.
@@ -7,6 +8,7 @@ package mounttest
 
 import (
 	"os"
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -39,4 +41,31 @@ func mount(t testing.TB, src, dst, fstype string, flags uintptr, data string) {
 	// Registered after the temporary directories exist, so it runs before
 	// they are removed: their removal never meets the mount.
 	t.Cleanup(func() { unix.Unmount(dst, unix.MNT_DETACH) })
+}
+
+// StalledFUSE mounts a FUSE filesystem on dst whose server never answers,
+// not even the kernel's first request, as a hostile tenant's can: whatever
+// asks it anything waits until t ends, when the connection is closed (the
+// waiters get ENOTCONN) and the mount detached.
+func StalledFUSE(t testing.TB, dst string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		prereq.Missing(t, "mount tests need root with CAP_SYS_ADMIN: run them as root")
+		return
+	}
+	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		prereq.Missing(t, "open /dev/fuse: "+err.Error()+" (the FUSE case needs the fuse module and its device)")
+		return
+	}
+	opts := "fd=" + strconv.Itoa(fd) + ",rootmode=40000,user_id=0,group_id=0,allow_other"
+	if err := unix.Mount("stalled", dst, "fuse", 0, opts); err != nil {
+		unix.Close(fd)
+		prereq.Missing(t, "mount fuse on "+dst+": "+err.Error())
+		return
+	}
+	t.Cleanup(func() {
+		unix.Close(fd)
+		unix.Unmount(dst, unix.MNT_DETACH)
+	})
 }

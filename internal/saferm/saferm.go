@@ -102,6 +102,13 @@ type mountID struct {
 	id   uint64
 }
 
+// mountMask asks statx only what tells a mount (its ID; the mount-root
+// attribute comes with every answer): the kernel answers it from the
+// mount itself, and with AT_STATX_DONT_SYNC a filesystem is not asked for
+// fresh attributes, so a tenant's FUSE server that never answers cannot
+// make the check wait.
+const mountMask = unix.STATX_MNT_ID | unix.STATX_MNT_ID_UNIQUE
+
 const statxMask = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_ATIME | unix.STATX_MTIME | unix.STATX_CTIME | unix.STATX_NLINK | unix.STATX_BLOCKS | unix.STATX_INO | unix.STATX_MNT_ID | unix.STATX_MNT_ID_UNIQUE
 
 // Open opens the directory at path (the sandbox root: an operator's path,
@@ -366,7 +373,7 @@ func (d *Dir) Lstat(rel string) (Stat, error) {
 // keeps it. Anything that cannot be looked at counts as another mount.
 func (d *Dir) OtherMountAt(dirfd int, name string) bool {
 	var st unix.Statx_t
-	if err := unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, statxMask, &st); err != nil {
+	if err := unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT|unix.AT_STATX_DONT_SYNC, mountMask, &st); err != nil {
 		return true
 	}
 	return !d.sameMount(&st)
@@ -378,7 +385,7 @@ func (d *Dir) OtherMountAt(dirfd int, name string) bool {
 // another mount.
 func (d *Dir) OtherMountFd(fd int) bool {
 	var st unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, statxMask, &st); err != nil {
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, mountMask, &st); err != nil {
 		return true
 	}
 	return !d.sameMount(&st)

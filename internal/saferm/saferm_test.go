@@ -574,3 +574,29 @@ func TestBeneathReadsUnderMounts(t *testing.T) {
 		t.Error("a removal through Beneath's copy removed the file beneath the mount")
 	}
 }
+
+// A tenant's FUSE mount whose server never answers must not hang the
+// checks that tell a mount point: they need only what the kernel keeps of
+// the mount, never the filesystem's own attributes.
+func TestMountChecksNeverWaitOnAStalledFUSE(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "tree", "fz"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mounttest.StalledFUSE(t, filepath.Join(root, "tree", "fz"))
+	d, err := open(t, root).OpenDir("tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	answer := make(chan bool, 1)
+	go func() { answer <- d.OtherMountAt(d.Fd(), "fz") }()
+	select {
+	case other := <-answer:
+		if !other {
+			t.Error("the FUSE mount point is not told as another mount")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("OtherMountAt waited on the stalled FUSE server")
+	}
+}
