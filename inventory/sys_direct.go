@@ -47,6 +47,20 @@ func openDir(dirfd int, name *byte, warm bool) (int, error) {
 	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	var fd uintptr
 	var e unix.Errno
+	if !openat2Missing.Load() {
+		// RESOLVE_NO_XDEV: a mount point is refused (EXDEV) before anything
+		// is asked of the filesystem mounted there, which may be a tenant's
+		// FUSE server that never answers.
+		if warm {
+			fd, _, e = unix.RawSyscall6(unix.SYS_OPENAT2, uintptr(dirfd), uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(&openDirHow)), unsafe.Sizeof(openDirHow), 0, 0)
+		} else {
+			fd, _, e = unix.Syscall6(unix.SYS_OPENAT2, uintptr(dirfd), uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(&openDirHow)), unsafe.Sizeof(openDirHow), 0, 0)
+		}
+		if e != unix.ENOSYS {
+			return int(fd), errnoErr(e)
+		}
+		openat2Missing.Store(true)
+	}
 	if warm {
 		fd, _, e = unix.RawSyscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(name)), flags, 0, 0, 0)
 	} else {
@@ -54,6 +68,9 @@ func openDir(dirfd int, name *byte, warm bool) (int, error) {
 	}
 	return int(fd), errnoErr(e)
 }
+
+// openDirHow is openDir's openat2 request; the kernel only reads it.
+var openDirHow = unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_XDEV}
 
 func fstat(fd int, st *unix.Stat_t, warm bool) error {
 	var e unix.Errno

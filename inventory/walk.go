@@ -280,6 +280,10 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 	return res, nil
 }
 
+// openat2Missing is set once the kernel said ENOSYS (before 5.6): walks
+// then open with openat, and tell a mount point after opening it.
+var openat2Missing atomic.Bool
+
 // entryInosDiffer reports whether the filesystem of fd is one whose
 // directory entries may give another inode number than fstat of what they
 // name: overlayfs does for a merged directory.
@@ -548,6 +552,11 @@ func (k *worker) visit(j job) {
 	}
 	warm := j.parent.warm
 	fd, err := openDir(j.parent.fd, unsafe.StringData(j.name), warm)
+	if errors.Is(err, unix.EXDEV) { // a mount point: another filesystem's business
+		w.mountPoints.Add(1)
+		j.acc.settle(w.opts.TopK)
+		return
+	}
 	if err != nil {
 		w.errors.Add(1)
 		// Unreadable or vanished: count the directory itself, as du does.

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/internal/mounttest"
 	"github.com/xfsq/xfsq/internal/prereq"
 )
 
@@ -594,4 +595,32 @@ func TestDirectoriesExchangedMidWalkAreSeen(t *testing.T) {
 	stop.Store(true)
 	<-done
 	t.Logf("%d exchanges, %d walks missed files (each said so)", swaps.Load(), hidden)
+}
+
+// A tenant's FUSE mount whose server never answers stops no walk: the
+// mount point is refused before its filesystem is asked anything, and
+// counted as a mount point.
+func TestWalkNeverWaitsOnAStalledFUSE(t *testing.T) {
+	dir := t.TempDir()
+	fz := filepath.Join(dir, "d", "fz")
+	if err := os.MkdirAll(fz, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mounttest.StalledFUSE(t, fz)
+	done := make(chan *Result, 1)
+	go func() {
+		res, err := Walk(dir, Options{})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res != nil && res.MountPoints != 1 {
+			t.Errorf("mount points %d, want the FUSE mount's 1", res.MountPoints)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the walk waited on the stalled FUSE server")
+	}
 }
