@@ -326,6 +326,16 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 		if rel != "." {
 			sub = rel + "/" + name
 		}
+		if w.tree.OtherMountAt(fd, name) {
+			// Told before the stat, which would ask the mounted filesystem
+			// (a tenant's FUSE server may never answer) for what a mount
+			// point does not need: it is protected whatever it is.
+			res.clean = false
+			if inTrash || MatchGlob(w.g.Globs, within(inner, sub), true) != "" || MatchGlob(w.g.Globs, within(inner, sub), false) != "" {
+				res.entries = append(res.entries, Entry{Path: path.Join(w.treeRel, sub), Dir: true, Protected: protectedOtherFS})
+			}
+			continue
+		}
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if !errors.Is(err, unix.ENOENT) {

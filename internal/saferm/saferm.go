@@ -361,7 +361,7 @@ func (d *Dir) Lstat(rel string) (Stat, error) {
 		flags |= unix.AT_EMPTY_PATH
 	}
 	var st unix.Statx_t
-	if err := unix.Statx(dirfd, name, flags, statxMask, &st); err != nil {
+	if err := d.statx(dirfd, name, flags, &st); err != nil {
 		return Stat{}, &PathError{path.Join(d.rel, rel), err}
 	}
 	return Stat{Mode: uint32(st.Mode), Nlink: st.Nlink, Blocks: st.Blocks, Atime: st.Atime, Mtime: st.Mtime, Ctime: st.Ctime, OtherMount: !d.sameMount(&st)}, nil
@@ -400,6 +400,18 @@ func (d *Dir) File() (*os.File, error) {
 		return nil, &PathError{d.rel, err}
 	}
 	return os.NewFile(uintptr(fd), d.rel), nil
+}
+
+// statx is the full statx of name in dirfd, but of a mount point (not on
+// d's mount) only what tells it is one, asked first without syncing: the
+// full attributes of a tenant's FUSE mount come from its server, which may
+// never answer. A caller needs no more of a mount point than that it is
+// one.
+func (d *Dir) statx(dirfd int, name string, flags int, st *unix.Statx_t) error {
+	if err := unix.Statx(dirfd, name, flags|unix.AT_STATX_DONT_SYNC, mountMask|unix.STATX_TYPE, st); err != nil || !d.sameMount(st) {
+		return err
+	}
+	return unix.Statx(dirfd, name, flags, statxMask, st)
 }
 
 // Names lists d's entries (not "." or ".."), in no particular order.
@@ -664,7 +676,7 @@ func modifiedAt(st *unix.Statx_t) time.Time {
 func (r *remover) entry(dirfd int, name, rel string, depth int, settled bool) (sub *frame, removed bool) {
 	r.kept = false
 	var st unix.Statx_t
-	err := unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, statxMask, &st)
+	err := r.d.statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, &st)
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return nil, false // gone meanwhile (another removal): nothing of ours

@@ -589,14 +589,31 @@ func TestMountChecksNeverWaitOnAStalledFUSE(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	answer := make(chan bool, 1)
-	go func() { answer <- d.OtherMountAt(d.Fd(), "fz") }()
-	select {
-	case other := <-answer:
-		if !other {
+	within := func(what string, f func()) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { f(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s waited on the stalled FUSE server", what)
+		}
+	}
+	within("OtherMountAt", func() {
+		if !d.OtherMountAt(d.Fd(), "fz") {
 			t.Error("the FUSE mount point is not told as another mount")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("OtherMountAt waited on the stalled FUSE server")
-	}
+	})
+	within("Lstat", func() {
+		if st, err := d.Lstat("fz"); err != nil || !st.OtherMount {
+			t.Errorf("Lstat of the FUSE mount point: %+v %v; want it told as another mount", st, err)
+		}
+	})
+	write(t, filepath.Join(root, "tree", "f"), 10)
+	within("Remove", func() {
+		rep, err := open(t, root).Remove(context.Background(), "tree", Options{})
+		if err != nil || len(rep.Left) != 1 || rep.Left[0].Reason != LeftMount || exists(filepath.Join(root, "tree", "f")) {
+			t.Errorf("removal of a tree holding the FUSE mount: %+v %v; want all but the mount point removed", rep, err)
+		}
+	})
 }
