@@ -127,7 +127,11 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	// beginning in between keeps the ledger row it cannot see the file of.
 	// The row names the inode, so that overwriting this file later
 	// credits what the row counted.
-	if err := w.acct.Commit(ctx, w.delta(), mine.Ino); err != nil {
+	ino := mine.Ino
+	if mine.Dev != t.dir.Dev() {
+		ino = 0 // a number on another device (a btrfs subvolume) names no inode of the tree's
+	}
+	if err := w.acct.Commit(ctx, w.delta(), ino); err != nil {
 		return res, err
 	}
 	if putCommitted != nil {
@@ -344,6 +348,9 @@ func (w *writer) need(n uint64) uint64 { return w.alloc(n) }
 func (w *writer) credit(gone, old *unix.Stat_t, walked bool) project.Replaced {
 	if walked && sameInode(gone, old) && time.Unix(old.Ctim.Sec, old.Ctim.Nsec).Before(w.cutoff) {
 		return project.Replaced{Counted: quota.Usage{Bytes: uint64(min(old.Blocks, gone.Blocks)) * 512, Inodes: 1}}
+	}
+	if gone.Dev != w.t.dir.Dev() {
+		return project.Replaced{} // its number would name another inode of the tree's
 	}
 	return project.Replaced{Ino: gone.Ino, Bytes: uint64(gone.Blocks) * 512}
 }

@@ -253,7 +253,7 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 	// The root is read before the workers start: its subdirectories are
 	// their first shared jobs.
 	first := newWorker(w)
-	first.read(fd, ".", 0, root, true)
+	first.read(fd, st.Dev, ".", 0, root, true)
 	w.shared, first.stack = first.stack, nil
 	w.offerTop(first.top)
 	w.mu.Lock()
@@ -568,7 +568,10 @@ func (k *worker) visit(j job) {
 		return
 	}
 	var st unix.Stat_t
-	if err := fstat(fd, &st, warm); err != nil || st.Dev != w.rootDev {
+	// Opened with RESOLVE_NO_XDEV, a directory on another device is on the
+	// walk's mount still: a btrfs subvolume, which is the tree's and is
+	// walked. Opened without (before Linux 5.6), it may be a mount point.
+	if err := fstat(fd, &st, warm); err != nil || (st.Dev != w.rootDev && openat2Missing.Load()) {
 		closeFd(fd, warm) // a mount point: another filesystem's business
 		if err != nil {
 			w.errors.Add(1)
@@ -603,15 +606,15 @@ func (k *worker) visit(j job) {
 	if w.opts.Progress != nil {
 		w.bytes.Add(uint64(st.Blocks) * 512)
 	}
-	k.read(fd, j.rel, j.depth, acc, warm)
+	k.read(fd, st.Dev, j.rel, j.depth, acc, warm)
 }
 
-// read reads the open directory fd (at rel, depth below the root) into
+// read reads the open directory fd (on device dev, at rel, depth below the root) into
 // acc and pushes its subdirectories onto the worker's stack. warm says
 // whether the kernel answered the parent from its caches: neighbours
 // usually share blocks, so it is the guess for this directory too.
-func (k *worker) read(fd int, rel string, depth int, acc *agg, warm bool) {
-	subdirs, inos, warm := k.entries(fd, rel, acc, warm)
+func (k *worker) read(fd int, dev uint64, rel string, depth int, acc *agg, warm bool) {
+	subdirs, inos, warm := k.entries(fd, dev, rel, acc, warm)
 	d := &openDirectory{fd: fd, warm: warm}
 	d.refs.Store(int32(len(subdirs)) + 1)
 	acc.pending.Add(int64(len(subdirs)))
@@ -626,7 +629,7 @@ func (k *worker) read(fd int, rel string, depth int, acc *agg, warm bool) {
 // directory relative to fd, and returns the names of the subdirectories,
 // each with its NUL and the inode number the directory gave it, and
 // whether the kernel answered from its caches.
-func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, []uint64, bool) {
+func (k *worker) entries(fd int, dev uint64, rel string, a *agg, warm bool) ([]string, []uint64, bool) {
 	w, buf, top := k.w, k.buf, &k.top
 	var subdirs []string
 	var inos []uint64
@@ -690,7 +693,7 @@ func (k *worker) entries(fd int, rel string, a *agg, warm bool) ([]string, []uin
 				inos = append(inos, st.Ino)
 				continue
 			}
-			if st.Dev != w.rootDev { // a file bind-mounted over one of the tree's
+			if st.Dev != dev { // a file bind-mounted over one of the tree's
 				w.mountPoints.Add(1)
 				continue
 			}

@@ -68,8 +68,10 @@ type Report struct {
 	AllBytes  uint64 `json:"-"`
 	// Uncounted is the inodes whose last link went but which
 	// Options.CountChangedBefore did not count (changed since the cutoff),
-	// at most MaxUncounted of them: a caller whose own records count some
-	// of them (a write through xfsq since the walk) may credit those.
+	// at most MaxUncounted of them, each on the device of the Dir the
+	// removal was asked of (Dir.Dev: an inode number names one inode on
+	// one device only): a caller whose own records count some of them (a
+	// write through xfsq since the walk, on that device) may credit those.
 	Uncounted []Freed `json:"-"`
 	// Left is what stays, each with why; the directories holding a left
 	// entry stay as well and are not listed.
@@ -87,6 +89,7 @@ type Left struct {
 type Dir struct {
 	fd  int
 	mnt mountID
+	dev uint64 // st_dev: inode numbers are unique on one device only
 	rel string // from the directory Open opened, for reports
 	// copy: opened in Beneath's private copy of the mount, which is for
 	// reading. Removing there would reach beneath a mount point, where
@@ -123,7 +126,7 @@ func Open(path string) (*Dir, error) {
 		unix.Close(fd)
 		return nil, &os.PathError{Op: "statx", Path: path, Err: err}
 	}
-	return &Dir{fd: fd, mnt: mountOf(&st), rel: "."}, nil
+	return &Dir{fd: fd, mnt: mountOf(&st), dev: devOf(&st), rel: "."}, nil
 }
 
 // Beneath opens the directory at path (the sandbox root) as Open does, but
@@ -158,12 +161,18 @@ func Beneath(path string) (*Dir, error) {
 		unix.Close(fd)
 		return nil, &os.PathError{Op: "statx", Path: path, Err: err}
 	}
-	return &Dir{fd: fd, mnt: mountOf(&st), rel: ".", copy: true}, nil
+	return &Dir{fd: fd, mnt: mountOf(&st), dev: devOf(&st), rel: ".", copy: true}, nil
 }
 
 // ErrCannotClone is Beneath's refusal where the process may not copy a
 // mount (no CAP_SYS_ADMIN, or a kernel without open_tree).
 var ErrCannotClone = errors.New("cannot copy the mount (needs CAP_SYS_ADMIN and Linux 5.2)")
+
+func devOf(st *unix.Statx_t) uint64 { return unix.Mkdev(st.Dev_major, st.Dev_minor) }
+
+// Dev is the device d is on (st_dev), within which inode numbers name one
+// inode each: a btrfs subvolume below d, on d's mount still, has its own.
+func (d *Dir) Dev() uint64 { return d.dev }
 
 func mountOf(st *unix.Statx_t) mountID {
 	switch {
@@ -314,13 +323,20 @@ func (d *Dir) OpenDir(rel string) (*Dir, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Dir{fd: fd, mnt: d.mnt, rel: d.rel, copy: d.copy}, nil
+		return &Dir{fd: fd, mnt: d.mnt, dev: d.dev, rel: d.rel, copy: d.copy}, nil
 	}
 	fd, err := d.openBeneath(d.fd, full, parts)
 	if err != nil {
 		return nil, err
 	}
-	return &Dir{fd: fd, mnt: d.mnt, rel: full, copy: d.copy}, nil
+	// Its own device: a btrfs subvolume shares its parent's mount but
+	// numbers its inodes afresh.
+	var st unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &st); err != nil {
+		unix.Close(fd)
+		return nil, &PathError{full, err}
+	}
+	return &Dir{fd: fd, mnt: d.mnt, dev: devOf(&st), rel: full, copy: d.copy}, nil
 }
 
 // Stat is what Lstat tells of one entry.
@@ -760,7 +776,7 @@ func (r *remover) unlink(dirfd int, name, rel string, st *unix.Statx_t, settled 
 		if blocks, ok := r.counted(st); ok && settled {
 			r.rep.Inodes++
 			r.rep.Bytes += blocks * 512
-		} else if !r.o.CountChangedBefore.IsZero() && len(r.rep.Uncounted) < MaxUncounted {
+		} else if !r.o.CountChangedBefore.IsZero() && len(r.rep.Uncounted) < MaxUncounted && devOf(st) == r.d.dev {
 			r.rep.Uncounted = append(r.rep.Uncounted, Freed{Ino: st.Ino, Bytes: st.Blocks * 512})
 		}
 	} else if settled && st.Nlink > 1 && !r.o.CountChangedBefore.IsZero() && r.o.counts(st.Ctime) && r.unchanged[st.Ino] == 0 {

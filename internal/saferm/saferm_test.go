@@ -617,3 +617,27 @@ func TestMountChecksNeverWaitOnAStalledFUSE(t *testing.T) {
 		}
 	})
 }
+
+// The inodes a removal hands on uncounted are those on the device of the
+// Dir it was asked of: a btrfs subvolume on the same mount numbers its
+// inodes afresh, and its numbers must not be taken for the tree's (a
+// ledger row counting inode N of the tree would be credited by another
+// file that is N in the subvolume). The device is faked here: the filter
+// is what is under test.
+func TestUncountedStaysOnTheDirsDevice(t *testing.T) {
+	for _, otherDev := range []bool{false, true} {
+		root := t.TempDir()
+		write(t, filepath.Join(root, "tree", "f"), 4096)
+		d := open(t, root)
+		if otherDev {
+			d.dev++
+		}
+		rep, err := d.Remove(context.Background(), "tree", Options{CountChangedBefore: CountNothing})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{false: 1, true: 0}[otherDev]; len(rep.Uncounted) != want {
+			t.Errorf("another device %v: %d inodes handed on, want %d", otherDev, len(rep.Uncounted), want)
+		}
+	}
+}
