@@ -23,9 +23,10 @@ type Usage struct {
 	// place. A removal credits the ledger with these, never more, so the
 	// ledger over-counts, never under-counts.
 	FreeBytes, FreeInodes uint64
-	// Settled is false when entries vanished or changed under the walk (a
-	// tenant renaming directories as it ran can hide one from every name
-	// it looked at), so that the figure may be low.
+	// Settled is false when entries vanished or changed under the walk, or
+	// directories changed since it began (Result.Changed: a tenant renaming
+	// directories as it ran can hide one from every name it looked at), so
+	// that the figure may be low.
 	Settled bool
 	// MountPoints is Result.MountPoints: entries not measured because
 	// another filesystem is mounted on them.
@@ -90,7 +91,7 @@ func MeasureInfo(fi os.FileInfo) Usage {
 
 func fromWalk(res *Result) Usage {
 	r := res.Root
-	u := Usage{Bytes: r.SizeBytes, Inodes: r.Files + r.Dirs, Newest: r.Mtime, LastUse: r.LastUse, Settled: res.Errors == 0, MountPoints: res.MountPoints}
+	u := Usage{Bytes: r.SizeBytes, Inodes: r.Files + r.Dirs, Newest: r.Mtime, LastUse: r.LastUse, Settled: res.Errors == 0 && res.Changed == 0, MountPoints: res.MountPoints}
 	u.FreeBytes = u.Bytes - min(u.Bytes, res.SharedBytes)
 	u.FreeInodes = u.Inodes - min(u.Inodes, res.SharedFiles)
 	return u

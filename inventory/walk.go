@@ -108,6 +108,14 @@ type Result struct {
 	// filesystem holds beneath them is not in the totals. A walk through a
 	// copy of the mount without its submounts (saferm.Beneath) meets none.
 	MountPoints uint64 `json:"-"`
+	// Changed counts the directories changed since the walk began when it
+	// read them (an entry added, removed or renamed in them, or they were
+	// moved): a directory a tenant moves from one not read yet into one
+	// read already is in neither when the walk reads them, and the walk
+	// misses it without an error. The source changed, and is read after
+	// the move, so a walk with none changed missed nothing so; one with
+	// some may have, and its figure is a floor.
+	Changed uint64 `json:"-"`
 }
 
 type walker struct {
@@ -137,8 +145,15 @@ type walker struct {
 	top   topK[File]
 
 	errors, files, dirs, bytes atomic.Uint64
-	mountPoints                atomic.Uint64
-	partial                    atomic.Bool
+	mountPoints, changed       atomic.Uint64
+	// changedAfter is the ctime (ns) past which a directory read changed
+	// since the walk began: its start less a tick of the kernel's coarse
+	// clock, which stamps ctimes up to a tick behind (a move in the walk's
+	// first tick would look older, and two directories read in that tick
+	// are where a small tree's move hides). A change in the tick before
+	// the walk counts too: such a walk's figure is a floor, the safe side.
+	changedAfter int64
+	partial      atomic.Bool
 }
 
 // job is a subdirectory not opened yet.
@@ -227,7 +242,8 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 		unix.Close(fd)
 		return nil, &os.PathError{Op: "walk", Path: dir, Err: unix.ENOTDIR}
 	}
-	w := &walker{opts: opts, rootDev: st.Dev, links: map[[2]uint64]*linkSeen{}, entryInosDiffer: entryInosDiffer(fd)}
+	w := &walker{opts: opts, rootDev: st.Dev, links: map[[2]uint64]*linkSeen{}, entryInosDiffer: entryInosDiffer(fd),
+		changedAfter: start.UnixNano() - coarseTick.Nanoseconds()}
 	w.wake.L = &w.mu
 	if opts.Budget > 0 {
 		w.deadline = start.Add(opts.Budget)
@@ -268,7 +284,7 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 	if opts.Progress != nil { // the final totals, however short the walk
 		opts.Progress(Progress{Files: w.files.Load(), Dirs: w.dirs.Load(), Bytes: w.bytes.Load(), Elapsed: time.Since(start)})
 	}
-	res := &Result{Root: root.node, Partial: w.partial.Load(), Errors: w.errors.Load(), MountPoints: w.mountPoints.Load(), Duration: time.Since(start)}
+	res := &Result{Root: root.node, Partial: w.partial.Load(), Errors: w.errors.Load(), MountPoints: w.mountPoints.Load(), Changed: w.changed.Load(), Duration: time.Since(start)}
 	res.DurationSeconds = res.Duration.Seconds()
 	res.TopFiles = w.top.best()
 	for _, l := range w.links {
@@ -278,6 +294,22 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 		}
 	}
 	return res, nil
+}
+
+// coarseTick is the resolution of the clock the kernel stamps ctimes with.
+var coarseTick = func() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGetres(unix.CLOCK_REALTIME_COARSE, &ts) != nil || ts.Nano() <= 0 {
+		return 10 * time.Millisecond // HZ=100, the coarsest
+	}
+	return time.Duration(ts.Nano())
+}()
+
+// changedSince counts the directory st if it changed since the walk began.
+func (w *walker) changedSince(st *unix.Stat_t) {
+	if st.Ctim.Nano() > w.changedAfter {
+		w.changed.Add(1)
+	}
 }
 
 // openat2Missing is set once the kernel said ENOSYS (before 5.6): walks
@@ -615,6 +647,12 @@ func (k *worker) visit(j job) {
 // usually share blocks, so it is the guess for this directory too.
 func (k *worker) read(fd int, dev uint64, rel string, depth int, acc *agg, warm bool) {
 	subdirs, inos, warm := k.entries(fd, dev, rel, acc, warm)
+	// Once more after the reading: an entry renamed out of it, or into
+	// it, while it was read may be in neither it nor where it went.
+	var after unix.Stat_t
+	if fstat(fd, &after, warm) == nil {
+		k.w.changedSince(&after)
+	}
 	d := &openDirectory{fd: fd, warm: warm}
 	d.refs.Store(int32(len(subdirs)) + 1)
 	acc.pending.Add(int64(len(subdirs)))

@@ -89,7 +89,7 @@ func (m *Manager) measureTree(t store.Tree) (quota.Usage, store.WalkSeen, error)
 
 // walkSeen is what a walk's result may have missed.
 func walkSeen(res *inventory.Result) store.WalkSeen {
-	return store.WalkSeen{Unsettled: res.Errors > 0, Hidden: res.MountPoints > 0}
+	return store.WalkSeen{Unsettled: res.Errors > 0 || res.Changed > 0, Hidden: res.MountPoints > 0}
 }
 
 // beneath is saferm.Beneath; tests make it refuse, as it does without
