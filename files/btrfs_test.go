@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -73,6 +74,9 @@ func TestBtrfsSubvolumesAreCountedAndNumberedApart(t *testing.T) {
 		}
 		if used := s.used("a"); used.Bytes < 1<<20 {
 			t.Fatalf("usage %d bytes after a walk: the subvolume's 1 MiB is not counted", used.Bytes)
+		}
+		if err := s.put("a", "sv/new", []byte("x"), true); err == nil || !strings.Contains(err.Error(), "subvolume") {
+			t.Errorf("a put into the subvolume: %v; want it refused saying why", err)
 		}
 		s.limit("a", 8<<20, 0)
 		if err := s.put("a", "F", make([]byte, 1<<20), true); err != nil {

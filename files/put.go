@@ -216,6 +216,9 @@ func (w *writer) place(dir int, base, p string) error {
 		}
 		return nil
 	}
+	if errors.Is(err, unix.EXDEV) {
+		return placeErr(p, err)
+	}
 	if !errors.Is(err, unix.EEXIST) {
 		return w.mapErr(err)
 	}
@@ -280,7 +283,7 @@ func (w *writer) place(dir int, base, p string) error {
 	case errors.Is(err, unix.ENOENT):
 		// What was at base went away meanwhile: a new name again.
 		if err := linkFd(w.fd, dir, base); err != nil {
-			return pathErr(p, err)
+			return placeErr(p, err)
 		}
 		unix.Unlinkat(top, w.temp, 0)
 		w.named = false
@@ -288,7 +291,7 @@ func (w *writer) place(dir int, base, p string) error {
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
 		// A filesystem without exchange: check, rename, check again.
 	default:
-		return pathErr(p, err)
+		return placeErr(p, err)
 	}
 	if err := unix.Renameat(top, w.temp, dir, base); err != nil {
 		return pathErr(p, err)
@@ -330,6 +333,16 @@ type writer struct {
 	size    int64          // the body's declared length, -1 when unknown
 	written uint64
 	done    bool
+}
+
+// placeErr is the error of putting the staged file at p: a directory on
+// another device than the tree's top (a btrfs subvolume) cannot take it,
+// and the bare "invalid cross-device link" would not say why.
+func placeErr(p string, err error) error {
+	if errors.Is(err, unix.EXDEV) {
+		return &PathError{Path: p, Reason: "its directory is on another device than the tree's top, where uploads are staged (a btrfs subvolume): xfsq cannot write into it; put the file outside the subvolume"}
+	}
+	return pathErr(p, err)
 }
 
 // alloc is what n bytes of content take on disk, in whole blocks.
