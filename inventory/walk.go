@@ -243,7 +243,7 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 		return nil, &os.PathError{Op: "walk", Path: dir, Err: unix.ENOTDIR}
 	}
 	w := &walker{opts: opts, rootDev: st.Dev, links: map[[2]uint64]*linkSeen{}, entryInosDiffer: entryInosDiffer(fd),
-		changedAfter: start.UnixNano() - coarseTick.Nanoseconds()}
+		changedAfter: changedAfter(start, &st)}
 	w.wake.L = &w.mu
 	if opts.Budget > 0 {
 		w.deadline = start.Add(opts.Budget)
@@ -304,6 +304,19 @@ var coarseTick = func() time.Duration {
 	}
 	return time.Duration(ts.Nano())
 }()
+
+// changedAfter is the ctime past which a directory read by a walk that
+// began at start changed since: start less a tick of the coarse clock. On
+// a filesystem that keeps whole seconds (ext4 with 128-byte inodes, ext3),
+// which the walk's root tells by a ctime and an mtime both on the second,
+// a change during the walk may be stamped up to a second before its
+// start: any ctime in start's second counts then.
+func changedAfter(start time.Time, root *unix.Stat_t) int64 {
+	if root.Ctim.Nsec == 0 && root.Mtim.Nsec == 0 {
+		return start.Truncate(time.Second).UnixNano() - 1
+	}
+	return start.UnixNano() - coarseTick.Nanoseconds()
+}
 
 // changedSince counts the directory st if it changed since the walk began.
 func (w *walker) changedSince(st *unix.Stat_t) {

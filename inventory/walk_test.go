@@ -689,3 +689,28 @@ func TestDirectoryMovedMidWalkIsSeen(t *testing.T) {
 // between two reads: before the fix, 3 to 7 walks in 300 missed the moved
 // directory without a word.
 var movedMidWalkFiles, movedMidWalkWalks = 5000, 300
+
+// Where the filesystem keeps whole seconds, a change during the walk is
+// stamped with its second, which may begin before the walk did: every
+// ctime of the walk's second counts as changed. Elsewhere the threshold is
+// the start less a tick of the coarse clock.
+func TestChangedAfterFollowsTheTimestampGrain(t *testing.T) {
+	start := time.Date(2026, 12, 2, 6, 0, 0, 700_000_000, time.UTC)
+	for _, c := range []struct {
+		name        string
+		rootNsec    int64
+		ctime       time.Time
+		wantChanged bool
+	}{
+		{"nanoseconds, before the tick", 123, start.Add(-2 * coarseTick), false},
+		{"nanoseconds, within the tick", 123, start.Add(-coarseTick / 2), true},
+		{"nanoseconds, after the start", 123, start.Add(time.Millisecond), true},
+		{"seconds, the walk's second", 0, start.Truncate(time.Second), true},
+		{"seconds, the second before", 0, start.Truncate(time.Second).Add(-time.Second), false},
+	} {
+		root := unix.Stat_t{Ctim: unix.Timespec{Sec: 1, Nsec: c.rootNsec}, Mtim: unix.Timespec{Sec: 1, Nsec: c.rootNsec}}
+		if got := c.ctime.UnixNano() > changedAfter(start, &root); got != c.wantChanged {
+			t.Errorf("%s: changed %v, want %v", c.name, got, c.wantChanged)
+		}
+	}
+}
