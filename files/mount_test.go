@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/mounttest"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/inventory"
@@ -139,5 +140,29 @@ func TestListingsNeverWaitOnAStalledFUSE(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("ls %s waited on the stalled FUSE server", p)
 		}
+	}
+}
+
+// top of a directory inside a tree walks through no symlink, even one that
+// stays inside the tree: the walk is made beneath the tenant's mounts,
+// where a link could lead anywhere the copy holds. The refusal is bad
+// input naming the path (exit 2), never an internal error.
+func TestTopOfAPathThroughASymlinkIsRefused(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "a")
+	ws := filepath.Join(s.root, "projects", "a")
+	if err := os.MkdirAll(filepath.Join(ws, "d", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("d", filepath.Join(ws, "l")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"l", "l/x"} {
+		_, err := s.l.Top(ctx, "a", "", p, inventory.Options{Depth: 3}, nil)
+		if k := errkind.Of(err); k != errkind.Input || !strings.Contains(err.Error(), "symlink") {
+			t.Errorf("top a %s: %v (kind %s); want bad input naming the symlink", p, err, k)
+		}
+	}
+	if _, err := s.l.Top(ctx, "a", "", "d/x", inventory.Options{Depth: 3}, nil); err != nil {
+		t.Errorf("top a d/x: %v", err)
 	}
 }

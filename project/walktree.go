@@ -41,13 +41,21 @@ func (m *Manager) openForWalk(t store.Tree, rel string) (*os.File, error) {
 	}
 	if err != nil {
 		if fi, lerr := os.Lstat(m.abs(at)); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
-			return nil, &os.PathError{Op: "walk", Path: m.abs(at), Err: errors.New("is a symlink: walks never follow one")}
+			return nil, &os.PathError{Op: "walk", Path: m.abs(at), Err: errWalkSymlink{}}
 		}
 		return nil, fmt.Errorf("walk %s: %w", m.Root, err)
 	}
 	defer dir.Close()
 	return dir.File()
 }
+
+// errWalkSymlink is a walk refused for a symlink where a directory was
+// named: one of saferm's refusals (ErrUnsafe, which callers classify as
+// bad input), said more plainly.
+type errWalkSymlink struct{}
+
+func (errWalkSymlink) Error() string { return "is a symlink: walks never follow one" }
+func (errWalkSymlink) Unwrap() error { return saferm.ErrUnsafe }
 
 // walkTree walks t's directory (openForWalk).
 func (m *Manager) walkTree(t store.Tree, opts inventory.Options) (*inventory.Result, error) {
