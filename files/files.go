@@ -157,16 +157,16 @@ func (l *Layer) ListPage(ctx context.Context, name, area, p, after string, limit
 		return nil, false, err
 	}
 	defer t.Close()
+	var parent *os.File // p's directory, of any p but the tree itself
+	var base string
 	if p != "." {
 		// A mount point is refused before it is opened: opening a tenant's
 		// FUSE mount asks its server, which may never answer.
-		dir, base, err := openParent(t, p)
-		if err != nil {
+		if parent, base, err = openParent(t, p); err != nil {
 			return nil, false, err
 		}
-		other := t.dir.OtherMountAt(int(dir.Fd()), base)
-		dir.Close()
-		if other {
+		defer parent.Close()
+		if t.dir.OtherMountAt(int(parent.Fd()), base) {
 			return nil, false, otherMount(p)
 		}
 	}
@@ -179,21 +179,16 @@ func (l *Layer) ListPage(ctx context.Context, name, area, p, after string, limit
 		// and only if neither it nor a directory on the way is a mount:
 		// a file bind-mounted over the tree's, or one in a directory
 		// mounted from elsewhere, is not the tree's to show. The mount
-		// check is made before and after the lstat, so that a mount made
-		// between the two is seen.
-		dir, base, perr := openParent(t, p)
-		if perr != nil {
-			return nil, false, perr
-		}
-		defer dir.Close()
-		if t.dir.OtherMountAt(int(dir.Fd()), base) {
-			return nil, false, otherMount(p)
+		// check made above is made again after the lstat, so that a mount
+		// made between the two is seen.
+		if parent == nil {
+			return nil, false, pathErr(p, err) // the tree itself, not a directory
 		}
 		fi, lerr := t.root.Lstat(p)
 		if lerr != nil {
 			return nil, false, pathErr(p, lerr)
 		}
-		if t.dir.OtherMountFd(int(dir.Fd())) || t.dir.OtherMountAt(int(dir.Fd()), base) {
+		if t.dir.OtherMountFd(int(parent.Fd())) || t.dir.OtherMountAt(int(parent.Fd()), base) {
 			return nil, false, otherMount(p)
 		}
 		if fi.IsDir() {
