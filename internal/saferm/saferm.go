@@ -121,12 +121,18 @@ func Open(path string) (*Dir, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
+	return rootDir(fd, path, false)
+}
+
+// rootDir is the Dir every removal or walk starts from, of the directory
+// open as fd (closed on error), named path.
+func rootDir(fd int, path string, copy bool) (*Dir, error) {
 	var st unix.Statx_t
 	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, statxMask, &st); err != nil {
 		unix.Close(fd)
 		return nil, &os.PathError{Op: "statx", Path: path, Err: err}
 	}
-	return &Dir{fd: fd, mnt: mountOf(&st), dev: devOf(&st), rel: "."}, nil
+	return &Dir{fd: fd, mnt: mountOf(&st), dev: devOf(&st), rel: ".", copy: copy}, nil
 }
 
 // Beneath opens the directory at path (the sandbox root) as Open does, but
@@ -156,12 +162,7 @@ func Beneath(path string) (*Dir, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	var st unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, statxMask, &st); err != nil {
-		unix.Close(fd)
-		return nil, &os.PathError{Op: "statx", Path: path, Err: err}
-	}
-	return &Dir{fd: fd, mnt: mountOf(&st), dev: devOf(&st), rel: ".", copy: true}, nil
+	return rootDir(fd, path, true)
 }
 
 // ErrCannotClone is Beneath's refusal where the process may not copy a
