@@ -122,22 +122,16 @@ func (b *Backend) Clear(id quota.ProjectID) error { return nil }
 // and inodes, the directory itself included, hard-linked files once,
 // symlinks counted but not followed, mount points not entered. A missing
 // tree is empty.
+//
+// It walks through the mounts as they are: what sets the baseline walks
+// beneath them instead (project's measureTree).
 func Walk(dir string) (quota.Usage, error) {
-	u, _, err := Measure(dir)
-	return u, err
-}
-
-// Measure is Walk, and also says whether the walk was settled: false when
-// entries vanished or changed under it (a tenant renaming directories as
-// it ran can hide one from every name it looked at), so that its figure
-// may be low.
-func Measure(dir string) (u quota.Usage, settled bool, err error) {
 	m, err := inventory.MeasureDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return quota.Usage{}, true, nil
+		return quota.Usage{}, nil
 	}
 	if err != nil {
-		return quota.Usage{}, false, &quota.OpError{Op: "measure", Tree: dir, Err: err}
+		return quota.Usage{}, &quota.OpError{Op: "measure", Tree: dir, Err: err}
 	}
-	return quota.Usage{Bytes: m.Bytes, Inodes: m.Inodes}, m.Settled, nil
+	return quota.Usage{Bytes: m.Bytes, Inodes: m.Inodes}, nil
 }
