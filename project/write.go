@@ -248,9 +248,9 @@ func (w *Write) Release(ctx context.Context) {
 
 // CreditRemoval lowers a fallback tree's ledger by what a removal through
 // xfsq freed (on XFS the kernel counts). freed must be what was unlinked
-// and the last walk counted,
-// never more, so the ledger over-counts, never under-counts. started is
-// when the removal began: a walk that ended after it may have seen it.
+// and the last walk counted, never more, so the ledger over-counts, never
+// under-counts. started is when the removal began: a walk that ended after
+// it may have seen it.
 //
 // uncounted is what the removal freed that the walk did not count
 // (saferm.Report.Uncounted): each is credited what its own write through
