@@ -294,7 +294,7 @@ func (w *writer) place(dir int, base, p string) error {
 		return placeErr(p, err)
 	}
 	if err := unix.Renameat(top, w.temp, dir, base); err != nil {
-		return pathErr(p, err)
+		return placeErr(p, err)
 	}
 	w.named = false
 	if unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || !sameInode(&st, &mine) {
