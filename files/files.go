@@ -9,9 +9,10 @@
 // leaves the old content as it was and a swapped temporary name can never
 // be placed. Deletions are journalled. The CLI and the HTTP API share this layer.
 //
-// Every path is resolved through os.Root inside the tree: it must never
-// read, write or delete outside the tree, follow a symlink out of it, or
-// open a device, FIFO or socket.
+// Every path is resolved beneath the tree without crossing a mount
+// (resolve.go): it must never read, write or delete outside the tree,
+// follow a symlink out of it, ask a filesystem mounted inside it anything,
+// or open a device, FIFO or socket.
 package files
 
 import (
@@ -26,7 +27,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -72,17 +72,19 @@ func New(ctx context.Context, m *project.Manager) (*Layer, error) {
 // tree is one opened project tree.
 type tree struct {
 	project.Tree
-	label string // `project "omni" workspace`
-	root  *os.Root
-	dir   *saferm.Dir // the same directory, for removals
+	label string      // `project "omni" workspace`
+	dir   *saferm.Dir // the tree's directory, every path resolved beneath it
+	root  *os.Root    // the same, opened only where the kernel has no openat2
 }
 
 func (t *tree) Close() error {
-	t.dir.Close()
-	return t.root.Close()
+	if t.root != nil {
+		t.root.Close()
+	}
+	return t.dir.Close()
 }
 
-// open opens a ready project's tree as an os.Root. The tree's own path is
+// open opens a ready project's tree. The tree's own path is
 // resolved without following any link or crossing a mount (saferm), so a
 // symlink planted at projects/NAME cannot point the layer at another tree.
 func (l *Layer) open(ctx context.Context, name, area string) (*tree, error) {
@@ -99,17 +101,11 @@ func (l *Layer) open(ctx context.Context, name, area string) (*tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open tree %s: %w (run xfsq doctor)", t.Path, err)
 	}
-	// The descriptor pins the directory; /proc/self/fd resolves to it alone.
-	root, err := os.OpenRoot("/proc/self/fd/" + strconv.Itoa(dir.Fd()))
-	if err != nil {
-		dir.Close()
-		return nil, fmt.Errorf("open tree %s: %w", t.Path, err)
-	}
 	label := fmt.Sprintf("project %q", name)
 	if t.Area != project.AreaWorkspace {
 		label += " " + t.Area
 	}
-	return &tree{Tree: t, label: label, root: root, dir: dir}, nil
+	return &tree{Tree: t, label: label, dir: dir}, nil
 }
 
 // openPath cleans p, refuses the tree itself (saying why), and opens the tree.
@@ -170,9 +166,7 @@ func (l *Layer) ListPage(ctx context.Context, name, area, p, after string, limit
 			return nil, false, otherMount(p)
 		}
 	}
-	// O_DIRECTORY: a device, FIFO or socket named here is refused by the
-	// kernel without being opened (opening a FIFO would hang, a device act).
-	f, err := t.root.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	f, err := t.openDir(p)
 	if errors.Is(err, unix.ENOTDIR) {
 		// Not a directory: list the name itself, as ls does, from its
 		// lstat alone (nothing is opened: it may be a FIFO or a device),
@@ -184,7 +178,7 @@ func (l *Layer) ListPage(ctx context.Context, name, area, p, after string, limit
 		if parent == nil {
 			return nil, false, pathErr(p, err) // the tree itself, not a directory
 		}
-		fi, lerr := t.root.Lstat(p)
+		fi, lerr := t.lstatAt(parent, base, p)
 		if lerr != nil {
 			return nil, false, pathErr(p, lerr)
 		}
@@ -214,11 +208,12 @@ func (l *Layer) ListPage(ctx context.Context, name, area, p, after string, limit
 			out = append(out, Entry{Name: n, Type: "other"})
 			continue
 		}
-		fi, err := t.root.Lstat(path.Join(p, n))
-		if err != nil {
+		// Relative to the directory listed: the path is not resolved again.
+		var st unix.Stat_t
+		if err := unix.Fstatat(int(f.Fd()), n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			continue // vanished
 		}
-		out = append(out, entryOf(n, fi))
+		out = append(out, entryOf(n, statInfo{name: n, st: st}))
 	}
 	return out, more, nil
 }
@@ -292,6 +287,10 @@ func otherMount(p string) error {
 
 // pathErr turns the errors of opening a path into messages that name it.
 func pathErr(p string, err error) error {
+	var said *PathError
+	if errors.As(err, &said) {
+		return err // says already what is wrong with which path
+	}
 	var pe *os.PathError
 	if errors.As(err, &pe) && pe.Err.Error() == "path escapes from parent" {
 		return &PathError{Path: p, Reason: "it leads out of the project tree (through a symlink)"}
@@ -350,17 +349,15 @@ func hook(point string) {
 	}
 }
 
-// openParent opens the directory holding p (through os.Root, so no
-// component leads out of the tree) and returns it with p's last name. What
-// is then done to that name is done relative to this one descriptor, so a
-// directory swapped in later cannot redirect it.
-// The directory must be on the tree's own mount (statx mount ID, and not
-// a mount root): os.Root keeps names inside the tree but crosses mounts.
+// openParent opens the directory holding p (beneath the tree, so no
+// component leads out of it or onto a mount) and returns it with p's last
+// name. What is then done to that name is done relative to this one
+// descriptor, so a directory swapped in later cannot redirect it. The
+// mount is checked again on the descriptor: without openat2 the open
+// crossed mounts.
 func openParent(t *tree, p string) (*os.File, string, error) {
 	dir := path.Dir(p)
-	// O_DIRECTORY|O_NONBLOCK: a FIFO or device named as the directory is
-	// refused rather than opened for real.
-	d, err := t.root.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	d, err := t.openDir(dir)
 	if err != nil {
 		if errors.Is(err, unix.ENOTDIR) {
 			return nil, "", &PathError{Path: dir, Reason: "it is not a directory"}
@@ -407,11 +404,11 @@ func (l *Layer) Open(ctx context.Context, name, area, p string) (*os.File, Entry
 	}
 	defer t.Close()
 	if p == "." {
-		fi, err := t.root.Stat(".")
-		if err != nil {
+		var st unix.Stat_t
+		if err := unix.Fstat(t.dir.Fd(), &st); err != nil {
 			return nil, Entry{}, err
 		}
-		return nil, Entry{Name: ".", Type: "dir", ModTime: fi.ModTime().UTC()}, nil
+		return nil, Entry{Name: ".", Type: "dir", ModTime: time.Unix(st.Mtim.Unix()).UTC()}, nil
 	}
 	dir, base, err := openParent(t, p)
 	if err != nil {
@@ -419,20 +416,18 @@ func (l *Layer) Open(ctx context.Context, name, area, p string) (*os.File, Entry
 	}
 	defer dir.Close()
 	dfd := int(dir.Fd())
-	var before unix.Stat_t
-	if err := unix.Fstatat(dfd, base, &before, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return nil, Entry{}, pathErr(p, &os.PathError{Op: "lstat", Path: p, Err: err})
+	fi, err := t.lstatAt(dir, base, p) // a mount point is refused, not asked
+	if err != nil {
+		return nil, Entry{}, pathErr(p, err)
 	}
+	before := *fi.Sys().(*unix.Stat_t)
 	if before.Mode&unix.S_IFMT == unix.S_IFLNK {
 		// Say where a link leads when it leads out: that is what a reader wants to know.
-		if _, err := t.root.Stat(p); err != nil {
-			if pe := pathErr(p, err); errors.As(pe, new(*PathError)) {
-				return nil, Entry{}, pe
-			}
+		if f, err := t.openIn(p, unix.O_PATH); err == nil {
+			f.Close()
+		} else if pe := pathErr(p, err); errors.As(pe, new(*PathError)) {
+			return nil, Entry{}, pe
 		}
-	}
-	if t.dir.OtherMountAt(dfd, base) {
-		return nil, Entry{}, otherMount(p)
 	}
 	if before.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return nil, Entry{Name: base, Type: "dir", ModTime: time.Unix(before.Mtim.Unix()).UTC()}, nil
@@ -519,7 +514,7 @@ func (l *Layer) empty(ctx context.Context, t *tree, name, p string, o RemoveOpti
 			&PathError{Path: p, Reason: "it is part of every workspace (uploads/ and inbox/ are emptied, never removed)"},
 			"ask for a recursive removal to delete what it holds and keep it (xfsq files rm --recursive)")
 	}
-	f, err := t.root.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	f, err := t.openIn(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK)
 	if err != nil {
 		return res, pathErr(p, err)
 	}
@@ -579,7 +574,7 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 	// The pending record carries an estimate; the settled one what went.
 	estimate := st.Blocks * 512
 	if st.IsDir() {
-		if u, err := measureIn(t.root, p); err == nil {
+		if u, err := measureIn(t, p); err == nil {
 			estimate = u.Bytes
 		}
 	}
@@ -647,10 +642,10 @@ func (e *LeftError) Error() string {
 // measureIn is what deleting the directory p inside root gives back:
 // inventory's one measure, without the files that also have links outside
 // p (they stay, and crediting them would let the ledger under-count). The
-// directory is opened through root, so no name on the way is followed out
-// of it.
-func measureIn(root *os.Root, p string) (quota.Usage, error) {
-	d, err := root.Open(p)
+// directory is opened beneath the tree, so no name on the way is followed
+// out of it or onto a mount.
+func measureIn(t *tree, p string) (quota.Usage, error) {
+	d, err := t.openDir(p)
 	if err != nil {
 		return quota.Usage{}, pathErr(p, err)
 	}

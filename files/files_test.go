@@ -64,12 +64,12 @@ func newSandboxAt(t testing.TB, root, dsn string, projects ...string) *sandbox {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := os.OpenRoot(root)
+	d, err := os.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	block = blockSize(r)
-	r.Close()
+	block = blockSize(int(d.Fd()))
+	d.Close()
 	return &sandbox{t: t, root: root, dsn: dsn, st: st, m: m, l: l}
 }
 

@@ -143,6 +143,60 @@ func TestListingsNeverWaitOnAStalledFUSE(t *testing.T) {
 	}
 }
 
+// Nor does any operation on a name behind such a mount, or on the mount
+// point itself: resolving fz/x component by component would ask the
+// stalled server to look x up. Each is refused as another mount instead,
+// and the symlink l -> fz leads there no better.
+func TestNothingWaitsOnANameBehindAStalledFUSE(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "a")
+	ws := filepath.Join(s.root, "projects", "a")
+	fz := filepath.Join(ws, "fz")
+	if err := os.Mkdir(fz, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("fz", filepath.Join(ws, "l")); err != nil {
+		t.Fatal(err)
+	}
+	mounttest.StalledFUSE(t, fz)
+	ops := []struct {
+		name string
+		run  func(p string) error
+	}{
+		{"ls", func(p string) error { _, _, err := s.l.ListPage(ctx, "a", "", p, "", 0); return err }},
+		{"get", func(p string) error {
+			f, _, err := s.l.Open(ctx, "a", "", p)
+			if f != nil {
+				f.Close()
+			}
+			return err
+		}},
+		{"put", func(p string) error { return s.put("a", p, []byte("x"), true) }},
+		{"rm", func(p string) error {
+			_, err := s.l.Remove(ctx, "a", "", p, RemoveOptions{Recursive: true})
+			return err
+		}},
+		{"top", func(p string) error { _, err := s.l.Top(ctx, "a", "", p, inventory.Options{Depth: 3}, nil); return err }},
+	}
+	for _, op := range ops {
+		for _, p := range []string{"fz", "fz/x", "fz/x/y", "l/x"} {
+			got := make(chan error, 1)
+			go func() { got <- op.run(p) }()
+			select {
+			case err := <-got:
+				if err == nil {
+					t.Errorf("%s %s: no error; want it refused (it is behind a mount)", op.name, p)
+				} else if !strings.Contains(err.Error(), "mount") {
+					t.Errorf("%s %s: %v; want it refused as on another mount", op.name, p, err)
+				} else if errkind.Of(err) != errkind.Input {
+					t.Errorf("%s %s: %v is %v, want bad input", op.name, p, err, errkind.Of(err))
+				}
+			case <-time.After(5 * time.Second):
+				t.Errorf("%s %s waited on the stalled FUSE server", op.name, p)
+			}
+		}
+	}
+}
+
 // top of a directory inside a tree walks through no symlink, even one that
 // stays inside the tree: the walk is made beneath the tenant's mounts,
 // where a link could lead anywhere the copy holds. The refusal is bad

@@ -57,7 +57,7 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	res := PutResult{Path: path.Join(t.Path, p)}
 
 	newInodes := uint64(1)
-	if fi, err := t.root.Lstat(p); err == nil {
+	if fi, err := t.lstat(p); err == nil {
 		switch {
 		case fi.IsDir():
 			return res, &PathError{Path: p, Reason: "it is a directory"}
@@ -77,12 +77,12 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return res, pathErr(p, err)
 	}
-	missing, err := missingDirs(t.root, path.Dir(p))
+	missing, err := missingDirs(t, path.Dir(p))
 	if err != nil {
 		return res, err
 	}
 	newInodes += missing
-	w := &writer{l: l, t: t, ctx: ctx, block: blockSize(t.root), inodes: newInodes, temp: tempName(), fd: -1, size: size}
+	w := &writer{l: l, t: t, ctx: ctx, block: blockSize(t.dir.Fd()), inodes: newInodes, temp: tempName(), fd: -1, size: size}
 	w.dirBytes = missing * w.block // each new directory takes a block
 	if err := w.admit(size); err != nil {
 		return res, err
@@ -102,8 +102,8 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		return res, w.mapErr(err)
 	}
 	if dir := path.Dir(p); dir != "." {
-		if err := t.root.MkdirAll(dir, 0o755); err != nil {
-			return res, pathErr(dir, err)
+		if err := t.mkdirAll(dir); err != nil {
+			return res, err
 		}
 	}
 	dir, base, err := openParent(w.t, p)
@@ -164,7 +164,7 @@ var putCommitted func(p string)
 // tenant has nothing to swap while the body streams; else it is a named
 // temporary file at the tree's top, checked again before the rename.
 func (w *writer) create() error {
-	top, err := w.t.root.OpenFile(".", os.O_RDONLY|unix.O_DIRECTORY, 0)
+	top, err := w.t.dir.File()
 	if err != nil {
 		return err
 	}
@@ -591,10 +591,10 @@ func (w *writer) abandon() {
 }
 
 // missingDirs counts the directories of dir that do not exist yet.
-func missingDirs(root *os.Root, dir string) (uint64, error) {
+func missingDirs(t *tree, dir string) (uint64, error) {
 	var n uint64
 	for d := dir; d != "."; d = path.Dir(d) {
-		fi, err := root.Lstat(d)
+		fi, err := t.lstat(d)
 		if errors.Is(err, os.ErrNotExist) {
 			n++
 			continue
@@ -609,15 +609,10 @@ func missingDirs(root *os.Root, dir string) (uint64, error) {
 	return n, nil
 }
 
-// blockSize is the filesystem's allocation unit under root.
-func blockSize(root *os.Root) uint64 {
-	f, err := root.Open(".")
-	if err != nil {
-		return 4096
-	}
-	defer f.Close()
+// blockSize is the allocation unit of the filesystem dirfd is on.
+func blockSize(dirfd int) uint64 {
 	var st unix.Statfs_t
-	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil || st.Bsize <= 0 {
+	if err := unix.Fstatfs(dirfd, &st); err != nil || st.Bsize <= 0 {
 		return 4096
 	}
 	return uint64(st.Bsize)

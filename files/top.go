@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -34,8 +33,8 @@ type TopResult struct {
 }
 
 // Top walks a tree, or the directory p inside it, for what fills it. p is
-// cleaned like every path of the layer and checked through the tree's
-// os.Root (no "..", no symlink out of the tree, no other mount), then
+// cleaned like every path of the layer and checked as the layer resolves
+// one (no "..", no symlink out of the tree, no other mount), then
 // walked beneath the tenant's mounts through no symlink at all. progress,
 // if set, is called with the walk's running totals.
 func (l *Layer) Top(ctx context.Context, name, area, p string, opts inventory.Options, progress func(project.TreeProgress)) (TopResult, error) {
@@ -74,8 +73,7 @@ func (l *Layer) walkIn(t *tree, p string, opts inventory.Options) (*inventory.Re
 	if opts.Depth < 1 || opts.Depth > inventory.MaxDepth {
 		return nil, errkind.New(errkind.Input, fmt.Errorf("depth %d: use 1 to %d", opts.Depth, inventory.MaxDepth))
 	}
-	// O_DIRECTORY|O_NONBLOCK: a FIFO or device named here is refused, not opened.
-	f, err := t.root.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	f, err := t.openDir(p)
 	if errors.Is(err, unix.ENOTDIR) {
 		return nil, &PathError{Path: p, Reason: "it is not a directory; name a directory of the tree"}
 	}
