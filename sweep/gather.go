@@ -272,9 +272,29 @@ func (g *Gatherer) Workspace(ctx context.Context, treeRel string) (Tree, error) 
 		return t, nil
 	}
 	t.Entries = res.entries
+	protectGitDirs(t.Entries, treeRel, rf.gitDirs)
 	slices.SortFunc(w.skipped, func(a, b Skip) int { return strings.Compare(a.Path, b.Path) })
 	t.Skipped = w.skipped
 	return t, nil
+}
+
+// protectGitDirs protects every offered entry that is, holds or lies in a
+// git directory a .git file or commondir leads to: the walk may have found
+// it, in a trash directory, before the pointer. Such an entry stays whole
+// (its other contents too: the walk offered it as one).
+func protectGitDirs(entries []Entry, treeRel string, gitDirs map[string]string) {
+	for i, e := range entries {
+		if e.Protected != "" {
+			continue
+		}
+		rel := strings.TrimPrefix(e.Path, treeRel+"/")
+		for gd, root := range gitDirs {
+			if gd == "." || rel == gd || strings.HasPrefix(gd, rel+"/") || strings.HasPrefix(rel, gd+"/") {
+				entries[i].Protected = fmt.Sprintf("the git directory of the repository at %s", path.Join(treeRel, root))
+				break
+			}
+		}
+	}
 }
 
 // dir walks the open directory f (rel in the workspace, self its stat)

@@ -289,6 +289,52 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			skipped: map[string]string{"sub/repo": "without symlinks"},
 		},
 		{
+			// git init --separate-git-dir: the git directory has no entry
+			// named .git, and a trash directory holding it looked clean.
+			name: "a .git file's git directory inside a trash directory",
+			setup: func(t *testing.T, ws string) {
+				os.MkdirAll(filepath.Join(ws, "b/dist"), 0o755)
+				gitRepoAt(t, filepath.Join(ws, "b/proj"), []string{"important.txt"}, nil, "--separate-git-dir="+filepath.Join(ws, "b/dist/proj.git"))
+				writeFiles(t, ws, "b/dist/stale.js")
+			},
+			survive: []string{"b/dist/proj.git/HEAD", "b/dist/proj.git/index", "b/proj/important.txt"},
+		},
+		{
+			// A linked worktree's commondir names the repository's objects.
+			name: "a worktree whose common directory is inside a trash directory",
+			setup: func(t *testing.T, ws string) {
+				os.MkdirAll(filepath.Join(ws, "dist"), 0o755)
+				gitRepoAt(t, filepath.Join(ws, "main"), []string{"x.txt"}, nil, "--separate-git-dir="+filepath.Join(ws, "dist/main.git"))
+				gittest.Run(t, filepath.Join(ws, "main"), "worktree", "add", "-q", filepath.Join(ws, "wt"))
+				os.Remove(filepath.Join(ws, "main/.git")) // only the worktree points at it now
+			},
+			survive: []string{"dist/main.git/HEAD", "dist/main.git/objects", "wt/x.txt"},
+		},
+		{
+			name: "a .git file pointing at a directory that is no git directory",
+			setup: func(t *testing.T, ws string) {
+				writeFiles(t, ws, "r/dist/app.js")
+				os.WriteFile(filepath.Join(ws, "r/.git"), []byte("gitdir: dist\n"), 0o644)
+			},
+			survive: []string{"r/dist/app.js"},
+			skipped: map[string]string{"r": "not a git directory"},
+		},
+		{
+			// The text ../link/.. cleans to the directory holding .git;
+			// git follows link and works in dist/.
+			name: "core.worktree through a symlink",
+			setup: func(t *testing.T, ws string) {
+				os.MkdirAll(filepath.Join(ws, "b2/dist/x"), 0o755)
+				gitRepoAt(t, filepath.Join(ws, "b2/R"), []string{"r.txt"}, nil)
+				os.Symlink("../dist/x", filepath.Join(ws, "b2/R/link"))
+				gittest.Run(t, filepath.Join(ws, "b2/R"), "config", "core.worktree", "../link/..")
+				writeFiles(t, ws, "b2/dist/precious.txt")
+				gittest.Run(t, filepath.Join(ws, "b2/R"), "add", "precious.txt")
+			},
+			survive: []string{"b2/dist/precious.txt"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
 			name: "the workspace's own index is garbage: the whole workspace stays",
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, ws, []string{"dist/app.js"}, []string{"top.log"})

@@ -106,6 +106,22 @@ type repoFinder struct {
 	// protectAll, once set, is why nothing of the workspace may be offered
 	// (a repository whose working tree is elsewhere).
 	protectAll string
+	// gitDirs are the git directories (and common directories) that .git
+	// files and commondir files lead to, workspace-relative: such a
+	// directory has no entry named .git to tell it (git init
+	// --separate-git-dir puts it anywhere), so the walk may have found it
+	// in a trash directory before the .git file pointing at it.
+	gitDirs map[string]string // git directory -> the repository's root
+}
+
+// gitDirAt records rel as the git directory of the repository at root.
+func (rf *repoFinder) gitDirAt(rel, root string) {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	if rf.gitDirs == nil {
+		rf.gitDirs = map[string]string{}
+	}
+	rf.gitDirs[rel] = root
 }
 
 // openPath opens the directory p names, relative to the directory base
@@ -213,6 +229,15 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 		if gitdir, gitRel, why = rf.openPath(rel, target); why != "" {
 			return nil, "its .git file cannot be followed: " + why, nil
 		}
+		rf.gitDirAt(gitRel, rel)
+		// git takes a directory for a git directory only with a HEAD:
+		// without one this is no repository git knows, and what it
+		// holds cannot be told tracked or not.
+		var head unix.Stat_t
+		if err := unix.Fstatat(int(gitdir.Fd()), "HEAD", &head, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			gitdir.Close()
+			return nil, fmt.Sprintf("its .git file points at %s, which is not a git directory (no HEAD)", target), nil
+		}
 	default:
 		return nil, fmt.Sprintf(".git is %s, which is not followed", fileKind(st.Mode)), nil
 	}
@@ -285,11 +310,12 @@ func (rf *repoFinder) readIndexAt(gitfd int, name string, hashLen int) (*indexFi
 func (rf *repoFinder) objectFormat(gitdir *os.File, gitRel string) (int, string) {
 	cfgDir := gitdir
 	if data, err := readSmallAt(int(gitdir.Fd()), "commondir"); err == nil {
-		common, _, why := rf.openPath(gitRel, strings.TrimSpace(string(data)))
+		common, commonRel, why := rf.openPath(gitRel, strings.TrimSpace(string(data)))
 		if why != "" {
 			return 0, "its commondir cannot be followed: " + why
 		}
 		defer common.Close()
+		rf.gitDirAt(commonRel, gitRel)
 		cfgDir = common
 	} else if !errors.Is(err, unix.ENOENT) {
 		return 0, fmt.Sprintf("its commondir cannot be read: %v", err)
@@ -343,17 +369,18 @@ func (rf *repoFinder) worktreeElsewhere(gitdir *os.File, gitRel, rel string) boo
 }
 
 // names reports whether the path v, as git reads it from a config in the
-// directory base (workspace-relative), is the workspace directory rel.
+// directory base (workspace-relative), is the workspace directory rel. It
+// is opened as openPath opens, not compared as text: git follows symlinks
+// in it (../link/.. is not the directory holding .git when link leads
+// elsewhere), so a path that crosses one, leaves the project or does not
+// exist names some other directory.
 func (rf *repoFinder) names(base, v, rel string) bool {
-	if path.IsAbs(v) {
-		for _, a := range rf.abs {
-			if path.Clean(v) == path.Join(a, rel) {
-				return true
-			}
-		}
+	f, got, why := rf.openPath(base, v)
+	if why != "" {
 		return false
 	}
-	return path.Clean(path.Join(base, v)) == path.Clean(rel)
+	f.Close()
+	return got == path.Clean(rel)
 }
 
 // configValue is the last value a git config gives section.key (names are
