@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/internal/saferm"
 )
@@ -108,6 +111,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 		cacheLeft[p] = b
 	}
 	trees := map[string]*saferm.Dir{}
+	repos := map[string]*repoFinder{} // per workspace tree, its indexes kept for the sweep
 	defer func() {
 		for _, d := range trees {
 			d.Close()
@@ -136,6 +140,9 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 			continue
 		}
 		bytes, why, err := x.recheck(ctx, ev, parent, name)
+		if err == nil && why == "" && ev.Area == AreaWorkspace {
+			why, err = stillUntracked(ctx, tree, ev, repos)
+		}
 		if err != nil || why != "" {
 			parent.Close()
 			if err != nil {
@@ -283,6 +290,58 @@ func (x *Executor) recheck(ctx context.Context, ev Eviction, parent *saferm.Dir,
 		return 0, "the project was leased since planning", nil
 	}
 	return e.Bytes, "", nil
+}
+
+// stillUntracked reads again, just before a workspace entry is deleted,
+// the index of every repository whose working tree holds it (a .git in
+// the tree's root or any directory above the entry): git add changes
+// nothing in the entry, so no other re-check sees a file tracked since
+// planning. why is the reason to leave the entry, or "". A repository made
+// inside the entry since makes it fresh, which recheck already tells.
+func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos map[string]*repoFinder) (why string, err error) {
+	treeRel := TreeOf(ev.Project, ev.Area)
+	inTree := strings.TrimPrefix(ev.Path, treeRel+"/")
+	rf := repos[treeRel]
+	if rf == nil {
+		rf = &repoFinder{ctx: ctx, treeFd: tree.Fd(), indexes: map[indexStamp]*gitIndex{}}
+		if abs, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", tree.Fd())); err == nil {
+			rf.abs = []string{abs}
+		}
+		repos[treeRel] = rf
+	}
+	rf.ctx = ctx
+	dirs := []string{"."}
+	if d := path.Dir(inTree); d != "." {
+		parts := strings.Split(d, "/")
+		for i := range parts {
+			dirs = append(dirs, strings.Join(parts[:i+1], "/"))
+		}
+	}
+	for _, dir := range dirs {
+		d, err := tree.OpenDir(dir)
+		if err != nil {
+			return "", err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(d.Fd(), ".git", &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
+			d.Close()
+			continue
+		}
+		ix, why, err := rf.openRepo(d.Fd(), dir)
+		d.Close()
+		repo := path.Join(treeRel, dir)
+		switch {
+		case err != nil:
+			return "", err
+		case rf.protectAll != "":
+			return rf.protectAll, nil
+		case why != "":
+			return fmt.Sprintf("the git repository at %s cannot be read now (%s): its working tree is protected", repo, why), nil
+		case ix.covers(within(dir, inTree)):
+			return fmt.Sprintf("git-tracked since planning (in the repository at %s)", repo), nil
+		}
+	}
+	return "", nil
 }
 
 // UnmarshalJSON reads a record of either form: journalled records are

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -442,4 +443,61 @@ func gatherer(t *testing.T, root string) *Gatherer {
 	}
 	t.Cleanup(func() { d.Close() })
 	return &Gatherer{Root: d, Globs: policy.TrashGlobs}
+}
+
+// What git starts tracking between the plan and the deletion stays: the
+// index is read again just before each workspace entry goes, as freshness
+// and leases are. git add changes nothing in the entry itself (the index
+// is in .git, the file keeps its mtime), so no other re-check sees it.
+func TestFilesTrackedAfterPlanningSurvive(t *testing.T) {
+	cases := []struct {
+		name   string
+		after  func(t *testing.T, ws string) // between plan and execution
+		keep   string                        // workspace-relative
+		reason string
+	}{
+		{"git add -f of a file in a planned directory", func(t *testing.T, ws string) {
+			gittest.Run(t, filepath.Join(ws, "R"), "add", "-f", "dist/keep.js")
+		}, "R/dist/keep.js", "tracked since planning"},
+		{"git add -f of a planned file", func(t *testing.T, ws string) {
+			gittest.Run(t, filepath.Join(ws, "R"), "add", "-f", "old.log")
+		}, "R/old.log", "tracked since planning"},
+		{"a repository made above a planned directory", func(t *testing.T, ws string) {
+			gitRepoAt(t, filepath.Join(ws, "Q"), []string{"q.txt"}, nil)
+			gittest.Run(t, filepath.Join(ws, "Q"), "add", "-f", "dist/kept.js")
+		}, "Q/dist/kept.js", "tracked since planning"},
+		{"an index made unreadable", func(t *testing.T, ws string) {
+			os.WriteFile(filepath.Join(ws, "R/.git/index"), []byte("garbage"), 0o644)
+		}, "R/dist/keep.js", "cannot be read"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			ws := filepath.Join(root, "projects/p")
+			gitRepoAt(t, filepath.Join(ws, "R"), []string{"r.txt"}, []string{"dist/keep.js", "old.log"})
+			writeFiles(t, ws, "Q/dist/kept.js", "other/stale.log")
+			ageTree(t, ws)
+			ctx := context.Background()
+			tree, err := gatherer(t, root).Workspace(ctx, "projects/p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan := MakePlan([]Project{{Name: "p", Trees: []Tree{tree}}}, policy, time.Now())
+			if !slices.Contains(paths(plan.Evict), "projects/p/"+c.keep) && !slices.Contains(paths(plan.Evict), "projects/p/"+filepath.Dir(c.keep)) {
+				t.Fatalf("%s not planned (plan %v): the case tests nothing", c.keep, paths(plan.Evict))
+			}
+			c.after(t, ws)
+			var journal []Record
+			res := executor(t, root, &journal).Run(ctx, plan)
+			if !exists(filepath.Join(ws, c.keep)) {
+				t.Errorf("%s, tracked before its deletion, was deleted (result %+v)", c.keep, res)
+			}
+			if !slices.ContainsFunc(res.Skipped, func(s Skip) bool { return strings.Contains(s.Reason, c.reason) }) {
+				t.Errorf("no entry left because %q: skipped %+v", c.reason, res.Skipped)
+			}
+			if exists(filepath.Join(ws, "other/stale.log")) {
+				t.Errorf("other/stale.log, untracked trash of no repository, survived: the re-check keeps everything")
+			}
+		})
+	}
 }

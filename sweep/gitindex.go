@@ -45,6 +45,25 @@ func (ix *gitIndex) tracks(p string) bool {
 	return ok
 }
 
+// covers reports whether deleting p (a path in the repository) would
+// delete something the index tracks: p itself, a file below it, or a
+// sparse directory it is in or holds.
+func (ix *gitIndex) covers(p string) bool {
+	if ix.tracks(p) {
+		return true
+	}
+	// Below p: the names starting p/ sort together, from p/ on.
+	if i, _ := slices.BinarySearch(ix.files, p+"/"); i < len(ix.files) && strings.HasPrefix(ix.files[i], p+"/") {
+		return true
+	}
+	for s := range ix.sparse {
+		if s == p || strings.HasPrefix(p, s+"/") || strings.HasPrefix(s, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // indexEntry is one entry as the file holds it.
 type indexEntry struct {
 	name string
@@ -54,6 +73,7 @@ type indexEntry struct {
 // indexFile is one index file as read: a split index's entries still
 // need the shared index's.
 type indexFile struct {
+	cached   *gitIndex // read before in this very version (repoFinder.indexes)
 	entries  []indexEntry
 	sum      []byte // the trailing checksum: a shared index is named by it
 	linked   bool   // it has a link extension (split index)

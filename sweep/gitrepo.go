@@ -112,6 +112,26 @@ type repoFinder struct {
 	// --separate-git-dir puts it anywhere), so the walk may have found it
 	// in a trash directory before the .git file pointing at it.
 	gitDirs map[string]string // git directory -> the repository's root
+
+	// indexes, when not nil, keeps every index read by its file's
+	// identity: the executor reads a repository's index again before each
+	// entry it deletes, and an index git has not rewritten since (git
+	// writes a new file and renames it over) need not be parsed again.
+	indexes map[indexStamp]*gitIndex
+}
+
+// indexStamp tells one version of an index file (and of its shared index,
+// for a split one) from every other: a tenant can set an mtime back, never
+// a ctime.
+type indexStamp struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64
+	hashLen      int
+}
+
+func stampOf(st *unix.Stat_t, hashLen int) indexStamp {
+	return indexStamp{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), hashLen: hashLen}
 }
 
 // gitDirAt records rel as the git directory of the repository at root.
@@ -255,17 +275,20 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 		return nil, "it sets core.worktree", nil
 	}
 	gfd := int(gitdir.Fd())
-	main, why, err := rf.readIndexAt(gfd, "index", hashLen)
+	main, stamp, why, err := rf.readIndexAt(gfd, "index", hashLen)
 	if err != nil || why != "" {
 		return nil, why, err
 	}
 	if main == nil {
 		return newGitIndex(nil), "", nil // no index yet (git init): nothing tracked
 	}
+	if main.cached != nil {
+		return main.cached, "", nil
+	}
 	entries := main.entries
 	if main.linked && main.base != nil && string(main.base) != string(make([]byte, hashLen)) {
 		name := "sharedindex." + hex.EncodeToString(main.base)
-		shared, why, err := rf.readIndexAt(gfd, name, hashLen)
+		shared, _, why, err := rf.readIndexAt(gfd, name, hashLen)
 		switch {
 		case err != nil:
 			return nil, "", err
@@ -280,28 +303,48 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 			return nil, fmt.Sprintf("its split index cannot be read: %v", err), nil
 		}
 	}
-	return newGitIndex(entries), "", nil
+	ix = newGitIndex(entries)
+	if rf.indexes != nil && !main.linked { // a split one is read again: its shared index may change alone
+		rf.mu.Lock()
+		rf.indexes[stamp] = ix
+		rf.mu.Unlock()
+	}
+	return ix, "", nil
 }
 
 // readIndexAt reads one index file in the git directory; nil without a
-// why: there is none.
-func (rf *repoFinder) readIndexAt(gitfd int, name string, hashLen int) (*indexFile, string, error) {
+// why: there is none. Where rf keeps indexes, one it has read in this
+// version already comes back unparsed, as cached.
+func (rf *repoFinder) readIndexAt(gitfd int, name string, hashLen int) (*indexFile, indexStamp, string, error) {
 	f, size, err := openRegularAt(gitfd, name, maxIndexBytes)
 	if errors.Is(err, unix.ENOENT) {
-		return nil, "", nil
+		return nil, indexStamp{}, "", nil
 	}
 	if err != nil {
-		return nil, fmt.Sprintf("its index cannot be read: %v", err), nil
+		return nil, indexStamp{}, fmt.Sprintf("its index cannot be read: %v", err), nil
 	}
 	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, indexStamp{}, fmt.Sprintf("its index cannot be read: %v", err), nil
+	}
+	stamp := stampOf(&st, hashLen)
+	if rf.indexes != nil && name == "index" {
+		rf.mu.Lock()
+		ix, ok := rf.indexes[stamp]
+		rf.mu.Unlock()
+		if ok {
+			return &indexFile{cached: ix}, stamp, "", nil
+		}
+	}
 	ix, err := readIndex(rf.ctx, f, size, hashLen)
 	if err != nil {
 		if rf.ctx.Err() != nil {
-			return nil, "", rf.ctx.Err()
+			return nil, indexStamp{}, "", rf.ctx.Err()
 		}
-		return nil, fmt.Sprintf("its %s cannot be read: %v", name, err), nil
+		return nil, indexStamp{}, fmt.Sprintf("its %s cannot be read: %v", name, err), nil
 	}
-	return ix, "", nil
+	return ix, stamp, "", nil
 }
 
 // objectFormat is the length of the repository's object names:
