@@ -203,9 +203,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					"cache_min_age), workspace trash (workspace_trash_globs older than workspace_trash_age), scratch of\n" +
 					"finished runs older than scratch_ttl, and the root's inbound/ (PROJECT " + project.RootOwner + ", --area inbound):\n" +
 					"each top-level entry not modified for inbound_ttl, staged and never processed. --all covers\n" +
-					"inbound/ too; xfsq sweep --area inbound alone sweeps just it. Never touched: uploads/, inbox/,\n" +
-					".git/, git-tracked files, anything modified within busy_grace, leased projects, symlinks, other\n" +
-					"filesystems. Each entry is re-checked just before it goes and journalled (storage.evicted) before\n" +
+					"inbound/ too; xfsq sweep --area inbound alone sweeps just it. Never touched: a workspace's uploads/,\n" +
+					"inbox/, .git/ and git-tracked files (caches and scratch runs go whole, repositories in them too);\n" +
+					"anything modified within busy_grace, leased projects, symlinks, other filesystems. Each entry is re-checked just before it goes and journalled (storage.evicted) before\n" +
 					"and after; on the fallback its tree's ledger is credited, so report shows the bytes freed.\n" +
 					"A cache entry's last use is the newest mtime or file atime inside it, as BuildKit's GC ages its\n" +
 					"cache: how atimes move is the mount's choice. relatime (the default) records a file's first read\n" +
