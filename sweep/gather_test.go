@@ -286,8 +286,8 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				writeFiles(t, ws, "sub/repo/dist/app.js")
 				os.WriteFile(filepath.Join(ws, "sub/repo/.git"), []byte("gitdir: ../../alias/.git\n"), 0o644)
 			},
-			survive: []string{"sub/repo/dist/app.js"},
-			skipped: map[string]string{"sub/repo": "without symlinks"},
+			survive: []string{"sub/repo/dist/app.js", "main/x.txt"},
+			skipped: map[string]string{".": "without symlinks"},
 		},
 		{
 			// git init --separate-git-dir: the git directory has no entry
@@ -333,6 +333,40 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				gittest.Run(t, filepath.Join(ws, "b2/R"), "add", "precious.txt")
 			},
 			survive: []string{"b2/dist/precious.txt"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
+			// git keeps the trailing space (it writes it so itself); cut,
+			// the pointer led nowhere and dist/ went with the git directory.
+			name: "a git directory whose name ends in a space, in a trash directory",
+			setup: func(t *testing.T, ws string) {
+				os.MkdirAll(filepath.Join(ws, "dist"), 0o755)
+				gitRepoAt(t, filepath.Join(ws, "proj"), []string{"f"}, nil, "--separate-git-dir="+filepath.Join(ws, "dist/sep.git "))
+			},
+			survive: []string{"dist/sep.git /HEAD", "proj/f"},
+		},
+		{
+			name: "a .git file spelled so that xfsq cannot follow it (// before its absolute path)",
+			setup: func(t *testing.T, ws string) {
+				os.MkdirAll(filepath.Join(ws, "dist"), 0o755)
+				gitRepoAt(t, filepath.Join(ws, "proj"), []string{"f"}, nil, "--separate-git-dir="+filepath.Join(ws, "dist/sep.git"))
+				os.WriteFile(filepath.Join(ws, "proj/.git"), []byte("gitdir: /"+filepath.Join(ws, "dist/sep.git")+"\n"), 0o644)
+				writeFiles(t, ws, "top.log")
+			},
+			survive: []string{"dist/sep.git/HEAD", "proj/f", "top.log"},
+			skipped: map[string]string{".": "cannot be followed"},
+		},
+		{
+			// git keeps a # inside quotes: the work tree is r#x, not r.
+			name: "core.worktree quoted with a # in it",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "r"), []string{"r.txt"}, nil)
+				f, _ := os.OpenFile(filepath.Join(ws, "r/.git/config"), os.O_APPEND|os.O_WRONLY, 0)
+				f.WriteString("[core]\n\tworktree = \"../../r#x\"\n")
+				f.Close()
+				writeFiles(t, ws, "r#x/dist/keep.js")
+			},
+			survive: []string{"r#x/dist/keep.js"},
 			skipped: map[string]string{".": "core.worktree"},
 		},
 		{
@@ -499,5 +533,24 @@ func TestFilesTrackedAfterPlanningSurvive(t *testing.T) {
 				t.Errorf("other/stale.log, untracked trash of no repository, survived: the re-check keeps everything")
 			}
 		})
+	}
+}
+
+// Config values read as git reads them: comments only outside quotes.
+func TestConfigString(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{" ../r ", "../r"},
+		{` "../../r#x"`, "../../r#x"},
+		{" ../r # a comment", "../r"},
+		{" ../r;x", "../r"},
+		{` "a b" c`, "a b c"},
+		{` a\"b`, `a"b`},
+		{` a\\b`, `a\b`},
+		{` "open`, " \"open\x00"},
+		{` a\qb`, " a\\qb\x00"},
+	} {
+		if got := configString(c.in); got != c.want {
+			t.Errorf("configString(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }

@@ -134,6 +134,32 @@ func stampOf(st *unix.Stat_t, hashLen int) indexStamp {
 	return indexStamp{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), hashLen: hashLen}
 }
 
+// outside reports whether the git directory target names is outside the
+// project whatever the symlinks on the way: an absolute path that, cleaned,
+// is under none of the tree's paths (the kernel's own names, with no link
+// in them, so ".." cleans as it resolves).
+func (rf *repoFinder) outside(target string) bool {
+	if !path.IsAbs(target) {
+		return false
+	}
+	t := path.Clean(target)
+	for _, a := range rf.abs {
+		if t == a || strings.HasPrefix(t, a+"/") {
+			return false
+		}
+	}
+	return true
+}
+
+// protect keeps the whole workspace, saying why (the first reason stays).
+func (rf *repoFinder) protect(why string) {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	if rf.protectAll == "" {
+		rf.protectAll = why
+	}
+}
+
 // gitDirAt records rel as the git directory of the repository at root.
 func (rf *repoFinder) gitDirAt(rel, root string) {
 	rf.mu.Lock()
@@ -240,13 +266,21 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 		if err != nil {
 			return nil, fmt.Sprintf("its .git file cannot be read: %v", err), nil
 		}
-		target, ok := strings.CutPrefix(strings.TrimRight(string(data), "\r\n"), "gitdir:")
-		target = strings.TrimSpace(target)
+		// As git reads it: "gitdir: " and the path, to the end but for
+		// line ends; a space more is part of the path (git itself writes
+		// one for --separate-git-dir "x ").
+		target, ok := strings.CutPrefix(strings.TrimRight(string(data), "\r\n"), "gitdir: ")
 		if !ok || target == "" {
 			return nil, "its .git file is not a \"gitdir: PATH\" pointer", nil
 		}
 		var why string
 		if gitdir, gitRel, why = rf.openPath(rel, target); why != "" {
+			if !strings.Contains(why, "does not exist") && !rf.outside(target) {
+				// git may find it where xfsq cannot follow (through a
+				// symlink, by another spelling): that git directory may
+				// be anywhere in the workspace, so none of it is trash.
+				rf.protect(fmt.Sprintf("the .git file at %s cannot be followed (%s), so its git directory may be anywhere in the workspace: the whole workspace is protected", path.Join(rel, ".git"), why))
+			}
 			return nil, "its .git file cannot be followed: " + why, nil
 		}
 		rf.gitDirAt(gitRel, rel)
@@ -269,9 +303,7 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 	if rf.worktreeElsewhere(gitdir, gitRel, rel) {
 		// git reads this index against that other directory: its tracked
 		// files may be anywhere in the workspace, so none of it is trash.
-		rf.mu.Lock()
-		defer rf.mu.Unlock()
-		rf.protectAll = fmt.Sprintf("the git repository at %s sets core.worktree, so its tracked files may be anywhere in the workspace: the whole workspace is protected", path.Join(rel, ".git"))
+		rf.protect(fmt.Sprintf("the git repository at %s sets core.worktree, so its tracked files may be anywhere in the workspace: the whole workspace is protected", path.Join(rel, ".git")))
 		return nil, "it sets core.worktree", nil
 	}
 	gfd := int(gitdir.Fd())
@@ -445,13 +477,60 @@ func configValue(cfg []byte, section, key string) (string, bool) {
 		}
 		k, v, _ := strings.Cut(line, "=")
 		if current == section && strings.EqualFold(strings.TrimSpace(k), key) {
-			if i := strings.IndexAny(v, "#;"); i >= 0 {
-				v = v[:i]
-			}
-			val, set = strings.Trim(strings.TrimSpace(v), `"`), true
+			val, set = configString(v), true
 		}
 	}
 	return val, set
+}
+
+// configString is a config value as git reads it: a comment (# or ;)
+// ends it only outside double quotes, the quotes themselves are dropped,
+// a backslash escapes the next character (\n, \t, \b named), and blanks
+// outside quotes at either end go. A value with an escape xfsq does not
+// know, or an open quote, reads as itself with a NUL: it then names no
+// directory, and a core.worktree that names none protects everything.
+func configString(v string) string {
+	var b strings.Builder
+	quoted, pending := false, 0 // pending: blanks outside quotes, kept if more follows
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '"':
+			quoted = !quoted
+			continue
+		case !quoted && (c == '#' || c == ';'):
+			return strings.TrimLeft(b.String(), " \t")
+		case c == '\\':
+			if i+1 >= len(v) {
+				return v + "\x00"
+			}
+			i++
+			switch v[i] {
+			case 'n':
+				c = '\n'
+			case 't':
+				c = '\t'
+			case 'b':
+				c = '\b'
+			case '"', '\\':
+				c = v[i]
+			default:
+				return v + "\x00"
+			}
+		case !quoted && (c == ' ' || c == '\t'):
+			pending++
+			continue
+		}
+		if pending > 0 && b.Len() > 0 {
+			b.WriteString(strings.Repeat(" ", pending))
+		}
+		pending = 0
+		b.WriteByte(c)
+	}
+	if quoted {
+		return v + "\x00"
+	}
+	return b.String()
 }
 
 // configHashLen reads extensions.objectformat from a git config.
