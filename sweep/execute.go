@@ -154,7 +154,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 		rec := Record{SweepID: x.SweepID, Area: ev.Area, Bytes: bytes, Reason: ev.Reason, Policy: ev.Policy}
 		// What a run writes into the entry while it goes stays: busy_grace
 		// holds below the entry too, not only for the entry as re-checked.
-		keep := saferm.Options{KeepModifiedAfter: x.Now().Add(-x.Policy.BusyGrace)}
+		keep := saferm.Options{KeepModifiedAfter: x.Now().Add(-x.Policy.BusyGrace), KeepRepositories: ev.Area == AreaWorkspace}
 		if x.Cutoff != nil {
 			cutoff, err := x.Cutoff(ctx, ev)
 			if err != nil {

@@ -47,6 +47,7 @@ const (
 	LeftDeep     = "more than 512 directory levels deep: left in place"
 	LeftChanged  = "changed while being removed: left in place"
 	LeftFresh    = "modified within busy_grace while being removed: left in place"
+	LeftRepo     = "a git repository or git directory (appeared since planning): left in place"
 	LeftNotEmpty = "not empty after removal (entries appeared meanwhile): left in place"
 )
 
@@ -486,6 +487,27 @@ type Options struct {
 	// a directory moved in from another tree after the walk holds files
 	// that look unchanged though the walk counted them elsewhere.
 	CountChangedBefore time.Time
+	// KeepRepositories leaves in place, whole, every directory below the
+	// entry that holds a .git or is a git directory (HEAD, objects and
+	// refs in it), whatever its times say (a tar or cp -a keeps them
+	// old): a repository that appeared in a workspace entry after its
+	// sweep was planned is a tenant's work, not trash.
+	KeepRepositories bool
+}
+
+// isRepository reports whether the directory fd holds a .git or is itself
+// a git directory.
+func isRepository(fd int) bool {
+	var st unix.Stat_t
+	if unix.Fstatat(fd, ".git", &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		return true
+	}
+	for _, n := range []string{"HEAD", "objects", "refs"} {
+		if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // CountNothing as Options.CountChangedBefore counts nothing freed: every
@@ -731,6 +753,11 @@ func (r *remover) entry(dirfd int, name, rel string, depth int, settled bool) (s
 	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, statxMask, &fst); err != nil || fst.Ino != st.Ino || !r.d.sameMount(&fst) {
 		unix.Close(fd)
 		r.leave(rel, LeftChanged)
+		return nil, false
+	}
+	if r.o.KeepRepositories && (name == ".git" || isRepository(fd)) {
+		unix.Close(fd)
+		r.leave(rel, LeftRepo)
 		return nil, false
 	}
 	return &frame{f: os.NewFile(uintptr(fd), rel), parent: dirfd, name: name, rel: rel, blocks: fst.Blocks,
