@@ -303,6 +303,9 @@ func pathErr(p string, err error) error {
 		// path is wrong, not the server.
 		return &PathError{Path: p, Reason: "a part of it is a file, not a directory"}
 	}
+	if errors.Is(err, unix.ELOOP) {
+		return &PathError{Path: p, Reason: "a symbolic link on the way loops, or leads through too many others"}
+	}
 	// The path an os.Root error names is the descriptor's
 	// (/proc/self/fd/N/…): an operator knows the tree's path, not that.
 	if errors.As(err, &pe) {

@@ -437,6 +437,7 @@ func TestEscapesAreRefused(t *testing.T) {
 	tree := filepath.Join(s.root, "projects/omni")
 	os.Symlink(outside, filepath.Join(tree, "out-dir"))
 	os.Symlink(canary, filepath.Join(tree, "out-file"))
+	os.Symlink("loop", filepath.Join(tree, "loop"))
 	os.Link(canary, filepath.Join(tree, "hardlink"))
 	unix.Mkfifo(filepath.Join(tree, "fifo"), 0o644)
 	unix.Mknod(filepath.Join(tree, "null"), unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3)))
@@ -448,6 +449,7 @@ func TestEscapesAreRefused(t *testing.T) {
 		{"/etc/passwd", "absolute"},
 		{"out-dir/canary", "out of the project tree"},
 		{"out-file", "out of the project tree"},
+		{"loop/x", "loops"},
 		{"hardlink", "hard links"},
 		{"fifo", "FIFO"},
 		{"null", "device"},
