@@ -50,6 +50,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 		name    string
 		setup   func(t *testing.T, ws string)
 		survive []string          // relative to the workspace
+		planned []string          // must not be planned, nor anything holding it
 		gone    []string          // untracked old trash
 		skipped map[string]string // workspace-relative path ("." the tree) -> reason fragment
 	}{
@@ -370,6 +371,62 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			skipped: map[string]string{".": "core.worktree"},
 		},
 		{
+			// Its text says "does not exist"; what it meets is a symlink.
+			name: "an unfollowable .git file whose path reads 'does not exist'",
+			setup: func(t *testing.T, ws string) {
+				os.MkdirAll(filepath.Join(ws, "dist"), 0o755)
+				gitRepoAt(t, filepath.Join(ws, "x"), []string{"f"}, nil, "--separate-git-dir="+filepath.Join(ws, "dist/sep.git"))
+				os.Symlink(".", filepath.Join(ws, "x/lnk"))
+				os.MkdirAll(filepath.Join(ws, "x/does not exist"), 0o755)
+				os.WriteFile(filepath.Join(ws, "x/.git"), []byte("gitdir: lnk/does not exist/../../dist/sep.git\n"), 0o644)
+			},
+			planned: []string{"dist/sep.git"},
+			skipped: map[string]string{".": "cannot be followed"},
+		},
+		{
+			name: "a .git file through /proc/self/root",
+			setup: func(t *testing.T, ws string) {
+				os.MkdirAll(filepath.Join(ws, "dist"), 0o755)
+				gitRepoAt(t, filepath.Join(ws, "x"), []string{"f"}, nil, "--separate-git-dir="+filepath.Join(ws, "dist/sep.git"))
+				os.WriteFile(filepath.Join(ws, "x/.git"), []byte("gitdir: /proc/self/root"+filepath.Join(ws, "dist/sep.git")+"\n"), 0o644)
+			},
+			planned: []string{"dist/sep.git"},
+			skipped: map[string]string{".": "cannot be followed"},
+		},
+		{
+			// git reads up to the NUL; cleaned whole, the path led out.
+			name: "a .git file with a NUL in it",
+			setup: func(t *testing.T, ws string) {
+				os.MkdirAll(filepath.Join(ws, "dist"), 0o755)
+				gitRepoAt(t, filepath.Join(ws, "x"), []string{"f"}, nil, "--separate-git-dir="+filepath.Join(ws, "dist/sep.git"))
+				os.WriteFile(filepath.Join(ws, "x/.git"), []byte("gitdir: "+filepath.Join(ws, "dist/sep.git")+"\x00/../../../../../../../../elsewhere\n"), 0o644)
+			},
+			planned: []string{"dist/sep.git"},
+		},
+		{
+			name: "a config starting with a byte-order mark sets core.worktree",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "x"), []string{"f"}, nil)
+				writeFiles(t, ws, "w/app.log")
+				os.WriteFile(filepath.Join(ws, "x/.git/config"), []byte("\xef\xbb\xbf[core]\n\trepositoryformatversion = 0\n\tworktree = ../../w\n"), 0o644)
+			},
+			survive: []string{"w/app.log"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
+			// git trims spaces and tabs only: the work tree is x/\f.
+			name: "core.worktree ending in a form feed",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "x"), []string{"f"}, nil)
+				writeFiles(t, ws, "x/\f/app.log")
+				f, _ := os.OpenFile(filepath.Join(ws, "x/.git/config"), os.O_APPEND|os.O_WRONLY, 0)
+				f.WriteString("[core]\n\tworktree = ../\f\n")
+				f.Close()
+			},
+			survive: []string{"x/\f/app.log"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
 			name: "the workspace's own index is garbage: the whole workspace stays",
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, ws, []string{"dist/app.js"}, []string{"top.log"})
@@ -397,6 +454,13 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			for _, ev := range plan.Evict {
 				if strings.Contains("/"+ev.Path+"/", "/.git/") || exists(filepath.Join(root, ev.Path, ".git")) {
 					t.Errorf("planned %s: a .git, or a directory holding one", ev.Path)
+				}
+			}
+			for _, keep := range c.planned {
+				for _, ev := range plan.Evict {
+					if strings.HasPrefix("projects/p/"+keep+"/", ev.Path+"/") {
+						t.Errorf("planned %s, which holds %s", ev.Path, keep)
+					}
 				}
 			}
 			for rel, why := range c.skipped {
@@ -513,6 +577,11 @@ func TestFilesTrackedAfterPlanningSurvive(t *testing.T) {
 			gitRepoAt(t, filepath.Join(ws, "E"), []string{"e.txt"}, nil, "--separate-git-dir="+filepath.Join(ws, "Q/dist/sep.git"))
 			ageTree(t, ws)
 		}, "Q/dist/sep.git/HEAD", "git directory"},
+		// A linked worktree's git directory: HEAD and commondir, no objects.
+		{"a worktree's git directory moved into a planned directory", func(t *testing.T, ws string) {
+			writeFiles(t, ws, "Q/dist/wt/HEAD", "Q/dist/wt/commondir")
+			ageTree(t, ws)
+		}, "Q/dist/wt/HEAD", "git directory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

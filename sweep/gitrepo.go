@@ -142,6 +142,11 @@ func (rf *repoFinder) outside(target string) bool {
 	if !path.IsAbs(target) {
 		return false
 	}
+	// The kernel's magic links (/proc/self/root, /proc/PID/cwd, /dev/fd)
+	// lead anywhere, the workspace included.
+	if c := path.Clean(target); c == "/proc" || c == "/dev" || strings.HasPrefix(c, "/proc/") || strings.HasPrefix(c, "/dev/") {
+		return false
+	}
 	t := path.Clean(target)
 	for _, a := range rf.abs {
 		if t == a || strings.HasPrefix(t, a+"/") {
@@ -149,6 +154,15 @@ func (rf *repoFinder) outside(target string) bool {
 		}
 	}
 	return true
+}
+
+// commonTarget is a commondir file's path as git reads it: up to a NUL,
+// without its line ends (other blanks are part of the path).
+func commonTarget(data []byte) string {
+	if i := strings.IndexByte(string(data), 0); i >= 0 {
+		data = data[:i]
+	}
+	return strings.TrimRight(string(data), "\r\n")
 }
 
 // protect keeps the whole workspace, saying why (the first reason stays).
@@ -175,6 +189,19 @@ func (rf *repoFinder) gitDirAt(rel, root string) {
 // the tree's own descriptor, refusing symlinks, and never above the tree.
 // It gives the directory and its workspace-relative path, or why not.
 func (rf *repoFinder) openPath(base, p string) (*os.File, string, string) {
+	f, rel, why, _ := rf.openPathMissing(base, p)
+	return f, rel, why
+}
+
+// openPathMissing is openPath, also saying whether it failed because a
+// component (reached without any symlink) does not exist: then git finds
+// nothing there either.
+func (rf *repoFinder) openPathMissing(base, p string) (f *os.File, rel, why string, missing bool) {
+	f, rel, why = rf.openPathOnce(base, p, &missing)
+	return f, rel, why, missing
+}
+
+func (rf *repoFinder) openPathOnce(base, p string, missing *bool) (*os.File, string, string) {
 	if path.IsAbs(p) {
 		inside := false
 		for _, a := range rf.abs {
@@ -224,6 +251,7 @@ func (rf *repoFinder) openPath(base, p string) (*os.File, string, string) {
 			errors.As(err, &errno)
 			switch errno {
 			case unix.ENOENT:
+				*missing = true
 				return nil, "", fmt.Sprintf("it points at %s, which does not exist", p)
 			case unix.ELOOP, unix.ENOTDIR:
 				return nil, "", fmt.Sprintf("it points at %s, which is not a directory reached without symlinks", p)
@@ -266,6 +294,9 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 		if err != nil {
 			return nil, fmt.Sprintf("its .git file cannot be read: %v", err), nil
 		}
+		if i := strings.IndexByte(string(data), 0); i >= 0 {
+			data = data[:i] // git reads it as a C string
+		}
 		// As git reads it: "gitdir: " and the path, to the end but for
 		// line ends; a space more is part of the path (git itself writes
 		// one for --separate-git-dir "x ").
@@ -274,8 +305,9 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 			return nil, "its .git file is not a \"gitdir: PATH\" pointer", nil
 		}
 		var why string
-		if gitdir, gitRel, why = rf.openPath(rel, target); why != "" {
-			if !strings.Contains(why, "does not exist") && !rf.outside(target) {
+		var missing bool
+		if gitdir, gitRel, why, missing = rf.openPathMissing(rel, target); why != "" {
+			if !missing && !rf.outside(target) {
 				// git may find it where xfsq cannot follow (through a
 				// symlink, by another spelling): that git directory may
 				// be anywhere in the workspace, so none of it is trash.
@@ -385,8 +417,14 @@ func (rf *repoFinder) readIndexAt(gitfd int, name string, hashLen int) (*indexFi
 func (rf *repoFinder) objectFormat(gitdir *os.File, gitRel string) (int, string) {
 	cfgDir := gitdir
 	if data, err := readSmallAt(int(gitdir.Fd()), "commondir"); err == nil {
-		common, commonRel, why := rf.openPath(gitRel, strings.TrimSpace(string(data)))
+		target := commonTarget(data)
+		common, commonRel, why, missing := rf.openPathMissing(gitRel, target)
 		if why != "" {
+			if !missing && !rf.outside(target) {
+				// Its objects may be anywhere in the workspace, as for a
+				// .git file that cannot be followed.
+				rf.protect(fmt.Sprintf("the commondir of %s cannot be followed (%s), so its objects may be anywhere in the workspace: the whole workspace is protected", gitRel, why))
+			}
 			return 0, "its commondir cannot be followed: " + why
 		}
 		defer common.Close()
@@ -421,7 +459,7 @@ func (rf *repoFinder) worktreeElsewhere(gitdir *os.File, gitRel, rel string) boo
 	}
 	dirs := []cfgDir{{gitdir, gitRel}}
 	if data, err := readSmallAt(int(gitdir.Fd()), "commondir"); err == nil {
-		if common, commonRel, why := rf.openPath(gitRel, strings.TrimSpace(string(data))); why == "" {
+		if common, commonRel, why := rf.openPath(gitRel, commonTarget(data)); why == "" {
 			defer common.Close()
 			dirs = append(dirs, cfgDir{common, commonRel})
 		}
@@ -462,8 +500,10 @@ func (rf *repoFinder) names(base, v, rel string) bool {
 // case-insensitive; quotes and comments dropped), and whether it is set.
 func configValue(cfg []byte, section, key string) (string, bool) {
 	current, val, set := "", "", false
-	for _, line := range strings.Split(string(cfg), "\n") {
-		line = strings.TrimSpace(line)
+	// git skips a UTF-8 byte-order mark before the first line, and trims
+	// only spaces, tabs and line ends (not \f, \v or a no-break space).
+	for _, line := range strings.Split(strings.TrimPrefix(string(cfg), "\xef\xbb\xbf"), "\n") {
+		line = strings.Trim(line, " \t\r")
 		if strings.HasPrefix(line, "[") {
 			end := strings.IndexByte(line, ']')
 			if end < 0 {
@@ -473,7 +513,7 @@ func configValue(cfg []byte, section, key string) (string, bool) {
 			if f := strings.Fields(line[1:end]); len(f) > 0 {
 				current = strings.ToLower(f[0])
 			}
-			line = strings.TrimSpace(line[end+1:])
+			line = strings.Trim(line[end+1:], " \t")
 		}
 		k, v, _ := strings.Cut(line, "=")
 		if current == section && strings.EqualFold(strings.TrimSpace(k), key) {

@@ -488,26 +488,24 @@ type Options struct {
 	// that look unchanged though the walk counted them elsewhere.
 	CountChangedBefore time.Time
 	// KeepRepositories leaves in place, whole, every directory below the
-	// entry that holds a .git or is a git directory (HEAD, objects and
-	// refs in it), whatever its times say (a tar or cp -a keeps them
+	// entry that holds a .git or may be a git directory (a HEAD in it),
+	// whatever its times say (a tar or cp -a keeps them
 	// old): a repository that appeared in a workspace entry after its
 	// sweep was planned is a tenant's work, not trash.
 	KeepRepositories bool
 }
 
-// isRepository reports whether the directory fd holds a .git or is itself
-// a git directory.
+// isRepository reports whether the directory fd holds a .git or may
+// itself be a git directory: it holds a HEAD (a linked worktree's git
+// directory has no objects or refs of its own, only HEAD and commondir).
 func isRepository(fd int) bool {
 	var st unix.Stat_t
-	if unix.Fstatat(fd, ".git", &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-		return true
-	}
-	for _, n := range []string{"HEAD", "objects", "refs"} {
-		if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-			return false
+	for _, n := range []string{".git", "HEAD"} {
+		if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // CountNothing as Options.CountChangedBefore counts nothing freed: every
