@@ -292,6 +292,10 @@ func (x *Executor) recheck(ctx context.Context, ev Eviction, parent *saferm.Dir,
 	return e.Bytes, "", nil
 }
 
+// maxIndexParses bounds how often one sweep parses a repository's index
+// anew; a repository whose index changes more often is busy.
+const maxIndexParses = 4
+
 // stillUntracked reads again, just before a workspace entry is deleted,
 // the index of every repository whose working tree holds it (a .git in
 // the tree's root or any directory above the entry): git add changes
@@ -303,7 +307,7 @@ func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos ma
 	inTree := strings.TrimPrefix(ev.Path, treeRel+"/")
 	rf := repos[treeRel]
 	if rf == nil {
-		rf = &repoFinder{ctx: ctx, treeFd: tree.Fd(), indexes: map[indexStamp]*gitIndex{}}
+		rf = &repoFinder{ctx: ctx, treeFd: tree.Fd(), indexes: map[indexStamp]*gitIndex{}, parsed: map[string]int{}}
 		if abs, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", tree.Fd())); err == nil {
 			rf.abs = []string{abs}
 		}
@@ -318,6 +322,9 @@ func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos ma
 		}
 	}
 	for _, dir := range dirs {
+		if n := rf.parsed[dir]; n >= maxIndexParses {
+			return fmt.Sprintf("the git index of the repository at %s changed %d times during this sweep: left for the next one", path.Join(treeRel, dir), n), nil
+		}
 		d, err := tree.OpenDir(dir)
 		if err != nil {
 			return "", err

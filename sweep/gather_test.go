@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -631,5 +632,52 @@ func TestConfigString(t *testing.T) {
 		if got := configString(c.in); got != c.want {
 			t.Errorf("configString(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// A tenant rewriting its index between every two deletions makes each
+// re-check parse it anew (up to 128 MiB): after a few, the rest of that
+// repository's entries wait for the next sweep instead of stalling this
+// one, and entries elsewhere still go.
+func TestAnIndexChangingAllTheTimeIsLeftForTheNextSweep(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "projects/p")
+	var logs []string
+	for i := range 10 {
+		logs = append(logs, fmt.Sprintf("a%d.log", i))
+	}
+	gitRepoAt(t, filepath.Join(ws, "R"), []string{"r.txt"}, logs)
+	writeFiles(t, ws, "other/stale.log")
+	ageTree(t, ws)
+	ctx := context.Background()
+	tree, err := gatherer(t, root).Workspace(ctx, "projects/p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := MakePlan([]Project{{Name: "p", Trees: []Tree{tree}}}, policy, time.Now())
+	var journal []Record
+	x := executor(t, root, &journal)
+	journalled := x.Journal
+	n := 0
+	x.Journal = func(ctx context.Context, project string, rec Record) error {
+		if rec.State == StatePending {
+			n++
+			later := time.Now().Add(time.Duration(n) * time.Second)
+			os.Chtimes(filepath.Join(ws, "R/.git/index"), later, later)
+		}
+		return journalled(ctx, project, rec)
+	}
+	res := x.Run(ctx, plan)
+	busy := 0
+	for _, s := range res.Skipped {
+		if strings.Contains(s.Reason, "changed") && strings.Contains(s.Reason, "during this sweep") {
+			busy++
+		}
+	}
+	if busy == 0 || busy > len(logs)-maxIndexParses+1 {
+		t.Errorf("%d entries left as busy, want the %d after the first %d parses (skipped %+v)", busy, len(logs)-maxIndexParses, maxIndexParses, res.Skipped)
+	}
+	if exists(filepath.Join(ws, "other/stale.log")) {
+		t.Error("other/stale.log, outside the busy repository, was left too")
 	}
 }

@@ -118,6 +118,11 @@ type repoFinder struct {
 	// entry it deletes, and an index git has not rewritten since (git
 	// writes a new file and renames it over) need not be parsed again.
 	indexes map[indexStamp]*gitIndex
+	// parsed counts, per repository root, the indexes parsed anew while
+	// indexes was kept: one rewritten between every two entries would be
+	// parsed (up to 128 MiB) once per entry, a tenant's way to stall a
+	// sweep of every project.
+	parsed map[string]int
 }
 
 // indexStamp tells one version of an index file (and of its shared index,
@@ -348,6 +353,11 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 	}
 	if main.cached != nil {
 		return main.cached, "", nil
+	}
+	if rf.indexes != nil {
+		rf.mu.Lock()
+		rf.parsed[rel]++
+		rf.mu.Unlock()
 	}
 	entries := main.entries
 	if main.linked && main.base != nil && string(main.base) != string(make([]byte, hashLen)) {
