@@ -428,6 +428,54 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			skipped: map[string]string{".": "core.worktree"},
 		},
 		{
+			name: "core.worktree that git reads and a line-wise reader misses: a continuation hides a section header",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "x"), []string{"f"}, nil)
+				writeFiles(t, ws, "w/dist/t.txt")
+				f, _ := os.OpenFile(filepath.Join(ws, "x/.git/config"), os.O_APPEND|os.O_WRONLY, 0)
+				f.WriteString("[core]\n\tfoo = bar\\\n[x]\n\tworktree = ../../w\n")
+				f.Close()
+			},
+			survive: []string{"w/dist/t.txt"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
+			name: "core.worktree that git reads and a line-wise reader misses: a continuation hides the last value",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "x"), []string{"f"}, nil)
+				writeFiles(t, ws, "w/dist/t.txt")
+				f, _ := os.OpenFile(filepath.Join(ws, "x/.git/config"), os.O_APPEND|os.O_WRONLY, 0)
+				f.WriteString("[core]\n\tworktree = ../../w\n\tfoo = x\\\n\tworktree = ..\n")
+				f.Close()
+			},
+			survive: []string{"w/dist/t.txt"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
+			name: "core.worktree that git reads and a line-wise reader misses: two section headers on one line",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "x"), []string{"f"}, nil)
+				writeFiles(t, ws, "w/dist/t.txt")
+				f, _ := os.OpenFile(filepath.Join(ws, "x/.git/config"), os.O_APPEND|os.O_WRONLY, 0)
+				f.WriteString("[a][core]worktree = ../../w\n")
+				f.Close()
+			},
+			survive: []string{"w/dist/t.txt"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
+			name: "core.worktree that git reads and a line-wise reader misses: carriage returns between tokens",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "x"), []string{"f"}, nil)
+				writeFiles(t, ws, "w/dist/t.txt")
+				f, _ := os.OpenFile(filepath.Join(ws, "x/.git/config"), os.O_APPEND|os.O_WRONLY, 0)
+				f.WriteString("[x]\r[core]\rworktree = ../../w\n")
+				f.Close()
+			},
+			survive: []string{"w/dist/t.txt"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
 			name: "the workspace's own index is garbage: the whole workspace stays",
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, ws, []string{"dist/app.js"}, []string{"top.log"})

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -483,7 +485,17 @@ func (rf *repoFinder) worktreeElsewhere(gitdir *os.File, gitRel, rel string) boo
 			if err != nil {
 				return true
 			}
-			if v, ok := configValue(cfg, "core", "worktree"); ok && !rf.names(d.rel, v, rel) {
+			v, ok := configValue(cfg, "core", "worktree")
+			switch {
+			case ok && !rf.names(d.rel, v, rel):
+				return true
+			case !ok && worktreeKey.Match(cfg):
+				// A worktree key xfsq did not find in [core]: git's
+				// reader may (a continuation, two headers on a line).
+				return true
+			case ok && !plainConfig(cfg):
+				// Found, but in a config git may read otherwise: the
+				// value that counts may be another.
 				return true
 			}
 		}
@@ -531,6 +543,25 @@ func configValue(cfg []byte, section, key string) (string, bool) {
 		}
 	}
 	return val, set
+}
+
+// worktreeKey finds "worktree" as a word of its own anywhere in a config
+// (not worktreeConfig): where git may read a core.worktree.
+var worktreeKey = regexp.MustCompile(`(?i)(^|[^a-z0-9-])worktree($|[^a-z0-9-])`)
+
+// plainConfig reports whether a config is one that configValue reads as
+// git does: no line continuations, no carriage returns, and no line with
+// a second section header after its first.
+func plainConfig(cfg []byte) bool {
+	if bytes.ContainsAny(cfg, "\r") || bytes.Contains(cfg, []byte("\\\n")) {
+		return false
+	}
+	for _, line := range bytes.Split(cfg, []byte("\n")) {
+		if bytes.Count(line, []byte("[")) > 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // configString is a config value as git reads it: a comment (# or ;)
