@@ -301,7 +301,8 @@ const maxIndexParses = 4
 // the tree's root or any directory above the entry): git add changes
 // nothing in the entry, so no other re-check sees a file tracked since
 // planning. why is the reason to leave the entry, or "". A repository made
-// inside the entry since makes it fresh, which recheck already tells.
+// inside the entry since is left whole by the deletion itself
+// (saferm.Options.KeepRepositories), whatever its times.
 func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos map[string]*repoFinder) (why string, err error) {
 	treeRel := TreeOf(ev.Project, ev.Area)
 	inTree := strings.TrimPrefix(ev.Path, treeRel+"/")
