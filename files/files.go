@@ -162,8 +162,8 @@ func (l *Layer) ListPage(ctx context.Context, name, area, p, after string, limit
 			return nil, false, err
 		}
 		defer parent.Close()
-		if t.dir.OtherMountAt(int(parent.Fd()), base) {
-			return nil, false, otherMount(p)
+		if _, err := t.statAt(int(parent.Fd()), base, p); err != nil {
+			return nil, false, pathErr(p, err) // a mount point, or nothing there
 		}
 	}
 	f, err := t.openDir(p)
@@ -182,7 +182,7 @@ func (l *Layer) ListPage(ctx context.Context, name, area, p, after string, limit
 		if lerr != nil {
 			return nil, false, pathErr(p, lerr)
 		}
-		if t.dir.OtherMountFd(int(parent.Fd())) || t.dir.OtherMountAt(int(parent.Fd()), base) {
+		if t.dir.OtherMountFd(int(parent.Fd())) {
 			return nil, false, otherMount(p)
 		}
 		if fi.IsDir() {
@@ -203,15 +203,14 @@ func (l *Layer) ListPage(ctx context.Context, name, area, p, after string, limit
 	}
 	out := make([]Entry, 0, len(names))
 	for _, n := range names {
-		if t.dir.OtherMountAt(int(f.Fd()), n) {
-			// A mount point: its name is the tree's, what it shows is not.
-			out = append(out, Entry{Name: n, Type: "other"})
-			continue
-		}
 		// Relative to the directory listed: the path is not resolved again.
-		var st unix.Stat_t
-		if err := unix.Fstatat(int(f.Fd()), n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			continue // vanished
+		st, err := t.statAt(int(f.Fd()), n, n)
+		if err != nil {
+			if errors.As(err, new(*PathError)) {
+				// A mount point: its name is the tree's, what it shows is not.
+				out = append(out, Entry{Name: n, Type: "other"})
+			}
+			continue // else vanished
 		}
 		out = append(out, entryOf(n, statInfo{name: n, st: st}))
 	}
@@ -443,10 +442,13 @@ func (l *Layer) Open(ctx context.Context, name, area, p string) (*os.File, Entry
 	// O_NONBLOCK keep a link or FIFO put there from being followed or
 	// hanging, O_NOCTTY keeps a terminal from becoming ours, and the
 	// descriptor must then be the very inode that was checked.
-	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	fd, err := openAt(dfd, base, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
 			return nil, Entry{}, &PathError{Path: p, Reason: "it was replaced by a symbolic link while being opened"}
+		}
+		if errors.Is(err, unix.EXDEV) {
+			return nil, Entry{}, otherMount(p) // mounted over since the check
 		}
 		return nil, Entry{}, pathErr(p, &os.PathError{Op: "open", Path: p, Err: err})
 	}

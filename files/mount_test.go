@@ -220,3 +220,52 @@ func TestTopOfAPathThroughASymlinkIsRefused(t *testing.T) {
 		t.Errorf("top a d/x: %v", err)
 	}
 }
+
+// A tenant binding another file over one of its own, on and off as fast
+// as it can, never gets the other file's size into a listing or its
+// content into a read: the mount is judged from the very statx that is
+// shown, and the open refuses a mount made since the check.
+func TestAMountRacingAListingShowsNothingOfIt(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "a")
+	ws := filepath.Join(s.root, "projects", "a")
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, make([]byte, 777), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "f"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mounttest.Bind(t, outside, filepath.Join(ws, "f")) // proves we may mount (or fails as a prerequisite)
+	unix.Unmount(filepath.Join(ws, "f"), unix.MNT_DETACH)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			unix.Mount(outside, filepath.Join(ws, "f"), "", unix.MS_BIND, "")
+			unix.Unmount(filepath.Join(ws, "f"), unix.MNT_DETACH)
+		}
+	}()
+	deadline := time.Now().Add(3 * time.Second)
+	for n := 0; time.Now().Before(deadline); n++ {
+		entries, _, _ := s.l.ListPage(ctx, "a", "", ".", "", 0)
+		for _, e := range entries {
+			if e.Name == "f" && e.Size == 777 {
+				t.Fatalf("listing %d showed the file mounted over f: %+v", n, e)
+			}
+		}
+		if f, e, err := s.l.Open(ctx, "a", "", "f"); err == nil {
+			f.Close()
+			if e.Size == 777 {
+				t.Fatalf("open %d opened the file mounted over f", n)
+			}
+		}
+	}
+	close(stop)
+	<-done
+}

@@ -113,20 +113,57 @@ func (t *tree) lstat(p string) (fs.FileInfo, error) {
 
 // lstatAt is lstat of name in the open directory d (p names it in errors).
 func (t *tree) lstatAt(d *os.File, name, p string) (fs.FileInfo, error) {
-	// Whether it is there at all, asked without syncing: a mount point's
-	// mounted filesystem is not asked.
-	var sx unix.Statx_t
-	if err := unix.Statx(int(d.Fd()), name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE, &sx); err != nil {
-		return nil, &os.PathError{Op: "lstat", Path: p, Err: err}
-	}
-	if t.dir.OtherMountAt(int(d.Fd()), name) {
-		return nil, otherMount(p)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstatat(int(d.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return nil, &os.PathError{Op: "lstat", Path: p, Err: err}
+	st, err := t.statAt(int(d.Fd()), name, p)
+	if err != nil {
+		return nil, err
 	}
 	return statInfo{name: name, st: st}, nil
+}
+
+// statMask is what the layer shows of an entry, and its mount.
+const statMask = unix.STATX_BASIC_STATS | unix.STATX_MNT_ID | unix.STATX_MNT_ID_UNIQUE
+
+// statAt looks at name in dirfd without following it, in one statx that
+// also tells its mount: a mount made over the name a moment later cannot
+// slip between a check and the stat (a tenant's FUSE server would be asked,
+// another file's size shown). AT_STATX_DONT_SYNC: of a mount root only
+// what the kernel holds is read, never asked of its filesystem (on the
+// tree's own filesystem it changes nothing). A mount point is refused.
+func (t *tree) statAt(dirfd int, name, p string) (unix.Stat_t, error) {
+	var sx unix.Statx_t
+	if err := unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT|unix.AT_STATX_DONT_SYNC, statMask, &sx); err != nil {
+		return unix.Stat_t{}, &os.PathError{Op: "lstat", Path: p, Err: err}
+	}
+	if !t.dir.SameMount(&sx) {
+		return unix.Stat_t{}, otherMount(p)
+	}
+	return unix.Stat_t{
+		Dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), Ino: sx.Ino, Nlink: uint64(sx.Nlink),
+		Mode: uint32(sx.Mode), Uid: sx.Uid, Gid: sx.Gid, Size: int64(sx.Size),
+		Blksize: int64(sx.Blksize), Blocks: int64(sx.Blocks),
+		Mtim: unix.Timespec{Sec: sx.Mtime.Sec, Nsec: int64(sx.Mtime.Nsec)},
+		Ctim: unix.Timespec{Sec: sx.Ctime.Sec, Nsec: int64(sx.Ctime.Nsec)},
+		Atim: unix.Timespec{Sec: sx.Atime.Sec, Nsec: int64(sx.Atime.Nsec)},
+	}, nil
+}
+
+// openAt opens name in dirfd with flags, never through a symlink nor onto
+// a mount: a mount made over the name since it was checked is refused by
+// the kernel before the mounted filesystem (a FUSE server, a FIFO bound
+// there) is asked or opened.
+func openAt(dirfd int, name string, flags int) (int, error) {
+	how := &unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC | unix.O_NOFOLLOW), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_SYMLINKS}
+	for range 8 {
+		fd, err := unix.Openat2(dirfd, name, how)
+		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if errors.Is(err, unix.ENOSYS) {
+			return unix.Openat(dirfd, name, flags|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		}
+		return fd, err
+	}
+	return -1, unix.EAGAIN
 }
 
 // mkdirAll makes the directories of dir that are missing, each made in

@@ -196,6 +196,12 @@ func (d *Dir) sameMount(st *unix.Statx_t) bool {
 	return m == d.mnt
 }
 
+// SameMount reports whether st, a statx of an entry below d asked with
+// STATX_MNT_ID (and STATX_MNT_ID_UNIQUE), is on d's mount and not a mount
+// root: judged from the one answer, so that no mount made between two
+// calls can slip between a check and a use.
+func (d *Dir) SameMount(st *unix.Statx_t) bool { return d.sameMount(st) }
+
 // Path is where d is, relative to the directory Open opened ("." for it).
 func (d *Dir) Path() string { return d.rel }
 
