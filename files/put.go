@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/project"
@@ -449,7 +450,7 @@ func (w *writer) copy(r io.Reader, size int64) error {
 		}
 		if err == io.EOF {
 			if size >= 0 && w.written != uint64(size) {
-				return fmt.Errorf("the body ended after %d of the %d bytes declared; nothing was written", w.written, size)
+				return errkind.New(errkind.Input, fmt.Errorf("the body ended after %d of the %d bytes declared; nothing was written", w.written, size))
 			}
 			return nil
 		}
@@ -464,7 +465,9 @@ func readErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return fmt.Errorf("stopped before the body ended: %w; nothing was written", context.Cause(ctx))
 	}
-	return fmt.Errorf("reading the body: %w; nothing was written", err)
+	// The sender's body is malformed or cut short (a bad chunk, a lying
+	// length): bad input, not the server's failure.
+	return errkind.New(errkind.Input, fmt.Errorf("reading the body: %w; nothing was written", err))
 }
 
 type readResult struct {

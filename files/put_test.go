@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/xfsq/xfsq/errkind"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -606,4 +608,26 @@ func TestOverwriteInADirectoryMovedInCreditsNothing(t *testing.T) {
 			t.Errorf("overwriting a counted file in a directory the walk saw: usage %+v -> %+v, want its 300 KiB back", before, got)
 		}
 	})
+}
+
+// A body shorter than it declared, or one whose reading fails, is the
+// sender's bad input (400, exit 2), never the server's failure, and
+// nothing is written.
+func TestABadBodyIsBadInput(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "a")
+	for name, c := range map[string]struct {
+		r    io.Reader
+		size int64
+	}{
+		"short of its length": {strings.NewReader("12345"), 100},
+		"a read that fails":   {io.MultiReader(strings.NewReader("12345"), iotest.ErrReader(errors.New("malformed chunked encoding"))), -1},
+	} {
+		_, err := s.l.Put(ctx, "a", "", "x", c.r, c.size)
+		if err == nil || errkind.Of(err) != errkind.Input {
+			t.Errorf("%s: %v (%v), want bad input", name, err, errkind.Of(err))
+		}
+		if s.content("a", "x") != nil {
+			t.Errorf("%s: x was written", name)
+		}
+	}
 }
