@@ -34,27 +34,14 @@ func (t *tree) openIn(p string, flags int) (*os.File, error) {
 	if flags&unix.O_PATH == 0 {
 		flags |= unix.O_NOCTTY // openat2 refuses it beside O_PATH
 	}
-	if !openat2Missing.Load() {
-		how := &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS}
-		for range 8 {
-			fd, err := unix.Openat2(t.dir.Fd(), p, how)
-			switch {
-			case err == nil:
-				return os.NewFile(uintptr(fd), p), nil
-			case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
-				continue // a rename meanwhile; the kernel asks to retry
-			case errors.Is(err, unix.ENOSYS):
-				openat2Missing.Store(true)
-			case errors.Is(err, unix.EXDEV):
-				return nil, t.whyOutside(p)
-			default:
-				return nil, &os.PathError{Op: "open", Path: p, Err: err}
-			}
-			break
-		}
-		if !openat2Missing.Load() {
-			return nil, &os.PathError{Op: "open", Path: p, Err: unix.EAGAIN}
-		}
+	fd, err := openat2(t.dir.Fd(), p, &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS})
+	switch {
+	case err == nil:
+		return os.NewFile(uintptr(fd), p), nil
+	case errors.Is(err, unix.EXDEV):
+		return nil, t.whyOutside(p)
+	case !errors.Is(err, unix.ENOSYS):
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
 	}
 	root, err := t.osRoot()
 	if err != nil {
@@ -152,14 +139,28 @@ func (t *tree) statAt(dirfd int, name, p string) (unix.Stat_t, error) {
 // the kernel before the mounted filesystem (a FUSE server, a FIFO bound
 // there) is asked or opened.
 func openAt(dirfd int, name string, flags int) (int, error) {
-	how := &unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC | unix.O_NOFOLLOW), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_SYMLINKS}
+	flags |= unix.O_CLOEXEC | unix.O_NOFOLLOW
+	fd, err := openat2(dirfd, name, &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_SYMLINKS})
+	if errors.Is(err, unix.ENOSYS) {
+		return unix.Openat(dirfd, name, flags, 0)
+	}
+	return fd, err
+}
+
+// openat2 is openat2(2), asked again while the kernel says a rename
+// meanwhile made it retry (EAGAIN); ENOSYS (before Linux 5.6) is
+// remembered, so later calls go straight to the caller's fallback.
+func openat2(dirfd int, name string, how *unix.OpenHow) (int, error) {
+	if openat2Missing.Load() {
+		return -1, unix.ENOSYS
+	}
 	for range 8 {
 		fd, err := unix.Openat2(dirfd, name, how)
-		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+		switch {
+		case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
 			continue
-		}
-		if errors.Is(err, unix.ENOSYS) {
-			return unix.Openat(dirfd, name, flags|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		case errors.Is(err, unix.ENOSYS):
+			openat2Missing.Store(true)
 		}
 		return fd, err
 	}

@@ -204,11 +204,12 @@ func (rf *repoFinder) openPath(base, p string) (*os.File, string, string) {
 // component (reached without any symlink) does not exist: then git finds
 // nothing there either.
 func (rf *repoFinder) openPathMissing(base, p string) (f *os.File, rel, why string, missing bool) {
-	f, rel, why = rf.openPathOnce(base, p, &missing)
+	f, rel, why = rf.openPathAt(base, p, &missing)
 	return f, rel, why, missing
 }
 
-func (rf *repoFinder) openPathOnce(base, p string, missing *bool) (*os.File, string, string) {
+// openPathAt is openPath's walk; it sets *missing as openPathMissing says.
+func (rf *repoFinder) openPathAt(base, p string, missing *bool) (*os.File, string, string) {
 	if path.IsAbs(p) {
 		inside := false
 		for _, a := range rf.abs {
