@@ -140,8 +140,21 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	}
 	replacing := time.Now() // a walk ending after it may have seen the old file gone
 	if err := w.place(int(dir.Fd()), base, p); err != nil {
-		w.acct.Undo(ctx)
-		return res, err // abandon releases the reservation
+		w.unlinkTemp()
+		switch w.whereNow(int(dir.Fd()), base) {
+		case atTarget:
+			// Placed after all (a directory put back could not be undone):
+			// the write happened, and credits nothing.
+		case elsewhere:
+			// Something in the tree took the file away before it reached p
+			// and it is in the tree: it stays counted, as any file there.
+			w.done = true
+			w.acct.Placed(ctx, project.Replaced{}, replacing)
+			return res, errTakenAway(p)
+		default:
+			w.acct.Undo(ctx)
+			return res, err // abandon releases the reservation
+		}
 	}
 	w.done = true
 	w.acct.Placed(ctx, w.replaced, replacing)
@@ -190,9 +203,55 @@ func (w *writer) create() error {
 }
 
 // errSwapped is a write whose temporary name something in the tree
-// replaced under it: a failed operation (exit 1), not a refused path.
+// replaced under it: a collision with the tree's own activity, to retry
+// (409, exit 1), not a refused path nor xfsq's failure.
 func errSwapped(p string) error {
-	return fmt.Errorf("%s: xfsq's temporary file was replaced while being written (by something in the tree); nothing was written, try again", p)
+	return errkind.New(errkind.Conflict, fmt.Errorf("%s: xfsq's temporary file was replaced while being written (by something in the tree); nothing was written, try again", p))
+}
+
+// errTakenAway is a write whose file something in the tree moved or linked
+// elsewhere in it before it reached p: its content is in the tree and
+// counted there, but p does not hold it.
+func errTakenAway(p string) error {
+	return errkind.New(errkind.Conflict, fmt.Errorf("%s: something in the tree moved xfsq's file away while it was being put in place; what was written is in the tree (and counted) under another name, not at %s; try again", p, p))
+}
+
+// Where the written file is once placing it failed.
+const (
+	nowhere   = iota // no name holds it: nothing was written
+	atTarget         // p holds it
+	elsewhere        // another name in the tree holds it, given by the tenant
+)
+
+func (w *writer) whereNow(dir int, base string) int {
+	var mine, st unix.Stat_t
+	if unix.Fstat(w.fd, &mine) != nil {
+		return elsewhere // cannot tell: keep it counted
+	}
+	if unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && sameInode(&st, &mine) {
+		return atTarget
+	}
+	if mine.Nlink > 0 {
+		return elsewhere
+	}
+	return nowhere
+}
+
+// unlinkTemp takes the temporary name away if it still names the file
+// written. A tenant may have renamed something of its own onto it: xfsq
+// removes nothing it did not write, so that stays where the tenant put it.
+// (What is left is the instant between the check and the unlink, which no
+// call of the kernel closes for a name in a directory others write.)
+func (w *writer) unlinkTemp() {
+	if !w.named {
+		return
+	}
+	w.named = false
+	top := int(w.top.Fd())
+	var mine, st unix.Stat_t
+	if unix.Fstat(w.fd, &mine) == nil && unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && sameInode(&st, &mine) {
+		unix.Unlinkat(top, w.temp, 0)
+	}
 }
 
 func sameInode(a, b *unix.Stat_t) bool { return a.Dev == b.Dev && a.Ino == b.Ino }
@@ -211,10 +270,7 @@ func (w *writer) place(dir int, base, p string) error {
 	// temporary name.
 	err := linkFd(w.fd, dir, base)
 	if err == nil {
-		if w.named {
-			unix.Unlinkat(top, w.temp, 0)
-			w.named = false
-		}
+		w.unlinkTemp()
 		return nil
 	}
 	if errors.Is(err, unix.EXDEV) {
@@ -249,6 +305,7 @@ func (w *writer) place(dir int, base, p string) error {
 	// only while the temporary name still holds the old file, so that an
 	// undo never puts a tenant's swapped-in entry at base either.
 	err = unix.Renameat2(top, w.temp, dir, base, unix.RENAME_EXCHANGE)
+	hook("put:exchanged")
 	switch {
 	case err == nil:
 		if unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || !sameInode(&st, &mine) {
@@ -286,8 +343,7 @@ func (w *writer) place(dir int, base, p string) error {
 		if err := linkFd(w.fd, dir, base); err != nil {
 			return placeErr(p, err)
 		}
-		unix.Unlinkat(top, w.temp, 0)
-		w.named = false
+		w.unlinkTemp()
 		return nil
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
 		// A filesystem without exchange: check, rename, check again.
@@ -576,15 +632,25 @@ func (w *writer) delta() int64 {
 }
 
 // abandon removes the temporary file and releases the reservation of a
-// write that did not finish.
+// write that did not finish. A tenant that took the named temporary file
+// elsewhere in the tree while the body streamed keeps an empty file: what
+// it held goes (it is xfsq's, written through xfsq's own descriptor), its
+// inode stays counted.
 func (w *writer) abandon() {
+	if w.top != nil && !w.done {
+		w.unlinkTemp()
+		var mine unix.Stat_t
+		if w.fd >= 0 && unix.Fstat(w.fd, &mine) == nil && mine.Nlink > 0 {
+			unix.Ftruncate(w.fd, 0)
+			if w.acct.Commit(w.ctx, 0, 0) == nil {
+				w.acct.Placed(w.ctx, project.Replaced{}, time.Now())
+			}
+		}
+	}
 	if w.file != nil {
 		w.file.Close()
 	}
 	if w.top != nil {
-		if w.named {
-			unix.Unlinkat(int(w.top.Fd()), w.temp, 0)
-		}
 		w.top.Close()
 	}
 	if w.done {

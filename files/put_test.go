@@ -84,7 +84,11 @@ func TestPutTempSwappedForSymlink(t *testing.T) {
 						}
 						defer func() { raceHook = nil }()
 					}
-					_, err := s.l.Put(ctx, "omni", "", "doc", body, 8)
+					size := int64(8)
+					if point == "body-then-fails" {
+						size = -1
+					}
+					_, err := s.l.Put(ctx, "omni", "", "doc", body, size)
 					fi, lerr := os.Lstat(target)
 					switch {
 					case lerr == nil && fi.Mode()&os.ModeSymlink != 0:
@@ -628,6 +632,133 @@ func TestABadBodyIsBadInput(t *testing.T) {
 		}
 		if s.content("a", "x") != nil {
 			t.Errorf("%s: x was written", name)
+		}
+	}
+}
+
+// A tenant that takes xfsq's file away while a write is being placed —
+// renaming or linking its temporary name elsewhere and planting its own
+// file there, or moving the placed file off the target and planting one at
+// the target — keeps what it planted (xfsq removes nothing it did not
+// write), the ledger never counts less than the tree holds (a body that
+// landed elsewhere stays counted), a failure is a conflict to retry rather
+// than an internal error, and no failure claims that nothing was written
+// while the body is in the tree.
+func TestATenantTakingTheWriteAwayLosesNothingAndGainsNothing(t *testing.T) {
+	type tenantMove func(tree, temp string) error
+	plant := func(at string) error { return os.WriteFile(at, []byte("planted"), 0o644) }
+	moves := map[string]tenantMove{
+		"rename-temp-and-plant": func(tree, temp string) error {
+			if err := os.Rename(temp, filepath.Join(tree, "stolen")); err != nil {
+				return err
+			}
+			return plant(temp)
+		},
+		"link-temp-and-plant-over-it": func(tree, temp string) error {
+			if err := os.Link(temp, filepath.Join(tree, "stolen")); err != nil {
+				return err
+			}
+			if err := plant(filepath.Join(tree, "planted")); err != nil {
+				return err
+			}
+			return os.Rename(filepath.Join(tree, "planted"), temp)
+		},
+		"move-target-and-plant": func(tree, temp string) error {
+			if err := os.Rename(filepath.Join(tree, "doc"), filepath.Join(tree, "moved")); err != nil {
+				return err
+			}
+			return plant(filepath.Join(tree, "doc"))
+		},
+	}
+	for _, tmpfile := range []bool{true, false} {
+		for _, point := range []string{"body", "body-then-fails", "put:named", "put:verified", "put:exchanged"} {
+			for name, move := range moves {
+				if strings.HasPrefix(point, "body") && tmpfile {
+					continue // the body streams into a file without a name
+				}
+				t.Run(map[bool]string{true: "tmpfile", false: "named"}[tmpfile]+"/"+point+"/"+name, func(t *testing.T) {
+					noTmpfile = !tmpfile
+					defer func() { noTmpfile = false }()
+					s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+					tree := filepath.Join(s.root, "projects/omni")
+					os.WriteFile(filepath.Join(tree, "doc"), []byte("old"), 0o644)
+					s.walkBaseline("omni")
+					moved := false
+					act := func() {
+						entries, _ := os.ReadDir(tree)
+						for _, e := range entries {
+							if strings.HasPrefix(e.Name(), tempPrefix) && !moved {
+								if err := move(tree, filepath.Join(tree, e.Name())); err != nil {
+									t.Fatalf("the tenant's move: %v", err)
+								}
+								moved = true
+							}
+						}
+					}
+					var body io.Reader = bytes.NewReader([]byte("new data"))
+					switch point {
+					case "body":
+						body = &onFirstRead{fn: act, r: body}
+					case "body-then-fails":
+						body = &onFirstRead{fn: act, r: io.MultiReader(bytes.NewReader(make([]byte, 64<<10)), iotest.ErrReader(errors.New("client went away")))}
+					default:
+						raceHook = func(p string) {
+							if p == point {
+								act()
+							}
+						}
+						defer func() { raceHook = nil }()
+					}
+					size := int64(8)
+					if point == "body-then-fails" {
+						size = -1
+					}
+					_, err := s.l.Put(ctx, "omni", "", "doc", body, size)
+					if !moved {
+						t.Skipf("the race point %s has no temporary name to take (put: %v)", point, err)
+					}
+					holding := map[string][]string{}
+					filepath.WalkDir(tree, func(p string, d os.DirEntry, _ error) error {
+						if d != nil && d.Type().IsRegular() {
+							data, _ := os.ReadFile(p)
+							holding[string(data)] = append(holding[string(data)], strings.TrimPrefix(p, tree+"/"))
+						}
+						return nil
+					})
+					if err == nil && string(s.content("omni", "doc")) != "new data" {
+						t.Errorf("put reported success, the target holds %q", s.content("omni", "doc"))
+					}
+					if err != nil {
+						if len(holding["planted"]) == 0 {
+							t.Errorf("a failed put removed the tenant's planted file (put: %v; the tree holds %v)", err, holding)
+						}
+						if k := errkind.Of(err); k != errkind.Conflict && point != "body-then-fails" {
+							t.Errorf("the failure is %s, not a conflict to retry: %v", k, err)
+						}
+						if len(holding["new data"]) > 0 && strings.Contains(err.Error(), "nothing was written") {
+							t.Errorf("put says %q while the body is in the tree at %v", err, holding["new data"])
+						}
+					}
+					// The tenant wrote what it planted itself, not through xfsq:
+					// the next walk counts it. All else the ledger counts.
+					walk, werr := fallback.Walk(tree)
+					if werr != nil {
+						t.Fatal(werr)
+					}
+					for _, p := range holding["planted"] {
+						var st unix.Stat_t
+						unix.Lstat(filepath.Join(tree, p), &st)
+						walk.Bytes -= uint64(st.Blocks) * 512
+						walk.Inodes--
+					}
+					if used := s.used("omni"); used.Bytes < walk.Bytes || used.Inodes < walk.Inodes {
+						t.Errorf("the ledger counts %+v, below the %+v written through xfsq (put: %v; the tree holds %v)", used, walk, err, holding)
+					}
+					if res, _ := s.st.Reservations(ctx); len(res) != 0 {
+						t.Errorf("reservations left: %+v", res)
+					}
+				})
+			}
 		}
 	}
 }
