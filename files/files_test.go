@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
 )
 
 var ctx = context.Background()
@@ -925,4 +927,73 @@ func TestRemoveCreditsWhatItsOwnWriteCounted(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A tenant renaming, removing and symlinking the directory above a file
+// while xfsq removes the file collides with the removal, it does not make
+// it fail: each removal ends done, not found, refused or left (a conflict),
+// never an internal error, and no deletion is journalled as failed — that
+// pages an operator (XfsqDeletionsFailed), which a tenant must not be able
+// to do at will. The file outside the tree the link points at stays.
+func TestARemovalRacingTheTenantIsNeverAFailure(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	tree := filepath.Join(s.root, "projects/omni")
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "f"), []byte("outside"), 0o644)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			switch i % 4 {
+			case 0:
+				os.Rename(filepath.Join(tree, "d"), filepath.Join(tree, "e"))
+			case 1:
+				os.Symlink(outside, filepath.Join(tree, "d"))
+			case 2:
+				os.Remove(filepath.Join(tree, "d"))
+			case 3:
+				os.Rename(filepath.Join(tree, "e"), filepath.Join(tree, "d"))
+			}
+		}
+	})
+	kinds := map[errkind.Kind]int{}
+	for range 400 {
+		// Made as the tenant cannot mislead it: never through the link.
+		os.Mkdir(filepath.Join(tree, "d"), 0o755)
+		if dfd, err := unix.Open(filepath.Join(tree, "d"), unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+			if fd, err := unix.Openat(dfd, "f", unix.O_CREAT|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+				unix.Close(fd)
+			}
+			unix.Close(dfd)
+		}
+		_, err := s.l.Remove(ctx, "omni", "", "d/f")
+		if err != nil {
+			kinds[errkind.Of(err)]++
+			if errkind.Of(err) == errkind.Internal {
+				t.Errorf("a removal the tenant raced failed as an internal error: %v", err)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+	evs, err := s.st.Events(ctx, store.EventFilter{Type: store.EventEvicted, Limit: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		var rec struct{ State, Error string }
+		json.Unmarshal(ev.Payload, &rec)
+		if rec.State == sweep.StateFailed {
+			t.Errorf("a deletion the tenant raced is journalled as failed: %s", ev.Payload)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(outside, "f")); string(got) != "outside" {
+		t.Errorf("the file outside the tree became %q", got)
+	}
+	t.Logf("outcomes other than done: %v", kinds)
 }

@@ -2,6 +2,10 @@ package sweep
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/saferm"
@@ -13,8 +17,9 @@ const (
 	StatePending = "pending"
 	// StateDone: the entry is gone.
 	StateDone = "done"
-	// StatePartial: part of it went, the rest was left in place (mount
-	// points, entries that changed meanwhile), as the record's left says.
+	// StatePartial: not all of it went (perhaps nothing), the rest was
+	// left in place (mount points, entries that changed meanwhile, the way
+	// to it changed), as the record's left says.
 	StatePartial = "partial"
 	// StateFailed: the removal stopped on an error; removed_entries says
 	// how much went before it did.
@@ -40,6 +45,7 @@ func Delete(ctx context.Context, journal Journal, project string, parent *saferm
 	}
 	fault.Point("sweep:after-pending")
 	rep, rmErr := parent.Remove(ctx, name, o)
+	rmErr = collided(rmErr, &rep, rec.Path)
 	fault.Point("sweep:after-delete")
 	rec.State = StateDone
 	switch {
@@ -58,6 +64,27 @@ func Delete(ctx context.Context, journal Journal, project string, parent *saferm
 		err = rmErr
 	}
 	return rec, rep, err
+}
+
+// collided tells a removal that the tree's own activity stopped before it
+// reached anything from one that failed: the way to the entry went
+// meanwhile (a tenant renamed or removed a directory on it), or turned into
+// a link, a non-directory or a mount, or kept changing. Nothing went; the
+// entry is gone from its path (no error: what was asked holds) or is left,
+// changed, as a partial record says. Neither is a failed deletion, which
+// pages an operator (XfsqDeletionsFailed): a tenant must not be able to.
+func collided(err error, rep *saferm.Report, p string) error {
+	if err == nil || rep.Entries > 0 {
+		return err
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.Is(err, saferm.ErrUnsafe), errors.Is(err, unix.EAGAIN):
+		rep.Left = append(rep.Left, saferm.Left{Path: p, Reason: saferm.LeftChanged})
+		return nil
+	}
+	return err
 }
 
 func joinRel(dir, name string) string {

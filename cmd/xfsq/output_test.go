@@ -363,3 +363,26 @@ COMP_WORDS=(xfsq project add omni --bytes-h); COMP_CWORD=4; _xfsq_complete; echo
 		}
 	}
 }
+
+// The event log says what a deletion did: a removal the tenant's tree
+// changed under before anything went reads as nothing deleted, not as a
+// deletion; a recovered record (whose counts the crash lost) still reads as
+// deleted.
+func TestEventDetailOfDeletions(t *testing.T) {
+	cases := []struct {
+		payload map[string]any
+		want    string
+	}{
+		{map[string]any{"state": "done", "path": "projects/a/d", "freed_bytes": 4096.0, "removed_entries": 2.0}, "deleted projects/a/d, 4.0 KiB, 2 entries"},
+		{map[string]any{"state": "done", "path": "projects/a/d", "freed_bytes": 0.0, "removed_entries": 0.0}, "found nothing to delete at projects/a/d, 0 B"},
+		{map[string]any{"state": "partial", "path": "projects/a/d", "freed_bytes": 0.0, "removed_entries": 0.0}, "left in place projects/a/d, 0 B"},
+		{map[string]any{"state": "partial", "path": "projects/a/d", "freed_bytes": 10.0, "removed_entries": 1.0}, "partly deleted projects/a/d, 10 B, 1 entry"},
+		{map[string]any{"state": "done", "path": "projects/a/d", "bytes": 0.0, "recovered": true}, "deleted projects/a/d, 0 B"},
+		{map[string]any{"state": "pending", "path": "projects/a/d", "bytes": 8192.0}, "deleting projects/a/d, 8.0 KiB"},
+	}
+	for _, c := range cases {
+		if got := eventDetail("storage.evicted", c.payload); got != c.want {
+			t.Errorf("%v: %q, want %q", c.payload, got, c.want)
+		}
+	}
+}

@@ -341,6 +341,15 @@ func eventDetail(typ string, p map[string]any) string {
 	switch typ {
 	case "storage.evicted":
 		verb := map[string]string{"pending": "deleting", "done": "deleted", "partial": "partly deleted", "failed": "failed to delete"}[str(p["state"])]
+		if _, recovered := p["recovered"]; num(p["removed_entries"]) == 0 && !recovered {
+			// Nothing went: the tenant's tree changed under the removal.
+			switch str(p["state"]) {
+			case "done":
+				verb = "found nothing to delete at"
+			case "partial":
+				verb = "left in place"
+			}
+		}
 		if verb == "" {
 			verb = str(p["state"])
 		}

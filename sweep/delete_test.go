@@ -1,0 +1,70 @@
+package sweep
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/xfsq/xfsq/internal/saferm"
+)
+
+// A journalled deletion whose way to the entry the tenant took away or
+// turned into a link or a file settles as done (nothing there) or partial
+// (the entry left, changed), never as failed: failed pages an operator.
+// What cannot be reached for another reason still fails.
+func TestDeleteSettlesACollisionAsLeftNotFailed(t *testing.T) {
+	cases := []struct {
+		name    string
+		setup   func(t *testing.T, tree string)
+		state   string
+		left    bool
+		wantErr bool
+	}{
+		{"the directory on the way went", func(t *testing.T, tree string) {}, StateDone, false, false},
+		{"the directory on the way is a link", func(t *testing.T, tree string) {
+			os.Symlink(t.TempDir(), filepath.Join(tree, "d"))
+		}, StatePartial, true, false},
+		{"the directory on the way is a file", func(t *testing.T, tree string) {
+			os.WriteFile(filepath.Join(tree, "d"), nil, 0o644)
+		}, StatePartial, true, false},
+		{"the entry is there", func(t *testing.T, tree string) {
+			os.Mkdir(filepath.Join(tree, "d"), 0o755)
+			os.WriteFile(filepath.Join(tree, "d/f"), []byte("x"), 0o644)
+		}, StateDone, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tree := t.TempDir()
+			c.setup(t, tree)
+			d, err := saferm.Open(tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			var states []string
+			journal := func(_ context.Context, _ string, r Record) error {
+				states = append(states, r.State)
+				return nil
+			}
+			rec, rep, err := Delete(context.Background(), journal, "omni", d, "d/f", Record{}, saferm.Options{})
+			if (err != nil) != c.wantErr || rec.State != c.state || (len(rep.Left) > 0) != c.left {
+				t.Errorf("settled %s with left %v, error %v; want %s, left %v", rec.State, rep.Left, err, c.state, c.left)
+			}
+			if len(states) != 2 || states[0] != StatePending || states[1] != c.state {
+				t.Errorf("journalled %v, want pending then %s", states, c.state)
+			}
+		})
+	}
+	t.Run("a path that is the directory itself still fails", func(t *testing.T) {
+		d, err := saferm.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		rec, _, err := Delete(context.Background(), func(context.Context, string, Record) error { return nil }, "omni", d, ".", Record{}, saferm.Options{})
+		if err == nil || rec.State != StateFailed {
+			t.Errorf("removing the directory itself: %s, %v; want failed", rec.State, err)
+		}
+	})
+}
