@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/quota/fallback"
@@ -75,8 +76,21 @@ func TestBtrfsSubvolumesAreCountedAndNumberedApart(t *testing.T) {
 		if used := s.used("a"); used.Bytes < 1<<20 {
 			t.Fatalf("usage %d bytes after a walk: the subvolume's 1 MiB is not counted", used.Bytes)
 		}
-		if err := s.put("a", "sv/new", []byte("x"), true); err == nil || !strings.Contains(err.Error(), "subvolume") {
-			t.Errorf("a put into the subvolume: %v; want it refused saying why", err)
+		// Refused before the body is read (a client must not send 1 GiB to
+		// hear that), and leaving no directory made for it behind.
+		for _, p := range []string{"sv/new", "sv/big", "sv/d/e/new"} {
+			read := false
+			body := &onFirstRead{fn: func() { read = true }, r: strings.NewReader("x")}
+			_, err := s.l.Put(ctx, "a", "", p, body, 1)
+			if err == nil || !strings.Contains(err.Error(), "subvolume") || errkind.Of(err) != errkind.Input {
+				t.Errorf("a put of %s into the subvolume: %v; want it refused as bad input saying why", p, err)
+			}
+			if read {
+				t.Errorf("a put of %s into the subvolume read the body before refusing it", p)
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(sv, "d")); err == nil {
+			t.Error("a refused put into the subvolume left the directories it made")
 		}
 		s.limit("a", 8<<20, 0)
 		if err := s.put("a", "F", make([]byte, 1<<20), true); err != nil {

@@ -78,7 +78,7 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return res, pathErr(p, err)
 	}
-	missing, err := missingDirs(t, path.Dir(p))
+	missing, err := missingDirs(t, p)
 	if err != nil {
 		return res, err
 	}
@@ -659,10 +659,15 @@ func (w *writer) abandon() {
 	w.acct.Release(w.ctx)
 }
 
-// missingDirs counts the directories of dir that do not exist yet.
-func missingDirs(t *tree, dir string) (uint64, error) {
+// missingDirs counts the directories above p that do not exist yet. The
+// deepest that does must be a directory on the tree's device: what is made
+// below it is on its device, and the staged file, at the tree's top, can be
+// renamed only within one (a btrfs subvolume is another). That is known
+// before the body is read, so a write that cannot land is refused before a
+// byte of it is sent or a directory made for it.
+func missingDirs(t *tree, p string) (uint64, error) {
 	var n uint64
-	for d := dir; d != "."; d = path.Dir(d) {
+	for d := path.Dir(p); d != "."; d = path.Dir(d) {
 		fi, err := t.lstat(d)
 		if errors.Is(err, os.ErrNotExist) {
 			n++
@@ -674,6 +679,12 @@ func missingDirs(t *tree, dir string) (uint64, error) {
 		if !fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 {
 			return 0, &PathError{Path: d, Reason: "it is not a directory"}
 		}
+		// Resolved beneath the tree without links, so every directory
+		// above it is real and on the tree's mount.
+		if st, ok := fi.Sys().(*unix.Stat_t); ok && fi.IsDir() && st.Dev != t.dir.Dev() {
+			return 0, placeErr(p, unix.EXDEV)
+		}
+		break
 	}
 	return n, nil
 }
