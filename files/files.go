@@ -485,6 +485,8 @@ func (l *Layer) Remove(ctx context.Context, name, area, p string, opts ...Remove
 	if len(opts) > 0 {
 		o = opts[0]
 	}
+	// As rm takes "f/": the name must be a directory's.
+	o.mustBeDir = strings.HasSuffix(p, "/")
 	t, p, err := l.openPath(ctx, name, area, p, "use xfsq project rm --purge")
 	if err != nil {
 		return RemoveResult{}, err
@@ -501,6 +503,8 @@ type RemoveOptions struct {
 	// Recursive allows a directory, with everything in it; without it a
 	// directory is refused, as rm refuses one without -r.
 	Recursive bool
+
+	mustBeDir bool // the path ended in "/"
 }
 
 // errDirectory refuses a directory removed without Recursive.
@@ -529,6 +533,7 @@ func (l *Layer) empty(ctx context.Context, t *tree, name, p string, o RemoveOpti
 		return res, pathErr(p, err)
 	}
 	slices.Sort(names)
+	o.mustBeDir = false // of the skeleton directory, not of what it holds
 	for _, n := range names {
 		one, err := l.removeIn(ctx, t, name, path.Join(p, n), o)
 		res.Entries += one.Entries
@@ -575,6 +580,9 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 	}
 	if st.IsDir() && !o.Recursive {
 		return RemoveResult{}, errDirectory(p)
+	}
+	if !st.IsDir() && o.mustBeDir {
+		return RemoveResult{}, &PathError{Path: p + "/", Reason: "it is not a directory (the path ends in /)"}
 	}
 	// The pending record carries an estimate; the settled one what went.
 	estimate := st.Blocks * 512

@@ -997,3 +997,30 @@ func TestARemovalRacingTheTenantIsNeverAFailure(t *testing.T) {
 	}
 	t.Logf("outcomes other than done: %v", kinds)
 }
+
+// A path ending in "/" names a directory, as the shell's tools take it: a
+// write to one is refused (it would otherwise make a file of that name),
+// and a removal of "f/" refuses a file and still takes a directory.
+func TestATrailingSlashNamesADirectory(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	if err := s.put("omni", "new/", []byte("x"), true); errkind.Of(err) != errkind.Input || !strings.Contains(fmt.Sprint(err), "ends in /") {
+		t.Errorf("put new/: %v; want it refused as bad input", err)
+	}
+	if _, err := os.Lstat(filepath.Join(s.root, "projects/omni/new")); err == nil {
+		t.Error("put new/ made a file called new")
+	}
+	s.put("omni", "d/f", []byte("x"), true)
+	if _, err := s.l.Remove(ctx, "omni", "", "d/f/"); errkind.Of(err) != errkind.Input || !strings.Contains(fmt.Sprint(err), "not a directory") {
+		t.Errorf("rm d/f/ of a file: %v; want it refused as not a directory", err)
+	}
+	if s.content("omni", "d/f") == nil {
+		t.Fatal("rm d/f/ removed the file")
+	}
+	if _, err := s.l.Remove(ctx, "omni", "", "d/", RemoveOptions{Recursive: true}); err != nil {
+		t.Errorf("rm -r d/ of a directory: %v", err)
+	}
+	s.put("omni", "uploads/f", []byte("x"), true)
+	if _, err := s.l.Remove(ctx, "omni", "", "uploads/", RemoveOptions{Recursive: true}); err != nil || s.content("omni", "uploads/f") != nil {
+		t.Errorf("rm -r uploads/ (emptied, kept): %v", err)
+	}
+}

@@ -78,6 +78,9 @@ func CleanNew(p string) (string, error) {
 	if err != nil {
 		return c, err
 	}
+	if strings.HasSuffix(p, "/") {
+		return "", &PathError{Path: p, Reason: "it ends in /, as a directory's path does; name the file to write"}
+	}
 	if !utf8.ValidString(p) {
 		return "", &PathError{Path: p, Reason: "it is not UTF-8; new names take printable UTF-8 characters only"}
 	}
