@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/files"
@@ -203,17 +205,28 @@ func areaName(area string) string {
 // ContentDisposition is a header that makes the browser save the file
 // under its name, whatever the name holds: the quoted fallback keeps only
 // printable ASCII other than quote and backslash (the rest become "_"), and
-// filename* (RFC 5987/6266) carries the exact name percent-encoded, so no
-// raw control character, quote or non-ASCII byte ever reaches the header.
+// filename* (RFC 5987/6266) carries the name percent-encoded, so no raw
+// control character, quote or non-ASCII byte ever reaches the header. In
+// filename* too, what would make the saved name lie or break a line —
+// control and format characters (a bidi override shows "x\u202etxt.exe"
+// as "xexe.txt"), line separators, bytes that are not UTF-8 — becomes "_":
+// a tenant names the file, an operator's browser saves it.
 func ContentDisposition(name string) string {
-	var plain, enc strings.Builder
+	var plain, printable strings.Builder
 	for _, r := range name {
 		if r >= 0x20 && r < 0x7f && r != '"' && r != '\\' {
 			plain.WriteRune(r)
 		} else {
 			plain.WriteByte('_')
 		}
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == 0x2028 || r == 0x2029 {
+			printable.WriteByte('_')
+		} else {
+			printable.WriteRune(r)
+		}
 	}
+	var enc strings.Builder
+	name = printable.String()
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if isAttrChar(c) {

@@ -199,7 +199,7 @@ func TestFilesHostileTenant(t *testing.T) {
 		must(err)
 		resp2.Body.Close()
 		cd := resp2.Header.Get("Content-Disposition")
-		if resp2.StatusCode != 200 || cd != `attachment; filename="line_break_.txt"; filename*=UTF-8''line%0Abreak%22.txt` {
+		if resp2.StatusCode != 200 || cd != `attachment; filename="line_break_.txt"; filename*=UTF-8''line_break%22.txt` {
 			t.Errorf("a name with a newline: %d %q", resp2.StatusCode, cd)
 		}
 		// ... but no new name may have one.
@@ -527,4 +527,23 @@ func TestFilesOfTheInboundTree(t *testing.T) {
 		resp, body = put(t, filesURL(srv.URL, project.RootOwner, "x"), "x")
 		wantStatus(t, "_root's workspace", resp, body, http.StatusBadRequest)
 	})
+}
+
+// The saved name says what the file is: in both forms of the header, what
+// would break a line or make the name read otherwise than it is becomes
+// "_"; other characters, non-ASCII ones too, are kept in filename*.
+func TestContentDispositionNeverLies(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"notes.txt", `attachment; filename="notes.txt"; filename*=UTF-8''notes.txt`},
+		{"ünï.txt", `attachment; filename="_n_.txt"; filename*=UTF-8''%C3%BCn%C3%AF.txt`},
+		{"inv\u202etxt.exe", `attachment; filename="inv_txt.exe"; filename*=UTF-8''inv_txt.exe`},
+		{"a\r\nb", `attachment; filename="a__b"; filename*=UTF-8''a__b`},
+		{"z\u200bw\u2028x", `attachment; filename="z_w_x"; filename*=UTF-8''z_w_x`},
+		{"bad\xff", `attachment; filename="bad_"; filename*=UTF-8''bad_`},
+		{`q"b\`, `attachment; filename="q_b_"; filename*=UTF-8''q%22b%5C`},
+	} {
+		if got := ContentDisposition(c.name); got != c.want {
+			t.Errorf("ContentDisposition(%q) = %s, want %s", c.name, got, c.want)
+		}
+	}
 }
