@@ -70,6 +70,9 @@ func TestBtrfsSubvolumesAreCountedAndNumberedApart(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(sv, "big"), make([]byte, 1<<20), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.Symlink("sv", filepath.Join(ws, "link")); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := s.m.Top(ctx, "a", "", inventory.Options{Depth: 3}); err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +81,7 @@ func TestBtrfsSubvolumesAreCountedAndNumberedApart(t *testing.T) {
 		}
 		// Refused before the body is read (a client must not send 1 GiB to
 		// hear that), and leaving no directory made for it behind.
-		for _, p := range []string{"sv/new", "sv/big", "sv/d/e/new"} {
+		for _, p := range []string{"sv/new", "sv/big", "sv/d/e/new", "link/new", "link/d/new"} {
 			read := false
 			body := &onFirstRead{fn: func() { read = true }, r: strings.NewReader("x")}
 			_, err := s.l.Put(ctx, "a", "", p, body, 1)

@@ -642,8 +642,10 @@ func (w *writer) abandon() {
 		var mine unix.Stat_t
 		if w.fd >= 0 && unix.Fstat(w.fd, &mine) == nil && mine.Nlink > 0 {
 			unix.Ftruncate(w.fd, 0)
-			if w.acct.Commit(w.ctx, 0, 0) == nil {
-				w.acct.Placed(w.ctx, project.Replaced{}, time.Now())
+			// Counted even when the client went away: the inode is there.
+			ctx := context.WithoutCancel(w.ctx)
+			if w.acct.Commit(ctx, 0, 0) == nil {
+				w.acct.Placed(ctx, project.Replaced{}, time.Now())
 			}
 		}
 	}
@@ -679,9 +681,18 @@ func missingDirs(t *tree, p string) (uint64, error) {
 		if !fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 {
 			return 0, &PathError{Path: d, Reason: "it is not a directory"}
 		}
-		// Resolved beneath the tree without links, so every directory
-		// above it is real and on the tree's mount.
-		if st, ok := fi.Sys().(*unix.Stat_t); ok && fi.IsDir() && st.Dev != t.dir.Dev() {
+		// A link (one that stays inside the tree) is judged by where it
+		// leads, as the write will resolve it.
+		st, ok := fi.Sys().(*unix.Stat_t)
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			var ds unix.Stat_t
+			if f, err := t.openDir(d); err == nil {
+				ok = unix.Fstat(int(f.Fd()), &ds) == nil
+				st = &ds
+				f.Close()
+			}
+		}
+		if ok && st.Dev != t.dir.Dev() {
 			return 0, placeErr(p, unix.EXDEV)
 		}
 		break
