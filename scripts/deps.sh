@@ -17,9 +17,10 @@ set -euo pipefail
 # prometheus: promtool checks the /metrics output and the contrib/ alert
 # rules, and the metrics tests start a real Prometheus server to scrape xfsq.
 # btrfs-progs: the fallback's tests on a btrfs root, whose subvolumes share
-# its mount but number their inodes afresh.
+# its mount but number their inodes afresh. chromium: the dashboard's tests
+# drive it headless (chromedp).
 case "${1:-}" in
-test) want=(xfsprogs qemu-system-x86 busybox-static git postgresql prometheus btrfs-progs) ;;
+test) want=(xfsprogs qemu-system-x86 busybox-static git postgresql prometheus btrfs-progs chromium) ;;
 demo) want=(xfsprogs qemu-system-x86 busybox-static) ;;
 *) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

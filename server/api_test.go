@@ -130,6 +130,8 @@ func TestAuthMatrix(t *testing.T) {
 		"GET /readyz":                           {"/readyz", "", 200},
 		"GET /metrics":                          {"/metrics", "", 200},
 		"GET /v1/openapi.json":                  {"/v1/openapi.json", "", 200},
+		"GET /{$}":                              {"/", "", 200},
+		"GET /ui/{file}":                        {"/ui/app.js", "", 200},
 		"GET /v1/system/health":                 {"/v1/system/health", "", 200},
 		"POST " + p:                             {p, `{"project": "fresh"}`, 201},
 		"PATCH " + p + "/{id}":                  {p + "/omni", `{"bytes_hard": "20m"}`, 200},
@@ -602,6 +604,7 @@ func TestAPIErrors(t *testing.T) {
 		// Walks the route table, so a new route needs a row here.
 		noStore := map[string]int{
 			"GET /healthz": 200, "GET /readyz": 503, "GET /v1/openapi.json": 200, "GET /metrics": 200,
+			"GET /{$}": 200, "GET /ui/{file}": 200, // the dashboard's files read no store
 			"GET /v1/system/health": 200, // its store part says the store does not answer
 		}
 		r.Root.Manager.Store.Close()
@@ -611,7 +614,7 @@ func TestAPIErrors(t *testing.T) {
 			if !ok {
 				want = 500
 			}
-			path := strings.NewReplacer("{id}", "omni", "{run}", "run-1", "{path...}", "f.txt").Replace(rt.Pattern)
+			path := strings.NewReplacer("{id}", "omni", "{run}", "run-1", "{path...}", "f.txt", "{file}", "app.css", "{$}", "").Replace(rt.Pattern)
 			body := map[string]string{"POST " + p: `{"project": "fresh"}`, "PATCH " + p + "/{id}": `{"bytes_hard": "1m"}`,
 				"POST " + p + "/{id}/sweep": `{"dry_run": true}`, "PUT " + p + "/{id}/files/{path...}": "x", "POST " + p + "/{id}/files/{path...}": "x"}[key]
 			code, _, got := ts.raw(t, rt.Method, path, operatorToken, body)

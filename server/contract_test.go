@@ -40,8 +40,11 @@ func Spec(t testing.TB) *apispec.Spec {
 }
 
 // SpecPath is the OpenAPI path template of a ServeMux pattern's path:
-// a trailing wildcard {path...} is {path} there.
-func SpecPath(pattern string) string { return strings.ReplaceAll(pattern, "...}", "}") }
+// a trailing wildcard {path...} is {path} there, and the exact-match
+// marker {$} (of "/") is nothing.
+func SpecPath(pattern string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(pattern, "...}", "}"), "{$}", "")
+}
 
 // ContractChecked wraps a test server's handler: each answer it gives is
 // checked against the description of the route that served it (the

@@ -165,6 +165,10 @@ func (s *Server) coreRoutes() []Route {
 		{"GET", "/healthz", RoleNone, s.healthz},
 		{"GET", "/readyz", RoleNone, s.readyz},
 		{"GET", "/v1/openapi.json", RoleNone, s.openAPI},
+		// The dashboard's files hold no data; what the page shows it asks
+		// of the routes below with the operator's token (dashboard.go).
+		{"GET", "/{$}", RoleNone, s.dashboard},
+		{"GET", "/ui/{file}", RoleNone, s.dashboardFile},
 		{"POST", p, RoleOperator, s.addProject},
 		{"PATCH", p + "/{id}", RoleOperator, s.setProject},
 		{"DELETE", p + "/{id}", RoleOperator, s.removeProject},
