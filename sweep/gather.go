@@ -185,6 +185,7 @@ type subdir struct {
 	e     Entry
 	whole bool // offered whole if clean
 	keep  bool // tracked or a submodule: what holds it is not clean
+	never bool // uploads/ or inbox/: walked for repositories, never offered
 	res   dirResult
 	err   error
 	done  chan struct{} // nil: walked inline
@@ -339,9 +340,13 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 	}
 	var subs []*subdir
 	for _, name := range names {
-		if name == ".git" || (rel == "." && workspaceProtected[name]) {
+		if name == ".git" {
 			continue
 		}
+		// uploads/ and inbox/ are never swept, but walked all the same: a
+		// repository there may set core.worktree elsewhere, or keep its
+		// common directory in a trash directory.
+		never := rel == "." && workspaceProtected[name]
 		sub := name
 		if rel != "." {
 			sub = rel + "/" + name
@@ -372,7 +377,7 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 		}
 		typ := st.Mode & unix.S_IFMT
 		isDir := typ == unix.S_IFDIR
-		trash := inTrash || MatchGlob(w.g.Globs, within(inner, sub), isDir) != ""
+		trash := !never && (inTrash || MatchGlob(w.g.Globs, within(inner, sub), isDir) != "")
 		e := Entry{Path: path.Join(w.treeRel, sub), Dir: isDir, Newest: time.Unix(0, inventory.Mtime(&st)).UTC()}
 		switch {
 		case !isDir:
@@ -405,6 +410,9 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 				res.entries = append(res.entries, e)
 			}
 		case depth >= maxWalkDepth:
+			// Unexamined, it may hold a repository whose core.worktree puts
+			// tracked files anywhere.
+			w.rf.protect(fmt.Sprintf("%s is more than %d directories deep, so what is below it is not examined for git repositories, whose tracked files may be anywhere (core.worktree): the whole workspace is protected", path.Join(w.treeRel, sub), maxWalkDepth))
 			res.clean = false
 			if trash {
 				e.Protected = fmt.Sprintf("more than %d directories deep: not examined", maxWalkDepth)
@@ -424,7 +432,7 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 				res.clean = false
 				continue
 			}
-			sd := &subdir{e: e, whole: trash && !tracked && !gitlink, keep: tracked || gitlink}
+			sd := &subdir{e: e, whole: trash && !tracked && !gitlink, keep: tracked || gitlink, never: never}
 			subs = append(subs, sd)
 			walk := func() {
 				sd.res, sd.err = w.dir(ctx, child, sub, &cst, repos, trash, sd.whole, gitlink, depth+1)
@@ -460,10 +468,13 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 		if cr.newest.After(res.newest) {
 			res.newest = cr.newest
 		}
-		if sd.whole && cr.clean {
+		switch {
+		case sd.never:
+			// Walked for its repositories only: nothing in it is offered.
+		case sd.whole && cr.clean:
 			sd.e.Bytes, sd.e.Newest = cr.bytes, cr.newest
 			res.entries = append(res.entries, sd.e)
-		} else {
+		default:
 			res.entries = append(res.entries, cr.entries...)
 		}
 		if !cr.clean || sd.keep {

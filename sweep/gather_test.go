@@ -142,9 +142,10 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				gittest.Run(t, outside, "worktree", "add", "-q", filepath.Join(ws, "wt"))
 				writeFiles(t, ws, "wt/dist/stale.js", "top.log")
 			},
-			survive: []string{"wt/.git", "wt/dist/app.js", "wt/dist/stale.js"},
-			gone:    []string{"top.log"},
-			skipped: map[string]string{"wt": "outside the project"},
+			// Its git directory's config, outside, may set core.worktree
+			// anywhere: nothing of the workspace goes.
+			survive: []string{"wt/.git", "wt/dist/app.js", "wt/dist/stale.js", "top.log"},
+			skipped: map[string]string{".": "outside the project"},
 		},
 		{
 			name: "split index (update-index --split-index)",
@@ -269,7 +270,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				writeFiles(t, ws, "sub/repo/dist/app.js", "sub/repo/dist/stale.js")
 			},
 			survive: []string{"sub/repo/.git", "sub/repo/dist/app.js", "sub/repo/dist/stale.js"},
-			skipped: map[string]string{"sub/repo": "symlink"},
+			skipped: map[string]string{".": "symlink"},
 		},
 		{
 			name: "dangling .git file",
@@ -474,6 +475,124 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			},
 			survive: []string{"w/dist/t.txt"},
 			skipped: map[string]string{".": "core.worktree"},
+		},
+		// What git reads where xfsq cannot (a link, a config it cannot
+		// read, a path outside as the sandbox may see it inside) may set
+		// core.worktree anywhere: the whole workspace stays.
+		{
+			name: "a .git that is a symlink to a git directory whose core.worktree is elsewhere",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "app"), []string{"f"}, nil)
+				os.Rename(filepath.Join(ws, "app/.git"), filepath.Join(ws, "gd"))
+				os.Symlink("../gd", filepath.Join(ws, "app/.git"))
+				gittest.Run(t, filepath.Join(ws, "app"), "config", "core.worktree", "../proj")
+				writeFiles(t, ws, "proj/dist/tracked.js")
+				gittest.Run(t, filepath.Join(ws, "app"), "add", "dist/tracked.js")
+			},
+			survive: []string{"proj/dist/tracked.js"},
+			skipped: map[string]string{".": "whole workspace"},
+		},
+		{
+			name: "a config xfsq cannot read (a symlink) that sets core.worktree",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "app"), []string{"f"}, nil)
+				gittest.Run(t, filepath.Join(ws, "app"), "config", "core.worktree", "../../proj")
+				os.Rename(filepath.Join(ws, "app/.git/config"), filepath.Join(ws, "cfg"))
+				os.Symlink("../../cfg", filepath.Join(ws, "app/.git/config"))
+				writeFiles(t, ws, "proj/dist/tracked.js")
+				gittest.Run(t, filepath.Join(ws, "app"), "add", "dist/tracked.js")
+			},
+			survive: []string{"proj/dist/tracked.js"},
+			skipped: map[string]string{".": "whole workspace"},
+		},
+		{
+			name: "a config too large for xfsq that sets core.worktree",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "app"), []string{"f"}, nil)
+				gittest.Run(t, filepath.Join(ws, "app"), "config", "core.worktree", "../../proj")
+				f, _ := os.OpenFile(filepath.Join(ws, "app/.git/config"), os.O_APPEND|os.O_WRONLY, 0)
+				f.WriteString(strings.Repeat("#"+strings.Repeat("p", 1000)+"\n", 1100))
+				f.Close()
+				writeFiles(t, ws, "proj/dist/tracked.js")
+				gittest.Run(t, filepath.Join(ws, "app"), "add", "dist/tracked.js")
+			},
+			survive: []string{"proj/dist/tracked.js"},
+			skipped: map[string]string{".": "whole workspace"},
+		},
+		{
+			name: "a commondir xfsq cannot read (a symlink) naming a common directory in dist/",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "app"), []string{"f"}, nil)
+				os.MkdirAll(filepath.Join(ws, "dist"), 0o755)
+				os.Rename(filepath.Join(ws, "app/.git"), filepath.Join(ws, "dist/common"))
+				os.MkdirAll(filepath.Join(ws, "app/.git"), 0o755)
+				os.Rename(filepath.Join(ws, "dist/common/HEAD"), filepath.Join(ws, "app/.git/HEAD"))
+				os.Rename(filepath.Join(ws, "dist/common/index"), filepath.Join(ws, "app/.git/index"))
+				os.WriteFile(filepath.Join(ws, "cd"), []byte("../../dist/common\n"), 0o644)
+				os.Symlink("../../cd", filepath.Join(ws, "app/.git/commondir"))
+			},
+			survive: []string{"dist/common/objects", "dist/common/refs", "dist/common/config"},
+			skipped: map[string]string{".": "whole workspace"},
+		},
+		{
+			name: "a .git file naming an absolute path outside the root, as the sandbox may see the workspace",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "gd"), []string{"f"}, nil)
+				os.MkdirAll(filepath.Join(ws, "app"), 0o755)
+				os.WriteFile(filepath.Join(ws, "app/.git"), []byte("gitdir: /workspace/gd/.git\n"), 0o644)
+				writeFiles(t, ws, "app/dist/tracked.js")
+			},
+			survive: []string{"app/dist/tracked.js"},
+			skipped: map[string]string{".": "whole workspace"},
+		},
+		{
+			name: "a repository in uploads/ (never swept) whose core.worktree is elsewhere",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "uploads/app"), []string{"f"}, nil)
+				gittest.Run(t, filepath.Join(ws, "uploads/app"), "config", "core.worktree", "../../../proj")
+				writeFiles(t, ws, "proj/dist/keep.js")
+				gittest.Run(t, filepath.Join(ws, "uploads/app"), "add", "dist/keep.js")
+				writeFiles(t, ws, "uploads/dist/x.js")
+			},
+			survive: []string{"proj/dist/keep.js", "uploads/dist/x.js"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
+			name: "a repository in uploads/ whose common directory is in dist/",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "uploads/app"), []string{"f"}, nil)
+				os.MkdirAll(filepath.Join(ws, "dist"), 0o755)
+				os.Rename(filepath.Join(ws, "uploads/app/.git"), filepath.Join(ws, "dist/common"))
+				os.MkdirAll(filepath.Join(ws, "uploads/app/.git"), 0o755)
+				os.Rename(filepath.Join(ws, "dist/common/HEAD"), filepath.Join(ws, "uploads/app/.git/HEAD"))
+				os.Rename(filepath.Join(ws, "dist/common/index"), filepath.Join(ws, "uploads/app/.git/index"))
+				os.RemoveAll(filepath.Join(ws, "dist/common/logs"))
+				os.WriteFile(filepath.Join(ws, "uploads/app/.git/commondir"), []byte("../../../dist/common\n"), 0o644)
+			},
+			survive: []string{"dist/common/objects", "dist/common/refs", "dist/common/config"},
+		},
+		{
+			name: "a part of the workspace too deep to examine may hold a repository: the whole workspace stays",
+			setup: func(t *testing.T, ws string) {
+				deep := ws
+				for range maxWalkDepth + 2 {
+					deep = filepath.Join(deep, "d")
+				}
+				os.MkdirAll(deep, 0o755)
+				writeFiles(t, ws, "proj/dist/keep.js")
+			},
+			survive: []string{"proj/dist/keep.js"},
+			skipped: map[string]string{".": "whole workspace"},
+		},
+		{
+			name: "a .git file whose pointer is longer than any path git can open",
+			setup: func(t *testing.T, ws string) {
+				os.MkdirAll(filepath.Join(ws, "app/x"), 0o755)
+				os.WriteFile(filepath.Join(ws, "app/.git"), []byte("gitdir: "+strings.Repeat("x/../", 2000)+"nothere\n"), 0o644)
+				writeFiles(t, ws, "proj/dist/keep.js")
+			},
+			survive: []string{"proj/dist/keep.js"},
+			skipped: map[string]string{".": "whole workspace"},
 		},
 		{
 			name: "the workspace's own index is garbage: the whole workspace stays",
@@ -727,5 +846,43 @@ func TestAnIndexChangingAllTheTimeIsLeftForTheNextSweep(t *testing.T) {
 	}
 	if exists(filepath.Join(ws, "other/stale.log")) {
 		t.Error("other/stale.log, outside the busy repository, was left too")
+	}
+}
+
+// Indexes are parsed up to a budget per walk: a tenant's hundreds of copies
+// or links of one large index would otherwise make a sweep of every
+// project spend minutes and gigabytes. Past it, nothing of the workspace
+// is offered, and the reason says why.
+func TestIndexesPastTheBudgetProtectTheWorkspace(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "projects/p")
+	gitRepoAt(t, filepath.Join(ws, "r0"), []string{"a.txt", "b.txt"}, nil)
+	fi, err := os.Stat(filepath.Join(ws, "r0/.git/index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := maxParsedIndexBytes
+	maxParsedIndexBytes = 3 * fi.Size() // three of the five below
+	t.Cleanup(func() { maxParsedIndexBytes = old })
+	for i := 1; i < 5; i++ {
+		os.MkdirAll(filepath.Join(ws, fmt.Sprintf("r%d/.git", i)), 0o755)
+		for _, f := range []string{"HEAD", "index"} {
+			if err := os.Link(filepath.Join(ws, "r0/.git", f), filepath.Join(ws, fmt.Sprintf("r%d/.git", i), f)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	writeFiles(t, ws, "top.log")
+	ageTree(t, ws)
+	tree, err := gatherer(t, root).Workspace(context.Background(), "projects/p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tree.Entries) != 0 || len(tree.Skipped) != 1 || !strings.Contains(tree.Skipped[0].Reason, "more than") {
+		t.Errorf("past the budget: entries %v, skipped %+v; want nothing offered, the whole workspace skipped for the budget", tree.Entries, tree.Skipped)
+	}
+	maxParsedIndexBytes = 5 * fi.Size()
+	if tree, err := gatherer(t, root).Workspace(context.Background(), "projects/p"); err != nil || len(tree.Entries) != 1 {
+		t.Errorf("within the budget: %v, entries %v, skipped %+v; want top.log offered", err, tree.Entries, tree.Skipped)
 	}
 }

@@ -125,7 +125,16 @@ type repoFinder struct {
 	// parsed (up to 128 MiB) once per entry, a tenant's way to stall a
 	// sweep of every project.
 	parsed map[string]int
+	// parsedBytes is how much index this finder has parsed: at most
+	// maxParsedIndexBytes, so that a tenant's copies or links of one large
+	// index cannot make a sweep spend minutes and gigabytes on it.
+	parsedBytes int64
 }
+
+// maxParsedIndexBytes bounds the index bytes one walk (or one execution)
+// parses over all the repositories of a workspace: two of the largest
+// index read at all. Past it the whole workspace is protected.
+var maxParsedIndexBytes int64 = 2 * maxIndexBytes
 
 // indexStamp tells one version of an index file (and of its shared index,
 // for a split one) from every other: a tenant can set an mtime back, never
@@ -141,28 +150,6 @@ func stampOf(st *unix.Stat_t, hashLen int) indexStamp {
 	return indexStamp{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), hashLen: hashLen}
 }
 
-// outside reports whether the git directory target names is outside the
-// project whatever the symlinks on the way: an absolute path that, cleaned,
-// is under none of the tree's paths (the kernel's own names, with no link
-// in them, so ".." cleans as it resolves).
-func (rf *repoFinder) outside(target string) bool {
-	if !path.IsAbs(target) {
-		return false
-	}
-	// The kernel's magic links (/proc/self/root, /proc/PID/cwd, /dev/fd)
-	// lead anywhere, the workspace included.
-	if c := path.Clean(target); c == "/proc" || c == "/dev" || strings.HasPrefix(c, "/proc/") || strings.HasPrefix(c, "/dev/") {
-		return false
-	}
-	t := path.Clean(target)
-	for _, a := range rf.abs {
-		if t == a || strings.HasPrefix(t, a+"/") {
-			return false
-		}
-	}
-	return true
-}
-
 // commonTarget is a commondir file's path as git reads it: up to a NUL,
 // without its line ends (other blanks are part of the path).
 func commonTarget(data []byte) string {
@@ -170,6 +157,18 @@ func commonTarget(data []byte) string {
 		data = data[:i]
 	}
 	return strings.TrimRight(string(data), "\r\n")
+}
+
+// maxPointerBytes is the longest path a .git file or commondir may name:
+// the kernel's PATH_MAX, past which git cannot open it either.
+const maxPointerBytes = 4096
+
+// unknown is the reason a repository at rel could not be read before its
+// config said where its working tree is: core.worktree may put its tracked
+// files anywhere in the workspace, so the whole workspace is protected.
+func (rf *repoFinder) unknown(rel, why string) string {
+	rf.protect(fmt.Sprintf("the git repository at %s cannot be read (%s), so where its tracked files are (core.worktree) is unknown: the whole workspace is protected", path.Join(rel, ".git"), why))
+	return why
 }
 
 // protect keeps the whole workspace, saying why (the first reason stays).
@@ -287,20 +286,24 @@ func (rf *repoFinder) openPathAt(base, p string, missing *bool) (*os.File, strin
 func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string, err error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dirfd, ".git", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return nil, fmt.Sprintf(".git cannot be examined: %v", err), nil
+		return nil, rf.unknown(rel, fmt.Sprintf(".git cannot be examined: %v", err)), nil
 	}
 	var gitdir *os.File
 	gitRel := path.Join(rel, ".git")
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		if gitdir, err = openDirAt(dirfd, ".git"); err != nil {
-			return nil, fmt.Sprintf(".git cannot be opened: %v", err), nil
+			return nil, rf.unknown(rel, fmt.Sprintf(".git cannot be opened: %v", err)), nil
 		}
+	case unix.S_IFLNK:
+		// git follows it; xfsq follows no link, so the config (and the
+		// core.worktree it may set) stays unknown.
+		return nil, rf.unknown(rel, ".git is a symlink, which xfsq does not follow"), nil
 	case unix.S_IFREG:
 		// A worktree's or submodule's pointer to its git directory.
 		data, err := readSmallAt(dirfd, ".git")
 		if err != nil {
-			return nil, fmt.Sprintf("its .git file cannot be read: %v", err), nil
+			return nil, rf.unknown(rel, fmt.Sprintf("its .git file cannot be read: %v", err)), nil
 		}
 		if i := strings.IndexByte(string(data), 0); i >= 0 {
 			data = data[:i] // git reads it as a C string
@@ -312,14 +315,20 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 		if !ok || target == "" {
 			return nil, "its .git file is not a \"gitdir: PATH\" pointer", nil
 		}
+		if len(target) > maxPointerBytes {
+			// Longer than any path the kernel opens: each component would
+			// cost a call, a tenant's way to stall every sweep.
+			return nil, rf.unknown(rel, fmt.Sprintf("its .git file points at a path of %d bytes, longer than the %d a path may have", len(target), maxPointerBytes)), nil
+		}
 		var why string
 		var missing bool
 		if gitdir, gitRel, why, missing = rf.openPathMissing(rel, target); why != "" {
-			if !missing && !rf.outside(target) {
+			if !missing {
 				// git may find it where xfsq cannot follow (through a
-				// symlink, by another spelling): that git directory may
-				// be anywhere in the workspace, so none of it is trash.
-				rf.protect(fmt.Sprintf("the .git file at %s cannot be followed (%s), so its git directory may be anywhere in the workspace: the whole workspace is protected", path.Join(rel, ".git"), why))
+				// symlink, by another spelling, outside the root as the
+				// sandbox names it): that git directory, and the
+				// core.worktree its config may set, may be anywhere.
+				return nil, rf.unknown(rel, "its .git file cannot be followed: "+why), nil
 			}
 			return nil, "its .git file cannot be followed: " + why, nil
 		}
@@ -333,12 +342,12 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 			return nil, fmt.Sprintf("its .git file points at %s, which is not a git directory (no HEAD)", target), nil
 		}
 	default:
-		return nil, fmt.Sprintf(".git is %s, which is not followed", fileKind(st.Mode)), nil
+		return nil, fmt.Sprintf(".git is %s, which git takes for no repository", fileKind(st.Mode)), nil
 	}
 	defer gitdir.Close()
 	hashLen, why := rf.objectFormat(gitdir, gitRel)
 	if why != "" {
-		return nil, why, nil
+		return nil, rf.unknown(rel, why), nil
 	}
 	if rf.worktreeElsewhere(gitdir, gitRel, rel) {
 		// git reads this index against that other directory: its tracked
@@ -414,6 +423,17 @@ func (rf *repoFinder) readIndexAt(gitfd int, name string, hashLen int) (*indexFi
 			return &indexFile{cached: ix}, stamp, "", nil
 		}
 	}
+	rf.mu.Lock()
+	over := rf.parsedBytes+size > maxParsedIndexBytes
+	if !over {
+		rf.parsedBytes += size
+	}
+	rf.mu.Unlock()
+	if over {
+		why := fmt.Sprintf("the git indexes of this workspace hold more than the %d MiB one sweep reads", maxParsedIndexBytes>>20)
+		rf.protect(why + ": what they track cannot all be known, so the whole workspace is protected")
+		return nil, indexStamp{}, why, nil
+	}
 	ix, err := readIndex(rf.ctx, f, size, hashLen)
 	if err != nil {
 		if rf.ctx.Err() != nil {
@@ -431,13 +451,13 @@ func (rf *repoFinder) objectFormat(gitdir *os.File, gitRel string) (int, string)
 	cfgDir := gitdir
 	if data, err := readSmallAt(int(gitdir.Fd()), "commondir"); err == nil {
 		target := commonTarget(data)
-		common, commonRel, why, missing := rf.openPathMissing(gitRel, target)
+		if len(target) > maxPointerBytes {
+			return 0, fmt.Sprintf("its commondir names a path of %d bytes, longer than the %d a path may have", len(target), maxPointerBytes)
+		}
+		common, commonRel, why, _ := rf.openPathMissing(gitRel, target)
 		if why != "" {
-			if !missing && !rf.outside(target) {
-				// Its objects may be anywhere in the workspace, as for a
-				// .git file that cannot be followed.
-				rf.protect(fmt.Sprintf("the commondir of %s cannot be followed (%s), so its objects may be anywhere in the workspace: the whole workspace is protected", gitRel, why))
-			}
+			// Its objects and its config may be anywhere in the workspace,
+			// as for a .git file that cannot be followed.
 			return 0, "its commondir cannot be followed: " + why
 		}
 		defer common.Close()
