@@ -79,7 +79,15 @@ type indexFile struct {
 	linked   bool   // it has a link extension (split index)
 	base     []byte // the shared index's object name; all zeros: none
 	del, rep []uint64
+	ieot     []ieotBlock // the IEOT extension's blocks, when there is one
 }
+
+// ieotBlock is one block of the IEOT extension: where its first entry is
+// in the file and how many entries it holds. A reader that loads blocks in
+// threads decodes each block's first entry of a version 4 index with no
+// previous path (git's create_from_disk given no previous entry), so that
+// entry's name is its stored suffix alone.
+type ieotBlock struct{ offset, count uint32 }
 
 const (
 	modeTypeMask = 0o170000
@@ -219,12 +227,17 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int)
 	ix := &indexFile{entries: make([]indexEntry, 0, count)}
 	var prev []byte
 	fixed := 40 + hashLen + 2 // ctime, mtime, dev, ino, mode, uid, gid, size, the object name, flags
+	// Where each entry starts and (version 4) how long its stored suffix
+	// is, to read block starts as a threaded reader does (ieot).
+	starts := make([]uint32, 0, count)
+	var suffixes []uint32
 	for i := int64(0); i < count; i++ {
 		if i%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 		}
+		starts = append(starts, uint32(r.pos))
 		b, err := r.next(fixed)
 		if err != nil {
 			return nil, err
@@ -262,6 +275,7 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int)
 				return nil, err
 			}
 			name = append(prev[:uint64(len(prev))-strip:uint64(len(prev))-strip], suffix...)
+			suffixes = append(suffixes, uint32(len(suffix)))
 			if nameLen < 0xfff && nameLen != len(name) {
 				return nil, fmt.Errorf("path %q is not the %d bytes its flags say", name, nameLen)
 			}
@@ -296,6 +310,9 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int)
 		prev = name
 	}
 	if err := readExtensions(r, ix, hashLen); err != nil {
+		return nil, err
+	}
+	if err := ix.readBlockStarts(version, starts, suffixes); err != nil {
 		return nil, err
 	}
 	if r.pos != r.size {
@@ -345,6 +362,22 @@ func readExtensions(r *indexReader, ix *indexFile, hashLen int) error {
 			if err := ix.readLink(data, hashLen); err != nil {
 				return fmt.Errorf("link extension: %w", err)
 			}
+		case sig == "IEOT":
+			if ix.ieot != nil || n > maxIEOTBytes || n < 4 || (n-4)%8 != 0 {
+				return fmt.Errorf("IEOT extension of %d bytes", n)
+			}
+			data := make([]byte, n)
+			if _, err := io.ReadFull(r.br, data); err != nil {
+				return fmt.Errorf("IEOT extension: %w", errTruncated)
+			}
+			r.pos += n
+			if v := binary.BigEndian.Uint32(data); v != 1 {
+				return fmt.Errorf("IEOT extension version %d", v)
+			}
+			ix.ieot = make([]ieotBlock, 0, (n-4)/8)
+			for b := data[4:]; len(b) >= 8; b = b[8:] {
+				ix.ieot = append(ix.ieot, ieotBlock{binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:])})
+			}
 		case sig == "sdir":
 			// Sparse directory entries are recognised by their trailing
 			// slash whether or not this marks the index sparse.
@@ -358,6 +391,39 @@ func readExtensions(r *indexReader, ix *indexFile, hashLen int) error {
 		default:
 			return fmt.Errorf("required extension %q that xfsq does not understand", sig)
 		}
+	}
+	return nil
+}
+
+// maxIEOTBytes bounds the IEOT extension: git writes a block per thread.
+const maxIEOTBytes = 4 + 8*1024
+
+// readBlockStarts holds the index to what a reader loading its IEOT blocks
+// in threads sees: the blocks must be the entries, in order, each starting
+// where an entry does (else the two readings disagree on what the file
+// holds, and the index cannot be read); in a version 4 index each block's
+// first entry is also tracked under its suffix alone, the name such a
+// reader gives it (git writes an index whose two readings agree; a
+// tenant's need not: both names stay tracked).
+func (ix *indexFile) readBlockStarts(version uint32, starts, suffixes []uint32) error {
+	if ix.ieot == nil {
+		return nil
+	}
+	n, at := len(ix.entries), 0
+	for _, b := range ix.ieot {
+		if at >= n || starts[at] != b.offset || b.count == 0 || int64(at)+int64(b.count) > int64(n) {
+			return errors.New("its IEOT extension does not describe its entries")
+		}
+		if version == 4 && at > 0 {
+			e := ix.entries[at]
+			if alone := e.name[len(e.name)-int(suffixes[at]):]; alone != e.name {
+				ix.entries = append(ix.entries, indexEntry{name: alone, mode: e.mode})
+			}
+		}
+		at += int(b.count)
+	}
+	if at != n {
+		return errors.New("its IEOT extension does not describe its entries")
 	}
 	return nil
 }

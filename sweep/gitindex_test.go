@@ -308,3 +308,67 @@ func TestSplitIndexFixtureUsesBothBitmaps(t *testing.T) {
 		t.Errorf("split index: linked %v, delete bits to %d, replace bits to %d", s.linked, lastBit(s.del), lastBit(s.rep))
 	}
 }
+
+// ieotIndex is a version 4 index of two entries whose second starts an IEOT
+// block with a stored suffix that, read after the first entry, names
+// "dist/adist/keep.js", and read alone, as git's threaded reader reads a
+// block's first entry, names "dist/keep.js". offsets, when given, replace
+// the blocks' offsets.
+func ieotIndex(offsets ...uint32) []byte {
+	entry := func(strip byte, suffix string, nameLen uint16) []byte {
+		e := make([]byte, 40, 64)
+		binary.BigEndian.PutUint32(e[24:], 0o100644)
+		sum := sha1.Sum([]byte(suffix)) // any object name
+		e = append(e, sum[:]...)
+		e = binary.BigEndian.AppendUint16(e, nameLen)
+		return append(append(e, strip), append([]byte(suffix), 0)...)
+	}
+	buf := append([]byte("DIRC"), 0, 0, 0, 4, 0, 0, 0, 2)
+	off1 := uint32(len(buf))
+	buf = append(buf, entry(0, "dist/a", 6)...)
+	off2 := uint32(len(buf))
+	buf = append(buf, entry(0, "dist/keep.js", 0xfff)...)
+	if len(offsets) == 2 {
+		off1, off2 = offsets[0], offsets[1]
+	}
+	ext := len(buf)
+	ieot := binary.BigEndian.AppendUint32(nil, 1)
+	for _, o := range []uint32{off1, off2} {
+		ieot = binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(ieot, o), 1)
+	}
+	hdr := append([]byte("IEOT"), binary.BigEndian.AppendUint32(nil, uint32(len(ieot)))...)
+	buf = append(append(buf, hdr...), ieot...)
+	hsum := sha1.Sum(hdr)
+	eoie := append(binary.BigEndian.AppendUint32(nil, uint32(ext)), hsum[:]...)
+	buf = append(append(buf, append([]byte("EOIE"), binary.BigEndian.AppendUint32(nil, uint32(len(eoie)))...)...), eoie...)
+	return fixSum(append(buf, make([]byte, sha1.Size)...))
+}
+
+// git loading an index's IEOT blocks in threads (index.threads) reads each
+// block's first entry of a version 4 index with no previous path: a
+// tenant's index can make that name differ from the one a reader in one
+// pass gives. Both stay tracked; blocks that are not the entries are
+// refused. git itself, with threads, lists the file as tracked.
+func TestAnIEOTBlockStartIsReadAsGitsThreadsReadIt(t *testing.T) {
+	ix, err := parseIndex(ieotIndex(), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ix.tracks("dist/keep.js") || !ix.tracks("dist/a") {
+		t.Errorf("tracked %v; want dist/keep.js (as git's threads read it) and dist/a", ix.files)
+	}
+	for name, offs := range map[string][]uint32{"a block offset inside an entry": {12, 20}, "a block offset past the entries": {12, 9000}} {
+		if _, err := parseIndex(ieotIndex(offs...), 20); err == nil {
+			t.Errorf("%s: read", name)
+		}
+	}
+	dir := t.TempDir()
+	gittest.Run(t, dir, "init", "-q")
+	gittest.Run(t, dir, "config", "index.threads", "4")
+	if err := os.WriteFile(filepath.Join(dir, ".git/index"), ieotIndex(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := gittest.Output(t, dir, "ls-files"); !strings.Contains(out, "dist/keep.js") {
+		t.Errorf("git ls-files with threads: %q; the fixture must be an index git reads so", out)
+	}
+}
