@@ -886,3 +886,35 @@ func TestIndexesPastTheBudgetProtectTheWorkspace(t *testing.T) {
 		t.Errorf("within the budget: %v, entries %v, skipped %+v; want top.log offered", err, tree.Entries, tree.Skipped)
 	}
 }
+
+// A split index that does not change during a sweep is read once: each
+// entry below its repository is re-checked against it without parsing it
+// again, so none is left as if the index were changing all the time.
+func TestAnUnchangedSplitIndexIsReadOnce(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "projects/p")
+	var logs []string
+	for i := range 3 * maxIndexParses {
+		logs = append(logs, fmt.Sprintf("a%d.log", i))
+	}
+	gitRepoAt(t, filepath.Join(ws, "R"), []string{"r.txt"}, logs)
+	gittest.Run(t, filepath.Join(ws, "R"), "update-index", "--split-index")
+	ageTree(t, ws)
+	ctx := context.Background()
+	tree, err := gatherer(t, root).Workspace(ctx, "projects/p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := MakePlan([]Project{{Name: "p", Trees: []Tree{tree}}}, policy, time.Now())
+	if len(plan.Evict) != len(logs) {
+		t.Fatalf("planned %v, want the %d logs", paths(plan.Evict), len(logs))
+	}
+	var journal []Record
+	res := executor(t, root, &journal).Run(ctx, plan)
+	if len(res.Evicted) != len(logs) {
+		t.Errorf("swept %d of %d untracked logs under an unchanged split index; skipped %+v", len(res.Evicted), len(logs), res.Skipped)
+	}
+	if !exists(filepath.Join(ws, "R/r.txt")) {
+		t.Error("the tracked r.txt went")
+	}
+}

@@ -120,6 +120,10 @@ type repoFinder struct {
 	// entry it deletes, and an index git has not rewritten since (git
 	// writes a new file and renames it over) need not be parsed again.
 	indexes map[indexStamp]*gitIndex
+	// splits keeps, likewise, each split index read by its file's
+	// identity, with the shared index it was merged with: the pair again
+	// is the same index.
+	splits map[indexStamp]splitRead
 	// parsed counts, per repository root, the indexes parsed anew while
 	// indexes was kept: one rewritten between every two entries would be
 	// parsed (up to 128 MiB) once per entry, a tenant's way to stall a
@@ -135,6 +139,14 @@ type repoFinder struct {
 // parses over all the repositories of a workspace: two of the largest
 // index read at all. Past it the whole workspace is protected.
 var maxParsedIndexBytes int64 = 2 * maxIndexBytes
+
+// splitRead is a split index as read: the shared index's name and
+// identity then, and the merged result.
+type splitRead struct {
+	shared string
+	stamp  indexStamp
+	ix     *gitIndex
+}
 
 // indexStamp tells one version of an index file (and of its shared index,
 // for a split one) from every other: a tenant can set an mtime back, never
@@ -374,7 +386,7 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 	entries := main.entries
 	if main.linked && main.base != nil && string(main.base) != string(make([]byte, hashLen)) {
 		name := "sharedindex." + hex.EncodeToString(main.base)
-		shared, _, why, err := rf.readIndexAt(gfd, name, hashLen)
+		shared, sharedStamp, why, err := rf.readIndexAt(gfd, name, hashLen)
 		switch {
 		case err != nil:
 			return nil, "", err
@@ -388,9 +400,19 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 		if entries, err = mergeSplit(main, shared); err != nil {
 			return nil, fmt.Sprintf("its split index cannot be read: %v", err), nil
 		}
+		ix = newGitIndex(entries)
+		if rf.indexes != nil { // the same only with the same shared index: it may change alone
+			rf.mu.Lock()
+			if rf.splits == nil {
+				rf.splits = map[indexStamp]splitRead{}
+			}
+			rf.splits[stamp] = splitRead{shared: name, stamp: sharedStamp, ix: ix}
+			rf.mu.Unlock()
+		}
+		return ix, "", nil
 	}
 	ix = newGitIndex(entries)
-	if rf.indexes != nil && !main.linked { // a split one is read again: its shared index may change alone
+	if rf.indexes != nil && !main.linked {
 		rf.mu.Lock()
 		rf.indexes[stamp] = ix
 		rf.mu.Unlock()
@@ -418,9 +440,14 @@ func (rf *repoFinder) readIndexAt(gitfd int, name string, hashLen int) (*indexFi
 	if rf.indexes != nil && name == "index" {
 		rf.mu.Lock()
 		ix, ok := rf.indexes[stamp]
+		split, isSplit := rf.splits[stamp]
 		rf.mu.Unlock()
 		if ok {
 			return &indexFile{cached: ix}, stamp, "", nil
+		}
+		var sst unix.Stat_t
+		if isSplit && unix.Fstatat(gitfd, split.shared, &sst, unix.AT_SYMLINK_NOFOLLOW) == nil && stampOf(&sst, hashLen) == split.stamp {
+			return &indexFile{cached: split.ix}, stamp, "", nil
 		}
 	}
 	rf.mu.Lock()
