@@ -8,7 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
+	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -139,7 +142,10 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		putCommitted(p)
 	}
 	replacing := time.Now() // a walk ending after it may have seen the old file gone
-	if err := w.place(int(dir.Fd()), base, p); err != nil {
+	unlock := lockPlacing(l.M.Root)
+	err = w.place(int(dir.Fd()), base, p)
+	unlock()
+	if err != nil {
 		w.unlinkTemp()
 		switch w.whereNow(int(dir.Fd()), base) {
 		case atTarget:
@@ -327,16 +333,27 @@ func (w *writer) place(dir int, base, p string) error {
 		// inode left with no link is credited, so a tenant renaming
 		// another file onto the temporary name meanwhile gets nothing
 		// credited (its file removed is then over-counted: the safe side).
-		oldFd, oerr := unix.Openat(top, w.temp, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Unlinkat(top, w.temp, 0)
-		if oerr == nil {
-			var gone unix.Stat_t
-			if unix.Fstat(oldFd, &gone) == nil && gone.Mode&unix.S_IFMT == unix.S_IFREG && gone.Nlink == 0 && !sameInode(&gone, &mine) {
-				w.replaced = w.credit(&gone, &old, haveOld && settled)
-			}
-			unix.Close(oldFd)
-		}
+		//
+		// It is unlinked only while it is the file seen at base before the
+		// exchange: no other write of xfsq's can place in between (placing
+		// is serialised), so anything else there is the tenant's — put at
+		// base after the look, or renamed onto the temporary name since —
+		// and stays where it is (xfsq removes nothing it did not replace).
 		w.named = false
+		oldFd, oerr := unix.Openat(top, w.temp, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if oerr != nil {
+			return nil
+		}
+		defer unix.Close(oldFd)
+		var at unix.Stat_t
+		if !haveOld || unix.Fstat(oldFd, &at) != nil || !sameInode(&at, &old) {
+			return nil
+		}
+		unix.Unlinkat(top, w.temp, 0)
+		var gone unix.Stat_t
+		if unix.Fstat(oldFd, &gone) == nil && gone.Mode&unix.S_IFMT == unix.S_IFREG && gone.Nlink == 0 && !sameInode(&gone, &mine) {
+			w.replaced = w.credit(&gone, &old, haveOld && settled)
+		}
 		return nil
 	case errors.Is(err, unix.ENOENT):
 		// What was at base went away meanwhile: a new name again.
@@ -358,6 +375,40 @@ func (w *writer) place(dir int, base, p string) error {
 		return errSwapped(p)
 	}
 	return nil
+}
+
+// placing serialises, per root, the placing of written files (place):
+// between one write's exchange and its check of what landed, another
+// write of the same path must not exchange too, or the first takes the
+// second's placed file for a tenant's swap and undoes it. In this process
+// a mutex (flock's locks belong to the open file, which all goroutines
+// share), across processes (the CLI beside serve) an flock on
+// ROOT/.xfsq/place.lock. Placing takes microseconds.
+var placing = struct {
+	sync.Mutex
+	files map[string]*os.File
+}{files: map[string]*os.File{}}
+
+// lockPlacing takes the root's placing lock and returns its release. Were
+// the lock file not to open (a read-only .xfsq), the mutex still holds
+// within this process.
+func lockPlacing(root string) func() {
+	placing.Lock()
+	f, ok := placing.files[root]
+	if !ok {
+		f, _ = os.OpenFile(filepath.Join(root, ".xfsq", "place.lock"), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+		placing.files[root] = f // nil: none
+	}
+	if f != nil {
+		for unix.Flock(int(f.Fd()), unix.LOCK_EX) == unix.EINTR {
+		}
+	}
+	return func() {
+		if f != nil {
+			unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		}
+		placing.Unlock()
+	}
 }
 
 // linkFd gives the open file fd the name name in dir. AT_EMPTY_PATH needs

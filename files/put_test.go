@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -728,10 +729,13 @@ func TestATenantTakingTheWriteAwayLosesNothingAndGainsNothing(t *testing.T) {
 					if err == nil && string(s.content("omni", "doc")) != "new data" {
 						t.Errorf("put reported success, the target holds %q", s.content("omni", "doc"))
 					}
+					// What the tenant planted stays, but for a file it put at the
+					// target before the write replaced the target.
+					replacedByTheWrite := name == "move-target-and-plant" && point != "put:exchanged" && err == nil
+					if len(holding["planted"]) == 0 && !replacedByTheWrite {
+						t.Errorf("the put removed the tenant's planted file (put: %v; the tree holds %v)", err, holding)
+					}
 					if err != nil {
-						if len(holding["planted"]) == 0 {
-							t.Errorf("a failed put removed the tenant's planted file (put: %v; the tree holds %v)", err, holding)
-						}
 						if k := errkind.Of(err); k != errkind.Conflict && point != "body-then-fails" {
 							t.Errorf("the failure is %s, not a conflict to retry: %v", k, err)
 						}
@@ -761,4 +765,80 @@ func TestATenantTakingTheWriteAwayLosesNothingAndGainsNothing(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Writers overwriting one path at once, with nothing else in the tree
+// racing them, each either land (the last one placed is what the path
+// holds) or fail and leave nothing: no body is left at a temporary name,
+// no write answered as done is undone by another's undo, and the ledger
+// never counts less than the tree holds. (An attack found a 200 whose
+// body sat at a .xfsq-tmp- name, the path back at its old content, and the
+// ledger a whole file low: one writer's undo of the exchange took another
+// writer's placed file for a tenant's swap.)
+func TestConcurrentOverwritesEachLandOrLeaveNothing(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	tree := filepath.Join(s.root, "projects/omni")
+	s.put("omni", "f", []byte("old"), true)
+	s.walkBaseline("omni")
+	const writers, each = 6, 60
+	var mu sync.Mutex
+	landed := map[string]bool{}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				body := fmt.Sprintf("writer %d put %d", w, i)
+				if err := s.put("omni", "f", []byte(body), i%2 == 0); err != nil {
+					t.Errorf("an overwrite with nothing racing it but other writers: %v", err)
+					continue
+				}
+				mu.Lock()
+				landed[body] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	// And deterministically: a second writer placing its file between the
+	// first one's exchange and its check.
+	var fired atomic.Bool
+	second := make(chan struct{})
+	raceHook = func(point string) {
+		if point == "put:exchanged" && fired.CompareAndSwap(false, true) {
+			go func() {
+				defer close(second)
+				if err := s.put("omni", "f", []byte("the second writer"), true); err != nil {
+					t.Errorf("the second writer: %v", err)
+					return
+				}
+				mu.Lock()
+				landed["the second writer"] = true
+				mu.Unlock()
+			}()
+			// Time for it to place its file, unless placing waits for ours.
+			select {
+			case <-second:
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}
+	t.Cleanup(func() { raceHook = nil })
+	if err := s.put("omni", "f", []byte("the first writer"), true); err == nil {
+		mu.Lock()
+		landed["the first writer"] = true
+		mu.Unlock()
+	}
+	<-second
+	raceHook = nil
+	if got := string(s.content("omni", "f")); !landed[got] {
+		t.Errorf("f holds %q, which no successful write put there", got)
+	}
+	entries, _ := os.ReadDir(tree)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), tempPrefix) {
+			data, _ := os.ReadFile(filepath.Join(tree, e.Name()))
+			t.Errorf("left at a temporary name: %s holding %q", e.Name(), data)
+		}
+	}
+	s.notBelowWalk("omni", "after concurrent overwrites of one path")
 }
