@@ -305,6 +305,12 @@ func pathErr(p string, err error) error {
 	if errors.Is(err, unix.ELOOP) {
 		return &PathError{Path: p, Reason: "a symbolic link on the way loops, or leads through too many others"}
 	}
+	if errors.Is(err, unix.EAGAIN) {
+		// openat2 gave up: renames kept happening while it resolved the
+		// path (a tenant's, or anyone's: the kernel's rename counter is
+		// global). The tree's activity, not xfsq's failure.
+		return errkind.New(errkind.Conflict, fmt.Errorf("%s: renames kept changing the tree while the path was resolved; try again", p))
+	}
 	// The path an os.Root error names is the descriptor's
 	// (/proc/self/fd/N/…): an operator knows the tree's path, not that.
 	if errors.As(err, &pe) {

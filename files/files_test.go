@@ -1024,3 +1024,49 @@ func TestATrailingSlashNamesADirectory(t *testing.T) {
 		t.Errorf("rm -r uploads/ (emptied, kept): %v", err)
 	}
 }
+
+// A path through a link of many ".." while renames run beside it makes the
+// kernel give up resolving it (openat2's EAGAIN, after xfsq's retries): a
+// read, listing or write of it is then a collision to retry, never an
+// internal error a tenant could provoke at will.
+func TestResolvingAmidRenamesIsNeverAnInternalError(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	tree := filepath.Join(s.root, "projects/omni")
+	s.put("omni", "d/e/f", []byte("hi"), true)
+	os.Symlink(strings.Repeat("d/e/../../", 200)+"d/e", filepath.Join(tree, "L"))
+	os.Mkdir(filepath.Join(tree, "r1"), 0o755)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.Rename(filepath.Join(tree, "r1"), filepath.Join(tree, "r2"))
+			os.Rename(filepath.Join(tree, "r2"), filepath.Join(tree, "r1"))
+		}
+	})
+	kinds := map[errkind.Kind]int{}
+	for i := range 150 {
+		var err error
+		switch i % 3 {
+		case 0:
+			_, err = s.l.Get(ctx, "omni", "", "L/f", io.Discard)
+		case 1:
+			_, err = s.l.List(ctx, "omni", "", "L")
+		case 2:
+			_, err = s.l.Put(ctx, "omni", "", fmt.Sprintf("L/n%d", i), strings.NewReader("x"), 1)
+		}
+		if err != nil {
+			kinds[errkind.Of(err)]++
+			if errkind.Of(err) == errkind.Internal {
+				t.Errorf("a path resolved amid renames: %v (internal)", err)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("outcomes other than success: %v", kinds)
+}
