@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota/fallback"
@@ -311,5 +312,39 @@ func TestStalledWriterIsReclaimedAfterTTL(t *testing.T) {
 	cmd.Wait()
 	if got := string(s.content("omni", "big")); got != "old content" {
 		t.Errorf("a reclaimed write was committed: the target holds %d bytes", len(got))
+	}
+}
+
+// A write whose reservation another write reclaimed while its body stalled
+// fails as a collision to retry (409, exit 1), not as xfsq's own error, and
+// leaves the target as it was.
+func TestAReclaimedWriteIsAConflict(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	if _, _, err := s.m.SetSetting(ctx, "reservation_ttl", "1s"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(ctx, s.m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(s.root, "projects/omni/big"), []byte("old content"), 0o644)
+	g := &gate{first: make([]byte, 64<<10), rest: make([]byte, 64<<10), waiting: make(chan struct{}), open: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Put(ctx, "omni", "", "big", g, -1)
+		done <- err
+	}()
+	<-g.waiting
+	time.Sleep(1500 * time.Millisecond)
+	if err := s.put("omni", "small", []byte("x"), true); err != nil { // reclaims the stalled one
+		t.Fatal(err)
+	}
+	close(g.open)
+	err = <-done
+	if k := errkind.Of(err); err == nil || k != errkind.Conflict {
+		t.Errorf("the reclaimed write: %v (kind %s), want a conflict", err, k)
+	}
+	if got := string(s.content("omni", "big")); got != "old content" {
+		t.Errorf("the target holds %d bytes after a reclaimed write", len(got))
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
@@ -108,6 +109,17 @@ func (w *Write) Grow(ctx context.Context, n uint64) error {
 		w.held += n
 		w.renewed = time.Now()
 	}
+	return reservationErr(err)
+}
+
+// reservationErr classifies a reservation another writer reclaimed once it
+// expired (a body that stalled for the whole reservation_ttl): the write
+// collided with the others, which a new attempt need not (409, exit 1),
+// rather than failing as xfsq's own error.
+func reservationErr(err error) error {
+	if errors.Is(err, store.ErrReservationGone) {
+		return errkind.New(errkind.Conflict, err)
+	}
 	return err
 }
 
@@ -120,7 +132,7 @@ func (w *Write) Renew(ctx context.Context) error {
 		return nil
 	}
 	if err := w.m.Store.Renew(ctx, w.reservation, w.limits.TTL); err != nil {
-		return err
+		return reservationErr(err)
 	}
 	w.renewed = time.Now()
 	return nil
@@ -200,7 +212,7 @@ func (w *Write) Commit(ctx context.Context, delta int64, ino uint64) error {
 		ino = 0 // the row counts directories too: not one file's
 	}
 	if err := w.m.Store.CommitFile(ctx, w.key(), w.reservation, delta, int64(w.inodes), ino, w.m.ActorOf(ctx)); err != nil {
-		return err
+		return reservationErr(err)
 	}
 	// The reservation stays, emptied, until Placed: the file is not in
 	// place yet, and a walk beginning meanwhile must keep its ledger row
