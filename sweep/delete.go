@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -48,15 +49,22 @@ func Delete(ctx context.Context, journal Journal, project string, parent *saferm
 	rmErr = collided(rmErr, &rep, rec.Path)
 	fault.Point("sweep:after-delete")
 	rec.State = StateDone
+	// All that went, whatever o.CountChangedBefore leaves out of rep.Bytes
+	// for a ledger's credit.
+	rec.Bytes, rec.Entries, rec.Inodes, rec.Left = rep.AllBytes, rep.Entries, rep.AllInodes, rep.Left
 	switch {
+	case rmErr != nil && ctx.Err() != nil && errors.Is(rmErr, ctx.Err()):
+		// Stopped by its caller (a client that hung up, a shutdown): what
+		// is left is left, no failure of the removal's. A failed record
+		// pages an operator, and a tenant whose tree is large enough that
+		// any caller's timeout runs out must not be able to.
+		rec.State, rec.Error = StatePartial, rmErr.Error()
+		rec.Left = append(slices.Clip(rep.Left), saferm.Left{Path: rec.Path, Reason: LeftStopped})
 	case rmErr != nil:
 		rec.State, rec.Error = StateFailed, rmErr.Error()
 	case len(rep.Left) > 0:
 		rec.State = StatePartial
 	}
-	// All that went, whatever o.CountChangedBefore leaves out of rep.Bytes
-	// for a ledger's credit.
-	rec.Bytes, rec.Entries, rec.Inodes, rec.Left = rep.AllBytes, rep.Entries, rep.AllInodes, rep.Left
 	// The confirmation must be written even when ctx was cancelled
 	// part-way: what went is on disk either way.
 	err := journal(context.WithoutCancel(ctx), project, rec)
@@ -65,6 +73,10 @@ func Delete(ctx context.Context, journal Journal, project string, parent *saferm
 	}
 	return rec, rep, err
 }
+
+// LeftStopped is why what a removal stopped by its caller did not reach
+// is left.
+const LeftStopped = "the removal was stopped (its request cancelled) before it finished: the rest is left in place"
 
 // collided tells a removal that the tree's own activity stopped before it
 // reached anything from one that failed: the way to the entry went

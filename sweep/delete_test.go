@@ -2,6 +2,8 @@ package sweep
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -67,4 +69,38 @@ func TestDeleteSettlesACollisionAsLeftNotFailed(t *testing.T) {
 			t.Errorf("removing the directory itself: %s, %v; want failed", rec.State, err)
 		}
 	})
+}
+
+// A removal its caller stops (a client hanging up, a shutdown) settles as
+// partial, with what it did not reach named as left, never as failed: a
+// tenant makes its tree as large as it likes, and any caller with a
+// timeout must not page the operator. The error still says it stopped.
+func TestACancelledDeletionIsPartialNotFailed(t *testing.T) {
+	tree := t.TempDir()
+	for i := range 2000 {
+		os.MkdirAll(filepath.Join(tree, "big", fmt.Sprint(i%20)), 0o755)
+		os.WriteFile(filepath.Join(tree, "big", fmt.Sprint(i%20), fmt.Sprint(i)), nil, 0o644)
+	}
+	d, err := saferm.Open(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var states []Record
+	journal := func(_ context.Context, _ string, r Record) error {
+		states = append(states, r)
+		return nil
+	}
+	cancel() // the request ended as the removal began
+	rec, _, err := Delete(ctx, journal, "omni", d, "big", Record{}, saferm.Options{})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled removal: %v, want the cancellation", err)
+	}
+	if rec.State != StatePartial || len(rec.Left) == 0 || rec.Left[len(rec.Left)-1].Reason != LeftStopped {
+		t.Errorf("settled %s with left %v; want partial, the rest left as stopped", rec.State, rec.Left)
+	}
+	if len(states) != 2 || states[1].State != StatePartial {
+		t.Errorf("journalled %v", states)
+	}
 }
