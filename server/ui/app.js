@@ -188,7 +188,17 @@ async function projectView(name) {
   const ws = ps.trees.find((t) => t.area === "workspace") || ps.trees[0];
   $("tree").replaceChildren(ws && ws.tree ? node(ws.tree, true) : el("p", {}, "no snapshot of this tree yet: the next snapshot pass walks it"));
   fill($("top-files").tBodies[0], ((ws && ws.top_files) || []).map((f) => el("tr", {}, el("td", { class: "path" }, f.path), el("td", {}, iec(f.size_bytes)))));
-  fill($("evictions").tBodies[0], evs.events.map((e) => {
+  // A deletion is journalled pending, then settled: shown once, as it ended
+  // (the newest record of it comes first).
+  const seen = new Set();
+  const deletions = evs.events.filter((e) => {
+    const r = e.payload || {};
+    const key = (r.deletion_id || r.sweep_id || "") + "\u0000" + r.path;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+  fill($("evictions").tBodies[0], deletions.map((e) => {
     const r = e.payload || {};
     return el("tr", {}, el("td", {}, when(e.recorded_at)), el("td", { class: "path" }, r.path), el("td", {}, r.state),
       el("td", {}, iec(r.freed_bytes ?? r.bytes)), el("td", {}, [r.reason, r.policy].filter(Boolean).join(": ")), el("td", {}, e.actor));
@@ -219,8 +229,7 @@ async function apply() {
   $("apply").disabled = true;
   try {
     const res = await api("/v1/workspace/storage/projects/" + encodeURIComponent(name) + "/sweep", { method: "POST", body: { plan_id: plan.plan_id } });
-    $("sweep-result").textContent = "Swept: " + res.deleted.length + " entries deleted, " + iec(res.freed_bytes) + " freed, " + res.skipped.length + " skipped.";
-    await projectView(name);
+    await projectView(name); // the history, the tree and the figures after it
     $("sweep-result").textContent = "Swept: " + res.deleted.length + " entries deleted, " + iec(res.freed_bytes) + " freed, " + res.skipped.length + " skipped.";
   } catch (err) {
     $("sweep-result").textContent = refusal(err);
