@@ -45,6 +45,49 @@ func TestMain(m *testing.M) {
 		os.Exit(writersHelper())
 	case "slow":
 		os.Exit(slowHelper())
+	case "place-lock":
+		// Holds the placing lock of the tree named in envProc until its
+		// stdin closes, saying "held" once it has it.
+		unlock := lockPlacing(os.Getenv(envRoot), os.Getenv(envProc))
+		fmt.Println("held")
+		io.Copy(io.Discard, os.Stdin)
+		unlock()
+		os.Exit(0)
+	}
+}
+
+// The placing lock holds across processes (the CLI beside serve), per
+// tree: while another process holds a tree's, this one waits for that
+// tree's and not for another's.
+func TestThePlacingLockHoldsAcrossProcesses(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, ".xfsq"), 0o700)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envHelper+"=place-lock", envRoot+"="+root, envProc+"=projects/omni")
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	line := make([]byte, 5)
+	if _, err := io.ReadFull(out, line); err != nil || string(line) != "held\n" {
+		t.Fatalf("the helper: %q %v", line, err)
+	}
+	lockPlacing(root, "projects/other")() // another tree's: at once
+	got := make(chan struct{})
+	go func() { lockPlacing(root, "projects/omni")(); close(got) }()
+	select {
+	case <-got:
+		t.Fatal("took the tree's placing lock while another process held it")
+	case <-time.After(300 * time.Millisecond):
+	}
+	stdin.Close()
+	select {
+	case <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the tree's placing lock was not given once the other process let it go")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"os"
@@ -142,7 +143,7 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		putCommitted(p)
 	}
 	replacing := time.Now() // a walk ending after it may have seen the old file gone
-	unlock := lockPlacing(l.M.Root)
+	unlock := lockPlacing(l.M.Root, t.Path)
 	err = w.place(int(dir.Fd()), base, p)
 	unlock()
 	if err != nil {
@@ -377,37 +378,40 @@ func (w *writer) place(dir int, base, p string) error {
 	return nil
 }
 
-// placing serialises, per root, the placing of written files (place):
-// between one write's exchange and its check of what landed, another
-// write of the same path must not exchange too, or the first takes the
-// second's placed file for a tenant's swap and undoes it. In this process
-// a mutex (flock's locks belong to the open file, which all goroutines
-// share), across processes (the CLI beside serve) an flock on
-// ROOT/.xfsq/place.lock. Placing takes microseconds.
-var placing = struct {
-	sync.Mutex
-	files map[string]*os.File
-}{files: map[string]*os.File{}}
+// Placing a written file (place) is serialised per tree: between one
+// write's exchange and its check of what landed, another write of the same
+// path must not exchange too, or the first takes the second's placed file
+// for a tenant's swap and undoes it. Per tree, not per root: placing looks
+// at names in the tenant's tree, and a tenant that stalls one of those
+// looks (a FUSE mount made on the target at the wrong instant) must hold up
+// its own writes only. In this process a mutex per tree; across processes
+// (the CLI beside serve) an open file description lock on one byte of
+// ROOT/.xfsq/place.lock chosen by the tree's path. Placing takes
+// microseconds.
+var placing sync.Map // tree path -> *sync.Mutex
 
-// lockPlacing takes the root's placing lock and returns its release. Were
-// the lock file not to open (a read-only .xfsq), the mutex still holds
-// within this process.
-func lockPlacing(root string) func() {
-	placing.Lock()
-	f, ok := placing.files[root]
-	if !ok {
-		f, _ = os.OpenFile(filepath.Join(root, ".xfsq", "place.lock"), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
-		placing.files[root] = f // nil: none
+// lockPlacing takes the placing lock of the tree at treePath (relative to
+// root) and returns its release. Were the lock file not to open (a
+// read-only .xfsq), the mutex still holds within this process.
+func lockPlacing(root, treePath string) func() {
+	mu, _ := placing.LoadOrStore(root+"\x00"+treePath, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	f, err := os.OpenFile(filepath.Join(root, ".xfsq", "place.lock"), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		f = nil
 	}
 	if f != nil {
-		for unix.Flock(int(f.Fd()), unix.LOCK_EX) == unix.EINTR {
+		h := fnv.New64a()
+		h.Write([]byte(treePath))
+		lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: int64(h.Sum64() & (1<<40 - 1)), Len: 1}
+		for unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLKW, &lk) == unix.EINTR {
 		}
 	}
 	return func() {
 		if f != nil {
-			unix.Flock(int(f.Fd()), unix.LOCK_UN)
+			f.Close() // releases the lock: it belongs to this open file
 		}
-		placing.Unlock()
+		mu.(*sync.Mutex).Unlock()
 	}
 }
 

@@ -842,3 +842,36 @@ func TestConcurrentOverwritesEachLandOrLeaveNothing(t *testing.T) {
 	}
 	s.notBelowWalk("omni", "after concurrent overwrites of one path")
 }
+
+// Placing is serialised per tree, not per root: a write held up while it
+// places its file (as a tenant's stalled FUSE mount at the wrong instant
+// would hold it) holds up no write of another tree.
+func TestPlacingInOneTreeNeverWaitsForAnother(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni", "other")
+	s.put("omni", "f", []byte("old"), true)
+	otherDone := make(chan error, 1)
+	var fired atomic.Bool
+	raceHook = func(point string) {
+		if point == "put:verified" && fired.CompareAndSwap(false, true) {
+			go func() { otherDone <- s.put("other", "g", []byte("new"), true) }()
+			select {
+			case err := <-otherDone:
+				otherDone <- err
+			case <-time.After(3 * time.Second):
+			}
+		}
+	}
+	t.Cleanup(func() { raceHook = nil })
+	if err := s.put("omni", "f", []byte("new"), true); err != nil {
+		t.Fatal(err)
+	}
+	raceHook = nil
+	select {
+	case err := <-otherDone:
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatal("a write into another tree waited while this one placed its file")
+	}
+}
