@@ -80,7 +80,19 @@ type indexFile struct {
 	base     []byte // the shared index's object name; all zeros: none
 	del, rep []uint64
 	ieot     []ieotBlock // the IEOT extension's blocks, when there is one
+	decoded  int64       // the bytes of all its paths, as read
 }
+
+// maxPathBytes bounds one path read from an index: the kernel's PATH_MAX.
+// A version 4 index stores each path as a suffix to the one before, so a
+// file of a few megabytes can name paths of gigabytes in all (an attack's
+// 2.6 MB index took a sweep to 1.2 GB): the paths read are bounded too, in
+// all to maxDecodedBytes and to a multiple of the file.
+const (
+	maxPathBytes    = 4096
+	maxDecodedBytes = 256 << 20
+	maxDecodedRatio = 8
+)
 
 // ieotBlock is one block of the IEOT extension: where its first entry is
 // in the file and how many entries it holds. A reader that loads blocks in
@@ -274,6 +286,9 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int)
 			if err != nil {
 				return nil, err
 			}
+			if uint64(len(prev))-strip+uint64(len(suffix)) > maxPathBytes {
+				return nil, fmt.Errorf("a path of more than %d bytes", maxPathBytes)
+			}
 			name = append(prev[:uint64(len(prev))-strip:uint64(len(prev))-strip], suffix...)
 			suffixes = append(suffixes, uint32(len(suffix)))
 			if nameLen < 0xfff && nameLen != len(name) {
@@ -306,6 +321,9 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int)
 				return nil, err
 			}
 		}
+		if ix.decoded += int64(len(name)); ix.decoded > min(maxDecodedRatio*size+1<<20, maxDecodedBytes) {
+			return nil, fmt.Errorf("its paths come to more than %d bytes, %d times the index's size", ix.decoded, maxDecodedRatio)
+		}
 		ix.entries = append(ix.entries, indexEntry{name: string(name), mode: mode})
 		prev = name
 	}
@@ -336,6 +354,7 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int)
 // starts with an uppercase letter is optional (TREE, REUC, UNTR, FSMN,
 // EOIE, IEOT, …) and skipped; any other must be understood.
 func readExtensions(r *indexReader, ix *indexFile, hashLen int) error {
+	start := r.pos
 	for r.left() > 0 {
 		hdr, err := r.next(8)
 		if err != nil {
@@ -377,6 +396,22 @@ func readExtensions(r *indexReader, ix *indexFile, hashLen int) error {
 			ix.ieot = make([]ieotBlock, 0, (n-4)/8)
 			for b := data[4:]; len(b) >= 8; b = b[8:] {
 				ix.ieot = append(ix.ieot, ieotBlock{binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:])})
+			}
+		case sig == "EOIE":
+			// git, loading in threads, reads the extensions from the
+			// offset EOIE names when it is the last one: it must be where
+			// they begin here, or git reads other extensions than these
+			// (an attack hid a split index's link behind an optional one).
+			if n != 4+int64(hashLen) {
+				return fmt.Errorf("EOIE extension of %d bytes", n)
+			}
+			data := make([]byte, n)
+			if _, err := io.ReadFull(r.br, data); err != nil {
+				return fmt.Errorf("EOIE extension: %w", errTruncated)
+			}
+			r.pos += n
+			if off := int64(binary.BigEndian.Uint32(data)); r.left() == 0 && off != start {
+				return fmt.Errorf("its EOIE extension says the extensions begin at byte %d, not at %d where the entries end", off, start)
 			}
 		case sig == "sdir":
 			// Sparse directory entries are recognised by their trailing

@@ -372,3 +372,57 @@ func TestAnIEOTBlockStartIsReadAsGitsThreadsReadIt(t *testing.T) {
 		t.Errorf("git ls-files with threads: %q; the fixture must be an index git reads so", out)
 	}
 }
+
+// eoie is an EOIE extension naming off as where the extensions begin.
+func eoie(off int) string {
+	return string(binary.BigEndian.AppendUint32(nil, uint32(off))) + string(make([]byte, sha1.Size))
+}
+
+// git loading in threads reads the extensions from where the last
+// extension, EOIE, says they begin: an EOIE that points elsewhere than the
+// end of the entries (an attack hid a split index's link extension inside
+// an optional one, so git read a split index and xfsq did not) makes the
+// index unreadable; one that points there is read.
+func TestAnEOIEPointingElsewhereIsRefused(t *testing.T) {
+	good := gitIndexBytes(t, "2")
+	entriesEnd := len(good) - sha1.Size
+	if _, err := parseIndex(withExtension(good, "EOIE", eoie(entriesEnd)), 20); err != nil {
+		t.Errorf("an EOIE pointing at the end of the entries: %v", err)
+	}
+	hidden := "link" + string(binary.BigEndian.AppendUint32(nil, sha1.Size)) + string(make([]byte, sha1.Size))
+	withHidden := withExtension(good, "ZZZZ", hidden)
+	if _, err := parseIndex(withExtension(withHidden, "EOIE", eoie(entriesEnd+8)), 20); err == nil {
+		t.Error("an EOIE pointing inside an optional extension was read")
+	}
+}
+
+// A version 4 index whose every path is the one before and a byte more
+// names, in a few hundred kilobytes, megabytes of paths (an attack's 2.6 MB
+// one took a sweep to 1.2 GB, and 13 MB would take 20 GB): it is refused
+// once its paths come to more than a bounded multiple of its size, or one
+// of them is longer than a path can be.
+func TestAVersion4IndexCannotNameMorePathsThanItHolds(t *testing.T) {
+	build := func(n int, suffix string) []byte {
+		buf := append([]byte("DIRC"), 0, 0, 0, 4)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(n))
+		name := 0
+		for range n {
+			e := make([]byte, 40, 64)
+			binary.BigEndian.PutUint32(e[24:], 0o100644)
+			e = append(e, make([]byte, sha1.Size)...)
+			name += len(suffix)
+			e = binary.BigEndian.AppendUint16(e, uint16(min(name, 0xfff)))
+			buf = append(append(append(buf, e...), 0), append([]byte(suffix), 0)...)
+		}
+		return fixSum(append(buf, make([]byte, sha1.Size)...))
+	}
+	if _, err := parseIndex(build(3000, "a"), 20); err == nil || !strings.Contains(err.Error(), "paths come to more than") {
+		t.Errorf("3,000 paths growing by a byte each (4.5 MB of paths in a 200 KB file): %v, want it refused", err)
+	}
+	if _, err := parseIndex(build(5, strings.Repeat("a", 1000)), 20); err == nil || !strings.Contains(err.Error(), "a path of more than") {
+		t.Errorf("a path of 5,000 bytes: %v, want it refused", err)
+	}
+	if ix, err := parseIndex(build(50, "a"), 20); err != nil || len(ix.files) != 50 {
+		t.Errorf("50 short paths: %v", err)
+	}
+}

@@ -468,6 +468,19 @@ func (rf *repoFinder) readIndexAt(gitfd int, name string, hashLen int) (*indexFi
 		}
 		return nil, indexStamp{}, fmt.Sprintf("its %s cannot be read: %v", name, err), nil
 	}
+	// What a parsed index holds in memory is its paths: charged too, as
+	// far as they exceed the file (nested repositories' stay held together).
+	if more := ix.decoded - size; more > 0 {
+		rf.mu.Lock()
+		rf.parsedBytes += more
+		over = rf.parsedBytes > maxParsedIndexBytes
+		rf.mu.Unlock()
+		if over {
+			why := fmt.Sprintf("the git indexes of this workspace hold more than the %d MiB one sweep reads", maxParsedIndexBytes>>20)
+			rf.protect(why + ": what they track cannot all be known, so the whole workspace is protected")
+			return nil, indexStamp{}, why, nil
+		}
+	}
 	return ix, stamp, "", nil
 }
 
