@@ -334,6 +334,17 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 		}
 		return res, nil
 	}
+	// A directory holding HEAD, objects and refs is a git directory git
+	// finds when run inside it, whatever its name (git init --bare, a
+	// separate git dir): nothing in it is trash, and its config may set
+	// core.worktree, which puts tracked files anywhere in the workspace.
+	gitDirHere := !slices.Contains(names, ".git") && slices.Contains(names, "HEAD") && slices.Contains(names, "objects") && slices.Contains(names, "refs")
+	if gitDirHere {
+		res.clean = false
+		if w.rf.worktreeElsewhere(f, rel, "\x00") {
+			w.rf.protect(fmt.Sprintf("the git directory at %s sets core.worktree (or its config cannot be read), so its tracked files may be anywhere in the workspace: the whole workspace is protected", path.Join(w.treeRel, rel)))
+		}
+	}
 	inner := "."
 	if len(repos) > 0 {
 		inner = repos[len(repos)-1].root
@@ -483,6 +494,9 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 	}
 	if firstErr != nil {
 		return res, firstErr
+	}
+	if gitDirHere {
+		res.entries = nil // walked for repositories below, nothing offered
 	}
 	if collapsible && res.clean {
 		res.entries = nil // the caller offers this directory whole

@@ -595,6 +595,30 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			skipped: map[string]string{".": "whole workspace"},
 		},
 		{
+			name: "a git directory not named .git (bare, made non-bare) whose core.worktree is its parent",
+			setup: func(t *testing.T, ws string) {
+				gd := filepath.Join(ws, "D/gd")
+				os.MkdirAll(filepath.Join(ws, "D"), 0o755)
+				gittest.Run(t, ws, "init", "-q", "--bare", gd)
+				gittest.Run(t, ws, "--git-dir="+gd, "config", "core.bare", "false")
+				gittest.Run(t, ws, "--git-dir="+gd, "config", "core.worktree", "..")
+				writeFiles(t, ws, "D/d.log")
+				gittest.Run(t, ws, "--git-dir="+gd, "--work-tree="+filepath.Join(ws, "D"), "add", "d.log")
+			},
+			survive: []string{"D/d.log", "D/gd/HEAD"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
+			name: "a bare repository inside a trash directory is kept",
+			setup: func(t *testing.T, ws string) {
+				os.MkdirAll(filepath.Join(ws, "dist"), 0o755)
+				gittest.Run(t, ws, "init", "-q", "--bare", filepath.Join(ws, "dist/mirror.git"))
+				writeFiles(t, ws, "dist/stale.js")
+			},
+			survive: []string{"dist/mirror.git/HEAD", "dist/mirror.git/config"},
+			gone:    []string{"dist/stale.js"},
+		},
+		{
 			name: "the workspace's own index is garbage: the whole workspace stays",
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, ws, []string{"dist/app.js"}, []string{"top.log"})
