@@ -280,16 +280,13 @@ func (w *writer) place(dir int, base, p string) error {
 		w.unlinkTemp()
 		return nil
 	}
-	if errors.Is(err, unix.EXDEV) {
-		return placeErr(p, err)
-	}
 	if !errors.Is(err, unix.EEXIST) {
-		return w.mapErr(err)
+		return w.placeFailed(p, err)
 	}
 	// A replacement needs a rename, so the file needs its temporary name.
 	if !w.named {
 		if err := linkFd(w.fd, top, w.temp); err != nil {
-			return w.mapErr(err)
+			return w.placeFailed(p, err)
 		}
 		w.named = true
 	}
@@ -357,19 +354,21 @@ func (w *writer) place(dir int, base, p string) error {
 		}
 		return nil
 	case errors.Is(err, unix.ENOENT):
-		// What was at base went away meanwhile: a new name again.
+		// What was at base went away meanwhile: a new name again. (Or
+		// the temporary name did, which a tenant unlinked: then base is
+		// still there and the link fails, a collision.)
 		if err := linkFd(w.fd, dir, base); err != nil {
-			return placeErr(p, err)
+			return w.placeFailed(p, err)
 		}
 		w.unlinkTemp()
 		return nil
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
 		// A filesystem without exchange: check, rename, check again.
 	default:
-		return placeErr(p, err)
+		return w.placeFailed(p, err)
 	}
 	if err := unix.Renameat(top, w.temp, dir, base); err != nil {
-		return placeErr(p, err)
+		return w.placeFailed(p, err)
 	}
 	w.named = false
 	if unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || !sameInode(&st, &mine) {
@@ -445,6 +444,21 @@ type writer struct {
 	size    int64          // the body's declared length, -1 when unknown
 	written uint64
 	done    bool
+}
+
+// placeFailed is the error of placing the written file at p that failed
+// with err: the tree changing under it (its directory removed, a name
+// taken or emptied meanwhile) is a collision to retry, a full filesystem
+// or quota what it means, another device what placeErr says.
+func (w *writer) placeFailed(p string, err error) error {
+	switch {
+	case errors.Is(err, unix.EXDEV):
+		return placeErr(p, err)
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EISDIR),
+		errors.Is(err, unix.ENOTEMPTY), errors.Is(err, unix.ELOOP), errors.Is(err, unix.EBUSY):
+		return errkind.New(errkind.Conflict, fmt.Errorf("%s: something in the tree changed it or its directory while the file was being put in place (%v); nothing was written there, try again", p, err))
+	}
+	return w.mapErr(err)
 }
 
 // placeErr is the error of putting the staged file at p: a directory on

@@ -875,3 +875,48 @@ func TestPlacingInOneTreeNeverWaitsForAnother(t *testing.T) {
 		t.Fatal("a write into another tree waited while this one placed its file")
 	}
 }
+
+// A tenant removing the directory a write goes into, again and again while
+// writes run, or unlinking xfsq's temporary name as soon as it appears,
+// collides with the writes: each lands or fails as a conflict (or, where
+// the directory went before it was opened, as not found), never as an
+// internal error.
+func TestATenantRemovingWhereAWriteGoesIsNeverAnInternalError(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	tree := filepath.Join(s.root, "projects/omni")
+	s.put("omni", "t.bin", []byte("old"), true)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.RemoveAll(filepath.Join(tree, "x"))
+			entries, _ := os.ReadDir(tree)
+			for _, e := range entries {
+				if strings.HasPrefix(e.Name(), tempPrefix) {
+					os.Remove(filepath.Join(tree, e.Name()))
+				}
+			}
+		}
+	})
+	kinds := map[errkind.Kind]int{}
+	for i := range 300 {
+		p := fmt.Sprintf("x/y/n%d", i)
+		if i%2 == 1 {
+			p = "t.bin"
+		}
+		if err := s.put("omni", p, []byte("data"), i%4 < 2); err != nil {
+			kinds[errkind.Of(err)]++
+			if errkind.Of(err) == errkind.Internal {
+				t.Errorf("put %s while the tenant removes its directory: %v (internal)", p, err)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("outcomes other than success: %v", kinds)
+}
