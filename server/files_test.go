@@ -547,3 +547,50 @@ func TestContentDispositionNeverLies(t *testing.T) {
 		}
 	}
 }
+
+// The tree changing under a request (renames beside a path through a link
+// of many "..", which makes the kernel give up resolving it) answers 409,
+// a collision to retry, for a download and an upload alike: never 500.
+func TestFilesAmidRenamesAnswerConflict(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(1<<20, "omni")
+		srv := storageTestServer(t, operator, filesRoutes(r))
+		tree := filepath.Join(r.Manager.Root, "projects/omni")
+		os.MkdirAll(filepath.Join(tree, "d/e"), 0o755)
+		os.WriteFile(filepath.Join(tree, "d/e/f"), []byte("hi"), 0o644)
+		os.Symlink(strings.Repeat("d/e/../../", 200)+"d/e", filepath.Join(tree, "L"))
+		os.Mkdir(filepath.Join(tree, "r1"), 0o755)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				os.Rename(filepath.Join(tree, "r1"), filepath.Join(tree, "r2"))
+				os.Rename(filepath.Join(tree, "r2"), filepath.Join(tree, "r1"))
+			}
+		})
+		seen := map[string]map[int]int{"GET": {}, "PUT": {}, "POST": {}}
+		for i := range 60 {
+			resp, body := do(t, http.MethodGet, filesURL(srv.URL, "omni", "L/f"), nil)
+			seen["GET"][resp.StatusCode]++
+			if resp.StatusCode >= 500 {
+				t.Errorf("GET amid renames: %d %s", resp.StatusCode, body)
+			}
+			method := map[bool]string{true: http.MethodPut, false: http.MethodPost}[i%2 == 0]
+			resp, body = do(t, method, filesURL(srv.URL, "omni", fmt.Sprintf("L/n%d", i)), strings.NewReader("x"))
+			seen[method][resp.StatusCode]++
+			if resp.StatusCode >= 500 {
+				t.Errorf("%s amid renames: %d %s", method, resp.StatusCode, body)
+			}
+		}
+		close(stop)
+		wg.Wait()
+		if seen["GET"][409] == 0 || seen["PUT"][409] == 0 || seen["POST"][409] == 0 {
+			t.Errorf("no 409 amid renames (the kernel resolved every path): %v", seen)
+		}
+	})
+}
