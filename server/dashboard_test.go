@@ -226,6 +226,17 @@ func TestDashboardInABrowser(t *testing.T) {
 			t.Errorf("a reader's dry run: %q; want the API's refusal", refusal)
 		}
 
+		// A reader limited to another project sees none of these, as the
+		// API shows it none.
+		login(limitedToken)
+		if rows := eval[int](b, `document.querySelectorAll("#top tbody tr").length`); rows != 0 {
+			t.Errorf("a reader limited to another project sees %d of these projects", rows)
+		}
+		b.goTo("/storage")
+		if rows := eval[int](b, `document.querySelectorAll("#projects tbody tr").length`); rows != 0 {
+			t.Errorf("a reader limited to another project lists %d of these projects", rows)
+		}
+
 		login(operatorToken)
 		b.goTo("/storage/alpha")
 		b.do(chromedp.Click(chromedp.ID("dry-run")),
