@@ -338,7 +338,9 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 	// finds when run inside it, whatever its name (git init --bare, a
 	// separate git dir): nothing in it is trash, and its config may set
 	// core.worktree, which puts tracked files anywhere in the workspace.
-	gitDirHere := !slices.Contains(names, ".git") && slices.Contains(names, "HEAD") && slices.Contains(names, "objects") && slices.Contains(names, "refs")
+	// With a .git in it too: git falls back to taking the directory
+	// itself when that .git is nothing it accepts (an empty directory).
+	gitDirHere := slices.Contains(names, "HEAD") && slices.Contains(names, "objects") && slices.Contains(names, "refs")
 	if gitDirHere {
 		res.clean = false
 		if w.rf.worktreeElsewhere(f, rel, "\x00") {

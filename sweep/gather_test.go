@@ -609,6 +609,21 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			skipped: map[string]string{".": "core.worktree"},
 		},
 		{
+			name: "a git directory holding a .git git does not accept, whose core.worktree is its parent",
+			setup: func(t *testing.T, ws string) {
+				gd := filepath.Join(ws, "P/D2")
+				os.MkdirAll(filepath.Join(ws, "P"), 0o755)
+				gittest.Run(t, ws, "init", "-q", "--bare", gd)
+				gittest.Run(t, ws, "--git-dir="+gd, "config", "core.bare", "false")
+				gittest.Run(t, ws, "--git-dir="+gd, "config", "core.worktree", "..")
+				os.Mkdir(filepath.Join(gd, ".git"), 0o755)
+				writeFiles(t, ws, "P/x.log")
+				gittest.Run(t, ws, "--git-dir="+gd, "--work-tree="+filepath.Join(ws, "P"), "add", "x.log")
+			},
+			survive: []string{"P/x.log"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
 			name: "a bare repository inside a trash directory is kept",
 			setup: func(t *testing.T, ws string) {
 				os.MkdirAll(filepath.Join(ws, "dist"), 0o755)
