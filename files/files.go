@@ -305,6 +305,12 @@ func pathErr(p string, err error) error {
 	if errors.Is(err, unix.ELOOP) {
 		return &PathError{Path: p, Reason: "a symbolic link on the way loops, or leads through too many others"}
 	}
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		// Root is refused only by what the tree's owner set on it: an
+		// immutable or append-only attribute (chattr +i, +a) on the name
+		// or its directory. The tree's state, which its owner can change.
+		return errkind.New(errkind.Conflict, fmt.Errorf("%s: %w (is an immutable or append-only attribute, chattr +i or +a, set on it or its directory?)", p, err))
+	}
 	if errors.Is(err, unix.EAGAIN) {
 		// openat2 gave up: renames kept happening while it resolved the
 		// path (a tenant's, or anyone's: the kernel's rename counter is

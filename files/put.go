@@ -87,7 +87,7 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		return res, err
 	}
 	newInodes += missing
-	w := &writer{l: l, t: t, ctx: ctx, block: blockSize(t.dir.Fd()), inodes: newInodes, temp: tempName(), fd: -1, size: size}
+	w := &writer{l: l, t: t, ctx: ctx, path: p, block: blockSize(t.dir.Fd()), inodes: newInodes, temp: tempName(), fd: -1, size: size}
 	w.dirBytes = missing * w.block // each new directory takes a block
 	if err := w.admit(size); err != nil {
 		return res, err
@@ -108,7 +108,7 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	}
 	if dir := path.Dir(p); dir != "." {
 		if err := t.mkdirAll(dir); err != nil {
-			return res, err
+			return res, w.mapErr(err) // a full tree refuses a directory too
 		}
 	}
 	dir, base, err := openParent(w.t, p)
@@ -429,6 +429,7 @@ type writer struct {
 	l        *Layer
 	t        *tree
 	ctx      context.Context
+	path     string // the file written, in the tree
 	block    uint64
 	cutoff   time.Time        // the last walk's start less the ctime lag: what is unchanged since, the walk counted
 	replaced project.Replaced // what the rename replaced and unlinked, to be credited
@@ -454,6 +455,8 @@ func (w *writer) placeFailed(p string, err error) error {
 	switch {
 	case errors.Is(err, unix.EXDEV):
 		return placeErr(p, err)
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+		return pathErr(p, err)
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EISDIR),
 		errors.Is(err, unix.ENOTEMPTY), errors.Is(err, unix.ELOOP), errors.Is(err, unix.EBUSY):
 		return errkind.New(errkind.Conflict, fmt.Errorf("%s: something in the tree changed it or its directory while the file was being put in place (%v); nothing was written there, try again", p, err))
@@ -684,6 +687,9 @@ func (w *writer) refusal(n uint64) error { return w.acct.Refusal(w.ctx, n, w.nee
 // mapErr turns the kernel's refusal during a write into what it means (see
 // project.Write.KernelRefusal).
 func (w *writer) mapErr(err error) error {
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		return pathErr(w.path, err) // an attribute the tree's owner set: a conflict
+	}
 	need := uint64(0)
 	if w.size >= 0 {
 		need = w.alloc(uint64(w.size)) - min(w.alloc(w.written), w.alloc(uint64(w.size)))

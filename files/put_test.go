@@ -7,6 +7,7 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -919,4 +920,30 @@ func TestATenantRemovingWhereAWriteGoesIsNeverAnInternalError(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	t.Logf("outcomes other than success: %v", kinds)
+}
+
+// An immutable or append-only attribute the tenant set (chattr +i, +a) on
+// the target or its directory refuses a write even to root: that is the
+// tree's state, a conflict its owner can clear, never an internal error.
+func TestAWriteRefusedByAnAttributeIsAConflict(t *testing.T) {
+	if _, err := exec.LookPath("chattr"); err != nil {
+		prereq.Missing(t, "chattr (e2fsprogs) sets the attributes this test needs")
+	}
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	tree := filepath.Join(s.root, "projects/omni")
+	s.put("omni", "frozen", []byte("old"), true)
+	s.put("omni", "idir/f", []byte("old"), true)
+	s.put("omni", "adir/f", []byte("old"), true)
+	for _, c := range [][]string{{"+i", "frozen"}, {"+i", "idir"}, {"+a", "adir"}} {
+		if out, err := exec.Command("chattr", c[0], filepath.Join(tree, c[1])).CombinedOutput(); err != nil {
+			t.Skipf("chattr %s on this filesystem: %v %s", c[0], err, out) // tmpfs has no such attributes
+		}
+		t.Cleanup(func() { exec.Command("chattr", "-i", "-a", filepath.Join(tree, c[1])).Run() })
+	}
+	for _, p := range []string{"frozen", "idir/new", "idir/f", "idir/sub/new", "adir/f"} {
+		err := s.put("omni", p, []byte("new"), true)
+		if k := errkind.Of(err); err == nil || k != errkind.Conflict {
+			t.Errorf("put %s past an attribute: %v (kind %s), want a conflict", p, err, k)
+		}
+	}
 }
