@@ -81,6 +81,25 @@ type indexFile struct {
 	del, rep []uint64
 	ieot     []ieotBlock // the IEOT extension's blocks, when there is one
 	decoded  int64       // the bytes of all its paths, as read
+	eoieAt   int64       // where its EOIE extension is, 0 when it has none
+}
+
+// tailWriter keeps the last keep bytes written to it.
+type tailWriter struct {
+	keep int
+	b    []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	if len(p) >= t.keep {
+		t.b = append(t.b[:0], p[len(p)-t.keep:]...)
+	} else {
+		t.b = append(t.b, p...)
+		if over := len(t.b) - t.keep; over > 0 {
+			t.b = append(t.b[:0], t.b[over:]...)
+		}
+	}
+	return len(p), nil
 }
 
 // maxPathBytes bounds one path read from an index: the kernel's PATH_MAX.
@@ -220,7 +239,8 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int)
 	}
 	src := ctxReader{ctx, f}
 	r := &indexReader{size: size - int64(hashLen)}
-	r.br = bufio.NewReaderSize(io.TeeReader(io.LimitReader(src, r.size), h), 64<<10)
+	tail := &tailWriter{keep: 8 + 4 + hashLen}
+	r.br = bufio.NewReaderSize(io.TeeReader(io.LimitReader(src, r.size), io.MultiWriter(h, tail)), 64<<10)
 	hdr, err := r.next(12)
 	if err != nil {
 		return nil, err
@@ -330,6 +350,14 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int)
 	if err := readExtensions(r, ix, hashLen); err != nil {
 		return nil, err
 	}
+	// git finds EOIE by where it must be, the last bytes before the
+	// checksum, not by reading the extensions in turn: one hidden in
+	// another extension's data (an attack's) is git's EOIE all the same,
+	// and git then reads the extensions from where it says.
+	if eoie := int64(tail.keep); r.size-12 >= eoie && len(tail.b) == tail.keep && string(tail.b[:4]) == "EOIE" &&
+		binary.BigEndian.Uint32(tail.b[4:8]) == uint32(4+hashLen) && ix.eoieAt != r.size-eoie {
+		return nil, errors.New("an EOIE extension hidden inside another extension")
+	}
 	if err := ix.readBlockStarts(version, starts, suffixes); err != nil {
 		return nil, err
 	}
@@ -356,6 +384,7 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int)
 func readExtensions(r *indexReader, ix *indexFile, hashLen int) error {
 	start := r.pos
 	for r.left() > 0 {
+		at := r.pos
 		hdr, err := r.next(8)
 		if err != nil {
 			return fmt.Errorf("extension header: %w", err)
@@ -410,6 +439,7 @@ func readExtensions(r *indexReader, ix *indexFile, hashLen int) error {
 				return fmt.Errorf("EOIE extension: %w", errTruncated)
 			}
 			r.pos += n
+			ix.eoieAt = at
 			if off := int64(binary.BigEndian.Uint32(data)); r.left() == 0 && off != start {
 				return fmt.Errorf("its EOIE extension says the extensions begin at byte %d, not at %d where the entries end", off, start)
 			}

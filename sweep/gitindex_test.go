@@ -394,6 +394,14 @@ func TestAnEOIEPointingElsewhereIsRefused(t *testing.T) {
 	if _, err := parseIndex(withExtension(withHidden, "EOIE", eoie(entriesEnd+8)), 20); err == nil {
 		t.Error("an EOIE pointing inside an optional extension was read")
 	}
+	// git finds EOIE at the tail, whatever extension's data holds it.
+	eoieExt := "EOIE" + string(binary.BigEndian.AppendUint32(nil, 4+sha1.Size)) + eoie(entriesEnd+8)
+	if _, err := parseIndex(withExtension(good, "ZZZZ", hidden+eoieExt), 20); err == nil {
+		t.Error("an EOIE hidden at the tail of an optional extension's data was read")
+	}
+	if _, err := parseIndex(withExtension(good, "ZZZZ", "anything at all"), 20); err != nil {
+		t.Errorf("an optional extension with no EOIE at the tail: %v", err)
+	}
 }
 
 // A version 4 index whose every path is the one before and a byte more
