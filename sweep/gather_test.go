@@ -957,3 +957,30 @@ func TestAnUnchangedSplitIndexIsReadOnce(t *testing.T) {
 		t.Error("the tracked r.txt went")
 	}
 }
+
+// The paths indexes name count against the same budget, as they are read:
+// small files whose paths come to more than it (each within its own bound)
+// protect the workspace, however many walkers parse them at once.
+func TestIndexPathsPastTheBudgetProtectTheWorkspace(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "projects/p")
+	index := v4Growing(50, strings.Repeat("a", 20)) // 25 KiB of paths in 4 KiB
+	old := maxParsedIndexBytes
+	maxParsedIndexBytes = 40 << 10 // two indexes' files fit, their paths do not
+	t.Cleanup(func() { maxParsedIndexBytes = old })
+	for i := range 2 {
+		git := filepath.Join(ws, fmt.Sprintf("r%d/.git", i))
+		os.MkdirAll(git, 0o755)
+		os.WriteFile(filepath.Join(git, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+		os.WriteFile(filepath.Join(git, "index"), index, 0o644)
+	}
+	writeFiles(t, ws, "top.log")
+	ageTree(t, ws)
+	tree, err := gatherer(t, root).Workspace(context.Background(), "projects/p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tree.Entries) != 0 || len(tree.Skipped) != 1 || !strings.Contains(tree.Skipped[0].Reason, "paths of the git indexes") {
+		t.Errorf("paths past the budget: entries %v, skipped %+v; want the whole workspace skipped", tree.Entries, tree.Skipped)
+	}
+}

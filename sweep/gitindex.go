@@ -218,15 +218,18 @@ func (r *indexReader) cstring() ([]byte, error) {
 // extensions, every optional extension skipped, the checksum verified.
 // Anything else is an error: the caller then protects the whole
 // repository rather than guess what is tracked.
-func readIndex(ctx context.Context, f io.Reader, size int64, hashLen int) (*indexFile, error) {
-	ix, err := readIndexContent(ctx, f, size, hashLen)
+func readIndex(ctx context.Context, f io.Reader, size int64, hashLen int, charge func(int64) error) (*indexFile, error) {
+	ix, err := readIndexContent(ctx, f, size, hashLen, charge)
 	if err != nil {
 		return nil, fmt.Errorf("git index: %w", err)
 	}
 	return ix, nil
 }
 
-func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int) (*indexFile, error) {
+// charge, when not nil, is told the bytes of each path as it is read, and
+// stops the read with its error: several walkers parsing at once share
+// one budget, so that it bounds what they hold together while they parse.
+func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int, charge func(int64) error) (*indexFile, error) {
 	h, err := newHash(hashLen)
 	if err != nil {
 		return nil, err
@@ -343,6 +346,11 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int)
 		}
 		if ix.decoded += int64(len(name)); ix.decoded > min(maxDecodedRatio*size+1<<20, maxDecodedBytes) {
 			return nil, fmt.Errorf("its paths come to more than %d bytes, %d times the index's size", ix.decoded, maxDecodedRatio)
+		}
+		if charge != nil {
+			if err := charge(int64(len(name))); err != nil {
+				return nil, err
+			}
 		}
 		ix.entries = append(ix.entries, indexEntry{name: string(name), mode: mode})
 		prev = name
@@ -643,7 +651,7 @@ func newGitIndex(entries []indexEntry) *gitIndex {
 // parseIndex reads a whole index held in memory (tests and fuzzing): a
 // split index's shared entries are not there, so it is refused.
 func parseIndex(data []byte, hashLen int) (*gitIndex, error) {
-	f, err := readIndex(context.Background(), bytes.NewReader(data), int64(len(data)), hashLen)
+	f, err := readIndex(context.Background(), bytes.NewReader(data), int64(len(data)), hashLen, nil)
 	if err != nil {
 		return nil, err
 	}

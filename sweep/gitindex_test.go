@@ -282,11 +282,11 @@ func FuzzMergeSplit(f *testing.F) {
 	f.Add(split, split)
 	f.Fuzz(func(t *testing.T, splitData, sharedData []byte) {
 		ctx := context.Background()
-		s, err := readIndex(ctx, bytes.NewReader(fixSum(splitData)), int64(len(splitData)), 20)
+		s, err := readIndex(ctx, bytes.NewReader(fixSum(splitData)), int64(len(splitData)), 20, nil)
 		if err != nil {
 			return
 		}
-		b, err := readIndex(ctx, bytes.NewReader(fixSum(sharedData)), int64(len(sharedData)), 20)
+		b, err := readIndex(ctx, bytes.NewReader(fixSum(sharedData)), int64(len(sharedData)), 20, nil)
 		if err != nil {
 			return
 		}
@@ -300,7 +300,7 @@ func FuzzMergeSplit(f *testing.F) {
 // the merge TestReadIndexMatchesGit checks is the bitmaps', not a no-op.
 func TestSplitIndexFixtureUsesBothBitmaps(t *testing.T) {
 	split, _ := gitSplitIndexBytes(t)
-	s, err := readIndex(context.Background(), bytes.NewReader(split), int64(len(split)), 20)
+	s, err := readIndex(context.Background(), bytes.NewReader(split), int64(len(split)), 20, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,20 +410,7 @@ func TestAnEOIEPointingElsewhereIsRefused(t *testing.T) {
 // once its paths come to more than a bounded multiple of its size, or one
 // of them is longer than a path can be.
 func TestAVersion4IndexCannotNameMorePathsThanItHolds(t *testing.T) {
-	build := func(n int, suffix string) []byte {
-		buf := append([]byte("DIRC"), 0, 0, 0, 4)
-		buf = binary.BigEndian.AppendUint32(buf, uint32(n))
-		name := 0
-		for range n {
-			e := make([]byte, 40, 64)
-			binary.BigEndian.PutUint32(e[24:], 0o100644)
-			e = append(e, make([]byte, sha1.Size)...)
-			name += len(suffix)
-			e = binary.BigEndian.AppendUint16(e, uint16(min(name, 0xfff)))
-			buf = append(append(append(buf, e...), 0), append([]byte(suffix), 0)...)
-		}
-		return fixSum(append(buf, make([]byte, sha1.Size)...))
-	}
+	build := v4Growing
 	if _, err := parseIndex(build(3000, "a"), 20); err == nil || !strings.Contains(err.Error(), "paths come to more than") {
 		t.Errorf("3,000 paths growing by a byte each (4.5 MB of paths in a 200 KB file): %v, want it refused", err)
 	}
@@ -433,4 +420,21 @@ func TestAVersion4IndexCannotNameMorePathsThanItHolds(t *testing.T) {
 	if ix, err := parseIndex(build(50, "a"), 20); err != nil || len(ix.files) != 50 {
 		t.Errorf("50 short paths: %v", err)
 	}
+}
+
+// v4Growing is a version 4 index of n paths, each the one before and
+// suffix more.
+func v4Growing(n int, suffix string) []byte {
+	buf := append([]byte("DIRC"), 0, 0, 0, 4)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(n))
+	name := 0
+	for range n {
+		e := make([]byte, 40, 64)
+		binary.BigEndian.PutUint32(e[24:], 0o100644)
+		e = append(e, make([]byte, sha1.Size)...)
+		name += len(suffix)
+		e = binary.BigEndian.AppendUint16(e, uint16(min(name, 0xfff)))
+		buf = append(append(append(buf, e...), 0), append([]byte(suffix), 0)...)
+	}
+	return fixSum(append(buf, make([]byte, sha1.Size)...))
 }

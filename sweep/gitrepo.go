@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -133,7 +134,13 @@ type repoFinder struct {
 	// maxParsedIndexBytes, so that a tenant's copies or links of one large
 	// index cannot make a sweep spend minutes and gigabytes on it.
 	parsedBytes int64
+	// decodedBytes is what the paths of the indexes parsed come to, as
+	// they are read: at most maxParsedIndexBytes too.
+	decodedBytes atomic.Int64
 }
+
+// errDecodedBudget stops a parse past the walk's budget of paths.
+var errDecodedBudget = errors.New("past the budget of index paths")
 
 // maxParsedIndexBytes bounds the index bytes one walk (or one execution)
 // parses over all the repositories of a workspace: two of the largest
@@ -461,25 +468,26 @@ func (rf *repoFinder) readIndexAt(gitfd int, name string, hashLen int) (*indexFi
 		rf.protect(why + ": what they track cannot all be known, so the whole workspace is protected")
 		return nil, indexStamp{}, why, nil
 	}
-	ix, err := readIndex(rf.ctx, f, size, hashLen)
-	if err != nil {
+	// What a parsed index holds in memory is its paths: charged as they
+	// are read, to one budget for every walker parsing at once (nested
+	// repositories' indexes stay held together, too).
+	charge := func(n int64) error {
+		if rf.decodedBytes.Add(n) > maxParsedIndexBytes {
+			return errDecodedBudget
+		}
+		return nil
+	}
+	ix, err := readIndex(rf.ctx, f, size, hashLen, charge)
+	switch {
+	case errors.Is(err, errDecodedBudget):
+		why := fmt.Sprintf("the paths of the git indexes of this workspace come to more than the %d MiB one sweep holds", maxParsedIndexBytes>>20)
+		rf.protect(why + ": what they track cannot all be known, so the whole workspace is protected")
+		return nil, indexStamp{}, why, nil
+	case err != nil:
 		if rf.ctx.Err() != nil {
 			return nil, indexStamp{}, "", rf.ctx.Err()
 		}
 		return nil, indexStamp{}, fmt.Sprintf("its %s cannot be read: %v", name, err), nil
-	}
-	// What a parsed index holds in memory is its paths: charged too, as
-	// far as they exceed the file (nested repositories' stay held together).
-	if more := ix.decoded - size; more > 0 {
-		rf.mu.Lock()
-		rf.parsedBytes += more
-		over = rf.parsedBytes > maxParsedIndexBytes
-		rf.mu.Unlock()
-		if over {
-			why := fmt.Sprintf("the git indexes of this workspace hold more than the %d MiB one sweep reads", maxParsedIndexBytes>>20)
-			rf.protect(why + ": what they track cannot all be known, so the whole workspace is protected")
-			return nil, indexStamp{}, why, nil
-		}
 	}
 	return ix, stamp, "", nil
 }
