@@ -340,7 +340,10 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 	// core.worktree, which puts tracked files anywhere in the workspace.
 	// With a .git in it too: git falls back to taking the directory
 	// itself when that .git is nothing it accepts (an empty directory).
-	gitDirHere := slices.Contains(names, "HEAD") && slices.Contains(names, "objects") && slices.Contains(names, "refs")
+	// Its objects and refs may be in a common directory its commondir
+	// file names (a linked worktree's git directory), as git allows.
+	gitDirHere := slices.Contains(names, "HEAD") &&
+		((slices.Contains(names, "objects") && slices.Contains(names, "refs")) || slices.Contains(names, "commondir"))
 	if gitDirHere {
 		res.clean = false
 		if w.rf.worktreeElsewhere(f, rel, "\x00") {

@@ -624,6 +624,24 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			skipped: map[string]string{".": "core.worktree"},
 		},
 		{
+			name: "a git directory of HEAD and commondir alone, whose config.worktree names its parent",
+			setup: func(t *testing.T, ws string) {
+				r := filepath.Join(ws, "r5")
+				os.MkdirAll(r, 0o755)
+				gittest.Run(t, r, "init", "-q", "--bare", "common.git")
+				gittest.Run(t, filepath.Join(r, "common.git"), "config", "core.repositoryformatversion", "1")
+				gittest.Run(t, filepath.Join(r, "common.git"), "config", "extensions.worktreeConfig", "true")
+				os.MkdirAll(filepath.Join(r, "wt"), 0o755)
+				os.WriteFile(filepath.Join(r, "wt/HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+				os.WriteFile(filepath.Join(r, "wt/commondir"), []byte("../common.git\n"), 0o644)
+				os.WriteFile(filepath.Join(r, "wt/config.worktree"), []byte("[core]\n\tbare = false\n\tworktree = ..\n"), 0o644)
+				writeFiles(t, ws, "r5/build.log")
+				gittest.Run(t, filepath.Join(r, "wt"), "add", "../build.log")
+			},
+			survive: []string{"r5/build.log"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
 			name: "a bare repository inside a trash directory is kept",
 			setup: func(t *testing.T, ws string) {
 				os.MkdirAll(filepath.Join(ws, "dist"), 0o755)
