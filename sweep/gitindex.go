@@ -265,7 +265,7 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int,
 	// Where each entry starts and (version 4) how long its stored suffix
 	// is, to read block starts as a threaded reader does (ieot).
 	starts := make([]uint32, 0, count)
-	var suffixes []uint32
+	var suffixes, strips []uint32
 	for i := int64(0); i < count; i++ {
 		if i%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -313,7 +313,7 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int,
 				return nil, fmt.Errorf("a path of more than %d bytes", maxPathBytes)
 			}
 			name = append(prev[:uint64(len(prev))-strip:uint64(len(prev))-strip], suffix...)
-			suffixes = append(suffixes, uint32(len(suffix)))
+			suffixes, strips = append(suffixes, uint32(len(suffix))), append(strips, uint32(strip))
 			if nameLen < 0xfff && nameLen != len(name) {
 				return nil, fmt.Errorf("path %q is not the %d bytes its flags say", name, nameLen)
 			}
@@ -366,7 +366,7 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int,
 		binary.BigEndian.Uint32(tail.b[4:8]) == uint32(4+hashLen) && ix.eoieAt != r.size-eoie {
 		return nil, errors.New("an EOIE extension hidden inside another extension")
 	}
-	if err := ix.readBlockStarts(version, starts, suffixes); err != nil {
+	if err := ix.readBlockStarts(version, starts, suffixes, strips, min(maxDecodedRatio*size+1<<20, maxDecodedBytes)); err != nil {
 		return nil, err
 	}
 	if r.pos != r.size {
@@ -474,11 +474,13 @@ const maxIEOTBytes = 4 + 8*1024
 // readBlockStarts holds the index to what a reader loading its IEOT blocks
 // in threads sees: the blocks must be the entries, in order, each starting
 // where an entry does (else the two readings disagree on what the file
-// holds, and the index cannot be read); in a version 4 index each block's
-// first entry is also tracked under its suffix alone, the name such a
-// reader gives it (git writes an index whose two readings agree; a
-// tenant's need not: both names stay tracked).
-func (ix *indexFile) readBlockStarts(version uint32, starts, suffixes []uint32) error {
+// holds, and the index cannot be read). In a version 4 index such a reader
+// names each block's first entry by its suffix alone, and every later entry
+// of the block from the name before it as it read that: each entry whose
+// name differs so is also tracked under it (git writes an index whose two
+// readings agree; a tenant's need not: both names stay tracked). limit
+// bounds all the paths read, these too.
+func (ix *indexFile) readBlockStarts(version uint32, starts, suffixes, strips []uint32, limit int64) error {
 	if ix.ieot == nil {
 		return nil
 	}
@@ -488,9 +490,27 @@ func (ix *indexFile) readBlockStarts(version uint32, starts, suffixes []uint32) 
 			return errors.New("its IEOT extension does not describe its entries")
 		}
 		if version == 4 && at > 0 {
-			e := ix.entries[at]
-			if alone := e.name[len(e.name)-int(suffixes[at]):]; alone != e.name {
-				ix.entries = append(ix.entries, indexEntry{name: alone, mode: e.mode})
+			prev := ""
+			for i := at; i < at+int(b.count); i++ {
+				e := ix.entries[i]
+				suffix := e.name[len(e.name)-int(suffixes[i]):]
+				name := suffix
+				if i > at {
+					if int(strips[i]) > len(prev) {
+						return errors.New("its IEOT blocks hold paths that a reader of blocks cannot build")
+					}
+					name = prev[:len(prev)-int(strips[i])] + suffix
+				}
+				if name != e.name {
+					if len(name) > maxPathBytes {
+						return fmt.Errorf("a path of more than %d bytes", maxPathBytes)
+					}
+					if ix.decoded += int64(len(name)); ix.decoded > limit {
+						return fmt.Errorf("its paths come to more than %d bytes, %d times the index's size", ix.decoded, maxDecodedRatio)
+					}
+					ix.entries = append(ix.entries, indexEntry{name: name, mode: e.mode})
+				}
+				prev = name
 			}
 		}
 		at += int(b.count)

@@ -438,3 +438,70 @@ func v4Growing(n int, suffix string) []byte {
 	}
 	return fixSum(append(buf, make([]byte, sha1.Size)...))
 }
+
+// v4Entry is one entry of a hand-made version 4 index.
+type v4Entry struct {
+	strip   byte
+	suffix  string
+	nameLen uint16
+}
+
+// v4WithBlocks is a version 4 index of entries with an IEOT extension whose
+// blocks start at the entries named (and an EOIE, as git writes them).
+func v4WithBlocks(entries []v4Entry, blockStarts ...int) []byte {
+	buf := append([]byte("DIRC"), 0, 0, 0, 4)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(entries)))
+	var offs []uint32
+	for _, en := range entries {
+		offs = append(offs, uint32(len(buf)))
+		e := make([]byte, 40, 64)
+		binary.BigEndian.PutUint32(e[24:], 0o100644)
+		sum := sha1.Sum([]byte(en.suffix))
+		e = append(binary.BigEndian.AppendUint16(append(e, sum[:]...), en.nameLen), en.strip)
+		buf = append(append(buf, e...), append([]byte(en.suffix), 0)...)
+	}
+	ext := len(buf)
+	ieot := binary.BigEndian.AppendUint32(nil, 1)
+	for i, start := range blockStarts {
+		end := len(entries)
+		if i+1 < len(blockStarts) {
+			end = blockStarts[i+1]
+		}
+		ieot = binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(ieot, offs[start]), uint32(end-start))
+	}
+	hdr := append([]byte("IEOT"), binary.BigEndian.AppendUint32(nil, uint32(len(ieot)))...)
+	buf = append(append(buf, hdr...), ieot...)
+	hsum := sha1.Sum(hdr)
+	eoie := append(binary.BigEndian.AppendUint32(nil, uint32(ext)), hsum[:]...)
+	buf = append(append(buf, append([]byte("EOIE"), binary.BigEndian.AppendUint32(nil, uint32(len(eoie)))...)...), eoie...)
+	return fixSum(append(buf, make([]byte, sha1.Size)...))
+}
+
+// In a block of several entries, git's threads name every entry after the
+// first from the name they gave the one before: a tenant's index can make
+// all of them differ from a one-pass reading. Each stays tracked under
+// both, and git itself, with threads, lists the threaded names.
+func TestEveryEntryOfAnIEOTBlockIsReadAsGitsThreadsReadIt(t *testing.T) {
+	data := v4WithBlocks([]v4Entry{{0, "zz/a", 4}, {1, "b", 0xfff}, {1, "keep.log", 0xfff}}, 0, 1)
+	ix, err := parseIndex(data, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"zz/a", "zz/b", "zz/keep.log", "b", "keep.log"} {
+		if !ix.tracks(p) {
+			t.Errorf("%s not tracked; tracked %v", p, ix.files)
+		}
+	}
+	if _, err := parseIndex(v4WithBlocks([]v4Entry{{0, "zz/a", 4}, {0, "b", 0xfff}, {3, "c", 0xfff}}, 0, 1), 20); err == nil {
+		t.Error("a block whose later entry strips more than its threaded name holds was read")
+	}
+	dir := t.TempDir()
+	gittest.Run(t, dir, "init", "-q")
+	gittest.Run(t, dir, "config", "index.threads", "4")
+	if err := os.WriteFile(filepath.Join(dir, ".git/index"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := gittest.Output(t, dir, "ls-files"); !strings.Contains(out, "\nkeep.log") && !strings.HasPrefix(out, "keep.log") {
+		t.Errorf("git ls-files with threads: %q; the fixture must be an index git reads so", out)
+	}
+}
