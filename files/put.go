@@ -687,6 +687,9 @@ func (w *writer) refusal(n uint64) error { return w.acct.Refusal(w.ctx, n, w.nee
 // mapErr turns the kernel's refusal during a write into what it means (see
 // project.Write.KernelRefusal).
 func (w *writer) mapErr(err error) error {
+	if errkind.Of(err) != errkind.Internal {
+		return err // classified already (a path's error from mkdirAll)
+	}
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 		return pathErr(w.path, err) // an attribute the tree's owner set: a conflict
 	}

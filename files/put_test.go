@@ -944,6 +944,8 @@ func TestAWriteRefusedByAnAttributeIsAConflict(t *testing.T) {
 		err := s.put("omni", p, []byte("new"), true)
 		if k := errkind.Of(err); err == nil || k != errkind.Conflict {
 			t.Errorf("put %s past an attribute: %v (kind %s), want a conflict", p, err, k)
+		} else if strings.Count(err.Error(), "chattr") != 1 {
+			t.Errorf("put %s past an attribute: %q names the attribute %d times", p, err, strings.Count(err.Error(), "chattr"))
 		}
 	}
 }
