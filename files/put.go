@@ -147,7 +147,7 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	err = w.place(int(dir.Fd()), base, p)
 	unlock()
 	if err != nil {
-		w.unlinkTemp()
+		stuck := w.unlinkTemp()
 		switch w.whereNow(int(dir.Fd()), base) {
 		case atTarget:
 			// Placed after all (a directory put back could not be undone):
@@ -157,6 +157,10 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 			// and it is in the tree: it stays counted, as any file there.
 			w.done = true
 			w.acct.Placed(ctx, project.Replaced{}, replacing)
+			if stuck != nil {
+				// Not the tenant's move: the top refused xfsq's own unlink.
+				return res, errkind.New(errkind.Conflict, fmt.Errorf("%w; xfsq's temporary file %s, which holds what was written (counted), stays at the tree's top, which refused its removal too (%v)", err, w.temp, stuck))
+			}
 			return res, errTakenAway(p)
 		default:
 			w.acct.Undo(ctx)
@@ -249,16 +253,21 @@ func (w *writer) whereNow(dir int, base string) int {
 // removes nothing it did not write, so that stays where the tenant put it.
 // (What is left is the instant between the check and the unlink, which no
 // call of the kernel closes for a name in a directory others write.)
-func (w *writer) unlinkTemp() {
+// It returns the error of an unlink the tree refused (an append-only
+// top, chattr +a: the file then keeps its temporary name).
+func (w *writer) unlinkTemp() error {
 	if !w.named {
-		return
+		return nil
 	}
 	w.named = false
 	top := int(w.top.Fd())
 	var mine, st unix.Stat_t
 	if unix.Fstat(w.fd, &mine) == nil && unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && sameInode(&st, &mine) {
-		unix.Unlinkat(top, w.temp, 0)
+		if err := unix.Unlinkat(top, w.temp, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
 	}
+	return nil
 }
 
 func sameInode(a, b *unix.Stat_t) bool { return a.Dev == b.Dev && a.Ino == b.Ino }

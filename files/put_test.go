@@ -948,4 +948,19 @@ func TestAWriteRefusedByAnAttributeIsAConflict(t *testing.T) {
 			t.Errorf("put %s past an attribute: %q names the attribute %d times", p, err, strings.Count(err.Error(), "chattr"))
 		}
 	}
+	// An append-only top keeps xfsq's temporary file, which the message
+	// says, rather than blaming a move the tenant never made.
+	s.put("omni", "plain", []byte("old"), true)
+	if out, err := exec.Command("chattr", "+a", tree).CombinedOutput(); err != nil {
+		t.Fatalf("chattr +a on the tree's top: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-a", tree).Run() })
+	noTmpfile = true // the temporary file has its name from the start
+	defer func() { noTmpfile = false }()
+	err := s.put("omni", "plain", []byte("new"), true)
+	if k := errkind.Of(err); err == nil || k != errkind.Conflict || strings.Contains(err.Error(), "moved xfsq's file away") || !strings.Contains(err.Error(), "append-only") || !strings.Contains(err.Error(), "stays at the tree's top") {
+		t.Errorf("a replacing put under an append-only top: %v (kind %s); want a conflict naming the attribute, not a move", err, k)
+	}
+	exec.Command("chattr", "-a", tree).Run()
+	s.notBelowWalk("omni", "after a put under an append-only top")
 }
