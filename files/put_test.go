@@ -717,7 +717,7 @@ func TestATenantTakingTheWriteAwayLosesNothingAndGainsNothing(t *testing.T) {
 					}
 					_, err := s.l.Put(ctx, "omni", "", "doc", body, size)
 					if !moved {
-						t.Skipf("the race point %s has no temporary name to take (put: %v)", point, err)
+						t.Fatalf("the race point %s had no temporary name to take (put: %v): the case tests nothing", point, err)
 					}
 					holding := map[string][]string{}
 					filepath.WalkDir(tree, func(p string, d os.DirEntry, _ error) error {
@@ -936,7 +936,7 @@ func TestAWriteRefusedByAnAttributeIsAConflict(t *testing.T) {
 	s.put("omni", "adir/f", []byte("old"), true)
 	for _, c := range [][]string{{"+i", "frozen"}, {"+i", "idir"}, {"+a", "adir"}} {
 		if out, err := exec.Command("chattr", c[0], filepath.Join(tree, c[1])).CombinedOutput(); err != nil {
-			t.Skipf("chattr %s on this filesystem: %v %s", c[0], err, out) // tmpfs has no such attributes
+			prereq.Missing(t, fmt.Sprintf("chattr %s on the test's filesystem (tmpfs has no such attributes): %v %s", c[0], err, out))
 		}
 		t.Cleanup(func() { exec.Command("chattr", "-i", "-a", filepath.Join(tree, c[1])).Run() })
 	}
