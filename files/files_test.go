@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/internal/tenanttest"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
@@ -940,25 +940,17 @@ func TestARemovalRacingTheTenantIsNeverAFailure(t *testing.T) {
 	tree := filepath.Join(s.root, "projects/omni")
 	outside := t.TempDir()
 	os.WriteFile(filepath.Join(outside, "f"), []byte("outside"), 0o644)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			switch i % 4 {
-			case 0:
-				os.Rename(filepath.Join(tree, "d"), filepath.Join(tree, "e"))
-			case 1:
-				os.Symlink(outside, filepath.Join(tree, "d"))
-			case 2:
-				os.Remove(filepath.Join(tree, "d"))
-			case 3:
-				os.Rename(filepath.Join(tree, "e"), filepath.Join(tree, "d"))
-			}
+	step := 0
+	stop := tenanttest.Loop(t, func() {
+		switch step++; step % 4 {
+		case 1:
+			os.Rename(filepath.Join(tree, "d"), filepath.Join(tree, "e"))
+		case 2:
+			os.Symlink(outside, filepath.Join(tree, "d"))
+		case 3:
+			os.Remove(filepath.Join(tree, "d"))
+		case 0:
+			os.Rename(filepath.Join(tree, "e"), filepath.Join(tree, "d"))
 		}
 	})
 	kinds := map[errkind.Kind]int{}
@@ -979,8 +971,7 @@ func TestARemovalRacingTheTenantIsNeverAFailure(t *testing.T) {
 			}
 		}
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	evs, err := s.st.Events(ctx, store.EventFilter{Type: store.EventEvicted, Limit: 10000})
 	if err != nil {
 		t.Fatal(err)
@@ -1035,18 +1026,9 @@ func TestResolvingAmidRenamesIsNeverAnInternalError(t *testing.T) {
 	s.put("omni", "d/e/f", []byte("hi"), true)
 	os.Symlink(strings.Repeat("d/e/../../", 200)+"d/e", filepath.Join(tree, "L"))
 	os.Mkdir(filepath.Join(tree, "r1"), 0o755)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.Rename(filepath.Join(tree, "r1"), filepath.Join(tree, "r2"))
-			os.Rename(filepath.Join(tree, "r2"), filepath.Join(tree, "r1"))
-		}
+	stop := tenanttest.Loop(t, func() {
+		os.Rename(filepath.Join(tree, "r1"), filepath.Join(tree, "r2"))
+		os.Rename(filepath.Join(tree, "r2"), filepath.Join(tree, "r1"))
 	})
 	kinds := map[errkind.Kind]int{}
 	for i := range 150 {
@@ -1066,7 +1048,6 @@ func TestResolvingAmidRenamesIsNeverAnInternalError(t *testing.T) {
 			}
 		}
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	t.Logf("outcomes other than success: %v", kinds)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/tenanttest"
 	"io"
 	"os"
 	"os/exec"
@@ -284,22 +285,13 @@ func TestPutRacingSwapper(t *testing.T) {
 			tree := filepath.Join(s.root, "projects/omni")
 			outside := filepath.Join(t.TempDir(), "outside")
 			os.WriteFile(outside, []byte("outside"), 0o644)
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					entries, _ := os.ReadDir(tree)
-					for _, e := range entries {
-						if strings.HasPrefix(e.Name(), tempPrefix) {
-							tmp := filepath.Join(tree, e.Name())
-							os.Rename(tmp, filepath.Join(tree, "stolen"))
-							os.Symlink(outside, tmp)
-						}
+			stop := tenanttest.Loop(t, func() {
+				entries, _ := os.ReadDir(tree)
+				for _, e := range entries {
+					if strings.HasPrefix(e.Name(), tempPrefix) {
+						tmp := filepath.Join(tree, e.Name())
+						os.Rename(tmp, filepath.Join(tree, "stolen"))
+						os.Symlink(outside, tmp)
 					}
 				}
 			})
@@ -316,8 +308,7 @@ func TestPutRacingSwapper(t *testing.T) {
 					os.Remove(filepath.Join(tree, "doc"))
 				}
 			}
-			close(stop)
-			wg.Wait()
+			stop()
 			if links > 3 {
 				t.Errorf("the swapper's link reached the target in %d of 300 failed writes: the undo is not narrow", links)
 			}
@@ -886,21 +877,12 @@ func TestATenantRemovingWhereAWriteGoesIsNeverAnInternalError(t *testing.T) {
 	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
 	tree := filepath.Join(s.root, "projects/omni")
 	s.put("omni", "t.bin", []byte("old"), true)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.RemoveAll(filepath.Join(tree, "x"))
-			entries, _ := os.ReadDir(tree)
-			for _, e := range entries {
-				if strings.HasPrefix(e.Name(), tempPrefix) {
-					os.Remove(filepath.Join(tree, e.Name()))
-				}
+	stop := tenanttest.Loop(t, func() {
+		os.RemoveAll(filepath.Join(tree, "x"))
+		entries, _ := os.ReadDir(tree)
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), tempPrefix) {
+				os.Remove(filepath.Join(tree, e.Name()))
 			}
 		}
 	})
@@ -917,8 +899,7 @@ func TestATenantRemovingWhereAWriteGoesIsNeverAnInternalError(t *testing.T) {
 			}
 		}
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	t.Logf("outcomes other than success: %v", kinds)
 }
 

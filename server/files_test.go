@@ -22,6 +22,7 @@ import (
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/tenanttest"
 	"github.com/xfsq/xfsq/project"
 )
 
@@ -560,18 +561,9 @@ func TestFilesAmidRenamesAnswerConflict(t *testing.T) {
 		os.WriteFile(filepath.Join(tree, "d/e/f"), []byte("hi"), 0o644)
 		os.Symlink(strings.Repeat("d/e/../../", 200)+"d/e", filepath.Join(tree, "L"))
 		os.Mkdir(filepath.Join(tree, "r1"), 0o755)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				os.Rename(filepath.Join(tree, "r1"), filepath.Join(tree, "r2"))
-				os.Rename(filepath.Join(tree, "r2"), filepath.Join(tree, "r1"))
-			}
+		stop := tenanttest.Loop(t, func() {
+			os.Rename(filepath.Join(tree, "r1"), filepath.Join(tree, "r2"))
+			os.Rename(filepath.Join(tree, "r2"), filepath.Join(tree, "r1"))
 		})
 		seen := map[string]map[int]int{"GET": {}, "PUT": {}, "POST": {}}
 		for i := range 60 {
@@ -587,8 +579,7 @@ func TestFilesAmidRenamesAnswerConflict(t *testing.T) {
 				t.Errorf("%s amid renames: %d %s", method, resp.StatusCode, body)
 			}
 		}
-		close(stop)
-		wg.Wait()
+		stop()
 		if seen["GET"][409] == 0 || seen["PUT"][409] == 0 || seen["POST"][409] == 0 {
 			t.Errorf("no 409 amid renames (the kernel resolved every path): %v", seen)
 		}
