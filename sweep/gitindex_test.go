@@ -315,33 +315,12 @@ func TestSplitIndexFixtureUsesBothBitmaps(t *testing.T) {
 // block's first entry, names "dist/keep.js". offsets, when given, replace
 // the blocks' offsets.
 func ieotIndex(offsets ...uint32) []byte {
-	entry := func(strip byte, suffix string, nameLen uint16) []byte {
-		e := make([]byte, 40, 64)
-		binary.BigEndian.PutUint32(e[24:], 0o100644)
-		sum := sha1.Sum([]byte(suffix)) // any object name
-		e = append(e, sum[:]...)
-		e = binary.BigEndian.AppendUint16(e, nameLen)
-		return append(append(e, strip), append([]byte(suffix), 0)...)
-	}
-	buf := append([]byte("DIRC"), 0, 0, 0, 4, 0, 0, 0, 2)
-	off1 := uint32(len(buf))
-	buf = append(buf, entry(0, "dist/a", 6)...)
-	off2 := uint32(len(buf))
-	buf = append(buf, entry(0, "dist/keep.js", 0xfff)...)
-	if len(offsets) == 2 {
-		off1, off2 = offsets[0], offsets[1]
-	}
-	ext := len(buf)
-	ieot := binary.BigEndian.AppendUint32(nil, 1)
-	for _, o := range []uint32{off1, off2} {
-		ieot = binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(ieot, o), 1)
-	}
-	hdr := append([]byte("IEOT"), binary.BigEndian.AppendUint32(nil, uint32(len(ieot)))...)
-	buf = append(append(buf, hdr...), ieot...)
-	hsum := sha1.Sum(hdr)
-	eoie := append(binary.BigEndian.AppendUint32(nil, uint32(ext)), hsum[:]...)
-	buf = append(append(buf, append([]byte("EOIE"), binary.BigEndian.AppendUint32(nil, uint32(len(eoie)))...)...), eoie...)
-	return fixSum(append(buf, make([]byte, sha1.Size)...))
+	return v4WithIEOT([]v4Entry{{0, "dist/a", 6}, {0, "dist/keep.js", 0xfff}}, func(offs []uint32) [][2]uint32 {
+		if len(offsets) == 2 {
+			offs = offsets
+		}
+		return [][2]uint32{{offs[0], 1}, {offs[1], 1}}
+	})
 }
 
 // git loading an index's IEOT blocks in threads (index.threads) reads each
@@ -449,6 +428,22 @@ type v4Entry struct {
 // v4WithBlocks is a version 4 index of entries with an IEOT extension whose
 // blocks start at the entries named (and an EOIE, as git writes them).
 func v4WithBlocks(entries []v4Entry, blockStarts ...int) []byte {
+	return v4WithIEOT(entries, func(offs []uint32) [][2]uint32 {
+		var blocks [][2]uint32
+		for i, start := range blockStarts {
+			end := len(entries)
+			if i+1 < len(blockStarts) {
+				end = blockStarts[i+1]
+			}
+			blocks = append(blocks, [2]uint32{offs[start], uint32(end - start)})
+		}
+		return blocks
+	})
+}
+
+// v4WithIEOT is a version 4 index of entries with the IEOT blocks (offset,
+// count) that blocks gives for the entries' offsets, and an EOIE.
+func v4WithIEOT(entries []v4Entry, blocks func(offs []uint32) [][2]uint32) []byte {
 	buf := append([]byte("DIRC"), 0, 0, 0, 4)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(entries)))
 	var offs []uint32
@@ -462,12 +457,8 @@ func v4WithBlocks(entries []v4Entry, blockStarts ...int) []byte {
 	}
 	ext := len(buf)
 	ieot := binary.BigEndian.AppendUint32(nil, 1)
-	for i, start := range blockStarts {
-		end := len(entries)
-		if i+1 < len(blockStarts) {
-			end = blockStarts[i+1]
-		}
-		ieot = binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(ieot, offs[start]), uint32(end-start))
+	for _, b := range blocks(offs) {
+		ieot = binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(ieot, b[0]), b[1])
 	}
 	hdr := append([]byte("IEOT"), binary.BigEndian.AppendUint32(nil, uint32(len(ieot)))...)
 	buf = append(append(buf, hdr...), ieot...)
