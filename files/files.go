@@ -604,6 +604,7 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 		}
 	}
 	rec := sweep.Record{Area: t.Area, Bytes: estimate, Reason: "manual", Policy: "files rm"}
+	hook("rm:checked")
 	cutoff, err := l.M.RemovalCutoff(ctx, t.Tree)
 	if err != nil {
 		return RemoveResult{}, err
@@ -613,7 +614,10 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 	// credited depends on every directory between the two being unchanged
 	// since the walk (saferm.Options.CountChangedBefore), and one moved in
 	// since may be any of them.
-	rec, rep, rmErr := l.M.RemoveJournalled(ctx, name, t.dir, p, rec, saferm.Options{ConfirmLastLink: true, CountChangedBefore: cutoff})
+	rec, rep, rmErr := l.M.RemoveJournalled(ctx, name, t.dir, p, rec, saferm.Options{ConfirmLastLink: true, CountChangedBefore: cutoff,
+		// Without Recursive no directory goes, also one a tenant swaps in
+		// for the file checked above.
+		NotDirectory: !o.Recursive})
 	// The answer is all that went (as the journal's settled record); the
 	// ledger is credited only what the walk counted (rep.Bytes, below).
 	res := RemoveResult{Path: rec.Path, Bytes: rep.AllBytes, Files: rep.AllInodes, Entries: rep.Entries, State: rec.State, Left: rep.Left}

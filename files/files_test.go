@@ -1016,6 +1016,31 @@ func TestATrailingSlashNamesADirectory(t *testing.T) {
 	}
 }
 
+// A removal without Recursive never removes a directory, also not one a
+// tenant swaps in for the file that was checked: it is left, with all it
+// holds, and the removal says so.
+func TestARemovalOfAFileNeverTakesADirectorySwappedIn(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	tree := filepath.Join(s.root, "projects/omni")
+	s.put("omni", "f", []byte("x"), true)
+	raceHook = func(point string) {
+		if point == "rm:checked" {
+			os.Remove(filepath.Join(tree, "f"))
+			os.MkdirAll(filepath.Join(tree, "f/work"), 0o755)
+			os.WriteFile(filepath.Join(tree, "f/work/thesis"), []byte("years"), 0o644)
+		}
+	}
+	defer func() { raceHook = nil }()
+	res, err := s.l.Remove(ctx, "omni", "", "f")
+	var left *LeftError
+	if !errors.As(err, &left) || res.Entries != 0 {
+		t.Errorf("rm f, a directory swapped in: %+v %v; want it left in place", res, err)
+	}
+	if s.content("omni", "f/work/thesis") == nil {
+		t.Fatal("rm of a file without --recursive removed a directory a tenant swapped in")
+	}
+}
+
 // A path through a link of many ".." while renames run beside it makes the
 // kernel give up resolving it (openat2's EAGAIN, after xfsq's retries): a
 // read, listing or write of it is then a collision to retry, never an

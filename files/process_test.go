@@ -329,6 +329,56 @@ func testDeadWriterIsReclaimedAtOnce(t *testing.T, dsn string) {
 	if _, err := os.Stat(temp); !os.IsNotExist(err) {
 		t.Errorf("the reclaimed reservation's temporary file is still there: %v", err)
 	}
+	// Its removal is a deletion like any other: journalled pending first.
+	if got := evictionStates(t, s, res[0].TempPath); got != "done,pending" {
+		t.Errorf("the temporary file's removal journalled %q, want pending then done", got)
+	}
+}
+
+// evictionStates lists the states of the storage.evicted records of p,
+// newest first.
+func evictionStates(t *testing.T, s *sandbox, p string) string {
+	t.Helper()
+	evs, err := s.st.Events(ctx, store.EventFilter{Type: store.EventEvicted, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, ev := range evs {
+		var rec struct{ Path, State string }
+		json.Unmarshal(ev.Payload, &rec)
+		if rec.Path == p {
+			states = append(states, rec.State)
+		}
+	}
+	return strings.Join(states, ",")
+}
+
+// What a tenant makes of a dead writer's temporary name is the tenant's:
+// a directory put there holds work, and the reclaim that removes the
+// writer's file leaves it, whole.
+func TestAReclaimLeavesADirectoryAtTheTemporaryName(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	s.limit("omni", s.used("omni").Bytes+10<<20, 0)
+	cmd, _ := startSlow(t, s, 6<<20)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	res, _ := s.st.Reservations(ctx)
+	if len(res) != 1 {
+		t.Fatalf("reservations after the kill: %+v", res)
+	}
+	temp := filepath.Join(s.root, res[0].TempPath)
+	if err := os.Remove(temp); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(temp, "work"), 0o755)
+	os.WriteFile(filepath.Join(temp, "work/thesis"), []byte("years"), 0o644)
+	if err := s.put("omni", "next", make([]byte, 8<<20), true); err != nil {
+		t.Fatalf("a write needing the dead writer's room: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(temp, "work/thesis")); string(got) != "years" {
+		t.Fatal("the reclaim removed a directory the tenant made at the temporary name")
+	}
 }
 
 // A live writer that stalls (its body stops arriving) is reclaimed after

@@ -3,12 +3,13 @@ package project
 import (
 	"context"
 	"fmt"
-	"os"
 	"path"
 	"strings"
 	"time"
 
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -32,23 +33,47 @@ func HolderGone(h string) bool { return !holderAlive(h) }
 // (where the filesystem has no O_TMPFILE): what a reclaim may delete.
 const TempPrefix = ".xfsq-tmp-"
 
-// RemoveTemps deletes the temporary files named by reclaimed reservations,
-// through os.Root so that no name leads out of the root, and only names
-// that are xfsq's temporary files.
-func (m *Manager) RemoveTemps(reclaimed []store.Reservation) {
-	if len(reclaimed) == 0 {
-		return
-	}
-	root, err := os.OpenRoot(m.Root)
-	if err != nil {
-		return
-	}
-	defer root.Close()
+// RemoveTemps deletes the temporary files named by reclaimed reservations
+// (where the filesystem has no O_TMPFILE, a write's body sits under such a
+// name until it is placed). Each is a deletion like any other: journalled
+// before it happens, its directory opened beneath the root without links
+// or mounts, and only a name that is xfsq's temporary file's and only a
+// file: a directory a tenant made there is the tenant's. It runs to its
+// end whatever ctx says: no reservation names the file any more, so one
+// left now would stay, holding room, until a tenant removed it.
+func (m *Manager) RemoveTemps(ctx context.Context, reclaimed []store.Reservation) {
+	ctx = context.WithoutCancel(ctx)
+	var root *saferm.Dir
 	for _, r := range reclaimed {
-		if strings.HasPrefix(path.Base(r.TempPath), TempPrefix) {
-			root.Remove(r.TempPath)
+		dir, name := path.Split(r.TempPath)
+		if !strings.HasPrefix(name, TempPrefix) || dir == "" {
+			continue
 		}
+		if root == nil {
+			var err error
+			if root, err = saferm.Open(m.Root); err != nil {
+				return
+			}
+			defer root.Close()
+		}
+		m.removeTemp(ctx, root, r, path.Clean(dir), name)
 	}
+}
+
+// removeTemp removes one reclaimed write's temporary file, name in dir.
+func (m *Manager) removeTemp(ctx context.Context, root *saferm.Dir, r store.Reservation, dir, name string) {
+	parent, err := root.OpenDir(dir)
+	if err != nil {
+		return // gone, or leading out through a link: nothing of ours there
+	}
+	defer parent.Close()
+	st, err := parent.Lstat(name)
+	if err != nil || st.IsDir() {
+		return // never made (O_TMPFILE), placed, or not ours
+	}
+	rec := sweep.Record{Area: r.Area, Bytes: st.Blocks * 512, Reason: "reclaimed",
+		Policy: "the temporary file of a write whose reservation was reclaimed"}
+	m.RemoveJournalled(ctx, r.Project, parent, name, rec, saferm.Options{NotDirectory: true})
 }
 
 // reservationFindings reports every reservation: live ones for what they
@@ -76,7 +101,7 @@ func (m *Manager) reservationFindings(ctx context.Context) ([]Finding, error) {
 		f.Fix = "release it and remove its temporary file (the next write on this host does the same)"
 		f.fixFn = func(ctx context.Context) error {
 			reclaimed, err := m.Store.Reclaim(ctx, HolderGone)
-			m.RemoveTemps(reclaimed)
+			m.RemoveTemps(ctx, reclaimed)
 			return err
 		}
 		out = append(out, f)

@@ -83,7 +83,7 @@ func (w *Write) Reserve(ctx context.Context, fileBytes, bytes, dirBytes uint64) 
 	}
 	id, reclaimed, err := w.m.Store.Reserve(ctx, w.key(), bytes, w.inodes, HolderOf(ctx),
 		w.temp, w.limits.TTL, HolderGone, w.admit(fileBytes, bytes, w.inodes))
-	w.m.RemoveTemps(reclaimed)
+	w.m.RemoveTemps(ctx, reclaimed)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (w *Write) Grow(ctx context.Context, n uint64) error {
 		return errors.New("the kernel holds this write's room: it cannot grow")
 	}
 	reclaimed, err := w.m.Store.Grow(ctx, w.key(), w.reservation, n, w.limits.TTL, HolderGone, w.admit(0, n, 0))
-	w.m.RemoveTemps(reclaimed)
+	w.m.RemoveTemps(ctx, reclaimed)
 	if err == nil {
 		w.held += n
 		w.renewed = time.Now()

@@ -499,6 +499,11 @@ type Options struct {
 	// old): a repository that appeared in a workspace entry after its
 	// sweep was planned is a tenant's work, not trash.
 	KeepRepositories bool
+	// NotDirectory removes the entry only if it is not a directory: one
+	// found there (a tenant's, swapped in since the caller looked and saw a
+	// file) is left in place as changed, never removed with all it holds.
+	// The unlink after the check refuses a directory swapped in later.
+	NotDirectory bool
 }
 
 // isRepository reports whether the directory fd holds a .git or may
@@ -736,6 +741,10 @@ func (r *remover) entry(dirfd int, name, rel string, depth int, settled bool) (s
 			return nil, false
 		}
 		return nil, r.unlink(dirfd, name, rel, &st, settled)
+	}
+	if depth == 0 && r.o.NotDirectory {
+		r.leave(rel, LeftChanged)
+		return nil, false
 	}
 	if depth >= MaxDepth {
 		r.leave(rel, LeftDeep)

@@ -203,6 +203,32 @@ func TestSwapAfterResolution(t *testing.T) {
 	})
 }
 
+// NotDirectory removes a file, and leaves a directory found at the name
+// (a tenant's, swapped in after the caller saw a file) with all it holds.
+func TestNotDirectoryLeavesADirectorySwappedIn(t *testing.T) {
+	forEachResolver(t, func(t *testing.T) {
+		root := t.TempDir()
+		write(t, filepath.Join(root, "projects/a/f"), 10)
+		rep, err := open(t, root).Remove(context.Background(), "projects/a/f", Options{NotDirectory: true})
+		if err != nil || !rep.Removed || exists(filepath.Join(root, "projects/a/f")) {
+			t.Fatalf("a file under NotDirectory: %+v %v, want it removed", rep, err)
+		}
+		write(t, filepath.Join(root, "projects/a/f"), 10)
+		testHook = func(string) {
+			os.Remove(filepath.Join(root, "projects/a/f"))
+			write(t, filepath.Join(root, "projects/a/f/work"), 10)
+		}
+		t.Cleanup(func() { testHook = nil })
+		rep, err = open(t, root).Remove(context.Background(), "projects/a/f", Options{NotDirectory: true})
+		if err != nil || rep.Removed || len(rep.Left) != 1 || rep.Left[0].Reason != LeftChanged {
+			t.Errorf("a directory swapped in: %+v %v, want it left as changed", rep, err)
+		}
+		if !exists(filepath.Join(root, "projects/a/f/work")) {
+			t.Fatal("NotDirectory removed a directory's content")
+		}
+	})
+}
+
 // Symlinks below the entry, and the entry itself when it is one, are
 // unlinked, never followed.
 func TestSymlinksAreUnlinked(t *testing.T) {
