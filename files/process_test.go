@@ -354,6 +354,59 @@ func evictionStates(t *testing.T, s *sandbox, p string) string {
 	return strings.Join(states, ",")
 }
 
+// A write's temporary file that no reservation names and that nothing
+// touched for reservation_ttl (its process died between linking the body
+// there and placing it) is found by doctor and removed, journalled, by
+// --fix. One a reservation names is the reservation's finding; a fresh one
+// may be a write placing its body; a directory at such a name is a
+// tenant's and stays.
+func TestDoctorRemovesAStrayTemporaryFile(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	if _, _, err := s.m.SetSetting(ctx, "reservation_ttl", "1s"); err != nil {
+		t.Fatal(err)
+	}
+	tree := filepath.Join(s.root, "projects/omni")
+	cmd, _ := startSlow(t, s, 1<<20)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	os.WriteFile(filepath.Join(tree, project.TempPrefix+"stray"), make([]byte, 100<<10), 0o644)
+	os.MkdirAll(filepath.Join(tree, project.TempPrefix+"dir/work"), 0o755)
+	os.WriteFile(filepath.Join(tree, project.TempPrefix+"dir/work/thesis"), []byte("years"), 0o644)
+	if k := doctorKinds(t, s); k[project.StrayTemp] != 0 {
+		t.Errorf("doctor right after: %v; a temporary file changed within reservation_ttl may be a write placing it", k)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	os.WriteFile(filepath.Join(tree, project.TempPrefix+"fresh"), []byte("x"), 0o644)
+	findings, err := s.m.Doctor(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var strays []string
+	for _, f := range findings {
+		if f.Kind == project.StrayTemp {
+			strays = append(strays, f.Path)
+			if !f.Fixed {
+				t.Errorf("stray %s not fixed: %s", f.Path, f.Error)
+			}
+		}
+	}
+	if want := "projects/omni/" + project.TempPrefix + "stray"; strings.Join(strays, ",") != want {
+		t.Errorf("stray temporary files found: %v, want only %s (not the dead writer's, which its reservation names, nor the fresh one, nor the directory)", strays, want)
+	}
+	if _, err := os.Lstat(filepath.Join(tree, project.TempPrefix+"stray")); !os.IsNotExist(err) {
+		t.Errorf("the stray temporary file after doctor --fix: %v", err)
+	}
+	if got := evictionStates(t, s, "projects/omni/"+project.TempPrefix+"stray"); got != "done,pending" {
+		t.Errorf("the stray's removal journalled %q, want pending then done", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(tree, project.TempPrefix+"dir/work/thesis")); string(got) != "years" {
+		t.Error("doctor --fix removed what a directory at a temporary name held")
+	}
+	if _, err := os.Lstat(filepath.Join(tree, project.TempPrefix+"fresh")); err != nil {
+		t.Errorf("doctor --fix removed a temporary file changed within reservation_ttl: %v", err)
+	}
+}
+
 // What a tenant makes of a dead writer's temporary name is the tenant's:
 // a directory put there holds work, and the reclaim that removes the
 // writer's file leaves it, whole.

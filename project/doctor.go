@@ -137,6 +137,11 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 		return nil, err
 	}
 	findings = append(findings, deletions...)
+	strays, err := m.strayTemps(ctx, trees, func(t store.Tree) bool { return state[t.Project] == store.StateReady })
+	if err != nil {
+		return nil, err
+	}
+	findings = append(findings, strays...)
 	if !m.IsXFS() {
 		res, err := m.reservationFindings(ctx)
 		if err != nil {

@@ -2,10 +2,15 @@ package project
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/store"
@@ -21,6 +26,12 @@ const (
 	// it made no progress for reservation_ttl. It holds room until the
 	// next write reclaims it, or doctor --fix does.
 	DeadReservation = "dead-reservation"
+	// A write's temporary file (TempPrefix…) at a tree's top that no
+	// reservation names, untouched for reservation_ttl: left by a process
+	// killed between linking a body there and placing it (on any
+	// backend), or by a reclaim that could not remove it. It holds room in
+	// the tree's quota, and the file layer refuses the name.
+	StrayTemp = "stray-temp"
 )
 
 // HolderGone reports whether a holder (pid.start@host/op-N) is known to
@@ -56,24 +67,102 @@ func (m *Manager) RemoveTemps(ctx context.Context, reclaimed []store.Reservation
 			}
 			defer root.Close()
 		}
-		m.removeTemp(ctx, root, r, path.Clean(dir), name)
+		parent, err := root.OpenDir(path.Clean(dir))
+		if err != nil {
+			continue // gone, or leading out through a link: nothing of ours there
+		}
+		m.removeTemp(ctx, parent, r.Project, r.Area, name, "reclaimed",
+			"the temporary file of a write whose reservation was reclaimed")
+		parent.Close()
 	}
 }
 
-// removeTemp removes one reclaimed write's temporary file, name in dir.
-func (m *Manager) removeTemp(ctx context.Context, root *saferm.Dir, r store.Reservation, dir, name string) {
-	parent, err := root.OpenDir(dir)
-	if err != nil {
-		return // gone, or leading out through a link: nothing of ours there
-	}
-	defer parent.Close()
+// removeTemp removes, journalled, the temporary file name in parent if it
+// is one: a directory there, or a mount, is not xfsq's.
+func (m *Manager) removeTemp(ctx context.Context, parent *saferm.Dir, project, area, name, reason, policy string) error {
 	st, err := parent.Lstat(name)
-	if err != nil || st.IsDir() {
-		return // never made (O_TMPFILE), placed, or not ours
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // never made (O_TMPFILE), placed, or removed
 	}
-	rec := sweep.Record{Area: r.Area, Bytes: st.Blocks * 512, Reason: "reclaimed",
-		Policy: "the temporary file of a write whose reservation was reclaimed"}
-	m.RemoveJournalled(ctx, r.Project, parent, name, rec, saferm.Options{NotDirectory: true})
+	if err != nil {
+		return err
+	}
+	if st.IsDir() || st.OtherMount {
+		return nil
+	}
+	rec := sweep.Record{Area: area, Bytes: st.Blocks * 512, Reason: reason, Policy: policy}
+	_, _, err = m.RemoveJournalled(ctx, project, parent, name, rec, saferm.Options{NotDirectory: true})
+	return err
+}
+
+// strayTemps finds the temporary files at the tops of trees that no
+// reservation of this host names and nothing changed for ttl (a write that
+// is placing its body holds it a moment only; one streaming renews its
+// reservation). Read beneath the root without links; only regular files.
+func (m *Manager) strayTemps(ctx context.Context, trees []store.Tree, ready func(store.Tree) bool) ([]Finding, error) {
+	v, err := m.setting(ctx, "reservation_ttl")
+	if err != nil {
+		return nil, err
+	}
+	ttl := v.Duration()
+	held := map[string]bool{}
+	if !m.IsXFS() { // on XFS the kernel is the reservation: no rows
+		all, err := m.Store.Reservations(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range all {
+			held[r.TempPath] = true
+		}
+	}
+	root, err := saferm.Open(m.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	var out []Finding
+	for _, t := range trees {
+		if !ready(t) {
+			continue
+		}
+		top, err := root.OpenDir(t.Path)
+		if err != nil {
+			continue // missing or not a directory: checkTree's finding
+		}
+		names, _ := top.Names()
+		top.Close()
+		slices.Sort(names)
+		for _, name := range names {
+			rel := path.Join(t.Path, name)
+			if !strings.HasPrefix(name, TempPrefix) || held[rel] {
+				continue
+			}
+			st, err := root.Lstat(rel)
+			if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.OtherMount ||
+				time.Since(time.Unix(st.Ctime.Sec, int64(st.Ctime.Nsec))) < ttl {
+				continue
+			}
+			f := Finding{Kind: StrayTemp, Project: t.Project, Area: t.Area, Path: rel, ProjectID: t.ProjectID,
+				Detail: fmt.Sprintf("a write's temporary file holding %s, named by no reservation, unchanged since %s",
+					units.FormatIEC(st.Blocks*512), time.Unix(st.Ctime.Sec, 0).UTC().Format(time.RFC3339)),
+				Fix: "remove it (journalled storage.evicted, reason stray)"}
+			f.fixFn = func(ctx context.Context) error {
+				root, err := saferm.Open(m.Root)
+				if err != nil {
+					return err
+				}
+				defer root.Close()
+				top, err := root.OpenDir(t.Path)
+				if err != nil {
+					return err
+				}
+				defer top.Close()
+				return m.removeTemp(ctx, top, t.Project, t.Area, name, "stray", "doctor --fix: a temporary file no write holds")
+			}
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }
 
 // reservationFindings reports every reservation: live ones for what they
