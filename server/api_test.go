@@ -440,6 +440,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 		}
 		_, err := ts.client(operatorToken+"x").Admission(context.Background(), "omni", false)
 		fmt.Fprintln(&seen, err)
+		// What a scrape shows after all that (its request failures and
+		// their kinds counted), read while the store still answers.
+		status, _, metricsText := ts.raw(t, "GET", "/metrics", "", "")
+		if status != 200 || !strings.Contains(metricsText, "xfsq_") {
+			t.Fatalf("the scrape: %d\n%s", status, metricsText)
+		}
 		// A real internal error: the store closed under the server.
 		r.Root.Manager.Store.Close()
 		record(ts.raw(t, "GET", p+"/omni/admission", readerToken, ""))
@@ -458,7 +464,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		for _, tok := range []string{operatorToken, readerToken, limitedToken} {
 			sum := sha256.Sum256([]byte(tok))
 			for _, secret := range []string{tok, hex.EncodeToString(sum[:])} {
-				for what, text := range map[string]string{"the access log": logs, "the journal": string(journal)} {
+				for what, text := range map[string]string{"the access log": logs, "the journal": string(journal), "the metrics": metricsText} {
 					if strings.Contains(text, secret) {
 						t.Errorf("%s contains a token (or its hash)", what)
 					}
