@@ -24,13 +24,17 @@ import (
 // The HTTP server's bounds: a slow or idle client cannot hold a
 // connection for ever. Read and write are long enough for a file of
 // max_file_bytes over a modest link, not for a client that stalls.
-const (
+// Variables only so that a test can shorten them.
+var (
 	serveReadHeaderTimeout = 10 * time.Second
 	serveReadTimeout       = 10 * time.Minute
 	serveWriteTimeout      = 10 * time.Minute
 	serveIdleTimeout       = 2 * time.Minute
-	serveMaxHeaderBytes    = 64 << 10
-	defaultListen          = "127.0.0.1:9742"
+)
+
+const (
+	serveMaxHeaderBytes = 64 << 10
+	defaultListen       = "127.0.0.1:9742"
 )
 
 // serveGCPercent is the collector's headroom in a server, where GOGC does
@@ -125,19 +129,7 @@ func cmdServe(e env) error {
 	if err != nil {
 		return usagef("--listen %s: %v", e.c.String("listen"), err)
 	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: serveReadHeaderTimeout,
-		ReadTimeout:       serveReadTimeout,
-		WriteTimeout:      serveWriteTimeout,
-		IdleTimeout:       serveIdleTimeout,
-		MaxHeaderBytes:    serveMaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		// Requests carry the actor in their context; the base is not the
-		// signal context, so that a SIGTERM does not cancel requests in
-		// flight: they get --grace to finish.
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	hs := newHTTPServer(ctx, srv.Handler(), log)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -188,6 +180,23 @@ func cmdServe(e env) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// newHTTPServer is serve's http.Server, with its bounds on slow clients.
+func newHTTPServer(ctx context.Context, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: serveReadHeaderTimeout,
+		ReadTimeout:       serveReadTimeout,
+		WriteTimeout:      serveWriteTimeout,
+		IdleTimeout:       serveIdleTimeout,
+		MaxHeaderBytes:    serveMaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Requests carry the actor in their context; the base is not the
+		// signal context, so that a SIGTERM does not cancel requests in
+		// flight: they get --grace to finish.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
 }
 
 // openHealthChecker builds the checker xfsq health uses, from the same

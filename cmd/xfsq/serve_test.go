@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -25,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/urfave/cli/v2"
 
 	"github.com/xfsq/xfsq/client"
 )
@@ -289,6 +292,55 @@ func TestServeGCHeadroom(t *testing.T) {
 		})
 		if got := debug.SetGCPercent(100); got != c.want {
 			t.Errorf("GOGC=%q: the collector's percent is %d, want %d", c.gogc, got, c.want)
+		}
+	}
+}
+
+// serve listens on loopback unless told otherwise: /metrics, /healthz and
+// /readyz need no token, and the bind address is what guards them.
+func TestServeListensOnLoopbackByDefault(t *testing.T) {
+	cmd := serveCommand(func(func(e env) error) cli.ActionFunc { return nil })
+	for _, f := range cmd.Flags {
+		if sf, ok := f.(*cli.StringFlag); ok && sf.Name == "listen" {
+			host, _, err := net.SplitHostPort(sf.Value)
+			if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+				t.Errorf("--listen defaults to %q: want a loopback address", sf.Value)
+			}
+			return
+		}
+	}
+	t.Fatal("serve has no --listen flag")
+}
+
+// A client that sends its headers slowly, or keeps a connection idle,
+// loses the connection after serve's bounds: it cannot hold one for ever.
+func TestServeCutsOffSlowAndIdleClients(t *testing.T) {
+	defer func(h, i time.Duration) { serveReadHeaderTimeout, serveIdleTimeout = h, i }(serveReadHeaderTimeout, serveIdleTimeout)
+	serveReadHeaderTimeout, serveIdleTimeout = 300*time.Millisecond, 300*time.Millisecond
+	hs := newHTTPServer(context.Background(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}), slog.New(slog.DiscardHandler))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.Serve(ln)
+	defer hs.Close()
+	for _, c := range []struct{ name, send string }{
+		{"headers never finished", "GET / HTTP/1.1\r\nHost: x\r\n"},
+		{"idle after a request", "GET / HTTP/1.1\r\nHost: x\r\n\r\n"},
+	} {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(conn, c.send)
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		start := time.Now()
+		got, err := io.ReadAll(conn) // until the server closes it
+		conn.Close()
+		if err != nil || time.Since(start) > 3*time.Second {
+			t.Errorf("%s: the connection was still open after %s (%v; read %q)", c.name, time.Since(start).Round(time.Millisecond), err, got)
 		}
 	}
 }
