@@ -4,8 +4,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/xfsq/xfsq/internal/prereq"
 )
 
 // Where no kernel with XFS quotas can be booted, the demo still runs its
@@ -44,4 +47,56 @@ func TestDemoFallsBackSayingWhy(t *testing.T) {
 	if !strings.Contains(s, `project "omni": ok`) && !strings.Contains(s, "backend: fallback") {
 		t.Errorf("the fallback tour did not run:\n%s", s)
 	}
+}
+
+// The README's run command shows what xfsq is for, on real XFS quotas: the
+// write past omni's limit is stopped by the kernel while the neighbour's
+// goes on, the report shows omni full, and admission denies it. Where no
+// kernel with XFS quotas can run (the demo fell back), the test skips, and
+// under CI=true fails.
+func TestDemoShowsEnforcement(t *testing.T) {
+	out, err := exec.Command("./demo.sh").CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo.sh: %v\n%s", err, out)
+	}
+	s := string(out)
+	if strings.Contains(s, "(using the fallback backend") {
+		prereq.Missing(t, "the demo found no kernel with XFS quotas and fell back:\n"+s)
+		return
+	}
+	omni := section(s, "$ write 40 MiB into projects/omni", "$ write 30 MiB into projects/neighbour")
+	if !strings.Contains(omni, "No space left on device") && !strings.Contains(omni, "Disk quota exceeded") {
+		t.Errorf("the write past omni's limit was not stopped by the kernel:\n%s", omni)
+	}
+	for _, want := range []string{
+		"backend: xfs",
+		"$ write 30 MiB into projects/neighbour\nok\n",
+		`project "neighbour": ok (30.0 MiB of 100.0 MiB)`,
+		`deny: project "omni": disk quota exceeded (20.0 MiB of 20.0 MiB)`,
+		"(exit 3)",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, s)
+		}
+	}
+	report := section(s, "$ xfsq report --refresh", "$ xfsq project check")
+	if !regexp.MustCompile(`(?m)^omni +workspace +\d+ +20\.0 MiB +- +20\.0 MiB .* 100\.0%`).MatchString(report) {
+		t.Errorf("the report does not show omni's workspace full at 20.0 MiB:\n%s", report)
+	}
+	if !strings.Contains(s, "(route: ") && !strings.Contains(s, "loopback") && !strings.Contains(s, "/mnt") {
+		t.Errorf("the demo did not say where it ran:\n%s", s)
+	}
+}
+
+// section is the text of s from the line starting with from up to to.
+func section(s, from, to string) string {
+	i := strings.Index(s, from)
+	if i < 0 {
+		return ""
+	}
+	rest := s[i:]
+	if j := strings.Index(rest, to); j > 0 {
+		return rest[:j]
+	}
+	return rest
 }

@@ -93,11 +93,11 @@ func Open(dir string) (*FS, error) {
 				return nil, &quota.UnsupportedError{Path: dir, Short: "xfs: mounted without prjquota",
 					Reason: "XFS on " + m.Source + " at " + m.MountPoint + " is mounted without project quota accounting",
 					Fix: fixMount + " (if that mount fails with \"quota support not available\", " +
-						"the kernel lacks CONFIG_XFS_QUOTA: see README for the user-mode Linux route)"}
+						"the kernel lacks CONFIG_XFS_QUOTA: run on one built with it, as Debian's stock kernel is)"}
 			}
 			return nil, &quota.UnsupportedError{Path: dir, Short: "xfs: kernel without quota support",
 				Reason: "this kernel has no XFS quota support (CONFIG_XFS_QUOTA is off)",
-				Fix:    "run on a kernel built with CONFIG_XFS_QUOTA, or use Debian's user-mode Linux for tests (see README)"}
+				Fix:    "run on a kernel built with CONFIG_XFS_QUOTA, as Debian's stock kernel is (the tests boot one in QEMU: README, Kernel tests)"}
 		}
 	}
 	if err != nil {
