@@ -28,8 +28,9 @@ fi
 
 report=$(mktemp)
 log=$(mktemp)
-trap 'rm -f "$report" "$log"' EXIT
-export XFSQ_KERNELTEST_REPORT=$report
+skipped=$(mktemp)
+trap 'rm -f "$report" "$log" "$skipped"' EXIT
+export XFSQ_KERNELTEST_REPORT=$report XFSQ_TEST_SKIP_REPORT=$skipped
 
 go version
 set +e
@@ -42,8 +43,11 @@ set -e
 echo
 sort -u "$report"
 [ -s "$report" ] || echo "kernel tests: no route line was written (did the kernel tests run? see their output above)"
-if [ -z "${XFSQ_TEST_POSTGRES:-}" ]; then
-	echo "store tests ran on SQLite only: their PostgreSQL variants skipped; set XFSQ_TEST_POSTGRES=postgres://USER:PASS@127.0.0.1/DB?sslmode=disable, or run this script as root to start one"
+if [ -s "$skipped" ]; then
+	echo "store tests skipped without PostgreSQL: $(wc -l <"$skipped") in $(cut -d' ' -f1 "$skipped" | sort -u | tr '\n' ' ')(e.g. $(head -1 "$skipped" | cut -d' ' -f2)); they ran on SQLite only"
+	echo "  run them: set XFSQ_TEST_POSTGRES=postgres://USER:PASS@127.0.0.1/DB?sslmode=disable, or run this script as root to start one"
+elif [ -z "${XFSQ_TEST_POSTGRES:-}" ]; then
+	echo "store tests: XFSQ_TEST_POSTGRES is unset, so any that ran skipped their PostgreSQL variants (none was recorded: cached results?)"
 fi
 # One plain closing line for whoever reads only the last one.
 echo "packages: $(grep -c '^ok ' "$log") passed, $(grep -c '^FAIL[[:space:]]' "$log") failed"

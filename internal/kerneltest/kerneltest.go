@@ -84,28 +84,11 @@ func Run(t *testing.T, cases []Case) {
 	}
 }
 
-// packageDir is the test's package as a path in the module (go test runs
-// a package's tests in its directory), for telling the route lines apart.
-func packageDir() string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "?"
-	}
-	for dir := wd; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			if rel, err := filepath.Rel(dir, wd); err == nil {
-				return "./" + filepath.ToSlash(rel)
-			}
-		}
-	}
-	return wd
-}
-
 // report logs the route line and appends it to $XFSQ_KERNELTEST_REPORT:
 // go test shows a passing package's log only with -v, and the route taken
 // is worth seeing on every run.
 func report(t *testing.T, r RouteReport) {
-	line := r.String() + " [" + packageDir() + " " + t.Name() + "]"
+	line := r.String() + " [" + prereq.PackageDir() + " " + t.Name() + "]"
 	t.Log(line)
 	if path := os.Getenv(envReport); path != "" {
 		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {

@@ -6,6 +6,7 @@ package prereq
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -19,4 +20,22 @@ func Missing(tb testing.TB, why string) {
 		tb.Fatal(why)
 	}
 	tb.Skip(why)
+}
+
+// PackageDir is the running test's package as a path in the module
+// (./store): go test runs a package's tests in its directory. Lines
+// several packages append to one report name their package so.
+func PackageDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "?"
+	}
+	for dir := wd; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if rel, err := filepath.Rel(dir, wd); err == nil {
+				return "./" + filepath.ToSlash(rel)
+			}
+		}
+	}
+	return wd
 }

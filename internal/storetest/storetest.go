@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,25 @@ import (
 
 // EnvPostgres names the variable holding the PostgreSQL DSN for tests.
 const EnvPostgres = "XFSQ_TEST_POSTGRES"
+
+// EnvSkipReport names a file to which every PostgreSQL test skipped for
+// want of a DSN appends a line (its package directory and name):
+// scripts/test.sh lists them at the end, since go test shows a passing
+// package's skips only with -v.
+const EnvSkipReport = "XFSQ_TEST_SKIP_REPORT"
+
+func noteSkipped(t testing.TB) {
+	path := os.Getenv(EnvSkipReport)
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s %s\n", prereq.PackageDir(), t.Name())
+}
 
 // Driver is one database to run a test against.
 type Driver struct {
@@ -49,6 +69,7 @@ func ForEach(t *testing.T, fn func(t *testing.T, dsn string)) {
 func Postgres(t testing.TB) string {
 	base := os.Getenv(EnvPostgres)
 	if base == "" {
+		noteSkipped(t)
 		msg := "PostgreSQL tests need " + EnvPostgres + "=postgres://user:pass@127.0.0.1/db?sslmode=disable (see .ci/run)"
 		prereq.Missing(t, msg)
 	}
