@@ -100,3 +100,27 @@ func section(s, from, to string) string {
 	}
 	return rest
 }
+
+// The README names every package the test command installs (deps.sh test).
+func TestReadmeNamesWhatTheTestCommandInstalls(t *testing.T) {
+	deps, err := os.ReadFile("deps.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^test\) want=\(([^)]*)\)`).FindSubmatch(deps)
+	if m == nil {
+		t.Fatal("deps.sh has no test) want=(…) line")
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(readme), "`scripts/test.sh [go test flags]` installs `")
+	if i < 0 {
+		t.Fatal("README does not say what scripts/test.sh installs")
+	}
+	listed := strings.Fields(strings.SplitN(string(readme[i:]), "`", 5)[3])
+	if want := strings.Fields(string(m[1])); strings.Join(listed, " ") != strings.Join(want, " ") {
+		t.Errorf("README says test.sh installs %v; deps.sh installs %v", listed, want)
+	}
+}
