@@ -403,6 +403,20 @@ func TestEventsPaging(t *testing.T) {
 		if _, err := lim.Events(ctx, client.EventQuery{Project: "p0"}); status(err) != 404 {
 			t.Errorf("a limited reader filtering on a hidden project: %v, want 404", err)
 		}
+		// since: only what was journalled from then on, the early adds not.
+		cut := before[0].At
+		page, err = rd.Events(ctx, client.EventQuery{Since: cut.Add(time.Microsecond).Format(time.RFC3339Nano), Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range page.Events {
+			if !ev.At.After(cut) {
+				t.Errorf("since %s: got record %d (%s at %s), journalled before it", cut, ev.ID, ev.Type, ev.At)
+			}
+		}
+		if all, _ := rd.Events(ctx, client.EventQuery{Limit: 1000}); len(page.Events) == 0 || len(page.Events) >= len(all.Events) {
+			t.Errorf("since %s kept %d of %d records: want the later ones only", cut, len(page.Events), len(all.Events))
+		}
 		page, err = rd.Events(ctx, client.EventQuery{Type: "project.added", Project: "p1"})
 		if err != nil || len(page.Events) != 1 || page.Events[0].Project != "p1" {
 			t.Errorf("filtered: %v %+v", err, page)

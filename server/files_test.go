@@ -259,6 +259,11 @@ func TestUploadLimits(t *testing.T) {
 		}
 		resp, body = do(t, http.MethodPut, u, struct{ *strings.Reader }{strings.NewReader(strings.Repeat("x", 1001))})
 		wantStatus(t, "chunked over max_file_bytes", resp, body, http.StatusRequestEntityTooLarge)
+		// Four refusals, known length and chunked, 507 and 413: the old
+		// file is as it was.
+		if resp, body = do(t, http.MethodGet, u, nil); body != "old" {
+			t.Errorf("after the refused uploads: %d %q, want the old file intact", resp.StatusCode, body)
+		}
 		resp, body = do(t, http.MethodPut, u, struct{ *strings.Reader }{strings.NewReader(strings.Repeat("y", 1000))})
 		wantStatus(t, "chunked at max_file_bytes", resp, body, http.StatusOK)
 		resp, body = do(t, http.MethodGet, u, nil)
