@@ -40,8 +40,10 @@ const (
 // host is never taken for gone.
 func HolderGone(h string) bool { return !holderAlive(h) }
 
-// TempPrefix starts the name of every temporary file of package files
-// (where the filesystem has no O_TMPFILE): what a reclaim may delete.
+// TempPrefix starts the name of every temporary file of package files: a
+// write's body where the filesystem has no O_TMPFILE, and on any
+// filesystem the name a body is linked at for its exchange with the
+// target. What a reclaim or doctor --fix may delete.
 const TempPrefix = ".xfsq-tmp-"
 
 // RemoveTemps deletes the temporary files named by reclaimed reservations
@@ -95,6 +97,36 @@ func (m *Manager) removeTemp(ctx context.Context, parent *saferm.Dir, project, a
 	return err
 }
 
+// tempNames lists the names at the top of the tree at rel that are
+// temporary files' names, sorted. It reads the directory in batches and
+// keeps only those: a tenant may keep millions of names at its top.
+func tempNames(root *saferm.Dir, rel string) ([]string, error) {
+	top, err := root.OpenDir(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer top.Close()
+	f, err := top.File()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	for {
+		names, err := f.Readdirnames(1024)
+		for _, n := range names {
+			if strings.HasPrefix(n, TempPrefix) {
+				out = append(out, n)
+			}
+		}
+		if err != nil { // io.EOF at the end
+			break
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // strayTemps finds the temporary files at the tops of trees that no
 // reservation of this host names and nothing changed for ttl (a write that
 // is placing its body holds it a moment only; one streaming renews its
@@ -125,16 +157,13 @@ func (m *Manager) strayTemps(ctx context.Context, trees []store.Tree, ready func
 		if !ready(t) {
 			continue
 		}
-		top, err := root.OpenDir(t.Path)
+		names, err := tempNames(root, t.Path)
 		if err != nil {
 			continue // missing or not a directory: checkTree's finding
 		}
-		names, _ := top.Names()
-		top.Close()
-		slices.Sort(names)
 		for _, name := range names {
 			rel := path.Join(t.Path, name)
-			if !strings.HasPrefix(name, TempPrefix) || held[rel] {
+			if held[rel] {
 				continue
 			}
 			st, err := root.Lstat(rel)
