@@ -266,6 +266,7 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int,
 	// is, to read block starts as a threaded reader does (ieot).
 	starts := make([]uint32, 0, count)
 	var suffixes, strips []uint32
+	var flagLens []uint16 // version 4: the name length each entry's flags give (0xfff: that or longer)
 	for i := int64(0); i < count; i++ {
 		if i%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -314,6 +315,7 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int,
 			}
 			name = append(prev[:uint64(len(prev))-strip:uint64(len(prev))-strip], suffix...)
 			suffixes, strips = append(suffixes, uint32(len(suffix))), append(strips, uint32(strip))
+			flagLens = append(flagLens, uint16(nameLen))
 			if nameLen < 0xfff && nameLen != len(name) {
 				return nil, fmt.Errorf("path %q is not the %d bytes its flags say", name, nameLen)
 			}
@@ -366,7 +368,7 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int,
 		binary.BigEndian.Uint32(tail.b[4:8]) == uint32(4+hashLen) && ix.eoieAt != r.size-eoie {
 		return nil, errors.New("an EOIE extension hidden inside another extension")
 	}
-	if err := ix.readBlockStarts(version, starts, suffixes, strips, min(maxDecodedRatio*size+1<<20, maxDecodedBytes)); err != nil {
+	if err := ix.readBlockStarts(version, starts, suffixes, strips, flagLens, min(maxDecodedRatio*size+1<<20, maxDecodedBytes)); err != nil {
 		return nil, err
 	}
 	if r.pos != r.size {
@@ -480,7 +482,7 @@ const maxIEOTBytes = 4 + 8*1024
 // name differs so is also tracked under it (git writes an index whose two
 // readings agree; a tenant's need not: both names stay tracked). limit
 // bounds all the paths read, these too.
-func (ix *indexFile) readBlockStarts(version uint32, starts, suffixes, strips []uint32, limit int64) error {
+func (ix *indexFile) readBlockStarts(version uint32, starts, suffixes, strips []uint32, flagLens []uint16, limit int64) error {
 	if ix.ieot == nil {
 		return nil
 	}
@@ -494,13 +496,25 @@ func (ix *indexFile) readBlockStarts(version uint32, starts, suffixes, strips []
 			for i := at; i < at+int(b.count); i++ {
 				e := ix.entries[i]
 				suffix := e.name[len(e.name)-int(suffixes[i]):]
-				name := suffix
+				// What the block's reader keeps of the name before: nothing
+				// at the block's start.
+				kept := 0
 				if i > at {
 					if int(strips[i]) > len(prev) {
 						return errors.New("its IEOT blocks hold paths that a reader of blocks cannot build")
 					}
-					name = prev[:len(prev)-int(strips[i])] + suffix
+					kept = len(prev) - int(strips[i])
 				}
+				// A name whose flags give its length is read as that many
+				// bytes, less the part kept: where the two readings keep
+				// different parts, the block's reader takes other bytes for
+				// the suffix than the one-pass reader (past its NUL, or
+				// short of it), and what it then reads of the block cannot
+				// be told from this reading.
+				if flagLens[i] < 0xfff && kept != len(e.name)-len(suffix) {
+					return errors.New("its IEOT blocks hold paths that a reader of blocks reads from other bytes")
+				}
+				name := prev[:kept] + suffix
 				if name != e.name {
 					if len(name) > maxPathBytes {
 						return fmt.Errorf("a path of more than %d bytes", maxPathBytes)

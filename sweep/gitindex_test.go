@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -494,5 +495,35 @@ func TestEveryEntryOfAnIEOTBlockIsReadAsGitsThreadsReadIt(t *testing.T) {
 	}
 	if out := gittest.Output(t, dir, "ls-files"); !strings.Contains(out, "\nkeep.log") && !strings.HasPrefix(out, "keep.log") {
 		t.Errorf("git ls-files with threads: %q; the fixture must be an index git reads so", out)
+	}
+}
+
+// A name whose flags give its length is read as that many bytes: where a
+// block's reader keeps less of the name before than a one-pass reader
+// (nothing, at the block's start), it takes other bytes for the suffix,
+// past its NUL into the entries after, and names what a one-pass reading
+// never sees (an attack made git's threads track dist/x.log so). Such an
+// index cannot be read.
+func TestABlockReadFromOtherBytesIsRefused(t *testing.T) {
+	entries := []v4Entry{{0, "zz/a", 4}, {1, "b", 4}, {1, "c", 4}, {1, "d", 4}}
+	data := v4WithBlocks(entries, 0, 1)
+	if _, err := parseIndex(data, 20); err == nil {
+		t.Fatal("a block whose first name its flags make longer than its suffix was read")
+	}
+	// The same with the lengths git's threads agree on reads.
+	if _, err := parseIndex(v4WithBlocks([]v4Entry{{0, "zz/a", 4}, {4, "zz/b", 4}, {1, "c", 4}}, 0, 1), 20); err != nil {
+		t.Errorf("a block starting with a whole name: %v", err)
+	}
+	dir := t.TempDir()
+	gittest.Run(t, dir, "init", "-q")
+	if err := os.WriteFile(filepath.Join(dir, ".git/index"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ls := func(threads string) string {
+		out, err := exec.Command("git", "-C", dir, "-c", "index.threads="+threads, "ls-files").CombinedOutput()
+		return fmt.Sprintf("%s %v", out, err)
+	}
+	if one, threaded := ls("1"), ls("4"); one == threaded {
+		t.Errorf("git reads the fixture the same with threads and without (%q): it shows nothing", one)
 	}
 }
