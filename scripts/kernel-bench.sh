@@ -51,6 +51,7 @@ END {
 	printf "  the fastest enumeration vs the fastest floor: %.2fx (median over runs)\n", m["paired-min-ratio"]
 	printf "  the same from the separate medians:       %.2fx\n", m[u "xfsq"] / m[u "quotactl-floor"]
 	printf "  into a kept slice (no allocation):        %.2fx (fastest %.2fx)\n", m["reuse-paired-ratio"], m["reuse-paired-min-ratio"]
+	printf "  the same, the collector off:              %.2fx (fastest %.2fx)\n", m["nogc-paired-ratio"], m["nogc-paired-min-ratio"]
 	printf "  the wrapper calls alone (no conversion):  %.2fx (fastest %.2fx)\n", m["calls-paired-ratio"], m["calls-paired-min-ratio"]
 	printf "map form (All) vs 1,000 bare Q_XGETNEXTQUOTA: %.2fx\n", m[u "xfsq-map"] / m[u "quotactl-floor"]
 	printf "1,000 Q_XGETNEXTQUOTA vs 1,000 Q_XGETQSTATV: %.2fx\n", m[u "quotactl-floor"] / m[u "quotactl-statv"]

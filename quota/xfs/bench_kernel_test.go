@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -169,6 +170,18 @@ func BenchmarkKernelUsage(b *testing.B) {
 			b.Fatalf("%d trees, %v", len(kept), err)
 		}
 	}))
+	// nogc-paired: the fresh enumeration with the collector off for the
+	// run. The difference to paired is the collections that a loop of
+	// fresh 72 KB results sets off (one every few dozen passes), which a
+	// one-shot report, allocating once, never pays.
+	b.Run("nogc-paired", func(b *testing.B) {
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
+		paired(func(b *testing.B) {
+			if all, err := fs.AppendAll(nil); err != nil || len(all) != benchTrees {
+				b.Fatalf("%d trees, %v", len(all), err)
+			}
+		})(b)
+	})
 	b.Run("calls-paired", paired(func(b *testing.B) {
 		var q quotactl.DiskQuota
 		n := 0
