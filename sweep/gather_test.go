@@ -642,6 +642,68 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			skipped: map[string]string{".": "core.worktree"},
 		},
 		{
+			// git resolves a relative core.worktree from the git directory it
+			// runs in, the linked worktree's, whichever config holds it: read
+			// from the common directory, the value named r/t, the directory
+			// holding the .git file; git's worktree was t.
+			name: "a common directory's core.worktree, read from the linked worktree's git directory",
+			setup: func(t *testing.T, ws string) {
+				gittest.Run(t, ws, "init", "-q", "r")
+				gittest.Run(t, ws, "init", "-q", "--bare", "r/.git/x/cd")
+				cd := filepath.Join(ws, "r/.git/x/cd")
+				for _, kv := range [][2]string{{"core.bare", "false"}, {"core.repositoryformatversion", "1"},
+					{"extensions.worktreeConfig", "true"}, {"core.worktree", "../../../t"}} {
+					gittest.Run(t, cd, "config", kv[0], kv[1])
+				}
+				os.MkdirAll(filepath.Join(ws, "r/.git/gd"), 0o755)
+				os.MkdirAll(filepath.Join(ws, "r/t"), 0o755)
+				os.WriteFile(filepath.Join(ws, "r/.git/gd/HEAD"), []byte("ref: refs/heads/master\n"), 0o644)
+				os.WriteFile(filepath.Join(ws, "r/.git/gd/commondir"), []byte("../x/cd\n"), 0o644)
+				os.WriteFile(filepath.Join(ws, "r/t/.git"), []byte("gitdir: ../.git/gd\n"), 0o644)
+				writeFiles(t, ws, "t/dist/x.log")
+				gittest.Run(t, filepath.Join(ws, "r/t"), "add", "-f", "dist/x.log")
+				if top := strings.TrimSpace(gittest.Output(t, filepath.Join(ws, "r/t"), "rev-parse", "--show-toplevel")); top != filepath.Join(ws, "t") {
+					t.Fatalf("git's worktree is %s: the fixture must put it at t", top)
+				}
+			},
+			survive: []string{"t/dist/x.log"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
+			name: "a git directory whose commondir goes through a symlink to a config setting core.worktree",
+			setup: func(t *testing.T, ws string) {
+				gittest.Run(t, ws, "init", "-q", "--bare", "real")
+				for _, kv := range [][2]string{{"core.bare", "false"}, {"core.repositoryformatversion", "1"},
+					{"extensions.worktreeConfig", "true"}, {"core.worktree", "../t"}} {
+					gittest.Run(t, filepath.Join(ws, "real"), "config", kv[0], kv[1])
+				}
+				// No HEAD: real is no git directory of its own, only g's common one.
+				os.Remove(filepath.Join(ws, "real/HEAD"))
+				os.Symlink("real", filepath.Join(ws, "lnk"))
+				os.MkdirAll(filepath.Join(ws, "g"), 0o755)
+				os.WriteFile(filepath.Join(ws, "g/HEAD"), []byte("ref: refs/heads/master\n"), 0o644)
+				os.WriteFile(filepath.Join(ws, "g/commondir"), []byte("../lnk\n"), 0o644)
+				writeFiles(t, ws, "t/dist/x.log")
+				gittest.Run(t, ws, "--git-dir=g", "--work-tree=t", "add", "-f", "dist/x.log")
+			},
+			survive: []string{"t/dist/x.log"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
+			// A line ending in a backslash continues the value before: git
+			// reads the [extensions] line as part of it, and the format
+			// that counts is sha256, not the sha1 the line seems to set.
+			name: "an object format a line continuation hides",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "r2"), []string{"dist/a.log"}, nil)
+				cfg := filepath.Join(ws, "r2/.git/config")
+				old, _ := os.ReadFile(cfg)
+				os.WriteFile(cfg, append(old, []byte("[user]\n\tname = x\\\n[extensions] objectformat = sha1\n")...), 0o644)
+			},
+			survive: []string{"r2/dist/a.log"},
+			skipped: map[string]string{".": "object format"},
+		},
+		{
 			name: "a bare repository inside a trash directory is kept",
 			setup: func(t *testing.T, ws string) {
 				os.MkdirAll(filepath.Join(ws, "dist"), 0o755)

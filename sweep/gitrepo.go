@@ -540,10 +540,15 @@ func (rf *repoFinder) worktreeElsewhere(gitdir *os.File, gitRel, rel string) boo
 	}
 	dirs := []cfgDir{{gitdir, gitRel}}
 	if data, err := readSmallAt(int(gitdir.Fd()), "commondir"); err == nil {
-		if common, commonRel, why := rf.openPath(gitRel, commonTarget(data)); why == "" {
-			defer common.Close()
-			dirs = append(dirs, cfgDir{common, commonRel})
+		common, commonRel, why := rf.openPath(gitRel, commonTarget(data))
+		if why != "" {
+			// Its config, which git reads, may set core.worktree: unknown.
+			return true
 		}
+		defer common.Close()
+		dirs = append(dirs, cfgDir{common, commonRel})
+	} else if !errors.Is(err, unix.ENOENT) {
+		return true
 	}
 	for _, d := range dirs {
 		for _, name := range []string{"config", "config.worktree"} {
@@ -556,7 +561,11 @@ func (rf *repoFinder) worktreeElsewhere(gitdir *os.File, gitRel, rel string) boo
 			}
 			v, ok := configValue(cfg, "core", "worktree")
 			switch {
-			case ok && !rf.names(d.rel, v, rel):
+			// git reads a relative core.worktree from the git directory
+			// it runs in ($GIT_DIR), whichever config holds it: a linked
+			// worktree's, not the common directory's. Read from both, it
+			// must name rel both ways.
+			case ok && (!rf.names(d.rel, v, rel) || !rf.names(gitRel, v, rel)):
 				return true
 			case !ok && worktreeKey.Match(cfg):
 				// A worktree key xfsq did not find in [core]: git's
@@ -683,9 +692,21 @@ func configString(v string) string {
 	return b.String()
 }
 
-// configHashLen reads extensions.objectformat from a git config.
+// objectFormatKey finds "objectformat" anywhere in a config: where git
+// may read an extensions.objectformat.
+var objectFormatKey = regexp.MustCompile(`(?i)objectformat`)
+
+// configHashLen reads extensions.objectformat from a git config. One that
+// names the key where configValue does not read it as git does (a line
+// continuation, two headers on a line, a key outside [extensions]) is not
+// read: the index would be parsed by a guess at its hash, and a guess can
+// be made to parse cleanly (an attack's did, as SHA-1 where git reads
+// SHA-256, naming other paths).
 func configHashLen(cfg []byte) (int, error) {
 	v, ok := configValue(cfg, "extensions", "objectformat")
+	if objectFormatKey.Match(cfg) && (!ok || !plainConfig(cfg)) {
+		return 0, errors.New("its config names an object format in a way git may read otherwise")
+	}
 	switch v = strings.ToLower(v); {
 	case !ok || v == "sha1":
 		return 20, nil
