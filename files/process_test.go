@@ -434,6 +434,36 @@ func TestAReclaimLeavesADirectoryAtTheTemporaryName(t *testing.T) {
 	}
 }
 
+// Nor a link or a FIFO put there: xfsq's temporary files are regular files.
+func TestAReclaimLeavesALinkOrFIFOAtTheTemporaryName(t *testing.T) {
+	for _, kind := range []string{"symlink", "fifo"} {
+		t.Run(kind, func(t *testing.T) {
+			s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+			s.limit("omni", s.used("omni").Bytes+10<<20, 0)
+			cmd, _ := startSlow(t, s, 6<<20)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			res, _ := s.st.Reservations(ctx)
+			if len(res) != 1 {
+				t.Fatalf("reservations after the kill: %+v", res)
+			}
+			temp := filepath.Join(s.root, res[0].TempPath)
+			os.Remove(temp)
+			if kind == "symlink" {
+				os.Symlink("work", temp)
+			} else if err := syscall.Mkfifo(temp, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.put("omni", "next", make([]byte, 8<<20), true); err != nil {
+				t.Fatalf("a write needing the dead writer's room: %v", err)
+			}
+			if _, err := os.Lstat(temp); err != nil {
+				t.Errorf("the reclaim removed the tenant's %s at the temporary name: %v", kind, err)
+			}
+		})
+	}
+}
+
 // A live writer that stalls (its body stops arriving) is reclaimed after
 // reservation_ttl, and doctor says so; its later data cannot be committed.
 func TestStalledWriterIsReclaimedAfterTTL(t *testing.T) {

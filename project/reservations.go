@@ -80,7 +80,8 @@ func (m *Manager) RemoveTemps(ctx context.Context, reclaimed []store.Reservation
 }
 
 // removeTemp removes, journalled, the temporary file name in parent if it
-// is one: a directory there, or a mount, is not xfsq's.
+// is one: xfsq writes regular files there, so a directory, a link, a FIFO
+// or a mount at the name is a tenant's.
 func (m *Manager) removeTemp(ctx context.Context, parent *saferm.Dir, project, area, name, reason, policy string) error {
 	st, err := parent.Lstat(name)
 	if errors.Is(err, os.ErrNotExist) {
@@ -89,7 +90,7 @@ func (m *Manager) removeTemp(ctx context.Context, parent *saferm.Dir, project, a
 	if err != nil {
 		return err
 	}
-	if st.IsDir() || st.OtherMount {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.OtherMount {
 		return nil
 	}
 	rec := sweep.Record{Area: area, Bytes: st.Blocks * 512, Reason: reason, Policy: policy}
