@@ -704,6 +704,34 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			skipped: map[string]string{".": "object format"},
 		},
 		{
+			// git reads [core "x"] worktree as core.x.worktree, not
+			// core.worktree: a value there that names the repository's own
+			// directory must not hide the core.worktree git does read.
+			name: "a core.worktree behind a subsection that names the repository's own directory",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "r"), []string{"readme"}, nil)
+				gittest.Run(t, filepath.Join(ws, "r"), "config", "core.worktree", "../../t")
+				writeFiles(t, ws, "t/dist/x.log")
+				gittest.Run(t, filepath.Join(ws, "r"), "add", "-f", "dist/x.log")
+				cfg := filepath.Join(ws, "r/.git/config")
+				old, _ := os.ReadFile(cfg)
+				os.WriteFile(cfg, append(old, []byte("[core \"x\"]\n\tworktree = ..\n")...), 0o644)
+			},
+			survive: []string{"t/dist/x.log"},
+			skipped: map[string]string{".": "core.worktree"},
+		},
+		{
+			name: "an object format in a subsection of extensions",
+			setup: func(t *testing.T, ws string) {
+				gitRepoAt(t, filepath.Join(ws, "r2"), []string{"dist/a.log"}, nil)
+				cfg := filepath.Join(ws, "r2/.git/config")
+				old, _ := os.ReadFile(cfg)
+				os.WriteFile(cfg, append(old, []byte("[extensions \"x\"]\n\tobjectformat = sha256\n")...), 0o644)
+			},
+			survive: []string{"r2/dist/a.log"},
+			skipped: map[string]string{".": "object format"},
+		},
+		{
 			name: "a bare repository inside a trash directory is kept",
 			setup: func(t *testing.T, ws string) {
 				os.MkdirAll(filepath.Join(ws, "dist"), 0o755)

@@ -598,8 +598,11 @@ func (rf *repoFinder) names(base, v, rel string) bool {
 
 // configValue is the last value a git config gives section.key (names are
 // case-insensitive; quotes and comments dropped), and whether it is set.
-func configValue(cfg []byte, section, key string) (string, bool) {
-	current, val, set := "", "", false
+// Only a header naming the section alone opens it: [core "x"] and
+// [core.x] are subsections, whose keys git never reads as core's (an
+// attack hid a core.worktree behind [core "x"] worktree = ..).
+func configValue(cfg []byte, section, key string) (val string, set bool) {
+	current := ""
 	// git skips a UTF-8 byte-order mark before the first line, and trims
 	// only spaces, tabs and line ends (not \f, \v or a no-break space).
 	for _, line := range strings.Split(strings.TrimPrefix(string(cfg), "\xef\xbb\xbf"), "\n") {
@@ -609,10 +612,8 @@ func configValue(cfg []byte, section, key string) (string, bool) {
 			if end < 0 {
 				continue
 			}
-			current = ""
-			if f := strings.Fields(line[1:end]); len(f) > 0 {
-				current = strings.ToLower(f[0])
-			}
+			// The whole header, subsection and all: "core" only for [core].
+			current = strings.ToLower(strings.Trim(line[1:end], " \t"))
 			line = strings.Trim(line[end+1:], " \t")
 		}
 		k, v, _ := strings.Cut(line, "=")
