@@ -172,9 +172,13 @@ func (m *Manager) strayTemps(ctx context.Context, trees []store.Tree, ready func
 				time.Since(time.Unix(st.Ctime.Sec, int64(st.Ctime.Nsec))) < ttl {
 				continue
 			}
+			holding := "holding " + units.FormatIEC(st.Blocks*512)
+			if st.Nlink > 1 { // a tenant's link to a file that stays
+				holding = fmt.Sprintf("one of %d names of a file of %s (removing it frees nothing)", st.Nlink, units.FormatIEC(st.Blocks*512))
+			}
 			f := Finding{Kind: StrayTemp, Project: t.Project, Area: t.Area, Path: rel, ProjectID: t.ProjectID,
-				Detail: fmt.Sprintf("a write's temporary file holding %s, named by no reservation, unchanged since %s",
-					units.FormatIEC(st.Blocks*512), time.Unix(st.Ctime.Sec, 0).UTC().Format(time.RFC3339)),
+				Detail: fmt.Sprintf("a write's temporary file %s, named by no reservation, unchanged since %s",
+					holding, time.Unix(st.Ctime.Sec, 0).UTC().Format(time.RFC3339)),
 				Fix: "remove it (journalled storage.evicted, reason stray)"}
 			f.fixFn = func(ctx context.Context) error {
 				root, err := saferm.Open(m.Root)
