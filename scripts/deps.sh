@@ -18,9 +18,9 @@ set -euo pipefail
 # rules, and the metrics tests start a real Prometheus server to scrape xfsq.
 # btrfs-progs: the fallback's tests on a btrfs root, whose subvolumes share
 # its mount but number their inodes afresh. chromium: the dashboard's tests
-# drive it headless (chromedp).
+# drive it headless (chromedp). systemd: systemd-analyze verifies contrib/systemd/xfsq.service.
 case "${1:-}" in
-test) want=(xfsprogs qemu-system-x86 busybox-static git postgresql prometheus btrfs-progs chromium) ;;
+test) want=(xfsprogs qemu-system-x86 busybox-static git postgresql prometheus btrfs-progs chromium systemd) ;;
 demo) want=(xfsprogs qemu-system-x86 busybox-static) ;;
 *) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

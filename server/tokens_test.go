@@ -4,11 +4,13 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/prereq"
 )
 
 const secretA = "a-secret-token-0123456789"
@@ -123,5 +125,29 @@ func TestTokenFileExample(t *testing.T) {
 	}
 	if c, ok := set.Lookup("test"); !ok || c.Name != "dashboard" || c.Role != RoleReader {
 		t.Errorf("the example's reader token: %+v %v", c, ok)
+	}
+}
+
+// The systemd unit shipped in contrib/ is one systemd accepts as it is
+// (systemd-analyze verify: every directive known, its values valid), with
+// only the binary's path pointed at one that exists here.
+func TestSystemdUnitVerifies(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		prereq.Missing(t, "systemd-analyze (Debian package systemd) checks contrib/systemd/xfsq.service")
+		return
+	}
+	unit, err := os.ReadFile("../contrib/systemd/xfsq.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(unit), "ExecStart=/usr/local/bin/xfsq serve") {
+		t.Fatal("the unit does not start /usr/local/bin/xfsq serve")
+	}
+	bin, _ := exec.LookPath("true")
+	path := filepath.Join(t.TempDir(), "xfsq.service")
+	os.WriteFile(path, []byte(strings.ReplaceAll(string(unit), "/usr/local/bin/xfsq", bin)), 0o644)
+	if out, err := exec.Command(analyze, "verify", path).CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 }
