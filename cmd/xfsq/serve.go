@@ -46,11 +46,21 @@ const (
 // after ten minutes of load stays under its 64 MiB).
 const serveGCPercent = 400
 
-// setServeGC applies serveGCPercent unless the operator's GOGC (getenv's)
-// says otherwise.
+// serveMemoryLimit bounds what the headroom may grow to: while the
+// scheduled passes run, the live heap holds their walks, and four times
+// that is more than a host gives a storage daemon (the RSS reached 82 MiB
+// with a snapshot and a sweep pass a minute; BENCHMARKS.md). Near the limit
+// the collector runs as often as it must; below it the headroom stays.
+const serveMemoryLimit = 48 << 20
+
+// setServeGC applies serveGCPercent and serveMemoryLimit unless the
+// operator's GOGC or GOMEMLIMIT (getenv's) says otherwise.
 func setServeGC(getenv func(string) string) {
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(serveGCPercent)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(serveMemoryLimit)
 	}
 }
 
@@ -65,8 +75,9 @@ func serveCommand(with func(fn func(e env) error) cli.ActionFunc) *cli.Command {
 			"A token's name is the actor journalled for its changes; the token itself is never logged.\n" +
 			"SIGTERM or SIGINT: stop accepting, let requests in flight finish within --grace, close the root, exit 0.\n" +
 			"Logs (JSON, one access line per request) go to stderr.\n" +
-			"The Go collector runs with GOGC=400 (a server's small heap would otherwise be collected every few MiB);\n" +
-			"GOGC and GOMEMLIMIT in the environment override it.",
+			"The Go collector runs with GOGC=400 (a server's small heap would otherwise be collected every few MiB)\n" +
+			"and GOMEMLIMIT=48MiB (so that the headroom never grows past it while the passes run);\n" +
+			"GOGC and GOMEMLIMIT in the environment override them.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: defaultListen, Usage: "address to listen on (HOST:PORT)", EnvVars: []string{"XFSQ_LISTEN"}},
 			&cli.StringFlag{Name: "token-file", Usage: "the bearer tokens (CSV: TOKEN,NAME,ROLE[,\"P1,P2\"]; mode 600)", EnvVars: []string{"XFSQ_TOKEN_FILE"}},

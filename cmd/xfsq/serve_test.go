@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/big"
 	"net"
 	"net/http"
@@ -294,6 +295,28 @@ func TestServeGCHeadroom(t *testing.T) {
 			t.Errorf("GOGC=%q: the collector's percent is %d, want %d", c.gogc, got, c.want)
 		}
 	}
+}
+
+// serve bounds the memory the headroom may take, unless the operator's
+// GOMEMLIMIT says otherwise.
+func TestServeMemoryLimit(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	for _, c := range []struct {
+		env  string
+		want int64
+	}{{"", serveMemoryLimit}, {"1GiB", math.MaxInt64}} {
+		debug.SetMemoryLimit(math.MaxInt64)
+		setServeGC(func(k string) string {
+			if k == "GOMEMLIMIT" {
+				return c.env
+			}
+			return ""
+		})
+		if got := debug.SetMemoryLimit(-1); got != c.want {
+			t.Errorf("GOMEMLIMIT=%q: the limit is %d, want %d", c.env, got, c.want)
+		}
+	}
+	debug.SetGCPercent(100)
 }
 
 // serve listens on loopback unless told otherwise: /metrics, /healthz and
