@@ -46,12 +46,13 @@ const (
 // after ten minutes of load stays under its 64 MiB).
 const serveGCPercent = 400
 
-// serveMemoryLimit bounds what the headroom may grow to: while the
-// scheduled passes run, the live heap holds their walks, and four times
-// that is more than a host gives a storage daemon (the RSS reached 82 MiB
-// with a snapshot and a sweep pass a minute; BENCHMARKS.md). Near the limit
-// the collector runs as often as it must; below it the headroom stays.
-const serveMemoryLimit = 48 << 20
+// serveMemoryLimit bounds what the headroom may grow to: with the
+// scheduled passes running, four times the live heap came to more than a
+// host gives a storage daemon (the RSS reached 82 MiB with a snapshot and a
+// sweep pass a minute; BENCHMARKS.md). Near the limit the collector runs as
+// often as it must; below it the headroom stays. The limit counts only
+// Go's memory: the binary's mapped pages (some 16 MiB resident) come on top.
+const serveMemoryLimit = 40 << 20
 
 // setServeGC applies serveGCPercent and serveMemoryLimit unless the
 // operator's GOGC or GOMEMLIMIT (getenv's) says otherwise.
@@ -76,7 +77,7 @@ func serveCommand(with func(fn func(e env) error) cli.ActionFunc) *cli.Command {
 			"SIGTERM or SIGINT: stop accepting, let requests in flight finish within --grace, close the root, exit 0.\n" +
 			"Logs (JSON, one access line per request) go to stderr.\n" +
 			"The Go collector runs with GOGC=400 (a server's small heap would otherwise be collected every few MiB)\n" +
-			"and GOMEMLIMIT=48MiB (so that the headroom never grows past it while the passes run);\n" +
+			"and GOMEMLIMIT=40MiB (so that the headroom never grows past it while the passes run);\n" +
 			"GOGC and GOMEMLIMIT in the environment override them.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: defaultListen, Usage: "address to listen on (HOST:PORT)", EnvVars: []string{"XFSQ_LISTEN"}},
