@@ -935,6 +935,7 @@ func TestConfigString(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{" ../r ", "../r"},
 		{` "../../r#x"`, "../../r#x"},
+		{` "  .." # c`, "  .."}, // quoted blanks stay, also before a comment (an attack hid ../../t so)
 		{" ../r # a comment", "../r"},
 		{" ../r;x", "../r"},
 		{` "a b" c`, "a b c"},

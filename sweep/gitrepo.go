@@ -659,7 +659,10 @@ func configString(v string) string {
 			quoted = !quoted
 			continue
 		case !quoted && (c == '#' || c == ';'):
-			return strings.TrimLeft(b.String(), " \t")
+			// Blanks inside quotes stay (git keeps them); only the
+			// unquoted ones pending here are dropped, and leading unquoted
+			// blanks never reached b.
+			return b.String()
 		case c == '\\':
 			if i+1 >= len(v) {
 				return v + "\x00"
