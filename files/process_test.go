@@ -407,37 +407,28 @@ func TestDoctorRemovesAStrayTemporaryFile(t *testing.T) {
 	}
 }
 
-// What a tenant makes of a dead writer's temporary name is the tenant's:
-// a directory put there holds work, and the reclaim that removes the
-// writer's file leaves it, whole.
-func TestAReclaimLeavesADirectoryAtTheTemporaryName(t *testing.T) {
-	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
-	s.limit("omni", s.used("omni").Bytes+10<<20, 0)
-	cmd, _ := startSlow(t, s, 6<<20)
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	res, _ := s.st.Reservations(ctx)
-	if len(res) != 1 {
-		t.Fatalf("reservations after the kill: %+v", res)
-	}
-	temp := filepath.Join(s.root, res[0].TempPath)
-	if err := os.Remove(temp); err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(filepath.Join(temp, "work"), 0o755)
-	os.WriteFile(filepath.Join(temp, "work/thesis"), []byte("years"), 0o644)
-	if err := s.put("omni", "next", make([]byte, 8<<20), true); err != nil {
-		t.Fatalf("a write needing the dead writer's room: %v", err)
-	}
-	if got, _ := os.ReadFile(filepath.Join(temp, "work/thesis")); string(got) != "years" {
-		t.Fatal("the reclaim removed a directory the tenant made at the temporary name")
-	}
-}
-
-// Nor a link or a FIFO put there: xfsq's temporary files are regular files.
-func TestAReclaimLeavesALinkOrFIFOAtTheTemporaryName(t *testing.T) {
-	for _, kind := range []string{"symlink", "fifo"} {
-		t.Run(kind, func(t *testing.T) {
+// What a tenant puts at a dead writer's temporary name is the tenant's: a
+// directory holding work, a link or a FIFO (xfsq's temporary files are
+// regular files). The reclaim that removes the writer's file leaves each.
+func TestAReclaimLeavesWhatATenantPutsAtTheTemporaryName(t *testing.T) {
+	for _, c := range []struct {
+		kind  string
+		plant func(temp string) error
+		check func(temp string) bool
+	}{
+		{"directory", func(temp string) error {
+			os.MkdirAll(filepath.Join(temp, "work"), 0o755)
+			return os.WriteFile(filepath.Join(temp, "work/thesis"), []byte("years"), 0o644)
+		}, func(temp string) bool {
+			got, _ := os.ReadFile(filepath.Join(temp, "work/thesis"))
+			return string(got) == "years"
+		}},
+		{"symlink", func(temp string) error { return os.Symlink("work", temp) },
+			func(temp string) bool { _, err := os.Lstat(temp); return err == nil }},
+		{"fifo", func(temp string) error { return syscall.Mkfifo(temp, 0o644) },
+			func(temp string) bool { _, err := os.Lstat(temp); return err == nil }},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
 			s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
 			s.limit("omni", s.used("omni").Bytes+10<<20, 0)
 			cmd, _ := startSlow(t, s, 6<<20)
@@ -448,17 +439,17 @@ func TestAReclaimLeavesALinkOrFIFOAtTheTemporaryName(t *testing.T) {
 				t.Fatalf("reservations after the kill: %+v", res)
 			}
 			temp := filepath.Join(s.root, res[0].TempPath)
-			os.Remove(temp)
-			if kind == "symlink" {
-				os.Symlink("work", temp)
-			} else if err := syscall.Mkfifo(temp, 0o644); err != nil {
+			if err := os.Remove(temp); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.plant(temp); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.put("omni", "next", make([]byte, 8<<20), true); err != nil {
 				t.Fatalf("a write needing the dead writer's room: %v", err)
 			}
-			if _, err := os.Lstat(temp); err != nil {
-				t.Errorf("the reclaim removed the tenant's %s at the temporary name: %v", kind, err)
+			if !c.check(temp) {
+				t.Errorf("the reclaim removed the tenant's %s at the temporary name", c.kind)
 			}
 		})
 	}
