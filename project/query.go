@@ -171,14 +171,17 @@ func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 	}
 	// A slice in ID order, not All's map: a report or a scrape only joins
 	// each tree with its ID, and on 1,000 trees the map inserts cost about
-	// what the kernel's own lookups do (BENCHMARKS.md).
-	var all []quota.Quota
+	// what the kernel's own lookups do (BENCHMARKS.md). status copies what
+	// it reads, so the slice can be the one WithAll lends.
+	var statuses []TreeStatus
 	if m.xfs != nil {
-		if all, err = m.xfs.AppendAll(nil); err != nil {
-			return nil, err
-		}
+		err = m.xfs.WithAll(func(all []quota.Quota) (err error) {
+			statuses, err = m.status(ctx, trees, all, readOf(r))
+			return err
+		})
+	} else {
+		statuses, err = m.status(ctx, trees, nil, readOf(r))
 	}
-	statuses, err := m.status(ctx, trees, all, readOf(r))
 	if err != nil {
 		return nil, err
 	}
@@ -330,12 +333,12 @@ func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 		u.gen = gen
 	}
 	if m.xfs != nil {
-		all, err := m.xfs.AppendAll(u.kernel[:0]) // in ID order, as Report reads them
-		if err != nil {
-			return nil, err
-		}
-		u.kernel = all
-		return m.status(ctx, u.trees, all, Read{})
+		var out []TreeStatus
+		err := m.xfs.WithAll(func(all []quota.Quota) (err error) { // in ID order, as Report reads them
+			out, err = m.status(ctx, u.trees, all, Read{})
+			return err
+		})
+		return out, err
 	}
 	if u.all == nil {
 		names := slices.Sorted(maps.Keys(u.byName))

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -134,10 +133,6 @@ type usageCache struct {
 	all      []TreeStatus            // byName's, in project order; nil: to be assembled
 	at       map[string]int          // where each project's trees start in all
 	trees    []store.Tree            // XFS's, every project's
-	// kernel is XFS's last enumeration, kept to enumerate into again: a
-	// scraper every few seconds need not allocate and zero 1,000 entries
-	// each time (status copies what it reads from it).
-	kernel []quota.Quota
 }
 
 // fullUsageRead is how many changed projects make Usage read the whole

@@ -52,14 +52,28 @@ func BenchmarkKernelUsage(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	// The enumeration a report or a scrape makes (project.Report): a
-	// fresh slice in ID order, sized from the last pass.
+	// The enumeration a report or a scrape makes (project.Report,
+	// project.Usage): every ID in ID order, into the buffer WithAll lends.
+	enumerate := func(b *testing.B) {
+		if err := fs.WithAll(func(all []quota.Quota) error {
+			if len(all) != benchTrees {
+				b.Fatalf("%d trees", len(all))
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// A fresh result (AppendAll(nil)), what the map form and callers that
+	// keep the figures pay: the same, plus allocating and zeroing 72 KB.
+	fresh := func(b *testing.B) {
+		if all, err := fs.AppendAll(nil); err != nil || len(all) != benchTrees {
+			b.Fatalf("%d trees, %v", len(all), err)
+		}
+	}
 	b.Run("xfsq", func(b *testing.B) {
 		for b.Loop() {
-			all, err := fs.AppendAll(nil)
-			if err != nil || len(all) != benchTrees {
-				b.Fatalf("%d trees, %v", len(all), err)
-			}
+			enumerate(b)
 		}
 	})
 	// The map form, for callers that look IDs up (allocation, doctor).
@@ -151,36 +165,20 @@ func BenchmarkKernelUsage(b *testing.B) {
 		}
 	}
 	// The goal: the enumeration a report or a scrape makes.
-	b.Run("paired", paired(func(b *testing.B) {
-		if all, err := fs.AppendAll(nil); err != nil || len(all) != benchTrees {
-			b.Fatalf("%d trees, %v", len(all), err)
-		}
-	}))
-	// Where the rest goes, in the same boot. reuse-paired: the same
-	// enumeration into a slice kept from the pass before (a long-lived
-	// scrape could; a one-shot report cannot), so the difference to
-	// paired is allocating and zeroing the 1,000 entries. calls-paired:
-	// only the wrapper's calls into one buffer, nothing converted, so the
-	// difference to the floor is the layering (the quotactl package's
-	// call, telling ENOENT from a failure).
-	var kept []quota.Quota
-	b.Run("reuse-paired", paired(func(b *testing.B) {
-		var err error
-		if kept, err = fs.AppendAll(kept[:0]); err != nil || len(kept) != benchTrees {
-			b.Fatalf("%d trees, %v", len(kept), err)
-		}
-	}))
-	// nogc-paired: the fresh enumeration with the collector off for the
-	// run. The difference to paired is the collections that a loop of
-	// fresh 72 KB results sets off (one every few dozen passes), which a
-	// one-shot report, allocating once, never pays.
+	b.Run("paired", paired(enumerate))
+	// Where the rest goes, in the same boot. fresh-paired: into a fresh
+	// result, so the difference to paired is allocating and zeroing the
+	// 1,000 entries and the collections a loop of them sets off.
+	// nogc-paired: the same with the collector off for the run, which
+	// leaves the allocation alone (a one-shot report allocates once and
+	// exits before any collection). calls-paired: only the wrapper's calls
+	// into one buffer, nothing converted, so the difference to the floor
+	// is the layering (the quotactl package's call, telling ENOENT from a
+	// failure).
+	b.Run("fresh-paired", paired(fresh))
 	b.Run("nogc-paired", func(b *testing.B) {
 		defer debug.SetGCPercent(debug.SetGCPercent(-1))
-		paired(func(b *testing.B) {
-			if all, err := fs.AppendAll(nil); err != nil || len(all) != benchTrees {
-				b.Fatalf("%d trees, %v", len(all), err)
-			}
-		})(b)
+		paired(fresh)(b)
 	})
 	b.Run("calls-paired", paired(func(b *testing.B) {
 		var q quotactl.DiskQuota

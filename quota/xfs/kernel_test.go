@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -489,6 +490,43 @@ func testOracle(t *testing.T, kfs *kerneltest.FS) {
 		if o := oracle[q.ID]; q.Limits != o.Limits || q.Bytes != o.Bytes || q.Inodes != o.Inodes {
 			t.Errorf("project %d: AppendAll %+v; xfs_quota %+v %d B %d inodes", q.ID, q, o.Limits, o.Bytes, o.Inodes)
 		}
+	}
+	testWithAll(t, fs, list[1:])
+}
+
+// testWithAll: the lent form (what Report and the scrape use) holds what
+// AppendAll does, a later pass into the same buffer holds the kernel's new
+// figures, a warm pass allocates nothing, and fn's error comes back as is.
+func testWithAll(t *testing.T, fs *FS, want []quota.Quota) {
+	lent := func() []quota.Quota {
+		var got []quota.Quota
+		if err := fs.WithAll(func(all []quota.Quota) error {
+			got = slices.Clone(all)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := lent(); !slices.Equal(got, want) {
+		t.Fatalf("WithAll lent %d entries, AppendAll returned %d, or they differ:\n%+v\n%+v", len(got), len(want), got, want)
+	}
+	changed := want[len(want)/2]
+	l := quota.Limits{BytesHard: changed.BytesHard + mib, InodesHard: changed.InodesHard + 1}
+	if err := fs.SetLimits(changed.ID, l); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range lent() {
+		if q.ID == changed.ID && q.Limits != l {
+			t.Errorf("project %d: the pass after SetLimits lent %+v, want %+v", q.ID, q.Limits, l)
+		}
+	}
+	if n := testing.AllocsPerRun(20, func() { fs.WithAll(func([]quota.Quota) error { return nil }) }); n >= 1 {
+		t.Errorf("a warm WithAll pass allocates %.1f times, want nothing", n)
+	}
+	mine := errors.New("fn failed")
+	if err := fs.WithAll(func([]quota.Quota) error { return mine }); err != mine {
+		t.Errorf("WithAll returned %v, want fn's own error", err)
 	}
 }
 
