@@ -65,7 +65,7 @@ else
 	rc=0
 	"$work/vmrun" -mem 1G /bin/bash "$PWD/scripts/demo.sh" --inside "$work/xfsq" 2>"$work/vmrun.err" || rc=$?
 	if [ "$rc" = 125 ]; then
-		fallback "$(grep -m1 'no route boots' "$work/vmrun.err" | sed 's/^vmrun: //')"
+		fallback "$(grep -m1 '^vmrun: no route' "$work/vmrun.err" | sed 's/^vmrun: //')"
 	else
 		grep -m1 '^vmrun: kernel tests:' "$work/vmrun.err" | sed 's/^vmrun: kernel tests: /(route: /; s/$/)/' || true
 		[ "$rc" = 0 ] || { cat "$work/vmrun.err" >&2; exit "$rc"; }

@@ -68,7 +68,8 @@ func (r RouteReport) String() string {
 
 // vmRoute is one way of booting a kernel that enforces XFS quotas.
 type vmRoute interface {
-	name() string
+	kind() string // "qemu", "uml": as XFSQ_KERNELTEST_ROUTES names it
+	name() string // kind and details once prepared, e.g. "qemu (tcg)"
 	// prepare makes the route ready (fetches a kernel, probes KVM) and
 	// returns details for the report, or why the route cannot be used.
 	prepare() (detail string, err error)
@@ -92,13 +93,28 @@ type errNotStarted struct{ reason string }
 
 func (e *errNotStarted) Error() string { return e.reason }
 
+// errCrashed marks a kernel that stopped after the program started and
+// before it finished: a panic, an oops that killed init, the emulator
+// dying. The route is not to be trusted with the rest of the run, and the
+// program is run again from the start on the next route that boots.
+type errCrashed struct {
+	reason  string // the console's trouble lines
+	console []byte
+	cause   error // how the kernel's process ended
+}
+
+func (e *errCrashed) Error() string {
+	return fmt.Sprintf("the kernel stopped before the program finished (%v); console:\n%s", e.cause, tail(e.console, 4000))
+}
+
 // Route order: each route is tried in turn until one boots; the first that
 // did is kept for the rest of the process.
 var (
 	chooseMu sync.Mutex
 	chosen   vmRoute
 	chosenAt RouteReport
-	passed   []string // reasons routes were passed over, for every report
+	passed   []string        // reasons routes were passed over, for every report
+	failed   map[string]bool // routes that did not boot or crashed: never tried again
 )
 
 // routeNames is the order routes are tried in: native first, then QEMU, as
@@ -122,6 +138,9 @@ func routeAllowed(name string) bool {
 	return false
 }
 
+// routeList gives the routes Run tries; the harness's own tests replace it.
+var routeList = vmRoutes
+
 // vmRoutes are the VM routes, in order.
 func vmRoutes() []vmRoute {
 	var rs []vmRoute
@@ -138,32 +157,62 @@ func vmRoutes() []vmRoute {
 
 // Run boots a kernel on the first route that works and waits for the
 // program; an error means no route could run it (the program's own failure
-// is in ExitCode).
+// is in ExitCode). A route whose kernel crashes while the program runs is
+// passed over like one that never booted, and the program runs again on
+// the next: a crash of one route is never the end of a run another route
+// can finish.
 func (b Boot) Run() (BootResult, error) {
 	chooseMu.Lock()
 	defer chooseMu.Unlock()
 	if chosen != nil {
 		res, err := bootOn(chosen, b)
-		res.Route.Route, res.Route.Detail, res.Route.Skipped = chosenAt.Route, chosenAt.Detail, passed
-		return res, err
+		var crash *errCrashed
+		if !errors.As(err, &crash) {
+			res.Route.Route, res.Route.Detail, res.Route.Skipped = chosenAt.Route, chosenAt.Detail, passed
+			return res, err
+		}
+		passOver(chosen, "crashed while the program ran: "+crash.reason)
+		chosen = nil
 	}
-	for _, r := range vmRoutes() {
+	var lastCrash *errCrashed
+	for _, r := range routeList() {
+		if failed[r.kind()] {
+			continue
+		}
 		detail, err := r.prepare()
 		if err != nil {
-			passed = append(passed, r.name()+": "+err.Error())
+			passOver(r, err.Error())
 			continue
 		}
 		res, err := bootOn(r, b)
 		var ns *errNotStarted
 		if errors.As(err, &ns) {
-			passed = append(passed, r.name()+": "+ns.reason)
+			passOver(r, ns.reason)
+			continue
+		}
+		if errors.As(err, &lastCrash) {
+			passOver(r, "crashed while the program ran: "+lastCrash.reason)
 			continue
 		}
 		chosen, chosenAt = r, RouteReport{Route: r.name(), Detail: detail}
 		res.Route.Route, res.Route.Detail, res.Route.Skipped = r.name(), detail, passed
 		return res, err
 	}
+	if lastCrash != nil { // the console of the last crash is the one to read
+		return BootResult{}, fmt.Errorf("no route ran the program to its end: %s; the last console:\n%s",
+			strings.Join(passed, "; "), tail(lastCrash.console, 4000))
+	}
 	return BootResult{}, fmt.Errorf("no route boots a kernel with XFS quotas: %s", strings.Join(passed, "; "))
+}
+
+// passOver records why r is not used, for every later report, and never
+// tries it again in this process.
+func passOver(r vmRoute, why string) {
+	if failed == nil {
+		failed = map[string]bool{}
+	}
+	failed[r.kind()] = true
+	passed = append(passed, r.name()+": "+why)
 }
 
 // bootOn boots one route once.
@@ -249,7 +298,11 @@ func bootOn(r vmRoute, b Boot) (BootResult, error) {
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("the program did not finish within %s; its output:\n%s", timeout, tail(res.Output, 8000))
 		}
-		return res, fmt.Errorf("the kernel stopped before the program finished (%v); console:\n%s", runErr, tail(res.Console, 4000))
+		why := consoleReason(res.Console)
+		if why == "" {
+			why = fmt.Sprintf("%v", runErr)
+		}
+		return res, &errCrashed{reason: why, console: res.Console, cause: runErr}
 	}
 	res.ExitCode, err = strconv.Atoi(strings.TrimSpace(string(rc)))
 	if err != nil {
@@ -290,7 +343,7 @@ func runScript(r vmRoute, b Boot, w *bootWork) string {
 	return s.String()
 }
 
-var consoleTrouble = regexp.MustCompile(`(?i)panic|not syncing|fail|error|unable|cannot|refused|errno`)
+var consoleTrouble = regexp.MustCompile(`(?i)panic|not syncing|\bbug:|\boops\b|fail|error|unable|cannot|refused|errno`)
 
 // consoleReason picks the console lines that say why a boot went wrong: the
 // first few that sound like trouble, else the last few.
@@ -325,6 +378,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // files through hostfs and needs no root and no emulator.
 type umlRoute struct{}
 
+func (umlRoute) kind() string { return "uml" }
 func (umlRoute) name() string { return "uml" }
 
 func (umlRoute) prepare() (string, error) {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -127,9 +128,10 @@ func readMark(dir, name string) string {
 	return string(b)
 }
 
-// A route that crashes is reported with its reason and the next route
-// runs the cases; a case that fails inside fails on the host; -test.run
-// filters cases inside; XFSQ_TEST_* variables reach the inside.
+// A route that crashes, before the program starts or while it runs, is
+// reported with its reason and the next route runs the cases from the
+// start; a case that fails inside fails on the host; -test.run filters
+// cases inside; XFSQ_TEST_* variables reach the inside.
 func TestCrashingRouteFallsBackAndFailuresInsideFailOnTheHost(t *testing.T) {
 	// The child is told its routes (uml, then qemu), so whether this host
 	// could enforce quotas natively does not matter: a host that can must
@@ -138,33 +140,46 @@ func TestCrashingRouteFallsBackAndFailuresInsideFailOnTheHost(t *testing.T) {
 		prereq.Missing(t, "this test runs the QEMU route: apt-get install "+Packages)
 		return
 	}
-	fake := t.TempDir()
-	// What Debian 12's linux.uml prints on a host whose XSAVE area it
-	// cannot handle.
-	script := "#!/bin/sh\necho 'userspace - ptrace set fp regs failed, errno = 14'\n" +
-		"echo 'Kernel panic - not syncing: Attempted to kill init! exitcode=0x0000000b'\nexit 1\n"
-	if err := os.WriteFile(filepath.Join(fake, "linux.uml"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out, code, marks := child(t, "^TestKernelHarnessHelper$/^(Passes|FailsOnPurpose)$",
-		"PATH="+fake+":"+os.Getenv("PATH"), "XFSQ_KERNELTEST_ROUTES=uml,qemu", envFail+"=1")
-	for _, want := range []string{
-		"passed over uml: ", "Kernel panic - not syncing", "kernel tests: qemu (",
-		"--- PASS: TestKernelHarnessHelper/Passes",
-		"--- FAIL: TestKernelHarnessHelper/FailsOnPurpose", "failing on purpose inside the kernel",
+	for _, c := range []struct{ name, fake, reason string }{
+		// What Debian 12's linux.uml prints on a host whose XSAVE area
+		// it cannot handle.
+		{"at boot", "echo 'userspace - ptrace set fp regs failed, errno = 14'\n" +
+			"echo 'Kernel panic - not syncing: Attempted to kill init! exitcode=0x0000000b'\nexit 1\n",
+			"passed over uml: userspace - ptrace set fp regs failed"},
+		// A kernel that reaches the program (the run script's "started"
+		// mark, beside the script named by init=) and dies under it.
+		{"under the program", "for a; do case $a in init=*) dir=$(dirname \"${a#init=}\");; esac; done\n" +
+			"echo 0.5 >\"$dir/started\"\n" +
+			"echo 'BUG: kernel NULL pointer dereference, address: 0000000000000008'\n" +
+			"echo 'Kernel panic - not syncing: Fatal exception'\nexit 1\n",
+			"passed over uml: crashed while the program ran: BUG: kernel NULL pointer dereference"},
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("child output lacks %q:\n%s", want, out)
-		}
-	}
-	if code == 0 {
-		t.Errorf("a case failed inside, yet the child exited 0:\n%s", out)
-	}
-	if got := readMark(marks, "Passes"); got != "inside=true xfs=true" {
-		t.Errorf("the Passes case inside saw %q, want it inside the kernel on XFS", got)
-	}
-	if got := readMark(marks, "FilteredOut"); got != "" {
-		t.Errorf("a case the -test.run filter excludes ran inside")
+		t.Run(c.name, func(t *testing.T) {
+			fake := t.TempDir()
+			if err := os.WriteFile(filepath.Join(fake, "linux.uml"), []byte("#!/bin/sh\n"+c.fake), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			out, code, marks := child(t, "^TestKernelHarnessHelper$/^(Passes|FailsOnPurpose)$",
+				"PATH="+fake+":"+os.Getenv("PATH"), "XFSQ_KERNELTEST_ROUTES=uml,qemu", envFail+"=1")
+			for _, want := range []string{
+				c.reason, "Kernel panic - not syncing", "kernel tests: qemu (",
+				"--- PASS: TestKernelHarnessHelper/Passes",
+				"--- FAIL: TestKernelHarnessHelper/FailsOnPurpose", "failing on purpose inside the kernel",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("child output lacks %q:\n%s", want, out)
+				}
+			}
+			if code == 0 {
+				t.Errorf("a case failed inside, yet the child exited 0:\n%s", out)
+			}
+			if got := readMark(marks, "Passes"); got != "inside=true xfs=true" {
+				t.Errorf("the Passes case inside saw %q, want it inside the kernel on XFS", got)
+			}
+			if got := readMark(marks, "FilteredOut"); got != "" {
+				t.Errorf("a case the -test.run filter excludes ran inside")
+			}
+		})
 	}
 }
 
@@ -203,6 +218,8 @@ func TestConsoleReasonPicksTheTrouble(t *testing.T) {
 	cases := []struct{ console, want string }{
 		{"booting\nuserspace - ptrace set fp regs failed, errno = 14\nKernel panic - not syncing: Attempted to kill init!\nmore\n",
 			"userspace - ptrace set fp regs failed, errno = 14 / Kernel panic - not syncing: Attempted to kill init!"},
+		{"[ 9.1] BUG: kernel NULL pointer dereference, address: 08\n[ 9.1] #PF: supervisor read access\n[ 9.2] Oops: 0000 [#1] SMP\n",
+			"[ 9.1] BUG: kernel NULL pointer dereference, address: 08 / [ 9.2] Oops: 0000 [#1] SMP"},
 		{"\x1b[2Ja\nb\nc\nd\n", "b / c / d"},
 		{"", ""},
 	}
@@ -256,5 +273,85 @@ func TestInitramfsIsWellFormedNewc(t *testing.T) {
 	want := "dev dev/console proc bin bin/busybox init TRAILER!!!"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("entries %q, want %q", got, want)
+	}
+}
+
+// fakeRoute "boots" by running one shell script per boot on the host: it
+// marks the program started, then either finishes it (prints the boot's
+// number, status 0) or dies as a kernel would under it.
+type fakeRoute struct {
+	id      string
+	crashes func(boot int) bool
+	boots   int
+}
+
+func (f *fakeRoute) kind() string             { return f.id }
+func (f *fakeRoute) name() string             { return f.id }
+func (f *fakeRoute) prepare() (string, error) { return "fake", nil }
+func (f *fakeRoute) device() string           { return "/dev/null" }
+func (f *fakeRoute) prelude() string          { return "" }
+func (f *fakeRoute) epilogue() string         { return "" }
+func (f *fakeRoute) defaultMem() string       { return "1M" }
+func (f *fakeRoute) command(w *bootWork) *exec.Cmd {
+	f.boots++
+	script := `echo 0.1 >"$1"; echo "` + f.id + ` boot ` + strconv.Itoa(f.boots) + `" >"$3"; echo 0 >"$2"`
+	if f.crashes(f.boots) {
+		script = `echo 0.1 >"$1"; echo 'Kernel panic - not syncing: Fatal exception in ` + f.id + `'; exit 1`
+	}
+	return exec.Command("/bin/sh", "-c", script, "sh", w.started, w.rc, w.output)
+}
+
+// A route that crashes under the program — on its first boot or on a later
+// one, after it was chosen — is passed over for good, with its console's
+// reason, and the program runs again on the next route; only when every
+// route crashes is the run a failure, naming each.
+func TestARouteCrashingUnderTheProgramIsPassedOver(t *testing.T) {
+	always := func(int) bool { return true }
+	never := func(int) bool { return false }
+	fromSecond := func(boot int) bool { return boot >= 2 }
+	cases := []struct {
+		name     string
+		routes   []*fakeRoute
+		outputs  []string // each Run's output, or "error: …" for its error
+		skipped  string   // the last report's reasons
+		bootsOfA int
+	}{
+		{"the first route crashes on its first boot",
+			[]*fakeRoute{{id: "a", crashes: always}, {id: "b", crashes: never}},
+			[]string{"b boot 1", "b boot 2"}, "a: crashed while the program ran: Kernel panic - not syncing: Fatal exception in a", 1},
+		{"the chosen route crashes on a later boot",
+			[]*fakeRoute{{id: "a", crashes: fromSecond}, {id: "b", crashes: never}},
+			[]string{"a boot 1", "b boot 1", "b boot 2"}, "a: crashed while the program ran: Kernel panic - not syncing: Fatal exception in a", 2},
+		{"every route crashes",
+			[]*fakeRoute{{id: "a", crashes: always}, {id: "b", crashes: always}},
+			[]string{"error: no route ran the program to its end: a: crashed while the program ran: Kernel panic - not syncing: Fatal exception in a; " +
+				"b: crashed while the program ran: Kernel panic - not syncing: Fatal exception in b; the last console:\n" +
+				"Kernel panic - not syncing: Fatal exception in b"}, "", 1},
+	}
+	defer func(l func() []vmRoute) { routeList = l }(routeList)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			chosen, chosenAt, passed, failed = nil, RouteReport{}, nil, nil
+			t.Cleanup(func() { chosen, chosenAt, passed, failed = nil, RouteReport{}, nil, nil })
+			routeList = func() []vmRoute { return []vmRoute{c.routes[0], c.routes[1]} }
+			var last BootResult
+			for i, want := range c.outputs {
+				res, err := Boot{Binary: "/bin/true", Timeout: time.Minute}.Run()
+				got := strings.TrimSpace(string(res.Output))
+				if err != nil {
+					got = "error: " + strings.TrimSpace(err.Error())
+				}
+				if got != want {
+					t.Errorf("run %d: %q, want %q", i+1, got, want)
+				}
+				last = res
+			}
+			if got := strings.Join(last.Route.Skipped, "; "); got != c.skipped {
+				t.Errorf("the last report passes over %q, want %q", got, c.skipped)
+			}
+			if c.routes[0].boots != c.bootsOfA {
+				t.Errorf("route a booted %d times, want %d: a route that crashed is never tried again", c.routes[0].boots, c.bootsOfA)
+			}
+		})
 	}
 }

@@ -25,6 +25,7 @@ const qemuBinary = "qemu-system-x86_64"
 // program in about a second, TCG in three or four.
 const kvmProbeTimeout = 12 * time.Second
 
+func (q *qemuRoute) kind() string { return "qemu" }
 func (q *qemuRoute) name() string { return "qemu (" + q.accel + ")" }
 
 func (q *qemuRoute) prepare() (string, error) {

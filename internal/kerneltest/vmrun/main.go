@@ -7,9 +7,10 @@
 //	go run ./internal/kerneltest/vmrun /tmp/xfs.test -test.run '^$' -test.bench Kernel
 //
 // It prints the route on stderr, then the program's output, and exits with
-// the program's status; 1 when the kernel broke down under the program, and
-// 125 (with each route's reason on stderr) when no route boots at all, so
-// that a script can fall back without mistaking its own failure for that.
+// the program's status; 125 (with each route's reason on stderr) when no
+// route ran it to its end (none boots, or each that does crashes under it),
+// so that a script can fall back without mistaking its own failure for
+// that; 1 when the program did not finish in time.
 package main
 
 import (
