@@ -355,3 +355,62 @@ func TestARouteCrashingUnderTheProgramIsPassedOver(t *testing.T) {
 		})
 	}
 }
+
+// KVM is used only after a probe boot reached its program in time: a
+// guest that hangs in early boot (nested virtualization) or a QEMU that
+// refuses KVM means TCG, with the reason; no /dev/kvm means TCG without one.
+// The answer is kept per host boot, so a second package does not probe
+// again. The QEMU here is a fake that plays each part.
+func TestKVMIsUsedOnlyAfterAProbeBootAnswers(t *testing.T) {
+	fake := `#!/bin/sh
+echo probe >>"$XFSQ_TEST_FAKE_QEMU_LOG"
+for a; do case $a in *xfsq.run=*) dir=$(dirname "${a##*xfsq.run=}");; esac; done
+case $XFSQ_TEST_FAKE_QEMU in
+answer) echo 0.4 >"$dir/started"; echo 0 >"$dir/rc";;
+hang) sleep 30;;
+refuse) echo 'qemu-system-x86_64: error: failed to set MSR 0x10a to 0x2000000f'; exit 1;;
+esac
+`
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, qemuBinary), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	defer func(d string, p time.Duration) { kvmDevice, kvmProbeTimeout = d, p }(kvmDevice, kvmProbeTimeout)
+	kvmProbeTimeout = 3 * time.Second
+	for _, c := range []struct {
+		mode   string
+		kvm    bool // whether there is a /dev/kvm to open
+		want   bool
+		why    string
+		probes int
+	}{
+		{"answer", true, true, "", 1},
+		{"hang", true, false, "probe boot did not answer within 3s", 1},
+		{"refuse", true, false, "probe boot failed: qemu-system-x86_64: error: failed to set MSR 0x10a to 0x2000000f", 1},
+		{"answer", false, false, "", 0},
+	} {
+		t.Run(fmt.Sprintf("%s, /dev/kvm %v", c.mode, c.kvm), func(t *testing.T) {
+			t.Setenv("XFSQ_KERNELTEST_CACHE", t.TempDir())
+			log := filepath.Join(t.TempDir(), "probes")
+			t.Setenv("XFSQ_TEST_FAKE_QEMU_LOG", log)
+			t.Setenv("XFSQ_TEST_FAKE_QEMU", c.mode)
+			kvmDevice = filepath.Join(t.TempDir(), "kvm")
+			if c.kvm {
+				if err := os.WriteFile(kvmDevice, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 2 { // the second answer comes from the memo
+				q := &qemuRoute{kernel: vmKernel{Vmlinuz: "/nonexistent", Initrd: "/nonexistent"}}
+				if ok, why := q.kvmWorks(); ok != c.want || why != c.why {
+					t.Errorf("kvmWorks() = %v, %q; want %v, %q", ok, why, c.want, c.why)
+				}
+			}
+			b, _ := os.ReadFile(log)
+			if n := strings.Count(string(b), "probe"); n != c.probes {
+				t.Errorf("QEMU was started %d times for two asks, want %d", n, c.probes)
+			}
+		})
+	}
+}

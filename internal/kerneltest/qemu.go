@@ -22,8 +22,11 @@ type qemuRoute struct {
 const qemuBinary = "qemu-system-x86_64"
 
 // kvmProbeTimeout bounds the probe boot: a working KVM guest reaches its
-// program in about a second, TCG in three or four.
-const kvmProbeTimeout = 12 * time.Second
+// program in about a second, TCG in three or four. A variable, as is the
+// device, for the harness's own tests.
+var kvmProbeTimeout = 12 * time.Second
+
+var kvmDevice = "/dev/kvm"
 
 func (q *qemuRoute) kind() string { return "qemu" }
 func (q *qemuRoute) name() string { return "qemu (" + q.accel + ")" }
@@ -50,7 +53,7 @@ func (q *qemuRoute) prepare() (string, error) {
 // kvmWorks probes KVM once per host boot: the answer is kept in the cache
 // directory under the host's boot ID, so only the first package pays.
 func (q *qemuRoute) kvmWorks() (bool, string) {
-	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	f, err := os.OpenFile(kvmDevice, os.O_RDWR, 0)
 	if err != nil {
 		return false, "" // no KVM: nothing to report, TCG is the plan
 	}
@@ -58,8 +61,10 @@ func (q *qemuRoute) kvmWorks() (bool, string) {
 	bootID, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	memo := filepath.Join(cacheDir(), "kvm-probe-"+strings.TrimSpace(string(bootID)))
 	if b, err := os.ReadFile(memo); err == nil {
-		v := strings.TrimSpace(string(b))
-		return v == "ok", strings.TrimPrefix(v, "no: ")
+		if v := strings.TrimSpace(string(b)); v != "ok" {
+			return false, strings.TrimPrefix(v, "no: ")
+		}
+		return true, ""
 	}
 	probe := &qemuRoute{kernel: q.kernel, accel: "kvm"}
 	res, err := bootOn(probe, Boot{Binary: "/bin/true", Timeout: kvmProbeTimeout})
@@ -73,7 +78,10 @@ func (q *qemuRoute) kvmWorks() (bool, string) {
 		answer = "no: " + why
 	}
 	os.WriteFile(memo, []byte(answer+"\n"), 0o644)
-	return answer == "ok", strings.TrimPrefix(answer, "no: ")
+	if answer != "ok" {
+		return false, strings.TrimPrefix(answer, "no: ")
+	}
+	return true, ""
 }
 
 func (q *qemuRoute) device() string     { return "/dev/vda" }
