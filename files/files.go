@@ -46,12 +46,15 @@ type Layer struct {
 	M *project.Manager
 	// MaxFileBytes bounds one write (0: none); RootBudget bounds the whole
 	// root on the fallback backend (0: none); TTL is how long a reservation
-	// lives without progress before another writer may reclaim it.
+	// lives without progress before another writer may reclaim it;
+	// SoftGrace how long a fallback tree may stay over a soft limit before
+	// writes are refused at it.
 	MaxFileBytes, RootBudget uint64
-	TTL                      time.Duration
+	TTL, SoftGrace           time.Duration
 }
 
-// New reads the layer's settings (max_file_bytes, root_budget, reservation_ttl).
+// New reads the layer's settings (max_file_bytes, root_budget,
+// reservation_ttl, soft_grace).
 func New(ctx context.Context, m *project.Manager) (*Layer, error) {
 	l := &Layer{M: m}
 	for key, dst := range map[string]*uint64{"max_file_bytes": &l.MaxFileBytes, "root_budget": &l.RootBudget} {
@@ -61,11 +64,13 @@ func New(ctx context.Context, m *project.Manager) (*Layer, error) {
 		}
 		*dst = v.Bytes()
 	}
-	v, err := m.Setting(ctx, "reservation_ttl")
-	if err != nil {
-		return nil, err
+	for key, dst := range map[string]*time.Duration{"reservation_ttl": &l.TTL, "soft_grace": &l.SoftGrace} {
+		v, err := m.Setting(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		*dst = v.Duration()
 	}
-	l.TTL = v.Duration()
 	return l, nil
 }
 

@@ -298,6 +298,49 @@ func TestSoftLimitEventOncePerCrossing(t *testing.T) {
 	})
 }
 
+// On the fallback, as on XFS, a tree over its soft limit past the grace
+// (soft_grace) takes no write that would leave it over: new files and
+// streamed bodies are refused (507's kind, Denied), the file not made, and
+// a replacement that takes no more still passes; back under, the timer
+// stops and writes pass again.
+func TestASoftLimitPastItsGraceRefusesWrites(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := newSandbox(t, dsn, "omni")
+		soft := s.used("omni").Bytes + 2*block
+		if _, err := s.m.Set(ctx, "omni", "", project.LimitChange{BytesSoft: &soft}); err != nil {
+			t.Fatal(err)
+		}
+		s.l.SoftGrace = time.Hour
+		for _, p := range []string{"a", "b", "c"} { // over the soft limit at b, within its grace after
+			if err := s.put("omni", p, make([]byte, block), true); err != nil {
+				t.Fatalf("put %s within the grace: %v", p, err)
+			}
+		}
+		s.l.SoftGrace = 0 // the grace has run out
+		for _, known := range []bool{true, false} {
+			err := s.put("omni", "d", make([]byte, block), known)
+			if !refusedBy(err, "bytes_soft") || errkind.Of(err) != errkind.Denied || !strings.Contains(err.Error(), "whose grace ended") {
+				t.Errorf("a new file past the grace (size known %v): %v (%v); want a bytes_soft refusal naming the grace's end", known, err, errkind.Of(err))
+			}
+			if s.content("omni", "d") != nil {
+				t.Errorf("the refused file was made")
+			}
+		}
+		if err := s.put("omni", "c", nil, true); err != nil {
+			t.Errorf("a replacement that shrinks the file past the grace: %v", err)
+		}
+		s.walkBaseline("omni")
+		for _, p := range []string{"b", "c"} {
+			if _, err := s.l.Remove(ctx, "omni", "", p, RemoveOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.put("omni", "e", make([]byte, block), true); err != nil {
+			t.Errorf("back under the soft limit, a write to it: %v", err)
+		}
+	})
+}
+
 func TestRemoveIsJournalled(t *testing.T) {
 	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
 	s.put("omni", "d/x", make([]byte, 3*block), true)

@@ -513,7 +513,7 @@ func (w *writer) admit(size int64) error {
 	if size >= 0 {
 		fileBytes, bytes = uint64(size), w.need(uint64(size))+w.dirBytes
 	}
-	w.acct = w.l.M.StartWrite(w.t.Tree, w.t.label, project.WriteLimits{MaxFileBytes: w.l.MaxFileBytes, RootBudget: w.l.RootBudget, TTL: w.l.TTL},
+	w.acct = w.l.M.StartWrite(w.t.Tree, w.t.label, project.WriteLimits{MaxFileBytes: w.l.MaxFileBytes, RootBudget: w.l.RootBudget, TTL: w.l.TTL, SoftGrace: w.l.SoftGrace},
 		w.inodes, path.Join(w.t.Path, w.temp))
 	return w.acct.Reserve(w.ctx, fileBytes, bytes, w.dirBytes)
 }

@@ -45,6 +45,10 @@ type WriteLimits struct {
 	MaxFileBytes uint64        // a file may hold at most this; 0: no limit
 	RootBudget   uint64        // fallback: all trees of the root together; 0: none
 	TTL          time.Duration // a reservation that makes no progress this long expires
+	// SoftGrace (fallback) is soft_grace: how long a tree may stay over a
+	// soft limit before writes are refused at it, as the kernel refuses
+	// them on XFS.
+	SoftGrace time.Duration
 }
 
 // StartWrite begins the accounting of a write of inodes new inodes into
@@ -57,11 +61,22 @@ func (m *Manager) StartWrite(t store.Tree, label string, limits WriteLimits, ino
 func (w *Write) key() store.TreeKey { return store.TreeKey{Project: w.tree.Project, Area: w.tree.Area} }
 
 func (w *Write) admit(fileBytes, bytes, inodes uint64) store.AdmitFunc {
-	return func(limits quota.Limits, used quota.Usage, rootUsed uint64) error {
-		return fallback.Admit(fallback.State{Tree: w.label, Limits: limits, Used: used,
-			RootUsed: rootUsed, RootBudget: w.limits.RootBudget, MaxFileBytes: w.limits.MaxFileBytes},
+	return func(a store.AdmitState) error {
+		return fallback.Admit(fallback.State{Tree: w.label, Limits: a.Limits, Used: a.Used,
+			RootUsed: a.RootUsed, RootBudget: w.limits.RootBudget, MaxFileBytes: w.limits.MaxFileBytes,
+			BytesGraceEnds: graceEnds(a.BytesSoftSince, w.limits.SoftGrace), InodesGraceEnds: graceEnds(a.InodesSoftSince, w.limits.SoftGrace),
+			Now: w.m.now()},
 			fallback.Request{FileBytes: fileBytes, Bytes: bytes, Inodes: inodes})
 	}
+}
+
+// graceEnds is when a grace timer started at since runs out; zero when
+// none is running.
+func graceEnds(since time.Time, grace time.Duration) time.Time {
+	if since.IsZero() {
+		return time.Time{}
+	}
+	return since.Add(grace)
 }
 
 // Reserve admits the write: a file of fileBytes taking bytes more than
@@ -146,22 +161,22 @@ func (w *Write) Refusal(ctx context.Context, fileBytes, need, dirBytes uint64) e
 	if max := w.limits.MaxFileBytes; max > 0 && fileBytes > max {
 		return &quota.LimitError{Tree: w.label, Limit: quota.LimitMaxFileBytes, Requested: fileBytes, Max: max}
 	}
-	limits, used, rootUsed, err := w.m.Store.Account(ctx, w.key())
+	a, err := w.m.Store.Admission(ctx, w.key())
 	if err != nil {
 		return err
 	}
-	used.Bytes -= min(used.Bytes, reservedBytes)
-	used.Inodes -= min(used.Inodes, w.inodes)
-	rootUsed -= min(rootUsed, reservedBytes)
-	err = w.admit(fileBytes, bytes, w.inodes)(limits, used, rootUsed)
+	a.Used.Bytes -= min(a.Used.Bytes, reservedBytes)
+	a.Used.Inodes -= min(a.Used.Inodes, w.inodes)
+	a.RootUsed -= min(a.RootUsed, reservedBytes)
+	err = w.admit(fileBytes, bytes, w.inodes)(a)
 	if err == nil { // room freed up since: still refused, the body was cut off at its allowance
-		err = &quota.LimitError{Tree: w.label, Limit: "bytes_hard", Used: used.Bytes, Requested: need, Max: limits.BytesHard}
+		err = &quota.LimitError{Tree: w.label, Limit: "bytes_hard", Used: a.Used.Bytes, Requested: need, Max: a.Limits.BytesHard}
 	}
 	// Name apart what other writes in progress hold of the usage.
 	var le *quota.LimitError
-	if errors.As(err, &le) && (le.Limit == "bytes_hard" || le.Limit == "inodes_hard") {
+	if errors.As(err, &le) && le.Limit != quota.LimitMaxFileBytes && le.Limit != "root_budget" {
 		if held, rerr := w.m.Store.Reserved(ctx, w.key()); rerr == nil {
-			if le.Limit == "bytes_hard" {
+			if le.Limit == "bytes_hard" || le.Limit == "bytes_soft" {
 				le.Reserved = min(held.Bytes-min(held.Bytes, reservedBytes), le.Used)
 			} else {
 				le.Reserved = min(held.Inodes-min(held.Inodes, w.inodes), le.Used)

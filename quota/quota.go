@@ -158,11 +158,13 @@ const LimitMaxFileBytes = "max_file_bytes"
 
 type LimitError struct {
 	Tree      string // e.g. `project "omni" workspace`
-	Limit     string // bytes_hard, inodes_hard, max_file_bytes, root_budget
+	Limit     string // bytes_hard, inodes_hard, bytes_soft, inodes_soft (past their grace), max_file_bytes, root_budget
 	Used      uint64
 	Reserved  uint64 // of Used, what writes in progress hold (the fallback's reservations)
 	Requested uint64
 	Max       uint64
+	// GraceEnded is when a soft limit's grace ran out, for a refusal by one.
+	GraceEnded time.Time
 }
 
 func (e *LimitError) Error() string {
@@ -176,7 +178,7 @@ func (e *LimitError) Error() string {
 	}
 	what := "disk quota exceeded"
 	switch e.Limit {
-	case "inodes_hard":
+	case "inodes_hard", "inodes_soft":
 		unit = func(n uint64) string {
 			if n == 1 {
 				return "1 file"
@@ -191,7 +193,7 @@ func (e *LimitError) Error() string {
 		what = "sandbox root budget exceeded"
 	}
 	used := unit(e.Used) + " used"
-	if e.Limit == "bytes_hard" || e.Limit == "inodes_hard" {
+	if e.Limit == "bytes_hard" || e.Limit == "inodes_hard" || e.Limit == "bytes_soft" || e.Limit == "inodes_soft" {
 		// What the tree holds counts the room that writes in progress have
 		// reserved: say how much, so that it is not read as what du shows.
 		used = unit(e.Used-min(e.Reserved, e.Used)) + " on disk"
@@ -199,6 +201,10 @@ func (e *LimitError) Error() string {
 			used += " + " + unit(e.Reserved) + " reserved by writes in progress"
 		}
 	}
+	limit := e.Limit
+	if !e.GraceEnded.IsZero() {
+		limit += ", whose grace ended " + e.GraceEnded.UTC().Format(time.RFC3339)
+	}
 	return fmt.Sprintf("%s: %s: %s + %s requested > %s limit (%s)",
-		e.Tree, what, used, unit(e.Requested), unit(e.Max), e.Limit)
+		e.Tree, what, used, unit(e.Requested), unit(e.Max), limit)
 }

@@ -29,9 +29,21 @@ type Reservation struct {
 	Expires   int64     `db:"expires_at" json:"-"`
 }
 
-// AdmitFunc decides a demand from a tree's limits and usage and the root's
-// usage; it is quota/fallback.Admit with the request bound.
-type AdmitFunc func(limits quota.Limits, used quota.Usage, rootUsed uint64) error
+// AdmitState is what admission decides a demand from, read in the
+// transaction that records it: a tree's limits, its usage (last walk +
+// ledger + reservations), its grace timers, and the root's byte usage.
+type AdmitState struct {
+	Limits   quota.Limits
+	Used     quota.Usage
+	RootUsed uint64
+	// BytesSoftSince and InodesSoftSince are since when the tree has been
+	// over each soft limit (GraceStarts); zero: no timer running.
+	BytesSoftSince, InodesSoftSince time.Time
+}
+
+// AdmitFunc decides a demand from the state it is made in; it is
+// quota/fallback.Admit with the request and the grace period bound.
+type AdmitFunc func(AdmitState) error
 
 // ErrReservationGone is returned when a reservation expired and was
 // reclaimed before its writer finished.
@@ -82,6 +94,8 @@ type treeAccount struct {
 	Used         quota.Usage
 	Reserved     quota.Usage // of Used: what writes in progress hold
 	SoftExceeded bool
+	// The grace timers (zero: not running).
+	BytesSoftSince, InodesSoftSince time.Time
 }
 
 // account reads one tree's limits and usage: last walk + ledger (its sum,
@@ -91,11 +105,13 @@ func (t *Tx) account(ctx context.Context, k TreeKey) (treeAccount, error) {
 		BytesSoft, BytesHard, InodesSoft, InodesHard int64
 		Bytes, Inodes                                int64
 		SoftExceeded                                 bool
+		BytesSince, InodesSince                      int64
 	}
 	err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT bytes_soft, bytes_hard, inodes_soft, inodes_hard,
-		walked_bytes + ledger_bytes, walked_inodes + ledger_inodes, soft_exceeded
+		walked_bytes + ledger_bytes, walked_inodes + ledger_inodes, soft_exceeded, bytes_soft_since, inodes_soft_since
 		FROM trees WHERE host = ? AND project = ? AND area = ?`), t.s.Host, k.Project, k.Area).Scan(
-		&row.BytesSoft, &row.BytesHard, &row.InodesSoft, &row.InodesHard, &row.Bytes, &row.Inodes, &row.SoftExceeded)
+		&row.BytesSoft, &row.BytesHard, &row.InodesSoft, &row.InodesHard, &row.Bytes, &row.Inodes, &row.SoftExceeded,
+		&row.BytesSince, &row.InodesSince)
 	if errors.Is(err, sql.ErrNoRows) {
 		return treeAccount{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
 	}
@@ -110,9 +126,10 @@ func (t *Tx) account(ctx context.Context, k TreeKey) (treeAccount, error) {
 	return treeAccount{
 		Limits: quota.Limits{BytesSoft: uint64(row.BytesSoft), BytesHard: uint64(row.BytesHard),
 			InodesSoft: uint64(row.InodesSoft), InodesHard: uint64(row.InodesHard)},
-		Used:         quota.Usage{Bytes: nonNegative(row.Bytes + resBytes), Inodes: nonNegative(row.Inodes + resInodes)},
-		Reserved:     quota.Usage{Bytes: nonNegative(resBytes), Inodes: nonNegative(resInodes)},
-		SoftExceeded: row.SoftExceeded,
+		Used:           quota.Usage{Bytes: nonNegative(row.Bytes + resBytes), Inodes: nonNegative(row.Inodes + resInodes)},
+		Reserved:       quota.Usage{Bytes: nonNegative(resBytes), Inodes: nonNegative(resInodes)},
+		SoftExceeded:   row.SoftExceeded,
+		BytesSoftSince: fromMicros(row.BytesSince), InodesSoftSince: fromMicros(row.InodesSince),
 	}, nil
 }
 
@@ -151,15 +168,15 @@ func (t *Tx) admit(ctx context.Context, k TreeKey, admit AdmitFunc) error {
 	if err != nil {
 		return err
 	}
-	err = admit(acct.Limits, acct.Used, root)
+	err = admit(acct.admitState(root))
 	// A refusal says how much of the tree's usage is reserved by writes in
 	// progress, so that an operator comparing with du is not misled.
 	var le *quota.LimitError
 	if errors.As(err, &le) {
 		switch le.Limit {
-		case "bytes_hard":
+		case "bytes_hard", "bytes_soft":
 			le.Reserved = min(acct.Reserved.Bytes, le.Used)
-		case "inodes_hard":
+		case "inodes_hard", "inodes_soft":
 			le.Reserved = min(acct.Reserved.Inodes, le.Used)
 		}
 	}
@@ -718,9 +735,21 @@ const readQuery = `SELECT t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_ha
 	t.walked_at, t.bytes_soft_since, t.inodes_soft_since
 	FROM trees t WHERE t.host = ? AND t.project = ? AND t.area = ?`
 
+func (a treeAccount) admitState(rootUsed uint64) AdmitState {
+	return AdmitState{Limits: a.Limits, Used: a.Used, RootUsed: rootUsed,
+		BytesSoftSince: a.BytesSoftSince, InodesSoftSince: a.InodesSoftSince}
+}
+
 // Account reads a tree's limits and usage (last walk + ledger +
 // reservations) and the root's byte usage, as admission sees them.
 func (s *Store) Account(ctx context.Context, k TreeKey) (quota.Limits, quota.Usage, uint64, error) {
+	a, err := s.Admission(ctx, k)
+	return a.Limits, a.Used, a.RootUsed, err
+}
+
+// Admission reads what a reservation of k would be decided from, outside
+// one: for explaining a refusal.
+func (s *Store) Admission(ctx context.Context, k TreeKey) (AdmitState, error) {
 	var acct treeAccount
 	var root uint64
 	err := s.InTx(ctx, func(tx *Tx) error {
@@ -731,7 +760,7 @@ func (s *Store) Account(ctx context.Context, k TreeKey) (quota.Limits, quota.Usa
 		root, err = tx.rootUsed(ctx)
 		return err
 	})
-	return acct.Limits, acct.Used, root, err
+	return acct.admitState(root), err
 }
 
 // Reserved is what the reservations of writes in progress hold in a tree:

@@ -254,7 +254,7 @@ func TestCommittedMarkOutlivesTheTTL(t *testing.T) {
 }
 
 // admitAll admits every demand: for tests of the bookkeeping, not of limits.
-func admitAll(quota.Limits, quota.Usage, uint64) error { return nil }
+func admitAll(AdmitState) error { return nil }
 
 // openWorkspace is a store holding project omni with one fallback
 // workspace tree under limits, and that tree's key.

@@ -1,6 +1,8 @@
 package fallback
 
 import (
+	"time"
+
 	"github.com/xfsq/xfsq/quota"
 )
 
@@ -16,6 +18,11 @@ type State struct {
 	RootUsed, RootBudget uint64
 	// MaxFileBytes bounds one write's size; zero is unlimited.
 	MaxFileBytes uint64
+	// BytesGraceEnds and InodesGraceEnds are when the grace of a tree over
+	// its soft limit runs out (zero: no timer running); from then on, as
+	// on XFS, the soft limit refuses what the hard one would.
+	BytesGraceEnds, InodesGraceEnds time.Time
+	Now                             time.Time
 }
 
 // Request is one write's additional demand.
@@ -25,11 +32,19 @@ type Request struct {
 	Inodes    uint64 // new inodes: the file if new, missing parent directories
 }
 
+// graceOver reports whether a soft limit's grace has run out at now.
+func graceOver(soft uint64, ends, now time.Time) bool {
+	return soft > 0 && !ends.IsZero() && !now.Before(ends)
+}
+
 // Admit decides a write before it allocates anything. Exactly at a limit
 // is allowed; one byte or inode over is refused with a *quota.LimitError.
 func Admit(s State, r Request) error {
 	refuse := func(limit string, used, requested, max uint64) error {
 		return &quota.LimitError{Tree: s.Tree, Limit: limit, Used: used, Requested: requested, Max: max}
+	}
+	refuseSoft := func(limit string, used, requested, max uint64, ended time.Time) error {
+		return &quota.LimitError{Tree: s.Tree, Limit: limit, Used: used, Requested: requested, Max: max, GraceEnded: ended}
 	}
 	switch {
 	case s.MaxFileBytes > 0 && r.FileBytes > s.MaxFileBytes:
@@ -38,6 +53,12 @@ func Admit(s State, r Request) error {
 		return refuse("inodes_hard", s.Used.Inodes, r.Inodes, s.Limits.InodesHard)
 	case s.Limits.BytesHard > 0 && r.Bytes > 0 && s.Used.Bytes+r.Bytes > s.Limits.BytesHard:
 		return refuse("bytes_hard", s.Used.Bytes, r.Bytes, s.Limits.BytesHard)
+	// Past its grace a soft limit refuses as XFS's does (xfs_trans_dqresv):
+	// any demand that would leave the tree over it.
+	case graceOver(s.Limits.InodesSoft, s.InodesGraceEnds, s.Now) && r.Inodes > 0 && s.Used.Inodes+r.Inodes > s.Limits.InodesSoft:
+		return refuseSoft("inodes_soft", s.Used.Inodes, r.Inodes, s.Limits.InodesSoft, s.InodesGraceEnds)
+	case graceOver(s.Limits.BytesSoft, s.BytesGraceEnds, s.Now) && r.Bytes > 0 && s.Used.Bytes+r.Bytes > s.Limits.BytesSoft:
+		return refuseSoft("bytes_soft", s.Used.Bytes, r.Bytes, s.Limits.BytesSoft, s.BytesGraceEnds)
 	case s.RootBudget > 0 && r.Bytes > 0 && s.RootUsed+r.Bytes > s.RootBudget:
 		return refuse("root_budget", s.RootUsed, r.Bytes, s.RootBudget)
 	}

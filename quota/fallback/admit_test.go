@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xfsq/xfsq/quota"
 )
@@ -11,6 +12,15 @@ import (
 func TestAdmit(t *testing.T) {
 	base := State{Tree: `project "omni" workspace`, Limits: quota.Limits{BytesHard: 100, InodesHard: 10},
 		Used: quota.Usage{Bytes: 60, Inodes: 8}, RootUsed: 500, RootBudget: 1000, MaxFileBytes: 50}
+	at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	// soft is base with soft limits of 50 B and 6 inodes (both exceeded)
+	// and the grace ends given, read at at.
+	soft := func(bytesEnd, inodesEnd time.Time) State {
+		s := base
+		s.Limits.BytesSoft, s.Limits.InodesSoft = 50, 6
+		s.BytesGraceEnds, s.InodesGraceEnds, s.Now = bytesEnd, inodesEnd, at
+		return s
+	}
 	cases := []struct {
 		name  string
 		state State
@@ -29,6 +39,17 @@ func TestAdmit(t *testing.T) {
 		{"root budget", func() State { s := base; s.RootUsed = 995; return s }(), Request{FileBytes: 6, Bytes: 6, Inodes: 1}, "root_budget"},
 		{"root budget exactly", func() State { s := base; s.RootUsed = 995; return s }(), Request{FileBytes: 5, Bytes: 5, Inodes: 1}, ""},
 		{"no limits at all", State{Used: quota.Usage{Bytes: 1 << 60}}, Request{FileBytes: 1 << 40, Bytes: 1 << 40, Inodes: 1}, ""},
+		// A soft limit past its grace refuses what would leave the tree
+		// over it, as XFS does; within the grace it refuses nothing.
+		{"over the soft limit within its grace", soft(at.Add(time.Second), time.Time{}), Request{FileBytes: 10, Bytes: 10, Inodes: 1}, ""},
+		{"over the soft limit past its grace", soft(at, time.Time{}), Request{FileBytes: 1, Bytes: 1}, "bytes_soft"},
+		{"past the grace, a shrinking replacement", soft(at, time.Time{}), Request{FileBytes: 5}, ""},
+		{"past the grace, exactly back to the soft limit", func() State { s := soft(at, time.Time{}); s.Used.Bytes = 40; return s }(), Request{FileBytes: 10, Bytes: 10}, ""},
+		{"past the grace, one byte over the soft limit", func() State { s := soft(at, time.Time{}); s.Used.Bytes = 40; return s }(), Request{FileBytes: 11, Bytes: 11}, "bytes_soft"},
+		{"no timer running", soft(time.Time{}, time.Time{}), Request{FileBytes: 10, Bytes: 10, Inodes: 1}, ""},
+		{"inodes past their grace", soft(time.Time{}, at), Request{Bytes: 0, Inodes: 1}, "inodes_soft"},
+		{"inodes past their grace, a replacement adds none", soft(time.Time{}, at), Request{FileBytes: 5, Bytes: 5}, ""},
+		{"the hard limit names itself first", soft(at, time.Time{}), Request{FileBytes: 41, Bytes: 41}, "bytes_hard"},
 	}
 	for _, c := range cases {
 		err := Admit(c.state, c.req)
@@ -42,6 +63,12 @@ func TestAdmit(t *testing.T) {
 	}
 	err := Admit(base, Request{FileBytes: 41, Bytes: 41, Inodes: 1})
 	for _, want := range []string{`project "omni" workspace`, "disk quota exceeded", "60 B on disk", "41 B requested", "100 B limit", "bytes_hard"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+	err = Admit(soft(at, time.Time{}), Request{FileBytes: 1, Bytes: 1})
+	for _, want := range []string{"disk quota exceeded", "60 B on disk", "1 B requested", "50 B limit", "bytes_soft, whose grace ended 2026-12-04T12:00:00Z"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal %q does not say %q", err, want)
 		}
