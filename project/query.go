@@ -175,6 +175,7 @@ func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 	// it reads, so the slice can be the one WithAll lends.
 	var statuses []TreeStatus
 	if m.xfs != nil {
+		m.xfs.ExpectIDs(len(trees)) // a one-shot report's only pass
 		err = m.xfs.WithAll(func(all []quota.Quota) (err error) {
 			statuses, err = m.status(ctx, trees, all, readOf(r))
 			return err

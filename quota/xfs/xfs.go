@@ -219,7 +219,7 @@ func (fs *FS) All() (map[quota.ProjectID]quota.Quota, error) {
 // AppendAll appends every project ID with usage or limits to dst, in
 // ascending ID order (the order Q_XGETNEXTQUOTA answers in), in one pass;
 // ID 0 is left out. A nil dst is sized for as many IDs as the last
-// enumeration found. On success the result is never nil. Per ID it does no
+// enumeration found (or ExpectIDs said). On success the result is never nil. Per ID it does no
 // more than the syscall into one reused buffer and a conversion of the
 // answer into place, allocating nothing; the result holds no pointer
 // (quota.Instant), so the collector never scans it. An enumeration of
@@ -251,6 +251,11 @@ func (fs *FS) AppendAll(dst []quota.Quota) ([]quota.Quota, error) {
 	fs.lastAll.Store(int64(len(dst) - start))
 	return dst, nil
 }
+
+// ExpectIDs sizes the first enumeration's result for about n IDs, when no
+// enumeration has run yet: a report knows how many trees it will join, and
+// a one-shot process would otherwise grow its only result from nothing.
+func (fs *FS) ExpectIDs(n int) { fs.lastAll.CompareAndSwap(0, int64(n)) }
 
 // WithAll enumerates as AppendAll does, into a buffer kept from an earlier
 // pass, and hands the entries to fn, which must not keep them (nor any
