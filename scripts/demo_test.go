@@ -124,3 +124,36 @@ func TestReadmeNamesWhatTheTestCommandInstalls(t *testing.T) {
 		t.Errorf("README says test.sh installs %v; deps.sh installs %v", listed, want)
 	}
 }
+
+// CI runs exactly the README's test command: .ci/run updates apt's lists
+// and then hands over to scripts/test.sh, which runs go test ./... with the
+// flags it is given (none from CI) and nothing filtered out.
+func TestCIRunsTheReadmesTestCommand(t *testing.T) {
+	ci, err := os.ReadFile("../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []string
+	for _, l := range strings.Split(string(ci), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			cmds = append(cmds, l)
+		}
+	}
+	if len(cmds) == 0 || cmds[len(cmds)-1] != "exec scripts/test.sh" || !strings.Contains(string(ci), "apt-get update") {
+		t.Errorf(".ci/run must run apt-get update and end with exec scripts/test.sh; it runs %q", cmds)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile("(?m)^scripts/test\\.sh +# every test \\(go test \\./\\.\\.\\.\\)").Match(readme) {
+		t.Error("README's run-and-test block does not give scripts/test.sh as the test command")
+	}
+	test, err := os.ReadFile("test.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`go test [^\n]*"\$@" \./\.\.\.`).Match(test) {
+		t.Error("scripts/test.sh does not run go test over ./... with the flags it is given")
+	}
+}

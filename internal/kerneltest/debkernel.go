@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -53,10 +54,24 @@ func cacheDir() string {
 	return filepath.Join(os.TempDir(), "xfsq-kerneltest-cache")
 }
 
+// kernelRecheck is how old a cached kernel may be before the harness asks
+// apt whether Debian ships a newer one (apt-cache takes most of a second,
+// too much for every package of every run).
+const kernelRecheck = 24 * time.Hour
+
+// initramfsStamp names what an initramfs was made from: busybox and the
+// recipe. A cached one of another stamp is never used.
+func initramfsStamp(busybox []byte) string {
+	sum := sha256.Sum256(append(busybox, []byte(initramfsRecipe+initScript)...))
+	return hex.EncodeToString(sum[:8])
+}
+
 // debianKernel returns the cached kernel and initramfs, making them first
-// if they are missing or were made by another recipe or busybox. Test
-// binaries of several packages run at once, so the work is done under a
-// lock and published by rename.
+// if they are missing or were made by another recipe or busybox, and again
+// when, a day after they were made or last checked, apt names a newer
+// kernel package than the cached one (keeping the cached one if the new
+// one cannot be fetched). Test binaries of several packages run at once, so
+// the work is done under a lock and published by rename.
 func debianKernel() (vmKernel, error) {
 	busybox, err := staticBusybox()
 	if err != nil {
@@ -76,14 +91,27 @@ func debianKernel() (vmKernel, error) {
 	}
 	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
 
-	sum := sha256.Sum256(append(busybox, []byte(initramfsRecipe+initScript)...))
-	stamp := hex.EncodeToString(sum[:8])
+	stamp := initramfsStamp(busybox)
 	ready := filepath.Join(dir, "ready-"+stamp)
-	if k, err := readReady(ready); err == nil {
-		return k, nil
+	var pkg string // the package to build from; "" asks apt
+	cached, err := readReady(ready)
+	if err == nil {
+		st, serr := os.Stat(ready)
+		if serr == nil && time.Since(st.ModTime()) < kernelRecheck {
+			return cached, nil
+		}
+		var perr error
+		if pkg, perr = kernelPackage(); perr != nil || pkg == "linux-image-"+cached.Version {
+			now := time.Now()
+			os.Chtimes(ready, now, now) // checked (or apt cannot say): not again for a day
+			return cached, nil
+		}
 	}
-	k, err := buildKernel(dir, stamp, busybox)
+	k, err := buildKernel(dir, stamp, busybox, pkg)
 	if err != nil {
+		if cached.Vmlinuz != "" { // a newer kernel, not fetched: the cached one still boots
+			return cached, nil
+		}
 		return vmKernel{}, err
 	}
 	if err := os.WriteFile(ready+".tmp", []byte(k.Version+"\n"+k.Vmlinuz+"\n"+k.Initrd+"\n"), 0o644); err != nil {
@@ -127,13 +155,15 @@ func staticBusybox() ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-// buildKernel downloads the stock kernel package (apt-get download: no
-// install, no root needed), takes vmlinuz and the modules the guest needs,
-// and writes the initramfs.
-func buildKernel(dir, stamp string, busybox []byte) (vmKernel, error) {
-	pkg, err := kernelPackage()
-	if err != nil {
-		return vmKernel{}, err
+// buildKernel downloads the stock kernel package pkg, or the one apt names
+// when pkg is "" (apt-get download: no install, no root needed), takes
+// vmlinuz and the modules the guest needs, and writes the initramfs.
+func buildKernel(dir, stamp string, busybox []byte, pkg string) (vmKernel, error) {
+	if pkg == "" {
+		var err error
+		if pkg, err = kernelPackage(); err != nil {
+			return vmKernel{}, err
+		}
 	}
 	work, err := os.MkdirTemp(dir, "build-")
 	if err != nil {

@@ -95,9 +95,14 @@ func TestKernelHarnessHelper(t *testing.T) {
 				t.Fatal(err)
 			}
 			mark(t, fmt.Sprintf("inside=%v xfs=%v", Inside(), st.Type == unix.XFS_SUPER_MAGIC))
+			// For the next case to look for: each gets a filesystem of its own.
+			if err := os.WriteFile(filepath.Join(fs.Dir, "left-by-Passes"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}},
 		{Name: "FailsOnPurpose", Run: func(t *testing.T, fs *FS) {
-			mark(t, "ran")
+			entries, err := os.ReadDir(fs.Dir)
+			mark(t, fmt.Sprintf("ran on %d entries (%v)", len(entries), err))
 			if os.Getenv(envFail) == "1" {
 				t.Error("failing on purpose inside the kernel")
 			}
@@ -176,10 +181,29 @@ func TestCrashingRouteFallsBackAndFailuresInsideFailOnTheHost(t *testing.T) {
 			if got := readMark(marks, "Passes"); got != "inside=true xfs=true" {
 				t.Errorf("the Passes case inside saw %q, want it inside the kernel on XFS", got)
 			}
+			if got := readMark(marks, "FailsOnPurpose"); got != "ran on 0 entries (<nil>)" {
+				t.Errorf("the case after Passes %s, want it on a filesystem of its own, empty", got)
+			}
 			if got := readMark(marks, "FilteredOut"); got != "" {
 				t.Errorf("a case the -test.run filter excludes ran inside")
 			}
 		})
+	}
+}
+
+// With nothing set, the routes are tried in the order #14 asks: native,
+// then QEMU (KVM or TCG), then user-mode Linux.
+func TestRoutesAreTriedNativeThenQEMUThenUML(t *testing.T) {
+	t.Setenv("XFSQ_KERNELTEST_ROUTES", "")
+	if got := strings.Join(routeNames(), ","); got != "native,qemu,uml" {
+		t.Errorf("routes tried: %s, want native,qemu,uml", got)
+	}
+	var kinds []string
+	for _, r := range vmRoutes() {
+		kinds = append(kinds, r.kind())
+	}
+	if got := strings.Join(kinds, ","); got != "qemu,uml" {
+		t.Errorf("VM routes tried: %s, want qemu,uml", got)
 	}
 }
 
@@ -410,6 +434,82 @@ esac
 			b, _ := os.ReadFile(log)
 			if n := strings.Count(string(b), "probe"); n != c.probes {
 				t.Errorf("QEMU was started %d times for two asks, want %d", n, c.probes)
+			}
+		})
+	}
+}
+
+// The kernel and initramfs are made once and then reused: apt is not even
+// asked while the cache is less than a day old; after that a newer kernel
+// package is fetched (and, if it cannot be, the cached kernel still
+// boots); a cache made by another recipe is never used.
+func TestTheKernelCacheIsReusedAndRenewed(t *testing.T) {
+	busybox, err := staticBusybox()
+	if err != nil {
+		prereq.Missing(t, err.Error())
+		return
+	}
+	fake := `#!/bin/sh
+echo "$(basename "$0") $1" >>"$XFSQ_TEST_FAKE_APT_LOG"
+case $(basename "$0")-$XFSQ_TEST_FAKE_APT in
+apt-cache-same) echo 'linux-image-amd64'; echo '  Depends: linux-image-6.1.0-57-amd64';;
+apt-cache-newer) echo 'linux-image-amd64'; echo '  Depends: linux-image-6.1.0-99-amd64';;
+*) echo 'E: Failed to fetch'; exit 100;;
+esac
+`
+	bin := t.TempDir()
+	for _, name := range []string{"apt-cache", "apt-get"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(fake), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	for _, c := range []struct {
+		name  string
+		stamp string        // of the cached initramfs; "" is this recipe's
+		age   time.Duration // of the ready mark
+		apt   string        // what the fake apt answers
+		calls string        // what was asked of apt
+		ok    bool          // the cached kernel is returned
+	}{
+		{"fresh", "", time.Hour, "newer", "", true},
+		{"a day old, no newer kernel", "", 25 * time.Hour, "same", "apt-cache depends", true},
+		{"a day old, a newer kernel not fetched", "", 25 * time.Hour, "newer", "apt-cache depends apt-get download", true},
+		{"a day old, apt cannot say", "", 25 * time.Hour, "fail", "apt-cache depends", true},
+		{"another recipe's", "0123456789abcdef", time.Hour, "fail", "apt-cache depends", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Setenv("XFSQ_KERNELTEST_CACHE", dir)
+			log := filepath.Join(dir, "apt.log")
+			t.Setenv("XFSQ_TEST_FAKE_APT_LOG", log)
+			t.Setenv("XFSQ_TEST_FAKE_APT", c.apt)
+			stamp := c.stamp
+			if stamp == "" {
+				stamp = initramfsStamp(busybox)
+			}
+			k := vmKernel{Version: "6.1.0-57-amd64", Vmlinuz: filepath.Join(dir, "vmlinuz"), Initrd: filepath.Join(dir, "initrd.gz")}
+			for _, p := range []string{k.Vmlinuz, k.Initrd} {
+				os.WriteFile(p, nil, 0o644)
+			}
+			ready := filepath.Join(dir, "ready-"+stamp)
+			os.WriteFile(ready, []byte(k.Version+"\n"+k.Vmlinuz+"\n"+k.Initrd+"\n"), 0o644)
+			then := time.Now().Add(-c.age)
+			os.Chtimes(ready, then, then)
+
+			got, err := debianKernel()
+			if c.ok && (err != nil || got != k) {
+				t.Errorf("debianKernel() = %+v, %v; want the cached %+v", got, err, k)
+			}
+			if !c.ok && err == nil {
+				t.Errorf("debianKernel() = %+v from another recipe's cache, want a rebuild (failing here)", got)
+			}
+			b, _ := os.ReadFile(log)
+			if calls := strings.Join(strings.Fields(string(b)), " "); calls != c.calls {
+				t.Errorf("apt was asked %q, want %q", calls, c.calls)
+			}
+			if st, err := os.Stat(ready); c.apt == "same" && (err != nil || time.Since(st.ModTime()) > time.Hour) {
+				t.Errorf("a checked cache is not marked checked: %v", err)
 			}
 		})
 	}
