@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -256,6 +257,40 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 		if after := b.text("#evictions"); !strings.Contains(after, "dist") {
 			t.Errorf("the eviction history after the sweep: %q", after)
+		}
+
+		// A long history comes a page at a time, older pages on asking,
+		// each deletion once across pages; Refresh reads the view again.
+		const removed = 30 // 60 records: more than a page of 50
+		for i := range removed {
+			write(filepath.Join(ws("gamma"), "uploads", fmt.Sprintf("f%02d", i)), 10)
+			if code, _, body := ts.raw(t, "DELETE", fmt.Sprintf("/v1/workspace/storage/projects/gamma/files/uploads/f%02d", i), operatorToken, ""); code != 200 {
+				t.Fatalf("remove f%02d: %d %s", i, code, body)
+			}
+		}
+		b.goTo("/storage/gamma")
+		rows := func() int { return eval[int](b, `document.querySelectorAll("#evictions tbody tr").length`) }
+		more := func() bool { return eval[bool](b, `!document.getElementById("evictions-more").hidden`) }
+		if n := rows(); n >= removed || !more() {
+			t.Errorf("the first page shows %d of %d deletions, Show older shown %v; want part of them and the button", n, removed, more())
+		}
+		for clicks := 0; more() && clicks < 5; clicks++ {
+			before := rows()
+			b.do(chromedp.Click(chromedp.ID("evictions-more")),
+				chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelectorAll("#evictions tbody tr").length > %d || document.getElementById("evictions-more").hidden`, before)))
+		}
+		history := b.text("#evictions")
+		if n := rows(); n != removed || more() || strings.Count(history, "uploads/f07") != 1 || !strings.Contains(history, "uploads/f00") {
+			t.Errorf("after the older pages: %d rows, Show older shown %v; want each of the %d deletions once:\n%s", n, more(), removed, history)
+		}
+		write(filepath.Join(ws("gamma"), "uploads", "late"), 10)
+		if code, _, body := ts.raw(t, "DELETE", "/v1/workspace/storage/projects/gamma/files/uploads/late", operatorToken, ""); code != 200 {
+			t.Fatalf("remove late: %d %s", code, body)
+		}
+		eval[bool](b, `delete document.body.dataset.ready, true`)
+		b.do(chromedp.Click(chromedp.ID("refresh")), chromedp.WaitReady(chromedp.CSS(`body[data-ready="/storage/gamma"]`)))
+		if h := b.text("#evictions"); !strings.Contains(h, "uploads/late") || !strings.Contains(b.text("#refreshed"), "as of") {
+			t.Errorf("after Refresh the history lacks the newest deletion, or the time read is not shown: %q", h)
 		}
 	})
 }

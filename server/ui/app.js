@@ -84,6 +84,8 @@ function showLogin(why) {
   for (const m of document.querySelectorAll("main")) m.hidden = true;
   $("login").hidden = false;
   $("signout").hidden = true;
+  $("refresh").hidden = true;
+  $("refreshed").textContent = "";
   $("login-error").textContent = why || "";
   $("token").focus();
 }
@@ -98,6 +100,8 @@ function show(id) {
   $("error").hidden = true;
   $("login").hidden = true;
   $("signout").hidden = false;
+  $("refresh").hidden = false;
+  $("refreshed").textContent = "as of " + new Date().toLocaleTimeString(undefined, { timeZoneName: "short" });
   for (const m of document.querySelectorAll("main")) m.hidden = m.id !== id;
 }
 
@@ -177,9 +181,9 @@ let current = null; // the project shown, and its reviewed plan
 
 async function projectView(name) {
   const id = encodeURIComponent(name);
-  const [ps, evs] = await Promise.all([api("/v1/workspace/storage/projects/" + id + "?depth=3"), api("/v1/workspace/storage/events?type=storage.evicted&project=" + id + "&limit=50")]);
+  const [ps, evs] = await Promise.all([api("/v1/workspace/storage/projects/" + id + "?depth=3"), api(evictionsPage(id, ""))]);
   show("project");
-  current = { name, plan: null };
+  current = { name, plan: null, seen: new Set(), next: "" };
   $("project-name").textContent = name;
   fill($("trees").tBodies[0], ps.trees.map((t) => el("tr", { "data-area": t.area },
     el("td", {}, t.area), el("td", {}, iec(t.used_bytes)), el("td", {}, t.bytes_hard ? iec(t.bytes_hard) : "no limit"),
@@ -188,23 +192,50 @@ async function projectView(name) {
   const ws = ps.trees.find((t) => t.area === "workspace") || ps.trees[0];
   $("tree").replaceChildren(ws && ws.tree ? node(ws.tree, true) : el("p", {}, "no snapshot of this tree yet: the next snapshot pass walks it"));
   fill($("top-files").tBodies[0], ((ws && ws.top_files) || []).map((f) => el("tr", {}, el("td", { class: "path" }, f.path), el("td", {}, iec(f.size_bytes)))));
-  // A deletion is journalled pending, then settled: shown once, as it ended
-  // (the newest record of it comes first).
-  const seen = new Set();
-  const deletions = evs.events.filter((e) => {
+  $("evictions").tBodies[0].replaceChildren();
+  showEvictions(evs);
+  $("plan").hidden = true;
+  $("sweep-result").textContent = "";
+}
+
+// evictionsPage is the journal's eviction records of a project, 50 at a
+// time, newest first; cursor (the last page's "next") asks for older ones.
+function evictionsPage(id, cursor) {
+  return "/v1/workspace/storage/events?type=storage.evicted&project=" + id + "&limit=50" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : "");
+}
+
+// showEvictions appends a page of the eviction history. A deletion is
+// journalled pending, then settled: shown once, as it ended (the newest
+// record of it comes first, on this page or an earlier one).
+function showEvictions(page) {
+  const deletions = page.events.filter((e) => {
     const r = e.payload || {};
     const key = (r.deletion_id || r.sweep_id || "") + "\u0000" + r.path;
-    if (seen.has(key)) return false;
-    seen.add(key);
+    if (current.seen.has(key)) return false;
+    current.seen.add(key);
     return true;
   });
-  fill($("evictions").tBodies[0], deletions.map((e) => {
+  $("evictions").tBodies[0].append(...deletions.map((e) => {
     const r = e.payload || {};
     return el("tr", {}, el("td", {}, when(e.recorded_at)), el("td", { class: "path" }, r.path), el("td", {}, r.state),
       el("td", {}, iec(r.freed_bytes ?? r.bytes)), el("td", {}, [r.reason, r.policy].filter(Boolean).join(": ")), el("td", {}, e.actor));
   }));
-  $("plan").hidden = true;
-  $("sweep-result").textContent = "";
+  current.next = page.next || "";
+  $("evictions-more").hidden = !current.next;
+}
+
+async function olderEvictions() {
+  const { name, next } = current;
+  if (!next) return;
+  $("evictions-more").disabled = true;
+  try {
+    const page = await api(evictionsPage(encodeURIComponent(name), next));
+    if (current && current.name === name && current.next === next) showEvictions(page);
+  } catch (err) {
+    showError(err);
+  } finally {
+    $("evictions-more").disabled = false;
+  }
 }
 
 async function dryRun() {
@@ -264,6 +295,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("signout").addEventListener("click", () => { sessionStorage.removeItem(tokenKey); showLogin(""); });
   $("dry-run").addEventListener("click", dryRun);
   $("apply").addEventListener("click", apply);
+  $("evictions-more").addEventListener("click", olderEvictions);
+  $("refresh").addEventListener("click", route);
   window.addEventListener("hashchange", route);
   route();
 });
