@@ -219,9 +219,9 @@ func (fs *FS) All() (map[quota.ProjectID]quota.Quota, error) {
 // AppendAll appends every project ID with usage or limits to dst, in
 // ascending ID order (the order Q_XGETNEXTQUOTA answers in), in one pass;
 // ID 0 is left out. A nil dst is sized for as many IDs as the last
-// enumeration found (or ExpectIDs said). On success the result is never nil. Per ID it does no
-// more than the syscall into one reused buffer and a conversion of the
-// answer into place, allocating nothing; the result holds no pointer
+// enumeration found (or ExpectIDs said). On success the result is never
+// nil. Per ID it does no more than the syscall into one reused buffer and
+// a conversion of the answer into place, allocating nothing; the result holds no pointer
 // (quota.Instant), so the collector never scans it. An enumeration of
 // 1,000 trees costs little more than the 1,000 syscalls it has to make.
 func (fs *FS) AppendAll(dst []quota.Quota) ([]quota.Quota, error) {
