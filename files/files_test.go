@@ -341,6 +341,97 @@ func TestASoftLimitPastItsGraceRefusesWrites(t *testing.T) {
 	})
 }
 
+// A write in progress is admitted once more when it commits, from the tree
+// as it is then without its own reservation: a soft limit whose grace ran
+// out, or a hard limit lowered, while its body arrived refuses it, as the
+// kernel on XFS refuses the allocation; nothing of it lands and nothing
+// stays reserved. And a write in progress never starts a grace timer: the
+// timer goes by what is committed, as XFS's by what is allocated.
+func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		// streaming starts a put of blocks blocks, size declared, and
+		// sends one; finish sends the rest and returns the put's error,
+		// abort hangs up instead.
+		var abort func()
+		streaming := func(s *sandbox, p string, blocks uint64) (finish func() error) {
+			pr, pw := io.Pipe()
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.l.Put(ctx, "omni", "", p, pr, int64(blocks*block))
+				pr.CloseWithError(err)
+				done <- err
+			}()
+			if _, err := pw.Write(make([]byte, block)); err != nil {
+				t.Fatalf("the put of %s took no body: %v", p, err)
+			}
+			abort = func() { pw.CloseWithError(errors.New("the client went away")); <-done }
+			return func() error {
+				go func() { pw.Write(make([]byte, (blocks-1)*block)); pw.Close() }()
+				return <-done
+			}
+		}
+		key := store.TreeKey{Project: "omni", Area: project.AreaWorkspace}
+		noneLeft := func(s *sandbox, p string) {
+			t.Helper()
+			if s.content("omni", p) != nil {
+				t.Errorf("the refused %s landed", p)
+			}
+			if rs, err := s.st.Reservations(ctx); err != nil || len(rs) != 0 {
+				t.Errorf("reservations left: %v %v", rs, err)
+			}
+		}
+		t.Run("a grace that ends while the body arrives", func(t *testing.T) {
+			s := newSandbox(t, dsn, "omni")
+			soft := s.used("omni").Bytes + 2*block
+			if _, err := s.m.Set(ctx, "omni", "", project.LimitChange{BytesSoft: &soft}); err != nil {
+				t.Fatal(err)
+			}
+			s.l.SoftGrace = 0
+			finish := streaming(s, "big", 16)
+			if err := s.put("omni", "a", make([]byte, 3*block), true); err != nil { // over: the grace starts, and is over
+				t.Fatal(err)
+			}
+			if err := finish(); !refusedBy(err, "bytes_soft") {
+				t.Errorf("a body that arrived past the grace: %v, want a bytes_soft refusal", err)
+			}
+			noneLeft(s, "big")
+		})
+		t.Run("a hard limit lowered while the body arrives", func(t *testing.T) {
+			s := newSandbox(t, dsn, "omni")
+			s.limit("omni", s.used("omni").Bytes+64*block, 0)
+			finish := streaming(s, "big", 16)
+			s.limit("omni", s.used("omni").Bytes-16*block+4*block, 0)
+			if err := finish(); !refusedBy(err, "bytes_hard") {
+				t.Errorf("a body that arrived after its limit was lowered: %v, want a bytes_hard refusal", err)
+			}
+			noneLeft(s, "big")
+		})
+		t.Run("a write in progress starts no grace timer", func(t *testing.T) {
+			s := newSandbox(t, dsn, "omni")
+			soft := s.used("omni").Bytes + 8*block
+			if _, err := s.m.Set(ctx, "omni", "", project.LimitChange{BytesSoft: &soft}); err != nil {
+				t.Fatal(err)
+			}
+			s.l.SoftGrace = 0
+			streaming(s, "big", 16) // reserved: over the soft limit, not on disk
+			if err := s.put("omni", "a", make([]byte, block), true); err != nil {
+				t.Fatal(err)
+			}
+			if b, _, err := s.st.GraceStarts(ctx, key); err != nil || !b.IsZero() {
+				t.Errorf("a reservation started the grace timer at %v (%v)", b, err)
+			}
+			abort()
+			noneLeft(s, "big")
+			if err := s.put("omni", "b", make([]byte, 8*block), true); err != nil {
+				t.Errorf("the first write over the soft limit, with no grace running: %v", err)
+			}
+			if err := s.put("omni", "c", make([]byte, block), true); !refusedBy(err, "bytes_soft") {
+				t.Errorf("a write after the grace (0) started by b: %v, want bytes_soft", err)
+			}
+		})
+	})
+}
+
 func TestRemoveIsJournalled(t *testing.T) {
 	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
 	s.put("omni", "d/x", make([]byte, 3*block), true)

@@ -731,7 +731,7 @@ func (w *writer) abandon() {
 			unix.Ftruncate(w.fd, 0)
 			// Counted even when the client went away: the inode is there.
 			ctx := context.WithoutCancel(w.ctx)
-			if w.acct.Commit(ctx, 0, 0) == nil {
+			if w.acct.CommitAbandoned(ctx) == nil {
 				w.acct.Placed(ctx, project.Replaced{}, time.Now())
 			}
 		}

@@ -90,8 +90,11 @@ func (w *Write) Reserve(ctx context.Context, fileBytes, bytes, dirBytes uint64) 
 			return err
 		}
 		w.held = ^uint64(0) >> 1 // the kernel is the reservation
-		return fallback.Admit(fallback.State{Tree: w.label, Limits: quota.Limits{BytesHard: q.BytesHard, InodesHard: q.InodesHard},
-			Used: q.Usage, MaxFileBytes: w.limits.MaxFileBytes}, fallback.Request{FileBytes: fileBytes, Bytes: bytes, Inodes: w.inodes})
+		// What the kernel would refuse, refused before the body is read:
+		// the hard limits, and a soft one past the kernel's grace timer.
+		return fallback.Admit(fallback.State{Tree: w.label, Limits: q.Limits, Used: q.Usage, MaxFileBytes: w.limits.MaxFileBytes,
+			BytesGraceEnds: q.BytesGraceEnds.Time(), InodesGraceEnds: q.InodesGraceEnds.Time(), Now: w.m.now()},
+			fallback.Request{FileBytes: fileBytes, Bytes: bytes, Inodes: w.inodes})
 	}
 	if err := w.m.RefreshBaselineIfStale(ctx, w.tree); err != nil {
 		return err
@@ -165,10 +168,12 @@ func (w *Write) Refusal(ctx context.Context, fileBytes, need, dirBytes uint64) e
 	if err != nil {
 		return err
 	}
+	// The write's inodes were admitted with its reservation and stay
+	// counted: only its bytes are asked again, so the refusal names the
+	// limit the body ran into, not one the tree has come to be over since.
 	a.Used.Bytes -= min(a.Used.Bytes, reservedBytes)
-	a.Used.Inodes -= min(a.Used.Inodes, w.inodes)
 	a.RootUsed -= min(a.RootUsed, reservedBytes)
-	err = w.admit(fileBytes, bytes, w.inodes)(a)
+	err = w.admit(fileBytes, bytes, 0)(a)
 	if err == nil { // room freed up since: still refused, the body was cut off at its allowance
 		err = &quota.LimitError{Tree: w.label, Limit: "bytes_hard", Used: a.Used.Bytes, Requested: need, Max: a.Limits.BytesHard}
 	}
@@ -176,11 +181,7 @@ func (w *Write) Refusal(ctx context.Context, fileBytes, need, dirBytes uint64) e
 	var le *quota.LimitError
 	if errors.As(err, &le) && le.Limit != quota.LimitMaxFileBytes && le.Limit != "root_budget" {
 		if held, rerr := w.m.Store.Reserved(ctx, w.key()); rerr == nil {
-			if le.Limit == "bytes_hard" || le.Limit == "bytes_soft" {
-				le.Reserved = min(held.Bytes-min(held.Bytes, reservedBytes), le.Used)
-			} else {
-				le.Reserved = min(held.Inodes-min(held.Inodes, w.inodes), le.Used)
-			}
+			le.Reserved = min(held.Bytes-min(held.Bytes, reservedBytes), le.Used)
 		}
 	}
 	return err
@@ -207,6 +208,11 @@ func (w *Write) KernelRefusal(err error, need, requested uint64) error {
 		return full
 	}
 	q, _ := w.m.Backend.Get(w.tree.ProjectID)
+	// Not the hard limit: the kernel's soft one, past its grace timer.
+	if ends := q.BytesGraceEnds.Time(); q.BytesSoft > 0 && !ends.IsZero() && !w.m.now().Before(ends) &&
+		(q.BytesHard == 0 || q.Bytes+requested <= q.BytesHard) {
+		return &quota.LimitError{Tree: w.label, Limit: "bytes_soft", Used: q.Bytes, Requested: requested, Max: q.BytesSoft, GraceEnded: ends}
+	}
 	return &quota.LimitError{Tree: w.label, Limit: "bytes_hard", Used: q.Bytes, Requested: requested, Max: q.BytesHard}
 }
 
@@ -219,14 +225,28 @@ func (w *Write) KernelRefusal(err error, need, requested uint64) error {
 // (its blocks, one inode, no directory made with it): an overwrite of
 // that file through xfsq later credits what this commit counted
 // (store.CommitFile, store.Placed).
+//
+// The commit is admitted once more, without the write's own reservation: a
+// limit lowered, or a soft limit whose grace ran out, while the body
+// arrived refuses it (a *quota.LimitError, nothing committed), as the
+// kernel on XFS refuses the allocation.
 func (w *Write) Commit(ctx context.Context, delta int64, ino uint64) error {
+	return w.commit(ctx, delta, ino, w.admit(0, uint64(max(delta, 0)), w.inodes))
+}
+
+// CommitAbandoned counts the inode of a write that is given up after its
+// file was made and emptied, where a tenant's link keeps it: it is there,
+// so it is counted whatever the limits say now.
+func (w *Write) CommitAbandoned(ctx context.Context) error { return w.commit(ctx, 0, 0, nil) }
+
+func (w *Write) commit(ctx context.Context, delta int64, ino uint64, admit store.AdmitFunc) error {
 	if w.reservation == 0 {
 		return nil // XFS: the kernel counted it
 	}
 	if w.inodes != 1 {
 		ino = 0 // the row counts directories too: not one file's
 	}
-	if err := w.m.Store.CommitFile(ctx, w.key(), w.reservation, delta, int64(w.inodes), ino, w.m.ActorOf(ctx)); err != nil {
+	if err := w.m.Store.CommitFile(ctx, w.key(), w.reservation, delta, int64(w.inodes), ino, w.m.ActorOf(ctx), admit); err != nil {
 		return reservationErr(err)
 	}
 	// The reservation stays, emptied, until Placed: the file is not in

@@ -284,7 +284,13 @@ const linkingExpiry = time.Minute
 // ino, when not 0, is the one file the row counts whole (bytes its
 // blocks, inodes 1): an overwrite of that file later credits what this
 // row counted (Placed).
-func (s *Store) CommitFile(ctx context.Context, k TreeKey, id int64, bytes, inodes int64, ino uint64, actor string) error {
+//
+// admit, when not nil, decides the commit once more, from the tree as it is
+// without this write's reservation, the request bound to what it commits: a
+// limit lowered, or a soft limit whose grace ran out, while the body was
+// arriving refuses it then, as the kernel on XFS refuses an allocation, and
+// nothing is committed.
+func (s *Store) CommitFile(ctx context.Context, k TreeKey, id int64, bytes, inodes int64, ino uint64, actor string, admit AdmitFunc) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
@@ -300,6 +306,11 @@ func (s *Store) CommitFile(ctx context.Context, k TreeKey, id int64, bytes, inod
 		if _, err := tx.exec(ctx, `UPDATE reservations SET bytes = 0, inodes = 0, temp_path = '', expires_at = ? WHERE id = ?`,
 			toMicros(time.Now().Add(linkingExpiry)), id); err != nil {
 			return err
+		}
+		if admit != nil {
+			if err := tx.admit(ctx, k, admit); err != nil {
+				return err // rolled back: the reservation stands, for the writer to release
+			}
 		}
 		return tx.addLedger(ctx, k, bytes, inodes, ino, actor, time.Now())
 	})
@@ -360,8 +371,9 @@ func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, ino 
 	if err := t.startGrace(ctx, k, acct); err != nil {
 		return err
 	}
-	over := (acct.Limits.BytesSoft > 0 && acct.Used.Bytes > acct.Limits.BytesSoft) ||
-		(acct.Limits.InodesSoft > 0 && acct.Used.Inodes > acct.Limits.InodesSoft)
+	used := acct.committed()
+	over := (acct.Limits.BytesSoft > 0 && used.Bytes > acct.Limits.BytesSoft) ||
+		(acct.Limits.InodesSoft > 0 && used.Inodes > acct.Limits.InodesSoft)
 	if over == acct.SoftExceeded {
 		return nil
 	}
@@ -373,7 +385,7 @@ func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, ino 
 		return nil
 	}
 	return t.AppendEvent(ctx, EventQuotaExceeded, k.Project, actor, map[string]any{
-		"area": k.Area, "used_bytes": acct.Used.Bytes, "used_inodes": acct.Used.Inodes,
+		"area": k.Area, "used_bytes": used.Bytes, "used_inodes": used.Inodes,
 		"bytes_soft": acct.Limits.BytesSoft, "inodes_soft": acct.Limits.InodesSoft,
 		"bytes_hard": acct.Limits.BytesHard, "inodes_hard": acct.Limits.InodesHard})
 }
@@ -641,13 +653,14 @@ func (t *Tx) startGrace(ctx context.Context, k TreeKey, acct treeAccount) error 
 		}
 		return 0
 	}
+	used := acct.committed()
 	// A running timer keeps its start (CASE), a tree back under stops it.
 	_, err := t.exec(ctx, `UPDATE trees SET
 		bytes_soft_since = CASE WHEN CAST(? AS BIGINT) = 0 THEN 0 WHEN bytes_soft_since = 0 THEN CAST(? AS BIGINT) ELSE bytes_soft_since END,
 		inodes_soft_since = CASE WHEN CAST(? AS BIGINT) = 0 THEN 0 WHEN inodes_soft_since = 0 THEN CAST(? AS BIGINT) ELSE inodes_soft_since END
 		WHERE host = ? AND project = ? AND area = ?`,
-		since(acct.Limits.BytesSoft, acct.Used.Bytes), since(acct.Limits.BytesSoft, acct.Used.Bytes),
-		since(acct.Limits.InodesSoft, acct.Used.Inodes), since(acct.Limits.InodesSoft, acct.Used.Inodes),
+		since(acct.Limits.BytesSoft, used.Bytes), since(acct.Limits.BytesSoft, used.Bytes),
+		since(acct.Limits.InodesSoft, used.Inodes), since(acct.Limits.InodesSoft, used.Inodes),
 		t.s.Host, k.Project, k.Area)
 	return err
 }
@@ -734,6 +747,14 @@ const readQuery = `SELECT t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_ha
 		+ COALESCE((SELECT SUM(r.inodes) FROM reservations r WHERE r.host = t.host AND r.project = t.project AND r.area = t.area), 0),
 	t.walked_at, t.bytes_soft_since, t.inodes_soft_since
 	FROM trees t WHERE t.host = ? AND t.project = ? AND t.area = ?`
+
+// committed is the tree's usage without the writes in progress: what is on
+// disk as far as xfsq knows. Grace timers and the soft-limit event go by it,
+// as XFS's timer goes by blocks allocated, never by a write that may yet
+// be abandoned.
+func (a treeAccount) committed() quota.Usage {
+	return quota.Usage{Bytes: a.Used.Bytes - min(a.Reserved.Bytes, a.Used.Bytes), Inodes: a.Used.Inodes - min(a.Reserved.Inodes, a.Used.Inodes)}
+}
 
 func (a treeAccount) admitState(rootUsed uint64) AdmitState {
 	return AdmitState{Limits: a.Limits, Used: a.Used, RootUsed: rootUsed,
