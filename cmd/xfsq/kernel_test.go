@@ -100,6 +100,13 @@ func testXFSSoftGrace(t *testing.T, fs *kerneltest.FS) {
 	if _, err := kerneltest.Fill(filepath.Join(s.root, "projects/late/g"), mib); !errors.Is(err, unix.EDQUOT) && !errors.Is(err, unix.ENOSPC) {
 		t.Errorf("the kernel took a write past the grace: %v", err)
 	}
+	// files put asks before it writes, as the kernel would answer: refused
+	// (exit 3) by the soft limit, naming when the kernel's grace ended.
+	small := filepath.Join(t.TempDir(), "small")
+	os.WriteFile(small, make([]byte, 64<<10), 0o644)
+	if r := s.run("files", "put", "late", "h", "--from", small); r.code != 3 || !strings.Contains(r.stderr, "bytes_soft, whose grace ended") {
+		t.Errorf("files put past the kernel's grace: exit %d %q, want 3 naming bytes_soft and the grace's end", r.code, r.stderr)
+	}
 }
 
 // A run filling scratch/PROJECT/RUN is stopped by the kernel at the
