@@ -406,6 +406,26 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 			}
 			noneLeft(s, "big")
 		})
+		t.Run("a walk while the body arrives refuses nothing", func(t *testing.T) {
+			// On the named-temporary path (a filesystem without O_TMPFILE)
+			// a walk sees the body arriving, beside its reservation.
+			noTmpfile = true
+			defer func() { noTmpfile = false }()
+			s := newSandbox(t, dsn, "omni")
+			s.limit("omni", s.used("omni").Bytes+500*block, 0)
+			pr, pw := io.Pipe()
+			done := make(chan error, 1)
+			go func() { _, err := s.l.Put(ctx, "omni", "", "big", pr, int64(400*block)); done <- err }()
+			pw.Write(make([]byte, 300*block))
+			time.Sleep(50 * time.Millisecond)                     // on disk in the temporary file
+			if u := s.walkBaseline("omni"); u.Bytes < 300*block { // counts them beside the reservation
+				t.Fatalf("the walk counted %d bytes, not the body's 300 blocks on disk", u.Bytes)
+			}
+			go func() { pw.Write(make([]byte, 100*block)); pw.Close() }()
+			if err := <-done; err != nil {
+				t.Errorf("a body that fitted its reservation, walked while it arrived: %v", err)
+			}
+		})
 		t.Run("a write in progress starts no grace timer", func(t *testing.T) {
 			s := newSandbox(t, dsn, "omni")
 			soft := s.used("omni").Bytes + 8*block

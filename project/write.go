@@ -33,11 +33,15 @@ type Write struct {
 	temp   string // the temporary file's path relative to the root, for a reclaim
 
 	reservation int64 // fallback: the store's reservation, 0 when none
-	held        uint64
-	renewed     time.Time
-	committed   int64  // bytes committed to the ledger, for Undo
-	ino         uint64 // the inode the commit's row counts whole, for Undo
-	inLedger    bool   // the commit reached the ledger
+	// admitted is what the reservation was admitted from, and when: the
+	// commit asks again only of what changed since.
+	admitted   store.AdmitState
+	admittedAt time.Time
+	held       uint64
+	renewed    time.Time
+	committed  int64  // bytes committed to the ledger, for Undo
+	ino        uint64 // the inode the commit's row counts whole, for Undo
+	inLedger   bool   // the commit reached the ledger
 }
 
 // WriteLimits are the file layer's own limits on a write.
@@ -99,8 +103,12 @@ func (w *Write) Reserve(ctx context.Context, fileBytes, bytes, dirBytes uint64) 
 	if err := w.m.RefreshBaselineIfStale(ctx, w.tree); err != nil {
 		return err
 	}
+	admit := w.admit(fileBytes, bytes, w.inodes)
 	id, reclaimed, err := w.m.Store.Reserve(ctx, w.key(), bytes, w.inodes, HolderOf(ctx),
-		w.temp, w.limits.TTL, HolderGone, w.admit(fileBytes, bytes, w.inodes))
+		w.temp, w.limits.TTL, HolderGone, func(a store.AdmitState) error {
+			w.admitted, w.admittedAt = a, w.m.now()
+			return admit(a)
+		})
 	w.m.RemoveTemps(ctx, reclaimed)
 	if err != nil {
 		return err
@@ -226,12 +234,47 @@ func (w *Write) KernelRefusal(err error, need, requested uint64) error {
 // that file through xfsq later credits what this commit counted
 // (store.CommitFile, store.Placed).
 //
-// The commit is admitted once more, without the write's own reservation: a
-// limit lowered, or a soft limit whose grace ran out, while the body
-// arrived refuses it (a *quota.LimitError, nothing committed), as the
-// kernel on XFS refuses the allocation.
+// The commit is admitted once more, without the write's own reservation,
+// against what changed since the reservation was: a hard limit lowered, or
+// a soft limit whose grace ran out, while the body arrived refuses it (a
+// *quota.LimitError, nothing committed), as the kernel on XFS refuses the
+// allocation. Only those: what the reservation was admitted against holds,
+// and a walk while the body arrived counts the body's blocks beside its
+// reservation (until the next walk), which must not refuse the write that
+// reserved them.
 func (w *Write) Commit(ctx context.Context, delta int64, ino uint64) error {
-	return w.commit(ctx, delta, ino, w.admit(0, uint64(max(delta, 0)), w.inodes))
+	return w.commit(ctx, delta, ino, w.readmit(uint64(max(delta, 0))))
+}
+
+// readmit is the commit's admission of bytes and the write's inodes.
+func (w *Write) readmit(bytes uint64) store.AdmitFunc {
+	return func(a store.AdmitState) error {
+		was, now := w.admitted, w.m.now()
+		s := fallback.State{Tree: w.label, Used: a.Used, Now: now}
+		lowered := func(now, then uint64) uint64 {
+			if now != 0 && (then == 0 || now < then) {
+				return now
+			}
+			return 0 // unchanged or raised: not asked again
+		}
+		s.Limits.BytesHard = lowered(a.Limits.BytesHard, was.Limits.BytesHard)
+		s.Limits.InodesHard = lowered(a.Limits.InodesHard, was.Limits.InodesHard)
+		ranOut := func(soft uint64, since, sinceThen time.Time) time.Time {
+			ends, endsThen := graceEnds(since, w.limits.SoftGrace), graceEnds(sinceThen, w.limits.SoftGrace)
+			if soft == 0 || ends.IsZero() || now.Before(ends) ||
+				(!endsThen.IsZero() && !w.admittedAt.Before(endsThen)) { // over already when admitted: asked then
+				return time.Time{}
+			}
+			return ends
+		}
+		if ends := ranOut(a.Limits.BytesSoft, a.BytesSoftSince, was.BytesSoftSince); !ends.IsZero() {
+			s.Limits.BytesSoft, s.BytesGraceEnds = a.Limits.BytesSoft, ends
+		}
+		if ends := ranOut(a.Limits.InodesSoft, a.InodesSoftSince, was.InodesSoftSince); !ends.IsZero() {
+			s.Limits.InodesSoft, s.InodesGraceEnds = a.Limits.InodesSoft, ends
+		}
+		return fallback.Admit(s, fallback.Request{Bytes: bytes, Inodes: w.inodes})
+	}
 }
 
 // CommitAbandoned counts the inode of a write that is given up after its
