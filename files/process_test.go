@@ -375,6 +375,8 @@ func TestDoctorRemovesAStrayTemporaryFile(t *testing.T) {
 	if k := doctorKinds(t, s); k[project.StrayTemp] != 0 {
 		t.Errorf("doctor right after: %v; a temporary file changed within reservation_ttl may be a write placing it", k)
 	}
+	s.walkBaseline("omni") // counts the stray: its removal is credited
+	withStray := s.used("omni")
 	time.Sleep(1100 * time.Millisecond)
 	os.WriteFile(filepath.Join(tree, project.TempPrefix+"fresh"), []byte("x"), 0o644)
 	findings, err := s.m.Doctor(ctx, true)
@@ -395,6 +397,17 @@ func TestDoctorRemovesAStrayTemporaryFile(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(tree, project.TempPrefix+"stray")); !os.IsNotExist(err) {
 		t.Errorf("the stray temporary file after doctor --fix: %v", err)
+	}
+	// Nothing over-counted: the tree counts what a walk finds, but for the
+	// fresh file, written outside xfsq since the last walk.
+	real, err := fallback.Walk(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fresh syscall.Stat_t
+	syscall.Lstat(filepath.Join(tree, project.TempPrefix+"fresh"), &fresh)
+	if got := s.used("omni"); got.Bytes+uint64(fresh.Blocks)*512 != real.Bytes || got.Inodes+1 != real.Inodes {
+		t.Errorf("after doctor --fix the tree counts %+v (with the stray %+v), a walk finds %+v and the fresh file: want the stray's 100 KiB and inode credited", got, withStray, real)
 	}
 	if got := evictionStates(t, s, "projects/omni/"+project.TempPrefix+"stray"); got != "done,pending" {
 		t.Errorf("the stray's removal journalled %q, want pending then done", got)

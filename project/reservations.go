@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 	"github.com/xfsq/xfsq/units"
@@ -81,7 +82,10 @@ func (m *Manager) RemoveTemps(ctx context.Context, reclaimed []store.Reservation
 
 // removeTemp removes, journalled, the temporary file name in parent if it
 // is one: xfsq writes regular files there, so a directory, a link, a FIFO
-// or a mount at the name is a tenant's.
+// or a mount at the name is a tenant's. On the fallback what went is
+// credited as a removal through files rm is: what the last walk counted of
+// it, and only if its last link went (a tenant's hard link keeps the
+// blocks).
 func (m *Manager) removeTemp(ctx context.Context, parent *saferm.Dir, project, area, name, reason, policy string) error {
 	st, err := parent.Lstat(name)
 	if errors.Is(err, os.ErrNotExist) {
@@ -94,7 +98,17 @@ func (m *Manager) removeTemp(ctx context.Context, parent *saferm.Dir, project, a
 		return nil
 	}
 	rec := sweep.Record{Area: area, Bytes: st.Blocks * 512, Reason: reason, Policy: policy}
-	_, _, err = m.RemoveJournalled(ctx, project, parent, name, rec, saferm.Options{NotDirectory: true})
+	tree := store.Tree{Project: project, Area: area}
+	cutoff, err := m.RemovalCutoff(ctx, tree)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	_, rep, err := m.RemoveJournalled(ctx, project, parent, name, rec,
+		saferm.Options{NotDirectory: true, ConfirmLastLink: true, CountChangedBefore: cutoff})
+	if credit := m.CreditRemoval(ctx, tree, quota.Usage{Bytes: rep.Bytes, Inodes: rep.Inodes}, rep.Uncounted, started); err == nil {
+		err = credit
+	}
 	return err
 }
 
