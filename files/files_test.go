@@ -406,6 +406,35 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 			}
 			noneLeft(s, "big")
 		})
+		t.Run("a hard limit raised and put back while the body arrives", func(t *testing.T) {
+			s := newSandbox(t, dsn, "omni")
+			base := s.used("omni").Bytes
+			s.limit("omni", base+20*block, 0)
+			finish := streaming(s, "big", 16)
+			s.limit("omni", base+1000*block, 0)
+			if err := s.put("omni", "other", make([]byte, 100*block), true); err != nil {
+				t.Fatal(err)
+			}
+			s.limit("omni", base+20*block, 0) // what big was admitted against
+			if err := finish(); !refusedBy(err, "bytes_hard") {
+				t.Errorf("a body landing past the limit in force: %v, want a bytes_hard refusal", err)
+			}
+			noneLeft(s, "big")
+		})
+		t.Run("a refused body leaves no directory", func(t *testing.T) {
+			s := newSandbox(t, dsn, "omni")
+			u := s.used("omni")
+			s.limit("omni", 0, u.Inodes+10)
+			finish := streaming(s, "x/y/z/f", 8)
+			s.limit("omni", 0, u.Inodes+1) // the write needs 4
+			if err := finish(); !refusedBy(err, "inodes_hard") || !strings.Contains(err.Error(), "3 files on disk") {
+				t.Errorf("a body after its inode limit was lowered: %v, want an inodes_hard refusal counting 3 files on disk", err)
+			}
+			if _, err := os.Lstat(filepath.Join(s.root, "projects/omni/x")); !os.IsNotExist(err) {
+				t.Errorf("the refused write made its directories: %v", err)
+			}
+			noneLeft(s, "x/y/z/f")
+		})
 		t.Run("a walk while the body arrives refuses nothing", func(t *testing.T) {
 			// On the named-temporary path (a filesystem without O_TMPFILE)
 			// a walk sees the body arriving, beside its reservation.

@@ -106,6 +106,11 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	if err := w.file.Sync(); err != nil {
 		return res, w.mapErr(err)
 	}
+	// Before anything of it is made in the tree: a limit lowered or a
+	// grace run out while the body arrived refuses it here.
+	if err := w.acct.Recheck(ctx, w.delta(), w.named); err != nil {
+		return res, err
+	}
 	if dir := path.Dir(p); dir != "." {
 		if err := t.mkdirAll(dir); err != nil {
 			return res, w.mapErr(err) // a full tree refuses a directory too
@@ -731,7 +736,7 @@ func (w *writer) abandon() {
 			unix.Ftruncate(w.fd, 0)
 			// Counted even when the client went away: the inode is there.
 			ctx := context.WithoutCancel(w.ctx)
-			if w.acct.CommitAbandoned(ctx) == nil {
+			if w.acct.Commit(ctx, 0, 0) == nil {
 				w.acct.Placed(ctx, project.Replaced{}, time.Now())
 			}
 		}

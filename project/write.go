@@ -32,16 +32,14 @@ type Write struct {
 	inodes uint64 // new inodes: the file if new, plus missing directories
 	temp   string // the temporary file's path relative to the root, for a reclaim
 
-	reservation int64 // fallback: the store's reservation, 0 when none
-	// admitted is what the reservation was admitted from, and when: the
-	// commit asks again only of what changed since.
-	admitted   store.AdmitState
-	admittedAt time.Time
-	held       uint64
-	renewed    time.Time
-	committed  int64  // bytes committed to the ledger, for Undo
-	ino        uint64 // the inode the commit's row counts whole, for Undo
-	inLedger   bool   // the commit reached the ledger
+	reservation int64     // fallback: the store's reservation, 0 when none
+	reservedAt  time.Time // when the reservation was made: a walk since may have seen the body
+	dirBytes    uint64    // of the reservation, what the missing directories take
+	held        uint64
+	renewed     time.Time
+	committed   int64  // bytes committed to the ledger, for Undo
+	ino         uint64 // the inode the commit's row counts whole, for Undo
+	inLedger    bool   // the commit reached the ledger
 }
 
 // WriteLimits are the file layer's own limits on a write.
@@ -103,17 +101,14 @@ func (w *Write) Reserve(ctx context.Context, fileBytes, bytes, dirBytes uint64) 
 	if err := w.m.RefreshBaselineIfStale(ctx, w.tree); err != nil {
 		return err
 	}
-	admit := w.admit(fileBytes, bytes, w.inodes)
+	reservedAt := time.Now()
 	id, reclaimed, err := w.m.Store.Reserve(ctx, w.key(), bytes, w.inodes, HolderOf(ctx),
-		w.temp, w.limits.TTL, HolderGone, func(a store.AdmitState) error {
-			w.admitted, w.admittedAt = a, w.m.now()
-			return admit(a)
-		})
+		w.temp, w.limits.TTL, HolderGone, w.admit(fileBytes, bytes, w.inodes))
 	w.m.RemoveTemps(ctx, reclaimed)
 	if err != nil {
 		return err
 	}
-	w.reservation, w.held, w.renewed = id, bytes-dirBytes, time.Now()
+	w.reservation, w.held, w.dirBytes, w.renewed, w.reservedAt = id, bytes-dirBytes, dirBytes, time.Now(), reservedAt
 	return nil
 }
 
@@ -185,14 +180,7 @@ func (w *Write) Refusal(ctx context.Context, fileBytes, need, dirBytes uint64) e
 	if err == nil { // room freed up since: still refused, the body was cut off at its allowance
 		err = &quota.LimitError{Tree: w.label, Limit: "bytes_hard", Used: a.Used.Bytes, Requested: need, Max: a.Limits.BytesHard}
 	}
-	// Name apart what other writes in progress hold of the usage.
-	var le *quota.LimitError
-	if errors.As(err, &le) && le.Limit != quota.LimitMaxFileBytes && le.Limit != "root_budget" {
-		if held, rerr := w.m.Store.Reserved(ctx, w.key()); rerr == nil {
-			le.Reserved = min(held.Bytes-min(held.Bytes, reservedBytes), le.Used)
-		}
-	}
-	return err
+	return w.nameReserved(ctx, err, reservedBytes, w.inodes)
 }
 
 // KernelRefusal turns the kernel's refusal during the write (ENOSPC,
@@ -232,64 +220,15 @@ func (w *Write) KernelRefusal(err error, need, requested uint64) error {
 // ino, when not 0, is the inode of the one file the delta counts whole
 // (its blocks, one inode, no directory made with it): an overwrite of
 // that file through xfsq later credits what this commit counted
-// (store.CommitFile, store.Placed).
-//
-// The commit is admitted once more, without the write's own reservation,
-// against what changed since the reservation was: a hard limit lowered, or
-// a soft limit whose grace ran out, while the body arrived refuses it (a
-// *quota.LimitError, nothing committed), as the kernel on XFS refuses the
-// allocation. Only those: what the reservation was admitted against holds,
-// and a walk while the body arrived counts the body's blocks beside its
-// reservation (until the next walk), which must not refuse the write that
-// reserved them.
+// (store.CommitFile, store.Placed). Recheck first asks whether it may.
 func (w *Write) Commit(ctx context.Context, delta int64, ino uint64) error {
-	return w.commit(ctx, delta, ino, w.readmit(uint64(max(delta, 0))))
-}
-
-// readmit is the commit's admission of bytes and the write's inodes.
-func (w *Write) readmit(bytes uint64) store.AdmitFunc {
-	return func(a store.AdmitState) error {
-		was, now := w.admitted, w.m.now()
-		s := fallback.State{Tree: w.label, Used: a.Used, Now: now}
-		lowered := func(now, then uint64) uint64 {
-			if now != 0 && (then == 0 || now < then) {
-				return now
-			}
-			return 0 // unchanged or raised: not asked again
-		}
-		s.Limits.BytesHard = lowered(a.Limits.BytesHard, was.Limits.BytesHard)
-		s.Limits.InodesHard = lowered(a.Limits.InodesHard, was.Limits.InodesHard)
-		ranOut := func(soft uint64, since, sinceThen time.Time) time.Time {
-			ends, endsThen := graceEnds(since, w.limits.SoftGrace), graceEnds(sinceThen, w.limits.SoftGrace)
-			if soft == 0 || ends.IsZero() || now.Before(ends) ||
-				(!endsThen.IsZero() && !w.admittedAt.Before(endsThen)) { // over already when admitted: asked then
-				return time.Time{}
-			}
-			return ends
-		}
-		if ends := ranOut(a.Limits.BytesSoft, a.BytesSoftSince, was.BytesSoftSince); !ends.IsZero() {
-			s.Limits.BytesSoft, s.BytesGraceEnds = a.Limits.BytesSoft, ends
-		}
-		if ends := ranOut(a.Limits.InodesSoft, a.InodesSoftSince, was.InodesSoftSince); !ends.IsZero() {
-			s.Limits.InodesSoft, s.InodesGraceEnds = a.Limits.InodesSoft, ends
-		}
-		return fallback.Admit(s, fallback.Request{Bytes: bytes, Inodes: w.inodes})
-	}
-}
-
-// CommitAbandoned counts the inode of a write that is given up after its
-// file was made and emptied, where a tenant's link keeps it: it is there,
-// so it is counted whatever the limits say now.
-func (w *Write) CommitAbandoned(ctx context.Context) error { return w.commit(ctx, 0, 0, nil) }
-
-func (w *Write) commit(ctx context.Context, delta int64, ino uint64, admit store.AdmitFunc) error {
 	if w.reservation == 0 {
 		return nil // XFS: the kernel counted it
 	}
 	if w.inodes != 1 {
 		ino = 0 // the row counts directories too: not one file's
 	}
-	if err := w.m.Store.CommitFile(ctx, w.key(), w.reservation, delta, int64(w.inodes), ino, w.m.ActorOf(ctx), admit); err != nil {
+	if err := w.m.Store.CommitFile(ctx, w.key(), w.reservation, delta, int64(w.inodes), ino, w.m.ActorOf(ctx)); err != nil {
 		return reservationErr(err)
 	}
 	// The reservation stays, emptied, until Placed: the file is not in
@@ -297,6 +236,57 @@ func (w *Write) commit(ctx context.Context, delta int64, ino uint64, admit store
 	// (store.CommitFile, store.BeginWalk).
 	w.committed, w.ino, w.inLedger = delta, ino, true
 	return nil
+}
+
+// Recheck asks, once the body is whole and before anything of the write is
+// made in the tree (its directories, its name) or committed, whether it
+// may still land as delta bytes and its inodes: the tree as it is now,
+// without the write's own reservation, under the tree's limits in force
+// now (the settings, soft_grace and root_budget, as the write began). A
+// hard limit lowered or a soft limit whose grace ran out while the body
+// arrived refuses it (a *quota.LimitError),
+// as the kernel on XFS refuses the allocation. Where the body sits under
+// its temporary name (named: no O_TMPFILE) and a walk began after the
+// reservation, the walk may have counted the body beside its reservation:
+// it is not asked again then, as the double count must not refuse the
+// write that reserved the room (it goes at the next walk).
+func (w *Write) Recheck(ctx context.Context, delta int64, named bool) error {
+	if w.reservation == 0 {
+		return nil // XFS: the kernel refuses what it must as it is written
+	}
+	if named {
+		if b, err := w.m.Store.Baseline(ctx, w.key()); err != nil || b.At.After(w.reservedAt) {
+			return err
+		}
+	}
+	a, err := w.m.Store.Admission(ctx, w.key())
+	if err != nil {
+		return err
+	}
+	own := w.held + w.dirBytes // what the reservation holds
+	a.Used.Bytes -= min(a.Used.Bytes, own)
+	a.Used.Inodes -= min(a.Used.Inodes, w.inodes)
+	a.RootUsed -= min(a.RootUsed, own)
+	return w.nameReserved(ctx, w.admit(0, uint64(max(delta, 0)), w.inodes)(a), own, w.inodes)
+}
+
+// nameReserved sets, on a refusal by one of the tree's limits, how much of
+// the usage it names other writes in progress hold (the store's
+// reservations less this write's own, ownBytes and ownInodes), so that it
+// is not read as what is on disk.
+func (w *Write) nameReserved(ctx context.Context, err error, ownBytes, ownInodes uint64) error {
+	var le *quota.LimitError
+	if !errors.As(err, &le) || le.Limit == quota.LimitMaxFileBytes || le.Limit == "root_budget" {
+		return err
+	}
+	if held, rerr := w.m.Store.Reserved(ctx, w.key()); rerr == nil {
+		if le.Limit == "inodes_hard" || le.Limit == "inodes_soft" {
+			le.Reserved = min(held.Inodes-min(held.Inodes, ownInodes), le.Used)
+		} else {
+			le.Reserved = min(held.Bytes-min(held.Bytes, ownBytes), le.Used)
+		}
+	}
+	return err
 }
 
 // Undo takes back a commit whose file never took its name.

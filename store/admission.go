@@ -284,13 +284,7 @@ const linkingExpiry = time.Minute
 // ino, when not 0, is the one file the row counts whole (bytes its
 // blocks, inodes 1): an overwrite of that file later credits what this
 // row counted (Placed).
-//
-// admit, when not nil, decides the commit once more, from the tree as it is
-// without this write's reservation, the request bound to what it commits: a
-// limit lowered, or a soft limit whose grace ran out, while the body was
-// arriving refuses it then, as the kernel on XFS refuses an allocation, and
-// nothing is committed.
-func (s *Store) CommitFile(ctx context.Context, k TreeKey, id int64, bytes, inodes int64, ino uint64, actor string, admit AdmitFunc) error {
+func (s *Store) CommitFile(ctx context.Context, k TreeKey, id int64, bytes, inodes int64, ino uint64, actor string) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
@@ -306,11 +300,6 @@ func (s *Store) CommitFile(ctx context.Context, k TreeKey, id int64, bytes, inod
 		if _, err := tx.exec(ctx, `UPDATE reservations SET bytes = 0, inodes = 0, temp_path = '', expires_at = ? WHERE id = ?`,
 			toMicros(time.Now().Add(linkingExpiry)), id); err != nil {
 			return err
-		}
-		if admit != nil {
-			if err := tx.admit(ctx, k, admit); err != nil {
-				return err // rolled back: the reservation stands, for the writer to release
-			}
 		}
 		return tx.addLedger(ctx, k, bytes, inodes, ino, actor, time.Now())
 	})

@@ -135,7 +135,7 @@ func TestReadAgreesWithAccount(t *testing.T) {
 			_, _, err = s.Reserve(ctx, cache, 500, 5, "c", "", time.Hour, nil, admitAll)
 		}
 		if err == nil {
-			err = s.CommitFile(ctx, ws, id, 80, 1, 0, "test", nil)
+			err = s.CommitFile(ctx, ws, id, 80, 1, 0, "test")
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -203,11 +203,11 @@ func TestWalkKeepsOnlyTheRowsOfWritesBeingLinked(t *testing.T) {
 		}
 		reserve(1000) // an upload streaming throughout
 		done := reserve(50)
-		if err := s.CommitFile(ctx, ws, done, 50, 1, 0, "w", nil); err != nil {
+		if err := s.CommitFile(ctx, ws, done, 50, 1, 0, "w"); err != nil {
 			t.Fatal(err)
 		}
 		linking := reserve(20)
-		if err := s.CommitFile(ctx, ws, linking, 20, 1, 0, "w", nil); err != nil {
+		if err := s.CommitFile(ctx, ws, linking, 20, 1, 0, "w"); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Release(ctx, done); err != nil { // its file is in place
@@ -237,7 +237,7 @@ func TestCommittedMarkOutlivesTheTTL(t *testing.T) {
 		s, ws := openWorkspace(t, dsn, quota.Limits{})
 		id, _, err := s.Reserve(ctx, ws, 10, 1, "w", "", 200*time.Millisecond, nil, admitAll)
 		if err == nil {
-			err = s.CommitFile(ctx, ws, id, 10, 1, 0, "w", nil)
+			err = s.CommitFile(ctx, ws, id, 10, 1, 0, "w")
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -319,7 +319,7 @@ func TestLedgerSumFollowsItsRows(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if err := s.CommitFile(ctx, k, id, bytes, 1, 0, "test", nil); err != nil {
+				if err := s.CommitFile(ctx, k, id, bytes, 1, 0, "test"); err != nil {
 					return err
 				}
 				return s.Placed(ctx, k, id, Replaced{Counted: quota.Usage{Bytes: 100}}, "test", time.Now())
@@ -443,7 +443,7 @@ func TestPlacedCreditsAnInodesRowOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.CommitFile(ctx, k, id, bytes, 1, ino, "test", nil); err != nil {
+			if err := s.CommitFile(ctx, k, id, bytes, 1, ino, "test"); err != nil {
 				t.Fatal(err)
 			}
 			return id
@@ -520,7 +520,7 @@ func TestRemovalBesideWritesNeverDeadlocks(t *testing.T) {
 				continue
 			}
 			if err == nil {
-				err = s.CommitFile(ctx, k, id, 4096, 1, 0, "test", nil)
+				err = s.CommitFile(ctx, k, id, 4096, 1, 0, "test")
 			}
 			if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrReservationGone) {
 				errs <- err
@@ -611,7 +611,7 @@ func TestRemovedCreditsAnInodesRowOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.CommitFile(ctx, k, id, 8192, 1, 77, "test", nil); err != nil {
+		if err := s.CommitFile(ctx, k, id, 8192, 1, 77, "test"); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Placed(ctx, k, id, Replaced{}, "test", time.Now()); err != nil {

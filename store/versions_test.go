@@ -48,7 +48,7 @@ func TestProjectVersionMovesWithEveryChangeOfTheProject(t *testing.T) {
 			}, false},
 			{"grow", func() error { _, err := w.Grow(ctx, ws, res, 200, time.Hour, nil, admitAll); return err }, false},
 			{"renew", func() error { return w.Renew(ctx, res, 2*time.Hour) }, false},
-			{"commit", func() error { return w.CommitFile(ctx, ws, res, 200, 1, 0, "test", nil) }, false},
+			{"commit", func() error { return w.CommitFile(ctx, ws, res, 200, 1, 0, "test") }, false},
 			{"ledger", func() error { return w.AddLedger(ctx, ws, -50, 0, "test", time.Now()) }, false},
 			{"reserve again", func() (err error) {
 				res, _, err = w.Reserve(ctx, ws, 10, 0, "h", "", time.Hour, nil, admitAll)
