@@ -244,18 +244,18 @@ func (w *Write) Commit(ctx context.Context, delta int64, ino uint64) error {
 // without the write's own reservation, under the tree's limits in force
 // now (the settings, soft_grace and root_budget, as the write began). A
 // hard limit lowered or a soft limit whose grace ran out while the body
-// arrived refuses it (a *quota.LimitError),
-// as the kernel on XFS refuses the allocation. Where the body sits under
-// its temporary name (named: no O_TMPFILE) and a walk began after the
-// reservation, the walk may have counted the body beside its reservation:
-// it is not asked again then, as the double count must not refuse the
-// write that reserved the room (it goes at the next walk).
+// arrived refuses it (a *quota.LimitError), as the kernel on XFS refuses
+// the allocation. Where the body sits under its temporary name (named: no
+// O_TMPFILE) and a walk was recorded since the reservation, the walk may
+// have counted the body beside its reservation: it is not asked again
+// then, as the double count must not refuse the write that reserved the
+// room (it goes at the next walk).
 func (w *Write) Recheck(ctx context.Context, delta int64, named bool) error {
 	if w.reservation == 0 {
 		return nil // XFS: the kernel refuses what it must as it is written
 	}
 	if named {
-		if b, err := w.m.Store.Baseline(ctx, w.key()); err != nil || b.At.After(w.reservedAt) {
+		if b, err := w.m.Store.Baseline(ctx, w.key()); err != nil || b.End.After(w.reservedAt) {
 			return err
 		}
 	}

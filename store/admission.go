@@ -671,6 +671,7 @@ func (s *Store) GraceStarts(ctx context.Context, k TreeKey) (bytes, inodes time.
 // Baseline is what a tree's last walk left for credits to go by.
 type Baseline struct {
 	At     time.Time // when the walk began; zero: never walked
+	End    time.Time // when its figure was recorded
 	Hidden bool      // mount points hid part of the tree from it (WalkSeen.Hidden)
 }
 
@@ -678,13 +679,14 @@ type Baseline struct {
 func (s *Store) Baseline(ctx context.Context, k TreeKey) (Baseline, error) {
 	var row struct {
 		At     int64 `db:"walked_at"`
+		End    int64 `db:"walked_end"`
 		Hidden bool  `db:"walked_hidden"`
 	}
-	err := s.get(ctx, &row, `SELECT walked_at, walked_hidden FROM trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
+	err := s.get(ctx, &row, `SELECT walked_at, walked_end, walked_hidden FROM trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Baseline{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
 	}
-	return Baseline{At: fromMicros(row.At), Hidden: row.Hidden}, err
+	return Baseline{At: fromMicros(row.At), End: fromMicros(row.End), Hidden: row.Hidden}, err
 }
 
 // TreeRead is one tree as admission sees it.
