@@ -435,6 +435,23 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 			}
 			noneLeft(s, "x/y/z/f")
 		})
+		t.Run("the project removed while the body arrives", func(t *testing.T) {
+			for _, named := range []bool{false, true} {
+				noTmpfile = named
+				s := newSandbox(t, dsn, "omni")
+				finish := streaming(s, "big", 16)
+				if _, err := s.m.Remove(ctx, "omni", project.RemoveOptions{Force: true}); err != nil {
+					t.Fatal(err)
+				}
+				if err := finish(); err == nil || errkind.Of(err) != errkind.Conflict {
+					t.Errorf("named %v: a put into a project removed under it: %v (%v), want a conflict", named, err, errkind.Of(err))
+				}
+				if rs, err := s.st.Reservations(ctx); err != nil || len(rs) != 0 {
+					t.Errorf("named %v: reservations left: %v %v", named, rs, err)
+				}
+			}
+			noTmpfile = false
+		})
 		t.Run("a walk while the body arrives refuses nothing", func(t *testing.T) {
 			// On the named-temporary path (a filesystem without O_TMPFILE)
 			// a walk sees the body arriving, beside its reservation.

@@ -137,9 +137,15 @@ func (w *Write) Grow(ctx context.Context, n uint64) error {
 // expired (a body that stalled for the whole reservation_ttl): the write
 // collided with the others, which a new attempt need not (409, exit 1),
 // rather than failing as xfsq's own error.
+//
+// So is a tree removed while the write was in progress (its project
+// removed, --force): the write met another operation, not a fault of xfsq.
 func reservationErr(err error) error {
-	if errors.Is(err, store.ErrReservationGone) {
+	switch {
+	case errors.Is(err, store.ErrReservationGone):
 		return errkind.New(errkind.Conflict, err)
+	case errors.Is(err, store.ErrNotFound):
+		return errkind.New(errkind.Conflict, fmt.Errorf("the tree was removed while the write was in progress; nothing was written: %w", err))
 	}
 	return err
 }
@@ -256,12 +262,12 @@ func (w *Write) Recheck(ctx context.Context, delta int64, named bool) error {
 	}
 	if named {
 		if b, err := w.m.Store.Baseline(ctx, w.key()); err != nil || b.End.After(w.reservedAt) {
-			return err
+			return reservationErr(err)
 		}
 	}
 	a, err := w.m.Store.Admission(ctx, w.key())
 	if err != nil {
-		return err
+		return reservationErr(err)
 	}
 	own := w.held + w.dirBytes // what the reservation holds
 	a.Used.Bytes -= min(a.Used.Bytes, own)
