@@ -463,7 +463,17 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { _, err := s.l.Put(ctx, "omni", "", "big", pr, int64(400*block)); done <- err }()
 			pw.Write(make([]byte, 300*block))
-			time.Sleep(50 * time.Millisecond)                     // on disk in the temporary file
+			// Wait until the 300 blocks are on disk in the temporary file.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				temps, _ := filepath.Glob(filepath.Join(s.root, "projects/omni", project.TempPrefix+"*"))
+				var st unix.Stat_t
+				if len(temps) == 1 && unix.Stat(temps[0], &st) == nil && uint64(st.Size) >= 300*block {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the body's first 300 blocks never reached its temporary file (%v)", temps)
+				}
+			}
 			if u := s.walkBaseline("omni"); u.Bytes < 300*block { // counts them beside the reservation
 				t.Fatalf("the walk counted %d bytes, not the body's 300 blocks on disk", u.Bytes)
 			}
