@@ -64,8 +64,14 @@ func MeasureDir(dir string) (Usage, error) {
 }
 
 // MeasureFile measures the directory open as f; see WalkFile.
-func MeasureFile(f *os.File) (Usage, error) {
-	res, err := WalkFile(f, measureOpts)
+func MeasureFile(f *os.File) (Usage, error) { return MeasureWriting(f, nil) }
+
+// MeasureWriting is MeasureFile leaving out the writes in progress named
+// (Options.Writing).
+func MeasureWriting(f *os.File, writing map[string]uint64) (Usage, error) {
+	opts := measureOpts
+	opts.Writing = writing
+	res, err := WalkFile(f, opts)
 	if err != nil {
 		return Usage{}, err
 	}

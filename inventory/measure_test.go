@@ -119,3 +119,50 @@ func TestMeasureDirRefusesWhatIsNotADirectory(t *testing.T) {
 		}
 	}
 }
+
+// A write in progress named in Options.Writing is left to its reservation:
+// a regular file of one link at the root, no larger than its room. Any
+// other entry of that name counts as every entry does.
+func TestAWriteInProgressIsLeftOut(t *testing.T) {
+	const size = 64 << 10
+	for _, c := range []struct {
+		name    string
+		make    func(t *testing.T, root string) // the entry "w" and whatever else
+		room    uint64
+		counted bool
+	}{
+		{"a body within its room", func(t *testing.T, root string) { write(t, filepath.Join(root, "w"), size) }, 1 << 20, false},
+		{"a body larger than its room", func(t *testing.T, root string) { write(t, filepath.Join(root, "w"), size) }, 4096, true},
+		{"a body linked elsewhere too", func(t *testing.T, root string) {
+			write(t, filepath.Join(root, "w"), size)
+			link(t, filepath.Join(root, "w"), filepath.Join(root, "d", "kept"))
+		}, 1 << 20, true},
+		{"the name below the root", func(t *testing.T, root string) { write(t, filepath.Join(root, "d", "w"), size) }, 1 << 20, true},
+		{"a directory of the name", func(t *testing.T, root string) { write(t, filepath.Join(root, "w", "f"), size) }, 1 << 20, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			os.Mkdir(filepath.Join(root, "d"), 0o755)
+			c.make(t, root)
+			measure := func(writing map[string]uint64) Usage {
+				f, err := os.Open(root) // a walk reads its directory to the end
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				u, err := MeasureWriting(f, writing)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return u
+			}
+			all, left := measure(nil), measure(map[string]uint64{"w": c.room})
+			if counted := left.Bytes == all.Bytes && left.Inodes == all.Inodes; counted != c.counted {
+				t.Errorf("with the write named: %+v, without: %+v; want it counted: %v", left, all, c.counted)
+			}
+			if !c.counted && (all.Bytes-left.Bytes < size || all.Inodes-left.Inodes != 1) {
+				t.Errorf("left out %d bytes and %d inodes, want the body's %d bytes and its inode", all.Bytes-left.Bytes, all.Inodes-left.Inodes, size)
+			}
+		})
+	}
+}

@@ -57,7 +57,14 @@ type Options struct {
 	// LowerThread), for a walk that Background runs: the workers are
 	// goroutines of their own, on threads of their own.
 	Background bool
-	onWorker   func() // tests: called on each worker's goroutine as it starts
+	// Writing names the regular files at the root that are writes in
+	// progress through xfsq (their temporary names, where the filesystem
+	// has no O_TMPFILE), each with the room its reservation holds. One of
+	// a single link and no larger than that is not counted: its
+	// reservation counts it, and until it is placed nothing else may. One
+	// larger, or linked elsewhere, is counted as any file.
+	Writing  map[string]uint64
+	onWorker func() // tests: called on each worker's goroutine as it starts
 }
 
 // MaxDepth is the deepest aggregation a walk keeps.
@@ -757,6 +764,11 @@ func (k *worker) entries(fd int, dev uint64, rel string, a *agg, warm bool) ([]s
 					w.errors.Add(1)
 				}
 				continue
+			}
+			if w.opts.Writing != nil && rel == "." && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
+				if room, ok := w.opts.Writing[string(direntName(rec))]; ok && uint64(st.Blocks)*512 <= room {
+					continue
+				}
 			}
 			if st.Nlink > 1 && !w.firstLink(&st) {
 				continue

@@ -711,7 +711,7 @@ func (m *Manager) baseline(ctx context.Context, t store.Tree, maxAge time.Durati
 	if err != nil {
 		return walked, err
 	}
-	u, seen, err := m.measureTree(t)
+	u, seen, err := m.measureTree(t, walk.Writing)
 	if err != nil {
 		return walked, err
 	}

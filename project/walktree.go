@@ -77,9 +77,10 @@ func (m *Manager) WalkIn(t store.Tree, rel string, opts inventory.Options) (*inv
 }
 
 // measureTree measures t's directory (openForWalk) for a baseline: its
-// usage and what the walk may have missed. A tree whose directory is gone
+// usage, less the writes in progress named (store.Walk.Writing), and what
+// the walk may have missed. A tree whose directory is gone
 // is empty.
-func (m *Manager) measureTree(t store.Tree) (quota.Usage, store.WalkSeen, error) {
+func (m *Manager) measureTree(t store.Tree, writing map[string]uint64) (quota.Usage, store.WalkSeen, error) {
 	f, err := m.openForWalk(t, ".")
 	if errors.Is(err, os.ErrNotExist) {
 		return quota.Usage{}, store.WalkSeen{}, nil
@@ -88,7 +89,7 @@ func (m *Manager) measureTree(t store.Tree) (quota.Usage, store.WalkSeen, error)
 		return quota.Usage{}, store.WalkSeen{}, err
 	}
 	defer f.Close()
-	u, err := inventory.MeasureFile(f)
+	u, err := inventory.MeasureWriting(f, writing)
 	if err != nil {
 		return quota.Usage{}, store.WalkSeen{}, &quota.OpError{Op: "measure", Tree: m.abs(t.Path), Err: err}
 	}

@@ -101,9 +101,9 @@ func (w *Write) Reserve(ctx context.Context, fileBytes, bytes, dirBytes uint64) 
 	if err := w.m.RefreshBaselineIfStale(ctx, w.tree); err != nil {
 		return err
 	}
-	reservedAt := time.Now()
 	id, reclaimed, err := w.m.Store.Reserve(ctx, w.key(), bytes, w.inodes, HolderOf(ctx),
 		w.temp, w.limits.TTL, HolderGone, w.admit(fileBytes, bytes, w.inodes))
+	reservedAt := time.Now() // after: a walk begun before it may not have seen the reservation
 	w.m.RemoveTemps(ctx, reclaimed)
 	if err != nil {
 		return err
@@ -251,17 +251,18 @@ func (w *Write) Commit(ctx context.Context, delta int64, ino uint64) error {
 // now (the settings, soft_grace and root_budget, as the write began). A
 // hard limit lowered or a soft limit whose grace ran out while the body
 // arrived refuses it (a *quota.LimitError), as the kernel on XFS refuses
-// the allocation. Where the body sits under its temporary name (named: no
-// O_TMPFILE) and a walk was recorded since the reservation, the walk may
-// have counted the body beside its reservation: it is not asked again
-// then, as the double count must not refuse the write that reserved the
-// room (it goes at the next walk).
+// the allocation. A walk leaves out the bodies of the writes in progress
+// as it begins (store.Walk.Writing); where the body sits under its
+// temporary name (named: no O_TMPFILE) and the last walk began before the
+// reservation and was recorded after it, that walk may have counted the
+// body beside its reservation: it is not asked again then, as the double
+// count must not refuse the write that reserved the room.
 func (w *Write) Recheck(ctx context.Context, delta int64, named bool) error {
 	if w.reservation == 0 {
 		return nil // XFS: the kernel refuses what it must as it is written
 	}
 	if named {
-		if b, err := w.m.Store.Baseline(ctx, w.key()); err != nil || b.End.After(w.reservedAt) {
+		if b, err := w.m.Store.Baseline(ctx, w.key()); err != nil || (b.At.Before(w.reservedAt) && b.End.After(w.reservedAt)) {
 			return reservationErr(err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"path"
 	"time"
 
 	"github.com/xfsq/xfsq/quota"
@@ -517,6 +518,12 @@ type Walk struct {
 	// stamped). Ledger rows up to Settled are in the walk's figure; later
 	// ones stay.
 	Settled time.Time
+	// Writing is what the walk must leave out (inventory.Options.Writing):
+	// the temporary names at the tree's top of the writes in progress as
+	// it began, each with the room its reservation holds. Their
+	// reservations count them; a walk counting them too counted each
+	// twice until the next walk.
+	Writing map[string]uint64
 }
 
 // WalkAt is a walk that began at t with no write through xfsq in flight:
@@ -543,8 +550,25 @@ func (s *Store) BeginWalk(ctx context.Context, k TreeKey, at time.Time) (Walk, e
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
 		}
-		return tx.get(ctx, &earliest, `SELECT MIN(created_at) FROM reservations WHERE host = ? AND project = ? AND area = ?
-			AND bytes = 0 AND inodes = 0 AND temp_path = ''`, s.Host, k.Project, k.Area)
+		if err := tx.get(ctx, &earliest, `SELECT MIN(created_at) FROM reservations WHERE host = ? AND project = ? AND area = ?
+			AND bytes = 0 AND inodes = 0 AND temp_path = ''`, s.Host, k.Project, k.Area); err != nil {
+			return err
+		}
+		var writing []struct {
+			TempPath string `db:"temp_path"`
+			Bytes    int64  `db:"bytes"`
+		}
+		if err := tx.sel(ctx, &writing, `SELECT temp_path, bytes FROM reservations WHERE host = ? AND project = ? AND area = ?
+			AND temp_path <> '' AND bytes > 0`, s.Host, k.Project, k.Area); err != nil {
+			return err
+		}
+		for _, r := range writing {
+			if w.Writing == nil {
+				w.Writing = map[string]uint64{}
+			}
+			w.Writing[path.Base(r.TempPath)] += uint64(r.Bytes)
+		}
+		return nil
 	})
 	if err != nil {
 		return Walk{}, err
