@@ -493,6 +493,39 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 				t.Errorf("after the write the tree counts %+v, a walk finds %+v: the body counted twice", got, real)
 			}
 		})
+		t.Run("a tenant's file renamed onto the body's name is counted", func(t *testing.T) {
+			noTmpfile = true
+			defer func() { noTmpfile = false }()
+			s := newSandbox(t, dsn, "omni")
+			top := filepath.Join(s.root, "projects/omni")
+			if err := os.WriteFile(filepath.Join(top, "x"), make([]byte, 150*block), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			snapshot := func() {
+				time.Sleep(2 * project.CtimeLag)
+				if _, err := s.m.Snapshot(ctx, project.SnapshotOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			snapshot() // x counted
+			streaming(s, "big", 190)
+			temps, _ := filepath.Glob(filepath.Join(top, project.TempPrefix+"*"))
+			if len(temps) != 1 {
+				t.Fatalf("temporary files: %v", temps)
+			}
+			if err := os.Rename(filepath.Join(top, "x"), temps[0]); err != nil { // within the body's room
+				t.Fatal(err)
+			}
+			snapshot()
+			abort()
+			real, err := fallback.Walk(top)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.used("omni"); got.Bytes < real.Bytes || got.Inodes < real.Inodes {
+				t.Errorf("after the put ended the tree counts %+v, a walk finds %+v: the tenant's file left out", got, real)
+			}
+		})
 		t.Run("a write in progress starts no grace timer", func(t *testing.T) {
 			s := newSandbox(t, dsn, "omni")
 			soft := s.used("omni").Bytes + 8*block

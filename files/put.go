@@ -215,7 +215,12 @@ func (w *writer) create() error {
 		return w.mapErr(err)
 	}
 	w.fd, w.file, w.named = fd, os.NewFile(uintptr(fd), w.temp), true
-	return nil
+	// Which inode is ours at the name: a walk leaves out that one alone.
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return w.mapErr(err)
+	}
+	return w.acct.NamedTemp(w.ctx, st.Ino)
 }
 
 // errSwapped is a write whose temporary name something in the tree

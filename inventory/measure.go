@@ -68,7 +68,7 @@ func MeasureFile(f *os.File) (Usage, error) { return MeasureWriting(f, nil) }
 
 // MeasureWriting is MeasureFile leaving out the writes in progress named
 // (Options.Writing).
-func MeasureWriting(f *os.File, writing map[string]uint64) (Usage, error) {
+func MeasureWriting(f *os.File, writing map[string]InProgress) (Usage, error) {
 	opts := measureOpts
 	opts.Writing = writing
 	res, err := WalkFile(f, opts)

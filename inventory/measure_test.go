@@ -3,6 +3,7 @@ package inventory
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -121,8 +122,9 @@ func TestMeasureDirRefusesWhatIsNotADirectory(t *testing.T) {
 }
 
 // A write in progress named in Options.Writing is left to its reservation:
-// a regular file of one link at the root, no larger than its room. Any
-// other entry of that name counts as every entry does.
+// its inode at the root, of one link, no larger than its room. Any other
+// entry of that name (a tenant's file renamed onto it above all) counts as
+// every entry does.
 func TestAWriteInProgressIsLeftOut(t *testing.T) {
 	const size = 64 << 10
 	for _, c := range []struct {
@@ -130,21 +132,33 @@ func TestAWriteInProgressIsLeftOut(t *testing.T) {
 		make    func(t *testing.T, root string) // the entry "w" and whatever else
 		room    uint64
 		counted bool
+		swap    bool // another file renamed onto "w" after its inode was taken
 	}{
-		{"a body within its room", func(t *testing.T, root string) { write(t, filepath.Join(root, "w"), size) }, 1 << 20, false},
-		{"a body larger than its room", func(t *testing.T, root string) { write(t, filepath.Join(root, "w"), size) }, 4096, true},
+		{"a body within its room", func(t *testing.T, root string) { write(t, filepath.Join(root, "w"), size) }, 1 << 20, false, false},
+		{"a body larger than its room", func(t *testing.T, root string) { write(t, filepath.Join(root, "w"), size) }, 4096, true, false},
 		{"a body linked elsewhere too", func(t *testing.T, root string) {
 			write(t, filepath.Join(root, "w"), size)
 			link(t, filepath.Join(root, "w"), filepath.Join(root, "d", "kept"))
-		}, 1 << 20, true},
-		{"the name below the root", func(t *testing.T, root string) { write(t, filepath.Join(root, "d", "w"), size) }, 1 << 20, true},
-		{"a directory of the name", func(t *testing.T, root string) { write(t, filepath.Join(root, "w", "f"), size) }, 1 << 20, true},
+		}, 1 << 20, true, false},
+		{"the name below the root", func(t *testing.T, root string) { write(t, filepath.Join(root, "d", "w"), size) }, 1 << 20, true, false},
+		{"a directory of the name", func(t *testing.T, root string) { write(t, filepath.Join(root, "w", "f"), size) }, 1 << 20, true, false},
+		{"another file renamed onto the name", func(t *testing.T, root string) {
+			write(t, filepath.Join(root, "w"), size)
+			write(t, filepath.Join(root, "d", "tenant"), size)
+		}, 1 << 20, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
 			os.Mkdir(filepath.Join(root, "d"), 0o755)
 			c.make(t, root)
-			measure := func(writing map[string]uint64) Usage {
+			var st syscall.Stat_t
+			syscall.Lstat(filepath.Join(root, "w"), &st)
+			if c.swap {
+				if err := os.Rename(filepath.Join(root, "d", "tenant"), filepath.Join(root, "w")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			measure := func(writing map[string]InProgress) Usage {
 				f, err := os.Open(root) // a walk reads its directory to the end
 				if err != nil {
 					t.Fatal(err)
@@ -156,7 +170,7 @@ func TestAWriteInProgressIsLeftOut(t *testing.T) {
 				}
 				return u
 			}
-			all, left := measure(nil), measure(map[string]uint64{"w": c.room})
+			all, left := measure(nil), measure(map[string]InProgress{"w": {Ino: st.Ino, Room: c.room}})
 			if counted := left.Bytes == all.Bytes && left.Inodes == all.Inodes; counted != c.counted {
 				t.Errorf("with the write named: %+v, without: %+v; want it counted: %v", left, all, c.counted)
 			}

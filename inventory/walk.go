@@ -59,13 +59,17 @@ type Options struct {
 	Background bool
 	// Writing names the regular files at the root that are writes in
 	// progress through xfsq (their temporary names, where the filesystem
-	// has no O_TMPFILE), each with the room its reservation holds. One of
-	// a single link and no larger than that is not counted: its
-	// reservation counts it, and until it is placed nothing else may. One
-	// larger, or linked elsewhere, is counted as any file.
-	Writing  map[string]uint64
+	// has no O_TMPFILE), each with its inode and the room its reservation
+	// holds. That inode at that name, of a single link and no larger than
+	// the room, is not counted: its reservation counts it. Anything else
+	// there (a tenant's file renamed onto the name, one larger, one linked
+	// elsewhere) is counted as any file.
+	Writing  map[string]InProgress
 	onWorker func() // tests: called on each worker's goroutine as it starts
 }
+
+// InProgress is one write in progress in Options.Writing.
+type InProgress struct{ Ino, Room uint64 }
 
 // MaxDepth is the deepest aggregation a walk keeps.
 const MaxDepth = 8
@@ -766,7 +770,7 @@ func (k *worker) entries(fd int, dev uint64, rel string, a *agg, warm bool) ([]s
 				continue
 			}
 			if w.opts.Writing != nil && rel == "." && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
-				if room, ok := w.opts.Writing[string(direntName(rec))]; ok && uint64(st.Blocks)*512 <= room {
+				if p, ok := w.opts.Writing[string(direntName(rec))]; ok && st.Ino == p.Ino && uint64(st.Blocks)*512 <= p.Room {
 					continue
 				}
 			}

@@ -711,7 +711,7 @@ func (m *Manager) baseline(ctx context.Context, t store.Tree, maxAge time.Durati
 	if err != nil {
 		return walked, err
 	}
-	u, seen, err := m.measureTree(t, walk.Writing)
+	u, seen, err := m.measureTree(t, inProgress(walk))
 	if err != nil {
 		return walked, err
 	}

@@ -158,7 +158,7 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 			s.Error = "read the writes in flight: " + err.Error()
 			return s
 		}
-		opts.Writing = walk.Writing // their reservations count them
+		opts.Writing = inProgress(walk) // their reservations count them
 	}
 	res, err := m.walkTree(t, opts)
 	s.DurationSeconds = time.Since(start).Seconds()
@@ -245,7 +245,7 @@ func (m *Manager) Top(ctx context.Context, name, area string, opts inventory.Opt
 		if walk, err = m.Store.BeginWalk(ctx, key, start); err != nil {
 			return nil, err
 		}
-		opts.Writing = walk.Writing // their reservations count them
+		opts.Writing = inProgress(walk) // their reservations count them
 	}
 	res, err := m.walkTree(t, opts)
 	if err != nil || !keep || res.Partial {

@@ -80,7 +80,7 @@ func (m *Manager) WalkIn(t store.Tree, rel string, opts inventory.Options) (*inv
 // usage, less the writes in progress named (store.Walk.Writing), and what
 // the walk may have missed. A tree whose directory is gone
 // is empty.
-func (m *Manager) measureTree(t store.Tree, writing map[string]uint64) (quota.Usage, store.WalkSeen, error) {
+func (m *Manager) measureTree(t store.Tree, writing map[string]inventory.InProgress) (quota.Usage, store.WalkSeen, error) {
 	f, err := m.openForWalk(t, ".")
 	if errors.Is(err, os.ErrNotExist) {
 		return quota.Usage{}, store.WalkSeen{}, nil
@@ -94,6 +94,18 @@ func (m *Manager) measureTree(t store.Tree, writing map[string]uint64) (quota.Us
 		return quota.Usage{}, store.WalkSeen{}, &quota.OpError{Op: "measure", Tree: m.abs(t.Path), Err: err}
 	}
 	return quota.Usage{Bytes: u.Bytes, Inodes: u.Inodes}, store.WalkSeen{Unsettled: !u.Settled, Hidden: u.MountPoints > 0}, nil
+}
+
+// inProgress is a walk's Writing for the walker.
+func inProgress(w store.Walk) map[string]inventory.InProgress {
+	if len(w.Writing) == 0 {
+		return nil
+	}
+	out := make(map[string]inventory.InProgress, len(w.Writing))
+	for name, p := range w.Writing {
+		out[name] = inventory.InProgress{Ino: p.Ino, Room: p.Room}
+	}
+	return out
 }
 
 // walkSeen is what a walk's result may have missed.

@@ -112,6 +112,16 @@ func (w *Write) Reserve(ctx context.Context, fileBytes, bytes, dirBytes uint64) 
 	return nil
 }
 
+// NamedTemp records the inode of the write's temporary file where it has a
+// name in the tree (no O_TMPFILE): a walk then leaves out that file, which
+// the reservation counts, and nothing else a tenant puts at the name.
+func (w *Write) NamedTemp(ctx context.Context, ino uint64) error {
+	if w.reservation == 0 {
+		return nil
+	}
+	return reservationErr(w.m.Store.TempInode(ctx, w.reservation, ino))
+}
+
 // Held is what the file's content may take beyond the old file's blocks.
 func (w *Write) Held() uint64 { return w.held }
 

@@ -519,11 +519,22 @@ type Walk struct {
 	// ones stay.
 	Settled time.Time
 	// Writing is what the walk must leave out (inventory.Options.Writing):
-	// the temporary names at the tree's top of the writes in progress as
-	// it began, each with the room its reservation holds. Their
-	// reservations count them; a walk counting them too counted each
+	// the named temporary files at the tree's top of the writes in
+	// progress as it began, each with the room its reservation holds.
+	// Their reservations count them; a walk counting them too counted each
 	// twice until the next walk.
-	Writing map[string]uint64
+	Writing map[string]InProgress
+}
+
+// InProgress is one write's named temporary file: its inode (TempInode
+// recorded it) and the room its reservation holds.
+type InProgress struct{ Ino, Room uint64 }
+
+// TempInode records the inode of the named temporary file of the write
+// holding reservation id, so that walks leave out that file alone.
+func (s *Store) TempInode(ctx context.Context, id int64, ino uint64) error {
+	_, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE reservations SET temp_ino = ? WHERE id = ?`), int64(ino), id)
+	return err
 }
 
 // WalkAt is a walk that began at t with no write through xfsq in flight:
@@ -557,16 +568,17 @@ func (s *Store) BeginWalk(ctx context.Context, k TreeKey, at time.Time) (Walk, e
 		var writing []struct {
 			TempPath string `db:"temp_path"`
 			Bytes    int64  `db:"bytes"`
+			Ino      int64  `db:"temp_ino"`
 		}
-		if err := tx.sel(ctx, &writing, `SELECT temp_path, bytes FROM reservations WHERE host = ? AND project = ? AND area = ?
-			AND temp_path <> '' AND bytes > 0`, s.Host, k.Project, k.Area); err != nil {
+		if err := tx.sel(ctx, &writing, `SELECT temp_path, bytes, temp_ino FROM reservations WHERE host = ? AND project = ? AND area = ?
+			AND temp_path <> '' AND bytes > 0 AND temp_ino <> 0`, s.Host, k.Project, k.Area); err != nil {
 			return err
 		}
 		for _, r := range writing {
 			if w.Writing == nil {
-				w.Writing = map[string]uint64{}
+				w.Writing = map[string]InProgress{}
 			}
-			w.Writing[path.Base(r.TempPath)] += uint64(r.Bytes)
+			w.Writing[path.Base(r.TempPath)] = InProgress{Ino: uint64(r.Ino), Room: uint64(r.Bytes)}
 		}
 		return nil
 	})

@@ -266,6 +266,10 @@ var migrations = []string{
 	// counted, so until a walk sees the whole tree no removal or overwrite
 	// is credited by it (Store.Baseline, Manager.RemovalCutoff).
 	`ALTER TABLE trees ADD COLUMN walked_hidden BOOLEAN NOT NULL DEFAULT FALSE;`,
+	// 16: the inode of a write's named temporary file (0: none yet, or
+	// unnamed): a walk leaves out only that inode at the name, never a
+	// file a tenant put there (Store.BeginWalk).
+	`ALTER TABLE reservations ADD COLUMN temp_ino BIGINT NOT NULL DEFAULT 0;`,
 }
 
 // ddl holds, per migration number, statements run whole after that
