@@ -526,6 +526,53 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 				t.Errorf("after the put ended the tree counts %+v, a walk finds %+v: the tenant's file left out", got, real)
 			}
 		})
+		t.Run("a tenant writing into the body's file refuses it", func(t *testing.T) {
+			noTmpfile = true
+			defer func() { noTmpfile = false }()
+			for _, known := range []bool{true, false} {
+				t.Run(map[bool]string{true: "size known", false: "chunked"}[known], func(t *testing.T) {
+					s := newSandbox(t, dsn, "omni")
+					top := filepath.Join(s.root, "projects/omni")
+					pr, pw := io.Pipe()
+					done := make(chan error, 1)
+					size := int64(-1)
+					if known {
+						size = int64(190 * block)
+					}
+					go func() { _, err := s.l.Put(ctx, "omni", "", "big", pr, size); pr.CloseWithError(err); done <- err }()
+					pw.Write(make([]byte, block))
+					temps, _ := filepath.Glob(filepath.Join(top, project.TempPrefix+"*"))
+					if len(temps) != 1 {
+						t.Fatalf("temporary files: %v", temps)
+					}
+					f, err := os.OpenFile(temps[0], os.O_WRONLY, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					f.WriteAt(make([]byte, 14*block), int64(190*block)) // past where xfsq writes
+					f.Close()
+					go func() {
+						if known {
+							pw.Write(make([]byte, 189*block))
+						}
+						pw.Close()
+					}()
+					if err := <-done; errkind.Of(err) != errkind.Conflict || !strings.Contains(err.Error(), "written to") {
+						t.Errorf("size known %v: a body the tenant wrote into: %v, want a conflict saying so", known, err)
+					}
+					if s.content("omni", "big") != nil {
+						t.Errorf("size known %v: the body written into was placed", known)
+					}
+					real, err := fallback.Walk(top)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := s.used("omni"); got.Bytes < real.Bytes || got.Inodes < real.Inodes {
+						t.Errorf("size known %v: the tree counts %+v, a walk finds %+v", known, got, real)
+					}
+				})
+			}
+		})
 		t.Run("a write in progress starts no grace timer", func(t *testing.T) {
 			s := newSandbox(t, dsn, "omni")
 			soft := s.used("omni").Bytes + 8*block

@@ -106,6 +106,19 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	if err := w.file.Sync(); err != nil {
 		return res, w.mapErr(err)
 	}
+	// Under its name the body is the tree's to open: one written to by
+	// something in the tree is not what the client sent, and blocks added
+	// to it (fallocate) are counted, as the walk left it to this write.
+	if w.named {
+		var st unix.Stat_t
+		if err := unix.Fstat(w.fd, &st); err != nil {
+			return res, w.mapErr(err)
+		}
+		if uint64(st.Size) != w.written {
+			return res, errWrittenTo(p)
+		}
+		w.blocks = uint64(st.Blocks) * 512
+	}
 	// Before anything of it is made in the tree: a limit lowered or a
 	// grace run out while the body arrived refuses it here.
 	if err := w.acct.Recheck(ctx, w.delta(), w.named); err != nil {
@@ -233,6 +246,13 @@ func errSwapped(p string) error {
 // errTakenAway is a write whose file something in the tree moved or linked
 // elsewhere in it before it reached p: its content is in the tree and
 // counted there, but p does not hold it.
+// errWrittenTo is a write whose named temporary file something in the tree
+// wrote to (past what xfsq wrote): its content is not the client's, and
+// nothing is placed.
+func errWrittenTo(p string) error {
+	return errkind.New(errkind.Conflict, fmt.Errorf("%s: xfsq's temporary file was written to while the body arrived (by something in the tree); nothing was written, try again", p))
+}
+
 func errTakenAway(p string) error {
 	return errkind.New(errkind.Conflict, fmt.Errorf("%s: something in the tree moved xfsq's file away while it was being put in place; what was written is in the tree (and counted) under another name, not at %s; try again", p, p))
 }
@@ -463,6 +483,7 @@ type writer struct {
 	acct    *project.Write // the write's accounting: admission, reservation, ledger
 	size    int64          // the body's declared length, -1 when unknown
 	written uint64
+	blocks  uint64 // named: the temporary file's bytes on disk once whole (fstat), if more than written's
 	done    bool
 }
 
@@ -725,7 +746,7 @@ func (w *writer) mapErr(err error) error {
 // an old file as gone before it is, nor twice when concurrent overwrites
 // of one path each saw it as the file they would replace.
 func (w *writer) delta() int64 {
-	return int64(w.alloc(w.written)) + int64(w.dirBytes)
+	return int64(max(w.alloc(w.written), w.blocks)) + int64(w.dirBytes)
 }
 
 // abandon removes the temporary file and releases the reservation of a
