@@ -243,16 +243,16 @@ func errSwapped(p string) error {
 	return errkind.New(errkind.Conflict, fmt.Errorf("%s: xfsq's temporary file was replaced while being written (by something in the tree); nothing was written, try again", p))
 }
 
-// errTakenAway is a write whose file something in the tree moved or linked
-// elsewhere in it before it reached p: its content is in the tree and
-// counted there, but p does not hold it.
 // errWrittenTo is a write whose named temporary file something in the tree
-// wrote to (past what xfsq wrote): its content is not the client's, and
-// nothing is placed.
+// wrote to (its size is not what xfsq wrote): its content is not the
+// client's, and nothing is placed.
 func errWrittenTo(p string) error {
 	return errkind.New(errkind.Conflict, fmt.Errorf("%s: xfsq's temporary file was written to while the body arrived (by something in the tree); nothing was written, try again", p))
 }
 
+// errTakenAway is a write whose file something in the tree moved or linked
+// elsewhere in it before it reached p: its content is in the tree and
+// counted there, but p does not hold it.
 func errTakenAway(p string) error {
 	return errkind.New(errkind.Conflict, fmt.Errorf("%s: something in the tree moved xfsq's file away while it was being put in place; what was written is in the tree (and counted) under another name, not at %s; try again", p, p))
 }

@@ -196,7 +196,7 @@ func (w *Write) Refusal(ctx context.Context, fileBytes, need, dirBytes uint64) e
 	if err == nil { // room freed up since: still refused, the body was cut off at its allowance
 		err = &quota.LimitError{Tree: w.label, Limit: "bytes_hard", Used: a.Used.Bytes, Requested: need, Max: a.Limits.BytesHard}
 	}
-	return w.nameReserved(ctx, err, reservedBytes, w.inodes)
+	return a.NameReserved(err, quota.Usage{Bytes: reservedBytes, Inodes: w.inodes})
 }
 
 // KernelRefusal turns the kernel's refusal during the write (ENOSPC,
@@ -284,26 +284,7 @@ func (w *Write) Recheck(ctx context.Context, delta int64, named bool) error {
 	a.Used.Bytes -= min(a.Used.Bytes, own)
 	a.Used.Inodes -= min(a.Used.Inodes, w.inodes)
 	a.RootUsed -= min(a.RootUsed, own)
-	return w.nameReserved(ctx, w.admit(0, uint64(max(delta, 0)), w.inodes)(a), own, w.inodes)
-}
-
-// nameReserved sets, on a refusal by one of the tree's limits, how much of
-// the usage it names other writes in progress hold (the store's
-// reservations less this write's own, ownBytes and ownInodes), so that it
-// is not read as what is on disk.
-func (w *Write) nameReserved(ctx context.Context, err error, ownBytes, ownInodes uint64) error {
-	var le *quota.LimitError
-	if !errors.As(err, &le) || le.Limit == quota.LimitMaxFileBytes || le.Limit == "root_budget" {
-		return err
-	}
-	if held, rerr := w.m.Store.Reserved(ctx, w.key()); rerr == nil {
-		if le.Limit == "inodes_hard" || le.Limit == "inodes_soft" {
-			le.Reserved = min(held.Inodes-min(held.Inodes, ownInodes), le.Used)
-		} else {
-			le.Reserved = min(held.Bytes-min(held.Bytes, ownBytes), le.Used)
-		}
-	}
-	return err
+	return a.NameReserved(w.admit(0, uint64(max(delta, 0)), w.inodes)(a), quota.Usage{Bytes: own, Inodes: w.inodes})
 }
 
 // Undo takes back a commit whose file never took its name.

@@ -36,6 +36,7 @@ type Reservation struct {
 type AdmitState struct {
 	Limits   quota.Limits
 	Used     quota.Usage
+	Reserved quota.Usage // of Used: what writes in progress hold
 	RootUsed uint64
 	// BytesSoftSince and InodesSoftSince are since when the tree has been
 	// over each soft limit (GraceStarts); zero: no timer running.
@@ -45,6 +46,24 @@ type AdmitState struct {
 // AdmitFunc decides a demand from the state it is made in; it is
 // quota/fallback.Admit with the request and the grace period bound.
 type AdmitFunc func(AdmitState) error
+
+// NameReserved sets, on err's refusal by one of the tree's limits, how much
+// of the usage it names writes in progress hold (a's reservations, less
+// own: the asking write's, when a is read outside its reservation), so that
+// an operator comparing with du is not misled. It returns err.
+func (a AdmitState) NameReserved(err error, own quota.Usage) error {
+	var le *quota.LimitError
+	if !errors.As(err, &le) {
+		return err
+	}
+	switch le.Limit {
+	case "bytes_hard", "bytes_soft":
+		le.Reserved = min(a.Reserved.Bytes-min(a.Reserved.Bytes, own.Bytes), le.Used)
+	case "inodes_hard", "inodes_soft":
+		le.Reserved = min(a.Reserved.Inodes-min(a.Reserved.Inodes, own.Inodes), le.Used)
+	}
+	return err
+}
 
 // ErrReservationGone is returned when a reservation expired and was
 // reclaimed before its writer finished.
@@ -169,19 +188,8 @@ func (t *Tx) admit(ctx context.Context, k TreeKey, admit AdmitFunc) error {
 	if err != nil {
 		return err
 	}
-	err = admit(acct.admitState(root))
-	// A refusal says how much of the tree's usage is reserved by writes in
-	// progress, so that an operator comparing with du is not misled.
-	var le *quota.LimitError
-	if errors.As(err, &le) {
-		switch le.Limit {
-		case "bytes_hard", "bytes_soft":
-			le.Reserved = min(acct.Reserved.Bytes, le.Used)
-		case "inodes_hard", "inodes_soft":
-			le.Reserved = min(acct.Reserved.Inodes, le.Used)
-		}
-	}
-	return err
+	a := acct.admitState(root)
+	return a.NameReserved(admit(a), quota.Usage{})
 }
 
 // Reserve admits a write and records its reservation, atomically with
@@ -527,7 +535,8 @@ type Walk struct {
 }
 
 // InProgress is one write's named temporary file: its inode (TempInode
-// recorded it) and the room its reservation holds.
+// recorded it) and the room its reservation holds. The walker has its own
+// (inventory.InProgress): store imports nothing of xfsq but quota.
 type InProgress struct{ Ino, Room uint64 }
 
 // TempInode records the inode of the named temporary file of the write
@@ -784,7 +793,7 @@ func (a treeAccount) committed() quota.Usage {
 }
 
 func (a treeAccount) admitState(rootUsed uint64) AdmitState {
-	return AdmitState{Limits: a.Limits, Used: a.Used, RootUsed: rootUsed,
+	return AdmitState{Limits: a.Limits, Used: a.Used, Reserved: a.Reserved, RootUsed: rootUsed,
 		BytesSoftSince: a.BytesSoftSince, InodesSoftSince: a.InodesSoftSince}
 }
 
@@ -809,13 +818,4 @@ func (s *Store) Admission(ctx context.Context, k TreeKey) (AdmitState, error) {
 		return err
 	})
 	return acct.admitState(root), err
-}
-
-// Reserved is what the reservations of writes in progress hold in a tree:
-// part of the usage Account reports, which a refusal names apart.
-func (s *Store) Reserved(ctx context.Context, k TreeKey) (quota.Usage, error) {
-	var row struct{ Bytes, Inodes int64 }
-	err := s.get(ctx, &row, `SELECT COALESCE(SUM(bytes), 0) AS bytes, COALESCE(SUM(inodes), 0) AS inodes FROM reservations
-		WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
-	return quota.Usage{Bytes: nonNegative(row.Bytes), Inodes: nonNegative(row.Inodes)}, err
 }

@@ -646,3 +646,46 @@ func TestRemovedCreditsAnInodesRowOnce(t *testing.T) {
 		}
 	})
 }
+
+// A refusal by one of the tree's limits names what writes in progress hold
+// of the usage it names, less the asking write's own; other refusals and
+// other errors are left as they are. Through Reserve, a writer refused
+// beside another's reservation is told that reservation.
+func TestARefusalNamesWhatWritesInProgressHold(t *testing.T) {
+	a := AdmitState{Reserved: quota.Usage{Bytes: 300, Inodes: 4}}
+	for _, c := range []struct {
+		limit string
+		used  uint64
+		own   quota.Usage
+		want  uint64
+	}{
+		{"bytes_hard", 1000, quota.Usage{}, 300},
+		{"bytes_soft", 1000, quota.Usage{Bytes: 100}, 200},
+		{"inodes_hard", 10, quota.Usage{Inodes: 1}, 3},
+		{"inodes_soft", 2, quota.Usage{}, 2}, // never more than the usage named
+		{"root_budget", 1000, quota.Usage{}, 0},
+		{quota.LimitMaxFileBytes, 0, quota.Usage{}, 0},
+	} {
+		le := &quota.LimitError{Limit: c.limit, Used: c.used}
+		if err := a.NameReserved(le, c.own); err != le || le.Reserved != c.want {
+			t.Errorf("%s: %v, reserved %d; want the same error, reserved %d", c.limit, err, le.Reserved, c.want)
+		}
+	}
+	other := errors.New("not a limit")
+	if err := a.NameReserved(other, quota.Usage{}); err != other {
+		t.Errorf("another error came back as %v", err)
+	}
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s, k := openWorkspace(t, dsn, quota.Limits{})
+		if _, _, err := s.Reserve(ctx, k, 300, 1, "first", "", time.Hour, nil, admitAll); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := s.Reserve(ctx, k, 1, 0, "second", "", time.Hour, nil, func(a AdmitState) error {
+			return &quota.LimitError{Limit: "bytes_hard", Used: a.Used.Bytes, Requested: 1, Max: a.Used.Bytes}
+		})
+		var le *quota.LimitError
+		if !errors.As(err, &le) || le.Reserved != 300 {
+			t.Errorf("refused beside a reservation of 300 bytes: %v (reserved %v)", err, le)
+		}
+	})
+}
