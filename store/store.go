@@ -98,6 +98,15 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 	// a minute unused, keep the pool warm under load and small after it.
 	s.db.SetMaxIdleConns(PoolIdle)
 	s.db.SetConnMaxIdleTime(time.Minute)
+	if s.postgres {
+		// Hosts share one PostgreSQL (SPEC §11): a burst of requests on one
+		// host opened a connection each, and 50 concurrent uploads made the
+		// server answer "too many clients" (500) to its own and to every
+		// other host's requests. Past PoolOpen a request waits for a
+		// connection instead. No transaction of the store asks for a second
+		// connection while it holds one, so the bound cannot deadlock.
+		s.db.SetMaxOpenConns(PoolOpen)
+	}
 	if err := s.db.PingContext(ctx); err != nil {
 		s.db.Close()
 		return nil, fmt.Errorf("connect to the database %s: %w", Redact(dsn), scrub(err, dsn))
@@ -111,6 +120,10 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 
 // PoolIdle is how many connections the pool keeps open while unused.
 const PoolIdle = 16
+
+// PoolOpen bounds the connections one process opens to PostgreSQL: size
+// max_connections for PoolOpen per host and process, plus margin.
+const PoolOpen = 32
 
 // Driver names the database kind: "sqlite" or "postgres".
 func (s *Store) Driver() string {

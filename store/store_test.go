@@ -874,3 +874,36 @@ func TestPoolKeepsABurstsConnections(t *testing.T) {
 		}
 	})
 }
+
+// A burst of more concurrent transactions than PostgreSQL takes clients
+// waits for the pool instead of failing with "too many clients": one
+// process never holds more than PoolOpen connections.
+func TestABurstNeverExhaustsPostgres(t *testing.T) {
+	s := open(t, storetest.Postgres(t))
+	var max int
+	if err := s.db.QueryRow(`SHOW max_connections`).Scan(&max); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, max+10)
+	for range max + 10 {
+		wg.Go(func() {
+			errs <- s.InTx(ctx, func(tx *Tx) error {
+				var one int
+				err := tx.get(ctx, &one, `SELECT 1`)
+				time.Sleep(20 * time.Millisecond)
+				return err
+			})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a transaction of a burst of %d: %v", max+10, err)
+		}
+	}
+	if st := s.db.Stats(); st.MaxOpenConnections != PoolOpen || st.OpenConnections > PoolOpen {
+		t.Errorf("pool stats %+v: want at most %d open", st, PoolOpen)
+	}
+}
