@@ -722,7 +722,7 @@ func (w *writer) expectEOF(r io.Reader, size int64) (more bool, err error) {
 }
 
 // refusal builds the limit error for a body of at least n bytes.
-func (w *writer) refusal(n uint64) error { return w.acct.Refusal(w.ctx, n, w.need(n), w.dirBytes) }
+func (w *writer) refusal(n uint64) error { return w.acct.Refusal(w.ctx, n, w.need(n)) }
 
 // mapErr turns the kernel's refusal during a write into what it means (see
 // project.Write.KernelRefusal).

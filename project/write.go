@@ -108,7 +108,7 @@ func (w *Write) Reserve(ctx context.Context, fileBytes, bytes, dirBytes uint64) 
 	if err != nil {
 		return err
 	}
-	w.reservation, w.held, w.dirBytes, w.renewed, w.reservedAt = id, bytes-dirBytes, dirBytes, time.Now(), reservedAt
+	w.reservation, w.held, w.dirBytes, w.renewed, w.reservedAt = id, bytes-dirBytes, dirBytes, reservedAt, reservedAt
 	return nil
 }
 
@@ -176,27 +176,25 @@ func (w *Write) Renew(ctx context.Context) error {
 }
 
 // Refusal is the limit error for a file of fileBytes taking need bytes
-// more on disk than the old file and its missing directories dirBytes,
-// read from the tree's usage without this write's own reservation.
-func (w *Write) Refusal(ctx context.Context, fileBytes, need, dirBytes uint64) error {
-	bytes, reservedBytes := need+dirBytes, w.held+dirBytes
+// more on disk than the old file (and the missing directories the
+// reservation holds), read from the tree's usage without this write's own
+// reservation.
+func (w *Write) Refusal(ctx context.Context, fileBytes, need uint64) error {
 	if max := w.limits.MaxFileBytes; max > 0 && fileBytes > max {
 		return &quota.LimitError{Tree: w.label, Limit: quota.LimitMaxFileBytes, Requested: fileBytes, Max: max}
 	}
-	a, err := w.m.Store.Admission(ctx, w.key())
+	a, own, err := w.withoutOwn(ctx)
 	if err != nil {
 		return err
 	}
-	// The write's inodes were admitted with its reservation and stay
-	// counted: only its bytes are asked again, so the refusal names the
-	// limit the body ran into, not one the tree has come to be over since.
-	a.Used.Bytes -= min(a.Used.Bytes, reservedBytes)
-	a.RootUsed -= min(a.RootUsed, reservedBytes)
-	err = w.admit(fileBytes, bytes, 0)(a)
+	// The write's inodes were admitted with its reservation: only its
+	// bytes are asked again, so the refusal names the limit the body ran
+	// into, not one the tree has come to be over since.
+	err = w.admit(fileBytes, need+w.dirBytes, 0)(a)
 	if err == nil { // room freed up since: still refused, the body was cut off at its allowance
 		err = &quota.LimitError{Tree: w.label, Limit: "bytes_hard", Used: a.Used.Bytes, Requested: need, Max: a.Limits.BytesHard}
 	}
-	return a.NameReserved(err, quota.Usage{Bytes: reservedBytes, Inodes: w.inodes})
+	return a.NameReserved(err, own)
 }
 
 // KernelRefusal turns the kernel's refusal during the write (ENOSPC,
@@ -276,15 +274,23 @@ func (w *Write) Recheck(ctx context.Context, delta int64, named bool) error {
 			return reservationErr(err)
 		}
 	}
-	a, err := w.m.Store.Admission(ctx, w.key())
+	a, own, err := w.withoutOwn(ctx)
 	if err != nil {
 		return reservationErr(err)
 	}
-	own := w.held + w.dirBytes // what the reservation holds
-	a.Used.Bytes -= min(a.Used.Bytes, own)
-	a.Used.Inodes -= min(a.Used.Inodes, w.inodes)
-	a.RootUsed -= min(a.RootUsed, own)
-	return a.NameReserved(w.admit(0, uint64(max(delta, 0)), w.inodes)(a), quota.Usage{Bytes: own, Inodes: w.inodes})
+	return a.NameReserved(w.admit(0, uint64(max(delta, 0)), w.inodes)(a), own)
+}
+
+// withoutOwn reads the tree as admission sees it, less what this write's
+// reservation holds (own): what a demand of the write is asked against
+// once the reservation itself no longer answers for it.
+func (w *Write) withoutOwn(ctx context.Context) (store.AdmitState, quota.Usage, error) {
+	a, err := w.m.Store.Admission(ctx, w.key())
+	own := quota.Usage{Bytes: w.held + w.dirBytes, Inodes: w.inodes}
+	a.Used.Bytes -= min(a.Used.Bytes, own.Bytes)
+	a.Used.Inodes -= min(a.Used.Inodes, own.Inodes)
+	a.RootUsed -= min(a.RootUsed, own.Bytes)
+	return a, own, err
 }
 
 // Undo takes back a commit whose file never took its name.
