@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -67,6 +68,19 @@ type testServer struct {
 
 func newServer(t *testing.T, r *fixture.Root, extra ...server.Route) *testServer {
 	t.Helper()
+	return newServerWith(t, r, serverOptions{routes: extra})
+}
+
+// serverOptions change newServer's server: more routes, the Config, and
+// the connections it accepts.
+type serverOptions struct {
+	routes    []server.Route
+	configure func(*server.Config)
+	listener  func(net.Listener) net.Listener
+}
+
+func newServerWith(t *testing.T, r *fixture.Root, o serverOptions) *testServer {
+	t.Helper()
 	set, err := server.ParseTokens(strings.NewReader(tokenFile), "test")
 	if err != nil {
 		t.Fatal(err)
@@ -82,13 +96,21 @@ func newServer(t *testing.T, r *fixture.Root, extra ...server.Route) *testServer
 	}
 	log := &syncBuffer{}
 	// The access log as serve writes it (by hand, beside slog's lines).
-	s, err := server.New(server.Config{Root: r.Root, Tokens: set, Log: slog.New(slog.NewJSONHandler(log, nil)), AccessLog: log, Health: ch,
-		Metrics: metrics.Handler(r.Root, ch, nil), Routes: extra})
+	cfg := server.Config{Root: r.Root, Tokens: set, Log: slog.New(slog.NewJSONHandler(log, nil)), AccessLog: log, Health: ch,
+		Metrics: metrics.Handler(r.Root, ch, nil), Routes: o.routes}
+	if o.configure != nil {
+		o.configure(&cfg)
+	}
+	s, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Every answer of every test is checked against openapi.json.
-	hs := httptest.NewServer(server.ContractChecked(t, s.Handler()))
+	hs := httptest.NewUnstartedServer(server.ContractChecked(t, s.Handler()))
+	if o.listener != nil {
+		hs.Listener = o.listener(hs.Listener)
+	}
+	hs.Start()
 	t.Cleanup(hs.Close)
 	return &testServer{Server: hs, s: s, r: r, log: log}
 }
