@@ -122,7 +122,14 @@ func (ts *testServer) client(token string) *client.Client {
 // raw sends a request and returns status and body.
 func (ts *testServer) raw(t *testing.T, method, path, token, body string) (int, http.Header, string) {
 	t.Helper()
+	return ts.rawHost(t, method, path, token, body, "")
+}
+
+// rawHost is raw with a Host header of its own ("": the server's address).
+func (ts *testServer) rawHost(t *testing.T, method, path, token, body, host string) (int, http.Header, string) {
+	t.Helper()
 	req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+	req.Host = host
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -190,6 +197,15 @@ func TestAuthMatrix(t *testing.T) {
 			} else if rt.ProjectScoped() {
 				want["limited"] = 404
 			}
+			// A page that rebinds its name to the server (DNS rebinding)
+			// sends that name as Host: refused before anything runs, whoever
+			// asks (the operator's request below still finds its state).
+			for _, token := range []string{"", readerToken, operatorToken} {
+				status, h, body := ts.rawHost(t, rt.Method, row.path, token, row.body, "rebind.attacker.example:9742")
+				if status != http.StatusMisdirectedRequest || h.Get("X-Request-Id") == "" || !strings.Contains(body, server.TypeMisdirected) {
+					t.Errorf("%s with a foreign Host: %d (request id %q) %s, want 421", key, status, h.Get("X-Request-Id"), body)
+				}
+			}
 			// The operator last: its request is the one that changes state.
 			for _, who := range []string{"none", "bad", "reader", "limited", "operator"} {
 				token := map[string]string{"none": "", "bad": "not-a-token-at-all-000", "reader": readerToken, "limited": limitedToken, "operator": operatorToken}[who]
@@ -219,6 +235,9 @@ func TestAuthMatrix(t *testing.T) {
 		}
 		if code, h, body := ts.raw(t, "PUT", p+"/omni/admission", readerToken, ""); code != 405 || h.Get("Allow") != "GET, HEAD" || h.Get("Content-Type") != server.ProblemType {
 			t.Errorf("wrong method: %d %v %s", code, h, body)
+		}
+		if code, h, body := ts.rawHost(t, "GET", "/v1/nothing", readerToken, "", "rebind.attacker.example"); code != 421 || h.Get("X-Request-Id") == "" {
+			t.Errorf("unknown path with a foreign Host: %d %s", code, body)
 		}
 		// A limited reader's 404 is the library's own answer for a project
 		// that does not exist, word for word.

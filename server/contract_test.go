@@ -80,6 +80,8 @@ func ContractChecked(t testing.TB, h http.Handler) http.Handler {
 			err = spec.CheckResponse("NotFound", r.Method, r.URL.Path, status, ct, rec.body.Bytes())
 		case !routed && status == http.StatusMethodNotAllowed:
 			err = spec.CheckResponse("MethodNotAllowed", r.Method, r.URL.Path, status, ct, rec.body.Bytes())
+		case !routed && status == http.StatusMisdirectedRequest:
+			err = spec.CheckResponse("Misdirected", r.Method, r.URL.Path, status, ct, rec.body.Bytes())
 		case !routed && r.Pattern == "" && (status == http.StatusMovedPermanently || status == http.StatusTemporaryRedirect) && rec.Header().Get("Location") != "":
 			// ServeMux's own redirect of an unclean path ("..", "//") to
 			// its clean form, before any route: net/http's, not the API's.
@@ -122,6 +124,8 @@ func requiredHeaders(spec *apispec.Spec, r *http.Request, status int, h http.Hea
 	switch {
 	case !routed && status == http.StatusNotFound:
 		method, path = "", "NotFound"
+	case !routed && status == http.StatusMisdirectedRequest:
+		method, path = "", "Misdirected"
 	case !routed:
 		method, path = "", "MethodNotAllowed"
 	default:

@@ -6,11 +6,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/server"
 )
 
 // rawUpload sends a PUT of size bytes over a connection of its own, as a
@@ -91,4 +95,62 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 		tc.SetReadBuffer(64 << 10)
 	}
 	return c, err
+}
+
+// TestMetricsToken: with a metrics token, /metrics answers only to it (as
+// Prometheus sends it: Authorization: Bearer); not to no token, a wrong
+// one, nor a token of the token file, even an operator's.
+func TestMetricsToken(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(1<<20, "omni")
+		const metricsToken = "metrics-5e6f7a8b9c0d1e2f3a4b"
+		ts := newServerWith(t, r, serverOptions{configure: func(c *server.Config) { c.MetricsToken = metricsToken }})
+		for _, c := range []struct {
+			token string
+			want  int
+		}{{"", 401}, {"wrong-token-0000000000", 401}, {operatorToken, 401}, {readerToken, 401}, {metricsToken, 200}} {
+			status, h, body := ts.raw(t, "GET", "/metrics", c.token, "")
+			if status != c.want {
+				t.Errorf("/metrics with token %.4q…: %d, want %d: %.200s", c.token, status, c.want, body)
+			}
+			if status == 200 && !strings.Contains(body, `project="omni"`) {
+				t.Errorf("/metrics with its token: no figures of omni: %.300s", body)
+			}
+			if status == 401 && (h.Get("WWW-Authenticate") == "" || strings.Contains(body, "omni")) {
+				t.Errorf("/metrics refused: %v %s", h, body)
+			}
+		}
+	})
+}
+
+// TestLoadMetricsToken: the file serve reads the metrics token from is
+// held to the token file's rules (not readable by every user) and holds
+// one long token; errors never show it.
+func TestLoadMetricsToken(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, mode)
+		return p
+	}
+	if tok, err := server.LoadMetricsToken(write("good", "metrics-5e6f7a8b9c0d1e2f3a4b\n", 0o600)); err != nil || tok != "metrics-5e6f7a8b9c0d1e2f3a4b" {
+		t.Errorf("a good file: %q %v", tok, err)
+	}
+	for _, c := range []struct {
+		name, content string
+		mode          os.FileMode
+		want          string
+	}{
+		{"world", "metrics-5e6f7a8b9c0d1e2f3a4b", 0o644, "chmod 600"},
+		{"short", "tooshort", 0o600, "at least 16"},
+		{"two", "metrics-5e6f7a8b9c0d1e2f3a4b\nsecond-5e6f7a8b9c0d1e2f", 0o600, "one line"},
+	} {
+		_, err := server.LoadMetricsToken(write(c.name, c.content, c.mode))
+		if err == nil || !strings.Contains(err.Error()+errkind.HintOf(err), c.want) || strings.Contains(err.Error(), "5e6f7a8b") {
+			t.Errorf("%s: %v (hint %q), want an error naming %q and no token", c.name, err, errkind.HintOf(err), c.want)
+		}
+	}
 }
