@@ -27,14 +27,17 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// watchBody wraps r's body so that the guard knows, once the handler is
-// done, how much of it is left unread; nil for a request without one.
-func watchBody(r *http.Request) *watchedBody {
-	if r.Body == nil || r.Body == http.NoBody {
+// watchBody makes *r a copy whose body tells the guard, once the handler
+// is done, how much of it is left unread; nil for a request without one
+// (*r is then left as it is). The copy: net/http must keep seeing its own
+// request's body, which it checks by type (Expect: 100-continue).
+func watchBody(r **http.Request) *watchedBody {
+	if (*r).Body == nil || (*r).Body == http.NoBody {
 		return nil
 	}
-	b := &watchedBody{ReadCloser: r.Body}
-	r.Body = b
+	*r = (*r).WithContext((*r).Context())
+	b := &watchedBody{ReadCloser: (*r).Body}
+	(*r).Body = b
 	return b
 }
 

@@ -288,10 +288,7 @@ func (s *Server) guard(rt Route) http.Handler {
 		w := &statusWriter{ResponseWriter: rw}
 		w.Header().Set("X-Request-Id", id)
 		var caller Caller
-		// The handler reads a copy's body: net/http must keep seeing its
-		// own (an Expect: 100-continue reader it checks by type).
-		r = r.WithContext(r.Context())
-		body := watchBody(r)
+		body := watchBody(&r)
 		defer func() {
 			if v := recover(); v != nil {
 				s.log.Error("handler panicked", "request_id", id, "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
