@@ -412,15 +412,42 @@ type Replaced struct {
 	Bytes uint64
 }
 
+// Grown settles what a commit counted for the growth of the directories
+// its names went into (an estimate: only the link measures it) at what
+// was measured. More is charged as of now: a walk that drops the charge
+// began after the link, and saw the growth. Less is credited as of
+// Committed, when the commit began: a walk that may have dropped the
+// commit's row ended after that, and drops the credit too (addLedger), so
+// a credit never outlives the estimate it corrects.
+type Grown struct {
+	Estimated, Measured uint64
+	Committed           time.Time
+}
+
+// settle records g in the ledger.
+func (t *Tx) settle(ctx context.Context, k TreeKey, g Grown, actor string) error {
+	switch {
+	case g.Measured > g.Estimated:
+		return t.addLedger(ctx, k, int64(g.Measured-g.Estimated), 0, 0, actor, time.Now())
+	case g.Measured < g.Estimated:
+		return t.addLedger(ctx, k, -int64(g.Estimated-g.Measured), 0, 0, actor, g.Committed)
+	}
+	return nil
+}
+
 // Placed ends a committed write whose file is now in place: its emptied
-// reservation goes, and what the write's rename replaced and unlinked is
-// credited to the ledger as of since (Replaced), in one transaction.
-func (s *Store) Placed(ctx context.Context, k TreeKey, id int64, r Replaced, actor string, since time.Time) error {
+// reservation goes, what its directories grew by is settled (Grown), and
+// what the write's rename replaced and unlinked is credited to the ledger
+// as of since (Replaced), in one transaction.
+func (s *Store) Placed(ctx context.Context, k TreeKey, id int64, r Replaced, grown Grown, actor string, since time.Time) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
 		}
 		if _, err := tx.exec(ctx, `DELETE FROM reservations WHERE id = ?`, id); err != nil {
+			return err
+		}
+		if err := tx.settle(ctx, k, grown, actor); err != nil {
 			return err
 		}
 		freed := r.Counted

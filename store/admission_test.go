@@ -322,7 +322,7 @@ func TestLedgerSumFollowsItsRows(t *testing.T) {
 				if err := s.CommitFile(ctx, k, id, bytes, 1, 0, "test"); err != nil {
 					return err
 				}
-				return s.Placed(ctx, k, id, Replaced{Counted: quota.Usage{Bytes: 100}}, "test", time.Now())
+				return s.Placed(ctx, k, id, Replaced{Counted: quota.Usage{Bytes: 100}}, Grown{}, "test", time.Now())
 			}
 		}
 		var walkStart time.Time
@@ -458,7 +458,7 @@ func TestPlacedCreditsAnInodesRowOnce(t *testing.T) {
 		}
 		place := func(id int64, r Replaced) {
 			t.Helper()
-			if err := s.Placed(ctx, k, id, r, "test", time.Now()); err != nil {
+			if err := s.Placed(ctx, k, id, r, Grown{}, "test", time.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -614,7 +614,7 @@ func TestRemovedCreditsAnInodesRowOnce(t *testing.T) {
 		if err := s.CommitFile(ctx, k, id, 8192, 1, 77, "test"); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Placed(ctx, k, id, Replaced{}, "test", time.Now()); err != nil {
+		if err := s.Placed(ctx, k, id, Replaced{}, Grown{}, "test", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		used := func() quota.Usage {
@@ -638,7 +638,7 @@ func TestRemovedCreditsAnInodesRowOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Placed(ctx, k, id, Replaced{Ino: 77, Bytes: 4096}, "test", time.Now()); err != nil {
+		if err := s.Placed(ctx, k, id, Replaced{Ino: 77, Bytes: 4096}, Grown{}, "test", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if u := used(); u != (quota.Usage{Bytes: 4096, Inodes: 0}) {
