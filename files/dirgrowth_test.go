@@ -77,18 +77,23 @@ func countDirs(t *testing.T, dir string) uint64 {
 // directories, which puts make as they go.
 func TestDirectoryGrowthIsCharged(t *testing.T) {
 	cases := []struct {
-		name string
-		path func(i int) string
+		name  string
+		path  func(i int) string
+		named bool
 	}{
-		{"one directory", func(i int) string { return "d/" + longName(i) }},
-		{"many directories", func(i int) string { return fmt.Sprintf("d%02d/%s", i%40, longName(i)) }},
-		{"a new directory each", func(i int) string { return longName(i) + "/f" }},
+		{"one directory", func(i int) string { return "d/" + longName(i) }, false},
+		{"many directories", func(i int) string { return fmt.Sprintf("d%02d/%s", i%40, longName(i)) }, false},
+		{"a new directory each", func(i int) string { return longName(i) + "/f" }, false},
+		// Without O_TMPFILE each body has a name at the tree's top first.
+		{"named temporary files", func(i int) string { return "d/" + longName(i) }, true},
 	}
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				s := newSandbox(t, dsn, "omni")
 				dirsGrowInBlocks(t, s.root)
+				noTmpfile = c.named
+				t.Cleanup(func() { noTmpfile = false })
 				const hard = 100 << 10
 				s.limit("omni", hard, 0)
 				admitted := 0

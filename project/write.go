@@ -147,7 +147,15 @@ func (w *Write) Grow(ctx context.Context, n uint64) error {
 	if !w.CanGrow() {
 		return errors.New("the kernel holds this write's room: it cannot grow")
 	}
-	reclaimed, err := w.m.Store.Grow(ctx, w.key(), w.reservation, n, w.limits.TTL, HolderGone, w.admit(0, n, 0, 0))
+	// The reservation holds the room of the write's names too, which
+	// the content does not compete with (fallback.Request.Names).
+	admit := w.admit(0, n, 0, 0)
+	withoutNames := func(a store.AdmitState) error {
+		a.Used.Bytes -= min(a.Used.Bytes, w.names)
+		a.RootUsed -= min(a.RootUsed, w.names)
+		return admit(a)
+	}
+	reclaimed, err := w.m.Store.Grow(ctx, w.key(), w.reservation, n, w.limits.TTL, HolderGone, withoutNames)
 	w.m.RemoveTemps(ctx, reclaimed)
 	if err == nil {
 		w.held += n
@@ -257,7 +265,7 @@ func (w *Write) Commit(ctx context.Context, delta int64, ino uint64) error {
 		ino = 0 // the row counts directories too: not one file's
 	}
 	w.committing = time.Now()
-	if err := w.m.Store.CommitFile(ctx, w.key(), w.reservation, delta+int64(w.names), int64(w.inodes), ino, w.m.ActorOf(ctx)); err != nil {
+	if err := w.m.Store.CommitWrite(ctx, w.key(), w.reservation, delta, w.names, int64(w.inodes), ino, w.m.ActorOf(ctx)); err != nil {
 		return reservationErr(err)
 	}
 	// The reservation stays, emptied, until Placed: the file is not in

@@ -33,10 +33,12 @@ type Request struct {
 	// Names is what the write's new names may add to the directories
 	// they go in (a directory grows by whole blocks as names are added;
 	// only the link can measure by how much). It is reserved beside
-	// Bytes, but a limit refuses it only where the tree is past the
-	// limit without it: a write whose content fits exactly is admitted,
-	// and its name may take the tree past the limit by the block its
-	// directory grows, never further, since the next name is refused.
+	// Bytes, but the hard limit and the root budget refuse it only where
+	// the tree is past them without it: a write whose content fits
+	// exactly is admitted, and its name may take the tree past the limit
+	// by the block its directory grows, never further, since the next
+	// name is refused. A soft limit past its grace refuses content, as
+	// on XFS, not names: the hard limit bounds them.
 	Names uint64
 }
 
@@ -65,8 +67,8 @@ func Admit(s State, r Request) error {
 	// any demand that would leave the tree over it.
 	case graceOver(s.Limits.InodesSoft, s.InodesGraceEnds, s.Now) && r.Inodes > 0 && s.Used.Inodes+r.Inodes > s.Limits.InodesSoft:
 		return refuseSoft("inodes_soft", s.Used.Inodes, r.Inodes, s.Limits.InodesSoft, s.InodesGraceEnds)
-	case graceOver(s.Limits.BytesSoft, s.BytesGraceEnds, s.Now) && r.asksBytes() && s.Used.Bytes+r.Bytes > s.Limits.BytesSoft:
-		return refuseSoft("bytes_soft", s.Used.Bytes, r.Bytes+r.Names, s.Limits.BytesSoft, s.BytesGraceEnds)
+	case graceOver(s.Limits.BytesSoft, s.BytesGraceEnds, s.Now) && r.Bytes > 0 && s.Used.Bytes+r.Bytes > s.Limits.BytesSoft:
+		return refuseSoft("bytes_soft", s.Used.Bytes, r.Bytes, s.Limits.BytesSoft, s.BytesGraceEnds)
 	case s.RootBudget > 0 && r.asksBytes() && s.RootUsed+r.Bytes > s.RootBudget:
 		return refuse("root_budget", s.RootUsed, r.Bytes+r.Names, s.RootBudget)
 	}
