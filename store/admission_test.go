@@ -182,14 +182,7 @@ func TestWalkKeepsOnlyTheRowsOfWritesBeingLinked(t *testing.T) {
 			}
 			return id
 		}
-		used := func() uint64 {
-			t.Helper()
-			r, err := s.Read(ctx, ws)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r.Used.Bytes
-		}
+		used := func() uint64 { t.Helper(); return readUsed(t, s, ws).Bytes }
 		walk := func(seen uint64) {
 			t.Helper()
 			time.Sleep(time.Millisecond) // the walk begins after the rows' stamps
@@ -698,14 +691,7 @@ func TestARefusalNamesWhatWritesInProgressHold(t *testing.T) {
 func TestPlacedSettlesTheDirectoriesGrowth(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s, k := openWorkspace(t, dsn, quota.Limits{})
-		used := func() uint64 {
-			t.Helper()
-			r, err := s.Read(ctx, k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r.Used.Bytes
-		}
+		used := func() uint64 { t.Helper(); return readUsed(t, s, k).Bytes }
 		// place commits a write of 4096 bytes of content and an estimate
 		// of 4096 for its name, then settles at measured; walk, when not
 		// nil, runs between the commit and Placed.
@@ -770,4 +756,14 @@ func TestPlacedSettlesTheDirectoriesGrowth(t *testing.T) {
 			t.Errorf("a walk begun before placing: the ledger grew %d, want the commit and the growth beyond its estimate (12288)", got)
 		}
 	})
+}
+
+// readUsed is a tree's usage as admission counts it.
+func readUsed(t testing.TB, s *Store, k TreeKey) quota.Usage {
+	t.Helper()
+	r, err := s.Read(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Used
 }
