@@ -1,7 +1,8 @@
 // Package layering holds the import rules of xfsq's packages and the test
 // that enforces them over the module: the seam between the library and its
 // shells (cmd/xfsq, server) is only as real as the imports say. Its tests
-// also hold that a tree is measured one way only (inventory.Measure).
+// also hold that a tree is measured one way only (inventory.Measure) and
+// that event names are spelled only in the journal package.
 package layering
 
 import (
