@@ -20,6 +20,7 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/internal/tenanttest"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
@@ -272,7 +273,7 @@ func TestSoftLimitEventOncePerCrossing(t *testing.T) {
 		soft := s.used("omni").Bytes + 2*block
 		s.softLimit("omni", soft)
 		events := func() int {
-			evs, err := s.st.Events(ctx, store.EventFilter{Type: store.EventQuotaExceeded})
+			evs, err := s.st.Events(ctx, store.EventFilter{Type: journal.TypeQuotaExceeded})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -626,7 +627,7 @@ func TestRemoveIsJournalled(t *testing.T) {
 	if after := s.used("omni"); after.Bytes != before.Bytes-res.Bytes || after.Inodes != before.Inodes-2 {
 		t.Errorf("usage after rm %+v, before %+v, freed %+v", after, before, res)
 	}
-	evs, _ := s.st.Events(ctx, store.EventFilter{Type: store.EventEvicted})
+	evs, _ := s.st.Events(ctx, store.EventFilter{Type: journal.TypeEvicted})
 	var states []string
 	for _, ev := range evs {
 		var rec struct{ Path, State, Reason string }
@@ -1285,7 +1286,7 @@ func TestARemovalRacingTheTenantIsNeverAFailure(t *testing.T) {
 		}
 	}
 	stop()
-	evs, err := s.st.Events(ctx, store.EventFilter{Type: store.EventEvicted, Limit: 10000})
+	evs, err := s.st.Events(ctx, store.EventFilter{Type: journal.TypeEvicted, Limit: 10000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/promtest"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
@@ -36,12 +37,12 @@ func busyRoot(t *testing.T) *fixture.Root {
 	}
 	for _, st := range []string{sweep.StateDone, sweep.StateFailed} {
 		rec := sweep.Record{SweepID: "s", Area: project.AreaCache, Path: "cache/b/" + st, Bytes: 4096, State: st}
-		if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventEvicted, "b", "test", rec) }); err != nil {
+		if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, "b", "test", rec) }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-		return tx.AppendEvent(ctx, store.EventSwept, "", "test", map[string]any{"duration_ms": 1200})
+		return tx.AppendEvent(ctx, "", "test", journal.Swept{DurationSeconds: 1.2})
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
@@ -194,23 +195,23 @@ func TestJournalCounters(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		m, ctx := r.Manager, r.Ctx
 		r.Add(10<<20, "a")
-		journal := func(typ, proj string, payload any) {
+		record := func(proj string, payload journal.Payload) {
 			t.Helper()
-			if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, typ, proj, "test", payload) }); err != nil {
+			if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, proj, "test", payload) }); err != nil {
 				t.Fatal(err)
 			}
 		}
 		evict := func(bytes uint64, state string) {
 			rec := sweep.Record{SweepID: "s", Area: project.AreaCache, Path: "cache/a/x" + state, Bytes: bytes, State: sweep.StatePending}
-			journal(store.EventEvicted, "a", rec)
+			record("a", rec)
 			rec.State = state
-			journal(store.EventEvicted, "a", rec)
+			record("a", rec)
 		}
 		url := serve(t, r, nil)
 		evict(1000, sweep.StateDone)
 		evict(500, sweep.StatePartial)
 		evict(0, sweep.StateFailed)
-		journal(store.EventSwept, "", map[string]any{"duration_ms": 2500})
+		record("", journal.Swept{DurationSeconds: 2.5})
 		if _, err := m.Snapshot(ctx, project.SnapshotOptions{Scheduled: true}); err != nil {
 			t.Fatal(err)
 		}

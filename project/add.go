@@ -111,7 +111,7 @@ func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, 
 			if err := tx.SetProjectState(ctx, name, store.StateReady, ""); err != nil {
 				return err
 			}
-			return tx.AppendEvent(ctx, store.EventProjectAdded, name, m.actor(ctx), map[string]any{"backend": m.BackendName(), "trees": trees})
+			return tx.AppendEvent(ctx, name, m.actor(ctx), addedPayload(m.BackendName(), trees))
 		})
 	}
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -46,8 +47,8 @@ func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange
 		if err := tx.SetTreeLimits(ctx, name, area, next); err != nil {
 			return err
 		}
-		return tx.AppendEvent(ctx, store.EventQuotaChanged, name, m.actor(ctx),
-			map[string]any{"area": area, "project_id": t.ProjectID, "old": t.Limits, "new": next})
+		return tx.AppendEvent(ctx, name, m.actor(ctx), journal.QuotaChanged{
+			Area: area, ProjectID: uint32(t.ProjectID), Old: limitsPayload(t.Limits), New: limitsPayload(next)})
 	})
 	if err != nil {
 		// The kernel has the new limits; put the recorded ones back so the two agree.
@@ -254,7 +255,7 @@ func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (Rem
 		if err := tx.DeleteProject(ctx, name); err != nil {
 			return err
 		}
-		return tx.AppendEvent(ctx, store.EventProjectRemoved, name, m.actor(ctx), res)
+		return tx.AppendEvent(ctx, name, m.actor(ctx), removedPayload(res))
 	})
 	return res, err
 }
@@ -313,11 +314,10 @@ func (m *Manager) RemoveJournalled(ctx context.Context, project string, parent *
 	}, project, parent, name, rec, o)
 }
 
-// journalEviction appends one storage.evicted record: a sweep.Record, or a
-// record read back from the journal (a map) and settled.
-func (m *Manager) journalEviction(ctx context.Context, project string, rec any) error {
+// journalEviction appends one storage.evicted record.
+func (m *Manager) journalEviction(ctx context.Context, project string, rec sweep.Record) error {
 	return m.Store.InTx(ctx, func(tx *store.Tx) error {
-		return tx.AppendEvent(ctx, store.EventEvicted, project, m.actor(ctx), rec)
+		return tx.AppendEvent(ctx, project, m.actor(ctx), rec)
 	})
 }
 

@@ -166,7 +166,7 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 		}
 		f.Fixed = true
 		err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-			return tx.AppendEvent(ctx, store.EventRepaired, f.Project, m.actor(ctx), f)
+			return tx.AppendEvent(ctx, f.Project, m.actor(ctx), repairedPayload(*f))
 		})
 		if err != nil {
 			return findings, err
@@ -482,11 +482,8 @@ func (m *Manager) interruptedDeletions(ctx context.Context) ([]Finding, error) {
 		if !orphaned(p) {
 			continue
 		}
-		path, _ := p.Record["path"].(string)
-		area, _ := p.Record["area"].(string)
-		policy, _ := p.Record["policy"].(string)
-		out = append(out, Finding{Kind: InterruptedDeletion, Project: p.Project, Area: area, Path: path,
-			Detail: fmt.Sprintf("its deletion (%s) was journalled as pending and never confirmed: the process making it stopped", policy),
+		out = append(out, Finding{Kind: InterruptedDeletion, Project: p.Project, Area: p.Record.Area, Path: p.Record.Path,
+			Detail: fmt.Sprintf("its deletion (%s) was journalled as pending and never confirmed: the process making it stopped", p.Record.Policy),
 			Fix:    "settle it in the journal: done if the entry is gone, failed if it is still there (the next sweep does the same)",
 			fixFn: func(ctx context.Context) error {
 				root, err := os.OpenRoot(m.Root)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -156,12 +157,12 @@ func TestSweepPassCoversInbound(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(m.Root, "inbound/stale")); !os.IsNotExist(err) {
 			t.Errorf("inbound/stale after the pass: %v, want gone", err)
 		}
-		swept := r.Events(store.EventSwept)
+		swept := r.Events(journal.TypeSwept)
 		if len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"`+project.RootOwner+`"`) {
 			t.Errorf("storage.swept: %+v, want one naming %s", swept, project.RootOwner)
 		}
 		var states []string
-		for _, ev := range r.Events(store.EventEvicted) {
+		for _, ev := range r.Events(journal.TypeEvicted) {
 			p := string(ev.Payload)
 			if ev.Project != project.RootOwner || !strings.Contains(p, `"policy":"inbound_ttl"`) || !strings.Contains(p, `"path":"inbound/stale"`) {
 				t.Errorf("journalled %s %s", ev.Project, p)

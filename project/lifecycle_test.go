@@ -12,6 +12,7 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 )
 
@@ -69,7 +70,7 @@ func TestLifecycle(t *testing.T) {
 		if ps, err := m.List(ctx); err != nil || ps == nil || len(ps) != 0 {
 			t.Errorf("list after rm: %v %#v, want an empty, non-nil list", err, ps)
 		}
-		for _, typ := range []string{"project.added", "quota.changed"} {
+		for _, typ := range []journal.Type{"project.added", "quota.changed"} {
 			evs := r.Events(typ)
 			if len(evs) != 1 || evs[0].Actor != "token-ci" || evs[0].Host != fixture.Host {
 				t.Errorf("%s: %+v, want one event by token-ci", typ, evs)

@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/quota/xfs"
@@ -541,7 +542,7 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 	if blank, err := o.Store.Blank(ctx); err != nil || blank {
 		if err == nil {
 			err = o.Store.InTx(ctx, func(tx *store.Tx) error {
-				return tx.AppendEvent(ctx, store.EventRootInitialised, "", m.actor(ctx), map[string]any{"root": root, "adopted": adopted})
+				return tx.AppendEvent(ctx, "", m.actor(ctx), journal.RootInitialised{Root: root, Adopted: adopted})
 			})
 		}
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -129,10 +130,10 @@ func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	m, _, x := oldCacheEntry(t, root, "sw-inflight")
-	journal := x.Journal
+	write := x.Journal
 	checked := false
 	x.Journal = func(jctx context.Context, p string, rec sweep.Record) error {
-		if err := journal(jctx, p, rec); err != nil || rec.State != "pending" {
+		if err := write(jctx, p, rec); err != nil || rec.State != "pending" {
 			return err
 		}
 		// Between the pending record and the deletion, another goroutine
@@ -167,7 +168,7 @@ func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
 	if !checked || len(res.Evicted) != 1 {
 		t.Fatalf("the deletion did not go through its pending record: %+v", res)
 	}
-	evs, err := m.Store.Events(ctx, store.EventFilter{Type: store.EventEvicted})
+	evs, err := m.Store.Events(ctx, store.EventFilter{Type: journal.TypeEvicted})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/threadtest"
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -62,7 +63,7 @@ func TestPassWritesOneEvent(t *testing.T) {
 				t.Errorf("snapshot pass %d: %+v", i, out)
 			}
 		}
-		snaps := r.Events(store.EventSnapshot)
+		snaps := r.Events(journal.TypeSnapshot)
 		if len(snaps) != 1 || strings.Count(string(snaps[0].Payload), `"project"`) != 2*len(project.Areas)+1 {
 			t.Fatalf("storage.snapshot events after two passes within the hour: %+v", snaps)
 		}
@@ -82,7 +83,7 @@ func TestPassWritesOneEvent(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if swept := r.Events(store.EventSwept); len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"evicted_entries":2`) {
+		if swept := r.Events(journal.TypeSwept); len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"evicted_entries":2`) {
 			t.Errorf("storage.swept after two sweep passes within the interval: %d events, first %s", len(swept), payloadOf(swept))
 		}
 		if _, err := m.RunPass(r.Ctx, "nope"); errkind.Of(err) != errkind.Input {
@@ -102,13 +103,14 @@ func TestPassesExcludeEachOther(t *testing.T) {
 		oldCache(t, r, "omni", 3)
 		other := r.Reopen().Manager
 		for _, c := range []struct {
-			pass, event string
-			hook        func(func())
+			pass  string
+			event journal.Type
+			hook  func(func())
 		}{
-			{project.PassSnapshot, store.EventSnapshot, func(f func()) {
+			{project.PassSnapshot, journal.TypeSnapshot, func(f func()) {
 				project.OnSnapshotTree(t, func(context.Context, store.Tree) { f() })
 			}},
-			{project.PassSweep, store.EventSwept, func(f func()) {
+			{project.PassSweep, journal.TypeSwept, func(f func()) {
 				project.OnEvictionSettled(t, func(string, sweep.Record) { f() })
 			}},
 		} {
@@ -184,11 +186,11 @@ func TestPassCancelledStopsBetweenEntries(t *testing.T) {
 				stored++
 			}
 		}
-		if walks != 1 || stored != 1 || len(r.Events(store.EventSnapshot)) != 0 {
-			t.Errorf("cancelled at the first of 4 trees: %d walks started, %d stored, %d events; want 1, 1, 0", walks, stored, len(r.Events(store.EventSnapshot)))
+		if walks != 1 || stored != 1 || len(r.Events(journal.TypeSnapshot)) != 0 {
+			t.Errorf("cancelled at the first of 4 trees: %d walks started, %d stored, %d events; want 1, 1, 0", walks, stored, len(r.Events(journal.TypeSnapshot)))
 		}
 		project.OnSnapshotTree(t, nil)
-		if out, err := m.RunPass(r.Ctx, project.PassSnapshot); err != nil || !out.Ran || len(r.Events(store.EventSnapshot)) != 1 {
+		if out, err := m.RunPass(r.Ctx, project.PassSnapshot); err != nil || !out.Ran || len(r.Events(journal.TypeSnapshot)) != 1 {
 			t.Errorf("the pass after a cancelled one: %+v %v", out, err)
 		}
 
@@ -204,8 +206,8 @@ func TestPassCancelledStopsBetweenEntries(t *testing.T) {
 			}
 		}
 		pending, _ := m.Store.PendingEvictions(r.Ctx)
-		if gone != 1 || len(pending) != 0 || len(r.Events(store.EventSwept)) != 0 {
-			t.Errorf("cancelled after the first of 4 deletions: %d gone, %d pending, %d swept events; want 1, 0, 0", gone, len(pending), len(r.Events(store.EventSwept)))
+		if gone != 1 || len(pending) != 0 || len(r.Events(journal.TypeSwept)) != 0 {
+			t.Errorf("cancelled after the first of 4 deletions: %d gone, %d pending, %d swept events; want 1, 0, 0", gone, len(pending), len(r.Events(journal.TypeSwept)))
 		}
 		project.OnEvictionSettled(t, nil)
 		if out, err := m.RunPass(r.Ctx, project.PassSweep); err != nil || !out.Ran || len(out.Sweep.Evicted) != 3 {

@@ -16,6 +16,7 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -199,13 +200,12 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	res.Skipped = append(out.Skipped, res.Skipped...)
 	slices.SortStableFunc(res.Skipped, func(a, b sweep.Skip) int { return strings.Compare(a.Path, b.Path) })
 	out.Result = res
-	swept := map[string]any{
-		"sweep_id": res.SweepID, "freed_bytes": res.BytesFreed, "evicted_entries": len(res.Evicted), "per_policy": res.PerPolicy,
-		"skipped": res.Skipped, "duration_seconds": res.Duration.Seconds(), "projects": names}
+	planID := ""
 	if saved != nil {
-		swept["plan_id"] = saved.ID // which reviewed plan this sweep applied
+		planID = saved.ID // which reviewed plan this sweep applied
 	}
-	err = m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventSwept, "", m.actor(ctx), swept) })
+	swept := sweptPayload(res, names, planID)
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, "", m.actor(ctx), swept) })
 	if err == nil && len(busyErr.Projects) > 0 {
 		busyErr.Swept = names
 		return out, busyErr
@@ -265,8 +265,8 @@ func (m *Manager) sweepOne(ctx context.Context, dir *saferm.Dir, n string, areas
 	out.plan = plan
 	for _, over := range plan.OverSoft {
 		if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-			return tx.AppendEvent(ctx, store.EventQuotaExceeded, over.Project, m.actor(ctx), map[string]any{
-				"area": over.Area, "used_bytes": over.Bytes, "bytes_soft": over.Soft, "sweep_id": sweepID})
+			return tx.AppendEvent(ctx, over.Project, m.actor(ctx), journal.QuotaExceeded{
+				Area: over.Area, UsedBytes: over.Bytes, BytesSoft: over.Soft, SweepID: sweepID})
 		}); err != nil {
 			return out, err
 		}
@@ -314,7 +314,7 @@ func (m *Manager) bareExecutor(sweepID string, root *saferm.Dir, policy sweep.Po
 		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
 		Journal: func(ctx context.Context, p string, r sweep.Record) error {
 			r.Holder = HolderOf(ctx) // Run's context: the sweep's operation
-			if r.State != "pending" {
+			if r.State != sweep.StatePending {
 				err := m.journalEviction(ctx, p, r)
 				if evictionSettled != nil {
 					evictionSettled(p, r)
@@ -514,19 +514,18 @@ func (m *Manager) resolvePending(ctx context.Context, root *os.Root) (int, error
 // will confirm it. Records without a holder predate the field and count as
 // orphaned.
 func orphaned(p store.PendingEviction) bool {
-	h, _ := p.Record["holder"].(string)
+	h := p.Record.Holder
 	return h == "" || !holderAlive(h)
 }
 
 // settle journals the outcome of an orphaned pending deletion, read from disk.
 func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEviction) error {
-	rec := maps.Clone(p.Record)
-	rec["holder"] = HolderOf(ctx)
-	path, _ := rec["path"].(string)
-	if _, err := root.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		rec["state"], rec["recovered"] = sweep.StateDone, true
+	rec := p.Record
+	rec.Holder = HolderOf(ctx)
+	if _, err := root.Lstat(rec.Path); errors.Is(err, fs.ErrNotExist) {
+		rec.State, rec.Recovered = sweep.StateDone, true
 	} else {
-		rec["state"], rec["error"] = sweep.StateFailed, "interrupted before the deletion finished: the entry is still there"
+		rec.State, rec.Error = sweep.StateFailed, "interrupted before the deletion finished: the entry is still there"
 	}
 	_, err := m.Store.SettlePending(ctx, p.Project, m.ActorOf(ctx), rec)
 	return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -87,18 +88,18 @@ func TestReadJournal(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		m, ctx := r.Manager, r.Ctx
 		r.Add(100<<20, "a")
-		journal := func(typ, proj string, payload any) {
+		record := func(proj string, payload journal.Payload) {
 			t.Helper()
-			if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, typ, proj, "test", payload) }); err != nil {
+			if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, proj, "test", payload) }); err != nil {
 				t.Fatal(err)
 			}
 		}
 		rec := sweep.Record{SweepID: "s1", Area: project.AreaCache, Path: "cache/a/x", Bytes: 100, State: sweep.StatePending}
-		journal(store.EventEvicted, "a", rec)
+		record("a", rec)
 		rec.State, rec.Bytes = sweep.StateDone, 90
-		journal(store.EventEvicted, "a", rec)
-		journal(store.EventEvicted, "a", sweep.Record{Area: project.AreaWorkspace, Path: "projects/a/y", DeletionID: "d", State: sweep.StateFailed})
-		journal(store.EventSwept, "", map[string]any{"sweep_id": "s1", "duration_ms": 1500})
+		record("a", rec)
+		record("a", sweep.Record{Area: project.AreaWorkspace, Path: "projects/a/y", DeletionID: "d", State: sweep.StateFailed})
+		record("", journal.Swept{SweepID: "s1", DurationSeconds: 1.5})
 		if _, err := m.Snapshot(ctx, project.SnapshotOptions{Scheduled: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -130,13 +131,34 @@ func TestReadJournal(t *testing.T) {
 		if len(again.Deletions)+len(again.Sweeps)+len(again.Walks)+len(again.SnapshotPasses) != 0 {
 			t.Errorf("a second read returned %+v again", again)
 		}
-		journal(store.EventSwept, "", map[string]any{"sweep_id": "s2", "duration_ms": 20})
+		record("", journal.Swept{SweepID: "s2", DurationSeconds: 0.02})
 		third, err := m.ReadJournal(ctx, &c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(third.Sweeps) != 1 || third.Sweeps[0].Duration != 20*time.Millisecond || len(third.Deletions) != 0 {
 			t.Errorf("third read %+v, want only the new sweep", third)
+		}
+	})
+}
+
+// TestReadJournalCountsSweeps: the sweeps a follower is told of (the sweep
+// duration metric's source) are those Sweep journals, in the form it
+// journals them today, not only the form of older records.
+func TestReadJournalCountsSweeps(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		r.Add(100<<20, "a")
+		if _, err := m.Sweep(ctx, project.SweepOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var c project.JournalCursor
+		news, err := m.ReadJournal(ctx, &c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(news.Sweeps) != 1 || news.Unreadable != 0 {
+			t.Errorf("sweeps %+v, %d unreadable records; want the one sweep", news.Sweeps, news.Unreadable)
 		}
 	})
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/mounttest"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/server"
@@ -367,7 +368,7 @@ func TestAPI(t *testing.T) {
 		}
 
 		// Every change is journalled under the token's name.
-		for _, typ := range []string{"project.added", "quota.changed", "project.removed"} {
+		for _, typ := range []journal.Type{"project.added", "quota.changed", "project.removed"} {
 			for _, ev := range r.Events(typ) {
 				if ev.Actor != "ops" {
 					t.Errorf("%s journalled as %q, want the token's name ops", typ, ev.Actor)

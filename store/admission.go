@@ -8,11 +8,9 @@ import (
 	"path"
 	"time"
 
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 )
-
-// EventQuotaExceeded is journalled once each time a tree crosses its soft limit.
-const EventQuotaExceeded = "storage.quota_exceeded"
 
 // TreeKey names one tree of this host.
 type TreeKey struct{ Project, Area string }
@@ -407,10 +405,10 @@ func (t *Tx) ledgerChanged(ctx context.Context, k TreeKey, actor string, pending
 	if !over {
 		return nil
 	}
-	return t.AppendEvent(ctx, EventQuotaExceeded, k.Project, actor, map[string]any{
-		"area": k.Area, "used_bytes": used.Bytes, "used_inodes": used.Inodes,
-		"bytes_soft": acct.Limits.BytesSoft, "inodes_soft": acct.Limits.InodesSoft,
-		"bytes_hard": acct.Limits.BytesHard, "inodes_hard": acct.Limits.InodesHard})
+	return t.AppendEvent(ctx, k.Project, actor, journal.QuotaExceeded{
+		Area: k.Area, UsedBytes: used.Bytes, UsedInodes: new(used.Inodes),
+		BytesSoft: acct.Limits.BytesSoft, InodesSoft: new(acct.Limits.InodesSoft),
+		BytesHard: new(acct.Limits.BytesHard), InodesHard: new(acct.Limits.InodesHard)})
 }
 
 // Release drops a reservation whose write was refused or failed.
@@ -594,7 +592,7 @@ type Walk struct {
 
 // InProgress is one write's named temporary file: its inode (TempInode
 // recorded it) and the room its reservation holds. The walker has its own
-// (inventory.InProgress): store imports nothing of xfsq but quota.
+// (inventory.InProgress): store imports nothing of xfsq but quota and journal.
 type InProgress struct{ Ino, Room uint64 }
 
 // TempInode records the inode of the named temporary file of the write

@@ -10,22 +10,32 @@ import (
 
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/journal"
 )
 
-// States of a storage.evicted record.
+// States of a storage.evicted record (see journal.StatePending).
 const (
-	// StatePending is written before anything is removed.
-	StatePending = "pending"
-	// StateDone: the entry is gone.
-	StateDone = "done"
-	// StatePartial: not all of it went (perhaps nothing), the rest was
-	// left in place (mount points, entries that changed meanwhile, the way
-	// to it changed), as the record's left says.
-	StatePartial = "partial"
-	// StateFailed: the removal stopped on an error; removed_entries says
-	// how much went before it did.
-	StateFailed = "failed"
+	StatePending = journal.StatePending
+	StateDone    = journal.StateDone
+	// StatePartial: the rest was left in place (mount points, entries
+	// that changed meanwhile, the way to it changed), as the record's
+	// left says.
+	StatePartial = journal.StatePartial
+	StateFailed  = journal.StateFailed
 )
+
+// LeftOf is a removal's left entries as its record states them (nil
+// stays nil).
+func LeftOf(left []saferm.Left) []journal.Left {
+	if left == nil {
+		return nil
+	}
+	out := make([]journal.Left, len(left))
+	for i, l := range left {
+		out[i] = journal.Left{Path: l.Path, Reason: l.Reason}
+	}
+	return out
+}
 
 // Journal appends one storage.evicted record of a project.
 type Journal func(ctx context.Context, project string, r Record) error
@@ -51,7 +61,7 @@ func Delete(ctx context.Context, journal Journal, project string, parent *saferm
 	rec.State = StateDone
 	// All that went, whatever o.CountChangedBefore leaves out of rep.Bytes
 	// for a ledger's credit.
-	rec.Bytes, rec.Entries, rec.Inodes, rec.Left = rep.AllBytes, rep.Entries, rep.AllInodes, rep.Left
+	rec.Bytes, rec.Entries, rec.Inodes, rec.Left = rep.AllBytes, rep.Entries, rep.AllInodes, LeftOf(rep.Left)
 	switch {
 	case rmErr != nil && ctx.Err() != nil && errors.Is(rmErr, ctx.Err()):
 		// Stopped by its caller (a client that hung up, a shutdown): what
@@ -59,7 +69,7 @@ func Delete(ctx context.Context, journal Journal, project string, parent *saferm
 		// pages an operator, and a tenant whose tree is large enough that
 		// any caller's timeout runs out must not be able to.
 		rec.State, rec.Error = StatePartial, rmErr.Error()
-		rec.Left = append(slices.Clip(rep.Left), saferm.Left{Path: rec.Path, Reason: LeftStopped})
+		rec.Left = LeftOf(append(slices.Clip(rep.Left), saferm.Left{Path: rec.Path, Reason: LeftStopped}))
 	case rmErr != nil:
 		rec.State, rec.Error = StateFailed, rmErr.Error()
 	case len(rep.Left) > 0:

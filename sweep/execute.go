@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,37 +14,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/journal"
 )
 
 // Record is one storage.evicted journal entry.
-type Record struct {
-	SweepID string `json:"sweep_id,omitempty"` // none outside sweeps (purge, files rm)
-	Area    string `json:"area"`
-	// Path is the path removed, relative to the sandbox root, as resolved
-	// from descriptors (never a path through a link).
-	Path string `json:"path"`
-	// Bytes is, while pending, what the entry measured just before; once
-	// settled, the bytes its removal freed (inodes whose last link went).
-	// Records journalled before CHANGELOG.md's first entry name it "bytes"
-	// (UnmarshalJSON reads both).
-	Bytes  uint64 `json:"freed_bytes"`
-	Reason string `json:"reason"`
-	Policy string `json:"policy"`
-	State  string `json:"state"` // StatePending, StateDone, StatePartial, StateFailed
-	Error  string `json:"error,omitempty"`
-	// What the removal really did, once settled: names unlinked, inodes
-	// freed, and what was left in place with why.
-	Entries uint64        `json:"removed_entries"`
-	Inodes  uint64        `json:"freed_inodes"`
-	Left    []saferm.Left `json:"left,omitempty"`
-	// Holder is the process making the deletion (pid.start@host, as
-	// project.Holder names it): a pending record whose holder still runs
-	// is a deletion in progress, not an interrupted one.
-	Holder string `json:"holder,omitempty"`
-	// DeletionID tells apart deletions outside sweeps, which share no sweep
-	// id: two files rm of one path must not settle each other's record.
-	DeletionID string `json:"deletion_id,omitempty"`
-}
+type Record = journal.Evicted
 
 // Executor deletes a plan's entries inside the sandbox root.
 type Executor struct {
@@ -350,23 +323,4 @@ func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos ma
 		}
 	}
 	return "", nil
-}
-
-// UnmarshalJSON reads a record of either form: journalled records are
-// never rewritten, and those made before the field names of SPEC §10a
-// held the size as "bytes".
-func (r *Record) UnmarshalJSON(b []byte) error {
-	type plain Record
-	var v struct {
-		plain
-		OldBytes *uint64 `json:"bytes"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*r = Record(v.plain)
-	if v.OldBytes != nil && r.Bytes == 0 {
-		r.Bytes = *v.OldBytes
-	}
-	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
@@ -267,7 +268,7 @@ func TestProjectLifecycle(t *testing.T) {
 		if got := s.report()["omni/cache"]; got.InodesHard != 5 || got.BytesHard != 2<<20 {
 			t.Errorf("after set on cache: %+v", got)
 		}
-		var evs []store.Event
+		var evs []project.Event
 		s.json(&evs, "events", "--type", "quota.changed", "--project", "omni")
 		if len(evs) != 2 || evs[0].Actor == "" || evs[0].Host != "test-host" {
 			t.Fatalf("quota.changed events: %+v", evs)
@@ -429,7 +430,7 @@ func TestSettingsAndDefaultQuota(t *testing.T) {
 		if out := s.ok("settings", "get", "cache_min_age"); strings.TrimSpace(out) != "1w" {
 			t.Errorf("settings get cache_min_age = %q", out)
 		}
-		var evs []store.Event
+		var evs []project.Event
 		s.json(&evs, "events", "--type", "settings.changed")
 		if len(evs) != 1 {
 			t.Errorf("settings.changed events: %d", len(evs))
@@ -650,7 +651,7 @@ func TestFilesCommands(t *testing.T) {
 	if out := s.ok("files", "rm", "omni", "docs", "--recursive"); !strings.Contains(out, "removed projects/omni/docs") {
 		t.Errorf("rm: %q", out)
 	}
-	var evs []store.Event
+	var evs []project.Event
 	s.json(&evs, "events", "--type", "storage.evicted")
 	if len(evs) != 2 || !strings.Contains(string(evs[0].Payload), `"reason": "manual"`) {
 		t.Errorf("rm journal: %+v", evs)
@@ -859,7 +860,7 @@ func TestScheduledSnapshotPass(t *testing.T) {
 	if len(snaps) != 3*len(project.Areas)+1 || failed != 1 { // and the inbound tree
 		t.Errorf("%d trees, %d failed; want %d with only b/workspace failed", len(snaps), failed, 3*len(project.Areas)+1)
 	}
-	var evs []store.Event
+	var evs []project.Event
 	s.json(&evs, "events", "--type", "storage.snapshot")
 	if len(evs) != 1 {
 		t.Fatalf("%d storage.snapshot events for one pass, want 1", len(evs))
@@ -993,10 +994,10 @@ func TestDoctorInterruptedDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	rec := map[string]any{"sweep_id": "sw-1", "area": "cache", "path": "cache/omni/half", "state": "pending",
-		"policy": "cache_quota_per_project", "holder": fmt.Sprintf("%d@%s", dead.Process.Pid, host)}
+	rec := journal.Evicted{SweepID: "sw-1", Area: "cache", Path: "cache/omni/half", State: "pending",
+		Policy: "cache_quota_per_project", Holder: fmt.Sprintf("%d@%s", dead.Process.Pid, host)}
 	st := s.store()
-	if err := st.InTx(t.Context(), func(tx *store.Tx) error { return tx.AppendEvent(t.Context(), store.EventEvicted, "omni", "t", rec) }); err != nil {
+	if err := st.InTx(t.Context(), func(tx *store.Tx) error { return tx.AppendEvent(t.Context(), "omni", "t", rec) }); err != nil {
 		t.Fatal(err)
 	}
 	if r := s.run("doctor"); r.code != 1 || !strings.Contains(r.stdout, "interrupted-deletion omni cache cache/omni/half") {
@@ -1097,8 +1098,8 @@ func TestBlankStoreOnARootWithTrees(t *testing.T) {
 		s.ok("init")
 		s.ok("project", "list")
 		s.ok("init") // again: still this root's store
-		var evs []store.Event
-		s.json(&evs, "events", "--type", store.EventRootInitialised)
+		var evs []project.Event
+		s.json(&evs, "events", "--type", string(journal.TypeRootInitialised))
 		if len(evs) != 1 || !strings.Contains(string(evs[0].Payload), `"legacy"`) {
 			t.Errorf("root.initialised: %+v; want one record naming the adopted tree", evs)
 		}

@@ -417,7 +417,7 @@ func testXFSDoctor(t *testing.T, fs *kerneltest.FS) {
 	if got, inherit, err := f.TreeID(filepath.Join(s.root, "cache/omni")); err != nil || got != quota.ProjectID(cacheID) || !inherit {
 		t.Errorf("recreated cache tree: project %d inherit %v (%v), want %d", got, inherit, err, cacheID)
 	}
-	var evs []store.Event
+	var evs []project.Event
 	s.json(&evs, "events", "--type", "doctor.repaired")
 	if len(evs) != 4 {
 		t.Errorf("%d doctor.repaired events, want 4 (ID, limits, orphan, missing directory)", len(evs))

@@ -1,7 +1,8 @@
 // Package layering holds the import rules of xfsq's packages and the test
 // that enforces them over the module: the seam between the library and its
 // shells (cmd/xfsq, server) is only as real as the imports say. Its tests
-// also hold that a tree is measured one way only (inventory.Measure).
+// also hold that a tree is measured one way only (inventory.Measure) and
+// that event names are spelled only in the journal package.
 package layering
 
 import (
@@ -55,8 +56,10 @@ func rule(from, to string) string {
 		return "a shell reaches the store only through the library, so that every shell journals and checks alike"
 	case isShell(from) && (to == "quota/xfs" || strings.HasPrefix(to, "quota/xfs/")):
 		return "a shell reaches the kernel backend only through the library"
-	case from == "store" && to != "quota":
-		return "store imports nothing of xfsq but quota: it is the bottom layer every other one sits on"
+	case from == "journal":
+		return "journal imports nothing of xfsq: it is the journal's vocabulary, which the store below and a client at the edge both speak"
+	case from == "store" && to != "quota" && to != "journal":
+		return "store imports nothing of xfsq but quota and journal: it is the bottom layer every other one sits on"
 	case from == "files" && (to == "store" || strings.HasPrefix(to, "store/")):
 		return "files reaches the store only through project, which owns write accounting"
 	}
