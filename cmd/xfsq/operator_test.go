@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/project"
 )
 
 // A bad environment value shows in settings list beside every other
@@ -116,10 +118,11 @@ func TestLeaseRenewalNeverShortens(t *testing.T) {
 	}
 }
 
-// Help says what --id-range costs: one ID per tree.
+// Help says what --id-range costs: one ID per tree, three trees a project.
 func TestIDRangeHelp(t *testing.T) {
 	s := fallbackSandbox(t, "")
-	if out := s.ok("--help"); !strings.Contains(out, "a project needs one ID per tree") {
+	if out := s.ok("--help"); !strings.Contains(out, "a project needs one ID per tree") ||
+		!strings.Contains(out, fmt.Sprintf("N/%d projects", len(project.Areas))) {
 		t.Errorf("xfsq --help does not explain --id-range:\n%s", out)
 	}
 }

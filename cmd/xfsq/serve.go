@@ -67,7 +67,7 @@ func setServeGC(getenv func(string) string) {
 
 func serveCommand(with func(fn func(e env) error) cli.ActionFunc) *cli.Command {
 	return &cli.Command{
-		Name: "serve", Usage: "the HTTP API (SPEC §8): projects, admission, leases, events, health",
+		Name: "serve", Usage: "the HTTP API (docs/api.md): projects, admission, leases, events, health",
 		Description: "Serves the API on --listen (127.0.0.1:9742 by default: the bind address is what guards /metrics,\n" +
 			"/healthz and /readyz, which need no token). Every other endpoint needs Authorization: Bearer TOKEN,\n" +
 			"from --token-file: " + server.TokenFileHelp + ".\n" +
