@@ -1027,7 +1027,7 @@ func isTerminal(f *os.File) bool {
 // collectLess trades memory for time in a command that walks: a walk's
 // garbage is short-lived names, and a collection during it takes a core
 // from the walk. At 400 a snapshot of 1,000,000 files peaks at 18–19 MiB
-// (BENCHMARKS.md). An operator's GOGC wins.
+// (docs/benchmarks.md). An operator's GOGC wins.
 func collectLess() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)

@@ -128,7 +128,7 @@ func TestIDRangeHelp(t *testing.T) {
 }
 
 // Every failure is one line; with --json it is {"error": …}, unknown
-// commands and parse errors included; exit codes follow README's table.
+// commands and parse errors included; exit codes follow docs/commands.md.
 func TestErrorsAndExitCodes(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	s.ok("project", "add", "omni")
@@ -279,7 +279,7 @@ func TestFilesLsFileAndPlainMessages(t *testing.T) {
 }
 
 // init --backend auto|xfs|fallback: xfs fails loudly with the reason and
-// the fix, and every JSON output gives the backend as SPEC §10a's object
+// the fix, and every JSON output gives the backend as the object of docs/design/README.md#output-conventions
 // (issue 17 item 4).
 func TestInitBackendChoice(t *testing.T) {
 	s := newSandbox(t, t.TempDir(), "")
