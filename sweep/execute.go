@@ -94,7 +94,7 @@ type Result struct {
 	BytesFreed uint64         `json:"freed_bytes"`
 	PerPolicy  map[string]int `json:"per_policy"`
 	Duration   time.Duration  `json:"-"`
-	// DurationSeconds is Duration for JSON, which counts time in seconds (SPEC §10a).
+	// DurationSeconds is Duration for JSON, which counts time in seconds (docs/design/README.md#output-conventions).
 	DurationSeconds float64 `json:"duration_seconds"`
 }
 
@@ -353,7 +353,7 @@ func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos ma
 }
 
 // UnmarshalJSON reads a record of either form: journalled records are
-// never rewritten, and those made before the field names of SPEC §10a
+// never rewritten, and those made before the field names of docs/design/README.md#output-conventions
 // held the size as "bytes".
 func (r *Record) UnmarshalJSON(b []byte) error {
 	type plain Record
