@@ -175,3 +175,42 @@ func TestChangelogForm(t *testing.T) {
 		}
 	}
 }
+
+var docCitation = regexp.MustCompile(`docs/[a-z0-9/._-]*[a-z0-9]\.md(#[a-z0-9_-]+)?`)
+
+// Code comments cite the pages of docs/, never a spec outside the
+// repository, and every page and anchor they cite exists.
+func TestCodeCitesDocsThatExist(t *testing.T) {
+	cited := 0
+	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".sh") || strings.HasSuffix(path, ".json")) {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if spec := "SPEC " + "§"; strings.Contains(string(data), spec) || strings.Contains(string(data), "SPEC "+"section") {
+			t.Errorf("%s cites the spec by section; cite the page of docs/ that holds it", path)
+		}
+		for _, c := range docCitation.FindAllString(string(data), -1) {
+			cited++
+			if why := unresolved("../x.md", c); why != "" {
+				t.Errorf("%s cites %s: %s", path, c, why)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cited < 20 {
+		t.Errorf("only %d citations of docs/ found: the test sees too little", cited)
+	}
+}
