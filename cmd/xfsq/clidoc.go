@@ -16,13 +16,8 @@ import (
 // fails when the file is stale. Like the man page generator, it is left
 // out of the shipped binary (urfave_cli_no_docs).
 func init() {
-	docCommands = append(docCommands, &cli.Command{
-		Name: "cli-reference", Usage: "print docs/cli.md, the command reference, in Markdown", Hidden: true,
-		Action: func(c *cli.Context) error {
-			fmt.Fprint(c.App.Writer, cliReference(c.App))
-			return nil
-		},
-	})
+	addDocCommand("cli-reference", "print docs/cli.md, the command reference, in Markdown",
+		func(app *cli.App) (string, error) { return cliReference(app), nil })
 }
 
 // cliReference renders every visible command of app, depth first, with its
