@@ -18,7 +18,10 @@ command -v chromium >/dev/null || { echo "screenshots.sh: chromium not found: ap
 
 work=$(mktemp -d)
 serve_pid=
-cleanup() { [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null; rm -rf "$work"; }
+cleanup() {
+	if [ -n "$serve_pid" ]; then kill "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
 trap cleanup EXIT
 
 echo "building xfsq"
@@ -45,7 +48,8 @@ x lease acquire kestrel run-7 --ttl 2h >/dev/null
 printf '%s,%s,%s\n' screenshots-token-0123456789 screenshots reader >"$work/tokens.csv"
 chmod 600 "$work/tokens.csv"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-x serve --listen "127.0.0.1:$port" --token-file "$work/tokens.csv" 2>"$work/serve.log" &
+# Not through x: $! must be serve's own pid for the cleanup to stop it.
+"$work/xfsq" --root "$root" serve --listen "127.0.0.1:$port" --token-file "$work/tokens.csv" 2>"$work/serve.log" &
 serve_pid=$!
 for _ in $(seq 50); do
 	curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
