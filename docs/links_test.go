@@ -150,6 +150,9 @@ func TestReadmeIsShort(t *testing.T) {
 	if strings.Contains(string(data), "Disk quota exceeded") {
 		t.Error("README promises \"Disk quota exceeded\"; XFS project quotas return \"No space left on device\"")
 	}
+	if !strings.Contains(string(data), "N/3 projects") {
+		t.Error("README does not say how many projects an ID range holds (three IDs a project: N/3)")
+	}
 }
 
 // CHANGELOG.md keeps the Keep a Changelog form: an Unreleased section on top
