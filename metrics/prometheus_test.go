@@ -105,7 +105,16 @@ func TestContribScrapeConfig(t *testing.T) {
 	if cfg == string(data) {
 		t.Fatal("the example no longer names /etc/prometheus/rules/xfsq-alerts.yml")
 	}
-	path := filepath.Join(t.TempDir(), "prometheus.yml")
+	// promtool checks that the files the config names exist.
+	dir := t.TempDir()
+	for _, f := range []string{"/etc/prometheus/xfsq-metrics.token", "/etc/prometheus/xfsq-ca.pem"} {
+		local := filepath.Join(dir, filepath.Base(f))
+		if err := os.WriteFile(local, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg = strings.ReplaceAll(cfg, f, local)
+	}
+	path := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,9 @@ func (m *Manager) SetOverviewWalkHook(fn func()) { m.overview.walkHook = fn }
 func (m *Manager) OverviewRefreshWaiters() int {
 	m.overview.mu.Lock()
 	defer m.overview.mu.Unlock()
-	if m.overview.refresh == nil {
+	st := m.overview.refreshes[""]
+	if st == nil || st.flight == nil {
 		return -1
 	}
-	return m.overview.refresh.waiters
+	return st.flight.waiters
 }

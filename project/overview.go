@@ -3,6 +3,7 @@ package project
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -73,10 +74,18 @@ type Growth struct {
 
 // OverviewOptions say how fresh an overview must be.
 type OverviewOptions struct {
-	// Refresh snapshots every tree now (walks, at background priority) and
-	// assembles the answer from that. Concurrent refreshes share one walk:
-	// a caller that asks while one is under way waits for its result.
+	// Refresh snapshots the trees of Projects now (walks, at background
+	// priority) and assembles the answer from that. Refreshes of the same
+	// trees share one walk: a caller that asks while one is under way waits
+	// for its result, and one that asks within the refresh_window setting
+	// of the last one's end gets the answer that walk made, without walking
+	// again. A refresh of every tree serves a narrower one too.
 	Refresh bool
+	// Projects limits a refresh to these projects' trees (a caller who
+	// may see only them must not make the server walk the others); nil:
+	// every tree, the root's inbound tree too. A name that is no project
+	// is skipped.
+	Projects []string
 	// MaxAge is the age at which a cached answer is assembled again even
 	// though nothing in the store changed (the kernel's counters and the
 	// free space move without it); until the new one is ready the old one
@@ -102,12 +111,30 @@ type overviewCache struct {
 	markGen  store.Generation
 	markAt   store.ChangeMark
 	assemble *flight // a plain assembly in progress
-	refresh  *flight // a refresh (walk and assembly) in progress
+	// refreshes are the refreshes by scope (refreshScope): the one in
+	// progress and when the last one ended.
+	refreshes map[string]*refreshState
 	// topPaths are each workspace's largest paths, kept by the time of the
 	// snapshot they were read from: parsing a stored tree is the dear part.
 	topPaths map[string]cachedTop
 
 	walkHook func() // tests: called as a refresh starts its walk
+}
+
+// refreshState is one scope's refresh: in flight, or ended at doneAt.
+type refreshState struct {
+	flight *flight
+	doneAt time.Time
+}
+
+// refreshScope names the trees a refresh walks: "" is every tree.
+func refreshScope(projects []string) string {
+	if projects == nil {
+		return ""
+	}
+	names := slices.Clone(projects)
+	slices.Sort(names)
+	return "projects:" + strings.Join(slices.Compact(names), ",")
 }
 
 type cachedTop struct {
@@ -137,15 +164,16 @@ func (m *Manager) Overview(ctx context.Context, o OverviewOptions) (*Overview, e
 	maxAge := cmp.Or(o.MaxAge, DefaultOverviewMaxAge)
 	c := &m.overview
 	if o.Refresh {
-		return m.overviewFlight(ctx, &c.refresh, func(ctx context.Context) (*Overview, error) {
-			if c.walkHook != nil {
-				c.walkHook()
-			}
-			if _, err := m.Snapshot(ctx, SnapshotOptions{Walk: inventory.Options{Background: true}}); err != nil {
+		f, err := m.refreshFlight(ctx, o.Projects)
+		if err != nil || f == nil {
+			if err != nil {
 				return nil, err
 			}
-			return m.assembleOverview(ctx)
-		}).wait(ctx)
+			// Walked within the window: that walk's figures, as a plain
+			// overview assembles them.
+			return m.Overview(ctx, OverviewOptions{MaxAge: o.MaxAge})
+		}
+		return f.wait(ctx)
 	}
 	mark, err := m.changeMark(ctx)
 	if err != nil {
@@ -189,14 +217,96 @@ func (m *Manager) changeMark(ctx context.Context) (store.ChangeMark, error) {
 	return mark, err
 }
 
+// refreshFlight is the refresh of projects' trees to wait for: one under
+// way of the same scope or of every tree, else a new one; nil when one of
+// those ended within the refresh_window setting, so nothing need walk.
+func (m *Manager) refreshFlight(ctx context.Context, projects []string) (*flight, error) {
+	window, err := m.setting(ctx, "refresh_window")
+	if err != nil {
+		return nil, fmt.Errorf("read refresh_window: %w", err)
+	}
+	scope := refreshScope(projects)
+	projects = slices.Clone(projects)
+	c := &m.overview
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refreshes == nil {
+		c.refreshes = map[string]*refreshState{}
+	}
+	for _, sc := range []string{scope, ""} {
+		st := c.refreshes[sc]
+		if st == nil {
+			continue
+		}
+		if st.flight != nil {
+			st.flight.waiters++
+			return st.flight, nil
+		}
+		if !st.doneAt.IsZero() && time.Since(st.doneAt) < window.Duration() {
+			return nil, nil
+		}
+	}
+	st := c.refreshes[scope]
+	if st == nil {
+		st = &refreshState{}
+		c.refreshes[scope] = st
+	}
+	return m.startFlightLocked(ctx, &st.flight, func(ctx context.Context) (*Overview, error) {
+		if c.walkHook != nil {
+			c.walkHook()
+		}
+		if err := m.snapshotScope(ctx, projects); err != nil {
+			return nil, err
+		}
+		ov, err := m.assembleOverview(ctx)
+		if err == nil {
+			c.mu.Lock()
+			st.doneAt = time.Now()
+			c.mu.Unlock()
+		}
+		return ov, err
+	}), nil
+}
+
+// snapshotScope walks the trees of projects (nil: every tree), skipping a
+// name that is no project: a limited reader's token may name one that
+// was removed, or is yet to be added.
+func (m *Manager) snapshotScope(ctx context.Context, projects []string) error {
+	walk := inventory.Options{Background: true}
+	if projects == nil {
+		_, err := m.Snapshot(ctx, SnapshotOptions{Walk: walk})
+		return err
+	}
+	trees, err := m.Store.Trees(ctx, "")
+	if err != nil {
+		return err
+	}
+	var existing []string
+	for _, t := range trees {
+		if t.Project != RootOwner && slices.Contains(projects, t.Project) && !slices.Contains(existing, t.Project) {
+			existing = append(existing, t.Project)
+		}
+	}
+	if len(existing) == 0 {
+		return nil
+	}
+	_, err = m.Snapshot(ctx, SnapshotOptions{Projects: existing, Walk: walk})
+	return err
+}
+
 // overviewFlight starts compute unless a flight of its kind is under way,
 // which it joins instead. The computation runs on its own goroutine,
 // detached from the caller's cancellation (other callers may be waiting
 // for it); a caller that gives up returns at once.
 func (m *Manager) overviewFlight(ctx context.Context, slot **flight, compute func(context.Context) (*Overview, error)) *flight {
+	m.overview.mu.Lock()
+	defer m.overview.mu.Unlock()
+	return m.startFlightLocked(ctx, slot, compute)
+}
+
+// startFlightLocked is overviewFlight with the cache's lock held.
+func (m *Manager) startFlightLocked(ctx context.Context, slot **flight, compute func(context.Context) (*Overview, error)) *flight {
 	c := &m.overview
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if f := *slot; f != nil {
 		f.waiters++
 		return f

@@ -1,6 +1,7 @@
 package project_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/store"
 )
 
 func overviewOf(t *testing.T, ov *project.Overview, name string) project.ProjectOverview {
@@ -120,10 +122,18 @@ func TestOverviewRefreshWalksOnce(t *testing.T) {
 		if p := overviewOf(t, results[0], "omni"); p.LastActivityAt == nil {
 			t.Errorf("the refresh took no snapshot: %+v", p)
 		}
-		// Once done, the next refresh walks again.
+		// Once done, a refresh within refresh_window shares that walk; one
+		// after it walks again.
 		m.SetOverviewWalkHook(func() { walks.Add(1) })
+		if _, err := m.Overview(ctx, project.OverviewOptions{Refresh: true}); err != nil || walks.Load() != 1 {
+			t.Errorf("a refresh within the window: %v, %d walks, want still 1", err, walks.Load())
+		}
+		if _, _, err := m.SetSetting(ctx, "refresh_window", "1s"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond)
 		if _, err := m.Overview(ctx, project.OverviewOptions{Refresh: true}); err != nil || walks.Load() != 2 {
-			t.Errorf("a later refresh: %v, %d walks", err, walks.Load())
+			t.Errorf("a refresh after the window: %v, %d walks, want 2", err, walks.Load())
 		}
 	})
 }
@@ -186,4 +196,74 @@ func nodeDepth(n *inventory.Node) int {
 		d = max(d, nodeDepth(c)+1)
 	}
 	return d
+}
+
+// TestOverviewRefreshScope: a refresh limited to some projects walks their
+// trees and no other (a name that is no project is skipped); refreshes of
+// one scope at once, or within refresh_window of the last, walk once; a
+// refresh of every tree serves a narrower one, not the other way round.
+func TestOverviewRefreshScope(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		r.Add(10<<20, "omni", "beta")
+		var mu sync.Mutex
+		walked := map[string]int{} // project → trees walked
+		project.OnSnapshotTree(t, func(_ context.Context, tree store.Tree) {
+			mu.Lock()
+			walked[tree.Project]++
+			mu.Unlock()
+		})
+		var refreshes atomic.Int32
+		m.SetOverviewWalkHook(func() { refreshes.Add(1) })
+		walkedNow := func() map[string]int {
+			mu.Lock()
+			defer mu.Unlock()
+			out := map[string]int{}
+			for k, v := range walked {
+				out[k] = v
+				delete(walked, k)
+			}
+			return out
+		}
+		refresh := func(projects ...string) {
+			t.Helper()
+			if _, err := m.Overview(ctx, project.OverviewOptions{Refresh: true, Projects: projects}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		refresh("omni", "gone")
+		if w := walkedNow(); w["omni"] == 0 || len(w) != 1 {
+			t.Errorf("a refresh of omni walked %v, want omni's trees only", w)
+		}
+		// Twenty at once of another scope: one walk.
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Add(1)
+			go func() { defer wg.Done(); refresh("beta") }()
+		}
+		wg.Wait()
+		if w, n := walkedNow(), refreshes.Load(); n != 2 || w["beta"] == 0 || len(w) != 1 {
+			t.Errorf("20 refreshes of beta at once: %d refreshes in all, walked %v; want 1 more walk, of beta", n, w)
+		}
+		// Again, in another order: within the window, no walk.
+		refresh("gone", "omni")
+		refresh("beta")
+		if w := walkedNow(); len(w) != 0 {
+			t.Errorf("refreshes within refresh_window walked %v", w)
+		}
+		// Every tree: a wider scope walks, and then serves the narrower.
+		refresh()
+		if w := walkedNow(); w["omni"] == 0 || w["beta"] == 0 || w[project.RootOwner] == 0 {
+			t.Errorf("a refresh of every tree walked %v", w)
+		}
+		if _, _, err := m.SetSetting(ctx, "refresh_window", "1s"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond)
+		refresh()
+		refresh("omni")
+		if w := walkedNow(); w["omni"] != w["beta"] || w["beta"] == 0 {
+			t.Errorf("after the window, every tree then omni: walked %v, want every tree once", w)
+		}
+	})
 }

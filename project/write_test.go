@@ -48,12 +48,12 @@ func TestWriteAccounting(t *testing.T) {
 			if err := w.Commit(ctx, 8192, 0); err != nil {
 				return err
 			}
-			w.Undo(ctx)
+			w.Undo(ctx, quota.Usage{})
 			return nil
 		}, 8192}, // the previous case's commit stays
 	} {
 		wctx, end := BeginOp(ctx)
-		w := m.StartWrite(tr, "omni", limits, 1, "projects/omni/.xfsq-tmp-test")
+		w := m.StartWrite(tr, "omni", limits, 1, 0, "projects/omni/.xfsq-tmp-test")
 		if err := w.Reserve(wctx, 8192, 8192, 0); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -70,7 +70,7 @@ func TestWriteAccounting(t *testing.T) {
 		}
 		before = c.want
 	}
-	w := m.StartWrite(tr, "omni", limits, 1, "")
+	w := m.StartWrite(tr, "omni", limits, 1, 0, "")
 	var le *quota.LimitError
 	if err := w.Reserve(ctx, hard, hard, 0); !errors.As(err, &le) {
 		t.Errorf("a write past the hard limit: %v, want a limit error", err)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -67,6 +68,19 @@ type testServer struct {
 
 func newServer(t *testing.T, r *fixture.Root, extra ...server.Route) *testServer {
 	t.Helper()
+	return newServerWith(t, r, serverOptions{routes: extra})
+}
+
+// serverOptions change newServer's server: more routes, the Config, and
+// the connections it accepts.
+type serverOptions struct {
+	routes    []server.Route
+	configure func(*server.Config)
+	listener  func(net.Listener) net.Listener
+}
+
+func newServerWith(t *testing.T, r *fixture.Root, o serverOptions) *testServer {
+	t.Helper()
 	set, err := server.ParseTokens(strings.NewReader(tokenFile), "test")
 	if err != nil {
 		t.Fatal(err)
@@ -82,13 +96,21 @@ func newServer(t *testing.T, r *fixture.Root, extra ...server.Route) *testServer
 	}
 	log := &syncBuffer{}
 	// The access log as serve writes it (by hand, beside slog's lines).
-	s, err := server.New(server.Config{Root: r.Root, Tokens: set, Log: slog.New(slog.NewJSONHandler(log, nil)), AccessLog: log, Health: ch,
-		Metrics: metrics.Handler(r.Root, ch, nil), Routes: extra})
+	cfg := server.Config{Root: r.Root, Tokens: set, Log: slog.New(slog.NewJSONHandler(log, nil)), AccessLog: log, Health: ch,
+		Metrics: metrics.Handler(r.Root, ch, nil), Routes: o.routes}
+	if o.configure != nil {
+		o.configure(&cfg)
+	}
+	s, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Every answer of every test is checked against openapi.json.
-	hs := httptest.NewServer(server.ContractChecked(t, s.Handler()))
+	hs := httptest.NewUnstartedServer(server.ContractChecked(t, s.Handler()))
+	if o.listener != nil {
+		hs.Listener = o.listener(hs.Listener)
+	}
+	hs.Start()
 	t.Cleanup(hs.Close)
 	return &testServer{Server: hs, s: s, r: r, log: log}
 }
@@ -100,7 +122,14 @@ func (ts *testServer) client(token string) *client.Client {
 // raw sends a request and returns status and body.
 func (ts *testServer) raw(t *testing.T, method, path, token, body string) (int, http.Header, string) {
 	t.Helper()
+	return ts.rawHost(t, method, path, token, body, "")
+}
+
+// rawHost is raw with a Host header of its own ("": the server's address).
+func (ts *testServer) rawHost(t *testing.T, method, path, token, body, host string) (int, http.Header, string) {
+	t.Helper()
 	req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+	req.Host = host
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -168,6 +197,15 @@ func TestAuthMatrix(t *testing.T) {
 			} else if rt.ProjectScoped() {
 				want["limited"] = 404
 			}
+			// A page that rebinds its name to the server (DNS rebinding)
+			// sends that name as Host: refused before anything runs, whoever
+			// asks (the operator's request below still finds its state).
+			for _, token := range []string{"", readerToken, operatorToken} {
+				status, h, body := ts.rawHost(t, rt.Method, row.path, token, row.body, "rebind.attacker.example:9742")
+				if status != http.StatusMisdirectedRequest || h.Get("X-Request-Id") == "" || !strings.Contains(body, server.TypeMisdirected) {
+					t.Errorf("%s with a foreign Host: %d (request id %q) %s, want 421", key, status, h.Get("X-Request-Id"), body)
+				}
+			}
 			// The operator last: its request is the one that changes state.
 			for _, who := range []string{"none", "bad", "reader", "limited", "operator"} {
 				token := map[string]string{"none": "", "bad": "not-a-token-at-all-000", "reader": readerToken, "limited": limitedToken, "operator": operatorToken}[who]
@@ -197,6 +235,9 @@ func TestAuthMatrix(t *testing.T) {
 		}
 		if code, h, body := ts.raw(t, "PUT", p+"/omni/admission", readerToken, ""); code != 405 || h.Get("Allow") != "GET, HEAD" || h.Get("Content-Type") != server.ProblemType {
 			t.Errorf("wrong method: %d %v %s", code, h, body)
+		}
+		if code, h, body := ts.rawHost(t, "GET", "/v1/nothing", readerToken, "", "rebind.attacker.example"); code != 421 || h.Get("X-Request-Id") == "" {
+			t.Errorf("unknown path with a foreign Host: %d %s", code, body)
 		}
 		// A limited reader's 404 is the library's own answer for a project
 		// that does not exist, word for word.

@@ -75,6 +75,7 @@ func TestOpenAPIProblems(t *testing.T) {
 		server.TypeUnauthorized:     http.StatusUnauthorized,
 		server.TypeForbidden:        http.StatusForbidden,
 		server.TypeMethodNotAllowed: http.StatusMethodNotAllowed,
+		server.TypeMisdirected:      http.StatusMisdirectedRequest,
 	}
 	for k := errkind.Kind(0); ; k++ {
 		if k.String() == "internal" && k != errkind.Internal {

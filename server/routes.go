@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -33,9 +35,27 @@ type Config struct {
 	AccessLog io.Writer
 	// Health answers GET /v1/system/health; nil: the route is absent.
 	Health *health.Checker
-	// Metrics is GET /metrics (no token: the bind address is the guard);
-	// nil: the route is absent.
+	// Metrics is GET /metrics; nil: the route is absent.
 	Metrics http.Handler
+	// MetricsToken, when set, is the bearer token GET /metrics requires
+	// (LoadMetricsToken); "": /metrics needs none, and the bind address
+	// and the Host check are its guard.
+	MetricsToken string
+	// Listen is the address the server listens on: its host is a Host the
+	// server answers (an unspecified one, 0.0.0.0 or ::, lets any IP
+	// literal through). "": only loopback names and AllowedHosts.
+	Listen string
+	// AllowedHosts are more names a request's Host may give (a proxy's
+	// public name). Any other Host, loopback names aside, is refused with
+	// 421 before a handler runs: a page that rebinds its name to this
+	// server must not reach it through the operator's browser.
+	AllowedHosts []string
+	// DrainLimit bounds how much of a refused request's unread body is
+	// read and discarded so that its answer reaches a client that sends
+	// the whole body before reading (closing on unread data resets the
+	// connection, and the answer is lost); 0: the upload_refusal_drain
+	// setting, read when needed.
+	DrainLimit int64
 	// Routes are more routes, checked by the same middleware and listed by
 	// Routes() like the server's own.
 	Routes []Route
@@ -69,6 +89,10 @@ type Server struct {
 	ready   time.Duration
 	routes  []Route
 	mux     *http.ServeMux
+	hosts   *hostPolicy
+	// metricsToken is the SHA-256 of Config.MetricsToken; nil: none.
+	metricsToken []byte
+	drainLimit   int64
 
 	storage *storageAPI // the overview and project detail (storage.go)
 	files   *filesAPI   // the file endpoints (files.go)
@@ -94,6 +118,14 @@ func New(cfg Config) (*Server, error) {
 		s.ready = 2 * time.Second
 	}
 	var err error
+	if s.hosts, err = newHostPolicy(cfg.Listen, cfg.AllowedHosts); err != nil {
+		return nil, errkind.New(errkind.Input, err)
+	}
+	if cfg.MetricsToken != "" {
+		sum := sha256.Sum256([]byte(cfg.MetricsToken))
+		s.metricsToken = sum[:]
+	}
+	s.drainLimit = cfg.DrainLimit
 	if s.storage, err = newStorageAPI(cfg.Root, s.log); err != nil {
 		return nil, err
 	}
@@ -190,7 +222,7 @@ func (s *Server) coreRoutes() []Route {
 		rs = append(rs, Route{"GET", "/v1/system/health", RoleReader, s.systemHealth})
 	}
 	if s.metrics != nil {
-		rs = append(rs, Route{"GET", "/metrics", RoleNone, s.metrics.ServeHTTP})
+		rs = append(rs, Route{"GET", "/metrics", RoleNone, s.serveMetrics})
 	}
 	return rs
 }
@@ -256,6 +288,7 @@ func (s *Server) guard(rt Route) http.Handler {
 		w := &statusWriter{ResponseWriter: rw}
 		w.Header().Set("X-Request-Id", id)
 		var caller Caller
+		body := watchBody(&r)
 		defer func() {
 			if v := recover(); v != nil {
 				s.log.Error("handler panicked", "request_id", id, "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
@@ -271,7 +304,12 @@ func (s *Server) guard(rt Route) http.Handler {
 			} else if h := s.log.Handler(); h.Enabled(r.Context(), slog.LevelInfo) {
 				h.Handle(r.Context(), rec.record())
 			}
+			s.drainUnread(r, body)
 		}()
+		if !s.hosts.allows(r.Host) {
+			writeMisdirected(w, r.Host)
+			return
+		}
 		if rt.Role != RoleNone {
 			var ok bool
 			bearer, given := bearerToken(r)
@@ -319,4 +357,23 @@ func bearerToken(r *http.Request) (token string, given bool) {
 		return "", true
 	}
 	return strings.TrimSpace(tok), true
+}
+
+// serveMetrics is GET /metrics, behind Config.MetricsToken when one is set.
+// A token of the token file is not enough: a reader limited to one project
+// must not read every project's figures here.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if s.metricsToken != nil {
+		bearer, given := bearerToken(r)
+		sum := sha256.Sum256([]byte(bearer))
+		switch {
+		case !given:
+			writeAuthProblem(w, http.StatusUnauthorized, TypeUnauthorized, "/metrics needs the metrics token: send Authorization: Bearer TOKEN (Prometheus: authorization.credentials_file)")
+			return
+		case subtle.ConstantTimeCompare(sum[:], s.metricsToken) != 1:
+			writeAuthProblem(w, http.StatusUnauthorized, TypeUnauthorized, "the bearer token is not the metrics token")
+			return
+		}
+	}
+	s.metrics.ServeHTTP(w, r)
 }

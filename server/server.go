@@ -21,8 +21,10 @@
 //
 // Every route is one row of the route table (routes.go: Route{Method,
 // Pattern, Role, Handler}; Server.coreRoutes, plus Config.Routes), and the
-// middleware (Server.guard) runs for each: request id, access log, token,
-// role, a limited reader's 404 and the actor. A handler of this package is
+// middleware (Server.guard) runs for each: request id, access log, the
+// Host check (421 for a name the server does not answer: hosts.go), token,
+// role, a limited reader's 404 and the actor, and after the handler the
+// drain of a body it left unread (drain.go). A handler of this package is
 // a method of *Server, with s.root / s.m (the open root and its manager),
 // s.log, and s.fail(w, r, err) (WriteProblem that also logs an internal
 // error with the request id).

@@ -45,8 +45,9 @@ func (a *storageAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // Overview answers GET /v1/workspace/storage: every project the caller
-// may see, from the cached overview; ?refresh=1 snapshots every tree
-// first (one walk at a time for all callers). The ETag is over the body
+// may see, from the cached overview; ?refresh=1 snapshots the trees the
+// caller may see first (one walk per scope at a time, and none again
+// within the refresh_window setting: project.OverviewOptions). The ETag is over the body
 // the caller gets, so If-None-Match answers 304 until a figure changes.
 func (a *storageAPI) Overview(w http.ResponseWriter, r *http.Request) {
 	refresh, err := queryBool(r, "refresh")
@@ -54,14 +55,16 @@ func (a *storageAPI) Overview(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	ov, err := a.m.Overview(r.Context(), project.OverviewOptions{Refresh: refresh})
+	c := CallerOf(r.Context())
+	// A refresh walks what the caller may see, and no more.
+	ov, err := a.m.Overview(r.Context(), project.OverviewOptions{Refresh: refresh, Projects: c.Projects})
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	var body []byte
 	var etag string
-	if c := CallerOf(r.Context()); c.Projects == nil {
+	if c.Projects == nil {
 		body, etag, err = a.encodedOverview(ov)
 	} else {
 		// A limited reader's own view: the others' names must not leak,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,6 +193,67 @@ func TestWarmEncodesTheOverviewBeforeAnyRequest(t *testing.T) {
 		s.storage.mu.Unlock()
 		if encoded != ov || !strings.Contains(string(body), `"project":"beta"`) {
 			t.Errorf("after Warm the kept encoding is of %p (%d bytes), want the current overview %p with both projects", encoded, len(body), ov)
+		}
+	})
+}
+
+// TestOverviewRefreshIsScoped: ?refresh=1 by a reader limited to one
+// project walks that project's trees only, and asked again (in turn or at
+// once) within refresh_window it shares the walk: a file written since is
+// not seen until a refresh of another scope walks.
+func TestOverviewRefreshIsScoped(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(10<<20, "omni", "beta")
+		rs := storageRoutes(t, r)
+		all := storageTestServer(t, Caller{Name: "dash", Role: RoleReader}, rs)
+		limited := storageTestServer(t, Caller{Name: "omni-ci", Role: RoleReader, Projects: []string{"omni"}}, rs)
+		snapshotted := func(name string) bool {
+			d, err := r.Manager.ProjectStorage(r.Ctx, name, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tr := range d.Trees {
+				if tr.SnapshotAt != nil {
+					return true
+				}
+			}
+			return false
+		}
+		workspaceBytes := func(srv, name string) float64 {
+			t.Helper()
+			resp, body := do(t, http.MethodGet, srv+"/v1/workspace/storage?refresh=1", nil)
+			var ov struct {
+				Projects []map[string]any `json:"projects"`
+			}
+			if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &ov) != nil {
+				t.Fatalf("refresh: %d %s", resp.StatusCode, body)
+			}
+			for _, p := range ov.Projects {
+				if p["project"] == name {
+					return p["workspace_bytes"].(float64)
+				}
+			}
+			t.Fatalf("no %s in %s", name, body)
+			return 0
+		}
+		before := workspaceBytes(limited.URL, "omni")
+		if !snapshotted("omni") || snapshotted("beta") {
+			t.Errorf("a refresh by omni's reader: omni walked %v, beta walked %v; want omni only", snapshotted("omni"), snapshotted("beta"))
+		}
+		os.WriteFile(filepath.Join(r.Manager.Root, "projects/omni/new"), make([]byte, 1<<20), 0o644)
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if got := workspaceBytes(limited.URL, "omni"); got != before {
+					t.Errorf("a refresh within refresh_window walked again: %v bytes, were %v", got, before)
+				}
+			}()
+		}
+		wg.Wait()
+		if after := workspaceBytes(all.URL, "omni"); after < before+1<<20 || !snapshotted("beta") {
+			t.Errorf("a refresh of every tree: omni %v bytes (were %v), beta walked %v", after, before, snapshotted("beta"))
 		}
 	})
 }

@@ -184,23 +184,57 @@ func shownField(v string) string {
 // LoadTokenFile reads and parses a token file. A file other users may
 // read is refused: it holds secrets (or hashes that let a guess be checked).
 func LoadTokenFile(path string) (*TokenSet, error) {
-	f, err := os.Open(path)
+	f, err := openSecretFile("token file", "--token-file (or XFSQ_TOKEN_FILE)", path)
 	if err != nil {
-		return nil, errkind.WithHint(errkind.Input, fmt.Errorf("token file: %w", err), "give --token-file (or XFSQ_TOKEN_FILE) a readable file")
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	return ParseTokens(io.LimitReader(f, 16<<20), path)
+}
+
+// openSecretFile opens a file of secrets, refusing one that is not a
+// regular file or that every user may read; what and flag name it in errors.
+func openSecretFile(what, flag, path string) (*os.File, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("token file %s: %w", path, err)
+		return nil, errkind.WithHint(errkind.Input, fmt.Errorf("%s: %w", what, err), "give "+flag+" a readable file")
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, errkind.New(errkind.Input, fmt.Errorf("token file %s is not a regular file", path))
-	}
-	if fi.Mode().Perm()&0o004 != 0 {
-		return nil, errkind.WithHint(errkind.Input, fmt.Errorf("token file %s is readable by every user (mode %04o)", path, fi.Mode().Perm()),
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%s %s: %w", what, path, err)
+	case !fi.Mode().IsRegular():
+		err = errkind.New(errkind.Input, fmt.Errorf("%s %s is not a regular file", what, path))
+	case fi.Mode().Perm()&0o004 != 0:
+		err = errkind.WithHint(errkind.Input, fmt.Errorf("%s %s is readable by every user (mode %04o)", what, path, fi.Mode().Perm()),
 			"chmod 600 "+path+" (or 640 with a group of its own)")
 	}
-	return ParseTokens(io.LimitReader(f, 16<<20), path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// LoadMetricsToken reads the bearer token /metrics requires: the file's
+// only content, as Prometheus's authorization.credentials_file reads it,
+// so that both can be given the same file.
+func LoadMetricsToken(path string) (string, error) {
+	f, err := openSecretFile("metrics token file", "--metrics-token-file", path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 4<<10))
+	if err != nil {
+		return "", fmt.Errorf("metrics token file %s: %w", path, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < minTokenLen || strings.ContainsAny(tok, " \t\r\n") {
+		return "", errkind.WithHint(errkind.Input, fmt.Errorf("metrics token file %s: want one token of at least %d characters on one line, and nothing else", path, minTokenLen),
+			"openssl rand -hex 32 > "+path)
+	}
+	return tok, nil
 }
 
 // TokenFile is a token file in force, replaced whole by Reload.

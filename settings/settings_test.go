@@ -36,6 +36,12 @@ func TestNormalize(t *testing.T) {
 		{"snapshot_interval", "1h", "1h", ""},
 		{"snapshot_interval", "0", "", "use at least 1m"},
 		{"snapshot_interval", "2d", "", "use at most 1d"},
+		{"refresh_window", "60s", "1m", ""},
+		{"refresh_window", "0", "", "use at least 1s"},
+		{"refresh_window", "2h", "", "use at most 1h"},
+		{"upload_refusal_drain", "8MiB", "8388608", ""},
+		{"upload_refusal_drain", "0", "0", ""},
+		{"upload_refusal_drain", "lots", "", "upload_refusal_drain"},
 		// 0 switches scheduled sweeps off; anything else is at least a minute.
 		{"sweep_interval", "0", "0s", ""},
 		{"sweep_interval", "6h", "6h", ""},

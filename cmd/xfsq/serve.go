@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -69,7 +70,11 @@ func serveCommand(with func(fn func(e env) error) cli.ActionFunc) *cli.Command {
 	return &cli.Command{
 		Name: "serve", Usage: "the HTTP API (docs/api.md): projects, admission, leases, events, health",
 		Description: "Serves the API on --listen (127.0.0.1:9742 by default: the bind address is what guards /metrics,\n" +
-			"/healthz and /readyz, which need no token). Every other endpoint needs Authorization: Bearer TOKEN,\n" +
+			"/healthz and /readyz, which need no token; --metrics-token-file puts /metrics behind a token of its own).\n" +
+			"A non-loopback --listen needs --tls-cert and --tls-key, or --insecure-listen behind a TLS-terminating proxy.\n" +
+			"A request whose Host is neither the listen address, a loopback name nor one of --allowed-hosts is refused\n" +
+			"with 421 (a web page rebinding its name to this host must not read it through the operator's browser).\n" +
+			"Every other endpoint needs Authorization: Bearer TOKEN,\n" +
 			"from --token-file: " + server.TokenFileHelp + ".\n" +
 			"The file must exist and must not be readable by every user (chmod 600); serve refuses to start\n" +
 			"otherwise. SIGHUP reloads it; a bad file on reload keeps the tokens in force and logs why.\n" +
@@ -84,6 +89,9 @@ func serveCommand(with func(fn func(e env) error) cli.ActionFunc) *cli.Command {
 			&cli.StringFlag{Name: "token-file", Usage: "the bearer tokens (CSV: TOKEN,NAME,ROLE[,\"P1,P2\"]; mode 600)", EnvVars: []string{"XFSQ_TOKEN_FILE"}},
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with this certificate (PEM; with --tls-key)"},
 			&cli.StringFlag{Name: "tls-key", Usage: "the certificate's private key (PEM)"},
+			&cli.BoolFlag{Name: "insecure-listen", Usage: "allow a non-loopback --listen without TLS (a TLS-terminating proxy in front)"},
+			&cli.StringFlag{Name: "allowed-hosts", Usage: "more names a request's Host may give, comma-separated (a proxy's public name)", EnvVars: []string{"XFSQ_ALLOWED_HOSTS"}},
+			&cli.StringFlag{Name: "metrics-token-file", Usage: "require this file's token (Authorization: Bearer) on /metrics; mode 600", EnvVars: []string{"XFSQ_METRICS_TOKEN_FILE"}},
 			&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "on SIGTERM, how long requests in flight may take to finish"},
 		},
 		Action: with(cmdServe),
@@ -102,6 +110,19 @@ func cmdServe(e env) error {
 	cert, key := e.c.String("tls-cert"), e.c.String("tls-key")
 	if (cert == "") != (key == "") {
 		return usagef("--tls-cert and --tls-key go together: give both, or neither for plain HTTP")
+	}
+	if err := checkListen(e.c.String("listen"), cert != "", e.c.Bool("insecure-listen")); err != nil {
+		return err
+	}
+	allowed, err := allowedHosts(e.c.String("allowed-hosts"))
+	if err != nil {
+		return err
+	}
+	var metricsToken string
+	if f := e.c.String("metrics-token-file"); f != "" {
+		if metricsToken, err = server.LoadMetricsToken(f); err != nil {
+			return err
+		}
 	}
 	grace := e.c.Duration("grace")
 	if grace <= 0 {
@@ -133,7 +154,8 @@ func cmdServe(e env) error {
 	}
 	defer closeHealth()
 	srv, err := server.New(server.Config{Root: root, Tokens: tokens, Log: log, AccessLog: logs, Health: checker,
-		Metrics: metrics.Handler(root, checker, log)})
+		Metrics: metrics.Handler(root, checker, log), MetricsToken: metricsToken,
+		Listen: e.c.String("listen"), AllowedHosts: allowed})
 	if err != nil {
 		return err
 	}
@@ -192,6 +214,35 @@ func cmdServe(e env) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// checkListen refuses to serve in clear text on an address other hosts
+// can reach: every bearer token would cross the network readable.
+func checkListen(listen string, tls, insecure bool) error {
+	addr, err := net.ResolveTCPAddr("tcp", listen)
+	if err != nil {
+		return usagef("--listen %s: %v: use HOST:PORT, e.g. %s", listen, err, defaultListen)
+	}
+	if tls || insecure || (addr.IP != nil && addr.IP.IsLoopback()) {
+		return nil
+	}
+	return usagef("--listen %s is not a loopback address, and without TLS every bearer token would cross the network in clear: "+
+		"give --tls-cert and --tls-key, or --insecure-listen if a TLS-terminating proxy is in front and alone can reach it", listen)
+}
+
+// allowedHosts is --allowed-hosts, each name checked.
+func allowedHosts(flag string) ([]string, error) {
+	var out []string
+	for n := range strings.SplitSeq(flag, ",") {
+		name, err := server.ValidAllowedHost(n)
+		if err != nil {
+			return nil, usagef("--allowed-hosts: %v", err)
+		}
+		if name != "" {
+			out = append(out, name)
+		}
+	}
+	return out, nil
 }
 
 // newHTTPServer is serve's http.Server, with its bounds on slow clients.

@@ -367,3 +367,64 @@ func TestServeCutsOffSlowAndIdleClients(t *testing.T) {
 		}
 	}
 }
+
+// TestServeOffLoopback: a non-loopback --listen without TLS is refused
+// with the fix named, unless --insecure-listen; then the Host check
+// answers the listen address, loopback names and --allowed-hosts only, and
+// --metrics-token-file puts /metrics behind its token.
+func TestServeOffLoopback(t *testing.T) {
+	s := newSandbox(t, t.TempDir(), "")
+	s.ok("init")
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens.csv")
+	writeTokens(t, tokens, "off-loopback-0123456789,ci,reader\n")
+	for _, listen := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
+		r := s.run("serve", "--token-file", tokens, "--listen", listen)
+		if r.code != 2 || !strings.Contains(r.stderr, "--tls-cert") || !strings.Contains(r.stderr, "--insecure-listen") {
+			t.Errorf("serve --listen %s without TLS: exit %d %q, want 2 naming --tls-cert and --insecure-listen", listen, r.code, r.stderr)
+		}
+	}
+	if r := s.run("serve", "--token-file", tokens, "--allowed-hosts", "https://proxy.example"); r.code != 2 || !strings.Contains(r.stderr, "--allowed-hosts") {
+		t.Errorf("serve --allowed-hosts with a URL: exit %d %q, want 2", r.code, r.stderr)
+	}
+	metricsFile := filepath.Join(dir, "metrics.token")
+	const metricsToken = "scrape-0123456789abcdef0123"
+	writeTokens(t, metricsFile, metricsToken+"\n")
+	sv := s.serve(t, tokens, "--listen", "0.0.0.0:0", "--insecure-listen", "--allowed-hosts", "proxy.example,Other.Example",
+		"--metrics-token-file", metricsFile)
+	_, port, err := net.SplitHostPort(sv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path, host, token string) int {
+		req, _ := http.NewRequest("GET", "http://127.0.0.1:"+port+path, nil)
+		req.Host = host
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s (Host %s): %v", path, host, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		path, host, token string
+		want              int
+	}{
+		{"/healthz", "proxy.example", "", 200},
+		{"/healthz", "other.example:443", "", 200},
+		{"/healthz", "localhost:" + port, "", 200},
+		{"/healthz", "192.0.2.7:" + port, "", 200}, // an IP literal of the host: listening on every address
+		{"/healthz", "rebind.attacker.example:" + port, "", 421},
+		{"/metrics", "rebind.attacker.example", metricsToken, 421},
+		{"/metrics", "localhost", "", 401},
+		{"/metrics", "localhost", "off-loopback-0123456789", 401},
+		{"/metrics", "localhost", metricsToken, 200},
+	} {
+		if got := get(c.path, c.host, c.token); got != c.want {
+			t.Errorf("GET %s Host %s: %d, want %d", c.path, c.host, got, c.want)
+		}
+	}
+}
