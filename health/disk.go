@@ -11,7 +11,7 @@ import (
 // AreaBases are the directories under the root whose filesystems are
 // checked besides the root's own. Any of them may be a mount of its own
 // (a fast disk for cache/, tmpfs for scratch/), so each gets its statfs.
-// The names mirror the layout in SPEC §2; health does not import project.
+// The names mirror the layout in docs/design/README.md#the-sandbox-root; health does not import project.
 var AreaBases = []string{"projects", "cache", "scratch", "inbound"}
 
 // DiskPart is the statfs of the root and of each area base.

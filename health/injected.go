@@ -28,7 +28,7 @@ type QuotaState struct {
 // health does not depend on quota/xfs.
 type QuotaFunc func(ctx context.Context) (QuotaState, error)
 
-// Backend is SPEC §10a's backend object.
+// Backend is the backend object of docs/design/README.md#output-conventions.
 type Backend struct {
 	Kind     string `json:"kind"`
 	Enforced bool   `json:"enforced"`

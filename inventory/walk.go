@@ -108,7 +108,7 @@ type Result struct {
 	Partial  bool          `json:"partial"` // the budget ran out; totals cover what was seen
 	Errors   uint64        `json:"errors"`  // entries that could not be read or vanished
 	Duration time.Duration `json:"-"`
-	// DurationSeconds is Duration for JSON, which counts time in seconds (SPEC §10a).
+	// DurationSeconds is Duration for JSON, which counts time in seconds (docs/design/README.md#output-conventions).
 	DurationSeconds float64 `json:"duration_seconds"`
 	// SharedBytes and SharedFiles are the part of the totals held by files
 	// that also have links outside the tree: deleting the tree leaves them.

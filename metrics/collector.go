@@ -42,7 +42,7 @@ var (
 // exposition's data model) rather than through prometheus.Collector: a
 // root of 2,000 trees has about 25,000 series, and the registry's checking,
 // sorting and copying of each const metric cost several times the reads
-// themselves (BENCHMARKS.md). metrics.All, checked by the tests and by
+// themselves (docs/benchmarks.md). metrics.All, checked by the tests and by
 // promtool, keeps them consistent instead.
 func Handler(root *project.Root, checker *health.Checker, log *slog.Logger) http.Handler {
 	if log == nil {

@@ -364,7 +364,7 @@ func (m *Manager) Close() error {
 // BackendName is what every output shows: "xfs" or "fallback (REASON)".
 func (m *Manager) BackendName() string { return m.Backend.Name() }
 
-// Backend is SPEC §10a's backend object, as every JSON output gives it:
+// Backend is the backend object of docs/design/README.md#output-conventions, as every JSON output gives it:
 // which backend is in force, whether the kernel enforces the limits, and
 // on the fallback why (in full, with the fix). Text shows its String.
 type Backend struct {

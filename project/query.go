@@ -171,7 +171,7 @@ func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 	}
 	// A slice in ID order, not All's map: a report or a scrape only joins
 	// each tree with its ID, and on 1,000 trees the map inserts cost about
-	// what the kernel's own lookups do (BENCHMARKS.md). status copies what
+	// what the kernel's own lookups do (docs/benchmarks.md). status copies what
 	// it reads, so the slice can be the one WithAll lends.
 	var statuses []TreeStatus
 	if m.xfs != nil {
@@ -471,7 +471,7 @@ const (
 	Deny = "deny"
 )
 
-// Admission says whether a run of a project may start (SPEC §3.3).
+// Admission says whether a run of a project may start (docs/design/README.md#quota-backends, admission).
 type Admission struct {
 	Project  string       `json:"project"`
 	Decision string       `json:"decision"`

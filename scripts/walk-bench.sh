@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# walk-bench.sh — the inventory benchmarks recorded in BENCHMARKS.md:
+# walk-bench.sh — the inventory benchmarks recorded in docs/benchmarks.md:
 # `xfsq snapshot` (depth 3, top 20) against `du -s` on the same warm trees
 # of 200,000 and 1,000,000 files, the walker alone against du and
 # filepath.WalkDir+Lstat, and peak RSS of a snapshot of 1,000,000 files.

@@ -19,7 +19,7 @@ import (
 	"github.com/xfsq/xfsq/project"
 )
 
-// The token file (SPEC §8) follows Kubernetes' static token file: one CSV
+// The token file (docs/operations.md#tokens) follows Kubernetes' static token file: one CSV
 // line per token, TOKEN,NAME,ROLE[,"PROJECT1,PROJECT2"]. TOKEN may be
 // written sha256:HEX so that the file holds only a hash; '#' starts a
 // comment line. Only hashes are kept in memory, and no error names a

@@ -62,7 +62,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (errors too, as {\"error\": …} on stderr)"},
 			&cli.StringFlag{Name: "host", Usage: "this host's name in a shared database (default: the hostname)", EnvVars: []string{"XFSQ_HOST"}},
 			&cli.StringFlag{Name: "id-range", Usage: "project IDs to allocate from, FIRST-LAST (default 100000-2147483647); a project needs one ID per tree " +
-				"(workspace and cache: two), so a range of N IDs holds N/2 projects", EnvVars: []string{"XFSQ_ID_RANGE"}},
+				"(workspace, cache and scratch: three), so a range of N IDs holds N/3 projects", EnvVars: []string{"XFSQ_ID_RANGE"}},
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // run() maps errors to exit codes
 		Commands: []*cli.Command{
@@ -1027,7 +1027,7 @@ func isTerminal(f *os.File) bool {
 // collectLess trades memory for time in a command that walks: a walk's
 // garbage is short-lived names, and a collection during it takes a core
 // from the walk. At 400 a snapshot of 1,000,000 files peaks at 18–19 MiB
-// (BENCHMARKS.md). An operator's GOGC wins.
+// (docs/benchmarks.md). An operator's GOGC wins.
 func collectLess() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)

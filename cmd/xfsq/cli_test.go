@@ -149,7 +149,7 @@ type reportRow struct {
 	UsageAsOf *time.Time `json:"usage_walked_at"`
 }
 
-// backendObject is SPEC §10a's backend, as every JSON output gives it.
+// backendObject is the backend object of docs/design/README.md#output-conventions, as every JSON output gives it.
 type backendObject struct {
 	Kind     string `json:"kind"`
 	Enforced bool   `json:"enforced"`

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/project"
 )
 
 // A bad environment value shows in settings list beside every other
@@ -116,16 +118,17 @@ func TestLeaseRenewalNeverShortens(t *testing.T) {
 	}
 }
 
-// Help says what --id-range costs: one ID per tree.
+// Help says what --id-range costs: one ID per tree, three trees a project.
 func TestIDRangeHelp(t *testing.T) {
 	s := fallbackSandbox(t, "")
-	if out := s.ok("--help"); !strings.Contains(out, "a project needs one ID per tree") {
+	if out := s.ok("--help"); !strings.Contains(out, "a project needs one ID per tree") ||
+		!strings.Contains(out, fmt.Sprintf("N/%d projects", len(project.Areas))) {
 		t.Errorf("xfsq --help does not explain --id-range:\n%s", out)
 	}
 }
 
 // Every failure is one line; with --json it is {"error": …}, unknown
-// commands and parse errors included; exit codes follow README's table.
+// commands and parse errors included; exit codes follow docs/commands.md.
 func TestErrorsAndExitCodes(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	s.ok("project", "add", "omni")
@@ -276,7 +279,7 @@ func TestFilesLsFileAndPlainMessages(t *testing.T) {
 }
 
 // init --backend auto|xfs|fallback: xfs fails loudly with the reason and
-// the fix, and every JSON output gives the backend as SPEC §10a's object
+// the fix, and every JSON output gives the backend as the object of docs/design/README.md#output-conventions
 // (issue 17 item 4).
 func TestInitBackendChoice(t *testing.T) {
 	s := newSandbox(t, t.TempDir(), "")

@@ -2,7 +2,7 @@ package main
 
 // The CLI's text output: how each result reads for a person. Every name a
 // tenant controls passes through safe (or line) here, so that none reaches
-// the terminal raw (SPEC §10a); JSON escapes on its own and is untouched.
+// the terminal raw (docs/design/README.md#output-conventions); JSON escapes on its own and is untouched.
 
 import (
 	"encoding/json"

@@ -43,14 +43,14 @@ const (
 // default of 100 collects every few MiB allocated: at 30,000 checks a
 // second some 25 collections a second, whose marking takes the CPU that
 // requests then queue behind (the admission p99). Four times the headroom
-// costs ~15 MiB and collects a quarter as often (BENCHMARKS.md: the RSS
+// costs ~15 MiB and collects a quarter as often (docs/benchmarks.md: the RSS
 // after ten minutes of load stays under its 64 MiB).
 const serveGCPercent = 400
 
 // serveMemoryLimit bounds what the headroom may grow to: with the
 // scheduled passes running, four times the live heap came to more than a
 // host gives a storage daemon (the RSS reached 82 MiB with a snapshot and a
-// sweep pass a minute; BENCHMARKS.md). Near the limit the collector runs as
+// sweep pass a minute; docs/benchmarks.md). Near the limit the collector runs as
 // often as it must; below it the headroom stays. The limit counts only
 // Go's memory: the binary's mapped pages (some 16 MiB resident) come on top.
 const serveMemoryLimit = 40 << 20
@@ -68,7 +68,7 @@ func setServeGC(getenv func(string) string) {
 
 func serveCommand(with func(fn func(e env) error) cli.ActionFunc) *cli.Command {
 	return &cli.Command{
-		Name: "serve", Usage: "the HTTP API (SPEC §8): projects, admission, leases, events, health",
+		Name: "serve", Usage: "the HTTP API (docs/api.md): projects, admission, leases, events, health",
 		Description: "Serves the API on --listen (127.0.0.1:9742 by default: the bind address is what guards /metrics,\n" +
 			"/healthz and /readyz, which need no token; --metrics-token-file puts /metrics behind a token of its own).\n" +
 			"A non-loopback --listen needs --tls-cert and --tls-key, or --insecure-listen behind a TLS-terminating proxy.\n" +

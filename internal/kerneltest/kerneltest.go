@@ -44,6 +44,7 @@ const (
 	envInside = "XFSQ_KERNELTEST_INSIDE" // "1" inside the test kernel
 	envDevice = "XFSQ_KERNELTEST_DEVICE" // the scratch block device there
 	envReport = "XFSQ_KERNELTEST_REPORT" // a file the route line is appended to
+	envDetail = "XFSQ_KERNELTEST_DETAIL" // a file the full line goes to when a route was unusable
 )
 
 // Packages is what to install for the kernel tests, for messages.
@@ -86,15 +87,26 @@ func Run(t *testing.T, cases []Case) {
 
 // report logs the route line and appends it to $XFSQ_KERNELTEST_REPORT:
 // go test shows a passing package's log only with -v, and the route taken
-// is worth seeing on every run.
+// is worth seeing on every run. The file gets the Summary, which names a
+// route that could not run here without quoting its console; the full
+// line, console and all, goes to the log and to $XFSQ_KERNELTEST_DETAIL.
 func report(t *testing.T, r RouteReport) {
-	line := r.String() + " [" + prereq.PackageDir() + " " + t.Name() + "]"
-	t.Log(line)
+	where := " [" + prereq.PackageDir() + " " + t.Name() + "]"
+	t.Log(r.String() + where)
+	detail := "go test -v shows its console lines"
+	if path := os.Getenv(envDetail); path != "" && len(r.Unusable) > 0 {
+		detail = "its console lines are in " + path
+		appendLine(path, r.String()+where)
+	}
 	if path := os.Getenv(envReport); path != "" {
-		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			fmt.Fprintln(f, line)
-			f.Close()
-		}
+		appendLine(path, r.Summary(detail)+where)
+	}
+}
+
+func appendLine(path, line string) {
+	if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+		fmt.Fprintln(f, line)
+		f.Close()
 	}
 }
 

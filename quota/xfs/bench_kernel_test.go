@@ -21,7 +21,7 @@ import (
 )
 
 // These benchmarks need real XFS quotas: run them with scripts/kernel-bench.sh,
-// which boots the test kernel for them. See BENCHMARKS.md.
+// which boots the test kernel for them. See docs/benchmarks.md.
 
 const benchTrees = 1000
 

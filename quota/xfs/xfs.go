@@ -102,7 +102,7 @@ func Open(dir string) (*FS, error) {
 			}
 			return nil, &quota.UnsupportedError{Path: dir, Short: "xfs: kernel without quota support",
 				Reason: "this kernel has no XFS quota support (CONFIG_XFS_QUOTA is off)",
-				Fix:    "run on a kernel built with CONFIG_XFS_QUOTA, as Debian's stock kernel is (the tests boot one in QEMU: README, Kernel tests)"}
+				Fix:    "run on a kernel built with CONFIG_XFS_QUOTA, as Debian's stock kernel is (the tests boot one in QEMU: docs/testing.md)"}
 		}
 	}
 	if err != nil {

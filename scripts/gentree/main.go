@@ -1,5 +1,5 @@
 // Command gentree makes a reproducible tree of many small files in nested
-// directories, for the walker benchmarks (BENCHMARKS.md):
+// directories, for the walker benchmarks (docs/benchmarks.md):
 //
 //	go run ./scripts/gentree -files 200000 /var/tmp/xfsq-bench-200k
 //
