@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/internal/gitindex"
 	"github.com/xfsq/xfsq/internal/saferm"
 )
 
@@ -111,7 +111,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 		cacheLeft[p] = b
 	}
 	trees := map[string]*saferm.Dir{}
-	repos := map[string]*repoFinder{} // per workspace tree, its indexes kept for the sweep
+	repos := map[string]*gitindex.Finder{} // per workspace tree, its indexes kept for the sweep
 	defer func() {
 		for _, d := range trees {
 			d.Close()
@@ -303,18 +303,14 @@ const maxIndexParses = 4
 // planning. why is the reason to leave the entry, or "". A repository made
 // inside the entry since is left whole by the deletion itself
 // (saferm.Options.KeepRepositories), whatever its times.
-func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos map[string]*repoFinder) (why string, err error) {
+func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos map[string]*gitindex.Finder) (why string, err error) {
 	treeRel := TreeOf(ev.Project, ev.Area)
 	inTree := strings.TrimPrefix(ev.Path, treeRel+"/")
 	rf := repos[treeRel]
 	if rf == nil {
-		rf = &repoFinder{ctx: ctx, treeFd: tree.Fd(), indexes: map[indexStamp]*gitIndex{}, parsed: map[string]int{}}
-		if abs, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", tree.Fd())); err == nil {
-			rf.abs = []string{abs}
-		}
+		rf = gitindex.NewFinder(ctx, tree.Fd(), gitindex.Options{Keep: true})
 		repos[treeRel] = rf
 	}
-	rf.ctx = ctx
 	dirs := []string{"."}
 	if d := path.Dir(inTree); d != "." {
 		parts := strings.Split(d, "/")
@@ -323,7 +319,7 @@ func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos ma
 		}
 	}
 	for _, dir := range dirs {
-		if n := rf.parsed[dir]; n >= maxIndexParses {
+		if n := rf.Parsed(dir); n >= maxIndexParses {
 			return fmt.Sprintf("the git index of the repository at %s changed %d times during this sweep: left for the next one", path.Join(treeRel, dir), n), nil
 		}
 		d, err := tree.OpenDir(dir)
@@ -335,17 +331,17 @@ func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos ma
 			d.Close()
 			continue
 		}
-		ix, why, err := rf.openRepo(d.Fd(), dir)
+		ix, why, err := rf.Read(d.Fd(), dir)
 		d.Close()
 		repo := path.Join(treeRel, dir)
 		switch {
 		case err != nil:
 			return "", err
-		case rf.protectAll != "":
-			return rf.protectAll, nil
+		case rf.ProtectAll() != "":
+			return rf.ProtectAll(), nil
 		case why != "":
 			return fmt.Sprintf("the git repository at %s cannot be read now (%s): its working tree is protected", repo, why), nil
-		case ix.covers(within(dir, inTree)):
+		case ix.Covers(within(dir, inTree)):
 			return fmt.Sprintf("git-tracked since planning (in the repository at %s)", repo), nil
 		}
 	}
