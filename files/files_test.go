@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/internal/tenanttest"
@@ -77,7 +78,7 @@ func newSandboxAt(t testing.TB, root, dsn string, projects ...string) *sandbox {
 
 func (s *sandbox) used(name string) quota.Usage {
 	s.t.Helper()
-	_, u, _, err := s.st.Account(ctx, store.TreeKey{Project: name, Area: project.AreaWorkspace})
+	_, u, _, err := s.st.Account(ctx, store.TreeKey{Project: name, Area: area.Workspace})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -374,7 +375,7 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 				return <-done
 			}
 		}
-		key := store.TreeKey{Project: "omni", Area: project.AreaWorkspace}
+		key := store.TreeKey{Project: "omni", Area: area.Workspace}
 		noneLeft := func(s *sandbox, p string) {
 			t.Helper()
 			if s.content("omni", p) != nil {
@@ -934,7 +935,7 @@ func (s *sandbox) walkBaseline(name string) quota.Usage {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	if err := s.st.SetBaseline(ctx, store.TreeKey{Project: name, Area: project.AreaWorkspace}, u, store.WalkAt(time.Now()), store.WalkSeen{}); err != nil {
+	if err := s.st.SetBaseline(ctx, store.TreeKey{Project: name, Area: area.Workspace}, u, store.WalkAt(time.Now()), store.WalkSeen{}); err != nil {
 		s.t.Fatal(err)
 	}
 	return u

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/store"
@@ -18,11 +19,11 @@ import (
 )
 
 // Set changes the limits of one tree of a project and journals old and new.
-func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange) (Project, error) {
-	if area == "" {
-		area = AreaWorkspace
+func (m *Manager) Set(ctx context.Context, name, a string, change LimitChange) (Project, error) {
+	if a == "" {
+		a = area.Workspace
 	}
-	if err := ValidateTree(name, area); err != nil {
+	if err := ValidateTree(name, a); err != nil {
 		return Project{}, err
 	}
 	if change.empty() {
@@ -31,23 +32,23 @@ func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange
 	}
 	// The tree of a ready project (or the root's inbound tree), refused
 	// as Tree refuses it.
-	t, err := m.Tree(ctx, name, area)
+	t, err := m.Tree(ctx, name, a)
 	if err != nil {
 		return Project{}, err
 	}
 	next := change.apply(t.Limits)
-	if err := validateLimits(area, next); err != nil {
+	if err := validateLimits(a, next); err != nil {
 		return Project{}, err
 	}
 	if err := m.Backend.SetLimits(t.ProjectID, next); err != nil {
 		return Project{}, err
 	}
 	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
-		if err := tx.SetTreeLimits(ctx, name, area, next); err != nil {
+		if err := tx.SetTreeLimits(ctx, name, a, next); err != nil {
 			return err
 		}
 		return tx.AppendEvent(ctx, store.EventQuotaChanged, name, m.actor(ctx),
-			map[string]any{"area": area, "project_id": t.ProjectID, "old": t.Limits, "new": next})
+			map[string]any{"area": a, "project_id": t.ProjectID, "old": t.Limits, "new": next})
 	})
 	if err != nil {
 		// The kernel has the new limits; put the recorded ones back so the two agree.

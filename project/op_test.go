@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -163,7 +164,7 @@ func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
 	sweepCtx, end := BeginOp(ctx)
 	defer end()
 	res := x.Run(sweepCtx, sweep.Plan{CacheBytes: map[string]uint64{"omni": 1 << 30},
-		Evict: []sweep.Eviction{{Project: "omni", Area: sweep.AreaCache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
+		Evict: []sweep.Eviction{{Project: "omni", Area: area.Cache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
 	if !checked || len(res.Evicted) != 1 {
 		t.Fatalf("the deletion did not go through its pending record: %+v", res)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/threadtest"
@@ -58,12 +59,12 @@ func TestPassWritesOneEvent(t *testing.T) {
 		for i := range 2 {
 			if out, err := m.RunPass(r.Ctx, project.PassSnapshot); err != nil {
 				t.Fatal(err)
-			} else if out.Ran != (i == 0) || (i == 0 && len(out.Snapshots) != 2*len(project.Areas)+1) { // and the inbound tree
+			} else if out.Ran != (i == 0) || (i == 0 && len(out.Snapshots) != 2*len(area.OfProject)+1) { // and the inbound tree
 				t.Errorf("snapshot pass %d: %+v", i, out)
 			}
 		}
 		snaps := r.Events(store.EventSnapshot)
-		if len(snaps) != 1 || strings.Count(string(snaps[0].Payload), `"project"`) != 2*len(project.Areas)+1 {
+		if len(snaps) != 1 || strings.Count(string(snaps[0].Payload), `"project"`) != 2*len(area.OfProject)+1 {
 			t.Fatalf("storage.snapshot events after two passes within the hour: %+v", snaps)
 		}
 		out, err := m.RunPass(r.Ctx, project.PassSnapshot)
@@ -173,9 +174,9 @@ func TestPassCancelledStopsBetweenEntries(t *testing.T) {
 			t.Errorf("cancelled snapshot pass: %v", err)
 		}
 		stored := 0
-		keys := []store.TreeKey{{Project: project.RootOwner, Area: project.AreaInbound}}
+		keys := []store.TreeKey{{Project: project.RootOwner, Area: area.Inbound}}
 		for _, n := range []string{"omni", "beta"} {
-			for _, a := range project.Areas {
+			for _, a := range area.OfProject {
 				keys = append(keys, store.TreeKey{Project: n, Area: a})
 			}
 		}
@@ -244,8 +245,8 @@ func TestPassRunsInTheBackground(t *testing.T) {
 			t.Fatalf("%s: %+v %v", p, out, err)
 		}
 	}
-	if len(during) != len(project.Areas)+2 { // every tree walked (the inbound tree too), one entry deleted
-		t.Fatalf("hooks ran %d times, want %d", len(during), len(project.Areas)+2)
+	if len(during) != len(area.OfProject)+2 { // every tree walked (the inbound tree too), one entry deleted
+		t.Fatalf("hooks ran %d times, want %d", len(during), len(area.OfProject)+2)
 	}
 	for _, d := range during {
 		if d != [2]int{3, 10} {

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/gitindex"
 	"github.com/xfsq/xfsq/internal/saferm"
 )
@@ -123,7 +124,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 			skip("the sweep's time budget ran out")
 			continue
 		}
-		if ev.Area == AreaCache && cacheLeft[ev.Project] <= plan.CacheCap {
+		if ev.Area == area.Cache && cacheLeft[ev.Project] <= plan.CacheCap {
 			skip("the cache is already under its cap")
 			continue
 		}
@@ -140,7 +141,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 			continue
 		}
 		bytes, why, err := x.recheck(ctx, ev, parent, name)
-		if err == nil && why == "" && ev.Area == AreaWorkspace {
+		if err == nil && why == "" && ev.Area == area.Workspace {
 			why, err = stillUntracked(ctx, tree, ev, repos)
 		}
 		if err != nil || why != "" {
@@ -154,7 +155,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 		rec := Record{SweepID: x.SweepID, Area: ev.Area, Bytes: bytes, Reason: ev.Reason, Policy: ev.Policy}
 		// What a run writes into the entry while it goes stays: busy_grace
 		// holds below the entry too, not only for the entry as re-checked.
-		keep := saferm.Options{KeepModifiedAfter: x.Now().Add(-x.Policy.BusyGrace), KeepRepositories: ev.Area == AreaWorkspace}
+		keep := saferm.Options{KeepModifiedAfter: x.Now().Add(-x.Policy.BusyGrace), KeepRepositories: ev.Area == area.Workspace}
 		if x.Cutoff != nil {
 			cutoff, err := x.Cutoff(ctx, ev)
 			if err != nil {
@@ -167,7 +168,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 			// Deleted through its parent, so the directories above it are
 			// asked of the tree: one moved in since the walk holds what
 			// the walk counted elsewhere.
-			if !tree.ParentsSettled(strings.TrimPrefix(ev.Path, TreeOf(ev.Project, ev.Area)+"/"), keep) {
+			if !tree.ParentsSettled(strings.TrimPrefix(ev.Path, area.TreePath(ev.Project, ev.Area)+"/"), keep) {
 				keep.CountChangedBefore = saferm.CountNothing
 			}
 		}
@@ -202,7 +203,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 		res.Evicted = append(res.Evicted, Done{Path: rec.Path, Bytes: rep.Bytes, Reason: ev.Reason, Policy: ev.Policy, Entries: rep.Entries, Left: rep.Left})
 		res.BytesFreed += rep.Bytes
 		res.PerPolicy[ev.Policy]++
-		if ev.Area == AreaCache {
+		if ev.Area == area.Cache {
 			cacheLeft[ev.Project] -= min(cacheLeft[ev.Project], rep.Bytes)
 		}
 	}
@@ -212,28 +213,12 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 	return res
 }
 
-// TreeOf is the tree (relative to the sandbox root) an area of a project
-// lives in: nothing of the project is deleted outside it.
-func TreeOf(project, area string) string {
-	switch area {
-	case AreaWorkspace:
-		return "projects/" + project
-	case AreaCache:
-		return "cache/" + project
-	case AreaScratch:
-		return "scratch/" + project
-	case AreaInbound:
-		return "inbound" // the root's one inbound tree, whoever the caller names as its owner
-	}
-	return ""
-}
-
 // parentOf opens the directory holding an eviction's entry: its tree
 // beneath the root, then the entry's parent beneath the tree, neither
 // through a link nor across a mount. why says why the entry cannot be
 // reached so.
 func (x *Executor) parentOf(ev Eviction, trees map[string]*saferm.Dir) (tree, parent *saferm.Dir, name, why string, err error) {
-	treeRel := TreeOf(ev.Project, ev.Area)
+	treeRel := area.TreePath(ev.Project, ev.Area)
 	inTree, ok := strings.CutPrefix(ev.Path, treeRel+"/")
 	if treeRel == "" || !ok || inTree == "" || path.Clean(inTree) != inTree || strings.HasPrefix(inTree, "../") {
 		return nil, nil, "", fmt.Sprintf("not inside the %s tree of %s (%s)", ev.Area, ev.Project, treeRel), nil
@@ -304,7 +289,7 @@ const maxIndexParses = 4
 // inside the entry since is left whole by the deletion itself
 // (saferm.Options.KeepRepositories), whatever its times.
 func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos map[string]*gitindex.Finder) (why string, err error) {
-	treeRel := TreeOf(ev.Project, ev.Area)
+	treeRel := area.TreePath(ev.Project, ev.Area)
 	inTree := strings.TrimPrefix(ev.Path, treeRel+"/")
 	rf := repos[treeRel]
 	if rf == nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/mounttest"
 	"github.com/xfsq/xfsq/internal/saferm"
 )
@@ -40,7 +41,7 @@ func TestExecutorStopsCacheCutAtTheCap(t *testing.T) {
 		os.WriteFile(filepath.Join(root, p, "f"), make([]byte, 40<<10), 0o644)
 		os.Chtimes(filepath.Join(root, p, "f"), old, old)
 		os.Chtimes(filepath.Join(root, p), old, old)
-		plan.Evict = append(plan.Evict, Eviction{Project: "p", Area: AreaCache, Path: p, Policy: PolicyCache})
+		plan.Evict = append(plan.Evict, Eviction{Project: "p", Area: area.Cache, Path: p, Policy: PolicyCache})
 	}
 	// The planner thought the cache held 200 KiB and its entries 40 KiB
 	// each; the cap is 130 KiB: two deletions of ~44 KiB reach it.
@@ -70,7 +71,7 @@ func TestExecutorNeedsTheJournal(t *testing.T) {
 	var journal []Record
 	x := executor(t, root, &journal)
 	x.Journal = func(context.Context, string, Record) error { return fmt.Errorf("database is gone") }
-	res := x.Run(context.Background(), Plan{Evict: []Eviction{{Project: "p", Area: AreaScratch, Path: p}}})
+	res := x.Run(context.Background(), Plan{Evict: []Eviction{{Project: "p", Area: area.Scratch, Path: p}}})
 	if len(res.Evicted) != 0 {
 		t.Error("deleted without a journal record")
 	}
@@ -88,7 +89,7 @@ func TestExecutorBudget(t *testing.T) {
 		p := fmt.Sprintf("scratch/p/r%d", i)
 		os.MkdirAll(filepath.Join(root, p), 0o755)
 		os.Chtimes(filepath.Join(root, p), old, old)
-		plan.Evict = append(plan.Evict, Eviction{Project: "p", Area: AreaScratch, Path: p})
+		plan.Evict = append(plan.Evict, Eviction{Project: "p", Area: area.Scratch, Path: p})
 	}
 	var journal []Record
 	x := executor(t, root, &journal)
@@ -132,9 +133,9 @@ func TestExecutorLeavesMountsInPlace(t *testing.T) {
 		name, area, entry, mnt string
 		tmpfs                  bool
 	}{
-		{"bind mount in a cache entry", AreaCache, "cache/p/e", "cache/p/e/sub/mnt", false},
-		{"bind mount in workspace trash", AreaWorkspace, "projects/p/coverage", "projects/p/coverage/mnt", false},
-		{"tmpfs in a scratch run", AreaScratch, "scratch/p/run", "scratch/p/run/mnt", true},
+		{"bind mount in a cache entry", area.Cache, "cache/p/e", "cache/p/e/sub/mnt", false},
+		{"bind mount in workspace trash", area.Workspace, "projects/p/coverage", "projects/p/coverage/mnt", false},
+		{"tmpfs in a scratch run", area.Scratch, "scratch/p/run", "scratch/p/run/mnt", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -198,10 +199,10 @@ func TestExecutorSymlinkSwappedIntoPath(t *testing.T) {
 		swap, target      string // swap (relative to the root) becomes a symlink to target
 		victim            string // what the link leads the entry to
 	}{
-		{"intermediate directory", AreaWorkspace, "projects/a/sub/coverage", "projects/a/sub", "../b/uploads", "projects/b/uploads/coverage/precious"},
-		{"cache tree root", AreaCache, "cache/a/e", "cache/a", "b", "cache/b/e/precious"},
-		{"scratch tree root", AreaScratch, "scratch/a/run", "scratch/a", "b", "scratch/b/run/precious"},
-		{"workspace tree root", AreaWorkspace, "projects/a/coverage", "projects/a", "b/uploads", "projects/b/uploads/coverage/precious"},
+		{"intermediate directory", area.Workspace, "projects/a/sub/coverage", "projects/a/sub", "../b/uploads", "projects/b/uploads/coverage/precious"},
+		{"cache tree root", area.Cache, "cache/a/e", "cache/a", "b", "cache/b/e/precious"},
+		{"scratch tree root", area.Scratch, "scratch/a/run", "scratch/a", "b", "scratch/b/run/precious"},
+		{"workspace tree root", area.Workspace, "projects/a/coverage", "projects/a", "b/uploads", "projects/b/uploads/coverage/precious"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -234,8 +235,8 @@ func TestExecutorKeepsEntriesInTheirTree(t *testing.T) {
 	oldFile(t, filepath.Join(root, "projects/b/uploads/precious"))
 	var journal []Record
 	res := executor(t, root, &journal).Run(context.Background(), Plan{Evict: []Eviction{
-		{Project: "a", Area: AreaCache, Path: "projects/b/uploads"},
-		{Project: "a", Area: AreaWorkspace, Path: "projects/a/../b/uploads"},
+		{Project: "a", Area: area.Cache, Path: "projects/b/uploads"},
+		{Project: "a", Area: area.Workspace, Path: "projects/a/../b/uploads"},
 	}})
 	if _, err := os.Stat(filepath.Join(root, "projects/b/uploads/precious")); err != nil || len(res.Evicted) != 0 {
 		t.Fatalf("an entry outside its tree was deleted: %+v", res)
@@ -262,10 +263,10 @@ func TestGathererRefusesLinkedTreeRoots(t *testing.T) {
 		area, tree string
 		walk       func(string) (Tree, error)
 	}{
-		{AreaCache, "cache/a", func(p string) (Tree, error) { return g.TopLevel(AreaCache, p) }},
-		{AreaCache, "cache/abs", func(p string) (Tree, error) { return g.TopLevel(AreaCache, p) }},
-		{AreaScratch, "scratch/a", func(p string) (Tree, error) { return g.TopLevel(AreaScratch, p) }},
-		{AreaWorkspace, "projects/a", func(p string) (Tree, error) { return g.Workspace(t.Context(), p) }},
+		{area.Cache, "cache/a", func(p string) (Tree, error) { return g.TopLevel(area.Cache, p) }},
+		{area.Cache, "cache/abs", func(p string) (Tree, error) { return g.TopLevel(area.Cache, p) }},
+		{area.Scratch, "scratch/a", func(p string) (Tree, error) { return g.TopLevel(area.Scratch, p) }},
+		{area.Workspace, "projects/a", func(p string) (Tree, error) { return g.Workspace(t.Context(), p) }},
 	} {
 		tr, err := c.walk(c.tree)
 		var refused *TreeRefusedError
@@ -273,7 +274,7 @@ func TestGathererRefusesLinkedTreeRoots(t *testing.T) {
 			t.Errorf("%s: %v with %d entries, want it refused and nothing offered", c.tree, err, len(tr.Entries))
 		}
 	}
-	if tr, err := g.TopLevel(AreaCache, "cache/b"); err != nil || len(tr.Entries) != 1 {
+	if tr, err := g.TopLevel(area.Cache, "cache/b"); err != nil || len(tr.Entries) != 1 {
 		t.Errorf("a real tree: %+v %v", tr, err)
 	}
 }
@@ -302,8 +303,8 @@ func TestExecutorCreditsTheLedger(t *testing.T) {
 		return nil
 	}
 	plan := Plan{Evict: []Eviction{
-		{Project: "_root", Area: AreaInbound, Path: "inbound/walked", Policy: PolicyInbound},
-		{Project: "_root", Area: AreaInbound, Path: "inbound/changed", Policy: PolicyInbound}}}
+		{Project: "_root", Area: area.Inbound, Path: "inbound/walked", Policy: PolicyInbound},
+		{Project: "_root", Area: area.Inbound, Path: "inbound/changed", Policy: PolicyInbound}}}
 	res := x.Run(context.Background(), plan)
 	if len(res.Evicted) != 2 || res.Evicted[0].Bytes < 40<<10 || res.Evicted[1].Bytes < 40<<10 {
 		t.Fatalf("evicted %+v, want both with all they freed", res.Evicted)
@@ -354,7 +355,7 @@ func TestExecutorCreditsNothingMovedInSinceTheWalk(t *testing.T) {
 	for _, evict := range []string{"inbound/x/big", "inbound/x"} {
 		credited = 0
 		os.Chtimes(filepath.Join(root, "inbound/x"), old, old) // the first removal touched it
-		res := x.Run(context.Background(), Plan{Evict: []Eviction{{Project: "_root", Area: AreaInbound, Path: evict, Policy: PolicyInbound}}})
+		res := x.Run(context.Background(), Plan{Evict: []Eviction{{Project: "_root", Area: area.Inbound, Path: evict, Policy: PolicyInbound}}})
 		if len(res.Evicted) != 1 || res.Evicted[0].Bytes < 4096 {
 			t.Fatalf("%s: evicted %+v, skipped %+v, want it evicted with all it freed", evict, res.Evicted, res.Skipped)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/gitindex"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
@@ -34,10 +35,6 @@ type Gatherer struct {
 
 	indexBudget int64 // the index bytes one workspace's walk parses; 0: gitindex.DefaultBudget
 }
-
-// workspaceProtected are top-level workspace directories never swept,
-// never even walked.
-var workspaceProtected = map[string]bool{"uploads": true, "inbox": true}
 
 // Why an entry is never offered or deleted, whatever the policy, as the
 // walks find it.
@@ -129,8 +126,8 @@ func measureDir(dir *saferm.Dir, rel string) (inventory.Usage, error) {
 
 // TopLevel offers every entry directly under a tree (cache entries,
 // scratch runs), with the tree's total.
-func (g *Gatherer) TopLevel(area, treeRel string) (Tree, error) {
-	t := Tree{Area: area, Path: treeRel}
+func (g *Gatherer) TopLevel(a, treeRel string) (Tree, error) {
+	t := Tree{Area: a, Path: treeRel}
 	tree, err := g.openTree(treeRel)
 	if tree == nil || err != nil {
 		return t, err
@@ -150,7 +147,7 @@ func (g *Gatherer) TopLevel(area, treeRel string) (Tree, error) {
 		if err != nil {
 			continue // vanished or unreadable
 		}
-		if area == AreaScratch {
+		if a == area.Scratch {
 			e.Run = name
 		}
 		t.Bytes += e.Bytes
@@ -253,7 +250,7 @@ func within(root, p string) string {
 // in the tree's Skipped). Inside a repository, globs apply to paths from
 // its root: a repository whose root is named dist/ is not trash.
 func (g *Gatherer) Workspace(ctx context.Context, treeRel string) (Tree, error) {
-	t := Tree{Area: AreaWorkspace, Path: treeRel}
+	t := Tree{Area: area.Workspace, Path: treeRel}
 	tree, err := g.openTree(treeRel)
 	if tree == nil || err != nil {
 		return t, err
@@ -369,7 +366,7 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 		// uploads/ and inbox/ are never swept, but walked all the same: a
 		// repository there may set core.worktree elsewhere, or keep its
 		// common directory in a trash directory.
-		never := rel == "." && workspaceProtected[name]
+		never := rel == "." && area.IsSkeleton(area.Workspace, name)
 		sub := name
 		if rel != "." {
 			sub = rel + "/" + name

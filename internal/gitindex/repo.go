@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/xfsq/xfsq/area"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,25 +29,6 @@ const (
 	// maxSmallFile bounds a .git file, a commondir file or a config.
 	maxSmallFile = 1 << 20
 )
-
-// fileKind names what a mode is, for the reasons a sweep gives.
-func fileKind(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFLNK:
-		return "a symlink"
-	case unix.S_IFIFO:
-		return "a named pipe"
-	case unix.S_IFSOCK:
-		return "a socket"
-	case unix.S_IFCHR, unix.S_IFBLK:
-		return "a device"
-	case unix.S_IFREG:
-		return "a regular file"
-	}
-	return "not a regular file"
-}
 
 // openDirAt opens the directory name in dirfd, refusing a symlink.
 func openDirAt(dirfd int, name string) (*os.File, error) {
@@ -67,7 +49,7 @@ func openRegularAt(dirfd int, name string, limit int64) (*os.File, int64, error)
 		return nil, 0, &os.PathError{Op: "stat", Path: name, Err: err}
 	}
 	if before.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, 0, fmt.Errorf("%s is %s, not a regular file", name, fileKind(before.Mode))
+		return nil, 0, fmt.Errorf("%s is %s, not a regular file", name, area.FileKind(before.Mode))
 	}
 	fd, err := unix.Openat(dirfd, name, fileOpenFlags, 0)
 	if err != nil {
@@ -432,7 +414,7 @@ func (rf *Finder) Read(dirfd int, rel string) (ix *Index, why string, err error)
 			return nil, fmt.Sprintf("its .git file points at %s, which is not a git directory (no HEAD)", target), nil
 		}
 	default:
-		return nil, fmt.Sprintf(".git is %s, which git takes for no repository", fileKind(st.Mode)), nil
+		return nil, fmt.Sprintf(".git is %s, which git takes for no repository", area.FileKind(st.Mode)), nil
 	}
 	defer gitdir.Close()
 	hashLen, why := rf.objectFormat(gitdir, gitRel)
