@@ -34,11 +34,11 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
-	"github.com/xfsq/xfsq/sweep"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -529,7 +529,7 @@ func errDirectory(p string) error {
 // entry journalled on its own, and leaves the directory: every workspace
 // has it, and tenants and the sweep count on it being there.
 func (l *Layer) empty(ctx context.Context, t *tree, name, p string, o RemoveOptions) (RemoveResult, error) {
-	res := RemoveResult{Path: path.Join(t.Path, p), State: sweep.StateDone, Left: []saferm.Left{}}
+	res := RemoveResult{Path: path.Join(t.Path, p), State: deletion.StateDone, Left: []saferm.Left{}}
 	if !o.Recursive {
 		return res, errkind.WithHint(errkind.Input,
 			&PathError{Path: p, Reason: "it is part of every workspace (uploads/ and inbox/ are emptied, never removed)"},
@@ -552,7 +552,7 @@ func (l *Layer) empty(ctx context.Context, t *tree, name, p string, o RemoveOpti
 		res.Bytes += one.Bytes
 		res.Files += one.Files
 		res.Left = append(res.Left, one.Left...)
-		if one.State != sweep.StateDone && one.State != "" {
+		if one.State != deletion.StateDone && one.State != "" {
 			res.State = one.State
 		}
 		var gone *PathError
@@ -603,7 +603,7 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 			estimate = u.Bytes
 		}
 	}
-	rec := sweep.Record{Area: t.Area, Bytes: estimate, Reason: "manual", Policy: "files rm"}
+	rec := deletion.Record{Area: t.Area, Bytes: estimate, Reason: "manual", Policy: "files rm"}
 	hook("rm:checked")
 	cutoff, err := l.M.RemovalCutoff(ctx, t.Tree)
 	if err != nil {
@@ -621,7 +621,7 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 	// The answer is all that went (as the journal's settled record); the
 	// ledger is credited only what the walk counted (rep.Bytes, below).
 	res := RemoveResult{Path: rec.Path, Bytes: rep.AllBytes, Files: rep.AllInodes, Entries: rep.Entries, State: rec.State, Left: rep.Left}
-	if rec.State == sweep.StatePending {
+	if rec.State == deletion.StatePending {
 		return res, fmt.Errorf("remove %s: %w", p, rmErr)
 	}
 	// What went, went, whatever else failed: credit it.

@@ -19,13 +19,13 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/internal/tenanttest"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 var ctx = context.Background()
@@ -1293,7 +1293,7 @@ func TestARemovalRacingTheTenantIsNeverAFailure(t *testing.T) {
 	for _, ev := range evs {
 		var rec struct{ State, Error string }
 		json.Unmarshal(ev.Payload, &rec)
-		if rec.State == sweep.StateFailed {
+		if rec.State == deletion.StateFailed {
 			t.Errorf("a deletion the tenant raced is journalled as failed: %s", ev.Payload)
 		}
 	}

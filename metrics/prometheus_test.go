@@ -14,12 +14,12 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/health"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/promtest"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 const contrib = "../contrib"
@@ -35,8 +35,8 @@ func busyRoot(t *testing.T) *fixture.Root {
 	if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "a", Area: area.Workspace}, 5<<20, 3, "test", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, st := range []string{sweep.StateDone, sweep.StateFailed} {
-		rec := sweep.Record{SweepID: "s", Area: area.Cache, Path: "cache/b/" + st, Bytes: 4096, State: st}
+	for _, st := range []string{deletion.StateDone, deletion.StateFailed} {
+		rec := deletion.Record{SweepID: "s", Area: area.Cache, Path: "cache/b/" + st, Bytes: 4096, State: st}
 		if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventEvicted, "b", "test", rec) }); err != nil {
 			t.Fatal(err)
 		}

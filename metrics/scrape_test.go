@@ -15,12 +15,12 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/health"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/prereq"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // sample is one line of the exposition format.
@@ -202,15 +202,15 @@ func TestJournalCounters(t *testing.T) {
 			}
 		}
 		evict := func(bytes uint64, state string) {
-			rec := sweep.Record{SweepID: "s", Area: area.Cache, Path: "cache/a/x" + state, Bytes: bytes, State: sweep.StatePending}
+			rec := deletion.Record{SweepID: "s", Area: area.Cache, Path: "cache/a/x" + state, Bytes: bytes, State: deletion.StatePending}
 			journal(store.EventEvicted, "a", rec)
 			rec.State = state
 			journal(store.EventEvicted, "a", rec)
 		}
 		url := serve(t, r, nil)
-		evict(1000, sweep.StateDone)
-		evict(500, sweep.StatePartial)
-		evict(0, sweep.StateFailed)
+		evict(1000, deletion.StateDone)
+		evict(500, deletion.StatePartial)
+		evict(0, deletion.StateFailed)
 		journal(store.EventSwept, "", map[string]any{"duration_ms": 2500})
 		if _, err := m.Snapshot(ctx, project.SnapshotOptions{Scheduled: true}); err != nil {
 			t.Fatal(err)

@@ -13,9 +13,9 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // Set changes the limits of one tree of a project and journals old and new.
@@ -287,7 +287,7 @@ func (m *Manager) purgeTree(ctx context.Context, t store.Tree) (Purged, error) {
 		return Purged{}, fmt.Errorf("purge %s: %w", t.Path, err)
 	}
 	defer parent.Close()
-	rec := sweep.Record{Area: t.Area, Bytes: q.Bytes, Reason: "purge", Policy: "project rm --purge"}
+	rec := deletion.Record{Area: t.Area, Bytes: q.Bytes, Reason: "purge", Policy: "project rm --purge"}
 	rec, rep, err := m.RemoveJournalled(ctx, t.Project, parent, path.Base(t.Path), rec, saferm.Options{})
 	p := Purged{Path: rec.Path, State: rec.State, Entries: rep.Entries, Bytes: rep.Bytes, Inodes: rep.Inodes, Left: rep.Left}
 	if err != nil {
@@ -296,25 +296,25 @@ func (m *Manager) purgeTree(ctx context.Context, t store.Tree) (Purged, error) {
 	return p, nil
 }
 
-// RemoveJournalled is sweep.Delete with this manager's journal: name
+// RemoveJournalled is deletion.Delete with this manager's journal: name
 // beneath parent (a directory opened without links from the root) is
 // removed with its storage.evicted records, pending before, settled after
 // with what really went. rec says what goes and why; its path, state,
 // holder and counts are filled in here.
-func (m *Manager) RemoveJournalled(ctx context.Context, project string, parent *saferm.Dir, name string, rec sweep.Record, o saferm.Options) (sweep.Record, saferm.Report, error) {
+func (m *Manager) RemoveJournalled(ctx context.Context, project string, parent *saferm.Dir, name string, rec deletion.Record, o saferm.Options) (deletion.Record, saferm.Report, error) {
 	ctx, end := BeginOp(ctx)
 	defer end()
 	me := HolderOf(ctx)
 	if rec.SweepID == "" && rec.DeletionID == "" {
 		rec.DeletionID = newDeletionID()
 	}
-	return sweep.Delete(ctx, func(ctx context.Context, project string, r sweep.Record) error {
+	return deletion.Delete(ctx, func(ctx context.Context, project string, r deletion.Record) error {
 		r.Holder = me
 		return m.journalEviction(ctx, project, r)
 	}, project, parent, name, rec, o)
 }
 
-// journalEviction appends one storage.evicted record: a sweep.Record, or a
+// journalEviction appends one storage.evicted record: a deletion.Record, or a
 // record read back from the journal (a map) and settled.
 func (m *Manager) journalEviction(ctx context.Context, project string, rec any) error {
 	return m.Store.InTx(ctx, func(tx *store.Tx) error {
@@ -322,7 +322,7 @@ func (m *Manager) journalEviction(ctx context.Context, project string, rec any) 
 	})
 }
 
-// newDeletionID names one deletion outside a sweep (see sweep.Record).
+// newDeletionID names one deletion outside a sweep (see deletion.Record).
 func newDeletionID() string {
 	b := make([]byte, 8)
 	rand.Read(b)

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // JournalCursor is where a follower of the journal stands (the zero value:
@@ -47,7 +47,7 @@ type JournalNews struct {
 type Deletion struct {
 	Project, Area string
 	Bytes         uint64 // freed
-	State         string // sweep.StateDone, StatePartial or StateFailed
+	State         string // deletion.StateDone, StatePartial or StateFailed
 	BySweep       bool   // part of a sweep (not a purge or files rm)
 }
 
@@ -112,12 +112,12 @@ func (m *Manager) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNew
 func (n *JournalNews) add(e store.Event) {
 	switch e.Type {
 	case store.EventEvicted:
-		var r sweep.Record
+		var r deletion.Record
 		if json.Unmarshal(e.Payload, &r) != nil {
 			n.Unreadable++
 			return
 		}
-		if r.State == sweep.StatePending {
+		if r.State == deletion.StatePending {
 			return
 		}
 		n.Deletions = append(n.Deletions, Deletion{Project: e.Project, Area: r.Area, Bytes: r.Bytes, State: r.State, BySweep: r.SweepID != ""})

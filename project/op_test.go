@@ -12,6 +12,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -132,7 +133,7 @@ func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
 	m, _, x := oldCacheEntry(t, root, "sw-inflight")
 	journal := x.Journal
 	checked := false
-	x.Journal = func(jctx context.Context, p string, rec sweep.Record) error {
+	x.Journal = func(jctx context.Context, p string, rec deletion.Record) error {
 		if err := journal(jctx, p, rec); err != nil || rec.State != "pending" {
 			return err
 		}

@@ -14,12 +14,12 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/threadtest"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // oldCache writes n cache entries of omni, each 4 KiB and a month old.
@@ -110,7 +110,7 @@ func TestPassesExcludeEachOther(t *testing.T) {
 				project.OnSnapshotTree(t, func(context.Context, store.Tree) { f() })
 			}},
 			{project.PassSweep, store.EventSwept, func(f func()) {
-				project.OnEvictionSettled(t, func(string, sweep.Record) { f() })
+				project.OnEvictionSettled(t, func(string, deletion.Record) { f() })
 			}},
 		} {
 			started, release := make(chan struct{}), make(chan struct{})
@@ -194,7 +194,7 @@ func TestPassCancelledStopsBetweenEntries(t *testing.T) {
 		}
 
 		ctx, cancel = context.WithCancel(r.Ctx)
-		project.OnEvictionSettled(t, func(string, sweep.Record) { cancel() })
+		project.OnEvictionSettled(t, func(string, deletion.Record) { cancel() })
 		if _, err := m.RunPass(ctx, project.PassSweep); !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled sweep pass: %v", err)
 		}
@@ -239,7 +239,7 @@ func TestPassRunsInTheBackground(t *testing.T) {
 	oldCache(t, r, "omni", 1)
 	var during [][2]int
 	project.OnSnapshotTree(t, func(context.Context, store.Tree) { c, n := threadPriority(t); during = append(during, [2]int{c, n}) })
-	project.OnEvictionSettled(t, func(string, sweep.Record) { c, n := threadPriority(t); during = append(during, [2]int{c, n}) })
+	project.OnEvictionSettled(t, func(string, deletion.Record) { c, n := threadPriority(t); during = append(during, [2]int{c, n}) })
 	for _, p := range project.Passes {
 		if out, err := r.Manager.RunPass(r.Ctx, p); err != nil || !out.Ran {
 			t.Fatalf("%s: %+v %v", p, out, err)

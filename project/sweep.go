@@ -15,6 +15,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/quota"
@@ -216,7 +217,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 
 // evictionSettled, when a test sets it, is called after each deletion's
 // settled record is journalled.
-var evictionSettled func(project string, r sweep.Record)
+var evictionSettled func(project string, r deletion.Record)
 
 // SweepBusyError is a sweep asked for projects that another sweep is
 // working on: those were not swept, the others named were (Swept, with
@@ -313,7 +314,7 @@ func (m *Manager) executor(sweepID string, root *saferm.Dir, policy sweep.Policy
 func (m *Manager) bareExecutor(sweepID string, root *saferm.Dir, policy sweep.Policy, budget time.Duration) *sweep.Executor {
 	return &sweep.Executor{SweepID: sweepID, Root: root, Policy: policy, Now: m.now, Budget: budget,
 		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
-		Journal: func(ctx context.Context, p string, r sweep.Record) error {
+		Journal: func(ctx context.Context, p string, r deletion.Record) error {
 			r.Holder = HolderOf(ctx) // Run's context: the sweep's operation
 			if r.State != "pending" {
 				err := m.journalEviction(ctx, p, r)
@@ -525,9 +526,9 @@ func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEvic
 	rec["holder"] = HolderOf(ctx)
 	path, _ := rec["path"].(string)
 	if _, err := root.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		rec["state"], rec["recovered"] = sweep.StateDone, true
+		rec["state"], rec["recovered"] = deletion.StateDone, true
 	} else {
-		rec["state"], rec["error"] = sweep.StateFailed, "interrupted before the deletion finished: the entry is still there"
+		rec["state"], rec["error"] = deletion.StateFailed, "interrupted before the deletion finished: the entry is still there"
 	}
 	_, err := m.Store.SettlePending(ctx, p.Project, m.ActorOf(ctx), rec)
 	return err

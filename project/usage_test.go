@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // TestUsageIsReportWithoutSnapshots: Usage gives every tree the usage,
@@ -94,11 +94,11 @@ func TestReadJournal(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		rec := sweep.Record{SweepID: "s1", Area: area.Cache, Path: "cache/a/x", Bytes: 100, State: sweep.StatePending}
+		rec := deletion.Record{SweepID: "s1", Area: area.Cache, Path: "cache/a/x", Bytes: 100, State: deletion.StatePending}
 		journal(store.EventEvicted, "a", rec)
-		rec.State, rec.Bytes = sweep.StateDone, 90
+		rec.State, rec.Bytes = deletion.StateDone, 90
 		journal(store.EventEvicted, "a", rec)
-		journal(store.EventEvicted, "a", sweep.Record{Area: area.Workspace, Path: "projects/a/y", DeletionID: "d", State: sweep.StateFailed})
+		journal(store.EventEvicted, "a", deletion.Record{Area: area.Workspace, Path: "projects/a/y", DeletionID: "d", State: deletion.StateFailed})
 		journal(store.EventSwept, "", map[string]any{"sweep_id": "s1", "duration_ms": 1500})
 		if _, err := m.Snapshot(ctx, project.SnapshotOptions{Scheduled: true}); err != nil {
 			t.Fatal(err)
@@ -108,8 +108,8 @@ func TestReadJournal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []project.Deletion{{Project: "a", Area: area.Cache, Bytes: 90, State: sweep.StateDone, BySweep: true},
-			{Project: "a", Area: area.Workspace, State: sweep.StateFailed}}
+		want := []project.Deletion{{Project: "a", Area: area.Cache, Bytes: 90, State: deletion.StateDone, BySweep: true},
+			{Project: "a", Area: area.Workspace, State: deletion.StateFailed}}
 		if len(news.Deletions) != 2 || news.Deletions[0] != want[0] || news.Deletions[1] != want[1] {
 			t.Errorf("deletions %+v, want %+v", news.Deletions, want)
 		}

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,39 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/gitindex"
 	"github.com/xfsq/xfsq/internal/saferm"
 )
-
-// Record is one storage.evicted journal entry.
-type Record struct {
-	SweepID string `json:"sweep_id,omitempty"` // none outside sweeps (purge, files rm)
-	Area    string `json:"area"`
-	// Path is the path removed, relative to the sandbox root, as resolved
-	// from descriptors (never a path through a link).
-	Path string `json:"path"`
-	// Bytes is, while pending, what the entry measured just before; once
-	// settled, the bytes its removal freed (inodes whose last link went).
-	// Records journalled before CHANGELOG.md's first entry name it "bytes"
-	// (UnmarshalJSON reads both).
-	Bytes  uint64 `json:"freed_bytes"`
-	Reason string `json:"reason"`
-	Policy string `json:"policy"`
-	State  string `json:"state"` // StatePending, StateDone, StatePartial, StateFailed
-	Error  string `json:"error,omitempty"`
-	// What the removal really did, once settled: names unlinked, inodes
-	// freed, and what was left in place with why.
-	Entries uint64        `json:"removed_entries"`
-	Inodes  uint64        `json:"freed_inodes"`
-	Left    []saferm.Left `json:"left,omitempty"`
-	// Holder is the process making the deletion (pid.start@host, as
-	// project.Holder names it): a pending record whose holder still runs
-	// is a deletion in progress, not an interrupted one.
-	Holder string `json:"holder,omitempty"`
-	// DeletionID tells apart deletions outside sweeps, which share no sweep
-	// id: two files rm of one path must not settle each other's record.
-	DeletionID string `json:"deletion_id,omitempty"`
-}
 
 // Executor deletes a plan's entries inside the sandbox root.
 type Executor struct {
@@ -61,7 +31,7 @@ type Executor struct {
 	Leased func(ctx context.Context, project string) (bool, error)
 	// Journal appends a storage.evicted record; a deletion happens only
 	// after its pending record is written.
-	Journal Journal
+	Journal deletion.Journal
 	Budget  time.Duration // stop after this long; 0: none
 	// Cutoff and Credit, when set (the fallback backend, where no kernel
 	// counts), credit each deletion to its tree's ledger: Cutoff is the
@@ -152,7 +122,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 			skip(why)
 			continue
 		}
-		rec := Record{SweepID: x.SweepID, Area: ev.Area, Bytes: bytes, Reason: ev.Reason, Policy: ev.Policy}
+		rec := deletion.Record{SweepID: x.SweepID, Area: ev.Area, Bytes: bytes, Reason: ev.Reason, Policy: ev.Policy}
 		// What a run writes into the entry while it goes stays: busy_grace
 		// holds below the entry too, not only for the entry as re-checked.
 		keep := saferm.Options{KeepModifiedAfter: x.Now().Add(-x.Policy.BusyGrace), KeepRepositories: ev.Area == area.Workspace}
@@ -173,9 +143,9 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 			}
 		}
 		started := time.Now()
-		rec, rep, err := Delete(ctx, x.Journal, ev.Project, parent, name, rec, keep)
+		rec, rep, err := deletion.Delete(ctx, x.Journal, ev.Project, parent, name, rec, keep)
 		parent.Close()
-		if rec.State == StatePending {
+		if rec.State == deletion.StatePending {
 			skip("could not journal the deletion, so it was not made: " + err.Error())
 			continue
 		}
@@ -331,23 +301,4 @@ func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos ma
 		}
 	}
 	return "", nil
-}
-
-// UnmarshalJSON reads a record of either form: journalled records are
-// never rewritten, and those made before the field names of SPEC §10a
-// held the size as "bytes".
-func (r *Record) UnmarshalJSON(b []byte) error {
-	type plain Record
-	var v struct {
-		plain
-		OldBytes *uint64 `json:"bytes"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*r = Record(v.plain)
-	if v.OldBytes != nil && r.Bytes == 0 {
-		r.Bytes = *v.OldBytes
-	}
-	return nil
 }

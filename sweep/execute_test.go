@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/mounttest"
 	"github.com/xfsq/xfsq/internal/saferm"
 )
 
-func executor(t *testing.T, root string, journal *[]Record) *Executor {
+func executor(t *testing.T, root string, journal *[]deletion.Record) *Executor {
 	d, err := saferm.Open(root)
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +24,7 @@ func executor(t *testing.T, root string, journal *[]Record) *Executor {
 	t.Cleanup(func() { d.Close() })
 	return &Executor{SweepID: "sw-test", Root: d, Policy: policy, Now: time.Now,
 		Leased: func(context.Context, string) (bool, error) { return false, nil },
-		Journal: func(_ context.Context, _ string, rec Record) error {
+		Journal: func(_ context.Context, _ string, rec deletion.Record) error {
 			*journal = append(*journal, rec)
 			return nil
 		}}
@@ -46,7 +47,7 @@ func TestExecutorStopsCacheCutAtTheCap(t *testing.T) {
 	// The planner thought the cache held 200 KiB and its entries 40 KiB
 	// each; the cap is 130 KiB: two deletions of ~44 KiB reach it.
 	plan.CacheCap, plan.CacheBytes = 130<<10, map[string]uint64{"p": 200 << 10}
-	var journal []Record
+	var journal []deletion.Record
 	res := executor(t, root, &journal).Run(context.Background(), plan)
 	if len(res.Evicted) != 2 {
 		t.Errorf("evicted %d entries, want 2 (the cap is met after two)", len(res.Evicted))
@@ -68,9 +69,9 @@ func TestExecutorNeedsTheJournal(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, p), 0o755)
 	old := time.Now().Add(-30 * 24 * time.Hour)
 	os.Chtimes(filepath.Join(root, p), old, old)
-	var journal []Record
+	var journal []deletion.Record
 	x := executor(t, root, &journal)
-	x.Journal = func(context.Context, string, Record) error { return fmt.Errorf("database is gone") }
+	x.Journal = func(context.Context, string, deletion.Record) error { return fmt.Errorf("database is gone") }
 	res := x.Run(context.Background(), Plan{Evict: []Eviction{{Project: "p", Area: area.Scratch, Path: p}}})
 	if len(res.Evicted) != 0 {
 		t.Error("deleted without a journal record")
@@ -91,7 +92,7 @@ func TestExecutorBudget(t *testing.T) {
 		os.Chtimes(filepath.Join(root, p), old, old)
 		plan.Evict = append(plan.Evict, Eviction{Project: "p", Area: area.Scratch, Path: p})
 	}
-	var journal []Record
+	var journal []deletion.Record
 	x := executor(t, root, &journal)
 	clock := time.Now()
 	x.Now = func() time.Time { clock = clock.Add(time.Second); return clock } // each look at the clock: a second
@@ -155,7 +156,7 @@ func TestExecutorLeavesMountsInPlace(t *testing.T) {
 			for d := filepath.Dir(filepath.Join(root, c.mnt)); len(d) > len(root); d = filepath.Dir(d) {
 				os.Chtimes(d, old, old)
 			}
-			var journal []Record
+			var journal []deletion.Record
 			res := executor(t, root, &journal).Run(context.Background(),
 				Plan{Evict: []Eviction{{Project: "p", Area: c.area, Path: c.entry, Policy: "test"}}, CacheBytes: map[string]uint64{"p": 1 << 30}})
 			if _, err := os.Stat(canary); err != nil {
@@ -173,7 +174,7 @@ func TestExecutorLeavesMountsInPlace(t *testing.T) {
 			if !hasSkip(res, c.mnt, saferm.LeftMount) {
 				t.Errorf("skipped %+v, want %s as a mount point left in place", res.Skipped, c.mnt)
 			}
-			if len(journal) != 2 || journal[1].State != StatePartial || journal[1].Entries != 1 || len(journal[1].Left) != 1 || journal[1].Path != c.entry {
+			if len(journal) != 2 || journal[1].State != deletion.StatePartial || journal[1].Entries != 1 || len(journal[1].Left) != 1 || journal[1].Path != c.entry {
 				t.Errorf("journal %+v, want pending then partial with the mount point left", journal)
 			}
 		})
@@ -213,7 +214,7 @@ func TestExecutorSymlinkSwappedIntoPath(t *testing.T) {
 			if err := os.Symlink(c.target, filepath.Join(root, c.swap)); err != nil {
 				t.Fatal(err)
 			}
-			var journal []Record
+			var journal []deletion.Record
 			res := executor(t, root, &journal).Run(context.Background(),
 				Plan{Evict: []Eviction{{Project: "a", Area: c.area, Path: c.entry, Policy: "test"}}, CacheBytes: map[string]uint64{"a": 1 << 30}})
 			if _, err := os.Stat(filepath.Join(root, c.victim)); err != nil {
@@ -233,7 +234,7 @@ func TestExecutorSymlinkSwappedIntoPath(t *testing.T) {
 func TestExecutorKeepsEntriesInTheirTree(t *testing.T) {
 	root := t.TempDir()
 	oldFile(t, filepath.Join(root, "projects/b/uploads/precious"))
-	var journal []Record
+	var journal []deletion.Record
 	res := executor(t, root, &journal).Run(context.Background(), Plan{Evict: []Eviction{
 		{Project: "a", Area: area.Cache, Path: "projects/b/uploads"},
 		{Project: "a", Area: area.Workspace, Path: "projects/a/../b/uploads"},
@@ -287,7 +288,7 @@ func TestExecutorCreditsTheLedger(t *testing.T) {
 	for _, p := range []string{"inbound/walked/f", "inbound/changed/f"} {
 		oldFileOf(t, filepath.Join(root, p), 40<<10)
 	}
-	var journal []Record
+	var journal []deletion.Record
 	x := executor(t, root, &journal)
 	credited := map[string]uint64{}
 	uncounted := map[string]int{}
@@ -318,7 +319,7 @@ func TestExecutorCreditsTheLedger(t *testing.T) {
 		t.Errorf("inodes handed on uncounted: %v, want the one file of changed", uncounted)
 	}
 	for _, r := range journal {
-		if r.State == StateDone && r.Bytes < 40<<10 {
+		if r.State == deletion.StateDone && r.Bytes < 40<<10 {
 			t.Errorf("journalled %+v, want all it freed", r)
 		}
 	}
@@ -342,7 +343,7 @@ func TestExecutorCreditsNothingMovedInSinceTheWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chtimes(filepath.Join(root, "inbound/x"), old, old)
-	var journal []Record
+	var journal []deletion.Record
 	x := executor(t, root, &journal)
 	credited := uint64(0)
 	x.Cutoff = func(context.Context, Eviction) (time.Time, error) { return walked, nil }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/gittest"
 	"github.com/xfsq/xfsq/internal/saferm"
 )
@@ -791,7 +792,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 					t.Errorf("%s not skipped for %q; skipped %+v", p, why, plan.Skipped)
 				}
 			}
-			var journal []Record
+			var journal []deletion.Record
 			executor(t, root, &journal).Run(ctx, plan)
 			for _, p := range c.survive {
 				if !exists(filepath.Join(ws, p)) {
@@ -915,7 +916,7 @@ func TestFilesTrackedAfterPlanningSurvive(t *testing.T) {
 				t.Fatalf("%s not planned (plan %v): the case tests nothing", c.keep, paths(plan.Evict))
 			}
 			c.after(t, ws)
-			var journal []Record
+			var journal []deletion.Record
 			res := executor(t, root, &journal).Run(ctx, plan)
 			if !exists(filepath.Join(ws, c.keep)) {
 				t.Errorf("%s, tracked before its deletion, was deleted (result %+v)", c.keep, res)
@@ -950,12 +951,12 @@ func TestAnIndexChangingAllTheTimeIsLeftForTheNextSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := MakePlan([]Project{{Name: "p", Trees: []Tree{tree}}}, policy, time.Now())
-	var journal []Record
+	var journal []deletion.Record
 	x := executor(t, root, &journal)
 	journalled := x.Journal
 	n := 0
-	x.Journal = func(ctx context.Context, project string, rec Record) error {
-		if rec.State == StatePending {
+	x.Journal = func(ctx context.Context, project string, rec deletion.Record) error {
+		if rec.State == deletion.StatePending {
 			n++
 			later := time.Now().Add(time.Duration(n) * time.Second)
 			os.Chtimes(filepath.Join(ws, "R/.git/index"), later, later)
@@ -1036,7 +1037,7 @@ func TestAnUnchangedSplitIndexIsReadOnce(t *testing.T) {
 	if len(plan.Evict) != len(logs) {
 		t.Fatalf("planned %v, want the %d logs", paths(plan.Evict), len(logs))
 	}
-	var journal []Record
+	var journal []deletion.Record
 	res := executor(t, root, &journal).Run(ctx, plan)
 	if len(res.Evicted) != len(logs) {
 		t.Errorf("swept %d of %d untracked logs under an unchanged split index; skipped %+v", len(res.Evicted), len(logs), res.Skipped)

@@ -1,7 +1,22 @@
-package sweep
+// Package deletion is the one journalled deletion of xfsq: sweeps,
+// project rm --purge, files rm and the removal of a write's temporary file
+// all delete through Delete, which writes a pending storage.evicted record
+// before anything goes, removes the entry with saferm, and settles the
+// record with what really went (done, partial or failed). Record is that
+// record's shape, read back by whoever reports on deletions.
+//
+// It must never remove anything unless the pending record was written,
+// never settle a record as failed for what the tree's own activity (a
+// tenant's rename, a link swapped in) or the caller's cancellation
+// stopped, and never skip the settling record once anything may have
+// gone. It resolves nothing itself (saferm does, from descriptors) and
+// knows nothing of the store, policies or shells: the caller gives the
+// journal as a function.
+package deletion
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"slices"
@@ -27,10 +42,40 @@ const (
 	StateFailed = "failed"
 )
 
+// Record is one storage.evicted journal entry.
+type Record struct {
+	SweepID string `json:"sweep_id,omitempty"` // none outside sweeps (purge, files rm)
+	Area    string `json:"area"`
+	// Path is the path removed, relative to the sandbox root, as resolved
+	// from descriptors (never a path through a link).
+	Path string `json:"path"`
+	// Bytes is, while pending, what the entry measured just before; once
+	// settled, the bytes its removal freed (inodes whose last link went).
+	// Records journalled before CHANGELOG.md's first entry name it "bytes"
+	// (UnmarshalJSON reads both).
+	Bytes  uint64 `json:"freed_bytes"`
+	Reason string `json:"reason"`
+	Policy string `json:"policy"`
+	State  string `json:"state"` // StatePending, StateDone, StatePartial, StateFailed
+	Error  string `json:"error,omitempty"`
+	// What the removal really did, once settled: names unlinked, inodes
+	// freed, and what was left in place with why.
+	Entries uint64        `json:"removed_entries"`
+	Inodes  uint64        `json:"freed_inodes"`
+	Left    []saferm.Left `json:"left,omitempty"`
+	// Holder is the process making the deletion (pid.start@host, as
+	// project.Holder names it): a pending record whose holder still runs
+	// is a deletion in progress, not an interrupted one.
+	Holder string `json:"holder,omitempty"`
+	// DeletionID tells apart deletions outside sweeps, which share no sweep
+	// id: two files rm of one path must not settle each other's record.
+	DeletionID string `json:"deletion_id,omitempty"`
+}
+
 // Journal appends one storage.evicted record of a project.
 type Journal func(ctx context.Context, project string, r Record) error
 
-// Delete is the one journalled deletion of xfsq (sweeps, project rm
+// Delete deletes name beneath parent, journalled (sweeps, project rm
 // --purge, files rm): the pending record, then the removal of name beneath
 // parent by saferm, then the record of what really went — the path removed
 // (parent's own path, not the one asked for), entries, inodes and bytes
@@ -44,6 +89,8 @@ func Delete(ctx context.Context, journal Journal, project string, parent *saferm
 	if err := journal(ctx, project, rec); err != nil {
 		return rec, saferm.Report{Left: []saferm.Left{}}, err
 	}
+	// The crash tests kill here and after the removal; the points keep
+	// the names they had when only sweeps deleted.
 	fault.Point("sweep:after-pending")
 	rep, rmErr := parent.Remove(ctx, name, o)
 	rmErr = collided(rmErr, &rep, rec.Path)
@@ -104,4 +151,23 @@ func joinRel(dir, name string) string {
 		return name
 	}
 	return dir + "/" + name
+}
+
+// UnmarshalJSON reads a record of either form: journalled records are
+// never rewritten, and those made before the field names of SPEC §10a
+// held the size as "bytes".
+func (r *Record) UnmarshalJSON(b []byte) error {
+	type plain Record
+	var v struct {
+		plain
+		OldBytes *uint64 `json:"bytes"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*r = Record(v.plain)
+	if v.OldBytes != nil && r.Bytes == 0 {
+		r.Bytes = *v.OldBytes
+	}
+	return nil
 }
