@@ -2,7 +2,8 @@
 // pure function of (what the walks found, the policy, the leases, now) and
 // decides what may go; Execute deletes exactly that, inside the root,
 // re-checking each entry just before it goes and journalling it before and
-// after.
+// after. What git tracks it asks internal/gitindex, when walking and again
+// before each workspace entry goes; each deletion is internal/deletion's.
 //
 // It must never delete anything protected (uploads/, inbox/, .git/,
 // git-tracked files, anything modified within busy_grace, anything of a
