@@ -94,8 +94,8 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	}
 	areas := map[string]bool{}
 	for _, a := range o.Areas {
-		if !slices.Contains(area.SweepOrder, a) {
-			return out, inputErrorf("unknown area %q: use %s", a, strings.Join(area.SweepOrder, ", "))
+		if err := area.Check(a, area.SweepOrder); err != nil {
+			return out, &InputError{Msg: err.Error()}
 		}
 		areas[a] = true
 	}
