@@ -17,7 +17,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/internal/tenanttest"
 	"github.com/xfsq/xfsq/journal"
@@ -25,7 +27,6 @@ import (
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 var ctx = context.Background()
@@ -78,7 +79,7 @@ func newSandboxAt(t testing.TB, root, dsn string, projects ...string) *sandbox {
 
 func (s *sandbox) used(name string) quota.Usage {
 	s.t.Helper()
-	_, u, _, err := s.st.Account(ctx, store.TreeKey{Project: name, Area: project.AreaWorkspace})
+	_, u, _, err := s.st.Account(ctx, store.TreeKey{Project: name, Area: area.Workspace})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -375,7 +376,7 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 				return <-done
 			}
 		}
-		key := store.TreeKey{Project: "omni", Area: project.AreaWorkspace}
+		key := store.TreeKey{Project: "omni", Area: area.Workspace}
 		noneLeft := func(s *sandbox, p string) {
 			t.Helper()
 			if s.content("omni", p) != nil {
@@ -935,7 +936,7 @@ func (s *sandbox) walkBaseline(name string) quota.Usage {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	if err := s.st.SetBaseline(ctx, store.TreeKey{Project: name, Area: project.AreaWorkspace}, u, store.WalkAt(time.Now()), store.WalkSeen{}); err != nil {
+	if err := s.st.SetBaseline(ctx, store.TreeKey{Project: name, Area: area.Workspace}, u, store.WalkAt(time.Now()), store.WalkSeen{}); err != nil {
 		s.t.Fatal(err)
 	}
 	return u
@@ -1293,7 +1294,7 @@ func TestARemovalRacingTheTenantIsNeverAFailure(t *testing.T) {
 	for _, ev := range evs {
 		var rec struct{ State, Error string }
 		json.Unmarshal(ev.Payload, &rec)
-		if rec.State == sweep.StateFailed {
+		if rec.State == deletion.StateFailed {
 			t.Errorf("a deletion the tenant raced is journalled as failed: %s", ev.Payload)
 		}
 	}

@@ -81,7 +81,7 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// Records journalled before the field names of SPEC §10a are never
+// Records journalled before the field names of docs/design/README.md#output-conventions are never
 // rewritten: they decode with their figures under today's names.
 func TestOldRecordsDecode(t *testing.T) {
 	cases := []struct {

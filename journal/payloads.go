@@ -120,7 +120,7 @@ type Evicted struct {
 }
 
 // UnmarshalJSON reads a record of either form: those made before the
-// field names of SPEC §10a held the size as "bytes".
+// field names of docs/design/README.md#output-conventions held the size as "bytes".
 func (r *Evicted) UnmarshalJSON(b []byte) error {
 	type plain Evicted
 	var v struct {
@@ -187,7 +187,7 @@ type Swept struct {
 }
 
 // UnmarshalJSON reads a record of either form: those made before the
-// field names of SPEC §10a said entries, bytes_freed and duration_ms.
+// field names of docs/design/README.md#output-conventions said entries, bytes_freed and duration_ms.
 func (r *Swept) UnmarshalJSON(b []byte) error {
 	type plain Swept
 	var v struct {

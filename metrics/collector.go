@@ -20,8 +20,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/xfsq/xfsq/health"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/project"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // Histogram buckets, in seconds. A sweep runs for seconds to an hour (its
@@ -418,7 +418,7 @@ func (c *collector) readJournal(ctx context.Context) error {
 	for _, d := range news.Deletions {
 		k := treeKey{d.Project, d.Area}
 		switch {
-		case d.State == sweep.StateFailed:
+		case d.State == deletion.StateFailed:
 			c.failed[k]++
 		case d.BySweep:
 			c.evicted[k] += float64(d.Bytes)

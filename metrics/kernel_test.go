@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/kerneltest"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
@@ -70,8 +71,8 @@ func testXFSScrape(t *testing.T, kfs *kerneltest.FS) {
 		t.Fatal(err)
 	}
 	// Every project's trees and the root's inbound tree.
-	if len(trees) != len(adds)*len(project.Areas)+1 {
-		t.Fatalf("%d trees, want %d", len(trees), len(adds)*len(project.Areas)+1)
+	if len(trees) != len(adds)*len(area.OfProject)+1 {
+		t.Fatalf("%d trees, want %d", len(trees), len(adds)*len(area.OfProject)+1)
 	}
 	h := metrics.Handler(r, nil, nil)
 	// The kernel may still change a count in the background (inodegc,
@@ -96,10 +97,10 @@ func testXFSScrape(t *testing.T, kfs *kerneltest.FS) {
 		t.Errorf("the scrape differs from xfs_quota report -p -b -n:\n%s", diff)
 	}
 	// The trees with data show it: the comparison above is not of zeros.
-	if got := one(t, samples, metrics.TreeUsedBytes, tree("omni", project.AreaWorkspace)); got < 3*mib {
+	if got := one(t, samples, metrics.TreeUsedBytes, tree("omni", area.Workspace)); got < 3*mib {
 		t.Errorf("omni's workspace: %v bytes used in the scrape, want the 3 MiB written", got)
 	}
-	if got := one(t, samples, metrics.TreeUsedBytes, tree("other", project.AreaWorkspace)); got < 7*mib {
+	if got := one(t, samples, metrics.TreeUsedBytes, tree("other", area.Workspace)); got < 7*mib {
 		t.Errorf("other's workspace: %v bytes used in the scrape, want the 7 MiB written", got)
 	}
 	if n := len(find(samples, metrics.TreeUsedBytes, nil)); n != len(trees) {

@@ -46,7 +46,7 @@ type JournalNews struct {
 type Deletion struct {
 	Project, Area string
 	Bytes         uint64 // freed
-	State         string // sweep.StateDone, StatePartial or StateFailed
+	State         string // deletion.StateDone, StatePartial or StateFailed
 	BySweep       bool   // part of a sweep (not a purge or files rm)
 }
 

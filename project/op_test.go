@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -132,7 +134,7 @@ func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
 	m, _, x := oldCacheEntry(t, root, "sw-inflight")
 	write := x.Journal
 	checked := false
-	x.Journal = func(jctx context.Context, p string, rec sweep.Record) error {
+	x.Journal = func(jctx context.Context, p string, rec deletion.Record) error {
 		if err := write(jctx, p, rec); err != nil || rec.State != "pending" {
 			return err
 		}
@@ -164,7 +166,7 @@ func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
 	sweepCtx, end := BeginOp(ctx)
 	defer end()
 	res := x.Run(sweepCtx, sweep.Plan{CacheBytes: map[string]uint64{"omni": 1 << 30},
-		Evict: []sweep.Eviction{{Project: "omni", Area: sweep.AreaCache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
+		Evict: []sweep.Eviction{{Project: "omni", Area: area.Cache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
 	if !checked || len(res.Evicted) != 1 {
 		t.Fatalf("the deletion did not go through its pending record: %+v", res)
 	}

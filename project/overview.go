@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/store"
@@ -375,9 +376,9 @@ func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
 		}
 		p := &ov.Projects[i]
 		switch r.Area {
-		case AreaCache:
+		case area.Cache:
 			p.CacheBytes = r.UsedBytes
-		case AreaWorkspace:
+		case area.Workspace:
 			p.WorkspaceBytes, p.WorkspaceFiles, p.QuotaBytes = r.UsedBytes, r.UsedInodes, r.BytesHard
 			if r.BytesHard > 0 {
 				used := float64(r.UsedBytes) / float64(r.BytesHard)
@@ -403,7 +404,7 @@ func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
 // topPaths are a workspace's largest top-level entries from its last
 // snapshot, parsed once per snapshot.
 func (m *Manager) topPaths(ctx context.Context, name string) ([]TopPath, error) {
-	k := store.TreeKey{Project: name, Area: AreaWorkspace}
+	k := store.TreeKey{Project: name, Area: area.Workspace}
 	snap, ok, err := m.Store.LatestSnapshot(ctx, k)
 	if err != nil || !ok {
 		return []TopPath{}, err

@@ -12,14 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/threadtest"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // oldCache writes n cache entries of omni, each 4 KiB and a month old.
@@ -59,12 +60,12 @@ func TestPassWritesOneEvent(t *testing.T) {
 		for i := range 2 {
 			if out, err := m.RunPass(r.Ctx, project.PassSnapshot); err != nil {
 				t.Fatal(err)
-			} else if out.Ran != (i == 0) || (i == 0 && len(out.Snapshots) != 2*len(project.Areas)+1) { // and the inbound tree
+			} else if out.Ran != (i == 0) || (i == 0 && len(out.Snapshots) != 2*len(area.OfProject)+1) { // and the inbound tree
 				t.Errorf("snapshot pass %d: %+v", i, out)
 			}
 		}
 		snaps := r.Events(journal.TypeSnapshot)
-		if len(snaps) != 1 || strings.Count(string(snaps[0].Payload), `"project"`) != 2*len(project.Areas)+1 {
+		if len(snaps) != 1 || strings.Count(string(snaps[0].Payload), `"project"`) != 2*len(area.OfProject)+1 {
 			t.Fatalf("storage.snapshot events after two passes within the hour: %+v", snaps)
 		}
 		out, err := m.RunPass(r.Ctx, project.PassSnapshot)
@@ -111,7 +112,7 @@ func TestPassesExcludeEachOther(t *testing.T) {
 				project.OnSnapshotTree(t, func(context.Context, store.Tree) { f() })
 			}},
 			{project.PassSweep, journal.TypeSwept, func(f func()) {
-				project.OnEvictionSettled(t, func(string, sweep.Record) { f() })
+				project.OnEvictionSettled(t, func(string, deletion.Record) { f() })
 			}},
 		} {
 			started, release := make(chan struct{}), make(chan struct{})
@@ -175,9 +176,9 @@ func TestPassCancelledStopsBetweenEntries(t *testing.T) {
 			t.Errorf("cancelled snapshot pass: %v", err)
 		}
 		stored := 0
-		keys := []store.TreeKey{{Project: project.RootOwner, Area: project.AreaInbound}}
+		keys := []store.TreeKey{{Project: project.RootOwner, Area: area.Inbound}}
 		for _, n := range []string{"omni", "beta"} {
-			for _, a := range project.Areas {
+			for _, a := range area.OfProject {
 				keys = append(keys, store.TreeKey{Project: n, Area: a})
 			}
 		}
@@ -195,7 +196,7 @@ func TestPassCancelledStopsBetweenEntries(t *testing.T) {
 		}
 
 		ctx, cancel = context.WithCancel(r.Ctx)
-		project.OnEvictionSettled(t, func(string, sweep.Record) { cancel() })
+		project.OnEvictionSettled(t, func(string, deletion.Record) { cancel() })
 		if _, err := m.RunPass(ctx, project.PassSweep); !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled sweep pass: %v", err)
 		}
@@ -240,14 +241,14 @@ func TestPassRunsInTheBackground(t *testing.T) {
 	oldCache(t, r, "omni", 1)
 	var during [][2]int
 	project.OnSnapshotTree(t, func(context.Context, store.Tree) { c, n := threadPriority(t); during = append(during, [2]int{c, n}) })
-	project.OnEvictionSettled(t, func(string, sweep.Record) { c, n := threadPriority(t); during = append(during, [2]int{c, n}) })
+	project.OnEvictionSettled(t, func(string, deletion.Record) { c, n := threadPriority(t); during = append(during, [2]int{c, n}) })
 	for _, p := range project.Passes {
 		if out, err := r.Manager.RunPass(r.Ctx, p); err != nil || !out.Ran {
 			t.Fatalf("%s: %+v %v", p, out, err)
 		}
 	}
-	if len(during) != len(project.Areas)+2 { // every tree walked (the inbound tree too), one entry deleted
-		t.Fatalf("hooks ran %d times, want %d", len(during), len(project.Areas)+2)
+	if len(during) != len(area.OfProject)+2 { // every tree walked (the inbound tree too), one entry deleted
+		t.Fatalf("hooks ran %d times, want %d", len(during), len(area.OfProject)+2)
 	}
 	for _, d := range during {
 		if d != [2]int{3, 10} {

@@ -1,6 +1,7 @@
 package project
 
 import (
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
@@ -28,7 +29,7 @@ func removedPayload(r RemoveResult) journal.ProjectRemoved {
 		EndedLeases: r.EndedLeases, KeptIDs: r.KeptIDs, Left: r.Left,
 		PurgedTrees: each(r.PurgedTrees, func(t Purged) journal.PurgedTree {
 			return journal.PurgedTree{Path: t.Path, State: t.State, Entries: t.Entries, Bytes: t.Bytes, Inodes: t.Inodes,
-				Left: sweep.LeftOf(t.Left)}
+				Left: deletion.LeftOf(t.Left)}
 		})}
 }
 

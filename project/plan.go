@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -106,7 +107,7 @@ func (m *Manager) SavePlan(ctx context.Context, plan sweep.Plan, areas []string)
 // can be applied by its id alone (ApplyPlan).
 func (m *Manager) savePlan(ctx context.Context, plan sweep.Plan, areas, projects []string) ([]byte, SavedPlan, error) {
 	if len(areas) == 0 {
-		areas = sweep.Areas
+		areas = area.SweepOrder
 	}
 	b := make([]byte, 8)
 	rand.Read(b)
@@ -201,13 +202,13 @@ func planProjects(p sweep.Plan) []string {
 }
 
 // treeOf is the tree, relative to the root, in which a sweep of area may
-// delete for project: TreePath of a tree the owner has (the root's inbound
+// delete for project: area.TreePath of a tree the owner has (the root's inbound
 // tree is RootOwner's alone), else "".
-func treeOf(project, area string) string {
-	if _, ok := areaBase[area]; !ok || (area == AreaInbound) != (project == RootOwner) {
+func treeOf(project, a string) string {
+	if !area.Known(a) || (a == area.Inbound) != (project == RootOwner) {
 		return ""
 	}
-	return TreePath(project, area)
+	return area.TreePath(project, a)
 }
 
 // rederive keeps the entries of a saved plan that the planner, run now on

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/sweep"
@@ -46,10 +47,10 @@ func FuzzValidateName(f *testing.F) {
 		if ValidateName(name) != nil {
 			return
 		}
-		for _, area := range Areas {
-			p := TreePath(name, area)
-			if filepath.Dir(p) != areaBase[area] || filepath.Base(p) != name || len(name) > 63 {
-				t.Fatalf("valid name %q gives tree path %q outside %s/", name, p, areaBase[area])
+		for _, a := range area.OfProject {
+			p := area.TreePath(name, a)
+			if filepath.Dir(p) != area.Base(a) || filepath.Base(p) != name || len(name) > 63 {
+				t.Fatalf("valid name %q gives tree path %q outside %s/", name, p, area.Base(a))
 			}
 		}
 	})
@@ -210,7 +211,7 @@ func TestSweepLeaseTakenBeforeThePendingRecord(t *testing.T) {
 		return leased, err
 	}
 	res := x.Run(ctx, sweep.Plan{CacheBytes: map[string]uint64{"omni": 1 << 30},
-		Evict: []sweep.Eviction{{Project: "omni", Area: sweep.AreaCache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
+		Evict: []sweep.Eviction{{Project: "omni", Area: area.Cache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
 	if _, err := os.Stat(entry); err != nil || len(res.Evicted) != 0 {
 		t.Fatalf("the entry of a project leased before its pending record was deleted: %+v", res)
 	}

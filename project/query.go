@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
@@ -499,19 +500,19 @@ func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission,
 	for i, t := range p.Trees {
 		// The worst tree decides; on a tie the workspace speaks. Only
 		// its message is worded.
-		if r := verdictOf(t, now).rank(); r > worst || (r == worst && t.Area == AreaWorkspace) {
+		if r := verdictOf(t, now).rank(); r > worst || (r == worst && t.Area == area.Workspace) {
 			worst, speaker = r, i
 		}
 	}
 	if speaker >= 0 {
 		t := p.Trees[speaker]
 		decision, msg := judge(t, now)
-		area := ""
-		if t.Area != AreaWorkspace {
-			area = " " + t.Area
+		which := ""
+		if t.Area != area.Workspace {
+			which = " " + t.Area
 		}
 		// Concatenated, not Sprintf'd: asked before every run.
-		a.Decision, a.Message = decision, "project "+strconv.Quote(name)+area+": "+msg
+		a.Decision, a.Message = decision, "project "+strconv.Quote(name)+which+": "+msg
 	}
 	return a, nil
 }

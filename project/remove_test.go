@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/project"
@@ -49,7 +50,7 @@ func TestRemoveRespectsLeases(t *testing.T) {
 		}
 		var ws *project.PurgePlan
 		for i, p := range res.WouldPurge {
-			if p.Area == project.AreaWorkspace {
+			if p.Area == area.Workspace {
 				ws = &res.WouldPurge[i]
 			}
 		}

@@ -13,7 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/journal"
@@ -25,7 +27,7 @@ import (
 // SweepOptions choose what a sweep covers.
 type SweepOptions struct {
 	Projects []string // none: every project
-	Areas    []string // none: all of sweep.Areas
+	Areas    []string // none: all of area.SweepOrder
 	DryRun   bool
 	// Apply is a plan file saved by --plan-out (see SavePlan): it is
 	// checked as a whole (checkPlan), then each of its entries is decided
@@ -93,13 +95,13 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	}
 	areas := map[string]bool{}
 	for _, a := range o.Areas {
-		if !slices.Contains(sweep.Areas, a) {
-			return out, inputErrorf("unknown area %q: use %s", a, strings.Join(sweep.Areas, ", "))
+		if err := area.Check(a, area.SweepOrder); err != nil {
+			return out, &InputError{Msg: err.Error()}
 		}
 		areas[a] = true
 	}
 	if len(areas) == 0 {
-		for _, a := range sweep.Areas {
+		for _, a := range area.SweepOrder {
 			areas[a] = true
 		}
 	}
@@ -215,7 +217,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 
 // evictionSettled, when a test sets it, is called after each deletion's
 // settled record is journalled.
-var evictionSettled func(project string, r sweep.Record)
+var evictionSettled func(project string, r deletion.Record)
 
 // SweepBusyError is a sweep asked for projects that another sweep is
 // working on: those were not swept, the others named were (Swept, with
@@ -312,9 +314,9 @@ func (m *Manager) executor(sweepID string, root *saferm.Dir, policy sweep.Policy
 func (m *Manager) bareExecutor(sweepID string, root *saferm.Dir, policy sweep.Policy, budget time.Duration) *sweep.Executor {
 	return &sweep.Executor{SweepID: sweepID, Root: root, Policy: policy, Now: m.now, Budget: budget,
 		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
-		Journal: func(ctx context.Context, p string, r sweep.Record) error {
+		Journal: func(ctx context.Context, p string, r deletion.Record) error {
 			r.Holder = HolderOf(ctx) // Run's context: the sweep's operation
-			if r.State != sweep.StatePending {
+			if r.State != deletion.StatePending {
 				err := m.journalEviction(ctx, p, r)
 				if evictionSettled != nil {
 					evictionSettled(p, r)
@@ -369,7 +371,7 @@ func (m *Manager) sweepTargets(ctx context.Context, o SweepOptions, areas map[st
 			names = append(names, p.Name)
 		}
 	}
-	if areas[sweep.AreaInbound] {
+	if areas[area.Inbound] {
 		if _, ok, err := m.inboundTree(ctx); err != nil {
 			return nil, err
 		} else if ok {
@@ -390,17 +392,17 @@ func (m *Manager) sweepable(ctx context.Context, name string) error {
 // workspace, the root's inbound tree.
 func homeArea(owner string) string {
 	if owner == RootOwner {
-		return AreaInbound
+		return area.Inbound
 	}
-	return AreaWorkspace
+	return area.Workspace
 }
 
 // sweepAreas are the areas of areas that owner has, in sweep order: a
 // project's cache, workspace and scratch; RootOwner's inbound.
 func sweepAreas(owner string, areas map[string]bool) []string {
 	var out []string
-	for _, a := range sweep.Areas {
-		if areas[a] && (a == sweep.AreaInbound) == (owner == RootOwner) {
+	for _, a := range area.SweepOrder {
+		if areas[a] && (a == area.Inbound) == (owner == RootOwner) {
 			out = append(out, a)
 		}
 	}
@@ -408,7 +410,7 @@ func sweepAreas(owner string, areas map[string]bool) []string {
 }
 
 // ownerPath is where a sweep's skip of a whole owner points.
-func ownerPath(owner string) string { return TreePath(owner, homeArea(owner)) }
+func ownerPath(owner string) string { return area.TreePath(owner, homeArea(owner)) }
 
 // planSweep walks the trees of the projects and plans.
 func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string, areas map[string]bool, policy sweep.Policy, now time.Time) (sweep.Plan, error) {
@@ -445,19 +447,19 @@ func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string
 		if why, ok := unmeasured[n]; ok && len(pr.LeasedBy) == 0 {
 			pr.Trees = unplannable(n, areas, usage, why)
 		} else if len(pr.LeasedBy) == 0 {
-			for _, area := range sweepAreas(n, areas) {
+			for _, a := range sweepAreas(n, areas) {
 				var t sweep.Tree
 				var err error
-				switch area {
-				case sweep.AreaCache:
-					t, err = g.TopLevel(area, TreePath(n, AreaCache))
-				case sweep.AreaWorkspace:
-					t, err = g.Workspace(ctx, TreePath(n, AreaWorkspace))
-					t.Bytes = usage[n+"/"+AreaWorkspace].UsedBytes
-				case sweep.AreaScratch:
-					t, err = g.TopLevel(area, "scratch/"+n)
-				case sweep.AreaInbound:
-					t, err = g.TopLevel(area, TreePath(RootOwner, AreaInbound))
+				switch a {
+				case area.Cache:
+					t, err = g.TopLevel(a, area.TreePath(n, area.Cache))
+				case area.Workspace:
+					t, err = g.Workspace(ctx, area.TreePath(n, area.Workspace))
+					t.Bytes = usage[n+"/"+area.Workspace].UsedBytes
+				case area.Scratch:
+					t, err = g.TopLevel(a, "scratch/"+n)
+				case area.Inbound:
+					t, err = g.TopLevel(a, area.TreePath(RootOwner, area.Inbound))
 				}
 				var tr *sweep.TreeRefusedError
 				if errors.As(err, &tr) {
@@ -472,10 +474,10 @@ func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string
 					// One project that cannot be walked (a tenant's tree is
 					// whatever the tenant made it) must not stop the sweep of
 					// the others: it is left whole, and the plan says why.
-					pr.Trees = unplannable(n, areas, usage, fmt.Sprintf("could not be planned, so nothing of the project is swept: walk %s: %v", area, err))
+					pr.Trees = unplannable(n, areas, usage, fmt.Sprintf("could not be planned, so nothing of the project is swept: walk %s: %v", a, err))
 					break
 				}
-				t.Soft = usage[n+"/"+area].BytesSoft
+				t.Soft = usage[n+"/"+a].BytesSoft
 				pr.Trees = append(pr.Trees, t)
 			}
 		}
@@ -523,9 +525,9 @@ func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEvic
 	rec := p.Record
 	rec.Holder = HolderOf(ctx)
 	if _, err := root.Lstat(rec.Path); errors.Is(err, fs.ErrNotExist) {
-		rec.State, rec.Recovered = sweep.StateDone, true
+		rec.State, rec.Recovered = deletion.StateDone, true
 	} else {
-		rec.State, rec.Error = sweep.StateFailed, "interrupted before the deletion finished: the entry is still there"
+		rec.State, rec.Error = deletion.StateFailed, "interrupted before the deletion finished: the entry is still there"
 	}
 	_, err := m.Store.SettlePending(ctx, p.Project, m.ActorOf(ctx), rec)
 	return err
@@ -535,12 +537,12 @@ func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEvic
 // only the figures the quota check needs, and the reason in the plan.
 func unplannable(name string, areas map[string]bool, usage map[string]TreeStatus, why string) []sweep.Tree {
 	var trees []sweep.Tree
-	for _, area := range sweepAreas(name, areas) { // already in sweep order
-		u := usage[name+"/"+area]
+	for _, a := range sweepAreas(name, areas) { // already in sweep order
+		u := usage[name+"/"+a]
 		// Each tree says why, so that a saved plan's entries in any of
 		// them are dropped with the reason.
-		tree := treeOf(name, area)
-		trees = append(trees, sweep.Tree{Area: area, Path: tree, Bytes: u.UsedBytes, Soft: u.BytesSoft,
+		tree := treeOf(name, a)
+		trees = append(trees, sweep.Tree{Area: a, Path: tree, Bytes: u.UsedBytes, Soft: u.BytesSoft,
 			Skipped: []sweep.Skip{{Path: tree, Reason: why}}})
 	}
 	return trees

@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // TestUsageIsReportWithoutSnapshots: Usage gives every tree the usage,
@@ -20,10 +21,10 @@ func TestUsageIsReportWithoutSnapshots(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		m, ctx := r.Manager, r.Ctx
 		r.Add(100<<20, "a", "b", "c")
-		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "b", Area: project.AreaWorkspace}, 3<<20, 2, "test", time.Time{}); err != nil {
+		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "b", Area: area.Workspace}, 3<<20, 2, "test", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "c", Area: project.AreaCache}, 1<<20, 1, "test", time.Time{}); err != nil {
+		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "c", Area: area.Cache}, 1<<20, 1, "test", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		// Behind xfsq's back: counted by neither until a walk.
@@ -38,7 +39,7 @@ func TestUsageIsReportWithoutSnapshots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := 3*len(project.Areas) + 1; len(usage) != n || len(report) != n { // and the inbound tree
+		if n := 3*len(area.OfProject) + 1; len(usage) != n || len(report) != n { // and the inbound tree
 			t.Fatalf("usage has %d trees, report %d, want %d", len(usage), len(report), n)
 		}
 		for i, u := range usage {
@@ -48,10 +49,10 @@ func TestUsageIsReportWithoutSnapshots(t *testing.T) {
 				(u.UsageAsOf == nil) != (w.UsageAsOf == nil) || (u.UsageAsOf != nil && !u.UsageAsOf.Equal(*w.UsageAsOf)) {
 				t.Errorf("tree %d: usage %+v, report %+v", i, u, w)
 			}
-			if u.Project == "a" && u.Area == project.AreaWorkspace && u.UsedBytes >= 1<<20 {
+			if u.Project == "a" && u.Area == area.Workspace && u.UsedBytes >= 1<<20 {
 				t.Errorf("a/workspace: %d bytes: Usage walked the tree", u.UsedBytes)
 			}
-			if u.Project == "b" && u.Area == project.AreaWorkspace && u.UsedBytes < 3<<20 {
+			if u.Project == "b" && u.Area == area.Workspace && u.UsedBytes < 3<<20 {
 				t.Errorf("b/workspace: %d bytes: the ledger's 3 MiB is missing", u.UsedBytes)
 			}
 		}
@@ -94,11 +95,11 @@ func TestReadJournal(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		rec := sweep.Record{SweepID: "s1", Area: project.AreaCache, Path: "cache/a/x", Bytes: 100, State: sweep.StatePending}
+		rec := deletion.Record{SweepID: "s1", Area: area.Cache, Path: "cache/a/x", Bytes: 100, State: deletion.StatePending}
 		record("a", rec)
-		rec.State, rec.Bytes = sweep.StateDone, 90
+		rec.State, rec.Bytes = deletion.StateDone, 90
 		record("a", rec)
-		record("a", sweep.Record{Area: project.AreaWorkspace, Path: "projects/a/y", DeletionID: "d", State: sweep.StateFailed})
+		record("a", deletion.Record{Area: area.Workspace, Path: "projects/a/y", DeletionID: "d", State: deletion.StateFailed})
 		record("", journal.Swept{SweepID: "s1", DurationSeconds: 1.5})
 		if _, err := m.Snapshot(ctx, project.SnapshotOptions{Scheduled: true}); err != nil {
 			t.Fatal(err)
@@ -108,15 +109,15 @@ func TestReadJournal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []project.Deletion{{Project: "a", Area: project.AreaCache, Bytes: 90, State: sweep.StateDone, BySweep: true},
-			{Project: "a", Area: project.AreaWorkspace, State: sweep.StateFailed}}
+		want := []project.Deletion{{Project: "a", Area: area.Cache, Bytes: 90, State: deletion.StateDone, BySweep: true},
+			{Project: "a", Area: area.Workspace, State: deletion.StateFailed}}
 		if len(news.Deletions) != 2 || news.Deletions[0] != want[0] || news.Deletions[1] != want[1] {
 			t.Errorf("deletions %+v, want %+v", news.Deletions, want)
 		}
 		if len(news.Sweeps) != 1 || news.Sweeps[0].Duration != 1500*time.Millisecond {
 			t.Errorf("sweeps %+v, want one of 1.5s", news.Sweeps)
 		}
-		if len(news.SnapshotPasses) != 1 || len(news.Walks) != len(project.Areas)+1 {
+		if len(news.SnapshotPasses) != 1 || len(news.Walks) != len(area.OfProject)+1 {
 			t.Fatalf("passes %v, walks %+v: want one pass walking each of a's trees and the inbound tree", news.SnapshotPasses, news.Walks)
 		}
 		for _, w := range news.Walks {

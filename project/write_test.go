@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 )
@@ -18,14 +19,14 @@ func TestWriteAccounting(t *testing.T) {
 	ctx := context.Background()
 	m, st := managerWithOmni(t, t.TempDir())
 	hard := uint64(1 << 20)
-	if _, err := m.Set(ctx, "omni", AreaWorkspace, LimitChange{BytesHard: &hard}); err != nil {
+	if _, err := m.Set(ctx, "omni", area.Workspace, LimitChange{BytesHard: &hard}); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := m.Tree(ctx, "omni", AreaWorkspace)
+	tr, err := m.Tree(ctx, "omni", area.Workspace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := store.TreeKey{Project: "omni", Area: AreaWorkspace}
+	key := store.TreeKey{Project: "omni", Area: area.Workspace}
 	used := func() quota.Usage {
 		t.Helper()
 		_, u, _, err := st.Account(ctx, key)

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/client"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/health"
@@ -258,7 +259,7 @@ func TestAPI(t *testing.T) {
 		op, rd, lim := ts.client(operatorToken), ts.client(readerToken), ts.client(limitedToken)
 		hard, isoft, ihard := uint64(1<<20), uint64(1000), uint64(2000)
 		p, err := op.AddProject(ctx, "omni", client.Limits{BytesHard: &hard, InodesSoft: &isoft, InodesHard: &ihard}, client.Limits{BytesSoft: &hard})
-		if err != nil || p.Name != "omni" || len(p.Trees) != len(project.Areas) {
+		if err != nil || p.Name != "omni" || len(p.Trees) != len(area.OfProject) {
 			t.Fatalf("add: %v %+v", err, p)
 		}
 		if _, err := op.AddProject(ctx, "omni", client.Limits{}, client.Limits{}); status(err) != 409 {
@@ -340,7 +341,7 @@ func TestAPI(t *testing.T) {
 			t.Errorf("remove while leased: %v, want 409 naming run-1", err)
 		}
 		dry, err := op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true, DryRun: true})
-		if err != nil || !dry.DryRun || len(dry.WouldPurge) != len(project.Areas) || len(dry.HeldLeases) != 1 {
+		if err != nil || !dry.DryRun || len(dry.WouldPurge) != len(area.OfProject) || len(dry.HeldLeases) != 1 {
 			t.Errorf("dry run: %v %+v", err, dry)
 		}
 		if err := op.ReleaseLease(ctx, "omni", "run-1"); err != nil {
@@ -689,7 +690,7 @@ func TestAPIErrors(t *testing.T) {
 
 func workspaceOf(p project.Project) project.TreeStatus {
 	for _, t := range p.Trees {
-		if t.Area == project.AreaWorkspace {
+		if t.Area == area.Workspace {
 			return t
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
@@ -96,7 +97,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					{
 						Name: "set", Usage: "change the limits of one tree of a project", ArgsUsage: "NAME",
 						Flags: append(limitFlagSet("", "new"),
-							&cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: areaUsage}),
+							&cli.StringFlag{Name: "area", Value: area.Workspace, Usage: areaUsage}),
 						Action: with(cmdProjectSet),
 					},
 					{
@@ -868,10 +869,10 @@ func refreshFlag() cli.Flag {
 func readFlags(e env) project.Read { return project.Read{Refresh: e.c.Bool("refresh")} }
 
 // areaUsage names the areas a flag takes.
-var areaUsage = strings.Join(project.AllAreas, ", ") + " (inbound: the root's own tree, PROJECT " + project.RootOwner + ")"
+var areaUsage = strings.Join(area.All, ", ") + " (inbound: the root's own tree, PROJECT " + project.RootOwner + ")"
 
 func areaFlag() cli.Flag {
-	return &cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: areaUsage}
+	return &cli.StringFlag{Name: "area", Value: area.Workspace, Usage: areaUsage}
 }
 
 // filesArgs reads PROJECT and PATH (PATH optional when optionalPath).
@@ -935,30 +936,13 @@ func openFrom(from string) (*os.File, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return nil, usagef("--from %s: it is %s, not a regular file; give a regular file, or pipe it on stdin", from, fileKind(st.Mode))
+		return nil, usagef("--from %s: it is %s, not a regular file; give a regular file, or pipe it on stdin", from, area.FileKind(st.Mode))
 	}
 	if err := unix.SetNonblock(fd, false); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("--from %s: %w", from, err)
 	}
 	return os.NewFile(uintptr(fd), from), nil
-}
-
-// fileKind names a file type for a refusal.
-func fileKind(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFIFO:
-		return "a FIFO (named pipe)"
-	case unix.S_IFCHR:
-		return "a character device"
-	case unix.S_IFBLK:
-		return "a block device"
-	case unix.S_IFSOCK:
-		return "a socket"
-	}
-	return "of another type"
 }
 
 func cmdFilesPut(e env) error {
@@ -1043,7 +1027,7 @@ func cmdSnapshot(e env) error {
 	o := project.SnapshotOptions{Projects: e.c.Args().Slice(), Area: e.c.String("area"), Scheduled: e.c.Bool("all"),
 		// The CLI runs nothing beside its walk: raw stats are safe here.
 		Walk: inventory.Options{Depth: e.c.Int("depth"), TopK: e.c.Int("top"), Budget: budget, RawStat: true}}
-	if len(o.Projects) == 0 && !o.Scheduled && o.Area == project.AreaInbound {
+	if len(o.Projects) == 0 && !o.Scheduled && o.Area == area.Inbound {
 		o.Projects = []string{project.RootOwner} // the root's one inbound tree
 	}
 	switch {
@@ -1186,7 +1170,7 @@ func cmdSweep(e env) error {
 	if a := e.c.String("area"); a != "" {
 		o.Areas = strings.Split(a, ",")
 	}
-	if len(o.Projects) == 0 && !e.c.Bool("all") && !e.c.IsSet("apply") && slices.Equal(o.Areas, []string{project.AreaInbound}) {
+	if len(o.Projects) == 0 && !e.c.Bool("all") && !e.c.IsSet("apply") && slices.Equal(o.Areas, []string{area.Inbound}) {
 		o.Projects = []string{project.RootOwner} // the root's one inbound tree, as --area inbound elsewhere
 	}
 	switch {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/journal"
@@ -495,7 +496,7 @@ func assertNothingLeft(t *testing.T, s *sandbox) {
 	if trees, _ := st.Trees(context.Background(), ""); len(trees) != 1 || trees[0].Project != project.RootOwner {
 		t.Errorf("tree rows left: %+v", trees)
 	}
-	if ids, _ := st.IDs(context.Background(), "fallback:"+s.root); len(ids) != 1 || ids[0].Owner != project.RootOwner+"/"+project.AreaInbound {
+	if ids, _ := st.IDs(context.Background(), "fallback:"+s.root); len(ids) != 1 || ids[0].Owner != project.RootOwner+"/"+area.Inbound {
 		t.Errorf("registered IDs left: %+v", ids)
 	}
 	for _, d := range []string{"projects", "cache"} {
@@ -527,8 +528,8 @@ func TestConcurrentAdds(t *testing.T) {
 			}
 			ids[row.ProjectID] = key
 		}
-		if len(ids) != len(project.Areas)*n+1 { // and the inbound tree's
-			t.Errorf("%d distinct IDs, want %d", len(ids), len(project.Areas)*n+1)
+		if len(ids) != len(area.OfProject)*n+1 { // and the inbound tree's
+			t.Errorf("%d distinct IDs, want %d", len(ids), len(area.OfProject)*n+1)
 		}
 
 		for i := range n {
@@ -821,7 +822,7 @@ func TestGlobalFlagsAfterTheCommand(t *testing.T) {
 		t.Errorf("snapshot omni --json: %v\n%s", err, out)
 	}
 	var rows []reportRow
-	if out := s.ok("report", "--json"); json.Unmarshal([]byte(out), &rows) != nil || len(rows) != len(project.Areas)+1 { // and the inbound tree
+	if out := s.ok("report", "--json"); json.Unmarshal([]byte(out), &rows) != nil || len(rows) != len(area.OfProject)+1 { // and the inbound tree
 		t.Errorf("report --json: %s", out)
 	}
 	// --root only after the command (the sandbox's run puts one first).
@@ -857,8 +858,8 @@ func TestScheduledSnapshotPass(t *testing.T) {
 			}
 		}
 	}
-	if len(snaps) != 3*len(project.Areas)+1 || failed != 1 { // and the inbound tree
-		t.Errorf("%d trees, %d failed; want %d with only b/workspace failed", len(snaps), failed, 3*len(project.Areas)+1)
+	if len(snaps) != 3*len(area.OfProject)+1 || failed != 1 { // and the inbound tree
+		t.Errorf("%d trees, %d failed; want %d with only b/workspace failed", len(snaps), failed, 3*len(area.OfProject)+1)
 	}
 	var evs []project.Event
 	s.json(&evs, "events", "--type", "storage.snapshot")
@@ -873,7 +874,7 @@ func TestScheduledSnapshotPass(t *testing.T) {
 		Failed    int    `json:"failed"`
 	}
 	json.Unmarshal(evs[0].Payload, &pass)
-	if len(pass.Trees) != 3*len(project.Areas)+1 || pass.Failed != 1 || pass.FreeBytes == 0 {
+	if len(pass.Trees) != 3*len(area.OfProject)+1 || pass.Failed != 1 || pass.FreeBytes == 0 {
 		t.Errorf("storage.snapshot payload %s", evs[0].Payload)
 	}
 	s.ok("snapshot", "a") // a snapshot of named projects is not a scheduled pass

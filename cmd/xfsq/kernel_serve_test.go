@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/client"
 	"github.com/xfsq/xfsq/internal/kerneltest"
 	"github.com/xfsq/xfsq/project"
@@ -118,8 +119,8 @@ func serveReportDiff(t *testing.T, c *client.Client, root string) string {
 		if err != nil {
 			t.Fatalf("project detail of %s: %v", name, err)
 		}
-		if len(d.Trees) != len(project.Areas) {
-			t.Fatalf("project detail of %s has %d trees, want %d", name, len(d.Trees), len(project.Areas))
+		if len(d.Trees) != len(area.OfProject) {
+			t.Fatalf("project detail of %s has %d trees, want %d", name, len(d.Trees), len(area.OfProject))
 		}
 		for _, tr := range d.Trees {
 			k, ok := kernel[tr.ProjectID]
@@ -131,18 +132,18 @@ func serveReportDiff(t *testing.T, c *client.Client, root string) string {
 		}
 		for _, tr := range d.Trees {
 			k := kernel[tr.ProjectID]
-			if name == "omni" && tr.Area == project.AreaWorkspace && (tr.BytesHard != 10*mib || tr.UsedBytes < 9*mib) {
+			if name == "omni" && tr.Area == area.Workspace && (tr.BytesHard != 10*mib || tr.UsedBytes < 9*mib) {
 				fmt.Fprintf(&diff, "omni's workspace: %+v, want 10 MiB hard and nearly full\n", tr.TreeStatus)
 			}
 			// The overview's line of the project: its workspace and cache
 			// figures are the kernel's too.
 			line := lines[name]
 			switch tr.Area {
-			case project.AreaWorkspace:
+			case area.Workspace:
 				if line.WorkspaceBytes != k[0] || line.QuotaBytes != k[2] {
 					fmt.Fprintf(&diff, "overview of %s: workspace %d bytes, quota %d; xfs_quota %v\n", name, line.WorkspaceBytes, line.QuotaBytes, k)
 				}
-			case project.AreaCache:
+			case area.Cache:
 				if line.CacheBytes != k[0] {
 					fmt.Fprintf(&diff, "overview of %s: cache %d bytes; xfs_quota %v\n", name, line.CacheBytes, k)
 				}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/kerneltest"
 	"github.com/xfsq/xfsq/project"
@@ -143,7 +144,7 @@ func testXFSScratch(t *testing.T, fs *kerneltest.FS) {
 	st := s.store()
 	var oldID quota.ProjectID
 	for _, tr := range mustTrees(t, st, "old") {
-		if tr.Area == project.AreaScratch {
+		if tr.Area == area.Scratch {
 			oldID = tr.ProjectID
 		}
 	}
@@ -151,7 +152,7 @@ func testXFSScratch(t *testing.T, fs *kerneltest.FS) {
 		if err := tx.ReleaseID(t.Context(), uuidOf(t, s.root), oldID); err != nil {
 			return err
 		}
-		return tx.DeleteTree(t.Context(), "old", project.AreaScratch)
+		return tx.DeleteTree(t.Context(), "old", area.Scratch)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -476,12 +477,12 @@ func testXFSRemove(t *testing.T, fs *kerneltest.FS) {
 	s.ok("project", "rm", "gone", "--purge")
 	var res project.RemoveResult
 	s.json(&res, "project", "rm", "kept")
-	if len(res.KeptIDs) != len(project.Areas) {
+	if len(res.KeptIDs) != len(area.OfProject) {
 		t.Errorf("rm without purge kept IDs %v, want every tree's ID (files still carry them)", res.KeptIDs)
 	}
 	ids, _ := s.store().IDs(t.Context(), uuidOf(t, s.root))
-	ids = slices.DeleteFunc(ids, func(r store.IDRecord) bool { return r.Owner == project.RootOwner+"/"+project.AreaInbound })
-	if len(ids) != len(project.Areas) || ids[0].ProjectID != quota.ProjectID(keptID) || !strings.HasPrefix(ids[0].Owner, "removed:kept/") {
+	ids = slices.DeleteFunc(ids, func(r store.IDRecord) bool { return r.Owner == project.RootOwner+"/"+area.Inbound })
+	if len(ids) != len(area.OfProject) || ids[0].ProjectID != quota.ProjectID(keptID) || !strings.HasPrefix(ids[0].Owner, "removed:kept/") {
 		t.Errorf("registry after rm: %+v; want only kept's IDs, marked removed", ids)
 	}
 	// A new project must not be charged for the kept files.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/prereq"
-	"github.com/xfsq/xfsq/project"
 )
 
 // A bad environment value shows in settings list beside every other
@@ -122,7 +122,7 @@ func TestLeaseRenewalNeverShortens(t *testing.T) {
 func TestIDRangeHelp(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	if out := s.ok("--help"); !strings.Contains(out, "a project needs one ID per tree") ||
-		!strings.Contains(out, fmt.Sprintf("N/%d projects", len(project.Areas))) {
+		!strings.Contains(out, fmt.Sprintf("N/%d projects", len(area.OfProject))) {
 		t.Errorf("xfsq --help does not explain --id-range:\n%s", out)
 	}
 }

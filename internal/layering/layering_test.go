@@ -114,6 +114,19 @@ func TestRules(t *testing.T) {
 		{"cmd/xfsq", "journal", false},
 		{"project", "store", false},
 		{"files", "project", false},
+		{"area", "errkind", true},
+		{"area", "units", true},
+		{"internal/deletion", "store", true},
+		{"internal/deletion", "project", true},
+		{"internal/deletion", "server", true},
+		{"internal/deletion", "internal/saferm", false},
+		{"internal/deletion", "internal/fault", false},
+		{"internal/deletion", "journal", false},
+		{"internal/gitindex", "sweep", true},
+		{"internal/gitindex", "internal/saferm", true},
+		{"internal/gitindex", "area", false},
+		{"sweep", "internal/gitindex", false},
+		{"sweep", "area", false},
 	} {
 		v := Violations(map[string][]string{c.from: {c.to}}, nil)
 		if got := len(v) > 0; got != c.broken {

@@ -1,4 +1,18 @@
-package sweep
+// Package deletion is the one journalled deletion of xfsq: sweeps,
+// project rm --purge, files rm and the removal of a write's temporary file
+// all delete through Delete, which writes a pending storage.evicted record
+// before anything goes, removes the entry with saferm, and settles the
+// record with what really went (done, partial or failed). Record is that
+// record's shape, read back by whoever reports on deletions.
+//
+// It must never remove anything unless the pending record was written,
+// never settle a record as failed for what the tree's own activity (a
+// tenant's rename, a link swapped in) or the caller's cancellation
+// stopped, and never skip the settling record once anything may have
+// gone. It resolves nothing itself (saferm does, from descriptors) and
+// knows nothing of the store, policies or shells: the caller gives the
+// journal as a function.
+package deletion
 
 import (
 	"context"
@@ -37,10 +51,13 @@ func LeftOf(left []saferm.Left) []journal.Left {
 	return out
 }
 
+// Record is one storage.evicted journal entry, as the journal types it.
+type Record = journal.Evicted
+
 // Journal appends one storage.evicted record of a project.
 type Journal func(ctx context.Context, project string, r Record) error
 
-// Delete is the one journalled deletion of xfsq (sweeps, project rm
+// Delete deletes name beneath parent, journalled (sweeps, project rm
 // --purge, files rm): the pending record, then the removal of name beneath
 // parent by saferm, then the record of what really went — the path removed
 // (parent's own path, not the one asked for), entries, inodes and bytes
@@ -54,6 +71,8 @@ func Delete(ctx context.Context, journal Journal, project string, parent *saferm
 	if err := journal(ctx, project, rec); err != nil {
 		return rec, saferm.Report{Left: []saferm.Left{}}, err
 	}
+	// The crash tests kill here and after the removal; the points keep
+	// the names they had when only sweeps deleted.
 	fault.Point("sweep:after-pending")
 	rep, rmErr := parent.Remove(ctx, name, o)
 	rmErr = collided(rmErr, &rep, rec.Path)
