@@ -919,31 +919,6 @@ func cmdFilesGet(e env) error {
 	})
 }
 
-// openFrom opens --from, which must be a regular file. It is opened
-// non-blocking, so a FIFO with no writer (or a device) does not hang the
-// open beyond the reach of SIGINT and SIGTERM, and is refused once its
-// type is known; reads are then made blocking again.
-func openFrom(from string) (*os.File, error) {
-	fd, err := unix.Open(from, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, usagef("--from: %v", &os.PathError{Op: "open", Path: from, Err: err})
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, usagef("--from: %v", &os.PathError{Op: "stat", Path: from, Err: err})
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return nil, usagef("--from %s: it is %s, not a regular file; give a regular file, or pipe it on stdin", from, fileKind(st.Mode))
-	}
-	if err := unix.SetNonblock(fd, false); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("--from %s: %w", from, err)
-	}
-	return os.NewFile(uintptr(fd), from), nil
-}
-
 // fileKind names a file type for a refusal.
 func fileKind(mode uint32) string {
 	switch mode & unix.S_IFMT {
@@ -968,7 +943,11 @@ func cmdFilesPut(e env) error {
 	}
 	in := os.Stdin
 	if from := e.c.String("from"); from != "" {
-		if in, err = openFrom(from); err != nil {
+		root, err := e.root()
+		if err != nil {
+			return err
+		}
+		if in, err = openFrom(from, root, name, p); err != nil {
 			return err
 		}
 		defer in.Close()
