@@ -105,7 +105,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 							"them. With --purge its trees are deleted too, each deletion journalled as storage.evicted.\n" +
 							"Refused (exit 1, naming the runs) while a run holds an unexpired lease on the project;\n" +
 							"--force removes it anyway and is journalled as forced. Removing a project ends its leases.\n" +
-							"--dry-run changes nothing: it says what would be removed and, with --purge, how much it would delete.",
+							"--dry-run changes nothing: it answers as the removal would (refused while leased, unless --force) and says\n" +
+							"what would be removed and, with --purge, how much it would delete.",
 						Flags: []cli.Flag{&cli.BoolFlag{Name: "purge", Usage: "also delete the project's trees"},
 							&cli.BoolFlag{Name: "force", Usage: "remove although a run holds a lease on the project"},
 							&cli.BoolFlag{Name: "dry-run", Usage: "say what would be removed and deleted; change nothing"}},
@@ -459,9 +460,6 @@ func cmdProjectRm(e env) error {
 				}
 				for _, l := range res.Left {
 					fmt.Fprintf(w, "would keep on disk: %s\n", l)
-				}
-				if len(res.HeldLeases) > 0 && !res.Forced {
-					fmt.Fprintf(w, "refused without --force: run %s holds a lease on it\n", strings.Join(res.HeldLeases, ", "))
 				}
 				if len(res.EndedLeases) > 0 {
 					fmt.Fprintf(w, "would end the leases of run %s\n", strings.Join(res.EndedLeases, ", "))
