@@ -302,6 +302,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Action: with(cmdHealth),
 			},
 			serveCommand(with),
+			tokenCommand(with),
 		},
 	}
 	app.Commands = append(app.Commands, completionCommand())
