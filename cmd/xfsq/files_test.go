@@ -334,6 +334,7 @@ func TestFilesPutFromRefusesTenantLinks(t *testing.T) {
 	os.Symlink(alpha, filepath.Join(outside, "alias"))
 	os.Symlink(filepath.Join(alpha, "sub"), filepath.Join(outside, "alias-sub"))
 	os.Symlink(canary, filepath.Join(outside, "mine"))
+	os.WriteFile(filepath.Join(outside, "ok.txt"), []byte("fine"), 0o644)
 	for _, c := range []struct{ from, why string }{
 		{filepath.Join(alpha, "report.txt"), "files get PROJECT PATH | xfsq files put omni copy"},
 		{filepath.Join(alpha, "plain.txt"), "files get PROJECT PATH | xfsq files put omni copy"},
@@ -343,6 +344,8 @@ func TestFilesPutFromRefusesTenantLinks(t *testing.T) {
 		{filepath.Join(outside, "alias/plain.txt"), "inside the sandbox root"},
 		{filepath.Join(outside, "alias-sub/canary"), "inside the sandbox root"},
 		{filepath.Join(outside, "mine"), "is a symbolic link"},
+		// A process's root and cwd links hold a path the process chose.
+		{"/proc/self/root" + filepath.Join(outside, "ok.txt"), "goes through a link in /proc"},
 	} {
 		r := s.run("files", "put", "omni", "copy", "--from", c.from)
 		if r.code != 2 || !strings.Contains(r.stderr, c.from) || !strings.Contains(r.stderr, c.why) {
@@ -360,7 +363,6 @@ func TestFilesPutFromRefusesTenantLinks(t *testing.T) {
 	}
 	// A plain file outside the root, also through an operator's own
 	// directory link, is copied as before.
-	os.WriteFile(filepath.Join(outside, "ok.txt"), []byte("fine"), 0o644)
 	opDir := t.TempDir()
 	os.Symlink(outside, filepath.Join(opDir, "l"))
 	s.ok("files", "put", "omni", "copy", "--from", filepath.Join(opDir, "l/ok.txt"))

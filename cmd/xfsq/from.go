@@ -40,6 +40,9 @@ func openFrom(from, root, project, path string) (*os.File, error) {
 		return nil, usagef("--from %s lies inside the sandbox root %s, where a tenant can swap it for a link to any host file; "+
 			"copy it through the file layer instead: xfsq files get PROJECT PATH | xfsq files put %s %s", from, root, project, path)
 	}
+	if errors.Is(err, errProcLink) {
+		return nil, usagef("--from %s %v", from, err)
+	}
 	if err != nil {
 		return nil, usagef("--from: %v", &os.PathError{Op: "open", Path: from, Err: err})
 	}
@@ -68,6 +71,20 @@ func openFrom(from, root, project, path string) (*os.File, error) {
 }
 
 var errInsideRoot = errors.New("inside the sandbox root")
+
+// errProcLink refuses /proc's magic links (a process's root, cwd, fds):
+// their text is a path in the process's own namespace, and a tenant's
+// process chooses it, so it cannot be followed as a path in ours.
+var errProcLink = errors.New("goes through a link in /proc, which names a path in another process's view: copy the file out of it first")
+
+// isOnProc reports whether the directory fd is on procfs.
+func isOnProc(fd int) (bool, error) {
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &fs); err != nil {
+		return false, err
+	}
+	return fs.Type == unix.PROC_SUPER_MAGIC, nil
+}
 
 // openDirOutsideRoot opens dir (O_PATH) as the kernel would resolve it,
 // following links itself so that every directory passed on the way is
@@ -111,6 +128,11 @@ func openDirOutsideRoot(dir string, root *unix.Stat_t) (int, error) {
 			unix.Close(fd)
 			fd = next
 		case unix.S_IFLNK:
+			if onProc, err := isOnProc(fd); err != nil || onProc {
+				unix.Close(next)
+				unix.Close(fd)
+				return -1, cmpErr(err, errProcLink)
+			}
 			target, err := readLink(next)
 			unix.Close(next)
 			if links++; err == nil && links > maxFromLinks {
