@@ -67,7 +67,9 @@ type RemoveOptions struct {
 	// it; the removal is journalled as forced, with the leases it ended.
 	Force bool
 	// DryRun changes nothing: it says what the removal would do, and with
-	// Purge what it would delete and how much.
+	// Purge what it would delete and how much. It is refused as the real
+	// removal would be (a held lease without Force), so that its answer
+	// can be trusted.
 	DryRun bool
 }
 
@@ -78,8 +80,8 @@ type RemoveResult struct {
 	DryRun  bool   `json:"dry_run,omitempty"`
 	// Forced: removed although leases were held (RemoveOptions.Force).
 	Forced bool `json:"forced,omitempty"`
-	// HeldLeases are the runs holding an unexpired lease: without Force a
-	// removal is refused while there are any (a dry run says so here).
+	// HeldLeases are the runs holding an unexpired lease that a forced
+	// removal ends; without Force a removal, dry or not, is refused.
 	HeldLeases []string `json:"held_leases,omitempty"`
 	// EndedLeases are the runs whose leases the removal ended, held or lapsed.
 	EndedLeases []string `json:"ended_leases"`
@@ -176,7 +178,7 @@ func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (Rem
 		for _, l := range held {
 			res.HeldLeases = append(res.HeldLeases, l.Run)
 		}
-		if !o.Force && !o.DryRun {
+		if !o.Force {
 			return res, &LeaseHeldError{Project: name, Leases: held}
 		}
 		res.Forced = o.Force

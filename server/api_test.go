@@ -340,9 +340,14 @@ func TestAPI(t *testing.T) {
 		if !errors.As(err, &pe) || pe.Status != 409 || pe.Type != errkind.Conflict.TypeURI() || !strings.Contains(pe.Detail, "run-1") {
 			t.Errorf("remove while leased: %v, want 409 naming run-1", err)
 		}
-		dry, err := op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true, DryRun: true})
-		if err != nil || !dry.DryRun || len(dry.WouldPurge) != len(area.OfProject) || len(dry.HeldLeases) != 1 {
-			t.Errorf("dry run: %v %+v", err, dry)
+		// A dry run answers what the real call would: 409, the run named.
+		_, err = op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true, DryRun: true})
+		if !errors.As(err, &pe) || pe.Status != 409 || !strings.Contains(pe.Detail, "run-1") {
+			t.Errorf("dry run while leased: %v, want 409 naming run-1", err)
+		}
+		dry, err := op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true, Force: true, DryRun: true})
+		if err != nil || !dry.DryRun || !dry.Forced || len(dry.WouldPurge) != len(area.OfProject) || len(dry.HeldLeases) != 1 {
+			t.Errorf("forced dry run: %v %+v", err, dry)
 		}
 		if err := op.ReleaseLease(ctx, "omni", "run-1"); err != nil {
 			t.Fatal(err)

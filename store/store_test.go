@@ -910,3 +910,29 @@ func TestABurstNeverExhaustsPostgres(t *testing.T) {
 		t.Errorf("pool stats %+v: want at most %d open", st, PoolOpen)
 	}
 }
+
+// scrub blanks a DSN's password field wherever a message quotes the DSN,
+// and leaves the same text alone elsewhere.
+func TestScrubRedactsPasswordFieldsOnly(t *testing.T) {
+	for _, c := range []struct{ dsn, msg, want string }{
+		{"postgres://xfsq:xfsq@db/xfsq", "schema 16 is newer than this xfsq knows (16): upgrade xfsq",
+			"schema 16 is newer than this xfsq knows (16): upgrade xfsq"},
+		{"postgres://xfsq:xfsq@db/xfsq", `parse "postgres://xfsq:xfsq@db:x/xfsq": invalid port`,
+			`parse "postgres://xfsq:***@db:x/xfsq": invalid port`},
+		{"postgres://u:se cret@db/x", `parse "postgres://u:se cret@db:x/x": invalid port`,
+			`parse "postgres://u:***@db:x/x": invalid port`},
+		{"postgres://u@db/x?password=xfsq", "dial postgres://u@db/x?sslmode=disable&password=xfsq: xfsq refused",
+			"dial postgres://u@db/x?sslmode=disable&password=*** xfsq refused"},
+		{"host=db user=xfsq password=xfsq", "bad conninfo host=db user=xfsq password=xfsq for xfsq",
+			"bad conninfo host=db user=xfsq password=*** for xfsq"},
+		{"host=db password='x fsq'", "bad conninfo host=db password='x fsq' near x fsq",
+			"bad conninfo host=db password=*** near x fsq"},
+		{"host=db sslpassword=xfsq", "key sslpassword = xfsq of xfsq", "key sslpassword = *** of xfsq"},
+		// A DSN other than the one opened is redacted by its form.
+		{"host=db", "postgres://other:hunter2@h/d and password=hunter2", "postgres://other:***@h/d and password=***"},
+	} {
+		if got := scrub(errors.New(c.msg), c.dsn).Error(); got != c.want {
+			t.Errorf("scrub(%q) with %q:\n got %q\nwant %q", c.msg, c.dsn, got, c.want)
+		}
+	}
+}

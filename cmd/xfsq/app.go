@@ -106,7 +106,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 							"them. With --purge its trees are deleted too, each deletion journalled as storage.evicted.\n" +
 							"Refused (exit 1, naming the runs) while a run holds an unexpired lease on the project;\n" +
 							"--force removes it anyway and is journalled as forced. Removing a project ends its leases.\n" +
-							"--dry-run changes nothing: it says what would be removed and, with --purge, how much it would delete.",
+							"--dry-run changes nothing: it answers as the removal would (refused while leased, unless --force) and says\n" +
+							"what would be removed and, with --purge, how much it would delete.",
 						Flags: []cli.Flag{&cli.BoolFlag{Name: "purge", Usage: "also delete the project's trees"},
 							&cli.BoolFlag{Name: "force", Usage: "remove although a run holds a lease on the project"},
 							&cli.BoolFlag{Name: "dry-run", Usage: "say what would be removed and deleted; change nothing"}},
@@ -302,6 +303,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Action: with(cmdHealth),
 			},
 			serveCommand(with),
+			tokenCommand(with),
 		},
 	}
 	app.Commands = append(app.Commands, completionCommand())
@@ -460,9 +462,6 @@ func cmdProjectRm(e env) error {
 				}
 				for _, l := range res.Left {
 					fmt.Fprintf(w, "would keep on disk: %s\n", l)
-				}
-				if len(res.HeldLeases) > 0 && !res.Forced {
-					fmt.Fprintf(w, "refused without --force: run %s holds a lease on it\n", strings.Join(res.HeldLeases, ", "))
 				}
 				if len(res.EndedLeases) > 0 {
 					fmt.Fprintf(w, "would end the leases of run %s\n", strings.Join(res.EndedLeases, ", "))
@@ -920,31 +919,6 @@ func cmdFilesGet(e env) error {
 	})
 }
 
-// openFrom opens --from, which must be a regular file. It is opened
-// non-blocking, so a FIFO with no writer (or a device) does not hang the
-// open beyond the reach of SIGINT and SIGTERM, and is refused once its
-// type is known; reads are then made blocking again.
-func openFrom(from string) (*os.File, error) {
-	fd, err := unix.Open(from, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, usagef("--from: %v", &os.PathError{Op: "open", Path: from, Err: err})
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, usagef("--from: %v", &os.PathError{Op: "stat", Path: from, Err: err})
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return nil, usagef("--from %s: it is %s, not a regular file; give a regular file, or pipe it on stdin", from, area.FileKind(st.Mode))
-	}
-	if err := unix.SetNonblock(fd, false); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("--from %s: %w", from, err)
-	}
-	return os.NewFile(uintptr(fd), from), nil
-}
-
 func cmdFilesPut(e env) error {
 	name, p, err := filesArgs(e, false)
 	if err != nil {
@@ -952,7 +926,11 @@ func cmdFilesPut(e env) error {
 	}
 	in := os.Stdin
 	if from := e.c.String("from"); from != "" {
-		if in, err = openFrom(from); err != nil {
+		root, err := e.root()
+		if err != nil {
+			return err
+		}
+		if in, err = openFrom(from, root, name, p); err != nil {
 			return err
 		}
 		defer in.Close()

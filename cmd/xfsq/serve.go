@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -284,4 +285,34 @@ func openHealthChecker(ctx context.Context, cfg project.Config) (*health.Checker
 		return nil, nil, err
 	}
 	return ch, func() { docker.Close(); src.Close() }, nil
+}
+
+func tokenCommand(with func(fn func(e env) error) cli.ActionFunc) *cli.Command {
+	return &cli.Command{
+		Name: "token", Usage: "tokens for serve's --token-file",
+		Subcommands: []*cli.Command{{
+			Name: "new", Usage: "make a random token and its --token-file line", ArgsUsage: "NAME reader|operator",
+			Description: "Prints the token (give it to the caller: it is shown only here) and the line to add to the\n" +
+				"token file, which holds only the token's SHA-256. Then reload serve with SIGHUP.",
+			Flags:  []cli.Flag{&cli.StringSliceFlag{Name: "projects", Usage: "limit a reader to these projects (P1,P2)"}},
+			Action: with(cmdTokenNew),
+		}},
+	}
+}
+
+func cmdTokenNew(e env) error {
+	if e.c.NArg() != 2 {
+		return usagef("token new takes NAME ROLE (reader or operator), got %d arguments: see xfsq token new --help", e.c.NArg())
+	}
+	secret, line, err := server.NewToken(e.c.Args().Get(0), e.c.Args().Get(1), e.c.StringSlice("projects"))
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Token string `json:"token"`
+		Line  string `json:"line"`
+	}{secret, line}
+	return e.print(out, func(w io.Writer) {
+		fmt.Fprintf(w, "token: %s\nline:  %s\n", secret, line)
+	})
 }
