@@ -9,7 +9,7 @@ import (
 
 // QuotaState is the quota backend in force, as the caller found it now.
 type QuotaState struct {
-	// Kind is "xfs" or "fallback".
+	// Kind is "xfs", "ext4" (the kernel enforces) or "fallback".
 	Kind string
 	// Reason says why the fallback is in force (or is empty).
 	Reason string
@@ -51,14 +51,14 @@ func quotaCollector(q QuotaFunc) func(context.Context) (*QuotaPart, error) {
 		}
 		p := &QuotaPart{Part: Part{Status: OK}, Accounting: s.Accounting, Enforcement: s.Enforcement,
 			Backend: Backend{Kind: s.Kind, Reason: s.Reason,
-				Enforced: s.Kind == "xfs" && (s.Enforcement == nil || *s.Enforcement)}}
+				Enforced: s.Kind != "fallback" && (s.Enforcement == nil || *s.Enforcement)}}
 		off := func(b *bool) bool { return b != nil && !*b }
 		switch {
-		case s.Kind == "xfs" && (off(s.Accounting) || off(s.Enforcement)):
+		case s.Kind != "fallback" && (off(s.Accounting) || off(s.Enforcement)):
 			// The limits xfsq set are not being enforced right now.
-			p.judge(Critical, "XFS project quota accounting or enforcement is off")
+			p.judge(Critical, s.Kind+" project quota accounting or enforcement is off")
 			p.Fix = s.Fix
-		case s.Kind != "xfs" && s.OnXFS:
+		case s.Kind == "fallback" && s.OnXFS:
 			p.judge(Warn, "the root is on XFS but its project quotas cannot be used: "+s.Reason)
 			p.Fix = s.Fix
 		}

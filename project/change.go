@@ -36,7 +36,7 @@ func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange
 		return Project{}, err
 	}
 	next := change.apply(t.Limits)
-	if err := validateLimits(area, next); err != nil {
+	if err := m.checkLimits(area, next); err != nil {
 		return Project{}, err
 	}
 	if err := m.Backend.SetLimits(t.ProjectID, next); err != nil {

@@ -132,7 +132,7 @@ func quotaProbe(root string) health.QuotaFunc {
 		if err == nil {
 			fs.Close()
 			on := true
-			return health.QuotaState{Kind: "xfs", OnXFS: true, Accounting: &on, Enforcement: &on}, nil
+			return health.QuotaState{Kind: fs.Name(), OnXFS: onXFS, Accounting: &on, Enforcement: &on}, nil
 		}
 		var un *quota.UnsupportedError
 		if !errors.As(err, &un) {

@@ -245,7 +245,7 @@ func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
 		return nil, err
 	}
 	ov := &Overview{GeneratedAt: now, Root: m.Root, Host: m.Store.Host,
-		Backend: health.Backend{Kind: "xfs", Enforced: m.IsXFS()}, Projects: make([]ProjectOverview, 0, len(projects))}
+		Backend: health.Backend{Kind: m.BackendInfo().Kind, Enforced: m.IsXFS()}, Projects: make([]ProjectOverview, 0, len(projects))}
 	if m.Unsupported != nil {
 		ov.Backend.Kind, ov.Backend.Reason = "fallback", m.Unsupported.Reason
 	}
