@@ -223,7 +223,7 @@ func BenchmarkKernelUsage(b *testing.B) {
 	})
 	b.Run("xfs_quota", func(b *testing.B) {
 		for b.Loop() {
-			if got := xfsQuotaReport(b, kfs.Dir); len(got) < benchTrees {
+			if got := xfsQuotaReport(b, kfs); len(got) < benchTrees {
 				b.Fatalf("xfs_quota reported %d trees", len(got))
 			}
 		}

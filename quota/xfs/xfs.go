@@ -307,6 +307,12 @@ func (fs *FS) AppendAll(dst []quota.Quota) ([]quota.Quota, error) {
 		}
 		dst = dst[:len(dst)+1]
 		fillFromDisk(&dst[len(dst)-1], &q)
+		if e := &dst[len(dst)-1]; e.Limits == (quota.Limits{}) && !e.OwnsData() {
+			// ext4's quota file keeps an ID's record after its limits
+			// were cleared and its data went, and the kernel answers
+			// it; an ID with neither is no one's (XFS skips it itself).
+			dst = dst[:len(dst)-1]
+		}
 		if q.ID == ^uint32(0) {
 			break
 		}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/xfsq/xfsq/client"
+	"github.com/xfsq/xfsq/internal/kerneltest"
+	"github.com/xfsq/xfsq/quota"
+)
+
+// ext4Cases are the XFS cases that hold on ext4 made for project quotas,
+// run there, and the cases of ext4's own.
+func ext4Cases(xfsCases []kerneltest.Case) []kerneltest.Case {
+	applies := map[string]bool{
+		"AddThenWritePastTheLimitFails":                           true,
+		"DoctorFindsAndFixesKernelDrift":                          true,
+		"RemoveReleasesIDsOnlyWhenNoFileCarriesThem":              true,
+		"ExportWorksWithXfsQuotaByName":                           true,
+		"FilesPutIsBoundedByTheKernelAndMaxFileBytes":             true,
+		"SnapshotFlagsFilesThatEscapedTheQuotaAndDoctorRetagsThem": true,
+		"ScratchRunStopsAtItsLimitWhileTheWorkspaceWrites":        true,
+		"SoftGraceIsTheKernelsGraceTimer":                         true,
+		"ProgressShowsTheShareOfTheKernelsInodes":                 true,
+		"ServeOverHTTPDeniesAtTheLimitAndReportsAsXfsQuota":       true,
+	}
+	var out []kerneltest.Case
+	for _, c := range xfsCases {
+		if applies[c.Name] {
+			out = append(out, kerneltest.OnExt4(c))
+		}
+	}
+	return append(out,
+		kerneltest.Case{Name: "Ext4InitBackendIsKeptAndRefusedWithoutPrjquota", Run: testExt4InitBackend, FS: kerneltest.TypeExt4},
+		kerneltest.Case{Name: "Ext4UploadStreamPastTheLimitIs507", Run: testExt4UploadStream, FS: kerneltest.TypeExt4},
+	)
+}
+
+// init --backend ext4 on ext4 with prjquota is kept in .xfsq/backend;
+// limits above ext4's maximum are refused naming it; without prjquota the
+// root refuses to run on the fallback (exit 1, the reason and the fix), and
+// init --backend ext4 on such a root fails the same way.
+func testExt4InitBackend(t *testing.T, fs *kerneltest.FS) {
+	s := newSandbox(t, fs.Dir, "")
+	out := s.ok("init", "--backend", "ext4")
+	if !strings.Contains(out, "backend: ext4") || !strings.Contains(out, "CAP_SYS_RESOURCE") {
+		t.Errorf("init --backend ext4 on ext4 with prjquota:\n%s\nwant backend ext4 and the CAP_SYS_RESOURCE note", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(fs.Dir, ".xfsq", "backend")); err != nil || strings.TrimSpace(string(b)) != "ext4" {
+		t.Errorf(".xfsq/backend holds %q (%v), want ext4", b, err)
+	}
+	if r := s.run("project", "add", "huge", "--bytes-hard", "9223372036854775807"); r.code != 2 || !strings.Contains(r.stderr, "ext4's maximum") {
+		t.Errorf("a limit above ext4's maximum: exit %d %q, want 2 naming ext4's maximum", r.code, r.stderr)
+	}
+	if r := s.run("init", "--backend", "xfs"); r.code != 1 || !strings.Contains(r.stderr, "is on ext4") {
+		t.Errorf("init --backend xfs on ext4: exit %d %q, want 1 saying the root is on ext4", r.code, r.stderr)
+	}
+	s.ok("init", "--backend", "ext4")
+	fs.Remount("")
+	defer fs.Remount("prjquota")
+	for _, args := range [][]string{{"report"}, {"init", "--backend", "ext4"}} {
+		r := s.run(args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "ext4 backend") || !strings.Contains(r.stderr, "-o prjquota") || !strings.Contains(r.stderr, "--backend fallback") {
+			t.Errorf("xfsq %v on ext4 mounted without prjquota: exit %d %q; want 1 with the reason and the fix", args, r.code, r.stderr)
+		}
+	}
+}
+
+// An upload of unknown length through `xfsq serve` into a tree with room
+// for less than the body: admission cannot know, the kernel stops the
+// write — on ext4 only because xfsq's writing thread dropped
+// CAP_SYS_RESOURCE (xfsq runs as root here) — and the client gets 507.
+func testExt4UploadStream(t *testing.T, fs *kerneltest.FS) {
+	loopbackUp(t)
+	s := xfsSandbox(t, fs)
+	sv := s.serve(t, operatorTokens(t))
+	c := sv.client(e2eToken)
+	ctx := context.Background()
+	hard := uint64(10 * mib)
+	if _, err := c.AddProject(ctx, "omni", client.Limits{BytesHard: &hard}, client.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	body := io.MultiReader(bytes.NewReader(bytes.Repeat([]byte("u"), 20*mib)))
+	_, err := c.Upload(ctx, "omni", "", "big", body, -1)
+	var pe *client.ProblemError
+	if !errors.As(err, &pe) || pe.Status != 507 {
+		t.Errorf("a 20 MiB stream into a 10 MiB tree on ext4: %v, want 507", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.root, "projects/omni/big")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused upload left projects/omni/big: %v", err)
+	}
+	id := quota.ProjectID(s.report()["omni/workspace"].ProjectID)
+	if q := kernelQuotas(t, s.root)[id]; q.Bytes > hard {
+		t.Errorf("the tree holds %d bytes past its %d limit", q.Bytes, hard)
+	}
+}
