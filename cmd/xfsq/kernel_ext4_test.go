@@ -19,16 +19,16 @@ import (
 // run there, and the cases of ext4's own.
 func ext4Cases(xfsCases []kerneltest.Case) []kerneltest.Case {
 	applies := map[string]bool{
-		"AddThenWritePastTheLimitFails":                           true,
-		"DoctorFindsAndFixesKernelDrift":                          true,
-		"RemoveReleasesIDsOnlyWhenNoFileCarriesThem":              true,
-		"ExportWorksWithXfsQuotaByName":                           true,
-		"FilesPutIsBoundedByTheKernelAndMaxFileBytes":             true,
+		"AddThenWritePastTheLimitFails":                            true,
+		"DoctorFindsAndFixesKernelDrift":                           true,
+		"RemoveReleasesIDsOnlyWhenNoFileCarriesThem":               true,
+		"ExportWorksWithXfsQuotaByName":                            true,
+		"FilesPutIsBoundedByTheKernelAndMaxFileBytes":              true,
 		"SnapshotFlagsFilesThatEscapedTheQuotaAndDoctorRetagsThem": true,
-		"ScratchRunStopsAtItsLimitWhileTheWorkspaceWrites":        true,
-		"SoftGraceIsTheKernelsGraceTimer":                         true,
-		"ProgressShowsTheShareOfTheKernelsInodes":                 true,
-		"ServeOverHTTPDeniesAtTheLimitAndReportsAsXfsQuota":       true,
+		"ScratchRunStopsAtItsLimitWhileTheWorkspaceWrites":         true,
+		"SoftGraceIsTheKernelsGraceTimer":                          true,
+		"ProgressShowsTheShareOfTheKernelsInodes":                  true,
+		"ServeOverHTTPDeniesAtTheLimitAndReportsAsXfsQuota":        true,
 	}
 	var out []kerneltest.Case
 	for _, c := range xfsCases {
