@@ -147,23 +147,23 @@ func Unavailable(tb testing.TB, why string) {
 // ForBenchmark gives a benchmark a fresh filesystem when it runs inside the
 // test kernel or on a host that can mount prjquota natively; elsewhere it
 // skips and names scripts/kernel-bench.sh, which boots the kernel for it.
+// The filesystem is XFS, or ext4 when $XFSQ_KERNELTEST_FS says ext4
+// (scripts/kernel-bench.sh ext4).
 func ForBenchmark(b *testing.B) *FS {
 	if r := detect().route; r != routeInside && r != routeNative {
 		b.Skip("kernel benchmarks run inside the test kernel: scripts/kernel-bench.sh")
 	}
+	if os.Getenv(envFS) == TypeExt4 {
+		if why := nativeExt4Missing(); why != "" {
+			b.Skip(why)
+		}
+		return newFS(b, TypeExt4, "prjquota")
+	}
 	return newFS(b, TypeXFS, "prjquota")
 }
 
-// ForBenchmarkExt4 is ForBenchmark on ext4 made for project quotas.
-func ForBenchmarkExt4(b *testing.B) *FS {
-	if r := detect().route; r != routeInside && r != routeNative {
-		b.Skip("kernel benchmarks run inside the test kernel: scripts/kernel-bench.sh")
-	}
-	if why := nativeExt4Missing(); why != "" {
-		b.Skip(why)
-	}
-	return newFS(b, TypeExt4, "prjquota")
-}
+// envFS picks the benchmarks' filesystem.
+const envFS = "XFSQ_KERNELTEST_FS"
 
 type route int
 
