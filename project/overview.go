@@ -34,6 +34,11 @@ type Overview struct {
 type OverviewDisk struct {
 	TotalBytes uint64 `json:"total_bytes"`
 	FreeBytes  uint64 `json:"free_bytes"` // available to xfsq (statfs f_bavail)
+	// UnownedBytes and OtherIDsBytes are Unowned's, on a kernel backend:
+	// what df says is used less what the projects hold, and of it what
+	// project 0 and IDs that are no tree's hold.
+	UnownedBytes  *uint64 `json:"unowned_bytes,omitempty"`
+	OtherIDsBytes *uint64 `json:"other_ids_bytes,omitempty"`
 }
 
 // ProjectOverview is one project's line of the overview.
@@ -252,6 +257,11 @@ func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(m.Root, &st); err == nil {
 		ov.Disk = OverviewDisk{TotalBytes: st.Blocks * uint64(st.Bsize), FreeBytes: st.Bavail * uint64(st.Bsize)}
+	}
+	if u, ok, err := m.Unowned(ctx); err != nil {
+		return nil, err
+	} else if ok {
+		ov.Disk.UnownedBytes, ov.Disk.OtherIDsBytes = &u.UnownedBytes, &u.OtherIDsBytes
 	}
 	index := make(map[string]int, len(projects))
 	for _, p := range projects {

@@ -10,25 +10,30 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/xfsq/xfsq/client"
 	"github.com/xfsq/xfsq/internal/kerneltest"
+	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/xfs"
 )
 
 // ext4Cases are the XFS cases that hold on ext4 made for project quotas,
-// run there, and the cases of ext4's own.
+// run there, and the cases of ext4's own (and the unowned space's, on both).
 func ext4Cases(xfsCases []kerneltest.Case) []kerneltest.Case {
 	applies := map[string]bool{
-		"AddThenWritePastTheLimitFails":                            true,
-		"DoctorFindsAndFixesKernelDrift":                           true,
-		"RemoveReleasesIDsOnlyWhenNoFileCarriesThem":               true,
-		"ExportWorksWithXfsQuotaByName":                            true,
-		"FilesPutIsBoundedByTheKernelAndMaxFileBytes":              true,
-		"SnapshotFlagsFilesThatEscapedTheQuotaAndDoctorRetagsThem": true,
-		"ScratchRunStopsAtItsLimitWhileTheWorkspaceWrites":         true,
-		"SoftGraceIsTheKernelsGraceTimer":                          true,
-		"ProgressShowsTheShareOfTheKernelsInodes":                  true,
-		"ServeOverHTTPDeniesAtTheLimitAndReportsAsXfsQuota":        true,
+		"AddThenWritePastTheLimitFails":                                  true,
+		"DoctorFindsAndFixesKernelDrift":                                 true,
+		"RemoveReleasesIDsOnlyWhenNoFileCarriesThem":                     true,
+		"ExportWorksWithXfsQuotaByName":                                  true,
+		"FilesPutIsBoundedByTheKernelAndMaxFileBytes":                    true,
+		"SnapshotFlagsFilesThatEscapedTheQuotaAndDoctorRetagsThem":       true,
+		"ScratchRunStopsAtItsLimitWhileTheWorkspaceWrites":               true,
+		"SoftGraceIsTheKernelsGraceTimer":                                true,
+		"ProgressShowsTheShareOfTheKernelsInodes":                        true,
+		"ServeOverHTTPDeniesAtTheLimitAndReportsAsXfsQuota":              true,
+		"InboundStopsAtItsLimitWhileWorkspacesWriteAndIsXfsQuotasFigure": true,
 	}
 	var out []kerneltest.Case
 	for _, c := range xfsCases {
@@ -36,6 +41,8 @@ func ext4Cases(xfsCases []kerneltest.Case) []kerneltest.Case {
 			out = append(out, kerneltest.OnExt4(c))
 		}
 	}
+	unowned := kerneltest.Case{Name: "ReportAndOverviewShowTheSpaceNoProjectOwns", Run: testUnowned}
+	out = append(out, unowned, kerneltest.OnExt4(unowned))
 	return append(out,
 		kerneltest.Case{Name: "Ext4InitBackendIsKeptAndRefusedWithoutPrjquota", Run: testExt4InitBackend, FS: kerneltest.TypeExt4},
 		kerneltest.Case{Name: "Ext4UploadStreamPastTheLimitIs507", Run: testExt4UploadStream, FS: kerneltest.TypeExt4},
@@ -98,5 +105,70 @@ func testExt4UploadStream(t *testing.T, fs *kerneltest.FS) {
 	id := quota.ProjectID(s.report()["omni/workspace"].ProjectID)
 	if q := kernelQuotas(t, s.root)[id]; q.Bytes > hard {
 		t.Errorf("the tree holds %d bytes past its %d limit", q.Bytes, hard)
+	}
+}
+
+// The space no project owns, on XFS and ext4, from the one enumeration:
+// what df says is used less what xfsq's trees hold, and of it what project
+// 0 and an ID set by hand hold; report prints it, the overview carries it.
+func testUnowned(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	s.ok("project", "add", "omni", "--bytes-hard", "100m")
+	if _, err := kerneltest.Fill(filepath.Join(s.root, "projects/omni/f"), 4*mib); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kerneltest.Fill(filepath.Join(s.root, "outside"), 3*mib); err != nil { // project 0
+		t.Fatal(err)
+	}
+	byHand := filepath.Join(s.root, "by-hand")
+	os.Mkdir(byHand, 0o755)
+	x, err := xfs.Open(s.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Assign(byHand, 42); err != nil {
+		t.Fatal(err)
+	}
+	x.Close()
+	if _, err := kerneltest.Fill(filepath.Join(byHand, "f"), 2*mib); err != nil {
+		t.Fatal(err)
+	}
+	unix.Sync()
+	st := s.store()
+	m, err := project.Open(t.Context(), project.Options{Root: s.root, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	u, ok, err := m.Unowned(t.Context())
+	if err != nil || !ok {
+		t.Fatalf("Unowned: %v (known %v)", err, ok)
+	}
+	var projects uint64
+	ours := map[quota.ProjectID]bool{}
+	for _, r := range s.report() {
+		ours[quota.ProjectID(r.ProjectID)] = true
+	}
+	oracle := kerneltest.ReportBlocks(t, s.root)
+	var others uint64
+	for id, row := range oracle {
+		if ours[id] {
+			projects += row[0]
+		} else {
+			others += row[0] // project 0 and 42
+		}
+	}
+	var df unix.Statfs_t
+	unix.Statfs(s.root, &df)
+	used := (df.Blocks - df.Bfree) * uint64(df.Bsize)
+	if u.ProjectsBytes != projects || u.OtherIDsBytes != others || u.UsedBytes != used || u.UnownedBytes != used-projects {
+		t.Errorf("Unowned %+v; want projects %d and other IDs %d (the quota tools' report), used %d (statfs), unowned %d",
+			u, projects, others, used, used-projects)
+	}
+	if others < 5*mib {
+		t.Errorf("project 0 and ID 42 hold %d bytes by the quota tools, want the 5 MiB written there", others)
+	}
+	if out := s.ok("report"); !strings.Contains(out, "unowned: ") || !strings.Contains(out, "in no project") {
+		t.Errorf("report does not show the unowned space:\n%s", out)
 	}
 }
