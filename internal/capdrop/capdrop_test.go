@@ -1,4 +1,4 @@
-package capdrop
+package capdrop_test
 
 import (
 	"errors"
@@ -10,6 +10,9 @@ import (
 	"sync"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/capdrop"
 	"github.com/xfsq/xfsq/internal/kerneltest"
 	"github.com/xfsq/xfsq/internal/prereq"
 )
@@ -27,7 +30,7 @@ func requireHeld(t *testing.T) {
 	t.Helper()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if held, err := Held(); err != nil || !held {
+	if held, err := capdrop.Held(); err != nil || !held {
 		prereq.Missing(t, "the test needs CAP_SYS_RESOURCE (run it as root)")
 	}
 }
@@ -39,9 +42,9 @@ func testDroppedAndRestored(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	var inside bool
 	want := errors.New("fn's own error")
-	err := WithoutSysResource(func() error {
+	err := capdrop.WithoutSysResource(func() error {
 		var err error
-		inside, err = Held()
+		inside, err = capdrop.Held()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +56,7 @@ func testDroppedAndRestored(t *testing.T) {
 	if inside {
 		t.Fatal("CAP_SYS_RESOURCE was still in the effective set inside fn: a write there bypasses ext4's limits")
 	}
-	if after, err := Held(); err != nil || !after {
+	if after, err := capdrop.Held(); err != nil || !after {
 		t.Fatalf("CAP_SYS_RESOURCE not back on the thread after fn (held %v, %v)", after, err)
 	}
 }
@@ -68,7 +71,7 @@ func testNoThreadKeepsDropped(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			WithoutSysResource(func() error {
+			capdrop.WithoutSysResource(func() error {
 				return os.WriteFile(filepath.Join(dir, strconv.Itoa(i)), []byte("x"), 0o644)
 			})
 		}()
@@ -89,7 +92,7 @@ func testNoThreadKeepsDropped(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if eff&(1<<sysResource) == 0 {
+				if eff&(1<<unix.CAP_SYS_RESOURCE) == 0 {
 					t.Errorf("thread %s lacks CAP_SYS_RESOURCE after the writes (CapEff %s)", task.Name(), strings.TrimSpace(hex))
 				}
 			}
