@@ -14,7 +14,13 @@ import (
 // a stub in front).
 func runExt4(t *testing.T, env []string, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command("./loopback-ext4.sh", args...)
+	return runScript(t, "./loopback-ext4.sh", env, args...)
+}
+
+// runScript runs a script with extra environment; its output and exit code.
+func runScript(t *testing.T, script string, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(script, args...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	code := 0

@@ -13,14 +13,7 @@ import (
 
 func run(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	out, err := exec.Command("./loopback-xfs.sh", args...).CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return string(out), code
+	return runScript(t, "./loopback-xfs.sh", nil, args...)
 }
 
 func TestLoopbackXFS(t *testing.T) {

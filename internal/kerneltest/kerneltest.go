@@ -48,7 +48,7 @@ const (
 )
 
 // Packages is what to install for the kernel tests, for messages.
-const Packages = "xfsprogs qemu-system-x86 busybox-static"
+const Packages = "xfsprogs e2fsprogs quota qemu-system-x86 busybox-static"
 
 // FS is a freshly made filesystem (XFS, or ext4 where a case asks) mounted
 // for one case.
