@@ -125,7 +125,8 @@ func (fs *FS) noQuotaOperations() error {
 	if fs.kind == KindExt4 {
 		return &quota.UnsupportedError{Path: fs.dir, Short: "ext4: kernel without quota support",
 			Reason: "ext4 is not XFS, and this kernel has no quota support for it (CONFIG_QUOTA is off)",
-			Fix:    "run on a kernel built with CONFIG_QUOTA and CONFIG_QFMT_V2, as Debian's stock kernel is, or put the root on XFS"}
+			Fix: "run on a kernel built with CONFIG_QUOTA and CONFIG_QFMT_V2, as Debian's stock kernel is, and there " + fixExt4 +
+				"; or put the root on XFS and " + fixMount}
 	}
 	// XFS mounted without quota options has no quota operations at
 	// all, so ENOSYS there is the mount's doing, not the kernel's.
