@@ -16,8 +16,9 @@ type QuotaState struct {
 	// Fix says how to get kernel enforcement, when the fallback is in force
 	// on a filesystem that could have it.
 	Fix string
-	// OnXFS is whether the root is on XFS: the fallback there means a
-	// mount or kernel problem, not a choice of filesystem.
+	// OnXFS is whether the root is on XFS (or on ext4 that keeps project
+	// quotas): the fallback there means a mount or kernel problem, not a
+	// choice of filesystem.
 	OnXFS bool
 	// Accounting and Enforcement are the kernel's project quota flags
 	// (Q_XGETQSTATV) on XFS; nil when not known.
@@ -59,7 +60,7 @@ func quotaCollector(q QuotaFunc) func(context.Context) (*QuotaPart, error) {
 			p.judge(Critical, s.Kind+" project quota accounting or enforcement is off")
 			p.Fix = s.Fix
 		case s.Kind == "fallback" && s.OnXFS:
-			p.judge(Warn, "the root is on XFS but its project quotas cannot be used: "+s.Reason)
+			p.judge(Warn, "the root's filesystem keeps project quotas but they cannot be used: "+s.Reason)
 			p.Fix = s.Fix
 		}
 		return p, nil

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -46,6 +47,7 @@ func ext4Cases(xfsCases []kerneltest.Case) []kerneltest.Case {
 	return append(out,
 		kerneltest.Case{Name: "Ext4InitBackendIsKeptAndRefusedWithoutPrjquota", Run: testExt4InitBackend, FS: kerneltest.TypeExt4},
 		kerneltest.Case{Name: "Ext4UploadStreamPastTheLimitIs507", Run: testExt4UploadStream, FS: kerneltest.TypeExt4},
+		kerneltest.Case{Name: "Ext4HealthReadsTheKernelsQuotaFlagsNow", Run: testExt4HealthQuota, FS: kerneltest.TypeExt4},
 	)
 }
 
@@ -170,5 +172,41 @@ func testUnowned(t *testing.T, fs *kerneltest.FS) {
 	}
 	if out := s.ok("report"); !strings.Contains(out, "unowned: ") || !strings.Contains(out, "in no project") {
 		t.Errorf("report does not show the unowned space:\n%s", out)
+	}
+}
+
+// health's quota part on ext4: the ext4 backend, enforced, accounting and
+// enforcement on; mounted without prjquota, a warning naming the mount
+// option, as on XFS mounted with pqnoenforce.
+func testExt4HealthQuota(t *testing.T, fs *kerneltest.FS) {
+	s := xfsSandbox(t, fs)
+	read := func() (q struct {
+		Status, Fix string
+		Backend     struct {
+			Kind     string
+			Enforced bool
+		}
+		Accounting, Enforcement *bool
+	}) {
+		t.Helper()
+		r := s.run("health", "--json") // exit 1: the test kernel has no Docker daemon
+		var full map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(r.stdout), &full); err != nil {
+			t.Fatalf("health --json: %v\n%s%s", err, r.stdout, r.stderr)
+		}
+		if err := json.Unmarshal(full["quota"], &q); err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	q := read()
+	if q.Status != "ok" || q.Backend.Kind != "ext4" || !q.Backend.Enforced || q.Accounting == nil || !*q.Accounting || q.Enforcement == nil || !*q.Enforcement {
+		t.Errorf("ext4 with prjquota: %+v", q)
+	}
+	fs.Remount("")
+	defer fs.Remount("prjquota")
+	q = read()
+	if q.Status != "warn" || q.Backend.Kind != "fallback" || q.Backend.Enforced || q.Enforcement == nil || *q.Enforcement || !strings.Contains(q.Fix, "-o prjquota") {
+		t.Errorf("ext4 without prjquota: %+v, want a warning naming -o prjquota", q)
 	}
 }
