@@ -71,8 +71,11 @@ func makeTree(t *testing.T, dir string) {
 	must(os.Symlink("/nonexistent/target", filepath.Join(dir, "dangling")))
 	must(os.Symlink(outside, filepath.Join(dir, "f/out-of-tree")))
 	must(unix.Mkfifo(filepath.Join(dir, "f/fifo"), 0o644))
-	for i := range 300 { // a directory bigger than one getdents buffer
+	for i := range 1500 { // a directory of three getdents buffers (32 KiB)
 		must(os.WriteFile(filepath.Join(dir, "f/g", fmt.Sprintf("file-with-a-long-name-%04d", i)), make([]byte, i), 0o644))
+	}
+	for i := range 200 { // and one of records of every length, the longest too
+		must(os.WriteFile(filepath.Join(dir, "f", strings.Repeat("n", 55+i)), nil, 0o644))
 	}
 }
 
