@@ -56,7 +56,9 @@ func (m *Manager) Set(ctx context.Context, name, a string, change LimitChange) (
 		m.Backend.SetLimits(t.ProjectID, t.Limits)
 		return Project{}, err
 	}
-	return m.show(ctx, name, Read{})
+	p, err := m.show(ctx, name, Read{})
+	p.Warnings = overLimits(p)
+	return p, err
 }
 
 // RemoveOptions say how a project is removed.

@@ -61,49 +61,11 @@ func cmdEvents(e env) error {
 			return followEvents(ctx, e, m, q, evs)
 		}
 		return e.print(evs, func(w io.Writer) {
-			for _, ev := range settledDeletions(evs) {
+			for _, ev := range project.SettledDeletions(evs) {
 				fmt.Fprintln(w, eventLine(ev))
 			}
 		})
 	})
-}
-
-// eventKey tells one deletion's records apart from another's: its pending
-// record and the record that settles it share it.
-func eventKey(r journal.Evicted) string {
-	return fmt.Sprint(r.SweepID, "|", r.DeletionID, "|", r.Path, "|", r.Holder)
-}
-
-// evictionOf is ev's deletion record, if ev is a readable one.
-func evictionOf(ev project.Event) (journal.Evicted, bool) {
-	if ev.Type != journal.TypeEvicted {
-		return journal.Evicted{}, false
-	}
-	p, err := ev.Decode()
-	r, ok := p.(journal.Evicted)
-	return r, ok && err == nil
-}
-
-// settledDeletions drops the pending record of every deletion whose
-// settling record is in evs (newest first): a deletion is shown once,
-// with its final state.
-func settledDeletions(evs []project.Event) []project.Event {
-	settled := map[string]bool{}
-	var out []project.Event
-	for _, ev := range evs {
-		if r, ok := evictionOf(ev); ok {
-			k := eventKey(r)
-			if r.State == journal.StatePending {
-				if settled[k] {
-					continue
-				}
-			} else {
-				settled[k] = true
-			}
-		}
-		out = append(out, ev)
-	}
-	return out
 }
 
 // eventLine is one journal record as one line: when, what, where, how

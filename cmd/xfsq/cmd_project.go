@@ -275,26 +275,16 @@ func printDrift(w io.Writer, trees []project.TreeStatus) {
 	}
 }
 
-// warnOverLimits tells the operator who just gave a tree limits that its
-// contents already pass them (`--bytes-hard 8k` on a 16 KiB tree: even the
-// empty skeleton's directories count): the change stands, but writes will
-// be refused, or warned about, until the tree shrinks.
+// warnOverLimits says the library's warnings about limits the trees
+// already pass, on stderr: the change stands.
 func warnOverLimits(e env, p project.Project) {
-	for _, t := range p.Trees {
-		over := func(what string, used, limit uint64, format func(uint64) string, kind string) {
-			if limit > 0 && used >= limit {
-				fmt.Fprintf(e.stderr, "xfsq: warning: %s %s already holds %s, at or over its new %s %s limit of %s: %s\n",
-					p.Name, t.Area, format(used), kind, what, format(limit), consequence[kind])
-			}
+	for _, w := range p.Warnings {
+		what, format := "byte", units.FormatIEC
+		if w.Resource == project.LimitInodes {
+			what, format = "file-count", count
 		}
-		over("byte", t.UsedBytes, t.BytesHard, units.FormatIEC, "hard")
-		over("file-count", t.UsedInodes, t.InodesHard, count, "hard")
-		if t.BytesHard == 0 || t.UsedBytes < t.BytesHard {
-			over("byte", t.UsedBytes, t.BytesSoft, units.FormatIEC, "soft")
-		}
-		if t.InodesHard == 0 || t.UsedInodes < t.InodesHard {
-			over("file-count", t.UsedInodes, t.InodesSoft, count, "soft")
-		}
+		fmt.Fprintf(e.stderr, "xfsq: warning: %s %s already holds %s, at or over its new %s %s limit of %s: %s\n",
+			w.Project, w.Area, format(w.Used), w.Kind, what, format(w.Limit), consequence[w.Kind])
 	}
 }
 
