@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
-	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/units"
@@ -53,8 +52,8 @@ func cmdSnapshot(e env) error {
 	o := project.SnapshotOptions{Projects: e.c.Args().Slice(), Area: e.c.String("area"), Scheduled: e.c.Bool("all"),
 		// The CLI runs nothing beside its walk: raw stats are safe here.
 		Walk: inventory.Options{Depth: e.c.Int("depth"), TopK: e.c.Int("top"), Budget: budget, RawStat: true}}
-	if len(o.Projects) == 0 && !o.Scheduled && o.Area == area.Inbound {
-		o.Projects = []string{project.RootOwner} // the root's one inbound tree
+	if len(o.Projects) == 0 && !o.Scheduled {
+		o.Projects = project.ImpliedProjects([]string{o.Area})
 	}
 	switch {
 	case len(o.Projects) == 0 && !o.Scheduled:

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/units"
 )
@@ -56,8 +54,8 @@ func cmdSweep(e env) error {
 	if a := e.c.String("area"); a != "" {
 		o.Areas = strings.Split(a, ",")
 	}
-	if len(o.Projects) == 0 && !e.c.Bool("all") && !e.c.IsSet("apply") && slices.Equal(o.Areas, []string{area.Inbound}) {
-		o.Projects = []string{project.RootOwner} // the root's one inbound tree, as --area inbound elsewhere
+	if len(o.Projects) == 0 && !e.c.Bool("all") && !e.c.IsSet("apply") {
+		o.Projects = project.ImpliedProjects(o.Areas)
 	}
 	switch {
 	case e.c.IsSet("apply") && (len(o.Projects) > 0 || e.c.Bool("all") || o.DryRun):
