@@ -23,6 +23,9 @@ func doctorCommand(with withEnv) *cli.Command {
 }
 
 func cmdDoctor(e env) error {
+	if !e.c.Bool("fix") {
+		e.fullDisk = project.FullDiskReadOnly // finding drift only reads
+	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
 		findings, err := m.Doctor(ctx, e.c.Bool("fix"))
 		if err != nil {

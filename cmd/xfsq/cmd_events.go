@@ -26,7 +26,7 @@ func eventsCommand(with withEnv) *cli.Command {
 			&cli.IntFlag{Name: "limit", Value: 100, Usage: "at most this many"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "print the last --limit oldest first, then each new record as it is journalled, until interrupted (with --json one object a line)"},
 		},
-		Action: with(cmdEvents),
+		Action: with(reads(cmdEvents)),
 	}
 }
 

@@ -23,8 +23,8 @@ func filesCommand(with withEnv) *cli.Command {
 			"(exit 2). Writes are admitted before they allocate anything and refused (exit 3) past a limit;\n" +
 			"a refused or failed write leaves the old file exactly as it was. rm is journalled (storage.evicted).",
 		Subcommands: []*cli.Command{
-			{Name: "ls", Usage: "list a directory", ArgsUsage: "PROJECT [PATH]", Flags: []cli.Flag{areaFlag()}, Action: with(cmdFilesLs)},
-			{Name: "get", Usage: "copy a file to stdout", ArgsUsage: "PROJECT PATH", Flags: []cli.Flag{areaFlag()}, Action: with(cmdFilesGet)},
+			{Name: "ls", Usage: "list a directory", ArgsUsage: "PROJECT [PATH]", Flags: []cli.Flag{areaFlag()}, Action: with(reads(cmdFilesLs))},
+			{Name: "get", Usage: "copy a file to stdout", ArgsUsage: "PROJECT PATH", Flags: []cli.Flag{areaFlag()}, Action: with(reads(cmdFilesGet))},
 			{
 				Name: "put", Usage: "write stdin (or --from FILE) to a file, atomically", ArgsUsage: "PROJECT PATH",
 				Flags:  []cli.Flag{areaFlag(), &cli.StringFlag{Name: "from", Usage: "read this file instead of stdin"}},
@@ -34,7 +34,7 @@ func filesCommand(with withEnv) *cli.Command {
 				Description: "A directory needs --recursive, as with rm -r. uploads/ and inbox/ are part of every workspace:\n" +
 					"--recursive empties them (each entry journalled) and leaves them in place.",
 				Flags:  []cli.Flag{areaFlag(), &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "delete a directory and everything in it"}},
-				Action: with(cmdFilesRm)},
+				Action: with(frees(cmdFilesRm))},
 		},
 	}
 }

@@ -24,7 +24,7 @@ func leaseCommand(with withEnv) *cli.Command {
 				Action: with(cmdLeaseAcquire),
 			},
 			{Name: "release", Usage: "drop a run's lease", ArgsUsage: "PROJECT RUN", Action: with(cmdLeaseRelease)},
-			{Name: "list", Usage: "every lease, held or lapsed", Action: with(cmdLeaseList)},
+			{Name: "list", Usage: "every lease, held or lapsed", Action: with(reads(cmdLeaseList))},
 		},
 	}
 }

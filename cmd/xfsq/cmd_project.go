@@ -46,10 +46,10 @@ func projectCommand(with withEnv) *cli.Command {
 				Flags: []cli.Flag{&cli.BoolFlag{Name: "purge", Usage: "also delete the project's trees"},
 					&cli.BoolFlag{Name: "force", Usage: "remove although a run holds a lease on the project"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "say what would be removed and deleted; change nothing"}},
-				Action: with(cmdProjectRm),
+				Action: with(frees(cmdProjectRm)),
 			},
-			{Name: "list", Usage: "list projects", Action: with(cmdProjectList)},
-			{Name: "show", Usage: "a project's trees, IDs, usage and limits", ArgsUsage: "NAME", Action: with(cmdProjectShow),
+			{Name: "list", Usage: "list projects", Action: with(reads(cmdProjectList))},
+			{Name: "show", Usage: "a project's trees, IDs, usage and limits", ArgsUsage: "NAME", Action: with(reads(cmdProjectShow)),
 				Description: "On the fallback backend usage is each tree's last walk plus the writes made through xfsq since\n" +
 					"(usage_walked_at says when that walk began); --refresh walks the trees now.",
 				Flags: []cli.Flag{refreshFlag()}},

@@ -205,7 +205,7 @@ func reportCommand(with withEnv) *cli.Command {
 			&cli.StringFlag{Name: "sort", Value: "project", Usage: "order: project, used, percent or growth (largest first but project)"},
 			&cli.BoolFlag{Name: "no-headers", Aliases: []string{"N"}, Usage: "no header or notes, rows only (as xfs_quota -N)"},
 			&cli.BoolFlag{Name: "check", Usage: "exit 1 when any tree shown is at or over a hard limit"}},
-		Action: with(cmdReport),
+		Action: with(reads(cmdReport)),
 	}
 }
 

@@ -17,8 +17,8 @@ func settingsCommand(with withEnv) *cli.Command {
 		Name:  "settings",
 		Usage: "installation settings (retention policies, default quotas)",
 		Subcommands: []*cli.Command{
-			{Name: "list", Usage: "every setting with its value and where it comes from", Action: with(cmdSettingsList)},
-			{Name: "get", Usage: "one setting's value", ArgsUsage: "KEY", Action: with(cmdSettingsGet)},
+			{Name: "list", Usage: "every setting with its value and where it comes from", Action: with(reads(cmdSettingsList))},
+			{Name: "get", Usage: "one setting's value", ArgsUsage: "KEY", Action: with(reads(cmdSettingsGet))},
 			{Name: "reset", Usage: "forget a stored setting: the environment or the default applies again", ArgsUsage: "KEY",
 				Action: with(cmdSettingsReset)},
 			{Name: "set", Usage: "change a setting (validated)", ArgsUsage: "KEY VALUE", Action: with(cmdSettingsSet),

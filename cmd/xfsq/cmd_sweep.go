@@ -41,7 +41,7 @@ func sweepCommand(with withEnv) *cli.Command {
 				"or made for another root, host or settings; each entry is decided again and re-checked"},
 			durationFlag("budget", "", "stop deleting after this long (0: no limit)"),
 		},
-		Action: with(cmdSweep),
+		Action: with(frees(cmdSweep)),
 	}
 }
 

@@ -25,7 +25,7 @@ func topCommand(with withEnv) *cli.Command {
 		Flags: []cli.Flag{areaFlag(), &cli.IntFlag{Name: "depth", Value: 2, Usage: "levels to show (1-8)"},
 			&cli.IntFlag{Name: "limit", Value: 20, Usage: "entries shown per directory"},
 			&cli.StringFlag{Name: "sort", Value: "size", Usage: "order of each directory's entries: size, files or mtime"}},
-		Action: with(cmdTop),
+		Action: with(reads(cmdTop)),
 	}
 }
 

@@ -154,6 +154,9 @@ type env struct {
 	stdout   io.Writer
 	stderr   io.Writer
 	progress *progressLine // nil when nothing shows progress
+	// fullDisk is what the command may do with the store when its
+	// filesystem is full, as it declares (reads, frees); refuse otherwise.
+	fullDisk project.FullDisk
 }
 
 func (e env) json() bool { return e.c.Bool("json") }
@@ -184,26 +187,21 @@ func (e env) config() (project.Config, error) {
 			return cfg, usagef("--id-range %q: use FIRST-LAST, e.g. 100000-199999", r)
 		}
 	}
-	name := commandName(e.c)
-	switch {
-	case readCommands[name] || (name == "doctor" && !e.c.Bool("fix")):
-		cfg.FullDisk = project.FullDiskReadOnly
-	case freeingCommands[name]:
-		cfg.FullDisk = project.FullDiskSpendReserve
-	}
+	cfg.FullDisk = e.fullDisk
 	return cfg, nil
 }
 
-// readCommands only read the store: on a full filesystem they open it
-// read-only rather than fail.
-var readCommands = map[string]bool{
-	"project list": true, "project show": true, "report": true, "events": true, "top": true,
-	"settings list": true, "settings get": true, "lease list": true, "files ls": true, "files get": true,
+// reads declares that a command only reads the store: on a full
+// filesystem it opens it read-only rather than fail.
+func reads(fn func(e env) error) func(e env) error {
+	return func(e env) error { e.fullDisk = project.FullDiskReadOnly; return fn(e) }
 }
 
-// freeingCommands free room: on a full filesystem they may spend the
-// reserve beside the store to journal what they delete.
-var freeingCommands = map[string]bool{"files rm": true, "sweep": true, "project rm": true}
+// frees declares that a command frees room: on a full filesystem it may
+// spend the reserve beside the store to journal what it deletes.
+func frees(fn func(e env) error) func(e env) error {
+	return func(e env) error { e.fullDisk = project.FullDiskSpendReserve; return fn(e) }
+}
 
 // manager opens the root the flags name and runs fn with its manager.
 func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) error {
