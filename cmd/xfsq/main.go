@@ -221,23 +221,8 @@ func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) err
 	return e.diskFull(cfg.Root, fn(e.c.Context, r.Manager))
 }
 
-// diskFull says that a failed write is the filesystem's, when it is full:
-// ENOSPC, or SQLite's way of saying it could not write its store.
-func (e env) diskFull(root string, err error) error {
-	var full *project.DiskFullError
-	if err == nil || errors.As(err, &full) {
-		return err
-	}
-	msg := err.Error()
-	if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) && !strings.Contains(msg, "disk is full") &&
-		!strings.Contains(msg, "disk I/O error") && !strings.Contains(msg, "readonly database") {
-		return err
-	}
-	if f := project.DiskFull(root, 0, err); f != nil {
-		return f
-	}
-	return err
-}
+// diskFull says that a failed write is the filesystem's, when it is full.
+func (e env) diskFull(root string, err error) error { return project.ExplainDiskFull(root, err) }
 
 // print writes v as JSON with --json, else calls human.
 func (e env) print(v any, human func(w io.Writer)) error {
