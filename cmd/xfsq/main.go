@@ -107,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// The library keeps what to do beside the message; the CLI says both,
 	// on the one line a script reads.
 	msg := plainMessage(flagged(err))
-	if hint := errkind.HintOf(err); hint != "" && !strings.Contains(msg, hint) {
+	if hint := errkind.HintIn(err, flagOf); hint != "" && !strings.Contains(msg, hint) {
 		msg += ": " + hint
 	}
 	if jsonRequested(args) {
@@ -129,9 +129,18 @@ func exitCode(err error) int { return errkind.Of(err).ExitCode() }
 func flagged(err error) string {
 	msg := err.Error()
 	if f := errkind.FieldOf(err); f != "" && strings.HasPrefix(msg, f+" ") {
-		return "--" + strings.ReplaceAll(f, "_", "-") + strings.TrimPrefix(msg, f)
+		return flagOf(f) + strings.TrimPrefix(msg, f)
 	}
 	return msg
+}
+
+// flagOf is the flag that sets a field the library names: bytes_hard →
+// --bytes-hard; areas, the API's list, is --area's comma-separated one.
+func flagOf(field string) string {
+	if field == "areas" {
+		field = "area"
+	}
+	return "--" + strings.ReplaceAll(field, "_", "-")
 }
 
 // jsonRequested looks for --json before urfave has parsed anything, so that
