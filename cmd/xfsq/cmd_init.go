@@ -19,7 +19,7 @@ func initCommand(with withEnv) *cli.Command {
 			"quotas on the root; the choice is recorded, and every later command fails the same way if they go.\n" +
 			"--backend fallback uses application-level quotas even on XFS. Without --backend, init keeps the\n" +
 			"recorded choice (auto the first time).",
-		Flags:  []cli.Flag{&cli.StringFlag{Name: "backend", Usage: "auto (XFS where the kernel enforces project quotas, else the fallback), xfs or fallback"}},
+		Flags:  []cli.Flag{&cli.StringFlag{Name: "backend", Usage: "auto (the kernel's project quotas where it enforces them, on XFS or ext4, else the fallback), xfs, ext4 or fallback"}},
 		Action: with(cmdInit),
 	}
 }
@@ -41,6 +41,9 @@ func cmdInit(e env) error {
 		fmt.Fprintf(w, "root:    %s\nbackend: %s\n", res.Root, res.Backend)
 		if res.Backend.Reason != "" {
 			fmt.Fprintf(w, "         %s\n", res.Backend.Reason)
+		}
+		for _, n := range res.Notes {
+			fmt.Fprintf(w, "note:    %s\n", n)
 		}
 		fmt.Fprintf(w, "store:   %s\n", res.Store)
 		if len(res.Created) > 0 {

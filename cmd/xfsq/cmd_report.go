@@ -250,6 +250,10 @@ func cmdReport(e env) error {
 					fmt.Fprintf(w, "escape? %s %s: %s\n", safe(t.Project), t.Area, line(t.Escape))
 				}
 			}
+			if u, ok := unowned(ctx, m); ok && !f.noHeaders {
+				fmt.Fprintf(w, "unowned: %s of the %s df counts used is in no project (%s of it charged to project 0 or IDs that are no tree's)\n",
+					units.FormatIEC(u.UnownedBytes), units.FormatIEC(u.UsedBytes), units.FormatIEC(u.OtherIDsBytes))
+			}
 		})
 		if err != nil {
 			return err
@@ -299,4 +303,11 @@ func growth(d *int64) string {
 		return "-" + units.FormatIEC(uint64(-*d))
 	}
 	return "+" + units.FormatIEC(uint64(*d))
+}
+
+// unowned is the report's footer figure; a failure to read it costs the
+// report nothing but the line.
+func unowned(ctx context.Context, m *project.Manager) (project.Unowned, bool) {
+	u, ok, err := m.Unowned(ctx)
+	return u, ok && err == nil
 }
