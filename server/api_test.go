@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"io"
 	"log/slog"
 	"net"
@@ -256,8 +257,8 @@ func TestAPI(t *testing.T) {
 		ctx := context.Background()
 		op, rd, lim := ts.client(operatorToken), ts.client(readerToken), ts.client(limitedToken)
 		hard, isoft, ihard := uint64(1<<20), uint64(1000), uint64(2000)
-		p, err := op.AddProject(ctx, "omni", client.Limits{BytesHard: &hard, InodesSoft: &isoft, InodesHard: &ihard}, client.Limits{BytesSoft: &hard})
-		if err != nil || p.Name != "omni" || len(p.Trees) != len(project.Areas) {
+		p, err := op.AddProject(ctx, "omni", client.Limits{}.WithBytesHard(hard).WithInodesSoft(isoft).WithInodesHard(ihard), client.Limits{}.WithBytesSoft(hard))
+		if err != nil || p.Project != "omni" || len(p.Trees) != len(project.Areas) {
 			t.Fatalf("add: %v %+v", err, p)
 		}
 		if _, err := op.AddProject(ctx, "omni", client.Limits{}, client.Limits{}); status(err) != 409 {
@@ -276,7 +277,7 @@ func TestAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		soft := uint64(512 << 10)
-		p, err = op.SetLimits(ctx, "omni", "", client.Limits{BytesSoft: &soft})
+		p, err = op.SetLimits(ctx, "omni", "", client.Limits{}.WithBytesSoft(soft))
 		if ws := workspaceOf(p); err != nil || ws.BytesSoft != soft {
 			t.Errorf("set: %v %+v", err, p)
 		}
@@ -286,17 +287,17 @@ func TestAPI(t *testing.T) {
 		}
 		// Over a soft limit: warn, with when its grace ends.
 		one := uint64(1)
-		if _, err := op.SetLimits(ctx, "omni", "cache", client.Limits{BytesSoft: &one, InodesSoft: &one}); err != nil {
+		if _, err := op.SetLimits(ctx, "omni", "cache", client.Limits{}.WithBytesSoft(one).WithInodesSoft(one)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := op.SetLimits(ctx, "omni", "", client.Limits{InodesSoft: &one}); err != nil {
+		if _, err := op.SetLimits(ctx, "omni", "", client.Limits{}.WithInodesSoft(one)); err != nil {
 			t.Fatal(err)
 		}
 		a, err = rd.Admission(ctx, "omni", false)
 		bytesGrace, inodesGrace := false, false
 		for _, tr := range a.Trees {
-			bytesGrace = bytesGrace || tr.BytesGraceEnds != nil
-			inodesGrace = inodesGrace || tr.InodesGraceEnds != nil
+			bytesGrace = bytesGrace || tr.BytesGraceEndsAt != nil
+			inodesGrace = inodesGrace || tr.InodesGraceEndsAt != nil
 		}
 		if err != nil || a.Decision != project.Warn || !bytesGrace || !inodesGrace {
 			t.Errorf("admission over soft limits: %v %+v, want warn with when each grace ends", err, a)
@@ -306,7 +307,7 @@ func TestAPI(t *testing.T) {
 		}
 		// A deny is an answer: 200 with decision deny, as project check says.
 		zero := uint64(1)
-		if _, err := op.SetLimits(ctx, "other", "", client.Limits{BytesHard: &zero}); err != nil {
+		if _, err := op.SetLimits(ctx, "other", "", client.Limits{}.WithBytesHard(zero)); err != nil {
 			t.Fatal(err)
 		}
 		a, err = lim.Admission(ctx, "other", false)
@@ -322,7 +323,7 @@ func TestAPI(t *testing.T) {
 		if l, err = op.AcquireLease(ctx, "omni", "run-1", time.Minute); err != nil || !l.KeptLonger {
 			t.Errorf("a shorter renewal: %v %+v, want the lease kept longer", err, l)
 		}
-		if _, err := op.SetLimits(ctx, "omni", "cache", client.Limits{InodesSoft: &isoft, InodesHard: &ihard}); err != nil {
+		if _, err := op.SetLimits(ctx, "omni", "cache", client.Limits{}.WithInodesSoft(isoft).WithInodesHard(ihard)); err != nil {
 			t.Errorf("cache inode limits: %v", err)
 		}
 		if _, err := op.AcquireLease(ctx, "omni", "run-2", 8*24*time.Hour); status(err) != 400 {
@@ -333,12 +334,12 @@ func TestAPI(t *testing.T) {
 			t.Errorf("leases: %v %+v", err, ls)
 		}
 		// Removal is refused while the lease holds, with the run named.
-		_, err = op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true})
+		_, err = op.RemoveProject(ctx, "omni", client.RemoveOptions{Purge: true})
 		var pe *client.ProblemError
 		if !errors.As(err, &pe) || pe.Status != 409 || pe.Type != errkind.Conflict.TypeURI() || !strings.Contains(pe.Detail, "run-1") {
 			t.Errorf("remove while leased: %v, want 409 naming run-1", err)
 		}
-		dry, err := op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true, DryRun: true})
+		dry, err := op.RemoveProject(ctx, "omni", client.RemoveOptions{Purge: true, DryRun: true})
 		if err != nil || !dry.DryRun || len(dry.WouldPurge) != len(project.Areas) || len(dry.HeldLeases) != 1 {
 			t.Errorf("dry run: %v %+v", err, dry)
 		}
@@ -348,7 +349,7 @@ func TestAPI(t *testing.T) {
 		if err := op.ReleaseLease(ctx, "omni", "run-1"); status(err) != 404 {
 			t.Errorf("release twice: %v, want 404", err)
 		}
-		res, err := op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true})
+		res, err := op.RemoveProject(ctx, "omni", client.RemoveOptions{Purge: true})
 		if err != nil || !res.Purged {
 			t.Errorf("remove: %v %+v", err, res)
 		}
@@ -362,7 +363,7 @@ func TestAPI(t *testing.T) {
 		if _, err := op.AcquireLease(ctx, "held", "run-1", time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		if res, err := op.RemoveProject(ctx, "held", project.RemoveOptions{Force: true}); err != nil || !res.Forced || len(res.EndedLeases) != 1 {
+		if res, err := op.RemoveProject(ctx, "held", client.RemoveOptions{Force: true}); err != nil || !res.Forced || len(res.EndedLeases) != 1 {
 			t.Errorf("forced removal: %v %+v", err, res)
 		}
 
@@ -451,8 +452,8 @@ func TestEventsPaging(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, ev := range page.Events {
-			if !ev.At.After(cut) {
-				t.Errorf("since %s: got record %d (%s at %s), journalled before it", cut, ev.ID, ev.Type, ev.At)
+			if !ev.RecordedAt.After(cut) {
+				t.Errorf("since %s: got record %d (%s at %s), journalled before it", cut, ev.ID, ev.Type, ev.RecordedAt)
 			}
 		}
 		if all, _ := rd.Events(ctx, client.EventQuery{Limit: 1000}); len(page.Events) == 0 || len(page.Events) >= len(all.Events) {
@@ -686,13 +687,13 @@ func TestAPIErrors(t *testing.T) {
 	})
 }
 
-func workspaceOf(p project.Project) project.TreeStatus {
+func workspaceOf(p apiv1.Project) apiv1.TreeStatus {
 	for _, t := range p.Trees {
 		if t.Area == project.AreaWorkspace {
 			return t
 		}
 	}
-	return project.TreeStatus{}
+	return apiv1.TreeStatus{}
 }
 
 // TestAPIFileDeleteLeavesMount: a recursive delete never crosses a mount
@@ -720,7 +721,7 @@ func TestAPIFileDeleteLeavesMount(t *testing.T) {
 			t.Errorf("the rest: %v, want it removed", err)
 		}
 		// A purge leaves the mount point too, and lists it with why.
-		res, err := ts.client(operatorToken).RemoveProject(context.Background(), "omni", project.RemoveOptions{Purge: true})
+		res, err := ts.client(operatorToken).RemoveProject(context.Background(), "omni", client.RemoveOptions{Purge: true})
 		if err != nil || !res.Purged {
 			t.Fatalf("purge: %v %+v", err, res)
 		}
@@ -746,14 +747,14 @@ func TestClientStorage(t *testing.T) {
 		op, rd := ts.client(operatorToken), ts.client(readerToken)
 
 		put, err := op.Upload(ctx, "omni", "", "docs/a.txt", strings.NewReader("hello"), 5)
-		if err != nil || put.Bytes != 5 || put.Replaced {
+		if err != nil || put.WrittenBytes != 5 || put.Replaced {
 			t.Fatalf("put: %v %+v", err, put)
 		}
 		if put, err = op.Upload(ctx, "omni", "", "docs/a.txt", strings.NewReader("hello!"), -1); err != nil || !put.Replaced {
 			t.Errorf("put again, chunked: %v %+v", err, put)
 		}
 		ls, err := rd.ListFiles(ctx, "omni", "", "docs")
-		if err != nil || len(ls.Entries) != 1 || ls.Entries[0].Name != "a.txt" || ls.Entries[0].Size != 6 {
+		if err != nil || len(ls.Entries) != 1 || ls.Entries[0].Name != "a.txt" || ls.Entries[0].SizeBytes != 6 {
 			t.Errorf("list: %v %+v", err, ls)
 		}
 		got, err := rd.GetFile(ctx, "omni", "", "docs/a.txt", nil)
@@ -784,7 +785,7 @@ func TestClientStorage(t *testing.T) {
 		// A workspace over its soft limit with nothing old enough to go:
 		// the plan says it stays over.
 		one := uint64(1)
-		if _, err := op.SetLimits(ctx, "omni", "", client.Limits{BytesSoft: &one}); err != nil {
+		if _, err := op.SetLimits(ctx, "omni", "", client.Limits{}.WithBytesSoft(one)); err != nil {
 			t.Fatal(err)
 		}
 		plan, err := op.PlanSweep(ctx, "omni")
@@ -816,7 +817,7 @@ func TestClientStorage(t *testing.T) {
 		}
 
 		del, err := op.DeleteFile(ctx, "omni", "", "docs", true)
-		if err != nil || del.State != "done" || del.Entries != 2 {
+		if err != nil || del.State != "done" || del.RemovedEntries != 2 {
 			t.Errorf("delete: %v %+v", err, del)
 		}
 		if m, err := ts.client("").Metrics(ctx); err != nil || !strings.Contains(m, "xfsq_collector_success") {

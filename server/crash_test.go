@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -172,7 +173,7 @@ func TestAPISweepKilledMidway(t *testing.T) {
 				if err != nil || resp.StatusCode != 200 {
 					t.Fatalf("dry run: %v %s", err, data)
 				}
-				var plan planJSON
+				var plan apiv1.SweepPlan
 				json.Unmarshal(data, &plan)
 				if len(plan.Entries) != entries {
 					t.Fatalf("the plan has %d entries, want %d", len(plan.Entries), entries)

@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/project"
@@ -43,20 +44,6 @@ func (a *filesAPI) layer(r *http.Request) (*files.Layer, error) {
 
 func (a *filesAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	failRequest(a.log, w, r, err)
-}
-
-// Listing is a directory of a tree, as `files ls --json` lists its entries.
-type Listing struct {
-	Project string        `json:"project"`
-	Area    string        `json:"area"`
-	Path    string        `json:"path"`
-	Entries []files.Entry `json:"entries"`
-	// NextCursor is set when more entries follow: ask again with
-	// ?cursor=NEXT_CURSOR for the next page. It is the page's last name,
-	// base64url-encoded: a name need not be UTF-8, and JSON would turn its
-	// bytes into U+FFFD, a name that sorts elsewhere (a tenant's page of
-	// such names would then come back for ever).
-	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // A listing answers at most maxListEntries entries (defaultListEntries
@@ -118,7 +105,10 @@ func (a *filesAPI) Get(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		clean, _ := files.Clean(p)
-		out := Listing{Project: name, Area: areaName(area), Path: clean, Entries: entries}
+		out := apiv1.Listing{Project: name, Area: areaName(area), Path: clean, Entries: make([]apiv1.Entry, len(entries))}
+		for i, e := range entries {
+			out.Entries[i] = apiv1.Entry{Name: e.Name, Type: e.Type, SizeBytes: e.Size, ModifiedAt: e.ModTime}
+		}
 		if more && len(entries) > 0 {
 			out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(entries[len(entries)-1].Name))
 		}

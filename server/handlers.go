@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"strconv"
 	"sync"
 	"time"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/units"
@@ -62,70 +62,10 @@ func queryBool(r *http.Request, name string) (bool, error) {
 	return false, errkind.New(errkind.Input, fmt.Errorf("query parameter %s=%q: use 1 or 0", name, v))
 }
 
-// Size is a byte count in a request body: a JSON number, or a string in
-// the CLI's forms ("10GiB", "512k").
-type Size uint64
-
-func (s *Size) UnmarshalJSON(b []byte) error { return parseQuantity(b, (*uint64)(s), units.ParseSize) }
-
-// Count is a file count in a request body: a number, or a string ("10k").
-type Count uint64
-
-func (c *Count) UnmarshalJSON(b []byte) error {
-	return parseQuantity(b, (*uint64)(c), units.ParseCount)
-}
-
-func parseQuantity(b []byte, dst *uint64, parse func(string) (uint64, error)) error {
-	var n uint64
-	if err := json.Unmarshal(b, &n); err == nil {
-		*dst = n
-		return nil
-	}
-	// A json.UnmarshalTypeError: the decoder adds the field's name to it,
-	// so the 400 names the field (decodeJSON).
-	var str string
-	if err := json.Unmarshal(b, &str); err != nil {
-		return &json.UnmarshalTypeError{Value: string(b) + " (use a whole number or a string such as \"10GiB\")", Type: reflect.TypeFor[uint64]()}
-	}
-	n, err := parse(str)
-	if err != nil {
-		return &json.UnmarshalTypeError{Value: strconv.Quote(str) + " (" + err.Error() + ")", Type: reflect.TypeFor[uint64]()}
-	}
-	*dst = n
-	return nil
-}
-
-// Limits are a tree's limits in a request; absent fields are unchanged
-// (PATCH) or the defaults (POST).
-type Limits struct {
-	BytesSoft  *Size  `json:"bytes_soft,omitempty"`
-	BytesHard  *Size  `json:"bytes_hard,omitempty"`
-	InodesSoft *Count `json:"inodes_soft,omitempty"`
-	InodesHard *Count `json:"inodes_hard,omitempty"`
-}
-
-func (l Limits) change() project.LimitChange {
+// change is a request's limits as the library's change: nil unchanged.
+func change(l apiv1.Limits) project.LimitChange {
 	return project.LimitChange{BytesSoft: (*uint64)(l.BytesSoft), BytesHard: (*uint64)(l.BytesHard),
 		InodesSoft: (*uint64)(l.InodesSoft), InodesHard: (*uint64)(l.InodesHard)}
-}
-
-// AddRequest is the body of POST /v1/workspace/storage/projects.
-type AddRequest struct {
-	Project   string `json:"project"`
-	Workspace Limits `json:"workspace"`
-	Cache     Limits `json:"cache"`
-}
-
-// SetRequest is the body of PATCH …/projects/{id}: the limits of one tree.
-type SetRequest struct {
-	Area string `json:"area,omitempty"` // workspace (default) or cache
-	Limits
-}
-
-// LeaseRequest is the body of POST …/leases/{run}.
-type LeaseRequest struct {
-	// TTL is a duration ("2h", "1d"); default 2h, at most 7d.
-	TTL string `json:"ttl,omitempty"`
 }
 
 // DefaultLeaseTTL is a lease's TTL when the request gives none, as the CLI's.
@@ -149,7 +89,7 @@ func (s *Server) systemHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) addProject(w http.ResponseWriter, r *http.Request) {
-	var req AddRequest
+	var req apiv1.AddRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
@@ -158,7 +98,7 @@ func (s *Server) addProject(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errkind.New(errkind.Input, errors.New(`field "project": give the new project's name`)))
 		return
 	}
-	p, err := s.m.Add(r.Context(), req.Project, project.AddOptions{Workspace: req.Workspace.change(), Cache: req.Cache.change()})
+	p, err := s.m.Add(r.Context(), req.Project, project.AddOptions{Workspace: change(req.Workspace), Cache: change(req.Cache)})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -168,12 +108,12 @@ func (s *Server) addProject(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setProject(w http.ResponseWriter, r *http.Request) {
-	var req SetRequest
+	var req apiv1.SetRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	p, err := s.m.Set(r.Context(), r.PathValue("id"), req.Area, req.Limits.change())
+	p, err := s.m.Set(r.Context(), r.PathValue("id"), req.Area, change(req.Limits))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -237,7 +177,7 @@ func (s *Server) leases(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) acquireLease(w http.ResponseWriter, r *http.Request) {
-	var req LeaseRequest
+	var req apiv1.LeaseRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return

@@ -35,21 +35,16 @@ import (
 	"errors"
 	"net/http"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/errkind"
 )
 
 // ProblemType is the media type of every error body.
-const ProblemType = "application/problem+json"
+const ProblemType = apiv1.ProblemType
 
-// Problem is an RFC 9457 problem detail, plus the operator's hint.
-type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail"`
-	// Fix is what to do about it, when the library says (errkind.HintOf).
-	Fix string `json:"fix,omitempty"`
-}
+// Problem is an RFC 9457 problem detail, plus the operator's hint: the
+// wire's (apiv1.Problem), which the client returns as its error.
+type Problem = apiv1.Problem
 
 // ProblemOf translates a library error. The status is the error's kind's
 // (errkind.Kind.HTTPStatus), so the server and the CLI's exit codes agree;
