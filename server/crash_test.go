@@ -54,7 +54,7 @@ func TestSweepServerChild(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ctx := project.WithActor(withCaller(req.Context(), operator), operator.Name)
 		mux := http.NewServeMux()
-		mux.Handle(sweepRoute, newSweepAPI(r, log))
+		mux.Handle(sweepRoute, answered(log, newSweepAPI(r).Sweep))
 		mux.ServeHTTP(w, req.WithContext(ctx))
 	}))
 	fmt.Printf("listening %s settled %d\n", srv.URL, settled)

@@ -30,12 +30,12 @@ import (
 const filesPattern = "/v1/workspace/storage/projects/{id}/files/{path...}"
 
 func filesRoutes(r *fixture.Root) routes {
-	a := newFilesAPI(r.Root, nil)
+	a := newFilesAPI(r.Root)
 	return routes{
-		"GET " + filesPattern:    a.Get,
-		"PUT " + filesPattern:    a.Put,
-		"POST " + filesPattern:   a.Put,
-		"DELETE " + filesPattern: a.Delete,
+		"GET " + filesPattern:    answered(nil, a.Get),
+		"PUT " + filesPattern:    answered(nil, a.Put),
+		"POST " + filesPattern:   answered(nil, a.Put),
+		"DELETE " + filesPattern: answered(nil, a.Delete),
 	}
 }
 

@@ -17,8 +17,20 @@ import (
 )
 
 // fail is failRequest with the server's log.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	failRequest(s.log, w, r, err)
+// handlerFunc is a handler of the API: it writes its answer and returns
+// nil, or returns the error it stopped at and writes nothing, as Caddy's
+// admin handlers do; answered turns it into an http.HandlerFunc.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// answered is the one place a handler's error becomes an answer: a
+// problem document, and a log line for what the client is not told.
+// log nil: nothing is logged.
+func answered(log *slog.Logger, h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			failRequest(log, w, r, err)
+		}
+	}
 }
 
 // failRequest is every handler's failure: err answered as a problem
@@ -72,7 +84,7 @@ func change(l apiv1.Limits) project.LimitChange {
 const DefaultLeaseTTL = 2 * time.Hour
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, apiv1.Healthz{Status: "ok"})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -81,47 +93,44 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		WriteProblem(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "backend": s.m.BackendName()})
+	writeJSON(w, http.StatusOK, apiv1.Ready{Status: "ready", Backend: s.m.BackendName()})
 }
 
 func (s *Server) systemHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.health.Collect(r.Context()))
 }
 
-func (s *Server) addProject(w http.ResponseWriter, r *http.Request) {
+func (s *Server) addProject(w http.ResponseWriter, r *http.Request) error {
 	var req apiv1.AddRequest
 	if err := decodeJSON(w, r, &req); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	if req.Project == "" {
-		s.fail(w, r, errkind.New(errkind.Input, errors.New(`field "project": give the new project's name`)))
-		return
+		return errkind.New(errkind.Input, errors.New(`field "project": give the new project's name`))
 	}
 	p, err := s.m.Add(r.Context(), req.Project, project.AddOptions{Workspace: change(req.Workspace), Cache: change(req.Cache)})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set("Location", "/v1/workspace/storage/projects/"+p.Name)
 	writeJSON(w, http.StatusCreated, p)
+	return nil
 }
 
-func (s *Server) setProject(w http.ResponseWriter, r *http.Request) {
+func (s *Server) setProject(w http.ResponseWriter, r *http.Request) error {
 	var req apiv1.SetRequest
 	if err := decodeJSON(w, r, &req); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	p, err := s.m.Set(r.Context(), r.PathValue("id"), req.Area, change(req.Limits))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, p)
+	return nil
 }
 
-func (s *Server) removeProject(w http.ResponseWriter, r *http.Request) {
+func (s *Server) removeProject(w http.ResponseWriter, r *http.Request) error {
 	var o project.RemoveOptions
 	for _, f := range []struct {
 		name string
@@ -129,30 +138,27 @@ func (s *Server) removeProject(w http.ResponseWriter, r *http.Request) {
 	}{{"purge", &o.Purge}, {"force", &o.Force}, {"dry_run", &o.DryRun}} {
 		v, err := queryBool(r, f.name)
 		if err != nil {
-			s.fail(w, r, err)
-			return
+			return err
 		}
 		*f.dst = v
 	}
 	res, err := s.m.Remove(r.Context(), r.PathValue("id"), o)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, res)
+	return nil
 }
 
-func (s *Server) admission(w http.ResponseWriter, r *http.Request) {
+func (s *Server) admission(w http.ResponseWriter, r *http.Request) error {
 	refresh, err := queryBool(r, "refresh")
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	// A deny is an answer to the question, not a failure: 200.
 	a, err := s.m.Check(r.Context(), r.PathValue("id"), project.Read{Refresh: refresh})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	// Asked before every run: written without reflection (AppendJSON is
 	// encoding/json's output, byte for byte).
@@ -163,83 +169,79 @@ func (s *Server) admission(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	w.Write(*buf)
 	admissionBuffers.Put(buf)
+	return nil
 }
 
 var admissionBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-func (s *Server) leases(w http.ResponseWriter, r *http.Request) {
+func (s *Server) leases(w http.ResponseWriter, r *http.Request) error {
 	ls, err := s.m.ProjectLeases(r.Context(), r.PathValue("id"))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, ls)
+	return nil
 }
 
-func (s *Server) acquireLease(w http.ResponseWriter, r *http.Request) {
+func (s *Server) acquireLease(w http.ResponseWriter, r *http.Request) error {
 	var req apiv1.LeaseRequest
 	if err := decodeJSON(w, r, &req); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	ttl := DefaultLeaseTTL
 	if req.TTL != "" {
 		d, err := units.ParseDuration(req.TTL)
 		if err != nil {
-			s.fail(w, r, errkind.New(errkind.Input, fmt.Errorf(`field "ttl": %v`, err)))
-			return
+			return errkind.New(errkind.Input, fmt.Errorf(`field "ttl": %v`, err))
 		}
 		ttl = d
 	}
 	l, err := s.m.AcquireLease(r.Context(), r.PathValue("id"), r.PathValue("run"), ttl)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, l)
+	return nil
 }
 
-func (s *Server) releaseLease(w http.ResponseWriter, r *http.Request) {
+func (s *Server) releaseLease(w http.ResponseWriter, r *http.Request) error {
 	if err := s.m.ReleaseLease(r.Context(), r.PathValue("id"), r.PathValue("run")); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // events is one page of the journal; a limited reader sees only its
 // projects' records (and 404 for a project filter it may not see).
-func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	eq := project.EventQuery{Type: q.Get("type"), Project: q.Get("project"), Cursor: q.Get("cursor")}
 	if v := q.Get("since"); v != "" {
 		t, err := project.ParseSince(v, time.Now())
 		if err != nil {
-			s.fail(w, r, err)
-			return
+			return err
 		}
 		eq.Since = t
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			s.fail(w, r, errkind.New(errkind.Input, fmt.Errorf("query parameter limit=%q: use 1 to %d", v, project.MaxEventLimit)))
-			return
+			return errkind.New(errkind.Input, fmt.Errorf("query parameter limit=%q: use 1 to %d", v, project.MaxEventLimit))
 		}
 		eq.Limit = n
 	}
 	c := CallerOf(r.Context())
 	if eq.Project != "" && !c.Sees(eq.Project) {
-		s.fail(w, r, projectNotFound(eq.Project))
-		return
+		return projectNotFound(eq.Project)
 	}
 	if c.Projects != nil {
 		eq.Projects = c.Projects
 	}
 	page, err := s.m.Events(r.Context(), eq)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, page)
+	return nil
 }

@@ -16,8 +16,9 @@
 // project.WithActor, and has answered 404 already for a {id} the caller may
 // not see; a handler reads r.PathValue("id") / r.PathValue("path"), decodes
 // with decodeJSON, makes one library call with r.Context(), and answers
-// with writeJSON or WriteProblem. Lists (overview, events) filter with
-// Caller.Sees themselves.
+// with writeJSON, or returns the error: a handlerFunc, which answered
+// writes as a problem, logging what the client is not told. Lists
+// (overview, events) filter with Caller.Sees themselves.
 //
 // Every route is one row of the route table (routes.go: Route{Method,
 // Pattern, Role, Handler}; Server.coreRoutes, plus Config.Routes), and the
@@ -25,9 +26,8 @@
 // Host check (421 for a name the server does not answer: hosts.go), token,
 // role, a limited reader's 404 and the actor, and after the handler the
 // drain of a body it left unread (drain.go). A handler of this package is
-// a method of *Server, with s.root / s.m (the open root and its manager),
-// s.log, and s.fail(w, r, err) (WriteProblem that also logs an internal
-// error with the request id).
+// a method of *Server, with s.root / s.m (the open root and its manager)
+// and s.log.
 package server
 
 import (

@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"log/slog"
 	"net/http"
 	"regexp"
 
@@ -19,11 +18,10 @@ import (
 // only maps JSON to one call and the outcome to JSON (SPEC §10a).
 type sweepAPI struct {
 	root *project.Root
-	log  *slog.Logger
 }
 
-func newSweepAPI(root *project.Root, log *slog.Logger) *sweepAPI {
-	return &sweepAPI{root: root, log: log}
+func newSweepAPI(root *project.Root) *sweepAPI {
+	return &sweepAPI{root: root}
 }
 
 // planIDPattern is the form of the ids SavePlan makes: a client's typo is
@@ -49,45 +47,37 @@ func fieldError(field, msg string) error {
 	return errkind.New(errkind.Input, errors.New(field+" "+msg))
 }
 
-func (a *sweepAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (a *sweepAPI) Sweep(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("id")
 	var req apiv1.SweepRequest
 	if err := decodeJSON(w, r, &req); err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	if err := validateSweep(req); err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	m := a.root.Manager
 	switch {
 	case req.DryRun != nil && *req.DryRun:
 		p, err := m.PlanSweep(r.Context(), project.SweepOptions{Projects: []string{name}, Areas: req.Areas})
 		if err != nil {
-			a.fail(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, planOf(name, p))
 	case req.PlanID != "":
 		out, err := m.ApplyPlan(r.Context(), req.PlanID, project.ApplyOptions{Project: name, Background: true})
 		if err != nil {
-			a.fail(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, resultOf(name, req.PlanID, out))
 	default:
 		out, err := m.SweepProject(r.Context(), name, project.SweepOptions{Areas: req.Areas, Background: true})
 		if err != nil {
-			a.fail(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, resultOf(name, "", out))
 	}
-}
-
-func (a *sweepAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
-	failRequest(a.log, w, r, err)
+	return nil
 }
 
 func planOf(name string, p project.PlannedSweep) apiv1.SweepPlan {

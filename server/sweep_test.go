@@ -30,10 +30,10 @@ const sweepRoute = "POST /v1/workspace/storage/projects/{id}/sweep"
 func testMux(t testing.TB, root *project.Root, caller Caller) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
-	api := newSweepAPI(root, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	api := answered(slog.New(slog.NewTextHandler(io.Discard, nil)), newSweepAPI(root).Sweep)
 	mux.HandleFunc(sweepRoute, func(w http.ResponseWriter, r *http.Request) {
 		ctx := project.WithActor(withCaller(r.Context(), caller), caller.Name)
-		api.ServeHTTP(w, r.WithContext(ctx))
+		api(w, r.WithContext(ctx))
 	})
 	srv := httptest.NewServer(contractCheckedUnlessBench(t, mux))
 	t.Cleanup(srv.Close)
