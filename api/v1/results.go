@@ -255,3 +255,14 @@ type FileRemoveResult struct {
 	RemovedFiles   uint64 `json:"removed_files"`
 	Left           []Left `json:"left"`
 }
+
+// Healthz is GET /healthz: the server is alive.
+type Healthz struct {
+	Status string `json:"status"` // ok
+}
+
+// Ready is GET /readyz when the server can serve: its store answers.
+type Ready struct {
+	Status  string `json:"status"` // ready
+	Backend string `json:"backend"`
+}
