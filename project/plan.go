@@ -104,9 +104,29 @@ func (m *Manager) SavePlan(ctx context.Context, plan sweep.Plan, areas []string)
 // savePlan is SavePlan for plan made of projects (nil: the projects its
 // entries name); the store keeps the file's content too, so that a plan
 // can be applied by its id alone (ApplyPlan).
+// areasCovered are the areas a sweep of projects covers when it names
+// none: a project's own trees, the inbound tree for RootOwner, every area
+// for a sweep of every project (none named). A plan lists these, not
+// areas it never looked at.
+func areasCovered(projects []string) []string {
+	if len(projects) == 0 {
+		return sweep.Areas
+	}
+	var out []string
+	for _, a := range sweep.Areas {
+		for _, p := range projects {
+			if (p == RootOwner) == (a == AreaInbound) {
+				out = append(out, a)
+				break
+			}
+		}
+	}
+	return out
+}
+
 func (m *Manager) savePlan(ctx context.Context, plan sweep.Plan, areas, projects []string) ([]byte, SavedPlan, error) {
 	if len(areas) == 0 {
-		areas = sweep.Areas
+		areas = areasCovered(projects)
 	}
 	b := make([]byte, 8)
 	rand.Read(b)

@@ -465,3 +465,21 @@ func TestSweepAPIInbound(t *testing.T) {
 		}
 	})
 }
+
+// A plan made without areas lists the areas it covered: a project's
+// trees, or the inbound tree for _root, never all four.
+func TestSweepAPIPlanListsTheAreasItCovered(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(1<<30, "omni")
+		srv := testMux(t, r.Root, operator)
+		for name, want := range map[string]string{"omni": "[cache workspace scratch]", project.RootOwner: "[inbound]"} {
+			var plan apiv1.SweepPlan
+			if code := post(t, srv, name, `{"dry_run": true}`, &plan); code != 200 {
+				t.Fatalf("dry run of %s: %d %+v", name, code, plan)
+			}
+			if got := fmt.Sprint(plan.Areas); got != want {
+				t.Errorf("plan of %s without areas lists %s, want %s", name, got, want)
+			}
+		}
+	})
+}
