@@ -280,15 +280,6 @@ func (c *Client) Upload(ctx context.Context, name, area, path string, body io.Re
 	return res, err
 }
 
-// escapePath escapes each segment of a slash-separated path.
-func escapePath(p string) string {
-	segs := strings.Split(p, "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
-	}
-	return strings.Join(segs, "/")
-}
-
 // The sweep's answers, as the wire declares them.
 type (
 	SweepPlan     = apiv1.SweepPlan

@@ -86,8 +86,10 @@ func (c *Client) OverviewIfChanged(ctx context.Context, etag string) (ov apiv1.O
 // Listing is a directory of a tree, as GET …/files/{dir} answers it.
 type Listing = apiv1.Listing
 
+// filePath is the URL path of p in a tree: p as one segment, its slashes
+// %2F, as openapi.json describes the parameter ("" is the tree's top).
 func filePath(name, p string) string {
-	return projectPath(name, "files") + "/" + escapePath(strings.Trim(p, "/"))
+	return projectPath(name, "files") + "/" + url.PathEscape(strings.Trim(p, "/"))
 }
 
 func areaQuery(area string) url.Values {

@@ -131,6 +131,9 @@ func (ts *testServer) rawHost(t *testing.T, method, path, token, body, host stri
 	t.Helper()
 	req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
 	req.Host = host
+	if strings.HasPrefix(body, "{") {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -173,7 +176,8 @@ func TestAuthMatrix(t *testing.T) {
 		"GET /v1/workspace/storage/events":      {"/v1/workspace/storage/events", "", 200},
 		"GET /v1/workspace/storage":             {"/v1/workspace/storage", "", 200},
 		"GET " + p + "/{id}":                    {p + "/omni", "", 200},
-		"GET " + p + "/{id}/files/{path...}":    {p + "/omni/files/", "", 200},
+		"GET " + p + "/{id}/files/{$}":          {p + "/omni/files/", "", 200},
+		"GET " + p + "/{id}/files/{path...}":    {p + "/omni/files/uploads%2Fa.txt", "", 200},
 		"PUT " + p + "/{id}/files/{path...}":    {p + "/omni/files/uploads/a.txt", "hello", 201},
 		"POST " + p + "/{id}/files/{path...}":   {p + "/omni/files/uploads/b.txt", "hello", 201},
 		"DELETE " + p + "/{id}/files/{path...}": {p + "/omni/files/uploads/a.txt", "", 200},
@@ -609,6 +613,7 @@ func TestAPIErrors(t *testing.T) {
 			{"POST", p + "/omni/files/dir", "x", errkind.Input},
 			{"POST", p + "/tiny/files/big", strings.Repeat("x", 200<<10), errkind.Denied},
 			{"DELETE", p + "/omni/files/nosuch", "", errkind.NotFound},
+			{"GET", p + "/omni/files/?limit=0", "", errkind.Input},
 			// A file where the path needs a directory is the path's fault.
 			{"PUT", p + "/omni/files/file/x", "x", errkind.Input},
 			{"DELETE", p + "/omni/files/file/x", "", errkind.Input},
@@ -822,6 +827,47 @@ func TestClientStorage(t *testing.T) {
 		}
 		if m, err := ts.client("").Metrics(ctx); err != nil || !strings.Contains(m, "xfsq_collector_success") {
 			t.Errorf("metrics: %v %q", err, m)
+		}
+	})
+}
+
+// A JSON endpoint refuses a body sent as another media type with 415, a
+// problem, before it reads the body or changes anything; the file
+// endpoints take any (openapi.json describes both).
+func TestJSONEndpointsRefuseOtherMediaTypes(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		ts := newServer(t, r)
+		p := "/v1/workspace/storage/projects"
+		for _, c := range []struct{ method, path, body string }{
+			{"POST", p, `{"project":"omni"}`},
+			{"PATCH", p + "/omni", `{"bytes_hard":1}`},
+			{"POST", p + "/omni/leases/run-1", `{}`},
+			{"POST", p + "/omni/sweep", `{"dry_run":true}`},
+		} {
+			if c.method != "POST" || c.path != p {
+				if code, _, body := ts.raw(t, "POST", p, operatorToken, `{"project":"omni"}`); code != 201 && code != 409 {
+					t.Fatalf("add omni: %d %s", code, body)
+				}
+			}
+			req, _ := http.NewRequest(c.method, ts.URL+c.path, strings.NewReader(c.body))
+			req.Header.Set("Authorization", "Bearer "+operatorToken)
+			req.Header.Set("Content-Type", "text/plain")
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnsupportedMediaType || resp.Header.Get("Content-Type") != server.ProblemType ||
+				!strings.Contains(string(b), server.TypeUnsupportedMediaType) {
+				t.Errorf("%s %s as text/plain: %d %s %s, want a 415 problem", c.method, c.path, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+			}
+		}
+		if _, err := ts.client(operatorToken).ProjectStorage(context.Background(), "omni", 0); err != nil {
+			t.Fatalf("omni, added as JSON: %v", err)
+		}
+		if code, _, body := ts.raw(t, "GET", p+"/omni/leases", operatorToken, ""); code != 200 || body != "[]\n" {
+			t.Errorf("a refused lease request took a lease: %d %s", code, body)
 		}
 	})
 }

@@ -39,8 +39,10 @@ func filesRoutes(r *fixture.Root) routes {
 	}
 }
 
+// filesURL is p's URL as openapi.json describes it: one segment, its
+// slashes %2F.
 func filesURL(srv string, project, p string) string {
-	return srv + "/v1/workspace/storage/projects/" + project + "/files/" + p
+	return srv + "/v1/workspace/storage/projects/" + project + "/files/" + strings.ReplaceAll(p, "/", "%2F")
 }
 
 func wantStatus(t *testing.T, what string, resp *http.Response, body string, status int) {

@@ -211,10 +211,13 @@ func (s *Server) coreRoutes() []Route {
 		{"GET", "/v1/workspace/storage/events", RoleReader, answered(s.log, s.events)},
 		{"GET", "/v1/workspace/storage", RoleReader, answered(s.log, s.storage.Overview)},
 		{"GET", p + "/{id}", RoleReader, answered(s.log, s.storage.Project)},
-		// PUT before DELETE: the auth matrix makes the requests in this order.
-		{"GET", p + "/{id}/files/{path...}", RoleReader, answered(s.log, s.files.Get)},
+		// PUT, GET, DELETE: the auth matrix makes the requests in this order.
+		// The tree's top: {path...} matches it too, but a description's
+		// path parameter is never empty, so it is an operation of its own.
+		{"GET", p + "/{id}/files/{$}", RoleReader, answered(s.log, s.files.Get)},
 		{"PUT", p + "/{id}/files/{path...}", RoleOperator, answered(s.log, s.files.Put)},
 		{"POST", p + "/{id}/files/{path...}", RoleOperator, answered(s.log, s.files.Put)},
+		{"GET", p + "/{id}/files/{path...}", RoleReader, answered(s.log, s.files.Get)},
 		{"DELETE", p + "/{id}/files/{path...}", RoleOperator, answered(s.log, s.files.Delete)},
 		{"POST", p + "/{id}/sweep", RoleOperator, answered(s.log, s.sweep.Sweep)},
 	}

@@ -54,6 +54,11 @@ func ProblemOf(err error) Problem {
 	if err == nil {
 		err = errors.New("no error")
 	}
+	var mt *mediaTypeError
+	if errors.As(err, &mt) {
+		return Problem{Type: TypeUnsupportedMediaType, Title: http.StatusText(http.StatusUnsupportedMediaType),
+			Status: http.StatusUnsupportedMediaType, Detail: err.Error(), Fix: "send the body as application/json"}
+	}
 	k := errkind.Of(err)
 	p := Problem{Type: k.TypeURI(), Status: k.HTTPStatus(), Title: http.StatusText(k.HTTPStatus()), Detail: err.Error(), Fix: errkind.HintOf(err)}
 	if k == errkind.Internal {
