@@ -131,6 +131,14 @@ func projectPath(name string, rest ...string) string {
 // default): Limits{}.WithBytesHard(10 << 30) sets one.
 type Limits = apiv1.Limits
 
+// ListProjects lists the projects the token may see, as project list,
+// without their usage.
+func (c *Client) ListProjects(ctx context.Context) ([]apiv1.ProjectRecord, error) {
+	var ps []apiv1.ProjectRecord
+	err := c.Do(ctx, "GET", strings.TrimSuffix(projects, "/"), nil, nil, &ps)
+	return ps, err
+}
+
 // AddProject registers a project (as xfsq project add).
 func (c *Client) AddProject(ctx context.Context, name string, workspace, cache Limits) (apiv1.Project, error) {
 	var p apiv1.Project

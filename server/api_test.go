@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -166,6 +167,7 @@ func TestAuthMatrix(t *testing.T) {
 		"GET /{$}":                              {"/", "", 200},
 		"GET /ui/{file}":                        {"/ui/app.js", "", 200},
 		"GET /v1/system/health":                 {"/v1/system/health", "", 200},
+		"GET " + p:                              {p, "", 200},
 		"POST " + p:                             {p, `{"project": "fresh"}`, 201},
 		"PATCH " + p + "/{id}":                  {p + "/omni", `{"bytes_hard": "20m"}`, 200},
 		"DELETE " + p + "/{id}":                 {p + "/victim", "", 200},
@@ -279,6 +281,20 @@ func TestAPI(t *testing.T) {
 		}
 		if _, err := op.AddProject(ctx, "other", client.Limits{}, client.Limits{}); err != nil {
 			t.Fatal(err)
+		}
+		// The list, as project list: a limited reader sees its projects only.
+		for who, want := range map[*client.Client]string{rd: "[omni other]", lim: "[other]"} {
+			ps, err := who.ListProjects(ctx)
+			var names []string
+			for _, p := range ps {
+				names = append(names, p.Project)
+				if p.State != "ready" || p.CreatedAt.IsZero() {
+					t.Errorf("listed %+v, want a ready project with its creation time", p)
+				}
+			}
+			if sort.Strings(names); err != nil || fmt.Sprint(names) != want {
+				t.Errorf("project list: %v %v, want %s", err, names, want)
+			}
 		}
 		soft := uint64(512 << 10)
 		p, err = op.SetLimits(ctx, "omni", "", client.Limits{}.WithBytesSoft(soft))

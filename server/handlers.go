@@ -100,6 +100,24 @@ func (s *Server) systemHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.health.Collect(r.Context()))
 }
 
+// projects lists the projects the caller may see, as project list does,
+// without reading any usage: what a client used to parse the overview for.
+func (s *Server) projects(w http.ResponseWriter, r *http.Request) error {
+	ps, err := s.m.List(r.Context())
+	if err != nil {
+		return err
+	}
+	c := CallerOf(r.Context())
+	seen := make([]project.ProjectRecord, 0, len(ps))
+	for _, p := range ps {
+		if c.Sees(p.Name) {
+			seen = append(seen, p)
+		}
+	}
+	writeJSON(w, http.StatusOK, seen)
+	return nil
+}
+
 func (s *Server) addProject(w http.ResponseWriter, r *http.Request) error {
 	var req apiv1.AddRequest
 	if err := decodeJSON(w, r, &req); err != nil {

@@ -201,6 +201,7 @@ func (s *Server) coreRoutes() []Route {
 		// of the routes below with the operator's token (dashboard.go).
 		{"GET", "/{$}", RoleNone, s.dashboard},
 		{"GET", "/ui/{file}", RoleNone, s.dashboardFile},
+		{"GET", p, RoleReader, answered(s.log, s.projects)},
 		{"POST", p, RoleOperator, answered(s.log, s.addProject)},
 		{"PATCH", p + "/{id}", RoleOperator, answered(s.log, s.setProject)},
 		{"DELETE", p + "/{id}", RoleOperator, answered(s.log, s.removeProject)},

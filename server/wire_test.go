@@ -17,6 +17,7 @@ import (
 // wirePairs are the library's results the server encodes as they are,
 // each beside the wire type a client decodes it into.
 var wirePairs = []struct{ library, wire any }{
+	{project.ProjectRecord{}, apiv1.ProjectRecord{}},
 	{project.Project{}, apiv1.Project{}},
 	{project.Admission{}, apiv1.Admission{}},
 	{project.LeaseStatus{}, apiv1.Lease{}},

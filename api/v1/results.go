@@ -13,6 +13,14 @@ type Backend struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
+// ProjectRecord is one line of GET /v1/workspace/storage/projects: a
+// project as the store keeps it, without reading its usage.
+type ProjectRecord struct {
+	Project   string    `json:"project"`
+	State     string    `json:"state"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
 // Project is a project with the status of each of its trees
 // (POST …/projects, PATCH …/projects/{id}).
 type Project struct {
