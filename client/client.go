@@ -1,5 +1,5 @@
 // Package client is a small Go client of xfsq's HTTP API (`xfsq serve`,
-// SPEC §8): typed methods returning the wire's types (api/v1), and every
+// docs/api.md): typed methods returning the wire's types (api/v1), and every
 // problem answer (RFC 9457) as a *ProblemError a caller can branch on by
 // Status or Type.
 //

@@ -59,7 +59,7 @@ func (k Kind) String() string {
 	return names[k]
 }
 
-// Exit codes of the CLI, as README's table gives them. A not-found,
+// Exit codes of the CLI, as docs/commands.md gives them. A not-found,
 // conflict or not-ready failure is an operation that failed (1), as it has
 // always been: scripts test for 2 and 3 only.
 const (
@@ -82,7 +82,7 @@ func (k Kind) ExitCode() int {
 	return ExitFailed
 }
 
-// HTTPStatus is the server's status for a failure of kind k (SPEC §8): 507
+// HTTPStatus is the server's status for a failure of kind k (docs/api.md, problem types): 507
 // is "insufficient storage", the status of a quota that refused.
 func (k Kind) HTTPStatus() int {
 	switch k {

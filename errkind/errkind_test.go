@@ -11,8 +11,8 @@ import (
 	"github.com/xfsq/xfsq/quota"
 )
 
-// TestTable is the contract both shells rely on: README's exit codes and
-// SPEC §8's statuses, one row per kind.
+// TestTable is the contract both shells rely on: docs/commands.md's exit codes and
+// docs/api.md's statuses, one row per kind.
 func TestTable(t *testing.T) {
 	for _, c := range []struct {
 		k          Kind

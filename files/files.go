@@ -32,12 +32,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
-	"github.com/xfsq/xfsq/sweep"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -92,8 +93,8 @@ func (t *tree) Close() error {
 // open opens a ready project's tree. The tree's own path is
 // resolved without following any link or crossing a mount (saferm), so a
 // symlink planted at projects/NAME cannot point the layer at another tree.
-func (l *Layer) open(ctx context.Context, name, area string) (*tree, error) {
-	t, err := l.M.Tree(ctx, name, area)
+func (l *Layer) open(ctx context.Context, name, a string) (*tree, error) {
+	t, err := l.M.Tree(ctx, name, a)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +108,7 @@ func (l *Layer) open(ctx context.Context, name, area string) (*tree, error) {
 		return nil, fmt.Errorf("open tree %s: %w (run xfsq doctor)", t.Path, err)
 	}
 	label := fmt.Sprintf("project %q", name)
-	if t.Area != project.AreaWorkspace {
+	if t.Area != area.Workspace {
 		label += " " + t.Area
 	}
 	return &tree{Tree: t, label: label, dir: dir}, nil
@@ -339,14 +340,8 @@ func checkReadable(p string, st *unix.Stat_t) error {
 	case unix.S_IFREG:
 	case unix.S_IFDIR:
 		return &PathError{Path: p, Reason: "it is a directory; list it instead"}
-	case unix.S_IFCHR:
-		return &PathError{Path: p, Reason: "it is a character device"}
-	case unix.S_IFBLK:
-		return &PathError{Path: p, Reason: "it is a block device"}
-	case unix.S_IFIFO:
-		return &PathError{Path: p, Reason: "it is a FIFO (named pipe)"}
-	case unix.S_IFSOCK:
-		return &PathError{Path: p, Reason: "it is a socket"}
+	case unix.S_IFCHR, unix.S_IFBLK, unix.S_IFIFO, unix.S_IFSOCK:
+		return &PathError{Path: p, Reason: "it is " + area.FileKind(st.Mode)}
 	case unix.S_IFLNK:
 		return &PathError{Path: p, Reason: "it is a symbolic link; xfsq reads no links (name what it points to)"}
 	default:
@@ -497,19 +492,19 @@ func (l *Layer) Open(ctx context.Context, name, area, p string) (*os.File, Entry
 // backend credits the ledger with what this removal really freed (an
 // inode only when its last link went), so concurrent removals of one file
 // credit it once and hard links to a file that stays credit nothing.
-func (l *Layer) Remove(ctx context.Context, name, area, p string, opts ...RemoveOptions) (RemoveResult, error) {
+func (l *Layer) Remove(ctx context.Context, name, a, p string, opts ...RemoveOptions) (RemoveResult, error) {
 	var o RemoveOptions
 	if len(opts) > 0 {
 		o = opts[0]
 	}
 	// As rm takes "f/": the name must be a directory's.
 	o.mustBeDir = strings.HasSuffix(p, "/")
-	t, p, err := l.openPath(ctx, name, area, p, "use xfsq project rm --purge")
+	t, p, err := l.openPath(ctx, name, a, p, "use xfsq project rm --purge")
 	if err != nil {
 		return RemoveResult{}, err
 	}
 	defer t.Close()
-	if project.IsSkeleton(t.Area, p) {
+	if area.IsSkeleton(t.Area, p) {
 		return l.empty(ctx, t, name, p, o)
 	}
 	return l.removeIn(ctx, t, name, p, o)
@@ -534,7 +529,7 @@ func errDirectory(p string) error {
 // entry journalled on its own, and leaves the directory: every workspace
 // has it, and tenants and the sweep count on it being there.
 func (l *Layer) empty(ctx context.Context, t *tree, name, p string, o RemoveOptions) (RemoveResult, error) {
-	res := RemoveResult{Path: path.Join(t.Path, p), State: sweep.StateDone, Left: []saferm.Left{}}
+	res := RemoveResult{Path: path.Join(t.Path, p), State: deletion.StateDone, Left: []saferm.Left{}}
 	if !o.Recursive {
 		return res, errkind.WithHint(errkind.Input,
 			&PathError{Path: p, Reason: "it is part of every workspace (uploads/ and inbox/ are emptied, never removed)"},
@@ -557,7 +552,7 @@ func (l *Layer) empty(ctx context.Context, t *tree, name, p string, o RemoveOpti
 		res.Bytes += one.Bytes
 		res.Files += one.Files
 		res.Left = append(res.Left, one.Left...)
-		if one.State != sweep.StateDone && one.State != "" {
+		if one.State != deletion.StateDone && one.State != "" {
 			res.State = one.State
 		}
 		var gone *PathError
@@ -608,7 +603,7 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 			estimate = u.Bytes
 		}
 	}
-	rec := sweep.Record{Area: t.Area, Bytes: estimate, Reason: "manual", Policy: "files rm"}
+	rec := deletion.Record{Area: t.Area, Bytes: estimate, Reason: "manual", Policy: "files rm"}
 	hook("rm:checked")
 	cutoff, err := l.M.RemovalCutoff(ctx, t.Tree)
 	if err != nil {
@@ -626,7 +621,7 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 	// The answer is all that went (as the journal's settled record); the
 	// ledger is credited only what the walk counted (rep.Bytes, below).
 	res := RemoveResult{Path: rec.Path, Bytes: rep.AllBytes, Files: rep.AllInodes, Entries: rep.Entries, State: rec.State, Left: rep.Left}
-	if rec.State == sweep.StatePending {
+	if rec.State == deletion.StatePending {
 		return res, fmt.Errorf("remove %s: %w", p, rmErr)
 	}
 	// What went, went, whatever else failed: credit it.

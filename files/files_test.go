@@ -17,14 +17,16 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/internal/tenanttest"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 var ctx = context.Background()
@@ -77,7 +79,7 @@ func newSandboxAt(t testing.TB, root, dsn string, projects ...string) *sandbox {
 
 func (s *sandbox) used(name string) quota.Usage {
 	s.t.Helper()
-	_, u, _, err := s.st.Account(ctx, store.TreeKey{Project: name, Area: project.AreaWorkspace})
+	_, u, _, err := s.st.Account(ctx, store.TreeKey{Project: name, Area: area.Workspace})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -272,7 +274,7 @@ func TestSoftLimitEventOncePerCrossing(t *testing.T) {
 		soft := s.used("omni").Bytes + 2*block
 		s.softLimit("omni", soft)
 		events := func() int {
-			evs, err := s.st.Events(ctx, store.EventFilter{Type: store.EventQuotaExceeded})
+			evs, err := s.st.Events(ctx, store.EventFilter{Type: journal.TypeQuotaExceeded})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -374,7 +376,7 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 				return <-done
 			}
 		}
-		key := store.TreeKey{Project: "omni", Area: project.AreaWorkspace}
+		key := store.TreeKey{Project: "omni", Area: area.Workspace}
 		noneLeft := func(s *sandbox, p string) {
 			t.Helper()
 			if s.content("omni", p) != nil {
@@ -626,7 +628,7 @@ func TestRemoveIsJournalled(t *testing.T) {
 	if after := s.used("omni"); after.Bytes != before.Bytes-res.Bytes || after.Inodes != before.Inodes-2 {
 		t.Errorf("usage after rm %+v, before %+v, freed %+v", after, before, res)
 	}
-	evs, _ := s.st.Events(ctx, store.EventFilter{Type: store.EventEvicted})
+	evs, _ := s.st.Events(ctx, store.EventFilter{Type: journal.TypeEvicted})
 	var states []string
 	for _, ev := range evs {
 		var rec struct{ Path, State, Reason string }
@@ -934,7 +936,7 @@ func (s *sandbox) walkBaseline(name string) quota.Usage {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	if err := s.st.SetBaseline(ctx, store.TreeKey{Project: name, Area: project.AreaWorkspace}, u, store.WalkAt(time.Now()), store.WalkSeen{}); err != nil {
+	if err := s.st.SetBaseline(ctx, store.TreeKey{Project: name, Area: area.Workspace}, u, store.WalkAt(time.Now()), store.WalkSeen{}); err != nil {
 		s.t.Fatal(err)
 	}
 	return u
@@ -1285,14 +1287,14 @@ func TestARemovalRacingTheTenantIsNeverAFailure(t *testing.T) {
 		}
 	}
 	stop()
-	evs, err := s.st.Events(ctx, store.EventFilter{Type: store.EventEvicted, Limit: 10000})
+	evs, err := s.st.Events(ctx, store.EventFilter{Type: journal.TypeEvicted, Limit: 10000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, ev := range evs {
 		var rec struct{ State, Error string }
 		json.Unmarshal(ev.Payload, &rec)
-		if rec.State == sweep.StateFailed {
+		if rec.State == deletion.StateFailed {
 			t.Errorf("a deletion the tenant raced is journalled as failed: %s", ev.Payload)
 		}
 	}

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/fixture"
-	"github.com/xfsq/xfsq/project"
 )
 
 // TestLayerOnFixture drives the file layer over a root opened as every
@@ -22,24 +22,24 @@ func TestLayerOnFixture(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		entries, err := l.List(r.Ctx, "omni", project.AreaWorkspace, "inbox")
+		entries, err := l.List(r.Ctx, "omni", area.Workspace, "inbox")
 		if err != nil || entries == nil || len(entries) != 0 {
 			t.Fatalf("list of an empty directory: %v %#v", err, entries)
 		}
 		body := []byte("hello")
-		if _, err := l.Put(r.Ctx, "omni", project.AreaWorkspace, "uploads/a.txt", bytes.NewReader(body), int64(len(body))); err != nil {
+		if _, err := l.Put(r.Ctx, "omni", area.Workspace, "uploads/a.txt", bytes.NewReader(body), int64(len(body))); err != nil {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer
-		if _, err := l.Get(r.Ctx, "omni", project.AreaWorkspace, "uploads/a.txt", &got); err != nil || got.String() != "hello" {
+		if _, err := l.Get(r.Ctx, "omni", area.Workspace, "uploads/a.txt", &got); err != nil || got.String() != "hello" {
 			t.Fatalf("get: %v %q", err, got.String())
 		}
 		big := strings.NewReader(strings.Repeat("x", 2<<20))
-		_, err = l.Put(r.Ctx, "omni", project.AreaWorkspace, "big", big, 2<<20)
+		_, err = l.Put(r.Ctx, "omni", area.Workspace, "big", big, 2<<20)
 		if k := errkind.Of(err); k != errkind.Denied || k.ExitCode() != 3 || k.HTTPStatus() != 507 {
 			t.Errorf("a write past the hard limit: %v (kind %s)", err, k)
 		}
-		_, err = l.Put(r.Ctx, "omni", project.AreaWorkspace, "../escape", strings.NewReader("x"), 1)
+		_, err = l.Put(r.Ctx, "omni", area.Workspace, "../escape", strings.NewReader("x"), 1)
 		if errkind.Of(err) != errkind.Input {
 			t.Errorf("a path out of the tree: %v (kind %s)", err, errkind.Of(err))
 		}

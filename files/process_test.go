@@ -20,6 +20,7 @@ import (
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/store"
@@ -339,7 +340,7 @@ func testDeadWriterIsReclaimedAtOnce(t *testing.T, dsn string) {
 // newest first.
 func evictionStates(t *testing.T, s *sandbox, p string) string {
 	t.Helper()
-	evs, err := s.st.Events(ctx, store.EventFilter{Type: store.EventEvicted, Limit: 1000})
+	evs, err := s.st.Events(ctx, store.EventFilter{Type: journal.TypeEvicted, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

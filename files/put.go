@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/capdrop"
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/project"
@@ -46,7 +47,19 @@ const (
 // length is read at most to its remaining allowance plus one byte and is
 // refused — never cut — if it goes past it. Nothing is visible at p until
 // the whole body is on disk; a refused or failed write leaves p as it was.
-func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size int64) (PutResult, error) {
+//
+// It runs without CAP_SYS_RESOURCE on its thread (internal/capdrop): on
+// ext4 a writer holding it passes the kernel's hard limits, and xfsq's
+// writes into a tree must be bound by them as a tenant's are.
+func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size int64) (res PutResult, err error) {
+	err = capdrop.WithoutSysResource(func() error {
+		res, err = l.put(ctx, name, area, p, r, size)
+		return err
+	})
+	return res, err
+}
+
+func (l *Layer) put(ctx context.Context, name, area, p string, r io.Reader, size int64) (PutResult, error) {
 	// The write's reservation is held by its own operation, so a write
 	// that ended without releasing it is reclaimable at once.
 	ctx, end := project.BeginOp(ctx)
@@ -125,7 +138,7 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		return res, err
 	}
 	if dir := path.Dir(p); dir != "." {
-		if err := t.mkdirAll(dir); err != nil {
+		if err := w.makeDirs(dir); err != nil {
 			return res, w.mapErr(err) // a full tree refuses a directory too
 		}
 	}
@@ -161,8 +174,9 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 		putCommitted(p)
 	}
 	replacing := time.Now() // a walk ending after it may have seen the old file gone
+	w.committed = true
 	unlock := lockPlacing(l.M.Root, t.Path)
-	err = w.place(int(dir.Fd()), base, p)
+	err = w.grewAround(func() error { return w.place(int(dir.Fd()), base, p) }, w.top, dir)
 	unlock()
 	if err != nil {
 		stuck := w.unlinkTemp()
@@ -174,19 +188,19 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 			// Something in the tree took the file away before it reached p
 			// and it is in the tree: it stays counted, as any file there.
 			w.done = true
-			w.acct.Placed(ctx, project.Replaced{}, replacing)
+			w.acct.Placed(ctx, project.Replaced{}, w.grown, replacing)
 			if stuck != nil {
 				// Not the tenant's move: the top refused xfsq's own unlink.
 				return res, errkind.New(errkind.Conflict, fmt.Errorf("%w; xfsq's temporary file %s, which holds what was written (counted), stays at the tree's top, which refused its removal too (%v)", err, w.temp, stuck))
 			}
 			return res, errTakenAway(p)
 		default:
-			w.acct.Undo(ctx)
+			w.acct.Undo(ctx, w.left())
 			return res, err // abandon releases the reservation
 		}
 	}
 	w.done = true
-	w.acct.Placed(ctx, w.replaced, replacing)
+	w.acct.Placed(ctx, w.replaced, w.grown, replacing)
 	dir.Sync()
 	if w.named || path.Dir(p) != "." {
 		w.top.Sync()
@@ -223,7 +237,14 @@ func (w *writer) create() error {
 			return w.mapErr(err)
 		}
 	}
-	fd, err := unix.Openat(int(top.Fd()), w.temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	// Its name may grow the top directory, as any name xfsq adds: measured.
+	fd := -1
+	unlock := lockPlacing(w.l.M.Root, w.t.Path)
+	err = w.grewAround(func() (err error) {
+		fd, err = unix.Openat(int(top.Fd()), w.temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+		return err
+	}, top)
+	unlock()
 	if err != nil {
 		return w.mapErr(err)
 	}
@@ -474,6 +495,8 @@ type writer struct {
 	replaced project.Replaced // what the rename replaced and unlinked, to be credited
 	inodes   uint64           // new inodes: the file if new, plus missing directories
 	dirBytes uint64           // blocks of the missing directories
+	made     bool             // the missing directories were made (some may be)
+	grown    uint64           // what the names this write added grew their directories by, measured
 	temp     string
 	top      *os.File // the tree's top directory, where a named temporary file lives
 	file     *os.File
@@ -484,7 +507,71 @@ type writer struct {
 	size    int64          // the body's declared length, -1 when unknown
 	written uint64
 	blocks  uint64 // named: the temporary file's bytes on disk once whole (fstat), if more than written's
-	done    bool
+	// committed: the commit reached the ledger; what the write leaves
+	// behind if it fails after is the commit's to keep (Undo).
+	committed bool
+	done      bool
+}
+
+// makeDirs makes the missing directories of dir, measuring what their
+// names grow the deepest directory there is by (and the tree's top, the
+// same on a put into it), under the placing lock so that no other write
+// of xfsq's grows them meanwhile. The new directories' own blocks are in
+// dirBytes already.
+func (w *writer) makeDirs(dir string) error {
+	w.made = true
+	var existing *os.File
+	for d := dir; existing == nil; d = path.Dir(d) {
+		f, err := w.t.openIn(d, unix.O_PATH|unix.O_DIRECTORY)
+		switch {
+		case err == nil:
+			existing = f
+		case d == ".":
+			return pathErr(d, err)
+		}
+	}
+	defer existing.Close()
+	unlock := lockPlacing(w.l.M.Root, w.t.Path)
+	defer unlock()
+	return w.grewAround(func() error { return w.t.mkdirAll(dir) }, existing, w.top)
+}
+
+// grewAround runs op, which adds names to dirs, and adds to grown what
+// dirs grew by meanwhile (each directory once, never less than nothing).
+// The caller holds the tree's placing lock: what grows a directory then
+// is op, or the tenant, whose growth is charged too (the safe side).
+// Measured on the open directories, not their names, so that a tenant
+// renaming one away cannot have another measured in its place.
+func (w *writer) grewAround(op func() error, dirs ...*os.File) error {
+	type dirAt struct{ dev, ino uint64 }
+	before := map[dirAt]int64{}
+	fds := map[dirAt]int{}
+	for _, d := range dirs {
+		var st unix.Stat_t
+		if d != nil && unix.Fstat(int(d.Fd()), &st) == nil {
+			k := dirAt{st.Dev, st.Ino}
+			before[k], fds[k] = st.Blocks, int(d.Fd())
+		}
+	}
+	err := op()
+	for k, fd := range fds {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Blocks > before[k] {
+			w.grown += uint64(st.Blocks-before[k]) * 512
+		}
+	}
+	return err
+}
+
+// left is what a write that failed leaves in the tree all the same, and
+// stays counted: the directories it made (all it meant to: a tenant's
+// made meanwhile are over-counted, the safe side) and what its names grew
+// directories by.
+func (w *writer) left() quota.Usage {
+	if !w.made {
+		return quota.Usage{Bytes: w.grown}
+	}
+	return quota.Usage{Bytes: w.dirBytes + w.grown, Inodes: w.inodes - 1}
 }
 
 // placeFailed is the error of placing the written file at p that failed
@@ -544,8 +631,11 @@ func (w *writer) admit(size int64) error {
 	if size >= 0 {
 		fileBytes, bytes = uint64(size), w.need(uint64(size))+w.dirBytes
 	}
+	// Every write adds a name, at its path or (a replacement) at the
+	// temporary name the exchange needs: it may grow that directory by a
+	// block, reserved and settled at what the link measured.
 	w.acct = w.l.M.StartWrite(w.t.Tree, w.t.label, project.WriteLimits{MaxFileBytes: w.l.MaxFileBytes, RootBudget: w.l.RootBudget, TTL: w.l.TTL, SoftGrace: w.l.SoftGrace},
-		w.inodes, path.Join(w.t.Path, w.temp))
+		w.inodes, w.block, path.Join(w.t.Path, w.temp))
 	return w.acct.Reserve(w.ctx, fileBytes, bytes, w.dirBytes)
 }
 
@@ -755,15 +845,19 @@ func (w *writer) delta() int64 {
 // it held goes (it is xfsq's, written through xfsq's own descriptor), its
 // inode stays counted.
 func (w *writer) abandon() {
-	if w.top != nil && !w.done {
+	if w.top != nil && !w.done && !w.committed {
 		w.unlinkTemp()
 		var mine unix.Stat_t
-		if w.fd >= 0 && unix.Fstat(w.fd, &mine) == nil && mine.Nlink > 0 {
+		linked := w.fd >= 0 && unix.Fstat(w.fd, &mine) == nil && mine.Nlink > 0
+		if linked {
 			unix.Ftruncate(w.fd, 0)
-			// Counted even when the client went away: the inode is there.
+		}
+		// Counted even when the client went away: the inode is there, and
+		// so are the directories made and grown for the write.
+		if left := w.left(); linked || left.Bytes > 0 {
 			ctx := context.WithoutCancel(w.ctx)
-			if w.acct.Commit(ctx, 0, 0) == nil {
-				w.acct.Placed(ctx, project.Replaced{}, time.Now())
+			if w.acct.Commit(ctx, int64(left.Bytes-w.grown), 0) == nil {
+				w.acct.Placed(ctx, project.Replaced{}, w.grown, time.Now())
 			}
 		}
 	}

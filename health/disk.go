@@ -5,14 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/xfsq/xfsq/area"
 	"golang.org/x/sys/unix"
 )
-
-// AreaBases are the directories under the root whose filesystems are
-// checked besides the root's own. Any of them may be a mount of its own
-// (a fast disk for cache/, tmpfs for scratch/), so each gets its statfs.
-// The names mirror the layout in SPEC §2; health does not import project.
-var AreaBases = []string{"projects", "cache", "scratch", "inbound"}
 
 // DiskPart is the statfs of the root and of each area base.
 type DiskPart struct {
@@ -52,7 +47,9 @@ type diskCollector struct {
 func (d *diskCollector) collect(ctx context.Context) (*DiskPart, error) {
 	p := &DiskPart{Part: Part{Status: OK}}
 	paths := []DiskPath{{Path: d.root}}
-	for _, a := range AreaBases {
+	// Any area base may be a mount of its own (a fast disk for cache/,
+	// tmpfs for scratch/), so each gets its statfs.
+	for _, a := range area.Bases {
 		paths = append(paths, DiskPath{Path: filepath.Join(d.root, a), Area: a})
 	}
 	var failed int

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfsq/xfsq/area"
 	"golang.org/x/sys/unix"
 )
 
 // makeRoot lays out a sandbox root's area bases, as xfsq init does.
 func makeRoot(t testing.TB) string {
 	root := t.TempDir()
-	for _, a := range AreaBases {
+	for _, a := range area.Bases {
 		if err := os.Mkdir(filepath.Join(root, a), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -30,14 +31,14 @@ func TestDiskStatfsOfRootAndAreas(t *testing.T) {
 	th := DefaultThresholds()
 	d := &diskCollector{root: root, th: th}
 	p, err := d.collect(context.Background())
-	if err != nil || len(p.Paths) != 1+len(AreaBases) {
+	if err != nil || len(p.Paths) != 1+len(area.Bases) {
 		t.Fatalf("%+v, %v", p, err)
 	}
 	r := p.Paths[0]
 	if r.Path != root || r.Area != "" || r.TotalBytes != want.Blocks*uint64(want.Bsize) || r.TotalInodes != want.Files || r.AvailableBytes > r.FreeBytes {
 		t.Errorf("root %+v; statfs says %d blocks of %d, %d inodes", r, want.Blocks, want.Bsize, want.Files)
 	}
-	for i, a := range AreaBases {
+	for i, a := range area.Bases {
 		if p.Paths[i+1].Area != a || p.Paths[i+1].Error != "" {
 			t.Errorf("area %s: %+v", a, p.Paths[i+1])
 		}

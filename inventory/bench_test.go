@@ -10,11 +10,11 @@ import (
 
 // BenchmarkWalk compares the walker with du and with the obvious Go walk on
 // the tree named by XFSQ_BENCH_TREE (make one with scripts/gentree). Run
-// scripts/walk-bench.sh for the numbers in BENCHMARKS.md.
+// scripts/walk-bench.sh for the numbers in docs/benchmarks.md.
 func BenchmarkWalk(b *testing.B) {
 	dir := os.Getenv("XFSQ_BENCH_TREE")
 	if dir == "" {
-		b.Skip("set XFSQ_BENCH_TREE to a tree made by scripts/gentree (see BENCHMARKS.md)")
+		b.Skip("set XFSQ_BENCH_TREE to a tree made by scripts/gentree (see docs/benchmarks.md)")
 	}
 	exec.Command("du", "-s", dir).Run() // warm the caches
 	b.Run("xfsq-depth3-top20", func(b *testing.B) {

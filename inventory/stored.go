@@ -16,7 +16,7 @@ import (
 // bytes a changed tree writes are what storing it costs (the WAL, the
 // checkpoint; the store skips the pages of an unchanged one): in this
 // third form a 4,300-node tree is 86 KB where the JSON of the second was
-// 216 KB, and `xfsq snapshot` of it 3–6 ms faster (BENCHMARKS.md).
+// 216 KB, and `xfsq snapshot` of it 3–6 ms faster (docs/benchmarks.md).
 //
 //	TREE  = 0x03 NODE COUNT FILE…
 //	NODE  = NAME SIZE_BYTES APPARENT_BYTES FILES DIRS MTIME COUNT NODE…

@@ -23,7 +23,7 @@ import (
 // Manager.Usage alone — and beside the same sub-benchmarks of the fallback
 // root of BenchmarkScrape1000Fallback in the same process, so that the
 // XFS/fallback ratio comes from one boot. It needs the kernel: run it with
-// scripts/metrics-bench.sh (BENCHMARKS.md, "Metrics scrape"); elsewhere it
+// scripts/metrics-bench.sh (docs/benchmarks.md, "Metrics scrape"); elsewhere it
 // skips.
 func BenchmarkKernelScrape1000(b *testing.B) {
 	kfs := kerneltest.ForBenchmark(b)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
@@ -146,7 +147,7 @@ func BenchmarkScrape1000Fallback(b *testing.B) {
 	}
 	b.Run("scrape-after-a-write", func(b *testing.B) {
 		changing(b, func(i int) {
-			k := store.TreeKey{Project: "p" + strconv.Itoa(i%benchProjects()), Area: project.AreaWorkspace}
+			k := store.TreeKey{Project: "p" + strconv.Itoa(i%benchProjects()), Area: area.Workspace}
 			if err := r.Manager.Store.AddLedger(ctx, k, 4096, 1, "bench", time.Now()); err != nil {
 				b.Fatal(err)
 			}
@@ -177,7 +178,7 @@ func scrapeBenchmarks(b *testing.B, r *project.Root) {
 		defer cpuPerOp(b)()
 		for b.Loop() {
 			// Every project's trees and the root's inbound tree.
-			if ts, err := r.Manager.Usage(ctx); err != nil || len(ts) != benchProjects()*len(project.Areas)+1 {
+			if ts, err := r.Manager.Usage(ctx); err != nil || len(ts) != benchProjects()*len(area.OfProject)+1 {
 				b.Fatalf("%d trees, %v", len(ts), err)
 			}
 		}

@@ -20,8 +20,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/xfsq/xfsq/health"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/project"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // Histogram buckets, in seconds. A sweep runs for seconds to an hour (its
@@ -42,7 +42,7 @@ var (
 // exposition's data model) rather than through prometheus.Collector: a
 // root of 2,000 trees has about 25,000 series, and the registry's checking,
 // sorting and copying of each const metric cost several times the reads
-// themselves (BENCHMARKS.md). metrics.All, checked by the tests and by
+// themselves (docs/benchmarks.md). metrics.All, checked by the tests and by
 // promtool, keeps them consistent instead.
 func Handler(root *project.Root, checker *health.Checker, log *slog.Logger) http.Handler {
 	if log == nil {
@@ -418,7 +418,7 @@ func (c *collector) readJournal(ctx context.Context) error {
 	for _, d := range news.Deletions {
 		k := treeKey{d.Project, d.Area}
 		switch {
-		case d.State == sweep.StateFailed:
+		case d.State == deletion.StateFailed:
 			c.failed[k]++
 		case d.BySweep:
 			c.evicted[k] += float64(d.Bytes)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/kerneltest"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
@@ -20,9 +21,8 @@ import (
 // TestKernel runs the scrape against real XFS project quotas (one boot of
 // the test kernel for the package; see internal/kerneltest).
 func TestKernel(t *testing.T) {
-	kerneltest.Run(t, []kerneltest.Case{
-		{Name: "ScrapedTreeUsageIsTheKernelsFigure", Run: testXFSScrape},
-	})
+	scrape := kerneltest.Case{Name: "ScrapedTreeUsageIsTheKernelsFigure", Run: testXFSScrape}
+	kerneltest.Run(t, []kerneltest.Case{scrape, kerneltest.OnExt4(scrape)})
 }
 
 // xfsRoot initialises a root on a real XFS mount with project quotas, its
@@ -30,7 +30,7 @@ func TestKernel(t *testing.T) {
 // unmounts (an open store or quota handle would fail the unmount).
 func xfsRoot(tb testing.TB, kfs *kerneltest.FS, dsn string) *project.Root {
 	tb.Helper()
-	r, err := project.OpenRoot(context.Background(), project.Config{Root: kfs.Dir, DSN: dsn, Host: "kernel", ProjectFiles: []string{}, Init: true, Backend: project.BackendXFS})
+	r, err := project.OpenRoot(context.Background(), project.Config{Root: kfs.Dir, DSN: dsn, Host: "kernel", ProjectFiles: []string{}, Init: true, Backend: kfs.Type})
 	if err != nil {
 		tb.Fatalf("init an XFS root: %v", err)
 	}
@@ -70,8 +70,8 @@ func testXFSScrape(t *testing.T, kfs *kerneltest.FS) {
 		t.Fatal(err)
 	}
 	// Every project's trees and the root's inbound tree.
-	if len(trees) != len(adds)*len(project.Areas)+1 {
-		t.Fatalf("%d trees, want %d", len(trees), len(adds)*len(project.Areas)+1)
+	if len(trees) != len(adds)*len(area.OfProject)+1 {
+		t.Fatalf("%d trees, want %d", len(trees), len(adds)*len(area.OfProject)+1)
 	}
 	h := metrics.Handler(r, nil, nil)
 	// The kernel may still change a count in the background (inodegc,
@@ -96,10 +96,10 @@ func testXFSScrape(t *testing.T, kfs *kerneltest.FS) {
 		t.Errorf("the scrape differs from xfs_quota report -p -b -n:\n%s", diff)
 	}
 	// The trees with data show it: the comparison above is not of zeros.
-	if got := one(t, samples, metrics.TreeUsedBytes, tree("omni", project.AreaWorkspace)); got < 3*mib {
+	if got := one(t, samples, metrics.TreeUsedBytes, tree("omni", area.Workspace)); got < 3*mib {
 		t.Errorf("omni's workspace: %v bytes used in the scrape, want the 3 MiB written", got)
 	}
-	if got := one(t, samples, metrics.TreeUsedBytes, tree("other", project.AreaWorkspace)); got < 7*mib {
+	if got := one(t, samples, metrics.TreeUsedBytes, tree("other", area.Workspace)); got < 7*mib {
 		t.Errorf("other's workspace: %v bytes used in the scrape, want the 7 MiB written", got)
 	}
 	if n := len(find(samples, metrics.TreeUsedBytes, nil)); n != len(trees) {

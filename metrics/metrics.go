@@ -1,4 +1,4 @@
-// Package metrics is what xfsq exports to Prometheus (SPEC §10): the names,
+// Package metrics is what xfsq exports to Prometheus (docs/operations.md#metrics-alerts-and-grafana): the names,
 // their help and labels, so that the server's /metrics, the Grafana
 // dashboard and the alert rules in contrib/ agree on one spelling, and the
 // collector behind Handler that produces them.

@@ -33,7 +33,7 @@ func TestNames(t *testing.T) {
 	for _, n := range []string{TreeUsedBytes, TreeLimitBytes, TreeUsedInodes, TreeLimitInodes, SweepEvictedBytesTotal,
 		SweepDurationSeconds, WalkDurationSeconds, QuotaExceeded, TreeUsageAgeSeconds, CollectorSuccess, BuildInfo} {
 		if !seen[n] {
-			t.Errorf("%s, named by SPEC §10 or issue 19, is not in All", n)
+			t.Errorf("%s, named by docs/operations.md#metrics-alerts-and-grafana or issue 19, is not in All", n)
 		}
 	}
 }

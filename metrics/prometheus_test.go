@@ -12,13 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/health"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/promtest"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 const contrib = "../contrib"
@@ -31,17 +33,17 @@ func busyRoot(t *testing.T) *fixture.Root {
 	r := fixture.New(t, "sqlite", filepath.Join(t.TempDir(), "xfsq.db"))
 	m, ctx := r.Manager, r.Ctx
 	r.Add(10<<20, "a", "b")
-	if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "a", Area: project.AreaWorkspace}, 5<<20, 3, "test", time.Time{}); err != nil {
+	if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "a", Area: area.Workspace}, 5<<20, 3, "test", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, st := range []string{sweep.StateDone, sweep.StateFailed} {
-		rec := sweep.Record{SweepID: "s", Area: project.AreaCache, Path: "cache/b/" + st, Bytes: 4096, State: st}
-		if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventEvicted, "b", "test", rec) }); err != nil {
+	for _, st := range []string{deletion.StateDone, deletion.StateFailed} {
+		rec := deletion.Record{SweepID: "s", Area: area.Cache, Path: "cache/b/" + st, Bytes: 4096, State: st}
+		if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, "b", "test", rec) }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-		return tx.AppendEvent(ctx, store.EventSwept, "", "test", map[string]any{"duration_ms": 1200})
+		return tx.AppendEvent(ctx, "", "test", journal.Swept{DurationSeconds: 1.2})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +196,7 @@ func TestPrometheusScrapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tr := range report {
-		if tr.Area != project.AreaWorkspace {
+		if tr.Area != area.Workspace {
 			continue
 		}
 		q := fmt.Sprintf(`%s{project=%q,area="workspace"}`, metrics.TreeUsedBytes, tr.Project)

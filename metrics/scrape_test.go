@@ -13,13 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/health"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // sample is one line of the exposition format.
@@ -126,10 +128,10 @@ func TestScrapeIsTheLibrarysReport(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		m, ctx := r.Manager, r.Ctx
 		r.Add(10<<20, "a", "b", "full")
-		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "b", Area: project.AreaWorkspace}, 3<<20, 4, "test", time.Time{}); err != nil {
+		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "b", Area: area.Workspace}, 3<<20, 4, "test", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "full", Area: project.AreaWorkspace}, 10<<20, 1, "test", time.Time{}); err != nil {
+		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "full", Area: area.Workspace}, 10<<20, 1, "test", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		url := serve(t, r, nil)
@@ -138,7 +140,7 @@ func TestScrapeIsTheLibrarysReport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(report) != 3*len(project.Areas)+1 { // and the inbound tree
+		if len(report) != 3*len(area.OfProject)+1 { // and the inbound tree
 			t.Fatalf("report has %d trees", len(report))
 		}
 		for _, tr := range report {
@@ -154,7 +156,7 @@ func TestScrapeIsTheLibrarysReport(t *testing.T) {
 				t.Errorf("%v hard limit %v, report %d", l, got, tr.BytesHard)
 			}
 			wantExceeded := 0.0
-			if tr.Project == "full" && tr.Area == project.AreaWorkspace {
+			if tr.Project == "full" && tr.Area == area.Workspace {
 				wantExceeded = 1
 			}
 			if got := one(t, samples, metrics.QuotaExceeded, l); got != wantExceeded {
@@ -182,8 +184,8 @@ func TestScrapeIsTheLibrarysReport(t *testing.T) {
 				t.Errorf("removed project a still has %s%v", s.name, s.labels)
 			}
 		}
-		if n := len(find(after, metrics.TreeUsedBytes, nil)); n != 2*len(project.Areas)+1 {
-			t.Errorf("%d used-bytes series after removing a, want %d", n, 2*len(project.Areas)+1)
+		if n := len(find(after, metrics.TreeUsedBytes, nil)); n != 2*len(area.OfProject)+1 {
+			t.Errorf("%d used-bytes series after removing a, want %d", n, 2*len(area.OfProject)+1)
 		}
 	})
 }
@@ -194,32 +196,32 @@ func TestJournalCounters(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		m, ctx := r.Manager, r.Ctx
 		r.Add(10<<20, "a")
-		journal := func(typ, proj string, payload any) {
+		record := func(proj string, payload journal.Payload) {
 			t.Helper()
-			if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, typ, proj, "test", payload) }); err != nil {
+			if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, proj, "test", payload) }); err != nil {
 				t.Fatal(err)
 			}
 		}
 		evict := func(bytes uint64, state string) {
-			rec := sweep.Record{SweepID: "s", Area: project.AreaCache, Path: "cache/a/x" + state, Bytes: bytes, State: sweep.StatePending}
-			journal(store.EventEvicted, "a", rec)
+			rec := deletion.Record{SweepID: "s", Area: area.Cache, Path: "cache/a/x" + state, Bytes: bytes, State: deletion.StatePending}
+			record("a", rec)
 			rec.State = state
-			journal(store.EventEvicted, "a", rec)
+			record("a", rec)
 		}
 		url := serve(t, r, nil)
-		evict(1000, sweep.StateDone)
-		evict(500, sweep.StatePartial)
-		evict(0, sweep.StateFailed)
-		journal(store.EventSwept, "", map[string]any{"duration_ms": 2500})
+		evict(1000, deletion.StateDone)
+		evict(500, deletion.StatePartial)
+		evict(0, deletion.StateFailed)
+		record("", journal.Swept{DurationSeconds: 2.5})
 		if _, err := m.Snapshot(ctx, project.SnapshotOptions{Scheduled: true}); err != nil {
 			t.Fatal(err)
 		}
 		for scrape := range 3 {
 			s := parse(t, get(t, url))
-			if got := one(t, s, metrics.SweepEvictedBytesTotal, tree("a", project.AreaCache)); got != 1500 {
+			if got := one(t, s, metrics.SweepEvictedBytesTotal, tree("a", area.Cache)); got != 1500 {
 				t.Errorf("scrape %d: evicted bytes %v, want 1500 (done + partial)", scrape, got)
 			}
-			if got := one(t, s, metrics.DeletionsFailedTotal, tree("a", project.AreaCache)); got != 1 {
+			if got := one(t, s, metrics.DeletionsFailedTotal, tree("a", area.Cache)); got != 1 {
 				t.Errorf("scrape %d: failed deletions %v, want 1", scrape, got)
 			}
 			if got := one(t, s, metrics.SweepDurationSeconds+"_count", nil); got != 1 {
@@ -228,7 +230,7 @@ func TestJournalCounters(t *testing.T) {
 			if got := one(t, s, metrics.SweepDurationSeconds+"_sum", nil); got != 2.5 {
 				t.Errorf("scrape %d: sweep seconds %v, want 2.5", scrape, got)
 			}
-			if got := one(t, s, metrics.WalkDurationSeconds+"_count", tree("a", project.AreaWorkspace)); got != 1 {
+			if got := one(t, s, metrics.WalkDurationSeconds+"_count", tree("a", area.Workspace)); got != 1 {
 				t.Errorf("scrape %d: walks of a/workspace %v, want 1", scrape, got)
 			}
 			if got := one(t, s, metrics.SnapshotLastPass, nil); time.Since(time.UnixMilli(int64(got*1000))) > time.Minute {
@@ -277,7 +279,7 @@ func TestOneCollectorFails(t *testing.T) {
 	if one(t, s, metrics.HostDiskFreeCriticalRatio, nil) != health.DefaultThresholds().DiskFreeCriticalPercent/100 {
 		t.Error("critical disk threshold is not the checker's")
 	}
-	if len(find(s, metrics.TreeUsedBytes, tree("a", project.AreaWorkspace))) != 1 {
+	if len(find(s, metrics.TreeUsedBytes, tree("a", area.Workspace))) != 1 {
 		t.Error("tree series missing beside the failed collectors")
 	}
 }
@@ -291,7 +293,7 @@ func TestCardinality(t *testing.T) {
 	r := fixture.New(t, "sqlite", filepath.Join(t.TempDir(), "xfsq.db"))
 	names := addMany(t, r, 1000)
 	url := serve(t, r, nil)
-	areas := len(project.Areas)
+	areas := len(area.OfProject)
 	perTree := map[string]int{metrics.TreeUsedBytes: 1, metrics.TreeUsedInodes: 1, metrics.QuotaExceeded: 1,
 		metrics.TreeUsageAgeSeconds: 1, metrics.SweepEvictedBytesTotal: 1, metrics.DeletionsFailedTotal: 1,
 		metrics.TreeLimitBytes: 2, metrics.TreeLimitInodes: 2}
@@ -334,8 +336,8 @@ func TestScrapeOfAnEmptyRoot(t *testing.T) {
 	if one(t, s, metrics.CollectorSuccess, map[string]string{"collector": "trees"}) != 1 || len(find(s, metrics.TreeUsedBytes, nil)) != 1 {
 		t.Errorf("empty root: %+v", s)
 	}
-	inbound := tree(project.RootOwner, project.AreaInbound)
-	if one(t, s, metrics.TreeUsedBytes, inbound) <= 0 || one(t, s, metrics.TreeLimitBytes, map[string]string{"project": project.RootOwner, "area": project.AreaInbound, "kind": "hard"}) != 10<<30 {
+	inbound := tree(project.RootOwner, area.Inbound)
+	if one(t, s, metrics.TreeUsedBytes, inbound) <= 0 || one(t, s, metrics.TreeLimitBytes, map[string]string{"project": project.RootOwner, "area": area.Inbound, "kind": "hard"}) != 10<<30 {
 		t.Errorf("the inbound tree's series: used %v, hard limit %v; want its usage and default_inbound_quota (10 GiB)",
 			find(s, metrics.TreeUsedBytes, inbound), find(s, metrics.TreeLimitBytes, inbound))
 	}

@@ -9,7 +9,7 @@ import (
 // textWriter appends the Prometheus text exposition format (version 0.0.4)
 // of xfsq's per-tree series to one buffer. A root of 1,000 projects has
 // about 30,000 of them; built as client_model messages and encoded by
-// expfmt they cost several times the library's read (BENCHMARKS.md), here
+// expfmt they cost several times the library's read (docs/benchmarks.md), here
 // a few appends each. Everything else — the Go and process collectors, the
 // host, a few dozen series — still goes through expfmt.
 type textWriter struct{ b []byte }
@@ -67,7 +67,7 @@ func appendValue(b []byte, v float64) []byte {
 
 // appendEscaped escapes as the text format asks: backslash and newline in
 // HELP, and the double quote too in a label value. Project names are
-// [a-z0-9._-] (SPEC §2), so the fast path nearly always holds.
+// [a-z0-9._-] (docs/design/README.md#the-sandbox-root), so the fast path nearly always holds.
 func appendEscaped(b []byte, s string, label bool) []byte {
 	if !strings.ContainsAny(s, "\\\n\"") {
 		return append(b, s...)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/project"
 )
 
@@ -35,7 +36,7 @@ func TestTreeSeriesReadBackThroughPrometheusParser(t *testing.T) {
 	}
 	s := &treeSeries{now: time.Now()}
 	for _, c := range cases {
-		s.trees = append(s.trees, project.TreeStatus{Project: c.project, Area: project.AreaWorkspace, UsedBytes: c.used,
+		s.trees = append(s.trees, project.TreeStatus{Project: c.project, Area: area.Workspace, UsedBytes: c.used,
 			BytesHard: 1 << 30, UsageAsOf: &walked})
 		s.evicted = append(s.evicted, c.evicted)
 		s.failed = append(s.failed, 2)
@@ -62,7 +63,7 @@ func TestTreeSeriesReadBackThroughPrometheusParser(t *testing.T) {
 			for _, l := range mt.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["project"] == proj && labels["area"] == project.AreaWorkspace && labels["kind"] == kind {
+			if labels["project"] == proj && labels["area"] == area.Workspace && labels["kind"] == kind {
 				switch {
 				case mt.Gauge != nil:
 					return mt.GetGauge().GetValue()

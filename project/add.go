@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/quota"
@@ -21,18 +22,18 @@ type AddOptions struct {
 	Workspace, Cache, Scratch LimitChange
 }
 
-// change is the limits asked for one of Areas; a new area must be given
+// change is the limits asked for one of area.OfProject; a new area must be given
 // a field here, or it panics in every test that adds a project.
-func (o AddOptions) change(area string) LimitChange {
-	switch area {
-	case AreaWorkspace:
+func (o AddOptions) change(a string) LimitChange {
+	switch a {
+	case area.Workspace:
 		return o.Workspace
-	case AreaCache:
+	case area.Cache:
 		return o.Cache
-	case AreaScratch:
+	case area.Scratch:
 		return o.Scratch
 	}
-	panic("project: AddOptions has no limits for area " + area)
+	panic("project: AddOptions has no limits for area " + a)
 }
 
 // LimitChange sets the limits whose fields are non-nil.
@@ -66,14 +67,31 @@ func validateLimits(area string, l quota.Limits) error {
 	return nil
 }
 
+// checkLimits is validateLimits plus what the filesystem can hold: ext4's
+// quota file keeps smaller limits than XFS, and the kernel's own refusal
+// (ERANGE) names neither the limit nor the maximum.
+func (m *Manager) checkLimits(area string, l quota.Limits) error {
+	if err := validateLimits(area, l); err != nil {
+		return err
+	}
+	if m.xfs == nil {
+		return nil
+	}
+	if err := m.xfs.CheckLimits(l); err != nil {
+		return errkind.WithHint(errkind.Input, &InputError{Param: "limits", Msg: area + ": " + err.Error()},
+			"give a smaller limit, or 0 for none")
+	}
+	return nil
+}
+
 // AddFaultPoints are where tests kill `project add` to show that an
 // interrupted add leaves nothing behind that the next add or doctor --fix
 // does not clean up.
 var AddFaultPoints = func() []string {
 	points := []string{"add:project-row"}
-	for _, area := range Areas {
+	for _, a := range area.OfProject {
 		for _, step := range []string{"id-recorded", "dir-created", "assigned", "limits-set"} {
-			points = append(points, "add:"+area+":"+step)
+			points = append(points, "add:"+a+":"+step)
 		}
 	}
 	return append(points, "add:before-ready")
@@ -90,13 +108,13 @@ func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, 
 		return Project{}, err
 	}
 	limits := map[string]quota.Limits{}
-	for _, area := range Areas { // in order: the first bad limit is the one named
-		l, err := m.defaultLimits(ctx, area)
+	for _, a := range area.OfProject { // in order: the first bad limit is the one named
+		l, err := m.defaultLimits(ctx, a)
 		if err != nil {
 			return Project{}, err
 		}
-		limits[area] = o.change(area).apply(l)
-		if err := validateLimits(area, limits[area]); err != nil {
+		limits[a] = o.change(a).apply(l)
+		if err := m.checkLimits(a, limits[a]); err != nil {
 			return Project{}, err
 		}
 	}
@@ -111,7 +129,7 @@ func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, 
 			if err := tx.SetProjectState(ctx, name, store.StateReady, ""); err != nil {
 				return err
 			}
-			return tx.AppendEvent(ctx, store.EventProjectAdded, name, m.actor(ctx), map[string]any{"backend": m.BackendName(), "trees": trees})
+			return tx.AppendEvent(ctx, name, m.actor(ctx), addedPayload(m.BackendName(), trees))
 		})
 	}
 	if err != nil {
@@ -178,8 +196,8 @@ func (m *Manager) defaultLimits(ctx context.Context, area string) (quota.Limits,
 // makeTrees makes each area's tree (makeTree).
 func (m *Manager) makeTrees(ctx context.Context, name string, limits map[string]quota.Limits) ([]store.Tree, error) {
 	var trees []store.Tree
-	for _, area := range Areas {
-		tree, err := m.makeTree(ctx, name, area, limits[area])
+	for _, a := range area.OfProject {
+		tree, err := m.makeTree(ctx, name, a, limits[a])
 		if err != nil {
 			return nil, err
 		}
@@ -191,11 +209,11 @@ func (m *Manager) makeTrees(ctx context.Context, name string, limits map[string]
 // makeTree makes one tree of a project: ID and row in one transaction, then
 // the directory (an existing one is adopted with what it holds), then the
 // kernel's ID and limits.
-func (m *Manager) makeTree(ctx context.Context, name, area string, limits quota.Limits) (store.Tree, error) {
-	rel := TreePath(name, area)
+func (m *Manager) makeTree(ctx context.Context, name, a string, limits quota.Limits) (store.Tree, error) {
+	rel := area.TreePath(name, a)
 	dir := m.abs(rel)
 	_, statErr := os.Lstat(dir)
-	tree := store.Tree{Project: name, Area: area, Path: rel, Backend: m.BackendName(), FSUUID: m.fsUUID,
+	tree := store.Tree{Project: name, Area: a, Path: rel, Backend: m.BackendName(), FSUUID: m.fsUUID,
 		Limits: limits, CreatedDir: errors.Is(statErr, os.ErrNotExist)}
 	if statErr == nil {
 		if err := checkAdoptable(dir); err != nil {
@@ -208,7 +226,7 @@ func (m *Manager) makeTree(ctx context.Context, name, area string, limits quota.
 	}
 	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
 		var err error
-		if tree.ProjectID, err = tx.ReserveID(ctx, m.fsUUID, m.Range, excluded, name+"/"+area); err != nil {
+		if tree.ProjectID, err = tx.ReserveID(ctx, m.fsUUID, m.Range, excluded, name+"/"+a); err != nil {
 			return err
 		}
 		return tx.InsertTree(ctx, tree)
@@ -216,26 +234,24 @@ func (m *Manager) makeTree(ctx context.Context, name, area string, limits quota.
 	if err != nil {
 		return tree, err
 	}
-	fault.Point("add:" + area + ":id-recorded")
+	fault.Point("add:" + a + ":id-recorded")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return tree, fmt.Errorf("create %s: %w", dir, err)
 	}
-	if area == AreaWorkspace {
-		for _, sub := range workspaceSubdirs {
-			if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-				return tree, fmt.Errorf("create %s: %w", filepath.Join(dir, sub), err)
-			}
+	for _, sub := range area.Skeleton(a) {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return tree, fmt.Errorf("create %s: %w", filepath.Join(dir, sub), err)
 		}
 	}
-	fault.Point("add:" + area + ":dir-created")
+	fault.Point("add:" + a + ":dir-created")
 	if err := m.Backend.Assign(dir, tree.ProjectID); err != nil {
 		return tree, err
 	}
-	fault.Point("add:" + area + ":assigned")
+	fault.Point("add:" + a + ":assigned")
 	if err := m.Backend.SetLimits(tree.ProjectID, tree.Limits); err != nil {
 		return tree, err
 	}
-	fault.Point("add:" + area + ":limits-set")
+	fault.Point("add:" + a + ":limits-set")
 	if m.xfs == nil { // the fallback's admission starts from a walk; XFS counts in the kernel
 		if _, err := m.baseline(ctx, tree, 0); err != nil {
 			return tree, err
@@ -296,12 +312,10 @@ func (m *Manager) rollbackAdd(ctx context.Context, name string) (left []string, 
 
 // removeEmptyTree removes a tree that xfsq created, only as far as it is
 // empty; it reports what it had to leave.
-func removeEmptyTree(dir, area string) (left []string) {
-	if area == AreaWorkspace {
-		for _, sub := range workspaceSubdirs {
-			if err := os.Remove(filepath.Join(dir, sub)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				left = append(left, filepath.Join(dir, sub))
-			}
+func removeEmptyTree(dir, a string) (left []string) {
+	for _, sub := range area.Skeleton(a) {
+		if err := os.Remove(filepath.Join(dir, sub)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			left = append(left, filepath.Join(dir, sub))
 		}
 	}
 	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -11,18 +11,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // Set changes the limits of one tree of a project and journals old and new.
-func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange) (Project, error) {
-	if area == "" {
-		area = AreaWorkspace
+func (m *Manager) Set(ctx context.Context, name, a string, change LimitChange) (Project, error) {
+	if a == "" {
+		a = area.Workspace
 	}
-	if err := ValidateTree(name, area); err != nil {
+	if err := ValidateTree(name, a); err != nil {
 		return Project{}, err
 	}
 	if change.empty() {
@@ -31,23 +33,23 @@ func (m *Manager) Set(ctx context.Context, name, area string, change LimitChange
 	}
 	// The tree of a ready project (or the root's inbound tree), refused
 	// as Tree refuses it.
-	t, err := m.Tree(ctx, name, area)
+	t, err := m.Tree(ctx, name, a)
 	if err != nil {
 		return Project{}, err
 	}
 	next := change.apply(t.Limits)
-	if err := validateLimits(area, next); err != nil {
+	if err := m.checkLimits(a, next); err != nil {
 		return Project{}, err
 	}
 	if err := m.Backend.SetLimits(t.ProjectID, next); err != nil {
 		return Project{}, err
 	}
 	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
-		if err := tx.SetTreeLimits(ctx, name, area, next); err != nil {
+		if err := tx.SetTreeLimits(ctx, name, a, next); err != nil {
 			return err
 		}
-		return tx.AppendEvent(ctx, store.EventQuotaChanged, name, m.actor(ctx),
-			map[string]any{"area": area, "project_id": t.ProjectID, "old": t.Limits, "new": next})
+		return tx.AppendEvent(ctx, name, m.actor(ctx), journal.QuotaChanged{
+			Area: a, ProjectID: uint32(t.ProjectID), Old: limitsPayload(t.Limits), New: limitsPayload(next)})
 	})
 	if err != nil {
 		// The kernel has the new limits; put the recorded ones back so the two agree.
@@ -65,7 +67,9 @@ type RemoveOptions struct {
 	// it; the removal is journalled as forced, with the leases it ended.
 	Force bool
 	// DryRun changes nothing: it says what the removal would do, and with
-	// Purge what it would delete and how much.
+	// Purge what it would delete and how much. It is refused as the real
+	// removal would be (a held lease without Force), so that its answer
+	// can be trusted.
 	DryRun bool
 }
 
@@ -76,8 +80,8 @@ type RemoveResult struct {
 	DryRun  bool   `json:"dry_run,omitempty"`
 	// Forced: removed although leases were held (RemoveOptions.Force).
 	Forced bool `json:"forced,omitempty"`
-	// HeldLeases are the runs holding an unexpired lease: without Force a
-	// removal is refused while there are any (a dry run says so here).
+	// HeldLeases are the runs holding an unexpired lease that a forced
+	// removal ends; without Force a removal, dry or not, is refused.
 	HeldLeases []string `json:"held_leases,omitempty"`
 	// EndedLeases are the runs whose leases the removal ended, held or lapsed.
 	EndedLeases []string `json:"ended_leases"`
@@ -174,7 +178,7 @@ func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (Rem
 		for _, l := range held {
 			res.HeldLeases = append(res.HeldLeases, l.Run)
 		}
-		if !o.Force && !o.DryRun {
+		if !o.Force {
 			return res, &LeaseHeldError{Project: name, Leases: held}
 		}
 		res.Forced = o.Force
@@ -254,7 +258,7 @@ func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (Rem
 		if err := tx.DeleteProject(ctx, name); err != nil {
 			return err
 		}
-		return tx.AppendEvent(ctx, store.EventProjectRemoved, name, m.actor(ctx), res)
+		return tx.AppendEvent(ctx, name, m.actor(ctx), removedPayload(res))
 	})
 	return res, err
 }
@@ -286,7 +290,7 @@ func (m *Manager) purgeTree(ctx context.Context, t store.Tree) (Purged, error) {
 		return Purged{}, fmt.Errorf("purge %s: %w", t.Path, err)
 	}
 	defer parent.Close()
-	rec := sweep.Record{Area: t.Area, Bytes: q.Bytes, Reason: "purge", Policy: "project rm --purge"}
+	rec := deletion.Record{Area: t.Area, Bytes: q.Bytes, Reason: "purge", Policy: "project rm --purge"}
 	rec, rep, err := m.RemoveJournalled(ctx, t.Project, parent, path.Base(t.Path), rec, saferm.Options{})
 	p := Purged{Path: rec.Path, State: rec.State, Entries: rep.Entries, Bytes: rep.Bytes, Inodes: rep.Inodes, Left: rep.Left}
 	if err != nil {
@@ -295,33 +299,32 @@ func (m *Manager) purgeTree(ctx context.Context, t store.Tree) (Purged, error) {
 	return p, nil
 }
 
-// RemoveJournalled is sweep.Delete with this manager's journal: name
+// RemoveJournalled is deletion.Delete with this manager's journal: name
 // beneath parent (a directory opened without links from the root) is
 // removed with its storage.evicted records, pending before, settled after
 // with what really went. rec says what goes and why; its path, state,
 // holder and counts are filled in here.
-func (m *Manager) RemoveJournalled(ctx context.Context, project string, parent *saferm.Dir, name string, rec sweep.Record, o saferm.Options) (sweep.Record, saferm.Report, error) {
+func (m *Manager) RemoveJournalled(ctx context.Context, project string, parent *saferm.Dir, name string, rec deletion.Record, o saferm.Options) (deletion.Record, saferm.Report, error) {
 	ctx, end := BeginOp(ctx)
 	defer end()
 	me := HolderOf(ctx)
 	if rec.SweepID == "" && rec.DeletionID == "" {
 		rec.DeletionID = newDeletionID()
 	}
-	return sweep.Delete(ctx, func(ctx context.Context, project string, r sweep.Record) error {
+	return deletion.Delete(ctx, func(ctx context.Context, project string, r deletion.Record) error {
 		r.Holder = me
 		return m.journalEviction(ctx, project, r)
 	}, project, parent, name, rec, o)
 }
 
-// journalEviction appends one storage.evicted record: a sweep.Record, or a
-// record read back from the journal (a map) and settled.
-func (m *Manager) journalEviction(ctx context.Context, project string, rec any) error {
+// journalEviction appends one storage.evicted record.
+func (m *Manager) journalEviction(ctx context.Context, project string, rec deletion.Record) error {
 	return m.Store.InTx(ctx, func(tx *store.Tx) error {
-		return tx.AppendEvent(ctx, store.EventEvicted, project, m.actor(ctx), rec)
+		return tx.AppendEvent(ctx, project, m.actor(ctx), rec)
 	})
 }
 
-// newDeletionID names one deletion outside a sweep (see sweep.Record).
+// newDeletionID names one deletion outside a sweep (see deletion.Record).
 func newDeletionID() string {
 	b := make([]byte, 8)
 	rand.Read(b)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/store"
@@ -36,7 +37,7 @@ const (
 	InterruptedRemove = "interrupted-remove"
 	BusyProject       = "operation-in-progress"
 	MissingDirectory  = "missing-directory"
-	// A ready project without a tree of one of Areas: registered by an
+	// A ready project without a tree of one of area.OfProject: registered by an
 	// xfsq from before that area had trees (scratch came later); or a
 	// root without its inbound tree, initialised before it had one.
 	MissingTree = "missing-tree"
@@ -166,7 +167,7 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 		}
 		f.Fixed = true
 		err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-			return tx.AppendEvent(ctx, store.EventRepaired, f.Project, m.actor(ctx), f)
+			return tx.AppendEvent(ctx, f.Project, m.actor(ctx), repairedPayload(*f))
 		})
 		if err != nil {
 			return findings, err
@@ -182,11 +183,9 @@ func (m *Manager) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		if t.Area == AreaWorkspace {
-			for _, sub := range workspaceSubdirs {
-				if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-					return err
-				}
+		for _, sub := range area.Skeleton(t.Area) {
+			if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+				return err
 			}
 		}
 		if err := m.Backend.Assign(dir, t.ProjectID); err != nil {
@@ -233,11 +232,8 @@ func (m *Manager) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota
 // The fix makes the directory again; beneath the tree root it inherits the
 // tree's project ID. Something else in its place is left to the operator.
 func (m *Manager) checkSkeleton(t store.Tree, base Finding) []Finding {
-	if t.Area != AreaWorkspace {
-		return nil
-	}
 	var out []Finding
-	for _, sub := range workspaceSubdirs {
+	for _, sub := range area.Skeleton(t.Area) {
 		p := filepath.Join(m.abs(t.Path), sub)
 		fi, err := os.Lstat(p)
 		f := base
@@ -404,15 +400,15 @@ func (m *Manager) missingTrees(ctx context.Context, projects []store.Project, tr
 		if p.State != store.StateReady {
 			continue
 		}
-		for _, area := range Areas {
-			if has[p.Name+"/"+area] {
+		for _, a := range area.OfProject {
+			if has[p.Name+"/"+a] {
 				continue
 			}
-			name, area, rel := p.Name, area, TreePath(p.Name, area)
-			out = append(out, Finding{Kind: MissingTree, Project: name, Area: area, Path: rel,
-				Detail: fmt.Sprintf("the project has no %s tree (registered before xfsq gave projects one): %s has no project ID and no limit", area, rel),
-				Fix:    fmt.Sprintf("make the tree: a project ID for %s and the hard limit %s", rel, areaDefaultQuota[area]),
-				fixFn:  func(ctx context.Context) error { return m.addMissingTree(ctx, name, area) }})
+			name, a, rel := p.Name, a, area.TreePath(p.Name, a)
+			out = append(out, Finding{Kind: MissingTree, Project: name, Area: a, Path: rel,
+				Detail: fmt.Sprintf("the project has no %s tree (registered before xfsq gave projects one): %s has no project ID and no limit", a, rel),
+				Fix:    fmt.Sprintf("make the tree: a project ID for %s and the hard limit %s", rel, areaDefaultQuota[a]),
+				fixFn:  func(ctx context.Context) error { return m.addMissingTree(ctx, name, a) }})
 		}
 	}
 	return out
@@ -457,13 +453,13 @@ func (m *Manager) unmanagedDirs(projects []store.Project) []Finding {
 		known[p.Name] = true
 	}
 	var out []Finding
-	for _, area := range Areas {
-		entries, _ := os.ReadDir(m.abs(areaBase[area]))
+	for _, a := range area.OfProject {
+		entries, _ := os.ReadDir(m.abs(area.Base(a)))
 		for _, e := range entries {
 			if known[e.Name()] {
 				continue
 			}
-			out = append(out, Finding{Kind: UnmanagedDir, Area: area, Path: filepath.Join(areaBase[area], e.Name()),
+			out = append(out, Finding{Kind: UnmanagedDir, Area: a, Path: filepath.Join(area.Base(a), e.Name()),
 				Detail: "no project owns it; it has no limits", Fix: "none: xfsq project add " + e.Name() + " adopts it, or remove it by hand"})
 		}
 	}
@@ -482,11 +478,8 @@ func (m *Manager) interruptedDeletions(ctx context.Context) ([]Finding, error) {
 		if !orphaned(p) {
 			continue
 		}
-		path, _ := p.Record["path"].(string)
-		area, _ := p.Record["area"].(string)
-		policy, _ := p.Record["policy"].(string)
-		out = append(out, Finding{Kind: InterruptedDeletion, Project: p.Project, Area: area, Path: path,
-			Detail: fmt.Sprintf("its deletion (%s) was journalled as pending and never confirmed: the process making it stopped", policy),
+		out = append(out, Finding{Kind: InterruptedDeletion, Project: p.Project, Area: p.Record.Area, Path: p.Record.Path,
+			Detail: fmt.Sprintf("its deletion (%s) was journalled as pending and never confirmed: the process making it stopped", p.Record.Policy),
 			Fix:    "settle it in the journal: done if the entry is gone, failed if it is still there (the next sweep does the same)",
 			fixFn: func(ctx context.Context) error {
 				root, err := os.OpenRoot(m.Root)

@@ -5,18 +5,17 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
 )
 
 // Event is one journal record, as every shell shows it.
-type Event = store.Event
+type Event = journal.Event
 
 // Listing of projects, as the store keeps them.
 type ProjectRecord = store.Project
@@ -45,12 +44,6 @@ type EventPage struct {
 	Next string `json:"next,omitempty"`
 }
 
-// EventTypes is every type the journal records, for filters: a type
-// outside it is a typo, refused rather than answered with nothing.
-var EventTypes = []string{store.EventProjectAdded, store.EventProjectRemoved, store.EventQuotaChanged, store.EventEvicted,
-	store.EventQuotaExceeded, store.EventSnapshot, store.EventSwept, store.EventSettingChanged, store.EventRepaired,
-	store.EventRootInitialised}
-
 // sinceLayouts are the times --since takes besides RFC 3339: a date, or a
 // date and time, in the zone of now (the operator's).
 var sinceLayouts = []string{time.DateOnly, "2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02T15:04:05", time.DateTime}
@@ -77,8 +70,10 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 // the journal never records, or a project that neither exists nor ever
 // had a record (a removed project's history stays searchable).
 func (m *Manager) checkEventFilter(ctx context.Context, q EventQuery) error {
-	if q.Type != "" && !slices.Contains(EventTypes, q.Type) {
-		return inputErrorf("event type %q: use one of %s", q.Type, strings.Join(EventTypes, ", "))
+	// A type the journal never records is a typo, refused rather than
+	// answered with nothing.
+	if q.Type != "" && !journal.Type(q.Type).Known() {
+		return inputErrorf("event type %q: use one of %s", q.Type, journal.TypeNames())
 	}
 	if q.Project == "" {
 		return nil
@@ -130,7 +125,7 @@ func (m *Manager) Events(ctx context.Context, q EventQuery) (EventPage, error) {
 			return EventPage{}, err
 		}
 	}
-	f := store.EventFilter{Type: q.Type, Project: q.Project, Projects: q.Projects, Since: q.Since, Limit: q.Limit + 1}
+	f := store.EventFilter{Type: journal.Type(q.Type), Project: q.Project, Projects: q.Projects, Since: q.Since, Limit: q.Limit + 1}
 	if q.Cursor != "" {
 		id, err := decodeCursor(q.Cursor)
 		if err != nil {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // Hooks for the external tests (package project_test), unset when t ends.
@@ -17,7 +17,7 @@ func OnSnapshotTree(t testing.TB, f func(ctx context.Context, tree store.Tree)) 
 }
 
 // OnEvictionSettled calls f after each deletion's settled record.
-func OnEvictionSettled(t testing.TB, f func(project string, r sweep.Record)) {
+func OnEvictionSettled(t testing.TB, f func(project string, r deletion.Record)) {
 	evictionSettled = f
 	t.Cleanup(func() { evictionSettled = nil })
 }

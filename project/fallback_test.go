@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -32,20 +33,20 @@ func TestFallbackSeesOtherManagers(t *testing.T) {
 		t.Fatal(err)
 	}
 	hard := uint64(3 << 30)
-	p, err := long.Set(ctx, "late", AreaWorkspace, LimitChange{BytesHard: &hard})
+	p, err := long.Set(ctx, "late", area.Workspace, LimitChange{BytesHard: &hard})
 	if err != nil {
 		t.Fatalf("set limits on a project another manager added: %v", err)
 	}
 	for _, tr := range p.Trees {
-		if tr.Area == AreaWorkspace && tr.BytesHard != hard {
+		if tr.Area == area.Workspace && tr.BytesHard != hard {
 			t.Errorf("after set: %+v", tr)
 		}
 	}
 	soft := uint64(1 << 30)
-	if _, err := other.Set(ctx, "omni", AreaWorkspace, LimitChange{BytesSoft: &soft}); err != nil {
+	if _, err := other.Set(ctx, "omni", area.Workspace, LimitChange{BytesSoft: &soft}); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := long.Tree(ctx, "omni", AreaWorkspace)
+	ws, err := long.Tree(ctx, "omni", area.Workspace)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
@@ -69,7 +70,7 @@ func TestReadsDoNotWalk(t *testing.T) {
 func workspace(t *testing.T, p project.Project) project.TreeStatus {
 	t.Helper()
 	for _, tr := range p.Trees {
-		if tr.Area == project.AreaWorkspace {
+		if tr.Area == area.Workspace {
 			return tr
 		}
 	}
@@ -130,7 +131,7 @@ func TestCheckSeesOtherProcessesAtOnce(t *testing.T) {
 			a.Trees[0].UsedBytes = 1 << 62 // the caller's copy
 		}
 		other := r.Reopen()
-		if _, err := other.Set(ctx, "omni", project.AreaWorkspace, project.LimitChange{BytesHard: fixture.Size(16 << 10)}); err != nil {
+		if _, err := other.Set(ctx, "omni", area.Workspace, project.LimitChange{BytesHard: fixture.Size(16 << 10)}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(store.GenerationLag) // another process's commit shows within it

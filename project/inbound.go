@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -30,7 +31,7 @@ func (m *Manager) inboundTree(ctx context.Context) (store.Tree, bool, error) {
 
 // inboundOf finds the inbound tree among trees.
 func inboundOf(trees []store.Tree) (store.Tree, bool) {
-	i := slices.IndexFunc(trees, func(t store.Tree) bool { return t.Project == RootOwner && t.Area == AreaInbound })
+	i := slices.IndexFunc(trees, func(t store.Tree) bool { return t.Project == RootOwner && t.Area == area.Inbound })
 	if i < 0 {
 		return store.Tree{}, false
 	}
@@ -53,7 +54,7 @@ func (m *Manager) makeInboundTree(ctx context.Context) error {
 	if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.EnsureRootOwner(ctx, m.now()) }); err != nil {
 		return err
 	}
-	return m.addMissingTree(ctx, RootOwner, AreaInbound)
+	return m.addMissingTree(ctx, RootOwner, area.Inbound)
 }
 
 // missingInbound is the finding of a root without its inbound tree.
@@ -61,10 +62,10 @@ func (m *Manager) missingInbound(trees []store.Tree) []Finding {
 	if _, ok := inboundOf(trees); ok {
 		return nil
 	}
-	rel := TreePath(RootOwner, AreaInbound)
-	return []Finding{{Kind: MissingTree, Project: RootOwner, Area: AreaInbound, Path: rel,
+	rel := area.TreePath(RootOwner, area.Inbound)
+	return []Finding{{Kind: MissingTree, Project: RootOwner, Area: area.Inbound, Path: rel,
 		Detail: fmt.Sprintf("the root has no inbound tree (initialised before xfsq gave it one): %s has no project ID and no limit", rel),
-		Fix:    fmt.Sprintf("make the tree: a project ID for %s and the hard limit %s", rel, areaDefaultQuota[AreaInbound]),
+		Fix:    fmt.Sprintf("make the tree: a project ID for %s and the hard limit %s", rel, areaDefaultQuota[area.Inbound]),
 		fixFn:  m.makeInboundTree}}
 }
 
@@ -76,6 +77,6 @@ func (m *Manager) applyInboundQuota(ctx context.Context, bytesHard uint64) error
 	if _, ok, err := m.inboundTree(ctx); err != nil || !ok {
 		return err
 	}
-	_, err := m.Set(ctx, RootOwner, AreaInbound, LimitChange{BytesHard: &bytesHard})
+	_, err := m.Set(ctx, RootOwner, area.Inbound, LimitChange{BytesHard: &bytesHard})
 	return err
 }

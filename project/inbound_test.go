@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -47,13 +49,13 @@ func TestInboundTreeIsNoTenantProject(t *testing.T) {
 		for _, s := range snaps {
 			if s.Project == project.RootOwner {
 				walked++
-				if s.Area != project.AreaInbound || s.SizeBytes < 8<<10 {
+				if s.Area != area.Inbound || s.SizeBytes < 8<<10 {
 					t.Errorf("the pass's walk of the inbound tree: %+v", s)
 				}
 			}
 		}
-		if walked != 1 || len(snaps) != 2*len(project.Areas)+1 {
-			t.Errorf("a scheduled pass walked the inbound tree %d times among %d walks, want once among %d", walked, len(snaps), 2*len(project.Areas)+1)
+		if walked != 1 || len(snaps) != 2*len(area.OfProject)+1 {
+			t.Errorf("a scheduled pass walked the inbound tree %d times among %d walks, want once among %d", walked, len(snaps), 2*len(area.OfProject)+1)
 		}
 		rows, err := m.Report(ctx)
 		if err != nil {
@@ -65,7 +67,7 @@ func TestInboundTreeIsNoTenantProject(t *testing.T) {
 				inbound = append(inbound, row)
 			}
 		}
-		if len(inbound) != 1 || inbound[0].Area != project.AreaInbound || inbound[0].Path != "inbound" || inbound[0].UsedBytes < 8<<10 || inbound[0].BytesHard != 10<<30 {
+		if len(inbound) != 1 || inbound[0].Area != area.Inbound || inbound[0].Path != "inbound" || inbound[0].UsedBytes < 8<<10 || inbound[0].BytesHard != 10<<30 {
 			t.Errorf("report's rows of %s: %+v, want the inbound tree once, with its usage and limit", project.RootOwner, inbound)
 		}
 
@@ -81,12 +83,12 @@ func TestInboundTreeIsNoTenantProject(t *testing.T) {
 			t.Errorf("a sweep of every project: plans %+v, skips %+v; want inbound/chan1 looked at and left (busy_grace)", out.Plan.Evict, out.Skipped)
 		}
 		for _, n := range []string{"omni", "beta"} {
-			if _, err := m.Sweep(ctx, project.SweepOptions{DryRun: true, Projects: []string{n}, Areas: []string{project.AreaInbound}}); errkind.Of(err) != errkind.Input ||
+			if _, err := m.Sweep(ctx, project.SweepOptions{DryRun: true, Projects: []string{n}, Areas: []string{area.Inbound}}); errkind.Of(err) != errkind.Input ||
 				!strings.Contains(err.Error(), "no inbound tree") {
 				t.Errorf("a sweep of %s's inbound: %v, want an input error saying a project has none", n, err)
 			}
 		}
-		if _, err := m.Sweep(ctx, project.SweepOptions{DryRun: true, Projects: []string{project.RootOwner}, Areas: []string{project.AreaCache}}); errkind.Of(err) != errkind.Input {
+		if _, err := m.Sweep(ctx, project.SweepOptions{DryRun: true, Projects: []string{project.RootOwner}, Areas: []string{area.Cache}}); errkind.Of(err) != errkind.Input {
 			t.Errorf("a sweep of %s's cache: %v, want an input error", project.RootOwner, err)
 		}
 
@@ -143,7 +145,7 @@ func TestSweepPassCoversInbound(t *testing.T) {
 			t.Fatal("no inbound row")
 			return 0
 		}
-		if _, err := m.Snapshot(ctx, project.SnapshotOptions{Projects: []string{project.RootOwner}, Area: project.AreaInbound}); err != nil {
+		if _, err := m.Snapshot(ctx, project.SnapshotOptions{Projects: []string{project.RootOwner}, Area: area.Inbound}); err != nil {
 			t.Fatal(err)
 		}
 		before := usage()
@@ -156,12 +158,12 @@ func TestSweepPassCoversInbound(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(m.Root, "inbound/stale")); !os.IsNotExist(err) {
 			t.Errorf("inbound/stale after the pass: %v, want gone", err)
 		}
-		swept := r.Events(store.EventSwept)
+		swept := r.Events(journal.TypeSwept)
 		if len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"`+project.RootOwner+`"`) {
 			t.Errorf("storage.swept: %+v, want one naming %s", swept, project.RootOwner)
 		}
 		var states []string
-		for _, ev := range r.Events(store.EventEvicted) {
+		for _, ev := range r.Events(journal.TypeEvicted) {
 			p := string(ev.Payload)
 			if ev.Project != project.RootOwner || !strings.Contains(p, `"policy":"inbound_ttl"`) || !strings.Contains(p, `"path":"inbound/stale"`) {
 				t.Errorf("journalled %s %s", ev.Project, p)

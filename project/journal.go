@@ -2,11 +2,10 @@ package project
 
 import (
 	"context"
-	"encoding/json"
+	"math"
 	"time"
 
-	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
+	"github.com/xfsq/xfsq/journal"
 )
 
 // JournalCursor is where a follower of the journal stands (the zero value:
@@ -47,7 +46,7 @@ type JournalNews struct {
 type Deletion struct {
 	Project, Area string
 	Bytes         uint64 // freed
-	State         string // sweep.StateDone, StatePartial or StateFailed
+	State         string // deletion.StateDone, StatePartial or StateFailed
 	BySweep       bool   // part of a sweep (not a purge or files rm)
 }
 
@@ -63,7 +62,7 @@ type WalkRun struct {
 	Duration      time.Duration
 }
 
-var journalFollowed = []string{store.EventEvicted, store.EventSwept, store.EventSnapshot}
+var journalFollowed = []journal.Type{journal.TypeEvicted, journal.TypeSwept, journal.TypeSnapshot}
 
 // ReadJournal returns the deletions, sweeps and snapshot passes journalled
 // on this host since c's last read, each once, and moves c on. It reads
@@ -109,43 +108,25 @@ func (m *Manager) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNew
 	return news, nil
 }
 
-func (n *JournalNews) add(e store.Event) {
-	switch e.Type {
-	case store.EventEvicted:
-		var r sweep.Record
-		if json.Unmarshal(e.Payload, &r) != nil {
-			n.Unreadable++
+func (n *JournalNews) add(e journal.Event) {
+	p, err := e.Decode()
+	if err != nil {
+		n.Unreadable++
+		return
+	}
+	switch p := p.(type) {
+	case journal.Evicted:
+		if p.State == journal.StatePending {
 			return
 		}
-		if r.State == sweep.StatePending {
-			return
-		}
-		n.Deletions = append(n.Deletions, Deletion{Project: e.Project, Area: r.Area, Bytes: r.Bytes, State: r.State, BySweep: r.SweepID != ""})
-	case store.EventSwept:
-		var r struct {
-			DurationMS *int64 `json:"duration_ms"`
-		}
-		if json.Unmarshal(e.Payload, &r) != nil || r.DurationMS == nil {
-			n.Unreadable++
-			return
-		}
-		n.Sweeps = append(n.Sweeps, SweepRun{At: e.At, Duration: time.Duration(*r.DurationMS) * time.Millisecond})
-	case store.EventSnapshot:
-		var r struct {
-			Trees []struct {
-				Project string   `json:"project"`
-				Area    string   `json:"area"`
-				Seconds *float64 `json:"duration_seconds"`
-			} `json:"trees"`
-		}
-		if json.Unmarshal(e.Payload, &r) != nil {
-			n.Unreadable++
-			return
-		}
+		n.Deletions = append(n.Deletions, Deletion{Project: e.Project, Area: p.Area, Bytes: p.Bytes, State: p.State, BySweep: p.SweepID != ""})
+	case journal.Swept:
+		n.Sweeps = append(n.Sweeps, SweepRun{At: e.At, Duration: time.Duration(math.Round(p.DurationSeconds * float64(time.Second)))})
+	case journal.Snapshot:
 		n.SnapshotPasses = append(n.SnapshotPasses, e.At)
-		for _, t := range r.Trees {
-			if t.Seconds != nil { // passes journalled before durations were
-				n.Walks = append(n.Walks, WalkRun{Project: t.Project, Area: t.Area, Duration: time.Duration(*t.Seconds * float64(time.Second))})
+		for _, t := range p.Trees {
+			if t.DurationSeconds != nil { // passes journalled before durations were
+				n.Walks = append(n.Walks, WalkRun{Project: t.Project, Area: t.Area, Duration: time.Duration(*t.DurationSeconds * float64(time.Second))})
 			}
 		}
 	}

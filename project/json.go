@@ -11,7 +11,7 @@ import (
 // AppendJSON appends a's JSON, byte for byte what encoding/json's Encoder
 // writes with SetEscapeHTML(false), newline included. A server answers
 // admission before every run of every project, and reflection over three
-// trees was half of a cached answer's cost (BENCHMARKS.md);
+// trees was half of a cached answer's cost (docs/benchmarks.md);
 // TestAppendJSONIsEncodingJSON holds the two equal field by field.
 func (a Admission) AppendJSON(b []byte) []byte {
 	b = append(b, `{"project":`...)

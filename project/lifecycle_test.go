@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 )
 
@@ -25,7 +27,7 @@ func TestLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Name != "omni" || len(p.Trees) != len(project.Areas) {
+		if p.Name != "omni" || len(p.Trees) != len(area.OfProject) {
 			t.Fatalf("add: %+v", p)
 		}
 		for _, d := range []string{"projects/omni/uploads", "projects/omni/inbox", "cache/omni", "scratch/omni"} {
@@ -42,12 +44,12 @@ func TestLifecycle(t *testing.T) {
 		if _, err := m.Show(ctx, "ghost"); !errors.Is(err, project.ErrNotFound) || errkind.Of(err) != errkind.NotFound {
 			t.Errorf("show ghost: %v (kind %s), want not found", err, errkind.Of(err))
 		}
-		p, err = m.Set(ctx, "omni", project.AreaWorkspace, project.LimitChange{BytesSoft: fixture.Size(5 << 20)})
+		p, err = m.Set(ctx, "omni", area.Workspace, project.LimitChange{BytesSoft: fixture.Size(5 << 20)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, tr := range p.Trees {
-			if tr.Area == project.AreaWorkspace && (tr.BytesSoft != 5<<20 || tr.BytesHard != 10<<20) {
+			if tr.Area == area.Workspace && (tr.BytesSoft != 5<<20 || tr.BytesHard != 10<<20) {
 				t.Errorf("set: %+v", tr)
 			}
 		}
@@ -69,7 +71,7 @@ func TestLifecycle(t *testing.T) {
 		if ps, err := m.List(ctx); err != nil || ps == nil || len(ps) != 0 {
 			t.Errorf("list after rm: %v %#v, want an empty, non-nil list", err, ps)
 		}
-		for _, typ := range []string{"project.added", "quota.changed"} {
+		for _, typ := range []journal.Type{"project.added", "quota.changed"} {
 			evs := r.Events(typ)
 			if len(evs) != 1 || evs[0].Actor != "token-ci" || evs[0].Host != fixture.Host {
 				t.Errorf("%s: %+v, want one event by token-ci", typ, evs)
@@ -313,7 +315,7 @@ func TestSnapshotAndPlanInput(t *testing.T) {
 		}
 	}
 	snaps, err := r.Manager.Snapshot(r.Ctx, project.SnapshotOptions{Projects: []string{"omni"}, Walk: inventory.Options{Depth: 2, TopK: 3}})
-	if err != nil || len(snaps) != len(project.Areas) {
+	if err != nil || len(snaps) != len(area.OfProject) {
 		t.Fatalf("snapshot: %v %+v", err, snaps)
 	}
 	if _, err := project.ReadPlanFile(filepath.Join(t.TempDir(), "none.json")); errkind.Of(err) != errkind.Input {
@@ -360,7 +362,7 @@ func TestEmptyResultsAreLists(t *testing.T) {
 		if name == "report" || name == "snapshot" {
 			// A root without projects still has its inbound tree.
 			var rows []struct{ Project, Area string }
-			if err := json.Unmarshal(b, &rows); err != nil || len(rows) != 1 || rows[0].Project != project.RootOwner || rows[0].Area != project.AreaInbound {
+			if err := json.Unmarshal(b, &rows); err != nil || len(rows) != 1 || rows[0].Project != project.RootOwner || rows[0].Area != area.Inbound {
 				t.Errorf("%s on a root without projects: %s, want the inbound tree alone", name, b)
 			}
 			continue

@@ -35,14 +35,15 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/quota/xfs"
@@ -50,58 +51,19 @@ import (
 	"github.com/xfsq/xfsq/store"
 )
 
-// Areas: the kinds of tree a project owns, each with its own project ID.
-// A project's scratch is one tree (scratch/PROJECT) holding its runs'
-// directories (scratch/PROJECT/RUN): the runs share the project's scratch
-// limit, and a run that fills it stops there, not at the disk.
-const (
-	AreaWorkspace = "workspace"
-	AreaCache     = "cache"
-	AreaScratch   = "scratch"
-)
-
-// AreaInbound is the root's channel staging, <root>/inbound: one tree of
-// the root's own (owned by RootOwner, not by any project), with its own
-// project ID and limits (default_inbound_quota), so a channel cannot fill
-// the disk through it.
-const AreaInbound = "inbound"
-
 // RootOwner names the owner of the root's own trees (the inbound tree)
 // wherever a project name is asked for: report rows, metrics' project
 // label, `--area inbound` commands (PROJECT _root). It breaks the project
 // name rule, so it can never be a tenant's name.
 const RootOwner = store.RootOwner
 
-// Areas lists the areas a project is given, in order.
-var Areas = []string{AreaWorkspace, AreaCache, AreaScratch}
-
-// AllAreas are the areas a tree may be of: a project's, then the root's own.
-var AllAreas = append(slices.Clip(Areas), AreaInbound)
-
-// areaBase is where each area's trees live under the root.
-var areaBase = map[string]string{AreaWorkspace: "projects", AreaCache: "cache", AreaScratch: "scratch", AreaInbound: "inbound"}
-
 // areaDefaultQuota names the setting that gives each area's hard byte
 // limit to a new tree.
-var areaDefaultQuota = map[string]string{AreaWorkspace: "default_quota", AreaCache: "default_cache_quota",
-	AreaScratch: "default_scratch_quota", AreaInbound: "default_inbound_quota"}
-
-// BaseDirs are created by init; none but inbound (a tree itself) may
-// carry PROJINHERIT.
-var BaseDirs = []string{"projects", "cache", "scratch", "inbound"}
+var areaDefaultQuota = map[string]string{area.Workspace: "default_quota", area.Cache: "default_cache_quota",
+	area.Scratch: "default_scratch_quota", area.Inbound: "default_inbound_quota"}
 
 // StateDir is xfsq's own state under the root.
 const StateDir = ".xfsq"
-
-// workspaceSubdirs are created in every workspace and never swept.
-var workspaceSubdirs = []string{"uploads", "inbox"}
-
-// IsSkeleton reports whether p (clean, relative to a tree of area) is one
-// of the directories every tree of that area has: they may be emptied,
-// never removed.
-func IsSkeleton(area, p string) bool {
-	return area == AreaWorkspace && slices.Contains(workspaceSubdirs, p)
-}
 
 // InputError is bad input from the caller: a name, size, area or value.
 type InputError struct {
@@ -131,7 +93,7 @@ const NameRule = "1-63 characters of a-z, 0-9, '.', '_' and '-', starting with a
 func ValidateName(name string) error {
 	if name == RootOwner {
 		return inputErrorf("%q is not a project: it names the root's own inbound tree (%s/), which is no project's; "+
-			"a project name is %s", name, areaBase[AreaInbound], NameRule)
+			"a project name is %s", name, area.Base(area.Inbound), NameRule)
 	}
 	if !namePattern().MatchString(name) {
 		return inputErrorf("project name %q is invalid: use %s", name, NameRule)
@@ -139,43 +101,34 @@ func ValidateName(name string) error {
 	return nil
 }
 
-// ValidateArea checks an area name.
-func ValidateArea(area string) error {
-	if _, ok := areaBase[area]; !ok {
-		return inputErrorf("unknown area %q: use %s", area, strings.Join(AllAreas, ", "))
+// ValidateArea checks an area name, as bad input.
+func ValidateArea(a string) error {
+	if err := area.Check(a, area.All); err != nil {
+		return &InputError{Msg: err.Error()}
 	}
 	return nil
 }
 
 // ValidateTree checks that (name, area) can name a tree: a project's tree
-// of one of Areas, or the root's inbound tree, named (RootOwner, inbound).
-func ValidateTree(name, area string) error {
-	if err := ValidateArea(area); err != nil {
+// of one of area.OfProject, or the root's inbound tree, named (RootOwner, inbound).
+func ValidateTree(name, a string) error {
+	if err := ValidateArea(a); err != nil {
 		return err
 	}
 	switch {
-	case area == AreaInbound && name == RootOwner:
+	case a == area.Inbound && name == RootOwner:
 		return nil
-	case area == AreaInbound:
+	case a == area.Inbound:
 		if err := ValidateName(name); err != nil {
 			return err
 		}
 		return errkind.WithHint(errkind.Input, &InputError{Param: "area", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own tree, named %s in place of a project",
 			name, RootOwner)}, fmt.Sprintf("e.g. xfsq top %s --area inbound", RootOwner))
 	case name == RootOwner:
-		return errkind.WithHint(errkind.Input, &InputError{Param: "area", Msg: fmt.Sprintf("%s owns only the inbound tree, not a %s tree", RootOwner, area)},
+		return errkind.WithHint(errkind.Input, &InputError{Param: "area", Msg: fmt.Sprintf("%s owns only the inbound tree, not a %s tree", RootOwner, a)},
 			"give --area inbound with it")
 	}
 	return ValidateName(name)
-}
-
-// TreePath is the tree of (project, area) relative to the root; the
-// inbound tree is the whole of inbound/.
-func TreePath(name, area string) string {
-	if area == AreaInbound {
-		return areaBase[AreaInbound]
-	}
-	return filepath.Join(areaBase[area], name)
 }
 
 // Manager manages the projects of one sandbox root.
@@ -183,7 +136,7 @@ type Manager struct {
 	Root    string
 	Store   *store.Store
 	Backend quota.Backend
-	// Unsupported says why the XFS backend could not be used (fallback only).
+	// Unsupported says why the kernel backend could not be used (fallback only).
 	Unsupported *quota.UnsupportedError
 	backendInfo atomic.Pointer[backendInfo] // BackendInfo's, kept
 	Actor       string
@@ -210,7 +163,7 @@ type Options struct {
 	// FirstInit says the root had no .xfsq/ before this init: trees already
 	// under it predate xfsq and are adopted, not a sign of a lost store.
 	FirstInit bool
-	// Backend is init's choice (auto, xfs, fallback); "" keeps the one
+	// Backend is init's choice (auto, xfs, ext4, fallback); "" keeps the one
 	// recorded at init (auto when none was).
 	Backend string
 }
@@ -234,7 +187,7 @@ func checkStoreKnowsRoot(ctx context.Context, root string, st *store.Store) erro
 	if err != nil || !blank {
 		return err
 	}
-	entries, err := os.ReadDir(filepath.Join(root, areaBase[AreaWorkspace]))
+	entries, err := os.ReadDir(filepath.Join(root, area.Base(area.Workspace)))
 	if err != nil {
 		return nil // no projects/ yet: a fresh root
 	}
@@ -255,7 +208,7 @@ func checkStoreKnowsRoot(ctx context.Context, root string, st *store.Store) erro
 	return errkind.WithHint(errkind.NotReady,
 		fmt.Errorf("the store (%s, host %q) has no record of this root, yet %s holds project trees (%s%s): "+
 			"it is empty or new, or not this root's store; xfsq changes nothing until then",
-			st.Driver(), st.Host, filepath.Join(root, areaBase[AreaWorkspace]), strings.Join(shown, ", "), more),
+			st.Driver(), st.Host, filepath.Join(root, area.Base(area.Workspace)), strings.Join(shown, ", "), more),
 		fmt.Sprintf("restore the database from a backup, or point --db and --host at the store this root was initialised with; "+
 			"to adopt the trees into this store instead, move %s aside and run xfsq init", filepath.Join(root, StateDir)))
 }
@@ -296,15 +249,23 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if choice == BackendFallback {
 		err = &quota.UnsupportedError{Path: root, Short: "chosen at init",
 			Reason: "the root was initialised for application-level quotas (backend fallback); the kernel enforces nothing",
-			Fix:    "xfsq init --backend auto (or xfs) uses the kernel's XFS project quotas"}
+			Fix:    "xfsq init --backend auto (or xfs, or ext4) uses the kernel's project quotas"}
 	} else {
 		fs, err = xfs.Open(root)
 	}
+	if err == nil && (choice == BackendXFS || choice == BackendExt4) && fs.Name() != choice {
+		// Asked for by name: the kernel enforces here, but on another filesystem.
+		found := fs.Name()
+		fs.Close()
+		return nil, errkind.WithHint(errkind.NotReady,
+			fmt.Errorf("the root was initialised for the %s backend, but %s is on %s", choice, root, found),
+			fmt.Sprintf("run xfsq init --backend %s (or auto) to use the kernel's %s project quotas", found, found))
+	}
 	var unsupported *quota.UnsupportedError
-	if choice == BackendXFS && errors.As(err, &unsupported) {
+	if (choice == BackendXFS || choice == BackendExt4) && errors.As(err, &unsupported) {
 		// Asked for by name: never a silent fallback.
 		return nil, errkind.WithHint(errkind.NotReady,
-			fmt.Errorf("the root was initialised for the xfs backend, but %s: %s", unsupported.Path, unsupported.Reason),
+			fmt.Errorf("the root was initialised for the %s backend, but %s: %s", choice, unsupported.Path, unsupported.Reason),
 			unsupported.Fix+"; or run xfsq init --backend fallback to accept application-level quotas")
 	}
 	switch {
@@ -360,26 +321,27 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-// BackendName is what every output shows: "xfs" or "fallback (REASON)".
+// BackendName is what every output shows: "xfs", "ext4" or "fallback (REASON)".
 func (m *Manager) BackendName() string { return m.Backend.Name() }
 
-// Backend is SPEC §10a's backend object, as every JSON output gives it:
+// Backend is the backend object of docs/design/README.md#output-conventions, as every JSON output gives it:
 // which backend is in force, whether the kernel enforces the limits, and
 // on the fallback why (in full, with the fix). Text shows its String.
 type Backend struct {
-	Kind     string `json:"kind"` // BackendXFS or BackendFallback
+	Kind     string `json:"kind"` // BackendXFS, BackendExt4 or BackendFallback
 	Enforced bool   `json:"enforced"`
 	Reason   string `json:"reason,omitempty"`
 	name     string
 	encoded  *backendJSON // its JSON, made once (withJSON); nil: none
 }
 
-// String is the one-line form text outputs show: "xfs" or "fallback (SHORT)".
+// String is the one-line form text outputs show: "xfs", "ext4" or "fallback (SHORT)".
 func (b Backend) String() string { return b.name }
 
 // Backend kinds, and the choice init takes (--backend).
 const (
 	BackendXFS      = "xfs"
+	BackendExt4     = "ext4"
 	BackendFallback = "fallback"
 	BackendAuto     = "auto"
 )
@@ -404,7 +366,9 @@ type backendInfo struct {
 
 func (m *Manager) makeBackendInfo() Backend {
 	b := Backend{Kind: BackendXFS, Enforced: m.xfs != nil, name: m.BackendName()}
-	if m.xfs == nil {
+	if m.xfs != nil {
+		b.Kind = m.xfs.Name()
+	} else {
 		b.Kind = BackendFallback
 		if m.Unsupported != nil {
 			b.Reason = m.Unsupported.Error()
@@ -430,7 +394,7 @@ func readBackendChoice(root string) (string, error) {
 	choice := strings.TrimSpace(string(data))
 	if err := ValidateBackend(choice); err != nil {
 		return "", errkind.WithHint(errkind.NotReady, fmt.Errorf("%s: %w", filepath.Join(root, StateDir, backendFile), err),
-			"run xfsq init --backend auto|xfs|fallback again")
+			"run xfsq init --backend auto|xfs|ext4|fallback again")
 	}
 	return choice, nil
 }
@@ -438,10 +402,10 @@ func readBackendChoice(root string) (string, error) {
 // ValidateBackend checks a backend choice.
 func ValidateBackend(choice string) error {
 	switch choice {
-	case BackendAuto, BackendXFS, BackendFallback:
+	case BackendAuto, BackendXFS, BackendExt4, BackendFallback:
 		return nil
 	}
-	return fieldErrorf("backend", "%q: use auto (XFS where the kernel enforces project quotas, else the fallback), xfs or fallback", choice)
+	return fieldErrorf("backend", "%q: use auto (the kernel's project quotas where it enforces them on XFS or ext4, else the fallback), xfs, ext4 or fallback", choice)
 }
 
 func writeBackendChoice(root, choice string) error {
@@ -459,7 +423,8 @@ func writeBackendChoice(root, choice string) error {
 	return os.Rename(tmp, p)
 }
 
-// IsXFS reports whether the kernel enforces limits on this root.
+// IsXFS reports whether the kernel enforces limits on this root (on XFS
+// or ext4: both through the one kernel backend).
 func (m *Manager) IsXFS() bool { return m.xfs != nil }
 
 func (m *Manager) abs(rel string) string { return filepath.Join(m.Root, rel) }
@@ -499,6 +464,9 @@ type InitResult struct {
 	Backend Backend  `json:"backend"`
 	Store   string   `json:"store"`
 	Created []string `json:"created"`
+	// Notes are what an operator must know about the backend in force,
+	// e.g. that on ext4 a writer holding CAP_SYS_RESOURCE bypasses limits.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Init creates the root's layout; it is idempotent. The store must already
@@ -513,14 +481,14 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 		return nil, res, fmt.Errorf("sandbox root %s does not exist or is not a directory: create or mount it first (scripts/loopback-xfs.sh makes an XFS one)", root)
 	}
 	adopted := []string{}
-	if entries, err := os.ReadDir(filepath.Join(root, areaBase[AreaWorkspace])); err == nil && o.FirstInit {
+	if entries, err := os.ReadDir(filepath.Join(root, area.Base(area.Workspace))); err == nil && o.FirstInit {
 		for _, e := range entries {
 			if e.IsDir() {
 				adopted = append(adopted, e.Name())
 			}
 		}
 	}
-	for _, d := range append(BaseDirs, StateDir) {
+	for _, d := range append(area.Bases, StateDir) {
 		p := filepath.Join(root, d)
 		mode := os.FileMode(0o755)
 		if d == StateDir {
@@ -541,7 +509,7 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 	if blank, err := o.Store.Blank(ctx); err != nil || blank {
 		if err == nil {
 			err = o.Store.InTx(ctx, func(tx *store.Tx) error {
-				return tx.AppendEvent(ctx, store.EventRootInitialised, "", m.actor(ctx), map[string]any{"root": root, "adopted": adopted})
+				return tx.AppendEvent(ctx, "", m.actor(ctx), journal.RootInitialised{Root: root, Adopted: adopted})
 			})
 		}
 		if err != nil {
@@ -556,11 +524,14 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 		}
 	}
 	res.Backend = m.BackendInfo()
+	if m.xfs != nil && m.xfs.Kind() == xfs.KindExt4 {
+		res.Notes = append(res.Notes, xfs.BypassNote)
+	}
 	if m.xfs != nil {
 		// A parent's PROJINHERIT would stamp its ID on every new tree.
 		// inbound/ is a tree of its own: its ID and PROJINHERIT stay.
-		for _, d := range append([]string{""}, BaseDirs...) {
-			if d == areaBase[AreaInbound] {
+		for _, d := range append([]string{""}, area.Bases...) {
+			if d == area.Base(area.Inbound) {
 				continue
 			}
 			if err := m.xfs.ClearInherit(filepath.Join(root, d)); err != nil {
@@ -581,7 +552,7 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 }
 
 // applyGrace gives the kernel the soft_grace setting as the filesystem's
-// grace periods for bytes and inodes (XFS keeps one pair per filesystem).
+// grace periods for bytes and inodes (XFS and ext4 keep one pair per filesystem).
 func (m *Manager) applyGrace(ctx context.Context) error {
 	if m.xfs == nil {
 		return nil
@@ -618,11 +589,11 @@ func (m *Manager) now() time.Time { return time.Now() }
 type Tree = store.Tree
 
 // Tree returns the tree of a ready project.
-func (m *Manager) Tree(ctx context.Context, name, area string) (store.Tree, error) {
-	if area == "" {
-		area = AreaWorkspace
+func (m *Manager) Tree(ctx context.Context, name, a string) (store.Tree, error) {
+	if a == "" {
+		a = area.Workspace
 	}
-	if err := ValidateTree(name, area); err != nil {
+	if err := ValidateTree(name, a); err != nil {
 		return store.Tree{}, err
 	}
 	p, err := m.Store.Project(ctx, name)
@@ -643,20 +614,20 @@ func (m *Manager) Tree(ctx context.Context, name, area string) (store.Tree, erro
 		return store.Tree{}, err
 	}
 	for _, t := range trees {
-		if t.Area == area {
+		if t.Area == a {
 			return t, nil
 		}
 	}
 	if name == RootOwner {
 		return store.Tree{}, errNoInboundTree()
 	}
-	return store.Tree{}, fmt.Errorf("project %q has no %s tree: run xfsq doctor", name, area)
+	return store.Tree{}, fmt.Errorf("project %q has no %s tree: run xfsq doctor", name, a)
 }
 
 // errNoInboundTree is a root initialised before inbound/ was a tree.
 func errNoInboundTree() error {
 	return errkind.WithHint(errkind.NotReady,
-		fmt.Errorf("the root has no inbound tree (initialised before xfsq gave %s/ a project ID and limits)", areaBase[AreaInbound]), doctorFix)
+		fmt.Errorf("the root has no inbound tree (initialised before xfsq gave %s/ a project ID and limits)", area.Base(area.Inbound)), doctorFix)
 }
 
 // SnapshotInterval is how often the scheduled pass (snapshot --all) walks

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -45,16 +46,16 @@ func TestMessagesNameNoCLIFlagTheHintDoes(t *testing.T) {
 			errkind.Input, "sweep plan refused: not a plan saved by a dry run of this xfsq", "xfsq sweep --dry-run --plan-out FILE"},
 		{"a plan made under other settings", func() error { _, err := m.checkPlan(ctx, saved); return err },
 			errkind.Unprocessable, "was made under other settings than those in force now", "xfsq events --type settings.changed; make a new one"},
-		{"set with no limit", func() error { _, err := m.Set(ctx, "omni", AreaWorkspace, LimitChange{}); return err },
+		{"set with no limit", func() error { _, err := m.Set(ctx, "omni", area.Workspace, LimitChange{}); return err },
 			errkind.Input, "nothing to change", "--bytes-soft, --bytes-hard, --inodes-soft, --inodes-hard"},
 		{"a blank store on a root with trees", func() error { return checkStoreKnowsRoot(ctx, root, blank) },
 			errkind.NotReady, "has no record of this root", "point --db and --host at the store this root was initialised with"},
 		{"a store on a full filesystem", func() error {
 			return cannotWriteStore(&DiskFullError{Dir: root, Free: 0, Size: 1 << 30}, LocalDSN(root), "disk I/O error")
 		}, errkind.NotReady, "xfsq cannot write its store", "on another filesystem (--db)"},
-		{"a project's inbound tree", func() error { return ValidateTree("omni", AreaInbound) },
+		{"a project's inbound tree", func() error { return ValidateTree("omni", area.Inbound) },
 			errkind.Input, "has no inbound tree", "xfsq top _root --area inbound"},
-		{"the root's owner with another area", func() error { return ValidateTree(RootOwner, AreaCache) },
+		{"the root's owner with another area", func() error { return ValidateTree(RootOwner, area.Cache) },
 			errkind.Input, "owns only the inbound tree", "--area inbound"},
 		{"an add that failed and could not be rolled back", func() error {
 			return rollbackFailed(errors.New("mkdir: permission denied"), errors.New("rmdir: busy"))

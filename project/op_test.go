@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -129,10 +132,10 @@ func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	m, _, x := oldCacheEntry(t, root, "sw-inflight")
-	journal := x.Journal
+	write := x.Journal
 	checked := false
-	x.Journal = func(jctx context.Context, p string, rec sweep.Record) error {
-		if err := journal(jctx, p, rec); err != nil || rec.State != "pending" {
+	x.Journal = func(jctx context.Context, p string, rec deletion.Record) error {
+		if err := write(jctx, p, rec); err != nil || rec.State != "pending" {
 			return err
 		}
 		// Between the pending record and the deletion, another goroutine
@@ -163,11 +166,11 @@ func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
 	sweepCtx, end := BeginOp(ctx)
 	defer end()
 	res := x.Run(sweepCtx, sweep.Plan{CacheBytes: map[string]uint64{"omni": 1 << 30},
-		Evict: []sweep.Eviction{{Project: "omni", Area: sweep.AreaCache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
+		Evict: []sweep.Eviction{{Project: "omni", Area: area.Cache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
 	if !checked || len(res.Evicted) != 1 {
 		t.Fatalf("the deletion did not go through its pending record: %+v", res)
 	}
-	evs, err := m.Store.Events(ctx, store.EventFilter{Type: store.EventEvicted})
+	evs, err := m.Store.Events(ctx, store.EventFilter{Type: journal.TypeEvicted})
 	if err != nil {
 		t.Fatal(err)
 	}

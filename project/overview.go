@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/store"
@@ -35,6 +36,11 @@ type Overview struct {
 type OverviewDisk struct {
 	TotalBytes uint64 `json:"total_bytes"`
 	FreeBytes  uint64 `json:"free_bytes"` // available to xfsq (statfs f_bavail)
+	// UnownedBytes and OtherIDsBytes are Unowned's, on a kernel backend:
+	// what df says is used less what the projects hold, and of it what
+	// project 0 and IDs that are no tree's hold.
+	UnownedBytes  *uint64 `json:"unowned_bytes,omitempty"`
+	OtherIDsBytes *uint64 `json:"other_ids_bytes,omitempty"`
 }
 
 // ProjectOverview is one project's line of the overview.
@@ -355,13 +361,18 @@ func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
 		return nil, err
 	}
 	ov := &Overview{GeneratedAt: now, Root: m.Root, Host: m.Store.Host,
-		Backend: health.Backend{Kind: "xfs", Enforced: m.IsXFS()}, Projects: make([]ProjectOverview, 0, len(projects))}
+		Backend: health.Backend{Kind: m.BackendInfo().Kind, Enforced: m.IsXFS()}, Projects: make([]ProjectOverview, 0, len(projects))}
 	if m.Unsupported != nil {
 		ov.Backend.Kind, ov.Backend.Reason = "fallback", m.Unsupported.Reason
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(m.Root, &st); err == nil {
 		ov.Disk = OverviewDisk{TotalBytes: st.Blocks * uint64(st.Bsize), FreeBytes: st.Bavail * uint64(st.Bsize)}
+	}
+	if u, ok, err := m.Unowned(ctx); err != nil {
+		return nil, err
+	} else if ok {
+		ov.Disk.UnownedBytes, ov.Disk.OtherIDsBytes = &u.UnownedBytes, &u.OtherIDsBytes
 	}
 	index := make(map[string]int, len(projects))
 	for _, p := range projects {
@@ -375,9 +386,9 @@ func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
 		}
 		p := &ov.Projects[i]
 		switch r.Area {
-		case AreaCache:
+		case area.Cache:
 			p.CacheBytes = r.UsedBytes
-		case AreaWorkspace:
+		case area.Workspace:
 			p.WorkspaceBytes, p.WorkspaceFiles, p.QuotaBytes = r.UsedBytes, r.UsedInodes, r.BytesHard
 			if r.BytesHard > 0 {
 				used := float64(r.UsedBytes) / float64(r.BytesHard)
@@ -403,7 +414,7 @@ func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
 // topPaths are a workspace's largest top-level entries from its last
 // snapshot, parsed once per snapshot.
 func (m *Manager) topPaths(ctx context.Context, name string) ([]TopPath, error) {
-	k := store.TreeKey{Project: name, Area: AreaWorkspace}
+	k := store.TreeKey{Project: name, Area: area.Workspace}
 	snap, ok, err := m.Store.LatestSnapshot(ctx, k)
 	if err != nil || !ok {
 		return []TopPath{}, err

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/inventory"
@@ -149,7 +150,7 @@ func TestProjectStorage(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tr := range d.Trees {
-			if tr.SnapshotAt != nil || tr.Tree != nil || tr.TopFiles == nil || tr.BytesHard == 0 && tr.Area == project.AreaWorkspace {
+			if tr.SnapshotAt != nil || tr.Tree != nil || tr.TopFiles == nil || tr.BytesHard == 0 && tr.Area == area.Workspace {
 				t.Errorf("before any snapshot: %+v", tr)
 			}
 		}
@@ -166,11 +167,11 @@ func TestProjectStorage(t *testing.T) {
 			}
 			var w project.TreeStorage
 			for _, tr := range d.Trees {
-				if tr.Area == project.AreaWorkspace {
+				if tr.Area == area.Workspace {
 					w = tr
 				}
 			}
-			if w.Area != project.AreaWorkspace || w.SnapshotAt == nil || w.Tree == nil || len(w.TopFiles) == 0 || nodeDepth(w.Tree) != c.want {
+			if w.Area != area.Workspace || w.SnapshotAt == nil || w.Tree == nil || len(w.TopFiles) == 0 || nodeDepth(w.Tree) != c.want {
 				t.Errorf("depth %d: %+v (depth %d)", c.ask, w, nodeDepth(w.Tree))
 			}
 		}

@@ -12,13 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/threadtest"
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // oldCache writes n cache entries of omni, each 4 KiB and a month old.
@@ -58,12 +60,12 @@ func TestPassWritesOneEvent(t *testing.T) {
 		for i := range 2 {
 			if out, err := m.RunPass(r.Ctx, project.PassSnapshot); err != nil {
 				t.Fatal(err)
-			} else if out.Ran != (i == 0) || (i == 0 && len(out.Snapshots) != 2*len(project.Areas)+1) { // and the inbound tree
+			} else if out.Ran != (i == 0) || (i == 0 && len(out.Snapshots) != 2*len(area.OfProject)+1) { // and the inbound tree
 				t.Errorf("snapshot pass %d: %+v", i, out)
 			}
 		}
-		snaps := r.Events(store.EventSnapshot)
-		if len(snaps) != 1 || strings.Count(string(snaps[0].Payload), `"project"`) != 2*len(project.Areas)+1 {
+		snaps := r.Events(journal.TypeSnapshot)
+		if len(snaps) != 1 || strings.Count(string(snaps[0].Payload), `"project"`) != 2*len(area.OfProject)+1 {
 			t.Fatalf("storage.snapshot events after two passes within the hour: %+v", snaps)
 		}
 		out, err := m.RunPass(r.Ctx, project.PassSnapshot)
@@ -82,7 +84,7 @@ func TestPassWritesOneEvent(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if swept := r.Events(store.EventSwept); len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"evicted_entries":2`) {
+		if swept := r.Events(journal.TypeSwept); len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"evicted_entries":2`) {
 			t.Errorf("storage.swept after two sweep passes within the interval: %d events, first %s", len(swept), payloadOf(swept))
 		}
 		if _, err := m.RunPass(r.Ctx, "nope"); errkind.Of(err) != errkind.Input {
@@ -102,14 +104,15 @@ func TestPassesExcludeEachOther(t *testing.T) {
 		oldCache(t, r, "omni", 3)
 		other := r.Reopen().Manager
 		for _, c := range []struct {
-			pass, event string
-			hook        func(func())
+			pass  string
+			event journal.Type
+			hook  func(func())
 		}{
-			{project.PassSnapshot, store.EventSnapshot, func(f func()) {
+			{project.PassSnapshot, journal.TypeSnapshot, func(f func()) {
 				project.OnSnapshotTree(t, func(context.Context, store.Tree) { f() })
 			}},
-			{project.PassSweep, store.EventSwept, func(f func()) {
-				project.OnEvictionSettled(t, func(string, sweep.Record) { f() })
+			{project.PassSweep, journal.TypeSwept, func(f func()) {
+				project.OnEvictionSettled(t, func(string, deletion.Record) { f() })
 			}},
 		} {
 			started, release := make(chan struct{}), make(chan struct{})
@@ -173,9 +176,9 @@ func TestPassCancelledStopsBetweenEntries(t *testing.T) {
 			t.Errorf("cancelled snapshot pass: %v", err)
 		}
 		stored := 0
-		keys := []store.TreeKey{{Project: project.RootOwner, Area: project.AreaInbound}}
+		keys := []store.TreeKey{{Project: project.RootOwner, Area: area.Inbound}}
 		for _, n := range []string{"omni", "beta"} {
-			for _, a := range project.Areas {
+			for _, a := range area.OfProject {
 				keys = append(keys, store.TreeKey{Project: n, Area: a})
 			}
 		}
@@ -184,16 +187,16 @@ func TestPassCancelledStopsBetweenEntries(t *testing.T) {
 				stored++
 			}
 		}
-		if walks != 1 || stored != 1 || len(r.Events(store.EventSnapshot)) != 0 {
-			t.Errorf("cancelled at the first of 4 trees: %d walks started, %d stored, %d events; want 1, 1, 0", walks, stored, len(r.Events(store.EventSnapshot)))
+		if walks != 1 || stored != 1 || len(r.Events(journal.TypeSnapshot)) != 0 {
+			t.Errorf("cancelled at the first of 4 trees: %d walks started, %d stored, %d events; want 1, 1, 0", walks, stored, len(r.Events(journal.TypeSnapshot)))
 		}
 		project.OnSnapshotTree(t, nil)
-		if out, err := m.RunPass(r.Ctx, project.PassSnapshot); err != nil || !out.Ran || len(r.Events(store.EventSnapshot)) != 1 {
+		if out, err := m.RunPass(r.Ctx, project.PassSnapshot); err != nil || !out.Ran || len(r.Events(journal.TypeSnapshot)) != 1 {
 			t.Errorf("the pass after a cancelled one: %+v %v", out, err)
 		}
 
 		ctx, cancel = context.WithCancel(r.Ctx)
-		project.OnEvictionSettled(t, func(string, sweep.Record) { cancel() })
+		project.OnEvictionSettled(t, func(string, deletion.Record) { cancel() })
 		if _, err := m.RunPass(ctx, project.PassSweep); !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled sweep pass: %v", err)
 		}
@@ -204,8 +207,8 @@ func TestPassCancelledStopsBetweenEntries(t *testing.T) {
 			}
 		}
 		pending, _ := m.Store.PendingEvictions(r.Ctx)
-		if gone != 1 || len(pending) != 0 || len(r.Events(store.EventSwept)) != 0 {
-			t.Errorf("cancelled after the first of 4 deletions: %d gone, %d pending, %d swept events; want 1, 0, 0", gone, len(pending), len(r.Events(store.EventSwept)))
+		if gone != 1 || len(pending) != 0 || len(r.Events(journal.TypeSwept)) != 0 {
+			t.Errorf("cancelled after the first of 4 deletions: %d gone, %d pending, %d swept events; want 1, 0, 0", gone, len(pending), len(r.Events(journal.TypeSwept)))
 		}
 		project.OnEvictionSettled(t, nil)
 		if out, err := m.RunPass(r.Ctx, project.PassSweep); err != nil || !out.Ran || len(out.Sweep.Evicted) != 3 {
@@ -238,14 +241,14 @@ func TestPassRunsInTheBackground(t *testing.T) {
 	oldCache(t, r, "omni", 1)
 	var during [][2]int
 	project.OnSnapshotTree(t, func(context.Context, store.Tree) { c, n := threadPriority(t); during = append(during, [2]int{c, n}) })
-	project.OnEvictionSettled(t, func(string, sweep.Record) { c, n := threadPriority(t); during = append(during, [2]int{c, n}) })
+	project.OnEvictionSettled(t, func(string, deletion.Record) { c, n := threadPriority(t); during = append(during, [2]int{c, n}) })
 	for _, p := range project.Passes {
 		if out, err := r.Manager.RunPass(r.Ctx, p); err != nil || !out.Ran {
 			t.Fatalf("%s: %+v %v", p, out, err)
 		}
 	}
-	if len(during) != len(project.Areas)+2 { // every tree walked (the inbound tree too), one entry deleted
-		t.Fatalf("hooks ran %d times, want %d", len(during), len(project.Areas)+2)
+	if len(during) != len(area.OfProject)+2 { // every tree walked (the inbound tree too), one entry deleted
+		t.Fatalf("hooks ran %d times, want %d", len(during), len(area.OfProject)+2)
 	}
 	for _, d := range during {
 		if d != [2]int{3, 10} {

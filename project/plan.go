@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -101,21 +102,18 @@ func (m *Manager) SavePlan(ctx context.Context, plan sweep.Plan, areas []string)
 	return data, err
 }
 
-// savePlan is SavePlan for plan made of projects (nil: the projects its
-// entries name); the store keeps the file's content too, so that a plan
-// can be applied by its id alone (ApplyPlan).
 // areasCovered are the areas a sweep of projects covers when it names
 // none: a project's own trees, the inbound tree for RootOwner, every area
 // for a sweep of every project (none named). A plan lists these, not
 // areas it never looked at.
 func areasCovered(projects []string) []string {
 	if len(projects) == 0 {
-		return sweep.Areas
+		return area.SweepOrder
 	}
 	var out []string
-	for _, a := range sweep.Areas {
+	for _, a := range area.SweepOrder {
 		for _, p := range projects {
-			if (p == RootOwner) == (a == AreaInbound) {
+			if (p == RootOwner) == (a == area.Inbound) {
 				out = append(out, a)
 				break
 			}
@@ -124,6 +122,9 @@ func areasCovered(projects []string) []string {
 	return out
 }
 
+// savePlan is SavePlan for plan made of projects (nil: the projects its
+// entries name); the store keeps the file's content too, so that a plan
+// can be applied by its id alone (ApplyPlan).
 func (m *Manager) savePlan(ctx context.Context, plan sweep.Plan, areas, projects []string) ([]byte, SavedPlan, error) {
 	if len(areas) == 0 {
 		areas = areasCovered(projects)
@@ -221,13 +222,13 @@ func planProjects(p sweep.Plan) []string {
 }
 
 // treeOf is the tree, relative to the root, in which a sweep of area may
-// delete for project: TreePath of a tree the owner has (the root's inbound
+// delete for project: area.TreePath of a tree the owner has (the root's inbound
 // tree is RootOwner's alone), else "".
-func treeOf(project, area string) string {
-	if _, ok := areaBase[area]; !ok || (area == AreaInbound) != (project == RootOwner) {
+func treeOf(project, a string) string {
+	if !area.Known(a) || (a == area.Inbound) != (project == RootOwner) {
 		return ""
 	}
-	return TreePath(project, area)
+	return area.TreePath(project, a)
 }
 
 // rederive keeps the entries of a saved plan that the planner, run now on

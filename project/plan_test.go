@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -43,17 +44,17 @@ func TestRederiveDropsWhatThePlannerWouldNot(t *testing.T) {
 		return sweep.Eviction{Project: "omni", Area: area, Path: p, Policy: policy}
 	}
 	saved := sweep.Plan{Evict: []sweep.Eviction{
-		ev(sweep.AreaWorkspace, "projects/beta/uploads", sweep.PolicyTrash),
-		ev(sweep.AreaWorkspace, "projects/omni/../beta/uploads", sweep.PolicyTrash),
-		ev(sweep.AreaWorkspace, "projects/omni/uploads", sweep.PolicyTrash),
-		ev(sweep.AreaWorkspace, "projects/omni/inbox/b.tmp", sweep.PolicyTrash),
-		ev(sweep.AreaWorkspace, "projects/omni/.git/x.log", sweep.PolicyTrash),
-		ev(sweep.AreaWorkspace, "projects/omni/src/main.go", sweep.PolicyTrash),
-		ev(sweep.AreaCache, "projects/omni/build.log", sweep.PolicyCache),
-		ev(sweep.AreaWorkspace, "projects/omni/build.log", sweep.PolicyCache), // another policy than the planner's
-		ev(sweep.AreaWorkspace, "projects/omni/build.log", sweep.PolicyTrash),
-		ev(sweep.AreaCache, "cache/omni/old", sweep.PolicyCache),
-		{Project: "beta", Area: sweep.AreaWorkspace, Path: "projects/beta/uploads", Policy: sweep.PolicyTrash}, // not locked
+		ev(area.Workspace, "projects/beta/uploads", sweep.PolicyTrash),
+		ev(area.Workspace, "projects/omni/../beta/uploads", sweep.PolicyTrash),
+		ev(area.Workspace, "projects/omni/uploads", sweep.PolicyTrash),
+		ev(area.Workspace, "projects/omni/inbox/b.tmp", sweep.PolicyTrash),
+		ev(area.Workspace, "projects/omni/.git/x.log", sweep.PolicyTrash),
+		ev(area.Workspace, "projects/omni/src/main.go", sweep.PolicyTrash),
+		ev(area.Cache, "projects/omni/build.log", sweep.PolicyCache),
+		ev(area.Workspace, "projects/omni/build.log", sweep.PolicyCache), // another policy than the planner's
+		ev(area.Workspace, "projects/omni/build.log", sweep.PolicyTrash),
+		ev(area.Cache, "cache/omni/old", sweep.PolicyCache),
+		{Project: "beta", Area: area.Workspace, Path: "projects/beta/uploads", Policy: sweep.PolicyTrash}, // not locked
 	}}
 	policy, err := m.Policy(ctx)
 	if err != nil {
@@ -64,7 +65,7 @@ func TestRederiveDropsWhatThePlannerWouldNot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dir.Close()
-	fresh, err := m.planSweep(ctx, dir, []string{"omni"}, map[string]bool{sweep.AreaCache: true, sweep.AreaWorkspace: true, sweep.AreaScratch: true}, policy, time.Now())
+	fresh, err := m.planSweep(ctx, dir, []string{"omni"}, map[string]bool{area.Cache: true, area.Workspace: true, area.Scratch: true}, policy, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/sweep"
@@ -46,10 +47,10 @@ func FuzzValidateName(f *testing.F) {
 		if ValidateName(name) != nil {
 			return
 		}
-		for _, area := range Areas {
-			p := TreePath(name, area)
-			if filepath.Dir(p) != areaBase[area] || filepath.Base(p) != name || len(name) > 63 {
-				t.Fatalf("valid name %q gives tree path %q outside %s/", name, p, areaBase[area])
+		for _, a := range area.OfProject {
+			p := area.TreePath(name, a)
+			if filepath.Dir(p) != area.Base(a) || filepath.Base(p) != name || len(name) > 63 {
+				t.Fatalf("valid name %q gives tree path %q outside %s/", name, p, area.Base(a))
 			}
 		}
 	})
@@ -210,7 +211,7 @@ func TestSweepLeaseTakenBeforeThePendingRecord(t *testing.T) {
 		return leased, err
 	}
 	res := x.Run(ctx, sweep.Plan{CacheBytes: map[string]uint64{"omni": 1 << 30},
-		Evict: []sweep.Eviction{{Project: "omni", Area: sweep.AreaCache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
+		Evict: []sweep.Eviction{{Project: "omni", Area: area.Cache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
 	if _, err := os.Stat(entry); err != nil || len(res.Evicted) != 0 {
 		t.Fatalf("the entry of a project leased before its pending record was deleted: %+v", res)
 	}
@@ -245,4 +246,29 @@ func oldCacheEntry(t *testing.T, root, sweepID string) (*Manager, string, *sweep
 		t.Fatal(err)
 	}
 	return m, entry, m.executor(sweepID, r, policy, 0)
+}
+
+// On ext4 less than a page below the hard limit is no room: the kernel
+// reserves a page for each page a write dirties and stops writes up to a
+// page short of the limit, so admission denies there as it does at it.
+func TestExceededWithinAPageOnExt4(t *testing.T) {
+	const limit = 10 << 20
+	cases := []struct {
+		name       string
+		used       uint64
+		fullWithin uint64
+		want       bool
+	}{
+		{"xfs a KiB short", limit - 1024, 0, false},
+		{"xfs at the limit", limit, 0, true},
+		{"ext4 a KiB short", limit - 1024, 4096, true},
+		{"ext4 a page short", limit - 4096, 4096, false},
+		{"ext4 well below", limit / 2, 4096, false},
+	}
+	for _, c := range cases {
+		ts := TreeStatus{BytesHard: limit, UsedBytes: c.used, fullWithin: c.fullWithin}
+		if got := Exceeded(ts, time.Now()); got != c.want {
+			t.Errorf("%s: Exceeded %v, want %v", c.name, got, c.want)
+		}
+	}
 }

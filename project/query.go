@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
 )
@@ -67,6 +70,11 @@ type TreeStatus struct {
 	// kernel's count disagreed by more than 1 %: a sign of a quota escape.
 	WalkBytes *uint64 `json:"walk_bytes,omitempty"`
 	Escape    string  `json:"escape,omitempty"`
+	// fullWithin is how little room left counts as none: on ext4 the
+	// kernel reserves a page for each page a write dirties, so a tree
+	// with less than a page below its hard limit takes no more data (it
+	// stops writes up to a page short of the limit).
+	fullWithin uint64
 }
 
 func notFound(name string) error {
@@ -171,7 +179,7 @@ func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 	}
 	// A slice in ID order, not All's map: a report or a scrape only joins
 	// each tree with its ID, and on 1,000 trees the map inserts cost about
-	// what the kernel's own lookups do (BENCHMARKS.md). status copies what
+	// what the kernel's own lookups do (docs/benchmarks.md). status copies what
 	// it reads, so the slice can be the one WithAll lends.
 	var statuses []TreeStatus
 	if m.xfs != nil {
@@ -311,8 +319,14 @@ func (m *Manager) treeStatus(t store.Tree, q quota.Quota, asOf *time.Time) TreeS
 	if q.Limits != t.Limits {
 		s.Drift = fmt.Sprintf("limits in force %s differ from the recorded %s", formatLimits(q.Limits), formatLimits(t.Limits))
 	}
+	if m.xfs != nil && m.xfs.Kind() == xfs.KindExt4 {
+		s.fullWithin = pageSize
+	}
 	return s
 }
+
+// pageSize is the unit of ext4's delayed-allocation reservations.
+var pageSize = uint64(os.Getpagesize())
 
 // Usage is Report's usage and limits without the snapshot-derived fields
 // (growth, last activity): on XFS the recorded trees and one enumeration of
@@ -471,7 +485,7 @@ const (
 	Deny = "deny"
 )
 
-// Admission says whether a run of a project may start (SPEC §3.3).
+// Admission says whether a run of a project may start (docs/design/README.md#quota-backends, admission).
 type Admission struct {
 	Project  string       `json:"project"`
 	Decision string       `json:"decision"`
@@ -499,19 +513,19 @@ func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission,
 	for i, t := range p.Trees {
 		// The worst tree decides; on a tie the workspace speaks. Only
 		// its message is worded.
-		if r := verdictOf(t, now).rank(); r > worst || (r == worst && t.Area == AreaWorkspace) {
+		if r := verdictOf(t, now).rank(); r > worst || (r == worst && t.Area == area.Workspace) {
 			worst, speaker = r, i
 		}
 	}
 	if speaker >= 0 {
 		t := p.Trees[speaker]
 		decision, msg := judge(t, now)
-		area := ""
-		if t.Area != AreaWorkspace {
-			area = " " + t.Area
+		which := ""
+		if t.Area != area.Workspace {
+			which = " " + t.Area
 		}
 		// Concatenated, not Sprintf'd: asked before every run.
-		a.Decision, a.Message = decision, "project "+strconv.Quote(name)+area+": "+msg
+		a.Decision, a.Message = decision, "project "+strconv.Quote(name)+which+": "+msg
 	}
 	return a, nil
 }
@@ -569,7 +583,7 @@ func (v verdict) rank() int {
 
 func verdictOf(t TreeStatus, now time.Time) verdict {
 	switch {
-	case t.BytesHard > 0 && t.UsedBytes >= t.BytesHard:
+	case t.BytesHard > 0 && (t.UsedBytes >= t.BytesHard || t.BytesHard-t.UsedBytes < t.fullWithin):
 		return overBytesHard
 	case t.InodesHard > 0 && t.UsedInodes >= t.InodesHard:
 		return overInodesHard

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
@@ -37,7 +38,7 @@ func TestKeptAnswersSurviveOtherProjectsCommits(t *testing.T) {
 		}{
 			{"nothing", func() error { return nil }, nil},
 			{"another process changes beta", func() error {
-				_, err := other.Set(ctx, "beta", project.AreaWorkspace, project.LimitChange{BytesHard: fixture.Size(1 << 20)})
+				_, err := other.Set(ctx, "beta", area.Workspace, project.LimitChange{BytesHard: fixture.Size(1 << 20)})
 				return err
 			}, []string{"beta"}},
 			{"another process walks beta", func() error {
@@ -45,7 +46,7 @@ func TestKeptAnswersSurviveOtherProjectsCommits(t *testing.T) {
 				return err
 			}, []string{"beta"}},
 			{"another process changes alpha", func() error {
-				_, err := other.Set(ctx, "alpha", project.AreaWorkspace, project.LimitChange{BytesHard: fixture.Size(2 << 20)})
+				_, err := other.Set(ctx, "alpha", area.Workspace, project.LimitChange{BytesHard: fixture.Size(2 << 20)})
 				return err
 			}, []string{"alpha"}},
 			{"another process changes a setting", func() error {
@@ -105,8 +106,8 @@ func TestUsageKeptEqualsFreshReads(t *testing.T) {
 				t.Errorf("%s: Usage read %d projects from the store, want %d", step, n, wantReread)
 			}
 			// Every project's trees and the root's inbound tree.
-			if len(got) != len(names)*len(project.Areas)+1 {
-				t.Fatalf("%s: %d trees, want %d", step, len(got), len(names)*len(project.Areas)+1)
+			if len(got) != len(names)*len(area.OfProject)+1 {
+				t.Fatalf("%s: %d trees, want %d", step, len(got), len(names)*len(area.OfProject)+1)
 			}
 			report, err := other.Report(ctx) // read afresh, tree by tree
 			if err != nil {
@@ -135,7 +136,7 @@ func TestUsageKeptEqualsFreshReads(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(long.Root, "projects", "p1", "f"), make([]byte, 64<<10), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := other.Set(ctx, "p1", project.AreaWorkspace, project.LimitChange{BytesSoft: fixture.Size(16 << 10)}); err != nil {
+		if _, err := other.Set(ctx, "p1", area.Workspace, project.LimitChange{BytesSoft: fixture.Size(16 << 10)}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := other.Show(ctx, "p1", project.Read{Refresh: true}); err != nil {
@@ -215,14 +216,14 @@ func TestOverviewSeesChangesThroughTheGenerationGate(t *testing.T) {
 		}
 		quotaOf("first")
 		quotaOf("again, nothing changed")
-		if _, err := other.Set(ctx, "alpha", project.AreaWorkspace, project.LimitChange{BytesHard: fixture.Size(7 << 20)}); err != nil {
+		if _, err := other.Set(ctx, "alpha", area.Workspace, project.LimitChange{BytesHard: fixture.Size(7 << 20)}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(store.GenerationLag)
 		if got := quotaOf("after another process's change"); got != 7<<20 {
 			t.Errorf("after another process set 7 MiB the overview shows %d", got)
 		}
-		if _, err := long.Set(ctx, "alpha", project.AreaWorkspace, project.LimitChange{BytesHard: fixture.Size(9 << 20)}); err != nil {
+		if _, err := long.Set(ctx, "alpha", area.Workspace, project.LimitChange{BytesHard: fixture.Size(9 << 20)}); err != nil {
 			t.Fatal(err)
 		}
 		if got := quotaOf("after this process's change"); got != 9<<20 {

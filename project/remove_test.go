@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/project"
@@ -42,18 +43,26 @@ func TestRemoveRespectsLeases(t *testing.T) {
 		if _, err := m.Show(ctx, "omni"); err != nil {
 			t.Fatalf("the refused removal changed the project: %v", err)
 		}
-		// A dry run is not refused: it says what would happen, leases included.
-		res, err := m.Remove(ctx, "omni", project.RemoveOptions{Purge: true, DryRun: true})
+		// A dry run answers as the real removal would: refused, the run
+		// named; forced, it says what it would delete and end.
+		for _, purge := range []bool{false, true} {
+			_, err := m.Remove(ctx, "omni", project.RemoveOptions{Purge: purge, DryRun: true})
+			var held *project.LeaseHeldError
+			if !errors.As(err, &held) || errkind.Of(err) != errkind.Conflict || !strings.Contains(err.Error(), "run-7") {
+				t.Errorf("dry run, purge=%v: %v, want the real removal's conflict naming run-7", purge, err)
+			}
+		}
+		res, err := m.Remove(ctx, "omni", project.RemoveOptions{Purge: true, Force: true, DryRun: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var ws *project.PurgePlan
 		for i, p := range res.WouldPurge {
-			if p.Area == project.AreaWorkspace {
+			if p.Area == area.Workspace {
 				ws = &res.WouldPurge[i]
 			}
 		}
-		if !res.DryRun || ws == nil || ws.Path != "projects/omni" || ws.Bytes < 64<<10 || len(res.HeldLeases) != 1 || res.HeldLeases[0] != "run-7" {
+		if !res.DryRun || !res.Forced || ws == nil || ws.Path != "projects/omni" || ws.Bytes < 64<<10 || len(res.HeldLeases) != 1 || res.HeldLeases[0] != "run-7" {
 			t.Errorf("dry run: %+v, want the workspace with its 64 KiB and the lease", res)
 		}
 		if _, err := os.Stat(data); err != nil {

@@ -12,10 +12,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -97,7 +97,7 @@ func (m *Manager) removeTemp(ctx context.Context, parent *saferm.Dir, project, a
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.OtherMount {
 		return nil
 	}
-	rec := sweep.Record{Area: area, Bytes: st.Blocks * 512, Reason: reason, Policy: policy}
+	rec := deletion.Record{Area: area, Bytes: st.Blocks * 512, Reason: reason, Policy: policy}
 	tree := store.Tree{Project: project, Area: area}
 	cutoff, err := m.RemovalCutoff(ctx, tree)
 	if err != nil {

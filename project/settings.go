@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
@@ -69,8 +70,8 @@ func (m *Manager) ResetSetting(ctx context.Context, key string) (v settings.Valu
 		if rerr != nil { // the reset goes ahead; what follows says why nothing applies
 			next.Source = rerr.Error()
 		}
-		return tx.AppendEvent(ctx, store.EventSettingChanged, "", m.actor(ctx),
-			map[string]string{"key": key, "old": prev.Value, "old_source": prev.Source, "new": next.Value, "new_source": next.Source, "reset": "true"})
+		return tx.AppendEvent(ctx, "", m.actor(ctx), journal.SettingChanged{
+			Key: key, Old: prev.Value, OldSource: prev.Source, New: next.Value, NewSource: next.Source, Reset: true})
 	})
 	if err != nil {
 		return settings.Value{}, "", err
@@ -132,8 +133,7 @@ func (m *Manager) SetSettingExplicit(ctx context.Context, key, value string, all
 		if _, err := tx.SetSetting(ctx, key, norm); err != nil {
 			return err
 		}
-		return tx.AppendEvent(ctx, store.EventSettingChanged, "", m.actor(ctx),
-			map[string]string{"key": key, "old": prev.Value, "old_source": prev.Source, "new": norm})
+		return tx.AppendEvent(ctx, "", m.actor(ctx), journal.SettingChanged{Key: key, Old: prev.Value, OldSource: prev.Source, New: norm})
 	})
 	if err != nil {
 		return settings.Value{}, "", err

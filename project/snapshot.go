@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 )
@@ -197,23 +198,10 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 
 // journalPass writes the one storage.snapshot event of a scheduled pass.
 func (m *Manager) journalPass(ctx context.Context, snaps []TreeSnapshot) error {
-	type treeTotals struct {
-		Project   string `json:"project"`
-		Area      string `json:"area"`
-		SizeBytes uint64 `json:"size_bytes"`
-		Files     uint64 `json:"total_files"`
-		Partial   bool   `json:"partial,omitempty"`
-		Error     string `json:"error,omitempty"`
-		// Seconds is the walk's duration (PassTree reads it back).
-		Seconds float64 `json:"duration_seconds"`
-	}
-	payload := struct {
-		Trees     []treeTotals `json:"trees"`
-		FreeBytes uint64       `json:"free_bytes"`
-		Failed    int          `json:"failed"`
-	}{Trees: []treeTotals{}}
+	payload := journal.Snapshot{Trees: []journal.SnapshotTree{}}
 	for _, s := range snaps {
-		payload.Trees = append(payload.Trees, treeTotals{s.Project, s.Area, s.SizeBytes, s.Files, s.Partial, s.Error, s.DurationSeconds})
+		payload.Trees = append(payload.Trees, journal.SnapshotTree{Project: s.Project, Area: s.Area, SizeBytes: s.SizeBytes,
+			Files: s.Files, Partial: s.Partial, Error: s.Error, DurationSeconds: new(s.DurationSeconds)})
 		if s.Error != "" {
 			payload.Failed++
 		}
@@ -223,7 +211,7 @@ func (m *Manager) journalPass(ctx context.Context, snaps []TreeSnapshot) error {
 		payload.FreeBytes = st.Bavail * uint64(st.Bsize)
 	}
 	return m.Store.InTx(ctx, func(tx *store.Tx) error {
-		return tx.AppendEvent(ctx, store.EventSnapshot, "", m.actor(ctx), payload)
+		return tx.AppendEvent(ctx, "", m.actor(ctx), payload)
 	})
 }
 

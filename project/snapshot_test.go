@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/threadtest"
 
 	"github.com/xfsq/xfsq/inventory"
@@ -46,7 +47,7 @@ func TestStoredSnapshotTreeIsBounded(t *testing.T) {
 	m, st := managerWithOmni(t, root)
 	// 3 + 9 + 27 directories, beside the inbox/ and uploads/ that add makes:
 	// 42 nodes to depth 3, 15 to depth 2.
-	ws := filepath.Join(root, TreePath("omni", AreaWorkspace))
+	ws := filepath.Join(root, area.TreePath("omni", area.Workspace))
 	for i := range 3 {
 		for j := range 3 {
 			for k := range 3 {
@@ -62,14 +63,14 @@ func TestStoredSnapshotTreeIsBounded(t *testing.T) {
 	defer func(n int) { maxStoredNodes = n }(maxStoredNodes)
 	maxStoredNodes = 20 // room for two levels (15 nodes), not three (42)
 
-	snaps, err := m.Snapshot(ctx, SnapshotOptions{Projects: []string{"omni"}, Area: AreaWorkspace, Walk: inventory.Options{Depth: 3}})
+	snaps, err := m.Snapshot(ctx, SnapshotOptions{Projects: []string{"omni"}, Area: area.Workspace, Walk: inventory.Options{Depth: 3}})
 	if err != nil || len(snaps) != 1 || snaps[0].Error != "" {
 		t.Fatalf("snapshot: %+v %v", snaps, err)
 	}
 	if depth(&snaps[0].Node) != 3 || snaps[0].Dirs != 42 {
 		t.Errorf("the printed result was cut too: depth %d, %d dirs", depth(&snaps[0].Node), snaps[0].Dirs)
 	}
-	raw, err := st.LatestTree(ctx, store.TreeKey{Project: "omni", Area: AreaWorkspace})
+	raw, err := st.LatestTree(ctx, store.TreeKey{Project: "omni", Area: area.Workspace})
 	if err != nil || raw == nil {
 		t.Fatalf("latest tree: %s %v", raw, err)
 	}

@@ -13,9 +13,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -24,7 +27,7 @@ import (
 // SweepOptions choose what a sweep covers.
 type SweepOptions struct {
 	Projects []string // none: every project
-	Areas    []string // none: all of sweep.Areas
+	Areas    []string // none: all of area.SweepOrder
 	DryRun   bool
 	// Apply is a plan file saved by --plan-out (see SavePlan): it is
 	// checked as a whole (checkPlan), then each of its entries is decided
@@ -92,13 +95,13 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	}
 	areas := map[string]bool{}
 	for _, a := range o.Areas {
-		if !slices.Contains(sweep.Areas, a) {
-			return out, inputErrorf("unknown area %q: use %s", a, strings.Join(sweep.Areas, ", "))
+		if err := area.Check(a, area.SweepOrder); err != nil {
+			return out, &InputError{Msg: err.Error()}
 		}
 		areas[a] = true
 	}
 	if len(areas) == 0 {
-		for _, a := range sweep.Areas {
+		for _, a := range area.SweepOrder {
 			areas[a] = true
 		}
 	}
@@ -199,13 +202,12 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	res.Skipped = append(out.Skipped, res.Skipped...)
 	slices.SortStableFunc(res.Skipped, func(a, b sweep.Skip) int { return strings.Compare(a.Path, b.Path) })
 	out.Result = res
-	swept := map[string]any{
-		"sweep_id": res.SweepID, "freed_bytes": res.BytesFreed, "evicted_entries": len(res.Evicted), "per_policy": res.PerPolicy,
-		"skipped": res.Skipped, "duration_seconds": res.Duration.Seconds(), "projects": names}
+	planID := ""
 	if saved != nil {
-		swept["plan_id"] = saved.ID // which reviewed plan this sweep applied
+		planID = saved.ID // which reviewed plan this sweep applied
 	}
-	err = m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, store.EventSwept, "", m.actor(ctx), swept) })
+	swept := sweptPayload(res, names, planID)
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, "", m.actor(ctx), swept) })
 	if err == nil && len(busyErr.Projects) > 0 {
 		busyErr.Swept = names
 		return out, busyErr
@@ -215,7 +217,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 
 // evictionSettled, when a test sets it, is called after each deletion's
 // settled record is journalled.
-var evictionSettled func(project string, r sweep.Record)
+var evictionSettled func(project string, r deletion.Record)
 
 // SweepBusyError is a sweep asked for projects that another sweep is
 // working on: those were not swept, the others named were (Swept, with
@@ -265,8 +267,8 @@ func (m *Manager) sweepOne(ctx context.Context, dir *saferm.Dir, n string, areas
 	out.plan = plan
 	for _, over := range plan.OverSoft {
 		if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-			return tx.AppendEvent(ctx, store.EventQuotaExceeded, over.Project, m.actor(ctx), map[string]any{
-				"area": over.Area, "used_bytes": over.Bytes, "bytes_soft": over.Soft, "sweep_id": sweepID})
+			return tx.AppendEvent(ctx, over.Project, m.actor(ctx), journal.QuotaExceeded{
+				Area: over.Area, UsedBytes: over.Bytes, BytesSoft: over.Soft, SweepID: sweepID})
 		}); err != nil {
 			return out, err
 		}
@@ -312,9 +314,9 @@ func (m *Manager) executor(sweepID string, root *saferm.Dir, policy sweep.Policy
 func (m *Manager) bareExecutor(sweepID string, root *saferm.Dir, policy sweep.Policy, budget time.Duration) *sweep.Executor {
 	return &sweep.Executor{SweepID: sweepID, Root: root, Policy: policy, Now: m.now, Budget: budget,
 		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
-		Journal: func(ctx context.Context, p string, r sweep.Record) error {
+		Journal: func(ctx context.Context, p string, r deletion.Record) error {
 			r.Holder = HolderOf(ctx) // Run's context: the sweep's operation
-			if r.State != "pending" {
+			if r.State != deletion.StatePending {
 				err := m.journalEviction(ctx, p, r)
 				if evictionSettled != nil {
 					evictionSettled(p, r)
@@ -369,7 +371,7 @@ func (m *Manager) sweepTargets(ctx context.Context, o SweepOptions, areas map[st
 			names = append(names, p.Name)
 		}
 	}
-	if areas[sweep.AreaInbound] {
+	if areas[area.Inbound] {
 		if _, ok, err := m.inboundTree(ctx); err != nil {
 			return nil, err
 		} else if ok {
@@ -390,17 +392,17 @@ func (m *Manager) sweepable(ctx context.Context, name string) error {
 // workspace, the root's inbound tree.
 func homeArea(owner string) string {
 	if owner == RootOwner {
-		return AreaInbound
+		return area.Inbound
 	}
-	return AreaWorkspace
+	return area.Workspace
 }
 
 // sweepAreas are the areas of areas that owner has, in sweep order: a
 // project's cache, workspace and scratch; RootOwner's inbound.
 func sweepAreas(owner string, areas map[string]bool) []string {
 	var out []string
-	for _, a := range sweep.Areas {
-		if areas[a] && (a == sweep.AreaInbound) == (owner == RootOwner) {
+	for _, a := range area.SweepOrder {
+		if areas[a] && (a == area.Inbound) == (owner == RootOwner) {
 			out = append(out, a)
 		}
 	}
@@ -408,7 +410,7 @@ func sweepAreas(owner string, areas map[string]bool) []string {
 }
 
 // ownerPath is where a sweep's skip of a whole owner points.
-func ownerPath(owner string) string { return TreePath(owner, homeArea(owner)) }
+func ownerPath(owner string) string { return area.TreePath(owner, homeArea(owner)) }
 
 // planSweep walks the trees of the projects and plans.
 func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string, areas map[string]bool, policy sweep.Policy, now time.Time) (sweep.Plan, error) {
@@ -445,19 +447,19 @@ func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string
 		if why, ok := unmeasured[n]; ok && len(pr.LeasedBy) == 0 {
 			pr.Trees = unplannable(n, areas, usage, why)
 		} else if len(pr.LeasedBy) == 0 {
-			for _, area := range sweepAreas(n, areas) {
+			for _, a := range sweepAreas(n, areas) {
 				var t sweep.Tree
 				var err error
-				switch area {
-				case sweep.AreaCache:
-					t, err = g.TopLevel(area, TreePath(n, AreaCache))
-				case sweep.AreaWorkspace:
-					t, err = g.Workspace(ctx, TreePath(n, AreaWorkspace))
-					t.Bytes = usage[n+"/"+AreaWorkspace].UsedBytes
-				case sweep.AreaScratch:
-					t, err = g.TopLevel(area, "scratch/"+n)
-				case sweep.AreaInbound:
-					t, err = g.TopLevel(area, TreePath(RootOwner, AreaInbound))
+				switch a {
+				case area.Cache:
+					t, err = g.TopLevel(a, area.TreePath(n, area.Cache))
+				case area.Workspace:
+					t, err = g.Workspace(ctx, area.TreePath(n, area.Workspace))
+					t.Bytes = usage[n+"/"+area.Workspace].UsedBytes
+				case area.Scratch:
+					t, err = g.TopLevel(a, "scratch/"+n)
+				case area.Inbound:
+					t, err = g.TopLevel(a, area.TreePath(RootOwner, area.Inbound))
 				}
 				var tr *sweep.TreeRefusedError
 				if errors.As(err, &tr) {
@@ -472,10 +474,10 @@ func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string
 					// One project that cannot be walked (a tenant's tree is
 					// whatever the tenant made it) must not stop the sweep of
 					// the others: it is left whole, and the plan says why.
-					pr.Trees = unplannable(n, areas, usage, fmt.Sprintf("could not be planned, so nothing of the project is swept: walk %s: %v", area, err))
+					pr.Trees = unplannable(n, areas, usage, fmt.Sprintf("could not be planned, so nothing of the project is swept: walk %s: %v", a, err))
 					break
 				}
-				t.Soft = usage[n+"/"+area].BytesSoft
+				t.Soft = usage[n+"/"+a].BytesSoft
 				pr.Trees = append(pr.Trees, t)
 			}
 		}
@@ -514,19 +516,18 @@ func (m *Manager) resolvePending(ctx context.Context, root *os.Root) (int, error
 // will confirm it. Records without a holder predate the field and count as
 // orphaned.
 func orphaned(p store.PendingEviction) bool {
-	h, _ := p.Record["holder"].(string)
+	h := p.Record.Holder
 	return h == "" || !holderAlive(h)
 }
 
 // settle journals the outcome of an orphaned pending deletion, read from disk.
 func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEviction) error {
-	rec := maps.Clone(p.Record)
-	rec["holder"] = HolderOf(ctx)
-	path, _ := rec["path"].(string)
-	if _, err := root.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		rec["state"], rec["recovered"] = sweep.StateDone, true
+	rec := p.Record
+	rec.Holder = HolderOf(ctx)
+	if _, err := root.Lstat(rec.Path); errors.Is(err, fs.ErrNotExist) {
+		rec.State, rec.Recovered = deletion.StateDone, true
 	} else {
-		rec["state"], rec["error"] = sweep.StateFailed, "interrupted before the deletion finished: the entry is still there"
+		rec.State, rec.Error = deletion.StateFailed, "interrupted before the deletion finished: the entry is still there"
 	}
 	_, err := m.Store.SettlePending(ctx, p.Project, m.ActorOf(ctx), rec)
 	return err
@@ -536,12 +537,12 @@ func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEvic
 // only the figures the quota check needs, and the reason in the plan.
 func unplannable(name string, areas map[string]bool, usage map[string]TreeStatus, why string) []sweep.Tree {
 	var trees []sweep.Tree
-	for _, area := range sweepAreas(name, areas) { // already in sweep order
-		u := usage[name+"/"+area]
+	for _, a := range sweepAreas(name, areas) { // already in sweep order
+		u := usage[name+"/"+a]
 		// Each tree says why, so that a saved plan's entries in any of
 		// them are dropped with the reason.
-		tree := treeOf(name, area)
-		trees = append(trees, sweep.Tree{Area: area, Path: tree, Bytes: u.UsedBytes, Soft: u.BytesSoft,
+		tree := treeOf(name, a)
+		trees = append(trees, sweep.Tree{Area: a, Path: tree, Bytes: u.UsedBytes, Soft: u.BytesSoft,
 			Skipped: []sweep.Skip{{Path: tree, Reason: why}}})
 	}
 	return trees

@@ -13,7 +13,7 @@ import (
 // fallback root of N projects with nothing to delete: the planning a
 // scheduled sweep pass does for every project each round. Its cost per
 // project (ns/project) must not grow with the root: a pass that summed the
-// whole root for each of its trees was quadratic (BENCHMARKS.md).
+// whole root for each of its trees was quadratic (docs/benchmarks.md).
 //
 //	go test ./project -run '^$' -bench SweepDryRun -count 5
 func BenchmarkSweepDryRun(b *testing.B) {

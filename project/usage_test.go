@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // TestUsageIsReportWithoutSnapshots: Usage gives every tree the usage,
@@ -19,10 +21,10 @@ func TestUsageIsReportWithoutSnapshots(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		m, ctx := r.Manager, r.Ctx
 		r.Add(100<<20, "a", "b", "c")
-		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "b", Area: project.AreaWorkspace}, 3<<20, 2, "test", time.Time{}); err != nil {
+		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "b", Area: area.Workspace}, 3<<20, 2, "test", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "c", Area: project.AreaCache}, 1<<20, 1, "test", time.Time{}); err != nil {
+		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "c", Area: area.Cache}, 1<<20, 1, "test", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		// Behind xfsq's back: counted by neither until a walk.
@@ -37,7 +39,7 @@ func TestUsageIsReportWithoutSnapshots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := 3*len(project.Areas) + 1; len(usage) != n || len(report) != n { // and the inbound tree
+		if n := 3*len(area.OfProject) + 1; len(usage) != n || len(report) != n { // and the inbound tree
 			t.Fatalf("usage has %d trees, report %d, want %d", len(usage), len(report), n)
 		}
 		for i, u := range usage {
@@ -47,10 +49,10 @@ func TestUsageIsReportWithoutSnapshots(t *testing.T) {
 				(u.UsageAsOf == nil) != (w.UsageAsOf == nil) || (u.UsageAsOf != nil && !u.UsageAsOf.Equal(*w.UsageAsOf)) {
 				t.Errorf("tree %d: usage %+v, report %+v", i, u, w)
 			}
-			if u.Project == "a" && u.Area == project.AreaWorkspace && u.UsedBytes >= 1<<20 {
+			if u.Project == "a" && u.Area == area.Workspace && u.UsedBytes >= 1<<20 {
 				t.Errorf("a/workspace: %d bytes: Usage walked the tree", u.UsedBytes)
 			}
-			if u.Project == "b" && u.Area == project.AreaWorkspace && u.UsedBytes < 3<<20 {
+			if u.Project == "b" && u.Area == area.Workspace && u.UsedBytes < 3<<20 {
 				t.Errorf("b/workspace: %d bytes: the ledger's 3 MiB is missing", u.UsedBytes)
 			}
 		}
@@ -87,18 +89,18 @@ func TestReadJournal(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		m, ctx := r.Manager, r.Ctx
 		r.Add(100<<20, "a")
-		journal := func(typ, proj string, payload any) {
+		record := func(proj string, payload journal.Payload) {
 			t.Helper()
-			if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, typ, proj, "test", payload) }); err != nil {
+			if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, proj, "test", payload) }); err != nil {
 				t.Fatal(err)
 			}
 		}
-		rec := sweep.Record{SweepID: "s1", Area: project.AreaCache, Path: "cache/a/x", Bytes: 100, State: sweep.StatePending}
-		journal(store.EventEvicted, "a", rec)
-		rec.State, rec.Bytes = sweep.StateDone, 90
-		journal(store.EventEvicted, "a", rec)
-		journal(store.EventEvicted, "a", sweep.Record{Area: project.AreaWorkspace, Path: "projects/a/y", DeletionID: "d", State: sweep.StateFailed})
-		journal(store.EventSwept, "", map[string]any{"sweep_id": "s1", "duration_ms": 1500})
+		rec := deletion.Record{SweepID: "s1", Area: area.Cache, Path: "cache/a/x", Bytes: 100, State: deletion.StatePending}
+		record("a", rec)
+		rec.State, rec.Bytes = deletion.StateDone, 90
+		record("a", rec)
+		record("a", deletion.Record{Area: area.Workspace, Path: "projects/a/y", DeletionID: "d", State: deletion.StateFailed})
+		record("", journal.Swept{SweepID: "s1", DurationSeconds: 1.5})
 		if _, err := m.Snapshot(ctx, project.SnapshotOptions{Scheduled: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -107,15 +109,15 @@ func TestReadJournal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []project.Deletion{{Project: "a", Area: project.AreaCache, Bytes: 90, State: sweep.StateDone, BySweep: true},
-			{Project: "a", Area: project.AreaWorkspace, State: sweep.StateFailed}}
+		want := []project.Deletion{{Project: "a", Area: area.Cache, Bytes: 90, State: deletion.StateDone, BySweep: true},
+			{Project: "a", Area: area.Workspace, State: deletion.StateFailed}}
 		if len(news.Deletions) != 2 || news.Deletions[0] != want[0] || news.Deletions[1] != want[1] {
 			t.Errorf("deletions %+v, want %+v", news.Deletions, want)
 		}
 		if len(news.Sweeps) != 1 || news.Sweeps[0].Duration != 1500*time.Millisecond {
 			t.Errorf("sweeps %+v, want one of 1.5s", news.Sweeps)
 		}
-		if len(news.SnapshotPasses) != 1 || len(news.Walks) != len(project.Areas)+1 {
+		if len(news.SnapshotPasses) != 1 || len(news.Walks) != len(area.OfProject)+1 {
 			t.Fatalf("passes %v, walks %+v: want one pass walking each of a's trees and the inbound tree", news.SnapshotPasses, news.Walks)
 		}
 		for _, w := range news.Walks {
@@ -130,13 +132,34 @@ func TestReadJournal(t *testing.T) {
 		if len(again.Deletions)+len(again.Sweeps)+len(again.Walks)+len(again.SnapshotPasses) != 0 {
 			t.Errorf("a second read returned %+v again", again)
 		}
-		journal(store.EventSwept, "", map[string]any{"sweep_id": "s2", "duration_ms": 20})
+		record("", journal.Swept{SweepID: "s2", DurationSeconds: 0.02})
 		third, err := m.ReadJournal(ctx, &c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(third.Sweeps) != 1 || third.Sweeps[0].Duration != 20*time.Millisecond || len(third.Deletions) != 0 {
 			t.Errorf("third read %+v, want only the new sweep", third)
+		}
+	})
+}
+
+// TestReadJournalCountsSweeps: the sweeps a follower is told of (the sweep
+// duration metric's source) are those Sweep journals, in the form it
+// journals them today, not only the form of older records.
+func TestReadJournalCountsSweeps(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		r.Add(100<<20, "a")
+		if _, err := m.Sweep(ctx, project.SweepOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var c project.JournalCursor
+		news, err := m.ReadJournal(ctx, &c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(news.Sweeps) != 1 || news.Unreadable != 0 {
+			t.Errorf("sweeps %+v, %d unreadable records; want the one sweep", news.Sweeps, news.Unreadable)
 		}
 	})
 }

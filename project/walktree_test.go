@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/mounttest"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
@@ -60,7 +61,7 @@ func TestWalksSeeBeneathATenantsMounts(t *testing.T) {
 						beneath = func(string) (*saferm.Dir, error) { return nil, saferm.ErrCannotClone }
 						t.Cleanup(func() { beneath = was })
 					}
-					tr, err := m.Tree(ctx, "omni", AreaWorkspace)
+					tr, err := m.Tree(ctx, "omni", area.Workspace)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -161,7 +162,7 @@ func TestPassesNeverWaitOnAStalledFUSE(t *testing.T) {
 	if _, err := m.Add(ctx, "neighbour", AddOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{TreePath("omni", AreaWorkspace) + "/node_modules", TreePath("omni", AreaCache) + "/entry"} {
+	for _, dir := range []string{area.TreePath("omni", area.Workspace) + "/node_modules", area.TreePath("omni", area.Cache) + "/entry"} {
 		p := filepath.Join(root, dir)
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			t.Fatal(err)

@@ -30,6 +30,7 @@ type Write struct {
 	label  string // the tree as errors name it
 	limits WriteLimits
 	inodes uint64 // new inodes: the file if new, plus missing directories
+	names  uint64 // fallback: what its names may grow their directories by, reserved and settled at Placed
 	temp   string // the temporary file's path relative to the root, for a reclaim
 
 	reservation int64     // fallback: the store's reservation, 0 when none
@@ -37,9 +38,10 @@ type Write struct {
 	dirBytes    uint64    // of the reservation, what the missing directories take
 	held        uint64
 	renewed     time.Time
-	committed   int64  // bytes committed to the ledger, for Undo
-	ino         uint64 // the inode the commit's row counts whole, for Undo
-	inLedger    bool   // the commit reached the ledger
+	committed   int64     // bytes committed to the ledger, for Undo
+	committing  time.Time // when the commit began: a credit of its estimate is as of then
+	ino         uint64    // the inode the commit's row counts whole, for Undo
+	inLedger    bool      // the commit reached the ledger
 }
 
 // WriteLimits are the file layer's own limits on a write.
@@ -56,19 +58,30 @@ type WriteLimits struct {
 // StartWrite begins the accounting of a write of inodes new inodes into
 // t; label names the tree in errors, temp is the write's temporary file
 // (relative to the root) that a reclaim of its reservation may delete.
-func (m *Manager) StartWrite(t store.Tree, label string, limits WriteLimits, inodes uint64, temp string) *Write {
-	return &Write{m: m, tree: t, label: label, limits: limits, inodes: inodes, temp: temp}
+//
+// names is what the write's new names may grow their directories by (on
+// XFS the kernel counts it): a directory on ext4 or XFS grows by whole
+// blocks as names are added, and the fallback's walk counts them, so a
+// write that did not pay for its names let zero-byte uploads fill a tree
+// without limit. It is reserved with the write (fallback.Request.Names
+// says how it is admitted), counted in the commit as it is, and settled at
+// Placed at the growth the caller measured around its link.
+func (m *Manager) StartWrite(t store.Tree, label string, limits WriteLimits, inodes, names uint64, temp string) *Write {
+	if m.IsXFS() {
+		names = 0
+	}
+	return &Write{m: m, tree: t, label: label, limits: limits, inodes: inodes, names: names, temp: temp}
 }
 
 func (w *Write) key() store.TreeKey { return store.TreeKey{Project: w.tree.Project, Area: w.tree.Area} }
 
-func (w *Write) admit(fileBytes, bytes, inodes uint64) store.AdmitFunc {
+func (w *Write) admit(fileBytes, bytes, inodes, names uint64) store.AdmitFunc {
 	return func(a store.AdmitState) error {
 		return fallback.Admit(fallback.State{Tree: w.label, Limits: a.Limits, Used: a.Used,
 			RootUsed: a.RootUsed, RootBudget: w.limits.RootBudget, MaxFileBytes: w.limits.MaxFileBytes,
 			BytesGraceEnds: graceEnds(a.BytesSoftSince, w.limits.SoftGrace), InodesGraceEnds: graceEnds(a.InodesSoftSince, w.limits.SoftGrace),
 			Now: w.m.now()},
-			fallback.Request{FileBytes: fileBytes, Bytes: bytes, Inodes: inodes})
+			fallback.Request{FileBytes: fileBytes, Bytes: bytes, Inodes: inodes, Names: names})
 	}
 }
 
@@ -101,8 +114,8 @@ func (w *Write) Reserve(ctx context.Context, fileBytes, bytes, dirBytes uint64) 
 	if err := w.m.RefreshBaselineIfStale(ctx, w.tree); err != nil {
 		return err
 	}
-	id, reclaimed, err := w.m.Store.Reserve(ctx, w.key(), bytes, w.inodes, HolderOf(ctx),
-		w.temp, w.limits.TTL, HolderGone, w.admit(fileBytes, bytes, w.inodes))
+	id, reclaimed, err := w.m.Store.Reserve(ctx, w.key(), bytes+w.names, w.inodes, HolderOf(ctx),
+		w.temp, w.limits.TTL, HolderGone, w.admit(fileBytes, bytes, w.inodes, w.names))
 	reservedAt := time.Now() // after: a walk begun before it may not have seen the reservation
 	w.m.RemoveTemps(ctx, reclaimed)
 	if err != nil {
@@ -134,7 +147,15 @@ func (w *Write) Grow(ctx context.Context, n uint64) error {
 	if !w.CanGrow() {
 		return errors.New("the kernel holds this write's room: it cannot grow")
 	}
-	reclaimed, err := w.m.Store.Grow(ctx, w.key(), w.reservation, n, w.limits.TTL, HolderGone, w.admit(0, n, 0))
+	// The reservation holds the room of the write's names too, which
+	// the content does not compete with (fallback.Request.Names).
+	admit := w.admit(0, n, 0, 0)
+	withoutNames := func(a store.AdmitState) error {
+		a.Used.Bytes -= min(a.Used.Bytes, w.names)
+		a.RootUsed -= min(a.RootUsed, w.names)
+		return admit(a)
+	}
+	reclaimed, err := w.m.Store.Grow(ctx, w.key(), w.reservation, n, w.limits.TTL, HolderGone, withoutNames)
 	w.m.RemoveTemps(ctx, reclaimed)
 	if err == nil {
 		w.held += n
@@ -190,7 +211,7 @@ func (w *Write) Refusal(ctx context.Context, fileBytes, need uint64) error {
 	// The write's inodes were admitted with its reservation: only its
 	// bytes are asked again, so the refusal names the limit the body ran
 	// into, not one the tree has come to be over since.
-	err = w.admit(fileBytes, need+w.dirBytes, 0)(a)
+	err = w.admit(fileBytes, need+w.dirBytes, 0, 0)(a)
 	if err == nil { // room freed up since: still refused, the body was cut off at its allowance
 		err = &quota.LimitError{Tree: w.label, Limit: "bytes_hard", Used: a.Used.Bytes, Requested: need, Max: a.Limits.BytesHard}
 	}
@@ -227,7 +248,8 @@ func (w *Write) KernelRefusal(err error, need, requested uint64) error {
 }
 
 // Commit records the write's change of delta bytes and its inodes in the
-// ledger (fallback) and ends its reservation. The caller commits before
+// ledger (fallback), with what its names may grow their directories by
+// (settled at Placed), and ends its reservation. The caller commits before
 // the file takes its name: a crash in between over-counts until the next
 // walk, never under.
 //
@@ -242,13 +264,14 @@ func (w *Write) Commit(ctx context.Context, delta int64, ino uint64) error {
 	if w.inodes != 1 {
 		ino = 0 // the row counts directories too: not one file's
 	}
-	if err := w.m.Store.CommitFile(ctx, w.key(), w.reservation, delta, int64(w.inodes), ino, w.m.ActorOf(ctx)); err != nil {
+	w.committing = time.Now()
+	if err := w.m.Store.CommitWrite(ctx, w.key(), w.reservation, delta, w.names, int64(w.inodes), ino, w.m.ActorOf(ctx)); err != nil {
 		return reservationErr(err)
 	}
 	// The reservation stays, emptied, until Placed: the file is not in
 	// place yet, and a walk beginning meanwhile must keep its ledger row
 	// (store.CommitFile, store.BeginWalk).
-	w.committed, w.ino, w.inLedger = delta, ino, true
+	w.committed, w.ino, w.inLedger = delta+int64(w.names), ino, true
 	return nil
 }
 
@@ -278,7 +301,7 @@ func (w *Write) Recheck(ctx context.Context, delta int64, named bool) error {
 	if err != nil {
 		return reservationErr(err)
 	}
-	return a.NameReserved(w.admit(0, uint64(max(delta, 0)), w.inodes)(a), own)
+	return a.NameReserved(w.admit(0, uint64(max(delta, 0)), w.inodes, w.names)(a), own)
 }
 
 // withoutOwn reads the tree as admission sees it, less what this write's
@@ -286,29 +309,36 @@ func (w *Write) Recheck(ctx context.Context, delta int64, named bool) error {
 // once the reservation itself no longer answers for it.
 func (w *Write) withoutOwn(ctx context.Context) (store.AdmitState, quota.Usage, error) {
 	a, err := w.m.Store.Admission(ctx, w.key())
-	own := quota.Usage{Bytes: w.held + w.dirBytes, Inodes: w.inodes}
+	own := quota.Usage{Bytes: w.held + w.dirBytes + w.names, Inodes: w.inodes}
 	a.Used.Bytes -= min(a.Used.Bytes, own.Bytes)
 	a.Used.Inodes -= min(a.Used.Inodes, own.Inodes)
 	a.RootUsed -= min(a.RootUsed, own.Bytes)
 	return a, own, err
 }
 
-// Undo takes back a commit whose file never took its name.
-func (w *Write) Undo(ctx context.Context) {
+// Undo takes back a commit whose file never took its name, all but kept:
+// what the write left in the tree all the same (the directories it made,
+// what its names grew directories by), which stays counted.
+func (w *Write) Undo(ctx context.Context, kept quota.Usage) {
 	if w.inLedger {
-		w.m.Store.Uncommit(ctx, w.key(), w.committed, int64(w.inodes), w.ino, w.m.ActorOf(ctx))
+		w.m.Store.Uncommit(ctx, w.key(), w.committed-min(w.committed, int64(kept.Bytes)),
+			int64(w.inodes-min(w.inodes, kept.Inodes)), w.ino, w.m.ActorOf(ctx))
+		w.inLedger = false
 	}
 }
 
 // Placed ends a committed write once its file is in place: the empty
-// reservation that marked it as not in place yet goes, and what its
-// rename replaced and unlinked, measured then, is credited as far as the
-// tree's usage counted it (store.Replaced), as of since (when the rename
-// began: a walk that ended after it may have seen the old file gone). On
-// XFS the kernel counted both: nothing to do.
-func (w *Write) Placed(ctx context.Context, replaced Replaced, since time.Time) {
+// reservation that marked it as not in place yet goes, what the write's
+// names grew their directories by (grown, measured around the link) is
+// charged in place of the estimate its commit counted (store.Grown), and
+// what its rename replaced and unlinked, measured then, is credited as far
+// as the tree's usage counted it (store.Replaced), as of since (when the
+// rename began: a walk that ended after it may have seen the old file
+// gone). On XFS the kernel counted all of it: nothing to do.
+func (w *Write) Placed(ctx context.Context, replaced Replaced, grown uint64, since time.Time) {
 	if w.reservation != 0 {
-		w.m.Store.Placed(context.WithoutCancel(ctx), w.key(), w.reservation, store.Replaced(replaced), w.m.ActorOf(ctx), since)
+		g := store.Grown{Estimated: w.names, Measured: grown, Committed: w.committing}
+		w.m.Store.Placed(context.WithoutCancel(ctx), w.key(), w.reservation, store.Replaced(replaced), g, w.m.ActorOf(ctx), since)
 		w.reservation = 0
 	}
 }

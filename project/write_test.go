@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 )
@@ -18,14 +19,14 @@ func TestWriteAccounting(t *testing.T) {
 	ctx := context.Background()
 	m, st := managerWithOmni(t, t.TempDir())
 	hard := uint64(1 << 20)
-	if _, err := m.Set(ctx, "omni", AreaWorkspace, LimitChange{BytesHard: &hard}); err != nil {
+	if _, err := m.Set(ctx, "omni", area.Workspace, LimitChange{BytesHard: &hard}); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := m.Tree(ctx, "omni", AreaWorkspace)
+	tr, err := m.Tree(ctx, "omni", area.Workspace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := store.TreeKey{Project: "omni", Area: AreaWorkspace}
+	key := store.TreeKey{Project: "omni", Area: area.Workspace}
 	used := func() quota.Usage {
 		t.Helper()
 		_, u, _, err := st.Account(ctx, key)
@@ -48,12 +49,12 @@ func TestWriteAccounting(t *testing.T) {
 			if err := w.Commit(ctx, 8192, 0); err != nil {
 				return err
 			}
-			w.Undo(ctx)
+			w.Undo(ctx, quota.Usage{})
 			return nil
 		}, 8192}, // the previous case's commit stays
 	} {
 		wctx, end := BeginOp(ctx)
-		w := m.StartWrite(tr, "omni", limits, 1, "projects/omni/.xfsq-tmp-test")
+		w := m.StartWrite(tr, "omni", limits, 1, 0, "projects/omni/.xfsq-tmp-test")
 		if err := w.Reserve(wctx, 8192, 8192, 0); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -70,7 +71,7 @@ func TestWriteAccounting(t *testing.T) {
 		}
 		before = c.want
 	}
-	w := m.StartWrite(tr, "omni", limits, 1, "")
+	w := m.StartWrite(tr, "omni", limits, 1, 0, "")
 	var le *quota.LimitError
 	if err := w.Reserve(ctx, hard, hard, 0); !errors.As(err, &le) {
 		t.Errorf("a write past the hard limit: %v, want a limit error", err)

@@ -47,6 +47,23 @@ func TestDemoFallsBackSayingWhy(t *testing.T) {
 	if !strings.Contains(s, `project "omni": ok`) && !strings.Contains(s, "backend: fallback") {
 		t.Errorf("the fallback tour did not run:\n%s", s)
 	}
+	checkTourNarration(t, s)
+}
+
+// checkTourNarration holds what every tour says, whatever its backend: each
+// step announced before it runs, the limit reached in the journal, and
+// where to go next.
+func checkTourNarration(t *testing.T, s string) {
+	t.Helper()
+	for _, want := range []string{"==> [1/3] ", "==> [2/3] building xfsq", "==> [3/3] ", "==> Next steps", "xfsq serve", "Installing on a host"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the demo does not say %q:\n%s", want, s)
+		}
+	}
+	events := section(s, "$ xfsq events", "==> Next steps")
+	if !regexp.MustCompile(`storage\.quota_exceeded +omni`).MatchString(events) {
+		t.Errorf("the events step does not show omni reaching its limit:\n%s", events)
+	}
 }
 
 // The README's run command shows what xfsq is for, on real XFS quotas: the
@@ -65,9 +82,13 @@ func TestDemoShowsEnforcement(t *testing.T) {
 		return
 	}
 	omni := section(s, "$ write 40 MiB into projects/omni", "$ write 30 MiB into projects/neighbour")
-	if !strings.Contains(omni, "No space left on device") && !strings.Contains(omni, "Disk quota exceeded") {
+	if !strings.Contains(omni, "No space left on device") {
 		t.Errorf("the write past omni's limit was not stopped by the kernel:\n%s", omni)
 	}
+	if !strings.Contains(omni, `XFS project quotas report a full quota as "No space left on device"`) {
+		t.Errorf("the demo does not say what the kernel's refusal reads as:\n%s", omni)
+	}
+	checkTourNarration(t, s)
 	for _, want := range []string{
 		"backend: xfs",
 		"$ write 30 MiB into projects/neighbour\nok\n",
@@ -80,7 +101,7 @@ func TestDemoShowsEnforcement(t *testing.T) {
 		}
 	}
 	report := section(s, "$ xfsq report --refresh", "$ xfsq project check")
-	if !regexp.MustCompile(`(?m)^omni +workspace +\d+ +20\.0 MiB +- +20\.0 MiB .* 100\.0%`).MatchString(report) {
+	if !regexp.MustCompile(`(?m)^omni +workspace +\d+ +20\.0 MiB +16\.0 MiB +20\.0 MiB .* 100\.0%`).MatchString(report) {
 		t.Errorf("the report does not show omni's workspace full at 20.0 MiB:\n%s", report)
 	}
 	if !strings.Contains(s, "(route: ") && !strings.Contains(s, "loopback") && !strings.Contains(s, "/mnt") {
@@ -101,8 +122,8 @@ func section(s, from, to string) string {
 	return rest
 }
 
-// The README names every package the test command installs (deps.sh test).
-func TestReadmeNamesWhatTheTestCommandInstalls(t *testing.T) {
+// docs/testing.md names every package the test command installs (deps.sh test).
+func TestDocsNameWhatTheTestCommandInstalls(t *testing.T) {
 	deps, err := os.ReadFile("deps.sh")
 	if err != nil {
 		t.Fatal(err)
@@ -111,17 +132,17 @@ func TestReadmeNamesWhatTheTestCommandInstalls(t *testing.T) {
 	if m == nil {
 		t.Fatal("deps.sh has no test) want=(…) line")
 	}
-	readme, err := os.ReadFile("../README.md")
+	testing, err := os.ReadFile("../docs/testing.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := strings.Index(string(readme), "`scripts/test.sh [go test flags]` installs `")
+	i := strings.Index(string(testing), "`scripts/test.sh [go test flags]` installs `")
 	if i < 0 {
-		t.Fatal("README does not say what scripts/test.sh installs")
+		t.Fatal("docs/testing.md does not say what scripts/test.sh installs")
 	}
-	listed := strings.Fields(strings.SplitN(string(readme[i:]), "`", 5)[3])
+	listed := strings.Fields(strings.SplitN(string(testing[i:]), "`", 5)[3])
 	if want := strings.Fields(string(m[1])); strings.Join(listed, " ") != strings.Join(want, " ") {
-		t.Errorf("README says test.sh installs %v; deps.sh installs %v", listed, want)
+		t.Errorf("docs/testing.md says test.sh installs %v; deps.sh installs %v", listed, want)
 	}
 }
 

@@ -2,7 +2,7 @@
 # kernel-bench.sh — run the XFS quota benchmarks inside the test kernel (or
 # natively, where the host kernel enforces XFS quotas), print their results
 # with the route, the medians and the ratios measured in the same boot, and
-# check the goals; BENCHMARKS.md records them.
+# check the goals; docs/benchmarks.md records them.
 #
 #   scripts/kernel-bench.sh [COUNT]     COUNT runs of the usage benchmark (default 5);
 #                                       the slow assign benchmark runs (COUNT+1)/2 times

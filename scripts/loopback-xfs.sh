@@ -2,7 +2,9 @@
 # loopback-xfs.sh — make and mount an XFS filesystem with project quotas from
 # an image file, for installers trying xfsq and for tests.
 #
-#   loopback-xfs.sh create IMAGE SIZE        sparse image (SIZE as truncate: 300M, 2G; at least 300M)
+#   loopback-xfs.sh create IMAGE SIZE [--any-kernel]
+#                                            sparse image (SIZE as truncate: 300M, 2G; at least 300M);
+#                                            --any-kernel: also where this kernel cannot enforce quotas
 #   loopback-xfs.sh mount IMAGE MOUNTPOINT   loop mount with -o prjquota
 #   loopback-xfs.sh umount MOUNTPOINT        unmount (the loop device is freed)
 #   loopback-xfs.sh status MOUNTPOINT        device, options and project quota state
@@ -12,12 +14,16 @@ set -euo pipefail
 
 prog=$(basename "$0")
 die() { echo "$prog: $*" >&2; exit 1; }
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 need_root() { [ "$(id -u)" = 0 ] || die "must run as root (mounting and quota setup need it); try: sudo $prog $*"; }
 need_cmd() { command -v "$1" >/dev/null 2>&1 || die "$1 not found; install it with: apt-get install $2"; }
 
-vm_route="Debian's stock kernel in a VM can: apt-get install qemu-system-x86 busybox-static, then see README.md (Kernel tests) for how xfsq's tests and demo boot it"
+# What an operator can do about a kernel without XFS quota support.
+quota_fix="boot a kernel built with CONFIG_XFS_QUOTA (Debian's stock kernel is), or run xfsq without kernel quotas: xfsq init --backend fallback (limits kept by xfsq itself)"
+# /proc/fs/xfs/xqm exists exactly when XFS is built with CONFIG_XFS_QUOTA;
+# the tests point XFSQ_LOOPBACK_XQM elsewhere to play either kind of kernel.
+xqm=${XFSQ_LOOPBACK_XQM:-/proc/fs/xfs/xqm}
 
 need_loop() {
 	if [ ! -e /dev/loop-control ] && ! ls /dev/loop[0-9]* >/dev/null 2>&1; then
@@ -31,17 +37,19 @@ need_xfs_quota_kernel() {
 	grep -qw xfs /proc/filesystems 2>/dev/null || modprobe xfs 2>/dev/null || true
 	grep -qw xfs /proc/filesystems ||
 		die "this kernel has no XFS support (xfs not in /proc/filesystems); load it with: modprobe xfs"
-	# /proc/fs/xfs/xqm exists exactly when XFS is built with CONFIG_XFS_QUOTA.
-	[ -e /proc/fs/xfs/xqm ] ||
-		die "this kernel ($(uname -r)) has XFS without quota support (CONFIG_XFS_QUOTA is off), so project quotas cannot be enforced here; $vm_route"
+	[ -e "$xqm" ] ||
+		die "this kernel ($(uname -r)) has XFS without quota support (CONFIG_XFS_QUOTA is off), so project quotas cannot be enforced here: $quota_fix${1:+; $1}"
 }
 
 cmd=${1:-}
 case "$cmd" in
 create)
-	[ $# -eq 3 ] || usage
+	[ $# -eq 3 ] || { [ $# -eq 4 ] && [ "$4" = --any-kernel ]; } || usage
 	image=$2 size=$3
 	need_cmd mkfs.xfs xfsprogs
+	# An image this kernel cannot mount with quotas is no use here: say so
+	# before making it, unless it is meant for another kernel.
+	[ "${4:-}" = --any-kernel ] || need_xfs_quota_kernel "to make the image for another kernel anyway: $prog create $image $size --any-kernel"
 	[ -e "$image" ] && die "$image already exists; remove it first or pick another name"
 	truncate -s "$size" "$image" || die "cannot create $image with size $size"
 	bytes=$(stat -c %s "$image")

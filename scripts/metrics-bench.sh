@@ -4,7 +4,7 @@
 # where the host kernel enforces XFS quotas): BenchmarkKernelScrape1000 of
 # ./metrics. Prints the route, the host's load, the medians of wall time
 # and CPU per scrape, and the XFS/fallback ratios of that boot;
-# BENCHMARKS.md ("Metrics scrape") records them.
+# docs/benchmarks.md ("Metrics scrape") records them.
 #
 #   scripts/metrics-bench.sh [COUNT]    COUNT runs of each sub-benchmark (default 5), 10 scrapes each
 #

@@ -9,7 +9,7 @@
 # The root is a fallback root (this machine's filesystem has no XFS quotas)
 # with 1,000 projects, each with a few files and a snapshot. The reference
 # is scripts/benchceiling: the cheapest net/http server, a fixed 200-byte
-# JSON. Goals (BENCHMARKS.md):
+# JSON. Goals (docs/benchmarks.md):
 #   admission    >= 0.5x the reference's requests/s, p99 <= 5 ms, 32 connections
 #                (the p99 with wrk on a core of its own, taskset, the servers on the other)
 #   overview     >= 2,000 requests/s, p99 <= 20 ms; If-None-Match answers 304

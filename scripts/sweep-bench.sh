@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sweep-bench.sh — BENCHMARKS.md's sweep benchmark: `xfsq sweep` deleting a
+# sweep-bench.sh — docs/benchmarks.md's sweep benchmark: `xfsq sweep` deleting a
 # 100,000-file cache entry (walk, plan, re-check, journal, delete) against
 # `rm -rf` of an identical copy, in the same hyperfine run; it exits 1 if
 # the goal (at most 1.25× rm -rf) is missed.

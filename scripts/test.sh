@@ -5,9 +5,13 @@
 #
 # As root it installs the missing Debian packages (scripts/deps.sh test) and
 # starts and prepares a PostgreSQL for the store tests; then it runs
-# go test ./... over every package. Kernel tests boot a VM where the host
-# kernel cannot enforce XFS quotas; each such package's route is printed at
-# the end, and so is what was skipped and how to run it.
+# go test ./... over every package, showing each package as it starts and
+# naming those still running every half minute (go test -json, summarised by
+# scripts/testsummary; go test's own ok/FAIL lines pass through unchanged).
+# Kernel tests boot a VM where the host kernel cannot enforce XFS quotas;
+# each such package's route is printed at the end — a route that cannot run
+# on this CPU is named as such, its console lines kept in a file — and so
+# is what was skipped and how to run it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
@@ -29,14 +33,25 @@ fi
 report=$(mktemp)
 log=$(mktemp)
 skipped=$(mktemp)
-trap 'rm -f "$report" "$log" "$skipped"' EXIT
-export XFSQ_KERNELTEST_REPORT=$report XFSQ_TEST_SKIP_REPORT=$skipped
+summary=$(mktemp)
+# The console lines of kernel-test routes that could not run here: kept
+# after the run (named in the route lines) unless there are none.
+detail=$(mktemp -t xfsq-kernel-routes.XXXXXX)
+trap 'rm -f "$report" "$log" "$skipped" "$summary"; [ -s "$detail" ] || rm -f "$detail"' EXIT
+export XFSQ_KERNELTEST_REPORT=$report XFSQ_TEST_SKIP_REPORT=$skipped XFSQ_KERNELTEST_DETAIL=$detail
 
 go version
+all=
+for a in "$@"; do case $a in -v | -test.v | -v=true) all=-all ;; esac; done
 set +e
 # Kernel tests under software emulation take minutes: more than go test's
 # default 10-minute limit per package leaves room for a busy machine.
-go test -timeout 30m "$@" ./... 2>&1 | tee "$log"
+if CGO_ENABLED=0 go build -o "$summary" ./scripts/testsummary; then
+	go test -json -timeout 30m "$@" ./... 2>&1 | "$summary" $all | tee "$log"
+else
+	echo "test.sh: scripts/testsummary does not build: plain go test output follows" >&2
+	go test -timeout 30m "$@" ./... 2>&1 | tee "$log"
+fi
 rc=${PIPESTATUS[0]}
 set -e
 

@@ -41,7 +41,7 @@ func (r *accessRecord) record() slog.Record {
 // spelled the same (TestAccessLineIsSlogs holds the two equal), but
 // formatted by hand. Under wrk, slog's generic path (attributes, a
 // reflective encoding/json call for the one float) was a tenth of a
-// cached admission answer's CPU (BENCHMARKS.md). A line with anything to
+// cached admission answer's CPU (docs/benchmarks.md). A line with anything to
 // escape, which only a client's odd path or a token's odd name makes, goes
 // through slog itself, so escaping is never ours to get wrong.
 type accessLog struct {

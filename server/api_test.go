@@ -22,11 +22,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/client"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/mounttest"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/server"
@@ -264,7 +266,7 @@ func TestAPI(t *testing.T) {
 		op, rd, lim := ts.client(operatorToken), ts.client(readerToken), ts.client(limitedToken)
 		hard, isoft, ihard := uint64(1<<20), uint64(1000), uint64(2000)
 		p, err := op.AddProject(ctx, "omni", client.Limits{}.WithBytesHard(hard).WithInodesSoft(isoft).WithInodesHard(ihard), client.Limits{}.WithBytesSoft(hard))
-		if err != nil || p.Project != "omni" || len(p.Trees) != len(project.Areas) {
+		if err != nil || p.Project != "omni" || len(p.Trees) != len(area.OfProject) {
 			t.Fatalf("add: %v %+v", err, p)
 		}
 		if _, err := op.AddProject(ctx, "omni", client.Limits{}, client.Limits{}); status(err) != 409 {
@@ -359,9 +361,14 @@ func TestAPI(t *testing.T) {
 		if !errors.As(err, &pe) || pe.Status != 409 || pe.Type != errkind.Conflict.TypeURI() || !strings.Contains(pe.Detail, "run-1") {
 			t.Errorf("remove while leased: %v, want 409 naming run-1", err)
 		}
-		dry, err := op.RemoveProject(ctx, "omni", client.RemoveOptions{Purge: true, DryRun: true})
-		if err != nil || !dry.DryRun || len(dry.WouldPurge) != len(project.Areas) || len(dry.HeldLeases) != 1 {
-			t.Errorf("dry run: %v %+v", err, dry)
+		// A dry run answers what the real call would: 409, the run named.
+		_, err = op.RemoveProject(ctx, "omni", client.RemoveOptions{Purge: true, DryRun: true})
+		if !errors.As(err, &pe) || pe.Status != 409 || !strings.Contains(pe.Detail, "run-1") {
+			t.Errorf("dry run while leased: %v, want 409 naming run-1", err)
+		}
+		dry, err := op.RemoveProject(ctx, "omni", client.RemoveOptions{Purge: true, Force: true, DryRun: true})
+		if err != nil || !dry.DryRun || !dry.Forced || len(dry.WouldPurge) != len(area.OfProject) || len(dry.HeldLeases) != 1 {
+			t.Errorf("forced dry run: %v %+v", err, dry)
 		}
 		if err := op.ReleaseLease(ctx, "omni", "run-1"); err != nil {
 			t.Fatal(err)
@@ -388,7 +395,7 @@ func TestAPI(t *testing.T) {
 		}
 
 		// Every change is journalled under the token's name.
-		for _, typ := range []string{"project.added", "quota.changed", "project.removed"} {
+		for _, typ := range []journal.Type{"project.added", "quota.changed", "project.removed"} {
 			for _, ev := range r.Events(typ) {
 				if ev.Actor != "ops" {
 					t.Errorf("%s journalled as %q, want the token's name ops", typ, ev.Actor)
@@ -710,7 +717,7 @@ func TestAPIErrors(t *testing.T) {
 
 func workspaceOf(p apiv1.Project) apiv1.TreeStatus {
 	for _, t := range p.Trees {
-		if t.Area == project.AreaWorkspace {
+		if t.Area == area.Workspace {
 			return t
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 )
 
-// The dashboard (SPEC §9) is three static files embedded in the binary, a
+// The dashboard (docs/api.md#the-dashboard) is three static files embedded in the binary, a
 // client of this API like any other: the page asks the operator for a
 // token and every figure it shows comes from the API with it, so the roles
 // and a limited reader's projects hold there as everywhere. The files hold

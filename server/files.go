@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	apiv1 "github.com/xfsq/xfsq/api/v1"
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/project"
@@ -170,11 +171,11 @@ func (a *filesAPI) Delete(w http.ResponseWriter, r *http.Request) error {
 // validates it.
 func areaOf(r *http.Request) string { return r.URL.Query().Get("area") }
 
-func areaName(area string) string {
-	if area == "" {
-		return project.AreaWorkspace
+func areaName(a string) string {
+	if a == "" {
+		return area.Workspace
 	}
-	return area
+	return a
 }
 
 // ContentDisposition is a header that makes the browser save the file

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/prereq"
@@ -378,7 +379,7 @@ func TestConcurrentUploadsStayWithinLimit(t *testing.T) {
 		}
 		var used uint64
 		for _, tr := range p.Trees {
-			if tr.Area == project.AreaWorkspace {
+			if tr.Area == area.Workspace {
 				used = tr.UsedBytes
 			}
 		}
@@ -524,7 +525,7 @@ func TestFilesOfTheInboundTree(t *testing.T) {
 		}
 		resp, body = do(t, http.MethodGet, filesURL(srv.URL, project.RootOwner, "chan1")+"?area=inbound", nil)
 		var l apiv1.Listing
-		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &l) != nil || l.Area != project.AreaInbound || len(l.Entries) != 1 || l.Entries[0].Name != "msg" {
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &l) != nil || l.Area != area.Inbound || len(l.Entries) != 1 || l.Entries[0].Name != "msg" {
 			t.Errorf("listing of inbound/chan1: %d %s", resp.StatusCode, body)
 		}
 		resp, body = put(t, filesURL(srv.URL, project.RootOwner, "chan1/big")+"?area=inbound", strings.Repeat("x", 64<<10))

@@ -102,7 +102,7 @@ func TestOpenAPIProblems(t *testing.T) {
 // openObjects are the exceptions, each with why.
 func TestOpenAPIObjectsAreClosed(t *testing.T) {
 	openObjects := map[string]string{
-		// store.Event.MarshalJSON lifts the payload's fields to the top
+		// journal.Event.MarshalJSON lifts the payload's fields to the top
 		// level; the payload is each event type's own.
 		"#/components/schemas/Event": "payload fields lifted",
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/journal"
 )
 
 // Run runs each due pass once per interval, on its own goroutine, journals
@@ -44,7 +45,7 @@ func TestPassesRun(t *testing.T) {
 		if len(warmedAfter) != 1 || warmedAfter[0] != 1 {
 			t.Errorf("warmed with these sweeps journalled: %v, want once, after the one sweep", warmedAfter)
 		}
-		for _, typ := range []string{"storage.snapshot", "storage.swept"} {
+		for _, typ := range []journal.Type{"storage.snapshot", "storage.swept"} {
 			evs := r.Events(typ)
 			if len(evs) != 1 || evs[0].Actor != PassActor {
 				t.Errorf("%s: %+v, want one by %s", typ, evs, PassActor)

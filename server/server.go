@@ -1,4 +1,4 @@
-// Package server is the HTTP shell of xfsq (`xfsq serve`, SPEC §8): a JSON
+// Package server is the HTTP shell of xfsq (`xfsq serve`, docs/api.md): a JSON
 // API, the dashboard and the metrics endpoint over one long-lived
 // project.Root. Each handler is decode → one library call → encode; the
 // library decides, the server only translates.

@@ -23,7 +23,7 @@ import (
 // root of 1,000 projects that have snapshots, over real HTTP with 32
 // keep-alive connections, beside a minimal net/http handler returning a
 // fixed 200-byte JSON (the ceiling of this machine) measured in the same
-// run. It reports requests/s; see BENCHMARKS.md.
+// run. It reports requests/s; see docs/benchmarks.md.
 //
 //	go test ./server -run '^$' -bench Overview1000 -benchtime 20000x -count 5 -timeout 60m
 //

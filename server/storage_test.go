@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/project"
 )
@@ -112,7 +113,7 @@ func TestProjectEndpoint(t *testing.T) {
 		var d project.ProjectStorage
 		workspace := func() project.TreeStorage {
 			for _, tr := range d.Trees {
-				if tr.Area == project.AreaWorkspace {
+				if tr.Area == area.Workspace {
 					return tr
 				}
 			}

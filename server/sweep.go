@@ -15,7 +15,7 @@ import (
 // (operator): a dry run that makes a plan the store keeps under an id, the
 // application of exactly such a plan by its id, or, as the CLI's sweep
 // PROJECT, a sweep by policy now. The library decides all of it; this
-// only maps JSON to one call and the outcome to JSON (SPEC §10a).
+// only maps JSON to one call and the outcome to JSON (docs/design/README.md#output-conventions).
 type sweepAPI struct {
 	root *project.Root
 }

@@ -197,7 +197,7 @@ func TestSweepAPIPlanThenApply(t *testing.T) {
 	})
 }
 
-// The answer follows SPEC §10a: sizes *_bytes, times *_at, durations
+// The answer follows docs/design/README.md#output-conventions: sizes *_bytes, times *_at, durations
 // *_seconds, never a bare "bytes" or nanoseconds.
 func TestSweepAPIFieldNames(t *testing.T) {
 	r := fixture.New(t, "sqlite", filepath.Join(t.TempDir(), "xfsq.db"))

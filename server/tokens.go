@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/csv"
@@ -19,7 +20,7 @@ import (
 	"github.com/xfsq/xfsq/project"
 )
 
-// The token file (SPEC §8) follows Kubernetes' static token file: one CSV
+// The token file (docs/operations.md#tokens) follows Kubernetes' static token file: one CSV
 // line per token, TOKEN,NAME,ROLE[,"PROJECT1,PROJECT2"]. TOKEN may be
 // written sha256:HEX so that the file holds only a hash; '#' starts a
 // comment line. Only hashes are kept in memory, and no error names a
@@ -28,7 +29,7 @@ import (
 // TokenFileHelp is what --help says of the file's form.
 const TokenFileHelp = `one CSV line per token: TOKEN,NAME,ROLE[,"PROJECT1,PROJECT2"]; TOKEN may be sha256:HEX (the SHA-256 of the ` +
 	`token, so the file holds no secret); ROLE is reader or operator; the project list limits a reader to those projects; ` +
-	`# starts a comment`
+	`# starts a comment; xfsq token new makes a token and its line`
 
 var tokenNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@:-]{0,63}$`)
 
@@ -105,60 +106,14 @@ func ParseTokens(r io.Reader, source string) (*TokenSet, error) {
 			return nil, errkind.New(errkind.Input, fmt.Errorf("token file %s: %w", source, err))
 		}
 		line, _ := cr.FieldPos(0)
-		if len(rec) < 3 || len(rec) > 4 {
-			return nil, bad(line, "%d fields: use TOKEN,NAME,ROLE[,\"P1,P2\"]", len(rec))
-		}
-		secret, name, role := strings.TrimSpace(rec[0]), strings.TrimSpace(rec[1]), strings.TrimSpace(rec[2])
-		var t token
-		switch {
-		case secret == "":
-			return nil, bad(line, "the token is empty")
-		case strings.HasPrefix(secret, "sha256:"):
-			b, err := hex.DecodeString(strings.TrimPrefix(secret, "sha256:"))
-			if err != nil || len(b) != sha256.Size {
-				return nil, bad(line, "sha256: takes the 64 hex digits of the token's SHA-256 (e.g. printf %%s TOKEN | sha256sum)")
-			}
-			copy(t.hash[:], b)
-		default:
-			if len(secret) < minTokenLen {
-				return nil, bad(line, "the token is shorter than 16 characters: use a long random one (e.g. openssl rand -hex 32)")
-			}
-			t.hash = sha256.Sum256([]byte(secret))
+		t, err := parseTokenLine(rec)
+		if err != nil {
+			return nil, bad(line, "%v", err)
 		}
 		if prev, dup := lineOf[t.hash]; dup {
 			return nil, bad(line, "the same token as line %d: give each token one line", prev)
 		}
 		lineOf[t.hash] = line
-		if !tokenNamePattern.MatchString(name) {
-			return nil, bad(line, "name %s is invalid: use 1-64 characters of A-Z a-z 0-9 . _ @ : -, starting with a letter or digit", shownField(name))
-		}
-		t.caller.Name = name
-		switch role {
-		case "reader":
-			t.caller.Role = RoleReader
-		case "operator":
-			t.caller.Role = RoleOperator
-		default:
-			return nil, bad(line, "role %s: use reader or operator", shownField(role))
-		}
-		if len(rec) == 4 {
-			if t.caller.Role != RoleReader {
-				return nil, bad(line, "a project list limits readers only; an operator token sees every project")
-			}
-			t.caller.Projects = []string{}
-			for p := range strings.SplitSeq(rec[3], ",") {
-				p = strings.TrimSpace(p)
-				if err := project.ValidateName(p); err != nil {
-					if len(p) >= minTokenLen { // the name may be a token in the wrong column
-						return nil, bad(line, "project list: a name %s is not a valid project name (1-63 characters of a-z 0-9 . _ -)", shownField(p))
-					}
-					return nil, bad(line, "project list: %v", err)
-				}
-				if !slices.Contains(t.caller.Projects, p) {
-					t.caller.Projects = append(t.caller.Projects, p)
-				}
-			}
-		}
 		set.tokens = append(set.tokens, t)
 	}
 	if len(set.tokens) == 0 {
@@ -167,8 +122,105 @@ func ParseTokens(r io.Reader, source string) (*TokenSet, error) {
 	return set, nil
 }
 
+// parseTokenLine reads one line's fields; its error says what is wrong
+// with them, never the token.
+func parseTokenLine(rec []string) (token, error) {
+	var t token
+	if len(rec) < 3 || len(rec) > 4 {
+		return token{}, fmt.Errorf("%d fields: use TOKEN,NAME,ROLE[,\"P1,P2\"]", len(rec))
+	}
+	secret, name, role := strings.TrimSpace(rec[0]), strings.TrimSpace(rec[1]), strings.TrimSpace(rec[2])
+	switch {
+	case secret == "":
+		return token{}, fmt.Errorf("the token is empty")
+	case strings.Contains(strings.ToUpper(secret), TokenPlaceholder):
+		return token{}, fmt.Errorf("the token is the example's placeholder %s: make a token and its line with xfsq token new NAME ROLE", TokenPlaceholder)
+	case strings.HasPrefix(secret, "sha256:"):
+		b, err := hex.DecodeString(strings.TrimPrefix(secret, "sha256:"))
+		if err != nil || len(b) != sha256.Size {
+			return token{}, fmt.Errorf("sha256: takes the 64 hex digits of the token's SHA-256 (e.g. printf %%s TOKEN | sha256sum)")
+		}
+		copy(t.hash[:], b)
+		if word, ok := wellKnownHashes[hex.EncodeToString(b)]; ok {
+			return token{}, fmt.Errorf("the hash is of the word %q, which anyone can guess (an old example file's): make a token and its line with xfsq token new NAME ROLE", word)
+		}
+	default:
+		if len(secret) < minTokenLen {
+			return token{}, fmt.Errorf("the token is shorter than 16 characters: use a long random one (e.g. openssl rand -hex 32)")
+		}
+		t.hash = sha256.Sum256([]byte(secret))
+	}
+	if !tokenNamePattern.MatchString(name) {
+		return token{}, fmt.Errorf("name %s is invalid: use 1-64 characters of A-Z a-z 0-9 . _ @ : -, starting with a letter or digit", shownField(name))
+	}
+	t.caller.Name = name
+	switch role {
+	case "reader":
+		t.caller.Role = RoleReader
+	case "operator":
+		t.caller.Role = RoleOperator
+	default:
+		return token{}, fmt.Errorf("role %s: use reader or operator", shownField(role))
+	}
+	if len(rec) == 4 {
+		if t.caller.Role != RoleReader {
+			return token{}, fmt.Errorf("a project list limits readers only; an operator token sees every project")
+		}
+		t.caller.Projects = []string{}
+		for p := range strings.SplitSeq(rec[3], ",") {
+			p = strings.TrimSpace(p)
+			if err := project.ValidateName(p); err != nil {
+				if len(p) >= minTokenLen { // the name may be a token in the wrong column
+					return token{}, fmt.Errorf("project list: a name %s is not a valid project name (1-63 characters of a-z 0-9 . _ -)", shownField(p))
+				}
+				return token{}, fmt.Errorf("project list: %v", err)
+			}
+			if !slices.Contains(t.caller.Projects, p) {
+				t.caller.Projects = append(t.caller.Projects, p)
+			}
+		}
+	}
+	return t, nil
+}
+
 // minTokenLen is the shortest token a file may hold.
 const minTokenLen = 16
+
+// TokenPlaceholder stands where the example file's tokens go: a file that
+// still holds it was copied without making tokens, and is refused.
+const TokenPlaceholder = "REPLACE-ME"
+
+// wellKnownHashes are the SHA-256 of the words an earlier example file
+// shipped working hashes of; a file copied from it would let anyone in.
+var wellKnownHashes = map[string]string{
+	"5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8": "password",
+	"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08": "test",
+	"2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae": "foo",
+}
+
+// NewToken makes a random token and the token file line that lets it in
+// as name with role (limited to projects, for a reader): the line holds
+// only its hash, and is checked as the file's parser would.
+func NewToken(name, role string, projects []string) (secret, line string, err error) {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", "", err
+	}
+	secret = hex.EncodeToString(raw[:])
+	rec := []string{fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(secret))), name, role}
+	if len(projects) > 0 {
+		rec = append(rec, strings.Join(projects, ","))
+	}
+	if _, err := parseTokenLine(rec); err != nil {
+		return "", "", errkind.New(errkind.Input, err)
+	}
+	// Checked above: no field holds a quote or a comma of its own.
+	line = strings.Join(rec[:3], ",")
+	if len(rec) == 4 {
+		line += `,"` + rec[3] + `"`
+	}
+	return secret, line, nil
+}
 
 // shownField is a refused NAME, ROLE or project as an error shows it: quoted when
 // it is too short to be a token, else only its length, since a line with

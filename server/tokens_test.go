@@ -40,6 +40,9 @@ func TestParseTokens(t *testing.T) {
 		{"operator limited", secretA + `,ci,operator,"omni"` + "\n", "line 1: a project list limits readers only", Caller{}},
 		{"bad project", secretA + `,ci,reader,"Omni!"` + "\n", "line 1: project list", Caller{}},
 		{"bad csv", secretA + `,c"i,reader` + "\n", "line 1: not CSV", Caller{}},
+		{"placeholder", "# c\nsha256:REPLACE-ME,ci,reader\n", "line 2: the token is the example's placeholder REPLACE-ME: make a token and its line with xfsq token new", Caller{}},
+		{"placeholder as a token", "replace-me-0123456789,ci,reader\n", "line 1: the token is the example's placeholder", Caller{}},
+		{"old example's hash", "sha256:5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8,ci,operator\n", `line 1: the hash is of the word "password"`, Caller{}},
 	} {
 		set, err := ParseTokens(strings.NewReader(c.file), "tokens.csv")
 		if c.err != "" {
@@ -112,19 +115,59 @@ func TestTokenFileReload(t *testing.T) {
 	}
 }
 
-// TestTokenFileExample: the example shipped in contrib/ parses.
+// TestTokenFileExample: the example shipped in contrib/ cannot let
+// anyone in: serve refuses to start on it, naming the file and the line,
+// and a reload onto it keeps the tokens in force.
 func TestTokenFileExample(t *testing.T) {
-	f, err := os.Open("../contrib/xfsq-tokens.csv.example")
+	example, err := os.ReadFile("../contrib/xfsq-tokens.csv.example")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	set, err := ParseTokens(f, "example")
-	if err != nil || set.Len() != 3 {
-		t.Fatalf("%v (%d tokens)", err, set.Len())
+	path := filepath.Join(t.TempDir(), "tokens.csv")
+	os.WriteFile(path, example, 0o600)
+	if _, err := OpenTokenFile(path); err == nil || !strings.Contains(err.Error(), "token file "+path+" line 12: the token is the example's placeholder") {
+		t.Errorf("the example as it is: %v, want refused naming the file and line 12", err)
 	}
-	if c, ok := set.Lookup("test"); !ok || c.Name != "dashboard" || c.Role != RoleReader {
-		t.Errorf("the example's reader token: %+v %v", c, ok)
+	// Each of its lines, alone, is refused too.
+	for i, l := range strings.Split(strings.TrimSpace(string(example)), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			if _, err := ParseTokens(strings.NewReader(l), "example"); err == nil {
+				t.Errorf("example line %d parses: %s", i+1, l)
+			}
+		}
+	}
+	os.WriteFile(path, []byte(secretA+",ci,operator\n"), 0o600)
+	f, err := OpenTokenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, example, 0o600)
+	if err := f.Reload(nil); err == nil || !strings.Contains(err.Error(), "line 12") {
+		t.Errorf("a reload onto the example: %v, want refused naming line 12", err)
+	}
+	if _, ok := f.Current().Lookup(secretA); !ok {
+		t.Error("a reload onto the example dropped the tokens in force")
+	}
+}
+
+// NewToken makes a random token whose line lets it in as asked, and only it.
+func TestNewToken(t *testing.T) {
+	secret, line, err := NewToken("omni-ci", "reader", []string{"omni", "docs"})
+	if err != nil || len(secret) != 64 || strings.Contains(line, secret) || !strings.HasSuffix(line, `,omni-ci,reader,"omni,docs"`) {
+		t.Fatalf("NewToken: %q %q %v", secret, line, err)
+	}
+	set, err := ParseTokens(strings.NewReader(line), "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := set.Lookup(secret); !ok || c.Name != "omni-ci" || c.Role != RoleReader || fmt.Sprint(c.Projects) != "[omni docs]" {
+		t.Errorf("the new token: %+v %v", c, ok)
+	}
+	if again, _, _ := NewToken("omni-ci", "reader", nil); again == secret {
+		t.Error("two tokens are the same")
+	}
+	if _, _, err := NewToken("ci", "admin", nil); err == nil || !strings.Contains(err.Error(), `role "admin"`) {
+		t.Errorf("a bad role: %v", err)
 	}
 }
 

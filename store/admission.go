@@ -8,11 +8,9 @@ import (
 	"path"
 	"time"
 
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 )
-
-// EventQuotaExceeded is journalled once each time a tree crosses its soft limit.
-const EventQuotaExceeded = "storage.quota_exceeded"
 
 // TreeKey names one tree of this host.
 type TreeKey struct{ Project, Area string }
@@ -294,6 +292,14 @@ const linkingExpiry = time.Minute
 // blocks, inodes 1): an overwrite of that file later credits what this
 // row counted (Placed).
 func (s *Store) CommitFile(ctx context.Context, k TreeKey, id int64, bytes, inodes int64, ino uint64, actor string) error {
+	return s.CommitWrite(ctx, k, id, bytes, 0, inodes, ino, actor)
+}
+
+// CommitWrite is CommitFile of a write whose row counts estimate bytes
+// more, for what its names may grow their directories by, which Placed
+// settles (Grown). Until then the estimate is held as a reservation is:
+// it counts in admission, not in the soft limit's timer and event.
+func (s *Store) CommitWrite(ctx context.Context, k TreeKey, id int64, bytes int64, estimate uint64, inodes int64, ino uint64, actor string) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
@@ -310,7 +316,10 @@ func (s *Store) CommitFile(ctx context.Context, k TreeKey, id int64, bytes, inod
 			toMicros(time.Now().Add(linkingExpiry)), id); err != nil {
 			return err
 		}
-		return tx.addLedger(ctx, k, bytes, inodes, ino, actor, time.Now())
+		if err := tx.insertLedger(ctx, k, bytes+int64(estimate), inodes, ino, time.Now()); err != nil {
+			return err
+		}
+		return tx.ledgerChanged(ctx, k, actor, estimate)
 	})
 }
 
@@ -354,18 +363,32 @@ func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, ino 
 			return nil
 		}
 	}
+	if err := t.insertLedger(ctx, k, bytes, inodes, ino, since); err != nil {
+		return err
+	}
+	return t.ledgerChanged(ctx, k, actor, 0)
+}
+
+// insertLedger records a row of the ledger and adds it to the tree's sum.
+func (t *Tx) insertLedger(ctx context.Context, k TreeKey, bytes, inodes int64, ino uint64, since time.Time) error {
 	if _, err := t.exec(ctx, `INSERT INTO ledger (host, project, area, bytes, inodes, at, ino) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		t.s.Host, k.Project, k.Area, bytes, inodes, toMicros(since), int64(ino)); err != nil {
 		return err
 	}
-	if _, err := t.exec(ctx, `UPDATE trees SET ledger_bytes = ledger_bytes + ?, ledger_inodes = ledger_inodes + ? WHERE host = ? AND project = ? AND area = ?`,
-		bytes, inodes, t.s.Host, k.Project, k.Area); err != nil {
-		return err
-	}
+	_, err := t.exec(ctx, `UPDATE trees SET ledger_bytes = ledger_bytes + ?, ledger_inodes = ledger_inodes + ? WHERE host = ? AND project = ? AND area = ?`,
+		bytes, inodes, t.s.Host, k.Project, k.Area)
+	return err
+}
+
+// ledgerChanged starts or stops the tree's grace timers and journals a
+// crossing of its soft limit, from its usage less pending: bytes of the
+// ledger that are an estimate not settled yet (CommitWrite).
+func (t *Tx) ledgerChanged(ctx context.Context, k TreeKey, actor string, pending uint64) error {
 	acct, err := t.account(ctx, k)
 	if err != nil {
 		return err
 	}
+	acct.Used.Bytes -= min(acct.Used.Bytes, pending)
 	if err := t.startGrace(ctx, k, acct); err != nil {
 		return err
 	}
@@ -382,10 +405,10 @@ func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, ino 
 	if !over {
 		return nil
 	}
-	return t.AppendEvent(ctx, EventQuotaExceeded, k.Project, actor, map[string]any{
-		"area": k.Area, "used_bytes": used.Bytes, "used_inodes": used.Inodes,
-		"bytes_soft": acct.Limits.BytesSoft, "inodes_soft": acct.Limits.InodesSoft,
-		"bytes_hard": acct.Limits.BytesHard, "inodes_hard": acct.Limits.InodesHard})
+	return t.AppendEvent(ctx, k.Project, actor, journal.QuotaExceeded{
+		Area: k.Area, UsedBytes: used.Bytes, UsedInodes: new(used.Inodes),
+		BytesSoft: acct.Limits.BytesSoft, InodesSoft: new(acct.Limits.InodesSoft),
+		BytesHard: new(acct.Limits.BytesHard), InodesHard: new(acct.Limits.InodesHard)})
 }
 
 // Release drops a reservation whose write was refused or failed.
@@ -412,15 +435,48 @@ type Replaced struct {
 	Bytes uint64
 }
 
+// Grown settles what a commit counted for the growth of the directories
+// its names went into (an estimate: only the link measures it) at what
+// was measured. More is charged as of now: a walk that drops the charge
+// began after the link, and saw the growth. Less is credited as of
+// Committed, when the commit began: a walk that may have dropped the
+// commit's row ended after that, and drops the credit too (addLedger), so
+// a credit never outlives the estimate it corrects.
+type Grown struct {
+	Estimated, Measured uint64
+	Committed           time.Time
+}
+
+// settle records g in the ledger.
+func (t *Tx) settle(ctx context.Context, k TreeKey, g Grown, actor string) error {
+	var err error
+	switch {
+	case g.Measured > g.Estimated:
+		err = t.addLedger(ctx, k, int64(g.Measured-g.Estimated), 0, 0, actor, time.Now())
+	case g.Measured < g.Estimated:
+		err = t.addLedger(ctx, k, -int64(g.Estimated-g.Measured), 0, 0, actor, g.Committed)
+	}
+	if err != nil || g == (Grown{Committed: g.Committed}) {
+		return err
+	}
+	// Settled (or the credit dropped, the estimate kept): the soft limit
+	// counts what the ledger now holds.
+	return t.ledgerChanged(ctx, k, actor, 0)
+}
+
 // Placed ends a committed write whose file is now in place: its emptied
-// reservation goes, and what the write's rename replaced and unlinked is
-// credited to the ledger as of since (Replaced), in one transaction.
-func (s *Store) Placed(ctx context.Context, k TreeKey, id int64, r Replaced, actor string, since time.Time) error {
+// reservation goes, what its directories grew by is settled (Grown), and
+// what the write's rename replaced and unlinked is credited to the ledger
+// as of since (Replaced), in one transaction.
+func (s *Store) Placed(ctx context.Context, k TreeKey, id int64, r Replaced, grown Grown, actor string, since time.Time) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
 		}
 		if _, err := tx.exec(ctx, `DELETE FROM reservations WHERE id = ?`, id); err != nil {
+			return err
+		}
+		if err := tx.settle(ctx, k, grown, actor); err != nil {
 			return err
 		}
 		freed := r.Counted
@@ -536,7 +592,7 @@ type Walk struct {
 
 // InProgress is one write's named temporary file: its inode (TempInode
 // recorded it) and the room its reservation holds. The walker has its own
-// (inventory.InProgress): store imports nothing of xfsq but quota.
+// (inventory.InProgress): store imports nothing of xfsq but quota and journal.
 type InProgress struct{ Ino, Room uint64 }
 
 // TempInode records the inode of the named temporary file of the write

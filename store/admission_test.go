@@ -182,14 +182,7 @@ func TestWalkKeepsOnlyTheRowsOfWritesBeingLinked(t *testing.T) {
 			}
 			return id
 		}
-		used := func() uint64 {
-			t.Helper()
-			r, err := s.Read(ctx, ws)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r.Used.Bytes
-		}
+		used := func() uint64 { t.Helper(); return readUsed(t, s, ws).Bytes }
 		walk := func(seen uint64) {
 			t.Helper()
 			time.Sleep(time.Millisecond) // the walk begins after the rows' stamps
@@ -322,7 +315,7 @@ func TestLedgerSumFollowsItsRows(t *testing.T) {
 				if err := s.CommitFile(ctx, k, id, bytes, 1, 0, "test"); err != nil {
 					return err
 				}
-				return s.Placed(ctx, k, id, Replaced{Counted: quota.Usage{Bytes: 100}}, "test", time.Now())
+				return s.Placed(ctx, k, id, Replaced{Counted: quota.Usage{Bytes: 100}}, Grown{}, "test", time.Now())
 			}
 		}
 		var walkStart time.Time
@@ -458,7 +451,7 @@ func TestPlacedCreditsAnInodesRowOnce(t *testing.T) {
 		}
 		place := func(id int64, r Replaced) {
 			t.Helper()
-			if err := s.Placed(ctx, k, id, r, "test", time.Now()); err != nil {
+			if err := s.Placed(ctx, k, id, r, Grown{}, "test", time.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -614,7 +607,7 @@ func TestRemovedCreditsAnInodesRowOnce(t *testing.T) {
 		if err := s.CommitFile(ctx, k, id, 8192, 1, 77, "test"); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Placed(ctx, k, id, Replaced{}, "test", time.Now()); err != nil {
+		if err := s.Placed(ctx, k, id, Replaced{}, Grown{}, "test", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		used := func() quota.Usage {
@@ -638,7 +631,7 @@ func TestRemovedCreditsAnInodesRowOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Placed(ctx, k, id, Replaced{Ino: 77, Bytes: 4096}, "test", time.Now()); err != nil {
+		if err := s.Placed(ctx, k, id, Replaced{Ino: 77, Bytes: 4096}, Grown{}, "test", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if u := used(); u != (quota.Usage{Bytes: 4096, Inodes: 0}) {
@@ -688,4 +681,89 @@ func TestARefusalNamesWhatWritesInProgressHold(t *testing.T) {
 			t.Errorf("refused beside a reservation of 300 bytes: %v (reserved %v)", err, le)
 		}
 	})
+}
+
+// Placed settles what a commit counted for its directories' growth at
+// what was measured: more is charged, less credited back. A credit is
+// dropped where a walk that ended after the commit began may have dropped
+// the commit's row; a charge is kept by a walk that began before the file
+// was placed, which may not have seen the growth.
+func TestPlacedSettlesTheDirectoriesGrowth(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s, k := openWorkspace(t, dsn, quota.Limits{})
+		used := func() uint64 { t.Helper(); return readUsed(t, s, k).Bytes }
+		// place commits a write of 4096 bytes of content and an estimate
+		// of 4096 for its name, then settles at measured; walk, when not
+		// nil, runs between the commit and Placed.
+		place := func(measured uint64, walk func()) {
+			t.Helper()
+			id, _, err := s.Reserve(ctx, k, 8192, 1, "h", "", time.Hour, nil, admitAll)
+			if err != nil {
+				t.Fatal(err)
+			}
+			committing := time.Now()
+			if err := s.CommitFile(ctx, k, id, 8192, 1, 0, "test"); err != nil {
+				t.Fatal(err)
+			}
+			if walk != nil {
+				walk()
+			}
+			if err := s.Placed(ctx, k, id, Replaced{}, Grown{Estimated: 4096, Measured: measured, Committed: committing}, "test", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range []struct {
+			name     string
+			measured uint64
+			want     uint64
+		}{
+			{"the name fitted", 0, 4096},
+			{"the directory grew a block", 4096, 8192},
+			{"the directory grew two", 8192, 12288},
+		} {
+			before := used()
+			place(c.measured, nil)
+			if got := used() - before; got != c.want {
+				t.Errorf("%s: the ledger grew %d, want %d", c.name, got, c.want)
+			}
+		}
+		// A walk after the commit that dropped its row (the emptied
+		// reservation reclaimed, a writer slow to place) saw the file and
+		// no growth: the credit goes with the row, or the ledger would
+		// count less than the walk found.
+		before := used()
+		place(0, func() {
+			if err := s.SetBaseline(ctx, k, quota.Usage{Bytes: before + 4096}, WalkAt(time.Now()), WalkSeen{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if got := used() - before; got != 4096 {
+			t.Errorf("a walk that dropped the commit's row: the ledger grew %d, want the 4096 the walk found", got)
+		}
+		// A walk that began before Placed keeps its charge.
+		before = used()
+		var w Walk
+		place(8192, func() {
+			var err error
+			if w, err = s.BeginWalk(ctx, k, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if err := s.SetBaseline(ctx, k, quota.Usage{Bytes: before}, w, WalkSeen{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := used() - before; got != 12288 {
+			t.Errorf("a walk begun before placing: the ledger grew %d, want the commit and the growth beyond its estimate (12288)", got)
+		}
+	})
+}
+
+// readUsed is a tree's usage as admission counts it.
+func readUsed(t testing.TB, s *Store, k TreeKey) quota.Usage {
+	t.Helper()
+	r, err := s.Read(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Used
 }

@@ -109,22 +109,46 @@ func secrets(dsn string) []string {
 	return out
 }
 
-// scrub is err with every password of dsn blanked out of its message. The
-// result does not wrap err: a wrapped error keeps the original text
-// reachable for whoever prints it.
+// scrub is err with the password of every DSN its message quotes blanked
+// out, where it stands as the DSN's password (a URL's userinfo, a password
+// keyword or query parameter): dsn's own as written and decoded, and any
+// other's by its form. The same text elsewhere stays: with the password
+// "xfsq" a message naming xfsq must still read. The result does not wrap
+// err: a wrapped error keeps the original text reachable for whoever
+// prints it.
 func scrub(err error, dsn string) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	for _, s := range secrets(dsn) {
-		msg = strings.ReplaceAll(msg, s, "***")
-	}
+	msg := redactQuotedDSNs(err.Error(), secrets(dsn))
 	if msg == err.Error() {
 		return err
 	}
 	return errors.New(msg)
 }
+
+// redactQuotedDSNs blanks the password fields of the DSNs msg quotes.
+// A known secret is matched whole first, since it may hold what ends a
+// field by its form (a space, '@', '/').
+func redactQuotedDSNs(msg string, secrets []string) string {
+	for _, s := range secrets {
+		msg = strings.ReplaceAll(msg, ":"+s+"@", ":***@")
+	}
+	msg = quotedUserinfo().ReplaceAllString(msg, "${1}***@")
+	msg = quotedQueryPassword().ReplaceAllString(msg, "${1}***")
+	return keywordPassword().ReplaceAllString(msg, "${1}***")
+}
+
+// quotedQueryPassword is a password query parameter within a message,
+// which ends it at a space or a quote as well.
+var quotedQueryPassword = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)([?&](?:ssl)?password=)[^&#\s"']*`)
+})
+
+// quotedUserinfo is a URL's user:password@ within a message.
+var quotedUserinfo = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s"'/?#@:]*:)[^\s"'/?#@]*@`)
+})
 
 // postgresDSN is dsn as lib/pq reads it: pq takes a URL only when its
 // scheme is written in lower case, and would read POSTGRES://… as keywords.

@@ -5,42 +5,26 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/xfsq/xfsq/journal"
 )
 
-// Event types.
-const (
-	EventProjectAdded   = "project.added"
-	EventProjectRemoved = "project.removed"
-	EventQuotaChanged   = "quota.changed"
-	EventEvicted        = "storage.evicted"
-	EventRepaired       = "doctor.repaired"
-	EventSettingChanged = "settings.changed"
-	// EventRootInitialised is a store's first record of a root (xfsq init).
-	EventRootInitialised = "root.initialised"
-)
-
-// Event is one journal record. Payload is JSON; Actor is a user or token
-// name, never a secret.
-type Event struct {
-	ID      int64           `json:"id"`
-	At      time.Time       `json:"recorded_at"`
-	Type    string          `json:"type"`
-	Host    string          `json:"host"`
-	Project string          `json:"project,omitempty"`
-	Actor   string          `json:"actor"`
-	Payload json.RawMessage `json:"payload"`
+// AppendEvent journals p inside the caller's transaction, so the record
+// commits exactly when the change it describes does.
+func (t *Tx) AppendEvent(ctx context.Context, project, actor string, p journal.Payload) error {
+	return t.appendEvent(ctx, p.Type(), project, actor, p)
 }
 
-// AppendEvent journals an event inside the caller's transaction, so the
-// record commits exactly when the change it describes does.
-func (t *Tx) AppendEvent(ctx context.Context, typ, project, actor string, payload any) error {
+// appendEvent journals payload's JSON as a record of type typ; tests use it
+// to journal records in the forms older versions wrote.
+func (t *Tx) appendEvent(ctx context.Context, typ journal.Type, project, actor string, payload any) error {
 	data, err := json.Marshal(payload)
 	if err != nil {
 		return err
 	}
 	const insert = `INSERT INTO events (at, type, host, project, actor, payload) VALUES (?, ?, ?, ?, ?, ?)`
-	args := []any{toMicros(time.Now()), typ, t.s.Host, project, actor, string(data)}
-	if typ != EventEvicted {
+	args := []any{toMicros(time.Now()), string(typ), t.s.Host, project, actor, string(data)}
+	if typ != journal.TypeEvicted {
 		_, err = t.exec(ctx, insert, args...)
 		return err
 	}
@@ -53,7 +37,8 @@ func (t *Tx) AppendEvent(ctx context.Context, typ, project, actor string, payloa
 
 // EventFilter selects events; zero fields select everything.
 type EventFilter struct {
-	Type, Project string
+	Type    journal.Type
+	Project string
 	// Projects, when non-nil, keeps only events of these projects (a
 	// reader limited to them); an empty non-nil list keeps none.
 	Projects []string
@@ -73,12 +58,12 @@ type eventRow struct {
 }
 
 // Events lists journal records, newest first.
-func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
+func (s *Store) Events(ctx context.Context, f EventFilter) ([]journal.Event, error) {
 	q := `SELECT id, at, type, host, project, actor, payload FROM events WHERE host = ?`
 	args := []any{s.Host}
 	if f.Type != "" {
 		q += ` AND type = ?`
-		args = append(args, f.Type)
+		args = append(args, string(f.Type))
 	}
 	if f.Project != "" {
 		q += ` AND project = ?`
@@ -86,7 +71,7 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	}
 	if f.Projects != nil {
 		if len(f.Projects) == 0 {
-			return []Event{}, nil
+			return []journal.Event{}, nil
 		}
 		q += ` AND project IN (?` + strings.Repeat(`, ?`, len(f.Projects)-1) + `)`
 		for _, p := range f.Projects {
@@ -111,34 +96,14 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	if err := s.sel(ctx, &rows, q, args...); err != nil {
 		return nil, err
 	}
-	out := make([]Event, len(rows))
-	for i, r := range rows {
-		out[i] = Event{ID: r.ID, At: fromMicros(r.At), Type: r.Type, Host: r.Host, Project: r.Project, Actor: r.Actor, Payload: json.RawMessage(r.Payload)}
-	}
-	return out, nil
+	return eventsOf(rows), nil
 }
 
-// MarshalJSON adds the payload's own fields (path, bytes, state …) beside
-// the event's, so `events --json` lists a record's fields at the top; the
-// event's fields win a clash, and "payload" stays whole.
-func (e Event) MarshalJSON() ([]byte, error) {
-	type plain Event
-	base, err := json.Marshal(plain(e))
-	if err != nil {
-		return nil, err
+func eventsOf(rows []eventRow) []journal.Event {
+	out := make([]journal.Event, len(rows))
+	for i, r := range rows {
+		out[i] = journal.Event{ID: r.ID, At: fromMicros(r.At), Type: journal.Type(r.Type), Host: r.Host, Project: r.Project,
+			Actor: r.Actor, Payload: json.RawMessage(r.Payload)}
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(e.Payload, &fields) != nil || len(fields) == 0 {
-		return base, nil
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(base, &top); err != nil {
-		return nil, err
-	}
-	for k, v := range fields {
-		if _, taken := top[k]; !taken {
-			top[k] = v
-		}
-	}
-	return json.Marshal(top)
+	return out
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/xfsq/xfsq/journal"
 )
 
 // Lease is a run's claim on a project: while it has not expired, no sweep
@@ -95,7 +97,7 @@ func (s *Store) Leased(ctx context.Context, project string, now time.Time) (bool
 // sweeper last looked either stops the deletion here or comes after its
 // record, never in between (on SQLite the write lock taken at BEGIN orders
 // them; on PostgreSQL the advisory lock AcquireLease takes too).
-func (s *Store) AppendPendingUnlessLeased(ctx context.Context, project, actor string, rec any, now time.Time) (leased bool, err error) {
+func (s *Store) AppendPendingUnlessLeased(ctx context.Context, project, actor string, rec journal.Evicted, now time.Time) (leased bool, err error) {
 	err = s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.lock(ctx, leaseLock(s.Host, project)); err != nil {
 			return err
@@ -107,7 +109,7 @@ func (s *Store) AppendPendingUnlessLeased(ctx context.Context, project, actor st
 		if leased = n > 0; leased {
 			return nil
 		}
-		return tx.AppendEvent(ctx, EventEvicted, project, actor, rec)
+		return tx.AppendEvent(ctx, project, actor, rec)
 	})
 	return leased, err
 }

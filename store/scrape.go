@@ -2,10 +2,10 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 )
 
@@ -59,7 +59,7 @@ func (s *Store) TreeUsages(ctx context.Context) ([]TreeUsage, error) {
 // afterID, oldest first, at most limit (0 means 1000): for a reader that
 // follows the journal. The range on the primary key keeps each call as
 // cheap as what it returns, however long the journal.
-func (s *Store) EventsAfter(ctx context.Context, afterID int64, types []string, limit int) ([]Event, error) {
+func (s *Store) EventsAfter(ctx context.Context, afterID int64, types []journal.Type, limit int) ([]journal.Event, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -68,7 +68,7 @@ func (s *Store) EventsAfter(ctx context.Context, afterID int64, types []string, 
 	if len(types) > 0 {
 		q += ` AND type IN (?` + strings.Repeat(", ?", len(types)-1) + `)`
 		for _, t := range types {
-			args = append(args, t)
+			args = append(args, string(t))
 		}
 	}
 	q += ` ORDER BY id LIMIT ?`
@@ -81,9 +81,5 @@ func (s *Store) EventsAfter(ctx context.Context, afterID int64, types []string, 
 	if err := st.SelectContext(ctx, &rows, args...); err != nil {
 		return nil, err
 	}
-	out := make([]Event, len(rows))
-	for i, r := range rows {
-		out[i] = Event{ID: r.ID, At: fromMicros(r.At), Type: r.Type, Host: r.Host, Project: r.Project, Actor: r.Actor, Payload: json.RawMessage(r.Payload)}
-	}
-	return out, nil
+	return eventsOf(rows), nil
 }

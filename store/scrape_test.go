@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 )
 
@@ -91,10 +92,10 @@ func TestEventsAfter(t *testing.T) {
 		for i := range 5 {
 			for _, st := range []*Store{s, other} {
 				if err := st.InTx(ctx, func(tx *Tx) error {
-					if err := tx.AppendEvent(ctx, EventSwept, "", "t", map[string]int{"n": i}); err != nil {
+					if err := tx.appendEvent(ctx, journal.TypeSwept, "", "t", map[string]int{"n": i}); err != nil {
 						return err
 					}
-					return tx.AppendEvent(ctx, EventQuotaChanged, "p", "t", map[string]int{"n": i})
+					return tx.appendEvent(ctx, journal.TypeQuotaChanged, "p", "t", map[string]int{"n": i})
 				}); err != nil {
 					t.Fatal(err)
 				}
@@ -103,7 +104,7 @@ func TestEventsAfter(t *testing.T) {
 		var seen []string
 		after := int64(0)
 		for {
-			page, err := s.EventsAfter(ctx, after, []string{EventSwept}, 2)
+			page, err := s.EventsAfter(ctx, after, []journal.Type{journal.TypeSwept}, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +112,7 @@ func TestEventsAfter(t *testing.T) {
 				break
 			}
 			for _, e := range page {
-				if e.ID <= after || e.Host != "host-a" || e.Type != EventSwept {
+				if e.ID <= after || e.Host != "host-a" || e.Type != journal.TypeSwept {
 					t.Errorf("event %+v after %d", e, after)
 				}
 				after = e.ID
@@ -121,7 +122,7 @@ func TestEventsAfter(t *testing.T) {
 		if fmt.Sprint(seen) != `[{"n":0} {"n":1} {"n":2} {"n":3} {"n":4}]` {
 			t.Errorf("paged %v, want this host's five sweeps in order", seen)
 		}
-		both, err := s.EventsAfter(ctx, 0, []string{EventSwept, EventQuotaChanged}, 0)
+		both, err := s.EventsAfter(ctx, 0, []journal.Type{journal.TypeSwept, journal.TypeQuotaChanged}, 0)
 		if err != nil || len(both) != 10 {
 			t.Errorf("two types: %d events (%v), want 10", len(both), err)
 		}

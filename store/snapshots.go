@@ -7,9 +7,6 @@ import (
 	"time"
 )
 
-// EventSnapshot is journalled once per scheduled snapshot pass.
-const EventSnapshot = "storage.snapshot"
-
 // Snapshot is the totals of one walk of one tree.
 type Snapshot struct {
 	Project       string    `json:"project" db:"project"`

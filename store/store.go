@@ -99,7 +99,7 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 	s.db.SetMaxIdleConns(PoolIdle)
 	s.db.SetConnMaxIdleTime(time.Minute)
 	if s.postgres {
-		// Hosts share one PostgreSQL (SPEC §11): a burst of requests on one
+		// Hosts share one PostgreSQL (docs/design/README.md#scale-past-one-host): a burst of requests on one
 		// host opened a connection each, and 50 concurrent uploads made the
 		// server answer "too many clients" (500) to its own and to every
 		// other host's requests. Past PoolOpen a request waits for a

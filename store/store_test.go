@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 )
 
@@ -205,17 +206,20 @@ func TestReserveIDConcurrent(t *testing.T) {
 func TestEvents(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s := open(t, dsn)
-		for i, e := range []struct{ typ, project string }{
-			{EventProjectAdded, "a"}, {EventProjectAdded, "b"}, {EventQuotaChanged, "a"}, {EventProjectRemoved, "a"},
+		for i, e := range []struct {
+			typ     journal.Type
+			project string
+		}{
+			{journal.TypeProjectAdded, "a"}, {journal.TypeProjectAdded, "b"}, {journal.TypeQuotaChanged, "a"}, {journal.TypeProjectRemoved, "a"},
 		} {
 			if err := s.InTx(ctx, func(tx *Tx) error {
-				return tx.AppendEvent(ctx, e.typ, e.project, "alice", map[string]int{"n": i})
+				return tx.appendEvent(ctx, e.typ, e.project, "alice", map[string]int{"n": i})
 			}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		all, err := s.Events(ctx, EventFilter{})
-		if err != nil || len(all) != 4 || all[0].Type != EventProjectRemoved || all[0].Actor != "alice" || all[0].Host != "host-a" {
+		if err != nil || len(all) != 4 || all[0].Type != journal.TypeProjectRemoved || all[0].Actor != "alice" || all[0].Host != "host-a" {
 			t.Fatalf("all events: %+v, %v", all, err)
 		}
 		var payload map[string]int
@@ -225,10 +229,10 @@ func TestEvents(t *testing.T) {
 		if got, _ := s.Events(ctx, EventFilter{Project: "a"}); len(got) != 3 {
 			t.Errorf("project a: %d events, want 3", len(got))
 		}
-		if got, _ := s.Events(ctx, EventFilter{Type: EventProjectAdded}); len(got) != 2 {
+		if got, _ := s.Events(ctx, EventFilter{Type: journal.TypeProjectAdded}); len(got) != 2 {
 			t.Errorf("project.added: %d events, want 2", len(got))
 		}
-		if got, _ := s.Events(ctx, EventFilter{Limit: 2}); len(got) != 2 || got[1].Type != EventQuotaChanged {
+		if got, _ := s.Events(ctx, EventFilter{Limit: 2}); len(got) != 2 || got[1].Type != journal.TypeQuotaChanged {
 			t.Errorf("limit 2: %+v", got)
 		}
 		if got, _ := s.Events(ctx, EventFilter{BeforeID: all[1].ID}); len(got) != 2 {
@@ -474,7 +478,7 @@ func TestAppendPendingUnlessLeased(t *testing.T) {
 			t.Fatal(err)
 		}
 		for project, wantLeased := range map[string]bool{"held": true, "lapsed": false, "free": false} {
-			rec := map[string]any{"sweep_id": "s1", "path": "cache/" + project + "/x", "state": "pending"}
+			rec := journal.Evicted{SweepID: "s1", Path: "cache/" + project + "/x", State: journal.StatePending}
 			leased, err := s.AppendPendingUnlessLeased(ctx, project, "t", rec, now)
 			if err != nil || leased != wantLeased {
 				t.Errorf("%s: leased %v, %v; want %v", project, leased, err, wantLeased)
@@ -552,7 +556,7 @@ func evicted(t *testing.T, s *Store, project, sweep, path, state string) {
 	if sweep != "" {
 		rec["sweep_id"] = sweep
 	}
-	if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEvent(ctx, EventEvicted, project, "t", rec) }); err != nil {
+	if err := s.InTx(ctx, func(tx *Tx) error { return tx.appendEvent(ctx, journal.TypeEvicted, project, "t", rec) }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -565,8 +569,7 @@ func pendingPaths(t *testing.T, s *Store) []string {
 	}
 	var out []string
 	for _, p := range pending {
-		sweep, _ := p.Record["sweep_id"].(string)
-		out = append(out, fmt.Sprintf("%s %s:%s", p.Project, sweep, p.Record["path"]))
+		out = append(out, fmt.Sprintf("%s %s:%s", p.Project, p.Record.SweepID, p.Record.Path))
 	}
 	return out
 }
@@ -607,7 +610,7 @@ func TestPendingEvictionsOutsideSweepsAreKeyedPerDeletion(t *testing.T) {
 		rec := func(id, state string) {
 			t.Helper()
 			r := map[string]any{"path": "projects/omni/x", "state": state, "deletion_id": id}
-			if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEvent(ctx, EventEvicted, "omni", "t", r) }); err != nil {
+			if err := s.InTx(ctx, func(tx *Tx) error { return tx.appendEvent(ctx, journal.TypeEvicted, "omni", "t", r) }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -618,7 +621,7 @@ func TestPendingEvictionsOutsideSweepsAreKeyedPerDeletion(t *testing.T) {
 		}
 		rec("rm-1", "done")
 		pending, err := s.PendingEvictions(ctx)
-		if err != nil || len(pending) != 1 || pending[0].Record["deletion_id"] != "rm-2" {
+		if err != nil || len(pending) != 1 || pending[0].Record.DeletionID != "rm-2" {
 			t.Errorf("after the first was settled: %+v %v; want rm-2 still pending", pending, err)
 		}
 	})
@@ -632,7 +635,7 @@ func TestPendingEvictionsKeptAcrossMigration7(t *testing.T) {
 		for _, r := range [][2]string{{"s1", "cache/omni/a"}, {"", "projects/omni"}} {
 			payload := fmt.Sprintf(`{"sweep_id":%q,"path":%q,"state":"pending"}`, r[0], r[1])
 			var id int64
-			if err := old.db.QueryRow(old.db.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (1, ?, 'host-a', 'omni', 't', ?) RETURNING id`), EventEvicted, payload).Scan(&id); err != nil {
+			if err := old.db.QueryRow(old.db.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (1, ?, 'host-a', 'omni', 't', ?) RETURNING id`), string(journal.TypeEvicted), payload).Scan(&id); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := old.db.Exec(old.db.Rebind(`INSERT INTO evictions_pending (host, sweep_id, path, event_id) VALUES ('host-a', ?, ?, ?)`), r[0], r[1], id); err != nil {
@@ -710,12 +713,12 @@ func TestPendingEvictionsMigratedFromTheJournal(t *testing.T) {
 			{"host-b", "omni", `{"sweep_id":"s9","path":"cache/omni/z","state":"pending"}`},
 			{"host-a", "omni", `{"name":"omni"}`},
 		} {
-			typ := EventEvicted
+			typ := journal.TypeEvicted
 			if i == 7 {
-				typ = EventProjectAdded
+				typ = journal.TypeProjectAdded
 			}
 			if _, err := old.db.Exec(old.db.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (?, ?, ?, ?, 't', ?)`),
-				i, typ, r.host, r.project, r.payload); err != nil {
+				i, string(typ), r.host, r.project, r.payload); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -805,7 +808,7 @@ func TestSettlePendingOnlyOnce(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s := open(t, dsn)
 		rec := map[string]any{"path": "projects/omni/old.log", "deletion_id": "d-1", "state": "pending"}
-		if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEvent(ctx, EventEvicted, "omni", "t", rec) }); err != nil {
+		if err := s.InTx(ctx, func(tx *Tx) error { return tx.appendEvent(ctx, journal.TypeEvicted, "omni", "t", rec) }); err != nil {
 			t.Fatal(err)
 		}
 		pending, _ := s.PendingEvictions(ctx)
@@ -813,24 +816,24 @@ func TestSettlePendingOnlyOnce(t *testing.T) {
 			t.Fatalf("%d pending, want 1", len(pending))
 		}
 		// Its own process settles it...
-		done := map[string]any{"path": "projects/omni/old.log", "deletion_id": "d-1", "state": "done"}
-		if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEvent(ctx, EventEvicted, "omni", "t", done) }); err != nil {
+		done := journal.Evicted{Path: "projects/omni/old.log", DeletionID: "d-1", State: journal.StateDone}
+		if err := s.InTx(ctx, func(tx *Tx) error { return tx.appendEvent(ctx, journal.TypeEvicted, "omni", "t", done) }); err != nil {
 			t.Fatal(err)
 		}
 		// ...then a settler that read it as pending comes, twice.
 		for i := range 2 {
-			late := map[string]any{"path": "projects/omni/old.log", "deletion_id": "d-1", "state": "done", "recovered": true}
+			late := journal.Evicted{Path: "projects/omni/old.log", DeletionID: "d-1", State: journal.StateDone, Recovered: true}
 			if ok, err := s.SettlePending(ctx, "omni", "sweeper", late); err != nil || ok {
 				t.Errorf("late settle %d: journalled %v (%v), want nothing journalled", i, ok, err)
 			}
 		}
-		evs, _ := s.Events(ctx, EventFilter{Type: EventEvicted})
+		evs, _ := s.Events(ctx, EventFilter{Type: journal.TypeEvicted})
 		if len(evs) != 2 {
 			t.Errorf("%d storage.evicted records, want the pending and one settled", len(evs))
 		}
 		// A deletion still pending is settled, once.
-		rec["deletion_id"], done["deletion_id"] = "d-2", "d-2"
-		s.InTx(ctx, func(tx *Tx) error { return tx.AppendEvent(ctx, EventEvicted, "omni", "t", rec) })
+		rec["deletion_id"], done.DeletionID = "d-2", "d-2"
+		s.InTx(ctx, func(tx *Tx) error { return tx.appendEvent(ctx, journal.TypeEvicted, "omni", "t", rec) })
 		if ok, err := s.SettlePending(ctx, "omni", "sweeper", done); err != nil || !ok {
 			t.Errorf("settle of a pending deletion: %v %v, want it journalled", ok, err)
 		}
@@ -905,5 +908,31 @@ func TestABurstNeverExhaustsPostgres(t *testing.T) {
 	}
 	if st := s.db.Stats(); st.MaxOpenConnections != PoolOpen || st.OpenConnections > PoolOpen {
 		t.Errorf("pool stats %+v: want at most %d open", st, PoolOpen)
+	}
+}
+
+// scrub blanks a DSN's password field wherever a message quotes the DSN,
+// and leaves the same text alone elsewhere.
+func TestScrubRedactsPasswordFieldsOnly(t *testing.T) {
+	for _, c := range []struct{ dsn, msg, want string }{
+		{"postgres://xfsq:xfsq@db/xfsq", "schema 16 is newer than this xfsq knows (16): upgrade xfsq",
+			"schema 16 is newer than this xfsq knows (16): upgrade xfsq"},
+		{"postgres://xfsq:xfsq@db/xfsq", `parse "postgres://xfsq:xfsq@db:x/xfsq": invalid port`,
+			`parse "postgres://xfsq:***@db:x/xfsq": invalid port`},
+		{"postgres://u:se cret@db/x", `parse "postgres://u:se cret@db:x/x": invalid port`,
+			`parse "postgres://u:***@db:x/x": invalid port`},
+		{"postgres://u@db/x?password=xfsq", "dial postgres://u@db/x?sslmode=disable&password=xfsq: xfsq refused",
+			"dial postgres://u@db/x?sslmode=disable&password=*** xfsq refused"},
+		{"host=db user=xfsq password=xfsq", "bad conninfo host=db user=xfsq password=xfsq for xfsq",
+			"bad conninfo host=db user=xfsq password=*** for xfsq"},
+		{"host=db password='x fsq'", "bad conninfo host=db password='x fsq' near x fsq",
+			"bad conninfo host=db password=*** near x fsq"},
+		{"host=db sslpassword=xfsq", "key sslpassword = xfsq of xfsq", "key sslpassword = *** of xfsq"},
+		// A DSN other than the one opened is redacted by its form.
+		{"host=db", "postgres://other:hunter2@h/d and password=hunter2", "postgres://other:***@h/d and password=***"},
+	} {
+		if got := scrub(errors.New(c.msg), c.dsn).Error(); got != c.want {
+			t.Errorf("scrub(%q) with %q:\n got %q\nwant %q", c.msg, c.dsn, got, c.want)
+		}
 	}
 }

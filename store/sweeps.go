@@ -7,10 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// EventSwept is journalled once at the end of each sweep.
-const EventSwept = "storage.swept"
+	"github.com/xfsq/xfsq/journal"
+)
 
 // LockSweep takes the sweep lock of a project for holder. If another holder
 // has it, stale(otherHolder) decides whether that holder is gone (its lock
@@ -50,7 +49,7 @@ func (s *Store) UnlockSweep(ctx context.Context, project, holder string) error {
 // confirmed (done or failed): its writer stopped in between.
 type PendingEviction struct {
 	Project string
-	Record  map[string]any
+	Record  journal.Evicted
 }
 
 // evictionKey is what identifies one deletion across its records.
@@ -70,7 +69,7 @@ func (t *Tx) trackEviction(ctx context.Context, id int64, data []byte) error {
 	if err := json.Unmarshal(data, &k); err != nil {
 		return err
 	}
-	if k.State == "pending" {
+	if k.State == journal.StatePending {
 		_, err := t.exec(ctx, `INSERT INTO evictions_pending (host, sweep_id, path, deletion_id, event_id) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (host, sweep_id, path, deletion_id) DO UPDATE SET event_id = excluded.event_id`, t.s.Host, k.SweepID, k.Path, k.DeletionID, id)
 		return err
@@ -90,7 +89,7 @@ func (s *Store) PendingEvictions(ctx context.Context) ([]PendingEviction, error)
 	}
 	out := make([]PendingEviction, 0, len(rows))
 	for _, r := range rows {
-		var rec map[string]any
+		var rec journal.Evicted
 		if err := json.Unmarshal([]byte(r.Payload), &rec); err != nil {
 			return nil, fmt.Errorf("journal record %d: %w", r.ID, err)
 		}
@@ -104,16 +103,10 @@ func (s *Store) PendingEvictions(ctx context.Context) ([]PendingEviction, error)
 // process may have settled it since it was read (and exited, so that it
 // looked orphaned), and a second settled record would say it was deleted
 // twice. It reports whether rec was journalled.
-func (s *Store) SettlePending(ctx context.Context, project, actor string, rec map[string]any) (bool, error) {
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return false, err
-	}
-	var k evictionKey
-	if err := json.Unmarshal(data, &k); err != nil {
-		return false, err
-	}
+func (s *Store) SettlePending(ctx context.Context, project, actor string, rec journal.Evicted) (bool, error) {
+	k := evictionKey{SweepID: rec.SweepID, Path: rec.Path, DeletionID: rec.DeletionID, State: rec.State}
 	settled := false
+	var err error
 	err = s.InTx(ctx, func(tx *Tx) error {
 		// The delete is the gate: of two settlers, one removes the row.
 		res, err := tx.exec(ctx, `DELETE FROM evictions_pending WHERE host = ? AND sweep_id = ? AND path = ? AND deletion_id = ?`,
@@ -125,7 +118,7 @@ func (s *Store) SettlePending(ctx context.Context, project, actor string, rec ma
 			return err
 		}
 		settled = true
-		return tx.AppendEvent(ctx, EventEvicted, project, actor, rec)
+		return tx.AppendEvent(ctx, project, actor, rec)
 	})
 	return settled, err
 }

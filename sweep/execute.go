@@ -2,11 +2,9 @@ package sweep
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -14,38 +12,15 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/internal/deletion"
+	"github.com/xfsq/xfsq/internal/gitindex"
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/journal"
 )
 
 // Record is one storage.evicted journal entry.
-type Record struct {
-	SweepID string `json:"sweep_id,omitempty"` // none outside sweeps (purge, files rm)
-	Area    string `json:"area"`
-	// Path is the path removed, relative to the sandbox root, as resolved
-	// from descriptors (never a path through a link).
-	Path string `json:"path"`
-	// Bytes is, while pending, what the entry measured just before; once
-	// settled, the bytes its removal freed (inodes whose last link went).
-	// Records journalled before CHANGELOG.md's first entry name it "bytes"
-	// (UnmarshalJSON reads both).
-	Bytes  uint64 `json:"freed_bytes"`
-	Reason string `json:"reason"`
-	Policy string `json:"policy"`
-	State  string `json:"state"` // StatePending, StateDone, StatePartial, StateFailed
-	Error  string `json:"error,omitempty"`
-	// What the removal really did, once settled: names unlinked, inodes
-	// freed, and what was left in place with why.
-	Entries uint64        `json:"removed_entries"`
-	Inodes  uint64        `json:"freed_inodes"`
-	Left    []saferm.Left `json:"left,omitempty"`
-	// Holder is the process making the deletion (pid.start@host, as
-	// project.Holder names it): a pending record whose holder still runs
-	// is a deletion in progress, not an interrupted one.
-	Holder string `json:"holder,omitempty"`
-	// DeletionID tells apart deletions outside sweeps, which share no sweep
-	// id: two files rm of one path must not settle each other's record.
-	DeletionID string `json:"deletion_id,omitempty"`
-}
+type Record = journal.Evicted
 
 // Executor deletes a plan's entries inside the sandbox root.
 type Executor struct {
@@ -60,7 +35,7 @@ type Executor struct {
 	Leased func(ctx context.Context, project string) (bool, error)
 	// Journal appends a storage.evicted record; a deletion happens only
 	// after its pending record is written.
-	Journal Journal
+	Journal deletion.Journal
 	Budget  time.Duration // stop after this long; 0: none
 	// Cutoff and Credit, when set (the fallback backend, where no kernel
 	// counts), credit each deletion to its tree's ledger: Cutoff is the
@@ -94,7 +69,7 @@ type Result struct {
 	BytesFreed uint64         `json:"freed_bytes"`
 	PerPolicy  map[string]int `json:"per_policy"`
 	Duration   time.Duration  `json:"-"`
-	// DurationSeconds is Duration for JSON, which counts time in seconds (SPEC §10a).
+	// DurationSeconds is Duration for JSON, which counts time in seconds (docs/design/README.md#output-conventions).
 	DurationSeconds float64 `json:"duration_seconds"`
 }
 
@@ -111,7 +86,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 		cacheLeft[p] = b
 	}
 	trees := map[string]*saferm.Dir{}
-	repos := map[string]*repoFinder{} // per workspace tree, its indexes kept for the sweep
+	repos := map[string]*gitindex.Finder{} // per workspace tree, its indexes kept for the sweep
 	defer func() {
 		for _, d := range trees {
 			d.Close()
@@ -123,7 +98,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 			skip("the sweep's time budget ran out")
 			continue
 		}
-		if ev.Area == AreaCache && cacheLeft[ev.Project] <= plan.CacheCap {
+		if ev.Area == area.Cache && cacheLeft[ev.Project] <= plan.CacheCap {
 			skip("the cache is already under its cap")
 			continue
 		}
@@ -140,7 +115,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 			continue
 		}
 		bytes, why, err := x.recheck(ctx, ev, parent, name)
-		if err == nil && why == "" && ev.Area == AreaWorkspace {
+		if err == nil && why == "" && ev.Area == area.Workspace {
 			why, err = stillUntracked(ctx, tree, ev, repos)
 		}
 		if err != nil || why != "" {
@@ -151,10 +126,10 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 			skip(why)
 			continue
 		}
-		rec := Record{SweepID: x.SweepID, Area: ev.Area, Bytes: bytes, Reason: ev.Reason, Policy: ev.Policy}
+		rec := deletion.Record{SweepID: x.SweepID, Area: ev.Area, Bytes: bytes, Reason: ev.Reason, Policy: ev.Policy}
 		// What a run writes into the entry while it goes stays: busy_grace
 		// holds below the entry too, not only for the entry as re-checked.
-		keep := saferm.Options{KeepModifiedAfter: x.Now().Add(-x.Policy.BusyGrace), KeepRepositories: ev.Area == AreaWorkspace}
+		keep := saferm.Options{KeepModifiedAfter: x.Now().Add(-x.Policy.BusyGrace), KeepRepositories: ev.Area == area.Workspace}
 		if x.Cutoff != nil {
 			cutoff, err := x.Cutoff(ctx, ev)
 			if err != nil {
@@ -167,14 +142,14 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 			// Deleted through its parent, so the directories above it are
 			// asked of the tree: one moved in since the walk holds what
 			// the walk counted elsewhere.
-			if !tree.ParentsSettled(strings.TrimPrefix(ev.Path, TreeOf(ev.Project, ev.Area)+"/"), keep) {
+			if !tree.ParentsSettled(strings.TrimPrefix(ev.Path, area.TreePath(ev.Project, ev.Area)+"/"), keep) {
 				keep.CountChangedBefore = saferm.CountNothing
 			}
 		}
 		started := time.Now()
-		rec, rep, err := Delete(ctx, x.Journal, ev.Project, parent, name, rec, keep)
+		rec, rep, err := deletion.Delete(ctx, x.Journal, ev.Project, parent, name, rec, keep)
 		parent.Close()
-		if rec.State == StatePending {
+		if rec.State == deletion.StatePending {
 			skip("could not journal the deletion, so it was not made: " + err.Error())
 			continue
 		}
@@ -202,7 +177,7 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 		res.Evicted = append(res.Evicted, Done{Path: rec.Path, Bytes: rep.Bytes, Reason: ev.Reason, Policy: ev.Policy, Entries: rep.Entries, Left: rep.Left})
 		res.BytesFreed += rep.Bytes
 		res.PerPolicy[ev.Policy]++
-		if ev.Area == AreaCache {
+		if ev.Area == area.Cache {
 			cacheLeft[ev.Project] -= min(cacheLeft[ev.Project], rep.Bytes)
 		}
 	}
@@ -212,28 +187,12 @@ func (x *Executor) Run(ctx context.Context, plan Plan) Result {
 	return res
 }
 
-// TreeOf is the tree (relative to the sandbox root) an area of a project
-// lives in: nothing of the project is deleted outside it.
-func TreeOf(project, area string) string {
-	switch area {
-	case AreaWorkspace:
-		return "projects/" + project
-	case AreaCache:
-		return "cache/" + project
-	case AreaScratch:
-		return "scratch/" + project
-	case AreaInbound:
-		return "inbound" // the root's one inbound tree, whoever the caller names as its owner
-	}
-	return ""
-}
-
 // parentOf opens the directory holding an eviction's entry: its tree
 // beneath the root, then the entry's parent beneath the tree, neither
 // through a link nor across a mount. why says why the entry cannot be
 // reached so.
 func (x *Executor) parentOf(ev Eviction, trees map[string]*saferm.Dir) (tree, parent *saferm.Dir, name, why string, err error) {
-	treeRel := TreeOf(ev.Project, ev.Area)
+	treeRel := area.TreePath(ev.Project, ev.Area)
 	inTree, ok := strings.CutPrefix(ev.Path, treeRel+"/")
 	if treeRel == "" || !ok || inTree == "" || path.Clean(inTree) != inTree || strings.HasPrefix(inTree, "../") {
 		return nil, nil, "", fmt.Sprintf("not inside the %s tree of %s (%s)", ev.Area, ev.Project, treeRel), nil
@@ -303,18 +262,14 @@ const maxIndexParses = 4
 // planning. why is the reason to leave the entry, or "". A repository made
 // inside the entry since is left whole by the deletion itself
 // (saferm.Options.KeepRepositories), whatever its times.
-func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos map[string]*repoFinder) (why string, err error) {
-	treeRel := TreeOf(ev.Project, ev.Area)
+func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos map[string]*gitindex.Finder) (why string, err error) {
+	treeRel := area.TreePath(ev.Project, ev.Area)
 	inTree := strings.TrimPrefix(ev.Path, treeRel+"/")
 	rf := repos[treeRel]
 	if rf == nil {
-		rf = &repoFinder{ctx: ctx, treeFd: tree.Fd(), indexes: map[indexStamp]*gitIndex{}, parsed: map[string]int{}}
-		if abs, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", tree.Fd())); err == nil {
-			rf.abs = []string{abs}
-		}
+		rf = gitindex.NewFinder(ctx, tree.Fd(), gitindex.Options{Keep: true})
 		repos[treeRel] = rf
 	}
-	rf.ctx = ctx
 	dirs := []string{"."}
 	if d := path.Dir(inTree); d != "." {
 		parts := strings.Split(d, "/")
@@ -323,7 +278,7 @@ func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos ma
 		}
 	}
 	for _, dir := range dirs {
-		if n := rf.parsed[dir]; n >= maxIndexParses {
+		if n := rf.Parsed(dir); n >= maxIndexParses {
 			return fmt.Sprintf("the git index of the repository at %s changed %d times during this sweep: left for the next one", path.Join(treeRel, dir), n), nil
 		}
 		d, err := tree.OpenDir(dir)
@@ -335,38 +290,19 @@ func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos ma
 			d.Close()
 			continue
 		}
-		ix, why, err := rf.openRepo(d.Fd(), dir)
+		ix, why, err := rf.Read(d.Fd(), dir)
 		d.Close()
 		repo := path.Join(treeRel, dir)
 		switch {
 		case err != nil:
 			return "", err
-		case rf.protectAll != "":
-			return rf.protectAll, nil
+		case rf.ProtectAll() != "":
+			return rf.ProtectAll(), nil
 		case why != "":
 			return fmt.Sprintf("the git repository at %s cannot be read now (%s): its working tree is protected", repo, why), nil
-		case ix.covers(within(dir, inTree)):
+		case ix.Covers(within(dir, inTree)):
 			return fmt.Sprintf("git-tracked since planning (in the repository at %s)", repo), nil
 		}
 	}
 	return "", nil
-}
-
-// UnmarshalJSON reads a record of either form: journalled records are
-// never rewritten, and those made before the field names of SPEC §10a
-// held the size as "bytes".
-func (r *Record) UnmarshalJSON(b []byte) error {
-	type plain Record
-	var v struct {
-		plain
-		OldBytes *uint64 `json:"bytes"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*r = Record(v.plain)
-	if v.OldBytes != nil && r.Bytes == 0 {
-		r.Bytes = *v.OldBytes
-	}
-	return nil
 }

@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/mounttest"
 	"github.com/xfsq/xfsq/internal/saferm"
 )
 
-func executor(t *testing.T, root string, journal *[]Record) *Executor {
+func executor(t *testing.T, root string, journal *[]deletion.Record) *Executor {
 	d, err := saferm.Open(root)
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +24,7 @@ func executor(t *testing.T, root string, journal *[]Record) *Executor {
 	t.Cleanup(func() { d.Close() })
 	return &Executor{SweepID: "sw-test", Root: d, Policy: policy, Now: time.Now,
 		Leased: func(context.Context, string) (bool, error) { return false, nil },
-		Journal: func(_ context.Context, _ string, rec Record) error {
+		Journal: func(_ context.Context, _ string, rec deletion.Record) error {
 			*journal = append(*journal, rec)
 			return nil
 		}}
@@ -40,12 +42,12 @@ func TestExecutorStopsCacheCutAtTheCap(t *testing.T) {
 		os.WriteFile(filepath.Join(root, p, "f"), make([]byte, 40<<10), 0o644)
 		os.Chtimes(filepath.Join(root, p, "f"), old, old)
 		os.Chtimes(filepath.Join(root, p), old, old)
-		plan.Evict = append(plan.Evict, Eviction{Project: "p", Area: AreaCache, Path: p, Policy: PolicyCache})
+		plan.Evict = append(plan.Evict, Eviction{Project: "p", Area: area.Cache, Path: p, Policy: PolicyCache})
 	}
 	// The planner thought the cache held 200 KiB and its entries 40 KiB
 	// each; the cap is 130 KiB: two deletions of ~44 KiB reach it.
 	plan.CacheCap, plan.CacheBytes = 130<<10, map[string]uint64{"p": 200 << 10}
-	var journal []Record
+	var journal []deletion.Record
 	res := executor(t, root, &journal).Run(context.Background(), plan)
 	if len(res.Evicted) != 2 {
 		t.Errorf("evicted %d entries, want 2 (the cap is met after two)", len(res.Evicted))
@@ -67,10 +69,10 @@ func TestExecutorNeedsTheJournal(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, p), 0o755)
 	old := time.Now().Add(-30 * 24 * time.Hour)
 	os.Chtimes(filepath.Join(root, p), old, old)
-	var journal []Record
+	var journal []deletion.Record
 	x := executor(t, root, &journal)
-	x.Journal = func(context.Context, string, Record) error { return fmt.Errorf("database is gone") }
-	res := x.Run(context.Background(), Plan{Evict: []Eviction{{Project: "p", Area: AreaScratch, Path: p}}})
+	x.Journal = func(context.Context, string, deletion.Record) error { return fmt.Errorf("database is gone") }
+	res := x.Run(context.Background(), Plan{Evict: []Eviction{{Project: "p", Area: area.Scratch, Path: p}}})
 	if len(res.Evicted) != 0 {
 		t.Error("deleted without a journal record")
 	}
@@ -88,9 +90,9 @@ func TestExecutorBudget(t *testing.T) {
 		p := fmt.Sprintf("scratch/p/r%d", i)
 		os.MkdirAll(filepath.Join(root, p), 0o755)
 		os.Chtimes(filepath.Join(root, p), old, old)
-		plan.Evict = append(plan.Evict, Eviction{Project: "p", Area: AreaScratch, Path: p})
+		plan.Evict = append(plan.Evict, Eviction{Project: "p", Area: area.Scratch, Path: p})
 	}
-	var journal []Record
+	var journal []deletion.Record
 	x := executor(t, root, &journal)
 	clock := time.Now()
 	x.Now = func() time.Time { clock = clock.Add(time.Second); return clock } // each look at the clock: a second
@@ -132,9 +134,9 @@ func TestExecutorLeavesMountsInPlace(t *testing.T) {
 		name, area, entry, mnt string
 		tmpfs                  bool
 	}{
-		{"bind mount in a cache entry", AreaCache, "cache/p/e", "cache/p/e/sub/mnt", false},
-		{"bind mount in workspace trash", AreaWorkspace, "projects/p/coverage", "projects/p/coverage/mnt", false},
-		{"tmpfs in a scratch run", AreaScratch, "scratch/p/run", "scratch/p/run/mnt", true},
+		{"bind mount in a cache entry", area.Cache, "cache/p/e", "cache/p/e/sub/mnt", false},
+		{"bind mount in workspace trash", area.Workspace, "projects/p/coverage", "projects/p/coverage/mnt", false},
+		{"tmpfs in a scratch run", area.Scratch, "scratch/p/run", "scratch/p/run/mnt", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -154,7 +156,7 @@ func TestExecutorLeavesMountsInPlace(t *testing.T) {
 			for d := filepath.Dir(filepath.Join(root, c.mnt)); len(d) > len(root); d = filepath.Dir(d) {
 				os.Chtimes(d, old, old)
 			}
-			var journal []Record
+			var journal []deletion.Record
 			res := executor(t, root, &journal).Run(context.Background(),
 				Plan{Evict: []Eviction{{Project: "p", Area: c.area, Path: c.entry, Policy: "test"}}, CacheBytes: map[string]uint64{"p": 1 << 30}})
 			if _, err := os.Stat(canary); err != nil {
@@ -172,7 +174,7 @@ func TestExecutorLeavesMountsInPlace(t *testing.T) {
 			if !hasSkip(res, c.mnt, saferm.LeftMount) {
 				t.Errorf("skipped %+v, want %s as a mount point left in place", res.Skipped, c.mnt)
 			}
-			if len(journal) != 2 || journal[1].State != StatePartial || journal[1].Entries != 1 || len(journal[1].Left) != 1 || journal[1].Path != c.entry {
+			if len(journal) != 2 || journal[1].State != deletion.StatePartial || journal[1].Entries != 1 || len(journal[1].Left) != 1 || journal[1].Path != c.entry {
 				t.Errorf("journal %+v, want pending then partial with the mount point left", journal)
 			}
 		})
@@ -198,10 +200,10 @@ func TestExecutorSymlinkSwappedIntoPath(t *testing.T) {
 		swap, target      string // swap (relative to the root) becomes a symlink to target
 		victim            string // what the link leads the entry to
 	}{
-		{"intermediate directory", AreaWorkspace, "projects/a/sub/coverage", "projects/a/sub", "../b/uploads", "projects/b/uploads/coverage/precious"},
-		{"cache tree root", AreaCache, "cache/a/e", "cache/a", "b", "cache/b/e/precious"},
-		{"scratch tree root", AreaScratch, "scratch/a/run", "scratch/a", "b", "scratch/b/run/precious"},
-		{"workspace tree root", AreaWorkspace, "projects/a/coverage", "projects/a", "b/uploads", "projects/b/uploads/coverage/precious"},
+		{"intermediate directory", area.Workspace, "projects/a/sub/coverage", "projects/a/sub", "../b/uploads", "projects/b/uploads/coverage/precious"},
+		{"cache tree root", area.Cache, "cache/a/e", "cache/a", "b", "cache/b/e/precious"},
+		{"scratch tree root", area.Scratch, "scratch/a/run", "scratch/a", "b", "scratch/b/run/precious"},
+		{"workspace tree root", area.Workspace, "projects/a/coverage", "projects/a", "b/uploads", "projects/b/uploads/coverage/precious"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -212,7 +214,7 @@ func TestExecutorSymlinkSwappedIntoPath(t *testing.T) {
 			if err := os.Symlink(c.target, filepath.Join(root, c.swap)); err != nil {
 				t.Fatal(err)
 			}
-			var journal []Record
+			var journal []deletion.Record
 			res := executor(t, root, &journal).Run(context.Background(),
 				Plan{Evict: []Eviction{{Project: "a", Area: c.area, Path: c.entry, Policy: "test"}}, CacheBytes: map[string]uint64{"a": 1 << 30}})
 			if _, err := os.Stat(filepath.Join(root, c.victim)); err != nil {
@@ -232,10 +234,10 @@ func TestExecutorSymlinkSwappedIntoPath(t *testing.T) {
 func TestExecutorKeepsEntriesInTheirTree(t *testing.T) {
 	root := t.TempDir()
 	oldFile(t, filepath.Join(root, "projects/b/uploads/precious"))
-	var journal []Record
+	var journal []deletion.Record
 	res := executor(t, root, &journal).Run(context.Background(), Plan{Evict: []Eviction{
-		{Project: "a", Area: AreaCache, Path: "projects/b/uploads"},
-		{Project: "a", Area: AreaWorkspace, Path: "projects/a/../b/uploads"},
+		{Project: "a", Area: area.Cache, Path: "projects/b/uploads"},
+		{Project: "a", Area: area.Workspace, Path: "projects/a/../b/uploads"},
 	}})
 	if _, err := os.Stat(filepath.Join(root, "projects/b/uploads/precious")); err != nil || len(res.Evicted) != 0 {
 		t.Fatalf("an entry outside its tree was deleted: %+v", res)
@@ -262,10 +264,10 @@ func TestGathererRefusesLinkedTreeRoots(t *testing.T) {
 		area, tree string
 		walk       func(string) (Tree, error)
 	}{
-		{AreaCache, "cache/a", func(p string) (Tree, error) { return g.TopLevel(AreaCache, p) }},
-		{AreaCache, "cache/abs", func(p string) (Tree, error) { return g.TopLevel(AreaCache, p) }},
-		{AreaScratch, "scratch/a", func(p string) (Tree, error) { return g.TopLevel(AreaScratch, p) }},
-		{AreaWorkspace, "projects/a", func(p string) (Tree, error) { return g.Workspace(t.Context(), p) }},
+		{area.Cache, "cache/a", func(p string) (Tree, error) { return g.TopLevel(area.Cache, p) }},
+		{area.Cache, "cache/abs", func(p string) (Tree, error) { return g.TopLevel(area.Cache, p) }},
+		{area.Scratch, "scratch/a", func(p string) (Tree, error) { return g.TopLevel(area.Scratch, p) }},
+		{area.Workspace, "projects/a", func(p string) (Tree, error) { return g.Workspace(t.Context(), p) }},
 	} {
 		tr, err := c.walk(c.tree)
 		var refused *TreeRefusedError
@@ -273,7 +275,7 @@ func TestGathererRefusesLinkedTreeRoots(t *testing.T) {
 			t.Errorf("%s: %v with %d entries, want it refused and nothing offered", c.tree, err, len(tr.Entries))
 		}
 	}
-	if tr, err := g.TopLevel(AreaCache, "cache/b"); err != nil || len(tr.Entries) != 1 {
+	if tr, err := g.TopLevel(area.Cache, "cache/b"); err != nil || len(tr.Entries) != 1 {
 		t.Errorf("a real tree: %+v %v", tr, err)
 	}
 }
@@ -286,7 +288,7 @@ func TestExecutorCreditsTheLedger(t *testing.T) {
 	for _, p := range []string{"inbound/walked/f", "inbound/changed/f"} {
 		oldFileOf(t, filepath.Join(root, p), 40<<10)
 	}
-	var journal []Record
+	var journal []deletion.Record
 	x := executor(t, root, &journal)
 	credited := map[string]uint64{}
 	uncounted := map[string]int{}
@@ -302,8 +304,8 @@ func TestExecutorCreditsTheLedger(t *testing.T) {
 		return nil
 	}
 	plan := Plan{Evict: []Eviction{
-		{Project: "_root", Area: AreaInbound, Path: "inbound/walked", Policy: PolicyInbound},
-		{Project: "_root", Area: AreaInbound, Path: "inbound/changed", Policy: PolicyInbound}}}
+		{Project: "_root", Area: area.Inbound, Path: "inbound/walked", Policy: PolicyInbound},
+		{Project: "_root", Area: area.Inbound, Path: "inbound/changed", Policy: PolicyInbound}}}
 	res := x.Run(context.Background(), plan)
 	if len(res.Evicted) != 2 || res.Evicted[0].Bytes < 40<<10 || res.Evicted[1].Bytes < 40<<10 {
 		t.Fatalf("evicted %+v, want both with all they freed", res.Evicted)
@@ -317,7 +319,7 @@ func TestExecutorCreditsTheLedger(t *testing.T) {
 		t.Errorf("inodes handed on uncounted: %v, want the one file of changed", uncounted)
 	}
 	for _, r := range journal {
-		if r.State == StateDone && r.Bytes < 40<<10 {
+		if r.State == deletion.StateDone && r.Bytes < 40<<10 {
 			t.Errorf("journalled %+v, want all it freed", r)
 		}
 	}
@@ -341,7 +343,7 @@ func TestExecutorCreditsNothingMovedInSinceTheWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chtimes(filepath.Join(root, "inbound/x"), old, old)
-	var journal []Record
+	var journal []deletion.Record
 	x := executor(t, root, &journal)
 	credited := uint64(0)
 	x.Cutoff = func(context.Context, Eviction) (time.Time, error) { return walked, nil }
@@ -354,7 +356,7 @@ func TestExecutorCreditsNothingMovedInSinceTheWalk(t *testing.T) {
 	for _, evict := range []string{"inbound/x/big", "inbound/x"} {
 		credited = 0
 		os.Chtimes(filepath.Join(root, "inbound/x"), old, old) // the first removal touched it
-		res := x.Run(context.Background(), Plan{Evict: []Eviction{{Project: "_root", Area: AreaInbound, Path: evict, Policy: PolicyInbound}}})
+		res := x.Run(context.Background(), Plan{Evict: []Eviction{{Project: "_root", Area: area.Inbound, Path: evict, Policy: PolicyInbound}}})
 		if len(res.Evicted) != 1 || res.Evicted[0].Bytes < 4096 {
 			t.Fatalf("%s: evicted %+v, skipped %+v, want it evicted with all it freed", evict, res.Evicted, res.Skipped)
 		}

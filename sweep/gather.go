@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/internal/gitindex"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 )
@@ -30,11 +32,9 @@ type Gatherer struct {
 	// is refused, never walked.
 	Root  *saferm.Dir
 	Globs []string // workspace trash globs
-}
 
-// workspaceProtected are top-level workspace directories never swept,
-// never even walked.
-var workspaceProtected = map[string]bool{"uploads": true, "inbox": true}
+	indexBudget int64 // the index bytes one workspace's walk parses; 0: gitindex.DefaultBudget
+}
 
 // Why an entry is never offered or deleted, whatever the policy, as the
 // walks find it.
@@ -126,8 +126,8 @@ func measureDir(dir *saferm.Dir, rel string) (inventory.Usage, error) {
 
 // TopLevel offers every entry directly under a tree (cache entries,
 // scratch runs), with the tree's total.
-func (g *Gatherer) TopLevel(area, treeRel string) (Tree, error) {
-	t := Tree{Area: area, Path: treeRel}
+func (g *Gatherer) TopLevel(a, treeRel string) (Tree, error) {
+	t := Tree{Area: a, Path: treeRel}
 	tree, err := g.openTree(treeRel)
 	if tree == nil || err != nil {
 		return t, err
@@ -147,7 +147,7 @@ func (g *Gatherer) TopLevel(area, treeRel string) (Tree, error) {
 		if err != nil {
 			continue // vanished or unreadable
 		}
-		if area == AreaScratch {
+		if a == area.Scratch {
 			e.Run = name
 		}
 		t.Bytes += e.Bytes
@@ -164,14 +164,14 @@ const maxWalkDepth = 256
 // gitRepo is a repository the workspace walk is inside.
 type gitRepo struct {
 	root string // workspace-relative; "." is the tree itself
-	ix   *gitIndex
+	ix   *gitindex.Index
 }
 
 // wsWalk is one walk of a workspace tree.
 type wsWalk struct {
 	g       *Gatherer
 	tree    *saferm.Dir // the tree's root: what is on its mount is walked
-	rf      *repoFinder
+	rf      *gitindex.Finder
 	treeRel string
 	workers chan struct{} // a slot per goroutine walking besides the caller's
 
@@ -224,6 +224,15 @@ func (w *wsWalk) skip(rel, reason string) {
 	w.skipped = append(w.skipped, Skip{Path: path.Join(w.treeRel, rel), Reason: reason})
 }
 
+// openDirAt opens the directory name in dirfd, refusing a symlink.
+func openDirAt(dirfd int, name string) (*os.File, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
 // within is p relative to the repository root root (both workspace-relative).
 func within(root, p string) string {
 	if root == "." {
@@ -241,7 +250,7 @@ func within(root, p string) string {
 // in the tree's Skipped). Inside a repository, globs apply to paths from
 // its root: a repository whose root is named dist/ is not trash.
 func (g *Gatherer) Workspace(ctx context.Context, treeRel string) (Tree, error) {
-	t := Tree{Area: AreaWorkspace, Path: treeRel}
+	t := Tree{Area: area.Workspace, Path: treeRel}
 	tree, err := g.openTree(treeRel)
 	if tree == nil || err != nil {
 		return t, err
@@ -257,23 +266,18 @@ func (g *Gatherer) Workspace(ctx context.Context, treeRel string) (Tree, error) 
 	if err := unix.Fstat(fd, &st); err != nil {
 		return t, err
 	}
-	rf := &repoFinder{ctx: ctx, treeFd: fd}
-	// A .git file may name the tree by its absolute path: the path the
-	// kernel resolved for the descriptor held, so a link cannot fake it.
-	if abs, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd)); err == nil {
-		rf.abs = []string{abs}
-	}
+	rf := gitindex.NewFinder(ctx, fd, gitindex.Options{Budget: g.indexBudget})
 	w := &wsWalk{g: g, tree: tree, rf: rf, treeRel: treeRel, links: map[[2]uint64]bool{}, workers: make(chan struct{}, max(3, 2*runtime.GOMAXPROCS(0)-1))}
 	res, err := w.dir(ctx, top, ".", &st, nil, false, false, false, 0)
 	if err != nil {
 		return t, err
 	}
-	if why := rf.protectAll; why != "" {
+	if why := rf.ProtectAll(); why != "" {
 		t.Skipped = []Skip{{Path: treeRel, Reason: why}}
 		return t, nil
 	}
 	t.Entries = res.entries
-	protectGitDirs(t.Entries, treeRel, rf.gitDirs)
+	protectGitDirs(t.Entries, treeRel, rf.GitDirs())
 	slices.SortFunc(w.skipped, func(a, b Skip) int { return strings.Compare(a.Path, b.Path) })
 	t.Skipped = w.skipped
 	return t, nil
@@ -316,7 +320,7 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 	}
 	fd := int(f.Fd())
 	if slices.Contains(names, ".git") {
-		ix, why, err := w.rf.openRepo(fd, rel)
+		ix, why, err := w.rf.Read(fd, rel)
 		if err != nil {
 			return res, err
 		}
@@ -346,8 +350,8 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 		((slices.Contains(names, "objects") && slices.Contains(names, "refs")) || slices.Contains(names, "commondir"))
 	if gitDirHere {
 		res.clean = false
-		if w.rf.worktreeElsewhere(f, rel, "\x00") {
-			w.rf.protect(fmt.Sprintf("the git directory at %s sets core.worktree (or its config cannot be read), so its tracked files may be anywhere in the workspace: the whole workspace is protected", path.Join(w.treeRel, rel)))
+		if w.rf.SetsWorktree(f, rel) {
+			w.rf.Protect(fmt.Sprintf("the git directory at %s sets core.worktree (or its config cannot be read), so its tracked files may be anywhere in the workspace: the whole workspace is protected", path.Join(w.treeRel, rel)))
 		}
 	}
 	inner := "."
@@ -362,7 +366,7 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 		// uploads/ and inbox/ are never swept, but walked all the same: a
 		// repository there may set core.worktree elsewhere, or keep its
 		// common directory in a trash directory.
-		never := rel == "." && workspaceProtected[name]
+		never := rel == "." && area.IsSkeleton(area.Workspace, name)
 		sub := name
 		if rel != "." {
 			sub = rel + "/" + name
@@ -387,9 +391,9 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 		tracked, gitlink, sparse := false, false, false
 		for _, r := range repos {
 			rp := within(r.root, sub)
-			tracked = tracked || r.ix.tracks(rp)
-			gitlink = gitlink || r.ix.gitlinks[rp]
-			sparse = sparse || r.ix.sparse[rp]
+			tracked = tracked || r.ix.Tracks(rp)
+			gitlink = gitlink || r.ix.Gitlink(rp)
+			sparse = sparse || r.ix.Sparse(rp)
 		}
 		typ := st.Mode & unix.S_IFMT
 		isDir := typ == unix.S_IFDIR
@@ -428,7 +432,7 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 		case depth >= maxWalkDepth:
 			// Unexamined, it may hold a repository whose core.worktree puts
 			// tracked files anywhere.
-			w.rf.protect(fmt.Sprintf("%s is more than %d directories deep, so what is below it is not examined for git repositories, whose tracked files may be anywhere (core.worktree): the whole workspace is protected", path.Join(w.treeRel, sub), maxWalkDepth))
+			w.rf.Protect(fmt.Sprintf("%s is more than %d directories deep, so what is below it is not examined for git repositories, whose tracked files may be anywhere (core.worktree): the whole workspace is protected", path.Join(w.treeRel, sub), maxWalkDepth))
 			res.clean = false
 			if trash {
 				e.Protected = fmt.Sprintf("more than %d directories deep: not examined", maxWalkDepth)

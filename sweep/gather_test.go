@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/gittest"
 	"github.com/xfsq/xfsq/internal/saferm"
 )
@@ -35,8 +36,8 @@ func gitRepoAt(t *testing.T, dir string, tracked, untracked []string, init ...st
 	t.Helper()
 	os.MkdirAll(dir, 0o755)
 	gittest.Run(t, dir, append([]string{"init", "-q"}, init...)...)
-	writeFiles(t, dir, tracked...)
-	writeFiles(t, dir, untracked...)
+	gittest.WriteFiles(t, dir, tracked...)
+	gittest.WriteFiles(t, dir, untracked...)
 	gittest.Run(t, dir, append([]string{"add", "--"}, tracked...)...)
 	gittest.Run(t, dir, "commit", "-q", "-m", "fixture")
 }
@@ -59,7 +60,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			name: "nested repository in a subdirectory with tracked dist/ and *.log",
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, filepath.Join(ws, "src/lib"), []string{"dist/app.js", "build.log", "main.go"}, []string{"dist/stale.js", "stale.log"})
-				writeFiles(t, ws, "top.log", "dist/out.js")
+				gittest.WriteFiles(t, ws, "top.log", "dist/out.js")
 			},
 			survive: []string{"src/lib/.git/HEAD", "src/lib/.git/index", "src/lib/dist/app.js", "src/lib/build.log", "src/lib/main.go"},
 			gone:    []string{"src/lib/dist/stale.js", "src/lib/stale.log", "top.log", "dist"},
@@ -78,11 +79,11 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			name: "repository whose config sets core.worktree elsewhere",
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, filepath.Join(ws, "meta"), []string{"readme"}, nil)
-				writeFiles(t, ws, "work/dist/x.js", "work/build.log")
+				gittest.WriteFiles(t, ws, "work/dist/x.js", "work/build.log")
 				gittest.Run(t, filepath.Join(ws, "meta"), "config", "core.worktree", "../../work")
 				gittest.Run(t, filepath.Join(ws, "meta"), "add", "-A")
 				gittest.Run(t, filepath.Join(ws, "meta"), "commit", "-q", "-m", "work")
-				writeFiles(t, ws, "top.log")
+				gittest.WriteFiles(t, ws, "top.log")
 			},
 			survive: []string{"work/dist/x.js", "work/build.log", "meta/.git/HEAD", "top.log"},
 			skipped: map[string]string{".": "core.worktree"},
@@ -91,7 +92,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			name: "repository deep below a trash directory",
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, filepath.Join(ws, "coverage/tools/repo"), []string{"x.txt"}, []string{"notes.txt"})
-				writeFiles(t, ws, "coverage/junk.txt", "coverage/tools/other/y.txt")
+				gittest.WriteFiles(t, ws, "coverage/junk.txt", "coverage/tools/other/y.txt")
 			},
 			survive: []string{"coverage/tools/repo/.git/HEAD", "coverage/tools/repo/x.txt", "coverage/tools/repo/notes.txt"},
 			gone:    []string{"coverage/junk.txt", "coverage/tools/other"},
@@ -104,7 +105,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				gitRepoAt(t, ws, []string{"main.go"}, nil)
 				gittest.Run(t, ws, "submodule", "add", "-q", src, "dist/lib")
 				gittest.Run(t, ws, "commit", "-q", "-m", "submodule")
-				writeFiles(t, ws, "dist/stale.js", "dist/lib/old.log")
+				gittest.WriteFiles(t, ws, "dist/stale.js", "dist/lib/old.log")
 			},
 			survive: []string{"main.go", ".gitmodules", "dist/lib/.git", "dist/lib/lib.js", ".git/modules/dist/lib/HEAD"},
 			gone:    []string{"dist/stale.js", "dist/lib/old.log"},
@@ -118,7 +119,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				gittest.Run(t, ws, "submodule", "add", "-q", src, "dist/lib")
 				gittest.Run(t, ws, "commit", "-q", "-m", "submodule")
 				os.Remove(filepath.Join(ws, "dist/lib/.git"))
-				writeFiles(t, ws, "dist/stale.js", "dist/lib/old.log")
+				gittest.WriteFiles(t, ws, "dist/stale.js", "dist/lib/old.log")
 			},
 			survive: []string{"dist/lib/lib.js", "dist/lib/old.log"},
 			gone:    []string{"dist/stale.js"},
@@ -129,7 +130,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, filepath.Join(ws, "main"), []string{"dist/app.js"}, nil)
 				gittest.Run(t, filepath.Join(ws, "main"), "worktree", "add", "-q", filepath.Join(ws, "wt"))
-				writeFiles(t, ws, "wt/dist/stale.js")
+				gittest.WriteFiles(t, ws, "wt/dist/stale.js")
 			},
 			survive: []string{"wt/.git", "wt/dist/app.js", "main/dist/app.js", "main/.git/worktrees/wt/HEAD"},
 			gone:    []string{"wt/dist/stale.js"},
@@ -140,7 +141,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				outside := t.TempDir()
 				gitRepoAt(t, outside, []string{"dist/app.js"}, nil)
 				gittest.Run(t, outside, "worktree", "add", "-q", filepath.Join(ws, "wt"))
-				writeFiles(t, ws, "wt/dist/stale.js", "top.log")
+				gittest.WriteFiles(t, ws, "wt/dist/stale.js", "top.log")
 			},
 			// Its git directory's config, outside, may set core.worktree
 			// anywhere: nothing of the workspace goes.
@@ -153,7 +154,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				repo := filepath.Join(ws, "sub/repo")
 				gitRepoAt(t, repo, []string{"dist/app.js", "x.log", "dist/removed.js"}, []string{"dist/stale.js"})
 				gittest.Run(t, repo, "update-index", "--split-index")
-				writeFiles(t, repo, "dist/new.js")
+				gittest.WriteFiles(t, repo, "dist/new.js")
 				gittest.Run(t, repo, "add", "dist/new.js")
 				gittest.Run(t, repo, "rm", "-q", "--cached", "dist/removed.js")
 			},
@@ -167,7 +168,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				os.MkdirAll(repo, 0o755)
 				gittest.Run(t, repo, "init", "-q")
 				gittest.Run(t, repo, "config", "core.splitIndex", "true")
-				writeFiles(t, repo, "dist/app.js", "x.log", "dist/stale.js")
+				gittest.WriteFiles(t, repo, "dist/app.js", "x.log", "dist/stale.js")
 				gittest.Run(t, repo, "add", "dist/app.js", "x.log")
 			},
 			survive: []string{"sub/repo/dist/app.js", "sub/repo/x.log"},
@@ -200,7 +201,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				gitRepoAt(t, ws, []string{"a/main.go", "dist/app.js"}, []string{"a/old.log"})
 				gittest.Run(t, ws, "sparse-checkout", "init", "--cone", "--sparse-index")
 				gittest.Run(t, ws, "sparse-checkout", "set", "a")
-				writeFiles(t, ws, "dist/app.js", "dist/extra.js") // the agent makes it again
+				gittest.WriteFiles(t, ws, "dist/app.js", "dist/extra.js") // the agent makes it again
 			},
 			survive: []string{"dist/app.js", "dist/extra.js", "a/main.go"},
 			gone:    []string{"a/old.log"},
@@ -219,7 +220,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, filepath.Join(ws, "sub/repo"), []string{"dist/app.js"}, []string{"dist/stale.js"})
 				os.WriteFile(filepath.Join(ws, "sub/repo/.git/index"), []byte("DIRC garbage, not an index at all"), 0o644)
-				writeFiles(t, ws, "top.log")
+				gittest.WriteFiles(t, ws, "top.log")
 			},
 			survive: []string{"sub/repo/dist/app.js", "sub/repo/dist/stale.js"},
 			gone:    []string{"top.log"},
@@ -267,7 +268,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				gitRepoAt(t, real, []string{"dist/app.js"}, nil)
 				os.MkdirAll(filepath.Join(ws, "sub/repo"), 0o755)
 				os.Symlink(filepath.Join(real, ".git"), filepath.Join(ws, "sub/repo/.git"))
-				writeFiles(t, ws, "sub/repo/dist/app.js", "sub/repo/dist/stale.js")
+				gittest.WriteFiles(t, ws, "sub/repo/dist/app.js", "sub/repo/dist/stale.js")
 			},
 			survive: []string{"sub/repo/.git", "sub/repo/dist/app.js", "sub/repo/dist/stale.js"},
 			skipped: map[string]string{".": "symlink"},
@@ -275,7 +276,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 		{
 			name: "dangling .git file",
 			setup: func(t *testing.T, ws string) {
-				writeFiles(t, ws, "sub/repo/dist/app.js")
+				gittest.WriteFiles(t, ws, "sub/repo/dist/app.js")
 				os.WriteFile(filepath.Join(ws, "sub/repo/.git"), []byte("gitdir: ../nowhere/.git\n"), 0o644)
 			},
 			survive: []string{"sub/repo/.git", "sub/repo/dist/app.js"},
@@ -286,7 +287,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, filepath.Join(ws, "main"), []string{"x.txt"}, nil)
 				os.Symlink("main", filepath.Join(ws, "alias"))
-				writeFiles(t, ws, "sub/repo/dist/app.js")
+				gittest.WriteFiles(t, ws, "sub/repo/dist/app.js")
 				os.WriteFile(filepath.Join(ws, "sub/repo/.git"), []byte("gitdir: ../../alias/.git\n"), 0o644)
 			},
 			survive: []string{"sub/repo/dist/app.js", "main/x.txt"},
@@ -299,7 +300,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			setup: func(t *testing.T, ws string) {
 				os.MkdirAll(filepath.Join(ws, "b/dist"), 0o755)
 				gitRepoAt(t, filepath.Join(ws, "b/proj"), []string{"important.txt"}, nil, "--separate-git-dir="+filepath.Join(ws, "b/dist/proj.git"))
-				writeFiles(t, ws, "b/dist/stale.js")
+				gittest.WriteFiles(t, ws, "b/dist/stale.js")
 			},
 			survive: []string{"b/dist/proj.git/HEAD", "b/dist/proj.git/index", "b/proj/important.txt"},
 		},
@@ -317,7 +318,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 		{
 			name: "a .git file pointing at a directory that is no git directory",
 			setup: func(t *testing.T, ws string) {
-				writeFiles(t, ws, "r/dist/app.js")
+				gittest.WriteFiles(t, ws, "r/dist/app.js")
 				os.WriteFile(filepath.Join(ws, "r/.git"), []byte("gitdir: dist\n"), 0o644)
 			},
 			survive: []string{"r/dist/app.js"},
@@ -332,7 +333,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				gitRepoAt(t, filepath.Join(ws, "b2/R"), []string{"r.txt"}, nil)
 				os.Symlink("../dist/x", filepath.Join(ws, "b2/R/link"))
 				gittest.Run(t, filepath.Join(ws, "b2/R"), "config", "core.worktree", "../link/..")
-				writeFiles(t, ws, "b2/dist/precious.txt")
+				gittest.WriteFiles(t, ws, "b2/dist/precious.txt")
 				gittest.Run(t, filepath.Join(ws, "b2/R"), "add", "precious.txt")
 			},
 			survive: []string{"b2/dist/precious.txt"},
@@ -354,7 +355,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				os.MkdirAll(filepath.Join(ws, "dist"), 0o755)
 				gitRepoAt(t, filepath.Join(ws, "proj"), []string{"f"}, nil, "--separate-git-dir="+filepath.Join(ws, "dist/sep.git"))
 				os.WriteFile(filepath.Join(ws, "proj/.git"), []byte("gitdir: /"+filepath.Join(ws, "dist/sep.git")+"\n"), 0o644)
-				writeFiles(t, ws, "top.log")
+				gittest.WriteFiles(t, ws, "top.log")
 			},
 			survive: []string{"dist/sep.git/HEAD", "proj/f", "top.log"},
 			skipped: map[string]string{".": "cannot be followed"},
@@ -367,7 +368,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				f, _ := os.OpenFile(filepath.Join(ws, "r/.git/config"), os.O_APPEND|os.O_WRONLY, 0)
 				f.WriteString("[core]\n\tworktree = \"../../r#x\"\n")
 				f.Close()
-				writeFiles(t, ws, "r#x/dist/keep.js")
+				gittest.WriteFiles(t, ws, "r#x/dist/keep.js")
 			},
 			survive: []string{"r#x/dist/keep.js"},
 			skipped: map[string]string{".": "core.worktree"},
@@ -409,7 +410,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			name: "a config starting with a byte-order mark sets core.worktree",
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, filepath.Join(ws, "x"), []string{"f"}, nil)
-				writeFiles(t, ws, "w/app.log")
+				gittest.WriteFiles(t, ws, "w/app.log")
 				os.WriteFile(filepath.Join(ws, "x/.git/config"), []byte("\xef\xbb\xbf[core]\n\trepositoryformatversion = 0\n\tworktree = ../../w\n"), 0o644)
 			},
 			survive: []string{"w/app.log"},
@@ -420,7 +421,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			name: "core.worktree ending in a form feed",
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, filepath.Join(ws, "x"), []string{"f"}, nil)
-				writeFiles(t, ws, "x/\f/app.log")
+				gittest.WriteFiles(t, ws, "x/\f/app.log")
 				f, _ := os.OpenFile(filepath.Join(ws, "x/.git/config"), os.O_APPEND|os.O_WRONLY, 0)
 				f.WriteString("[core]\n\tworktree = ../\f\n")
 				f.Close()
@@ -432,7 +433,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			name: "core.worktree that git reads and a line-wise reader misses: a continuation hides a section header",
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, filepath.Join(ws, "x"), []string{"f"}, nil)
-				writeFiles(t, ws, "w/dist/t.txt")
+				gittest.WriteFiles(t, ws, "w/dist/t.txt")
 				f, _ := os.OpenFile(filepath.Join(ws, "x/.git/config"), os.O_APPEND|os.O_WRONLY, 0)
 				f.WriteString("[core]\n\tfoo = bar\\\n[x]\n\tworktree = ../../w\n")
 				f.Close()
@@ -444,7 +445,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			name: "core.worktree that git reads and a line-wise reader misses: a continuation hides the last value",
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, filepath.Join(ws, "x"), []string{"f"}, nil)
-				writeFiles(t, ws, "w/dist/t.txt")
+				gittest.WriteFiles(t, ws, "w/dist/t.txt")
 				f, _ := os.OpenFile(filepath.Join(ws, "x/.git/config"), os.O_APPEND|os.O_WRONLY, 0)
 				f.WriteString("[core]\n\tworktree = ../../w\n\tfoo = x\\\n\tworktree = ..\n")
 				f.Close()
@@ -456,7 +457,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			name: "core.worktree that git reads and a line-wise reader misses: two section headers on one line",
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, filepath.Join(ws, "x"), []string{"f"}, nil)
-				writeFiles(t, ws, "w/dist/t.txt")
+				gittest.WriteFiles(t, ws, "w/dist/t.txt")
 				f, _ := os.OpenFile(filepath.Join(ws, "x/.git/config"), os.O_APPEND|os.O_WRONLY, 0)
 				f.WriteString("[a][core]worktree = ../../w\n")
 				f.Close()
@@ -468,7 +469,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			name: "core.worktree that git reads and a line-wise reader misses: carriage returns between tokens",
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, filepath.Join(ws, "x"), []string{"f"}, nil)
-				writeFiles(t, ws, "w/dist/t.txt")
+				gittest.WriteFiles(t, ws, "w/dist/t.txt")
 				f, _ := os.OpenFile(filepath.Join(ws, "x/.git/config"), os.O_APPEND|os.O_WRONLY, 0)
 				f.WriteString("[x]\r[core]\rworktree = ../../w\n")
 				f.Close()
@@ -486,7 +487,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				os.Rename(filepath.Join(ws, "app/.git"), filepath.Join(ws, "gd"))
 				os.Symlink("../gd", filepath.Join(ws, "app/.git"))
 				gittest.Run(t, filepath.Join(ws, "app"), "config", "core.worktree", "../proj")
-				writeFiles(t, ws, "proj/dist/tracked.js")
+				gittest.WriteFiles(t, ws, "proj/dist/tracked.js")
 				gittest.Run(t, filepath.Join(ws, "app"), "add", "dist/tracked.js")
 			},
 			survive: []string{"proj/dist/tracked.js"},
@@ -499,7 +500,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				gittest.Run(t, filepath.Join(ws, "app"), "config", "core.worktree", "../../proj")
 				os.Rename(filepath.Join(ws, "app/.git/config"), filepath.Join(ws, "cfg"))
 				os.Symlink("../../cfg", filepath.Join(ws, "app/.git/config"))
-				writeFiles(t, ws, "proj/dist/tracked.js")
+				gittest.WriteFiles(t, ws, "proj/dist/tracked.js")
 				gittest.Run(t, filepath.Join(ws, "app"), "add", "dist/tracked.js")
 			},
 			survive: []string{"proj/dist/tracked.js"},
@@ -513,7 +514,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				f, _ := os.OpenFile(filepath.Join(ws, "app/.git/config"), os.O_APPEND|os.O_WRONLY, 0)
 				f.WriteString(strings.Repeat("#"+strings.Repeat("p", 1000)+"\n", 1100))
 				f.Close()
-				writeFiles(t, ws, "proj/dist/tracked.js")
+				gittest.WriteFiles(t, ws, "proj/dist/tracked.js")
 				gittest.Run(t, filepath.Join(ws, "app"), "add", "dist/tracked.js")
 			},
 			survive: []string{"proj/dist/tracked.js"},
@@ -540,7 +541,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				gitRepoAt(t, filepath.Join(ws, "gd"), []string{"f"}, nil)
 				os.MkdirAll(filepath.Join(ws, "app"), 0o755)
 				os.WriteFile(filepath.Join(ws, "app/.git"), []byte("gitdir: /workspace/gd/.git\n"), 0o644)
-				writeFiles(t, ws, "app/dist/tracked.js")
+				gittest.WriteFiles(t, ws, "app/dist/tracked.js")
 			},
 			survive: []string{"app/dist/tracked.js"},
 			skipped: map[string]string{".": "whole workspace"},
@@ -550,9 +551,9 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, filepath.Join(ws, "uploads/app"), []string{"f"}, nil)
 				gittest.Run(t, filepath.Join(ws, "uploads/app"), "config", "core.worktree", "../../../proj")
-				writeFiles(t, ws, "proj/dist/keep.js")
+				gittest.WriteFiles(t, ws, "proj/dist/keep.js")
 				gittest.Run(t, filepath.Join(ws, "uploads/app"), "add", "dist/keep.js")
-				writeFiles(t, ws, "uploads/dist/x.js")
+				gittest.WriteFiles(t, ws, "uploads/dist/x.js")
 			},
 			survive: []string{"proj/dist/keep.js", "uploads/dist/x.js"},
 			skipped: map[string]string{".": "core.worktree"},
@@ -579,7 +580,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 					deep = filepath.Join(deep, "d")
 				}
 				os.MkdirAll(deep, 0o755)
-				writeFiles(t, ws, "proj/dist/keep.js")
+				gittest.WriteFiles(t, ws, "proj/dist/keep.js")
 			},
 			survive: []string{"proj/dist/keep.js"},
 			skipped: map[string]string{".": "whole workspace"},
@@ -589,7 +590,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			setup: func(t *testing.T, ws string) {
 				os.MkdirAll(filepath.Join(ws, "app/x"), 0o755)
 				os.WriteFile(filepath.Join(ws, "app/.git"), []byte("gitdir: "+strings.Repeat("x/../", 2000)+"nothere\n"), 0o644)
-				writeFiles(t, ws, "proj/dist/keep.js")
+				gittest.WriteFiles(t, ws, "proj/dist/keep.js")
 			},
 			survive: []string{"proj/dist/keep.js"},
 			skipped: map[string]string{".": "whole workspace"},
@@ -602,7 +603,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				gittest.Run(t, ws, "init", "-q", "--bare", gd)
 				gittest.Run(t, ws, "--git-dir="+gd, "config", "core.bare", "false")
 				gittest.Run(t, ws, "--git-dir="+gd, "config", "core.worktree", "..")
-				writeFiles(t, ws, "D/d.log")
+				gittest.WriteFiles(t, ws, "D/d.log")
 				gittest.Run(t, ws, "--git-dir="+gd, "--work-tree="+filepath.Join(ws, "D"), "add", "d.log")
 			},
 			survive: []string{"D/d.log", "D/gd/HEAD"},
@@ -617,7 +618,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				gittest.Run(t, ws, "--git-dir="+gd, "config", "core.bare", "false")
 				gittest.Run(t, ws, "--git-dir="+gd, "config", "core.worktree", "..")
 				os.Mkdir(filepath.Join(gd, ".git"), 0o755)
-				writeFiles(t, ws, "P/x.log")
+				gittest.WriteFiles(t, ws, "P/x.log")
 				gittest.Run(t, ws, "--git-dir="+gd, "--work-tree="+filepath.Join(ws, "P"), "add", "x.log")
 			},
 			survive: []string{"P/x.log"},
@@ -635,7 +636,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				os.WriteFile(filepath.Join(r, "wt/HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 				os.WriteFile(filepath.Join(r, "wt/commondir"), []byte("../common.git\n"), 0o644)
 				os.WriteFile(filepath.Join(r, "wt/config.worktree"), []byte("[core]\n\tbare = false\n\tworktree = ..\n"), 0o644)
-				writeFiles(t, ws, "r5/build.log")
+				gittest.WriteFiles(t, ws, "r5/build.log")
 				gittest.Run(t, filepath.Join(r, "wt"), "add", "../build.log")
 			},
 			survive: []string{"r5/build.log"},
@@ -660,7 +661,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				os.WriteFile(filepath.Join(ws, "r/.git/gd/HEAD"), []byte("ref: refs/heads/master\n"), 0o644)
 				os.WriteFile(filepath.Join(ws, "r/.git/gd/commondir"), []byte("../x/cd\n"), 0o644)
 				os.WriteFile(filepath.Join(ws, "r/t/.git"), []byte("gitdir: ../.git/gd\n"), 0o644)
-				writeFiles(t, ws, "t/dist/x.log")
+				gittest.WriteFiles(t, ws, "t/dist/x.log")
 				gittest.Run(t, filepath.Join(ws, "r/t"), "add", "-f", "dist/x.log")
 				if top := strings.TrimSpace(gittest.Output(t, filepath.Join(ws, "r/t"), "rev-parse", "--show-toplevel")); top != filepath.Join(ws, "t") {
 					t.Fatalf("git's worktree is %s: the fixture must put it at t", top)
@@ -683,7 +684,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 				os.MkdirAll(filepath.Join(ws, "g"), 0o755)
 				os.WriteFile(filepath.Join(ws, "g/HEAD"), []byte("ref: refs/heads/master\n"), 0o644)
 				os.WriteFile(filepath.Join(ws, "g/commondir"), []byte("../lnk\n"), 0o644)
-				writeFiles(t, ws, "t/dist/x.log")
+				gittest.WriteFiles(t, ws, "t/dist/x.log")
 				gittest.Run(t, ws, "--git-dir=g", "--work-tree=t", "add", "-f", "dist/x.log")
 			},
 			survive: []string{"t/dist/x.log"},
@@ -711,7 +712,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			setup: func(t *testing.T, ws string) {
 				gitRepoAt(t, filepath.Join(ws, "r"), []string{"readme"}, nil)
 				gittest.Run(t, filepath.Join(ws, "r"), "config", "core.worktree", "../../t")
-				writeFiles(t, ws, "t/dist/x.log")
+				gittest.WriteFiles(t, ws, "t/dist/x.log")
 				gittest.Run(t, filepath.Join(ws, "r"), "add", "-f", "dist/x.log")
 				cfg := filepath.Join(ws, "r/.git/config")
 				old, _ := os.ReadFile(cfg)
@@ -736,7 +737,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			setup: func(t *testing.T, ws string) {
 				os.MkdirAll(filepath.Join(ws, "dist"), 0o755)
 				gittest.Run(t, ws, "init", "-q", "--bare", filepath.Join(ws, "dist/mirror.git"))
-				writeFiles(t, ws, "dist/stale.js")
+				gittest.WriteFiles(t, ws, "dist/stale.js")
 			},
 			survive: []string{"dist/mirror.git/HEAD", "dist/mirror.git/config"},
 			gone:    []string{"dist/stale.js"},
@@ -791,7 +792,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 					t.Errorf("%s not skipped for %q; skipped %+v", p, why, plan.Skipped)
 				}
 			}
-			var journal []Record
+			var journal []deletion.Record
 			executor(t, root, &journal).Run(ctx, plan)
 			for _, p := range c.survive {
 				if !exists(filepath.Join(ws, p)) {
@@ -816,7 +817,7 @@ func exists(p string) bool {
 func TestWorkspaceWithoutRepositories(t *testing.T) {
 	root := t.TempDir()
 	ws := filepath.Join(root, "projects/p")
-	writeFiles(t, ws, "dist/a.js", "dist/sub/b.js", "src/x.log", "src/main.go", "uploads/u.log", "inbox/i.tmp")
+	gittest.WriteFiles(t, ws, "dist/a.js", "dist/sub/b.js", "src/x.log", "src/main.go", "uploads/u.log", "inbox/i.tmp")
 	ageTree(t, ws)
 	tree, err := gatherer(t, root).Workspace(context.Background(), "projects/p")
 	if err != nil {
@@ -838,7 +839,7 @@ func TestWorkspaceWithoutRepositories(t *testing.T) {
 // A cancelled sweep stops walking.
 func TestWorkspaceHonoursCancellation(t *testing.T) {
 	root := t.TempDir()
-	writeFiles(t, filepath.Join(root, "projects/p"), "a/b.log")
+	gittest.WriteFiles(t, filepath.Join(root, "projects/p"), "a/b.log")
 	g := gatherer(t, root)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -894,7 +895,7 @@ func TestFilesTrackedAfterPlanningSurvive(t *testing.T) {
 		}, "Q/dist/sep.git/HEAD", "git directory"},
 		// A linked worktree's git directory: HEAD and commondir, no objects.
 		{"a worktree's git directory moved into a planned directory", func(t *testing.T, ws string) {
-			writeFiles(t, ws, "Q/dist/wt/HEAD", "Q/dist/wt/commondir")
+			gittest.WriteFiles(t, ws, "Q/dist/wt/HEAD", "Q/dist/wt/commondir")
 			ageTree(t, ws)
 		}, "Q/dist/wt/HEAD", "git directory"},
 	}
@@ -903,7 +904,7 @@ func TestFilesTrackedAfterPlanningSurvive(t *testing.T) {
 			root := t.TempDir()
 			ws := filepath.Join(root, "projects/p")
 			gitRepoAt(t, filepath.Join(ws, "R"), []string{"r.txt"}, []string{"dist/keep.js", "old.log"})
-			writeFiles(t, ws, "Q/dist/kept.js", "other/stale.log")
+			gittest.WriteFiles(t, ws, "Q/dist/kept.js", "other/stale.log")
 			ageTree(t, ws)
 			ctx := context.Background()
 			tree, err := gatherer(t, root).Workspace(ctx, "projects/p")
@@ -915,7 +916,7 @@ func TestFilesTrackedAfterPlanningSurvive(t *testing.T) {
 				t.Fatalf("%s not planned (plan %v): the case tests nothing", c.keep, paths(plan.Evict))
 			}
 			c.after(t, ws)
-			var journal []Record
+			var journal []deletion.Record
 			res := executor(t, root, &journal).Run(ctx, plan)
 			if !exists(filepath.Join(ws, c.keep)) {
 				t.Errorf("%s, tracked before its deletion, was deleted (result %+v)", c.keep, res)
@@ -927,26 +928,6 @@ func TestFilesTrackedAfterPlanningSurvive(t *testing.T) {
 				t.Errorf("other/stale.log, untracked trash of no repository, survived: the re-check keeps everything")
 			}
 		})
-	}
-}
-
-// Config values read as git reads them: comments only outside quotes.
-func TestConfigString(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{" ../r ", "../r"},
-		{` "../../r#x"`, "../../r#x"},
-		{` "  .." # c`, "  .."}, // quoted blanks stay, also before a comment (an attack hid ../../t so)
-		{" ../r # a comment", "../r"},
-		{" ../r;x", "../r"},
-		{` "a b" c`, "a b c"},
-		{` a\"b`, `a"b`},
-		{` a\\b`, `a\b`},
-		{` "open`, " \"open\x00"},
-		{` a\qb`, " a\\qb\x00"},
-	} {
-		if got := configString(c.in); got != c.want {
-			t.Errorf("configString(%q) = %q, want %q", c.in, got, c.want)
-		}
 	}
 }
 
@@ -962,7 +943,7 @@ func TestAnIndexChangingAllTheTimeIsLeftForTheNextSweep(t *testing.T) {
 		logs = append(logs, fmt.Sprintf("a%d.log", i))
 	}
 	gitRepoAt(t, filepath.Join(ws, "R"), []string{"r.txt"}, logs)
-	writeFiles(t, ws, "other/stale.log")
+	gittest.WriteFiles(t, ws, "other/stale.log")
 	ageTree(t, ws)
 	ctx := context.Background()
 	tree, err := gatherer(t, root).Workspace(ctx, "projects/p")
@@ -970,12 +951,12 @@ func TestAnIndexChangingAllTheTimeIsLeftForTheNextSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := MakePlan([]Project{{Name: "p", Trees: []Tree{tree}}}, policy, time.Now())
-	var journal []Record
+	var journal []deletion.Record
 	x := executor(t, root, &journal)
 	journalled := x.Journal
 	n := 0
-	x.Journal = func(ctx context.Context, project string, rec Record) error {
-		if rec.State == StatePending {
+	x.Journal = func(ctx context.Context, project string, rec deletion.Record) error {
+		if rec.State == deletion.StatePending {
 			n++
 			later := time.Now().Add(time.Duration(n) * time.Second)
 			os.Chtimes(filepath.Join(ws, "R/.git/index"), later, later)
@@ -1009,9 +990,8 @@ func TestIndexesPastTheBudgetProtectTheWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := maxParsedIndexBytes
-	maxParsedIndexBytes = 3 * fi.Size() // three of the five below
-	t.Cleanup(func() { maxParsedIndexBytes = old })
+	g := gatherer(t, root)
+	g.indexBudget = 3 * fi.Size() // three of the five below
 	for i := 1; i < 5; i++ {
 		os.MkdirAll(filepath.Join(ws, fmt.Sprintf("r%d/.git", i)), 0o755)
 		for _, f := range []string{"HEAD", "index"} {
@@ -1020,17 +1000,17 @@ func TestIndexesPastTheBudgetProtectTheWorkspace(t *testing.T) {
 			}
 		}
 	}
-	writeFiles(t, ws, "top.log")
+	gittest.WriteFiles(t, ws, "top.log")
 	ageTree(t, ws)
-	tree, err := gatherer(t, root).Workspace(context.Background(), "projects/p")
+	tree, err := g.Workspace(context.Background(), "projects/p")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(tree.Entries) != 0 || len(tree.Skipped) != 1 || !strings.Contains(tree.Skipped[0].Reason, "more than") {
 		t.Errorf("past the budget: entries %v, skipped %+v; want nothing offered, the whole workspace skipped for the budget", tree.Entries, tree.Skipped)
 	}
-	maxParsedIndexBytes = 5 * fi.Size()
-	if tree, err := gatherer(t, root).Workspace(context.Background(), "projects/p"); err != nil || len(tree.Entries) != 1 {
+	g.indexBudget = 5 * fi.Size()
+	if tree, err := g.Workspace(context.Background(), "projects/p"); err != nil || len(tree.Entries) != 1 {
 		t.Errorf("within the budget: %v, entries %v, skipped %+v; want top.log offered", err, tree.Entries, tree.Skipped)
 	}
 }
@@ -1057,7 +1037,7 @@ func TestAnUnchangedSplitIndexIsReadOnce(t *testing.T) {
 	if len(plan.Evict) != len(logs) {
 		t.Fatalf("planned %v, want the %d logs", paths(plan.Evict), len(logs))
 	}
-	var journal []Record
+	var journal []deletion.Record
 	res := executor(t, root, &journal).Run(ctx, plan)
 	if len(res.Evicted) != len(logs) {
 		t.Errorf("swept %d of %d untracked logs under an unchanged split index; skipped %+v", len(res.Evicted), len(logs), res.Skipped)
@@ -1073,19 +1053,18 @@ func TestAnUnchangedSplitIndexIsReadOnce(t *testing.T) {
 func TestIndexPathsPastTheBudgetProtectTheWorkspace(t *testing.T) {
 	root := t.TempDir()
 	ws := filepath.Join(root, "projects/p")
-	index := v4Growing(50, strings.Repeat("a", 20)) // 25 KiB of paths in 4 KiB
-	old := maxParsedIndexBytes
-	maxParsedIndexBytes = 40 << 10 // two indexes' files fit, their paths do not
-	t.Cleanup(func() { maxParsedIndexBytes = old })
+	index := gittest.V4Growing(50, strings.Repeat("a", 20)) // 25 KiB of paths in 4 KiB
+	g := gatherer(t, root)
+	g.indexBudget = 40 << 10 // two indexes' files fit, their paths do not
 	for i := range 2 {
 		git := filepath.Join(ws, fmt.Sprintf("r%d/.git", i))
 		os.MkdirAll(git, 0o755)
 		os.WriteFile(filepath.Join(git, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 		os.WriteFile(filepath.Join(git, "index"), index, 0o644)
 	}
-	writeFiles(t, ws, "top.log")
+	gittest.WriteFiles(t, ws, "top.log")
 	ageTree(t, ws)
-	tree, err := gatherer(t, root).Workspace(context.Background(), "projects/p")
+	tree, err := g.Workspace(context.Background(), "projects/p")
 	if err != nil {
 		t.Fatal(err)
 	}

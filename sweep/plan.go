@@ -2,7 +2,8 @@
 // pure function of (what the walks found, the policy, the leases, now) and
 // decides what may go; Execute deletes exactly that, inside the root,
 // re-checking each entry just before it goes and journalling it before and
-// after.
+// after. What git tracks it asks internal/gitindex, when walking and again
+// before each workspace entry goes; each deletion is internal/deletion's.
 //
 // It must never delete anything protected (uploads/, inbox/, .git/,
 // git-tracked files, anything modified within busy_grace, anything of a
@@ -20,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -33,22 +35,6 @@ type Policy struct {
 	ScratchTTL           time.Duration
 	InboundTTL           time.Duration
 }
-
-// Areas a sweep works on.
-const (
-	AreaCache     = "cache"
-	AreaWorkspace = "workspace"
-	AreaScratch   = "scratch"
-	// AreaInbound is the root's inbound/ (channel staging): one tree, no
-	// project's, swept by inbound_ttl alone (no lease covers it: no run
-	// owns it).
-	AreaInbound = "inbound"
-)
-
-// Areas are the areas in the order a sweep works on them: caches first, as
-// they are meant to be thrown away. A project has the first three; the
-// inbound tree is the root's own (the caller names its owner).
-var Areas = []string{AreaCache, AreaWorkspace, AreaScratch, AreaInbound}
 
 // Policies, as journalled and counted.
 const (
@@ -189,7 +175,9 @@ func MakePlan(projects []Project, p Policy, now time.Time) Plan {
 			continue
 		}
 		trees := append([]Tree(nil), pr.Trees...)
-		sort.Slice(trees, func(i, j int) bool { return slices.Index(Areas, trees[i].Area) < slices.Index(Areas, trees[j].Area) })
+		sort.Slice(trees, func(i, j int) bool {
+			return slices.Index(area.SweepOrder, trees[i].Area) < slices.Index(area.SweepOrder, trees[j].Area)
+		})
 		for _, t := range trees { // the quota check comes first
 			if t.Soft > 0 && t.Bytes > t.Soft {
 				plan.OverSoft = append(plan.OverSoft, OverSoft{pr.Name, t.Area, t.Bytes, t.Soft})
@@ -200,14 +188,14 @@ func MakePlan(projects []Project, p Policy, now time.Time) Plan {
 				plan.Skipped = append(plan.Skipped, Skip{Project: pr.Name, Path: s.Path, Reason: s.Reason})
 			}
 			switch t.Area {
-			case AreaCache:
+			case area.Cache:
 				plan.CacheBytes[pr.Name] = t.Bytes
 				planCache(&plan, pr.Name, t, p, now)
-			case AreaWorkspace:
+			case area.Workspace:
 				planTrash(&plan, pr.Name, t, p, now)
-			case AreaScratch:
+			case area.Scratch:
 				planScratch(&plan, pr.Name, t, p, now)
-			case AreaInbound:
+			case area.Inbound:
 				planInbound(&plan, pr.Name, t, p, now)
 			}
 		}
@@ -268,7 +256,7 @@ func planCache(plan *Plan, project string, t Tree, p Policy, now time.Time) {
 			plan.Skipped = append(plan.Skipped, Skip{project, e.Path, "used within cache_min_age (" + units.FormatDuration(p.CacheMinAge) + ")"})
 			continue
 		}
-		plan.Evict = append(plan.Evict, Eviction{Project: project, Area: AreaCache, Path: e.Path, Bytes: e.Bytes, Newest: e.Newest, LastUsed: e.LastUse(),
+		plan.Evict = append(plan.Evict, Eviction{Project: project, Area: area.Cache, Path: e.Path, Bytes: e.Bytes, Newest: e.Newest, LastUsed: e.LastUse(),
 			Reason: fmt.Sprintf("cache over its %s cap: least recently used", units.FormatIEC(p.CacheQuotaPerProject)), Policy: PolicyCache})
 		total -= min(total, e.Bytes)
 	}
@@ -314,7 +302,7 @@ func planTrash(plan *Plan, project string, t Tree, p Policy, now time.Time) {
 		if e.Newest.After(now.Add(-p.TrashAge)) {
 			continue // trash, but not old enough: not worth a line
 		}
-		plan.Evict = append(plan.Evict, Eviction{Project: project, Area: AreaWorkspace, Path: e.Path, Bytes: e.Bytes, Newest: e.Newest,
+		plan.Evict = append(plan.Evict, Eviction{Project: project, Area: area.Workspace, Path: e.Path, Bytes: e.Bytes, Newest: e.Newest,
 			Reason: fmt.Sprintf("workspace trash (%s) older than %s", g, units.FormatDuration(p.TrashAge)), Policy: PolicyTrash})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xfsq/xfsq/area"
 )
 
 var (
@@ -37,13 +39,13 @@ func TestPlanRules(t *testing.T) {
 	}{
 		{
 			name: "cache under its cap: nothing goes",
-			project: Project{Name: "p", Trees: []Tree{{Area: AreaCache, Bytes: 100, Entries: []Entry{
+			project: Project{Name: "p", Trees: []Tree{{Area: area.Cache, Bytes: 100, Entries: []Entry{
 				{Path: "cache/p/old", Bytes: 60, Newest: ago(30 * day)}}}}},
 			evict: []string{},
 		},
 		{
 			name: "cache over its cap: least recently modified first, stopping at the cap",
-			project: Project{Name: "p", Trees: []Tree{{Area: AreaCache, Bytes: 180, Entries: []Entry{
+			project: Project{Name: "p", Trees: []Tree{{Area: area.Cache, Bytes: 180, Entries: []Entry{
 				{Path: "cache/p/newer", Bytes: 40, Newest: ago(10 * day)},
 				{Path: "cache/p/oldest", Bytes: 50, Newest: ago(40 * day)},
 				{Path: "cache/p/old", Bytes: 40, Newest: ago(20 * day)},
@@ -52,7 +54,7 @@ func TestPlanRules(t *testing.T) {
 		},
 		{
 			name: "cache: never younger than cache_min_age, never busy",
-			project: Project{Name: "p", Trees: []Tree{{Area: AreaCache, Bytes: 500, Entries: []Entry{
+			project: Project{Name: "p", Trees: []Tree{{Area: area.Cache, Bytes: 500, Entries: []Entry{
 				{Path: "cache/p/young", Bytes: 300, Newest: ago(3 * day)},
 				{Path: "cache/p/busy", Bytes: 100, Newest: ago(time.Hour)},
 				{Path: "cache/p/link", Bytes: 0, Newest: ago(90 * day), Protected: "symlink"},
@@ -62,7 +64,7 @@ func TestPlanRules(t *testing.T) {
 		},
 		{
 			name: "cache ages by last use: an old entry read lately goes after one modified later and never read",
-			project: Project{Name: "p", Trees: []Tree{{Area: AreaCache, Bytes: 200, Entries: []Entry{
+			project: Project{Name: "p", Trees: []Tree{{Area: area.Cache, Bytes: 200, Entries: []Entry{
 				{Path: "cache/p/written-long-ago-read-lately", Bytes: 50, Newest: ago(90 * day), LastUsed: ago(10 * day)},
 				{Path: "cache/p/written-later-never-read", Bytes: 50, Newest: ago(20 * day)},
 				{Path: "cache/p/read-an-hour-ago", Bytes: 50, Newest: ago(80 * day), LastUsed: ago(time.Hour)},
@@ -72,14 +74,14 @@ func TestPlanRules(t *testing.T) {
 		},
 		{
 			name: "cache: an entry used within cache_min_age stays, however old its data",
-			project: Project{Name: "p", Trees: []Tree{{Area: AreaCache, Bytes: 500, Entries: []Entry{
+			project: Project{Name: "p", Trees: []Tree{{Area: area.Cache, Bytes: 500, Entries: []Entry{
 				{Path: "cache/p/in-use", Bytes: 400, Newest: ago(90 * day), LastUsed: ago(2 * day)}}}}},
 			evict:   []string{},
 			skipped: map[string]string{"cache/p/in-use": "used within cache_min_age"},
 		},
 		{
 			name: "workspace trash: only globs, only old, never protected",
-			project: Project{Name: "p", Trees: []Tree{{Area: AreaWorkspace, Path: "projects/p", Entries: []Entry{
+			project: Project{Name: "p", Trees: []Tree{{Area: area.Workspace, Path: "projects/p", Entries: []Entry{
 				{Path: "projects/p/build.log", Bytes: 10, Newest: ago(20 * day)},
 				{Path: "projects/p/x.tmp", Bytes: 10, Newest: ago(2 * day)},
 				{Path: "projects/p/dist", Bytes: 10, Newest: ago(30 * day), Dir: true},
@@ -95,13 +97,13 @@ func TestPlanRules(t *testing.T) {
 		},
 		{
 			name: "a project named like a trash directory is not trash",
-			project: Project{Name: "dist", Trees: []Tree{{Area: AreaWorkspace, Path: "projects/dist", Entries: []Entry{
+			project: Project{Name: "dist", Trees: []Tree{{Area: area.Workspace, Path: "projects/dist", Entries: []Entry{
 				{Path: "projects/dist/main.go", Bytes: 10, Newest: ago(90 * day)}}}}},
 			evict: []string{},
 		},
 		{
 			name: "scratch: finished runs past their TTL",
-			project: Project{Name: "p", Trees: []Tree{{Area: AreaScratch, Entries: []Entry{
+			project: Project{Name: "p", Trees: []Tree{{Area: area.Scratch, Entries: []Entry{
 				{Path: "scratch/p/r1", Run: "r1", Bytes: 5, Newest: ago(2 * day), Dir: true},
 				{Path: "scratch/p/r2", Run: "r2", Bytes: 5, Newest: ago(2 * time.Hour), Dir: true}}}}},
 			evict:   []string{"scratch/p/r1"},
@@ -109,7 +111,7 @@ func TestPlanRules(t *testing.T) {
 		},
 		{
 			name: "a leased project is skipped whole",
-			project: Project{Name: "p", LeasedBy: []string{"run-7"}, Trees: []Tree{{Area: AreaCache, Bytes: 1000, Entries: []Entry{
+			project: Project{Name: "p", LeasedBy: []string{"run-7"}, Trees: []Tree{{Area: area.Cache, Bytes: 1000, Entries: []Entry{
 				{Path: "cache/p/old", Bytes: 1000, Newest: ago(99 * day)}}}}},
 			evict:   []string{},
 			skipped: map[string]string{"projects/p": "leased by run run-7"},
@@ -134,11 +136,11 @@ func TestPlanRules(t *testing.T) {
 
 func TestPlanQuotaCheckAndOrder(t *testing.T) {
 	plan := MakePlan([]Project{{Name: "p", Trees: []Tree{
-		{Area: AreaScratch, Entries: []Entry{{Path: "scratch/p/r", Bytes: 1, Newest: ago(9 * day)}}},
-		{Area: AreaWorkspace, Bytes: 900, Soft: 500, Entries: []Entry{{Path: "projects/p/a.log", Bytes: 1, Newest: ago(99 * day)}}},
-		{Area: AreaCache, Bytes: 300, Soft: 400, Entries: []Entry{{Path: "cache/p/x", Bytes: 250, Newest: ago(99 * day)}}},
+		{Area: area.Scratch, Entries: []Entry{{Path: "scratch/p/r", Bytes: 1, Newest: ago(9 * day)}}},
+		{Area: area.Workspace, Bytes: 900, Soft: 500, Entries: []Entry{{Path: "projects/p/a.log", Bytes: 1, Newest: ago(99 * day)}}},
+		{Area: area.Cache, Bytes: 300, Soft: 400, Entries: []Entry{{Path: "cache/p/x", Bytes: 250, Newest: ago(99 * day)}}},
 	}}}, policy, now)
-	if len(plan.OverSoft) != 1 || plan.OverSoft[0].Area != AreaWorkspace {
+	if len(plan.OverSoft) != 1 || plan.OverSoft[0].Area != area.Workspace {
 		t.Errorf("over soft: %+v, want only the workspace", plan.OverSoft)
 	}
 	var policies []string
@@ -165,11 +167,11 @@ func TestPlanProperties(t *testing.T) {
 			if rng.IntN(5) == 0 {
 				pr.LeasedBy = []string{fmt.Sprint("run", rng.IntN(3))}
 			}
-			for _, area := range []string{AreaCache, AreaWorkspace, AreaScratch} {
-				tr := Tree{Area: area, Path: area + "/" + pr.Name}
+			for _, a := range []string{area.Cache, area.Workspace, area.Scratch} {
+				tr := Tree{Area: a, Path: a + "/" + pr.Name}
 				for ei := range rng.IntN(12) {
 					name := names[rng.IntN(len(names))]
-					e := Entry{Path: fmt.Sprintf("%s/%s/%d-%s", area, pr.Name, ei, name), Bytes: uint64(rng.IntN(100)),
+					e := Entry{Path: fmt.Sprintf("%s/%s/%d-%s", a, pr.Name, ei, name), Bytes: uint64(rng.IntN(100)),
 						Newest: ago(time.Duration(rng.IntN(60*24)) * time.Hour), Dir: rng.IntN(2) == 0,
 						Protected: protections[rng.IntN(len(protections))], Run: fmt.Sprint("r", ei)}
 					tr.Entries = append(tr.Entries, e)
@@ -195,7 +197,7 @@ func TestPlanProperties(t *testing.T) {
 		cacheLeft := map[string]uint64{}
 		for _, pr := range projects {
 			for _, tr := range pr.Trees {
-				if tr.Area == AreaCache {
+				if tr.Area == area.Cache {
 					cacheLeft[pr.Name] = tr.Bytes
 				}
 			}
@@ -209,12 +211,12 @@ func TestPlanProperties(t *testing.T) {
 				t.Fatalf("trial %d: %s of leased project %s planned", trial, e.Path, ev.Project)
 			case e.Newest.After(now.Add(-policy.BusyGrace)):
 				t.Fatalf("trial %d: busy %s planned", trial, e.Path)
-			case ev.Area == AreaCache && e.Newest.After(now.Add(-policy.CacheMinAge)):
+			case ev.Area == area.Cache && e.Newest.After(now.Add(-policy.CacheMinAge)):
 				t.Fatalf("trial %d: cache entry younger than cache_min_age planned: %s", trial, e.Path)
-			case ev.Area == AreaWorkspace && MatchGlob(policy.TrashGlobs, strings.TrimPrefix(e.Path, "workspace/"+ev.Project+"/"), e.Dir) == "":
+			case ev.Area == area.Workspace && MatchGlob(policy.TrashGlobs, strings.TrimPrefix(e.Path, "workspace/"+ev.Project+"/"), e.Dir) == "":
 				t.Fatalf("trial %d: non-trash %s planned", trial, e.Path)
 			}
-			if ev.Area == AreaCache {
+			if ev.Area == area.Cache {
 				if cacheLeft[ev.Project] <= policy.CacheQuotaPerProject {
 					t.Fatalf("trial %d: %s planned although the cache was already under its cap", trial, ev.Path)
 				}
@@ -278,9 +280,9 @@ func TestPlanInbound(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			plan := MakePlan([]Project{{Name: "_root", Trees: []Tree{{Area: AreaInbound, Path: "inbound", Bytes: 10, Entries: []Entry{c.entry}}}}}, p, now)
+			plan := MakePlan([]Project{{Name: "_root", Trees: []Tree{{Area: area.Inbound, Path: "inbound", Bytes: 10, Entries: []Entry{c.entry}}}}}, p, now)
 			switch {
-			case c.planned && (len(plan.Evict) != 1 || plan.Evict[0] != Eviction{Project: "_root", Area: AreaInbound, Path: c.entry.Path, Bytes: 10,
+			case c.planned && (len(plan.Evict) != 1 || plan.Evict[0] != Eviction{Project: "_root", Area: area.Inbound, Path: c.entry.Path, Bytes: 10,
 				Newest: c.entry.Newest, Reason: plan.Evict[0].Reason, Policy: PolicyInbound} || !strings.Contains(plan.Evict[0].Reason, "inbound_ttl")):
 				t.Errorf("planned %+v, want %s alone, policy inbound_ttl", plan.Evict, c.entry.Path)
 			case !c.planned && len(plan.Evict) != 0:
@@ -306,7 +308,7 @@ func TestPlanInbound(t *testing.T) {
 // deletes what it never listed and keeps what it did.
 func TestEvictionPathSurvivesJSON(t *testing.T) {
 	for _, p := range []string{"inbound/plain", "inbound/bad\xff\xfeutf8", "inbound/bad\uFFFD\uFFFDutf8", "cache/a/caf\xe9/x", "inbound/nl\nq\"b\\"} {
-		b, err := json.Marshal(Plan{Evict: []Eviction{{Project: "_root", Area: AreaInbound, Path: p, Policy: PolicyInbound}}})
+		b, err := json.Marshal(Plan{Evict: []Eviction{{Project: "_root", Area: area.Inbound, Path: p, Policy: PolicyInbound}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -122,6 +122,11 @@ type Overview struct {
 type OverviewDisk struct {
 	TotalBytes uint64 `json:"total_bytes"`
 	FreeBytes  uint64 `json:"free_bytes"`
+	// UnownedBytes and OtherIDsBytes, on a kernel backend: what df says is
+	// used less what the projects hold, and of it what project 0 and IDs
+	// that are no tree's hold.
+	UnownedBytes  *uint64 `json:"unowned_bytes,omitempty"`
+	OtherIDsBytes *uint64 `json:"other_ids_bytes,omitempty"`
 }
 
 // ProjectOverview is one project's line of the overview.

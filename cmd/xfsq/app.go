@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/project"
@@ -62,7 +63,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (errors too, as {\"error\": …} on stderr)"},
 			&cli.StringFlag{Name: "host", Usage: "this host's name in a shared database (default: the hostname)", EnvVars: []string{"XFSQ_HOST"}},
 			&cli.StringFlag{Name: "id-range", Usage: "project IDs to allocate from, FIRST-LAST (default 100000-2147483647); a project needs one ID per tree " +
-				"(workspace and cache: two), so a range of N IDs holds N/2 projects", EnvVars: []string{"XFSQ_ID_RANGE"}},
+				"(workspace, cache and scratch: three), so a range of N IDs holds N/3 projects", EnvVars: []string{"XFSQ_ID_RANGE"}},
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // run() maps errors to exit codes
 		Commands: []*cli.Command{
@@ -75,7 +76,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					"quotas on the root; the choice is recorded, and every later command fails the same way if they go.\n" +
 					"--backend fallback uses application-level quotas even on XFS. Without --backend, init keeps the\n" +
 					"recorded choice (auto the first time).",
-				Flags:  []cli.Flag{&cli.StringFlag{Name: "backend", Usage: "auto (XFS where the kernel enforces project quotas, else the fallback), xfs or fallback"}},
+				Flags:  []cli.Flag{&cli.StringFlag{Name: "backend", Usage: "auto (the kernel's project quotas where it enforces them, on XFS or ext4, else the fallback), xfs, ext4 or fallback"}},
 				Action: with(cmdInit),
 			},
 			{
@@ -96,7 +97,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					{
 						Name: "set", Usage: "change the limits of one tree of a project", ArgsUsage: "NAME",
 						Flags: append(limitFlagSet("", "new"),
-							&cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: areaUsage}),
+							&cli.StringFlag{Name: "area", Value: area.Workspace, Usage: areaUsage}),
 						Action: with(cmdProjectSet),
 					},
 					{
@@ -105,7 +106,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 							"them. With --purge its trees are deleted too, each deletion journalled as storage.evicted.\n" +
 							"Refused (exit 1, naming the runs) while a run holds an unexpired lease on the project;\n" +
 							"--force removes it anyway and is journalled as forced. Removing a project ends its leases.\n" +
-							"--dry-run changes nothing: it says what would be removed and, with --purge, how much it would delete.",
+							"--dry-run changes nothing: it answers as the removal would (refused while leased, unless --force) and says\n" +
+							"what would be removed and, with --purge, how much it would delete.",
 						Flags: []cli.Flag{&cli.BoolFlag{Name: "purge", Usage: "also delete the project's trees"},
 							&cli.BoolFlag{Name: "force", Usage: "remove although a run holds a lease on the project"},
 							&cli.BoolFlag{Name: "dry-run", Usage: "say what would be removed and deleted; change nothing"}},
@@ -301,6 +303,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Action: with(cmdHealth),
 			},
 			serveCommand(with),
+			tokenCommand(with),
 		},
 	}
 	app.Commands = append(app.Commands, completionCommand())
@@ -388,6 +391,9 @@ func cmdInit(e env) error {
 		if res.Backend.Reason != "" {
 			fmt.Fprintf(w, "         %s\n", res.Backend.Reason)
 		}
+		for _, n := range res.Notes {
+			fmt.Fprintf(w, "note:    %s\n", n)
+		}
 		fmt.Fprintf(w, "store:   %s\n", res.Store)
 		if len(res.Created) > 0 {
 			fmt.Fprintf(w, "created: %s\n", strings.Join(res.Created, " "))
@@ -459,9 +465,6 @@ func cmdProjectRm(e env) error {
 				}
 				for _, l := range res.Left {
 					fmt.Fprintf(w, "would keep on disk: %s\n", l)
-				}
-				if len(res.HeldLeases) > 0 && !res.Forced {
-					fmt.Fprintf(w, "refused without --force: run %s holds a lease on it\n", strings.Join(res.HeldLeases, ", "))
 				}
 				if len(res.EndedLeases) > 0 {
 					fmt.Fprintf(w, "would end the leases of run %s\n", strings.Join(res.EndedLeases, ", "))
@@ -640,6 +643,10 @@ func cmdReport(e env) error {
 				if t.Escape != "" {
 					fmt.Fprintf(w, "escape? %s %s: %s\n", safe(t.Project), t.Area, line(t.Escape))
 				}
+			}
+			if u, ok := unowned(ctx, m); ok && !f.noHeaders {
+				fmt.Fprintf(w, "unowned: %s of the %s df counts used is in no project (%s of it charged to project 0 or IDs that are no tree's)\n",
+					units.FormatIEC(u.UnownedBytes), units.FormatIEC(u.UsedBytes), units.FormatIEC(u.OtherIDsBytes))
 			}
 		})
 		if err != nil {
@@ -868,10 +875,10 @@ func refreshFlag() cli.Flag {
 func readFlags(e env) project.Read { return project.Read{Refresh: e.c.Bool("refresh")} }
 
 // areaUsage names the areas a flag takes.
-var areaUsage = strings.Join(project.AllAreas, ", ") + " (inbound: the root's own tree, PROJECT " + project.RootOwner + ")"
+var areaUsage = strings.Join(area.All, ", ") + " (inbound: the root's own tree, PROJECT " + project.RootOwner + ")"
 
 func areaFlag() cli.Flag {
-	return &cli.StringFlag{Name: "area", Value: project.AreaWorkspace, Usage: areaUsage}
+	return &cli.StringFlag{Name: "area", Value: area.Workspace, Usage: areaUsage}
 }
 
 // filesArgs reads PROJECT and PATH (PATH optional when optionalPath).
@@ -919,48 +926,6 @@ func cmdFilesGet(e env) error {
 	})
 }
 
-// openFrom opens --from, which must be a regular file. It is opened
-// non-blocking, so a FIFO with no writer (or a device) does not hang the
-// open beyond the reach of SIGINT and SIGTERM, and is refused once its
-// type is known; reads are then made blocking again.
-func openFrom(from string) (*os.File, error) {
-	fd, err := unix.Open(from, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, usagef("--from: %v", &os.PathError{Op: "open", Path: from, Err: err})
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, usagef("--from: %v", &os.PathError{Op: "stat", Path: from, Err: err})
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return nil, usagef("--from %s: it is %s, not a regular file; give a regular file, or pipe it on stdin", from, fileKind(st.Mode))
-	}
-	if err := unix.SetNonblock(fd, false); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("--from %s: %w", from, err)
-	}
-	return os.NewFile(uintptr(fd), from), nil
-}
-
-// fileKind names a file type for a refusal.
-func fileKind(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFIFO:
-		return "a FIFO (named pipe)"
-	case unix.S_IFCHR:
-		return "a character device"
-	case unix.S_IFBLK:
-		return "a block device"
-	case unix.S_IFSOCK:
-		return "a socket"
-	}
-	return "of another type"
-}
-
 func cmdFilesPut(e env) error {
 	name, p, err := filesArgs(e, false)
 	if err != nil {
@@ -968,7 +933,11 @@ func cmdFilesPut(e env) error {
 	}
 	in := os.Stdin
 	if from := e.c.String("from"); from != "" {
-		if in, err = openFrom(from); err != nil {
+		root, err := e.root()
+		if err != nil {
+			return err
+		}
+		if in, err = openFrom(from, root, name, p); err != nil {
 			return err
 		}
 		defer in.Close()
@@ -1027,7 +996,7 @@ func isTerminal(f *os.File) bool {
 // collectLess trades memory for time in a command that walks: a walk's
 // garbage is short-lived names, and a collection during it takes a core
 // from the walk. At 400 a snapshot of 1,000,000 files peaks at 18–19 MiB
-// (BENCHMARKS.md). An operator's GOGC wins.
+// (docs/benchmarks.md). An operator's GOGC wins.
 func collectLess() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
@@ -1043,7 +1012,7 @@ func cmdSnapshot(e env) error {
 	o := project.SnapshotOptions{Projects: e.c.Args().Slice(), Area: e.c.String("area"), Scheduled: e.c.Bool("all"),
 		// The CLI runs nothing beside its walk: raw stats are safe here.
 		Walk: inventory.Options{Depth: e.c.Int("depth"), TopK: e.c.Int("top"), Budget: budget, RawStat: true}}
-	if len(o.Projects) == 0 && !o.Scheduled && o.Area == project.AreaInbound {
+	if len(o.Projects) == 0 && !o.Scheduled && o.Area == area.Inbound {
 		o.Projects = []string{project.RootOwner} // the root's one inbound tree
 	}
 	switch {
@@ -1186,7 +1155,7 @@ func cmdSweep(e env) error {
 	if a := e.c.String("area"); a != "" {
 		o.Areas = strings.Split(a, ",")
 	}
-	if len(o.Projects) == 0 && !e.c.Bool("all") && !e.c.IsSet("apply") && slices.Equal(o.Areas, []string{project.AreaInbound}) {
+	if len(o.Projects) == 0 && !e.c.Bool("all") && !e.c.IsSet("apply") && slices.Equal(o.Areas, []string{area.Inbound}) {
 		o.Projects = []string{project.RootOwner} // the root's one inbound tree, as --area inbound elsewhere
 	}
 	switch {
@@ -1245,4 +1214,11 @@ func cmdSweep(e env) error {
 		})
 		return cmp.Or(printErr, err)
 	})
+}
+
+// unowned is the report's footer figure; a failure to read it costs the
+// report nothing but the line.
+func unowned(ctx context.Context, m *project.Manager) (project.Unowned, bool) {
+	u, ok, err := m.Unowned(ctx)
+	return u, ok && err == nil
 }

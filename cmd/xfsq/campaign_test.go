@@ -24,6 +24,7 @@ import (
 	"github.com/xfsq/xfsq/internal/prereq"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
 )
@@ -476,7 +477,7 @@ func (tr *trial) check() int {
 	}
 	// Every deletion journalled: pending before, settled after.
 	st := tr.s.store()
-	evs, err := st.Events(context.Background(), store.EventFilter{Type: store.EventEvicted, Limit: 100000})
+	evs, err := st.Events(context.Background(), store.EventFilter{Type: journal.TypeEvicted, Limit: 100000})
 	if err != nil {
 		tr.t.Fatal(err)
 	}

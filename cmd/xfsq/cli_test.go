@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
@@ -148,7 +150,7 @@ type reportRow struct {
 	UsageAsOf *time.Time `json:"usage_walked_at"`
 }
 
-// backendObject is SPEC §10a's backend, as every JSON output gives it.
+// backendObject is the backend object of docs/design/README.md#output-conventions, as every JSON output gives it.
 type backendObject struct {
 	Kind     string `json:"kind"`
 	Enforced bool   `json:"enforced"`
@@ -267,7 +269,7 @@ func TestProjectLifecycle(t *testing.T) {
 		if got := s.report()["omni/cache"]; got.InodesHard != 5 || got.BytesHard != 2<<20 {
 			t.Errorf("after set on cache: %+v", got)
 		}
-		var evs []store.Event
+		var evs []project.Event
 		s.json(&evs, "events", "--type", "quota.changed", "--project", "omni")
 		if len(evs) != 2 || evs[0].Actor == "" || evs[0].Host != "test-host" {
 			t.Fatalf("quota.changed events: %+v", evs)
@@ -429,7 +431,7 @@ func TestSettingsAndDefaultQuota(t *testing.T) {
 		if out := s.ok("settings", "get", "cache_min_age"); strings.TrimSpace(out) != "1w" {
 			t.Errorf("settings get cache_min_age = %q", out)
 		}
-		var evs []store.Event
+		var evs []project.Event
 		s.json(&evs, "events", "--type", "settings.changed")
 		if len(evs) != 1 {
 			t.Errorf("settings.changed events: %d", len(evs))
@@ -494,7 +496,7 @@ func assertNothingLeft(t *testing.T, s *sandbox) {
 	if trees, _ := st.Trees(context.Background(), ""); len(trees) != 1 || trees[0].Project != project.RootOwner {
 		t.Errorf("tree rows left: %+v", trees)
 	}
-	if ids, _ := st.IDs(context.Background(), "fallback:"+s.root); len(ids) != 1 || ids[0].Owner != project.RootOwner+"/"+project.AreaInbound {
+	if ids, _ := st.IDs(context.Background(), "fallback:"+s.root); len(ids) != 1 || ids[0].Owner != project.RootOwner+"/"+area.Inbound {
 		t.Errorf("registered IDs left: %+v", ids)
 	}
 	for _, d := range []string{"projects", "cache"} {
@@ -526,8 +528,8 @@ func TestConcurrentAdds(t *testing.T) {
 			}
 			ids[row.ProjectID] = key
 		}
-		if len(ids) != len(project.Areas)*n+1 { // and the inbound tree's
-			t.Errorf("%d distinct IDs, want %d", len(ids), len(project.Areas)*n+1)
+		if len(ids) != len(area.OfProject)*n+1 { // and the inbound tree's
+			t.Errorf("%d distinct IDs, want %d", len(ids), len(area.OfProject)*n+1)
 		}
 
 		for i := range n {
@@ -650,7 +652,7 @@ func TestFilesCommands(t *testing.T) {
 	if out := s.ok("files", "rm", "omni", "docs", "--recursive"); !strings.Contains(out, "removed projects/omni/docs") {
 		t.Errorf("rm: %q", out)
 	}
-	var evs []store.Event
+	var evs []project.Event
 	s.json(&evs, "events", "--type", "storage.evicted")
 	if len(evs) != 2 || !strings.Contains(string(evs[0].Payload), `"reason": "manual"`) {
 		t.Errorf("rm journal: %+v", evs)
@@ -820,7 +822,7 @@ func TestGlobalFlagsAfterTheCommand(t *testing.T) {
 		t.Errorf("snapshot omni --json: %v\n%s", err, out)
 	}
 	var rows []reportRow
-	if out := s.ok("report", "--json"); json.Unmarshal([]byte(out), &rows) != nil || len(rows) != len(project.Areas)+1 { // and the inbound tree
+	if out := s.ok("report", "--json"); json.Unmarshal([]byte(out), &rows) != nil || len(rows) != len(area.OfProject)+1 { // and the inbound tree
 		t.Errorf("report --json: %s", out)
 	}
 	// --root only after the command (the sandbox's run puts one first).
@@ -856,10 +858,10 @@ func TestScheduledSnapshotPass(t *testing.T) {
 			}
 		}
 	}
-	if len(snaps) != 3*len(project.Areas)+1 || failed != 1 { // and the inbound tree
-		t.Errorf("%d trees, %d failed; want %d with only b/workspace failed", len(snaps), failed, 3*len(project.Areas)+1)
+	if len(snaps) != 3*len(area.OfProject)+1 || failed != 1 { // and the inbound tree
+		t.Errorf("%d trees, %d failed; want %d with only b/workspace failed", len(snaps), failed, 3*len(area.OfProject)+1)
 	}
-	var evs []store.Event
+	var evs []project.Event
 	s.json(&evs, "events", "--type", "storage.snapshot")
 	if len(evs) != 1 {
 		t.Fatalf("%d storage.snapshot events for one pass, want 1", len(evs))
@@ -872,7 +874,7 @@ func TestScheduledSnapshotPass(t *testing.T) {
 		Failed    int    `json:"failed"`
 	}
 	json.Unmarshal(evs[0].Payload, &pass)
-	if len(pass.Trees) != 3*len(project.Areas)+1 || pass.Failed != 1 || pass.FreeBytes == 0 {
+	if len(pass.Trees) != 3*len(area.OfProject)+1 || pass.Failed != 1 || pass.FreeBytes == 0 {
 		t.Errorf("storage.snapshot payload %s", evs[0].Payload)
 	}
 	s.ok("snapshot", "a") // a snapshot of named projects is not a scheduled pass
@@ -993,10 +995,10 @@ func TestDoctorInterruptedDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	rec := map[string]any{"sweep_id": "sw-1", "area": "cache", "path": "cache/omni/half", "state": "pending",
-		"policy": "cache_quota_per_project", "holder": fmt.Sprintf("%d@%s", dead.Process.Pid, host)}
+	rec := journal.Evicted{SweepID: "sw-1", Area: "cache", Path: "cache/omni/half", State: "pending",
+		Policy: "cache_quota_per_project", Holder: fmt.Sprintf("%d@%s", dead.Process.Pid, host)}
 	st := s.store()
-	if err := st.InTx(t.Context(), func(tx *store.Tx) error { return tx.AppendEvent(t.Context(), store.EventEvicted, "omni", "t", rec) }); err != nil {
+	if err := st.InTx(t.Context(), func(tx *store.Tx) error { return tx.AppendEvent(t.Context(), "omni", "t", rec) }); err != nil {
 		t.Fatal(err)
 	}
 	if r := s.run("doctor"); r.code != 1 || !strings.Contains(r.stdout, "interrupted-deletion omni cache cache/omni/half") {
@@ -1097,8 +1099,8 @@ func TestBlankStoreOnARootWithTrees(t *testing.T) {
 		s.ok("init")
 		s.ok("project", "list")
 		s.ok("init") // again: still this root's store
-		var evs []store.Event
-		s.json(&evs, "events", "--type", store.EventRootInitialised)
+		var evs []project.Event
+		s.json(&evs, "events", "--type", string(journal.TypeRootInitialised))
 		if len(evs) != 1 || !strings.Contains(string(evs[0].Payload), `"legacy"`) {
 			t.Errorf("root.initialised: %+v; want one record naming the adopted tree", evs)
 		}

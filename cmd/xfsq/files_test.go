@@ -18,7 +18,7 @@ import (
 
 	"github.com/xfsq/xfsq/internal/mounttest"
 	"github.com/xfsq/xfsq/internal/prereq"
-	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/project"
 )
 
 // files get of a socket is bad input (exit 2) that says what the path is,
@@ -179,7 +179,7 @@ func TestFullFilesystem(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.root, "projects/omni/filler")); !os.IsNotExist(err) {
 		t.Errorf("files rm left the file: %v", err)
 	}
-	var evs []store.Event
+	var evs []project.Event
 	s.json(&evs, "events", "--type", "storage.evicted")
 	if len(evs) != 2 {
 		t.Errorf("the deletion on a full filesystem was journalled %d times, want pending and done", len(evs))
@@ -312,5 +312,61 @@ func TestFilesPutFromFIFO(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(s.root, "projects/d/z")); err == nil {
 		t.Error("files put --from a FIFO created the file")
+	}
+}
+
+// files put --from never copies what a tenant's link points to: a path
+// under the sandbox root, reached by its own name, through an operator's
+// link to a directory in it, or from a working directory in it, is refused
+// naming the safe form, and a final link anywhere is not followed. The
+// canary outside the root never reaches the project.
+func TestFilesPutFromRefusesTenantLinks(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "alpha")
+	s.ok("project", "add", "omni")
+	outside := t.TempDir()
+	canary := filepath.Join(outside, "canary")
+	os.WriteFile(canary, []byte("CANARY-SECRET"), 0o600)
+	alpha := filepath.Join(s.root, "projects/alpha")
+	os.Symlink(canary, filepath.Join(alpha, "report.txt")) // the tenant's swap
+	os.WriteFile(filepath.Join(alpha, "plain.txt"), []byte("tenant's own"), 0o644)
+	os.Symlink(outside, filepath.Join(alpha, "sub")) // a tenant's directory link
+	os.Symlink(alpha, filepath.Join(outside, "alias"))
+	os.Symlink(filepath.Join(alpha, "sub"), filepath.Join(outside, "alias-sub"))
+	os.Symlink(canary, filepath.Join(outside, "mine"))
+	os.WriteFile(filepath.Join(outside, "ok.txt"), []byte("fine"), 0o644)
+	for _, c := range []struct{ from, why string }{
+		{filepath.Join(alpha, "report.txt"), "files get PROJECT PATH | xfsq files put omni copy"},
+		{filepath.Join(alpha, "plain.txt"), "files get PROJECT PATH | xfsq files put omni copy"},
+		{filepath.Join(alpha, "sub/canary"), "inside the sandbox root"},
+		{filepath.Join(s.root, "projects/../projects/alpha/plain.txt"), "inside the sandbox root"},
+		{filepath.Join(outside, "alias/report.txt"), "inside the sandbox root"},
+		{filepath.Join(outside, "alias/plain.txt"), "inside the sandbox root"},
+		{filepath.Join(outside, "alias-sub/canary"), "inside the sandbox root"},
+		{filepath.Join(outside, "mine"), "is a symbolic link"},
+		// A process's root and cwd links hold a path the process chose.
+		{"/proc/self/root" + filepath.Join(outside, "ok.txt"), "goes through a link in /proc"},
+	} {
+		r := s.run("files", "put", "omni", "copy", "--from", c.from)
+		if r.code != 2 || !strings.Contains(r.stderr, c.from) || !strings.Contains(r.stderr, c.why) {
+			t.Errorf("files put --from %s: exit %d %q; want 2 naming it and saying %q", c.from, r.code, r.stderr, c.why)
+		}
+		if _, err := os.Lstat(filepath.Join(s.root, "projects/omni/copy")); err == nil {
+			t.Fatalf("files put --from %s wrote the project's file", c.from)
+		}
+	}
+	// A relative --from from a working directory inside the root.
+	cmd := exec.Command(os.Getenv(envBinary), "--root", s.root, "files", "put", "omni", "copy", "--from", "report.txt")
+	cmd.Dir, cmd.Env = alpha, append(os.Environ(), s.env...)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "inside the sandbox root") {
+		t.Errorf("files put --from report.txt in %s: %v %q; want refused as inside the root", alpha, err, out)
+	}
+	// A plain file outside the root, also through an operator's own
+	// directory link, is copied as before.
+	opDir := t.TempDir()
+	os.Symlink(outside, filepath.Join(opDir, "l"))
+	s.ok("files", "put", "omni", "copy", "--from", filepath.Join(opDir, "l/ok.txt"))
+	if b, _ := os.ReadFile(filepath.Join(s.root, "projects/omni/copy")); string(b) != "fine" {
+		t.Errorf("files put --from a plain file outside the root wrote %q", b)
 	}
 }

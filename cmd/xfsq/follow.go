@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 )
 
@@ -37,10 +38,9 @@ func followEvents(ctx context.Context, e env, m *project.Manager, q project.Even
 				fmt.Fprintln(e.stdout, string(data))
 				continue
 			}
-			if ev.Type == "storage.evicted" {
-				p := payloadOf(ev)
-				k := eventKey(p)
-				if p["state"] == "pending" {
+			if r, ok := evictionOf(ev); ok {
+				k := eventKey(r)
+				if r.State == journal.StatePending {
 					held[k] = heldEvent{ev, time.Now()}
 					continue
 				}

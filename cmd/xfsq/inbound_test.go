@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
 )
 
 // inboundKey is the inbound tree's key in sandbox.report.
-const inboundKey = project.RootOwner + "/" + project.AreaInbound
+const inboundKey = project.RootOwner + "/" + area.Inbound
 
 // On the fallback the root's inbound/ (channel staging) is one tree of its
 // own from init on: an ID, a limit (default_inbound_quota, applied at once
@@ -25,7 +26,7 @@ func TestInboundIsABoundedTreeOfTheRoot(t *testing.T) {
 		s := fallbackSandbox(t, dsn)
 		rows := s.report()
 		in, ok := rows[inboundKey]
-		if !ok || in.Area != project.AreaInbound || in.ProjectID == 0 || in.BytesHard != 10<<30 {
+		if !ok || in.Area != area.Inbound || in.ProjectID == 0 || in.BytesHard != 10<<30 {
 			t.Fatalf("report after init has no inbound row with default_inbound_quota (10 GiB): %+v", rows)
 		}
 		s.ok("project", "add", "omni")
@@ -36,7 +37,7 @@ func TestInboundIsABoundedTreeOfTheRoot(t *testing.T) {
 			}
 		}
 		var only []reportRow
-		if s.json(&only, "report", "--area", "inbound"); len(only) != 1 || only[0].Project != project.RootOwner || only[0].Area != project.AreaInbound {
+		if s.json(&only, "report", "--area", "inbound"); len(only) != 1 || only[0].Project != project.RootOwner || only[0].Area != area.Inbound {
 			t.Errorf("report --area inbound: %+v, want the inbound tree alone", only)
 		}
 		if out := s.ok("report", "--area", "inbound"); !strings.Contains(out, project.RootOwner) || !strings.Contains(out, "inbound") || !strings.Contains(out, "10.0 GiB") {

@@ -10,7 +10,7 @@ import (
 )
 
 // oldNames are JSON names the CLI printed before CHANGELOG.md's first
-// entry: each broke SPEC §10a (sizes *_bytes, counts *_files/*_inodes,
+// entry: each broke docs/design/README.md#output-conventions (sizes *_bytes, counts *_files/*_inodes,
 // durations *_seconds, times *_at).
 var oldNames = map[string]bool{
 	"size": true, "bytes": true, "mtime": true, "at": true, "files": true, "dirs": true, "entries": true, "errors": true,

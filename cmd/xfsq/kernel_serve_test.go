@@ -14,9 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/client"
 	"github.com/xfsq/xfsq/internal/kerneltest"
-	"github.com/xfsq/xfsq/project"
 )
 
 // loopbackUp brings up the loopback interface: the test kernel's init
@@ -120,31 +120,31 @@ func serveReportDiff(t *testing.T, c *client.Client, root string) string {
 		if err != nil {
 			t.Fatalf("project detail of %s: %v", name, err)
 		}
-		if len(d.Trees) != len(project.Areas) {
-			t.Fatalf("project detail of %s has %d trees, want %d", name, len(d.Trees), len(project.Areas))
+		if len(d.Trees) != len(area.OfProject) {
+			t.Fatalf("project detail of %s has %d trees, want %d", name, len(d.Trees), len(area.OfProject))
 		}
 		for _, tr := range d.Trees {
 			k, ok := kernel[quota.ProjectID(tr.ProjectID)]
 			got := [3]uint64{tr.UsedBytes, tr.BytesSoft, tr.BytesHard}
-			if !ok || got != k || tr.Backend.Kind != "xfs" {
+			if !ok || got != k || tr.Backend.Kind != kernelKind(root) {
 				fmt.Fprintf(&diff, "%s/%s (ID %d): API used/soft/hard %v (backend %s), xfs_quota %v (listed %v)\n",
 					name, tr.Area, tr.ProjectID, got, tr.Backend.Kind, k, ok)
 			}
 		}
 		for _, tr := range d.Trees {
 			k := kernel[quota.ProjectID(tr.ProjectID)]
-			if name == "omni" && tr.Area == project.AreaWorkspace && (tr.BytesHard != 10*mib || tr.UsedBytes < 9*mib) {
+			if name == "omni" && tr.Area == area.Workspace && (tr.BytesHard != 10*mib || tr.UsedBytes < 9*mib) {
 				fmt.Fprintf(&diff, "omni's workspace: %+v, want 10 MiB hard and nearly full\n", tr.TreeStatus)
 			}
 			// The overview's line of the project: its workspace and cache
 			// figures are the kernel's too.
 			line := lines[name]
 			switch tr.Area {
-			case project.AreaWorkspace:
+			case area.Workspace:
 				if line.WorkspaceBytes != k[0] || line.QuotaBytes != k[2] {
 					fmt.Fprintf(&diff, "overview of %s: workspace %d bytes, quota %d; xfs_quota %v\n", name, line.WorkspaceBytes, line.QuotaBytes, k)
 				}
-			case project.AreaCache:
+			case area.Cache:
 				if line.CacheBytes != k[0] {
 					fmt.Fprintf(&diff, "overview of %s: cache %d bytes; xfs_quota %v\n", name, line.CacheBytes, k)
 				}
@@ -152,4 +152,12 @@ func serveReportDiff(t *testing.T, c *client.Client, root string) string {
 		}
 	}
 	return diff.String()
+}
+
+// kernelKind is the backend kind a kernel case's root is to show.
+func kernelKind(root string) string {
+	if kerneltest.IsExt4(root) {
+		return kerneltest.TypeExt4
+	}
+	return kerneltest.TypeXFS
 }

@@ -12,10 +12,16 @@ import (
 // renderer) is built only without urfave_cli_no_docs: scripts/man.sh runs
 // it; the shipped binary leaves it out (scripts/build-xfsq.sh).
 func init() {
+	addDocCommand("man", "print the man page, xfsq(1), in roff", func(app *cli.App) (string, error) { return app.ToManWithSection(1) })
+}
+
+// addDocCommand adds a hidden command that prints a document rendered from
+// the command tree.
+func addDocCommand(name, usage string, render func(*cli.App) (string, error)) {
 	docCommands = append(docCommands, &cli.Command{
-		Name: "man", Usage: "print the man page, xfsq(1), in roff", Hidden: true,
+		Name: name, Usage: usage, Hidden: true,
 		Action: func(c *cli.Context) error {
-			page, err := c.App.ToManWithSection(1)
+			page, err := render(c.App)
 			if err != nil {
 				return err
 			}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/prereq"
 )
 
@@ -116,16 +118,17 @@ func TestLeaseRenewalNeverShortens(t *testing.T) {
 	}
 }
 
-// Help says what --id-range costs: one ID per tree.
+// Help says what --id-range costs: one ID per tree, three trees a project.
 func TestIDRangeHelp(t *testing.T) {
 	s := fallbackSandbox(t, "")
-	if out := s.ok("--help"); !strings.Contains(out, "a project needs one ID per tree") {
+	if out := s.ok("--help"); !strings.Contains(out, "a project needs one ID per tree") ||
+		!strings.Contains(out, fmt.Sprintf("N/%d projects", len(area.OfProject))) {
 		t.Errorf("xfsq --help does not explain --id-range:\n%s", out)
 	}
 }
 
 // Every failure is one line; with --json it is {"error": …}, unknown
-// commands and parse errors included; exit codes follow README's table.
+// commands and parse errors included; exit codes follow docs/commands.md.
 func TestErrorsAndExitCodes(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	s.ok("project", "add", "omni")
@@ -276,7 +279,7 @@ func TestFilesLsFileAndPlainMessages(t *testing.T) {
 }
 
 // init --backend auto|xfs|fallback: xfs fails loudly with the reason and
-// the fix, and every JSON output gives the backend as SPEC §10a's object
+// the fix, and every JSON output gives the backend as the object of docs/design/README.md#output-conventions
 // (issue 17 item 4).
 func TestInitBackendChoice(t *testing.T) {
 	s := newSandbox(t, t.TempDir(), "")
@@ -284,6 +287,12 @@ func TestInitBackendChoice(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "is not XFS") || !strings.Contains(r.stderr, "prjquota") ||
 		!strings.Contains(r.stderr, "--backend fallback") {
 		t.Errorf("init --backend xfs on a non-XFS root: exit %d %q; want 1 with the reason and the fix", r.code, r.stderr)
+	}
+	// Where the kernel does not enforce ext4 project quotas (this root is
+	// not ext4 with prjquota): the reason and the fix, never the fallback.
+	if r := s.run("init", "--backend", "ext4"); r.code != 1 || !strings.Contains(r.stderr, "initialised for the ext4 backend") ||
+		!strings.Contains(r.stderr, "-o prjquota") || !strings.Contains(r.stderr, "--backend fallback") {
+		t.Errorf("init --backend ext4 on a root without ext4 project quotas: exit %d %q; want 1 with the reason and the fix", r.code, r.stderr)
 	}
 	if r := s.run("init", "--backend", "zfs"); r.code != 2 || !strings.Contains(r.stderr, `--backend "zfs": use auto`) {
 		t.Errorf("init --backend zfs: exit %d %q", r.code, r.stderr)

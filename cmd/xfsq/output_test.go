@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/xfsq/xfsq/journal"
 )
 
 // evilName is a file name a tenant can choose: it would clear the screen
@@ -381,7 +384,12 @@ func TestEventDetailOfDeletions(t *testing.T) {
 		{map[string]any{"state": "pending", "path": "projects/a/d", "bytes": 8192.0}, "deleting projects/a/d, 8.0 KiB"},
 	}
 	for _, c := range cases {
-		if got := eventDetail("storage.evicted", c.payload); got != c.want {
+		data, _ := json.Marshal(c.payload)
+		p, err := journal.Decode(journal.TypeEvicted, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := eventDetail(p); got != c.want {
 			t.Errorf("%v: %q, want %q", c.payload, got, c.want)
 		}
 	}

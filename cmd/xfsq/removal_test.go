@@ -222,8 +222,9 @@ func TestSweepApplyThroughSwappedDirectory(t *testing.T) {
 }
 
 // TestProjectRmLease: project rm (with or without --purge) refuses while a
-// run holds a lease, naming it (exit 1); --dry-run says what a purge would
-// delete and changes nothing; --force removes and ends the lease.
+// run holds a lease, naming it (exit 1), dry run or not; --dry-run --force
+// says what a purge would delete and changes nothing; --force removes and
+// ends the lease.
 func TestProjectRmLease(t *testing.T) {
 	s := newSandbox(t, t.TempDir(), "")
 	s.ok("init")
@@ -238,8 +239,12 @@ func TestProjectRmLease(t *testing.T) {
 			t.Errorf("%v: exit %d %q, want 1 naming the run and --force", args, r.code, r.stderr)
 		}
 	}
-	out := s.ok("project", "rm", "omni", "--purge", "--dry-run")
-	if !strings.Contains(out, "would delete projects/omni: 4") || !strings.Contains(out, "run-7") {
+	// A dry run answers as the real removal would.
+	if r := s.run("project", "rm", "omni", "--purge", "--dry-run"); r.code != 1 || !strings.Contains(r.stderr, "run-7") || !strings.Contains(r.stderr, "--force") {
+		t.Errorf("dry run while leased: exit %d %q, want 1 naming the run and --force", r.code, r.stderr)
+	}
+	out := s.ok("project", "rm", "omni", "--purge", "--dry-run", "--force")
+	if !strings.Contains(out, "would delete projects/omni: 4") || !strings.Contains(out, "would end the leases of run run-7") {
 		t.Errorf("dry run said:\n%s", out)
 	}
 	if _, err := os.Stat(filepath.Join(s.root, "projects/omni/uploads/f")); err != nil {

@@ -2,7 +2,7 @@ package main
 
 // The CLI's text output: how each result reads for a person. Every name a
 // tenant controls passes through safe (or line) here, so that none reaches
-// the terminal raw (SPEC §10a); JSON escapes on its own and is untouched.
+// the terminal raw (docs/design/README.md#output-conventions); JSON escapes on its own and is untouched.
 
 import (
 	"encoding/json"
@@ -18,6 +18,7 @@ import (
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/safetext"
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/units"
@@ -249,17 +250,18 @@ func snapshotText(w io.Writer, snaps []project.TreeSnapshot) {
 
 // eventKey tells one deletion's records apart from another's: its pending
 // record and the record that settles it share it.
-func eventKey(p map[string]any) string {
-	return fmt.Sprint(p["sweep_id"], "|", p["deletion_id"], "|", p["path"], "|", p["holder"])
+func eventKey(r journal.Evicted) string {
+	return fmt.Sprint(r.SweepID, "|", r.DeletionID, "|", r.Path, "|", r.Holder)
 }
 
-func payloadOf(ev project.Event) map[string]any {
-	var p map[string]any
-	json.Unmarshal(ev.Payload, &p)
-	if p == nil {
-		p = map[string]any{}
+// evictionOf is ev's deletion record, if ev is a readable one.
+func evictionOf(ev project.Event) (journal.Evicted, bool) {
+	if ev.Type != journal.TypeEvicted {
+		return journal.Evicted{}, false
 	}
-	return p
+	p, err := ev.Decode()
+	r, ok := p.(journal.Evicted)
+	return r, ok && err == nil
 }
 
 // settledDeletions drops the pending record of every deletion whose
@@ -269,10 +271,9 @@ func settledDeletions(evs []project.Event) []project.Event {
 	settled := map[string]bool{}
 	var out []project.Event
 	for _, ev := range evs {
-		if ev.Type == "storage.evicted" {
-			p := payloadOf(ev)
-			k := eventKey(p)
-			if p["state"] == "pending" {
+		if r, ok := evictionOf(ev); ok {
+			k := eventKey(r)
+			if r.State == journal.StatePending {
 				if settled[k] {
 					continue
 				}
@@ -285,32 +286,15 @@ func settledDeletions(evs []project.Event) []project.Event {
 	return out
 }
 
-func num(v any) uint64 {
-	f, _ := v.(float64)
-	return uint64(max(f, 0))
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-func iec(v any) string { return units.FormatIEC(num(v)) }
-
-// either is a payload's field by its name, or by the name records
-// journalled before CHANGELOG.md's first entry gave it.
-func either(p map[string]any, name, old string) any {
-	if v, ok := p[name]; ok {
-		return v
-	}
-	return p[old]
-}
-
 // eventLine is one journal record as one line: when, what, where, how
 // much, and who.
 func eventLine(ev project.Event) string {
-	p := payloadOf(ev)
-	what := eventDetail(ev.Type, p)
+	var what string
+	if p, err := ev.Decode(); err == nil {
+		what = eventDetail(p)
+	} else {
+		what = rawPayload(ev.Payload)
+	}
 	where := ""
 	if ev.Project != "" {
 		where = safe(ev.Project) + ": "
@@ -318,17 +302,33 @@ func eventLine(ev project.Event) string {
 	return fmt.Sprintf("%s  %-23s %s%s (by %s)", when(ev.At), ev.Type, where, what, safe(ev.Actor))
 }
 
-func limitsText(l any) string {
-	m, _ := l.(map[string]any)
+// rawPayload is a record this version cannot read, as one line of its JSON.
+func rawPayload(raw []byte) string {
+	var p map[string]any
+	json.Unmarshal(raw, &p)
+	if p == nil {
+		p = map[string]any{}
+	}
+	data, _ := json.Marshal(p)
+	return line(string(data))
+}
+
+func limitsText(l journal.Limits) string {
 	var parts []string
-	for _, f := range []struct{ key, name string }{{"bytes_soft", "soft"}, {"bytes_hard", "hard"}} {
-		if n := num(m[f.key]); n > 0 {
-			parts = append(parts, f.name+" "+units.FormatIEC(n))
+	for _, f := range []struct {
+		n    uint64
+		name string
+	}{{l.BytesSoft, "soft"}, {l.BytesHard, "hard"}} {
+		if f.n > 0 {
+			parts = append(parts, f.name+" "+units.FormatIEC(f.n))
 		}
 	}
-	for _, f := range []struct{ key, name string }{{"inodes_soft", "inodes soft"}, {"inodes_hard", "inodes hard"}} {
-		if n := num(m[f.key]); n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", f.name, n))
+	for _, f := range []struct {
+		n    uint64
+		name string
+	}{{l.InodesSoft, "inodes soft"}, {l.InodesHard, "inodes hard"}} {
+		if f.n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", f.name, f.n))
 		}
 	}
 	if len(parts) == 0 {
@@ -337,85 +337,86 @@ func limitsText(l any) string {
 	return strings.Join(parts, ", ")
 }
 
-func eventDetail(typ string, p map[string]any) string {
-	switch typ {
-	case "storage.evicted":
-		verb := map[string]string{"pending": "deleting", "done": "deleted", "partial": "partly deleted", "failed": "failed to delete"}[str(p["state"])]
-		if _, recovered := p["recovered"]; num(p["removed_entries"]) == 0 && !recovered {
-			// Nothing went: the tenant's tree changed under the removal.
-			switch str(p["state"]) {
-			case "done":
-				verb = "found nothing to delete at"
-			case "partial":
-				verb = "left in place"
-			}
-		}
-		if verb == "" {
-			verb = str(p["state"])
-		}
-		s := fmt.Sprintf("%s %s, %s", verb, safe(str(p["path"])), iec(either(p, "freed_bytes", "bytes")))
-		if n := num(p["removed_entries"]); n > 0 {
-			s += ", " + plural(n, "entry", "entries")
-		}
-		if r := str(p["reason"]); r != "" {
-			s += ": " + line(r)
-		}
-		if e := str(p["error"]); e != "" {
-			s += ": error: " + line(e)
-		}
-		if id := str(p["sweep_id"]); id != "" {
-			s += " [" + id + "]"
+// eventDetail is what a record says, in words.
+func eventDetail(p journal.Payload) string {
+	switch p := p.(type) {
+	case journal.Evicted:
+		return evictedDetail(p)
+	case journal.Swept:
+		s := fmt.Sprintf("sweep %s: %s, %s freed", p.SweepID, plural(p.EvictedEntries, "entry", "entries"), units.FormatIEC(p.FreedBytes))
+		if len(p.Skipped) > 0 {
+			s += ", " + plural(len(p.Skipped), "entry", "entries") + " left alone"
 		}
 		return s
-	case "storage.swept":
-		s := fmt.Sprintf("sweep %s: %s, %s freed", str(p["sweep_id"]), plural(num(either(p, "evicted_entries", "entries")), "entry", "entries"),
-			iec(either(p, "freed_bytes", "bytes_freed")))
-		if sk, ok := p["skipped"].([]any); ok && len(sk) > 0 {
-			s += ", " + plural(len(sk), "entry", "entries") + " left alone"
+	case journal.QuotaExceeded:
+		s := fmt.Sprintf("%s over its soft limit: %s of %s", p.Area, units.FormatIEC(p.UsedBytes), units.FormatIEC(p.BytesSoft))
+		if p.BytesHard != nil && *p.BytesHard > 0 {
+			s += " (hard " + units.FormatIEC(*p.BytesHard) + ")"
 		}
 		return s
-	case "storage.quota_exceeded":
-		s := fmt.Sprintf("%s over its soft limit: %s of %s", str(p["area"]), iec(p["used_bytes"]), iec(p["bytes_soft"]))
-		if h := num(p["bytes_hard"]); h > 0 {
-			s += " (hard " + units.FormatIEC(h) + ")"
-		}
-		return s
-	case "storage.snapshot":
-		trees, _ := p["trees"].([]any)
+	case journal.Snapshot:
 		var size uint64
-		for _, t := range trees {
-			m, _ := t.(map[string]any)
-			size += num(m["size_bytes"])
+		for _, t := range p.Trees {
+			size += t.SizeBytes
 		}
-		s := fmt.Sprintf("snapshot of %s, %s", plural(len(trees), "tree", "trees"), units.FormatIEC(size))
-		if f := num(p["failed"]); f > 0 {
-			s += fmt.Sprintf(", %d failed", f)
+		s := fmt.Sprintf("snapshot of %s, %s", plural(len(p.Trees), "tree", "trees"), units.FormatIEC(size))
+		if p.Failed > 0 {
+			s += fmt.Sprintf(", %d failed", p.Failed)
 		}
-		return s + ", " + iec(p["free_bytes"]) + " free"
-	case "quota.changed":
-		return fmt.Sprintf("%s limits %s → %s", str(p["area"]), limitsText(p["old"]), limitsText(p["new"]))
-	case "project.added":
-		trees, _ := p["trees"].([]any)
+		return s + ", " + units.FormatIEC(p.FreeBytes) + " free"
+	case journal.QuotaChanged:
+		return fmt.Sprintf("%s limits %s → %s", p.Area, limitsText(p.Old), limitsText(p.New))
+	case journal.ProjectAdded:
 		var parts []string
-		for _, t := range trees {
-			m, _ := t.(map[string]any)
-			parts = append(parts, fmt.Sprintf("%s %s", str(m["area"]), limitsText(m["limits"])))
+		for _, t := range p.Trees {
+			parts = append(parts, fmt.Sprintf("%s %s", t.Area, limitsText(t.Limits)))
 		}
 		return "added: " + strings.Join(parts, "; ")
-	case "project.removed":
-		if b, _ := p["purged"].(bool); b {
+	case journal.ProjectRemoved:
+		if p.Purged {
 			return "removed, its trees purged"
 		}
 		return "removed (its data stays on disk)"
-	case "settings.changed":
-		return fmt.Sprintf("setting %s: %s → %s", str(p["key"]), settingText(str(p["key"]), str(p["old"])), settingText(str(p["key"]), str(p["new"])))
-	case "doctor.repaired":
-		return fmt.Sprintf("repaired %s %s: %s", str(p["kind"]), safe(strings.TrimSpace(str(p["area"])+" "+str(p["path"]))), line(str(p["detail"])))
-	case "root.initialised":
-		return "root initialised at " + safe(str(p["root"]))
+	case journal.SettingChanged:
+		return fmt.Sprintf("setting %s: %s → %s", p.Key, settingText(p.Key, p.Old), settingText(p.Key, p.New))
+	case journal.Repaired:
+		return fmt.Sprintf("repaired %s %s: %s", p.Kind, safe(strings.TrimSpace(p.Area+" "+p.Path)), line(p.Detail))
+	case journal.RootInitialised:
+		return "root initialised at " + safe(p.Root)
 	}
 	data, _ := json.Marshal(p)
-	return line(string(data))
+	return rawPayload(data)
+}
+
+func evictedDetail(p journal.Evicted) string {
+	verb := map[string]string{journal.StatePending: "deleting", journal.StateDone: "deleted", journal.StatePartial: "partly deleted",
+		journal.StateFailed: "failed to delete"}[p.State]
+	if p.Entries == 0 && !p.Recovered {
+		// Nothing went: the tenant's tree changed under the removal.
+		switch p.State {
+		case journal.StateDone:
+			verb = "found nothing to delete at"
+		case journal.StatePartial:
+			verb = "left in place"
+		}
+	}
+	if verb == "" {
+		verb = p.State
+	}
+	s := fmt.Sprintf("%s %s, %s", verb, safe(p.Path), units.FormatIEC(p.Bytes))
+	if p.Entries > 0 {
+		s += ", " + plural(p.Entries, "entry", "entries")
+	}
+	if p.Reason != "" {
+		s += ": " + line(p.Reason)
+	}
+	if p.Error != "" {
+		s += ": error: " + line(p.Error)
+	}
+	if p.SweepID != "" {
+		s += " [" + p.SweepID + "]"
+	}
+	return s
 }
 
 // settingText prints a setting's stored form as settings list does: sizes

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/project"
 )
 
@@ -17,7 +18,7 @@ func reportProjectFlag() cli.Flag {
 }
 
 func reportAreaFlag() cli.Flag {
-	return &cli.StringFlag{Name: "area", Usage: "only these areas (comma-separated: " + strings.Join(project.AllAreas, ", ") + ")"}
+	return &cli.StringFlag{Name: "area", Usage: "only these areas (comma-separated: " + strings.Join(area.All, ", ") + ")"}
 }
 
 // reportFilter is what of the report a command line asks to see.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -43,14 +44,14 @@ const (
 // default of 100 collects every few MiB allocated: at 30,000 checks a
 // second some 25 collections a second, whose marking takes the CPU that
 // requests then queue behind (the admission p99). Four times the headroom
-// costs ~15 MiB and collects a quarter as often (BENCHMARKS.md: the RSS
+// costs ~15 MiB and collects a quarter as often (docs/benchmarks.md: the RSS
 // after ten minutes of load stays under its 64 MiB).
 const serveGCPercent = 400
 
 // serveMemoryLimit bounds what the headroom may grow to: with the
 // scheduled passes running, four times the live heap came to more than a
 // host gives a storage daemon (the RSS reached 82 MiB with a snapshot and a
-// sweep pass a minute; BENCHMARKS.md). Near the limit the collector runs as
+// sweep pass a minute; docs/benchmarks.md). Near the limit the collector runs as
 // often as it must; below it the headroom stays. The limit counts only
 // Go's memory: the binary's mapped pages (some 16 MiB resident) come on top.
 const serveMemoryLimit = 40 << 20
@@ -68,7 +69,7 @@ func setServeGC(getenv func(string) string) {
 
 func serveCommand(with func(fn func(e env) error) cli.ActionFunc) *cli.Command {
 	return &cli.Command{
-		Name: "serve", Usage: "the HTTP API (SPEC §8): projects, admission, leases, events, health",
+		Name: "serve", Usage: "the HTTP API (docs/api.md): projects, admission, leases, events, health",
 		Description: "Serves the API on --listen (127.0.0.1:9742 by default: the bind address is what guards /metrics,\n" +
 			"/healthz and /readyz, which need no token; --metrics-token-file puts /metrics behind a token of its own).\n" +
 			"A non-loopback --listen needs --tls-cert and --tls-key, or --insecure-listen behind a TLS-terminating proxy.\n" +
@@ -284,4 +285,34 @@ func openHealthChecker(ctx context.Context, cfg project.Config) (*health.Checker
 		return nil, nil, err
 	}
 	return ch, func() { docker.Close(); src.Close() }, nil
+}
+
+func tokenCommand(with func(fn func(e env) error) cli.ActionFunc) *cli.Command {
+	return &cli.Command{
+		Name: "token", Usage: "tokens for serve's --token-file",
+		Subcommands: []*cli.Command{{
+			Name: "new", Usage: "make a random token and its --token-file line", ArgsUsage: "NAME reader|operator",
+			Description: "Prints the token (give it to the caller: it is shown only here) and the line to add to the\n" +
+				"token file, which holds only the token's SHA-256. Then reload serve with SIGHUP.",
+			Flags:  []cli.Flag{&cli.StringSliceFlag{Name: "projects", Usage: "limit a reader to these projects (P1,P2)"}},
+			Action: with(cmdTokenNew),
+		}},
+	}
+}
+
+func cmdTokenNew(e env) error {
+	if e.c.NArg() != 2 {
+		return usagef("token new takes NAME ROLE (reader or operator), got %d arguments: see xfsq token new --help", e.c.NArg())
+	}
+	secret, line, err := server.NewToken(e.c.Args().Get(0), e.c.Args().Get(1), e.c.StringSlice("projects"))
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Token string `json:"token"`
+		Line  string `json:"line"`
+	}{secret, line}
+	return e.print(out, func(w io.Writer) {
+		fmt.Fprintf(w, "token: %s\nline:  %s\n", secret, line)
+	})
 }

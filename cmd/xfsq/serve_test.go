@@ -141,6 +141,40 @@ func TestServeRefusesWithoutSafeTokenFile(t *testing.T) {
 	}
 }
 
+// serve refuses to start on the example token file as shipped, naming
+// the file and line; xfsq token new makes a token and the line that lets
+// it in, and nothing else.
+func TestTokenNewAndTheExampleFile(t *testing.T) {
+	s := newSandbox(t, t.TempDir(), "")
+	s.ok("init")
+	s.ok("project", "add", "omni")
+	example, err := os.ReadFile("../../contrib/xfsq-tokens.csv.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	writeTokens(t, tokens, string(example))
+	if r := s.run("serve", "--token-file", tokens); r.code != 2 || !strings.Contains(r.stderr, tokens+" line 12") || !strings.Contains(r.stderr, "xfsq token new") {
+		t.Errorf("serve on the example token file: exit %d %q, want 2 naming the file, the line and xfsq token new", r.code, r.stderr)
+	}
+	var made struct{ Token, Line string }
+	s.json(&made, "token", "new", "ci", "operator")
+	if len(made.Token) != 64 || !strings.HasPrefix(made.Line, "sha256:") || !strings.HasSuffix(made.Line, ",ci,operator") || strings.Contains(made.Line, made.Token) {
+		t.Fatalf("token new: %+v", made)
+	}
+	if out := s.ok("token", "new", "dash", "reader", "--projects", "omni"); !strings.Contains(out, "token: ") || !strings.Contains(out, `,dash,reader,"omni"`) {
+		t.Errorf("token new for a limited reader said:\n%s", out)
+	}
+	if r := s.run("token", "new", "ci", "admin"); r.code != 2 || !strings.Contains(r.stderr, `role "admin"`) {
+		t.Errorf("token new with a bad role: exit %d %q, want 2 naming the role", r.code, r.stderr)
+	}
+	writeTokens(t, tokens, made.Line+"\n")
+	sv := s.serve(t, tokens)
+	if a, err := sv.client(made.Token).Admission(context.Background(), "omni", false); err != nil || a.Decision != "ok" {
+		t.Errorf("admission with the new token: %v %+v", err, a)
+	}
+}
+
 // TestServeReloadAndShutdown runs the real binary: a SIGHUP reload takes
 // the new tokens, a bad file on reload keeps them; on SIGTERM a request in
 // flight completes, a new connection is refused, and serve exits 0.

@@ -18,6 +18,7 @@ import (
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/gittest"
 	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/store"
 )
@@ -142,7 +143,7 @@ func TestSweep(t *testing.T) {
 				t.Errorf("journal of %s: %v, want pending then done", p, states[p])
 			}
 		}
-		var swept []store.Event
+		var swept []project.Event
 		s.json(&swept, "events", "--type", "storage.swept")
 		if len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"freed_bytes"`) || !strings.Contains(string(swept[0].Payload), `"per_policy"`) {
 			t.Errorf("storage.swept: %+v", swept)
@@ -325,7 +326,7 @@ func TestSweepQuotaCheck(t *testing.T) {
 		t.Errorf("quota check of a dry run of omni: %+v, want omni's workspace at 300 KiB+ over 200 KiB", plan.OverSoft)
 	}
 	s.ok("sweep", "omni")
-	var evs []store.Event
+	var evs []project.Event
 	s.json(&evs, "events", "--type", "storage.quota_exceeded")
 	var payload struct {
 		Used uint64 `json:"used_bytes"`
@@ -351,8 +352,8 @@ func TestSweepLeavesDeletionsInProgress(t *testing.T) {
 	}
 	st := s.store()
 	for path, writer := range map[string]int{"cache/omni/busy": os.Getpid(), "cache/omni/orphan": dead.Process.Pid} {
-		rec := map[string]any{"sweep_id": "sw-other", "path": path, "state": "pending", "holder": fmt.Sprintf("%d@%s", writer, host)}
-		if err := st.InTx(t.Context(), func(tx *store.Tx) error { return tx.AppendEvent(t.Context(), store.EventEvicted, "omni", "t", rec) }); err != nil {
+		rec := journal.Evicted{SweepID: "sw-other", Path: path, State: "pending", Holder: fmt.Sprintf("%d@%s", writer, host)}
+		if err := st.InTx(t.Context(), func(tx *store.Tx) error { return tx.AppendEvent(t.Context(), "omni", "t", rec) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -364,7 +365,7 @@ func TestSweepLeavesDeletionsInProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Resolved != 1 || len(pending) != 1 || pending[0].Record["path"] != "cache/omni/busy" {
+	if res.Resolved != 1 || len(pending) != 1 || pending[0].Record.Path != "cache/omni/busy" {
 		t.Errorf("resolved %d, left pending %+v; want the dead writer's record settled and the live one's left", res.Resolved, pending)
 	}
 	var evs []map[string]any
@@ -507,7 +508,7 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 		if !res.evicted("cache/omni/old") || exists(s.root, "cache/omni/old") {
 			t.Errorf("the plan as made was not applied: %+v", res)
 		}
-		var swept []store.Event
+		var swept []project.Event
 		s.json(&swept, "events", "--type", "storage.swept")
 		if len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"plan_id": "pl-`) {
 			t.Errorf("storage.swept of an applied plan does not name it: %+v", swept)

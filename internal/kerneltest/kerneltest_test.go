@@ -164,8 +164,21 @@ func TestCrashingRouteFallsBackAndFailuresInsideFailOnTheHost(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(fake, "linux.uml"), []byte("#!/bin/sh\n"+c.fake), 0o755); err != nil {
 				t.Fatal(err)
 			}
+			reports := t.TempDir()
+			reportFile, detailFile := filepath.Join(reports, "report"), filepath.Join(reports, "detail")
 			out, code, marks := child(t, "^TestKernelHarnessHelper$/^(Passes|FailsOnPurpose)$",
-				"PATH="+fake+":"+os.Getenv("PATH"), "XFSQ_KERNELTEST_ROUTES=uml,qemu", envFail+"=1")
+				"PATH="+fake+":"+os.Getenv("PATH"), "XFSQ_KERNELTEST_ROUTES=uml,qemu", envFail+"=1",
+				envReport+"="+reportFile, envDetail+"="+detailFile)
+			// The closing line names uml unusable without its console,
+			// which the detail file keeps.
+			closing, detail := readMark(reports, "report"), readMark(reports, "detail")
+			if strings.Contains(closing, "Kernel panic") || strings.Contains(closing, "BUG:") || strings.Contains(closing, "ptrace") ||
+				!strings.Contains(closing, "passed over uml: unusable on this CPU, which is expected (its console lines are in "+detailFile+")") {
+				t.Errorf("the report line:\n%s", closing)
+			}
+			if !strings.Contains(detail, c.reason) {
+				t.Errorf("the detail file lacks %q:\n%s", c.reason, detail)
+			}
 			for _, want := range []string{
 				c.reason, "Kernel panic - not syncing", "kernel tests: qemu (",
 				"--- PASS: TestKernelHarnessHelper/Passes",
@@ -355,8 +368,8 @@ func TestARouteCrashingUnderTheProgramIsPassedOver(t *testing.T) {
 	defer func(l func() []vmRoute) { routeList = l }(routeList)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			chosen, chosenAt, passed, failed = nil, RouteReport{}, nil, nil
-			t.Cleanup(func() { chosen, chosenAt, passed, failed = nil, RouteReport{}, nil, nil })
+			chosen, chosenAt, passed, failed, unusable = nil, RouteReport{}, nil, nil, nil
+			t.Cleanup(func() { chosen, chosenAt, passed, failed, unusable = nil, RouteReport{}, nil, nil, nil })
 			routeList = func() []vmRoute { return []vmRoute{c.routes[0], c.routes[1]} }
 			var last BootResult
 			for i, want := range c.outputs {
@@ -372,6 +385,9 @@ func TestARouteCrashingUnderTheProgramIsPassedOver(t *testing.T) {
 			}
 			if got := strings.Join(last.Route.Skipped, "; "); got != c.skipped {
 				t.Errorf("the last report passes over %q, want %q", got, c.skipped)
+			}
+			if c.skipped != "" && strings.Join(last.Route.Unusable, ",") != "a" {
+				t.Errorf("the last report names %q unusable, want route a, which crashed", last.Route.Unusable)
 			}
 			if c.routes[0].boots != c.bootsOfA {
 				t.Errorf("route a booted %d times, want %d: a route that crashed is never tried again", c.routes[0].boots, c.bootsOfA)
@@ -512,5 +528,31 @@ esac
 				t.Errorf("a checked cache is not marked checked: %v", err)
 			}
 		})
+	}
+}
+
+// The closing lines of a test run name a route that could not run here
+// without its console (a kernel panic read there alarms for nothing when a
+// later route ran the tests); the full line keeps every reason.
+func TestSummaryLeavesOutTheConsoleOfUnusableRoutes(t *testing.T) {
+	r := RouteReport{Route: "qemu (tcg)", Detail: "Debian kernel 6.1.0-57-amd64", Skipped: []string{
+		"native: the host kernel has no XFS quota support (CONFIG_XFS_QUOTA off)",
+		"uml: crashed while the program ran: BUG: kernel NULL pointer dereference; Kernel panic - not syncing: Fatal exception",
+	}, Unusable: []string{"uml"}}
+	sum := r.Summary("its console lines are in /tmp/x")
+	for _, bad := range []string{"BUG:", "Kernel panic"} {
+		if strings.Contains(sum, bad) {
+			t.Errorf("the summary quotes %q: %s", bad, sum)
+		}
+	}
+	for _, want := range []string{"kernel tests: qemu (tcg), Debian kernel 6.1.0-57-amd64",
+		"passed over native: the host kernel has no XFS quota support",
+		"passed over uml: unusable on this CPU, which is expected (its console lines are in /tmp/x)"} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("the summary lacks %q: %s", want, sum)
+		}
+	}
+	if full := r.String(); !strings.Contains(full, "Kernel panic - not syncing") {
+		t.Errorf("the full line lost the console: %s", full)
 	}
 }

@@ -1,7 +1,8 @@
 // Package layering holds the import rules of xfsq's packages and the test
 // that enforces them over the module: the seam between the library and its
 // shells (cmd/xfsq, server) is only as real as the imports say. Its tests
-// also hold that a tree is measured one way only (inventory.Measure).
+// also hold that a tree is measured one way only (inventory.Measure) and
+// that event names are spelled only in the journal package.
 package layering
 
 import (
@@ -46,6 +47,10 @@ func Violations(graph map[string][]string, allowed map[string]string) []string {
 	return out
 }
 
+// deletionMayImport is all internal/deletion may import of xfsq: its record
+// is the journal's type.
+var deletionMayImport = map[string]bool{"internal/saferm": true, "internal/fault": true, "journal": true}
+
 // rule says why from may not import to, or "" when it may.
 func rule(from, to string) string {
 	switch {
@@ -59,10 +64,18 @@ func rule(from, to string) string {
 		return "client imports only the wire types (api/v1), so that a service using it links no store, driver or backend"
 	case from == "api/v1" && to != "units":
 		return "api/v1 is the wire's leaf: it imports nothing of xfsq but units, so that the client stays thin"
-	case from == "store" && to != "quota":
-		return "store imports nothing of xfsq but quota: it is the bottom layer every other one sits on"
+	case from == "journal":
+		return "journal imports nothing of xfsq: it is the journal's vocabulary, which the store below and a client at the edge both speak"
+	case from == "store" && to != "quota" && to != "journal":
+		return "store imports nothing of xfsq but quota and journal: it is the bottom layer every other one sits on"
 	case from == "files" && (to == "store" || strings.HasPrefix(to, "store/")):
 		return "files reaches the store only through project, which owns write accounting"
+	case from == "area":
+		return "area is a leaf: the vocabulary every layer speaks imports nothing of xfsq"
+	case from == "internal/deletion" && !deletionMayImport[to]:
+		return "the journalled deletion imports only saferm, fault and the journal's vocabulary: the caller gives it the journal, and it never reaches a shell, the store or a policy"
+	case from == "internal/gitindex" && to != "area":
+		return "the git reader imports nothing of xfsq but area's words for file types: it reads a tenant's files and answers what is tracked, nothing more"
 	}
 	return ""
 }

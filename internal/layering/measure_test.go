@@ -2,12 +2,8 @@ package layering
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -26,26 +22,8 @@ var pendingWalkers = map[string]string{}
 
 func TestTreeMeasurementExistsOnce(t *testing.T) {
 	const inventory = Module + "/inventory"
-	root := "../.."
 	found := map[string]bool{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if d.IsDir() {
-			if (strings.HasPrefix(d.Name(), ".") && p != root) || rel == "inventory" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	eachSource(t, "inventory", func(rel string, _ *token.FileSet, f *ast.File) {
 		name := ""
 		for _, imp := range f.Imports {
 			if path, _ := strconv.Unquote(imp.Path.Value); path == inventory {
@@ -56,7 +34,7 @@ func TestTreeMeasurementExistsOnce(t *testing.T) {
 			}
 		}
 		if name == "" {
-			return nil
+			return
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			sel, ok := n.(*ast.SelectorExpr)
@@ -64,15 +42,11 @@ func TestTreeMeasurementExistsOnce(t *testing.T) {
 				return true
 			}
 			if id, ok := sel.X.(*ast.Ident); ok && id.Name == name {
-				found[filepath.ToSlash(rel)] = true
+				found[rel] = true
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if !found["project/walktree.go"] {
 		t.Fatalf("the snapshot's walk was not found: the test sees nothing (found %v)", found)
 	}

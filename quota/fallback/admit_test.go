@@ -50,6 +50,15 @@ func TestAdmit(t *testing.T) {
 		{"inodes past their grace", soft(time.Time{}, at), Request{Bytes: 0, Inodes: 1}, "inodes_soft"},
 		{"inodes past their grace, a replacement adds none", soft(time.Time{}, at), Request{FileBytes: 5, Bytes: 5}, ""},
 		{"the hard limit names itself first", soft(at, time.Time{}), Request{FileBytes: 41, Bytes: 41}, "bytes_hard"},
+		// A name's room is reserved but refused only by a tree past a
+		// limit without it: content that fits exactly is admitted, and a
+		// zero-byte file is refused once its directory's growth has
+		// taken the tree past.
+		{"a name beside content that fits exactly", base, Request{FileBytes: 40, Bytes: 40, Inodes: 1, Names: 4096}, ""},
+		{"a zero-byte file's name at the limit", func() State { s := base; s.Used.Bytes = 100; return s }(), Request{Inodes: 1, Names: 4096}, ""},
+		{"a zero-byte file's name past the limit", func() State { s := base; s.Used.Bytes = 101; return s }(), Request{Inodes: 1, Names: 4096}, "bytes_hard"},
+		{"a zero-byte file's name past the soft limit's grace", func() State { s := soft(at, time.Time{}); s.Used.Bytes = 51; return s }(), Request{Names: 4096}, ""},
+		{"a zero-byte file's name past the root budget", func() State { s := base; s.RootUsed = 1001; return s }(), Request{Names: 4096}, "root_budget"},
 	}
 	for _, c := range cases {
 		err := Admit(c.state, c.req)

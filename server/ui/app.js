@@ -31,6 +31,9 @@ function iec(n) {
   return v.toFixed(1) + " " + units[u];
 }
 
+// plural is a count with its noun, as the CLI writes it: 1 file, 2 files.
+function plural(n, one, many) { return n + " " + (n === 1 ? one : many); }
+
 function signed(n) { return n == null ? "—" : (n > 0 ? "+" : n < 0 ? "−" : "") + iec(Math.abs(n)); }
 
 // when shows a time in the browser's zone, with the zone named.
@@ -116,7 +119,8 @@ async function overview() {
   $("host").textContent = ov.host + " · " + ov.root;
   const used = ov.disk.total_bytes - ov.disk.free_bytes;
   $("disk-bar").replaceWith(Object.assign(bar(ov.disk.total_bytes ? used / ov.disk.total_bytes : null), { id: "disk-bar" }));
-  $("disk-text").textContent = iec(used) + " used of " + iec(ov.disk.total_bytes) + ", " + iec(ov.disk.free_bytes) + " free";
+  $("disk-text").textContent = iec(used) + " used of " + iec(ov.disk.total_bytes) + ", " + iec(ov.disk.free_bytes) + " free" +
+    (ov.disk.unowned_bytes != null ? ", " + iec(ov.disk.unowned_bytes) + " in no project" : "");
   $("backend").textContent = "Quotas: " + ov.backend.kind + (ov.backend.enforced ? " (enforced by the kernel)" : " (not enforced by the kernel: " + ov.backend.reason + ")");
   const top = [...ov.projects].sort((a, b) => share(b) - share(a) || b.workspace_bytes - a.workspace_bytes).slice(0, 5);
   fill($("top").tBodies[0], top.map((p) => el("tr", { class: "link", "data-project": p.project, on: { click: () => { location.hash = "#/storage/" + encodeURIComponent(p.project); } } },
@@ -136,11 +140,11 @@ async function serverWidget() {
     return;
   }
   const facts = [["status", h.status]];
-  if (h.cpu) facts.push(["load", [h.cpu.load1, h.cpu.load5, h.cpu.load15].map((v) => (v ?? 0).toFixed(2)).join(" / ") + " on " + h.cpu.cores + " cores"]);
+  if (h.cpu) facts.push(["load", [h.cpu.load1, h.cpu.load5, h.cpu.load15].map((v) => (v ?? 0).toFixed(2)).join(" / ") + " on " + plural(h.cpu.cores, "core", "cores")]);
   if (h.memory) facts.push(["memory", iec(h.memory.available_bytes) + " available of " + iec(h.memory.total_bytes)]);
   const root = h.disk && h.disk.paths && h.disk.paths[0];
   if (root) facts.push(["free space", iec(root.available_bytes) + " of " + iec(root.total_bytes) + " (" + (root.free_percent ?? 0).toFixed(1) + " % free)"]);
-  if (h.docker) facts.push(["Docker", h.docker.error ? h.docker.error : h.docker.images + " images, " + iec(h.docker.images_bytes) + "; " + h.docker.containers_running + " of " + h.docker.containers_total + " containers running"]);
+  if (h.docker) facts.push(["Docker", h.docker.error ? h.docker.error : plural(h.docker.images, "image", "images") + ", " + iec(h.docker.images_bytes) + "; " + h.docker.containers_running + " of " + plural(h.docker.containers_total, "container", "containers") + " running"]);
   dl.replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { class: k === "status" ? "status-" + v : "" }, v)]));
 }
 
@@ -170,7 +174,7 @@ async function lastSweeps() {
 
 // node renders one directory of the drill-down tree, its children folded.
 function node(n, open) {
-  const label = el("summary", {}, n.path, el("span", { class: "size" }, iec(n.size_bytes) + ", " + n.total_files + " files, newest " + when(n.newest_modified_at)));
+  const label = el("summary", {}, n.path, el("span", { class: "size" }, iec(n.size_bytes) + ", " + plural(n.total_files, "file", "files") + ", newest " + when(n.newest_modified_at)));
   const d = el("details", { "data-path": n.path }, label);
   if (open) d.open = true;
   for (const c of n.children || []) d.append(node(c, false));
@@ -246,7 +250,7 @@ async function dryRun() {
     if (!current || current.name !== name) return;
     current.plan = plan;
     $("plan").hidden = false;
-    $("plan-summary").textContent = plan.entries.length + " entries, " + iec(plan.planned_bytes) + " would be deleted; plan " + plan.plan_id + ", valid until " + when(plan.expires_at);
+    $("plan-summary").textContent = plural(plan.entries.length, "entry", "entries") + ", " + iec(plan.planned_bytes) + " would be deleted; plan " + plan.plan_id + ", valid until " + when(plan.expires_at);
     fill($("plan-entries").tBodies[0], plan.entries.map((e) => el("tr", {}, el("td", { class: "path" }, e.path), el("td", {}, iec(e.size_bytes)), el("td", {}, e.reason))));
     $("apply").disabled = plan.entries.length === 0;
   } catch (err) {
@@ -261,7 +265,7 @@ async function apply() {
   try {
     const res = await api("/v1/workspace/storage/projects/" + encodeURIComponent(name) + "/sweep", { method: "POST", body: { plan_id: plan.plan_id } });
     await projectView(name); // the history, the tree and the figures after it
-    $("sweep-result").textContent = "Swept: " + res.deleted.length + " entries deleted, " + iec(res.freed_bytes) + " freed, " + res.skipped.length + " skipped.";
+    $("sweep-result").textContent = "Swept: " + plural(res.deleted.length, "entry", "entries") + " deleted, " + iec(res.freed_bytes) + " freed, " + res.skipped.length + " skipped.";
   } catch (err) {
     $("sweep-result").textContent = refusal(err);
   }

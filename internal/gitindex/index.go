@@ -1,4 +1,4 @@
-package sweep
+package gitindex
 
 import (
 	"bufio"
@@ -32,24 +32,33 @@ const (
 	minEntryBytes = 40 + 20 + 2 + 2
 )
 
-// gitIndex is what a repository's index says is tracked, as paths
+// Index is what a repository's index says is tracked, as paths
 // relative to the repository's root.
-type gitIndex struct {
+type Index struct {
 	files    []string        // sorted: every entry (files, symlinks, gitlinks)
 	gitlinks map[string]bool // submodules: the whole directory is the superproject's
 	sparse   map[string]bool // sparse directories (no trailing slash): all of it is tracked
 }
 
-func (ix *gitIndex) tracks(p string) bool {
+// Tracks reports whether the index has an entry at p (a file, a symlink
+// or a gitlink).
+func (ix *Index) Tracks(p string) bool {
 	_, ok := slices.BinarySearch(ix.files, p)
 	return ok
 }
 
-// covers reports whether deleting p (a path in the repository) would
+// Gitlink reports whether p is a submodule: the whole directory is the
+// superproject's.
+func (ix *Index) Gitlink(p string) bool { return ix.gitlinks[p] }
+
+// Sparse reports whether p is a sparse directory: all of it is tracked.
+func (ix *Index) Sparse(p string) bool { return ix.sparse[p] }
+
+// Covers reports whether deleting p (a path in the repository) would
 // delete something the index tracks: p itself, a file below it, or a
 // sparse directory it is in or holds.
-func (ix *gitIndex) covers(p string) bool {
-	if ix.tracks(p) {
+func (ix *Index) Covers(p string) bool {
+	if ix.Tracks(p) {
 		return true
 	}
 	// Below p: the names starting p/ sort together, from p/ on.
@@ -73,7 +82,7 @@ type indexEntry struct {
 // indexFile is one index file as read: a split index's entries still
 // need the shared index's.
 type indexFile struct {
-	cached   *gitIndex // read before in this very version (repoFinder.indexes)
+	cached   *Index // read before in this very version (Finder.indexes)
 	entries  []indexEntry
 	sum      []byte // the trailing checksum: a shared index is named by it
 	linked   bool   // it has a link extension (split index)
@@ -661,9 +670,9 @@ func mergeSplit(split, shared *indexFile) ([]indexEntry, error) {
 	return out, nil
 }
 
-// newGitIndex indexes entries for the walk's look-ups.
-func newGitIndex(entries []indexEntry) *gitIndex {
-	ix := &gitIndex{files: make([]string, 0, len(entries)), gitlinks: map[string]bool{}, sparse: map[string]bool{}}
+// newIndex indexes entries for the walk's look-ups.
+func newIndex(entries []indexEntry) *Index {
+	ix := &Index{files: make([]string, 0, len(entries)), gitlinks: map[string]bool{}, sparse: map[string]bool{}}
 	for _, e := range entries {
 		switch {
 		case strings.HasSuffix(e.name, "/") || e.mode&modeTypeMask == modeDir:
@@ -684,7 +693,7 @@ func newGitIndex(entries []indexEntry) *gitIndex {
 
 // parseIndex reads a whole index held in memory (tests and fuzzing): a
 // split index's shared entries are not there, so it is refused.
-func parseIndex(data []byte, hashLen int) (*gitIndex, error) {
+func parseIndex(data []byte, hashLen int) (*Index, error) {
 	f, err := readIndex(context.Background(), bytes.NewReader(data), int64(len(data)), hashLen, nil)
 	if err != nil {
 		return nil, err
@@ -692,7 +701,7 @@ func parseIndex(data []byte, hashLen int) (*gitIndex, error) {
 	if f.linked && !bytes.Equal(f.base, make([]byte, hashLen)) {
 		return nil, errors.New("git index: split index without its shared index")
 	}
-	return newGitIndex(f.entries), nil
+	return newIndex(f.entries), nil
 }
 
 // offsetVarint decodes git's offset encoding (each continuation adds one

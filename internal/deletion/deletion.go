@@ -1,4 +1,18 @@
-package sweep
+// Package deletion is the one journalled deletion of xfsq: sweeps,
+// project rm --purge, files rm and the removal of a write's temporary file
+// all delete through Delete, which writes a pending storage.evicted record
+// before anything goes, removes the entry with saferm, and settles the
+// record with what really went (done, partial or failed). Record is that
+// record's shape, read back by whoever reports on deletions.
+//
+// It must never remove anything unless the pending record was written,
+// never settle a record as failed for what the tree's own activity (a
+// tenant's rename, a link swapped in) or the caller's cancellation
+// stopped, and never skip the settling record once anything may have
+// gone. It resolves nothing itself (saferm does, from descriptors) and
+// knows nothing of the store, policies or shells: the caller gives the
+// journal as a function.
+package deletion
 
 import (
 	"context"
@@ -10,27 +24,40 @@ import (
 
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/journal"
 )
 
-// States of a storage.evicted record.
+// States of a storage.evicted record (see journal.StatePending).
 const (
-	// StatePending is written before anything is removed.
-	StatePending = "pending"
-	// StateDone: the entry is gone.
-	StateDone = "done"
-	// StatePartial: not all of it went (perhaps nothing), the rest was
-	// left in place (mount points, entries that changed meanwhile, the way
-	// to it changed), as the record's left says.
-	StatePartial = "partial"
-	// StateFailed: the removal stopped on an error; removed_entries says
-	// how much went before it did.
-	StateFailed = "failed"
+	StatePending = journal.StatePending
+	StateDone    = journal.StateDone
+	// StatePartial: the rest was left in place (mount points, entries
+	// that changed meanwhile, the way to it changed), as the record's
+	// left says.
+	StatePartial = journal.StatePartial
+	StateFailed  = journal.StateFailed
 )
+
+// LeftOf is a removal's left entries as its record states them (nil
+// stays nil).
+func LeftOf(left []saferm.Left) []journal.Left {
+	if left == nil {
+		return nil
+	}
+	out := make([]journal.Left, len(left))
+	for i, l := range left {
+		out[i] = journal.Left{Path: l.Path, Reason: l.Reason}
+	}
+	return out
+}
+
+// Record is one storage.evicted journal entry, as the journal types it.
+type Record = journal.Evicted
 
 // Journal appends one storage.evicted record of a project.
 type Journal func(ctx context.Context, project string, r Record) error
 
-// Delete is the one journalled deletion of xfsq (sweeps, project rm
+// Delete deletes name beneath parent, journalled (sweeps, project rm
 // --purge, files rm): the pending record, then the removal of name beneath
 // parent by saferm, then the record of what really went — the path removed
 // (parent's own path, not the one asked for), entries, inodes and bytes
@@ -44,6 +71,8 @@ func Delete(ctx context.Context, journal Journal, project string, parent *saferm
 	if err := journal(ctx, project, rec); err != nil {
 		return rec, saferm.Report{Left: []saferm.Left{}}, err
 	}
+	// The crash tests kill here and after the removal; the points keep
+	// the names they had when only sweeps deleted.
 	fault.Point("sweep:after-pending")
 	rep, rmErr := parent.Remove(ctx, name, o)
 	rmErr = collided(rmErr, &rep, rec.Path)
@@ -51,7 +80,7 @@ func Delete(ctx context.Context, journal Journal, project string, parent *saferm
 	rec.State = StateDone
 	// All that went, whatever o.CountChangedBefore leaves out of rep.Bytes
 	// for a ledger's credit.
-	rec.Bytes, rec.Entries, rec.Inodes, rec.Left = rep.AllBytes, rep.Entries, rep.AllInodes, rep.Left
+	rec.Bytes, rec.Entries, rec.Inodes, rec.Left = rep.AllBytes, rep.Entries, rep.AllInodes, LeftOf(rep.Left)
 	switch {
 	case rmErr != nil && ctx.Err() != nil && errors.Is(rmErr, ctx.Err()):
 		// Stopped by its caller (a client that hung up, a shutdown): what
@@ -59,7 +88,7 @@ func Delete(ctx context.Context, journal Journal, project string, parent *saferm
 		// pages an operator, and a tenant whose tree is large enough that
 		// any caller's timeout runs out must not be able to.
 		rec.State, rec.Error = StatePartial, rmErr.Error()
-		rec.Left = append(slices.Clip(rep.Left), saferm.Left{Path: rec.Path, Reason: LeftStopped})
+		rec.Left = LeftOf(append(slices.Clip(rep.Left), saferm.Left{Path: rec.Path, Reason: LeftStopped}))
 	case rmErr != nil:
 		rec.State, rec.Error = StateFailed, rmErr.Error()
 	case len(rep.Left) > 0:

@@ -1,4 +1,4 @@
-package sweep
+package gitindex
 
 import (
 	"bytes"
@@ -18,31 +18,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// writeFiles writes each file (and its directories) under dir, its path as
-// its content.
-func writeFiles(t testing.TB, dir string, names ...string) {
-	t.Helper()
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(n), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // readRepo reads the repository whose .git is in dir as the walk does.
-func readRepo(t testing.TB, dir string) (*gitIndex, string) {
+func readRepo(t testing.TB, dir string) (*Index, string) {
 	t.Helper()
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)
-	rf := &repoFinder{ctx: context.Background(), treeFd: fd, abs: []string{dir}}
-	ix, why, err := rf.openRepo(fd, ".")
+	rf := NewFinder(context.Background(), fd, Options{})
+	rf.abs = []string{dir}
+	ix, why, err := rf.Read(fd, ".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +36,7 @@ func readRepo(t testing.TB, dir string) (*gitIndex, string) {
 }
 
 // names is what an index tracks as git ls-files --sparse lists it.
-func (ix *gitIndex) names() []string {
+func (ix *Index) names() []string {
 	out := slices.Clone(ix.files)
 	for d := range ix.sparse {
 		out = append(out, d+"/")
@@ -73,7 +59,7 @@ func TestReadIndexMatchesGit(t *testing.T) {
 	}{
 		{name: "v2", setup: func(t *testing.T, dir string) {}},
 		{name: "v3 with intent-to-add and skip-worktree", setup: func(t *testing.T, dir string) {
-			writeFiles(t, dir, "later.log")
+			gittest.WriteFiles(t, dir, "later.log")
 			gittest.Run(t, dir, "add", "-N", "--", "later.log")
 			gittest.Run(t, dir, "update-index", "--skip-worktree", "dist/app.js")
 		}},
@@ -83,20 +69,20 @@ func TestReadIndexMatchesGit(t *testing.T) {
 		{name: "split index with replacements, deletions and additions", setup: func(t *testing.T, dir string) {
 			gittest.Run(t, dir, "update-index", "--split-index")
 			os.WriteFile(filepath.Join(dir, "dist/app.js"), []byte("changed"), 0o644)
-			writeFiles(t, dir, "dist/new.js")
+			gittest.WriteFiles(t, dir, "dist/new.js")
 			gittest.Run(t, dir, "add", "dist/app.js", "dist/new.js")
 			gittest.Run(t, dir, "rm", "-q", "--cached", "pkg/f07.go")
 		}},
 		{name: "core.splitIndex", setup: func(t *testing.T, dir string) {
 			gittest.Run(t, dir, "config", "core.splitIndex", "true")
-			writeFiles(t, dir, "dist/new.js")
+			gittest.WriteFiles(t, dir, "dist/new.js")
 			gittest.Run(t, dir, "add", "dist/new.js")
 			gittest.Run(t, dir, "rm", "-q", "--cached", "a.go")
 		}},
 		{name: "split index in version 4", setup: func(t *testing.T, dir string) {
 			gittest.Run(t, dir, "update-index", "--index-version", "4")
 			gittest.Run(t, dir, "update-index", "--split-index")
-			writeFiles(t, dir, "dist/new.js")
+			gittest.WriteFiles(t, dir, "dist/new.js")
 			gittest.Run(t, dir, "add", "dist/new.js")
 		}},
 		{name: "sparse index", setup: func(t *testing.T, dir string) {
@@ -117,8 +103,8 @@ func TestReadIndexMatchesGit(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			gittest.Run(t, dir, append([]string{"init", "-q"}, c.init...)...)
-			writeFiles(t, dir, many...)
-			writeFiles(t, dir, "untracked.log")
+			gittest.WriteFiles(t, dir, many...)
+			gittest.WriteFiles(t, dir, "untracked.log")
 			gittest.Run(t, dir, "add", "--", ".")
 			gittest.Run(t, dir, "rm", "-q", "--cached", "untracked.log")
 			gittest.Run(t, dir, "commit", "-q", "-m", "one")
@@ -151,30 +137,19 @@ func TestReadIndexMatchesGit(t *testing.T) {
 	})
 }
 
-// fixSum rewrites an index's trailing SHA-1 for its content.
-func fixSum(data []byte) []byte {
-	data = slices.Clone(data)
-	if len(data) < sha1.Size {
-		return data
-	}
-	sum := sha1.Sum(data[:len(data)-sha1.Size])
-	copy(data[len(data)-sha1.Size:], sum[:])
-	return data
-}
-
 // withExtension inserts an extension before an index's checksum.
 func withExtension(data []byte, sig, body string) []byte {
 	ext := append([]byte(sig), binary.BigEndian.AppendUint32(nil, uint32(len(body)))...)
 	ext = append(ext, body...)
 	out := append(slices.Clone(data[:len(data)-sha1.Size]), ext...)
-	return fixSum(append(out, make([]byte, sha1.Size)...))
+	return gittest.FixSum(append(out, make([]byte, sha1.Size)...))
 }
 
 // gitIndexBytes is the index git writes for a few files, in a version.
 func gitIndexBytes(t testing.TB, version string) []byte {
 	dir := t.TempDir()
 	gittest.Run(t, dir, "init", "-q")
-	writeFiles(t, dir, "a.go", "dist/app.js", "dist/vendor/lib.js", "x.log")
+	gittest.WriteFiles(t, dir, "a.go", "dist/app.js", "dist/vendor/lib.js", "x.log")
 	gittest.Run(t, dir, "add", ".")
 	gittest.Run(t, dir, "update-index", "--index-version", version)
 	data, err := os.ReadFile(filepath.Join(dir, ".git/index"))
@@ -195,7 +170,7 @@ func TestReadIndexRefusesWhatItCannotRead(t *testing.T) {
 	set := func(off int, b ...byte) []byte {
 		d := slices.Clone(good)
 		copy(d[off:], b)
-		return fixSum(d)
+		return gittest.FixSum(d)
 	}
 	cases := []struct {
 		name string
@@ -240,7 +215,7 @@ func FuzzParseIndex(f *testing.F) {
 		f.Add(withExtension(data, "link", strings.Repeat("\x00", 20)+"\x00\x00\x00\x40\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00"))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, d := range [][]byte{data, fixSum(data)} {
+		for _, d := range [][]byte{data, gittest.FixSum(data)} {
 			ix, err := parseIndex(d, 20)
 			if err != nil {
 				continue
@@ -258,11 +233,11 @@ func gitSplitIndexBytes(t testing.TB) (split, shared []byte) {
 	dir := t.TempDir()
 	gittest.Run(t, dir, "init", "-q")
 	for i := range 20 {
-		writeFiles(t, dir, fmt.Sprintf("f%02d", i))
+		gittest.WriteFiles(t, dir, fmt.Sprintf("f%02d", i))
 	}
 	gittest.Run(t, dir, "add", ".")
 	gittest.Run(t, dir, "update-index", "--split-index")
-	writeFiles(t, dir, "new")
+	gittest.WriteFiles(t, dir, "new")
 	os.WriteFile(filepath.Join(dir, "f03"), []byte("changed"), 0o644)
 	gittest.Run(t, dir, "add", "new", "f03")
 	gittest.Run(t, dir, "rm", "-q", "--cached", "f07")
@@ -283,11 +258,11 @@ func FuzzMergeSplit(f *testing.F) {
 	f.Add(split, split)
 	f.Fuzz(func(t *testing.T, splitData, sharedData []byte) {
 		ctx := context.Background()
-		s, err := readIndex(ctx, bytes.NewReader(fixSum(splitData)), int64(len(splitData)), 20, nil)
+		s, err := readIndex(ctx, bytes.NewReader(gittest.FixSum(splitData)), int64(len(splitData)), 20, nil)
 		if err != nil {
 			return
 		}
-		b, err := readIndex(ctx, bytes.NewReader(fixSum(sharedData)), int64(len(sharedData)), 20, nil)
+		b, err := readIndex(ctx, bytes.NewReader(gittest.FixSum(sharedData)), int64(len(sharedData)), 20, nil)
 		if err != nil {
 			return
 		}
@@ -334,7 +309,7 @@ func TestAnIEOTBlockStartIsReadAsGitsThreadsReadIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ix.tracks("dist/keep.js") || !ix.tracks("dist/a") {
+	if !ix.Tracks("dist/keep.js") || !ix.Tracks("dist/a") {
 		t.Errorf("tracked %v; want dist/keep.js (as git's threads read it) and dist/a", ix.files)
 	}
 	for name, offs := range map[string][]uint32{"a block offset inside an entry": {12, 20}, "a block offset past the entries": {12, 9000}} {
@@ -390,7 +365,7 @@ func TestAnEOIEPointingElsewhereIsRefused(t *testing.T) {
 // once its paths come to more than a bounded multiple of its size, or one
 // of them is longer than a path can be.
 func TestAVersion4IndexCannotNameMorePathsThanItHolds(t *testing.T) {
-	build := v4Growing
+	build := gittest.V4Growing
 	if _, err := parseIndex(build(3000, "a"), 20); err == nil || !strings.Contains(err.Error(), "paths come to more than") {
 		t.Errorf("3,000 paths growing by a byte each (4.5 MB of paths in a 200 KB file): %v, want it refused", err)
 	}
@@ -400,23 +375,6 @@ func TestAVersion4IndexCannotNameMorePathsThanItHolds(t *testing.T) {
 	if ix, err := parseIndex(build(50, "a"), 20); err != nil || len(ix.files) != 50 {
 		t.Errorf("50 short paths: %v", err)
 	}
-}
-
-// v4Growing is a version 4 index of n paths, each the one before and
-// suffix more.
-func v4Growing(n int, suffix string) []byte {
-	buf := append([]byte("DIRC"), 0, 0, 0, 4)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(n))
-	name := 0
-	for range n {
-		e := make([]byte, 40, 64)
-		binary.BigEndian.PutUint32(e[24:], 0o100644)
-		e = append(e, make([]byte, sha1.Size)...)
-		name += len(suffix)
-		e = binary.BigEndian.AppendUint16(e, uint16(min(name, 0xfff)))
-		buf = append(append(append(buf, e...), 0), append([]byte(suffix), 0)...)
-	}
-	return fixSum(append(buf, make([]byte, sha1.Size)...))
 }
 
 // v4Entry is one entry of a hand-made version 4 index.
@@ -466,7 +424,7 @@ func v4WithIEOT(entries []v4Entry, blocks func(offs []uint32) [][2]uint32) []byt
 	hsum := sha1.Sum(hdr)
 	eoie := append(binary.BigEndian.AppendUint32(nil, uint32(ext)), hsum[:]...)
 	buf = append(append(buf, append([]byte("EOIE"), binary.BigEndian.AppendUint32(nil, uint32(len(eoie)))...)...), eoie...)
-	return fixSum(append(buf, make([]byte, sha1.Size)...))
+	return gittest.FixSum(append(buf, make([]byte, sha1.Size)...))
 }
 
 // In a block of several entries, git's threads name every entry after the
@@ -480,7 +438,7 @@ func TestEveryEntryOfAnIEOTBlockIsReadAsGitsThreadsReadIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"zz/a", "zz/b", "zz/keep.log", "b", "keep.log"} {
-		if !ix.tracks(p) {
+		if !ix.Tracks(p) {
 			t.Errorf("%s not tracked; tracked %v", p, ix.files)
 		}
 	}

@@ -1,12 +1,14 @@
-package sweep
+package gitindex
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"regexp"
@@ -14,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/xfsq/xfsq/area"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,25 +29,6 @@ const (
 	// maxSmallFile bounds a .git file, a commondir file or a config.
 	maxSmallFile = 1 << 20
 )
-
-// fileKind names what a mode is, for the reasons a sweep gives.
-func fileKind(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFLNK:
-		return "a symlink"
-	case unix.S_IFIFO:
-		return "a named pipe"
-	case unix.S_IFSOCK:
-		return "a socket"
-	case unix.S_IFCHR, unix.S_IFBLK:
-		return "a device"
-	case unix.S_IFREG:
-		return "a regular file"
-	}
-	return "not a regular file"
-}
 
 // openDirAt opens the directory name in dirfd, refusing a symlink.
 func openDirAt(dirfd int, name string) (*os.File, error) {
@@ -65,7 +49,7 @@ func openRegularAt(dirfd int, name string, limit int64) (*os.File, int64, error)
 		return nil, 0, &os.PathError{Op: "stat", Path: name, Err: err}
 	}
 	if before.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, 0, fmt.Errorf("%s is %s, not a regular file", name, fileKind(before.Mode))
+		return nil, 0, fmt.Errorf("%s is %s, not a regular file", name, area.FileKind(before.Mode))
 	}
 	fd, err := unix.Openat(dirfd, name, fileOpenFlags, 0)
 	if err != nil {
@@ -98,12 +82,14 @@ func readSmallAt(dirfd int, name string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, maxSmallFile))
 }
 
-// repoFinder opens the repositories of one workspace tree: every path it
-// follows stays inside the tree and crosses no symlink.
-type repoFinder struct {
+// Finder opens the repositories of one workspace tree: every path it
+// follows stays inside the tree and crosses no symlink. It is safe for
+// the goroutines of one walk at once.
+type Finder struct {
 	ctx    context.Context
 	treeFd int      // the workspace tree
 	abs    []string // the tree's absolute paths, as a .git file may name them
+	budget int64    // at most this many index bytes parsed, and path bytes decoded
 
 	mu sync.Mutex
 	// protectAll, once set, is why nothing of the workspace may be offered
@@ -120,7 +106,7 @@ type repoFinder struct {
 	// identity: the executor reads a repository's index again before each
 	// entry it deletes, and an index git has not rewritten since (git
 	// writes a new file and renames it over) need not be parsed again.
-	indexes map[indexStamp]*gitIndex
+	indexes map[indexStamp]*Index
 	// splits keeps, likewise, each split index read by its file's
 	// identity, with the shared index it was merged with: the pair again
 	// is the same index.
@@ -130,29 +116,96 @@ type repoFinder struct {
 	// parsed (up to 128 MiB) once per entry, a tenant's way to stall a
 	// sweep of every project.
 	parsed map[string]int
-	// parsedBytes is how much index this finder has parsed: at most
-	// maxParsedIndexBytes, so that a tenant's copies or links of one large
-	// index cannot make a sweep spend minutes and gigabytes on it.
+	// parsedBytes is how much index this finder has parsed: at most its
+	// budget (Options.Budget), so that a tenant's copies or links of one
+	// large index cannot make a sweep spend minutes and gigabytes on it.
 	parsedBytes int64
 	// decodedBytes is what the paths of the indexes parsed come to, as
-	// they are read: at most maxParsedIndexBytes too.
+	// they are read: at most the budget too.
 	decodedBytes atomic.Int64
 }
 
 // errDecodedBudget stops a parse past the walk's budget of paths.
 var errDecodedBudget = errors.New("past the budget of index paths")
 
-// maxParsedIndexBytes bounds the index bytes one walk (or one execution)
+// DefaultBudget bounds the index bytes one walk (or one execution)
 // parses over all the repositories of a workspace: two of the largest
 // index read at all. Past it the whole workspace is protected.
-var maxParsedIndexBytes int64 = 2 * maxIndexBytes
+const DefaultBudget int64 = 2 * maxIndexBytes
+
+// Options configure a Finder.
+type Options struct {
+	// Keep keeps every index read by its file's identity, for a reader
+	// that reads a repository's index again and again (the executor,
+	// before each entry it deletes): an unchanged index is not parsed
+	// again, and Parsed counts those that were.
+	Keep bool
+	// Budget bounds the index bytes parsed, and the path bytes they
+	// decode to, over the finder's life; 0 is DefaultBudget.
+	Budget int64
+}
+
+// NewFinder reads the repositories of the workspace tree open at treeFd
+// (the caller keeps it open while the finder is used). ctx stops a parse
+// of a large index part-way.
+func NewFinder(ctx context.Context, treeFd int, o Options) *Finder {
+	rf := &Finder{ctx: ctx, treeFd: treeFd, budget: cmp.Or(o.Budget, DefaultBudget)}
+	if o.Keep {
+		rf.indexes, rf.parsed = map[indexStamp]*Index{}, map[string]int{}
+	}
+	// A .git file may name the tree by its absolute path: the path the
+	// kernel resolved for the descriptor held, so a link cannot fake it.
+	if abs, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", treeFd)); err == nil {
+		rf.abs = []string{abs}
+	}
+	return rf
+}
+
+// ProtectAll is why nothing of the workspace may be deleted, or "": a
+// repository whose tracked files may be anywhere in it (core.worktree), or
+// indexes past the budget.
+func (rf *Finder) ProtectAll() string {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	return rf.protectAll
+}
+
+// Protect keeps the whole workspace, saying why (the first reason stays):
+// for what the caller's own walk finds that makes any repository's
+// tracked files unknown.
+func (rf *Finder) Protect(why string) { rf.protect(why) }
+
+// GitDirs are the git directories (and common directories) that the .git
+// files and commondir files read lead to, workspace-relative, each with
+// its repository's root: the walk may have found one before its pointer.
+func (rf *Finder) GitDirs() map[string]string {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	return maps.Clone(rf.gitDirs)
+}
+
+// Parsed is how often the index of the repository at rel was parsed anew
+// (with Options.Keep; 0 without).
+func (rf *Finder) Parsed(rel string) int {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	return rf.parsed[rel]
+}
+
+// SetsWorktree reports whether the git directory open at gitdir (rel in
+// the workspace) has a config that sets core.worktree, or one that cannot
+// be read: the tracked files of the repository it belongs to may be
+// anywhere in the workspace.
+func (rf *Finder) SetsWorktree(gitdir *os.File, rel string) bool {
+	return rf.worktreeElsewhere(gitdir, rel, "\x00")
+}
 
 // splitRead is a split index as read: the shared index's name and
 // identity then, and the merged result.
 type splitRead struct {
 	shared string
 	stamp  indexStamp
-	ix     *gitIndex
+	ix     *Index
 }
 
 // indexStamp tells one version of an index file (and of its shared index,
@@ -185,13 +238,13 @@ const maxPointerBytes = 4096
 // unknown is the reason a repository at rel could not be read before its
 // config said where its working tree is: core.worktree may put its tracked
 // files anywhere in the workspace, so the whole workspace is protected.
-func (rf *repoFinder) unknown(rel, why string) string {
+func (rf *Finder) unknown(rel, why string) string {
 	rf.protect(fmt.Sprintf("the git repository at %s cannot be read (%s), so where its tracked files are (core.worktree) is unknown: the whole workspace is protected", path.Join(rel, ".git"), why))
 	return why
 }
 
 // protect keeps the whole workspace, saying why (the first reason stays).
-func (rf *repoFinder) protect(why string) {
+func (rf *Finder) protect(why string) {
 	rf.mu.Lock()
 	defer rf.mu.Unlock()
 	if rf.protectAll == "" {
@@ -200,7 +253,7 @@ func (rf *repoFinder) protect(why string) {
 }
 
 // gitDirAt records rel as the git directory of the repository at root.
-func (rf *repoFinder) gitDirAt(rel, root string) {
+func (rf *Finder) gitDirAt(rel, root string) {
 	rf.mu.Lock()
 	defer rf.mu.Unlock()
 	if rf.gitDirs == nil {
@@ -213,7 +266,7 @@ func (rf *repoFinder) gitDirAt(rel, root string) {
 // (a workspace-relative path) or absolute, one component at a time from
 // the tree's own descriptor, refusing symlinks, and never above the tree.
 // It gives the directory and its workspace-relative path, or why not.
-func (rf *repoFinder) openPath(base, p string) (*os.File, string, string) {
+func (rf *Finder) openPath(base, p string) (*os.File, string, string) {
 	f, rel, why, _ := rf.openPathMissing(base, p)
 	return f, rel, why
 }
@@ -221,13 +274,13 @@ func (rf *repoFinder) openPath(base, p string) (*os.File, string, string) {
 // openPathMissing is openPath, also saying whether it failed because a
 // component (reached without any symlink) does not exist: then git finds
 // nothing there either.
-func (rf *repoFinder) openPathMissing(base, p string) (f *os.File, rel, why string, missing bool) {
+func (rf *Finder) openPathMissing(base, p string) (f *os.File, rel, why string, missing bool) {
 	f, rel, why = rf.openPathAt(base, p, &missing)
 	return f, rel, why, missing
 }
 
 // openPathAt is openPath's walk; it sets *missing as openPathMissing says.
-func (rf *repoFinder) openPathAt(base, p string, missing *bool) (*os.File, string, string) {
+func (rf *Finder) openPathAt(base, p string, missing *bool) (*os.File, string, string) {
 	if path.IsAbs(p) {
 		inside := false
 		for _, a := range rf.abs {
@@ -298,11 +351,11 @@ func (rf *repoFinder) openPathAt(base, p string, missing *bool) (*os.File, strin
 	return f, strings.Join(names, "/"), ""
 }
 
-// openRepo reads the index of the repository whose .git entry is in the
+// Read reads the index of the repository whose .git entry is in the
 // directory dirfd (rel in the workspace). A non-empty why says the
 // repository could not be read, and so its whole working tree must stay.
 // err is only cancellation.
-func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string, err error) {
+func (rf *Finder) Read(dirfd int, rel string) (ix *Index, why string, err error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dirfd, ".git", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return nil, rf.unknown(rel, fmt.Sprintf(".git cannot be examined: %v", err)), nil
@@ -361,7 +414,7 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 			return nil, fmt.Sprintf("its .git file points at %s, which is not a git directory (no HEAD)", target), nil
 		}
 	default:
-		return nil, fmt.Sprintf(".git is %s, which git takes for no repository", fileKind(st.Mode)), nil
+		return nil, fmt.Sprintf(".git is %s, which git takes for no repository", area.FileKind(st.Mode)), nil
 	}
 	defer gitdir.Close()
 	hashLen, why := rf.objectFormat(gitdir, gitRel)
@@ -380,7 +433,7 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 		return nil, why, err
 	}
 	if main == nil {
-		return newGitIndex(nil), "", nil // no index yet (git init): nothing tracked
+		return newIndex(nil), "", nil // no index yet (git init): nothing tracked
 	}
 	if main.cached != nil {
 		return main.cached, "", nil
@@ -407,7 +460,7 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 		if entries, err = mergeSplit(main, shared); err != nil {
 			return nil, fmt.Sprintf("its split index cannot be read: %v", err), nil
 		}
-		ix = newGitIndex(entries)
+		ix = newIndex(entries)
 		if rf.indexes != nil { // the same only with the same shared index: it may change alone
 			rf.mu.Lock()
 			if rf.splits == nil {
@@ -418,7 +471,7 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 		}
 		return ix, "", nil
 	}
-	ix = newGitIndex(entries)
+	ix = newIndex(entries)
 	if rf.indexes != nil && !main.linked {
 		rf.mu.Lock()
 		rf.indexes[stamp] = ix
@@ -430,7 +483,7 @@ func (rf *repoFinder) openRepo(dirfd int, rel string) (ix *gitIndex, why string,
 // readIndexAt reads one index file in the git directory; nil without a
 // why: there is none. Where rf keeps indexes, one it has read in this
 // version already comes back unparsed, as cached.
-func (rf *repoFinder) readIndexAt(gitfd int, name string, hashLen int) (*indexFile, indexStamp, string, error) {
+func (rf *Finder) readIndexAt(gitfd int, name string, hashLen int) (*indexFile, indexStamp, string, error) {
 	f, size, err := openRegularAt(gitfd, name, maxIndexBytes)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, indexStamp{}, "", nil
@@ -458,13 +511,13 @@ func (rf *repoFinder) readIndexAt(gitfd int, name string, hashLen int) (*indexFi
 		}
 	}
 	rf.mu.Lock()
-	over := rf.parsedBytes+size > maxParsedIndexBytes
+	over := rf.parsedBytes+size > rf.budget
 	if !over {
 		rf.parsedBytes += size
 	}
 	rf.mu.Unlock()
 	if over {
-		why := fmt.Sprintf("the git indexes of this workspace hold more than the %d MiB one sweep reads", maxParsedIndexBytes>>20)
+		why := fmt.Sprintf("the git indexes of this workspace hold more than the %d MiB one sweep reads", rf.budget>>20)
 		rf.protect(why + ": what they track cannot all be known, so the whole workspace is protected")
 		return nil, indexStamp{}, why, nil
 	}
@@ -472,7 +525,7 @@ func (rf *repoFinder) readIndexAt(gitfd int, name string, hashLen int) (*indexFi
 	// are read, to one budget for every walker parsing at once (nested
 	// repositories' indexes stay held together, too).
 	charge := func(n int64) error {
-		if rf.decodedBytes.Add(n) > maxParsedIndexBytes {
+		if rf.decodedBytes.Add(n) > rf.budget {
 			return errDecodedBudget
 		}
 		return nil
@@ -480,7 +533,7 @@ func (rf *repoFinder) readIndexAt(gitfd int, name string, hashLen int) (*indexFi
 	ix, err := readIndex(rf.ctx, f, size, hashLen, charge)
 	switch {
 	case errors.Is(err, errDecodedBudget):
-		why := fmt.Sprintf("the paths of the git indexes of this workspace come to more than the %d MiB one sweep holds", maxParsedIndexBytes>>20)
+		why := fmt.Sprintf("the paths of the git indexes of this workspace come to more than the %d MiB one sweep holds", rf.budget>>20)
 		rf.protect(why + ": what they track cannot all be known, so the whole workspace is protected")
 		return nil, indexStamp{}, why, nil
 	case err != nil:
@@ -495,7 +548,7 @@ func (rf *repoFinder) readIndexAt(gitfd int, name string, hashLen int) (*indexFi
 // objectFormat is the length of the repository's object names:
 // extensions.objectformat in the config of its common directory (a linked
 // worktree's is named by its commondir file).
-func (rf *repoFinder) objectFormat(gitdir *os.File, gitRel string) (int, string) {
+func (rf *Finder) objectFormat(gitdir *os.File, gitRel string) (int, string) {
 	cfgDir := gitdir
 	if data, err := readSmallAt(int(gitdir.Fd()), "commondir"); err == nil {
 		target := commonTarget(data)
@@ -533,7 +586,7 @@ func (rf *repoFinder) objectFormat(gitdir *os.File, gitRel string) (int, string)
 // core.worktree to anything but rel, the directory holding .git (git's
 // submodules point it back there): git then reads the index against that
 // other directory. A config that cannot be read counts as setting it.
-func (rf *repoFinder) worktreeElsewhere(gitdir *os.File, gitRel, rel string) bool {
+func (rf *Finder) worktreeElsewhere(gitdir *os.File, gitRel, rel string) bool {
 	type cfgDir struct {
 		f   *os.File
 		rel string
@@ -587,7 +640,7 @@ func (rf *repoFinder) worktreeElsewhere(gitdir *os.File, gitRel, rel string) boo
 // in it (../link/.. is not the directory holding .git when link leads
 // elsewhere), so a path that crosses one, leaves the project or does not
 // exist names some other directory.
-func (rf *repoFinder) names(base, v, rel string) bool {
+func (rf *Finder) names(base, v, rel string) bool {
 	f, got, why := rf.openPath(base, v)
 	if why != "" {
 		return false

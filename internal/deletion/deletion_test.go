@@ -1,7 +1,8 @@
-package sweep
+package deletion
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -102,5 +103,21 @@ func TestACancelledDeletionIsPartialNotFailed(t *testing.T) {
 	}
 	if len(states) != 2 || states[1].State != StatePartial {
 		t.Errorf("journalled %v", states)
+	}
+}
+
+// A record journalled before docs/design/README.md#output-conventions's field names held its size as
+// "bytes": it reads back as freed_bytes, and never over a freed_bytes the
+// record has.
+func TestARecordReadsBothForms(t *testing.T) {
+	for in, want := range map[string]uint64{
+		`{"path":"cache/a/x","state":"done","bytes":90}`:                  90,
+		`{"path":"cache/a/x","state":"done","freed_bytes":80}`:            80,
+		`{"path":"cache/a/x","state":"done","freed_bytes":80,"bytes":90}`: 80,
+	} {
+		var r Record
+		if err := json.Unmarshal([]byte(in), &r); err != nil || r.Bytes != want || r.Path != "cache/a/x" || r.State != StateDone {
+			t.Errorf("%s read as %+v, %v; want %d bytes", in, r, err, want)
+		}
 	}
 }
