@@ -75,6 +75,16 @@ func ContractChecked(t testing.TB, h http.Handler) http.Handler {
 		ct := rec.ct
 		method, path, routed := strings.Cut(r.Pattern, " ")
 		var err error
+		if routed && !rec.truncated && !reqBody.truncated {
+			// An answer of a route, read as a maintained validator reads
+			// the description (answers of no route are the catch-all's,
+			// checked below against its responses).
+			defer func() {
+				if err := kinCheck(t, r, reqBody.Bytes(), status, rec.Header(), rec.body.Bytes()); err != nil {
+					t.Errorf("the exchange is not as openapi.json describes it (kin-openapi): %v\nbody: %.400s", err, rec.body.String())
+				}
+			}()
+		}
 		switch {
 		case !routed && status == http.StatusNotFound:
 			err = spec.CheckResponse("NotFound", r.Method, r.URL.Path, status, ct, rec.body.Bytes())
