@@ -44,36 +44,27 @@ import (
 
 // Layer serves the trees of one manager's root.
 type Layer struct {
-	M *project.Manager
-	// MaxFileBytes bounds one write (0: none); RootBudget bounds the whole
-	// root on the fallback backend (0: none); TTL is how long a reservation
-	// lives without progress before another writer may reclaim it;
-	// SoftGrace how long a fallback tree may stay over a soft limit before
-	// writes are refused at it.
-	MaxFileBytes, RootBudget uint64
-	TTL, SoftGrace           time.Duration
+	// m is the core the layer works through: shells reach files through
+	// New or ForReads, never by composing a layer over a manager.
+	m *project.Manager
+	// The settings writes obey (New reads them; a test may change them).
+	project.WriteSettings
 }
 
-// New reads the layer's settings (max_file_bytes, root_budget,
-// reservation_ttl, soft_grace).
+// New is the layer of m for reads and writes, with the write settings
+// (max_file_bytes, root_budget, reservation_ttl, soft_grace) read in one
+// query.
 func New(ctx context.Context, m *project.Manager) (*Layer, error) {
-	l := &Layer{M: m}
-	for key, dst := range map[string]*uint64{"max_file_bytes": &l.MaxFileBytes, "root_budget": &l.RootBudget} {
-		v, err := m.Setting(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		*dst = v.Bytes()
+	ws, err := m.WriteSettings(ctx)
+	if err != nil {
+		return nil, err
 	}
-	for key, dst := range map[string]*time.Duration{"reservation_ttl": &l.TTL, "soft_grace": &l.SoftGrace} {
-		v, err := m.Setting(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		*dst = v.Duration()
-	}
-	return l, nil
+	return &Layer{m: m, WriteSettings: ws}, nil
 }
+
+// ForReads is the layer of m for listing, reading and removing: none of
+// those needs the write settings, so none is read.
+func ForReads(m *project.Manager) *Layer { return &Layer{m: m} }
 
 // tree is one opened project tree.
 type tree struct {
@@ -94,11 +85,11 @@ func (t *tree) Close() error {
 // resolved without following any link or crossing a mount (saferm), so a
 // symlink planted at projects/NAME cannot point the layer at another tree.
 func (l *Layer) open(ctx context.Context, name, a string) (*tree, error) {
-	t, err := l.M.Tree(ctx, name, a)
+	t, err := l.m.Tree(ctx, name, a)
 	if err != nil {
 		return nil, err
 	}
-	sandbox, err := saferm.Open(l.M.Root)
+	sandbox, err := saferm.Open(l.m.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -605,7 +596,7 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 	}
 	rec := deletion.Record{Area: t.Area, Bytes: estimate, Reason: "manual", Policy: "files rm"}
 	hook("rm:checked")
-	cutoff, err := l.M.RemovalCutoff(ctx, t.Tree)
+	cutoff, err := l.m.RemovalCutoff(ctx, t.Tree)
 	if err != nil {
 		return RemoveResult{}, err
 	}
@@ -614,7 +605,7 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 	// credited depends on every directory between the two being unchanged
 	// since the walk (saferm.Options.CountChangedBefore), and one moved in
 	// since may be any of them.
-	rec, rep, rmErr := l.M.RemoveJournalled(ctx, name, t.dir, p, rec, saferm.Options{ConfirmLastLink: true, CountChangedBefore: cutoff,
+	rec, rep, rmErr := l.m.RemoveJournalled(ctx, name, t.dir, p, rec, saferm.Options{ConfirmLastLink: true, CountChangedBefore: cutoff,
 		// Without Recursive no directory goes, also one a tenant swaps in
 		// for the file checked above.
 		NotDirectory: !o.Recursive})
@@ -625,7 +616,7 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 		return res, fmt.Errorf("remove %s: %w", p, rmErr)
 	}
 	// What went, went, whatever else failed: credit it.
-	credit := l.M.CreditRemoval(context.WithoutCancel(ctx), t.Tree, quota.Usage{Bytes: rep.Bytes, Inodes: rep.Inodes}, rep.Uncounted, started)
+	credit := l.m.CreditRemoval(context.WithoutCancel(ctx), t.Tree, quota.Usage{Bytes: rep.Bytes, Inodes: rep.Inodes}, rep.Uncounted, started)
 	switch {
 	case rmErr != nil:
 		return res, fmt.Errorf("remove %s (%d entries removed before it stopped): %w", p, rep.Entries, rmErr)

@@ -150,7 +150,7 @@ func (l *Layer) put(ctx context.Context, name, area, p string, r io.Reader, size
 	// What a replaced file is credited depends on whether the last walk
 	// counted it: the cutoff is read before the rename, so a walk ending
 	// meanwhile only makes it earlier (credits less: the safe side).
-	if w.cutoff, err = l.M.RemovalCutoff(ctx, t.Tree); err != nil {
+	if w.cutoff, err = l.m.RemovalCutoff(ctx, t.Tree); err != nil {
 		return res, err
 	}
 	var mine unix.Stat_t
@@ -175,7 +175,7 @@ func (l *Layer) put(ctx context.Context, name, area, p string, r io.Reader, size
 	}
 	replacing := time.Now() // a walk ending after it may have seen the old file gone
 	w.committed = true
-	unlock := lockPlacing(l.M.Root, t.Path)
+	unlock := lockPlacing(l.m.Root, t.Path)
 	err = w.grewAround(func() error { return w.place(int(dir.Fd()), base, p) }, w.top, dir)
 	unlock()
 	if err != nil {
@@ -239,7 +239,7 @@ func (w *writer) create() error {
 	}
 	// Its name may grow the top directory, as any name xfsq adds: measured.
 	fd := -1
-	unlock := lockPlacing(w.l.M.Root, w.t.Path)
+	unlock := lockPlacing(w.l.m.Root, w.t.Path)
 	err = w.grewAround(func() (err error) {
 		fd, err = unix.Openat(int(top.Fd()), w.temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 		return err
@@ -531,7 +531,7 @@ func (w *writer) makeDirs(dir string) error {
 		}
 	}
 	defer existing.Close()
-	unlock := lockPlacing(w.l.M.Root, w.t.Path)
+	unlock := lockPlacing(w.l.m.Root, w.t.Path)
 	defer unlock()
 	return w.grewAround(func() error { return w.t.mkdirAll(dir) }, existing, w.top)
 }
@@ -634,7 +634,7 @@ func (w *writer) admit(size int64) error {
 	// Every write adds a name, at its path or (a replacement) at the
 	// temporary name the exchange needs: it may grow that directory by a
 	// block, reserved and settled at what the link measured.
-	w.acct = w.l.M.StartWrite(w.t.Tree, w.t.label, project.WriteLimits{MaxFileBytes: w.l.MaxFileBytes, RootBudget: w.l.RootBudget, TTL: w.l.TTL, SoftGrace: w.l.SoftGrace},
+	w.acct = w.l.m.StartWrite(w.t.Tree, w.t.label, project.WriteLimits{MaxFileBytes: w.l.MaxFileBytes, RootBudget: w.l.RootBudget, TTL: w.l.TTL, SoftGrace: w.l.SoftGrace},
 		w.inodes, w.block, path.Join(w.t.Path, w.temp))
 	return w.acct.Reserve(w.ctx, fileBytes, bytes, w.dirBytes)
 }

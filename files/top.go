@@ -47,13 +47,13 @@ func (l *Layer) Top(ctx context.Context, name, area, p string, opts inventory.Op
 		return TopResult{}, err
 	}
 	defer t.Close()
-	opts.Progress = l.M.WalkProgress(t.Tree, progress)
+	opts.Progress = l.m.WalkProgress(t.Tree, progress)
 	out := TopResult{Project: t.Project, Area: t.Area, Path: p, WalkedAt: time.Now().UTC()}
 	var res *inventory.Result
 	if p == "." {
 		// The whole tree: the manager's walk, which knows what else a walk
 		// of a tree is good for.
-		res, err = l.M.Top(ctx, name, t.Area, opts)
+		res, err = l.m.Top(ctx, name, t.Area, opts)
 	} else {
 		res, err = l.walkIn(t, p, opts)
 	}
@@ -86,7 +86,7 @@ func (l *Layer) walkIn(t *tree, p string, opts inventory.Options) (*inventory.Re
 	}
 	// Checked here, walked by the manager beneath the tenant's mounts: a
 	// bind mount inside p must not list another tree's names.
-	res, err := l.M.WalkIn(t.Tree, p, opts)
+	res, err := l.m.WalkIn(t.Tree, p, opts)
 	if errors.Is(err, saferm.ErrUnsafe) {
 		return nil, &PathError{Path: p, Reason: "it goes through a symlink or a mount, which walks never follow"}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
 )
 
 // Hooks for the external tests (package project_test), unset when t ends.
@@ -36,3 +37,10 @@ func ForgetReads(m *Manager) {
 // Reread is how many projects m has read from the store rather than from
 // its read cache, by Show and Usage, since it opened.
 func Reread(m *Manager) int64 { return m.reads.reread.Load() }
+
+// SavePlan keeps plan, a dry run's of areas (none: all), as a dry run with
+// Keep does, and returns its file.
+func (m *Manager) SavePlan(ctx context.Context, plan sweep.Plan, areas []string) ([]byte, error) {
+	data, _, err := m.savePlan(ctx, plan, areas, nil)
+	return data, err
+}

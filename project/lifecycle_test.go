@@ -181,7 +181,7 @@ func TestSweepInProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := m.Sweep(ctx, project.SweepOptions{Apply: saved})
+		out, err := m.Sweep(ctx, project.SweepOptions{Apply: project.PlanRef{File: saved}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +193,7 @@ func TestSweepInProcess(t *testing.T) {
 				t.Errorf("%s: present %v, want %v", name, err == nil, want)
 			}
 		}
-		if _, err := m.Sweep(ctx, project.SweepOptions{Apply: saved}); err == nil {
+		if _, err := m.Sweep(ctx, project.SweepOptions{Apply: project.PlanRef{File: saved}}); err == nil {
 			t.Error("a plan applied twice")
 		}
 		if evs := r.Events("storage.evicted"); len(evs) != 4 { // pending then done, per entry
@@ -321,19 +321,19 @@ func TestSnapshotAndPlanInput(t *testing.T) {
 	if _, err := project.ReadPlanFile(filepath.Join(t.TempDir(), "none.json")); errkind.Of(err) != errkind.Input {
 		t.Errorf("a missing plan file: %v", err)
 	}
-	out, err := r.Manager.Sweep(r.Ctx, project.SweepOptions{Projects: []string{"omni"}, DryRun: true})
+	out, err := r.Manager.Sweep(r.Ctx, project.SweepOptions{Projects: []string{"omni"}, DryRun: true, Keep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "plan.json")
-	if err := r.Manager.WritePlanFile(r.Ctx, out.Plan, nil, path); err != nil {
+	if err := out.Kept.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	data, err := project.ReadPlanFile(path)
+	plan, err := project.ReadPlanFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Manager.Sweep(r.Ctx, project.SweepOptions{Apply: data}); err != nil {
+	if _, err := r.Manager.Sweep(r.Ctx, project.SweepOptions{Apply: plan}); err != nil {
 		t.Errorf("apply the saved plan: %v", err)
 	}
 }

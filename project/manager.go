@@ -581,6 +581,50 @@ func (m *Manager) setting(ctx context.Context, key string) (settings.Value, erro
 	return v, nil
 }
 
+// settingsOf resolves the settings of keys from one read of the store,
+// each as setting would.
+func (m *Manager) settingsOf(ctx context.Context, keys ...string) (map[string]settings.Value, error) {
+	stored, err := m.Store.Settings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]settings.Value, len(keys))
+	for _, key := range keys {
+		s, err := settings.Lookup(key)
+		if err != nil {
+			return nil, err
+		}
+		v, isStored := stored[key]
+		if out[key], err = settings.Resolve(s, v, isStored); err != nil {
+			return nil, errkind.New(errkind.Input, err) // a bad environment value
+		}
+	}
+	return out, nil
+}
+
+// WriteSettings are the settings a write through the files layer obeys.
+type WriteSettings struct {
+	// MaxFileBytes bounds one write (0: none); RootBudget bounds the whole
+	// root on the fallback backend (0: none).
+	MaxFileBytes, RootBudget uint64
+	// TTL is how long a reservation lives without progress before another
+	// writer may reclaim it; SoftGrace how long a fallback tree may stay
+	// over a soft limit before writes are refused at it.
+	TTL, SoftGrace time.Duration
+}
+
+// WriteSettings reads max_file_bytes, root_budget, reservation_ttl and
+// soft_grace in one read of the store: a write request pays for one query,
+// not four.
+func (m *Manager) WriteSettings(ctx context.Context) (WriteSettings, error) {
+	v, err := m.settingsOf(ctx, "max_file_bytes", "root_budget", "reservation_ttl", "soft_grace")
+	if err != nil {
+		return WriteSettings{}, err
+	}
+	return WriteSettings{MaxFileBytes: v["max_file_bytes"].Bytes(), RootBudget: v["root_budget"].Bytes(),
+		TTL: v["reservation_ttl"].Duration(), SoftGrace: v["soft_grace"].Duration()}, nil
+}
+
 func (m *Manager) now() time.Time { return time.Now() }
 
 // Tree is one registered tree of a project: its area, path, project ID and

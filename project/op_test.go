@@ -30,15 +30,19 @@ func TestSweepLockIsPerOperation(t *testing.T) {
 	if err != nil || busy != "" {
 		t.Fatalf("first sweep's lock: busy %q, %v", busy, err)
 	}
-	_, err = m.Sweep(ctx, SweepOptions{Projects: []string{"omni"}})
+	out, err := m.Sweep(ctx, SweepOptions{Projects: []string{"omni"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = out.BusyError()
 	var conflict *SweepBusyError
 	if !errors.As(err, &conflict) || errkind.Of(err) != errkind.Conflict || !slices.Equal(conflict.Projects, []string{"omni"}) {
 		t.Fatalf("a second sweep of a locked project in the same process: %v, want a conflict naming omni", err)
 	}
 	end()
 	// Once the first sweep's operation is over, its lock is stale.
-	out, err := m.Sweep(ctx, SweepOptions{Projects: []string{"omni"}})
-	if err != nil || len(out.Skipped) != 0 {
+	out, err = m.Sweep(ctx, SweepOptions{Projects: []string{"omni"}})
+	if err != nil || out.BusyError() != nil || len(out.Skipped) != 0 {
 		t.Fatalf("after the first sweep ended: skipped %+v, %v", out.Skipped, err)
 	}
 }
@@ -69,6 +73,10 @@ func TestSweepOfABusyProjectIsAConflict(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := m.Sweep(ctx, SweepOptions{Projects: c.projects})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = out.BusyError()
 			var busy *SweepBusyError
 			if !errors.As(err, &busy) || errkind.Of(err) != errkind.Conflict || !slices.Equal(busy.Projects, []string{"omni"}) ||
 				!slices.Equal(busy.Swept, c.swept) {

@@ -136,7 +136,7 @@ func TestPassesExcludeEachOther(t *testing.T) {
 				t.Errorf("%s: a second pass beside a running one: %+v %v", c.pass, out, err)
 			}
 			if c.pass == project.PassSweep {
-				if _, err := other.SweepProject(r.Ctx, "omni", project.SweepOptions{}); errkind.Of(err) != errkind.Conflict {
+				if _, err := other.Sweep(r.Ctx, project.SweepOptions{Projects: []string{"omni"}, Exclusive: true}); errkind.Of(err) != errkind.Conflict {
 					t.Errorf("a sweep of omni beside the pass sweeping it: %v, want a conflict", err)
 				}
 			}

@@ -38,7 +38,7 @@ type SavedPlan struct {
 	Settings string    `json:"settings_digest"`
 	Areas    []string  `json:"areas"`
 	// Projects, when set, are the projects the plan was made for: it is
-	// applied to them only (ApplyPlan). A plan of --plan-out leaves it
+	// applied to them only (SweepOptions.Exclusive). A plan of --plan-out leaves it
 	// empty: it covers the projects its entries name.
 	Projects []string   `json:"projects,omitempty"`
 	Plan     sweep.Plan `json:"plan"`
@@ -95,13 +95,6 @@ func digest(data []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// SavePlan makes the file --plan-out writes for plan, a dry run's plan of
-// areas (none: all), and records its hash in the store.
-func (m *Manager) SavePlan(ctx context.Context, plan sweep.Plan, areas []string) ([]byte, error) {
-	data, _, err := m.savePlan(ctx, plan, areas, nil)
-	return data, err
-}
-
 // areasCovered are the areas a sweep of projects covers when it names
 // none: a project's own trees, the inbound tree for RootOwner, every area
 // for a sweep of every project (none named). A plan lists these, not
@@ -122,9 +115,10 @@ func areasCovered(projects []string) []string {
 	return out
 }
 
-// savePlan is SavePlan for plan made of projects (nil: the projects its
-// entries name); the store keeps the file's content too, so that a plan
-// can be applied by its id alone (ApplyPlan).
+// savePlan makes the file --plan-out writes for plan, a dry run's plan of
+// areas (none: all) made of projects (nil: the projects its entries name),
+// and records it in the store: its hash, so that only the file unedited
+// applies, and its content, so that it applies by its id alone.
 func (m *Manager) savePlan(ctx context.Context, plan sweep.Plan, areas, projects []string) ([]byte, SavedPlan, error) {
 	if len(areas) == 0 {
 		areas = areasCovered(projects)

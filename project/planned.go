@@ -10,127 +10,122 @@ import (
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
 )
 
-// Sweeps by plan id, for shells that cannot hand a file back (the HTTP
-// API): PlanSweep makes a dry run's plan and keeps it, content and all, in
-// the store; ApplyPlan applies exactly that plan, checked as a whole and
-// re-decided entry by entry as --apply does with a file.
+// A reviewed sweep has one form: a dry run's plan kept in the store
+// (SweepOptions.Keep), applied once (SweepOptions.Apply). The CLI hands it
+// back as the file --plan-out wrote, the API by its id: two encodings of
+// the same stored plan, checked as a whole and re-decided entry by entry
+// alike.
 
-// PlannedSweep is a dry run's plan as the store keeps it.
-type PlannedSweep struct {
-	SavedPlan
-	// ExpiresAt is MadeAt + plan_max_age: ApplyPlan refuses it after.
-	ExpiresAt time.Time
-	// Outcome is the dry run: what would go, what is left alone and why.
-	Outcome SweepOutcome
+// PlanRef names a kept plan in either encoding.
+type PlanRef struct {
+	ID   string // the id the store keeps it under (the API's plan_id)
+	File []byte // the file --plan-out wrote (see ReadPlanFile)
 }
 
-// PlanSweep dry-runs o and keeps its plan in the store, under the id that
-// ApplyPlan takes. A plan of named projects is bound to them.
-func (m *Manager) PlanSweep(ctx context.Context, o SweepOptions) (PlannedSweep, error) {
-	if o.Apply != nil {
-		return PlannedSweep{}, inputErrorf("a saved plan is applied, not planned again")
-	}
-	o.DryRun = true
-	out, err := m.Sweep(ctx, o)
-	if err != nil {
-		return PlannedSweep{}, err
-	}
+// IsZero reports whether r names no plan.
+func (r PlanRef) IsZero() bool { return r.ID == "" && r.File == nil }
+
+// KeptPlan is a dry run's plan as the store keeps it.
+type KeptPlan struct {
+	SavedPlan
+	// ExpiresAt is MadeAt + plan_max_age: applying it is refused after.
+	ExpiresAt time.Time
+	// File is the plan's file encoding, the one --plan-out writes.
+	File []byte
+}
+
+// keepPlan stores plan, a dry run's of areas (none: all); bound, when set, is
+// the projects it may only be applied to.
+func (m *Manager) keepPlan(ctx context.Context, plan sweep.Plan, areas, bound []string) (*KeptPlan, error) {
 	maxAge, err := m.setting(ctx, "plan_max_age")
 	if err != nil {
-		return PlannedSweep{}, err
+		return nil, err
 	}
-	var projects []string
-	if len(o.Projects) > 0 {
-		projects = slices.Sorted(slices.Values(o.Projects))
-	}
-	_, sp, err := m.savePlan(ctx, out.Plan, o.Areas, projects)
+	data, sp, err := m.savePlan(ctx, plan, areas, bound)
 	if err != nil {
-		return PlannedSweep{}, err
+		return nil, err
 	}
-	return PlannedSweep{SavedPlan: sp, ExpiresAt: sp.MadeAt.Add(maxAge.Duration()), Outcome: out}, nil
+	return &KeptPlan{SavedPlan: sp, ExpiresAt: sp.MadeAt.Add(maxAge.Duration()), File: data}, nil
 }
 
-// ApplyOptions say where and how ApplyPlan applies a stored plan.
-type ApplyOptions struct {
-	// Project, if set, is the one project the caller means to sweep: a
-	// plan made for any other set of projects is refused.
-	Project    string
-	Background bool // as SweepOptions.Background
-	Budget     time.Duration
-}
-
-// ApplyPlan applies the plan PlanSweep (or a --plan-out) kept under id,
-// exactly as applying its file would: refused as a whole, deleting
-// nothing, when it is for another root, host, store or project, older
-// than plan_max_age, made under other settings, or applied already
-// (errkind.Unprocessable); each entry decided again and re-checked before
-// it goes. A project that another operation is sweeping is refused with
-// errkind.Conflict before the plan is used up, so it may be applied once
-// that sweep is done.
-func (m *Manager) ApplyPlan(ctx context.Context, id string, o ApplyOptions) (SweepOutcome, error) {
-	ctx, end := BeginOp(ctx)
-	defer end()
-	if o.Project != "" {
-		if err := m.sweepable(ctx, o.Project); err != nil {
-			return SweepOutcome{}, err
-		}
+// planFile is the file encoding of the plan r names: the file itself, or
+// what the store keeps under the id. A plan the store does not have is
+// refused as a whole, as an unknown file is by checkPlan.
+func (m *Manager) planFile(ctx context.Context, r PlanRef) ([]byte, error) {
+	if r.File != nil {
+		return r.File, nil
 	}
-	rec, err := m.Store.Plan(ctx, id)
+	rec, err := m.Store.Plan(ctx, r.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return SweepOutcome{}, planRefused("this store never made plan %s for host %q (another host's or root's store, or a made-up plan)", id, m.Store.Host)
+		return nil, planRefused("this store never made plan %s for host %q (another host's or root's store, or a made-up plan)", r.ID, m.Store.Host)
 	}
 	if err != nil {
-		return SweepOutcome{}, err
+		return nil, err
 	}
 	if rec.Body == nil {
-		return SweepOutcome{}, planRefused("plan %s was saved before the store kept plans: apply its file", id)
+		return nil, planRefused("plan %s was saved before the store kept plans: apply its file", r.ID)
 	}
-	if o.Project != "" {
-		var sp SavedPlan
-		if err := json.Unmarshal(rec.Body, &sp); err != nil {
-			return SweepOutcome{}, fmt.Errorf("plan %s as stored: %w", id, err)
-		}
-		if !slices.Equal(sp.Projects, []string{o.Project}) {
-			made := "the projects its entries name"
-			if len(sp.Projects) > 0 {
-				made = fmt.Sprintf("%q", sp.Projects)
-			}
-			return SweepOutcome{}, planRefused("plan %s was made for %s, not for project %q alone", id, made, o.Project)
-		}
-		unlock, err := m.lockSweep(ctx, o.Project)
-		if err != nil {
-			return SweepOutcome{}, err
-		}
-		defer unlock()
-	}
-	return m.Sweep(ctx, SweepOptions{Apply: rec.Body, Background: o.Background, Budget: o.Budget})
+	return rec.Body, nil
 }
 
-// SweepProject sweeps one project now by policy (o.Projects is ignored),
-// refused with errkind.Conflict while another operation sweeps it.
-func (m *Manager) SweepProject(ctx context.Context, name string, o SweepOptions) (SweepOutcome, error) {
-	ctx, end := BeginOp(ctx)
-	defer end()
-	if o.Apply != nil || o.DryRun {
-		return SweepOutcome{}, inputErrorf("SweepProject sweeps now: plan with PlanSweep, apply with ApplyPlan")
+// checkBound refuses a plan that was not made for project alone: an
+// exclusive sweep of one project applies only a plan kept for it.
+func checkBound(data []byte, project string) error {
+	var sp SavedPlan
+	if err := json.Unmarshal(data, &sp); err != nil {
+		return planMalformed("not a plan saved by a dry run of this xfsq")
+	}
+	if slices.Equal(sp.Projects, []string{project}) {
+		return nil
+	}
+	made := "the projects its entries name"
+	if len(sp.Projects) > 0 {
+		made = fmt.Sprintf("%q", sp.Projects)
+	}
+	return planRefused("plan %s was made for %s, not for project %q alone", sp.ID, made, project)
+}
+
+// prepareExclusive checks an exclusive sweep of one project before anything
+// is done: the project, and the plan it applies, are refused as a whole;
+// unless it is a dry run, the project's sweep lock is taken for ctx's
+// operation (the sweep takes it again as the same holder), so a project
+// busy elsewhere is a Conflict before a plan is spent. It returns the
+// plan's file (nil: none) and what releases the lock.
+func (m *Manager) prepareExclusive(ctx context.Context, o SweepOptions) ([]byte, func(), error) {
+	release := func() {}
+	if len(o.Projects) != 1 {
+		return nil, release, inputErrorf("an exclusive sweep is of one project, not of %q", o.Projects)
+	}
+	name := o.Projects[0]
+	if o.DryRun {
+		return nil, release, nil
 	}
 	if err := m.sweepable(ctx, name); err != nil {
-		return SweepOutcome{}, err
+		return nil, release, err
+	}
+	var data []byte
+	if !o.Apply.IsZero() {
+		var err error
+		if data, err = m.planFile(ctx, o.Apply); err != nil {
+			return nil, release, err
+		}
+		if err := checkBound(data, name); err != nil {
+			return nil, release, err
+		}
 	}
 	unlock, err := m.lockSweep(ctx, name)
 	if err != nil {
-		return SweepOutcome{}, err
+		return nil, release, err
 	}
-	defer unlock()
-	o.Projects = []string{name}
-	return m.Sweep(ctx, o)
+	return data, unlock, nil
 }
 
-// lockSweep takes project's sweep lock for ctx's operation ahead of Sweep,
-// which takes it again as the same holder: a project busy elsewhere is a
-// Conflict for the caller, not a skip in an outcome.
+// lockSweep takes project's sweep lock for ctx's operation ahead of the
+// sweep, which takes it again as the same holder: a project busy elsewhere
+// is a Conflict for the caller, not a skip in an outcome.
 func (m *Manager) lockSweep(ctx context.Context, project string) (func(), error) {
 	me := HolderOf(ctx)
 	busy, err := m.Store.LockSweep(ctx, project, me, func(h string) bool { return !holderAlive(h) })

@@ -29,12 +29,22 @@ type SweepOptions struct {
 	Projects []string // none: every project
 	Areas    []string // none: all of area.SweepOrder
 	DryRun   bool
-	// Apply is a plan file saved by --plan-out (see SavePlan): it is
-	// checked as a whole (checkPlan), then each of its entries is decided
-	// again by the planner (rederive) and re-checked before it goes.
-	// Projects and Areas come from it.
-	Apply  []byte
-	Budget time.Duration
+	// Keep, with DryRun, keeps the dry run's plan in the store for review:
+	// the outcome's Kept carries its id and its file, which Apply takes
+	// back.
+	Keep bool
+	// Apply is a kept plan, by id or by file: it is checked as a whole
+	// (checkPlan), then each of its entries is decided again by the planner
+	// (rederive) and re-checked before it goes. Projects and Areas come
+	// from it.
+	Apply PlanRef
+	// Exclusive sweeps the one project named alone, as the API does: the
+	// project busy in another sweep is refused with errkind.Conflict before
+	// anything is done (an applied plan is not spent), instead of being
+	// skipped; a plan kept by an exclusive dry run is bound to the project,
+	// and an exclusive sweep applies only a plan bound to it.
+	Exclusive bool
+	Budget    time.Duration
 	// Background runs the deletions on a thread of their own at idle I/O
 	// class and nice 10 (inventory.Background); the caller's threads keep
 	// their priority. A one-shot CLI sweep asks for it; a server asks for
@@ -48,6 +58,29 @@ type SweepOutcome struct {
 	OverSoft []sweep.OverSoft `json:"over_soft"`
 	Resolved int              `json:"resolved_pending"` // interrupted deletions of earlier sweeps settled first
 	Plan     sweep.Plan       `json:"-"`
+	// Kept is the plan a dry run with Keep kept.
+	Kept *KeptPlan `json:"-"`
+	// Busy are projects the caller named (or its plan did) that another
+	// sweep held: left unswept, and, unlike a skip, a conflict the caller
+	// must hear of (BusyError). Swept are the projects swept.
+	Busy  []HeldProject `json:"-"`
+	Swept []string      `json:"-"`
+}
+
+// HeldProject is a project another sweep held, and who held it.
+type HeldProject struct{ Project, Holder string }
+
+// BusyError is the conflict of the Busy projects (nil: none), for a shell
+// to report beside the outcome: a 409, a non-zero exit.
+func (o SweepOutcome) BusyError() error {
+	if len(o.Busy) == 0 {
+		return nil
+	}
+	e := &SweepBusyError{Swept: o.Swept}
+	for _, b := range o.Busy {
+		e.Projects, e.Holders = append(e.Projects, b.Project), append(e.Holders, b.Holder)
+	}
+	return e
 }
 
 // Policy reads the retention settings.
@@ -74,17 +107,37 @@ func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
 	return p, nil
 }
 
-// Sweep plans and (unless a dry run) executes retention cleanup.
+// Sweep is the one entry of a sweep: it plans, and, unless a dry run,
+// deletes what the retention policies decide; a dry run may keep its plan
+// for review (Keep), and a kept plan is applied by id or by file (Apply).
 func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, error) {
 	ctx, end := BeginOp(ctx)
 	defer end()
 	out := SweepOutcome{Result: sweep.Result{SweepID: newSweepID(), DryRun: o.DryRun, Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}, PerPolicy: map[string]int{}}}
-	var saved *SavedPlan
-	if o.Apply != nil {
-		if o.DryRun || len(o.Projects) > 0 || len(o.Areas) > 0 {
-			return out, inputErrorf("a saved plan names its own projects and areas, and is applied, not dry-run")
+	if !o.Apply.IsZero() && (o.DryRun || o.Keep || len(o.Areas) > 0 || (len(o.Projects) > 0 && !o.Exclusive)) {
+		return out, inputErrorf("a saved plan names its own projects and areas, and is applied, not dry-run")
+	}
+	if o.Keep && !o.DryRun {
+		return out, inputErrorf("a plan is kept by a dry run: a sweep that deletes has none to keep")
+	}
+	var data []byte
+	if o.Exclusive {
+		var unlock func()
+		var err error
+		data, unlock, err = m.prepareExclusive(ctx, o)
+		defer unlock()
+		if err != nil {
+			return out, err
 		}
-		sp, err := m.checkPlan(ctx, o.Apply)
+	} else if !o.Apply.IsZero() {
+		var err error
+		if data, err = m.planFile(ctx, o.Apply); err != nil {
+			return out, err
+		}
+	}
+	var saved *SavedPlan
+	if data != nil {
+		sp, err := m.checkPlan(ctx, data)
 		if err != nil {
 			return out, err
 		}
@@ -93,6 +146,20 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 			return out, nil // the plan deletes nothing
 		}
 	}
+	bound := []string(nil)
+	if o.Exclusive {
+		bound = o.Projects
+	}
+	out, err := m.sweep(ctx, o, out, saved)
+	if err == nil && o.Keep {
+		out.Kept, err = m.keepPlan(ctx, out.Plan, o.Areas, bound)
+	}
+	return out, err
+}
+
+// sweep plans the sweep o asks for, and unless a dry run deletes, after
+// saved, when applied, was checked.
+func (m *Manager) sweep(ctx context.Context, o SweepOptions, out SweepOutcome, saved *SavedPlan) (SweepOutcome, error) {
 	areas := map[string]bool{}
 	for _, a := range o.Areas {
 		if err := area.Check(a, area.SweepOrder); err != nil {
@@ -153,7 +220,6 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	// sweep of every project a busy one is only left alone: the other
 	// sweep is covering it.
 	named := len(o.Projects) > 0
-	busyErr := &SweepBusyError{}
 	started := m.now()
 	res := sweep.Result{SweepID: out.SweepID, Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}, PerPolicy: map[string]int{}}
 	out.Plan = sweep.Plan{OverSoft: []sweep.OverSoft{}, Evict: []sweep.Eviction{}, Skipped: []sweep.Skip{}, CacheCap: policy.CacheQuotaPerProject, CacheBytes: map[string]uint64{}}
@@ -168,7 +234,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		}
 		if busy != "" {
 			if named {
-				busyErr.Projects, busyErr.Holders = append(busyErr.Projects, n), append(busyErr.Holders, busy)
+				out.Busy = append(out.Busy, HeldProject{Project: n, Holder: busy})
 			}
 			// Recorded either way: storage.swept says what was skipped and why.
 			res.Skipped = append(res.Skipped, sweep.Skip{Project: n, Path: ownerPath(n), Reason: "another sweep (pid " + busy + ") is working on it"})
@@ -207,12 +273,8 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 		planID = saved.ID // which reviewed plan this sweep applied
 	}
 	swept := sweptPayload(res, names, planID)
-	err = m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, "", m.actor(ctx), swept) })
-	if err == nil && len(busyErr.Projects) > 0 {
-		busyErr.Swept = names
-		return out, busyErr
-	}
-	return out, err
+	out.Swept = names
+	return out, m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, "", m.actor(ctx), swept) })
 }
 
 // evictionSettled, when a test sets it, is called after each deletion's
@@ -220,8 +282,8 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 var evictionSettled func(project string, r deletion.Record)
 
 // SweepBusyError is a sweep asked for projects that another sweep is
-// working on: those were not swept, the others named were (Swept, with
-// the outcome returned beside the error). A server answers it with 409.
+// working on: those were not swept, the others named were (Swept). It is
+// SweepOutcome.BusyError, for a shell to report beside the outcome.
 type SweepBusyError struct {
 	Projects []string // not swept
 	Holders  []string // who holds each one's sweep lock

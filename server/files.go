@@ -74,7 +74,7 @@ func listLimit(r *http.Request) (int, error) {
 // http.ServeContent does them, over the descriptor files.Layer.Open checked.
 func (a *filesAPI) Get(w http.ResponseWriter, r *http.Request) error {
 	name, p, area := r.PathValue("id"), r.PathValue("path"), areaOf(r)
-	l := &files.Layer{M: a.m} // reads need none of the write settings
+	l := files.ForReads(a.m) // reads need none of the write settings
 	f, e, err := l.Open(r.Context(), name, area, p)
 	if err != nil {
 		return err
@@ -158,7 +158,7 @@ func (a *filesAPI) Delete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l := &files.Layer{M: a.m}
+	l := files.ForReads(a.m)
 	res, err := l.Remove(r.Context(), r.PathValue("id"), areaOf(r), r.PathValue("path"), files.RemoveOptions{Recursive: recursive})
 	if err != nil {
 		return err

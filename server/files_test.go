@@ -477,7 +477,7 @@ func TestFilesDownloadOfAGrowingFile(t *testing.T) {
 		if err := os.WriteFile(p, []byte("0123456789"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		l := &files.Layer{M: r.Manager}
+		l := files.ForReads(r.Manager)
 		for _, tc := range []struct{ rng, body, contentRange string }{
 			{"", "0123456789", ""},
 			{"bytes=5-", "56789", "bytes 5-9/10"},

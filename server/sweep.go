@@ -24,7 +24,7 @@ func newSweepAPI(root *project.Root) *sweepAPI {
 	return &sweepAPI{root: root}
 }
 
-// planIDPattern is the form of the ids SavePlan makes: a client's typo is
+// planIDPattern is the form of the ids a kept plan gets: a client's typo is
 // bad input, an id of that form the store never made is a refused plan.
 var planIDPattern = regexp.MustCompile(`^pl-[0-9a-f]{16}$`)
 
@@ -59,19 +59,19 @@ func (a *sweepAPI) Sweep(w http.ResponseWriter, r *http.Request) error {
 	m := a.root.Manager
 	switch {
 	case req.DryRun != nil && *req.DryRun:
-		p, err := m.PlanSweep(r.Context(), project.SweepOptions{Projects: []string{name}, Areas: req.Areas})
+		out, err := m.Sweep(r.Context(), project.SweepOptions{Projects: []string{name}, Areas: req.Areas, DryRun: true, Keep: true, Exclusive: true})
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, planOf(name, p))
+		writeJSON(w, http.StatusOK, planOf(name, out.Kept))
 	case req.PlanID != "":
-		out, err := m.ApplyPlan(r.Context(), req.PlanID, project.ApplyOptions{Project: name, Background: true})
+		out, err := m.Sweep(r.Context(), project.SweepOptions{Projects: []string{name}, Apply: project.PlanRef{ID: req.PlanID}, Exclusive: true, Background: true})
 		if err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusOK, resultOf(name, req.PlanID, out))
 	default:
-		out, err := m.SweepProject(r.Context(), name, project.SweepOptions{Areas: req.Areas, Background: true})
+		out, err := m.Sweep(r.Context(), project.SweepOptions{Projects: []string{name}, Areas: req.Areas, Exclusive: true, Background: true})
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func (a *sweepAPI) Sweep(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func planOf(name string, p project.PlannedSweep) apiv1.SweepPlan {
+func planOf(name string, p *project.KeptPlan) apiv1.SweepPlan {
 	out := apiv1.SweepPlan{PlanID: p.ID, Project: name, DryRun: true, Areas: p.Areas, MadeAt: p.MadeAt, ExpiresAt: p.ExpiresAt,
 		Entries: []apiv1.PlannedEntry{}, Skipped: skipsOf(p.Plan.Skipped), OverSoft: overSoftOf(p.Plan.OverSoft)}
 	for _, e := range p.Plan.Evict {

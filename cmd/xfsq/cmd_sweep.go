@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -50,7 +49,7 @@ func cmdSweep(e env) error {
 	if err != nil {
 		return err
 	}
-	o := project.SweepOptions{Background: true, Projects: e.c.Args().Slice(), DryRun: e.c.Bool("dry-run") || e.c.IsSet("plan-out"), Budget: budget}
+	o := project.SweepOptions{Background: true, Projects: e.c.Args().Slice(), DryRun: e.c.Bool("dry-run") || e.c.IsSet("plan-out"), Keep: e.c.IsSet("plan-out"), Budget: budget}
 	if a := e.c.String("area"); a != "" {
 		o.Areas = strings.Split(a, ",")
 	}
@@ -66,22 +65,25 @@ func cmdSweep(e env) error {
 		return usagef("sweep takes PROJECT names or --all, not both")
 	}
 	if f := e.c.String("apply"); f != "" {
-		data, err := project.ReadPlanFile(f)
+		plan, err := project.ReadPlanFile(f)
 		if err != nil {
 			return usagef("--apply: %v", err)
 		}
-		o.Apply = data
+		o.Apply = plan
 	}
 	return e.manager(func(ctx context.Context, m *project.Manager) error {
 		out, err := m.Sweep(ctx, o)
-		// Some projects busy, others swept: say what was done, then why
-		// the rest was not (the error, on stderr, with the exit code).
-		var busy *project.SweepBusyError
-		if err != nil && !(errors.As(err, &busy) && len(busy.Swept) > 0) {
+		if err != nil {
 			return err
 		}
+		// Some projects busy, others swept: say what was done, then why
+		// the rest was not (the error, on stderr, with the exit code).
+		busy := out.BusyError()
+		if busy != nil && len(out.Swept) == 0 {
+			return busy
+		}
 		if f := e.c.String("plan-out"); f != "" {
-			if err := m.WritePlanFile(ctx, out.Plan, o.Areas, f); err != nil {
+			if err := out.Kept.WriteFile(f); err != nil {
 				return fmt.Errorf("--plan-out: %w", err)
 			}
 		}
@@ -111,6 +113,6 @@ func cmdSweep(e env) error {
 				fmt.Fprintf(w, "plan saved to %s: review it, then run xfsq sweep --apply %s\n", f, f)
 			}
 		})
-		return cmp.Or(printErr, err)
+		return cmp.Or(printErr, busy)
 	})
 }
