@@ -35,11 +35,13 @@ func snapshotCommand(with withEnv) *cli.Command {
 
 // collectLess trades memory for time in a command that walks: a walk's
 // garbage is short-lived names, and a collection during it takes a core
-// from the walk. At 400 a snapshot of 1,000,000 files peaks at 18–19 MiB
+// from the walk. 200, not more: at 400 the garbage a wide tree's walk
+// leaves grew the peak with the tree (29 MiB at 1,000,000 files, 36 MiB
+// at 3,000,000), at 200 it stays flat (27–30 MiB) for no more CPU
 // (docs/benchmarks.md). An operator's GOGC wins.
 func collectLess() {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
+		debug.SetGCPercent(200)
 	}
 }
 
