@@ -95,3 +95,38 @@ func TestAttackDrainHeldByATrickle(t *testing.T) {
 		}
 	})
 }
+
+// TestAttackExpectWithoutWaiting: a client may send Expect: 100-continue
+// and its body without waiting for the 100 (RFC 9110 §10.1.1 allows it; a
+// Go http.Transport with ExpectContinueTimeout 0 does so). The refusal
+// must reach it as it reaches a client that never said Expect: today the
+// drain skips such a body and the client is reset every time.
+func TestAttackExpectWithoutWaiting(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(1<<20, "omni")
+		ts := newServerWith(t, r, serverOptions{listener: func(ln net.Listener) net.Listener { return smallBuffers{ln} }})
+		addr := ts.Listener.Addr().String()
+		for i := range 10 {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn.(*net.TCPConn).SetWriteBuffer(64 << 10)
+			conn.SetDeadline(time.Now().Add(20 * time.Second))
+			const size = 3 << 20
+			head := fmt.Sprintf("PUT /v1/workspace/storage/projects/omni/files/big HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+				"Content-Length: %d\r\nExpect: 100-continue\r\n\r\n", addr, operatorToken, size)
+			_, werr := conn.Write(append([]byte(head), make([]byte, size)...))
+			resp, rerr := http.ReadResponse(bufio.NewReader(conn), nil)
+			conn.Close()
+			// A client that writes before it reads (urllib) gives up at a
+			// failed write: the answer must not need it to read on.
+			if werr != nil || rerr != nil {
+				t.Fatalf("try %d: the body could not be sent (%v) or no answer came (%v)", i+1, werr, rerr)
+			}
+			if resp.StatusCode != http.StatusInsufficientStorage {
+				t.Fatalf("try %d: %d, want 507", i+1, resp.StatusCode)
+			}
+		}
+	})
+}
