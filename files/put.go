@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/capdrop"
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/project"
@@ -46,7 +47,19 @@ const (
 // length is read at most to its remaining allowance plus one byte and is
 // refused — never cut — if it goes past it. Nothing is visible at p until
 // the whole body is on disk; a refused or failed write leaves p as it was.
-func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size int64) (PutResult, error) {
+//
+// It runs without CAP_SYS_RESOURCE on its thread (internal/capdrop): on
+// ext4 a writer holding it passes the kernel's hard limits, and xfsq's
+// writes into a tree must be bound by them as a tenant's are.
+func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size int64) (res PutResult, err error) {
+	err = capdrop.WithoutSysResource(func() error {
+		res, err = l.put(ctx, name, area, p, r, size)
+		return err
+	})
+	return res, err
+}
+
+func (l *Layer) put(ctx context.Context, name, area, p string, r io.Reader, size int64) (PutResult, error) {
 	// The write's reservation is held by its own operation, so a write
 	// that ended without releasing it is reclaimable at once.
 	ctx, end := project.BeginOp(ctx)

@@ -18,6 +18,8 @@ func TestQuotaPartStatus(t *testing.T) {
 		enforced bool
 	}{
 		{"xfs enforcing", QuotaState{Kind: "xfs", OnXFS: true, Accounting: &on, Enforcement: &on}, nil, OK, true},
+		{"ext4 enforcing", QuotaState{Kind: "ext4", Accounting: &on, Enforcement: &on}, nil, OK, true},
+		{"ext4 enforcement off", QuotaState{Kind: "ext4", Accounting: &on, Enforcement: &off, Fix: "mount it with -o prjquota"}, nil, Critical, false},
 		{"xfs enforcement off", QuotaState{Kind: "xfs", OnXFS: true, Accounting: &on, Enforcement: &off, Fix: "remount"}, nil, Critical, false},
 		{"fallback by choice of filesystem", QuotaState{Kind: "fallback", Reason: "ext4: no project quota"}, nil, OK, false},
 		{"fallback on XFS", QuotaState{Kind: "fallback", OnXFS: true, Reason: "mounted without prjquota", Fix: "mount it with -o prjquota",

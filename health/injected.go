@@ -9,15 +9,16 @@ import (
 
 // QuotaState is the quota backend in force, as the caller found it now.
 type QuotaState struct {
-	// Kind is "xfs" or "fallback".
+	// Kind is "xfs", "ext4" (the kernel enforces) or "fallback".
 	Kind string
 	// Reason says why the fallback is in force (or is empty).
 	Reason string
 	// Fix says how to get kernel enforcement, when the fallback is in force
 	// on a filesystem that could have it.
 	Fix string
-	// OnXFS is whether the root is on XFS: the fallback there means a
-	// mount or kernel problem, not a choice of filesystem.
+	// OnXFS is whether the root is on XFS (or on ext4 that keeps project
+	// quotas): the fallback there means a mount or kernel problem, not a
+	// choice of filesystem.
 	OnXFS bool
 	// Accounting and Enforcement are the kernel's project quota flags
 	// (Q_XGETQSTATV) on XFS; nil when not known.
@@ -51,15 +52,15 @@ func quotaCollector(q QuotaFunc) func(context.Context) (*QuotaPart, error) {
 		}
 		p := &QuotaPart{Part: Part{Status: OK}, Accounting: s.Accounting, Enforcement: s.Enforcement,
 			Backend: Backend{Kind: s.Kind, Reason: s.Reason,
-				Enforced: s.Kind == "xfs" && (s.Enforcement == nil || *s.Enforcement)}}
+				Enforced: s.Kind != "fallback" && (s.Enforcement == nil || *s.Enforcement)}}
 		off := func(b *bool) bool { return b != nil && !*b }
 		switch {
-		case s.Kind == "xfs" && (off(s.Accounting) || off(s.Enforcement)):
+		case s.Kind != "fallback" && (off(s.Accounting) || off(s.Enforcement)):
 			// The limits xfsq set are not being enforced right now.
-			p.judge(Critical, "XFS project quota accounting or enforcement is off")
+			p.judge(Critical, s.Kind+" project quota accounting or enforcement is off")
 			p.Fix = s.Fix
-		case s.Kind != "xfs" && s.OnXFS:
-			p.judge(Warn, "the root is on XFS but its project quotas cannot be used: "+s.Reason)
+		case s.Kind == "fallback" && s.OnXFS:
+			p.judge(Warn, "the root's filesystem keeps project quotas but they cannot be used: "+s.Reason)
 			p.Fix = s.Fix
 		}
 		return p, nil

@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -32,5 +34,42 @@ func TestLastUse(t *testing.T) {
 		if got := LastUse(c.st, now.Add(time.Minute).UnixNano()); got != now.Add(c.want).UnixNano() {
 			t.Errorf("%s: %v, want %v", c.name, time.Unix(0, got).UTC(), now.Add(c.want))
 		}
+	}
+}
+
+// A walk's LastUse is its files' LastUse: a file read lately (atime) is
+// in use though written long ago, and an atime stamped in the future is
+// not a use.
+func TestWalkLastUseTakesReads(t *testing.T) {
+	month := time.Now().Add(-30 * 24 * time.Hour).Truncate(time.Second)
+	for _, c := range []struct {
+		name  string
+		atime time.Time
+		want  time.Time
+	}{
+		{"read an hour ago", time.Now().Add(-time.Hour).Truncate(time.Second), time.Now().Add(-time.Hour).Truncate(time.Second)},
+		{"never read since written", month.Add(-time.Hour), month},
+		{"an atime stamped in 2099", time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC), month},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			f := filepath.Join(dir, "f")
+			if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(f, c.atime, month); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(dir, month, month); err != nil {
+				t.Fatal(err)
+			}
+			res, err := Walk(dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Root.LastUse.Equal(c.want) {
+				t.Errorf("last use %v, want %v", res.Root.LastUse, c.want)
+			}
+		})
 	}
 }

@@ -182,6 +182,7 @@ type job struct {
 // descriptors are those of the directories on the workers' stacks.
 type openDirectory struct {
 	fd   int
+	dev  uint64 // its st_dev, the guess for its subdirectories' (read)
 	refs atomic.Int32
 	warm bool
 }
@@ -280,7 +281,7 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 	// The root is read before the workers start: its subdirectories are
 	// their first shared jobs.
 	first := newWorker(w)
-	first.read(fd, st.Dev, ".", 0, root, true)
+	first.read(fd, &st, st.Dev, st.Ino, ".", 0, root, true)
 	w.shared, first.stack = first.stack, nil
 	w.offerTop(first.top)
 	w.mu.Lock()
@@ -436,12 +437,17 @@ func (t *totals) add(o totals) {
 // inodeTotals is what one inode adds: du's allocated bytes (st_blocks ×
 // 512), apparent bytes, one file or directory, its mtime (see Mtime).
 func inodeTotals(st *unix.Stat_t, isDir bool) totals {
-	t := totals{size: uint64(st.Blocks) * 512, apparent: uint64(st.Size), mtime: Mtime(st),
-		used: lastUse(st, walkNotAfter)}
+	t := totals{size: uint64(st.Blocks) * 512, apparent: uint64(st.Size), mtime: Mtime(st)}
+	t.used = t.mtime
 	if isDir {
 		t.dirs = 1
 	} else {
 		t.files = 1
+		// lastUse, not inlined, only for an atime newer than the mtime:
+		// few files have one, and inodeTotals is asked of every file.
+		if st.Atim.Nano() > t.used {
+			t.used = lastUse(st, walkNotAfter)
+		}
 	}
 	return t
 }
@@ -623,11 +629,17 @@ func (k *worker) visit(j job) {
 		j.acc.settle(w.opts.TopK)
 		return
 	}
+	if !openat2Missing.Load() {
+		// Opened with RESOLVE_NO_XDEV: on the walk's mount. Its one fstat,
+		// after it is read, gives its own inode and tells whether it is
+		// the one its parent listed and whether it changed (read).
+		k.read(fd, nil, j.parent.dev, j.ino, j.rel, j.depth, k.accFor(j), warm)
+		return
+	}
+	// Opened without (before Linux 5.6), it may be a mount point: that is
+	// told before anything is read from it.
 	var st unix.Stat_t
-	// Opened with RESOLVE_NO_XDEV, a directory on another device is on the
-	// walk's mount still: a btrfs subvolume, which is the tree's and is
-	// walked. Opened without (before Linux 5.6), it may be a mount point.
-	if err := fstat(fd, &st, warm); err != nil || (st.Dev != w.rootDev && openat2Missing.Load()) {
+	if err := fstat(fd, &st, warm); err != nil || st.Dev != w.rootDev || (st.Ino != j.ino && !w.entryInosDiffer && mountRootAt(fd, nil)) {
 		closeFd(fd, warm) // a mount point: another filesystem's business
 		if err != nil {
 			w.errors.Add(1)
@@ -638,60 +650,86 @@ func (k *worker) visit(j job) {
 		return
 	}
 	if st.Ino != j.ino && !w.entryInosDiffer {
-		// Not the directory its parent listed under that name. Either a
-		// bind mount from this filesystem (it keeps st_dev): a mount point
-		// like any other. Or a tenant exchanging directories
-		// (RENAME_EXCHANGE) as the walk goes, which can show it each name
-		// while the other directory is there and hide a subtree from
-		// every name without an error: counted as an entry changed under
-		// the walk, which makes its figure a floor.
-		if mountRootAt(fd, nil) {
-			closeFd(fd, warm)
-			w.mountPoints.Add(1)
-			j.acc.settle(w.opts.TopK)
-			return
-		}
-		w.errors.Add(1)
+		w.errors.Add(1) // exchanged under the walk, as read says
 	}
-	acc := j.acc // below the depth, the totals go to the deepest ancestor's node
-	if j.depth <= w.opts.Depth {
-		acc = &agg{node: &Node{Path: j.rel}, parent: j.acc}
-		acc.pending.Store(1)
-	}
+	acc := k.accFor(j)
 	acc.addInode(&st, true)
 	if w.opts.Progress != nil {
 		w.bytes.Add(uint64(st.Blocks) * 512)
 	}
-	k.read(fd, st.Dev, j.rel, j.depth, acc, warm)
+	k.read(fd, &st, st.Dev, j.ino, j.rel, j.depth, acc, warm)
 }
 
-// read reads the open directory fd (on device dev, at rel, depth below the root) into
-// acc and pushes its subdirectories onto the worker's stack. warm says
-// whether the kernel answered the parent from its caches: neighbours
-// usually share blocks, so it is the guess for this directory too.
-func (k *worker) read(fd int, dev uint64, rel string, depth int, acc *agg, warm bool) {
-	subdirs, inos, warm := k.entries(fd, dev, rel, acc, warm)
-	// Once more after the reading: an entry renamed out of it, or into
-	// it, while it was read may be in neither it nor where it went.
-	var after unix.Stat_t
-	if fstat(fd, &after, warm) == nil {
-		k.w.changedSince(&after)
+// accFor is what j's directory adds to: a node of its own to the depth,
+// below it the deepest ancestor's.
+func (k *worker) accFor(j job) *agg {
+	if j.depth > k.w.opts.Depth {
+		return j.acc
 	}
-	d := &openDirectory{fd: fd, warm: warm}
+	acc := &agg{node: &Node{Path: j.rel}, parent: j.acc}
+	acc.pending.Store(1)
+	return acc
+}
+
+// read reads the open directory fd (at rel, depth below the root) into acc
+// and pushes its subdirectories onto the worker's stack. self is its
+// fstat if taken before the reading (nil: taken after), dev its device or,
+// until that fstat, its parent's (a guess that only a btrfs subvolume
+// gets wrong, and entries checks before it refuses a file on it), ino the
+// inode number its parent's entry gave it. warm says whether the kernel
+// answered the parent from its caches: neighbours usually share blocks, so
+// it is the guess for this directory too.
+func (k *worker) read(fd int, self *unix.Stat_t, dev, ino uint64, rel string, depth int, acc *agg, warm bool) {
+	w := k.w
+	subdirs, inos, warm := k.entries(fd, dev, self != nil, rel, acc, warm)
+	// After the reading: an entry renamed out of it, or into it, while it
+	// was read may be in neither it nor where it went, so its ctime is
+	// asked now (changedSince).
+	var after unix.Stat_t
+	err := fstat(fd, &after, warm)
+	if err == nil {
+		w.changedSince(&after)
+		dev = after.Dev
+	}
+	if self == nil { // its own inode, which visit did not stat
+		switch {
+		case err != nil:
+			w.errors.Add(1)
+		case after.Ino != ino && !w.entryInosDiffer:
+			// Not the directory its parent listed under that name: a
+			// tenant exchanging directories (RENAME_EXCHANGE) as the walk
+			// goes, which can show it each name while the other directory
+			// is there and hide a subtree from every name without an
+			// error: counted as an entry changed under the walk, which
+			// makes its figure a floor. (Not a bind mount: openat2 with
+			// RESOLVE_NO_XDEV refuses every mount point, of this
+			// filesystem's too.)
+			w.errors.Add(1)
+			fallthrough
+		default:
+			acc.addInode(&after, true)
+			if w.opts.Progress != nil {
+				w.bytes.Add(uint64(after.Blocks) * 512)
+			}
+		}
+	}
+	d := &openDirectory{fd: fd, dev: dev, warm: warm}
 	d.refs.Store(int32(len(subdirs)) + 1)
 	acc.pending.Add(int64(len(subdirs)))
 	for i, name := range subdirs {
 		k.stack = append(k.stack, job{parent: d, name: name, ino: inos[i], rel: join(rel, name[:len(name)-1]), depth: depth + 1, acc: acc})
 	}
 	d.release()
-	acc.settle(k.w.opts.TopK)
+	acc.settle(w.opts.TopK)
 }
 
 // entries reads a directory with getdents64, stats what is not a
 // directory relative to fd, and returns the names of the subdirectories,
 // each with its NUL and the inode number the directory gave it, and
-// whether the kernel answered from its caches.
-func (k *worker) entries(fd int, dev uint64, rel string, a *agg, warm bool) ([]string, []uint64, bool) {
+// whether the kernel answered from its caches. A file on another device
+// than dev is a mount point; dev is the directory's own if devKnown, else
+// its parent's, and then asked (fstat) before a file is refused for it.
+func (k *worker) entries(fd int, dev uint64, devKnown bool, rel string, a *agg, warm bool) ([]string, []uint64, bool) {
 	w, buf, top := k.w, k.buf, &k.top
 	var subdirs []string
 	var inos []uint64
@@ -754,6 +792,15 @@ func (k *worker) entries(fd int, dev uint64, rel string, a *agg, warm bool) ([]s
 				subdirs = append(subdirs, cstringNUL(rec))
 				inos = append(inos, st.Ino)
 				continue
+			}
+			if st.Dev != dev && !devKnown {
+				// dev was its parent's: this directory may be a btrfs
+				// subvolume, on a device of its own.
+				var self unix.Stat_t
+				if fstat(fd, &self, warm) == nil {
+					dev = self.Dev
+				}
+				devKnown = true
 			}
 			if st.Dev != dev { // a file bind-mounted over one of the tree's
 				w.mountPoints.Add(1)

@@ -21,9 +21,8 @@ import (
 // TestKernel runs the scrape against real XFS project quotas (one boot of
 // the test kernel for the package; see internal/kerneltest).
 func TestKernel(t *testing.T) {
-	kerneltest.Run(t, []kerneltest.Case{
-		{Name: "ScrapedTreeUsageIsTheKernelsFigure", Run: testXFSScrape},
-	})
+	scrape := kerneltest.Case{Name: "ScrapedTreeUsageIsTheKernelsFigure", Run: testXFSScrape}
+	kerneltest.Run(t, []kerneltest.Case{scrape, kerneltest.OnExt4(scrape)})
 }
 
 // xfsRoot initialises a root on a real XFS mount with project quotas, its
@@ -31,7 +30,7 @@ func TestKernel(t *testing.T) {
 // unmounts (an open store or quota handle would fail the unmount).
 func xfsRoot(tb testing.TB, kfs *kerneltest.FS, dsn string) *project.Root {
 	tb.Helper()
-	r, err := project.OpenRoot(context.Background(), project.Config{Root: kfs.Dir, DSN: dsn, Host: "kernel", ProjectFiles: []string{}, Init: true, Backend: project.BackendXFS})
+	r, err := project.OpenRoot(context.Background(), project.Config{Root: kfs.Dir, DSN: dsn, Host: "kernel", ProjectFiles: []string{}, Init: true, Backend: kfs.Type})
 	if err != nil {
 		tb.Fatalf("init an XFS root: %v", err)
 	}

@@ -67,6 +67,23 @@ func validateLimits(area string, l quota.Limits) error {
 	return nil
 }
 
+// checkLimits is validateLimits plus what the filesystem can hold: ext4's
+// quota file keeps smaller limits than XFS, and the kernel's own refusal
+// (ERANGE) names neither the limit nor the maximum.
+func (m *Manager) checkLimits(area string, l quota.Limits) error {
+	if err := validateLimits(area, l); err != nil {
+		return err
+	}
+	if m.xfs == nil {
+		return nil
+	}
+	if err := m.xfs.CheckLimits(l); err != nil {
+		return errkind.WithHint(errkind.Input, &InputError{Param: "limits", Msg: area + ": " + err.Error()},
+			"give a smaller limit, or 0 for none")
+	}
+	return nil
+}
+
 // AddFaultPoints are where tests kill `project add` to show that an
 // interrupted add leaves nothing behind that the next add or doctor --fix
 // does not clean up.
@@ -97,7 +114,7 @@ func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, 
 			return Project{}, err
 		}
 		limits[a] = o.change(a).apply(l)
-		if err := validateLimits(a, limits[a]); err != nil {
+		if err := m.checkLimits(a, limits[a]); err != nil {
 			return Project{}, err
 		}
 	}

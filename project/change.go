@@ -38,7 +38,7 @@ func (m *Manager) Set(ctx context.Context, name, a string, change LimitChange) (
 		return Project{}, err
 	}
 	next := change.apply(t.Limits)
-	if err := validateLimits(a, next); err != nil {
+	if err := m.checkLimits(a, next); err != nil {
 		return Project{}, err
 	}
 	if err := m.Backend.SetLimits(t.ProjectID, next); err != nil {

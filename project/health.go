@@ -132,13 +132,20 @@ func quotaProbe(root string) health.QuotaFunc {
 		if err == nil {
 			fs.Close()
 			on := true
-			return health.QuotaState{Kind: "xfs", OnXFS: true, Accounting: &on, Enforcement: &on}, nil
+			return health.QuotaState{Kind: fs.Name(), OnXFS: onXFS, Accounting: &on, Enforcement: &on}, nil
 		}
 		var un *quota.UnsupportedError
 		if !errors.As(err, &un) {
 			return health.QuotaState{}, err
 		}
 		s := health.QuotaState{Kind: "fallback", Reason: un.Short, Fix: un.Fix, OnXFS: onXFS}
+		if strings.HasPrefix(un.Short, "ext4: project quota not enforced") {
+			// ext4 made for project quotas, mounted without prjquota:
+			// a mount problem, as on XFS, not a choice of filesystem.
+			on, off := true, false
+			s.OnXFS, s.Reason, s.Accounting, s.Enforcement = true, un.Reason, &on, &off
+			return s, nil
+		}
 		if onXFS {
 			s.Reason = un.Reason
 			// xfs.Open names what it found in Short; these two are the

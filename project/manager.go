@@ -136,7 +136,7 @@ type Manager struct {
 	Root    string
 	Store   *store.Store
 	Backend quota.Backend
-	// Unsupported says why the XFS backend could not be used (fallback only).
+	// Unsupported says why the kernel backend could not be used (fallback only).
 	Unsupported *quota.UnsupportedError
 	backendInfo atomic.Pointer[backendInfo] // BackendInfo's, kept
 	Actor       string
@@ -163,7 +163,7 @@ type Options struct {
 	// FirstInit says the root had no .xfsq/ before this init: trees already
 	// under it predate xfsq and are adopted, not a sign of a lost store.
 	FirstInit bool
-	// Backend is init's choice (auto, xfs, fallback); "" keeps the one
+	// Backend is init's choice (auto, xfs, ext4, fallback); "" keeps the one
 	// recorded at init (auto when none was).
 	Backend string
 }
@@ -249,15 +249,23 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if choice == BackendFallback {
 		err = &quota.UnsupportedError{Path: root, Short: "chosen at init",
 			Reason: "the root was initialised for application-level quotas (backend fallback); the kernel enforces nothing",
-			Fix:    "xfsq init --backend auto (or xfs) uses the kernel's XFS project quotas"}
+			Fix:    "xfsq init --backend auto (or xfs, or ext4) uses the kernel's project quotas"}
 	} else {
 		fs, err = xfs.Open(root)
 	}
+	if err == nil && (choice == BackendXFS || choice == BackendExt4) && fs.Name() != choice {
+		// Asked for by name: the kernel enforces here, but on another filesystem.
+		found := fs.Name()
+		fs.Close()
+		return nil, errkind.WithHint(errkind.NotReady,
+			fmt.Errorf("the root was initialised for the %s backend, but %s is on %s", choice, root, found),
+			fmt.Sprintf("run xfsq init --backend %s (or auto) to use the kernel's %s project quotas", found, found))
+	}
 	var unsupported *quota.UnsupportedError
-	if choice == BackendXFS && errors.As(err, &unsupported) {
+	if (choice == BackendXFS || choice == BackendExt4) && errors.As(err, &unsupported) {
 		// Asked for by name: never a silent fallback.
 		return nil, errkind.WithHint(errkind.NotReady,
-			fmt.Errorf("the root was initialised for the xfs backend, but %s: %s", unsupported.Path, unsupported.Reason),
+			fmt.Errorf("the root was initialised for the %s backend, but %s: %s", choice, unsupported.Path, unsupported.Reason),
 			unsupported.Fix+"; or run xfsq init --backend fallback to accept application-level quotas")
 	}
 	switch {
@@ -313,26 +321,27 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-// BackendName is what every output shows: "xfs" or "fallback (REASON)".
+// BackendName is what every output shows: "xfs", "ext4" or "fallback (REASON)".
 func (m *Manager) BackendName() string { return m.Backend.Name() }
 
 // Backend is the backend object of docs/design/README.md#output-conventions, as every JSON output gives it:
 // which backend is in force, whether the kernel enforces the limits, and
 // on the fallback why (in full, with the fix). Text shows its String.
 type Backend struct {
-	Kind     string `json:"kind"` // BackendXFS or BackendFallback
+	Kind     string `json:"kind"` // BackendXFS, BackendExt4 or BackendFallback
 	Enforced bool   `json:"enforced"`
 	Reason   string `json:"reason,omitempty"`
 	name     string
 	encoded  *backendJSON // its JSON, made once (withJSON); nil: none
 }
 
-// String is the one-line form text outputs show: "xfs" or "fallback (SHORT)".
+// String is the one-line form text outputs show: "xfs", "ext4" or "fallback (SHORT)".
 func (b Backend) String() string { return b.name }
 
 // Backend kinds, and the choice init takes (--backend).
 const (
 	BackendXFS      = "xfs"
+	BackendExt4     = "ext4"
 	BackendFallback = "fallback"
 	BackendAuto     = "auto"
 )
@@ -357,7 +366,9 @@ type backendInfo struct {
 
 func (m *Manager) makeBackendInfo() Backend {
 	b := Backend{Kind: BackendXFS, Enforced: m.xfs != nil, name: m.BackendName()}
-	if m.xfs == nil {
+	if m.xfs != nil {
+		b.Kind = m.xfs.Name()
+	} else {
 		b.Kind = BackendFallback
 		if m.Unsupported != nil {
 			b.Reason = m.Unsupported.Error()
@@ -383,7 +394,7 @@ func readBackendChoice(root string) (string, error) {
 	choice := strings.TrimSpace(string(data))
 	if err := ValidateBackend(choice); err != nil {
 		return "", errkind.WithHint(errkind.NotReady, fmt.Errorf("%s: %w", filepath.Join(root, StateDir, backendFile), err),
-			"run xfsq init --backend auto|xfs|fallback again")
+			"run xfsq init --backend auto|xfs|ext4|fallback again")
 	}
 	return choice, nil
 }
@@ -391,10 +402,10 @@ func readBackendChoice(root string) (string, error) {
 // ValidateBackend checks a backend choice.
 func ValidateBackend(choice string) error {
 	switch choice {
-	case BackendAuto, BackendXFS, BackendFallback:
+	case BackendAuto, BackendXFS, BackendExt4, BackendFallback:
 		return nil
 	}
-	return fieldErrorf("backend", "%q: use auto (XFS where the kernel enforces project quotas, else the fallback), xfs or fallback", choice)
+	return fieldErrorf("backend", "%q: use auto (the kernel's project quotas where it enforces them on XFS or ext4, else the fallback), xfs, ext4 or fallback", choice)
 }
 
 func writeBackendChoice(root, choice string) error {
@@ -412,7 +423,8 @@ func writeBackendChoice(root, choice string) error {
 	return os.Rename(tmp, p)
 }
 
-// IsXFS reports whether the kernel enforces limits on this root.
+// IsXFS reports whether the kernel enforces limits on this root (on XFS
+// or ext4: both through the one kernel backend).
 func (m *Manager) IsXFS() bool { return m.xfs != nil }
 
 func (m *Manager) abs(rel string) string { return filepath.Join(m.Root, rel) }
@@ -452,6 +464,9 @@ type InitResult struct {
 	Backend Backend  `json:"backend"`
 	Store   string   `json:"store"`
 	Created []string `json:"created"`
+	// Notes are what an operator must know about the backend in force,
+	// e.g. that on ext4 a writer holding CAP_SYS_RESOURCE bypasses limits.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Init creates the root's layout; it is idempotent. The store must already
@@ -509,6 +524,9 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 		}
 	}
 	res.Backend = m.BackendInfo()
+	if m.xfs != nil && m.xfs.Kind() == xfs.KindExt4 {
+		res.Notes = append(res.Notes, xfs.BypassNote)
+	}
 	if m.xfs != nil {
 		// A parent's PROJINHERIT would stamp its ID on every new tree.
 		// inbound/ is a tree of its own: its ID and PROJINHERIT stay.
@@ -534,7 +552,7 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 }
 
 // applyGrace gives the kernel the soft_grace setting as the filesystem's
-// grace periods for bytes and inodes (XFS keeps one pair per filesystem).
+// grace periods for bytes and inodes (XFS and ext4 keep one pair per filesystem).
 func (m *Manager) applyGrace(ctx context.Context) error {
 	if m.xfs == nil {
 		return nil

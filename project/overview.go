@@ -36,6 +36,11 @@ type Overview struct {
 type OverviewDisk struct {
 	TotalBytes uint64 `json:"total_bytes"`
 	FreeBytes  uint64 `json:"free_bytes"` // available to xfsq (statfs f_bavail)
+	// UnownedBytes and OtherIDsBytes are Unowned's, on a kernel backend:
+	// what df says is used less what the projects hold, and of it what
+	// project 0 and IDs that are no tree's hold.
+	UnownedBytes  *uint64 `json:"unowned_bytes,omitempty"`
+	OtherIDsBytes *uint64 `json:"other_ids_bytes,omitempty"`
 }
 
 // ProjectOverview is one project's line of the overview.
@@ -356,13 +361,18 @@ func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
 		return nil, err
 	}
 	ov := &Overview{GeneratedAt: now, Root: m.Root, Host: m.Store.Host,
-		Backend: health.Backend{Kind: "xfs", Enforced: m.IsXFS()}, Projects: make([]ProjectOverview, 0, len(projects))}
+		Backend: health.Backend{Kind: m.BackendInfo().Kind, Enforced: m.IsXFS()}, Projects: make([]ProjectOverview, 0, len(projects))}
 	if m.Unsupported != nil {
 		ov.Backend.Kind, ov.Backend.Reason = "fallback", m.Unsupported.Reason
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(m.Root, &st); err == nil {
 		ov.Disk = OverviewDisk{TotalBytes: st.Blocks * uint64(st.Bsize), FreeBytes: st.Bavail * uint64(st.Bsize)}
+	}
+	if u, ok, err := m.Unowned(ctx); err != nil {
+		return nil, err
+	} else if ok {
+		ov.Disk.UnownedBytes, ov.Disk.OtherIDsBytes = &u.UnownedBytes, &u.OtherIDsBytes
 	}
 	index := make(map[string]int, len(projects))
 	for _, p := range projects {

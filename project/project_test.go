@@ -247,3 +247,28 @@ func oldCacheEntry(t *testing.T, root, sweepID string) (*Manager, string, *sweep
 	}
 	return m, entry, m.executor(sweepID, r, policy, 0)
 }
+
+// On ext4 less than a page below the hard limit is no room: the kernel
+// reserves a page for each page a write dirties and stops writes up to a
+// page short of the limit, so admission denies there as it does at it.
+func TestExceededWithinAPageOnExt4(t *testing.T) {
+	const limit = 10 << 20
+	cases := []struct {
+		name       string
+		used       uint64
+		fullWithin uint64
+		want       bool
+	}{
+		{"xfs a KiB short", limit - 1024, 0, false},
+		{"xfs at the limit", limit, 0, true},
+		{"ext4 a KiB short", limit - 1024, 4096, true},
+		{"ext4 a page short", limit - 4096, 4096, false},
+		{"ext4 well below", limit / 2, 4096, false},
+	}
+	for _, c := range cases {
+		ts := TreeStatus{BytesHard: limit, UsedBytes: c.used, fullWithin: c.fullWithin}
+		if got := Exceeded(ts, time.Now()); got != c.want {
+			t.Errorf("%s: Exceeded %v, want %v", c.name, got, c.want)
+		}
+	}
+}

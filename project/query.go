@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
 )
@@ -68,6 +70,11 @@ type TreeStatus struct {
 	// kernel's count disagreed by more than 1 %: a sign of a quota escape.
 	WalkBytes *uint64 `json:"walk_bytes,omitempty"`
 	Escape    string  `json:"escape,omitempty"`
+	// fullWithin is how little room left counts as none: on ext4 the
+	// kernel reserves a page for each page a write dirties, so a tree
+	// with less than a page below its hard limit takes no more data (it
+	// stops writes up to a page short of the limit).
+	fullWithin uint64
 }
 
 func notFound(name string) error {
@@ -312,8 +319,14 @@ func (m *Manager) treeStatus(t store.Tree, q quota.Quota, asOf *time.Time) TreeS
 	if q.Limits != t.Limits {
 		s.Drift = fmt.Sprintf("limits in force %s differ from the recorded %s", formatLimits(q.Limits), formatLimits(t.Limits))
 	}
+	if m.xfs != nil && m.xfs.Kind() == xfs.KindExt4 {
+		s.fullWithin = pageSize
+	}
 	return s
 }
+
+// pageSize is the unit of ext4's delayed-allocation reservations.
+var pageSize = uint64(os.Getpagesize())
 
 // Usage is Report's usage and limits without the snapshot-derived fields
 // (growth, last activity): on XFS the recorded trees and one enumeration of
@@ -570,7 +583,7 @@ func (v verdict) rank() int {
 
 func verdictOf(t TreeStatus, now time.Time) verdict {
 	switch {
-	case t.BytesHard > 0 && t.UsedBytes >= t.BytesHard:
+	case t.BytesHard > 0 && (t.UsedBytes >= t.BytesHard || t.BytesHard-t.UsedBytes < t.fullWithin):
 		return overBytesHard
 	case t.InodesHard > 0 && t.UsedInodes >= t.InodesHard:
 		return overInodesHard

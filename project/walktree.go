@@ -24,7 +24,7 @@ import (
 // as they are and counts the mount points it met (Result.MountPoints),
 // which make its figure a floor that credits nothing (store.WalkSeen);
 // a tree whose own directory is covered cannot be walked at all.
-func (m *Manager) openForWalk(t store.Tree, rel string) (*os.File, error) {
+func (m *Manager) openForWalk(t store.Tree, rel string) (*walkDir, error) {
 	at := path.Join(t.Path, rel)
 	root, err := beneath(m.Root)
 	cloned := err == nil
@@ -45,8 +45,27 @@ func (m *Manager) openForWalk(t store.Tree, rel string) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("walk %s: %w", m.Root, err)
 	}
-	defer dir.Close()
-	return dir.File()
+	f, err := dir.File()
+	if err != nil {
+		dir.Close()
+		return nil, err
+	}
+	return &walkDir{File: f, dir: dir}, nil
+}
+
+// walkDir is a tree's directory open for a walk, and the Dir it was opened
+// from, held open as long as the walk reads: closing the last Dir of
+// Beneath's copy dissolves it, and a walk through a dissolved copy pays a
+// global lock at every stat (saferm's heldCopy).
+type walkDir struct {
+	*os.File
+	dir *saferm.Dir
+}
+
+func (w *walkDir) Close() error {
+	err := w.File.Close()
+	w.dir.Close()
+	return err
 }
 
 // errWalkSymlink is a walk refused for a symlink where a directory was
@@ -73,7 +92,7 @@ func (m *Manager) WalkIn(t store.Tree, rel string, opts inventory.Options) (*inv
 		return nil, err
 	}
 	defer f.Close()
-	return inventory.WalkFile(f, opts)
+	return inventory.WalkFile(f.File, opts)
 }
 
 // measureTree measures t's directory (openForWalk) for a baseline: its
@@ -89,7 +108,7 @@ func (m *Manager) measureTree(t store.Tree, writing map[string]inventory.InProgr
 		return quota.Usage{}, store.WalkSeen{}, err
 	}
 	defer f.Close()
-	u, err := inventory.MeasureWriting(f, writing)
+	u, err := inventory.MeasureWriting(f.File, writing)
 	if err != nil {
 		return quota.Usage{}, store.WalkSeen{}, &quota.OpError{Op: "measure", Tree: m.abs(t.Path), Err: err}
 	}

@@ -19,8 +19,10 @@ set -euo pipefail
 # btrfs-progs: the fallback's tests on a btrfs root, whose subvolumes share
 # its mount but number their inodes afresh. chromium: the dashboard's tests
 # drive it headless (chromedp). systemd: systemd-analyze verifies contrib/systemd/xfsq.service.
+# quota: the kernel tests on ext4 (made with mkfs.ext4 -O quota,project;
+# e2fsprogs is in every Debian) check xfsq's figures against repquota -P.
 case "${1:-}" in
-test) want=(xfsprogs qemu-system-x86 busybox-static git postgresql prometheus btrfs-progs chromium systemd) ;;
+test) want=(xfsprogs quota qemu-system-x86 busybox-static git postgresql prometheus btrfs-progs chromium systemd) ;;
 demo) want=(xfsprogs qemu-system-x86 busybox-static) ;;
 *) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -13,22 +13,13 @@ import (
 
 func run(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	return runEnv(t, nil, args...)
+	return runScript(t, "./loopback-xfs.sh", nil, args...)
 }
 
 // runEnv runs the script with env added to this process's environment.
 func runEnv(t *testing.T, env []string, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command("./loopback-xfs.sh", args...)
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return string(out), code
+	return runScript(t, "./loopback-xfs.sh", env, args...)
 }
 
 func TestLoopbackXFS(t *testing.T) {

@@ -76,7 +76,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					"quotas on the root; the choice is recorded, and every later command fails the same way if they go.\n" +
 					"--backend fallback uses application-level quotas even on XFS. Without --backend, init keeps the\n" +
 					"recorded choice (auto the first time).",
-				Flags:  []cli.Flag{&cli.StringFlag{Name: "backend", Usage: "auto (XFS where the kernel enforces project quotas, else the fallback), xfs or fallback"}},
+				Flags:  []cli.Flag{&cli.StringFlag{Name: "backend", Usage: "auto (the kernel's project quotas where it enforces them, on XFS or ext4, else the fallback), xfs, ext4 or fallback"}},
 				Action: with(cmdInit),
 			},
 			{
@@ -391,6 +391,9 @@ func cmdInit(e env) error {
 		if res.Backend.Reason != "" {
 			fmt.Fprintf(w, "         %s\n", res.Backend.Reason)
 		}
+		for _, n := range res.Notes {
+			fmt.Fprintf(w, "note:    %s\n", n)
+		}
 		fmt.Fprintf(w, "store:   %s\n", res.Store)
 		if len(res.Created) > 0 {
 			fmt.Fprintf(w, "created: %s\n", strings.Join(res.Created, " "))
@@ -640,6 +643,10 @@ func cmdReport(e env) error {
 				if t.Escape != "" {
 					fmt.Fprintf(w, "escape? %s %s: %s\n", safe(t.Project), t.Area, line(t.Escape))
 				}
+			}
+			if u, ok := unowned(ctx, m); ok && !f.noHeaders {
+				fmt.Fprintf(w, "unowned: %s of the %s df counts used is in no project (%s of it charged to project 0 or IDs that are no tree's)\n",
+					units.FormatIEC(u.UnownedBytes), units.FormatIEC(u.UsedBytes), units.FormatIEC(u.OtherIDsBytes))
 			}
 		})
 		if err != nil {
@@ -1207,4 +1214,11 @@ func cmdSweep(e env) error {
 		})
 		return cmp.Or(printErr, err)
 	})
+}
+
+// unowned is the report's footer figure; a failure to read it costs the
+// report nothing but the line.
+func unowned(ctx context.Context, m *project.Manager) (project.Unowned, bool) {
+	u, ok, err := m.Unowned(ctx)
+	return u, ok && err == nil
 }

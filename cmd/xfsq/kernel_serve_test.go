@@ -125,7 +125,7 @@ func serveReportDiff(t *testing.T, c *client.Client, root string) string {
 		for _, tr := range d.Trees {
 			k, ok := kernel[tr.ProjectID]
 			got := [3]uint64{tr.UsedBytes, tr.BytesSoft, tr.BytesHard}
-			if !ok || got != k || tr.Backend.Kind != "xfs" {
+			if !ok || got != k || tr.Backend.Kind != kernelKind(root) {
 				fmt.Fprintf(&diff, "%s/%s (ID %d): API used/soft/hard %v (backend %s), xfs_quota %v (listed %v)\n",
 					name, tr.Area, tr.ProjectID, got, tr.Backend.Kind, k, ok)
 			}
@@ -151,4 +151,12 @@ func serveReportDiff(t *testing.T, c *client.Client, root string) string {
 		}
 	}
 	return diff.String()
+}
+
+// kernelKind is the backend kind a kernel case's root is to show.
+func kernelKind(root string) string {
+	if kerneltest.IsExt4(root) {
+		return kerneltest.TypeExt4
+	}
+	return kerneltest.TypeXFS
 }

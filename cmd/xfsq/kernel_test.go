@@ -25,7 +25,7 @@ import (
 )
 
 func TestKernel(t *testing.T) {
-	kerneltest.Run(t, []kerneltest.Case{
+	cases := []kerneltest.Case{
 		{Name: "AddThenWritePastTheLimitFails", Run: testXFSAddAndEnforce},
 		{Name: "DoctorFindsAndFixesKernelDrift", Run: testXFSDoctor},
 		{Name: "AddKilledAtEveryStepLeavesNoKernelID", Run: testXFSAddKilled},
@@ -40,7 +40,8 @@ func TestKernel(t *testing.T) {
 		{Name: "SoftGraceIsTheKernelsGraceTimer", Run: testXFSSoftGrace},
 		{Name: "ProgressShowsTheShareOfTheKernelsInodes", Run: testXFSProgress},
 		{Name: "ServeOverHTTPDeniesAtTheLimitAndReportsAsXfsQuota", Run: testXFSServe},
-	})
+	}
+	kerneltest.Run(t, append(cases, ext4Cases(cases)...))
 }
 
 // soft_grace is the kernel's grace period: set with the setting, reported
@@ -182,7 +183,7 @@ func testXFSInbound(t *testing.T, fs *kerneltest.FS) {
 	s := xfsSandbox(t, fs)
 	rep := s.report()
 	in, ok := rep[inboundKey]
-	if !ok || in.ProjectID == 0 || in.BytesHard != 10<<30 || in.Backend.Kind != "xfs" {
+	if !ok || in.ProjectID == 0 || in.BytesHard != 10<<30 || in.Backend.Kind != fs.Type {
 		t.Fatalf("report after init on XFS has no inbound row with default_inbound_quota: %+v", rep)
 	}
 	x, err := xfs.Open(s.root)
@@ -285,8 +286,11 @@ func xfsSandbox(t *testing.T, fs *kerneltest.FS) *sandbox {
 	s := newSandbox(t, fs.Dir, "")
 	var res project.InitResult
 	s.json(&res, "init")
-	if res.Backend.Kind != "xfs" || !res.Backend.Enforced {
-		t.Fatalf("init on XFS with prjquota: backend %+v", res.Backend)
+	if res.Backend.Kind != fs.Type || !res.Backend.Enforced {
+		t.Fatalf("init on %s with prjquota: backend %+v", fs.Type, res.Backend)
+	}
+	if bypass := slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "CAP_SYS_RESOURCE") }); bypass != (fs.Type == kerneltest.TypeExt4) {
+		t.Errorf("init on %s: notes %q; the CAP_SYS_RESOURCE bypass is to be named on ext4 (only)", fs.Type, res.Notes)
 	}
 	return s
 }
@@ -321,7 +325,7 @@ func testXFSAddAndEnforce(t *testing.T, fs *kerneltest.FS) {
 	}
 	rep := s.report()
 	ws := rep["omni/workspace"]
-	if ws.Backend.Kind != "xfs" || ws.BytesHard != 10*mib || ws.UsedBytes < 9*mib || ws.UsedBytes > 10*mib {
+	if ws.Backend.Kind != fs.Type || ws.BytesHard != 10*mib || ws.UsedBytes < 9*mib || ws.UsedBytes > 10*mib {
 		t.Errorf("report of the full project: %+v", ws)
 	}
 	if got := rep["other/workspace"].UsedBytes; got < 20*mib {
@@ -351,7 +355,7 @@ func testXFSAddAndEnforce(t *testing.T, fs *kerneltest.FS) {
 
 func xfsQuota(t *testing.T, mnt string, cmds ...string) string {
 	t.Helper()
-	args := []string{"-x"}
+	args := kerneltest.XfsQuotaArgs(mnt)
 	for _, c := range cmds {
 		args = append(args, "-c", c)
 	}
@@ -519,7 +523,7 @@ func testXFSExport(t *testing.T, fs *kerneltest.FS) {
 	if strings.Count(string(got), "omni-workspace:") != 1 || !strings.Contains(string(got), "legacy:42") {
 		t.Errorf("projid after two writes:\n%s", got)
 	}
-	out, err := exec.Command("xfs_quota", "-x", "-D", projects, "-P", projid, "-c", "report -p -b", s.root).CombinedOutput()
+	out, err := exec.Command("xfs_quota", append(kerneltest.XfsQuotaArgs(s.root), "-D", projects, "-P", projid, "-c", "report -p -b", s.root)...).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "omni-workspace") || !strings.Contains(string(out), "omni-cache") {
 		t.Errorf("xfs_quota does not know the projects by name: %v\n%s", err, out)
 	}

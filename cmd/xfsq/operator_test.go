@@ -288,6 +288,12 @@ func TestInitBackendChoice(t *testing.T) {
 		!strings.Contains(r.stderr, "--backend fallback") {
 		t.Errorf("init --backend xfs on a non-XFS root: exit %d %q; want 1 with the reason and the fix", r.code, r.stderr)
 	}
+	// Where the kernel does not enforce ext4 project quotas (this root is
+	// not ext4 with prjquota): the reason and the fix, never the fallback.
+	if r := s.run("init", "--backend", "ext4"); r.code != 1 || !strings.Contains(r.stderr, "initialised for the ext4 backend") ||
+		!strings.Contains(r.stderr, "-o prjquota") || !strings.Contains(r.stderr, "--backend fallback") {
+		t.Errorf("init --backend ext4 on a root without ext4 project quotas: exit %d %q; want 1 with the reason and the fix", r.code, r.stderr)
+	}
 	if r := s.run("init", "--backend", "zfs"); r.code != 2 || !strings.Contains(r.stderr, `--backend "zfs": use auto`) {
 		t.Errorf("init --backend zfs: exit %d %q", r.code, r.stderr)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -28,12 +29,18 @@ import (
 // module's own .modinfo.
 var guestModules = []string{"virtio_pci", "virtio_blk", "9pnet_virtio", "9p", "crc32c_generic", "xfs"}
 
+// ext4Modules are what ext4 cases need: ext4 (with crc16, mbcache and jbd2
+// by its .modinfo) and the quota file format ext4's quota feature uses
+// (quota_v2, with quota_tree). A kernel with them built in has no such
+// files; it is told apart when a case mounts ext4, not here.
+var ext4Modules = []string{"ext4", "quota_v2"}
+
 // kernelMeta is the Debian package that pulls in the current stock kernel.
 const kernelMeta = "linux-image-amd64"
 
 // initramfsRecipe changes whenever what goes into the initramfs changes, so
 // a cached one from an older recipe is rebuilt rather than trusted.
-const initramfsRecipe = "xfsq-initramfs-1"
+const initramfsRecipe = "xfsq-initramfs-2"
 
 // vmKernel is a kernel and initramfs ready to boot.
 type vmKernel struct {
@@ -189,7 +196,14 @@ func buildKernel(dir, stamp string, busybox []byte, pkg string) (vmKernel, error
 	if cfg, err := os.ReadFile(filepath.Join(tree, "boot", "config-"+version)); err == nil && !bytes.Contains(cfg, []byte("\nCONFIG_XFS_QUOTA=y")) {
 		return vmKernel{}, fmt.Errorf("%s is built without CONFIG_XFS_QUOTA", pkg)
 	}
-	mods, err := moduleClosure(filepath.Join(tree, "lib", "modules", version, "kernel"), guestModules)
+	kernelDir := filepath.Join(tree, "lib", "modules", version, "kernel")
+	wanted := slices.Clone(guestModules)
+	for _, m := range ext4Modules {
+		if matches, _ := filepath.Glob(filepath.Join(kernelDir, "fs", "*", m+".ko")); len(matches) > 0 {
+			wanted = append(wanted, m)
+		}
+	}
+	mods, err := moduleClosure(kernelDir, wanted)
 	if err != nil {
 		return vmKernel{}, fmt.Errorf("%s: %w", pkg, err)
 	}

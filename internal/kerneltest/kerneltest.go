@@ -1,5 +1,5 @@
-// Package kerneltest runs tests against real XFS with project quotas
-// enforced by a real kernel.
+// Package kerneltest runs tests against real XFS (and ext4, where a case
+// asks) with project quotas enforced by a real kernel.
 //
 // The harness picks a route by itself and names it, one line per package
 // (kept in $XFSQ_KERNELTEST_REPORT when set, for scripts/test.sh to print):
@@ -36,6 +36,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/internal/capdrop"
 	"github.com/xfsq/xfsq/internal/prereq"
 )
 
@@ -48,19 +49,57 @@ const (
 )
 
 // Packages is what to install for the kernel tests, for messages.
-const Packages = "xfsprogs qemu-system-x86 busybox-static"
+const Packages = "xfsprogs e2fsprogs quota qemu-system-x86 busybox-static"
 
-// FS is a freshly made XFS filesystem mounted for one case.
+// FS is a freshly made filesystem (XFS, or ext4 where a case asks) mounted
+// for one case.
 type FS struct {
 	Dir    string // mount point
 	Device string // block device (loop device natively, the VM's scratch disk inside)
+	Type   string // TypeXFS or TypeExt4
 	tb     testing.TB
 }
 
+// Filesystem types a case can ask for.
+const (
+	TypeXFS  = "xfs"
+	TypeExt4 = "ext4" // made with -O quota,project, as scripts/loopback-ext4.sh makes it
+)
+
 // Case is one kernel test; Run gets a fresh filesystem mounted with prjquota.
+//
+// On ext4 (FS: TypeExt4) Run runs without CAP_SYS_RESOURCE on its thread,
+// as a container's writer does: with it, the kernel's generic quota code
+// lets root past a hard limit. Goroutines Run starts keep the capability,
+// and so do the processes it runs (root regains it at exec), xfsq among
+// them: xfsq must drop it for its own writes.
 type Case struct {
 	Name string
 	Run  func(t *testing.T, fs *FS)
+	FS   string // TypeXFS ("" too) or TypeExt4
+}
+
+// OnExt4 is c run on ext4: the same case, named with an Ext4 suffix.
+func OnExt4(c Case) Case {
+	c.Name += "OnExt4"
+	c.FS = TypeExt4
+	return c
+}
+
+// run gives the case its filesystem and runs it.
+func (c Case) run(t *testing.T) {
+	if c.FS != TypeExt4 {
+		c.Run(t, newFS(t, TypeXFS, "prjquota"))
+		return
+	}
+	if why := nativeExt4Missing(); why != "" {
+		Unavailable(t, why)
+		return
+	}
+	fs := newFS(t, TypeExt4, "prjquota")
+	if err := capdrop.WithoutSysResource(func() error { c.Run(t, fs); return nil }); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Inside reports whether this process runs inside the test kernel.
@@ -76,7 +115,7 @@ func Run(t *testing.T, cases []Case) {
 			report(t, RouteReport{Route: "native", Detail: "loopback XFS on the host kernel", Skipped: nil})
 		}
 		for _, c := range cases {
-			t.Run(c.Name, func(t *testing.T) { c.Run(t, newFS(t, "prjquota")) })
+			t.Run(c.Name, c.run)
 		}
 	case routeVM:
 		relayFromVM(t, cases, mode.why)
@@ -120,12 +159,23 @@ func Unavailable(tb testing.TB, why string) {
 // ForBenchmark gives a benchmark a fresh filesystem when it runs inside the
 // test kernel or on a host that can mount prjquota natively; elsewhere it
 // skips and names scripts/kernel-bench.sh, which boots the kernel for it.
+// The filesystem is XFS, or ext4 when $XFSQ_KERNELTEST_FS says ext4
+// (scripts/kernel-bench.sh ext4).
 func ForBenchmark(b *testing.B) *FS {
 	if r := detect().route; r != routeInside && r != routeNative {
 		b.Skip("kernel benchmarks run inside the test kernel: scripts/kernel-bench.sh")
 	}
-	return newFS(b, "prjquota")
+	if os.Getenv(envFS) == TypeExt4 {
+		if why := nativeExt4Missing(); why != "" {
+			b.Skip(why)
+		}
+		return newFS(b, TypeExt4, "prjquota")
+	}
+	return newFS(b, TypeXFS, "prjquota")
 }
+
+// envFS picks the benchmarks' filesystem.
+const envFS = "XFSQ_KERNELTEST_FS"
 
 type route int
 
@@ -188,7 +238,7 @@ func nativeQuota() string {
 	}
 	defer os.RemoveAll(dir)
 	img, mnt := filepath.Join(dir, "probe.img"), filepath.Join(dir, "mnt")
-	if err := makeImage(img); err != nil {
+	if err := makeImage(img, TypeXFS); err != nil {
 		return err.Error()
 	}
 	if err := os.Mkdir(mnt, 0o755); err != nil {
@@ -209,7 +259,7 @@ func nativeQuota() string {
 // so it costs only what is written.
 const imageSize = 300 << 20
 
-func makeImage(path string) error {
+func makeImage(path, fstype string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -219,29 +269,74 @@ func makeImage(path string) error {
 		return err
 	}
 	f.Close()
-	return mkfs(path)
+	return mkfs(path, fstype)
 }
 
-func mkfs(target string) error {
-	out, err := exec.Command("mkfs.xfs", "-q", "-f", target).CombinedOutput()
+func mkfs(target, fstype string) error {
+	args := []string{"mkfs.xfs", "-q", "-f", target}
+	if fstype == TypeExt4 {
+		args = []string{"mkfs.ext4", "-q", "-F", "-O", "quota,project", target}
+	}
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("mkfs.xfs %s: %v: %s", target, err, out)
+		return fmt.Errorf("%s %s: %v: %s", args[0], target, err, out)
 	}
 	return nil
 }
 
+var (
+	nativeExt4Once sync.Once
+	nativeExt4Why  string
+)
+
+// nativeExt4Missing says why an ext4 case cannot run here, or "". Inside
+// the test kernel it always can (its initramfs loads ext4 and quota_v2);
+// natively the host kernel needs the quota format module, which the
+// machines this project is built on lack.
+func nativeExt4Missing() string {
+	if Inside() {
+		return ""
+	}
+	nativeExt4Once.Do(func() {
+		if !haveCommand("mkfs.ext4") {
+			nativeExt4Why = "mkfs.ext4 (e2fsprogs) is not installed"
+			return
+		}
+		dir, err := os.MkdirTemp("", "xfsq-probe-")
+		if err != nil {
+			nativeExt4Why = err.Error()
+			return
+		}
+		defer os.RemoveAll(dir)
+		img, mnt := filepath.Join(dir, "probe.img"), filepath.Join(dir, "mnt")
+		if err := makeImage(img, TypeExt4); err != nil {
+			nativeExt4Why = err.Error()
+			return
+		}
+		os.Mkdir(mnt, 0o755)
+		if out, err := exec.Command("mount", "-o", "loop,prjquota", img, mnt).CombinedOutput(); err != nil {
+			first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+			nativeExt4Why = "the host kernel mounts XFS with quotas but not ext4 with prjquota (" + first +
+				"; it needs CONFIG_QFMT_V2): run the kernel tests in the VM (XFSQ_KERNELTEST_ROUTES=qemu)"
+			return
+		}
+		exec.Command("umount", mnt).Run()
+	})
+	return nativeExt4Why
+}
+
 // newFS makes and mounts a fresh filesystem, unmounted when tb ends.
-func newFS(tb testing.TB, opts string) *FS {
+func newFS(tb testing.TB, fstype, opts string) *FS {
 	tb.Helper()
-	fs := &FS{Dir: tb.TempDir(), tb: tb}
+	fs := &FS{Dir: tb.TempDir(), Type: fstype, tb: tb}
 	if Inside() {
 		fs.Device = os.Getenv(envDevice)
-		if err := mkfs(fs.Device); err != nil {
+		if err := mkfs(fs.Device, fstype); err != nil {
 			tb.Fatal(err)
 		}
 	} else {
-		fs.Device = filepath.Join(tb.TempDir(), "xfs.img")
-		if err := makeImage(fs.Device); err != nil {
+		fs.Device = filepath.Join(tb.TempDir(), fstype+".img")
+		if err := makeImage(fs.Device, fstype); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -262,7 +357,7 @@ func (fs *FS) mount(opts string) {
 	fs.tb.Helper()
 	var err error
 	if Inside() {
-		err = unix.Mount(fs.Device, fs.Dir, "xfs", 0, opts)
+		err = unix.Mount(fs.Device, fs.Dir, fs.Type, 0, opts)
 	} else {
 		var out []byte
 		out, err = exec.Command("mount", "-o", strings.Trim("loop,"+opts, ","), fs.Device, fs.Dir).CombinedOutput()

@@ -96,6 +96,34 @@ type Dir struct {
 	// reading. Removing there would reach beneath a mount point, where
 	// removals never go.
 	copy bool
+	held *heldCopy // the copy's own descriptor, while any Dir in it is open
+}
+
+// heldCopy is open_tree's descriptor of Beneath's copy, closed with the
+// last Dir opened in it. While it is open the copy is a mount namespace of
+// its own; closed, the copy is dissolved and lives on, detached, only in
+// the descriptors opened in it, and the kernel releases every path in a
+// detached mount under the global mount lock (mntput's slow path, which
+// also sends concurrent lookups back to reference walks): that was ~10 %
+// of a walk's CPU, every stat of it (docs/notes/walker-profile.md). A
+// mount made on the original afterwards does not appear in the copy either
+// way (TestBeneathCopyHeldWhileItsDirsAreOpen).
+type heldCopy struct {
+	fd   int
+	refs atomic.Int32
+}
+
+func (h *heldCopy) hold() *heldCopy {
+	if h != nil {
+		h.refs.Add(1)
+	}
+	return h
+}
+
+func (h *heldCopy) release() {
+	if h != nil && h.refs.Add(-1) == 0 {
+		unix.Close(h.fd)
+	}
 }
 
 // mountID identifies a mount: the unique ID where the kernel has it (6.8),
@@ -157,13 +185,21 @@ func Beneath(path string) (*Dir, error) {
 	case err != nil:
 		return nil, &os.PathError{Op: "clone the mount of", Path: path, Err: err}
 	}
-	// open_tree gives an O_PATH descriptor; reads need a real open.
+	// open_tree gives an O_PATH descriptor; reads need a real open. It is
+	// kept open with the Dirs opened in the copy (heldCopy).
 	fd, err := unix.Openat(tree, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	unix.Close(tree)
 	if err != nil {
+		unix.Close(tree)
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	return rootDir(fd, path, true)
+	d, err := rootDir(fd, path, true)
+	if err != nil {
+		unix.Close(tree)
+		return nil, err
+	}
+	d.held = &heldCopy{fd: tree}
+	d.held.refs.Store(1)
+	return d, nil
 }
 
 // ErrCannotClone is Beneath's refusal where the process may not copy a
@@ -216,6 +252,8 @@ func (d *Dir) Close() error {
 	}
 	err := unix.Close(d.fd)
 	d.fd = -1
+	d.held.release()
+	d.held = nil
 	return err
 }
 
@@ -331,7 +369,7 @@ func (d *Dir) OpenDir(rel string) (*Dir, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Dir{fd: fd, mnt: d.mnt, dev: d.dev, rel: d.rel, copy: d.copy}, nil
+		return &Dir{fd: fd, mnt: d.mnt, dev: d.dev, rel: d.rel, copy: d.copy, held: d.held.hold()}, nil
 	}
 	fd, err := d.openBeneath(d.fd, full, parts)
 	if err != nil {
@@ -344,7 +382,7 @@ func (d *Dir) OpenDir(rel string) (*Dir, error) {
 		unix.Close(fd)
 		return nil, &PathError{full, err}
 	}
-	return &Dir{fd: fd, mnt: d.mnt, dev: devOf(&st), rel: full, copy: d.copy}, nil
+	return &Dir{fd: fd, mnt: d.mnt, dev: devOf(&st), rel: full, copy: d.copy, held: d.held.hold()}, nil
 }
 
 // Stat is what Lstat tells of one entry.
@@ -417,7 +455,8 @@ func (d *Dir) OtherMountFd(fd int) bool {
 
 // File is a new *os.File on d's directory (its own open file
 // description), for a reader that takes one (a walk). It is the caller's to
-// close; d stays open.
+// close; d stays open. A walk of a Dir of Beneath's copy should keep d open
+// as long as it reads (heldCopy).
 func (d *Dir) File() (*os.File, error) {
 	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -601,6 +601,51 @@ func TestBeneathReadsUnderMounts(t *testing.T) {
 	}
 }
 
+// Beneath's copy stays a namespace of its own while any Dir opened in it
+// is open, though the Dir Beneath returned is closed: a walk holds only
+// the tree's Dir, and in a dissolved copy every stat takes the kernel's
+// global mount lock (heldCopy). Held, the copy still shows nothing mounted
+// on the original after it was made, even where the original's mounts
+// propagate (a shared mount).
+func TestBeneathCopyHeldWhileItsDirsAreOpen(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "tree", "sub", "beneath"), 10)
+	mount(t, root, root)
+	if err := unix.Mount("", root, "", unix.MS_SHARED, ""); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Beneath(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.OpenDir("tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if d.held == nil {
+		t.Fatal("a Dir opened in Beneath's copy does not hold the copy")
+	}
+	held := d.held.fd
+	if _, err := unix.FcntlInt(uintptr(held), unix.F_GETFD, 0); err != nil {
+		t.Fatalf("the copy was let go with the Dir Beneath returned, while a Dir in it is open: %v", err)
+	}
+	mount(t, "", filepath.Join(root, "tree", "sub"))
+	write(t, filepath.Join(root, "tree", "sub", "on-the-tmpfs"), 10)
+	sub, err := d.OpenDir("sub")
+	if err != nil {
+		t.Fatalf("a mount made on the original after the copy reached it: %v", err)
+	}
+	if names, err := sub.Names(); err != nil || len(names) != 1 || names[0] != "beneath" {
+		t.Errorf("the held copy's sub: %v %v; want only \"beneath\", what the root's filesystem holds there", names, err)
+	}
+	sub.Close()
+	d.Close()
+	if _, err := unix.FcntlInt(uintptr(held), unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
+		t.Errorf("the copy is still held once every Dir in it is closed: %v", err)
+	}
+}
+
 // A tenant's FUSE mount whose server never answers must not hang the
 // checks that tell a mount point: they need only what the kernel keeps of
 // the mount, never the filesystem's own attributes.

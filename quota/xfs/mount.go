@@ -44,9 +44,12 @@ func findMount(dev uint64) (mountEntry, error) {
 	return e, nil
 }
 
-// UUID reads the filesystem UUID from the XFS superblock on the device, so
+// UUID reads the filesystem UUID from the XFS (or ext4) superblock on the device, so
 // ID records survive remounts, renamed loop devices and reboots.
 func (fs *FS) UUID() (string, error) {
+	if fs.kind == KindExt4 {
+		return ext4UUID(fs.mount.Source)
+	}
 	f, err := os.Open(fs.mount.Source)
 	if err != nil {
 		return "", fmt.Errorf("read XFS superblock for the filesystem UUID: %w", err)
@@ -60,6 +63,5 @@ func (fs *FS) UUID() (string, error) {
 	if !bytes.Equal(sb[:4], []byte("XFSB")) {
 		return "", fmt.Errorf("%s has no XFS superblock (magic %q)", fs.mount.Source, sb[:4])
 	}
-	u := sb[32:48]
-	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]), nil
+	return formatUUID(sb[32:48]), nil
 }

@@ -1,5 +1,8 @@
-// Package xfs is the kernel-enforced quota backend: every managed tree gets an
-// XFS project ID and the kernel enforces its byte and inode limits.
+// Package xfs is the kernel-enforced quota backend: every managed tree gets a
+// project ID and the kernel enforces its byte and inode limits — on XFS, and
+// on ext4 made with the quota and project features and mounted with
+// prjquota, which answers the same interface (Kind says which; ext4.go holds
+// what differs).
 //
 // It speaks in trees, project IDs and limits; the fsxattr and quotactl
 // packages below it speak in descriptors and structs. It must never follow a
@@ -31,9 +34,11 @@ const fixMount = "mount it with -o prjquota (scripts/loopback-xfs.sh mount does)
 // FS is one XFS filesystem with project quotas on, opened at a directory
 // inside it. It is safe for concurrent use.
 type FS struct {
-	dir    string   // the directory FS was opened at
-	handle *os.File // kept open: quotactl_fd addresses the mount through it
-	dev    uint64   // st_dev of the filesystem: walks never leave it
+	dir    string       // the directory FS was opened at
+	kind   Kind         // which filesystem: the kernel interface is one, its limits and traps are not
+	max    quota.Limits // the largest limits the filesystem holds; zero: no bound below xfsq's own
+	handle *os.File     // kept open: quotactl_fd addresses the mount through it
+	dev    uint64       // st_dev of the filesystem: walks never leave it
 	mount  mountEntry
 	target quotactl.Target
 	// lastAll is how many IDs the last enumeration found: the next one
@@ -48,9 +53,9 @@ type FS struct {
 
 var _ quota.Backend = (*FS)(nil)
 
-// Open detects that dir is on XFS with project quota accounting and
-// enforcement on. Anything else is an *quota.UnsupportedError that says what
-// is wrong and how to fix it.
+// Open detects that dir is on XFS, or on ext4, with project quota
+// accounting and enforcement on. Anything else is an *quota.UnsupportedError
+// that says what is wrong and how to fix it.
 func Open(dir string) (*FS, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -65,14 +70,19 @@ func Open(dir string) (*FS, error) {
 		return nil, &quota.OpError{Op: "open", Tree: dir, Syscall: "stat", Err: err}
 	}
 	m, mountErr := findMount(st.Dev)
-	if sfs.Type != unix.XFS_SUPER_MAGIC {
+	kind := KindXFS
+	switch {
+	case sfs.Type == unix.XFS_SUPER_MAGIC:
+	case sfs.Type == unix.EXT4_SUPER_MAGIC && mountErr == nil && m.FSType == "ext4":
+		kind = KindExt4
+	default:
 		fstype := fmt.Sprintf("filesystem type %#x", sfs.Type)
 		if mountErr == nil {
 			fstype = m.FSType
 		}
 		return nil, &quota.UnsupportedError{Path: dir, Short: fstype + ": no project quota",
-			Reason: fstype + " is not XFS, so the kernel cannot enforce project quotas here",
-			Fix:    "put the sandbox root on XFS and " + fixMount}
+			Reason: fstype + " is not XFS nor ext4, so the kernel cannot enforce project quotas here",
+			Fix:    "put the sandbox root on XFS and " + fixMount + ", or on ext4 made for project quotas (" + fixExt4 + ")"}
 	}
 	if mountErr != nil {
 		return nil, mountErr
@@ -81,7 +91,7 @@ func Open(dir string) (*FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs := &FS{dir: dir, handle: h, dev: st.Dev, mount: m, target: quotactl.Target{FD: int(h.Fd())}}
+	fs := &FS{dir: dir, kind: kind, handle: h, dev: st.Dev, mount: m, target: quotactl.Target{FD: int(h.Fd())}}
 	state, err := fs.target.GetStatV(quotactl.PrjQuota)
 	if errors.Is(err, unix.ENOSYS) {
 		// Kernels before 5.14 lack quotactl_fd; quotactl on the device works there.
@@ -90,46 +100,87 @@ func Open(dir string) (*FS, error) {
 			return nil, &quota.OpError{Op: "open", Tree: dir, Syscall: "quotactl", Err: err}
 		}
 		state, err = fs.target.GetStatV(quotactl.PrjQuota)
-		if errors.Is(err, unix.ENOSYS) {
-			// XFS mounted without quota options has no quota operations at
-			// all, so ENOSYS there is the mount's doing, not the kernel's.
-			h.Close()
-			if !m.projectQuotaOption {
-				return nil, &quota.UnsupportedError{Path: dir, Short: "xfs: mounted without prjquota",
-					Reason: "XFS on " + m.Source + " at " + m.MountPoint + " is mounted without project quota accounting",
-					Fix: fixMount + " (if that mount fails with \"quota support not available\", " +
-						"the kernel lacks CONFIG_XFS_QUOTA: run on one built with it, as Debian's stock kernel is)"}
-			}
-			return nil, &quota.UnsupportedError{Path: dir, Short: "xfs: kernel without quota support",
-				Reason: "this kernel has no XFS quota support (CONFIG_XFS_QUOTA is off)",
-				Fix:    "run on a kernel built with CONFIG_XFS_QUOTA, as Debian's stock kernel is (the tests boot one in QEMU: docs/testing.md)"}
-		}
+	}
+	if err == nil {
+		err = fs.checkState(state)
+	} else if errors.Is(err, unix.ENOSYS) {
+		err = fs.noQuotaOperations()
+	} else {
+		err = &quota.OpError{Op: "read quota state of", Tree: m.MountPoint,
+			Syscall: fs.target.SyscallName(quotactl.QXGetQStatV), Err: err}
+	}
+	if err == nil && kind == KindExt4 {
+		err = fs.readExt4Format()
 	}
 	if err != nil {
 		h.Close()
-		return nil, &quota.OpError{Op: "read quota state of", Tree: m.MountPoint,
-			Syscall: fs.target.SyscallName(quotactl.QXGetQStatV), Err: err}
+		return nil, err
+	}
+	return fs, nil
+}
+
+// noQuotaOperations says why the filesystem has no quota operations at all.
+func (fs *FS) noQuotaOperations() error {
+	m := fs.mount
+	if fs.kind == KindExt4 {
+		return &quota.UnsupportedError{Path: fs.dir, Short: "ext4: kernel without quota support",
+			Reason: "ext4 is not XFS, and this kernel has no quota support for it (CONFIG_QUOTA is off)",
+			Fix: "run on a kernel built with CONFIG_QUOTA and CONFIG_QFMT_V2, as Debian's stock kernel is, and there " + fixExt4 +
+				"; or put the root on XFS and " + fixMount}
+	}
+	// XFS mounted without quota options has no quota operations at
+	// all, so ENOSYS there is the mount's doing, not the kernel's.
+	if !m.projectQuotaOption {
+		return &quota.UnsupportedError{Path: fs.dir, Short: "xfs: mounted without prjquota",
+			Reason: "XFS on " + m.Source + " at " + m.MountPoint + " is mounted without project quota accounting",
+			Fix: fixMount + " (if that mount fails with \"quota support not available\", " +
+				"the kernel lacks CONFIG_XFS_QUOTA: run on one built with it, as Debian's stock kernel is)"}
+	}
+	return &quota.UnsupportedError{Path: fs.dir, Short: "xfs: kernel without quota support",
+		Reason: "this kernel has no XFS quota support (CONFIG_XFS_QUOTA is off)",
+		Fix:    "run on a kernel built with CONFIG_XFS_QUOTA, as Debian's stock kernel is (the tests boot one in QEMU: docs/testing.md)"}
+}
+
+// checkState refuses a mount whose project quotas are not both accounted
+// and enforced.
+func (fs *FS) checkState(statv quotactl.StatV) error {
+	state := statv.Flags
+	m := fs.mount
+	if fs.kind == KindExt4 {
+		switch {
+		case state&quotactl.StatPrjAcct == 0:
+			return &quota.UnsupportedError{Path: fs.dir, Short: "ext4: no project quota",
+				Reason: "ext4 is not XFS, and ext4 on " + m.Source + " at " + m.MountPoint +
+					" keeps no project quotas (its quota and project features are off, or it is mounted without prjquota)",
+				Fix: fixExt4 + "; or put the root on XFS and " + fixMount}
+		case state&quotactl.StatPrjEnforced == 0:
+			return &quota.UnsupportedError{Path: fs.dir, Short: "ext4: project quota not enforced",
+				Reason: "ext4 on " + m.Source + " at " + m.MountPoint + " accounts project quotas but does not enforce them (mounted without prjquota)",
+				Fix:    "mount it with -o prjquota (scripts/loopback-ext4.sh mount does)"}
+		}
+		return nil
 	}
 	switch {
-	case state.Flags&quotactl.StatPrjAcct == 0:
-		h.Close()
-		return nil, &quota.UnsupportedError{Path: dir, Short: "xfs: mounted without prjquota",
+	case state&quotactl.StatPrjAcct == 0:
+		return &quota.UnsupportedError{Path: fs.dir, Short: "xfs: mounted without prjquota",
 			Reason: "XFS on " + m.Source + " at " + m.MountPoint + " is mounted without project quota accounting",
 			Fix:    fixMount}
-	case state.Flags&quotactl.StatPrjEnforced == 0:
-		h.Close()
-		return nil, &quota.UnsupportedError{Path: dir, Short: "xfs: project quota not enforced",
+	case state&quotactl.StatPrjEnforced == 0:
+		return &quota.UnsupportedError{Path: fs.dir, Short: "xfs: project quota not enforced",
 			Reason: "XFS on " + m.Source + " at " + m.MountPoint + " accounts project quotas but does not enforce them (pqnoenforce)",
 			Fix:    "mount it with -o prjquota instead of pqnoenforce"}
 	}
-	return fs, nil
+	return nil
 }
 
 // Close releases the descriptor that addresses the mount.
 func (fs *FS) Close() error { return fs.handle.Close() }
 
-// Name is the backend name shown in every output.
-func (fs *FS) Name() string { return "xfs" }
+// Name is the backend name shown in every output: "xfs" or "ext4".
+func (fs *FS) Name() string { return string(fs.kind) }
+
+// Kind is the filesystem the FS is on.
+func (fs *FS) Kind() Kind { return fs.kind }
 
 // MountPoint and Device name the mount the FS lives on.
 func (fs *FS) MountPoint() string { return fs.mount.MountPoint }
@@ -140,6 +191,9 @@ func (fs *FS) Device() string     { return fs.mount.Source }
 func (fs *FS) SetLimits(id quota.ProjectID, l quota.Limits) error {
 	if id == 0 {
 		return &quota.OpError{Op: "set limits", ID: id, Err: errors.New("project ID 0 holds the defaults for every ID; refusing to set it")}
+	}
+	if err := fs.CheckLimits(l); err != nil {
+		return &quota.OpError{Op: "set limits on", Tree: fs.mount.MountPoint, ID: id, Err: err}
 	}
 	q := quotactl.DiskQuota{
 		Flags:        quotactl.FlagProjQuota,
@@ -157,7 +211,8 @@ func (fs *FS) SetLimits(id quota.ProjectID, l quota.Limits) error {
 }
 
 // SetGrace sets how long usage may stay over a soft limit before the kernel
-// enforces it. XFS keeps one grace period per filesystem (on ID 0).
+// enforces it. XFS keeps one grace period per filesystem (on ID 0); for ext4
+// the kernel takes the same call as the quota file's grace periods.
 func (fs *FS) SetGrace(bytes, inodes time.Duration) error {
 	q := quotactl.DiskQuota{
 		Flags:     quotactl.FlagProjQuota,
@@ -172,9 +227,19 @@ func (fs *FS) SetGrace(bytes, inodes time.Duration) error {
 	return nil
 }
 
-// Grace reads the filesystem's grace periods (ID 0's timers); zero is
-// the kernel's default, 7 days.
+// Grace reads the filesystem's grace periods (ID 0's timers on XFS, the
+// quota file's on ext4); zero is the kernel's default, 7 days.
 func (fs *FS) Grace() (bytes, inodes time.Duration, err error) {
+	if fs.kind == KindExt4 {
+		// ID 0 is an ordinary ID to the generic quota layer; the grace
+		// periods are the quota file's, which the state answer carries.
+		st, err := fs.target.GetStatV(quotactl.PrjQuota)
+		if err != nil {
+			return 0, 0, &quota.OpError{Op: "read grace of", Tree: fs.mount.MountPoint,
+				Syscall: fs.target.SyscallName(quotactl.QXGetQStatV), Err: err}
+		}
+		return time.Duration(st.BTimeLimit) * time.Second, time.Duration(st.ITimeLimit) * time.Second, nil
+	}
 	q, err := fs.target.GetQuota(quotactl.PrjQuota, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return 0, 0, nil
@@ -243,6 +308,12 @@ func (fs *FS) AppendAll(dst []quota.Quota) ([]quota.Quota, error) {
 		}
 		dst = dst[:len(dst)+1]
 		fillFromDisk(&dst[len(dst)-1], &q)
+		if e := &dst[len(dst)-1]; e.Limits == (quota.Limits{}) && !e.OwnsData() {
+			// ext4's quota file keeps an ID's record after its limits
+			// were cleared and its data went, and the kernel answers
+			// it; an ID with neither is no one's (XFS skips it itself).
+			dst = dst[:len(dst)-1]
+		}
 		if q.ID == ^uint32(0) {
 			break
 		}

@@ -119,7 +119,8 @@ async function overview() {
   $("host").textContent = ov.host + " · " + ov.root;
   const used = ov.disk.total_bytes - ov.disk.free_bytes;
   $("disk-bar").replaceWith(Object.assign(bar(ov.disk.total_bytes ? used / ov.disk.total_bytes : null), { id: "disk-bar" }));
-  $("disk-text").textContent = iec(used) + " used of " + iec(ov.disk.total_bytes) + ", " + iec(ov.disk.free_bytes) + " free";
+  $("disk-text").textContent = iec(used) + " used of " + iec(ov.disk.total_bytes) + ", " + iec(ov.disk.free_bytes) + " free" +
+    (ov.disk.unowned_bytes != null ? ", " + iec(ov.disk.unowned_bytes) + " in no project" : "");
   $("backend").textContent = "Quotas: " + ov.backend.kind + (ov.backend.enforced ? " (enforced by the kernel)" : " (not enforced by the kernel: " + ov.backend.reason + ")");
   const top = [...ov.projects].sort((a, b) => share(b) - share(a) || b.workspace_bytes - a.workspace_bytes).slice(0, 5);
   fill($("top").tBodies[0], top.map((p) => el("tr", { class: "link", "data-project": p.project, on: { click: () => { location.hash = "#/storage/" + encodeURIComponent(p.project); } } },

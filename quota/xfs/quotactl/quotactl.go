@@ -1,5 +1,6 @@
 // Package quotactl wraps the XFS quota commands of quotactl(2) and
 // quotactl_fd(2) (linux/dqblk_xfs.h, linux/quota.h) for pure Go, no cgo.
+// XFS answers them, and so does the kernel's generic quota layer for ext4.
 //
 // It is the bottom layer: structs that match the kernel ABI, command numbers
 // and one function per command. It holds no policy and never interprets a
@@ -29,6 +30,17 @@ const (
 	QXGetNextQuo = xqmCmdBase + 9
 )
 
+// QGetFmt is the generic quota layer's Q_GETFMT (linux/quota.h): which
+// quota file format backs a filesystem that keeps quotas in files (ext4),
+// and so how large a limit it can hold. XFS does not answer it.
+const QGetFmt = 0x800004
+
+// Quota formats Q_GETFMT answers (linux/quota.h QFMT_*).
+const (
+	FmtVFSV0 = 2 // 32-bit limits (in 1 KiB quota blocks) and inode counts
+	FmtVFSV1 = 4 // 64-bit: what mkfs.ext4 -O quota writes
+)
+
 // QCmd builds the cmd argument of quotactl: QCMD(cmd, type) from linux/quota.h.
 func QCmd(cmd, typ uint32) uint32 {
 	const subCmdShift, subCmdMask = 8, 0x00ff
@@ -46,6 +58,8 @@ func CmdName(cmd uint32) string {
 		return "Q_XGETQSTATV"
 	case QXGetNextQuo:
 		return "Q_XGETNEXTQUOTA"
+	case QGetFmt:
+		return "Q_GETFMT"
 	}
 	return fmt.Sprintf("Q_X(%#x)", cmd)
 }
@@ -220,4 +234,11 @@ func (t *Target) GetStatV(typ uint32) (StatV, error) {
 	s := StatV{Version: StatVVersion}
 	err := t.call(QXGetQStatV, typ, 0, unsafe.Pointer(&s))
 	return s, err
+}
+
+// GetFmt is Q_GETFMT: the quota format in force for typ.
+func (t *Target) GetFmt(typ uint32) (uint32, error) {
+	var fmtID uint32
+	err := t.call(QGetFmt, typ, 0, unsafe.Pointer(&fmtID))
+	return fmtID, err
 }
