@@ -131,12 +131,12 @@ func TestAttackExpectWithoutWaiting(t *testing.T) {
 	})
 }
 
-// TestAttackDryRunGivenTwice: a dry run named twice with values that
+// TestDryRunGivenTwiceIsRefused: a dry run named twice with values that
 // disagree (a client appending dry_run=1 to a URL that holds dry_run=0)
 // must not delete for real: today the first value wins, so
 // ?dry_run=0&dry_run=1 removes the project while ?dry_run=1&dry_run=0
-// does not. Refused (400) or dry, never the real call.
-func TestAttackDryRunGivenTwice(t *testing.T) {
+// does not. Refused (400, naming the parameter), never the real call.
+func TestDryRunGivenTwiceIsRefused(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(1<<20, "omni")
 		ts := newServer(t, r)
@@ -145,8 +145,8 @@ func TestAttackDryRunGivenTwice(t *testing.T) {
 			if code, _, _ := ts.raw(t, http.MethodGet, "/v1/workspace/storage/projects/omni", operatorToken, ""); code != http.StatusOK {
 				t.Fatalf("DELETE ?%s removed the project (answered %s); a repeated dry_run must be refused or dry", q, body)
 			}
-			if code != http.StatusOK && code != http.StatusBadRequest {
-				t.Errorf("DELETE ?%s: %d %s", q, code, body)
+			if code != http.StatusBadRequest || !strings.Contains(body, "dry_run given 2 times: give it once") {
+				t.Errorf("DELETE ?%s: %d %s; want 400 naming dry_run given twice", q, code, body)
 			}
 		}
 	})

@@ -52,7 +52,16 @@ func queryBool(r *http.Request, name string) (bool, error) {
 	if r.URL.RawQuery == "" { // most requests: no map parsed for nothing
 		return false, nil
 	}
-	v := r.URL.Query().Get(name)
+	values := r.URL.Query()[name]
+	if len(values) > 1 {
+		// Which one counts is a guess the client cannot see: with
+		// dry_run=0&dry_run=1 the first would delete for real.
+		return false, errkind.New(errkind.Input, fmt.Errorf("query parameter %s given %d times: give it once", name, len(values)))
+	}
+	var v string
+	if len(values) == 1 {
+		v = values[0]
+	}
 	switch v {
 	case "", "0", "false":
 		return false, nil
