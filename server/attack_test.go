@@ -15,11 +15,11 @@ import (
 	"github.com/xfsq/xfsq/internal/fixture"
 )
 
-// TestAttackAdmissionRefreshIsShared: GET …/admission?refresh=1 is a
+// TestAdmissionRefreshIsSharedWithinTheWindow: GET …/admission?refresh=1 is a
 // refresh as the overview's is, so a reader (a limited one too) asking it
 // again and again within refresh_window must share one walk, not make the
 // server walk a tree the tenant fills with names each time (#33 §3).
-func TestAttackAdmissionRefreshIsShared(t *testing.T) {
+func TestAdmissionRefreshIsSharedWithinTheWindow(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(10<<20, "other")
 		ts := newServer(t, r)

@@ -217,8 +217,16 @@ func (s *Server) admission(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if refresh {
+		// Shared with the overview's refreshes (refresh_window): a reader
+		// asking again and again must not make the server walk each time.
+		if err := s.m.RefreshShared(r.Context(), r.PathValue("id")); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	// A deny is an answer to the question, not a failure: 200.
-	a, err := s.m.Check(r.Context(), r.PathValue("id"), project.Read{Refresh: refresh})
+	a, err := s.m.Check(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
