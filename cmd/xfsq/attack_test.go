@@ -9,13 +9,13 @@ import (
 	"github.com/xfsq/xfsq/internal/mounttest"
 )
 
-// TestAttackFromThroughBindMountOfATree: a project's tree bind-mounted
+// TestFromThroughABindMountOfATreeIsRefused: a project's tree bind-mounted
 // elsewhere on the host (for a container, a backup, a debug session) is
 // still the tenant's: a --from through it is inside the sandbox root and
 // must be refused as such. Climbing ".." from the mount leaves the tree at
 // the mount point, so the check never meets the root, and the tenant's
 // directory link in the mounted tree takes the copy to a host file.
-func TestAttackFromThroughBindMountOfATree(t *testing.T) {
+func TestFromThroughABindMountOfATreeIsRefused(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	s.ok("project", "add", "alpha")
 	s.ok("project", "add", "omni")
