@@ -75,6 +75,7 @@ func TestRefusalDrainIsBoundInTime(t *testing.T) {
 		defer conn.Close()
 		fmt.Fprintf(conn, "PUT /v1/workspace/storage/projects/omni/files/big HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n",
 			ts.Listener.Addr(), 8<<20)
+		sent := time.Now()
 		answered, closed := make(chan string, 1), make(chan struct{})
 		go func() {
 			rd := bufio.NewReader(conn)
@@ -89,6 +90,10 @@ func TestRefusalDrainIsBoundInTime(t *testing.T) {
 			case line := <-answered:
 				if !strings.Contains(line, "401") {
 					t.Fatalf("answer %q, want 401", line)
+				}
+				// Before the drain ends, not after it: the answer goes first.
+				if waited := time.Since(sent); waited >= time.Second {
+					t.Fatalf("the 401 came %v after the request: it waited for the drain", waited)
 				}
 				answered = nil
 			case <-closed:
