@@ -1,11 +1,14 @@
 // Package client is a small Go client of xfsq's HTTP API (`xfsq serve`,
-// docs/api.md): typed methods returning the library's own types, and every
+// docs/api.md): typed methods returning the wire's types (api/v1), and every
 // problem answer (RFC 9457) as a *ProblemError a caller can branch on by
 // Status or Type.
 //
-// It owns only the wire: it never imports the server, so that it tests the
-// API as any other client would see it, and it never logs or puts its
-// token in an error.
+// It owns only the wire: it imports nothing of xfsq but api/v1 (and what
+// that leaf imports), so that a service that takes it as a module links no
+// store, driver, kernel backend or Docker SDK (a test holds its
+// dependencies), and it never imports the server, so that it tests the API
+// as any other client would see it. It never logs or puts its token in an
+// error.
 package client
 
 import (
@@ -19,9 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xfsq/xfsq/files"
-	"github.com/xfsq/xfsq/health"
-	"github.com/xfsq/xfsq/project"
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 )
 
 // Client talks to one server with one token.
@@ -40,22 +41,8 @@ func New(baseURL, token string, hc *http.Client) *Client {
 	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: hc}
 }
 
-// ProblemError is an error answer of the server.
-type ProblemError struct {
-	Status int    `json:"status"`
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Detail string `json:"detail"`
-	Fix    string `json:"fix,omitempty"`
-}
-
-func (e *ProblemError) Error() string {
-	msg := fmt.Sprintf("%d %s", e.Status, e.Detail)
-	if e.Fix != "" {
-		msg += ": " + e.Fix
-	}
-	return msg
-}
+// ProblemError is an error answer of the server (apiv1.Problem).
+type ProblemError = apiv1.Problem
 
 // Do sends a request and decodes a 2xx JSON answer into out (nil: the body
 // is discarded); any other answer is a *ProblemError.
@@ -140,73 +127,81 @@ func projectPath(name string, rest ...string) string {
 	return p
 }
 
-// Limits are a tree's limits in a request (nil: unchanged, or the default).
-type Limits struct {
-	BytesSoft  *uint64 `json:"bytes_soft,omitempty"`
-	BytesHard  *uint64 `json:"bytes_hard,omitempty"`
-	InodesSoft *uint64 `json:"inodes_soft,omitempty"`
-	InodesHard *uint64 `json:"inodes_hard,omitempty"`
+// Limits are a tree's limits in a request (nil: unchanged, or the
+// default): Limits{}.WithBytesHard(10 << 30) sets one.
+type Limits = apiv1.Limits
+
+// ListProjects lists the projects the token may see, as project list,
+// without their usage.
+func (c *Client) ListProjects(ctx context.Context) ([]apiv1.ProjectRecord, error) {
+	var ps []apiv1.ProjectRecord
+	err := c.Do(ctx, "GET", strings.TrimSuffix(projects, "/"), nil, nil, &ps)
+	return ps, err
 }
 
 // AddProject registers a project (as xfsq project add).
-func (c *Client) AddProject(ctx context.Context, name string, workspace, cache Limits) (project.Project, error) {
-	var p project.Project
+func (c *Client) AddProject(ctx context.Context, name string, workspace, cache Limits) (apiv1.Project, error) {
+	var p apiv1.Project
 	err := c.Do(ctx, "POST", strings.TrimSuffix(projects, "/"), nil,
-		map[string]any{"project": name, "workspace": workspace, "cache": cache}, &p)
+		apiv1.AddRequest{Project: name, Workspace: workspace, Cache: cache}, &p)
 	return p, err
 }
 
 // SetLimits changes the limits of one tree ("" area: workspace), as project set.
-func (c *Client) SetLimits(ctx context.Context, name, area string, l Limits) (project.Project, error) {
-	var p project.Project
-	// The request's shape (server.SetRequest): the limits beside the area,
-	// marshalled once, so that no figure goes through a float64.
-	body := struct {
-		Area string `json:"area,omitempty"`
-		Limits
-	}{area, l}
-	err := c.Do(ctx, "PATCH", projectPath(name), nil, body, &p)
+func (c *Client) SetLimits(ctx context.Context, name, area string, l Limits) (apiv1.Project, error) {
+	var p apiv1.Project
+	err := c.Do(ctx, "PATCH", projectPath(name), nil, apiv1.SetRequest{Area: area, Limits: l}, &p)
 	return p, err
 }
 
+// RemoveOptions say how a project is removed, as project rm's flags.
+type RemoveOptions struct {
+	// Purge deletes the project's trees too, each deletion journalled.
+	Purge bool
+	// Force removes it although a run holds an unexpired lease.
+	Force bool
+	// DryRun changes nothing and says what the removal would do.
+	DryRun bool
+}
+
 // RemoveProject removes a project, as project rm.
-func (c *Client) RemoveProject(ctx context.Context, name string, o project.RemoveOptions) (project.RemoveResult, error) {
+func (c *Client) RemoveProject(ctx context.Context, name string, o RemoveOptions) (apiv1.RemoveResult, error) {
 	q := url.Values{}
 	for k, v := range map[string]bool{"purge": o.Purge, "force": o.Force, "dry_run": o.DryRun} {
 		if v {
 			q.Set(k, "1")
 		}
 	}
-	var res project.RemoveResult
+	var res apiv1.RemoveResult
 	err := c.Do(ctx, "DELETE", projectPath(name), q, nil, &res)
 	return res, err
 }
 
 // Admission is project check: a deny is an answer, not an error.
-func (c *Client) Admission(ctx context.Context, name string, refresh bool) (project.Admission, error) {
+func (c *Client) Admission(ctx context.Context, name string, refresh bool) (apiv1.Admission, error) {
 	var q url.Values
 	if refresh {
 		q = url.Values{"refresh": {"1"}}
 	}
-	var a project.Admission
+	var a apiv1.Admission
 	err := c.Do(ctx, "GET", projectPath(name, "admission"), q, nil, &a)
 	return a, err
 }
 
 // Leases lists a project's leases.
-func (c *Client) Leases(ctx context.Context, name string) ([]project.LeaseStatus, error) {
-	var ls []project.LeaseStatus
+func (c *Client) Leases(ctx context.Context, name string) ([]apiv1.Lease, error) {
+	var ls []apiv1.Lease
 	err := c.Do(ctx, "GET", projectPath(name, "leases"), nil, nil, &ls)
 	return ls, err
 }
 
 // AcquireLease takes or renews a run's lease for ttl (0: the server's default, 2h).
-func (c *Client) AcquireLease(ctx context.Context, name, run string, ttl time.Duration) (project.LeaseStatus, error) {
-	body := map[string]string{}
+func (c *Client) AcquireLease(ctx context.Context, name, run string, ttl time.Duration) (apiv1.Lease, error) {
+	var body apiv1.LeaseRequest
 	if ttl > 0 {
-		body["ttl"] = ttl.String()
+		body.TTL = ttl.String()
 	}
-	var l project.LeaseStatus
+	var l apiv1.Lease
 	err := c.Do(ctx, "POST", projectPath(name, "leases", run), nil, body, &l)
 	return l, err
 }
@@ -225,7 +220,7 @@ type EventQuery struct {
 }
 
 // Events is one page of the journal, newest first.
-func (c *Client) Events(ctx context.Context, q EventQuery) (project.EventPage, error) {
+func (c *Client) Events(ctx context.Context, q EventQuery) (apiv1.EventPage, error) {
 	v := url.Values{}
 	for k, s := range map[string]string{"type": q.Type, "project": q.Project, "since": q.Since, "cursor": q.Cursor} {
 		if s != "" {
@@ -235,38 +230,38 @@ func (c *Client) Events(ctx context.Context, q EventQuery) (project.EventPage, e
 	if q.Limit > 0 {
 		v.Set("limit", fmt.Sprint(q.Limit))
 	}
-	var page project.EventPage
+	var page apiv1.EventPage
 	err := c.Do(ctx, "GET", "/v1/workspace/storage/events", v, nil, &page)
 	return page, err
 }
 
 // Health is the host's health, as xfsq health --json.
-func (c *Client) Health(ctx context.Context) (health.Report, error) {
-	var r health.Report
+func (c *Client) Health(ctx context.Context) (apiv1.Health, error) {
+	var r apiv1.Health
 	err := c.Do(ctx, "GET", "/v1/system/health", nil, nil, &r)
 	return r, err
 }
 
 // Overview is the storage overview (GET /v1/workspace/storage); refresh
 // snapshots every tree first.
-func (c *Client) Overview(ctx context.Context, refresh bool) (project.Overview, error) {
+func (c *Client) Overview(ctx context.Context, refresh bool) (apiv1.Overview, error) {
 	var q url.Values
 	if refresh {
 		q = url.Values{"refresh": {"1"}}
 	}
-	var ov project.Overview
+	var ov apiv1.Overview
 	err := c.Do(ctx, "GET", "/v1/workspace/storage", q, nil, &ov)
 	return ov, err
 }
 
 // ProjectStorage is one project's detail: its trees with usage, limits and
 // the last snapshot to depth (0: the server's default).
-func (c *Client) ProjectStorage(ctx context.Context, name string, depth int) (project.ProjectStorage, error) {
+func (c *Client) ProjectStorage(ctx context.Context, name string, depth int) (apiv1.ProjectStorage, error) {
 	var q url.Values
 	if depth > 0 {
 		q = url.Values{"depth": {fmt.Sprint(depth)}}
 	}
-	var d project.ProjectStorage
+	var d apiv1.ProjectStorage
 	err := c.Do(ctx, "GET", projectPath(name), q, nil, &d)
 	return d, err
 }
@@ -274,12 +269,12 @@ func (c *Client) ProjectStorage(ctx context.Context, name string, depth int) (pr
 // Upload writes size bytes from body to path in a project's tree ("" area:
 // the workspace), as files put; size < 0 sends the body chunked. A refusal
 // is a *ProblemError (507 over the quota, 413 over max_file_bytes).
-func (c *Client) Upload(ctx context.Context, name, area, path string, body io.Reader, size int64) (files.PutResult, error) {
+func (c *Client) Upload(ctx context.Context, name, area, path string, body io.Reader, size int64) (apiv1.PutResult, error) {
 	u := c.base + filePath(name, path)
 	if q := areaQuery(area); len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	var res files.PutResult
+	var res apiv1.PutResult
 	req, err := http.NewRequestWithContext(ctx, "PUT", u, body)
 	if err != nil {
 		return res, err
@@ -293,87 +288,26 @@ func (c *Client) Upload(ctx context.Context, name, area, path string, body io.Re
 	return res, err
 }
 
-// escapePath escapes each segment of a slash-separated path.
-func escapePath(p string) string {
-	segs := strings.Split(p, "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
-	}
-	return strings.Join(segs, "/")
-}
-
-// SweepPlan is a dry run's answer: the plan kept under PlanID until
-// ExpiresAt, what applying it would delete, what it leaves and why.
-type SweepPlan struct {
-	PlanID       string    `json:"plan_id"`
-	Project      string    `json:"project"`
-	DryRun       bool      `json:"dry_run"`
-	Areas        []string  `json:"areas"`
-	MadeAt       time.Time `json:"made_at"`
-	ExpiresAt    time.Time `json:"expires_at"`
-	PlannedBytes uint64    `json:"planned_bytes"`
-	Entries      []struct {
-		Path      string    `json:"path"`
-		Area      string    `json:"area"`
-		SizeBytes uint64    `json:"size_bytes"`
-		NewestAt  time.Time `json:"newest_at"`
-		Reason    string    `json:"reason"`
-		Policy    string    `json:"policy"`
-	} `json:"entries"`
-	Skipped  []SweepSkip     `json:"skipped"`
-	OverSoft []SweepOverSoft `json:"over_soft"`
-}
-
-// SweepSkip is an entry (or project) a sweep left alone, with why.
-type SweepSkip struct {
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
-}
-
-// SweepOverSoft is an area still over its soft limit.
-type SweepOverSoft struct {
-	Area      string `json:"area"`
-	UsedBytes uint64 `json:"used_bytes"`
-	SoftBytes uint64 `json:"soft_bytes"`
-}
-
-// SweepResult is what a sweep deleted and left alone.
-type SweepResult struct {
-	SweepID    string `json:"sweep_id"`
-	PlanID     string `json:"plan_id"`
-	Project    string `json:"project"`
-	DryRun     bool   `json:"dry_run"`
-	FreedBytes uint64 `json:"freed_bytes"`
-	Deleted    []struct {
-		Path         string `json:"path"`
-		FreedBytes   uint64 `json:"freed_bytes"`
-		Reason       string `json:"reason"`
-		Policy       string `json:"policy"`
-		RemovedFiles uint64 `json:"removed_files"`
-		Partial      bool   `json:"partial,omitempty"`
-	} `json:"deleted"`
-	Skipped         []SweepSkip     `json:"skipped"`
-	PerPolicy       map[string]int  `json:"per_policy"`
-	OverSoft        []SweepOverSoft `json:"over_soft"`
-	DurationSeconds float64         `json:"duration_seconds"`
-	SettledPending  int             `json:"settled_pending"`
-}
+// The sweep's answers, as the wire declares them.
+type (
+	SweepPlan     = apiv1.SweepPlan
+	SweepResult   = apiv1.SweepResult
+	SweepSkip     = apiv1.SweepSkip
+	SweepOverSoft = apiv1.OverSoft
+)
 
 // PlanSweep makes a sweep plan of a project's areas (none: all) without deleting.
 func (c *Client) PlanSweep(ctx context.Context, name string, areas ...string) (SweepPlan, error) {
 	var p SweepPlan
-	body := map[string]any{"dry_run": true}
-	if len(areas) > 0 {
-		body["areas"] = areas
-	}
-	err := c.Do(ctx, "POST", projectPath(name, "sweep"), nil, body, &p)
+	dry := true
+	err := c.Do(ctx, "POST", projectPath(name, "sweep"), nil, apiv1.SweepRequest{DryRun: &dry, Areas: areas}, &p)
 	return p, err
 }
 
 // ApplyPlan deletes exactly what the reviewed plan planID lists.
 func (c *Client) ApplyPlan(ctx context.Context, name, planID string) (SweepResult, error) {
 	var r SweepResult
-	err := c.Do(ctx, "POST", projectPath(name, "sweep"), nil, map[string]string{"plan_id": planID}, &r)
+	err := c.Do(ctx, "POST", projectPath(name, "sweep"), nil, apiv1.SweepRequest{PlanID: planID}, &r)
 	return r, err
 }
 

@@ -35,7 +35,7 @@ func TestClientSendsAndReadsExactly(t *testing.T) {
 		t.Errorf("an answer of %d bytes read as %d bytes without an error", maxAnswer+1, len(a.Body))
 	}
 	huge := uint64(1<<60 + 1)
-	if _, err := c.SetLimits(ctx, "omni", "cache", Limits{BytesHard: &huge}); err != nil {
+	if _, err := c.SetLimits(ctx, "omni", "cache", Limits{}.WithBytesHard(huge)); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(gotBody, `"bytes_hard":1152921504606846977`) || !strings.Contains(gotBody, `"area":"cache"`) {

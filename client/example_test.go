@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net/http"
+	"net/http/httptest"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/client"
 )
 
@@ -23,4 +26,72 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println(a.Decision, a.Message) // ok|warn|deny, e.g. project "omni": ok (1.2 GiB of 50.0 GiB)
+}
+
+// fakeServer answers as xfsq serve would for the examples: a project
+// "omni" over its soft limit, and 404 problems for any other.
+func fakeServer() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/workspace/storage/projects/omni/admission":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"project":"omni","decision":"warn","message":"project \"omni\": over the soft disk limit (9 GiB of 8 GiB)",`+
+				`"backend":{"kind":"xfs","enforced":true},"trees":[]}`)
+		case "/v1/workspace/storage/projects":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			fmt.Fprint(w, `{"project":"omni","state":"ready","created_at":"2026-12-05T06:00:00Z","backend":{"kind":"xfs","enforced":true},"trees":[]}`)
+		default:
+			w.Header().Set("Content-Type", apiv1.ProblemType)
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"type":"https://xfsq.dev/problems/not-found","title":"Not Found","status":404,"detail":"project \"nope\" not found"}`)
+		}
+	}))
+}
+
+// Ask before each run whether a project may start: a deny is an answer,
+// not an error.
+func ExampleClient_Admission() {
+	srv := fakeServer()
+	defer srv.Close()
+	c := client.New(srv.URL, "reader-token", nil)
+	a, err := c.Admission(context.Background(), "omni", false)
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	switch a.Decision {
+	case apiv1.DecisionDeny:
+		fmt.Println("refused:", a.Message)
+	case apiv1.DecisionWarn:
+		fmt.Println("starting, but:", a.Message)
+	default:
+		fmt.Println("ok")
+	}
+	// Output: starting, but: project "omni": over the soft disk limit (9 GiB of 8 GiB)
+}
+
+// Add a project with limits, without pointer helpers.
+func ExampleClient_AddProject() {
+	srv := fakeServer()
+	defer srv.Close()
+	c := client.New(srv.URL, "operator-token", nil)
+	workspace := client.Limits{}.WithBytesSoft(8 << 30).WithBytesHard(10 << 30)
+	cache := client.Limits{}.WithBytesHard(20 << 30)
+	p, err := c.AddProject(context.Background(), "omni", workspace, cache)
+	fmt.Println(p.Project, p.State, err)
+	// Output: omni ready <nil>
+}
+
+// Every error answer is a *client.ProblemError to branch on by status or type.
+func ExampleProblemError() {
+	srv := fakeServer()
+	defer srv.Close()
+	c := client.New(srv.URL, "reader-token", nil)
+	_, err := c.Admission(context.Background(), "nope", false)
+	var pe *client.ProblemError
+	if errors.As(err, &pe) && pe.Status == http.StatusNotFound {
+		fmt.Println("no such project:", pe.Detail)
+	}
+	// Output: no such project: project "nope" not found
 }

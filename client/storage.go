@@ -9,8 +9,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/xfsq/xfsq/files"
-	"github.com/xfsq/xfsq/project"
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 )
 
 // Answer is a 2xx or 3xx answer as it came: for those that are not JSON
@@ -66,7 +65,7 @@ func (c *Client) Metrics(ctx context.Context) (string, error) {
 // ETag of an earlier answer; "" for none) names: then notModified, from
 // the server's 304, and no overview. The answer's ETag is returned for the
 // next call.
-func (c *Client) OverviewIfChanged(ctx context.Context, etag string) (ov project.Overview, newETag string, notModified bool, err error) {
+func (c *Client) OverviewIfChanged(ctx context.Context, etag string) (ov apiv1.Overview, newETag string, notModified bool, err error) {
 	var h http.Header
 	if etag != "" {
 		h = http.Header{"If-None-Match": {etag}}
@@ -85,17 +84,12 @@ func (c *Client) OverviewIfChanged(ctx context.Context, etag string) (ov project
 }
 
 // Listing is a directory of a tree, as GET …/files/{dir} answers it.
-type Listing struct {
-	Project string        `json:"project"`
-	Area    string        `json:"area"`
-	Path    string        `json:"path"`
-	Entries []files.Entry `json:"entries"`
-	// NextCursor is set while more entries follow (one page's answer).
-	NextCursor string `json:"next_cursor,omitempty"`
-}
+type Listing = apiv1.Listing
 
+// filePath is the URL path of p in a tree: p as one segment, its slashes
+// %2F, as openapi.json describes the parameter ("" is the tree's top).
 func filePath(name, p string) string {
-	return projectPath(name, "files") + "/" + escapePath(strings.Trim(p, "/"))
+	return projectPath(name, "files") + "/" + url.PathEscape(strings.Trim(p, "/"))
 }
 
 func areaQuery(area string) url.Values {
@@ -139,12 +133,12 @@ func (c *Client) GetFile(ctx context.Context, name, area, p string, header http.
 }
 
 // DeleteFile deletes a file, or a directory with recursive; journalled.
-func (c *Client) DeleteFile(ctx context.Context, name, area, p string, recursive bool) (files.RemoveResult, error) {
+func (c *Client) DeleteFile(ctx context.Context, name, area, p string, recursive bool) (apiv1.FileRemoveResult, error) {
 	q := areaQuery(area)
 	if recursive {
 		q.Set("recursive", "1")
 	}
-	var res files.RemoveResult
+	var res apiv1.FileRemoveResult
 	err := c.Do(ctx, "DELETE", filePath(name, p), q, nil, &res)
 	return res, err
 }
@@ -152,11 +146,8 @@ func (c *Client) DeleteFile(ctx context.Context, name, area, p string, recursive
 // SweepNow sweeps a project's areas (none: all) by policy now, without a
 // reviewed plan.
 func (c *Client) SweepNow(ctx context.Context, name string, areas ...string) (SweepResult, error) {
-	body := map[string]any{"dry_run": false}
-	if len(areas) > 0 {
-		body["areas"] = areas
-	}
+	now := false
 	var r SweepResult
-	err := c.Do(ctx, "POST", projectPath(name, "sweep"), nil, body, &r)
+	err := c.Do(ctx, "POST", projectPath(name, "sweep"), nil, apiv1.SweepRequest{DryRun: &now, Areas: areas}, &r)
 	return r, err
 }

@@ -12,6 +12,7 @@ package errkind
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -173,6 +174,21 @@ func HintOf(err error) string {
 	return ""
 }
 
+// HintIn is err's hint as a shell words it: the inputs a hint made with
+// WithFieldHint names are given as name(field) (the CLI's flags, say); a
+// hint that names none reads as HintOf's.
+func HintIn(err error, name func(field string) string) string {
+	var h Hinted
+	if !errors.As(err, &h) {
+		return HintOf(err)
+	}
+	e, ok := h.(*Error)
+	if !ok || len(e.Fields) == 0 {
+		return h.Hint()
+	}
+	return e.words(name)
+}
+
 // Fielded is implemented by input errors that name the field at fault, by
 // the library's name for it (e.g. "depth", "bytes_hard"). The message
 // starts with that name, so that a shell may put its own (a CLI flag, a
@@ -196,13 +212,31 @@ type Error struct {
 	K   Kind
 	Err error
 	// Fix says what the operator should do; it is not part of Error().
+	// With Fields it is a format with one %s per field.
 	Fix string
+	// Fields are the inputs Fix names, by the library's names for them
+	// (bytes_soft), so that no shell's spelling is in the library.
+	Fields []string
 }
 
 func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) Kind() Kind    { return e.K }
-func (e *Error) Hint() string  { return e.Fix }
+
+// Hint is Fix with its fields named as the library names them (which
+// are the API's JSON members); HintIn words them for another shell.
+func (e *Error) Hint() string { return e.words(func(f string) string { return f }) }
+
+func (e *Error) words(name func(string) string) string {
+	if len(e.Fields) == 0 {
+		return e.Fix
+	}
+	names := make([]any, len(e.Fields))
+	for i, f := range e.Fields {
+		names[i] = name(f)
+	}
+	return fmt.Sprintf(e.Fix, names...)
+}
 
 // New classifies err as k (nil stays nil).
 func New(k Kind, err error) error {
@@ -218,6 +252,15 @@ func WithHint(k Kind, err error, fix string) error {
 		return nil
 	}
 	return &Error{K: k, Err: err, Fix: fix}
+}
+
+// WithFieldHint is WithHint for a hint that names inputs: fix has one %s
+// for each of fields, which each shell words its own way (HintIn).
+func WithFieldHint(k Kind, err error, fix string, fields ...string) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{K: k, Err: err, Fix: fix, Fields: fields}
 }
 
 // sentinel is a comparable error that knows its kind, for errors.Is.

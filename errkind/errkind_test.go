@@ -101,3 +101,20 @@ func TestFieldOf(t *testing.T) {
 		t.Error("a field from nowhere")
 	}
 }
+
+// A hint that names inputs is data: HintOf names them as the library (the
+// API's JSON members) does, HintIn as the shell asks (the CLI's flags).
+func TestFieldHintIsWordedByEachShell(t *testing.T) {
+	err := fmt.Errorf("set: %w", WithFieldHint(Input, errors.New("nothing to change"), "give one of %s, %s", "bytes_soft", "inodes_hard"))
+	if got, want := HintOf(err), "give one of bytes_soft, inodes_hard"; got != want {
+		t.Errorf("HintOf = %q, want %q", got, want)
+	}
+	flag := func(f string) string { return "--" + strings.ReplaceAll(f, "_", "-") }
+	if got, want := HintIn(err, flag), "give one of --bytes-soft, --inodes-hard"; got != want {
+		t.Errorf("HintIn = %q, want %q", got, want)
+	}
+	plain := WithHint(Input, errors.New("x"), "run it again")
+	if got := HintIn(plain, flag); got != "run it again" {
+		t.Errorf("HintIn of a hint naming no field = %q", got)
+	}
+}

@@ -138,7 +138,9 @@ func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, 
 		}
 		return Project{}, err
 	}
-	return m.Show(ctx, name)
+	p, err := m.Show(ctx, name)
+	p.Warnings = overLimits(p)
+	return p, err
 }
 
 // doctorFix is what an operator does about an add left half-way.

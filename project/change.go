@@ -28,8 +28,8 @@ func (m *Manager) Set(ctx context.Context, name, a string, change LimitChange) (
 		return Project{}, err
 	}
 	if change.empty() {
-		return Project{}, errkind.WithHint(errkind.Input, inputErrorf("nothing to change: no limit given"),
-			"give at least one of --bytes-soft, --bytes-hard, --inodes-soft, --inodes-hard")
+		return Project{}, errkind.WithFieldHint(errkind.Input, inputErrorf("nothing to change: no limit given"),
+			"give at least one of %s, %s, %s, %s", "bytes_soft", "bytes_hard", "inodes_soft", "inodes_hard")
 	}
 	// The tree of a ready project (or the root's inbound tree), refused
 	// as Tree refuses it.
@@ -56,7 +56,9 @@ func (m *Manager) Set(ctx context.Context, name, a string, change LimitChange) (
 		m.Backend.SetLimits(t.ProjectID, t.Limits)
 		return Project{}, err
 	}
-	return m.show(ctx, name, Read{})
+	p, err := m.show(ctx, name, Read{})
+	p.Warnings = overLimits(p)
+	return p, err
 }
 
 // RemoveOptions say how a project is removed.

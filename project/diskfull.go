@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -59,6 +60,20 @@ func DiskFull(dir string, need uint64, err error) *DiskFullError {
 		return nil
 	}
 	return &DiskFullError{Dir: dir, Free: free, Size: size, Err: err}
+}
+
+// ExplainDiskFull is err, or, when err is a write that failed for want of
+// room (store.Full) and the filesystem holding root is in fact full, a
+// DiskFullError saying so: the store's codes decide, not its words.
+func ExplainDiskFull(root string, err error) error {
+	var full *DiskFullError
+	if err == nil || errors.As(err, &full) || !store.Full(err) {
+		return err
+	}
+	if f := DiskFull(root, 0, err); f != nil {
+		return f
+	}
+	return err
 }
 
 // ReservePath is a file of zeroes that xfsq keeps beside an embedded store

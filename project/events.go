@@ -147,3 +147,38 @@ func (m *Manager) Events(ctx context.Context, q EventQuery) (EventPage, error) {
 	}
 	return page, nil
 }
+
+// DeletionOf reads ev as one deletion's record: key is shared by the
+// deletion's pending record and the record that settles it, pending says
+// which ev is; ok is false for any other or unreadable record.
+func DeletionOf(ev Event) (key string, pending, ok bool) {
+	if ev.Type != journal.TypeEvicted {
+		return "", false, false
+	}
+	p, err := ev.Decode()
+	r, isEvicted := p.(journal.Evicted)
+	if err != nil || !isEvicted {
+		return "", false, false
+	}
+	return fmt.Sprint(r.SweepID, "|", r.DeletionID, "|", r.Path, "|", r.Holder), r.State == journal.StatePending, true
+}
+
+// SettledDeletions drops the pending record of every deletion whose
+// settling record is in evs (newest first): a listing shows a deletion
+// once, with its final state.
+func SettledDeletions(evs []Event) []Event {
+	settled := map[string]bool{}
+	var out []Event
+	for _, ev := range evs {
+		if k, pending, ok := DeletionOf(ev); ok {
+			if pending && settled[k] {
+				continue
+			}
+			if !pending {
+				settled[k] = true
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
+}

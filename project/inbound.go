@@ -80,3 +80,14 @@ func (m *Manager) applyInboundQuota(ctx context.Context, bytesHard uint64) error
 	_, err := m.Set(ctx, RootOwner, area.Inbound, LimitChange{BytesHard: &bytesHard})
 	return err
 }
+
+// ImpliedProjects is what a sweep or a snapshot covers when its caller
+// named no project and did not ask for every one: the root's one inbound
+// tree when inbound is the only area asked (sweep --area inbound);
+// otherwise nothing, and the caller has to name the projects.
+func ImpliedProjects(areas []string) []string {
+	if slices.Equal(areas, []string{area.Inbound}) {
+		return []string{RootOwner}
+	}
+	return nil
+}

@@ -125,8 +125,8 @@ func ValidateTree(name, a string) error {
 		return errkind.WithHint(errkind.Input, &InputError{Param: "area", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own tree, named %s in place of a project",
 			name, RootOwner)}, fmt.Sprintf("e.g. xfsq top %s --area inbound", RootOwner))
 	case name == RootOwner:
-		return errkind.WithHint(errkind.Input, &InputError{Param: "area", Msg: fmt.Sprintf("%s owns only the inbound tree, not a %s tree", RootOwner, a)},
-			"give --area inbound with it")
+		return errkind.WithFieldHint(errkind.Input, &InputError{Param: "area", Msg: fmt.Sprintf("%s owns only the inbound tree, not a %s tree", RootOwner, a)},
+			"give %s inbound with it", "area")
 	}
 	return ValidateName(name)
 }

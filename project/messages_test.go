@@ -67,7 +67,7 @@ func TestMessagesNameNoCLIFlagTheHintDoes(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			msg, hint := err.Error(), errkind.HintOf(err)
+			msg, hint := err.Error(), errkind.HintIn(err, cliFlag)
 			if strings.Contains(msg, "--") {
 				t.Errorf("message %q names a CLI flag; that belongs in the hint", msg)
 			}
@@ -91,4 +91,12 @@ func TestRollbackFailedKeepsTheKind(t *testing.T) {
 	if errkind.Of(err) != errkind.NotFound || !errors.Is(err, ErrNotFound) {
 		t.Errorf("%v: kind %v, want not found", err, errkind.Of(err))
 	}
+}
+
+// cliFlag words a field as the CLI's flag, as cmd/xfsq does.
+func cliFlag(field string) string {
+	if field == "areas" {
+		field = "area"
+	}
+	return "--" + strings.ReplaceAll(field, "_", "-")
 }

@@ -102,12 +102,32 @@ func (m *Manager) SavePlan(ctx context.Context, plan sweep.Plan, areas []string)
 	return data, err
 }
 
+// areasCovered are the areas a sweep of projects covers when it names
+// none: a project's own trees, the inbound tree for RootOwner, every area
+// for a sweep of every project (none named). A plan lists these, not
+// areas it never looked at.
+func areasCovered(projects []string) []string {
+	if len(projects) == 0 {
+		return area.SweepOrder
+	}
+	var out []string
+	for _, a := range area.SweepOrder {
+		for _, p := range projects {
+			if (p == RootOwner) == (a == area.Inbound) {
+				out = append(out, a)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // savePlan is SavePlan for plan made of projects (nil: the projects its
 // entries name); the store keeps the file's content too, so that a plan
 // can be applied by its id alone (ApplyPlan).
 func (m *Manager) savePlan(ctx context.Context, plan sweep.Plan, areas, projects []string) ([]byte, SavedPlan, error) {
 	if len(areas) == 0 {
-		areas = area.SweepOrder
+		areas = areasCovered(projects)
 	}
 	b := make([]byte, 8)
 	rand.Read(b)

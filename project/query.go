@@ -26,6 +26,10 @@ type Project struct {
 	CreatedAt time.Time    `json:"created_at"`
 	Backend   Backend      `json:"backend"`
 	Trees     []TreeStatus `json:"trees"`
+	// Warnings, after Add or Set, name the limits just given that the
+	// trees already pass. Not part of the JSON (yet): each shell says them
+	// beside the answer.
+	Warnings []LimitWarning `json:"-"`
 }
 
 // TreeStatus is one tree's limits and usage as the backend reports them.

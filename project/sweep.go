@@ -353,8 +353,8 @@ func (m *Manager) sweepTargets(ctx context.Context, o SweepOptions, areas map[st
 				continue
 			}
 			if n == RootOwner {
-				return nil, errkind.WithHint(errkind.Input, &InputError{Param: "areas", Msg: fmt.Sprintf("%s owns only the inbound tree, not the areas asked", RootOwner)},
-					"sweep it with --area inbound, or with no area")
+				return nil, errkind.WithFieldHint(errkind.Input, &InputError{Param: "areas", Msg: fmt.Sprintf("%s owns only the inbound tree, not the areas asked", RootOwner)},
+					"sweep it with %s inbound, or with no area", "areas")
 			}
 			return nil, errkind.WithHint(errkind.Input, &InputError{Param: "areas", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own, swept as %s", n, RootOwner)},
 				fmt.Sprintf("xfsq sweep %s --area inbound", RootOwner))

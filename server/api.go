@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -69,6 +70,23 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
+// TypeUnsupportedMediaType is the problem type of a JSON body sent as
+// another media type (415).
+const TypeUnsupportedMediaType = "https://xfsq.dev/problems/unsupported-media-type"
+
+// mediaTypeError refuses a body of a media type the endpoint does not read:
+// an HTTP matter, so no kind of the library's.
+type mediaTypeError struct{ given string }
+
+func unsupportedMediaType(given string) error { return &mediaTypeError{given} }
+
+// Kind: the client's mistake, not the server's (never logged as a failure).
+func (e *mediaTypeError) Kind() errkind.Kind { return errkind.Input }
+
+func (e *mediaTypeError) Error() string {
+	return fmt.Sprintf("Content-Type %q: this endpoint reads application/json", e.given)
+}
+
 // maxJSONBody bounds every JSON request body: the API's bodies are small
 // (limits, a plan id), and a client that sends more is refused, not read.
 const maxJSONBody = 1 << 20
@@ -78,6 +96,11 @@ const maxJSONBody = 1 << 20
 // that was wrong (errkind.Input, 400; errkind.TooLarge, 413). An empty
 // body is an empty object.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return unsupportedMediaType(ct)
+		}
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxJSONBody)
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()

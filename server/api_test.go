@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -132,6 +134,9 @@ func (ts *testServer) rawHost(t *testing.T, method, path, token, body, host stri
 	t.Helper()
 	req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
 	req.Host = host
+	if strings.HasPrefix(body, "{") {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -164,6 +169,7 @@ func TestAuthMatrix(t *testing.T) {
 		"GET /{$}":                              {"/", "", 200},
 		"GET /ui/{file}":                        {"/ui/app.js", "", 200},
 		"GET /v1/system/health":                 {"/v1/system/health", "", 200},
+		"GET " + p:                              {p, "", 200},
 		"POST " + p:                             {p, `{"project": "fresh"}`, 201},
 		"PATCH " + p + "/{id}":                  {p + "/omni", `{"bytes_hard": "20m"}`, 200},
 		"DELETE " + p + "/{id}":                 {p + "/victim", "", 200},
@@ -174,7 +180,8 @@ func TestAuthMatrix(t *testing.T) {
 		"GET /v1/workspace/storage/events":      {"/v1/workspace/storage/events", "", 200},
 		"GET /v1/workspace/storage":             {"/v1/workspace/storage", "", 200},
 		"GET " + p + "/{id}":                    {p + "/omni", "", 200},
-		"GET " + p + "/{id}/files/{path...}":    {p + "/omni/files/", "", 200},
+		"GET " + p + "/{id}/files/{$}":          {p + "/omni/files/", "", 200},
+		"GET " + p + "/{id}/files/{path...}":    {p + "/omni/files/uploads%2Fa.txt", "", 200},
 		"PUT " + p + "/{id}/files/{path...}":    {p + "/omni/files/uploads/a.txt", "hello", 201},
 		"POST " + p + "/{id}/files/{path...}":   {p + "/omni/files/uploads/b.txt", "hello", 201},
 		"DELETE " + p + "/{id}/files/{path...}": {p + "/omni/files/uploads/a.txt", "", 200},
@@ -258,8 +265,8 @@ func TestAPI(t *testing.T) {
 		ctx := context.Background()
 		op, rd, lim := ts.client(operatorToken), ts.client(readerToken), ts.client(limitedToken)
 		hard, isoft, ihard := uint64(1<<20), uint64(1000), uint64(2000)
-		p, err := op.AddProject(ctx, "omni", client.Limits{BytesHard: &hard, InodesSoft: &isoft, InodesHard: &ihard}, client.Limits{BytesSoft: &hard})
-		if err != nil || p.Name != "omni" || len(p.Trees) != len(area.OfProject) {
+		p, err := op.AddProject(ctx, "omni", client.Limits{}.WithBytesHard(hard).WithInodesSoft(isoft).WithInodesHard(ihard), client.Limits{}.WithBytesSoft(hard))
+		if err != nil || p.Project != "omni" || len(p.Trees) != len(area.OfProject) {
 			t.Fatalf("add: %v %+v", err, p)
 		}
 		if _, err := op.AddProject(ctx, "omni", client.Limits{}, client.Limits{}); status(err) != 409 {
@@ -277,8 +284,22 @@ func TestAPI(t *testing.T) {
 		if _, err := op.AddProject(ctx, "other", client.Limits{}, client.Limits{}); err != nil {
 			t.Fatal(err)
 		}
+		// The list, as project list: a limited reader sees its projects only.
+		for who, want := range map[*client.Client]string{rd: "[omni other]", lim: "[other]"} {
+			ps, err := who.ListProjects(ctx)
+			var names []string
+			for _, p := range ps {
+				names = append(names, p.Project)
+				if p.State != "ready" || p.CreatedAt.IsZero() {
+					t.Errorf("listed %+v, want a ready project with its creation time", p)
+				}
+			}
+			if sort.Strings(names); err != nil || fmt.Sprint(names) != want {
+				t.Errorf("project list: %v %v, want %s", err, names, want)
+			}
+		}
 		soft := uint64(512 << 10)
-		p, err = op.SetLimits(ctx, "omni", "", client.Limits{BytesSoft: &soft})
+		p, err = op.SetLimits(ctx, "omni", "", client.Limits{}.WithBytesSoft(soft))
 		if ws := workspaceOf(p); err != nil || ws.BytesSoft != soft {
 			t.Errorf("set: %v %+v", err, p)
 		}
@@ -288,17 +309,17 @@ func TestAPI(t *testing.T) {
 		}
 		// Over a soft limit: warn, with when its grace ends.
 		one := uint64(1)
-		if _, err := op.SetLimits(ctx, "omni", "cache", client.Limits{BytesSoft: &one, InodesSoft: &one}); err != nil {
+		if _, err := op.SetLimits(ctx, "omni", "cache", client.Limits{}.WithBytesSoft(one).WithInodesSoft(one)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := op.SetLimits(ctx, "omni", "", client.Limits{InodesSoft: &one}); err != nil {
+		if _, err := op.SetLimits(ctx, "omni", "", client.Limits{}.WithInodesSoft(one)); err != nil {
 			t.Fatal(err)
 		}
 		a, err = rd.Admission(ctx, "omni", false)
 		bytesGrace, inodesGrace := false, false
 		for _, tr := range a.Trees {
-			bytesGrace = bytesGrace || tr.BytesGraceEnds != nil
-			inodesGrace = inodesGrace || tr.InodesGraceEnds != nil
+			bytesGrace = bytesGrace || tr.BytesGraceEndsAt != nil
+			inodesGrace = inodesGrace || tr.InodesGraceEndsAt != nil
 		}
 		if err != nil || a.Decision != project.Warn || !bytesGrace || !inodesGrace {
 			t.Errorf("admission over soft limits: %v %+v, want warn with when each grace ends", err, a)
@@ -308,7 +329,7 @@ func TestAPI(t *testing.T) {
 		}
 		// A deny is an answer: 200 with decision deny, as project check says.
 		zero := uint64(1)
-		if _, err := op.SetLimits(ctx, "other", "", client.Limits{BytesHard: &zero}); err != nil {
+		if _, err := op.SetLimits(ctx, "other", "", client.Limits{}.WithBytesHard(zero)); err != nil {
 			t.Fatal(err)
 		}
 		a, err = lim.Admission(ctx, "other", false)
@@ -324,7 +345,7 @@ func TestAPI(t *testing.T) {
 		if l, err = op.AcquireLease(ctx, "omni", "run-1", time.Minute); err != nil || !l.KeptLonger {
 			t.Errorf("a shorter renewal: %v %+v, want the lease kept longer", err, l)
 		}
-		if _, err := op.SetLimits(ctx, "omni", "cache", client.Limits{InodesSoft: &isoft, InodesHard: &ihard}); err != nil {
+		if _, err := op.SetLimits(ctx, "omni", "cache", client.Limits{}.WithInodesSoft(isoft).WithInodesHard(ihard)); err != nil {
 			t.Errorf("cache inode limits: %v", err)
 		}
 		if _, err := op.AcquireLease(ctx, "omni", "run-2", 8*24*time.Hour); status(err) != 400 {
@@ -335,17 +356,17 @@ func TestAPI(t *testing.T) {
 			t.Errorf("leases: %v %+v", err, ls)
 		}
 		// Removal is refused while the lease holds, with the run named.
-		_, err = op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true})
+		_, err = op.RemoveProject(ctx, "omni", client.RemoveOptions{Purge: true})
 		var pe *client.ProblemError
 		if !errors.As(err, &pe) || pe.Status != 409 || pe.Type != errkind.Conflict.TypeURI() || !strings.Contains(pe.Detail, "run-1") {
 			t.Errorf("remove while leased: %v, want 409 naming run-1", err)
 		}
 		// A dry run answers what the real call would: 409, the run named.
-		_, err = op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true, DryRun: true})
+		_, err = op.RemoveProject(ctx, "omni", client.RemoveOptions{Purge: true, DryRun: true})
 		if !errors.As(err, &pe) || pe.Status != 409 || !strings.Contains(pe.Detail, "run-1") {
 			t.Errorf("dry run while leased: %v, want 409 naming run-1", err)
 		}
-		dry, err := op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true, Force: true, DryRun: true})
+		dry, err := op.RemoveProject(ctx, "omni", client.RemoveOptions{Purge: true, Force: true, DryRun: true})
 		if err != nil || !dry.DryRun || !dry.Forced || len(dry.WouldPurge) != len(area.OfProject) || len(dry.HeldLeases) != 1 {
 			t.Errorf("forced dry run: %v %+v", err, dry)
 		}
@@ -355,7 +376,7 @@ func TestAPI(t *testing.T) {
 		if err := op.ReleaseLease(ctx, "omni", "run-1"); status(err) != 404 {
 			t.Errorf("release twice: %v, want 404", err)
 		}
-		res, err := op.RemoveProject(ctx, "omni", project.RemoveOptions{Purge: true})
+		res, err := op.RemoveProject(ctx, "omni", client.RemoveOptions{Purge: true})
 		if err != nil || !res.Purged {
 			t.Errorf("remove: %v %+v", err, res)
 		}
@@ -369,7 +390,7 @@ func TestAPI(t *testing.T) {
 		if _, err := op.AcquireLease(ctx, "held", "run-1", time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		if res, err := op.RemoveProject(ctx, "held", project.RemoveOptions{Force: true}); err != nil || !res.Forced || len(res.EndedLeases) != 1 {
+		if res, err := op.RemoveProject(ctx, "held", client.RemoveOptions{Force: true}); err != nil || !res.Forced || len(res.EndedLeases) != 1 {
 			t.Errorf("forced removal: %v %+v", err, res)
 		}
 
@@ -458,8 +479,8 @@ func TestEventsPaging(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, ev := range page.Events {
-			if !ev.At.After(cut) {
-				t.Errorf("since %s: got record %d (%s at %s), journalled before it", cut, ev.ID, ev.Type, ev.At)
+			if !ev.RecordedAt.After(cut) {
+				t.Errorf("since %s: got record %d (%s at %s), journalled before it", cut, ev.ID, ev.Type, ev.RecordedAt)
 			}
 		}
 		if all, _ := rd.Events(ctx, client.EventQuery{Limit: 1000}); len(page.Events) == 0 || len(page.Events) >= len(all.Events) {
@@ -615,6 +636,7 @@ func TestAPIErrors(t *testing.T) {
 			{"POST", p + "/omni/files/dir", "x", errkind.Input},
 			{"POST", p + "/tiny/files/big", strings.Repeat("x", 200<<10), errkind.Denied},
 			{"DELETE", p + "/omni/files/nosuch", "", errkind.NotFound},
+			{"GET", p + "/omni/files/?limit=0", "", errkind.Input},
 			// A file where the path needs a directory is the path's fault.
 			{"PUT", p + "/omni/files/file/x", "x", errkind.Input},
 			{"DELETE", p + "/omni/files/file/x", "", errkind.Input},
@@ -693,13 +715,13 @@ func TestAPIErrors(t *testing.T) {
 	})
 }
 
-func workspaceOf(p project.Project) project.TreeStatus {
+func workspaceOf(p apiv1.Project) apiv1.TreeStatus {
 	for _, t := range p.Trees {
 		if t.Area == area.Workspace {
 			return t
 		}
 	}
-	return project.TreeStatus{}
+	return apiv1.TreeStatus{}
 }
 
 // TestAPIFileDeleteLeavesMount: a recursive delete never crosses a mount
@@ -727,7 +749,7 @@ func TestAPIFileDeleteLeavesMount(t *testing.T) {
 			t.Errorf("the rest: %v, want it removed", err)
 		}
 		// A purge leaves the mount point too, and lists it with why.
-		res, err := ts.client(operatorToken).RemoveProject(context.Background(), "omni", project.RemoveOptions{Purge: true})
+		res, err := ts.client(operatorToken).RemoveProject(context.Background(), "omni", client.RemoveOptions{Purge: true})
 		if err != nil || !res.Purged {
 			t.Fatalf("purge: %v %+v", err, res)
 		}
@@ -753,14 +775,14 @@ func TestClientStorage(t *testing.T) {
 		op, rd := ts.client(operatorToken), ts.client(readerToken)
 
 		put, err := op.Upload(ctx, "omni", "", "docs/a.txt", strings.NewReader("hello"), 5)
-		if err != nil || put.Bytes != 5 || put.Replaced {
+		if err != nil || put.WrittenBytes != 5 || put.Replaced {
 			t.Fatalf("put: %v %+v", err, put)
 		}
 		if put, err = op.Upload(ctx, "omni", "", "docs/a.txt", strings.NewReader("hello!"), -1); err != nil || !put.Replaced {
 			t.Errorf("put again, chunked: %v %+v", err, put)
 		}
 		ls, err := rd.ListFiles(ctx, "omni", "", "docs")
-		if err != nil || len(ls.Entries) != 1 || ls.Entries[0].Name != "a.txt" || ls.Entries[0].Size != 6 {
+		if err != nil || len(ls.Entries) != 1 || ls.Entries[0].Name != "a.txt" || ls.Entries[0].SizeBytes != 6 {
 			t.Errorf("list: %v %+v", err, ls)
 		}
 		got, err := rd.GetFile(ctx, "omni", "", "docs/a.txt", nil)
@@ -791,7 +813,7 @@ func TestClientStorage(t *testing.T) {
 		// A workspace over its soft limit with nothing old enough to go:
 		// the plan says it stays over.
 		one := uint64(1)
-		if _, err := op.SetLimits(ctx, "omni", "", client.Limits{BytesSoft: &one}); err != nil {
+		if _, err := op.SetLimits(ctx, "omni", "", client.Limits{}.WithBytesSoft(one)); err != nil {
 			t.Fatal(err)
 		}
 		plan, err := op.PlanSweep(ctx, "omni")
@@ -823,11 +845,52 @@ func TestClientStorage(t *testing.T) {
 		}
 
 		del, err := op.DeleteFile(ctx, "omni", "", "docs", true)
-		if err != nil || del.State != "done" || del.Entries != 2 {
+		if err != nil || del.State != "done" || del.RemovedEntries != 2 {
 			t.Errorf("delete: %v %+v", err, del)
 		}
 		if m, err := ts.client("").Metrics(ctx); err != nil || !strings.Contains(m, "xfsq_collector_success") {
 			t.Errorf("metrics: %v %q", err, m)
+		}
+	})
+}
+
+// A JSON endpoint refuses a body sent as another media type with 415, a
+// problem, before it reads the body or changes anything; the file
+// endpoints take any (openapi.json describes both).
+func TestJSONEndpointsRefuseOtherMediaTypes(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		ts := newServer(t, r)
+		p := "/v1/workspace/storage/projects"
+		for _, c := range []struct{ method, path, body string }{
+			{"POST", p, `{"project":"omni"}`},
+			{"PATCH", p + "/omni", `{"bytes_hard":1}`},
+			{"POST", p + "/omni/leases/run-1", `{}`},
+			{"POST", p + "/omni/sweep", `{"dry_run":true}`},
+		} {
+			if c.method != "POST" || c.path != p {
+				if code, _, body := ts.raw(t, "POST", p, operatorToken, `{"project":"omni"}`); code != 201 && code != 409 {
+					t.Fatalf("add omni: %d %s", code, body)
+				}
+			}
+			req, _ := http.NewRequest(c.method, ts.URL+c.path, strings.NewReader(c.body))
+			req.Header.Set("Authorization", "Bearer "+operatorToken)
+			req.Header.Set("Content-Type", "text/plain")
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnsupportedMediaType || resp.Header.Get("Content-Type") != server.ProblemType ||
+				!strings.Contains(string(b), server.TypeUnsupportedMediaType) {
+				t.Errorf("%s %s as text/plain: %d %s %s, want a 415 problem", c.method, c.path, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+			}
+		}
+		if _, err := ts.client(operatorToken).ProjectStorage(context.Background(), "omni", 0); err != nil {
+			t.Fatalf("omni, added as JSON: %v", err)
+		}
+		if code, _, body := ts.raw(t, "GET", p+"/omni/leases", operatorToken, ""); code != 200 || body != "[]\n" {
+			t.Errorf("a refused lease request took a lease: %d %s", code, body)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -53,7 +54,7 @@ func TestSweepServerChild(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ctx := project.WithActor(withCaller(req.Context(), operator), operator.Name)
 		mux := http.NewServeMux()
-		mux.Handle(sweepRoute, newSweepAPI(r, log))
+		mux.Handle(sweepRoute, answered(log, newSweepAPI(r).Sweep))
 		mux.ServeHTTP(w, req.WithContext(ctx))
 	}))
 	fmt.Printf("listening %s settled %d\n", srv.URL, settled)
@@ -172,7 +173,7 @@ func TestAPISweepKilledMidway(t *testing.T) {
 				if err != nil || resp.StatusCode != 200 {
 					t.Fatalf("dry run: %v %s", err, data)
 				}
-				var plan planJSON
+				var plan apiv1.SweepPlan
 				json.Unmarshal(data, &plan)
 				if len(plan.Entries) != entries {
 					t.Fatalf("the plan has %d entries, want %d", len(plan.Entries), entries)

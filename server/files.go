@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/files"
@@ -24,15 +24,11 @@ import (
 // files.Clean (files.CleanNew for a new name) and is resolved beneath the
 // project tree, so an HTTP client can reach exactly what `xfsq files` can.
 type filesAPI struct {
-	m   *project.Manager
-	log *slog.Logger
+	m *project.Manager
 }
 
-func newFilesAPI(root *project.Root, log *slog.Logger) *filesAPI {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &filesAPI{m: root.Manager, log: log}
+func newFilesAPI(root *project.Root) *filesAPI {
+	return &filesAPI{m: root.Manager}
 }
 
 // layer is the file layer with the settings in force now (max_file_bytes,
@@ -40,24 +36,6 @@ func newFilesAPI(root *project.Root, log *slog.Logger) *filesAPI {
 // since the server started.
 func (a *filesAPI) layer(r *http.Request) (*files.Layer, error) {
 	return files.New(r.Context(), a.m)
-}
-
-func (a *filesAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
-	failRequest(a.log, w, r, err)
-}
-
-// Listing is a directory of a tree, as `files ls --json` lists its entries.
-type Listing struct {
-	Project string        `json:"project"`
-	Area    string        `json:"area"`
-	Path    string        `json:"path"`
-	Entries []files.Entry `json:"entries"`
-	// NextCursor is set when more entries follow: ask again with
-	// ?cursor=NEXT_CURSOR for the next page. It is the page's last name,
-	// base64url-encoded: a name need not be UTF-8, and JSON would turn its
-	// bytes into U+FFFD, a name that sorts elsewhere (a tenant's page of
-	// such names would then come back for ever).
-	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // A listing answers at most maxListEntries entries (defaultListEntries
@@ -94,40 +72,40 @@ func listLimit(r *http.Request) (int, error) {
 // Get answers a directory with its listing (JSON) and a regular file with
 // its content, with Range, ETag/If-None-Match and Last-Modified as
 // http.ServeContent does them, over the descriptor files.Layer.Open checked.
-func (a *filesAPI) Get(w http.ResponseWriter, r *http.Request) {
+func (a *filesAPI) Get(w http.ResponseWriter, r *http.Request) error {
 	name, p, area := r.PathValue("id"), r.PathValue("path"), areaOf(r)
 	l := &files.Layer{M: a.m} // reads need none of the write settings
 	f, e, err := l.Open(r.Context(), name, area, p)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	if f == nil {
 		limit, err := listLimit(r)
 		if err != nil {
-			a.fail(w, r, err)
-			return
+			return err
 		}
 		after, err := listCursor(r)
 		if err != nil {
-			a.fail(w, r, err)
-			return
+			return err
 		}
 		entries, more, err := l.ListPage(r.Context(), name, area, p, after, limit)
 		if err != nil {
-			a.fail(w, r, err)
-			return
+			return err
 		}
 		clean, _ := files.Clean(p)
-		out := Listing{Project: name, Area: areaName(area), Path: clean, Entries: entries}
+		out := apiv1.Listing{Project: name, Area: areaName(area), Path: clean, Entries: make([]apiv1.Entry, len(entries))}
+		for i, e := range entries {
+			out.Entries[i] = apiv1.Entry{Name: e.Name, Type: e.Type, SizeBytes: e.Size, ModifiedAt: e.ModTime}
+		}
 		if more && len(entries) > 0 {
 			out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(entries[len(entries)-1].Name))
 		}
 		writeJSON(w, http.StatusOK, out)
-		return
+		return nil
 	}
 	defer f.Close()
 	serveOpened(w, r, f, e)
+	return nil
 }
 
 // serveOpened serves the file Open checked as it was then: its size and
@@ -153,43 +131,40 @@ func serveOpened(w http.ResponseWriter, r *http.Request, f *os.File, e files.Ent
 // complete, so the old file stays as it was on any refusal or abort. A body
 // of unknown length (chunked) is read at most to its allowance plus one
 // byte. 201 for a new file, 200 for a replaced one.
-func (a *filesAPI) Put(w http.ResponseWriter, r *http.Request) {
+func (a *filesAPI) Put(w http.ResponseWriter, r *http.Request) error {
 	if r.ContentLength == 0 && r.Header.Get("Content-Length") == "" && len(r.TransferEncoding) == 0 {
-		a.fail(w, r, errkind.New(errkind.Input, errors.New("an upload needs a Content-Length header or a chunked body")))
-		return
+		return errkind.New(errkind.Input, errors.New("an upload needs a Content-Length header or a chunked body"))
 	}
 	l, err := a.layer(r)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	res, err := l.Put(r.Context(), r.PathValue("id"), areaOf(r), r.PathValue("path"), r.Body, r.ContentLength)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	status := http.StatusCreated
 	if res.Replaced {
 		status = http.StatusOK
 	}
 	writeJSON(w, status, res)
+	return nil
 }
 
 // Delete removes the path, journalled as `files rm` journals it; a
 // directory only with ?recursive=1.
-func (a *filesAPI) Delete(w http.ResponseWriter, r *http.Request) {
+func (a *filesAPI) Delete(w http.ResponseWriter, r *http.Request) error {
 	recursive, err := queryBool(r, "recursive")
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	l := &files.Layer{M: a.m}
 	res, err := l.Remove(r.Context(), r.PathValue("id"), areaOf(r), r.PathValue("path"), files.RemoveOptions{Recursive: recursive})
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, res)
+	return nil
 }
 
 // areaOf is the ?area= of a request ("" is the workspace); the library

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"io"
 	"net"
 	"net/http"
@@ -30,17 +31,19 @@ import (
 const filesPattern = "/v1/workspace/storage/projects/{id}/files/{path...}"
 
 func filesRoutes(r *fixture.Root) routes {
-	a := newFilesAPI(r.Root, nil)
+	a := newFilesAPI(r.Root)
 	return routes{
-		"GET " + filesPattern:    a.Get,
-		"PUT " + filesPattern:    a.Put,
-		"POST " + filesPattern:   a.Put,
-		"DELETE " + filesPattern: a.Delete,
+		"GET " + filesPattern:    answered(nil, a.Get),
+		"PUT " + filesPattern:    answered(nil, a.Put),
+		"POST " + filesPattern:   answered(nil, a.Put),
+		"DELETE " + filesPattern: answered(nil, a.Delete),
 	}
 }
 
+// filesURL is p's URL as openapi.json describes it: one segment, its
+// slashes %2F.
 func filesURL(srv string, project, p string) string {
-	return srv + "/v1/workspace/storage/projects/" + project + "/files/" + p
+	return srv + "/v1/workspace/storage/projects/" + project + "/files/" + strings.ReplaceAll(p, "/", "%2F")
 }
 
 func wantStatus(t *testing.T, what string, resp *http.Response, body string, status int) {
@@ -91,9 +94,9 @@ func TestFilesRoundTrip(t *testing.T) {
 		wantStatus(t, "If-None-Match after the file was replaced", resp, "", http.StatusOK)
 
 		resp, body = do(t, http.MethodGet, filesURL(srv.URL, "omni", "uploads"), nil)
-		var l Listing
+		var l apiv1.Listing
 		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &l) != nil || l.Path != "uploads" || l.Area != "workspace" ||
-			len(l.Entries) != 1 || l.Entries[0].Name != "notes.txt" || l.Entries[0].Type != "file" || l.Entries[0].Size != 12 {
+			len(l.Entries) != 1 || l.Entries[0].Name != "notes.txt" || l.Entries[0].Type != "file" || l.Entries[0].SizeBytes != 12 {
 			t.Errorf("listing: %d %s", resp.StatusCode, body)
 		}
 		resp, body = do(t, http.MethodGet, filesURL(srv.URL, "omni", ""), nil)
@@ -413,10 +416,10 @@ func TestFilesListingIsPaged(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		list := func(query string) Listing {
+		list := func(query string) apiv1.Listing {
 			t.Helper()
 			resp, body := do(t, http.MethodGet, filesURL(srv.URL, "omni", "many")+query, nil)
-			var l Listing
+			var l apiv1.Listing
 			if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &l) != nil {
 				t.Fatalf("listing %s: %d %.300s", query, resp.StatusCode, body)
 			}
@@ -521,7 +524,7 @@ func TestFilesOfTheInboundTree(t *testing.T) {
 			t.Errorf("?area=inbound wrote elsewhere: %v %q", err, b)
 		}
 		resp, body = do(t, http.MethodGet, filesURL(srv.URL, project.RootOwner, "chan1")+"?area=inbound", nil)
-		var l Listing
+		var l apiv1.Listing
 		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &l) != nil || l.Area != area.Inbound || len(l.Entries) != 1 || l.Entries[0].Name != "msg" {
 			t.Errorf("listing of inbound/chan1: %d %s", resp.StatusCode, body)
 		}

@@ -6,19 +6,31 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"strconv"
 	"sync"
 	"time"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/units"
 )
 
 // fail is failRequest with the server's log.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	failRequest(s.log, w, r, err)
+// handlerFunc is a handler of the API: it writes its answer and returns
+// nil, or returns the error it stopped at and writes nothing, as Caddy's
+// admin handlers do; answered turns it into an http.HandlerFunc.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// answered is the one place a handler's error becomes an answer: a
+// problem document, and a log line for what the client is not told.
+// log nil: nothing is logged.
+func answered(log *slog.Logger, h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			failRequest(log, w, r, err)
+		}
+	}
 }
 
 // failRequest is every handler's failure: err answered as a problem
@@ -71,77 +83,17 @@ func queryBool(r *http.Request, name string) (bool, error) {
 	return false, errkind.New(errkind.Input, fmt.Errorf("query parameter %s=%q: use 1 or 0", name, v))
 }
 
-// Size is a byte count in a request body: a JSON number, or a string in
-// the CLI's forms ("10GiB", "512k").
-type Size uint64
-
-func (s *Size) UnmarshalJSON(b []byte) error { return parseQuantity(b, (*uint64)(s), units.ParseSize) }
-
-// Count is a file count in a request body: a number, or a string ("10k").
-type Count uint64
-
-func (c *Count) UnmarshalJSON(b []byte) error {
-	return parseQuantity(b, (*uint64)(c), units.ParseCount)
-}
-
-func parseQuantity(b []byte, dst *uint64, parse func(string) (uint64, error)) error {
-	var n uint64
-	if err := json.Unmarshal(b, &n); err == nil {
-		*dst = n
-		return nil
-	}
-	// A json.UnmarshalTypeError: the decoder adds the field's name to it,
-	// so the 400 names the field (decodeJSON).
-	var str string
-	if err := json.Unmarshal(b, &str); err != nil {
-		return &json.UnmarshalTypeError{Value: string(b) + " (use a whole number or a string such as \"10GiB\")", Type: reflect.TypeFor[uint64]()}
-	}
-	n, err := parse(str)
-	if err != nil {
-		return &json.UnmarshalTypeError{Value: strconv.Quote(str) + " (" + err.Error() + ")", Type: reflect.TypeFor[uint64]()}
-	}
-	*dst = n
-	return nil
-}
-
-// Limits are a tree's limits in a request; absent fields are unchanged
-// (PATCH) or the defaults (POST).
-type Limits struct {
-	BytesSoft  *Size  `json:"bytes_soft,omitempty"`
-	BytesHard  *Size  `json:"bytes_hard,omitempty"`
-	InodesSoft *Count `json:"inodes_soft,omitempty"`
-	InodesHard *Count `json:"inodes_hard,omitempty"`
-}
-
-func (l Limits) change() project.LimitChange {
+// change is a request's limits as the library's change: nil unchanged.
+func change(l apiv1.Limits) project.LimitChange {
 	return project.LimitChange{BytesSoft: (*uint64)(l.BytesSoft), BytesHard: (*uint64)(l.BytesHard),
 		InodesSoft: (*uint64)(l.InodesSoft), InodesHard: (*uint64)(l.InodesHard)}
-}
-
-// AddRequest is the body of POST /v1/workspace/storage/projects.
-type AddRequest struct {
-	Project   string `json:"project"`
-	Workspace Limits `json:"workspace"`
-	Cache     Limits `json:"cache"`
-}
-
-// SetRequest is the body of PATCH …/projects/{id}: the limits of one tree.
-type SetRequest struct {
-	Area string `json:"area,omitempty"` // workspace (default) or cache
-	Limits
-}
-
-// LeaseRequest is the body of POST …/leases/{run}.
-type LeaseRequest struct {
-	// TTL is a duration ("2h", "1d"); default 2h, at most 7d.
-	TTL string `json:"ttl,omitempty"`
 }
 
 // DefaultLeaseTTL is a lease's TTL when the request gives none, as the CLI's.
 const DefaultLeaseTTL = 2 * time.Hour
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, apiv1.Healthz{Status: "ok"})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -150,47 +102,62 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		WriteProblem(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "backend": s.m.BackendName()})
+	writeJSON(w, http.StatusOK, apiv1.Ready{Status: "ready", Backend: s.m.BackendName()})
 }
 
 func (s *Server) systemHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.health.Collect(r.Context()))
 }
 
-func (s *Server) addProject(w http.ResponseWriter, r *http.Request) {
-	var req AddRequest
+// projects lists the projects the caller may see, as project list does,
+// without reading any usage: what a client used to parse the overview for.
+func (s *Server) projects(w http.ResponseWriter, r *http.Request) error {
+	ps, err := s.m.List(r.Context())
+	if err != nil {
+		return err
+	}
+	c := CallerOf(r.Context())
+	seen := make([]project.ProjectRecord, 0, len(ps))
+	for _, p := range ps {
+		if c.Sees(p.Name) {
+			seen = append(seen, p)
+		}
+	}
+	writeJSON(w, http.StatusOK, seen)
+	return nil
+}
+
+func (s *Server) addProject(w http.ResponseWriter, r *http.Request) error {
+	var req apiv1.AddRequest
 	if err := decodeJSON(w, r, &req); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	if req.Project == "" {
-		s.fail(w, r, errkind.New(errkind.Input, errors.New(`field "project": give the new project's name`)))
-		return
+		return errkind.New(errkind.Input, errors.New(`field "project": give the new project's name`))
 	}
-	p, err := s.m.Add(r.Context(), req.Project, project.AddOptions{Workspace: req.Workspace.change(), Cache: req.Cache.change()})
+	p, err := s.m.Add(r.Context(), req.Project, project.AddOptions{Workspace: change(req.Workspace), Cache: change(req.Cache)})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set("Location", "/v1/workspace/storage/projects/"+p.Name)
 	writeJSON(w, http.StatusCreated, p)
+	return nil
 }
 
-func (s *Server) setProject(w http.ResponseWriter, r *http.Request) {
-	var req SetRequest
+func (s *Server) setProject(w http.ResponseWriter, r *http.Request) error {
+	var req apiv1.SetRequest
 	if err := decodeJSON(w, r, &req); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
-	p, err := s.m.Set(r.Context(), r.PathValue("id"), req.Area, req.Limits.change())
+	p, err := s.m.Set(r.Context(), r.PathValue("id"), req.Area, change(req.Limits))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, p)
+	return nil
 }
 
-func (s *Server) removeProject(w http.ResponseWriter, r *http.Request) {
+func (s *Server) removeProject(w http.ResponseWriter, r *http.Request) error {
 	var o project.RemoveOptions
 	for _, f := range []struct {
 		name string
@@ -198,38 +165,34 @@ func (s *Server) removeProject(w http.ResponseWriter, r *http.Request) {
 	}{{"purge", &o.Purge}, {"force", &o.Force}, {"dry_run", &o.DryRun}} {
 		v, err := queryBool(r, f.name)
 		if err != nil {
-			s.fail(w, r, err)
-			return
+			return err
 		}
 		*f.dst = v
 	}
 	res, err := s.m.Remove(r.Context(), r.PathValue("id"), o)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, res)
+	return nil
 }
 
-func (s *Server) admission(w http.ResponseWriter, r *http.Request) {
+func (s *Server) admission(w http.ResponseWriter, r *http.Request) error {
 	refresh, err := queryBool(r, "refresh")
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	if refresh {
 		// Shared with the overview's refreshes (refresh_window): a reader
 		// asking again and again must not make the server walk each time.
 		if err := s.m.RefreshShared(r.Context(), r.PathValue("id")); err != nil {
-			s.fail(w, r, err)
-			return
+			return err
 		}
 	}
 	// A deny is an answer to the question, not a failure: 200.
 	a, err := s.m.Check(r.Context(), r.PathValue("id"))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	// Asked before every run: written without reflection (AppendJSON is
 	// encoding/json's output, byte for byte).
@@ -240,83 +203,79 @@ func (s *Server) admission(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	w.Write(*buf)
 	admissionBuffers.Put(buf)
+	return nil
 }
 
 var admissionBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-func (s *Server) leases(w http.ResponseWriter, r *http.Request) {
+func (s *Server) leases(w http.ResponseWriter, r *http.Request) error {
 	ls, err := s.m.ProjectLeases(r.Context(), r.PathValue("id"))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, ls)
+	return nil
 }
 
-func (s *Server) acquireLease(w http.ResponseWriter, r *http.Request) {
-	var req LeaseRequest
+func (s *Server) acquireLease(w http.ResponseWriter, r *http.Request) error {
+	var req apiv1.LeaseRequest
 	if err := decodeJSON(w, r, &req); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	ttl := DefaultLeaseTTL
 	if req.TTL != "" {
 		d, err := units.ParseDuration(req.TTL)
 		if err != nil {
-			s.fail(w, r, errkind.New(errkind.Input, fmt.Errorf(`field "ttl": %v`, err)))
-			return
+			return errkind.New(errkind.Input, fmt.Errorf(`field "ttl": %v`, err))
 		}
 		ttl = d
 	}
 	l, err := s.m.AcquireLease(r.Context(), r.PathValue("id"), r.PathValue("run"), ttl)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, l)
+	return nil
 }
 
-func (s *Server) releaseLease(w http.ResponseWriter, r *http.Request) {
+func (s *Server) releaseLease(w http.ResponseWriter, r *http.Request) error {
 	if err := s.m.ReleaseLease(r.Context(), r.PathValue("id"), r.PathValue("run")); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // events is one page of the journal; a limited reader sees only its
 // projects' records (and 404 for a project filter it may not see).
-func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	eq := project.EventQuery{Type: q.Get("type"), Project: q.Get("project"), Cursor: q.Get("cursor")}
 	if v := q.Get("since"); v != "" {
 		t, err := project.ParseSince(v, time.Now())
 		if err != nil {
-			s.fail(w, r, err)
-			return
+			return err
 		}
 		eq.Since = t
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			s.fail(w, r, errkind.New(errkind.Input, fmt.Errorf("query parameter limit=%q: use 1 to %d", v, project.MaxEventLimit)))
-			return
+			return errkind.New(errkind.Input, fmt.Errorf("query parameter limit=%q: use 1 to %d", v, project.MaxEventLimit))
 		}
 		eq.Limit = n
 	}
 	c := CallerOf(r.Context())
 	if eq.Project != "" && !c.Sees(eq.Project) {
-		s.fail(w, r, projectNotFound(eq.Project))
-		return
+		return projectNotFound(eq.Project)
 	}
 	if c.Projects != nil {
 		eq.Projects = c.Projects
 	}
 	page, err := s.m.Events(r.Context(), eq)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, page)
+	return nil
 }

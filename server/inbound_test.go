@@ -24,11 +24,11 @@ func TestInboundOverTheAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		hard := uint64(2 << 20)
-		p, err := op.SetLimits(ctx, project.RootOwner, area.Inbound, client.Limits{BytesHard: &hard})
+		p, err := op.SetLimits(ctx, project.RootOwner, area.Inbound, client.Limits{}.WithBytesHard(hard))
 		if err != nil || len(p.Trees) != 1 || p.Trees[0].Area != area.Inbound || p.Trees[0].BytesHard != hard {
 			t.Errorf("PATCH the inbound tree's limit: %v %+v", err, p)
 		}
-		if _, err := op.SetLimits(ctx, "omni", area.Inbound, client.Limits{BytesHard: &hard}); status(err) != 400 {
+		if _, err := op.SetLimits(ctx, "omni", area.Inbound, client.Limits{}.WithBytesHard(hard)); status(err) != 400 {
 			t.Errorf("PATCH omni's inbound: %v, want 400", err)
 		}
 		ov, err := rd.Overview(ctx, false)

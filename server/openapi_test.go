@@ -72,10 +72,11 @@ func TestOpenAPIProblems(t *testing.T) {
 		described[p.Type.Const] = p.Status.Const
 	}
 	want := map[string]int{
-		server.TypeUnauthorized:     http.StatusUnauthorized,
-		server.TypeForbidden:        http.StatusForbidden,
-		server.TypeMethodNotAllowed: http.StatusMethodNotAllowed,
-		server.TypeMisdirected:      http.StatusMisdirectedRequest,
+		server.TypeUnauthorized:         http.StatusUnauthorized,
+		server.TypeForbidden:            http.StatusForbidden,
+		server.TypeMethodNotAllowed:     http.StatusMethodNotAllowed,
+		server.TypeMisdirected:          http.StatusMisdirectedRequest,
+		server.TypeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	}
 	for k := errkind.Kind(0); ; k++ {
 		if k.String() == "internal" && k != errkind.Internal {

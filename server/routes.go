@@ -126,10 +126,10 @@ func New(cfg Config) (*Server, error) {
 		s.metricsToken = sum[:]
 	}
 	s.drainLimit = cfg.DrainLimit
-	if s.storage, err = newStorageAPI(cfg.Root, s.log); err != nil {
+	if s.storage, err = newStorageAPI(cfg.Root); err != nil {
 		return nil, err
 	}
-	s.files, s.sweep = newFilesAPI(cfg.Root, s.log), newSweepAPI(cfg.Root, s.log)
+	s.files, s.sweep = newFilesAPI(cfg.Root), newSweepAPI(cfg.Root)
 	s.routes = append(s.coreRoutes(), cfg.Routes...)
 	s.mux = http.NewServeMux()
 	seen := map[string]bool{}
@@ -201,22 +201,26 @@ func (s *Server) coreRoutes() []Route {
 		// of the routes below with the operator's token (dashboard.go).
 		{"GET", "/{$}", RoleNone, s.dashboard},
 		{"GET", "/ui/{file}", RoleNone, s.dashboardFile},
-		{"POST", p, RoleOperator, s.addProject},
-		{"PATCH", p + "/{id}", RoleOperator, s.setProject},
-		{"DELETE", p + "/{id}", RoleOperator, s.removeProject},
-		{"GET", p + "/{id}/admission", RoleReader, s.admission},
-		{"GET", p + "/{id}/leases", RoleReader, s.leases},
-		{"POST", p + "/{id}/leases/{run}", RoleOperator, s.acquireLease},
-		{"DELETE", p + "/{id}/leases/{run}", RoleOperator, s.releaseLease},
-		{"GET", "/v1/workspace/storage/events", RoleReader, s.events},
-		{"GET", "/v1/workspace/storage", RoleReader, s.storage.Overview},
-		{"GET", p + "/{id}", RoleReader, s.storage.Project},
-		// PUT before DELETE: the auth matrix makes the requests in this order.
-		{"GET", p + "/{id}/files/{path...}", RoleReader, s.files.Get},
-		{"PUT", p + "/{id}/files/{path...}", RoleOperator, s.files.Put},
-		{"POST", p + "/{id}/files/{path...}", RoleOperator, s.files.Put},
-		{"DELETE", p + "/{id}/files/{path...}", RoleOperator, s.files.Delete},
-		{"POST", p + "/{id}/sweep", RoleOperator, s.sweep.ServeHTTP},
+		{"GET", p, RoleReader, answered(s.log, s.projects)},
+		{"POST", p, RoleOperator, answered(s.log, s.addProject)},
+		{"PATCH", p + "/{id}", RoleOperator, answered(s.log, s.setProject)},
+		{"DELETE", p + "/{id}", RoleOperator, answered(s.log, s.removeProject)},
+		{"GET", p + "/{id}/admission", RoleReader, answered(s.log, s.admission)},
+		{"GET", p + "/{id}/leases", RoleReader, answered(s.log, s.leases)},
+		{"POST", p + "/{id}/leases/{run}", RoleOperator, answered(s.log, s.acquireLease)},
+		{"DELETE", p + "/{id}/leases/{run}", RoleOperator, answered(s.log, s.releaseLease)},
+		{"GET", "/v1/workspace/storage/events", RoleReader, answered(s.log, s.events)},
+		{"GET", "/v1/workspace/storage", RoleReader, answered(s.log, s.storage.Overview)},
+		{"GET", p + "/{id}", RoleReader, answered(s.log, s.storage.Project)},
+		// PUT, GET, DELETE: the auth matrix makes the requests in this order.
+		// The tree's top: {path...} matches it too, but a description's
+		// path parameter is never empty, so it is an operation of its own.
+		{"GET", p + "/{id}/files/{$}", RoleReader, answered(s.log, s.files.Get)},
+		{"PUT", p + "/{id}/files/{path...}", RoleOperator, answered(s.log, s.files.Put)},
+		{"POST", p + "/{id}/files/{path...}", RoleOperator, answered(s.log, s.files.Put)},
+		{"GET", p + "/{id}/files/{path...}", RoleReader, answered(s.log, s.files.Get)},
+		{"DELETE", p + "/{id}/files/{path...}", RoleOperator, answered(s.log, s.files.Delete)},
+		{"POST", p + "/{id}/sweep", RoleOperator, answered(s.log, s.sweep.Sweep)},
 	}
 	if s.health != nil {
 		rs = append(rs, Route{"GET", "/v1/system/health", RoleReader, s.systemHealth})

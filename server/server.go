@@ -16,8 +16,9 @@
 // project.WithActor, and has answered 404 already for a {id} the caller may
 // not see; a handler reads r.PathValue("id") / r.PathValue("path"), decodes
 // with decodeJSON, makes one library call with r.Context(), and answers
-// with writeJSON or WriteProblem. Lists (overview, events) filter with
-// Caller.Sees themselves.
+// with writeJSON, or returns the error: a handlerFunc, which answered
+// writes as a problem, logging what the client is not told. Lists
+// (overview, events) filter with Caller.Sees themselves.
 //
 // Every route is one row of the route table (routes.go: Route{Method,
 // Pattern, Role, Handler}; Server.coreRoutes, plus Config.Routes), and the
@@ -25,9 +26,8 @@
 // Host check (421 for a name the server does not answer: hosts.go), token,
 // role, a limited reader's 404 and the actor, and after the handler the
 // drain of a body it left unread (drain.go). A handler of this package is
-// a method of *Server, with s.root / s.m (the open root and its manager),
-// s.log, and s.fail(w, r, err) (WriteProblem that also logs an internal
-// error with the request id).
+// a method of *Server, with s.root / s.m (the open root and its manager)
+// and s.log.
 package server
 
 import (
@@ -35,21 +35,16 @@ import (
 	"errors"
 	"net/http"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/errkind"
 )
 
 // ProblemType is the media type of every error body.
-const ProblemType = "application/problem+json"
+const ProblemType = apiv1.ProblemType
 
-// Problem is an RFC 9457 problem detail, plus the operator's hint.
-type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail"`
-	// Fix is what to do about it, when the library says (errkind.HintOf).
-	Fix string `json:"fix,omitempty"`
-}
+// Problem is an RFC 9457 problem detail, plus the operator's hint: the
+// wire's (apiv1.Problem), which the client returns as its error.
+type Problem = apiv1.Problem
 
 // ProblemOf translates a library error. The status is the error's kind's
 // (errkind.Kind.HTTPStatus), so the server and the CLI's exit codes agree;
@@ -58,6 +53,11 @@ type Problem struct {
 func ProblemOf(err error) Problem {
 	if err == nil {
 		err = errors.New("no error")
+	}
+	var mt *mediaTypeError
+	if errors.As(err, &mt) {
+		return Problem{Type: TypeUnsupportedMediaType, Title: http.StatusText(http.StatusUnsupportedMediaType),
+			Status: http.StatusUnsupportedMediaType, Detail: err.Error(), Fix: "send the body as application/json"}
 	}
 	k := errkind.Of(err)
 	p := Problem{Type: k.TypeURI(), Status: k.HTTPStatus(), Title: http.StatusText(k.HTTPStatus()), Detail: err.Error(), Fix: errkind.HintOf(err)}

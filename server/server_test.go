@@ -46,7 +46,7 @@ func TestWriteProblem(t *testing.T) {
 	}
 }
 
-// Every handler's failure is logged the same way: an internal error at
+// Every handler's failure goes through answered and is logged the same way: an internal error at
 // error level with the request's id (its detail is withheld from the
 // client), a request its client abandoned at info, and a client's own
 // mistake not at all (the access log has its status).
@@ -72,14 +72,21 @@ func TestFailRequestLogs(t *testing.T) {
 			r := httptest.NewRequestWithContext(ctx, "GET", "/v1/workspace/storage", nil)
 			w := httptest.NewRecorder()
 			w.Header().Set("X-Request-Id", "req-1")
-			failRequest(slog.New(slog.NewJSONHandler(&logs, nil)), w, r, c.err)
+			failing := func(http.ResponseWriter, *http.Request) error { return c.err }
+			answered(slog.New(slog.NewJSONHandler(&logs, nil)), failing)(w, r)
 			got := logs.String()
 			if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
 				t.Errorf("logged %q, want %q", got, c.want)
 			}
-			if w.Code < 400 {
-				t.Errorf("answered %d, want a problem", w.Code)
+			if w.Code < 400 || w.Header().Get("Content-Type") != ProblemType {
+				t.Errorf("answered %d %s, want a problem", w.Code, w.Header().Get("Content-Type"))
 			}
 		})
+	}
+	// A handler that answered and returned nil is left as it answered.
+	w := httptest.NewRecorder()
+	answered(nil, func(w http.ResponseWriter, _ *http.Request) error { w.WriteHeader(http.StatusNoContent); return nil })(w, httptest.NewRequest("GET", "/", nil))
+	if w.Code != http.StatusNoContent || w.Body.Len() != 0 {
+		t.Errorf("a handler's own answer became %d %q", w.Code, w.Body)
 	}
 }

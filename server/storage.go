@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,8 +23,7 @@ import (
 // its ETag, so a request from an unlimited caller costs one cheap store
 // query and a write of the bytes.
 type storageAPI struct {
-	m   *project.Manager
-	log *slog.Logger
+	m *project.Manager
 
 	mu      sync.Mutex
 	encoded *project.Overview // what body and etag were encoded from
@@ -33,15 +31,8 @@ type storageAPI struct {
 	etag    string
 }
 
-func newStorageAPI(root *project.Root, log *slog.Logger) (*storageAPI, error) {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &storageAPI{m: root.Manager, log: log}, nil
-}
-
-func (a *storageAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
-	failRequest(a.log, w, r, err)
+func newStorageAPI(root *project.Root) (*storageAPI, error) {
+	return &storageAPI{m: root.Manager}, nil
 }
 
 // Overview answers GET /v1/workspace/storage: every project the caller
@@ -49,18 +40,16 @@ func (a *storageAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 // caller may see first (one walk per scope at a time, and none again
 // within the refresh_window setting: project.OverviewOptions). The ETag is over the body
 // the caller gets, so If-None-Match answers 304 until a figure changes.
-func (a *storageAPI) Overview(w http.ResponseWriter, r *http.Request) {
+func (a *storageAPI) Overview(w http.ResponseWriter, r *http.Request) error {
 	refresh, err := queryBool(r, "refresh")
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	c := CallerOf(r.Context())
 	// A refresh walks what the caller may see, and no more.
 	ov, err := a.m.Overview(r.Context(), project.OverviewOptions{Refresh: refresh, Projects: c.Projects})
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	var body []byte
 	var etag string
@@ -79,10 +68,10 @@ func (a *storageAPI) Overview(w http.ResponseWriter, r *http.Request) {
 		body, etag, err = encodeTagged(&mine)
 	}
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeTagged(w, r, body, etag)
+	return nil
 }
 
 // encodedOverview is ov encoded and tagged, encoded once per overview.
@@ -153,22 +142,21 @@ func etagMatches(header, etag string) bool {
 // trees with usage and limits, each tree of sizes and mtimes to ?depth=
 // (default 3, at most 8) and its largest files, from the last snapshot;
 // a tree never snapshotted has "tree": null and "snapshot_at": null.
-func (a *storageAPI) Project(w http.ResponseWriter, r *http.Request) {
+func (a *storageAPI) Project(w http.ResponseWriter, r *http.Request) error {
 	depth := 0
 	if v := r.URL.Query().Get("depth"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n == 0 { // an explicit 0 is out of range, not the default
-			a.fail(w, r, errkind.New(errkind.Input, fmt.Errorf("depth %q: use a whole number from 1 to %d", v, inventory.MaxDepth)))
-			return
+			return errkind.New(errkind.Input, fmt.Errorf("depth %q: use a whole number from 1 to %d", v, inventory.MaxDepth))
 		}
 		depth = n
 	}
 	d, err := a.m.ProjectStorage(r.Context(), r.PathValue("id"), depth)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, d)
+	return nil
 }
 
 // warm encodes the overview Manager.Warm assembled, so that the first

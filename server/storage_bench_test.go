@@ -47,12 +47,12 @@ func BenchmarkOverview1000(b *testing.B) {
 	if _, err := r.Manager.Snapshot(r.Ctx, project.SnapshotOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	a, err := newStorageAPI(r.Root, nil)
+	a, err := newStorageAPI(r.Root)
 	if err != nil {
 		b.Fatal(err)
 	}
 	reader := Caller{Name: "dash", Role: RoleReader}
-	ov := storageTestServer(b, reader, routes{overviewPattern: a.Overview})
+	ov := storageTestServer(b, reader, routes{overviewPattern: answered(nil, a.Overview)})
 	fixed := []byte(`{"status":"ok","project":"omni","decision":"ok","message":"ok (1.2 GiB of 50.0 GiB)","backend":"fallback","trees":[{"area":"workspace","used_bytes":1288490188,"bytes_hard":53687091200}],"pad":"xxxxxxxxxx"}` + "\n")
 	ceiling := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

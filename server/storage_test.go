@@ -21,11 +21,11 @@ const (
 )
 
 func storageRoutes(t *testing.T, r *fixture.Root) routes {
-	a, err := newStorageAPI(r.Root, nil)
+	a, err := newStorageAPI(r.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return routes{overviewPattern: a.Overview, projectPattern: a.Project}
+	return routes{overviewPattern: answered(nil, a.Overview), projectPattern: answered(nil, a.Project)}
 }
 
 // TestOverviewEndpoint: the overview's shape, its ETag and 304, a limited

@@ -2,11 +2,10 @@ package server
 
 import (
 	"errors"
-	"log/slog"
 	"net/http"
 	"regexp"
-	"time"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/sweep"
@@ -19,28 +18,18 @@ import (
 // only maps JSON to one call and the outcome to JSON (docs/design/README.md#output-conventions).
 type sweepAPI struct {
 	root *project.Root
-	log  *slog.Logger
 }
 
-func newSweepAPI(root *project.Root, log *slog.Logger) *sweepAPI {
-	return &sweepAPI{root: root, log: log}
-}
-
-// sweepRequest is the body: {"dry_run": true, "areas": [...]} plans,
-// {"plan_id": "pl-…"} applies that plan, {"dry_run": false, "areas":
-// [...]} sweeps now. An empty body is refused: nothing is deleted unless
-// the caller said which way.
-type sweepRequest struct {
-	DryRun *bool    `json:"dry_run"`
-	Areas  []string `json:"areas"`
-	PlanID string   `json:"plan_id"`
+func newSweepAPI(root *project.Root) *sweepAPI {
+	return &sweepAPI{root: root}
 }
 
 // planIDPattern is the form of the ids SavePlan makes: a client's typo is
 // bad input, an id of that form the store never made is a refused plan.
 var planIDPattern = regexp.MustCompile(`^pl-[0-9a-f]{16}$`)
 
-func (r sweepRequest) validate() error {
+// validateSweep refuses a body that does not say one way plainly.
+func validateSweep(r apiv1.SweepRequest) error {
 	switch {
 	case r.PlanID == "" && r.DryRun == nil:
 		return fieldError("dry_run", `is missing: give "dry_run": true to make a plan, "plan_id" to apply a reviewed one, or "dry_run": false to sweep now`)
@@ -58,147 +47,75 @@ func fieldError(field, msg string) error {
 	return errkind.New(errkind.Input, errors.New(field+" "+msg))
 }
 
-// planJSON is a dry run's answer: the plan, kept under plan_id until
-// expires_at, and what applying it would delete.
-type planJSON struct {
-	PlanID       string         `json:"plan_id"`
-	Project      string         `json:"project"`
-	DryRun       bool           `json:"dry_run"`
-	Areas        []string       `json:"areas"`
-	MadeAt       time.Time      `json:"made_at"`
-	ExpiresAt    time.Time      `json:"expires_at"`
-	Entries      []plannedJSON  `json:"entries"`
-	PlannedBytes uint64         `json:"planned_bytes"`
-	Skipped      []skipJSON     `json:"skipped"`
-	OverSoft     []overSoftJSON `json:"over_soft"`
-}
-
-type plannedJSON struct {
-	Path      string    `json:"path"`
-	Area      string    `json:"area"`
-	SizeBytes uint64    `json:"size_bytes"`
-	NewestAt  time.Time `json:"newest_at"`
-	Reason    string    `json:"reason"`
-	Policy    string    `json:"policy"`
-}
-
-type skipJSON struct {
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
-}
-
-type overSoftJSON struct {
-	Area      string `json:"area"`
-	UsedBytes uint64 `json:"used_bytes"`
-	SoftBytes uint64 `json:"soft_bytes"`
-}
-
-// resultJSON is what a sweep did: every deletion made, with the bytes it
-// freed, and every entry left alone with why.
-type resultJSON struct {
-	SweepID         string         `json:"sweep_id"`
-	PlanID          string         `json:"plan_id,omitempty"`
-	Project         string         `json:"project"`
-	DryRun          bool           `json:"dry_run"`
-	Deleted         []deletedJSON  `json:"deleted"`
-	FreedBytes      uint64         `json:"freed_bytes"`
-	Skipped         []skipJSON     `json:"skipped"`
-	PerPolicy       map[string]int `json:"per_policy"`
-	OverSoft        []overSoftJSON `json:"over_soft"`
-	DurationSeconds float64        `json:"duration_seconds"`
-	// SettledPending counts deletions of earlier, interrupted operations
-	// whose records this sweep settled first.
-	SettledPending int `json:"settled_pending"`
-}
-
-type deletedJSON struct {
-	Path       string `json:"path"`
-	FreedBytes uint64 `json:"freed_bytes"`
-	Reason     string `json:"reason"`
-	Policy     string `json:"policy"`
-	// RemovedFiles counts the names unlinked, directories included.
-	RemovedFiles uint64 `json:"removed_files"`
-	// Partial: part of the entry was left in place (see skipped).
-	Partial bool `json:"partial,omitempty"`
-}
-
-func (a *sweepAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (a *sweepAPI) Sweep(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("id")
-	var req sweepRequest
+	var req apiv1.SweepRequest
 	if err := decodeJSON(w, r, &req); err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
-	if err := req.validate(); err != nil {
-		a.fail(w, r, err)
-		return
+	if err := validateSweep(req); err != nil {
+		return err
 	}
 	m := a.root.Manager
 	switch {
 	case req.DryRun != nil && *req.DryRun:
 		p, err := m.PlanSweep(r.Context(), project.SweepOptions{Projects: []string{name}, Areas: req.Areas})
 		if err != nil {
-			a.fail(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, planOf(name, p))
 	case req.PlanID != "":
 		out, err := m.ApplyPlan(r.Context(), req.PlanID, project.ApplyOptions{Project: name, Background: true})
 		if err != nil {
-			a.fail(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, resultOf(name, req.PlanID, out))
 	default:
 		out, err := m.SweepProject(r.Context(), name, project.SweepOptions{Areas: req.Areas, Background: true})
 		if err != nil {
-			a.fail(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, resultOf(name, "", out))
 	}
+	return nil
 }
 
-func (a *sweepAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
-	failRequest(a.log, w, r, err)
-}
-
-func planOf(name string, p project.PlannedSweep) planJSON {
-	out := planJSON{PlanID: p.ID, Project: name, DryRun: true, Areas: p.Areas, MadeAt: p.MadeAt, ExpiresAt: p.ExpiresAt,
-		Entries: []plannedJSON{}, Skipped: skipsOf(p.Plan.Skipped), OverSoft: overSoftOf(p.Plan.OverSoft)}
+func planOf(name string, p project.PlannedSweep) apiv1.SweepPlan {
+	out := apiv1.SweepPlan{PlanID: p.ID, Project: name, DryRun: true, Areas: p.Areas, MadeAt: p.MadeAt, ExpiresAt: p.ExpiresAt,
+		Entries: []apiv1.PlannedEntry{}, Skipped: skipsOf(p.Plan.Skipped), OverSoft: overSoftOf(p.Plan.OverSoft)}
 	for _, e := range p.Plan.Evict {
-		out.Entries = append(out.Entries, plannedJSON{Path: e.Path, Area: e.Area, SizeBytes: e.Bytes, NewestAt: e.Newest.UTC(), Reason: e.Reason, Policy: e.Policy})
+		out.Entries = append(out.Entries, apiv1.PlannedEntry{Path: e.Path, Area: e.Area, SizeBytes: e.Bytes, NewestAt: e.Newest.UTC(), Reason: e.Reason, Policy: e.Policy})
 		out.PlannedBytes += e.Bytes
 	}
 	return out
 }
 
-func resultOf(name, planID string, o project.SweepOutcome) resultJSON {
-	out := resultJSON{SweepID: o.SweepID, PlanID: planID, Project: name, Deleted: []deletedJSON{}, FreedBytes: o.BytesFreed,
+func resultOf(name, planID string, o project.SweepOutcome) apiv1.SweepResult {
+	out := apiv1.SweepResult{SweepID: o.SweepID, PlanID: planID, Project: name, Deleted: []apiv1.Deleted{}, FreedBytes: o.BytesFreed,
 		Skipped: skipsOf(o.Skipped), PerPolicy: o.PerPolicy, OverSoft: overSoftOf(o.OverSoft),
 		DurationSeconds: o.Duration.Seconds(), SettledPending: o.Resolved}
 	if out.PerPolicy == nil {
 		out.PerPolicy = map[string]int{}
 	}
 	for _, d := range o.Evicted {
-		out.Deleted = append(out.Deleted, deletedJSON{Path: d.Path, FreedBytes: d.Bytes, Reason: d.Reason, Policy: d.Policy,
+		out.Deleted = append(out.Deleted, apiv1.Deleted{Path: d.Path, FreedBytes: d.Bytes, Reason: d.Reason, Policy: d.Policy,
 			RemovedFiles: d.Entries, Partial: len(d.Left) > 0})
 	}
 	return out
 }
 
-func skipsOf(skips []sweep.Skip) []skipJSON {
-	out := make([]skipJSON, 0, len(skips))
+func skipsOf(skips []sweep.Skip) []apiv1.SweepSkip {
+	out := make([]apiv1.SweepSkip, 0, len(skips))
 	for _, s := range skips {
-		out = append(out, skipJSON{Path: s.Path, Reason: s.Reason})
+		out = append(out, apiv1.SweepSkip{Path: s.Path, Reason: s.Reason})
 	}
 	return out
 }
 
-func overSoftOf(over []sweep.OverSoft) []overSoftJSON {
-	out := make([]overSoftJSON, 0, len(over))
+func overSoftOf(over []sweep.OverSoft) []apiv1.OverSoft {
+	out := make([]apiv1.OverSoft, 0, len(over))
 	for _, o := range over {
-		out = append(out, overSoftJSON{Area: o.Area, UsedBytes: o.Bytes, SoftBytes: o.Soft})
+		out = append(out, apiv1.OverSoft{Area: o.Area, UsedBytes: o.Bytes, SoftBytes: o.Soft})
 	}
 	return out
 }

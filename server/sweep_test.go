@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"io"
 	"log/slog"
 	"net/http"
@@ -29,10 +30,10 @@ const sweepRoute = "POST /v1/workspace/storage/projects/{id}/sweep"
 func testMux(t testing.TB, root *project.Root, caller Caller) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
-	api := newSweepAPI(root, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	api := answered(slog.New(slog.NewTextHandler(io.Discard, nil)), newSweepAPI(root).Sweep)
 	mux.HandleFunc(sweepRoute, func(w http.ResponseWriter, r *http.Request) {
 		ctx := project.WithActor(withCaller(r.Context(), caller), caller.Name)
-		api.ServeHTTP(w, r.WithContext(ctx))
+		api(w, r.WithContext(ctx))
 	})
 	srv := httptest.NewServer(contractCheckedUnlessBench(t, mux))
 	t.Cleanup(srv.Close)
@@ -106,7 +107,7 @@ func sweepFixture(t *testing.T, r *fixture.Root) string {
 	return root
 }
 
-func planned(p planJSON, path string) bool {
+func planned(p apiv1.SweepPlan, path string) bool {
 	for _, e := range p.Entries {
 		if e.Path == path {
 			return true
@@ -115,13 +116,13 @@ func planned(p planJSON, path string) bool {
 	return false
 }
 
-func deleted(r resultJSON, path string) (deletedJSON, bool) {
+func deleted(r apiv1.SweepResult, path string) (apiv1.Deleted, bool) {
 	for _, d := range r.Deleted {
 		if d.Path == path {
 			return d, true
 		}
 	}
-	return deletedJSON{}, false
+	return apiv1.Deleted{}, false
 }
 
 // A dry run over HTTP makes a plan, deletes nothing and names the plan;
@@ -131,7 +132,7 @@ func TestSweepAPIPlanThenApply(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		root := sweepFixture(t, r)
 		srv := testMux(t, r.Root, operator)
-		var plan planJSON
+		var plan apiv1.SweepPlan
 		if code := post(t, srv, "omni", `{"dry_run": true, "areas": ["cache", "workspace"]}`, &plan); code != 200 {
 			t.Fatalf("dry run: %d %+v", code, plan)
 		}
@@ -150,7 +151,7 @@ func TestSweepAPIPlanThenApply(t *testing.T) {
 			t.Fatalf("a dry run journalled deletions: %+v", ev)
 		}
 
-		var res resultJSON
+		var res apiv1.SweepResult
 		if code := post(t, srv, "omni", `{"plan_id": "`+plan.PlanID+`"}`, &res); code != 200 {
 			t.Fatalf("apply: %d %+v", code, res)
 		}
@@ -319,7 +320,7 @@ func TestSweepAPIRefuses(t *testing.T) {
 				}
 				root := sweepFixture(t, r)
 				s := &setup{r: r, srv: testMux(t, r.Root, operator)}
-				var plan planJSON
+				var plan apiv1.SweepPlan
 				if code := post(t, s.srv, "omni", `{"dry_run": true}`, &plan); code != 200 {
 					t.Fatalf("dry run: %d", code)
 				}
@@ -356,7 +357,7 @@ func TestSweepAPIBusy(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		root := sweepFixture(t, r)
 		srv := testMux(t, r.Root, operator)
-		var plan planJSON
+		var plan apiv1.SweepPlan
 		post(t, srv, "omni", `{"dry_run": true}`, &plan)
 		host, _ := os.Hostname()
 		other := fmt.Sprintf("%d@%s", os.Getpid(), host) // a live holder: this very process
@@ -373,7 +374,7 @@ func TestSweepAPIBusy(t *testing.T) {
 			t.Fatal("deleted beside a running sweep")
 		}
 		r.Manager.Store.UnlockSweep(r.Ctx, "omni", other)
-		var res resultJSON
+		var res apiv1.SweepResult
 		if code := post(t, srv, "omni", `{"plan_id": "`+plan.PlanID+`"}`, &res); code != 200 {
 			t.Fatalf("the plan refused while busy does not apply after: %d", code)
 		}
@@ -389,7 +390,7 @@ func TestSweepAPINow(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		root := sweepFixture(t, r)
 		srv := testMux(t, r.Root, operator)
-		var res resultJSON
+		var res apiv1.SweepResult
 		if code := post(t, srv, "omni", `{"dry_run": false, "areas": ["cache"]}`, &res); code != 200 {
 			t.Fatalf("sweep: %d", code)
 		}
@@ -423,7 +424,7 @@ func TestSweepAPIInbound(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv := testMux(t, r.Root, operator)
-		var plan planJSON
+		var plan apiv1.SweepPlan
 		if code := post(t, srv, project.RootOwner, `{"dry_run": true, "areas": ["inbound"]}`, &plan); code != 200 {
 			t.Fatalf("dry run: %d %+v", code, plan)
 		}
@@ -431,7 +432,7 @@ func TestSweepAPIInbound(t *testing.T) {
 			plan.Entries[0].Policy != "inbound_ttl" || plan.Project != project.RootOwner || fmt.Sprint(plan.Areas) != "[inbound]" {
 			t.Errorf("plan of _root's inbound: %+v", plan)
 		}
-		var res resultJSON
+		var res apiv1.SweepResult
 		if code := post(t, srv, project.RootOwner, `{"plan_id": "`+plan.PlanID+`"}`, &res); code != 200 {
 			t.Fatalf("apply: %d %+v", code, res)
 		}
@@ -461,6 +462,24 @@ func TestSweepAPIInbound(t *testing.T) {
 		}
 		if code := post(t, srv, project.RootOwner, `{"dry_run": true, "areas": ["cache"]}`, &p); code != 400 {
 			t.Errorf("_root's cache: %d %+v, want 400", code, p)
+		}
+	})
+}
+
+// A plan made without areas lists the areas it covered: a project's
+// trees, or the inbound tree for _root, never all four.
+func TestSweepAPIPlanListsTheAreasItCovered(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(1<<30, "omni")
+		srv := testMux(t, r.Root, operator)
+		for name, want := range map[string]string{"omni": "[cache workspace scratch]", project.RootOwner: "[inbound]"} {
+			var plan apiv1.SweepPlan
+			if code := post(t, srv, name, `{"dry_run": true}`, &plan); code != 200 {
+				t.Fatalf("dry run of %s: %d %+v", name, code, plan)
+			}
+			if got := fmt.Sprint(plan.Areas); got != want {
+				t.Errorf("plan of %s without areas lists %s, want %s", name, got, want)
+			}
 		}
 	})
 }

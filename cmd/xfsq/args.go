@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -224,34 +222,6 @@ func wrapLeaves(cmds []*cli.Command) {
 			}
 		}
 	}
-}
-
-// warnOverLimits tells the operator who just gave a tree limits that its
-// contents already pass them (`--bytes-hard 8k` on a 16 KiB tree: even the
-// empty skeleton's directories count): the change stands, but writes will
-// be refused, or warned about, until the tree shrinks.
-func warnOverLimits(e env, p project.Project) {
-	for _, t := range p.Trees {
-		over := func(what string, used, limit uint64, format func(uint64) string, kind string) {
-			if limit > 0 && used >= limit {
-				fmt.Fprintf(e.stderr, "xfsq: warning: %s %s already holds %s, at or over its new %s %s limit of %s: %s\n",
-					p.Name, t.Area, format(used), kind, what, format(limit), consequence[kind])
-			}
-		}
-		over("byte", t.UsedBytes, t.BytesHard, units.FormatIEC, "hard")
-		over("file-count", t.UsedInodes, t.InodesHard, count, "hard")
-		if t.BytesHard == 0 || t.UsedBytes < t.BytesHard {
-			over("byte", t.UsedBytes, t.BytesSoft, units.FormatIEC, "soft")
-		}
-		if t.InodesHard == 0 || t.UsedInodes < t.InodesHard {
-			over("file-count", t.UsedInodes, t.InodesSoft, count, "soft")
-		}
-	}
-}
-
-var consequence = map[string]string{
-	"hard": "writes to it are refused until it shrinks below the limit",
-	"soft": "project check warns, and denies once the grace ends",
 }
 
 // Spellings an operator cannot act on: the descriptor paths xfsq resolves

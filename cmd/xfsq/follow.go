@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/project"
 )
 
@@ -38,9 +37,8 @@ func followEvents(ctx context.Context, e env, m *project.Manager, q project.Even
 				fmt.Fprintln(e.stdout, string(data))
 				continue
 			}
-			if r, ok := evictionOf(ev); ok {
-				k := eventKey(r)
-				if r.State == journal.StatePending {
+			if k, pending, ok := project.DeletionOf(ev); ok {
+				if pending {
 					held[k] = heldEvent{ev, time.Now()}
 					continue
 				}
@@ -60,7 +58,7 @@ func followEvents(ctx context.Context, e env, m *project.Manager, q project.Even
 	}
 	if !e.json() {
 		// The first batch shows each deletion once already.
-		evs = settledDeletions(evs)
+		evs = project.SettledDeletions(evs)
 	}
 	if err := emit(evs); err != nil {
 		return err

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	apiv1 "github.com/xfsq/xfsq/api/v1"
+	"github.com/xfsq/xfsq/quota"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +17,6 @@ import (
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/client"
 	"github.com/xfsq/xfsq/internal/kerneltest"
-	"github.com/xfsq/xfsq/project"
 )
 
 // loopbackUp brings up the loopback interface: the test kernel's init
@@ -56,7 +57,7 @@ func testXFSServe(t *testing.T, fs *kerneltest.FS) {
 	sv := s.serve(t, operatorTokens(t))
 	c := sv.client(e2eToken)
 	ctx := context.Background()
-	limit := func(n uint64) client.Limits { return client.Limits{BytesHard: &n} }
+	limit := func(n uint64) client.Limits { return client.Limits{}.WithBytesHard(n) }
 	if _, err := c.AddProject(ctx, "omni", limit(10*mib), client.Limits{}); err != nil {
 		t.Fatalf("add omni over HTTP: %v", err)
 	}
@@ -79,7 +80,7 @@ func testXFSServe(t *testing.T, fs *kerneltest.FS) {
 	if !errors.As(err, &pe) || pe.Status != 507 {
 		t.Errorf("upload into the full project: %v, want 507", err)
 	}
-	if res, err := c.Upload(ctx, "other", "", "up", bytes.NewReader(body), int64(len(body))); err != nil || res.Bytes != mib {
+	if res, err := c.Upload(ctx, "other", "", "up", bytes.NewReader(body), int64(len(body))); err != nil || res.WrittenBytes != mib {
 		t.Errorf("upload into the neighbour: %v %+v, want 1 MiB written", err, res)
 	}
 
@@ -110,7 +111,7 @@ func serveReportDiff(t *testing.T, c *client.Client, root string) string {
 	if err != nil {
 		t.Fatalf("overview: %v", err)
 	}
-	lines := map[string]project.ProjectOverview{}
+	lines := map[string]apiv1.ProjectOverview{}
 	for _, p := range ov.Projects {
 		lines[p.Project] = p
 	}
@@ -123,7 +124,7 @@ func serveReportDiff(t *testing.T, c *client.Client, root string) string {
 			t.Fatalf("project detail of %s has %d trees, want %d", name, len(d.Trees), len(area.OfProject))
 		}
 		for _, tr := range d.Trees {
-			k, ok := kernel[tr.ProjectID]
+			k, ok := kernel[quota.ProjectID(tr.ProjectID)]
 			got := [3]uint64{tr.UsedBytes, tr.BytesSoft, tr.BytesHard}
 			if !ok || got != k || tr.Backend.Kind != kernelKind(root) {
 				fmt.Fprintf(&diff, "%s/%s (ID %d): API used/soft/hard %v (backend %s), xfs_quota %v (listed %v)\n",
@@ -131,7 +132,7 @@ func serveReportDiff(t *testing.T, c *client.Client, root string) string {
 			}
 		}
 		for _, tr := range d.Trees {
-			k := kernel[tr.ProjectID]
+			k := kernel[quota.ProjectID(tr.ProjectID)]
 			if name == "omni" && tr.Area == area.Workspace && (tr.BytesHard != 10*mib || tr.UsedBytes < 9*mib) {
 				fmt.Fprintf(&diff, "omni's workspace: %+v, want 10 MiB hard and nearly full\n", tr.TreeStatus)
 			}

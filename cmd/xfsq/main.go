@@ -107,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// The library keeps what to do beside the message; the CLI says both,
 	// on the one line a script reads.
 	msg := plainMessage(flagged(err))
-	if hint := errkind.HintOf(err); hint != "" && !strings.Contains(msg, hint) {
+	if hint := errkind.HintIn(err, flagOf); hint != "" && !strings.Contains(msg, hint) {
 		msg += ": " + hint
 	}
 	if jsonRequested(args) {
@@ -129,9 +129,18 @@ func exitCode(err error) int { return errkind.Of(err).ExitCode() }
 func flagged(err error) string {
 	msg := err.Error()
 	if f := errkind.FieldOf(err); f != "" && strings.HasPrefix(msg, f+" ") {
-		return "--" + strings.ReplaceAll(f, "_", "-") + strings.TrimPrefix(msg, f)
+		return flagOf(f) + strings.TrimPrefix(msg, f)
 	}
 	return msg
+}
+
+// flagOf is the flag that sets a field the library names: bytes_hard →
+// --bytes-hard; areas, the API's list, is --area's comma-separated one.
+func flagOf(field string) string {
+	if field == "areas" {
+		field = "area"
+	}
+	return "--" + strings.ReplaceAll(field, "_", "-")
 }
 
 // jsonRequested looks for --json before urfave has parsed anything, so that
@@ -154,6 +163,9 @@ type env struct {
 	stdout   io.Writer
 	stderr   io.Writer
 	progress *progressLine // nil when nothing shows progress
+	// fullDisk is what the command may do with the store when its
+	// filesystem is full, as it declares (reads, frees); refuse otherwise.
+	fullDisk project.FullDisk
 }
 
 func (e env) json() bool { return e.c.Bool("json") }
@@ -184,26 +196,21 @@ func (e env) config() (project.Config, error) {
 			return cfg, usagef("--id-range %q: use FIRST-LAST, e.g. 100000-199999", r)
 		}
 	}
-	name := commandName(e.c)
-	switch {
-	case readCommands[name] || (name == "doctor" && !e.c.Bool("fix")):
-		cfg.FullDisk = project.FullDiskReadOnly
-	case freeingCommands[name]:
-		cfg.FullDisk = project.FullDiskSpendReserve
-	}
+	cfg.FullDisk = e.fullDisk
 	return cfg, nil
 }
 
-// readCommands only read the store: on a full filesystem they open it
-// read-only rather than fail.
-var readCommands = map[string]bool{
-	"project list": true, "project show": true, "report": true, "events": true, "top": true,
-	"settings list": true, "settings get": true, "lease list": true, "files ls": true, "files get": true,
+// reads declares that a command only reads the store: on a full
+// filesystem it opens it read-only rather than fail.
+func reads(fn func(e env) error) func(e env) error {
+	return func(e env) error { e.fullDisk = project.FullDiskReadOnly; return fn(e) }
 }
 
-// freeingCommands free room: on a full filesystem they may spend the
-// reserve beside the store to journal what they delete.
-var freeingCommands = map[string]bool{"files rm": true, "sweep": true, "project rm": true}
+// frees declares that a command frees room: on a full filesystem it may
+// spend the reserve beside the store to journal what it deletes.
+func frees(fn func(e env) error) func(e env) error {
+	return func(e env) error { e.fullDisk = project.FullDiskSpendReserve; return fn(e) }
+}
 
 // manager opens the root the flags name and runs fn with its manager.
 func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) error {
@@ -223,23 +230,8 @@ func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) err
 	return e.diskFull(cfg.Root, fn(e.c.Context, r.Manager))
 }
 
-// diskFull says that a failed write is the filesystem's, when it is full:
-// ENOSPC, or SQLite's way of saying it could not write its store.
-func (e env) diskFull(root string, err error) error {
-	var full *project.DiskFullError
-	if err == nil || errors.As(err, &full) {
-		return err
-	}
-	msg := err.Error()
-	if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) && !strings.Contains(msg, "disk is full") &&
-		!strings.Contains(msg, "disk I/O error") && !strings.Contains(msg, "readonly database") {
-		return err
-	}
-	if f := project.DiskFull(root, 0, err); f != nil {
-		return f
-	}
-	return err
-}
+// diskFull says that a failed write is the filesystem's, when it is full.
+func (e env) diskFull(root string, err error) error { return project.ExplainDiskFull(root, err) }
 
 // print writes v as JSON with --json, else calls human.
 func (e env) print(v any, human func(w io.Writer)) error {

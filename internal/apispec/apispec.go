@@ -208,6 +208,10 @@ func (s *Spec) CheckRequest(method, path, contentType string, body []byte) error
 	content, _ := rb["content"].(map[string]any)
 	mt := strings.TrimSpace(strings.Split(contentType, ";")[0])
 	media, ok := content[mt].(map[string]any)
+	if !ok {
+		// A body of any media type (a file's bytes).
+		media, ok = content["*/*"].(map[string]any)
+	}
 	if !ok && mt == "" && len(content) == 1 {
 		// A client that sends no Content-Type: the one media type described.
 		for t, m := range content {

@@ -60,6 +60,10 @@ func rule(from, to string) string {
 		return "a shell reaches the store only through the library, so that every shell journals and checks alike"
 	case isShell(from) && (to == "quota/xfs" || strings.HasPrefix(to, "quota/xfs/")):
 		return "a shell reaches the kernel backend only through the library"
+	case from == "client" && to != "api/v1":
+		return "client imports only the wire types (api/v1), so that a service using it links no store, driver or backend"
+	case from == "api/v1" && to != "units":
+		return "api/v1 is the wire's leaf: it imports nothing of xfsq but units, so that the client stays thin"
 	case from == "journal":
 		return "journal imports nothing of xfsq: it is the journal's vocabulary, which the store below and a client at the edge both speak"
 	case from == "store" && to != "quota" && to != "journal":

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/urfave/cli/v2"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/units"
@@ -154,5 +155,16 @@ func printHealth(w io.Writer, r health.Report) {
 			fig = append(fig, fmt.Sprintf("answered in %.1f ms", s.LatencySeconds*1000))
 		}
 		line("store", &s.Part, fig...)
+	}
+}
+
+func healthCommand(with withEnv) *cli.Command {
+	return &cli.Command{
+		Name: "health", Usage: "is this host fit to run sandboxes? disk, cpu, memory, docker, quota, store",
+		Description: "Each part answers on its own within --budget and carries its status (ok, warn, critical, error),\n" +
+			"its figures and, on error, the error and a fix. Thresholds are the settings health_*.\n" +
+			"Exit 1 when any part is critical or in error.",
+		Flags:  []cli.Flag{durationFlag("budget", "2s", "time each part may take")},
+		Action: with(cmdHealth),
 	}
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/units"
 )
 
 func reportProjectFlag() cli.Flag {
@@ -184,4 +187,127 @@ func reportTable(w io.Writer, rows []project.TreeStatus, noHeaders, colour bool)
 		fmt.Fprint(w, l)
 	}
 	return stale
+}
+
+func reportCommand(with withEnv) *cli.Command {
+	return &cli.Command{
+		Name: "report", Usage: "usage and limits of every tree",
+		Description: "One row per tree: project, area, project ID, used, soft, hard, inodes used/soft/hard, percent\n" +
+			"of the hard byte limit, growth over 24 h and 7 d, last activity. --json prints an array of objects.\n\n" +
+			"On XFS, usage is the kernel's count, read in one pass. On the fallback backend it is each tree's\n" +
+			"last walk plus the writes made through xfsq since (usage_walked_at says when that walk began); the\n" +
+			"hourly pass (xfsq snapshot --all) walks them again. --refresh walks every tree now.\n\n" +
+			"GRACE says when a soft limit's grace ends (or ended). --check exits 1 when any tree shown is at\n" +
+			"or over a hard limit (bytes or inodes), for a cron job or a monitor. Colour only on a terminal,\n" +
+			"never with NO_COLOR set.",
+		Flags: []cli.Flag{refreshFlag(), reportProjectFlag(), reportAreaFlag(),
+			&cli.Float64Flag{Name: "over", Usage: "only trees at or over PERCENT of their hard byte limit"},
+			&cli.StringFlag{Name: "sort", Value: "project", Usage: "order: project, used, percent or growth (largest first but project)"},
+			&cli.BoolFlag{Name: "no-headers", Aliases: []string{"N"}, Usage: "no header or notes, rows only (as xfs_quota -N)"},
+			&cli.BoolFlag{Name: "check", Usage: "exit 1 when any tree shown is at or over a hard limit"}},
+		Action: with(reads(cmdReport)),
+	}
+}
+
+func cmdReport(e env) error {
+	f, err := reportFilterOf(e)
+	if err != nil {
+		return err
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		all, err := m.Report(ctx, readFlags(e))
+		if err != nil {
+			return err
+		}
+		rows, err := f.apply(all)
+		if err != nil {
+			return err
+		}
+		err = e.print(rows, func(w io.Writer) {
+			if !f.noHeaders {
+				fmt.Fprintf(w, "backend: %s\n", m.BackendName())
+			}
+			if !m.IsXFS() && !f.noHeaders {
+				fmt.Fprintln(w, "note: the kernel enforces nothing here; usage is each tree's last walk plus the writes made through xfsq since.")
+				var oldest time.Time
+				for _, t := range rows {
+					if t.UsageAsOf != nil && (oldest.IsZero() || t.UsageAsOf.Before(oldest)) {
+						oldest = *t.UsageAsOf
+					}
+				}
+				if !oldest.IsZero() {
+					fmt.Fprintf(w, "      Other writes count from the next walk (oldest walk here: %s; the hourly xfsq snapshot --all\n"+
+						"      walks every tree, --refresh walks them now).\n", when(oldest))
+				}
+			}
+			if stale := reportTable(w, rows, f.noHeaders, useColour(os.Stdout)); stale && !f.noHeaders {
+				fmt.Fprintf(w, "stale: walked over %s ago (the hourly xfsq snapshot --all has not run): writes made outside xfsq since\n"+
+					"       are not counted; xfsq report --refresh, or xfsq top on the tree, walks it now.\n", roughAge(project.SnapshotInterval))
+			}
+			printDrift(w, rows)
+			for _, t := range rows {
+				if t.Escape != "" {
+					fmt.Fprintf(w, "escape? %s %s: %s\n", safe(t.Project), t.Area, line(t.Escape))
+				}
+			}
+			if u, ok := unowned(ctx, m); ok && !f.noHeaders {
+				fmt.Fprintf(w, "unowned: %s of the %s df counts used is in no project (%s of it charged to project 0 or IDs that are no tree's)\n",
+					units.FormatIEC(u.UnownedBytes), units.FormatIEC(u.UsedBytes), units.FormatIEC(u.OtherIDsBytes))
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if f.check && anyAtHard(rows) {
+			return &exitError{code: exitFailed}
+		}
+		return nil
+	})
+}
+
+// usageAge says how old a row's figure is: "now" for the kernel's count,
+// the age of the walk it starts from on the fallback, marked stale past
+// the snapshot interval.
+func usageAge(t project.TreeStatus) string {
+	switch {
+	case t.UsageAgeSeconds == nil && t.Stale:
+		return "never walked (stale)"
+	case t.UsageAgeSeconds == nil:
+		return "now"
+	}
+	age := roughAge(time.Duration(*t.UsageAgeSeconds*float64(time.Second))) + " ago"
+	if t.Stale {
+		age += " (stale)"
+	}
+	return age
+}
+
+// roughAge is an age as a person reads it: 40s, 12m, 3h5m, 4d.
+func roughAge(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+}
+
+func growth(d *int64) string {
+	switch {
+	case d == nil:
+		return "-"
+	case *d < 0:
+		return "-" + units.FormatIEC(uint64(-*d))
+	}
+	return "+" + units.FormatIEC(uint64(*d))
+}
+
+// unowned is the report's footer figure; a failure to read it costs the
+// report nothing but the line.
+func unowned(ctx context.Context, m *project.Manager) (project.Unowned, bool) {
+	u, ok, err := m.Unowned(ctx)
+	return u, ok && err == nil
 }

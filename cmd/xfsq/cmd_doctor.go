@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"github.com/xfsq/xfsq/project"
+)
+
+func doctorCommand(with withEnv) *cli.Command {
+	return &cli.Command{
+		Name: "doctor", Usage: "find drift between the store, the directories and the kernel; --fix repairs it",
+		Description: "Reports interrupted adds and removals, missing directories, trees whose root lost its project ID,\n" +
+			"limits changed behind xfsq's back, kernel IDs no project owns, directories no project owns, and\n" +
+			"deletions journalled as pending whose process stopped before confirming them.\n" +
+			"--fix repairs what it can, journalling each repair (doctor.repaired). Exit 1 while drift remains.",
+		Flags:  []cli.Flag{&cli.BoolFlag{Name: "fix", Usage: "repair what can be repaired"}},
+		Action: with(cmdDoctor),
+	}
+}
+
+func cmdDoctor(e env) error {
+	if !e.c.Bool("fix") {
+		e.fullDisk = project.FullDiskReadOnly // finding drift only reads
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		findings, err := m.Doctor(ctx, e.c.Bool("fix"))
+		if err != nil {
+			return err
+		}
+		if findings == nil {
+			findings = []project.Finding{}
+		}
+		e.print(findings, func(w io.Writer) {
+			if len(findings) == 0 {
+				fmt.Fprintln(w, "no drift: store, directories and kernel agree")
+			}
+			for _, f := range findings {
+				status := "found"
+				switch {
+				case f.Fixed:
+					status = "fixed"
+				case f.Error != "":
+					status = "FIX FAILED: " + f.Error
+				}
+				where := strings.TrimSpace(strings.Join([]string{f.Project, f.Area, safe(f.Path)}, " "))
+				fmt.Fprintf(w, "%s: %s %s: %s; fix: %s\n", line(status), f.Kind, where, line(f.Detail), line(f.Fix))
+			}
+		})
+		if project.Unresolved(findings) {
+			return &exitError{code: exitFailed}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/units"
+)
+
+func eventsCommand(with withEnv) *cli.Command {
+	return &cli.Command{
+		Name: "events", Usage: "the journal, newest first",
+		Description: "One line a record: when (with its zone), what, where, how much, and who. A deletion is shown\n" +
+			"once, with its final state (its pending record is dropped once settled).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "type", Usage: "only this type, e.g. project.added, quota.changed, storage.evicted"},
+			&cli.StringFlag{Name: "project", Usage: "only this project"},
+			&cli.StringFlag{Name: "since", Usage: "only newer: a duration ago (24h, 7d), a date (2026-11-30), a local time (2026-11-30 10:00) or RFC 3339"},
+			&cli.IntFlag{Name: "limit", Value: 100, Usage: "at most this many"},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "print the last --limit oldest first, then each new record as it is journalled, until interrupted (with --json one object a line)"},
+		},
+		Action: with(reads(cmdEvents)),
+	}
+}
+
+func cmdEvents(e env) error {
+	q := project.EventQuery{Type: e.c.String("type"), Project: e.c.String("project"), Limit: e.c.Int("limit")}
+	if s := e.c.String("since"); s != "" {
+		t, err := project.ParseSince(s, time.Now())
+		if err != nil {
+			return usagef("--%v", err)
+		}
+		q.Since = t
+	}
+	if q.Limit < 1 {
+		return usagef("--limit %d: use a positive number", q.Limit)
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		// A page is bounded; --limit is not, so the CLI follows the cursor.
+		want, evs := q.Limit, []project.Event{}
+		for {
+			q.Limit = min(want-len(evs), project.MaxEventLimit)
+			page, err := m.Events(ctx, q)
+			if err != nil {
+				return err
+			}
+			evs = append(evs, page.Events...)
+			if page.Next == "" || len(evs) >= want {
+				break
+			}
+			q.Cursor = page.Next
+		}
+		if e.c.Bool("follow") {
+			return followEvents(ctx, e, m, q, evs)
+		}
+		return e.print(evs, func(w io.Writer) {
+			for _, ev := range project.SettledDeletions(evs) {
+				fmt.Fprintln(w, eventLine(ev))
+			}
+		})
+	})
+}
+
+// eventLine is one journal record as one line: when, what, where, how
+// much, and who.
+func eventLine(ev project.Event) string {
+	var what string
+	if p, err := ev.Decode(); err == nil {
+		what = eventDetail(p)
+	} else {
+		what = rawPayload(ev.Payload)
+	}
+	where := ""
+	if ev.Project != "" {
+		where = safe(ev.Project) + ": "
+	}
+	return fmt.Sprintf("%s  %-23s %s%s (by %s)", when(ev.At), ev.Type, where, what, safe(ev.Actor))
+}
+
+// rawPayload is a record this version cannot read, as one line of its JSON.
+func rawPayload(raw []byte) string {
+	var p map[string]any
+	json.Unmarshal(raw, &p)
+	if p == nil {
+		p = map[string]any{}
+	}
+	data, _ := json.Marshal(p)
+	return line(string(data))
+}
+
+func limitsText(l journal.Limits) string {
+	var parts []string
+	for _, f := range []struct {
+		n    uint64
+		name string
+	}{{l.BytesSoft, "soft"}, {l.BytesHard, "hard"}} {
+		if f.n > 0 {
+			parts = append(parts, f.name+" "+units.FormatIEC(f.n))
+		}
+	}
+	for _, f := range []struct {
+		n    uint64
+		name string
+	}{{l.InodesSoft, "inodes soft"}, {l.InodesHard, "inodes hard"}} {
+		if f.n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", f.name, f.n))
+		}
+	}
+	if len(parts) == 0 {
+		return "no limits"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// eventDetail is what a record says, in words.
+func eventDetail(p journal.Payload) string {
+	switch p := p.(type) {
+	case journal.Evicted:
+		return evictedDetail(p)
+	case journal.Swept:
+		s := fmt.Sprintf("sweep %s: %s, %s freed", p.SweepID, plural(p.EvictedEntries, "entry", "entries"), units.FormatIEC(p.FreedBytes))
+		if len(p.Skipped) > 0 {
+			s += ", " + plural(len(p.Skipped), "entry", "entries") + " left alone"
+		}
+		return s
+	case journal.QuotaExceeded:
+		s := fmt.Sprintf("%s over its soft limit: %s of %s", p.Area, units.FormatIEC(p.UsedBytes), units.FormatIEC(p.BytesSoft))
+		if p.BytesHard != nil && *p.BytesHard > 0 {
+			s += " (hard " + units.FormatIEC(*p.BytesHard) + ")"
+		}
+		return s
+	case journal.Snapshot:
+		var size uint64
+		for _, t := range p.Trees {
+			size += t.SizeBytes
+		}
+		s := fmt.Sprintf("snapshot of %s, %s", plural(len(p.Trees), "tree", "trees"), units.FormatIEC(size))
+		if p.Failed > 0 {
+			s += fmt.Sprintf(", %d failed", p.Failed)
+		}
+		return s + ", " + units.FormatIEC(p.FreeBytes) + " free"
+	case journal.QuotaChanged:
+		return fmt.Sprintf("%s limits %s → %s", p.Area, limitsText(p.Old), limitsText(p.New))
+	case journal.ProjectAdded:
+		var parts []string
+		for _, t := range p.Trees {
+			parts = append(parts, fmt.Sprintf("%s %s", t.Area, limitsText(t.Limits)))
+		}
+		return "added: " + strings.Join(parts, "; ")
+	case journal.ProjectRemoved:
+		if p.Purged {
+			return "removed, its trees purged"
+		}
+		return "removed (its data stays on disk)"
+	case journal.SettingChanged:
+		return fmt.Sprintf("setting %s: %s → %s", p.Key, settingText(p.Key, p.Old), settingText(p.Key, p.New))
+	case journal.Repaired:
+		return fmt.Sprintf("repaired %s %s: %s", p.Kind, safe(strings.TrimSpace(p.Area+" "+p.Path)), line(p.Detail))
+	case journal.RootInitialised:
+		return "root initialised at " + safe(p.Root)
+	}
+	data, _ := json.Marshal(p)
+	return rawPayload(data)
+}
+
+func evictedDetail(p journal.Evicted) string {
+	verb := map[string]string{journal.StatePending: "deleting", journal.StateDone: "deleted", journal.StatePartial: "partly deleted",
+		journal.StateFailed: "failed to delete"}[p.State]
+	if p.Entries == 0 && !p.Recovered {
+		// Nothing went: the tenant's tree changed under the removal.
+		switch p.State {
+		case journal.StateDone:
+			verb = "found nothing to delete at"
+		case journal.StatePartial:
+			verb = "left in place"
+		}
+	}
+	if verb == "" {
+		verb = p.State
+	}
+	s := fmt.Sprintf("%s %s, %s", verb, safe(p.Path), units.FormatIEC(p.Bytes))
+	if p.Entries > 0 {
+		s += ", " + plural(p.Entries, "entry", "entries")
+	}
+	if p.Reason != "" {
+		s += ": " + line(p.Reason)
+	}
+	if p.Error != "" {
+		s += ": error: " + line(p.Error)
+	}
+	if p.SweepID != "" {
+		s += " [" + p.SweepID + "]"
+	}
+	return s
+}

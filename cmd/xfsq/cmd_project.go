@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/units"
+)
+
+func projectCommand(with withEnv) *cli.Command {
+	return &cli.Command{
+		Name:  "project",
+		Usage: "add, change, remove and inspect projects",
+		Subcommands: []*cli.Command{
+			{
+				Name: "add", Usage: "register a project: its trees, project IDs and limits", ArgsUsage: "NAME",
+				Description: "Creates projects/NAME/{uploads,inbox}, cache/NAME and scratch/NAME (where its runs keep\n" +
+					"scratch/NAME/RUN), gives each tree its own project ID and limits, and journals project.added.\n" +
+					"NAME: " + project.NameRule + ".\n" +
+					"The workspace hard limit defaults to the setting default_quota (50GiB, or\n" +
+					"KERNEL_STORAGE_DEFAULT_QUOTA_BYTES), the cache's to default_cache_quota, the scratch's\n" +
+					"(shared by all runs of the project) to default_scratch_quota.",
+				Flags:  append(append(limitFlagSet("", "workspace"), limitFlagSet("cache-", "cache")...), limitFlagSet("scratch-", "scratch")...),
+				Action: with(cmdProjectAdd),
+			},
+			{
+				Name: "set", Usage: "change the limits of one tree of a project", ArgsUsage: "NAME",
+				Flags: append(limitFlagSet("", "new"),
+					&cli.StringFlag{Name: "area", Value: area.Workspace, Usage: areaUsage}),
+				Action: with(cmdProjectSet),
+			},
+			{
+				Name: "rm", Usage: "unregister a project (its data stays unless --purge)", ArgsUsage: "NAME",
+				Description: "Clears the limits and unregisters the project. Project IDs are released once no file carries\n" +
+					"them. With --purge its trees are deleted too, each deletion journalled as storage.evicted.\n" +
+					"Refused (exit 1, naming the runs) while a run holds an unexpired lease on the project;\n" +
+					"--force removes it anyway and is journalled as forced. Removing a project ends its leases.\n" +
+					"--dry-run changes nothing: it answers as the removal would (refused while leased, unless --force) and says\n" +
+					"what would be removed and, with --purge, how much it would delete.",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "purge", Usage: "also delete the project's trees"},
+					&cli.BoolFlag{Name: "force", Usage: "remove although a run holds a lease on the project"},
+					&cli.BoolFlag{Name: "dry-run", Usage: "say what would be removed and deleted; change nothing"}},
+				Action: with(frees(cmdProjectRm)),
+			},
+			{Name: "list", Usage: "list projects", Action: with(reads(cmdProjectList))},
+			{Name: "show", Usage: "a project's trees, IDs, usage and limits", ArgsUsage: "NAME", Action: with(reads(cmdProjectShow)),
+				Description: "On the fallback backend usage is each tree's last walk plus the writes made through xfsq since\n" +
+					"(usage_walked_at says when that walk began); --refresh walks the trees now.",
+				Flags: []cli.Flag{refreshFlag()}},
+			{
+				Name: "check", Usage: "may a run of the project start? ok, warn or deny", ArgsUsage: "NAME",
+				Description: "Exit 0 for ok and for warn (over a soft limit within grace; the warning goes to stderr),\n" +
+					"3 for deny (at or over a hard limit, or over a soft limit past its grace).\n" +
+					"On the fallback backend it reads the trees' last walk plus xfsq's writes since, and walks\n" +
+					"nothing, so that a check before every run stays cheap; --refresh walks them first.",
+				Flags:  []cli.Flag{refreshFlag()},
+				Action: with(cmdProjectCheck),
+			},
+		},
+	}
+}
+
+func limitFlagSet(prefix, what string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: prefix + "bytes-soft", Usage: what + " soft byte limit (SIZE; 0: no limit, as xfs_quota)"},
+		&cli.StringFlag{Name: prefix + "bytes-hard", Usage: what + " hard byte limit (SIZE; 0: no limit, as xfs_quota)"},
+		&cli.StringFlag{Name: prefix + "inodes-soft", Usage: what + " soft file-count limit (0: no limit)"},
+		&cli.StringFlag{Name: prefix + "inodes-hard", Usage: what + " hard file-count limit (0: no limit)"},
+	}
+}
+
+func cmdProjectAdd(e env) error {
+	name, err := oneArg(e.c, "project NAME")
+	if err != nil {
+		return err
+	}
+	var o project.AddOptions
+	if o.Workspace, err = limitFlags(e.c, ""); err != nil {
+		return err
+	}
+	if o.Cache, err = limitFlags(e.c, "cache-"); err != nil {
+		return err
+	}
+	if o.Scratch, err = limitFlags(e.c, "scratch-"); err != nil {
+		return err
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		p, err := m.Add(ctx, name, o)
+		if err != nil {
+			return err
+		}
+		warnOverLimits(e, p)
+		return e.print(p, func(w io.Writer) { printProject(w, p) })
+	})
+}
+
+func cmdProjectSet(e env) error {
+	name, err := oneArg(e.c, "project NAME")
+	if err != nil {
+		return err
+	}
+	change, err := limitFlags(e.c, "")
+	if err != nil {
+		return err
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		p, err := m.Set(ctx, name, e.c.String("area"), change)
+		if err != nil {
+			return err
+		}
+		warnOverLimits(e, p)
+		return e.print(p, func(w io.Writer) { printProject(w, p) })
+	})
+}
+
+func cmdProjectRm(e env) error {
+	name, err := oneArg(e.c, "project NAME")
+	if err != nil {
+		return err
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		res, err := m.Remove(ctx, name, project.RemoveOptions{Purge: e.c.Bool("purge"), Force: e.c.Bool("force"), DryRun: e.c.Bool("dry-run")})
+		if err != nil {
+			return err
+		}
+		return e.print(res, func(w io.Writer) {
+			if res.DryRun {
+				fmt.Fprintf(w, "would remove project %q (dry run: nothing changed)\n", name)
+				for _, p := range res.WouldPurge {
+					fmt.Fprintf(w, "would delete %s: %s in %d files\n", p.Path, units.FormatIEC(p.Bytes), p.Inodes)
+				}
+				for _, l := range res.Left {
+					fmt.Fprintf(w, "would keep on disk: %s\n", l)
+				}
+				if len(res.EndedLeases) > 0 {
+					fmt.Fprintf(w, "would end the leases of run %s\n", strings.Join(res.EndedLeases, ", "))
+				}
+				return
+			}
+			fmt.Fprintf(w, "removed project %q\n", name)
+			if res.Forced {
+				fmt.Fprintf(w, "forced: ended the held leases of run %s\n", strings.Join(res.EndedLeases, ", "))
+			} else if len(res.EndedLeases) > 0 {
+				fmt.Fprintf(w, "ended the lapsed leases of run %s\n", strings.Join(res.EndedLeases, ", "))
+			}
+			for _, p := range res.PurgedTrees {
+				fmt.Fprintf(w, "purged %s: %s removed, %s freed\n", safe(p.Path), plural(p.Entries, "entry", "entries"), units.FormatIEC(p.Bytes))
+				for _, l := range p.Left {
+					fmt.Fprintf(w, "left in place: %s (%s)\n", safe(l.Path), line(l.Reason))
+				}
+			}
+			for _, l := range res.Left {
+				fmt.Fprintf(w, "kept on disk: %s (delete it with --purge, or by hand)\n", safe(l))
+			}
+			for _, id := range res.KeptIDs {
+				fmt.Fprintf(w, "project ID %s stays reserved until no file carries it\n", id)
+			}
+		})
+	})
+}
+
+func cmdProjectList(e env) error {
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		ps, err := m.List(ctx)
+		if err != nil {
+			return err
+		}
+		return e.print(ps, func(w io.Writer) {
+			rows := make([][]string, len(ps))
+			for i, p := range ps {
+				rows[i] = []string{p.Name, p.State, when(p.CreatedAt)}
+			}
+			table(w, "PROJECT\tSTATE\tCREATED", rows)
+		})
+	})
+}
+
+func cmdProjectShow(e env) error {
+	name, err := oneArg(e.c, "project NAME")
+	if err != nil {
+		return err
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		p, err := m.Show(ctx, name, readFlags(e))
+		if err != nil {
+			return err
+		}
+		return e.print(p, func(w io.Writer) { printProject(w, p) })
+	})
+}
+
+func cmdProjectCheck(e env) error {
+	name, err := oneArg(e.c, "project NAME")
+	if err != nil {
+		return err
+	}
+	return e.manager(func(ctx context.Context, m *project.Manager) error {
+		a, err := m.Check(ctx, name, readFlags(e))
+		if err != nil {
+			return err
+		}
+		if e.json() {
+			e.print(a, nil)
+		} else if a.Decision == project.Ok {
+			fmt.Fprintln(e.stdout, a.Message)
+		} else {
+			fmt.Fprintln(e.stderr, a.Decision+": "+a.Message)
+		}
+		if a.Decision == project.Deny {
+			return &exitError{code: exitDenied}
+		}
+		return nil
+	})
+}
+
+func dash(n uint64, format func(uint64) string) string {
+	if n == 0 {
+		return "-"
+	}
+	return format(n)
+}
+
+func count(n uint64) string { return fmt.Sprint(n) }
+
+func treeRow(t project.TreeStatus, withProject bool) []string {
+	row := []string{t.Area, fmt.Sprint(t.ProjectID), units.FormatIEC(t.UsedBytes), dash(t.BytesSoft, units.FormatIEC),
+		dash(t.BytesHard, units.FormatIEC), count(t.UsedInodes), dash(t.InodesSoft, count), dash(t.InodesHard, count), "-"}
+	if t.BytesHard > 0 {
+		row[8] = fmt.Sprintf("%.1f%%", t.Percent)
+	}
+	if withProject {
+		row = append([]string{t.Project}, row...)
+	}
+	return row
+}
+
+const treeHeader = "AREA\tID\tUSED\tSOFT\tHARD\tINODES\tISOFT\tIHARD\tUSE%"
+
+func printProject(w io.Writer, p project.Project) {
+	fmt.Fprintf(w, "project: %s (%s, created %s)\nbackend: %s\n", p.Name, p.State, when(p.CreatedAt), p.Backend)
+	rows := make([][]string, len(p.Trees))
+	for i, t := range p.Trees {
+		rows[i] = treeRow(t, false)
+	}
+	table(w, treeHeader, rows)
+	printDrift(w, p.Trees)
+}
+
+func printDrift(w io.Writer, trees []project.TreeStatus) {
+	for _, t := range trees {
+		if t.Drift != "" {
+			fmt.Fprintf(w, "drift: %s %s: %s (xfsq doctor --fix)\n", t.Project, t.Area, t.Drift)
+		}
+	}
+	now := time.Now()
+	for _, t := range trees {
+		for _, g := range []struct {
+			what string
+			ends *time.Time
+		}{{"byte", t.BytesGraceEnds}, {"inode", t.InodesGraceEnds}} {
+			switch {
+			case g.ends == nil:
+			case g.ends.After(now):
+				fmt.Fprintf(w, "grace: %s %s: over its soft %s limit, grace ends %s\n", t.Project, t.Area, g.what, g.ends.Local().Format(time.RFC3339))
+			default:
+				fmt.Fprintf(w, "grace: %s %s: over its soft %s limit, grace ended %s (admission denies)\n", t.Project, t.Area, g.what, g.ends.Local().Format(time.RFC3339))
+			}
+		}
+	}
+}
+
+// warnOverLimits says the library's warnings about limits the trees
+// already pass, on stderr: the change stands.
+func warnOverLimits(e env, p project.Project) {
+	for _, w := range p.Warnings {
+		what, format := "byte", units.FormatIEC
+		if w.Resource == project.LimitInodes {
+			what, format = "file-count", count
+		}
+		fmt.Fprintf(e.stderr, "xfsq: warning: %s %s already holds %s, at or over its new %s %s limit of %s: %s\n",
+			w.Project, w.Area, format(w.Used), w.Kind, what, format(w.Limit), consequence[w.Kind])
+	}
+}
+
+var consequence = map[string]string{
+	"hard": "writes to it are refused until it shrinks below the limit",
+	"soft": "project check warns, and denies once the grace ends",
+}
