@@ -223,6 +223,26 @@ func (m *Manager) changeMark(ctx context.Context) (store.ChangeMark, error) {
 	return mark, err
 }
 
+// RefreshShared walks name's trees for a reader who asks for fresh
+// figures (admission?refresh=1), as an overview's refresh does and sharing
+// its walks: one under way of this project or of every tree is waited for,
+// one ended within the refresh_window setting serves, so a reader asking
+// again and again makes the server walk once per window. On XFS nothing
+// walks: the kernel's counters are current.
+func (m *Manager) RefreshShared(ctx context.Context, name string) error {
+	// A name that is no project never reaches the flights: their scopes
+	// are kept, and a reader could add one per name it makes up.
+	if _, err := m.Show(ctx, name); err != nil || m.xfs != nil {
+		return err
+	}
+	f, err := m.refreshFlight(ctx, []string{name})
+	if err != nil || f == nil {
+		return err
+	}
+	_, err = f.wait(ctx)
+	return err
+}
+
 // refreshFlight is the refresh of projects' trees to wait for: one under
 // way of the same scope or of every tree, else a new one; nil when one of
 // those ended within the refresh_window setting, so nothing need walk.

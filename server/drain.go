@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/xfsq/xfsq/settings"
@@ -41,21 +40,33 @@ func watchBody(r **http.Request) *watchedBody {
 	return b
 }
 
-// drainUnread reads and discards what the handler left of the body, up to
-// the drain limit, before net/http writes the answer and closes. A client
-// that writes its whole body before reading (Python's urllib, many
-// scripts) would otherwise be reset by the close on unread data, and its
-// 507 or 401 lost with it. A client that said Expect: 100-continue and
-// was refused before any read was never told to send: it gets the answer
-// at once, and nothing is read.
-func (s *Server) drainUnread(r *http.Request, b *watchedBody) {
+// refusalDrainTime bounds the drain of a body a handler left unread: a
+// client that sends its body whole before reading (Python's urllib, many
+// scripts) has it on the wire already, and one that trickles it must not
+// hold the connection.
+const refusalDrainTime = 2 * time.Second
+
+// drainUnread sends the answer, then reads and discards what the handler
+// left of the body, up to the drain limit and for refusalDrainTime at most,
+// before net/http closes the connection (statusWriter asked it to). A
+// client that writes its whole body before reading would otherwise be reset
+// by the close on unread data, and its 507 or 401 lost with it. A client
+// that said Expect: 100-continue is drained too (it may have sent its body
+// without waiting): a read after the answer's header went out sends no 100
+// Continue, and one that waits for it has the answer already.
+func (s *Server) drainUnread(w http.ResponseWriter, r *http.Request, b *watchedBody) {
 	if b == nil || b.eof {
 		return
 	}
-	if b.read == 0 && strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+	rc := http.NewResponseController(w)
+	if rc.Flush() != nil {
 		return
 	}
-	io.CopyN(io.Discard, b, s.drainBound(r.Context()))
+	limit := s.drainBound(r.Context())
+	if rc.SetReadDeadline(time.Now().Add(refusalDrainTime)) != nil {
+		return
+	}
+	io.CopyN(io.Discard, b, limit)
 }
 
 // drainBound is Config.DrainLimit, else the upload_refusal_drain setting

@@ -64,7 +64,16 @@ func queryBool(r *http.Request, name string) (bool, error) {
 	if r.URL.RawQuery == "" { // most requests: no map parsed for nothing
 		return false, nil
 	}
-	v := r.URL.Query().Get(name)
+	values := r.URL.Query()[name]
+	if len(values) > 1 {
+		// Which one counts is a guess the client cannot see: with
+		// dry_run=0&dry_run=1 the first would delete for real.
+		return false, errkind.New(errkind.Input, fmt.Errorf("query parameter %s given %d times: give it once", name, len(values)))
+	}
+	var v string
+	if len(values) == 1 {
+		v = values[0]
+	}
 	switch v {
 	case "", "0", "false":
 		return false, nil
@@ -173,8 +182,15 @@ func (s *Server) admission(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if refresh {
+		// Shared with the overview's refreshes (refresh_window): a reader
+		// asking again and again must not make the server walk each time.
+		if err := s.m.RefreshShared(r.Context(), r.PathValue("id")); err != nil {
+			return err
+		}
+	}
 	// A deny is an answer to the question, not a failure: 200.
-	a, err := s.m.Check(r.Context(), r.PathValue("id"), project.Read{Refresh: refresh})
+	a, err := s.m.Check(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}

@@ -236,11 +236,17 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	body   *watchedBody // the request's, nil without one
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		if code >= 400 && w.body != nil && !w.body.eof {
+			// Refused with the body unread: it is drained for a moment
+			// only (drainUnread), so what follows on the wire is no request.
+			w.Header().Set("Connection", "close")
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -289,10 +295,16 @@ func (s *Server) guard(rt Route) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := newRequestID()
-		w := &statusWriter{ResponseWriter: rw}
+		body := watchBody(&r)
+		if body != nil {
+			// net/http would otherwise read up to 256 KiB of an unread body
+			// when the answer's header goes out, for as long as the
+			// client trickles it; drainUnread reads it under a deadline.
+			http.NewResponseController(rw).EnableFullDuplex()
+		}
+		w := &statusWriter{ResponseWriter: rw, body: body}
 		w.Header().Set("X-Request-Id", id)
 		var caller Caller
-		body := watchBody(&r)
 		defer func() {
 			if v := recover(); v != nil {
 				s.log.Error("handler panicked", "request_id", id, "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
@@ -308,7 +320,7 @@ func (s *Server) guard(rt Route) http.Handler {
 			} else if h := s.log.Handler(); h.Enabled(r.Context(), slog.LevelInfo) {
 				h.Handle(r.Context(), rec.record())
 			}
-			s.drainUnread(r, body)
+			s.drainUnread(rw, r, body)
 		}()
 		if !s.hosts.allows(r.Host) {
 			writeMisdirected(w, r.Host)

@@ -71,7 +71,7 @@ var All = []Setting{
 	{Key: "root_budget", Kind: Size, Default: "0",
 		Help: "fallback backend: bytes all trees of the root may hold together; 0 for no shared budget"},
 	{Key: "upload_refusal_drain", Kind: Size, Default: "8MiB",
-		Help: "xfsq serve: how much of a refused request's body (an upload over the quota) is read and discarded so that a client sending the whole body before reading gets the refusal instead of a reset connection; 0 reads none"},
+		Help: "xfsq serve: how much of a refused request's body (an upload over the quota) is read and discarded, after the refusal is sent and for 2 s at most, so that a client sending the whole body before reading gets the refusal instead of a reset connection; 0 reads none"},
 	{Key: "reservation_ttl", Kind: Duration, Default: "10m",
 		ZeroOff: "every write's reservation would lapse at once, so concurrent writers could together pass a limit",
 		Help:    "fallback backend: a write's reservation that makes no progress for this long is reclaimed"},

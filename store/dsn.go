@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode"
 )
 
 // DSN kinds, as Classify tells them apart.
@@ -73,7 +74,47 @@ func Redact(dsn string) string {
 		}
 		return queryPassword().ReplaceAllString(out, "${1}***")
 	}
-	return keywordPassword().ReplaceAllString(dsn, "${1}***")
+	return redactKeywordPasswords(dsn)
+}
+
+// redactKeywordPasswords blanks every password keyword's value. An
+// unquoted value ends at a space for libpq, but a DSN that was meant to
+// hold "password=hunter2 S3cretTail" holds the second half as a word of its
+// own: the blank runs on to the next key=.
+func redactKeywordPasswords(dsn string) string {
+	var out strings.Builder
+	last := 0
+	for _, m := range keywordPassword().FindAllStringSubmatchIndex(dsn, -1) {
+		valueStart, end := m[4], m[5]
+		if !strings.HasPrefix(dsn[valueStart:], "'") {
+			end = nextKeyword(dsn, end)
+		}
+		out.WriteString(dsn[last:valueStart])
+		out.WriteString("***")
+		last = end
+	}
+	out.WriteString(dsn[last:])
+	return out.String()
+}
+
+// nextKeyword is where the words after i that are not a key (one holding
+// or followed by '=') end.
+func nextKeyword(dsn string, i int) int {
+	for {
+		wordStart := i + len(dsn[i:]) - len(strings.TrimLeftFunc(dsn[i:], unicode.IsSpace))
+		if wordStart == len(dsn) {
+			return i
+		}
+		wordEnd := len(dsn)
+		if n := strings.IndexFunc(dsn[wordStart:], unicode.IsSpace); n >= 0 {
+			wordEnd = wordStart + n
+		}
+		word := dsn[wordStart:wordEnd]
+		if strings.Contains(word, "=") || strings.HasPrefix(strings.TrimLeftFunc(dsn[wordEnd:], unicode.IsSpace), "=") {
+			return i
+		}
+		i = wordEnd
+	}
 }
 
 // secrets are the passwords dsn holds, as written and as decoded, for
@@ -155,6 +196,12 @@ var quotedUserinfo = sync.OnceValue(func() *regexp.Regexp {
 // A URL that does not parse is refused here, without the parser's message,
 // which quotes the URL, password included.
 func postgresDSN(dsn, kind string) (string, error) {
+	if kind == KindPostgresKeywords {
+		if problem := keywordSyntaxProblem(dsn); problem != "" {
+			return "", fmt.Errorf("database %s is not valid libpq keywords: %s", Redact(dsn), problem)
+		}
+		return dsn, nil
+	}
 	if kind != KindPostgresURL {
 		return dsn, nil
 	}
@@ -164,4 +211,59 @@ func postgresDSN(dsn, kind string) (string, error) {
 		return "", fmt.Errorf("database %s is not a valid PostgreSQL URL: write it postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=… with special characters in the password percent-encoded", Redact(dsn))
 	}
 	return dsn, nil
+}
+
+// keywordSyntaxProblem says what keeps libpq from reading dsn as keywords
+// (as lib/pq's parser does), or "". lib/pq's own message quotes the word it
+// stopped at, which is half a password when the value held a space.
+func keywordSyntaxProblem(dsn string) string {
+	const quoteIt = "quote a value that holds a space, a quote or a backslash: password='…' (\\' and \\\\ inside the quotes)"
+	s := []rune(dsn)
+	i := 0
+	skipSpaces := func() {
+		for i < len(s) && unicode.IsSpace(s[i]) {
+			i++
+		}
+	}
+	for {
+		skipSpaces()
+		if i == len(s) {
+			return ""
+		}
+		for i < len(s) && !unicode.IsSpace(s[i]) && s[i] != '=' {
+			i++
+		}
+		skipSpaces()
+		if i == len(s) || s[i] != '=' {
+			return "a word without \"=\" stands where a key=value should: " + quoteIt
+		}
+		i++
+		skipSpaces()
+		if i == len(s) {
+			return ""
+		}
+		if s[i] != '\'' {
+			for i < len(s) && !unicode.IsSpace(s[i]) {
+				if s[i] == '\\' {
+					i++
+					if i == len(s) {
+						return "it ends in a backslash: " + quoteIt
+					}
+				}
+				i++
+			}
+			continue
+		}
+		for i++; ; i++ {
+			if i >= len(s) {
+				return "a quoted value is never closed: end it with ' (\\' for a quote inside it)"
+			}
+			if s[i] == '\\' {
+				i++
+			} else if s[i] == '\'' {
+				i++
+				break
+			}
+		}
+	}
 }

@@ -277,6 +277,10 @@ func TestClassifyAndRedact(t *testing.T) {
 		{"postgres://db:5432/x", KindPostgresURL, "postgres://db:5432/x"},
 		{"host=db user=xfsq password=secret dbname=x", KindPostgresKeywords, "host=db user=xfsq password=*** dbname=x"},
 		{"host=db password='se cret' dbname=x", KindPostgresKeywords, "host=db password=*** dbname=x"},
+		// Unquoted, a space splits the password: the blank runs to the next key=.
+		{"host=db password=se cret tail dbname=x", KindPostgresKeywords, "host=db password=*** dbname=x"},
+		{"host=db password=se cret tail dbname =x", KindPostgresKeywords, "host=db password=*** dbname =x"},
+		{"host=db password=se cret", KindPostgresKeywords, "host=db password=***"},
 		{" password = secret host=db", KindPostgresKeywords, " password = *** host=db"},
 		{"dbname=x sslmode=disable", KindPostgresKeywords, "dbname=x sslmode=disable"},
 		{"host=db sslpassword=secret dbname=x", KindPostgresKeywords, "host=db sslpassword=*** dbname=x"},

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/prometheus/procfs"
 	"github.com/xfsq/xfsq/area"
 	"golang.org/x/sys/unix"
 )
@@ -36,7 +37,11 @@ func openFrom(from, root, project, path string) (*os.File, error) {
 	if base == "" || base == "." || base == ".." {
 		return nil, usagef("--from %s names a directory, not a regular file; give a regular file, or pipe it on stdin", from)
 	}
-	dirfd, err := openDirOutsideRoot(dir, &rootStat)
+	mounts, err := sandboxMountsOf(root)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox root %s: %w", root, err)
+	}
+	dirfd, err := openDirOutsideRoot(dir, &rootStat, mounts)
 	if errors.Is(err, errInsideRoot) {
 		return nil, usagef("--from %s lies inside the sandbox root %s, where a tenant can swap it for a link to any host file; "+
 			"copy it through the file layer instead: xfsq files get PROJECT PATH | xfsq files put %s %s", from, root, project, path)
@@ -90,7 +95,7 @@ func isOnProc(fd int) (bool, error) {
 // openDirOutsideRoot opens dir (O_PATH) as the kernel would resolve it,
 // following links itself so that every directory passed on the way is
 // seen: errInsideRoot if one of them lies inside the root.
-func openDirOutsideRoot(dir string, root *unix.Stat_t) (int, error) {
+func openDirOutsideRoot(dir string, root *unix.Stat_t, mounts *sandboxMounts) (int, error) {
 	start := "."
 	if filepath.IsAbs(dir) {
 		start = "/"
@@ -101,7 +106,11 @@ func openDirOutsideRoot(dir string, root *unix.Stat_t) (int, error) {
 	}
 	pending := strings.Split(dir, "/")
 	for links := 0; ; {
-		if inside, err := isInside(fd, root); err != nil || inside {
+		inside, err := isInside(fd, root)
+		if err == nil && !inside {
+			inside, err = mounts.exposes(fd)
+		}
+		if err != nil || inside {
 			unix.Close(fd)
 			return -1, cmpErr(err, errInsideRoot)
 		}
@@ -210,4 +219,66 @@ func isInside(fd int, root *unix.Stat_t) (bool, error) {
 		}
 		st = up
 	}
+}
+
+// sandboxMounts tells the mounts that show part of the sandbox root's tree
+// elsewhere: a project's tree bind-mounted for a container or a backup is
+// still the tenant's, yet climbing ".." from it ends at its mount point and
+// never meets the root.
+type sandboxMounts struct {
+	byID map[int]*procfs.MountInfo
+	dev  string // the root's filesystem, as mountinfo's major:minor
+	path string // the root's path within that filesystem
+}
+
+func sandboxMountsOf(root string) (*sandboxMounts, error) {
+	all, err := procfs.GetMounts()
+	if err != nil {
+		return nil, err
+	}
+	s := &sandboxMounts{byID: make(map[int]*procfs.MountInfo, len(all))}
+	for _, m := range all {
+		s.byID[m.MountID] = m
+	}
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.mountOf(unix.AT_FDCWD, real, 0)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(m.MountPoint, real)
+	if err != nil {
+		return nil, err
+	}
+	s.dev, s.path = m.MajorMinorVer, filepath.Join(m.Root, rel)
+	return s, nil
+}
+
+// mountOf is the mount name (at dirfd) lies on, by its mount ID.
+func (s *sandboxMounts) mountOf(dirfd int, name string, flags int) (*procfs.MountInfo, error) {
+	var stx unix.Statx_t
+	if err := unix.Statx(dirfd, name, flags|unix.AT_STATX_SYNC_AS_STAT, unix.STATX_MNT_ID, &stx); err != nil {
+		return nil, err
+	}
+	m := s.byID[int(stx.Mnt_id)]
+	if m == nil || stx.Mask&unix.STATX_MNT_ID == 0 {
+		// Mounted since /proc/self/mountinfo was read, or a kernel
+		// without mount IDs: nothing tells where it leads.
+		return nil, fmt.Errorf("the mount of a directory on the way is not in /proc/self/mountinfo: %w", errInsideRoot)
+	}
+	return m, nil
+}
+
+// exposes reports whether the directory fd lies on a mount of the root's
+// filesystem whose own root is the sandbox root or lies below it: all of
+// such a mount is the tenants'. A mount whose root lies above the sandbox
+// root's holds it whole, and isInside's climb meets the root on it.
+func (s *sandboxMounts) exposes(fd int) (bool, error) {
+	m, err := s.mountOf(fd, "", unix.AT_EMPTY_PATH)
+	if err != nil {
+		return false, err
+	}
+	return m.MajorMinorVer == s.dev && (m.Root == s.path || strings.HasPrefix(m.Root, strings.TrimSuffix(s.path, "/")+"/")), nil
 }
