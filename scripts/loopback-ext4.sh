@@ -13,14 +13,11 @@
 # Docker's containers do) bypasses project limits; XFS binds root too.
 set -euo pipefail
 
-prog=$(basename "$0")
-die() { echo "$prog: $*" >&2; exit 1; }
+. "$(dirname "$0")/loopback-lib.sh"
 usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
-need_root() { [ "$(id -u)" = 0 ] || die "must run as root (mounting and quota setup need it); try: sudo $prog $*"; }
-need_cmd() { command -v "$1" >/dev/null 2>&1 || die "$1 not found; install it with: apt-get install $2"; }
 
-vm_route="Debian's stock kernel in a VM can (CONFIG_QFMT_V2=m): apt-get install qemu-system-x86 busybox-static, then see README.md (Kernel tests) for how xfsq's tests boot it"
+vm_route="Debian's stock kernel in a VM can (CONFIG_QFMT_V2=m): apt-get install qemu-system-x86 busybox-static, then see docs/testing.md for how xfsq's tests boot it"
 
 # ext4's largest project limit: the quota format mkfs.ext4 -O quota writes
 # (vfsv1) keeps 64-bit limits in 1 KiB blocks, bounded by the kernel's
@@ -61,13 +58,6 @@ has_features() {
 		dumpe2fs -h "$1" 2>/dev/null | grep -i '^Filesystem features:' | grep -qw project
 }
 
-need_loop() {
-	if [ ! -e /dev/loop-control ] && ! ls /dev/loop[0-9]* >/dev/null 2>&1; then
-		modprobe loop 2>/dev/null || true
-	fi
-	[ -e /dev/loop-control ] || ls /dev/loop[0-9]* >/dev/null 2>&1 ||
-		die "no loop devices (/dev/loop-control missing); load the module with: modprobe loop (in a container, the host must pass loop devices in)"
-}
 
 # The quota feature keeps quotas in the vfsv1 format: without
 # CONFIG_QFMT_V2 the kernel cannot mount an image that has it at all.
@@ -151,11 +141,7 @@ mount)
 	;;
 umount)
 	[ $# -eq 2 ] || usage
-	mnt=$2
-	need_root "$@"
-	mountpoint -q "$mnt" || die "$mnt is not a mount point"
-	umount "$mnt" || die "umount $mnt failed; is a process still using it? (fuser -vm $mnt)"
-	echo "unmounted $mnt"
+	unmount_image "$2"
 	;;
 status)
 	[ $# -eq 2 ] || usage

@@ -12,12 +12,9 @@
 # It checks what it needs first and says exactly what is missing.
 set -euo pipefail
 
-prog=$(basename "$0")
-die() { echo "$prog: $*" >&2; exit 1; }
+. "$(dirname "$0")/loopback-lib.sh"
 usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
-need_root() { [ "$(id -u)" = 0 ] || die "must run as root (mounting and quota setup need it); try: sudo $prog $*"; }
-need_cmd() { command -v "$1" >/dev/null 2>&1 || die "$1 not found; install it with: apt-get install $2"; }
 
 # What an operator can do about a kernel without XFS quota support.
 quota_fix="boot a kernel built with CONFIG_XFS_QUOTA (Debian's stock kernel is), or run xfsq without kernel quotas: xfsq init --backend fallback (limits kept by xfsq itself)"
@@ -25,13 +22,6 @@ quota_fix="boot a kernel built with CONFIG_XFS_QUOTA (Debian's stock kernel is),
 # the tests point XFSQ_LOOPBACK_XQM elsewhere to play either kind of kernel.
 xqm=${XFSQ_LOOPBACK_XQM:-/proc/fs/xfs/xqm}
 
-need_loop() {
-	if [ ! -e /dev/loop-control ] && ! ls /dev/loop[0-9]* >/dev/null 2>&1; then
-		modprobe loop 2>/dev/null || true
-	fi
-	[ -e /dev/loop-control ] || ls /dev/loop[0-9]* >/dev/null 2>&1 ||
-		die "no loop devices (/dev/loop-control missing); load the module with: modprobe loop (in a container, the host must pass loop devices in)"
-}
 
 need_xfs_quota_kernel() {
 	grep -qw xfs /proc/filesystems 2>/dev/null || modprobe xfs 2>/dev/null || true
@@ -79,11 +69,7 @@ mount)
 	;;
 umount)
 	[ $# -eq 2 ] || usage
-	mnt=$2
-	need_root "$@"
-	mountpoint -q "$mnt" || die "$mnt is not a mount point"
-	umount "$mnt" || die "umount $mnt failed; is a process still using it? (fuser -vm $mnt)"
-	echo "unmounted $mnt"
+	unmount_image "$2"
 	;;
 status)
 	[ $# -eq 2 ] || usage
