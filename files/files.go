@@ -37,8 +37,8 @@ import (
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
-	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -46,15 +46,15 @@ import (
 type Layer struct {
 	// m is the core the layer works through: shells reach files through
 	// New or ForReads, never by composing a layer over a manager.
-	m *project.Manager
+	m *sandbox.Manager
 	// The settings writes obey (New reads them; a test may change them).
-	project.WriteSettings
+	sandbox.WriteSettings
 }
 
 // New is the layer of m for reads and writes, with the write settings
 // (max_file_bytes, root_budget, reservation_ttl, soft_grace) read in one
 // query.
-func New(ctx context.Context, m *project.Manager) (*Layer, error) {
+func New(ctx context.Context, m *sandbox.Manager) (*Layer, error) {
 	ws, err := m.WriteSettings(ctx)
 	if err != nil {
 		return nil, err
@@ -64,11 +64,11 @@ func New(ctx context.Context, m *project.Manager) (*Layer, error) {
 
 // ForReads is the layer of m for listing, reading and removing: none of
 // those needs the write settings, so none is read.
-func ForReads(m *project.Manager) *Layer { return &Layer{m: m} }
+func ForReads(m *sandbox.Manager) *Layer { return &Layer{m: m} }
 
 // tree is one opened project tree.
 type tree struct {
-	project.Tree
+	sandbox.Tree
 	label string      // `project "omni" workspace`
 	dir   *saferm.Dir // the tree's directory, every path resolved beneath it
 	root  *os.Root    // the same, opened only where the kernel has no openat2

@@ -23,31 +23,31 @@ import (
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/internal/tenanttest"
 	"github.com/xfsq/xfsq/journal"
-	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/store"
 )
 
 var ctx = context.Background()
 
-// sandbox is a fallback root with a manager and a file layer.
-type sandbox struct {
+// testRoot is a fallback root with a manager and a file layer.
+type testRoot struct {
 	t    testing.TB
 	root string
 	dsn  string
 	st   *store.Store
-	m    *project.Manager
+	m    *sandbox.Manager
 	l    *Layer
 }
 
-func newSandbox(t testing.TB, dsn string, projects ...string) *sandbox {
+func newSandbox(t testing.TB, dsn string, projects ...string) *testRoot {
 	t.Helper()
 	return newSandboxAt(t, t.TempDir(), dsn, projects...)
 }
 
 // newSandboxAt is newSandbox on a root of the caller's (a filesystem of its own).
-func newSandboxAt(t testing.TB, root, dsn string, projects ...string) *sandbox {
+func newSandboxAt(t testing.TB, root, dsn string, projects ...string) *testRoot {
 	t.Helper()
 	// A host of its own: several sandboxes may share one test database.
 	st, err := store.Open(ctx, dsn, t.Name())
@@ -55,12 +55,12 @@ func newSandboxAt(t testing.TB, root, dsn string, projects ...string) *sandbox {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	m, _, err := project.Init(ctx, project.Options{Root: root, Store: st, Actor: "tester"})
+	m, _, err := sandbox.Init(ctx, sandbox.Options{Root: root, Store: st, Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range projects {
-		if _, err := m.Add(ctx, p, project.AddOptions{}); err != nil {
+		if _, err := m.Add(ctx, p, sandbox.AddOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,10 +74,10 @@ func newSandboxAt(t testing.TB, root, dsn string, projects ...string) *sandbox {
 	}
 	block = blockSize(int(d.Fd()))
 	d.Close()
-	return &sandbox{t: t, root: root, dsn: dsn, st: st, m: m, l: l}
+	return &testRoot{t: t, root: root, dsn: dsn, st: st, m: m, l: l}
 }
 
-func (s *sandbox) used(name string) quota.Usage {
+func (s *testRoot) used(name string) quota.Usage {
 	s.t.Helper()
 	_, u, _, err := s.st.Account(ctx, store.TreeKey{Project: name, Area: area.Workspace})
 	if err != nil {
@@ -87,22 +87,22 @@ func (s *sandbox) used(name string) quota.Usage {
 }
 
 // softLimit sets the workspace's byte soft limit of a project.
-func (s *sandbox) softLimit(name string, soft uint64) {
+func (s *testRoot) softLimit(name string, soft uint64) {
 	s.t.Helper()
-	if _, err := s.m.Set(ctx, name, "", project.LimitChange{BytesSoft: &soft}); err != nil {
+	if _, err := s.m.Set(ctx, name, "", sandbox.LimitChange{BytesSoft: &soft}); err != nil {
 		s.t.Fatal(err)
 	}
 }
 
 // limit sets the workspace limits of a project.
-func (s *sandbox) limit(name string, bytesHard, inodesHard uint64) {
+func (s *testRoot) limit(name string, bytesHard, inodesHard uint64) {
 	s.t.Helper()
-	if _, err := s.m.Set(ctx, name, "", project.LimitChange{BytesHard: &bytesHard, InodesHard: &inodesHard}); err != nil {
+	if _, err := s.m.Set(ctx, name, "", sandbox.LimitChange{BytesHard: &bytesHard, InodesHard: &inodesHard}); err != nil {
 		s.t.Fatal(err)
 	}
 }
 
-func (s *sandbox) put(name, p string, data []byte, known bool) error {
+func (s *testRoot) put(name, p string, data []byte, known bool) error {
 	size := int64(len(data))
 	if !known {
 		size = -1
@@ -111,7 +111,7 @@ func (s *sandbox) put(name, p string, data []byte, known bool) error {
 	return err
 }
 
-func (s *sandbox) content(name, p string) []byte {
+func (s *testRoot) content(name, p string) []byte {
 	data, err := os.ReadFile(filepath.Join(s.root, "projects", name, p))
 	if err != nil {
 		return nil
@@ -359,7 +359,7 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 		// sends one; finish sends the rest and returns the put's error,
 		// abort hangs up instead.
 		var abort func()
-		streaming := func(s *sandbox, p string, blocks uint64) (finish func() error) {
+		streaming := func(s *testRoot, p string, blocks uint64) (finish func() error) {
 			pr, pw := io.Pipe()
 			done := make(chan error, 1)
 			go func() {
@@ -377,7 +377,7 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 			}
 		}
 		key := store.TreeKey{Project: "omni", Area: area.Workspace}
-		noneLeft := func(s *sandbox, p string) {
+		noneLeft := func(s *testRoot, p string) {
 			t.Helper()
 			if s.content("omni", p) != nil {
 				t.Errorf("the refused %s landed", p)
@@ -444,7 +444,7 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 				noTmpfile = named
 				s := newSandbox(t, dsn, "omni")
 				finish := streaming(s, "big", 16)
-				if _, err := s.m.Remove(ctx, "omni", project.RemoveOptions{Force: true}); err != nil {
+				if _, err := s.m.Remove(ctx, "omni", sandbox.RemoveOptions{Force: true}); err != nil {
 					t.Fatal(err)
 				}
 				if err := finish(); err == nil || errkind.Of(err) != errkind.Conflict {
@@ -472,7 +472,7 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 			pw.Write(make([]byte, 300*block))
 			// Wait until the 300 blocks are on disk in the temporary file.
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-				temps, _ := filepath.Glob(filepath.Join(s.root, "projects/omni", project.TempPrefix+"*"))
+				temps, _ := filepath.Glob(filepath.Join(s.root, "projects/omni", sandbox.TempPrefix+"*"))
 				var st unix.Stat_t
 				if len(temps) == 1 && unix.Stat(temps[0], &st) == nil && uint64(st.Size) >= 300*block {
 					break
@@ -481,8 +481,8 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 					t.Fatalf("the body's first 300 blocks never reached its temporary file (%v)", temps)
 				}
 			}
-			time.Sleep(2 * project.CtimeLag)
-			if _, err := s.m.Snapshot(ctx, project.SnapshotOptions{}); err != nil { // the hourly pass's walk
+			time.Sleep(2 * sandbox.CtimeLag)
+			if _, err := s.m.Snapshot(ctx, sandbox.SnapshotOptions{}); err != nil { // the hourly pass's walk
 				t.Fatal(err)
 			}
 			go func() { pw.Write(make([]byte, 100*block)); pw.Close() }()
@@ -506,14 +506,14 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			snapshot := func() {
-				time.Sleep(2 * project.CtimeLag)
-				if _, err := s.m.Snapshot(ctx, project.SnapshotOptions{}); err != nil {
+				time.Sleep(2 * sandbox.CtimeLag)
+				if _, err := s.m.Snapshot(ctx, sandbox.SnapshotOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			snapshot() // x counted
 			streaming(s, "big", 190)
-			temps, _ := filepath.Glob(filepath.Join(top, project.TempPrefix+"*"))
+			temps, _ := filepath.Glob(filepath.Join(top, sandbox.TempPrefix+"*"))
 			if len(temps) != 1 {
 				t.Fatalf("temporary files: %v", temps)
 			}
@@ -539,7 +539,7 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 					}
 					go func() { _, err := s.l.Put(ctx, "omni", "", "big", pr, size); pr.CloseWithError(err); done <- err }()
 					pw.Write(make([]byte, block))
-					temps, _ := filepath.Glob(filepath.Join(top, project.TempPrefix+"*"))
+					temps, _ := filepath.Glob(filepath.Join(top, sandbox.TempPrefix+"*"))
 					if len(temps) != 1 {
 						t.Fatalf("temporary files: %v", temps)
 					}
@@ -570,7 +570,7 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 			defer func() { noTmpfile = false }()
 			s := newSandbox(t, dsn, "omni")
 			finish := streaming(s, "big", 4)
-			temps, _ := filepath.Glob(filepath.Join(s.root, "projects/omni", project.TempPrefix+"*"))
+			temps, _ := filepath.Glob(filepath.Join(s.root, "projects/omni", sandbox.TempPrefix+"*"))
 			if len(temps) != 1 {
 				t.Fatalf("temporary files: %v", temps)
 			}
@@ -927,11 +927,11 @@ func sum(data []byte) [32]byte { return sha256.Sum256(data) }
 
 // walkBaseline records a fresh walk of a workspace as the ledger's
 // baseline, as the hourly pass does, and returns it.
-func (s *sandbox) walkBaseline(name string) quota.Usage {
+func (s *testRoot) walkBaseline(name string) quota.Usage {
 	s.t.Helper()
 	// What was just made must read as made before the walk began, though
 	// the kernel's ctime clock lags (project.CtimeLag).
-	time.Sleep(2 * project.CtimeLag)
+	time.Sleep(2 * sandbox.CtimeLag)
 	u, err := fallback.Walk(filepath.Join(s.root, "projects", name))
 	if err != nil {
 		s.t.Fatal(err)
@@ -944,7 +944,7 @@ func (s *sandbox) walkBaseline(name string) quota.Usage {
 
 // notBelowWalk fails unless admission's usage of the workspace is at least
 // what a fresh walk finds: the ledger may over-count, never under-count.
-func (s *sandbox) notBelowWalk(name, when string) {
+func (s *testRoot) notBelowWalk(name, when string) {
 	s.t.Helper()
 	walk, err := fallback.Walk(filepath.Join(s.root, "projects", name))
 	if err != nil {
@@ -962,14 +962,14 @@ func (s *sandbox) notBelowWalk(name, when string) {
 func TestRemoveCreditsWhatWentOnly(t *testing.T) {
 	cases := []struct {
 		name  string
-		setup func(t *testing.T, s *sandbox) // files made outside xfsq are in the baseline
-		rm    []string                       // removed concurrently
-		once  bool                           // exactly one removal succeeds
+		setup func(t *testing.T, s *testRoot) // files made outside xfsq are in the baseline
+		rm    []string                        // removed concurrently
+		once  bool                            // exactly one removal succeeds
 	}{
-		{"six removals of one file", func(t *testing.T, s *sandbox) {
+		{"six removals of one file", func(t *testing.T, s *testRoot) {
 			s.put("omni", "f", make([]byte, 64*block), true)
 		}, []string{"f", "f", "f", "f", "f", "f"}, true},
-		{"a directory of hard links to a file that stays", func(t *testing.T, s *sandbox) {
+		{"a directory of hard links to a file that stays", func(t *testing.T, s *testRoot) {
 			s.put("omni", "keep", make([]byte, 64*block), true)
 			os.Mkdir(filepath.Join(s.root, "projects/omni/links"), 0o755)
 			for _, n := range []string{"a", "b", "c"} {
@@ -978,7 +978,7 @@ func TestRemoveCreditsWhatWentOnly(t *testing.T) {
 				}
 			}
 		}, []string{"links"}, true},
-		{"hard links inside the removed directory", func(t *testing.T, s *sandbox) {
+		{"hard links inside the removed directory", func(t *testing.T, s *testRoot) {
 			s.put("omni", "d/own", make([]byte, 64*block), true)
 			os.Link(filepath.Join(s.root, "projects/omni/d/own"), filepath.Join(s.root, "projects/omni/d/again"))
 		}, []string{"d", "d"}, false}, // both may remove part of it
@@ -1081,7 +1081,7 @@ func TestRemoveCreditsOnlyWhatTheWalkSaw(t *testing.T) {
 		}
 		s.walkBaseline("a")
 		s.limit("a", limit, 0)
-		time.Sleep(2 * project.CtimeLag)
+		time.Sleep(2 * sandbox.CtimeLag)
 		f, err := os.OpenFile(filepath.Join(ws, "p1"), os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -1133,7 +1133,7 @@ func TestRemoveCreditsNothingMovedInSinceTheWalk(t *testing.T) {
 				}
 				s.walkBaseline("a")
 				s.limit("a", 1<<20, 0)
-				time.Sleep(2 * project.CtimeLag)
+				time.Sleep(2 * sandbox.CtimeLag)
 				if err := os.Rename(moved, filepath.Join(ws, "d")); err != nil {
 					t.Fatal(err)
 				}

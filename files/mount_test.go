@@ -15,8 +15,8 @@ import (
 	"github.com/xfsq/xfsq/internal/mounttest"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/inventory"
-	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota/fallback"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // A tenant writes a file, covers its directory with a tmpfs so that a walk
@@ -45,7 +45,7 @@ func TestCreditsAfterAMountIsGone(t *testing.T) {
 					t.Fatal(err)
 				}
 				mounttest.Tmpfs(t, dir)
-				time.Sleep(2 * project.CtimeLag)
+				time.Sleep(2 * sandbox.CtimeLag)
 				if _, err := s.m.Top(ctx, "a", "", inventory.Options{Depth: 3}); err != nil {
 					t.Fatal(err)
 				}

@@ -21,8 +21,8 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/journal"
-	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota/fallback"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -98,7 +98,7 @@ func helperLayer() (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := project.Open(context.Background(), project.Options{Root: os.Getenv(envRoot), Store: st, Actor: "helper"})
+	m, err := sandbox.Open(context.Background(), sandbox.Options{Root: os.Getenv(envRoot), Store: st, Actor: "helper"})
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func writersHelper() int {
 	return 0
 }
 
-func helperCmd(t *testing.T, s *sandbox, mode, proc string) *exec.Cmd {
+func helperCmd(t *testing.T, s *testRoot, mode, proc string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envHelper+"="+mode, envRoot+"="+s.root, envDSN+"="+s.dsn,
 		envHost+"="+s.st.Host, envProc+"="+proc)
@@ -251,7 +251,7 @@ func slowHelper() int {
 
 // startSlow starts a helper that streams its stdin into "big", feeds it n
 // bytes, and waits until its reservation covers them.
-func startSlow(t *testing.T, s *sandbox, n int) (*exec.Cmd, io.WriteCloser) {
+func startSlow(t *testing.T, s *testRoot, n int) (*exec.Cmd, io.WriteCloser) {
 	t.Helper()
 	cmd := helperCmd(t, s, "slow", "0")
 	cmd.Env = append(cmd.Env, envNamed+"=1")
@@ -274,7 +274,7 @@ func startSlow(t *testing.T, s *sandbox, n int) (*exec.Cmd, io.WriteCloser) {
 	}
 }
 
-func doctorKinds(t *testing.T, s *sandbox) map[string]int {
+func doctorKinds(t *testing.T, s *testRoot) map[string]int {
 	t.Helper()
 	findings, err := s.m.Doctor(ctx, false)
 	if err != nil {
@@ -300,8 +300,8 @@ func testDeadWriterIsReclaimedAtOnce(t *testing.T, dsn string) {
 	s.limit("omni", s.used("omni").Bytes+10<<20, 0)
 	os.WriteFile(filepath.Join(s.root, "projects/omni/big"), []byte("old content"), 0o644)
 	cmd, _ := startSlow(t, s, 6<<20)
-	if k := doctorKinds(t, s); k[project.WriteInProgress] != 1 || k[project.DeadReservation] != 0 {
-		t.Errorf("doctor during the write: %v, want one %s", k, project.WriteInProgress)
+	if k := doctorKinds(t, s); k[sandbox.WriteInProgress] != 1 || k[sandbox.DeadReservation] != 0 {
+		t.Errorf("doctor during the write: %v, want one %s", k, sandbox.WriteInProgress)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
@@ -316,8 +316,8 @@ func testDeadWriterIsReclaimedAtOnce(t *testing.T, dsn string) {
 	if _, err := os.Stat(temp); err != nil {
 		t.Fatalf("the killed writer's temporary file %s: %v", temp, err)
 	}
-	if k := doctorKinds(t, s); k[project.DeadReservation] != 1 || k[project.WriteInProgress] != 0 {
-		t.Errorf("doctor after the kill: %v, want one %s", k, project.DeadReservation)
+	if k := doctorKinds(t, s); k[sandbox.DeadReservation] != 1 || k[sandbox.WriteInProgress] != 0 {
+		t.Errorf("doctor after the kill: %v, want one %s", k, sandbox.DeadReservation)
 	}
 	// 6 MiB of the 10 are held by the dead writer: this write fits only
 	// if its reservation is reclaimed now (reservation_ttl is 10m).
@@ -338,7 +338,7 @@ func testDeadWriterIsReclaimedAtOnce(t *testing.T, dsn string) {
 
 // evictionStates lists the states of the storage.evicted records of p,
 // newest first.
-func evictionStates(t *testing.T, s *sandbox, p string) string {
+func evictionStates(t *testing.T, s *testRoot, p string) string {
 	t.Helper()
 	evs, err := s.st.Events(ctx, store.EventFilter{Type: journal.TypeEvicted, Limit: 1000})
 	if err != nil {
@@ -370,33 +370,33 @@ func TestDoctorRemovesAStrayTemporaryFile(t *testing.T) {
 	cmd, _ := startSlow(t, s, 1<<20)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	os.WriteFile(filepath.Join(tree, project.TempPrefix+"stray"), make([]byte, 100<<10), 0o644)
-	os.MkdirAll(filepath.Join(tree, project.TempPrefix+"dir/work"), 0o755)
-	os.WriteFile(filepath.Join(tree, project.TempPrefix+"dir/work/thesis"), []byte("years"), 0o644)
-	if k := doctorKinds(t, s); k[project.StrayTemp] != 0 {
+	os.WriteFile(filepath.Join(tree, sandbox.TempPrefix+"stray"), make([]byte, 100<<10), 0o644)
+	os.MkdirAll(filepath.Join(tree, sandbox.TempPrefix+"dir/work"), 0o755)
+	os.WriteFile(filepath.Join(tree, sandbox.TempPrefix+"dir/work/thesis"), []byte("years"), 0o644)
+	if k := doctorKinds(t, s); k[sandbox.StrayTemp] != 0 {
 		t.Errorf("doctor right after: %v; a temporary file changed within reservation_ttl may be a write placing it", k)
 	}
 	s.walkBaseline("omni") // counts the stray: its removal is credited
 	withStray := s.used("omni")
 	time.Sleep(1100 * time.Millisecond)
-	os.WriteFile(filepath.Join(tree, project.TempPrefix+"fresh"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(tree, sandbox.TempPrefix+"fresh"), []byte("x"), 0o644)
 	findings, err := s.m.Doctor(ctx, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var strays []string
 	for _, f := range findings {
-		if f.Kind == project.StrayTemp {
+		if f.Kind == sandbox.StrayTemp {
 			strays = append(strays, f.Path)
 			if !f.Fixed {
 				t.Errorf("stray %s not fixed: %s", f.Path, f.Error)
 			}
 		}
 	}
-	if want := "projects/omni/" + project.TempPrefix + "stray"; strings.Join(strays, ",") != want {
+	if want := "projects/omni/" + sandbox.TempPrefix + "stray"; strings.Join(strays, ",") != want {
 		t.Errorf("stray temporary files found: %v, want only %s (not the dead writer's, which its reservation names, nor the fresh one, nor the directory)", strays, want)
 	}
-	if _, err := os.Lstat(filepath.Join(tree, project.TempPrefix+"stray")); !os.IsNotExist(err) {
+	if _, err := os.Lstat(filepath.Join(tree, sandbox.TempPrefix+"stray")); !os.IsNotExist(err) {
 		t.Errorf("the stray temporary file after doctor --fix: %v", err)
 	}
 	// Nothing over-counted: the tree counts what a walk finds, but for the
@@ -406,17 +406,17 @@ func TestDoctorRemovesAStrayTemporaryFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fresh syscall.Stat_t
-	syscall.Lstat(filepath.Join(tree, project.TempPrefix+"fresh"), &fresh)
+	syscall.Lstat(filepath.Join(tree, sandbox.TempPrefix+"fresh"), &fresh)
 	if got := s.used("omni"); got.Bytes+uint64(fresh.Blocks)*512 != real.Bytes || got.Inodes+1 != real.Inodes {
 		t.Errorf("after doctor --fix the tree counts %+v (with the stray %+v), a walk finds %+v and the fresh file: want the stray's 100 KiB and inode credited", got, withStray, real)
 	}
-	if got := evictionStates(t, s, "projects/omni/"+project.TempPrefix+"stray"); got != "done,pending" {
+	if got := evictionStates(t, s, "projects/omni/"+sandbox.TempPrefix+"stray"); got != "done,pending" {
 		t.Errorf("the stray's removal journalled %q, want pending then done", got)
 	}
-	if got, _ := os.ReadFile(filepath.Join(tree, project.TempPrefix+"dir/work/thesis")); string(got) != "years" {
+	if got, _ := os.ReadFile(filepath.Join(tree, sandbox.TempPrefix+"dir/work/thesis")); string(got) != "years" {
 		t.Error("doctor --fix removed what a directory at a temporary name held")
 	}
-	if _, err := os.Lstat(filepath.Join(tree, project.TempPrefix+"fresh")); err != nil {
+	if _, err := os.Lstat(filepath.Join(tree, sandbox.TempPrefix+"fresh")); err != nil {
 		t.Errorf("doctor --fix removed a temporary file changed within reservation_ttl: %v", err)
 	}
 }
@@ -479,8 +479,8 @@ func TestStalledWriterIsReclaimedAfterTTL(t *testing.T) {
 	os.WriteFile(filepath.Join(s.root, "projects/omni/big"), []byte("old content"), 0o644)
 	cmd, stdin := startSlow(t, s, 1<<20)
 	time.Sleep(1500 * time.Millisecond)
-	if k := doctorKinds(t, s); k[project.DeadReservation] != 1 {
-		t.Errorf("doctor after the TTL: %v, want one %s", k, project.DeadReservation)
+	if k := doctorKinds(t, s); k[sandbox.DeadReservation] != 1 {
+		t.Errorf("doctor after the TTL: %v, want one %s", k, sandbox.DeadReservation)
 	}
 	if err := s.put("omni", "small", []byte("x"), true); err != nil {
 		t.Fatal(err)

@@ -21,8 +21,8 @@ import (
 	"github.com/xfsq/xfsq/internal/capdrop"
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/saferm"
-	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // PutResult says what a write did.
@@ -62,7 +62,7 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 func (l *Layer) put(ctx context.Context, name, area, p string, r io.Reader, size int64) (PutResult, error) {
 	// The write's reservation is held by its own operation, so a write
 	// that ended without releasing it is reclaimable at once.
-	ctx, end := project.BeginOp(ctx)
+	ctx, end := sandbox.BeginOp(ctx)
 	defer end()
 	if _, err := CleanNew(p); err != nil {
 		return PutResult{}, err
@@ -188,7 +188,7 @@ func (l *Layer) put(ctx context.Context, name, area, p string, r io.Reader, size
 			// Something in the tree took the file away before it reached p
 			// and it is in the tree: it stays counted, as any file there.
 			w.done = true
-			w.acct.Placed(ctx, project.Replaced{}, w.grown, replacing)
+			w.acct.Placed(ctx, sandbox.Replaced{}, w.grown, replacing)
 			if stuck != nil {
 				// Not the tenant's move: the top refused xfsq's own unlink.
 				return res, errkind.New(errkind.Conflict, fmt.Errorf("%w; xfsq's temporary file %s, which holds what was written (counted), stays at the tree's top, which refused its removal too (%v)", err, w.temp, stuck))
@@ -492,7 +492,7 @@ type writer struct {
 	path     string // the file written, in the tree
 	block    uint64
 	cutoff   time.Time        // the last walk's start less the ctime lag: what is unchanged since, the walk counted
-	replaced project.Replaced // what the rename replaced and unlinked, to be credited
+	replaced sandbox.Replaced // what the rename replaced and unlinked, to be credited
 	inodes   uint64           // new inodes: the file if new, plus missing directories
 	dirBytes uint64           // blocks of the missing directories
 	made     bool             // the missing directories were made (some may be)
@@ -503,7 +503,7 @@ type writer struct {
 	fd       int
 	named    bool // the file has the temporary name (else it is unnamed or placed)
 
-	acct    *project.Write // the write's accounting: admission, reservation, ledger
+	acct    *sandbox.Write // the write's accounting: admission, reservation, ledger
 	size    int64          // the body's declared length, -1 when unknown
 	written uint64
 	blocks  uint64 // named: the temporary file's bytes on disk once whole (fstat), if more than written's
@@ -614,14 +614,14 @@ func (w *writer) need(n uint64) uint64 { return w.alloc(n) }
 // last changed before the walk began, and so were the directories it is
 // in: walked says so), else only as far as the ledger row of a write
 // through xfsq counted that inode (project.Replaced).
-func (w *writer) credit(gone, old *unix.Stat_t, walked bool) project.Replaced {
+func (w *writer) credit(gone, old *unix.Stat_t, walked bool) sandbox.Replaced {
 	if walked && sameInode(gone, old) && time.Unix(old.Ctim.Sec, old.Ctim.Nsec).Before(w.cutoff) {
-		return project.Replaced{Counted: quota.Usage{Bytes: uint64(min(old.Blocks, gone.Blocks)) * 512, Inodes: 1}}
+		return sandbox.Replaced{Counted: quota.Usage{Bytes: uint64(min(old.Blocks, gone.Blocks)) * 512, Inodes: 1}}
 	}
 	if gone.Dev != w.t.dir.Dev() {
-		return project.Replaced{} // its number would name another inode of the tree's
+		return sandbox.Replaced{} // its number would name another inode of the tree's
 	}
-	return project.Replaced{Ino: gone.Ino, Bytes: uint64(gone.Blocks) * 512}
+	return sandbox.Replaced{Ino: gone.Ino, Bytes: uint64(gone.Blocks) * 512}
 }
 
 // admit reserves what is known up front: the whole body when its size is
@@ -634,7 +634,7 @@ func (w *writer) admit(size int64) error {
 	// Every write adds a name, at its path or (a replacement) at the
 	// temporary name the exchange needs: it may grow that directory by a
 	// block, reserved and settled at what the link measured.
-	w.acct = w.l.m.StartWrite(w.t.Tree, w.t.label, project.WriteLimits{MaxFileBytes: w.l.MaxFileBytes, RootBudget: w.l.RootBudget, TTL: w.l.TTL, SoftGrace: w.l.SoftGrace},
+	w.acct = w.l.m.StartWrite(w.t.Tree, w.t.label, sandbox.WriteLimits{MaxFileBytes: w.l.MaxFileBytes, RootBudget: w.l.RootBudget, TTL: w.l.TTL, SoftGrace: w.l.SoftGrace},
 		w.inodes, w.block, path.Join(w.t.Path, w.temp))
 	return w.acct.Reserve(w.ctx, fileBytes, bytes, w.dirBytes)
 }
@@ -857,7 +857,7 @@ func (w *writer) abandon() {
 		if left := w.left(); linked || left.Bytes > 0 {
 			ctx := context.WithoutCancel(w.ctx)
 			if w.acct.Commit(ctx, int64(left.Bytes-w.grown), 0) == nil {
-				w.acct.Placed(ctx, project.Replaced{}, w.grown, time.Now())
+				w.acct.Placed(ctx, sandbox.Replaced{}, w.grown, time.Now())
 			}
 		}
 	}

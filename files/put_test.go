@@ -21,8 +21,8 @@ import (
 
 	"github.com/xfsq/xfsq/internal/prereq"
 	"github.com/xfsq/xfsq/internal/storetest"
-	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota/fallback"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // onFirstRead runs fn when the body is first read, then serves data.
@@ -256,7 +256,7 @@ func TestPutOnAFullFilesystem(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := s.put("omni", "doc", make([]byte, 8<<20), known)
-			var full *project.DiskFullError
+			var full *sandbox.DiskFullError
 			if !errors.As(err, &full) || !strings.Contains(err.Error(), "the filesystem holding "+root+" is full") {
 				t.Errorf("8 MiB onto a 4 MiB filesystem: %v; want the filesystem holding %s is full", err, root)
 			}
@@ -409,7 +409,7 @@ func testWalkBetweenCommitAndLinkKeepsTheWrite(t *testing.T, dsn string) {
 		walked = true
 		// Let the walk's start be later than the ledger row's stamp.
 		time.Sleep(2 * time.Millisecond)
-		if _, err := s.m.Show(ctx, "omni", project.Read{Refresh: true}); err != nil {
+		if _, err := s.m.Show(ctx, "omni", sandbox.Read{Refresh: true}); err != nil {
 			t.Errorf("a refresh between commit and link: %v", err)
 		}
 	}
@@ -425,7 +425,7 @@ func testWalkBetweenCommitAndLinkKeepsTheWrite(t *testing.T, dsn string) {
 	}
 	s.notBelowWalk("omni", "after a walk between commit and link")
 	// A walk that can see the file takes the row, and counts it once.
-	if _, err := s.m.Show(ctx, "omni", project.Read{Refresh: true}); err != nil {
+	if _, err := s.m.Show(ctx, "omni", sandbox.Read{Refresh: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := used(); got < before+1<<20 || got > before+1<<20+64<<10 {

@@ -11,7 +11,7 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // TopResult is what fills a tree, or a directory inside it, as `xfsq top`
@@ -37,7 +37,7 @@ type TopResult struct {
 // one (no "..", no symlink out of the tree, no other mount), then
 // walked beneath the tenant's mounts through no symlink at all. progress,
 // if set, is called with the walk's running totals.
-func (l *Layer) Top(ctx context.Context, name, area, p string, opts inventory.Options, progress func(project.TreeProgress)) (TopResult, error) {
+func (l *Layer) Top(ctx context.Context, name, area, p string, opts inventory.Options, progress func(sandbox.TreeProgress)) (TopResult, error) {
 	p, err := Clean(p)
 	if err != nil {
 		return TopResult{}, err

@@ -13,7 +13,7 @@ import (
 
 	"github.com/xfsq/xfsq/internal/kerneltest"
 	"github.com/xfsq/xfsq/metrics"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // BenchmarkKernelScrape1000 is BenchmarkScrape1000Fallback's scrape on a
@@ -37,7 +37,7 @@ func BenchmarkKernelScrape1000(b *testing.B) {
 	// time, but two stores do not wait on each other.
 	var wg sync.WaitGroup
 	var xfsErr, fbErr error
-	var fb *project.Root
+	var fb *sandbox.Root
 	start := time.Now()
 	wg.Go(func() { xfsErr = addProjects(ctx, r.Manager, benchProjects(), progress("xfs")) })
 	wg.Go(func() { fb, fbErr = bigRoot() })

@@ -15,7 +15,7 @@ import (
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/metrics"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -26,19 +26,19 @@ import (
 // does, and left for the next run. scripts/metrics-bench.sh makes it on
 // the host and copies it into the test kernel's memory, where adding 1,000
 // fallback projects under emulation takes the best part of an hour.
-var bigRoot = sync.OnceValues(func() (*project.Root, error) {
+var bigRoot = sync.OnceValues(func() (*sandbox.Root, error) {
 	ctx := context.Background()
-	cfg := project.Config{Root: os.Getenv(envFallbackRoot), Host: "bench", ProjectFiles: []string{}, Init: true, Backend: project.BackendFallback}
+	cfg := sandbox.Config{Root: os.Getenv(envFallbackRoot), Host: "bench", ProjectFiles: []string{}, Init: true, Backend: sandbox.BackendFallback}
 	if cfg.Root == "" {
 		dir, err := os.MkdirTemp("", "xfsq-metrics-bench-")
 		if err != nil {
 			return nil, err
 		}
 		bigRootDir, cfg.Root = dir, dir
-	} else if _, err := os.Stat(project.LocalDSN(cfg.Root)); err == nil {
+	} else if _, err := os.Stat(sandbox.LocalDSN(cfg.Root)); err == nil {
 		cfg.Init, cfg.Backend = false, "" // init chose the backend
 	}
-	r, err := project.OpenRoot(ctx, cfg)
+	r, err := sandbox.OpenRoot(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -64,9 +64,9 @@ const envFallbackRoot = "XFSQ_BENCH_FALLBACK_ROOT"
 // concurrently: the store takes one writer at a time, and waiting writers
 // back off in sleeps, so four at a time took 1.4–3× as long as one
 // (200 adds on this machine, on its disk and on tmpfs).
-func addProjects(ctx context.Context, m *project.Manager, n int, progress func(done int)) error {
+func addProjects(ctx context.Context, m *sandbox.Manager, n int, progress func(done int)) error {
 	for i := range n {
-		if _, err := m.Add(ctx, "p"+strconv.Itoa(i), project.AddOptions{}); err != nil {
+		if _, err := m.Add(ctx, "p"+strconv.Itoa(i), sandbox.AddOptions{}); err != nil {
 			return err
 		}
 		if progress != nil && (i+1)%100 == 0 {
@@ -89,7 +89,7 @@ func progress(what string) func(int) {
 // its file, for a copy of it to carry), and the temporary one removed.
 var (
 	bigRootDir  string
-	bigRootOpen *project.Root
+	bigRootOpen *sandbox.Root
 )
 
 func TestMain(m *testing.M) {
@@ -164,7 +164,7 @@ func BenchmarkScrape1000Fallback(b *testing.B) {
 
 // scrapeBenchmarks are the sub-benchmarks of a scrape of r, whichever its
 // backend: the scrape, the scrape with a health checker, and Usage alone.
-func scrapeBenchmarks(b *testing.B, r *project.Root) {
+func scrapeBenchmarks(b *testing.B, r *sandbox.Root) {
 	ctx := context.Background()
 	b.Run("scrape", func(b *testing.B) { scrapeLoop(b, metrics.Handler(r, nil, nil)) })
 	b.Run("scrape+health", func(b *testing.B) {

@@ -21,7 +21,7 @@ import (
 
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/internal/deletion"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // Histogram buckets, in seconds. A sweep runs for seconds to an hour (its
@@ -44,7 +44,7 @@ var (
 // sorting and copying of each const metric cost several times the reads
 // themselves (docs/benchmarks.md). metrics.All, checked by the tests and by
 // promtool, keeps them consistent instead.
-func Handler(root *project.Root, checker *health.Checker, log *slog.Logger) http.Handler {
+func Handler(root *sandbox.Root, checker *health.Checker, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -161,13 +161,13 @@ func ptr[T any](v T) *T { return &v }
 // collector holds what outlives a scrape: the journal cursor and the
 // totals read through it.
 type collector struct {
-	root    *project.Root
+	root    *sandbox.Root
 	checker *health.Checker
 	log     *slog.Logger
 	build   []string
 
 	mu       sync.Mutex // one journal read at a time; guards the fields below
-	cursor   project.JournalCursor
+	cursor   sandbox.JournalCursor
 	evicted  map[treeKey]float64
 	failed   map[treeKey]float64
 	sweeps   *histogram
@@ -175,7 +175,7 @@ type collector struct {
 	lastPass time.Time
 }
 
-func newCollector(root *project.Root, checker *health.Checker, log *slog.Logger) *collector {
+func newCollector(root *sandbox.Root, checker *health.Checker, log *slog.Logger) *collector {
 	c := &collector{root: root, checker: checker, log: log,
 		evicted: map[treeKey]float64{}, failed: map[treeKey]float64{}, walks: map[treeKey]*histogram{},
 		sweeps: newHistogram(sweepBuckets), build: []string{"unknown", "unknown"}}
@@ -239,7 +239,7 @@ func (f families) list() []*dto.MetricFamily {
 // (textWriter): the trees in project and area order, and beside each its
 // journal totals and walk histogram as of this scrape.
 type treeSeries struct {
-	trees           []project.TreeStatus
+	trees           []sandbox.TreeStatus
 	labels          []string // each tree's, as treeLabels spells them
 	now             time.Time
 	xfs             bool
@@ -271,7 +271,7 @@ func (s *treeSeries) write(w *textWriter) {
 			s.writeWalks(w, m)
 			continue
 		}
-		if m.Name == TreeUsageAgeSeconds && !s.xfs && !slices.ContainsFunc(s.trees, func(t project.TreeStatus) bool { return t.UsageAsOf != nil }) {
+		if m.Name == TreeUsageAgeSeconds && !s.xfs && !slices.ContainsFunc(s.trees, func(t sandbox.TreeStatus) bool { return t.UsageAsOf != nil }) {
 			continue
 		}
 		w.header(m)
@@ -290,7 +290,7 @@ func (s *treeSeries) write(w *textWriter) {
 				w.treeSample(m.Name, "", l, kindHardLabel, float64(t.InodesHard))
 			case QuotaExceeded:
 				v := 0.0
-				if project.Exceeded(*t, s.now) {
+				if sandbox.Exceeded(*t, s.now) {
 					v = 1
 				}
 				w.treeSample(m.Name, "", l, "", v)
@@ -378,7 +378,7 @@ func (c *collector) scrape(ctx context.Context) ([]*dto.MetricFamily, *treeSerie
 	if err != nil {
 		c.log.Warn("metrics: reading the trees' usage failed", "error", err)
 	}
-	slices.SortFunc(trees, func(a, b project.TreeStatus) int {
+	slices.SortFunc(trees, func(a, b sandbox.TreeStatus) int {
 		return cmp.Or(strings.Compare(a.Project, b.Project), strings.Compare(a.Area, b.Area))
 	})
 	ts := &treeSeries{trees: trees, now: time.Now(), xfs: c.root.Manager.IsXFS(),

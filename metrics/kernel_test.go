@@ -15,7 +15,7 @@ import (
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/kerneltest"
 	"github.com/xfsq/xfsq/metrics"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // TestKernel runs the scrape against real XFS project quotas (one boot of
@@ -28,9 +28,9 @@ func TestKernel(t *testing.T) {
 // xfsRoot initialises a root on a real XFS mount with project quotas, its
 // store at dsn ("" is the root's own); it is closed before the harness
 // unmounts (an open store or quota handle would fail the unmount).
-func xfsRoot(tb testing.TB, kfs *kerneltest.FS, dsn string) *project.Root {
+func xfsRoot(tb testing.TB, kfs *kerneltest.FS, dsn string) *sandbox.Root {
 	tb.Helper()
-	r, err := project.OpenRoot(context.Background(), project.Config{Root: kfs.Dir, DSN: dsn, Host: "kernel", ProjectFiles: []string{}, Init: true, Backend: kfs.Type})
+	r, err := sandbox.OpenRoot(context.Background(), sandbox.Config{Root: kfs.Dir, DSN: dsn, Host: "kernel", ProjectFiles: []string{}, Init: true, Backend: kfs.Type})
 	if err != nil {
 		tb.Fatalf("init an XFS root: %v", err)
 	}
@@ -49,11 +49,11 @@ func testXFSScrape(t *testing.T, kfs *kerneltest.FS) {
 	size := func(n uint64) *uint64 { return &n }
 	adds := []struct {
 		name string
-		opts project.AddOptions
+		opts sandbox.AddOptions
 	}{
-		{"omni", project.AddOptions{Workspace: project.LimitChange{BytesSoft: size(8 * mib), BytesHard: size(10 * mib)}}},
-		{"other", project.AddOptions{Workspace: project.LimitChange{BytesHard: size(100 * mib)}}},
-		{"idle", project.AddOptions{}},
+		{"omni", sandbox.AddOptions{Workspace: sandbox.LimitChange{BytesSoft: size(8 * mib), BytesHard: size(10 * mib)}}},
+		{"other", sandbox.AddOptions{Workspace: sandbox.LimitChange{BytesHard: size(100 * mib)}}},
+		{"idle", sandbox.AddOptions{}},
 	}
 	for _, a := range adds {
 		if _, err := r.Manager.Add(ctx, a.name, a.opts); err != nil {
@@ -109,7 +109,7 @@ func testXFSScrape(t *testing.T, kfs *kerneltest.FS) {
 
 // scrapeDiff compares each tree's used bytes and byte limits in the scrape
 // with xfs_quota's row for the tree's project ID; "" when they agree.
-func scrapeDiff(t *testing.T, samples []sample, trees []project.TreeStatus, mnt string) string {
+func scrapeDiff(t *testing.T, samples []sample, trees []sandbox.TreeStatus, mnt string) string {
 	t.Helper()
 	kernel := kerneltest.ReportBlocks(t, mnt)
 	var diff []string

@@ -9,8 +9,8 @@
 // and by the build, never by paths, runs or users.
 //
 // Every scrape reads what the library already knows, through its reads:
-// project.Manager.Usage (on XFS one enumeration of the kernel's counters,
-// on the fallback the last walk plus the ledger), project.Manager.
+// sandbox.Manager.Usage (on XFS one enumeration of the kernel's counters,
+// on the fallback the last walk plus the ledger), sandbox.Manager.
 // ReadJournal for the counters (only what the journal gained since the
 // last scrape), and health.Checker.Collect for the host. Series are made
 // afresh at each scrape, so a removed project's series are gone from the

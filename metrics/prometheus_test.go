@@ -19,7 +19,7 @@ import (
 	"github.com/xfsq/xfsq/internal/promtest"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/metrics"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -47,7 +47,7 @@ func busyRoot(t *testing.T) *fixture.Root {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Snapshot(ctx, project.SnapshotOptions{Scheduled: true}); err != nil {
+	if _, err := m.Snapshot(ctx, sandbox.SnapshotOptions{Scheduled: true}); err != nil {
 		t.Fatal(err)
 	}
 	return r

@@ -20,7 +20,7 @@ import (
 	"github.com/xfsq/xfsq/internal/prereq"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/metrics"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -175,7 +175,7 @@ func TestScrapeIsTheLibrarysReport(t *testing.T) {
 		if len(find(samples, "go_goroutines", nil)) != 1 || len(find(samples, "process_resident_memory_bytes", nil)) != 1 {
 			t.Error("no Go or process collector")
 		}
-		if _, err := m.Remove(ctx, "a", project.RemoveOptions{}); err != nil {
+		if _, err := m.Remove(ctx, "a", sandbox.RemoveOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		after := parse(t, get(t, url))
@@ -213,7 +213,7 @@ func TestJournalCounters(t *testing.T) {
 		evict(500, deletion.StatePartial)
 		evict(0, deletion.StateFailed)
 		record("", journal.Swept{DurationSeconds: 2.5})
-		if _, err := m.Snapshot(ctx, project.SnapshotOptions{Scheduled: true}); err != nil {
+		if _, err := m.Snapshot(ctx, sandbox.SnapshotOptions{Scheduled: true}); err != nil {
 			t.Fatal(err)
 		}
 		for scrape := range 3 {
@@ -308,7 +308,7 @@ func TestCardinality(t *testing.T) {
 		}
 	}
 	check(1000)
-	if _, err := r.Manager.Remove(r.Ctx, names[500], project.RemoveOptions{}); err != nil {
+	if _, err := r.Manager.Remove(r.Ctx, names[500], sandbox.RemoveOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	check(999)
@@ -336,8 +336,8 @@ func TestScrapeOfAnEmptyRoot(t *testing.T) {
 	if one(t, s, metrics.CollectorSuccess, map[string]string{"collector": "trees"}) != 1 || len(find(s, metrics.TreeUsedBytes, nil)) != 1 {
 		t.Errorf("empty root: %+v", s)
 	}
-	inbound := tree(project.RootOwner, area.Inbound)
-	if one(t, s, metrics.TreeUsedBytes, inbound) <= 0 || one(t, s, metrics.TreeLimitBytes, map[string]string{"project": project.RootOwner, "area": area.Inbound, "kind": "hard"}) != 10<<30 {
+	inbound := tree(sandbox.RootOwner, area.Inbound)
+	if one(t, s, metrics.TreeUsedBytes, inbound) <= 0 || one(t, s, metrics.TreeLimitBytes, map[string]string{"project": sandbox.RootOwner, "area": area.Inbound, "kind": "hard"}) != 10<<30 {
 		t.Errorf("the inbound tree's series: used %v, hard limit %v; want its usage and default_inbound_quota (10 GiB)",
 			find(s, metrics.TreeUsedBytes, inbound), find(s, metrics.TreeLimitBytes, inbound))
 	}

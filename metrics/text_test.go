@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // The hand-written per-tree series read back, through Prometheus's own
@@ -36,7 +36,7 @@ func TestTreeSeriesReadBackThroughPrometheusParser(t *testing.T) {
 	}
 	s := &treeSeries{now: time.Now()}
 	for _, c := range cases {
-		s.trees = append(s.trees, project.TreeStatus{Project: c.project, Area: area.Workspace, UsedBytes: c.used,
+		s.trees = append(s.trees, sandbox.TreeStatus{Project: c.project, Area: area.Workspace, UsedBytes: c.used,
 			BytesHard: 1 << 30, UsageAsOf: &walked})
 		s.evicted = append(s.evicted, c.evicted)
 		s.failed = append(s.failed, 2)

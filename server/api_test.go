@@ -30,7 +30,7 @@ import (
 	"github.com/xfsq/xfsq/internal/mounttest"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/metrics"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/server"
 	"github.com/xfsq/xfsq/store"
 )
@@ -304,7 +304,7 @@ func TestAPI(t *testing.T) {
 			t.Errorf("set: %v %+v", err, p)
 		}
 		a, err := rd.Admission(ctx, "omni", false)
-		if err != nil || a.Decision != project.Ok {
+		if err != nil || a.Decision != sandbox.Ok {
 			t.Errorf("admission: %v %+v", err, a)
 		}
 		// Over a soft limit: warn, with when its grace ends.
@@ -321,7 +321,7 @@ func TestAPI(t *testing.T) {
 			bytesGrace = bytesGrace || tr.BytesGraceEndsAt != nil
 			inodesGrace = inodesGrace || tr.InodesGraceEndsAt != nil
 		}
-		if err != nil || a.Decision != project.Warn || !bytesGrace || !inodesGrace {
+		if err != nil || a.Decision != sandbox.Warn || !bytesGrace || !inodesGrace {
 			t.Errorf("admission over soft limits: %v %+v, want warn with when each grace ends", err, a)
 		}
 		if ps, err := rd.ProjectStorage(ctx, "omni", 1); err != nil || len(ps.Trees) != len(a.Trees) {
@@ -334,7 +334,7 @@ func TestAPI(t *testing.T) {
 		}
 		a, err = lim.Admission(ctx, "other", false)
 		want, _ := r.Manager.Check(ctx, "other")
-		if err != nil || a.Decision != project.Deny || a.Message != want.Message {
+		if err != nil || a.Decision != sandbox.Deny || a.Message != want.Message {
 			t.Errorf("admission of a full project: %v %+v, want the library's %+v", err, a, want)
 		}
 
@@ -532,7 +532,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		// A real internal error: the store closed under the server.
 		r.Root.Manager.Store.Close()
 		record(ts.raw(t, "GET", p+"/omni/admission", readerToken, ""))
-		evs, err := r.Reopen().Events(context.Background(), project.EventQuery{Limit: project.MaxEventLimit})
+		evs, err := r.Reopen().Events(context.Background(), sandbox.EventQuery{Limit: sandbox.MaxEventLimit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -676,7 +676,7 @@ func TestAPIErrors(t *testing.T) {
 		if err := r.Root.Manager.Store.InTx(ctx, func(tx *store.Tx) error { return tx.SetProjectState(ctx, "half", store.StateAdding, "") }); err != nil {
 			t.Fatal(err)
 		}
-		if a, err := ts.client(readerToken).Admission(ctx, "half", false); err != nil || a.Decision != project.Deny {
+		if a, err := ts.client(readerToken).Admission(ctx, "half", false); err != nil || a.Decision != sandbox.Deny {
 			t.Errorf("admission of a half-added project: %v %+v, want deny", err, a)
 		}
 		for _, c := range [][3]string{

@@ -23,7 +23,7 @@ import (
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/storetest"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // The crash test's child: this test binary, run with these set, serves the
@@ -40,7 +40,7 @@ func TestSweepServerChild(t *testing.T) {
 		return // only the crash test's child process serves
 	}
 	ctx := context.Background()
-	r, err := project.OpenRoot(ctx, project.Config{Root: rootDir, DSN: os.Getenv(envChildDSN), Host: fixture.Host, ProjectFiles: []string{}})
+	r, err := sandbox.OpenRoot(ctx, sandbox.Config{Root: rootDir, DSN: os.Getenv(envChildDSN), Host: fixture.Host, ProjectFiles: []string{}})
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(1)
@@ -52,7 +52,7 @@ func TestSweepServerChild(t *testing.T) {
 		os.Exit(1)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		ctx := project.WithActor(withCaller(req.Context(), operator), operator.Name)
+		ctx := sandbox.WithActor(withCaller(req.Context(), operator), operator.Name)
 		mux := http.NewServeMux()
 		mux.Handle(sweepRoute, answered(log, newSweepAPI(r).Sweep))
 		mux.ServeHTTP(w, req.WithContext(ctx))

@@ -16,7 +16,7 @@ import (
 
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/prereq"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // The dashboard's files are served without a token (they hold no data),
@@ -156,7 +156,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		write(filepath.Join(ws("beta"), "big"), 1100<<10)
 		write(filepath.Join(ws("gamma"), "small"), 4<<10)
 		write(filepath.Join(ws("alpha"), "uploads", "gone.txt"), 4<<10)
-		if _, err := r.Manager.Snapshot(r.Ctx, project.SnapshotOptions{}); err != nil {
+		if _, err := r.Manager.Snapshot(r.Ctx, sandbox.SnapshotOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		ts := newServer(t, r)

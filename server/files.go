@@ -16,7 +16,7 @@ import (
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/files"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // filesAPI serves /v1/workspace/storage/projects/{id}/files/{path...}
@@ -24,10 +24,10 @@ import (
 // files.Clean (files.CleanNew for a new name) and is resolved beneath the
 // project tree, so an HTTP client can reach exactly what `xfsq files` can.
 type filesAPI struct {
-	m *project.Manager
+	m *sandbox.Manager
 }
 
-func newFilesAPI(root *project.Root) *filesAPI {
+func newFilesAPI(root *sandbox.Root) *filesAPI {
 	return &filesAPI{m: root.Manager}
 }
 

@@ -25,7 +25,7 @@ import (
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/prereq"
 	"github.com/xfsq/xfsq/internal/tenanttest"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 const filesPattern = "/v1/workspace/storage/projects/{id}/files/{path...}"
@@ -373,7 +373,7 @@ func TestConcurrentUploadsStayWithinLimit(t *testing.T) {
 			}
 		}
 		// What is really on disk, walked now, against the limit.
-		p, err := r.Manager.Show(r.Ctx, "omni", project.Read{Refresh: true})
+		p, err := r.Manager.Show(r.Ctx, "omni", sandbox.Read{Refresh: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -518,23 +518,23 @@ func TestFilesOfTheInboundTree(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv := storageTestServer(t, operator, filesRoutes(r))
-		resp, body := put(t, filesURL(srv.URL, project.RootOwner, "chan1/msg")+"?area=inbound", "staged")
+		resp, body := put(t, filesURL(srv.URL, sandbox.RootOwner, "chan1/msg")+"?area=inbound", "staged")
 		wantStatus(t, "upload into the inbound tree", resp, body, http.StatusCreated)
 		if b, err := os.ReadFile(filepath.Join(r.Manager.Root, "inbound/chan1/msg")); err != nil || string(b) != "staged" {
 			t.Errorf("?area=inbound wrote elsewhere: %v %q", err, b)
 		}
-		resp, body = do(t, http.MethodGet, filesURL(srv.URL, project.RootOwner, "chan1")+"?area=inbound", nil)
+		resp, body = do(t, http.MethodGet, filesURL(srv.URL, sandbox.RootOwner, "chan1")+"?area=inbound", nil)
 		var l apiv1.Listing
 		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &l) != nil || l.Area != area.Inbound || len(l.Entries) != 1 || l.Entries[0].Name != "msg" {
 			t.Errorf("listing of inbound/chan1: %d %s", resp.StatusCode, body)
 		}
-		resp, body = put(t, filesURL(srv.URL, project.RootOwner, "chan1/big")+"?area=inbound", strings.Repeat("x", 64<<10))
+		resp, body = put(t, filesURL(srv.URL, sandbox.RootOwner, "chan1/big")+"?area=inbound", strings.Repeat("x", 64<<10))
 		wantStatus(t, "64 KiB into a 32 KiB inbound tree", resp, body, http.StatusInsufficientStorage)
 		resp, body = put(t, filesURL(srv.URL, "omni", "x")+"?area=inbound", "x")
-		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, project.RootOwner) {
-			t.Errorf("a project's inbound: %d %s, want 400 naming %s", resp.StatusCode, body, project.RootOwner)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, sandbox.RootOwner) {
+			t.Errorf("a project's inbound: %d %s, want 400 naming %s", resp.StatusCode, body, sandbox.RootOwner)
 		}
-		resp, body = put(t, filesURL(srv.URL, project.RootOwner, "x"), "x")
+		resp, body = put(t, filesURL(srv.URL, sandbox.RootOwner, "x"), "x")
 		wantStatus(t, "_root's workspace", resp, body, http.StatusBadRequest)
 	})
 }

@@ -12,7 +12,7 @@ import (
 
 	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -84,8 +84,8 @@ func queryBool(r *http.Request, name string) (bool, error) {
 }
 
 // change is a request's limits as the library's change: nil unchanged.
-func change(l apiv1.Limits) project.LimitChange {
-	return project.LimitChange{BytesSoft: (*uint64)(l.BytesSoft), BytesHard: (*uint64)(l.BytesHard),
+func change(l apiv1.Limits) sandbox.LimitChange {
+	return sandbox.LimitChange{BytesSoft: (*uint64)(l.BytesSoft), BytesHard: (*uint64)(l.BytesHard),
 		InodesSoft: (*uint64)(l.InodesSoft), InodesHard: (*uint64)(l.InodesHard)}
 }
 
@@ -117,7 +117,7 @@ func (s *Server) projects(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	c := CallerOf(r.Context())
-	seen := make([]project.ProjectRecord, 0, len(ps))
+	seen := make([]sandbox.ProjectRecord, 0, len(ps))
 	for _, p := range ps {
 		if c.Sees(p.Name) {
 			seen = append(seen, p)
@@ -135,7 +135,7 @@ func (s *Server) addProject(w http.ResponseWriter, r *http.Request) error {
 	if req.Project == "" {
 		return errkind.New(errkind.Input, errors.New(`field "project": give the new project's name`))
 	}
-	p, err := s.m.Add(r.Context(), req.Project, project.AddOptions{Workspace: change(req.Workspace), Cache: change(req.Cache)})
+	p, err := s.m.Add(r.Context(), req.Project, sandbox.AddOptions{Workspace: change(req.Workspace), Cache: change(req.Cache)})
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (s *Server) setProject(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) removeProject(w http.ResponseWriter, r *http.Request) error {
-	var o project.RemoveOptions
+	var o sandbox.RemoveOptions
 	for _, f := range []struct {
 		name string
 		dst  *bool
@@ -250,9 +250,9 @@ func (s *Server) releaseLease(w http.ResponseWriter, r *http.Request) error {
 // projects' records (and 404 for a project filter it may not see).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	eq := project.EventQuery{Type: q.Get("type"), Project: q.Get("project"), Cursor: q.Get("cursor")}
+	eq := sandbox.EventQuery{Type: q.Get("type"), Project: q.Get("project"), Cursor: q.Get("cursor")}
 	if v := q.Get("since"); v != "" {
-		t, err := project.ParseSince(v, time.Now())
+		t, err := sandbox.ParseSince(v, time.Now())
 		if err != nil {
 			return err
 		}
@@ -261,7 +261,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return errkind.New(errkind.Input, fmt.Errorf("query parameter limit=%q: use 1 to %d", v, project.MaxEventLimit))
+			return errkind.New(errkind.Input, fmt.Errorf("query parameter limit=%q: use 1 to %d", v, sandbox.MaxEventLimit))
 		}
 		eq.Limit = n
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/client"
 	"github.com/xfsq/xfsq/internal/fixture"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // TestInboundOverTheAPI: the root's inbound tree is reached as project
@@ -24,7 +24,7 @@ func TestInboundOverTheAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		hard := uint64(2 << 20)
-		p, err := op.SetLimits(ctx, project.RootOwner, area.Inbound, client.Limits{}.WithBytesHard(hard))
+		p, err := op.SetLimits(ctx, sandbox.RootOwner, area.Inbound, client.Limits{}.WithBytesHard(hard))
 		if err != nil || len(p.Trees) != 1 || p.Trees[0].Area != area.Inbound || p.Trees[0].BytesHard != hard {
 			t.Errorf("PATCH the inbound tree's limit: %v %+v", err, p)
 		}
@@ -44,7 +44,7 @@ func TestInboundOverTheAPI(t *testing.T) {
 				t.Errorf("%s %s %s: %d %s, want 400 saying what inbound is", c.method, c.path, c.body, code, body)
 			}
 		}
-		if trees, _ := r.Manager.Store.Trees(ctx, project.RootOwner); len(trees) != 1 || trees[0].Limits.BytesHard != hard {
+		if trees, _ := r.Manager.Store.Trees(ctx, sandbox.RootOwner); len(trees) != 1 || trees[0].Limits.BytesHard != hard {
 			t.Errorf("the inbound tree after the refusals: %+v", trees)
 		}
 	})

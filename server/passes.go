@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // PassActor is the journal's actor for what the scheduled passes do: no
@@ -21,7 +21,7 @@ const PassActor = "xfsq-serve/scheduled"
 // priority on its own threads, stopping between entries when cancelled);
 // this only keeps time and logs.
 type Passes struct {
-	Root *project.Root
+	Root *sandbox.Root
 	Log  *slog.Logger
 	// Tick is the longest Run sleeps before it looks at the passes again,
 	// so that a changed interval setting takes effect within a tick; zero
@@ -39,7 +39,7 @@ type Passes struct {
 // once the pass under way has stopped between entries. A pass that fails
 // is logged and tried again when next due; nothing stops Run but ctx.
 func (p *Passes) Run(ctx context.Context) error {
-	ctx = project.WithActor(ctx, PassActor)
+	ctx = sandbox.WithActor(ctx, PassActor)
 	if n, err := p.Settle(ctx); err != nil && ctx.Err() == nil {
 		p.log().Error("settle the deletions interrupted before this start", "error", err)
 	} else if n > 0 {
@@ -54,7 +54,7 @@ func (p *Passes) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if p.Warm != nil && (first || slices.ContainsFunc(outs, func(o project.PassOutcome) bool { return o.Ran })) {
+		if p.Warm != nil && (first || slices.ContainsFunc(outs, func(o sandbox.PassOutcome) bool { return o.Ran })) {
 			start := time.Now()
 			if err := p.Warm(ctx); err != nil && ctx.Err() == nil {
 				p.log().Warn("warming the read cache failed: the next requests read the store themselves", "error", err)
@@ -82,17 +82,17 @@ func (p *Passes) Run(ctx context.Context) error {
 // as pending (done if gone, failed if still there), so that none is left
 // unsettled past a start; Run calls it first.
 func (p *Passes) Settle(ctx context.Context) (int, error) {
-	return p.Root.SettleInterrupted(project.WithActor(ctx, PassActor))
+	return p.Root.SettleInterrupted(sandbox.WithActor(ctx, PassActor))
 }
 
 // RunOnce runs each pass that is due, once, and says what each did; the
 // error joins the passes' errors. Run calls it every tick; tests call it
 // alone.
-func (p *Passes) RunOnce(ctx context.Context) ([]project.PassOutcome, error) {
-	ctx = project.WithActor(ctx, PassActor)
-	var outs []project.PassOutcome
+func (p *Passes) RunOnce(ctx context.Context) ([]sandbox.PassOutcome, error) {
+	ctx = sandbox.WithActor(ctx, PassActor)
+	var outs []sandbox.PassOutcome
 	var errs []error
-	for _, name := range project.Passes {
+	for _, name := range sandbox.Passes {
 		if ctx.Err() != nil {
 			errs = append(errs, ctx.Err())
 			break

@@ -16,13 +16,13 @@ import (
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/health"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // Config is what a Server serves.
 type Config struct {
 	// Root is the open sandbox root; the server uses it, the caller closes it.
-	Root *project.Root
+	Root *sandbox.Root
 	// Tokens are the bearer tokens in force (a *TokenFile reloads on SIGHUP).
 	Tokens TokenSource
 	// Log receives the server's errors, and the access log unless
@@ -79,8 +79,8 @@ func (r Route) ProjectScoped() bool { return strings.Contains(r.Pattern, "{id}")
 
 // Server is the HTTP API over one open root.
 type Server struct {
-	root    *project.Root
-	m       *project.Manager
+	root    *sandbox.Root
+	m       *sandbox.Manager
 	tokens  TokenSource
 	log     *slog.Logger
 	access  *accessLog // nil: the access log goes to log
@@ -171,7 +171,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Warm reads and encodes what the first requests would otherwise wait
-// for (project.Manager.Warm): the overview and every project's check. A
+// for (sandbox.Manager.Warm): the overview and every project's check. A
 // server started under load answers its first overview requests in
 // microseconds instead of half a second each. Call it beside Serve, not
 // before: requests are answered meanwhile, only slower.
@@ -349,7 +349,7 @@ func (s *Server) guard(rt Route) http.Handler {
 		}
 		ctx := withCaller(r.Context(), caller)
 		if caller.Name != "" {
-			ctx = project.WithActor(ctx, caller.Name)
+			ctx = sandbox.WithActor(ctx, caller.Name)
 		}
 		rt.Handler(w, r.WithContext(ctx))
 	})
@@ -358,7 +358,7 @@ func (s *Server) guard(rt Route) http.Handler {
 // projectNotFound is the library's answer for a project that does not
 // exist, word for word, so that a limited reader cannot tell the two apart.
 func projectNotFound(name string) error {
-	return errkind.WithHint(errkind.NotFound, fmt.Errorf("project %q %w", name, project.ErrNotFound), "see xfsq project list")
+	return errkind.WithHint(errkind.NotFound, fmt.Errorf("project %q %w", name, sandbox.ErrNotFound), "see xfsq project list")
 }
 
 // bearerToken is the token of an Authorization: Bearer header; given is

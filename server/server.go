@@ -1,6 +1,6 @@
 // Package server is the HTTP shell of xfsq (`xfsq serve`, docs/api.md): a JSON
 // API, the dashboard and the metrics endpoint over one long-lived
-// project.Root. Each handler is decode → one library call → encode; the
+// sandbox.Root. Each handler is decode → one library call → encode; the
 // library decides, the server only translates.
 //
 // It owns the HTTP surface: routing, bearer tokens and roles, request

@@ -13,25 +13,25 @@ import (
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/inventory"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // storageAPI serves the storage overview and a project's detail. The
-// library caches the assembled overview (project.Manager.Overview: reused
+// library caches the assembled overview (sandbox.Manager.Overview: reused
 // while the store's change mark stands and it is younger than
 // project.DefaultOverviewMaxAge); this keeps that one answer encoded, with
 // its ETag, so a request from an unlimited caller costs one cheap store
 // query and a write of the bytes.
 type storageAPI struct {
-	m *project.Manager
+	m *sandbox.Manager
 
 	mu      sync.Mutex
-	encoded *project.Overview // what body and etag were encoded from
+	encoded *sandbox.Overview // what body and etag were encoded from
 	body    []byte
 	etag    string
 }
 
-func newStorageAPI(root *project.Root) (*storageAPI, error) {
+func newStorageAPI(root *sandbox.Root) (*storageAPI, error) {
 	return &storageAPI{m: root.Manager}, nil
 }
 
@@ -47,7 +47,7 @@ func (a *storageAPI) Overview(w http.ResponseWriter, r *http.Request) error {
 	}
 	c := CallerOf(r.Context())
 	// A refresh walks what the caller may see, and no more.
-	ov, err := a.m.Overview(r.Context(), project.OverviewOptions{Refresh: refresh, Projects: c.Projects})
+	ov, err := a.m.Overview(r.Context(), sandbox.OverviewOptions{Refresh: refresh, Projects: c.Projects})
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (a *storageAPI) Overview(w http.ResponseWriter, r *http.Request) error {
 		// A limited reader's own view: the others' names must not leak,
 		// not even through the ETag.
 		mine := *ov
-		mine.Projects = make([]project.ProjectOverview, 0, len(c.Projects))
+		mine.Projects = make([]sandbox.ProjectOverview, 0, len(c.Projects))
 		for _, p := range ov.Projects {
 			if c.Sees(p.Project) {
 				mine.Projects = append(mine.Projects, p)
@@ -75,7 +75,7 @@ func (a *storageAPI) Overview(w http.ResponseWriter, r *http.Request) error {
 }
 
 // encodedOverview is ov encoded and tagged, encoded once per overview.
-func (a *storageAPI) encodedOverview(ov *project.Overview) ([]byte, string, error) {
+func (a *storageAPI) encodedOverview(ov *sandbox.Overview) ([]byte, string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.encoded == ov {
@@ -92,7 +92,7 @@ func (a *storageAPI) encodedOverview(ov *project.Overview) ([]byte, string, erro
 // weak one (the body is equivalent, not identical) over every member but
 // the first, generated_at, so that an overview assembled again with the
 // same figures revalidates with 304.
-func encodeTagged(ov *project.Overview) ([]byte, string, error) {
+func encodeTagged(ov *sandbox.Overview) ([]byte, string, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -161,7 +161,7 @@ func (a *storageAPI) Project(w http.ResponseWriter, r *http.Request) error {
 
 // warm encodes the overview Manager.Warm assembled, so that the first
 // overview requests write bytes instead of queueing behind one encoding.
-func (a *storageAPI) warm(ov *project.Overview) error {
+func (a *storageAPI) warm(ov *sandbox.Overview) error {
 	_, _, err := a.encodedOverview(ov)
 	return err
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/fixture"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // BenchmarkOverview1000 serves GET /v1/workspace/storage for a fallback
@@ -44,7 +44,7 @@ func BenchmarkOverview1000(b *testing.B) {
 	for _, name := range names[:n/10] {
 		os.WriteFile(filepath.Join(r.Manager.Root, "projects", name, "data"), make([]byte, 64<<10), 0o644)
 	}
-	if _, err := r.Manager.Snapshot(r.Ctx, project.SnapshotOptions{}); err != nil {
+	if _, err := r.Manager.Snapshot(r.Ctx, sandbox.SnapshotOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	a, err := newStorageAPI(r.Root)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // routes maps "METHOD PATTERN" to a handler, as the core's route table will.
@@ -25,7 +25,7 @@ func storageTestServer(t testing.TB, caller Caller, rs routes) *httptest.Server 
 				WriteProblem(w, projectNotFound(id)) // the middleware's answer
 				return
 			}
-			ctx := project.WithActor(withCaller(r.Context(), caller), caller.Name)
+			ctx := sandbox.WithActor(withCaller(r.Context(), caller), caller.Name)
 			h(w, r.WithContext(ctx))
 		})
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/fixture"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 const (
@@ -34,7 +34,7 @@ func TestOverviewEndpoint(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(10<<20, "omni", "beta")
 		os.WriteFile(filepath.Join(r.Manager.Root, "projects/omni/data"), make([]byte, 1<<20), 0o644)
-		if _, err := r.Manager.Snapshot(r.Ctx, project.SnapshotOptions{}); err != nil {
+		if _, err := r.Manager.Snapshot(r.Ctx, sandbox.SnapshotOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		rs := storageRoutes(t, r)
@@ -105,20 +105,20 @@ func TestProjectEndpoint(t *testing.T) {
 		r.Add(10<<20, "omni", "beta")
 		os.MkdirAll(filepath.Join(r.Manager.Root, "projects/omni/a/b/c/d"), 0o755)
 		os.WriteFile(filepath.Join(r.Manager.Root, "projects/omni/a/b/c/d/f"), make([]byte, 64<<10), 0o644)
-		if _, err := r.Manager.Snapshot(r.Ctx, project.SnapshotOptions{Projects: []string{"omni"}}); err != nil {
+		if _, err := r.Manager.Snapshot(r.Ctx, sandbox.SnapshotOptions{Projects: []string{"omni"}}); err != nil {
 			t.Fatal(err)
 		}
 		srv := storageTestServer(t, Caller{Name: "dash", Role: RoleReader, Projects: []string{"omni", "beta"}}, storageRoutes(t, r))
 		url := srv.URL + "/v1/workspace/storage/projects/"
-		var d project.ProjectStorage
-		workspace := func() project.TreeStorage {
+		var d sandbox.ProjectStorage
+		workspace := func() sandbox.TreeStorage {
 			for _, tr := range d.Trees {
 				if tr.Area == area.Workspace {
 					return tr
 				}
 			}
 			t.Fatalf("no workspace tree: %+v", d)
-			return project.TreeStorage{}
+			return sandbox.TreeStorage{}
 		}
 		resp, body := do(t, http.MethodGet, url+"omni", nil)
 		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &d) != nil {
@@ -140,7 +140,7 @@ func TestProjectEndpoint(t *testing.T) {
 			}
 		}
 		resp, body = do(t, http.MethodGet, url+"beta", nil)
-		d = project.ProjectStorage{}
+		d = sandbox.ProjectStorage{}
 		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &d) != nil || workspace().Tree != nil || !strings.Contains(body, `"tree":null`) ||
 			!strings.Contains(body, `"snapshot_at":null`) || workspace().UsedBytes == 0 {
 			t.Errorf("a project never snapshotted: %d %s", resp.StatusCode, body)
@@ -155,11 +155,11 @@ func TestProjectEndpoint(t *testing.T) {
 // TestOverviewETag: the validator ignores when the overview was assembled
 // and follows every figure, so a poll of an unchanged root gets 304.
 func TestOverviewETag(t *testing.T) {
-	a := &project.Overview{GeneratedAt: time.Unix(1, 0), Root: "/srv", Projects: []project.ProjectOverview{{Project: "omni", WorkspaceBytes: 1}}}
+	a := &sandbox.Overview{GeneratedAt: time.Unix(1, 0), Root: "/srv", Projects: []sandbox.ProjectOverview{{Project: "omni", WorkspaceBytes: 1}}}
 	b := *a
 	b.GeneratedAt = time.Unix(2, 0)
 	c := *a
-	c.Projects = []project.ProjectOverview{{Project: "omni", WorkspaceBytes: 2}}
+	c.Projects = []sandbox.ProjectOverview{{Project: "omni", WorkspaceBytes: 2}}
 	_, ta, _ := encodeTagged(a)
 	_, tb, _ := encodeTagged(&b)
 	_, tc, _ := encodeTagged(&c)
@@ -185,7 +185,7 @@ func TestWarmEncodesTheOverviewBeforeAnyRequest(t *testing.T) {
 		if err := s.Warm(r.Ctx); err != nil {
 			t.Fatal(err)
 		}
-		ov, err := r.Manager.Overview(r.Ctx, project.OverviewOptions{})
+		ov, err := r.Manager.Overview(r.Ctx, sandbox.OverviewOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

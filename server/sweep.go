@@ -7,7 +7,7 @@ import (
 
 	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/sweep"
 )
 
@@ -17,10 +17,10 @@ import (
 // PROJECT, a sweep by policy now. The library decides all of it; this
 // only maps JSON to one call and the outcome to JSON (docs/design/README.md#output-conventions).
 type sweepAPI struct {
-	root *project.Root
+	root *sandbox.Root
 }
 
-func newSweepAPI(root *project.Root) *sweepAPI {
+func newSweepAPI(root *sandbox.Root) *sweepAPI {
 	return &sweepAPI{root: root}
 }
 
@@ -59,19 +59,19 @@ func (a *sweepAPI) Sweep(w http.ResponseWriter, r *http.Request) error {
 	m := a.root.Manager
 	switch {
 	case req.DryRun != nil && *req.DryRun:
-		out, err := m.Sweep(r.Context(), project.SweepOptions{Projects: []string{name}, Areas: req.Areas, DryRun: true, Keep: true, Exclusive: true})
+		out, err := m.Sweep(r.Context(), sandbox.SweepOptions{Projects: []string{name}, Areas: req.Areas, DryRun: true, Keep: true, Exclusive: true})
 		if err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusOK, planOf(name, out.Kept))
 	case req.PlanID != "":
-		out, err := m.Sweep(r.Context(), project.SweepOptions{Projects: []string{name}, Apply: project.PlanRef{ID: req.PlanID}, Exclusive: true, Background: true})
+		out, err := m.Sweep(r.Context(), sandbox.SweepOptions{Projects: []string{name}, Apply: sandbox.PlanRef{ID: req.PlanID}, Exclusive: true, Background: true})
 		if err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusOK, resultOf(name, req.PlanID, out))
 	default:
-		out, err := m.Sweep(r.Context(), project.SweepOptions{Projects: []string{name}, Areas: req.Areas, Exclusive: true, Background: true})
+		out, err := m.Sweep(r.Context(), sandbox.SweepOptions{Projects: []string{name}, Areas: req.Areas, Exclusive: true, Background: true})
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func (a *sweepAPI) Sweep(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func planOf(name string, p *project.KeptPlan) apiv1.SweepPlan {
+func planOf(name string, p *sandbox.KeptPlan) apiv1.SweepPlan {
 	out := apiv1.SweepPlan{PlanID: p.ID, Project: name, DryRun: true, Areas: p.Areas, MadeAt: p.MadeAt, ExpiresAt: p.ExpiresAt,
 		Entries: []apiv1.PlannedEntry{}, Skipped: skipsOf(p.Plan.Skipped), OverSoft: overSoftOf(p.Plan.OverSoft)}
 	for _, e := range p.Plan.Evict {
@@ -90,7 +90,7 @@ func planOf(name string, p *project.KeptPlan) apiv1.SweepPlan {
 	return out
 }
 
-func resultOf(name, planID string, o project.SweepOutcome) apiv1.SweepResult {
+func resultOf(name, planID string, o sandbox.SweepOutcome) apiv1.SweepResult {
 	out := apiv1.SweepResult{SweepID: o.SweepID, PlanID: planID, Project: name, Deleted: []apiv1.Deleted{}, FreedBytes: o.BytesFreed,
 		Skipped: skipsOf(o.Skipped), PerPolicy: o.PerPolicy, OverSoft: overSoftOf(o.OverSoft),
 		DurationSeconds: o.Duration.Seconds(), SettledPending: o.Resolved}

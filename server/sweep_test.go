@@ -19,7 +19,7 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/storetest"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 const sweepRoute = "POST /v1/workspace/storage/projects/{id}/sweep"
@@ -27,12 +27,12 @@ const sweepRoute = "POST /v1/workspace/storage/projects/{id}/sweep"
 // testMux serves the handlers under test as the server will, with the auth
 // middleware's part played by a fixed operator: the Caller and its actor
 // in the context.
-func testMux(t testing.TB, root *project.Root, caller Caller) *httptest.Server {
+func testMux(t testing.TB, root *sandbox.Root, caller Caller) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
 	api := answered(slog.New(slog.NewTextHandler(io.Discard, nil)), newSweepAPI(root).Sweep)
 	mux.HandleFunc(sweepRoute, func(w http.ResponseWriter, r *http.Request) {
-		ctx := project.WithActor(withCaller(r.Context(), caller), caller.Name)
+		ctx := sandbox.WithActor(withCaller(r.Context(), caller), caller.Name)
 		api(w, r.WithContext(ctx))
 	})
 	srv := httptest.NewServer(contractCheckedUnlessBench(t, mux))
@@ -425,15 +425,15 @@ func TestSweepAPIInbound(t *testing.T) {
 		}
 		srv := testMux(t, r.Root, operator)
 		var plan apiv1.SweepPlan
-		if code := post(t, srv, project.RootOwner, `{"dry_run": true, "areas": ["inbound"]}`, &plan); code != 200 {
+		if code := post(t, srv, sandbox.RootOwner, `{"dry_run": true, "areas": ["inbound"]}`, &plan); code != 200 {
 			t.Fatalf("dry run: %d %+v", code, plan)
 		}
 		if len(plan.Entries) != 1 || plan.Entries[0].Path != "inbound/chan-old" || plan.Entries[0].Area != "inbound" ||
-			plan.Entries[0].Policy != "inbound_ttl" || plan.Project != project.RootOwner || fmt.Sprint(plan.Areas) != "[inbound]" {
+			plan.Entries[0].Policy != "inbound_ttl" || plan.Project != sandbox.RootOwner || fmt.Sprint(plan.Areas) != "[inbound]" {
 			t.Errorf("plan of _root's inbound: %+v", plan)
 		}
 		var res apiv1.SweepResult
-		if code := post(t, srv, project.RootOwner, `{"plan_id": "`+plan.PlanID+`"}`, &res); code != 200 {
+		if code := post(t, srv, sandbox.RootOwner, `{"plan_id": "`+plan.PlanID+`"}`, &res); code != 200 {
 			t.Fatalf("apply: %d %+v", code, res)
 		}
 		if d, ok := deleted(res, "inbound/chan-old"); !ok || len(res.Deleted) != 1 || d.FreedBytes < 8192 || d.Policy != "inbound_ttl" {
@@ -446,7 +446,7 @@ func TestSweepAPIInbound(t *testing.T) {
 		for _, ev := range r.Events("storage.evicted") {
 			var rec struct{ Path, State, Policy, Area string }
 			json.Unmarshal(ev.Payload, &rec)
-			if ev.Project != project.RootOwner || rec.Path != "inbound/chan-old" || rec.Policy != "inbound_ttl" || rec.Area != "inbound" {
+			if ev.Project != sandbox.RootOwner || rec.Path != "inbound/chan-old" || rec.Policy != "inbound_ttl" || rec.Area != "inbound" {
 				t.Errorf("journalled %s %+v", ev.Project, rec)
 			}
 			states = append(states, rec.State)
@@ -460,7 +460,7 @@ func TestSweepAPIInbound(t *testing.T) {
 				t.Errorf("omni %s: %d %+v, want 400: a project has no inbound tree", body, code, p)
 			}
 		}
-		if code := post(t, srv, project.RootOwner, `{"dry_run": true, "areas": ["cache"]}`, &p); code != 400 {
+		if code := post(t, srv, sandbox.RootOwner, `{"dry_run": true, "areas": ["cache"]}`, &p); code != 400 {
 			t.Errorf("_root's cache: %d %+v, want 400", code, p)
 		}
 	})
@@ -472,7 +472,7 @@ func TestSweepAPIPlanListsTheAreasItCovered(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(1<<30, "omni")
 		srv := testMux(t, r.Root, operator)
-		for name, want := range map[string]string{"omni": "[cache workspace scratch]", project.RootOwner: "[inbound]"} {
+		for name, want := range map[string]string{"omni": "[cache workspace scratch]", sandbox.RootOwner: "[inbound]"} {
 			var plan apiv1.SweepPlan
 			if code := post(t, srv, name, `{"dry_run": true}`, &plan); code != 200 {
 				t.Fatalf("dry run of %s: %d %+v", name, code, plan)

@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 
 	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // The token file (docs/operations.md#tokens) follows Kubernetes' static token file: one CSV
@@ -169,7 +169,7 @@ func parseTokenLine(rec []string) (token, error) {
 		t.caller.Projects = []string{}
 		for p := range strings.SplitSeq(rec[3], ",") {
 			p = strings.TrimSpace(p)
-			if err := project.ValidateName(p); err != nil {
+			if err := sandbox.ValidateName(p); err != nil {
 				if len(p) >= minTokenLen { // the name may be a token in the wrong column
 					return token{}, fmt.Errorf("project list: a name %s is not a valid project name (1-63 characters of a-z 0-9 . _ -)", shownField(p))
 				}

@@ -11,20 +11,20 @@ import (
 	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/health"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // wirePairs are the library's results the server encodes as they are,
 // each beside the wire type a client decodes it into.
 var wirePairs = []struct{ library, wire any }{
-	{project.ProjectRecord{}, apiv1.ProjectRecord{}},
-	{project.Project{}, apiv1.Project{}},
-	{project.Admission{}, apiv1.Admission{}},
-	{project.LeaseStatus{}, apiv1.Lease{}},
-	{project.EventPage{}, apiv1.EventPage{}},
-	{project.Overview{}, apiv1.Overview{}},
-	{project.ProjectStorage{}, apiv1.ProjectStorage{}},
-	{project.RemoveResult{}, apiv1.RemoveResult{}},
+	{sandbox.ProjectRecord{}, apiv1.ProjectRecord{}},
+	{sandbox.Project{}, apiv1.Project{}},
+	{sandbox.Admission{}, apiv1.Admission{}},
+	{sandbox.LeaseStatus{}, apiv1.Lease{}},
+	{sandbox.EventPage{}, apiv1.EventPage{}},
+	{sandbox.Overview{}, apiv1.Overview{}},
+	{sandbox.ProjectStorage{}, apiv1.ProjectStorage{}},
+	{sandbox.RemoveResult{}, apiv1.RemoveResult{}},
 	{files.PutResult{}, apiv1.PutResult{}},
 	{files.RemoveResult{}, apiv1.FileRemoveResult{}},
 	{files.Entry{}, apiv1.Entry{}},

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -146,10 +146,10 @@ func refreshFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "refresh", Usage: "on the fallback backend, walk the trees now rather than read their last walk"}
 }
 
-func readFlags(e env) project.Read { return project.Read{Refresh: e.c.Bool("refresh")} }
+func readFlags(e env) sandbox.Read { return sandbox.Read{Refresh: e.c.Bool("refresh")} }
 
 // areaUsage names the areas a flag takes.
-var areaUsage = strings.Join(area.All, ", ") + " (inbound: the root's own tree, PROJECT " + project.RootOwner + ")"
+var areaUsage = strings.Join(area.All, ", ") + " (inbound: the root's own tree, PROJECT " + sandbox.RootOwner + ")"
 
 func areaFlag() cli.Flag {
 	return &cli.StringFlag{Name: "area", Value: area.Workspace, Usage: areaUsage}

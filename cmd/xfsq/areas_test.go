@@ -130,7 +130,7 @@ type graceRow struct {
 	InodesGraceEnds *time.Time `json:"inodes_grace_ends_at"`
 }
 
-func (s *sandbox) grace(key string) graceRow {
+func (s *testRoot) grace(key string) graceRow {
 	s.t.Helper()
 	var rows []graceRow
 	s.json(&rows, "report")

@@ -25,7 +25,7 @@ import (
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/journal"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -111,7 +111,7 @@ func gitTemplates(t *testing.T) string {
 
 type trial struct {
 	t       *testing.T
-	s       *sandbox
+	s       *testRoot
 	rng     *rand.Rand
 	root    string
 	outside string // the canary: must never change
@@ -133,7 +133,7 @@ func newTrial(t *testing.T, root string, templates string, rng *rand.Rand) *tria
 	tr := &trial{t: t, rng: rng, root: root, protected: map[string]string{}}
 	tr.outside = t.TempDir()
 	tr.s = newSandbox(t, root, "")
-	var init project.InitResult
+	var init sandbox.InitResult
 	tr.s.json(&init, "init")
 	tr.xfs = init.Backend.Kind == "xfs"
 	for _, p := range append(projects, "doomed") {

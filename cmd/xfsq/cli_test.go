@@ -18,8 +18,8 @@ import (
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/journal"
-	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -51,16 +51,16 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// sandbox is one sandbox root driven through the real binary.
-type sandbox struct {
+// testRoot is one testRoot root driven through the real binary.
+type testRoot struct {
 	t    testing.TB
 	root string
 	db   string // "" for the default SQLite file
 	env  []string
 }
 
-func newSandbox(t testing.TB, root, db string) *sandbox {
-	return &sandbox{t: t, root: root, db: db, env: []string{"XFSQ_HOST=test-host"}}
+func newSandbox(t testing.TB, root, db string) *testRoot {
+	return &testRoot{t: t, root: root, db: db, env: []string{"XFSQ_HOST=test-host"}}
 }
 
 type result struct {
@@ -69,13 +69,13 @@ type result struct {
 	signaled       bool
 }
 
-func (s *sandbox) run(args ...string) result {
+func (s *testRoot) run(args ...string) result {
 	s.t.Helper()
 	return s.runAs(-1, args...)
 }
 
 // runAs runs xfsq as the user uid (-1: as the test runs).
-func (s *sandbox) runAs(uid int, args ...string) result {
+func (s *testRoot) runAs(uid int, args ...string) result {
 	s.t.Helper()
 	full := []string{"--root", s.root}
 	if s.db != "" {
@@ -103,7 +103,7 @@ func (s *sandbox) runAs(uid int, args ...string) result {
 }
 
 // ok runs a command that must succeed and returns its stdout.
-func (s *sandbox) ok(args ...string) string {
+func (s *testRoot) ok(args ...string) string {
 	s.t.Helper()
 	r := s.run(args...)
 	if r.code != 0 {
@@ -113,7 +113,7 @@ func (s *sandbox) ok(args ...string) string {
 }
 
 // json runs a command with --json that must succeed and decodes its output.
-func (s *sandbox) json(v any, args ...string) {
+func (s *testRoot) json(v any, args ...string) {
 	s.t.Helper()
 	out := s.ok(append([]string{"--json"}, args...)...)
 	if err := json.Unmarshal([]byte(out), v); err != nil {
@@ -121,7 +121,7 @@ func (s *sandbox) json(v any, args ...string) {
 	}
 }
 
-func (s *sandbox) store() *store.Store {
+func (s *testRoot) store() *store.Store {
 	s.t.Helper()
 	dsn := s.db
 	if dsn == "" {
@@ -157,7 +157,7 @@ type backendObject struct {
 	Reason   string `json:"reason"`
 }
 
-func (s *sandbox) report() map[string]reportRow {
+func (s *testRoot) report() map[string]reportRow {
 	var rows []reportRow
 	s.json(&rows, "report")
 	out := map[string]reportRow{}
@@ -167,7 +167,7 @@ func (s *sandbox) report() map[string]reportRow {
 	return out
 }
 
-func fallbackSandbox(t *testing.T, db string) *sandbox {
+func fallbackSandbox(t *testing.T, db string) *testRoot {
 	s := newSandbox(t, t.TempDir(), db)
 	s.ok("init")
 	return s
@@ -175,7 +175,7 @@ func fallbackSandbox(t *testing.T, db string) *sandbox {
 
 func TestInit(t *testing.T) {
 	s := newSandbox(t, t.TempDir(), "")
-	var res project.InitResult
+	var res sandbox.InitResult
 	s.json(&res, "init")
 	if res.Backend.Kind != "fallback" || res.Backend.Enforced || !strings.Contains(res.Backend.Reason, "is not XFS") {
 		t.Errorf("init on a non-XFS root: backend %+v; want fallback, not enforced, with the reason", res.Backend)
@@ -256,7 +256,7 @@ func TestProjectLifecycle(t *testing.T) {
 		if r.code != 3 || !strings.Contains(r.stderr, `project "omni": disk quota exceeded (`) || !strings.Contains(r.stderr, "of 1.0 MiB)") {
 			t.Errorf("check over hard: exit %d, stderr %q; want 3 and the quota message", r.code, r.stderr)
 		}
-		var adm project.Admission
+		var adm sandbox.Admission
 		if r := s.run("--json", "project", "check", "omni"); r.code != 3 || json.Unmarshal([]byte(r.stdout), &adm) != nil || adm.Decision != "deny" {
 			t.Errorf("check --json over hard: exit %d %q", r.code, r.stdout)
 		}
@@ -269,7 +269,7 @@ func TestProjectLifecycle(t *testing.T) {
 		if got := s.report()["omni/cache"]; got.InodesHard != 5 || got.BytesHard != 2<<20 {
 			t.Errorf("after set on cache: %+v", got)
 		}
-		var evs []project.Event
+		var evs []sandbox.Event
 		s.json(&evs, "events", "--type", "quota.changed", "--project", "omni")
 		if len(evs) != 2 || evs[0].Actor == "" || evs[0].Host != "test-host" {
 			t.Fatalf("quota.changed events: %+v", evs)
@@ -431,7 +431,7 @@ func TestSettingsAndDefaultQuota(t *testing.T) {
 		if out := s.ok("settings", "get", "cache_min_age"); strings.TrimSpace(out) != "1w" {
 			t.Errorf("settings get cache_min_age = %q", out)
 		}
-		var evs []project.Event
+		var evs []sandbox.Event
 		s.json(&evs, "events", "--type", "settings.changed")
 		if len(evs) != 1 {
 			t.Errorf("settings.changed events: %d", len(evs))
@@ -451,7 +451,7 @@ func TestSettingsAndDefaultQuota(t *testing.T) {
 // An add killed at any step leaves nothing that doctor --fix, or the next
 // add of the same name, does not clean up: no row, no directory, no ID.
 func TestAddKilledAtEveryStep(t *testing.T) {
-	for _, point := range project.AddFaultPoints {
+	for _, point := range sandbox.AddFaultPoints {
 		for _, recovery := range []string{"doctor", "add-again"} {
 			t.Run(point+"/"+recovery, func(t *testing.T) {
 				s := fallbackSandbox(t, "")
@@ -486,17 +486,17 @@ func TestAddKilledAtEveryStep(t *testing.T) {
 	}
 }
 
-func assertNothingLeft(t *testing.T, s *sandbox) {
+func assertNothingLeft(t *testing.T, s *testRoot) {
 	t.Helper()
 	st := s.store()
 	if ps, _ := st.Projects(context.Background()); len(ps) != 0 {
 		t.Errorf("project rows left: %+v", ps)
 	}
 	// The root's inbound tree, made by init, is all that may be left.
-	if trees, _ := st.Trees(context.Background(), ""); len(trees) != 1 || trees[0].Project != project.RootOwner {
+	if trees, _ := st.Trees(context.Background(), ""); len(trees) != 1 || trees[0].Project != sandbox.RootOwner {
 		t.Errorf("tree rows left: %+v", trees)
 	}
-	if ids, _ := st.IDs(context.Background(), "fallback:"+s.root); len(ids) != 1 || ids[0].Owner != project.RootOwner+"/"+area.Inbound {
+	if ids, _ := st.IDs(context.Background(), "fallback:"+s.root); len(ids) != 1 || ids[0].Owner != sandbox.RootOwner+"/"+area.Inbound {
 		t.Errorf("registered IDs left: %+v", ids)
 	}
 	for _, d := range []string{"projects", "cache"} {
@@ -652,7 +652,7 @@ func TestFilesCommands(t *testing.T) {
 	if out := s.ok("files", "rm", "omni", "docs", "--recursive"); !strings.Contains(out, "removed projects/omni/docs") {
 		t.Errorf("rm: %q", out)
 	}
-	var evs []project.Event
+	var evs []sandbox.Event
 	s.json(&evs, "events", "--type", "storage.evicted")
 	if len(evs) != 2 || !strings.Contains(string(evs[0].Payload), `"reason": "manual"`) {
 		t.Errorf("rm journal: %+v", evs)
@@ -861,7 +861,7 @@ func TestScheduledSnapshotPass(t *testing.T) {
 	if len(snaps) != 3*len(area.OfProject)+1 || failed != 1 { // and the inbound tree
 		t.Errorf("%d trees, %d failed; want %d with only b/workspace failed", len(snaps), failed, 3*len(area.OfProject)+1)
 	}
-	var evs []project.Event
+	var evs []sandbox.Event
 	s.json(&evs, "events", "--type", "storage.snapshot")
 	if len(evs) != 1 {
 		t.Fatalf("%d storage.snapshot events for one pass, want 1", len(evs))
@@ -921,7 +921,7 @@ func TestLeases(t *testing.T) {
 	s.ok("lease", "acquire", "omni", "run-42", "--ttl", "2h")
 	s.ok("lease", "acquire", "omni", "short", "--ttl", "1s")
 	time.Sleep(1100 * time.Millisecond)
-	var ls []project.LeaseStatus
+	var ls []sandbox.LeaseStatus
 	s.json(&ls, "lease", "list")
 	if len(ls) != 2 || ls[0].Run != "run-42" || !ls[0].Active || ls[1].Run != "short" || ls[1].Active {
 		t.Errorf("lease list: %+v; want run-42 held and short lapsed", ls)
@@ -1099,7 +1099,7 @@ func TestBlankStoreOnARootWithTrees(t *testing.T) {
 		s.ok("init")
 		s.ok("project", "list")
 		s.ok("init") // again: still this root's store
-		var evs []project.Event
+		var evs []sandbox.Event
 		s.json(&evs, "events", "--type", string(journal.TypeRootInitialised))
 		if len(evs) != 1 || !strings.Contains(string(evs[0].Payload), `"legacy"`) {
 			t.Errorf("root.initialised: %+v; want one record naming the adopted tree", evs)

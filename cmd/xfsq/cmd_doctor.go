@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 func doctorCommand(with withEnv) *cli.Command {
@@ -24,15 +24,15 @@ func doctorCommand(with withEnv) *cli.Command {
 
 func cmdDoctor(e env) error {
 	if !e.c.Bool("fix") {
-		e.fullDisk = project.FullDiskReadOnly // finding drift only reads
+		e.fullDisk = sandbox.FullDiskReadOnly // finding drift only reads
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		findings, err := m.Doctor(ctx, e.c.Bool("fix"))
 		if err != nil {
 			return err
 		}
 		if findings == nil {
-			findings = []project.Finding{}
+			findings = []sandbox.Finding{}
 		}
 		e.print(findings, func(w io.Writer) {
 			if len(findings) == 0 {
@@ -50,7 +50,7 @@ func cmdDoctor(e env) error {
 				fmt.Fprintf(w, "%s: %s %s: %s; fix: %s\n", line(status), f.Kind, where, line(f.Detail), line(f.Fix))
 			}
 		})
-		if project.Unresolved(findings) {
+		if sandbox.Unresolved(findings) {
 			return &exitError{code: exitFailed}
 		}
 		return nil

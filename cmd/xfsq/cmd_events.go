@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"github.com/xfsq/xfsq/journal"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -31,9 +31,9 @@ func eventsCommand(with withEnv) *cli.Command {
 }
 
 func cmdEvents(e env) error {
-	q := project.EventQuery{Type: e.c.String("type"), Project: e.c.String("project"), Limit: e.c.Int("limit")}
+	q := sandbox.EventQuery{Type: e.c.String("type"), Project: e.c.String("project"), Limit: e.c.Int("limit")}
 	if s := e.c.String("since"); s != "" {
-		t, err := project.ParseSince(s, time.Now())
+		t, err := sandbox.ParseSince(s, time.Now())
 		if err != nil {
 			return usagef("--%v", err)
 		}
@@ -42,11 +42,11 @@ func cmdEvents(e env) error {
 	if q.Limit < 1 {
 		return usagef("--limit %d: use a positive number", q.Limit)
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		// A page is bounded; --limit is not, so the CLI follows the cursor.
-		want, evs := q.Limit, []project.Event{}
+		want, evs := q.Limit, []sandbox.Event{}
 		for {
-			q.Limit = min(want-len(evs), project.MaxEventLimit)
+			q.Limit = min(want-len(evs), sandbox.MaxEventLimit)
 			page, err := m.Events(ctx, q)
 			if err != nil {
 				return err
@@ -61,7 +61,7 @@ func cmdEvents(e env) error {
 			return followEvents(ctx, e, m, q, evs)
 		}
 		return e.print(evs, func(w io.Writer) {
-			for _, ev := range project.SettledDeletions(evs) {
+			for _, ev := range sandbox.SettledDeletions(evs) {
 				fmt.Fprintln(w, eventLine(ev))
 			}
 		})
@@ -70,7 +70,7 @@ func cmdEvents(e env) error {
 
 // eventLine is one journal record as one line: when, what, where, how
 // much, and who.
-func eventLine(ev project.Event) string {
+func eventLine(ev sandbox.Event) string {
 	var what string
 	if p, err := ev.Decode(); err == nil {
 		what = eventDetail(p)

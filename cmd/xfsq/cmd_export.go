@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 func exportCommand(with withEnv) *cli.Command {
@@ -29,8 +29,8 @@ func exportCommand(with withEnv) *cli.Command {
 }
 
 func cmdExportXFS(e env) error {
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		var lines project.XFSProjects
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
+		var lines sandbox.XFSProjects
 		var err error
 		if e.c.Bool("write") {
 			lines, err = m.WriteXFSProjectFiles(ctx, e.c.String("projects-file"), e.c.String("projid-file"))

@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"github.com/xfsq/xfsq/files"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -18,7 +18,7 @@ func filesCommand(with withEnv) *cli.Command {
 		Name:  "files",
 		Usage: "list, read, write and delete files inside a project tree, within its limits",
 		Description: "PATH is relative to the project's tree (--area workspace by default; the root's inbound tree,\n" +
-			"inbound/, is PROJECT " + project.RootOwner + " with --area inbound). Paths that are absolute,\n" +
+			"inbound/, is PROJECT " + sandbox.RootOwner + " with --area inbound). Paths that are absolute,\n" +
 			"contain \"..\", lead out of the tree through a symlink, or name devices, FIFOs or sockets are refused\n" +
 			"(exit 2). Writes are admitted before they allocate anything and refused (exit 3) past a limit;\n" +
 			"a refused or failed write leaves the old file exactly as it was. rm is journalled (storage.evicted).",
@@ -50,7 +50,7 @@ func filesArgs(e env, optionalPath bool) (string, string, error) {
 }
 
 func withFiles(e env, fn func(ctx context.Context, l *files.Layer) error) error {
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		l, err := files.New(ctx, m)
 		if err != nil {
 			return err

@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"github.com/xfsq/xfsq/health"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -23,7 +23,7 @@ func cmdHealth(e env) error {
 		return usagef("--budget %s: use a positive duration, e.g. 2s", budget)
 	}
 	ctx := e.c.Context
-	src, err := project.OpenHealth(ctx, cfg, budget)
+	src, err := sandbox.OpenHealth(ctx, cfg, budget)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 func initCommand(with withEnv) *cli.Command {
@@ -31,7 +31,7 @@ func cmdInit(e env) error {
 	}
 	cfg.Init = true
 	cfg.Backend = e.c.String("backend")
-	r, err := project.OpenRoot(e.c.Context, cfg)
+	r, err := sandbox.OpenRoot(e.c.Context, cfg)
 	if err != nil {
 		return err
 	}

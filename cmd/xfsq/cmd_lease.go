@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/urfave/cli/v2"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -17,7 +17,7 @@ func leaseCommand(with withEnv) *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name: "acquire", Usage: "take or renew a run's lease", ArgsUsage: "PROJECT RUN",
-				Description: "RUN: " + project.RunRule + ". The lease lapses after --ttl unless renewed.\n" +
+				Description: "RUN: " + sandbox.RunRule + ". The lease lapses after --ttl unless renewed.\n" +
 					"A renewal never shortens a lease: one that already holds longer keeps its expiry\n" +
 					"(kept_longer in --json); release it first to shorten it.",
 				Flags:  []cli.Flag{&cli.StringFlag{Name: "ttl", Value: "2h", Usage: "how long the lease holds (at most 7d)"}},
@@ -46,7 +46,7 @@ func cmdLeaseAcquire(e env) error {
 	if err != nil {
 		return usagef("--ttl: %v", err)
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		l, err := m.AcquireLease(ctx, name, run, ttl)
 		if err != nil {
 			return err
@@ -65,7 +65,7 @@ func cmdLeaseRelease(e env) error {
 	if err != nil {
 		return err
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		if err := m.ReleaseLease(ctx, name, run); err != nil {
 			return err
 		}
@@ -76,7 +76,7 @@ func cmdLeaseRelease(e env) error {
 }
 
 func cmdLeaseList(e env) error {
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		ls, err := m.Leases(ctx)
 		if err != nil {
 			return err

@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -22,7 +22,7 @@ func projectCommand(with withEnv) *cli.Command {
 				Name: "add", Usage: "register a project: its trees, project IDs and limits", ArgsUsage: "NAME",
 				Description: "Creates projects/NAME/{uploads,inbox}, cache/NAME and scratch/NAME (where its runs keep\n" +
 					"scratch/NAME/RUN), gives each tree its own project ID and limits, and journals project.added.\n" +
-					"NAME: " + project.NameRule + ".\n" +
+					"NAME: " + sandbox.NameRule + ".\n" +
 					"The workspace hard limit defaults to the setting default_quota (50GiB, or\n" +
 					"KERNEL_STORAGE_DEFAULT_QUOTA_BYTES), the cache's to default_cache_quota, the scratch's\n" +
 					"(shared by all runs of the project) to default_scratch_quota.",
@@ -80,7 +80,7 @@ func cmdProjectAdd(e env) error {
 	if err != nil {
 		return err
 	}
-	var o project.AddOptions
+	var o sandbox.AddOptions
 	if o.Workspace, err = limitFlags(e.c, ""); err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func cmdProjectAdd(e env) error {
 	if o.Scratch, err = limitFlags(e.c, "scratch-"); err != nil {
 		return err
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		p, err := m.Add(ctx, name, o)
 		if err != nil {
 			return err
@@ -109,7 +109,7 @@ func cmdProjectSet(e env) error {
 	if err != nil {
 		return err
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		p, err := m.Set(ctx, name, e.c.String("area"), change)
 		if err != nil {
 			return err
@@ -124,8 +124,8 @@ func cmdProjectRm(e env) error {
 	if err != nil {
 		return err
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
-		res, err := m.Remove(ctx, name, project.RemoveOptions{Purge: e.c.Bool("purge"), Force: e.c.Bool("force"), DryRun: e.c.Bool("dry-run")})
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
+		res, err := m.Remove(ctx, name, sandbox.RemoveOptions{Purge: e.c.Bool("purge"), Force: e.c.Bool("force"), DryRun: e.c.Bool("dry-run")})
 		if err != nil {
 			return err
 		}
@@ -166,7 +166,7 @@ func cmdProjectRm(e env) error {
 }
 
 func cmdProjectList(e env) error {
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		ps, err := m.List(ctx)
 		if err != nil {
 			return err
@@ -186,7 +186,7 @@ func cmdProjectShow(e env) error {
 	if err != nil {
 		return err
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		p, err := m.Show(ctx, name, readFlags(e))
 		if err != nil {
 			return err
@@ -200,19 +200,19 @@ func cmdProjectCheck(e env) error {
 	if err != nil {
 		return err
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		a, err := m.Check(ctx, name, readFlags(e))
 		if err != nil {
 			return err
 		}
 		if e.json() {
 			e.print(a, nil)
-		} else if a.Decision == project.Ok {
+		} else if a.Decision == sandbox.Ok {
 			fmt.Fprintln(e.stdout, a.Message)
 		} else {
 			fmt.Fprintln(e.stderr, a.Decision+": "+a.Message)
 		}
-		if a.Decision == project.Deny {
+		if a.Decision == sandbox.Deny {
 			return &exitError{code: exitDenied}
 		}
 		return nil
@@ -228,7 +228,7 @@ func dash(n uint64, format func(uint64) string) string {
 
 func count(n uint64) string { return fmt.Sprint(n) }
 
-func treeRow(t project.TreeStatus, withProject bool) []string {
+func treeRow(t sandbox.TreeStatus, withProject bool) []string {
 	row := []string{t.Area, fmt.Sprint(t.ProjectID), units.FormatIEC(t.UsedBytes), dash(t.BytesSoft, units.FormatIEC),
 		dash(t.BytesHard, units.FormatIEC), count(t.UsedInodes), dash(t.InodesSoft, count), dash(t.InodesHard, count), "-"}
 	if t.BytesHard > 0 {
@@ -242,7 +242,7 @@ func treeRow(t project.TreeStatus, withProject bool) []string {
 
 const treeHeader = "AREA\tID\tUSED\tSOFT\tHARD\tINODES\tISOFT\tIHARD\tUSE%"
 
-func printProject(w io.Writer, p project.Project) {
+func printProject(w io.Writer, p sandbox.Project) {
 	fmt.Fprintf(w, "project: %s (%s, created %s)\nbackend: %s\n", p.Name, p.State, when(p.CreatedAt), p.Backend)
 	rows := make([][]string, len(p.Trees))
 	for i, t := range p.Trees {
@@ -252,7 +252,7 @@ func printProject(w io.Writer, p project.Project) {
 	printDrift(w, p.Trees)
 }
 
-func printDrift(w io.Writer, trees []project.TreeStatus) {
+func printDrift(w io.Writer, trees []sandbox.TreeStatus) {
 	for _, t := range trees {
 		if t.Drift != "" {
 			fmt.Fprintf(w, "drift: %s %s: %s (xfsq doctor --fix)\n", t.Project, t.Area, t.Drift)
@@ -277,10 +277,10 @@ func printDrift(w io.Writer, trees []project.TreeStatus) {
 
 // warnOverLimits says the library's warnings about limits the trees
 // already pass, on stderr: the change stands.
-func warnOverLimits(e env, p project.Project) {
+func warnOverLimits(e env, p sandbox.Project) {
 	for _, w := range p.Warnings {
 		what, format := "byte", units.FormatIEC
-		if w.Resource == project.LimitInodes {
+		if w.Resource == sandbox.LimitInodes {
 			what, format = "file-count", count
 		}
 		fmt.Fprintf(e.stderr, "xfsq: warning: %s %s already holds %s, at or over its new %s %s limit of %s: %s\n",

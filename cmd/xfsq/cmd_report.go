@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -52,7 +52,7 @@ func reportFilterOf(e env) (reportFilter, error) {
 		return f, usagef("report takes no arguments, got %q: filter with --project NAME", e.c.Args().First())
 	}
 	for _, a := range f.areas {
-		if err := project.ValidateArea(a); err != nil {
+		if err := sandbox.ValidateArea(a); err != nil {
 			return f, usagef("--area: %v", err)
 		}
 	}
@@ -69,13 +69,13 @@ func reportFilterOf(e env) (reportFilter, error) {
 
 // apply keeps the rows asked for, in the order asked for. A project named
 // that has no row is an error: a typo must not read as "all is well".
-func (f reportFilter) apply(rows []project.TreeStatus) ([]project.TreeStatus, error) {
+func (f reportFilter) apply(rows []sandbox.TreeStatus) ([]sandbox.TreeStatus, error) {
 	for _, p := range f.projects {
-		if !slices.ContainsFunc(rows, func(t project.TreeStatus) bool { return t.Project == p }) {
+		if !slices.ContainsFunc(rows, func(t sandbox.TreeStatus) bool { return t.Project == p }) {
 			return nil, usagef("--project %s: no such project (xfsq project list names them)", safe(p))
 		}
 	}
-	out := []project.TreeStatus{}
+	out := []sandbox.TreeStatus{}
 	for _, t := range rows {
 		switch {
 		case len(f.projects) > 0 && !slices.Contains(f.projects, t.Project):
@@ -85,13 +85,13 @@ func (f reportFilter) apply(rows []project.TreeStatus) ([]project.TreeStatus, er
 			out = append(out, t)
 		}
 	}
-	growth := func(t project.TreeStatus) int64 {
+	growth := func(t sandbox.TreeStatus) int64 {
 		if t.Growth24h == nil {
 			return -1 << 62
 		}
 		return *t.Growth24h
 	}
-	slices.SortStableFunc(out, func(a, b project.TreeStatus) int {
+	slices.SortStableFunc(out, func(a, b sandbox.TreeStatus) int {
 		switch f.sortBy {
 		case "used":
 			return cmpDesc(a.UsedBytes, b.UsedBytes)
@@ -119,18 +119,18 @@ func cmpDesc[T int64 | uint64 | float64](a, b T) int {
 }
 
 // atHard reports whether a tree is at or over one of its hard limits.
-func atHard(t project.TreeStatus) bool {
+func atHard(t sandbox.TreeStatus) bool {
 	return (t.BytesHard > 0 && t.UsedBytes >= t.BytesHard) || (t.InodesHard > 0 && t.UsedInodes >= t.InodesHard)
 }
 
-func overSoft(t project.TreeStatus) bool {
+func overSoft(t sandbox.TreeStatus) bool {
 	return (t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft) || (t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft)
 }
 
-func anyAtHard(rows []project.TreeStatus) bool { return slices.ContainsFunc(rows, atHard) }
+func anyAtHard(rows []sandbox.TreeStatus) bool { return slices.ContainsFunc(rows, atHard) }
 
 // graceText says when the first running soft-limit grace of a tree ends.
-func graceText(t project.TreeStatus, now time.Time) string {
+func graceText(t sandbox.TreeStatus, now time.Time) string {
 	var ends *time.Time
 	for _, g := range []*time.Time{t.BytesGraceEnds, t.InodesGraceEnds} {
 		if g != nil && (ends == nil || g.Before(*ends)) {
@@ -149,7 +149,7 @@ func graceText(t project.TreeStatus, now time.Time) string {
 // reportTable prints one row per tree; on a terminal, a tree at its hard
 // limit is red and one over its soft limit yellow.
 // reportTable prints the rows and says whether any of them is stale.
-func reportTable(w io.Writer, rows []project.TreeStatus, noHeaders, colour bool) (stale bool) {
+func reportTable(w io.Writer, rows []sandbox.TreeStatus, noHeaders, colour bool) (stale bool) {
 	now := time.Now()
 	out := make([][]string, len(rows))
 	for i, t := range rows {
@@ -214,7 +214,7 @@ func cmdReport(e env) error {
 	if err != nil {
 		return err
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		all, err := m.Report(ctx, readFlags(e))
 		if err != nil {
 			return err
@@ -242,7 +242,7 @@ func cmdReport(e env) error {
 			}
 			if stale := reportTable(w, rows, f.noHeaders, useColour(os.Stdout)); stale && !f.noHeaders {
 				fmt.Fprintf(w, "stale: walked over %s ago (the hourly xfsq snapshot --all has not run): writes made outside xfsq since\n"+
-					"       are not counted; xfsq report --refresh, or xfsq top on the tree, walks it now.\n", roughAge(project.SnapshotInterval))
+					"       are not counted; xfsq report --refresh, or xfsq top on the tree, walks it now.\n", roughAge(sandbox.SnapshotInterval))
 			}
 			printDrift(w, rows)
 			for _, t := range rows {
@@ -268,7 +268,7 @@ func cmdReport(e env) error {
 // usageAge says how old a row's figure is: "now" for the kernel's count,
 // the age of the walk it starts from on the fallback, marked stale past
 // the snapshot interval.
-func usageAge(t project.TreeStatus) string {
+func usageAge(t sandbox.TreeStatus) string {
 	switch {
 	case t.UsageAgeSeconds == nil && t.Stale:
 		return "never walked (stale)"
@@ -307,7 +307,7 @@ func growth(d *int64) string {
 
 // unowned is the report's footer figure; a failure to read it costs the
 // report nothing but the line.
-func unowned(ctx context.Context, m *project.Manager) (project.Unowned, bool) {
+func unowned(ctx context.Context, m *sandbox.Manager) (sandbox.Unowned, bool) {
 	u, ok, err := m.Unowned(ctx)
 	return u, ok && err == nil
 }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/metrics"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/server"
 )
 
@@ -144,7 +144,7 @@ func cmdServe(e env) error {
 		return err
 	}
 	ctx := e.c.Context
-	root, err := project.OpenRoot(ctx, cfg)
+	root, err := sandbox.OpenRoot(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -266,9 +266,9 @@ func newHTTPServer(ctx context.Context, h http.Handler, log *slog.Logger) *http.
 // openHealthChecker builds the checker xfsq health uses, from the same
 // sources, so that GET /v1/system/health gives the same answer; it lives
 // as long as the server, keeping its CPU sample and Docker cache.
-func openHealthChecker(ctx context.Context, cfg project.Config) (*health.Checker, func(), error) {
+func openHealthChecker(ctx context.Context, cfg sandbox.Config) (*health.Checker, func(), error) {
 	const budget = 2 * time.Second
-	src, err := project.OpenHealth(ctx, cfg, budget)
+	src, err := sandbox.OpenHealth(ctx, cfg, budget)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/units"
 )
@@ -30,7 +30,7 @@ func settingsCommand(with withEnv) *cli.Command {
 }
 
 func cmdSettingsList(e env) error {
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		vals, err := m.Settings(ctx)
 		if err != nil {
 			return err
@@ -49,7 +49,7 @@ func cmdSettingsList(e env) error {
 			return err
 		}
 		// Every other setting is listed; the bad one fails the command (2).
-		return project.SettingProblems(vals)
+		return sandbox.SettingProblems(vals)
 	})
 }
 
@@ -58,7 +58,7 @@ func cmdSettingsReset(e env) error {
 	if err != nil {
 		return err
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		v, old, err := m.ResetSetting(ctx, key)
 		if err != nil {
 			return err
@@ -85,7 +85,7 @@ func cmdSettingsGet(e env) error {
 	if err != nil {
 		return err
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		v, err := m.Setting(ctx, key)
 		if err != nil {
 			return err
@@ -98,7 +98,7 @@ func cmdSettingsSet(e env) error {
 	if e.c.NArg() != 2 {
 		return usagef("settings set takes KEY VALUE, got %d arguments: see xfsq settings set --help", e.c.NArg())
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		v, old, err := m.SetSettingExplicit(ctx, e.c.Args().Get(0), e.c.Args().Get(1), e.c.Bool("allow-zero"))
 		if err != nil {
 			return err

@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"github.com/xfsq/xfsq/inventory"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -51,11 +51,11 @@ func cmdSnapshot(e env) error {
 	if err != nil {
 		return err
 	}
-	o := project.SnapshotOptions{Projects: e.c.Args().Slice(), Area: e.c.String("area"), Scheduled: e.c.Bool("all"),
+	o := sandbox.SnapshotOptions{Projects: e.c.Args().Slice(), Area: e.c.String("area"), Scheduled: e.c.Bool("all"),
 		// The CLI runs nothing beside its walk: raw stats are safe here.
 		Walk: inventory.Options{Depth: e.c.Int("depth"), TopK: e.c.Int("top"), Budget: budget, RawStat: true}}
 	if len(o.Projects) == 0 && !o.Scheduled {
-		o.Projects = project.ImpliedProjects([]string{o.Area})
+		o.Projects = sandbox.ImpliedProjects([]string{o.Area})
 	}
 	switch {
 	case len(o.Projects) == 0 && !o.Scheduled:
@@ -73,9 +73,9 @@ func cmdSnapshot(e env) error {
 	}
 	// Progress only for a person watching: stdout and stderr on a terminal, no --json.
 	if e.watched() {
-		o.Progress = func(p project.TreeProgress) { e.progress.show(walkProgress(p)) }
+		o.Progress = func(p sandbox.TreeProgress) { e.progress.show(walkProgress(p)) }
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		snaps, err := m.Snapshot(ctx, o)
 		if err != nil {
 			return err
@@ -96,7 +96,7 @@ func cmdSnapshot(e env) error {
 
 // snapshotText prints one walk per tree with its largest entries, files
 // at the top level among them.
-func snapshotText(w io.Writer, snaps []project.TreeSnapshot) {
+func snapshotText(w io.Writer, snaps []sandbox.TreeSnapshot) {
 	for _, s := range snaps {
 		if s.Error != "" {
 			fmt.Fprintf(w, "%s %s: FAILED: %s\n", safe(s.Project), s.Area, line(s.Error))

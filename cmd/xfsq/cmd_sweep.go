@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -18,7 +18,7 @@ func sweepCommand(with withEnv) *cli.Command {
 		Description: "Plans, then deletes: the quota check (storage.quota_exceeded for trees over their soft limit), then\n" +
 			"caches over cache_quota_per_project (least recently used top-level entries, never one used within\n" +
 			"cache_min_age), workspace trash (workspace_trash_globs older than workspace_trash_age), scratch of\n" +
-			"finished runs older than scratch_ttl, and the root's inbound/ (PROJECT " + project.RootOwner + ", --area inbound):\n" +
+			"finished runs older than scratch_ttl, and the root's inbound/ (PROJECT " + sandbox.RootOwner + ", --area inbound):\n" +
 			"each top-level entry not modified for inbound_ttl, staged and never processed. --all covers\n" +
 			"inbound/ too; xfsq sweep --area inbound alone sweeps just it. Never touched: a workspace's uploads/,\n" +
 			"inbox/, .git/ and git-tracked files (caches and scratch runs go whole, repositories in them too);\n" +
@@ -33,7 +33,7 @@ func sweepCommand(with withEnv) *cli.Command {
 			"   Then:          xfsq sweep --apply plan.json",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "all", Usage: "every project"},
-			&cli.StringFlag{Name: "area", Usage: "comma-separated areas: cache,workspace,scratch,inbound (default all; inbound is " + project.RootOwner + "'s)"},
+			&cli.StringFlag{Name: "area", Usage: "comma-separated areas: cache,workspace,scratch,inbound (default all; inbound is " + sandbox.RootOwner + "'s)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "plan and print, delete nothing"},
 			&cli.StringFlag{Name: "plan-out", Usage: "save the plan to FILE (implies --dry-run)"},
 			&cli.StringFlag{Name: "apply", Usage: "execute the plan --plan-out saved in FILE, once: refused if edited, older than plan_max_age, " +
@@ -49,12 +49,12 @@ func cmdSweep(e env) error {
 	if err != nil {
 		return err
 	}
-	o := project.SweepOptions{Background: true, Projects: e.c.Args().Slice(), DryRun: e.c.Bool("dry-run") || e.c.IsSet("plan-out"), Keep: e.c.IsSet("plan-out"), Budget: budget}
+	o := sandbox.SweepOptions{Background: true, Projects: e.c.Args().Slice(), DryRun: e.c.Bool("dry-run") || e.c.IsSet("plan-out"), Keep: e.c.IsSet("plan-out"), Budget: budget}
 	if a := e.c.String("area"); a != "" {
 		o.Areas = strings.Split(a, ",")
 	}
 	if len(o.Projects) == 0 && !e.c.Bool("all") && !e.c.IsSet("apply") {
-		o.Projects = project.ImpliedProjects(o.Areas)
+		o.Projects = sandbox.ImpliedProjects(o.Areas)
 	}
 	switch {
 	case e.c.IsSet("apply") && (len(o.Projects) > 0 || e.c.Bool("all") || o.DryRun):
@@ -65,13 +65,13 @@ func cmdSweep(e env) error {
 		return usagef("sweep takes PROJECT names or --all, not both")
 	}
 	if f := e.c.String("apply"); f != "" {
-		plan, err := project.ReadPlanFile(f)
+		plan, err := sandbox.ReadPlanFile(f)
 		if err != nil {
 			return usagef("--apply: %v", err)
 		}
 		o.Apply = plan
 	}
-	return e.manager(func(ctx context.Context, m *project.Manager) error {
+	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		out, err := m.Sweep(ctx, o)
 		if err != nil {
 			return err

@@ -10,7 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/inventory"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -21,7 +21,7 @@ func topCommand(with withEnv) *cli.Command {
 			"it, no other mount), and shows each directory's allocated and apparent size, share, file count and\n" +
 			"newest mtime, with the largest files beside the directories they sit among. The walk keeps the\n" +
 			"max(--limit, 20) largest entries of each directory; --sort orders those and --limit are shown.\n" +
-			"The root's inbound tree is PROJECT " + project.RootOwner + " with --area inbound.",
+			"The root's inbound tree is PROJECT " + sandbox.RootOwner + " with --area inbound.",
 		Flags: []cli.Flag{areaFlag(), &cli.IntFlag{Name: "depth", Value: 2, Usage: "levels to show (1-8)"},
 			&cli.IntFlag{Name: "limit", Value: 20, Usage: "entries shown per directory"},
 			&cli.StringFlag{Name: "sort", Value: "size", Usage: "order of each directory's entries: size, files or mtime"}},
@@ -44,9 +44,9 @@ func cmdTop(e env) error {
 	case sortBy != "size" && sortBy != "files" && sortBy != "mtime":
 		return usagef("--sort %q: use size, files or mtime", sortBy)
 	}
-	var progress func(project.TreeProgress)
+	var progress func(sandbox.TreeProgress)
 	if e.watched() {
-		progress = func(p project.TreeProgress) { e.progress.show(walkProgress(p)) }
+		progress = func(p sandbox.TreeProgress) { e.progress.show(walkProgress(p)) }
 	}
 	return withFiles(e, func(ctx context.Context, l *files.Layer) error {
 		res, err := l.Top(ctx, name, e.c.String("area"), sub, inventory.Options{Depth: depth, TopK: max(limit, 20), RawStat: true}, progress)

@@ -18,7 +18,7 @@ import (
 
 	"github.com/xfsq/xfsq/internal/mounttest"
 	"github.com/xfsq/xfsq/internal/prereq"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // files get of a socket is bad input (exit 2) that says what the path is,
@@ -179,7 +179,7 @@ func TestFullFilesystem(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.root, "projects/omni/filler")); !os.IsNotExist(err) {
 		t.Errorf("files rm left the file: %v", err)
 	}
-	var evs []project.Event
+	var evs []sandbox.Event
 	s.json(&evs, "events", "--type", "storage.evicted")
 	if len(evs) != 2 {
 		t.Errorf("the deletion on a full filesystem was journalled %d times, want pending and done", len(evs))

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // followInterval is how often events --follow asks the journal for news.
@@ -20,13 +20,13 @@ const pendingHold = 5 * time.Second
 // followEvents prints evs (newest first) oldest first, then polls the
 // journal's newest page for records past the last one printed, until ctx
 // ends (Ctrl-C): a normal way to stop, so it exits 0.
-func followEvents(ctx context.Context, e env, m *project.Manager, q project.EventQuery, evs []project.Event) error {
+func followEvents(ctx context.Context, e env, m *sandbox.Manager, q sandbox.EventQuery, evs []sandbox.Event) error {
 	var last int64
 	for _, ev := range evs {
 		last = max(last, ev.ID)
 	}
 	held := map[string]heldEvent{}
-	emit := func(batch []project.Event) error { // batch newest first
+	emit := func(batch []sandbox.Event) error { // batch newest first
 		slices.Reverse(batch)
 		for _, ev := range batch {
 			if e.json() {
@@ -37,7 +37,7 @@ func followEvents(ctx context.Context, e env, m *project.Manager, q project.Even
 				fmt.Fprintln(e.stdout, string(data))
 				continue
 			}
-			if k, pending, ok := project.DeletionOf(ev); ok {
+			if k, pending, ok := sandbox.DeletionOf(ev); ok {
 				if pending {
 					held[k] = heldEvent{ev, time.Now()}
 					continue
@@ -58,7 +58,7 @@ func followEvents(ctx context.Context, e env, m *project.Manager, q project.Even
 	}
 	if !e.json() {
 		// The first batch shows each deletion once already.
-		evs = project.SettledDeletions(evs)
+		evs = sandbox.SettledDeletions(evs)
 	}
 	if err := emit(evs); err != nil {
 		return err
@@ -88,15 +88,15 @@ func followEvents(ctx context.Context, e env, m *project.Manager, q project.Even
 }
 
 type heldEvent struct {
-	ev    project.Event
+	ev    sandbox.Event
 	since time.Time
 }
 
 // newEvents is every record after the one with ID last, newest first,
 // following the journal's cursor back page by page until it reaches it.
-func newEvents(ctx context.Context, m *project.Manager, q project.EventQuery, last int64) ([]project.Event, error) {
+func newEvents(ctx context.Context, m *sandbox.Manager, q sandbox.EventQuery, last int64) ([]sandbox.Event, error) {
 	q.Cursor, q.Limit = "", 100 // a page: most polls find none
-	var out []project.Event
+	var out []sandbox.Event
 	for {
 		page, err := m.Events(ctx, q)
 		if err != nil {

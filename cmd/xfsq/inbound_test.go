@@ -9,12 +9,12 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/storetest"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/store"
 )
 
 // inboundKey is the inbound tree's key in sandbox.report.
-const inboundKey = project.RootOwner + "/" + area.Inbound
+const inboundKey = sandbox.RootOwner + "/" + area.Inbound
 
 // On the fallback the root's inbound/ (channel staging) is one tree of its
 // own from init on: an ID, a limit (default_inbound_quota, applied at once
@@ -37,10 +37,10 @@ func TestInboundIsABoundedTreeOfTheRoot(t *testing.T) {
 			}
 		}
 		var only []reportRow
-		if s.json(&only, "report", "--area", "inbound"); len(only) != 1 || only[0].Project != project.RootOwner || only[0].Area != area.Inbound {
+		if s.json(&only, "report", "--area", "inbound"); len(only) != 1 || only[0].Project != sandbox.RootOwner || only[0].Area != area.Inbound {
 			t.Errorf("report --area inbound: %+v, want the inbound tree alone", only)
 		}
-		if out := s.ok("report", "--area", "inbound"); !strings.Contains(out, project.RootOwner) || !strings.Contains(out, "inbound") || !strings.Contains(out, "10.0 GiB") {
+		if out := s.ok("report", "--area", "inbound"); !strings.Contains(out, sandbox.RootOwner) || !strings.Contains(out, "inbound") || !strings.Contains(out, "10.0 GiB") {
 			t.Errorf("report text has no inbound row with its limit:\n%s", out)
 		}
 
@@ -62,23 +62,23 @@ func TestInboundIsABoundedTreeOfTheRoot(t *testing.T) {
 		// Through xfsq: admitted against the inbound limit, and counted.
 		big := filepath.Join(t.TempDir(), "big")
 		os.WriteFile(big, make([]byte, 100<<10), 0o644)
-		if r := s.run("files", "put", project.RootOwner, "chan1/msg", "--area", "inbound", "--from", big); r.code != 3 {
+		if r := s.run("files", "put", sandbox.RootOwner, "chan1/msg", "--area", "inbound", "--from", big); r.code != 3 {
 			t.Errorf("100 KiB into a 64 KiB inbound tree: exit %d %q, want 3", r.code, r.stderr)
 		}
 		small := filepath.Join(t.TempDir(), "small")
 		os.WriteFile(small, make([]byte, 16<<10), 0o644)
 		before := s.report()[inboundKey].UsedBytes
-		s.ok("files", "put", project.RootOwner, "chan1/msg", "--area", "inbound", "--from", small)
+		s.ok("files", "put", sandbox.RootOwner, "chan1/msg", "--area", "inbound", "--from", small)
 		if _, err := os.Stat(filepath.Join(s.root, "inbound/chan1/msg")); err != nil {
 			t.Errorf("the admitted write is not in inbound/chan1: %v", err)
 		}
 		if got := s.report()[inboundKey].UsedBytes; got < before+16<<10 {
 			t.Errorf("inbound usage %d after a 16 KiB write through xfsq, was %d: the write is not counted", got, before)
 		}
-		if out := s.ok("files", "ls", project.RootOwner, "chan1", "--area", "inbound"); !strings.Contains(out, "msg") {
+		if out := s.ok("files", "ls", sandbox.RootOwner, "chan1", "--area", "inbound"); !strings.Contains(out, "msg") {
 			t.Errorf("files ls --area inbound: %q", out)
 		}
-		if out := s.ok("top", project.RootOwner, "--area", "inbound"); !strings.Contains(out, "chan1") {
+		if out := s.ok("top", sandbox.RootOwner, "--area", "inbound"); !strings.Contains(out, "chan1") {
 			t.Errorf("top --area inbound: %q", out)
 		}
 
@@ -93,7 +93,7 @@ func TestInboundIsABoundedTreeOfTheRoot(t *testing.T) {
 		}
 		tiny := filepath.Join(t.TempDir(), "tiny")
 		os.WriteFile(tiny, []byte("x"), 0o644)
-		if r := s.run("files", "put", project.RootOwner, "chan2/msg", "--area", "inbound", "--from", tiny); r.code != 3 {
+		if r := s.run("files", "put", sandbox.RootOwner, "chan2/msg", "--area", "inbound", "--from", tiny); r.code != 3 {
 			t.Errorf("a write into an inbound tree over its hard limit: exit %d %q, want 3", r.code, r.stderr)
 		}
 		if r := s.run("report", "--check", "--area", "inbound"); r.code != 1 {
@@ -101,11 +101,11 @@ func TestInboundIsABoundedTreeOfTheRoot(t *testing.T) {
 		}
 
 		// Its other limits through project set, named as _root --area inbound.
-		s.ok("project", "set", project.RootOwner, "--area", "inbound", "--bytes-hard", "1m", "--inodes-hard", "50")
+		s.ok("project", "set", sandbox.RootOwner, "--area", "inbound", "--bytes-hard", "1m", "--inodes-hard", "50")
 		if r := s.report()[inboundKey]; r.BytesHard != 1<<20 || r.InodesHard != 50 {
 			t.Errorf("project set _root --area inbound: %+v", r)
 		}
-		s.ok("files", "put", project.RootOwner, "chan2/msg", "--area", "inbound", "--from", tiny)
+		s.ok("files", "put", sandbox.RootOwner, "chan2/msg", "--area", "inbound", "--from", tiny)
 		s.ok("settings", "reset", "default_inbound_quota")
 		if r := s.report()[inboundKey]; r.BytesHard != 10<<30 || r.InodesHard != 50 {
 			t.Errorf("after settings reset default_inbound_quota: %+v, want the default 10 GiB hard, the inode limit kept", r)
@@ -117,7 +117,7 @@ func TestInboundIsABoundedTreeOfTheRoot(t *testing.T) {
 			{"top", "omni", "--area", "inbound"},
 			{"snapshot", "omni", "--area", "inbound"},
 			{"project", "set", "omni", "--area", "inbound", "--bytes-hard", "1m"},
-			{"files", "ls", project.RootOwner},
+			{"files", "ls", sandbox.RootOwner},
 			{"sweep", "omni", "--area", "inbound", "--dry-run"},
 		} {
 			if r := s.run(args...); r.code != 2 || !strings.Contains(r.stderr, "inbound") {
@@ -141,20 +141,20 @@ func TestInboundIsNoTenantProject(t *testing.T) {
 	if len(list) != 1 || list[0].Project != "omni" {
 		t.Errorf("project list: %+v, want omni alone", list)
 	}
-	if out := s.ok("project", "list"); strings.Contains(out, project.RootOwner) {
-		t.Errorf("project list text names %s:\n%s", project.RootOwner, out)
+	if out := s.ok("project", "list"); strings.Contains(out, sandbox.RootOwner) {
+		t.Errorf("project list text names %s:\n%s", sandbox.RootOwner, out)
 	}
 	for _, args := range [][]string{
-		{"project", "add", project.RootOwner},
-		{"project", "rm", project.RootOwner},
-		{"project", "rm", project.RootOwner, "--purge", "--force"},
-		{"project", "show", project.RootOwner},
-		{"project", "check", project.RootOwner},
-		{"lease", "acquire", project.RootOwner, "run1"},
-		{"sweep", project.RootOwner, "--area", "cache", "--dry-run"},
+		{"project", "add", sandbox.RootOwner},
+		{"project", "rm", sandbox.RootOwner},
+		{"project", "rm", sandbox.RootOwner, "--purge", "--force"},
+		{"project", "show", sandbox.RootOwner},
+		{"project", "check", sandbox.RootOwner},
+		{"lease", "acquire", sandbox.RootOwner, "run1"},
+		{"sweep", sandbox.RootOwner, "--area", "cache", "--dry-run"},
 	} {
 		if r := s.run(args...); r.code != 2 || !strings.Contains(r.stderr, "not a project") && !strings.Contains(r.stderr, "inbound") {
-			t.Errorf("%v: exit %d %q, want 2 saying %s is not a project", args, r.code, r.stderr, project.RootOwner)
+			t.Errorf("%v: exit %d %q, want 2 saying %s is not a project", args, r.code, r.stderr, sandbox.RootOwner)
 		}
 	}
 	if _, ok := s.report()[inboundKey]; !ok {
@@ -195,7 +195,7 @@ func TestDoctorGivesOldRootsTheirInboundTree(t *testing.T) {
 		if _, ok := s.report()[inboundKey]; ok {
 			t.Fatal("the inbound row survived its deletion")
 		}
-		if r := s.run("files", "ls", project.RootOwner, "--area", "inbound"); r.code != 1 || !strings.Contains(r.stderr, "doctor --fix") {
+		if r := s.run("files", "ls", sandbox.RootOwner, "--area", "inbound"); r.code != 1 || !strings.Contains(r.stderr, "doctor --fix") {
 			t.Errorf("files ls of a missing inbound tree: exit %d %q, want 1 naming doctor --fix", r.code, r.stderr)
 		}
 		r := s.run("doctor")

@@ -15,9 +15,9 @@ import (
 
 	"github.com/xfsq/xfsq/client"
 	"github.com/xfsq/xfsq/internal/kerneltest"
-	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // ext4Cases are the XFS cases that hold on ext4 made for project quotas,
@@ -137,7 +137,7 @@ func testUnowned(t *testing.T, fs *kerneltest.FS) {
 	}
 	unix.Sync()
 	st := s.store()
-	m, err := project.Open(t.Context(), project.Options{Root: s.root, Store: st})
+	m, err := sandbox.Open(t.Context(), sandbox.Options{Root: s.root, Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,9 @@ import (
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/kerneltest"
-	"github.com/xfsq/xfsq/project"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -223,7 +223,7 @@ func testXFSInbound(t *testing.T, fs *kerneltest.FS) {
 	if q := kernelQuotas(t, s.root)[quota.ProjectID(only[0].ProjectID)]; q.Inodes != only[0].UsedInodes {
 		t.Errorf("inbound inodes: xfsq %d, kernel %d", only[0].UsedInodes, q.Inodes)
 	}
-	if out := s.ok("export", "xfs-projects"); !strings.Contains(out, fmt.Sprintf("%s-inbound:%d", project.RootOwner, only[0].ProjectID)) ||
+	if out := s.ok("export", "xfs-projects"); !strings.Contains(out, fmt.Sprintf("%s-inbound:%d", sandbox.RootOwner, only[0].ProjectID)) ||
 		!strings.Contains(out, fmt.Sprintf("%d:%s", only[0].ProjectID, filepath.Join(s.root, "inbound"))) {
 		t.Errorf("export xfs-projects does not name the inbound tree:\n%s", out)
 	}
@@ -282,9 +282,9 @@ func testXFSCampaign(t *testing.T, fs *kerneltest.FS) {
 
 const mib = 1 << 20
 
-func xfsSandbox(t *testing.T, fs *kerneltest.FS) *sandbox {
+func xfsSandbox(t *testing.T, fs *kerneltest.FS) *testRoot {
 	s := newSandbox(t, fs.Dir, "")
-	var res project.InitResult
+	var res sandbox.InitResult
 	s.json(&res, "init")
 	if res.Backend.Kind != fs.Type || !res.Backend.Enforced {
 		t.Fatalf("init on %s with prjquota: backend %+v", fs.Type, res.Backend)
@@ -383,7 +383,7 @@ func testXFSDoctor(t *testing.T, fs *kerneltest.FS) {
 		t.Fatal(err)
 	}
 	r := s.run("--json", "doctor")
-	var findings []project.Finding
+	var findings []sandbox.Finding
 	if r.code != 1 || json.Unmarshal([]byte(r.stdout), &findings) != nil {
 		t.Fatalf("doctor with drift: exit %d %q %q", r.code, r.stdout, r.stderr)
 	}
@@ -391,7 +391,7 @@ func testXFSDoctor(t *testing.T, fs *kerneltest.FS) {
 	for _, f := range findings {
 		kinds[f.Kind] = true
 	}
-	for _, k := range []string{project.WrongProjectID, project.LimitsDrift, project.OrphanKernelID, project.ForeignKernelID, project.UnmanagedDir, project.MissingDirectory} {
+	for _, k := range []string{sandbox.WrongProjectID, sandbox.LimitsDrift, sandbox.OrphanKernelID, sandbox.ForeignKernelID, sandbox.UnmanagedDir, sandbox.MissingDirectory} {
 		if !kinds[k] {
 			t.Errorf("doctor missed %s; found %+v", k, findings)
 		}
@@ -422,7 +422,7 @@ func testXFSDoctor(t *testing.T, fs *kerneltest.FS) {
 	if got, inherit, err := f.TreeID(filepath.Join(s.root, "cache/omni")); err != nil || got != quota.ProjectID(cacheID) || !inherit {
 		t.Errorf("recreated cache tree: project %d inherit %v (%v), want %d", got, inherit, err, cacheID)
 	}
-	var evs []project.Event
+	var evs []sandbox.Event
 	s.json(&evs, "events", "--type", "doctor.repaired")
 	if len(evs) != 4 {
 		t.Errorf("%d doctor.repaired events, want 4 (ID, limits, orphan, missing directory)", len(evs))
@@ -432,7 +432,7 @@ func testXFSDoctor(t *testing.T, fs *kerneltest.FS) {
 func testXFSAddKilled(t *testing.T, fs *kerneltest.FS) {
 	s := xfsSandbox(t, fs)
 	inboundID := quota.ProjectID(s.report()[inboundKey].ProjectID) // init's, and no add's to undo
-	for _, point := range project.AddFaultPoints {
+	for _, point := range sandbox.AddFaultPoints {
 		killed := *s
 		killed.env = append(append([]string{}, s.env...), fault.Env+"="+point)
 		if r := killed.run("project", "add", "omni", "--bytes-hard", "10m"); !r.signaled {
@@ -479,13 +479,13 @@ func testXFSRemove(t *testing.T, fs *kerneltest.FS) {
 	kerneltest.Fill(filepath.Join(s.root, "projects/kept/f"), mib)
 	keptID := s.report()["kept/workspace"].ProjectID
 	s.ok("project", "rm", "gone", "--purge")
-	var res project.RemoveResult
+	var res sandbox.RemoveResult
 	s.json(&res, "project", "rm", "kept")
 	if len(res.KeptIDs) != len(area.OfProject) {
 		t.Errorf("rm without purge kept IDs %v, want every tree's ID (files still carry them)", res.KeptIDs)
 	}
 	ids, _ := s.store().IDs(t.Context(), uuidOf(t, s.root))
-	ids = slices.DeleteFunc(ids, func(r store.IDRecord) bool { return r.Owner == project.RootOwner+"/"+area.Inbound })
+	ids = slices.DeleteFunc(ids, func(r store.IDRecord) bool { return r.Owner == sandbox.RootOwner+"/"+area.Inbound })
 	if len(ids) != len(area.OfProject) || ids[0].ProjectID != quota.ProjectID(keptID) || !strings.HasPrefix(ids[0].Owner, "removed:kept/") {
 		t.Errorf("registry after rm: %+v; want only kept's IDs, marked removed", ids)
 	}

@@ -21,7 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -87,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		parsed, err = interspersed(app, args)
 	}
 	if err == nil {
-		err = app.RunContext(project.WithActor(ctx, project.DefaultActor()), parsed)
+		err = app.RunContext(sandbox.WithActor(ctx, sandbox.DefaultActor()), parsed)
 	}
 	if err == nil {
 		return exitOK
@@ -165,7 +165,7 @@ type env struct {
 	progress *progressLine // nil when nothing shows progress
 	// fullDisk is what the command may do with the store when its
 	// filesystem is full, as it declares (reads, frees); refuse otherwise.
-	fullDisk project.FullDisk
+	fullDisk sandbox.FullDisk
 }
 
 func (e env) json() bool { return e.c.Bool("json") }
@@ -185,14 +185,14 @@ func (e env) root() (string, error) {
 
 // config maps the global flags to the library's root configuration; the
 // library decides the order in which it is checked and opened.
-func (e env) config() (project.Config, error) {
+func (e env) config() (sandbox.Config, error) {
 	root, err := e.root()
 	if err != nil {
-		return project.Config{}, err
+		return sandbox.Config{}, err
 	}
-	cfg := project.Config{Root: root, DSN: e.c.String("db"), Host: e.c.String("host")}
+	cfg := sandbox.Config{Root: root, DSN: e.c.String("db"), Host: e.c.String("host")}
 	if r := e.c.String("id-range"); r != "" {
-		if cfg.Range, err = project.ParseIDRange(r); err != nil {
+		if cfg.Range, err = sandbox.ParseIDRange(r); err != nil {
 			return cfg, usagef("--id-range %q: use FIRST-LAST, e.g. 100000-199999", r)
 		}
 	}
@@ -203,22 +203,22 @@ func (e env) config() (project.Config, error) {
 // reads declares that a command only reads the store: on a full
 // filesystem it opens it read-only rather than fail.
 func reads(fn func(e env) error) func(e env) error {
-	return func(e env) error { e.fullDisk = project.FullDiskReadOnly; return fn(e) }
+	return func(e env) error { e.fullDisk = sandbox.FullDiskReadOnly; return fn(e) }
 }
 
 // frees declares that a command frees room: on a full filesystem it may
 // spend the reserve beside the store to journal what it deletes.
 func frees(fn func(e env) error) func(e env) error {
-	return func(e env) error { e.fullDisk = project.FullDiskSpendReserve; return fn(e) }
+	return func(e env) error { e.fullDisk = sandbox.FullDiskSpendReserve; return fn(e) }
 }
 
 // manager opens the root the flags name and runs fn with its manager.
-func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) error {
+func (e env) manager(fn func(ctx context.Context, m *sandbox.Manager) error) error {
 	cfg, err := e.config()
 	if err != nil {
 		return err
 	}
-	r, err := project.OpenRoot(e.c.Context, cfg)
+	r, err := sandbox.OpenRoot(e.c.Context, cfg)
 	if err != nil {
 		return e.diskFull(cfg.Root, err)
 	}
@@ -231,7 +231,7 @@ func (e env) manager(fn func(ctx context.Context, m *project.Manager) error) err
 }
 
 // diskFull says that a failed write is the filesystem's, when it is full.
-func (e env) diskFull(root string, err error) error { return project.ExplainDiskFull(root, err) }
+func (e env) diskFull(root string, err error) error { return sandbox.ExplainDiskFull(root, err) }
 
 // print writes v as JSON with --json, else calls human.
 func (e env) print(v any, human func(w io.Writer)) error {
@@ -257,8 +257,8 @@ func numberFlag(c *cli.Context, name string, parse func(string) (uint64, error))
 	return &n, nil
 }
 
-func limitFlags(c *cli.Context, prefix string) (project.LimitChange, error) {
-	var ch project.LimitChange
+func limitFlags(c *cli.Context, prefix string) (sandbox.LimitChange, error) {
+	var ch sandbox.LimitChange
 	var err error
 	for _, f := range []struct {
 		name  string

@@ -25,7 +25,7 @@ const evilEscaped = `evil\e[2J\nFAKE\x07\xff`
 
 // onTerminal runs xfsq on a pseudo-terminal (script(1)) and returns what
 // the terminal received.
-func onTerminal(t *testing.T, s *sandbox, env string, args ...string) string {
+func onTerminal(t *testing.T, s *testRoot, env string, args ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath("script"); err != nil {
 		t.Fatal("script (util-linux) is needed to give the command a terminal")

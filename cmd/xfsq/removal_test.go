@@ -12,7 +12,7 @@ import (
 )
 
 // lastRecord is the newest storage.evicted record of a path.
-func (s *sandbox) lastRecord(path string) map[string]any {
+func (s *testRoot) lastRecord(path string) map[string]any {
 	s.t.Helper()
 	var evs []map[string]any
 	s.json(&evs, "events", "--type", "storage.evicted", "--limit", "100")
@@ -44,14 +44,14 @@ func TestDeletionsLeaveMountsInPlace(t *testing.T) {
 		entry string // what the command deletes (relative to the root)
 		mnt   string // the mount point inside it
 		tmpfs bool
-		run   func(s *sandbox) string // runs the deletion, returns its output
+		run   func(s *testRoot) string // runs the deletion, returns its output
 	}{
 		{"sweep cache entry", "cache/omni/e", "cache/omni/e/sub/mnt", false, sweepIt},
 		{"sweep cache entry, tmpfs", "cache/omni/e", "cache/omni/e/mnt", true, sweepIt},
 		// The workspace walk looks inside trash directories (for
 		// repositories), so it offers coverage/'s files and names the mount
 		// point instead of offering coverage/ whole.
-		{"sweep workspace trash", "projects/omni/coverage", "projects/omni/coverage/mnt", false, func(s *sandbox) string {
+		{"sweep workspace trash", "projects/omni/coverage", "projects/omni/coverage/mnt", false, func(s *testRoot) string {
 			var res sweepJSON
 			s.json(&res, "sweep", "omni")
 			if !res.evicted("projects/omni/coverage/junk") || res.evicted("projects/omni/coverage") {
@@ -63,7 +63,7 @@ func TestDeletionsLeaveMountsInPlace(t *testing.T) {
 			return s.ok("sweep", "omni", "--dry-run")
 		}},
 		{"sweep scratch run", "scratch/omni/run-1", "scratch/omni/run-1/mnt", false, sweepIt},
-		{"project rm --purge", "projects/omni", "projects/omni/work/mnt", false, func(s *sandbox) string {
+		{"project rm --purge", "projects/omni", "projects/omni/work/mnt", false, func(s *testRoot) string {
 			var res struct {
 				PurgedTrees []struct {
 					Path, State string
@@ -78,7 +78,7 @@ func TestDeletionsLeaveMountsInPlace(t *testing.T) {
 			}
 			return s.ok("events", "--type", "storage.evicted")
 		}},
-		{"files rm", "projects/omni/d", "projects/omni/d/mnt", false, func(s *sandbox) string {
+		{"files rm", "projects/omni/d", "projects/omni/d/mnt", false, func(s *testRoot) string {
 			r := s.run("files", "rm", "omni", "d", "--recursive")
 			if r.code == 0 || !strings.Contains(r.stderr, "left in place: projects/omni/d/mnt (mount point") {
 				s.t.Errorf("files rm: exit %d %q, want a failure naming the mount point left in place", r.code, r.stderr)
@@ -134,7 +134,7 @@ func TestDeletionsLeaveMountsInPlace(t *testing.T) {
 }
 
 // sweepIt sweeps omni and checks the output is honest about the mount.
-func sweepIt(s *sandbox) string {
+func sweepIt(s *testRoot) string {
 	var res sweepJSON
 	s.json(&res, "sweep", "omni")
 	if len(res.Evicted) != 1 {

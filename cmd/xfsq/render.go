@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/safetext"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -69,7 +69,7 @@ func (p *progressLine) clear() {
 func (e env) watched() bool { return !e.json() && isTerminal(os.Stdout) && isTerminal(os.Stderr) }
 
 // walkProgress is the progress line's text for a walk of one tree.
-func walkProgress(p project.TreeProgress) string {
+func walkProgress(p sandbox.TreeProgress) string {
 	rate := float64(p.Files) / max(p.Elapsed.Seconds(), 0.001)
 	s := fmt.Sprintf("  %s %s: %s, %s, %.0f files/s", safe(p.Project), p.Area, plural(p.Files, "file", "files"), units.FormatIEC(p.Bytes), rate)
 	if pct := p.Percent(); pct >= 0 {

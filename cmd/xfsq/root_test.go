@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/xfsq/xfsq/inventory"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 )
 
 // TestDBTypoRefused: a --db naming a SQLite file that does not exist is
@@ -53,7 +53,7 @@ func TestDBTypoRefused(t *testing.T) {
 
 // TestFlagged: the library names its field; the CLI says the flag.
 func TestFlagged(t *testing.T) {
-	o := project.SnapshotOptions{Walk: inventory.Options{Depth: 9, TopK: 1}}
+	o := sandbox.SnapshotOptions{Walk: inventory.Options{Depth: 9, TopK: 1}}
 	if got := flagged(o.Validate()); got != "--depth 9: use 1 to 8" {
 		t.Errorf("flagged = %q", got)
 	}

@@ -50,7 +50,7 @@ func processState(pid int) string {
 
 // evictionRecords is every path's storage.evicted states, oldest first, as
 // `xfsq events` gives them.
-func evictionRecords(s *sandbox) map[string][]string {
+func evictionRecords(s *testRoot) map[string][]string {
 	s.t.Helper()
 	var evs []map[string]any
 	s.json(&evs, "events", "--type", "storage.evicted", "--limit", "1000")

@@ -44,7 +44,7 @@ type served struct {
 	code int
 }
 
-func (s *sandbox) serve(t *testing.T, tokenFile string, extra ...string) *served {
+func (s *testRoot) serve(t *testing.T, tokenFile string, extra ...string) *served {
 	t.Helper()
 	args := []string{"--root", s.root}
 	if s.db != "" {

@@ -19,7 +19,7 @@ import (
 	"github.com/xfsq/xfsq/internal/gittest"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/journal"
-	"github.com/xfsq/xfsq/project"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -143,7 +143,7 @@ func TestSweep(t *testing.T) {
 				t.Errorf("journal of %s: %v, want pending then done", p, states[p])
 			}
 		}
-		var swept []project.Event
+		var swept []sandbox.Event
 		s.json(&swept, "events", "--type", "storage.swept")
 		if len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"freed_bytes"`) || !strings.Contains(string(swept[0].Payload), `"per_policy"`) {
 			t.Errorf("storage.swept: %+v", swept)
@@ -326,7 +326,7 @@ func TestSweepQuotaCheck(t *testing.T) {
 		t.Errorf("quota check of a dry run of omni: %+v, want omni's workspace at 300 KiB+ over 200 KiB", plan.OverSoft)
 	}
 	s.ok("sweep", "omni")
-	var evs []project.Event
+	var evs []sandbox.Event
 	s.json(&evs, "events", "--type", "storage.quota_exceeded")
 	var payload struct {
 		Used uint64 `json:"used_bytes"`
@@ -403,7 +403,7 @@ func TestSweepFutureMtimeDoesNotPin(t *testing.T) {
 // root and host, under the settings in force, within plan_max_age, once.
 // Anything else is refused as a whole, deleting nothing, with what to do.
 func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
-	setup := func(t *testing.T) (*sandbox, string) {
+	setup := func(t *testing.T) (*testRoot, string) {
 		s := fallbackSandbox(t, "")
 		s.ok("project", "add", "omni")
 		s.ok("project", "add", "beta")
@@ -429,10 +429,10 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		change func(t *testing.T, s *sandbox, plan string) *sandbox // the sandbox to apply in
+		change func(t *testing.T, s *testRoot, plan string) *testRoot // the sandbox to apply in
 		want   string
 	}{
-		{"another project's uploads added", func(t *testing.T, s *sandbox, plan string) *sandbox {
+		{"another project's uploads added", func(t *testing.T, s *testRoot, plan string) *testRoot {
 			edit(t, plan, func(v map[string]any) {
 				p, ok := v["plan"].(map[string]any)
 				if !ok {
@@ -443,17 +443,17 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 			})
 			return s
 		}, "was changed after it was made"},
-		{"one byte changed", func(t *testing.T, s *sandbox, plan string) *sandbox {
+		{"one byte changed", func(t *testing.T, s *testRoot, plan string) *testRoot {
 			f, _ := os.OpenFile(plan, os.O_APPEND|os.O_WRONLY, 0)
 			f.WriteString(" ")
 			f.Close()
 			return s
 		}, "was changed after it was made"},
-		{"a bare plan, as --plan-out once wrote", func(t *testing.T, s *sandbox, plan string) *sandbox {
+		{"a bare plan, as --plan-out once wrote", func(t *testing.T, s *testRoot, plan string) *testRoot {
 			os.WriteFile(plan, []byte(`{"evicted": [{"project": "omni", "area": "workspace", "path": "projects/omni/uploads", "policy": "workspace_trash"}]}`), 0o644)
 			return s
 		}, "not a plan saved by a dry run of this xfsq"},
-		{"older than plan_max_age", func(t *testing.T, s *sandbox, plan string) *sandbox {
+		{"older than plan_max_age", func(t *testing.T, s *testRoot, plan string) *testRoot {
 			db, err := sql.Open("sqlite", filepath.Join(s.root, ".xfsq", "xfsq.db"))
 			if err != nil {
 				t.Fatal(err)
@@ -464,22 +464,22 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 			}
 			return s
 		}, "older than plan_max_age (1h"},
-		{"settings changed since", func(t *testing.T, s *sandbox, plan string) *sandbox {
+		{"settings changed since", func(t *testing.T, s *testRoot, plan string) *testRoot {
 			s.ok("settings", "set", "scratch_ttl", "2d")
 			return s
 		}, "made under other settings"},
-		{"applied twice", func(t *testing.T, s *sandbox, plan string) *sandbox {
+		{"applied twice", func(t *testing.T, s *testRoot, plan string) *testRoot {
 			s.ok("sweep", "--apply", plan)
 			aged(t, s.root, "cache/omni/old/blob", 8192, 30) // back, for the check below
 			return s
 		}, "was already applied"},
-		{"another root sharing the store", func(t *testing.T, s *sandbox, plan string) *sandbox {
+		{"another root sharing the store", func(t *testing.T, s *testRoot, plan string) *testRoot {
 			other := newSandbox(t, t.TempDir(), filepath.Join(s.root, ".xfsq", "xfsq.db"))
 			other.ok("init")
 			aged(t, other.root, "cache/omni/old/blob", 8192, 30)
 			return other
 		}, "was made for root"},
-		{"another store", func(t *testing.T, s *sandbox, plan string) *sandbox {
+		{"another store", func(t *testing.T, s *testRoot, plan string) *testRoot {
 			other := fallbackSandbox(t, "")
 			other.ok("project", "add", "omni")
 			aged(t, other.root, "cache/omni/old/blob", 8192, 30)
@@ -508,7 +508,7 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 		if !res.evicted("cache/omni/old") || exists(s.root, "cache/omni/old") {
 			t.Errorf("the plan as made was not applied: %+v", res)
 		}
-		var swept []project.Event
+		var swept []sandbox.Event
 		s.json(&swept, "events", "--type", "storage.swept")
 		if len(swept) != 1 || !strings.Contains(string(swept[0].Payload), `"plan_id": "pl-`) {
 			t.Errorf("storage.swept of an applied plan does not name it: %+v", swept)
@@ -667,7 +667,7 @@ func TestSweepInbound(t *testing.T) {
 	if err := unix.UtimesNanoAt(unix.AT_FDCWD, link, []unix.Timespec{old, old}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		t.Fatal(err)
 	}
-	s.ok("snapshot", project.RootOwner, "--area", "inbound") // a walk: report counts what was staged outside xfsq
+	s.ok("snapshot", sandbox.RootOwner, "--area", "inbound") // a walk: report counts what was staged outside xfsq
 	before := s.report()[inboundKey].UsedBytes
 	if before < 256<<10 {
 		t.Fatalf("report of inbound before: %d bytes, want the staged 256 KiB+", before)
@@ -726,8 +726,8 @@ func TestSweepInbound(t *testing.T) {
 	}
 	var rows []reportRow
 	s.json(&rows, "report", "--area", "inbound")
-	if len(rows) != 1 || rows[0].Project != project.RootOwner || rows[0].UsedBytes > before-256<<10 {
-		t.Errorf("report --area inbound after the sweep: %+v, want %s's inbound down from %d by the 256 KiB freed", rows, project.RootOwner, before)
+	if len(rows) != 1 || rows[0].Project != sandbox.RootOwner || rows[0].UsedBytes > before-256<<10 {
+		t.Errorf("report --area inbound after the sweep: %+v, want %s's inbound down from %d by the 256 KiB freed", rows, sandbox.RootOwner, before)
 	}
 	// The fresh entry goes once it is inbound_ttl old.
 	s.ok("settings", "set", "inbound_ttl", "2d")

@@ -69,7 +69,7 @@ func rule(from, to string) string {
 	case from == "store" && to != "quota" && to != "journal":
 		return "store imports nothing of xfsq but quota and journal: it is the bottom layer every other one sits on"
 	case from == "files" && (to == "store" || strings.HasPrefix(to, "store/")):
-		return "files reaches the store only through project, which owns write accounting"
+		return "files reaches the store only through sandbox, which owns write accounting"
 	case from == "area":
 		return "area is a leaf: the vocabulary every layer speaks imports nothing of xfsq"
 	case from == "internal/deletion" && !deletionMayImport[to]:

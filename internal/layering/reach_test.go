@@ -16,7 +16,7 @@ import (
 	"github.com/xfsq/xfsq/internal/prereq"
 )
 
-// managerFields are the fields of project.Manager no shell may select: the
+// managerFields are the fields of sandbox.Manager no shell may select: the
 // import rules keep the store and the quota backend out of a shell's
 // imports, and a shell holding the manager must not reach them through it
 // either, past the methods that journal and check.
@@ -25,7 +25,7 @@ var managerFields = []string{"Store", "Backend"}
 // TestShellsSelectNoStoreOrBackendOfTheManager type-checks every shell
 // package (tests aside, as for the import rules) against the compiler's
 // export data and fails on each selection of a managerFields field of
-// project.Manager, through the manager or anything that embeds it.
+// sandbox.Manager, through the manager or anything that embeds it.
 func TestShellsSelectNoStoreOrBackendOfTheManager(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		prereq.Missing(t, "the shells are type-checked from go list -export: install Go")
@@ -39,7 +39,7 @@ func TestShellsSelectNoStoreOrBackendOfTheManager(t *testing.T) {
 	}
 	fset := token.NewFileSet()
 	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) { return os.Open(exports[path]) })
-	core, err := imp.Import(Module + "/project")
+	core, err := imp.Import(Module + "/sandbox")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestShellsSelectNoStoreOrBackendOfTheManager(t *testing.T) {
 		}
 	}
 	if len(forbidden) != len(managerFields) {
-		t.Fatalf("project.Manager has %d of the fields %v: update managerFields", len(forbidden), managerFields)
+		t.Fatalf("sandbox.Manager has %d of the fields %v: update managerFields", len(forbidden), managerFields)
 	}
 	checked := 0
 	for _, line := range goList(t, append([]string{"-f", "{{.ImportPath}}\t{{.Dir}}\t{{join .GoFiles \",\"}}"}, shellPatterns...)) {
@@ -78,7 +78,7 @@ func TestShellsSelectNoStoreOrBackendOfTheManager(t *testing.T) {
 				continue
 			}
 			if forbidden[sel.Obj()] {
-				t.Errorf("%s: a shell selects project.Manager's %s: add a method to the library for what it needs", fset.Position(expr.Pos()), sel.Obj().Name())
+				t.Errorf("%s: a shell selects sandbox.Manager's %s: add a method to the library for what it needs", fset.Position(expr.Pos()), sel.Obj().Name())
 			}
 		}
 		checked++

@@ -68,7 +68,7 @@ func allocHelper(mnt string) int {
 	return 0
 }
 
-// allocate hands out an ID as project.Manager.Add does: the IDs in use on
+// allocate hands out an ID as sandbox.Manager.Add does: the IDs in use on
 // the filesystem and named by hand excluded, the store reserving the
 // lowest other one in a transaction.
 func allocate(st *store.Store, a *Allocator, owner string) (quota.ProjectID, error) {
