@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/internal/tenanttest"
 	"io"
 	"os"
 	"os/exec"
@@ -16,6 +14,9 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/tenanttest"
 
 	"golang.org/x/sys/unix"
 

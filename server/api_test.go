@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"io"
 	"log/slog"
 	"net"
@@ -21,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/client"

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/fixture"

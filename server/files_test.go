@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/files"

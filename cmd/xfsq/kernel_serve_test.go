@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	apiv1 "github.com/xfsq/xfsq/api/v1"
-	"github.com/xfsq/xfsq/quota"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	apiv1 "github.com/xfsq/xfsq/api/v1"
+	"github.com/xfsq/xfsq/quota"
 
 	"golang.org/x/sys/unix"
 
