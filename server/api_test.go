@@ -22,6 +22,7 @@ import (
 	"time"
 
 	apiv1 "github.com/xfsq/xfsq/api/v1"
+	"github.com/xfsq/xfsq/daemon"
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/client"
@@ -86,7 +87,7 @@ type serverOptions struct {
 
 func newServerWith(t *testing.T, r *fixture.Root, o serverOptions) *testServer {
 	t.Helper()
-	set, err := server.ParseTokens(strings.NewReader(tokenFile), "test")
+	set, err := daemon.ParseTokens(strings.NewReader(tokenFile), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
