@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/treetest"
+	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 )
 
 // What deleting an entry frees: a file linked from outside it stays, so it

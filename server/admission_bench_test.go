@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/daemon"
-	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 	"github.com/xfsq/xfsq/server"
 )
 

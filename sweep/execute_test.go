@@ -12,7 +12,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/deletion"
-	"github.com/xfsq/xfsq/internal/mounttest"
+	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
 	"github.com/xfsq/xfsq/internal/saferm"
 )
 

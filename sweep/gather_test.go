@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/deletion"
-	"github.com/xfsq/xfsq/internal/gittest"
+	"github.com/xfsq/xfsq/internal/testsupport/gittest"
 	"github.com/xfsq/xfsq/internal/saferm"
-	"github.com/xfsq/xfsq/internal/treetest"
+	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 )
 
 // ageTree makes everything under dir (links excepted) 30 days old: past

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/mounttest"
-	"github.com/xfsq/xfsq/internal/treetest"
+	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
+	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 )
 
 // lastRecord is the newest storage.evicted record of a path.

@@ -19,9 +19,9 @@ import (
 
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/internal/fault"
-	"github.com/xfsq/xfsq/internal/promtest"
-	"github.com/xfsq/xfsq/internal/storetest"
-	"github.com/xfsq/xfsq/internal/treetest"
+	"github.com/xfsq/xfsq/internal/testsupport/promtest"
+	"github.com/xfsq/xfsq/internal/testsupport/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 )
 
 const e2eToken = "e2e-operator-token-0123456789"

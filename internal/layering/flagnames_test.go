@@ -16,7 +16,7 @@ var namesAFlag = regexp.MustCompile(`(^|[^-\w])--[a-z]`)
 // runs beside it (their errors at start-up are the serve command's), and
 // test support that runs other programs (Prometheus, a test VM's init
 // script).
-var flagShells = []string{"cmd/", "server/", "daemon/", "internal/promtest/", "internal/kerneltest/"}
+var flagShells = []string{"cmd/", "server/", "daemon/", "internal/testsupport/promtest/", "internal/testsupport/kerneltest/"}
 
 // flagNamesAllowed are the library literals that still name a CLI flag,
 // by file and a piece of the literal. Each is a hint or a help text that

@@ -61,6 +61,8 @@ func rule(from, to string) string {
 		return "a shell reaches the store only through the library, so that every shell journals and checks alike"
 	case isShell(from) && (to == "quota/xfs" || strings.HasPrefix(to, "quota/xfs/")):
 		return "a shell reaches the kernel backend only through the library"
+	case strings.HasPrefix(to, "internal/testsupport/") && !strings.HasPrefix(from, "internal/testsupport/"):
+		return "internal/testsupport is for tests: no library or shell links a test's helpers"
 	case from == "server" && to == "daemon":
 		return "server is the HTTP shell only: what runs beside it (passes, token file, log buffer) is daemon's, which uses it"
 	case from == "client" && to != "api/v1":
