@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/deletion"
-	"github.com/xfsq/xfsq/internal/testsupport/gittest"
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/internal/testsupport/gittest"
 	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 )
 
