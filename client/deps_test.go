@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 // A service that takes the client as a module links the standard library,

@@ -8,7 +8,7 @@ import (
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/files"
-	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 )
 
 // TestLayerOnFixture drives the file layer over a root opened as every

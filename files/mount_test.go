@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/internal/mounttest"
-	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
+	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/sandbox"

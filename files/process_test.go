@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/sandbox"

@@ -16,12 +16,12 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/internal/tenanttest"
+	"github.com/xfsq/xfsq/internal/testsupport/tenanttest"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/xfsq/xfsq/internal/prereq"
-	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/sandbox"
 )

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 )
 
 // What deleting an entry frees: a file linked from outside it stays, so it
@@ -20,22 +22,22 @@ func TestMeasureFreed(t *testing.T) {
 		freedFiles uint64                          // inodes freed
 	}{
 		{"a file alone in a directory", func(t *testing.T, base string) {
-			write(t, filepath.Join(base, "e", "f"), size)
+			treetest.Write(t, filepath.Join(base, "e", "f"), size)
 		}, true, 2},
 		{"a directory holding a link to a file that stays", func(t *testing.T, base string) {
-			write(t, filepath.Join(base, "keep"), size)
+			treetest.Write(t, filepath.Join(base, "keep"), size)
 			link(t, filepath.Join(base, "keep"), filepath.Join(base, "e", "f"))
 		}, false, 1},
 		{"a directory holding every link of a file", func(t *testing.T, base string) {
-			write(t, filepath.Join(base, "e", "f"), size)
+			treetest.Write(t, filepath.Join(base, "e", "f"), size)
 			link(t, filepath.Join(base, "e", "f"), filepath.Join(base, "e", "sub", "g"))
 		}, true, 3},
 		{"a file with a second link", func(t *testing.T, base string) {
-			write(t, filepath.Join(base, "e"), size)
+			treetest.Write(t, filepath.Join(base, "e"), size)
 			link(t, filepath.Join(base, "e"), filepath.Join(base, "other"))
 		}, false, 0},
 		{"a file alone", func(t *testing.T, base string) {
-			write(t, filepath.Join(base, "e"), size)
+			treetest.Write(t, filepath.Join(base, "e"), size)
 		}, true, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -70,18 +72,6 @@ func TestMeasureFreed(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func write(t *testing.T, p string, size int) {
-	t.Helper()
-	os.MkdirAll(filepath.Dir(p), 0o755)
-	data := make([]byte, size)
-	for i := range data {
-		data[i] = 1 // not a hole
-	}
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -134,17 +124,17 @@ func TestAWriteInProgressIsLeftOut(t *testing.T) {
 		counted bool
 		swap    bool // another file renamed onto "w" after its inode was taken
 	}{
-		{"a body within its room", func(t *testing.T, root string) { write(t, filepath.Join(root, "w"), size) }, 1 << 20, false, false},
-		{"a body larger than its room", func(t *testing.T, root string) { write(t, filepath.Join(root, "w"), size) }, 4096, true, false},
+		{"a body within its room", func(t *testing.T, root string) { treetest.Write(t, filepath.Join(root, "w"), size) }, 1 << 20, false, false},
+		{"a body larger than its room", func(t *testing.T, root string) { treetest.Write(t, filepath.Join(root, "w"), size) }, 4096, true, false},
 		{"a body linked elsewhere too", func(t *testing.T, root string) {
-			write(t, filepath.Join(root, "w"), size)
+			treetest.Write(t, filepath.Join(root, "w"), size)
 			link(t, filepath.Join(root, "w"), filepath.Join(root, "d", "kept"))
 		}, 1 << 20, true, false},
-		{"the name below the root", func(t *testing.T, root string) { write(t, filepath.Join(root, "d", "w"), size) }, 1 << 20, true, false},
-		{"a directory of the name", func(t *testing.T, root string) { write(t, filepath.Join(root, "w", "f"), size) }, 1 << 20, true, false},
+		{"the name below the root", func(t *testing.T, root string) { treetest.Write(t, filepath.Join(root, "d", "w"), size) }, 1 << 20, true, false},
+		{"a directory of the name", func(t *testing.T, root string) { treetest.Write(t, filepath.Join(root, "w", "f"), size) }, 1 << 20, true, false},
 		{"another file renamed onto the name", func(t *testing.T, root string) {
-			write(t, filepath.Join(root, "w"), size)
-			write(t, filepath.Join(root, "d", "tenant"), size)
+			treetest.Write(t, filepath.Join(root, "w"), size)
+			treetest.Write(t, filepath.Join(root, "d", "tenant"), size)
 		}, 1 << 20, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -55,19 +55,3 @@ const (
 	ioprioClassIdle  = 3
 	ioprioClassShift = 13
 )
-
-// ThreadPriority is the calling thread's I/O scheduling class (3: idle)
-// and nice value, as LowerThread sets them: what a test of a background
-// pass, or a server checking its request threads, reads back.
-func ThreadPriority() (class, nice int, err error) {
-	tid := unix.Gettid()
-	prio, _, errno := unix.Syscall(unix.SYS_IOPRIO_GET, ioprioWhoProcess, uintptr(tid), 0)
-	if errno != 0 {
-		return 0, 0, errno
-	}
-	p, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
-	if err != nil {
-		return 0, 0, err
-	}
-	return int(prio >> ioprioClassShift), 20 - p, nil // getpriority returns 20 - nice
-}

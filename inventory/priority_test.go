@@ -8,25 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/threadtest"
+	"github.com/xfsq/xfsq/internal/testsupport/threadtest"
 )
-
-// threadPriority is the calling thread's I/O class and nice value.
-func threadPriority(t *testing.T) (class uintptr, nice int) {
-	t.Helper()
-	c, n, err := ThreadPriority()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return uintptr(c), n
-}
 
 // fn runs at idle I/O class and nice 10, the walk's workers too, and the
 // thread that asked for it (any other thread) keeps its priority.
 func TestBackgroundIsPerThread(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	class, nice := threadPriority(t)
+	class, nice := threadtest.Priority(t)
 	dir := t.TempDir()
 	for i := range 64 {
 		sub := filepath.Join(dir, string(rune('a'+i%26)), string(rune('a'+i/26)))
@@ -34,14 +24,14 @@ func TestBackgroundIsPerThread(t *testing.T) {
 		os.WriteFile(filepath.Join(sub, "f"), []byte("x"), 0o644)
 	}
 	var mu sync.Mutex
-	var inside []uintptr
+	var inside []int
 	err := Background(func() {
-		c, n := threadPriority(t)
-		inside = append(inside, c, uintptr(n))
+		c, n := threadtest.Priority(t)
+		inside = append(inside, c, n)
 		if _, err := Walk(dir, Options{Background: true, Workers: 4, onWorker: func() {
-			c, n := threadPriority(t)
+			c, n := threadtest.Priority(t)
 			mu.Lock()
-			inside = append(inside, c, uintptr(n))
+			inside = append(inside, c, n)
 			mu.Unlock()
 		}}); err != nil {
 			t.Error(err)
@@ -58,7 +48,7 @@ func TestBackgroundIsPerThread(t *testing.T) {
 			t.Errorf("a thread of the background pass: I/O class %d, nice %d; want idle (3), 10", inside[i], inside[i+1])
 		}
 	}
-	if c, n := threadPriority(t); c != class || n != nice {
+	if c, n := threadtest.Priority(t); c != class || n != nice {
 		t.Errorf("after a background pass the caller's thread has I/O class %d, nice %d; want %d, %d as before", c, n, class, nice)
 	}
 	lowered := threadtest.Lingering(nice, 5*time.Second)

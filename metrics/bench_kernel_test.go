@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/kerneltest"
+	"github.com/xfsq/xfsq/internal/testsupport/kerneltest"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/sandbox"
 )

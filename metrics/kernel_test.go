@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/internal/kerneltest"
+	"github.com/xfsq/xfsq/internal/testsupport/kerneltest"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/sandbox"
 )
 
 // TestKernel runs the scrape against real XFS project quotas (one boot of
-// the test kernel for the package; see internal/kerneltest).
+// the test kernel for the package; see internal/testsupport/kerneltest).
 func TestKernel(t *testing.T) {
 	scrape := kerneltest.Case{Name: "ScrapedTreeUsageIsTheKernelsFigure", Run: testXFSScrape}
 	kerneltest.Run(t, []kerneltest.Case{scrape, kerneltest.OnExt4(scrape)})

@@ -96,7 +96,7 @@ func TestTreeSeriesReadBackThroughPrometheusParser(t *testing.T) {
 		t.Errorf("walk histogram read back as %v", hist)
 	}
 	for name := range fams {
-		if !model.IsValidLegacyMetricName(name) {
+		if !model.LegacyValidation.IsValidMetricName(name) {
 			t.Errorf("family name %q is not a valid metric name", name)
 		}
 	}

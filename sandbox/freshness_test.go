@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/store"
 )

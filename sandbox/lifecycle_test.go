@@ -11,7 +11,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/sandbox"

@@ -15,9 +15,8 @@ import (
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/deletion"
-	"github.com/xfsq/xfsq/internal/fixture"
-	"github.com/xfsq/xfsq/internal/threadtest"
-	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/threadtest"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/store"
@@ -69,7 +68,7 @@ func TestPassWritesOneEvent(t *testing.T) {
 			t.Fatalf("storage.snapshot events after two passes within the hour: %+v", snaps)
 		}
 		out, err := m.RunPass(r.Ctx, sandbox.PassSnapshot)
-		if err != nil || out.Ran || !strings.Contains(out.Why, "not due") || out.NextAt.Sub(time.Now()) < 59*time.Minute {
+		if err != nil || out.Ran || !strings.Contains(out.Why, "not due") || time.Until(out.NextAt) < 59*time.Minute {
 			t.Errorf("a pass not due: %+v %v", out, err)
 		}
 
@@ -217,31 +216,24 @@ func TestPassCancelledStopsBetweenEntries(t *testing.T) {
 	})
 }
 
-// threadPriority is the calling thread's I/O class and nice value.
-func threadPriority(t *testing.T) (class int, nice int) {
-	t.Helper()
-	c, n, err := inventory.ThreadPriority()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, n
-}
-
 // A pass runs at background priority on threads of its own; the caller's
 // thread, and after the pass every other thread, keep theirs (a server's
 // request handlers must not slow down because a pass ran).
 func TestPassRunsInTheBackground(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	class, nice := threadPriority(t)
+	class, nice := threadtest.Priority(t)
 	r := fixture.New(t, "sqlite", filepath.Join(t.TempDir(), "xfsq.db"))
 	r.Add(1<<30, "omni")
 	set(t, r, "cache_quota_per_project", "1k")
 	set(t, r, "sweep_interval", "1h")
 	oldCache(t, r, "omni", 1)
 	var during [][2]int
-	sandbox.OnSnapshotTree(t, func(context.Context, store.Tree) { c, n := threadPriority(t); during = append(during, [2]int{c, n}) })
-	sandbox.OnEvictionSettled(t, func(string, deletion.Record) { c, n := threadPriority(t); during = append(during, [2]int{c, n}) })
+	sandbox.OnSnapshotTree(t, func(context.Context, store.Tree) {
+		c, n := threadtest.Priority(t)
+		during = append(during, [2]int{c, n})
+	})
+	sandbox.OnEvictionSettled(t, func(string, deletion.Record) { c, n := threadtest.Priority(t); during = append(during, [2]int{c, n}) })
 	for _, p := range sandbox.Passes {
 		if out, err := r.Manager.RunPass(r.Ctx, p); err != nil || !out.Ran {
 			t.Fatalf("%s: %+v %v", p, out, err)
@@ -255,7 +247,7 @@ func TestPassRunsInTheBackground(t *testing.T) {
 			t.Errorf("a pass worked at I/O class %d, nice %d; want idle (3), 10", d[0], d[1])
 		}
 	}
-	if c, n := threadPriority(t); c != class || n != nice {
+	if c, n := threadtest.Priority(t); c != class || n != nice {
 		t.Errorf("after the passes the caller's thread has I/O class %d, nice %d; want %d, %d", c, n, class, nice)
 	}
 	lowered := threadtest.Lingering(nice, 5*time.Second)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/internal/threadtest"
+	"github.com/xfsq/xfsq/internal/testsupport/threadtest"
 
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/store"
@@ -117,16 +117,6 @@ func TestWalkDisagrees(t *testing.T) {
 	}
 }
 
-// threadPriority is the calling thread's I/O class and nice value.
-func threadPriority(t *testing.T) (class int, nice int) {
-	t.Helper()
-	c, n, err := inventory.ThreadPriority()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, n
-}
-
 // A scheduled pass (the ticker, `snapshot --all`) walks at nice 10 and idle
 // I/O priority; a snapshot someone asked for does not. Either way, and
 // after a sweep, the caller's thread and every other thread of the process
@@ -135,7 +125,7 @@ func threadPriority(t *testing.T) (class int, nice int) {
 func TestScheduledPassWalksInTheBackground(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	class, nice := threadPriority(t)
+	class, nice := threadtest.Priority(t)
 	root := t.TempDir()
 	m, _ := managerWithOmni(t, root)
 	for _, c := range []struct {
@@ -143,7 +133,7 @@ func TestScheduledPassWalksInTheBackground(t *testing.T) {
 		wantClass, wantNi int
 	}{{true, 3, 10}, {false, class, nice}} {
 		var walkClass, walkNice int
-		walk := inventory.Options{Progress: func(inventory.Progress) { walkClass, walkNice = threadPriority(t) }}
+		walk := inventory.Options{Progress: func(inventory.Progress) { walkClass, walkNice = threadtest.Priority(t) }}
 		if _, err := m.Snapshot(context.Background(), SnapshotOptions{Projects: []string{"omni"}, Scheduled: c.scheduled, Walk: walk}); err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +152,7 @@ func TestScheduledPassWalksInTheBackground(t *testing.T) {
 	if err != nil || len(out.Evicted) != 1 {
 		t.Fatalf("background sweep: %+v, %v", out.Evicted, err)
 	}
-	if c, n := threadPriority(t); c != class || n != nice {
+	if c, n := threadtest.Priority(t); c != class || n != nice {
 		t.Errorf("after the passes the caller's thread has I/O class %d, nice %d; want %d, %d", c, n, class, nice)
 	}
 	lowered := threadtest.Lingering(nice, 5*time.Second)

@@ -12,8 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/internal/mounttest"
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
+	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/store"
 )
@@ -70,10 +71,10 @@ func TestWalksSeeBeneathATenantsMounts(t *testing.T) {
 					if whole {
 						cover = ws
 					}
-					write(t, filepath.Join(ws, "x", "hidden"), hidden)
-					write(t, filepath.Join(ws, "seen"), seen)
+					treetest.Write(t, filepath.Join(ws, "x", "hidden"), hidden)
+					treetest.Write(t, filepath.Join(ws, "seen"), seen)
 					mounttest.Tmpfs(t, cover)
-					write(t, filepath.Join(cover, "on-the-tmpfs"), covering)
+					treetest.Write(t, filepath.Join(cover, "on-the-tmpfs"), covering)
 					key := store.TreeKey{Project: tr.Project, Area: tr.Area}
 					before, err := st.Baseline(ctx, key)
 					if err != nil {
@@ -138,16 +139,6 @@ func TestWalksSeeBeneathATenantsMounts(t *testing.T) {
 				})
 			}
 		}
-	}
-}
-
-func write(t *testing.T, p string, size int) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -101,7 +101,7 @@ else
 	fi
 	say "[3/3] this kernel cannot enforce XFS project quotas (CONFIG_XFS_QUOTA is off): the tour runs inside Debian's kernel in QEMU"
 	echo "    $fetch; booting it under software emulation takes one to two minutes, then the tour's output appears at once"
-	CGO_ENABLED=0 go build -o "$work/vmrun" ./internal/kerneltest/vmrun
+	CGO_ENABLED=0 go build -o "$work/vmrun" ./internal/testsupport/kerneltest/vmrun
 	rc=0
 	ticker "still preparing and booting the test kernel" &
 	tick=$!

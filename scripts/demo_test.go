@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 // Where no kernel with XFS quotas can be booted, the demo still runs its
@@ -167,7 +167,7 @@ func TestCIRunsTheReadmesTestCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile("(?m)^scripts/test\\.sh +# every test \\(go test \\./\\.\\.\\.\\)").Match(readme) {
+	if !regexp.MustCompile(`(?m)^scripts/test\.sh +# every test \(go test \./\.\.\.\)`).Match(readme) {
 		t.Error("README's run-and-test block does not give scripts/test.sh as the test command")
 	}
 	test, err := os.ReadFile("test.sh")

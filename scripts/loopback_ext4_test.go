@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 // runExt4 runs loopback-ext4.sh with extra environment (e.g. a PATH with

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 func run(t *testing.T, args ...string) (string, int) {

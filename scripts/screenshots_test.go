@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 // The README's pictures are remade by one command from a real xfsq serve

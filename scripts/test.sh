@@ -53,6 +53,12 @@ else
 	go test -timeout 30m "$@" ./... 2>&1 | tee "$log"
 fi
 rc=${PIPESTATUS[0]}
+# go vet and staticcheck stay clean (issue 34): staticcheck comes from the
+# Go module proxy at a pinned version, so CI needs nothing installed for it.
+lint=clean
+go vet ./... || lint="go vet failed"
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... || lint="staticcheck failed"
+[ "$lint" = clean ] || [ "$rc" != 0 ] || rc=1
 set -e
 
 echo
@@ -65,5 +71,5 @@ elif [ -z "${XFSQ_TEST_POSTGRES:-}" ]; then
 	echo "store tests: XFSQ_TEST_POSTGRES is unset, so any that ran skipped their PostgreSQL variants (none was recorded: cached results?)"
 fi
 # One plain closing line for whoever reads only the last one.
-echo "packages: $(grep -c '^ok ' "$log") passed, $(grep -c '^FAIL[[:space:]]' "$log") failed"
+echo "packages: $(grep -c '^ok ' "$log") passed, $(grep -c '^FAIL[[:space:]]' "$log") failed; vet and staticcheck: $lint"
 exit "$rc"

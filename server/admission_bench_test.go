@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/daemon"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 	"github.com/xfsq/xfsq/server"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkAdmissionHandler(b *testing.B) {
 		names[i] = "p" + strconv.Itoa(i)
 	}
 	r.Add(10<<30, names...)
-	set, err := server.ParseTokens(strings.NewReader(tokenFile), "bench")
+	set, err := daemon.ParseTokens(strings.NewReader(tokenFile), "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func BenchmarkAdmissionHandler(b *testing.B) {
 	}
 	// Buffered, as serve's stderr is (LogBuffer), and written as serve
 	// writes it: slog for the server's own lines, by hand for the access log.
-	logs := server.NewLogBuffer(devnull, 100*time.Millisecond)
+	logs := daemon.NewLogBuffer(devnull, 100*time.Millisecond)
 	b.Cleanup(func() { logs.Close(); devnull.Close() })
 	fixed := []byte(`{"status":"ok","project":"omni","decision":"ok","message":"ok (1.2 GiB of 50.0 GiB)","backend":"fallback","trees":[{"area":"workspace","used_bytes":1288490188,"bytes_hard":53687091200}],"pad":"xxxxxxxxxx"}` + "\n")
 	s, err := server.New(server.Config{Root: r.Root, Tokens: set, Log: slog.New(slog.NewJSONHandler(logs, nil)), AccessLog: logs,

@@ -49,6 +49,12 @@ func (c Caller) Sees(project string) bool {
 	return c.Projects == nil || slices.Contains(c.Projects, project)
 }
 
+// Tokens says who a bearer token belongs to. The server only asks; the
+// token file that answers is read and reloaded beside it (package daemon).
+type Tokens interface {
+	Lookup(bearer string) (Caller, bool)
+}
+
 type callerKey struct{}
 
 func withCaller(ctx context.Context, c Caller) context.Context {

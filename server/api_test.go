@@ -22,13 +22,14 @@ import (
 	"time"
 
 	apiv1 "github.com/xfsq/xfsq/api/v1"
+	"github.com/xfsq/xfsq/daemon"
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/client"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/health"
-	"github.com/xfsq/xfsq/internal/fixture"
-	"github.com/xfsq/xfsq/internal/mounttest"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/sandbox"
@@ -86,7 +87,7 @@ type serverOptions struct {
 
 func newServerWith(t *testing.T, r *fixture.Root, o serverOptions) *testServer {
 	t.Helper()
-	set, err := server.ParseTokens(strings.NewReader(tokenFile), "test")
+	set, err := daemon.ParseTokens(strings.NewReader(tokenFile), "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 )
 
 // TestAdmissionRefreshIsSharedWithinTheWindow: GET …/admission?refresh=1 is a

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 )
 
 // The client's ListFiles gives a whole directory, however many pages the

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/xfsq/xfsq/internal/apispec"
+	"github.com/xfsq/xfsq/internal/testsupport/apispec"
 )
 
 // The contract test: every answer any test of this package gets from a

@@ -22,13 +22,14 @@ import (
 	apiv1 "github.com/xfsq/xfsq/api/v1"
 
 	"github.com/xfsq/xfsq/internal/fault"
-	"github.com/xfsq/xfsq/internal/fixture"
-	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 	"github.com/xfsq/xfsq/sandbox"
 )
 
 // The crash test's child: this test binary, run with these set, serves the
-// sweep endpoint over the root as xfsq serve does (Passes.Settle first),
+// sweep endpoint over the root as xfsq serve does (daemon.Passes settles first),
 // prints "listening URL settled N" and serves until killed.
 const (
 	envChildRoot = "XFSQ_SERVER_TEST_ROOT"
@@ -47,7 +48,7 @@ func TestSweepServerChild(t *testing.T) {
 		os.Exit(1)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	settled, err := (&Passes{Root: r, Log: log}).Settle(ctx)
+	settled, err := r.SettleInterrupted(sandbox.WithActor(ctx, "xfsq-serve/scheduled"))
 	if err != nil {
 		fmt.Println("settle:", err)
 		os.Exit(1)
@@ -165,7 +166,7 @@ func TestAPISweepKilledMidway(t *testing.T) {
 				var paths []string
 				for i := range entries {
 					p := fmt.Sprintf("cache/omni/e%02d", i)
-					aged(t, r.Manager.Root, p+"/f", 4096, 20+i)
+					treetest.Aged(t, r.Manager.Root, p+"/f", 4096, 20+i)
 					paths = append(paths, p)
 				}
 				nth := 1 + rng.IntN(entries)
@@ -201,7 +202,7 @@ func TestAPISweepKilledMidway(t *testing.T) {
 				states := evictionStates(t, r)
 				for _, p := range paths {
 					st := states[p]
-					gone := !exists(r.Manager.Root, p)
+					gone := !treetest.Exists(filepath.Join(r.Manager.Root, p))
 					switch {
 					case gone && (len(st) != 2 || st[0] != "pending" || st[1] != "done"):
 						t.Errorf("%s is gone with records %v, want pending then done", p, st)
@@ -220,8 +221,8 @@ func TestAPISweepKilledMidway(t *testing.T) {
 				}
 				states = evictionStates(t, r)
 				for _, p := range paths {
-					if st := states[p]; exists(r.Manager.Root, p) || st[len(st)-1] != "done" {
-						t.Errorf("after the second sweep %s: exists %v, records %v", p, exists(r.Manager.Root, p), st)
+					if st := states[p]; treetest.Exists(filepath.Join(r.Manager.Root, p)) || st[len(st)-1] != "done" {
+						t.Errorf("after the second sweep %s: exists %v, records %v", p, treetest.Exists(filepath.Join(r.Manager.Root, p)), st)
 					}
 				}
 				second.stdin.Close()

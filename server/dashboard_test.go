@@ -14,8 +14,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/xfsq/xfsq/internal/fixture"
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 	"github.com/xfsq/xfsq/sandbox"
 )
 

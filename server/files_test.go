@@ -23,9 +23,9 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/files"
-	"github.com/xfsq/xfsq/internal/fixture"
-	"github.com/xfsq/xfsq/internal/prereq"
-	"github.com/xfsq/xfsq/internal/tenanttest"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/tenanttest"
 	"github.com/xfsq/xfsq/sandbox"
 )
 

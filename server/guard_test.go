@@ -6,14 +6,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 	"github.com/xfsq/xfsq/server"
 )
 
@@ -121,36 +118,4 @@ func TestMetricsToken(t *testing.T) {
 			}
 		}
 	})
-}
-
-// TestLoadMetricsToken: the file serve reads the metrics token from is
-// held to the token file's rules (not readable by every user) and holds
-// one long token; errors never show it.
-func TestLoadMetricsToken(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string, mode os.FileMode) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), mode); err != nil {
-			t.Fatal(err)
-		}
-		os.Chmod(p, mode)
-		return p
-	}
-	if tok, err := server.LoadMetricsToken(write("good", "metrics-5e6f7a8b9c0d1e2f3a4b\n", 0o600)); err != nil || tok != "metrics-5e6f7a8b9c0d1e2f3a4b" {
-		t.Errorf("a good file: %q %v", tok, err)
-	}
-	for _, c := range []struct {
-		name, content string
-		mode          os.FileMode
-		want          string
-	}{
-		{"world", "metrics-5e6f7a8b9c0d1e2f3a4b", 0o644, "chmod 600"},
-		{"short", "tooshort", 0o600, "at least 16"},
-		{"two", "metrics-5e6f7a8b9c0d1e2f3a4b\nsecond-5e6f7a8b9c0d1e2f", 0o600, "one line"},
-	} {
-		_, err := server.LoadMetricsToken(write(c.name, c.content, c.mode))
-		if err == nil || !strings.Contains(err.Error()+errkind.HintOf(err), c.want) || strings.Contains(err.Error(), "5e6f7a8b") {
-			t.Errorf("%s: %v (hint %q), want an error naming %q and no token", c.name, err, errkind.HintOf(err), c.want)
-		}
-	}
 }

@@ -20,7 +20,7 @@ import (
 
 // The contract as a maintained validator reads it: kin-openapi (a test
 // dependency only) checks each request a test makes and each answer it
-// gets against openapi.json, besides internal/apispec's checks. It reads
+// gets against openapi.json, besides internal/testsupport/apispec's checks. It reads
 // the document as any client generator would, so a path, a media type or
 // a status the description does not allow is found here.
 

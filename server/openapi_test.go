@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 	"github.com/xfsq/xfsq/server"
 )
 

@@ -23,8 +23,9 @@ import (
 type Config struct {
 	// Root is the open sandbox root; the server uses it, the caller closes it.
 	Root *sandbox.Root
-	// Tokens are the bearer tokens in force (a *TokenFile reloads on SIGHUP).
-	Tokens TokenSource
+	// Tokens are the bearer tokens in force (daemon.TokenFile's are
+	// reloaded on SIGHUP).
+	Tokens Tokens
 	// Log receives the server's errors, and the access log unless
 	// AccessLog is set; nil: slog.Default().
 	Log *slog.Logger
@@ -81,7 +82,7 @@ func (r Route) ProjectScoped() bool { return strings.Contains(r.Pattern, "{id}")
 type Server struct {
 	root    *sandbox.Root
 	m       *sandbox.Manager
-	tokens  TokenSource
+	tokens  Tokens
 	log     *slog.Logger
 	access  *accessLog // nil: the access log goes to log
 	health  *health.Checker
@@ -104,7 +105,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Root == nil || cfg.Root.Manager == nil {
 		return nil, errors.New("server: no root")
 	}
-	if cfg.Tokens == nil || cfg.Tokens.Current() == nil {
+	if cfg.Tokens == nil {
 		return nil, errkind.New(errkind.Input, errors.New("server: no tokens: give a token file"))
 	}
 	s := &Server{root: cfg.Root, m: cfg.Root.Manager, tokens: cfg.Tokens, log: cfg.Log, health: cfg.Health, metrics: cfg.Metrics, ready: cfg.ReadyTimeout}
@@ -333,7 +334,7 @@ func (s *Server) guard(rt Route) http.Handler {
 				writeAuthProblem(w, http.StatusUnauthorized, TypeUnauthorized, "no bearer token: send Authorization: Bearer TOKEN")
 				return
 			}
-			if caller, ok = s.tokens.Current().Lookup(bearer); !ok {
+			if caller, ok = s.tokens.Lookup(bearer); !ok {
 				writeAuthProblem(w, http.StatusUnauthorized, TypeUnauthorized, "the bearer token is not valid")
 				return
 			}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 	"github.com/xfsq/xfsq/sandbox"
 )
 

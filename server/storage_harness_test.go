@@ -45,6 +45,12 @@ func contractCheckedUnlessBench(t testing.TB, h http.Handler) http.Handler {
 
 var operator = Caller{Name: "ops-bot", Role: RoleOperator}
 
+// tokens are a fixed token set, bearer to caller (the token file's
+// parsing is daemon's, and tested there).
+type tokens map[string]Caller
+
+func (ts tokens) Lookup(bearer string) (Caller, bool) { c, ok := ts[bearer]; return c, ok }
+
 // do sends one request and returns the response with its body read.
 func do(t testing.TB, method, url string, body io.Reader, header ...string) (*http.Response, string) {
 	t.Helper()

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 	"github.com/xfsq/xfsq/sandbox"
 )
 
@@ -174,11 +174,7 @@ func TestOverviewETag(t *testing.T) {
 func TestWarmEncodesTheOverviewBeforeAnyRequest(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(10<<20, "omni", "beta")
-		set, err := ParseTokens(strings.NewReader("warm-test-token-0123456789,ops,operator\n"), "test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := New(Config{Root: r.Root, Tokens: set})
+		s, err := New(Config{Root: r.Root, Tokens: tokens{"warm-test-token-0123456789": operator}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,8 +18,9 @@ import (
 	apiv1 "github.com/xfsq/xfsq/api/v1"
 
 	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/internal/fixture"
-	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 	"github.com/xfsq/xfsq/sandbox"
 )
 
@@ -39,28 +40,6 @@ func testMux(t testing.TB, root *sandbox.Root, caller Caller) *httptest.Server {
 	srv := httptest.NewServer(contractCheckedUnlessBench(t, mux))
 	t.Cleanup(srv.Close)
 	return srv
-}
-
-// aged writes a file of size bytes under root with an mtime days ago, its
-// parents too.
-func aged(t testing.TB, root, rel string, size, days int) {
-	t.Helper()
-	p := filepath.Join(root, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	when := time.Now().Add(-time.Duration(days) * 24 * time.Hour)
-	for d := p; d != root && strings.HasPrefix(d, root); d = filepath.Dir(d) {
-		os.Chtimes(d, when, when)
-	}
-}
-
-func exists(root, rel string) bool {
-	_, err := os.Lstat(filepath.Join(root, rel))
-	return err == nil
 }
 
 // post sends body to project's sweep endpoint and decodes the answer into
@@ -92,22 +71,6 @@ func post(t testing.TB, srv *httptest.Server, project, body string, out any) int
 	return resp.StatusCode
 }
 
-// sweepFixture is a root with omni (an old cache entry over the cap, an
-// old upload that is never swept) and beta (an old cache entry of its own).
-func sweepFixture(t *testing.T, r *fixture.Root) string {
-	t.Helper()
-	r.Add(1<<30, "omni", "beta")
-	if _, _, err := r.Manager.SetSetting(r.Ctx, "cache_quota_per_project", "1k"); err != nil {
-		t.Fatal(err)
-	}
-	root := r.Manager.Root
-	aged(t, root, "cache/omni/old/blob", 8192, 30)
-	aged(t, root, "cache/beta/old/blob", 8192, 30)
-	aged(t, root, "projects/omni/uploads/precious.log", 100, 30)
-	aged(t, root, "projects/omni/build.log", 100, 30)
-	return root
-}
-
 func planned(p apiv1.SweepPlan, path string) bool {
 	for _, e := range p.Entries {
 		if e.Path == path {
@@ -131,7 +94,7 @@ func deleted(r apiv1.SweepResult, path string) (apiv1.Deleted, bool) {
 // after under the token's name, and says what it freed; the plan runs once.
 func TestSweepAPIPlanThenApply(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
-		root := sweepFixture(t, r)
+		root := r.SweepTree()
 		srv := testMux(t, r.Root, operator)
 		var plan apiv1.SweepPlan
 		if code := post(t, srv, "omni", `{"dry_run": true, "areas": ["cache", "workspace"]}`, &plan); code != 200 {
@@ -145,7 +108,7 @@ func TestSweepAPIPlanThenApply(t *testing.T) {
 			planned(plan, "projects/omni/uploads/precious.log") || plan.PlannedBytes < 8192 {
 			t.Errorf("plan entries: %+v", plan.Entries)
 		}
-		if !exists(root, "cache/omni/old") || !exists(root, "projects/omni/build.log") {
+		if !treetest.Exists(filepath.Join(root, "cache/omni/old")) || !treetest.Exists(filepath.Join(root, "projects/omni/build.log")) {
 			t.Fatal("the dry run deleted")
 		}
 		if ev := r.Events("storage.evicted"); len(ev) != 0 {
@@ -164,12 +127,12 @@ func TestSweepAPIPlanThenApply(t *testing.T) {
 			t.Errorf("the planned trash was not deleted: %+v", res)
 		}
 		for _, p := range []string{"cache/omni/old", "projects/omni/build.log"} {
-			if exists(root, p) {
+			if treetest.Exists(filepath.Join(root, p)) {
 				t.Errorf("%s is still there", p)
 			}
 		}
 		for _, p := range []string{"cache/beta/old", "projects/omni/uploads/precious.log"} {
-			if !exists(root, p) {
+			if !treetest.Exists(filepath.Join(root, p)) {
 				t.Errorf("%s, not in the plan, was deleted", p)
 			}
 		}
@@ -202,7 +165,7 @@ func TestSweepAPIPlanThenApply(t *testing.T) {
 // *_seconds, never a bare "bytes" or nanoseconds.
 func TestSweepAPIFieldNames(t *testing.T) {
 	r := fixture.New(t, "sqlite", filepath.Join(t.TempDir(), "xfsq.db"))
-	sweepFixture(t, r)
+	r.SweepTree()
 	srv := testMux(t, r.Root, operator)
 	var plan, res map[string]any
 	post(t, srv, "omni", `{"dry_run": true}`, &plan)
@@ -263,13 +226,13 @@ func TestSweepAPIRefuses(t *testing.T) {
 	}{
 		{"another root sharing the store", func(t *testing.T, s *setup) (*httptest.Server, string, string) {
 			other := fixture.New(t, s.r.Driver, s.r.DSN) // init of a second root on the same store
-			aged(t, other.Manager.Root, "cache/omni/old/blob", 8192, 30)
+			treetest.Aged(t, other.Manager.Root, "cache/omni/old/blob", 8192, 30)
 			return testMux(t, other.Root, operator), "omni", `{"plan_id": "` + s.plan + `"}`
 		}, 422, "was made for root"},
 		{"another store", func(t *testing.T, s *setup) (*httptest.Server, string, string) {
 			other := fixture.New(t, s.r.Driver, storeDSN(t, s.r.Driver))
 			other.Add(1<<30, "omni")
-			aged(t, other.Manager.Root, "cache/omni/old/blob", 8192, 30)
+			treetest.Aged(t, other.Manager.Root, "cache/omni/old/blob", 8192, 30)
 			return testMux(t, other.Root, operator), "omni", `{"plan_id": "` + s.plan + `"}`
 		}, 422, "this store never made plan"},
 		{"another project", func(t *testing.T, s *setup) (*httptest.Server, string, string) {
@@ -319,7 +282,7 @@ func TestSweepAPIRefuses(t *testing.T) {
 				if i > 0 { // each case on a root of its own
 					r = fixture.New(t, base.Driver, storeDSN(t, base.Driver))
 				}
-				root := sweepFixture(t, r)
+				root := r.SweepTree()
 				s := &setup{r: r, srv: testMux(t, r.Root, operator)}
 				var plan apiv1.SweepPlan
 				if code := post(t, s.srv, "omni", `{"dry_run": true}`, &plan); code != 200 {
@@ -332,7 +295,7 @@ func TestSweepAPIRefuses(t *testing.T) {
 					t.Errorf("%d %+v; want %d with %q", code, p, c.status, c.detail)
 				}
 				for _, path := range []string{"cache/omni/old", "cache/beta/old", "projects/omni/build.log"} {
-					if !exists(root, path) {
+					if !treetest.Exists(filepath.Join(root, path)) {
 						t.Errorf("%s was deleted by a refused request", path)
 					}
 				}
@@ -356,7 +319,7 @@ func storeDSN(t *testing.T, driver string) string {
 // is not used up: once the other sweep is done it applies.
 func TestSweepAPIBusy(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
-		root := sweepFixture(t, r)
+		root := r.SweepTree()
 		srv := testMux(t, r.Root, operator)
 		var plan apiv1.SweepPlan
 		post(t, srv, "omni", `{"dry_run": true}`, &plan)
@@ -371,7 +334,7 @@ func TestSweepAPIBusy(t *testing.T) {
 				t.Errorf("%s beside a running sweep: %d %+v", body, code, p)
 			}
 		}
-		if !exists(root, "cache/omni/old") {
+		if !treetest.Exists(filepath.Join(root, "cache/omni/old")) {
 			t.Fatal("deleted beside a running sweep")
 		}
 		r.Manager.Store.UnlockSweep(r.Ctx, "omni", other)
@@ -389,17 +352,17 @@ func TestSweepAPIBusy(t *testing.T) {
 // areas asked for.
 func TestSweepAPINow(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
-		root := sweepFixture(t, r)
+		root := r.SweepTree()
 		srv := testMux(t, r.Root, operator)
 		var res apiv1.SweepResult
 		if code := post(t, srv, "omni", `{"dry_run": false, "areas": ["cache"]}`, &res); code != 200 {
 			t.Fatalf("sweep: %d", code)
 		}
-		if _, ok := deleted(res, "cache/omni/old"); !ok || exists(root, "cache/omni/old") {
+		if _, ok := deleted(res, "cache/omni/old"); !ok || treetest.Exists(filepath.Join(root, "cache/omni/old")) {
 			t.Errorf("result: %+v", res)
 		}
 		for _, p := range []string{"cache/beta/old", "projects/omni/build.log"} {
-			if !exists(root, p) {
+			if !treetest.Exists(filepath.Join(root, p)) {
 				t.Errorf("%s, outside the project or the areas, was deleted", p)
 			}
 		}
@@ -417,10 +380,10 @@ func TestSweepAPIInbound(t *testing.T) {
 			t.Fatal(err)
 		}
 		root := r.Manager.Root
-		aged(t, root, "inbound/chan-old/msg", 8192, 10)
-		aged(t, root, "inbound/chan-new/msg", 8192, 3)
+		treetest.Aged(t, root, "inbound/chan-old/msg", 8192, 10)
+		treetest.Aged(t, root, "inbound/chan-new/msg", 8192, 3)
 		outside := t.TempDir()
-		aged(t, outside, "canary", 100, 30)
+		treetest.Aged(t, outside, "canary", 100, 30)
 		if err := os.Symlink(outside, filepath.Join(root, "inbound/outside")); err != nil {
 			t.Fatal(err)
 		}
@@ -440,7 +403,7 @@ func TestSweepAPIInbound(t *testing.T) {
 		if d, ok := deleted(res, "inbound/chan-old"); !ok || len(res.Deleted) != 1 || d.FreedBytes < 8192 || d.Policy != "inbound_ttl" {
 			t.Errorf("result: %+v", res)
 		}
-		if exists(root, "inbound/chan-old") || !exists(root, "inbound/chan-new/msg") || !exists(root, "inbound/outside") || !exists(outside, "canary") {
+		if treetest.Exists(filepath.Join(root, "inbound/chan-old")) || !treetest.Exists(filepath.Join(root, "inbound/chan-new/msg")) || !treetest.Exists(filepath.Join(root, "inbound/outside")) || !treetest.Exists(filepath.Join(outside, "canary")) {
 			t.Error("after the apply: want inbound/chan-old gone, the fresh entry, the symlink and what it points at intact")
 		}
 		var states []string

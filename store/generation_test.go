@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 )
 
 // The generation a long-lived reader keeps answers by must change with

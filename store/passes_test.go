@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 )
 
 // A pass is claimed once per interval, by one holder at a time; a holder

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // OpenReadOnly opens an embedded SQLite store for reading only, writing
@@ -21,14 +19,10 @@ func OpenReadOnly(ctx context.Context, dsn, host string) (*Store, error) {
 		return Open(ctx, dsn, host)
 	}
 	s := &Store{Host: host, readOnly: true}
-	var err error
 	// immutable=1: no locks and no shared memory, the only way SQLite reads
 	// a WAL database without creating files; the WAL is empty once its last
 	// writer has closed (it checkpoints), which on a full disk it has.
-	s.db, err = sqlx.Open("sqlite", "file:"+(&url.URL{Path: dsn}).EscapedPath()+"?mode=ro&immutable=1&_pragma=foreign_keys(1)")
-	if err != nil {
-		return nil, err
-	}
+	s.db = openSQLite("file:" + (&url.URL{Path: dsn}).EscapedPath() + "?mode=ro&immutable=1&_pragma=foreign_keys(1)")
 	var current int
 	if err := s.db.GetContext(ctx, &current, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`); err != nil {
 		s.db.Close()

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/quota"
 )
 

@@ -84,7 +84,7 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		// (a sweep's "pending" above all) is on disk before the deletion it
 		// announces, power loss or not. NORMAL would only survive a crash of
 		// the process.
-		s.db, err = sqlx.Open("sqlite", "file:"+dsn+
+		s.db = openSQLite("file:" + dsn +
 			"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate")
 		if err != nil {
 			return nil, err

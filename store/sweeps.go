@@ -106,8 +106,7 @@ func (s *Store) PendingEvictions(ctx context.Context) ([]PendingEviction, error)
 func (s *Store) SettlePending(ctx context.Context, project, actor string, rec journal.Evicted) (bool, error) {
 	k := evictionKey{SweepID: rec.SweepID, Path: rec.Path, DeletionID: rec.DeletionID, State: rec.State}
 	settled := false
-	var err error
-	err = s.InTx(ctx, func(tx *Tx) error {
+	err := s.InTx(ctx, func(tx *Tx) error {
 		// The delete is the gate: of two settlers, one removes the row.
 		res, err := tx.exec(ctx, `DELETE FROM evictions_pending WHERE host = ? AND sweep_id = ? AND path = ? AND deletion_id = ?`,
 			s.Host, k.SweepID, k.Path, k.DeletionID)

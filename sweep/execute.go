@@ -78,113 +78,172 @@ type Result struct {
 // point, or reachable only through a link since planning is skipped with
 // the reason. A cache cut stops as soon as the cap is met. What is
 // reported freed is what the removal freed, not what the plan expected.
+//
+// Each entry goes through its phases: the gates that stop a sweep early
+// (gate), the re-check on an open parent (reopen), what the removal must
+// keep (keep), the journalled deletion, and what it did (record).
 func (x *Executor) Run(ctx context.Context, plan Plan) Result {
-	start := x.Now()
-	res := Result{SweepID: x.SweepID, Evicted: []Done{}, Skipped: append([]Skip{}, plan.Skipped...), PerPolicy: map[string]int{}}
-	cacheLeft := map[string]uint64{}
-	for p, b := range plan.CacheBytes {
-		cacheLeft[p] = b
+	r := &run{
+		start:     x.Now(),
+		res:       Result{SweepID: x.SweepID, Evicted: []Done{}, Skipped: append([]Skip{}, plan.Skipped...), PerPolicy: map[string]int{}},
+		cacheLeft: map[string]uint64{},
+		trees:     map[string]*saferm.Dir{},
+		repos:     map[string]*gitindex.Finder{},
 	}
-	trees := map[string]*saferm.Dir{}
-	repos := map[string]*gitindex.Finder{} // per workspace tree, its indexes kept for the sweep
+	for p, b := range plan.CacheBytes {
+		r.cacheLeft[p] = b
+	}
 	defer func() {
-		for _, d := range trees {
+		for _, d := range r.trees {
 			d.Close()
 		}
 	}()
 	for _, ev := range plan.Evict {
-		skip := func(reason string) { res.Skipped = append(res.Skipped, Skip{ev.Project, ev.Path, reason}) }
-		if x.Budget > 0 && x.Now().Sub(start) > x.Budget {
-			skip("the sweep's time budget ran out")
+		if why := x.gate(ctx, r, plan, ev); why != "" {
+			r.skip(ev, why)
 			continue
 		}
-		if ev.Area == area.Cache && cacheLeft[ev.Project] <= plan.CacheCap {
-			skip("the cache is already under its cap")
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			skip("the sweep was cancelled")
-			continue
-		}
-		tree, parent, name, why, err := x.parentOf(ev, trees)
-		if err != nil || why != "" {
-			if err != nil {
-				why = "re-check failed: " + err.Error()
-			}
-			skip(why)
-			continue
-		}
-		bytes, why, err := x.recheck(ctx, ev, parent, name)
-		if err == nil && why == "" && ev.Area == area.Workspace {
-			why, err = stillUntracked(ctx, tree, ev, repos)
-		}
-		if err != nil || why != "" {
-			parent.Close()
-			if err != nil {
-				why = "re-check failed: " + err.Error()
-			}
-			skip(why)
-			continue
-		}
-		rec := deletion.Record{SweepID: x.SweepID, Area: ev.Area, Bytes: bytes, Reason: ev.Reason, Policy: ev.Policy}
-		// What a run writes into the entry while it goes stays: busy_grace
-		// holds below the entry too, not only for the entry as re-checked.
-		keep := saferm.Options{KeepModifiedAfter: x.Now().Add(-x.Policy.BusyGrace), KeepRepositories: ev.Area == area.Workspace}
-		if x.Cutoff != nil {
-			cutoff, err := x.Cutoff(ctx, ev)
-			if err != nil {
-				parent.Close()
-				skip("could not read its tree's last walk for the ledger: " + err.Error())
-				continue
-			}
-			// A ledger is credited only what its last link took, as files rm does.
-			keep.ConfirmLastLink, keep.CountChangedBefore = true, cutoff
-			// Deleted through its parent, so the directories above it are
-			// asked of the tree: one moved in since the walk holds what
-			// the walk counted elsewhere.
-			if !tree.ParentsSettled(strings.TrimPrefix(ev.Path, area.TreePath(ev.Project, ev.Area)+"/"), keep) {
-				keep.CountChangedBefore = saferm.CountNothing
-			}
-		}
-		started := time.Now()
-		rec, rep, err := deletion.Delete(ctx, x.Journal, ev.Project, parent, name, rec, keep)
-		parent.Close()
-		if rec.State == deletion.StatePending {
-			skip("could not journal the deletion, so it was not made: " + err.Error())
-			continue
-		}
-		for _, l := range rep.Left {
-			res.Skipped = append(res.Skipped, Skip{ev.Project, l.Path, l.Reason})
-		}
-		if rep.Entries == 0 {
-			if err != nil {
-				skip("delete failed: " + err.Error())
-			} else if !rep.Removed && len(rep.Left) == 0 {
-				skip("gone since planning")
-			}
-			continue
-		}
-		if err != nil {
-			skip("delete stopped part-way: " + err.Error())
-		}
-		if x.Credit != nil {
-			// What went, went, whatever else failed: credit it.
-			if err := x.Credit(context.WithoutCancel(ctx), ev, rep, started); err != nil {
-				skip("deleted, but its tree's ledger could not be credited (its figure over-counts until the next walk): " + err.Error())
-			}
-		}
-		rep.Bytes, rep.Inodes = rep.AllBytes, rep.AllInodes
-		res.Evicted = append(res.Evicted, Done{Path: rec.Path, Bytes: rep.Bytes, Reason: ev.Reason, Policy: ev.Policy, Entries: rep.Entries, Left: rep.Left})
-		res.BytesFreed += rep.Bytes
-		res.PerPolicy[ev.Policy]++
-		if ev.Area == area.Cache {
-			cacheLeft[ev.Project] -= min(cacheLeft[ev.Project], rep.Bytes)
-		}
+		x.evict(ctx, r, ev)
 	}
+	res := r.res
 	sort.SliceStable(res.Skipped, func(i, j int) bool { return res.Skipped[i].Path < res.Skipped[j].Path })
-	res.Duration = x.Now().Sub(start)
+	res.Duration = x.Now().Sub(r.start)
 	res.DurationSeconds = res.Duration.Seconds()
 	return res
+}
+
+// run is one sweep's state across its entries.
+type run struct {
+	start     time.Time
+	res       Result
+	cacheLeft map[string]uint64           // per project, what its cache holds still
+	trees     map[string]*saferm.Dir      // the trees opened, by path
+	repos     map[string]*gitindex.Finder // per workspace tree, its indexes kept for the sweep
+}
+
+func (r *run) skip(ev Eviction, reason string) {
+	r.res.Skipped = append(r.res.Skipped, Skip{ev.Project, ev.Path, reason})
+}
+
+// gate says why the sweep stops before an entry ("" when it goes on):
+// its time budget ran out, the entry's cache is already under its cap, or
+// the sweep was cancelled.
+func (x *Executor) gate(ctx context.Context, r *run, plan Plan, ev Eviction) string {
+	switch {
+	case x.Budget > 0 && x.Now().Sub(r.start) > x.Budget:
+		return "the sweep's time budget ran out"
+	case ev.Area == area.Cache && r.cacheLeft[ev.Project] <= plan.CacheCap:
+		return "the cache is already under its cap"
+	case ctx.Err() != nil:
+		return "the sweep was cancelled"
+	}
+	return ""
+}
+
+// evict deletes one entry, re-checked just before, through its journal
+// record, and records what went.
+func (x *Executor) evict(ctx context.Context, r *run, ev Eviction) {
+	tree, parent, name, bytes, why := x.reopen(ctx, r, ev)
+	if why != "" {
+		r.skip(ev, why)
+		return
+	}
+	keep, why := x.keep(ctx, ev, tree)
+	if why != "" {
+		parent.Close()
+		r.skip(ev, why)
+		return
+	}
+	rec := deletion.Record{SweepID: x.SweepID, Area: ev.Area, Bytes: bytes, Reason: ev.Reason, Policy: ev.Policy}
+	started := time.Now()
+	rec, rep, err := deletion.Delete(ctx, x.Journal, ev.Project, parent, name, rec, keep)
+	parent.Close()
+	x.record(ctx, r, ev, rec, rep, err, started)
+}
+
+// reopen opens the entry's parent and re-checks the entry there (for a
+// workspace's, that git still does not track it); why says why it is
+// skipped, and then nothing is left open.
+func (x *Executor) reopen(ctx context.Context, r *run, ev Eviction) (tree, parent *saferm.Dir, name string, bytes uint64, why string) {
+	tree, parent, name, why, err := x.parentOf(ev, r.trees)
+	if err != nil || why != "" {
+		if err != nil {
+			why = "re-check failed: " + err.Error()
+		}
+		return nil, nil, "", 0, why
+	}
+	bytes, why, err = x.recheck(ctx, ev, parent, name)
+	if err == nil && why == "" && ev.Area == area.Workspace {
+		why, err = stillUntracked(ctx, tree, ev, r.repos)
+	}
+	if err != nil || why != "" {
+		parent.Close()
+		if err != nil {
+			why = "re-check failed: " + err.Error()
+		}
+		return nil, nil, "", 0, why
+	}
+	return tree, parent, name, bytes, ""
+}
+
+// keep is what the removal of the entry must leave, and how it counts what
+// it frees for the tree's ledger; why says why the entry is skipped.
+func (x *Executor) keep(ctx context.Context, ev Eviction, tree *saferm.Dir) (keep saferm.Options, why string) {
+	// What a run writes into the entry while it goes stays: busy_grace
+	// holds below the entry too, not only for the entry as re-checked.
+	keep = saferm.Options{KeepModifiedAfter: x.Now().Add(-x.Policy.BusyGrace), KeepRepositories: ev.Area == area.Workspace}
+	if x.Cutoff == nil {
+		return keep, ""
+	}
+	cutoff, err := x.Cutoff(ctx, ev)
+	if err != nil {
+		return keep, "could not read its tree's last walk for the ledger: " + err.Error()
+	}
+	// A ledger is credited only what its last link took, as files rm does.
+	keep.ConfirmLastLink, keep.CountChangedBefore = true, cutoff
+	// Deleted through its parent, so the directories above it are
+	// asked of the tree: one moved in since the walk holds what
+	// the walk counted elsewhere.
+	if !tree.ParentsSettled(strings.TrimPrefix(ev.Path, area.TreePath(ev.Project, ev.Area)+"/"), keep) {
+		keep.CountChangedBefore = saferm.CountNothing
+	}
+	return keep, ""
+}
+
+// record adds what the deletion of an entry did to the result: what it
+// freed, what it left and why, and credits the tree's ledger.
+func (x *Executor) record(ctx context.Context, r *run, ev Eviction, rec deletion.Record, rep saferm.Report, err error, started time.Time) {
+	if rec.State == deletion.StatePending {
+		r.skip(ev, "could not journal the deletion, so it was not made: "+err.Error())
+		return
+	}
+	for _, l := range rep.Left {
+		r.res.Skipped = append(r.res.Skipped, Skip{ev.Project, l.Path, l.Reason})
+	}
+	if rep.Entries == 0 {
+		if err != nil {
+			r.skip(ev, "delete failed: "+err.Error())
+		} else if !rep.Removed && len(rep.Left) == 0 {
+			r.skip(ev, "gone since planning")
+		}
+		return
+	}
+	if err != nil {
+		r.skip(ev, "delete stopped part-way: "+err.Error())
+	}
+	if x.Credit != nil {
+		// What went, went, whatever else failed: credit it.
+		if err := x.Credit(context.WithoutCancel(ctx), ev, rep, started); err != nil {
+			r.skip(ev, "deleted, but its tree's ledger could not be credited (its figure over-counts until the next walk): "+err.Error())
+		}
+	}
+	rep.Bytes, rep.Inodes = rep.AllBytes, rep.AllInodes
+	r.res.Evicted = append(r.res.Evicted, Done{Path: rec.Path, Bytes: rep.Bytes, Reason: ev.Reason, Policy: ev.Policy, Entries: rep.Entries, Left: rep.Left})
+	r.res.BytesFreed += rep.Bytes
+	r.res.PerPolicy[ev.Policy]++
+	if ev.Area == area.Cache {
+		r.cacheLeft[ev.Project] -= min(r.cacheLeft[ev.Project], rep.Bytes)
+	}
 }
 
 // parentOf opens the directory holding an eviction's entry: its tree

@@ -12,8 +12,8 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/deletion"
-	"github.com/xfsq/xfsq/internal/mounttest"
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
 )
 
 func executor(t *testing.T, root string, journal *[]deletion.Record) *Executor {

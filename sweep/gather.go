@@ -302,11 +302,27 @@ func protectGitDirs(entries []Entry, treeRel string, gitDirs map[string]string) 
 	}
 }
 
+// dirScope is what a directory's walk knows of where it is: rel in the
+// workspace, the repositories around it (inner: the innermost's root),
+// whether a trash glob names it or a directory above it, whether its
+// caller offers it whole if clean, and how deep it is.
+type dirScope struct {
+	rel         string
+	repos       []*gitRepo
+	inner       string
+	inTrash     bool
+	collapsible bool
+	depth       int
+}
+
 // dir walks the open directory f (rel in the workspace, self its stat)
 // inside the repositories repos. inTrash: a trash glob names it or a
 // directory above it; collapsible: its caller offers it whole if it is
 // clean, so the entries below need not be kept; submodule: a gitlink
-// names it, so a repository must be there.
+// names it, so a repository must be there. Its phases: the repository
+// it may be (repository), the git directory it may be (gitDirHere), each
+// name in it (entry, which starts the walks below), and what those walks
+// found (collect).
 func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Stat_t, repos []*gitRepo, inTrash, collapsible, submodule bool, depth int) (dirResult, error) {
 	res := dirResult{clean: true}
 	w.account(&res, self)
@@ -319,161 +335,210 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 		return res, nil
 	}
 	fd := int(f.Fd())
-	if slices.Contains(names, ".git") {
-		ix, why, err := w.rf.Read(fd, rel)
-		if err != nil {
-			return res, err
-		}
-		res.clean = false
-		if why != "" {
-			w.skip(rel, "git repository: "+why+": its whole working tree is protected")
-			return res, nil
-		}
-		repos = append(slices.Clip(repos), &gitRepo{root: rel, ix: ix})
-		inTrash, collapsible = false, false
-	} else if submodule {
-		res.clean = false
-		if len(names) > 0 {
-			w.skip(rel, "submodule (a gitlink) without a repository that can be read: the whole directory is protected")
-		}
-		return res, nil
+	s := dirScope{rel: rel, repos: repos, inner: ".", inTrash: inTrash, collapsible: collapsible, depth: depth}
+	if done, err := w.repository(fd, names, &s, submodule, &res); done || err != nil {
+		return res, err
 	}
-	// A directory holding HEAD, objects and refs is a git directory git
-	// finds when run inside it, whatever its name (git init --bare, a
-	// separate git dir): nothing in it is trash, and its config may set
-	// core.worktree, which puts tracked files anywhere in the workspace.
-	// With a .git in it too: git falls back to taking the directory
-	// itself when that .git is nothing it accepts (an empty directory).
-	// Its objects and refs may be in a common directory its commondir
-	// file names (a linked worktree's git directory), as git allows.
-	gitDirHere := slices.Contains(names, "HEAD") &&
-		((slices.Contains(names, "objects") && slices.Contains(names, "refs")) || slices.Contains(names, "commondir"))
-	if gitDirHere {
-		res.clean = false
-		if w.rf.SetsWorktree(f, rel) {
-			w.rf.Protect(fmt.Sprintf("the git directory at %s sets core.worktree (or its config cannot be read), so its tracked files may be anywhere in the workspace: the whole workspace is protected", path.Join(w.treeRel, rel)))
-		}
-	}
-	inner := "."
-	if len(repos) > 0 {
-		inner = repos[len(repos)-1].root
+	gitDir := w.gitDirHere(f, names, rel, &res)
+	if len(s.repos) > 0 {
+		s.inner = s.repos[len(s.repos)-1].root
 	}
 	var subs []*subdir
 	for _, name := range names {
 		if name == ".git" {
 			continue
 		}
-		// uploads/ and inbox/ are never swept, but walked all the same: a
-		// repository there may set core.worktree elsewhere, or keep its
-		// common directory in a trash directory.
-		never := rel == "." && area.IsSkeleton(area.Workspace, name)
-		sub := name
-		if rel != "." {
-			sub = rel + "/" + name
-		}
-		if w.tree.OtherMountAt(fd, name) {
-			// Told before the stat, which would ask the mounted filesystem
-			// (a tenant's FUSE server may never answer) for what a mount
-			// point does not need: it is protected whatever it is.
-			res.clean = false
-			if inTrash || MatchGlob(w.g.Globs, within(inner, sub), true) != "" || MatchGlob(w.g.Globs, within(inner, sub), false) != "" {
-				res.entries = append(res.entries, Entry{Path: path.Join(w.treeRel, sub), Dir: true, Protected: protectedOtherFS})
-			}
-			continue
-		}
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if !errors.Is(err, unix.ENOENT) {
-				res.clean = false
-			}
-			continue
-		}
-		tracked, gitlink, sparse := false, false, false
-		for _, r := range repos {
-			rp := within(r.root, sub)
-			tracked = tracked || r.ix.Tracks(rp)
-			gitlink = gitlink || r.ix.Gitlink(rp)
-			sparse = sparse || r.ix.Sparse(rp)
-		}
-		typ := st.Mode & unix.S_IFMT
-		isDir := typ == unix.S_IFDIR
-		trash := !never && (inTrash || MatchGlob(w.g.Globs, within(inner, sub), isDir) != "")
-		e := Entry{Path: path.Join(w.treeRel, sub), Dir: isDir, Newest: time.Unix(0, inventory.Mtime(&st)).UTC()}
-		switch {
-		case !isDir:
-			before := res.bytes
-			w.account(&res, &st)
-			if tracked {
-				res.clean = false
-			}
-			if !trash {
-				continue
-			}
-			e.Bytes = res.bytes - before
-			switch {
-			case tracked:
-				e.Protected = "git-tracked"
-			case typ == unix.S_IFLNK:
-				e.Protected = protectedSymlink
-			}
-			res.entries = append(res.entries, e)
-		case w.tree.OtherMountAt(fd, name):
-			res.clean = false
-			if trash {
-				e.Protected = protectedOtherFS
-				res.entries = append(res.entries, e)
-			}
-		case sparse:
-			res.clean = false
-			if trash {
-				e.Protected = "git-tracked (a sparse directory: all of it)"
-				res.entries = append(res.entries, e)
-			}
-		case depth >= maxWalkDepth:
-			// Unexamined, it may hold a repository whose core.worktree puts
-			// tracked files anywhere.
-			w.rf.Protect(fmt.Sprintf("%s is more than %d directories deep, so what is below it is not examined for git repositories, whose tracked files may be anywhere (core.worktree): the whole workspace is protected", path.Join(w.treeRel, sub), maxWalkDepth))
-			res.clean = false
-			if trash {
-				e.Protected = fmt.Sprintf("more than %d directories deep: not examined", maxWalkDepth)
-				res.entries = append(res.entries, e)
-			}
-		default:
-			child, err := openDirAt(fd, name)
-			if err != nil {
-				if !errors.Is(err, unix.ENOENT) {
-					res.clean = false
-				}
-				continue
-			}
-			var cst unix.Stat_t
-			if err := unix.Fstat(int(child.Fd()), &cst); err != nil || cst.Ino != st.Ino || cst.Dev != st.Dev {
-				child.Close() // swapped since it was looked at: leave it, and what holds it
-				res.clean = false
-				continue
-			}
-			sd := &subdir{e: e, whole: trash && !tracked && !gitlink, keep: tracked || gitlink, never: never}
+		if sd := w.entry(ctx, fd, s, name, &res); sd != nil {
 			subs = append(subs, sd)
-			walk := func() {
-				sd.res, sd.err = w.dir(ctx, child, sub, &cst, repos, trash, sd.whole, gitlink, depth+1)
-				child.Close()
-			}
-			// Directories are walked in parallel while workers are free, as
-			// inventory walks them: a sequential walk of a large dist/ cost
-			// more than the parallel measure it replaced.
-			select {
-			case w.workers <- struct{}{}:
-				sd.done = make(chan struct{})
-				go func() {
-					defer close(sd.done)
-					defer func() { <-w.workers }()
-					walk()
-				}()
-			default:
-				walk()
-			}
 		}
 	}
+	if err := collect(subs, &res); err != nil {
+		return res, err
+	}
+	if gitDir {
+		res.entries = nil // walked for repositories below, nothing offered
+	}
+	if s.collapsible && res.clean {
+		res.entries = nil // the caller offers this directory whole
+	}
+	return res, nil
+}
+
+// repository is the phase for a directory that is, or must be, a
+// repository's root. A readable .git adds the repository to s, and
+// nothing below it is trash or offered whole; one that cannot be read,
+// or a submodule's directory without one, protects the directory whole
+// (done: nothing more is walked).
+func (w *wsWalk) repository(fd int, names []string, s *dirScope, submodule bool, res *dirResult) (done bool, err error) {
+	switch {
+	case slices.Contains(names, ".git"):
+		ix, why, err := w.rf.Read(fd, s.rel)
+		if err != nil {
+			return true, err
+		}
+		res.clean = false
+		if why != "" {
+			w.skip(s.rel, "git repository: "+why+": its whole working tree is protected")
+			return true, nil
+		}
+		s.repos = append(slices.Clip(s.repos), &gitRepo{root: s.rel, ix: ix})
+		s.inTrash, s.collapsible = false, false
+	case submodule:
+		res.clean = false
+		if len(names) > 0 {
+			w.skip(s.rel, "submodule (a gitlink) without a repository that can be read: the whole directory is protected")
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// gitDirHere says whether the directory is a git directory. One holding
+// HEAD, objects and refs is one git finds when run inside it, whatever its
+// name (git init --bare, a separate git dir): nothing in it is trash, and
+// its config may set core.worktree, which puts tracked files anywhere in
+// the workspace. With a .git in it too: git falls back to taking the
+// directory itself when that .git is nothing it accepts (an empty
+// directory). Its objects and refs may be in a common directory its
+// commondir file names (a linked worktree's git directory), as git allows.
+func (w *wsWalk) gitDirHere(f *os.File, names []string, rel string, res *dirResult) bool {
+	if !slices.Contains(names, "HEAD") ||
+		!((slices.Contains(names, "objects") && slices.Contains(names, "refs")) || slices.Contains(names, "commondir")) {
+		return false
+	}
+	res.clean = false
+	if w.rf.SetsWorktree(f, rel) {
+		w.rf.Protect(fmt.Sprintf("the git directory at %s sets core.worktree (or its config cannot be read), so its tracked files may be anywhere in the workspace: the whole workspace is protected", path.Join(w.treeRel, rel)))
+	}
+	return true
+}
+
+// entry looks at one name of the directory: a file is accounted, and
+// offered when it is trash; a directory that must not be walked is
+// protected; any other is walked (descend) and returned for collect.
+func (w *wsWalk) entry(ctx context.Context, fd int, s dirScope, name string, res *dirResult) *subdir {
+	// uploads/ and inbox/ are never swept, but walked all the same: a
+	// repository there may set core.worktree elsewhere, or keep its
+	// common directory in a trash directory.
+	never := s.rel == "." && area.IsSkeleton(area.Workspace, name)
+	sub := name
+	if s.rel != "." {
+		sub = s.rel + "/" + name
+	}
+	if w.tree.OtherMountAt(fd, name) {
+		// Told before the stat, which would ask the mounted filesystem
+		// (a tenant's FUSE server may never answer) for what a mount
+		// point does not need: it is protected whatever it is.
+		res.clean = false
+		if s.inTrash || MatchGlob(w.g.Globs, within(s.inner, sub), true) != "" || MatchGlob(w.g.Globs, within(s.inner, sub), false) != "" {
+			res.entries = append(res.entries, Entry{Path: path.Join(w.treeRel, sub), Dir: true, Protected: protectedOtherFS})
+		}
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			res.clean = false
+		}
+		return nil
+	}
+	tracked, gitlink, sparse := false, false, false
+	for _, r := range s.repos {
+		rp := within(r.root, sub)
+		tracked = tracked || r.ix.Tracks(rp)
+		gitlink = gitlink || r.ix.Gitlink(rp)
+		sparse = sparse || r.ix.Sparse(rp)
+	}
+	typ := st.Mode & unix.S_IFMT
+	isDir := typ == unix.S_IFDIR
+	trash := !never && (s.inTrash || MatchGlob(w.g.Globs, within(s.inner, sub), isDir) != "")
+	e := Entry{Path: path.Join(w.treeRel, sub), Dir: isDir, Newest: time.Unix(0, inventory.Mtime(&st)).UTC()}
+	// protect keeps a directory the walk does not enter: what holds it is
+	// not clean, and it is offered, protected, when it is trash.
+	protect := func(why string) {
+		res.clean = false
+		if trash {
+			e.Protected = why
+			res.entries = append(res.entries, e)
+		}
+	}
+	switch {
+	case !isDir:
+		before := res.bytes
+		w.account(res, &st)
+		if tracked {
+			res.clean = false
+		}
+		if !trash {
+			return nil
+		}
+		e.Bytes = res.bytes - before
+		switch {
+		case tracked:
+			e.Protected = "git-tracked"
+		case typ == unix.S_IFLNK:
+			e.Protected = protectedSymlink
+		}
+		res.entries = append(res.entries, e)
+	case w.tree.OtherMountAt(fd, name):
+		protect(protectedOtherFS)
+	case sparse:
+		protect("git-tracked (a sparse directory: all of it)")
+	case s.depth >= maxWalkDepth:
+		// Unexamined, it may hold a repository whose core.worktree puts
+		// tracked files anywhere.
+		w.rf.Protect(fmt.Sprintf("%s is more than %d directories deep, so what is below it is not examined for git repositories, whose tracked files may be anywhere (core.worktree): the whole workspace is protected", path.Join(w.treeRel, sub), maxWalkDepth))
+		protect(fmt.Sprintf("more than %d directories deep: not examined", maxWalkDepth))
+	default:
+		sd := &subdir{e: e, whole: trash && !tracked && !gitlink, keep: tracked || gitlink, never: never}
+		return w.descend(ctx, fd, name, sub, &st, s, sd, trash, gitlink, res)
+	}
+	return nil
+}
+
+// descend opens the directory name (sub in the workspace, st its stat when
+// it was looked at)
+// and walks it as sd, in parallel while workers are free; nil when it
+// cannot be opened or was swapped since.
+func (w *wsWalk) descend(ctx context.Context, fd int, name, sub string, st *unix.Stat_t, s dirScope, sd *subdir, trash, gitlink bool, res *dirResult) *subdir {
+	child, err := openDirAt(fd, name)
+	if err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			res.clean = false
+		}
+		return nil
+	}
+	var cst unix.Stat_t
+	if err := unix.Fstat(int(child.Fd()), &cst); err != nil || cst.Ino != st.Ino || cst.Dev != st.Dev {
+		child.Close() // swapped since it was looked at: leave it, and what holds it
+		res.clean = false
+		return nil
+	}
+	walk := func() {
+		sd.res, sd.err = w.dir(ctx, child, sub, &cst, s.repos, trash, sd.whole, gitlink, s.depth+1)
+		child.Close()
+	}
+	// Directories are walked in parallel while workers are free, as
+	// inventory walks them: a sequential walk of a large dist/ cost
+	// more than the parallel measure it replaced.
+	select {
+	case w.workers <- struct{}{}:
+		sd.done = make(chan struct{})
+		go func() {
+			defer close(sd.done)
+			defer func() { <-w.workers }()
+			walk()
+		}()
+	default:
+		walk()
+	}
+	return sd
+}
+
+// collect waits for the walks below the directory and joins what they
+// found into res: a clean directory offered whole is one entry, any other
+// gives what was offered below it. The error is the first walk's.
+func collect(subs []*subdir, res *dirResult) error {
 	var firstErr error
 	for _, sd := range subs {
 		if sd.done != nil {
@@ -501,14 +566,5 @@ func (w *wsWalk) dir(ctx context.Context, f *os.File, rel string, self *unix.Sta
 			res.clean = false
 		}
 	}
-	if firstErr != nil {
-		return res, firstErr
-	}
-	if gitDirHere {
-		res.entries = nil // walked for repositories below, nothing offered
-	}
-	if collapsible && res.clean {
-		res.entries = nil // the caller offers this directory whole
-	}
-	return res, nil
+	return firstErr
 }

@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/deletion"
-	"github.com/xfsq/xfsq/internal/gittest"
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/internal/testsupport/gittest"
+	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 )
 
 // ageTree makes everything under dir (links excepted) 30 days old: past
@@ -768,7 +769,7 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			}
 			plan := MakePlan([]Project{{Name: "p", Trees: []Tree{tree}}}, policy, time.Now())
 			for _, ev := range plan.Evict {
-				if strings.Contains("/"+ev.Path+"/", "/.git/") || exists(filepath.Join(root, ev.Path, ".git")) {
+				if strings.Contains("/"+ev.Path+"/", "/.git/") || treetest.Exists(filepath.Join(root, ev.Path, ".git")) {
 					t.Errorf("planned %s: a .git, or a directory holding one", ev.Path)
 				}
 			}
@@ -795,22 +796,17 @@ func TestSweepProtectsEveryRepository(t *testing.T) {
 			var journal []deletion.Record
 			executor(t, root, &journal).Run(ctx, plan)
 			for _, p := range c.survive {
-				if !exists(filepath.Join(ws, p)) {
+				if !treetest.Exists(filepath.Join(ws, p)) {
 					t.Errorf("%s was deleted (plan %v)", p, paths(plan.Evict))
 				}
 			}
 			for _, p := range c.gone {
-				if exists(filepath.Join(ws, p)) {
+				if treetest.Exists(filepath.Join(ws, p)) {
 					t.Errorf("untracked old trash %s survived (plan %v)", p, paths(plan.Evict))
 				}
 			}
 		})
 	}
-}
-
-func exists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
 }
 
 // A tree with no repository is offered as before: trash directories whole.
@@ -918,13 +914,13 @@ func TestFilesTrackedAfterPlanningSurvive(t *testing.T) {
 			c.after(t, ws)
 			var journal []deletion.Record
 			res := executor(t, root, &journal).Run(ctx, plan)
-			if !exists(filepath.Join(ws, c.keep)) {
+			if !treetest.Exists(filepath.Join(ws, c.keep)) {
 				t.Errorf("%s, tracked before its deletion, was deleted (result %+v)", c.keep, res)
 			}
 			if !slices.ContainsFunc(res.Skipped, func(s Skip) bool { return strings.Contains(s.Reason, c.reason) }) {
 				t.Errorf("no entry left because %q: skipped %+v", c.reason, res.Skipped)
 			}
-			if exists(filepath.Join(ws, "other/stale.log")) {
+			if treetest.Exists(filepath.Join(ws, "other/stale.log")) {
 				t.Errorf("other/stale.log, untracked trash of no repository, survived: the re-check keeps everything")
 			}
 		})
@@ -973,7 +969,7 @@ func TestAnIndexChangingAllTheTimeIsLeftForTheNextSweep(t *testing.T) {
 	if busy == 0 || busy > len(logs)-maxIndexParses+1 {
 		t.Errorf("%d entries left as busy, want the %d after the first %d parses (skipped %+v)", busy, len(logs)-maxIndexParses, maxIndexParses, res.Skipped)
 	}
-	if exists(filepath.Join(ws, "other/stale.log")) {
+	if treetest.Exists(filepath.Join(ws, "other/stale.log")) {
 		t.Error("other/stale.log, outside the busy repository, was left too")
 	}
 }
@@ -1042,7 +1038,7 @@ func TestAnUnchangedSplitIndexIsReadOnce(t *testing.T) {
 	if len(res.Evicted) != len(logs) {
 		t.Errorf("swept %d of %d untracked logs under an unchanged split index; skipped %+v", len(res.Evicted), len(logs), res.Skipped)
 	}
-	if !exists(filepath.Join(ws, "R/r.txt")) {
+	if !treetest.Exists(filepath.Join(ws, "R/r.txt")) {
 		t.Error("the tracked r.txt went")
 	}
 }

@@ -223,20 +223,3 @@ func wrapLeaves(cmds []*cli.Command) {
 		}
 	}
 }
-
-// Spellings an operator cannot act on: the descriptor paths xfsq resolves
-// through (/proc/self/fd/N/…) and SQLite's numeric result codes.
-var (
-	fdPath      = regexp.MustCompile(`/proc/self/fd/[0-9]+/?`)
-	sqliteCodes = regexp.MustCompile(`(database is locked|unable to open database file|disk I/O error|attempt to write a readonly database|` +
-		`database disk image is malformed|file is not a database|database or disk is full|database table is locked|out of memory)` +
-		`(?: \([0-9]+\))+(?: \(SQLITE_[A-Z_]+\))?`)
-)
-
-// plainMessage is the last guard before an error reaches the operator:
-// the library names trees by their paths, but a message from underneath
-// (os.Root, SQLite) may still carry a descriptor path or a result code.
-func plainMessage(msg string) string {
-	msg = fdPath.ReplaceAllString(msg, "")
-	return sqliteCodes.ReplaceAllString(msg, "$1")
-}

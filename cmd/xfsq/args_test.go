@@ -65,16 +65,3 @@ func TestInterspersedMissingValue(t *testing.T) {
 		}
 	}
 }
-
-func TestPlainMessage(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"connect to the database /x.db: unable to open database file (14)", "connect to the database /x.db: unable to open database file"},
-		{"commit: database is locked (5) (SQLITE_BUSY)", "commit: database is locked"},
-		{"d/x: readdirent /proc/self/fd/8/d/x: not a directory", "d/x: readdirent d/x: not a directory"},
-		{"quota of project 12 (14 files)", "quota of project 12 (14 files)"},
-	} {
-		if got := plainMessage(tc.in); got != tc.want {
-			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xfsq/xfsq/internal/mounttest"
+	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
 )
 
 // TestFromThroughABindMountOfATreeIsRefused: a project's tree bind-mounted

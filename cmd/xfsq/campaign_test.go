@@ -20,9 +20,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/xfsq/xfsq/internal/gittest"
-	"github.com/xfsq/xfsq/internal/prereq"
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/internal/testsupport/gittest"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/sandbox"

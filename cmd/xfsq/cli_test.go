@@ -16,7 +16,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/fault"
-	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/sandbox"

@@ -17,6 +17,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xfsq/xfsq/daemon"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/metrics"
 	"github.com/xfsq/xfsq/sandbox"
@@ -76,7 +77,7 @@ func serveCommand(with func(fn func(e env) error) cli.ActionFunc) *cli.Command {
 			"A request whose Host is neither the listen address, a loopback name nor one of --allowed-hosts is refused\n" +
 			"with 421 (a web page rebinding its name to this host must not read it through the operator's browser).\n" +
 			"Every other endpoint needs Authorization: Bearer TOKEN,\n" +
-			"from --token-file: " + server.TokenFileHelp + ".\n" +
+			"from --token-file: " + daemon.TokenFileHelp + ".\n" +
 			"The file must exist and must not be readable by every user (chmod 600); serve refuses to start\n" +
 			"otherwise. SIGHUP reloads it; a bad file on reload keeps the tokens in force and logs why.\n" +
 			"A token's name is the actor journalled for its changes; the token itself is never logged.\n" +
@@ -121,7 +122,7 @@ func cmdServe(e env) error {
 	}
 	var metricsToken string
 	if f := e.c.String("metrics-token-file"); f != "" {
-		if metricsToken, err = server.LoadMetricsToken(f); err != nil {
+		if metricsToken, err = daemon.LoadMetricsToken(f); err != nil {
 			return err
 		}
 	}
@@ -129,14 +130,14 @@ func cmdServe(e env) error {
 	if grace <= 0 {
 		return usagef("--grace %s: use a positive duration, e.g. 30s", grace)
 	}
-	tokens, err := server.OpenTokenFile(tokenPath)
+	tokens, err := daemon.OpenTokenFile(tokenPath)
 	if err != nil {
 		return err
 	}
 	setServeGC(os.Getenv)
-	// One write per 100 ms, not one per request (server.LogBuffer); what
+	// One write per 100 ms, not one per request (daemon.LogBuffer); what
 	// is buffered is written out as serve returns, whatever the reason.
-	logs := server.NewLogBuffer(e.stderr, 100*time.Millisecond)
+	logs := daemon.NewLogBuffer(e.stderr, 100*time.Millisecond)
 	defer logs.Close()
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	cfg, err := e.config()
@@ -179,7 +180,7 @@ func cmdServe(e env) error {
 	passesDone := make(chan struct{})
 	go func() {
 		defer close(passesDone)
-		if err := (&server.Passes{Root: root, Log: log, Warm: srv.Warm}).Run(pctx); err != nil && pctx.Err() == nil {
+		if err := (&daemon.Passes{Root: root, Log: log, Warm: srv.Warm}).Run(pctx); err != nil && pctx.Err() == nil {
 			log.Error("scheduled passes stopped", "error", err.Error())
 		}
 	}()
@@ -304,7 +305,7 @@ func cmdTokenNew(e env) error {
 	if e.c.NArg() != 2 {
 		return usagef("token new takes NAME ROLE (reader or operator), got %d arguments: see xfsq token new --help", e.c.NArg())
 	}
-	secret, line, err := server.NewToken(e.c.Args().Get(0), e.c.Args().Get(1), e.c.StringSlice("projects"))
+	secret, line, err := daemon.NewToken(e.c.Args().Get(0), e.c.Args().Get(1), e.c.StringSlice("projects"))
 	if err != nil {
 		return err
 	}

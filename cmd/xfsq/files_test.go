@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/xfsq/xfsq/internal/mounttest"
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 	"github.com/xfsq/xfsq/sandbox"
 )
 

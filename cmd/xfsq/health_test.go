@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xfsq/xfsq/internal/kerneltest"
+	"github.com/xfsq/xfsq/internal/testsupport/kerneltest"
 )
 
 // fakeDockerHost serves the few Engine API calls the docker part makes, on

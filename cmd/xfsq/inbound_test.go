@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/store"
 )

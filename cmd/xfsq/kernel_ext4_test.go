@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/client"
-	"github.com/xfsq/xfsq/internal/kerneltest"
+	"github.com/xfsq/xfsq/internal/testsupport/kerneltest"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/sandbox"

@@ -17,7 +17,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/client"
-	"github.com/xfsq/xfsq/internal/kerneltest"
+	"github.com/xfsq/xfsq/internal/testsupport/kerneltest"
 )
 
 // loopbackUp brings up the loopback interface: the test kernel's init

@@ -17,7 +17,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/fault"
-	"github.com/xfsq/xfsq/internal/kerneltest"
+	"github.com/xfsq/xfsq/internal/testsupport/kerneltest"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/sandbox"

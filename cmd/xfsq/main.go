@@ -106,7 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// The library keeps what to do beside the message; the CLI says both,
 	// on the one line a script reads.
-	msg := plainMessage(flagged(err))
+	msg := flagged(err)
 	if hint := errkind.HintIn(err, flagOf); hint != "" && !strings.Contains(msg, hint) {
 		msg += ": " + hint
 	}

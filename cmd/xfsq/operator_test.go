@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 // A bad environment value shows in settings list beside every other

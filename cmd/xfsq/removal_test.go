@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/mounttest"
+	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
+	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 )
 
 // lastRecord is the newest storage.evicted record of a path.
@@ -92,8 +93,8 @@ func TestDeletionsLeaveMountsInPlace(t *testing.T) {
 			s.ok("project", "add", "omni")
 			s.ok("settings", "set", "cache_quota_per_project", "1k")
 			outside := t.TempDir()
-			aged(t, outside, "canary", 100, 90)
-			aged(t, s.root, c.entry+"/junk", 8192, 30)
+			treetest.Aged(t, outside, "canary", 100, 90)
+			treetest.Aged(t, s.root, c.entry+"/junk", 8192, 30)
 			if err := os.MkdirAll(filepath.Join(s.root, c.mnt), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +102,7 @@ func TestDeletionsLeaveMountsInPlace(t *testing.T) {
 			if c.tmpfs {
 				mounttest.Tmpfs(t, filepath.Join(s.root, c.mnt))
 				canary = filepath.Join(s.root, c.mnt, "canary")
-				aged(t, s.root, c.mnt+"/canary", 100, 90)
+				treetest.Aged(t, s.root, c.mnt+"/canary", 100, 90)
 			} else {
 				mounttest.Bind(t, outside, filepath.Join(s.root, c.mnt))
 			}
@@ -112,10 +113,10 @@ func TestDeletionsLeaveMountsInPlace(t *testing.T) {
 			if _, err := os.Stat(canary); err != nil {
 				t.Fatalf("the canary on the mount was deleted (%v); output:\n%s", err, out)
 			}
-			if !exists(s.root, c.mnt) {
+			if !treetest.Exists(filepath.Join(s.root, c.mnt)) {
 				t.Error("the mount point was removed")
 			}
-			if exists(s.root, c.entry+"/junk") {
+			if treetest.Exists(filepath.Join(s.root, c.entry+"/junk")) {
 				t.Errorf("the entry's own file was not removed; output:\n%s", out)
 			}
 			if c.name == "sweep workspace trash" {
@@ -160,8 +161,8 @@ func TestSweepApplyRefusesLinkedTreeRoots(t *testing.T) {
 	s.ok("settings", "set", "cache_quota_per_project", "1k")
 	entries := []string{"cache/omni/old", "scratch/omni/run-1", "projects/omni/build.log"}
 	for _, p := range []string{"cache/omni/old/f", "scratch/omni/run-1/out", "projects/omni/build.log"} {
-		aged(t, s.root, p, 8192, 30)
-		aged(t, s.root, strings.Replace(p, "omni", "other", 1), 8192, 30)
+		treetest.Aged(t, s.root, p, 8192, 30)
+		treetest.Aged(t, s.root, strings.Replace(p, "omni", "other", 1), 8192, 30)
 	}
 	plan := filepath.Join(t.TempDir(), "plan.json")
 	s.ok("sweep", "omni", "--dry-run", "--plan-out", plan)
@@ -174,7 +175,7 @@ func TestSweepApplyRefusesLinkedTreeRoots(t *testing.T) {
 	var res sweepJSON
 	s.json(&res, "sweep", "--apply", plan)
 	for _, p := range []string{"cache/other/old/f", "scratch/other/run-1/out", "projects/other/build.log"} {
-		if !exists(s.root, p) {
+		if !treetest.Exists(filepath.Join(s.root, p)) {
 			t.Errorf("%s was deleted through omni's symlinked tree root", p)
 		}
 	}
@@ -196,8 +197,8 @@ func TestSweepApplyThroughSwappedDirectory(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	s.ok("project", "add", "omni")
 	s.ok("project", "add", "other")
-	aged(t, s.root, "projects/omni/evil/coverage/lcov.info", 100, 30)
-	aged(t, s.root, "projects/other/uploads/coverage/precious", 100, 30)
+	treetest.Aged(t, s.root, "projects/omni/evil/coverage/lcov.info", 100, 30)
+	treetest.Aged(t, s.root, "projects/other/uploads/coverage/precious", 100, 30)
 	plan := filepath.Join(t.TempDir(), "plan.json")
 	s.ok("sweep", "omni", "--dry-run", "--plan-out", plan)
 	os.Rename(filepath.Join(s.root, "projects/omni/evil"), filepath.Join(s.root, "projects/omni/evil.moved"))
@@ -206,7 +207,7 @@ func TestSweepApplyThroughSwappedDirectory(t *testing.T) {
 	}
 	var res sweepJSON
 	s.json(&res, "sweep", "--apply", plan)
-	if !exists(s.root, "projects/other/uploads/coverage/precious") {
+	if !treetest.Exists(filepath.Join(s.root, "projects/other/uploads/coverage/precious")) {
 		t.Fatal("the other project's upload was deleted through the swapped-in symlink")
 	}
 	// Re-planning no longer sees the entry behind the link, so it is

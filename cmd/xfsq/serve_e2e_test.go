@@ -19,8 +19,9 @@ import (
 
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/internal/fault"
-	"github.com/xfsq/xfsq/internal/promtest"
-	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/promtest"
+	"github.com/xfsq/xfsq/internal/testsupport/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 )
 
 const e2eToken = "e2e-operator-token-0123456789"
@@ -83,7 +84,7 @@ func TestServeKilledDuringAPISweep(t *testing.T) {
 				var paths []string
 				for i := range entries {
 					p := fmt.Sprintf("cache/omni/e%02d", i)
-					aged(t, s.root, p+"/f", 4096, 20+i)
+					treetest.Aged(t, s.root, p+"/f", 4096, 20+i)
 					paths = append(paths, p)
 				}
 				tokens := operatorTokens(t)
@@ -122,7 +123,7 @@ func TestServeKilledDuringAPISweep(t *testing.T) {
 				}
 				gone := 0
 				for _, p := range paths {
-					if !exists(s.root, p) {
+					if !treetest.Exists(filepath.Join(s.root, p)) {
 						gone++
 					}
 				}
@@ -139,9 +140,9 @@ func TestServeKilledDuringAPISweep(t *testing.T) {
 				for _, p := range paths {
 					st := fmt.Sprint(states[p])
 					switch {
-					case !exists(s.root, p) && st != "[pending done]":
+					case !treetest.Exists(filepath.Join(s.root, p)) && st != "[pending done]":
 						t.Errorf("%s is gone with records %s, want [pending done]", p, st)
-					case exists(s.root, p) && st != "[]" && st != "[pending failed]":
+					case treetest.Exists(filepath.Join(s.root, p)) && st != "[]" && st != "[pending failed]":
 						t.Errorf("%s is still there with records %s", p, st)
 					}
 				}
@@ -155,8 +156,8 @@ func TestServeKilledDuringAPISweep(t *testing.T) {
 				}
 				states = evictionRecords(s)
 				for _, p := range paths {
-					if st := states[p]; exists(s.root, p) || len(st) == 0 || st[len(st)-1] != "done" {
-						t.Errorf("after the second sweep %s: exists %v, records %v", p, exists(s.root, p), st)
+					if st := states[p]; treetest.Exists(filepath.Join(s.root, p)) || len(st) == 0 || st[len(st)-1] != "done" {
+						t.Errorf("after the second sweep %s: exists %v, records %v", p, treetest.Exists(filepath.Join(s.root, p)), st)
 					}
 				}
 			})

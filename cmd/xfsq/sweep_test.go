@@ -16,28 +16,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/internal/fault"
-	"github.com/xfsq/xfsq/internal/gittest"
-	"github.com/xfsq/xfsq/internal/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/gittest"
+	"github.com/xfsq/xfsq/internal/testsupport/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/store"
 )
-
-// aged writes a file (and its parents) with an mtime days ago, parents too.
-func aged(t *testing.T, root, rel string, size, days int) {
-	t.Helper()
-	p := filepath.Join(root, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	when := time.Now().Add(-time.Duration(days) * 24 * time.Hour)
-	for d := p; d != root && strings.HasPrefix(d, root); d = filepath.Dir(d) {
-		os.Chtimes(d, when, when)
-	}
-}
 
 type sweepJSON struct {
 	SweepID string `json:"sweep_id"`
@@ -68,11 +53,6 @@ func (r sweepJSON) evicted(path string) bool {
 	return false
 }
 
-func exists(root, rel string) bool {
-	_, err := os.Lstat(filepath.Join(root, rel))
-	return err == nil
-}
-
 func TestSweep(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s := fallbackSandbox(t, dsn)
@@ -80,31 +60,31 @@ func TestSweep(t *testing.T) {
 		s.ok("project", "add", "leased")
 		s.ok("settings", "set", "cache_quota_per_project", "1k")
 		for i, days := range []int{40, 30, 20, 10} {
-			aged(t, s.root, fmt.Sprintf("cache/omni/pkg%d/blob", i), 600<<10, days)
+			treetest.Aged(t, s.root, fmt.Sprintf("cache/omni/pkg%d/blob", i), 600<<10, days)
 		}
-		aged(t, s.root, "cache/omni/young/blob", 600<<10, 3) // past busy_grace, not past cache_min_age
-		aged(t, s.root, "cache/omni/fresh/blob", 600<<10, 0)
+		treetest.Aged(t, s.root, "cache/omni/young/blob", 600<<10, 3) // past busy_grace, not past cache_min_age
+		treetest.Aged(t, s.root, "cache/omni/fresh/blob", 600<<10, 0)
 		for _, f := range []string{"projects/omni/build.log", "projects/omni/x.tmp", "projects/omni/coverage/lcov.info",
 			"projects/omni/src/main.go", "projects/omni/uploads/old.log", "projects/omni/inbox/old.tmp", "projects/omni/.git/old.log"} {
-			aged(t, s.root, f, 100, 30)
+			treetest.Aged(t, s.root, f, 100, 30)
 		}
-		aged(t, s.root, "projects/omni/new.log", 100, 0)
-		aged(t, s.root, "scratch/omni/run-old/out", 100, 3)
-		aged(t, s.root, "scratch/omni/run-new/out", 100, 0)
-		aged(t, s.root, "cache/leased/old/blob", 5<<20, 90)
+		treetest.Aged(t, s.root, "projects/omni/new.log", 100, 0)
+		treetest.Aged(t, s.root, "scratch/omni/run-old/out", 100, 3)
+		treetest.Aged(t, s.root, "scratch/omni/run-new/out", 100, 0)
+		treetest.Aged(t, s.root, "cache/leased/old/blob", 5<<20, 90)
 		s.ok("lease", "acquire", "leased", "run-1")
 
 		var dry sweepJSON
 		s.json(&dry, "sweep", "--all", "--dry-run")
-		if !dry.DryRun || len(dry.Evicted) == 0 || !exists(s.root, "cache/omni/pkg0") {
+		if !dry.DryRun || len(dry.Evicted) == 0 || !treetest.Exists(filepath.Join(s.root, "cache/omni/pkg0")) {
 			t.Fatalf("dry run: %+v (and it must delete nothing)", dry)
 		}
 		var res sweepJSON
 		s.json(&res, "sweep", "--all")
 		want := []string{"cache/omni/pkg0", "cache/omni/pkg1", "cache/omni/pkg2", "cache/omni/pkg3", "projects/omni/build.log", "projects/omni/x.tmp", "projects/omni/coverage", "scratch/omni/run-old"}
 		for _, p := range want {
-			if !res.evicted(p) || exists(s.root, p) {
-				t.Errorf("%s: evicted %v, still on disk %v", p, res.evicted(p), exists(s.root, p))
+			if !res.evicted(p) || treetest.Exists(filepath.Join(s.root, p)) {
+				t.Errorf("%s: evicted %v, still on disk %v", p, res.evicted(p), treetest.Exists(filepath.Join(s.root, p)))
 			}
 		}
 		if len(res.Evicted) != len(want) {
@@ -117,7 +97,7 @@ func TestSweep(t *testing.T) {
 		}
 		for _, p := range []string{"cache/omni/young", "cache/omni/fresh", "projects/omni/src/main.go", "projects/omni/uploads/old.log",
 			"projects/omni/inbox/old.tmp", "projects/omni/.git/old.log", "projects/omni/new.log", "scratch/omni/run-new", "cache/leased/old"} {
-			if !exists(s.root, p) {
+			if !treetest.Exists(filepath.Join(s.root, p)) {
 				t.Errorf("%s was deleted", p)
 			}
 		}
@@ -160,9 +140,9 @@ func TestSweepRechecksBeforeDeleting(t *testing.T) {
 	s.ok("project", "add", "other")
 	s.ok("settings", "set", "cache_quota_per_project", "1k")
 	outside := t.TempDir()
-	aged(t, outside, "canary/precious", 100, 90)
+	treetest.Aged(t, outside, "canary/precious", 100, 90)
 	for _, p := range []string{"cache/omni/swapped/f", "cache/omni/touched/f", "cache/omni/plain/f", "cache/other/old/f"} {
-		aged(t, s.root, p, 8192, 30)
+		treetest.Aged(t, s.root, p, 8192, 30)
 	}
 	os.Symlink(filepath.Join(outside, "canary"), filepath.Join(s.root, "cache/omni/link-out"))
 	plan := filepath.Join(t.TempDir(), "plan.json")
@@ -178,7 +158,7 @@ func TestSweepRechecksBeforeDeleting(t *testing.T) {
 		if got := res.skipReason(p); !strings.Contains(got, why) {
 			t.Errorf("%s: skipped %q, want a reason containing %q", p, got, why)
 		}
-		if !exists(s.root, p) {
+		if !treetest.Exists(filepath.Join(s.root, p)) {
 			t.Errorf("%s was deleted", p)
 		}
 	}
@@ -188,7 +168,7 @@ func TestSweepRechecksBeforeDeleting(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(outside, "canary/precious")); err != nil || len(data) != 100 {
 		t.Fatalf("the canary outside the root was touched: %v", err)
 	}
-	if res.evicted("cache/omni/link-out") || !exists(s.root, "cache/omni/link-out") {
+	if res.evicted("cache/omni/link-out") || !treetest.Exists(filepath.Join(s.root, "cache/omni/link-out")) {
 		t.Error("a symlink in the cache was deleted or followed")
 	}
 }
@@ -199,24 +179,24 @@ func TestSweepKeepsGitTrackedFiles(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	s.ok("project", "add", "omni")
 	ws := filepath.Join(s.root, "projects/omni")
-	aged(t, ws, "dist/tracked.js", 10, 30)
-	aged(t, ws, "dist/untracked.js", 10, 30)
-	aged(t, ws, "dist/sub/untracked2.js", 10, 30)
-	aged(t, ws, "old.log", 10, 30)
+	treetest.Aged(t, ws, "dist/tracked.js", 10, 30)
+	treetest.Aged(t, ws, "dist/untracked.js", 10, 30)
+	treetest.Aged(t, ws, "dist/sub/untracked2.js", 10, 30)
+	treetest.Aged(t, ws, "old.log", 10, 30)
 	gittest.Run(t, ws, "init", "-q")
 	gittest.Run(t, ws, "add", "dist/tracked.js")
 	os.Chtimes(filepath.Join(ws, "dist"), time.Now().Add(-30*24*time.Hour), time.Now().Add(-30*24*time.Hour))
 	var res sweepJSON
 	s.json(&res, "sweep", "omni", "--area", "workspace")
-	if !exists(ws, "dist/tracked.js") || !strings.Contains(res.skipReason("projects/omni/dist/tracked.js"), "git-tracked") {
-		t.Errorf("tracked file: exists %v, skip %q", exists(ws, "dist/tracked.js"), res.skipReason("projects/omni/dist/tracked.js"))
+	if !treetest.Exists(filepath.Join(ws, "dist/tracked.js")) || !strings.Contains(res.skipReason("projects/omni/dist/tracked.js"), "git-tracked") {
+		t.Errorf("tracked file: exists %v, skip %q", treetest.Exists(filepath.Join(ws, "dist/tracked.js")), res.skipReason("projects/omni/dist/tracked.js"))
 	}
 	for _, p := range []string{"dist/untracked.js", "dist/sub", "old.log"} {
-		if exists(ws, p) {
+		if treetest.Exists(filepath.Join(ws, p)) {
 			t.Errorf("untracked %s survived: %+v", p, res)
 		}
 	}
-	if !exists(ws, ".git/index") {
+	if !treetest.Exists(filepath.Join(ws, ".git/index")) {
 		t.Error(".git was touched")
 	}
 }
@@ -233,7 +213,7 @@ func TestSweepKilledAtRandomPoints(t *testing.T) {
 		s.ok("project", "add", "omni")
 		s.ok("settings", "set", "cache_quota_per_project", "1k")
 		for i := range entries {
-			aged(t, s.root, fmt.Sprintf("cache/omni/e%02d/f", i), 4096, 20+i)
+			treetest.Aged(t, s.root, fmt.Sprintf("cache/omni/e%02d/f", i), 4096, 20+i)
 		}
 		point := []string{"sweep:after-pending", "sweep:after-delete"}[trial%2]
 		killed := *s
@@ -249,7 +229,7 @@ func TestSweepKilledAtRandomPoints(t *testing.T) {
 		}
 		for i := range entries {
 			p := fmt.Sprintf("cache/omni/e%02d", i)
-			if !exists(s.root, p) && !recorded[p] {
+			if !treetest.Exists(filepath.Join(s.root, p)) && !recorded[p] {
 				t.Fatalf("trial %d: %s is gone without an evicted record", trial, p)
 			}
 		}
@@ -310,7 +290,7 @@ func TestSweepQuotaCheck(t *testing.T) {
 	s.ok("project", "add", "calm", "--bytes-soft", "200KiB")
 	s.report() // walks both trees: the report's figures now predate the writes below
 	for _, name := range []string{"omni", "calm"} {
-		aged(t, s.root, "projects/"+name+"/src/data.bin", 300<<10, 0)
+		treetest.Aged(t, s.root, "projects/"+name+"/src/data.bin", 300<<10, 0)
 	}
 	var plan struct {
 		OverSoft []struct {
@@ -343,8 +323,8 @@ func TestSweepQuotaCheck(t *testing.T) {
 func TestSweepLeavesDeletionsInProgress(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	s.ok("project", "add", "omni")
-	aged(t, s.root, "cache/omni/busy/f", 4096, 30)
-	aged(t, s.root, "cache/omni/orphan/f", 4096, 30)
+	treetest.Aged(t, s.root, "cache/omni/busy/f", 4096, 30)
+	treetest.Aged(t, s.root, "cache/omni/orphan/f", 4096, 30)
 	host, _ := os.Hostname()
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
@@ -385,7 +365,7 @@ func TestSweepFutureMtimeDoesNotPin(t *testing.T) {
 	s.ok("settings", "set", "cache_min_age", "1s")
 	s.ok("settings", "set", "busy_grace", "1s")
 	future := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
-	aged(t, s.root, "cache/omni/pinned/blob", 64<<10, 0)
+	treetest.Aged(t, s.root, "cache/omni/pinned/blob", 64<<10, 0)
 	for _, p := range []string{"cache/omni/pinned/blob", "cache/omni/pinned"} {
 		if err := os.Chtimes(filepath.Join(s.root, p), future, future); err != nil {
 			t.Fatal(err)
@@ -394,7 +374,7 @@ func TestSweepFutureMtimeDoesNotPin(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond) // past busy_grace and cache_min_age since the stamp
 	var res sweepJSON
 	s.json(&res, "sweep", "omni")
-	if !res.evicted("cache/omni/pinned") || exists(s.root, "cache/omni/pinned") {
+	if !res.evicted("cache/omni/pinned") || treetest.Exists(filepath.Join(s.root, "cache/omni/pinned")) {
 		t.Errorf("a cache entry with a future mtime was kept: %+v", res)
 	}
 }
@@ -408,8 +388,8 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 		s.ok("project", "add", "omni")
 		s.ok("project", "add", "beta")
 		s.ok("settings", "set", "cache_quota_per_project", "1k")
-		aged(t, s.root, "cache/omni/old/blob", 8192, 30)
-		aged(t, s.root, "projects/beta/uploads/precious.log", 100, 30)
+		treetest.Aged(t, s.root, "cache/omni/old/blob", 8192, 30)
+		treetest.Aged(t, s.root, "projects/beta/uploads/precious.log", 100, 30)
 		plan := filepath.Join(t.TempDir(), "plan.json")
 		s.ok("sweep", "--all", "--dry-run", "--plan-out", plan)
 		return s, plan
@@ -470,19 +450,19 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 		}, "made under other settings"},
 		{"applied twice", func(t *testing.T, s *testRoot, plan string) *testRoot {
 			s.ok("sweep", "--apply", plan)
-			aged(t, s.root, "cache/omni/old/blob", 8192, 30) // back, for the check below
+			treetest.Aged(t, s.root, "cache/omni/old/blob", 8192, 30) // back, for the check below
 			return s
 		}, "was already applied"},
 		{"another root sharing the store", func(t *testing.T, s *testRoot, plan string) *testRoot {
 			other := newSandbox(t, t.TempDir(), filepath.Join(s.root, ".xfsq", "xfsq.db"))
 			other.ok("init")
-			aged(t, other.root, "cache/omni/old/blob", 8192, 30)
+			treetest.Aged(t, other.root, "cache/omni/old/blob", 8192, 30)
 			return other
 		}, "was made for root"},
 		{"another store", func(t *testing.T, s *testRoot, plan string) *testRoot {
 			other := fallbackSandbox(t, "")
 			other.ok("project", "add", "omni")
-			aged(t, other.root, "cache/omni/old/blob", 8192, 30)
+			treetest.Aged(t, other.root, "cache/omni/old/blob", 8192, 30)
 			return other
 		}, "this store never made plan"},
 	}
@@ -495,7 +475,7 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 				t.Errorf("apply: exit %d %q; want exit 2 with %q and how to re-plan", r.code, r.stderr, c.want)
 			}
 			for _, p := range []string{"cache/omni/old/blob", "projects/beta/uploads/precious.log"} {
-				if !exists(in.root, p) && !(p == "projects/beta/uploads/precious.log" && in != s) {
+				if !treetest.Exists(filepath.Join(in.root, p)) && !(p == "projects/beta/uploads/precious.log" && in != s) {
 					t.Errorf("%s was deleted by a refused plan", p)
 				}
 			}
@@ -505,7 +485,7 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 		s, plan := setup(t)
 		var res sweepJSON
 		s.json(&res, "sweep", "--apply", plan)
-		if !res.evicted("cache/omni/old") || exists(s.root, "cache/omni/old") {
+		if !res.evicted("cache/omni/old") || treetest.Exists(filepath.Join(s.root, "cache/omni/old")) {
 			t.Errorf("the plan as made was not applied: %+v", res)
 		}
 		var swept []sandbox.Event
@@ -521,18 +501,18 @@ func TestSweepApplyRederivesTrackedSincePlanning(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	s.ok("project", "add", "omni")
 	ws := filepath.Join(s.root, "projects/omni")
-	aged(t, ws, "build.log", 10, 30)
-	aged(t, ws, "keep.log", 10, 30)
+	treetest.Aged(t, ws, "build.log", 10, 30)
+	treetest.Aged(t, ws, "keep.log", 10, 30)
 	gittest.Run(t, ws, "init", "-q")
 	plan := filepath.Join(t.TempDir(), "plan.json")
 	s.ok("sweep", "omni", "--dry-run", "--plan-out", plan)
 	gittest.Run(t, ws, "add", "keep.log")
 	var res sweepJSON
 	s.json(&res, "sweep", "--apply", plan)
-	if !exists(ws, "keep.log") || !strings.Contains(res.skipReason("projects/omni/keep.log"), "git-tracked") {
-		t.Errorf("a file tracked since planning: exists %v, skipped %q", exists(ws, "keep.log"), res.skipReason("projects/omni/keep.log"))
+	if !treetest.Exists(filepath.Join(ws, "keep.log")) || !strings.Contains(res.skipReason("projects/omni/keep.log"), "git-tracked") {
+		t.Errorf("a file tracked since planning: exists %v, skipped %q", treetest.Exists(filepath.Join(ws, "keep.log")), res.skipReason("projects/omni/keep.log"))
 	}
-	if exists(ws, "build.log") || !res.evicted("projects/omni/build.log") {
+	if treetest.Exists(filepath.Join(ws, "build.log")) || !res.evicted("projects/omni/build.log") {
 		t.Errorf("the untracked trash was not deleted: %+v", res)
 	}
 }
@@ -563,7 +543,7 @@ func TestSweepAllSkipsUnreadableProjects(t *testing.T) {
 	os.MkdirAll(lib, 0o755)
 	gittest.Run(t, lib, "init", "-q")
 	for _, f := range []string{"src/lib/dist/app.js", "src/lib/build.log", "src/lib/dist/stale.js", "src/lib/stale.log", "old.log"} {
-		aged(t, ws("healthy"), f, 100, 30)
+		treetest.Aged(t, ws("healthy"), f, 100, 30)
 	}
 	gittest.Run(t, lib, "add", "dist/app.js", "build.log")
 
@@ -582,10 +562,10 @@ func TestSweepAllSkipsUnreadableProjects(t *testing.T) {
 	os.Symlink(outside, ws("linked"))
 	for n := range unreadable {
 		if n == "linked" {
-			aged(t, outside, "old.log", 100, 30)
+			treetest.Aged(t, outside, "old.log", 100, 30)
 			continue
 		}
-		aged(t, ws(n), "old.log", 100, 30)
+		treetest.Aged(t, ws(n), "old.log", 100, 30)
 	}
 
 	var res sweepJSON
@@ -594,20 +574,20 @@ func TestSweepAllSkipsUnreadableProjects(t *testing.T) {
 		if got := res.skipReason("projects/" + n); !strings.Contains(got, why) {
 			t.Errorf("%s: skip reason %q, want one containing %q", n, got, why)
 		}
-		if n != "linked" && !exists(ws(n), "old.log") {
+		if n != "linked" && !treetest.Exists(filepath.Join(ws(n), "old.log")) {
 			t.Errorf("%s: old.log was deleted from an unreadable repository", n)
 		}
 	}
-	if !exists(outside, "old.log") {
+	if !treetest.Exists(filepath.Join(outside, "old.log")) {
 		t.Error("a symlinked workspace was followed: its old.log was deleted")
 	}
 	for _, p := range []string{"src/lib/.git/index", "src/lib/.git/HEAD", "src/lib/dist/app.js", "src/lib/build.log"} {
-		if !exists(ws("healthy"), p) {
+		if !treetest.Exists(filepath.Join(ws("healthy"), p)) {
 			t.Errorf("healthy: %s was deleted", p)
 		}
 	}
 	for _, p := range []string{"src/lib/dist/stale.js", "src/lib/stale.log", "old.log"} {
-		if exists(ws("healthy"), p) || !res.evicted("projects/healthy/"+p) {
+		if treetest.Exists(filepath.Join(ws("healthy"), p)) || !res.evicted("projects/healthy/"+p) {
 			t.Errorf("healthy: untracked old trash %s not swept: %+v", p, res)
 		}
 	}
@@ -620,8 +600,8 @@ func TestSweepCacheAgesByLastUse(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	s.ok("project", "add", "omni")
 	s.ok("settings", "set", "cache_quota_per_project", "80k")
-	aged(t, s.root, "cache/omni/read-lately/blob", 64<<10, 30)
-	aged(t, s.root, "cache/omni/unread/blob", 64<<10, 20) // modified more recently than the other
+	treetest.Aged(t, s.root, "cache/omni/read-lately/blob", 64<<10, 30)
+	treetest.Aged(t, s.root, "cache/omni/unread/blob", 64<<10, 20) // modified more recently than the other
 	blob := filepath.Join(s.root, "cache/omni/read-lately/blob")
 	if _, err := os.ReadFile(blob); err != nil {
 		t.Fatal(err)
@@ -654,10 +634,10 @@ func TestSweepCacheAgesByLastUse(t *testing.T) {
 func TestSweepInbound(t *testing.T) {
 	s := fallbackSandbox(t, "")
 	s.ok("settings", "set", "inbound_ttl", "7d")
-	aged(t, s.root, "inbound/chan-old/msg.bin", 256<<10, 10)
-	aged(t, s.root, "inbound/chan-new/msg.bin", 4096, 3) // past busy_grace, younger than inbound_ttl
+	treetest.Aged(t, s.root, "inbound/chan-old/msg.bin", 256<<10, 10)
+	treetest.Aged(t, s.root, "inbound/chan-new/msg.bin", 4096, 3) // past busy_grace, younger than inbound_ttl
 	canary := filepath.Join(t.TempDir(), "canary")
-	aged(t, canary, "data", 4096, 30)
+	treetest.Aged(t, canary, "data", 4096, 30)
 	os.Chtimes(canary, time.Now().Add(-30*24*time.Hour), time.Now().Add(-30*24*time.Hour))
 	link := filepath.Join(s.root, "inbound/outside")
 	if err := os.Symlink(canary, link); err != nil {

@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/internal/capdrop"
-	"github.com/xfsq/xfsq/internal/kerneltest"
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/kerneltest"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 // The cases need a thread that holds CAP_SYS_RESOURCE: the test kernel's

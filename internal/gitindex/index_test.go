@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xfsq/xfsq/internal/gittest"
+	"github.com/xfsq/xfsq/internal/testsupport/gittest"
 	"golang.org/x/sys/unix"
 )
 

@@ -12,10 +12,11 @@ import (
 // namesAFlag: a CLI flag as an operator types it (--bytes-hard).
 var namesAFlag = regexp.MustCompile(`(^|[^-\w])--[a-z]`)
 
-// flagShells may name their own flags: the CLI, the HTTP server (its
-// errors at start-up are the serve command's), and test support that
-// runs other programs (Prometheus, a test VM's init script).
-var flagShells = []string{"cmd/", "server/", "internal/promtest/", "internal/kerneltest/"}
+// flagShells may name their own flags: the CLI, the HTTP server and what
+// runs beside it (their errors at start-up are the serve command's), and
+// test support that runs other programs (Prometheus, a test VM's init
+// script).
+var flagShells = []string{"cmd/", "server/", "daemon/", "internal/testsupport/promtest/", "internal/testsupport/kerneltest/"}
 
 // flagNamesAllowed are the library literals that still name a CLI flag,
 // by file and a piece of the literal. Each is a hint or a help text that

@@ -15,8 +15,9 @@ import (
 const Module = "github.com/xfsq/xfsq"
 
 // shells call the library and are called by nobody in it (client, the
-// HTTP API's Go client, is one: it speaks the wire, like the server).
-var shells = []string{"cmd/", "server", "client"}
+// HTTP API's Go client, is one: it speaks the wire, like the server; daemon
+// is what xfsq serve runs beside the server).
+var shells = []string{"cmd/", "server", "client", "daemon"}
 
 func isShell(pkg string) bool {
 	for _, s := range shells {
@@ -60,6 +61,10 @@ func rule(from, to string) string {
 		return "a shell reaches the store only through the library, so that every shell journals and checks alike"
 	case isShell(from) && (to == "quota/xfs" || strings.HasPrefix(to, "quota/xfs/")):
 		return "a shell reaches the kernel backend only through the library"
+	case strings.HasPrefix(to, "internal/testsupport/") && !strings.HasPrefix(from, "internal/testsupport/"):
+		return "internal/testsupport is for tests: no library or shell links a test's helpers"
+	case from == "server" && to == "daemon":
+		return "server is the HTTP shell only: what runs beside it (passes, token file, log buffer) is daemon's, which uses it"
 	case from == "client" && to != "api/v1":
 		return "client imports only the wire types (api/v1), so that a service using it links no store, driver or backend"
 	case from == "api/v1" && to != "units":

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 // pending are imports a rule forbids that are still to be removed, each
@@ -99,6 +99,14 @@ func TestRules(t *testing.T) {
 		{"cmd/xfsq", "quota/xfs", true},
 		{"cmd/xfsq", "quota/xfs/quotactl", true},
 		{"server", "store", true},
+		{"server", "daemon", true},
+		{"sandbox", "internal/testsupport/fixture", true},
+		{"cmd/xfsq", "internal/testsupport/prereq", true},
+		{"internal/testsupport/fixture", "internal/testsupport/storetest", false},
+		{"internal/testsupport/fixture", "sandbox", false},
+		{"daemon", "server", false},
+		{"daemon", "store", true},
+		{"sandbox", "daemon", true},
 		{"sandbox", "cmd/xfsq", true},
 		{"sandbox", "server", true},
 		{"store", "sandbox", true},

@@ -13,7 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/xfsq/xfsq/internal/mounttest"
+	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
+	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 )
 
 // Both resolutions: openat2, and the per-component fallback of kernels
@@ -27,16 +28,6 @@ func forEachResolver(t *testing.T, fn func(t *testing.T)) {
 			t.Cleanup(func() { openat2Missing.Store(old) })
 			fn(t)
 		})
-	}
-}
-
-func write(t *testing.T, p string, size int) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -69,8 +60,6 @@ func blocks(t *testing.T, p string) uint64 {
 	return uint64(st.Blocks) * 512
 }
 
-func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
-
 // Mount points below the removed entry (a bind mount of a directory from
 // the same filesystem, a bind-mounted file, a tmpfs) are neither entered
 // nor removed; everything else goes and the report says what stayed.
@@ -86,36 +75,36 @@ func TestMountsAreLeftInPlace(t *testing.T) {
 				return filepath.Join(outside, "canary"), filepath.Join(entry, "deep/mnt")
 			}},
 			{"bind mount of an outside file", func(t *testing.T, entry, outside string) (string, string) {
-				write(t, filepath.Join(entry, "f-mnt"), 0)
+				treetest.Write(t, filepath.Join(entry, "f-mnt"), 0)
 				mount(t, filepath.Join(outside, "canary"), filepath.Join(entry, "f-mnt"))
 				return filepath.Join(outside, "canary"), filepath.Join(entry, "f-mnt")
 			}},
 			{"tmpfs", func(t *testing.T, entry, _ string) (string, string) {
 				os.MkdirAll(filepath.Join(entry, "tmp"), 0o755)
 				mount(t, "", filepath.Join(entry, "tmp"))
-				write(t, filepath.Join(entry, "tmp/canary"), 10)
+				treetest.Write(t, filepath.Join(entry, "tmp/canary"), 10)
 				return filepath.Join(entry, "tmp/canary"), filepath.Join(entry, "tmp")
 			}},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				root, outside := t.TempDir(), t.TempDir()
-				write(t, filepath.Join(outside, "canary"), 100)
+				treetest.Write(t, filepath.Join(outside, "canary"), 100)
 				entry := filepath.Join(root, "cache/p/e")
-				write(t, filepath.Join(entry, "a/b/file"), 5000)
-				write(t, filepath.Join(entry, "top"), 10)
+				treetest.Write(t, filepath.Join(entry, "a/b/file"), 5000)
+				treetest.Write(t, filepath.Join(entry, "top"), 10)
 				canary, mp := c.setup(t, entry, outside)
 				rep, err := open(t, root).Remove(context.Background(), "cache/p/e", Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !exists(canary) {
+				if !treetest.Exists(canary) {
 					t.Fatal("the canary on the mount was deleted")
 				}
-				if !exists(mp) {
+				if !treetest.Exists(mp) {
 					t.Error("the mount point was removed")
 				}
-				if exists(filepath.Join(entry, "a")) || exists(filepath.Join(entry, "top")) {
+				if treetest.Exists(filepath.Join(entry, "a")) || treetest.Exists(filepath.Join(entry, "top")) {
 					t.Error("entries beside the mount point were not removed")
 				}
 				rel, _ := filepath.Rel(root, mp)
@@ -134,14 +123,14 @@ func TestMountsAreLeftInPlace(t *testing.T) {
 func TestMountPointEntryIsLeft(t *testing.T) {
 	forEachResolver(t, func(t *testing.T) {
 		root, outside := t.TempDir(), t.TempDir()
-		write(t, filepath.Join(outside, "canary"), 100)
+		treetest.Write(t, filepath.Join(outside, "canary"), 100)
 		os.MkdirAll(filepath.Join(root, "cache/p/e"), 0o755)
 		mount(t, outside, filepath.Join(root, "cache/p/e"))
 		rep, err := open(t, root).Remove(context.Background(), "cache/p/e", Options{})
 		if err != nil || rep.Removed || rep.Entries != 0 || len(rep.Left) != 1 || rep.Left[0].Reason != LeftMount {
 			t.Errorf("report %+v, %v; want nothing removed, the mount point left", rep, err)
 		}
-		if !exists(filepath.Join(outside, "canary")) {
+		if !treetest.Exists(filepath.Join(outside, "canary")) {
 			t.Error("the canary was deleted")
 		}
 	})
@@ -152,7 +141,7 @@ func TestMountPointEntryIsLeft(t *testing.T) {
 func TestSymlinkInPathIsRefused(t *testing.T) {
 	forEachResolver(t, func(t *testing.T) {
 		root := t.TempDir()
-		write(t, filepath.Join(root, "projects/b/uploads/precious"), 10)
+		treetest.Write(t, filepath.Join(root, "projects/b/uploads/precious"), 10)
 		os.MkdirAll(filepath.Join(root, "projects/a"), 0o755)
 		os.Symlink("../b", filepath.Join(root, "projects/a/sub"))
 		os.Symlink(filepath.Join(root, "projects/b"), filepath.Join(root, "projects/abs"))
@@ -168,7 +157,7 @@ func TestSymlinkInPathIsRefused(t *testing.T) {
 				t.Errorf("remove %q accepted", rel)
 			}
 		}
-		if !exists(filepath.Join(root, "projects/b/uploads/precious")) {
+		if !treetest.Exists(filepath.Join(root, "projects/b/uploads/precious")) {
 			t.Fatal("the other project's upload was deleted")
 		}
 		if _, err := d.OpenDir("projects/abs"); !errors.Is(err, ErrUnsafe) {
@@ -183,8 +172,8 @@ func TestSymlinkInPathIsRefused(t *testing.T) {
 func TestSwapAfterResolution(t *testing.T) {
 	forEachResolver(t, func(t *testing.T) {
 		root := t.TempDir()
-		write(t, filepath.Join(root, "projects/b/sub/dist/precious"), 10)
-		write(t, filepath.Join(root, "projects/a/sub/dist/junk"), 10)
+		treetest.Write(t, filepath.Join(root, "projects/b/sub/dist/precious"), 10)
+		treetest.Write(t, filepath.Join(root, "projects/a/sub/dist/junk"), 10)
 		testHook = func(string) {
 			os.Rename(filepath.Join(root, "projects/a/sub"), filepath.Join(root, "projects/a/moved"))
 			os.Symlink("../b/sub", filepath.Join(root, "projects/a/sub"))
@@ -194,10 +183,10 @@ func TestSwapAfterResolution(t *testing.T) {
 		if err != nil || !rep.Removed {
 			t.Fatalf("remove: %+v %v", rep, err)
 		}
-		if !exists(filepath.Join(root, "projects/b/sub/dist/precious")) {
+		if !treetest.Exists(filepath.Join(root, "projects/b/sub/dist/precious")) {
 			t.Fatal("the deletion followed the swapped-in symlink into project b")
 		}
-		if exists(filepath.Join(root, "projects/a/moved/dist")) {
+		if treetest.Exists(filepath.Join(root, "projects/a/moved/dist")) {
 			t.Error("the resolved directory's entry was not removed")
 		}
 	})
@@ -208,22 +197,22 @@ func TestSwapAfterResolution(t *testing.T) {
 func TestNotDirectoryLeavesADirectorySwappedIn(t *testing.T) {
 	forEachResolver(t, func(t *testing.T) {
 		root := t.TempDir()
-		write(t, filepath.Join(root, "projects/a/f"), 10)
+		treetest.Write(t, filepath.Join(root, "projects/a/f"), 10)
 		rep, err := open(t, root).Remove(context.Background(), "projects/a/f", Options{NotDirectory: true})
-		if err != nil || !rep.Removed || exists(filepath.Join(root, "projects/a/f")) {
+		if err != nil || !rep.Removed || treetest.Exists(filepath.Join(root, "projects/a/f")) {
 			t.Fatalf("a file under NotDirectory: %+v %v, want it removed", rep, err)
 		}
-		write(t, filepath.Join(root, "projects/a/f"), 10)
+		treetest.Write(t, filepath.Join(root, "projects/a/f"), 10)
 		testHook = func(string) {
 			os.Remove(filepath.Join(root, "projects/a/f"))
-			write(t, filepath.Join(root, "projects/a/f/work"), 10)
+			treetest.Write(t, filepath.Join(root, "projects/a/f/work"), 10)
 		}
 		t.Cleanup(func() { testHook = nil })
 		rep, err = open(t, root).Remove(context.Background(), "projects/a/f", Options{NotDirectory: true})
 		if err != nil || rep.Removed || len(rep.Left) != 1 || rep.Left[0].Reason != LeftChanged {
 			t.Errorf("a directory swapped in: %+v %v, want it left as changed", rep, err)
 		}
-		if !exists(filepath.Join(root, "projects/a/f/work")) {
+		if !treetest.Exists(filepath.Join(root, "projects/a/f/work")) {
 			t.Fatal("NotDirectory removed a directory's content")
 		}
 	})
@@ -234,7 +223,7 @@ func TestNotDirectoryLeavesADirectorySwappedIn(t *testing.T) {
 func TestSymlinksAreUnlinked(t *testing.T) {
 	forEachResolver(t, func(t *testing.T) {
 		root, outside := t.TempDir(), t.TempDir()
-		write(t, filepath.Join(outside, "canary"), 10)
+		treetest.Write(t, filepath.Join(outside, "canary"), 10)
 		os.MkdirAll(filepath.Join(root, "e"), 0o755)
 		os.Symlink(outside, filepath.Join(root, "e/dir-link"))
 		os.Symlink(filepath.Join(outside, "canary"), filepath.Join(root, "e/file-link"))
@@ -245,11 +234,11 @@ func TestSymlinksAreUnlinked(t *testing.T) {
 			if err != nil || !rep.Removed || len(rep.Left) != 0 {
 				t.Errorf("remove %s: %+v %v", rel, rep, err)
 			}
-			if exists(filepath.Join(root, rel)) {
+			if treetest.Exists(filepath.Join(root, rel)) {
 				t.Errorf("%s still there", rel)
 			}
 		}
-		if !exists(filepath.Join(outside, "canary")) {
+		if !treetest.Exists(filepath.Join(outside, "canary")) {
 			t.Fatal("a symlink was followed")
 		}
 	})
@@ -262,8 +251,8 @@ func TestAccountsLastLinksOnly(t *testing.T) {
 	for _, confirm := range []bool{false, true} {
 		t.Run(map[bool]string{false: "link count", true: "confirmed"}[confirm], func(t *testing.T) {
 			root := t.TempDir()
-			write(t, filepath.Join(root, "keep"), 1<<20)
-			write(t, filepath.Join(root, "d/own"), 64<<10)
+			treetest.Write(t, filepath.Join(root, "keep"), 1<<20)
+			treetest.Write(t, filepath.Join(root, "d/own"), 64<<10)
 			os.Link(filepath.Join(root, "d/own"), filepath.Join(root, "d/own-again"))
 			for i := range 3 {
 				os.Link(filepath.Join(root, "keep"), filepath.Join(root, "d", "keep-link"+string(rune('a'+i))))
@@ -276,7 +265,7 @@ func TestAccountsLastLinksOnly(t *testing.T) {
 			if rep.Entries != 6 || rep.Inodes != 2 || rep.Bytes != want {
 				t.Errorf("report %+v, want 6 entries, 2 inodes (own, d), %d bytes", rep, want)
 			}
-			if !exists(filepath.Join(root, "keep")) {
+			if !treetest.Exists(filepath.Join(root, "keep")) {
 				t.Error("the linked file outside the removal went")
 			}
 		})
@@ -287,7 +276,7 @@ func TestAccountsLastLinksOnly(t *testing.T) {
 func TestConcurrentRemovalsCountOnce(t *testing.T) {
 	for range 20 {
 		root := t.TempDir()
-		write(t, filepath.Join(root, "f"), 64<<10)
+		treetest.Write(t, filepath.Join(root, "f"), 64<<10)
 		d := open(t, root)
 		var mu sync.Mutex
 		var total Report
@@ -358,7 +347,7 @@ func openFDs(t *testing.T) int {
 func TestCancellation(t *testing.T) {
 	root := t.TempDir()
 	for i := range 2000 {
-		write(t, filepath.Join(root, "e", "d"+string(rune('a'+i%20)), "f"+strings.Repeat("x", i%7)+string(rune('a'+i/20))), 0)
+		treetest.Write(t, filepath.Join(root, "e", "d"+string(rune('a'+i%20)), "f"+strings.Repeat("x", i%7)+string(rune('a'+i/20))), 0)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -366,7 +355,7 @@ func TestCancellation(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err %v, want context.Canceled", err)
 	}
-	if rep.Removed || !exists(filepath.Join(root, "e")) {
+	if rep.Removed || !treetest.Exists(filepath.Join(root, "e")) {
 		t.Errorf("a cancelled removal finished: %+v", rep)
 	}
 }
@@ -382,7 +371,7 @@ func TestSpecialFiles(t *testing.T) {
 		unix.Mknod(filepath.Join(root, "e/null"), unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3)))
 	}
 	rep, err := open(t, root).Remove(context.Background(), "e", Options{ConfirmLastLink: true})
-	if err != nil || !rep.Removed || exists(filepath.Join(root, "e")) {
+	if err != nil || !rep.Removed || treetest.Exists(filepath.Join(root, "e")) {
 		t.Errorf("report %+v %v", rep, err)
 	}
 }
@@ -392,7 +381,7 @@ func TestSpecialFiles(t *testing.T) {
 func TestConcurrentLinksCountAtMostOnce(t *testing.T) {
 	for range 50 {
 		root := t.TempDir()
-		write(t, filepath.Join(root, "a"), 64<<10)
+		treetest.Write(t, filepath.Join(root, "a"), 64<<10)
 		os.Link(filepath.Join(root, "a"), filepath.Join(root, "b"))
 		d := open(t, root)
 		var mu sync.Mutex
@@ -533,7 +522,7 @@ func TestCountChangedBeforeIgnoresWhatWasMovedIn(t *testing.T) {
 			if tc.moveFrom != "" {
 				src = tc.moveFrom
 			}
-			write(t, filepath.Join(root, src, "f"), 256<<10)
+			treetest.Write(t, filepath.Join(root, src, "f"), 256<<10)
 			os.MkdirAll(filepath.Join(root, "in/e"), 0o755)
 			fileBlocks := blocks(t, filepath.Join(root, src, "f"))
 			// The walk: it starts after everything above was made.
@@ -565,11 +554,11 @@ func TestCountChangedBeforeIgnoresWhatWasMovedIn(t *testing.T) {
 // through it, for that would reach beneath a mount point.
 func TestBeneathReadsUnderMounts(t *testing.T) {
 	root := t.TempDir()
-	write(t, filepath.Join(root, "tree", "covered", "hidden"), 10)
-	write(t, filepath.Join(root, "tree", "whole", "sub", "deep"), 10)
+	treetest.Write(t, filepath.Join(root, "tree", "covered", "hidden"), 10)
+	treetest.Write(t, filepath.Join(root, "tree", "whole", "sub", "deep"), 10)
 	mount(t, "", filepath.Join(root, "tree", "covered"))
 	mount(t, "", filepath.Join(root, "tree", "whole"))
-	write(t, filepath.Join(root, "tree", "covered", "on-the-tmpfs"), 10)
+	treetest.Write(t, filepath.Join(root, "tree", "covered", "on-the-tmpfs"), 10)
 	if _, err := open(t, root).OpenDir("tree/whole/sub"); !errors.Is(err, ErrOtherMount) {
 		t.Errorf("Open, then a path through a mount point: %v, want ErrOtherMount", err)
 	}
@@ -592,11 +581,11 @@ func TestBeneathReadsUnderMounts(t *testing.T) {
 		}
 		d.Close()
 	}
-	if !exists(filepath.Join(root, "tree", "covered", "on-the-tmpfs")) {
+	if !treetest.Exists(filepath.Join(root, "tree", "covered", "on-the-tmpfs")) {
 		t.Error("the tmpfs went")
 	}
 	unix.Unmount(filepath.Join(root, "tree", "covered"), 0)
-	if !exists(filepath.Join(root, "tree", "covered", "hidden")) {
+	if !treetest.Exists(filepath.Join(root, "tree", "covered", "hidden")) {
 		t.Error("a removal through Beneath's copy removed the file beneath the mount")
 	}
 }
@@ -609,7 +598,7 @@ func TestBeneathReadsUnderMounts(t *testing.T) {
 // propagate (a shared mount).
 func TestBeneathCopyHeldWhileItsDirsAreOpen(t *testing.T) {
 	root := t.TempDir()
-	write(t, filepath.Join(root, "tree", "sub", "beneath"), 10)
+	treetest.Write(t, filepath.Join(root, "tree", "sub", "beneath"), 10)
 	mount(t, root, root)
 	if err := unix.Mount("", root, "", unix.MS_SHARED, ""); err != nil {
 		t.Fatal(err)
@@ -631,7 +620,7 @@ func TestBeneathCopyHeldWhileItsDirsAreOpen(t *testing.T) {
 		t.Fatalf("the copy was let go with the Dir Beneath returned, while a Dir in it is open: %v", err)
 	}
 	mount(t, "", filepath.Join(root, "tree", "sub"))
-	write(t, filepath.Join(root, "tree", "sub", "on-the-tmpfs"), 10)
+	treetest.Write(t, filepath.Join(root, "tree", "sub", "on-the-tmpfs"), 10)
 	sub, err := d.OpenDir("sub")
 	if err != nil {
 		t.Fatalf("a mount made on the original after the copy reached it: %v", err)
@@ -680,10 +669,10 @@ func TestMountChecksNeverWaitOnAStalledFUSE(t *testing.T) {
 			t.Errorf("Lstat of the FUSE mount point: %+v %v; want it told as another mount", st, err)
 		}
 	})
-	write(t, filepath.Join(root, "tree", "f"), 10)
+	treetest.Write(t, filepath.Join(root, "tree", "f"), 10)
 	within("Remove", func() {
 		rep, err := open(t, root).Remove(context.Background(), "tree", Options{})
-		if err != nil || len(rep.Left) != 1 || rep.Left[0].Reason != LeftMount || exists(filepath.Join(root, "tree", "f")) {
+		if err != nil || len(rep.Left) != 1 || rep.Left[0].Reason != LeftMount || treetest.Exists(filepath.Join(root, "tree", "f")) {
 			t.Errorf("removal of a tree holding the FUSE mount: %+v %v; want all but the mount point removed", rep, err)
 		}
 	})
@@ -698,7 +687,7 @@ func TestMountChecksNeverWaitOnAStalledFUSE(t *testing.T) {
 func TestUncountedStaysOnTheDirsDevice(t *testing.T) {
 	for _, otherDev := range []bool{false, true} {
 		root := t.TempDir()
-		write(t, filepath.Join(root, "tree", "f"), 4096)
+		treetest.Write(t, filepath.Join(root, "tree", "f"), 4096)
 		d := open(t, root)
 		if otherDev {
 			d.dev++

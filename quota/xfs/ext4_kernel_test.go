@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/xfsq/xfsq/internal/capdrop"
-	"github.com/xfsq/xfsq/internal/kerneltest"
+	"github.com/xfsq/xfsq/internal/testsupport/kerneltest"
 	"github.com/xfsq/xfsq/quota"
 )
 

@@ -4,7 +4,7 @@
 // binary's benchmarks:
 //
 //	go test -c -o /tmp/xfs.test ./quota/xfs
-//	go run ./internal/kerneltest/vmrun /tmp/xfs.test -test.run '^$' -test.bench Kernel
+//	go run ./internal/testsupport/kerneltest/vmrun /tmp/xfs.test -test.run '^$' -test.bench Kernel
 //
 // It prints the route on stderr, then the program's output, and exits with
 // the program's status; 125 (with each route's reason on stderr) when no
@@ -19,7 +19,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/kerneltest"
+	"github.com/xfsq/xfsq/internal/testsupport/kerneltest"
 	"github.com/xfsq/xfsq/units"
 )
 

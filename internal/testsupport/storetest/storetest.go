@@ -16,7 +16,7 @@ import (
 
 	_ "github.com/lib/pq"
 
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 // EnvPostgres names the variable holding the PostgreSQL DSN for tests.

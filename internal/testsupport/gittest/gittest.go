@@ -13,7 +13,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 // command is git in dir with a fixed identity, allowed to clone local

@@ -21,7 +21,7 @@ func TestASkippedPostgresTestIsReported(t *testing.T) {
 		t.Fatalf("the child: %v\n%s", err, out)
 	}
 	got, _ := os.ReadFile(report)
-	if want := "./internal/storetest TestASkippedPostgresTestIsReported\n"; string(got) != want {
+	if want := "./internal/testsupport/storetest TestASkippedPostgresTestIsReported\n"; string(got) != want {
 		t.Errorf("skip report %q, want %q", got, want)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 // Tool is the path of one of the Debian package prometheus's programs

@@ -37,7 +37,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/internal/capdrop"
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 // Environment of a test binary running inside the test kernel.

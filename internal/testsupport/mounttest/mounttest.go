@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 // Bind bind-mounts src (a directory or a file) on dst until t ends.

@@ -1,4 +1,5 @@
-// Package threadtest is test support for background priority: which of the
+// Package threadtest is test support for background priority: a thread's
+// I/O class and nice value as the kernel has them (Priority), and which of the
 // process's threads still run at another nice value than the callers'.
 // It is never imported by a library or a shell.
 package threadtest
@@ -6,6 +7,7 @@ package threadtest
 import (
 	"os"
 	"strconv"
+	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -35,4 +37,21 @@ func Lingering(nice int, within time.Duration) []int {
 			return lowered
 		}
 	}
+}
+
+// Priority is the calling thread's I/O scheduling class (3: idle) and nice
+// value, read from the kernel as a test checks what a background pass set.
+func Priority(t testing.TB) (class, nice int) {
+	t.Helper()
+	tid := unix.Gettid()
+	const whoProcess, classShift = 1, 13 // IOPRIO_WHO_PROCESS, IOPRIO_CLASS_SHIFT
+	prio, _, errno := unix.Syscall(unix.SYS_IOPRIO_GET, whoProcess, uintptr(tid), 0)
+	if errno != 0 {
+		t.Fatalf("ioprio_get: %v", errno)
+	}
+	p, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
+	if err != nil {
+		t.Fatalf("getpriority: %v", err)
+	}
+	return int(prio >> classShift), 20 - p // getpriority answers 20 - nice
 }

@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"crypto/rand"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/sandbox"
+	"github.com/xfsq/xfsq/server"
 )
 
 // The token file (docs/operations.md#tokens) follows Kubernetes' static token file: one CSV
@@ -36,7 +37,7 @@ var tokenNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@:-]{0,63}$`)
 // token is one line of the file: the hash of the secret and who it is.
 type token struct {
 	hash   [sha256.Size]byte
-	caller Caller
+	caller server.Caller
 }
 
 // TokenSet is a parsed token file. It answers who a bearer token is,
@@ -44,15 +45,6 @@ type token struct {
 type TokenSet struct {
 	tokens []token
 }
-
-// TokenSource gives the tokens in force now; a *TokenSet is one that
-// never changes, a *TokenFile one reloaded on SIGHUP.
-type TokenSource interface {
-	Current() *TokenSet
-}
-
-// Current makes a fixed set a TokenSource.
-func (s *TokenSet) Current() *TokenSet { return s }
 
 // Len is the number of tokens.
 func (s *TokenSet) Len() int {
@@ -64,9 +56,9 @@ func (s *TokenSet) Len() int {
 
 // Lookup is the caller a bearer token belongs to. Every entry is compared,
 // match or not, so the time taken says nothing of which (if any) matched.
-func (s *TokenSet) Lookup(bearer string) (Caller, bool) {
+func (s *TokenSet) Lookup(bearer string) (server.Caller, bool) {
 	if s == nil || bearer == "" {
-		return Caller{}, false
+		return server.Caller{}, false
 	}
 	h := sha256.Sum256([]byte(bearer))
 	found := -1
@@ -76,7 +68,7 @@ func (s *TokenSet) Lookup(bearer string) (Caller, bool) {
 		}
 	}
 	if found < 0 {
-		return Caller{}, false
+		return server.Caller{}, false
 	}
 	return s.tokens[found].caller, true
 }
@@ -156,14 +148,14 @@ func parseTokenLine(rec []string) (token, error) {
 	t.caller.Name = name
 	switch role {
 	case "reader":
-		t.caller.Role = RoleReader
+		t.caller.Role = server.RoleReader
 	case "operator":
-		t.caller.Role = RoleOperator
+		t.caller.Role = server.RoleOperator
 	default:
 		return token{}, fmt.Errorf("role %s: use reader or operator", shownField(role))
 	}
 	if len(rec) == 4 {
-		if t.caller.Role != RoleReader {
+		if t.caller.Role != server.RoleReader {
 			return token{}, fmt.Errorf("a project list limits readers only; an operator token sees every project")
 		}
 		t.caller.Projects = []string{}
@@ -308,6 +300,10 @@ func OpenTokenFile(path string) (*TokenFile, error) {
 
 // Current is the set in force.
 func (f *TokenFile) Current() *TokenSet { return f.cur.Load() }
+
+// Lookup is the caller a bearer token belongs to in the set in force:
+// a *TokenFile is the server's Tokens, reloaded on SIGHUP.
+func (f *TokenFile) Lookup(bearer string) (server.Caller, bool) { return f.Current().Lookup(bearer) }
 
 // Path is the file's path.
 func (f *TokenFile) Path() string { return f.path }

@@ -1,11 +1,13 @@
-package server
+package daemon
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 	"github.com/xfsq/xfsq/journal"
 )
 
@@ -15,7 +17,7 @@ import (
 // it is cancelled.
 func TestPassesRun(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
-		root := sweepFixture(t, r)
+		root := r.SweepTree()
 		if _, _, err := r.Manager.SetSetting(r.Ctx, "sweep_interval", "1h"); err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +53,7 @@ func TestPassesRun(t *testing.T) {
 				t.Errorf("%s: %+v, want one by %s", typ, evs, PassActor)
 			}
 		}
-		if exists(root, "cache/omni/old") || !exists(root, "projects/omni/uploads/precious.log") {
+		if treetest.Exists(filepath.Join(root, "cache/omni/old")) || !treetest.Exists(filepath.Join(root, "projects/omni/uploads/precious.log")) {
 			t.Error("the sweep pass did not sweep by policy")
 		}
 	})

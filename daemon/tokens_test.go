@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"crypto/sha256"
@@ -10,7 +10,8 @@ import (
 	"testing"
 
 	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/internal/prereq"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
+	"github.com/xfsq/xfsq/server"
 )
 
 const secretA = "a-secret-token-0123456789"
@@ -19,30 +20,30 @@ func TestParseTokens(t *testing.T) {
 	hashA := fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(secretA)))
 	for _, c := range []struct {
 		name, file string
-		err        string // "" for success
-		want       Caller // for secretA
+		err        string        // "" for success
+		want       server.Caller // for secretA
 	}{
-		{"plain", secretA + ",ci,operator\n", "", Caller{Name: "ci", Role: RoleOperator}},
-		{"hash and comment", "# comment\n\n" + hashA + ",dash,reader\n", "", Caller{Name: "dash", Role: RoleReader}},
-		{"projects", secretA + `,dash,reader,"omni, other,omni"` + "\n", "", Caller{Name: "dash", Role: RoleReader, Projects: []string{"omni", "other"}}},
-		{"spaces", " " + secretA + ", ci , operator\n", "", Caller{Name: "ci", Role: RoleOperator}},
-		{"empty", "# nothing\n", "holds no token", Caller{}},
-		{"two fields", "# c\n" + secretA + ",ci\n", "line 2: 2 fields", Caller{}},
-		{"bad role", secretA + ",ci,admin\n", `line 1: role "admin"`, Caller{}},
-		{"bad hash", "sha256:abc,ci,reader\n", "line 1: sha256: takes the 64 hex digits", Caller{}},
-		{"short", "short,ci,reader\n", "line 1: the token is shorter than 16", Caller{}},
-		{"duplicate", secretA + ",a,reader\n" + hashA + ",b,reader\n", "line 2: the same token as line 1", Caller{}},
-		{"bad name", secretA + ",a b,reader\n", `line 1: name "a b" is invalid`, Caller{}},
+		{"plain", secretA + ",ci,operator\n", "", server.Caller{Name: "ci", Role: server.RoleOperator}},
+		{"hash and comment", "# comment\n\n" + hashA + ",dash,reader\n", "", server.Caller{Name: "dash", Role: server.RoleReader}},
+		{"projects", secretA + `,dash,reader,"omni, other,omni"` + "\n", "", server.Caller{Name: "dash", Role: server.RoleReader, Projects: []string{"omni", "other"}}},
+		{"spaces", " " + secretA + ", ci , operator\n", "", server.Caller{Name: "ci", Role: server.RoleOperator}},
+		{"empty", "# nothing\n", "holds no token", server.Caller{}},
+		{"two fields", "# c\n" + secretA + ",ci\n", "line 2: 2 fields", server.Caller{}},
+		{"bad role", secretA + ",ci,admin\n", `line 1: role "admin"`, server.Caller{}},
+		{"bad hash", "sha256:abc,ci,reader\n", "line 1: sha256: takes the 64 hex digits", server.Caller{}},
+		{"short", "short,ci,reader\n", "line 1: the token is shorter than 16", server.Caller{}},
+		{"duplicate", secretA + ",a,reader\n" + hashA + ",b,reader\n", "line 2: the same token as line 1", server.Caller{}},
+		{"bad name", secretA + ",a b,reader\n", `line 1: name "a b" is invalid`, server.Caller{}},
 		// Columns swapped: the token is where the name or the role goes.
-		{"token as name", "ops-bot-primary-01,!" + secretA + ",operator\n", "line 1: name of 26 characters (not shown", Caller{}},
-		{"token as role", "ops-bot-primary-01,ci," + secretA + "\n", "line 1: role of 25 characters (not shown", Caller{}},
-		{"token as project", "ops-bot-primary-01,dash,reader,\"omni,!" + secretA + "\"\n", "line 1: project list: a name of 26 characters (not shown", Caller{}},
-		{"operator limited", secretA + `,ci,operator,"omni"` + "\n", "line 1: a project list limits readers only", Caller{}},
-		{"bad project", secretA + `,ci,reader,"Omni!"` + "\n", "line 1: project list", Caller{}},
-		{"bad csv", secretA + `,c"i,reader` + "\n", "line 1: not CSV", Caller{}},
-		{"placeholder", "# c\nsha256:REPLACE-ME,ci,reader\n", "line 2: the token is the example's placeholder REPLACE-ME: make a token and its line with xfsq token new", Caller{}},
-		{"placeholder as a token", "replace-me-0123456789,ci,reader\n", "line 1: the token is the example's placeholder", Caller{}},
-		{"old example's hash", "sha256:5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8,ci,operator\n", `line 1: the hash is of the word "password"`, Caller{}},
+		{"token as name", "ops-bot-primary-01,!" + secretA + ",operator\n", "line 1: name of 26 characters (not shown", server.Caller{}},
+		{"token as role", "ops-bot-primary-01,ci," + secretA + "\n", "line 1: role of 25 characters (not shown", server.Caller{}},
+		{"token as project", "ops-bot-primary-01,dash,reader,\"omni,!" + secretA + "\"\n", "line 1: project list: a name of 26 characters (not shown", server.Caller{}},
+		{"operator limited", secretA + `,ci,operator,"omni"` + "\n", "line 1: a project list limits readers only", server.Caller{}},
+		{"bad project", secretA + `,ci,reader,"Omni!"` + "\n", "line 1: project list", server.Caller{}},
+		{"bad csv", secretA + `,c"i,reader` + "\n", "line 1: not CSV", server.Caller{}},
+		{"placeholder", "# c\nsha256:REPLACE-ME,ci,reader\n", "line 2: the token is the example's placeholder REPLACE-ME: make a token and its line with xfsq token new", server.Caller{}},
+		{"placeholder as a token", "replace-me-0123456789,ci,reader\n", "line 1: the token is the example's placeholder", server.Caller{}},
+		{"old example's hash", "sha256:5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8,ci,operator\n", `line 1: the hash is of the word "password"`, server.Caller{}},
 	} {
 		set, err := ParseTokens(strings.NewReader(c.file), "tokens.csv")
 		if c.err != "" {
@@ -160,7 +161,7 @@ func TestNewToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, ok := set.Lookup(secret); !ok || c.Name != "omni-ci" || c.Role != RoleReader || fmt.Sprint(c.Projects) != "[omni docs]" {
+	if c, ok := set.Lookup(secret); !ok || c.Name != "omni-ci" || c.Role != server.RoleReader || fmt.Sprint(c.Projects) != "[omni docs]" {
 		t.Errorf("the new token: %+v %v", c, ok)
 	}
 	if again, _, _ := NewToken("omni-ci", "reader", nil); again == secret {
@@ -192,5 +193,37 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	os.WriteFile(path, []byte(strings.ReplaceAll(string(unit), "/usr/local/bin/xfsq", bin)), 0o644)
 	if out, err := exec.Command(analyze, "verify", path).CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// TestLoadMetricsToken: the file serve reads the metrics token from is
+// held to the token file's rules (not readable by every user) and holds
+// one long token; errors never show it.
+func TestLoadMetricsToken(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, mode)
+		return p
+	}
+	if tok, err := LoadMetricsToken(write("good", "metrics-5e6f7a8b9c0d1e2f3a4b\n", 0o600)); err != nil || tok != "metrics-5e6f7a8b9c0d1e2f3a4b" {
+		t.Errorf("a good file: %q %v", tok, err)
+	}
+	for _, c := range []struct {
+		name, content string
+		mode          os.FileMode
+		want          string
+	}{
+		{"world", "metrics-5e6f7a8b9c0d1e2f3a4b", 0o644, "chmod 600"},
+		{"short", "tooshort", 0o600, "at least 16"},
+		{"two", "metrics-5e6f7a8b9c0d1e2f3a4b\nsecond-5e6f7a8b9c0d1e2f", 0o600, "one line"},
+	} {
+		_, err := LoadMetricsToken(write(c.name, c.content, c.mode))
+		if err == nil || !strings.Contains(err.Error()+errkind.HintOf(err), c.want) || strings.Contains(err.Error(), "5e6f7a8b") {
+			t.Errorf("%s: %v (hint %q), want an error naming %q and no token", c.name, err, errkind.HintOf(err), c.want)
+		}
 	}
 }
