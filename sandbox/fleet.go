@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -69,7 +68,7 @@ func (m *Manager) HeartbeatInterval(ctx context.Context) (time.Duration, error) 
 // project count, now. It returns an error naming the retirement when an
 // operator retired this host: the beat is recorded, the host stays retired.
 func (m *Manager) Heartbeat(ctx context.Context, interval time.Duration) error {
-	retired, err := m.Store.Heartbeat(ctx, store.Beat{At: m.now(), Version: Version(), Backend: m.BackendName(),
+	retired, err := m.Store.Heartbeat(ctx, store.Beat{At: m.now(), Version: Version(), Backend: m.BackendInfo().Kind,
 		Root: m.Root, Interval: interval})
 	if err != nil {
 		return fmt.Errorf("record the heartbeat of host %s: %w", m.Store.Host, err)
@@ -235,7 +234,7 @@ type RetireOutcome struct {
 	RetiredAt time.Time `json:"retired_at"`
 	// Abandoned are the deletions the host left pending, settled as
 	// abandoned: whether each entry went is unknown.
-	Abandoned []journal.Evicted `json:"abandoned"`
+	Abandoned []AbandonedDeletion `json:"abandoned"`
 	// Already: it was retired before, at RetiredAt; nothing was done.
 	Already bool `json:"already,omitempty"`
 }
@@ -267,9 +266,22 @@ func (m *Manager) RetireHost(ctx context.Context, name string, force bool) (Reti
 		return RetireOutcome{}, fmt.Errorf("retire host %s: %w", name, err)
 	}
 	if !res.AlreadyAt.IsZero() {
-		return RetireOutcome{Host: name, RetiredAt: res.AlreadyAt, Already: true, Abandoned: []journal.Evicted{}}, nil
+		return RetireOutcome{Host: name, RetiredAt: res.AlreadyAt, Already: true, Abandoned: []AbandonedDeletion{}}, nil
 	}
-	return RetireOutcome{Host: name, RetiredAt: res.At, Abandoned: res.Abandoned}, nil
+	out := RetireOutcome{Host: name, RetiredAt: res.At, Abandoned: make([]AbandonedDeletion, len(res.Abandoned))}
+	for i, p := range res.Abandoned {
+		out.Abandoned[i] = AbandonedDeletion{Project: p.Project, Area: p.Record.Area, Path: p.Record.Path, SweepID: p.Record.SweepID}
+	}
+	return out, nil
+}
+
+// AbandonedDeletion is a deletion a retired host left pending: its record
+// now says abandoned, and the path may or may not still be there.
+type AbandonedDeletion struct {
+	Project string `json:"project"`
+	Area    string `json:"area"`
+	Path    string `json:"path"`
+	SweepID string `json:"sweep_id,omitempty"`
 }
 
 // checkFleetEventFilter is checkEventFilter for a query of this host; one

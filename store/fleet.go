@@ -140,7 +140,7 @@ type Retired struct {
 	At   time.Time
 	// Abandoned are the deletions the host left pending, now settled as
 	// abandoned: whether each entry went, no host is left to look.
-	Abandoned []journal.Evicted
+	Abandoned []PendingEviction
 	// AlreadyAt is set when the host was retired before (nothing done).
 	AlreadyAt time.Time
 }
@@ -151,7 +151,7 @@ type Retired struct {
 // and journals host.retired — all as records of that host, whose history
 // stays whole. It never deletes a row of the host's registry or journal.
 func (s *Store) RetireHost(ctx context.Context, host, actor string, now time.Time) (Retired, error) {
-	out := Retired{Host: host, At: now}
+	out := Retired{Host: host, At: fromMicros(toMicros(now))} // as stored
 	err := s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.lock(ctx, "fleet:"+host); err != nil {
 			return err
@@ -188,13 +188,13 @@ func (s *Store) RetireHost(ctx context.Context, host, actor string, now time.Tim
 
 // abandonPending settles host's pending deletions as abandoned, each
 // record of the host and its project, and drops them from the pending set.
-func (t *Tx) abandonPending(ctx context.Context, host, actor string, now time.Time) ([]journal.Evicted, error) {
+func (t *Tx) abandonPending(ctx context.Context, host, actor string, now time.Time) ([]PendingEviction, error) {
 	var rows []eventRow
 	if err := t.sel(ctx, &rows, `SELECT e.id, e.at, e.type, e.host, e.project, e.actor, e.payload
 		FROM evictions_pending p JOIN events e ON e.id = p.event_id WHERE p.host = ? ORDER BY e.id`, host); err != nil {
 		return nil, err
 	}
-	out := []journal.Evicted{}
+	out := []PendingEviction{}
 	for _, r := range rows {
 		var rec journal.Evicted
 		if err := json.Unmarshal([]byte(r.Payload), &rec); err != nil {
@@ -205,7 +205,7 @@ func (t *Tx) abandonPending(ctx context.Context, host, actor string, now time.Ti
 		if err := t.insertEvent(ctx, host, r.Project, actor, now, rec); err != nil {
 			return nil, err
 		}
-		out = append(out, rec)
+		out = append(out, PendingEviction{Project: r.Project, Record: rec})
 	}
 	_, err := t.exec(ctx, `DELETE FROM evictions_pending WHERE host = ?`, host)
 	return out, err

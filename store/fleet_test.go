@@ -123,7 +123,8 @@ func TestRetireHostAbandonsItsPendingDeletionsAndKeepsItsHistory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Abandoned) != 1 || res.Abandoned[0].Path != theirs.Path || res.Abandoned[0].State != journal.StateAbandoned {
+		if len(res.Abandoned) != 1 || res.Abandoned[0].Record.Path != theirs.Path || res.Abandoned[0].Project != "omni" ||
+			res.Abandoned[0].Record.State != journal.StateAbandoned {
 			t.Errorf("abandoned = %+v, want host-gone's one pending deletion", res.Abandoned)
 		}
 		if p, _ := gone.PendingEvictions(ctx); len(p) != 0 {
