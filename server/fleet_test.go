@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,6 +179,30 @@ func TestFleetView(t *testing.T) {
 		var pe *client.ProblemError
 		if _, err := op.RetireHost(ctx, "host-b", false); !errors.As(err, &pe) || pe.Fix == "" {
 			t.Errorf("refusing a live host: %v, want a problem with a fix", err)
+		}
+		const retireB = "/v1/fleet/hosts/host-b/retire"
+		for _, c := range []struct {
+			body, contentType string
+			want              int
+		}{
+			{`{"force": "yes"}`, "application/json", http.StatusBadRequest},
+			{`{"force": true, "pad": "` + strings.Repeat("x", 2<<20) + `"}`, "application/json", http.StatusRequestEntityTooLarge},
+			{`force=true`, "application/x-www-form-urlencoded", http.StatusUnsupportedMediaType},
+		} {
+			req, _ := http.NewRequest("POST", ts.URL+retireB, strings.NewReader(c.body))
+			req.Header.Set("Content-Type", c.contentType)
+			req.Header.Set("Authorization", "Bearer "+operatorToken)
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("retire with %.40s (%s): %d, want %d", c.body, c.contentType, resp.StatusCode, c.want)
+			}
+		}
+		if ret, err := op.RetireHost(ctx, "host-b", true); err != nil || ret.Already {
+			t.Errorf("retire host-b, still reporting, with force: %+v, %v", ret, err)
 		}
 	})
 }
