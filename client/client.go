@@ -217,6 +217,10 @@ type EventQuery struct {
 	Since         string // a duration ago ("24h") or an RFC 3339 time
 	Limit         int
 	Cursor        string // EventPage.Next of the previous page
+	// Hosts reads these hosts' records instead of the server's own;
+	// AllHosts every host's.
+	Hosts    []string
+	AllHosts bool
 }
 
 // Events is one page of the journal, newest first.
@@ -229,6 +233,12 @@ func (c *Client) Events(ctx context.Context, q EventQuery) (apiv1.EventPage, err
 	}
 	if q.Limit > 0 {
 		v.Set("limit", fmt.Sprint(q.Limit))
+	}
+	for _, h := range q.Hosts {
+		v.Add("host", h)
+	}
+	if q.AllHosts {
+		v.Set("all_hosts", "true")
 	}
 	var page apiv1.EventPage
 	err := c.Do(ctx, "GET", "/v1/workspace/storage/events", v, nil, &page)

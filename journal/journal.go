@@ -39,11 +39,14 @@ const (
 	TypeRepaired       Type = "doctor.repaired"
 	// TypeRootInitialised is a store's first record of a root (xfsq init).
 	TypeRootInitialised Type = "root.initialised"
+	// TypeHostRetired: an operator retired a host of the fleet; its
+	// pending deletions were settled as abandoned just before.
+	TypeHostRetired Type = "host.retired"
 )
 
 // Types is every type the journal records, in the order a shell lists them.
 var Types = []Type{TypeProjectAdded, TypeProjectRemoved, TypeQuotaChanged, TypeEvicted, TypeQuotaExceeded,
-	TypeSnapshot, TypeSwept, TypeSettingChanged, TypeRepaired, TypeRootInitialised}
+	TypeSnapshot, TypeSwept, TypeSettingChanged, TypeRepaired, TypeRootInitialised, TypeHostRetired}
 
 // Known reports whether t is a type the journal records.
 func (t Type) Known() bool {
@@ -93,6 +96,8 @@ func Decode(t Type, raw []byte) (Payload, error) {
 		return decode[Repaired](t, raw)
 	case TypeRootInitialised:
 		return decode[RootInitialised](t, raw)
+	case TypeHostRetired:
+		return decode[HostRetired](t, raw)
 	}
 	return nil, fmt.Errorf("journal record of type %q: no version of xfsq writes that type", t)
 }

@@ -41,6 +41,10 @@ var samples = []struct {
 	{TypeRepaired, `{"kind":"interrupted-deletion","detail":"d","fix":"f","fixed":false,"error":"it failed"}`},
 	{TypeRootInitialised, `{"root":"/srv/sandbox","adopted":["legacy"]}`},
 	{TypeRootInitialised, `{"root":"/srv/sandbox","adopted":[]}`},
+	{TypeHostRetired, `{"retired_host":"sandbox-7","abandoned_deletions":2}`},
+	{TypeEvicted, `{"sweep_id":"sw-1","area":"cache","path":"cache/omni/old","freed_bytes":0,"reason":"older than 7d","policy":"cache_max_age",` +
+		`"state":"abandoned","error":"host sandbox-7 was retired with this deletion pending: whether the entry went is unknown",` +
+		`"removed_entries":0,"freed_inodes":0}`},
 }
 
 func TestSamplesKeepTheirShape(t *testing.T) {

@@ -84,6 +84,10 @@ const (
 	// StateFailed: the removal stopped on an error; removed_entries says
 	// how far it got.
 	StateFailed = "failed"
+	// StateAbandoned: the host that made the deletion was retired while it
+	// was pending; whether the entry went is unknown (no host is left to
+	// look), so it is claimed neither done nor failed.
+	StateAbandoned = "abandoned"
 )
 
 // Evicted is one deletion's record (a sweep's, a purge's or a files rm's).
@@ -100,7 +104,7 @@ type Evicted struct {
 	Bytes  uint64 `json:"freed_bytes"`
 	Reason string `json:"reason"`
 	Policy string `json:"policy"`
-	State  string `json:"state"` // StatePending, StateDone, StatePartial, StateFailed
+	State  string `json:"state"` // StatePending, StateDone, StatePartial, StateFailed, StateAbandoned
 	Error  string `json:"error,omitempty"`
 	// What the removal really did, once settled: names unlinked, inodes
 	// freed, and what was left in place with why.
@@ -243,6 +247,14 @@ type RootInitialised struct {
 	Adopted []string `json:"adopted"`
 }
 
+// HostRetired: a host was retired from the fleet (xfsq host retire). Its
+// history stays; Abandoned deletions it left pending were settled so.
+type HostRetired struct {
+	Host      string `json:"retired_host"`
+	Abandoned int    `json:"abandoned_deletions"`
+}
+
+func (HostRetired) Type() Type     { return TypeHostRetired }
 func (ProjectAdded) Type() Type    { return TypeProjectAdded }
 func (ProjectRemoved) Type() Type  { return TypeProjectRemoved }
 func (QuotaChanged) Type() Type    { return TypeQuotaChanged }

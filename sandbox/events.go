@@ -31,6 +31,10 @@ type EventQuery struct {
 	Limit int
 	// Cursor continues a previous page (EventPage.Next); "" starts at the newest.
 	Cursor string
+	// Hosts reads these hosts' records instead of this host's; AllHosts
+	// every host's (the fleet view: each record names its host).
+	Hosts    []string
+	AllHosts bool
 }
 
 // MaxEventLimit bounds one page, so that no caller asks the store for the
@@ -121,11 +125,12 @@ func (m *Manager) Events(ctx context.Context, q EventQuery) (EventPage, error) {
 		return EventPage{}, inputErrorf("limit %d: use 1 to %d", q.Limit, MaxEventLimit)
 	}
 	if q.Cursor == "" { // a later page was checked with the first
-		if err := m.checkEventFilter(ctx, q); err != nil {
+		if err := m.checkFleetEventFilter(ctx, q); err != nil {
 			return EventPage{}, err
 		}
 	}
-	f := store.EventFilter{Type: journal.Type(q.Type), Project: q.Project, Projects: q.Projects, Since: q.Since, Limit: q.Limit + 1}
+	f := store.EventFilter{Type: journal.Type(q.Type), Project: q.Project, Projects: q.Projects, Since: q.Since, Limit: q.Limit + 1,
+		Hosts: q.Hosts, AllHosts: q.AllHosts}
 	if q.Cursor != "" {
 		id, err := decodeCursor(q.Cursor)
 		if err != nil {

@@ -188,9 +188,13 @@ func TestAuthMatrix(t *testing.T) {
 		"POST " + p + "/{id}/files/{path...}":   {p + "/omni/files/uploads/b.txt", "hello", 201},
 		"DELETE " + p + "/{id}/files/{path...}": {p + "/omni/files/uploads/a.txt", "", 200},
 		"POST " + p + "/{id}/sweep":             {p + "/omni/sweep", `{"dry_run": true}`, 200},
+		"GET /v1/fleet/hosts":                   {"/v1/fleet/hosts", "", 200},
+		"GET /v1/fleet/storage":                 {"/v1/fleet/storage", "", 200},
+		"POST /v1/fleet/hosts/{host}/retire":    {"/v1/fleet/hosts/gone-host/retire", "", 200},
 	}
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(10<<20, "omni", "other", "victim")
+		r.OtherHost("gone-host") // never beat: stale, so an operator may retire it
 		ts := newServer(t, r)
 		for _, rt := range ts.s.Routes() {
 			key := rt.Method + " " + rt.Pattern
@@ -207,6 +211,8 @@ func TestAuthMatrix(t *testing.T) {
 				want["reader"], want["limited"] = 403, 403
 			} else if rt.ProjectScoped() {
 				want["limited"] = 404
+			} else if strings.HasPrefix(rt.Pattern, "/v1/fleet/") {
+				want["limited"] = 403 // the fleet is across hosts: not a limited reader's
 			}
 			// A page that rebinds its name to the server (DNS rebinding)
 			// sends that name as Host: refused before anything runs, whoever

@@ -265,6 +265,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		}
 		eq.Limit = n
 	}
+	if err := eventHosts(r, &eq); err != nil {
+		return err
+	}
 	c := CallerOf(r.Context())
 	if eq.Project != "" && !c.Sees(eq.Project) {
 		return projectNotFound(eq.Project)

@@ -40,6 +40,10 @@ var specSchemas = map[string]struct {
 	"Limits":      {apiv1.Limits{}, true}, "AddRequest": {apiv1.AddRequest{}, true},
 	"SetRequest": {apiv1.SetRequest{}, true}, "LeaseRequest": {apiv1.LeaseRequest{}, true},
 	"SweepRequest": {apiv1.SweepRequest{}, true},
+	"FleetHost":    {apiv1.FleetHost{}, false}, "FleetHosts": {apiv1.FleetHosts{}, false},
+	"FleetTree": {apiv1.FleetTree{}, false}, "FleetStorage": {apiv1.FleetStorage{}, false},
+	"AbandonedDeletion": {apiv1.AbandonedDeletion{}, false}, "HostRetired": {apiv1.HostRetired{}, false},
+	"RetireRequest": {apiv1.RetireRequest{}, true},
 }
 
 // TestOpenAPISchemasAreTheWireTypes holds openapi.json's schemas to the Go

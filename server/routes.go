@@ -223,6 +223,7 @@ func (s *Server) coreRoutes() []Route {
 		{"DELETE", p + "/{id}/files/{path...}", RoleOperator, answered(s.log, s.files.Delete)},
 		{"POST", p + "/{id}/sweep", RoleOperator, answered(s.log, s.sweep.Sweep)},
 	}
+	rs = append(rs, s.fleetRoutes()...)
 	if s.health != nil {
 		rs = append(rs, Route{"GET", "/v1/system/health", RoleReader, s.systemHealth})
 	}

@@ -29,6 +29,9 @@ var wirePairs = []struct{ library, wire any }{
 	{files.RemoveResult{}, apiv1.FileRemoveResult{}},
 	{files.Entry{}, apiv1.Entry{}},
 	{health.Report{}, apiv1.Health{}},
+	{sandbox.FleetHosts{}, apiv1.FleetHosts{}},
+	{sandbox.FleetStorage{}, apiv1.FleetStorage{}},
+	{sandbox.RetireOutcome{}, apiv1.HostRetired{}},
 }
 
 // TestLibraryResultsHaveTheWireShape holds every result the server answers

@@ -45,6 +45,10 @@ type EventFilter struct {
 	Since    time.Time
 	Limit    int   // newest first; 0 means 100
 	BeforeID int64 // for paging: only events older than this ID
+	// Hosts, when non-nil, reads these hosts' records instead of this
+	// host's (the fleet view); AllHosts reads every host's.
+	Hosts    []string
+	AllHosts bool
 }
 
 type eventRow struct {
@@ -61,6 +65,16 @@ type eventRow struct {
 func (s *Store) Events(ctx context.Context, f EventFilter) ([]journal.Event, error) {
 	q := `SELECT id, at, type, host, project, actor, payload FROM events WHERE host = ?`
 	args := []any{s.Host}
+	switch {
+	case f.AllHosts:
+		q, args = `SELECT id, at, type, host, project, actor, payload FROM events WHERE 1 = 1`, nil
+	case len(f.Hosts) > 0:
+		q = `SELECT id, at, type, host, project, actor, payload FROM events WHERE host IN (?` + strings.Repeat(`, ?`, len(f.Hosts)-1) + `)`
+		args = nil
+		for _, h := range f.Hosts {
+			args = append(args, h)
+		}
+	}
 	if f.Type != "" {
 		q += ` AND type = ?`
 		args = append(args, string(f.Type))

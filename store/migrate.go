@@ -270,6 +270,22 @@ var migrations = []string{
 	// unnamed): a walk leaves out only that inode at the name, never a
 	// file a tenant put there (Store.BeginWalk).
 	`ALTER TABLE reservations ADD COLUMN temp_ino BIGINT NOT NULL DEFAULT 0;`,
+	// 17: the fleet: each serving host's heartbeat (what it runs, on what,
+	// and when it last said so), so that a host that stopped reporting
+	// shows as stale rather than missing; and its retirement, which keeps
+	// its history but takes it off the live list (fleet.go).
+	`CREATE TABLE fleet_hosts (
+		host        TEXT   NOT NULL PRIMARY KEY,
+		first_seen  BIGINT NOT NULL,
+		last_seen   BIGINT NOT NULL,
+		version     TEXT   NOT NULL DEFAULT '',
+		backend     TEXT   NOT NULL DEFAULT '',
+		root        TEXT   NOT NULL DEFAULT '',
+		projects    BIGINT NOT NULL DEFAULT 0,
+		interval_us BIGINT NOT NULL DEFAULT 0, -- the heartbeat interval it announced
+		retired_at  BIGINT NOT NULL DEFAULT 0, -- 0: not retired
+		retired_by  TEXT   NOT NULL DEFAULT ''
+	);`,
 }
 
 // ddl holds, per migration number, statements run whole after that

@@ -67,6 +67,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			doctorCommand(with),
 			healthCommand(with),
 			serveCommand(with),
+			hostCommand(with),
 			tokenCommand(with),
 		},
 	}

@@ -25,13 +25,15 @@ func eventsCommand(with withEnv) *cli.Command {
 			&cli.StringFlag{Name: "since", Usage: "only newer: a duration ago (24h, 7d), a date (2026-11-30), a local time (2026-11-30 10:00) or RFC 3339"},
 			&cli.IntFlag{Name: "limit", Value: 100, Usage: "at most this many"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "print the last --limit oldest first, then each new record as it is journalled, until interrupted (with --json one object a line)"},
+			onHostFlag(), allHostsFlag(),
 		},
 		Action: with(reads(cmdEvents)),
 	}
 }
 
 func cmdEvents(e env) error {
-	q := sandbox.EventQuery{Type: e.c.String("type"), Project: e.c.String("project"), Limit: e.c.Int("limit")}
+	q := sandbox.EventQuery{Type: e.c.String("type"), Project: e.c.String("project"), Limit: e.c.Int("limit"),
+		Hosts: splitList(e.c.String("on-host")), AllHosts: e.c.Bool("all-hosts")}
 	if s := e.c.String("since"); s != "" {
 		t, err := sandbox.ParseSince(s, time.Now())
 		if err != nil {
@@ -62,6 +64,9 @@ func cmdEvents(e env) error {
 		}
 		return e.print(evs, func(w io.Writer) {
 			for _, ev := range sandbox.SettledDeletions(evs) {
+				if q.AllHosts || len(q.Hosts) > 0 {
+					fmt.Fprint(w, safe(ev.Host)+"  ") // across hosts, each line names its own
+				}
 				fmt.Fprintln(w, eventLine(ev))
 			}
 		})
@@ -165,6 +170,8 @@ func eventDetail(p journal.Payload) string {
 		return fmt.Sprintf("repaired %s %s: %s", p.Kind, safe(strings.TrimSpace(p.Area+" "+p.Path)), line(p.Detail))
 	case journal.RootInitialised:
 		return "root initialised at " + safe(p.Root)
+	case journal.HostRetired:
+		return fmt.Sprintf("host %s retired, %s abandoned", safe(p.Host), plural(p.Abandoned, "pending deletion", "pending deletions"))
 	}
 	data, _ := json.Marshal(p)
 	return rawPayload(data)
@@ -172,7 +179,7 @@ func eventDetail(p journal.Payload) string {
 
 func evictedDetail(p journal.Evicted) string {
 	verb := map[string]string{journal.StatePending: "deleting", journal.StateDone: "deleted", journal.StatePartial: "partly deleted",
-		journal.StateFailed: "failed to delete"}[p.State]
+		journal.StateFailed: "failed to delete", journal.StateAbandoned: "abandoned (host retired) the deletion of"}[p.State]
 	if p.Entries == 0 && !p.Recovered {
 		// Nothing went: the tenant's tree changed under the removal.
 		switch p.State {

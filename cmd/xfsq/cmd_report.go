@@ -204,12 +204,16 @@ func reportCommand(with withEnv) *cli.Command {
 			&cli.Float64Flag{Name: "over", Usage: "only trees at or over PERCENT of their hard byte limit"},
 			&cli.StringFlag{Name: "sort", Value: "project", Usage: "order: project, used, percent or growth (largest first but project)"},
 			&cli.BoolFlag{Name: "no-headers", Aliases: []string{"N"}, Usage: "no header or notes, rows only (as xfs_quota -N)"},
-			&cli.BoolFlag{Name: "check", Usage: "exit 1 when any tree shown is at or over a hard limit"}},
+			&cli.BoolFlag{Name: "check", Usage: "exit 1 when any tree shown is at or over a hard limit"},
+			onHostFlag(), allHostsFlag()},
 		Action: with(reads(cmdReport)),
 	}
 }
 
 func cmdReport(e env) error {
+	if fleetAsked(e) {
+		return cmdReportFleet(e)
+	}
 	f, err := reportFilterOf(e)
 	if err != nil {
 		return err

@@ -185,6 +185,14 @@ func cmdServe(e env) error {
 		}
 	}()
 	defer func() { stopPasses(); <-passesDone }()
+	// The fleet view (GET /v1/fleet/hosts) shows this host stale when
+	// these beats stop; they stop with the passes, before the root closes.
+	beatsDone := make(chan struct{})
+	go func() {
+		defer close(beatsDone)
+		(&server.Heartbeats{Root: root, Log: log}).Run(pctx)
+	}()
+	defer func() { stopPasses(); <-beatsDone }()
 	served := make(chan error, 1)
 	go func() {
 		if cert != "" {
