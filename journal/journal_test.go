@@ -41,6 +41,11 @@ var samples = []struct {
 	{TypeRepaired, `{"kind":"interrupted-deletion","detail":"d","fix":"f","fixed":false,"error":"it failed"}`},
 	{TypeRootInitialised, `{"root":"/srv/sandbox","adopted":["legacy"]}`},
 	{TypeRootInitialised, `{"root":"/srv/sandbox","adopted":[]}`},
+	{TypeRootBound, `{"root":"/srv/sandbox","root_id":"3f1c","fs_id":"xfs:u-1","why":"init"}`},
+	{TypeRootBound, `{"root":"/srv/new","root_id":"9a2b","why":"takeover","took_from":{"root":"/srv/sandbox","root_id":"3f1c","fs_id":"xfs:u-1"}}`},
+	{TypeHolderTakenOver, `{"what":"sweep_lock","name":"omni","from":"12.34@a/op-1","by":"56.78@b/op-2","why":"its lease expired",` +
+		`"expired_at":"2025-01-02T03:04:05Z"}`},
+	{TypeHolderTakenOver, `{"what":"pass","name":"snapshot","from":"12.34@b/op-1","by":"56.78@b/op-2","why":"its process no longer runs"}`},
 }
 
 func TestSamplesKeepTheirShape(t *testing.T) {

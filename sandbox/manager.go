@@ -141,8 +141,12 @@ type Manager struct {
 	xfs    *xfs.FS
 	alloc  *xfs.Allocator
 	fsUUID string // key of this root's filesystem in the ID registry
-	Range  xfs.IDRange
-	reads  readCache // see readcache.go
+	// identity is the root's identity (identity.go); identityFresh: made by
+	// this open, not yet written to the root.
+	identity      string
+	identityFresh bool
+	Range         xfs.IDRange
+	reads         readCache // see readcache.go
 
 	overview overviewCache // the last overview assembled (Overview)
 }
@@ -163,6 +167,13 @@ type Options struct {
 	// Backend is init's choice (auto, xfs, ext4, fallback); "" keeps the one
 	// recorded at init (auto when none was).
 	Backend string
+	// TakeOverHost lets init bind the store's host name to this root while
+	// another root holds it (journalled): the other root is gone for good.
+	TakeOverHost bool
+	// Liveness is how this process's lease is kept; zero: the defaults.
+	Liveness store.Liveness
+
+	init bool // Init's open: the binding is journalled as made by init
 }
 
 // CheckRoot refuses a directory that xfsq init has not prepared.
@@ -225,6 +236,12 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		}
 	}
 	m := &Manager{Root: root, Store: o.Store, Actor: o.Actor, Range: o.Range}
+	if m.identity, err = readRootID(root); err != nil {
+		return nil, err
+	}
+	if m.identity == "" {
+		m.identity, m.identityFresh = newRootID(), true
+	}
 	if m.Actor == "" {
 		m.Actor = DefaultActor()
 	}
@@ -277,8 +294,20 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		// processes change it: the backend reads it at each call.
 		m.Backend = fallback.New(unsupported.Short, m.recordedTrees, m.recordedTree)
 		m.Unsupported = unsupported
-		m.fsUUID = "fallback:" + root
+		m.fsUUID = "fallback:" + m.identity
 	default:
+		return nil, err
+	}
+	if err := m.openLiveness(ctx, o); err != nil {
+		m.Close()
+		return nil, err
+	}
+	why := "open"
+	if o.init {
+		why = "init"
+	}
+	if err := m.bindRoot(ctx, why, o.TakeOverHost); err != nil {
+		m.Close()
 		return nil, err
 	}
 	return m, nil
@@ -477,6 +506,15 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return nil, res, fmt.Errorf("sandbox root %s does not exist or is not a directory: create or mount it first (scripts/loopback-xfs.sh makes an XFS one)", root)
 	}
+	// Before anything is made: a root refused its host name keeps no trace.
+	id, err := readRootID(root)
+	if err != nil {
+		return nil, res, err
+	}
+	if _, err := checkBinding(ctx, o.Store, root, id, "", o.TakeOverHost); err != nil {
+		return nil, res, err
+	}
+	o.init = true
 	adopted := []string{}
 	if entries, err := os.ReadDir(filepath.Join(root, area.Base(area.Workspace))); err == nil && o.FirstInit {
 		for _, e := range entries {

@@ -21,6 +21,7 @@ import (
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/storetest"
 	"github.com/xfsq/xfsq/sandbox"
+	"github.com/xfsq/xfsq/store"
 )
 
 const sweepRoute = "POST /v1/workspace/storage/projects/{id}/sweep"
@@ -362,7 +363,7 @@ func TestSweepAPIBusy(t *testing.T) {
 		post(t, srv, "omni", `{"dry_run": true}`, &plan)
 		host, _ := os.Hostname()
 		other := fmt.Sprintf("%d@%s", os.Getpid(), host) // a live holder: this very process
-		if busy, err := r.Manager.Store.LockSweep(r.Ctx, "omni", other, func(string) bool { return false }); err != nil || busy != "" {
+		if busy, err := r.Manager.Store.LockSweep(r.Ctx, "omni", store.Claim{Holder: other, Gone: func(string, store.HolderLease) (bool, string) { return false, "" }}); err != nil || busy != "" {
 			t.Fatalf("lock: %q %v", busy, err)
 		}
 		for _, body := range []string{`{"plan_id": "` + plan.PlanID + `"}`, `{"dry_run": false}`} {
