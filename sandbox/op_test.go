@@ -173,6 +173,7 @@ func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
 	}
 	sweepCtx, end := BeginOp(ctx)
 	defer end()
+	lockForExecutor(t, m, sweepCtx)
 	res := x.Run(sweepCtx, sweep.Plan{CacheBytes: map[string]uint64{"omni": 1 << 30},
 		Evict: []sweep.Eviction{{Project: "omni", Area: area.Cache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
 	if !checked || len(res.Evicted) != 1 {

@@ -228,7 +228,7 @@ func (h *heartbeat) run(s *Store, l Liveness, stop, done chan struct{}) {
 func (h *heartbeat) close() {
 	h.mu.Lock()
 	stop, done := h.stop, h.done
-	h.closed = true
+	h.closed, h.stop = true, nil
 	h.mu.Unlock()
 	if stop != nil {
 		close(stop)
