@@ -81,29 +81,30 @@ func (m *Manager) fsIdentity() string {
 	return fmt.Sprintf("fsid:%08x%08x", uint32(st.Fsid.Val[0]), uint32(st.Fsid.Val[1]))
 }
 
-// takeOverHint is how an operator gives a host name to a new root.
-const takeOverHint = "xfsq init --take-over-host"
-
 // bindingError is the refusal of a root under a host name bound otherwise.
 func bindingError(root, host, rootID, fsID string, c *store.BindConflict) error {
 	if b := c.Bound; b != nil {
-		return errkind.WithHint(errkind.Conflict,
+		return errkind.WithFieldHint(errkind.Conflict,
 			fmt.Errorf("the root %s is bound to host %q (since %s), not to host %q: another host's records are not this root's",
 				root, b.Host, b.BoundAt.Format("2006-01-02"), host),
-			fmt.Sprintf("name this root's host, %s, or leave the host name unset on the machine it was initialised on", b.Host))
+			"name this root's own host: %s "+fmtLiteral(b.Host), "host")
 	}
 	h := c.Held
 	if h.RootID == rootID {
-		return errkind.WithHint(errkind.Conflict,
+		return errkind.WithFieldHint(errkind.Conflict,
 			fmt.Errorf("host %q is bound to this root's identity on another filesystem (bound on %s, now on %s): the root was copied or restored elsewhere",
 				host, h.FSID, fsID),
-			"if this copy replaces the original for good, "+takeOverHint+" binds the host name to it (journalled)")
+			"if this copy replaces the original for good, xfsq init %s binds the host name to it (journalled)", "take_over_host")
 	}
-	return errkind.WithHint(errkind.Conflict,
+	return errkind.WithFieldHint(errkind.Conflict,
 		fmt.Errorf("host %q is bound to another root (%s, identity %s): this root (%s) may not act under its name",
 			host, h.Path, h.RootID, root),
-		"give this root a host name of its own; if "+h.Path+" is gone for good, "+takeOverHint+" gives its name to this root (journalled)")
+		"give this root a host name of its own (%s); if "+fmtLiteral(h.Path)+" is gone for good, xfsq init %s gives its name to this root (journalled)",
+		"host", "take_over_host")
 }
+
+// fmtLiteral is s inside a format string.
+func fmtLiteral(s string) string { return strings.ReplaceAll(s, "%", "%%") }
 
 // checkBinding refuses root (identity id, "" for none yet) under the
 // store's host name when the name is bound to another root (unless

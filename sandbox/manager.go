@@ -230,15 +230,21 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if err := CheckRoot(root); err != nil {
 		return nil, err
 	}
+	id, err := readRootID(root)
+	if err != nil {
+		return nil, err
+	}
+	// Another host's root, or another root under this host name, is told
+	// as such, before the store is judged by what it holds for the name.
+	if _, err := checkBinding(ctx, o.Store, root, id, "", o.TakeOverHost); err != nil {
+		return nil, err
+	}
 	if !o.FirstInit {
 		if err := checkStoreKnowsRoot(ctx, root, o.Store); err != nil {
 			return nil, err
 		}
 	}
-	m := &Manager{Root: root, Store: o.Store, Actor: o.Actor, Range: o.Range}
-	if m.identity, err = readRootID(root); err != nil {
-		return nil, err
-	}
+	m := &Manager{Root: root, Store: o.Store, Actor: o.Actor, Range: o.Range, identity: id}
 	if m.identity == "" {
 		m.identity, m.identityFresh = newRootID(), true
 	}

@@ -263,9 +263,16 @@ func TestSweepAPIRefuses(t *testing.T) {
 		detail string
 	}{
 		{"another root sharing the store", func(t *testing.T, s *setup) (*httptest.Server, string, string) {
-			other := fixture.New(t, s.r.Driver, s.r.DSN) // init of a second root on the same store
+			// A second root on the same store, under the same host name: only
+			// by taking the name over (the first root gone for good).
+			other, err := sandbox.OpenRoot(s.r.Ctx, sandbox.Config{Root: t.TempDir(), DSN: s.r.DSN, Host: fixture.Host,
+				ProjectFiles: []string{}, Init: true, TakeOverHost: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { other.Close() })
 			aged(t, other.Manager.Root, "cache/omni/old/blob", 8192, 30)
-			return testMux(t, other.Root, operator), "omni", `{"plan_id": "` + s.plan + `"}`
+			return testMux(t, other, operator), "omni", `{"plan_id": "` + s.plan + `"}`
 		}, 422, "was made for root"},
 		{"another store", func(t *testing.T, s *setup) (*httptest.Server, string, string) {
 			other := fixture.New(t, s.r.Driver, storeDSN(t, s.r.Driver))
