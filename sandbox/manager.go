@@ -541,18 +541,21 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 			return nil, res, fmt.Errorf("create %s: %w", p, err)
 		}
 	}
+	// Asked before Open, which journals the root's binding.
+	blank, err := o.Store.Blank(ctx)
+	if err != nil {
+		return nil, res, err
+	}
 	m, err := Open(ctx, o)
 	if err != nil {
 		return nil, res, err
 	}
 	// The store's first record of this root: from now on it is not blank,
 	// and a blank store on this root is a lost or wrong one.
-	if blank, err := o.Store.Blank(ctx); err != nil || blank {
-		if err == nil {
-			err = o.Store.InTx(ctx, func(tx *store.Tx) error {
-				return tx.AppendEvent(ctx, "", m.actor(ctx), journal.RootInitialised{Root: root, Adopted: adopted})
-			})
-		}
+	if blank {
+		err = o.Store.InTx(ctx, func(tx *store.Tx) error {
+			return tx.AppendEvent(ctx, "", m.actor(ctx), journal.RootInitialised{Root: root, Adopted: adopted})
+		})
 		if err != nil {
 			m.Close()
 			return nil, res, err

@@ -474,8 +474,10 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 			return s
 		}, "was already applied"},
 		{"another root sharing the store", func(t *testing.T, s *testRoot, plan string) *testRoot {
+			// Under the same host name: only by taking it over (the first
+			// root gone for good).
 			other := newSandbox(t, t.TempDir(), filepath.Join(s.root, ".xfsq", "xfsq.db"))
-			other.ok("init")
+			other.ok("init", "--take-over-host")
 			aged(t, other.root, "cache/omni/old/blob", 8192, 30)
 			return other
 		}, "was made for root"},
