@@ -42,11 +42,18 @@ const (
 	// TypeHostRetired: an operator retired a host of the fleet; its
 	// pending deletions were settled as abandoned just before.
 	TypeHostRetired Type = "host.retired"
+	// TypeRootBound is a root bound to its host name in the store: at
+	// init, on a root's first open after the binding existed, or when a
+	// root takes a host name over from another.
+	TypeRootBound Type = "root.bound"
+	// TypeHolderTakenOver is a lock or a pass taken from a holder that is
+	// gone: its process ended, or its lease expired.
+	TypeHolderTakenOver Type = "holder.taken_over"
 )
 
 // Types is every type the journal records, in the order a shell lists them.
 var Types = []Type{TypeProjectAdded, TypeProjectRemoved, TypeQuotaChanged, TypeEvicted, TypeQuotaExceeded,
-	TypeSnapshot, TypeSwept, TypeSettingChanged, TypeRepaired, TypeRootInitialised, TypeHostRetired}
+	TypeSnapshot, TypeSwept, TypeSettingChanged, TypeRepaired, TypeRootInitialised, TypeHostRetired, TypeRootBound, TypeHolderTakenOver}
 
 // Known reports whether t is a type the journal records.
 func (t Type) Known() bool {
@@ -98,6 +105,10 @@ func Decode(t Type, raw []byte) (Payload, error) {
 		return decode[RootInitialised](t, raw)
 	case TypeHostRetired:
 		return decode[HostRetired](t, raw)
+	case TypeRootBound:
+		return decode[RootBound](t, raw)
+	case TypeHolderTakenOver:
+		return decode[HolderTakenOver](t, raw)
 	}
 	return nil, fmt.Errorf("journal record of type %q: no version of xfsq writes that type", t)
 }

@@ -45,6 +45,11 @@ var samples = []struct {
 	{TypeEvicted, `{"sweep_id":"sw-1","area":"cache","path":"cache/omni/old","freed_bytes":0,"reason":"older than 7d","policy":"cache_max_age",` +
 		`"state":"abandoned","error":"host sandbox-7 was retired with this deletion pending: whether the entry went is unknown",` +
 		`"removed_entries":0,"freed_inodes":0}`},
+	{TypeRootBound, `{"root":"/srv/sandbox","root_id":"3f1c","fs_id":"xfs:u-1","why":"init"}`},
+	{TypeRootBound, `{"root":"/srv/new","root_id":"9a2b","why":"takeover","took_from":{"root":"/srv/sandbox","root_id":"3f1c","fs_id":"xfs:u-1"}}`},
+	{TypeHolderTakenOver, `{"what":"sweep_lock","name":"omni","from":"12.34@a/op-1","by":"56.78@b/op-2","why":"its lease expired",` +
+		`"expired_at":"2025-01-02T03:04:05Z"}`},
+	{TypeHolderTakenOver, `{"what":"pass","name":"snapshot","from":"12.34@b/op-1","by":"56.78@b/op-2","why":"its process no longer runs"}`},
 }
 
 func TestSamplesKeepTheirShape(t *testing.T) {

@@ -1,6 +1,9 @@
 package journal
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Limits are a tree's quota limits as a record states them (0: none).
 type Limits struct {
@@ -255,6 +258,40 @@ type HostRetired struct {
 }
 
 func (HostRetired) Type() Type     { return TypeHostRetired }
+// RootBound: the store bound this host name to a root's identity.
+type RootBound struct {
+	Root   string `json:"root"`
+	RootID string `json:"root_id"`
+	// FSID identifies the filesystem holding the root ("" when it has none).
+	FSID string `json:"fs_id,omitempty"`
+	// Why: "init", "upgrade" (a root bound on its first open by a binary
+	// that binds roots) or "takeover".
+	Why string `json:"why"`
+	// TookFrom is the root that held the host name before a takeover.
+	TookFrom *BoundRoot `json:"took_from,omitempty"`
+}
+
+// BoundRoot is a root as a binding names it.
+type BoundRoot struct {
+	Root   string `json:"root"`
+	RootID string `json:"root_id"`
+	FSID   string `json:"fs_id,omitempty"`
+}
+
+// HolderTakenOver: a lock or pass whose holder is gone was taken over.
+type HolderTakenOver struct {
+	// What was taken: "sweep_lock" (Name is the project) or "pass" (Name
+	// is the pass).
+	What string `json:"what"`
+	Name string `json:"name"`
+	From string `json:"from"`
+	By   string `json:"by"`
+	// Why the holder counts as gone: its lease expired (ExpiredAt), or its
+	// process no longer runs on this machine.
+	Why       string    `json:"why"`
+	ExpiredAt time.Time `json:"expired_at,omitzero"`
+}
+
 func (ProjectAdded) Type() Type    { return TypeProjectAdded }
 func (ProjectRemoved) Type() Type  { return TypeProjectRemoved }
 func (QuotaChanged) Type() Type    { return TypeQuotaChanged }
@@ -265,3 +302,5 @@ func (Swept) Type() Type           { return TypeSwept }
 func (SettingChanged) Type() Type  { return TypeSettingChanged }
 func (Repaired) Type() Type        { return TypeRepaired }
 func (RootInitialised) Type() Type { return TypeRootInitialised }
+func (RootBound) Type() Type       { return TypeRootBound }
+func (HolderTakenOver) Type() Type { return TypeHolderTakenOver }

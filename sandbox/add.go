@@ -170,7 +170,7 @@ func (m *Manager) claim(ctx context.Context, name string) error {
 			return nil
 		case existing.State == store.StateReady:
 			return fmt.Errorf("project %q %w: see xfsq project show %s", name, ErrExists, name)
-		case holderAlive(existing.Adder):
+		case m.holderLive(ctx, existing.Adder):
 			return fmt.Errorf("project %q is being %s by another process (%s); wait for it", name,
 				map[string]string{store.StateAdding: "added", store.StateRemoving: "removed"}[existing.State], existing.Adder)
 		case existing.State == store.StateRemoving:

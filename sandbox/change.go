@@ -153,7 +153,7 @@ func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (Rem
 		return res, err
 	}
 	if p.State == store.StateAdding {
-		if holderAlive(p.Adder) {
+		if m.holderLive(ctx, p.Adder) {
 			return res, errkind.New(errkind.Conflict, fmt.Errorf("project %q is being added by another process (%s); wait for it", name, p.Adder))
 		}
 		if o.DryRun {
@@ -162,7 +162,7 @@ func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (Rem
 		res.Left, err = m.rollbackAdd(ctx, name)
 		return res, err
 	}
-	if p.State == store.StateRemoving && holderAlive(p.Adder) {
+	if p.State == store.StateRemoving && m.holderLive(ctx, p.Adder) {
 		return res, errkind.New(errkind.Conflict, fmt.Errorf("project %q is being removed by another process (%s); wait for it", name, p.Adder))
 	}
 	leases, err := m.ProjectLeases(ctx, name)

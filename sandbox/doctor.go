@@ -72,7 +72,7 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 		}
 		f := Finding{Project: p.Name}
 		switch {
-		case holderAlive(p.Adder):
+		case m.holderLive(ctx, p.Adder):
 			f.Kind, f.Detail, f.Fix = BusyProject, fmt.Sprintf("%s by %s", p.State, p.Adder), "none: wait for it to finish"
 		case p.State == store.StateAdding:
 			f.Kind, f.Detail, f.Fix = InterruptedAdd, "an add was interrupted half-way", "roll it back: remove the empty directories it made, clear limits, release its IDs"
@@ -475,7 +475,7 @@ func (m *Manager) interruptedDeletions(ctx context.Context) ([]Finding, error) {
 	}
 	var out []Finding
 	for _, p := range pending {
-		if !orphaned(p) {
+		if !m.orphaned(ctx, p) {
 			continue
 		}
 		out = append(out, Finding{Kind: InterruptedDeletion, Project: p.Project, Area: p.Record.Area, Path: p.Record.Path,

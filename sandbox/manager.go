@@ -141,8 +141,12 @@ type Manager struct {
 	xfs    *xfs.FS
 	alloc  *xfs.Allocator
 	fsUUID string // key of this root's filesystem in the ID registry
-	Range  xfs.IDRange
-	reads  readCache // see readcache.go
+	// identity is the root's identity (identity.go); identityFresh: made by
+	// this open, not yet written to the root.
+	identity      string
+	identityFresh bool
+	Range         xfs.IDRange
+	reads         readCache // see readcache.go
 
 	overview overviewCache // the last overview assembled (Overview)
 }
@@ -163,6 +167,13 @@ type Options struct {
 	// Backend is init's choice (auto, xfs, ext4, fallback); "" keeps the one
 	// recorded at init (auto when none was).
 	Backend string
+	// TakeOverHost lets init bind the store's host name to this root while
+	// another root holds it (journalled): the other root is gone for good.
+	TakeOverHost bool
+	// Liveness is how this process's lease is kept; zero: the defaults.
+	Liveness store.Liveness
+
+	init bool // Init's open: the binding is journalled as made by init
 }
 
 // CheckRoot refuses a directory that xfsq init has not prepared.
@@ -219,12 +230,24 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if err := CheckRoot(root); err != nil {
 		return nil, err
 	}
+	id, err := readRootID(root)
+	if err != nil {
+		return nil, err
+	}
+	// Another host's root, or another root under this host name, is told
+	// as such, before the store is judged by what it holds for the name.
+	if _, err := checkBinding(ctx, o.Store, root, id, "", o.TakeOverHost); err != nil {
+		return nil, err
+	}
 	if !o.FirstInit {
 		if err := checkStoreKnowsRoot(ctx, root, o.Store); err != nil {
 			return nil, err
 		}
 	}
-	m := &Manager{Root: root, Store: o.Store, Actor: o.Actor, Range: o.Range}
+	m := &Manager{Root: root, Store: o.Store, Actor: o.Actor, Range: o.Range, identity: id}
+	if m.identity == "" {
+		m.identity, m.identityFresh = newRootID(), true
+	}
 	if m.Actor == "" {
 		m.Actor = DefaultActor()
 	}
@@ -277,8 +300,20 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		// processes change it: the backend reads it at each call.
 		m.Backend = fallback.New(unsupported.Short, m.recordedTrees, m.recordedTree)
 		m.Unsupported = unsupported
-		m.fsUUID = "fallback:" + root
+		m.fsUUID = "fallback:" + m.identity
 	default:
+		return nil, err
+	}
+	if err := m.openLiveness(ctx, o); err != nil {
+		m.Close()
+		return nil, err
+	}
+	why := "open"
+	if o.init {
+		why = "init"
+	}
+	if err := m.bindRoot(ctx, why, o.TakeOverHost); err != nil {
+		m.Close()
 		return nil, err
 	}
 	return m, nil
@@ -477,6 +512,15 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return nil, res, fmt.Errorf("sandbox root %s does not exist or is not a directory: create or mount it first (scripts/loopback-xfs.sh makes an XFS one)", root)
 	}
+	// Before anything is made: a root refused its host name keeps no trace.
+	id, err := readRootID(root)
+	if err != nil {
+		return nil, res, err
+	}
+	if _, err := checkBinding(ctx, o.Store, root, id, "", o.TakeOverHost); err != nil {
+		return nil, res, err
+	}
+	o.init = true
 	adopted := []string{}
 	if entries, err := os.ReadDir(filepath.Join(root, area.Base(area.Workspace))); err == nil && o.FirstInit {
 		for _, e := range entries {
@@ -497,18 +541,21 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 			return nil, res, fmt.Errorf("create %s: %w", p, err)
 		}
 	}
+	// Asked before Open, which journals the root's binding.
+	blank, err := o.Store.Blank(ctx)
+	if err != nil {
+		return nil, res, err
+	}
 	m, err := Open(ctx, o)
 	if err != nil {
 		return nil, res, err
 	}
 	// The store's first record of this root: from now on it is not blank,
 	// and a blank store on this root is a lost or wrong one.
-	if blank, err := o.Store.Blank(ctx); err != nil || blank {
-		if err == nil {
-			err = o.Store.InTx(ctx, func(tx *store.Tx) error {
-				return tx.AppendEvent(ctx, "", m.actor(ctx), journal.RootInitialised{Root: root, Adopted: adopted})
-			})
-		}
+	if blank {
+		err = o.Store.InTx(ctx, func(tx *store.Tx) error {
+			return tx.AppendEvent(ctx, "", m.actor(ctx), journal.RootInitialised{Root: root, Adopted: adopted})
+		})
 		if err != nil {
 			m.Close()
 			return nil, res, err

@@ -90,10 +90,24 @@ func holderAlive(h string) bool {
 		_, live := ops.Load(op)
 		return live
 	}
-	id, host, _ := strings.Cut(proc, "@")
-	if me, _ := os.Hostname(); host != me {
+	if !onThisHostname(proc) {
 		return proc != ""
 	}
+	return processRuns(proc)
+}
+
+// onThisHostname reports whether a holder's process (pid.start@host) names
+// this machine's hostname.
+func onThisHostname(proc string) bool {
+	_, host, _ := strings.Cut(proc, "@")
+	me, _ := os.Hostname()
+	return host == me
+}
+
+// processRuns asks this kernel whether the process pid.start@host runs.
+// When in doubt (the start time cannot be read) it says it does.
+func processRuns(proc string) bool {
+	id, _, _ := strings.Cut(proc, "@")
 	pidStr, startStr, hasStart := strings.Cut(id, ".") // "pid" alone: written before start times
 	pid, err := strconv.Atoi(pidStr)
 	if err != nil || pid <= 0 {

@@ -26,7 +26,7 @@ func TestSweepLockIsPerOperation(t *testing.T) {
 	m, _ := managerWithOmni(t, t.TempDir())
 	first, end := BeginOp(ctx)
 	defer end()
-	busy, err := m.Store.LockSweep(first, "omni", HolderOf(first), func(h string) bool { return !holderAlive(h) })
+	busy, err := m.Store.LockSweep(first, "omni", m.claimFor(first))
 	if err != nil || busy != "" {
 		t.Fatalf("first sweep's lock: busy %q, %v", busy, err)
 	}
@@ -59,7 +59,7 @@ func TestSweepOfABusyProjectIsAConflict(t *testing.T) {
 	}
 	other, end := BeginOp(ctx)
 	defer end()
-	if busy, err := m.Store.LockSweep(other, "omni", HolderOf(other), func(h string) bool { return !holderAlive(h) }); err != nil || busy != "" {
+	if busy, err := m.Store.LockSweep(other, "omni", m.claimFor(other)); err != nil || busy != "" {
 		t.Fatalf("the other operation's lock: busy %q, %v", busy, err)
 	}
 	cases := []struct {
@@ -111,7 +111,7 @@ func TestTwoGoroutinesOneSweepLock(t *testing.T) {
 		holders[i], ends[i] = HolderOf(opCtx), end
 		wg.Go(func() {
 			<-start
-			busy[i], errs[i] = m.Store.LockSweep(opCtx, "omni", holders[i], func(h string) bool { return !holderAlive(h) })
+			busy[i], errs[i] = m.Store.LockSweep(opCtx, "omni", m.claimFor(opCtx))
 		})
 	}
 	defer func() {
@@ -173,6 +173,7 @@ func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
 	}
 	sweepCtx, end := BeginOp(ctx)
 	defer end()
+	lockForExecutor(t, m, sweepCtx)
 	res := x.Run(sweepCtx, sweep.Plan{CacheBytes: map[string]uint64{"omni": 1 << 30},
 		Evict: []sweep.Eviction{{Project: "omni", Area: area.Cache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
 	if !checked || len(res.Evicted) != 1 {
@@ -239,7 +240,7 @@ func TestSweepLocksOneProjectAtATime(t *testing.T) {
 				continue
 			}
 			op, end := BeginOp(ctx)
-			busy, err := m.Store.LockSweep(op, p, HolderOf(op), func(h string) bool { return !holderAlive(h) })
+			busy, err := m.Store.LockSweep(op, p, m.claimFor(op))
 			if err != nil || busy != "" {
 				t.Errorf("while sweeping %s, %s's lock: busy %q, %v; want it free", n, p, busy, err)
 			}

@@ -67,7 +67,7 @@ func (m *Manager) RunPass(ctx context.Context, pass string) (PassOutcome, error)
 	ctx, end := BeginOp(ctx)
 	defer end()
 	holder, now := HolderOf(ctx), m.now()
-	claimed, st, err := m.Store.ClaimPass(ctx, pass, holder, now, out.Interval, func(h string) bool { return !holderAlive(h) })
+	claimed, st, err := m.Store.ClaimPass(ctx, pass, m.claimFor(ctx), now, out.Interval)
 	if err != nil {
 		return out, err
 	}

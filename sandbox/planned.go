@@ -128,7 +128,7 @@ func (m *Manager) prepareExclusive(ctx context.Context, o SweepOptions) ([]byte,
 // is a Conflict for the caller, not a skip in an outcome.
 func (m *Manager) lockSweep(ctx context.Context, project string) (func(), error) {
 	me := HolderOf(ctx)
-	busy, err := m.Store.LockSweep(ctx, project, me, func(h string) bool { return !holderAlive(h) })
+	busy, err := m.Store.LockSweep(ctx, project, m.claimFor(ctx))
 	if err != nil {
 		return nil, err
 	}

@@ -210,6 +210,7 @@ func TestSweepLeaseTakenBeforeThePendingRecord(t *testing.T) {
 		}
 		return leased, err
 	}
+	lockForExecutor(t, m, ctx)
 	res := x.Run(ctx, sweep.Plan{CacheBytes: map[string]uint64{"omni": 1 << 30},
 		Evict: []sweep.Eviction{{Project: "omni", Area: area.Cache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
 	if _, err := os.Stat(entry); err != nil || len(res.Evicted) != 0 {
@@ -225,6 +226,15 @@ func TestSweepLeaseTakenBeforeThePendingRecord(t *testing.T) {
 
 // oldCacheEntry makes a root with project omni holding one cache entry,
 // cache/omni/old, 90 days old, and the sweep executor that would delete it.
+// lockForExecutor takes omni's sweep lock for ctx's operation, as a sweep
+// does before its executor runs: a deletion is journalled only under it.
+func lockForExecutor(t *testing.T, m *Manager, ctx context.Context) {
+	t.Helper()
+	if busy, err := m.Store.LockSweep(ctx, "omni", m.claimFor(ctx)); err != nil || busy != "" {
+		t.Fatalf("sweep lock: busy %q, %v", busy, err)
+	}
+}
+
 func oldCacheEntry(t *testing.T, root, sweepID string) (*Manager, string, *sweep.Executor) {
 	t.Helper()
 	m, _ := managerWithOmni(t, root)

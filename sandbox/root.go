@@ -69,6 +69,9 @@ type Config struct {
 	Backend string
 	// FullDisk: what to do when an embedded store's filesystem is full.
 	FullDisk FullDisk
+	// TakeOverHost lets init bind Host to this root while another root
+	// holds it (journalled): for a root replacing one gone for good.
+	TakeOverHost bool
 }
 
 // LocalDSN is the store a root has when Config.DSN is empty.
@@ -130,6 +133,9 @@ func OpenRoot(ctx context.Context, cfg Config) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.TakeOverHost && !cfg.Init {
+		return nil, fieldErrorf("take_over_host", "a host name is taken over by xfsq init only")
+	}
 	if cfg.Backend != "" {
 		if !cfg.Init {
 			return nil, fieldErrorf("backend", "is chosen by xfsq init --backend, not by %q", cfg.Backend)
@@ -159,7 +165,8 @@ func OpenRoot(ctx context.Context, cfg Config) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := Options{Root: root, Store: st, Range: cfg.Range, ProjectFiles: cfg.ProjectFiles, FirstInit: firstInit}
+	o := Options{Root: root, Store: st, Range: cfg.Range, ProjectFiles: cfg.ProjectFiles, FirstInit: firstInit, TakeOverHost: cfg.TakeOverHost}
+	note = joinNotes(note, defaultHostNote(cfg, st))
 	if cfg.Init {
 		o.Backend = cfg.Backend // "": the choice recorded by an earlier init, else auto
 	}
@@ -172,6 +179,9 @@ func OpenRoot(ctx context.Context, cfg Config) (*Root, error) {
 		}
 		if st.Driver() == "sqlite" {
 			res.Store = "sqlite (" + dsn + ")"
+		}
+		if n := defaultHostNote(cfg, st); n != "" {
+			res.Notes = append(res.Notes, n)
 		}
 		r.Manager, r.Init, r.reserve = m, &res, false
 		return r, nil
@@ -253,4 +263,22 @@ func cannotWriteStore(full *DiskFullError, dsn, why string) error {
 	full.Err = fmt.Errorf("xfsq cannot write its store %s (%s)", dsn, why)
 	return errkind.WithHint(errkind.NotReady, full, "free space there (read commands, files rm, sweep and project rm still work), "+
 		"and keep the store on another filesystem (--db) so that it never fills with the trees")
+}
+
+// defaultHostNote says that a shared store names this host by the OS
+// hostname because no host name was given: a machine renamed, or a clone
+// under the same hostname, would then act under another name or this one.
+func defaultHostNote(cfg Config, st *store.Store) string {
+	if cfg.Host != "" || st.Driver() != "postgres" {
+		return ""
+	}
+	return fmt.Sprintf("no host name was given: this host is %q in the shared store (the OS hostname); name it explicitly, "+
+		"so that a renamed machine keeps its records and a clone cannot take them", st.Host)
+}
+
+func joinNotes(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }

@@ -228,7 +228,7 @@ func (m *Manager) sweep(ctx context.Context, o SweepOptions, out SweepOutcome, s
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		busy, err := m.Store.LockSweep(ctx, n, me, func(h string) bool { return !holderAlive(h) })
+		busy, err := m.Store.LockSweep(ctx, n, m.claimFor(ctx))
 		if err != nil {
 			return out, err
 		}
@@ -561,7 +561,7 @@ func (m *Manager) resolvePending(ctx context.Context, root *os.Root) (int, error
 	}
 	settled := 0
 	for _, p := range pending {
-		if !orphaned(p) {
+		if !m.orphaned(ctx, p) {
 			continue
 		}
 		if err := m.settle(ctx, root, p); err != nil {
@@ -577,9 +577,9 @@ func (m *Manager) resolvePending(ctx context.Context, root *os.Root) (int, error
 // in this process or another) is in progress, not interrupted: its holder
 // will confirm it. Records without a holder predate the field and count as
 // orphaned.
-func orphaned(p store.PendingEviction) bool {
+func (m *Manager) orphaned(ctx context.Context, p store.PendingEviction) bool {
 	h := p.Record.Holder
-	return h == "" || !holderAlive(h)
+	return h == "" || !m.holderLive(ctx, h)
 }
 
 // settle journals the outcome of an orphaned pending deletion, read from disk.

@@ -22,6 +22,7 @@ import (
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 	"github.com/xfsq/xfsq/sandbox"
+	"github.com/xfsq/xfsq/store"
 )
 
 const sweepRoute = "POST /v1/workspace/storage/projects/{id}/sweep"
@@ -225,9 +226,16 @@ func TestSweepAPIRefuses(t *testing.T) {
 		detail string
 	}{
 		{"another root sharing the store", func(t *testing.T, s *setup) (*httptest.Server, string, string) {
-			other := fixture.New(t, s.r.Driver, s.r.DSN) // init of a second root on the same store
+			// A second root on the same store, under the same host name: only
+			// by taking the name over (the first root gone for good).
+			other, err := sandbox.OpenRoot(s.r.Ctx, sandbox.Config{Root: t.TempDir(), DSN: s.r.DSN, Host: fixture.Host,
+				ProjectFiles: []string{}, Init: true, TakeOverHost: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { other.Close() })
 			treetest.Aged(t, other.Manager.Root, "cache/omni/old/blob", 8192, 30)
-			return testMux(t, other.Root, operator), "omni", `{"plan_id": "` + s.plan + `"}`
+			return testMux(t, other, operator), "omni", `{"plan_id": "` + s.plan + `"}`
 		}, 422, "was made for root"},
 		{"another store", func(t *testing.T, s *setup) (*httptest.Server, string, string) {
 			other := fixture.New(t, s.r.Driver, storeDSN(t, s.r.Driver))
@@ -325,7 +333,7 @@ func TestSweepAPIBusy(t *testing.T) {
 		post(t, srv, "omni", `{"dry_run": true}`, &plan)
 		host, _ := os.Hostname()
 		other := fmt.Sprintf("%d@%s", os.Getpid(), host) // a live holder: this very process
-		if busy, err := r.Manager.Store.LockSweep(r.Ctx, "omni", other, func(string) bool { return false }); err != nil || busy != "" {
+		if busy, err := r.Manager.Store.LockSweep(r.Ctx, "omni", store.Claim{Holder: other, Gone: func(string, store.HolderLease) (bool, string) { return false, "" }}); err != nil || busy != "" {
 			t.Fatalf("lock: %q %v", busy, err)
 		}
 		for _, body := range []string{`{"plan_id": "` + plan.PlanID + `"}`, `{"dry_run": false}`} {

@@ -99,6 +99,9 @@ func (s *Store) Leased(ctx context.Context, project string, now time.Time) (bool
 // them; on PostgreSQL the advisory lock AcquireLease takes too).
 func (s *Store) AppendPendingUnlessLeased(ctx context.Context, project, actor string, rec journal.Evicted, now time.Time) (leased bool, err error) {
 	err = s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.holdsSweepLock(ctx, project, rec); err != nil {
+			return err
+		}
 		if err := tx.lock(ctx, leaseLock(s.Host, project)); err != nil {
 			return err
 		}
@@ -112,6 +115,30 @@ func (s *Store) AppendPendingUnlessLeased(ctx context.Context, project, actor st
 		return tx.AppendEvent(ctx, project, actor, rec)
 	})
 	return leased, err
+}
+
+// holdsSweepLock fences a sweep's deletion (rec names its sweep and
+// holder): unless the project's sweep lock is still the holder's, a
+// *LockLostError. The lock is taken over only after the holder's lease
+// expired, and this renews that lease in the same order (the sweep lock's
+// key): a sweep paused past its expiry stops at its next deletion instead
+// of deleting beside the sweep that took over.
+func (t *Tx) holdsSweepLock(ctx context.Context, project string, rec journal.Evicted) error {
+	if rec.SweepID == "" || rec.Holder == "" {
+		return nil
+	}
+	if err := t.lock(ctx, sweepLock(t.s.Host, project)); err != nil {
+		return err
+	}
+	var holder string
+	err := t.get(ctx, &holder, `SELECT holder FROM sweep_locks WHERE host = ? AND project = ?`, t.s.Host, project)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if holder != rec.Holder {
+		return &LockLostError{Project: project, Holder: holder}
+	}
+	return t.hold(ctx, rec.Holder)
 }
 
 // HeldLeases returns the leases of project unexpired at now, under the

@@ -286,6 +286,47 @@ var migrations = []string{
 		retired_at  BIGINT NOT NULL DEFAULT 0, -- 0: not retired
 		retired_by  TEXT   NOT NULL DEFAULT ''
 	);`,
+	// 18: a fleet on one store. roots binds each host name to one root's
+	// identity (a random id kept in the root's .xfsq/, and its
+	// filesystem's), so that no other root can act under that name.
+	// holders is each process's lease (heartbeat and expiry, by the
+	// database's clock): a holder on another machine is gone once its
+	// lease has expired. id_registry is the project-ID registry per host:
+	// project_ids was keyed by filesystem (a fallback root's by its path),
+	// so two hosts with the same root path shared one sequence; each row
+	// goes to every host whose trees used its key (every host, for a key
+	// no tree uses any more), so no host reuses an ID it had. project_ids
+	// stays for binaries that predate this one.
+	`CREATE TABLE roots (
+		host     TEXT   NOT NULL PRIMARY KEY,
+		root_id  TEXT   NOT NULL,
+		fs_id    TEXT   NOT NULL DEFAULT '', -- '' when the filesystem has no identity to read
+		path     TEXT   NOT NULL,
+		bound_at BIGINT NOT NULL
+	);
+	CREATE UNIQUE INDEX roots_root_id ON roots (root_id);
+	CREATE TABLE holders (
+		process    TEXT   NOT NULL PRIMARY KEY, -- pid.start@hostname
+		host       TEXT   NOT NULL,             -- the host name it serves
+		machine    TEXT   NOT NULL,             -- its kernel's boot and pid namespace
+		renewed_at BIGINT NOT NULL,
+		expires_at BIGINT NOT NULL
+	);
+	CREATE TABLE id_registry (
+		host       TEXT   NOT NULL,
+		fs_key     TEXT   NOT NULL,
+		project_id BIGINT NOT NULL,
+		owner      TEXT   NOT NULL,
+		created_at BIGINT NOT NULL,
+		PRIMARY KEY (host, fs_key, project_id)
+	);
+	INSERT INTO id_registry (host, fs_key, project_id, owner, created_at)
+	SELECT u.host, p.fs_uuid, p.project_id, p.owner, p.created_at
+	FROM project_ids p JOIN (SELECT DISTINCT host, fs_uuid FROM trees) u ON u.fs_uuid = p.fs_uuid;
+	INSERT INTO id_registry (host, fs_key, project_id, owner, created_at)
+	SELECT h.host, p.fs_uuid, p.project_id, p.owner, p.created_at
+	FROM project_ids p JOIN (SELECT DISTINCT host FROM projects) h ON 1 = 1
+	WHERE NOT EXISTS (SELECT 1 FROM trees t WHERE t.fs_uuid = p.fs_uuid);`,
 }
 
 // ddl holds, per migration number, statements run whole after that

@@ -29,13 +29,14 @@ func (s *Store) Pass(ctx context.Context, pass string) (PassState, error) {
 	return PassState{Pass: pass, Holder: row.Holder, StartedAt: fromMicros(row.StartedAt), FinishedAt: fromMicros(row.FinishedAt)}, err
 }
 
-// ClaimPass takes a pass for holder when it is due at now: no live holder
-// runs it (stale decides whether another holder is gone), and either the
-// last one started interval or more before now, or it never finished (its
-// process died: it is run again at once). It reports whether holder has it,
-// and the state it found. Claims are serialised per pass, across processes:
-// of two claimers, one gets it.
-func (s *Store) ClaimPass(ctx context.Context, pass, holder string, now time.Time, interval time.Duration, stale func(string) bool) (bool, PassState, error) {
+// ClaimPass takes a pass for c.Holder when it is due at now: no live
+// holder runs it (c.Gone decides whether another holder is gone: its
+// takeover is then journalled), and either the last one started interval
+// or more before now, or it never finished (its process died: it is run
+// again at once). It reports whether c.Holder has it, and the state it
+// found. Claims are serialised per pass, across processes: of two
+// claimers, one gets it.
+func (s *Store) ClaimPass(ctx context.Context, pass string, c Claim, now time.Time, interval time.Duration) (bool, PassState, error) {
 	var st PassState
 	claimed := false
 	err := s.InTx(ctx, func(tx *Tx) error {
@@ -53,20 +54,35 @@ func (s *Store) ClaimPass(ctx context.Context, pass, holder string, now time.Tim
 			return err
 		}
 		st = PassState{Pass: pass, Holder: row.Holder, StartedAt: fromMicros(row.StartedAt), FinishedAt: fromMicros(row.FinishedAt)}
-		interrupted := row.Holder != "" && stale(row.Holder)
-		switch {
-		case row.Holder != "" && row.Holder != holder && !interrupted:
-			return nil // running under a live holder
-		case exists && !interrupted && row.Holder == "" && now.Sub(st.StartedAt) < interval:
+		var lease HolderLease
+		why := ""
+		if row.Holder != "" && row.Holder != c.Holder {
+			if lease, why, err = tx.gone(ctx, c, row.Holder); err != nil {
+				return err
+			}
+			if why == "" {
+				return nil // running under a live holder
+			}
+		}
+		if exists && why == "" && row.Holder == "" && now.Sub(st.StartedAt) < interval {
 			return nil // ran less than interval ago
 		}
-		if exists {
-			_, err = tx.exec(ctx, `UPDATE passes SET holder = ?, started_at = ? WHERE host = ? AND pass = ?`, holder, toMicros(now), s.Host, pass)
-		} else {
-			_, err = tx.exec(ctx, `INSERT INTO passes (host, pass, holder, started_at) VALUES (?, ?, ?, ?)`, s.Host, pass, holder, toMicros(now))
+		if err := tx.hold(ctx, c.Holder); err != nil {
+			return err
 		}
-		claimed = err == nil
-		return err
+		if exists {
+			_, err = tx.exec(ctx, `UPDATE passes SET holder = ?, started_at = ? WHERE host = ? AND pass = ?`, c.Holder, toMicros(now), s.Host, pass)
+		} else {
+			_, err = tx.exec(ctx, `INSERT INTO passes (host, pass, holder, started_at) VALUES (?, ?, ?, ?)`, s.Host, pass, c.Holder, toMicros(now))
+		}
+		if err != nil {
+			return err
+		}
+		claimed = true
+		if why != "" {
+			return tx.tookOver(ctx, c, "", "pass", pass, row.Holder, why, lease)
+		}
+		return nil
 	})
 	return claimed, st, err
 }

@@ -14,12 +14,12 @@ func TestClaimPass(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s, other := open(t, dsn), open(t, dsn)
 		other.Host = "host-b"
-		alive := func(string) bool { return false }
-		dead := func(string) bool { return true }
+		alive := func(string, HolderLease) (bool, string) { return false, "" }
+		dead := func(string, HolderLease) (bool, string) { return true, "its process no longer runs" }
 		now := time.Now().Truncate(time.Microsecond)
-		claim := func(s *Store, holder string, at time.Time, stale func(string) bool) bool {
+		claim := func(s *Store, holder string, at time.Time, gone Gone) bool {
 			t.Helper()
-			ok, _, err := s.ClaimPass(ctx, "snapshot", holder, at, time.Hour, stale)
+			ok, _, err := s.ClaimPass(ctx, "snapshot", Claim{Holder: holder, Actor: "test", Gone: gone}, at, time.Hour)
 			if err != nil {
 				t.Fatal(err)
 			}

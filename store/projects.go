@@ -98,6 +98,9 @@ func (t *Tx) InsertProject(ctx context.Context, name, adder string, now time.Tim
 	if !errors.Is(err, sql.ErrNoRows) {
 		return Project{}, false, err
 	}
+	if err := t.hold(ctx, adder); err != nil {
+		return Project{}, false, err
+	}
 	_, err = t.exec(ctx, `INSERT INTO projects (host, name, state, created_at, adder) VALUES (?, ?, ?, ?, ?)`,
 		t.s.Host, name, StateAdding, toMicros(now), adder)
 	return Project{}, err == nil, err
@@ -119,6 +122,9 @@ func (t *Tx) EnsureRootOwner(ctx context.Context, now time.Time) error {
 
 // SetProjectState moves a project to state, held by adder ("" when done).
 func (t *Tx) SetProjectState(ctx context.Context, name, state, adder string) error {
+	if err := t.hold(ctx, adder); err != nil {
+		return err
+	}
 	res, err := t.exec(ctx, `UPDATE projects SET state = ?, adder = ? WHERE host = ? AND name = ?`, state, adder, t.s.Host, name)
 	if err != nil {
 		return err
@@ -254,18 +260,22 @@ func (s *Store) TreeByID(ctx context.Context, id quota.ProjectID) (t Tree, ok bo
 }
 
 // ReserveID records and returns the lowest ID in r that is neither recorded
-// for fsUUID nor excluded, inside the caller's transaction, so that the ID
-// and whatever the caller records with it commit together.
+// for fsUUID on this host nor excluded, inside the caller's transaction, so
+// that the ID and whatever the caller records with it commit together.
+// The registry is per host (id_registry): fsUUID is the key of the
+// filesystem on this host (the fallback's: its root's identity), so two
+// hosts whose keys happen to agree (the same root path, a cloned
+// filesystem) never share one sequence.
 func (t *Tx) ReserveID(ctx context.Context, fsUUID string, r quota.IDRange, excluded map[quota.ProjectID]bool, owner string) (quota.ProjectID, error) {
 	if err := r.Validate(); err != nil {
 		return 0, err
 	}
-	if err := t.lock(ctx, "ids:"+fsUUID); err != nil {
+	if err := t.lock(ctx, "ids:"+t.s.Host+":"+fsUUID); err != nil {
 		return 0, err
 	}
 	var taken []int64
-	if err := t.sel(ctx, &taken, `SELECT project_id FROM project_ids WHERE fs_uuid = ? AND project_id BETWEEN ? AND ? ORDER BY project_id`,
-		fsUUID, int64(r.First), int64(r.Last)); err != nil {
+	if err := t.sel(ctx, &taken, `SELECT project_id FROM id_registry WHERE host = ? AND fs_key = ? AND project_id BETWEEN ? AND ? ORDER BY project_id`,
+		t.s.Host, fsUUID, int64(r.First), int64(r.Last)); err != nil {
 		return 0, err
 	}
 	// taken is sorted: walk candidates and taken IDs together.
@@ -275,8 +285,8 @@ func (t *Tx) ReserveID(ctx context.Context, fsUUID string, r quota.IDRange, excl
 			i++
 		}
 		if !(i < len(taken) && quota.ProjectID(taken[i]) == id) && !excluded[id] {
-			_, err := t.exec(ctx, `INSERT INTO project_ids (fs_uuid, project_id, owner, created_at) VALUES (?, ?, ?, ?)`,
-				fsUUID, int64(id), owner, toMicros(time.Now()))
+			_, err := t.exec(ctx, `INSERT INTO id_registry (host, fs_key, project_id, owner, created_at) VALUES (?, ?, ?, ?, ?)`,
+				t.s.Host, fsUUID, int64(id), owner, toMicros(time.Now()))
 			return id, err
 		}
 		if id == r.Last {
@@ -287,14 +297,14 @@ func (t *Tx) ReserveID(ctx context.Context, fsUUID string, r quota.IDRange, excl
 
 // ReleaseID forgets an ID; releasing an unknown ID succeeds.
 func (t *Tx) ReleaseID(ctx context.Context, fsUUID string, id quota.ProjectID) error {
-	_, err := t.exec(ctx, `DELETE FROM project_ids WHERE fs_uuid = ? AND project_id = ?`, fsUUID, int64(id))
+	_, err := t.exec(ctx, `DELETE FROM id_registry WHERE host = ? AND fs_key = ? AND project_id = ?`, t.s.Host, fsUUID, int64(id))
 	return err
 }
 
 // SetIDOwner renames the owner recorded with an ID (e.g. "removed:omni/cache"
 // for an ID kept until its data is gone).
 func (t *Tx) SetIDOwner(ctx context.Context, fsUUID string, id quota.ProjectID, owner string) error {
-	_, err := t.exec(ctx, `UPDATE project_ids SET owner = ? WHERE fs_uuid = ? AND project_id = ?`, owner, fsUUID, int64(id))
+	_, err := t.exec(ctx, `UPDATE id_registry SET owner = ? WHERE host = ? AND fs_key = ? AND project_id = ?`, owner, t.s.Host, fsUUID, int64(id))
 	return err
 }
 
@@ -305,10 +315,10 @@ type IDRecord struct {
 	Owner     string          `json:"owner" db:"owner"`
 }
 
-// IDs lists the registered IDs of one filesystem.
+// IDs lists this host's registered IDs of one filesystem.
 func (s *Store) IDs(ctx context.Context, fsUUID string) ([]IDRecord, error) {
 	var out []IDRecord
-	err := s.sel(ctx, &out, `SELECT fs_uuid, project_id, owner FROM project_ids WHERE fs_uuid = ? ORDER BY project_id`, fsUUID)
+	err := s.sel(ctx, &out, `SELECT fs_key AS fs_uuid, project_id, owner FROM id_registry WHERE host = ? AND fs_key = ? ORDER BY project_id`, s.Host, fsUUID)
 	return out, err
 }
 

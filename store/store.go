@@ -40,6 +40,7 @@ type Store struct {
 
 	stmts    stmtCache   // queries asked many times a second, prepared once
 	versions versionFeed // every project's Version, followed (VersionAt)
+	beat     heartbeat   // this process's lease (holders.go)
 }
 
 // Open connects to dsn (a postgres:// URL or libpq keywords, or the path of
@@ -135,6 +136,7 @@ func (s *Store) Driver() string {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	s.beat.close()
 	s.probe.close()
 	s.stmts.close()
 	return s.db.Close()

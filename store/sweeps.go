@@ -11,30 +11,64 @@ import (
 	"github.com/xfsq/xfsq/journal"
 )
 
-// LockSweep takes the sweep lock of a project for holder. If another holder
-// has it, stale(otherHolder) decides whether that holder is gone (its lock
-// is then taken over); otherwise busy names it.
-func (s *Store) LockSweep(ctx context.Context, project, holder string, stale func(string) bool) (busy string, err error) {
+// LockSweep takes the sweep lock of a project for c.Holder. If another
+// holder has it, c.Gone decides whether that holder is gone (by its
+// process, or its lease's expiry): its lock is then taken over and the
+// takeover journalled; otherwise busy names it.
+func (s *Store) LockSweep(ctx context.Context, project string, c Claim) (busy string, err error) {
 	err = s.InTx(ctx, func(tx *Tx) error {
-		if err := tx.lock(ctx, "sweep:"+s.Host+":"+project); err != nil {
+		if err := tx.lock(ctx, sweepLock(s.Host, project)); err != nil {
+			return err
+		}
+		if err := tx.hold(ctx, c.Holder); err != nil {
 			return err
 		}
 		var other string
 		err := tx.get(ctx, &other, `SELECT holder FROM sweep_locks WHERE host = ? AND project = ?`, s.Host, project)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			_, err = tx.exec(ctx, `INSERT INTO sweep_locks (host, project, holder, at) VALUES (?, ?, ?, ?)`, s.Host, project, holder, toMicros(time.Now()))
+			_, err = tx.exec(ctx, `INSERT INTO sweep_locks (host, project, holder, at) VALUES (?, ?, ?, ?)`, s.Host, project, c.Holder, toMicros(time.Now()))
 			return err
 		case err != nil:
 			return err
-		case other == holder || stale(other):
-			_, err = tx.exec(ctx, `UPDATE sweep_locks SET holder = ?, at = ? WHERE host = ? AND project = ?`, holder, toMicros(time.Now()), s.Host, project)
+		case other == c.Holder:
+			_, err = tx.exec(ctx, `UPDATE sweep_locks SET at = ? WHERE host = ? AND project = ?`, toMicros(time.Now()), s.Host, project)
 			return err
 		}
-		busy = other
-		return nil
+		l, why, err := tx.gone(ctx, c, other)
+		if err != nil {
+			return err
+		}
+		if why == "" {
+			busy = other
+			return nil
+		}
+		if _, err = tx.exec(ctx, `UPDATE sweep_locks SET holder = ?, at = ? WHERE host = ? AND project = ?`, c.Holder, toMicros(time.Now()), s.Host, project); err != nil {
+			return err
+		}
+		return tx.tookOver(ctx, c, project, "sweep_lock", project, other, why, l)
 	})
 	return busy, err
+}
+
+// sweepLock is the lock key of a project's sweep lock: taken by LockSweep
+// and by AppendPendingUnlessLeased, so that a takeover and a deletion's
+// pending record are ordered one way or the other.
+func sweepLock(host, project string) string { return "sweep:" + host + ":" + project }
+
+// LockLostError is a sweep's deletion refused before anything was removed:
+// the project's sweep lock is no longer the sweep's (its lease expired and
+// another holder took the lock over, or it was released).
+type LockLostError struct {
+	Project string
+	Holder  string // who holds it now; "" when nobody does
+}
+
+func (e *LockLostError) Error() string {
+	if e.Holder == "" {
+		return fmt.Sprintf("project %q: this sweep no longer holds its sweep lock", e.Project)
+	}
+	return fmt.Sprintf("project %q: its sweep lock was taken over by %s (this sweep's lease had expired)", e.Project, e.Holder)
 }
 
 // UnlockSweep releases holder's sweep lock of a project.
@@ -54,6 +88,7 @@ type PendingEviction struct {
 
 // evictionKey is what identifies one deletion across its records.
 type evictionKey struct {
+	Holder     string `json:"holder"`
 	SweepID    string `json:"sweep_id"`
 	Path       string `json:"path"`
 	DeletionID string `json:"deletion_id"`
@@ -70,6 +105,9 @@ func (t *Tx) trackEviction(ctx context.Context, id int64, data []byte) error {
 		return err
 	}
 	if k.State == journal.StatePending {
+		if err := t.hold(ctx, k.Holder); err != nil {
+			return err
+		}
 		_, err := t.exec(ctx, `INSERT INTO evictions_pending (host, sweep_id, path, deletion_id, event_id) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (host, sweep_id, path, deletion_id) DO UPDATE SET event_id = excluded.event_id`, t.s.Host, k.SweepID, k.Path, k.DeletionID, id)
 		return err

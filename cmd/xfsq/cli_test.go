@@ -496,7 +496,7 @@ func assertNothingLeft(t *testing.T, s *testRoot) {
 	if trees, _ := st.Trees(context.Background(), ""); len(trees) != 1 || trees[0].Project != sandbox.RootOwner {
 		t.Errorf("tree rows left: %+v", trees)
 	}
-	if ids, _ := st.IDs(context.Background(), "fallback:"+s.root); len(ids) != 1 || ids[0].Owner != sandbox.RootOwner+"/"+area.Inbound {
+	if ids, _ := st.IDs(context.Background(), "fallback:"+rootID(t, s.root)); len(ids) != 1 || ids[0].Owner != sandbox.RootOwner+"/"+area.Inbound {
 		t.Errorf("registered IDs left: %+v", ids)
 	}
 	for _, d := range []string{"projects", "cache"} {
@@ -1135,4 +1135,14 @@ func TestDBFlagPostgresForms(t *testing.T) {
 	if entries, _ := os.ReadDir(cwd); len(entries) > 0 {
 		t.Errorf("PostgreSQL DSNs were taken for SQLite paths: %v", entries)
 	}
+}
+
+// rootID is the identity init gave root (its fallback ID registry's key).
+func rootID(t *testing.T, root string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, ".xfsq", "root-id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
 }

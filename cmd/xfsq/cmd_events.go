@@ -172,6 +172,14 @@ func eventDetail(p journal.Payload) string {
 		return "root initialised at " + safe(p.Root)
 	case journal.HostRetired:
 		return fmt.Sprintf("host %s retired, %s abandoned", safe(p.Host), plural(p.Abandoned, "pending deletion", "pending deletions"))
+	case journal.RootBound:
+		s := fmt.Sprintf("host bound to the root at %s (%s, %s)", safe(p.Root), safe(p.RootID), safe(p.Why))
+		if p.TookFrom != nil {
+			s += fmt.Sprintf(", taken over from %s (%s)", safe(p.TookFrom.Root), safe(p.TookFrom.RootID))
+		}
+		return s
+	case journal.HolderTakenOver:
+		return fmt.Sprintf("%s %s taken over from %s by %s: %s", strings.ReplaceAll(p.What, "_", " "), safe(p.Name), safe(p.From), safe(p.By), line(p.Why))
 	}
 	data, _ := json.Marshal(p)
 	return rawPayload(data)

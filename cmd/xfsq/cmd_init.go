@@ -18,8 +18,16 @@ func initCommand(with withEnv) *cli.Command {
 			"--backend xfs fails (exit 1, with the reason and the fix) unless the kernel enforces XFS project\n" +
 			"quotas on the root; the choice is recorded, and every later command fails the same way if they go.\n" +
 			"--backend fallback uses application-level quotas even on XFS. Without --backend, init keeps the\n" +
-			"recorded choice (auto the first time).",
-		Flags:  []cli.Flag{&cli.StringFlag{Name: "backend", Usage: "auto (the kernel's project quotas where it enforces them, on XFS or ext4, else the fallback), xfs, ext4 or fallback"}},
+			"recorded choice (auto the first time).\n\n" +
+			"Init binds the host name (--host, default the OS hostname) to this root in the store: its identity\n" +
+			"(a random id in .xfsq/root-id) and its filesystem's. Every later command on the root under another\n" +
+			"host name is refused, and so is another root under this one. When a root replaces one that is gone\n" +
+			"for good (a rebuilt machine), --take-over-host gives it the old root's host name and records (journalled\n" +
+			"as root.bound). With PostgreSQL, give --host explicitly: init notes when the hostname was taken.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "backend", Usage: "auto (the kernel's project quotas where it enforces them, on XFS or ext4, else the fallback), xfs, ext4 or fallback"},
+			&cli.BoolFlag{Name: "take-over-host", Usage: "bind the host name to this root although another root holds it (that root is gone for good; journalled)"},
+		},
 		Action: with(cmdInit),
 	}
 }
@@ -31,6 +39,7 @@ func cmdInit(e env) error {
 	}
 	cfg.Init = true
 	cfg.Backend = e.c.String("backend")
+	cfg.TakeOverHost = e.c.Bool("take-over-host")
 	r, err := sandbox.OpenRoot(e.c.Context, cfg)
 	if err != nil {
 		return err

@@ -256,7 +256,7 @@ func TestSweepLock(t *testing.T) {
 	st := s.store()
 	host, _ := os.Hostname()
 	live := fmt.Sprintf("%d@%s", os.Getpid(), host)
-	if busy, err := st.LockSweep(t.Context(), "omni", live, func(string) bool { return false }); err != nil || busy != "" {
+	if busy, err := st.LockSweep(t.Context(), "omni", store.Claim{Holder: live, Gone: func(string, store.HolderLease) (bool, string) { return false, "" }}); err != nil || busy != "" {
 		t.Fatalf("lock: %q %v", busy, err)
 	}
 	conflict := `xfsq: not swept: project "omni" is being swept by another operation (` + live + `): wait for that sweep to end`
@@ -274,7 +274,7 @@ func TestSweepLock(t *testing.T) {
 	}
 	st.UnlockSweep(t.Context(), "omni", live)
 	dead := "999999999@" + host
-	st.LockSweep(t.Context(), "omni", dead, func(string) bool { return false })
+	st.LockSweep(t.Context(), "omni", store.Claim{Holder: dead, Gone: func(string, store.HolderLease) (bool, string) { return false, "" }})
 	s.json(&res, "sweep", "omni")
 	if why := res.skipReason("projects/omni"); why != "" {
 		t.Errorf("a dead holder's lock was not taken over: %q", why)
@@ -454,8 +454,10 @@ func TestSweepApplyChecksThePlanAsAWhole(t *testing.T) {
 			return s
 		}, "was already applied"},
 		{"another root sharing the store", func(t *testing.T, s *testRoot, plan string) *testRoot {
+			// Under the same host name: only by taking it over (the first
+			// root gone for good).
 			other := newSandbox(t, t.TempDir(), filepath.Join(s.root, ".xfsq", "xfsq.db"))
-			other.ok("init")
+			other.ok("init", "--take-over-host")
 			treetest.Aged(t, other.root, "cache/omni/old/blob", 8192, 30)
 			return other
 		}, "was made for root"},

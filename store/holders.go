@@ -1,0 +1,237 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xfsq/xfsq/journal"
+)
+
+// Liveness across machines. Every record of work in progress (a sweep
+// lock, a scheduled pass, an add or a removal, a pending deletion) names
+// its holder, pid.start@hostname/op-N. Whether a holder on another machine
+// still runs cannot be asked of this machine's kernel, so each process
+// holds a lease in the store (the holders table): written in the same
+// transaction as the first record naming one of its holders, renewed by a
+// heartbeat while its Store is open, and expired by the database's clock,
+// the one clock every host shares. A holder whose lease has expired is
+// gone: its lock or pass is taken over, and the takeover journalled.
+
+// Liveness configures the lease this Store holds for its process.
+type Liveness struct {
+	// Process is this process's name as its holders begin (pid.start@hostname).
+	Process string
+	// Machine names the kernel boot and pid namespace the process runs in:
+	// a holder whose lease names the same machine may be asked of the kernel.
+	Machine string
+	// Heartbeat is how often the lease is renewed; Expiry how long it lasts
+	// unrenewed. Zero: DefaultHeartbeat, DefaultExpiry.
+	Heartbeat, Expiry time.Duration
+}
+
+// The defaults of the holder_heartbeat and holder_expiry settings.
+const (
+	DefaultHeartbeat = 30 * time.Second
+	DefaultExpiry    = 2 * time.Minute
+)
+
+// reapAfter is how long an expired lease is kept before it is dropped: a
+// holder without a lease is gone anyway, so this only bounds the table.
+const reapAfter = 24 * time.Hour
+
+// HolderLease is what the store knows of a holder's process.
+type HolderLease struct {
+	Process string
+	// Found: the process holds (or held) a lease; false for a holder
+	// written by a binary that predates leases, or long expired.
+	Found     bool
+	Machine   string
+	Expired   bool // by the database's clock
+	ExpiresAt time.Time
+}
+
+// Gone decides whether holder, whose process's lease is l, has stopped,
+// and says why (journalled with a takeover).
+type Gone func(holder string, l HolderLease) (gone bool, why string)
+
+// Claim is who claims a lock or a pass: the operation's holder, the actor
+// journalled with a takeover, and how to tell whether another holder is gone.
+type Claim struct {
+	Holder string
+	Actor  string
+	Gone   Gone
+}
+
+// ProcessOf is the process part of a holder (pid.start@hostname).
+func ProcessOf(holder string) string {
+	p, _, _ := strings.Cut(holder, "/")
+	return p
+}
+
+// SetLiveness configures this Store's lease; call it before any holder is
+// recorded. Without it the Store holds no lease (its holders are then
+// gone, for another machine, as soon as they are written).
+func (s *Store) SetLiveness(l Liveness) {
+	if l.Heartbeat <= 0 {
+		l.Heartbeat = DefaultHeartbeat
+	}
+	if l.Expiry <= 0 {
+		l.Expiry = DefaultExpiry
+	}
+	s.beat.mu.Lock()
+	defer s.beat.mu.Unlock()
+	s.beat.live = l
+}
+
+func (s *Store) liveness() Liveness {
+	s.beat.mu.Lock()
+	defer s.beat.mu.Unlock()
+	return s.beat.live
+}
+
+// dbNow is the database's clock in Unix microseconds, as an SQL expression.
+func (s *Store) dbNow() string {
+	if s.postgres {
+		return `(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT`
+	}
+	return `CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)`
+}
+
+// hold takes or renews this process's lease when holder is one of its
+// own, in the transaction that records holder: no record names a holder
+// whose lease another machine cannot read.
+func (t *Tx) hold(ctx context.Context, holder string) error {
+	l := t.s.liveness()
+	if l.Process == "" || ProcessOf(holder) != l.Process {
+		return nil
+	}
+	now := t.s.dbNow()
+	if !t.s.beat.reaped.Load() {
+		if _, err := t.exec(ctx, `DELETE FROM holders WHERE expires_at < `+now+` - ?`, reapAfter.Microseconds()); err != nil {
+			return err
+		}
+	}
+	_, err := t.exec(ctx, `INSERT INTO holders (process, host, machine, renewed_at, expires_at) VALUES (?, ?, ?, `+now+`, `+now+` + ?)
+		ON CONFLICT (process) DO UPDATE SET host = excluded.host, machine = excluded.machine,
+			renewed_at = excluded.renewed_at, expires_at = excluded.expires_at`,
+		l.Process, t.s.Host, l.Machine, l.Expiry.Microseconds())
+	if err == nil {
+		t.s.beat.reaped.Store(true)
+		t.s.beat.start(t.s)
+	}
+	return err
+}
+
+// HolderLease reads the lease of holder's process.
+func (s *Store) HolderLease(ctx context.Context, holder string) (HolderLease, error) {
+	return holderLease(ctx, s.get, s.dbNow(), holder)
+}
+
+func (t *Tx) holderLease(ctx context.Context, holder string) (HolderLease, error) {
+	return holderLease(ctx, t.get, t.s.dbNow(), holder)
+}
+
+func holderLease(ctx context.Context, get func(context.Context, any, string, ...any) error, now, holder string) (HolderLease, error) {
+	l := HolderLease{Process: ProcessOf(holder)}
+	var row struct {
+		Machine string `db:"machine"`
+		Expires int64  `db:"expires_at"`
+		Expired int    `db:"expired"`
+	}
+	err := get(ctx, &row, `SELECT machine, expires_at, CASE WHEN expires_at > `+now+` THEN 0 ELSE 1 END AS expired
+		FROM holders WHERE process = ?`, l.Process)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, nil
+	}
+	if err != nil {
+		return l, err
+	}
+	l.Found, l.Machine, l.Expired, l.ExpiresAt = true, row.Machine, row.Expired != 0, fromMicros(row.Expires)
+	return l, nil
+}
+
+// gone asks c whether other, the holder found, is gone, reading its
+// lease in this transaction; why is "" when it is not.
+func (t *Tx) gone(ctx context.Context, c Claim, other string) (HolderLease, string, error) {
+	l, err := t.holderLease(ctx, other)
+	if err != nil {
+		return l, "", err
+	}
+	if gone, why := c.Gone(other, l); gone {
+		if why == "" {
+			why = "gone"
+		}
+		return l, why, nil
+	}
+	return l, "", nil
+}
+
+// tookOver journals that c took what (a sweep_lock or a pass) named name
+// over from a holder that is gone.
+func (t *Tx) tookOver(ctx context.Context, c Claim, project, what, name, from, why string, l HolderLease) error {
+	ev := journal.HolderTakenOver{What: what, Name: name, From: from, By: c.Holder, Why: why}
+	if l.Found && l.Expired {
+		ev.ExpiredAt = l.ExpiresAt
+	}
+	return t.AppendEvent(ctx, project, c.Actor, ev)
+}
+
+// heartbeat renews this Store's lease every Liveness.Heartbeat from the
+// first hold until Close.
+type heartbeat struct {
+	mu     sync.Mutex
+	live   Liveness
+	reaped atomic.Bool // expired leases were dropped once (hold)
+	stop   chan struct{}
+	done   chan struct{}
+	closed bool
+}
+
+func (h *heartbeat) start(s *Store) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stop != nil || h.closed {
+		return
+	}
+	h.stop, h.done = make(chan struct{}), make(chan struct{})
+	go h.run(s, h.live, h.stop, h.done)
+}
+
+func (h *heartbeat) run(s *Store, l Liveness, stop, done chan struct{}) {
+	defer close(done)
+	tick := time.NewTicker(l.Heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			// A renewal that fails (the store unreachable) is tried again at
+			// the next tick; the lease lapses only if none succeeds before
+			// it expires, and then this process's records are fenced off
+			// (AppendPendingUnlessLeased) rather than trusted.
+			ctx, cancel := context.WithTimeout(context.Background(), l.Heartbeat)
+			s.db.ExecContext(ctx, s.db.Rebind(`UPDATE holders SET renewed_at = `+s.dbNow()+`, expires_at = `+s.dbNow()+` + ? WHERE process = ?`),
+				l.Expiry.Microseconds(), l.Process)
+			cancel()
+		}
+	}
+}
+
+// close stops the heartbeat and waits for it. The lease is left to
+// expire: another Store of this process may still hold records under it.
+func (h *heartbeat) close() {
+	h.mu.Lock()
+	stop, done := h.stop, h.done
+	h.closed, h.stop = true, nil
+	h.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}
