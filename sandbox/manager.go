@@ -40,6 +40,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
@@ -599,16 +600,9 @@ func (m *Manager) settingsOf(ctx context.Context, keys ...string) (map[string]se
 	return out, nil
 }
 
-// WriteSettings are the settings a write through the files layer obeys.
-type WriteSettings struct {
-	// MaxFileBytes bounds one write (0: none); RootBudget bounds the whole
-	// root on the fallback backend (0: none).
-	MaxFileBytes, RootBudget uint64
-	// TTL is how long a reservation lives without progress before another
-	// writer may reclaim it; SoftGrace how long a fallback tree may stay
-	// over a soft limit before writes are refused at it.
-	TTL, SoftGrace time.Duration
-}
+// WriteSettings are the settings a write through the files layer obeys
+// (files.WriteSettings).
+type WriteSettings = files.WriteSettings
 
 // WriteSettings reads max_file_bytes, root_budget, reservation_ttl and
 // soft_grace in one read of the store: a write request pays for one query,

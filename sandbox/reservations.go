@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
@@ -41,11 +42,9 @@ const (
 // host is never taken for gone.
 func HolderGone(h string) bool { return !holderAlive(h) }
 
-// TempPrefix starts the name of every temporary file of package files: a
-// write's body where the filesystem has no O_TMPFILE, and on any
-// filesystem the name a body is linked at for its exchange with the
-// target. What a reclaim or doctor --fix may delete.
-const TempPrefix = ".xfsq-tmp-"
+// TempPrefix starts the name of every temporary file of package files
+// (files.TempPrefix): what a reclaim or doctor --fix may delete.
+const TempPrefix = files.TempPrefix
 
 // RemoveTemps deletes the temporary files named by reclaimed reservations
 // (where the filesystem has no O_TMPFILE, a write's body sits under such a

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
@@ -44,16 +45,8 @@ type Write struct {
 	inLedger    bool      // the commit reached the ledger
 }
 
-// WriteLimits are the file layer's own limits on a write.
-type WriteLimits struct {
-	MaxFileBytes uint64        // a file may hold at most this; 0: no limit
-	RootBudget   uint64        // fallback: all trees of the root together; 0: none
-	TTL          time.Duration // a reservation that makes no progress this long expires
-	// SoftGrace (fallback) is soft_grace: how long a tree may stay over a
-	// soft limit before writes are refused at it, as the kernel refuses
-	// them on XFS.
-	SoftGrace time.Duration
-}
+// WriteLimits are the file layer's own limits on a write (files.WriteLimits).
+type WriteLimits = files.WriteLimits
 
 // StartWrite begins the accounting of a write of inodes new inodes into
 // t; label names the tree in errors, temp is the write's temporary file
@@ -343,13 +336,8 @@ func (w *Write) Placed(ctx context.Context, replaced Replaced, grown uint64, sin
 	}
 }
 
-// Replaced is what an overwrite's rename unlinked, credited as far as the
-// tree's usage counted it (store.Replaced says how).
-type Replaced struct {
-	Counted quota.Usage // the last walk counted it: credited as it is
-	Ino     uint64      // else the inode, credited what its write's ledger row counted
-	Bytes   uint64      // and its blocks when unlinked, at most what is credited
-}
+// Replaced is what an overwrite's rename unlinked (files.Replaced).
+type Replaced = files.Replaced
 
 // Release gives back the reservation of a write that did not finish (or
 // whose commit was undone).

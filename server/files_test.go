@@ -22,7 +22,6 @@ import (
 	apiv1 "github.com/xfsq/xfsq/api/v1"
 
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/fixture"
 	"github.com/xfsq/xfsq/internal/prereq"
 	"github.com/xfsq/xfsq/internal/tenanttest"
@@ -478,7 +477,7 @@ func TestFilesDownloadOfAGrowingFile(t *testing.T) {
 		if err := os.WriteFile(p, []byte("0123456789"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		l := files.ForReads(r.Manager)
+		l := r.Files()
 		for _, tc := range []struct{ rng, body, contentRange string }{
 			{"", "0123456789", ""},
 			{"bytes=5-", "56789", "bytes 5-9/10"},
