@@ -490,12 +490,12 @@ type writer struct {
 	ctx      context.Context
 	path     string // the file written, in the tree
 	block    uint64
-	cutoff   time.Time        // the last walk's start less the ctime lag: what is unchanged since, the walk counted
-	replaced Replaced // what the rename replaced and unlinked, to be credited
-	inodes   uint64           // new inodes: the file if new, plus missing directories
-	dirBytes uint64           // blocks of the missing directories
-	made     bool             // the missing directories were made (some may be)
-	grown    uint64           // what the names this write added grew their directories by, measured
+	cutoff   time.Time // the last walk's start less the ctime lag: what is unchanged since, the walk counted
+	replaced Replaced  // what the rename replaced and unlinked, to be credited
+	inodes   uint64    // new inodes: the file if new, plus missing directories
+	dirBytes uint64    // blocks of the missing directories
+	made     bool      // the missing directories were made (some may be)
+	grown    uint64    // what the names this write added grew their directories by, measured
 	temp     string
 	top      *os.File // the tree's top directory, where a named temporary file lives
 	file     *os.File
@@ -503,7 +503,7 @@ type writer struct {
 	named    bool // the file has the temporary name (else it is unnamed or placed)
 
 	acct    Write // the write's accounting: admission, reservation, ledger
-	size    int64          // the body's declared length, -1 when unknown
+	size    int64 // the body's declared length, -1 when unknown
 	written uint64
 	blocks  uint64 // named: the temporary file's bytes on disk once whole (fstat), if more than written's
 	// committed: the commit reached the ledger; what the write leaves
