@@ -292,12 +292,12 @@ func TestUploadClientGone(t *testing.T) {
 		conn.Write([]byte(strings.Repeat("n", 1<<20)))
 		// The write is under way once it holds a reservation.
 		waitFor(t, "the upload's reservation", func() bool {
-			rs, err := r.Manager.Store.Reservations(r.Ctx)
+			rs, err := sandbox.TestStore(r.Manager).Reservations(r.Ctx)
 			return err == nil && len(rs) == 1
 		})
 		conn.Close()
 		waitFor(t, "the reservation's release", func() bool {
-			rs, err := r.Manager.Store.Reservations(r.Ctx)
+			rs, err := sandbox.TestStore(r.Manager).Reservations(r.Ctx)
 			return err == nil && len(rs) == 0
 		})
 		if b, err := os.ReadFile(filepath.Join(r.Manager.Root, "projects/omni/f")); err != nil || string(b) != "old content" {

@@ -58,6 +58,8 @@ func rule(from, to string) string {
 		return "a library package imports a shell: the library is what every shell calls, never the reverse"
 	case isShell(from) && (to == "store" || strings.HasPrefix(to, "store/")):
 		return "a shell reaches the store only through the library, so that every shell journals and checks alike"
+	case isShell(from) && strings.HasPrefix(to, "sandbox/"):
+		return "a shell holds sandbox.Root and nothing beneath it: the core and its use cases are sandbox's own"
 	case isShell(from) && (to == "quota/xfs" || strings.HasPrefix(to, "quota/xfs/")):
 		return "a shell reaches the kernel backend only through the library"
 	case from == "client" && to != "api/v1":
