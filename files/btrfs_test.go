@@ -1,4 +1,4 @@
-package files
+package files_test
 
 import (
 	"os"
@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/inventory"
@@ -122,7 +123,7 @@ func TestBtrfsSubvolumesAreCountedAndNumberedApart(t *testing.T) {
 			t.Fatal(err)
 		}
 		rel, _ := filepath.Rel(ws, twin)
-		if _, err := s.l.Remove(ctx, "a", "", rel, RemoveOptions{}); err != nil {
+		if _, err := s.l.Remove(ctx, "a", "", rel, files.RemoveOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		// Bytes only: the empty files the shell made since the walk are

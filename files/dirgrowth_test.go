@@ -1,4 +1,4 @@
-package files
+package files_test
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/quota/fallback"
@@ -92,8 +93,8 @@ func TestDirectoryGrowthIsCharged(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				s := newSandbox(t, dsn, "omni")
 				dirsGrowInBlocks(t, s.root)
-				noTmpfile = c.named
-				t.Cleanup(func() { noTmpfile = false })
+				*files.NoTmpfile = c.named
+				t.Cleanup(func() { *files.NoTmpfile = false })
 				const hard = 100 << 10
 				s.limit("omni", hard, 0)
 				admitted := 0
@@ -140,7 +141,7 @@ func TestAReplacementChargesTheTopsGrowth(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.walkBaseline("omni")
-		raceHook = func(point string) {
+		*files.RaceHook = func(point string) {
 			if point != "put:named" {
 				return
 			}
@@ -150,11 +151,11 @@ func TestAReplacementChargesTheTopsGrowth(t *testing.T) {
 				}
 			}
 		}
-		t.Cleanup(func() { raceHook = nil })
+		t.Cleanup(func() { *files.RaceHook = nil })
 		if err := s.put("omni", "d/f", []byte("new"), true); err != nil {
 			t.Fatal(err)
 		}
-		raceHook = nil
+		*files.RaceHook = nil
 		walk, err := fallback.Walk(tree)
 		if err != nil {
 			t.Fatal(err)

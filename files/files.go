@@ -1,9 +1,11 @@
 // Package files is the safe file layer of a sandbox root: list, read, write
 // and delete files inside one project tree. Writes are admitted before they
-// allocate anything, through project.Write (on the fallback backend by
-// reservations in the store, atomic across processes; on XFS the kernel
-// enforces and xfsq adds the per-write limit) — files never calls the
-// store nor asks which backend is in force — written to an unnamed file
+// allocate anything, through the core's accounting (Core, Write: on the
+// fallback backend by reservations in the store, atomic across processes;
+// on XFS the kernel enforces and xfsq adds the per-write limit) — files
+// never calls the store nor asks which backend is in force, and never
+// imports package sandbox, which implements Core and hands the layer out
+// (Root.Files) — written to an unnamed file
 // (O_TMPFILE, else a named temporary one) and put in place only when
 // complete and only as the inode written, so a refused or failed write
 // leaves the old content as it was and a swapped temporary name can never
@@ -38,37 +40,40 @@ import (
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/quota"
-	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
-// Layer serves the trees of one manager's root.
+// Layer serves the trees of one sandbox root.
 type Layer struct {
-	// m is the core the layer works through: shells reach files through
-	// New or ForReads, never by composing a layer over a manager.
-	m *sandbox.Manager
+	// m is the core the layer works through: shells reach files from the
+	// root they hold (sandbox.Root.Files), never by composing a layer.
+	m Core
 	// The settings writes obey (New reads them; a test may change them).
-	sandbox.WriteSettings
+	WriteSettings
 }
 
-// New is the layer of m for reads and writes, with the write settings
+// New is the layer over c for reads and writes, with the write settings
 // (max_file_bytes, root_budget, reservation_ttl, soft_grace) read in one
 // query.
-func New(ctx context.Context, m *sandbox.Manager) (*Layer, error) {
-	ws, err := m.WriteSettings(ctx)
+func New(ctx context.Context, c Core) (*Layer, error) {
+	ws, err := c.WriteSettings(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &Layer{m: m, WriteSettings: ws}, nil
+	return &Layer{m: c, WriteSettings: ws}, nil
 }
 
-// ForReads is the layer of m for listing, reading and removing: none of
+// ForReads is the layer over c for listing, reading and removing: none of
 // those needs the write settings, so none is read.
-func ForReads(m *sandbox.Manager) *Layer { return &Layer{m: m} }
+func ForReads(c Core) *Layer { return &Layer{m: c} }
+
+// ForWrites is the layer with the write settings in force now: another
+// process may have changed them since this layer was made.
+func (l *Layer) ForWrites(ctx context.Context) (*Layer, error) { return New(ctx, l.m) }
 
 // tree is one opened project tree.
 type tree struct {
-	sandbox.Tree
+	Tree
 	label string      // `project "omni" workspace`
 	dir   *saferm.Dir // the tree's directory, every path resolved beneath it
 	root  *os.Root    // the same, opened only where the kernel has no openat2
@@ -89,7 +94,7 @@ func (l *Layer) open(ctx context.Context, name, a string) (*tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	sandbox, err := saferm.Open(l.m.Root)
+	sandbox, err := saferm.Open(l.m.Dir())
 	if err != nil {
 		return nil, err
 	}
@@ -596,7 +601,7 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 	}
 	rec := deletion.Record{Area: t.Area, Bytes: estimate, Reason: "manual", Policy: "files rm"}
 	hook("rm:checked")
-	cutoff, err := l.m.RemovalCutoff(ctx, t.Tree)
+	cutoff, err := t.RemovalCutoff(ctx)
 	if err != nil {
 		return RemoveResult{}, err
 	}
@@ -616,7 +621,7 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 		return res, fmt.Errorf("remove %s: %w", p, rmErr)
 	}
 	// What went, went, whatever else failed: credit it.
-	credit := l.m.CreditRemoval(context.WithoutCancel(ctx), t.Tree, quota.Usage{Bytes: rep.Bytes, Inodes: rep.Inodes}, rep.Uncounted, started)
+	credit := t.CreditRemoval(context.WithoutCancel(ctx), quota.Usage{Bytes: rep.Bytes, Inodes: rep.Inodes}, rep.Uncounted, started)
 	switch {
 	case rmErr != nil:
 		return res, fmt.Errorf("remove %s (%d entries removed before it stopped): %w", p, rep.Entries, rmErr)

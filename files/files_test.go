@@ -1,4 +1,4 @@
-package files
+package files_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/internal/testsupport/tenanttest"
@@ -38,7 +39,7 @@ type testRoot struct {
 	dsn  string
 	st   *store.Store
 	m    *sandbox.Manager
-	l    *Layer
+	l    *files.Layer
 }
 
 func newSandbox(t testing.TB, dsn string, projects ...string) *testRoot {
@@ -64,7 +65,7 @@ func newSandboxAt(t testing.TB, root, dsn string, projects ...string) *testRoot 
 			t.Fatal(err)
 		}
 	}
-	l, err := New(ctx, m)
+	l, err := m.Files().ForWrites(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func newSandboxAt(t testing.TB, root, dsn string, projects ...string) *testRoot 
 	if err != nil {
 		t.Fatal(err)
 	}
-	block = blockSize(int(d.Fd()))
+	block = files.BlockSize(int(d.Fd()))
 	d.Close()
 	return &testRoot{t: t, root: root, dsn: dsn, st: st, m: m, l: l}
 }
@@ -293,7 +294,7 @@ func TestSoftLimitEventOncePerCrossing(t *testing.T) {
 		// credited nothing until the next walk): walk, as the hourly pass does.
 		s.walkBaseline("omni")
 		for _, p := range []string{"c", "d", "b"} {
-			if _, err := s.l.Remove(ctx, "omni", "", p, RemoveOptions{Recursive: true}); err != nil {
+			if _, err := s.l.Remove(ctx, "omni", "", p, files.RemoveOptions{Recursive: true}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -337,7 +338,7 @@ func TestASoftLimitPastItsGraceRefusesWrites(t *testing.T) {
 		}
 		s.walkBaseline("omni")
 		for _, p := range []string{"b", "c"} {
-			if _, err := s.l.Remove(ctx, "omni", "", p, RemoveOptions{}); err != nil {
+			if _, err := s.l.Remove(ctx, "omni", "", p, files.RemoveOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -441,7 +442,7 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 		})
 		t.Run("the project removed while the body arrives", func(t *testing.T) {
 			for _, named := range []bool{false, true} {
-				noTmpfile = named
+				*files.NoTmpfile = named
 				s := newSandbox(t, dsn, "omni")
 				finish := streaming(s, "big", 16)
 				if _, err := s.m.Remove(ctx, "omni", sandbox.RemoveOptions{Force: true}); err != nil {
@@ -454,7 +455,7 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 					t.Errorf("named %v: reservations left: %v %v", named, rs, err)
 				}
 			}
-			noTmpfile = false
+			*files.NoTmpfile = false
 		})
 		t.Run("a walk while the body arrives leaves it to its reservation", func(t *testing.T) {
 			// On the named-temporary path (a filesystem without O_TMPFILE)
@@ -462,8 +463,8 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 			// reservation counts it; counted twice, it refused the write
 			// that reserved the room, and over-counted the tree until the
 			// next walk.
-			noTmpfile = true
-			defer func() { noTmpfile = false }()
+			*files.NoTmpfile = true
+			defer func() { *files.NoTmpfile = false }()
 			s := newSandbox(t, dsn, "omni")
 			s.limit("omni", s.used("omni").Bytes+500*block, 0)
 			pr, pw := io.Pipe()
@@ -498,8 +499,8 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 			}
 		})
 		t.Run("a tenant's file renamed onto the body's name is counted", func(t *testing.T) {
-			noTmpfile = true
-			defer func() { noTmpfile = false }()
+			*files.NoTmpfile = true
+			defer func() { *files.NoTmpfile = false }()
 			s := newSandbox(t, dsn, "omni")
 			top := filepath.Join(s.root, "projects/omni")
 			if err := os.WriteFile(filepath.Join(top, "x"), make([]byte, 150*block), 0o644); err != nil {
@@ -525,8 +526,8 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 			s.notBelowWalk("omni", "after the put ended (the tenant's file left out?)")
 		})
 		t.Run("a tenant writing into the body's file refuses it", func(t *testing.T) {
-			noTmpfile = true
-			defer func() { noTmpfile = false }()
+			*files.NoTmpfile = true
+			defer func() { *files.NoTmpfile = false }()
 			for _, known := range []bool{true, false} {
 				t.Run(map[bool]string{true: "size known", false: "chunked"}[known], func(t *testing.T) {
 					s := newSandbox(t, dsn, "omni")
@@ -566,8 +567,8 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 			}
 		})
 		t.Run("blocks a tenant adds to the body are counted with it", func(t *testing.T) {
-			noTmpfile = true
-			defer func() { noTmpfile = false }()
+			*files.NoTmpfile = true
+			defer func() { *files.NoTmpfile = false }()
 			s := newSandbox(t, dsn, "omni")
 			finish := streaming(s, "big", 4)
 			temps, _ := filepath.Glob(filepath.Join(s.root, "projects/omni", sandbox.TempPrefix+"*"))
@@ -618,7 +619,7 @@ func TestRemoveIsJournalled(t *testing.T) {
 	s.put("omni", "d/x", make([]byte, 3*block), true)
 	s.walkBaseline("omni") // a removal credits what a walk saw
 	before := s.used("omni")
-	res, err := s.l.Remove(ctx, "omni", "", "d", RemoveOptions{Recursive: true})
+	res, err := s.l.Remove(ctx, "omni", "", "d", files.RemoveOptions{Recursive: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -672,7 +673,7 @@ func TestRemoveDirectoryNeedsRecursive(t *testing.T) {
 			t.Errorf("%s without Recursive: %v, want input", p, err)
 		}
 	}
-	res, err := s.l.Remove(ctx, "omni", "", "uploads", RemoveOptions{Recursive: true})
+	res, err := s.l.Remove(ctx, "omni", "", "uploads", files.RemoveOptions{Recursive: true})
 	if err != nil || res.Entries != 3 || res.Path != "projects/omni/uploads" {
 		t.Errorf("emptying uploads: %+v %v, want 3 entries removed", res, err)
 	}
@@ -680,7 +681,7 @@ func TestRemoveDirectoryNeedsRecursive(t *testing.T) {
 	if err != nil || len(entries) != 0 {
 		t.Errorf("uploads after emptying: %v %v, want it there and empty", entries, err)
 	}
-	if _, err := s.l.Remove(ctx, "omni", "", "inbox", RemoveOptions{Recursive: true}); err != nil {
+	if _, err := s.l.Remove(ctx, "omni", "", "inbox", files.RemoveOptions{Recursive: true}); err != nil {
 		t.Errorf("emptying an empty inbox: %v", err)
 	}
 }
@@ -701,7 +702,7 @@ func TestRemoveHardLinkedFileKeepsItsBytes(t *testing.T) {
 	if err := os.Link(filepath.Join(ws, "keep"), filepath.Join(ws, "d", "link")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.l.Remove(ctx, "omni", "", "d", RemoveOptions{Recursive: true}); err != nil {
+	if _, err := s.l.Remove(ctx, "omni", "", "d", files.RemoveOptions{Recursive: true}); err != nil {
 		t.Fatal(err)
 	}
 	fresh, err := fallback.Walk(ws)
@@ -860,7 +861,7 @@ func TestClean(t *testing.T) {
 		{"..", ""}, {"a/..", ""}, {"/a", ""}, {"a\x00", ""},
 	}
 	for _, c := range cases {
-		got, err := Clean(c.in)
+		got, err := files.Clean(c.in)
 		if (c.want == "") != (err != nil) || (err == nil && got != c.want) {
 			t.Errorf("Clean(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
@@ -882,8 +883,8 @@ func TestCleanNewRefusesControlCharacters(t *testing.T) {
 		{"c\x9b2J", false}, {"bad\xff", false}, {"inv\u202etxt.exe", false}, {"zero\u200bwidth", false}, {"ls\u2028x", false},
 	}
 	for _, c := range cases {
-		_, err := CleanNew(c.in)
-		var pe *PathError
+		_, err := files.CleanNew(c.in)
+		var pe *files.PathError
 		if !c.ok {
 			if perr := s.put("omni", c.in, []byte("x"), true); perr == nil || !strings.Contains(perr.Error(), "new names take printable UTF-8 characters only") {
 				t.Errorf("put %q: %v; want it refused for what it holds", c.in, perr)
@@ -892,7 +893,7 @@ func TestCleanNewRefusesControlCharacters(t *testing.T) {
 		if (err == nil) != c.ok || (err != nil && !errors.As(err, &pe)) {
 			t.Errorf("CleanNew(%q) = %v; want ok=%v (a PathError when refused)", c.in, err, c.ok)
 		}
-		if _, err := Clean(c.in); err != nil {
+		if _, err := files.Clean(c.in); err != nil {
 			t.Errorf("Clean(%q) = %v: an existing name must stay reachable", c.in, err)
 		}
 	}
@@ -905,9 +906,9 @@ func FuzzClean(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
-		got, err := Clean(p)
+		got, err := files.Clean(p)
 		if err != nil {
-			var pe *PathError
+			var pe *files.PathError
 			if !errors.As(err, &pe) {
 				t.Fatalf("Clean(%q) error is not a PathError: %v", p, err)
 			}
@@ -917,7 +918,7 @@ func FuzzClean(f *testing.F) {
 		if joined != "/tree" && !strings.HasPrefix(joined, "/tree/") {
 			t.Fatalf("Clean(%q) = %q escapes: %s", p, got, joined)
 		}
-		if strings.ContainsRune(got, 0) || len(got) > maxPathBytes {
+		if strings.ContainsRune(got, 0) || len(got) > files.MaxPathBytes {
 			t.Fatalf("Clean(%q) = %q", p, got)
 		}
 	})
@@ -994,7 +995,7 @@ func TestRemoveCreditsWhatWentOnly(t *testing.T) {
 				var freed atomic.Uint64
 				for _, p := range c.rm {
 					go func() {
-						res, err := s.l.Remove(ctx, "omni", "", p, RemoveOptions{Recursive: true})
+						res, err := s.l.Remove(ctx, "omni", "", p, files.RemoveOptions{Recursive: true})
 						freed.Add(res.Bytes)
 						errs <- err
 					}()
@@ -1090,7 +1091,7 @@ func TestRemoveCreditsOnlyWhatTheWalkSaw(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.Close()
-		if _, err := s.l.Remove(ctx, "a", "", "p1", RemoveOptions{Recursive: true}); err != nil {
+		if _, err := s.l.Remove(ctx, "a", "", "p1", files.RemoveOptions{Recursive: true}); err != nil {
 			t.Fatal(err)
 		}
 		s.notBelowWalk("a", "after rm of a file grown since the walk")
@@ -1138,7 +1139,7 @@ func TestRemoveCreditsNothingMovedInSinceTheWalk(t *testing.T) {
 					t.Fatal(err)
 				}
 				before := s.used("a")
-				res, err := s.l.Remove(ctx, "a", "", c.rm, RemoveOptions{Recursive: c.recursive})
+				res, err := s.l.Remove(ctx, "a", "", c.rm, files.RemoveOptions{Recursive: c.recursive})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -1178,7 +1179,7 @@ func TestRemoveReportsAllItFreed(t *testing.T) {
 			t.Fatal(err)
 		}
 		want = uint64(st.Blocks) * 512
-		res, err := s.l.Remove(ctx, "a", "", "new", RemoveOptions{})
+		res, err := s.l.Remove(ctx, "a", "", "new", files.RemoveOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1232,7 +1233,7 @@ func TestRemoveCreditsWhatItsOwnWriteCounted(t *testing.T) {
 				f.Write(make([]byte, 200<<10))
 				f.Close()
 			}
-			if _, err := s.l.Remove(ctx, "a", "", c.rm, RemoveOptions{Recursive: c.recurse}); err != nil {
+			if _, err := s.l.Remove(ctx, "a", "", c.rm, files.RemoveOptions{Recursive: c.recurse}); err != nil {
 				t.Fatalf("%s: rm: %v", c.name, err)
 			}
 			s.notBelowWalk("a", c.name)
@@ -1322,11 +1323,11 @@ func TestATrailingSlashNamesADirectory(t *testing.T) {
 	if s.content("omni", "d/f") == nil {
 		t.Fatal("rm d/f/ removed the file")
 	}
-	if _, err := s.l.Remove(ctx, "omni", "", "d/", RemoveOptions{Recursive: true}); err != nil {
+	if _, err := s.l.Remove(ctx, "omni", "", "d/", files.RemoveOptions{Recursive: true}); err != nil {
 		t.Errorf("rm -r d/ of a directory: %v", err)
 	}
 	s.put("omni", "uploads/f", []byte("x"), true)
-	if _, err := s.l.Remove(ctx, "omni", "", "uploads/", RemoveOptions{Recursive: true}); err != nil || s.content("omni", "uploads/f") != nil {
+	if _, err := s.l.Remove(ctx, "omni", "", "uploads/", files.RemoveOptions{Recursive: true}); err != nil || s.content("omni", "uploads/f") != nil {
 		t.Errorf("rm -r uploads/ (emptied, kept): %v", err)
 	}
 }
@@ -1338,16 +1339,16 @@ func TestARemovalOfAFileNeverTakesADirectorySwappedIn(t *testing.T) {
 	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
 	tree := filepath.Join(s.root, "projects/omni")
 	s.put("omni", "f", []byte("x"), true)
-	raceHook = func(point string) {
+	*files.RaceHook = func(point string) {
 		if point == "rm:checked" {
 			os.Remove(filepath.Join(tree, "f"))
 			os.MkdirAll(filepath.Join(tree, "f/work"), 0o755)
 			os.WriteFile(filepath.Join(tree, "f/work/thesis"), []byte("years"), 0o644)
 		}
 	}
-	defer func() { raceHook = nil }()
+	defer func() { *files.RaceHook = nil }()
 	res, err := s.l.Remove(ctx, "omni", "", "f")
-	var left *LeftError
+	var left *files.LeftError
 	if !errors.As(err, &left) || res.Entries != 0 {
 		t.Errorf("rm f, a directory swapped in: %+v %v; want it left in place", res, err)
 	}

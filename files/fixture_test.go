@@ -18,7 +18,7 @@ import (
 func TestLayerOnFixture(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(1<<20, "omni")
-		l, err := files.New(r.Ctx, r.Manager)
+		l, err := r.Files().ForWrites(r.Ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestLayerOnFixture(t *testing.T) {
 func TestOpenAndRemoveOptions(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(1<<20, "omni")
-		l, err := files.New(r.Ctx, r.Manager)
+		l, err := r.Files().ForWrites(r.Ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

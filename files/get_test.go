@@ -1,4 +1,4 @@
-package files
+package files_test
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/files"
 )
 
 // opened watches a path with inotify and reports whether anything opened it.
@@ -82,7 +84,7 @@ func TestGetRefusesNonRegularBeforeOpening(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("get hung")
 			}
-			var pe *PathError
+			var pe *files.PathError
 			if !errors.As(err, &pe) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), `"`+c.name+`"`) {
 				t.Errorf("get: %v; want a refusal naming the path and %q", err, c.want)
 			}
@@ -94,7 +96,7 @@ func TestGetRefusesNonRegularBeforeOpening(t *testing.T) {
 			}
 			// ls of a name that is not a directory lists the name itself,
 			// as ls does, from its lstat: nothing is opened.
-			var listed []Entry
+			var listed []files.Entry
 			go func() { var err error; listed, err = s.l.List(ctx, "omni", "", c.name); done <- err }()
 			select {
 			case err = <-done:
@@ -130,7 +132,7 @@ func TestGetChecksTheOpenedInode(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(tree, "f-"+c.name)
 			os.WriteFile(p, []byte("checked"), 0o644)
-			raceHook = func(point string) {
+			*files.RaceHook = func(point string) {
 				if point == "get:checked" {
 					os.Rename(p, p+".moved") // keeps the checked inode alive: no reuse of its number
 					if err := c.swap(p); err != nil {
@@ -138,7 +140,7 @@ func TestGetChecksTheOpenedInode(t *testing.T) {
 					}
 				}
 			}
-			defer func() { raceHook = nil }()
+			defer func() { *files.RaceHook = nil }()
 			done := make(chan error, 1)
 			var out bytes.Buffer
 			go func() { _, err := s.l.Get(ctx, "omni", "", "f-"+c.name, &out); done <- err }()

@@ -1,4 +1,4 @@
-package files
+package files_test
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/inventory"
@@ -58,7 +59,7 @@ func TestCreditsAfterAMountIsGone(t *testing.T) {
 					if err := s.put("a", "x/hidden", make([]byte, hidden), true); !refusedBy(err, "bytes_hard") {
 						t.Errorf("a %d KiB overwrite beside the uncovered %d KiB file: %v, want refused by bytes_hard", hidden>>10, hidden>>10, err)
 					}
-				} else if _, err := s.l.Remove(ctx, "a", "", "x/hidden", RemoveOptions{}); err != nil {
+				} else if _, err := s.l.Remove(ctx, "a", "", "x/hidden", files.RemoveOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				s.notBelowWalk("a", name+" of the file the mount had hidden")
@@ -117,7 +118,7 @@ func TestListingsNeverWaitOnAStalledFUSE(t *testing.T) {
 	mounttest.StalledFUSE(t, fz)
 	for _, p := range []string{".", "fz"} {
 		type answer struct {
-			entries []Entry
+			entries []files.Entry
 			err     error
 		}
 		got := make(chan answer, 1)
@@ -129,7 +130,7 @@ func TestListingsNeverWaitOnAStalledFUSE(t *testing.T) {
 		case a := <-got:
 			switch p {
 			case ".":
-				if a.err != nil || !slices.ContainsFunc(a.entries, func(e Entry) bool { return e.Name == "fz" && e.Type == "other" }) {
+				if a.err != nil || !slices.ContainsFunc(a.entries, func(e files.Entry) bool { return e.Name == "fz" && e.Type == "other" }) {
 					t.Errorf("ls .: %v %+v; want fz listed as other", a.err, a.entries)
 				}
 			default:
@@ -172,7 +173,7 @@ func TestNothingWaitsOnANameBehindAStalledFUSE(t *testing.T) {
 		}},
 		{"put", func(p string) error { return s.put("a", p, []byte("x"), true) }},
 		{"rm", func(p string) error {
-			_, err := s.l.Remove(ctx, "a", "", p, RemoveOptions{Recursive: true})
+			_, err := s.l.Remove(ctx, "a", "", p, files.RemoveOptions{Recursive: true})
 			return err
 		}},
 		{"top", func(p string) error { _, err := s.l.Top(ctx, "a", "", p, inventory.Options{Depth: 3}, nil); return err }},

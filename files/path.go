@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/sandbox"
 )
 
 // PathError is a path refused before anything was touched.
@@ -33,7 +32,7 @@ const (
 )
 
 // tempPrefix names xfsq's temporary files; callers may not use it.
-const tempPrefix = sandbox.TempPrefix
+const tempPrefix = TempPrefix
 
 // Clean checks a path given relative to a tree and returns it cleaned; "."
 // is the tree itself. It refuses what could leave the tree or confuse a

@@ -1,4 +1,4 @@
-package files
+package files_test
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota/fallback"
@@ -49,7 +50,7 @@ func TestMain(m *testing.M) {
 	case "place-lock":
 		// Holds the placing lock of the tree named in envProc until its
 		// stdin closes, saying "held" once it has it.
-		unlock := lockPlacing(os.Getenv(envRoot), os.Getenv(envProc))
+		unlock := files.LockPlacing(os.Getenv(envRoot), os.Getenv(envProc))
 		fmt.Println("held")
 		io.Copy(io.Discard, os.Stdin)
 		unlock()
@@ -76,9 +77,9 @@ func TestThePlacingLockHoldsAcrossProcesses(t *testing.T) {
 	if _, err := io.ReadFull(out, line); err != nil || string(line) != "held\n" {
 		t.Fatalf("the helper: %q %v", line, err)
 	}
-	lockPlacing(root, "projects/other")() // another tree's: at once
+	files.LockPlacing(root, "projects/other")() // another tree's: at once
 	got := make(chan struct{})
-	go func() { lockPlacing(root, "projects/omni")(); close(got) }()
+	go func() { files.LockPlacing(root, "projects/omni")(); close(got) }()
 	select {
 	case <-got:
 		t.Fatal("took the tree's placing lock while another process held it")
@@ -92,8 +93,8 @@ func TestThePlacingLockHoldsAcrossProcesses(t *testing.T) {
 	}
 }
 
-func helperLayer() (*Layer, error) {
-	noTmpfile = os.Getenv(envNamed) != ""
+func helperLayer() (*files.Layer, error) {
+	*files.NoTmpfile = os.Getenv(envNamed) != ""
 	st, err := store.Open(context.Background(), os.Getenv(envDSN), os.Getenv(envHost))
 	if err != nil {
 		return nil, err
@@ -102,7 +103,7 @@ func helperLayer() (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(context.Background(), m)
+	return m.Files().ForWrites(context.Background())
 }
 
 // outcome is what one writer goroutine left at each of its paths: the hex
@@ -230,7 +231,7 @@ func TestConcurrentWritersAcrossProcesses(t *testing.T) {
 		}
 		entries, _ := os.ReadDir(filepath.Join(s.root, "projects/omni"))
 		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), tempPrefix) {
+			if strings.HasPrefix(e.Name(), files.TempPrefix) {
 				t.Errorf("temporary file left: %s", e.Name())
 			}
 		}
@@ -504,7 +505,7 @@ func TestAReclaimedWriteIsAConflict(t *testing.T) {
 	if _, _, err := s.m.SetSetting(ctx, "reservation_ttl", "1s"); err != nil {
 		t.Fatal(err)
 	}
-	l, err := New(ctx, s.m)
+	l, err := s.m.Files().ForWrites(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
-	"github.com/xfsq/xfsq/sandbox"
 )
 
 // PutResult says what a write did.
@@ -62,7 +61,7 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 func (l *Layer) put(ctx context.Context, name, area, p string, r io.Reader, size int64) (PutResult, error) {
 	// The write's reservation is held by its own operation, so a write
 	// that ended without releasing it is reclaimable at once.
-	ctx, end := sandbox.BeginOp(ctx)
+	ctx, end := l.m.BeginOp(ctx)
 	defer end()
 	if _, err := CleanNew(p); err != nil {
 		return PutResult{}, err
@@ -150,7 +149,7 @@ func (l *Layer) put(ctx context.Context, name, area, p string, r io.Reader, size
 	// What a replaced file is credited depends on whether the last walk
 	// counted it: the cutoff is read before the rename, so a walk ending
 	// meanwhile only makes it earlier (credits less: the safe side).
-	if w.cutoff, err = l.m.RemovalCutoff(ctx, t.Tree); err != nil {
+	if w.cutoff, err = t.RemovalCutoff(ctx); err != nil {
 		return res, err
 	}
 	var mine unix.Stat_t
@@ -175,7 +174,7 @@ func (l *Layer) put(ctx context.Context, name, area, p string, r io.Reader, size
 	}
 	replacing := time.Now() // a walk ending after it may have seen the old file gone
 	w.committed = true
-	unlock := lockPlacing(l.m.Root, t.Path)
+	unlock := lockPlacing(l.m.Dir(), t.Path)
 	err = w.grewAround(func() error { return w.place(int(dir.Fd()), base, p) }, w.top, dir)
 	unlock()
 	if err != nil {
@@ -188,7 +187,7 @@ func (l *Layer) put(ctx context.Context, name, area, p string, r io.Reader, size
 			// Something in the tree took the file away before it reached p
 			// and it is in the tree: it stays counted, as any file there.
 			w.done = true
-			w.acct.Placed(ctx, sandbox.Replaced{}, w.grown, replacing)
+			w.acct.Placed(ctx, Replaced{}, w.grown, replacing)
 			if stuck != nil {
 				// Not the tenant's move: the top refused xfsq's own unlink.
 				return res, errkind.New(errkind.Conflict, fmt.Errorf("%w; xfsq's temporary file %s, which holds what was written (counted), stays at the tree's top, which refused its removal too (%v)", err, w.temp, stuck))
@@ -239,7 +238,7 @@ func (w *writer) create() error {
 	}
 	// Its name may grow the top directory, as any name xfsq adds: measured.
 	fd := -1
-	unlock := lockPlacing(w.l.m.Root, w.t.Path)
+	unlock := lockPlacing(w.l.m.Dir(), w.t.Path)
 	err = w.grewAround(func() (err error) {
 		fd, err = unix.Openat(int(top.Fd()), w.temp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 		return err
@@ -491,20 +490,20 @@ type writer struct {
 	ctx      context.Context
 	path     string // the file written, in the tree
 	block    uint64
-	cutoff   time.Time        // the last walk's start less the ctime lag: what is unchanged since, the walk counted
-	replaced sandbox.Replaced // what the rename replaced and unlinked, to be credited
-	inodes   uint64           // new inodes: the file if new, plus missing directories
-	dirBytes uint64           // blocks of the missing directories
-	made     bool             // the missing directories were made (some may be)
-	grown    uint64           // what the names this write added grew their directories by, measured
+	cutoff   time.Time // the last walk's start less the ctime lag: what is unchanged since, the walk counted
+	replaced Replaced  // what the rename replaced and unlinked, to be credited
+	inodes   uint64    // new inodes: the file if new, plus missing directories
+	dirBytes uint64    // blocks of the missing directories
+	made     bool      // the missing directories were made (some may be)
+	grown    uint64    // what the names this write added grew their directories by, measured
 	temp     string
 	top      *os.File // the tree's top directory, where a named temporary file lives
 	file     *os.File
 	fd       int
 	named    bool // the file has the temporary name (else it is unnamed or placed)
 
-	acct    *sandbox.Write // the write's accounting: admission, reservation, ledger
-	size    int64          // the body's declared length, -1 when unknown
+	acct    Write // the write's accounting: admission, reservation, ledger
+	size    int64 // the body's declared length, -1 when unknown
 	written uint64
 	blocks  uint64 // named: the temporary file's bytes on disk once whole (fstat), if more than written's
 	// committed: the commit reached the ledger; what the write leaves
@@ -531,7 +530,7 @@ func (w *writer) makeDirs(dir string) error {
 		}
 	}
 	defer existing.Close()
-	unlock := lockPlacing(w.l.m.Root, w.t.Path)
+	unlock := lockPlacing(w.l.m.Dir(), w.t.Path)
 	defer unlock()
 	return w.grewAround(func() error { return w.t.mkdirAll(dir) }, existing, w.top)
 }
@@ -614,14 +613,14 @@ func (w *writer) need(n uint64) uint64 { return w.alloc(n) }
 // last changed before the walk began, and so were the directories it is
 // in: walked says so), else only as far as the ledger row of a write
 // through xfsq counted that inode (project.Replaced).
-func (w *writer) credit(gone, old *unix.Stat_t, walked bool) sandbox.Replaced {
+func (w *writer) credit(gone, old *unix.Stat_t, walked bool) Replaced {
 	if walked && sameInode(gone, old) && time.Unix(old.Ctim.Sec, old.Ctim.Nsec).Before(w.cutoff) {
-		return sandbox.Replaced{Counted: quota.Usage{Bytes: uint64(min(old.Blocks, gone.Blocks)) * 512, Inodes: 1}}
+		return Replaced{Counted: quota.Usage{Bytes: uint64(min(old.Blocks, gone.Blocks)) * 512, Inodes: 1}}
 	}
 	if gone.Dev != w.t.dir.Dev() {
-		return sandbox.Replaced{} // its number would name another inode of the tree's
+		return Replaced{} // its number would name another inode of the tree's
 	}
-	return sandbox.Replaced{Ino: gone.Ino, Bytes: uint64(gone.Blocks) * 512}
+	return Replaced{Ino: gone.Ino, Bytes: uint64(gone.Blocks) * 512}
 }
 
 // admit reserves what is known up front: the whole body when its size is
@@ -634,7 +633,7 @@ func (w *writer) admit(size int64) error {
 	// Every write adds a name, at its path or (a replacement) at the
 	// temporary name the exchange needs: it may grow that directory by a
 	// block, reserved and settled at what the link measured.
-	w.acct = w.l.m.StartWrite(w.t.Tree, w.t.label, sandbox.WriteLimits{MaxFileBytes: w.l.MaxFileBytes, RootBudget: w.l.RootBudget, TTL: w.l.TTL, SoftGrace: w.l.SoftGrace},
+	w.acct = w.t.StartWrite(w.t.label, WriteLimits{MaxFileBytes: w.l.MaxFileBytes, RootBudget: w.l.RootBudget, TTL: w.l.TTL, SoftGrace: w.l.SoftGrace},
 		w.inodes, w.block, path.Join(w.t.Path, w.temp))
 	return w.acct.Reserve(w.ctx, fileBytes, bytes, w.dirBytes)
 }
@@ -857,7 +856,7 @@ func (w *writer) abandon() {
 		if left := w.left(); linked || left.Bytes > 0 {
 			ctx := context.WithoutCancel(w.ctx)
 			if w.acct.Commit(ctx, int64(left.Bytes-w.grown), 0) == nil {
-				w.acct.Placed(ctx, sandbox.Replaced{}, w.grown, time.Now())
+				w.acct.Placed(ctx, Replaced{}, w.grown, time.Now())
 			}
 		}
 	}

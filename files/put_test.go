@@ -1,4 +1,4 @@
-package files
+package files_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/testsupport/tenanttest"
 
 	"golang.org/x/sys/unix"
@@ -55,8 +56,8 @@ func TestPutTempSwappedForSymlink(t *testing.T) {
 				name := map[bool]string{true: "tmpfile", false: "named"}[tmpfile] + "/" + point + "/" +
 					map[bool]string{true: "replace", false: "new"}[replace]
 				t.Run(name, func(t *testing.T) {
-					noTmpfile = !tmpfile
-					defer func() { noTmpfile = false }()
+					*files.NoTmpfile = !tmpfile
+					defer func() { *files.NoTmpfile = false }()
 					s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
 					tree := filepath.Join(s.root, "projects/omni")
 					outside := filepath.Join(t.TempDir(), "outside")
@@ -69,7 +70,7 @@ func TestPutTempSwappedForSymlink(t *testing.T) {
 					swap := func() {
 						entries, _ := os.ReadDir(tree)
 						for _, e := range entries {
-							if strings.HasPrefix(e.Name(), tempPrefix) {
+							if strings.HasPrefix(e.Name(), files.TempPrefix) {
 								tmp := filepath.Join(tree, e.Name())
 								os.Rename(tmp, filepath.Join(tree, "stolen"))
 								os.Symlink(outside, tmp)
@@ -81,12 +82,12 @@ func TestPutTempSwappedForSymlink(t *testing.T) {
 					if point == "body" {
 						body = &onFirstRead{fn: swap, r: body}
 					} else {
-						raceHook = func(p string) {
+						*files.RaceHook = func(p string) {
 							if p == point {
 								swap()
 							}
 						}
-						defer func() { raceHook = nil }()
+						defer func() { *files.RaceHook = nil }()
 					}
 					size := int64(8)
 					if point == "body-then-fails" {
@@ -280,8 +281,8 @@ func TestPutOnAFullFilesystem(t *testing.T) {
 func TestPutRacingSwapper(t *testing.T) {
 	for _, tmpfile := range []bool{true, false} {
 		t.Run(map[bool]string{true: "tmpfile", false: "named"}[tmpfile], func(t *testing.T) {
-			noTmpfile = !tmpfile
-			defer func() { noTmpfile = false }()
+			*files.NoTmpfile = !tmpfile
+			defer func() { *files.NoTmpfile = false }()
 			s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
 			tree := filepath.Join(s.root, "projects/omni")
 			outside := filepath.Join(t.TempDir(), "outside")
@@ -289,7 +290,7 @@ func TestPutRacingSwapper(t *testing.T) {
 			stop := tenanttest.Loop(t, func() {
 				entries, _ := os.ReadDir(tree)
 				for _, e := range entries {
-					if strings.HasPrefix(e.Name(), tempPrefix) {
+					if strings.HasPrefix(e.Name(), files.TempPrefix) {
 						tmp := filepath.Join(tree, e.Name())
 						os.Rename(tmp, filepath.Join(tree, "stolen"))
 						os.Symlink(outside, tmp)
@@ -403,7 +404,7 @@ func testWalkBetweenCommitAndLinkKeepsTheWrite(t *testing.T, dsn string) {
 	used := func() uint64 { return s.used("omni").Bytes }
 	before := used()
 	walked := false
-	putCommitted = func(p string) {
+	*files.PutCommitted = func(p string) {
 		if p != "big" {
 			return
 		}
@@ -414,7 +415,7 @@ func testWalkBetweenCommitAndLinkKeepsTheWrite(t *testing.T, dsn string) {
 			t.Errorf("a refresh between commit and link: %v", err)
 		}
 	}
-	t.Cleanup(func() { putCommitted = nil })
+	t.Cleanup(func() { *files.PutCommitted = nil })
 	if err := s.put("omni", "big", make([]byte, 1<<20), true); err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +536,7 @@ func TestOverwriteWhoseOldFileMovesAwayStaysWithinTheLimit(t *testing.T) {
 					t.Fatal(err)
 				}
 				moved := 0
-				putCommitted = func(p string) {
+				*files.PutCommitted = func(p string) {
 					moved++
 					kept := filepath.Join(dir, fmt.Sprintf("kept%d", moved))
 					var err error
@@ -548,11 +549,11 @@ func TestOverwriteWhoseOldFileMovesAwayStaysWithinTheLimit(t *testing.T) {
 						t.Error(err)
 					}
 				}
-				t.Cleanup(func() { putCommitted = nil })
+				t.Cleanup(func() { *files.PutCommitted = nil })
 				for range 3 {
 					s.put("omni", "F", make([]byte, 600<<10), true)
 				}
-				putCommitted = nil
+				*files.PutCommitted = nil
 				walk, err := fallback.Walk(dir)
 				if err != nil {
 					t.Fatal(err)
@@ -674,8 +675,8 @@ func TestATenantTakingTheWriteAwayLosesNothingAndGainsNothing(t *testing.T) {
 					continue // the body streams into a file without a name
 				}
 				t.Run(map[bool]string{true: "tmpfile", false: "named"}[tmpfile]+"/"+point+"/"+name, func(t *testing.T) {
-					noTmpfile = !tmpfile
-					defer func() { noTmpfile = false }()
+					*files.NoTmpfile = !tmpfile
+					defer func() { *files.NoTmpfile = false }()
 					s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
 					tree := filepath.Join(s.root, "projects/omni")
 					os.WriteFile(filepath.Join(tree, "doc"), []byte("old"), 0o644)
@@ -684,7 +685,7 @@ func TestATenantTakingTheWriteAwayLosesNothingAndGainsNothing(t *testing.T) {
 					act := func() {
 						entries, _ := os.ReadDir(tree)
 						for _, e := range entries {
-							if strings.HasPrefix(e.Name(), tempPrefix) && !moved {
+							if strings.HasPrefix(e.Name(), files.TempPrefix) && !moved {
 								if err := move(tree, filepath.Join(tree, e.Name())); err != nil {
 									t.Fatalf("the tenant's move: %v", err)
 								}
@@ -699,12 +700,12 @@ func TestATenantTakingTheWriteAwayLosesNothingAndGainsNothing(t *testing.T) {
 					case "body-then-fails":
 						body = &onFirstRead{fn: act, r: io.MultiReader(bytes.NewReader(make([]byte, 64<<10)), iotest.ErrReader(errors.New("client went away")))}
 					default:
-						raceHook = func(p string) {
+						*files.RaceHook = func(p string) {
 							if p == point {
 								act()
 							}
 						}
-						defer func() { raceHook = nil }()
+						defer func() { *files.RaceHook = nil }()
 					}
 					size := int64(8)
 					if point == "body-then-fails" {
@@ -799,7 +800,7 @@ func TestConcurrentOverwritesEachLandOrLeaveNothing(t *testing.T) {
 	// first one's exchange and its check.
 	var fired atomic.Bool
 	second := make(chan struct{})
-	raceHook = func(point string) {
+	*files.RaceHook = func(point string) {
 		if point == "put:exchanged" && fired.CompareAndSwap(false, true) {
 			go func() {
 				defer close(second)
@@ -818,20 +819,20 @@ func TestConcurrentOverwritesEachLandOrLeaveNothing(t *testing.T) {
 			}
 		}
 	}
-	t.Cleanup(func() { raceHook = nil })
+	t.Cleanup(func() { *files.RaceHook = nil })
 	if err := s.put("omni", "f", []byte("the first writer"), true); err == nil {
 		mu.Lock()
 		landed["the first writer"] = true
 		mu.Unlock()
 	}
 	<-second
-	raceHook = nil
+	*files.RaceHook = nil
 	if got := string(s.content("omni", "f")); !landed[got] {
 		t.Errorf("f holds %q, which no successful write put there", got)
 	}
 	entries, _ := os.ReadDir(tree)
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), tempPrefix) {
+		if strings.HasPrefix(e.Name(), files.TempPrefix) {
 			data, _ := os.ReadFile(filepath.Join(tree, e.Name()))
 			t.Errorf("left at a temporary name: %s holding %q", e.Name(), data)
 		}
@@ -847,7 +848,7 @@ func TestPlacingInOneTreeNeverWaitsForAnother(t *testing.T) {
 	s.put("omni", "f", []byte("old"), true)
 	otherDone := make(chan error, 1)
 	var fired atomic.Bool
-	raceHook = func(point string) {
+	*files.RaceHook = func(point string) {
 		if point == "put:verified" && fired.CompareAndSwap(false, true) {
 			go func() { otherDone <- s.put("other", "g", []byte("new"), true) }()
 			select {
@@ -857,11 +858,11 @@ func TestPlacingInOneTreeNeverWaitsForAnother(t *testing.T) {
 			}
 		}
 	}
-	t.Cleanup(func() { raceHook = nil })
+	t.Cleanup(func() { *files.RaceHook = nil })
 	if err := s.put("omni", "f", []byte("new"), true); err != nil {
 		t.Fatal(err)
 	}
-	raceHook = nil
+	*files.RaceHook = nil
 	select {
 	case err := <-otherDone:
 		if err != nil {
@@ -885,7 +886,7 @@ func TestATenantRemovingWhereAWriteGoesIsNeverAnInternalError(t *testing.T) {
 		os.RemoveAll(filepath.Join(tree, "x"))
 		entries, _ := os.ReadDir(tree)
 		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), tempPrefix) {
+			if strings.HasPrefix(e.Name(), files.TempPrefix) {
 				os.Remove(filepath.Join(tree, e.Name()))
 			}
 		}
@@ -940,8 +941,8 @@ func TestAWriteRefusedByAnAttributeIsAConflict(t *testing.T) {
 		t.Fatalf("chattr +a on the tree's top: %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("chattr", "-a", tree).Run() })
-	noTmpfile = true // the temporary file has its name from the start
-	defer func() { noTmpfile = false }()
+	*files.NoTmpfile = true // the temporary file has its name from the start
+	defer func() { *files.NoTmpfile = false }()
 	err := s.put("omni", "plain", []byte("new"), true)
 	if k := errkind.Of(err); err == nil || k != errkind.Conflict || strings.Contains(err.Error(), "moved xfsq's file away") || !strings.Contains(err.Error(), "append-only") || !strings.Contains(err.Error(), "stays at the tree's top") {
 		t.Errorf("a replacing put under an append-only top: %v (kind %s); want a conflict naming the attribute, not a move", err, k)

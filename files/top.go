@@ -11,7 +11,6 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
-	"github.com/xfsq/xfsq/sandbox"
 )
 
 // TopResult is what fills a tree, or a directory inside it, as `xfsq top`
@@ -37,7 +36,7 @@ type TopResult struct {
 // one (no "..", no symlink out of the tree, no other mount), then
 // walked beneath the tenant's mounts through no symlink at all. progress,
 // if set, is called with the walk's running totals.
-func (l *Layer) Top(ctx context.Context, name, area, p string, opts inventory.Options, progress func(sandbox.TreeProgress)) (TopResult, error) {
+func (l *Layer) Top(ctx context.Context, name, area, p string, opts inventory.Options, progress func(inventory.TreeProgress)) (TopResult, error) {
 	p, err := Clean(p)
 	if err != nil {
 		return TopResult{}, err
@@ -47,7 +46,7 @@ func (l *Layer) Top(ctx context.Context, name, area, p string, opts inventory.Op
 		return TopResult{}, err
 	}
 	defer t.Close()
-	opts.Progress = l.m.WalkProgress(t.Tree, progress)
+	opts.Progress = t.WalkProgress(progress)
 	out := TopResult{Project: t.Project, Area: t.Area, Path: p, WalkedAt: time.Now().UTC()}
 	var res *inventory.Result
 	if p == "." {
@@ -86,7 +85,7 @@ func (l *Layer) walkIn(t *tree, p string, opts inventory.Options) (*inventory.Re
 	}
 	// Checked here, walked by the manager beneath the tenant's mounts: a
 	// bind mount inside p must not list another tree's names.
-	res, err := l.m.WalkIn(t.Tree, p, opts)
+	res, err := t.WalkIn(p, opts)
 	if errors.Is(err, saferm.ErrUnsafe) {
 		return nil, &PathError{Path: p, Reason: "it goes through a symlink or a mount, which walks never follow"}
 	}

@@ -148,7 +148,7 @@ func BenchmarkScrape1000Fallback(b *testing.B) {
 	b.Run("scrape-after-a-write", func(b *testing.B) {
 		changing(b, func(i int) {
 			k := store.TreeKey{Project: "p" + strconv.Itoa(i%benchProjects()), Area: area.Workspace}
-			if err := r.Manager.Store.AddLedger(ctx, k, 4096, 1, "bench", time.Now()); err != nil {
+			if err := sandbox.TestStore(r.Manager).AddLedger(ctx, k, 4096, 1, "bench", time.Now()); err != nil {
 				b.Fatal(err)
 			}
 		})

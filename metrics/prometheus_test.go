@@ -33,16 +33,16 @@ func busyRoot(t *testing.T) *fixture.Root {
 	r := fixture.New(t, "sqlite", filepath.Join(t.TempDir(), "xfsq.db"))
 	m, ctx := r.Manager, r.Ctx
 	r.Add(10<<20, "a", "b")
-	if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "a", Area: area.Workspace}, 5<<20, 3, "test", time.Time{}); err != nil {
+	if err := sandbox.TestStore(m).AddLedger(ctx, store.TreeKey{Project: "a", Area: area.Workspace}, 5<<20, 3, "test", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range []string{deletion.StateDone, deletion.StateFailed} {
 		rec := deletion.Record{SweepID: "s", Area: area.Cache, Path: "cache/b/" + st, Bytes: 4096, State: st}
-		if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, "b", "test", rec) }); err != nil {
+		if err := sandbox.TestStore(m).InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, "b", "test", rec) }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+	if err := sandbox.TestStore(m).InTx(ctx, func(tx *store.Tx) error {
 		return tx.AppendEvent(ctx, "", "test", journal.Swept{DurationSeconds: 1.2})
 	}); err != nil {
 		t.Fatal(err)

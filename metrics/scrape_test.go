@@ -128,10 +128,10 @@ func TestScrapeIsTheLibrarysReport(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		m, ctx := r.Manager, r.Ctx
 		r.Add(10<<20, "a", "b", "full")
-		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "b", Area: area.Workspace}, 3<<20, 4, "test", time.Time{}); err != nil {
+		if err := sandbox.TestStore(m).AddLedger(ctx, store.TreeKey{Project: "b", Area: area.Workspace}, 3<<20, 4, "test", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "full", Area: area.Workspace}, 10<<20, 1, "test", time.Time{}); err != nil {
+		if err := sandbox.TestStore(m).AddLedger(ctx, store.TreeKey{Project: "full", Area: area.Workspace}, 10<<20, 1, "test", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		url := serve(t, r, nil)
@@ -198,7 +198,7 @@ func TestJournalCounters(t *testing.T) {
 		r.Add(10<<20, "a")
 		record := func(proj string, payload journal.Payload) {
 			t.Helper()
-			if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, proj, "test", payload) }); err != nil {
+			if err := sandbox.TestStore(m).InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, proj, "test", payload) }); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -5,42 +5,39 @@ import (
 	"testing"
 
 	"github.com/xfsq/xfsq/internal/deletion"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
 
-// Hooks for the external tests (package project_test), unset when t ends.
+// Hooks for the external tests (package sandbox_test), unset when t ends:
+// the core's own (sandbox/internal/core/testhooks.go), handed on.
 
 // OnSnapshotTree calls f as each tree's walk starts, on the walking thread.
 func OnSnapshotTree(t testing.TB, f func(ctx context.Context, tree store.Tree)) {
-	snapshotTreeStarts = f
-	t.Cleanup(func() { snapshotTreeStarts = nil })
+	core.OnSnapshotTree(t, f)
 }
 
 // OnEvictionSettled calls f after each deletion's settled record.
 func OnEvictionSettled(t testing.TB, f func(project string, r deletion.Record)) {
-	evictionSettled = f
-	t.Cleanup(func() { evictionSettled = nil })
+	core.OnEvictionSettled(t, f)
 }
 
 // ForgetReads empties m's read cache, for benchmarks of the uncached path.
-func ForgetReads(m *Manager) {
-	m.reads.mu.Lock()
-	m.reads.projects = nil
-	m.reads.mu.Unlock()
-	m.reads.usage.mu.Lock()
-	u := &m.reads.usage
-	u.gen, u.versions, u.byName, u.all, u.trees = store.Generation{}, store.Versions{}, nil, nil, nil
-	m.reads.usage.mu.Unlock()
-}
+func ForgetReads(m *Manager) { core.ForgetReads(m.c) }
 
 // Reread is how many projects m has read from the store rather than from
 // its read cache, by Show and Usage, since it opened.
-func Reread(m *Manager) int64 { return m.reads.reread.Load() }
+func Reread(m *Manager) int64 { return core.Reread(m.c) }
 
 // SavePlan keeps plan, a dry run's of areas (none: all), as a dry run with
 // Keep does, and returns its file.
 func (m *Manager) SavePlan(ctx context.Context, plan sweep.Plan, areas []string) ([]byte, error) {
-	data, _, err := m.savePlan(ctx, plan, areas, nil)
-	return data, err
+	return m.c.SavePlan(ctx, plan, areas)
 }
+
+// SetOverviewWalkHook makes tests act as a refresh starts its walk.
+func (m *Manager) SetOverviewWalkHook(fn func()) { m.c.SetOverviewWalkHook(fn) }
+
+// OverviewRefreshWaiters is how many callers wait for the refresh in progress.
+func (m *Manager) OverviewRefreshWaiters() int { return m.c.OverviewRefreshWaiters() }

@@ -148,7 +148,7 @@ func TestSameRootPathTwoHostsIndependentIDs(t *testing.T) {
 				if _, err := r.Manager.Add(context.Background(), "omni", sandbox.AddOptions{}); err != nil {
 					t.Fatal(err)
 				}
-				trees, err := r.Manager.Store.Trees(context.Background(), "")
+				trees, err := sandbox.TestStore(r.Manager).Trees(context.Background(), "")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -189,7 +189,7 @@ func TestRootWithoutIdentityIsBoundOnOpen(t *testing.T) {
 			if data, err := os.ReadFile(idFile); err != nil || strings.TrimSpace(string(data)) != again.Manager.RootID() {
 				t.Errorf("the root's identity after the open: %q %v, want %s", data, err, again.Manager.RootID())
 			}
-			if p, err := again.Manager.Store.Project(context.Background(), "omni"); err != nil || p.State != store.StateReady {
+			if p, err := sandbox.TestStore(again.Manager).Project(context.Background(), "omni"); err != nil || p.State != store.StateReady {
 				t.Errorf("the project after the upgrade: %+v %v", p, err)
 			}
 			var why []string

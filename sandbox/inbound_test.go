@@ -104,7 +104,7 @@ func TestInboundTreeIsNoTenantProject(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(m.Root, "inbound/chan1/old.tmp")); err != nil {
 			t.Errorf("staged data: %v", err)
 		}
-		if trees, _ := m.Store.Trees(ctx, sandbox.RootOwner); len(trees) != 1 {
+		if trees, _ := sandbox.TestStore(m).Trees(ctx, sandbox.RootOwner); len(trees) != 1 {
 			t.Errorf("the inbound tree after the refusals: %+v", trees)
 		}
 	})

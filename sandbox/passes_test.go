@@ -182,7 +182,7 @@ func TestPassCancelledStopsBetweenEntries(t *testing.T) {
 			}
 		}
 		for _, k := range keys {
-			if _, ok, _ := m.Store.LatestSnapshot(r.Ctx, k); ok {
+			if _, ok, _ := sandbox.TestStore(m).LatestSnapshot(r.Ctx, k); ok {
 				stored++
 			}
 		}
@@ -205,7 +205,7 @@ func TestPassCancelledStopsBetweenEntries(t *testing.T) {
 				gone++
 			}
 		}
-		pending, _ := m.Store.PendingEvictions(r.Ctx)
+		pending, _ := sandbox.TestStore(m).PendingEvictions(r.Ctx)
 		if gone != 1 || len(pending) != 0 || len(r.Events(journal.TypeSwept)) != 0 {
 			t.Errorf("cancelled after the first of 4 deletions: %d gone, %d pending, %d swept events; want 1, 0, 0", gone, len(pending), len(r.Events(journal.TypeSwept)))
 		}

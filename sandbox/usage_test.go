@@ -21,10 +21,10 @@ func TestUsageIsReportWithoutSnapshots(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		m, ctx := r.Manager, r.Ctx
 		r.Add(100<<20, "a", "b", "c")
-		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "b", Area: area.Workspace}, 3<<20, 2, "test", time.Time{}); err != nil {
+		if err := sandbox.TestStore(m).AddLedger(ctx, store.TreeKey{Project: "b", Area: area.Workspace}, 3<<20, 2, "test", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Store.AddLedger(ctx, store.TreeKey{Project: "c", Area: area.Cache}, 1<<20, 1, "test", time.Time{}); err != nil {
+		if err := sandbox.TestStore(m).AddLedger(ctx, store.TreeKey{Project: "c", Area: area.Cache}, 1<<20, 1, "test", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		// Behind xfsq's back: counted by neither until a walk.
@@ -91,7 +91,7 @@ func TestReadJournal(t *testing.T) {
 		r.Add(100<<20, "a")
 		record := func(proj string, payload journal.Payload) {
 			t.Helper()
-			if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, proj, "test", payload) }); err != nil {
+			if err := sandbox.TestStore(m).InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, proj, "test", payload) }); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -93,7 +93,7 @@ func newServerWith(t *testing.T, r *fixture.Root, o serverOptions) *testServer {
 	}
 	// The store and quota parts as serve has them (no Docker daemon here).
 	ch, err := health.New(health.Options{Root: r.Manager.Root, Budget: time.Second, CPUSampleInterval: -1,
-		Store: r.Root.Manager.Store.Ping,
+		Store: sandbox.TestStore(r.Manager).Ping,
 		Quota: func(context.Context) (health.QuotaState, error) {
 			return health.QuotaState{Kind: "fallback", Reason: "the test root is not XFS"}, nil
 		}})
@@ -538,7 +538,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 			t.Fatalf("the scrape: %d\n%s", status, metricsText)
 		}
 		// A real internal error: the store closed under the server.
-		r.Root.Manager.Store.Close()
+		sandbox.TestStore(r.Manager).Close()
 		record(ts.raw(t, "GET", p+"/omni/admission", readerToken, ""))
 		evs, err := r.Reopen().Events(context.Background(), sandbox.EventQuery{Limit: sandbox.MaxEventLimit})
 		if err != nil {
@@ -594,7 +594,7 @@ func TestReadyz(t *testing.T) {
 			t.Errorf("readyz without .xfsq/: %d %s, want 503 naming the root", code, body)
 		}
 		os.Rename(state+".away", state)
-		r.Root.Manager.Store.Close()
+		sandbox.TestStore(r.Manager).Close()
 		code, _, body = ts.raw(t, "GET", "/readyz", "", "")
 		if code != 503 || !strings.Contains(body, "store:") {
 			t.Errorf("readyz with the store closed: %d %s, want 503 naming the store", code, body)
@@ -681,7 +681,7 @@ func TestAPIErrors(t *testing.T) {
 		// 503 for what needs it whole, and admission denies it (an answer).
 		r.Add(10<<20, "half")
 		ctx := context.Background()
-		if err := r.Root.Manager.Store.InTx(ctx, func(tx *store.Tx) error { return tx.SetProjectState(ctx, "half", store.StateAdding, "") }); err != nil {
+		if err := sandbox.TestStore(r.Manager).InTx(ctx, func(tx *store.Tx) error { return tx.SetProjectState(ctx, "half", store.StateAdding, "") }); err != nil {
 			t.Fatal(err)
 		}
 		if a, err := ts.client(readerToken).Admission(ctx, "half", false); err != nil || a.Decision != sandbox.Deny {
@@ -705,7 +705,7 @@ func TestAPIErrors(t *testing.T) {
 			"GET /{$}": 200, "GET /ui/{file}": 200, // the dashboard's files read no store
 			"GET /v1/system/health": 200, // its store part says the store does not answer
 		}
-		r.Root.Manager.Store.Close()
+		sandbox.TestStore(r.Manager).Close()
 		for _, rt := range ts.s.Routes() {
 			key := rt.Method + " " + rt.Pattern
 			want, ok := noStore[key]

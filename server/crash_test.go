@@ -188,7 +188,7 @@ func TestAPISweepKilledMidway(t *testing.T) {
 				if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 					t.Fatalf("the child ended with %v, want SIGKILL", err)
 				}
-				if pending, err := r.Manager.Store.PendingEvictions(r.Ctx); err != nil || len(pending) != 1 {
+				if pending, err := sandbox.TestStore(r.Manager).PendingEvictions(r.Ctx); err != nil || len(pending) != 1 {
 					t.Fatalf("after the kill: %d pending records (%v), want the one interrupted", len(pending), err)
 				}
 
@@ -196,7 +196,7 @@ func TestAPISweepKilledMidway(t *testing.T) {
 				if second.settled != 1 {
 					t.Errorf("the restart settled %d records, want 1", second.settled)
 				}
-				if pending, _ := r.Manager.Store.PendingEvictions(r.Ctx); len(pending) != 0 {
+				if pending, _ := sandbox.TestStore(r.Manager).PendingEvictions(r.Ctx); len(pending) != 0 {
 					t.Fatalf("pending records left after the restart: %+v", pending)
 				}
 				states := evictionStates(t, r)

@@ -24,18 +24,18 @@ import (
 // files.Clean (files.CleanNew for a new name) and is resolved beneath the
 // project tree, so an HTTP client can reach exactly what `xfsq files` can.
 type filesAPI struct {
-	m *sandbox.Manager
+	files *files.Layer // for reads; layer gives one for writes
 }
 
 func newFilesAPI(root *sandbox.Root) *filesAPI {
-	return &filesAPI{m: root.Manager}
+	return &filesAPI{files: root.Files()}
 }
 
 // layer is the file layer with the settings in force now (max_file_bytes,
 // root_budget, reservation_ttl): another process may have changed them
 // since the server started.
 func (a *filesAPI) layer(r *http.Request) (*files.Layer, error) {
-	return files.New(r.Context(), a.m)
+	return a.files.ForWrites(r.Context())
 }
 
 // A listing answers at most maxListEntries entries (defaultListEntries
@@ -74,7 +74,7 @@ func listLimit(r *http.Request) (int, error) {
 // http.ServeContent does them, over the descriptor files.Layer.Open checked.
 func (a *filesAPI) Get(w http.ResponseWriter, r *http.Request) error {
 	name, p, area := r.PathValue("id"), r.PathValue("path"), areaOf(r)
-	l := files.ForReads(a.m) // reads need none of the write settings
+	l := a.files // reads need none of the write settings
 	f, e, err := l.Open(r.Context(), name, area, p)
 	if err != nil {
 		return err
@@ -158,7 +158,7 @@ func (a *filesAPI) Delete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l := files.ForReads(a.m)
+	l := a.files
 	res, err := l.Remove(r.Context(), r.PathValue("id"), areaOf(r), r.PathValue("path"), files.RemoveOptions{Recursive: recursive})
 	if err != nil {
 		return err

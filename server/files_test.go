@@ -22,7 +22,6 @@ import (
 	apiv1 "github.com/xfsq/xfsq/api/v1"
 
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 	"github.com/xfsq/xfsq/internal/testsupport/tenanttest"
@@ -293,12 +292,12 @@ func TestUploadClientGone(t *testing.T) {
 		conn.Write([]byte(strings.Repeat("n", 1<<20)))
 		// The write is under way once it holds a reservation.
 		waitFor(t, "the upload's reservation", func() bool {
-			rs, err := r.Manager.Store.Reservations(r.Ctx)
+			rs, err := sandbox.TestStore(r.Manager).Reservations(r.Ctx)
 			return err == nil && len(rs) == 1
 		})
 		conn.Close()
 		waitFor(t, "the reservation's release", func() bool {
-			rs, err := r.Manager.Store.Reservations(r.Ctx)
+			rs, err := sandbox.TestStore(r.Manager).Reservations(r.Ctx)
 			return err == nil && len(rs) == 0
 		})
 		if b, err := os.ReadFile(filepath.Join(r.Manager.Root, "projects/omni/f")); err != nil || string(b) != "old content" {
@@ -478,7 +477,7 @@ func TestFilesDownloadOfAGrowingFile(t *testing.T) {
 		if err := os.WriteFile(p, []byte("0123456789"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		l := files.ForReads(r.Manager)
+		l := r.Files()
 		for _, tc := range []struct{ rng, body, contentRange string }{
 			{"", "0123456789", ""},
 			{"bytes=5-", "56789", "bytes 5-9/10"},

@@ -13,6 +13,7 @@ import (
 	"github.com/xfsq/xfsq/client"
 	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -45,12 +46,12 @@ func TestFleetView(t *testing.T) {
 		}
 		// host-gone beat an hour ago and left a deletion pending;
 		// host-quiet never beat at all.
-		if _, err := gone.Store.Heartbeat(ctx, store.Beat{At: time.Now().Add(-time.Hour), Version: "v0", Backend: "fallback", Root: gone.Manager.Root,
+		if _, err := sandbox.TestStore(gone.Manager).Heartbeat(ctx, store.Beat{At: time.Now().Add(-time.Hour), Version: "v0", Backend: "fallback", Root: gone.Manager.Root,
 			Interval: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		pending := journal.Evicted{SweepID: "sw-1", Area: "cache", Path: "cache/omni/old", State: journal.StatePending, Bytes: 99}
-		if err := gone.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, "omni", "sweeper", pending) }); err != nil {
+		if err := sandbox.TestStore(gone.Manager).InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, "omni", "sweeper", pending) }); err != nil {
 			t.Fatal(err)
 		}
 		ts := newServer(t, r)

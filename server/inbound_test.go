@@ -44,7 +44,7 @@ func TestInboundOverTheAPI(t *testing.T) {
 				t.Errorf("%s %s %s: %d %s, want 400 saying what inbound is", c.method, c.path, c.body, code, body)
 			}
 		}
-		if trees, _ := r.Manager.Store.Trees(ctx, sandbox.RootOwner); len(trees) != 1 || trees[0].Limits.BytesHard != hard {
+		if trees, _ := sandbox.TestStore(r.Manager).Trees(ctx, sandbox.RootOwner); len(trees) != 1 || trees[0].Limits.BytesHard != hard {
 			t.Errorf("the inbound tree after the refusals: %+v", trees)
 		}
 	})

@@ -333,7 +333,7 @@ func TestSweepAPIBusy(t *testing.T) {
 		post(t, srv, "omni", `{"dry_run": true}`, &plan)
 		host, _ := os.Hostname()
 		other := fmt.Sprintf("%d@%s", os.Getpid(), host) // a live holder: this very process
-		if busy, err := r.Manager.Store.LockSweep(r.Ctx, "omni", store.Claim{Holder: other, Gone: func(string, store.HolderLease) (bool, string) { return false, "" }}); err != nil || busy != "" {
+		if busy, err := sandbox.TestStore(r.Manager).LockSweep(r.Ctx, "omni", store.Claim{Holder: other, Gone: func(string, store.HolderLease) (bool, string) { return false, "" }}); err != nil || busy != "" {
 			t.Fatalf("lock: %q %v", busy, err)
 		}
 		for _, body := range []string{`{"plan_id": "` + plan.PlanID + `"}`, `{"dry_run": false}`} {
@@ -345,7 +345,7 @@ func TestSweepAPIBusy(t *testing.T) {
 		if !treetest.Exists(filepath.Join(root, "cache/omni/old")) {
 			t.Fatal("deleted beside a running sweep")
 		}
-		r.Manager.Store.UnlockSweep(r.Ctx, "omni", other)
+		sandbox.TestStore(r.Manager).UnlockSweep(r.Ctx, "omni", other)
 		var res apiv1.SweepResult
 		if code := post(t, srv, "omni", `{"plan_id": "`+plan.PlanID+`"}`, &res); code != 200 {
 			t.Fatalf("the plan refused while busy does not apply after: %d", code)

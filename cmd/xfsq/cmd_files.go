@@ -51,7 +51,7 @@ func filesArgs(e env, optionalPath bool) (string, string, error) {
 
 func withFiles(e env, fn func(ctx context.Context, l *files.Layer) error) error {
 	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
-		l, err := files.New(ctx, m)
+		l, err := m.Files().ForWrites(ctx)
 		if err != nil {
 			return err
 		}

@@ -27,19 +27,19 @@ var flagShells = []string{"cmd/", "server/", "daemon/", "internal/testsupport/pr
 //     deletions (storage.evicted's policy); a record already written says
 //     it, so it is data, not a hint.
 var flagNamesAllowed = map[string][]string{
-	"sandbox/change.go":       {"project rm --purge", "remove with --force"},
-	"files/files.go":          {"xfsq project rm --purge", "xfsq files rm --recursive"},
-	"settings/settings.go":    {"(or doctor --fix)", "sweep --apply refuses", "--allow-zero"},
-	"sandbox/sweep.go":        {"xfsq sweep %s --area inbound"},
-	"sandbox/snapshot.go":     {"xfsq doctor --fix re-tags them"},
-	"sandbox/add.go":          {"run xfsq doctor --fix"},
-	"sandbox/root.go":         {"xfsq init --backend", "(--db)"},
-	"sandbox/doctor.go":       {"xfsq project rm --purge deletes it", "then run doctor --fix"},
-	"sandbox/manager.go":      {"--area inbound", "xfsq init --root", "point --db and --host", "xfsq init --backend", "run xfsq doctor --fix first"},
-	"sandbox/reservations.go": {"doctor --fix: a temporary file"},
-	"sandbox/ready.go":        {"(--db)"},
-	"sandbox/plan.go":         {"xfsq sweep --dry-run --plan-out FILE", "xfsq events --type settings.changed"},
-	"health/disk.go":          {"xfsq init --root", "xfsq sweep --all --dry-run"},
+	"sandbox/internal/core/change.go":       {"project rm --purge", "remove with --force"},
+	"files/files.go":                        {"xfsq project rm --purge", "xfsq files rm --recursive"},
+	"settings/settings.go":                  {"(or doctor --fix)", "sweep --apply refuses", "--allow-zero"},
+	"sandbox/internal/core/sweep.go":        {"xfsq sweep %s --area inbound"},
+	"sandbox/internal/core/snapshot.go":     {"xfsq doctor --fix re-tags them"},
+	"sandbox/internal/core/add.go":          {"run xfsq doctor --fix"},
+	"sandbox/internal/core/root.go":         {"xfsq init --backend", "(--db)"},
+	"sandbox/internal/core/doctor.go":       {"xfsq project rm --purge deletes it", "then run doctor --fix"},
+	"sandbox/internal/core/manager.go":      {"--area inbound", "xfsq init --root", "point --db and --host", "xfsq init --backend", "run xfsq doctor --fix first"},
+	"sandbox/internal/core/reservations.go": {"doctor --fix: a temporary file"},
+	"sandbox/internal/core/ready.go":        {"(--db)"},
+	"sandbox/internal/core/plan.go":         {"xfsq sweep --dry-run --plan-out FILE", "xfsq events --type settings.changed"},
+	"health/disk.go":                        {"xfsq init --root", "xfsq sweep --all --dry-run"},
 }
 
 // TestLibraryNamesNoFlag: no string literal of a library package names a

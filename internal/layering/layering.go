@@ -59,6 +59,8 @@ func rule(from, to string) string {
 		return "a library package imports a shell: the library is what every shell calls, never the reverse"
 	case isShell(from) && (to == "store" || strings.HasPrefix(to, "store/")):
 		return "a shell reaches the store only through the library, so that every shell journals and checks alike"
+	case isShell(from) && strings.HasPrefix(to, "sandbox/"):
+		return "a shell holds sandbox.Root and nothing beneath it: the core and its use cases are sandbox's own"
 	case isShell(from) && (to == "quota/xfs" || strings.HasPrefix(to, "quota/xfs/")):
 		return "a shell reaches the kernel backend only through the library"
 	case strings.HasPrefix(to, "internal/testsupport/") && !strings.HasPrefix(from, "internal/testsupport/"):
@@ -75,6 +77,8 @@ func rule(from, to string) string {
 		return "store imports nothing of xfsq but quota and journal: it is the bottom layer every other one sits on"
 	case from == "files" && (to == "store" || strings.HasPrefix(to, "store/")):
 		return "files reaches the store only through sandbox, which owns write accounting"
+	case from == "files" && (to == "sandbox" || strings.HasPrefix(to, "sandbox/")):
+		return "files never imports sandbox: it declares what it needs of the core (files.Core), and sandbox implements it and hands the layer out"
 	case from == "area":
 		return "area is a leaf: the vocabulary every layer speaks imports nothing of xfsq"
 	case from == "internal/deletion" && !deletionMayImport[to]:

@@ -1,0 +1,445 @@
+package sandbox
+
+// The core's API as shells call it: its types by alias, and each function
+// and method a one-line call into sandbox/internal/core. Nothing here
+// decides anything; a new use case adds its line here.
+
+import (
+	"context"
+	"time"
+
+	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/settings"
+	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
+)
+
+// The core's types, as shells name them.
+type (
+	AddOptions      = core.AddOptions
+	Admission       = core.Admission
+	Backend         = core.Backend
+	Config          = core.Config
+	Deletion        = core.Deletion
+	DiskFullError   = core.DiskFullError
+	Event           = core.Event
+	EventPage       = core.EventPage
+	EventQuery      = core.EventQuery
+	Finding         = core.Finding
+	FullDisk        = core.FullDisk
+	Growth          = core.Growth
+	HealthSources   = core.HealthSources
+	HeldProject     = core.HeldProject
+	IDRange         = core.IDRange
+	InitResult      = core.InitResult
+	InputError      = core.InputError
+	JournalCursor   = core.JournalCursor
+	JournalNews     = core.JournalNews
+	KeptPlan        = core.KeptPlan
+	LeaseHeldError  = core.LeaseHeldError
+	LeaseStatus     = core.LeaseStatus
+	LimitChange     = core.LimitChange
+	LimitWarning    = core.LimitWarning
+	NotReadyError   = core.NotReadyError
+	Options         = core.Options
+	Overview        = core.Overview
+	OverviewDisk    = core.OverviewDisk
+	OverviewOptions = core.OverviewOptions
+	PassOutcome     = core.PassOutcome
+	PlanRef         = core.PlanRef
+	Project         = core.Project
+	ProjectOverview = core.ProjectOverview
+	ProjectRecord   = core.ProjectRecord
+	ProjectStorage  = core.ProjectStorage
+	PurgePlan       = core.PurgePlan
+	Purged          = core.Purged
+	Read            = core.Read
+	RemoveOptions   = core.RemoveOptions
+	RemoveResult    = core.RemoveResult
+	Replaced        = core.Replaced
+	SavedPlan       = core.SavedPlan
+	SnapshotOptions = core.SnapshotOptions
+	SweepBusyError  = core.SweepBusyError
+	SweepOptions    = core.SweepOptions
+	SweepOutcome    = core.SweepOutcome
+	SweepRun        = core.SweepRun
+	TopPath         = core.TopPath
+	Tree            = core.Tree
+	TreeProgress    = core.TreeProgress
+	TreeSnapshot    = core.TreeSnapshot
+	TreeStatus      = core.TreeStatus
+	TreeStorage     = core.TreeStorage
+	Unowned         = core.Unowned
+	WalkRun         = core.WalkRun
+	Write           = core.Write
+	WriteLimits     = core.WriteLimits
+	WriteSettings   = core.WriteSettings
+	XFSProjects     = core.XFSProjects
+)
+
+const (
+	BackendAuto           = core.BackendAuto
+	BackendExt4           = core.BackendExt4
+	BackendFallback       = core.BackendFallback
+	BackendXFS            = core.BackendXFS
+	BusyProject           = core.BusyProject
+	CtimeLag              = core.CtimeLag
+	DeadReservation       = core.DeadReservation
+	DefaultDetailDepth    = core.DefaultDetailDepth
+	DefaultOverviewMaxAge = core.DefaultOverviewMaxAge
+	Deny                  = core.Deny
+	ForeignKernelID       = core.ForeignKernelID
+	FullDiskReadOnly      = core.FullDiskReadOnly
+	FullDiskRefuse        = core.FullDiskRefuse
+	FullDiskSpendReserve  = core.FullDiskSpendReserve
+	GraceDrift            = core.GraceDrift
+	InterruptedAdd        = core.InterruptedAdd
+	InterruptedDeletion   = core.InterruptedDeletion
+	InterruptedRemove     = core.InterruptedRemove
+	KeptID                = core.KeptID
+	LimitBytes            = core.LimitBytes
+	LimitHard             = core.LimitHard
+	LimitInodes           = core.LimitInodes
+	LimitSoft             = core.LimitSoft
+	LimitsDrift           = core.LimitsDrift
+	MaxEventLimit         = core.MaxEventLimit
+	MaxLeaseTTL           = core.MaxLeaseTTL
+	MissingDirectory      = core.MissingDirectory
+	MissingTree           = core.MissingTree
+	NameRule              = core.NameRule
+	Ok                    = core.Ok
+	OrphanKernelID        = core.OrphanKernelID
+	PassSnapshot          = core.PassSnapshot
+	PassSweep             = core.PassSweep
+	PlanFormat            = core.PlanFormat
+	QuotaEscape           = core.QuotaEscape
+	RootOwner             = core.RootOwner
+	RunRule               = core.RunRule
+	SnapshotInterval      = core.SnapshotInterval
+	StateDir              = core.StateDir
+	StrayTemp             = core.StrayTemp
+	TempPrefix            = core.TempPrefix
+	UnmanagedDir          = core.UnmanagedDir
+	Warn                  = core.Warn
+	WriteInProgress       = core.WriteInProgress
+	WrongProjectID        = core.WrongProjectID
+)
+
+var (
+	AddFaultPoints = core.AddFaultPoints
+	ErrExists      = core.ErrExists
+	ErrNotFound    = core.ErrNotFound
+	Passes         = core.Passes
+)
+
+func ActorFrom(ctx context.Context) string {
+	return core.ActorFrom(ctx)
+}
+
+func BeginOp(ctx context.Context) (context.Context, func()) {
+	return core.BeginOp(ctx)
+}
+
+func CheckRoot(root string) error {
+	return core.CheckRoot(root)
+}
+
+func DefaultActor() string {
+	return core.DefaultActor()
+}
+
+func DeletionOf(ev Event) (key string, pending bool, ok bool) {
+	return core.DeletionOf(ev)
+}
+
+func DiskFull(dir string, need uint64, err error) *DiskFullError {
+	return core.DiskFull(dir, need, err)
+}
+
+func EnsureReserve(root string) {
+	core.EnsureReserve(root)
+}
+
+func Exceeded(t TreeStatus, now time.Time) bool {
+	return core.Exceeded(t, now)
+}
+
+func ExplainDiskFull(root string, err error) error {
+	return core.ExplainDiskFull(root, err)
+}
+
+func HolderGone(h string) bool {
+	return core.HolderGone(h)
+}
+
+func HolderOf(ctx context.Context) string {
+	return core.HolderOf(ctx)
+}
+
+func ImpliedProjects(areas []string) []string {
+	return core.ImpliedProjects(areas)
+}
+
+func LocalDSN(root string) string {
+	return core.LocalDSN(root)
+}
+
+func OpenHealth(ctx context.Context, cfg Config, budget time.Duration) (*HealthSources, error) {
+	return core.OpenHealth(ctx, cfg, budget)
+}
+
+func ParseIDRange(s string) (IDRange, error) {
+	return core.ParseIDRange(s)
+}
+
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	return core.ParseSince(s, now)
+}
+
+func ReadPlanFile(path string) (PlanRef, error) {
+	return core.ReadPlanFile(path)
+}
+
+func ReleaseReserve(root string) bool {
+	return core.ReleaseReserve(root)
+}
+
+func ReservePath(root string) string {
+	return core.ReservePath(root)
+}
+
+func SettingProblems(vals []settings.Value) error {
+	return core.SettingProblems(vals)
+}
+
+func SettledDeletions(evs []Event) []Event {
+	return core.SettledDeletions(evs)
+}
+
+func Unresolved(findings []Finding) bool {
+	return core.Unresolved(findings)
+}
+
+func ValidateArea(a string) error {
+	return core.ValidateArea(a)
+}
+
+func ValidateBackend(choice string) error {
+	return core.ValidateBackend(choice)
+}
+
+func ValidateName(name string) error {
+	return core.ValidateName(name)
+}
+
+func ValidateTree(name string, a string) error {
+	return core.ValidateTree(name, a)
+}
+
+func WithActor(ctx context.Context, name string) context.Context {
+	return core.WithActor(ctx, name)
+}
+
+func (m *Manager) AcquireLease(ctx context.Context, name string, run string, ttl time.Duration) (LeaseStatus, error) {
+	return m.c.AcquireLease(ctx, name, run, ttl)
+}
+
+func (m *Manager) ActorOf(ctx context.Context) string {
+	return m.c.ActorOf(ctx)
+}
+
+func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, error) {
+	return m.c.Add(ctx, name, o)
+}
+
+func (m *Manager) BackendInfo() Backend {
+	return m.c.BackendInfo()
+}
+
+func (m *Manager) BackendName() string {
+	return m.c.BackendName()
+}
+
+func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission, error) {
+	return m.c.Check(ctx, name, r...)
+}
+
+func (m *Manager) Close() error {
+	return m.c.Close()
+}
+
+func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
+	return m.c.Doctor(ctx, fix)
+}
+
+func (m *Manager) Events(ctx context.Context, q EventQuery) (EventPage, error) {
+	return m.c.Events(ctx, q)
+}
+
+func (m *Manager) ExportXFS(ctx context.Context) (XFSProjects, error) {
+	return m.c.ExportXFS(ctx)
+}
+
+func (m *Manager) IsXFS() bool {
+	return m.c.IsXFS()
+}
+
+func (m *Manager) Leases(ctx context.Context) ([]LeaseStatus, error) {
+	return m.c.Leases(ctx)
+}
+
+func (m *Manager) List(ctx context.Context) ([]store.Project, error) {
+	return m.c.List(ctx)
+}
+
+func (m *Manager) Overview(ctx context.Context, o OverviewOptions) (*Overview, error) {
+	return m.c.Overview(ctx, o)
+}
+
+func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
+	return m.c.Policy(ctx)
+}
+
+func (m *Manager) ProjectLeases(ctx context.Context, name string) ([]LeaseStatus, error) {
+	return m.c.ProjectLeases(ctx, name)
+}
+
+func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (ProjectStorage, error) {
+	return m.c.ProjectStorage(ctx, name, depth)
+}
+
+func (m *Manager) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNews, error) {
+	return m.c.ReadJournal(ctx, c)
+}
+
+func (m *Manager) Ready(ctx context.Context, timeout time.Duration) error {
+	return m.c.Ready(ctx, timeout)
+}
+
+func (m *Manager) RefreshBaselineIfStale(ctx context.Context, t store.Tree) error {
+	return m.c.RefreshBaselineIfStale(ctx, t)
+}
+
+func (m *Manager) RefreshShared(ctx context.Context, name string) error {
+	return m.c.RefreshShared(ctx, name)
+}
+
+func (m *Manager) ReleaseLease(ctx context.Context, name string, run string) error {
+	return m.c.ReleaseLease(ctx, name, run)
+}
+
+func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (RemoveResult, error) {
+	return m.c.Remove(ctx, name, o)
+}
+
+func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
+	return m.c.Report(ctx, r...)
+}
+
+func (m *Manager) ResetSetting(ctx context.Context, key string) (v settings.Value, old string, err error) {
+	return m.c.ResetSetting(ctx, key)
+}
+
+func (m *Manager) RunPass(ctx context.Context, pass string) (PassOutcome, error) {
+	return m.c.RunPass(ctx, pass)
+}
+
+func (m *Manager) Set(ctx context.Context, name string, a string, change LimitChange) (Project, error) {
+	return m.c.Set(ctx, name, a, change)
+}
+
+func (m *Manager) SetSetting(ctx context.Context, key string, value string) (settings.Value, string, error) {
+	return m.c.SetSetting(ctx, key, value)
+}
+
+func (m *Manager) SetSettingExplicit(ctx context.Context, key string, value string, allowZero bool) (settings.Value, string, error) {
+	return m.c.SetSettingExplicit(ctx, key, value, allowZero)
+}
+
+func (m *Manager) Setting(ctx context.Context, key string) (settings.Value, error) {
+	return m.c.Setting(ctx, key)
+}
+
+func (m *Manager) Settings(ctx context.Context) ([]settings.Value, error) {
+	return m.c.Settings(ctx)
+}
+
+func (m *Manager) SettleInterrupted(ctx context.Context) (int, error) {
+	return m.c.SettleInterrupted(ctx)
+}
+
+func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, error) {
+	return m.c.Show(ctx, name, r...)
+}
+
+func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapshot, error) {
+	return m.c.Snapshot(ctx, o)
+}
+
+func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, error) {
+	return m.c.Sweep(ctx, o)
+}
+
+func (m *Manager) Top(ctx context.Context, name string, area string, opts inventory.Options) (*inventory.Result, error) {
+	return m.c.Top(ctx, name, area, opts)
+}
+
+func (m *Manager) Tree(ctx context.Context, name string, a string) (store.Tree, error) {
+	return m.c.Tree(ctx, name, a)
+}
+
+func (m *Manager) Unowned(ctx context.Context) (u Unowned, ok bool, err error) {
+	return m.c.Unowned(ctx)
+}
+
+func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
+	return m.c.Usage(ctx)
+}
+
+func (m *Manager) Warm(ctx context.Context) (*Overview, error) {
+	return m.c.Warm(ctx)
+}
+
+func (m *Manager) WriteSettings(ctx context.Context) (WriteSettings, error) {
+	return m.c.WriteSettings(ctx)
+}
+
+func (m *Manager) WriteXFSProjectFiles(ctx context.Context, projectsPath string, projidPath string) (XFSProjects, error) {
+	return m.c.WriteXFSProjectFiles(ctx, projectsPath, projidPath)
+}
+
+// The fleet: heartbeats, the hosts sharing the store, their trees, retirement.
+type (
+	AbandonedDeletion = core.AbandonedDeletion
+	FleetHost         = core.FleetHost
+	FleetHosts        = core.FleetHosts
+	FleetQuery        = core.FleetQuery
+	FleetStorage      = core.FleetStorage
+	FleetTree         = core.FleetTree
+	RetireOutcome     = core.RetireOutcome
+)
+
+func Version() string { return core.Version() }
+
+func (m *Manager) HeartbeatInterval(ctx context.Context) (time.Duration, error) {
+	return m.c.HeartbeatInterval(ctx)
+}
+
+func (m *Manager) Heartbeat(ctx context.Context, interval time.Duration) error {
+	return m.c.Heartbeat(ctx, interval)
+}
+
+func (m *Manager) FleetHosts(ctx context.Context) (FleetHosts, error) { return m.c.FleetHosts(ctx) }
+
+func (m *Manager) FleetStorage(ctx context.Context, q FleetQuery) (FleetStorage, error) {
+	return m.c.FleetStorage(ctx, q)
+}
+
+func (m *Manager) CheckHosts(ctx context.Context, names []string) error { return m.c.CheckHosts(ctx, names) }
+
+func (m *Manager) RetireHost(ctx context.Context, name string, force bool) (RetireOutcome, error) {
+	return m.c.RetireHost(ctx, name, force)
+}
+
+func (m *Manager) RootID() string { return m.c.RootID() }

@@ -1,0 +1,358 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store"
+)
+
+// AddOptions are the limits of a new project; nil fields take the defaults
+// (settings default_quota, default_cache_quota and default_scratch_quota
+// for the hard byte limits, no soft or inode limits).
+type AddOptions struct {
+	Workspace, Cache, Scratch LimitChange
+}
+
+// change is the limits asked for one of area.OfProject; a new area must be given
+// a field here, or it panics in every test that adds a project.
+func (o AddOptions) change(a string) LimitChange {
+	switch a {
+	case area.Workspace:
+		return o.Workspace
+	case area.Cache:
+		return o.Cache
+	case area.Scratch:
+		return o.Scratch
+	}
+	panic("project: AddOptions has no limits for area " + a)
+}
+
+// LimitChange sets the limits whose fields are non-nil.
+type LimitChange struct {
+	BytesSoft, BytesHard, InodesSoft, InodesHard *uint64
+}
+
+func (c LimitChange) apply(l quota.Limits) quota.Limits {
+	for _, f := range []struct {
+		v   *uint64
+		dst *uint64
+	}{{c.BytesSoft, &l.BytesSoft}, {c.BytesHard, &l.BytesHard}, {c.InodesSoft, &l.InodesSoft}, {c.InodesHard, &l.InodesHard}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	return l
+}
+
+func (c LimitChange) empty() bool {
+	return c.BytesSoft == nil && c.BytesHard == nil && c.InodesSoft == nil && c.InodesHard == nil
+}
+
+func validateLimits(area string, l quota.Limits) error {
+	if l.BytesSoft != 0 && l.BytesHard != 0 && l.BytesSoft > l.BytesHard {
+		return inputErrorf("%s: the soft byte limit (%d) is above the hard limit (%d)", area, l.BytesSoft, l.BytesHard)
+	}
+	if l.InodesSoft != 0 && l.InodesHard != 0 && l.InodesSoft > l.InodesHard {
+		return inputErrorf("%s: the soft inode limit (%d) is above the hard limit (%d)", area, l.InodesSoft, l.InodesHard)
+	}
+	return nil
+}
+
+// checkLimits is validateLimits plus what the filesystem can hold: ext4's
+// quota file keeps smaller limits than XFS, and the kernel's own refusal
+// (ERANGE) names neither the limit nor the maximum.
+func (m *Manager) checkLimits(area string, l quota.Limits) error {
+	if err := validateLimits(area, l); err != nil {
+		return err
+	}
+	if m.xfs == nil {
+		return nil
+	}
+	if err := m.xfs.CheckLimits(l); err != nil {
+		return errkind.WithHint(errkind.Input, &InputError{Param: "limits", Msg: area + ": " + err.Error()},
+			"give a smaller limit, or 0 for none")
+	}
+	return nil
+}
+
+// AddFaultPoints are where tests kill `project add` to show that an
+// interrupted add leaves nothing behind that the next add or doctor --fix
+// does not clean up.
+var AddFaultPoints = func() []string {
+	points := []string{"add:project-row"}
+	for _, a := range area.OfProject {
+		for _, step := range []string{"id-recorded", "dir-created", "assigned", "limits-set"} {
+			points = append(points, "add:"+a+":"+step)
+		}
+	}
+	return append(points, "add:before-ready")
+}()
+
+// Add registers a project: one tree per area, each with its own project ID
+// and limits, and journals it. A failure half-way rolls back what it made;
+// a process killed half-way leaves an "adding" row that the next Add of the
+// same name, or Doctor with fix, rolls back.
+func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, error) {
+	ctx, end := BeginOp(ctx)
+	defer end()
+	if err := ValidateName(name); err != nil {
+		return Project{}, err
+	}
+	limits := map[string]quota.Limits{}
+	for _, a := range area.OfProject { // in order: the first bad limit is the one named
+		l, err := m.defaultLimits(ctx, a)
+		if err != nil {
+			return Project{}, err
+		}
+		limits[a] = o.change(a).apply(l)
+		if err := m.checkLimits(a, limits[a]); err != nil {
+			return Project{}, err
+		}
+	}
+	if err := m.claim(ctx, name); err != nil {
+		return Project{}, err
+	}
+	fault.Point("add:project-row")
+	trees, err := m.makeTrees(ctx, name, limits)
+	if err == nil {
+		fault.Point("add:before-ready")
+		err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+			if err := tx.SetProjectState(ctx, name, store.StateReady, ""); err != nil {
+				return err
+			}
+			return tx.AppendEvent(ctx, name, m.actor(ctx), addedPayload(m.BackendName(), trees))
+		})
+	}
+	if err != nil {
+		if _, rbErr := m.rollbackAdd(ctx, name); rbErr != nil {
+			return Project{}, rollbackFailed(err, rbErr)
+		}
+		return Project{}, err
+	}
+	p, err := m.Show(ctx, name)
+	p.Warnings = overLimits(p)
+	return p, err
+}
+
+// doctorFix is what an operator does about an add left half-way.
+const doctorFix = "run xfsq doctor --fix"
+
+// rollbackFailed is an add that failed and could not be undone: the kind
+// of what failed, and the repair as the hint.
+func rollbackFailed(err, rbErr error) error {
+	return errkind.WithHint(errkind.Of(err), fmt.Errorf("%w (and rolling back failed: %v)", err, rbErr), doctorFix)
+}
+
+// claim inserts the project row in state adding, rolling back first the
+// leftovers of an add whose process died.
+func (m *Manager) claim(ctx context.Context, name string) error {
+	for attempt := 0; ; attempt++ {
+		var existing store.Project
+		var inserted bool
+		err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+			var err error
+			existing, inserted, err = tx.InsertProject(ctx, name, HolderOf(ctx), m.now())
+			return err
+		})
+		switch {
+		case err != nil:
+			return err
+		case inserted:
+			return nil
+		case existing.State == store.StateReady:
+			return fmt.Errorf("project %q %w: see xfsq project show %s", name, ErrExists, name)
+		case m.holderLive(ctx, existing.Adder):
+			return fmt.Errorf("project %q is being %s by another process (%s); wait for it", name,
+				map[string]string{store.StateAdding: "added", store.StateRemoving: "removed"}[existing.State], existing.Adder)
+		case existing.State == store.StateRemoving:
+			return fmt.Errorf("project %q %w, half-removed by an interrupted xfsq project rm: run it again to finish", name, ErrExists)
+		case attempt > 0:
+			return errkind.WithHint(errkind.NotReady, fmt.Errorf("project %q: could not clear an interrupted add", name), doctorFix)
+		}
+		// An add that died half-way: undo it, then try again.
+		if _, err := m.rollbackAdd(ctx, name); err != nil {
+			return fmt.Errorf("project %q: rolling back an interrupted add: %w", name, err)
+		}
+	}
+}
+
+// defaultLimits are the limits a new tree of area gets: its area's default
+// hard byte limit (areaDefaultQuota), nothing else.
+func (m *Manager) defaultLimits(ctx context.Context, area string) (quota.Limits, error) {
+	def, err := m.setting(ctx, areaDefaultQuota[area])
+	if err != nil {
+		return quota.Limits{}, err
+	}
+	return quota.Limits{BytesHard: def.Bytes()}, nil
+}
+
+// makeTrees makes each area's tree (makeTree).
+func (m *Manager) makeTrees(ctx context.Context, name string, limits map[string]quota.Limits) ([]store.Tree, error) {
+	var trees []store.Tree
+	for _, a := range area.OfProject {
+		tree, err := m.makeTree(ctx, name, a, limits[a])
+		if err != nil {
+			return nil, err
+		}
+		trees = append(trees, tree)
+	}
+	return trees, nil
+}
+
+// makeTree makes one tree of a project: ID and row in one transaction, then
+// the directory (an existing one is adopted with what it holds), then the
+// kernel's ID and limits.
+func (m *Manager) makeTree(ctx context.Context, name, a string, limits quota.Limits) (store.Tree, error) {
+	rel := area.TreePath(name, a)
+	dir := m.abs(rel)
+	_, statErr := os.Lstat(dir)
+	tree := store.Tree{Project: name, Area: a, Path: rel, Backend: m.BackendName(), FSUUID: m.fsUUID,
+		Limits: limits, CreatedDir: errors.Is(statErr, os.ErrNotExist)}
+	if statErr == nil {
+		if err := checkAdoptable(dir); err != nil {
+			return tree, err
+		}
+	}
+	excluded, err := m.excludedIDs()
+	if err != nil {
+		return tree, err
+	}
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+		var err error
+		if tree.ProjectID, err = tx.ReserveID(ctx, m.fsUUID, m.Range, excluded, name+"/"+a); err != nil {
+			return err
+		}
+		return tx.InsertTree(ctx, tree)
+	})
+	if err != nil {
+		return tree, err
+	}
+	fault.Point("add:" + a + ":id-recorded")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return tree, fmt.Errorf("create %s: %w", dir, err)
+	}
+	for _, sub := range area.Skeleton(a) {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return tree, fmt.Errorf("create %s: %w", filepath.Join(dir, sub), err)
+		}
+	}
+	fault.Point("add:" + a + ":dir-created")
+	if err := m.Backend.Assign(dir, tree.ProjectID); err != nil {
+		return tree, err
+	}
+	fault.Point("add:" + a + ":assigned")
+	if err := m.Backend.SetLimits(tree.ProjectID, tree.Limits); err != nil {
+		return tree, err
+	}
+	fault.Point("add:" + a + ":limits-set")
+	if m.xfs == nil { // the fallback's admission starts from a walk; XFS counts in the kernel
+		if _, err := m.baseline(ctx, tree, 0); err != nil {
+			return tree, err
+		}
+	}
+	return tree, nil
+}
+
+// checkAdoptable refuses to adopt an existing path that is not a plain directory.
+func checkAdoptable(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s exists and is not a directory (%s); move it away first", dir, fi.Mode().Type())
+	}
+	return nil
+}
+
+func (m *Manager) excludedIDs() (map[quota.ProjectID]bool, error) {
+	if m.alloc == nil {
+		return nil, nil
+	}
+	return m.alloc.Excluded()
+}
+
+// rollbackAdd undoes a partial add: limits cleared, directories it created
+// removed if still empty (never any data), IDs released once the kernel
+// shows them empty, rows deleted. It returns what it left behind.
+func (m *Manager) rollbackAdd(ctx context.Context, name string) (left []string, err error) {
+	trees, err := m.Store.Trees(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range trees {
+		if err := m.Backend.Clear(t.ProjectID); err != nil {
+			return nil, err
+		}
+		if t.CreatedDir {
+			left = append(left, removeEmptyTree(m.abs(t.Path), t.Area)...)
+		}
+	}
+	used, err := m.idsStillUsed(trees)
+	if err != nil {
+		return left, err
+	}
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+		for _, t := range trees {
+			if err := releaseOrKeep(ctx, tx, t, used[t.ProjectID], "rolled-back:"+name+"/"+t.Area); err != nil {
+				return err
+			}
+		}
+		return tx.DeleteProject(ctx, name)
+	})
+	return left, err
+}
+
+// removeEmptyTree removes a tree that xfsq created, only as far as it is
+// empty; it reports what it had to leave.
+func removeEmptyTree(dir, a string) (left []string) {
+	for _, sub := range area.Skeleton(a) {
+		if err := os.Remove(filepath.Join(dir, sub)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			left = append(left, filepath.Join(dir, sub))
+		}
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		left = append(left, dir)
+	}
+	return left
+}
+
+// idsStillUsed asks the kernel which of the trees' IDs still own data,
+// giving deleted inodes a moment to drain. Outside any transaction: the wait
+// must not hold the database's write lock.
+func (m *Manager) idsStillUsed(trees []store.Tree) (map[quota.ProjectID]bool, error) {
+	used := map[quota.ProjectID]bool{}
+	if m.xfs == nil {
+		return used, nil
+	}
+	for _, t := range trees {
+		q, err := m.xfs.WaitEmpty(t.ProjectID, inodegcWait)
+		if err != nil {
+			return nil, err
+		}
+		used[t.ProjectID] = q.OwnsData()
+	}
+	return used, nil
+}
+
+// releaseOrKeep returns a tree's ID to the pool, or, while files still carry
+// it, keeps it reserved under keepOwner so that no other project is given it.
+func releaseOrKeep(ctx context.Context, tx *store.Tx, t store.Tree, used bool, keepOwner string) error {
+	if used {
+		return tx.SetIDOwner(ctx, t.FSUUID, t.ProjectID, keepOwner)
+	}
+	return tx.ReleaseID(ctx, t.FSUUID, t.ProjectID)
+}
+
+// inodegcWait bounds how long a removal waits for the kernel to let go of
+// the inodes it just deleted before keeping an ID reserved instead.
+const inodegcWait = 3 * time.Second

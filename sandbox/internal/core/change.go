@@ -1,0 +1,334 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/deletion"
+	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/store"
+)
+
+// Set changes the limits of one tree of a project and journals old and new.
+func (m *Manager) Set(ctx context.Context, name, a string, change LimitChange) (Project, error) {
+	if a == "" {
+		a = area.Workspace
+	}
+	if err := ValidateTree(name, a); err != nil {
+		return Project{}, err
+	}
+	if change.empty() {
+		return Project{}, errkind.WithFieldHint(errkind.Input, inputErrorf("nothing to change: no limit given"),
+			"give at least one of %s, %s, %s, %s", "bytes_soft", "bytes_hard", "inodes_soft", "inodes_hard")
+	}
+	// The tree of a ready project (or the root's inbound tree), refused
+	// as Tree refuses it.
+	t, err := m.Tree(ctx, name, a)
+	if err != nil {
+		return Project{}, err
+	}
+	next := change.apply(t.Limits)
+	if err := m.checkLimits(a, next); err != nil {
+		return Project{}, err
+	}
+	if err := m.Backend.SetLimits(t.ProjectID, next); err != nil {
+		return Project{}, err
+	}
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+		if err := tx.SetTreeLimits(ctx, name, a, next); err != nil {
+			return err
+		}
+		return tx.AppendEvent(ctx, name, m.actor(ctx), journal.QuotaChanged{
+			Area: a, ProjectID: uint32(t.ProjectID), Old: limitsPayload(t.Limits), New: limitsPayload(next)})
+	})
+	if err != nil {
+		// The kernel has the new limits; put the recorded ones back so the two agree.
+		m.Backend.SetLimits(t.ProjectID, t.Limits)
+		return Project{}, err
+	}
+	p, err := m.show(ctx, name, Read{})
+	p.Warnings = overLimits(p)
+	return p, err
+}
+
+// RemoveOptions say how a project is removed.
+type RemoveOptions struct {
+	// Purge deletes the project's trees too, each deletion journalled.
+	Purge bool
+	// Force removes the project although a run holds an unexpired lease on
+	// it; the removal is journalled as forced, with the leases it ended.
+	Force bool
+	// DryRun changes nothing: it says what the removal would do, and with
+	// Purge what it would delete and how much. It is refused as the real
+	// removal would be (a held lease without Force), so that its answer
+	// can be trusted.
+	DryRun bool
+}
+
+// RemoveResult says what a removal did (or, dry, would do).
+type RemoveResult struct {
+	Project string `json:"project"`
+	Purged  bool   `json:"purged"`
+	DryRun  bool   `json:"dry_run,omitempty"`
+	// Forced: removed although leases were held (RemoveOptions.Force).
+	Forced bool `json:"forced,omitempty"`
+	// HeldLeases are the runs holding an unexpired lease that a forced
+	// removal ends; without Force a removal, dry or not, is refused.
+	HeldLeases []string `json:"held_leases,omitempty"`
+	// EndedLeases are the runs whose leases the removal ended, held or lapsed.
+	EndedLeases []string `json:"ended_leases"`
+	// KeptIDs are IDs still carried by files left on disk: reserved until
+	// those files are gone, so no other project is charged for them.
+	KeptIDs []string `json:"kept_ids"`
+	Left    []string `json:"left"` // trees left on disk (without --purge)
+	// PurgedTrees is what --purge really removed of each tree, and what it
+	// left in place (mount points) with why.
+	PurgedTrees []Purged `json:"purged_trees"`
+	// WouldPurge is, for a dry run with Purge, each tree that would be
+	// deleted with its usage as the backend counts it now.
+	WouldPurge []PurgePlan `json:"would_purge,omitempty"`
+}
+
+// PurgePlan is one tree a purge would delete.
+type PurgePlan struct {
+	Path   string `json:"path"`
+	Area   string `json:"area"`
+	Bytes  uint64 `json:"bytes"`
+	Inodes uint64 `json:"inodes"`
+}
+
+// LeaseHeldError refuses to remove a project a run still holds.
+type LeaseHeldError struct {
+	Project string
+	Leases  []LeaseStatus
+}
+
+func (e *LeaseHeldError) Error() string {
+	runs := make([]string, len(e.Leases))
+	for i, l := range e.Leases {
+		runs[i] = fmt.Sprintf("%s (until %s)", l.Run, l.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	lease := "a lease"
+	if len(runs) > 1 {
+		lease = "leases"
+	}
+	return fmt.Sprintf("project %q is held by %s of run %s", e.Project, lease, strings.Join(runs, ", "))
+}
+
+func (e *LeaseHeldError) Kind() errkind.Kind { return errkind.Conflict }
+func (e *LeaseHeldError) Hint() string {
+	return "wait for the run to end, release its lease (xfsq lease release), or remove with --force"
+}
+
+// Remove unregisters a project: limits cleared, rows deleted, its leases
+// ended, IDs released once no file carries them. With Purge its trees are
+// deleted too, each deletion journalled (storage.evicted) before and after.
+// A project a run holds an unexpired lease on is refused (a
+// LeaseHeldError, errkind.Conflict) unless Force; a removal already under
+// way (state removing, e.g. interrupted) is finished whatever the leases,
+// since it was decided when it began.
+func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (RemoveResult, error) {
+	ctx, end := BeginOp(ctx)
+	defer end()
+	purge := o.Purge
+	res := RemoveResult{Project: name, Purged: purge, DryRun: o.DryRun, EndedLeases: []string{}, KeptIDs: []string{}, Left: []string{}, PurgedTrees: []Purged{}}
+	if err := ValidateName(name); err != nil {
+		return res, err
+	}
+	p, err := m.Store.Project(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return res, notFound(name)
+	}
+	if err != nil {
+		return res, err
+	}
+	if p.State == store.StateAdding {
+		if m.holderLive(ctx, p.Adder) {
+			return res, errkind.New(errkind.Conflict, fmt.Errorf("project %q is being added by another process (%s); wait for it", name, p.Adder))
+		}
+		if o.DryRun {
+			return res, nil
+		}
+		res.Left, err = m.rollbackAdd(ctx, name)
+		return res, err
+	}
+	if p.State == store.StateRemoving && m.holderLive(ctx, p.Adder) {
+		return res, errkind.New(errkind.Conflict, fmt.Errorf("project %q is being removed by another process (%s); wait for it", name, p.Adder))
+	}
+	leases, err := m.ProjectLeases(ctx, name)
+	if err != nil {
+		return res, err
+	}
+	var held []LeaseStatus
+	for _, l := range leases {
+		res.EndedLeases = append(res.EndedLeases, l.Run)
+		if l.Active {
+			held = append(held, l)
+		}
+	}
+	if len(held) > 0 && p.State == store.StateReady {
+		for _, l := range held {
+			res.HeldLeases = append(res.HeldLeases, l.Run)
+		}
+		if !o.Force {
+			return res, &LeaseHeldError{Project: name, Leases: held}
+		}
+		res.Forced = o.Force
+	}
+	trees, err := m.Store.Trees(ctx, name)
+	if err != nil {
+		return res, err
+	}
+	if o.DryRun {
+		for _, t := range trees {
+			if _, err := os.Lstat(m.abs(t.Path)); err != nil {
+				continue
+			}
+			if !purge {
+				res.Left = append(res.Left, t.Path)
+				continue
+			}
+			q, err := m.Backend.Get(t.ProjectID)
+			if err != nil {
+				return res, err
+			}
+			res.WouldPurge = append(res.WouldPurge, PurgePlan{Path: t.Path, Area: t.Area, Bytes: q.Bytes, Inodes: q.Inodes})
+		}
+		return res, nil
+	}
+	// The leases again, under their lock, in the transaction that marks
+	// the project removing: a lease taken since the look above either
+	// refuses the removal here or is refused itself (AcquireLease).
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+		if p.State == store.StateReady && !o.Force {
+			now, err := tx.HeldLeases(ctx, name, m.now())
+			if err != nil {
+				return err
+			}
+			if len(now) > 0 {
+				held := make([]LeaseStatus, len(now))
+				for i, l := range now {
+					held[i] = LeaseStatus{Lease: l, Active: true}
+				}
+				return &LeaseHeldError{Project: name, Leases: held}
+			}
+		}
+		return tx.SetProjectState(ctx, name, store.StateRemoving, HolderOf(ctx))
+	})
+	if err != nil {
+		return res, err
+	}
+	for _, t := range trees {
+		if err := m.Backend.Clear(t.ProjectID); err != nil {
+			return res, err
+		}
+		if purge {
+			p, err := m.purgeTree(ctx, t)
+			if p.Path != "" {
+				res.PurgedTrees = append(res.PurgedTrees, p)
+			}
+			if err != nil {
+				return res, err
+			}
+		} else if _, err := os.Lstat(m.abs(t.Path)); err == nil {
+			res.Left = append(res.Left, t.Path)
+		}
+	}
+	used, err := m.idsStillUsed(trees)
+	if err != nil {
+		return res, err
+	}
+	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+		for _, t := range trees {
+			if used[t.ProjectID] {
+				res.KeptIDs = append(res.KeptIDs, fmt.Sprintf("%d (%s)", t.ProjectID, t.Path))
+			}
+			if err := releaseOrKeep(ctx, tx, t, used[t.ProjectID], "removed:"+name+"/"+t.Area); err != nil {
+				return err
+			}
+		}
+		if err := tx.DeleteProject(ctx, name); err != nil {
+			return err
+		}
+		return tx.AppendEvent(ctx, name, m.actor(ctx), removedPayload(res))
+	})
+	return res, err
+}
+
+// Purged is what purging one tree removed.
+type Purged struct {
+	Path    string        `json:"path"`
+	State   string        `json:"state"` // as journalled: done, partial
+	Entries uint64        `json:"removed_entries"`
+	Bytes   uint64        `json:"freed_bytes"`
+	Inodes  uint64        `json:"freed_inodes"`
+	Left    []saferm.Left `json:"left"`
+}
+
+// purgeTree deletes one tree inside the root, journalled; mount points in
+// it are left in place and reported.
+func (m *Manager) purgeTree(ctx context.Context, t store.Tree) (Purged, error) {
+	q, _ := m.Backend.Get(t.ProjectID)
+	dir, err := saferm.Open(m.Root)
+	if err != nil {
+		return Purged{}, err
+	}
+	defer dir.Close()
+	parent, err := dir.OpenDir(path.Dir(t.Path))
+	if errors.Is(err, os.ErrNotExist) {
+		return Purged{}, nil // nothing on disk to purge
+	}
+	if err != nil {
+		return Purged{}, fmt.Errorf("purge %s: %w", t.Path, err)
+	}
+	defer parent.Close()
+	rec := deletion.Record{Area: t.Area, Bytes: q.Bytes, Reason: "purge", Policy: "project rm --purge"}
+	rec, rep, err := m.RemoveJournalled(ctx, t.Project, parent, path.Base(t.Path), rec, saferm.Options{})
+	p := Purged{Path: rec.Path, State: rec.State, Entries: rep.Entries, Bytes: rep.Bytes, Inodes: rep.Inodes, Left: rep.Left}
+	if err != nil {
+		return p, fmt.Errorf("purge %s (removed %d entries before it stopped): %w", t.Path, rep.Entries, err)
+	}
+	return p, nil
+}
+
+// RemoveJournalled is deletion.Delete with this manager's journal: name
+// beneath parent (a directory opened without links from the root) is
+// removed with its storage.evicted records, pending before, settled after
+// with what really went. rec says what goes and why; its path, state,
+// holder and counts are filled in here.
+func (m *Manager) RemoveJournalled(ctx context.Context, project string, parent *saferm.Dir, name string, rec deletion.Record, o saferm.Options) (deletion.Record, saferm.Report, error) {
+	ctx, end := BeginOp(ctx)
+	defer end()
+	me := HolderOf(ctx)
+	if rec.SweepID == "" && rec.DeletionID == "" {
+		rec.DeletionID = newDeletionID()
+	}
+	return deletion.Delete(ctx, func(ctx context.Context, project string, r deletion.Record) error {
+		r.Holder = me
+		return m.journalEviction(ctx, project, r)
+	}, project, parent, name, rec, o)
+}
+
+// journalEviction appends one storage.evicted record.
+func (m *Manager) journalEviction(ctx context.Context, project string, rec deletion.Record) error {
+	return m.Store.InTx(ctx, func(tx *store.Tx) error {
+		return tx.AppendEvent(ctx, project, m.actor(ctx), rec)
+	})
+}
+
+// newDeletionID names one deletion outside a sweep (see deletion.Record).
+func newDeletionID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return "rm-" + hex.EncodeToString(b)
+}

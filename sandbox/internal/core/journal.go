@@ -1,0 +1,133 @@
+package core
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/xfsq/xfsq/journal"
+)
+
+// JournalCursor is where a follower of the journal stands (the zero value:
+// at its start). Keep one per follower and pass it to every ReadJournal.
+//
+// Event IDs are handed out when a record is inserted, not when it commits:
+// on PostgreSQL a record may become visible after one with a higher ID.
+// So the cursor only moves past records older than journalSettleTime, and
+// remembers the newer ones it has already returned by ID.
+type JournalCursor struct {
+	settled int64          // every record up to this ID has been returned
+	recent  map[int64]bool // records above settled already returned
+}
+
+// journalSettleTime bounds how long a record may stay uncommitted after
+// it was inserted (its "at") and still be counted: a journal write is one
+// short transaction.
+const journalSettleTime = 5 * time.Minute
+
+// JournalNews is what the journal gained since the cursor's last read.
+type JournalNews struct {
+	// Deletions are settled storage.evicted records (done, partial or
+	// failed); pending ones are not news until they settle.
+	Deletions []Deletion
+	// Sweeps are the storage.swept records: one per sweep.
+	Sweeps []SweepRun
+	// Walks are the tree walks of scheduled snapshot passes that recorded
+	// their duration.
+	Walks []WalkRun
+	// SnapshotPasses are when each scheduled snapshot pass ended.
+	SnapshotPasses []time.Time
+	// Unreadable counts records whose payload could not be decoded; they
+	// are skipped, not retried.
+	Unreadable int
+}
+
+// Deletion is one settled deletion.
+type Deletion struct {
+	Project, Area string
+	Bytes         uint64 // freed
+	State         string // deletion.StateDone, StatePartial or StateFailed
+	BySweep       bool   // part of a sweep (not a purge or files rm)
+}
+
+// SweepRun is one sweep.
+type SweepRun struct {
+	At       time.Time
+	Duration time.Duration
+}
+
+// WalkRun is one walk of one tree in a snapshot pass.
+type WalkRun struct {
+	Project, Area string
+	Duration      time.Duration
+}
+
+var journalFollowed = []journal.Type{journal.TypeEvicted, journal.TypeSwept, journal.TypeSnapshot}
+
+// ReadJournal returns the deletions, sweeps and snapshot passes journalled
+// on this host since c's last read, each once, and moves c on. It reads
+// only records it has not settled (a range on the journal's primary key),
+// never writes, and takes no lock.
+func (m *Manager) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNews, error) {
+	var news JournalNews
+	if c.recent == nil {
+		c.recent = map[int64]bool{}
+	}
+	horizon := m.now().Add(-journalSettleTime)
+	after, settled, contiguous := c.settled, c.settled, true
+	const page = 1000
+	for {
+		events, err := m.Store.EventsAfter(ctx, after, journalFollowed, page)
+		if err != nil {
+			return news, err
+		}
+		for _, e := range events {
+			after = e.ID
+			seen := c.recent[e.ID]
+			if contiguous && e.At.Before(horizon) {
+				settled = e.ID
+				delete(c.recent, e.ID)
+			} else {
+				contiguous = false
+				c.recent[e.ID] = true
+			}
+			if !seen {
+				news.add(e)
+			}
+		}
+		if len(events) < page {
+			break
+		}
+	}
+	for id := range c.recent {
+		if id <= settled {
+			delete(c.recent, id)
+		}
+	}
+	c.settled = settled
+	return news, nil
+}
+
+func (n *JournalNews) add(e journal.Event) {
+	p, err := e.Decode()
+	if err != nil {
+		n.Unreadable++
+		return
+	}
+	switch p := p.(type) {
+	case journal.Evicted:
+		if p.State == journal.StatePending {
+			return
+		}
+		n.Deletions = append(n.Deletions, Deletion{Project: e.Project, Area: p.Area, Bytes: p.Bytes, State: p.State, BySweep: p.SweepID != ""})
+	case journal.Swept:
+		n.Sweeps = append(n.Sweeps, SweepRun{At: e.At, Duration: time.Duration(math.Round(p.DurationSeconds * float64(time.Second)))})
+	case journal.Snapshot:
+		n.SnapshotPasses = append(n.SnapshotPasses, e.At)
+		for _, t := range p.Trees {
+			if t.DurationSeconds != nil { // passes journalled before durations were
+				n.Walks = append(n.Walks, WalkRun{Project: t.Project, Area: t.Area, Duration: time.Duration(*t.DurationSeconds * float64(time.Second))})
+			}
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/units"
+)
+
+// RunRule says what a run name may be: it names scratch/PROJECT/RUN.
+const RunRule = "1-128 characters of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit"
+
+// Compiled on first use: the bounded repetition makes a large program,
+// ~0.3 ms that every other command would pay at start-up.
+var runPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`) })
+
+// MaxLeaseTTL bounds a lease: a forgotten lease must not shield a project for ever.
+const MaxLeaseTTL = 7 * 24 * time.Hour
+
+// LeaseStatus is a lease and whether it still holds.
+type LeaseStatus struct {
+	store.Lease
+	Active bool `json:"active"`
+	// KeptLonger: a renewal asked for less than the lease already had, and
+	// the lease kept its later expiry (release it first to shorten it).
+	KeptLonger bool `json:"kept_longer,omitempty"`
+}
+
+// AcquireLease takes or renews a run's lease on a project for ttl: while it
+// holds, sweeps skip the project. A renewal never shortens a lease.
+func (m *Manager) AcquireLease(ctx context.Context, name, run string, ttl time.Duration) (LeaseStatus, error) {
+	if err := m.checkLease(ctx, name, run); err != nil {
+		return LeaseStatus{}, err
+	}
+	if ttl <= 0 || ttl > MaxLeaseTTL {
+		return LeaseStatus{}, fieldErrorf("ttl", "%s: use more than 0 and at most %s", units.FormatDuration(ttl), units.FormatDuration(MaxLeaseTTL))
+	}
+	asked := m.now().Add(ttl).UTC()
+	l := store.Lease{Project: name, Run: run, ExpiresAt: asked}
+	err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+		var err error
+		if l.ExpiresAt, err = tx.AcquireLease(ctx, name, run, asked); err != nil {
+			return err
+		}
+		// Under the lease lock AcquireLease took: a removal that began
+		// since checkLease looked has marked the project, and wins.
+		state, err := tx.ProjectState(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound(name)
+		}
+		if err == nil && state != store.StateReady {
+			err = notReady(name, state, "run xfsq doctor")
+		}
+		return err
+	})
+	if err != nil {
+		return LeaseStatus{}, err
+	}
+	l.ExpiresAt = l.ExpiresAt.UTC()
+	return LeaseStatus{Lease: l, Active: true, KeptLonger: l.ExpiresAt.After(asked)}, nil
+}
+
+// ReleaseLease drops a run's lease; releasing one that is not held is an error.
+func (m *Manager) ReleaseLease(ctx context.Context, name, run string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if !runPattern().MatchString(run) {
+		return inputErrorf("run name %q is invalid: use %s", run, RunRule)
+	}
+	var had bool
+	err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+		var err error
+		had, err = tx.ReleaseLease(ctx, name, run)
+		return err
+	})
+	if err == nil && !had {
+		err = errkind.WithHint(errkind.NotFound, fmt.Errorf("project %q has no lease for run %q", name, run), "see xfsq lease list")
+	}
+	return err
+}
+
+// Leases lists every lease with whether it still holds.
+func (m *Manager) Leases(ctx context.Context) ([]LeaseStatus, error) {
+	all, err := m.Store.Leases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := m.now()
+	out := make([]LeaseStatus, len(all))
+	for i, l := range all {
+		out[i] = LeaseStatus{Lease: l, Active: l.ExpiresAt.After(now)}
+	}
+	return out, nil
+}
+
+// ProjectLeases lists one project's leases, held or lapsed; a project
+// that does not exist is an error (errkind.NotFound), not an empty list.
+func (m *Manager) ProjectLeases(ctx context.Context, name string) ([]LeaseStatus, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	if _, err := m.Store.Project(ctx, name); errors.Is(err, store.ErrNotFound) {
+		return nil, notFound(name)
+	} else if err != nil {
+		return nil, err
+	}
+	all, err := m.Leases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []LeaseStatus{}
+	for _, l := range all {
+		if l.Project == name {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+func (m *Manager) checkLease(ctx context.Context, name, run string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if !runPattern().MatchString(run) {
+		return inputErrorf("run name %q is invalid: use %s", run, RunRule)
+	}
+	p, err := m.Store.Project(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound(name)
+	}
+	if err != nil {
+		return err
+	}
+	if p.State != store.StateReady {
+		return notReady(name, p.State, "run xfsq doctor")
+	}
+	return nil
+}

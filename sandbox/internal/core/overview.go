@@ -1,0 +1,561 @@
+package core
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/health"
+	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/store"
+)
+
+// Overview is the storage of the whole root at a glance (the server's
+// GET /v1/workspace/storage): each project's usage from the kernel's
+// counters or the fallback's ledger, its largest paths, growth and last
+// activity from the snapshots.
+type Overview struct {
+	// GeneratedAt stays the first member: the server's validator is over
+	// the rest, which is what changes when a figure does.
+	GeneratedAt time.Time         `json:"generated_at"`
+	Root        string            `json:"root"`
+	Host        string            `json:"host"`
+	Backend     health.Backend    `json:"backend"`
+	Disk        OverviewDisk      `json:"disk"`
+	Projects    []ProjectOverview `json:"projects"`
+}
+
+// OverviewDisk is the filesystem holding the root.
+type OverviewDisk struct {
+	TotalBytes uint64 `json:"total_bytes"`
+	FreeBytes  uint64 `json:"free_bytes"` // available to xfsq (statfs f_bavail)
+	// UnownedBytes and OtherIDsBytes are Unowned's, on a kernel backend:
+	// what df says is used less what the projects hold, and of it what
+	// project 0 and IDs that are no tree's hold.
+	UnownedBytes  *uint64 `json:"unowned_bytes,omitempty"`
+	OtherIDsBytes *uint64 `json:"other_ids_bytes,omitempty"`
+}
+
+// ProjectOverview is one project's line of the overview.
+type ProjectOverview struct {
+	Project        string `json:"project"`
+	WorkspaceBytes uint64 `json:"workspace_bytes"`
+	// WorkspaceFiles is the workspace's inodes in use, files and
+	// directories, as its inode limit counts them.
+	WorkspaceFiles uint64 `json:"workspace_files"`
+	CacheBytes     uint64 `json:"cache_bytes"`
+	// QuotaBytes is the workspace's hard byte limit (0: none); QuotaUsed
+	// its fraction in use (0.77), null without a limit.
+	QuotaBytes uint64   `json:"quota_bytes"`
+	QuotaUsed  *float64 `json:"quota_used"`
+	// TopPaths are the workspace's largest entries at its top (directories,
+	// and files among the tree's largest), from its last snapshot ([] until
+	// one exists).
+	TopPaths       []TopPath  `json:"top_paths"`
+	Growth         Growth     `json:"growth"`
+	LastActivityAt *time.Time `json:"last_activity_at"`
+	// UsageAsOf, on the fallback, is when the workspace's last walk began.
+	UsageAsOf *time.Time `json:"usage_as_of,omitempty"`
+}
+
+// TopPath is one of a tree's largest entries.
+type TopPath struct {
+	Path  string `json:"path"`
+	Bytes uint64 `json:"bytes"`
+}
+
+// Growth is the workspace's change in allocated bytes between complete
+// walks; null until a walk that old exists.
+type Growth struct {
+	Day  *int64 `json:"24h"`
+	Week *int64 `json:"7d"`
+}
+
+// OverviewOptions say how fresh an overview must be.
+type OverviewOptions struct {
+	// Refresh snapshots the trees of Projects now (walks, at background
+	// priority) and assembles the answer from that. Refreshes of the same
+	// trees share one walk: a caller that asks while one is under way waits
+	// for its result, and one that asks within the refresh_window setting
+	// of the last one's end gets the answer that walk made, without walking
+	// again. A refresh of every tree serves a narrower one too.
+	Refresh bool
+	// Projects limits a refresh to these projects' trees (a caller who
+	// may see only them must not make the server walk the others); nil:
+	// every tree, the root's inbound tree too. A name that is no project
+	// is skipped.
+	Projects []string
+	// MaxAge is the age at which a cached answer is assembled again even
+	// though nothing in the store changed (the kernel's counters and the
+	// free space move without it); until the new one is ready the old one
+	// is given. 0 is DefaultOverviewMaxAge.
+	MaxAge time.Duration
+}
+
+// DefaultOverviewMaxAge is how long an overview is reused as it is while
+// the store records no change.
+const DefaultOverviewMaxAge = 5 * time.Second
+
+// overviewTopPaths is how many of its largest paths each project shows.
+const overviewTopPaths = 5
+
+// overviewCache is the last overview assembled, with the store's change
+// mark it was read at, and the flights in progress.
+type overviewCache struct {
+	mu   sync.Mutex
+	last *Overview
+	mark store.ChangeMark
+	// markGen is the store generation markAt was read under: while the
+	// generation stands, the mark does too, and is not asked again.
+	markGen  store.Generation
+	markAt   store.ChangeMark
+	assemble *flight // a plain assembly in progress
+	// refreshes are the refreshes by scope (refreshScope): the one in
+	// progress and when the last one ended.
+	refreshes map[string]*refreshState
+	// topPaths are each workspace's largest paths, kept by the time of the
+	// snapshot they were read from: parsing a stored tree is the dear part.
+	topPaths map[string]cachedTop
+
+	walkHook func() // tests: called as a refresh starts its walk
+}
+
+// refreshState is one scope's refresh: in flight, or ended at doneAt.
+type refreshState struct {
+	flight *flight
+	doneAt time.Time
+}
+
+// refreshScope names the trees a refresh walks: "" is every tree.
+func refreshScope(projects []string) string {
+	if projects == nil {
+		return ""
+	}
+	names := slices.Clone(projects)
+	slices.Sort(names)
+	return "projects:" + strings.Join(slices.Compact(names), ",")
+}
+
+type cachedTop struct {
+	at  time.Time
+	top []TopPath
+}
+
+// flight is one computation that several callers wait for.
+type flight struct {
+	done    chan struct{}
+	ov      *Overview
+	err     error
+	waiters int // callers that joined it after it started (tests)
+}
+
+// Overview answers from the cached overview while the store has recorded
+// no change since it was assembled; otherwise it assembles a new one
+// (without walking: the kernel's counters or the fallback's last walk plus
+// ledger, and the snapshots), one assembly at a time for all callers, and
+// waits for it. An answer o.MaxAge old is still given, and a new one is
+// assembled in the background meanwhile, so that no caller waits for the
+// figures only the kernel moved. o.Refresh walks first.
+//
+// The answer is shared by every caller until the next one replaces it: it
+// must not be modified. A limited caller filters a copy of Projects.
+func (m *Manager) Overview(ctx context.Context, o OverviewOptions) (*Overview, error) {
+	maxAge := cmp.Or(o.MaxAge, DefaultOverviewMaxAge)
+	c := &m.overview
+	if o.Refresh {
+		f, err := m.refreshFlight(ctx, o.Projects)
+		if err != nil || f == nil {
+			if err != nil {
+				return nil, err
+			}
+			// Walked within the window: that walk's figures, as a plain
+			// overview assembles them.
+			return m.Overview(ctx, OverviewOptions{MaxAge: o.MaxAge})
+		}
+		return f.wait(ctx)
+	}
+	mark, err := m.changeMark(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	last, fresh := c.last, c.last != nil && c.mark == mark
+	c.mu.Unlock()
+	if !fresh {
+		return m.overviewFlight(ctx, &c.assemble, m.assembleOverview).wait(ctx)
+	}
+	if time.Since(last.GeneratedAt) >= maxAge {
+		m.overviewFlight(ctx, &c.assemble, m.assembleOverview) // not waited for
+	}
+	return last, nil
+}
+
+// changeMark is the store's change mark, asked of the database only when
+// the store's generation moved since it was last asked: under load every
+// overview request asking it was a query each, and on SQLite a connection
+// opened each beyond the pool's idle two, which put a tail of tens of
+// milliseconds on requests that otherwise write cached bytes. The
+// generation is read first, so a mark kept under it is never older than
+// what the generation stands for (store.Generation).
+func (m *Manager) changeMark(ctx context.Context) (store.ChangeMark, error) {
+	gen := m.generation(ctx)
+	c := &m.overview
+	c.mu.Lock()
+	if gen.Known() && gen == c.markGen {
+		mark := c.markAt
+		c.mu.Unlock()
+		return mark, nil
+	}
+	c.mu.Unlock()
+	mark, err := m.Store.ChangeMark(ctx)
+	if err == nil && gen.Known() {
+		c.mu.Lock()
+		c.markGen, c.markAt = gen, mark
+		c.mu.Unlock()
+	}
+	return mark, err
+}
+
+// RefreshShared walks name's trees for a reader who asks for fresh
+// figures (admission?refresh=1), as an overview's refresh does and sharing
+// its walks: one under way of this project or of every tree is waited for,
+// one ended within the refresh_window setting serves, so a reader asking
+// again and again makes the server walk once per window. On XFS nothing
+// walks: the kernel's counters are current.
+func (m *Manager) RefreshShared(ctx context.Context, name string) error {
+	// A name that is no project never reaches the flights: their scopes
+	// are kept, and a reader could add one per name it makes up.
+	if _, err := m.Show(ctx, name); err != nil || m.xfs != nil {
+		return err
+	}
+	f, err := m.refreshFlight(ctx, []string{name})
+	if err != nil || f == nil {
+		return err
+	}
+	_, err = f.wait(ctx)
+	return err
+}
+
+// refreshFlight is the refresh of projects' trees to wait for: one under
+// way of the same scope or of every tree, else a new one; nil when one of
+// those ended within the refresh_window setting, so nothing need walk.
+func (m *Manager) refreshFlight(ctx context.Context, projects []string) (*flight, error) {
+	window, err := m.setting(ctx, "refresh_window")
+	if err != nil {
+		return nil, fmt.Errorf("read refresh_window: %w", err)
+	}
+	scope := refreshScope(projects)
+	projects = slices.Clone(projects)
+	c := &m.overview
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refreshes == nil {
+		c.refreshes = map[string]*refreshState{}
+	}
+	for _, sc := range []string{scope, ""} {
+		st := c.refreshes[sc]
+		if st == nil {
+			continue
+		}
+		if st.flight != nil {
+			st.flight.waiters++
+			return st.flight, nil
+		}
+		if !st.doneAt.IsZero() && time.Since(st.doneAt) < window.Duration() {
+			return nil, nil
+		}
+	}
+	st := c.refreshes[scope]
+	if st == nil {
+		st = &refreshState{}
+		c.refreshes[scope] = st
+	}
+	return m.startFlightLocked(ctx, &st.flight, func(ctx context.Context) (*Overview, error) {
+		if c.walkHook != nil {
+			c.walkHook()
+		}
+		if err := m.snapshotScope(ctx, projects); err != nil {
+			return nil, err
+		}
+		ov, err := m.assembleOverview(ctx)
+		if err == nil {
+			c.mu.Lock()
+			st.doneAt = time.Now()
+			c.mu.Unlock()
+		}
+		return ov, err
+	}), nil
+}
+
+// snapshotScope walks the trees of projects (nil: every tree), skipping a
+// name that is no project: a limited reader's token may name one that
+// was removed, or is yet to be added.
+func (m *Manager) snapshotScope(ctx context.Context, projects []string) error {
+	walk := inventory.Options{Background: true}
+	if projects == nil {
+		_, err := m.Snapshot(ctx, SnapshotOptions{Walk: walk})
+		return err
+	}
+	trees, err := m.Store.Trees(ctx, "")
+	if err != nil {
+		return err
+	}
+	var existing []string
+	for _, t := range trees {
+		if t.Project != RootOwner && slices.Contains(projects, t.Project) && !slices.Contains(existing, t.Project) {
+			existing = append(existing, t.Project)
+		}
+	}
+	if len(existing) == 0 {
+		return nil
+	}
+	_, err = m.Snapshot(ctx, SnapshotOptions{Projects: existing, Walk: walk})
+	return err
+}
+
+// overviewFlight starts compute unless a flight of its kind is under way,
+// which it joins instead. The computation runs on its own goroutine,
+// detached from the caller's cancellation (other callers may be waiting
+// for it); a caller that gives up returns at once.
+func (m *Manager) overviewFlight(ctx context.Context, slot **flight, compute func(context.Context) (*Overview, error)) *flight {
+	m.overview.mu.Lock()
+	defer m.overview.mu.Unlock()
+	return m.startFlightLocked(ctx, slot, compute)
+}
+
+// startFlightLocked is overviewFlight with the cache's lock held.
+func (m *Manager) startFlightLocked(ctx context.Context, slot **flight, compute func(context.Context) (*Overview, error)) *flight {
+	c := &m.overview
+	if f := *slot; f != nil {
+		f.waiters++
+		return f
+	}
+	f := &flight{done: make(chan struct{})}
+	*slot = f
+	go func() {
+		ctx := context.WithoutCancel(ctx)
+		// The mark is read before the figures: a change made meanwhile
+		// makes the next caller assemble again rather than be missed.
+		mark, err := m.changeMark(ctx)
+		var ov *Overview
+		if err == nil {
+			ov, err = compute(ctx)
+		}
+		c.mu.Lock()
+		f.ov, f.err = ov, err
+		if err == nil && (c.last == nil || !ov.GeneratedAt.Before(c.last.GeneratedAt)) {
+			c.last, c.mark = ov, mark
+		}
+		*slot = nil
+		c.mu.Unlock()
+		close(f.done)
+	}()
+	return f
+}
+
+func (f *flight) wait(ctx context.Context) (*Overview, error) {
+	select {
+	case <-f.done:
+		return f.ov, f.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// assembleOverview reads every tree's status (no walk) and the snapshots.
+func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
+	now := time.Now().UTC().Truncate(time.Second)
+	rows, err := m.Report(ctx)
+	if err != nil {
+		return nil, err
+	}
+	projects, err := m.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ov := &Overview{GeneratedAt: now, Root: m.Root, Host: m.Store.Host,
+		Backend: health.Backend{Kind: m.BackendInfo().Kind, Enforced: m.IsXFS()}, Projects: make([]ProjectOverview, 0, len(projects))}
+	if m.Unsupported != nil {
+		ov.Backend.Kind, ov.Backend.Reason = "fallback", m.Unsupported.Reason
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(m.Root, &st); err == nil {
+		ov.Disk = OverviewDisk{TotalBytes: st.Blocks * uint64(st.Bsize), FreeBytes: st.Bavail * uint64(st.Bsize)}
+	}
+	if u, ok, err := m.Unowned(ctx); err != nil {
+		return nil, err
+	} else if ok {
+		ov.Disk.UnownedBytes, ov.Disk.OtherIDsBytes = &u.UnownedBytes, &u.OtherIDsBytes
+	}
+	index := make(map[string]int, len(projects))
+	for _, p := range projects {
+		index[p.Name] = len(ov.Projects)
+		ov.Projects = append(ov.Projects, ProjectOverview{Project: p.Name, TopPaths: []TopPath{}})
+	}
+	for _, r := range rows {
+		i, ok := index[r.Project]
+		if !ok {
+			continue // added since the report was read
+		}
+		p := &ov.Projects[i]
+		switch r.Area {
+		case area.Cache:
+			p.CacheBytes = r.UsedBytes
+		case area.Workspace:
+			p.WorkspaceBytes, p.WorkspaceFiles, p.QuotaBytes = r.UsedBytes, r.UsedInodes, r.BytesHard
+			if r.BytesHard > 0 {
+				used := float64(r.UsedBytes) / float64(r.BytesHard)
+				p.QuotaUsed = &used
+			}
+			p.Growth = Growth{Day: r.Growth24h, Week: r.Growth7d}
+			p.LastActivityAt, p.UsageAsOf = r.LastActivityAt, r.UsageAsOf
+			if p.TopPaths, err = m.topPaths(ctx, r.Project); err != nil {
+				return nil, err
+			}
+		}
+	}
+	m.overview.mu.Lock()
+	for name := range m.overview.topPaths {
+		if _, ok := index[name]; !ok {
+			delete(m.overview.topPaths, name) // a removed project's
+		}
+	}
+	m.overview.mu.Unlock()
+	return ov, nil
+}
+
+// topPaths are a workspace's largest top-level entries from its last
+// snapshot, parsed once per snapshot.
+func (m *Manager) topPaths(ctx context.Context, name string) ([]TopPath, error) {
+	k := store.TreeKey{Project: name, Area: area.Workspace}
+	snap, ok, err := m.Store.LatestSnapshot(ctx, k)
+	if err != nil || !ok {
+		return []TopPath{}, err
+	}
+	c := &m.overview
+	c.mu.Lock()
+	cached, hit := c.topPaths[name]
+	c.mu.Unlock()
+	if hit && cached.at.Equal(snap.At) {
+		return cached.top, nil
+	}
+	b, err := m.Store.LatestTree(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	top := []TopPath{}
+	if root, files, err := inventory.ParseStored(b); err == nil && root != nil {
+		// The stored tree's nodes are directories; a file at the top is
+		// among the tree's largest files if it is among its largest paths.
+		for _, ch := range root.Children {
+			top = append(top, TopPath{Path: ch.Path, Bytes: ch.SizeBytes})
+		}
+		for _, f := range files {
+			if !strings.Contains(f.Path, "/") {
+				top = append(top, TopPath{Path: f.Path, Bytes: f.SizeBytes})
+			}
+		}
+		slices.SortStableFunc(top, func(a, b TopPath) int { return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Path, b.Path)) })
+		top = top[:min(len(top), overviewTopPaths)]
+	}
+	c.mu.Lock()
+	if c.topPaths == nil {
+		c.topPaths = map[string]cachedTop{}
+	}
+	c.topPaths[name] = cachedTop{at: snap.At, top: top}
+	c.mu.Unlock()
+	return top, nil
+}
+
+// ProjectStorage is one project's storage in detail (the server's GET
+// /v1/workspace/storage/projects/{id}): each tree's usage and limits, and
+// its tree of sizes and mtimes with its largest files from the last
+// snapshot.
+type ProjectStorage struct {
+	Project string        `json:"project"`
+	Backend Backend       `json:"backend"`
+	Trees   []TreeStorage `json:"trees"`
+}
+
+// TreeStorage is one tree of a project: its status (usage, limits, growth)
+// and its last snapshot. Without a snapshot (none taken yet) SnapshotAt and
+// Tree are null and TopFiles is []: the usage is still the kernel's or the
+// ledger's, and the next snapshot (the hourly pass, or a refresh of the
+// overview) fills the rest.
+type TreeStorage struct {
+	TreeStatus
+	SnapshotAt *time.Time       `json:"snapshot_at"`
+	Partial    bool             `json:"partial"` // the snapshot's walk ran out of its budget
+	Tree       *inventory.Node  `json:"tree"`
+	TopFiles   []inventory.File `json:"top_files"`
+}
+
+// DefaultDetailDepth is how deep ProjectStorage shows a tree by default.
+const DefaultDetailDepth = 3
+
+// ProjectStorage reads a project's trees to depth (0: DefaultDetailDepth;
+// 1 to inventory.MaxDepth) from their last snapshots, walking nothing. A
+// snapshot taken to a lesser depth shows what it kept.
+func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (ProjectStorage, error) {
+	if depth == 0 {
+		depth = DefaultDetailDepth
+	}
+	if depth < 1 || depth > inventory.MaxDepth {
+		return ProjectStorage{}, fieldErrorf("depth", "%d: use 1 to %d", depth, inventory.MaxDepth)
+	}
+	p, err := m.Show(ctx, name)
+	if err != nil {
+		return ProjectStorage{}, err
+	}
+	if err := m.growthAndActivity(ctx, p.Trees); err != nil {
+		return ProjectStorage{}, err
+	}
+	out := ProjectStorage{Project: p.Name, Backend: p.Backend, Trees: make([]TreeStorage, 0, len(p.Trees))}
+	for _, t := range p.Trees {
+		ts := TreeStorage{TreeStatus: t, TopFiles: []inventory.File{}}
+		k := store.TreeKey{Project: t.Project, Area: t.Area}
+		snap, ok, err := m.Store.LatestSnapshot(ctx, k)
+		if err != nil {
+			return ProjectStorage{}, err
+		}
+		if ok {
+			b, err := m.Store.LatestTree(ctx, k)
+			if err != nil {
+				return ProjectStorage{}, err
+			}
+			root, top, err := inventory.ParseStored(b)
+			if err != nil {
+				return ProjectStorage{}, err
+			}
+			at := snap.At.UTC()
+			ts.SnapshotAt, ts.Partial, ts.Tree = &at, snap.Partial, toDepth(root, depth)
+			if top != nil {
+				ts.TopFiles = top
+			}
+		}
+		out.Trees = append(out.Trees, ts)
+	}
+	return out, nil
+}
+
+// toDepth is n with its descendants below depth levels cut off.
+func toDepth(n *inventory.Node, depth int) *inventory.Node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.Children = nil
+	if depth > 0 {
+		for _, ch := range n.Children {
+			c.Children = append(c.Children, toDepth(ch, depth-1))
+		}
+	}
+	return &c
+}

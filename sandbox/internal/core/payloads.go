@@ -1,0 +1,59 @@
+package core
+
+import (
+	"github.com/xfsq/xfsq/internal/deletion"
+	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
+)
+
+// What the core journals, as the journal's payloads state it: each
+// converts a result of this package to the record that says it happened.
+// A record keeps the fields it had when it was first journalled; a field
+// added to a result reaches the journal only when its payload names it.
+
+func limitsPayload(l quota.Limits) journal.Limits {
+	return journal.Limits{BytesSoft: l.BytesSoft, BytesHard: l.BytesHard, InodesSoft: l.InodesSoft, InodesHard: l.InodesHard}
+}
+
+func addedPayload(backend string, trees []store.Tree) journal.ProjectAdded {
+	return journal.ProjectAdded{Backend: backend, Trees: each(trees, func(t store.Tree) journal.Tree {
+		return journal.Tree{Project: t.Project, Area: t.Area, Path: t.Path, Backend: t.Backend, FSUUID: t.FSUUID,
+			ProjectID: uint32(t.ProjectID), Limits: limitsPayload(t.Limits)}
+	})}
+}
+
+func removedPayload(r RemoveResult) journal.ProjectRemoved {
+	return journal.ProjectRemoved{Project: r.Project, Purged: r.Purged, Forced: r.Forced, HeldLeases: r.HeldLeases,
+		EndedLeases: r.EndedLeases, KeptIDs: r.KeptIDs, Left: r.Left,
+		PurgedTrees: each(r.PurgedTrees, func(t Purged) journal.PurgedTree {
+			return journal.PurgedTree{Path: t.Path, State: t.State, Entries: t.Entries, Bytes: t.Bytes, Inodes: t.Inodes,
+				Left: deletion.LeftOf(t.Left)}
+		})}
+}
+
+func repairedPayload(f Finding) journal.Repaired {
+	return journal.Repaired{Kind: f.Kind, Project: f.Project, Area: f.Area, Path: f.Path, ProjectID: uint32(f.ProjectID),
+		Detail: f.Detail, Fix: f.Fix, Fixed: f.Fixed, Error: f.Error}
+}
+
+func sweptPayload(res sweep.Result, projects []string, planID string) journal.Swept {
+	return journal.Swept{SweepID: res.SweepID, FreedBytes: res.BytesFreed, EvictedEntries: len(res.Evicted), PerPolicy: res.PerPolicy,
+		DurationSeconds: res.Duration.Seconds(), Projects: projects, PlanID: planID,
+		Skipped: each(res.Skipped, func(s sweep.Skip) journal.Skip {
+			return journal.Skip{Project: s.Project, Path: s.Path, Reason: s.Reason}
+		})}
+}
+
+// each is f of every element of in; nil stays nil, as JSON's null does.
+func each[T, U any](in []T, f func(T) U) []U {
+	if in == nil {
+		return nil
+	}
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
+	}
+	return out
+}

@@ -1,0 +1,284 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/sweep"
+)
+
+func TestValidateName(t *testing.T) {
+	cases := []struct {
+		name string
+		ok   bool
+	}{
+		{"omni", true}, {"a", true}, {"0", true}, {"my-app_2.0", true}, {strings.Repeat("a", 63), true},
+		{"", false}, {".", false}, {"..", false}, {"-a", false}, {"_a", false}, {".hidden", false},
+		{"Omni", false}, {"a/b", false}, {"a b", false}, {"a\x00b", false}, {strings.Repeat("a", 64), false},
+		{"ünï", false}, {"a\n", false},
+	}
+	for _, c := range cases {
+		err := ValidateName(c.name)
+		if (err == nil) != c.ok {
+			t.Errorf("ValidateName(%q) = %v, want ok=%v", c.name, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "1-63 characters") {
+			t.Errorf("ValidateName(%q) error does not state the rule: %v", c.name, err)
+		}
+	}
+}
+
+// A valid name can never escape its area directory.
+func FuzzValidateName(f *testing.F) {
+	for _, s := range []string{"omni", "..", "a/../b", "a\x00", strings.Repeat("z", 70)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if ValidateName(name) != nil {
+			return
+		}
+		for _, a := range area.OfProject {
+			p := area.TreePath(name, a)
+			if filepath.Dir(p) != area.Base(a) || filepath.Base(p) != name || len(name) > 63 {
+				t.Fatalf("valid name %q gives tree path %q outside %s/", name, p, area.Base(a))
+			}
+		}
+	})
+}
+
+func TestJudge(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	past, future := now.Add(-time.Hour), now.Add(time.Hour)
+	const g = 1 << 30
+	cases := []struct {
+		name     string
+		tree     TreeStatus
+		decision string
+		msg      string
+	}{
+		{"under everything", TreeStatus{UsedBytes: g, BytesHard: 50 * g}, Ok, "ok (1.0 GiB of 50.0 GiB)"},
+		{"no limits", TreeStatus{UsedBytes: g}, Ok, "no hard limit"},
+		{"exactly at hard", TreeStatus{UsedBytes: 50 * g, BytesHard: 50 * g}, Deny, "disk quota exceeded (50.0 GiB of 50.0 GiB)"},
+		{"one byte under hard", TreeStatus{UsedBytes: 50*g - 1, BytesHard: 50 * g}, Ok, "ok"},
+		{"inodes at hard", TreeStatus{UsedInodes: 10, InodesHard: 10}, Deny, "file count quota exceeded (10 of 10 files)"},
+		{"over soft within grace", TreeStatus{UsedBytes: 45 * g, BytesSoft: 40 * g, BytesHard: 50 * g, BytesGraceEnds: &future}, Warn, "over the soft disk limit (45.0 GiB of 40.0 GiB), grace ends"},
+		{"over soft, no timer (fallback)", TreeStatus{UsedBytes: 45 * g, BytesSoft: 40 * g}, Warn, "over the soft disk limit"},
+		{"over soft past grace", TreeStatus{UsedBytes: 45 * g, BytesSoft: 40 * g, BytesHard: 50 * g, BytesGraceEnds: &past}, Deny, "past its grace"},
+		{"inodes over soft past grace", TreeStatus{UsedInodes: 11, InodesSoft: 10, InodesGraceEnds: &past}, Deny, "file count quota exceeded: over the soft limit past its grace"},
+		{"at soft is not over", TreeStatus{UsedBytes: 40 * g, BytesSoft: 40 * g}, Ok, "ok"},
+	}
+	for _, c := range cases {
+		d, msg := judge(c.tree, now)
+		if d != c.decision || !strings.Contains(msg, c.msg) {
+			t.Errorf("%s: %s %q; want %s containing %q", c.name, d, msg, c.decision, c.msg)
+		}
+	}
+}
+
+func TestLimitChange(t *testing.T) {
+	v := uint64(7)
+	base := quota.Limits{BytesSoft: 1, BytesHard: 2, InodesSoft: 3, InodesHard: 4}
+	if got := (LimitChange{InodesHard: &v}).apply(base); got != (quota.Limits{BytesSoft: 1, BytesHard: 2, InodesSoft: 3, InodesHard: 7}) {
+		t.Errorf("apply = %+v", got)
+	}
+	if err := validateLimits("workspace", quota.Limits{BytesSoft: 2, BytesHard: 1}); err == nil {
+		t.Error("soft above hard accepted")
+	}
+	if err := validateLimits("workspace", quota.Limits{BytesSoft: 2}); err != nil {
+		t.Errorf("soft without hard refused: %v", err)
+	}
+}
+
+func TestMergeProjectFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "projid")
+	os.WriteFile(path, []byte("# hand-made\nlegacy:42\nomni-workspace:100000\nstale-cache:100007\n"), 0o640)
+	ours := map[quota.ProjectID]bool{100000: true, 100007: true, 100001: true}
+	err := mergeProjectFile(path, []string{"omni-workspace:100000", "omni-cache:100001"}, ours,
+		func(line string) string { _, id, _ := strings.Cut(line, ":"); return id })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	want := "# hand-made\nlegacy:42\nomni-workspace:100000\nomni-cache:100001\n"
+	if string(got) != want {
+		t.Errorf("merged file:\n%s\nwant:\n%s", got, want)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want the original 0640", fi.Mode().Perm())
+	}
+	// Running it again changes nothing: no duplicated lines.
+	mergeProjectFile(path, []string{"omni-workspace:100000", "omni-cache:100001"}, ours,
+		func(line string) string { _, id, _ := strings.Cut(line, ":"); return id })
+	if again, _ := os.ReadFile(path); string(again) != want {
+		t.Errorf("second merge changed the file:\n%s", again)
+	}
+	fresh := filepath.Join(t.TempDir(), "projects")
+	if err := mergeProjectFile(fresh, []string{"100000:/srv/projects/omni"}, ours, func(l string) string { id, _, _ := strings.Cut(l, ":"); return id }); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(fresh); string(got) != "100000:/srv/projects/omni\n" {
+		t.Errorf("new file: %q", got)
+	}
+}
+
+func TestHolderAlive(t *testing.T) {
+	host, _ := os.Hostname()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	me := processHolder()
+	pid, start, ok := strings.Cut(strings.TrimSuffix(me, "@"+host), ".")
+	if !ok || pid != strconv.Itoa(os.Getpid()) || start == "" {
+		t.Fatalf("processHolder() = %q, want pid.start@%s", me, host)
+	}
+	live, end := BeginOp(context.Background())
+	defer end()
+	gone, ended := BeginOp(context.Background())
+	ended()
+	for _, c := range []struct {
+		holder string
+		alive  bool
+	}{
+		{me, true},
+		{HolderOf(live), true},  // an operation of this process under way
+		{HolderOf(gone), false}, // one that ended: its leftovers are clearable now
+		{me + "/op-0", false},   // one this process never began
+		{fmt.Sprintf("%d.%s@%s/op-1", dead.Process.Pid, start, host), false}, // another process's: that process decides
+		{"1234@another-host/op-7", true},
+		{pid + "@" + host, true},                 // written before start times: the pid alone decides
+		{pid + "." + start + "1@" + host, false}, // this pid, another start: a reused pid
+		{fmt.Sprintf("%d@%s", dead.Process.Pid, host), false},
+		{fmt.Sprintf("%d.%s@%s", dead.Process.Pid, start, host), false},
+		{"1234@another-host", true}, // only that host can tell
+		{"", false},
+		{"garbage@" + host, false},
+	} {
+		if got := holderAlive(c.holder); got != c.alive {
+			t.Errorf("holderAlive(%q) = %v, want %v", c.holder, got, c.alive)
+		}
+	}
+}
+
+// SUDO_USER comes from the caller's environment: whatever it holds, the
+// actor journalled is one line of printable ASCII.
+func TestDefaultActorSanitised(t *testing.T) {
+	cases := []struct{ sudo, want string }{
+		{"alice", "alice (sudo as "},
+		{"svc$", "svc$ (sudo as "},
+		{"mallory\n2026-12-01 09:00:00  project.removed  omni  root", `"mallory\n2026-12-01 09:00:00  project.removed  omni  root" (sudo as `},
+		{"eve\r\x1b[2K", `"eve\r\x1b[2K" (sudo as `},
+		{"bob\u2028x", `"bob\u2028x" (sudo as `},
+	}
+	for _, c := range cases {
+		t.Setenv("SUDO_USER", c.sudo)
+		got := DefaultActor()
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("SUDO_USER=%q: actor %q, want it to start %q", c.sudo, got, c.want)
+		}
+		for _, r := range got {
+			if r < 0x20 || r > 0x7e {
+				t.Errorf("SUDO_USER=%q: actor %q holds %U", c.sudo, got, r)
+			}
+		}
+	}
+}
+
+// A lease taken after the executor's own look at the lease, just before
+// the pending record is written, still stops the deletion: the record is
+// written only in a transaction that finds no lease.
+func TestSweepLeaseTakenBeforeThePendingRecord(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	m, entry, x := oldCacheEntry(t, root, "sw-test")
+	look := x.Leased
+	x.Leased = func(ctx context.Context, p string) (bool, error) {
+		leased, err := look(ctx, p)
+		// The run's lease lands right after the executor looked.
+		if _, lerr := m.AcquireLease(ctx, p, "late-run", time.Hour); lerr != nil {
+			t.Fatal(lerr)
+		}
+		return leased, err
+	}
+	lockForExecutor(t, m, ctx)
+	res := x.Run(ctx, sweep.Plan{CacheBytes: map[string]uint64{"omni": 1 << 30},
+		Evict: []sweep.Eviction{{Project: "omni", Area: area.Cache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
+	if _, err := os.Stat(entry); err != nil || len(res.Evicted) != 0 {
+		t.Fatalf("the entry of a project leased before its pending record was deleted: %+v", res)
+	}
+	if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, "leased since planning") {
+		t.Errorf("skipped: %+v; want the lease named", res.Skipped)
+	}
+	if pending, _ := m.Store.PendingEvictions(ctx); len(pending) != 0 {
+		t.Errorf("a pending record was written for the leased project: %+v", pending)
+	}
+}
+
+// oldCacheEntry makes a root with project omni holding one cache entry,
+// cache/omni/old, 90 days old, and the sweep executor that would delete it.
+// lockForExecutor takes omni's sweep lock for ctx's operation, as a sweep
+// does before its executor runs: a deletion is journalled only under it.
+func lockForExecutor(t *testing.T, m *Manager, ctx context.Context) {
+	t.Helper()
+	if busy, err := m.Store.LockSweep(ctx, "omni", m.claimFor(ctx)); err != nil || busy != "" {
+		t.Fatalf("sweep lock: busy %q, %v", busy, err)
+	}
+}
+
+func oldCacheEntry(t *testing.T, root, sweepID string) (*Manager, string, *sweep.Executor) {
+	t.Helper()
+	m, _ := managerWithOmni(t, root)
+	entry := filepath.Join(root, "cache", "omni", "old")
+	if err := os.MkdirAll(entry, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(entry, "f"), make([]byte, 4096), 0o644)
+	long := time.Now().Add(-90 * 24 * time.Hour)
+	os.Chtimes(filepath.Join(entry, "f"), long, long)
+	os.Chtimes(entry, long, long)
+	r, err := saferm.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	policy, err := m.Policy(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, entry, m.executor(sweepID, r, policy, 0)
+}
+
+// On ext4 less than a page below the hard limit is no room: the kernel
+// reserves a page for each page a write dirties and stops writes up to a
+// page short of the limit, so admission denies there as it does at it.
+func TestExceededWithinAPageOnExt4(t *testing.T) {
+	const limit = 10 << 20
+	cases := []struct {
+		name       string
+		used       uint64
+		fullWithin uint64
+		want       bool
+	}{
+		{"xfs a KiB short", limit - 1024, 0, false},
+		{"xfs at the limit", limit, 0, true},
+		{"ext4 a KiB short", limit - 1024, 4096, true},
+		{"ext4 a page short", limit - 4096, 4096, false},
+		{"ext4 well below", limit / 2, 4096, false},
+	}
+	for _, c := range cases {
+		ts := TreeStatus{BytesHard: limit, UsedBytes: c.used, fullWithin: c.fullWithin}
+		if got := Exceeded(ts, time.Now()); got != c.want {
+			t.Errorf("%s: Exceeded %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,611 @@
+package core
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/units"
+)
+
+// Project is a project with the status of each of its trees.
+type Project struct {
+	Name      string       `json:"project"`
+	State     string       `json:"state"`
+	CreatedAt time.Time    `json:"created_at"`
+	Backend   Backend      `json:"backend"`
+	Trees     []TreeStatus `json:"trees"`
+	// Warnings, after Add or Set, name the limits just given that the
+	// trees already pass. Not part of the JSON (yet): each shell says them
+	// beside the answer.
+	Warnings []LimitWarning `json:"-"`
+}
+
+// TreeStatus is one tree's limits and usage as the backend reports them.
+type TreeStatus struct {
+	Project    string          `json:"project"`
+	Area       string          `json:"area"`
+	Path       string          `json:"path"`
+	ProjectID  quota.ProjectID `json:"project_id"`
+	Backend    Backend         `json:"backend"`
+	UsedBytes  uint64          `json:"used_bytes"`
+	UsedInodes uint64          `json:"used_inodes"`
+	BytesSoft  uint64          `json:"bytes_soft"`
+	BytesHard  uint64          `json:"bytes_hard"`
+	InodesSoft uint64          `json:"inodes_soft"`
+	InodesHard uint64          `json:"inodes_hard"`
+	Percent    float64         `json:"percent"` // of the byte hard limit; 0 when there is none
+	// BytesGraceEnds and InodesGraceEnds are set while usage is over a
+	// soft limit: when its grace (soft_grace) runs out, after which
+	// admission denies (on XFS the kernel's timer, which also refuses
+	// writes then; on the fallback xfsq's, started when xfsq saw the tree
+	// go over: at a write through it, a walk or a limit change).
+	BytesGraceEnds  *time.Time `json:"bytes_grace_ends_at,omitempty"`
+	InodesGraceEnds *time.Time `json:"inodes_grace_ends_at,omitempty"`
+	// Drift is set when the limits in force differ from the recorded ones
+	// (changed behind xfsq's back): doctor --fix restores the recorded ones.
+	Drift string `json:"drift,omitempty"`
+	// From snapshots: change of allocated bytes over 24 h and 7 d (null
+	// until that much history exists) and the newest mtime in the tree.
+	Growth24h      *int64     `json:"growth_24h_bytes"`
+	Growth7d       *int64     `json:"growth_7d_bytes"`
+	LastActivityAt *time.Time `json:"last_activity_at"`
+	// UsageAsOf, on the fallback only, is when the walk the usage starts
+	// from began: writes made through xfsq since are counted, others not.
+	UsageAsOf *time.Time `json:"usage_walked_at,omitempty"`
+	// UsageAgeSeconds (fallback only) is how old UsageAsOf was when read;
+	// Stale marks a figure whose walk is older than SnapshotInterval (or
+	// that was never walked): the hourly pass has not run, and writes made
+	// outside xfsq since are missing from it.
+	UsageAgeSeconds *float64 `json:"usage_age_seconds,omitempty"`
+	Stale           bool     `json:"stale,omitempty"`
+	// WalkBytes and Escape are set on XFS when the last walk and the
+	// kernel's count disagreed by more than 1 %: a sign of a quota escape.
+	WalkBytes *uint64 `json:"walk_bytes,omitempty"`
+	Escape    string  `json:"escape,omitempty"`
+	// fullWithin is how little room left counts as none: on ext4 the
+	// kernel reserves a page for each page a write dirties, so a tree
+	// with less than a page below its hard limit takes no more data (it
+	// stops writes up to a page short of the limit).
+	fullWithin uint64
+}
+
+func notFound(name string) error {
+	return errkind.WithHint(errkind.NotFound, fmt.Errorf("project %q %w", name, ErrNotFound), "see xfsq project list")
+}
+
+// List returns the projects without reading usage.
+// The result is never nil: a shell encodes it as [] without thinking.
+func (m *Manager) List(ctx context.Context) ([]store.Project, error) {
+	ps, err := m.Store.Projects(ctx)
+	if ps == nil && err == nil {
+		ps = []store.Project{}
+	}
+	return ps, err
+}
+
+// Read says how fresh a read's figures must be. The zero value is what
+// every read gets unless its caller asks for more: on XFS the kernel's
+// counters, on the fallback each tree's last walk plus the writes made
+// through xfsq since (UsageAsOf says when that walk began) — never a walk,
+// never a write, so that a read of a big root, or a check before each run,
+// stays cheap. The hourly pass (snapshot --all) and xfsq's own writes keep
+// those figures current.
+type Read struct {
+	// Refresh walks each fallback tree now, and records the walk, before
+	// reading it: for a caller that needs writes made outside xfsq counted.
+	Refresh bool
+}
+
+func readOf(rs []Read) Read {
+	if len(rs) > 0 {
+		return rs[0]
+	}
+	return Read{}
+}
+
+// Show returns one project with its trees' usage and limits, as fresh as
+// the optional Read asks.
+func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, error) {
+	if err := ValidateName(name); err != nil {
+		return Project{}, err
+	}
+	return m.show(ctx, name, readOf(r))
+}
+
+// show is Show of a name already checked; RootOwner too (its inbound tree),
+// for the changes that return what they changed.
+func (m *Manager) show(ctx context.Context, name string, read Read) (Project, error) {
+	var tok readToken
+	if !read.Refresh {
+		var c cachedProject
+		var ok bool
+		if c, ok, tok = m.lookup(ctx, name); ok {
+			statuses := slices.Clone(c.statuses) // the cache's: stamped below, then the caller's
+			now := m.now()
+			for i := range statuses {
+				if statuses[i].UsageAsOf != nil {
+					statuses[i].UsageAgeSeconds, statuses[i].Stale = freshness(*statuses[i].UsageAsOf, now)
+				}
+			}
+			if m.xfs != nil {
+				var err error
+				if statuses, err = m.status(ctx, c.trees, nil, read); err != nil {
+					return Project{}, err
+				}
+			}
+			return Project{Name: c.row.Name, State: c.row.State, CreatedAt: c.row.CreatedAt, Backend: m.BackendInfo(), Trees: statuses}, nil
+		}
+	}
+	m.reads.reread.Add(1)
+	p, err := m.Store.Project(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return Project{}, notFound(name)
+	}
+	if err != nil {
+		return Project{}, err
+	}
+	trees, err := m.Store.Trees(ctx, name)
+	if err != nil {
+		return Project{}, err
+	}
+	statuses, err := m.status(ctx, trees, nil, read)
+	if err != nil {
+		return Project{}, err
+	}
+	if !read.Refresh {
+		c := cachedProject{row: p, trees: trees}
+		if m.xfs == nil {
+			c.statuses = statuses
+		}
+		m.keep(name, tok, c)
+	}
+	return Project{Name: p.Name, State: p.State, CreatedAt: p.CreatedAt, Backend: m.BackendInfo(), Trees: statuses}, nil
+}
+
+// Report returns every tree of every project: on XFS from one enumeration
+// of the kernel's counters; on the fallback as Read says. Never nil.
+func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
+	trees, err := m.Store.Trees(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	// A slice in ID order, not All's map: a report or a scrape only joins
+	// each tree with its ID, and on 1,000 trees the map inserts cost about
+	// what the kernel's own lookups do (docs/benchmarks.md). status copies what
+	// it reads, so the slice can be the one WithAll lends.
+	var statuses []TreeStatus
+	if m.xfs != nil {
+		m.xfs.ExpectIDs(len(trees)) // a one-shot report's only pass
+		err = m.xfs.WithAll(func(all []quota.Quota) (err error) {
+			statuses, err = m.status(ctx, trees, all, readOf(r))
+			return err
+		})
+	} else {
+		statuses, err = m.status(ctx, trees, nil, readOf(r))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return statuses, m.growthAndActivity(ctx, statuses)
+}
+
+// fallbackRead reads a fallback tree as admission sees it — its last walk,
+// plus the ledger and reservations since — without walking or writing.
+// Its grace ends are set from the tree's timers, read in the same statement.
+func (m *Manager) fallbackRead(ctx context.Context, t store.Tree, grace time.Duration) (quota.Quota, time.Time, error) {
+	r, err := m.Store.Read(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
+	q := quota.Quota{ID: t.ProjectID, Limits: r.Limits, Usage: r.Used}
+	applyGrace(&q, r.BytesSoftSince, r.InodesSoftSince, grace)
+	return q, r.WalkedAt.UTC(), err
+}
+
+// status joins recorded trees with their usage and limits. On XFS all
+// holds the kernel's figures in ascending ID order (AppendAll), or is nil
+// to read each tree on its own. On
+// the fallback each tree is read as admission sees it, walked first only
+// when r asks.
+func (m *Manager) status(ctx context.Context, trees []store.Tree, all []quota.Quota, r Read) ([]TreeStatus, error) {
+	out := make([]TreeStatus, 0, len(trees))
+	var grace time.Duration
+	if m.xfs == nil && len(trees) > 0 {
+		g, err := m.setting(ctx, "soft_grace")
+		if err != nil {
+			return nil, err
+		}
+		grace = g.Duration()
+	}
+	now := m.now()
+	for _, t := range trees {
+		var q quota.Quota
+		var asOf *time.Time
+		var age *float64
+		var stale bool
+		var err error
+		switch {
+		case m.xfs == nil:
+			var walked time.Time
+			if r.Refresh {
+				q, walked, err = m.fallbackQuota(ctx, t, 0)
+				if err == nil {
+					err = m.fallbackGrace(ctx, t, &q, grace)
+				}
+			} else {
+				q, walked, err = m.fallbackRead(ctx, t, grace)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if !walked.IsZero() { // never walked: how old is unknown
+				asOf = &walked
+			}
+			age, stale = freshness(walked, now)
+		case all == nil:
+			if q, err = m.Backend.Get(t.ProjectID); err != nil {
+				return nil, err
+			}
+		default:
+			if i, ok := slices.BinarySearchFunc(all, t.ProjectID, func(q quota.Quota, id quota.ProjectID) int {
+				return cmp.Compare(q.ID, id)
+			}); ok {
+				q = all[i]
+			} else {
+				q = quota.Quota{ID: t.ProjectID}
+			}
+		}
+		s := m.treeStatus(t, q, asOf)
+		s.UsageAgeSeconds, s.Stale = age, stale
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// freshness is how old a fallback figure whose walk began at walked is at
+// now, and whether that is past the snapshot interval (or unknown: never
+// walked). It is computed at every read, kept answers too (readcache.go).
+func freshness(walked, now time.Time) (age *float64, stale bool) {
+	if walked.IsZero() {
+		return nil, true
+	}
+	a := max(now.Sub(walked), 0).Seconds()
+	return &a, now.Sub(walked) > SnapshotInterval
+}
+
+// fallbackGrace sets a fallback tree's grace ends from when xfsq saw it go
+// over each soft limit, while the figure read is still over it.
+func (m *Manager) fallbackGrace(ctx context.Context, t store.Tree, q *quota.Quota, grace time.Duration) error {
+	bytesSince, inodesSince, err := m.Store.GraceStarts(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
+	if err != nil {
+		return err
+	}
+	applyGrace(q, bytesSince, inodesSince, grace)
+	return nil
+}
+
+// applyGrace sets q's grace ends from the timers, while q is still over
+// each soft limit.
+func applyGrace(q *quota.Quota, bytesSince, inodesSince time.Time, grace time.Duration) {
+	if q.BytesSoft > 0 && q.Bytes > q.BytesSoft && !bytesSince.IsZero() {
+		q.BytesGraceEnds = quota.InstantOf(bytesSince.Add(grace))
+	}
+	if q.InodesSoft > 0 && q.Inodes > q.InodesSoft && !inodesSince.IsZero() {
+		q.InodesGraceEnds = quota.InstantOf(inodesSince.Add(grace))
+	}
+}
+
+// treeStatus is one recorded tree with the usage and limits q in force.
+func (m *Manager) treeStatus(t store.Tree, q quota.Quota, asOf *time.Time) TreeStatus {
+	s := TreeStatus{UsageAsOf: asOf, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: m.BackendInfo(),
+		UsedBytes: q.Bytes, UsedInodes: q.Inodes,
+		BytesSoft: q.BytesSoft, BytesHard: q.BytesHard, InodesSoft: q.InodesSoft, InodesHard: q.InodesHard}
+	if q.BytesHard > 0 {
+		s.Percent = float64(q.Bytes) * 100 / float64(q.BytesHard)
+	}
+	if !q.BytesGraceEnds.IsZero() {
+		t := q.BytesGraceEnds.Time()
+		s.BytesGraceEnds = &t
+	}
+	if !q.InodesGraceEnds.IsZero() {
+		t := q.InodesGraceEnds.Time()
+		s.InodesGraceEnds = &t
+	}
+	if q.Limits != t.Limits {
+		s.Drift = fmt.Sprintf("limits in force %s differ from the recorded %s", formatLimits(q.Limits), formatLimits(t.Limits))
+	}
+	if m.xfs != nil && m.xfs.Kind() == xfs.KindExt4 {
+		s.fullWithin = pageSize
+	}
+	return s
+}
+
+// pageSize is the unit of ext4's delayed-allocation reservations.
+var pageSize = uint64(os.Getpagesize())
+
+// Usage is Report's usage and limits without the snapshot-derived fields
+// (growth, last activity): on XFS the recorded trees and one enumeration of
+// the kernel's counters, on the fallback each tree's last walk, ledger and
+// reservations, kept between calls (readcache.go) and read again only for
+// the projects whose store version moved. It never walks, never writes and
+// takes no lock admission takes, so a poller (a metrics scrape) may call it
+// as often as it likes. Never nil.
+func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
+	u := &m.reads.usage
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	gen := m.generation(ctx) // before the reads it guards
+	fresh := gen.Known() && gen == u.gen
+	if !fresh {
+		if err := m.refreshUsage(ctx, u, gen); err != nil {
+			return nil, err
+		}
+		u.gen = gen
+	}
+	if m.xfs != nil {
+		var out []TreeStatus
+		err := m.xfs.WithAll(func(all []quota.Quota) (err error) { // in ID order, as Report reads them
+			out, err = m.status(ctx, u.trees, all, Read{})
+			return err
+		})
+		return out, err
+	}
+	if u.all == nil {
+		names := slices.Sorted(maps.Keys(u.byName))
+		u.all, u.at = []TreeStatus{}, make(map[string]int, len(names))
+		for _, name := range names {
+			u.at[name] = len(u.all)
+			u.all = append(u.all, u.byName[name]...)
+		}
+	}
+	out := slices.Clone(u.all)
+	now := m.now()
+	ages := make([]float64, len(out)) // one block for every tree's age
+	for i := range out {
+		if t := &out[i]; t.UsageAsOf != nil {
+			age, stale := freshness(*t.UsageAsOf, now)
+			ages[i], t.Stale = *age, stale
+			t.UsageAgeSeconds = &ages[i]
+		}
+	}
+	return out, nil
+}
+
+// refreshUsage brings u up to the store: the projects whose version moved
+// since u was read are read again (all of them in one statement when many
+// did), the others kept. gen was read before; u.mu is held.
+func (m *Manager) refreshUsage(ctx context.Context, u *usageCache, gen store.Generation) error {
+	vs, err := m.Store.VersionsAt(ctx, gen) // before the data
+	if err != nil {
+		return err
+	}
+	if m.xfs != nil {
+		if u.trees != nil && maps.Equal(vs.Projects, u.versions.Projects) {
+			return nil // the limits and usage are the kernel's, read at each call
+		}
+		trees, err := m.Store.Trees(ctx, "")
+		if err != nil {
+			return err
+		}
+		u.trees, u.versions = trees, vs
+		return nil
+	}
+	var changed []string
+	if u.byName != nil && vs.Settings == u.versions.Settings {
+		for name, v := range vs.Projects {
+			if v != u.versions.Projects[name] {
+				changed = append(changed, name)
+			}
+		}
+	}
+	if u.byName == nil || vs.Settings != u.versions.Settings || len(changed) > fullUsageRead {
+		byName, err := m.readAllUsage(ctx)
+		if err != nil {
+			return err
+		}
+		u.byName, u.versions, u.all = byName, vs, nil
+		m.reads.reread.Add(int64(len(byName)))
+		return nil
+	}
+	m.reads.reread.Add(int64(len(changed)))
+	for _, name := range changed {
+		trees, err := m.Store.Trees(ctx, name)
+		if err != nil {
+			return err
+		}
+		if len(trees) == 0 {
+			delete(u.byName, name)
+			u.all = nil
+			continue
+		}
+		ts, err := m.status(ctx, trees, nil, Read{})
+		if err != nil {
+			return err
+		}
+		// A project whose trees are the same ones is replaced where it
+		// is; one added or with another set of trees reassembles all.
+		if at, ok := u.at[name]; ok && u.all != nil && len(u.byName[name]) == len(ts) {
+			copy(u.all[at:], ts)
+		} else {
+			u.all = nil
+		}
+		u.byName[name] = ts
+	}
+	u.versions = vs
+	return nil
+}
+
+// readAllUsage reads every fallback tree as admission sees it — the last
+// walk, the ledger and reservations since, the grace timers — in one
+// statement, grouped by project.
+func (m *Manager) readAllUsage(ctx context.Context) (map[string][]TreeStatus, error) {
+	usages, err := m.Store.TreeUsages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var grace time.Duration
+	if len(usages) > 0 {
+		g, err := m.setting(ctx, "soft_grace")
+		if err != nil {
+			return nil, err
+		}
+		grace = g.Duration()
+	}
+	out := map[string][]TreeStatus{}
+	for _, u := range usages {
+		var asOf *time.Time
+		if !u.WalkedAt.IsZero() {
+			asOf = &u.WalkedAt
+		}
+		q := quota.Quota{ID: u.ProjectID, Limits: u.Limits, Usage: u.Used}
+		applyGrace(&q, u.BytesSoftSince, u.InodesSoftSince, grace)
+		out[u.Project] = append(out[u.Project], m.treeStatus(u.Tree, q, asOf))
+	}
+	return out, nil
+}
+
+// Exceeded reports whether a tree is at or over a hard limit, or over a
+// soft one past its grace, at now: what makes Check deny a run.
+func Exceeded(t TreeStatus, now time.Time) bool { return verdictOf(t, now).denies() }
+
+func formatLimits(l quota.Limits) string {
+	return fmt.Sprintf("{bytes soft %s hard %s, inodes soft %d hard %d}",
+		units.FormatIEC(l.BytesSoft), units.FormatIEC(l.BytesHard), l.InodesSoft, l.InodesHard)
+}
+
+// Admission decisions.
+const (
+	Ok   = "ok"
+	Warn = "warn"
+	Deny = "deny"
+)
+
+// Admission says whether a run of a project may start (docs/design/README.md#quota-backends, admission).
+type Admission struct {
+	Project  string       `json:"project"`
+	Decision string       `json:"decision"`
+	Message  string       `json:"message"`
+	Backend  Backend      `json:"backend"`
+	Trees    []TreeStatus `json:"trees"`
+}
+
+// Check decides admission from every tree of the project: deny at or over a
+// hard limit, or over a soft limit past its grace; warn over a soft limit
+// within grace; ok otherwise. Its figures are as fresh as r asks: by
+// default a check reads, never walks, however big the project.
+func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission, error) {
+	p, err := m.Show(ctx, name, r...)
+	if err != nil {
+		return Admission{}, err
+	}
+	a := Admission{Project: name, Decision: Ok, Backend: p.Backend, Trees: p.Trees}
+	if p.State != store.StateReady {
+		a.Decision, a.Message = Deny, fmt.Sprintf("project %q is %s, not ready: run xfsq doctor", name, p.State)
+		return a, nil
+	}
+	now := m.now()
+	worst, speaker := -1, -1
+	for i, t := range p.Trees {
+		// The worst tree decides; on a tie the workspace speaks. Only
+		// its message is worded.
+		if r := verdictOf(t, now).rank(); r > worst || (r == worst && t.Area == area.Workspace) {
+			worst, speaker = r, i
+		}
+	}
+	if speaker >= 0 {
+		t := p.Trees[speaker]
+		decision, msg := judge(t, now)
+		which := ""
+		if t.Area != area.Workspace {
+			which = " " + t.Area
+		}
+		// Concatenated, not Sprintf'd: asked before every run.
+		a.Decision, a.Message = decision, "project "+strconv.Quote(name)+which+": "+msg
+	}
+	return a, nil
+}
+
+func judge(t TreeStatus, now time.Time) (decision, msg string) {
+	switch verdictOf(t, now) {
+	case overBytesHard:
+		return Deny, fmt.Sprintf("disk quota exceeded (%s of %s)", units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesHard))
+	case overInodesHard:
+		return Deny, fmt.Sprintf("file count quota exceeded (%d of %d files)", t.UsedInodes, t.InodesHard)
+	case bytesGraceOver:
+		return Deny, fmt.Sprintf("disk quota exceeded: over the soft limit past its grace (%s of %s soft, grace ended %s)",
+			units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesSoft), t.BytesGraceEnds.UTC().Format(time.RFC3339))
+	case inodesGraceOver:
+		return Deny, fmt.Sprintf("file count quota exceeded: over the soft limit past its grace (%d of %d files soft, grace ended %s)",
+			t.UsedInodes, t.InodesSoft, t.InodesGraceEnds.UTC().Format(time.RFC3339))
+	case overBytesSoft:
+		return Warn, fmt.Sprintf("over the soft disk limit (%s of %s)%s", units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesSoft), graceNote(t.BytesGraceEnds))
+	case overInodesSoft:
+		return Warn, fmt.Sprintf("over the soft file count limit (%d of %d files)%s", t.UsedInodes, t.InodesSoft, graceNote(t.InodesGraceEnds))
+	}
+	// The common answer is concatenated, not Sprintf'd: asked before every run.
+	if t.BytesHard > 0 {
+		return Ok, "ok (" + units.FormatIEC(t.UsedBytes) + " of " + units.FormatIEC(t.BytesHard) + ")"
+	}
+	return Ok, "ok (" + units.FormatIEC(t.UsedBytes) + ", no hard limit)"
+}
+
+// A tree's standing against its limits, worst first: judge words it,
+// Exceeded (a scrape, 3,000 trees at a time) only asks whether it denies.
+type verdict int
+
+const (
+	withinLimits verdict = iota
+	overBytesHard
+	overInodesHard
+	bytesGraceOver
+	inodesGraceOver
+	overBytesSoft
+	overInodesSoft
+)
+
+func (v verdict) denies() bool { return v >= overBytesHard && v <= inodesGraceOver }
+
+// rank orders the decisions: ok 0, warn 1, deny 2.
+func (v verdict) rank() int {
+	switch {
+	case v.denies():
+		return 2
+	case v == withinLimits:
+		return 0
+	}
+	return 1
+}
+
+func verdictOf(t TreeStatus, now time.Time) verdict {
+	switch {
+	case t.BytesHard > 0 && (t.UsedBytes >= t.BytesHard || t.BytesHard-t.UsedBytes < t.fullWithin):
+		return overBytesHard
+	case t.InodesHard > 0 && t.UsedInodes >= t.InodesHard:
+		return overInodesHard
+	case t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft && t.BytesGraceEnds != nil && !now.Before(*t.BytesGraceEnds):
+		return bytesGraceOver
+	case t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft && t.InodesGraceEnds != nil && !now.Before(*t.InodesGraceEnds):
+		return inodesGraceOver
+	case t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft:
+		return overBytesSoft
+	case t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft:
+		return overInodesSoft
+	}
+	return withinLimits
+}
+
+func graceNote(ends *time.Time) string {
+	if ends == nil {
+		return ""
+	}
+	return ", grace ends " + ends.UTC().Format(time.RFC3339)
+}

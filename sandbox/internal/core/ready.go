@@ -1,0 +1,50 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/errkind"
+)
+
+// NotReadyError names the part of a root that cannot serve (Ready). Its
+// message is the part and what is wrong, never the cause's text (a
+// driver's error may name hosts and users, and readiness is asked by
+// anonymous probes); Unwrap gives the cause for the server's log.
+type NotReadyError struct {
+	Part, Msg, Fix string
+	Cause          error
+}
+
+func (e *NotReadyError) Error() string      { return e.Part + ": " + e.Msg }
+func (e *NotReadyError) Unwrap() error      { return e.Cause }
+func (e *NotReadyError) Kind() errkind.Kind { return errkind.NotReady }
+func (e *NotReadyError) Hint() string       { return e.Fix }
+
+// Ready says whether an open root can serve requests now (a server's
+// readiness): the root is still there with its .xfsq/ (an unmounted root
+// shows the empty directory beneath it), its filesystem is still the kind
+// the backend was opened for, and the store answers within timeout.
+func (m *Manager) Ready(ctx context.Context, timeout time.Duration) error {
+	if err := CheckRoot(m.Root); err != nil {
+		return &NotReadyError{Part: "root", Msg: "the sandbox root has no " + StateDir + "/ (unmounted?)", Fix: "mount the sandbox root again, or run xfsq init", Cause: err}
+	}
+	if m.Backend == nil {
+		return &NotReadyError{Part: "backend", Msg: "no quota backend was detected"}
+	}
+	if m.IsXFS() {
+		var sfs unix.Statfs_t
+		if err := unix.Statfs(m.Root, &sfs); err != nil || sfs.Type != unix.XFS_SUPER_MAGIC {
+			return &NotReadyError{Part: "backend", Msg: "the sandbox root is no longer on XFS", Fix: "mount its XFS filesystem again", Cause: err}
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := m.Store.Ping(ctx); err != nil {
+		return &NotReadyError{Part: "store", Msg: fmt.Sprintf("does not answer within %s", timeout), Fix: "check that the database (--db) is up and reachable", Cause: err}
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package core
+
+import (
+	"context"
+
+	"github.com/xfsq/xfsq/internal/deletion"
+	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
+)
+
+// Hooks for the tests of package sandbox (its export_test.go hands them
+// on), unset when t ends. t is a testing.TB; only its Cleanup is needed,
+// so that this package does not import testing.
+type cleaner interface{ Cleanup(func()) }
+
+// OnSnapshotTree calls f as each tree's walk starts, on the walking thread.
+func OnSnapshotTree(t cleaner, f func(ctx context.Context, tree store.Tree)) {
+	snapshotTreeStarts = f
+	t.Cleanup(func() { snapshotTreeStarts = nil })
+}
+
+// OnEvictionSettled calls f after each deletion's settled record.
+func OnEvictionSettled(t cleaner, f func(project string, r deletion.Record)) {
+	evictionSettled = f
+	t.Cleanup(func() { evictionSettled = nil })
+}
+
+// ForgetReads empties m's read cache, for benchmarks of the uncached path.
+func ForgetReads(m *Manager) {
+	m.reads.mu.Lock()
+	m.reads.projects = nil
+	m.reads.mu.Unlock()
+	m.reads.usage.mu.Lock()
+	u := &m.reads.usage
+	u.gen, u.versions, u.byName, u.all, u.trees = store.Generation{}, store.Versions{}, nil, nil, nil
+	m.reads.usage.mu.Unlock()
+}
+
+// Reread is how many projects m has read from the store rather than from
+// its read cache, by Show and Usage, since it opened.
+func Reread(m *Manager) int64 { return m.reads.reread.Load() }
+
+// SavePlan keeps plan, a dry run's of areas (none: all), as a dry run with
+// Keep does, and returns its file.
+func (m *Manager) SavePlan(ctx context.Context, plan sweep.Plan, areas []string) ([]byte, error) {
+	data, _, err := m.savePlan(ctx, plan, areas, nil)
+	return data, err
+}
+
+// SetOverviewWalkHook makes tests act as a refresh starts its walk.
+func (m *Manager) SetOverviewWalkHook(fn func()) { m.overview.walkHook = fn }
+
+// OverviewRefreshWaiters is how many callers wait for the refresh in progress.
+func (m *Manager) OverviewRefreshWaiters() int {
+	m.overview.mu.Lock()
+	defer m.overview.mu.Unlock()
+	st := m.overview.refreshes[""]
+	if st == nil || st.flight == nil {
+		return -1
+	}
+	return st.flight.waiters
+}

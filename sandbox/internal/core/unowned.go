@@ -1,0 +1,68 @@
+package core
+
+import (
+	"context"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/quota"
+)
+
+// Unowned is the space on the root's filesystem that no tree of xfsq's
+// holds: where an operator's missing space went. Only the kernel backends
+// know it without a walk: one enumeration of the kernel's counters (the
+// one a report makes) and one statfs.
+type Unowned struct {
+	// UsedBytes is what df says is used on the filesystem.
+	UsedBytes uint64 `json:"used_bytes"`
+	// ProjectsBytes is what xfsq's trees hold, as the kernel counts them.
+	ProjectsBytes uint64 `json:"projects_bytes"`
+	// UnownedBytes is UsedBytes less ProjectsBytes: files outside every
+	// tree, the filesystem's own metadata and log, .xfsq/ itself.
+	UnownedBytes uint64 `json:"unowned_bytes"`
+	// OtherIDsBytes is, of it, what the kernel charges to project 0 (no
+	// project) and to IDs that are no tree's of xfsq's (set by hand, or
+	// left by a tree removed behind xfsq's back).
+	OtherIDsBytes uint64 `json:"other_ids_bytes"`
+}
+
+// Unowned reads the space no tree holds; ok is false on the fallback,
+// whose figures are walks and would need one of the whole filesystem.
+func (m *Manager) Unowned(ctx context.Context) (u Unowned, ok bool, err error) {
+	if m.xfs == nil {
+		return Unowned{}, false, nil
+	}
+	trees, err := m.Store.Trees(ctx, "")
+	if err != nil {
+		return Unowned{}, false, err
+	}
+	ours := make(map[quota.ProjectID]bool, len(trees))
+	for _, t := range trees {
+		ours[t.ProjectID] = true
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(m.Root, &st); err != nil {
+		return Unowned{}, false, err
+	}
+	u.UsedBytes = (st.Blocks - st.Bfree) * uint64(st.Bsize)
+	err = m.xfs.WithAll(func(all []quota.Quota) error {
+		for _, q := range all {
+			if ours[q.ID] {
+				u.ProjectsBytes += q.Bytes
+			} else {
+				u.OtherIDsBytes += q.Bytes
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Unowned{}, false, err
+	}
+	zero, err := m.xfs.Get(0) // the enumeration leaves ID 0 out
+	if err != nil {
+		return Unowned{}, false, err
+	}
+	u.OtherIDsBytes += zero.Bytes
+	u.UnownedBytes = u.UsedBytes - min(u.ProjectsBytes, u.UsedBytes)
+	return u, true, nil
+}
