@@ -105,3 +105,16 @@ func TestReportOfChecks(t *testing.T) {
 		t.Errorf("no check asked: failed %v, at hard %v, %v", res.CheckFailed, res.AtHardLimit, err)
 	}
 }
+
+// A stale, drifted or escaped figure is a warning of its own, each named
+// with its tree.
+func TestTreeWarnings(t *testing.T) {
+	got := treeWarnings(TreeStatus{Project: "p", Area: area.Cache, Stale: true, Drift: "hard 1 MiB, recorded 2 MiB", Escape: "walk 9 MiB, kernel 1 MiB"})
+	want := []TreeWarning{{WarnStale, "p", area.Cache, ""}, {WarnDrift, "p", area.Cache, "hard 1 MiB, recorded 2 MiB"}, {WarnEscape, "p", area.Cache, "walk 9 MiB, kernel 1 MiB"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("warnings %+v, want %+v", got, want)
+	}
+	if w := treeWarnings(TreeStatus{Project: "p", Area: area.Cache}); len(w) != 0 {
+		t.Errorf("a sound tree warns: %+v", w)
+	}
+}

@@ -40,6 +40,9 @@ var specSchemas = map[string]struct {
 	"Limits":      {apiv1.Limits{}, true}, "AddRequest": {apiv1.AddRequest{}, true},
 	"SetRequest": {apiv1.SetRequest{}, true}, "LeaseRequest": {apiv1.LeaseRequest{}, true},
 	"SweepRequest": {apiv1.SweepRequest{}, true},
+	"Report":       {apiv1.Report{}, false}, "TreeWarning": {apiv1.TreeWarning{}, false}, "Unowned": {apiv1.Unowned{}, false},
+	"Setting": {apiv1.Setting{}, false}, "SettingChange": {apiv1.SettingChange{}, false},
+	"SetSettingRequest": {apiv1.SetSettingRequest{}, true}, "Finding": {apiv1.Finding{}, false}, "Doctor": {apiv1.Doctor{}, false},
 }
 
 // TestOpenAPISchemasAreTheWireTypes holds openapi.json's schemas to the Go

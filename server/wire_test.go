@@ -12,6 +12,7 @@ import (
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/sandbox"
+	"github.com/xfsq/xfsq/settings"
 )
 
 // wirePairs are the library's results the server encodes as they are,
@@ -29,6 +30,9 @@ var wirePairs = []struct{ library, wire any }{
 	{files.RemoveResult{}, apiv1.FileRemoveResult{}},
 	{files.Entry{}, apiv1.Entry{}},
 	{health.Report{}, apiv1.Health{}},
+	{sandbox.ReportResult{}, apiv1.Report{}},
+	{settings.Value{}, apiv1.Setting{}},
+	{sandbox.DoctorResult{}, apiv1.Doctor{}},
 }
 
 // TestLibraryResultsHaveTheWireShape holds every result the server answers
