@@ -169,29 +169,29 @@ func New(cfg Config) (*Server, error) {
 		}
 		WriteProblem(w, errkind.New(errkind.NotFound, fmt.Errorf("no such endpoint: %s %s", r.Method, r.URL.Path)))
 	}}))
-	s.front = s.unrouted()
+	s.front = cleanPathsOnly(s.mux, func(h http.HandlerFunc) http.Handler { return s.guard(Route{Pattern: "/", Handler: h}) })
 	return s, nil
 }
 
-// unrouted is the server's front: ServeMux answers a path it would clean
+// cleanPathsOnly fronts mux: ServeMux answers a path it would clean
 // ("//", "/./", "..") or complete with a slash ("…/files") with its own
 // redirect, an HTML body and none of the guard's headers. Such a path
 // names no endpoint as given: it gets the 404 problem every unknown path
-// gets, under the guard, saying which path would.
-func (s *Server) unrouted() http.Handler {
-	notFound := s.guard(Route{Pattern: "/", Handler: func(w http.ResponseWriter, r *http.Request) {
-		h, _ := s.mux.Handler(r)
+// gets, saying which path would, through wrap (the server's guard).
+func cleanPathsOnly(mux *http.ServeMux, wrap func(http.HandlerFunc) http.Handler) http.Handler {
+	notFound := wrap(func(w http.ResponseWriter, r *http.Request) {
+		h, _ := mux.Handler(r)
 		to := &locationOnly{h: http.Header{}}
 		h.ServeHTTP(to, r)
 		WriteProblem(w, errkind.WithHint(errkind.NotFound, fmt.Errorf("no such endpoint: %s %s: paths are matched as given", r.Method, r.URL.Path),
 			"ask for "+to.h.Get("Location")))
-	}})
+	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h, _ := s.mux.Handler(r); reflect.TypeOf(h) == redirectType {
+		if h, _ := mux.Handler(r); reflect.TypeOf(h) == redirectType {
 			notFound.ServeHTTP(w, r)
 			return
 		}
-		s.mux.ServeHTTP(w, r)
+		mux.ServeHTTP(w, r)
 	})
 }
 
