@@ -139,11 +139,15 @@ func (c *Client) ListProjects(ctx context.Context) ([]apiv1.ProjectRecord, error
 	return ps, err
 }
 
-// AddProject registers a project (as xfsq project add).
-func (c *Client) AddProject(ctx context.Context, name string, workspace, cache Limits) (apiv1.Project, error) {
+// AreaLimits are a new project's limits per area (an area left zero: the
+// installation's default): AreaLimits{Workspace: Limits{}.WithBytesHard(10 << 30)}.
+type AreaLimits = apiv1.AreaLimits
+
+// AddProject registers a project (as xfsq project add) with the limits
+// given of each area.
+func (c *Client) AddProject(ctx context.Context, name string, limits AreaLimits) (apiv1.Project, error) {
 	var p apiv1.Project
-	err := c.Do(ctx, "POST", strings.TrimSuffix(projects, "/"), nil,
-		apiv1.AddRequest{Project: name, Workspace: workspace, Cache: cache}, &p)
+	err := c.Do(ctx, "POST", strings.TrimSuffix(projects, "/"), nil, apiv1.AddRequest{Project: name, AreaLimits: limits}, &p)
 	return p, err
 }
 

@@ -41,6 +41,16 @@ func fakeServer() *httptest.Server {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusCreated)
 			fmt.Fprint(w, `{"project":"omni","state":"ready","created_at":"2026-12-05T06:00:00Z","backend":{"kind":"xfs","enforced":true},"trees":[]}`)
+		case "/v1/workspace/storage/report":
+			// The trees at or over 90 % of their hard limit, fullest first.
+			if q := r.URL.Query(); q.Get("over") != "90" || q.Get("sort") != "percent" || q.Get("check") != "1" {
+				http.Error(w, "unexpected query "+r.URL.RawQuery, http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"backend":{"kind":"xfs","enforced":true},"at_hard_limit":true,"check_failed":true,"warnings":[],"trees":[`+
+				`{"project":"omni","area":"workspace","used_bytes":10737418240,"bytes_hard":10737418240,"percent":100},`+
+				`{"project":"ci","area":"cache","used_bytes":9663676416,"bytes_hard":10737418240,"percent":90}]}`)
 		default:
 			w.Header().Set("Content-Type", apiv1.ProblemType)
 			w.WriteHeader(http.StatusNotFound)
@@ -76,9 +86,11 @@ func ExampleClient_AddProject() {
 	srv := fakeServer()
 	defer srv.Close()
 	c := client.New(srv.URL, "operator-token", nil)
-	workspace := client.Limits{}.WithBytesSoft(8 << 30).WithBytesHard(10 << 30)
-	cache := client.Limits{}.WithBytesHard(20 << 30)
-	p, err := c.AddProject(context.Background(), "omni", workspace, cache)
+	p, err := c.AddProject(context.Background(), "omni", client.AreaLimits{
+		Workspace: client.Limits{}.WithBytesSoft(8 << 30).WithBytesHard(10 << 30),
+		Cache:     client.Limits{}.WithBytesHard(20 << 30),
+		Scratch:   client.Limits{}.WithBytesHard(5 << 30),
+	})
 	fmt.Println(p.Project, p.State, err)
 	// Output: omni ready <nil>
 }
@@ -94,4 +106,25 @@ func ExampleProblemError() {
 		fmt.Println("no such project:", pe.Detail)
 	}
 	// Output: no such project: project "nope" not found
+}
+
+// The report a monitor reads: the trees at or over 90 % of their hard
+// limit, fullest first, and whether any is at its limit (report --check).
+func ExampleClient_Report() {
+	srv := fakeServer()
+	defer srv.Close()
+	c := client.New(srv.URL, "reader-token", nil)
+	rep, err := c.Report(context.Background(), client.ReportOptions{Over: 90, Sort: apiv1.SortByPercent, Check: true})
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	for _, t := range rep.Trees {
+		fmt.Printf("%s/%s %.0f%%\n", t.Project, t.Area, t.Percent)
+	}
+	fmt.Println("at a hard limit:", rep.CheckFailed, "backend:", rep.Backend.Kind)
+	// Output:
+	// omni/workspace 100%
+	// ci/cache 90%
+	// at a hard limit: true backend: xfs
 }

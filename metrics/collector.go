@@ -51,7 +51,7 @@ func Handler(root *sandbox.Root, checker *health.Checker, log *slog.Logger) http
 	static := prometheus.NewRegistry()
 	static.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c := newCollector(root, checker, log)
-	contentType := string(expfmt.NewFormat(expfmt.TypeTextPlain))
+	textType := string(expfmt.NewFormat(expfmt.TypeTextPlain))
 	// A body's buffer is kept for the next scrape: a root of 1,000
 	// projects writes a few megabytes each time.
 	var buffers sync.Pool
@@ -59,7 +59,14 @@ func Handler(root *sandbox.Root, checker *health.Checker, log *slog.Logger) http
 		// The scrape sees the request's context: a client that goes away
 		// ends the reads.
 		fams, trees := c.scrape(r.Context())
-		var out textWriter
+		// Prometheus asks for OpenMetrics first when it may (Accept);
+		// anyone else, */* included, gets the text format.
+		format := expfmt.NegotiateAccept(r.Header, expfmt.FmtText, expfmt.FmtOpenMetrics_1_0_0)
+		out := textWriter{om: format.FormatType() == expfmt.TypeOpenMetrics}
+		encode, contentType := expfmt.MetricFamilyToText, textType
+		if out.om {
+			encode, contentType = openMetricsFamily, string(expfmt.NewFormat(expfmt.TypeOpenMetrics))
+		}
 		if b, ok := buffers.Get().(*[]byte); ok {
 			out.b = (*b)[:0]
 		}
@@ -70,11 +77,14 @@ func Handler(root *sandbox.Root, checker *health.Checker, log *slog.Logger) http
 			log.Warn("metrics: the Go and process collectors failed", "error", err)
 		}
 		for _, f := range append(gathered, fams...) {
-			if _, err := expfmt.MetricFamilyToText(sw, f); err != nil {
+			if _, err := encode(sw, f); err != nil {
 				log.Warn("metrics: a family could not be encoded", "family", f.GetName(), "error", err)
 			}
 		}
 		trees.write(&out)
+		if out.om {
+			out.b = append(out.b, "# EOF\n"...)
+		}
 		h := w.Header()
 		h.Set("Content-Type", contentType)
 		h.Add("Vary", "Accept-Encoding")
@@ -90,6 +100,10 @@ func Handler(root *sandbox.Root, checker *health.Checker, log *slog.Logger) http
 		gz.Close()
 		gzipWriters.Put(gz)
 	})
+}
+
+func openMetricsFamily(w io.Writer, f *dto.MetricFamily) (int, error) {
+	return expfmt.MetricFamilyToOpenMetrics(w, f)
 }
 
 // Gzip at its fastest: Prometheus asks for it, and a body of 1,000

@@ -12,14 +12,20 @@ import (
 // expfmt they cost several times the library's read (docs/benchmarks.md), here
 // a few appends each. Everything else — the Go and process collectors, the
 // host, a few dozen series — still goes through expfmt.
-type textWriter struct{ b []byte }
+//
+// With om set it writes OpenMetrics 1.0 instead, which differs for these
+// families (gauges and a histogram) only in escaping quotes in HELP.
+type textWriter struct {
+	b  []byte
+	om bool
+}
 
 // header starts a family: its HELP and TYPE lines.
 func (w *textWriter) header(m Metric) {
 	w.b = append(w.b, "# HELP "...)
 	w.b = append(w.b, m.Name...)
 	w.b = append(w.b, ' ')
-	w.b = appendEscaped(w.b, m.Help, false)
+	w.b = appendEscaped(w.b, m.Help, w.om)
 	w.b = append(w.b, "\n# TYPE "...)
 	w.b = append(w.b, m.Name...)
 	w.b = append(w.b, ' ')

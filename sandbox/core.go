@@ -436,10 +436,44 @@ func (m *Manager) FleetStorage(ctx context.Context, q FleetQuery) (FleetStorage,
 	return m.c.FleetStorage(ctx, q)
 }
 
-func (m *Manager) CheckHosts(ctx context.Context, names []string) error { return m.c.CheckHosts(ctx, names) }
+func (m *Manager) CheckHosts(ctx context.Context, names []string) error {
+	return m.c.CheckHosts(ctx, names)
+}
 
 func (m *Manager) RetireHost(ctx context.Context, name string, force bool) (RetireOutcome, error) {
 	return m.c.RetireHost(ctx, name, force)
 }
 
 func (m *Manager) RootID() string { return m.c.RootID() }
+
+// The report with its filters, and doctor's findings, as both shells take them.
+type (
+	DoctorResult  = core.DoctorResult
+	ReportOptions = core.ReportOptions
+	ReportResult  = core.ReportResult
+	TreeWarning   = core.TreeWarning
+)
+
+const (
+	ReportByProject = core.ReportByProject
+	ReportByUsed    = core.ReportByUsed
+	ReportByPercent = core.ReportByPercent
+	ReportByGrowth  = core.ReportByGrowth
+	WarnStale       = core.WarnStale
+	WarnDrift       = core.WarnDrift
+	WarnEscape      = core.WarnEscape
+)
+
+var ReportSorts = core.ReportSorts
+
+func CheckReport(o ReportOptions) error { return core.CheckReport(o) }
+func AtHardLimit(t TreeStatus) bool     { return core.AtHardLimit(t) }
+func OverSoftLimit(t TreeStatus) bool   { return core.OverSoftLimit(t) }
+
+func (m *Manager) ReportOf(ctx context.Context, o ReportOptions) (ReportResult, error) {
+	return m.c.ReportOf(ctx, o)
+}
+
+func (m *Manager) DoctorReport(ctx context.Context, fix bool) (DoctorResult, error) {
+	return m.c.DoctorReport(ctx, fix)
+}

@@ -191,6 +191,13 @@ func TestAuthMatrix(t *testing.T) {
 		"GET /v1/fleet/hosts":                   {"/v1/fleet/hosts", "", 200},
 		"GET /v1/fleet/storage":                 {"/v1/fleet/storage", "", 200},
 		"POST /v1/fleet/hosts/{host}/retire":    {"/v1/fleet/hosts/gone-host/retire", "", 200},
+		"GET /v1/workspace/storage/report":      {"/v1/workspace/storage/report?over=90&sort=percent", "", 200},
+		"GET /v1/settings":                      {"/v1/settings", "", 200},
+		"GET /v1/settings/{key}":                {"/v1/settings/scratch_ttl", "", 200},
+		"PUT /v1/settings/{key}":                {"/v1/settings/scratch_ttl", `{"value": "2d"}`, 200},
+		"DELETE /v1/settings/{key}":             {"/v1/settings/scratch_ttl", "", 200},
+		"GET /v1/system/doctor":                 {"/v1/system/doctor", "", 200},
+		"POST /v1/system/doctor/fix":            {"/v1/system/doctor/fix", "", 200},
 	}
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(10<<20, "omni", "other", "victim")
@@ -273,14 +280,19 @@ func TestAPI(t *testing.T) {
 		ctx := context.Background()
 		op, rd, lim := ts.client(operatorToken), ts.client(readerToken), ts.client(limitedToken)
 		hard, isoft, ihard := uint64(1<<20), uint64(1000), uint64(2000)
-		p, err := op.AddProject(ctx, "omni", client.Limits{}.WithBytesHard(hard).WithInodesSoft(isoft).WithInodesHard(ihard), client.Limits{}.WithBytesSoft(hard))
+		p, err := op.AddProject(ctx, "omni", client.AreaLimits{Workspace: client.Limits{}.WithBytesHard(hard).WithInodesSoft(isoft).WithInodesHard(ihard), Cache: client.Limits{}.WithBytesSoft(hard), Scratch: client.Limits{}.WithBytesHard(2 * hard)})
 		if err != nil || p.Project != "omni" || len(p.Trees) != len(area.OfProject) {
 			t.Fatalf("add: %v %+v", err, p)
 		}
-		if _, err := op.AddProject(ctx, "omni", client.Limits{}, client.Limits{}); status(err) != 409 {
+		for _, tr := range p.Trees {
+			if tr.Area == area.Scratch && tr.BytesHard != 2*hard {
+				t.Errorf("scratch added with %d bytes hard, want the %d asked for", tr.BytesHard, 2*hard)
+			}
+		}
+		if _, err := op.AddProject(ctx, "omni", client.AreaLimits{}); status(err) != 409 {
 			t.Errorf("add twice: %v, want 409", err)
 		}
-		if _, err := op.AddProject(ctx, "Bad Name", client.Limits{}, client.Limits{}); status(err) != 400 {
+		if _, err := op.AddProject(ctx, "Bad Name", client.AreaLimits{}); status(err) != 400 {
 			t.Errorf("add a bad name: %v, want 400", err)
 		}
 		if code, _, body := ts.raw(t, "POST", "/v1/workspace/storage/projects", operatorToken, `{"project": "x", "workspace": {"bytes_hard": "ten"}}`); code != 400 || !strings.Contains(body, "bytes_hard") {
@@ -289,7 +301,7 @@ func TestAPI(t *testing.T) {
 		if code, _, body := ts.raw(t, "POST", "/v1/workspace/storage/projects", operatorToken, `{"project": "x", "colour": 1}`); code != 400 || !strings.Contains(body, "colour") {
 			t.Errorf("an unknown field: %d %s, want 400 naming it", code, body)
 		}
-		if _, err := op.AddProject(ctx, "other", client.Limits{}, client.Limits{}); err != nil {
+		if _, err := op.AddProject(ctx, "other", client.AreaLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		// The list, as project list: a limited reader sees its projects only.
@@ -392,7 +404,7 @@ func TestAPI(t *testing.T) {
 			t.Errorf("admission of a removed project: %v, want 404", err)
 		}
 		// --force removes a project a run holds, and says so.
-		if _, err := op.AddProject(ctx, "held", client.Limits{}, client.Limits{}); err != nil {
+		if _, err := op.AddProject(ctx, "held", client.AreaLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := op.AcquireLease(ctx, "held", "run-1", time.Hour); err != nil {
@@ -712,9 +724,10 @@ func TestAPIErrors(t *testing.T) {
 			if !ok {
 				want = 500
 			}
-			path := strings.NewReplacer("{id}", "omni", "{run}", "run-1", "{path...}", "f.txt", "{file}", "app.css", "{$}", "").Replace(rt.Pattern)
+			path := strings.NewReplacer("{id}", "omni", "{run}", "run-1", "{key}", "scratch_ttl", "{path...}", "f.txt", "{file}", "app.css", "{$}", "").Replace(rt.Pattern)
 			body := map[string]string{"POST " + p: `{"project": "fresh"}`, "PATCH " + p + "/{id}": `{"bytes_hard": "1m"}`,
-				"POST " + p + "/{id}/sweep": `{"dry_run": true}`, "PUT " + p + "/{id}/files/{path...}": "x", "POST " + p + "/{id}/files/{path...}": "x"}[key]
+				"POST " + p + "/{id}/sweep": `{"dry_run": true}`, "PUT " + p + "/{id}/files/{path...}": "x", "POST " + p + "/{id}/files/{path...}": "x",
+				"PUT /v1/settings/{key}": `{"value": "2d"}`}[key]
 			code, _, got := ts.raw(t, rt.Method, path, operatorToken, body)
 			if code != want || (want == 500 && !strings.Contains(got, "the server's log says why")) {
 				t.Errorf("%s with the store closed: %d %.200s, want %d", key, code, got, want)
@@ -874,6 +887,7 @@ func TestJSONEndpointsRefuseOtherMediaTypes(t *testing.T) {
 			{"PATCH", p + "/omni", `{"bytes_hard":1}`},
 			{"POST", p + "/omni/leases/run-1", `{}`},
 			{"POST", p + "/omni/sweep", `{"dry_run":true}`},
+			{"PUT", "/v1/settings/scratch_ttl", `{"value":"2d"}`},
 		} {
 			if c.method != "POST" || c.path != p {
 				if code, _, body := ts.raw(t, "POST", p, operatorToken, `{"project":"omni"}`); code != 201 && code != 409 {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"compress/gzip"
 	"flag"
 	"fmt"
 	"io"
@@ -68,6 +69,18 @@ func ContractChecked(t testing.TB, h http.Handler) http.Handler {
 			}{io.TeeReader(r.Body, reqBody), r.Body}
 		}
 		h.ServeHTTP(rec, r)
+		if rec.Header().Get("Content-Encoding") == "gzip" && !rec.truncated {
+			// Checked as the client reads it, decompressed.
+			zr, err := gzip.NewReader(bytes.NewReader(rec.body.Bytes()))
+			if err == nil {
+				var plain bytes.Buffer
+				_, err = io.Copy(&plain, zr)
+				rec.body = plain
+			}
+			if err != nil {
+				t.Errorf("%s %s: a gzip answer that does not decompress: %v", r.Method, r.URL.Path, err)
+			}
+		}
 		status := rec.status
 		if status == 0 {
 			status = http.StatusOK
@@ -92,10 +105,6 @@ func ContractChecked(t testing.TB, h http.Handler) http.Handler {
 			err = spec.CheckResponse("MethodNotAllowed", r.Method, r.URL.Path, status, ct, rec.body.Bytes())
 		case !routed && status == http.StatusMisdirectedRequest:
 			err = spec.CheckResponse("Misdirected", r.Method, r.URL.Path, status, ct, rec.body.Bytes())
-		case !routed && r.Pattern == "" && (status == http.StatusMovedPermanently || status == http.StatusTemporaryRedirect) && rec.Header().Get("Location") != "":
-			// ServeMux's own redirect of an unclean path ("..", "//") to
-			// its clean form, before any route: net/http's, not the API's.
-			return
 		case !routed:
 			err = fmt.Errorf("%s %s: %d from no route (pattern %q)", r.Method, r.URL.Path, status, r.Pattern)
 		default:
@@ -245,6 +254,14 @@ var contractUnseen = map[string]string{
 	"TreeStorage.escape":           "as TreeStatus.escape",
 	"TreeStorage.walk_bytes":       "as TreeStatus.walk_bytes",
 	"TreeStorage.drift":            "as TreeStatus.drift",
+	"TreeStatus.backend":           "the API's answers give the backend once, at their top; xfsq's --json fills it per tree",
+	"TreeStorage.backend":          "as TreeStatus.backend",
+	"Report.unowned":               "XFS and ext4 only, as OverviewDisk.unowned_bytes",
+	"Unowned.*":                    "as Report.unowned",
+	"TreeWarning.*":                "a stale figure, a drift or an escape: as TreeStatus.stale and TreeStatus.drift (sandbox's TestTreeWarnings holds them)",
+	"Setting.problem":              "a bad environment value: the settings tests provoke it without a server",
+	"SettingChange.problem":        "as Setting.problem",
+	"Finding.error":                "a repair that fails: not provoked here",
 	// Still to provoke over HTTP.
 	"TreeStatus.stale":     "todo: a fallback tree never walked within snapshot_interval",
 	"TreeStorage.stale":    "todo: as TreeStatus",

@@ -135,12 +135,12 @@ func (s *Server) addProject(w http.ResponseWriter, r *http.Request) error {
 	if req.Project == "" {
 		return errkind.New(errkind.Input, errors.New(`field "project": give the new project's name`))
 	}
-	p, err := s.m.Add(r.Context(), req.Project, sandbox.AddOptions{Workspace: change(req.Workspace), Cache: change(req.Cache)})
+	p, err := s.m.Add(r.Context(), req.Project, sandbox.AddOptions{Workspace: change(req.Workspace), Cache: change(req.Cache), Scratch: change(req.Scratch)})
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/v1/workspace/storage/projects/"+p.Name)
-	writeJSON(w, http.StatusCreated, p)
+	writeJSON(w, http.StatusCreated, p.BackendOnce())
 	return nil
 }
 
@@ -153,7 +153,7 @@ func (s *Server) setProject(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, p)
+	writeJSON(w, http.StatusOK, p.BackendOnce())
 	return nil
 }
 
@@ -197,7 +197,7 @@ func (s *Server) admission(w http.ResponseWriter, r *http.Request) error {
 	// Asked before every run: written without reflection (AppendJSON is
 	// encoding/json's output, byte for byte).
 	buf := admissionBuffers.Get().(*[]byte)
-	*buf = a.AppendJSON((*buf)[:0])
+	*buf = a.BackendOnce().AppendJSON((*buf)[:0])
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(*buf)))
 	w.WriteHeader(http.StatusOK)

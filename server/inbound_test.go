@@ -20,7 +20,7 @@ func TestInboundOverTheAPI(t *testing.T) {
 		ts := newServer(t, r)
 		ctx := context.Background()
 		op, rd := ts.client(operatorToken), ts.client(readerToken)
-		if _, err := op.AddProject(ctx, "omni", client.Limits{}, client.Limits{}); err != nil {
+		if _, err := op.AddProject(ctx, "omni", client.AreaLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		hard := uint64(2 << 20)

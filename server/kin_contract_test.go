@@ -36,7 +36,7 @@ func kinRouter(t testing.TB) (*openapi3.T, routers.Router) {
 	kin.once.Do(func() {
 		// The dashboard's page and assets are text the validator need
 		// not parse: their media type is what is checked.
-		for _, ct := range []string{"text/html", "text/javascript", "text/css"} {
+		for _, ct := range []string{"text/html", "text/javascript", "text/css", "application/openmetrics-text"} {
 			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
 		}
 		loader := openapi3.NewLoader()

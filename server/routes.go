@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -90,6 +91,7 @@ type Server struct {
 	ready   time.Duration
 	routes  []Route
 	mux     *http.ServeMux
+	front   http.Handler // the mux behind unrouted's check
 	hosts   *hostPolicy
 	// metricsToken is the SHA-256 of Config.MetricsToken; nil: none.
 	metricsToken []byte
@@ -168,8 +170,42 @@ func New(cfg Config) (*Server, error) {
 		}
 		WriteProblem(w, errkind.New(errkind.NotFound, fmt.Errorf("no such endpoint: %s %s", r.Method, r.URL.Path)))
 	}}))
+	s.front = cleanPathsOnly(s.mux, func(h http.HandlerFunc) http.Handler { return s.guard(Route{Pattern: "/", Handler: h}) })
 	return s, nil
 }
+
+// cleanPathsOnly fronts mux: ServeMux answers a path it would clean
+// ("//", "/./", "..") or complete with a slash ("…/files") with its own
+// redirect, an HTML body and none of the guard's headers. Such a path
+// names no endpoint as given: it gets the 404 problem every unknown path
+// gets, saying which path would, through wrap (the server's guard).
+func cleanPathsOnly(mux *http.ServeMux, wrap func(http.HandlerFunc) http.Handler) http.Handler {
+	notFound := wrap(func(w http.ResponseWriter, r *http.Request) {
+		h, _ := mux.Handler(r)
+		to := &locationOnly{h: http.Header{}}
+		h.ServeHTTP(to, r)
+		WriteProblem(w, errkind.WithHint(errkind.NotFound, fmt.Errorf("no such endpoint: %s %s: paths are matched as given", r.Method, r.URL.Path),
+			"ask for "+to.h.Get("Location")))
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, _ := mux.Handler(r); reflect.TypeOf(h) == redirectType {
+			notFound.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// redirectType is the type of ServeMux's redirects; none of the routes'
+// handlers is one.
+var redirectType = reflect.TypeOf(http.RedirectHandler("/", http.StatusTemporaryRedirect))
+
+// locationOnly keeps the header a redirect writes, and nothing else.
+type locationOnly struct{ h http.Header }
+
+func (l *locationOnly) Header() http.Header         { return l.h }
+func (l *locationOnly) Write(b []byte) (int, error) { return len(b), nil }
+func (l *locationOnly) WriteHeader(int)             {}
 
 // Warm reads and encodes what the first requests would otherwise wait
 // for (sandbox.Manager.Warm): the overview and every project's check. A
@@ -188,7 +224,7 @@ func (s *Server) Warm(ctx context.Context) error {
 func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 
 // Handler is the server's whole HTTP surface.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.front }
 
 // coreRoutes is the table of the endpoints this file's package answers
 // itself; Config.Routes adds the others.
@@ -222,6 +258,15 @@ func (s *Server) coreRoutes() []Route {
 		{"GET", p + "/{id}/files/{path...}", RoleReader, answered(s.log, s.files.Get)},
 		{"DELETE", p + "/{id}/files/{path...}", RoleOperator, answered(s.log, s.files.Delete)},
 		{"POST", p + "/{id}/sweep", RoleOperator, answered(s.log, s.sweep.Sweep)},
+		{"GET", "/v1/workspace/storage/report", RoleReader, answered(s.log, s.report)},
+		{"GET", "/v1/settings", RoleReader, answered(s.log, s.settings)},
+		{"GET", "/v1/settings/{key}", RoleReader, answered(s.log, s.setting)},
+		{"PUT", "/v1/settings/{key}", RoleOperator, answered(s.log, s.setSetting)},
+		{"DELETE", "/v1/settings/{key}", RoleOperator, answered(s.log, s.resetSetting)},
+		// Doctor reads every project's trees and the kernel's IDs: the
+		// operator's, as the repair is.
+		{"GET", "/v1/system/doctor", RoleOperator, answered(s.log, s.doctor)},
+		{"POST", "/v1/system/doctor/fix", RoleOperator, answered(s.log, s.doctorFix)},
 	}
 	rs = append(rs, s.fleetRoutes()...)
 	if s.health != nil {
@@ -353,7 +398,9 @@ func (s *Server) guard(rt Route) http.Handler {
 		if caller.Name != "" {
 			ctx = sandbox.WithActor(ctx, caller.Name)
 		}
-		rt.Handler(w, r.WithContext(ctx))
+		out, finish := gzipped(w, r)
+		rt.Handler(out, r.WithContext(ctx))
+		finish()
 	})
 }
 

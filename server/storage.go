@@ -155,7 +155,7 @@ func (a *storageAPI) Project(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, d)
+	writeJSON(w, http.StatusOK, d.BackendOnce())
 	return nil
 }
 

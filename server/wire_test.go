@@ -12,6 +12,7 @@ import (
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/sandbox"
+	"github.com/xfsq/xfsq/settings"
 )
 
 // wirePairs are the library's results the server encodes as they are,
@@ -32,6 +33,9 @@ var wirePairs = []struct{ library, wire any }{
 	{sandbox.FleetHosts{}, apiv1.FleetHosts{}},
 	{sandbox.FleetStorage{}, apiv1.FleetStorage{}},
 	{sandbox.RetireOutcome{}, apiv1.HostRetired{}},
+	{sandbox.ReportResult{}, apiv1.Report{}},
+	{settings.Value{}, apiv1.Setting{}},
+	{sandbox.DoctorResult{}, apiv1.Doctor{}},
 }
 
 // TestLibraryResultsHaveTheWireShape holds every result the server answers

@@ -67,9 +67,16 @@ func (l Limits) WithInodesHard(n uint64) Limits { c := Count(n); l.InodesHard = 
 
 // AddRequest is the body of POST /v1/workspace/storage/projects.
 type AddRequest struct {
-	Project   string `json:"project"`
+	Project string `json:"project"`
+	AreaLimits
+}
+
+// AreaLimits are a new project's limits, per area; an area left out gets
+// the installation's default (the default_*quota settings).
+type AreaLimits struct {
 	Workspace Limits `json:"workspace"`
 	Cache     Limits `json:"cache"`
+	Scratch   Limits `json:"scratch"`
 }
 
 // SetRequest is the body of PATCH …/projects/{id}: the limits of one tree.

@@ -37,7 +37,7 @@ type TreeStatus struct {
 	Area       string  `json:"area"`
 	Path       string  `json:"path"`
 	ProjectID  uint32  `json:"project_id"`
-	Backend    Backend `json:"backend"`
+	Backend    Backend `json:"backend,omitzero"` // absent in an answer: its own backend is the tree's
 	UsedBytes  uint64  `json:"used_bytes"`
 	UsedInodes uint64  `json:"used_inodes"`
 	BytesSoft  uint64  `json:"bytes_soft"`
@@ -153,8 +153,8 @@ type TopPath struct {
 
 // Growth is the workspace's change in allocated bytes; null until known.
 type Growth struct {
-	Day  *int64 `json:"24h"`
-	Week *int64 `json:"7d"`
+	Last24h *int64 `json:"24h"`
+	Last7d  *int64 `json:"7d"`
 }
 
 // ProjectStorage is GET …/projects/{id}: each tree's usage and limits,

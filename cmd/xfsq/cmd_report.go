@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -24,14 +23,19 @@ func reportAreaFlag() cli.Flag {
 	return &cli.StringFlag{Name: "area", Usage: "only these areas (comma-separated: " + strings.Join(area.All, ", ") + ")"}
 }
 
-// reportFilter is what of the report a command line asks to see.
-type reportFilter struct {
-	projects, areas []string
-	over            float64
-	overSet         bool
-	sortBy          string
-	noHeaders       bool
-	check           bool
+// reportOptions are the report a command line asks for, and whether it
+// prints headers and notes.
+func reportOptions(e env) (o sandbox.ReportOptions, noHeaders bool, err error) {
+	if e.c.NArg() > 0 {
+		return o, false, usagef("report takes no arguments, got %q: filter with --project NAME", e.c.Args().First())
+	}
+	o = sandbox.ReportOptions{Projects: splitList(e.c.String("project")), Areas: splitList(e.c.String("area")),
+		Sort: e.c.String("sort"), Check: e.c.Bool("check"), Read: readFlags(e)}
+	if e.c.IsSet("over") {
+		over := e.c.Float64("over")
+		o.Over = &over
+	}
+	return o, e.c.Bool("no-headers"), sandbox.CheckReport(o)
 }
 
 func splitList(s string) []string {
@@ -43,91 +47,6 @@ func splitList(s string) []string {
 	}
 	return out
 }
-
-func reportFilterOf(e env) (reportFilter, error) {
-	f := reportFilter{projects: splitList(e.c.String("project")), areas: splitList(e.c.String("area")),
-		over: e.c.Float64("over"), overSet: e.c.IsSet("over"), sortBy: e.c.String("sort"),
-		noHeaders: e.c.Bool("no-headers"), check: e.c.Bool("check")}
-	if e.c.NArg() > 0 {
-		return f, usagef("report takes no arguments, got %q: filter with --project NAME", e.c.Args().First())
-	}
-	for _, a := range f.areas {
-		if err := sandbox.ValidateArea(a); err != nil {
-			return f, usagef("--area: %v", err)
-		}
-	}
-	if f.overSet && (f.over < 0 || f.over != f.over) {
-		return f, usagef("--over %v: use a percentage, 0 or more (e.g. 90)", f.over)
-	}
-	switch f.sortBy {
-	case "project", "used", "percent", "growth":
-	default:
-		return f, usagef("--sort %q: use project, used, percent or growth", f.sortBy)
-	}
-	return f, nil
-}
-
-// apply keeps the rows asked for, in the order asked for. A project named
-// that has no row is an error: a typo must not read as "all is well".
-func (f reportFilter) apply(rows []sandbox.TreeStatus) ([]sandbox.TreeStatus, error) {
-	for _, p := range f.projects {
-		if !slices.ContainsFunc(rows, func(t sandbox.TreeStatus) bool { return t.Project == p }) {
-			return nil, usagef("--project %s: no such project (xfsq project list names them)", safe(p))
-		}
-	}
-	out := []sandbox.TreeStatus{}
-	for _, t := range rows {
-		switch {
-		case len(f.projects) > 0 && !slices.Contains(f.projects, t.Project):
-		case len(f.areas) > 0 && !slices.Contains(f.areas, t.Area):
-		case f.overSet && (t.BytesHard == 0 || t.Percent < f.over):
-		default:
-			out = append(out, t)
-		}
-	}
-	growth := func(t sandbox.TreeStatus) int64 {
-		if t.Growth24h == nil {
-			return -1 << 62
-		}
-		return *t.Growth24h
-	}
-	slices.SortStableFunc(out, func(a, b sandbox.TreeStatus) int {
-		switch f.sortBy {
-		case "used":
-			return cmpDesc(a.UsedBytes, b.UsedBytes)
-		case "percent":
-			return cmpDesc(a.Percent, b.Percent)
-		case "growth":
-			return cmpDesc(growth(a), growth(b))
-		}
-		if c := strings.Compare(a.Project, b.Project); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Area, b.Area)
-	})
-	return out, nil
-}
-
-func cmpDesc[T int64 | uint64 | float64](a, b T) int {
-	switch {
-	case a > b:
-		return -1
-	case a < b:
-		return 1
-	}
-	return 0
-}
-
-// atHard reports whether a tree is at or over one of its hard limits.
-func atHard(t sandbox.TreeStatus) bool {
-	return (t.BytesHard > 0 && t.UsedBytes >= t.BytesHard) || (t.InodesHard > 0 && t.UsedInodes >= t.InodesHard)
-}
-
-func overSoft(t sandbox.TreeStatus) bool {
-	return (t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft) || (t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft)
-}
-
-func anyAtHard(rows []sandbox.TreeStatus) bool { return slices.ContainsFunc(rows, atHard) }
 
 // graceText says when the first running soft-limit grace of a tree ends.
 func graceText(t sandbox.TreeStatus, now time.Time) string {
@@ -178,9 +97,9 @@ func reportTable(w io.Writer, rows []sandbox.TreeStatus, noHeaders, colour bool)
 	for i, l := range lines {
 		if i < len(rows) {
 			switch {
-			case atHard(rows[i]):
+			case sandbox.AtHardLimit(rows[i]):
 				l = paint(colour, "31", strings.TrimSuffix(l, "\n")) + "\n"
-			case overSoft(rows[i]):
+			case sandbox.OverSoftLimit(rows[i]):
 				l = paint(colour, "33", strings.TrimSuffix(l, "\n")) + "\n"
 			}
 		}
@@ -214,37 +133,28 @@ func cmdReport(e env) error {
 	if fleetAsked(e) {
 		return cmdReportFleet(e)
 	}
-	f, err := reportFilterOf(e)
+	o, noHeaders, err := reportOptions(e)
 	if err != nil {
 		return err
 	}
 	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
-		all, err := m.Report(ctx, readFlags(e))
+		res, err := m.ReportOf(ctx, o)
 		if err != nil {
 			return err
 		}
-		rows, err := f.apply(all)
-		if err != nil {
-			return err
-		}
+		rows := res.Trees
 		err = e.print(rows, func(w io.Writer) {
-			if !f.noHeaders {
+			if !noHeaders {
 				fmt.Fprintf(w, "backend: %s\n", m.BackendName())
 			}
-			if !m.IsXFS() && !f.noHeaders {
+			if !m.IsXFS() && !noHeaders {
 				fmt.Fprintln(w, "note: the kernel enforces nothing here; usage is each tree's last walk plus the writes made through xfsq since.")
-				var oldest time.Time
-				for _, t := range rows {
-					if t.UsageAsOf != nil && (oldest.IsZero() || t.UsageAsOf.Before(oldest)) {
-						oldest = *t.UsageAsOf
-					}
-				}
-				if !oldest.IsZero() {
+				if res.OldestWalkAt != nil {
 					fmt.Fprintf(w, "      Other writes count from the next walk (oldest walk here: %s; the hourly xfsq snapshot --all\n"+
-						"      walks every tree, --refresh walks them now).\n", when(oldest))
+						"      walks every tree, --refresh walks them now).\n", when(*res.OldestWalkAt))
 				}
 			}
-			if stale := reportTable(w, rows, f.noHeaders, useColour(os.Stdout)); stale && !f.noHeaders {
+			if stale := reportTable(w, rows, noHeaders, useColour(os.Stdout)); stale && !noHeaders {
 				fmt.Fprintf(w, "stale: walked over %s ago (the hourly xfsq snapshot --all has not run): writes made outside xfsq since\n"+
 					"       are not counted; xfsq report --refresh, or xfsq top on the tree, walks it now.\n", roughAge(sandbox.SnapshotInterval))
 			}
@@ -254,7 +164,7 @@ func cmdReport(e env) error {
 					fmt.Fprintf(w, "escape? %s %s: %s\n", safe(t.Project), t.Area, line(t.Escape))
 				}
 			}
-			if u, ok := unowned(ctx, m); ok && !f.noHeaders {
+			if u := res.Unowned; u != nil && !noHeaders {
 				fmt.Fprintf(w, "unowned: %s of the %s df counts used is in no project (%s of it charged to project 0 or IDs that are no tree's)\n",
 					units.FormatIEC(u.UnownedBytes), units.FormatIEC(u.UsedBytes), units.FormatIEC(u.OtherIDsBytes))
 			}
@@ -262,7 +172,7 @@ func cmdReport(e env) error {
 		if err != nil {
 			return err
 		}
-		if f.check && anyAtHard(rows) {
+		if res.CheckFailed {
 			return &exitError{code: exitFailed}
 		}
 		return nil
@@ -307,11 +217,4 @@ func growth(d *int64) string {
 		return "-" + units.FormatIEC(uint64(-*d))
 	}
 	return "+" + units.FormatIEC(uint64(*d))
-}
-
-// unowned is the report's footer figure; a failure to read it costs the
-// report nothing but the line.
-func unowned(ctx context.Context, m *sandbox.Manager) (sandbox.Unowned, bool) {
-	u, ok, err := m.Unowned(ctx)
-	return u, ok && err == nil
 }

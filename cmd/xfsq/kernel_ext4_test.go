@@ -92,7 +92,7 @@ func testExt4UploadStream(t *testing.T, fs *kerneltest.FS) {
 	c := sv.client(e2eToken)
 	ctx := context.Background()
 	hard := uint64(10 * mib)
-	if _, err := c.AddProject(ctx, "omni", client.Limits{}.WithBytesHard(hard), client.Limits{}); err != nil {
+	if _, err := c.AddProject(ctx, "omni", client.AreaLimits{Workspace: client.Limits{}.WithBytesHard(hard)}); err != nil {
 		t.Fatal(err)
 	}
 	body := io.MultiReader(bytes.NewReader(bytes.Repeat([]byte("u"), 20*mib)))

@@ -59,10 +59,10 @@ func testXFSServe(t *testing.T, fs *kerneltest.FS) {
 	c := sv.client(e2eToken)
 	ctx := context.Background()
 	limit := func(n uint64) client.Limits { return client.Limits{}.WithBytesHard(n) }
-	if _, err := c.AddProject(ctx, "omni", limit(10*mib), client.Limits{}); err != nil {
+	if _, err := c.AddProject(ctx, "omni", client.AreaLimits{Workspace: limit(10 * mib)}); err != nil {
 		t.Fatalf("add omni over HTTP: %v", err)
 	}
-	if _, err := c.AddProject(ctx, "other", limit(100*mib), client.Limits{}); err != nil {
+	if _, err := c.AddProject(ctx, "other", client.AreaLimits{Workspace: limit(100 * mib)}); err != nil {
 		t.Fatalf("add other over HTTP: %v", err)
 	}
 	written, err := kerneltest.Fill(filepath.Join(s.root, "projects/omni/big"), 20*mib)
@@ -127,9 +127,9 @@ func serveReportDiff(t *testing.T, c *client.Client, root string) string {
 		for _, tr := range d.Trees {
 			k, ok := kernel[quota.ProjectID(tr.ProjectID)]
 			got := [3]uint64{tr.UsedBytes, tr.BytesSoft, tr.BytesHard}
-			if !ok || got != k || tr.Backend.Kind != kernelKind(root) {
+			if !ok || got != k || d.Backend.Kind != kernelKind(root) {
 				fmt.Fprintf(&diff, "%s/%s (ID %d): API used/soft/hard %v (backend %s), xfs_quota %v (listed %v)\n",
-					name, tr.Area, tr.ProjectID, got, tr.Backend.Kind, k, ok)
+					name, tr.Area, tr.ProjectID, got, d.Backend.Kind, k, ok)
 			}
 		}
 		for _, tr := range d.Trees {

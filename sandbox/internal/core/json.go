@@ -80,8 +80,10 @@ func (t *TreeStatus) appendJSON(b []byte) []byte {
 	b = appendJSONString(b, t.Path)
 	b = append(b, `,"project_id":`...)
 	b = strconv.AppendUint(b, uint64(t.ProjectID), 10)
-	b = append(b, `,"backend":`...)
-	b = t.Backend.appendJSON(b)
+	if !t.Backend.IsZero() { // omitzero: an answer that gives it once
+		b = append(b, `,"backend":`...)
+		b = t.Backend.appendJSON(b)
+	}
 	for _, f := range [...]struct {
 		name string
 		v    uint64

@@ -38,7 +38,7 @@ type TreeStatus struct {
 	Area       string          `json:"area"`
 	Path       string          `json:"path"`
 	ProjectID  quota.ProjectID `json:"project_id"`
-	Backend    Backend         `json:"backend"`
+	Backend    Backend         `json:"backend,omitzero"` // absent where an answer gives it once (BackendOnce)
 	UsedBytes  uint64          `json:"used_bytes"`
 	UsedInodes uint64          `json:"used_inodes"`
 	BytesSoft  uint64          `json:"bytes_soft"`

@@ -1,0 +1,199 @@
+package core
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xfsq/xfsq/area"
+)
+
+// The orders a report can be sorted in: by project (then area), or
+// largest first by bytes used, percent of the hard byte limit, or 24 h growth.
+const (
+	ReportByProject = "project"
+	ReportByUsed    = "used"
+	ReportByPercent = "percent"
+	ReportByGrowth  = "growth"
+)
+
+// ReportSorts are the orders ReportOptions.Sort takes.
+var ReportSorts = []string{ReportByProject, ReportByUsed, ReportByPercent, ReportByGrowth}
+
+// ReportOptions say which trees a report shows and in what order; the
+// zero value is every tree by project. Both shells take them as they are:
+// the CLI from its flags, the server from its query.
+type ReportOptions struct {
+	// Projects and Areas keep only these (none: all). A project named that
+	// has no row is an error: a typo must not read as "all is well".
+	Projects, Areas []string
+	// Over keeps only trees at or over this percent of their hard byte
+	// limit (nil: all; a tree without one never is).
+	Over *float64
+	// Sort is one of ReportSorts; "": ReportByProject.
+	Sort string
+	// Check makes CheckFailed say whether any tree shown is at or over a
+	// hard limit (bytes or inodes): a monitor's question.
+	Check bool
+	// Scope, when not nil, is every project the caller may see (a reader
+	// limited to some): the others are as absent as a project that does
+	// not exist.
+	Scope []string
+	Read  Read
+}
+
+// ReportResult is a report: the trees asked for, and what a reader of
+// them should be told besides.
+type ReportResult struct {
+	Backend Backend      `json:"backend"`
+	Trees   []TreeStatus `json:"trees"`
+	// AtHardLimit: a tree shown is at or over a hard limit.
+	AtHardLimit bool `json:"at_hard_limit"`
+	// CheckFailed is AtHardLimit when ReportOptions.Check asked.
+	CheckFailed bool `json:"check_failed,omitempty"`
+	// OldestWalkAt, on the fallback, is when the oldest walk a figure
+	// shown starts from began: other writes count from the next walk.
+	OldestWalkAt *time.Time `json:"oldest_walk_at,omitempty"`
+	// Unowned is the space no tree holds, on a kernel backend (nil on the
+	// fallback, or when it could not be read: it costs the report nothing
+	// else).
+	Unowned  *Unowned      `json:"unowned,omitempty"`
+	Warnings []TreeWarning `json:"warnings"`
+}
+
+// TreeWarning is a tree whose figure a reader should not take at face
+// value; each shell words it.
+type TreeWarning struct {
+	Kind    string `json:"kind"` // WarnStale, WarnDrift or WarnEscape
+	Project string `json:"project"`
+	Area    string `json:"area"`
+	// Detail is the tree's drift or escape, as TreeStatus has it.
+	Detail string `json:"detail,omitempty"`
+}
+
+// TreeWarning kinds.
+const (
+	// WarnStale: a fallback figure from a walk older than SnapshotInterval
+	// (or none): writes made outside xfsq since are not counted.
+	WarnStale = "stale"
+	// WarnDrift: the limits in force differ from the recorded ones.
+	WarnDrift = "drift"
+	// WarnEscape: the last walk and the kernel's count disagree.
+	WarnEscape = "escape"
+)
+
+// CheckReport validates o as bad input naming the field at fault.
+func CheckReport(o ReportOptions) error {
+	for _, a := range o.Areas {
+		if ValidateArea(a) != nil {
+			return fieldErrorf("area", "%q: use %s", a, strings.Join(area.All, ", "))
+		}
+	}
+	if o.Over != nil && (*o.Over < 0 || *o.Over != *o.Over) {
+		return fieldErrorf("over", "%v: use a percentage, 0 or more (e.g. 90)", *o.Over)
+	}
+	if o.Sort != "" && !slices.Contains(ReportSorts, o.Sort) {
+		return fieldErrorf("sort", "%q: use %s", o.Sort, strings.Join(ReportSorts, ", "))
+	}
+	return nil
+}
+
+// ReportOf is the report o asks for: every tree's usage and limits
+// (Report), filtered, sorted and checked.
+func (m *Manager) ReportOf(ctx context.Context, o ReportOptions) (ReportResult, error) {
+	if err := CheckReport(o); err != nil {
+		return ReportResult{}, err
+	}
+	all, err := m.Report(ctx, o.Read)
+	if err != nil {
+		return ReportResult{}, err
+	}
+	rows, err := o.apply(all)
+	if err != nil {
+		return ReportResult{}, err
+	}
+	res := ReportResult{Backend: m.BackendInfo(), Trees: rows, Warnings: []TreeWarning{}}
+	res.AtHardLimit = slices.ContainsFunc(rows, AtHardLimit)
+	res.CheckFailed = o.Check && res.AtHardLimit
+	for _, t := range rows {
+		if !m.IsXFS() && t.UsageAsOf != nil && (res.OldestWalkAt == nil || t.UsageAsOf.Before(*res.OldestWalkAt)) {
+			res.OldestWalkAt = t.UsageAsOf
+		}
+		res.Warnings = append(res.Warnings, treeWarnings(t)...)
+	}
+	if u, ok, err := m.Unowned(ctx); ok && err == nil {
+		res.Unowned = &u
+	}
+	return res, nil
+}
+
+func treeWarnings(t TreeStatus) []TreeWarning {
+	var out []TreeWarning
+	for _, w := range []struct {
+		on           bool
+		kind, detail string
+	}{{t.Stale, WarnStale, ""}, {t.Drift != "", WarnDrift, t.Drift}, {t.Escape != "", WarnEscape, t.Escape}} {
+		if w.on {
+			out = append(out, TreeWarning{Kind: w.kind, Project: t.Project, Area: t.Area, Detail: w.detail})
+		}
+	}
+	return out
+}
+
+// AtHardLimit reports whether a tree is at or over one of its hard limits.
+func AtHardLimit(t TreeStatus) bool {
+	return (t.BytesHard > 0 && t.UsedBytes >= t.BytesHard) || (t.InodesHard > 0 && t.UsedInodes >= t.InodesHard)
+}
+
+// OverSoftLimit reports whether a tree is over one of its soft limits.
+func OverSoftLimit(t TreeStatus) bool {
+	return (t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft) || (t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft)
+}
+
+// apply keeps the rows asked for, in the order asked for.
+func (o ReportOptions) apply(rows []TreeStatus) ([]TreeStatus, error) {
+	if o.Scope != nil {
+		rows = slices.DeleteFunc(rows, func(t TreeStatus) bool { return !slices.Contains(o.Scope, t.Project) })
+	}
+	for _, p := range o.Projects {
+		if !slices.ContainsFunc(rows, func(t TreeStatus) bool { return t.Project == p }) {
+			return nil, fieldErrorf("project", "%s: no such project (the project list names them)", strconv.Quote(p))
+		}
+	}
+	out := []TreeStatus{}
+	for _, t := range rows {
+		switch {
+		case len(o.Projects) > 0 && !slices.Contains(o.Projects, t.Project):
+		case len(o.Areas) > 0 && !slices.Contains(o.Areas, t.Area):
+		case o.Over != nil && (t.BytesHard == 0 || t.Percent < *o.Over):
+		default:
+			out = append(out, t)
+		}
+	}
+	slices.SortStableFunc(out, o.order())
+	return out, nil
+}
+
+// order compares two rows as o.Sort asks: largest first, but by project.
+func (o ReportOptions) order() func(a, b TreeStatus) int {
+	growth := func(t TreeStatus) int64 {
+		if t.Growth24h == nil {
+			return -1 << 62
+		}
+		return *t.Growth24h
+	}
+	return func(a, b TreeStatus) int {
+		switch o.Sort {
+		case ReportByUsed:
+			return cmp.Compare(b.UsedBytes, a.UsedBytes)
+		case ReportByPercent:
+			return cmp.Compare(b.Percent, a.Percent)
+		case ReportByGrowth:
+			return cmp.Compare(growth(b), growth(a))
+		}
+		return cmp.Or(strings.Compare(a.Project, b.Project), strings.Compare(a.Area, b.Area))
+	}
+}

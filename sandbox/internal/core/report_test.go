@@ -1,0 +1,120 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/errkind"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// The report's filters and orders, on rows made by hand: what each shell
+// shows is decided here once.
+func TestReportOptionsApply(t *testing.T) {
+	rows := []TreeStatus{
+		{Project: "b", Area: area.Workspace, UsedBytes: 50, BytesHard: 100, Percent: 50, Growth24h: ptr(int64(5))},
+		{Project: "a", Area: area.Workspace, UsedBytes: 95, BytesHard: 100, Percent: 95},
+		{Project: "a", Area: area.Cache, UsedBytes: 500, Growth24h: ptr(int64(-1))},
+		{Project: "c", Area: area.Cache, UsedBytes: 10, BytesHard: 10, Percent: 100, Growth24h: ptr(int64(9))},
+	}
+	key := func(ts []TreeStatus) []string {
+		var out []string
+		for _, t := range ts {
+			out = append(out, t.Project+"/"+t.Area)
+		}
+		return out
+	}
+	cases := []struct {
+		name  string
+		o     ReportOptions
+		want  []string
+		field string // of the error, when one is wanted
+	}{
+		{"all by project", ReportOptions{}, []string{"a/cache", "a/workspace", "b/workspace", "c/cache"}, ""},
+		{"over 90 by percent", ReportOptions{Over: ptr(90.0), Sort: ReportByPercent}, []string{"c/cache", "a/workspace"}, ""},
+		{"over 0 leaves out a tree without a hard limit", ReportOptions{Over: ptr(0.0)}, []string{"a/workspace", "b/workspace", "c/cache"}, ""},
+		{"by used", ReportOptions{Sort: ReportByUsed}, []string{"a/cache", "a/workspace", "b/workspace", "c/cache"}, ""},
+		{"by growth, unknown last", ReportOptions{Sort: ReportByGrowth}, []string{"c/cache", "b/workspace", "a/cache", "a/workspace"}, ""},
+		{"one project, one area", ReportOptions{Projects: []string{"a"}, Areas: []string{area.Workspace}}, []string{"a/workspace"}, ""},
+		{"a project named that has no row", ReportOptions{Projects: []string{"a", "typo"}}, nil, "project"},
+		{"a project out of the caller's scope is as absent", ReportOptions{Projects: []string{"a"}, Scope: []string{"b"}}, nil, "project"},
+		{"the scope alone", ReportOptions{Scope: []string{"b", "c"}}, []string{"b/workspace", "c/cache"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := c.o.apply(slices.Clone(rows))
+			if c.field != "" {
+				if errkind.Of(err) != errkind.Input || errkind.FieldOf(err) != c.field {
+					t.Fatalf("err %v (field %q), want bad input in %s", err, errkind.FieldOf(err), c.field)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(key(got), c.want) {
+				t.Errorf("got %v %v, want %v", key(got), err, c.want)
+			}
+		})
+	}
+}
+
+// Bad options are refused before anything is read, naming the field.
+func TestCheckReportNamesTheField(t *testing.T) {
+	for field, o := range map[string]ReportOptions{
+		"area": {Areas: []string{"bogus"}},
+		"over": {Over: ptr(-1.0)},
+		"sort": {Sort: "size"},
+	} {
+		err := CheckReport(o)
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.Field() != field {
+			t.Errorf("%+v: %v, want bad input in %s", o, err, field)
+		}
+	}
+	if err := CheckReport(ReportOptions{Over: ptr(90.0), Sort: ReportByPercent, Areas: area.All}); err != nil {
+		t.Errorf("good options refused: %v", err)
+	}
+}
+
+// One call gives the rows and the verdict a monitor reads: a tree at its
+// hard limit fails a check of the rows it is among, and only those.
+func TestReportOfChecks(t *testing.T) {
+	ctx := context.Background()
+	m, _ := managerWithOmni(t, t.TempDir())
+	// The skeleton's directories alone pass a hard limit of 4 KiB.
+	if _, err := m.Add(ctx, "full", AddOptions{Workspace: LimitChange{BytesHard: ptr(uint64(4096))}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.ReportOf(ctx, ReportOptions{Check: true, Sort: ReportByPercent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.CheckFailed || !res.AtHardLimit || len(res.Trees) == 0 || res.Trees[0].Project != "full" || res.Backend.Kind == "" {
+		t.Errorf("check of every tree: failed %v, first %+v, backend %+v", res.CheckFailed, res.Trees[0], res.Backend)
+	}
+	if m.IsXFS() == (res.OldestWalkAt != nil) {
+		t.Errorf("oldest walk %v on xfs=%v", res.OldestWalkAt, m.IsXFS())
+	}
+	res, err = m.ReportOf(ctx, ReportOptions{Check: true, Projects: []string{"omni"}})
+	if err != nil || res.CheckFailed || res.AtHardLimit || len(res.Trees) != len(area.OfProject) {
+		t.Errorf("check of omni alone: %+v %v", res, err)
+	}
+	if res, err := m.ReportOf(ctx, ReportOptions{Projects: []string{"full"}}); err != nil || !res.AtHardLimit || res.CheckFailed {
+		t.Errorf("no check asked: failed %v, at hard %v, %v", res.CheckFailed, res.AtHardLimit, err)
+	}
+}
+
+// A stale, drifted or escaped figure is a warning of its own, each named
+// with its tree.
+func TestTreeWarnings(t *testing.T) {
+	got := treeWarnings(TreeStatus{Project: "p", Area: area.Cache, Stale: true, Drift: "hard 1 MiB, recorded 2 MiB", Escape: "walk 9 MiB, kernel 1 MiB"})
+	want := []TreeWarning{{WarnStale, "p", area.Cache, ""}, {WarnDrift, "p", area.Cache, "hard 1 MiB, recorded 2 MiB"}, {WarnEscape, "p", area.Cache, "walk 9 MiB, kernel 1 MiB"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("warnings %+v, want %+v", got, want)
+	}
+	if w := treeWarnings(TreeStatus{Project: "p", Area: area.Cache}); len(w) != 0 {
+		t.Errorf("a sound tree warns: %+v", w)
+	}
+}
