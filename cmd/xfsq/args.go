@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -103,10 +104,22 @@ func commandWords(path []string) []string {
 	return w
 }
 
-var negativeNumber = regexp.MustCompile(`^-[0-9][0-9.]*[A-Za-z]*$`)
-
-// isNegativeNumber: "-1", "-5g", "-0.5": a value an operator typed, not a flag.
-func isNegativeNumber(a string) bool { return negativeNumber.MatchString(a) }
+// isNegativeNumber: "-1", "-5g", "-0.5": a value an operator typed, not a
+// flag (-[0-9][0-9.]*[A-Za-z]*). Not a regexp: every command asks it of
+// its flags, and compiling one is work at every start.
+func isNegativeNumber(a string) bool {
+	if len(a) < 2 || a[0] != '-' || a[1] < '0' || a[1] > '9' {
+		return false
+	}
+	i := 2
+	for i < len(a) && (a[i] >= '0' && a[i] <= '9' || a[i] == '.') {
+		i++
+	}
+	for i < len(a) && (a[i] >= 'a' && a[i] <= 'z' || a[i] >= 'A' && a[i] <= 'Z') {
+		i++
+	}
+	return i == len(a)
+}
 
 // valueName is what a flag's value is, for "--bytes-hard needs a SIZE".
 func valueName(f cli.Flag) string {
@@ -226,17 +239,20 @@ func wrapLeaves(cmds []*cli.Command) {
 
 // Spellings an operator cannot act on: the descriptor paths xfsq resolves
 // through (/proc/self/fd/N/…) and SQLite's numeric result codes.
+// Compiled at the first error, not at every start.
 var (
-	fdPath      = regexp.MustCompile(`/proc/self/fd/[0-9]+/?`)
-	sqliteCodes = regexp.MustCompile(`(database is locked|unable to open database file|disk I/O error|attempt to write a readonly database|` +
-		`database disk image is malformed|file is not a database|database or disk is full|database table is locked|out of memory)` +
-		`(?: \([0-9]+\))+(?: \(SQLITE_[A-Z_]+\))?`)
+	fdPath      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/proc/self/fd/[0-9]+/?`) })
+	sqliteCodes = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(database is locked|unable to open database file|disk I/O error|attempt to write a readonly database|` +
+			`database disk image is malformed|file is not a database|database or disk is full|database table is locked|out of memory)` +
+			`(?: \([0-9]+\))+(?: \(SQLITE_[A-Z_]+\))?`)
+	})
 )
 
 // plainMessage is the last guard before an error reaches the operator:
 // the library names trees by their paths, but a message from underneath
 // (os.Root, SQLite) may still carry a descriptor path or a result code.
 func plainMessage(msg string) string {
-	msg = fdPath.ReplaceAllString(msg, "")
-	return sqliteCodes.ReplaceAllString(msg, "$1")
+	msg = fdPath().ReplaceAllString(msg, "")
+	return sqliteCodes().ReplaceAllString(msg, "$1")
 }
