@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/xfsq/xfsq/errkind"
@@ -32,7 +33,7 @@ const TokenFileHelp = `one CSV line per token: TOKEN,NAME,ROLE[,"PROJECT1,PROJEC
 	`token, so the file holds no secret); ROLE is reader or operator; the project list limits a reader to those projects; ` +
 	`# starts a comment; xfsq token new makes a token and its line`
 
-var tokenNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@:-]{0,63}$`)
+var tokenNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@:-]{0,63}$`) })
 
 // token is one line of the file: the hash of the secret and who it is.
 type token struct {
@@ -142,7 +143,7 @@ func parseTokenLine(rec []string) (token, error) {
 		}
 		t.hash = sha256.Sum256([]byte(secret))
 	}
-	if !tokenNamePattern.MatchString(name) {
+	if !tokenNamePattern().MatchString(name) {
 		return token{}, fmt.Errorf("name %s is invalid: use 1-64 characters of A-Z a-z 0-9 . _ @ : -, starting with a letter or digit", shownField(name))
 	}
 	t.caller.Name = name

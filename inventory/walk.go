@@ -135,7 +135,11 @@ type walker struct {
 	// entryInosDiffer: the filesystem's directory entries need not give
 	// the inode number fstat gives (overlayfs), so they are not compared.
 	entryInosDiffer bool
-	deadline        time.Time
+	// endMark: the filesystem marks the end of a directory in the last
+	// record's d_off (endOfExt4Dir), so the read that would return 0 is
+	// not made.
+	endMark  bool
+	deadline time.Time
 
 	// Work is shared through a stack that idle workers wait on; a busy
 	// worker keeps its own directories and gives one away only while
@@ -254,8 +258,8 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 		unix.Close(fd)
 		return nil, &os.PathError{Op: "walk", Path: dir, Err: unix.ENOTDIR}
 	}
-	w := &walker{opts: opts, rootDev: st.Dev, links: map[[2]uint64]*linkSeen{}, entryInosDiffer: entryInosDiffer(fd),
-		changedAfter: changedAfter(start, &st)}
+	w := &walker{opts: opts, rootDev: st.Dev, links: map[[2]uint64]*linkSeen{}, changedAfter: changedAfter(start, &st)}
+	w.entryInosDiffer, w.endMark = filesystemTraits(fd)
 	w.wake.L = &w.mu
 	if opts.Budget > 0 {
 		w.deadline = start.Add(opts.Budget)
@@ -341,13 +345,29 @@ func (w *walker) changedSince(st *unix.Stat_t) {
 // then open with openat, and tell a mount point after opening it.
 var openat2Missing atomic.Bool
 
-// entryInosDiffer reports whether the filesystem of fd is one whose
-// directory entries may give another inode number than fstat of what they
-// name: overlayfs does for a merged directory.
-func entryInosDiffer(fd int) bool {
+// filesystemTraits reports what the walk must know of the filesystem of
+// fd, which is every directory's: the walk never leaves its mount.
+// entryInosDiffer: its directory entries may give another inode number
+// than fstat of what they name (overlayfs does for a merged directory).
+// endMark: it is ext4, whose end of a directory is in the last record's
+// d_off (endOfExt4Dir).
+func filesystemTraits(fd int) (entryInosDiffer, endMark bool) {
 	var fs unix.Statfs_t
-	return unix.Fstatfs(fd, &fs) != nil || fs.Type == unix.OVERLAYFS_SUPER_MAGIC
+	if unix.Fstatfs(fd, &fs) != nil {
+		return true, false
+	}
+	return fs.Type == unix.OVERLAYFS_SUPER_MAGIC, fs.Type == unix.EXT4_SUPER_MAGIC
 }
+
+// endOfExt4Dir is the position ext4 gives a directory read to its end
+// (EXT4_HTREE_EOF_64BIT): getdents64 stores the position after its last
+// record in that record's d_off, and ext4 answers a read from there with
+// 0 and nothing else. No entry has it (ext4fs_dirhash never gives that
+// hash), so a read cut short (a full buffer, a pending signal) leaves the
+// position of the entry it stopped before, never this one. A directory
+// ext4 reads linearly (no dir_index) has byte offsets there, which never
+// come near it: it is read to the 0 as on any filesystem.
+const endOfExt4Dir = 1<<63 - 1
 
 // mountRootAt reports whether name in dirfd (dirfd itself when name is
 // nil) is the root of a mount. Only asked where an inode number
@@ -760,7 +780,9 @@ func (k *worker) entries(fd int, dev uint64, devKnown bool, rel string, a *agg, 
 		if n <= 0 {
 			break
 		}
+		last := 0 // the last record's offset
 		for off := 0; off < n; {
+			last = off
 			// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name.
 			reclen := int(*(*uint16)(unsafe.Pointer(&buf[off+16])))
 			typ := buf[off+18]
@@ -829,6 +851,9 @@ func (k *worker) entries(fd int, dev uint64, devKnown bool, rel string, a *agg, 
 			if st.Mode&unix.S_IFMT == unix.S_IFREG && wantsFile(*top, file.size, rel, rec, w.opts.TopK) {
 				top.offer(File{Path: join(rel, string(direntName(rec))), SizeBytes: file.size}, w.opts.TopK)
 			}
+		}
+		if w.endMark && *(*int64)(unsafe.Pointer(&buf[last+8])) == endOfExt4Dir {
+			break // the read after it would return 0: one syscall a directory saved
 		}
 	}
 	if w.opts.RawStat && !warm {

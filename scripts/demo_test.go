@@ -66,46 +66,58 @@ func checkTourNarration(t *testing.T, s string) {
 	}
 }
 
-// The README's run command shows what xfsq is for, on real XFS quotas: the
-// write past omni's limit is stopped by the kernel while the neighbour's
-// goes on, the report shows omni full, and admission denies it. Where no
-// kernel with XFS quotas can run (the demo fell back), the test skips, and
+// The README's run command shows what xfsq is for, on real project quotas
+// (XFS, or ext4 with --fs ext4): the write past omni's limit is stopped by
+// the kernel while the neighbour's goes on, the report shows omni full,
+// and admission denies it. On ext4 the write runs without
+// CAP_SYS_RESOURCE, which would bypass the limit. Where no kernel with the
+// filesystem's quotas can run (the demo fell back), the test skips, and
 // under CI=true fails.
 func TestDemoShowsEnforcement(t *testing.T) {
-	out, err := exec.Command("./demo.sh").CombinedOutput()
-	if err != nil {
-		t.Fatalf("demo.sh: %v\n%s", err, out)
-	}
-	s := string(out)
-	if strings.Contains(s, "(using the fallback backend") {
-		prereq.Missing(t, "the demo found no kernel with XFS quotas and fell back:\n"+s)
-		return
-	}
-	omni := section(s, "$ write 40 MiB into projects/omni", "$ write 30 MiB into projects/neighbour")
-	if !strings.Contains(omni, "No space left on device") {
-		t.Errorf("the write past omni's limit was not stopped by the kernel:\n%s", omni)
-	}
-	if !strings.Contains(omni, `XFS project quotas report a full quota as "No space left on device"`) {
-		t.Errorf("the demo does not say what the kernel's refusal reads as:\n%s", omni)
-	}
-	checkTourNarration(t, s)
-	for _, want := range []string{
-		"backend: xfs",
-		"$ write 30 MiB into projects/neighbour\nok\n",
-		`project "neighbour": ok (30.0 MiB of 100.0 MiB)`,
-		`deny: project "omni": disk quota exceeded (20.0 MiB of 20.0 MiB)`,
-		"(exit 3)",
+	for _, tc := range []struct{ fs, refusal, narration string }{
+		{"xfs", "No space left on device", `XFS project quotas report a full quota as "No space left on device"`},
+		{"ext4", "Disk quota exceeded", `ext4 project quotas report a full quota as "Disk quota exceeded", EDQUOT`},
 	} {
-		if !strings.Contains(s, want) {
-			t.Errorf("the demo's output lacks %q:\n%s", want, s)
-		}
-	}
-	report := section(s, "$ xfsq report --refresh", "$ xfsq project check")
-	if !regexp.MustCompile(`(?m)^omni +workspace +\d+ +20\.0 MiB +16\.0 MiB +20\.0 MiB .* 100\.0%`).MatchString(report) {
-		t.Errorf("the report does not show omni's workspace full at 20.0 MiB:\n%s", report)
-	}
-	if !strings.Contains(s, "(route: ") && !strings.Contains(s, "loopback") && !strings.Contains(s, "/mnt") {
-		t.Errorf("the demo did not say where it ran:\n%s", s)
+		t.Run(tc.fs, func(t *testing.T) {
+			out, err := exec.Command("./demo.sh", "--fs", tc.fs).CombinedOutput()
+			if err != nil {
+				t.Fatalf("demo.sh --fs %s: %v\n%s", tc.fs, err, out)
+			}
+			s := string(out)
+			if strings.Contains(s, "(using the fallback backend") {
+				prereq.Missing(t, "the demo found no kernel with "+tc.fs+" project quotas and fell back:\n"+s)
+				return
+			}
+			omni := section(s, "$ write 40 MiB into projects/omni", "$ write 30 MiB into projects/neighbour")
+			if !strings.Contains(omni, tc.refusal) {
+				t.Errorf("the write past omni's limit was not stopped by the kernel:\n%s", omni)
+			}
+			if !strings.Contains(omni, tc.narration) {
+				t.Errorf("the demo does not say what the kernel's refusal reads as:\n%s", omni)
+			}
+			if tc.fs == "ext4" && !strings.Contains(omni, "without CAP_SYS_RESOURCE") {
+				t.Errorf("the demo does not say the write ran without CAP_SYS_RESOURCE:\n%s", omni)
+			}
+			checkTourNarration(t, s)
+			for _, want := range []string{
+				"backend: " + tc.fs,
+				"$ write 30 MiB into projects/neighbour\nok\n",
+				`project "neighbour": ok (30.0 MiB of 100.0 MiB)`,
+				`deny: project "omni": disk quota exceeded (20.0 MiB of 20.0 MiB)`,
+				"(exit 3)",
+			} {
+				if !strings.Contains(s, want) {
+					t.Errorf("the demo's output lacks %q:\n%s", want, s)
+				}
+			}
+			report := section(s, "$ xfsq report --refresh", "$ xfsq project check")
+			if !regexp.MustCompile(`(?m)^omni +workspace +\d+ +20\.0 MiB +16\.0 MiB +20\.0 MiB .* 100\.0%`).MatchString(report) {
+				t.Errorf("the report does not show omni's workspace full at 20.0 MiB:\n%s", report)
+			}
+			if !strings.Contains(s, "(route: ") && !strings.Contains(s, "loopback") && !strings.Contains(s, "/mnt") {
+				t.Errorf("the demo did not say where it ran:\n%s", s)
+			}
+		})
 	}
 }
 

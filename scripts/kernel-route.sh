@@ -1,5 +1,5 @@
 # kernel-route.sh — sourced by the scripts that run benchmarks against real
-# XFS project quotas (kernel-bench.sh, metrics-bench.sh).
+# project quotas (kernel-bench.sh, metrics-bench.sh).
 #
 # run_in_kernel SCRIPT RESULT runs SCRIPT natively where the host kernel
 # enforces XFS quotas and this is root, else inside the test kernel

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"path"
+	"sync"
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
@@ -34,14 +35,16 @@ type uiAsset struct {
 	etag  string
 }
 
-var uiAssets = loadUI()
+// uiAssets is loaded at the first request for it, not at every command's
+// start: hashing the dashboard is work only serve needs.
+var uiAssets = sync.OnceValue(loadUI)
 
 func loadUI() map[string]uiAsset {
 	types := map[string]string{".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 	out := map[string]uiAsset{}
 	entries, err := uiFiles.ReadDir("ui")
 	if err != nil {
-		panic("server: the dashboard's files are not embedded: " + err.Error()) // a build defect, caught by every test
+		panic("server: the dashboard's files are not embedded: " + err.Error()) // a build defect, caught by the dashboard's tests
 	}
 	for _, e := range entries {
 		data, err := uiFiles.ReadFile("ui/" + e.Name())
@@ -72,7 +75,7 @@ func (s *Server) dashboardFile(w http.ResponseWriter, r *http.Request) {
 }
 
 func serveUI(w http.ResponseWriter, r *http.Request, name string) {
-	a, ok := uiAssets[name]
+	a, ok := uiAssets()[name]
 	if !ok {
 		WriteProblem(w, errkind.New(errkind.NotFound, errors.New("no such file of the dashboard")))
 		return

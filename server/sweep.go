@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"sync"
 
 	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/errkind"
@@ -26,7 +27,9 @@ func newSweepAPI(root *sandbox.Root) *sweepAPI {
 
 // planIDPattern is the form of the ids a kept plan gets: a client's typo is
 // bad input, an id of that form the store never made is a refused plan.
-var planIDPattern = regexp.MustCompile(`^pl-[0-9a-f]{16}$`)
+// Compiled at first use, not at every command's start (the CLI links
+// this package for serve alone).
+var planIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^pl-[0-9a-f]{16}$`) })
 
 // validateSweep refuses a body that does not say one way plainly.
 func validateSweep(r apiv1.SweepRequest) error {
@@ -37,7 +40,7 @@ func validateSweep(r apiv1.SweepRequest) error {
 		return fieldError("plan_id", "applies a reviewed plan as it was made: leave dry_run out with it")
 	case r.PlanID != "" && len(r.Areas) > 0:
 		return fieldError("areas", "a plan applies the areas it was made for: leave areas out with plan_id")
-	case r.PlanID != "" && !planIDPattern.MatchString(r.PlanID):
+	case r.PlanID != "" && !planIDPattern().MatchString(r.PlanID):
 		return fieldError("plan_id", "is not a plan id: use the plan_id a dry run answered (pl- and 16 hex digits)")
 	}
 	return nil

@@ -101,7 +101,7 @@ func TestSweepAPIPlanThenApply(t *testing.T) {
 		if code := post(t, srv, "omni", `{"dry_run": true, "areas": ["cache", "workspace"]}`, &plan); code != 200 {
 			t.Fatalf("dry run: %d %+v", code, plan)
 		}
-		if !planIDPattern.MatchString(plan.PlanID) || plan.Project != "omni" || !plan.DryRun ||
+		if !planIDPattern().MatchString(plan.PlanID) || plan.Project != "omni" || !plan.DryRun ||
 			fmt.Sprint(plan.Areas) != "[cache workspace]" || plan.ExpiresAt.Sub(plan.MadeAt) != time.Hour {
 			t.Errorf("plan: %+v", plan)
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -103,10 +102,22 @@ func commandWords(path []string) []string {
 	return w
 }
 
-var negativeNumber = regexp.MustCompile(`^-[0-9][0-9.]*[A-Za-z]*$`)
-
-// isNegativeNumber: "-1", "-5g", "-0.5": a value an operator typed, not a flag.
-func isNegativeNumber(a string) bool { return negativeNumber.MatchString(a) }
+// isNegativeNumber: "-1", "-5g", "-0.5": a value an operator typed, not a
+// flag (-[0-9][0-9.]*[A-Za-z]*). Not a regexp: every command asks it of
+// its flags, and compiling one is work at every start.
+func isNegativeNumber(a string) bool {
+	if len(a) < 2 || a[0] != '-' || a[1] < '0' || a[1] > '9' {
+		return false
+	}
+	i := 2
+	for i < len(a) && (a[i] >= '0' && a[i] <= '9' || a[i] == '.') {
+		i++
+	}
+	for i < len(a) && (a[i] >= 'a' && a[i] <= 'z' || a[i] >= 'A' && a[i] <= 'Z') {
+		i++
+	}
+	return i == len(a)
+}
 
 // valueName is what a flag's value is, for "--bytes-hard needs a SIZE".
 func valueName(f cli.Flag) string {

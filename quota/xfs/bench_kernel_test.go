@@ -20,7 +20,8 @@ import (
 	"github.com/xfsq/xfsq/quota/xfs/quotactl"
 )
 
-// These benchmarks need real XFS quotas: run them with scripts/kernel-bench.sh,
+// These benchmarks need real project quotas: run them with scripts/kernel-bench.sh
+// (on ext4: scripts/kernel-bench.sh --fs ext4),
 // which boots the test kernel for them. See docs/benchmarks.md.
 
 const benchTrees = 1000

@@ -160,7 +160,7 @@ func Unavailable(tb testing.TB, why string) {
 // test kernel or on a host that can mount prjquota natively; elsewhere it
 // skips and names scripts/kernel-bench.sh, which boots the kernel for it.
 // The filesystem is XFS, or ext4 when $XFSQ_KERNELTEST_FS says ext4
-// (scripts/kernel-bench.sh ext4).
+// (scripts/kernel-bench.sh --fs ext4).
 func ForBenchmark(b *testing.B) *FS {
 	if r := detect().route; r != routeInside && r != routeNative {
 		b.Skip("kernel benchmarks run inside the test kernel: scripts/kernel-bench.sh")
