@@ -502,7 +502,9 @@ const DefaultDetailDepth = 3
 
 // ProjectStorage reads a project's trees to depth (0: DefaultDetailDepth;
 // 1 to inventory.MaxDepth) from their last snapshots, walking nothing. A
-// snapshot taken to a lesser depth shows what it kept.
+// snapshot taken to a lesser depth shows what it kept. What the journal
+// says was deleted since a snapshot (a sweep, a files rm) is taken out of
+// it: no view lists a path that is gone until the next walk.
 func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (ProjectStorage, error) {
 	if depth == 0 {
 		depth = DefaultDetailDepth
@@ -534,6 +536,11 @@ func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (P
 			if err != nil {
 				return ProjectStorage{}, err
 			}
+			gone, err := m.goneSince(ctx, t, snap.At)
+			if err != nil {
+				return ProjectStorage{}, err
+			}
+			root, top = withoutGone(root, top, gone)
 			at := snap.At.UTC()
 			ts.SnapshotAt, ts.Partial, ts.Tree = &at, snap.Partial, toDepth(root, depth)
 			if top != nil {
