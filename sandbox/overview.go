@@ -55,6 +55,9 @@ type ProjectOverview struct {
 	// its fraction in use (0.77), null without a limit.
 	QuotaBytes uint64   `json:"quota_bytes"`
 	QuotaUsed  *float64 `json:"quota_used"`
+	// QuotaSoftBytes is the workspace's soft byte limit (0: none): what
+	// a list of projects filters "over soft" by.
+	QuotaSoftBytes uint64 `json:"quota_soft_bytes"`
 	// TopPaths are the workspace's largest entries at its top (directories,
 	// and files among the tree's largest), from its last snapshot ([] until
 	// one exists).
@@ -409,7 +412,7 @@ func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
 		case area.Cache:
 			p.CacheBytes = r.UsedBytes
 		case area.Workspace:
-			p.WorkspaceBytes, p.WorkspaceFiles, p.QuotaBytes = r.UsedBytes, r.UsedInodes, r.BytesHard
+			p.WorkspaceBytes, p.WorkspaceFiles, p.QuotaBytes, p.QuotaSoftBytes = r.UsedBytes, r.UsedInodes, r.BytesHard, r.BytesSoft
 			if r.BytesHard > 0 {
 				used := float64(r.UsedBytes) / float64(r.BytesHard)
 				p.QuotaUsed = &used
