@@ -249,7 +249,8 @@ func TestDashboardInABrowser(t *testing.T) {
 		if summary, plan := b.text("#plan-summary"), b.text("#plan-entries"); !strings.Contains(summary, "1 entry,") || !strings.Contains(plan, "dist") {
 			t.Errorf("the dry run: %q / %q; want the one old dist/ entry", summary, plan)
 		}
-		b.do(chromedp.Click(chromedp.ID("apply")), chromedp.WaitReady(chromedp.CSS(`#sweep-result:not(:empty)`)))
+		b.do(chromedp.Click(chromedp.ID("apply")), chromedp.WaitVisible(chromedp.ID("confirm")),
+			chromedp.Click(chromedp.ID("confirm-apply")), chromedp.WaitReady(chromedp.CSS(`#sweep-result:not(:empty)`)))
 		if result := b.text("#sweep-result"); !strings.Contains(result, "Swept: 1 entry deleted") {
 			t.Errorf("the sweep: %q", result)
 		}
