@@ -27,7 +27,7 @@ func (m *Manager) goneSince(ctx context.Context, t TreeStatus, at time.Time) ([]
 	var out []gonePath
 	for _, e := range evs {
 		p, err := e.Decode()
-		ev, ok := p.(*journal.Evicted)
+		ev, ok := p.(journal.Evicted)
 		if err != nil || !ok || ev.Area != t.Area || ev.State != journal.StateDone {
 			continue
 		}

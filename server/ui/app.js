@@ -93,6 +93,29 @@ function bar(fraction) {
 
 function percent(fraction) { return fraction == null ? "no limit" : (fraction * 100).toFixed(1) + " %"; }
 
+// safeName is a tenant's name made visible as the CLI prints it
+// (internal/safetext.Name): control characters, bidi overrides and other
+// format characters, and line separators are written as escapes (\n,
+// \x01, \u{202e}), a backslash doubled, so that a name can neither hide
+// nor reorder what the page shows beside it. safeLine keeps backslashes, for
+// xfsq's own text quoting a name.
+function safeName(s) { return escapeText(s, true); }
+function safeLine(s) { return escapeText(s, false); }
+
+function escapeText(s, backslash) {
+  return String(s ?? "").replace(/[\x00-\x1f\x7f-\x9f\\\u2028\u2029]|\p{Cf}/gu, (c) => {
+    const cp = c.codePointAt(0);
+    switch (c) {
+      case "\\": return backslash ? "\\\\" : c;
+      case "\n": return "\\n";
+      case "\t": return "\\t";
+      case "\r": return "\\r";
+      case "\x1b": return "\\e";
+    }
+    return cp < 0x20 || cp === 0x7f ? "\\x" + cp.toString(16).padStart(2, "0") : "\\u{" + cp.toString(16).padStart(4, "0") + "}";
+  });
+}
+
 // ---- The API ----
 
 class APIError extends Error {
@@ -165,7 +188,7 @@ function projectHash(name) { return "#/storage/" + encodeURIComponent(name); }
 // (the project's name is a link, so Tab reaches it).
 function projectRow(name, cells) {
   return el("tr", { class: "link", "data-project": name, on: { click: (ev) => { if (!ev.target.closest("a")) location.hash = projectHash(name); } } },
-    el("td", { class: "name" }, el("a", { href: projectHash(name) }, name)), ...cells);
+    el("td", { class: "name" }, el("a", { href: projectHash(name) }, safeName(name))), ...cells);
 }
 
 let overviewCache = null; // the last overview read, for the hosts link and filters
@@ -292,10 +315,10 @@ function drawGrowers(projects) {
   rows.forEach((p, i) => {
     const bw = Math.max(2, (w - lw - 90) * p.growth["24h"] / max);
     const a = svg("a", { href: projectHash(p.project), "data-project": p.project },
-      svg("text", { x: lw - 6, y: i * rowH + 16, "text-anchor": "end", class: "label" }, clip(p.project, 22)),
+      svg("text", { x: lw - 6, y: i * rowH + 16, "text-anchor": "end", class: "label" }, clip(safeName(p.project), 22)),
       svg("rect", { x: lw, y: i * rowH + 4, width: bw, height: rowH - 8, class: "grow" }),
       svg("text", { x: lw + bw + 4, y: i * rowH + 16, class: "axis" }, growth(p.growth["24h"]) + (p.full_in_seconds != null ? ", full " + fullIn(p.full_in_seconds) : "")),
-      svg("title", {}, p.project + ": " + growth(p.growth["24h"]) + " in 24 h"));
+      svg("title", {}, safeName(p.project) + ": " + growth(p.growth["24h"]) + " in 24 h"));
     g.append(a);
   });
   box.replaceChildren(g);
@@ -415,13 +438,13 @@ async function projectView(name) {
     optional("/v1/workspace/storage/projects/" + id + "/leases")]);
   show("project");
   current = { name, plan: null, seen: new Set(), next: "", trail: [] };
-  $("project-name").textContent = name;
+  $("project-name").textContent = safeName(name);
   fill($("trees").tBodies[0], ps.trees.map(treeRow));
   const ws = ps.trees.find((t) => t.area === "workspace") || ps.trees[0];
   $("tree").replaceChildren(ws && ws.tree ? node(ws.tree, true) : el("p", {}, "no snapshot of this tree yet: the next snapshot pass walks it"));
   current.trail = ws && ws.tree ? [ws.tree] : [];
   drawTreemap();
-  fill($("top-files").tBodies[0], ((ws && ws.top_files) || []).map((f) => el("tr", {}, el("td", { class: "path" }, f.path), el("td", {}, iec(f.size_bytes)))));
+  fill($("top-files").tBodies[0], ((ws && ws.top_files) || []).map((f) => el("tr", {}, el("td", { class: "path" }, safeName(f.path)), el("td", {}, iec(f.size_bytes)))));
   drawLeases(leases);
   $("evictions").tBodies[0].replaceChildren();
   showEvictions(evs);
@@ -490,14 +513,14 @@ async function projectDiff(id) {
     if (!Array.isArray(v) || !v.length || typeof v[0] !== "object" || !("path" in v[0])) continue;
     const bytesKey = Object.keys(v[0]).find((f) => f.endsWith("bytes"));
     box.append(el("h4", {}, k.replace(/_/g, " ")), el("table", { "data-diff": k }, el("tbody", {}, ...v.slice(0, 20).map((r) =>
-      el("tr", {}, el("td", { class: "path" }, String(r.path)), el("td", {}, bytesKey ? (/delta|change|grew|shrank/.test(bytesKey) ? growth(r[bytesKey]) : iec(r[bytesKey])) : ""))))));
+      el("tr", {}, el("td", { class: "path" }, safeName(r.path)), el("td", {}, bytesKey ? (/delta|change|grew|shrank/.test(bytesKey) ? growth(r[bytesKey]) : iec(r[bytesKey])) : ""))))));
   }
   $("diff-section").hidden = box.childElementCount === 0;
 }
 
 // node renders one directory of the drill-down tree, its children folded.
 function node(n, open) {
-  const label = el("summary", {}, n.path, el("span", { class: "size" }, iec(n.size_bytes) + ", " + plural(n.total_files, "file", "files") + ", newest " + when(n.newest_modified_at)));
+  const label = el("summary", {}, safeName(n.path), el("span", { class: "size" }, iec(n.size_bytes) + ", " + plural(n.total_files, "file", "files") + ", newest " + when(n.newest_modified_at)));
   const d = el("details", { "data-path": n.path }, label);
   if (open) d.open = true;
   for (const c of n.children || []) d.append(node(c, false));
@@ -510,8 +533,8 @@ function drawTreemap() {
   const box = $("treemap");
   const trail = current.trail;
   const crumbs = $("treemap-path");
-  crumbs.replaceChildren(...trail.flatMap((n, i) => [i ? " / " : "", i === trail.length - 1 ? el("span", {}, n.path === "." ? "(top)" : base(n.path)) :
-    el("button", { type: "button", class: "crumb", on: { click: () => { current.trail = trail.slice(0, i + 1); drawTreemap(); } } }, n.path === "." ? "(top)" : base(n.path))]));
+  crumbs.replaceChildren(...trail.flatMap((n, i) => [i ? " / " : "", i === trail.length - 1 ? el("span", {}, n.path === "." ? "(top)" : safeName(base(n.path))) :
+    el("button", { type: "button", class: "crumb", on: { click: () => { current.trail = trail.slice(0, i + 1); drawTreemap(); } } }, n.path === "." ? "(top)" : safeName(base(n.path)))]));
   const at = trail[trail.length - 1];
   if (!at) { box.replaceChildren(el("p", { class: "muted" }, "No snapshot of the workspace yet.")); return; }
   const kids = (at.children || []).filter((c) => c.size_bytes > 0).map((c) => ({ n: c, size: c.size_bytes }));
@@ -522,8 +545,8 @@ function drawTreemap() {
   if (!kids.length) { box.replaceChildren(el("p", { class: "muted" }, "Empty.")); return; }
   for (const r of squarify(kids.sort((a, b) => b.size - a.size), 0, 0, W, H)) {
     const n = r.item.n;
-    const name = n ? base(n.path) + "/" : "files here and smaller entries";
-    const title = (n ? n.path : name) + ": " + iec(r.item.size) + (n ? ", " + plural(n.total_files, "file", "files") : "");
+    const name = n ? safeName(base(n.path)) + "/" : "files here and smaller entries";
+    const title = (n ? safeName(n.path) : name) + ": " + iec(r.item.size) + (n ? ", " + plural(n.total_files, "file", "files") : "");
     const drill = n && n.children && n.children.length ? () => { current.trail = [...trail, n]; drawTreemap(); $("treemap").querySelector("[tabindex]")?.focus(); } : null;
     const cell = svg("g", { class: "cell" + (n ? "" : " rest") + (drill ? " drill" : ""), "data-path": n ? n.path : "", tabindex: drill ? "0" : null, role: drill ? "button" : null, "aria-label": title },
       svg("rect", { x: r.x, y: r.y, width: Math.max(0, r.w - 1), height: Math.max(0, r.h - 1) }), svg("title", {}, title));
@@ -596,8 +619,8 @@ function showEvictions(page) {
   });
   $("evictions").tBodies[0].append(...deletions.map((e) => {
     const r = e.payload || {};
-    return el("tr", {}, el("td", {}, when(e.recorded_at)), el("td", { class: "path" }, r.path), el("td", {}, r.state),
-      el("td", {}, iec(r.freed_bytes ?? r.bytes)), el("td", {}, [r.reason, r.policy].filter(Boolean).join(": ")), el("td", {}, e.actor));
+    return el("tr", {}, el("td", {}, when(e.recorded_at)), el("td", { class: "path" }, safeName(r.path)), el("td", {}, r.state),
+      el("td", {}, iec(r.freed_bytes ?? r.bytes)), el("td", {}, safeLine([r.reason, r.policy].filter(Boolean).join(": "))), el("td", {}, e.actor));
   }));
   current.next = page.next || "";
   $("evictions-more").hidden = !current.next;
@@ -631,8 +654,8 @@ async function dryRun() {
     $("plan-summary").textContent = plural(plan.entries.length, "entry", "entries") + ", " + iec(plan.planned_bytes) + " would be deleted; " +
       plural(skipped.length, "entry", "entries") + " left alone; plan " + plan.plan_id + ", valid until " + when(plan.expires_at) +
       (plan.entries.length === 0 && skipped.length === 0 ? ". Nothing is old enough for a retention policy yet." : "");
-    fill($("plan-entries").tBodies[0], plan.entries.map((e) => el("tr", {}, el("td", { class: "path" }, e.path), el("td", {}, iec(e.size_bytes)), el("td", {}, [e.reason, e.policy].filter(Boolean).join(": ")))));
-    fill($("plan-skipped").tBodies[0], skipped.map((s) => el("tr", {}, el("td", { class: "path" }, s.path), el("td", {}, s.reason))));
+    fill($("plan-entries").tBodies[0], plan.entries.map((e) => el("tr", {}, el("td", { class: "path" }, safeName(e.path)), el("td", {}, iec(e.size_bytes)), el("td", {}, safeLine([e.reason, e.policy].filter(Boolean).join(": "))))));
+    fill($("plan-skipped").tBodies[0], skipped.map((s) => el("tr", {}, el("td", { class: "path" }, safeName(s.path)), el("td", {}, safeLine(s.reason)))));
     $("plan-entries").hidden = plan.entries.length === 0;
     $("plan-skipped").hidden = skipped.length === 0;
     $("plan-oversoft").textContent = (plan.over_soft || []).map((o) => o.area + " is over its soft limit: " + iec(o.used_bytes) + " of " + iec(o.soft_bytes)).join("; ");
@@ -691,7 +714,7 @@ async function eventsView() {
 
 function showEvents(page) {
   $("event-list").tBodies[0].append(...page.events.map((e) => el("tr", { "data-type": e.type },
-    el("td", {}, when(e.recorded_at)), el("td", {}, e.type), el("td", {}, e.project || "-"), el("td", {}, e.actor), el("td", { class: "path" }, eventText(e)))));
+    el("td", {}, when(e.recorded_at)), el("td", {}, e.type), el("td", {}, e.project ? safeName(e.project) : "-"), el("td", {}, e.actor), el("td", { class: "path" }, safeLine(eventText(e))))));
   events.next = page.next || "";
   $("events-more").hidden = !events.next;
   $("events-none").hidden = $("event-list").tBodies[0].rows.length !== 0;
