@@ -94,6 +94,9 @@ type Report struct {
 	Docker          *DockerPart `json:"docker,omitempty"`
 	Quota           *QuotaPart  `json:"quota,omitempty"`
 	Store           *StorePart  `json:"store,omitempty"`
+	// Thresholds are the levels the parts were judged by, so that a
+	// reader sees why a figure is warn.
+	Thresholds *Thresholds `json:"thresholds,omitempty"`
 }
 
 // Parts lists the parts present, in the order they are printed.
@@ -135,12 +138,12 @@ type NamedPart struct {
 // health_* (package settings); the zero value is not usable: start from
 // DefaultThresholds.
 type Thresholds struct {
-	DiskFreeWarnPercent            float64 // space or inodes available, percent of the total
-	DiskFreeCriticalPercent        float64
-	MemoryAvailableWarnPercent     float64
-	MemoryAvailableCriticalPercent float64
-	LoadPerCoreWarn                float64 // 5-minute load average per core
-	LoadPerCoreCritical            float64
+	DiskFreeWarnPercent            float64 `json:"disk_free_warn_percent"` // space or inodes available, percent of the total
+	DiskFreeCriticalPercent        float64 `json:"disk_free_critical_percent"`
+	MemoryAvailableWarnPercent     float64 `json:"memory_available_warn_percent"`
+	MemoryAvailableCriticalPercent float64 `json:"memory_available_critical_percent"`
+	LoadPerCoreWarn                float64 `json:"load_per_core_warn"` // 5-minute load average per core
+	LoadPerCoreCritical            float64 `json:"load_per_core_critical"`
 }
 
 // DefaultThresholds match the settings' defaults.
@@ -266,6 +269,8 @@ func (c *Checker) Collect(ctx context.Context) Report {
 		r.Status = Worse(r.Status, p.Status)
 	}
 	r.DurationSeconds = time.Since(start).Seconds()
+	th := c.th
+	r.Thresholds = &th
 	return r
 }
 

@@ -26,7 +26,7 @@ var specSchemas = map[string]struct {
 	"DiskPath": {apiv1.DiskPath{}, false}, "DiskPart": {apiv1.DiskPart{}, false},
 	"CPUPart": {apiv1.CPUPart{}, false}, "MemoryPart": {apiv1.MemoryPart{}, false},
 	"DockerPart": {apiv1.DockerPart{}, false}, "QuotaPart": {apiv1.QuotaPart{}, false},
-	"StorePart": {apiv1.StorePart{}, false}, "HealthReport": {apiv1.Health{}, false},
+	"StorePart": {apiv1.StorePart{}, false}, "HealthReport": {apiv1.Health{}, false}, "HealthThresholds": {apiv1.HealthThresholds{}, false},
 	"TopPath": {apiv1.TopPath{}, false}, "Growth": {apiv1.Growth{}, false},
 	"ProjectOverview": {apiv1.ProjectOverview{}, false}, "OverviewDisk": {apiv1.OverviewDisk{}, false},
 	"Overview": {apiv1.Overview{}, false}, "Node": {apiv1.Node{}, false},

@@ -56,7 +56,7 @@ func TestOverviewEndpoint(t *testing.T) {
 		omni := projects[0].(map[string]any)
 		// usage_as_of: the fixture's root is the fallback, whose figures
 		// start from a walk (on XFS the kernel's are of now, and it is left out).
-		for _, k := range []string{"project", "workspace_bytes", "workspace_files", "cache_bytes", "quota_bytes", "quota_used", "top_paths", "growth", "last_activity_at", "usage_as_of"} {
+		for _, k := range []string{"project", "workspace_bytes", "workspace_files", "cache_bytes", "quota_bytes", "quota_used", "quota_soft_bytes", "top_paths", "growth", "last_activity_at", "usage_as_of"} {
 			if _, ok := omni[k]; !ok {
 				t.Errorf("no %q in a project: %v", k, omni)
 			}

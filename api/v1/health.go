@@ -23,6 +23,18 @@ type Health struct {
 	Docker          *DockerPart  `json:"docker,omitempty"`
 	Quota           *QuotaPart   `json:"quota,omitempty"`
 	Store           *StorePart   `json:"store,omitempty"`
+	// Thresholds are the levels the parts were judged by (the health_* settings).
+	Thresholds *HealthThresholds `json:"thresholds,omitempty"`
+}
+
+// HealthThresholds are the levels a Health's parts are judged by.
+type HealthThresholds struct {
+	DiskFreeWarnPercent            float64 `json:"disk_free_warn_percent"`
+	DiskFreeCriticalPercent        float64 `json:"disk_free_critical_percent"`
+	MemoryAvailableWarnPercent     float64 `json:"memory_available_warn_percent"`
+	MemoryAvailableCriticalPercent float64 `json:"memory_available_critical_percent"`
+	LoadPerCoreWarn                float64 `json:"load_per_core_warn"`
+	LoadPerCoreCritical            float64 `json:"load_per_core_critical"`
 }
 
 // Part is what every part of the health answer carries besides its figures.

@@ -139,6 +139,7 @@ type ProjectOverview struct {
 	// its fraction in use, null without a limit.
 	QuotaBytes     uint64     `json:"quota_bytes"`
 	QuotaUsed      *float64   `json:"quota_used"`
+	QuotaSoftBytes uint64     `json:"quota_soft_bytes"` // the workspace's soft byte limit; 0: none
 	TopPaths       []TopPath  `json:"top_paths"`
 	Growth         Growth     `json:"growth"`
 	LastActivityAt *time.Time `json:"last_activity_at"`

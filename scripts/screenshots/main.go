@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,6 +71,9 @@ func run(url, token, reportFile, out string) error {
 	if err := shoot(ctx, chromedp.FullScreenshot(100), filepath.Join(out, "dashboard.png")); err != nil {
 		return err
 	}
+	if err := views(ctx, out); err != nil {
+		return err
+	}
 
 	ansi, err := os.ReadFile(reportFile)
 	if err != nil {
@@ -85,6 +89,45 @@ func run(url, token, reportFile, out string) error {
 		return fmt.Errorf("the terminal page: %w", err)
 	}
 	return shoot(ctx, chromedp.Screenshot(chromedp.ID("terminal")), filepath.Join(out, "report.png"))
+}
+
+// dashboardViews are the dashboard's other views, each shot whole at a
+// desktop's width, and the projects table at a phone's too.
+var dashboardViews = []struct{ fragment, file string }{
+	{"/storage", "dashboard-projects.png"},
+	{"/storage/omni", "dashboard-project.png"},
+	{"/events", "dashboard-events.png"},
+	{"/health", "dashboard-health.png"},
+}
+
+func views(ctx context.Context, out string) error {
+	goTo := func(fragment string) error {
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`delete document.body.dataset.ready, location.hash = `+strconv.Quote(fragment)+`, true`)); err != nil {
+			return fmt.Errorf("the view %s: %w", fragment, err)
+		}
+		if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(`body[data-ready=`+strconv.Quote(fragment)+`]`))); err != nil {
+			return fmt.Errorf("the view %s: %w", fragment, err)
+		}
+		return nil
+	}
+	for _, v := range dashboardViews {
+		if err := goTo(v.fragment); err != nil {
+			return err
+		}
+		if err := shoot(ctx, chromedp.FullScreenshot(100), filepath.Join(out, v.file)); err != nil {
+			return err
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 800)); err != nil {
+		return err
+	}
+	if err := goTo("/"); err != nil {
+		return err
+	}
+	if err := shoot(ctx, chromedp.FullScreenshot(100), filepath.Join(out, "dashboard-phone.png")); err != nil {
+		return err
+	}
+	return chromedp.Do(ctx, chromedp.EmulateViewport(1280, 860))
 }
 
 func shoot(ctx context.Context, a chromedp.Action[[]byte], file string) error {

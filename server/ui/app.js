@@ -2,28 +2,42 @@
 // holds no data and no secret of its own: the token the operator gives is
 // kept in this tab's sessionStorage and sent as a bearer token, so the API's
 // roles and project limits apply to it as to every client. A tenant names
-// every file and directory shown here, so nothing from the API is ever
-// parsed as HTML: every text goes into the page as textContent.
+// every project, file and directory shown here, so nothing from the API is
+// ever parsed as HTML or SVG markup: every text goes into the page as
+// textContent, every chart is built element by element.
 "use strict";
 
 const tokenKey = "xfsq-token";
 const $ = (id) => document.getElementById(id);
+const svgNS = "http://www.w3.org/2000/svg";
 
 // el builds an element; children are elements or strings (text, never HTML).
 function el(tag, props, ...children) {
-  const e = document.createElement(tag);
+  return build(document.createElement(tag), props, children);
+}
+
+// svg builds an SVG element the same way.
+function svg(tag, props, ...children) {
+  return build(document.createElementNS(svgNS, tag), props, children);
+}
+
+function build(e, props, children) {
   for (const [k, v] of Object.entries(props || {})) {
-    if (k === "class") e.className = v;
+    if (v == null) continue;
+    if (k === "class") e.setAttribute("class", v);
     else if (k === "on") for (const [ev, fn] of Object.entries(v)) e.addEventListener(ev, fn);
     else e.setAttribute(k, v);
   }
-  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c ?? "")));
+  for (const c of children) if (c != null) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   return e;
 }
 
+// ---- Figures as the CLI writes them (cmd/xfsq: units.FormatIEC, plural,
+// growth, roughAge, when). ----
+
 // iec formats bytes as the CLI does: 1.5 KiB, 50.0 GiB, 512 B.
 function iec(n) {
-  if (n == null) return "—";
+  if (n == null) return "-";
   const units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
   if (Math.abs(n) < 1024) return n + " B";
   let v = n, u = -1;
@@ -34,13 +48,34 @@ function iec(n) {
 // plural is a count with its noun, as the CLI writes it: 1 file, 2 files.
 function plural(n, one, many) { return n + " " + (n === 1 ? one : many); }
 
-function signed(n) { return n == null ? "—" : (n > 0 ? "+" : n < 0 ? "−" : "") + iec(Math.abs(n)); }
+// growth is a change in bytes as the report prints it: +1.0 MiB, -512 B, -.
+function growth(n) { return n == null ? "-" : (n < 0 ? "-" + iec(-n) : "+" + iec(n)); }
 
-// when shows a time in the browser's zone, with the zone named.
+// roughAge is a duration as the report prints an age: 45s, 12m, 3h5m, 4d.
+function roughAge(seconds) {
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 60) return s + "s";
+  if (s < 3600) return Math.floor(s / 60) + "m";
+  if (s < 48 * 3600) return Math.floor(s / 3600) + "h" + Math.floor((s % 3600) / 60) + "m";
+  return Math.floor(s / 86400) + "d";
+}
+
+// fullIn says when a tree reaches its hard limit at its trend.
+function fullIn(seconds) {
+  if (seconds == null) return "-";
+  return seconds <= 0 ? "full now" : "in " + roughAge(seconds);
+}
+
+const pad = (n) => String(n).padStart(2, "0");
+const zoneName = (d) => (new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(d).find((p) => p.type === "timeZoneName") || {}).value || "";
+
+// when shows a time as the CLI does (2006-01-02 15:04:05 MST), in the
+// browser's zone.
 function when(s) {
-  if (!s) return "—";
-  const d = new Date(s);
-  return isNaN(d) ? "—" : d.toLocaleString(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", timeZoneName: "short" });
+  if (!s) return "-";
+  const d = s instanceof Date ? s : new Date(s);
+  if (isNaN(d)) return "-";
+  return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + " " + zoneName(d);
 }
 
 // bar is a usage bar: amber above 80 %, red at or above 100 %.
@@ -57,6 +92,31 @@ function bar(fraction) {
 }
 
 function percent(fraction) { return fraction == null ? "no limit" : (fraction * 100).toFixed(1) + " %"; }
+
+// safeName is a tenant's name made visible as the CLI prints it
+// (internal/safetext.Name): control characters, bidi overrides and other
+// format characters, and line separators are written as escapes (\n,
+// \x01, \u{202e}), a backslash doubled, so that a name can neither hide
+// nor reorder what the page shows beside it. safeLine keeps backslashes, for
+// xfsq's own text quoting a name.
+function safeName(s) { return escapeText(s, true); }
+function safeLine(s) { return escapeText(s, false); }
+
+function escapeText(s, backslash) {
+  return String(s ?? "").replace(/[\x00-\x1f\x7f-\x9f\\\u2028\u2029]|\p{Cf}/gu, (c) => {
+    const cp = c.codePointAt(0);
+    switch (c) {
+      case "\\": return backslash ? "\\\\" : c;
+      case "\n": return "\\n";
+      case "\t": return "\\t";
+      case "\r": return "\\r";
+      case "\x1b": return "\\e";
+    }
+    return cp < 0x20 || cp === 0x7f ? "\\x" + cp.toString(16).padStart(2, "0") : "\\u{" + cp.toString(16).padStart(4, "0") + "}";
+  });
+}
+
+// ---- The API ----
 
 class APIError extends Error {
   constructor(status, problem) {
@@ -83,6 +143,12 @@ async function api(path, opts = {}) {
   return body;
 }
 
+// optional is an answer the page can do without (a route this server may
+// not have, a figure a reader may not see): null instead of an error.
+async function optional(path) {
+  try { return await api(path); } catch (err) { if (err.status === 401) throw err; return null; }
+}
+
 function showLogin(why) {
   for (const m of document.querySelectorAll("main")) m.hidden = true;
   $("login").hidden = false;
@@ -99,34 +165,65 @@ function showError(err) {
   $("error").hidden = false;
 }
 
+const navOf = { overview: "nav-overview", storage: "nav-storage", project: "nav-storage", events: "nav-events", health: "nav-health", hosts: "nav-hosts" };
+
 function show(id) {
   $("error").hidden = true;
   $("login").hidden = true;
   $("signout").hidden = false;
   $("refresh").hidden = false;
-  $("refreshed").textContent = "as of " + new Date().toLocaleTimeString(undefined, { timeZoneName: "short" });
+  $("refreshed").textContent = "as of " + when(new Date());
   for (const m of document.querySelectorAll("main")) m.hidden = m.id !== id;
+  for (const a of document.querySelectorAll("header nav a")) {
+    if (a.id === navOf[id]) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
 }
 
 function fill(tbody, rows) { tbody.replaceChildren(...rows); }
 
-// share is what decides a project's place among the top ones.
-function share(p) { return p.quota_used ?? 0; }
+function projectHash(name) { return "#/storage/" + encodeURIComponent(name); }
+
+// projectRow is a table row that opens a project, by mouse or by keyboard
+// (the project's name is a link, so Tab reaches it).
+function projectRow(name, cells) {
+  return el("tr", { class: "link", "data-project": name, on: { click: (ev) => { if (!ev.target.closest("a")) location.hash = projectHash(name); } } },
+    el("td", { class: "name" }, el("a", { href: projectHash(name) }, safeName(name))), ...cells);
+}
+
+let overviewCache = null; // the last overview read, for the hosts link and filters
+
+// ---- Overview ----
 
 async function overview() {
   const ov = await api("/v1/workspace/storage");
+  overviewCache = ov;
   show("overview");
   $("host").textContent = ov.host + " · " + ov.root;
-  const used = ov.disk.total_bytes - ov.disk.free_bytes;
-  $("disk-bar").replaceWith(Object.assign(bar(ov.disk.total_bytes ? used / ov.disk.total_bytes : null), { id: "disk-bar" }));
-  $("disk-text").textContent = iec(used) + " used of " + iec(ov.disk.total_bytes) + ", " + iec(ov.disk.free_bytes) + " free" +
-    (ov.disk.unowned_bytes != null ? ", " + iec(ov.disk.unowned_bytes) + " in no project" : "");
+  const d = ov.disk;
+  const used = d.total_bytes - d.free_bytes;
+  $("disk-bar").replaceWith(Object.assign(bar(d.total_bytes ? used / d.total_bytes : null), { id: "disk-bar" }));
+  $("disk-text").textContent = iec(used) + " used of " + iec(d.total_bytes) + ", " + iec(d.free_bytes) + " free" +
+    (d.unowned_bytes != null ? ", " + iec(d.unowned_bytes) + " in no project" : "");
+  $("disk-insight").textContent = diskInsight(d);
   $("backend").textContent = "Quotas: " + ov.backend.kind + (ov.backend.enforced ? " (enforced by the kernel)" : " (not enforced by the kernel: " + ov.backend.reason + ")");
-  const top = [...ov.projects].sort((a, b) => share(b) - share(a) || b.workspace_bytes - a.workspace_bytes).slice(0, 5);
-  fill($("top").tBodies[0], top.map((p) => el("tr", { class: "link", "data-project": p.project, on: { click: () => { location.hash = "#/storage/" + encodeURIComponent(p.project); } } },
-    el("td", {}, p.project), el("td", {}, iec(p.workspace_bytes)), el("td", {}, p.quota_bytes ? iec(p.quota_bytes) : "no limit"),
-    el("td", {}, bar(p.quota_used), percent(p.quota_used)))));
-  serverWidget();
+  const top = [...ov.projects].sort((a, b) => (b.quota_used ?? 0) - (a.quota_used ?? 0) || b.workspace_bytes - a.workspace_bytes).slice(0, 5);
+  fill($("top").tBodies[0], top.map((p) => projectRow(p.project, [
+    el("td", {}, iec(p.workspace_bytes)), el("td", {}, p.quota_bytes ? iec(p.quota_bytes) : "no limit"),
+    el("td", {}, bar(p.quota_used), percent(p.quota_used))])));
+  drawGrowers(ov.projects);
+  await Promise.all([serverWidget(), diskChart(ov)]);
+}
+
+// diskInsight is the disk's full-in, reclaimable and overcommit line, from
+// the fields a server that computes them answers; "" from one that does not.
+function diskInsight(d) {
+  const parts = [];
+  if ("full_in_seconds" in d) parts.push(d.full_in_seconds == null ? "not filling" : "full " + fullIn(d.full_in_seconds) + " at its trend");
+  if (d.reclaimable_bytes != null) parts.push(iec(d.reclaimable_bytes) + " reclaimable by the sweep policies");
+  if (d.promised_bytes != null) parts.push(iec(d.promised_bytes) + " promised by the limits" + (d.overcommit_ratio != null ? " (" + d.overcommit_ratio.toFixed(2) + "× the disk)" : "") +
+    (d.unlimited_trees ? ", " + plural(d.unlimited_trees, "tree", "trees") + " without a limit" : ""));
+  return parts.join("; ");
 }
 
 // serverWidget shows the host's health; a server without it says so.
@@ -144,63 +241,364 @@ async function serverWidget() {
   if (h.memory) facts.push(["memory", iec(h.memory.available_bytes) + " available of " + iec(h.memory.total_bytes)]);
   const root = h.disk && h.disk.paths && h.disk.paths[0];
   if (root) facts.push(["free space", iec(root.available_bytes) + " of " + iec(root.total_bytes) + " (" + (root.free_percent ?? 0).toFixed(1) + " % free)"]);
-  if (h.docker) facts.push(["Docker", h.docker.error ? h.docker.error : plural(h.docker.images, "image", "images") + ", " + iec(h.docker.images_bytes) + "; " + h.docker.containers_running + " of " + plural(h.docker.containers_total, "container", "containers") + " running"]);
+  if (h.docker) facts.push(["Docker", dockerText(h.docker)]);
   dl.replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { class: k === "status" ? "status-" + v : "" }, v)]));
 }
 
+function dockerText(d) {
+  if (d.error) return d.error;
+  return plural(d.images, "image", "images") + ", " + iec(d.images_bytes) + "; " + d.containers_running + " of " + plural(d.containers_total, "container", "containers") + " running";
+}
+
+// ---- Charts (SVG, built element by element) ----
+
+const chartW = 720, chartH = 220, margin = { l: 64, r: 12, t: 10, b: 26 };
+
+// snapshotHistory reads the scheduled passes' storage.snapshot records,
+// newest first, as many as keep the answer light: each record lists every
+// tree, so a root of many trees gets fewer of them.
+async function snapshotHistory(trees) {
+  const limit = Math.max(2, Math.min(168, Math.floor(40000 / Math.max(1, trees))));
+  const page = await optional("/v1/workspace/storage/events?type=storage.snapshot&since=35d&limit=" + limit);
+  return page ? page.events : [];
+}
+
+// lineChart draws series of [time, bytes] points and horizontal limit
+// lines; a series with fewer than two points is drawn as dots.
+function lineChart(box, series, limits, label) {
+  const pts = series.flatMap((s) => s.points);
+  if (pts.length === 0) {
+    box.replaceChildren(el("p", { class: "muted" }, "No history yet: the scheduled snapshot pass records one point an hour."));
+    return;
+  }
+  const t0 = Math.min(...pts.map((p) => p[0])), t1 = Math.max(...pts.map((p) => p[0]), t0 + 3600e3);
+  const top = Math.max(1, ...pts.map((p) => p[1]), ...limits.map((l) => l.bytes)) * 1.05;
+  const x = (t) => margin.l + (t - t0) / (t1 - t0) * (chartW - margin.l - margin.r);
+  const y = (v) => chartH - margin.b - v / top * (chartH - margin.t - margin.b);
+  const g = svg("svg", { viewBox: `0 0 ${chartW} ${chartH}`, role: "img", "aria-label": label, class: "line-chart" }, svg("title", {}, label));
+  for (const f of [0, 0.5, 1]) {
+    g.append(svg("line", { x1: margin.l, x2: chartW - margin.r, y1: y(top * f / 1.05), y2: y(top * f / 1.05), class: "grid" }),
+      svg("text", { x: margin.l - 4, y: y(top * f / 1.05) + 4, class: "axis", "text-anchor": "end" }, iec(Math.round(top * f / 1.05))));
+  }
+  g.append(svg("text", { x: margin.l, y: chartH - 6, class: "axis" }, when(new Date(t0)).slice(5, 16)),
+    svg("text", { x: chartW - margin.r, y: chartH - 6, class: "axis", "text-anchor": "end" }, when(new Date(t1)).slice(5, 16)));
+  for (const l of limits) {
+    g.append(svg("line", { x1: margin.l, x2: chartW - margin.r, y1: y(l.bytes), y2: y(l.bytes), class: "limit " + l.kind }),
+      svg("text", { x: chartW - margin.r - 2, y: y(l.bytes) - 3, class: "axis " + l.kind, "text-anchor": "end" }, l.label + " " + iec(l.bytes)));
+  }
+  series.forEach((s, i) => {
+    const sorted = [...s.points].sort((a, b) => a[0] - b[0]);
+    if (sorted.length > 1) g.append(svg("polyline", { points: sorted.map((p) => x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1)).join(" "), class: "series s" + i }));
+    for (const p of sorted) g.append(svg("circle", { cx: x(p[0]), cy: y(p[1]), r: 2.5, class: "dot s" + i }, svg("title", {}, s.name + ": " + iec(p[1]) + " at " + when(new Date(p[0])))));
+  });
+  const legend = el("p", { class: "legend" }, ...series.map((s, i) => el("span", { class: "key s" + i }, s.name)));
+  box.replaceChildren(g, legend);
+}
+
+// diskChart draws the disk's used bytes at each scheduled pass.
+async function diskChart(ov) {
+  const events = await snapshotHistory(ov.projects.length * 2);
+  const total = ov.disk.total_bytes;
+  const points = events.map((e) => [Date.parse(e.recorded_at), total - (e.payload.free_bytes ?? 0)]).filter((p) => !isNaN(p[0]) && p[1] >= 0 && p[1] <= total);
+  points.push([Date.parse(ov.generated_at) || Date.now(), total - ov.disk.free_bytes]);
+  lineChart($("disk-chart"), [{ name: "used on the disk", points }], [{ bytes: total, kind: "hard", label: "size" }], "Disk used over the snapshot window");
+}
+
+// drawGrowers draws the projects that grew most in 24 hours.
+function drawGrowers(projects) {
+  const box = $("growers");
+  const rows = projects.filter((p) => (p.growth && p.growth["24h"]) > 0).sort((a, b) => b.growth["24h"] - a.growth["24h"]).slice(0, 8);
+  if (rows.length === 0) { box.replaceChildren(el("p", { class: "muted" }, "No project grew in 24 h (or there is less than a day of history).")); return; }
+  const rowH = 24, w = 480, lw = 150;
+  const max = rows[0].growth["24h"];
+  const g = svg("svg", { viewBox: `0 0 ${w} ${rows.length * rowH + 4}`, role: "img", "aria-label": "Top growers in 24 h", class: "bars" }, svg("title", {}, "Top growers in 24 h"));
+  rows.forEach((p, i) => {
+    const bw = Math.max(2, (w - lw - 90) * p.growth["24h"] / max);
+    const a = svg("a", { href: projectHash(p.project), "data-project": p.project },
+      svg("text", { x: lw - 6, y: i * rowH + 16, "text-anchor": "end", class: "label" }, clip(safeName(p.project), 22)),
+      svg("rect", { x: lw, y: i * rowH + 4, width: bw, height: rowH - 8, class: "grow" }),
+      svg("text", { x: lw + bw + 4, y: i * rowH + 16, class: "axis" }, growth(p.growth["24h"]) + (p.full_in_seconds != null ? ", full " + fullIn(p.full_in_seconds) : "")),
+      svg("title", {}, safeName(p.project) + ": " + growth(p.growth["24h"]) + " in 24 h"));
+    g.append(a);
+  });
+  box.replaceChildren(g);
+}
+
+function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + "…" : s; }
+
+// ---- Projects table ----
+
+// The columns of the projects table: how each shows and sorts. A column
+// whose figure this server does not answer (full-in, reclaimable) is shown
+// with "-" and sorts last.
+const columns = [
+  { key: "project", label: "project", value: (p) => p.project, text: null },
+  { key: "workspace", label: "workspace", value: (p) => p.workspace_bytes, text: (p) => iec(p.workspace_bytes) },
+  { key: "cache", label: "cache", value: (p) => p.cache_bytes, text: (p) => iec(p.cache_bytes) },
+  { key: "quota", label: "quota", value: (p) => p.quota_bytes || null, text: (p) => p.quota_bytes ? iec(p.quota_bytes) : "no limit" },
+  { key: "used", label: "used", value: (p) => p.quota_used, cell: (p) => [bar(p.quota_used), percent(p.quota_used)] },
+  { key: "growth24h", label: "growth 24 h", value: (p) => p.growth && p.growth["24h"], text: (p) => growth(p.growth && p.growth["24h"]) },
+  { key: "growth7d", label: "growth 7 d", value: (p) => p.growth && p.growth["7d"], text: (p) => growth(p.growth && p.growth["7d"]) },
+  { key: "fullin", label: "full in", value: (p) => p.full_in_seconds, text: (p) => fullIn(p.full_in_seconds) },
+  { key: "reclaimable", label: "reclaimable", value: (p) => p.reclaimable_bytes, text: (p) => p.reclaimable_bytes == null ? "-" : iec(p.reclaimable_bytes) },
+  { key: "activity", label: "last activity", value: (p) => p.last_activity_at ? Date.parse(p.last_activity_at) : null, text: (p) => when(p.last_activity_at) },
+  { key: "swept", label: "last sweep", value: (p) => table.swept.has(p.project) ? Date.parse(table.swept.get(p.project)) : null, text: (p) => when(table.swept.get(p.project)) },
+];
+
+// table is the projects table's state: every project read, the filters,
+// the order and the page shown.
+const table = { all: [], swept: new Map(), shown: [], sort: "used", desc: true, page: 0 };
+
 async function storage() {
   const [ov, swept] = await Promise.all([api("/v1/workspace/storage"), lastSweeps()]);
+  overviewCache = ov;
+  const start = performance.now();
   show("storage");
   $("host").textContent = ov.host + " · " + ov.root;
-  fill($("projects").tBodies[0], ov.projects.map((p) => el("tr", { class: "link", "data-project": p.project, on: { click: () => { location.hash = "#/storage/" + encodeURIComponent(p.project); } } },
-    el("td", {}, p.project), el("td", {}, iec(p.workspace_bytes)), el("td", {}, iec(p.cache_bytes)),
-    el("td", {}, p.quota_bytes ? iec(p.quota_bytes) : "no limit"), el("td", {}, bar(p.quota_used), percent(p.quota_used)),
-    el("td", {}, signed(p.growth["24h"])), el("td", {}, signed(p.growth["7d"])), el("td", {}, when(p.last_activity_at)),
-    el("td", {}, when(swept.get(p.project))))));
+  table.all = ov.projects;
+  table.swept = swept;
+  drawHeader();
+  drawProjects();
+  document.body.dataset.renderMs = (performance.now() - start).toFixed(1);
+}
+
+function drawHeader() {
+  const tr = $("projects").tHead.rows[0];
+  tr.replaceChildren(...columns.map((c) => {
+    const sorted = table.sort === c.key;
+    return el("th", { "aria-sort": sorted ? (table.desc ? "descending" : "ascending") : "none", "data-key": c.key },
+      el("button", { type: "button", class: "sort", on: { click: () => sortBy(c.key) } }, c.label, el("span", { class: "arrow", "aria-hidden": "true" }, sorted ? (table.desc ? " ▼" : " ▲") : "")));
+  }));
+}
+
+function sortBy(key) {
+  if (table.sort === key) table.desc = !table.desc;
+  else { table.sort = key; table.desc = key !== "project"; }
+  table.page = 0;
+  drawHeader();
+  drawProjects();
+  $("projects").tHead.querySelector(`th[data-key="${key}"] button`).focus();
+}
+
+// filtered is the projects the search and the filters keep, in the order
+// chosen; a missing figure sorts last either way.
+function filtered() {
+  const q = $("search").value.trim().toLowerCase();
+  const overSoft = $("f-over-soft").checked;
+  const overPct = parseFloat($("f-over-pct").value);
+  const staleDays = $("f-stale").checked ? Math.max(1, parseFloat($("f-stale-days").value) || 7) : 0;
+  const staleBefore = Date.now() - staleDays * 86400e3;
+  const keep = table.all.filter((p) => (!q || p.project.toLowerCase().includes(q)) &&
+    (!overSoft || (p.quota_soft_bytes > 0 && p.workspace_bytes > p.quota_soft_bytes)) &&
+    (isNaN(overPct) || (p.quota_used != null && p.quota_used * 100 >= overPct)) &&
+    (!staleDays || !p.last_activity_at || Date.parse(p.last_activity_at) < staleBefore));
+  const col = columns.find((c) => c.key === table.sort) || columns[0];
+  const dir = table.desc ? -1 : 1;
+  const vals = new Map(keep.map((p) => [p, col.value(p)]));
+  keep.sort((a, b) => {
+    const va = vals.get(a), vb = vals.get(b);
+    if (va == null || vb == null) return va == null && vb == null ? a.project.localeCompare(b.project) : va == null ? 1 : -1;
+    const c = typeof va === "string" ? va.localeCompare(vb) : va - vb;
+    return c * dir || a.project.localeCompare(b.project);
+  });
+  return keep;
+}
+
+function drawProjects() {
+  table.shown = filtered();
+  const size = parseInt($("page-size").value, 10) || 50;
+  const pages = Math.max(1, Math.ceil(table.shown.length / size));
+  table.page = Math.min(table.page, pages - 1);
+  const from = table.page * size;
+  const rows = table.shown.slice(from, from + size);
+  fill($("projects").tBodies[0], rows.map((p) => projectRow(p.project, columns.slice(1).map((c) => el("td", {}, ...(c.cell ? c.cell(p) : [c.text(p)]))))));
+  const n = table.shown.length;
+  $("projects-count").textContent = n === table.all.length ? plural(n, "project", "projects") : plural(n, "project", "projects") + " of " + table.all.length + " match";
+  $("page-text").textContent = n ? (from + 1) + "–" + (from + rows.length) + " of " + n : "";
+  $("page-prev").disabled = table.page === 0;
+  $("page-next").disabled = table.page >= pages - 1;
 }
 
 // lastSweeps maps each project to when a sweep last ran over it, from the
 // journal's storage.swept records (the newest first).
 async function lastSweeps() {
   const out = new Map();
-  try {
-    const page = await api("/v1/workspace/storage/events?type=storage.swept&limit=500");
-    for (const e of page.events) for (const p of (e.payload && e.payload.projects) || []) if (!out.has(p)) out.set(p, e.recorded_at);
-  } catch (err) {
-    if (err.status === 401) throw err;
-  }
+  const page = await optional("/v1/workspace/storage/events?type=storage.swept&limit=500");
+  for (const e of (page && page.events) || []) for (const p of (e.payload && e.payload.projects) || []) if (!out.has(p)) out.set(p, e.recorded_at);
   return out;
+}
+
+// ---- A project ----
+
+let current = null; // the project shown, its reviewed plan, its treemap position
+
+async function projectView(name) {
+  const id = encodeURIComponent(name);
+  const [ps, evs, leases] = await Promise.all([api("/v1/workspace/storage/projects/" + id + "?depth=4"), api(evictionsPage(id, "")),
+    optional("/v1/workspace/storage/projects/" + id + "/leases")]);
+  show("project");
+  current = { name, plan: null, seen: new Set(), next: "", trail: [] };
+  $("project-name").textContent = safeName(name);
+  fill($("trees").tBodies[0], ps.trees.map(treeRow));
+  const ws = ps.trees.find((t) => t.area === "workspace") || ps.trees[0];
+  $("tree").replaceChildren(ws && ws.tree ? node(ws.tree, true) : el("p", {}, "no snapshot of this tree yet: the next snapshot pass walks it"));
+  current.trail = ws && ws.tree ? [ws.tree] : [];
+  drawTreemap();
+  fill($("top-files").tBodies[0], ((ws && ws.top_files) || []).map((f) => el("tr", {}, el("td", { class: "path" }, safeName(f.path)), el("td", {}, iec(f.size_bytes)))));
+  drawLeases(leases);
+  $("evictions").tBodies[0].replaceChildren();
+  showEvictions(evs);
+  $("plan").hidden = true;
+  $("sweep-result").textContent = "";
+  await Promise.all([projectChart(name, ps), projectDiff(id)]);
+}
+
+function treeRow(t) {
+  const grace = [t.bytes_grace_ends_at, t.inodes_grace_ends_at].filter(Boolean).sort()[0];
+  const graceText = !grace ? "-" : (Date.parse(grace) <= Date.now() ? "ended " : "until ") + when(grace);
+  const limits = (t.inodes_soft ? "soft " + t.inodes_soft : "") + (t.inodes_soft && t.inodes_hard ? ", " : "") + (t.inodes_hard ? "hard " + t.inodes_hard : "");
+  const over = t.bytes_soft && t.used_bytes > t.bytes_soft;
+  return el("tr", { "data-area": t.area, class: over ? "over-soft" : null },
+    el("td", {}, t.area), el("td", {}, iec(t.used_bytes)), el("td", {}, t.bytes_soft ? iec(t.bytes_soft) + (over ? " (over)" : "") : "no limit"),
+    el("td", {}, t.bytes_hard ? iec(t.bytes_hard) : "no limit"),
+    el("td", {}, bar(t.bytes_hard ? t.used_bytes / t.bytes_hard : null), t.bytes_hard ? (100 * t.used_bytes / t.bytes_hard).toFixed(1) + " %" : ""),
+    el("td", {}, graceText), el("td", {}, String(t.used_inodes)), el("td", {}, limits || "no limit"),
+    el("td", {}, fullIn(t.full_in_seconds)), el("td", {}, t.reclaimable_bytes == null ? "-" : iec(t.reclaimable_bytes)),
+    el("td", {}, t.stale ? when(t.usage_walked_at) + " (stale)" : when(t.usage_walked_at || t.snapshot_at)));
+}
+
+function drawLeases(leases) {
+  const rows = (leases || []).map((l) => el("tr", { "data-run": l.run }, el("td", {}, l.run),
+    el("td", {}, when(l.expires_at) + (l.active ? " (in " + roughAge((Date.parse(l.expires_at) - Date.now()) / 1000) + ")" : "")),
+    el("td", {}, l.active ? (l.kept_longer ? "held (kept longer)" : "held") : "expired")));
+  fill($("leases").tBodies[0], rows);
+  $("leases").hidden = rows.length === 0;
+  $("leases-none").hidden = rows.length !== 0;
+  if (leases == null) $("leases-none").textContent = "Leases could not be read.";
+}
+
+// projectChart draws each tree's size at the scheduled passes, with the
+// workspace's limits as lines. Where the journal's records do not reach
+// back, the stored snapshots' growth gives the points 24 h and 7 d ago.
+async function projectChart(name, ps) {
+  const events = await snapshotHistory((overviewCache ? overviewCache.projects.length : 50) * 2);
+  if (!current || current.name !== name) return;
+  const series = ps.trees.map((t) => {
+    const points = [];
+    for (const e of events) {
+      const tr = ((e.payload && e.payload.trees) || []).find((x) => x.project === name && x.area === t.area);
+      if (tr && !tr.error) points.push([Date.parse(e.recorded_at), tr.size_bytes]);
+    }
+    const now = Date.now(), oldest = Math.min(now, ...points.map((p) => p[0]));
+    for (const [g, ago] of [[t.growth_24h_bytes, 86400e3], [t.growth_7d_bytes, 7 * 86400e3]]) {
+      if (g != null && now - ago < oldest - 3600e3) points.push([now - ago, Math.max(0, t.used_bytes - g)]);
+    }
+    points.push([now, t.used_bytes]);
+    return { name: t.area, points };
+  });
+  const ws = ps.trees.find((t) => t.area === "workspace");
+  const limits = [];
+  if (ws && ws.bytes_soft) limits.push({ bytes: ws.bytes_soft, kind: "soft", label: "workspace soft" });
+  if (ws && ws.bytes_hard) limits.push({ bytes: ws.bytes_hard, kind: "hard", label: "workspace hard" });
+  lineChart($("project-chart"), series, limits, "Usage of " + name + "'s trees over the snapshot window");
+}
+
+// projectDiff shows what changed in 24 hours, from a server that answers
+// it; the section stays hidden on one that does not.
+async function projectDiff(id) {
+  const d = await optional("/v1/workspace/storage/projects/" + id + "/diff?since=24h");
+  const box = $("diff");
+  box.replaceChildren();
+  for (const [k, v] of Object.entries(d || {})) {
+    if (!Array.isArray(v) || !v.length || typeof v[0] !== "object" || !("path" in v[0])) continue;
+    const bytesKey = Object.keys(v[0]).find((f) => f.endsWith("bytes"));
+    box.append(el("h4", {}, k.replace(/_/g, " ")), el("table", { "data-diff": k }, el("tbody", {}, ...v.slice(0, 20).map((r) =>
+      el("tr", {}, el("td", { class: "path" }, safeName(r.path)), el("td", {}, bytesKey ? (/delta|change|grew|shrank/.test(bytesKey) ? growth(r[bytesKey]) : iec(r[bytesKey])) : ""))))));
+  }
+  $("diff-section").hidden = box.childElementCount === 0;
 }
 
 // node renders one directory of the drill-down tree, its children folded.
 function node(n, open) {
-  const label = el("summary", {}, n.path, el("span", { class: "size" }, iec(n.size_bytes) + ", " + plural(n.total_files, "file", "files") + ", newest " + when(n.newest_modified_at)));
+  const label = el("summary", {}, safeName(n.path), el("span", { class: "size" }, iec(n.size_bytes) + ", " + plural(n.total_files, "file", "files") + ", newest " + when(n.newest_modified_at)));
   const d = el("details", { "data-path": n.path }, label);
   if (open) d.open = true;
   for (const c of n.children || []) d.append(node(c, false));
   return d;
 }
 
-let current = null; // the project shown, and its reviewed plan
+// ---- The treemap: where the bytes are, drillable ----
 
-async function projectView(name) {
-  const id = encodeURIComponent(name);
-  const [ps, evs] = await Promise.all([api("/v1/workspace/storage/projects/" + id + "?depth=3"), api(evictionsPage(id, ""))]);
-  show("project");
-  current = { name, plan: null, seen: new Set(), next: "" };
-  $("project-name").textContent = name;
-  fill($("trees").tBodies[0], ps.trees.map((t) => el("tr", { "data-area": t.area },
-    el("td", {}, t.area), el("td", {}, iec(t.used_bytes)), el("td", {}, t.bytes_hard ? iec(t.bytes_hard) : "no limit"),
-    el("td", {}, bar(t.bytes_hard ? t.used_bytes / t.bytes_hard : null), t.bytes_hard ? (100 * t.used_bytes / t.bytes_hard).toFixed(1) + " %" : ""),
-    el("td", {}, String(t.used_inodes)), el("td", {}, t.stale ? when(t.usage_walked_at) + " (stale)" : when(t.usage_walked_at || t.snapshot_at)))));
-  const ws = ps.trees.find((t) => t.area === "workspace") || ps.trees[0];
-  $("tree").replaceChildren(ws && ws.tree ? node(ws.tree, true) : el("p", {}, "no snapshot of this tree yet: the next snapshot pass walks it"));
-  fill($("top-files").tBodies[0], ((ws && ws.top_files) || []).map((f) => el("tr", {}, el("td", { class: "path" }, f.path), el("td", {}, iec(f.size_bytes)))));
-  $("evictions").tBodies[0].replaceChildren();
-  showEvictions(evs);
-  $("plan").hidden = true;
-  $("sweep-result").textContent = "";
+function drawTreemap() {
+  const box = $("treemap");
+  const trail = current.trail;
+  const crumbs = $("treemap-path");
+  crumbs.replaceChildren(...trail.flatMap((n, i) => [i ? " / " : "", i === trail.length - 1 ? el("span", {}, n.path === "." ? "(top)" : safeName(base(n.path))) :
+    el("button", { type: "button", class: "crumb", on: { click: () => { current.trail = trail.slice(0, i + 1); drawTreemap(); } } }, n.path === "." ? "(top)" : safeName(base(n.path)))]));
+  const at = trail[trail.length - 1];
+  if (!at) { box.replaceChildren(el("p", { class: "muted" }, "No snapshot of the workspace yet.")); return; }
+  const kids = (at.children || []).filter((c) => c.size_bytes > 0).map((c) => ({ n: c, size: c.size_bytes }));
+  const rest = at.size_bytes - kids.reduce((s, k) => s + k.size, 0);
+  if (rest > 0) kids.push({ n: null, size: rest });
+  const W = 720, H = 300;
+  const g = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "group", "aria-label": "Where the bytes are in " + at.path, class: "treemap" });
+  if (!kids.length) { box.replaceChildren(el("p", { class: "muted" }, "Empty.")); return; }
+  for (const r of squarify(kids.sort((a, b) => b.size - a.size), 0, 0, W, H)) {
+    const n = r.item.n;
+    const name = n ? safeName(base(n.path)) + "/" : "files here and smaller entries";
+    const title = (n ? safeName(n.path) : name) + ": " + iec(r.item.size) + (n ? ", " + plural(n.total_files, "file", "files") : "");
+    const drill = n && n.children && n.children.length ? () => { current.trail = [...trail, n]; drawTreemap(); $("treemap").querySelector("[tabindex]")?.focus(); } : null;
+    const cell = svg("g", { class: "cell" + (n ? "" : " rest") + (drill ? " drill" : ""), "data-path": n ? n.path : "", tabindex: drill ? "0" : null, role: drill ? "button" : null, "aria-label": title },
+      svg("rect", { x: r.x, y: r.y, width: Math.max(0, r.w - 1), height: Math.max(0, r.h - 1) }), svg("title", {}, title));
+    if (r.w > 40 && r.h > 16) cell.append(svg("text", { x: r.x + 4, y: r.y + 14 }, clip(name, Math.floor(r.w / 7))));
+    if (r.w > 40 && r.h > 32) cell.append(svg("text", { x: r.x + 4, y: r.y + 28, class: "axis" }, iec(r.item.size)));
+    if (drill) {
+      cell.addEventListener("click", drill);
+      cell.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); drill(); } });
+    }
+    g.append(cell);
+  }
+  box.replaceChildren(g);
 }
+
+function base(p) { const i = p.lastIndexOf("/"); return i < 0 ? p : p.slice(i + 1); }
+
+// squarify lays items (largest first) out in the rectangle with cells as
+// near square as it can (Bruls, Huizing, van Wijk).
+function squarify(items, x, y, w, h) {
+  const total = items.reduce((s, i) => s + i.size, 0);
+  const scale = (w * h) / total;
+  const out = [];
+  let rest = items.map((i) => ({ item: i, area: i.size * scale }));
+  while (rest.length) {
+    const side = Math.min(w, h);
+    let row = [rest[0]], worst = ratio(row, side), k = 1;
+    while (k < rest.length) {
+      const next = ratio([...row, rest[k]], side);
+      if (next > worst) break;
+      row.push(rest[k]); worst = next; k++;
+    }
+    rest = rest.slice(k);
+    const sum = row.reduce((s, r) => s + r.area, 0);
+    const thick = sum / side;
+    let off = 0;
+    for (const r of row) {
+      const len = r.area / thick;
+      out.push(w >= h ? { item: r.item, x, y: y + off, w: thick, h: len } : { item: r.item, x: x + off, y, w: len, h: thick });
+      off += len;
+    }
+    if (w >= h) { x += thick; w -= thick; } else { y += thick; h -= thick; }
+  }
+  return out;
+}
+
+function ratio(row, side) {
+  const sum = row.reduce((s, r) => s + r.area, 0);
+  const max = Math.max(...row.map((r) => r.area)), min = Math.min(...row.map((r) => r.area));
+  return Math.max(side * side * max / (sum * sum), (sum * sum) / (side * side * min));
+}
+
+// ---- Eviction history ----
 
 // evictionsPage is the journal's eviction records of a project, 50 at a
 // time, newest first; cursor (the last page's "next") asks for older ones.
@@ -221,8 +619,8 @@ function showEvictions(page) {
   });
   $("evictions").tBodies[0].append(...deletions.map((e) => {
     const r = e.payload || {};
-    return el("tr", {}, el("td", {}, when(e.recorded_at)), el("td", { class: "path" }, r.path), el("td", {}, r.state),
-      el("td", {}, iec(r.freed_bytes ?? r.bytes)), el("td", {}, [r.reason, r.policy].filter(Boolean).join(": ")), el("td", {}, e.actor));
+    return el("tr", {}, el("td", {}, when(e.recorded_at)), el("td", { class: "path" }, safeName(r.path)), el("td", {}, r.state),
+      el("td", {}, iec(r.freed_bytes ?? r.bytes)), el("td", {}, safeLine([r.reason, r.policy].filter(Boolean).join(": "))), el("td", {}, e.actor));
   }));
   current.next = page.next || "";
   $("evictions-more").hidden = !current.next;
@@ -242,6 +640,8 @@ async function olderEvictions() {
   }
 }
 
+// ---- Sweeps: a dry run, then exactly that plan, confirmed ----
+
 async function dryRun() {
   const name = current.name;
   $("sweep-result").textContent = "";
@@ -250,21 +650,37 @@ async function dryRun() {
     if (!current || current.name !== name) return;
     current.plan = plan;
     $("plan").hidden = false;
-    $("plan-summary").textContent = plural(plan.entries.length, "entry", "entries") + ", " + iec(plan.planned_bytes) + " would be deleted; plan " + plan.plan_id + ", valid until " + when(plan.expires_at);
-    fill($("plan-entries").tBodies[0], plan.entries.map((e) => el("tr", {}, el("td", { class: "path" }, e.path), el("td", {}, iec(e.size_bytes)), el("td", {}, e.reason))));
+    const skipped = plan.skipped || [];
+    $("plan-summary").textContent = plural(plan.entries.length, "entry", "entries") + ", " + iec(plan.planned_bytes) + " would be deleted; " +
+      plural(skipped.length, "entry", "entries") + " left alone; plan " + plan.plan_id + ", valid until " + when(plan.expires_at) +
+      (plan.entries.length === 0 && skipped.length === 0 ? ". Nothing is old enough for a retention policy yet." : "");
+    fill($("plan-entries").tBodies[0], plan.entries.map((e) => el("tr", {}, el("td", { class: "path" }, safeName(e.path)), el("td", {}, iec(e.size_bytes)), el("td", {}, safeLine([e.reason, e.policy].filter(Boolean).join(": "))))));
+    fill($("plan-skipped").tBodies[0], skipped.map((s) => el("tr", {}, el("td", { class: "path" }, safeName(s.path)), el("td", {}, safeLine(s.reason)))));
+    $("plan-entries").hidden = plan.entries.length === 0;
+    $("plan-skipped").hidden = skipped.length === 0;
+    $("plan-oversoft").textContent = (plan.over_soft || []).map((o) => o.area + " is over its soft limit: " + iec(o.used_bytes) + " of " + iec(o.soft_bytes)).join("; ");
     $("apply").disabled = plan.entries.length === 0;
   } catch (err) {
     $("sweep-result").textContent = refusal(err);
   }
 }
 
-async function apply() {
+// apply asks first, naming what goes; only a confirmed plan is swept.
+function apply() {
+  const { plan } = current;
+  if (!plan || plan.entries.length === 0) return;
+  $("confirm-text").textContent = "Sweeping deletes " + plural(plan.entries.length, "entry", "entries") + ", " + iec(plan.planned_bytes) + ", from " + current.name + ". A deletion cannot be undone.";
+  $("confirm").showModal();
+}
+
+async function confirmed() {
+  $("confirm").close();
   const { name, plan } = current;
-  if (!plan) return;
   $("apply").disabled = true;
   try {
     const res = await api("/v1/workspace/storage/projects/" + encodeURIComponent(name) + "/sweep", { method: "POST", body: { plan_id: plan.plan_id } });
-    await projectView(name); // the history, the tree and the figures after it
+    await projectView(name); // the history, the tree, the largest files and the figures after it
+    overviewCache = null;
     $("sweep-result").textContent = "Swept: " + plural(res.deleted.length, "entry", "entries") + " deleted, " + iec(res.freed_bytes) + " freed, " + res.skipped.length + " skipped.";
   } catch (err) {
     $("sweep-result").textContent = refusal(err);
@@ -276,12 +692,122 @@ function refusal(err) {
   return "Refused: " + err.message;
 }
 
+// ---- Events ----
+
+// eventTypes are the journal's types (journal.Types); a server older than
+// one of them refuses it by name.
+const eventTypes = ["storage.evicted", "storage.swept", "storage.snapshot", "storage.quota_exceeded", "storage.quota_ok", "quota.changed",
+  "project.added", "project.removed", "settings.changed", "doctor.repaired", "root.initialised", "host.retired"];
+const events = { next: "", query: "" };
+
+async function eventsView() {
+  show("events");
+  const q = new URLSearchParams();
+  if ($("ev-type").value) q.set("type", $("ev-type").value);
+  if ($("ev-project").value.trim()) q.set("project", $("ev-project").value.trim());
+  if ($("ev-since").value) q.set("since", $("ev-since").value);
+  q.set("limit", "50");
+  events.query = q.toString();
+  $("event-list").tBodies[0].replaceChildren();
+  showEvents(await api("/v1/workspace/storage/events?" + events.query));
+}
+
+function showEvents(page) {
+  $("event-list").tBodies[0].append(...page.events.map((e) => el("tr", { "data-type": e.type },
+    el("td", {}, when(e.recorded_at)), el("td", {}, e.type), el("td", {}, e.project ? safeName(e.project) : "-"), el("td", {}, e.actor), el("td", { class: "path" }, safeLine(eventText(e))))));
+  events.next = page.next || "";
+  $("events-more").hidden = !events.next;
+  $("events-none").hidden = $("event-list").tBodies[0].rows.length !== 0;
+}
+
+// eventText is one line of what an event says, its payload's main fields.
+function eventText(e) {
+  const p = e.payload || {};
+  switch (e.type) {
+    case "storage.evicted": return [p.path, p.state, iec(p.freed_bytes ?? p.bytes), [p.reason, p.policy].filter(Boolean).join(": ")].filter(Boolean).join(" · ");
+    case "storage.swept": return plural(p.evicted_entries ?? 0, "entry", "entries") + " deleted, " + iec(p.freed_bytes) + " freed" + (p.projects ? " in " + p.projects.join(", ") : "");
+    case "storage.snapshot": return plural((p.trees || []).length, "tree", "trees") + " walked, " + iec(p.free_bytes) + " free" + (p.failed ? ", " + p.failed + " failed" : "");
+  }
+  const parts = [];
+  for (const [k, v] of Object.entries(p)) if (v != null && typeof v !== "object") parts.push(k.replace(/_/g, " ") + " " + (k.endsWith("_bytes") ? iec(v) : String(v)));
+  return parts.join(", ");
+}
+
+async function olderEvents() {
+  if (!events.next) return;
+  $("events-more").disabled = true;
+  try {
+    showEvents(await api("/v1/workspace/storage/events?" + events.query + "&cursor=" + encodeURIComponent(events.next)));
+  } catch (err) {
+    showError(err);
+  } finally {
+    $("events-more").disabled = false;
+  }
+}
+
+// ---- Health ----
+
+async function healthView() {
+  const h = await api("/v1/system/health");
+  show("health");
+  $("health-status").replaceChildren("Status: ", el("strong", { class: "status-" + h.status }, h.status), ", checked " + when(h.checked_at) + " in " + (h.duration_seconds * 1000).toFixed(0) + " ms");
+  const parts = [["disk", h.disk, diskFigures], ["cpu", h.cpu, (c) => "load " + [c.load1, c.load5, c.load15].map((v) => (v ?? 0).toFixed(2)).join(" / ") + " on " + plural(c.cores, "core", "cores") + (c.busy_percent != null ? ", " + c.busy_percent.toFixed(1) + " % busy" : "")],
+    ["memory", h.memory, (m) => iec(m.available_bytes) + " available of " + iec(m.total_bytes) + " (" + (m.available_percent ?? 0).toFixed(1) + " %)"],
+    ["docker", h.docker, (d) => d.error ? "" : dockerText(d) + "; build cache " + iec(d.build_cache_bytes) + ", volumes " + iec(d.volumes_bytes)],
+    ["quota", h.quota, (q) => q.backend.kind + (q.backend.enforced ? ", enforced by the kernel" : ", not enforced" + (q.backend.reason ? ": " + q.backend.reason : "")) +
+      (q.accounting != null ? "; accounting " + (q.accounting ? "on" : "off") : "") + (q.enforcement != null ? ", enforcement " + (q.enforcement ? "on" : "off") : "")],
+    ["store", h.store, (s) => (s.reachable ? "reachable" : "not reachable") + ", " + (s.latency_seconds * 1000).toFixed(1) + " ms"]];
+  fill($("health-parts").tBodies[0], parts.map(([name, p, figures]) => el("tr", { "data-part": name },
+    el("td", {}, name), el("td", { class: p ? "status-" + p.status : "" }, p ? p.status : "not configured"),
+    el("td", {}, p ? figures(p) : "-"), el("td", {}, p ? [p.reason, p.error, p.fix && "fix: " + p.fix].filter(Boolean).join("; ") : ""))));
+  const th = h.thresholds;
+  $("health-thresholds").replaceChildren(...(th ? [
+    ["free disk space and inodes", "warn below " + th.disk_free_warn_percent + " %, critical below " + th.disk_free_critical_percent + " %"],
+    ["available memory", "warn below " + th.memory_available_warn_percent + " %, critical below " + th.memory_available_critical_percent + " %"],
+    ["5-minute load per core", "warn above " + th.load_per_core_warn + ", critical above " + th.load_per_core_critical]]
+    : [["thresholds", "not said by this server: see the health_* settings (xfsq settings)"]]).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  fill($("health-disks").tBodies[0], ((h.disk && h.disk.paths) || []).map((d) => el("tr", {}, el("td", { class: "path" }, d.path), el("td", {}, d.area || "-"),
+    el("td", {}, d.error || iec(d.available_bytes) + " of " + iec(d.total_bytes)), el("td", {}, d.error ? "-" : (d.free_percent ?? 0).toFixed(1) + " %"),
+    el("td", {}, d.free_inodes_percent != null ? d.free_inodes_percent.toFixed(1) + " %" : "-"))));
+}
+
+function diskFigures(d) {
+  const root = d.paths && d.paths[0];
+  return root ? iec(root.available_bytes) + " available of " + iec(root.total_bytes) + " on " + root.path + (d.paths.length > 1 ? " and " + plural(d.paths.length - 1, "more filesystem", "more filesystems") : "") : "";
+}
+
+// ---- Hosts (a fleet's, from a server that serves them) ----
+
+async function hostsView() {
+  const f = await api("/v1/fleet/hosts");
+  show("hosts");
+  fill($("host-list").tBodies[0], (f.hosts || []).map((h) => el("tr", { "data-host": h.host }, el("td", {}, h.host + (h.this ? " (this one)" : "")),
+    el("td", {}, when(h.last_seen_at) + (h.age_seconds != null ? " (" + roughAge(h.age_seconds) + " ago)" : "")),
+    el("td", {}, h.retired_at ? "retired " + when(h.retired_at) : h.stale ? "stale" : "fresh"), el("td", {}, h.version || "-"),
+    el("td", {}, typeof h.backend === "object" && h.backend ? h.backend.kind : (h.backend || "-")), el("td", {}, h.projects == null ? "-" : String(h.projects)))));
+}
+
+// hostsLink shows the Hosts link when the server serves a fleet's hosts.
+async function hostsLink() {
+  try {
+    await api("/v1/fleet/hosts");
+    $("nav-hosts").hidden = false;
+  } catch (_) {
+    $("nav-hosts").hidden = true;
+  }
+}
+
+// ---- Routing ----
+
 async function route() {
   if (!sessionStorage.getItem(tokenKey)) { showLogin(""); return; }
   const h = location.hash.replace(/^#/, "") || "/";
   try {
     if (h.startsWith("/storage/")) await projectView(decodeURIComponent(h.slice("/storage/".length)));
     else if (h === "/storage") await storage();
+    else if (h === "/events") await eventsView();
+    else if (h === "/health") await healthView();
+    else if (h === "/hosts") await hostsView();
     else await overview();
   } catch (err) {
     showError(err);
@@ -289,18 +815,31 @@ async function route() {
   document.body.dataset.ready = h; // for the browser tests: this view is drawn
 }
 
+function redrawProjects() { table.page = 0; drawProjects(); }
+
 document.addEventListener("DOMContentLoaded", () => {
   $("login").addEventListener("submit", (ev) => {
     ev.preventDefault();
     sessionStorage.setItem(tokenKey, $("token").value.trim());
     $("token").value = "";
     route();
+    hostsLink();
   });
   $("signout").addEventListener("click", () => { sessionStorage.removeItem(tokenKey); showLogin(""); });
   $("dry-run").addEventListener("click", dryRun);
   $("apply").addEventListener("click", apply);
+  $("confirm-apply").addEventListener("click", confirmed);
+  $("confirm-cancel").addEventListener("click", () => $("confirm").close());
   $("evictions-more").addEventListener("click", olderEvictions);
+  $("events-more").addEventListener("click", olderEvents);
+  $("event-filters").addEventListener("submit", (ev) => { ev.preventDefault(); eventsView().catch(showError); });
+  for (const t of eventTypes) $("ev-type").append(el("option", { value: t }, t));
+  for (const id of ["search", "f-over-pct", "f-stale-days"]) $(id).addEventListener("input", redrawProjects);
+  for (const id of ["f-over-soft", "f-stale", "page-size"]) $(id).addEventListener("change", redrawProjects);
+  $("page-prev").addEventListener("click", () => { table.page--; drawProjects(); });
+  $("page-next").addEventListener("click", () => { table.page++; drawProjects(); });
   $("refresh").addEventListener("click", route);
   window.addEventListener("hashchange", route);
   route();
+  if (sessionStorage.getItem(tokenKey)) hostsLink();
 });

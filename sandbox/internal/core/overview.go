@@ -55,6 +55,9 @@ type ProjectOverview struct {
 	// its fraction in use (0.77), null without a limit.
 	QuotaBytes uint64   `json:"quota_bytes"`
 	QuotaUsed  *float64 `json:"quota_used"`
+	// QuotaSoftBytes is the workspace's soft byte limit (0: none): what
+	// a list of projects filters "over soft" by.
+	QuotaSoftBytes uint64 `json:"quota_soft_bytes"`
 	// TopPaths are the workspace's largest entries at its top (directories,
 	// and files among the tree's largest), from its last snapshot ([] until
 	// one exists).
@@ -409,7 +412,7 @@ func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
 		case area.Cache:
 			p.CacheBytes = r.UsedBytes
 		case area.Workspace:
-			p.WorkspaceBytes, p.WorkspaceFiles, p.QuotaBytes = r.UsedBytes, r.UsedInodes, r.BytesHard
+			p.WorkspaceBytes, p.WorkspaceFiles, p.QuotaBytes, p.QuotaSoftBytes = r.UsedBytes, r.UsedInodes, r.BytesHard, r.BytesSoft
 			if r.BytesHard > 0 {
 				used := float64(r.UsedBytes) / float64(r.BytesHard)
 				p.QuotaUsed = &used
@@ -502,7 +505,9 @@ const DefaultDetailDepth = 3
 
 // ProjectStorage reads a project's trees to depth (0: DefaultDetailDepth;
 // 1 to inventory.MaxDepth) from their last snapshots, walking nothing. A
-// snapshot taken to a lesser depth shows what it kept.
+// snapshot taken to a lesser depth shows what it kept. What the journal
+// says was deleted since a snapshot (a sweep, a files rm) is taken out of
+// it: no view lists a path that is gone until the next walk.
 func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (ProjectStorage, error) {
 	if depth == 0 {
 		depth = DefaultDetailDepth
@@ -534,6 +539,11 @@ func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (P
 			if err != nil {
 				return ProjectStorage{}, err
 			}
+			gone, err := m.goneSince(ctx, t, snap.At)
+			if err != nil {
+				return ProjectStorage{}, err
+			}
+			root, top = withoutGone(root, top, gone)
 			at := snap.At.UTC()
 			ts.SnapshotAt, ts.Partial, ts.Tree = &at, snap.Partial, toDepth(root, depth)
 			if top != nil {
