@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,89 +143,13 @@ func TestOpenUnreachableWithinBudget(t *testing.T) {
 	}
 }
 
-// proxy forwards loopback connections to PostgreSQL until blackholed: then
-// it drops every byte both ways and answers nothing, as a cut link does.
-type proxy struct {
-	addr  string
-	black atomic.Bool
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{addr: ln.Addr().String()}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	track := func(c net.Conn) { mu.Lock(); conns = append(conns, c); mu.Unlock() }
-	pipe := func(dst, src net.Conn) {
-		defer wg.Done()
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			if err != nil {
-				return
-			}
-			if !p.black.Load() {
-				if _, err := dst.Write(buf[:n]); err != nil {
-					return
-				}
-			}
-		}
-	}
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			track(c)
-			if p.black.Load() {
-				continue
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			track(up)
-			wg.Add(2)
-			go pipe(up, c)
-			go pipe(c, up)
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return p
-}
-
-// through is dsn with its host and port replaced by addr.
-func through(t *testing.T, dsn, addr string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = addr
-	return u.String()
-}
-
 // A store whose link is blackholed after it opened answers every call
 // with an UnreachableError within the call's deadline, or within the
 // store's own budget when the call has none; and the pool recovers by
 // itself once the link is back.
 func TestBlackholedStoreAnswersWithinBudget(t *testing.T) {
-	dsn := storetest.Postgres(t)
-	p := startProxy(t, mustURL(t, dsn).Host)
-	s, err := Open(ctx, through(t, dsn, p.addr)+"&statement_timeout=500&connect_timeout=1", "h")
+	p := storetest.NewProxy(t, storetest.Postgres(t))
+	s, err := Open(ctx, p.DSN+"&statement_timeout=500&connect_timeout=1", "h")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +157,7 @@ func TestBlackholedStoreAnswersWithinBudget(t *testing.T) {
 	if _, err := s.Events(ctx, EventFilter{}); err != nil {
 		t.Fatal(err)
 	}
-	p.black.Store(true)
+	p.Blackhole()
 	call := func(c context.Context) (time.Duration, error) {
 		start := time.Now()
 		_, err := s.Events(c, EventFilter{})
@@ -265,18 +187,10 @@ func TestBlackholedStoreAnswersWithinBudget(t *testing.T) {
 			t.Errorf("%s: %q does not say it timed out", c.name, err)
 		}
 	}
-	p.black.Store(false)
+	p.Restore(t)
 	if _, err := s.Events(ctx, EventFilter{}); err != nil {
 		t.Fatalf("after the link came back: %v", err)
 	}
-}
-
-func mustURL(t *testing.T, dsn string) *url.URL {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
 }
 
 // The DSN's bounds reach the server (statement_timeout, lock_timeout as
@@ -306,5 +220,3 @@ func TestPostgresOptionsFromTheDSN(t *testing.T) {
 		}
 	}
 }
-
-
