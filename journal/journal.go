@@ -39,11 +39,14 @@ const (
 	TypeRepaired       Type = "doctor.repaired"
 	// TypeRootInitialised is a store's first record of a root (xfsq init).
 	TypeRootInitialised Type = "root.initialised"
+	// TypeJournalPruned is journalled once per run of the journal's
+	// retention (journal_retention), with what it pruned.
+	TypeJournalPruned Type = "journal.pruned"
 )
 
 // Types is every type the journal records, in the order a shell lists them.
 var Types = []Type{TypeProjectAdded, TypeProjectRemoved, TypeQuotaChanged, TypeEvicted, TypeQuotaExceeded,
-	TypeSnapshot, TypeSwept, TypeSettingChanged, TypeRepaired, TypeRootInitialised}
+	TypeSnapshot, TypeSwept, TypeSettingChanged, TypeRepaired, TypeRootInitialised, TypeJournalPruned}
 
 // Known reports whether t is a type the journal records.
 func (t Type) Known() bool {
@@ -93,6 +96,8 @@ func Decode(t Type, raw []byte) (Payload, error) {
 		return decode[Repaired](t, raw)
 	case TypeRootInitialised:
 		return decode[RootInitialised](t, raw)
+	case TypeJournalPruned:
+		return decode[JournalPruned](t, raw)
 	}
 	return nil, fmt.Errorf("journal record of type %q: no version of xfsq writes that type", t)
 }

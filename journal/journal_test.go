@@ -41,6 +41,7 @@ var samples = []struct {
 	{TypeRepaired, `{"kind":"interrupted-deletion","detail":"d","fix":"f","fixed":false,"error":"it failed"}`},
 	{TypeRootInitialised, `{"root":"/srv/sandbox","adopted":["legacy"]}`},
 	{TypeRootInitialised, `{"root":"/srv/sandbox","adopted":[]}`},
+	{TypeJournalPruned, `{"before":"2026-01-01T00:00:00Z","retention":"90d","events":1200,"batches":3,"kept_pending":1}`},
 }
 
 func TestSamplesKeepTheirShape(t *testing.T) {

@@ -1,6 +1,9 @@
 package journal
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Limits are a tree's quota limits as a record states them (0: none).
 type Limits struct {
@@ -236,6 +239,17 @@ type Repaired struct {
 	Error     string `json:"error,omitempty"`
 }
 
+// JournalPruned: one run of the journal's retention removed this host's
+// records older than Before, in Batches short transactions, keeping the
+// pending deletions among them (KeptPending), which are never pruned.
+type JournalPruned struct {
+	Before      time.Time `json:"before"`
+	Retention   string    `json:"retention"`
+	Events      int64     `json:"events"`
+	Batches     int       `json:"batches"`
+	KeptPending int64     `json:"kept_pending"`
+}
+
 // RootInitialised: xfsq init made this store's first record of a root.
 type RootInitialised struct {
 	Root string `json:"root"`
@@ -253,3 +267,4 @@ func (Swept) Type() Type           { return TypeSwept }
 func (SettingChanged) Type() Type  { return TypeSettingChanged }
 func (Repaired) Type() Type        { return TypeRepaired }
 func (RootInitialised) Type() Type { return TypeRootInitialised }
+func (JournalPruned) Type() Type   { return TypeJournalPruned }
