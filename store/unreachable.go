@@ -39,7 +39,7 @@ func (e *UnreachableError) Unreachable() bool { return true }
 // Hint says what the operator can do.
 func (e *UnreachableError) Hint() string {
 	if e.Refused {
-		return "start PostgreSQL, or check the host and port of the database (--db)"
+		return "start PostgreSQL, or check the host and port in the database's DSN"
 	}
 	return "check the network between this host and PostgreSQL (firewall, route, the server's load); the bounds are the DSN's connect_timeout and statement_timeout"
 }
