@@ -274,8 +274,9 @@ var migrations = []string{
 	// listing, a scrape's read, pruning) without a scan of every host's
 	// events; and, per schema version, the oldest version of xfsq's
 	// schema that still works on it (oldestBinary), so that hosts sharing
-	// one database are upgraded one at a time.
-	`CREATE INDEX events_host_id ON events (host, id);
+	// one database are upgraded one at a time. (IF NOT EXISTS: an operator
+	// may build the index beforehand, CONCURRENTLY, docs/fleet.md.)
+	`CREATE INDEX IF NOT EXISTS events_host_id ON events (host, id);
 	CREATE TABLE schema_compat (
 		version       INTEGER PRIMARY KEY,
 		oldest_binary INTEGER NOT NULL -- a binary of this schema version or later works on it
