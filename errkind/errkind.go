@@ -117,6 +117,16 @@ type Kinded interface {
 	Kind() Kind
 }
 
+// Unreachable is implemented by the errors of a part that cannot be
+// reached now, by packages that may not import errkind (the store's
+// UnreachableError: a database that refused, or did not answer within the
+// call's budget). Of classifies them NotReady: the server answers 503
+// with the error's message (which names the cause), never 500.
+type Unreachable interface {
+	error
+	Unreachable() bool
+}
+
 // Hinted is implemented by errors that carry what the operator should do.
 type Hinted interface {
 	error
@@ -124,7 +134,8 @@ type Hinted interface {
 }
 
 // Of classifies err: the kind of the outermost error in its chain that
-// knows one (so a wrapper may reclassify what it wraps), else Denied for a
+// knows one (so a wrapper may reclassify what it wraps), else NotReady for
+// an Unreachable part, else Denied for a
 // quota refusal (TooLarge for one by max_file_bytes), else Internal. Of(nil) is Internal too: ask only of a
 // failure.
 func Of(err error) Kind {
@@ -140,7 +151,15 @@ func Of(err error) Kind {
 			}
 			return Denied
 		}
+		if u, ok := e.(Unreachable); ok && u.Unreachable() {
+			return NotReady
+		}
 		if errors.Is(e, context.Canceled) || errors.Is(e, context.DeadlineExceeded) {
+			// A store that did not answer within the call's budget
+			// wraps the deadline it ran out of.
+			if u := Unreachable(nil); errors.As(e, &u) && u.Unreachable() {
+				return NotReady
+			}
 			return Internal
 		}
 		switch u := e.(type) {

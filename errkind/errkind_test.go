@@ -60,6 +60,9 @@ func TestOf(t *testing.T) {
 		{"outermost wins", New(Conflict, fmt.Errorf("x: %w", notFound)), Conflict},
 		{"joined", errors.Join(errors.New("a"), New(Input, errors.New("b"))), Input},
 		{"cancelled", fmt.Errorf("walk: %w", context.Canceled), Internal},
+		// The store's UnreachableError, which it cannot name errkind to
+		// classify: 503, not 500, though it wraps a deadline.
+		{"store unreachable", fmt.Errorf("list: %w", unreachable{context.DeadlineExceeded}), NotReady},
 	} {
 		if got := Of(c.err); got != c.want {
 			t.Errorf("%s: Of = %s, want %s", c.name, got, c.want)
@@ -118,3 +121,10 @@ func TestFieldHintIsWordedByEachShell(t *testing.T) {
 		t.Errorf("HintIn of a hint naming no field = %q", got)
 	}
 }
+
+// unreachable stands for the store's UnreachableError.
+type unreachable struct{ err error }
+
+func (u unreachable) Error() string     { return "store unreachable: " + u.err.Error() }
+func (u unreachable) Unwrap() error     { return u.err }
+func (u unreachable) Unreachable() bool { return true }

@@ -49,11 +49,14 @@ const (
 	// TypeHolderTakenOver is a lock or a pass taken from a holder that is
 	// gone: its process ended, or its lease expired.
 	TypeHolderTakenOver Type = "holder.taken_over"
+	// TypeJournalPruned is journalled once per run of the journal's
+	// retention (journal_retention), with what it pruned.
+	TypeJournalPruned Type = "journal.pruned"
 )
 
 // Types is every type the journal records, in the order a shell lists them.
 var Types = []Type{TypeProjectAdded, TypeProjectRemoved, TypeQuotaChanged, TypeEvicted, TypeQuotaExceeded,
-	TypeSnapshot, TypeSwept, TypeSettingChanged, TypeRepaired, TypeRootInitialised, TypeHostRetired, TypeRootBound, TypeHolderTakenOver}
+	TypeSnapshot, TypeSwept, TypeSettingChanged, TypeRepaired, TypeRootInitialised, TypeHostRetired, TypeRootBound, TypeHolderTakenOver, TypeJournalPruned}
 
 // Known reports whether t is a type the journal records.
 func (t Type) Known() bool {
@@ -109,6 +112,8 @@ func Decode(t Type, raw []byte) (Payload, error) {
 		return decode[RootBound](t, raw)
 	case TypeHolderTakenOver:
 		return decode[HolderTakenOver](t, raw)
+	case TypeJournalPruned:
+		return decode[JournalPruned](t, raw)
 	}
 	return nil, fmt.Errorf("journal record of type %q: no version of xfsq writes that type", t)
 }

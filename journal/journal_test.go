@@ -50,6 +50,7 @@ var samples = []struct {
 	{TypeHolderTakenOver, `{"what":"sweep_lock","name":"omni","from":"12.34@a/op-1","by":"56.78@b/op-2","why":"its lease expired",` +
 		`"expired_at":"2025-01-02T03:04:05Z"}`},
 	{TypeHolderTakenOver, `{"what":"pass","name":"snapshot","from":"12.34@b/op-1","by":"56.78@b/op-2","why":"its process no longer runs"}`},
+	{TypeJournalPruned, `{"before":"2026-01-01T00:00:00Z","retention":"90d","events":1200,"batches":3,"kept_pending":1}`},
 }
 
 func TestSamplesKeepTheirShape(t *testing.T) {

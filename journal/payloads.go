@@ -243,6 +243,17 @@ type Repaired struct {
 	Error     string `json:"error,omitempty"`
 }
 
+// JournalPruned: one run of the journal's retention removed this host's
+// records older than Before, in Batches short transactions, keeping the
+// pending deletions among them (KeptPending), which are never pruned.
+type JournalPruned struct {
+	Before      time.Time `json:"before"`
+	Retention   string    `json:"retention"`
+	Events      int64     `json:"events"`
+	Batches     int       `json:"batches"`
+	KeptPending int64     `json:"kept_pending"`
+}
+
 // RootInitialised: xfsq init made this store's first record of a root.
 type RootInitialised struct {
 	Root string `json:"root"`
@@ -257,7 +268,8 @@ type HostRetired struct {
 	Abandoned int    `json:"abandoned_deletions"`
 }
 
-func (HostRetired) Type() Type     { return TypeHostRetired }
+func (HostRetired) Type() Type { return TypeHostRetired }
+
 // RootBound: the store bound this host name to a root's identity.
 type RootBound struct {
 	Root   string `json:"root"`
@@ -304,3 +316,4 @@ func (Repaired) Type() Type        { return TypeRepaired }
 func (RootInitialised) Type() Type { return TypeRootInitialised }
 func (RootBound) Type() Type       { return TypeRootBound }
 func (HolderTakenOver) Type() Type { return TypeHolderTakenOver }
+func (JournalPruned) Type() Type   { return TypeJournalPruned }

@@ -55,7 +55,10 @@ const refusalDrainTime = 2 * time.Second
 // without waiting): a read after the answer's header went out sends no 100
 // Continue, and one that waits for it has the answer already.
 func (s *Server) drainUnread(w http.ResponseWriter, r *http.Request, b *watchedBody) {
-	if b == nil || b.eof {
+	// A body declared empty has nothing to drain: the drain's setting is
+	// not read for it (a store that does not answer would hold the
+	// answer of every GET for the read's second).
+	if b == nil || b.eof || r.ContentLength == 0 {
 		return
 	}
 	rc := http.NewResponseController(w)

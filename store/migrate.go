@@ -327,6 +327,78 @@ var migrations = []string{
 	SELECT h.host, p.fs_uuid, p.project_id, p.owner, p.created_at
 	FROM project_ids p JOIN (SELECT DISTINCT host FROM projects) h ON 1 = 1
 	WHERE NOT EXISTS (SELECT 1 FROM trees t WHERE t.fs_uuid = p.fs_uuid);`,
+	// 19: the journal read by host (Blank at every command's start, events
+	// listing, a scrape's read, pruning) without a scan of every host's
+	// events; and, per schema version, the oldest version of xfsq's
+	// schema that still works on it (oldestBinary), so that hosts sharing
+	// one database are upgraded one at a time. (IF NOT EXISTS: an operator
+	// may build the index beforehand, CONCURRENTLY, docs/fleet.md.)
+	`CREATE INDEX IF NOT EXISTS events_host_id ON events (host, id);
+	CREATE TABLE schema_compat (
+		version       INTEGER PRIMARY KEY,
+		oldest_binary INTEGER NOT NULL -- a binary of this schema version or later works on it
+	);`,
+}
+
+// oldestBinary is, for the migrations that only expand the schema (add a
+// table, a column with a default, an index), the oldest schema version a
+// binary may know and still work on a database migrated this far: its
+// statements still run and mean what they meant. A migration not listed
+// contracts (drops, renames, changes a meaning) and needs a binary that
+// knows it. Expand-then-contract: a change an older binary cannot live with
+// is first made as an expansion both work with, and the contraction comes
+// a release later, once every host runs the newer binary.
+var oldestBinary = map[int]int{
+	17: 16, // fleet_hosts: a table older binaries never read
+	19: 18, // an index and schema_compat itself
+	// 18 contracts: older binaries write project_ids, not id_registry, and hold no lease.
+}
+
+// compatSince is the migration that made schema_compat.
+const compatSince = 19
+
+// compatibleFrom is the oldest binary schema version that works on
+// schema version v.
+func compatibleFrom(v int) int {
+	if o, ok := oldestBinary[v]; ok {
+		return o
+	}
+	return v
+}
+
+// SchemaTooNewError is a database migrated past what this binary knows by
+// a migration it cannot work with.
+type SchemaTooNewError struct {
+	Database, Binary, Needs int
+}
+
+func (e *SchemaTooNewError) Error() string {
+	return fmt.Sprintf("the database is at schema version %d, which needs xfsq of schema version %d or later; this xfsq knows schema version %d",
+		e.Database, e.Needs, e.Binary)
+}
+
+// Hint says what to do.
+func (e *SchemaTooNewError) Hint() string {
+	return "upgrade xfsq on this host to the release the other hosts already run (docs/fleet.md, upgrading host by host)"
+}
+
+// SchemaVersion is the newest schema version this binary knows.
+func SchemaVersion() int { return len(migrations) }
+
+// checkNewer is nil when a database at schema version current, past this
+// binary's, is one it works on: every migration past it says so in
+// schema_compat (a version without a row there is taken as a contraction).
+func (s *Store) checkNewer(ctx context.Context, current int) error {
+	var needs int
+	if err := s.get(ctx, &needs, `SELECT COALESCE(MAX(COALESCE(c.oldest_binary, m.version)), 0)
+		FROM schema_migrations m LEFT JOIN schema_compat c ON c.version = m.version WHERE m.version > ?`, len(migrations)); err != nil {
+		return fmt.Errorf("the database is at schema version %d, newer than this xfsq knows (%d), and says nothing of which older ones it works with: upgrade xfsq (%w)",
+			current, len(migrations), err)
+	}
+	if needs > len(migrations) {
+		return &SchemaTooNewError{Database: current, Binary: len(migrations), Needs: needs}
+	}
+	return nil
 }
 
 // ddl holds, per migration number, statements run whole after that
@@ -447,7 +519,10 @@ func (s *Store) migrate(ctx context.Context) error {
 	// which a command that only reads would otherwise wait for behind any
 	// writer (SQLite takes it at BEGIN).
 	var current int
-	if err := s.get(ctx, &current, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`); err == nil && current == len(migrations) {
+	if err := s.get(ctx, &current, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`); err == nil && current >= len(migrations) {
+		if current > len(migrations) {
+			return s.checkNewer(ctx, current)
+		}
 		return nil
 	}
 	return s.InTx(ctx, func(tx *Tx) error {
@@ -464,7 +539,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			return err
 		}
 		if current > len(migrations) {
-			return fmt.Errorf("the database is at schema version %d, newer than this xfsq knows (%d): upgrade xfsq", current, len(migrations))
+			return s.checkNewer(ctx, current)
 		}
 		for v := current + 1; v <= len(migrations); v++ {
 			for _, stmt := range statements(dialect(migrations[v-1], s.postgres)) {
@@ -484,6 +559,11 @@ func (s *Store) migrate(ctx context.Context) error {
 			}
 			if _, err := tx.exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, toMicros(time.Now())); err != nil {
 				return err
+			}
+			if v >= compatSince {
+				if _, err := tx.exec(ctx, `INSERT INTO schema_compat (version, oldest_binary) VALUES (?, ?)`, v, compatibleFrom(v)); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

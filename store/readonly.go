@@ -28,7 +28,12 @@ func OpenReadOnly(ctx context.Context, dsn, host string) (*Store, error) {
 		s.db.Close()
 		return nil, fmt.Errorf("read the database %s: %w", dsn, err)
 	}
-	if current != len(migrations) {
+	if current > len(migrations) {
+		if err := s.checkNewer(ctx, current); err != nil {
+			s.db.Close()
+			return nil, err
+		}
+	} else if current != len(migrations) {
 		s.db.Close()
 		return nil, fmt.Errorf("the database %s is at schema version %d, this xfsq reads %d: it cannot migrate it read-only; free space, then run any command", dsn, current, len(migrations))
 	}

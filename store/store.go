@@ -32,6 +32,7 @@ type Store struct {
 	db       *sqlx.DB
 	postgres bool
 	readOnly bool // see OpenReadOnly
+	bounds   PostgresOptions
 	probe    generationProbe
 	commits  atomic.Uint64 // commits through InTx (Generation)
 	// Host scopes rows that belong to one machine (projects, trees,
@@ -57,10 +58,15 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.db, err = sqlx.Open("postgres", pg)
+		cfg, opts, err := postgresConfig(pg)
 		if err != nil {
-			return nil, scrub(err, dsn)
+			return nil, err
 		}
+		db, err := openPostgres(cfg, opts)
+		if err != nil {
+			return nil, fmt.Errorf("database %s: %w", Redact(dsn), scrub(err, dsn))
+		}
+		s.db, s.bounds = sqlx.NewDb(db, "postgres"), opts
 	} else {
 		if err := os.MkdirAll(filepath.Dir(dsn), 0o700); err != nil {
 			if errors.Is(err, os.ErrPermission) {
@@ -91,23 +97,24 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 			return nil, err
 		}
 	}
-	// A server's requests each hold a connection for a moment; database/sql
-	// keeps two idle, so under 32 concurrent requests most of them opened
-	// a connection (on SQLite a file, its pragmas, its prepared
-	// statements) and closed it again, and a check beside a snapshot pass
-	// waited tens of milliseconds for that. PoolIdle idle ones, closed after
-	// a minute unused, keep the pool warm under load and small after it.
-	s.db.SetMaxIdleConns(PoolIdle)
-	s.db.SetConnMaxIdleTime(time.Minute)
-	if s.postgres {
-		// Hosts share one PostgreSQL (docs/design/README.md#scale-past-one-host): a burst of requests on one
-		// host opened a connection each, and 50 concurrent uploads made the
-		// server answer "too many clients" (500) to its own and to every
-		// other host's requests. Past PoolOpen a request waits for a
-		// connection instead. No transaction of the store asks for a second
-		// connection while it holds one, so the bound cannot deadlock.
-		s.db.SetMaxOpenConns(PoolOpen)
+	if !s.postgres {
+		// A server's requests each hold a connection for a moment;
+		// database/sql keeps two idle, so under 32 concurrent requests most
+		// of them opened a connection (on SQLite a file, its pragmas, its
+		// prepared statements) and closed it again, and a check beside a
+		// snapshot pass waited tens of milliseconds for that. PoolIdle idle
+		// ones, closed after a minute unused, keep the pool warm under load
+		// and small after it.
+		s.db.SetMaxIdleConns(PoolIdle)
 	}
+	// PostgreSQL's pool is sized by the DSN (PostgresOptions: pool_max_open,
+	// pool_max_idle): hosts share the server's max_connections
+	// (docs/fleet.md), and 50 concurrent uploads on one host once made the
+	// server answer "too many clients" to every host. Past the bound a
+	// request waits for a connection, within its budget. No transaction of
+	// the store asks for a second connection while it holds one, so the
+	// bound cannot deadlock.
+	s.db.SetConnMaxIdleTime(time.Minute)
 	if err := s.db.PingContext(ctx); err != nil {
 		s.db.Close()
 		return nil, fmt.Errorf("connect to the database %s: %w", Redact(dsn), scrub(err, dsn))
@@ -119,12 +126,13 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 	return s, nil
 }
 
-// PoolIdle is how many connections the pool keeps open while unused.
+// PoolIdle is how many connections a SQLite store's pool keeps open while
+// unused.
 const PoolIdle = 16
 
-// PoolOpen bounds the connections one process opens to PostgreSQL: size
-// max_connections for PoolOpen per host and process, plus margin.
-const PoolOpen = 32
+// Bounds are the waits and pool size a PostgreSQL store was opened with
+// (the zero value for SQLite, whose waits are its busy_timeout).
+func (s *Store) Bounds() PostgresOptions { return s.bounds }
 
 // Driver names the database kind: "sqlite" or "postgres".
 func (s *Store) Driver() string {

@@ -847,16 +847,21 @@ func TestSettlePendingOnlyOnce(t *testing.T) {
 	})
 }
 
-// A burst of PoolIdle concurrent readers leaves its connections idle for
-// the next burst instead of closing all but two (database/sql's default),
-// which made a busy server open a connection per request.
+// A burst of as many concurrent readers as the pool keeps idle leaves its
+// connections idle for the next burst instead of closing all but two
+// (database/sql's default), which made a busy server open a connection
+// per request.
 func TestPoolKeepsABurstsConnections(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s := open(t, dsn)
+		idle := PoolIdle
+		if s.postgres {
+			idle = s.Bounds().PoolMaxIdle
+		}
 		burst := func() {
 			var wg sync.WaitGroup
-			held := make(chan *sql.Conn, PoolIdle)
-			for range PoolIdle {
+			held := make(chan *sql.Conn, idle)
+			for range idle {
 				wg.Go(func() {
 					c, err := s.db.Conn(ctx)
 					if err != nil {
@@ -875,18 +880,18 @@ func TestPoolKeepsABurstsConnections(t *testing.T) {
 		burst()
 		burst()
 		st := s.db.Stats()
-		if st.MaxIdleClosed != 0 || st.Idle < PoolIdle {
+		if st.MaxIdleClosed != 0 || st.Idle < idle {
 			t.Errorf("after two bursts of %d: %d connections closed for the idle limit, %d idle; want none closed and %d idle",
-				PoolIdle, st.MaxIdleClosed, st.Idle, PoolIdle)
+				idle, st.MaxIdleClosed, st.Idle, idle)
 		}
 	})
 }
 
 // A burst of more concurrent transactions than PostgreSQL takes clients
 // waits for the pool instead of failing with "too many clients": one
-// process never holds more than PoolOpen connections.
+// process never holds more connections than its DSN's pool_max_open.
 func TestABurstNeverExhaustsPostgres(t *testing.T) {
-	s := open(t, storetest.Postgres(t))
+	s := open(t, storetest.Postgres(t)+"&pool_max_open=3")
 	var max int
 	if err := s.db.QueryRow(`SHOW max_connections`).Scan(&max); err != nil {
 		t.Fatal(err)
@@ -910,8 +915,8 @@ func TestABurstNeverExhaustsPostgres(t *testing.T) {
 			t.Fatalf("a transaction of a burst of %d: %v", max+10, err)
 		}
 	}
-	if st := s.db.Stats(); st.MaxOpenConnections != PoolOpen || st.OpenConnections > PoolOpen {
-		t.Errorf("pool stats %+v: want at most %d open", st, PoolOpen)
+	if st := s.db.Stats(); st.MaxOpenConnections != 3 || st.OpenConnections > 3 {
+		t.Errorf("pool stats %+v: want at most 3 open (pool_max_open=3)", st)
 	}
 }
 

@@ -96,7 +96,10 @@ func (m *Manager) runPass(ctx context.Context, out *PassOutcome) error {
 	case PassSnapshot:
 		snaps, err := m.Snapshot(ctx, SnapshotOptions{Scheduled: true, Walk: inventory.Options{RawStat: true}})
 		out.Snapshots = snaps
-		return err
+		if err != nil {
+			return err
+		}
+		return m.pruneJournal(ctx)
 	case PassSweep:
 		res, err := m.Sweep(ctx, SweepOptions{Background: true})
 		out.Sweep = &res
@@ -120,4 +123,15 @@ func (m *Manager) SettleInterrupted(ctx context.Context) (int, error) {
 	}
 	defer root.Close()
 	return m.resolvePending(ctx, root)
+}
+
+// pruneJournal prunes this host's journal to journal_retention (0: off),
+// after a snapshot pass: once per interval, by one process of the host.
+func (m *Manager) pruneJournal(ctx context.Context) error {
+	v, err := m.setting(ctx, "journal_retention")
+	if err != nil || v.Duration() <= 0 {
+		return err
+	}
+	_, err = m.Store.PruneEvents(ctx, m.now().Add(-v.Duration()), v.Value, ActorFrom(ctx), 0)
+	return err
 }

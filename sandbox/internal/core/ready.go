@@ -2,12 +2,14 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/store"
 )
 
 // NotReadyError names the part of a root that cannot serve (Ready). Its
@@ -44,7 +46,22 @@ func (m *Manager) Ready(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := m.Store.Ping(ctx); err != nil {
-		return &NotReadyError{Part: "store", Msg: fmt.Sprintf("does not answer within %s", timeout), Fix: "check that the database (--db) is up and reachable", Cause: err}
+		return storeNotReady(err, timeout)
 	}
 	return nil
+}
+
+// storeNotReady says why the store did not answer: refused, silent past
+// the budget (a blackholed link), or failing otherwise; never where the
+// database is (readiness is asked anonymously).
+func storeNotReady(err error, timeout time.Duration) *NotReadyError {
+	e := &NotReadyError{Part: "store", Msg: fmt.Sprintf("does not answer within %s", timeout), Fix: "check that the database (--db) is up and reachable", Cause: err}
+	var u *store.UnreachableError
+	switch {
+	case errors.As(err, &u):
+		e.Msg, e.Fix = "unreachable: "+u.Why, u.Hint()
+	case !errors.Is(err, context.DeadlineExceeded):
+		e.Msg = "fails to answer (the server's log says why)"
+	}
+	return e
 }
