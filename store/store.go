@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq"
+	"github.com/lib/pq"
 	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite"
 )
@@ -41,6 +41,7 @@ type Store struct {
 	stmts    stmtCache   // queries asked many times a second, prepared once
 	versions versionFeed // every project's Version, followed (VersionAt)
 	beat     heartbeat   // this process's lease (holders.go)
+	counter  atomic.Int64 // statements sent (Statements)
 }
 
 // Open connects to dsn (a postgres:// URL or libpq keywords, or the path of
@@ -57,10 +58,11 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.db, err = sqlx.Open("postgres", pg)
+		c, err := pq.NewConnector(pg)
 		if err != nil {
 			return nil, scrub(err, dsn)
 		}
+		s.db = sqlx.NewDb(sql.OpenDB(countingConnector{inner: c, n: &s.counter}), "postgres")
 	} else {
 		if err := os.MkdirAll(filepath.Dir(dsn), 0o700); err != nil {
 			if errors.Is(err, os.ErrPermission) {
@@ -85,7 +87,7 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		// (a sweep's "pending" above all) is on disk before the deletion it
 		// announces, power loss or not. NORMAL would only survive a crash of
 		// the process.
-		s.db = openSQLite("file:" + dsn +
+		s.db = openSQLite(&s.counter, "file:" + dsn +
 			"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate")
 		if err != nil {
 			return nil, err
