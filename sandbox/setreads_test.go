@@ -3,9 +3,11 @@ package sandbox_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 	"github.com/xfsq/xfsq/sandbox"
+	"github.com/xfsq/xfsq/store"
 )
 
 // The reads of a host's trees — report, a cold overview, a sweep's plan,
@@ -52,6 +54,51 @@ func TestHostReadsAreSetBased(t *testing.T) {
 			if c[0] != c[1] {
 				t.Errorf("%s: %d statements for 10 projects, %d for 100: a read per tree", name, c[0], c[1])
 			}
+		}
+	})
+}
+
+// A host's overview is kept while only other hosts of the fleet write: a
+// write on host B leaves host A's answer as it was, a write on A makes it
+// assembled again.
+func TestOverviewCacheIsScopedToItsHost(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, a *fixture.Root) {
+		b := a.OtherHost("host-b")
+		a.Add(1<<20, "alpha")
+		b.Add(1<<20, "beta")
+		hour := sandbox.OverviewOptions{MaxAge: time.Hour} // only a change may make it assembled again
+		overview := func() *sandbox.Overview {
+			t.Helper()
+			ov, err := a.Manager.Overview(a.Ctx, hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ov
+		}
+		steps := []struct {
+			name     string
+			write    func() error
+			assemble bool
+		}{
+			{"nothing", func() error { return nil }, false},
+			{"B adds a project", func() error { _, err := b.Manager.Add(b.Ctx, "gamma", sandbox.AddOptions{}); return err }, false},
+			{"B snapshots", func() error { _, err := b.Manager.Snapshot(b.Ctx, sandbox.SnapshotOptions{}); return err }, false},
+			{"B changes a setting", func() error { _, _, err := b.Manager.SetSetting(b.Ctx, "soft_grace", "3h"); return err }, false},
+			{"A snapshots", func() error { _, err := a.Manager.Snapshot(a.Ctx, sandbox.SnapshotOptions{}); return err }, true},
+			{"A adds a project", func() error { _, err := a.Manager.Add(a.Ctx, "delta", sandbox.AddOptions{}); return err }, true},
+			{"A changes a setting", func() error { _, _, err := a.Manager.SetSetting(a.Ctx, "soft_grace", "3h"); return err }, true},
+		}
+		last := overview()
+		for _, s := range steps {
+			if err := s.write(); err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+			time.Sleep(2 * store.GenerationLag) // another process's commit is seen after the lag
+			ov := overview()
+			if assembled := ov != last; assembled != s.assemble {
+				t.Errorf("after %s: overview assembled again %v, want %v", s.name, assembled, s.assemble)
+			}
+			last = ov
 		}
 	})
 }
