@@ -71,7 +71,8 @@ func (w countingConn) BeginTx(ctx context.Context, o driver.TxOptions) (driver.T
 	if b, ok := w.c.(driver.ConnBeginTx); ok {
 		tx, err = b.BeginTx(ctx, o)
 	} else {
-		tx, err = w.c.Begin() //nolint:staticcheck // the driver has nothing newer
+		//lint:ignore SA1019 the driver has nothing newer
+		tx, err = w.c.Begin()
 	}
 	if err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func (w countingConn) ExecContext(ctx context.Context, q string, args []driver.N
 		return nil, driver.ErrSkip
 	}
 	r, err := e.ExecContext(ctx, q, args)
-	if err != driver.ErrSkip { //nolint:errorlint // ErrSkip is compared, never wrapped
+	if err != driver.ErrSkip {
 		w.n.Add(1)
 	}
 	return r, err
@@ -97,7 +98,7 @@ func (w countingConn) QueryContext(ctx context.Context, q string, args []driver.
 		return nil, driver.ErrSkip
 	}
 	r, err := e.QueryContext(ctx, q, args)
-	if err != driver.ErrSkip { //nolint:errorlint // as ExecContext
+	if err != driver.ErrSkip {
 		w.n.Add(1)
 	}
 	return r, err
@@ -152,7 +153,8 @@ func (w countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 	if e, ok := w.s.(driver.StmtExecContext); ok {
 		return e.ExecContext(ctx, args)
 	}
-	return w.s.Exec(values(args)) //nolint:staticcheck // the driver has nothing newer
+	//lint:ignore SA1019 the driver has nothing newer
+	return w.s.Exec(values(args))
 }
 
 func (w countingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
@@ -160,7 +162,8 @@ func (w countingStmt) QueryContext(ctx context.Context, args []driver.NamedValue
 	if q, ok := w.s.(driver.StmtQueryContext); ok {
 		return q.QueryContext(ctx, args)
 	}
-	return w.s.Query(values(args)) //nolint:staticcheck // as ExecContext
+	//lint:ignore SA1019 the driver has nothing newer
+	return w.s.Query(values(args))
 }
 
 func (w countingStmt) CheckNamedValue(nv *driver.NamedValue) error {
