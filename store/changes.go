@@ -7,47 +7,47 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// ChangeMark is a cheap fingerprint of what the usage figures are made of:
-// it moves whenever a journal record, a ledger row or a snapshot is added
-// and whenever a write's reservation begins, grows or ends. A cache of
-// figures read from the store (the server's overview) is still right while
-// the mark is unchanged — for this store's own records: the kernel's
-// counters on XFS, and a walk recorded only as a baseline (project show
-// --refresh), move without it, so such a cache bounds its age too.
+// ChangeMark is a cheap fingerprint of what this host's usage figures are
+// made of: it moves whenever a project, tree, ledger row, reservation or
+// setting of this host changes (each moves the project's version,
+// migration 11's triggers) and whenever a snapshot of one of this host's
+// trees is stored. A cache of figures read from the store (the server's
+// overview) is still right while the mark is unchanged — for this store's
+// own records: the kernel's counters on XFS move without it, so such a
+// cache bounds its age too. Another host's writes leave it where it is: in
+// a busy fleet a mark over the whole database made every host's overview
+// a rebuild at every request.
 type ChangeMark struct {
-	Events, Ledger, Snapshots                    int64
-	Reservations, LastReservation, ReservedBytes int64
+	Versions      int64 // the sum of this host's project and settings versions
+	Snapshots     int64 // this host's trees with a stored snapshot
+	SnapshotTimes int64 // a checksum of when each was taken
 }
 
-// ChangeMark reads the mark in one prepared query. Each part is the maximum of an
-// auto-increment key (an index lookup on both drivers) or an aggregate of
-// the reservations, which hold only the writes in flight; it is read for
-// every host, so another host's change moves it too (a cache is then
-// remade for nothing, never kept wrongly).
+// ChangeMark reads the mark in one prepared query: a range of this host's
+// rows of two small tables (one row per project, one per tree), never a
+// table that grows with time.
 func (s *Store) ChangeMark(ctx context.Context) (ChangeMark, error) {
 	var m struct {
-		E  int64 `db:"e"`
-		L  int64 `db:"l"`
-		S  int64 `db:"s"`
-		RN int64 `db:"rn"`
-		RM int64 `db:"rm"`
-		RB int64 `db:"rb"`
+		V  int64 `db:"v"`
+		N  int64 `db:"n"`
+		AT int64 `db:"at"`
 	}
 	st, err := s.prepared(ctx, changeMarkQuery)
 	if err != nil {
 		return ChangeMark{}, err
 	}
-	err = st.GetContext(ctx, &m)
-	return ChangeMark{Events: m.E, Ledger: m.L, Snapshots: m.S, Reservations: m.RN, LastReservation: m.RM, ReservedBytes: m.RB}, err
+	err = st.GetContext(ctx, &m, s.Host, s.Host, s.Host)
+	return ChangeMark{Versions: m.V, Snapshots: m.N, SnapshotTimes: m.AT}, err
 }
 
+// changeMarkQuery sums the snapshot times modulo 2^31−1, so that the sum
+// of any number of trees' stays within a BIGINT (SQLite's SUM fails on an
+// overflow): a snapshot moves its tree's time by anything but a multiple
+// of that (35 minutes), which is what a new one taken after the last does.
 const changeMarkQuery = `SELECT
-		(SELECT COALESCE(MAX(id), 0) FROM events) AS e,
-		(SELECT COALESCE(MAX(id), 0) FROM ledger) AS l,
-		(SELECT COALESCE(MAX(id), 0) FROM snapshots) AS s,
-		(SELECT COUNT(*) FROM reservations) AS rn,
-		(SELECT COALESCE(MAX(id), 0) FROM reservations) AS rm,
-		(SELECT COALESCE(SUM(bytes), 0) FROM reservations) AS rb`
+		(SELECT COALESCE(SUM(version), 0) FROM project_versions WHERE host = ?) AS v,
+		(SELECT COUNT(*) FROM snapshot_trees WHERE host = ?) AS n,
+		(SELECT COALESCE(SUM(at % 2147483647), 0) FROM snapshot_trees WHERE host = ?) AS at`
 
 // stmtCache holds the prepared statements of queries asked many times a
 // second by a long-lived process (ChangeMark and ProjectVersion on every

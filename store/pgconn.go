@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,14 +28,14 @@ import (
 // deadline, whatever the network does.
 
 // openPostgres is a pool of bounded connections to the database cfg names.
-func openPostgres(cfg pq.Config, o PostgresOptions) (*sql.DB, error) {
+func openPostgres(cfg pq.Config, o PostgresOptions, counter *atomic.Int64) (*sql.DB, error) {
 	pc, err := pq.NewConnectorConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	c := &pgConnector{pq: pc, o: o, addr: addrOf(cfg)}
 	pc.Dialer(dialer{o: o})
-	db := sql.OpenDB(c)
+	db := sql.OpenDB(countingConnector{inner: c, n: counter})
 	db.SetMaxOpenConns(o.PoolMaxOpen)
 	db.SetMaxIdleConns(o.PoolMaxIdle)
 	return db, nil

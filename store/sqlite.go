@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
 	"modernc.org/sqlite"
@@ -45,8 +46,8 @@ func plain(err error) error {
 }
 
 // openSQLite is sqlx.Open("sqlite", dsn), but with plain errors.
-func openSQLite(dsn string) *sqlx.DB {
-	return sqlx.NewDb(sql.OpenDB(connector{dsn: dsn}), "sqlite")
+func openSQLite(n *atomic.Int64, dsn string) *sqlx.DB {
+	return sqlx.NewDb(sql.OpenDB(countingConnector{inner: connector{dsn: dsn}, n: n}), "sqlite")
 }
 
 // liteDriver is modernc's, constructed rather than the one it registers:

@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq"
 	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite"
 )
@@ -39,9 +38,10 @@ type Store struct {
 	// settings) when several hosts share a PostgreSQL database.
 	Host string
 
-	stmts    stmtCache   // queries asked many times a second, prepared once
-	versions versionFeed // every project's Version, followed (VersionAt)
-	beat     heartbeat   // this process's lease (holders.go)
+	stmts    stmtCache    // queries asked many times a second, prepared once
+	versions versionFeed  // every project's Version, followed (VersionAt)
+	beat     heartbeat    // this process's lease (holders.go)
+	counter  atomic.Int64 // statements sent (Statements)
 }
 
 // Open connects to dsn (a postgres:// URL or libpq keywords, or the path of
@@ -62,7 +62,7 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		db, err := openPostgres(cfg, opts)
+		db, err := openPostgres(cfg, opts, &s.counter)
 		if err != nil {
 			return nil, fmt.Errorf("database %s: %w", Redact(dsn), scrub(err, dsn))
 		}
@@ -91,7 +91,7 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		// (a sweep's "pending" above all) is on disk before the deletion it
 		// announces, power loss or not. NORMAL would only survive a crash of
 		// the process.
-		s.db = openSQLite("file:" + dsn +
+		s.db = openSQLite(&s.counter, "file:"+dsn+
 			"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate")
 		if err != nil {
 			return nil, err

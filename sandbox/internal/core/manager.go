@@ -753,10 +753,13 @@ func (m *Manager) fallbackQuota(ctx context.Context, t store.Tree, maxAge time.D
 // ago or more, or never (maxAge 0: always).
 func (m *Manager) baseline(ctx context.Context, t store.Tree, maxAge time.Duration) (time.Time, error) {
 	key := store.TreeKey{Project: t.Project, Area: t.Area}
-	last, err := m.Store.Baseline(ctx, key)
-	walked := last.At
-	if err != nil || (!walked.IsZero() && m.now().Sub(walked) < maxAge) {
-		return walked, err
+	var walked time.Time
+	if maxAge > 0 || m.Store.ReadOnly() { // else it walks whenever it last did
+		last, err := m.Store.Baseline(ctx, key)
+		walked = last.At
+		if err != nil || (!walked.IsZero() && m.now().Sub(walked) < maxAge) {
+			return walked, err
+		}
 	}
 	if m.Store.ReadOnly() {
 		return walked, nil // a full disk: report what the store has, and says when it was walked

@@ -419,9 +419,15 @@ func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
 			}
 			p.Growth = Growth{Day: r.Growth24h, Week: r.Growth7d}
 			p.LastActivityAt, p.UsageAsOf = r.LastActivityAt, r.UsageAsOf
-			if p.TopPaths, err = m.topPaths(ctx, r.Project); err != nil {
-				return nil, err
-			}
+		}
+	}
+	tops, err := m.topPaths(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for name, top := range tops {
+		if i, ok := index[name]; ok {
+			ov.Projects[i].TopPaths = top
 		}
 	}
 	m.overview.mu.Lock()
@@ -434,47 +440,66 @@ func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
 	return ov, nil
 }
 
-// topPaths are a workspace's largest top-level entries from its last
-// snapshot, parsed once per snapshot.
-func (m *Manager) topPaths(ctx context.Context, name string) ([]TopPath, error) {
-	k := store.TreeKey{Project: name, Area: area.Workspace}
-	snap, ok, err := m.Store.LatestSnapshot(ctx, k)
-	if err != nil || !ok {
-		return []TopPath{}, err
-	}
-	c := &m.overview
-	c.mu.Lock()
-	cached, hit := c.topPaths[name]
-	c.mu.Unlock()
-	if hit && cached.at.Equal(snap.At) {
-		return cached.top, nil
-	}
-	b, err := m.Store.LatestTree(ctx, k)
+// topPaths are each workspace's largest top-level entries from its last
+// snapshot, each parsed once per snapshot: two statements however many
+// projects (when each snapshot was taken, then the trees not parsed yet).
+func (m *Manager) topPaths(ctx context.Context) (map[string][]TopPath, error) {
+	times, err := m.Store.StoredTreeTimes(ctx, area.Workspace)
 	if err != nil {
 		return nil, err
 	}
-	top := []TopPath{}
-	if root, files, err := inventory.ParseStored(b); err == nil && root != nil {
-		// The stored tree's nodes are directories; a file at the top is
-		// among the tree's largest files if it is among its largest paths.
-		for _, ch := range root.Children {
-			top = append(top, TopPath{Path: ch.Path, Bytes: ch.SizeBytes})
+	c := &m.overview
+	out := make(map[string][]TopPath, len(times))
+	var stale []string
+	c.mu.Lock()
+	for name, at := range times {
+		if cached, hit := c.topPaths[name]; hit && cached.at.Equal(at) {
+			out[name] = cached.top
+		} else {
+			stale = append(stale, name)
 		}
-		for _, f := range files {
-			if !strings.Contains(f.Path, "/") {
-				top = append(top, TopPath{Path: f.Path, Bytes: f.SizeBytes})
-			}
-		}
-		slices.SortStableFunc(top, func(a, b TopPath) int { return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Path, b.Path)) })
-		top = top[:min(len(top), overviewTopPaths)]
+	}
+	c.mu.Unlock()
+	if len(stale) == 0 {
+		return out, nil
+	}
+	slices.Sort(stale)
+	trees, err := m.Store.LatestTrees(ctx, area.Workspace, stale)
+	if err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.topPaths == nil {
 		c.topPaths = map[string]cachedTop{}
 	}
-	c.topPaths[name] = cachedTop{at: snap.At, top: top}
-	c.mu.Unlock()
-	return top, nil
+	for name, st := range trees {
+		top := parseTopPaths(st.Tree)
+		out[name] = top
+		c.topPaths[name] = cachedTop{at: st.At, top: top}
+	}
+	return out, nil
+}
+
+// parseTopPaths is a stored tree's largest top-level entries.
+func parseTopPaths(b []byte) []TopPath {
+	top := []TopPath{}
+	root, files, err := inventory.ParseStored(b)
+	if err != nil || root == nil {
+		return top
+	}
+	// The stored tree's nodes are directories; a file at the top is
+	// among the tree's largest files if it is among its largest paths.
+	for _, ch := range root.Children {
+		top = append(top, TopPath{Path: ch.Path, Bytes: ch.SizeBytes})
+	}
+	for _, f := range files {
+		if !strings.Contains(f.Path, "/") {
+			top = append(top, TopPath{Path: f.Path, Bytes: f.SizeBytes})
+		}
+	}
+	slices.SortStableFunc(top, func(a, b TopPath) int { return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Path, b.Path)) })
+	return top[:min(len(top), overviewTopPaths)]
 }
 
 // ProjectStorage is one project's storage in detail (the server's GET

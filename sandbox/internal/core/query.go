@@ -177,6 +177,13 @@ func (m *Manager) show(ctx context.Context, name string, read Read) (Project, er
 // Report returns every tree of every project: on XFS from one enumeration
 // of the kernel's counters; on the fallback as Read says. Never nil.
 func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
+	if m.xfs == nil && !readOf(r).Refresh {
+		statuses, err := m.readReport(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return statuses, m.growthAndActivity(ctx, statuses)
+	}
 	trees, err := m.Store.Trees(ctx, "")
 	if err != nil {
 		return nil, err
@@ -444,33 +451,66 @@ func (m *Manager) refreshUsage(ctx context.Context, u *usageCache, gen store.Gen
 	return nil
 }
 
+// readReport is every fallback tree as admission sees it, in Report's
+// order (project, then area), from one statement (Store.TreeUsages)
+// rather than a read per tree.
+func (m *Manager) readReport(ctx context.Context) ([]TreeStatus, error) {
+	usages, grace, err := m.treeUsages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := m.now()
+	out := make([]TreeStatus, 0, len(usages))
+	for _, u := range usages {
+		s := m.usageStatus(u, grace)
+		var walked time.Time
+		if s.UsageAsOf != nil {
+			walked = *s.UsageAsOf
+		}
+		s.UsageAgeSeconds, s.Stale = freshness(walked, now)
+		out = append(out, s)
+	}
+	return out, nil
+}
+
 // readAllUsage reads every fallback tree as admission sees it — the last
 // walk, the ledger and reservations since, the grace timers — in one
 // statement, grouped by project.
 func (m *Manager) readAllUsage(ctx context.Context) (map[string][]TreeStatus, error) {
-	usages, err := m.Store.TreeUsages(ctx)
+	usages, grace, err := m.treeUsages(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var grace time.Duration
-	if len(usages) > 0 {
-		g, err := m.setting(ctx, "soft_grace")
-		if err != nil {
-			return nil, err
-		}
-		grace = g.Duration()
-	}
 	out := map[string][]TreeStatus{}
 	for _, u := range usages {
-		var asOf *time.Time
-		if !u.WalkedAt.IsZero() {
-			asOf = &u.WalkedAt
-		}
-		q := quota.Quota{ID: u.ProjectID, Limits: u.Limits, Usage: u.Used}
-		applyGrace(&q, u.BytesSoftSince, u.InodesSoftSince, grace)
-		out[u.Project] = append(out[u.Project], m.treeStatus(u.Tree, q, asOf))
+		out[u.Project] = append(out[u.Project], m.usageStatus(u, grace))
 	}
 	return out, nil
+}
+
+// treeUsages is every fallback tree's usage with the soft_grace setting
+// its grace ends are counted from.
+func (m *Manager) treeUsages(ctx context.Context) ([]store.TreeUsage, time.Duration, error) {
+	usages, err := m.Store.TreeUsages(ctx)
+	if err != nil || len(usages) == 0 {
+		return usages, 0, err
+	}
+	g, err := m.setting(ctx, "soft_grace")
+	if err != nil {
+		return nil, 0, err
+	}
+	return usages, g.Duration(), nil
+}
+
+// usageStatus is one tree's status from its usage as TreeUsages reads it.
+func (m *Manager) usageStatus(u store.TreeUsage, grace time.Duration) TreeStatus {
+	var asOf *time.Time
+	if !u.WalkedAt.IsZero() {
+		asOf = &u.WalkedAt
+	}
+	q := quota.Quota{ID: u.ProjectID, Limits: u.Limits, Usage: u.Used}
+	applyGrace(&q, u.BytesSoftSince, u.InodesSoftSince, grace)
+	return m.treeStatus(u.Tree, q, asOf)
 }
 
 // Exceeded reports whether a tree is at or over a hard limit, or over a

@@ -246,35 +246,40 @@ func (m *Manager) Top(ctx context.Context, name, area string, opts inventory.Opt
 	return res, err
 }
 
-// growthAndActivity fills the snapshot-derived fields of report rows.
+// growthAndActivity fills the snapshot-derived fields of report rows from
+// one read of every tree's snapshots (store.SnapshotSummaries): a read per
+// row was three statements a tree.
 func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	project := rows[0].Project // one project's rows (a detail page) read only its trees
+	for _, r := range rows {
+		if r.Project != project {
+			project = ""
+			break
+		}
+	}
+	sums, err := m.Store.SnapshotSummaries(ctx, project, 24*time.Hour, 7*24*time.Hour)
+	if err != nil {
+		return err
+	}
 	for i := range rows {
 		r := &rows[i]
-		k := store.TreeKey{Project: r.Project, Area: r.Area}
-		snap, ok, err := m.Store.LatestSnapshot(ctx, k)
-		if err != nil {
-			return err
-		}
+		sum, ok := sums[store.TreeKey{Project: r.Project, Area: r.Area}]
 		if !ok {
 			continue
 		}
+		snap := sum.Latest
 		// Growth is between complete walks; a partial one saw part of the tree.
-		complete, haveComplete := snap, !snap.Partial
-		if snap.Partial {
-			if complete, haveComplete, err = m.Store.LatestCompleteSnapshot(ctx, k); err != nil {
-				return err
-			}
-		}
-		if haveComplete {
-			if err := m.setGrowth(ctx, r, complete); err != nil {
-				return err
-			}
+		if sum.HaveComplete {
+			r.Growth24h, r.Growth7d = sum.Growth[0], sum.Growth[1]
 		}
 		// Every walk's newest mtime was seen: a partial walk may have missed
 		// newer ones, so the older complete walk's counts too.
 		activity := snap.Mtime
-		if haveComplete && complete.Mtime.After(activity) {
-			activity = complete.Mtime
+		if sum.HaveComplete && sum.Complete.Mtime.After(activity) {
+			activity = sum.Complete.Mtime
 		}
 		if !activity.IsZero() {
 			r.LastActivityAt = &activity
@@ -284,24 +289,6 @@ func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) erro
 			r.WalkBytes = &walk
 			r.Escape = fmt.Sprintf("the walk at %s found %d bytes under the tree, the kernel counts %d for its project ID: "+
 				"files may have left the quota (xfsq doctor --fix re-tags them)", snap.At.Format(time.RFC3339), walk, snap.KernelBytes)
-		}
-	}
-	return nil
-}
-
-// setGrowth fills r's growth columns, each window ending at the complete
-// snapshot latest; a window with no snapshot that old stays nil.
-func (m *Manager) setGrowth(ctx context.Context, r *TreeStatus, latest store.Snapshot) error {
-	for _, w := range []struct {
-		window time.Duration
-		dst    **int64
-	}{{24 * time.Hour, &r.Growth24h}, {7 * 24 * time.Hour, &r.Growth7d}} {
-		d, ok, err := m.Store.GrowthTo(ctx, latest, w.window)
-		if err != nil {
-			return err
-		}
-		if ok {
-			*w.dst = &d
 		}
 	}
 	return nil

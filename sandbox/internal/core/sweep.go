@@ -484,24 +484,9 @@ func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string
 	}
 	// The quota check reads fresh figures of the projects swept, and only
 	// of those: the kernel's on XFS, a walk now on the fallback.
-	usage := map[string]TreeStatus{}
-	unmeasured := map[string]string{} // project -> why its usage could not be read
-	for _, n := range names {
-		trees, err := m.Store.Trees(ctx, n)
-		if err != nil {
-			return sweep.Plan{}, err
-		}
-		rows, err := m.status(ctx, trees, nil, Read{Refresh: true})
-		if err != nil {
-			if ctx.Err() != nil {
-				return sweep.Plan{}, ctx.Err()
-			}
-			unmeasured[n] = fmt.Sprintf("could not be planned, so nothing of the project is swept: usage for the quota check: %v", err)
-			continue
-		}
-		for _, r := range rows {
-			usage[r.Project+"/"+r.Area] = r
-		}
+	usage, unmeasured, err := m.sweepUsage(ctx, names)
+	if err != nil {
+		return sweep.Plan{}, err
 	}
 	var projects []sweep.Project
 	for _, n := range names {
