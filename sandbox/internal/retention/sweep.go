@@ -114,26 +114,13 @@ func (m *Sweeper) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	ctx, end := core.BeginOp(ctx)
 	defer end()
 	out := SweepOutcome{Result: sweep.Result{SweepID: newSweepID(), DryRun: o.DryRun, Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}, PerPolicy: map[string]int{}}}
-	if !o.Apply.IsZero() && (o.DryRun || o.Keep || len(o.Areas) > 0 || (len(o.Projects) > 0 && !o.Exclusive)) {
-		return out, inputErrorf("a saved plan names its own projects and areas, and is applied, not dry-run")
+	if err := checkSweepOptions(o); err != nil {
+		return out, err
 	}
-	if o.Keep && !o.DryRun {
-		return out, inputErrorf("a plan is kept by a dry run: a sweep that deletes has none to keep")
-	}
-	var data []byte
-	if o.Exclusive {
-		var unlock func()
-		var err error
-		data, unlock, err = m.prepareExclusive(ctx, o)
-		defer unlock()
-		if err != nil {
-			return out, err
-		}
-	} else if !o.Apply.IsZero() {
-		var err error
-		if data, err = m.planFile(ctx, o.Apply); err != nil {
-			return out, err
-		}
+	data, unlock, err := m.planToApply(ctx, o)
+	defer unlock()
+	if err != nil {
+		return out, err
 	}
 	var saved *SavedPlan
 	if data != nil {
@@ -150,27 +137,44 @@ func (m *Sweeper) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	if o.Exclusive {
 		bound = o.Projects
 	}
-	out, err := m.sweep(ctx, o, out, saved)
+	out, err = m.sweep(ctx, o, out, saved)
 	if err == nil && o.Keep {
 		out.Kept, err = m.keepPlan(ctx, out.Plan, o.Areas, bound)
 	}
 	return out, err
 }
 
+// checkSweepOptions refuses options that contradict each other.
+func checkSweepOptions(o SweepOptions) error {
+	if !o.Apply.IsZero() && (o.DryRun || o.Keep || len(o.Areas) > 0 || (len(o.Projects) > 0 && !o.Exclusive)) {
+		return inputErrorf("a saved plan names its own projects and areas, and is applied, not dry-run")
+	}
+	if o.Keep && !o.DryRun {
+		return inputErrorf("a plan is kept by a dry run: a sweep that deletes has none to keep")
+	}
+	return nil
+}
+
+// planToApply is the file of the kept plan o applies (nil: none) and what
+// releases the project an exclusive sweep locked ahead (prepareExclusive);
+// the release is to be called even on an error.
+func (m *Sweeper) planToApply(ctx context.Context, o SweepOptions) ([]byte, func(), error) {
+	if o.Exclusive {
+		return m.prepareExclusive(ctx, o)
+	}
+	if o.Apply.IsZero() {
+		return nil, func() {}, nil
+	}
+	data, err := m.planFile(ctx, o.Apply)
+	return data, func() {}, err
+}
+
 // sweep plans the sweep o asks for, and unless a dry run deletes, after
 // saved, when applied, was checked.
 func (m *Sweeper) sweep(ctx context.Context, o SweepOptions, out SweepOutcome, saved *SavedPlan) (SweepOutcome, error) {
-	areas := map[string]bool{}
-	for _, a := range o.Areas {
-		if err := area.Check(a, area.SweepOrder); err != nil {
-			return out, &core.InputError{Msg: err.Error()}
-		}
-		areas[a] = true
-	}
-	if len(areas) == 0 {
-		for _, a := range area.SweepOrder {
-			areas[a] = true
-		}
+	areas, err := areaSet(o.Areas)
+	if err != nil {
+		return out, err
 	}
 	policy, err := m.Policy(ctx)
 	if err != nil {
@@ -196,24 +200,51 @@ func (m *Sweeper) sweep(ctx context.Context, o SweepOptions, out SweepOutcome, s
 	if err != nil {
 		return out, err
 	}
-	now := m.Now()
 	if o.DryRun { // a dry run deletes nothing and needs no lock
-		plan, err := m.planSweep(ctx, dir, names, areas, policy, now)
-		if err != nil {
-			return out, err
-		}
-		out.Plan, out.OverSoft = plan, plan.OverSoft
-		for _, ev := range plan.Evict {
-			out.Evicted = append(out.Evicted, sweep.Done{Path: ev.Path, Bytes: ev.Bytes, Reason: ev.Reason, Policy: ev.Policy})
-			out.BytesFreed += ev.Bytes
-			out.PerPolicy[ev.Policy]++
-		}
-		out.Skipped = append(out.Skipped, plan.Skipped...)
-		return out, nil
+		return m.dryRun(ctx, dir, names, areas, policy, out)
 	}
-	// One project at a time, each under its own sweep lock, taken only
-	// while that project is planned and swept: a project that holds a
-	// sweep up (a huge tree, a slow disk) never holds the others' locks.
+	return m.sweepEach(ctx, dir, names, areas, policy, o, out, saved)
+}
+
+// areaSet is the areas a sweep covers, as a set: those named, else every
+// area a sweep knows.
+func areaSet(named []string) (map[string]bool, error) {
+	areas := map[string]bool{}
+	for _, a := range named {
+		if err := area.Check(a, area.SweepOrder); err != nil {
+			return nil, &core.InputError{Msg: err.Error()}
+		}
+		areas[a] = true
+	}
+	if len(areas) == 0 {
+		for _, a := range area.SweepOrder {
+			areas[a] = true
+		}
+	}
+	return areas, nil
+}
+
+// dryRun plans the sweep of names and says what it would delete.
+func (m *Sweeper) dryRun(ctx context.Context, dir *saferm.Dir, names []string, areas map[string]bool, policy sweep.Policy, out SweepOutcome) (SweepOutcome, error) {
+	plan, err := m.planSweep(ctx, dir, names, areas, policy, m.Now())
+	if err != nil {
+		return out, err
+	}
+	out.Plan, out.OverSoft = plan, plan.OverSoft
+	for _, ev := range plan.Evict {
+		out.Evicted = append(out.Evicted, sweep.Done{Path: ev.Path, Bytes: ev.Bytes, Reason: ev.Reason, Policy: ev.Policy})
+		out.BytesFreed += ev.Bytes
+		out.PerPolicy[ev.Policy]++
+	}
+	out.Skipped = append(out.Skipped, plan.Skipped...)
+	return out, nil
+}
+
+// sweepEach sweeps names one project at a time, each under its own sweep
+// lock, taken only while that project is planned and swept: a project that
+// holds a sweep up (a huge tree, a slow disk) never holds the others'
+// locks. Then it journals storage.swept.
+func (m *Sweeper) sweepEach(ctx context.Context, dir *saferm.Dir, names []string, areas map[string]bool, policy sweep.Policy, o SweepOptions, out SweepOutcome, saved *SavedPlan) (SweepOutcome, error) {
 	me := core.HolderOf(ctx)
 	// Projects the caller named (or its plan did) and another sweep holds
 	// are a conflict the caller must hear of, besides being skipped; in a
@@ -245,23 +276,33 @@ func (m *Sweeper) sweep(ctx context.Context, o SweepOptions, out SweepOutcome, s
 		}
 		r, err := m.sweepOne(ctx, dir, n, areas, policy, saved, out.SweepID, o, started)
 		m.Store.UnlockSweep(context.WithoutCancel(ctx), n, me)
-		out.Plan.Evict = append(out.Plan.Evict, r.plan.Evict...)
-		out.Plan.Skipped = append(out.Plan.Skipped, r.plan.Skipped...)
-		out.Plan.OverSoft = append(out.Plan.OverSoft, r.plan.OverSoft...)
-		maps.Copy(out.Plan.CacheBytes, r.plan.CacheBytes)
-		res.Evicted = append(res.Evicted, r.res.Evicted...)
-		res.Skipped = append(res.Skipped, r.res.Skipped...)
-		res.BytesFreed += r.res.BytesFreed
-		for k, v := range r.res.PerPolicy {
-			res.PerPolicy[k] += v
-		}
+		merge(&out.Plan, &res, r)
 		if err != nil {
 			out.Result = res
 			return out, err
 		}
 		done = append(done, n)
 	}
-	names = done
+	return m.finish(ctx, out, res, done, saved, started)
+}
+
+// merge adds what sweeping one project planned and did to the sweep's.
+func merge(plan *sweep.Plan, res *sweep.Result, r sweptOne) {
+	plan.Evict = append(plan.Evict, r.plan.Evict...)
+	plan.Skipped = append(plan.Skipped, r.plan.Skipped...)
+	plan.OverSoft = append(plan.OverSoft, r.plan.OverSoft...)
+	maps.Copy(plan.CacheBytes, r.plan.CacheBytes)
+	res.Evicted = append(res.Evicted, r.res.Evicted...)
+	res.Skipped = append(res.Skipped, r.res.Skipped...)
+	res.BytesFreed += r.res.BytesFreed
+	for k, v := range r.res.PerPolicy {
+		res.PerPolicy[k] += v
+	}
+}
+
+// finish completes the outcome of a sweep that deleted, the projects it
+// swept being names, and journals it as one storage.swept record.
+func (m *Sweeper) finish(ctx context.Context, out SweepOutcome, res sweep.Result, names []string, saved *SavedPlan, started time.Time) (SweepOutcome, error) {
 	out.OverSoft = out.Plan.OverSoft
 	res.Duration = m.Now().Sub(started)
 	res.DurationSeconds = res.Duration.Seconds()
