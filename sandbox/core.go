@@ -1,8 +1,9 @@
 package sandbox
 
 // The core's API as shells call it: its types by alias, and each function
-// and method a one-line call into sandbox/internal/core. Nothing here
-// decides anything; a new use case adds its line here.
+// and method a one-line call into sandbox/internal/core or the use case
+// beside it that owns the call (retention: sweeps, plans, passes). Nothing
+// here decides anything; a new use case adds its line here.
 
 import (
 	"context"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/retention"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -30,13 +32,13 @@ type (
 	FullDisk        = core.FullDisk
 	Growth          = core.Growth
 	HealthSources   = core.HealthSources
-	HeldProject     = core.HeldProject
+	HeldProject     = retention.HeldProject
 	IDRange         = core.IDRange
 	InitResult      = core.InitResult
 	InputError      = core.InputError
 	JournalCursor   = core.JournalCursor
 	JournalNews     = core.JournalNews
-	KeptPlan        = core.KeptPlan
+	KeptPlan        = retention.KeptPlan
 	LeaseHeldError  = core.LeaseHeldError
 	LeaseStatus     = core.LeaseStatus
 	LimitChange     = core.LimitChange
@@ -46,8 +48,8 @@ type (
 	Overview        = core.Overview
 	OverviewDisk    = core.OverviewDisk
 	OverviewOptions = core.OverviewOptions
-	PassOutcome     = core.PassOutcome
-	PlanRef         = core.PlanRef
+	PassOutcome     = retention.PassOutcome
+	PlanRef         = retention.PlanRef
 	Project         = core.Project
 	ProjectOverview = core.ProjectOverview
 	ProjectRecord   = core.ProjectRecord
@@ -58,11 +60,11 @@ type (
 	RemoveOptions   = core.RemoveOptions
 	RemoveResult    = core.RemoveResult
 	Replaced        = core.Replaced
-	SavedPlan       = core.SavedPlan
+	SavedPlan       = retention.SavedPlan
 	SnapshotOptions = core.SnapshotOptions
-	SweepBusyError  = core.SweepBusyError
-	SweepOptions    = core.SweepOptions
-	SweepOutcome    = core.SweepOutcome
+	SweepBusyError  = retention.SweepBusyError
+	SweepOptions    = retention.SweepOptions
+	SweepOutcome    = retention.SweepOutcome
 	SweepRun        = core.SweepRun
 	TopPath         = core.TopPath
 	Tree            = core.Tree
@@ -110,9 +112,9 @@ const (
 	NameRule              = core.NameRule
 	Ok                    = core.Ok
 	OrphanKernelID        = core.OrphanKernelID
-	PassSnapshot          = core.PassSnapshot
-	PassSweep             = core.PassSweep
-	PlanFormat            = core.PlanFormat
+	PassSnapshot          = retention.PassSnapshot
+	PassSweep             = retention.PassSweep
+	PlanFormat            = retention.PlanFormat
 	QuotaEscape           = core.QuotaEscape
 	RootOwner             = core.RootOwner
 	RunRule               = core.RunRule
@@ -130,7 +132,7 @@ var (
 	AddFaultPoints = core.AddFaultPoints
 	ErrExists      = core.ErrExists
 	ErrNotFound    = core.ErrNotFound
-	Passes         = core.Passes
+	Passes         = retention.Passes
 )
 
 func ActorFrom(ctx context.Context) string {
@@ -198,7 +200,7 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 }
 
 func ReadPlanFile(path string) (PlanRef, error) {
-	return core.ReadPlanFile(path)
+	return retention.ReadPlanFile(path)
 }
 
 func ReleaseReserve(root string) bool {
@@ -298,7 +300,7 @@ func (m *Manager) Overview(ctx context.Context, o OverviewOptions) (*Overview, e
 }
 
 func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
-	return m.c.Policy(ctx)
+	return m.sweeps.Policy(ctx)
 }
 
 func (m *Manager) ProjectLeases(ctx context.Context, name string) ([]LeaseStatus, error) {
@@ -342,7 +344,7 @@ func (m *Manager) ResetSetting(ctx context.Context, key string) (v settings.Valu
 }
 
 func (m *Manager) RunPass(ctx context.Context, pass string) (PassOutcome, error) {
-	return m.c.RunPass(ctx, pass)
+	return m.sweeps.RunPass(ctx, pass)
 }
 
 func (m *Manager) Set(ctx context.Context, name string, a string, change LimitChange) (Project, error) {
@@ -378,7 +380,7 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 }
 
 func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, error) {
-	return m.c.Sweep(ctx, o)
+	return m.sweeps.Sweep(ctx, o)
 }
 
 func (m *Manager) Top(ctx context.Context, name string, area string, opts inventory.Options) (*inventory.Result, error) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/retention"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -20,7 +21,7 @@ func OnSnapshotTree(t testing.TB, f func(ctx context.Context, tree store.Tree)) 
 
 // OnEvictionSettled calls f after each deletion's settled record.
 func OnEvictionSettled(t testing.TB, f func(project string, r deletion.Record)) {
-	core.OnEvictionSettled(t, f)
+	retention.OnEvictionSettled(t, f)
 }
 
 // ForgetReads empties m's read cache, for benchmarks of the uncached path.
@@ -33,7 +34,7 @@ func Reread(m *Manager) int64 { return core.Reread(m.c) }
 // SavePlan keeps plan, a dry run's of areas (none: all), as a dry run with
 // Keep does, and returns its file.
 func (m *Manager) SavePlan(ctx context.Context, plan sweep.Plan, areas []string) ([]byte, error) {
-	return m.c.SavePlan(ctx, plan, areas)
+	return m.sweeps.SavePlan(ctx, plan, areas)
 }
 
 // SetOverviewWalkHook makes tests act as a refresh starts its walk.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/retention"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -28,11 +29,14 @@ import (
 // core.go). It holds no store and no backend a caller could reach.
 type Manager struct {
 	// Root is the sandbox root's absolute path.
-	Root string
-	c    *core.Manager
+	Root   string
+	c      *core.Manager
+	sweeps *retention.Sweeper
 }
 
-func newManager(c *core.Manager) *Manager { return &Manager{Root: c.Root, c: c} }
+func newManager(c *core.Manager) *Manager {
+	return &Manager{Root: c.Root, c: c, sweeps: retention.New(c)}
+}
 
 // Files is the file layer of the root, for listing, reading and removing;
 // Layer.ForWrites gives it the write settings in force for a write.

@@ -30,7 +30,7 @@ var flagNamesAllowed = map[string][]string{
 	"sandbox/internal/core/change.go":       {"project rm --purge", "remove with --force"},
 	"files/files.go":                        {"xfsq project rm --purge", "xfsq files rm --recursive"},
 	"settings/settings.go":                  {"(or doctor --fix)", "sweep --apply refuses", "--allow-zero"},
-	"sandbox/internal/core/sweep.go":        {"xfsq sweep %s --area inbound"},
+	"sandbox/internal/retention/sweep.go":   {"xfsq sweep %s --area inbound"},
 	"sandbox/internal/core/snapshot.go":     {"xfsq doctor --fix re-tags them"},
 	"sandbox/internal/core/add.go":          {"run xfsq doctor --fix"},
 	"sandbox/internal/core/root.go":         {"xfsq init --backend", "(--db)"},
@@ -38,7 +38,7 @@ var flagNamesAllowed = map[string][]string{
 	"sandbox/internal/core/manager.go":      {"--area inbound", "xfsq init --root", "point --db and --host", "xfsq init --backend", "run xfsq doctor --fix first"},
 	"sandbox/internal/core/reservations.go": {"doctor --fix: a temporary file"},
 	"sandbox/internal/core/ready.go":        {"(--db)"},
-	"sandbox/internal/core/plan.go":         {"xfsq sweep --dry-run --plan-out FILE", "xfsq events --type settings.changed"},
+	"sandbox/internal/retention/plan.go":    {"xfsq sweep --dry-run --plan-out FILE", "xfsq events --type settings.changed"},
 	"health/disk.go":                        {"xfsq init --root", "xfsq sweep --all --dry-run"},
 }
 

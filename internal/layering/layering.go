@@ -1,6 +1,7 @@
 // Package layering holds the import rules of xfsq's packages and the test
 // that enforces them over the module: the seam between the library and its
-// shells (cmd/xfsq, server) is only as real as the imports say. Its tests
+// shells (cmd/xfsq, server) is only as real as the imports say, and so is
+// the one between the core and the use cases beside it. Its tests
 // also hold that a tree is measured one way only (inventory.Measure) and
 // that event names are spelled only in the journal package.
 package layering
@@ -52,9 +53,30 @@ func Violations(graph map[string][]string, allowed map[string]string) []string {
 // is the journal's type.
 var deletionMayImport = map[string]bool{"internal/saferm": true, "internal/fault": true, "journal": true}
 
+// The core and the use cases beside it (sandbox/internal/retention and the
+// others under sandbox/internal/): the facade, sandbox, holds them all.
+const (
+	core     = "sandbox/internal/core"
+	coretest = "sandbox/internal/coretest"
+)
+
+// isUseCase says whether pkg is a use case beside the core: a package
+// under sandbox/internal/ other than the core and its test support.
+func isUseCase(pkg string) bool {
+	return strings.HasPrefix(pkg, "sandbox/internal/") && pkg != core && !strings.HasPrefix(pkg, core+"/") && pkg != coretest
+}
+
 // rule says why from may not import to, or "" when it may.
 func rule(from, to string) string {
 	switch {
+	case from == core && (to == "sandbox" || isUseCase(to)):
+		return "the core never imports the facade or a use case: they stand on it, and what a use case needs of it the core exports"
+	case isUseCase(from) && isUseCase(to):
+		return "a use case never imports another: each stands on the core alone, and what two share belongs in the core"
+	case isUseCase(from) && to == "sandbox":
+		return "a use case never imports the facade that calls it"
+	case to == coretest:
+		return "sandbox/internal/coretest is for the use cases' tests: no library or shell links it"
 	case isShell(to) && !isShell(from):
 		return "a library package imports a shell: the library is what every shell calls, never the reverse"
 	case isShell(from) && (to == "store" || strings.HasPrefix(to, "store/")):

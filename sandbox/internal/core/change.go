@@ -140,8 +140,7 @@ func (e *LeaseHeldError) Hint() string {
 func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (RemoveResult, error) {
 	ctx, end := BeginOp(ctx)
 	defer end()
-	purge := o.Purge
-	res := RemoveResult{Project: name, Purged: purge, DryRun: o.DryRun, EndedLeases: []string{}, KeptIDs: []string{}, Left: []string{}, PurgedTrees: []Purged{}}
+	res := RemoveResult{Project: name, Purged: o.Purge, DryRun: o.DryRun, EndedLeases: []string{}, KeptIDs: []string{}, Left: []string{}, PurgedTrees: []Purged{}}
 	if err := ValidateName(name); err != nil {
 		return res, err
 	}
@@ -153,21 +152,53 @@ func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (Rem
 		return res, err
 	}
 	if p.State == store.StateAdding {
-		if m.holderLive(ctx, p.Adder) {
-			return res, errkind.New(errkind.Conflict, fmt.Errorf("project %q is being added by another process (%s); wait for it", name, p.Adder))
-		}
-		if o.DryRun {
-			return res, nil
-		}
-		res.Left, err = m.rollbackAdd(ctx, name)
+		err := m.removeAdding(ctx, p, o, &res)
 		return res, err
 	}
 	if p.State == store.StateRemoving && m.holderLive(ctx, p.Adder) {
 		return res, errkind.New(errkind.Conflict, fmt.Errorf("project %q is being removed by another process (%s); wait for it", name, p.Adder))
 	}
-	leases, err := m.ProjectLeases(ctx, name)
+	if err := m.checkLeases(ctx, p, o, &res); err != nil {
+		return res, err
+	}
+	trees, err := m.Store.Trees(ctx, name)
 	if err != nil {
 		return res, err
+	}
+	if o.DryRun {
+		err := m.planRemoval(trees, o.Purge, &res)
+		return res, err
+	}
+	if err := m.markRemoving(ctx, p, o); err != nil {
+		return res, err
+	}
+	if err := m.clearTrees(ctx, trees, o.Purge, &res); err != nil {
+		return res, err
+	}
+	err = m.unregister(ctx, name, trees, &res)
+	return res, err
+}
+
+// removeAdding removes a project an add left half-way: refused while that
+// add is under way, rolled back when it stopped.
+func (m *Manager) removeAdding(ctx context.Context, p store.Project, o RemoveOptions, res *RemoveResult) error {
+	if m.holderLive(ctx, p.Adder) {
+		return errkind.New(errkind.Conflict, fmt.Errorf("project %q is being added by another process (%s); wait for it", p.Name, p.Adder))
+	}
+	if o.DryRun {
+		return nil
+	}
+	var err error
+	res.Left, err = m.rollbackAdd(ctx, p.Name)
+	return err
+}
+
+// checkLeases records the project's leases in res, and refuses a ready
+// project that one holds unless o forces the removal.
+func (m *Manager) checkLeases(ctx context.Context, p store.Project, o RemoveOptions, res *RemoveResult) error {
+	leases, err := m.ProjectLeases(ctx, p.Name)
+	if err != nil {
+		return err
 	}
 	var held []LeaseStatus
 	for _, l := range leases {
@@ -176,42 +207,46 @@ func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (Rem
 			held = append(held, l)
 		}
 	}
-	if len(held) > 0 && p.State == store.StateReady {
-		for _, l := range held {
-			res.HeldLeases = append(res.HeldLeases, l.Run)
-		}
-		if !o.Force {
-			return res, &LeaseHeldError{Project: name, Leases: held}
-		}
-		res.Forced = o.Force
+	if len(held) == 0 || p.State != store.StateReady {
+		return nil
 	}
-	trees, err := m.Store.Trees(ctx, name)
-	if err != nil {
-		return res, err
+	for _, l := range held {
+		res.HeldLeases = append(res.HeldLeases, l.Run)
 	}
-	if o.DryRun {
-		for _, t := range trees {
-			if _, err := os.Lstat(m.abs(t.Path)); err != nil {
-				continue
-			}
-			if !purge {
-				res.Left = append(res.Left, t.Path)
-				continue
-			}
-			q, err := m.Backend.Get(t.ProjectID)
-			if err != nil {
-				return res, err
-			}
-			res.WouldPurge = append(res.WouldPurge, PurgePlan{Path: t.Path, Area: t.Area, Bytes: q.Bytes, Inodes: q.Inodes})
+	if !o.Force {
+		return &LeaseHeldError{Project: p.Name, Leases: held}
+	}
+	res.Forced = o.Force
+	return nil
+}
+
+// planRemoval is a dry run's answer: the trees that would be left, or with
+// purge what purging each would free.
+func (m *Manager) planRemoval(trees []store.Tree, purge bool, res *RemoveResult) error {
+	for _, t := range trees {
+		if _, err := os.Lstat(m.abs(t.Path)); err != nil {
+			continue
 		}
-		return res, nil
+		if !purge {
+			res.Left = append(res.Left, t.Path)
+			continue
+		}
+		q, err := m.Backend.Get(t.ProjectID)
+		if err != nil {
+			return err
+		}
+		res.WouldPurge = append(res.WouldPurge, PurgePlan{Path: t.Path, Area: t.Area, Bytes: q.Bytes, Inodes: q.Inodes})
 	}
-	// The leases again, under their lock, in the transaction that marks
-	// the project removing: a lease taken since the look above either
-	// refuses the removal here or is refused itself (AcquireLease).
-	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+	return nil
+}
+
+// markRemoving marks the project removing, holding the leases again under
+// their lock in the same transaction: a lease taken since checkLeases
+// either refuses the removal here or is refused itself (AcquireLease).
+func (m *Manager) markRemoving(ctx context.Context, p store.Project, o RemoveOptions) error {
+	return m.Store.InTx(ctx, func(tx *store.Tx) error {
 		if p.State == store.StateReady && !o.Force {
-			now, err := tx.HeldLeases(ctx, name, m.now())
+			now, err := tx.HeldLeases(ctx, p.Name, m.now())
 			if err != nil {
 				return err
 			}
@@ -220,17 +255,19 @@ func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (Rem
 				for i, l := range now {
 					held[i] = LeaseStatus{Lease: l, Active: true}
 				}
-				return &LeaseHeldError{Project: name, Leases: held}
+				return &LeaseHeldError{Project: p.Name, Leases: held}
 			}
 		}
-		return tx.SetProjectState(ctx, name, store.StateRemoving, HolderOf(ctx))
+		return tx.SetProjectState(ctx, p.Name, store.StateRemoving, HolderOf(ctx))
 	})
-	if err != nil {
-		return res, err
-	}
+}
+
+// clearTrees clears each tree's limits and, with purge, deletes it
+// (journalled); without, records the trees left on disk.
+func (m *Manager) clearTrees(ctx context.Context, trees []store.Tree, purge bool, res *RemoveResult) error {
 	for _, t := range trees {
 		if err := m.Backend.Clear(t.ProjectID); err != nil {
-			return res, err
+			return err
 		}
 		if purge {
 			p, err := m.purgeTree(ctx, t)
@@ -238,17 +275,24 @@ func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (Rem
 				res.PurgedTrees = append(res.PurgedTrees, p)
 			}
 			if err != nil {
-				return res, err
+				return err
 			}
 		} else if _, err := os.Lstat(m.abs(t.Path)); err == nil {
 			res.Left = append(res.Left, t.Path)
 		}
 	}
+	return nil
+}
+
+// unregister releases the trees' IDs (or keeps those files still carry),
+// deletes the project's row and journals project.removed, in one
+// transaction.
+func (m *Manager) unregister(ctx context.Context, name string, trees []store.Tree, res *RemoveResult) error {
 	used, err := m.idsStillUsed(trees)
 	if err != nil {
-		return res, err
+		return err
 	}
-	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+	return m.Store.InTx(ctx, func(tx *store.Tx) error {
 		for _, t := range trees {
 			if used[t.ProjectID] {
 				res.KeptIDs = append(res.KeptIDs, fmt.Sprintf("%d (%s)", t.ProjectID, t.Path))
@@ -260,9 +304,8 @@ func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (Rem
 		if err := tx.DeleteProject(ctx, name); err != nil {
 			return err
 		}
-		return tx.AppendEvent(ctx, name, m.actor(ctx), removedPayload(res))
+		return tx.AppendEvent(ctx, name, m.actor(ctx), removedPayload(*res))
 	})
-	return res, err
 }
 
 // Purged is what purging one tree removed.

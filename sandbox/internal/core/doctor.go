@@ -61,11 +61,54 @@ const (
 func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 	ctx, end := BeginOp(ctx)
 	defer end()
-	var findings []Finding
+	findings, err := m.diagnose(ctx)
+	if err != nil || !fix {
+		return findings, err
+	}
+	return findings, m.repair(ctx, findings)
+}
+
+// diagnose is every finding, in the order doctor reports them: interrupted
+// operations, then the trees, the kernel's IDs and grace, directories no
+// project owns, and what interrupted work left behind. Never nil.
+func (m *Manager) diagnose(ctx context.Context) ([]Finding, error) {
 	projects, err := m.Store.Projects(ctx)
 	if err != nil {
 		return nil, err
 	}
+	findings := m.interruptedOperations(ctx, projects)
+	trees, err := m.Store.Trees(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	// The root's own row is never adding or removing (Projects leaves it
+	// out): its trees are checked like a ready project's.
+	state := map[string]string{RootOwner: store.StateReady}
+	for _, p := range projects {
+		state[p.Name] = p.State
+	}
+	ready := func(t store.Tree) bool { return state[t.Project] == store.StateReady }
+	found, err := m.treeFindings(ctx, projects, trees, ready)
+	if err != nil {
+		return nil, err
+	}
+	findings = append(findings, found...)
+	findings = append(findings, m.unmanagedDirs(projects)...)
+	left, err := m.leftovers(ctx, trees, ready)
+	if err != nil {
+		return nil, err
+	}
+	findings = append(findings, left...)
+	if findings == nil {
+		findings = []Finding{} // a shell encodes it as [], never null
+	}
+	return findings, nil
+}
+
+// interruptedOperations is the projects left adding or removing: by an
+// operation still under way, or by one that stopped half-way.
+func (m *Manager) interruptedOperations(ctx context.Context, projects []store.Project) []Finding {
+	var findings []Finding
 	for _, p := range projects {
 		if p.State == store.StateReady {
 			continue
@@ -89,26 +132,24 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 		}
 		findings = append(findings, f)
 	}
-	trees, err := m.Store.Trees(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	// The root's own row is never adding or removing (Projects leaves it
-	// out): its trees are checked like a ready project's.
-	state := map[string]string{RootOwner: store.StateReady}
-	for _, p := range projects {
-		state[p.Name] = p.State
-	}
+	return findings
+}
+
+// treeFindings checks the recorded trees against the directories and,
+// on the kernel's backend, its IDs, limits and grace periods. Trees of a
+// project mid-operation are left to that operation's finding.
+func (m *Manager) treeFindings(ctx context.Context, projects []store.Project, trees []store.Tree, ready func(store.Tree) bool) ([]Finding, error) {
 	var kernel map[quota.ProjectID]quota.Quota
 	if m.xfs != nil {
+		var err error
 		if kernel, err = m.xfs.All(); err != nil {
 			return nil, err
 		}
 	}
-	findings = append(findings, m.missingTrees(ctx, projects, trees)...)
+	findings := m.missingTrees(ctx, projects, trees)
 	findings = append(findings, m.missingInbound(trees)...)
 	for _, t := range trees {
-		if state[t.Project] != store.StateReady {
+		if !ready(t) {
 			continue // the interrupted operation's finding covers it
 		}
 		findings = append(findings, m.checkTree(t, kernel)...)
@@ -118,44 +159,49 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 			findings = append(findings, f)
 		}
 	}
-	if m.xfs != nil {
-		f, ok, err := m.checkGrace(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			findings = append(findings, f)
-		}
-		idFindings, err := m.checkIDs(ctx, trees, kernel)
-		if err != nil {
-			return nil, err
-		}
-		findings = append(findings, idFindings...)
+	if m.xfs == nil {
+		return findings, nil
 	}
-	findings = append(findings, m.unmanagedDirs(projects)...)
-	deletions, err := m.interruptedDeletions(ctx)
+	f, ok, err := m.checkGrace(ctx)
 	if err != nil {
 		return nil, err
 	}
-	findings = append(findings, deletions...)
-	strays, err := m.strayTemps(ctx, trees, func(t store.Tree) bool { return state[t.Project] == store.StateReady })
+	if ok {
+		findings = append(findings, f)
+	}
+	idFindings, err := m.checkIDs(ctx, trees, kernel)
+	if err != nil {
+		return nil, err
+	}
+	return append(findings, idFindings...), nil
+}
+
+// leftovers is what interrupted work left: deletions journalled as pending
+// by a process that is gone, stray temporary files of writes, and on the
+// fallback reservations of writes that never finished.
+func (m *Manager) leftovers(ctx context.Context, trees []store.Tree, ready func(store.Tree) bool) ([]Finding, error) {
+	findings, err := m.interruptedDeletions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	strays, err := m.strayTemps(ctx, trees, ready)
 	if err != nil {
 		return nil, err
 	}
 	findings = append(findings, strays...)
-	if !m.IsXFS() {
-		res, err := m.reservationFindings(ctx)
-		if err != nil {
-			return nil, err
-		}
-		findings = append(findings, res...)
-	}
-	if findings == nil {
-		findings = []Finding{} // a shell encodes it as [], never null
-	}
-	if !fix {
+	if m.IsXFS() {
 		return findings, nil
 	}
+	res, err := m.reservationFindings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append(findings, res...), nil
+}
+
+// repair runs the fix of each finding that has one, and journals each fix
+// that succeeded (doctor.repaired); a fix that fails says why in its finding.
+func (m *Manager) repair(ctx context.Context, findings []Finding) error {
 	for i := range findings {
 		f := &findings[i]
 		if f.fixFn == nil {
@@ -170,10 +216,10 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 			return tx.AppendEvent(ctx, f.Project, m.actor(ctx), repairedPayload(*f))
 		})
 		if err != nil {
-			return findings, err
+			return err
 		}
 	}
-	return findings, nil
+	return nil
 }
 
 func (m *Manager) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota) []Finding {

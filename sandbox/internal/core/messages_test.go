@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfsq/xfsq/internal/testsupport/clihint"
+
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // The library's messages say what is wrong in words every shell can show;
@@ -22,10 +23,6 @@ func TestMessagesNameNoCLIFlagTheHintDoes(t *testing.T) {
 	root := t.TempDir()
 	m, _ := managerWithOmni(t, root)
 
-	saved, err := m.SavePlan(ctx, sweep.Plan{Evict: []sweep.Eviction{}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, _, err := m.SetSetting(ctx, "scratch_ttl", "2d"); err != nil {
 		t.Fatal(err)
 	}
@@ -42,10 +39,6 @@ func TestMessagesNameNoCLIFlagTheHintDoes(t *testing.T) {
 		says string // in the message
 		hint string // in the hint
 	}{
-		{"a file that is not a saved plan", func() error { _, err := m.checkPlan(ctx, []byte(`{"evicted": []}`)); return err },
-			errkind.Input, "sweep plan refused: not a plan saved by a dry run of this xfsq", "xfsq sweep --dry-run --plan-out FILE"},
-		{"a plan made under other settings", func() error { _, err := m.checkPlan(ctx, saved); return err },
-			errkind.Unprocessable, "was made under other settings than those in force now", "xfsq events --type settings.changed; make a new one"},
 		{"set with no limit", func() error { _, err := m.Set(ctx, "omni", area.Workspace, LimitChange{}); return err },
 			errkind.Input, "nothing to change", "--bytes-soft, --bytes-hard, --inodes-soft, --inodes-hard"},
 		{"a blank store on a root with trees", func() error { return checkStoreKnowsRoot(ctx, root, blank) },
@@ -67,7 +60,7 @@ func TestMessagesNameNoCLIFlagTheHintDoes(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			msg, hint := err.Error(), errkind.HintIn(err, cliFlag)
+			msg, hint := err.Error(), errkind.HintIn(err, clihint.Flag)
 			if strings.Contains(msg, "--") {
 				t.Errorf("message %q names a CLI flag; that belongs in the hint", msg)
 			}
@@ -91,12 +84,4 @@ func TestRollbackFailedKeepsTheKind(t *testing.T) {
 	if errkind.Of(err) != errkind.NotFound || !errors.Is(err, ErrNotFound) {
 		t.Errorf("%v: kind %v, want not found", err, errkind.Of(err))
 	}
-}
-
-// cliFlag words a field as the CLI's flag, as cmd/xfsq does.
-func cliFlag(field string) string {
-	if field == "areas" {
-		field = "area"
-	}
-	return "--" + strings.ReplaceAll(field, "_", "-")
 }

@@ -5,7 +5,6 @@ import (
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // What the core journals, as the journal's payloads state it: each
@@ -36,14 +35,6 @@ func removedPayload(r RemoveResult) journal.ProjectRemoved {
 func repairedPayload(f Finding) journal.Repaired {
 	return journal.Repaired{Kind: f.Kind, Project: f.Project, Area: f.Area, Path: f.Path, ProjectID: uint32(f.ProjectID),
 		Detail: f.Detail, Fix: f.Fix, Fixed: f.Fixed, Error: f.Error}
-}
-
-func sweptPayload(res sweep.Result, projects []string, planID string) journal.Swept {
-	return journal.Swept{SweepID: res.SweepID, FreedBytes: res.BytesFreed, EvictedEntries: len(res.Evicted), PerPolicy: res.PerPolicy,
-		DurationSeconds: res.Duration.Seconds(), Projects: projects, PlanID: planID,
-		Skipped: each(res.Skipped, func(s sweep.Skip) journal.Skip {
-			return journal.Skip{Project: s.Project, Path: s.Path, Reason: s.Reason}
-		})}
 }
 
 // each is f of every element of in; nil stays nil, as JSON's null does.

@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 func TestValidateName(t *testing.T) {
@@ -192,70 +190,6 @@ func TestDefaultActorSanitised(t *testing.T) {
 			}
 		}
 	}
-}
-
-// A lease taken after the executor's own look at the lease, just before
-// the pending record is written, still stops the deletion: the record is
-// written only in a transaction that finds no lease.
-func TestSweepLeaseTakenBeforeThePendingRecord(t *testing.T) {
-	ctx := context.Background()
-	root := t.TempDir()
-	m, entry, x := oldCacheEntry(t, root, "sw-test")
-	look := x.Leased
-	x.Leased = func(ctx context.Context, p string) (bool, error) {
-		leased, err := look(ctx, p)
-		// The run's lease lands right after the executor looked.
-		if _, lerr := m.AcquireLease(ctx, p, "late-run", time.Hour); lerr != nil {
-			t.Fatal(lerr)
-		}
-		return leased, err
-	}
-	lockForExecutor(t, m, ctx)
-	res := x.Run(ctx, sweep.Plan{CacheBytes: map[string]uint64{"omni": 1 << 30},
-		Evict: []sweep.Eviction{{Project: "omni", Area: area.Cache, Path: "cache/omni/old", Policy: sweep.PolicyCache}}})
-	if _, err := os.Stat(entry); err != nil || len(res.Evicted) != 0 {
-		t.Fatalf("the entry of a project leased before its pending record was deleted: %+v", res)
-	}
-	if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, "leased since planning") {
-		t.Errorf("skipped: %+v; want the lease named", res.Skipped)
-	}
-	if pending, _ := m.Store.PendingEvictions(ctx); len(pending) != 0 {
-		t.Errorf("a pending record was written for the leased project: %+v", pending)
-	}
-}
-
-// oldCacheEntry makes a root with project omni holding one cache entry,
-// cache/omni/old, 90 days old, and the sweep executor that would delete it.
-// lockForExecutor takes omni's sweep lock for ctx's operation, as a sweep
-// does before its executor runs: a deletion is journalled only under it.
-func lockForExecutor(t *testing.T, m *Manager, ctx context.Context) {
-	t.Helper()
-	if busy, err := m.Store.LockSweep(ctx, "omni", m.claimFor(ctx)); err != nil || busy != "" {
-		t.Fatalf("sweep lock: busy %q, %v", busy, err)
-	}
-}
-
-func oldCacheEntry(t *testing.T, root, sweepID string) (*Manager, string, *sweep.Executor) {
-	t.Helper()
-	m, _ := managerWithOmni(t, root)
-	entry := filepath.Join(root, "cache", "omni", "old")
-	if err := os.MkdirAll(entry, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(entry, "f"), make([]byte, 4096), 0o644)
-	long := time.Now().Add(-90 * 24 * time.Hour)
-	os.Chtimes(filepath.Join(entry, "f"), long, long)
-	os.Chtimes(entry, long, long)
-	r, err := saferm.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	policy, err := m.Policy(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, entry, m.executor(sweepID, r, policy, 0)
 }
 
 // On ext4 less than a page below the hard limit is no room: the kernel

@@ -6,12 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"testing"
-	"time"
 
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/internal/testsupport/threadtest"
 
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/store"
@@ -114,49 +111,5 @@ func TestWalkDisagrees(t *testing.T) {
 		if got := walkDisagrees(s); got != c.want {
 			t.Errorf("walk %d, kernel %d, partial %v: %v, want %v", c.walk, c.kernel, c.partial, got, c.want)
 		}
-	}
-}
-
-// A scheduled pass (the ticker, `snapshot --all`) walks at nice 10 and idle
-// I/O priority; a snapshot someone asked for does not. Either way, and
-// after a sweep, the caller's thread and every other thread of the process
-// keep their priority: a server's request handlers must not slow down
-// because a background pass ran.
-func TestScheduledPassWalksInTheBackground(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	class, nice := threadtest.Priority(t)
-	root := t.TempDir()
-	m, _ := managerWithOmni(t, root)
-	for _, c := range []struct {
-		scheduled         bool
-		wantClass, wantNi int
-	}{{true, 3, 10}, {false, class, nice}} {
-		var walkClass, walkNice int
-		walk := inventory.Options{Progress: func(inventory.Progress) { walkClass, walkNice = threadtest.Priority(t) }}
-		if _, err := m.Snapshot(context.Background(), SnapshotOptions{Projects: []string{"omni"}, Scheduled: c.scheduled, Walk: walk}); err != nil {
-			t.Fatal(err)
-		}
-		if walkClass != c.wantClass || walkNice != c.wantNi {
-			t.Errorf("scheduled %v: walked at I/O class %d, nice %d; want %d, %d", c.scheduled, walkClass, walkNice, c.wantClass, c.wantNi)
-		}
-	}
-	old := filepath.Join(root, "cache", "omni", "old")
-	os.MkdirAll(old, 0o755)
-	long := time.Now().Add(-90 * 24 * time.Hour)
-	os.Chtimes(old, long, long)
-	if _, _, err := m.SetSetting(context.Background(), "cache_quota_per_project", "1"); err != nil {
-		t.Fatal(err)
-	}
-	out, err := m.Sweep(context.Background(), SweepOptions{Background: true})
-	if err != nil || len(out.Evicted) != 1 {
-		t.Fatalf("background sweep: %+v, %v", out.Evicted, err)
-	}
-	if c, n := threadtest.Priority(t); c != class || n != nice {
-		t.Errorf("after the passes the caller's thread has I/O class %d, nice %d; want %d, %d", c, n, class, nice)
-	}
-	lowered := threadtest.Lingering(nice, 5*time.Second)
-	if len(lowered) > 0 {
-		t.Errorf("threads %v kept a background pass's priority after it ended", lowered)
 	}
 }

@@ -7,13 +7,13 @@ import (
 	"github.com/xfsq/xfsq/store"
 )
 
-// sweepUsage reads fresh figures of the trees of names for a sweep's quota
+// SweepUsage reads fresh figures of the trees of names for a sweep's quota
 // check: the kernel's on XFS; on the fallback each tree walked now and the
 // walk recorded as its baseline, then every tree's figures in one
 // statement. Besides the walks' own records (a write per tree, each its
 // own), the reads are a constant few however many projects are swept.
 // A project whose figures cannot be had is in unmeasured, with why.
-func (m *Manager) sweepUsage(ctx context.Context, names []string) (usage map[string]TreeStatus, unmeasured map[string]string, err error) {
+func (m *Manager) SweepUsage(ctx context.Context, names []string) (usage map[string]TreeStatus, unmeasured map[string]string, err error) {
 	all, err := m.Store.Trees(ctx, "")
 	if err != nil {
 		return nil, nil, err

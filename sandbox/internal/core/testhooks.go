@@ -3,9 +3,8 @@ package core
 import (
 	"context"
 
-	"github.com/xfsq/xfsq/internal/deletion"
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/sweep"
 )
 
 // Hooks for the tests of package sandbox (its export_test.go hands them
@@ -17,12 +16,6 @@ type cleaner interface{ Cleanup(func()) }
 func OnSnapshotTree(t cleaner, f func(ctx context.Context, tree store.Tree)) {
 	snapshotTreeStarts = f
 	t.Cleanup(func() { snapshotTreeStarts = nil })
-}
-
-// OnEvictionSettled calls f after each deletion's settled record.
-func OnEvictionSettled(t cleaner, f func(project string, r deletion.Record)) {
-	evictionSettled = f
-	t.Cleanup(func() { evictionSettled = nil })
 }
 
 // ForgetReads empties m's read cache, for benchmarks of the uncached path.
@@ -40,13 +33,6 @@ func ForgetReads(m *Manager) {
 // its read cache, by Show and Usage, since it opened.
 func Reread(m *Manager) int64 { return m.reads.reread.Load() }
 
-// SavePlan keeps plan, a dry run's of areas (none: all), as a dry run with
-// Keep does, and returns its file.
-func (m *Manager) SavePlan(ctx context.Context, plan sweep.Plan, areas []string) ([]byte, error) {
-	data, _, err := m.savePlan(ctx, plan, areas, nil)
-	return data, err
-}
-
 // SetOverviewWalkHook makes tests act as a refresh starts its walk.
 func (m *Manager) SetOverviewWalkHook(fn func()) { m.overview.walkHook = fn }
 
@@ -59,4 +45,12 @@ func (m *Manager) OverviewRefreshWaiters() int {
 		return -1
 	}
 	return st.flight.waiters
+}
+
+// CannotClone makes every walk find that the root's mount cannot be
+// copied without its submounts (no CAP_SYS_ADMIN), until t ends.
+func CannotClone(t cleaner) {
+	was := beneath
+	beneath = func(string) (*saferm.Dir, error) { return nil, saferm.ErrCannotClone }
+	t.Cleanup(func() { beneath = was })
 }

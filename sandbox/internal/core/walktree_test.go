@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -137,55 +136,6 @@ func TestWalksSeeBeneathATenantsMounts(t *testing.T) {
 						}
 					}
 				})
-			}
-		}
-	}
-}
-
-// A tenant's FUSE mount whose server never answers, in its workspace's
-// trash and in its cache, stops neither a sweep of every project nor a
-// snapshot pass: both finish, the mount points left protected, and the
-// neighbour's trees are walked.
-func TestPassesNeverWaitOnAStalledFUSE(t *testing.T) {
-	ctx := context.Background()
-	root := t.TempDir()
-	m, _ := managerWithOmni(t, root)
-	if _, err := m.Add(ctx, "neighbour", AddOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range []string{area.TreePath("omni", area.Workspace) + "/node_modules", area.TreePath("omni", area.Cache) + "/entry"} {
-		p := filepath.Join(root, dir)
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		mounttest.StalledFUSE(t, p)
-	}
-	for _, canClone := range []bool{true, false} {
-		if !canClone {
-			was := beneath
-			beneath = func(string) (*saferm.Dir, error) { return nil, saferm.ErrCannotClone }
-			t.Cleanup(func() { beneath = was })
-		}
-		done := make(chan error, 2)
-		go func() {
-			_, err := m.Sweep(ctx, SweepOptions{DryRun: true})
-			done <- err
-		}()
-		go func() {
-			snaps, err := m.Snapshot(ctx, SnapshotOptions{})
-			if err == nil && len(snaps) < 4 {
-				err = fmt.Errorf("%d trees walked", len(snaps))
-			}
-			done <- err
-		}()
-		for range 2 {
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("clone=%v: %v", canClone, err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("clone=%v: a pass waited on the stalled FUSE server", canClone)
 			}
 		}
 	}

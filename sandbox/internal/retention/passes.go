@@ -1,12 +1,12 @@
-package core
+package retention
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 )
 
 // The scheduled passes of a long-lived process (xfsq serve): each has an
@@ -41,22 +41,22 @@ type PassOutcome struct {
 	Interval time.Duration `json:"-"`
 	// NextAt is when it is next due (zero: switched off); a scheduler
 	// sleeps until then, or a tick, whichever comes first.
-	NextAt    time.Time      `json:"next_at,omitzero"`
-	Snapshots []TreeSnapshot `json:"snapshots,omitempty"`
-	Sweep     *SweepOutcome  `json:"sweep,omitempty"`
+	NextAt    time.Time           `json:"next_at,omitzero"`
+	Snapshots []core.TreeSnapshot `json:"snapshots,omitempty"`
+	Sweep     *SweepOutcome       `json:"sweep,omitempty"`
 }
 
 // RunPass runs the scheduled pass named pass if it is due, and says what
 // it did. A pass stops between entries (trees, deletions) when ctx is
 // cancelled and then journals nothing; it is run again whole, at once, by
 // the next RunPass, as one whose process died is.
-func (m *Manager) RunPass(ctx context.Context, pass string) (PassOutcome, error) {
+func (m *Sweeper) RunPass(ctx context.Context, pass string) (PassOutcome, error) {
 	out := PassOutcome{Pass: pass}
 	key, ok := passInterval[pass]
 	if !ok {
 		return out, inputErrorf("unknown pass %q: use %s or %s", pass, PassSnapshot, PassSweep)
 	}
-	iv, err := m.setting(ctx, key)
+	iv, err := m.Setting(ctx, key)
 	if err != nil {
 		return out, err
 	}
@@ -64,10 +64,10 @@ func (m *Manager) RunPass(ctx context.Context, pass string) (PassOutcome, error)
 		out.Why = key + " is 0: switched off"
 		return out, nil
 	}
-	ctx, end := BeginOp(ctx)
+	ctx, end := core.BeginOp(ctx)
 	defer end()
-	holder, now := HolderOf(ctx), m.now()
-	claimed, st, err := m.Store.ClaimPass(ctx, pass, m.claimFor(ctx), now, out.Interval)
+	holder, now := core.HolderOf(ctx), m.Now()
+	claimed, st, err := m.Store.ClaimPass(ctx, pass, m.ClaimFor(ctx), now, out.Interval)
 	if err != nil {
 		return out, err
 	}
@@ -88,13 +88,13 @@ func (m *Manager) RunPass(ctx context.Context, pass string) (PassOutcome, error)
 		return out, runErr
 	}
 	out.Ran, out.NextAt = true, now.Add(out.Interval)
-	return out, m.Store.FinishPass(context.WithoutCancel(ctx), pass, holder, m.now())
+	return out, m.Store.FinishPass(context.WithoutCancel(ctx), pass, holder, m.Now())
 }
 
-func (m *Manager) runPass(ctx context.Context, out *PassOutcome) error {
+func (m *Sweeper) runPass(ctx context.Context, out *PassOutcome) error {
 	switch out.Pass {
 	case PassSnapshot:
-		snaps, err := m.Snapshot(ctx, SnapshotOptions{Scheduled: true, Walk: inventory.Options{RawStat: true}})
+		snaps, err := m.Snapshot(ctx, core.SnapshotOptions{Scheduled: true, Walk: inventory.Options{RawStat: true}})
 		out.Snapshots = snaps
 		if err != nil {
 			return err
@@ -108,30 +108,13 @@ func (m *Manager) runPass(ctx context.Context, out *PassOutcome) error {
 	return nil
 }
 
-// SettleInterrupted settles the deletions journalled as pending by
-// operations that are gone (a process killed mid-sweep, mid-purge or mid
-// rm), as the next sweep would: confirmed done if the entry is gone, failed
-// if it is still there. A long-lived process calls it as it starts, so that
-// no deletion stays pending without its record settled until some sweep
-// happens to run. It returns how many it settled.
-func (m *Manager) SettleInterrupted(ctx context.Context) (int, error) {
-	ctx, end := BeginOp(ctx)
-	defer end()
-	root, err := os.OpenRoot(m.Root)
-	if err != nil {
-		return 0, err
-	}
-	defer root.Close()
-	return m.resolvePending(ctx, root)
-}
-
 // pruneJournal prunes this host's journal to journal_retention (0: off),
 // after a snapshot pass: once per interval, by one process of the host.
-func (m *Manager) pruneJournal(ctx context.Context) error {
-	v, err := m.setting(ctx, "journal_retention")
+func (m *Sweeper) pruneJournal(ctx context.Context) error {
+	v, err := m.Setting(ctx, "journal_retention")
 	if err != nil || v.Duration() <= 0 {
 		return err
 	}
-	_, err = m.Store.PruneEvents(ctx, m.now().Add(-v.Duration()), v.Value, ActorFrom(ctx), 0)
+	_, err = m.Store.PruneEvents(ctx, m.Now().Add(-v.Duration()), v.Value, core.ActorFrom(ctx), 0)
 	return err
 }

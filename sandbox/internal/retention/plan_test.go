@@ -1,4 +1,4 @@
-package core
+package retention
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/saferm"
@@ -21,8 +23,8 @@ import (
 func TestRederiveDropsWhatThePlannerWouldNot(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	m, _ := managerWithOmni(t, root)
-	if _, err := m.Add(ctx, "beta", AddOptions{}); err != nil {
+	s, m := sweeperWithOmni(t, root)
+	if _, err := m.Add(ctx, "beta", core.AddOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := m.SetSetting(ctx, "cache_quota_per_project", "1k"); err != nil {
@@ -56,7 +58,7 @@ func TestRederiveDropsWhatThePlannerWouldNot(t *testing.T) {
 		ev(area.Cache, "cache/omni/old", sweep.PolicyCache),
 		{Project: "beta", Area: area.Workspace, Path: "projects/beta/uploads", Policy: sweep.PolicyTrash}, // not locked
 	}}
-	policy, err := m.Policy(ctx)
+	policy, err := s.Policy(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func TestRederiveDropsWhatThePlannerWouldNot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dir.Close()
-	fresh, err := m.planSweep(ctx, dir, []string{"omni"}, map[string]bool{area.Cache: true, area.Workspace: true, area.Scratch: true}, policy, time.Now())
+	fresh, err := s.planSweep(ctx, dir, []string{"omni"}, map[string]bool{area.Cache: true, area.Workspace: true, area.Scratch: true}, policy, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
-package core
+package retention
 
 import (
 	"fmt"
 	"os"
 
 	"github.com/xfsq/xfsq/internal/atomicfile"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 )
 
 // ReadPlanFile loads the file encoding of a kept plan, for
@@ -13,7 +14,7 @@ import (
 func ReadPlanFile(path string) (PlanRef, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return PlanRef{}, &InputError{Msg: err.Error()}
+		return PlanRef{}, &core.InputError{Msg: err.Error()}
 	}
 	return PlanRef{File: data}, nil
 }

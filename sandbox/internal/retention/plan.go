@@ -1,4 +1,4 @@
-package core
+package retention
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -67,7 +68,7 @@ func planMalformed(format string, args ...any) error {
 
 // rootID is the identity of the root directory: a plan is bound to the
 // directory, not only to its path.
-func (m *Manager) rootID() (string, error) {
+func (m *Sweeper) rootID() (string, error) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(m.Root, &st); err != nil {
 		return "", err
@@ -78,7 +79,7 @@ func (m *Manager) rootID() (string, error) {
 // settingsDigest is a hash of every setting's effective value: a plan made
 // under other settings (another busy_grace, other globs) is not the plan
 // the operator would review now.
-func (m *Manager) settingsDigest(ctx context.Context) (string, error) {
+func (m *Sweeper) settingsDigest(ctx context.Context) (string, error) {
 	vals, err := m.Settings(ctx)
 	if err != nil {
 		return "", err
@@ -96,7 +97,7 @@ func digest(data []byte) string {
 }
 
 // areasCovered are the areas a sweep of projects covers when it names
-// none: a project's own trees, the inbound tree for RootOwner, every area
+// none: a project's own trees, the inbound tree for core.RootOwner, every area
 // for a sweep of every project (none named). A plan lists these, not
 // areas it never looked at.
 func areasCovered(projects []string) []string {
@@ -106,7 +107,7 @@ func areasCovered(projects []string) []string {
 	var out []string
 	for _, a := range area.SweepOrder {
 		for _, p := range projects {
-			if (p == RootOwner) == (a == area.Inbound) {
+			if (p == core.RootOwner) == (a == area.Inbound) {
 				out = append(out, a)
 				break
 			}
@@ -119,14 +120,14 @@ func areasCovered(projects []string) []string {
 // areas (none: all) made of projects (nil: the projects its entries name),
 // and records it in the store: its hash, so that only the file unedited
 // applies, and its content, so that it applies by its id alone.
-func (m *Manager) savePlan(ctx context.Context, plan sweep.Plan, areas, projects []string) ([]byte, SavedPlan, error) {
+func (m *Sweeper) savePlan(ctx context.Context, plan sweep.Plan, areas, projects []string) ([]byte, SavedPlan, error) {
 	if len(areas) == 0 {
 		areas = areasCovered(projects)
 	}
 	b := make([]byte, 8)
 	rand.Read(b)
 	sp := SavedPlan{Format: PlanFormat, ID: "pl-" + hex.EncodeToString(b), Host: m.Store.Host, Root: m.Root,
-		MadeAt: m.now().UTC().Truncate(time.Microsecond), Areas: areas, Projects: projects, Plan: plan}
+		MadeAt: m.Now().UTC().Truncate(time.Microsecond), Areas: areas, Projects: projects, Plan: plan}
 	var err error
 	if sp.RootID, err = m.rootID(); err != nil {
 		return nil, sp, err
@@ -148,7 +149,7 @@ func (m *Manager) savePlan(ctx context.Context, plan sweep.Plan, areas, projects
 // checkPlan refuses, as a whole, a saved plan that is not exactly one this
 // store made for this host and root, under the settings in force, within
 // plan_max_age, and not yet applied; then records it as applied.
-func (m *Manager) checkPlan(ctx context.Context, data []byte) (SavedPlan, error) {
+func (m *Sweeper) checkPlan(ctx context.Context, data []byte) (SavedPlan, error) {
 	var sp SavedPlan
 	if err := json.Unmarshal(data, &sp); err != nil || sp.Format == 0 || sp.ID == "" {
 		return sp, planMalformed("not a plan saved by a dry run of this xfsq")
@@ -177,13 +178,13 @@ func (m *Manager) checkPlan(ctx context.Context, data []byte) (SavedPlan, error)
 		return sp, planRefused("plan %s was made for root %s (%s) on host %q, not for this root %s (%s) on host %q",
 			sp.ID, sp.Root, sp.RootID, sp.Host, m.Root, id, m.Store.Host)
 	}
-	maxAge, err := m.setting(ctx, "plan_max_age")
+	maxAge, err := m.Setting(ctx, "plan_max_age")
 	if err != nil {
 		return sp, err
 	}
 	// The store's clock of when it was made, not the file's: the file is
 	// only as trustworthy as the hash says, the row is the store's own.
-	if age := m.now().Sub(rec.CreatedAt); age > maxAge.Duration() {
+	if age := m.Now().Sub(rec.CreatedAt); age > maxAge.Duration() {
 		return sp, planRefused("plan %s is %s old, older than plan_max_age (%s)", sp.ID, age.Round(time.Second), maxAge.Value)
 	}
 	settingsNow, err := m.settingsDigest(ctx)
@@ -194,7 +195,7 @@ func (m *Manager) checkPlan(ctx context.Context, data []byte) (SavedPlan, error)
 		return sp, planRefusedHint("see what changed with xfsq events --type settings.changed; "+replan,
 			"plan %s was made under other settings than those in force now", sp.ID)
 	}
-	if ok, err := m.Store.MarkPlanApplied(ctx, sp.ID, rec.Digest, m.now()); err != nil || !ok {
+	if ok, err := m.Store.MarkPlanApplied(ctx, sp.ID, rec.Digest, m.Now()); err != nil || !ok {
 		if err == nil {
 			err = planRefused("plan %s is being applied or was applied by another process", sp.ID)
 		}
@@ -217,9 +218,9 @@ func planProjects(p sweep.Plan) []string {
 
 // treeOf is the tree, relative to the root, in which a sweep of area may
 // delete for project: area.TreePath of a tree the owner has (the root's inbound
-// tree is RootOwner's alone), else "".
+// tree is core.RootOwner's alone), else "".
 func treeOf(project, a string) string {
-	if !area.Known(a) || (a == area.Inbound) != (project == RootOwner) {
+	if !area.Known(a) || (a == area.Inbound) != (project == core.RootOwner) {
 		return ""
 	}
 	return area.TreePath(project, a)

@@ -1,4 +1,4 @@
-package core
+package retention
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -84,22 +84,22 @@ func (o SweepOutcome) BusyError() error {
 }
 
 // Policy reads the retention settings.
-func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
+func (m *Sweeper) Policy(ctx context.Context) (sweep.Policy, error) {
 	var p sweep.Policy
 	durations := map[string]*time.Duration{"cache_min_age": &p.CacheMinAge, "workspace_trash_age": &p.TrashAge, "busy_grace": &p.BusyGrace, "scratch_ttl": &p.ScratchTTL,
 		"inbound_ttl": &p.InboundTTL}
 	for key, dst := range durations {
-		v, err := m.setting(ctx, key)
+		v, err := m.Setting(ctx, key)
 		if err != nil {
 			return p, err
 		}
 		*dst = v.Duration()
 	}
-	quota, err := m.setting(ctx, "cache_quota_per_project")
+	quota, err := m.Setting(ctx, "cache_quota_per_project")
 	if err != nil {
 		return p, err
 	}
-	globs, err := m.setting(ctx, "workspace_trash_globs")
+	globs, err := m.Setting(ctx, "workspace_trash_globs")
 	if err != nil {
 		return p, err
 	}
@@ -110,30 +110,17 @@ func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
 // Sweep is the one entry of a sweep: it plans, and, unless a dry run,
 // deletes what the retention policies decide; a dry run may keep its plan
 // for review (Keep), and a kept plan is applied by id or by file (Apply).
-func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, error) {
-	ctx, end := BeginOp(ctx)
+func (m *Sweeper) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, error) {
+	ctx, end := core.BeginOp(ctx)
 	defer end()
 	out := SweepOutcome{Result: sweep.Result{SweepID: newSweepID(), DryRun: o.DryRun, Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}, PerPolicy: map[string]int{}}}
-	if !o.Apply.IsZero() && (o.DryRun || o.Keep || len(o.Areas) > 0 || (len(o.Projects) > 0 && !o.Exclusive)) {
-		return out, inputErrorf("a saved plan names its own projects and areas, and is applied, not dry-run")
+	if err := checkSweepOptions(o); err != nil {
+		return out, err
 	}
-	if o.Keep && !o.DryRun {
-		return out, inputErrorf("a plan is kept by a dry run: a sweep that deletes has none to keep")
-	}
-	var data []byte
-	if o.Exclusive {
-		var unlock func()
-		var err error
-		data, unlock, err = m.prepareExclusive(ctx, o)
-		defer unlock()
-		if err != nil {
-			return out, err
-		}
-	} else if !o.Apply.IsZero() {
-		var err error
-		if data, err = m.planFile(ctx, o.Apply); err != nil {
-			return out, err
-		}
+	data, unlock, err := m.planToApply(ctx, o)
+	defer unlock()
+	if err != nil {
+		return out, err
 	}
 	var saved *SavedPlan
 	if data != nil {
@@ -150,27 +137,44 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 	if o.Exclusive {
 		bound = o.Projects
 	}
-	out, err := m.sweep(ctx, o, out, saved)
+	out, err = m.sweep(ctx, o, out, saved)
 	if err == nil && o.Keep {
 		out.Kept, err = m.keepPlan(ctx, out.Plan, o.Areas, bound)
 	}
 	return out, err
 }
 
+// checkSweepOptions refuses options that contradict each other.
+func checkSweepOptions(o SweepOptions) error {
+	if !o.Apply.IsZero() && (o.DryRun || o.Keep || len(o.Areas) > 0 || (len(o.Projects) > 0 && !o.Exclusive)) {
+		return inputErrorf("a saved plan names its own projects and areas, and is applied, not dry-run")
+	}
+	if o.Keep && !o.DryRun {
+		return inputErrorf("a plan is kept by a dry run: a sweep that deletes has none to keep")
+	}
+	return nil
+}
+
+// planToApply is the file of the kept plan o applies (nil: none) and what
+// releases the project an exclusive sweep locked ahead (prepareExclusive);
+// the release is to be called even on an error.
+func (m *Sweeper) planToApply(ctx context.Context, o SweepOptions) ([]byte, func(), error) {
+	if o.Exclusive {
+		return m.prepareExclusive(ctx, o)
+	}
+	if o.Apply.IsZero() {
+		return nil, func() {}, nil
+	}
+	data, err := m.planFile(ctx, o.Apply)
+	return data, func() {}, err
+}
+
 // sweep plans the sweep o asks for, and unless a dry run deletes, after
 // saved, when applied, was checked.
-func (m *Manager) sweep(ctx context.Context, o SweepOptions, out SweepOutcome, saved *SavedPlan) (SweepOutcome, error) {
-	areas := map[string]bool{}
-	for _, a := range o.Areas {
-		if err := area.Check(a, area.SweepOrder); err != nil {
-			return out, &InputError{Msg: err.Error()}
-		}
-		areas[a] = true
-	}
-	if len(areas) == 0 {
-		for _, a := range area.SweepOrder {
-			areas[a] = true
-		}
+func (m *Sweeper) sweep(ctx context.Context, o SweepOptions, out SweepOutcome, saved *SavedPlan) (SweepOutcome, error) {
+	areas, err := areaSet(o.Areas)
+	if err != nil {
+		return out, err
 	}
 	policy, err := m.Policy(ctx)
 	if err != nil {
@@ -188,7 +192,7 @@ func (m *Manager) sweep(ctx context.Context, o SweepOptions, out SweepOutcome, s
 	}
 	defer dir.Close()
 	if !o.DryRun {
-		if out.Resolved, err = m.resolvePending(ctx, root); err != nil {
+		if out.Resolved, err = m.ResolvePending(ctx, root); err != nil {
 			return out, err
 		}
 	}
@@ -196,31 +200,58 @@ func (m *Manager) sweep(ctx context.Context, o SweepOptions, out SweepOutcome, s
 	if err != nil {
 		return out, err
 	}
-	now := m.now()
 	if o.DryRun { // a dry run deletes nothing and needs no lock
-		plan, err := m.planSweep(ctx, dir, names, areas, policy, now)
-		if err != nil {
-			return out, err
-		}
-		out.Plan, out.OverSoft = plan, plan.OverSoft
-		for _, ev := range plan.Evict {
-			out.Evicted = append(out.Evicted, sweep.Done{Path: ev.Path, Bytes: ev.Bytes, Reason: ev.Reason, Policy: ev.Policy})
-			out.BytesFreed += ev.Bytes
-			out.PerPolicy[ev.Policy]++
-		}
-		out.Skipped = append(out.Skipped, plan.Skipped...)
-		return out, nil
+		return m.dryRun(ctx, dir, names, areas, policy, out)
 	}
-	// One project at a time, each under its own sweep lock, taken only
-	// while that project is planned and swept: a project that holds a
-	// sweep up (a huge tree, a slow disk) never holds the others' locks.
-	me := HolderOf(ctx)
+	return m.sweepEach(ctx, dir, names, areas, policy, o, out, saved)
+}
+
+// areaSet is the areas a sweep covers, as a set: those named, else every
+// area a sweep knows.
+func areaSet(named []string) (map[string]bool, error) {
+	areas := map[string]bool{}
+	for _, a := range named {
+		if err := area.Check(a, area.SweepOrder); err != nil {
+			return nil, &core.InputError{Msg: err.Error()}
+		}
+		areas[a] = true
+	}
+	if len(areas) == 0 {
+		for _, a := range area.SweepOrder {
+			areas[a] = true
+		}
+	}
+	return areas, nil
+}
+
+// dryRun plans the sweep of names and says what it would delete.
+func (m *Sweeper) dryRun(ctx context.Context, dir *saferm.Dir, names []string, areas map[string]bool, policy sweep.Policy, out SweepOutcome) (SweepOutcome, error) {
+	plan, err := m.planSweep(ctx, dir, names, areas, policy, m.Now())
+	if err != nil {
+		return out, err
+	}
+	out.Plan, out.OverSoft = plan, plan.OverSoft
+	for _, ev := range plan.Evict {
+		out.Evicted = append(out.Evicted, sweep.Done{Path: ev.Path, Bytes: ev.Bytes, Reason: ev.Reason, Policy: ev.Policy})
+		out.BytesFreed += ev.Bytes
+		out.PerPolicy[ev.Policy]++
+	}
+	out.Skipped = append(out.Skipped, plan.Skipped...)
+	return out, nil
+}
+
+// sweepEach sweeps names one project at a time, each under its own sweep
+// lock, taken only while that project is planned and swept: a project that
+// holds a sweep up (a huge tree, a slow disk) never holds the others'
+// locks. Then it journals storage.swept.
+func (m *Sweeper) sweepEach(ctx context.Context, dir *saferm.Dir, names []string, areas map[string]bool, policy sweep.Policy, o SweepOptions, out SweepOutcome, saved *SavedPlan) (SweepOutcome, error) {
+	me := core.HolderOf(ctx)
 	// Projects the caller named (or its plan did) and another sweep holds
 	// are a conflict the caller must hear of, besides being skipped; in a
 	// sweep of every project a busy one is only left alone: the other
 	// sweep is covering it.
 	named := len(o.Projects) > 0
-	started := m.now()
+	started := m.Now()
 	res := sweep.Result{SweepID: out.SweepID, Evicted: []sweep.Done{}, Skipped: []sweep.Skip{}, PerPolicy: map[string]int{}}
 	out.Plan = sweep.Plan{OverSoft: []sweep.OverSoft{}, Evict: []sweep.Eviction{}, Skipped: []sweep.Skip{}, CacheCap: policy.CacheQuotaPerProject, CacheBytes: map[string]uint64{}}
 	var done []string
@@ -228,7 +259,7 @@ func (m *Manager) sweep(ctx context.Context, o SweepOptions, out SweepOutcome, s
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		busy, err := m.Store.LockSweep(ctx, n, m.claimFor(ctx))
+		busy, err := m.Store.LockSweep(ctx, n, m.ClaimFor(ctx))
 		if err != nil {
 			return out, err
 		}
@@ -245,25 +276,35 @@ func (m *Manager) sweep(ctx context.Context, o SweepOptions, out SweepOutcome, s
 		}
 		r, err := m.sweepOne(ctx, dir, n, areas, policy, saved, out.SweepID, o, started)
 		m.Store.UnlockSweep(context.WithoutCancel(ctx), n, me)
-		out.Plan.Evict = append(out.Plan.Evict, r.plan.Evict...)
-		out.Plan.Skipped = append(out.Plan.Skipped, r.plan.Skipped...)
-		out.Plan.OverSoft = append(out.Plan.OverSoft, r.plan.OverSoft...)
-		maps.Copy(out.Plan.CacheBytes, r.plan.CacheBytes)
-		res.Evicted = append(res.Evicted, r.res.Evicted...)
-		res.Skipped = append(res.Skipped, r.res.Skipped...)
-		res.BytesFreed += r.res.BytesFreed
-		for k, v := range r.res.PerPolicy {
-			res.PerPolicy[k] += v
-		}
+		merge(&out.Plan, &res, r)
 		if err != nil {
 			out.Result = res
 			return out, err
 		}
 		done = append(done, n)
 	}
-	names = done
+	return m.finish(ctx, out, res, done, saved, started)
+}
+
+// merge adds what sweeping one project planned and did to the sweep's.
+func merge(plan *sweep.Plan, res *sweep.Result, r sweptOne) {
+	plan.Evict = append(plan.Evict, r.plan.Evict...)
+	plan.Skipped = append(plan.Skipped, r.plan.Skipped...)
+	plan.OverSoft = append(plan.OverSoft, r.plan.OverSoft...)
+	maps.Copy(plan.CacheBytes, r.plan.CacheBytes)
+	res.Evicted = append(res.Evicted, r.res.Evicted...)
+	res.Skipped = append(res.Skipped, r.res.Skipped...)
+	res.BytesFreed += r.res.BytesFreed
+	for k, v := range r.res.PerPolicy {
+		res.PerPolicy[k] += v
+	}
+}
+
+// finish completes the outcome of a sweep that deleted, the projects it
+// swept being names, and journals it as one storage.swept record.
+func (m *Sweeper) finish(ctx context.Context, out SweepOutcome, res sweep.Result, names []string, saved *SavedPlan, started time.Time) (SweepOutcome, error) {
 	out.OverSoft = out.Plan.OverSoft
-	res.Duration = m.now().Sub(started)
+	res.Duration = m.Now().Sub(started)
 	res.DurationSeconds = res.Duration.Seconds()
 	res.Skipped = append(out.Skipped, res.Skipped...)
 	slices.SortStableFunc(res.Skipped, func(a, b sweep.Skip) int { return strings.Compare(a.Path, b.Path) })
@@ -274,7 +315,7 @@ func (m *Manager) sweep(ctx context.Context, o SweepOptions, out SweepOutcome, s
 	}
 	swept := sweptPayload(res, names, planID)
 	out.Swept = names
-	return out, m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, "", m.actor(ctx), swept) })
+	return out, m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, "", m.ActorOf(ctx), swept) })
 }
 
 // evictionSettled, when a test sets it, is called after each deletion's
@@ -317,9 +358,9 @@ type sweptOne struct {
 // sweepOne plans and sweeps project n, which the caller holds the sweep
 // lock of; a saved plan's entries for it are re-derived against the plan
 // made now. The sweep's budget counts from started, across projects.
-func (m *Manager) sweepOne(ctx context.Context, dir *saferm.Dir, n string, areas map[string]bool, policy sweep.Policy, saved *SavedPlan, sweepID string, o SweepOptions, started time.Time) (sweptOne, error) {
+func (m *Sweeper) sweepOne(ctx context.Context, dir *saferm.Dir, n string, areas map[string]bool, policy sweep.Policy, saved *SavedPlan, sweepID string, o SweepOptions, started time.Time) (sweptOne, error) {
 	var out sweptOne
-	plan, err := m.planSweep(ctx, dir, []string{n}, areas, policy, m.now())
+	plan, err := m.planSweep(ctx, dir, []string{n}, areas, policy, m.Now())
 	if err != nil {
 		return out, err
 	}
@@ -329,7 +370,7 @@ func (m *Manager) sweepOne(ctx context.Context, dir *saferm.Dir, n string, areas
 	out.plan = plan
 	for _, over := range plan.OverSoft {
 		if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-			return tx.AppendEvent(ctx, over.Project, m.actor(ctx), journal.QuotaExceeded{
+			return tx.AppendEvent(ctx, over.Project, m.ActorOf(ctx), journal.QuotaExceeded{
 				Area: over.Area, UsedBytes: over.Bytes, BytesSoft: over.Soft, SweepID: sweepID})
 		}); err != nil {
 			return out, err
@@ -337,7 +378,7 @@ func (m *Manager) sweepOne(ctx context.Context, dir *saferm.Dir, n string, areas
 	}
 	budget := o.Budget
 	if budget > 0 {
-		if budget -= m.now().Sub(started); budget <= 0 {
+		if budget -= m.Now().Sub(started); budget <= 0 {
 			budget = time.Nanosecond // spent: every entry is skipped with the reason
 		}
 	}
@@ -361,7 +402,7 @@ var errLeasedNow = errors.New("the project was leased since planning")
 // On the fallback each deletion is credited to its tree's ledger, as files
 // rm credits it (RemovalCutoff, CreditRemoval): the report after a sweep
 // shows the bytes freed, not the planning walk's figure until the next.
-func (m *Manager) executor(sweepID string, root *saferm.Dir, policy sweep.Policy, budget time.Duration) *sweep.Executor {
+func (m *Sweeper) executor(sweepID string, root *saferm.Dir, policy sweep.Policy, budget time.Duration) *sweep.Executor {
 	x := m.bareExecutor(sweepID, root, policy, budget)
 	if !m.IsXFS() {
 		tree := func(ev sweep.Eviction) store.Tree { return store.Tree{Project: ev.Project, Area: ev.Area} }
@@ -373,19 +414,19 @@ func (m *Manager) executor(sweepID string, root *saferm.Dir, policy sweep.Policy
 	return x
 }
 
-func (m *Manager) bareExecutor(sweepID string, root *saferm.Dir, policy sweep.Policy, budget time.Duration) *sweep.Executor {
-	return &sweep.Executor{SweepID: sweepID, Root: root, Policy: policy, Now: m.now, Budget: budget,
-		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.now()) },
+func (m *Sweeper) bareExecutor(sweepID string, root *saferm.Dir, policy sweep.Policy, budget time.Duration) *sweep.Executor {
+	return &sweep.Executor{SweepID: sweepID, Root: root, Policy: policy, Now: m.Now, Budget: budget,
+		Leased: func(ctx context.Context, p string) (bool, error) { return m.Store.Leased(ctx, p, m.Now()) },
 		Journal: func(ctx context.Context, p string, r deletion.Record) error {
-			r.Holder = HolderOf(ctx) // Run's context: the sweep's operation
+			r.Holder = core.HolderOf(ctx) // Run's context: the sweep's operation
 			if r.State != deletion.StatePending {
-				err := m.journalEviction(ctx, p, r)
+				err := m.JournalEviction(ctx, p, r)
 				if evictionSettled != nil {
 					evictionSettled(p, r)
 				}
 				return err
 			}
-			leased, err := m.Store.AppendPendingUnlessLeased(ctx, p, m.actor(ctx), r, m.now())
+			leased, err := m.Store.AppendPendingUnlessLeased(ctx, p, m.ActorOf(ctx), r, m.Now())
 			if err == nil && leased {
 				err = errLeasedNow
 			}
@@ -399,13 +440,13 @@ func newSweepID() string {
 	return "sw-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
 }
 
-// sweepTargets is the ready projects the sweep covers, and RootOwner for
+// sweepTargets is the ready projects the sweep covers, and core.RootOwner for
 // the root's inbound tree: named, or, in a sweep of every project, when
 // inbound is among the areas and the root has the tree (a root initialised
 // before it gets it from doctor --fix). A named owner none of whose areas
 // is swept is bad input (sweep omni --area inbound, sweep _root --area
 // cache).
-func (m *Manager) sweepTargets(ctx context.Context, o SweepOptions, areas map[string]bool) ([]string, error) {
+func (m *Sweeper) sweepTargets(ctx context.Context, o SweepOptions, areas map[string]bool) ([]string, error) {
 	if len(o.Projects) > 0 {
 		for _, n := range o.Projects {
 			if err := m.sweepable(ctx, n); err != nil {
@@ -414,12 +455,12 @@ func (m *Manager) sweepTargets(ctx context.Context, o SweepOptions, areas map[st
 			if len(sweepAreas(n, areas)) > 0 {
 				continue
 			}
-			if n == RootOwner {
-				return nil, errkind.WithFieldHint(errkind.Input, &InputError{Param: "areas", Msg: fmt.Sprintf("%s owns only the inbound tree, not the areas asked", RootOwner)},
+			if n == core.RootOwner {
+				return nil, errkind.WithFieldHint(errkind.Input, &core.InputError{Param: "areas", Msg: fmt.Sprintf("%s owns only the inbound tree, not the areas asked", core.RootOwner)},
 					"sweep it with %s inbound, or with no area", "areas")
 			}
-			return nil, errkind.WithHint(errkind.Input, &InputError{Param: "areas", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own, swept as %s", n, RootOwner)},
-				fmt.Sprintf("xfsq sweep %s --area inbound", RootOwner))
+			return nil, errkind.WithHint(errkind.Input, &core.InputError{Param: "areas", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own, swept as %s", n, core.RootOwner)},
+				fmt.Sprintf("xfsq sweep %s --area inbound", core.RootOwner))
 		}
 		return o.Projects, nil
 	}
@@ -434,18 +475,18 @@ func (m *Manager) sweepTargets(ctx context.Context, o SweepOptions, areas map[st
 		}
 	}
 	if areas[area.Inbound] {
-		if _, ok, err := m.inboundTree(ctx); err != nil {
+		if _, ok, err := m.InboundTree(ctx); err != nil {
 			return nil, err
 		} else if ok {
-			names = append(names, RootOwner)
+			names = append(names, core.RootOwner)
 		}
 	}
 	return names, nil
 }
 
-// sweepable checks that name is a ready project, or RootOwner with its
+// sweepable checks that name is a ready project, or core.RootOwner with its
 // inbound tree.
-func (m *Manager) sweepable(ctx context.Context, name string) error {
+func (m *Sweeper) sweepable(ctx context.Context, name string) error {
 	_, err := m.Tree(ctx, name, homeArea(name))
 	return err
 }
@@ -453,18 +494,18 @@ func (m *Manager) sweepable(ctx context.Context, name string) error {
 // homeArea is the tree that stands for an owner as a whole: a project's
 // workspace, the root's inbound tree.
 func homeArea(owner string) string {
-	if owner == RootOwner {
+	if owner == core.RootOwner {
 		return area.Inbound
 	}
 	return area.Workspace
 }
 
 // sweepAreas are the areas of areas that owner has, in sweep order: a
-// project's cache, workspace and scratch; RootOwner's inbound.
+// project's cache, workspace and scratch; core.RootOwner's inbound.
 func sweepAreas(owner string, areas map[string]bool) []string {
 	var out []string
 	for _, a := range area.SweepOrder {
-		if areas[a] && (a == area.Inbound) == (owner == RootOwner) {
+		if areas[a] && (a == area.Inbound) == (owner == core.RootOwner) {
 			out = append(out, a)
 		}
 	}
@@ -475,7 +516,7 @@ func sweepAreas(owner string, areas map[string]bool) []string {
 func ownerPath(owner string) string { return area.TreePath(owner, homeArea(owner)) }
 
 // planSweep walks the trees of the projects and plans.
-func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string, areas map[string]bool, policy sweep.Policy, now time.Time) (sweep.Plan, error) {
+func (m *Sweeper) planSweep(ctx context.Context, dir *saferm.Dir, names []string, areas map[string]bool, policy sweep.Policy, now time.Time) (sweep.Plan, error) {
 	g := &sweep.Gatherer{Root: dir, Globs: policy.TrashGlobs}
 	var refused []sweep.Skip
 	active, err := m.Store.ActiveLeases(ctx, now)
@@ -484,7 +525,7 @@ func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string
 	}
 	// The quota check reads fresh figures of the projects swept, and only
 	// of those: the kernel's on XFS, a walk now on the fallback.
-	usage, unmeasured, err := m.sweepUsage(ctx, names)
+	usage, unmeasured, err := m.SweepUsage(ctx, names)
 	if err != nil {
 		return sweep.Plan{}, err
 	}
@@ -506,7 +547,7 @@ func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string
 				case area.Scratch:
 					t, err = g.TopLevel(a, "scratch/"+n)
 				case area.Inbound:
-					t, err = g.TopLevel(a, area.TreePath(RootOwner, area.Inbound))
+					t, err = g.TopLevel(a, area.TreePath(core.RootOwner, area.Inbound))
 				}
 				var tr *sweep.TreeRefusedError
 				if errors.As(err, &tr) {
@@ -535,54 +576,9 @@ func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string
 	return plan, nil
 }
 
-// resolvePending settles deletions journalled as pending by a process that
-// is gone (a sweep, purge or files rm that was killed): gone from disk, they
-// are confirmed done; still there, they are marked failed (the next plan
-// decides about them afresh). It returns how many it settled.
-func (m *Manager) resolvePending(ctx context.Context, root *os.Root) (int, error) {
-	pending, err := m.Store.PendingEvictions(ctx)
-	if err != nil {
-		return 0, err
-	}
-	settled := 0
-	for _, p := range pending {
-		if !m.orphaned(ctx, p) {
-			continue
-		}
-		if err := m.settle(ctx, root, p); err != nil {
-			return settled, err
-		}
-		settled++
-	}
-	return settled, nil
-}
-
-// orphaned reports whether a pending deletion's writer is gone. A deletion
-// whose operation is still under way (another sweep, a purge, a files rm,
-// in this process or another) is in progress, not interrupted: its holder
-// will confirm it. Records without a holder predate the field and count as
-// orphaned.
-func (m *Manager) orphaned(ctx context.Context, p store.PendingEviction) bool {
-	h := p.Record.Holder
-	return h == "" || !m.holderLive(ctx, h)
-}
-
-// settle journals the outcome of an orphaned pending deletion, read from disk.
-func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEviction) error {
-	rec := p.Record
-	rec.Holder = HolderOf(ctx)
-	if _, err := root.Lstat(rec.Path); errors.Is(err, fs.ErrNotExist) {
-		rec.State, rec.Recovered = deletion.StateDone, true
-	} else {
-		rec.State, rec.Error = deletion.StateFailed, "interrupted before the deletion finished: the entry is still there"
-	}
-	_, err := m.Store.SettlePending(ctx, p.Project, m.ActorOf(ctx), rec)
-	return err
-}
-
 // unplannable is the trees of a project left whole for why: no entries,
 // only the figures the quota check needs, and the reason in the plan.
-func unplannable(name string, areas map[string]bool, usage map[string]TreeStatus, why string) []sweep.Tree {
+func unplannable(name string, areas map[string]bool, usage map[string]core.TreeStatus, why string) []sweep.Tree {
 	var trees []sweep.Tree
 	for _, a := range sweepAreas(name, areas) { // already in sweep order
 		u := usage[name+"/"+a]

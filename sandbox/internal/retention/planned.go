@@ -1,4 +1,4 @@
-package core
+package retention
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -39,8 +40,8 @@ type KeptPlan struct {
 
 // keepPlan stores plan, a dry run's of areas (none: all); bound, when set, is
 // the projects it may only be applied to.
-func (m *Manager) keepPlan(ctx context.Context, plan sweep.Plan, areas, bound []string) (*KeptPlan, error) {
-	maxAge, err := m.setting(ctx, "plan_max_age")
+func (m *Sweeper) keepPlan(ctx context.Context, plan sweep.Plan, areas, bound []string) (*KeptPlan, error) {
+	maxAge, err := m.Setting(ctx, "plan_max_age")
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +55,7 @@ func (m *Manager) keepPlan(ctx context.Context, plan sweep.Plan, areas, bound []
 // planFile is the file encoding of the plan r names: the file itself, or
 // what the store keeps under the id. A plan the store does not have is
 // refused as a whole, as an unknown file is by checkPlan.
-func (m *Manager) planFile(ctx context.Context, r PlanRef) ([]byte, error) {
+func (m *Sweeper) planFile(ctx context.Context, r PlanRef) ([]byte, error) {
 	if r.File != nil {
 		return r.File, nil
 	}
@@ -94,7 +95,7 @@ func checkBound(data []byte, project string) error {
 // operation (the sweep takes it again as the same holder), so a project
 // busy elsewhere is a Conflict before a plan is spent. It returns the
 // plan's file (nil: none) and what releases the lock.
-func (m *Manager) prepareExclusive(ctx context.Context, o SweepOptions) ([]byte, func(), error) {
+func (m *Sweeper) prepareExclusive(ctx context.Context, o SweepOptions) ([]byte, func(), error) {
 	release := func() {}
 	if len(o.Projects) != 1 {
 		return nil, release, inputErrorf("an exclusive sweep is of one project, not of %q", o.Projects)
@@ -126,9 +127,9 @@ func (m *Manager) prepareExclusive(ctx context.Context, o SweepOptions) ([]byte,
 // lockSweep takes project's sweep lock for ctx's operation ahead of the
 // sweep, which takes it again as the same holder: a project busy elsewhere
 // is a Conflict for the caller, not a skip in an outcome.
-func (m *Manager) lockSweep(ctx context.Context, project string) (func(), error) {
-	me := HolderOf(ctx)
-	busy, err := m.Store.LockSweep(ctx, project, m.claimFor(ctx))
+func (m *Sweeper) lockSweep(ctx context.Context, project string) (func(), error) {
+	me := core.HolderOf(ctx)
+	busy, err := m.Store.LockSweep(ctx, project, m.ClaimFor(ctx))
 	if err != nil {
 		return nil, err
 	}

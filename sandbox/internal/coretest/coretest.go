@@ -1,0 +1,36 @@
+// Package coretest is what the tests of the use-case packages beside the
+// core (retention, doctor, readmodel) share: a core over a real store on a
+// temporary root. Tests only; no library or shell imports it. (The core's
+// own tests keep their copy: a package's internal tests cannot import a
+// package that imports it.)
+package coretest
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/store"
+)
+
+// Omni initialises a fallback root with one project, omni, and returns its
+// manager and store, closed when t ends.
+func Omni(t testing.TB, root string) (*core.Manager, *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(root, core.StateDir, "xfsq.db"), "host-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	m, _, err := core.Init(ctx, core.Options{Root: root, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if _, err := m.Add(ctx, "omni", core.AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return m, st
+}
