@@ -171,7 +171,7 @@ func TestFleetView(t *testing.T) {
 		for _, e := range page.Events {
 			types = append(types, e.Type)
 		}
-		if !slices.Equal(types, []string{string(journal.TypeHostRetired), string(journal.TypeEvicted), string(journal.TypeEvicted), string(journal.TypeRootInitialised)}) {
+		if !slices.Equal(types, []string{string(journal.TypeHostRetired), string(journal.TypeEvicted), string(journal.TypeEvicted), string(journal.TypeRootInitialised), string(journal.TypeRootBound)}) {
 			t.Errorf("host-gone's journal after retirement: %v; want its history kept, the deletion abandoned, then host.retired", types)
 		}
 		if err := gone.Heartbeat(ctx, time.Second); err == nil {
