@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -648,8 +649,8 @@ func TestRemoveIsJournalled(t *testing.T) {
 	if err == nil || errkind.Of(err) != errkind.Input {
 		t.Fatalf("removing the tree itself through files rm: %v, want it refused as input", err)
 	}
-	if msg, hint := err.Error(), errkind.HintOf(err); strings.Contains(msg, "--") || !strings.Contains(msg, "it is the tree itself") ||
-		hint != "use xfsq project rm --purge" {
+	if msg, hint := err.Error(), errkind.FixOf(err); strings.Contains(msg, "--") || !strings.Contains(msg, "it is the tree itself") ||
+		len(hint.Refs) != 1 || !reflect.DeepEqual(hint.Refs[0], errkind.Do(errkind.OpProjectRemove, "", "purge", "")) {
 		t.Errorf("removing the tree itself: message %q, hint %q; want the reason alone, the command as the hint", msg, hint)
 	}
 }

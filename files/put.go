@@ -66,7 +66,7 @@ func (l *Layer) put(ctx context.Context, name, area, p string, r io.Reader, size
 	if _, err := CleanNew(p); err != nil {
 		return PutResult{}, err
 	}
-	t, p, err := l.openPath(ctx, name, area, p, "name a file")
+	t, p, err := l.openPath(ctx, name, area, p, errkind.Fix("name a file"))
 	if err != nil {
 		return PutResult{}, err
 	}

@@ -93,6 +93,15 @@ const (
 	StateAbandoned = "abandoned"
 )
 
+// The policies of the deletions outside a sweep, as their records name
+// them (Evicted.Policy). They are data, as first journalled — records
+// already in a store carry them — and not a shell's words for the
+// operation: a renderer shows them as they are.
+const (
+	PolicyPurge       = "project rm --purge"
+	PolicyFilesRemove = "files rm"
+)
+
 // Evicted is one deletion's record (a sweep's, a purge's or a files rm's).
 type Evicted struct {
 	SweepID string `json:"sweep_id,omitempty"` // none outside sweeps (purge, files rm)
@@ -257,7 +266,8 @@ type HostRetired struct {
 	Abandoned int    `json:"abandoned_deletions"`
 }
 
-func (HostRetired) Type() Type     { return TypeHostRetired }
+func (HostRetired) Type() Type { return TypeHostRetired }
+
 // RootBound: the store bound this host name to a root's identity.
 type RootBound struct {
 	Root   string `json:"root"`

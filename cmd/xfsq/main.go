@@ -107,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// The library keeps what to do beside the message; the CLI says both,
 	// on the one line a script reads.
 	msg := flagged(err)
-	if hint := errkind.HintIn(err, flagOf); hint != "" && !strings.Contains(msg, hint) {
+	if hint := errkind.HintIn(err, cliWords); hint != "" && !strings.Contains(msg, hint) {
 		msg += ": " + hint
 	}
 	if jsonRequested(args) {
@@ -141,6 +141,45 @@ func flagOf(field string) string {
 		field = "area"
 	}
 	return "--" + strings.ReplaceAll(field, "_", "-")
+}
+
+// cliWords words what a library hint names as this CLI does: an input as
+// its flag, an operation as the command line that runs it.
+var cliWords = errkind.Words{Field: flagOf, Action: commandLine}
+
+// commands is the command that runs each operation a hint may ask for
+// (TestEveryHintedOpIsACommand holds that each is one of the app's).
+var commands = map[errkind.Op]string{
+	errkind.OpInit:          "init",
+	errkind.OpDoctor:        "doctor",
+	errkind.OpProjectList:   "project list",
+	errkind.OpProjectShow:   "project show",
+	errkind.OpProjectAdd:    "project add",
+	errkind.OpProjectRemove: "project rm",
+	errkind.OpFilesRemove:   "files rm",
+	errkind.OpLeaseList:     "lease list",
+	errkind.OpLeaseRelease:  "lease release",
+	errkind.OpHostList:      "host list",
+	errkind.OpEvents:        "events",
+	errkind.OpSweep:         "sweep",
+	errkind.OpTop:           "top",
+	errkind.OpReport:        "report",
+}
+
+// commandLine is the command line that runs a: xfsq doctor --fix,
+// xfsq init --backend auto, xfsq top _root --area inbound.
+func commandLine(a errkind.Action) string {
+	words := []string{"xfsq", commands[a.Op]}
+	if a.Target != "" {
+		words = append(words, a.Target)
+	}
+	for _, g := range a.Args {
+		words = append(words, flagOf(g.Field))
+		if g.Value != "" {
+			words = append(words, g.Value)
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // jsonRequested looks for --json before urfave has parsed anything, so that

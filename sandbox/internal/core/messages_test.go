@@ -67,7 +67,7 @@ func TestMessagesNameNoCLIFlagTheHintDoes(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			msg, hint := err.Error(), errkind.HintIn(err, cliFlag)
+			msg, hint := err.Error(), errkind.HintIn(err, cliWords)
 			if strings.Contains(msg, "--") {
 				t.Errorf("message %q names a CLI flag; that belongs in the hint", msg)
 			}
@@ -93,7 +93,23 @@ func TestRollbackFailedKeepsTheKind(t *testing.T) {
 	}
 }
 
-// cliFlag words a field as the CLI's flag, as cmd/xfsq does.
+// cliWords words a hint as cmd/xfsq does, for its commands that these
+// cases name: a field as its flag, an action as its command line.
+var cliWords = errkind.Words{Field: cliFlag, Action: func(a errkind.Action) string {
+	words := []string{"xfsq", map[errkind.Op]string{errkind.OpDoctor: "doctor", errkind.OpEvents: "events",
+		errkind.OpSweep: "sweep", errkind.OpTop: "top"}[a.Op]}
+	if a.Target != "" {
+		words = append(words, a.Target)
+	}
+	for _, g := range a.Args {
+		words = append(words, cliFlag(g.Field))
+		if g.Value != "" {
+			words = append(words, g.Value)
+		}
+	}
+	return strings.Join(words, " ")
+}}
+
 func cliFlag(field string) string {
 	if field == "areas" {
 		field = "area"

@@ -300,8 +300,8 @@ func (e *SweepBusyError) Error() string {
 
 func (e *SweepBusyError) Kind() errkind.Kind { return errkind.Conflict }
 
-func (e *SweepBusyError) Hint() string {
-	return "wait for that sweep to end, then sweep them again (an applied plan is spent: make a new one)"
+func (e *SweepBusyError) Hint() errkind.Hint {
+	return errkind.Fix("wait for that sweep to end, then sweep them again (an applied plan is spent: make a new one)")
 }
 
 // sweepLocked, when a test sets it, is called with each project as its
@@ -418,8 +418,8 @@ func (m *Manager) sweepTargets(ctx context.Context, o SweepOptions, areas map[st
 				return nil, errkind.WithFieldHint(errkind.Input, &InputError{Param: "areas", Msg: fmt.Sprintf("%s owns only the inbound tree, not the areas asked", RootOwner)},
 					"sweep it with %s inbound, or with no area", "areas")
 			}
-			return nil, errkind.WithHint(errkind.Input, &InputError{Param: "areas", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own, swept as %s", n, RootOwner)},
-				fmt.Sprintf("xfsq sweep %s --area inbound", RootOwner))
+			return nil, errkind.WithFix(errkind.Input, &InputError{Param: "areas", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own, swept as %s", n, RootOwner)},
+				errkind.Fix("%s", errkind.Do(errkind.OpSweep, RootOwner, "areas", area.Inbound)))
 		}
 		return o.Projects, nil
 	}
