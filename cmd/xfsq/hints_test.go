@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -10,12 +11,16 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 )
 
+// takesProject: a command's first argument is a project.
+var takesProject = regexp.MustCompile(`^\[?(PROJECT|NAME)\b`)
+
 // Every operation a library hint may ask for is worded as a command this
-// CLI has: a hint never sends the operator to a command that is not there.
+// CLI has, given the target only if it takes one: a hint never sends the
+// operator to a command that is not there, or with an argument it refuses.
 func TestEveryHintedOpIsACommand(t *testing.T) {
 	app := newApp(io.Discard, io.Discard)
 	for _, op := range errkind.Ops {
-		words := strings.Fields(commands[op])
+		words := strings.Fields(commands[op].line)
 		if len(words) == 0 {
 			t.Errorf("op %s has no command", op)
 			continue
@@ -29,10 +34,13 @@ func TestEveryHintedOpIsACommand(t *testing.T) {
 				}
 			}
 			if found == nil {
-				t.Errorf("op %s: %q is no command of xfsq (in %q)", op, w, commands[op])
+				t.Errorf("op %s: %q is no command of xfsq (in %q)", op, w, commands[op].line)
 				break
 			}
 			cmds = found.Subcommands
+			if w == words[len(words)-1] && commands[op].target != takesProject.MatchString(found.ArgsUsage) {
+				t.Errorf("op %s: xfsq %s takes %q; the table says target %v", op, commands[op].line, found.ArgsUsage, commands[op].target)
+			}
 		}
 	}
 }
@@ -49,6 +57,7 @@ func TestCLIWordsHints(t *testing.T) {
 		{errkind.Fix("%s", errkind.Do(errkind.OpSweep, "_root", "areas", "inbound")), "xfsq sweep _root --area inbound"},
 		{errkind.Fix("run %s", errkind.Do(errkind.OpInit, "", "backend", "fallback")), "run xfsq init --backend fallback"},
 		{errkind.Fix("give %s", errkind.Field("take_over_host")), "give --take-over-host"},
+		{errkind.Fix("see %s", errkind.Do(errkind.OpLeaseList, "omni")), "see xfsq lease list"},
 	} {
 		if got := c.h.In(cliWords); got != c.want {
 			t.Errorf("%s: %q, want %q", c.h, got, c.want)

@@ -147,30 +147,37 @@ func flagOf(field string) string {
 // its flag, an operation as the command line that runs it.
 var cliWords = errkind.Words{Field: flagOf, Action: commandLine}
 
-// commands is the command that runs each operation a hint may ask for
-// (TestEveryHintedOpIsACommand holds that each is one of the app's).
-var commands = map[errkind.Op]string{
-	errkind.OpInit:          "init",
-	errkind.OpDoctor:        "doctor",
-	errkind.OpProjectList:   "project list",
-	errkind.OpProjectShow:   "project show",
-	errkind.OpProjectAdd:    "project add",
-	errkind.OpProjectRemove: "project rm",
-	errkind.OpFilesRemove:   "files rm",
-	errkind.OpLeaseList:     "lease list",
-	errkind.OpLeaseRelease:  "lease release",
-	errkind.OpHostList:      "host list",
-	errkind.OpEvents:        "events",
-	errkind.OpSweep:         "sweep",
-	errkind.OpTop:           "top",
-	errkind.OpReport:        "report",
+// commands is the command that runs each operation a hint may ask for,
+// and whether it takes the action's target (a project) as its first
+// argument (TestEveryHintedOpIsACommand holds both against the app).
+var commands = map[errkind.Op]struct {
+	line   string
+	target bool
+}{
+	errkind.OpInit:          {"init", false},
+	errkind.OpDoctor:        {"doctor", false},
+	errkind.OpProjectList:   {"project list", false},
+	errkind.OpProjectShow:   {"project show", true},
+	errkind.OpProjectAdd:    {"project add", true},
+	errkind.OpProjectRemove: {"project rm", true},
+	errkind.OpFilesRemove:   {"files rm", true},
+	errkind.OpLeaseList:     {"lease list", false},
+	errkind.OpLeaseRelease:  {"lease release", true},
+	errkind.OpHostList:      {"host list", false},
+	errkind.OpEvents:        {"events", false},
+	errkind.OpSweep:         {"sweep", true},
+	errkind.OpTop:           {"top", true},
+	errkind.OpReport:        {"report", false},
 }
 
 // commandLine is the command line that runs a: xfsq doctor --fix,
-// xfsq init --backend auto, xfsq top _root --area inbound.
+// xfsq init --backend auto, xfsq top _root --area inbound. A target the
+// command takes no argument for (lease list lists every project's) is
+// left out.
 func commandLine(a errkind.Action) string {
-	words := []string{"xfsq", commands[a.Op]}
-	if a.Target != "" {
+	c := commands[a.Op]
+	words := []string{"xfsq", c.line}
+	if a.Target != "" && c.target {
 		words = append(words, a.Target)
 	}
 	for _, g := range a.Args {
