@@ -4,15 +4,15 @@
 // its status — so that the two can never disagree about what a failure was.
 //
 // It owns the kinds and their two mappings, and the hint that travels beside
-// a message for the operator. It must never import a package of xfsq but
-// quota (a leaf), so that every library package may use it; it never formats
-// for a terminal or names a CLI flag.
+// a message for the operator, as data (the inputs and operations it names)
+// that each shell words. It must never import a package of xfsq but quota
+// (a leaf), so that every library package may use it; it never formats for
+// a terminal, names a CLI flag or command, or an HTTP route.
 package errkind
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -130,7 +130,7 @@ type Unreachable interface {
 // Hinted is implemented by errors that carry what the operator should do.
 type Hinted interface {
 	error
-	Hint() string
+	Hint() Hint
 }
 
 // Of classifies err: the kind of the outermost error in its chain that
@@ -180,32 +180,32 @@ func Of(err error) Kind {
 }
 
 // HintOf is the hint of the outermost error in err's chain that carries
-// one, and "" when none does. A quota.UnsupportedError's Fix is its hint.
-func HintOf(err error) string {
+// one, in Neutral words, and "" when none does. A quota.UnsupportedError's
+// Fix is its hint.
+func HintOf(err error) string { return HintIn(err, Neutral) }
+
+// FixOf is the hint of the outermost error in err's chain that carries
+// one, as data, for a caller that rewraps err to keep it.
+func FixOf(err error) Hint {
 	var h Hinted
 	if errors.As(err, &h) {
 		return h.Hint()
+	}
+	return Hint{}
+}
+
+// HintIn is err's hint in a shell's words: the CLI's flags and commands,
+// say, for the fields and actions it names.
+func HintIn(err error, w Words) string {
+	var h Hinted
+	if errors.As(err, &h) {
+		return h.Hint().In(w)
 	}
 	var un *quota.UnsupportedError
 	if errors.As(err, &un) {
 		return un.Fix
 	}
 	return ""
-}
-
-// HintIn is err's hint as a shell words it: the inputs a hint made with
-// WithFieldHint names are given as name(field) (the CLI's flags, say); a
-// hint that names none reads as HintOf's.
-func HintIn(err error, name func(field string) string) string {
-	var h Hinted
-	if !errors.As(err, &h) {
-		return HintOf(err)
-	}
-	e, ok := h.(*Error)
-	if !ok || len(e.Fields) == 0 {
-		return h.Hint()
-	}
-	return e.words(name)
 }
 
 // Fielded is implemented by input errors that name the field at fault, by
@@ -231,31 +231,13 @@ type Error struct {
 	K   Kind
 	Err error
 	// Fix says what the operator should do; it is not part of Error().
-	// With Fields it is a format with one %s per field.
-	Fix string
-	// Fields are the inputs Fix names, by the library's names for them
-	// (bytes_soft), so that no shell's spelling is in the library.
-	Fields []string
+	Fix Hint
 }
 
 func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) Kind() Kind    { return e.K }
-
-// Hint is Fix with its fields named as the library names them (which
-// are the API's JSON members); HintIn words them for another shell.
-func (e *Error) Hint() string { return e.words(func(f string) string { return f }) }
-
-func (e *Error) words(name func(string) string) string {
-	if len(e.Fields) == 0 {
-		return e.Fix
-	}
-	names := make([]any, len(e.Fields))
-	for i, f := range e.Fields {
-		names[i] = name(f)
-	}
-	return fmt.Sprintf(e.Fix, names...)
-}
+func (e *Error) Hint() Hint    { return e.Fix }
 
 // New classifies err as k (nil stays nil).
 func New(k Kind, err error) error {
@@ -265,21 +247,27 @@ func New(k Kind, err error) error {
 	return &Error{K: k, Err: err}
 }
 
-// WithHint classifies err as k and says what to do about it.
-func WithHint(k Kind, err error, fix string) error {
-	if err == nil {
-		return nil
-	}
-	return &Error{K: k, Err: err, Fix: fix}
-}
+// WithHint classifies err as k and says what to do about it, in a
+// sentence that names no input or operation.
+func WithHint(k Kind, err error, fix string) error { return WithFix(k, err, Fix(fix)) }
 
 // WithFieldHint is WithHint for a hint that names inputs: fix has one %s
 // for each of fields, which each shell words its own way (HintIn).
 func WithFieldHint(k Kind, err error, fix string, fields ...string) error {
+	refs := make([]Ref, len(fields))
+	for i, f := range fields {
+		refs[i] = Field(f)
+	}
+	return WithFix(k, err, Fix(fix, refs...))
+}
+
+// WithFix classifies err as k with the hint h, which may name inputs and
+// operations.
+func WithFix(k Kind, err error, h Hint) error {
 	if err == nil {
 		return nil
 	}
-	return &Error{K: k, Err: err, Fix: fix, Fields: fields}
+	return &Error{K: k, Err: err, Fix: h}
 }
 
 // sentinel is a comparable error that knows its kind, for errors.Is.

@@ -112,12 +112,11 @@ func TestFieldHintIsWordedByEachShell(t *testing.T) {
 	if got, want := HintOf(err), "give one of bytes_soft, inodes_hard"; got != want {
 		t.Errorf("HintOf = %q, want %q", got, want)
 	}
-	flag := func(f string) string { return "--" + strings.ReplaceAll(f, "_", "-") }
-	if got, want := HintIn(err, flag), "give one of --bytes-soft, --inodes-hard"; got != want {
+	if got, want := HintIn(err, cliLike), "give one of --bytes-soft, --inodes-hard"; got != want {
 		t.Errorf("HintIn = %q, want %q", got, want)
 	}
 	plain := WithHint(Input, errors.New("x"), "run it again")
-	if got := HintIn(plain, flag); got != "run it again" {
+	if got := HintIn(plain, cliLike); got != "run it again" {
 		t.Errorf("HintIn of a hint naming no field = %q", got)
 	}
 }
@@ -128,3 +127,62 @@ type unreachable struct{ err error }
 func (u unreachable) Error() string     { return "store unreachable: " + u.err.Error() }
 func (u unreachable) Unwrap() error     { return u.err }
 func (u unreachable) Unreachable() bool { return true }
+
+// cliLike words fields as flags and actions as command lines, as a CLI
+// would.
+var cliLike = Words{
+	Field: func(f string) string { return "--" + strings.ReplaceAll(f, "_", "-") },
+	Action: func(a Action) string {
+		s := "x " + strings.ReplaceAll(string(a.Op), ".", " ")
+		if a.Target != "" {
+			s += " " + a.Target
+		}
+		for _, g := range a.Args {
+			s += " --" + strings.ReplaceAll(g.Field, "_", "-")
+			if g.Value != "" {
+				s += " " + g.Value
+			}
+		}
+		return s
+	},
+}
+
+// An action a hint asks for is data: each shell words it, and one that
+// rewraps the error keeps it (FixOf).
+func TestActionHintIsWordedByEachShell(t *testing.T) {
+	fix := Fix("run %s, or give %s", Do(OpDoctor, "", "fix", ""), Field("bytes_hard"))
+	err := fmt.Errorf("add: %w", WithFix(NotReady, errors.New("half added"), fix))
+	for _, c := range []struct {
+		name string
+		w    Words
+		want string
+	}{
+		{"neutral", Neutral, "run doctor (fix), or give bytes_hard"},
+		{"a CLI", cliLike, "run x doctor --fix, or give --bytes-hard"},
+	} {
+		if got := HintIn(err, c.w); got != c.want {
+			t.Errorf("%s: HintIn = %q, want %q", c.name, got, c.want)
+		}
+	}
+	if got := HintOf(err); got != "run doctor (fix), or give bytes_hard" {
+		t.Errorf("HintOf = %q", got)
+	}
+	rewrapped := WithFix(Input, errors.New(err.Error()), FixOf(err))
+	if got := HintIn(rewrapped, cliLike); got != "run x doctor --fix, or give --bytes-hard" {
+		t.Errorf("a rewrapped error lost its hint: %q", got)
+	}
+	a := Do(OpSweep, "_root", "areas", "inbound", "dry_run", "")
+	if got, want := a.String(), "sweep _root (areas=inbound, dry_run)"; got != want {
+		t.Errorf("Action.String = %q, want %q", got, want)
+	}
+	if v, ok := a.Arg("areas"); !ok || v != "inbound" {
+		t.Errorf("Arg(areas) = %q %v", v, ok)
+	}
+	then := Fix("see %s", Do(OpEvents, "", "type", "settings.changed")).Then(Fix("make %s", Do(OpSweep, "")))
+	if got, want := then.In(cliLike), "see x events --type settings.changed; make x sweep"; got != want {
+		t.Errorf("Then = %q, want %q", got, want)
+	}
+	if b, _ := fix.MarshalJSON(); string(b) != `"run doctor (fix), or give bytes_hard"` {
+		t.Errorf("a hint in JSON is %s, want its neutral words", b)
+	}
+}

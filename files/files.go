@@ -39,6 +39,7 @@ import (
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/units"
 )
@@ -101,7 +102,7 @@ func (l *Layer) open(ctx context.Context, name, a string) (*tree, error) {
 	dir, err := sandbox.OpenDir(t.Path)
 	sandbox.Close()
 	if err != nil {
-		return nil, fmt.Errorf("open tree %s: %w (run xfsq doctor)", t.Path, err)
+		return nil, errkind.WithFix(errkind.Of(err), fmt.Errorf("open tree %s: %w", t.Path, err), errkind.Fix("run %s", errkind.Do(errkind.OpDoctor, "")))
 	}
 	label := fmt.Sprintf("project %q", name)
 	if t.Area != area.Workspace {
@@ -111,7 +112,7 @@ func (l *Layer) open(ctx context.Context, name, a string) (*tree, error) {
 }
 
 // openPath cleans p, refuses the tree itself (saying why), and opens the tree.
-func (l *Layer) openPath(ctx context.Context, name, area, p, notTheTree string) (*tree, string, error) {
+func (l *Layer) openPath(ctx context.Context, name, area, p string, notTheTree errkind.Hint) (*tree, string, error) {
 	p, err := Clean(p)
 	if err != nil {
 		return nil, "", err
@@ -495,7 +496,7 @@ func (l *Layer) Remove(ctx context.Context, name, a, p string, opts ...RemoveOpt
 	}
 	// As rm takes "f/": the name must be a directory's.
 	o.mustBeDir = strings.HasSuffix(p, "/")
-	t, p, err := l.openPath(ctx, name, a, p, "use xfsq project rm --purge")
+	t, p, err := l.openPath(ctx, name, a, p, errkind.Fix("use %s", errkind.Do(errkind.OpProjectRemove, "", "purge", "")))
 	if err != nil {
 		return RemoveResult{}, err
 	}
@@ -515,10 +516,13 @@ type RemoveOptions struct {
 	mustBeDir bool // the path ended in "/"
 }
 
+// recursiveRemove is the removal a directory needs.
+var recursiveRemove = errkind.Do(errkind.OpFilesRemove, "", "recursive", "")
+
 // errDirectory refuses a directory removed without Recursive.
 func errDirectory(p string) error {
-	return errkind.WithHint(errkind.Input, &PathError{Path: p, Reason: "it is a directory"},
-		"ask for a recursive removal to delete it and everything in it (xfsq files rm --recursive)")
+	return errkind.WithFix(errkind.Input, &PathError{Path: p, Reason: "it is a directory"},
+		errkind.Fix("ask for a recursive removal to delete it and everything in it (%s)", recursiveRemove))
 }
 
 // empty removes what a skeleton directory (uploads/, inbox/) holds, each
@@ -527,9 +531,9 @@ func errDirectory(p string) error {
 func (l *Layer) empty(ctx context.Context, t *tree, name, p string, o RemoveOptions) (RemoveResult, error) {
 	res := RemoveResult{Path: path.Join(t.Path, p), State: deletion.StateDone, Left: []saferm.Left{}}
 	if !o.Recursive {
-		return res, errkind.WithHint(errkind.Input,
+		return res, errkind.WithFix(errkind.Input,
 			&PathError{Path: p, Reason: "it is part of every workspace (uploads/ and inbox/ are emptied, never removed)"},
-			"ask for a recursive removal to delete what it holds and keep it (xfsq files rm --recursive)")
+			errkind.Fix("ask for a recursive removal to delete what it holds and keep it (%s)", recursiveRemove))
 	}
 	f, err := t.openIn(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK)
 	if err != nil {
@@ -599,7 +603,7 @@ func (l *Layer) removeIn(ctx context.Context, t *tree, name, p string, o RemoveO
 			estimate = u.Bytes
 		}
 	}
-	rec := deletion.Record{Area: t.Area, Bytes: estimate, Reason: "manual", Policy: "files rm"}
+	rec := deletion.Record{Area: t.Area, Bytes: estimate, Reason: "manual", Policy: journal.PolicyFilesRemove}
 	hook("rm:checked")
 	cutoff, err := t.RemovalCutoff(ctx)
 	if err != nil {

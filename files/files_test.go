@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -442,18 +443,22 @@ func TestAWriteInProgressIsAdmittedAgainAtItsCommit(t *testing.T) {
 		})
 		t.Run("the project removed while the body arrives", func(t *testing.T) {
 			for _, named := range []bool{false, true} {
-				*files.NoTmpfile = named
-				s := newSandbox(t, dsn, "omni")
-				finish := streaming(s, "big", 16)
-				if _, err := s.m.Remove(ctx, "omni", sandbox.RemoveOptions{Force: true}); err != nil {
-					t.Fatal(err)
-				}
-				if err := finish(); err == nil || errkind.Of(err) != errkind.Conflict {
-					t.Errorf("named %v: a put into a project removed under it: %v (%v), want a conflict", named, err, errkind.Of(err))
-				}
-				if rs, err := s.st.Reservations(ctx); err != nil || len(rs) != 0 {
-					t.Errorf("named %v: reservations left: %v %v", named, rs, err)
-				}
+				// A subtest each: a sandbox's host is its test's name, and
+				// a host name binds one root.
+				t.Run(fmt.Sprintf("named=%v", named), func(t *testing.T) {
+					*files.NoTmpfile = named
+					s := newSandbox(t, dsn, "omni")
+					finish := streaming(s, "big", 16)
+					if _, err := s.m.Remove(ctx, "omni", sandbox.RemoveOptions{Force: true}); err != nil {
+						t.Fatal(err)
+					}
+					if err := finish(); err == nil || errkind.Of(err) != errkind.Conflict {
+						t.Errorf("a put into a project removed under it: %v (%v), want a conflict", err, errkind.Of(err))
+					}
+					if rs, err := s.st.Reservations(ctx); err != nil || len(rs) != 0 {
+						t.Errorf("reservations left: %v %v", rs, err)
+					}
+				})
 			}
 			*files.NoTmpfile = false
 		})
@@ -648,8 +653,8 @@ func TestRemoveIsJournalled(t *testing.T) {
 	if err == nil || errkind.Of(err) != errkind.Input {
 		t.Fatalf("removing the tree itself through files rm: %v, want it refused as input", err)
 	}
-	if msg, hint := err.Error(), errkind.HintOf(err); strings.Contains(msg, "--") || !strings.Contains(msg, "it is the tree itself") ||
-		hint != "use xfsq project rm --purge" {
+	if msg, hint := err.Error(), errkind.FixOf(err); strings.Contains(msg, "--") || !strings.Contains(msg, "it is the tree itself") ||
+		len(hint.Refs) != 1 || !reflect.DeepEqual(hint.Refs[0], errkind.Do(errkind.OpProjectRemove, "", "purge", "")) {
 		t.Errorf("removing the tree itself: message %q, hint %q; want the reason alone, the command as the hint", msg, hint)
 	}
 }

@@ -14,13 +14,13 @@ import (
 type PathError struct {
 	Path   string
 	Reason string
-	Fix    string // what to do instead, when there is a way (the hint)
+	Fix    errkind.Hint // what to do instead, when there is a way
 }
 
 func (e *PathError) Error() string { return fmt.Sprintf("path %q refused: %s", e.Path, e.Reason) }
 
 // Hint is what to do instead (errkind.HintOf), kept beside the message.
-func (e *PathError) Hint() string { return e.Fix }
+func (e *PathError) Hint() errkind.Hint { return e.Fix }
 
 // Kind: a refused path is bad input, never a failure to retry.
 func (e *PathError) Kind() errkind.Kind { return errkind.Input }

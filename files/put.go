@@ -58,6 +58,8 @@ func (l *Layer) Put(ctx context.Context, name, area, p string, r io.Reader, size
 	return res, err
 }
 
+// put is a write's phases: open the target, admit the write, receive the
+// body into a file with no name in the tree, commit its bytes, place it.
 func (l *Layer) put(ctx context.Context, name, area, p string, r io.Reader, size int64) (PutResult, error) {
 	// The write's reservation is held by its own operation, so a write
 	// that ended without releasing it is reclaimable at once.
@@ -66,137 +68,36 @@ func (l *Layer) put(ctx context.Context, name, area, p string, r io.Reader, size
 	if _, err := CleanNew(p); err != nil {
 		return PutResult{}, err
 	}
-	t, p, err := l.openPath(ctx, name, area, p, "name a file")
+	t, p, err := l.openPath(ctx, name, area, p, errkind.Fix("name a file"))
 	if err != nil {
 		return PutResult{}, err
 	}
 	defer t.Close()
 	res := PutResult{Path: path.Join(t.Path, p)}
-
-	newInodes := uint64(1)
-	if fi, err := t.lstat(p); err == nil {
-		switch {
-		case fi.IsDir():
-			return res, &PathError{Path: p, Reason: "it is a directory"}
-		case fi.Mode()&(fs.ModeDevice|fs.ModeNamedPipe|fs.ModeSocket) != 0:
-			return res, &PathError{Path: p, Reason: "it is a device, FIFO or socket; refusing to replace it"}
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return res, &PathError{Path: p, Reason: "it is a symbolic link; xfsq writes neither through nor over links (remove it first)"}
-		}
-		// A replacement is admitted as the kernel would admit it on XFS:
-		// the new file whole, beside the old one, which stays counted
-		// until the rename has unlinked it (Placed credits it then, as far
-		// as it was counted). Admitting only the difference took for
-		// granted that the old file would go and had been counted, and a
-		// tenant renaming or linking it away mid-upload, or having written
-		// it outside xfsq, got the difference for nothing.
-		res.Replaced = true
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return res, pathErr(p, err)
-	}
-	missing, err := missingDirs(t, p)
-	if err != nil {
+	var missing uint64
+	if res.Replaced, missing, err = target(t, p); err != nil {
 		return res, err
 	}
-	newInodes += missing
-	w := &writer{l: l, t: t, ctx: ctx, path: p, block: blockSize(t.dir.Fd()), inodes: newInodes, temp: tempName(), fd: -1, size: size}
+	w := &writer{l: l, t: t, ctx: ctx, path: p, block: blockSize(t.dir.Fd()), inodes: 1 + missing, temp: tempName(), fd: -1, size: size}
 	w.dirBytes = missing * w.block // each new directory takes a block
 	if err := w.admit(size); err != nil {
 		return res, err
 	}
 	defer w.abandon() // undoes whatever a failed write left; a no-op after commit
-	if err := w.create(); err != nil {
+	if err := w.receive(r, size); err != nil {
 		return res, err
 	}
-	if ctx.Done() != nil {
-		r = &ctxReader{ctx: ctx, r: r, res: make(chan readResult, 1)}
-	}
-	if err := w.copy(r, size); err != nil {
-		return res, err
-	}
-	fault.Point("put:before-fsync")
-	if err := w.file.Sync(); err != nil {
-		return res, w.mapErr(err)
-	}
-	// Under its name the body is the tree's to open: one written to by
-	// something in the tree is not what the client sent, and blocks added
-	// to it (fallocate) are counted, as the walk left it to this write.
-	if w.named {
-		var st unix.Stat_t
-		if err := unix.Fstat(w.fd, &st); err != nil {
-			return res, w.mapErr(err)
-		}
-		if uint64(st.Size) != w.written {
-			return res, errWrittenTo(p)
-		}
-		w.blocks = uint64(st.Blocks) * 512
-	}
-	// Before anything of it is made in the tree: a limit lowered or a
-	// grace run out while the body arrived refuses it here.
-	if err := w.acct.Recheck(ctx, w.delta(), w.named); err != nil {
-		return res, err
-	}
-	if dir := path.Dir(p); dir != "." {
-		if err := w.makeDirs(dir); err != nil {
-			return res, w.mapErr(err) // a full tree refuses a directory too
-		}
-	}
-	dir, base, err := openParent(w.t, p)
+	dir, base, err := w.parent()
 	if err != nil {
 		return res, err
 	}
 	defer dir.Close()
-	// What a replaced file is credited depends on whether the last walk
-	// counted it: the cutoff is read before the rename, so a walk ending
-	// meanwhile only makes it earlier (credits less: the safe side).
-	if w.cutoff, err = t.RemovalCutoff(ctx); err != nil {
-		return res, err
-	}
-	var mine unix.Stat_t
-	if err := unix.Fstat(w.fd, &mine); err != nil {
-		return res, err
-	}
-	// Committed before the rename: a crash in between over-counts until
-	// the next walk, never under. The commit's reservation, emptied,
-	// stays until the file is in place (Placed below), so that a walk
-	// beginning in between keeps the ledger row it cannot see the file of.
-	// The row names the inode, so that overwriting this file later
-	// credits what the row counted.
-	ino := mine.Ino
-	if mine.Dev != t.dir.Dev() {
-		ino = 0 // a number on another device (a btrfs subvolume) names no inode of the tree's
-	}
-	if err := w.acct.Commit(ctx, w.delta(), ino); err != nil {
-		return res, err
-	}
-	if putCommitted != nil {
-		putCommitted(p)
-	}
-	replacing := time.Now() // a walk ending after it may have seen the old file gone
-	w.committed = true
-	unlock := lockPlacing(l.m.Dir(), t.Path)
-	err = w.grewAround(func() error { return w.place(int(dir.Fd()), base, p) }, w.top, dir)
-	unlock()
+	replacing, err := w.commit()
 	if err != nil {
-		stuck := w.unlinkTemp()
-		switch w.whereNow(int(dir.Fd()), base) {
-		case atTarget:
-			// Placed after all (a directory put back could not be undone):
-			// the write happened, and credits nothing.
-		case elsewhere:
-			// Something in the tree took the file away before it reached p
-			// and it is in the tree: it stays counted, as any file there.
-			w.done = true
-			w.acct.Placed(ctx, Replaced{}, w.grown, replacing)
-			if stuck != nil {
-				// Not the tenant's move: the top refused xfsq's own unlink.
-				return res, errkind.New(errkind.Conflict, fmt.Errorf("%w; xfsq's temporary file %s, which holds what was written (counted), stays at the tree's top, which refused its removal too (%v)", err, w.temp, stuck))
-			}
-			return res, errTakenAway(p)
-		default:
-			w.acct.Undo(ctx, w.left())
-			return res, err // abandon releases the reservation
-		}
+		return res, err
+	}
+	if err := w.placeOrRecover(dir, base, replacing); err != nil {
+		return res, err
 	}
 	w.done = true
 	w.acct.Placed(ctx, w.replaced, w.grown, replacing)
@@ -206,6 +107,144 @@ func (l *Layer) put(ctx context.Context, name, area, p string, r io.Reader, size
 	}
 	res.Bytes = w.written
 	return res, nil
+}
+
+// target checks what is at p now, which a write may replace only if it
+// is a regular file (replaced), and counts the directories it must make.
+func target(t *tree, p string) (replaced bool, missing uint64, err error) {
+	if fi, err := t.lstat(p); err == nil {
+		switch {
+		case fi.IsDir():
+			return false, 0, &PathError{Path: p, Reason: "it is a directory"}
+		case fi.Mode()&(fs.ModeDevice|fs.ModeNamedPipe|fs.ModeSocket) != 0:
+			return false, 0, &PathError{Path: p, Reason: "it is a device, FIFO or socket; refusing to replace it"}
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return false, 0, &PathError{Path: p, Reason: "it is a symbolic link; xfsq writes neither through nor over links (remove it first)"}
+		}
+		// A replacement is admitted as the kernel would admit it on XFS:
+		// the new file whole, beside the old one, which stays counted
+		// until the rename has unlinked it (Placed credits it then, as far
+		// as it was counted). Admitting only the difference took for
+		// granted that the old file would go and had been counted, and a
+		// tenant renaming or linking it away mid-upload, or having written
+		// it outside xfsq, got the difference for nothing.
+		replaced = true
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return false, 0, pathErr(p, err)
+	}
+	missing, err = missingDirs(t, p)
+	return replaced, missing, err
+}
+
+// receive writes the body to the write's file and makes it durable, and
+// checks again, before anything of it is made in the tree, what the body
+// may have changed: a named file written to by something in the tree, a
+// limit lowered or a grace run out while it arrived.
+func (w *writer) receive(r io.Reader, size int64) error {
+	if err := w.create(); err != nil {
+		return err
+	}
+	if w.ctx.Done() != nil {
+		r = &ctxReader{ctx: w.ctx, r: r, res: make(chan readResult, 1)}
+	}
+	if err := w.copy(r, size); err != nil {
+		return err
+	}
+	fault.Point("put:before-fsync")
+	if err := w.file.Sync(); err != nil {
+		return w.mapErr(err)
+	}
+	// Under its name the body is the tree's to open: one written to by
+	// something in the tree is not what the client sent, and blocks added
+	// to it (fallocate) are counted, as the walk left it to this write.
+	if w.named {
+		var st unix.Stat_t
+		if err := unix.Fstat(w.fd, &st); err != nil {
+			return w.mapErr(err)
+		}
+		if uint64(st.Size) != w.written {
+			return errWrittenTo(w.path)
+		}
+		w.blocks = uint64(st.Blocks) * 512
+	}
+	return w.acct.Recheck(w.ctx, w.delta(), w.named)
+}
+
+// parent makes the directories the path needs and opens the one the file
+// is placed in, with the name it takes there.
+func (w *writer) parent() (*os.File, string, error) {
+	if dir := path.Dir(w.path); dir != "." {
+		if err := w.makeDirs(dir); err != nil {
+			return nil, "", w.mapErr(err) // a full tree refuses a directory too
+		}
+	}
+	return openParent(w.t, w.path)
+}
+
+// commit records the write's bytes in the ledger before the rename: a
+// crash in between over-counts until the next walk, never under. It
+// returns when the replacing began: a walk ending after it may have seen
+// the old file gone.
+func (w *writer) commit() (time.Time, error) {
+	// What a replaced file is credited depends on whether the last walk
+	// counted it: the cutoff is read before the rename, so a walk ending
+	// meanwhile only makes it earlier (credits less: the safe side).
+	var err error
+	if w.cutoff, err = w.t.RemovalCutoff(w.ctx); err != nil {
+		return time.Time{}, err
+	}
+	var mine unix.Stat_t
+	if err := unix.Fstat(w.fd, &mine); err != nil {
+		return time.Time{}, err
+	}
+	// The commit's reservation, emptied, stays until the file is in place
+	// (Placed), so that a walk beginning in between keeps the ledger row
+	// it cannot see the file of. The row names the inode, so that
+	// overwriting this file later credits what the row counted.
+	ino := mine.Ino
+	if mine.Dev != w.t.dir.Dev() {
+		ino = 0 // a number on another device (a btrfs subvolume) names no inode of the tree's
+	}
+	if err := w.acct.Commit(w.ctx, w.delta(), ino); err != nil {
+		return time.Time{}, err
+	}
+	if putCommitted != nil {
+		putCommitted(w.path)
+	}
+	replacing := time.Now()
+	w.committed = true
+	return replacing, nil
+}
+
+// placeOrRecover gives the committed file its name; when that fails it
+// finds where the file is now and settles the ledger as that leaves it.
+func (w *writer) placeOrRecover(dir *os.File, base string, replacing time.Time) error {
+	unlock := lockPlacing(w.l.m.Dir(), w.t.Path)
+	err := w.grewAround(func() error { return w.place(int(dir.Fd()), base, w.path) }, w.top, dir)
+	unlock()
+	if err == nil {
+		return nil
+	}
+	stuck := w.unlinkTemp()
+	switch w.whereNow(int(dir.Fd()), base) {
+	case atTarget:
+		// Placed after all (a directory put back could not be undone):
+		// the write happened, and credits nothing.
+		return nil
+	case elsewhere:
+		// Something in the tree took the file away before it reached p
+		// and it is in the tree: it stays counted, as any file there.
+		w.done = true
+		w.acct.Placed(w.ctx, Replaced{}, w.grown, replacing)
+		if stuck != nil {
+			// Not the tenant's move: the top refused xfsq's own unlink.
+			return errkind.New(errkind.Conflict, fmt.Errorf("%w; xfsq's temporary file %s, which holds what was written (counted), stays at the tree's top, which refused its removal too (%v)", err, w.temp, stuck))
+		}
+		return errTakenAway(w.path)
+	default:
+		w.acct.Undo(w.ctx, w.left())
+		return err // abandon releases the reservation
+	}
 }
 
 // noTmpfile makes tests take the path of filesystems without O_TMPFILE.

@@ -64,7 +64,7 @@ func (d *diskCollector) collect(ctx context.Context) (*DiskPart, error) {
 			dp.Error = fmt.Sprintf("statfs %s: %v", dp.Path, err)
 			fix := "check that the sandbox root exists and is mounted"
 			if dp.Area != "" {
-				fix = "run xfsq init --root " + d.root + " (it creates " + dp.Area + "/)"
+				fix = "initialise the root " + d.root + " again (that creates " + dp.Area + "/)"
 			}
 			if p.Status != Error {
 				p.Fix = fix // the first failure's fix, over any low-space advice
@@ -115,7 +115,7 @@ func (d *diskCollector) judge(p *DiskPart, dp *DiskPath) {
 		check("inodes", *dp.FreeInodesPercent)
 	}
 	if p.Status == Warn || p.Status == Critical { // an error's fix stays
-		p.Fix = "xfsq report shows which trees fill it; xfsq sweep --all --dry-run shows what retention would free"
+		p.Fix = "the report shows which trees fill it; a dry run of a sweep of every project shows what retention would free"
 	}
 }
 

@@ -61,7 +61,7 @@ func TestDiskStatfsOfRootAndAreas(t *testing.T) {
 	os.Remove(filepath.Join(root, "scratch"))
 	d.th = th
 	p = measure(context.Background(), defaultBudget, "disk", "", d.collect)
-	if p.Status != Error || !strings.Contains(p.Error, "scratch") || !strings.Contains(p.Fix, "xfsq init") || p.Paths[0].TotalBytes == 0 {
+	if p.Status != Error || !strings.Contains(p.Error, "scratch") || !strings.Contains(p.Fix, "initialise the root") || p.Paths[0].TotalBytes == 0 {
 		t.Errorf("missing scratch/: %+v", *p)
 	}
 }

@@ -93,6 +93,15 @@ const (
 	StateAbandoned = "abandoned"
 )
 
+// The policies of the deletions outside a sweep, as their records name
+// them (Evicted.Policy). They are data, as first journalled — records
+// already in a store carry them — and not a shell's words for the
+// operation: a renderer shows them as they are.
+const (
+	PolicyPurge       = "project rm --purge"
+	PolicyFilesRemove = "files rm"
+)
+
 // Evicted is one deletion's record (a sweep's, a purge's or a files rm's).
 type Evicted struct {
 	SweepID string `json:"sweep_id,omitempty"` // none outside sweeps (purge, files rm)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -275,8 +276,9 @@ func TestOpenRootOrder(t *testing.T) {
 		t.Errorf("a refused init made the root: %v", err)
 	}
 	_, err = sandbox.OpenRoot(t.Context(), sandbox.Config{Root: dir})
-	if errkind.Of(err) != errkind.NotReady || !strings.Contains(errkind.HintOf(err), "xfsq init") || strings.Contains(err.Error(), "xfsq init") {
-		t.Errorf("uninitialised root: %v (hint %q): the hint goes beside the message", err, errkind.HintOf(err))
+	if fix := errkind.FixOf(err); errkind.Of(err) != errkind.NotReady || len(fix.Refs) != 1 ||
+		!reflect.DeepEqual(fix.Refs[0], errkind.Do(errkind.OpInit, "", "root", dir)) || strings.Contains(err.Error(), "init") {
+		t.Errorf("uninitialised root: %v (hint %q): the hint, an init of the root, goes beside the message", err, errkind.HintOf(err))
 	}
 	if _, err := os.Stat(filepath.Join(dir, sandbox.StateDir)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("opening an uninitialised root made %s: %v", sandbox.StateDir, err)

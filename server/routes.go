@@ -407,7 +407,7 @@ func (s *Server) guard(rt Route) http.Handler {
 // projectNotFound is the library's answer for a project that does not
 // exist, word for word, so that a limited reader cannot tell the two apart.
 func projectNotFound(name string) error {
-	return errkind.WithHint(errkind.NotFound, fmt.Errorf("project %q %w", name, sandbox.ErrNotFound), "see xfsq project list")
+	return errkind.WithFix(errkind.NotFound, fmt.Errorf("project %q %w", name, sandbox.ErrNotFound), errkind.Fix("see %s", errkind.Do(errkind.OpProjectList, "")))
 }
 
 // bearerToken is the token of an Authorization: Bearer header; given is

@@ -60,7 +60,7 @@ func ProblemOf(err error) Problem {
 			Status: http.StatusUnsupportedMediaType, Detail: err.Error(), Fix: "send the body as application/json"}
 	}
 	k := errkind.Of(err)
-	p := Problem{Type: k.TypeURI(), Status: k.HTTPStatus(), Title: http.StatusText(k.HTTPStatus()), Detail: err.Error(), Fix: errkind.HintOf(err)}
+	p := Problem{Type: k.TypeURI(), Status: k.HTTPStatus(), Title: http.StatusText(k.HTTPStatus()), Detail: err.Error(), Fix: errkind.HintIn(err, apiWords)}
 	if k == errkind.Internal {
 		p.Detail, p.Fix = "the operation failed; the server's log says why", ""
 	}

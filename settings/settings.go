@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/units"
 )
 
@@ -65,13 +66,13 @@ var All = []Setting{
 		Help:    "scratch hard limit given to new projects (scratch/PROJECT, shared by the project's runs in scratch/PROJECT/RUN)"},
 	{Key: "default_inbound_quota", Kind: Size, Default: "10GiB",
 		ZeroOff: "a channel could fill the disk through inbound/",
-		Help:    "hard limit of the root's inbound tree (inbound/, channel staging): given to it at init (or doctor --fix) and applied to it at once when set"},
+		Help:    "hard limit of the root's inbound tree (inbound/, channel staging): given to it at init (or by the doctor's repair) and applied to it at once when set"},
 	{Key: "max_file_bytes", Kind: Size, Default: "1GiB",
-		Help: "largest single write through xfsq (file API, xfsq files put); 0 for no limit"},
+		Help: "largest single write through the file layer (the API's and the CLI's); 0 for no limit"},
 	{Key: "root_budget", Kind: Size, Default: "0",
 		Help: "fallback backend: bytes all trees of the root may hold together; 0 for no shared budget"},
 	{Key: "upload_refusal_drain", Kind: Size, Default: "8MiB",
-		Help: "xfsq serve: how much of a refused request's body (an upload over the quota) is read and discarded, after the refusal is sent and for 2 s at most, so that a client sending the whole body before reading gets the refusal instead of a reset connection; 0 reads none"},
+		Help: "the server: how much of a refused request's body (an upload over the quota) is read and discarded, after the refusal is sent and for 2 s at most, so that a client sending the whole body before reading gets the refusal instead of a reset connection; 0 reads none"},
 	{Key: "reservation_ttl", Kind: Duration, Default: "10m",
 		ZeroOff: "every write's reservation would lapse at once, so concurrent writers could together pass a limit",
 		Help:    "fallback backend: a write's reservation that makes no progress for this long is reclaimed"},
@@ -94,28 +95,28 @@ var All = []Setting{
 	{Key: "plan_max_age", Kind: Duration, Default: "1h",
 		Min: time.Minute, MinWhy: "a saved plan must live long enough to be reviewed",
 		Max: 7 * 24 * time.Hour, MaxWhy: "an older plan describes trees that have long changed",
-		Help: "sweep --apply refuses a plan saved with --plan-out longer ago than this"},
+		Help: "a saved sweep plan made longer ago than this is refused when applied"},
 	{Key: "refresh_window", Kind: Duration, Default: "60s",
 		Min: time.Second, MinWhy: "every reader's ?refresh=1 would walk the trees again, keeping the disk busy for nothing",
 		Max: time.Hour, MaxWhy: "a refresh that old is no refresh (snapshot_interval walks every tree anyway)",
-		Help: "xfsq serve: a ?refresh=1 of the overview within this long of the last one of the same scope shares its walk instead of walking again"},
+		Help: "the server: a ?refresh=1 of the overview within this long of the last one of the same scope shares its walk instead of walking again"},
 	{Key: "snapshot_retention", Kind: Duration, Default: "35d", Min: 8 * 24 * time.Hour,
 		MinWhy: "report's growth_7d_bytes needs a snapshot 7 days old, and an hourly pass a day of slack",
 		Help:   "snapshot totals older than this are dropped (growth is computed from them)"},
 	{Key: "journal_retention", Kind: Duration, Default: "0", ZeroMeans: "the whole journal is kept",
 		Min: 7 * 24 * time.Hour, MinWhy: "a week of sweeps, deletions and changes stays to be reviewed",
-		Help: "xfsq serve: after each scheduled snapshot pass, this host's journal records older than this are pruned, 500 a transaction, never a pending deletion's (one journal.pruned event a run); 0 keeps the whole journal"},
+		Help: "the server: after each scheduled snapshot pass, this host's journal records older than this are pruned, 500 a transaction, never a pending deletion's (one journal.pruned event a run); 0 keeps the whole journal"},
 	{Key: "snapshot_interval", Kind: Duration, Default: "1h",
 		Min: time.Minute, MinWhy: "each pass walks every tree; back to back they would keep the disk busy for nothing",
 		Max: 24 * time.Hour, MaxWhy: "report's growth_24h needs a snapshot a day",
-		Help: "xfsq serve: how often the scheduled snapshot pass walks every tree (one storage.snapshot event a pass)"},
+		Help: "the server: how often the scheduled snapshot pass walks every tree (one storage.snapshot event a pass)"},
 	{Key: "sweep_interval", Kind: Duration, Default: "0", ZeroMeans: "no scheduled sweeps",
 		Min: time.Minute, MinWhy: "each pass plans every project; back to back they would keep the disk busy for nothing",
-		Help: "xfsq serve: how often the scheduled sweep pass sweeps every project, and the root's inbound tree, by policy (one storage.swept event a pass); 0 for never"},
+		Help: "the server: how often the scheduled sweep pass sweeps every project, and the root's inbound tree, by policy (one storage.swept event a pass); 0 for never"},
 	{Key: "fleet_heartbeat_interval", Kind: Duration, Default: "30s",
 		Min: time.Second, MinWhy: "every host writes one row a beat; faster only loads the shared store",
 		Max: 10 * time.Minute, MaxWhy: "a host silent that long cannot be told from a dead one",
-		Help: "xfsq serve: how often this host records its heartbeat in the store (last seen, version, backend, root, projects) for the fleet view"},
+		Help: "the server: how often this host records its heartbeat in the store (last seen, version, backend, root, projects) for the fleet view"},
 	{Key: "fleet_stale_after", Kind: Duration, Default: "2m",
 		Min: 2 * time.Second, MinWhy: "a host beating every second would flap between fresh and stale",
 		Max: 24 * time.Hour, MaxWhy: "a host silent for a day is stale whatever the setting",
@@ -131,7 +132,7 @@ var All = []Setting{
 	{Key: "health_disk_free_warn_percent", Kind: Percent, Default: "15",
 		Help: "health: a filesystem of the root with less space or inodes available than this is warn"},
 	{Key: "health_disk_free_critical_percent", Kind: Percent, Default: "5",
-		Help: "health: below this it is critical (xfsq health exits 1)"},
+		Help: "health: below this it is critical (the health check fails)"},
 	{Key: "health_memory_available_warn_percent", Kind: Percent, Default: "10",
 		Help: "health: less memory available than this is warn"},
 	{Key: "health_memory_available_critical_percent", Kind: Percent, Default: "5",
@@ -159,9 +160,9 @@ func Lookup(key string) (Setting, error) {
 	return Setting{}, fmt.Errorf("unknown setting %q; known settings: %s", key, strings.Join(keys, ", "))
 }
 
-// AllowZeroFlag is how an operator says a zero that switches a safety
-// rail off is meant (xfsq settings set KEY 0 --allow-zero).
-const AllowZeroFlag = "--allow-zero"
+// AllowZero is the input by which an operator says a zero that switches
+// a safety rail off is meant, by the library's name (each shell words it).
+const AllowZero = "allow_zero"
 
 // Normalize validates value for the setting and returns it in canonical
 // form; a zero that switches a safety rail off is refused.
@@ -174,7 +175,8 @@ func (s Setting) Normalize(value string) (string, error) {
 func (s Setting) NormalizeExplicit(value string, allowZero bool) (string, error) {
 	norm, err := s.normalize(value)
 	if err == nil && s.ZeroOff != "" && !allowZero && (norm == "0" || norm == "0s") {
-		return "", fmt.Errorf("%s: %s switches a safety rail off (%s): if that is meant, say so with %s", s.Key, strings.TrimSpace(value), s.ZeroOff, AllowZeroFlag)
+		return "", errkind.WithFieldHint(errkind.Input, fmt.Errorf("%s: %s switches a safety rail off (%s)", s.Key, strings.TrimSpace(value), s.ZeroOff),
+			"if that is meant, say so with %s", AllowZero)
 	}
 	return norm, err
 }

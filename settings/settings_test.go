@@ -3,6 +3,8 @@ package settings
 import (
 	"strings"
 	"testing"
+
+	"github.com/xfsq/xfsq/errkind"
 )
 
 func TestNormalize(t *testing.T) {
@@ -23,11 +25,11 @@ func TestNormalize(t *testing.T) {
 		{"snapshot_retention", "8d", "8d", ""},
 		{"snapshot_retention", "7d", "", "use at least 8d (report's growth_7d_bytes"},
 		// A zero that disarms a safety rail needs --allow-zero.
-		{"busy_grace", "0s", "", "--allow-zero"},
-		{"busy_grace", "0", "", "--allow-zero"},
-		{"busy_grace", "0d", "", "--allow-zero"},
-		{"reservation_ttl", "0m", "", "--allow-zero"},
-		{"default_quota", "0", "", "--allow-zero"},
+		{"busy_grace", "0s", "", "allow_zero"},
+		{"busy_grace", "0", "", "allow_zero"},
+		{"busy_grace", "0d", "", "allow_zero"},
+		{"reservation_ttl", "0m", "", "allow_zero"},
+		{"default_quota", "0", "", "allow_zero"},
 		{"busy_grace", "213504d", "", "too long"},
 		{"scratch_ttl", "0s", "0s", ""},
 		{"plan_max_age", "1h", "1h", ""},
@@ -64,7 +66,7 @@ func TestNormalize(t *testing.T) {
 		}
 		got, err := s.Normalize(c.in)
 		switch {
-		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+		case c.err != "" && (err == nil || !strings.Contains(err.Error()+": "+errkind.HintOf(err), c.err)):
 			t.Errorf("%s=%q: %q, %v; want error containing %q", c.key, c.in, got, err, c.err)
 		case c.err == "" && (err != nil || got != c.want):
 			t.Errorf("%s=%q: %q, %v; want %q", c.key, c.in, got, err, c.want)

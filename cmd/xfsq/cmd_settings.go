@@ -23,8 +23,8 @@ func settingsCommand(with withEnv) *cli.Command {
 				Action: with(cmdSettingsReset)},
 			{Name: "set", Usage: "change a setting (validated)", ArgsUsage: "KEY VALUE", Action: with(cmdSettingsSet),
 				Description: "A zero that switches a safety rail off (busy_grace, reservation_ttl, default_quota) is refused\n" +
-					"unless " + settings.AllowZeroFlag + " says it is meant.",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: strings.TrimPrefix(settings.AllowZeroFlag, "--"), Usage: "accept a zero that switches a safety rail off"}}},
+					"unless " + flagOf(settings.AllowZero) + " says it is meant.",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: strings.TrimPrefix(flagOf(settings.AllowZero), "--"), Usage: "accept a zero that switches a safety rail off"}}},
 		},
 	}
 }

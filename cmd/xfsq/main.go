@@ -107,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// The library keeps what to do beside the message; the CLI says both,
 	// on the one line a script reads.
 	msg := flagged(err)
-	if hint := errkind.HintIn(err, flagOf); hint != "" && !strings.Contains(msg, hint) {
+	if hint := errkind.HintIn(err, cliWords); hint != "" && !strings.Contains(msg, hint) {
 		msg += ": " + hint
 	}
 	if jsonRequested(args) {
@@ -141,6 +141,52 @@ func flagOf(field string) string {
 		field = "area"
 	}
 	return "--" + strings.ReplaceAll(field, "_", "-")
+}
+
+// cliWords words what a library hint names as this CLI does: an input as
+// its flag, an operation as the command line that runs it.
+var cliWords = errkind.Words{Field: flagOf, Action: commandLine}
+
+// commands is the command that runs each operation a hint may ask for,
+// and whether it takes the action's target (a project) as its first
+// argument (TestEveryHintedOpIsACommand holds both against the app).
+var commands = map[errkind.Op]struct {
+	line   string
+	target bool
+}{
+	errkind.OpInit:          {"init", false},
+	errkind.OpDoctor:        {"doctor", false},
+	errkind.OpProjectList:   {"project list", false},
+	errkind.OpProjectShow:   {"project show", true},
+	errkind.OpProjectAdd:    {"project add", true},
+	errkind.OpProjectRemove: {"project rm", true},
+	errkind.OpFilesRemove:   {"files rm", true},
+	errkind.OpLeaseList:     {"lease list", false},
+	errkind.OpLeaseRelease:  {"lease release", true},
+	errkind.OpHostList:      {"host list", false},
+	errkind.OpEvents:        {"events", false},
+	errkind.OpSweep:         {"sweep", true},
+	errkind.OpTop:           {"top", true},
+	errkind.OpReport:        {"report", false},
+}
+
+// commandLine is the command line that runs a: xfsq doctor --fix,
+// xfsq init --backend auto, xfsq top _root --area inbound. A target the
+// command takes no argument for (lease list lists every project's) is
+// left out.
+func commandLine(a errkind.Action) string {
+	c := commands[a.Op]
+	words := []string{"xfsq", c.line}
+	if a.Target != "" && c.target {
+		words = append(words, a.Target)
+	}
+	for _, g := range a.Args {
+		words = append(words, flagOf(g.Field))
+		if g.Value != "" {
+			words = append(words, g.Value)
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // jsonRequested looks for --json before urfave has parsed anything, so that

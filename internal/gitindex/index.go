@@ -238,6 +238,8 @@ func readIndex(ctx context.Context, f io.Reader, size int64, hashLen int, charge
 // charge, when not nil, is told the bytes of each path as it is read, and
 // stops the read with its error: several walkers parsing at once share
 // one budget, so that it bounds what they hold together while they parse.
+// The phases: the header, the entries, the extensions, the block starts
+// they give (ieot), the checksum.
 func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int, charge func(int64) error) (*indexFile, error) {
 	h, err := newHash(hashLen)
 	if err != nil {
@@ -253,136 +255,207 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int,
 	r := &indexReader{size: size - int64(hashLen)}
 	tail := &tailWriter{keep: 8 + 4 + hashLen}
 	r.br = bufio.NewReaderSize(io.TeeReader(io.LimitReader(src, r.size), io.MultiWriter(h, tail)), 64<<10)
-	hdr, err := r.next(12)
+	version, count, err := readHeader(r, size)
 	if err != nil {
 		return nil, err
 	}
-	if string(hdr[:4]) != "DIRC" {
-		return nil, errors.New("no DIRC signature")
-	}
-	version := binary.BigEndian.Uint32(hdr[4:8])
-	if version < 2 || version > 4 {
-		return nil, fmt.Errorf("version %d is not 2, 3 or 4", version)
-	}
-	count := int64(binary.BigEndian.Uint32(hdr[8:12]))
-	if count > r.left()/minEntryBytes {
-		return nil, fmt.Errorf("%d entries cannot fit in %d bytes", count, size)
-	}
 	ix := &indexFile{entries: make([]indexEntry, 0, count)}
-	var prev []byte
-	fixed := 40 + hashLen + 2 // ctime, mtime, dev, ino, mode, uid, gid, size, the object name, flags
-	// Where each entry starts and (version 4) how long its stored suffix
-	// is, to read block starts as a threaded reader does (ieot).
-	starts := make([]uint32, 0, count)
-	var suffixes, strips []uint32
-	var flagLens []uint16 // version 4: the name length each entry's flags give (0xfff: that or longer)
-	for i := int64(0); i < count; i++ {
-		if i%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		starts = append(starts, uint32(r.pos))
-		b, err := r.next(fixed)
-		if err != nil {
-			return nil, err
-		}
-		mode := binary.BigEndian.Uint32(b[24:28])
-		flags := binary.BigEndian.Uint16(b[40+hashLen:])
-		entryLen := fixed
-		if flags&0x4000 != 0 {
-			x, err := r.next(2)
-			if err != nil {
-				return nil, err
-			}
-			// git refuses bits it does not know (reserved, and all but
-			// skip-worktree 0x4000 and intent-to-add 0x2000).
-			if ext := binary.BigEndian.Uint16(x); ext&^0x6000 != 0 {
-				return nil, fmt.Errorf("unknown extended flags %#04x", ext)
-			}
-			entryLen += 2
-		}
-		nameLen := int(flags & 0xfff) // 0xfff: that long or longer
-		var name []byte
-		if version == 4 {
-			// The previous path less N trailing bytes, then a NUL-terminated suffix.
-			head, err := r.br.Peek(min(10, int(max(0, r.left()))))
-			if err != nil && len(head) == 0 {
-				return nil, errTruncated
-			}
-			strip, n := offsetVarint(head)
-			if n == 0 || strip > uint64(len(prev)) {
-				return nil, errors.New("bad path compression")
-			}
-			r.skip(int64(n))
-			suffix, err := r.cstring()
-			if err != nil {
-				return nil, err
-			}
-			if uint64(len(prev))-strip+uint64(len(suffix)) > maxPathBytes {
-				return nil, fmt.Errorf("a path of more than %d bytes", maxPathBytes)
-			}
-			name = append(prev[:uint64(len(prev))-strip:uint64(len(prev))-strip], suffix...)
-			suffixes, strips = append(suffixes, uint32(len(suffix))), append(strips, uint32(strip))
-			flagLens = append(flagLens, uint16(nameLen))
-			if nameLen < 0xfff && nameLen != len(name) {
-				return nil, fmt.Errorf("path %q is not the %d bytes its flags say", name, nameLen)
-			}
-		} else {
-			consumed := entryLen
-			if nameLen < 0xfff {
-				// git takes the flags' length, not the NUL, for where the path ends.
-				b, err := r.next(nameLen)
-				if err != nil {
-					return nil, err
-				}
-				name = append(prev[:0], b...)
-				consumed += nameLen
-			} else {
-				b, err := r.cstring()
-				if err != nil {
-					return nil, err
-				}
-				name = append(prev[:0], b...)
-				consumed += len(name) + 1
-			}
-			if bytes.IndexByte(name, 0) >= 0 {
-				return nil, errors.New("a path with a NUL in it")
-			}
-			// NUL padding to a multiple of 8, at least one byte.
-			total := (entryLen + len(name) + 8) &^ 7
-			if err := r.skip(int64(total - consumed)); err != nil {
-				return nil, err
-			}
-		}
-		if ix.decoded += int64(len(name)); ix.decoded > min(maxDecodedRatio*size+1<<20, maxDecodedBytes) {
-			return nil, fmt.Errorf("its paths come to more than %d bytes, %d times the index's size", ix.decoded, maxDecodedRatio)
-		}
-		if charge != nil {
-			if err := charge(int64(len(name))); err != nil {
-				return nil, err
-			}
-		}
-		ix.entries = append(ix.entries, indexEntry{name: string(name), mode: mode})
-		prev = name
+	decodedMax := min(maxDecodedRatio*size+1<<20, maxDecodedBytes)
+	s := &entryScan{r: r, version: version, hashLen: hashLen, fixed: 40 + hashLen + 2, starts: make([]uint32, 0, count)}
+	if err := s.readEntries(ctx, ix, count, decodedMax, charge); err != nil {
+		return nil, err
 	}
 	if err := readExtensions(r, ix, hashLen); err != nil {
 		return nil, err
 	}
-	// git finds EOIE by where it must be, the last bytes before the
-	// checksum, not by reading the extensions in turn: one hidden in
-	// another extension's data (an attack's) is git's EOIE all the same,
-	// and git then reads the extensions from where it says.
-	if eoie := int64(tail.keep); r.size-12 >= eoie && len(tail.b) == tail.keep && string(tail.b[:4]) == "EOIE" &&
-		binary.BigEndian.Uint32(tail.b[4:8]) == uint32(4+hashLen) && ix.eoieAt != r.size-eoie {
-		return nil, errors.New("an EOIE extension hidden inside another extension")
+	if err := checkEOIE(r, tail, ix, hashLen); err != nil {
+		return nil, err
 	}
-	if err := ix.readBlockStarts(version, starts, suffixes, strips, flagLens, min(maxDecodedRatio*size+1<<20, maxDecodedBytes)); err != nil {
+	if err := ix.readBlockStarts(version, s.starts, s.suffixes, s.strips, s.flagLens, decodedMax); err != nil {
 		return nil, err
 	}
 	if r.pos != r.size {
 		return nil, errTruncated
 	}
+	if ix.sum, err = readChecksum(src, h, hashLen); err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
+// readHeader reads the signature, the version and the entry count, which
+// must fit in what is left.
+func readHeader(r *indexReader, size int64) (version uint32, count int64, err error) {
+	hdr, err := r.next(12)
+	if err != nil {
+		return 0, 0, err
+	}
+	if string(hdr[:4]) != "DIRC" {
+		return 0, 0, errors.New("no DIRC signature")
+	}
+	version = binary.BigEndian.Uint32(hdr[4:8])
+	if version < 2 || version > 4 {
+		return 0, 0, fmt.Errorf("version %d is not 2, 3 or 4", version)
+	}
+	count = int64(binary.BigEndian.Uint32(hdr[8:12]))
+	if count > r.left()/minEntryBytes {
+		return 0, 0, fmt.Errorf("%d entries cannot fit in %d bytes", count, size)
+	}
+	return version, count, nil
+}
+
+// entryScan reads the entries one after the other: each path is the
+// previous one's bytes reused (version 4 compresses it against it).
+type entryScan struct {
+	r       *indexReader
+	version uint32
+	hashLen int
+	fixed   int // ctime, mtime, dev, ino, mode, uid, gid, size, the object name, flags
+	prev    []byte
+	// Where each entry starts and (version 4) how long its stored suffix
+	// is, to read block starts as a threaded reader does (ieot).
+	starts           []uint32
+	suffixes, strips []uint32
+	flagLens         []uint16 // version 4: the name length each entry's flags give (0xfff: that or longer)
+}
+
+// readEntries reads count entries into ix, bounding the paths decoded to
+// decodedMax bytes and telling charge of each.
+func (s *entryScan) readEntries(ctx context.Context, ix *indexFile, count, decodedMax int64, charge func(int64) error) error {
+	for i := int64(0); i < count; i++ {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		name, mode, err := s.entry()
+		if err != nil {
+			return err
+		}
+		if ix.decoded += int64(len(name)); ix.decoded > decodedMax {
+			return fmt.Errorf("its paths come to more than %d bytes, %d times the index's size", ix.decoded, maxDecodedRatio)
+		}
+		if charge != nil {
+			if err := charge(int64(len(name))); err != nil {
+				return err
+			}
+		}
+		ix.entries = append(ix.entries, indexEntry{name: string(name), mode: mode})
+		s.prev = name
+	}
+	return nil
+}
+
+// entry reads one entry: its fixed part, extended flags, and its path.
+func (s *entryScan) entry() (name []byte, mode uint32, err error) {
+	r := s.r
+	s.starts = append(s.starts, uint32(r.pos))
+	b, err := r.next(s.fixed)
+	if err != nil {
+		return nil, 0, err
+	}
+	mode = binary.BigEndian.Uint32(b[24:28])
+	flags := binary.BigEndian.Uint16(b[40+s.hashLen:])
+	entryLen := s.fixed
+	if flags&0x4000 != 0 {
+		x, err := r.next(2)
+		if err != nil {
+			return nil, 0, err
+		}
+		// git refuses bits it does not know (reserved, and all but
+		// skip-worktree 0x4000 and intent-to-add 0x2000).
+		if ext := binary.BigEndian.Uint16(x); ext&^0x6000 != 0 {
+			return nil, 0, fmt.Errorf("unknown extended flags %#04x", ext)
+		}
+		entryLen += 2
+	}
+	nameLen := int(flags & 0xfff) // 0xfff: that long or longer
+	if s.version == 4 {
+		name, err = s.compressedName(nameLen)
+	} else {
+		name, err = s.paddedName(nameLen, entryLen)
+	}
+	return name, mode, err
+}
+
+// compressedName is a version 4 path: the previous path less N trailing
+// bytes, then a NUL-terminated suffix.
+func (s *entryScan) compressedName(nameLen int) ([]byte, error) {
+	r, prev := s.r, s.prev
+	head, err := r.br.Peek(min(10, int(max(0, r.left()))))
+	if err != nil && len(head) == 0 {
+		return nil, errTruncated
+	}
+	strip, n := offsetVarint(head)
+	if n == 0 || strip > uint64(len(prev)) {
+		return nil, errors.New("bad path compression")
+	}
+	r.skip(int64(n))
+	suffix, err := r.cstring()
+	if err != nil {
+		return nil, err
+	}
+	if uint64(len(prev))-strip+uint64(len(suffix)) > maxPathBytes {
+		return nil, fmt.Errorf("a path of more than %d bytes", maxPathBytes)
+	}
+	name := append(prev[:uint64(len(prev))-strip:uint64(len(prev))-strip], suffix...)
+	s.suffixes, s.strips = append(s.suffixes, uint32(len(suffix))), append(s.strips, uint32(strip))
+	s.flagLens = append(s.flagLens, uint16(nameLen))
+	if nameLen < 0xfff && nameLen != len(name) {
+		return nil, fmt.Errorf("path %q is not the %d bytes its flags say", name, nameLen)
+	}
+	return name, nil
+}
+
+// paddedName is a version 2 or 3 path: as long as the flags say (or up to
+// its NUL when they say 0xfff), then NUL padding to a multiple of 8.
+func (s *entryScan) paddedName(nameLen, entryLen int) ([]byte, error) {
+	r := s.r
+	var name []byte
+	consumed := entryLen
+	if nameLen < 0xfff {
+		// git takes the flags' length, not the NUL, for where the path ends.
+		b, err := r.next(nameLen)
+		if err != nil {
+			return nil, err
+		}
+		name = append(s.prev[:0], b...)
+		consumed += nameLen
+	} else {
+		b, err := r.cstring()
+		if err != nil {
+			return nil, err
+		}
+		name = append(s.prev[:0], b...)
+		consumed += len(name) + 1
+	}
+	if bytes.IndexByte(name, 0) >= 0 {
+		return nil, errors.New("a path with a NUL in it")
+	}
+	// NUL padding to a multiple of 8, at least one byte.
+	total := (entryLen + len(name) + 8) &^ 7
+	if err := r.skip(int64(total - consumed)); err != nil {
+		return nil, err
+	}
+	return name, nil
+}
+
+// checkEOIE refuses an EOIE extension anywhere but where git finds it:
+// git finds EOIE by where it must be, the last bytes before the checksum,
+// not by reading the extensions in turn, so one hidden in another
+// extension's data (an attack's) is git's EOIE all the same, and git then
+// reads the extensions from where it says.
+func checkEOIE(r *indexReader, tail *tailWriter, ix *indexFile, hashLen int) error {
+	if eoie := int64(tail.keep); r.size-12 >= eoie && len(tail.b) == tail.keep && string(tail.b[:4]) == "EOIE" &&
+		binary.BigEndian.Uint32(tail.b[4:8]) == uint32(4+hashLen) && ix.eoieAt != r.size-eoie {
+		return errors.New("an EOIE extension hidden inside another extension")
+	}
+	return nil
+}
+
+// readChecksum reads the checksum that ends the file and compares it
+// with the hash of what came before.
+func readChecksum(src io.Reader, h hash.Hash, hashLen int) ([]byte, error) {
 	want := make([]byte, hashLen)
 	if _, err := io.ReadFull(src, want); err != nil {
 		return nil, errTruncated
@@ -392,8 +465,7 @@ func readIndexContent(ctx context.Context, f io.Reader, size int64, hashLen int,
 	if got := h.Sum(nil); !bytes.Equal(got, want) && !bytes.Equal(want, make([]byte, hashLen)) {
 		return nil, errors.New("bad checksum: the file is corrupt or was changed while it was read")
 	}
-	ix.sum = want
-	return ix, nil
+	return want, nil
 }
 
 // readExtensions reads what follows the entries: each extension is a

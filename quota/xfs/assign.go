@@ -56,7 +56,7 @@ func (fs *FS) checkParent(dir string) error {
 	if a.XFlags&fsxattr.FlagProjInherit != 0 {
 		return &quota.OpError{Op: "assign", Tree: dir, Syscall: "FS_IOC_FSGETXATTR on parent " + parent,
 			Err: errors.New("the parent directory carries PROJINHERIT (project " + strconv.FormatUint(uint64(a.ProjID), 10) +
-				"), which would stamp its ID on every new sibling tree; clear it first (xfsq init does)")}
+				"), which would stamp its ID on every new sibling tree; clear it first (initialising the root does)")}
 	}
 	return nil
 }

@@ -143,13 +143,17 @@ func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, 
 	return p, err
 }
 
-// doctorFix is what an operator does about an add left half-way.
-const doctorFix = "run xfsq doctor --fix"
+// doctorFix is what an operator does about an add left half-way;
+// runDoctor about a project in a state that the doctor explains.
+var (
+	doctorFix = errkind.Fix("run %s", errkind.Do(errkind.OpDoctor, "", "fix", ""))
+	runDoctor = errkind.Fix("run %s", errkind.Do(errkind.OpDoctor, ""))
+)
 
 // rollbackFailed is an add that failed and could not be undone: the kind
 // of what failed, and the repair as the hint.
 func rollbackFailed(err, rbErr error) error {
-	return errkind.WithHint(errkind.Of(err), fmt.Errorf("%w (and rolling back failed: %v)", err, rbErr), doctorFix)
+	return errkind.WithFix(errkind.Of(err), fmt.Errorf("%w (and rolling back failed: %v)", err, rbErr), doctorFix)
 }
 
 // claim inserts the project row in state adding, rolling back first the
@@ -169,14 +173,15 @@ func (m *Manager) claim(ctx context.Context, name string) error {
 		case inserted:
 			return nil
 		case existing.State == store.StateReady:
-			return fmt.Errorf("project %q %w: see xfsq project show %s", name, ErrExists, name)
+			return errkind.WithFix(errkind.Conflict, fmt.Errorf("project %q %w", name, ErrExists), errkind.Fix("see %s", errkind.Do(errkind.OpProjectShow, name)))
 		case m.holderLive(ctx, existing.Adder):
 			return fmt.Errorf("project %q is being %s by another process (%s); wait for it", name,
 				map[string]string{store.StateAdding: "added", store.StateRemoving: "removed"}[existing.State], existing.Adder)
 		case existing.State == store.StateRemoving:
-			return fmt.Errorf("project %q %w, half-removed by an interrupted xfsq project rm: run it again to finish", name, ErrExists)
+			return errkind.WithFix(errkind.Conflict, fmt.Errorf("project %q %w, half-removed by an interrupted removal", name, ErrExists),
+				errkind.Fix("run %s again to finish it", errkind.Do(errkind.OpProjectRemove, name)))
 		case attempt > 0:
-			return errkind.WithHint(errkind.NotReady, fmt.Errorf("project %q: could not clear an interrupted add", name), doctorFix)
+			return errkind.WithFix(errkind.NotReady, fmt.Errorf("project %q: could not clear an interrupted add", name), doctorFix)
 		}
 		// An add that died half-way: undo it, then try again.
 		if _, err := m.rollbackAdd(ctx, name); err != nil {

@@ -126,8 +126,9 @@ func (e *LeaseHeldError) Error() string {
 }
 
 func (e *LeaseHeldError) Kind() errkind.Kind { return errkind.Conflict }
-func (e *LeaseHeldError) Hint() string {
-	return "wait for the run to end, release its lease (xfsq lease release), or remove with --force"
+func (e *LeaseHeldError) Hint() errkind.Hint {
+	return errkind.Fix("wait for the run to end, release its lease (%s), or remove with %s",
+		errkind.Do(errkind.OpLeaseRelease, ""), errkind.Field("force"))
 }
 
 // Remove unregisters a project: limits cleared, rows deleted, its leases
@@ -335,7 +336,7 @@ func (m *Manager) purgeTree(ctx context.Context, t store.Tree) (Purged, error) {
 		return Purged{}, fmt.Errorf("purge %s: %w", t.Path, err)
 	}
 	defer parent.Close()
-	rec := deletion.Record{Area: t.Area, Bytes: q.Bytes, Reason: "purge", Policy: "project rm --purge"}
+	rec := deletion.Record{Area: t.Area, Bytes: q.Bytes, Reason: "purge", Policy: journal.PolicyPurge}
 	rec, rep, err := m.RemoveJournalled(ctx, t.Project, parent, path.Base(t.Path), rec, saferm.Options{})
 	p := Purged{Path: rec.Path, State: rec.State, Entries: rep.Entries, Bytes: rep.Bytes, Inodes: rep.Inodes, Left: rep.Left}
 	if err != nil {

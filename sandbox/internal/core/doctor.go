@@ -127,7 +127,7 @@ func (m *Manager) interruptedOperations(ctx context.Context, projects []store.Pr
 				return err
 			}
 		default:
-			f.Kind, f.Detail, f.Fix = InterruptedRemove, "a removal was interrupted half-way", "finish it (data is kept; xfsq project rm --purge deletes it)"
+			f.Kind, f.Detail, f.Fix = InterruptedRemove, "a removal was interrupted half-way", "finish it (data is kept; a removal with purge deletes it)"
 			f.fixFn = func(ctx context.Context) error { _, err := m.Remove(ctx, p.Name, RemoveOptions{}); return err }
 		}
 		findings = append(findings, f)
@@ -247,7 +247,7 @@ func (m *Manager) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota
 	}
 	if err == nil && !fi.IsDir() {
 		f := base
-		f.Kind, f.Detail, f.Fix = MissingDirectory, fmt.Sprintf("%s is a %s, not a directory", dir, fi.Mode().Type()), "none: move it away by hand, then run doctor --fix"
+		f.Kind, f.Detail, f.Fix = MissingDirectory, fmt.Sprintf("%s is a %s, not a directory", dir, fi.Mode().Type()), "none: move it away by hand, then repair again"
 		return []Finding{f}
 	}
 	out := m.checkSkeleton(t, base)
@@ -291,7 +291,7 @@ func (m *Manager) checkSkeleton(t store.Tree, base Finding) []Finding {
 			// name put there meanwhile is not followed (EEXIST).
 			f.fixFn = func(context.Context) error { return os.Mkdir(p, 0o755) }
 		case err == nil && !fi.IsDir():
-			f.Kind, f.Fix = MissingDirectory, "none: move it away by hand, then run doctor --fix"
+			f.Kind, f.Fix = MissingDirectory, "none: move it away by hand, then repair again"
 			f.Detail = fmt.Sprintf("%s is a %s, not a directory (every workspace has %s/)", p, fi.Mode().Type(), sub)
 		default:
 			continue
@@ -356,7 +356,7 @@ func (m *Manager) checkIDs(ctx context.Context, trees []store.Tree, kernel map[q
 		f := Finding{Kind: KeptID, ProjectID: r.ProjectID}
 		if q := kernel[r.ProjectID]; q.OwnsData() {
 			f.Detail = fmt.Sprintf("reserved for %s; %d bytes in %d inodes still carry it", r.Owner, q.Bytes, q.Inodes)
-			f.Fix = "none while files carry it: delete them (or re-add the project), then run doctor --fix"
+			f.Fix = "none while files carry it: delete them (or re-add the project), then repair again"
 		} else {
 			f.Detail = fmt.Sprintf("reserved for %s; no file carries it any more", r.Owner)
 			f.Fix = "clear its limits and release it"
@@ -387,7 +387,7 @@ func (m *Manager) checkIDs(ctx context.Context, trees []store.Tree, kernel map[q
 		inRange := id >= m.Range.First && id <= m.Range.Last
 		if !inRange || handNamed[id] {
 			f.Kind, f.Fix = ForeignKernelID, "none: not xfsq's (outside its ID range or named in /etc/projid)"
-			f.Detail = fmt.Sprintf("project %d is in use (%d bytes, %d inodes) and belongs to no xfsq project", id, q.Bytes, q.Inodes)
+			f.Detail = fmt.Sprintf("project %d is in use (%d bytes, %d inodes) and belongs to no project xfsq manages", id, q.Bytes, q.Inodes)
 		} else {
 			f.Kind, f.Fix = OrphanKernelID, "clear its limits and reserve it until no file carries it"
 			f.Detail = fmt.Sprintf("project %d in xfsq's range is in use (%d bytes, %d inodes, limits %s) but no project owns it",
@@ -506,7 +506,7 @@ func (m *Manager) unmanagedDirs(projects []store.Project) []Finding {
 				continue
 			}
 			out = append(out, Finding{Kind: UnmanagedDir, Area: a, Path: filepath.Join(area.Base(a), e.Name()),
-				Detail: "no project owns it; it has no limits", Fix: "none: xfsq project add " + e.Name() + " adopts it, or remove it by hand"})
+				Detail: "no project owns it; it has no limits", Fix: "none: adding a project named " + e.Name() + " adopts it, or remove it by hand"})
 		}
 	}
 	return out

@@ -20,6 +20,6 @@ func fieldErrorf(field, format string, args ...any) error {
 
 // notReady is a project half-added or half-removed: a 503 to the server,
 // since the operation may succeed once doctor (or the other process) is done.
-func notReady(name, state, fix string) error {
-	return errkind.WithHint(errkind.NotReady, fmt.Errorf("project %q is %s, not ready", name, state), fix)
+func notReady(name, state string, fix errkind.Hint) error {
+	return errkind.WithFix(errkind.NotReady, fmt.Errorf("project %q is %s, not ready", name, state), fix)
 }

@@ -92,8 +92,8 @@ func (m *Manager) checkEventFilter(ctx context.Context, q EventQuery) error {
 		return fmt.Errorf("read the journal: %w", err)
 	}
 	if len(evs) == 0 {
-		return errkind.WithHint(errkind.NotFound, fmt.Errorf("project %q %w, and the journal has no record of it", q.Project, ErrNotFound),
-			"see xfsq project list")
+		return errkind.WithFix(errkind.NotFound, fmt.Errorf("project %q %w, and the journal has no record of it", q.Project, ErrNotFound),
+			errkind.Fix("see %s", errkind.Do(errkind.OpProjectList, "")))
 	}
 	return nil
 }

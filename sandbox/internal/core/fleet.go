@@ -217,8 +217,8 @@ func (m *Manager) fleetHosts(ctx context.Context, names []string) (FleetHosts, [
 }
 
 func unknownHost(name string) error {
-	return errkind.WithHint(errkind.NotFound, fmt.Errorf("host %q %w in this store: it never beat and holds no project", name, ErrNotFound),
-		"see xfsq host list")
+	return errkind.WithFix(errkind.NotFound, fmt.Errorf("host %q %w in this store: it never beat and holds no project", name, ErrNotFound),
+		errkind.Fix("see %s", errkind.Do(errkind.OpHostList, "")))
 }
 
 // CheckHosts refuses a host name the store has never heard of (an event
@@ -259,7 +259,7 @@ func (m *Manager) RetireHost(ctx context.Context, name string, force bool) (Reti
 	h := hosts[0]
 	if !h.Stale && h.RetiredAt == nil && !force {
 		return RetireOutcome{}, errkind.WithFieldHint(errkind.Conflict, fmt.Errorf("host %s %w (last seen %.0f s ago): retiring it would "+
-			"abandon the deletions it is making", name, ErrHostLive, *h.AgeSeconds), "stop its xfsq serve first, or give %s to retire it anyway", "force")
+			"abandon the deletions it is making", name, ErrHostLive, *h.AgeSeconds), "stop its server first, or give %s to retire it anyway", "force")
 	}
 	res, err := m.Store.RetireHost(ctx, name, m.actor(ctx), m.now())
 	if err != nil {

@@ -43,8 +43,8 @@ func readRootID(root string) (string, error) {
 	}
 	id := strings.TrimSpace(string(data))
 	if !rootIDPattern().MatchString(id) {
-		return "", errkind.WithHint(errkind.NotReady, fmt.Errorf("%s does not hold a root identity (a UUID): it was edited or damaged", p),
-			"restore it from a backup of the root; without one, move it aside and take the host name over with xfsq init")
+		return "", errkind.WithFix(errkind.NotReady, fmt.Errorf("%s does not hold a root identity (a UUID): it was edited or damaged", p),
+			errkind.Fix("restore it from a backup of the root; without one, move it aside and take the host name over with %s", errkind.Do(errkind.OpInit, "", "take_over_host", "")))
 	}
 	return id, nil
 }
@@ -91,16 +91,16 @@ func bindingError(root, host, rootID, fsID string, c *store.BindConflict) error 
 	}
 	h := c.Held
 	if h.RootID == rootID {
-		return errkind.WithFieldHint(errkind.Conflict,
+		return errkind.WithFix(errkind.Conflict,
 			fmt.Errorf("host %q is bound to this root's identity on another filesystem (bound on %s, now on %s): the root was copied or restored elsewhere",
 				host, h.FSID, fsID),
-			"if this copy replaces the original for good, xfsq init %s binds the host name to it (journalled)", "take_over_host")
+			errkind.Fix("if this copy replaces the original for good, %s binds the host name to it (journalled)", errkind.Do(errkind.OpInit, "", "take_over_host", "")))
 	}
-	return errkind.WithFieldHint(errkind.Conflict,
+	return errkind.WithFix(errkind.Conflict,
 		fmt.Errorf("host %q is bound to another root (%s, identity %s): this root (%s) may not act under its name",
 			host, h.Path, h.RootID, root),
-		"give this root a host name of its own (%s); if "+fmtLiteral(h.Path)+" is gone for good, xfsq init %s gives its name to this root (journalled)",
-		"host", "take_over_host")
+		errkind.Fix("give this root a host name of its own (%s); if "+fmtLiteral(h.Path)+" is gone for good, %s gives its name to this root (journalled)",
+			errkind.Field("host"), errkind.Do(errkind.OpInit, "", "take_over_host", "")))
 }
 
 // fmtLiteral is s inside a format string.

@@ -55,7 +55,7 @@ func (m *Manager) AcquireLease(ctx context.Context, name, run string, ttl time.D
 			return notFound(name)
 		}
 		if err == nil && state != store.StateReady {
-			err = notReady(name, state, "run xfsq doctor")
+			err = notReady(name, state, runDoctor)
 		}
 		return err
 	})
@@ -81,7 +81,7 @@ func (m *Manager) ReleaseLease(ctx context.Context, name, run string) error {
 		return err
 	})
 	if err == nil && !had {
-		err = errkind.WithHint(errkind.NotFound, fmt.Errorf("project %q has no lease for run %q", name, run), "see xfsq lease list")
+		err = errkind.WithFix(errkind.NotFound, fmt.Errorf("project %q has no lease for run %q", name, run), errkind.Fix("see %s", errkind.Do(errkind.OpLeaseList, name)))
 	}
 	return err
 }
@@ -139,7 +139,7 @@ func (m *Manager) checkLease(ctx context.Context, name, run string) error {
 		return err
 	}
 	if p.State != store.StateReady {
-		return notReady(name, p.State, "run xfsq doctor")
+		return notReady(name, p.State, runDoctor)
 	}
 	return nil
 }

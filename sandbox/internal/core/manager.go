@@ -122,8 +122,8 @@ func ValidateTree(name, a string) error {
 		if err := ValidateName(name); err != nil {
 			return err
 		}
-		return errkind.WithHint(errkind.Input, &InputError{Param: "area", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own tree, named %s in place of a project",
-			name, RootOwner)}, fmt.Sprintf("e.g. xfsq top %s --area inbound", RootOwner))
+		return errkind.WithFix(errkind.Input, &InputError{Param: "area", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own tree, named %s in place of a project",
+			name, RootOwner)}, errkind.Fix("e.g. %s", errkind.Do(errkind.OpTop, RootOwner, "area", area.Inbound)))
 	case name == RootOwner:
 		return errkind.WithFieldHint(errkind.Input, &InputError{Param: "area", Msg: fmt.Sprintf("%s owns only the inbound tree, not a %s tree", RootOwner, a)},
 			"give %s inbound with it", "area")
@@ -182,8 +182,8 @@ type Options struct {
 // CheckRoot refuses a directory that xfsq init has not prepared.
 func CheckRoot(root string) error {
 	if fi, err := os.Stat(filepath.Join(root, StateDir)); err != nil || !fi.IsDir() {
-		return errkind.WithHint(errkind.NotReady, fmt.Errorf("%s is not an xfsq sandbox root (no %s/)", root, StateDir),
-			"run xfsq init --root "+root)
+		return errkind.WithFix(errkind.NotReady, fmt.Errorf("%s is not an xfsq sandbox root (no %s/)", root, StateDir),
+			errkind.Fix("run %s", errkind.Do(errkind.OpInit, "", "root", root)))
 	}
 	return nil
 }
@@ -216,12 +216,13 @@ func checkStoreKnowsRoot(ctx context.Context, root string, st *store.Store) erro
 	if len(trees) > len(shown) {
 		more = fmt.Sprintf(" and %d more", len(trees)-len(shown))
 	}
-	return errkind.WithHint(errkind.NotReady,
+	return errkind.WithFix(errkind.NotReady,
 		fmt.Errorf("the store (%s, host %q) has no record of this root, yet %s holds project trees (%s%s): "+
 			"it is empty or new, or not this root's store; xfsq changes nothing until then",
 			st.Driver(), st.Host, filepath.Join(root, area.Base(area.Workspace)), strings.Join(shown, ", "), more),
-		fmt.Sprintf("restore the database from a backup, or point --db and --host at the store this root was initialised with; "+
-			"to adopt the trees into this store instead, move %s aside and run xfsq init", filepath.Join(root, StateDir)))
+		errkind.Fix("restore the database from a backup, or point %s and %s at the store this root was initialised with; "+
+			"to adopt the trees into this store instead, move "+fmtLiteral(filepath.Join(root, StateDir))+" aside and run %s",
+			errkind.Field("db"), errkind.Field("host"), errkind.Do(errkind.OpInit, "")))
 }
 
 // Open detects the backend of an initialised root.
@@ -272,7 +273,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if choice == BackendFallback {
 		err = &quota.UnsupportedError{Path: root, Short: "chosen at init",
 			Reason: "the root was initialised for application-level quotas (backend fallback); the kernel enforces nothing",
-			Fix:    "xfsq init --backend auto (or xfs, or ext4) uses the kernel's project quotas"}
+			Fix:    "initialising the root again with backend auto (or xfs, or ext4) uses the kernel's project quotas"}
 	} else {
 		fs, err = xfs.Open(root)
 	}
@@ -280,16 +281,16 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 		// Asked for by name: the kernel enforces here, but on another filesystem.
 		found := fs.Name()
 		fs.Close()
-		return nil, errkind.WithHint(errkind.NotReady,
+		return nil, errkind.WithFix(errkind.NotReady,
 			fmt.Errorf("the root was initialised for the %s backend, but %s is on %s", choice, root, found),
-			fmt.Sprintf("run xfsq init --backend %s (or auto) to use the kernel's %s project quotas", found, found))
+			errkind.Fix("run %s (or auto) to use the kernel's "+found+" project quotas", errkind.Do(errkind.OpInit, "", "backend", found)))
 	}
 	var unsupported *quota.UnsupportedError
 	if (choice == BackendXFS || choice == BackendExt4) && errors.As(err, &unsupported) {
 		// Asked for by name: never a silent fallback.
-		return nil, errkind.WithHint(errkind.NotReady,
+		return nil, errkind.WithFix(errkind.NotReady,
 			fmt.Errorf("the root was initialised for the %s backend, but %s: %s", choice, unsupported.Path, unsupported.Reason),
-			unsupported.Fix+"; or run xfsq init --backend fallback to accept application-level quotas")
+			errkind.Fix(fmtLiteral(unsupported.Fix)+"; or run %s to accept application-level quotas", errkind.Do(errkind.OpInit, "", "backend", BackendFallback)))
 	}
 	switch {
 	case err == nil:
@@ -428,8 +429,8 @@ func readBackendChoice(root string) (string, error) {
 	}
 	choice := strings.TrimSpace(string(data))
 	if err := ValidateBackend(choice); err != nil {
-		return "", errkind.WithHint(errkind.NotReady, fmt.Errorf("%s: %w", filepath.Join(root, StateDir, backendFile), err),
-			"run xfsq init --backend auto|xfs|ext4|fallback again")
+		return "", errkind.WithFix(errkind.NotReady, fmt.Errorf("%s: %w", filepath.Join(root, StateDir, backendFile), err),
+			errkind.Fix("run %s again", errkind.Do(errkind.OpInit, "", "backend", "auto|xfs|ext4|fallback")))
 	}
 	return choice, nil
 }
@@ -691,7 +692,7 @@ func (m *Manager) Tree(ctx context.Context, name, a string) (store.Tree, error) 
 		return store.Tree{}, err
 	}
 	if p.State != store.StateReady {
-		return store.Tree{}, notReady(name, p.State, "run xfsq doctor --fix first")
+		return store.Tree{}, notReady(name, p.State, errkind.Fix("run %s first", errkind.Do(errkind.OpDoctor, "", "fix", "")))
 	}
 	trees, err := m.Store.Trees(ctx, name)
 	if err != nil {
@@ -705,12 +706,12 @@ func (m *Manager) Tree(ctx context.Context, name, a string) (store.Tree, error) 
 	if name == RootOwner {
 		return store.Tree{}, errNoInboundTree()
 	}
-	return store.Tree{}, fmt.Errorf("project %q has no %s tree: run xfsq doctor", name, a)
+	return store.Tree{}, errkind.WithFix(errkind.Internal, fmt.Errorf("project %q has no %s tree", name, a), runDoctor)
 }
 
 // errNoInboundTree is a root initialised before inbound/ was a tree.
 func errNoInboundTree() error {
-	return errkind.WithHint(errkind.NotReady,
+	return errkind.WithFix(errkind.NotReady,
 		fmt.Errorf("the root has no inbound tree (initialised before xfsq gave %s/ a project ID and limits)", area.Base(area.Inbound)), doctorFix)
 }
 

@@ -60,7 +60,7 @@ func TestMessagesNameNoCLIFlagTheHintDoes(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			msg, hint := err.Error(), errkind.HintIn(err, clihint.Flag)
+			msg, hint := err.Error(), errkind.HintIn(err, clihint.Words)
 			if strings.Contains(msg, "--") {
 				t.Errorf("message %q names a CLI flag; that belongs in the hint", msg)
 			}

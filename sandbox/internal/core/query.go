@@ -82,7 +82,7 @@ type TreeStatus struct {
 }
 
 func notFound(name string) error {
-	return errkind.WithHint(errkind.NotFound, fmt.Errorf("project %q %w", name, ErrNotFound), "see xfsq project list")
+	return errkind.WithFix(errkind.NotFound, fmt.Errorf("project %q %w", name, ErrNotFound), errkind.Fix("see %s", errkind.Do(errkind.OpProjectList, "")))
 }
 
 // List returns the projects without reading usage.
@@ -549,7 +549,7 @@ func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission,
 	}
 	a := Admission{Project: name, Decision: Ok, Backend: p.Backend, Trees: p.Trees}
 	if p.State != store.StateReady {
-		a.Decision, a.Message = Deny, fmt.Sprintf("project %q is %s, not ready: run xfsq doctor", name, p.State)
+		a.Decision, a.Message = Deny, fmt.Sprintf("project %q is %s, not ready: an add or a removal is running or was interrupted (the doctor says which)", name, p.State)
 		return a, nil
 	}
 	now := m.now()

@@ -17,14 +17,15 @@ import (
 // driver's error may name hosts and users, and readiness is asked by
 // anonymous probes); Unwrap gives the cause for the server's log.
 type NotReadyError struct {
-	Part, Msg, Fix string
-	Cause          error
+	Part, Msg string
+	Fix       errkind.Hint
+	Cause     error
 }
 
 func (e *NotReadyError) Error() string      { return e.Part + ": " + e.Msg }
 func (e *NotReadyError) Unwrap() error      { return e.Cause }
 func (e *NotReadyError) Kind() errkind.Kind { return errkind.NotReady }
-func (e *NotReadyError) Hint() string       { return e.Fix }
+func (e *NotReadyError) Hint() errkind.Hint { return e.Fix }
 
 // Ready says whether an open root can serve requests now (a server's
 // readiness): the root is still there with its .xfsq/ (an unmounted root
@@ -32,7 +33,7 @@ func (e *NotReadyError) Hint() string       { return e.Fix }
 // the backend was opened for, and the store answers within timeout.
 func (m *Manager) Ready(ctx context.Context, timeout time.Duration) error {
 	if err := CheckRoot(m.Root); err != nil {
-		return &NotReadyError{Part: "root", Msg: "the sandbox root has no " + StateDir + "/ (unmounted?)", Fix: "mount the sandbox root again, or run xfsq init", Cause: err}
+		return &NotReadyError{Part: "root", Msg: "the sandbox root has no " + StateDir + "/ (unmounted?)", Fix: errkind.Fix("mount the sandbox root again, or run %s", errkind.Do(errkind.OpInit, "")), Cause: err}
 	}
 	if m.Backend == nil {
 		return &NotReadyError{Part: "backend", Msg: "no quota backend was detected"}
@@ -40,7 +41,7 @@ func (m *Manager) Ready(ctx context.Context, timeout time.Duration) error {
 	if m.IsXFS() {
 		var sfs unix.Statfs_t
 		if err := unix.Statfs(m.Root, &sfs); err != nil || sfs.Type != unix.XFS_SUPER_MAGIC {
-			return &NotReadyError{Part: "backend", Msg: "the sandbox root is no longer on XFS", Fix: "mount its XFS filesystem again", Cause: err}
+			return &NotReadyError{Part: "backend", Msg: "the sandbox root is no longer on XFS", Fix: errkind.Fix("mount its XFS filesystem again"), Cause: err}
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -55,11 +56,11 @@ func (m *Manager) Ready(ctx context.Context, timeout time.Duration) error {
 // the budget (a blackholed link), or failing otherwise; never where the
 // database is (readiness is asked anonymously).
 func storeNotReady(err error, timeout time.Duration) *NotReadyError {
-	e := &NotReadyError{Part: "store", Msg: fmt.Sprintf("does not answer within %s", timeout), Fix: "check that the database (--db) is up and reachable", Cause: err}
+	e := &NotReadyError{Part: "store", Msg: fmt.Sprintf("does not answer within %s", timeout), Fix: errkind.Fix("check that the database (%s) is up and reachable", errkind.Field("db")), Cause: err}
 	var u *store.UnreachableError
 	switch {
 	case errors.As(err, &u):
-		e.Msg, e.Fix = "unreachable: "+u.Why, u.Hint()
+		e.Msg, e.Fix = "unreachable: "+u.Why, errkind.Fix(u.Hint())
 	case !errors.Is(err, context.DeadlineExceeded):
 		e.Msg = "fails to answer (the server's log says why)"
 	}

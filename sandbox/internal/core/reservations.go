@@ -204,7 +204,7 @@ func (m *Manager) strayTemps(ctx context.Context, trees []store.Tree, ready func
 					return err
 				}
 				defer top.Close()
-				return m.removeTemp(ctx, top, t.Project, t.Area, name, "stray", "doctor --fix: a temporary file no write holds")
+				return m.removeTemp(ctx, top, t.Project, t.Area, name, "stray", "the doctor's repair: a temporary file no write holds")
 			}
 			out = append(out, f)
 		}

@@ -134,11 +134,11 @@ func OpenRoot(ctx context.Context, cfg Config) (*Root, error) {
 		return nil, err
 	}
 	if cfg.TakeOverHost && !cfg.Init {
-		return nil, fieldErrorf("take_over_host", "a host name is taken over by xfsq init only")
+		return nil, fieldErrorf("take_over_host", "is for an init only: a host name is taken over as a root is initialised")
 	}
 	if cfg.Backend != "" {
 		if !cfg.Init {
-			return nil, fieldErrorf("backend", "is chosen by xfsq init --backend, not by %q", cfg.Backend)
+			return nil, fieldErrorf("backend", "is chosen as the root is initialised (init), not by %q", cfg.Backend)
 		}
 		if err := ValidateBackend(cfg.Backend); err != nil {
 			return nil, err
@@ -213,8 +213,8 @@ func checkStoreExists(dsn string) error {
 		return nil
 	}
 	if _, err := os.Stat(dsn); errors.Is(err, fs.ErrNotExist) {
-		return errkind.WithHint(errkind.Input, fmt.Errorf("the store %s does not exist", dsn),
-			"check its path for a typo; only xfsq init creates a store")
+		return errkind.WithFix(errkind.Input, fmt.Errorf("the store %s does not exist", dsn),
+			errkind.Fix("check its path for a typo; only %s creates a store", errkind.Do(errkind.OpInit, "")))
 	}
 	return nil
 }
@@ -261,8 +261,8 @@ func openStore(ctx context.Context, root, dsn string, cfg Config) (*store.Store,
 // full says what is full, the hint what to do (in the CLI's words).
 func cannotWriteStore(full *DiskFullError, dsn, why string) error {
 	full.Err = fmt.Errorf("xfsq cannot write its store %s (%s)", dsn, why)
-	return errkind.WithHint(errkind.NotReady, full, "free space there (read commands, files rm, sweep and project rm still work), "+
-		"and keep the store on another filesystem (--db) so that it never fills with the trees")
+	return errkind.WithFieldHint(errkind.NotReady, full, "free space there (reads, and the removals and sweeps that free space, still work), "+
+		"and keep the store on another filesystem (%s) so that it never fills with the trees", "db")
 }
 
 // defaultHostNote says that a shared store names this host by the OS

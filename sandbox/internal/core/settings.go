@@ -106,7 +106,7 @@ func (m *Manager) SetSettingExplicit(ctx context.Context, key, value string, all
 	}
 	norm, err := s.NormalizeExplicit(value, allowZero)
 	if err != nil {
-		return settings.Value{}, "", &InputError{Msg: err.Error()}
+		return settings.Value{}, "", errkind.WithFix(errkind.Input, &InputError{Msg: err.Error()}, errkind.FixOf(err))
 	}
 	prev, err := m.setting(ctx, key)
 	if err != nil {

@@ -288,7 +288,7 @@ func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) erro
 			walk := snap.SizeBytes
 			r.WalkBytes = &walk
 			r.Escape = fmt.Sprintf("the walk at %s found %d bytes under the tree, the kernel counts %d for its project ID: "+
-				"files may have left the quota (xfsq doctor --fix re-tags them)", snap.At.Format(time.RFC3339), walk, snap.KernelBytes)
+				"files may have left the quota (the doctor's repair re-tags them)", snap.At.Format(time.RFC3339), walk, snap.KernelBytes)
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -45,9 +46,9 @@ type SavedPlan struct {
 	Plan     sweep.Plan `json:"plan"`
 }
 
-// replan says what to do about a plan that is refused: the CLI's words
-// (and the API's), so they travel as the hint, beside the message.
-const replan = "make a new one with xfsq sweep --dry-run --plan-out FILE (or a dry run over the API), review it, and apply that"
+// replan says what to do about a plan that is refused: a dry run that
+// keeps a plan, worded by each shell (the CLI's plan file, the API's id).
+var replan = errkind.Fix("make a new one with %s, review it, and apply that", errkind.Do(errkind.OpSweep, "", "dry_run", "", "plan_out", "FILE"))
 
 // planRefused is a saved plan that is well formed but that the state no
 // longer lets run (another root, store or project; stale; other settings;
@@ -57,13 +58,13 @@ func planRefused(format string, args ...any) error {
 	return planRefusedHint(replan, format, args...)
 }
 
-func planRefusedHint(hint, format string, args ...any) error {
-	return errkind.WithHint(errkind.Unprocessable, fmt.Errorf("sweep plan refused: "+format, args...), hint)
+func planRefusedHint(hint errkind.Hint, format string, args ...any) error {
+	return errkind.WithFix(errkind.Unprocessable, fmt.Errorf("sweep plan refused: "+format, args...), hint)
 }
 
 // planMalformed is input that is not a saved plan at all.
 func planMalformed(format string, args ...any) error {
-	return errkind.WithHint(errkind.Input, fmt.Errorf("sweep plan refused: "+format, args...), replan)
+	return errkind.WithFix(errkind.Input, fmt.Errorf("sweep plan refused: "+format, args...), replan)
 }
 
 // rootID is the identity of the root directory: a plan is bound to the
@@ -192,7 +193,7 @@ func (m *Sweeper) checkPlan(ctx context.Context, data []byte) (SavedPlan, error)
 		return sp, err
 	}
 	if sp.Settings != settingsNow {
-		return sp, planRefusedHint("see what changed with xfsq events --type settings.changed; "+replan,
+		return sp, planRefusedHint(errkind.Fix("see what changed with %s", errkind.Do(errkind.OpEvents, "", "type", string(journal.TypeSettingChanged))).Then(replan),
 			"plan %s was made under other settings than those in force now", sp.ID)
 	}
 	if ok, err := m.Store.MarkPlanApplied(ctx, sp.ID, rec.Digest, m.Now()); err != nil || !ok {

@@ -341,8 +341,8 @@ func (e *SweepBusyError) Error() string {
 
 func (e *SweepBusyError) Kind() errkind.Kind { return errkind.Conflict }
 
-func (e *SweepBusyError) Hint() string {
-	return "wait for that sweep to end, then sweep them again (an applied plan is spent: make a new one)"
+func (e *SweepBusyError) Hint() errkind.Hint {
+	return errkind.Fix("wait for that sweep to end, then sweep them again (an applied plan is spent: make a new one)")
 }
 
 // sweepLocked, when a test sets it, is called with each project as its
@@ -459,8 +459,8 @@ func (m *Sweeper) sweepTargets(ctx context.Context, o SweepOptions, areas map[st
 				return nil, errkind.WithFieldHint(errkind.Input, &core.InputError{Param: "areas", Msg: fmt.Sprintf("%s owns only the inbound tree, not the areas asked", core.RootOwner)},
 					"sweep it with %s inbound, or with no area", "areas")
 			}
-			return nil, errkind.WithHint(errkind.Input, &core.InputError{Param: "areas", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own, swept as %s", n, core.RootOwner)},
-				fmt.Sprintf("xfsq sweep %s --area inbound", core.RootOwner))
+			return nil, errkind.WithFix(errkind.Input, &core.InputError{Param: "areas", Msg: fmt.Sprintf("project %q has no inbound tree: inbound/ is the root's own, swept as %s", n, core.RootOwner)},
+				errkind.Fix("%s", errkind.Do(errkind.OpSweep, core.RootOwner, "areas", area.Inbound)))
 		}
 		return o.Projects, nil
 	}
