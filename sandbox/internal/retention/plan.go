@@ -16,8 +16,8 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
-	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
