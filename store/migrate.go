@@ -270,6 +270,37 @@ var migrations = []string{
 	// unnamed): a walk leaves out only that inode at the name, never a
 	// file a tenant put there (Store.BeginWalk).
 	`ALTER TABLE reservations ADD COLUMN temp_ino BIGINT NOT NULL DEFAULT 0;`,
+	// 17: which limits each tree is over, as last journalled (a row per
+	// tree and limit; none: under it), so that every crossing is
+	// journalled once whoever sees it first, in whichever process
+	// (RecordCrossings); seeded from the soft_exceeded mark it replaces.
+	// And the trees of past snapshots, one every HistoryEvery at most, so
+	// that what changed in a tree is read without walking it again (Diff).
+	`CREATE TABLE limit_crossings (
+		host       TEXT    NOT NULL,
+		project    TEXT    NOT NULL,
+		area       TEXT    NOT NULL,
+		limit_name TEXT    NOT NULL, -- bytes_soft | bytes_hard | inodes_soft | inodes_hard
+		over       BOOLEAN NOT NULL,
+		since      BIGINT  NOT NULL, -- when the state was recorded
+		PRIMARY KEY (host, project, area, limit_name),
+		FOREIGN KEY (host, project, area) REFERENCES trees (host, project, area) ON DELETE CASCADE
+	);
+	INSERT INTO limit_crossings (host, project, area, limit_name, over, since)
+	SELECT host, project, area, 'bytes_soft', TRUE, 0 FROM trees
+	WHERE soft_exceeded AND bytes_soft > 0 AND walked_bytes + ledger_bytes > bytes_soft;
+	INSERT INTO limit_crossings (host, project, area, limit_name, over, since)
+	SELECT host, project, area, 'inodes_soft', TRUE, 0 FROM trees
+	WHERE soft_exceeded AND inodes_soft > 0 AND walked_inodes + ledger_inodes > inodes_soft;
+	CREATE TABLE snapshot_history (
+		host    TEXT   NOT NULL,
+		project TEXT   NOT NULL,
+		area    TEXT   NOT NULL,
+		at      BIGINT NOT NULL,
+		digest  TEXT   NOT NULL, -- SHA-256 of tree, hex: an unchanged tree is not kept again
+		tree    {{bytes}} NOT NULL,
+		PRIMARY KEY (host, project, area, at)
+	);`,
 }
 
 // ddl holds, per migration number, statements run whole after that
