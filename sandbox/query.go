@@ -13,6 +13,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/store"
@@ -357,6 +358,9 @@ func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 			out, err = m.status(ctx, u.trees, all, Read{})
 			return err
 		})
+		if err == nil {
+			m.noteLimitsLater(ctx, out, journal.SeenByKernel)
+		}
 		return out, err
 	}
 	if u.all == nil {
@@ -377,6 +381,7 @@ func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 			t.UsageAgeSeconds = &ages[i]
 		}
 	}
+	m.noteLimitsLater(ctx, out, journal.SeenByScrape)
 	return out, nil
 }
 
@@ -531,6 +536,7 @@ func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission,
 		// Concatenated, not Sprintf'd: asked before every run.
 		a.Decision, a.Message = decision, "project "+strconv.Quote(name)+which+": "+msg
 	}
+	m.noteLimits(ctx, p.Trees, journal.SeenByAdmission) // best effort: the answer stands, the next observer records it
 	return a, nil
 }
 

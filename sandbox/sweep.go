@@ -18,7 +18,6 @@ import (
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
-	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -327,13 +326,8 @@ func (m *Manager) sweepOne(ctx context.Context, dir *saferm.Dir, n string, areas
 		plan = rederive(saved.Plan, plan, []string{n})
 	}
 	out.plan = plan
-	for _, over := range plan.OverSoft {
-		if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-			return tx.AppendEvent(ctx, over.Project, m.actor(ctx), journal.QuotaExceeded{
-				Area: over.Area, UsedBytes: over.Bytes, BytesSoft: over.Soft, SweepID: sweepID})
-		}); err != nil {
-			return out, err
-		}
+	if err := m.noteSweepOverSoft(ctx, plan.OverSoft, sweepID); err != nil {
+		return out, err
 	}
 	budget := o.Budget
 	if budget > 0 {

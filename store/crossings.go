@@ -139,28 +139,35 @@ func WithGrace(ctx context.Context, grace time.Duration) context.Context {
 // fullWithin below (ext4 stops writes up to a page short). A soft limit's
 // grace ends at its timer's start plus grace (zero: not known).
 func LimitsCrossings(k TreeKey, l quota.Limits, u quota.Usage, fullWithin uint64, bytesGrace, inodesGrace time.Time, seenBy string) []Crossing {
+	over := LimitsOver(l, u, fullWithin)
 	figures := journal.QuotaExceeded{Area: k.Area, UsedBytes: u.Bytes, UsedInodes: &u.Inodes, BytesSoft: l.BytesSoft,
 		InodesSoft: &l.InodesSoft, BytesHard: &l.BytesHard, InodesHard: &l.InodesHard, SeenBy: seenBy}
 	out := make([]Crossing, 0, 4)
-	for _, c := range []struct {
-		limit, used uint64
-		name        string
-		over        bool
-		grace       time.Time
-	}{
-		{l.BytesSoft, u.Bytes, journal.LimitBytesSoft, l.BytesSoft > 0 && u.Bytes > l.BytesSoft, bytesGrace},
-		{l.BytesHard, u.Bytes, journal.LimitBytesHard, l.BytesHard > 0 && (u.Bytes >= l.BytesHard || l.BytesHard-u.Bytes < fullWithin), time.Time{}},
-		{l.InodesSoft, u.Inodes, journal.LimitInodesSoft, l.InodesSoft > 0 && u.Inodes > l.InodesSoft, inodesGrace},
-		{l.InodesHard, u.Inodes, journal.LimitInodesHard, l.InodesHard > 0 && u.Inodes >= l.InodesHard, time.Time{}},
-	} {
+	for i, c := range []struct {
+		limit uint64
+		grace time.Time
+	}{{l.BytesSoft, bytesGrace}, {l.BytesHard, time.Time{}}, {l.InodesSoft, inodesGrace}, {l.InodesHard, time.Time{}}} {
+		name := journal.LimitNames[i]
 		x := figures
-		x.Limit, x.LimitValue = c.name, &c.limit
+		x.Limit, x.LimitValue = name, &c.limit
 		if !c.grace.IsZero() {
 			g := c.grace.UTC()
 			x.GraceEndsAt = &g
 		}
-		out = append(out, Crossing{CrossingKey: CrossingKey{k, c.name}, Over: c.over, Exceeded: x,
-			OK: journal.QuotaOK{Area: k.Area, Limit: c.name, UsedBytes: u.Bytes, UsedInodes: u.Inodes, LimitValue: c.limit, SeenBy: seenBy}})
+		out = append(out, Crossing{CrossingKey: CrossingKey{k, name}, Over: over[i], Exceeded: x,
+			OK: journal.QuotaOK{Area: k.Area, Limit: name, UsedBytes: u.Bytes, UsedInodes: u.Inodes, LimitValue: c.limit, SeenBy: seenBy}})
 	}
 	return out
+}
+
+// LimitsOver says which limits, in journal.LimitNames' order, usage u is
+// over (as LimitsCrossings counts it), without making the records: what
+// an observer compares with what it knows before anything else.
+func LimitsOver(l quota.Limits, u quota.Usage, fullWithin uint64) [4]bool {
+	return [4]bool{
+		l.BytesSoft > 0 && u.Bytes > l.BytesSoft,
+		l.BytesHard > 0 && (u.Bytes >= l.BytesHard || l.BytesHard-u.Bytes < fullWithin),
+		l.InodesSoft > 0 && u.Inodes > l.InodesSoft,
+		l.InodesHard > 0 && u.Inodes >= l.InodesHard,
+	}
 }
