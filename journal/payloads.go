@@ -150,7 +150,7 @@ type QuotaExceeded struct {
 	Limit string `json:"limit,omitempty"`
 	// LimitValue is that limit's figure (bytes or inodes).
 	LimitValue *uint64 `json:"limit_value,omitempty"`
-	UsedBytes uint64 `json:"used_bytes"`
+	UsedBytes  uint64  `json:"used_bytes"`
 	// UsedInodes is nil in a sweep's record.
 	UsedInodes *uint64 `json:"used_inodes,omitempty"`
 	BytesSoft  uint64  `json:"bytes_soft"`

@@ -75,6 +75,13 @@ type TreeStatus struct {
 	// kernel's count disagreed by more than 1 %: a sign of a quota escape.
 	WalkBytes *uint64 `json:"walk_bytes,omitempty"`
 	Escape    string  `json:"escape,omitempty"`
+	// FullInSeconds is how long until the tree reaches its hard byte limit
+	// at its trend (trend.go; 0: it has), absent when it is not filling or
+	// too little is known; ReclaimableBytes what the sweep policies would
+	// free in it now, as its last plan found, absent until one was made.
+	// Both are filled by Report and ProjectStorage only.
+	FullInSeconds    *float64 `json:"full_in_seconds,omitempty"`
+	ReclaimableBytes *uint64  `json:"reclaimable_bytes,omitempty"`
 	// fullWithin is how little room left counts as none: on ext4 the
 	// kernel reserves a page for each page a write dirties, so a tree
 	// with less than a page below its hard limit takes no more data (it
@@ -199,7 +206,10 @@ func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	return statuses, m.growthAndActivity(ctx, statuses)
+	if err := m.growthAndActivity(ctx, statuses); err != nil {
+		return nil, err
+	}
+	return statuses, m.insight(ctx, statuses)
 }
 
 // fallbackRead reads a fallback tree as admission sees it — its last walk,

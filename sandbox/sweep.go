@@ -341,7 +341,8 @@ func (m *Manager) sweepOne(ctx context.Context, dir *saferm.Dir, n string, areas
 	} else {
 		out.res = x.Run(ctx, plan)
 	}
-	return out, nil
+	// What the plan found less what went: the rest is still to be freed.
+	return out, m.recordReclaimable(context.WithoutCancel(ctx), []sweep.Project{{Name: n}}, areas, plan, out.res.Evicted, m.now())
 }
 
 // errLeasedNow is why a deletion whose pending record found a lease was not made.
@@ -541,7 +542,7 @@ func (m *Manager) planSweep(ctx context.Context, dir *saferm.Dir, names []string
 	}
 	plan := sweep.MakePlan(projects, policy, now)
 	plan.Skipped = append(plan.Skipped, refused...)
-	return plan, nil
+	return plan, m.recordReclaimable(ctx, projects, areas, plan, nil, now)
 }
 
 // resolvePending settles deletions journalled as pending by a process that

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"time"
+
+	"github.com/xfsq/xfsq/journal"
 )
 
 // HistoryEvery is how often at most a tree's snapshot is kept whole for
@@ -99,4 +101,35 @@ func (s *Store) SnapshotTotals(ctx context.Context, k TreeKey, since time.Time) 
 		out[i].fill()
 	}
 	return out, err
+}
+
+// PassFree reads what each scheduled snapshot pass since then found free
+// on the root's filesystem (storage.snapshot's free_bytes), oldest first,
+// without decoding the records' lists of trees.
+func (s *Store) PassFree(ctx context.Context, since time.Time) ([]PassFree, error) {
+	field := `json_extract(payload, '$.free_bytes')`
+	if s.postgres {
+		field = `(payload::json ->> 'free_bytes')::bigint`
+	}
+	var rows []struct {
+		At   int64         `db:"at"`
+		Free sql.NullInt64 `db:"free"`
+	}
+	if err := s.sel(ctx, &rows, `SELECT at, `+field+` AS free FROM events WHERE host = ? AND type = ? AND at >= ? ORDER BY at`,
+		s.Host, string(journal.TypeSnapshot), toMicros(since)); err != nil {
+		return nil, err
+	}
+	out := make([]PassFree, 0, len(rows))
+	for _, r := range rows {
+		if r.Free.Valid && r.Free.Int64 > 0 {
+			out = append(out, PassFree{At: fromMicros(r.At), FreeBytes: uint64(r.Free.Int64)})
+		}
+	}
+	return out, nil
+}
+
+// PassFree is what one scheduled pass found free.
+type PassFree struct {
+	At        time.Time
+	FreeBytes uint64
 }

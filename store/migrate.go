@@ -276,6 +276,8 @@ var migrations = []string{
 	// (RecordCrossings); seeded from the soft_exceeded mark it replaces.
 	// And the trees of past snapshots, one every HistoryEvery at most, so
 	// that what changed in a tree is read without walking it again (Diff).
+	// And what the sweep policies would free in each tree, as the last plan
+	// (a dry run, a sweep, the scheduled pass) found, less what it freed.
 	`CREATE TABLE limit_crossings (
 		host       TEXT    NOT NULL,
 		project    TEXT    NOT NULL,
@@ -300,6 +302,15 @@ var migrations = []string{
 		digest  TEXT   NOT NULL, -- SHA-256 of tree, hex: an unchanged tree is not kept again
 		tree    {{bytes}} NOT NULL,
 		PRIMARY KEY (host, project, area, at)
+	);
+	CREATE TABLE reclaimable (
+		host       TEXT   NOT NULL,
+		project    TEXT   NOT NULL,
+		area       TEXT   NOT NULL,
+		bytes      BIGINT NOT NULL, -- what the sweep policies would free, as last planned
+		entries    BIGINT NOT NULL,
+		planned_at BIGINT NOT NULL,
+		PRIMARY KEY (host, project, area)
 	);`,
 }
 

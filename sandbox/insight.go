@@ -1,0 +1,185 @@
+package sandbox
+
+import (
+	"context"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/store"
+	"github.com/xfsq/xfsq/sweep"
+)
+
+// What an operator asks first, beside usage and limits: when a tree will
+// be full at its trend (trend.go's rule), what the sweep policies would
+// free in it now, and how much the root's limits promise of its disk.
+
+// recordReclaimable keeps what a plan of projects found the policies would
+// free in each of their trees (areas), less what its sweep freed (freed;
+// nil for a dry run). A leased project's trees keep what an
+// earlier plan found: the lease defers their sweep, not what it would free.
+func (m *Manager) recordReclaimable(ctx context.Context, projects []sweep.Project, areas map[string]bool, plan sweep.Plan, freed []sweep.Done, now time.Time) error {
+	if m.Store.ReadOnly() {
+		return nil
+	}
+	gone := make(map[string]bool, len(freed))
+	for _, d := range freed {
+		gone[d.Path] = true
+	}
+	byTree := map[store.TreeKey]*store.Reclaimable{}
+	var out []store.Reclaimable
+	for _, p := range projects {
+		if len(p.LeasedBy) > 0 {
+			continue
+		}
+		for _, a := range sweepAreas(p.Name, areas) {
+			k := store.TreeKey{Project: p.Name, Area: a}
+			out = append(out, store.Reclaimable{TreeKey: k, PlannedAt: now})
+		}
+	}
+	for i := range out {
+		byTree[out[i].TreeKey] = &out[i]
+	}
+	for _, e := range plan.Evict {
+		r := byTree[store.TreeKey{Project: e.Project, Area: e.Area}]
+		if r == nil {
+			continue
+		}
+		if !gone[e.Path] {
+			r.Bytes += e.Bytes
+			r.Entries++
+		}
+	}
+	return m.Store.SetReclaimable(ctx, out)
+}
+
+// insight fills the rows' full-in estimate and reclaimable bytes.
+func (m *Manager) insight(ctx context.Context, rows []TreeStatus) error {
+	reclaim, err := m.Store.AllReclaimable(ctx)
+	if err != nil {
+		return err
+	}
+	now := m.now()
+	for i := range rows {
+		r := &rows[i]
+		k := store.TreeKey{Project: r.Project, Area: r.Area}
+		if rc, ok := reclaim[k]; ok {
+			r.ReclaimableBytes = &rc.Bytes
+		}
+		t, err := m.treeTrend(ctx, r, now)
+		if err != nil {
+			return err
+		}
+		if t.FullIn != nil {
+			secs := t.FullIn.Seconds()
+			r.FullInSeconds = &secs
+		}
+	}
+	return nil
+}
+
+// treeTrend fits the tree's complete snapshots over TrendWindow and its
+// usage read now (on XFS and ext4 the kernel's count) against its hard
+// byte limit.
+func (m *Manager) treeTrend(ctx context.Context, r *TreeStatus, now time.Time) (Trend, error) {
+	snaps, err := m.Store.SnapshotTotals(ctx, store.TreeKey{Project: r.Project, Area: r.Area}, now.Add(-TrendWindow))
+	if err != nil {
+		return Trend{}, err
+	}
+	points := make([]UsagePoint, 0, len(snaps)+1)
+	for _, s := range snaps {
+		if !s.Partial {
+			points = append(points, UsagePoint{At: s.At, Bytes: s.SizeBytes})
+		}
+	}
+	at := now
+	if r.UsageAsOf != nil {
+		at = *r.UsageAsOf // the fallback's figure is its walk's, plus xfsq's writes since
+	}
+	points = append(points, UsagePoint{At: at, Bytes: r.UsedBytes})
+	return FullIn(points, r.BytesHard, now), nil
+}
+
+// diskTrend fits the disk's use at each scheduled pass over TrendWindow
+// (storage.snapshot records what was free) and now, against its size.
+func (m *Manager) diskTrend(ctx context.Context, total, free uint64, now time.Time) (Trend, error) {
+	passes, err := m.Store.PassFree(ctx, now.Add(-TrendWindow))
+	if err != nil {
+		return Trend{}, err
+	}
+	points := make([]UsagePoint, 0, len(passes)+1)
+	for _, p := range passes {
+		if p.FreeBytes <= total {
+			points = append(points, UsagePoint{At: p.At, Bytes: total - p.FreeBytes})
+		}
+	}
+	points = append(points, UsagePoint{At: now, Bytes: total - min(free, total)})
+	return FullIn(points, total, now), nil
+}
+
+// diskSize is the size and available bytes of the root's filesystem.
+func (m *Manager) diskSize() (total, free uint64, ok bool) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(m.Root, &st); err != nil {
+		return 0, 0, false
+	}
+	return st.Blocks * uint64(st.Bsize), st.Bavail * uint64(st.Bsize), true
+}
+
+// Promised is how much the root's hard byte limits promise of its disk,
+// as an Incus pool shows it: the sum of every tree's hard byte limit,
+// how many trees have none (unbounded: promised the whole disk), and the
+// ratio of the sum to the disk's size (over 1: overcommitted).
+type Promised struct {
+	PromisedBytes   uint64  `json:"promised_bytes"`
+	UnlimitedTrees  int     `json:"unlimited_trees"`
+	OvercommitRatio float64 `json:"overcommit_ratio"`
+}
+
+func promised(rows []TreeStatus, disk uint64) Promised {
+	var p Promised
+	for _, r := range rows {
+		if r.BytesHard == 0 {
+			p.UnlimitedTrees++
+			continue
+		}
+		p.PromisedBytes += r.BytesHard
+	}
+	if disk > 0 {
+		p.OvercommitRatio = float64(p.PromisedBytes) / float64(disk)
+	}
+	return p
+}
+
+// overviewInsight fills the disk's trend, promises and reclaimable bytes.
+func (m *Manager) overviewInsight(ctx context.Context, ov *Overview, rows []TreeStatus, now time.Time) error {
+	d := &ov.Disk
+	d.Promised = promised(rows, d.TotalBytes)
+	for _, r := range rows {
+		if r.ReclaimableBytes != nil {
+			d.ReclaimableBytes += *r.ReclaimableBytes
+		}
+	}
+	if d.TotalBytes == 0 {
+		return nil
+	}
+	t, err := m.diskTrend(ctx, d.TotalBytes, d.FreeBytes, now)
+	if err != nil {
+		return err
+	}
+	if t.FullIn != nil {
+		secs := t.FullIn.Seconds()
+		d.FullInSeconds = &secs
+	}
+	return nil
+}
+
+// projectInsight adds one tree's row to its project's line.
+func projectInsight(p *ProjectOverview, r TreeStatus) {
+	if r.ReclaimableBytes != nil {
+		p.ReclaimableBytes += *r.ReclaimableBytes
+	}
+	if r.FullInSeconds != nil && (p.FullInSeconds == nil || *r.FullInSeconds < *p.FullInSeconds) {
+		p.FullInSeconds, p.FullInArea = r.FullInSeconds, r.Area
+	}
+}
