@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -182,4 +184,77 @@ func projectInsight(p *ProjectOverview, r TreeStatus) {
 	if r.FullInSeconds != nil && (p.FullInSeconds == nil || *r.FullInSeconds < *p.FullInSeconds) {
 		p.FullInSeconds, p.FullInArea = r.FullInSeconds, r.Area
 	}
+}
+
+// TreeKey names one tree: a project (or RootOwner) and an area.
+type TreeKey = store.TreeKey
+
+// fullAtCache is when each tree will be full at its trend, as last fitted:
+// a poller (a scrape) reads it without reading the store, and it is fitted
+// again in the background once a new snapshot is stored or it is
+// fullAtMaxAge old.
+type fullAtCache struct {
+	mu     sync.Mutex
+	at     time.Time // when it was fitted; zero: never
+	mark   int64     // the store's snapshot mark it was fitted at
+	byTree map[store.TreeKey]time.Time
+	busy   atomic.Bool
+}
+
+const fullAtMaxAge = 5 * time.Minute
+
+// FullAt says when each tree will reach its hard byte limit at its trend
+// (the trees not filling, or not known, are absent), as last fitted. It
+// never waits on the store: a fit due is made in the background, and the
+// first call answers with nothing known yet.
+func (m *Manager) FullAt(ctx context.Context) map[TreeKey]time.Time {
+	c := &m.fullAt
+	c.mu.Lock()
+	out, at := c.byTree, c.at
+	c.mu.Unlock()
+	if (at.IsZero() || time.Since(at) > fullAtMaxAge || m.snapshotsMoved(ctx)) && c.busy.CompareAndSwap(false, true) {
+		ctx := context.WithoutCancel(ctx)
+		go func() {
+			defer c.busy.Store(false)
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			m.fitFullAt(ctx) // best effort: the next call tries again
+		}()
+	}
+	return out
+}
+
+// snapshotsMoved says whether a snapshot was stored since the last fit.
+func (m *Manager) snapshotsMoved(ctx context.Context) bool {
+	mark, err := m.changeMark(ctx)
+	m.fullAt.mu.Lock()
+	defer m.fullAt.mu.Unlock()
+	return err == nil && mark.Snapshots != m.fullAt.mark
+}
+
+func (m *Manager) fitFullAt(ctx context.Context) error {
+	mark, err := m.changeMark(ctx)
+	if err != nil {
+		return err
+	}
+	rows, err := m.Usage(ctx)
+	if err != nil {
+		return err
+	}
+	now := m.now()
+	out := make(map[store.TreeKey]time.Time, len(rows))
+	for i := range rows {
+		t, err := m.treeTrend(ctx, &rows[i], now)
+		if err != nil {
+			return err
+		}
+		if t.FullIn != nil {
+			out[store.TreeKey{Project: rows[i].Project, Area: rows[i].Area}] = now.Add(*t.FullIn)
+		}
+	}
+	c := &m.fullAt
+	c.mu.Lock()
+	c.byTree, c.at, c.mark = out, now, mark.Snapshots
+	c.mu.Unlock()
+	return nil
 }

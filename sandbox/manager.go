@@ -147,6 +147,7 @@ type Manager struct {
 
 	overview  overviewCache // the last overview assembled (Overview)
 	crossings crossingCache // the limits known recorded as reached (crossings.go)
+	fullAt    fullAtCache   // when each tree fills at its trend, for pollers (insight.go)
 }
 
 // Options configure Open.
