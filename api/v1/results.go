@@ -303,3 +303,28 @@ type Ready struct {
 	Status  string `json:"status"` // ready
 	Backend string `json:"backend"`
 }
+
+// TreeDiff is GET …/projects/{id}/diff: what changed in one tree between
+// two stored snapshots.
+type TreeDiff struct {
+	Project     string       `json:"project"`
+	Area        string       `json:"area"`
+	FromAt      time.Time    `json:"from_at"`
+	ToAt        time.Time    `json:"to_at"`
+	Partial     bool         `json:"partial"`
+	FromBytes   uint64       `json:"from_bytes"`
+	ToBytes     uint64       `json:"to_bytes"`
+	ChangeBytes int64        `json:"change_bytes"`
+	Grew        []PathChange `json:"grew"`
+	Shrank      []PathChange `json:"shrank"`
+	New         []PathChange `json:"new"`
+	Gone        []PathChange `json:"gone"`
+}
+
+// PathChange is one path's size at each end of a diff (0 where absent).
+type PathChange struct {
+	Path        string `json:"path"`
+	FromBytes   uint64 `json:"from_bytes"`
+	ToBytes     uint64 `json:"to_bytes"`
+	ChangeBytes int64  `json:"change_bytes"`
+}

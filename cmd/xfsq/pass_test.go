@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xfsq/xfsq/internal/prereq"
 	"github.com/xfsq/xfsq/journal"
@@ -77,5 +78,29 @@ func TestShippedPassUnitsVerify(t *testing.T) {
 	out, err := exec.Command(analyze, "verify", filepath.Join(dir, "xfsq-pass.timer"), filepath.Join(dir, "xfsq-pass.service")).CombinedOutput()
 	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// xfsq diff reads what changed from the stored snapshots: a directory
+// grown between two passes is named with its growth; a span no kept
+// snapshot covers is exit 1 with the oldest named.
+func TestDiffCommand(t *testing.T) {
+	s := fallbackSandbox(t, "")
+	s.ok("project", "add", "omni")
+	dir := filepath.Join(s.root, "projects/omni/build")
+	os.MkdirAll(dir, 0o755)
+	s.ok("snapshot", "omni") // the first tree is kept for comparison; the newest is always there
+	time.Sleep(1100 * time.Millisecond)
+	os.WriteFile(filepath.Join(dir, "out.bin"), make([]byte, 3<<20), 0o644)
+	s.ok("snapshot", "omni")
+	out := s.ok("diff", "omni", "--since", "1s")
+	if !strings.Contains(out, "grew:") || !regexp.MustCompile(`\+3\.0 MiB .*build`).MatchString(out) {
+		t.Errorf("xfsq diff after build/ grew by 3 MiB:\n%s", out)
+	}
+	if r := s.run("diff", "omni", "--since", "30d"); r.code != 1 || !strings.Contains(r.stderr, "the oldest kept is from") {
+		t.Errorf("diff over 30 days with seconds kept: exit %d %q", r.code, r.stderr)
+	}
+	if r := s.run("diff", "omni", "--since", "soon"); r.code != 2 || !strings.Contains(r.stderr, "--since") {
+		t.Errorf("diff --since soon: exit %d %q", r.code, r.stderr)
 	}
 }
