@@ -258,3 +258,13 @@ func (m *Manager) fitFullAt(ctx context.Context) error {
 	c.mu.Unlock()
 	return nil
 }
+
+// Promise is what rows' hard byte limits promise of the root's disk; ok is
+// false when the disk's size cannot be read.
+func (m *Manager) Promise(rows []TreeStatus) (Promised, uint64, bool) {
+	total, _, ok := m.diskSize()
+	if !ok {
+		return Promised{}, 0, false
+	}
+	return promised(rows, total), total, true
+}

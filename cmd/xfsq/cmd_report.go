@@ -32,6 +32,7 @@ type reportFilter struct {
 	sortBy          string
 	noHeaders       bool
 	check           bool
+	columns         []string // nil: the default
 }
 
 func splitList(s string) []string {
@@ -59,12 +60,12 @@ func reportFilterOf(e env) (reportFilter, error) {
 	if f.overSet && (f.over < 0 || f.over != f.over) {
 		return f, usagef("--over %v: use a percentage, 0 or more (e.g. 90)", f.over)
 	}
-	switch f.sortBy {
-	case "project", "used", "percent", "growth":
-	default:
-		return f, usagef("--sort %q: use project, used, percent or growth", f.sortBy)
+	var err error
+	if f.sortBy, err = parseSort(f.sortBy, "report", reportSorts); err != nil {
+		return f, err
 	}
-	return f, nil
+	f.columns, err = parseColumns(e.c.String("columns"), e.c.Bool("wide"))
+	return f, err
 }
 
 // apply keeps the rows asked for, in the order asked for. A project named
@@ -93,12 +94,20 @@ func (f reportFilter) apply(rows []sandbox.TreeStatus) ([]sandbox.TreeStatus, er
 	}
 	slices.SortStableFunc(out, func(a, b sandbox.TreeStatus) int {
 		switch f.sortBy {
-		case "used":
+		case "size":
 			return cmpDesc(a.UsedBytes, b.UsedBytes)
+		case "files":
+			return cmpDesc(a.UsedInodes, b.UsedInodes)
+		case "mtime":
+			return cmpDesc(unixOr(a.LastActivityAt), unixOr(b.LastActivityAt))
 		case "percent":
 			return cmpDesc(a.Percent, b.Percent)
 		case "growth":
 			return cmpDesc(growth(a), growth(b))
+		case "eta":
+			return cmpDesc(-etaOr(a.FullInSeconds), -etaOr(b.FullInSeconds))
+		case "reclaimable":
+			return cmpDesc(valueOr(a.ReclaimableBytes), valueOr(b.ReclaimableBytes))
 		}
 		if c := strings.Compare(a.Project, b.Project); c != 0 {
 			return c
@@ -129,7 +138,31 @@ func overSoft(t sandbox.TreeStatus) bool {
 
 func anyAtHard(rows []sandbox.TreeStatus) bool { return slices.ContainsFunc(rows, atHard) }
 
-// graceText says when the first running soft-limit grace of a tree ends.
+// unixOr is t in Unix seconds, or the earliest of all when unknown.
+func unixOr(t *time.Time) int64 {
+	if t == nil {
+		return -1 << 62
+	}
+	return t.Unix()
+}
+
+// etaOr is a full-in, or longer than any when not filling.
+func etaOr(s *float64) float64 {
+	if s == nil {
+		return 1e300
+	}
+	return *s
+}
+
+func valueOr(n *uint64) uint64 {
+	if n == nil {
+		return 0
+	}
+	return *n
+}
+
+// graceText says when the first running soft-limit grace of a tree ends,
+// as a span: "6d left", "ended 2h ago".
 func graceText(t sandbox.TreeStatus, now time.Time) string {
 	var ends *time.Time
 	for _, g := range []*time.Time{t.BytesGraceEnds, t.InodesGraceEnds} {
@@ -141,27 +174,30 @@ func graceText(t sandbox.TreeStatus, now time.Time) string {
 	case ends == nil:
 		return "-"
 	case !ends.After(now):
-		return "ended " + when(*ends)
+		return "ended " + shortDuration(now.Sub(*ends)) + " ago"
 	}
-	return "until " + when(*ends)
+	return shortDuration(ends.Sub(now)) + " left"
 }
 
-// reportTable prints one row per tree; on a terminal, a tree at its hard
-// limit is red and one over its soft limit yellow.
-// reportTable prints the rows and says whether any of them is stale.
-func reportTable(w io.Writer, rows []sandbox.TreeStatus, noHeaders, colour bool) (stale bool) {
+// reportTable prints one row per tree, of the columns asked for (nil: the
+// default), and says whether any of them is stale; on a terminal, a tree
+// at its hard limit is red and one over its soft limit yellow.
+func reportTable(w io.Writer, rows []sandbox.TreeStatus, columns []string, noHeaders, colour bool) (stale bool) {
 	now := time.Now()
+	cols := columnsFor(columns, rows)
 	out := make([][]string, len(rows))
 	for i, t := range rows {
-		active := "-"
-		if t.LastActivityAt != nil {
-			active = when(*t.LastActivityAt)
-		}
 		stale = stale || t.Stale
-		out[i] = append(treeRow(t, true), graceText(t, now), growth(t.Growth24h), growth(t.Growth7d), active, usageAge(t))
-		out[i][0] = safe(out[i][0])
+		out[i] = make([]string, len(cols))
+		for j, c := range cols {
+			out[i][j] = c.value(t, now)
+		}
 	}
-	header := "PROJECT\t" + treeHeader + "\tGRACE\t24H\t7D\tLAST ACTIVE\tAS OF"
+	var headers []string
+	for _, c := range cols {
+		headers = append(headers, c.header)
+	}
+	header := strings.Join(headers, "\t")
 	if noHeaders {
 		header = ""
 	}
@@ -192,8 +228,13 @@ func reportTable(w io.Writer, rows []sandbox.TreeStatus, noHeaders, colour bool)
 func reportCommand(with withEnv) *cli.Command {
 	return &cli.Command{
 		Name: "report", Usage: "usage and limits of every tree",
-		Description: "One row per tree: project, area, project ID, used, soft, hard, inodes used/soft/hard, percent\n" +
-			"of the hard byte limit, growth over 24 h and 7 d, last activity. --json prints an array of objects.\n\n" +
+		Description: "One row per tree: project, area, used, hard limit, percent of it, how long its soft limit's grace\n" +
+			"has left, growth over 24 h and when it will be full at its trend (FULL IN: a least-squares trend of\n" +
+			"two days of snapshots, see docs/operations.md#full-in), and on the fallback how old the figure is.\n" +
+			"--wide shows every column (ID, soft limit, inodes, 7 d growth, what the sweep policies would free,\n" +
+			"last activity); -o picks them (-o project,area,used,eta). --json prints an array of objects with\n" +
+			"every figure. --sort uses the words top uses: name, size, files, mtime, percent, growth, eta,\n" +
+			"reclaimable (project and used are still taken for name and size).\n\n" +
 			"On XFS, usage is the kernel's count, read in one pass. On the fallback backend it is each tree's\n" +
 			"last walk plus the writes made through xfsq since (usage_walked_at says when that walk began); the\n" +
 			"hourly pass (xfsq snapshot --all) walks them again. --refresh walks every tree now.\n\n" +
@@ -202,7 +243,9 @@ func reportCommand(with withEnv) *cli.Command {
 			"never with NO_COLOR set.",
 		Flags: []cli.Flag{refreshFlag(), reportProjectFlag(), reportAreaFlag(),
 			&cli.Float64Flag{Name: "over", Usage: "only trees at or over PERCENT of their hard byte limit"},
-			&cli.StringFlag{Name: "sort", Value: "project", Usage: "order: project, used, percent or growth (largest first but project)"},
+			&cli.StringFlag{Name: "sort", Value: "name", Usage: sortUsage(reportSorts)},
+			&cli.BoolFlag{Name: "wide", Usage: "every column (as -o wide)"},
+			&cli.StringFlag{Name: "columns", Aliases: []string{"o"}, Usage: "the columns to show, comma-separated (" + strings.Join(reportColumnNames(), ",") + "), or wide"},
 			&cli.BoolFlag{Name: "no-headers", Aliases: []string{"N"}, Usage: "no header or notes, rows only (as xfs_quota -N)"},
 			&cli.BoolFlag{Name: "check", Usage: "exit 1 when any tree shown is at or over a hard limit"}},
 		Action: with(reads(cmdReport)),
@@ -228,7 +271,8 @@ func cmdReport(e env) error {
 				fmt.Fprintf(w, "backend: %s\n", m.BackendName())
 			}
 			if !m.IsXFS() && !f.noHeaders {
-				fmt.Fprintln(w, "note: the kernel enforces nothing here; usage is each tree's last walk plus the writes made through xfsq since.")
+				fmt.Fprintln(w, "note: the kernel enforces nothing here; usage is each tree's\n"+
+					"      last walk plus the writes made through xfsq since.")
 				var oldest time.Time
 				for _, t := range rows {
 					if t.UsageAsOf != nil && (oldest.IsZero() || t.UsageAsOf.Before(oldest)) {
@@ -236,19 +280,23 @@ func cmdReport(e env) error {
 					}
 				}
 				if !oldest.IsZero() {
-					fmt.Fprintf(w, "      Other writes count from the next walk (oldest walk here: %s; the hourly xfsq snapshot --all\n"+
-						"      walks every tree, --refresh walks them now).\n", when(oldest))
+					fmt.Fprintf(w, "      Other writes count from the next walk (oldest walk here: %s;\n"+
+						"      the hourly xfsq snapshot --all walks every tree, --refresh walks them now).\n", when(oldest))
 				}
 			}
-			if stale := reportTable(w, rows, f.noHeaders, useColour(os.Stdout)); stale && !f.noHeaders {
-				fmt.Fprintf(w, "stale: walked over %s ago (the hourly xfsq snapshot --all has not run): writes made outside xfsq since\n"+
-					"       are not counted; xfsq report --refresh, or xfsq top on the tree, walks it now.\n", roughAge(sandbox.SnapshotInterval))
+			if stale := reportTable(w, rows, f.columns, f.noHeaders, useColour(os.Stdout)); stale && !f.noHeaders {
+				fmt.Fprintf(w, "stale: walked over %s ago (the hourly xfsq snapshot --all has not run): writes made\n"+
+					"       outside xfsq since are not counted; xfsq report --refresh, or xfsq top on the tree,\n"+
+					"       walks it now.\n", roughAge(sandbox.SnapshotInterval))
 			}
 			printDrift(w, rows)
 			for _, t := range rows {
 				if t.Escape != "" {
 					fmt.Fprintf(w, "escape? %s %s: %s\n", safe(t.Project), t.Area, line(t.Escape))
 				}
+			}
+			if !f.noHeaders {
+				promiseLine(w, m, all)
 			}
 			if u, ok := unowned(ctx, m); ok && !f.noHeaders {
 				fmt.Fprintf(w, "unowned: %s of the %s df counts used is in no project (%s of it charged to project 0 or IDs that are no tree's)\n",
@@ -310,4 +358,28 @@ func growth(d *int64) string {
 func unowned(ctx context.Context, m *sandbox.Manager) (sandbox.Unowned, bool) {
 	u, ok, err := m.Unowned(ctx)
 	return u, ok && err == nil
+}
+
+// promiseLine says what the limits promise of the disk and what the sweep
+// policies would free, as docker system df and an Incus pool say them.
+func promiseLine(w io.Writer, m *sandbox.Manager, rows []sandbox.TreeStatus) {
+	p, disk, ok := m.Promise(rows)
+	if !ok {
+		return
+	}
+	var reclaim uint64
+	planned := false
+	for _, t := range rows {
+		if t.ReclaimableBytes != nil {
+			reclaim, planned = reclaim+*t.ReclaimableBytes, true
+		}
+	}
+	s := fmt.Sprintf("promised: %s of hard limits on a %s disk (%.2fx)", units.FormatIEC(p.PromisedBytes), units.FormatIEC(disk), p.OvercommitRatio)
+	if p.UnlimitedTrees > 0 {
+		s += fmt.Sprintf(", and %s with no limit", plural(p.UnlimitedTrees, "tree", "trees"))
+	}
+	if planned {
+		s += "; reclaimable by the sweep policies: " + units.FormatIEC(reclaim) + " (as last planned)"
+	}
+	fmt.Fprintln(w, s)
 }
