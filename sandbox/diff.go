@@ -140,29 +140,22 @@ func diffTrees(project, a string, fromTree, toTree []byte, fromAt time.Time, lat
 		d.ToBytes = after.SizeBytes
 	}
 	d.ChangeBytes = int64(d.ToBytes) - int64(d.FromBytes)
-	was, is := sizes(before), sizes(after)
 	d.New, d.Gone = topOnly(topLevel(before, beforeFiles), topLevel(after, afterFiles))
-	all := union(was, is)
-	kids := make(map[string][]string, len(all))
-	for path := range all {
-		if path != "." {
-			parent := "."
-			if i := strings.LastIndexByte(path, '/'); i >= 0 {
-				parent = path[:i]
-			}
-			kids[parent] = append(kids[parent], path)
-		}
-	}
+	was, is := index(before), index(after)
 	var changes []PathChange
-	for path := range all {
-		if path == "." {
-			continue
-		}
-		c := change(path, was[path], is[path])
-		if c.ChangeBytes != 0 && !carriedByAChild(kids[path], c.ChangeBytes, was, is) {
+	// Directories there now, then those gone; each with its children at
+	// both ends, to tell whether one of them carries its change.
+	eachNode(after, func(n *inventory.Node) {
+		c := change(n.Path, sizeOf(was[n.Path]), n.SizeBytes)
+		if n.Path != "." && c.ChangeBytes != 0 && !carriedByAChild(c.ChangeBytes, n, was[n.Path], was, is) {
 			changes = append(changes, c)
 		}
-	}
+	})
+	eachNode(before, func(n *inventory.Node) {
+		if _, there := is[n.Path]; !there && n.Path != "." && n.SizeBytes > 0 && !carriedByAChild(-int64(n.SizeBytes), nil, n, was, is) {
+			changes = append(changes, change(n.Path, n.SizeBytes, 0))
+		}
+	})
 	slices.SortFunc(changes, func(x, y PathChange) int {
 		return cmp.Or(cmp.Compare(abs(y.ChangeBytes), abs(x.ChangeBytes)), strings.Compare(x.Path, y.Path))
 	})
@@ -178,32 +171,53 @@ func diffTrees(project, a string, fromTree, toTree []byte, fromAt time.Time, lat
 	return d, nil
 }
 
-// carriedByAChild says whether one of a directory's children changed by
-// 90 % or more of its own change, in the same direction: the child says
-// it better.
-func carriedByAChild(children []string, delta int64, was, is map[string]uint64) bool {
-	for _, p := range children {
-		if cd := int64(is[p]) - int64(was[p]); (cd > 0) == (delta > 0) && abs(cd)*10 >= abs(delta)*9 {
-			return true
+// carriedByAChild says whether one child of a directory (now, and as it
+// was: either may be nil) changed by 90 % or more of the directory's own
+// change, in the same direction: the child says it better.
+func carriedByAChild(delta int64, now, was *inventory.Node, wasIdx, isIdx map[string]*inventory.Node) bool {
+	carries := func(cd int64) bool { return (cd > 0) == (delta > 0) && abs(cd)*10 >= abs(delta)*9 }
+	if now != nil {
+		for _, c := range now.Children {
+			if carries(int64(c.SizeBytes) - int64(sizeOf(wasIdx[c.Path]))) {
+				return true
+			}
+		}
+	}
+	if was != nil {
+		for _, c := range was.Children {
+			if _, there := isIdx[c.Path]; !there && carries(-int64(c.SizeBytes)) {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// sizes is every directory of a stored tree by path.
-func sizes(root *inventory.Node) map[string]uint64 {
-	out := map[string]uint64{}
-	var walk func(n *inventory.Node)
-	walk = func(n *inventory.Node) {
-		out[n.Path] = n.SizeBytes
-		for _, c := range n.Children {
-			walk(c)
-		}
-	}
-	if root != nil {
-		walk(root)
-	}
+// index is every directory of a stored tree by path.
+func index(root *inventory.Node) map[string]*inventory.Node {
+	n := 0
+	eachNode(root, func(*inventory.Node) { n++ })
+	out := make(map[string]*inventory.Node, n)
+	eachNode(root, func(n *inventory.Node) { out[n.Path] = n })
 	return out
+}
+
+// eachNode calls fn on every node of a tree, parents first.
+func eachNode(n *inventory.Node, fn func(*inventory.Node)) {
+	if n == nil {
+		return
+	}
+	fn(n)
+	for _, c := range n.Children {
+		eachNode(c, fn)
+	}
+}
+
+func sizeOf(n *inventory.Node) uint64 {
+	if n == nil {
+		return 0
+	}
+	return n.SizeBytes
 }
 
 // topLevel is a tree's top-level entries with their sizes: its root's
@@ -248,17 +262,6 @@ func topOnly(before, after map[string]uint64) (added, gone []PathChange) {
 
 func change(path string, from, to uint64) PathChange {
 	return PathChange{Path: path, FromBytes: from, ToBytes: to, ChangeBytes: int64(to) - int64(from)}
-}
-
-func union(a, b map[string]uint64) map[string]bool {
-	out := make(map[string]bool, len(a)+len(b))
-	for p := range a {
-		out[p] = true
-	}
-	for p := range b {
-		out[p] = true
-	}
-	return out
 }
 
 func abs(n int64) int64 {

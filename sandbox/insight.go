@@ -268,3 +268,29 @@ func (m *Manager) Promise(rows []TreeStatus) (Promised, uint64, bool) {
 	}
 	return promised(rows, total), total, true
 }
+
+// TreeTrend is one tree's trend, with why there is no estimate.
+type TreeTrend struct {
+	Area string
+	Trend
+}
+
+// ProjectTrends fits the trend of each of a project's trees (full-in for
+// one project: what the report and overview show, with the reason when
+// there is no estimate).
+func (m *Manager) ProjectTrends(ctx context.Context, name string) ([]TreeTrend, error) {
+	p, err := m.Show(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	now := m.now()
+	out := make([]TreeTrend, 0, len(p.Trees))
+	for i := range p.Trees {
+		t, err := m.treeTrend(ctx, &p.Trees[i], now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, TreeTrend{Area: p.Trees[i].Area, Trend: t})
+	}
+	return out, nil
+}

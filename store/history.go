@@ -27,8 +27,8 @@ const HistoryRetention = 8 * 24 * time.Hour
 // tree as it was at the retention's start, and a tree unchanged since
 // has no later one.
 func (t *Tx) keepHistory(ctx context.Context, s Snapshot, tree []byte) error {
-	if s.Partial {
-		return nil // it saw part of the tree: nothing to compare with
+	if s.Partial || len(tree) == 0 {
+		return nil // it saw part of the tree (or kept none): nothing to compare with
 	}
 	sum := sha256.Sum256(tree)
 	digest := hex.EncodeToString(sum[:])
