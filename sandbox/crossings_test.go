@@ -108,7 +108,7 @@ func TestCrossingSeenByAWalk(t *testing.T) {
 		}
 		x := got[0]
 		if x.Project != "omni" || x.Area != "workspace" || x.UsedBytes < 512<<10 || x.LimitValue == nil || *x.LimitValue != 256<<10 ||
-			x.BytesHard == nil || *x.BytesHard != 1<<20 || x.GraceEndsAt == nil || x.GraceEndsAt.Sub(time.Now()) < 6*24*time.Hour {
+			x.BytesHard == nil || *x.BytesHard != 1<<20 || x.GraceEndsAt == nil || time.Until(*x.GraceEndsAt) < 6*24*time.Hour {
 			t.Errorf("the record: %+v (grace ends %v), want omni's workspace at 512 KiB+ of 256 KiB soft, grace ending in 7 days", x, x.GraceEndsAt)
 		}
 		writeOutside(t, r, "projects/omni/big", 2<<20)
