@@ -41,7 +41,11 @@ func TestDiffEndpoint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := storageTestServer(t, Caller{Name: "dash", Role: RoleReader}, routes{diffPattern: answered(nil, a.Diff)})
+		srv := storageTestServer(t, Caller{Name: "dash", Role: RoleReader}, routes{diffPattern: answered(nil, a.Diff), projectPattern: answered(nil, a.Project)})
+		growingCache(t, r, now)
+		if resp, body := do(t, http.MethodGet, srv.URL+"/v1/workspace/storage/projects/omni", nil); resp.StatusCode != 200 || !strings.Contains(body, `"full_in_seconds":`) {
+			t.Errorf("the detail of a project whose cache grows steadily: %d %s", resp.StatusCode, body)
+		}
 		url := srv.URL + "/v1/workspace/storage/projects/omni/diff"
 		resp, body := do(t, http.MethodGet, url+"?since=24h&area=workspace&top=5", nil)
 		var d sandbox.TreeDiff
@@ -61,4 +65,28 @@ func TestDiffEndpoint(t *testing.T) {
 			t.Errorf("a week back: %d %s", resp.StatusCode, body)
 		}
 	})
+}
+
+// growingCache stores 8 hourly snapshots of omni's cache growing 500 bytes an
+// hour up to its usage now: a trend the detail's full-in is fitted to.
+func growingCache(t *testing.T, r *fixture.Root, now time.Time) {
+	t.Helper()
+	mib := uint64(1 << 20) // within a span worth saying at this rate: 87 days
+	if _, err := r.Manager.Set(r.Ctx, "omni", "cache", sandbox.LimitChange{BytesHard: &mib}); err != nil {
+		t.Fatal(err)
+	}
+	_, u, _, err := r.Manager.Store.Account(r.Ctx, store.TreeKey{Project: "omni", Area: "cache"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for h := 8; h >= 1; h-- {
+		size := u.Bytes - uint64(h)*500
+		err := r.Manager.Store.InTx(r.Ctx, func(tx *store.Tx) error {
+			return tx.AddSnapshot(r.Ctx, store.Snapshot{Project: "omni", Area: "cache", At: now.Add(-time.Duration(h) * time.Hour),
+				SizeBytes: size, KernelBytes: -1}, inventory.AppendStored(nil, &inventory.Node{Path: ".", SizeBytes: size}, nil), 35*24*time.Hour)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
