@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	apiv1 "github.com/xfsq/xfsq/api/v1"
 )
@@ -150,4 +152,30 @@ func (c *Client) SweepNow(ctx context.Context, name string, areas ...string) (Sw
 	var r SweepResult
 	err := c.Do(ctx, "POST", projectPath(name, "sweep"), nil, apiv1.SweepRequest{DryRun: &now, Areas: areas}, &r)
 	return r, err
+}
+
+// DiffOptions choose the tree and span of Diff; zero values are the
+// server's defaults (the workspace, 24h, 10 paths a list).
+type DiffOptions struct {
+	Area  string
+	Since time.Duration
+	Top   int
+}
+
+// Diff reads what changed in one of a project's trees between its newest
+// stored snapshot and the one kept from o.Since before it.
+func (c *Client) Diff(ctx context.Context, name string, o DiffOptions) (apiv1.TreeDiff, error) {
+	q := url.Values{}
+	if o.Area != "" {
+		q.Set("area", o.Area)
+	}
+	if o.Since > 0 {
+		q.Set("since", o.Since.String())
+	}
+	if o.Top > 0 {
+		q.Set("top", strconv.Itoa(o.Top))
+	}
+	var d apiv1.TreeDiff
+	err := c.Do(ctx, "GET", projectPath(name, "diff"), q, nil, &d)
+	return d, err
 }

@@ -28,9 +28,12 @@ const (
 	// TypeEvicted is one deletion's record: pending before anything is
 	// removed, then settled (done, partial or failed).
 	TypeEvicted Type = "storage.evicted"
-	// TypeQuotaExceeded is journalled once each time a tree crosses its
-	// soft limit.
+	// TypeQuotaExceeded is journalled once each time a tree reaches one of
+	// its limits (soft or hard, bytes or inodes), by whoever saw it first.
 	TypeQuotaExceeded Type = "storage.quota_exceeded"
+	// TypeQuotaOK is journalled once when a tree is back under a limit it
+	// had reached.
+	TypeQuotaOK Type = "storage.quota_ok"
 	// TypeSnapshot is journalled once per scheduled snapshot pass.
 	TypeSnapshot Type = "storage.snapshot"
 	// TypeSwept is journalled once at the end of each sweep.
@@ -55,7 +58,7 @@ const (
 )
 
 // Types is every type the journal records, in the order a shell lists them.
-var Types = []Type{TypeProjectAdded, TypeProjectRemoved, TypeQuotaChanged, TypeEvicted, TypeQuotaExceeded,
+var Types = []Type{TypeProjectAdded, TypeProjectRemoved, TypeQuotaChanged, TypeEvicted, TypeQuotaExceeded, TypeQuotaOK,
 	TypeSnapshot, TypeSwept, TypeSettingChanged, TypeRepaired, TypeRootInitialised, TypeHostRetired, TypeRootBound, TypeHolderTakenOver, TypeJournalPruned}
 
 // Known reports whether t is a type the journal records.
@@ -96,6 +99,8 @@ func Decode(t Type, raw []byte) (Payload, error) {
 		return decode[Evicted](t, raw)
 	case TypeQuotaExceeded:
 		return decode[QuotaExceeded](t, raw)
+	case TypeQuotaOK:
+		return decode[QuotaOK](t, raw)
 	case TypeSnapshot:
 		return decode[Snapshot](t, raw)
 	case TypeSwept:

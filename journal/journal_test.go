@@ -28,6 +28,12 @@ var samples = []struct {
 		`"removed_entries":0,"freed_inodes":0}`},
 	{TypeQuotaExceeded, `{"area":"workspace","used_bytes":2048,"used_inodes":0,"bytes_soft":1024,"inodes_soft":0,"bytes_hard":0,"inodes_hard":0}`},
 	{TypeQuotaExceeded, `{"area":"cache","used_bytes":2048,"bytes_soft":1024,"sweep_id":"sw-1"}`},
+	{TypeQuotaExceeded, `{"area":"workspace","limit":"bytes_hard","limit_value":4096,"used_bytes":4096,"used_inodes":3,"bytes_soft":0,` +
+		`"inodes_soft":0,"bytes_hard":4096,"inodes_hard":0,"seen_by":"kernel"}`},
+	{TypeQuotaExceeded, `{"area":"workspace","limit":"bytes_soft","limit_value":1024,"used_bytes":2048,"used_inodes":3,"bytes_soft":1024,` +
+		`"inodes_soft":0,"bytes_hard":0,"inodes_hard":0,"grace_ends_at":"2026-12-08T12:00:00Z","seen_by":"walk"}`},
+	{TypeQuotaOK, `{"area":"workspace","limit":"bytes_soft","used_bytes":512,"used_inodes":3,"limit_value":1024,` +
+		`"exceeded_at":"2026-12-01T12:00:00Z","seen_by":"admission"}`},
 	{TypeSnapshot, `{"trees":[{"project":"omni","area":"cache","size_bytes":4096,"total_files":1,"partial":true,"error":"walk: boom",` +
 		`"duration_seconds":0.25}],"free_bytes":1048576,"failed":1}`},
 	{TypeSnapshot, `{"trees":[],"free_bytes":0,"failed":0}`},

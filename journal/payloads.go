@@ -153,12 +153,17 @@ func (r *Evicted) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// QuotaExceeded: a tree crossed its soft limit, found by the admission
-// check of a write (which states every figure) or by a sweep's quota check
-// (which knows bytes only, and names the sweep).
+// QuotaExceeded: a tree reached one of its limits, journalled once per
+// crossing by whoever saw it first (journal.SeenBy…). Records made before
+// every limit was journalled name no Limit (it was the soft one) and
+// SeenBy; a sweep's states bytes only, and names the sweep.
 type QuotaExceeded struct {
-	Area      string `json:"area"`
-	UsedBytes uint64 `json:"used_bytes"`
+	Area string `json:"area"`
+	// Limit is which limit was reached: LimitBytesSoft, LimitBytesHard, …
+	Limit string `json:"limit,omitempty"`
+	// LimitValue is that limit's figure (bytes or inodes).
+	LimitValue *uint64 `json:"limit_value,omitempty"`
+	UsedBytes  uint64  `json:"used_bytes"`
 	// UsedInodes is nil in a sweep's record.
 	UsedInodes *uint64 `json:"used_inodes,omitempty"`
 	BytesSoft  uint64  `json:"bytes_soft"`
@@ -167,6 +172,10 @@ type QuotaExceeded struct {
 	BytesHard  *uint64 `json:"bytes_hard,omitempty"`
 	InodesHard *uint64 `json:"inodes_hard,omitempty"`
 	SweepID    string  `json:"sweep_id,omitempty"`
+	// GraceEndsAt, for a soft limit, is when its grace runs out (after
+	// which writes are refused); nil when unknown or for a hard limit.
+	GraceEndsAt *time.Time `json:"grace_ends_at,omitempty"`
+	SeenBy      string     `json:"seen_by,omitempty"`
 }
 
 // Snapshot: a scheduled snapshot pass walked these trees.

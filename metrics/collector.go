@@ -259,6 +259,7 @@ type treeSeries struct {
 	xfs             bool
 	evicted, failed []float64
 	walks           []*histogram // nil: the tree has no walk on record
+	fullAt          map[sandbox.TreeKey]time.Time
 }
 
 // perTree are the families treeSeries writes, in All's order.
@@ -285,6 +286,9 @@ func (s *treeSeries) write(w *textWriter) {
 			s.writeWalks(w, m)
 			continue
 		}
+		if m.Name == TreeFullInSeconds && len(s.fullAt) == 0 {
+			continue // an empty family is not valid exposition
+		}
 		if m.Name == TreeUsageAgeSeconds && !s.xfs && !slices.ContainsFunc(s.trees, func(t sandbox.TreeStatus) bool { return t.UsageAsOf != nil }) {
 			continue
 		}
@@ -308,6 +312,10 @@ func (s *treeSeries) write(w *textWriter) {
 					v = 1
 				}
 				w.treeSample(m.Name, "", l, "", v)
+			case TreeFullInSeconds:
+				if at, ok := s.fullAt[sandbox.TreeKey{Project: t.Project, Area: t.Area}]; ok {
+					w.treeSample(m.Name, "", l, "", max(0, at.Sub(s.now).Seconds()))
+				}
 			case TreeUsageAgeSeconds:
 				switch {
 				case s.xfs:
@@ -395,7 +403,7 @@ func (c *collector) scrape(ctx context.Context) ([]*dto.MetricFamily, *treeSerie
 	slices.SortFunc(trees, func(a, b sandbox.TreeStatus) int {
 		return cmp.Or(strings.Compare(a.Project, b.Project), strings.Compare(a.Area, b.Area))
 	})
-	ts := &treeSeries{trees: trees, now: time.Now(), xfs: c.root.Manager.IsXFS(),
+	ts := &treeSeries{trees: trees, now: time.Now(), xfs: c.root.Manager.IsXFS(), fullAt: c.root.Manager.FullAt(ctx),
 		evicted: make([]float64, len(trees)), failed: make([]float64, len(trees)), walks: make([]*histogram, len(trees))}
 
 	c.mu.Lock()

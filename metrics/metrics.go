@@ -43,6 +43,7 @@ const (
 	TreeLimitInodes        = "xfsq_tree_limit_inodes"
 	TreeUsageAgeSeconds    = "xfsq_tree_usage_age_seconds"
 	QuotaExceeded          = "xfsq_quota_exceeded"
+	TreeFullInSeconds      = "xfsq_tree_full_in_seconds"
 	SweepEvictedBytesTotal = "xfsq_sweep_evicted_bytes_total"
 	DeletionsFailedTotal   = "xfsq_deletions_failed_total"
 	SweepDurationSeconds   = "xfsq_sweep_duration_seconds"
@@ -101,6 +102,7 @@ var All = []Metric{
 	{TreeLimitInodes, typeGauge, "A tree's file count limit; 0 is none.", limit},
 	{TreeUsageAgeSeconds, typeGauge, "How old a tree's usage figure is: 0 on XFS (the kernel's live count), on the fallback the time since the walk it starts from (absent when never walked).", tree},
 	{QuotaExceeded, typeGauge, "1 while a tree is at or over a hard limit, or over a soft one past its grace.", tree},
+	{TreeFullInSeconds, typeGauge, "How long until a tree reaches its hard byte limit at the trend of its snapshots (docs/operations.md#full-in); 0 when it has; absent when it is not filling or too little is known.", tree},
 	{SweepEvictedBytesTotal, typeCounter, "Bytes sweeps deleted, from the journal's settled storage.evicted records.", tree},
 	{DeletionsFailedTotal, typeCounter, "Deletions (sweep, purge or files rm) the journal records as failed.", tree},
 	{SweepDurationSeconds, typeHistogram, "How long a sweep took (one sweep may cover many projects).", nil},

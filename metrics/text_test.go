@@ -34,8 +34,9 @@ func TestTreeSeriesReadBackThroughPrometheusParser(t *testing.T) {
 		{`back\slash`, 12345, math.Inf(1)},
 		{"new\nline", math.MaxUint64, math.NaN()},
 	}
-	s := &treeSeries{now: time.Now()}
+	s := &treeSeries{now: time.Now(), fullAt: map[sandbox.TreeKey]time.Time{}}
 	for _, c := range cases {
+		s.fullAt[sandbox.TreeKey{Project: c.project, Area: area.Workspace}] = s.now.Add(time.Hour)
 		s.trees = append(s.trees, sandbox.TreeStatus{Project: c.project, Area: area.Workspace, UsedBytes: c.used,
 			BytesHard: 1 << 30, UsageAsOf: &walked})
 		s.evicted = append(s.evicted, c.evicted)

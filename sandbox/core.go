@@ -479,3 +479,48 @@ func (m *Manager) ReportOf(ctx context.Context, o ReportOptions) (ReportResult, 
 func (m *Manager) DoctorReport(ctx context.Context, fix bool) (DoctorResult, error) {
 	return m.c.DoctorReport(ctx, fix)
 }
+
+// Insight: what changed in a tree, when it will be full, what the policies
+// would free, and what the limits promise of the disk.
+type (
+	DiffOptions = core.DiffOptions
+	PathChange  = core.PathChange
+	Promised    = core.Promised
+	Trend       = core.Trend
+	TreeDiff    = core.TreeDiff
+	TreeKey     = core.TreeKey
+	TreeTrend   = core.TreeTrend
+	UsagePoint  = core.UsagePoint
+)
+
+const (
+	DefaultDiffSince = core.DefaultDiffSince
+	DefaultDiffTop   = core.DefaultDiffTop
+	MaxDiffTop       = core.MaxDiffTop
+	TrendWindow      = core.TrendWindow
+	TrendMinPoints   = core.TrendMinPoints
+	TrendMinSpan     = core.TrendMinSpan
+)
+
+func FullIn(points []UsagePoint, limit uint64, now time.Time) Trend {
+	return core.FullIn(points, limit, now)
+}
+
+func (m *Manager) Diff(ctx context.Context, name string, o DiffOptions) (TreeDiff, error) {
+	return m.c.Diff(ctx, name, o)
+}
+
+func (m *Manager) FullAt(ctx context.Context) map[TreeKey]time.Time { return m.c.FullAt(ctx) }
+
+func (m *Manager) Promise(rows []TreeStatus) (Promised, uint64, bool) { return m.c.Promise(rows) }
+
+func (m *Manager) ProjectTrends(ctx context.Context, name string) ([]TreeTrend, error) {
+	return m.c.ProjectTrends(ctx, name)
+}
+
+const (
+	ReportByFiles       = core.ReportByFiles
+	ReportByActivity    = core.ReportByActivity
+	ReportByFullIn      = core.ReportByFullIn
+	ReportByReclaimable = core.ReportByReclaimable
+)

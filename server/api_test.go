@@ -182,6 +182,7 @@ func TestAuthMatrix(t *testing.T) {
 		"GET /v1/workspace/storage/events":      {"/v1/workspace/storage/events", "", 200},
 		"GET /v1/workspace/storage":             {"/v1/workspace/storage", "", 200},
 		"GET " + p + "/{id}":                    {p + "/omni", "", 200},
+		"GET " + p + "/{id}/diff":               {p + "/omni/diff", "", 404}, // no snapshot kept to compare: past the role check
 		"GET " + p + "/{id}/files/{$}":          {p + "/omni/files/", "", 200},
 		"GET " + p + "/{id}/files/{path...}":    {p + "/omni/files/uploads%2Fa.txt", "", 200},
 		"PUT " + p + "/{id}/files/{path...}":    {p + "/omni/files/uploads/a.txt", "hello", 201},
@@ -829,6 +830,11 @@ func TestClientStorage(t *testing.T) {
 		ps, err := rd.ProjectStorage(ctx, "omni", 2)
 		if err != nil || len(ps.Trees) == 0 || ps.Trees[0].Tree == nil {
 			t.Errorf("project storage after a refresh: %v %+v", err, ps)
+		}
+		// One snapshot: nothing is kept from before it to compare with.
+		var pe *client.ProblemError
+		if _, err := rd.Diff(ctx, "omni", client.DiffOptions{Area: "workspace", Since: time.Hour, Top: 3}); !errors.As(err, &pe) || pe.Status != 404 {
+			t.Errorf("diff with one snapshot: %v, want a 404 problem", err)
 		}
 
 		// A workspace over its soft limit with nothing old enough to go:

@@ -20,6 +20,7 @@ var specSchemas = map[string]struct {
 	"Problem": {apiv1.Problem{}, false}, "Healthz": {apiv1.Healthz{}, false}, "Ready": {apiv1.Ready{}, false}, "Backend": {apiv1.Backend{}, false},
 	"ProjectRecord": {apiv1.ProjectRecord{}, false}, "TreeStatus": {apiv1.TreeStatus{}, false}, "Project": {apiv1.Project{}, false},
 	"Admission": {apiv1.Admission{}, false}, "LeaseStatus": {apiv1.Lease{}, false},
+	"TreeDiff": {apiv1.TreeDiff{}, false}, "PathChange": {apiv1.PathChange{}, false},
 	"Event": {apiv1.Event{}, false}, "EventPage": {apiv1.EventPage{}, false},
 	"PurgePlan": {apiv1.PurgePlan{}, false}, "LeftInPlace": {apiv1.Left{}, false},
 	"Purged": {apiv1.Purged{}, false}, "RemoveResult": {apiv1.RemoveResult{}, false},

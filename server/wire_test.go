@@ -25,6 +25,7 @@ var wirePairs = []struct{ library, wire any }{
 	{sandbox.EventPage{}, apiv1.EventPage{}},
 	{sandbox.Overview{}, apiv1.Overview{}},
 	{sandbox.ProjectStorage{}, apiv1.ProjectStorage{}},
+	{sandbox.TreeDiff{}, apiv1.TreeDiff{}},
 	{sandbox.RemoveResult{}, apiv1.RemoveResult{}},
 	{files.PutResult{}, apiv1.PutResult{}},
 	{files.RemoveResult{}, apiv1.FileRemoveResult{}},

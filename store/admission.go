@@ -380,9 +380,10 @@ func (t *Tx) insertLedger(ctx context.Context, k TreeKey, bytes, inodes int64, i
 	return err
 }
 
-// ledgerChanged starts or stops the tree's grace timers and journals a
-// crossing of its soft limit, from its usage less pending: bytes of the
-// ledger that are an estimate not settled yet (CommitWrite).
+// ledgerChanged starts or stops the tree's grace timers and records a
+// crossing of any of its limits (RecordCrossings), from its usage less
+// pending: bytes of the ledger that are an estimate not settled yet
+// (CommitWrite), and less the reservations of writes in flight.
 func (t *Tx) ledgerChanged(ctx context.Context, k TreeKey, actor string, pending uint64) error {
 	acct, err := t.account(ctx, k)
 	if err != nil {
@@ -393,22 +394,35 @@ func (t *Tx) ledgerChanged(ctx context.Context, k TreeKey, actor string, pending
 		return err
 	}
 	used := acct.committed()
-	over := (acct.Limits.BytesSoft > 0 && used.Bytes > acct.Limits.BytesSoft) ||
-		(acct.Limits.InodesSoft > 0 && used.Inodes > acct.Limits.InodesSoft)
-	if over == acct.SoftExceeded {
-		return nil
+	var bytesGrace, inodesGrace time.Time
+	if grace, ok := ctx.Value(graceKey{}).(time.Duration); ok {
+		now := time.Now()
+		// The timers as startGrace just left them: running since before, or from now.
+		bytesGrace = graceEnd(acct.BytesSoftSince, now, grace)
+		inodesGrace = graceEnd(acct.InodesSoftSince, now, grace)
 	}
-	if _, err := t.exec(ctx, `UPDATE trees SET soft_exceeded = ? WHERE host = ? AND project = ? AND area = ?`,
-		over, t.s.Host, k.Project, k.Area); err != nil {
+	over, err := t.overLimits(ctx, k)
+	if err != nil {
 		return err
 	}
-	if !over {
-		return nil
+	for _, c := range LimitsCrossings(k, acct.Limits, used, 0, bytesGrace, inodesGrace, journal.SeenByAdmission) {
+		if c.Over == over[c.Limit] {
+			continue // as recorded: the common case costs the one read above
+		}
+		if _, err := t.recordCrossing(ctx, actor, c); err != nil {
+			return err
+		}
 	}
-	return t.AppendEvent(ctx, k.Project, actor, journal.QuotaExceeded{
-		Area: k.Area, UsedBytes: used.Bytes, UsedInodes: new(used.Inodes),
-		BytesSoft: acct.Limits.BytesSoft, InodesSoft: new(acct.Limits.InodesSoft),
-		BytesHard: new(acct.Limits.BytesHard), InodesHard: new(acct.Limits.InodesHard)})
+	return nil
+}
+
+// graceEnd is when a grace timer started at since (zero: starting now)
+// runs out.
+func graceEnd(since, now time.Time, grace time.Duration) time.Time {
+	if since.IsZero() {
+		since = now
+	}
+	return since.Add(grace)
 }
 
 // Release drops a reservation whose write was refused or failed.

@@ -338,6 +338,48 @@ var migrations = []string{
 		version       INTEGER PRIMARY KEY,
 		oldest_binary INTEGER NOT NULL -- a binary of this schema version or later works on it
 	);`,
+	// 20: which limits each tree is over, as last journalled (a row per
+	// tree and limit; none: under it), so that every crossing is
+	// journalled once whoever sees it first, in whichever process
+	// (RecordCrossings); seeded from the soft_exceeded mark it replaces.
+	// And the trees of past snapshots, one every HistoryEvery at most, so
+	// that what changed in a tree is read without walking it again (Diff).
+	// And what the sweep policies would free in each tree, as the last plan
+	// (a dry run, a sweep, the scheduled pass) found, less what it freed.
+	`CREATE TABLE limit_crossings (
+		host       TEXT    NOT NULL,
+		project    TEXT    NOT NULL,
+		area       TEXT    NOT NULL,
+		limit_name TEXT    NOT NULL, -- bytes_soft | bytes_hard | inodes_soft | inodes_hard
+		over       BOOLEAN NOT NULL,
+		since      BIGINT  NOT NULL, -- when the state was recorded
+		PRIMARY KEY (host, project, area, limit_name),
+		FOREIGN KEY (host, project, area) REFERENCES trees (host, project, area) ON DELETE CASCADE
+	);
+	INSERT INTO limit_crossings (host, project, area, limit_name, over, since)
+	SELECT host, project, area, 'bytes_soft', TRUE, 0 FROM trees
+	WHERE soft_exceeded AND bytes_soft > 0 AND walked_bytes + ledger_bytes > bytes_soft;
+	INSERT INTO limit_crossings (host, project, area, limit_name, over, since)
+	SELECT host, project, area, 'inodes_soft', TRUE, 0 FROM trees
+	WHERE soft_exceeded AND inodes_soft > 0 AND walked_inodes + ledger_inodes > inodes_soft;
+	CREATE TABLE snapshot_history (
+		host    TEXT   NOT NULL,
+		project TEXT   NOT NULL,
+		area    TEXT   NOT NULL,
+		at      BIGINT NOT NULL,
+		digest  TEXT   NOT NULL, -- SHA-256 of tree, hex: an unchanged tree is not kept again
+		tree    {{bytes}} NOT NULL,
+		PRIMARY KEY (host, project, area, at)
+	);
+	CREATE TABLE reclaimable (
+		host       TEXT   NOT NULL,
+		project    TEXT   NOT NULL,
+		area       TEXT   NOT NULL,
+		bytes      BIGINT NOT NULL, -- what the sweep policies would free, as last planned
+		entries    BIGINT NOT NULL,
+		planned_at BIGINT NOT NULL,
+		PRIMARY KEY (host, project, area)
+	);`,
 }
 
 // oldestBinary is, for the migrations that only expand the schema (add a
@@ -351,6 +393,7 @@ var migrations = []string{
 var oldestBinary = map[int]int{
 	17: 16, // fleet_hosts: a table older binaries never read
 	19: 18, // an index and schema_compat itself
+	// 20 contracts: soft_exceeded's meaning moves to limit_crossings.
 	// 18 contracts: older binaries write project_ids, not id_registry, and hold no lease.
 }
 

@@ -146,7 +146,7 @@ func (t *Tx) DeleteProject(ctx context.Context, name string) error {
 	if err := t.admissionLock(ctx); err != nil {
 		return err
 	}
-	for _, table := range []string{"trees", "ledger", "reservations", "snapshots", "snapshot_trees", "sweep_locks", "leases"} {
+	for _, table := range []string{"trees", "ledger", "reservations", "snapshots", "snapshot_trees", "snapshot_history", "limit_crossings", "reclaimable", "sweep_locks", "leases"} {
 		if _, err := t.exec(ctx, `DELETE FROM `+table+` WHERE host = ? AND project = ?`, t.s.Host, name); err != nil {
 			return err
 		}
@@ -162,7 +162,7 @@ func (t *Tx) DeleteTree(ctx context.Context, project, area string) error {
 	if err := t.admissionLock(ctx); err != nil {
 		return err
 	}
-	for _, table := range []string{"trees", "ledger", "reservations", "snapshots", "snapshot_trees"} {
+	for _, table := range []string{"trees", "ledger", "reservations", "snapshots", "snapshot_trees", "snapshot_history", "limit_crossings", "reclaimable"} {
 		if _, err := t.exec(ctx, `DELETE FROM `+table+` WHERE host = ? AND project = ? AND area = ?`, t.s.Host, project, area); err != nil {
 			return err
 		}

@@ -97,13 +97,6 @@ func (s *Store) SnapshotSummaries(ctx context.Context, project string, windows .
 // well under both drivers' limits on bound parameters.
 const storedTreesChunk = 2000
 
-// StoredTree is the full tree kept of a tree's newest snapshot, and when
-// that snapshot was taken.
-type StoredTree struct {
-	At   time.Time
-	Tree []byte
-}
-
 // LatestTrees reads the full trees kept of the newest snapshots of the
 // area of each of projects (LatestTree's, for many at once): one
 // statement per 2,000 names. A project without one is absent.

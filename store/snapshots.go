@@ -46,7 +46,10 @@ func (t *Tx) AddSnapshot(ctx context.Context, s Snapshot, tree []byte, retention
 	_, err := t.exec(ctx, `INSERT INTO snapshot_trees (host, project, area, at, tree) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (host, project, area) DO UPDATE SET at = excluded.at, tree = excluded.tree`,
 		t.s.Host, s.Project, s.Area, toMicros(s.At), tree)
-	return err
+	if err != nil {
+		return err
+	}
+	return t.keepHistory(ctx, s, tree)
 }
 
 const snapshotCols = `project, area, at, size_bytes, apparent_bytes, files, dirs, mtime, partial, errors, kernel_bytes`

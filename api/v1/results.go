@@ -59,6 +59,12 @@ type TreeStatus struct {
 	Stale           bool       `json:"stale,omitempty"`
 	WalkBytes       *uint64    `json:"walk_bytes,omitempty"`
 	Escape          string     `json:"escape,omitempty"`
+	// FullInSeconds is how long until the tree reaches its hard byte limit
+	// at its trend (0: it has); absent when not filling or not known.
+	FullInSeconds *float64 `json:"full_in_seconds,omitempty"`
+	// ReclaimableBytes is what the sweep policies would free in the tree
+	// now, as its last plan found; absent until one was made.
+	ReclaimableBytes *uint64 `json:"reclaimable_bytes,omitempty"`
 }
 
 // Decision is admission's answer: may a run of the project start.
@@ -127,6 +133,17 @@ type OverviewDisk struct {
 	// that are no tree's hold.
 	UnownedBytes  *uint64 `json:"unowned_bytes,omitempty"`
 	OtherIDsBytes *uint64 `json:"other_ids_bytes,omitempty"`
+	// FullInSeconds is how long until the disk is full at its trend
+	// (null: not filling, or not known); ReclaimableBytes what the sweep
+	// policies would free in every tree, as last planned.
+	FullInSeconds    *float64 `json:"full_in_seconds"`
+	ReclaimableBytes uint64   `json:"reclaimable_bytes"`
+	// PromisedBytes is the sum of every tree's hard byte limit,
+	// UnlimitedTrees the trees without one, OvercommitRatio the sum over
+	// the disk's size (above 1: more promised than the disk holds).
+	PromisedBytes   uint64  `json:"promised_bytes"`
+	UnlimitedTrees  int     `json:"unlimited_trees"`
+	OvercommitRatio float64 `json:"overcommit_ratio"`
 }
 
 // ProjectOverview is one project's line of the overview.
@@ -144,6 +161,13 @@ type ProjectOverview struct {
 	Growth         Growth     `json:"growth"`
 	LastActivityAt *time.Time `json:"last_activity_at"`
 	UsageAsOf      *time.Time `json:"usage_as_of,omitempty"`
+	// FullInSeconds is the soonest any of the project's trees reaches its
+	// hard byte limit at its trend (null: none filling, or not known), in
+	// the tree of FullInArea; ReclaimableBytes what the sweep policies
+	// would free in its trees, as last planned.
+	FullInSeconds    *float64 `json:"full_in_seconds"`
+	FullInArea       string   `json:"full_in_area,omitempty"`
+	ReclaimableBytes uint64   `json:"reclaimable_bytes"`
 }
 
 // TopPath is one of a tree's largest entries.
@@ -279,4 +303,29 @@ type Healthz struct {
 type Ready struct {
 	Status  string `json:"status"` // ready
 	Backend string `json:"backend"`
+}
+
+// TreeDiff is GET …/projects/{id}/diff: what changed in one tree between
+// two stored snapshots.
+type TreeDiff struct {
+	Project     string       `json:"project"`
+	Area        string       `json:"area"`
+	FromAt      time.Time    `json:"from_at"`
+	ToAt        time.Time    `json:"to_at"`
+	Partial     bool         `json:"partial"`
+	FromBytes   uint64       `json:"from_bytes"`
+	ToBytes     uint64       `json:"to_bytes"`
+	ChangeBytes int64        `json:"change_bytes"`
+	Grew        []PathChange `json:"grew"`
+	Shrank      []PathChange `json:"shrank"`
+	New         []PathChange `json:"new"`
+	Gone        []PathChange `json:"gone"`
+}
+
+// PathChange is one path's size at each end of a diff (0 where absent).
+type PathChange struct {
+	Path        string `json:"path"`
+	FromBytes   uint64 `json:"from_bytes"`
+	ToBytes     uint64 `json:"to_bytes"`
+	ChangeBytes int64  `json:"change_bytes"`
 }

@@ -59,6 +59,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			reportCommand(with),
 			snapshotCommand(with),
 			topCommand(with),
+			diffCommand(with),
 			sweepCommand(with),
 			leaseCommand(with),
 			eventsCommand(with),

@@ -136,11 +136,9 @@ func eventDetail(p journal.Payload) string {
 		}
 		return s
 	case journal.QuotaExceeded:
-		s := fmt.Sprintf("%s over its soft limit: %s of %s", p.Area, units.FormatIEC(p.UsedBytes), units.FormatIEC(p.BytesSoft))
-		if p.BytesHard != nil && *p.BytesHard > 0 {
-			s += " (hard " + units.FormatIEC(*p.BytesHard) + ")"
-		}
-		return s
+		return exceededDetail(p)
+	case journal.QuotaOK:
+		return fmt.Sprintf("%s back under its %s: %s (seen by %s)", p.Area, limitWords(p.Limit), limitFigure(p.Limit, p.UsedBytes, p.UsedInodes, p.LimitValue), p.SeenBy)
 	case journal.Snapshot:
 		var size uint64
 		for _, t := range p.Trees {
@@ -214,4 +212,42 @@ func evictedDetail(p journal.Evicted) string {
 		s += " [" + p.SweepID + "]"
 	}
 	return s
+}
+
+// exceededDetail words a limit reached; records made before every limit
+// was journalled name none: theirs was the soft byte limit.
+func exceededDetail(p journal.QuotaExceeded) string {
+	if p.Limit == "" {
+		s := fmt.Sprintf("%s over its soft limit: %s of %s", p.Area, units.FormatIEC(p.UsedBytes), units.FormatIEC(p.BytesSoft))
+		if p.BytesHard != nil && *p.BytesHard > 0 {
+			s += " (hard " + units.FormatIEC(*p.BytesHard) + ")"
+		}
+		return s
+	}
+	var used, limit uint64
+	if p.UsedInodes != nil {
+		used = *p.UsedInodes
+	}
+	if p.LimitValue != nil {
+		limit = *p.LimitValue
+	}
+	s := fmt.Sprintf("%s reached its %s: %s", p.Area, limitWords(p.Limit), limitFigure(p.Limit, p.UsedBytes, used, limit))
+	if p.GraceEndsAt != nil {
+		s += ", grace ends " + when(*p.GraceEndsAt)
+	}
+	return s + " (seen by " + p.SeenBy + ")"
+}
+
+// limitWords names a limit as a sentence does: "soft byte limit".
+func limitWords(limit string) string {
+	kind, res, _ := strings.Cut(limit, "_")
+	return res + " " + map[string]string{"bytes": "byte", "inodes": "inode"}[kind] + " limit"
+}
+
+// limitFigure is usage against a limit in its unit.
+func limitFigure(limit string, bytes, inodes, value uint64) string {
+	if strings.HasPrefix(limit, "inodes") {
+		return fmt.Sprintf("%d of %d inodes", inodes, value)
+	}
+	return units.FormatIEC(bytes) + " of " + units.FormatIEC(value)
 }

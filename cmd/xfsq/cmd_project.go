@@ -26,13 +26,13 @@ func projectCommand(with withEnv) *cli.Command {
 					"The workspace hard limit defaults to the setting default_quota (50GiB, or\n" +
 					"KERNEL_STORAGE_DEFAULT_QUOTA_BYTES), the cache's to default_cache_quota, the scratch's\n" +
 					"(shared by all runs of the project) to default_scratch_quota.",
-				Flags:  append(append(limitFlagSet("", "workspace"), limitFlagSet("cache-", "cache")...), limitFlagSet("scratch-", "scratch")...),
+				Flags:  append(append(append(limitFlagSet("", "workspace"), limitFlagSet("cache-", "cache")...), limitFlagSet("scratch-", "scratch")...), forceFlag()),
 				Action: with(cmdProjectAdd),
 			},
 			{
 				Name: "set", Usage: "change the limits of one tree of a project", ArgsUsage: "NAME",
 				Flags: append(limitFlagSet("", "new"),
-					&cli.StringFlag{Name: "area", Value: area.Workspace, Usage: areaUsage}),
+					&cli.StringFlag{Name: "area", Value: area.Workspace, Usage: areaUsage}, forceFlag()),
 				Action: with(cmdProjectSet),
 			},
 			{

@@ -23,20 +23,39 @@ func reportAreaFlag() cli.Flag {
 	return &cli.StringFlag{Name: "area", Usage: "only these areas (comma-separated: " + strings.Join(area.All, ", ") + ")"}
 }
 
-// reportOptions are the report a command line asks for, and whether it
-// prints headers and notes.
-func reportOptions(e env) (o sandbox.ReportOptions, noHeaders bool, err error) {
+// reportView is how a command line asks to see the report: headers and
+// notes or rows only, and which columns (nil: the default).
+type reportView struct {
+	noHeaders bool
+	columns   []string
+}
+
+// reportOptions are the report a command line asks for, and how to show it.
+func reportOptions(e env) (o sandbox.ReportOptions, v reportView, err error) {
 	if e.c.NArg() > 0 {
-		return o, false, usagef("report takes no arguments, got %q: filter with --project NAME", e.c.Args().First())
+		return o, v, usagef("report takes no arguments, got %q: filter with --project NAME", e.c.Args().First())
+	}
+	sortBy, err := parseSort(e.c.String("sort"), "report", reportSorts)
+	if err != nil {
+		return o, v, err
 	}
 	o = sandbox.ReportOptions{Projects: splitList(e.c.String("project")), Areas: splitList(e.c.String("area")),
-		Sort: e.c.String("sort"), Check: e.c.Bool("check"), Read: readFlags(e)}
+		Sort: coreSort[sortBy], Check: e.c.Bool("check"), Read: readFlags(e)}
 	if e.c.IsSet("over") {
 		over := e.c.Float64("over")
 		o.Over = &over
 	}
-	return o, e.c.Bool("no-headers"), sandbox.CheckReport(o)
+	v = reportView{noHeaders: e.c.Bool("no-headers")}
+	if v.columns, err = parseColumns(e.c.String("columns"), e.c.Bool("wide")); err != nil {
+		return o, v, err
+	}
+	return o, v, sandbox.CheckReport(o)
 }
+
+// coreSort is the library's order for each word of --sort.
+var coreSort = map[string]string{"name": sandbox.ReportByProject, "size": sandbox.ReportByUsed, "files": sandbox.ReportByFiles,
+	"mtime": sandbox.ReportByActivity, "percent": sandbox.ReportByPercent, "growth": sandbox.ReportByGrowth,
+	"eta": sandbox.ReportByFullIn, "reclaimable": sandbox.ReportByReclaimable}
 
 func splitList(s string) []string {
 	var out []string
@@ -48,7 +67,8 @@ func splitList(s string) []string {
 	return out
 }
 
-// graceText says when the first running soft-limit grace of a tree ends.
+// graceText says when the first running soft-limit grace of a tree ends,
+// as a span: "6d left", "ended 2h ago".
 func graceText(t sandbox.TreeStatus, now time.Time) string {
 	var ends *time.Time
 	for _, g := range []*time.Time{t.BytesGraceEnds, t.InodesGraceEnds} {
@@ -60,27 +80,30 @@ func graceText(t sandbox.TreeStatus, now time.Time) string {
 	case ends == nil:
 		return "-"
 	case !ends.After(now):
-		return "ended " + when(*ends)
+		return "ended " + shortDuration(now.Sub(*ends)) + " ago"
 	}
-	return "until " + when(*ends)
+	return shortDuration(ends.Sub(now)) + " left"
 }
 
-// reportTable prints one row per tree; on a terminal, a tree at its hard
-// limit is red and one over its soft limit yellow.
-// reportTable prints the rows and says whether any of them is stale.
-func reportTable(w io.Writer, rows []sandbox.TreeStatus, noHeaders, colour bool) (stale bool) {
+// reportTable prints one row per tree, of the columns asked for (nil: the
+// default), and says whether any of them is stale; on a terminal, a tree
+// at its hard limit is red and one over its soft limit yellow.
+func reportTable(w io.Writer, rows []sandbox.TreeStatus, columns []string, noHeaders, colour bool) (stale bool) {
 	now := time.Now()
+	cols := columnsFor(columns, rows)
 	out := make([][]string, len(rows))
 	for i, t := range rows {
-		active := "-"
-		if t.LastActivityAt != nil {
-			active = when(*t.LastActivityAt)
-		}
 		stale = stale || t.Stale
-		out[i] = append(treeRow(t, true), graceText(t, now), growth(t.Growth24h), growth(t.Growth7d), active, usageAge(t))
-		out[i][0] = safe(out[i][0])
+		out[i] = make([]string, len(cols))
+		for j, c := range cols {
+			out[i][j] = c.value(t, now)
+		}
 	}
-	header := "PROJECT\t" + treeHeader + "\tGRACE\t24H\t7D\tLAST ACTIVE\tAS OF"
+	var headers []string
+	for _, c := range cols {
+		headers = append(headers, c.header)
+	}
+	header := strings.Join(headers, "\t")
 	if noHeaders {
 		header = ""
 	}
@@ -111,8 +134,13 @@ func reportTable(w io.Writer, rows []sandbox.TreeStatus, noHeaders, colour bool)
 func reportCommand(with withEnv) *cli.Command {
 	return &cli.Command{
 		Name: "report", Usage: "usage and limits of every tree",
-		Description: "One row per tree: project, area, project ID, used, soft, hard, inodes used/soft/hard, percent\n" +
-			"of the hard byte limit, growth over 24 h and 7 d, last activity. --json prints an array of objects.\n\n" +
+		Description: "One row per tree: project, area, used, hard limit, percent of it, how long its soft limit's grace\n" +
+			"has left, growth over 24 h and when it will be full at its trend (FULL IN: a least-squares trend of\n" +
+			"two days of snapshots, see docs/operations.md#full-in), and on the fallback how old the figure is.\n" +
+			"--wide shows every column (ID, soft limit, inodes, 7 d growth, what the sweep policies would free,\n" +
+			"last activity); -o picks them (-o project,area,used,eta). --json prints an array of objects with\n" +
+			"every figure. --sort uses the words top uses: name, size, files, mtime, percent, growth, eta,\n" +
+			"reclaimable (project and used are still taken for name and size).\n\n" +
 			"On XFS, usage is the kernel's count, read in one pass. On the fallback backend it is each tree's\n" +
 			"last walk plus the writes made through xfsq since (usage_walked_at says when that walk began); the\n" +
 			"hourly pass (xfsq snapshot --all) walks them again. --refresh walks every tree now.\n\n" +
@@ -121,7 +149,9 @@ func reportCommand(with withEnv) *cli.Command {
 			"never with NO_COLOR set.",
 		Flags: []cli.Flag{refreshFlag(), reportProjectFlag(), reportAreaFlag(),
 			&cli.Float64Flag{Name: "over", Usage: "only trees at or over PERCENT of their hard byte limit"},
-			&cli.StringFlag{Name: "sort", Value: "project", Usage: "order: project, used, percent or growth (largest first but project)"},
+			&cli.StringFlag{Name: "sort", Value: "name", Usage: sortUsage(reportSorts)},
+			&cli.BoolFlag{Name: "wide", Usage: "every column (as -o wide)"},
+			&cli.StringFlag{Name: "columns", Aliases: []string{"o"}, Usage: "the columns to show, comma-separated (" + strings.Join(reportColumnNames(), ",") + "), or wide"},
 			&cli.BoolFlag{Name: "no-headers", Aliases: []string{"N"}, Usage: "no header or notes, rows only (as xfs_quota -N)"},
 			&cli.BoolFlag{Name: "check", Usage: "exit 1 when any tree shown is at or over a hard limit"},
 			onHostFlag(), allHostsFlag()},
@@ -133,10 +163,11 @@ func cmdReport(e env) error {
 	if fleetAsked(e) {
 		return cmdReportFleet(e)
 	}
-	o, noHeaders, err := reportOptions(e)
+	o, view, err := reportOptions(e)
 	if err != nil {
 		return err
 	}
+	noHeaders, columns := view.noHeaders, view.columns
 	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		res, err := m.ReportOf(ctx, o)
 		if err != nil {
@@ -148,21 +179,26 @@ func cmdReport(e env) error {
 				fmt.Fprintf(w, "backend: %s\n", m.BackendName())
 			}
 			if !m.IsXFS() && !noHeaders {
-				fmt.Fprintln(w, "note: the kernel enforces nothing here; usage is each tree's last walk plus the writes made through xfsq since.")
+				fmt.Fprintln(w, "note: the kernel enforces nothing here; usage is each tree's\n"+
+					"      last walk plus the writes made through xfsq since.")
 				if res.OldestWalkAt != nil {
-					fmt.Fprintf(w, "      Other writes count from the next walk (oldest walk here: %s; the hourly xfsq snapshot --all\n"+
-						"      walks every tree, --refresh walks them now).\n", when(*res.OldestWalkAt))
+					fmt.Fprintf(w, "      Other writes count from the next walk (oldest walk here: %s;\n"+
+						"      the hourly xfsq snapshot --all walks every tree, --refresh walks them now).\n", when(*res.OldestWalkAt))
 				}
 			}
-			if stale := reportTable(w, rows, noHeaders, useColour(os.Stdout)); stale && !noHeaders {
-				fmt.Fprintf(w, "stale: walked over %s ago (the hourly xfsq snapshot --all has not run): writes made outside xfsq since\n"+
-					"       are not counted; xfsq report --refresh, or xfsq top on the tree, walks it now.\n", roughAge(sandbox.SnapshotInterval))
+			if stale := reportTable(w, rows, columns, noHeaders, useColour(os.Stdout)); stale && !noHeaders {
+				fmt.Fprintf(w, "stale: walked over %s ago (the hourly xfsq snapshot --all has not run): writes made\n"+
+					"       outside xfsq since are not counted; xfsq report --refresh, or xfsq top on the tree,\n"+
+					"       walks it now.\n", roughAge(sandbox.SnapshotInterval))
 			}
 			printDrift(w, rows)
 			for _, t := range rows {
 				if t.Escape != "" {
 					fmt.Fprintf(w, "escape? %s %s: %s\n", safe(t.Project), t.Area, line(t.Escape))
 				}
+			}
+			if !noHeaders {
+				promiseLine(w, m, rows)
 			}
 			if u := res.Unowned; u != nil && !noHeaders {
 				fmt.Fprintf(w, "unowned: %s of the %s df counts used is in no project (%s of it charged to project 0 or IDs that are no tree's)\n",
@@ -217,4 +253,28 @@ func growth(d *int64) string {
 		return "-" + units.FormatIEC(uint64(-*d))
 	}
 	return "+" + units.FormatIEC(uint64(*d))
+}
+
+// promiseLine says what the limits promise of the disk and what the sweep
+// policies would free, as docker system df and an Incus pool say them.
+func promiseLine(w io.Writer, m *sandbox.Manager, rows []sandbox.TreeStatus) {
+	p, disk, ok := m.Promise(rows)
+	if !ok {
+		return
+	}
+	var reclaim uint64
+	planned := false
+	for _, t := range rows {
+		if t.ReclaimableBytes != nil {
+			reclaim, planned = reclaim+*t.ReclaimableBytes, true
+		}
+	}
+	s := fmt.Sprintf("promised: %s of hard limits on a %s disk (%.2fx)", units.FormatIEC(p.PromisedBytes), units.FormatIEC(disk), p.OvercommitRatio)
+	if p.UnlimitedTrees > 0 {
+		s += fmt.Sprintf(", and %s with no limit", plural(p.UnlimitedTrees, "tree", "trees"))
+	}
+	if planned {
+		s += "; reclaimable by the sweep policies: " + units.FormatIEC(reclaim) + " (as last planned)"
+	}
+	fmt.Fprintln(w, s)
 }

@@ -24,7 +24,7 @@ func topCommand(with withEnv) *cli.Command {
 			"The root's inbound tree is PROJECT " + sandbox.RootOwner + " with --area inbound.",
 		Flags: []cli.Flag{areaFlag(), &cli.IntFlag{Name: "depth", Value: 2, Usage: "levels to show (1-8)"},
 			&cli.IntFlag{Name: "limit", Value: 20, Usage: "entries shown per directory"},
-			&cli.StringFlag{Name: "sort", Value: "size", Usage: "order of each directory's entries: size, files or mtime"}},
+			&cli.StringFlag{Name: "sort", Value: "size", Usage: "order of each directory's entries: " + sortUsage(topSorts)}},
 		Action: with(reads(cmdTop)),
 	}
 }
@@ -41,8 +41,10 @@ func cmdTop(e env) error {
 		return usagef("--depth %d: use 1 to %d", depth, inventory.MaxDepth)
 	case limit < 1:
 		return usagef("--limit %d: use a positive number", limit)
-	case sortBy != "size" && sortBy != "files" && sortBy != "mtime":
-		return usagef("--sort %q: use size, files or mtime", sortBy)
+	}
+	sortBy, err := parseSort(sortBy, "top", topSorts)
+	if err != nil {
+		return err
 	}
 	var progress func(sandbox.TreeProgress)
 	if e.watched() {
@@ -62,6 +64,13 @@ func cmdTop(e env) error {
 type topEntry struct {
 	node *inventory.Node
 	file *inventory.File
+}
+
+func (t topEntry) path() string {
+	if t.node != nil {
+		return t.node.Path
+	}
+	return t.file.Path
 }
 
 func (t topEntry) size() uint64 {
@@ -84,6 +93,8 @@ func entriesOf(n *inventory.Node, filesIn map[string][]inventory.File, sortBy st
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		switch sortBy {
+		case "name":
+			return a.path() < b.path()
 		case "files":
 			fa, fb := uint64(1), uint64(1)
 			if a.node != nil {

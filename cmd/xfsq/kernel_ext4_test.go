@@ -35,6 +35,7 @@ func ext4Cases(xfsCases []kerneltest.Case) []kerneltest.Case {
 		"ProgressShowsTheShareOfTheKernelsInodes":                        true,
 		"ServeOverHTTPDeniesAtTheLimitAndReportsAsXfsQuota":              true,
 		"InboundStopsAtItsLimitWhileWorkspacesWriteAndIsXfsQuotasFigure": true,
+		"APassJournalsEveryLimitATenantReachedFromItsContainer":          true,
 	}
 	var out []kerneltest.Case
 	for _, c := range xfsCases {

@@ -40,6 +40,7 @@ func TestKernel(t *testing.T) {
 		{Name: "SoftGraceIsTheKernelsGraceTimer", Run: testXFSSoftGrace},
 		{Name: "ProgressShowsTheShareOfTheKernelsInodes", Run: testXFSProgress},
 		{Name: "ServeOverHTTPDeniesAtTheLimitAndReportsAsXfsQuota", Run: testXFSServe},
+		{Name: "APassJournalsEveryLimitATenantReachedFromItsContainer", Run: testXFSPassCrossings},
 	}
 	kerneltest.Run(t, append(cases, ext4Cases(cases)...))
 }

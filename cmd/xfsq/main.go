@@ -317,6 +317,11 @@ func limitFlags(c *cli.Context, prefix string) (sandbox.LimitChange, error) {
 		if *f.dst, err = numberFlag(c, f.name, f.parse); err != nil {
 			return ch, err
 		}
+		if strings.Contains(f.name, "bytes-") {
+			if err := checkBareBytes(c, f.name); err != nil {
+				return ch, err
+			}
+		}
 	}
 	return ch, nil
 }

@@ -142,6 +142,14 @@ func (t *TreeStatus) appendJSON(b []byte) []byte {
 		b = append(b, `,"escape":`...)
 		b = appendJSONString(b, t.Escape)
 	}
+	if t.FullInSeconds != nil {
+		b = append(b, `,"full_in_seconds":`...)
+		b = jsonfmt.AppendFloat(b, *t.FullInSeconds)
+	}
+	if t.ReclaimableBytes != nil {
+		b = append(b, `,"reclaimable_bytes":`...)
+		b = strconv.AppendUint(b, *t.ReclaimableBytes, 10)
+	}
 	return append(b, '}')
 }
 

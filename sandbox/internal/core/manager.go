@@ -22,7 +22,8 @@
 // It must never touch anything outside the root, never delete data that it
 // did not create (rollback removes only empty directories it made), never
 // change a project without journalling it, never walk or write on a read
-// unless the caller asks, and never name a shell's flags in its messages
+// unless the caller asks (but to journal a limit reached, which whoever
+// sees it first records: crossings.go), and never name a shell's flags in its messages
 // (a hint for the operator travels beside them).
 package core
 
@@ -151,7 +152,9 @@ type Manager struct {
 	Range         xfs.IDRange
 	reads         readCache // see readcache.go
 
-	overview overviewCache // the last overview assembled (Overview)
+	overview  overviewCache // the last overview assembled (Overview)
+	crossings crossingCache // the limits known recorded as reached (crossings.go)
+	fullAt    fullAtCache   // when each tree fills at its trend, for pollers (insight.go)
 }
 
 // Options configure Open.

@@ -41,6 +41,13 @@ type OverviewDisk struct {
 	// project 0 and IDs that are no tree's hold.
 	UnownedBytes  *uint64 `json:"unowned_bytes,omitempty"`
 	OtherIDsBytes *uint64 `json:"other_ids_bytes,omitempty"`
+	// FullInSeconds is how long until the disk is full at the trend of
+	// what the scheduled passes found free (null: not filling, or too
+	// little known); ReclaimableBytes what the sweep policies would free
+	// in every tree (the root's inbound tree too), as last planned.
+	FullInSeconds    *float64 `json:"full_in_seconds"`
+	ReclaimableBytes uint64   `json:"reclaimable_bytes"`
+	Promised
 }
 
 // ProjectOverview is one project's line of the overview.
@@ -66,6 +73,13 @@ type ProjectOverview struct {
 	LastActivityAt *time.Time `json:"last_activity_at"`
 	// UsageAsOf, on the fallback, is when the workspace's last walk began.
 	UsageAsOf *time.Time `json:"usage_as_of,omitempty"`
+	// FullInSeconds is the soonest any of the project's trees reaches its
+	// hard byte limit at its trend (null: none is filling, or too little
+	// is known), FullInArea that tree's area; ReclaimableBytes what the
+	// sweep policies would free in all of them, as last planned.
+	FullInSeconds    *float64 `json:"full_in_seconds"`
+	FullInArea       string   `json:"full_in_area,omitempty"`
+	ReclaimableBytes uint64   `json:"reclaimable_bytes"`
 }
 
 // TopPath is one of a tree's largest entries.
@@ -402,12 +416,16 @@ func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
 		index[p.Name] = len(ov.Projects)
 		ov.Projects = append(ov.Projects, ProjectOverview{Project: p.Name, TopPaths: []TopPath{}})
 	}
+	if err := m.overviewInsight(ctx, ov, rows, now); err != nil {
+		return nil, err
+	}
 	for _, r := range rows {
 		i, ok := index[r.Project]
 		if !ok {
 			continue // added since the report was read
 		}
 		p := &ov.Projects[i]
+		projectInsight(p, r)
 		switch r.Area {
 		case area.Cache:
 			p.CacheBytes = r.UsedBytes
@@ -545,6 +563,9 @@ func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (P
 		return ProjectStorage{}, err
 	}
 	if err := m.growthAndActivity(ctx, p.Trees); err != nil {
+		return ProjectStorage{}, err
+	}
+	if err := m.insight(ctx, p.Trees); err != nil {
 		return ProjectStorage{}, err
 	}
 	out := ProjectStorage{Project: p.Name, Backend: p.Backend, Trees: make([]TreeStorage, 0, len(p.Trees))}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/store"
@@ -74,6 +75,13 @@ type TreeStatus struct {
 	// kernel's count disagreed by more than 1 %: a sign of a quota escape.
 	WalkBytes *uint64 `json:"walk_bytes,omitempty"`
 	Escape    string  `json:"escape,omitempty"`
+	// FullInSeconds is how long until the tree reaches its hard byte limit
+	// at its trend (trend.go; 0: it has), absent when it is not filling or
+	// too little is known; ReclaimableBytes what the sweep policies would
+	// free in it now, as its last plan found, absent until one was made.
+	// Both are filled by Report and ProjectStorage only.
+	FullInSeconds    *float64 `json:"full_in_seconds,omitempty"`
+	ReclaimableBytes *uint64  `json:"reclaimable_bytes,omitempty"`
 	// fullWithin is how little room left counts as none: on ext4 the
 	// kernel reserves a page for each page a write dirties, so a tree
 	// with less than a page below its hard limit takes no more data (it
@@ -205,7 +213,10 @@ func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	return statuses, m.growthAndActivity(ctx, statuses)
+	if err := m.growthAndActivity(ctx, statuses); err != nil {
+		return nil, err
+	}
+	return statuses, m.insight(ctx, statuses)
 }
 
 // fallbackRead reads a fallback tree as admission sees it — its last walk,
@@ -364,6 +375,9 @@ func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 			out, err = m.status(ctx, u.trees, all, Read{})
 			return err
 		})
+		if err == nil {
+			m.noteLimitsLater(ctx, out, journal.SeenByKernel)
+		}
 		return out, err
 	}
 	if u.all == nil {
@@ -384,6 +398,7 @@ func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 			t.UsageAgeSeconds = &ages[i]
 		}
 	}
+	m.noteLimitsLater(ctx, out, journal.SeenByScrape)
 	return out, nil
 }
 
@@ -571,6 +586,7 @@ func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission,
 		// Concatenated, not Sprintf'd: asked before every run.
 		a.Decision, a.Message = decision, "project "+strconv.Quote(name)+which+": "+msg
 	}
+	m.noteLimits(ctx, p.Trees, journal.SeenByAdmission) // best effort: the answer stands, the next observer records it
 	return a, nil
 }
 

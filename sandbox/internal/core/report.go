@@ -18,10 +18,17 @@ const (
 	ReportByUsed    = "used"
 	ReportByPercent = "percent"
 	ReportByGrowth  = "growth"
+	// The words top shares (docs/commands.md): most files first, most
+	// recent activity first, soonest full first, most reclaimable first.
+	ReportByFiles       = "files"
+	ReportByActivity    = "mtime"
+	ReportByFullIn      = "eta"
+	ReportByReclaimable = "reclaimable"
 )
 
 // ReportSorts are the orders ReportOptions.Sort takes.
-var ReportSorts = []string{ReportByProject, ReportByUsed, ReportByPercent, ReportByGrowth}
+var ReportSorts = []string{ReportByProject, ReportByUsed, ReportByPercent, ReportByGrowth,
+	ReportByFiles, ReportByActivity, ReportByFullIn, ReportByReclaimable}
 
 // ReportOptions say which trees a report shows and in what order; the
 // zero value is every tree by project. Both shells take them as they are:
@@ -193,7 +200,38 @@ func (o ReportOptions) order() func(a, b TreeStatus) int {
 			return cmp.Compare(b.Percent, a.Percent)
 		case ReportByGrowth:
 			return cmp.Compare(growth(b), growth(a))
+		case ReportByFiles:
+			return cmp.Compare(b.UsedInodes, a.UsedInodes)
+		case ReportByActivity:
+			return cmp.Compare(unixOr(b.LastActivityAt), unixOr(a.LastActivityAt))
+		case ReportByFullIn:
+			return cmp.Compare(etaOr(a.FullInSeconds), etaOr(b.FullInSeconds))
+		case ReportByReclaimable:
+			return cmp.Compare(valueOr(b.ReclaimableBytes), valueOr(a.ReclaimableBytes))
 		}
 		return cmp.Or(strings.Compare(a.Project, b.Project), strings.Compare(a.Area, b.Area))
 	}
+}
+
+// unixOr is t in Unix seconds, or the earliest of all when unknown.
+func unixOr(t *time.Time) int64 {
+	if t == nil {
+		return -1 << 62
+	}
+	return t.Unix()
+}
+
+// etaOr is a full-in, or longer than any when not filling.
+func etaOr(s *float64) float64 {
+	if s == nil {
+		return 1e300
+	}
+	return *s
+}
+
+func valueOr(n *uint64) uint64 {
+	if n == nil {
+		return 0
+	}
+	return *n
 }

@@ -127,6 +127,9 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 	if err := ctx.Err(); err != nil {
 		return out, err // a pass cut short journals nothing: it is run again whole
 	}
+	if err := m.noteWalked(ctx, trees, o.Area); err != nil && o.Scheduled {
+		return out, err
+	}
 	if o.Scheduled {
 		if err := m.journalPass(ctx, out); err != nil {
 			return out, err

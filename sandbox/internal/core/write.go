@@ -258,6 +258,7 @@ func (w *Write) Commit(ctx context.Context, delta int64, ino uint64) error {
 		ino = 0 // the row counts directories too: not one file's
 	}
 	w.committing = time.Now()
+	ctx = store.WithGrace(ctx, w.limits.SoftGrace) // a soft limit reached is journalled with when its grace ends
 	if err := w.m.Store.CommitWrite(ctx, w.key(), w.reservation, delta, w.names, int64(w.inodes), ino, w.m.ActorOf(ctx)); err != nil {
 		return reservationErr(err)
 	}

@@ -46,6 +46,7 @@ type Core interface {
 	JournalEviction(ctx context.Context, project string, rec deletion.Record) error
 	ResolvePending(ctx context.Context, root *os.Root) (int, error)
 	SweepUsage(ctx context.Context, names []string) (map[string]core.TreeStatus, map[string]string, error)
+	NoteSweepOverSoft(ctx context.Context, overs []sweep.OverSoft, sweepID string) error
 }
 
 // Sweeper runs the sweeps and passes of one root.

@@ -17,7 +17,6 @@ import (
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
-	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
@@ -368,13 +367,8 @@ func (m *Sweeper) sweepOne(ctx context.Context, dir *saferm.Dir, n string, areas
 		plan = rederive(saved.Plan, plan, []string{n})
 	}
 	out.plan = plan
-	for _, over := range plan.OverSoft {
-		if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-			return tx.AppendEvent(ctx, over.Project, m.ActorOf(ctx), journal.QuotaExceeded{
-				Area: over.Area, UsedBytes: over.Bytes, BytesSoft: over.Soft, SweepID: sweepID})
-		}); err != nil {
-			return out, err
-		}
+	if err := m.NoteSweepOverSoft(ctx, plan.OverSoft, sweepID); err != nil {
+		return out, err
 	}
 	budget := o.Budget
 	if budget > 0 {
@@ -388,7 +382,8 @@ func (m *Sweeper) sweepOne(ctx context.Context, dir *saferm.Dir, n string, areas
 	} else {
 		out.res = x.Run(ctx, plan)
 	}
-	return out, nil
+	// What the plan found less what went: the rest is still to be freed.
+	return out, m.recordReclaimable(context.WithoutCancel(ctx), []sweep.Project{{Name: n}}, areas, plan, out.res.Evicted, m.Now())
 }
 
 // errLeasedNow is why a deletion whose pending record found a lease was not made.
@@ -573,7 +568,7 @@ func (m *Sweeper) planSweep(ctx context.Context, dir *saferm.Dir, names []string
 	}
 	plan := sweep.MakePlan(projects, policy, now)
 	plan.Skipped = append(plan.Skipped, refused...)
-	return plan, nil
+	return plan, m.recordReclaimable(ctx, projects, areas, plan, nil, now)
 }
 
 // unplannable is the trees of a project left whole for why: no entries,

@@ -1,0 +1,135 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"time"
+
+	"github.com/xfsq/xfsq/journal"
+)
+
+// HistoryEvery is how often at most a tree's snapshot is kept whole for
+// later comparison (Diff): the tree of every snapshot would cost the store
+// one full tree per tree per hour. A tree unchanged since the last one
+// kept is not kept again.
+var HistoryEvery = 3 * time.Hour
+
+// HistoryRetention is how long the trees kept for comparison are kept: a
+// week back, and a day's margin.
+const HistoryRetention = 8 * 24 * time.Hour
+
+// keepHistory keeps the tree of a complete snapshot when the newest one
+// kept of the same tree is HistoryEvery older and differs, and drops
+// those older than HistoryRetention, but the newest of them: it is the
+// tree as it was at the retention's start, and a tree unchanged since
+// has no later one.
+func (t *Tx) keepHistory(ctx context.Context, s Snapshot, tree []byte) error {
+	if s.Partial || len(tree) == 0 {
+		return nil // it saw part of the tree (or kept none): nothing to compare with
+	}
+	sum := sha256.Sum256(tree)
+	digest := hex.EncodeToString(sum[:])
+	var last struct {
+		At     int64  `db:"at"`
+		Digest string `db:"digest"`
+	}
+	err := t.get(ctx, &last, `SELECT at, digest FROM snapshot_history WHERE host = ? AND project = ? AND area = ? ORDER BY at DESC LIMIT 1`,
+		t.s.Host, s.Project, s.Area)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return err
+	case last.Digest == digest || toMicros(s.At)-last.At < HistoryEvery.Microseconds():
+		return nil
+	}
+	if _, err := t.exec(ctx, `INSERT INTO snapshot_history (host, project, area, at, digest, tree) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (host, project, area, at) DO NOTHING`, t.s.Host, s.Project, s.Area, toMicros(s.At), digest, tree); err != nil {
+		return err
+	}
+	cutoff := toMicros(s.At.Add(-HistoryRetention))
+	_, err = t.exec(ctx, `DELETE FROM snapshot_history WHERE host = ? AND project = ? AND area = ? AND at < (
+		SELECT MAX(at) FROM snapshot_history WHERE host = ? AND project = ? AND area = ? AND at <= ?)`,
+		t.s.Host, s.Project, s.Area, t.s.Host, s.Project, s.Area, cutoff)
+	return err
+}
+
+// StoredTree is a tree kept of a snapshot, in inventory's stored form.
+type StoredTree struct {
+	At   time.Time
+	Tree []byte
+}
+
+// TreeAt reads the tree kept of k's snapshots as it was at at: the newest
+// kept at or before it. ok is false when none is that old.
+func (s *Store) TreeAt(ctx context.Context, k TreeKey, at time.Time) (StoredTree, bool, error) {
+	var row struct {
+		At   int64  `db:"at"`
+		Tree []byte `db:"tree"`
+	}
+	err := s.get(ctx, &row, `SELECT at, tree FROM snapshot_history WHERE host = ? AND project = ? AND area = ? AND at <= ? ORDER BY at DESC LIMIT 1`,
+		s.Host, k.Project, k.Area, toMicros(at))
+	if errors.Is(err, sql.ErrNoRows) {
+		return StoredTree{}, false, nil
+	}
+	if err != nil {
+		return StoredTree{}, false, err
+	}
+	return StoredTree{At: fromMicros(row.At), Tree: row.Tree}, true, nil
+}
+
+// OldestTree is when the oldest tree kept of k's snapshots was taken
+// (zero: none): what a comparison too far back is told it may go to.
+func (s *Store) OldestTree(ctx context.Context, k TreeKey) (time.Time, error) {
+	var at sql.NullInt64
+	err := s.get(ctx, &at, `SELECT MIN(at) FROM snapshot_history WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
+	if err != nil || !at.Valid {
+		return time.Time{}, err
+	}
+	return fromMicros(at.Int64), nil
+}
+
+// SnapshotTotals reads the totals of k's snapshots taken at or after
+// since, oldest first: the history a trend is fitted to.
+func (s *Store) SnapshotTotals(ctx context.Context, k TreeKey, since time.Time) ([]Snapshot, error) {
+	var out []Snapshot
+	err := s.sel(ctx, &out, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ? AND at >= ? ORDER BY at, id`,
+		s.Host, k.Project, k.Area, toMicros(since))
+	for i := range out {
+		out[i].fill()
+	}
+	return out, err
+}
+
+// PassFree reads what each scheduled snapshot pass since then found free
+// on the root's filesystem (storage.snapshot's free_bytes), oldest first,
+// without decoding the records' lists of trees.
+func (s *Store) PassFree(ctx context.Context, since time.Time) ([]PassFree, error) {
+	field := `json_extract(payload, '$.free_bytes')`
+	if s.postgres {
+		field = `(payload::json ->> 'free_bytes')::bigint`
+	}
+	var rows []struct {
+		At   int64         `db:"at"`
+		Free sql.NullInt64 `db:"free"`
+	}
+	if err := s.sel(ctx, &rows, `SELECT at, `+field+` AS free FROM events WHERE host = ? AND type = ? AND at >= ? ORDER BY at`,
+		s.Host, string(journal.TypeSnapshot), toMicros(since)); err != nil {
+		return nil, err
+	}
+	out := make([]PassFree, 0, len(rows))
+	for _, r := range rows {
+		if r.Free.Valid && r.Free.Int64 > 0 {
+			out = append(out, PassFree{At: fromMicros(r.At), FreeBytes: uint64(r.Free.Int64)})
+		}
+	}
+	return out, nil
+}
+
+// PassFree is what one scheduled pass found free.
+type PassFree struct {
+	At        time.Time
+	FreeBytes uint64
+}
