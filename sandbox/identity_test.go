@@ -141,10 +141,14 @@ func TestSameRootPathTwoHostsIndependentIDs(t *testing.T) {
 				if err := os.Mkdir(path, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				r := mustOpenAs(t, path, dsn, host, true)
-				if r.Manager.IsXFS() {
-					t.Skip("the temporary directory's filesystem enforces project quotas; this is the fallback's registry")
+				// The fallback's registry, chosen so even where the temporary
+				// directory's filesystem enforces project quotas.
+				r, err := sandbox.OpenRoot(context.Background(), sandbox.Config{Root: path, DSN: dsn, Host: host,
+					ProjectFiles: []string{}, Init: true, Backend: sandbox.BackendFallback})
+				if err != nil {
+					t.Fatalf("init %s as %s: %v", path, host, err)
 				}
+				t.Cleanup(func() { r.Close() })
 				if _, err := r.Manager.Add(context.Background(), "omni", sandbox.AddOptions{}); err != nil {
 					t.Fatal(err)
 				}
