@@ -315,7 +315,7 @@ func streamUploads(ctx context.Context, h *fleetHost, l *uploadLog) {
 // fleetTree makes the cut host's trees: omni's workspace with trash a
 // sweep deletes and files it must keep; held's trash, protected by a lease.
 func fleetTree(t *testing.T, h *fleetHost) (trash, kept []string) {
-	h.cli.ok("project", "add", "omni", "--bytes-hard", strconv.Itoa(fleetHard))
+	h.cli.ok("project", "add", "omni", "--bytes-hard", strconv.Itoa(fleetHard>>10)+"k")
 	h.cli.ok("project", "add", "held", "--bytes-hard", "1m")
 	old := time.Now().Add(-30 * 24 * time.Hour)
 	put := func(rel string) {
