@@ -133,3 +133,20 @@ type PassFree struct {
 	At        time.Time
 	FreeBytes uint64
 }
+
+// AllSnapshotTotals is SnapshotTotals for every tree of the host at once,
+// by tree: one statement however many trees a report or an overview fits.
+func (s *Store) AllSnapshotTotals(ctx context.Context, since time.Time) (map[TreeKey][]Snapshot, error) {
+	var rows []Snapshot
+	if err := s.sel(ctx, &rows, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND at >= ? ORDER BY project, area, at, id`,
+		s.Host, toMicros(since)); err != nil {
+		return nil, err
+	}
+	out := map[TreeKey][]Snapshot{}
+	for i := range rows {
+		rows[i].fill()
+		k := TreeKey{Project: rows[i].Project, Area: rows[i].Area}
+		out[k] = append(out[k], rows[i])
+	}
+	return out, nil
+}

@@ -22,16 +22,20 @@ func (m *Manager) insight(ctx context.Context, rows []TreeStatus) error {
 		return err
 	}
 	now := m.now()
+	if len(rows) == 0 {
+		return nil
+	}
+	history, err := m.Store.AllSnapshotTotals(ctx, now.Add(-TrendWindow))
+	if err != nil {
+		return err
+	}
 	for i := range rows {
 		r := &rows[i]
 		k := store.TreeKey{Project: r.Project, Area: r.Area}
 		if rc, ok := reclaim[k]; ok {
 			r.ReclaimableBytes = &rc.Bytes
 		}
-		t, err := m.treeTrend(ctx, r, now)
-		if err != nil {
-			return err
-		}
+		t := trendOf(r, history[k], now)
 		if t.FullIn != nil {
 			secs := t.FullIn.Seconds()
 			r.FullInSeconds = &secs
@@ -48,6 +52,11 @@ func (m *Manager) treeTrend(ctx context.Context, r *TreeStatus, now time.Time) (
 	if err != nil {
 		return Trend{}, err
 	}
+	return trendOf(r, snaps, now), nil
+}
+
+// trendOf fits a tree's complete snapshots and its usage now.
+func trendOf(r *TreeStatus, snaps []store.Snapshot, now time.Time) Trend {
 	points := make([]UsagePoint, 0, len(snaps)+1)
 	for _, s := range snaps {
 		if !s.Partial {
@@ -59,7 +68,7 @@ func (m *Manager) treeTrend(ctx context.Context, r *TreeStatus, now time.Time) (
 		at = *r.UsageAsOf // the fallback's figure is its walk's, plus xfsq's writes since
 	}
 	points = append(points, UsagePoint{At: at, Bytes: r.UsedBytes})
-	return FullIn(points, r.BytesHard, now), nil
+	return FullIn(points, r.BytesHard, now)
 }
 
 // diskTrend fits the disk's use at each scheduled pass over TrendWindow

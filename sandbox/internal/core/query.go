@@ -190,7 +190,10 @@ func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 		if err != nil {
 			return nil, err
 		}
-		return statuses, m.growthAndActivity(ctx, statuses)
+		if err := m.growthAndActivity(ctx, statuses); err != nil {
+			return nil, err
+		}
+		return statuses, m.insight(ctx, statuses)
 	}
 	trees, err := m.Store.Trees(ctx, "")
 	if err != nil {
