@@ -242,9 +242,7 @@ var contractUnobserved = map[string]string{
 //
 // "Schema.*" excuses every field of a schema.
 var contractUnseen = map[string]string{
-	"TreeStatus.full_in_seconds":   "filled by report and the project detail only (TreeStorage.full_in_seconds); the trees of show and admission never carry it",
-	"TreeStatus.reclaimable_bytes": "as TreeStatus.full_in_seconds (TreeStorage.reclaimable_bytes)",
-	"ProjectOverview.full_in_area": "the area whose trend fills first: only with two days of snapshots (the trend's window), which no server test stores; sandbox's TestReportFullIn holds the trend",
+	"TreeStatus.reclaimable_bytes": "filled by report and the project detail only (TreeStorage.reclaimable_bytes); the trees of show and admission never carry it",
 	"DockerPart.*":                 "no Docker daemon for the server tests (health's own tests hold the part against a real one)",
 	"HealthReport.docker":          "no Docker daemon for the server tests",
 	"CPUPart.error":                "a part's error and fix: /proc unreadable, not provoked here (health's tests inject it)",
