@@ -2,8 +2,9 @@ package sandbox
 
 // The core's API as shells call it: its types by alias, and each function
 // and method a one-line call into sandbox/internal/core or the use case
-// beside it that owns the call (retention: sweeps, plans, passes). Nothing
-// here decides anything; a new use case adds its line here.
+// beside it that owns the call (retention: sweeps, plans, passes; doctor:
+// findings and repairs). Nothing here decides anything; a new use case
+// adds its line here.
 
 import (
 	"context"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/doctor"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
@@ -28,7 +30,6 @@ type (
 	Event           = core.Event
 	EventPage       = core.EventPage
 	EventQuery      = core.EventQuery
-	Finding         = core.Finding
 	FullDisk        = core.FullDisk
 	Growth          = core.Growth
 	HealthSources   = core.HealthSources
@@ -85,47 +86,30 @@ const (
 	BackendExt4           = core.BackendExt4
 	BackendFallback       = core.BackendFallback
 	BackendXFS            = core.BackendXFS
-	BusyProject           = core.BusyProject
 	CtimeLag              = core.CtimeLag
-	DeadReservation       = core.DeadReservation
 	DefaultDetailDepth    = core.DefaultDetailDepth
 	DefaultOverviewMaxAge = core.DefaultOverviewMaxAge
 	Deny                  = core.Deny
-	ForeignKernelID       = core.ForeignKernelID
 	FullDiskReadOnly      = core.FullDiskReadOnly
 	FullDiskRefuse        = core.FullDiskRefuse
 	FullDiskSpendReserve  = core.FullDiskSpendReserve
-	GraceDrift            = core.GraceDrift
-	InterruptedAdd        = core.InterruptedAdd
-	InterruptedDeletion   = core.InterruptedDeletion
-	InterruptedRemove     = core.InterruptedRemove
-	KeptID                = core.KeptID
 	LimitBytes            = core.LimitBytes
 	LimitHard             = core.LimitHard
 	LimitInodes           = core.LimitInodes
 	LimitSoft             = core.LimitSoft
-	LimitsDrift           = core.LimitsDrift
 	MaxEventLimit         = core.MaxEventLimit
 	MaxLeaseTTL           = core.MaxLeaseTTL
-	MissingDirectory      = core.MissingDirectory
-	MissingTree           = core.MissingTree
 	NameRule              = core.NameRule
 	Ok                    = core.Ok
-	OrphanKernelID        = core.OrphanKernelID
 	PassSnapshot          = retention.PassSnapshot
 	PassSweep             = retention.PassSweep
 	PlanFormat            = retention.PlanFormat
-	QuotaEscape           = core.QuotaEscape
 	RootOwner             = core.RootOwner
 	RunRule               = core.RunRule
 	SnapshotInterval      = core.SnapshotInterval
 	StateDir              = core.StateDir
-	StrayTemp             = core.StrayTemp
 	TempPrefix            = core.TempPrefix
-	UnmanagedDir          = core.UnmanagedDir
 	Warn                  = core.Warn
-	WriteInProgress       = core.WriteInProgress
-	WrongProjectID        = core.WrongProjectID
 )
 
 var (
@@ -219,10 +203,6 @@ func SettledDeletions(evs []Event) []Event {
 	return core.SettledDeletions(evs)
 }
 
-func Unresolved(findings []Finding) bool {
-	return core.Unresolved(findings)
-}
-
 func ValidateArea(a string) error {
 	return core.ValidateArea(a)
 }
@@ -269,10 +249,6 @@ func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission,
 
 func (m *Manager) Close() error {
 	return m.c.Close()
-}
-
-func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
-	return m.c.Doctor(ctx, fix)
 }
 
 func (m *Manager) Events(ctx context.Context, q EventQuery) (EventPage, error) {
@@ -448,9 +424,8 @@ func (m *Manager) RetireHost(ctx context.Context, name string, force bool) (Reti
 
 func (m *Manager) RootID() string { return m.c.RootID() }
 
-// The report with its filters, and doctor's findings, as both shells take them.
+// The report with its filters, as both shells take them.
 type (
-	DoctorResult  = core.DoctorResult
 	ReportOptions = core.ReportOptions
 	ReportResult  = core.ReportResult
 	TreeWarning   = core.TreeWarning
@@ -474,10 +449,6 @@ func OverSoftLimit(t TreeStatus) bool   { return core.OverSoftLimit(t) }
 
 func (m *Manager) ReportOf(ctx context.Context, o ReportOptions) (ReportResult, error) {
 	return m.c.ReportOf(ctx, o)
-}
-
-func (m *Manager) DoctorReport(ctx context.Context, fix bool) (DoctorResult, error) {
-	return m.c.DoctorReport(ctx, fix)
 }
 
 // Insight: what changed in a tree, when it will be full, what the policies
@@ -524,3 +495,42 @@ const (
 	ReportByFullIn      = core.ReportByFullIn
 	ReportByReclaimable = core.ReportByReclaimable
 )
+
+// ---- doctor (sandbox/internal/doctor): findings of drift and their repair ----
+
+type (
+	DoctorResult = doctor.Result
+	Finding      = doctor.Finding
+)
+
+const (
+	BusyProject         = doctor.BusyProject
+	DeadReservation     = doctor.DeadReservation
+	ForeignKernelID     = doctor.ForeignKernelID
+	GraceDrift          = doctor.GraceDrift
+	InterruptedAdd      = doctor.InterruptedAdd
+	InterruptedDeletion = doctor.InterruptedDeletion
+	InterruptedRemove   = doctor.InterruptedRemove
+	KeptID              = doctor.KeptID
+	LimitsDrift         = doctor.LimitsDrift
+	MissingDirectory    = doctor.MissingDirectory
+	MissingTree         = doctor.MissingTree
+	OrphanKernelID      = doctor.OrphanKernelID
+	QuotaEscape         = doctor.QuotaEscape
+	StrayTemp           = doctor.StrayTemp
+	UnmanagedDir        = doctor.UnmanagedDir
+	WriteInProgress     = doctor.WriteInProgress
+	WrongProjectID      = doctor.WrongProjectID
+)
+
+func Unresolved(findings []Finding) bool { return doctor.Unresolved(findings) }
+
+func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
+	return m.doctor.Run(ctx, fix)
+}
+
+func (m *Manager) DoctorReport(ctx context.Context, fix bool) (DoctorResult, error) {
+	return m.doctor.Report(ctx, fix)
+}
+
+// ---- end doctor ----

@@ -53,8 +53,9 @@ func Violations(graph map[string][]string, allowed map[string]string) []string {
 // is the journal's type.
 var deletionMayImport = map[string]bool{"internal/saferm": true, "internal/fault": true, "journal": true}
 
-// The core and the use cases beside it (sandbox/internal/retention and the
-// others under sandbox/internal/): the facade, sandbox, holds them all.
+// The core and the use cases beside it (sandbox/internal/retention,
+// sandbox/internal/doctor and the others under sandbox/internal/): the
+// facade, sandbox, holds them all.
 const (
 	core     = "sandbox/internal/core"
 	coretest = "sandbox/internal/coretest"

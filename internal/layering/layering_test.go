@@ -161,6 +161,14 @@ func TestRules(t *testing.T) {
 		{"internal/gitindex", "area", false},
 		{"sweep", "internal/gitindex", false},
 		{"sweep", "area", false},
+		// doctor: a use case beside the core, on doctor.Core.
+		{"sandbox/internal/doctor", "sandbox/internal/core", false},
+		{"sandbox/internal/doctor", "sandbox", true},
+		{"sandbox/internal/doctor", "sandbox/internal/coretest", true},
+		{"sandbox/internal/retention", "sandbox/internal/doctor", true},
+		{"sandbox", "sandbox/internal/doctor", false},
+		{"cmd/xfsq", "sandbox/internal/doctor", true},
+		{"server", "sandbox/internal/doctor", true},
 	} {
 		v := Violations(map[string][]string{c.from: {c.to}}, nil)
 		if got := len(v) > 0; got != c.broken {

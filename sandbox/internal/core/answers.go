@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"slices"
 )
 
@@ -41,24 +40,4 @@ func (d ProjectStorage) BackendOnce() ProjectStorage {
 		d.Trees[i].Backend = Backend{}
 	}
 	return d
-}
-
-// DoctorResult is doctor's findings, and whether drift remains after them.
-type DoctorResult struct {
-	Findings []Finding `json:"findings"`
-	// Unresolved: a finding is neither fixed nor only informational.
-	Unresolved bool `json:"unresolved"`
-}
-
-// DoctorReport is Doctor with its verdict; fix repairs what it can,
-// journalling each repair.
-func (m *Manager) DoctorReport(ctx context.Context, fix bool) (DoctorResult, error) {
-	fs, err := m.Doctor(ctx, fix)
-	if err != nil {
-		return DoctorResult{}, err
-	}
-	if fs == nil {
-		fs = []Finding{}
-	}
-	return DoctorResult{Findings: fs, Unresolved: Unresolved(fs)}, nil
 }

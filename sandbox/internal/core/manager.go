@@ -2,9 +2,10 @@
 // (package sandbox, the only importer Go allows outside sandbox/): it opens one (OpenRoot, the
 // composition root every shell uses: the root checked first, then the
 // store, then the quota backend, all owned and closed together) and runs
-// every operation on it — init, project add/set/rm, check, show, report,
-// snapshot, sweep, leases, settings, the journal's query, doctor, export and
-// health's store part. It ties the store (the registry and journal) to the
+// every operation on it but those of the use cases beside it (retention's
+// sweeps, doctor) — init, project add/set/rm, check, show, report,
+// snapshot, leases, settings, the journal's query, export and health's
+// store part. It ties the store (the registry and journal) to the
 // quota backend (the kernel's or the fallback's enforcement). The CLI and
 // the HTTP server are shells over it: each maps its input to one call here
 // and encodes the answer, so they can never disagree. It implements what

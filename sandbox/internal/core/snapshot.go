@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -164,7 +165,13 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 		}
 		opts.Writing = inProgress(walk) // their reservations count them
 	}
+	if os.Getenv("XT") != "" {
+		fmt.Fprintln(os.Stderr, "beginwalk done", time.Now().Format(".000000"))
+	}
 	res, err := m.walkTree(t, opts)
+	if os.Getenv("XT") != "" {
+		fmt.Fprintln(os.Stderr, "walk done", time.Now().Format(".000000"))
+	}
 	s.DurationSeconds = time.Since(start).Seconds()
 	if err != nil {
 		s.Error = err.Error()
@@ -195,6 +202,9 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 	})
 	if err != nil {
 		s.Error = "store the snapshot: " + err.Error()
+	}
+	if os.Getenv("XT") != "" {
+		fmt.Fprintln(os.Stderr, "committed", time.Now().Format(".000000"))
 	}
 	return s
 }

@@ -2,10 +2,13 @@ package core
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/xfsq/xfsq/internal/deletion"
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -38,3 +41,69 @@ func (m *Manager) JournalEviction(ctx context.Context, project string, rec delet
 func (m *Manager) Status(ctx context.Context, trees []store.Tree, all []quota.Quota, r Read) ([]TreeStatus, error) {
 	return m.status(ctx, trees, all, r)
 }
+
+// ---- doctor (sandbox/internal/doctor, doctor.Core) ----
+// Doctor reads the kernel's IDs, limits and grace beside the store's
+// records and repairs drift through the core's own operations; these are
+// the parts of them it calls.
+
+// Kernel is the kernel's quota interface, nil on the fallback.
+func (m *Manager) Kernel() *xfs.FS { return m.xfs }
+
+// HandNamed is the set of IDs named in the project files (/etc/projid,
+// /etc/projects): never xfsq's. Only on the kernel backend.
+func (m *Manager) HandNamed() (map[quota.ProjectID]bool, error) { return m.alloc.HandNamed() }
+
+// FSUUID keys this root's filesystem in the ID registry.
+func (m *Manager) FSUUID() string { return m.fsUUID }
+
+// IDRange is the range of project IDs xfsq hands out on this root.
+func (m *Manager) IDRange() xfs.IDRange { return m.Range }
+
+// ApplyGrace gives the kernel soft_grace as its grace periods.
+func (m *Manager) ApplyGrace(ctx context.Context) error { return m.applyGrace(ctx) }
+
+// RollbackAdd undoes a partial add (see rollbackAdd).
+func (m *Manager) RollbackAdd(ctx context.Context, name string) (left []string, err error) {
+	return m.rollbackAdd(ctx, name)
+}
+
+// AddMissingTree gives a ready project its tree of area, or leaves no trace.
+func (m *Manager) AddMissingTree(ctx context.Context, name, area string) error {
+	return m.addMissingTree(ctx, name, area)
+}
+
+// MakeInboundTree records the root's row and gives inbound/ its tree.
+func (m *Manager) MakeInboundTree(ctx context.Context) error { return m.makeInboundTree(ctx) }
+
+// Orphaned reports whether a pending deletion's writer is gone.
+func (m *Manager) Orphaned(ctx context.Context, p store.PendingEviction) bool {
+	return m.orphaned(ctx, p)
+}
+
+// Settle journals the outcome of an orphaned pending deletion.
+func (m *Manager) Settle(ctx context.Context, root *os.Root, p store.PendingEviction) error {
+	return m.settle(ctx, root, p)
+}
+
+// RemoveTemp removes, journalled, the temporary file name in parent if it
+// is one (see removeTemp).
+func (m *Manager) RemoveTemp(ctx context.Context, parent *saferm.Dir, project, area, name, reason, policy string) error {
+	return m.removeTemp(ctx, parent, project, area, name, reason, policy)
+}
+
+// DefaultQuotaSetting names the setting that gives a new tree of area its
+// hard byte limit.
+func DefaultQuotaSetting(area string) string { return areaDefaultQuota[area] }
+
+// InboundOf finds the root's inbound tree among trees.
+func InboundOf(trees []store.Tree) (store.Tree, bool) { return inboundOf(trees) }
+
+// FormatLimits words limits as doctor's and report's drift findings do.
+func FormatLimits(l quota.Limits) string { return formatLimits(l) }
+
+// WalkDisagrees reports whether a snapshot's walk and the kernel's count
+// differ (see walkDisagrees): the sign of a quota escape.
+func WalkDisagrees(s store.Snapshot) bool { return walkDisagrees(s) }
+
+// ---- end doctor ----
