@@ -14,6 +14,7 @@ import (
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
+	"github.com/xfsq/xfsq/sandbox/internal/writes"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -60,7 +61,7 @@ type (
 	Read            = core.Read
 	RemoveOptions   = core.RemoveOptions
 	RemoveResult    = core.RemoveResult
-	Replaced        = core.Replaced
+	Replaced        = writes.Replaced
 	SavedPlan       = retention.SavedPlan
 	SnapshotOptions = core.SnapshotOptions
 	SweepBusyError  = retention.SweepBusyError
@@ -75,8 +76,8 @@ type (
 	TreeStorage     = core.TreeStorage
 	Unowned         = core.Unowned
 	WalkRun         = core.WalkRun
-	Write           = core.Write
-	WriteLimits     = core.WriteLimits
+	Write           = writes.Write
+	WriteLimits     = writes.WriteLimits
 	WriteSettings   = core.WriteSettings
 	XFSProjects     = core.XFSProjects
 )

@@ -23,6 +23,7 @@ import (
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
+	"github.com/xfsq/xfsq/sandbox/internal/writes"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -34,15 +35,16 @@ type Manager struct {
 	c      *core.Manager
 	sweeps *retention.Sweeper
 	doctor *doctor.Doctor
+	writes *writes.Writes
 }
 
 func newManager(c *core.Manager) *Manager {
-	return &Manager{Root: c.Root, c: c, sweeps: retention.New(c), doctor: doctor.New(c)}
+	return &Manager{Root: c.Root, c: c, sweeps: retention.New(c), doctor: doctor.New(c), writes: writes.New(c)}
 }
 
 // Files is the file layer of the root, for listing, reading and removing;
 // Layer.ForWrites gives it the write settings in force for a write.
-func (m *Manager) Files() *files.Layer { return m.c.Files() }
+func (m *Manager) Files() *files.Layer { return m.writes.Files() }
 
 // Root is an open sandbox root: its store and its manager, owned together.
 type Root struct {
