@@ -3,7 +3,8 @@ package sandbox
 // The core's API as shells call it: its types by alias, and each function
 // and method a one-line call into sandbox/internal/core or the use case
 // beside it that owns the call (retention: sweeps, plans, passes; doctor:
-// findings and repairs). Nothing here decides anything; a new use case
+// findings and repairs; writes: the accounting of writes, and the file
+// layer over it). Nothing here decides anything; a new use case
 // adds its line here.
 
 import (

@@ -8,8 +8,9 @@
 // and encodes the answer, so they can never disagree.
 //
 // It is a facade: the work is done in sandbox/internal/core (the state a
-// root's operations share: the store, the quota backend, operations,
-// write accounting) and the use cases beside it. Go's internal rule keeps
+// root's operations share: the store, the quota backend, operations) and
+// the use cases beside it (retention, doctor, the accounting of writes
+// that the file layer stands on). Go's internal rule keeps
 // every package outside sandbox/ from importing those, and nothing here
 // exports the store or the backend: a shell cannot reach past the calls
 // that journal and check. It must never decide anything itself, only
