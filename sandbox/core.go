@@ -2,7 +2,8 @@ package sandbox
 
 // The core's API as shells call it: its types by alias, and each function
 // and method a one-line call into sandbox/internal/core or the use case
-// beside it that owns the call (retention: sweeps, plans, passes). Nothing
+// beside it that owns the call (retention: sweeps, plans, passes;
+// readmodel: the answers assembled for readers). Nothing
 // here decides anything; a new use case adds its line here.
 
 import (
@@ -11,6 +12,7 @@ import (
 
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
@@ -25,9 +27,9 @@ type (
 	Config          = core.Config
 	Deletion        = core.Deletion
 	DiskFullError   = core.DiskFullError
-	Event           = core.Event
-	EventPage       = core.EventPage
-	EventQuery      = core.EventQuery
+	Event           = readmodel.Event
+	EventPage       = readmodel.EventPage
+	EventQuery      = readmodel.EventQuery
 	Finding         = core.Finding
 	FullDisk        = core.FullDisk
 	Growth          = core.Growth
@@ -77,7 +79,7 @@ type (
 	Write           = core.Write
 	WriteLimits     = core.WriteLimits
 	WriteSettings   = core.WriteSettings
-	XFSProjects     = core.XFSProjects
+	XFSProjects     = readmodel.XFSProjects
 )
 
 const (
@@ -105,7 +107,7 @@ const (
 	LimitInodes           = core.LimitInodes
 	LimitSoft             = core.LimitSoft
 	LimitsDrift           = core.LimitsDrift
-	MaxEventLimit         = core.MaxEventLimit
+	MaxEventLimit         = readmodel.MaxEventLimit
 	MaxLeaseTTL           = core.MaxLeaseTTL
 	MissingDirectory      = core.MissingDirectory
 	MissingTree           = core.MissingTree
@@ -152,7 +154,7 @@ func DefaultActor() string {
 }
 
 func DeletionOf(ev Event) (key string, pending bool, ok bool) {
-	return core.DeletionOf(ev)
+	return readmodel.DeletionOf(ev)
 }
 
 func DiskFull(dir string, need uint64, err error) *DiskFullError {
@@ -196,7 +198,7 @@ func ParseIDRange(s string) (IDRange, error) {
 }
 
 func ParseSince(s string, now time.Time) (time.Time, error) {
-	return core.ParseSince(s, now)
+	return readmodel.ParseSince(s, now)
 }
 
 func ReadPlanFile(path string) (PlanRef, error) {
@@ -216,7 +218,7 @@ func SettingProblems(vals []settings.Value) error {
 }
 
 func SettledDeletions(evs []Event) []Event {
-	return core.SettledDeletions(evs)
+	return readmodel.SettledDeletions(evs)
 }
 
 func Unresolved(findings []Finding) bool {
@@ -276,11 +278,11 @@ func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
 }
 
 func (m *Manager) Events(ctx context.Context, q EventQuery) (EventPage, error) {
-	return m.c.Events(ctx, q)
+	return m.reads.Events(ctx, q)
 }
 
 func (m *Manager) ExportXFS(ctx context.Context) (XFSProjects, error) {
-	return m.c.ExportXFS(ctx)
+	return m.reads.ExportXFS(ctx)
 }
 
 func (m *Manager) IsXFS() bool {
@@ -408,7 +410,7 @@ func (m *Manager) WriteSettings(ctx context.Context) (WriteSettings, error) {
 }
 
 func (m *Manager) WriteXFSProjectFiles(ctx context.Context, projectsPath string, projidPath string) (XFSProjects, error) {
-	return m.c.WriteXFSProjectFiles(ctx, projectsPath, projidPath)
+	return m.reads.WriteXFSProjectFiles(ctx, projectsPath, projidPath)
 }
 
 // The fleet: heartbeats, the hosts sharing the store, their trees, retirement.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
 	"github.com/xfsq/xfsq/store"
 )
@@ -32,10 +33,11 @@ type Manager struct {
 	Root   string
 	c      *core.Manager
 	sweeps *retention.Sweeper
+	reads  *readmodel.Model
 }
 
 func newManager(c *core.Manager) *Manager {
-	return &Manager{Root: c.Root, c: c, sweeps: retention.New(c)}
+	return &Manager{Root: c.Root, c: c, sweeps: retention.New(c), reads: readmodel.New(c)}
 }
 
 // Files is the file layer of the root, for listing, reading and removing;

@@ -93,6 +93,9 @@ func notFound(name string) error {
 	return errkind.WithFix(errkind.NotFound, fmt.Errorf("project %q %w", name, ErrNotFound), errkind.Fix("see %s", errkind.Do(errkind.OpProjectList, "")))
 }
 
+// ProjectRecord is a project as the store lists it.
+type ProjectRecord = store.Project
+
 // List returns the projects without reading usage.
 // The result is never nil: a shell encodes it as [] without thinking.
 func (m *Manager) List(ctx context.Context) ([]store.Project, error) {

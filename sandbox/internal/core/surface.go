@@ -38,3 +38,8 @@ func (m *Manager) JournalEviction(ctx context.Context, project string, rec delet
 func (m *Manager) Status(ctx context.Context, trees []store.Tree, all []quota.Quota, r Read) ([]TreeStatus, error) {
 	return m.status(ctx, trees, all, r)
 }
+
+// RegisteredIDs are the ID registry's records of the root's filesystem.
+func (m *Manager) RegisteredIDs(ctx context.Context) ([]store.IDRecord, error) {
+	return m.Store.IDs(ctx, m.fsUUID)
+}

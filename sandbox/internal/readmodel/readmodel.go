@@ -1,0 +1,50 @@
+// Package readmodel owns the answers assembled for readers of a sandbox
+// root, beside the core: the journal's query with its cursor, the report
+// with its filters and orders, the storage overview with its cache and the
+// walks it shares, a project's storage in detail, the diff of two stored
+// snapshots, and the export of the trees to xfs_quota's files.
+//
+// It reads through a narrow surface of the core (Core, and the store the
+// core opened): it never opens a store or a backend, never writes a
+// project, a limit or a setting, and never journals; the only walk it asks
+// for is the core's Snapshot (an overview's refresh). It never imports a
+// shell or another use case. The facade (package sandbox) is its only
+// caller.
+package readmodel
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/store"
+)
+
+// Core is what the read model asks of the core: the hosts it knows, the
+// backend in force, and the ID registry's records of the root's filesystem.
+type Core interface {
+	IsXFS() bool
+	BackendName() string
+	CheckHosts(ctx context.Context, names []string) error
+	RegisteredIDs(ctx context.Context) ([]store.IDRecord, error)
+}
+
+// Model answers the readers of one root.
+type Model struct {
+	Core
+	// Root is the sandbox root's absolute path; Store is the core's store.
+	Root  string
+	Store *store.Store
+}
+
+// New is the read model of the root c manages.
+func New(c *core.Manager) *Model { return &Model{Core: c, Root: c.Root, Store: c.Store} }
+
+func inputErrorf(format string, args ...any) error {
+	return &core.InputError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// fieldErrorf is bad input in one field: the message starts with its name.
+func fieldErrorf(field, format string, args ...any) error {
+	return &core.InputError{Msg: field + " " + fmt.Sprintf(format, args...), Param: field}
+}
