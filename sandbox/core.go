@@ -453,29 +453,29 @@ func (m *Manager) RootID() string { return m.c.RootID() }
 // The report with its filters, and doctor's findings, as both shells take them.
 type (
 	DoctorResult  = core.DoctorResult
-	ReportOptions = core.ReportOptions
-	ReportResult  = core.ReportResult
-	TreeWarning   = core.TreeWarning
+	ReportOptions = readmodel.ReportOptions
+	ReportResult  = readmodel.ReportResult
+	TreeWarning   = readmodel.TreeWarning
 )
 
 const (
-	ReportByProject = core.ReportByProject
-	ReportByUsed    = core.ReportByUsed
-	ReportByPercent = core.ReportByPercent
-	ReportByGrowth  = core.ReportByGrowth
-	WarnStale       = core.WarnStale
-	WarnDrift       = core.WarnDrift
-	WarnEscape      = core.WarnEscape
+	ReportByProject = readmodel.ReportByProject
+	ReportByUsed    = readmodel.ReportByUsed
+	ReportByPercent = readmodel.ReportByPercent
+	ReportByGrowth  = readmodel.ReportByGrowth
+	WarnStale       = readmodel.WarnStale
+	WarnDrift       = readmodel.WarnDrift
+	WarnEscape      = readmodel.WarnEscape
 )
 
-var ReportSorts = core.ReportSorts
+var ReportSorts = readmodel.ReportSorts
 
-func CheckReport(o ReportOptions) error { return core.CheckReport(o) }
-func AtHardLimit(t TreeStatus) bool     { return core.AtHardLimit(t) }
-func OverSoftLimit(t TreeStatus) bool   { return core.OverSoftLimit(t) }
+func CheckReport(o ReportOptions) error { return readmodel.CheckReport(o) }
+func AtHardLimit(t TreeStatus) bool     { return readmodel.AtHardLimit(t) }
+func OverSoftLimit(t TreeStatus) bool   { return readmodel.OverSoftLimit(t) }
 
 func (m *Manager) ReportOf(ctx context.Context, o ReportOptions) (ReportResult, error) {
-	return m.c.ReportOf(ctx, o)
+	return m.reads.ReportOf(ctx, o)
 }
 
 func (m *Manager) DoctorReport(ctx context.Context, fix bool) (DoctorResult, error) {
@@ -485,20 +485,20 @@ func (m *Manager) DoctorReport(ctx context.Context, fix bool) (DoctorResult, err
 // Insight: what changed in a tree, when it will be full, what the policies
 // would free, and what the limits promise of the disk.
 type (
-	DiffOptions = core.DiffOptions
-	PathChange  = core.PathChange
+	DiffOptions = readmodel.DiffOptions
+	PathChange  = readmodel.PathChange
 	Promised    = core.Promised
 	Trend       = core.Trend
-	TreeDiff    = core.TreeDiff
+	TreeDiff    = readmodel.TreeDiff
 	TreeKey     = core.TreeKey
 	TreeTrend   = core.TreeTrend
 	UsagePoint  = core.UsagePoint
 )
 
 const (
-	DefaultDiffSince = core.DefaultDiffSince
-	DefaultDiffTop   = core.DefaultDiffTop
-	MaxDiffTop       = core.MaxDiffTop
+	DefaultDiffSince = readmodel.DefaultDiffSince
+	DefaultDiffTop   = readmodel.DefaultDiffTop
+	MaxDiffTop       = readmodel.MaxDiffTop
 	TrendWindow      = core.TrendWindow
 	TrendMinPoints   = core.TrendMinPoints
 	TrendMinSpan     = core.TrendMinSpan
@@ -509,7 +509,7 @@ func FullIn(points []UsagePoint, limit uint64, now time.Time) Trend {
 }
 
 func (m *Manager) Diff(ctx context.Context, name string, o DiffOptions) (TreeDiff, error) {
-	return m.c.Diff(ctx, name, o)
+	return m.reads.Diff(ctx, name, o)
 }
 
 func (m *Manager) FullAt(ctx context.Context) map[TreeKey]time.Time { return m.c.FullAt(ctx) }
@@ -521,8 +521,8 @@ func (m *Manager) ProjectTrends(ctx context.Context, name string) ([]TreeTrend, 
 }
 
 const (
-	ReportByFiles       = core.ReportByFiles
-	ReportByActivity    = core.ReportByActivity
-	ReportByFullIn      = core.ReportByFullIn
-	ReportByReclaimable = core.ReportByReclaimable
+	ReportByFiles       = readmodel.ReportByFiles
+	ReportByActivity    = readmodel.ReportByActivity
+	ReportByFullIn      = readmodel.ReportByFullIn
+	ReportByReclaimable = readmodel.ReportByReclaimable
 )

@@ -28,9 +28,6 @@ func (p Project) BackendOnce() Project { p.Trees = treesWithoutBackend(p.Trees);
 // BackendOnce is a with the backend at its top only, as the API answers.
 func (a Admission) BackendOnce() Admission { a.Trees = treesWithoutBackend(a.Trees); return a }
 
-// BackendOnce is r with the backend at its top only, as the API answers.
-func (r ReportResult) BackendOnce() ReportResult { r.Trees = treesWithoutBackend(r.Trees); return r }
-
 // BackendOnce is d with the backend at its top only, as the API answers.
 func (d ProjectStorage) BackendOnce() ProjectStorage {
 	if d.Trees == nil {

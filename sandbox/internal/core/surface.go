@@ -43,3 +43,7 @@ func (m *Manager) Status(ctx context.Context, trees []store.Tree, all []quota.Qu
 func (m *Manager) RegisteredIDs(ctx context.Context) ([]store.IDRecord, error) {
 	return m.Store.IDs(ctx, m.fsUUID)
 }
+
+// TreesWithoutBackend is a copy of trees without their backend, for an
+// answer that gives it once, at its top.
+func TreesWithoutBackend(trees []TreeStatus) []TreeStatus { return treesWithoutBackend(trees) }

@@ -20,11 +20,17 @@ import (
 	"github.com/xfsq/xfsq/store"
 )
 
-// Core is what the read model asks of the core: the hosts it knows, the
-// backend in force, and the ID registry's records of the root's filesystem.
+// Core is what the read model asks of the core: the backend in force,
+// every tree's figures (Report: usage, limits, growth and insight), the
+// space no tree holds, a project's tree, the hosts it knows, and the ID
+// registry's records of the root's filesystem.
 type Core interface {
 	IsXFS() bool
 	BackendName() string
+	BackendInfo() core.Backend
+	Report(ctx context.Context, r ...core.Read) ([]core.TreeStatus, error)
+	Unowned(ctx context.Context) (u core.Unowned, ok bool, err error)
+	Tree(ctx context.Context, name, a string) (store.Tree, error)
 	CheckHosts(ctx context.Context, names []string) error
 	RegisteredIDs(ctx context.Context) ([]store.IDRecord, error)
 }
