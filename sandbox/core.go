@@ -32,7 +32,7 @@ type (
 	EventQuery      = readmodel.EventQuery
 	Finding         = core.Finding
 	FullDisk        = core.FullDisk
-	Growth          = core.Growth
+	Growth          = readmodel.Growth
 	HealthSources   = core.HealthSources
 	HeldProject     = retention.HeldProject
 	IDRange         = core.IDRange
@@ -47,15 +47,15 @@ type (
 	LimitWarning    = core.LimitWarning
 	NotReadyError   = core.NotReadyError
 	Options         = core.Options
-	Overview        = core.Overview
-	OverviewDisk    = core.OverviewDisk
-	OverviewOptions = core.OverviewOptions
+	Overview        = readmodel.Overview
+	OverviewDisk    = readmodel.OverviewDisk
+	OverviewOptions = readmodel.OverviewOptions
 	PassOutcome     = retention.PassOutcome
 	PlanRef         = retention.PlanRef
 	Project         = core.Project
-	ProjectOverview = core.ProjectOverview
+	ProjectOverview = readmodel.ProjectOverview
 	ProjectRecord   = core.ProjectRecord
-	ProjectStorage  = core.ProjectStorage
+	ProjectStorage  = readmodel.ProjectStorage
 	PurgePlan       = core.PurgePlan
 	Purged          = core.Purged
 	Read            = core.Read
@@ -68,12 +68,12 @@ type (
 	SweepOptions    = retention.SweepOptions
 	SweepOutcome    = retention.SweepOutcome
 	SweepRun        = core.SweepRun
-	TopPath         = core.TopPath
+	TopPath         = readmodel.TopPath
 	Tree            = core.Tree
 	TreeProgress    = core.TreeProgress
 	TreeSnapshot    = core.TreeSnapshot
 	TreeStatus      = core.TreeStatus
-	TreeStorage     = core.TreeStorage
+	TreeStorage     = readmodel.TreeStorage
 	Unowned         = core.Unowned
 	WalkRun         = core.WalkRun
 	Write           = core.Write
@@ -90,8 +90,8 @@ const (
 	BusyProject           = core.BusyProject
 	CtimeLag              = core.CtimeLag
 	DeadReservation       = core.DeadReservation
-	DefaultDetailDepth    = core.DefaultDetailDepth
-	DefaultOverviewMaxAge = core.DefaultOverviewMaxAge
+	DefaultDetailDepth    = readmodel.DefaultDetailDepth
+	DefaultOverviewMaxAge = readmodel.DefaultOverviewMaxAge
 	Deny                  = core.Deny
 	ForeignKernelID       = core.ForeignKernelID
 	FullDiskReadOnly      = core.FullDiskReadOnly
@@ -298,7 +298,7 @@ func (m *Manager) List(ctx context.Context) ([]store.Project, error) {
 }
 
 func (m *Manager) Overview(ctx context.Context, o OverviewOptions) (*Overview, error) {
-	return m.c.Overview(ctx, o)
+	return m.reads.Overview(ctx, o)
 }
 
 func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
@@ -310,7 +310,7 @@ func (m *Manager) ProjectLeases(ctx context.Context, name string) ([]LeaseStatus
 }
 
 func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (ProjectStorage, error) {
-	return m.c.ProjectStorage(ctx, name, depth)
+	return m.reads.ProjectStorage(ctx, name, depth)
 }
 
 func (m *Manager) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNews, error) {
@@ -326,7 +326,7 @@ func (m *Manager) RefreshBaselineIfStale(ctx context.Context, t store.Tree) erro
 }
 
 func (m *Manager) RefreshShared(ctx context.Context, name string) error {
-	return m.c.RefreshShared(ctx, name)
+	return m.reads.RefreshShared(ctx, name)
 }
 
 func (m *Manager) ReleaseLease(ctx context.Context, name string, run string) error {
@@ -402,7 +402,7 @@ func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 }
 
 func (m *Manager) Warm(ctx context.Context) (*Overview, error) {
-	return m.c.Warm(ctx)
+	return m.reads.Warm(ctx)
 }
 
 func (m *Manager) WriteSettings(ctx context.Context) (WriteSettings, error) {

@@ -28,18 +28,6 @@ func (p Project) BackendOnce() Project { p.Trees = treesWithoutBackend(p.Trees);
 // BackendOnce is a with the backend at its top only, as the API answers.
 func (a Admission) BackendOnce() Admission { a.Trees = treesWithoutBackend(a.Trees); return a }
 
-// BackendOnce is d with the backend at its top only, as the API answers.
-func (d ProjectStorage) BackendOnce() ProjectStorage {
-	if d.Trees == nil {
-		return d
-	}
-	d.Trees = slices.Clone(d.Trees)
-	for i := range d.Trees {
-		d.Trees[i].Backend = Backend{}
-	}
-	return d
-}
-
 // DoctorResult is doctor's findings, and whether drift remains after them.
 type DoctorResult struct {
 	Findings []Finding `json:"findings"`

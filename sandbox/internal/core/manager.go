@@ -152,7 +152,6 @@ type Manager struct {
 	Range         xfs.IDRange
 	reads         readCache // see readcache.go
 
-	overview  overviewCache // the last overview assembled (Overview)
 	crossings crossingCache // the limits known recorded as reached (crossings.go)
 	fullAt    fullAtCache   // when each tree fills at its trend, for pollers (insight.go)
 }

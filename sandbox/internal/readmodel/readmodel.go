@@ -15,24 +15,44 @@ package readmodel
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 )
 
-// Core is what the read model asks of the core: the backend in force,
-// every tree's figures (Report: usage, limits, growth and insight), the
-// space no tree holds, a project's tree, the hosts it knows, and the ID
-// registry's records of the root's filesystem.
+// Core is what the read model asks of the core: the backend in force and
+// why the kernel's could not be used; the settings; the projects, a
+// project and a tree; every tree's figures (Report) and what the
+// snapshots add to them (growth and activity, full-in and reclaimable,
+// the disk's trend, what was deleted since); the space no tree holds; the
+// store's change mark; the hosts it knows; the ID registry's records of
+// the root's filesystem; and the one walk it asks for, a snapshot (an
+// overview's refresh).
 type Core interface {
 	IsXFS() bool
 	BackendName() string
 	BackendInfo() core.Backend
-	Report(ctx context.Context, r ...core.Read) ([]core.TreeStatus, error)
-	Unowned(ctx context.Context) (u core.Unowned, ok bool, err error)
+	UnsupportedReason() (reason string, ok bool)
+	Setting(ctx context.Context, key string) (settings.Value, error)
+
+	List(ctx context.Context) ([]store.Project, error)
+	Show(ctx context.Context, name string, r ...core.Read) (core.Project, error)
 	Tree(ctx context.Context, name, a string) (store.Tree, error)
+	Report(ctx context.Context, r ...core.Read) ([]core.TreeStatus, error)
+	GrowthAndActivity(ctx context.Context, rows []core.TreeStatus) error
+	Insight(ctx context.Context, rows []core.TreeStatus) error
+	DiskTrend(ctx context.Context, total, free uint64, now time.Time) (core.Trend, error)
+	WithoutGone(ctx context.Context, t core.TreeStatus, at time.Time, root *inventory.Node, top []inventory.File) (*inventory.Node, []inventory.File, error)
+	Unowned(ctx context.Context) (u core.Unowned, ok bool, err error)
+	ChangeMark(ctx context.Context) (store.ChangeMark, error)
+
 	CheckHosts(ctx context.Context, names []string) error
 	RegisteredIDs(ctx context.Context) ([]store.IDRecord, error)
+
+	Snapshot(ctx context.Context, o core.SnapshotOptions) ([]core.TreeSnapshot, error)
 }
 
 // Model answers the readers of one root.
@@ -41,6 +61,8 @@ type Model struct {
 	// Root is the sandbox root's absolute path; Store is the core's store.
 	Root  string
 	Store *store.Store
+
+	cache overviewCache // the last overview assembled (Overview)
 }
 
 // New is the read model of the root c manages.
