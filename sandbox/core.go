@@ -22,7 +22,7 @@ import (
 // The core's types, as shells name them.
 type (
 	AddOptions      = core.AddOptions
-	Admission       = core.Admission
+	Admission       = readmodel.Admission
 	Backend         = core.Backend
 	Config          = core.Config
 	Deletion        = core.Deletion
@@ -266,7 +266,7 @@ func (m *Manager) BackendName() string {
 }
 
 func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission, error) {
-	return m.c.Check(ctx, name, r...)
+	return m.reads.Check(ctx, name, r...)
 }
 
 func (m *Manager) Close() error {

@@ -25,9 +25,6 @@ func treesWithoutBackend(trees []TreeStatus) []TreeStatus {
 // BackendOnce is p with the backend at its top only, as the API answers.
 func (p Project) BackendOnce() Project { p.Trees = treesWithoutBackend(p.Trees); return p }
 
-// BackendOnce is a with the backend at its top only, as the API answers.
-func (a Admission) BackendOnce() Admission { a.Trees = treesWithoutBackend(a.Trees); return a }
-
 // DoctorResult is doctor's findings, and whether drift remains after them.
 type DoctorResult struct {
 	Findings []Finding `json:"findings"`

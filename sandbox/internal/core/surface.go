@@ -90,3 +90,16 @@ func (m *Manager) UnsupportedReason() (reason string, ok bool) {
 	}
 	return m.Unsupported.Reason, true
 }
+
+// AdmissionRank is how a tree's standing against its limits decides a
+// run: ok 0, warn 1, deny 2.
+func AdmissionRank(t TreeStatus, now time.Time) int { return verdictOf(t, now).rank() }
+
+// Judge is a tree's admission decision (Ok, Warn or Deny) and its words.
+func Judge(t TreeStatus, now time.Time) (decision, msg string) { return judge(t, now) }
+
+// NoteLimits journals the limits rows show reached or left, as seenBy
+// saw them (noteLimits).
+func (m *Manager) NoteLimits(ctx context.Context, rows []TreeStatus, seenBy string) error {
+	return m.noteLimits(ctx, rows, seenBy)
+}

@@ -40,3 +40,6 @@ func CannotClone(t cleaner) {
 	beneath = func(string) (*saferm.Dir, error) { return nil, saferm.ErrCannotClone }
 	t.Cleanup(func() { beneath = was })
 }
+
+// KeptJSON is b with its JSON kept beside it, as BackendInfo's is.
+func KeptJSON(b Backend) Backend { return b.withJSON() }

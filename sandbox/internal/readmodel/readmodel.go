@@ -32,6 +32,7 @@ import (
 // the root's filesystem; and the one walk it asks for, a snapshot (an
 // overview's refresh).
 type Core interface {
+	Now() time.Time
 	IsXFS() bool
 	BackendName() string
 	BackendInfo() core.Backend
@@ -48,6 +49,7 @@ type Core interface {
 	WithoutGone(ctx context.Context, t core.TreeStatus, at time.Time, root *inventory.Node, top []inventory.File) (*inventory.Node, []inventory.File, error)
 	Unowned(ctx context.Context) (u core.Unowned, ok bool, err error)
 	ChangeMark(ctx context.Context) (store.ChangeMark, error)
+	NoteLimits(ctx context.Context, rows []core.TreeStatus, seenBy string) error
 
 	CheckHosts(ctx context.Context, names []string) error
 	RegisteredIDs(ctx context.Context) ([]store.IDRecord, error)
