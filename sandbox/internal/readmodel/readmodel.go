@@ -1,15 +1,18 @@
 // Package readmodel owns the answers assembled for readers of a sandbox
-// root, beside the core: the journal's query with its cursor, the report
-// with its filters and orders, the storage overview with its cache and the
-// walks it shares, a project's storage in detail, the diff of two stored
-// snapshots, and the export of the trees to xfs_quota's files.
+// root, beside the core: admission's answer before each run and its JSON
+// without reflection, the report with its filters and orders, the storage
+// overview with its cache and the walks its refreshes share, a project's
+// storage in detail, the diff of two stored snapshots, the journal's query
+// with its cursor, and the export of the trees to xfs_quota's files.
 //
 // It reads through a narrow surface of the core (Core, and the store the
-// core opened): it never opens a store or a backend, never writes a
-// project, a limit or a setting, and never journals; the only walk it asks
-// for is the core's Snapshot (an overview's refresh). It never imports a
-// shell or another use case. The facade (package sandbox) is its only
-// caller.
+// core opened): the figures are the core's (its Show, Report and read
+// cache), and so is the rule that decides admission. It never opens a
+// store or a backend, never writes a project, a limit or a setting, never
+// journals but by asking the core to note the limits it saw (NoteLimits),
+// and never walks but through the core's Snapshot (an overview's
+// refresh). It never imports a shell or another use case; the facade
+// (package sandbox) is its only caller.
 package readmodel
 
 import (
@@ -23,14 +26,14 @@ import (
 	"github.com/xfsq/xfsq/store"
 )
 
-// Core is what the read model asks of the core: the backend in force and
-// why the kernel's could not be used; the settings; the projects, a
-// project and a tree; every tree's figures (Report) and what the
-// snapshots add to them (growth and activity, full-in and reclaimable,
+// Core is what the read model asks of the core: its clock and settings;
+// the backend in force and why the kernel's could not be used; the
+// projects, a project and a tree; every tree's figures (Report) and what
+// the snapshots add to them (growth and activity, full-in and reclaimable,
 // the disk's trend, what was deleted since); the space no tree holds; the
-// store's change mark; the hosts it knows; the ID registry's records of
-// the root's filesystem; and the one walk it asks for, a snapshot (an
-// overview's refresh).
+// store's change mark; the limits a read saw reached, to be journalled;
+// the hosts it knows; the ID registry's records of the root's filesystem;
+// and the one walk it asks for, a snapshot (an overview's refresh).
 type Core interface {
 	Now() time.Time
 	IsXFS() bool
