@@ -22,6 +22,7 @@ import (
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
+	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
 	"github.com/xfsq/xfsq/store"
 )
@@ -34,10 +35,11 @@ type Manager struct {
 	c      *core.Manager
 	sweeps *retention.Sweeper
 	doctor *doctor.Doctor
+	reads  *readmodel.Model
 }
 
 func newManager(c *core.Manager) *Manager {
-	return &Manager{Root: c.Root, c: c, sweeps: retention.New(c), doctor: doctor.New(c)}
+	return &Manager{Root: c.Root, c: c, sweeps: retention.New(c), doctor: doctor.New(c), reads: readmodel.New(c)}
 }
 
 // Files is the file layer of the root, for listing, reading and removing;
