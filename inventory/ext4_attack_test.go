@@ -289,4 +289,3 @@ func signalStorm() (stop func()) {
 	}()
 	return func() { close(done); wg.Wait() }
 }
-
