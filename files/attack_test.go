@@ -2,6 +2,7 @@ package files_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -190,4 +191,81 @@ func TestSwappedDirectoriesNeverLeadOutside(t *testing.T) {
 			t.Logf("%d succeeded, %d refused, %d internal errors", ok, refused, internal)
 		})
 	}
+}
+
+// TestATreeDeeperThanAPathCanNameIsRemovedAndMeasured: a tenant nests
+// directories until their path is longer than PATH_MAX (4096 bytes), with
+// a file at the bottom. Top measures all of it, and a recursive removal
+// removes all of it (a walk by path would stop at ENAMETOOLONG and leave
+// it, or fail as an internal error). Deeper than saferm.MaxDepth levels
+// the rest is left in place and said so, a conflict; nothing outside the
+// tree is touched either way.
+func TestATreeDeeperThanAPathCanNameIsRemovedAndMeasured(t *testing.T) {
+	base, err := os.MkdirTemp("/var/tmp", "h1-deep-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	root := filepath.Join(base, "root")
+	os.Mkdir(root, 0o755)
+	s := newSandboxAt(t, root, filepath.Join(base, "db"), "omni", "other")
+	canary := plantCanary(t, root)
+	tree := filepath.Join(root, "projects/omni")
+	const name = "a-directory-nested-deep" // 24 bytes a level with its slash
+	nest := func(top string, depth int) {
+		fd, err := unix.Open(tree, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range depth {
+			n := name
+			if i == 0 {
+				n = top
+			}
+			if err := unix.Mkdirat(fd, n, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			next, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+			unix.Close(fd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fd = next
+		}
+		bottom, err := unix.Openat(fd, "bottom", unix.O_WRONLY|unix.O_CREAT, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unix.Write(bottom, bytes.Repeat([]byte("b"), 1<<20))
+		unix.Close(bottom)
+		unix.Close(fd)
+	}
+	const depth = 500 // 12000 bytes of path, within saferm.MaxDepth
+	nest("deep", depth)
+	top, err := s.l.Top(ctx, "omni", "", ".", inventory.Options{Depth: 1, TopK: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if top.Root.SizeBytes < 1<<20+depth*4096 || top.Root.Dirs < depth {
+		t.Errorf("top of the deep tree: %d bytes in %d directories; it holds over %d bytes in %d", top.Root.SizeBytes, top.Root.Dirs, 1<<20+depth*4096, depth)
+	}
+	res, err := s.l.Remove(ctx, "omni", "", "deep", files.RemoveOptions{Recursive: true})
+	if err != nil {
+		t.Fatalf("rm -r of the deep tree: %.300v (kind %s)", err, errkind.Of(err))
+	}
+	if res.Entries != depth+1 || res.Files != depth+1 {
+		t.Errorf("rm -r of the deep tree: %+v; want %d entries", res, depth+1)
+	}
+	if _, err := os.Lstat(filepath.Join(tree, "deep")); err == nil {
+		t.Error("the deep tree is still there")
+	}
+	canary.check(t, "rm -r of the deep tree")
+
+	nest("deeper", 600)
+	res, err = s.l.Remove(ctx, "omni", "", "deeper", files.RemoveOptions{Recursive: true})
+	var left *files.LeftError
+	if !errors.As(err, &left) || len(res.Left) != 1 || !strings.Contains(res.Left[0].Reason, "levels deep") {
+		t.Errorf("rm -r of a tree deeper than saferm.MaxDepth: %.300v, left %d; want the rest left, said so", err, len(res.Left))
+	}
+	canary.check(t, "rm -r of the deeper tree")
 }
