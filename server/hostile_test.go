@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -257,3 +258,52 @@ func (c *canary) check(t *testing.T, after string) {
 }
 
 func nlink(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Nlink }
+
+// TestHostileHeaders: a download asked with ranges and validators past
+// sense, compression asked of a range, and the reader routes asked by a
+// reader limited to another project, whose answers may name nothing of
+// omni. None answers 5xx or outside the contract.
+func TestHostileHeaders(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(10<<20, "omni", "other")
+		ts := newServer(t, r)
+		const f = "/v1/workspace/storage/projects/other/files/doc.txt"
+		if code, _, body := ts.raw(t, "PUT", f, operatorToken, strings.Repeat("0123456789", 1000)); code != 201 {
+			t.Fatalf("put: %d %s", code, body)
+		}
+		headers := []map[string]string{
+			{"Range": "bytes=0-0,1-1,2-2,3-3,4-4,5-5,6-6,7-7,8-8,9-9,10-10,11-11,12-12,13-13,14-14,15-15"},
+			{"Range": "bytes=-0"},
+			{"Range": "bytes=99999999999999999999-"},
+			{"Range": "bytes=5-1"},
+			{"Range": "bytes=" + strings.Repeat("0-,", 2000) + "0-"},
+			{"Range": "bytes=0-", "Accept-Encoding": "gzip"},
+			{"If-None-Match": strings.Repeat(`"x",`, 3000) + `*`},
+			{"If-Modified-Since": "Mon, 01 Jan 0001 00:00:00 GMT"},
+			{"If-Range": `"nope"`, "Range": "bytes=0-10"},
+			{"Accept-Encoding": strings.Repeat("gzip;q=0.5,", 2000)},
+		}
+		for _, h := range headers {
+			req, _ := http.NewRequest("GET", ts.URL+f, nil)
+			req.Header.Set("Authorization", "Bearer "+limitedToken)
+			for k, v := range h {
+				req.Header.Set(k, v)
+			}
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode >= 500 {
+				t.Errorf("GET with %.120v: %d", h, resp.StatusCode)
+			}
+		}
+		for _, path := range []string{"/v1/system/health", "/v1/workspace/storage", "/v1/workspace/storage/projects",
+			"/v1/workspace/storage/report", "/v1/workspace/storage/events?limit=500", "/v1/settings"} {
+			code, _, body := ts.raw(t, "GET", path, limitedToken, "")
+			if code != 200 || strings.Contains(body, "omni") {
+				t.Errorf("GET %s as a reader limited to other: %d, names omni: %v", path, code, strings.Contains(body, "omni"))
+			}
+		}
+	})
+}
