@@ -9,7 +9,7 @@
 //
 // It is a facade: the work is done in sandbox/internal/core (the state a
 // root's operations share: the store, the quota backend, operations) and
-// the use cases beside it (retention, doctor, the accounting of writes
+// the use cases beside it (retention, doctor, the read model, the accounting of writes
 // that the file layer stands on). Go's internal rule keeps
 // every package outside sandbox/ from importing those, and nothing here
 // exports the store or the backend: a shell cannot reach past the calls
@@ -23,6 +23,7 @@ import (
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
+	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
 	"github.com/xfsq/xfsq/sandbox/internal/writes"
 	"github.com/xfsq/xfsq/store"
@@ -36,11 +37,12 @@ type Manager struct {
 	c      *core.Manager
 	sweeps *retention.Sweeper
 	doctor *doctor.Doctor
+	reads  *readmodel.Model
 	writes *writes.Writes
 }
 
 func newManager(c *core.Manager) *Manager {
-	return &Manager{Root: c.Root, c: c, sweeps: retention.New(c), doctor: doctor.New(c), writes: writes.New(c)}
+	return &Manager{Root: c.Root, c: c, sweeps: retention.New(c), doctor: doctor.New(c), reads: readmodel.New(c), writes: writes.New(c)}
 }
 
 // Files is the file layer of the root, for listing, reading and removing;

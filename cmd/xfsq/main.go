@@ -16,7 +16,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -49,20 +48,8 @@ type exitError struct{ code int }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
-var tMain = time.Now()
-
-func T(s string) {
-	if os.Getenv("XT") != "" {
-		fmt.Fprintf(os.Stderr, "%s %v\n", s, time.Since(tMain))
-	}
-}
-
 func main() {
-	rc := run(os.Args, os.Stdout, os.Stderr)
-	if os.Getenv("XT") != "" {
-		fmt.Fprintf(os.Stderr, "main->end %v\n", time.Since(tMain))
-	}
-	os.Exit(rc)
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
 }
 
 // interrupted is the cause of a command's context cancelled by a signal.
@@ -277,13 +264,11 @@ func (e env) manager(fn func(ctx context.Context, m *sandbox.Manager) error) err
 	if err != nil {
 		return err
 	}
-	T("manager"); fmt.Fprintln(os.Stderr, "now", time.Now().Format(".000000"))
 	r, err := sandbox.OpenRoot(e.c.Context, cfg)
 	if err != nil {
 		return e.diskFull(cfg.Root, err)
 	}
-	T("openroot")
-	defer func() { r.Close(); T("closed") }()
+	defer r.Close()
 	if r.Note != "" {
 		e.progress.clear()
 		fmt.Fprintln(e.stderr, "xfsq: "+line(r.Note))

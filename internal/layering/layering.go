@@ -53,13 +53,18 @@ func Violations(graph map[string][]string, allowed map[string]string) []string {
 // is the journal's type.
 var deletionMayImport = map[string]bool{"internal/saferm": true, "internal/fault": true, "journal": true}
 
-// The core and the use cases beside it (sandbox/internal/retention,
-// sandbox/internal/doctor, sandbox/internal/writes and the others under
+// The core and the use cases beside it (every other package under
 // sandbox/internal/): the facade, sandbox, holds them all.
 const (
 	core     = "sandbox/internal/core"
 	coretest = "sandbox/internal/coretest"
 )
+
+// useCases are the use cases there are: retention (what deletes by
+// policy) and readmodel (the answers assembled for readers). A package
+// added under sandbox/internal/ is held as one whether or not it is named
+// here; TestImportRules checks that each named is there.
+var useCases = []string{"sandbox/internal/retention", "sandbox/internal/readmodel"}
 
 // isUseCase says whether pkg is a use case beside the core: a package
 // under sandbox/internal/ other than the core and its test support.

@@ -23,21 +23,3 @@ func treesWithoutBackend(trees []TreeStatus) []TreeStatus {
 
 // BackendOnce is p with the backend at its top only, as the API answers.
 func (p Project) BackendOnce() Project { p.Trees = treesWithoutBackend(p.Trees); return p }
-
-// BackendOnce is a with the backend at its top only, as the API answers.
-func (a Admission) BackendOnce() Admission { a.Trees = treesWithoutBackend(a.Trees); return a }
-
-// BackendOnce is r with the backend at its top only, as the API answers.
-func (r ReportResult) BackendOnce() ReportResult { r.Trees = treesWithoutBackend(r.Trees); return r }
-
-// BackendOnce is d with the backend at its top only, as the API answers.
-func (d ProjectStorage) BackendOnce() ProjectStorage {
-	if d.Trees == nil {
-		return d
-	}
-	d.Trees = slices.Clone(d.Trees)
-	for i := range d.Trees {
-		d.Trees[i].Backend = Backend{}
-	}
-	return d
-}

@@ -3,12 +3,14 @@
 // composition root every shell uses: the root checked first, then the
 // store, then the quota backend, all owned and closed together) and runs
 // every operation on it but those of the use cases beside it (retention's
-// sweeps, doctor, the accounting of writes) — init, project add/set/rm, check, show, report,
-// snapshot, leases, settings, the journal's query, export and health's
-// store part. It ties the store (the registry and journal) to the
-// quota backend (the kernel's or the fallback's enforcement). The CLI and
-// the HTTP server are shells over it: each maps its input to one call here
-// and encodes the answer, so they can never disagree. Who asks comes from
+// sweeps, doctor, the read model's answers, the accounting of writes) —
+// init, project add/set/rm, show, every tree's figures (Report, Usage)
+// with the read cache they share, admission's rule, snapshot, leases,
+// settings and health's store part. It ties the store (the registry and
+// journal) to the quota backend (the kernel's or the fallback's
+// enforcement). The CLI and the HTTP server are shells over the facade:
+// each maps its input to one call and encodes the answer, so they can
+// never disagree. Who asks comes from
 // the context (WithActor); how fresh a read must be, from the caller
 // (Read); what kind a failure is, from errkind.
 //
@@ -155,7 +157,6 @@ type Manager struct {
 	Range         xfs.IDRange
 	reads         readCache // see readcache.go
 
-	overview  overviewCache // the last overview assembled (Overview)
 	crossings crossingCache // the limits known recorded as reached (crossings.go)
 	fullAt    fullAtCache   // when each tree fills at its trend, for pollers (insight.go)
 }

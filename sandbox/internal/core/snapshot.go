@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -165,13 +164,7 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 		}
 		opts.Writing = inProgress(walk) // their reservations count them
 	}
-	if os.Getenv("XT") != "" {
-		fmt.Fprintln(os.Stderr, "beginwalk done", time.Now().Format(".000000"))
-	}
 	res, err := m.walkTree(t, opts)
-	if os.Getenv("XT") != "" {
-		fmt.Fprintln(os.Stderr, "walk done", time.Now().Format(".000000"))
-	}
 	s.DurationSeconds = time.Since(start).Seconds()
 	if err != nil {
 		s.Error = err.Error()
@@ -202,9 +195,6 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 	})
 	if err != nil {
 		s.Error = "store the snapshot: " + err.Error()
-	}
-	if os.Getenv("XT") != "" {
-		fmt.Fprintln(os.Stderr, "committed", time.Now().Format(".000000"))
 	}
 	return s
 }

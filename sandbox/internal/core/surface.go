@@ -7,6 +7,7 @@ import (
 
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/store"
@@ -16,7 +17,9 @@ import (
 // readmodel) call that the core keeps to itself otherwise. Go's internal
 // rule keeps shells from reaching any of it; each use case names the part
 // it needs as an interface of its own, so that what it may do is written
-// down where it is done.
+// down where it is done. (writes, the accounting of writes, calls nothing
+// from here: what writes.Core names the core exports for its own callers
+// too, the credit of a removal in credit.go among it.)
 
 // Now is the core's clock.
 func (m *Manager) Now() time.Time { return m.now() }
@@ -107,3 +110,66 @@ func FormatLimits(l quota.Limits) string { return formatLimits(l) }
 func WalkDisagrees(s store.Snapshot) bool { return walkDisagrees(s) }
 
 // ---- end doctor ----
+// RegisteredIDs are the ID registry's records of the root's filesystem.
+func (m *Manager) RegisteredIDs(ctx context.Context) ([]store.IDRecord, error) {
+	return m.Store.IDs(ctx, m.fsUUID)
+}
+
+// TreesWithoutBackend is a copy of trees without their backend, for an
+// answer that gives it once, at its top.
+func TreesWithoutBackend(trees []TreeStatus) []TreeStatus { return treesWithoutBackend(trees) }
+
+// ChangeMark is the store's change mark, kept while its generation stands
+// (changeMark).
+func (m *Manager) ChangeMark(ctx context.Context) (store.ChangeMark, error) { return m.changeMark(ctx) }
+
+// GrowthAndActivity fills rows' growth and last activity from the snapshots.
+func (m *Manager) GrowthAndActivity(ctx context.Context, rows []TreeStatus) error {
+	return m.growthAndActivity(ctx, rows)
+}
+
+// Insight fills rows' full-in estimate and reclaimable bytes.
+func (m *Manager) Insight(ctx context.Context, rows []TreeStatus) error { return m.insight(ctx, rows) }
+
+// DiskTrend fits the disk's use at each scheduled pass and now against
+// its size (diskTrend).
+func (m *Manager) DiskTrend(ctx context.Context, total, free uint64, now time.Time) (Trend, error) {
+	return m.diskTrend(ctx, total, free, now)
+}
+
+// PromisedOf is how much rows' hard byte limits promise of a disk of
+// disk bytes.
+func PromisedOf(rows []TreeStatus, disk uint64) Promised { return promised(rows, disk) }
+
+// WithoutGone is a stored tree of t, snapshotted at at, without what the
+// journal says was deleted from t since.
+func (m *Manager) WithoutGone(ctx context.Context, t TreeStatus, at time.Time, root *inventory.Node, top []inventory.File) (*inventory.Node, []inventory.File, error) {
+	gone, err := m.goneSince(ctx, t, at)
+	if err != nil {
+		return nil, nil, err
+	}
+	root, top = withoutGone(root, top, gone)
+	return root, top, nil
+}
+
+// UnsupportedReason is why the kernel backend could not be used, on the
+// fallback (ok false on a kernel backend, or a fallback chosen at init).
+func (m *Manager) UnsupportedReason() (reason string, ok bool) {
+	if m.Unsupported == nil {
+		return "", false
+	}
+	return m.Unsupported.Reason, true
+}
+
+// AdmissionRank is how a tree's standing against its limits decides a
+// run: ok 0, warn 1, deny 2.
+func AdmissionRank(t TreeStatus, now time.Time) int { return verdictOf(t, now).rank() }
+
+// Judge is a tree's admission decision (Ok, Warn or Deny) and its words.
+func Judge(t TreeStatus, now time.Time) (decision, msg string) { return judge(t, now) }
+
+// NoteLimits journals the limits rows show reached or left, as seenBy
+// saw them (noteLimits).
+func (m *Manager) NoteLimits(ctx context.Context, rows []TreeStatus, seenBy string) error {
+	return m.noteLimits(ctx, rows, seenBy)
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"time"
 
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
@@ -88,16 +87,12 @@ func (m *Manager) walkTree(t store.Tree, opts inventory.Options) (*inventory.Res
 // a bind mount of another tenant's tree, or of anything outside the root,
 // shows none of its names. Nothing is recorded.
 func (m *Manager) WalkIn(t store.Tree, rel string, opts inventory.Options) (*inventory.Result, error) {
-	t0 := time.Now()
 	f, err := m.openForWalk(t, rel)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	t1 := time.Now()
-	r, err := inventory.WalkFile(f.File, opts)
-	if os.Getenv("XT") != "" { fmt.Fprintf(os.Stderr, "open %v walk %v\n", t1.Sub(t0), time.Since(t1)) }
-	return r, err
+	return inventory.WalkFile(f.File, opts)
 }
 
 // measureTree measures t's directory (openForWalk) for a baseline: its
