@@ -4,7 +4,8 @@ package sandbox
 // and method a one-line call into sandbox/internal/core or the use case
 // beside it that owns the call (retention: sweeps, plans, passes;
 // readmodel: the answers assembled for readers; doctor: findings and
-// repairs). Nothing here decides anything; a new use case adds its line here.
+// repairs; writes: the accounting of writes, and the file layer over it).
+// Nothing here decides anything; a new use case adds its line here.
 
 import (
 	"context"
@@ -15,6 +16,7 @@ import (
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
 	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
+	"github.com/xfsq/xfsq/sandbox/internal/writes"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -61,7 +63,7 @@ type (
 	Read            = core.Read
 	RemoveOptions   = core.RemoveOptions
 	RemoveResult    = core.RemoveResult
-	Replaced        = core.Replaced
+	Replaced        = writes.Replaced
 	SavedPlan       = retention.SavedPlan
 	SnapshotOptions = core.SnapshotOptions
 	SweepBusyError  = retention.SweepBusyError
@@ -76,8 +78,8 @@ type (
 	TreeStorage     = readmodel.TreeStorage
 	Unowned         = core.Unowned
 	WalkRun         = core.WalkRun
-	Write           = core.Write
-	WriteLimits     = core.WriteLimits
+	Write           = writes.Write
+	WriteLimits     = writes.WriteLimits
 	WriteSettings   = core.WriteSettings
 	XFSProjects     = readmodel.XFSProjects
 )

@@ -104,7 +104,7 @@ func rule(from, to string) string {
 	case from == "store" && to != "quota" && to != "journal":
 		return "store imports nothing of xfsq but quota and journal: it is the bottom layer every other one sits on"
 	case from == "files" && (to == "store" || strings.HasPrefix(to, "store/")):
-		return "files reaches the store only through sandbox, which owns write accounting"
+		return "files reaches the store only through sandbox, whose accounting of writes (sandbox/internal/writes) implements files.Core"
 	case from == "files" && (to == "sandbox" || strings.HasPrefix(to, "sandbox/")):
 		return "files never imports sandbox: it declares what it needs of the core (files.Core), and sandbox implements it and hands the layer out"
 	case from == "area":

@@ -186,6 +186,20 @@ func TestRules(t *testing.T) {
 		{"sandbox", "sandbox/internal/doctor", false},
 		{"cmd/xfsq", "sandbox/internal/doctor", true},
 		{"server", "sandbox/internal/doctor", true},
+		// writes: the accounting of writes, a use case beside the core on
+		// writes.Core; files stands on it only through files.Core.
+		{"sandbox/internal/writes", "sandbox/internal/core", false},
+		{"sandbox/internal/writes", "files", false},
+		{"sandbox/internal/writes", "sandbox", true},
+		{"sandbox/internal/writes", "sandbox/internal/retention", true},
+		{"sandbox/internal/retention", "sandbox/internal/writes", true},
+		{"sandbox/internal/doctor", "sandbox/internal/writes", true},
+		{"sandbox/internal/readmodel", "sandbox/internal/writes", true},
+		{"sandbox/internal/writes", "sandbox/internal/readmodel", true},
+		{"sandbox/internal/core", "sandbox/internal/writes", true},
+		{"sandbox", "sandbox/internal/writes", false},
+		{"files", "sandbox/internal/writes", true},
+		{"server", "sandbox/internal/writes", true},
 	} {
 		v := Violations(map[string][]string{c.from: {c.to}}, nil)
 		if got := len(v) > 0; got != c.broken {

@@ -17,7 +17,9 @@ import (
 // readmodel) call that the core keeps to itself otherwise. Go's internal
 // rule keeps shells from reaching any of it; each use case names the part
 // it needs as an interface of its own, so that what it may do is written
-// down where it is done.
+// down where it is done. (writes, the accounting of writes, calls nothing
+// from here: what writes.Core names the core exports for its own callers
+// too, the credit of a removal in credit.go among it.)
 
 // Now is the core's clock.
 func (m *Manager) Now() time.Time { return m.now() }
