@@ -158,10 +158,6 @@ func ExplainDiskFull(root string, err error) error {
 	return core.ExplainDiskFull(root, err)
 }
 
-func HolderGone(h string) bool {
-	return core.HolderGone(h)
-}
-
 func HolderOf(ctx context.Context) string {
 	return core.HolderOf(ctx)
 }

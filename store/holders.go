@@ -110,6 +110,9 @@ func (t *Tx) hold(ctx context.Context, holder string) error {
 	if l.Process == "" || ProcessOf(holder) != l.Process {
 		return nil
 	}
+	if t.s.beat.held() {
+		return nil // the heartbeat keeps it: every write need not renew it
+	}
 	now := t.s.dbNow()
 	if !t.s.beat.reaped.Load() {
 		if _, err := t.exec(ctx, `DELETE FROM holders WHERE expires_at < `+now+` - ?`, reapAfter.Microseconds()); err != nil {
@@ -198,6 +201,14 @@ type heartbeat struct {
 	// renews a lease that had lapsed meanwhile (brokenAt): whatever was
 	// held before it may have been taken over.
 	validUntil, brokenAt time.Time
+}
+
+// held reports whether the lease is held and renewed by the heartbeat
+// with at least half its expiry to run.
+func (h *heartbeat) held() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stop != nil && time.Until(h.validUntil) > h.live.Expiry/2
 }
 
 // renewed records a renewal of the lease sent at sent.

@@ -116,9 +116,9 @@ func TestSweepOfAHungMachineIsTakenOver(t *testing.T) {
 	}
 }
 
-// pidnsProcess is xfsq run in a pid namespace of its own, under a shell
-// that is the namespace's init (an init ignores the SIGSTOP it sends
-// itself).
+// pidnsProcess is xfsq run in a pid namespace of its own with its own
+// /proc, as in a container, under a shell that is the namespace's init
+// (an init ignores the SIGSTOP it sends itself).
 type pidnsProcess struct {
 	cmd    *exec.Cmd
 	stderr *strings.Builder
@@ -132,9 +132,12 @@ func (s *testRoot) startInPidNamespace(t *testing.T, env []string, args ...strin
 	if s.db != "" {
 		full = append(full, "--db", s.db)
 	}
-	cmd := exec.Command("/bin/sh", append([]string{"-c", `"$@"`, "sh", os.Getenv(envBinary)}, append(full, args...)...)...)
+	// As a container runs: its own /proc, so that its pids are its own
+	// namespace's, in a mount namespace that keeps that mount to itself.
+	script := `mount --make-rprivate / && mount -t proc proc /proc && "$@"`
+	cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh", os.Getenv(envBinary)}, append(full, args...)...)...)
 	cmd.Env = append(append(os.Environ(), s.env...), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS}
 	p := &pidnsProcess{cmd: cmd, stderr: &strings.Builder{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
@@ -150,8 +153,10 @@ func (s *testRoot) startInPidNamespace(t *testing.T, env []string, args ...strin
 	})
 	for deadline := time.Now().Add(10 * time.Second); p.pid == 0; time.Sleep(10 * time.Millisecond) {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid)); err == nil {
-			if f := strings.Fields(string(b)); len(f) > 0 {
-				p.pid, _ = strconv.Atoi(f[0])
+			for _, f := range strings.Fields(string(b)) { // mount's first, then xfsq
+				if comm, _ := os.ReadFile("/proc/" + f + "/comm"); strings.TrimSpace(string(comm)) == "xfsq" {
+					p.pid, _ = strconv.Atoi(f)
+				}
 			}
 		}
 		if time.Now().After(deadline) {

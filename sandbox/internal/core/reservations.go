@@ -17,11 +17,21 @@ import (
 	"github.com/xfsq/xfsq/store"
 )
 
-// HolderGone reports whether a holder (pid.start@host/op-N) is known to
-// have stopped: an operation of this process that has ended, or on this
-// host no process with that pid and start time runs. A holder on another
-// host is never taken for gone.
-func HolderGone(h string) bool { return !holderAlive(h) }
+// HolderGone reports whether a reservation's holder (pid.start@host/op-N),
+// whose process holds the lease l, is known to have stopped: as a lock's
+// holder is (holderGone: an operation of this process that ended; a
+// process of this machine, by its kernel; one of another machine, or of a
+// container in a pid namespace of its own, by its lease), except that a
+// holder with no lease on another hostname (an older xfsq's) is left to
+// the reservation's expiry: a write's room is never taken from a writer
+// that may still run.
+func HolderGone(h string, l store.HolderLease) bool {
+	if !l.Found && !onThisHostname(store.ProcessOf(h)) && store.ProcessOf(h) != processHolder() {
+		return false
+	}
+	gone, _ := holderGone(h, l)
+	return gone
+}
 
 // TempPrefix starts the name of every temporary file of package files
 // (files.TempPrefix): what a reclaim or doctor --fix may delete.

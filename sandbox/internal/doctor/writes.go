@@ -149,7 +149,7 @@ func (d *Doctor) reservationFindings(ctx context.Context) ([]Finding, error) {
 		f := Finding{Project: r.Project, Area: r.Area}
 		held := fmt.Sprintf("reservation %d holds %s and %d inodes for %s", r.ID, units.FormatIEC(r.Bytes), r.Inodes, r.Holder)
 		switch {
-		case core.HolderGone(r.Holder):
+		case d.reservationGone(ctx, r.Holder):
 			f.Kind, f.Detail = DeadReservation, held+"; that process is gone"
 		case r.ExpiresAt.Before(now):
 			f.Kind, f.Detail = DeadReservation, held+fmt.Sprintf("; it made no progress since %s (reservation_ttl)", r.ExpiresAt.Format(time.RFC3339))
@@ -167,4 +167,11 @@ func (d *Doctor) reservationFindings(ctx context.Context) ([]Finding, error) {
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// reservationGone is core.HolderGone with the lease of the holder's
+// process; in doubt (the store does not answer) the writer may still run.
+func (d *Doctor) reservationGone(ctx context.Context, holder string) bool {
+	l, err := d.Store.HolderLease(ctx, holder)
+	return err == nil && core.HolderGone(holder, l)
 }
