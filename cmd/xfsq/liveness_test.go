@@ -168,16 +168,14 @@ func (s *testRoot) startInPidNamespace(t *testing.T, env []string, args ...strin
 
 func (p *pidnsProcess) waitStopped(t *testing.T) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); processState(p.pid) != "T"; time.Sleep(10 * time.Millisecond) {
+	waitForStop(t, p.pid, func() string {
 		select {
 		case <-p.done:
-			t.Fatalf("the sweep ended before its fault point: %s", p.stderr)
+			return "it ended: " + p.stderr.String()
 		default:
+			return "it runs"
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the sweep did not stop at its fault point (state %q)", processState(p.pid))
-		}
-	}
+	})
 }
 
 // thaw resumes the stopped xfsq and waits for it: its exit code and stderr.
