@@ -159,7 +159,7 @@ if want overview; then
 fi
 
 if want scrape; then
-	phase "scrape: BenchmarkScrape1000Fallback (20x, 2 a round), $((4 * rounds)) rounds, each side's root of 1,000 projects made first"
+	phase "scrape: BenchmarkScrape1000Fallback (20x, 3 a round), $((4 * rounds)) rounds, each side's root of 1,000 projects made first"
 	# Each side's root made once (its store's schema is its own), outside the rounds.
 	for side in old new; do
 		mkdir -p "$tmp/scrape-$side"
@@ -172,7 +172,7 @@ if want scrape; then
 		for side in $( ((r % 2)) && echo old new || echo new old); do
 			export XFSQ_BENCH_FALLBACK_ROOT=$tmp/scrape-$side
 			gobench scrape1000 "$side" "$r" \
-				-test.bench 'BenchmarkScrape1000Fallback$' -test.benchtime 20x -test.count 2
+				-test.bench 'BenchmarkScrape1000Fallback$' -test.benchtime 20x -test.count 3
 		done
 	done
 fi
