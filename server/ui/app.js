@@ -286,7 +286,7 @@ function lineChart(box, series, limits, label) {
   }
   series.forEach((s, i) => {
     const sorted = [...s.points].sort((a, b) => a[0] - b[0]);
-    if (sorted.length > 1) g.append(svg("polyline", { points: sorted.map((p) => x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1)).join(" "), class: "series s" + i }));
+    if (sorted.length > 1) g.append(svg("polyline", { points: sorted.map((p) => x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1)).join(" "), class: "series s" + i, "data-series": s.name }));
     // A dot (with its figure on hover) per point while they are few; of
     // a long history only the newest, the line says the rest.
     for (const p of sorted.length <= maxDots ? sorted : sorted.slice(-1)) g.append(svg("circle", { cx: x(p[0]), cy: y(p[1]), r: 2.5, class: "dot s" + i }, svg("title", {}, s.name + ": " + iec(p[1]) + " at " + when(new Date(p[0])))));
