@@ -60,7 +60,9 @@ func TestDashboardDiffSection(t *testing.T) {
 	ctx := chromium(t)
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(100<<20, "omni", "fresh")
-		node := func(name string, mib uint64) *inventory.Node { return &inventory.Node{Path: name, SizeBytes: mib << 20} }
+		node := func(name string, mib uint64) *inventory.Node {
+			return &inventory.Node{Path: name, SizeBytes: mib << 20}
+		}
 		before := &inventory.Node{Path: ".", SizeBytes: 9 << 20, Children: []*inventory.Node{node("src", 2), node("logs", 4), node(hostileDir, 3)}}
 		after := &inventory.Node{Path: ".", SizeBytes: 10 << 20, Children: []*inventory.Node{node("src", 7), node("logs", 1), node(hostileFile, 2)}}
 		storeTrees(t, r, "omni", 40, before, after)
