@@ -176,6 +176,14 @@ func TestDashboardHosts(t *testing.T) {
 			t.Errorf("back to this host: selector %q, header %q", v, b.text("#host"))
 		}
 		b.inert("the fleet's views")
+		b.do(chromedp.EmulateViewport(375, 800))
+		for _, view := range []string{"/hosts", "/hosts/host-b"} {
+			b.goTo(view)
+			if w := eval[int](b, `document.documentElement.scrollWidth`); w > 375 {
+				t.Errorf("at 375 px the view %s is %d px wide", view, w)
+			}
+		}
+		b.do(chromedp.EmulateViewport(1280, 900))
 
 		// A reader limited to some projects: no fleet for it.
 		b.login(ts.URL, limitedToken)
