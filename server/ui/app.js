@@ -295,10 +295,23 @@ function lineChart(box, series, limits, label) {
   box.replaceChildren(g, legend);
 }
 
+// chartData reads a chart's history; a failure is said in the chart's
+// place, not over the whole view (a 401 asks for a token, as everywhere).
+async function chartData(box, path) {
+  try {
+    return await api(path);
+  } catch (err) {
+    if (err.status === 401) throw err;
+    box.replaceChildren(el("p", { class: "muted" }, "The history could not be read: " + safeLine(err.message)));
+    return null;
+  }
+}
+
 // diskChart draws the disk's used bytes at each scheduled pass over the
 // snapshot window (GET /v1/workspace/storage/history), and now.
 async function diskChart(ov) {
-  const h = await api("/v1/workspace/storage/history?points=" + historyPoints);
+  const h = await chartData($("disk-chart"), "/v1/workspace/storage/history?points=" + historyPoints);
+  if (!h) return;
   const total = h.total_bytes || ov.disk.total_bytes;
   const points = (h.points || []).map((p) => [Date.parse(p.at), p.bytes]).filter((p) => !isNaN(p[0]));
   points.push([Date.parse(ov.generated_at) || Date.now(), total - ov.disk.free_bytes]);
@@ -482,8 +495,8 @@ function drawLeases(leases) {
 // (GET …/history, thinned by the server to each span's peak) and its usage
 // now, with the workspace's limits as lines.
 async function projectChart(name) {
-  const h = await api("/v1/workspace/storage/projects/" + encodeURIComponent(name) + "/history?points=" + historyPoints);
-  if (!current || current.name !== name) return;
+  const h = await chartData($("project-chart"), "/v1/workspace/storage/projects/" + encodeURIComponent(name) + "/history?points=" + historyPoints);
+  if (!h || !current || current.name !== name) return;
   const now = Date.parse(h.generated_at) || Date.now();
   const series = h.trees.map((t) => ({ name: t.area, points: [...t.points.map((p) => [Date.parse(p.at), p.bytes]), [now, t.used_bytes]] }));
   const ws = h.trees.find((t) => t.area === "workspace");
