@@ -2,8 +2,10 @@ package sandbox
 
 // The core's API as shells call it: its types by alias, and each function
 // and method a one-line call into sandbox/internal/core or the use case
-// beside it that owns the call (retention: sweeps, plans, passes). Nothing
-// here decides anything; a new use case adds its line here.
+// beside it that owns the call (retention: sweeps, plans, passes;
+// readmodel: the answers assembled for readers; doctor: findings and
+// repairs; writes: the accounting of writes, and the file layer over it).
+// Nothing here decides anything; a new use case adds its line here.
 
 import (
 	"context"
@@ -11,7 +13,10 @@ import (
 
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/doctor"
+	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
+	"github.com/xfsq/xfsq/sandbox/internal/writes"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
@@ -20,17 +25,16 @@ import (
 // The core's types, as shells name them.
 type (
 	AddOptions      = core.AddOptions
-	Admission       = core.Admission
+	Admission       = readmodel.Admission
 	Backend         = core.Backend
 	Config          = core.Config
 	Deletion        = core.Deletion
 	DiskFullError   = core.DiskFullError
-	Event           = core.Event
-	EventPage       = core.EventPage
-	EventQuery      = core.EventQuery
-	Finding         = core.Finding
+	Event           = readmodel.Event
+	EventPage       = readmodel.EventPage
+	EventQuery      = readmodel.EventQuery
 	FullDisk        = core.FullDisk
-	Growth          = core.Growth
+	Growth          = readmodel.Growth
 	HealthSources   = core.HealthSources
 	HeldProject     = retention.HeldProject
 	IDRange         = core.IDRange
@@ -45,39 +49,39 @@ type (
 	LimitWarning    = core.LimitWarning
 	NotReadyError   = core.NotReadyError
 	Options         = core.Options
-	Overview        = core.Overview
-	OverviewDisk    = core.OverviewDisk
-	OverviewOptions = core.OverviewOptions
+	Overview        = readmodel.Overview
+	OverviewDisk    = readmodel.OverviewDisk
+	OverviewOptions = readmodel.OverviewOptions
 	PassOutcome     = retention.PassOutcome
 	PlanRef         = retention.PlanRef
 	Project         = core.Project
-	ProjectOverview = core.ProjectOverview
+	ProjectOverview = readmodel.ProjectOverview
 	ProjectRecord   = core.ProjectRecord
-	ProjectStorage  = core.ProjectStorage
+	ProjectStorage  = readmodel.ProjectStorage
 	PurgePlan       = core.PurgePlan
 	Purged          = core.Purged
 	Read            = core.Read
 	RemoveOptions   = core.RemoveOptions
 	RemoveResult    = core.RemoveResult
-	Replaced        = core.Replaced
+	Replaced        = writes.Replaced
 	SavedPlan       = retention.SavedPlan
 	SnapshotOptions = core.SnapshotOptions
 	SweepBusyError  = retention.SweepBusyError
 	SweepOptions    = retention.SweepOptions
 	SweepOutcome    = retention.SweepOutcome
 	SweepRun        = core.SweepRun
-	TopPath         = core.TopPath
+	TopPath         = readmodel.TopPath
 	Tree            = core.Tree
 	TreeProgress    = core.TreeProgress
 	TreeSnapshot    = core.TreeSnapshot
 	TreeStatus      = core.TreeStatus
-	TreeStorage     = core.TreeStorage
+	TreeStorage     = readmodel.TreeStorage
 	Unowned         = core.Unowned
 	WalkRun         = core.WalkRun
-	Write           = core.Write
-	WriteLimits     = core.WriteLimits
+	Write           = writes.Write
+	WriteLimits     = writes.WriteLimits
 	WriteSettings   = core.WriteSettings
-	XFSProjects     = core.XFSProjects
+	XFSProjects     = readmodel.XFSProjects
 )
 
 const (
@@ -85,47 +89,30 @@ const (
 	BackendExt4           = core.BackendExt4
 	BackendFallback       = core.BackendFallback
 	BackendXFS            = core.BackendXFS
-	BusyProject           = core.BusyProject
 	CtimeLag              = core.CtimeLag
-	DeadReservation       = core.DeadReservation
-	DefaultDetailDepth    = core.DefaultDetailDepth
-	DefaultOverviewMaxAge = core.DefaultOverviewMaxAge
+	DefaultDetailDepth    = readmodel.DefaultDetailDepth
+	DefaultOverviewMaxAge = readmodel.DefaultOverviewMaxAge
 	Deny                  = core.Deny
-	ForeignKernelID       = core.ForeignKernelID
 	FullDiskReadOnly      = core.FullDiskReadOnly
 	FullDiskRefuse        = core.FullDiskRefuse
 	FullDiskSpendReserve  = core.FullDiskSpendReserve
-	GraceDrift            = core.GraceDrift
-	InterruptedAdd        = core.InterruptedAdd
-	InterruptedDeletion   = core.InterruptedDeletion
-	InterruptedRemove     = core.InterruptedRemove
-	KeptID                = core.KeptID
 	LimitBytes            = core.LimitBytes
 	LimitHard             = core.LimitHard
 	LimitInodes           = core.LimitInodes
 	LimitSoft             = core.LimitSoft
-	LimitsDrift           = core.LimitsDrift
-	MaxEventLimit         = core.MaxEventLimit
+	MaxEventLimit         = readmodel.MaxEventLimit
 	MaxLeaseTTL           = core.MaxLeaseTTL
-	MissingDirectory      = core.MissingDirectory
-	MissingTree           = core.MissingTree
 	NameRule              = core.NameRule
 	Ok                    = core.Ok
-	OrphanKernelID        = core.OrphanKernelID
 	PassSnapshot          = retention.PassSnapshot
 	PassSweep             = retention.PassSweep
 	PlanFormat            = retention.PlanFormat
-	QuotaEscape           = core.QuotaEscape
 	RootOwner             = core.RootOwner
 	RunRule               = core.RunRule
 	SnapshotInterval      = core.SnapshotInterval
 	StateDir              = core.StateDir
-	StrayTemp             = core.StrayTemp
 	TempPrefix            = core.TempPrefix
-	UnmanagedDir          = core.UnmanagedDir
 	Warn                  = core.Warn
-	WriteInProgress       = core.WriteInProgress
-	WrongProjectID        = core.WrongProjectID
 )
 
 var (
@@ -152,7 +139,7 @@ func DefaultActor() string {
 }
 
 func DeletionOf(ev Event) (key string, pending bool, ok bool) {
-	return core.DeletionOf(ev)
+	return readmodel.DeletionOf(ev)
 }
 
 func DiskFull(dir string, need uint64, err error) *DiskFullError {
@@ -169,10 +156,6 @@ func Exceeded(t TreeStatus, now time.Time) bool {
 
 func ExplainDiskFull(root string, err error) error {
 	return core.ExplainDiskFull(root, err)
-}
-
-func HolderGone(h string) bool {
-	return core.HolderGone(h)
 }
 
 func HolderOf(ctx context.Context) string {
@@ -196,7 +179,7 @@ func ParseIDRange(s string) (IDRange, error) {
 }
 
 func ParseSince(s string, now time.Time) (time.Time, error) {
-	return core.ParseSince(s, now)
+	return readmodel.ParseSince(s, now)
 }
 
 func ReadPlanFile(path string) (PlanRef, error) {
@@ -216,11 +199,7 @@ func SettingProblems(vals []settings.Value) error {
 }
 
 func SettledDeletions(evs []Event) []Event {
-	return core.SettledDeletions(evs)
-}
-
-func Unresolved(findings []Finding) bool {
-	return core.Unresolved(findings)
+	return readmodel.SettledDeletions(evs)
 }
 
 func ValidateArea(a string) error {
@@ -264,23 +243,19 @@ func (m *Manager) BackendName() string {
 }
 
 func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission, error) {
-	return m.c.Check(ctx, name, r...)
+	return m.reads.Check(ctx, name, r...)
 }
 
 func (m *Manager) Close() error {
 	return m.c.Close()
 }
 
-func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
-	return m.c.Doctor(ctx, fix)
-}
-
 func (m *Manager) Events(ctx context.Context, q EventQuery) (EventPage, error) {
-	return m.c.Events(ctx, q)
+	return m.reads.Events(ctx, q)
 }
 
 func (m *Manager) ExportXFS(ctx context.Context) (XFSProjects, error) {
-	return m.c.ExportXFS(ctx)
+	return m.reads.ExportXFS(ctx)
 }
 
 func (m *Manager) IsXFS() bool {
@@ -296,7 +271,7 @@ func (m *Manager) List(ctx context.Context) ([]store.Project, error) {
 }
 
 func (m *Manager) Overview(ctx context.Context, o OverviewOptions) (*Overview, error) {
-	return m.c.Overview(ctx, o)
+	return m.reads.Overview(ctx, o)
 }
 
 func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
@@ -308,7 +283,7 @@ func (m *Manager) ProjectLeases(ctx context.Context, name string) ([]LeaseStatus
 }
 
 func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (ProjectStorage, error) {
-	return m.c.ProjectStorage(ctx, name, depth)
+	return m.reads.ProjectStorage(ctx, name, depth)
 }
 
 func (m *Manager) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNews, error) {
@@ -324,7 +299,7 @@ func (m *Manager) RefreshBaselineIfStale(ctx context.Context, t store.Tree) erro
 }
 
 func (m *Manager) RefreshShared(ctx context.Context, name string) error {
-	return m.c.RefreshShared(ctx, name)
+	return m.reads.RefreshShared(ctx, name)
 }
 
 func (m *Manager) ReleaseLease(ctx context.Context, name string, run string) error {
@@ -400,7 +375,7 @@ func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 }
 
 func (m *Manager) Warm(ctx context.Context) (*Overview, error) {
-	return m.c.Warm(ctx)
+	return m.reads.Warm(ctx)
 }
 
 func (m *Manager) WriteSettings(ctx context.Context) (WriteSettings, error) {
@@ -408,7 +383,7 @@ func (m *Manager) WriteSettings(ctx context.Context) (WriteSettings, error) {
 }
 
 func (m *Manager) WriteXFSProjectFiles(ctx context.Context, projectsPath string, projidPath string) (XFSProjects, error) {
-	return m.c.WriteXFSProjectFiles(ctx, projectsPath, projidPath)
+	return m.reads.WriteXFSProjectFiles(ctx, projectsPath, projidPath)
 }
 
 // The fleet: heartbeats, the hosts sharing the store, their trees, retirement.
@@ -448,55 +423,50 @@ func (m *Manager) RetireHost(ctx context.Context, name string, force bool) (Reti
 
 func (m *Manager) RootID() string { return m.c.RootID() }
 
-// The report with its filters, and doctor's findings, as both shells take them.
+// The report with its filters, as both shells take them.
 type (
-	DoctorResult  = core.DoctorResult
-	ReportOptions = core.ReportOptions
-	ReportResult  = core.ReportResult
-	TreeWarning   = core.TreeWarning
+	ReportOptions = readmodel.ReportOptions
+	ReportResult  = readmodel.ReportResult
+	TreeWarning   = readmodel.TreeWarning
 )
 
 const (
-	ReportByProject = core.ReportByProject
-	ReportByUsed    = core.ReportByUsed
-	ReportByPercent = core.ReportByPercent
-	ReportByGrowth  = core.ReportByGrowth
-	WarnStale       = core.WarnStale
-	WarnDrift       = core.WarnDrift
-	WarnEscape      = core.WarnEscape
+	ReportByProject = readmodel.ReportByProject
+	ReportByUsed    = readmodel.ReportByUsed
+	ReportByPercent = readmodel.ReportByPercent
+	ReportByGrowth  = readmodel.ReportByGrowth
+	WarnStale       = readmodel.WarnStale
+	WarnDrift       = readmodel.WarnDrift
+	WarnEscape      = readmodel.WarnEscape
 )
 
-var ReportSorts = core.ReportSorts
+var ReportSorts = readmodel.ReportSorts
 
-func CheckReport(o ReportOptions) error { return core.CheckReport(o) }
-func AtHardLimit(t TreeStatus) bool     { return core.AtHardLimit(t) }
-func OverSoftLimit(t TreeStatus) bool   { return core.OverSoftLimit(t) }
+func CheckReport(o ReportOptions) error { return readmodel.CheckReport(o) }
+func AtHardLimit(t TreeStatus) bool     { return readmodel.AtHardLimit(t) }
+func OverSoftLimit(t TreeStatus) bool   { return readmodel.OverSoftLimit(t) }
 
 func (m *Manager) ReportOf(ctx context.Context, o ReportOptions) (ReportResult, error) {
-	return m.c.ReportOf(ctx, o)
-}
-
-func (m *Manager) DoctorReport(ctx context.Context, fix bool) (DoctorResult, error) {
-	return m.c.DoctorReport(ctx, fix)
+	return m.reads.ReportOf(ctx, o)
 }
 
 // Insight: what changed in a tree, when it will be full, what the policies
 // would free, and what the limits promise of the disk.
 type (
-	DiffOptions = core.DiffOptions
-	PathChange  = core.PathChange
+	DiffOptions = readmodel.DiffOptions
+	PathChange  = readmodel.PathChange
 	Promised    = core.Promised
 	Trend       = core.Trend
-	TreeDiff    = core.TreeDiff
+	TreeDiff    = readmodel.TreeDiff
 	TreeKey     = core.TreeKey
 	TreeTrend   = core.TreeTrend
 	UsagePoint  = core.UsagePoint
 )
 
 const (
-	DefaultDiffSince = core.DefaultDiffSince
-	DefaultDiffTop   = core.DefaultDiffTop
-	MaxDiffTop       = core.MaxDiffTop
+	DefaultDiffSince = readmodel.DefaultDiffSince
+	DefaultDiffTop   = readmodel.DefaultDiffTop
+	MaxDiffTop       = readmodel.MaxDiffTop
 	TrendWindow      = core.TrendWindow
 	TrendMinPoints   = core.TrendMinPoints
 	TrendMinSpan     = core.TrendMinSpan
@@ -507,7 +477,7 @@ func FullIn(points []UsagePoint, limit uint64, now time.Time) Trend {
 }
 
 func (m *Manager) Diff(ctx context.Context, name string, o DiffOptions) (TreeDiff, error) {
-	return m.c.Diff(ctx, name, o)
+	return m.reads.Diff(ctx, name, o)
 }
 
 func (m *Manager) FullAt(ctx context.Context) map[TreeKey]time.Time { return m.c.FullAt(ctx) }
@@ -542,8 +512,47 @@ func (m *Manager) ProjectTrends(ctx context.Context, name string) ([]TreeTrend, 
 }
 
 const (
-	ReportByFiles       = core.ReportByFiles
-	ReportByActivity    = core.ReportByActivity
-	ReportByFullIn      = core.ReportByFullIn
-	ReportByReclaimable = core.ReportByReclaimable
+	ReportByFiles       = readmodel.ReportByFiles
+	ReportByActivity    = readmodel.ReportByActivity
+	ReportByFullIn      = readmodel.ReportByFullIn
+	ReportByReclaimable = readmodel.ReportByReclaimable
 )
+
+// ---- doctor (sandbox/internal/doctor): findings of drift and their repair ----
+
+type (
+	DoctorResult = doctor.Result
+	Finding      = doctor.Finding
+)
+
+const (
+	BusyProject         = doctor.BusyProject
+	DeadReservation     = doctor.DeadReservation
+	ForeignKernelID     = doctor.ForeignKernelID
+	GraceDrift          = doctor.GraceDrift
+	InterruptedAdd      = doctor.InterruptedAdd
+	InterruptedDeletion = doctor.InterruptedDeletion
+	InterruptedRemove   = doctor.InterruptedRemove
+	KeptID              = doctor.KeptID
+	LimitsDrift         = doctor.LimitsDrift
+	MissingDirectory    = doctor.MissingDirectory
+	MissingTree         = doctor.MissingTree
+	OrphanKernelID      = doctor.OrphanKernelID
+	QuotaEscape         = doctor.QuotaEscape
+	StrayTemp           = doctor.StrayTemp
+	UnmanagedDir        = doctor.UnmanagedDir
+	WriteInProgress     = doctor.WriteInProgress
+	WrongProjectID      = doctor.WrongProjectID
+)
+
+func Unresolved(findings []Finding) bool { return doctor.Unresolved(findings) }
+
+func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
+	return m.doctor.Run(ctx, fix)
+}
+
+func (m *Manager) DoctorReport(ctx context.Context, fix bool) (DoctorResult, error) {
+	return m.doctor.Report(ctx, fix)
+}
+
+// ---- end doctor ----

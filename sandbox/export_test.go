@@ -38,7 +38,7 @@ func (m *Manager) SavePlan(ctx context.Context, plan sweep.Plan, areas []string)
 }
 
 // SetOverviewWalkHook makes tests act as a refresh starts its walk.
-func (m *Manager) SetOverviewWalkHook(fn func()) { m.c.SetOverviewWalkHook(fn) }
+func (m *Manager) SetOverviewWalkHook(fn func()) { m.reads.SetOverviewWalkHook(fn) }
 
 // OverviewRefreshWaiters is how many callers wait for the refresh in progress.
-func (m *Manager) OverviewRefreshWaiters() int { return m.c.OverviewRefreshWaiters() }
+func (m *Manager) OverviewRefreshWaiters() int { return m.reads.OverviewRefreshWaiters() }

@@ -8,8 +8,9 @@
 // and encodes the answer, so they can never disagree.
 //
 // It is a facade: the work is done in sandbox/internal/core (the state a
-// root's operations share: the store, the quota backend, operations,
-// write accounting) and the use cases beside it. Go's internal rule keeps
+// root's operations share: the store, the quota backend, operations) and
+// the use cases beside it (retention, doctor, the read model, the accounting of writes
+// that the file layer stands on). Go's internal rule keeps
 // every package outside sandbox/ from importing those, and nothing here
 // exports the store or the backend: a shell cannot reach past the calls
 // that journal and check. It must never decide anything itself, only
@@ -21,7 +22,10 @@ import (
 
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/doctor"
+	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
+	"github.com/xfsq/xfsq/sandbox/internal/writes"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -32,15 +36,18 @@ type Manager struct {
 	Root   string
 	c      *core.Manager
 	sweeps *retention.Sweeper
+	doctor *doctor.Doctor
+	reads  *readmodel.Model
+	writes *writes.Writes
 }
 
 func newManager(c *core.Manager) *Manager {
-	return &Manager{Root: c.Root, c: c, sweeps: retention.New(c)}
+	return &Manager{Root: c.Root, c: c, sweeps: retention.New(c), doctor: doctor.New(c), reads: readmodel.New(c), writes: writes.New(c)}
 }
 
 // Files is the file layer of the root, for listing, reading and removing;
 // Layer.ForWrites gives it the write settings in force for a write.
-func (m *Manager) Files() *files.Layer { return m.c.Files() }
+func (m *Manager) Files() *files.Layer { return m.writes.Files() }
 
 // Root is an open sandbox root: its store and its manager, owned together.
 type Root struct {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,6 +92,26 @@ func (e *mediaTypeError) Kind() errkind.Kind { return errkind.Input }
 
 func (e *mediaTypeError) Error() string {
 	return fmt.Sprintf("Content-Type %q: this endpoint reads application/json", e.given)
+}
+
+// bodiless refuses a request body to an operation whose options are
+// query parameters (a removal, a release, a reset, doctor's repair):
+// ignoring it would do for real what a body such as {"dry_run": true}
+// asked not to, as POST .../sweep takes that body. Only whitespace, at
+// most maxJSONBody of it, counts as no body.
+func bodiless(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if r.Body != nil && r.Body != http.NoBody {
+			b, err := io.ReadAll(io.LimitReader(r.Body, maxJSONBody+1))
+			if err != nil {
+				return errkind.New(errkind.Input, fmt.Errorf("reading the request body: %w", err))
+			}
+			if len(b) > maxJSONBody || len(bytes.TrimSpace(b)) > 0 {
+				return errkind.New(errkind.Input, fmt.Errorf("%s takes no request body: its options, if any, go in the query string", r.Pattern))
+			}
+		}
+		return h(w, r)
+	}
 }
 
 // maxJSONBody bounds every JSON request body: the API's bodies are small

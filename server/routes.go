@@ -241,11 +241,11 @@ func (s *Server) coreRoutes() []Route {
 		{"GET", p, RoleReader, answered(s.log, s.projects)},
 		{"POST", p, RoleOperator, answered(s.log, s.addProject)},
 		{"PATCH", p + "/{id}", RoleOperator, answered(s.log, s.setProject)},
-		{"DELETE", p + "/{id}", RoleOperator, answered(s.log, s.removeProject)},
+		{"DELETE", p + "/{id}", RoleOperator, answered(s.log, bodiless(s.removeProject))},
 		{"GET", p + "/{id}/admission", RoleReader, answered(s.log, s.admission)},
 		{"GET", p + "/{id}/leases", RoleReader, answered(s.log, s.leases)},
 		{"POST", p + "/{id}/leases/{run}", RoleOperator, answered(s.log, s.acquireLease)},
-		{"DELETE", p + "/{id}/leases/{run}", RoleOperator, answered(s.log, s.releaseLease)},
+		{"DELETE", p + "/{id}/leases/{run}", RoleOperator, answered(s.log, bodiless(s.releaseLease))},
 		{"GET", "/v1/workspace/storage/events", RoleReader, answered(s.log, s.events)},
 		{"GET", "/v1/workspace/storage", RoleReader, answered(s.log, s.storage.Overview)},
 		{"GET", p + "/{id}", RoleReader, answered(s.log, s.storage.Project)},
@@ -259,17 +259,17 @@ func (s *Server) coreRoutes() []Route {
 		{"PUT", p + "/{id}/files/{path...}", RoleOperator, answered(s.log, s.files.Put)},
 		{"POST", p + "/{id}/files/{path...}", RoleOperator, answered(s.log, s.files.Put)},
 		{"GET", p + "/{id}/files/{path...}", RoleReader, answered(s.log, s.files.Get)},
-		{"DELETE", p + "/{id}/files/{path...}", RoleOperator, answered(s.log, s.files.Delete)},
+		{"DELETE", p + "/{id}/files/{path...}", RoleOperator, answered(s.log, bodiless(s.files.Delete))},
 		{"POST", p + "/{id}/sweep", RoleOperator, answered(s.log, s.sweep.Sweep)},
 		{"GET", "/v1/workspace/storage/report", RoleReader, answered(s.log, s.report)},
 		{"GET", "/v1/settings", RoleReader, answered(s.log, s.settings)},
 		{"GET", "/v1/settings/{key}", RoleReader, answered(s.log, s.setting)},
 		{"PUT", "/v1/settings/{key}", RoleOperator, answered(s.log, s.setSetting)},
-		{"DELETE", "/v1/settings/{key}", RoleOperator, answered(s.log, s.resetSetting)},
+		{"DELETE", "/v1/settings/{key}", RoleOperator, answered(s.log, bodiless(s.resetSetting))},
 		// Doctor reads every project's trees and the kernel's IDs: the
 		// operator's, as the repair is.
 		{"GET", "/v1/system/doctor", RoleOperator, answered(s.log, s.doctor)},
-		{"POST", "/v1/system/doctor/fix", RoleOperator, answered(s.log, s.doctorFix)},
+		{"POST", "/v1/system/doctor/fix", RoleOperator, answered(s.log, bodiless(s.doctorFix))},
 	}
 	rs = append(rs, s.fleetRoutes()...)
 	if s.health != nil {

@@ -72,9 +72,10 @@ var ErrReservationGone = errors.New("the write's reservation expired and was rec
 func (t *Tx) admissionLock(ctx context.Context) error { return t.lock(ctx, "admission:"+t.s.Host) }
 
 // HolderGone reports whether the operation named by a reservation's holder
-// (pid.start@host/op-N, as project.HolderOf names it) is known to be gone; nil
-// takes every holder for alive, so only expiry reclaims.
-type HolderGone func(holder string) bool
+// (pid.start@host/op-N, as core.HolderOf names it), whose process holds
+// the lease l (Found false: none), is known to be gone; nil takes every
+// holder for alive, so only expiry reclaims.
+type HolderGone func(holder string, l HolderLease) bool
 
 // reclaim deletes the reservations that can never be committed — past
 // their expiry, or held by a process that no longer runs — and returns
@@ -94,7 +95,17 @@ func (t *Tx) reclaim(ctx context.Context, now time.Time, gone HolderGone) ([]Res
 	for _, r := range all {
 		g, asked := isGone[r.Holder]
 		if !asked && gone != nil {
-			g = gone(r.Holder)
+			// Another process's lease says which machine it runs on: a pid
+			// means something only on that one (a container sharing the
+			// hostname in a pid namespace of its own is another).
+			var l HolderLease
+			if ProcessOf(r.Holder) != t.s.liveness().Process {
+				var err error
+				if l, err = t.holderLease(ctx, r.Holder); err != nil {
+					return nil, err
+				}
+			}
+			g = gone(r.Holder, l)
 			isGone[r.Holder] = g
 		}
 		if r.Expires < toMicros(now) || g {
@@ -203,6 +214,11 @@ func (s *Store) Reserve(ctx context.Context, k TreeKey, bytes, inodes uint64, ho
 			return err
 		}
 		if err := tx.admit(ctx, k, admit); err != nil {
+			return err
+		}
+		// Its process's lease, so that another machine (or container) can
+		// tell whether the writer still runs.
+		if err := tx.hold(ctx, holder); err != nil {
 			return err
 		}
 		args := []any{s.Host, k.Project, k.Area, int64(bytes), int64(inodes), holder, tempPath, toMicros(now.Add(ttl)), toMicros(now)}

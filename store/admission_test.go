@@ -16,7 +16,7 @@ func TestReclaimDeadAndExpired(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s, k := openWorkspace(t, dsn, quota.Limits{})
 		dead := map[string]bool{"dead": true}
-		gone := func(h string) bool { return dead[h] }
+		gone := func(h string, _ HolderLease) bool { return dead[h] }
 		ids := map[string]int64{}
 		for _, c := range []struct {
 			holder string

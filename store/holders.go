@@ -110,12 +110,16 @@ func (t *Tx) hold(ctx context.Context, holder string) error {
 	if l.Process == "" || ProcessOf(holder) != l.Process {
 		return nil
 	}
+	if t.s.beat.held() {
+		return nil // the heartbeat keeps it: every write need not renew it
+	}
 	now := t.s.dbNow()
 	if !t.s.beat.reaped.Load() {
 		if _, err := t.exec(ctx, `DELETE FROM holders WHERE expires_at < `+now+` - ?`, reapAfter.Microseconds()); err != nil {
 			return err
 		}
 	}
+	sent := time.Now()
 	_, err := t.exec(ctx, `INSERT INTO holders (process, host, machine, renewed_at, expires_at) VALUES (?, ?, ?, `+now+`, `+now+` + ?)
 		ON CONFLICT (process) DO UPDATE SET host = excluded.host, machine = excluded.machine,
 			renewed_at = excluded.renewed_at, expires_at = excluded.expires_at`,
@@ -123,6 +127,7 @@ func (t *Tx) hold(ctx context.Context, holder string) error {
 	if err == nil {
 		t.s.beat.reaped.Store(true)
 		t.s.beat.start(t.s)
+		t.s.beat.renewed(sent) // at worst early: the transaction may yet roll back, and then nothing it held was recorded
 	}
 	return err
 }
@@ -190,6 +195,66 @@ type heartbeat struct {
 	stop   chan struct{}
 	done   chan struct{}
 	closed bool
+	// The lease as this process can vouch for it, by its own clock: valid
+	// until validUntil (a renewal's send time plus the expiry: the
+	// database's expiry is no earlier). A renewal sent after validUntil
+	// renews a lease that had lapsed meanwhile (brokenAt): whatever was
+	// held before it may have been taken over.
+	validUntil, brokenAt time.Time
+}
+
+// held reports whether the lease is held and renewed by the heartbeat
+// with at least half its expiry to run.
+func (h *heartbeat) held() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stop != nil && time.Until(h.validUntil) > h.live.Expiry/2
+}
+
+// renewed records a renewal of the lease sent at sent.
+func (h *heartbeat) renewed(sent time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.validUntil.IsZero() && sent.After(h.validUntil) {
+		h.brokenAt = sent
+	}
+	h.validUntil = sent.Add(h.live.Expiry)
+}
+
+// LeaseLapsedError is a deletion refused before anything was removed:
+// this process's lease in the store may have lapsed since the operation
+// took its lock (the process was paused, or could not renew it, for
+// holder_expiry), so another process may have taken the lock over and
+// settled what this one left pending.
+type LeaseLapsedError struct {
+	BrokenAt time.Time // when a renewal found the lease lapsed; zero if it is lapsing now
+}
+
+func (e *LeaseLapsedError) Error() string {
+	return "this process's lease in the store lapsed (it was paused or could not renew it for holder_expiry): " +
+		"what it held may have been taken over, so it stops before deleting"
+}
+
+// LeaseHeldSince is nil if this Store's lease has been held unbroken
+// since t and still is, with margin to spare, by this process's clock;
+// else a *LeaseLapsedError. A deletion asks it between its pending record
+// and the removal: a process paused there past its lease must not delete
+// what the process that took over has settled. A Store that holds no
+// lease (no liveness configured, or no holder recorded yet) has nothing
+// to lose.
+func (s *Store) LeaseHeldSince(t time.Time) error {
+	h := &s.beat
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.live.Process == "" || h.validUntil.IsZero() {
+		return nil
+	}
+	// The margin covers a removal that starts just after the check.
+	margin := h.live.Expiry / 10
+	if h.brokenAt.After(t) || !time.Now().Before(h.validUntil.Add(-margin)) {
+		return &LeaseLapsedError{BrokenAt: h.brokenAt}
+	}
+	return nil
 }
 
 func (h *heartbeat) start(s *Store) {
@@ -216,9 +281,15 @@ func (h *heartbeat) run(s *Store, l Liveness, stop, done chan struct{}) {
 			// it expires, and then this process's records are fenced off
 			// (AppendPendingUnlessLeased) rather than trusted.
 			ctx, cancel := context.WithTimeout(context.Background(), l.Heartbeat)
-			s.db.ExecContext(ctx, s.db.Rebind(`UPDATE holders SET renewed_at = `+s.dbNow()+`, expires_at = `+s.dbNow()+` + ? WHERE process = ?`),
+			sent := time.Now()
+			res, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE holders SET renewed_at = `+s.dbNow()+`, expires_at = `+s.dbNow()+` + ? WHERE process = ?`),
 				l.Expiry.Microseconds(), l.Process)
 			cancel()
+			if err == nil {
+				if n, err := res.RowsAffected(); err == nil && n == 1 {
+					h.renewed(sent)
+				}
+			}
 		}
 	}
 }

@@ -136,6 +136,27 @@ func (s *Store) PendingEvictions(ctx context.Context) ([]PendingEviction, error)
 	return out, nil
 }
 
+// SettledElsewhereError is a deletion's confirmation refused: its pending
+// record was settled meanwhile by another process, which took this one
+// for gone (its lease lapsed while it was paused or cut off). The other
+// process's record stands; a second would say the deletion happened twice.
+type SettledElsewhereError struct{ Path string }
+
+func (e *SettledElsewhereError) Error() string {
+	return "the deletion of " + e.Path + " was settled by another process meanwhile (this one's lease had lapsed): its record stands"
+}
+
+// ConfirmPending journals rec, the record settling a deletion this process
+// journalled as pending, unless another process settled it first
+// (SettlePending's gate): then a *SettledElsewhereError.
+func (s *Store) ConfirmPending(ctx context.Context, project, actor string, rec journal.Evicted) error {
+	settled, err := s.SettlePending(ctx, project, actor, rec)
+	if err == nil && !settled {
+		err = &SettledElsewhereError{Path: rec.Path}
+	}
+	return err
+}
+
 // SettlePending journals rec, a settled record (done or failed) of a
 // deletion found pending, only if that deletion is still pending: its own
 // process may have settled it since it was read (and exited, so that it

@@ -46,6 +46,10 @@ type Executor struct {
 	// journals freed is all it freed, cutoff or not.
 	Cutoff func(ctx context.Context, ev Eviction) (time.Time, error)
 	Credit func(ctx context.Context, ev Eviction, rep saferm.Report, started time.Time) error
+	// Stops, when set, says whether a deletion's error ends the sweep:
+	// its lock was lost (taken over, its lease lapsed), so no later entry
+	// may be deleted by it. The result's Stopped is that error.
+	Stops func(error) bool
 }
 
 // Done is one deletion made.
@@ -71,6 +75,10 @@ type Result struct {
 	Duration   time.Duration  `json:"-"`
 	// DurationSeconds is Duration for JSON, which counts time in seconds (docs/design/README.md#output-conventions).
 	DurationSeconds float64 `json:"duration_seconds"`
+	// Stopped is why the sweep stopped before its plan's end, when a
+	// deletion's error ended it (Executor.Stops): the entries after are
+	// skipped with it.
+	Stopped error `json:"-"`
 }
 
 // Run deletes what the plan says, one entry at a time, re-checking each
@@ -136,6 +144,8 @@ func (x *Executor) gate(ctx context.Context, r *run, plan Plan, ev Eviction) str
 		return "the cache is already under its cap"
 	case ctx.Err() != nil:
 		return "the sweep was cancelled"
+	case r.res.Stopped != nil:
+		return "the sweep stopped: " + r.res.Stopped.Error()
 	}
 	return ""
 }
@@ -213,6 +223,14 @@ func (x *Executor) keep(ctx context.Context, ev Eviction, tree *saferm.Dir) (kee
 // record adds what the deletion of an entry did to the result: what it
 // freed, what it left and why, and credits the tree's ledger.
 func (x *Executor) record(ctx context.Context, r *run, ev Eviction, rec deletion.Record, rep saferm.Report, err error, started time.Time) {
+	if err != nil && x.Stops != nil && x.Stops(err) && r.res.Stopped == nil {
+		r.res.Stopped = err
+	}
+	var fenced *deletion.FencedError
+	if errors.As(err, &fenced) {
+		r.skip(ev, err.Error())
+		return
+	}
 	if rec.State == deletion.StatePending {
 		r.skip(ev, "could not journal the deletion, so it was not made: "+err.Error())
 		return

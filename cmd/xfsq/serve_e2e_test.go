@@ -49,6 +49,17 @@ func processState(pid int) string {
 	return f[0]
 }
 
+// waitForStop waits up to 30 s for pid to stop at its fault point
+// (SIGSTOP); whyNot says why it did not, for the failure.
+func waitForStop(t *testing.T, pid int, whyNot func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); processState(pid) != "T"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not stop at its fault point (state %q): %s", pid, processState(pid), whyNot())
+		}
+	}
+}
+
 // evictionRecords is every path's storage.evicted states, oldest first, as
 // `xfsq events` gives them.
 func evictionRecords(s *testRoot) map[string][]string {
@@ -103,11 +114,7 @@ func TestServeKilledDuringAPISweep(t *testing.T) {
 					applied <- err
 				}()
 				pid := sv.cmd.Process.Pid
-				for deadline := time.Now().Add(30 * time.Second); processState(pid) != "T"; time.Sleep(10 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						t.Fatalf("serve did not stop at %s#%d (state %q):\n%s", point, nth, processState(pid), sv.logs())
-					}
-				}
+				waitForStop(t, pid, func() string { return fmt.Sprintf("serve at %s#%d:\n%s", point, nth, sv.logs()) })
 				if err := sv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 					t.Fatal(err)
 				}

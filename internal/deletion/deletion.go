@@ -74,6 +74,9 @@ func Delete(ctx context.Context, journal Journal, project string, parent *saferm
 	// The crash tests kill here and after the removal; the points keep
 	// the names they had when only sweeps deleted.
 	fault.Point("sweep:after-pending")
+	if err := fenced(ctx); err != nil {
+		return rec, saferm.Report{Left: []saferm.Left{}}, err
+	}
 	rep, rmErr := parent.Remove(ctx, name, o)
 	rmErr = collided(rmErr, &rep, rec.Path)
 	fault.Point("sweep:after-delete")
@@ -101,6 +104,40 @@ func Delete(ctx context.Context, journal Journal, project string, parent *saferm
 		err = rmErr
 	}
 	return rec, rep, err
+}
+
+type fenceKey struct{}
+
+// WithFence makes each deletion under ctx ask fence between its pending
+// record and the removal, and stop there, removing nothing, if it says no.
+// An operation that holds a lock others may take over when it looks gone
+// (a sweep) sets it: a process paused after writing its pending record
+// must not remove, once thawed, what the one that took over has settled.
+func WithFence(ctx context.Context, fence func() error) context.Context {
+	return context.WithValue(ctx, fenceKey{}, fence)
+}
+
+// FencedError is a deletion stopped by its fence after its pending record
+// was written: nothing was removed, and the record stays pending for the
+// operation that took over (or the next sweep) to settle from what is on
+// disk.
+type FencedError struct{ Err error }
+
+func (e *FencedError) Error() string {
+	return "stopped before the removal (its pending record is written; nothing was removed): " + e.Err.Error()
+}
+
+func (e *FencedError) Unwrap() error { return e.Err }
+
+func fenced(ctx context.Context) error {
+	f, ok := ctx.Value(fenceKey{}).(func() error)
+	if !ok {
+		return nil
+	}
+	if err := f(); err != nil {
+		return &FencedError{Err: err}
+	}
+	return nil
 }
 
 // LeftStopped is why what a removal stopped by its caller did not reach

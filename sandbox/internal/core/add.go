@@ -317,6 +317,38 @@ func (m *Manager) rollbackAdd(ctx context.Context, name string) (left []string, 
 	return left, err
 }
 
+// addMissingTree gives a ready project its tree of area, or leaves no
+// trace of trying.
+func (m *Manager) addMissingTree(ctx context.Context, name, area string) error {
+	limits, err := m.defaultLimits(ctx, area)
+	if err != nil {
+		return err
+	}
+	tree, err := m.makeTree(ctx, name, area, limits)
+	if err == nil || tree.ProjectID == 0 {
+		return err
+	}
+	if clearErr := m.Backend.Clear(tree.ProjectID); clearErr != nil {
+		return fmt.Errorf("%w (and clearing its limits failed: %v)", err, clearErr)
+	}
+	if tree.CreatedDir {
+		removeEmptyTree(m.abs(tree.Path), area)
+	}
+	used, usedErr := m.idsStillUsed([]store.Tree{tree})
+	if usedErr != nil {
+		return fmt.Errorf("%w (and undoing it failed: %v)", err, usedErr)
+	}
+	if undoErr := m.Store.InTx(ctx, func(tx *store.Tx) error {
+		if err := releaseOrKeep(ctx, tx, tree, used[tree.ProjectID], "rolled-back:"+name+"/"+area); err != nil {
+			return err
+		}
+		return tx.DeleteTree(ctx, name, area)
+	}); undoErr != nil {
+		return fmt.Errorf("%w (and undoing it failed: %v)", err, undoErr)
+	}
+	return err
+}
+
 // removeEmptyTree removes a tree that xfsq created, only as far as it is
 // empty; it reports what it had to leave.
 func removeEmptyTree(dir, a string) (left []string) {

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"slices"
 )
 
@@ -24,41 +23,3 @@ func treesWithoutBackend(trees []TreeStatus) []TreeStatus {
 
 // BackendOnce is p with the backend at its top only, as the API answers.
 func (p Project) BackendOnce() Project { p.Trees = treesWithoutBackend(p.Trees); return p }
-
-// BackendOnce is a with the backend at its top only, as the API answers.
-func (a Admission) BackendOnce() Admission { a.Trees = treesWithoutBackend(a.Trees); return a }
-
-// BackendOnce is r with the backend at its top only, as the API answers.
-func (r ReportResult) BackendOnce() ReportResult { r.Trees = treesWithoutBackend(r.Trees); return r }
-
-// BackendOnce is d with the backend at its top only, as the API answers.
-func (d ProjectStorage) BackendOnce() ProjectStorage {
-	if d.Trees == nil {
-		return d
-	}
-	d.Trees = slices.Clone(d.Trees)
-	for i := range d.Trees {
-		d.Trees[i].Backend = Backend{}
-	}
-	return d
-}
-
-// DoctorResult is doctor's findings, and whether drift remains after them.
-type DoctorResult struct {
-	Findings []Finding `json:"findings"`
-	// Unresolved: a finding is neither fixed nor only informational.
-	Unresolved bool `json:"unresolved"`
-}
-
-// DoctorReport is Doctor with its verdict; fix repairs what it can,
-// journalling each repair.
-func (m *Manager) DoctorReport(ctx context.Context, fix bool) (DoctorResult, error) {
-	fs, err := m.Doctor(ctx, fix)
-	if err != nil {
-		return DoctorResult{}, err
-	}
-	if fs == nil {
-		fs = []Finding{}
-	}
-	return DoctorResult{Findings: fs, Unresolved: Unresolved(fs)}, nil
-}

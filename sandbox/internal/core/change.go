@@ -363,8 +363,15 @@ func (m *Manager) RemoveJournalled(ctx context.Context, project string, parent *
 	}, project, parent, name, rec, o)
 }
 
-// journalEviction appends one storage.evicted record.
+// journalEviction appends one storage.evicted record: a pending one, or
+// the one settling it, which only its pending record's being still
+// pending lets through (store.ConfirmPending): a process thawed after
+// another took it for gone and settled its deletion must not journal it
+// a second time.
 func (m *Manager) journalEviction(ctx context.Context, project string, rec deletion.Record) error {
+	if rec.State != deletion.StatePending {
+		return m.Store.ConfirmPending(ctx, project, m.actor(ctx), rec)
+	}
 	return m.Store.InTx(ctx, func(tx *store.Tx) error {
 		return tx.AppendEvent(ctx, project, m.actor(ctx), rec)
 	})

@@ -283,19 +283,3 @@ type AbandonedDeletion struct {
 	Path    string `json:"path"`
 	SweepID string `json:"sweep_id,omitempty"`
 }
-
-// checkFleetEventFilter is checkEventFilter for a query of this host; one
-// across hosts checks the hosts it names and the type, since a project
-// name means another project on each host.
-func (m *Manager) checkFleetEventFilter(ctx context.Context, q EventQuery) error {
-	if !q.AllHosts && len(q.Hosts) == 0 {
-		return m.checkEventFilter(ctx, q)
-	}
-	if err := m.checkEventFilter(ctx, EventQuery{Type: q.Type}); err != nil {
-		return err
-	}
-	if q.AllHosts && len(q.Hosts) > 0 {
-		return fieldErrorf("hosts", "name hosts or ask for all of them, not both")
-	}
-	return m.CheckHosts(ctx, q.Hosts)
-}

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/xfsq/xfsq/area"
@@ -55,18 +54,6 @@ func (m *Manager) makeInboundTree(ctx context.Context) error {
 		return err
 	}
 	return m.addMissingTree(ctx, RootOwner, area.Inbound)
-}
-
-// missingInbound is the finding of a root without its inbound tree.
-func (m *Manager) missingInbound(trees []store.Tree) []Finding {
-	if _, ok := inboundOf(trees); ok {
-		return nil
-	}
-	rel := area.TreePath(RootOwner, area.Inbound)
-	return []Finding{{Kind: MissingTree, Project: RootOwner, Area: area.Inbound, Path: rel,
-		Detail: fmt.Sprintf("the root has no inbound tree (initialised before xfsq gave it one): %s has no project ID and no limit", rel),
-		Fix:    fmt.Sprintf("make the tree: a project ID for %s and the hard limit %s", rel, areaDefaultQuota[area.Inbound]),
-		fixFn:  m.makeInboundTree}}
 }
 
 // applyInboundQuota gives the inbound tree a new hard byte limit, as

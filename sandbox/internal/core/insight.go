@@ -122,39 +122,6 @@ func promised(rows []TreeStatus, disk uint64) Promised {
 	return p
 }
 
-// overviewInsight fills the disk's trend, promises and reclaimable bytes.
-func (m *Manager) overviewInsight(ctx context.Context, ov *Overview, rows []TreeStatus, now time.Time) error {
-	d := &ov.Disk
-	d.Promised = promised(rows, d.TotalBytes)
-	for _, r := range rows {
-		if r.ReclaimableBytes != nil {
-			d.ReclaimableBytes += *r.ReclaimableBytes
-		}
-	}
-	if d.TotalBytes == 0 {
-		return nil
-	}
-	t, err := m.diskTrend(ctx, d.TotalBytes, d.FreeBytes, now)
-	if err != nil {
-		return err
-	}
-	if t.FullIn != nil {
-		secs := t.FullIn.Seconds()
-		d.FullInSeconds = &secs
-	}
-	return nil
-}
-
-// projectInsight adds one tree's row to its project's line.
-func projectInsight(p *ProjectOverview, r TreeStatus) {
-	if r.ReclaimableBytes != nil {
-		p.ReclaimableBytes += *r.ReclaimableBytes
-	}
-	if r.FullInSeconds != nil && (p.FullInSeconds == nil || *r.FullInSeconds < *p.FullInSeconds) {
-		p.FullInSeconds, p.FullInArea = r.FullInSeconds, r.Area
-	}
-}
-
 // TreeKey names one tree: a project (or RootOwner) and an area.
 type TreeKey = store.TreeKey
 

@@ -109,3 +109,36 @@ func machineStore(t *testing.T, dsn, process string) *store.Store {
 	s.SetLiveness(store.Liveness{Process: process, Machine: process + "-boot", Heartbeat: time.Hour, Expiry: 1500 * time.Millisecond})
 	return s
 }
+
+// A reservation's holder is judged as a lock's, but one without a lease on
+// another hostname keeps its room until the reservation expires.
+func TestReservationHolderGone(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	deadHere := fmt.Sprintf("%d@%s/op-1", dead.Process.Pid, host)
+	elsewhere := "12.34@another-machine/op-1"
+	other := store.HolderLease{Found: true, Machine: "another-boot/pid:[1]"}
+	expired := other
+	expired.Expired = true
+	for _, c := range []struct {
+		name   string
+		holder string
+		lease  store.HolderLease
+		gone   bool
+	}{
+		{"another machine's, without a lease (an older xfsq)", elsewhere, store.HolderLease{}, false},
+		{"another machine's, its lease unexpired", elsewhere, other, false},
+		{"another machine's, its lease expired", elsewhere, expired, true},
+		// A container sharing this hostname: its pid names another process here.
+		{"this hostname, another pid namespace, lease unexpired", deadHere, other, false},
+		{"this hostname, another pid namespace, lease expired", deadHere, expired, true},
+		{"this hostname's, without a lease, ended", deadHere, store.HolderLease{}, true},
+	} {
+		if gone := HolderGone(c.holder, c.lease); gone != c.gone {
+			t.Errorf("%s: gone %v, want %v", c.name, gone, c.gone)
+		}
+	}
+}

@@ -2,13 +2,15 @@
 // (package sandbox, the only importer Go allows outside sandbox/): it opens one (OpenRoot, the
 // composition root every shell uses: the root checked first, then the
 // store, then the quota backend, all owned and closed together) and runs
-// every operation on it — init, project add/set/rm, check, show, report,
-// snapshot, sweep, leases, settings, the journal's query, doctor, export and
-// health's store part. It ties the store (the registry and journal) to the
-// quota backend (the kernel's or the fallback's enforcement). The CLI and
-// the HTTP server are shells over it: each maps its input to one call here
-// and encodes the answer, so they can never disagree. It implements what
-// the file layer needs of it (files.Core, filecore.go). Who asks comes from
+// every operation on it but those of the use cases beside it (retention's
+// sweeps, doctor, the read model's answers, the accounting of writes) —
+// init, project add/set/rm, show, every tree's figures (Report, Usage)
+// with the read cache they share, admission's rule, snapshot, leases,
+// settings and health's store part. It ties the store (the registry and
+// journal) to the quota backend (the kernel's or the fallback's
+// enforcement). The CLI and the HTTP server are shells over the facade:
+// each maps its input to one call and encodes the answer, so they can
+// never disagree. Who asks comes from
 // the context (WithActor); how fresh a read must be, from the caller
 // (Read); what kind a failure is, from errkind.
 //
@@ -17,7 +19,10 @@
 // (BeginOp): its holder, pid.start@host/op-N, tells a live operation from a
 // gone one in this process as in any other, so a long-lived process (the
 // server) behaves as many one-shot ones would. Writes through xfsq are
-// accounted by Write, the one owner of that protocol.
+// accounted beside it (sandbox/internal/writes, which implements what the
+// file layer needs, files.Core); what they share with retention and doctor
+// stays here: the credit of a removal (credit.go) and the removal of a
+// reclaimed write's temporary file (reservations.go).
 //
 // It must never touch anything outside the root, never delete data that it
 // did not create (rollback removes only empty directories it made), never
@@ -152,7 +157,6 @@ type Manager struct {
 	Range         xfs.IDRange
 	reads         readCache // see readcache.go
 
-	overview  overviewCache // the last overview assembled (Overview)
 	crossings crossingCache // the limits known recorded as reached (crossings.go)
 	fullAt    fullAtCache   // when each tree fills at its trend, for pollers (insight.go)
 }

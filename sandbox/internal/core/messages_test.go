@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/xfsq/xfsq/internal/testsupport/clihint"
@@ -32,49 +31,23 @@ func TestMessagesNameNoCLIFlagTheHintDoes(t *testing.T) {
 	}
 	defer blank.Close()
 
-	cases := []struct {
-		name string
-		err  func() error
-		kind errkind.Kind
-		says string // in the message
-		hint string // in the hint
-	}{
-		{"set with no limit", func() error { _, err := m.Set(ctx, "omni", area.Workspace, LimitChange{}); return err },
-			errkind.Input, "nothing to change", "--bytes-soft, --bytes-hard, --inodes-soft, --inodes-hard"},
-		{"a blank store on a root with trees", func() error { return checkStoreKnowsRoot(ctx, root, blank) },
-			errkind.NotReady, "has no record of this root", "point --db and --host at the store this root was initialised with"},
-		{"a store on a full filesystem", func() error {
+	cases := []clihint.Case{
+		{Name: "set with no limit", Err: func() error { _, err := m.Set(ctx, "omni", area.Workspace, LimitChange{}); return err },
+			Kind: errkind.Input, Says: "nothing to change", Hint: "--bytes-soft, --bytes-hard, --inodes-soft, --inodes-hard"},
+		{Name: "a blank store on a root with trees", Err: func() error { return checkStoreKnowsRoot(ctx, root, blank) },
+			Kind: errkind.NotReady, Says: "has no record of this root", Hint: "point --db and --host at the store this root was initialised with"},
+		{Name: "a store on a full filesystem", Err: func() error {
 			return cannotWriteStore(&DiskFullError{Dir: root, Free: 0, Size: 1 << 30}, LocalDSN(root), "disk I/O error")
-		}, errkind.NotReady, "xfsq cannot write its store", "on another filesystem (--db)"},
-		{"a project's inbound tree", func() error { return ValidateTree("omni", area.Inbound) },
-			errkind.Input, "has no inbound tree", "xfsq top _root --area inbound"},
-		{"the root's owner with another area", func() error { return ValidateTree(RootOwner, area.Cache) },
-			errkind.Input, "owns only the inbound tree", "--area inbound"},
-		{"an add that failed and could not be rolled back", func() error {
+		}, Kind: errkind.NotReady, Says: "xfsq cannot write its store", Hint: "on another filesystem (--db)"},
+		{Name: "a project's inbound tree", Err: func() error { return ValidateTree("omni", area.Inbound) },
+			Kind: errkind.Input, Says: "has no inbound tree", Hint: "xfsq top _root --area inbound"},
+		{Name: "the root's owner with another area", Err: func() error { return ValidateTree(RootOwner, area.Cache) },
+			Kind: errkind.Input, Says: "owns only the inbound tree", Hint: "--area inbound"},
+		{Name: "an add that failed and could not be rolled back", Err: func() error {
 			return rollbackFailed(errors.New("mkdir: permission denied"), errors.New("rmdir: busy"))
-		}, errkind.Internal, "(and rolling back failed: rmdir: busy)", "xfsq doctor --fix"},
+		}, Kind: errkind.Internal, Says: "(and rolling back failed: rmdir: busy)", Hint: "xfsq doctor --fix"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			err := c.err()
-			if err == nil {
-				t.Fatal("no error")
-			}
-			msg, hint := err.Error(), errkind.HintIn(err, clihint.Words)
-			if strings.Contains(msg, "--") {
-				t.Errorf("message %q names a CLI flag; that belongs in the hint", msg)
-			}
-			if !strings.Contains(msg, c.says) {
-				t.Errorf("message %q does not say %q", msg, c.says)
-			}
-			if !strings.Contains(hint, c.hint) {
-				t.Errorf("hint %q does not say %q (message %q)", hint, c.hint, msg)
-			}
-			if k := errkind.Of(err); k != c.kind {
-				t.Errorf("kind %v, want %v", k, c.kind)
-			}
-		})
-	}
+	clihint.Check(t, cases)
 }
 
 // A failed add keeps the kind of what failed beside its repair hint: a

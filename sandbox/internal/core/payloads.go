@@ -32,11 +32,6 @@ func removedPayload(r RemoveResult) journal.ProjectRemoved {
 		})}
 }
 
-func repairedPayload(f Finding) journal.Repaired {
-	return journal.Repaired{Kind: f.Kind, Project: f.Project, Area: f.Area, Path: f.Path, ProjectID: uint32(f.ProjectID),
-		Detail: f.Detail, Fix: f.Fix, Fixed: f.Fixed, Error: f.Error}
-}
-
 // each is f of every element of in; nil stays nil, as JSON's null does.
 func each[T, U any](in []T, f func(T) U) []U {
 	if in == nil {

@@ -8,10 +8,8 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strconv"
 	"time"
 
-	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
@@ -92,6 +90,9 @@ type TreeStatus struct {
 func notFound(name string) error {
 	return errkind.WithFix(errkind.NotFound, fmt.Errorf("project %q %w", name, ErrNotFound), errkind.Fix("see %s", errkind.Do(errkind.OpProjectList, "")))
 }
+
+// ProjectRecord is a project as the store lists it.
+type ProjectRecord = store.Project
 
 // List returns the projects without reading usage.
 // The result is never nil: a shell encodes it as [] without thinking.
@@ -546,52 +547,6 @@ const (
 	Warn = "warn"
 	Deny = "deny"
 )
-
-// Admission says whether a run of a project may start (docs/design/README.md#quota-backends, admission).
-type Admission struct {
-	Project  string       `json:"project"`
-	Decision string       `json:"decision"`
-	Message  string       `json:"message"`
-	Backend  Backend      `json:"backend"`
-	Trees    []TreeStatus `json:"trees"`
-}
-
-// Check decides admission from every tree of the project: deny at or over a
-// hard limit, or over a soft limit past its grace; warn over a soft limit
-// within grace; ok otherwise. Its figures are as fresh as r asks: by
-// default a check reads, never walks, however big the project.
-func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission, error) {
-	p, err := m.Show(ctx, name, r...)
-	if err != nil {
-		return Admission{}, err
-	}
-	a := Admission{Project: name, Decision: Ok, Backend: p.Backend, Trees: p.Trees}
-	if p.State != store.StateReady {
-		a.Decision, a.Message = Deny, fmt.Sprintf("project %q is %s, not ready: an add or a removal is running or was interrupted (the doctor says which)", name, p.State)
-		return a, nil
-	}
-	now := m.now()
-	worst, speaker := -1, -1
-	for i, t := range p.Trees {
-		// The worst tree decides; on a tie the workspace speaks. Only
-		// its message is worded.
-		if r := verdictOf(t, now).rank(); r > worst || (r == worst && t.Area == area.Workspace) {
-			worst, speaker = r, i
-		}
-	}
-	if speaker >= 0 {
-		t := p.Trees[speaker]
-		decision, msg := judge(t, now)
-		which := ""
-		if t.Area != area.Workspace {
-			which = " " + t.Area
-		}
-		// Concatenated, not Sprintf'd: asked before every run.
-		a.Decision, a.Message = decision, "project "+strconv.Quote(name)+which+": "+msg
-	}
-	m.noteLimits(ctx, p.Trees, journal.SeenByAdmission) // best effort: the answer stands, the next observer records it
-	return a, nil
-}
 
 func judge(t TreeStatus, now time.Time) (decision, msg string) {
 	switch verdictOf(t, now) {

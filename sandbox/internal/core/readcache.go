@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -32,6 +31,14 @@ type readCache struct {
 	projects map[string]cachedProject
 
 	usage usageCache // Usage's whole-root answer
+
+	// marks keeps the store's change mark under the generation it was
+	// read at (changeMark).
+	marks struct {
+		mu  sync.Mutex
+		gen store.Generation
+		at  store.ChangeMark
+	}
 
 	// reread counts the projects read from the store rather than kept,
 	// by Show and by Usage: what the tests hold the cache to.
@@ -140,28 +147,28 @@ type usageCache struct {
 // statements).
 const fullUsageRead = 32
 
-// Warm reads what a long-lived server's first requests would otherwise
-// wait for: the overview (assembled once, which on 1,000 projects takes
-// about half a second that every early reader would spend waiting) and
-// each project's kept answer (what a check before each run reads). A
-// server calls it in the background once it listens; a project removed
-// meanwhile is skipped, and ctx stops it between projects.
-func (m *Manager) Warm(ctx context.Context) (*Overview, error) {
-	ov, err := m.Overview(ctx, OverviewOptions{})
-	if err != nil {
-		return nil, err
+// changeMark is the store's change mark, asked of the database only when
+// the store's generation moved since it was last asked: under load every
+// overview request asking it was a query each, and on SQLite a connection
+// opened each beyond the pool's idle two, which put a tail of tens of
+// milliseconds on requests that otherwise write cached bytes. The
+// generation is read first, so a mark kept under it is never older than
+// what the generation stands for (store.Generation).
+func (m *Manager) changeMark(ctx context.Context) (store.ChangeMark, error) {
+	gen := m.generation(ctx)
+	c := &m.reads.marks
+	c.mu.Lock()
+	if gen.Known() && gen == c.gen {
+		mark := c.at
+		c.mu.Unlock()
+		return mark, nil
 	}
-	ps, err := m.List(ctx)
-	if err != nil {
-		return nil, err
+	c.mu.Unlock()
+	mark, err := m.Store.ChangeMark(ctx)
+	if err == nil && gen.Known() {
+		c.mu.Lock()
+		c.gen, c.at = gen, mark
+		c.mu.Unlock()
 	}
-	for _, p := range ps {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if _, err := m.show(ctx, p.Name, Read{}); err != nil && !errors.Is(err, ErrNotFound) {
-			return nil, err
-		}
-	}
-	return ov, nil
+	return mark, err
 }

@@ -141,13 +141,3 @@ func (m *Manager) SetSettingExplicit(ctx context.Context, key, value string, all
 	v, err := m.setting(ctx, key)
 	return v, prev.Value + " from " + prev.Source, err
 }
-
-// Unresolved reports whether any finding could be fixed but is not.
-func Unresolved(findings []Finding) bool {
-	for _, f := range findings {
-		if f.fixFn != nil && !f.Fixed {
-			return true
-		}
-	}
-	return false
-}

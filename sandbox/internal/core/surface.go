@@ -2,10 +2,14 @@ package core
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/xfsq/xfsq/internal/deletion"
+	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -13,7 +17,9 @@ import (
 // readmodel) call that the core keeps to itself otherwise. Go's internal
 // rule keeps shells from reaching any of it; each use case names the part
 // it needs as an interface of its own, so that what it may do is written
-// down where it is done.
+// down where it is done. (writes, the accounting of writes, calls nothing
+// from here: what writes.Core names the core exports for its own callers
+// too, the credit of a removal in credit.go among it.)
 
 // Now is the core's clock.
 func (m *Manager) Now() time.Time { return m.now() }
@@ -37,4 +43,133 @@ func (m *Manager) JournalEviction(ctx context.Context, project string, rec delet
 // Status joins recorded trees with their usage and limits (see status).
 func (m *Manager) Status(ctx context.Context, trees []store.Tree, all []quota.Quota, r Read) ([]TreeStatus, error) {
 	return m.status(ctx, trees, all, r)
+}
+
+// ---- doctor (sandbox/internal/doctor, doctor.Core) ----
+// Doctor reads the kernel's IDs, limits and grace beside the store's
+// records and repairs drift through the core's own operations; these are
+// the parts of them it calls.
+
+// Kernel is the kernel's quota interface, nil on the fallback.
+func (m *Manager) Kernel() *xfs.FS { return m.xfs }
+
+// HandNamed is the set of IDs named in the project files (/etc/projid,
+// /etc/projects): never xfsq's. Only on the kernel backend.
+func (m *Manager) HandNamed() (map[quota.ProjectID]bool, error) { return m.alloc.HandNamed() }
+
+// FSUUID keys this root's filesystem in the ID registry.
+func (m *Manager) FSUUID() string { return m.fsUUID }
+
+// IDRange is the range of project IDs xfsq hands out on this root.
+func (m *Manager) IDRange() xfs.IDRange { return m.Range }
+
+// ApplyGrace gives the kernel soft_grace as its grace periods.
+func (m *Manager) ApplyGrace(ctx context.Context) error { return m.applyGrace(ctx) }
+
+// RollbackAdd undoes a partial add (see rollbackAdd).
+func (m *Manager) RollbackAdd(ctx context.Context, name string) (left []string, err error) {
+	return m.rollbackAdd(ctx, name)
+}
+
+// AddMissingTree gives a ready project its tree of area, or leaves no trace.
+func (m *Manager) AddMissingTree(ctx context.Context, name, area string) error {
+	return m.addMissingTree(ctx, name, area)
+}
+
+// MakeInboundTree records the root's row and gives inbound/ its tree.
+func (m *Manager) MakeInboundTree(ctx context.Context) error { return m.makeInboundTree(ctx) }
+
+// Orphaned reports whether a pending deletion's writer is gone.
+func (m *Manager) Orphaned(ctx context.Context, p store.PendingEviction) bool {
+	return m.orphaned(ctx, p)
+}
+
+// Settle journals the outcome of an orphaned pending deletion.
+func (m *Manager) Settle(ctx context.Context, root *os.Root, p store.PendingEviction) error {
+	return m.settle(ctx, root, p)
+}
+
+// RemoveTemp removes, journalled, the temporary file name in parent if it
+// is one (see removeTemp).
+func (m *Manager) RemoveTemp(ctx context.Context, parent *saferm.Dir, project, area, name, reason, policy string) error {
+	return m.removeTemp(ctx, parent, project, area, name, reason, policy)
+}
+
+// DefaultQuotaSetting names the setting that gives a new tree of area its
+// hard byte limit.
+func DefaultQuotaSetting(area string) string { return areaDefaultQuota[area] }
+
+// InboundOf finds the root's inbound tree among trees.
+func InboundOf(trees []store.Tree) (store.Tree, bool) { return inboundOf(trees) }
+
+// FormatLimits words limits as doctor's and report's drift findings do.
+func FormatLimits(l quota.Limits) string { return formatLimits(l) }
+
+// WalkDisagrees reports whether a snapshot's walk and the kernel's count
+// differ (see walkDisagrees): the sign of a quota escape.
+func WalkDisagrees(s store.Snapshot) bool { return walkDisagrees(s) }
+
+// ---- end doctor ----
+// RegisteredIDs are the ID registry's records of the root's filesystem.
+func (m *Manager) RegisteredIDs(ctx context.Context) ([]store.IDRecord, error) {
+	return m.Store.IDs(ctx, m.fsUUID)
+}
+
+// TreesWithoutBackend is a copy of trees without their backend, for an
+// answer that gives it once, at its top.
+func TreesWithoutBackend(trees []TreeStatus) []TreeStatus { return treesWithoutBackend(trees) }
+
+// ChangeMark is the store's change mark, kept while its generation stands
+// (changeMark).
+func (m *Manager) ChangeMark(ctx context.Context) (store.ChangeMark, error) { return m.changeMark(ctx) }
+
+// GrowthAndActivity fills rows' growth and last activity from the snapshots.
+func (m *Manager) GrowthAndActivity(ctx context.Context, rows []TreeStatus) error {
+	return m.growthAndActivity(ctx, rows)
+}
+
+// Insight fills rows' full-in estimate and reclaimable bytes.
+func (m *Manager) Insight(ctx context.Context, rows []TreeStatus) error { return m.insight(ctx, rows) }
+
+// DiskTrend fits the disk's use at each scheduled pass and now against
+// its size (diskTrend).
+func (m *Manager) DiskTrend(ctx context.Context, total, free uint64, now time.Time) (Trend, error) {
+	return m.diskTrend(ctx, total, free, now)
+}
+
+// PromisedOf is how much rows' hard byte limits promise of a disk of
+// disk bytes.
+func PromisedOf(rows []TreeStatus, disk uint64) Promised { return promised(rows, disk) }
+
+// WithoutGone is a stored tree of t, snapshotted at at, without what the
+// journal says was deleted from t since.
+func (m *Manager) WithoutGone(ctx context.Context, t TreeStatus, at time.Time, root *inventory.Node, top []inventory.File) (*inventory.Node, []inventory.File, error) {
+	gone, err := m.goneSince(ctx, t, at)
+	if err != nil {
+		return nil, nil, err
+	}
+	root, top = withoutGone(root, top, gone)
+	return root, top, nil
+}
+
+// UnsupportedReason is why the kernel backend could not be used, on the
+// fallback (ok false on a kernel backend, or a fallback chosen at init).
+func (m *Manager) UnsupportedReason() (reason string, ok bool) {
+	if m.Unsupported == nil {
+		return "", false
+	}
+	return m.Unsupported.Reason, true
+}
+
+// AdmissionRank is how a tree's standing against its limits decides a
+// run: ok 0, warn 1, deny 2.
+func AdmissionRank(t TreeStatus, now time.Time) int { return verdictOf(t, now).rank() }
+
+// Judge is a tree's admission decision (Ok, Warn or Deny) and its words.
+func Judge(t TreeStatus, now time.Time) (decision, msg string) { return judge(t, now) }
+
+// NoteLimits journals the limits rows show reached or left, as seenBy
+// saw them (noteLimits).
+func (m *Manager) NoteLimits(ctx context.Context, rows []TreeStatus, seenBy string) error {
+	return m.noteLimits(ctx, rows, seenBy)
 }

@@ -33,20 +33,6 @@ func ForgetReads(m *Manager) {
 // its read cache, by Show and Usage, since it opened.
 func Reread(m *Manager) int64 { return m.reads.reread.Load() }
 
-// SetOverviewWalkHook makes tests act as a refresh starts its walk.
-func (m *Manager) SetOverviewWalkHook(fn func()) { m.overview.walkHook = fn }
-
-// OverviewRefreshWaiters is how many callers wait for the refresh in progress.
-func (m *Manager) OverviewRefreshWaiters() int {
-	m.overview.mu.Lock()
-	defer m.overview.mu.Unlock()
-	st := m.overview.refreshes[""]
-	if st == nil || st.flight == nil {
-		return -1
-	}
-	return st.flight.waiters
-}
-
 // CannotClone makes every walk find that the root's mount cannot be
 // copied without its submounts (no CAP_SYS_ADMIN), until t ends.
 func CannotClone(t cleaner) {
@@ -54,3 +40,6 @@ func CannotClone(t cleaner) {
 	beneath = func(string) (*saferm.Dir, error) { return nil, saferm.ErrCannotClone }
 	t.Cleanup(func() { beneath = was })
 }
+
+// KeptJSON is b with its JSON kept beside it, as BackendInfo's is.
+func KeptJSON(b Backend) Backend { return b.withJSON() }

@@ -2,7 +2,6 @@ package retention
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/xfsq/xfsq/errkind"
@@ -24,37 +23,11 @@ func TestPlanMessagesNameNoCLIFlagTheHintDoes(t *testing.T) {
 	if _, _, err := m.SetSetting(ctx, "scratch_ttl", "2d"); err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
-		name string
-		err  func() error
-		kind errkind.Kind
-		says string // in the message
-		hint string // in the hint
-	}{
-		{"a file that is not a saved plan", func() error { _, err := s.checkPlan(ctx, []byte(`{"evicted": []}`)); return err },
-			errkind.Input, "sweep plan refused: not a plan saved by a dry run of this xfsq", "xfsq sweep --dry-run --plan-out FILE"},
-		{"a plan made under other settings", func() error { _, err := s.checkPlan(ctx, saved); return err },
-			errkind.Unprocessable, "was made under other settings than those in force now", "xfsq events --type settings.changed; make a new one"},
+	cases := []clihint.Case{
+		{Name: "a file that is not a saved plan", Err: func() error { _, err := s.checkPlan(ctx, []byte(`{"evicted": []}`)); return err },
+			Kind: errkind.Input, Says: "sweep plan refused: not a plan saved by a dry run of this xfsq", Hint: "xfsq sweep --dry-run --plan-out FILE"},
+		{Name: "a plan made under other settings", Err: func() error { _, err := s.checkPlan(ctx, saved); return err },
+			Kind: errkind.Unprocessable, Says: "was made under other settings than those in force now", Hint: "xfsq events --type settings.changed; make a new one"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			err := c.err()
-			if err == nil {
-				t.Fatal("no error")
-			}
-			msg, hint := err.Error(), errkind.HintIn(err, clihint.Words)
-			if strings.Contains(msg, "--") {
-				t.Errorf("message %q names a CLI flag; that belongs in the hint", msg)
-			}
-			if !strings.Contains(msg, c.says) {
-				t.Errorf("message %q does not say %q", msg, c.says)
-			}
-			if !strings.Contains(hint, c.hint) {
-				t.Errorf("hint %q does not say %q (message %q)", hint, c.hint, msg)
-			}
-			if k := errkind.Of(err); k != c.kind {
-				t.Errorf("kind %v, want %v", k, c.kind)
-			}
-		})
-	}
+	clihint.Check(t, cases)
 }

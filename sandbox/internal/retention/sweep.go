@@ -258,6 +258,7 @@ func (m *Sweeper) sweepEach(ctx context.Context, dir *saferm.Dir, names []string
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
+		lockedAt := time.Now() // this process's clock, as its lease's is
 		busy, err := m.Store.LockSweep(ctx, n, m.ClaimFor(ctx))
 		if err != nil {
 			return out, err
@@ -273,7 +274,10 @@ func (m *Sweeper) sweepEach(ctx context.Context, dir *saferm.Dir, names []string
 		if sweepLocked != nil {
 			sweepLocked(n)
 		}
-		r, err := m.sweepOne(ctx, dir, n, areas, policy, saved, out.SweepID, o, started)
+		// Between each pending record and its removal: the lock is still
+		// this sweep's only while its lease has held since it was taken.
+		fenced := deletion.WithFence(ctx, func() error { return m.Store.LeaseHeldSince(lockedAt) })
+		r, err := m.sweepOne(fenced, dir, n, areas, policy, saved, out.SweepID, o, started)
 		m.Store.UnlockSweep(context.WithoutCancel(ctx), n, me)
 		merge(&out.Plan, &res, r)
 		if err != nil {
@@ -377,13 +381,49 @@ func (m *Sweeper) sweepOne(ctx context.Context, dir *saferm.Dir, n string, areas
 		}
 	}
 	x := m.executor(sweepID, dir, policy, budget)
+	x.Stops = lostLock
 	if o.Background {
 		inventory.Background(func() { out.res = x.Run(ctx, plan) }) // best effort: a sweep at normal priority still sweeps
 	} else {
 		out.res = x.Run(ctx, plan)
 	}
 	// What the plan found less what went: the rest is still to be freed.
-	return out, m.recordReclaimable(context.WithoutCancel(ctx), []sweep.Project{{Name: n}}, areas, plan, out.res.Evicted, m.Now())
+	err = m.recordReclaimable(context.WithoutCancel(ctx), []sweep.Project{{Name: n}}, areas, plan, out.res.Evicted, m.Now())
+	if out.res.Stopped != nil {
+		err = &SweepStoppedError{Project: n, Err: out.res.Stopped}
+	}
+	return out, err
+}
+
+// lostLock says whether a deletion's error means the sweep no longer holds
+// its project: the lock was taken over, its lease lapsed, or a deletion it
+// left pending was settled by the process that took over.
+func lostLock(err error) bool {
+	var lost *store.LockLostError
+	var lapsed *store.LeaseLapsedError
+	var settled *store.SettledElsewhereError
+	return errors.As(err, &lost) || errors.As(err, &lapsed) || errors.As(err, &settled)
+}
+
+// SweepStoppedError is a sweep that stopped part-way because it lost its
+// project to another process (lostLock): what it deleted is journalled,
+// and it deletes nothing more.
+type SweepStoppedError struct {
+	Project string
+	Err     error
+}
+
+func (e *SweepStoppedError) Error() string {
+	return fmt.Sprintf("the sweep of %q stopped part-way: %v", e.Project, e.Err)
+}
+
+func (e *SweepStoppedError) Unwrap() error { return e.Err }
+
+func (e *SweepStoppedError) Kind() errkind.Kind { return errkind.Conflict }
+
+func (e *SweepStoppedError) Hint() errkind.Hint {
+	return errkind.Fix("another process took the project's sweep over (its holder.taken_over event says who and why): " +
+		"check this host's link to the store, and sweep again if anything is left")
 }
 
 // errLeasedNow is why a deletion whose pending record found a lease was not made.

@@ -22,6 +22,10 @@ import (
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/coretest"
+
+	// Only this test links doctor: it holds two use cases against one
+	// deletion in flight (the import rules are of the library's imports).
+	"github.com/xfsq/xfsq/sandbox/internal/doctor"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -163,12 +167,12 @@ func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
 		// (no operation of its own yet) runs doctor --fix and a sweep's
 		// settling of interrupted deletions.
 		checked = true
-		findings, err := m.Doctor(context.Background(), true)
+		findings, err := doctor.New(m).Run(context.Background(), true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range findings {
-			if f.Kind == core.InterruptedDeletion {
+			if f.Kind == doctor.InterruptedDeletion {
 				t.Errorf("doctor --fix took a deletion in flight for interrupted: %+v", f)
 			}
 		}

@@ -1,9 +1,10 @@
-package core
+package readmodel
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -20,9 +21,9 @@ type XFSProjects struct {
 }
 
 // ExportXFS returns the lines for every tree.
-func (m *Manager) ExportXFS(ctx context.Context) (XFSProjects, error) {
+func (m *Model) ExportXFS(ctx context.Context) (XFSProjects, error) {
 	out := XFSProjects{Projects: []string{}, Projid: []string{}}
-	if m.xfs == nil {
+	if !m.IsXFS() {
 		return out, fmt.Errorf("export xfs-projects needs the xfs backend; %s uses %s", m.Root, m.BackendName())
 	}
 	trees, err := m.Store.Trees(ctx, "")
@@ -30,7 +31,7 @@ func (m *Manager) ExportXFS(ctx context.Context) (XFSProjects, error) {
 		return out, err
 	}
 	for _, t := range trees {
-		out.Projects = append(out.Projects, fmt.Sprintf("%d:%s", t.ProjectID, m.abs(t.Path)))
+		out.Projects = append(out.Projects, fmt.Sprintf("%d:%s", t.ProjectID, filepath.Join(m.Root, t.Path)))
 		out.Projid = append(out.Projid, fmt.Sprintf("%s-%s:%d", t.Project, t.Area, t.ProjectID))
 	}
 	return out, nil
@@ -40,12 +41,12 @@ func (m *Manager) ExportXFS(ctx context.Context) (XFSProjects, error) {
 // for xfsq's IDs (any ID it has registered on this filesystem) are replaced
 // by the current ones; every other line — comments, hand-made projects — is
 // kept as it was. Each file is replaced atomically.
-func (m *Manager) WriteXFSProjectFiles(ctx context.Context, projectsPath, projidPath string) (XFSProjects, error) {
+func (m *Model) WriteXFSProjectFiles(ctx context.Context, projectsPath, projidPath string) (XFSProjects, error) {
 	lines, err := m.ExportXFS(ctx)
 	if err != nil {
 		return lines, err
 	}
-	records, err := m.Store.IDs(ctx, m.fsUUID)
+	records, err := m.RegisteredIDs(ctx)
 	if err != nil {
 		return lines, err
 	}

@@ -1,4 +1,4 @@
-package core
+package readmodel
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 )
 
 // AppendJSON must write exactly what encoding/json writes (the server's
@@ -82,9 +84,9 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 		}
 		// The same with each backend's JSON kept (BackendInfo's), and
 		// with a kept one whose fields were changed since.
-		a.Backend = a.Backend.withJSON()
+		a.Backend = core.KeptJSON(a.Backend)
 		for j := range a.Trees {
-			a.Trees[j].Backend = a.Trees[j].Backend.withJSON()
+			a.Trees[j].Backend = core.KeptJSON(a.Trees[j].Backend)
 			if j%2 == 1 {
 				a.Trees[j].Backend.Reason += " (changed)"
 				a.Trees[j].Backend.Enforced = !a.Trees[j].Backend.Enforced

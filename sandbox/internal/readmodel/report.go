@@ -1,4 +1,4 @@
-package core
+package readmodel
 
 import (
 	"cmp"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 )
 
 // The orders a report can be sorted in: by project (then area), or
@@ -49,14 +50,14 @@ type ReportOptions struct {
 	// limited to some): the others are as absent as a project that does
 	// not exist.
 	Scope []string
-	Read  Read
+	Read  core.Read
 }
 
 // ReportResult is a report: the trees asked for, and what a reader of
 // them should be told besides.
 type ReportResult struct {
-	Backend Backend      `json:"backend"`
-	Trees   []TreeStatus `json:"trees"`
+	Backend core.Backend      `json:"backend"`
+	Trees   []core.TreeStatus `json:"trees"`
 	// AtHardLimit: a tree shown is at or over a hard limit.
 	AtHardLimit bool `json:"at_hard_limit"`
 	// CheckFailed is AtHardLimit when ReportOptions.Check asked.
@@ -67,7 +68,7 @@ type ReportResult struct {
 	// Unowned is the space no tree holds, on a kernel backend (nil on the
 	// fallback, or when it could not be read: it costs the report nothing
 	// else).
-	Unowned  *Unowned      `json:"unowned,omitempty"`
+	Unowned  *core.Unowned `json:"unowned,omitempty"`
 	Warnings []TreeWarning `json:"warnings"`
 }
 
@@ -83,7 +84,7 @@ type TreeWarning struct {
 
 // TreeWarning kinds.
 const (
-	// WarnStale: a fallback figure from a walk older than SnapshotInterval
+	// WarnStale: a fallback figure from a walk older than core.SnapshotInterval
 	// (or none): writes made outside xfsq since are not counted.
 	WarnStale = "stale"
 	// WarnDrift: the limits in force differ from the recorded ones.
@@ -95,7 +96,7 @@ const (
 // CheckReport validates o as bad input naming the field at fault.
 func CheckReport(o ReportOptions) error {
 	for _, a := range o.Areas {
-		if ValidateArea(a) != nil {
+		if core.ValidateArea(a) != nil {
 			return fieldErrorf("area", "%q: use %s", a, strings.Join(area.All, ", "))
 		}
 	}
@@ -110,7 +111,7 @@ func CheckReport(o ReportOptions) error {
 
 // ReportOf is the report o asks for: every tree's usage and limits
 // (Report), filtered, sorted and checked.
-func (m *Manager) ReportOf(ctx context.Context, o ReportOptions) (ReportResult, error) {
+func (m *Model) ReportOf(ctx context.Context, o ReportOptions) (ReportResult, error) {
 	if err := CheckReport(o); err != nil {
 		return ReportResult{}, err
 	}
@@ -137,7 +138,7 @@ func (m *Manager) ReportOf(ctx context.Context, o ReportOptions) (ReportResult, 
 	return res, nil
 }
 
-func treeWarnings(t TreeStatus) []TreeWarning {
+func treeWarnings(t core.TreeStatus) []TreeWarning {
 	var out []TreeWarning
 	for _, w := range []struct {
 		on           bool
@@ -151,26 +152,26 @@ func treeWarnings(t TreeStatus) []TreeWarning {
 }
 
 // AtHardLimit reports whether a tree is at or over one of its hard limits.
-func AtHardLimit(t TreeStatus) bool {
+func AtHardLimit(t core.TreeStatus) bool {
 	return (t.BytesHard > 0 && t.UsedBytes >= t.BytesHard) || (t.InodesHard > 0 && t.UsedInodes >= t.InodesHard)
 }
 
 // OverSoftLimit reports whether a tree is over one of its soft limits.
-func OverSoftLimit(t TreeStatus) bool {
+func OverSoftLimit(t core.TreeStatus) bool {
 	return (t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft) || (t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft)
 }
 
 // apply keeps the rows asked for, in the order asked for.
-func (o ReportOptions) apply(rows []TreeStatus) ([]TreeStatus, error) {
+func (o ReportOptions) apply(rows []core.TreeStatus) ([]core.TreeStatus, error) {
 	if o.Scope != nil {
-		rows = slices.DeleteFunc(rows, func(t TreeStatus) bool { return !slices.Contains(o.Scope, t.Project) })
+		rows = slices.DeleteFunc(rows, func(t core.TreeStatus) bool { return !slices.Contains(o.Scope, t.Project) })
 	}
 	for _, p := range o.Projects {
-		if !slices.ContainsFunc(rows, func(t TreeStatus) bool { return t.Project == p }) {
+		if !slices.ContainsFunc(rows, func(t core.TreeStatus) bool { return t.Project == p }) {
 			return nil, fieldErrorf("project", "%s: no such project (the project list names them)", strconv.Quote(p))
 		}
 	}
-	out := []TreeStatus{}
+	out := []core.TreeStatus{}
 	for _, t := range rows {
 		switch {
 		case len(o.Projects) > 0 && !slices.Contains(o.Projects, t.Project):
@@ -185,14 +186,14 @@ func (o ReportOptions) apply(rows []TreeStatus) ([]TreeStatus, error) {
 }
 
 // order compares two rows as o.Sort asks: largest first, but by project.
-func (o ReportOptions) order() func(a, b TreeStatus) int {
-	growth := func(t TreeStatus) int64 {
+func (o ReportOptions) order() func(a, b core.TreeStatus) int {
+	growth := func(t core.TreeStatus) int64 {
 		if t.Growth24h == nil {
 			return -1 << 62
 		}
 		return *t.Growth24h
 	}
-	return func(a, b TreeStatus) int {
+	return func(a, b core.TreeStatus) int {
 		switch o.Sort {
 		case ReportByUsed:
 			return cmp.Compare(b.UsedBytes, a.UsedBytes)
@@ -234,4 +235,10 @@ func valueOr(n *uint64) uint64 {
 		return 0
 	}
 	return *n
+}
+
+// BackendOnce is r with the backend at its top only, as the API answers.
+func (r ReportResult) BackendOnce() ReportResult {
+	r.Trees = core.TreesWithoutBackend(r.Trees)
+	return r
 }

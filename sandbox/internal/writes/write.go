@@ -1,4 +1,4 @@
-package core
+package writes
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/files"
-	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -26,7 +26,7 @@ import (
 // kernel is the reservation and only what the kernel cannot check (the
 // per-write limit) and what it would refuse half-way are checked here.
 type Write struct {
-	m      *Manager
+	m      *Writes
 	tree   store.Tree
 	label  string // the tree as errors name it
 	limits WriteLimits
@@ -59,7 +59,7 @@ type WriteLimits = files.WriteLimits
 // without limit. It is reserved with the write (fallback.Request.Names
 // says how it is admitted), counted in the commit as it is, and settled at
 // Placed at the growth the caller measured around its link.
-func (m *Manager) StartWrite(t store.Tree, label string, limits WriteLimits, inodes, names uint64, temp string) *Write {
+func (m *Writes) StartWrite(t store.Tree, label string, limits WriteLimits, inodes, names uint64, temp string) *Write {
 	if m.IsXFS() {
 		names = 0
 	}
@@ -73,7 +73,7 @@ func (w *Write) admit(fileBytes, bytes, inodes, names uint64) store.AdmitFunc {
 		return fallback.Admit(fallback.State{Tree: w.label, Limits: a.Limits, Used: a.Used,
 			RootUsed: a.RootUsed, RootBudget: w.limits.RootBudget, MaxFileBytes: w.limits.MaxFileBytes,
 			BytesGraceEnds: graceEnds(a.BytesSoftSince, w.limits.SoftGrace), InodesGraceEnds: graceEnds(a.InodesSoftSince, w.limits.SoftGrace),
-			Now: w.m.now()},
+			Now: w.m.Now()},
 			fallback.Request{FileBytes: fileBytes, Bytes: bytes, Inodes: inodes, Names: names})
 	}
 }
@@ -101,14 +101,14 @@ func (w *Write) Reserve(ctx context.Context, fileBytes, bytes, dirBytes uint64) 
 		// What the kernel would refuse, refused before the body is read:
 		// the hard limits, and a soft one past the kernel's grace timer.
 		return fallback.Admit(fallback.State{Tree: w.label, Limits: q.Limits, Used: q.Usage, MaxFileBytes: w.limits.MaxFileBytes,
-			BytesGraceEnds: q.BytesGraceEnds.Time(), InodesGraceEnds: q.InodesGraceEnds.Time(), Now: w.m.now()},
+			BytesGraceEnds: q.BytesGraceEnds.Time(), InodesGraceEnds: q.InodesGraceEnds.Time(), Now: w.m.Now()},
 			fallback.Request{FileBytes: fileBytes, Bytes: bytes, Inodes: w.inodes})
 	}
 	if err := w.m.RefreshBaselineIfStale(ctx, w.tree); err != nil {
 		return err
 	}
-	id, reclaimed, err := w.m.Store.Reserve(ctx, w.key(), bytes+w.names, w.inodes, HolderOf(ctx),
-		w.temp, w.limits.TTL, HolderGone, w.admit(fileBytes, bytes, w.inodes, w.names))
+	id, reclaimed, err := w.m.Store.Reserve(ctx, w.key(), bytes+w.names, w.inodes, core.HolderOf(ctx),
+		w.temp, w.limits.TTL, core.HolderGone, w.admit(fileBytes, bytes, w.inodes, w.names))
 	reservedAt := time.Now() // after: a walk begun before it may not have seen the reservation
 	w.m.RemoveTemps(ctx, reclaimed)
 	if err != nil {
@@ -148,7 +148,7 @@ func (w *Write) Grow(ctx context.Context, n uint64) error {
 		a.RootUsed -= min(a.RootUsed, w.names)
 		return admit(a)
 	}
-	reclaimed, err := w.m.Store.Grow(ctx, w.key(), w.reservation, n, w.limits.TTL, HolderGone, withoutNames)
+	reclaimed, err := w.m.Store.Grow(ctx, w.key(), w.reservation, n, w.limits.TTL, core.HolderGone, withoutNames)
 	w.m.RemoveTemps(ctx, reclaimed)
 	if err == nil {
 		w.held += n
@@ -223,17 +223,17 @@ func (w *Write) KernelRefusal(err error, need, requested uint64) error {
 	}
 	cause := errors.New("nothing was written")
 	if !w.m.IsXFS() {
-		if full := DiskFull(w.m.Root, ^uint64(0), cause); full != nil {
+		if full := core.DiskFull(w.m.Root, ^uint64(0), cause); full != nil {
 			return full
 		}
 		return fmt.Errorf("%w; nothing was written", err)
 	}
-	if full := DiskFull(w.m.Root, need, cause); full != nil {
+	if full := core.DiskFull(w.m.Root, need, cause); full != nil {
 		return full
 	}
 	q, _ := w.m.Backend.Get(w.tree.ProjectID)
 	// Not the hard limit: the kernel's soft one, past its grace timer.
-	if ends := q.BytesGraceEnds.Time(); q.BytesSoft > 0 && !ends.IsZero() && !w.m.now().Before(ends) &&
+	if ends := q.BytesGraceEnds.Time(); q.BytesSoft > 0 && !ends.IsZero() && !w.m.Now().Before(ends) &&
 		(q.BytesHard == 0 || q.Bytes+requested <= q.BytesHard) {
 		return &quota.LimitError{Tree: w.label, Limit: "bytes_soft", Used: q.Bytes, Requested: requested, Max: q.BytesSoft, GraceEnded: ends}
 	}
@@ -348,52 +348,3 @@ func (w *Write) Release(ctx context.Context) {
 		w.reservation = 0
 	}
 }
-
-// CreditRemoval lowers a fallback tree's ledger by what a removal through
-// xfsq freed (on XFS the kernel counts). freed must be what was unlinked
-// and the last walk counted, never more, so the ledger over-counts, never
-// under-counts. started is when the removal began: a walk that ended after
-// it may have seen it.
-//
-// uncounted is what the removal freed that the walk did not count
-// (saferm.Report.Uncounted): each is credited what its own write through
-// xfsq since the walk counted, if it was written so, else nothing.
-func (m *Manager) CreditRemoval(ctx context.Context, t store.Tree, freed quota.Usage, uncounted []saferm.Freed, started time.Time) error {
-	if m.IsXFS() || (freed.Bytes == 0 && freed.Inodes == 0 && len(uncounted) == 0) {
-		return nil
-	}
-	inodes := make([]store.Freed, len(uncounted))
-	for i, f := range uncounted {
-		inodes[i] = store.Freed{Ino: f.Ino, Bytes: f.Bytes}
-	}
-	return m.Store.Removed(ctx, store.TreeKey{Project: t.Project, Area: t.Area}, freed, inodes, m.ActorOf(ctx), started)
-}
-
-// RemovalCutoff is the CountChangedBefore a removal from t credited with
-// CreditRemoval passes to saferm: on the fallback, when the tree's last
-// walk began. An inode changed after that may hold bytes the walk never
-// saw (a tenant grew it outside xfsq), so crediting it could take the
-// ledger below a fresh walk; it is credited nothing. That also credits
-// nothing for files written through xfsq since the walk, which are in the
-// ledger: the ledger then over-counts them until the next walk, the safe
-// side. A tree never walked credits nothing, nor one whose last walk met
-// mount points it could not look beneath (store.WalkSeen.Hidden): what was
-// under them looks walked once they go. On XFS it is zero: count all.
-//
-// The kernel stamps ctime from its coarse clock, which lags the clock the
-// walk's start was read from by up to a tick: a change just after the
-// start may carry a ctime just before it. The cutoff is that much earlier.
-func (m *Manager) RemovalCutoff(ctx context.Context, t store.Tree) (time.Time, error) {
-	if m.IsXFS() {
-		return time.Time{}, nil
-	}
-	last, err := m.Store.Baseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
-	if err != nil || last.At.IsZero() || last.Hidden {
-		return time.Unix(0, 1), err // before any ctime: nothing counts
-	}
-	return last.At.Add(-CtimeLag), nil
-}
-
-// CtimeLag bounds how far the kernel's ctime stamps lag the real-time
-// clock (one tick of its coarse clock: 10 ms at HZ=100), with room to spare.
-const CtimeLag = 50 * time.Millisecond

@@ -1,4 +1,4 @@
-package core
+package readmodel
 
 import (
 	"cmp"
@@ -70,7 +70,7 @@ const MaxDiffTop = 1000
 
 // Diff compares a tree's newest stored snapshot with the one kept from
 // o.Since before it.
-func (m *Manager) Diff(ctx context.Context, name string, o DiffOptions) (TreeDiff, error) {
+func (m *Model) Diff(ctx context.Context, name string, o DiffOptions) (TreeDiff, error) {
 	o.Area = cmp.Or(o.Area, area.Workspace)
 	o.Since = cmp.Or(o.Since, DefaultDiffSince)
 	o.Top = cmp.Or(o.Top, DefaultDiffTop)
@@ -107,7 +107,7 @@ func (m *Manager) Diff(ctx context.Context, name string, o DiffOptions) (TreeDif
 	return diffTrees(t.Project, t.Area, from.Tree, toBytes, from.At, latest, o.Top)
 }
 
-func (m *Manager) noTreeThatOld(ctx context.Context, k store.TreeKey, since time.Duration) error {
+func (m *Model) noTreeThatOld(ctx context.Context, k store.TreeKey, since time.Duration) error {
 	oldest, err := m.Store.OldestTree(ctx, k)
 	if err != nil {
 		return err

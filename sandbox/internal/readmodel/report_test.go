@@ -1,4 +1,4 @@
-package core
+package readmodel
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/coretest"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -15,13 +17,13 @@ func ptr[T any](v T) *T { return &v }
 // The report's filters and orders, on rows made by hand: what each shell
 // shows is decided here once.
 func TestReportOptionsApply(t *testing.T) {
-	rows := []TreeStatus{
+	rows := []core.TreeStatus{
 		{Project: "b", Area: area.Workspace, UsedBytes: 50, BytesHard: 100, Percent: 50, Growth24h: ptr(int64(5))},
 		{Project: "a", Area: area.Workspace, UsedBytes: 95, BytesHard: 100, Percent: 95},
 		{Project: "a", Area: area.Cache, UsedBytes: 500, Growth24h: ptr(int64(-1))},
 		{Project: "c", Area: area.Cache, UsedBytes: 10, BytesHard: 10, Percent: 100, Growth24h: ptr(int64(9))},
 	}
-	key := func(ts []TreeStatus) []string {
+	key := func(ts []core.TreeStatus) []string {
 		var out []string
 		for _, t := range ts {
 			out = append(out, t.Project+"/"+t.Area)
@@ -68,7 +70,7 @@ func TestCheckReportNamesTheField(t *testing.T) {
 		"sort": {Sort: "size"},
 	} {
 		err := CheckReport(o)
-		var ie *InputError
+		var ie *core.InputError
 		if !errors.As(err, &ie) || ie.Field() != field {
 			t.Errorf("%+v: %v, want bad input in %s", o, err, field)
 		}
@@ -82,9 +84,10 @@ func TestCheckReportNamesTheField(t *testing.T) {
 // hard limit fails a check of the rows it is among, and only those.
 func TestReportOfChecks(t *testing.T) {
 	ctx := context.Background()
-	m, _ := managerWithOmni(t, t.TempDir())
+	c, _ := coretest.Omni(t, t.TempDir())
+	m := New(c)
 	// The skeleton's directories alone pass a hard limit of 4 KiB.
-	if _, err := m.Add(ctx, "full", AddOptions{Workspace: LimitChange{BytesHard: ptr(uint64(4096))}}); err != nil {
+	if _, err := c.Add(ctx, "full", core.AddOptions{Workspace: core.LimitChange{BytesHard: ptr(uint64(4096))}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := m.ReportOf(ctx, ReportOptions{Check: true, Sort: ReportByPercent})
@@ -109,12 +112,12 @@ func TestReportOfChecks(t *testing.T) {
 // A stale, drifted or escaped figure is a warning of its own, each named
 // with its tree.
 func TestTreeWarnings(t *testing.T) {
-	got := treeWarnings(TreeStatus{Project: "p", Area: area.Cache, Stale: true, Drift: "hard 1 MiB, recorded 2 MiB", Escape: "walk 9 MiB, kernel 1 MiB"})
+	got := treeWarnings(core.TreeStatus{Project: "p", Area: area.Cache, Stale: true, Drift: "hard 1 MiB, recorded 2 MiB", Escape: "walk 9 MiB, kernel 1 MiB"})
 	want := []TreeWarning{{WarnStale, "p", area.Cache, ""}, {WarnDrift, "p", area.Cache, "hard 1 MiB, recorded 2 MiB"}, {WarnEscape, "p", area.Cache, "walk 9 MiB, kernel 1 MiB"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("warnings %+v, want %+v", got, want)
 	}
-	if w := treeWarnings(TreeStatus{Project: "p", Area: area.Cache}); len(w) != 0 {
+	if w := treeWarnings(core.TreeStatus{Project: "p", Area: area.Cache}); len(w) != 0 {
 		t.Errorf("a sound tree warns: %+v", w)
 	}
 }

@@ -1,4 +1,16 @@
-package core
+// Package doctor owns the comparison of what the store records with what
+// the directories and the kernel hold (findings of drift, interrupted work
+// and its leftovers) and the repair of what it can, each repair journalled
+// (doctor.repaired). The store is the source of truth for limits.
+//
+// It works over a narrow surface of the core (Core, and the store and
+// backend the core opened): it never opens a store or a backend, repairs
+// only through the core's own operations or the backend's calls, deletes
+// nothing but through the core's journalled removal (a stray temporary
+// file) or the settling of a deletion already journalled, and never imports
+// a shell or another use case. The facade (package sandbox) is its only
+// caller.
+package doctor
 
 import (
 	"context"
@@ -9,11 +21,56 @@ import (
 	"slices"
 
 	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
 )
+
+// Core is what doctor asks of the core: the settings and who acts, whether
+// an operation still runs, the kernel's view (nil on the fallback) and the
+// root's ID registry key and range, and the core's own operations that its
+// repairs are made of.
+type Core interface {
+	Setting(ctx context.Context, key string) (settings.Value, error)
+	ActorOf(ctx context.Context) string
+	HolderLive(ctx context.Context, h string) bool
+	IsXFS() bool
+	Kernel() *xfs.FS
+	HandNamed() (map[quota.ProjectID]bool, error)
+	FSUUID() string
+	IDRange() xfs.IDRange
+	ApplyGrace(ctx context.Context) error
+	RollbackAdd(ctx context.Context, name string) (left []string, err error)
+	Remove(ctx context.Context, name string, o core.RemoveOptions) (core.RemoveResult, error)
+	AddMissingTree(ctx context.Context, name, area string) error
+	MakeInboundTree(ctx context.Context) error
+	Snapshot(ctx context.Context, o core.SnapshotOptions) ([]core.TreeSnapshot, error)
+	Orphaned(ctx context.Context, p store.PendingEviction) bool
+	Settle(ctx context.Context, root *os.Root, p store.PendingEviction) error
+	RemoveTemps(ctx context.Context, reclaimed []store.Reservation)
+	RemoveTemp(ctx context.Context, parent *saferm.Dir, project, area, name, reason, policy string) error
+}
+
+// Doctor checks and repairs one root.
+type Doctor struct {
+	Core
+	// Root is the sandbox root's absolute path; Store and Backend are the
+	// core's.
+	Root    string
+	Store   *store.Store
+	Backend quota.Backend
+}
+
+// New is the doctor of the root c manages.
+func New(c *core.Manager) *Doctor {
+	return &Doctor{Core: c, Root: c.Root, Store: c.Store, Backend: c.Backend}
+}
+
+func (d *Doctor) abs(rel string) string { return filepath.Join(d.Root, rel) }
 
 // Finding is one drift between the store, the directories and the kernel.
 type Finding struct {
@@ -55,46 +112,46 @@ const (
 	InterruptedDeletion = "interrupted-deletion"
 )
 
-// Doctor compares the store, the directories and the kernel's IDs and
+// Run compares the store, the directories and the kernel's IDs and
 // limits, and with fix repairs what it can, journalling each repair
 // (doctor.repaired). The store is the source of truth for limits.
-func (m *Manager) Doctor(ctx context.Context, fix bool) ([]Finding, error) {
-	ctx, end := BeginOp(ctx)
+func (d *Doctor) Run(ctx context.Context, fix bool) ([]Finding, error) {
+	ctx, end := core.BeginOp(ctx)
 	defer end()
-	findings, err := m.diagnose(ctx)
+	findings, err := d.diagnose(ctx)
 	if err != nil || !fix {
 		return findings, err
 	}
-	return findings, m.repair(ctx, findings)
+	return findings, d.repair(ctx, findings)
 }
 
 // diagnose is every finding, in the order doctor reports them: interrupted
 // operations, then the trees, the kernel's IDs and grace, directories no
 // project owns, and what interrupted work left behind. Never nil.
-func (m *Manager) diagnose(ctx context.Context) ([]Finding, error) {
-	projects, err := m.Store.Projects(ctx)
+func (d *Doctor) diagnose(ctx context.Context) ([]Finding, error) {
+	projects, err := d.Store.Projects(ctx)
 	if err != nil {
 		return nil, err
 	}
-	findings := m.interruptedOperations(ctx, projects)
-	trees, err := m.Store.Trees(ctx, "")
+	findings := d.interruptedOperations(ctx, projects)
+	trees, err := d.Store.Trees(ctx, "")
 	if err != nil {
 		return nil, err
 	}
 	// The root's own row is never adding or removing (Projects leaves it
 	// out): its trees are checked like a ready project's.
-	state := map[string]string{RootOwner: store.StateReady}
+	state := map[string]string{core.RootOwner: store.StateReady}
 	for _, p := range projects {
 		state[p.Name] = p.State
 	}
 	ready := func(t store.Tree) bool { return state[t.Project] == store.StateReady }
-	found, err := m.treeFindings(ctx, projects, trees, ready)
+	found, err := d.treeFindings(ctx, projects, trees, ready)
 	if err != nil {
 		return nil, err
 	}
 	findings = append(findings, found...)
-	findings = append(findings, m.unmanagedDirs(projects)...)
-	left, err := m.leftovers(ctx, trees, ready)
+	findings = append(findings, d.unmanagedDirs(projects)...)
+	left, err := d.leftovers(ctx, trees, ready)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +164,7 @@ func (m *Manager) diagnose(ctx context.Context) ([]Finding, error) {
 
 // interruptedOperations is the projects left adding or removing: by an
 // operation still under way, or by one that stopped half-way.
-func (m *Manager) interruptedOperations(ctx context.Context, projects []store.Project) []Finding {
+func (d *Doctor) interruptedOperations(ctx context.Context, projects []store.Project) []Finding {
 	var findings []Finding
 	for _, p := range projects {
 		if p.State == store.StateReady {
@@ -115,12 +172,12 @@ func (m *Manager) interruptedOperations(ctx context.Context, projects []store.Pr
 		}
 		f := Finding{Project: p.Name}
 		switch {
-		case m.holderLive(ctx, p.Adder):
+		case d.HolderLive(ctx, p.Adder):
 			f.Kind, f.Detail, f.Fix = BusyProject, fmt.Sprintf("%s by %s", p.State, p.Adder), "none: wait for it to finish"
 		case p.State == store.StateAdding:
 			f.Kind, f.Detail, f.Fix = InterruptedAdd, "an add was interrupted half-way", "roll it back: remove the empty directories it made, clear limits, release its IDs"
 			f.fixFn = func(ctx context.Context) error {
-				left, err := m.rollbackAdd(ctx, p.Name)
+				left, err := d.RollbackAdd(ctx, p.Name)
 				if len(left) > 0 {
 					f.Detail += fmt.Sprintf("; left non-empty %v", left)
 				}
@@ -128,7 +185,7 @@ func (m *Manager) interruptedOperations(ctx context.Context, projects []store.Pr
 			}
 		default:
 			f.Kind, f.Detail, f.Fix = InterruptedRemove, "a removal was interrupted half-way", "finish it (data is kept; a removal with purge deletes it)"
-			f.fixFn = func(ctx context.Context) error { _, err := m.Remove(ctx, p.Name, RemoveOptions{}); return err }
+			f.fixFn = func(ctx context.Context) error { _, err := d.Remove(ctx, p.Name, core.RemoveOptions{}); return err }
 		}
 		findings = append(findings, f)
 	}
@@ -138,38 +195,38 @@ func (m *Manager) interruptedOperations(ctx context.Context, projects []store.Pr
 // treeFindings checks the recorded trees against the directories and,
 // on the kernel's backend, its IDs, limits and grace periods. Trees of a
 // project mid-operation are left to that operation's finding.
-func (m *Manager) treeFindings(ctx context.Context, projects []store.Project, trees []store.Tree, ready func(store.Tree) bool) ([]Finding, error) {
+func (d *Doctor) treeFindings(ctx context.Context, projects []store.Project, trees []store.Tree, ready func(store.Tree) bool) ([]Finding, error) {
 	var kernel map[quota.ProjectID]quota.Quota
-	if m.xfs != nil {
+	if d.Kernel() != nil {
 		var err error
-		if kernel, err = m.xfs.All(); err != nil {
+		if kernel, err = d.Kernel().All(); err != nil {
 			return nil, err
 		}
 	}
-	findings := m.missingTrees(ctx, projects, trees)
-	findings = append(findings, m.missingInbound(trees)...)
+	findings := d.missingTrees(ctx, projects, trees)
+	findings = append(findings, d.missingInbound(trees)...)
 	for _, t := range trees {
 		if !ready(t) {
 			continue // the interrupted operation's finding covers it
 		}
-		findings = append(findings, m.checkTree(t, kernel)...)
-		if f, ok, err := m.checkEscape(ctx, t); err != nil {
+		findings = append(findings, d.checkTree(t, kernel)...)
+		if f, ok, err := d.checkEscape(ctx, t); err != nil {
 			return nil, err
 		} else if ok {
 			findings = append(findings, f)
 		}
 	}
-	if m.xfs == nil {
+	if d.Kernel() == nil {
 		return findings, nil
 	}
-	f, ok, err := m.checkGrace(ctx)
+	f, ok, err := d.checkGrace(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
 		findings = append(findings, f)
 	}
-	idFindings, err := m.checkIDs(ctx, trees, kernel)
+	idFindings, err := d.checkIDs(ctx, trees, kernel)
 	if err != nil {
 		return nil, err
 	}
@@ -179,20 +236,20 @@ func (m *Manager) treeFindings(ctx context.Context, projects []store.Project, tr
 // leftovers is what interrupted work left: deletions journalled as pending
 // by a process that is gone, stray temporary files of writes, and on the
 // fallback reservations of writes that never finished.
-func (m *Manager) leftovers(ctx context.Context, trees []store.Tree, ready func(store.Tree) bool) ([]Finding, error) {
-	findings, err := m.interruptedDeletions(ctx)
+func (d *Doctor) leftovers(ctx context.Context, trees []store.Tree, ready func(store.Tree) bool) ([]Finding, error) {
+	findings, err := d.interruptedDeletions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	strays, err := m.strayTemps(ctx, trees, ready)
+	strays, err := d.strayTemps(ctx, trees, ready)
 	if err != nil {
 		return nil, err
 	}
 	findings = append(findings, strays...)
-	if m.IsXFS() {
+	if d.IsXFS() {
 		return findings, nil
 	}
-	res, err := m.reservationFindings(ctx)
+	res, err := d.reservationFindings(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +258,7 @@ func (m *Manager) leftovers(ctx context.Context, trees []store.Tree, ready func(
 
 // repair runs the fix of each finding that has one, and journals each fix
 // that succeeded (doctor.repaired); a fix that fails says why in its finding.
-func (m *Manager) repair(ctx context.Context, findings []Finding) error {
+func (d *Doctor) repair(ctx context.Context, findings []Finding) error {
 	for i := range findings {
 		f := &findings[i]
 		if f.fixFn == nil {
@@ -212,8 +269,8 @@ func (m *Manager) repair(ctx context.Context, findings []Finding) error {
 			continue
 		}
 		f.Fixed = true
-		err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-			return tx.AppendEvent(ctx, f.Project, m.actor(ctx), repairedPayload(*f))
+		err := d.Store.InTx(ctx, func(tx *store.Tx) error {
+			return tx.AppendEvent(ctx, f.Project, d.ActorOf(ctx), repairedPayload(*f))
 		})
 		if err != nil {
 			return err
@@ -222,8 +279,8 @@ func (m *Manager) repair(ctx context.Context, findings []Finding) error {
 	return nil
 }
 
-func (m *Manager) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota) []Finding {
-	dir := m.abs(t.Path)
+func (d *Doctor) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota) []Finding {
+	dir := d.abs(t.Path)
 	base := Finding{Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID}
 	reassign := func(ctx context.Context) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -234,10 +291,10 @@ func (m *Manager) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota
 				return err
 			}
 		}
-		if err := m.Backend.Assign(dir, t.ProjectID); err != nil {
+		if err := d.Backend.Assign(dir, t.ProjectID); err != nil {
 			return err
 		}
-		return m.Backend.SetLimits(t.ProjectID, t.Limits)
+		return d.Backend.SetLimits(t.ProjectID, t.Limits)
 	}
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -250,11 +307,11 @@ func (m *Manager) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota
 		f.Kind, f.Detail, f.Fix = MissingDirectory, fmt.Sprintf("%s is a %s, not a directory", dir, fi.Mode().Type()), "none: move it away by hand, then repair again"
 		return []Finding{f}
 	}
-	out := m.checkSkeleton(t, base)
-	if m.xfs == nil {
+	out := d.checkSkeleton(t, base)
+	if d.Kernel() == nil {
 		return out
 	}
-	if id, inherit, err := m.xfs.TreeID(dir); err != nil || id != t.ProjectID || !inherit {
+	if id, inherit, err := d.Kernel().TreeID(dir); err != nil || id != t.ProjectID || !inherit {
 		f := base
 		f.Kind, f.Fix, f.fixFn = WrongProjectID, "assign the recorded project ID to the tree again", reassign
 		f.Detail = fmt.Sprintf("tree root carries project %d (inherit %v), recorded %d", id, inherit, t.ProjectID)
@@ -266,8 +323,8 @@ func (m *Manager) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota
 	if q := kernel[t.ProjectID]; q.Limits != t.Limits {
 		f := base
 		f.Kind, f.Fix = LimitsDrift, "set the recorded limits again"
-		f.Detail = fmt.Sprintf("kernel limits %s, recorded %s", formatLimits(q.Limits), formatLimits(t.Limits))
-		f.fixFn = func(context.Context) error { return m.Backend.SetLimits(t.ProjectID, t.Limits) }
+		f.Detail = fmt.Sprintf("kernel limits %s, recorded %s", core.FormatLimits(q.Limits), core.FormatLimits(t.Limits))
+		f.fixFn = func(context.Context) error { return d.Backend.SetLimits(t.ProjectID, t.Limits) }
 		out = append(out, f)
 	}
 	return out
@@ -277,10 +334,10 @@ func (m *Manager) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota
 // hand or by a tenant): tenants and the sweep count on both being there.
 // The fix makes the directory again; beneath the tree root it inherits the
 // tree's project ID. Something else in its place is left to the operator.
-func (m *Manager) checkSkeleton(t store.Tree, base Finding) []Finding {
+func (d *Doctor) checkSkeleton(t store.Tree, base Finding) []Finding {
 	var out []Finding
 	for _, sub := range area.Skeleton(t.Area) {
-		p := filepath.Join(m.abs(t.Path), sub)
+		p := filepath.Join(d.abs(t.Path), sub)
 		fi, err := os.Lstat(p)
 		f := base
 		f.Path = filepath.Join(t.Path, sub)
@@ -305,12 +362,12 @@ func (m *Manager) checkSkeleton(t store.Tree, base Finding) []Finding {
 // owner changed their project ID): the tree's last walk found more than the
 // kernel counted for its ID at the same moment. The fix re-tags the tree
 // and takes a new snapshot, which is the new evidence.
-func (m *Manager) checkEscape(ctx context.Context, t store.Tree) (Finding, bool, error) {
-	if m.xfs == nil {
+func (d *Doctor) checkEscape(ctx context.Context, t store.Tree) (Finding, bool, error) {
+	if d.Kernel() == nil {
 		return Finding{}, false, nil
 	}
-	snap, ok, err := m.Store.LatestSnapshot(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
-	if err != nil || !ok || !walkDisagrees(snap) {
+	snap, ok, err := d.Store.LatestSnapshot(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
+	if err != nil || !ok || !core.WalkDisagrees(snap) {
 		return Finding{}, false, err
 	}
 	walk, kernel := snap.SizeBytes, uint64(snap.KernelBytes)
@@ -322,10 +379,10 @@ func (m *Manager) checkEscape(ctx context.Context, t store.Tree) (Finding, bool,
 			snap.At.Format("2006-01-02T15:04:05Z07:00"), walk, kernel, t.ProjectID),
 		Fix: "re-tag everything under the tree with its project ID, then take a new snapshot",
 		fixFn: func(ctx context.Context) error {
-			if err := m.Backend.Assign(m.abs(t.Path), t.ProjectID); err != nil {
+			if err := d.Backend.Assign(d.abs(t.Path), t.ProjectID); err != nil {
 				return err
 			}
-			snaps, err := m.Snapshot(ctx, SnapshotOptions{Projects: []string{t.Project}, Area: t.Area})
+			snaps, err := d.Snapshot(ctx, core.SnapshotOptions{Projects: []string{t.Project}, Area: t.Area})
 			if err != nil {
 				return err
 			}
@@ -337,12 +394,12 @@ func (m *Manager) checkEscape(ctx context.Context, t store.Tree) (Finding, bool,
 }
 
 // checkIDs finds kernel IDs no tree owns and registered IDs no tree uses.
-func (m *Manager) checkIDs(ctx context.Context, trees []store.Tree, kernel map[quota.ProjectID]quota.Quota) ([]Finding, error) {
+func (d *Doctor) checkIDs(ctx context.Context, trees []store.Tree, kernel map[quota.ProjectID]quota.Quota) ([]Finding, error) {
 	owned := map[quota.ProjectID]bool{}
 	for _, t := range trees {
 		owned[t.ProjectID] = true
 	}
-	records, err := m.Store.IDs(ctx, m.fsUUID)
+	records, err := d.Store.IDs(ctx, d.FSUUID())
 	if err != nil {
 		return nil, err
 	}
@@ -361,15 +418,15 @@ func (m *Manager) checkIDs(ctx context.Context, trees []store.Tree, kernel map[q
 			f.Detail = fmt.Sprintf("reserved for %s; no file carries it any more", r.Owner)
 			f.Fix = "clear its limits and release it"
 			f.fixFn = func(ctx context.Context) error {
-				if err := m.Backend.Clear(r.ProjectID); err != nil {
+				if err := d.Backend.Clear(r.ProjectID); err != nil {
 					return err
 				}
-				return m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.ReleaseID(ctx, m.fsUUID, r.ProjectID) })
+				return d.Store.InTx(ctx, func(tx *store.Tx) error { return tx.ReleaseID(ctx, d.FSUUID(), r.ProjectID) })
 			}
 		}
 		out = append(out, f)
 	}
-	handNamed, err := m.alloc.HandNamed()
+	handNamed, err := d.HandNamed()
 	if err != nil {
 		return nil, err
 	}
@@ -384,23 +441,23 @@ func (m *Manager) checkIDs(ctx context.Context, trees []store.Tree, kernel map[q
 		}
 		q := kernel[id]
 		f := Finding{ProjectID: id}
-		inRange := id >= m.Range.First && id <= m.Range.Last
+		inRange := id >= d.IDRange().First && id <= d.IDRange().Last
 		if !inRange || handNamed[id] {
 			f.Kind, f.Fix = ForeignKernelID, "none: not xfsq's (outside its ID range or named in /etc/projid)"
 			f.Detail = fmt.Sprintf("project %d is in use (%d bytes, %d inodes) and belongs to no project xfsq manages", id, q.Bytes, q.Inodes)
 		} else {
 			f.Kind, f.Fix = OrphanKernelID, "clear its limits and reserve it until no file carries it"
 			f.Detail = fmt.Sprintf("project %d in xfsq's range is in use (%d bytes, %d inodes, limits %s) but no project owns it",
-				id, q.Bytes, q.Inodes, formatLimits(q.Limits))
+				id, q.Bytes, q.Inodes, core.FormatLimits(q.Limits))
 			f.fixFn = func(ctx context.Context) error {
-				if err := m.Backend.Clear(id); err != nil {
+				if err := d.Backend.Clear(id); err != nil {
 					return err
 				}
 				if !q.OwnsData() {
 					return nil
 				}
-				return m.Store.InTx(ctx, func(tx *store.Tx) error {
-					_, err := tx.ReserveID(ctx, m.fsUUID, xfs.IDRange{First: id, Last: id}, nil, "orphan:kernel")
+				return d.Store.InTx(ctx, func(tx *store.Tx) error {
+					_, err := tx.ReserveID(ctx, d.FSUUID(), xfs.IDRange{First: id, Last: id}, nil, "orphan:kernel")
 					return err
 				})
 			}
@@ -411,12 +468,12 @@ func (m *Manager) checkIDs(ctx context.Context, trees []store.Tree, kernel map[q
 }
 
 // checkGrace compares the kernel's grace periods with soft_grace.
-func (m *Manager) checkGrace(ctx context.Context) (Finding, bool, error) {
-	want, err := m.setting(ctx, "soft_grace")
+func (d *Doctor) checkGrace(ctx context.Context) (Finding, bool, error) {
+	want, err := d.Setting(ctx, "soft_grace")
 	if err != nil {
 		return Finding{}, false, err
 	}
-	bytes, inodes, err := m.xfs.Grace()
+	bytes, inodes, err := d.Kernel().Grace()
 	if err != nil {
 		return Finding{}, false, err
 	}
@@ -427,7 +484,7 @@ func (m *Manager) checkGrace(ctx context.Context) (Finding, bool, error) {
 		Detail: fmt.Sprintf("the kernel's grace periods are %s (bytes) and %s (inodes), soft_grace is %s (0 is the kernel's default, 7d)",
 			units.FormatDuration(bytes), units.FormatDuration(inodes), units.FormatDuration(want.Duration())),
 		Fix:   "set the kernel's grace periods to soft_grace",
-		fixFn: m.applyGrace}, true, nil
+		fixFn: d.ApplyGrace}, true, nil
 }
 
 // missingTrees finds ready projects that lack a tree of an area, as every
@@ -436,7 +493,7 @@ func (m *Manager) checkGrace(ctx context.Context) (Finding, bool, error) {
 // project add would (an ID, the area's default limits; an existing
 // directory is adopted with what it holds), and undoes the tree whole if
 // any step fails.
-func (m *Manager) missingTrees(ctx context.Context, projects []store.Project, trees []store.Tree) []Finding {
+func (d *Doctor) missingTrees(ctx context.Context, projects []store.Project, trees []store.Tree) []Finding {
 	has := map[string]bool{}
 	for _, t := range trees {
 		has[t.Project+"/"+t.Area] = true
@@ -453,54 +510,34 @@ func (m *Manager) missingTrees(ctx context.Context, projects []store.Project, tr
 			name, a, rel := p.Name, a, area.TreePath(p.Name, a)
 			out = append(out, Finding{Kind: MissingTree, Project: name, Area: a, Path: rel,
 				Detail: fmt.Sprintf("the project has no %s tree (registered before xfsq gave projects one): %s has no project ID and no limit", a, rel),
-				Fix:    fmt.Sprintf("make the tree: a project ID for %s and the hard limit %s", rel, areaDefaultQuota[a]),
-				fixFn:  func(ctx context.Context) error { return m.addMissingTree(ctx, name, a) }})
+				Fix:    fmt.Sprintf("make the tree: a project ID for %s and the hard limit %s", rel, core.DefaultQuotaSetting(a)),
+				fixFn:  func(ctx context.Context) error { return d.AddMissingTree(ctx, name, a) }})
 		}
 	}
 	return out
 }
 
-// addMissingTree gives a ready project its tree of area, or leaves no
-// trace of trying.
-func (m *Manager) addMissingTree(ctx context.Context, name, area string) error {
-	limits, err := m.defaultLimits(ctx, area)
-	if err != nil {
-		return err
+// missingInbound is the finding of a root without its inbound tree.
+func (d *Doctor) missingInbound(trees []store.Tree) []Finding {
+	if _, ok := core.InboundOf(trees); ok {
+		return nil
 	}
-	tree, err := m.makeTree(ctx, name, area, limits)
-	if err == nil || tree.ProjectID == 0 {
-		return err
-	}
-	if clearErr := m.Backend.Clear(tree.ProjectID); clearErr != nil {
-		return fmt.Errorf("%w (and clearing its limits failed: %v)", err, clearErr)
-	}
-	if tree.CreatedDir {
-		removeEmptyTree(m.abs(tree.Path), area)
-	}
-	used, usedErr := m.idsStillUsed([]store.Tree{tree})
-	if usedErr != nil {
-		return fmt.Errorf("%w (and undoing it failed: %v)", err, usedErr)
-	}
-	if undoErr := m.Store.InTx(ctx, func(tx *store.Tx) error {
-		if err := releaseOrKeep(ctx, tx, tree, used[tree.ProjectID], "rolled-back:"+name+"/"+area); err != nil {
-			return err
-		}
-		return tx.DeleteTree(ctx, name, area)
-	}); undoErr != nil {
-		return fmt.Errorf("%w (and undoing it failed: %v)", err, undoErr)
-	}
-	return err
+	rel := area.TreePath(core.RootOwner, area.Inbound)
+	return []Finding{{Kind: MissingTree, Project: core.RootOwner, Area: area.Inbound, Path: rel,
+		Detail: fmt.Sprintf("the root has no inbound tree (initialised before xfsq gave it one): %s has no project ID and no limit", rel),
+		Fix:    fmt.Sprintf("make the tree: a project ID for %s and the hard limit %s", rel, core.DefaultQuotaSetting(area.Inbound)),
+		fixFn:  d.MakeInboundTree}}
 }
 
 // unmanagedDirs lists directories under the area bases that no project owns.
-func (m *Manager) unmanagedDirs(projects []store.Project) []Finding {
+func (d *Doctor) unmanagedDirs(projects []store.Project) []Finding {
 	known := map[string]bool{}
 	for _, p := range projects {
 		known[p.Name] = true
 	}
 	var out []Finding
 	for _, a := range area.OfProject {
-		entries, _ := os.ReadDir(m.abs(area.Base(a)))
+		entries, _ := os.ReadDir(d.abs(area.Base(a)))
 		for _, e := range entries {
 			if known[e.Name()] {
 				continue
@@ -514,26 +551,26 @@ func (m *Manager) unmanagedDirs(projects []store.Project) []Finding {
 
 // interruptedDeletions finds deletions journalled as pending whose writer is
 // gone. The fix settles each one in the journal as the next sweep would.
-func (m *Manager) interruptedDeletions(ctx context.Context) ([]Finding, error) {
-	pending, err := m.Store.PendingEvictions(ctx)
+func (d *Doctor) interruptedDeletions(ctx context.Context) ([]Finding, error) {
+	pending, err := d.Store.PendingEvictions(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []Finding
 	for _, p := range pending {
-		if !m.orphaned(ctx, p) {
+		if !d.Orphaned(ctx, p) {
 			continue
 		}
 		out = append(out, Finding{Kind: InterruptedDeletion, Project: p.Project, Area: p.Record.Area, Path: p.Record.Path,
 			Detail: fmt.Sprintf("its deletion (%s) was journalled as pending and never confirmed: the process making it stopped", p.Record.Policy),
 			Fix:    "settle it in the journal: done if the entry is gone, failed if it is still there (the next sweep does the same)",
 			fixFn: func(ctx context.Context) error {
-				root, err := os.OpenRoot(m.Root)
+				root, err := os.OpenRoot(d.Root)
 				if err != nil {
 					return err
 				}
 				defer root.Close()
-				return m.settle(ctx, root, p)
+				return d.Settle(ctx, root, p)
 			}})
 	}
 	return out, nil

@@ -1,4 +1,4 @@
-package core
+package writes
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/coretest"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -17,9 +19,10 @@ import (
 // past the hard limit Reserve refuses.
 func TestWriteAccounting(t *testing.T) {
 	ctx := context.Background()
-	m, st := managerWithOmni(t, t.TempDir())
+	m, st := coretest.Omni(t, t.TempDir())
+	a := New(m)
 	hard := uint64(1 << 20)
-	if _, err := m.Set(ctx, "omni", area.Workspace, LimitChange{BytesHard: &hard}); err != nil {
+	if _, err := m.Set(ctx, "omni", area.Workspace, core.LimitChange{BytesHard: &hard}); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := m.Tree(ctx, "omni", area.Workspace)
@@ -53,8 +56,8 @@ func TestWriteAccounting(t *testing.T) {
 			return nil
 		}, 8192}, // the previous case's commit stays
 	} {
-		wctx, end := BeginOp(ctx)
-		w := m.StartWrite(tr, "omni", limits, 1, 0, "projects/omni/.xfsq-tmp-test")
+		wctx, end := core.BeginOp(ctx)
+		w := a.StartWrite(tr, "omni", limits, 1, 0, "projects/omni/.xfsq-tmp-test")
 		if err := w.Reserve(wctx, 8192, 8192, 0); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -71,7 +74,7 @@ func TestWriteAccounting(t *testing.T) {
 		}
 		before = c.want
 	}
-	w := m.StartWrite(tr, "omni", limits, 1, 0, "")
+	w := a.StartWrite(tr, "omni", limits, 1, 0, "")
 	var le *quota.LimitError
 	if err := w.Reserve(ctx, hard, hard, 0); !errors.As(err, &le) {
 		t.Errorf("a write past the hard limit: %v, want a limit error", err)

@@ -1,4 +1,4 @@
-package core
+package readmodel
 
 import (
 	"context"
@@ -10,15 +10,13 @@ import (
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
 )
 
 // Event is one journal record, as every shell shows it.
 type Event = journal.Event
-
-// Listing of projects, as the store keeps them.
-type ProjectRecord = store.Project
 
 // EventQuery selects journal records; the zero value is the newest 100.
 type EventQuery struct {
@@ -73,7 +71,7 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 // checkEventFilter refuses a filter that can only be a mistake: a type
 // the journal never records, or a project that neither exists nor ever
 // had a record (a removed project's history stays searchable).
-func (m *Manager) checkEventFilter(ctx context.Context, q EventQuery) error {
+func (m *Model) checkEventFilter(ctx context.Context, q EventQuery) error {
 	// A type the journal never records is a typo, refused rather than
 	// answered with nothing.
 	if q.Type != "" && !journal.Type(q.Type).Known() {
@@ -92,10 +90,26 @@ func (m *Manager) checkEventFilter(ctx context.Context, q EventQuery) error {
 		return fmt.Errorf("read the journal: %w", err)
 	}
 	if len(evs) == 0 {
-		return errkind.WithFix(errkind.NotFound, fmt.Errorf("project %q %w, and the journal has no record of it", q.Project, ErrNotFound),
+		return errkind.WithFix(errkind.NotFound, fmt.Errorf("project %q %w, and the journal has no record of it", q.Project, core.ErrNotFound),
 			errkind.Fix("see %s", errkind.Do(errkind.OpProjectList, "")))
 	}
 	return nil
+}
+
+// checkFleetEventFilter is checkEventFilter for a query of this host; one
+// across hosts checks the hosts it names and the type, since a project
+// name means another project on each host.
+func (m *Model) checkFleetEventFilter(ctx context.Context, q EventQuery) error {
+	if !q.AllHosts && len(q.Hosts) == 0 {
+		return m.checkEventFilter(ctx, q)
+	}
+	if err := m.checkEventFilter(ctx, EventQuery{Type: q.Type}); err != nil {
+		return err
+	}
+	if q.AllHosts && len(q.Hosts) > 0 {
+		return fieldErrorf("hosts", "name hosts or ask for all of them, not both")
+	}
+	return m.CheckHosts(ctx, q.Hosts)
 }
 
 // The cursor is the ID of the last record a page showed: the journal is
@@ -117,7 +131,7 @@ func decodeCursor(c string) (int64, error) {
 }
 
 // Events is one page of the journal. Events is never nil.
-func (m *Manager) Events(ctx context.Context, q EventQuery) (EventPage, error) {
+func (m *Model) Events(ctx context.Context, q EventQuery) (EventPage, error) {
 	if q.Limit == 0 {
 		q.Limit = 100
 	}

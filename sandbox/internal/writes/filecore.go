@@ -1,4 +1,4 @@
-package core
+package writes
 
 import (
 	"context"
@@ -9,17 +9,20 @@ import (
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
 )
 
 // Files is the file layer of the root, for listing, reading and removing;
 // Layer.ForWrites gives it the write settings in force for a write. The
-// layer works through the manager (files.Core): a shell reaches files only
-// from here, never by composing a layer over the core.
-func (m *Manager) Files() *files.Layer { return files.ForReads(fileCore{m}) }
+// layer works through the core and this accounting (files.Core): a shell
+// reaches files only from the facade, never by composing a layer over the
+// core.
+func (m *Writes) Files() *files.Layer { return files.ForReads(fileCore{m}) }
 
-// fileCore is the manager as the file layer needs it (files.Core).
-type fileCore struct{ m *Manager }
+// fileCore is the core and its accounting of writes as the file layer
+// needs them (files.Core).
+type fileCore struct{ m *Writes }
 
 func (c fileCore) Dir() string { return c.m.Root }
 
@@ -35,7 +38,7 @@ func (c fileCore) WriteSettings(ctx context.Context) (files.WriteSettings, error
 	return c.m.WriteSettings(ctx)
 }
 
-func (c fileCore) BeginOp(ctx context.Context) (context.Context, func()) { return BeginOp(ctx) }
+func (c fileCore) BeginOp(ctx context.Context) (context.Context, func()) { return core.BeginOp(ctx) }
 
 func (c fileCore) RemoveJournalled(ctx context.Context, project string, parent *saferm.Dir, name string, rec deletion.Record, o saferm.Options) (deletion.Record, saferm.Report, error) {
 	return c.m.RemoveJournalled(ctx, project, parent, name, rec, o)
@@ -45,9 +48,9 @@ func (c fileCore) Top(ctx context.Context, project, area string, opts inventory.
 	return c.m.Top(ctx, project, area, opts)
 }
 
-// treeAccounting is the manager's account of one tree (files.Accounting).
+// treeAccounting is the account of one tree (files.Accounting).
 type treeAccounting struct {
-	m *Manager
+	m *Writes
 	t store.Tree
 }
 

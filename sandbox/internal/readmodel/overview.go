@@ -1,8 +1,9 @@
-package core
+package readmodel
 
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -47,7 +49,7 @@ type OverviewDisk struct {
 	// in every tree (the root's inbound tree too), as last planned.
 	FullInSeconds    *float64 `json:"full_in_seconds"`
 	ReclaimableBytes uint64   `json:"reclaimable_bytes"`
-	Promised
+	core.Promised
 }
 
 // ProjectOverview is one project's line of the overview.
@@ -126,13 +128,9 @@ const overviewTopPaths = 5
 // overviewCache is the last overview assembled, with the store's change
 // mark it was read at, and the flights in progress.
 type overviewCache struct {
-	mu   sync.Mutex
-	last *Overview
-	mark store.ChangeMark
-	// markGen is the store generation markAt was read under: while the
-	// generation stands, the mark does too, and is not asked again.
-	markGen  store.Generation
-	markAt   store.ChangeMark
+	mu       sync.Mutex
+	last     *Overview
+	mark     store.ChangeMark
 	assemble *flight // a plain assembly in progress
 	// refreshes are the refreshes by scope (refreshScope): the one in
 	// progress and when the last one ended.
@@ -183,9 +181,9 @@ type flight struct {
 //
 // The answer is shared by every caller until the next one replaces it: it
 // must not be modified. A limited caller filters a copy of Projects.
-func (m *Manager) Overview(ctx context.Context, o OverviewOptions) (*Overview, error) {
+func (m *Model) Overview(ctx context.Context, o OverviewOptions) (*Overview, error) {
 	maxAge := cmp.Or(o.MaxAge, DefaultOverviewMaxAge)
-	c := &m.overview
+	c := &m.cache
 	if o.Refresh {
 		f, err := m.refreshFlight(ctx, o.Projects)
 		if err != nil || f == nil {
@@ -198,7 +196,7 @@ func (m *Manager) Overview(ctx context.Context, o OverviewOptions) (*Overview, e
 		}
 		return f.wait(ctx)
 	}
-	mark, err := m.changeMark(ctx)
+	mark, err := m.ChangeMark(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -214,42 +212,16 @@ func (m *Manager) Overview(ctx context.Context, o OverviewOptions) (*Overview, e
 	return last, nil
 }
 
-// changeMark is the store's change mark, asked of the database only when
-// the store's generation moved since it was last asked: under load every
-// overview request asking it was a query each, and on SQLite a connection
-// opened each beyond the pool's idle two, which put a tail of tens of
-// milliseconds on requests that otherwise write cached bytes. The
-// generation is read first, so a mark kept under it is never older than
-// what the generation stands for (store.Generation).
-func (m *Manager) changeMark(ctx context.Context) (store.ChangeMark, error) {
-	gen := m.generation(ctx)
-	c := &m.overview
-	c.mu.Lock()
-	if gen.Known() && gen == c.markGen {
-		mark := c.markAt
-		c.mu.Unlock()
-		return mark, nil
-	}
-	c.mu.Unlock()
-	mark, err := m.Store.ChangeMark(ctx)
-	if err == nil && gen.Known() {
-		c.mu.Lock()
-		c.markGen, c.markAt = gen, mark
-		c.mu.Unlock()
-	}
-	return mark, err
-}
-
 // RefreshShared walks name's trees for a reader who asks for fresh
 // figures (admission?refresh=1), as an overview's refresh does and sharing
 // its walks: one under way of this project or of every tree is waited for,
 // one ended within the refresh_window setting serves, so a reader asking
 // again and again makes the server walk once per window. On XFS nothing
 // walks: the kernel's counters are current.
-func (m *Manager) RefreshShared(ctx context.Context, name string) error {
+func (m *Model) RefreshShared(ctx context.Context, name string) error {
 	// A name that is no project never reaches the flights: their scopes
 	// are kept, and a reader could add one per name it makes up.
-	if _, err := m.Show(ctx, name); err != nil || m.xfs != nil {
+	if _, err := m.Show(ctx, name); err != nil || m.IsXFS() {
 		return err
 	}
 	f, err := m.refreshFlight(ctx, []string{name})
@@ -263,14 +235,14 @@ func (m *Manager) RefreshShared(ctx context.Context, name string) error {
 // refreshFlight is the refresh of projects' trees to wait for: one under
 // way of the same scope or of every tree, else a new one; nil when one of
 // those ended within the refresh_window setting, so nothing need walk.
-func (m *Manager) refreshFlight(ctx context.Context, projects []string) (*flight, error) {
-	window, err := m.setting(ctx, "refresh_window")
+func (m *Model) refreshFlight(ctx context.Context, projects []string) (*flight, error) {
+	window, err := m.Setting(ctx, "refresh_window")
 	if err != nil {
 		return nil, fmt.Errorf("read refresh_window: %w", err)
 	}
 	scope := refreshScope(projects)
 	projects = slices.Clone(projects)
-	c := &m.overview
+	c := &m.cache
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.refreshes == nil {
@@ -314,10 +286,10 @@ func (m *Manager) refreshFlight(ctx context.Context, projects []string) (*flight
 // snapshotScope walks the trees of projects (nil: every tree), skipping a
 // name that is no project: a limited reader's token may name one that
 // was removed, or is yet to be added.
-func (m *Manager) snapshotScope(ctx context.Context, projects []string) error {
+func (m *Model) snapshotScope(ctx context.Context, projects []string) error {
 	walk := inventory.Options{Background: true}
 	if projects == nil {
-		_, err := m.Snapshot(ctx, SnapshotOptions{Walk: walk})
+		_, err := m.Snapshot(ctx, core.SnapshotOptions{Walk: walk})
 		return err
 	}
 	trees, err := m.Store.Trees(ctx, "")
@@ -326,14 +298,14 @@ func (m *Manager) snapshotScope(ctx context.Context, projects []string) error {
 	}
 	var existing []string
 	for _, t := range trees {
-		if t.Project != RootOwner && slices.Contains(projects, t.Project) && !slices.Contains(existing, t.Project) {
+		if t.Project != core.RootOwner && slices.Contains(projects, t.Project) && !slices.Contains(existing, t.Project) {
 			existing = append(existing, t.Project)
 		}
 	}
 	if len(existing) == 0 {
 		return nil
 	}
-	_, err = m.Snapshot(ctx, SnapshotOptions{Projects: existing, Walk: walk})
+	_, err = m.Snapshot(ctx, core.SnapshotOptions{Projects: existing, Walk: walk})
 	return err
 }
 
@@ -341,15 +313,15 @@ func (m *Manager) snapshotScope(ctx context.Context, projects []string) error {
 // which it joins instead. The computation runs on its own goroutine,
 // detached from the caller's cancellation (other callers may be waiting
 // for it); a caller that gives up returns at once.
-func (m *Manager) overviewFlight(ctx context.Context, slot **flight, compute func(context.Context) (*Overview, error)) *flight {
-	m.overview.mu.Lock()
-	defer m.overview.mu.Unlock()
+func (m *Model) overviewFlight(ctx context.Context, slot **flight, compute func(context.Context) (*Overview, error)) *flight {
+	m.cache.mu.Lock()
+	defer m.cache.mu.Unlock()
 	return m.startFlightLocked(ctx, slot, compute)
 }
 
 // startFlightLocked is overviewFlight with the cache's lock held.
-func (m *Manager) startFlightLocked(ctx context.Context, slot **flight, compute func(context.Context) (*Overview, error)) *flight {
-	c := &m.overview
+func (m *Model) startFlightLocked(ctx context.Context, slot **flight, compute func(context.Context) (*Overview, error)) *flight {
+	c := &m.cache
 	if f := *slot; f != nil {
 		f.waiters++
 		return f
@@ -360,7 +332,7 @@ func (m *Manager) startFlightLocked(ctx context.Context, slot **flight, compute 
 		ctx := context.WithoutCancel(ctx)
 		// The mark is read before the figures: a change made meanwhile
 		// makes the next caller assemble again rather than be missed.
-		mark, err := m.changeMark(ctx)
+		mark, err := m.ChangeMark(ctx)
 		var ov *Overview
 		if err == nil {
 			ov, err = compute(ctx)
@@ -387,7 +359,7 @@ func (f *flight) wait(ctx context.Context) (*Overview, error) {
 }
 
 // assembleOverview reads every tree's status (no walk) and the snapshots.
-func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
+func (m *Model) assembleOverview(ctx context.Context) (*Overview, error) {
 	now := time.Now().UTC().Truncate(time.Second)
 	rows, err := m.Report(ctx)
 	if err != nil {
@@ -399,8 +371,8 @@ func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
 	}
 	ov := &Overview{GeneratedAt: now, Root: m.Root, Host: m.Store.Host,
 		Backend: health.Backend{Kind: m.BackendInfo().Kind, Enforced: m.IsXFS()}, Projects: make([]ProjectOverview, 0, len(projects))}
-	if m.Unsupported != nil {
-		ov.Backend.Kind, ov.Backend.Reason = "fallback", m.Unsupported.Reason
+	if reason, ok := m.UnsupportedReason(); ok {
+		ov.Backend.Kind, ov.Backend.Reason = "fallback", reason
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(m.Root, &st); err == nil {
@@ -448,25 +420,58 @@ func (m *Manager) assembleOverview(ctx context.Context) (*Overview, error) {
 			ov.Projects[i].TopPaths = top
 		}
 	}
-	m.overview.mu.Lock()
-	for name := range m.overview.topPaths {
+	m.cache.mu.Lock()
+	for name := range m.cache.topPaths {
 		if _, ok := index[name]; !ok {
-			delete(m.overview.topPaths, name) // a removed project's
+			delete(m.cache.topPaths, name) // a removed project's
 		}
 	}
-	m.overview.mu.Unlock()
+	m.cache.mu.Unlock()
 	return ov, nil
+}
+
+// overviewInsight fills the disk's trend, promises and reclaimable bytes.
+func (m *Model) overviewInsight(ctx context.Context, ov *Overview, rows []core.TreeStatus, now time.Time) error {
+	d := &ov.Disk
+	d.Promised = core.PromisedOf(rows, d.TotalBytes)
+	for _, r := range rows {
+		if r.ReclaimableBytes != nil {
+			d.ReclaimableBytes += *r.ReclaimableBytes
+		}
+	}
+	if d.TotalBytes == 0 {
+		return nil
+	}
+	t, err := m.DiskTrend(ctx, d.TotalBytes, d.FreeBytes, now)
+	if err != nil {
+		return err
+	}
+	if t.FullIn != nil {
+		secs := t.FullIn.Seconds()
+		d.FullInSeconds = &secs
+	}
+	return nil
+}
+
+// projectInsight adds one tree's row to its project's line.
+func projectInsight(p *ProjectOverview, r core.TreeStatus) {
+	if r.ReclaimableBytes != nil {
+		p.ReclaimableBytes += *r.ReclaimableBytes
+	}
+	if r.FullInSeconds != nil && (p.FullInSeconds == nil || *r.FullInSeconds < *p.FullInSeconds) {
+		p.FullInSeconds, p.FullInArea = r.FullInSeconds, r.Area
+	}
 }
 
 // topPaths are each workspace's largest top-level entries from its last
 // snapshot, each parsed once per snapshot: two statements however many
 // projects (when each snapshot was taken, then the trees not parsed yet).
-func (m *Manager) topPaths(ctx context.Context) (map[string][]TopPath, error) {
+func (m *Model) topPaths(ctx context.Context) (map[string][]TopPath, error) {
 	times, err := m.Store.StoredTreeTimes(ctx, area.Workspace)
 	if err != nil {
 		return nil, err
 	}
-	c := &m.overview
+	c := &m.cache
 	out := make(map[string][]TopPath, len(times))
 	var stale []string
 	c.mu.Lock()
@@ -526,7 +531,7 @@ func parseTopPaths(b []byte) []TopPath {
 // snapshot.
 type ProjectStorage struct {
 	Project string        `json:"project"`
-	Backend Backend       `json:"backend"`
+	Backend core.Backend  `json:"backend"`
 	Trees   []TreeStorage `json:"trees"`
 }
 
@@ -536,7 +541,7 @@ type ProjectStorage struct {
 // ledger's, and the next snapshot (the hourly pass, or a refresh of the
 // overview) fills the rest.
 type TreeStorage struct {
-	TreeStatus
+	core.TreeStatus
 	SnapshotAt *time.Time       `json:"snapshot_at"`
 	Partial    bool             `json:"partial"` // the snapshot's walk ran out of its budget
 	Tree       *inventory.Node  `json:"tree"`
@@ -551,7 +556,7 @@ const DefaultDetailDepth = 3
 // snapshot taken to a lesser depth shows what it kept. What the journal
 // says was deleted since a snapshot (a sweep, a files rm) is taken out of
 // it: no view lists a path that is gone until the next walk.
-func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (ProjectStorage, error) {
+func (m *Model) ProjectStorage(ctx context.Context, name string, depth int) (ProjectStorage, error) {
 	if depth == 0 {
 		depth = DefaultDetailDepth
 	}
@@ -562,10 +567,10 @@ func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (P
 	if err != nil {
 		return ProjectStorage{}, err
 	}
-	if err := m.growthAndActivity(ctx, p.Trees); err != nil {
+	if err := m.GrowthAndActivity(ctx, p.Trees); err != nil {
 		return ProjectStorage{}, err
 	}
-	if err := m.insight(ctx, p.Trees); err != nil {
+	if err := m.Insight(ctx, p.Trees); err != nil {
 		return ProjectStorage{}, err
 	}
 	out := ProjectStorage{Project: p.Name, Backend: p.Backend, Trees: make([]TreeStorage, 0, len(p.Trees))}
@@ -585,11 +590,9 @@ func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (P
 			if err != nil {
 				return ProjectStorage{}, err
 			}
-			gone, err := m.goneSince(ctx, t, snap.At)
-			if err != nil {
+			if root, top, err = m.WithoutGone(ctx, t, snap.At, root, top); err != nil {
 				return ProjectStorage{}, err
 			}
-			root, top = withoutGone(root, top, gone)
 			at := snap.At.UTC()
 			ts.SnapshotAt, ts.Partial, ts.Tree = &at, snap.Partial, toDepth(root, depth)
 			if top != nil {
@@ -599,6 +602,18 @@ func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (P
 		out.Trees = append(out.Trees, ts)
 	}
 	return out, nil
+}
+
+// BackendOnce is d with the backend at its top only, as the API answers.
+func (d ProjectStorage) BackendOnce() ProjectStorage {
+	if d.Trees == nil {
+		return d
+	}
+	d.Trees = slices.Clone(d.Trees)
+	for i := range d.Trees {
+		d.Trees[i].Backend = core.Backend{}
+	}
+	return d
 }
 
 // toDepth is n with its descendants below depth levels cut off.
@@ -614,4 +629,30 @@ func toDepth(n *inventory.Node, depth int) *inventory.Node {
 		}
 	}
 	return &c
+}
+
+// Warm reads what a long-lived server's first requests would otherwise
+// wait for: the overview (assembled once, which on 1,000 projects takes
+// about half a second that every early reader would spend waiting) and
+// each project's kept answer (what a check before each run reads). A
+// server calls it in the background once it listens; a project removed
+// meanwhile is skipped, and ctx stops it between projects.
+func (m *Model) Warm(ctx context.Context) (*Overview, error) {
+	ov, err := m.Overview(ctx, OverviewOptions{})
+	if err != nil {
+		return nil, err
+	}
+	ps, err := m.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if _, err := m.Show(ctx, p.Name); err != nil && !errors.Is(err, core.ErrNotFound) {
+			return nil, err
+		}
+	}
+	return ov, nil
 }

@@ -1,0 +1,44 @@
+package doctor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/coretest"
+	"github.com/xfsq/xfsq/store"
+)
+
+// An add that failed and whose rollback failed too leaves its project row
+// in state adding, held by an operation that has ended: in the same
+// process, the next add clears it and doctor calls it interrupted, not
+// "being added by another process" until a restart.
+func TestFailedAddRecoverableInProcess(t *testing.T) {
+	ctx := context.Background()
+	m, _ := coretest.Omni(t, t.TempDir())
+	failed, end := core.BeginOp(ctx)
+	if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+		_, _, err := tx.InsertProject(ctx, "left", core.HolderOf(failed), time.Now())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	end() // the add returned its error
+	findings, err := New(m).Run(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, f := range findings {
+		if f.Project == "left" {
+			kinds = append(kinds, f.Kind)
+		}
+	}
+	if len(kinds) != 1 || kinds[0] != InterruptedAdd {
+		t.Errorf("doctor on the leftover of a failed add: %v, want [%s]", kinds, InterruptedAdd)
+	}
+	if _, err := m.Add(ctx, "left", core.AddOptions{}); err != nil {
+		t.Fatalf("add after a failed add in the same process: %v", err)
+	}
+}
