@@ -482,6 +482,29 @@ func (m *Manager) Diff(ctx context.Context, name string, o DiffOptions) (TreeDif
 
 func (m *Manager) FullAt(ctx context.Context) map[TreeKey]time.Time { return m.c.FullAt(ctx) }
 
+// Usage history: a project's and the disk's stored figures over the
+// snapshot window, for charts.
+type (
+	DiskHistory    = core.DiskHistory
+	HistoryOptions = core.HistoryOptions
+	HistoryPoint   = core.HistoryPoint
+	ProjectHistory = core.ProjectHistory
+	TreeHistory    = core.TreeHistory
+)
+
+const (
+	DefaultHistoryPoints = core.DefaultHistoryPoints
+	MaxHistoryPoints     = core.MaxHistoryPoints
+)
+
+func (m *Manager) ProjectHistory(ctx context.Context, name string, o HistoryOptions) (ProjectHistory, error) {
+	return m.c.ProjectHistory(ctx, name, o)
+}
+
+func (m *Manager) DiskHistory(ctx context.Context, o HistoryOptions) (DiskHistory, error) {
+	return m.c.DiskHistory(ctx, o)
+}
+
 func (m *Manager) Promise(rows []TreeStatus) (Promised, uint64, bool) { return m.c.Promise(rows) }
 
 func (m *Manager) ProjectTrends(ctx context.Context, name string) ([]TreeTrend, error) {

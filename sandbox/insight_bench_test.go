@@ -3,10 +3,10 @@ package sandbox_test
 import (
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/internal/testsupport/cputime"
 	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox"
@@ -70,38 +70,25 @@ func benchRoot(b *testing.B) *fixture.Root {
 //	go test ./sandbox -run '^$' -bench 'ProjectFullIn|ProjectDiff' -count 5
 func BenchmarkProjectFullIn(b *testing.B) {
 	r := benchRoot(b)
-	cpu := cpuTime()
+	cpu := cputime.Now()
 	for b.Loop() {
 		if _, err := r.Manager.ProjectTrends(r.Ctx, "omni"); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportCPU(b, cpu)
+	cputime.Report(b, cpu)
 }
 
 // BenchmarkProjectDiff is xfsq diff of a workspace of 4,369 directories,
 // now against a day before, from the stored snapshots. Target: ≤ 20 ms.
 func BenchmarkProjectDiff(b *testing.B) {
 	r := benchRoot(b)
-	cpu := cpuTime()
+	cpu := cputime.Now()
 	for b.Loop() {
 		d, err := r.Manager.Diff(r.Ctx, "omni", sandbox.DiffOptions{})
 		if err != nil || len(d.Grew) == 0 {
 			b.Fatal(d, err)
 		}
 	}
-	reportCPU(b, cpu)
-}
-
-// cpuTime is the process's CPU time so far (user and system): on a
-// loaded machine the wall time of an op is mostly waiting for a core,
-// and the CPU it took is the figure that carries to a quiet one.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func reportCPU(b *testing.B, since time.Duration) {
-	b.ReportMetric(float64((cpuTime()-since).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+	cputime.Report(b, cpu)
 }

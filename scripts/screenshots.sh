@@ -7,6 +7,8 @@
 # temporary directory: no root, no XFS needed) with three projects — one
 # near its limit, one past it, one small — starts `xfsq serve` on it, and
 # takes docs/screenshots/dashboard.png of the dashboard in headless Chromium
+# (and one of each of its other views, the fleet's hosts and another host's
+# trees among them: a second root on the same store, as a fleet's host)
 # and docs/screenshots/report.png of `xfsq report` as a terminal shows it
 # (run under script(1), so it has a terminal and its colours).
 # Needs chromium (apt-get install chromium; scripts/deps.sh test has it).
@@ -47,6 +49,12 @@ sleep 1
 fill "$root/projects/omni/data/more.bin" 3
 x snapshot --all >/dev/null # a second pass: the charts have two points and now
 x lease acquire kestrel run-7 --ttl 2h >/dev/null
+# A second host on the same store that never reported: the hosts page
+# lists it stale, and the header's host selector offers it.
+root2=$work/root2
+mkdir "$root2"
+"$work/xfsq" --root "$root2" --db "$root/.xfsq/xfsq.db" --host builder-02 init --backend fallback >/dev/null
+"$work/xfsq" --root "$root2" --db "$root/.xfsq/xfsq.db" --host builder-02 project add vega --bytes-hard 64MiB >/dev/null
 
 printf '%s,%s,%s\n' screenshots-token-0123456789 screenshots reader >"$work/tokens.csv"
 chmod 600 "$work/tokens.csv"

@@ -24,7 +24,7 @@ func TestScreenshotsScriptMakesThePictures(t *testing.T) {
 		t.Fatalf("screenshots.sh: %v\n%s", err, b)
 	}
 	for _, dir := range []string{out, "../docs/screenshots"} {
-		for name, least := range map[string][2]int{"dashboard.png": {1000, 600}, "report.png": {700, 250}} {
+		for name, least := range map[string][2]int{"dashboard.png": {1000, 600}, "report.png": {700, 250}, "dashboard-hosts.png": {1000, 200}, "dashboard-host.png": {1000, 300}} {
 			f, err := os.Open(filepath.Join(dir, name))
 			if err != nil {
 				t.Fatal(err)

@@ -183,6 +183,8 @@ func TestAuthMatrix(t *testing.T) {
 		"GET /v1/workspace/storage":             {"/v1/workspace/storage", "", 200},
 		"GET " + p + "/{id}":                    {p + "/omni", "", 200},
 		"GET " + p + "/{id}/diff":               {p + "/omni/diff", "", 404}, // no snapshot kept to compare: past the role check
+		"GET " + p + "/{id}/history":            {p + "/omni/history", "", 200},
+		"GET /v1/workspace/storage/history":     {"/v1/workspace/storage/history", "", 200},
 		"GET " + p + "/{id}/files/{$}":          {p + "/omni/files/", "", 200},
 		"GET " + p + "/{id}/files/{path...}":    {p + "/omni/files/uploads%2Fa.txt", "", 200},
 		"PUT " + p + "/{id}/files/{path...}":    {p + "/omni/files/uploads/a.txt", "hello", 201},

@@ -56,7 +56,7 @@ func TestDashboardFiles(t *testing.T) {
 
 // chromium is the headless browser the dashboard's tests drive, or the
 // test is skipped (failed under CI) naming the package to install.
-func chromium(t *testing.T) context.Context {
+func chromium(t testing.TB) context.Context {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
@@ -77,7 +77,7 @@ func chromium(t *testing.T) context.Context {
 // browser drives one tab, failing the test on the first error, each step
 // bounded so that a page that never draws fails rather than hangs.
 type browser struct {
-	t   *testing.T
+	t   testing.TB
 	tab context.Context
 }
 

@@ -250,6 +250,8 @@ func (s *Server) coreRoutes() []Route {
 		{"GET", "/v1/workspace/storage", RoleReader, answered(s.log, s.storage.Overview)},
 		{"GET", p + "/{id}", RoleReader, answered(s.log, s.storage.Project)},
 		{"GET", p + "/{id}/diff", RoleReader, answered(s.log, s.storage.Diff)},
+		{"GET", p + "/{id}/history", RoleReader, answered(s.log, s.storage.ProjectHistory)},
+		{"GET", "/v1/workspace/storage/history", RoleReader, answered(s.log, s.storage.DiskHistory)},
 		// PUT, GET, DELETE: the auth matrix makes the requests in this order.
 		// The tree's top: {path...} matches it too, but a description's
 		// path parameter is never empty, so it is an operation of its own.

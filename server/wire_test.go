@@ -26,6 +26,8 @@ var wirePairs = []struct{ library, wire any }{
 	{sandbox.Overview{}, apiv1.Overview{}},
 	{sandbox.ProjectStorage{}, apiv1.ProjectStorage{}},
 	{sandbox.TreeDiff{}, apiv1.TreeDiff{}},
+	{sandbox.ProjectHistory{}, apiv1.ProjectHistory{}},
+	{sandbox.DiskHistory{}, apiv1.DiskHistory{}},
 	{sandbox.RemoveResult{}, apiv1.RemoveResult{}},
 	{files.PutResult{}, apiv1.PutResult{}},
 	{files.RemoveResult{}, apiv1.FileRemoveResult{}},

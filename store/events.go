@@ -12,7 +12,10 @@ import (
 // AppendEvent journals p inside the caller's transaction, so the record
 // commits exactly when the change it describes does.
 func (t *Tx) AppendEvent(ctx context.Context, project, actor string, p journal.Payload) error {
-	return t.appendEvent(ctx, p.Type(), project, actor, p)
+	if err := t.appendEvent(ctx, p.Type(), project, actor, p); err != nil {
+		return err
+	}
+	return t.recordPassFree(ctx, p)
 }
 
 // appendEvent journals payload's JSON as a record of type typ; tests use it

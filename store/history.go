@@ -7,8 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"time"
-
-	"github.com/xfsq/xfsq/journal"
 )
 
 // HistoryEvery is how often at most a tree's snapshot is kept whole for
@@ -104,25 +102,20 @@ func (s *Store) SnapshotTotals(ctx context.Context, k TreeKey, since time.Time) 
 }
 
 // PassFree reads what each scheduled snapshot pass since then found free
-// on the root's filesystem (storage.snapshot's free_bytes), oldest first,
-// without decoding the records' lists of trees.
+// on the root's filesystem, oldest first: a row a pass (pass_free), not
+// the pass's record, which lists every tree.
 func (s *Store) PassFree(ctx context.Context, since time.Time) ([]PassFree, error) {
-	field := `json_extract(payload, '$.free_bytes')`
-	if s.postgres {
-		field = `(payload::json ->> 'free_bytes')::bigint`
-	}
 	var rows []struct {
-		At   int64         `db:"at"`
-		Free sql.NullInt64 `db:"free"`
+		At   int64 `db:"at"`
+		Free int64 `db:"free_bytes"`
 	}
-	if err := s.sel(ctx, &rows, `SELECT at, `+field+` AS free FROM events WHERE host = ? AND type = ? AND at >= ? ORDER BY at`,
-		s.Host, string(journal.TypeSnapshot), toMicros(since)); err != nil {
+	if err := s.sel(ctx, &rows, `SELECT at, free_bytes FROM pass_free WHERE host = ? AND at >= ? ORDER BY at`, s.Host, toMicros(since)); err != nil {
 		return nil, err
 	}
 	out := make([]PassFree, 0, len(rows))
 	for _, r := range rows {
-		if r.Free.Valid && r.Free.Int64 > 0 {
-			out = append(out, PassFree{At: fromMicros(r.At), FreeBytes: uint64(r.Free.Int64)})
+		if r.Free > 0 {
+			out = append(out, PassFree{At: fromMicros(r.At), FreeBytes: uint64(r.Free)})
 		}
 	}
 	return out, nil

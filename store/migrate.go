@@ -380,6 +380,21 @@ var migrations = []string{
 		planned_at BIGINT NOT NULL,
 		PRIMARY KEY (host, project, area)
 	);`,
+	// 21: what each scheduled snapshot pass found free on the root's
+	// filesystem, a row per pass beside its storage.snapshot record: that
+	// record lists every tree (3 MB at 10,000 projects), and the disk's
+	// trend and history parsed each one for one figure (PassFree). Seeded
+	// from the records kept.
+	`CREATE TABLE pass_free (
+		host       TEXT   NOT NULL,
+		at         BIGINT NOT NULL,
+		free_bytes BIGINT NOT NULL,
+		PRIMARY KEY (host, at)
+	);
+	INSERT INTO pass_free (host, at, free_bytes)
+	SELECT host, at, CAST({{json payload free_bytes}} AS BIGINT) FROM events
+	WHERE type = 'storage.snapshot' AND {{json payload free_bytes}} IS NOT NULL
+	ON CONFLICT (host, at) DO NOTHING;`,
 }
 
 // oldestBinary is, for the migrations that only expand the schema (add a
@@ -393,6 +408,7 @@ var migrations = []string{
 var oldestBinary = map[int]int{
 	17: 16, // fleet_hosts: a table older binaries never read
 	19: 18, // an index and schema_compat itself
+	21: 20, // pass_free: older binaries neither read nor write it (their passes are missing from the disk's trend until they are upgraded)
 	// 20 contracts: soft_exceeded's meaning moves to limit_crossings.
 	// 18 contracts: older binaries write project_ids, not id_registry, and hold no lease.
 }

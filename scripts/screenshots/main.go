@@ -98,6 +98,8 @@ var dashboardViews = []struct{ fragment, file string }{
 	{"/storage/omni", "dashboard-project.png"},
 	{"/events", "dashboard-events.png"},
 	{"/health", "dashboard-health.png"},
+	{"/hosts", "dashboard-hosts.png"},
+	{"/hosts/builder-02", "dashboard-host.png"},
 }
 
 func views(ctx context.Context, out string) error {

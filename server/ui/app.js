@@ -165,7 +165,7 @@ function showError(err) {
   $("error").hidden = false;
 }
 
-const navOf = { overview: "nav-overview", storage: "nav-storage", project: "nav-storage", events: "nav-events", health: "nav-health", hosts: "nav-hosts" };
+const navOf = { overview: "nav-overview", storage: "nav-storage", project: "nav-storage", events: "nav-events", health: "nav-health", hosts: "nav-hosts", "host-view": "nav-hosts" };
 
 function show(id) {
   $("error").hidden = true;
@@ -254,14 +254,12 @@ function dockerText(d) {
 
 const chartW = 720, chartH = 220, margin = { l: 64, r: 12, t: 10, b: 26 };
 
-// snapshotHistory reads the scheduled passes' storage.snapshot records,
-// newest first, as many as keep the answer light: each record lists every
-// tree, so a root of many trees gets fewer of them.
-async function snapshotHistory(trees) {
-  const limit = Math.max(2, Math.min(168, Math.floor(40000 / Math.max(1, trees))));
-  const page = await optional("/v1/workspace/storage/events?type=storage.snapshot&since=35d&limit=" + limit);
-  return page ? page.events : [];
-}
+// historyPoints is how many points a chart asks for a series at most: one
+// a pixel of its width (the server keeps each span's peak).
+const historyPoints = 720;
+
+// maxDots is how many points of a series get a dot of their own.
+const maxDots = 96;
 
 // lineChart draws series of [time, bytes] points and horizontal limit
 // lines; a series with fewer than two points is drawn as dots.
@@ -288,18 +286,34 @@ function lineChart(box, series, limits, label) {
   }
   series.forEach((s, i) => {
     const sorted = [...s.points].sort((a, b) => a[0] - b[0]);
-    if (sorted.length > 1) g.append(svg("polyline", { points: sorted.map((p) => x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1)).join(" "), class: "series s" + i }));
-    for (const p of sorted) g.append(svg("circle", { cx: x(p[0]), cy: y(p[1]), r: 2.5, class: "dot s" + i }, svg("title", {}, s.name + ": " + iec(p[1]) + " at " + when(new Date(p[0])))));
+    if (sorted.length > 1) g.append(svg("polyline", { points: sorted.map((p) => x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1)).join(" "), class: "series s" + i, "data-series": s.name }));
+    // A dot (with its figure on hover) per point while they are few; of
+    // a long history only the newest, the line says the rest.
+    for (const p of sorted.length <= maxDots ? sorted : sorted.slice(-1)) g.append(svg("circle", { cx: x(p[0]), cy: y(p[1]), r: 2.5, class: "dot s" + i }, svg("title", {}, s.name + ": " + iec(p[1]) + " at " + when(new Date(p[0])))));
   });
   const legend = el("p", { class: "legend" }, ...series.map((s, i) => el("span", { class: "key s" + i }, s.name)));
   box.replaceChildren(g, legend);
 }
 
-// diskChart draws the disk's used bytes at each scheduled pass.
+// chartData reads a chart's history; a failure is said in the chart's
+// place, not over the whole view (a 401 asks for a token, as everywhere).
+async function chartData(box, path) {
+  try {
+    return await api(path);
+  } catch (err) {
+    if (err.status === 401) throw err;
+    box.replaceChildren(el("p", { class: "muted" }, "The history could not be read: " + safeLine(err.message)));
+    return null;
+  }
+}
+
+// diskChart draws the disk's used bytes at each scheduled pass over the
+// snapshot window (GET /v1/workspace/storage/history), and now.
 async function diskChart(ov) {
-  const events = await snapshotHistory(ov.projects.length * 2);
-  const total = ov.disk.total_bytes;
-  const points = events.map((e) => [Date.parse(e.recorded_at), total - (e.payload.free_bytes ?? 0)]).filter((p) => !isNaN(p[0]) && p[1] >= 0 && p[1] <= total);
+  const h = await chartData($("disk-chart"), "/v1/workspace/storage/history?points=" + historyPoints);
+  if (!h) return;
+  const total = h.total_bytes || ov.disk.total_bytes;
+  const points = (h.points || []).map((p) => [Date.parse(p.at), p.bytes]).filter((p) => !isNaN(p[0]));
   points.push([Date.parse(ov.generated_at) || Date.now(), total - ov.disk.free_bytes]);
   lineChart($("disk-chart"), [{ name: "used on the disk", points }], [{ bytes: total, kind: "hard", label: "size" }], "Disk used over the snapshot window");
 }
@@ -450,7 +464,7 @@ async function projectView(name) {
   showEvictions(evs);
   $("plan").hidden = true;
   $("sweep-result").textContent = "";
-  await Promise.all([projectChart(name, ps), projectDiff(id)]);
+  await Promise.all([projectChart(name), projectDiff(id)]);
 }
 
 function treeRow(t) {
@@ -477,45 +491,57 @@ function drawLeases(leases) {
   if (leases == null) $("leases-none").textContent = "Leases could not be read.";
 }
 
-// projectChart draws each tree's size at the scheduled passes, with the
-// workspace's limits as lines. Where the journal's records do not reach
-// back, the stored snapshots' growth gives the points 24 h and 7 d ago.
-async function projectChart(name, ps) {
-  const events = await snapshotHistory((overviewCache ? overviewCache.projects.length : 50) * 2);
-  if (!current || current.name !== name) return;
-  const series = ps.trees.map((t) => {
-    const points = [];
-    for (const e of events) {
-      const tr = ((e.payload && e.payload.trees) || []).find((x) => x.project === name && x.area === t.area);
-      if (tr && !tr.error) points.push([Date.parse(e.recorded_at), tr.size_bytes]);
-    }
-    const now = Date.now(), oldest = Math.min(now, ...points.map((p) => p[0]));
-    for (const [g, ago] of [[t.growth_24h_bytes, 86400e3], [t.growth_7d_bytes, 7 * 86400e3]]) {
-      if (g != null && now - ago < oldest - 3600e3) points.push([now - ago, Math.max(0, t.used_bytes - g)]);
-    }
-    points.push([now, t.used_bytes]);
-    return { name: t.area, points };
-  });
-  const ws = ps.trees.find((t) => t.area === "workspace");
+// projectChart draws each tree's stored snapshots over the snapshot window
+// (GET …/history, thinned by the server to each span's peak) and its usage
+// now, with the workspace's limits as lines.
+async function projectChart(name) {
+  const h = await chartData($("project-chart"), "/v1/workspace/storage/projects/" + encodeURIComponent(name) + "/history?points=" + historyPoints);
+  if (!h || !current || current.name !== name) return;
+  const now = Date.parse(h.generated_at) || Date.now();
+  const series = h.trees.map((t) => ({ name: t.area, points: [...t.points.map((p) => [Date.parse(p.at), p.bytes]), [now, t.used_bytes]] }));
+  const ws = h.trees.find((t) => t.area === "workspace");
   const limits = [];
   if (ws && ws.bytes_soft) limits.push({ bytes: ws.bytes_soft, kind: "soft", label: "workspace soft" });
   if (ws && ws.bytes_hard) limits.push({ bytes: ws.bytes_hard, kind: "hard", label: "workspace hard" });
-  lineChart($("project-chart"), series, limits, "Usage of " + name + "'s trees over the snapshot window");
+  const partial = h.trees.reduce((n, t) => n + t.partial, 0);
+  lineChart($("project-chart"), series, limits, "Usage of " + safeName(name) + "'s trees over the snapshot window");
+  if (partial) $("project-chart").append(el("p", { class: "muted" }, plural(partial, "snapshot", "snapshots") + " left out: the walk ran out of its budget and undercounts."));
 }
 
-// projectDiff shows what changed in 24 hours, from a server that answers
-// it; the section stays hidden on one that does not.
+// diffLists are a diff's lists as the page shows them: the figure each
+// row gives, and what it says.
+const diffLists = [
+  ["grew", "Grew most", (r) => growth(r.change_bytes) + " (" + iec(r.from_bytes) + " → " + iec(r.to_bytes) + ")"],
+  ["shrank", "Shrank most", (r) => growth(r.change_bytes) + " (" + iec(r.from_bytes) + " → " + iec(r.to_bytes) + ")"],
+  ["new", "New", (r) => iec(r.to_bytes)],
+  ["gone", "Gone", (r) => iec(r.from_bytes)],
+];
+
+// projectDiff shows what changed in the workspace in 24 hours, from the
+// stored snapshots (GET …/diff); when no snapshot that old is kept yet it
+// says so, as the API does.
 async function projectDiff(id) {
-  const d = await optional("/v1/workspace/storage/projects/" + id + "/diff?since=24h");
   const box = $("diff");
-  box.replaceChildren();
-  for (const [k, v] of Object.entries(d || {})) {
-    if (!Array.isArray(v) || !v.length || typeof v[0] !== "object" || !("path" in v[0])) continue;
-    const bytesKey = Object.keys(v[0]).find((f) => f.endsWith("bytes"));
-    box.append(el("h4", {}, k.replace(/_/g, " ")), el("table", { "data-diff": k }, el("tbody", {}, ...v.slice(0, 20).map((r) =>
-      el("tr", {}, el("td", { class: "path" }, safeName(r.path)), el("td", {}, bytesKey ? (/delta|change|grew|shrank/.test(bytesKey) ? growth(r[bytesKey]) : iec(r[bytesKey])) : ""))))));
+  let d;
+  try {
+    d = await api("/v1/workspace/storage/projects/" + id + "/diff?since=24h");
+  } catch (err) {
+    if (err.status === 401) throw err;
+    box.replaceChildren(el("p", { class: "muted", id: "diff-none" }, err.status === 404 ? safeLine(err.message) : "What changed could not be read: " + safeLine(err.message)));
+    $("diff-section").hidden = false;
+    return;
   }
-  $("diff-section").hidden = box.childElementCount === 0;
+  const parts = [el("p", { id: "diff-summary" }, growth(d.change_bytes) + " in the " + d.area + " from " + when(d.from_at) + " (" + iec(d.from_bytes) + ") to " +
+    when(d.to_at) + " (" + iec(d.to_bytes) + ")" + (d.partial ? "; the newest walk ran out of its budget, so what it did not reach reads as shrunk" : ""))];
+  for (const [key, title, figure] of diffLists) {
+    const rows = d[key] || [];
+    if (!rows.length) continue;
+    parts.push(el("h4", {}, title), el("div", { class: "scroll" }, el("table", { "data-diff": key }, el("tbody", {}, ...rows.map((r) =>
+      el("tr", { "data-path": r.path }, el("td", { class: "path" }, safeName(r.path)), el("td", {}, figure(r))))))));
+  }
+  if (parts.length === 1) parts.push(el("p", { class: "muted" }, "No directory grew or shrank, nothing new or gone."));
+  box.replaceChildren(...parts);
+  $("diff-section").hidden = false;
 }
 
 // node renders one directory of the drill-down tree, its children folded.
@@ -778,22 +804,86 @@ function diskFigures(d) {
 
 // ---- Hosts (a fleet's, from a server that serves them) ----
 
+// hostHash is where a host's figures are shown: this host's own views, or
+// another's trees as the shared store holds them.
+function hostHash(h) { return h.this ? "#/" : "#/hosts/" + encodeURIComponent(h.host); }
+
+function hostState(h) {
+  return h.retired_at ? "retired " + when(h.retired_at) : h.stale ? "stale" : "fresh";
+}
+
+function lastSeen(h) {
+  return h.last_seen_at ? when(h.last_seen_at) + (h.age_seconds != null ? " (" + roughAge(h.age_seconds) + " ago)" : "") : "never";
+}
+
 async function hostsView() {
   const f = await api("/v1/fleet/hosts");
   show("hosts");
-  fill($("host-list").tBodies[0], (f.hosts || []).map((h) => el("tr", { "data-host": h.host }, el("td", {}, h.host + (h.this ? " (this one)" : "")),
-    el("td", {}, when(h.last_seen_at) + (h.age_seconds != null ? " (" + roughAge(h.age_seconds) + " ago)" : "")),
-    el("td", {}, h.retired_at ? "retired " + when(h.retired_at) : h.stale ? "stale" : "fresh"), el("td", {}, h.version || "-"),
+  fillHostPicker(f);
+  fill($("host-list").tBodies[0], [...(f.hosts || []), ...(f.retired || [])].map((h) => el("tr", { "data-host": h.host, class: h.stale && !h.retired_at ? "stale" : null },
+    el("td", {}, el("a", { href: hostHash(h) }, safeName(h.host)), h.this ? " (this one)" : ""),
+    el("td", {}, lastSeen(h)), el("td", { class: h.stale && !h.retired_at ? "status-warn" : "" }, hostState(h)), el("td", {}, h.version || "-"),
     el("td", {}, typeof h.backend === "object" && h.backend ? h.backend.kind : (h.backend || "-")), el("td", {}, h.projects == null ? "-" : String(h.projects)))));
 }
 
-// hostsLink shows the Hosts link when the server serves a fleet's hosts.
+// hostTrees is the host shown by hostView and its trees.
+const hostTrees = { name: "", all: [] };
+
+// hostView shows another host's trees from the shared store
+// (GET /v1/fleet/storage?host=), fullest first, with the age of their
+// figures; a host that stopped reporting says so above them.
+async function hostView(name) {
+  const f = await api("/v1/fleet/storage?host=" + encodeURIComponent(name));
+  show("host-view");
+  const h = (f.hosts || []).find((x) => x.host === name) || { host: name, stale: true };
+  $("host-view-name").textContent = safeName(name);
+  $("host").textContent = safeName(name) + (h.root ? " · " + h.root : "");
+  $("host-view-facts").textContent = "Last seen " + lastSeen(h) + "; " + hostState(h) + "; " + (h.version || "version unknown") + ", " + (h.backend || "backend unknown") +
+    (h.root ? ", root " + h.root : "") + "; " + plural(h.projects ?? 0, "project", "projects") + ".";
+  $("host-view-stale").hidden = !h.stale;
+  $("host-view-stale").textContent = h.stale ? "This host is stale: it has not reported " + (h.last_seen_at ? "since " + lastSeen(h) : "at all") + ", so its figures are at least that old." : "";
+  hostTrees.name = name;
+  hostTrees.all = [...(f.trees || [])].sort((a, b) => b.percent - a.percent || b.used_bytes - a.used_bytes || a.project.localeCompare(b.project));
+  drawHostTrees();
+  const pick = $("host-select");
+  if (![...pick.options].some((o) => o.value === name)) pick.append(el("option", { value: name }, safeName(name)));
+  pick.value = name;
+}
+
+// hostRows is how many of a host's trees are drawn at once, fullest first.
+const hostRows = 500;
+
+function drawHostTrees() {
+  const q = $("host-search").value.trim().toLowerCase();
+  const keep = hostTrees.all.filter((t) => !q || t.project.toLowerCase().includes(q));
+  fill($("host-trees").tBodies[0], keep.slice(0, hostRows).map((t) => el("tr", { "data-project": t.project, "data-area": t.area },
+    el("td", { class: "name" }, safeName(t.project)), el("td", {}, t.area), el("td", {}, iec(t.used_bytes)),
+    el("td", {}, t.bytes_hard ? iec(t.bytes_hard) : "no limit"), el("td", {}, bar(t.bytes_hard ? t.used_bytes / t.bytes_hard : null), t.bytes_hard ? t.percent.toFixed(1) + " %" : ""),
+    el("td", {}, t.figures_at ? when(t.figures_at) + (t.figures_age_seconds != null ? " (" + roughAge(t.figures_age_seconds) + " ago)" : "") : "never"))));
+  $("host-trees-count").textContent = plural(keep.length, "tree", "trees") + (keep.length > hostRows ? ", the " + hostRows + " fullest shown" : "") +
+    (q ? " match of " + hostTrees.all.length : "");
+}
+
+// fillHostPicker lists the fleet's live hosts in the header's selector;
+// it shows only when there is another host to pick.
+function fillHostPicker(f) {
+  const pick = $("host-select");
+  const hosts = f.hosts || [];
+  const shown = location.hash.startsWith("#/hosts/") ? decodeURIComponent(location.hash.slice("#/hosts/".length)) : (hosts.find((h) => h.this) || {}).host;
+  pick.replaceChildren(...hosts.map((h) => el("option", { value: h.this ? "" : h.host }, safeName(h.host) + (h.this ? " (this one)" : h.stale ? " (stale)" : ""))));
+  pick.value = hosts.some((h) => h.host === shown && !h.this) ? shown : "";
+  $("host-pick").hidden = hosts.length < 2;
+}
+
+// hostsLink shows the Hosts link and the host selector when the server
+// serves a fleet's hosts.
 async function hostsLink() {
   try {
-    await api("/v1/fleet/hosts");
+    fillHostPicker(await api("/v1/fleet/hosts"));
     $("nav-hosts").hidden = false;
   } catch (_) {
     $("nav-hosts").hidden = true;
+    $("host-pick").hidden = true;
   }
 }
 
@@ -802,16 +892,22 @@ async function hostsLink() {
 async function route() {
   if (!sessionStorage.getItem(tokenKey)) { showLogin(""); return; }
   const h = location.hash.replace(/^#/, "") || "/";
+  const start = performance.now();
   try {
     if (h.startsWith("/storage/")) await projectView(decodeURIComponent(h.slice("/storage/".length)));
     else if (h === "/storage") await storage();
     else if (h === "/events") await eventsView();
     else if (h === "/health") await healthView();
     else if (h === "/hosts") await hostsView();
+    else if (h.startsWith("/hosts/")) await hostView(decodeURIComponent(h.slice("/hosts/".length)));
     else await overview();
   } catch (err) {
     showError(err);
   }
+  if (!h.startsWith("/hosts/")) $("host-select").value = "";
+  // For the browser tests and the render benchmark: how long this view
+  // took, from asking the API to every chart drawn.
+  document.body.dataset.viewMs = (performance.now() - start).toFixed(1);
   document.body.dataset.ready = h; // for the browser tests: this view is drawn
 }
 
@@ -839,6 +935,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("page-prev").addEventListener("click", () => { table.page--; drawProjects(); });
   $("page-next").addEventListener("click", () => { table.page++; drawProjects(); });
   $("refresh").addEventListener("click", route);
+  $("host-select").addEventListener("change", (ev) => { location.hash = ev.target.value ? "#/hosts/" + encodeURIComponent(ev.target.value) : "#/"; });
+  $("host-search").addEventListener("input", drawHostTrees);
   window.addEventListener("hashchange", route);
   route();
   if (sessionStorage.getItem(tokenKey)) hostsLink();

@@ -1,0 +1,48 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/xfsq/xfsq/journal"
+)
+
+// ProjectSnapshotTotals reads the totals of every snapshot of each of a
+// project's trees taken at or after since, ordered by area then time: the
+// history a chart draws, in one statement however many snapshots the
+// window holds (the snapshots_tree_at index's prefix serves it).
+func (s *Store) ProjectSnapshotTotals(ctx context.Context, project string, since time.Time) ([]Snapshot, error) {
+	var out []Snapshot
+	err := s.sel(ctx, &out, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND at >= ? ORDER BY area, at, id`,
+		s.Host, project, toMicros(since))
+	for i := range out {
+		out[i].fill()
+	}
+	return out, err
+}
+
+// PassFreeRetention is how long what each pass found free is kept: longer
+// than any snapshot window, and still a few thousand rows a host.
+const PassFreeRetention = 400 * 24 * time.Hour
+
+// recordPassFree keeps what a scheduled pass found free beside its
+// record, and drops what is older than PassFreeRetention.
+func (t *Tx) recordPassFree(ctx context.Context, p journal.Payload) error {
+	var free uint64
+	switch s := p.(type) {
+	case journal.Snapshot:
+		free = s.FreeBytes
+	case *journal.Snapshot:
+		free = s.FreeBytes
+	}
+	if free == 0 {
+		return nil // not a pass's record, or its free space was not read
+	}
+	now := time.Now()
+	if _, err := t.exec(ctx, `INSERT INTO pass_free (host, at, free_bytes) VALUES (?, ?, ?) ON CONFLICT (host, at) DO UPDATE SET free_bytes = excluded.free_bytes`,
+		t.s.Host, toMicros(now), int64(free)); err != nil {
+		return err
+	}
+	_, err := t.exec(ctx, `DELETE FROM pass_free WHERE host = ? AND at < ?`, t.s.Host, toMicros(now.Add(-PassFreeRetention)))
+	return err
+}
