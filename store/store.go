@@ -32,6 +32,7 @@ type Store struct {
 	postgres bool
 	readOnly bool // see OpenReadOnly
 	bounds   PostgresOptions
+	addr     string // PostgreSQL's host:port, for UnreachableError
 	probe    generationProbe
 	commits  atomic.Uint64 // commits through InTx (Generation)
 	// Host scopes rows that belong to one machine (projects, trees,
@@ -66,7 +67,7 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("database %s: %w", Redact(dsn), scrub(err, dsn))
 		}
-		s.db, s.bounds = sqlx.NewDb(db, "postgres"), opts
+		s.db, s.bounds, s.addr = sqlx.NewDb(db, "postgres"), opts, addrOf(cfg)
 	} else {
 		if err := os.MkdirAll(filepath.Dir(dsn), 0o700); err != nil {
 			if errors.Is(err, os.ErrPermission) {
@@ -158,17 +159,21 @@ type Tx struct {
 
 // InTx runs fn in a transaction, committed if fn returns nil.
 func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
+	ctx, done, err := s.bounded(ctx)
+	if err != nil {
+		return err
+	}
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
+		return fmt.Errorf("begin transaction: %w", done(err))
 	}
 	if err := fn(&Tx{tx: tx, s: s}); err != nil {
 		tx.Rollback()
-		return err
+		return done(err)
 	}
 	err = tx.Commit()
 	s.commits.Add(1) // even a failed commit: whether it took is unknown
-	if err != nil {
+	if err = done(err); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
@@ -197,11 +202,19 @@ func (t *Tx) lock(ctx context.Context, key string) error {
 }
 
 func (s *Store) sel(ctx context.Context, dest any, query string, args ...any) error {
-	return s.db.SelectContext(ctx, dest, s.db.Rebind(query), args...)
+	ctx, done, err := s.bounded(ctx)
+	if err != nil {
+		return err
+	}
+	return done(s.db.SelectContext(ctx, dest, s.db.Rebind(query), args...))
 }
 
 func (s *Store) get(ctx context.Context, dest any, query string, args ...any) error {
-	return s.db.GetContext(ctx, dest, s.db.Rebind(query), args...)
+	ctx, done, err := s.bounded(ctx)
+	if err != nil {
+		return err
+	}
+	return done(s.db.GetContext(ctx, dest, s.db.Rebind(query), args...))
 }
 
 // Times are stored as Unix microseconds: one portable type for both drivers.
