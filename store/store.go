@@ -155,6 +155,9 @@ func (s *Store) Close() error {
 type Tx struct {
 	tx *sqlx.Tx
 	s  *Store
+	// locked are the keys lock took in this transaction: held to its
+	// end, so taking one again is a round trip for nothing.
+	locked map[string]bool
 }
 
 // InTx runs fn in a transaction, committed if fn returns nil.
@@ -194,11 +197,17 @@ func (t *Tx) sel(ctx context.Context, dest any, query string, args ...any) error
 // lock serialises transactions on one key across processes and hosts. On
 // SQLite every transaction already holds the database write lock from BEGIN.
 func (t *Tx) lock(ctx context.Context, key string) error {
-	if !t.s.postgres {
+	if !t.s.postgres || t.locked[key] {
 		return nil
 	}
-	_, err := t.tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", key)
-	return err
+	if _, err := t.tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", key); err != nil {
+		return err
+	}
+	if t.locked == nil {
+		t.locked = map[string]bool{}
+	}
+	t.locked[key] = true
+	return nil
 }
 
 func (s *Store) sel(ctx context.Context, dest any, query string, args ...any) error {

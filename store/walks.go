@@ -120,7 +120,7 @@ func (s *Store) StoreWalks(ctx context.Context, recs []WalkRecord, retention tim
 		if err := tx.keepHistories(ctx, recs); err != nil {
 			return err
 		}
-		return tx.setBaselines(ctx, recs)
+		return tx.SetBaselines(ctx, recs)
 	})
 }
 
@@ -238,10 +238,11 @@ func (t *Tx) keepHistories(ctx context.Context, recs []WalkRecord) error {
 	return err
 }
 
-// setBaselines is SetBaseline for a batch: the walked figures, the ledger
-// rows they saw, the ledger's sums and the grace timers, each one
-// statement for the whole batch.
-func (t *Tx) setBaselines(ctx context.Context, recs []WalkRecord) error {
+// SetBaselines is SetBaseline for a batch (the records' Baseline; those
+// without one are left out): the walked figures, the ledger rows they
+// saw, the ledger's sums and the grace timers, each one statement for the
+// whole batch.
+func (t *Tx) SetBaselines(ctx context.Context, recs []WalkRecord) error {
 	var plain []WalkRecord
 	for _, r := range recs {
 		b := r.Baseline
