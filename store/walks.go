@@ -105,10 +105,7 @@ type WalkBaseline struct {
 // SetBaseline would one by one, in a constant number of statements:
 // snapshots older than retention are dropped for the batch's trees (from
 // the batch's earliest walk), a tree's history is kept as keepHistory
-// keeps it, and each baseline's grace timers start or stop. A baseline
-// whose walk may have missed something (WalkSeen) takes SetBaseline's own
-// path: its figure is a floor checked against the tree's account, and
-// such walks are rare.
+// keeps it, and each baseline's grace timers start or stop.
 func (s *Store) StoreWalks(ctx context.Context, recs []WalkRecord, retention time.Duration) error {
 	if len(recs) == 0 {
 		return nil
@@ -239,24 +236,15 @@ func (t *Tx) keepHistories(ctx context.Context, recs []WalkRecord) error {
 }
 
 // SetBaselines is SetBaseline for a batch (the records' Baseline; those
-// without one are left out): the walked figures, the ledger rows they
-// saw, the ledger's sums and the grace timers, each one statement for the
-// whole batch.
+// without one are left out): the walked figures (a floor where the walk
+// may have missed something), the ledger rows they saw, the ledger's sums
+// and the grace timers, each one statement for the whole batch.
 func (t *Tx) SetBaselines(ctx context.Context, recs []WalkRecord) error {
 	var plain []WalkRecord
 	for _, r := range recs {
-		b := r.Baseline
-		if b == nil {
-			continue
+		if r.Baseline != nil {
+			plain = append(plain, r)
 		}
-		if b.Seen.Unsettled || b.Seen.Hidden {
-			k := TreeKey{Project: r.Snapshot.Project, Area: r.Snapshot.Area}
-			if err := t.SetBaseline(ctx, k, b.Usage, b.Walk, b.Seen); err != nil {
-				return err
-			}
-			continue
-		}
-		plain = append(plain, r)
 	}
 	if len(plain) == 0 {
 		return nil
@@ -267,21 +255,35 @@ func (t *Tx) SetBaselines(ctx context.Context, recs []WalkRecord) error {
 	// As SetBaseline: the walk ran from its At to now; the ledger rows up
 	// to its Settled are in its figure, and the removals recorded by now.
 	end := toMicros(time.Now())
-	args := make([]any, 0, 6*len(plain))
+	args := make([]any, 0, 8*len(plain))
 	keys := make([]TreeKey, 0, len(plain))
+	bit := func(b bool) int64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
 	for _, r := range plain {
 		b := r.Baseline
 		settled := toMicros(b.Walk.Settled)
 		if b.Walk.Settled.After(b.Walk.At) {
 			settled = toMicros(b.Walk.At)
 		}
-		args = append(args, r.Snapshot.Project, r.Snapshot.Area, int64(b.Usage.Bytes), int64(b.Usage.Inodes), toMicros(b.Walk.At), settled)
+		args = append(args, r.Snapshot.Project, r.Snapshot.Area, int64(b.Usage.Bytes), int64(b.Usage.Inodes), toMicros(b.Walk.At), settled,
+			bit(b.Seen.Unsettled || b.Seen.Hidden), bit(b.Seen.Hidden))
 		keys = append(keys, TreeKey{Project: r.Snapshot.Project, Area: r.Snapshot.Area})
 	}
-	walked := `WITH w (project, area, bytes, inodes, at, settled) AS (VALUES ` +
-		placeholders(len(plain), "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))") + `) `
-	if _, err := t.exec(ctx, walked+`UPDATE trees SET walked_bytes = w.bytes, walked_inodes = w.inodes, walked_at = w.at, walked_end = ?, walked_hidden = ?
-		FROM w WHERE trees.host = ? AND trees.project = w.project AND trees.area = w.area`, append(args, end, false, t.s.Host)...); err != nil {
+	walked := `WITH w (project, area, bytes, inodes, at, settled, floor, hidden) AS (VALUES ` +
+		placeholders(len(plain), "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))") + `) `
+	// A walk that may have missed something (WalkSeen) is a floor, as
+	// SetBaseline takes it: its figure only where it raises what the tree
+	// counts (its last walk and the ledger since, the writes in flight
+	// left out), never to lower it.
+	if _, err := t.exec(ctx, walked+`UPDATE trees SET
+		walked_bytes = CASE WHEN w.floor = 1 AND trees.walked_bytes + trees.ledger_bytes > w.bytes THEN trees.walked_bytes + trees.ledger_bytes ELSE w.bytes END,
+		walked_inodes = CASE WHEN w.floor = 1 AND trees.walked_inodes + trees.ledger_inodes > w.inodes THEN trees.walked_inodes + trees.ledger_inodes ELSE w.inodes END,
+		walked_at = w.at, walked_end = ?, walked_hidden = (w.hidden = 1)
+		FROM w WHERE trees.host = ? AND trees.project = w.project AND trees.area = w.area`, append(args, end, t.s.Host)...); err != nil {
 		return err
 	}
 	if _, err := t.exec(ctx, walked+`DELETE FROM ledger WHERE host = ? AND EXISTS (SELECT 1 FROM w WHERE w.project = ledger.project AND w.area = ledger.area
