@@ -256,7 +256,6 @@ func (t *Tx) SetBaselines(ctx context.Context, recs []WalkRecord) error {
 	// to its Settled are in its figure, and the removals recorded by now.
 	end := toMicros(time.Now())
 	args := make([]any, 0, 8*len(plain))
-	keys := make([]TreeKey, 0, len(plain))
 	bit := func(b bool) int64 {
 		if b {
 			return 1
@@ -271,42 +270,34 @@ func (t *Tx) SetBaselines(ctx context.Context, recs []WalkRecord) error {
 		}
 		args = append(args, r.Snapshot.Project, r.Snapshot.Area, int64(b.Usage.Bytes), int64(b.Usage.Inodes), toMicros(b.Walk.At), settled,
 			bit(b.Seen.Unsettled || b.Seen.Hidden), bit(b.Seen.Hidden))
-		keys = append(keys, TreeKey{Project: r.Snapshot.Project, Area: r.Snapshot.Area})
 	}
 	walked := `WITH w (project, area, bytes, inodes, at, settled, floor, hidden) AS (VALUES ` +
-		placeholders(len(plain), "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))") + `) `
-	// A walk that may have missed something (WalkSeen) is a floor, as
-	// SetBaseline takes it: its figure only where it raises what the tree
-	// counts (its last walk and the ledger since, the writes in flight
-	// left out), never to lower it.
-	if _, err := t.exec(ctx, walked+`UPDATE trees SET
-		walked_bytes = CASE WHEN w.floor = 1 AND trees.walked_bytes + trees.ledger_bytes > w.bytes THEN trees.walked_bytes + trees.ledger_bytes ELSE w.bytes END,
-		walked_inodes = CASE WHEN w.floor = 1 AND trees.walked_inodes + trees.ledger_inodes > w.inodes THEN trees.walked_inodes + trees.ledger_inodes ELSE w.inodes END,
-		walked_at = w.at, walked_end = ?, walked_hidden = (w.hidden = 1)
-		FROM w WHERE trees.host = ? AND trees.project = w.project AND trees.area = w.area`, append(args, end, t.s.Host)...); err != nil {
-		return err
-	}
-	if _, err := t.exec(ctx, walked+`DELETE FROM ledger WHERE host = ? AND EXISTS (SELECT 1 FROM w WHERE w.project = ledger.project AND w.area = ledger.area
+		placeholders(len(plain), "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))") + `)`
+	if _, err := t.exec(ctx, walked+` DELETE FROM ledger WHERE host = ? AND EXISTS (SELECT 1 FROM w WHERE w.project = ledger.project AND w.area = ledger.area
 		AND (ledger.at <= w.settled OR ((ledger.bytes < 0 OR ledger.inodes < 0) AND ledger.at <= ?)))`, append(args, t.s.Host, end)...); err != nil {
 		return err
 	}
-	args = args[:0]
-	inBatch := treesCTE(keys, &args)
-	if _, err := t.exec(ctx, inBatch+`UPDATE trees SET
-		ledger_bytes = COALESCE((SELECT SUM(l.bytes) FROM ledger l WHERE l.host = trees.host AND l.project = trees.project AND l.area = trees.area), 0),
-		ledger_inodes = COALESCE((SELECT SUM(l.inodes) FROM ledger l WHERE l.host = trees.host AND l.project = trees.project AND l.area = trees.area), 0)
-		WHERE host = ? AND EXISTS (SELECT 1 FROM v WHERE v.project = trees.project AND v.area = trees.area)`, append(args, t.s.Host)...); err != nil {
-		return err
-	}
-	// startGrace's rule over the batch: a tree over a soft limit by what
-	// is committed (walked + ledger) keeps its running timer or starts
-	// one now; a tree back under stops it.
-	now := end
-	_, err := t.exec(ctx, inBatch+`UPDATE trees SET
-		bytes_soft_since = CASE WHEN bytes_soft = 0 OR walked_bytes + ledger_bytes <= bytes_soft THEN 0
-			WHEN bytes_soft_since = 0 THEN CAST(? AS BIGINT) ELSE bytes_soft_since END,
-		inodes_soft_since = CASE WHEN inodes_soft = 0 OR walked_inodes + ledger_inodes <= inodes_soft THEN 0
-			WHEN inodes_soft_since = 0 THEN CAST(? AS BIGINT) ELSE inodes_soft_since END
-		WHERE host = ? AND EXISTS (SELECT 1 FROM v WHERE v.project = trees.project AND v.area = trees.area)`, append(args, now, now, t.s.Host)...)
+	// One update of each tree's row, whose every change moves its
+	// project's version (a trigger a row): the walked figures, the
+	// ledger's sums anew from the rows kept, and the grace timers from
+	// both. A walk that may have missed something (WalkSeen) is a floor,
+	// as SetBaseline takes it: its figure only where it raises what the
+	// tree counted (its last walk and the ledger since), never to lower
+	// it. A tree over a soft limit by what is committed (walked + ledger)
+	// keeps its running timer or starts one now; one back under stops it.
+	q := walked + `, n AS (SELECT t.project, t.area, w.at, w.hidden,
+			CASE WHEN w.floor = 1 AND t.walked_bytes + t.ledger_bytes > w.bytes THEN t.walked_bytes + t.ledger_bytes ELSE w.bytes END AS wb,
+			CASE WHEN w.floor = 1 AND t.walked_inodes + t.ledger_inodes > w.inodes THEN t.walked_inodes + t.ledger_inodes ELSE w.inodes END AS wi,
+			COALESCE((SELECT SUM(l.bytes) FROM ledger l WHERE l.host = t.host AND l.project = t.project AND l.area = t.area), 0) AS lb,
+			COALESCE((SELECT SUM(l.inodes) FROM ledger l WHERE l.host = t.host AND l.project = t.project AND l.area = t.area), 0) AS li
+		FROM trees t JOIN w ON t.project = w.project AND t.area = w.area WHERE t.host = ?)
+	UPDATE trees SET walked_bytes = n.wb, walked_inodes = n.wi, walked_at = n.at, walked_end = ?, walked_hidden = (n.hidden = 1),
+		ledger_bytes = n.lb, ledger_inodes = n.li,
+		bytes_soft_since = CASE WHEN trees.bytes_soft = 0 OR n.wb + n.lb <= trees.bytes_soft THEN 0
+			WHEN trees.bytes_soft_since = 0 THEN CAST(? AS BIGINT) ELSE trees.bytes_soft_since END,
+		inodes_soft_since = CASE WHEN trees.inodes_soft = 0 OR n.wi + n.li <= trees.inodes_soft THEN 0
+			WHEN trees.inodes_soft_since = 0 THEN CAST(? AS BIGINT) ELSE trees.inodes_soft_since END
+		FROM n WHERE trees.host = ? AND trees.project = n.project AND trees.area = n.area`
+	_, err := t.exec(ctx, q, append(args, t.s.Host, end, end, end, t.s.Host)...)
 	return err
 }
