@@ -218,6 +218,12 @@ func ValidateTree(name string, a string) error {
 	return core.ValidateTree(name, a)
 }
 
+// WithStoreBudget is ctx whose store calls together wait at most d
+// (store.WithBudget): a server gives each request one.
+func WithStoreBudget(ctx context.Context, d time.Duration) context.Context {
+	return store.WithBudget(ctx, d)
+}
+
 func WithActor(ctx context.Context, name string) context.Context {
 	return core.WithActor(ctx, name)
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
@@ -23,6 +24,10 @@ func OnSnapshotTree(t testing.TB, f func(ctx context.Context, tree store.Tree)) 
 func OnEvictionSettled(t testing.TB, f func(project string, r deletion.Record)) {
 	retention.OnEvictionSettled(t, f)
 }
+
+// WalkBatches makes a snapshot pass store its walks in batches of at most
+// n trees, each beginning walks for window at most, until t ends.
+func WalkBatches(t testing.TB, n int, window time.Duration) { core.WalkBatches(t, n, window) }
 
 // ForgetReads empties m's read cache, for benchmarks of the uncached path.
 func ForgetReads(m *Manager) { core.ForgetReads(m.c) }

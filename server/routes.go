@@ -63,6 +63,10 @@ type Config struct {
 	Routes []Route
 	// ReadyTimeout bounds the store's answer to /readyz; 0 is 2 s.
 	ReadyTimeout time.Duration
+	// StoreBudget bounds every request's store calls together
+	// (storeBudget); 0: the api_store_budget setting, read again every
+	// 10 s.
+	StoreBudget time.Duration
 }
 
 // Route is one entry of the route table: every request the server
@@ -96,6 +100,7 @@ type Server struct {
 	// metricsToken is the SHA-256 of Config.MetricsToken; nil: none.
 	metricsToken []byte
 	drainLimit   int64
+	budget       *storeBudget
 
 	storage *storageAPI // the overview and project detail (storage.go)
 	files   *filesAPI   // the file endpoints (files.go)
@@ -129,6 +134,7 @@ func New(cfg Config) (*Server, error) {
 		s.metricsToken = sum[:]
 	}
 	s.drainLimit = cfg.DrainLimit
+	s.budget = newStoreBudget(s.m, cfg.StoreBudget)
 	if s.storage, err = newStorageAPI(cfg.Root); err != nil {
 		return nil, err
 	}
@@ -353,6 +359,9 @@ func (s *Server) guard(rt Route) http.Handler {
 			http.NewResponseController(rw).EnableFullDuplex()
 		}
 		w := &statusWriter{ResponseWriter: rw, body: body}
+		// One budget for every store call the request makes, the drain's
+		// read of its setting included (storeBudget).
+		budgeted := sandbox.WithStoreBudget(r.Context(), s.budget.get())
 		w.Header().Set("X-Request-Id", id)
 		var caller Caller
 		defer func() {
@@ -370,7 +379,7 @@ func (s *Server) guard(rt Route) http.Handler {
 			} else if h := s.log.Handler(); h.Enabled(r.Context(), slog.LevelInfo) {
 				h.Handle(r.Context(), rec.record())
 			}
-			s.drainUnread(rw, r, body)
+			s.drainUnread(rw, r.WithContext(budgeted), body)
 		}()
 		if !s.hosts.allows(r.Host) {
 			writeMisdirected(w, r.Host)
@@ -397,7 +406,7 @@ func (s *Server) guard(rt Route) http.Handler {
 				return
 			}
 		}
-		ctx := withCaller(r.Context(), caller)
+		ctx := withCaller(budgeted, caller)
 		if caller.Name != "" {
 			ctx = sandbox.WithActor(ctx, caller.Name)
 		}

@@ -628,8 +628,12 @@ type InProgress struct{ Ino, Room uint64 }
 // TempInode records the inode of the named temporary file of the write
 // holding reservation id, so that walks leave out that file alone.
 func (s *Store) TempInode(ctx context.Context, id int64, ino uint64) error {
-	_, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE reservations SET temp_ino = ? WHERE id = ?`), int64(ino), id)
-	return err
+	ctx, done, err := s.bounded(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, s.db.Rebind(`UPDATE reservations SET temp_ino = ? WHERE id = ?`), int64(ino), id)
+	return done(err)
 }
 
 // WalkAt is a walk that began at t with no write through xfsq in flight:
@@ -841,12 +845,16 @@ func (s *Store) Read(ctx context.Context, k TreeKey) (TreeRead, error) {
 		Bytes, Inodes, WalkedAt                      int64
 		BytesSince, InodesSince                      int64
 	}
-	st, err := s.prepared(ctx, readQuery)
+	ctx, done, err := s.bounded(ctx)
 	if err != nil {
 		return TreeRead{}, err
 	}
-	err = st.QueryRowxContext(ctx, s.Host, k.Project, k.Area).Scan(
-		&row.BytesSoft, &row.BytesHard, &row.InodesSoft, &row.InodesHard, &row.Bytes, &row.Inodes, &row.WalkedAt, &row.BytesSince, &row.InodesSince)
+	st, err := s.prepared(ctx, readQuery)
+	if err != nil {
+		return TreeRead{}, done(err)
+	}
+	err = done(st.QueryRowxContext(ctx, s.Host, k.Project, k.Area).Scan(
+		&row.BytesSoft, &row.BytesHard, &row.InodesSoft, &row.InodesHard, &row.Bytes, &row.Inodes, &row.WalkedAt, &row.BytesSince, &row.InodesSince))
 	if errors.Is(err, sql.ErrNoRows) {
 		return TreeRead{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
 	}

@@ -32,11 +32,15 @@ func (s *Store) ChangeMark(ctx context.Context) (ChangeMark, error) {
 		N  int64 `db:"n"`
 		AT int64 `db:"at"`
 	}
-	st, err := s.prepared(ctx, changeMarkQuery)
+	ctx, done, err := s.bounded(ctx)
 	if err != nil {
 		return ChangeMark{}, err
 	}
-	err = st.GetContext(ctx, &m, s.Host, s.Host, s.Host)
+	st, err := s.prepared(ctx, changeMarkQuery)
+	if err != nil {
+		return ChangeMark{}, done(err)
+	}
+	err = done(st.GetContext(ctx, &m, s.Host, s.Host, s.Host))
 	return ChangeMark{Versions: m.V, Snapshots: m.N, SnapshotTimes: m.AT}, err
 }
 

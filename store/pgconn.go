@@ -203,7 +203,10 @@ func (c *pgConnector) Driver() driver.Driver { return c.pq.Driver() }
 
 func (c *pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	slot := &dialSlot{}
-	ctx, end, budget := c.guard(context.WithValue(ctx, dialSlotKey{}, slot), slot.cutNow, c.o.ConnectTimeout)
+	ctx, end, budget, err := c.guard(context.WithValue(ctx, dialSlotKey{}, slot), slot.cutNow, c.o.ConnectTimeout)
+	if err != nil {
+		return nil, err
+	}
 	defer end()
 	dc, err := c.pq.Connect(ctx)
 	if err != nil {
@@ -220,21 +223,43 @@ func (c *pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
 }
 
 // guard gives ctx a deadline when it has none (the call's budget,
-// at most limit), and cuts the connection the moment ctx ends; end
-// stops that and must be called when the call is over.
-func (c *pgConnector) guard(ctx context.Context, cut func(), limit time.Duration) (context.Context, func(), time.Duration) {
+// at most limit), or what is left of the request's budget (WithBudget)
+// when that is sooner, and cuts the connection the moment ctx ends; end
+// stops that, charges the call's time to the request's budget, and must
+// be called when the call is over. A request whose budget is spent gets
+// its UnreachableError here, before anything is sent.
+func (c *pgConnector) guard(ctx context.Context, cut func(), limit time.Duration) (context.Context, func(), time.Duration, error) {
 	budget := c.o.CallBudget()
 	if limit > 0 && limit < budget {
 		budget = limit
 	}
-	cancel := context.CancelFunc(func() {})
-	if dl, ok := ctx.Deadline(); ok {
+	dl, hasDeadline := ctx.Deadline()
+	if hasDeadline {
 		budget = time.Until(dl)
-	} else {
+	}
+	req := budgetOf(ctx)
+	if req != nil {
+		left := req.remaining()
+		if left <= 0 {
+			return ctx, func() {}, 0, req.spent(c.addr)
+		}
+		if left < budget {
+			budget, hasDeadline = left, false
+		}
+	}
+	cancel := context.CancelFunc(func() {})
+	if !hasDeadline {
 		ctx, cancel = context.WithTimeout(ctx, budget)
 	}
 	stop := context.AfterFunc(ctx, cut)
-	return ctx, func() { stop(); cancel() }, budget
+	start := time.Now()
+	return ctx, func() {
+		stop()
+		cancel()
+		if req != nil {
+			req.charge(time.Since(start))
+		}
+	}, budget, nil
 }
 
 // fail is err as the call saw it: an UnreachableError when the server
@@ -259,7 +284,7 @@ type guardedConn struct {
 	c           *pgConnector
 }
 
-func (g *guardedConn) guard(ctx context.Context) (context.Context, func(), time.Duration) {
+func (g *guardedConn) guard(ctx context.Context) (context.Context, func(), time.Duration, error) {
 	return g.c.guard(ctx, g.net.cutNow, 0)
 }
 
@@ -277,7 +302,10 @@ func (g *guardedConn) Prepare(q string) (driver.Stmt, error) {
 }
 
 func (g *guardedConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
-	ctx, end, budget := g.guard(ctx)
+	ctx, end, budget, err := g.guard(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer end()
 	st, err := g.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, q)
 	if err != nil {
@@ -291,7 +319,10 @@ func (g *guardedConn) Begin() (driver.Tx, error) {
 }
 
 func (g *guardedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	bctx, end, budget := g.guard(ctx)
+	bctx, end, budget, err := g.guard(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer end()
 	// lib/pq watches the context it begins with until the transaction
 	// ends: the caller's, not this call's budget.
@@ -303,24 +334,34 @@ func (g *guardedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 }
 
 func (g *guardedConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
-	ctx, end, budget := g.guard(ctx)
+	ctx, end, budget, err := g.guard(ctx)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := g.Conn.(driver.QueryerContext).QueryContext(ctx, q, args)
 	if err != nil {
+		err = g.fail(ctx, err, budget) // before end cancels ctx: fail reads it
 		end()
-		return nil, g.fail(ctx, err, budget)
+		return nil, err
 	}
 	return &guardedRows{Rows: rows, g: g, ctx: ctx, end: end, budget: budget}, nil
 }
 
 func (g *guardedConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
-	ctx, end, budget := g.guard(ctx)
+	ctx, end, budget, err := g.guard(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer end()
 	r, err := g.Conn.(driver.ExecerContext).ExecContext(ctx, q, args)
 	return r, g.fail(ctx, err, budget)
 }
 
 func (g *guardedConn) Ping(ctx context.Context) error {
-	ctx, end, budget := g.guard(ctx)
+	ctx, end, budget, err := g.guard(ctx)
+	if err != nil {
+		return err
+	}
 	defer end()
 	return g.fail(ctx, g.Conn.(driver.Pinger).Ping(ctx), budget)
 }
@@ -341,7 +382,7 @@ func (g *guardedConn) IsValid() bool {
 }
 
 func (g *guardedConn) Close() error {
-	_, end, _ := g.guard(context.Background())
+	_, end, _, _ := g.guard(context.Background())
 	defer end()
 	return g.Conn.Close()
 }
@@ -355,13 +396,21 @@ type guardedTx struct {
 }
 
 func (t *guardedTx) Commit() error {
-	ctx, end, budget := t.g.guard(t.ctx)
+	ctx, end, budget, err := t.g.guard(t.ctx)
+	if err != nil {
+		t.g.net.cutNow() // never committed: the server rolls it back with the connection
+		return err
+	}
 	defer end()
 	return t.g.fail(ctx, t.Tx.Commit(), budget)
 }
 
 func (t *guardedTx) Rollback() error {
-	ctx, end, budget := t.g.guard(t.ctx)
+	ctx, end, budget, err := t.g.guard(t.ctx)
+	if err != nil {
+		t.g.net.cutNow() // the server rolls it back with the connection
+		return driver.ErrBadConn
+	}
 	defer end()
 	return t.g.fail(ctx, t.Tx.Rollback(), budget)
 }
@@ -373,24 +422,31 @@ type guardedStmt struct {
 }
 
 func (s *guardedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	ctx, end, budget := s.g.guard(ctx)
+	ctx, end, budget, err := s.g.guard(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer end()
 	r, err := s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
 	return r, s.g.fail(ctx, err, budget)
 }
 
 func (s *guardedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	ctx, end, budget := s.g.guard(ctx)
+	ctx, end, budget, err := s.g.guard(ctx)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
 	if err != nil {
+		err = s.g.fail(ctx, err, budget) // before end cancels ctx: fail reads it
 		end()
-		return nil, s.g.fail(ctx, err, budget)
+		return nil, err
 	}
 	return &guardedRows{Rows: rows, g: s.g, ctx: ctx, end: end, budget: budget}, nil
 }
 
 func (s *guardedStmt) Close() error {
-	_, end, _ := s.g.guard(context.Background())
+	_, end, _, _ := s.g.guard(context.Background())
 	defer end()
 	return s.Stmt.Close()
 }

@@ -273,25 +273,30 @@ func (t *Tx) ReserveID(ctx context.Context, fsUUID string, r quota.IDRange, excl
 	if err := t.lock(ctx, "ids:"+t.s.Host+":"+fsUUID); err != nil {
 		return 0, err
 	}
-	var taken []int64
-	if err := t.sel(ctx, &taken, `SELECT project_id FROM id_registry WHERE host = ? AND fs_key = ? AND project_id BETWEEN ? AND ? ORDER BY project_id`,
-		t.s.Host, fsUUID, int64(r.First), int64(r.Last)); err != nil {
-		return 0, err
-	}
-	// taken is sorted: walk candidates and taken IDs together.
-	i := 0
-	for id := r.First; ; id++ {
-		for i < len(taken) && quota.ProjectID(taken[i]) < id {
-			i++
+	// The first free ID from start, found by the database: reading every
+	// taken ID of the range sent thousands of rows to each add.
+	for start := r.First; ; {
+		var next sql.NullInt64
+		if err := t.get(ctx, &next, `SELECT MIN(c) FROM (SELECT CAST(? AS BIGINT) AS c
+			UNION ALL SELECT project_id + 1 FROM id_registry WHERE host = ? AND fs_key = ? AND project_id >= ? AND project_id < ?) x
+			WHERE NOT EXISTS (SELECT 1 FROM id_registry i WHERE i.host = ? AND i.fs_key = ? AND i.project_id = x.c)`,
+			int64(start), t.s.Host, fsUUID, int64(start), int64(r.Last), t.s.Host, fsUUID); err != nil {
+			return 0, err
 		}
-		if !(i < len(taken) && quota.ProjectID(taken[i]) == id) && !excluded[id] {
-			_, err := t.exec(ctx, `INSERT INTO id_registry (host, fs_key, project_id, owner, created_at) VALUES (?, ?, ?, ?, ?)`,
-				t.s.Host, fsUUID, int64(id), owner, toMicros(time.Now()))
-			return id, err
-		}
-		if id == r.Last {
+		if !next.Valid || next.Int64 > int64(r.Last) {
 			return 0, fmt.Errorf("no free project ID left in %d-%d on filesystem %s", r.First, r.Last, fsUUID)
 		}
+		id := quota.ProjectID(next.Int64)
+		if excluded[id] { // in use on the filesystem by something else
+			if id == r.Last {
+				return 0, fmt.Errorf("no free project ID left in %d-%d on filesystem %s", r.First, r.Last, fsUUID)
+			}
+			start = id + 1
+			continue
+		}
+		_, err := t.exec(ctx, `INSERT INTO id_registry (host, fs_key, project_id, owner, created_at) VALUES (?, ?, ?, ?, ?)`,
+			t.s.Host, fsUUID, int64(id), owner, toMicros(time.Now()))
+		return id, err
 	}
 }
 

@@ -32,6 +32,7 @@ type Store struct {
 	postgres bool
 	readOnly bool // see OpenReadOnly
 	bounds   PostgresOptions
+	addr     string // PostgreSQL's host:port, for UnreachableError
 	probe    generationProbe
 	commits  atomic.Uint64 // commits through InTx (Generation)
 	// Host scopes rows that belong to one machine (projects, trees,
@@ -66,7 +67,7 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("database %s: %w", Redact(dsn), scrub(err, dsn))
 		}
-		s.db, s.bounds = sqlx.NewDb(db, "postgres"), opts
+		s.db, s.bounds, s.addr = sqlx.NewDb(db, "postgres"), opts, addrOf(cfg)
 	} else {
 		if err := os.MkdirAll(filepath.Dir(dsn), 0o700); err != nil {
 			if errors.Is(err, os.ErrPermission) {
@@ -154,21 +155,28 @@ func (s *Store) Close() error {
 type Tx struct {
 	tx *sqlx.Tx
 	s  *Store
+	// locked are the keys lock took in this transaction: held to its
+	// end, so taking one again is a round trip for nothing.
+	locked map[string]bool
 }
 
 // InTx runs fn in a transaction, committed if fn returns nil.
 func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
+	ctx, done, err := s.bounded(ctx)
+	if err != nil {
+		return err
+	}
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
+		return fmt.Errorf("begin transaction: %w", done(err))
 	}
 	if err := fn(&Tx{tx: tx, s: s}); err != nil {
 		tx.Rollback()
-		return err
+		return done(err)
 	}
 	err = tx.Commit()
 	s.commits.Add(1) // even a failed commit: whether it took is unknown
-	if err != nil {
+	if err = done(err); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
@@ -189,19 +197,33 @@ func (t *Tx) sel(ctx context.Context, dest any, query string, args ...any) error
 // lock serialises transactions on one key across processes and hosts. On
 // SQLite every transaction already holds the database write lock from BEGIN.
 func (t *Tx) lock(ctx context.Context, key string) error {
-	if !t.s.postgres {
+	if !t.s.postgres || t.locked[key] {
 		return nil
 	}
-	_, err := t.tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", key)
-	return err
+	if _, err := t.tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", key); err != nil {
+		return err
+	}
+	if t.locked == nil {
+		t.locked = map[string]bool{}
+	}
+	t.locked[key] = true
+	return nil
 }
 
 func (s *Store) sel(ctx context.Context, dest any, query string, args ...any) error {
-	return s.db.SelectContext(ctx, dest, s.db.Rebind(query), args...)
+	ctx, done, err := s.bounded(ctx)
+	if err != nil {
+		return err
+	}
+	return done(s.db.SelectContext(ctx, dest, s.db.Rebind(query), args...))
 }
 
 func (s *Store) get(ctx context.Context, dest any, query string, args ...any) error {
-	return s.db.GetContext(ctx, dest, s.db.Rebind(query), args...)
+	ctx, done, err := s.bounded(ctx)
+	if err != nil {
+		return err
+	}
+	return done(s.db.GetContext(ctx, dest, s.db.Rebind(query), args...))
 }
 
 // Times are stored as Unix microseconds: one portable type for both drivers.

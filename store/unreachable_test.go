@@ -193,6 +193,57 @@ func TestBlackholedStoreAnswersWithinBudget(t *testing.T) {
 	}
 }
 
+// A request's budget (WithBudget) bounds all its store calls together:
+// against a blackholed store the first call ends when the budget does,
+// however long the store's own bounds are, and every later call of the
+// request fails at once without a wait of its own. The calls of a
+// request that stays within its budget are charged what they took.
+func TestRequestBudgetBoundsAllItsCalls(t *testing.T) {
+	p := storetest.NewProxy(t, storetest.Postgres(t))
+	s, err := Open(ctx, p.DSN, "h") // the default bounds: seconds per call
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	live := WithBudget(ctx, time.Minute)
+	if _, err := s.Events(live, EventFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	if left, ok := BudgetLeft(live); !ok || left >= time.Minute || left <= 0 {
+		t.Errorf("a call within the budget left %s of a minute: want it charged", left)
+	}
+	const budget = 700 * time.Millisecond
+	p.Blackhole()
+	req := WithBudget(ctx, budget)
+	start := time.Now()
+	calls := []func() error{
+		func() error { _, err := s.Events(req, EventFilter{}); return err },
+		func() error { return s.InTx(req, func(tx *Tx) error { return tx.lock(req, "budget") }) },
+		func() error { _, err := s.ChangeMark(req); return err },
+		func() error { _, err := s.Read(req, TreeKey{Project: "p", Area: "workspace"}); return err },
+	}
+	for i, call := range calls {
+		err := call()
+		var u *UnreachableError
+		if !errors.As(err, &u) || !u.TimedOut {
+			t.Fatalf("call %d: error %T %v: want an UnreachableError that timed out", i, err, err)
+		}
+		if i > 0 && !strings.Contains(err.Error(), "request's budget of 700ms") {
+			t.Errorf("call %d: %q does not name the request's budget", i, err)
+		}
+	}
+	if took := time.Since(start); took > budget+500*time.Millisecond {
+		t.Errorf("%d calls took %s against a blackholed store: the request's budget was %s", len(calls), took, budget)
+	}
+	if b := s.Bounds(); b.ReadBound() < 5*budget {
+		t.Fatalf("the store's own bound %s is no longer than the budget: the test proves nothing", b.ReadBound())
+	}
+	p.Restore(t)
+	if _, err := s.Events(WithBudget(ctx, 5*time.Second), EventFilter{}); err != nil {
+		t.Fatalf("a new request after the link came back: %v", err)
+	}
+}
+
 // The DSN's bounds reach the server (statement_timeout, lock_timeout as
 // run-time parameters) and the pool; xfsq's own keywords do not reach
 // the server, which would refuse them; a bound of 0 is refused.

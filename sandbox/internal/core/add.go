@@ -107,25 +107,62 @@ func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, 
 	if err := ValidateName(name); err != nil {
 		return Project{}, err
 	}
+	keys := make([]string, 0, len(area.OfProject))
+	for _, a := range area.OfProject {
+		keys = append(keys, areaDefaultQuota[a])
+	}
+	defaults, err := m.settingsOf(ctx, keys...) // one read for every area's
+	if err != nil {
+		return Project{}, err
+	}
 	limits := map[string]quota.Limits{}
 	for _, a := range area.OfProject { // in order: the first bad limit is the one named
-		l, err := m.defaultLimits(ctx, a)
-		if err != nil {
-			return Project{}, err
-		}
+		l := quota.Limits{BytesHard: defaults[areaDefaultQuota[a]].Bytes()} // as defaultLimits
 		limits[a] = o.change(a).apply(l)
 		if err := m.checkLimits(a, limits[a]); err != nil {
 			return Project{}, err
 		}
 	}
-	if err := m.claim(ctx, name); err != nil {
+	excluded, err := m.excludedIDs()
+	if err != nil {
+		return Project{}, err
+	}
+	// The project's row, its trees' IDs and rows, in one transaction: each
+	// commit is a wait for the disk (three more made an add's time).
+	var trees []store.Tree
+	err = m.claim(ctx, name, func(tx *store.Tx) (err error) {
+		trees, err = m.recordTrees(ctx, tx, name, limits, excluded)
+		return err
+	})
+	if err != nil {
 		return Project{}, err
 	}
 	fault.Point("add:project-row")
-	trees, err := m.makeTrees(ctx, name, limits)
+	for _, t := range trees {
+		fault.Point("add:" + t.Area + ":id-recorded")
+	}
+	var walks []store.WalkRecord
+	for _, t := range trees {
+		if err = m.placeTree(t); err != nil {
+			break
+		}
+		if m.xfs == nil { // the fallback's admission starts from a walk; XFS counts in the kernel
+			var w store.WalkRecord
+			if w, err = m.measureNew(t); err != nil {
+				break
+			}
+			walks = append(walks, w)
+		}
+	}
 	if err == nil {
 		fault.Point("add:before-ready")
 		err = m.Store.InTx(ctx, func(tx *store.Tx) error {
+			// The new trees' walks are their baselines, recorded with the
+			// project made ready: no write through xfsq reaches a project
+			// being added, so none was in flight.
+			if err := tx.SetBaselines(ctx, walks); err != nil {
+				return err
+			}
 			if err := tx.SetProjectState(ctx, name, store.StateReady, ""); err != nil {
 				return err
 			}
@@ -156,16 +193,19 @@ func rollbackFailed(err, rbErr error) error {
 	return errkind.WithFix(errkind.Of(err), fmt.Errorf("%w (and rolling back failed: %v)", err, rbErr), doctorFix)
 }
 
-// claim inserts the project row in state adding, rolling back first the
-// leftovers of an add whose process died.
-func (m *Manager) claim(ctx context.Context, name string) error {
+// claim inserts the project row in state adding, and runs then in the
+// same transaction, rolling back first the leftovers of an add whose
+// process died.
+func (m *Manager) claim(ctx context.Context, name string, then func(*store.Tx) error) error {
 	for attempt := 0; ; attempt++ {
 		var existing store.Project
 		var inserted bool
 		err := m.Store.InTx(ctx, func(tx *store.Tx) error {
 			var err error
-			existing, inserted, err = tx.InsertProject(ctx, name, HolderOf(ctx), m.now())
-			return err
+			if existing, inserted, err = tx.InsertProject(ctx, name, HolderOf(ctx), m.now()); err != nil || !inserted {
+				return err
+			}
+			return then(tx)
 		})
 		switch {
 		case err != nil:
@@ -200,11 +240,13 @@ func (m *Manager) defaultLimits(ctx context.Context, area string) (quota.Limits,
 	return quota.Limits{BytesHard: def.Bytes()}, nil
 }
 
-// makeTrees makes each area's tree (makeTree).
-func (m *Manager) makeTrees(ctx context.Context, name string, limits map[string]quota.Limits) ([]store.Tree, error) {
+// recordTrees reserves each area's tree's ID and records its row, in
+// the caller's transaction: before any directory is made, so that a
+// rollback finds what to undo.
+func (m *Manager) recordTrees(ctx context.Context, tx *store.Tx, name string, limits map[string]quota.Limits, excluded map[quota.ProjectID]bool) ([]store.Tree, error) {
 	var trees []store.Tree
 	for _, a := range area.OfProject {
-		tree, err := m.makeTree(ctx, name, a, limits[a])
+		tree, err := m.recordTree(ctx, tx, name, a, limits[a], excluded)
 		if err != nil {
 			return nil, err
 		}
@@ -213,58 +255,84 @@ func (m *Manager) makeTrees(ctx context.Context, name string, limits map[string]
 	return trees, nil
 }
 
-// makeTree makes one tree of a project: ID and row in one transaction, then
-// the directory (an existing one is adopted with what it holds), then the
-// kernel's ID and limits.
-func (m *Manager) makeTree(ctx context.Context, name, a string, limits quota.Limits) (store.Tree, error) {
+// recordTree reserves one tree's ID and records its row in tx.
+func (m *Manager) recordTree(ctx context.Context, tx *store.Tx, name, a string, limits quota.Limits, excluded map[quota.ProjectID]bool) (store.Tree, error) {
 	rel := area.TreePath(name, a)
 	dir := m.abs(rel)
 	_, statErr := os.Lstat(dir)
 	tree := store.Tree{Project: name, Area: a, Path: rel, Backend: m.BackendName(), FSUUID: m.fsUUID,
 		Limits: limits, CreatedDir: errors.Is(statErr, os.ErrNotExist)}
-	if statErr == nil {
+	if statErr == nil { // an existing one is adopted with what it holds
 		if err := checkAdoptable(dir); err != nil {
 			return tree, err
 		}
 	}
-	excluded, err := m.excludedIDs()
-	if err != nil {
+	var err error
+	if tree.ProjectID, err = tx.ReserveID(ctx, m.fsUUID, m.Range, excluded, name+"/"+a); err != nil {
 		return tree, err
 	}
-	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
-		var err error
-		if tree.ProjectID, err = tx.ReserveID(ctx, m.fsUUID, m.Range, excluded, name+"/"+a); err != nil {
-			return err
-		}
-		return tx.InsertTree(ctx, tree)
+	return tree, tx.InsertTree(ctx, tree)
+}
+
+// makeTree makes one tree of a project that has the others (the doctor's
+// repair): ID and row in one transaction, then the directory (an existing
+// one is adopted with what it holds), the kernel's ID and limits, and on
+// the fallback its baseline. The tree is returned with its ID once one
+// was recorded, for the caller to undo.
+func (m *Manager) makeTree(ctx context.Context, name, a string, limits quota.Limits) (store.Tree, error) {
+	excluded, err := m.excludedIDs()
+	if err != nil {
+		return store.Tree{}, err
+	}
+	var tree store.Tree
+	err = m.Store.InTx(ctx, func(tx *store.Tx) (err error) {
+		tree, err = m.recordTree(ctx, tx, name, a, limits, excluded)
+		return err
 	})
 	if err != nil {
+		tree.ProjectID = 0 // nothing recorded
 		return tree, err
 	}
 	fault.Point("add:" + a + ":id-recorded")
+	if err := m.placeTree(tree); err != nil {
+		return tree, err
+	}
+	if m.xfs == nil {
+		_, err = m.baseline(ctx, tree, 0)
+	}
+	return tree, err
+}
+
+// placeTree makes a recorded tree's directory (and its skeleton), then
+// the kernel's ID and limits.
+func (m *Manager) placeTree(tree store.Tree) error {
+	a, dir := tree.Area, m.abs(tree.Path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return tree, fmt.Errorf("create %s: %w", dir, err)
+		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	for _, sub := range area.Skeleton(a) {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			return tree, fmt.Errorf("create %s: %w", filepath.Join(dir, sub), err)
+			return fmt.Errorf("create %s: %w", filepath.Join(dir, sub), err)
 		}
 	}
 	fault.Point("add:" + a + ":dir-created")
 	if err := m.Backend.Assign(dir, tree.ProjectID); err != nil {
-		return tree, err
+		return err
 	}
 	fault.Point("add:" + a + ":assigned")
 	if err := m.Backend.SetLimits(tree.ProjectID, tree.Limits); err != nil {
-		return tree, err
+		return err
 	}
 	fault.Point("add:" + a + ":limits-set")
-	if m.xfs == nil { // the fallback's admission starts from a walk; XFS counts in the kernel
-		if _, err := m.baseline(ctx, tree, 0); err != nil {
-			return tree, err
-		}
-	}
-	return tree, nil
+	return nil
+}
+
+// measureNew walks a new fallback tree: its baseline, to record.
+func (m *Manager) measureNew(tree store.Tree) (store.WalkRecord, error) {
+	start := m.now().Truncate(time.Microsecond) // as the store keeps it
+	u, seen, err := m.measureTree(tree, nil)
+	return store.WalkRecord{Snapshot: store.Snapshot{Project: tree.Project, Area: tree.Area},
+		Baseline: &store.WalkBaseline{Usage: u, Walk: store.WalkAt(start), Seen: seen}}, err
 }
 
 // checkAdoptable refuses to adopt an existing path that is not a plain directory.

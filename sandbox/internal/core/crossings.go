@@ -176,9 +176,29 @@ func (m *Manager) noteWalked(ctx context.Context, trees []store.Tree, area strin
 			walked = append(walked, t)
 		}
 	}
-	rows, err := m.status(ctx, walked, nil, Read{})
+	if m.xfs != nil { // the kernel's counters: no statement per tree
+		rows, err := m.status(ctx, walked, nil, Read{})
+		if err != nil {
+			return err
+		}
+		return m.noteLimits(ctx, rows, m.kernelOr(journal.SeenByWalk))
+	}
+	// The fallback's figures of every tree of the host in one statement
+	// (readReport), those walked kept: a read per tree was a round trip
+	// per tree after a pass that stored its walks in a few.
+	all, err := m.readReport(ctx)
 	if err != nil {
 		return err
+	}
+	keep := make(map[store.TreeKey]bool, len(walked))
+	for _, t := range walked {
+		keep[store.TreeKey{Project: t.Project, Area: t.Area}] = true
+	}
+	rows := all[:0]
+	for _, r := range all {
+		if keep[store.TreeKey{Project: r.Project, Area: r.Area}] {
+			rows = append(rows, r)
+		}
 	}
 	return m.noteLimits(ctx, rows, m.kernelOr(journal.SeenByWalk))
 }

@@ -99,22 +99,35 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot_retention: %w", err)
 	}
-	out := make([]TreeSnapshot, 0, len(trees))
+	var walked []store.Tree
+	for _, t := range trees {
+		if o.Area == "" || t.Area == o.Area {
+			walked = append(walked, t)
+		}
+	}
+	out := make([]TreeSnapshot, 0, len(walked))
 	pass := func() {
-		for _, t := range trees {
-			if o.Area != "" && t.Area != o.Area {
-				continue
-			}
+		b := &walkBatch{m: m, retention: retention.Duration()}
+		for i, t := range walked {
 			// Between trees, never inside one: a cancelled pass (SIGTERM)
 			// stores every walk it finished and starts none.
 			if ctx.Err() != nil {
-				return
+				break
+			}
+			if b.due() {
+				out = b.flush(ctx, out)
+			}
+			if b.walks == nil && m.xfs == nil {
+				b.begin(ctx, walked[i:min(len(walked), i+walkBatchMax)])
 			}
 			if snapshotTreeStarts != nil {
 				snapshotTreeStarts(ctx, t)
 			}
-			out = append(out, m.snapshotTree(ctx, t, o.Walk, retention.Duration(), o.Progress))
+			snap, rec := m.snapshotTree(t, o.Walk, b, o.Progress)
+			out = append(out, snap)
+			b.add(len(out)-1, rec)
 		}
+		out = b.flush(ctx, out)
 	}
 	if o.Scheduled {
 		// On threads of its own: the caller's (a server's request
@@ -127,7 +140,7 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 	if err := ctx.Err(); err != nil {
 		return out, err // a pass cut short journals nothing: it is run again whole
 	}
-	if err := m.noteWalked(ctx, trees, o.Area); err != nil && o.Scheduled {
+	if err := m.noteWalked(ctx, walked, ""); err != nil && o.Scheduled {
 		return out, err
 	}
 	if o.Scheduled {
@@ -148,7 +161,88 @@ var snapshotTreeStarts func(ctx context.Context, t store.Tree)
 // ~200 KB; names of 255 bytes would make it ~2.7 MB).
 var maxStoredNodes = 10_000
 
-func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory.Options, retention time.Duration, report func(TreeProgress)) TreeSnapshot {
+// The walks of a pass are stored in batches (store.BeginWalks and
+// StoreWalks): a constant number of statements a batch, where a tree
+// cost ~19. A batch reads its trees' writes in flight once, before its
+// first walk, so a write committed before a later tree's walk is counted
+// twice until that tree's next walk (an over-count, never an
+// under-count): walkBatchWindow bounds how long a batch begins walks,
+// and so that window; walkBatchMax bounds its statements' size.
+var (
+	walkBatchMax    = 500
+	walkBatchWindow = time.Second
+)
+
+// walkBatch is the walks of a pass not stored yet.
+type walkBatch struct {
+	m         *Manager
+	retention time.Duration
+	began     time.Time
+	walks     map[store.TreeKey]store.Walk // fallback: each tree's, as the batch began
+	beginErr  error
+	trees     int // walked in it, stored or not
+	recs      []store.WalkRecord
+	at        []int // each record's snapshot in the pass's results
+}
+
+func (b *walkBatch) due() bool {
+	return b.trees >= walkBatchMax || (b.trees > 0 && time.Since(b.began) > walkBatchWindow)
+}
+
+// begin reads the writes in flight of the trees the batch may walk.
+func (b *walkBatch) begin(ctx context.Context, trees []store.Tree) {
+	keys := make([]store.TreeKey, len(trees))
+	for i, t := range trees {
+		keys[i] = store.TreeKey{Project: t.Project, Area: t.Area}
+	}
+	b.began = time.Now()
+	// As the walk's storing below: a pass stops between trees, not within one.
+	b.walks, b.beginErr = b.m.Store.BeginWalks(context.WithoutCancel(ctx), keys, b.began)
+	if b.walks == nil {
+		b.walks = map[store.TreeKey]store.Walk{}
+	}
+}
+
+// walk is the Walk of t's walk (ok false: the batch could not read it,
+// and why).
+func (b *walkBatch) walk(t store.Tree) (store.Walk, error) {
+	if b.beginErr != nil {
+		return store.Walk{}, b.beginErr
+	}
+	w, ok := b.walks[store.TreeKey{Project: t.Project, Area: t.Area}]
+	if !ok {
+		return store.Walk{}, fmt.Errorf("tree %s/%s: not among the batch's", t.Project, t.Area)
+	}
+	return w, nil
+}
+
+func (b *walkBatch) add(i int, rec *store.WalkRecord) {
+	if b.began.IsZero() {
+		b.began = time.Now()
+	}
+	b.trees++
+	if rec != nil {
+		b.recs = append(b.recs, *rec)
+		b.at = append(b.at, i)
+	}
+}
+
+// flush stores the batch's walks, even if the pass was cancelled
+// meanwhile (a pass stops between trees, not with walks thrown away), and
+// empties it; a failure is each of its trees' error.
+func (b *walkBatch) flush(ctx context.Context, out []TreeSnapshot) []TreeSnapshot {
+	if err := b.m.Store.StoreWalks(context.WithoutCancel(ctx), b.recs, b.retention); err != nil {
+		for _, i := range b.at {
+			out[i].Error = "store the snapshot: " + err.Error()
+		}
+	}
+	*b = walkBatch{m: b.m, retention: b.retention}
+	return out
+}
+
+// snapshotTree walks t and returns its entry, and the record to store of
+// it (nil when the walk failed).
+func (m *Manager) snapshotTree(t store.Tree, opts inventory.Options, b *walkBatch, report func(TreeProgress)) (TreeSnapshot, *store.WalkRecord) {
 	start := time.Now()
 	s := TreeSnapshot{Project: t.Project, Area: t.Area, At: start.UTC()}
 	if report != nil {
@@ -157,10 +251,9 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 	var walk store.Walk
 	if m.xfs == nil { // the walk becomes the fallback's baseline below
 		var err error
-		// As the walk's storing below: a pass stops between trees, not within one.
-		if walk, err = m.Store.BeginWalk(context.WithoutCancel(ctx), store.TreeKey{Project: t.Project, Area: t.Area}, s.At); err != nil {
+		if walk, err = b.walk(t); err != nil {
 			s.Error = "read the writes in flight: " + err.Error()
-			return s
+			return s, nil
 		}
 		opts.Writing = inProgress(walk) // their reservations count them
 	}
@@ -168,7 +261,7 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 	s.DurationSeconds = time.Since(start).Seconds()
 	if err != nil {
 		s.Error = err.Error()
-		return s
+		return s, nil
 	}
 	s.Node, s.Partial, s.Errors, s.TopFiles = *res.Root, res.Partial, res.Errors, res.TopFiles
 	snap := store.Snapshot{Project: t.Project, Area: t.Area, At: s.At, SizeBytes: s.SizeBytes, ApparentBytes: s.ApparentBytes,
@@ -178,25 +271,12 @@ func (m *Manager) snapshotTree(ctx context.Context, t store.Tree, opts inventory
 			s.KernelBytes, snap.KernelBytes = &q.Bytes, int64(q.Bytes)
 		}
 	}
-	tree := inventory.AppendStored(nil, inventory.Shallow(&s.Node, maxStoredNodes), s.TopFiles)
-	// A walk finished is stored even if the pass was cancelled meanwhile:
-	// a pass stops between trees, not with a walk thrown away.
-	ctx = context.WithoutCancel(ctx)
-	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
-		if err := tx.AddSnapshot(ctx, snap, tree, retention); err != nil {
-			return err
-		}
-		if m.xfs != nil || s.Partial {
-			return nil
-		}
+	rec := &store.WalkRecord{Snapshot: snap, Tree: inventory.AppendStored(nil, inventory.Shallow(&s.Node, maxStoredNodes), s.TopFiles)}
+	if m.xfs == nil && !s.Partial {
 		// The walk is also the fallback's new baseline for admission.
-		return tx.SetBaseline(ctx, store.TreeKey{Project: t.Project, Area: t.Area},
-			quota.Usage{Bytes: s.SizeBytes, Inodes: s.Files + s.Dirs}, walk, walkSeen(res))
-	})
-	if err != nil {
-		s.Error = "store the snapshot: " + err.Error()
+		rec.Baseline = &store.WalkBaseline{Usage: quota.Usage{Bytes: s.SizeBytes, Inodes: s.Files + s.Dirs}, Walk: walk, Seen: walkSeen(res)}
 	}
-	return s
+	return s, rec
 }
 
 // journalPass writes the one storage.snapshot event of a scheduled pass.

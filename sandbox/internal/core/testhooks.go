@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"time"
 
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/store"
@@ -16,6 +17,14 @@ type cleaner interface{ Cleanup(func()) }
 func OnSnapshotTree(t cleaner, f func(ctx context.Context, tree store.Tree)) {
 	snapshotTreeStarts = f
 	t.Cleanup(func() { snapshotTreeStarts = nil })
+}
+
+// WalkBatches makes a snapshot pass store its walks in batches of at most
+// n trees, each beginning walks for window at most, until t ends.
+func WalkBatches(t cleaner, n int, window time.Duration) {
+	wasN, wasW := walkBatchMax, walkBatchWindow
+	walkBatchMax, walkBatchWindow = n, window
+	t.Cleanup(func() { walkBatchMax, walkBatchWindow = wasN, wasW })
 }
 
 // ForgetReads empties m's read cache, for benchmarks of the uncached path.
