@@ -111,3 +111,28 @@ func TestPassTakenOverAfterExpiry(t *testing.T) {
 		}
 	})
 }
+
+// A deletion's confirmation finds its pending record whatever its path
+// holds: a tenant's name that is not valid UTF-8 is stored with U+FFFD in
+// its place, and the gate must key it the same way. A second
+// confirmation of the same deletion is refused.
+func TestConfirmPendingOfAnyName(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		rec := journal.Evicted{SweepID: "sw", Area: "cache", Path: "cache/omni/evil\x1b[2J\xff", State: journal.StatePending}
+		if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEvent(ctx, "omni", "op", rec) }); err != nil {
+			t.Fatal(err)
+		}
+		rec.State = journal.StateDone
+		if err := s.ConfirmPending(ctx, "omni", "op", rec); err != nil {
+			t.Fatalf("the confirmation of a pending deletion: %v", err)
+		}
+		var settled *SettledElsewhereError
+		if err := s.ConfirmPending(ctx, "omni", "op", rec); !errors.As(err, &settled) {
+			t.Errorf("a second confirmation: %v, want SettledElsewhereError", err)
+		}
+		if pending, err := s.PendingEvictions(ctx); err != nil || len(pending) != 0 {
+			t.Errorf("pending left: %+v %v", pending, err)
+		}
+	})
+}

@@ -116,6 +116,19 @@ func (t *Tx) trackEviction(ctx context.Context, id int64, data []byte) error {
 	return err
 }
 
+// keyOf is rec's key as evictions_pending holds it: read back from the
+// record's JSON as trackEviction reads it, so that a name that is not
+// valid UTF-8 (a tenant's, stored with U+FFFD in its place) is the same
+// key in both.
+func keyOf(rec journal.Evicted) (evictionKey, error) {
+	var k evictionKey
+	data, err := json.Marshal(rec)
+	if err == nil {
+		err = json.Unmarshal(data, &k)
+	}
+	return k, err
+}
+
 // PendingEvictions finds this host's pending storage.evicted records that
 // no later record of the same sweep and path has settled, oldest first.
 func (s *Store) PendingEvictions(ctx context.Context) ([]PendingEviction, error) {
@@ -163,9 +176,12 @@ func (s *Store) ConfirmPending(ctx context.Context, project, actor string, rec j
 // looked orphaned), and a second settled record would say it was deleted
 // twice. It reports whether rec was journalled.
 func (s *Store) SettlePending(ctx context.Context, project, actor string, rec journal.Evicted) (bool, error) {
-	k := evictionKey{SweepID: rec.SweepID, Path: rec.Path, DeletionID: rec.DeletionID, State: rec.State}
+	k, err := keyOf(rec)
+	if err != nil {
+		return false, err
+	}
 	settled := false
-	err := s.InTx(ctx, func(tx *Tx) error {
+	err = s.InTx(ctx, func(tx *Tx) error {
 		// The delete is the gate: of two settlers, one removes the row.
 		res, err := tx.exec(ctx, `DELETE FROM evictions_pending WHERE host = ? AND sweep_id = ? AND path = ? AND deletion_id = ?`,
 			s.Host, k.SweepID, k.Path, k.DeletionID)
