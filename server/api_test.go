@@ -554,7 +554,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 		}
 		// A real internal error: the store closed under the server.
 		sandbox.TestStore(r.Manager).Close()
-		record(ts.raw(t, "GET", p+"/omni/admission", readerToken, ""))
+		record(ts.raw(t, "GET", p+"/omni/admission", readerToken, "")) // may answer from its cache
+		record(ts.raw(t, "GET", "/v1/workspace/storage/events", readerToken, ""))
 		evs, err := r.Reopen().Events(context.Background(), sandbox.EventQuery{Limit: sandbox.MaxEventLimit})
 		if err != nil {
 			t.Fatal(err)
