@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 )
@@ -28,7 +29,7 @@ import (
 // exactly when its newest record says done.
 func TestSweepOfAHungMachineIsTakenOver(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root for a pid namespace")
+		prereq.Missing(t, "a pid namespace needs root: run the tests as root")
 	}
 	const entries, nth = 6, 3
 	cases := []struct{ point, by string }{

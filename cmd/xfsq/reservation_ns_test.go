@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 )
 
@@ -18,7 +19,7 @@ import (
 // frozen write lands, and the tree stays within its hard limit.
 func TestAWriterInAnotherPidNamespaceKeepsItsRoom(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root for a pid namespace")
+		prereq.Missing(t, "a pid namespace needs root: run the tests as root")
 	}
 	for _, d := range storetest.Drivers() {
 		t.Run(d.Name, func(t *testing.T) {
