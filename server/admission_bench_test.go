@@ -58,6 +58,7 @@ func BenchmarkAdmissionHandler(b *testing.B) {
 		reqs := make([]*http.Request, len(names))
 		for i := range reqs {
 			reqs[i] = httptest.NewRequest("GET", path(i), nil)
+			reqs[i].Host = "localhost" // httptest's example.com is refused (421) as a rebinding name
 			reqs[i].Header.Set("Authorization", "Bearer "+readerToken)
 		}
 		b.ReportAllocs()
