@@ -4,7 +4,8 @@ package sandbox
 // and method a one-line call into sandbox/internal/core or the use case
 // beside it that owns the call (retention: sweeps, plans, passes;
 // readmodel: the answers assembled for readers; doctor: findings and
-// repairs; writes: the accounting of writes, and the file layer over it).
+// repairs; fleet: heartbeats, the hosts sharing the store, retirement;
+// writes: the accounting of writes, and the file layer over it).
 // Nothing here decides anything; a new use case adds its line here.
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
+	"github.com/xfsq/xfsq/sandbox/internal/fleet"
 	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
 	"github.com/xfsq/xfsq/sandbox/internal/writes"
@@ -394,29 +396,29 @@ func (m *Manager) WriteXFSProjectFiles(ctx context.Context, projectsPath string,
 
 // The fleet: heartbeats, the hosts sharing the store, their trees, retirement.
 type (
-	AbandonedDeletion = core.AbandonedDeletion
-	FleetHost         = core.FleetHost
-	FleetHosts        = core.FleetHosts
-	FleetQuery        = core.FleetQuery
-	FleetStorage      = core.FleetStorage
-	FleetTree         = core.FleetTree
-	RetireOutcome     = core.RetireOutcome
+	AbandonedDeletion = fleet.AbandonedDeletion
+	FleetHost         = fleet.FleetHost
+	FleetHosts        = fleet.FleetHosts
+	FleetQuery        = fleet.FleetQuery
+	FleetStorage      = fleet.FleetStorage
+	FleetTree         = fleet.FleetTree
+	RetireOutcome     = fleet.RetireOutcome
 )
 
-func Version() string { return core.Version() }
+func Version() string { return fleet.Version() }
 
 func (m *Manager) HeartbeatInterval(ctx context.Context) (time.Duration, error) {
-	return m.c.HeartbeatInterval(ctx)
+	return m.fleet.HeartbeatInterval(ctx)
 }
 
 func (m *Manager) Heartbeat(ctx context.Context, interval time.Duration) error {
-	return m.c.Heartbeat(ctx, interval)
+	return m.fleet.Heartbeat(ctx, interval)
 }
 
-func (m *Manager) FleetHosts(ctx context.Context) (FleetHosts, error) { return m.c.FleetHosts(ctx) }
+func (m *Manager) FleetHosts(ctx context.Context) (FleetHosts, error) { return m.fleet.FleetHosts(ctx) }
 
 func (m *Manager) FleetStorage(ctx context.Context, q FleetQuery) (FleetStorage, error) {
-	return m.c.FleetStorage(ctx, q)
+	return m.fleet.FleetStorage(ctx, q)
 }
 
 func (m *Manager) CheckHosts(ctx context.Context, names []string) error {
@@ -424,7 +426,7 @@ func (m *Manager) CheckHosts(ctx context.Context, names []string) error {
 }
 
 func (m *Manager) RetireHost(ctx context.Context, name string, force bool) (RetireOutcome, error) {
-	return m.c.RetireHost(ctx, name, force)
+	return m.fleet.RetireHost(ctx, name, force)
 }
 
 func (m *Manager) RootID() string { return m.c.RootID() }
