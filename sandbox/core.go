@@ -467,7 +467,7 @@ type (
 	Trend       = core.Trend
 	TreeDiff    = readmodel.TreeDiff
 	TreeKey     = core.TreeKey
-	TreeTrend   = core.TreeTrend
+	TreeTrend   = readmodel.TreeTrend
 	UsagePoint  = core.UsagePoint
 )
 
@@ -488,35 +488,35 @@ func (m *Manager) Diff(ctx context.Context, name string, o DiffOptions) (TreeDif
 	return m.reads.Diff(ctx, name, o)
 }
 
-func (m *Manager) FullAt(ctx context.Context) map[TreeKey]time.Time { return m.c.FullAt(ctx) }
+func (m *Manager) FullAt(ctx context.Context) map[TreeKey]time.Time { return m.reads.FullAt(ctx) }
 
 // Usage history: a project's and the disk's stored figures over the
 // snapshot window, for charts.
 type (
-	DiskHistory    = core.DiskHistory
-	HistoryOptions = core.HistoryOptions
-	HistoryPoint   = core.HistoryPoint
-	ProjectHistory = core.ProjectHistory
-	TreeHistory    = core.TreeHistory
+	DiskHistory    = readmodel.DiskHistory
+	HistoryOptions = readmodel.HistoryOptions
+	HistoryPoint   = readmodel.HistoryPoint
+	ProjectHistory = readmodel.ProjectHistory
+	TreeHistory    = readmodel.TreeHistory
 )
 
 const (
-	DefaultHistoryPoints = core.DefaultHistoryPoints
-	MaxHistoryPoints     = core.MaxHistoryPoints
+	DefaultHistoryPoints = readmodel.DefaultHistoryPoints
+	MaxHistoryPoints     = readmodel.MaxHistoryPoints
 )
 
 func (m *Manager) ProjectHistory(ctx context.Context, name string, o HistoryOptions) (ProjectHistory, error) {
-	return m.c.ProjectHistory(ctx, name, o)
+	return m.reads.ProjectHistory(ctx, name, o)
 }
 
 func (m *Manager) DiskHistory(ctx context.Context, o HistoryOptions) (DiskHistory, error) {
-	return m.c.DiskHistory(ctx, o)
+	return m.reads.DiskHistory(ctx, o)
 }
 
-func (m *Manager) Promise(rows []TreeStatus) (Promised, uint64, bool) { return m.c.Promise(rows) }
+func (m *Manager) Promise(rows []TreeStatus) (Promised, uint64, bool) { return m.reads.Promise(rows) }
 
 func (m *Manager) ProjectTrends(ctx context.Context, name string) ([]TreeTrend, error) {
-	return m.c.ProjectTrends(ctx, name)
+	return m.reads.ProjectTrends(ctx, name)
 }
 
 const (

@@ -3,7 +3,9 @@
 // without reflection, the report with its filters and orders, the storage
 // overview with its cache and the walks its refreshes share, a project's
 // storage in detail, the diff of two stored snapshots, the journal's query
-// with its cursor, and the export of the trees to xfs_quota's files.
+// with its cursor, the usage history a chart draws, the trends a reader
+// asks of one project or polls for every tree (FullAt, cached), and the
+// export of the trees to xfs_quota's files.
 //
 // It reads through a narrow surface of the core (Core, and the store the
 // core opened): the figures are the core's (its Show, Report and read
@@ -28,9 +30,10 @@ import (
 
 // Core is what the read model asks of the core: its clock and settings;
 // the backend in force and why the kernel's could not be used; the
-// projects, a project and a tree; every tree's figures (Report) and what
-// the snapshots add to them (growth and activity, full-in and reclaimable,
-// the disk's trend, what was deleted since); the space no tree holds; the
+// projects, a project and a tree; every tree's figures (Report, and Usage
+// as admission reads them) and what the snapshots add to them (growth and
+// activity, full-in and reclaimable, the disk's trend, what was deleted
+// since); the disk's size; the space no tree holds; the
 // store's change mark; the limits a read saw reached, to be journalled;
 // the hosts it knows; the ID registry's records of the root's filesystem;
 // and the one walk it asks for, a snapshot (an overview's refresh).
@@ -46,9 +49,11 @@ type Core interface {
 	Show(ctx context.Context, name string, r ...core.Read) (core.Project, error)
 	Tree(ctx context.Context, name, a string) (store.Tree, error)
 	Report(ctx context.Context, r ...core.Read) ([]core.TreeStatus, error)
+	Usage(ctx context.Context) ([]core.TreeStatus, error)
 	GrowthAndActivity(ctx context.Context, rows []core.TreeStatus) error
 	Insight(ctx context.Context, rows []core.TreeStatus) error
 	DiskTrend(ctx context.Context, total, free uint64, now time.Time) (core.Trend, error)
+	DiskSize() (total, free uint64, ok bool)
 	WithoutGone(ctx context.Context, t core.TreeStatus, at time.Time, root *inventory.Node, top []inventory.File) (*inventory.Node, []inventory.File, error)
 	Unowned(ctx context.Context) (u core.Unowned, ok bool, err error)
 	ChangeMark(ctx context.Context) (store.ChangeMark, error)
@@ -67,7 +72,8 @@ type Model struct {
 	Root  string
 	Store *store.Store
 
-	cache overviewCache // the last overview assembled (Overview)
+	cache  overviewCache // the last overview assembled (Overview)
+	fullAt fullAtCache   // when each tree fills at its trend, for pollers (insight.go)
 }
 
 // New is the read model of the root c manages.
