@@ -30,7 +30,7 @@ type (
 	Admission       = readmodel.Admission
 	Backend         = core.Backend
 	Config          = core.Config
-	Deletion        = core.Deletion
+	Deletion        = readmodel.Deletion
 	DiskFullError   = core.DiskFullError
 	Event           = readmodel.Event
 	EventPage       = readmodel.EventPage
@@ -42,8 +42,8 @@ type (
 	IDRange         = core.IDRange
 	InitResult      = core.InitResult
 	InputError      = core.InputError
-	JournalCursor   = core.JournalCursor
-	JournalNews     = core.JournalNews
+	JournalCursor   = readmodel.JournalCursor
+	JournalNews     = readmodel.JournalNews
 	KeptPlan        = retention.KeptPlan
 	LeaseHeldError  = core.LeaseHeldError
 	LeaseStatus     = core.LeaseStatus
@@ -71,7 +71,7 @@ type (
 	SweepBusyError  = retention.SweepBusyError
 	SweepOptions    = retention.SweepOptions
 	SweepOutcome    = retention.SweepOutcome
-	SweepRun        = core.SweepRun
+	SweepRun        = readmodel.SweepRun
 	TopPath         = readmodel.TopPath
 	Tree            = core.Tree
 	TreeProgress    = core.TreeProgress
@@ -79,7 +79,7 @@ type (
 	TreeStatus      = core.TreeStatus
 	TreeStorage     = readmodel.TreeStorage
 	Unowned         = core.Unowned
-	WalkRun         = core.WalkRun
+	WalkRun         = readmodel.WalkRun
 	Write           = writes.Write
 	WriteLimits     = writes.WriteLimits
 	WriteSettings   = core.WriteSettings
@@ -295,7 +295,7 @@ func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (P
 }
 
 func (m *Manager) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNews, error) {
-	return m.c.ReadJournal(ctx, c)
+	return m.reads.ReadJournal(ctx, c)
 }
 
 func (m *Manager) Ready(ctx context.Context, timeout time.Duration) error {

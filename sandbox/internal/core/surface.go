@@ -7,7 +7,6 @@ import (
 
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
-	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/store"
@@ -140,17 +139,6 @@ func (m *Manager) DiskTrend(ctx context.Context, total, free uint64, now time.Ti
 // PromisedOf is how much rows' hard byte limits promise of a disk of
 // disk bytes.
 func PromisedOf(rows []TreeStatus, disk uint64) Promised { return promised(rows, disk) }
-
-// WithoutGone is a stored tree of t, snapshotted at at, without what the
-// journal says was deleted from t since.
-func (m *Manager) WithoutGone(ctx context.Context, t TreeStatus, at time.Time, root *inventory.Node, top []inventory.File) (*inventory.Node, []inventory.File, error) {
-	gone, err := m.goneSince(ctx, t, at)
-	if err != nil {
-		return nil, nil, err
-	}
-	root, top = withoutGone(root, top, gone)
-	return root, top, nil
-}
 
 // UnsupportedReason is why the kernel backend could not be used, on the
 // fallback (ok false on a kernel backend, or a fallback chosen at init).

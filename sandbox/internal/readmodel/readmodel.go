@@ -3,9 +3,11 @@
 // without reflection, the report with its filters and orders, the storage
 // overview with its cache and the walks its refreshes share, a project's
 // storage in detail, the diff of two stored snapshots, the journal's query
-// with its cursor, the usage history a chart draws, the trends a reader
-// asks of one project or polls for every tree (FullAt, cached), and the
-// export of the trees to xfs_quota's files.
+// with its cursor and the news a follower reads of it (ReadJournal: the
+// deletions, sweeps and walks a scrape counts), the usage history a chart
+// draws, the trends a reader asks of one project or polls for every tree
+// (FullAt, cached), a snapshot's tree without what was deleted since
+// (gone.go), and the export of the trees to xfs_quota's files.
 //
 // It reads through a narrow surface of the core (Core, and the store the
 // core opened): the figures are the core's (its Show, Report and read
@@ -22,7 +24,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
@@ -32,11 +33,11 @@ import (
 // the backend in force and why the kernel's could not be used; the
 // projects, a project and a tree; every tree's figures (Report, and Usage
 // as admission reads them) and what the snapshots add to them (growth and
-// activity, full-in and reclaimable, the disk's trend, what was deleted
-// since); the disk's size; the space no tree holds; the
-// store's change mark; the limits a read saw reached, to be journalled;
-// the hosts it knows; the ID registry's records of the root's filesystem;
-// and the one walk it asks for, a snapshot (an overview's refresh).
+// activity, full-in and reclaimable, the disk's trend); the disk's size;
+// the space no tree holds; the store's change mark; the limits a read saw
+// reached, to be journalled; the hosts it knows; the ID registry's records
+// of the root's filesystem; and the one walk it asks for, a snapshot (an
+// overview's refresh).
 type Core interface {
 	Now() time.Time
 	IsXFS() bool
@@ -54,7 +55,6 @@ type Core interface {
 	Insight(ctx context.Context, rows []core.TreeStatus) error
 	DiskTrend(ctx context.Context, total, free uint64, now time.Time) (core.Trend, error)
 	DiskSize() (total, free uint64, ok bool)
-	WithoutGone(ctx context.Context, t core.TreeStatus, at time.Time, root *inventory.Node, top []inventory.File) (*inventory.Node, []inventory.File, error)
 	Unowned(ctx context.Context) (u core.Unowned, ok bool, err error)
 	ChangeMark(ctx context.Context) (store.ChangeMark, error)
 	NoteLimits(ctx context.Context, rows []core.TreeStatus, seenBy string) error
