@@ -14,6 +14,7 @@ import (
 
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
 	"github.com/xfsq/xfsq/sandbox/internal/fleet"
 	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
@@ -464,24 +465,24 @@ type (
 	DiffOptions = readmodel.DiffOptions
 	PathChange  = readmodel.PathChange
 	Promised    = core.Promised
-	Trend       = core.Trend
+	Trend       = trend.Trend
 	TreeDiff    = readmodel.TreeDiff
 	TreeKey     = core.TreeKey
 	TreeTrend   = readmodel.TreeTrend
-	UsagePoint  = core.UsagePoint
+	UsagePoint  = trend.Point
 )
 
 const (
 	DefaultDiffSince = readmodel.DefaultDiffSince
 	DefaultDiffTop   = readmodel.DefaultDiffTop
 	MaxDiffTop       = readmodel.MaxDiffTop
-	TrendWindow      = core.TrendWindow
-	TrendMinPoints   = core.TrendMinPoints
-	TrendMinSpan     = core.TrendMinSpan
+	TrendWindow      = trend.Window
+	TrendMinPoints   = trend.MinPoints
+	TrendMinSpan     = trend.MinSpan
 )
 
 func FullIn(points []UsagePoint, limit uint64, now time.Time) Trend {
-	return core.FullIn(points, limit, now)
+	return trend.FullIn(points, limit, now)
 }
 
 func (m *Manager) Diff(ctx context.Context, name string, o DiffOptions) (TreeDiff, error) {

@@ -210,6 +210,13 @@ func TestRules(t *testing.T) {
 		{"sandbox", "sandbox/internal/fleet", false},
 		{"cmd/xfsq", "sandbox/internal/fleet", true},
 		{"server", "sandbox/internal/fleet", true},
+		// trend: the full-in rule, a pure leaf beneath the core.
+		{"sandbox/internal/core", "sandbox/internal/core/trend", false},
+		{"sandbox/internal/readmodel", "sandbox/internal/core/trend", false},
+		{"sandbox", "sandbox/internal/core/trend", false},
+		{"sandbox/internal/core/trend", "sandbox/internal/core", true},
+		{"sandbox/internal/core/trend", "store", true},
+		{"cmd/xfsq", "sandbox/internal/core/trend", true},
 	} {
 		v := Violations(map[string][]string{c.from: {c.to}}, nil)
 		if got := len(v) > 0; got != c.broken {

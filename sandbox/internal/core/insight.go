@@ -6,11 +6,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/store"
 )
 
 // What an operator asks first, beside usage and limits: when a tree will
-// be full at its trend (trend.go's rule), what the sweep policies would
+// be full at its trend (package trend's rule), what the sweep policies would
 // free in it now, and how much the root's limits promise of its disk. The
 // core fills what Report carries; the read model (readmodel/insight.go)
 // answers the rest from these pieces.
@@ -25,7 +26,7 @@ func (m *Manager) insight(ctx context.Context, rows []TreeStatus) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	history, err := m.Store.AllSnapshotTotals(ctx, now.Add(-TrendWindow))
+	history, err := m.Store.AllSnapshotTotals(ctx, now.Add(-trend.Window))
 	if err != nil {
 		return err
 	}
@@ -45,36 +46,36 @@ func (m *Manager) insight(ctx context.Context, rows []TreeStatus) error {
 }
 
 // TrendOf fits a tree's complete snapshots and its usage now.
-func TrendOf(r *TreeStatus, snaps []store.Snapshot, now time.Time) Trend {
-	points := make([]UsagePoint, 0, len(snaps)+1)
+func TrendOf(r *TreeStatus, snaps []store.Snapshot, now time.Time) trend.Trend {
+	points := make([]trend.Point, 0, len(snaps)+1)
 	for _, s := range snaps {
 		if !s.Partial {
-			points = append(points, UsagePoint{At: s.At, Bytes: s.SizeBytes})
+			points = append(points, trend.Point{At: s.At, Bytes: s.SizeBytes})
 		}
 	}
 	at := now
 	if r.UsageAsOf != nil {
 		at = *r.UsageAsOf // the fallback's figure is its walk's, plus xfsq's writes since
 	}
-	points = append(points, UsagePoint{At: at, Bytes: r.UsedBytes})
-	return FullIn(points, r.BytesHard, now)
+	points = append(points, trend.Point{At: at, Bytes: r.UsedBytes})
+	return trend.FullIn(points, r.BytesHard, now)
 }
 
-// diskTrend fits the disk's use at each scheduled pass over TrendWindow
+// diskTrend fits the disk's use at each scheduled pass over trend.Window
 // (storage.snapshot records what was free) and now, against its size.
-func (m *Manager) diskTrend(ctx context.Context, total, free uint64, now time.Time) (Trend, error) {
-	passes, err := m.Store.PassFree(ctx, now.Add(-TrendWindow))
+func (m *Manager) diskTrend(ctx context.Context, total, free uint64, now time.Time) (trend.Trend, error) {
+	passes, err := m.Store.PassFree(ctx, now.Add(-trend.Window))
 	if err != nil {
-		return Trend{}, err
+		return trend.Trend{}, err
 	}
-	points := make([]UsagePoint, 0, len(passes)+1)
+	points := make([]trend.Point, 0, len(passes)+1)
 	for _, p := range passes {
 		if p.FreeBytes <= total {
-			points = append(points, UsagePoint{At: p.At, Bytes: total - p.FreeBytes})
+			points = append(points, trend.Point{At: p.At, Bytes: total - p.FreeBytes})
 		}
 	}
-	points = append(points, UsagePoint{At: now, Bytes: total - min(free, total)})
-	return FullIn(points, total, now), nil
+	points = append(points, trend.Point{At: now, Bytes: total - min(free, total)})
+	return trend.FullIn(points, total, now), nil
 }
 
 // DiskSize is the size and available bytes of the root's filesystem.

@@ -9,6 +9,7 @@ import (
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -132,7 +133,7 @@ func (m *Manager) Insight(ctx context.Context, rows []TreeStatus) error { return
 
 // DiskTrend fits the disk's use at each scheduled pass and now against
 // its size (diskTrend).
-func (m *Manager) DiskTrend(ctx context.Context, total, free uint64, now time.Time) (Trend, error) {
+func (m *Manager) DiskTrend(ctx context.Context, total, free uint64, now time.Time) (trend.Trend, error) {
 	return m.diskTrend(ctx, total, free, now)
 }
 

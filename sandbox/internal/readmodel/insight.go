@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -15,13 +16,13 @@ import (
 // its trend, cached for a poller; one project's trends with the reason
 // when there is no estimate; and what the limits promise of the disk.
 
-// treeTrend fits the tree's complete snapshots over TrendWindow and its
+// treeTrend fits the tree's complete snapshots over trend.Window and its
 // usage read now (on XFS and ext4 the kernel's count) against its hard
 // byte limit.
-func (m *Model) treeTrend(ctx context.Context, r *core.TreeStatus, now time.Time) (core.Trend, error) {
-	snaps, err := m.Store.SnapshotTotals(ctx, store.TreeKey{Project: r.Project, Area: r.Area}, now.Add(-core.TrendWindow))
+func (m *Model) treeTrend(ctx context.Context, r *core.TreeStatus, now time.Time) (trend.Trend, error) {
+	snaps, err := m.Store.SnapshotTotals(ctx, store.TreeKey{Project: r.Project, Area: r.Area}, now.Add(-trend.Window))
 	if err != nil {
-		return core.Trend{}, err
+		return trend.Trend{}, err
 	}
 	return core.TrendOf(r, snaps, now), nil
 }
@@ -109,7 +110,7 @@ func (m *Model) Promise(rows []core.TreeStatus) (core.Promised, uint64, bool) {
 // TreeTrend is one tree's trend, with why there is no estimate.
 type TreeTrend struct {
 	Area string
-	core.Trend
+	trend.Trend
 }
 
 // ProjectTrends fits the trend of each of a project's trees (full-in for

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 )
@@ -53,7 +54,7 @@ type Core interface {
 	Usage(ctx context.Context) ([]core.TreeStatus, error)
 	GrowthAndActivity(ctx context.Context, rows []core.TreeStatus) error
 	Insight(ctx context.Context, rows []core.TreeStatus) error
-	DiskTrend(ctx context.Context, total, free uint64, now time.Time) (core.Trend, error)
+	DiskTrend(ctx context.Context, total, free uint64, now time.Time) (trend.Trend, error)
 	DiskSize() (total, free uint64, ok bool)
 	Unowned(ctx context.Context) (u core.Unowned, ok bool, err error)
 	ChangeMark(ctx context.Context) (store.ChangeMark, error)
