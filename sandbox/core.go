@@ -4,7 +4,8 @@ package sandbox
 // and method a one-line call into sandbox/internal/core or the use case
 // beside it that owns the call (retention: sweeps, plans, passes;
 // readmodel: the answers assembled for readers; doctor: findings and
-// repairs; writes: the accounting of writes, and the file layer over it).
+// repairs; fleet: heartbeats, the hosts sharing the store, retirement;
+// writes: the accounting of writes, and the file layer over it).
 // Nothing here decides anything; a new use case adds its line here.
 
 import (
@@ -13,7 +14,9 @@ import (
 
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
+	"github.com/xfsq/xfsq/sandbox/internal/fleet"
 	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
 	"github.com/xfsq/xfsq/sandbox/internal/writes"
@@ -28,7 +31,7 @@ type (
 	Admission       = readmodel.Admission
 	Backend         = core.Backend
 	Config          = core.Config
-	Deletion        = core.Deletion
+	Deletion        = readmodel.Deletion
 	DiskFullError   = core.DiskFullError
 	Event           = readmodel.Event
 	EventPage       = readmodel.EventPage
@@ -40,8 +43,8 @@ type (
 	IDRange         = core.IDRange
 	InitResult      = core.InitResult
 	InputError      = core.InputError
-	JournalCursor   = core.JournalCursor
-	JournalNews     = core.JournalNews
+	JournalCursor   = readmodel.JournalCursor
+	JournalNews     = readmodel.JournalNews
 	KeptPlan        = retention.KeptPlan
 	LeaseHeldError  = core.LeaseHeldError
 	LeaseStatus     = core.LeaseStatus
@@ -69,7 +72,7 @@ type (
 	SweepBusyError  = retention.SweepBusyError
 	SweepOptions    = retention.SweepOptions
 	SweepOutcome    = retention.SweepOutcome
-	SweepRun        = core.SweepRun
+	SweepRun        = readmodel.SweepRun
 	TopPath         = readmodel.TopPath
 	Tree            = core.Tree
 	TreeProgress    = core.TreeProgress
@@ -77,7 +80,7 @@ type (
 	TreeStatus      = core.TreeStatus
 	TreeStorage     = readmodel.TreeStorage
 	Unowned         = core.Unowned
-	WalkRun         = core.WalkRun
+	WalkRun         = readmodel.WalkRun
 	Write           = writes.Write
 	WriteLimits     = writes.WriteLimits
 	WriteSettings   = core.WriteSettings
@@ -293,7 +296,7 @@ func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (P
 }
 
 func (m *Manager) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNews, error) {
-	return m.c.ReadJournal(ctx, c)
+	return m.reads.ReadJournal(ctx, c)
 }
 
 func (m *Manager) Ready(ctx context.Context, timeout time.Duration) error {
@@ -394,29 +397,29 @@ func (m *Manager) WriteXFSProjectFiles(ctx context.Context, projectsPath string,
 
 // The fleet: heartbeats, the hosts sharing the store, their trees, retirement.
 type (
-	AbandonedDeletion = core.AbandonedDeletion
-	FleetHost         = core.FleetHost
-	FleetHosts        = core.FleetHosts
-	FleetQuery        = core.FleetQuery
-	FleetStorage      = core.FleetStorage
-	FleetTree         = core.FleetTree
-	RetireOutcome     = core.RetireOutcome
+	AbandonedDeletion = fleet.AbandonedDeletion
+	FleetHost         = fleet.FleetHost
+	FleetHosts        = fleet.FleetHosts
+	FleetQuery        = fleet.FleetQuery
+	FleetStorage      = fleet.FleetStorage
+	FleetTree         = fleet.FleetTree
+	RetireOutcome     = fleet.RetireOutcome
 )
 
-func Version() string { return core.Version() }
+func Version() string { return fleet.Version() }
 
 func (m *Manager) HeartbeatInterval(ctx context.Context) (time.Duration, error) {
-	return m.c.HeartbeatInterval(ctx)
+	return m.fleet.HeartbeatInterval(ctx)
 }
 
 func (m *Manager) Heartbeat(ctx context.Context, interval time.Duration) error {
-	return m.c.Heartbeat(ctx, interval)
+	return m.fleet.Heartbeat(ctx, interval)
 }
 
-func (m *Manager) FleetHosts(ctx context.Context) (FleetHosts, error) { return m.c.FleetHosts(ctx) }
+func (m *Manager) FleetHosts(ctx context.Context) (FleetHosts, error) { return m.fleet.FleetHosts(ctx) }
 
 func (m *Manager) FleetStorage(ctx context.Context, q FleetQuery) (FleetStorage, error) {
-	return m.c.FleetStorage(ctx, q)
+	return m.fleet.FleetStorage(ctx, q)
 }
 
 func (m *Manager) CheckHosts(ctx context.Context, names []string) error {
@@ -424,7 +427,7 @@ func (m *Manager) CheckHosts(ctx context.Context, names []string) error {
 }
 
 func (m *Manager) RetireHost(ctx context.Context, name string, force bool) (RetireOutcome, error) {
-	return m.c.RetireHost(ctx, name, force)
+	return m.fleet.RetireHost(ctx, name, force)
 }
 
 func (m *Manager) RootID() string { return m.c.RootID() }
@@ -462,59 +465,59 @@ type (
 	DiffOptions = readmodel.DiffOptions
 	PathChange  = readmodel.PathChange
 	Promised    = core.Promised
-	Trend       = core.Trend
+	Trend       = trend.Trend
 	TreeDiff    = readmodel.TreeDiff
 	TreeKey     = core.TreeKey
-	TreeTrend   = core.TreeTrend
-	UsagePoint  = core.UsagePoint
+	TreeTrend   = readmodel.TreeTrend
+	UsagePoint  = trend.Point
 )
 
 const (
 	DefaultDiffSince = readmodel.DefaultDiffSince
 	DefaultDiffTop   = readmodel.DefaultDiffTop
 	MaxDiffTop       = readmodel.MaxDiffTop
-	TrendWindow      = core.TrendWindow
-	TrendMinPoints   = core.TrendMinPoints
-	TrendMinSpan     = core.TrendMinSpan
+	TrendWindow      = trend.Window
+	TrendMinPoints   = trend.MinPoints
+	TrendMinSpan     = trend.MinSpan
 )
 
 func FullIn(points []UsagePoint, limit uint64, now time.Time) Trend {
-	return core.FullIn(points, limit, now)
+	return trend.FullIn(points, limit, now)
 }
 
 func (m *Manager) Diff(ctx context.Context, name string, o DiffOptions) (TreeDiff, error) {
 	return m.reads.Diff(ctx, name, o)
 }
 
-func (m *Manager) FullAt(ctx context.Context) map[TreeKey]time.Time { return m.c.FullAt(ctx) }
+func (m *Manager) FullAt(ctx context.Context) map[TreeKey]time.Time { return m.reads.FullAt(ctx) }
 
 // Usage history: a project's and the disk's stored figures over the
 // snapshot window, for charts.
 type (
-	DiskHistory    = core.DiskHistory
-	HistoryOptions = core.HistoryOptions
-	HistoryPoint   = core.HistoryPoint
-	ProjectHistory = core.ProjectHistory
-	TreeHistory    = core.TreeHistory
+	DiskHistory    = readmodel.DiskHistory
+	HistoryOptions = readmodel.HistoryOptions
+	HistoryPoint   = readmodel.HistoryPoint
+	ProjectHistory = readmodel.ProjectHistory
+	TreeHistory    = readmodel.TreeHistory
 )
 
 const (
-	DefaultHistoryPoints = core.DefaultHistoryPoints
-	MaxHistoryPoints     = core.MaxHistoryPoints
+	DefaultHistoryPoints = readmodel.DefaultHistoryPoints
+	MaxHistoryPoints     = readmodel.MaxHistoryPoints
 )
 
 func (m *Manager) ProjectHistory(ctx context.Context, name string, o HistoryOptions) (ProjectHistory, error) {
-	return m.c.ProjectHistory(ctx, name, o)
+	return m.reads.ProjectHistory(ctx, name, o)
 }
 
 func (m *Manager) DiskHistory(ctx context.Context, o HistoryOptions) (DiskHistory, error) {
-	return m.c.DiskHistory(ctx, o)
+	return m.reads.DiskHistory(ctx, o)
 }
 
-func (m *Manager) Promise(rows []TreeStatus) (Promised, uint64, bool) { return m.c.Promise(rows) }
+func (m *Manager) Promise(rows []TreeStatus) (Promised, uint64, bool) { return m.reads.Promise(rows) }
 
 func (m *Manager) ProjectTrends(ctx context.Context, name string) ([]TreeTrend, error) {
-	return m.c.ProjectTrends(ctx, name)
+	return m.reads.ProjectTrends(ctx, name)
 }
 
 const (

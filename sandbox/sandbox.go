@@ -9,12 +9,12 @@
 //
 // It is a facade: the work is done in sandbox/internal/core (the state a
 // root's operations share: the store, the quota backend, operations) and
-// the use cases beside it (retention, doctor, the read model, the accounting of writes
-// that the file layer stands on). Go's internal rule keeps
-// every package outside sandbox/ from importing those, and nothing here
-// exports the store or the backend: a shell cannot reach past the calls
-// that journal and check. It must never decide anything itself, only
-// delegate, and never name a shell's flags in its messages.
+// the use cases beside it (retention, doctor, the read model, the fleet
+// view, the accounting of writes that the file layer stands on). Go's
+// internal rule keeps every package outside sandbox/ from importing those,
+// and nothing here exports the store or the backend: a shell cannot reach
+// past the calls that journal and check. It must never decide anything
+// itself, only delegate, and never name a shell's flags in its messages.
 package sandbox
 
 import (
@@ -23,6 +23,7 @@ import (
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
+	"github.com/xfsq/xfsq/sandbox/internal/fleet"
 	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
 	"github.com/xfsq/xfsq/sandbox/internal/writes"
@@ -38,11 +39,13 @@ type Manager struct {
 	sweeps *retention.Sweeper
 	doctor *doctor.Doctor
 	reads  *readmodel.Model
+	fleet  *fleet.Fleet
 	writes *writes.Writes
 }
 
 func newManager(c *core.Manager) *Manager {
-	return &Manager{Root: c.Root, c: c, sweeps: retention.New(c), doctor: doctor.New(c), reads: readmodel.New(c), writes: writes.New(c)}
+	return &Manager{Root: c.Root, c: c, sweeps: retention.New(c), doctor: doctor.New(c), reads: readmodel.New(c), writes: writes.New(c),
+		fleet: fleet.New(c)}
 }
 
 // Files is the file layer of the root, for listing, reading and removing;

@@ -200,6 +200,23 @@ func TestRules(t *testing.T) {
 		{"sandbox", "sandbox/internal/writes", false},
 		{"files", "sandbox/internal/writes", true},
 		{"server", "sandbox/internal/writes", true},
+		// fleet: heartbeats, the hosts sharing the store, retirement, a
+		// use case beside the core on fleet.Core.
+		{"sandbox/internal/fleet", "sandbox/internal/core", false},
+		{"sandbox/internal/fleet", "sandbox", true},
+		{"sandbox/internal/fleet", "sandbox/internal/readmodel", true},
+		{"sandbox/internal/readmodel", "sandbox/internal/fleet", true},
+		{"sandbox/internal/core", "sandbox/internal/fleet", true},
+		{"sandbox", "sandbox/internal/fleet", false},
+		{"cmd/xfsq", "sandbox/internal/fleet", true},
+		{"server", "sandbox/internal/fleet", true},
+		// trend: the full-in rule, a pure leaf beneath the core.
+		{"sandbox/internal/core", "sandbox/internal/core/trend", false},
+		{"sandbox/internal/readmodel", "sandbox/internal/core/trend", false},
+		{"sandbox", "sandbox/internal/core/trend", false},
+		{"sandbox/internal/core/trend", "sandbox/internal/core", true},
+		{"sandbox/internal/core/trend", "store", true},
+		{"cmd/xfsq", "sandbox/internal/core/trend", true},
 	} {
 		v := Violations(map[string][]string{c.from: {c.to}}, nil)
 		if got := len(v) > 0; got != c.broken {

@@ -158,7 +158,6 @@ type Manager struct {
 	reads         readCache // see readcache.go
 
 	crossings crossingCache // the limits known recorded as reached (crossings.go)
-	fullAt    fullAtCache   // when each tree fills at its trend, for pollers (insight.go)
 }
 
 // Options configure Open.

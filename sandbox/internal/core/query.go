@@ -74,7 +74,7 @@ type TreeStatus struct {
 	WalkBytes *uint64 `json:"walk_bytes,omitempty"`
 	Escape    string  `json:"escape,omitempty"`
 	// FullInSeconds is how long until the tree reaches its hard byte limit
-	// at its trend (trend.go; 0: it has), absent when it is not filling or
+	// at its trend (package trend; 0: it has), absent when it is not filling or
 	// too little is known; ReclaimableBytes what the sweep policies would
 	// free in it now, as its last plan found, absent until one was made.
 	// Both are filled by Report and ProjectStorage only.

@@ -7,9 +7,9 @@ import (
 
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
-	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -133,24 +133,13 @@ func (m *Manager) Insight(ctx context.Context, rows []TreeStatus) error { return
 
 // DiskTrend fits the disk's use at each scheduled pass and now against
 // its size (diskTrend).
-func (m *Manager) DiskTrend(ctx context.Context, total, free uint64, now time.Time) (Trend, error) {
+func (m *Manager) DiskTrend(ctx context.Context, total, free uint64, now time.Time) (trend.Trend, error) {
 	return m.diskTrend(ctx, total, free, now)
 }
 
 // PromisedOf is how much rows' hard byte limits promise of a disk of
 // disk bytes.
 func PromisedOf(rows []TreeStatus, disk uint64) Promised { return promised(rows, disk) }
-
-// WithoutGone is a stored tree of t, snapshotted at at, without what the
-// journal says was deleted from t since.
-func (m *Manager) WithoutGone(ctx context.Context, t TreeStatus, at time.Time, root *inventory.Node, top []inventory.File) (*inventory.Node, []inventory.File, error) {
-	gone, err := m.goneSince(ctx, t, at)
-	if err != nil {
-		return nil, nil, err
-	}
-	root, top = withoutGone(root, top, gone)
-	return root, top, nil
-}
 
 // UnsupportedReason is why the kernel backend could not be used, on the
 // fallback (ok false on a kernel backend, or a fallback chosen at init).

@@ -3,7 +3,11 @@
 // without reflection, the report with its filters and orders, the storage
 // overview with its cache and the walks its refreshes share, a project's
 // storage in detail, the diff of two stored snapshots, the journal's query
-// with its cursor, and the export of the trees to xfs_quota's files.
+// with its cursor and the news a follower reads of it (ReadJournal: the
+// deletions, sweeps and walks a scrape counts), the usage history a chart
+// draws, the trends a reader asks of one project or polls for every tree
+// (FullAt, cached), a snapshot's tree without what was deleted since
+// (gone.go), and the export of the trees to xfs_quota's files.
 //
 // It reads through a narrow surface of the core (Core, and the store the
 // core opened): the figures are the core's (its Show, Report and read
@@ -20,20 +24,21 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 )
 
 // Core is what the read model asks of the core: its clock and settings;
 // the backend in force and why the kernel's could not be used; the
-// projects, a project and a tree; every tree's figures (Report) and what
-// the snapshots add to them (growth and activity, full-in and reclaimable,
-// the disk's trend, what was deleted since); the space no tree holds; the
-// store's change mark; the limits a read saw reached, to be journalled;
-// the hosts it knows; the ID registry's records of the root's filesystem;
-// and the one walk it asks for, a snapshot (an overview's refresh).
+// projects, a project and a tree; every tree's figures (Report, and Usage
+// as admission reads them) and what the snapshots add to them (growth and
+// activity, full-in and reclaimable, the disk's trend); the disk's size;
+// the space no tree holds; the store's change mark; the limits a read saw
+// reached, to be journalled; the hosts it knows; the ID registry's records
+// of the root's filesystem; and the one walk it asks for, a snapshot (an
+// overview's refresh).
 type Core interface {
 	Now() time.Time
 	IsXFS() bool
@@ -46,10 +51,11 @@ type Core interface {
 	Show(ctx context.Context, name string, r ...core.Read) (core.Project, error)
 	Tree(ctx context.Context, name, a string) (store.Tree, error)
 	Report(ctx context.Context, r ...core.Read) ([]core.TreeStatus, error)
+	Usage(ctx context.Context) ([]core.TreeStatus, error)
 	GrowthAndActivity(ctx context.Context, rows []core.TreeStatus) error
 	Insight(ctx context.Context, rows []core.TreeStatus) error
-	DiskTrend(ctx context.Context, total, free uint64, now time.Time) (core.Trend, error)
-	WithoutGone(ctx context.Context, t core.TreeStatus, at time.Time, root *inventory.Node, top []inventory.File) (*inventory.Node, []inventory.File, error)
+	DiskTrend(ctx context.Context, total, free uint64, now time.Time) (trend.Trend, error)
+	DiskSize() (total, free uint64, ok bool)
 	Unowned(ctx context.Context) (u core.Unowned, ok bool, err error)
 	ChangeMark(ctx context.Context) (store.ChangeMark, error)
 	NoteLimits(ctx context.Context, rows []core.TreeStatus, seenBy string) error
@@ -67,7 +73,8 @@ type Model struct {
 	Root  string
 	Store *store.Store
 
-	cache overviewCache // the last overview assembled (Overview)
+	cache  overviewCache // the last overview assembled (Overview)
+	fullAt fullAtCache   // when each tree fills at its trend, for pollers (insight.go)
 }
 
 // New is the read model of the root c manages.

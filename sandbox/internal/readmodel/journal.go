@@ -1,4 +1,4 @@
-package core
+package readmodel
 
 import (
 	"context"
@@ -68,12 +68,12 @@ var journalFollowed = []journal.Type{journal.TypeEvicted, journal.TypeSwept, jou
 // on this host since c's last read, each once, and moves c on. It reads
 // only records it has not settled (a range on the journal's primary key),
 // never writes, and takes no lock.
-func (m *Manager) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNews, error) {
+func (m *Model) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNews, error) {
 	var news JournalNews
 	if c.recent == nil {
 		c.recent = map[int64]bool{}
 	}
-	horizon := m.now().Add(-journalSettleTime)
+	horizon := m.Now().Add(-journalSettleTime)
 	after, settled, contiguous := c.settled, c.settled, true
 	const page = 1000
 	for {

@@ -1,4 +1,4 @@
-package core
+package readmodel
 
 import (
 	"context"
@@ -71,7 +71,7 @@ type DiskHistory struct {
 }
 
 // checkHistory fills o's defaults and refuses what is out of range.
-func (m *Manager) checkHistory(ctx context.Context, o HistoryOptions) (HistoryOptions, error) {
+func (m *Model) checkHistory(ctx context.Context, o HistoryOptions) (HistoryOptions, error) {
 	switch {
 	case o.Since < 0:
 		return o, fieldErrorf("since", "%s: use a positive duration such as 24h or 7d", o.Since)
@@ -84,7 +84,7 @@ func (m *Manager) checkHistory(ctx context.Context, o HistoryOptions) (HistoryOp
 		o.Points = DefaultHistoryPoints
 	}
 	if o.Since == 0 {
-		v, err := m.setting(ctx, "snapshot_retention")
+		v, err := m.Setting(ctx, "snapshot_retention")
 		if err != nil {
 			return o, fmt.Errorf("read snapshot_retention: %w", err)
 		}
@@ -95,7 +95,7 @@ func (m *Manager) checkHistory(ctx context.Context, o HistoryOptions) (HistoryOp
 
 // ProjectHistory reads each of a project's trees' stored snapshot totals
 // over the window, in one statement, with the trees' figures and limits now.
-func (m *Manager) ProjectHistory(ctx context.Context, name string, o HistoryOptions) (ProjectHistory, error) {
+func (m *Model) ProjectHistory(ctx context.Context, name string, o HistoryOptions) (ProjectHistory, error) {
 	o, err := m.checkHistory(ctx, o)
 	if err != nil {
 		return ProjectHistory{}, err
@@ -104,7 +104,7 @@ func (m *Manager) ProjectHistory(ctx context.Context, name string, o HistoryOpti
 	if err != nil {
 		return ProjectHistory{}, err
 	}
-	now := m.now()
+	now := m.Now()
 	since := now.Add(-o.Since)
 	snaps, err := m.Store.ProjectSnapshotTotals(ctx, p.Name, since)
 	if err != nil {
@@ -134,15 +134,15 @@ func (m *Manager) ProjectHistory(ctx context.Context, name string, o HistoryOpti
 
 // DiskHistory reads the root's filesystem's use at each scheduled pass
 // over the window, and now.
-func (m *Manager) DiskHistory(ctx context.Context, o HistoryOptions) (DiskHistory, error) {
+func (m *Model) DiskHistory(ctx context.Context, o HistoryOptions) (DiskHistory, error) {
 	o, err := m.checkHistory(ctx, o)
 	if err != nil {
 		return DiskHistory{}, err
 	}
-	now := m.now()
+	now := m.Now()
 	since := now.Add(-o.Since)
 	out := DiskHistory{GeneratedAt: now.UTC(), Since: since.UTC(), Points: []HistoryPoint{}}
-	total, free, ok := m.diskSize()
+	total, free, ok := m.DiskSize()
 	if !ok {
 		return out, nil // no size to take the passes' free space from
 	}

@@ -1,4 +1,10 @@
-package core
+// Package trend is the rule by which xfsq estimates when a tree (or the
+// disk) will be full: a pure function of a history of usage, a limit and
+// now (FullIn), with the reason when it gives no estimate. It reads
+// nothing and imports nothing of xfsq: the core fits a tree's stored
+// snapshots with it for Report, the read model a project's trees and the
+// disk's passes.
+package trend
 
 import (
 	"fmt"
@@ -9,8 +15,8 @@ import (
 // The rule by which "full in" is estimated (FullIn), in one place:
 //
 //   - the points are a tree's complete snapshots over the last
-//     TrendWindow, and its usage read now (the kernel's count on XFS and
-//     ext4); at least TrendMinPoints of them spanning TrendMinSpan;
+//     Window, and its usage read now (the kernel's count on XFS and
+//     ext4); at least MinPoints of them spanning MinSpan;
 //   - the trend is their least-squares line. It counts only when it rises
 //     by more than twice its standard error: a tree that writes and cleans
 //     in cycles (a build's scratch, a cache filled and swept) has a slope
@@ -20,13 +26,13 @@ import (
 //     above it in the window (a cycle's peak), or the usage now if higher;
 //     the estimate is when that reaches the limit at the trend's rate.
 const (
-	TrendWindow    = 48 * time.Hour
-	TrendMinPoints = 4
-	TrendMinSpan   = 6 * time.Hour
+	Window    = 48 * time.Hour
+	MinPoints = 4
+	MinSpan   = 6 * time.Hour
 )
 
-// UsagePoint is a tree's (or the disk's) usage at a time.
-type UsagePoint struct {
+// Point is a tree's (or the disk's) usage at a time.
+type Point struct {
 	At    time.Time
 	Bytes uint64
 }
@@ -45,12 +51,12 @@ type Trend struct {
 // FullIn estimates from points (any order; the window is counted back
 // from now) when usage reaches limit (0: none), by the rule above. A pure
 // function: the same history gives the same answer.
-func FullIn(points []UsagePoint, limit uint64, now time.Time) Trend {
+func FullIn(points []Point, limit uint64, now time.Time) Trend {
 	var xs, ys []float64
 	var first, last time.Time
-	var latest UsagePoint
+	var latest Point
 	for _, p := range points {
-		if p.At.After(now) || now.Sub(p.At) > TrendWindow {
+		if p.At.After(now) || now.Sub(p.At) > Window {
 			continue
 		}
 		if first.IsZero() || p.At.Before(first) {
@@ -67,9 +73,9 @@ func FullIn(points []UsagePoint, limit uint64, now time.Time) Trend {
 		return Trend{Why: "no hard byte limit"}
 	case len(xs) > 0 && latest.Bytes >= limit:
 		return Trend{FullIn: new(time.Duration(0)), Why: "at its limit"}
-	case len(xs) < TrendMinPoints || last.Sub(first) < TrendMinSpan:
+	case len(xs) < MinPoints || last.Sub(first) < MinSpan:
 		return Trend{Why: fmt.Sprintf("too little history: %s over %s, needs %d over %s",
-			pointCount(len(xs)), last.Sub(first).Round(time.Minute), TrendMinPoints, TrendMinSpan)}
+			pointCount(len(xs)), last.Sub(first).Round(time.Minute), MinPoints, MinSpan)}
 	}
 	slope, intercept, se, peak := fit(xs, ys)
 	t := Trend{BytesPerSecond: slope}

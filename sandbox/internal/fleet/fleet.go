@@ -1,4 +1,15 @@
-package core
+// Package fleet owns the fleet view beside the core: this host's
+// heartbeat, the hosts sharing the root's store with each one's heartbeat
+// and staleness, their trees' figures as each host last recorded them, and
+// the retirement of a host that stopped. Only reads and RetireHost reach
+// another host; a host's own operations stay scoped to it.
+//
+// It works over a narrow surface of the core (Core, and the store the core
+// opened): it never opens a store or a backend, never walks or asks a
+// kernel about another host's trees (it reads what that host recorded),
+// never retires the host it runs as, and never imports a shell or another
+// use case. The facade (package sandbox) is its only caller.
+package fleet
 
 import (
 	"context"
@@ -8,12 +19,31 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 )
 
-// The fleet view: the hosts sharing this root's store, each one's
-// heartbeat and figures, read across hosts. Only reads and RetireHost
-// reach another host; a host's own operations stay scoped to it.
+// Core is what the fleet asks of the core: its clock and settings, the
+// backend this host runs, who acts, and the one answer for a host name the
+// store has never heard of (which the read model's journal query gives too).
+type Core interface {
+	Now() time.Time
+	Setting(ctx context.Context, key string) (settings.Value, error)
+	BackendInfo() core.Backend
+	ActorOf(ctx context.Context) string
+}
+
+// Fleet is the fleet as the host of one root sees it.
+type Fleet struct {
+	Core
+	// Root is the sandbox root's absolute path; Store is the core's store.
+	Root  string
+	Store *store.Store
+}
+
+// New is the fleet view of the root c manages.
+func New(c *core.Manager) *Fleet { return &Fleet{Core: c, Root: c.Root, Store: c.Store} }
 
 // FleetHost is one host of the fleet as a reader sees it now.
 type FleetHost struct {
@@ -59,16 +89,16 @@ func Version() string {
 }
 
 // HeartbeatInterval is how often Heartbeat should run (fleet_heartbeat_interval).
-func (m *Manager) HeartbeatInterval(ctx context.Context) (time.Duration, error) {
-	v, err := m.setting(ctx, "fleet_heartbeat_interval")
+func (m *Fleet) HeartbeatInterval(ctx context.Context) (time.Duration, error) {
+	v, err := m.Setting(ctx, "fleet_heartbeat_interval")
 	return v.Duration(), err
 }
 
 // Heartbeat records this host in the fleet: its version, backend, root and
 // project count, now. It returns an error naming the retirement when an
 // operator retired this host: the beat is recorded, the host stays retired.
-func (m *Manager) Heartbeat(ctx context.Context, interval time.Duration) error {
-	retired, err := m.Store.Heartbeat(ctx, store.Beat{At: m.now(), Version: Version(), Backend: m.BackendInfo().Kind,
+func (m *Fleet) Heartbeat(ctx context.Context, interval time.Duration) error {
+	retired, err := m.Store.Heartbeat(ctx, store.Beat{At: m.Now(), Version: Version(), Backend: m.BackendInfo().Kind,
 		Root: m.Root, Interval: interval})
 	if err != nil {
 		return fmt.Errorf("record the heartbeat of host %s: %w", m.Store.Host, err)
@@ -82,8 +112,8 @@ func (m *Manager) Heartbeat(ctx context.Context, interval time.Duration) error {
 
 // FleetHosts lists every host of the store with its heartbeat and
 // whether it is stale.
-func (m *Manager) FleetHosts(ctx context.Context) (FleetHosts, error) {
-	threshold, err := m.setting(ctx, "fleet_stale_after")
+func (m *Fleet) FleetHosts(ctx context.Context) (FleetHosts, error) {
+	threshold, err := m.Setting(ctx, "fleet_stale_after")
 	if err != nil {
 		return FleetHosts{}, err
 	}
@@ -91,7 +121,7 @@ func (m *Manager) FleetHosts(ctx context.Context) (FleetHosts, error) {
 	if err != nil {
 		return FleetHosts{}, fmt.Errorf("read the fleet: %w", err)
 	}
-	now := m.now()
+	now := m.Now()
 	out := FleetHosts{GeneratedAt: now, StaleAfterSeconds: threshold.Duration().Seconds(), Hosts: []FleetHost{}, Retired: []FleetHost{}}
 	for _, r := range rows {
 		h := fleetHostOf(r, now, threshold.Duration())
@@ -162,7 +192,7 @@ type FleetQuery struct {
 
 // FleetStorage reads the trees of the hosts q names from the store, each
 // row with its host and the age of its figures, in one statement.
-func (m *Manager) FleetStorage(ctx context.Context, q FleetQuery) (FleetStorage, error) {
+func (m *Fleet) FleetStorage(ctx context.Context, q FleetQuery) (FleetStorage, error) {
 	fleet, hosts, err := m.fleetHosts(ctx, q.Hosts)
 	if err != nil {
 		return FleetStorage{}, err
@@ -196,7 +226,7 @@ func (m *Manager) FleetStorage(ctx context.Context, q FleetQuery) (FleetStorage,
 // fleetHosts is the fleet and, of it, the hosts named (all when none),
 // refusing a name the store has never heard of: a typo must not read as
 // a host with nothing on it.
-func (m *Manager) fleetHosts(ctx context.Context, names []string) (FleetHosts, []FleetHost, error) {
+func (m *Fleet) fleetHosts(ctx context.Context, names []string) (FleetHosts, []FleetHost, error) {
 	fleet, err := m.FleetHosts(ctx)
 	if err != nil {
 		return fleet, nil, err
@@ -209,23 +239,11 @@ func (m *Manager) fleetHosts(ctx context.Context, names []string) (FleetHosts, [
 	for _, n := range names {
 		i := slices.IndexFunc(all, func(h FleetHost) bool { return h.Host == n })
 		if i < 0 {
-			return fleet, nil, unknownHost(n)
+			return fleet, nil, core.UnknownHost(n)
 		}
 		out = append(out, all[i])
 	}
 	return fleet, out, nil
-}
-
-func unknownHost(name string) error {
-	return errkind.WithFix(errkind.NotFound, fmt.Errorf("host %q %w in this store: it never beat and holds no project", name, ErrNotFound),
-		errkind.Fix("see %s", errkind.Do(errkind.OpHostList, "")))
-}
-
-// CheckHosts refuses a host name the store has never heard of (an event
-// query across hosts, say).
-func (m *Manager) CheckHosts(ctx context.Context, names []string) error {
-	_, _, err := m.fleetHosts(ctx, names)
-	return err
 }
 
 // RetireOutcome is what RetireHost did.
@@ -247,7 +265,7 @@ var ErrHostLive = errkind.Sentinel(errkind.Conflict, "is still reporting")
 // can see its files), frees its sweep locks, leases and passes, and
 // journals host.retired, keeping every record of its history. It refuses
 // this host, and a host that is not stale unless force.
-func (m *Manager) RetireHost(ctx context.Context, name string, force bool) (RetireOutcome, error) {
+func (m *Fleet) RetireHost(ctx context.Context, name string, force bool) (RetireOutcome, error) {
 	if name == m.Store.Host {
 		return RetireOutcome{}, errkind.WithHint(errkind.Conflict, fmt.Errorf("host %s is the host this command runs as: a host cannot retire itself", name),
 			"run it from another host of the fleet, after stopping this one")
@@ -261,7 +279,7 @@ func (m *Manager) RetireHost(ctx context.Context, name string, force bool) (Reti
 		return RetireOutcome{}, errkind.WithFieldHint(errkind.Conflict, fmt.Errorf("host %s %w (last seen %.0f s ago): retiring it would "+
 			"abandon the deletions it is making", name, ErrHostLive, *h.AgeSeconds), "stop its server first, or give %s to retire it anyway", "force")
 	}
-	res, err := m.Store.RetireHost(ctx, name, m.actor(ctx), m.now())
+	res, err := m.Store.RetireHost(ctx, name, m.ActorOf(ctx), m.Now())
 	if err != nil {
 		return RetireOutcome{}, fmt.Errorf("retire host %s: %w", name, err)
 	}

@@ -1,4 +1,4 @@
-package core
+package trend
 
 import (
 	"testing"
@@ -6,10 +6,10 @@ import (
 )
 
 // history makes hourly points ending at now from f(hours before now).
-func history(now time.Time, hours int, f func(h float64) float64) []UsagePoint {
-	var out []UsagePoint
+func history(now time.Time, hours int, f func(h float64) float64) []Point {
+	var out []Point
 	for h := hours; h >= 0; h-- {
-		out = append(out, UsagePoint{At: now.Add(-time.Duration(h) * time.Hour), Bytes: uint64(f(float64(h)))})
+		out = append(out, Point{At: now.Add(-time.Duration(h) * time.Hour), Bytes: uint64(f(float64(h)))})
 	}
 	return out
 }
@@ -21,7 +21,7 @@ func TestFullIn(t *testing.T) {
 	hours := func(d time.Duration) *time.Duration { return &d }
 	for _, c := range []struct {
 		name   string
-		points []UsagePoint
+		points []Point
 		limit  uint64
 		want   *time.Duration // nil: not filling
 		within time.Duration  // how close the estimate must be
@@ -50,7 +50,7 @@ func TestFullIn(t *testing.T) {
 			return 30*gib + float64(5-int(h)%6)*2*gib - h*gib/2
 		}), 50 * gib, hours(18 * time.Hour), 2 * time.Hour},
 		{"too few points", history(now, 2, func(h float64) float64 { return 10*gib - h*gib/8 }), 50 * gib, nil, 0},
-		{"too short a span", []UsagePoint{{now.Add(-3 * time.Hour), 1}, {now.Add(-2 * time.Hour), 2}, {now.Add(-time.Hour), 3}, {now, 4}}, 50 * gib, nil, 0},
+		{"too short a span", []Point{{now.Add(-3 * time.Hour), 1}, {now.Add(-2 * time.Hour), 2}, {now.Add(-time.Hour), 3}, {now, 4}}, 50 * gib, nil, 0},
 		{"at the limit", history(now, 24, func(h float64) float64 { return 50*gib - h*gib/2 }), 50 * gib, hours(0), 0},
 		{"no limit", history(now, 24, func(h float64) float64 { return 26*gib - h*gib }), 0, nil, 0},
 		// Points older than the window are left out: a fill that stopped

@@ -1,4 +1,4 @@
-package core
+package readmodel
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -16,10 +17,21 @@ import (
 // snapshot is a sweep the next walk (hourly) shows better than a list.
 const goneReadLimit = 2000
 
+// WithoutGone is a stored tree of t, snapshotted at at, without what the
+// journal says was deleted from t since.
+func (m *Model) WithoutGone(ctx context.Context, t core.TreeStatus, at time.Time, root *inventory.Node, top []inventory.File) (*inventory.Node, []inventory.File, error) {
+	gone, err := m.goneSince(ctx, t, at)
+	if err != nil {
+		return nil, nil, err
+	}
+	root, top = withoutGone(root, top, gone)
+	return root, top, nil
+}
+
 // goneSince is what the journal says was deleted from tree t (paths
 // relative to the tree) after at, settled whole: a sweep's evictions and a
 // files rm. A snapshot found those paths; they are no longer there.
-func (m *Manager) goneSince(ctx context.Context, t TreeStatus, at time.Time) ([]gonePath, error) {
+func (m *Model) goneSince(ctx context.Context, t core.TreeStatus, at time.Time) ([]gonePath, error) {
 	evs, err := m.Store.Events(ctx, store.EventFilter{Type: journal.TypeEvicted, Project: t.Project, Since: at, Limit: goneReadLimit})
 	if err != nil {
 		return nil, err
