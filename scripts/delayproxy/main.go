@@ -94,7 +94,7 @@ func pipe(dst, src net.Conn, delay time.Duration, late *lateness) {
 	}()
 	for ch := range q {
 		if d := time.Until(ch.at); d > 0 {
-			time.Sleep(d)
+			sleep(d)
 		}
 		late.add(time.Since(ch.at))
 		if _, err := dst.Write(ch.b); err != nil {
@@ -105,6 +105,16 @@ func pipe(dst, src net.Conn, delay time.Duration, late *lateness) {
 	}
 	if tc, ok := dst.(*net.TCPConn); ok {
 		tc.CloseWrite()
+	}
+}
+
+// sleep is nanosleep(2) on this thread: time.Sleep rounds a wait shorter
+// than a millisecond up to one when the runtime parks in epoll, which
+// would double the delay asked for; the kernel's high-resolution timer
+// does not.
+func sleep(d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
 	}
 }
 
