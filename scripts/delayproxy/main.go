@@ -42,17 +42,22 @@ func main() {
 		<-sig
 		ln.Close()
 	}()
+	proxy(ln, *to, *delay, late)
+	fmt.Println(late.summary(*delay))
+}
+
+// proxy passes each connection ln accepts on to to, until ln is closed.
+func proxy(ln net.Listener, to string, delay time.Duration, late *lateness) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
-				fmt.Println(late.summary(*delay))
 				return
 			}
 			log.Printf("delayproxy: accept: %v", err)
 			continue
 		}
-		go serve(c, *to, *delay, late)
+		go serve(c, to, delay, late)
 	}
 }
 
