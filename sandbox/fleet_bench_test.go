@@ -1,9 +1,13 @@
 package sandbox_test
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,9 +21,14 @@ import (
 // process with XFSQ_BENCH_PROJECTS projects (default 1,000) of three empty
 // trees, every tree snapshotted once. It measures, on the first host:
 // report, a cold overview (assembled from the store), the warm overview
-// while the other hosts write, a project add and `snapshot --all`; and the
-// statements each sends (stmts/op). docs/benchmarks.md#fleet says how to
-// run it against a PostgreSQL 1 ms away.
+// while the other hosts write, the fleet's storage (every host's trees,
+// `report --all-hosts`), a project add and `snapshot --all`; and the
+// statements each sends (stmts/op). Then the scheduled snapshot pass of
+// every host at once (pass-all-hosts): its wall time, the statements of
+// all hosts, the database's time (db-ms/op, from pg_stat_statements when
+// the database has it, else -1) and the p99 of the hosts' commits as they
+// saw them. scripts/fleet-bench.sh runs it on a throwaway cluster, on
+// loopback and 1 ms away; docs/benchmarks.md#fleet has the figures.
 //
 //	XFSQ_TEST_POSTGRES=... go test ./sandbox -run '^$' -bench Fleet -benchtime 5x -timeout 2h
 func BenchmarkFleet(b *testing.B) {
@@ -30,15 +39,20 @@ func BenchmarkFleet(b *testing.B) {
 		fleet = append(fleet, first.OtherHost(fmt.Sprintf("bench-host-%02d", h)))
 	}
 	start := time.Now()
-	for _, r := range fleet {
+	if err := eachHost(fleet, func(r *fixture.Root) error {
 		for i := range projects {
-			r.Add(1<<30, fmt.Sprintf("p%04d", i))
+			hard := uint64(1 << 30)
+			opts := sandbox.AddOptions{Workspace: sandbox.LimitChange{BytesHard: &hard}}
+			if _, err := r.Manager.Add(r.Ctx, fmt.Sprintf("p%04d", i), opts); err != nil {
+				return err
+			}
 		}
-		if _, err := r.Manager.Snapshot(r.Ctx, sandbox.SnapshotOptions{}); err != nil {
-			b.Fatal(err)
-		}
+		_, err := r.Manager.Snapshot(r.Ctx, sandbox.SnapshotOptions{})
+		return err
+	}); err != nil {
+		b.Fatal(err)
 	}
-	b.Logf("%d hosts x %d projects set up in %s", hosts, projects, time.Since(start).Round(time.Second))
+	b.Logf("%d hosts x %d projects set up in %s (hosts side by side)", hosts, projects, time.Since(start).Round(time.Second))
 	m := first.Manager
 	measure := func(name string, setup func() *sandbox.Manager, run func(m *sandbox.Manager) error) {
 		b.Run(name, func(b *testing.B) {
@@ -74,6 +88,10 @@ func BenchmarkFleet(b *testing.B) {
 		_, err := m.Overview(first.Ctx, sandbox.OverviewOptions{MaxAge: time.Hour})
 		return err
 	})
+	measure("fleet-storage", same, func(m *sandbox.Manager) error {
+		_, err := m.FleetStorage(first.Ctx, sandbox.FleetQuery{})
+		return err
+	})
 	added := 0
 	measure("add", same, func(m *sandbox.Manager) error {
 		added++
@@ -84,6 +102,102 @@ func BenchmarkFleet(b *testing.B) {
 		_, err := m.Snapshot(first.Ctx, sandbox.SnapshotOptions{})
 		return err
 	})
+	b.Run("pass-all-hosts", func(b *testing.B) { benchPassAllHosts(b, fleet, first.DSN) })
+}
+
+// benchPassAllHosts runs the scheduled snapshot pass (what xfsq serve
+// runs every snapshot_interval) on every host at once, each host's pass
+// made due again before each round.
+func benchPassAllHosts(b *testing.B, fleet []*fixture.Root, dsn string) {
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	var stmts int64
+	var dbTime time.Duration
+	var commits []time.Duration
+	stats := true
+	for b.Loop() {
+		b.StopTimer()
+		// An hour ago for every host: the pass is due (started_at is in µs).
+		if _, err := db.ExecContext(ctx, `UPDATE passes SET started_at = started_at - 7200000000 WHERE pass = $1`, sandbox.PassSnapshot); err != nil {
+			b.Fatal(err)
+		}
+		before := dbStatementTime(ctx, db)
+		var sent int64
+		for _, r := range fleet {
+			st := sandbox.TestStore(r.Manager)
+			sent -= st.Statements()
+			st.TrackCommits()
+		}
+		b.StartTimer()
+		err := eachHost(fleet, func(r *fixture.Root) error {
+			out, err := r.Manager.RunPass(r.Ctx, sandbox.PassSnapshot)
+			if err == nil && !out.Ran {
+				err = fmt.Errorf("the pass did not run: %s", out.Why)
+			}
+			return err
+		})
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range fleet {
+			st := sandbox.TestStore(r.Manager)
+			sent += st.Statements()
+			commits = append(commits, st.Commits()...)
+		}
+		stmts += sent
+		if after := dbStatementTime(ctx, db); before < 0 || after < 0 {
+			stats = false
+		} else {
+			dbTime += after - before
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(stmts)/float64(b.N), "stmts/op")
+	b.ReportMetric(float64(len(commits))/float64(b.N), "commits/op")
+	if len(commits) > 0 {
+		slices.Sort(commits)
+		p99 := commits[min(len(commits)-1, len(commits)*99/100)]
+		b.ReportMetric(float64(p99.Microseconds())/1000, "p99-commit-ms")
+	}
+	if stats {
+		b.ReportMetric(float64(dbTime.Microseconds())/1000/float64(b.N), "db-ms/op")
+	} else {
+		b.ReportMetric(-1, "db-ms/op")
+	}
+}
+
+// dbStatementTime is the time the server spent executing this database's
+// statements so far (pg_stat_statements), or -1 when it does not keep it.
+func dbStatementTime(ctx context.Context, db *sql.DB) time.Duration {
+	var ms float64
+	err := db.QueryRowContext(ctx, `SELECT coalesce(sum(total_exec_time), 0) FROM public.pg_stat_statements
+		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&ms)
+	if err != nil {
+		return -1
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// eachHost runs fn for every host side by side, as hosts of a fleet do,
+// and returns the first error.
+func eachHost(fleet []*fixture.Root, fn func(r *fixture.Root) error) error {
+	errs := make([]error, len(fleet))
+	var wg sync.WaitGroup
+	for i, r := range fleet {
+		wg.Go(func() { errs[i] = fn(r) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func envInt(b *testing.B, name string, def int) int {

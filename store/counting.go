@@ -3,7 +3,10 @@ package store
 import (
 	"context"
 	"database/sql/driver"
+	"slices"
+	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Statements is how many statements this store has sent to the database
@@ -11,14 +14,57 @@ import (
 // BEGIN, COMMIT and ROLLBACK. A read of a host's trees is held to a
 // constant count by it (the set-based reads' tests): on PostgreSQL each is
 // a round trip, and a per-tree statement on 1,000 trees cost seconds.
-func (s *Store) Statements() int64 { return s.counter.Load() }
+func (s *Store) Statements() int64 { return s.meter.n.Load() }
+
+// TrackCommits makes the store keep the duration of each commit from now
+// on (the client's view: the round trip and the server's flush), until
+// Commits takes them: a fleet benchmark's p99 commit latency. At most
+// maxTrackedCommits are kept; untracked, a commit costs one atomic load.
+func (s *Store) TrackCommits() { s.meter.track.Store(true) }
+
+// Commits stops tracking and returns the durations kept since TrackCommits.
+func (s *Store) Commits() []time.Duration {
+	s.meter.track.Store(false)
+	s.meter.mu.Lock()
+	defer s.meter.mu.Unlock()
+	out := slices.Clone(s.meter.commits)
+	s.meter.commits = s.meter.commits[:0]
+	return out
+}
+
+const maxTrackedCommits = 1 << 20
+
+// meter is what a store's connections report into: the statements they
+// sent, and each commit's duration while tracked.
+type meter struct {
+	n       atomic.Int64
+	track   atomic.Bool
+	mu      sync.Mutex
+	commits []time.Duration
+}
+
+func (m *meter) commit(commit func() error) error {
+	m.n.Add(1)
+	if !m.track.Load() {
+		return commit()
+	}
+	start := time.Now()
+	err := commit()
+	d := time.Since(start)
+	m.mu.Lock()
+	if len(m.commits) < maxTrackedCommits {
+		m.commits = append(m.commits, d)
+	}
+	m.mu.Unlock()
+	return err
+}
 
 // countingConnector hands out connections that count what they send into n.
 // It wraps every connection the store opens, on both drivers: an atomic add
 // per statement is nothing beside the statement.
 type countingConnector struct {
 	inner driver.Connector
-	n     *atomic.Int64
+	n     *meter
 }
 
 func (c countingConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -37,7 +83,7 @@ func (c countingConnector) Driver() driver.Driver { return c.inner.Driver() }
 // (driver.ErrSkip), so that the pool falls back exactly as it would.
 type countingConn struct {
 	c driver.Conn
-	n *atomic.Int64
+	n *meter
 }
 
 func (w countingConn) Prepare(q string) (driver.Stmt, error) {
@@ -65,7 +111,7 @@ func (w countingConn) Begin() (driver.Tx, error) {
 }
 
 func (w countingConn) BeginTx(ctx context.Context, o driver.TxOptions) (driver.Tx, error) {
-	w.n.Add(1)
+	w.n.n.Add(1)
 	var tx driver.Tx
 	var err error
 	if b, ok := w.c.(driver.ConnBeginTx); ok {
@@ -87,7 +133,7 @@ func (w countingConn) ExecContext(ctx context.Context, q string, args []driver.N
 	}
 	r, err := e.ExecContext(ctx, q, args)
 	if err != driver.ErrSkip {
-		w.n.Add(1)
+		w.n.n.Add(1)
 	}
 	return r, err
 }
@@ -99,7 +145,7 @@ func (w countingConn) QueryContext(ctx context.Context, q string, args []driver.
 	}
 	r, err := e.QueryContext(ctx, q, args)
 	if err != driver.ErrSkip {
-		w.n.Add(1)
+		w.n.n.Add(1)
 	}
 	return r, err
 }
@@ -134,7 +180,7 @@ func (w countingConn) CheckNamedValue(nv *driver.NamedValue) error {
 
 type countingStmt struct {
 	s driver.Stmt
-	n *atomic.Int64
+	n *meter
 }
 
 func (w countingStmt) Close() error  { return w.s.Close() }
@@ -149,7 +195,7 @@ func (w countingStmt) Query(args []driver.Value) (driver.Rows, error) {
 }
 
 func (w countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	w.n.Add(1)
+	w.n.n.Add(1)
 	if e, ok := w.s.(driver.StmtExecContext); ok {
 		return e.ExecContext(ctx, args)
 	}
@@ -158,7 +204,7 @@ func (w countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 }
 
 func (w countingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	w.n.Add(1)
+	w.n.n.Add(1)
 	if q, ok := w.s.(driver.StmtQueryContext); ok {
 		return q.QueryContext(ctx, args)
 	}
@@ -183,8 +229,8 @@ func values(args []driver.NamedValue) []driver.Value {
 
 type countingTx struct {
 	t driver.Tx
-	n *atomic.Int64
+	n *meter
 }
 
-func (w countingTx) Commit() error   { w.n.Add(1); return w.t.Commit() }
-func (w countingTx) Rollback() error { w.n.Add(1); return w.t.Rollback() }
+func (w countingTx) Commit() error   { return w.n.commit(w.t.Commit) }
+func (w countingTx) Rollback() error { w.n.n.Add(1); return w.t.Rollback() }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
@@ -64,7 +63,7 @@ func TestSQLiteErrorsArePlain(t *testing.T) {
 		{"not a database", garbage, `SELECT * FROM sqlite_master`, "file is not a database", false},
 		{"cannot open", filepath.Join(dir, "no/such/dir.db"), `SELECT 1`, "unable to open database file", false},
 	} {
-		db := openSQLite(new(atomic.Int64), tc.dsn)
+		db := openSQLite(new(meter), tc.dsn)
 		var err error
 		for i := 0; i < 100 && err == nil; i++ {
 			_, err = db.Exec(tc.sql)

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,7 +27,7 @@ import (
 // deadline, whatever the network does.
 
 // openPostgres is a pool of bounded connections to the database cfg names.
-func openPostgres(cfg pq.Config, o PostgresOptions, counter *atomic.Int64) (*sql.DB, error) {
+func openPostgres(cfg pq.Config, o PostgresOptions, counter *meter) (*sql.DB, error) {
 	pc, err := pq.NewConnectorConfig(cfg)
 	if err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ func OpenReadOnly(ctx context.Context, dsn, host string) (*Store, error) {
 	// immutable=1: no locks and no shared memory, the only way SQLite reads
 	// a WAL database without creating files; the WAL is empty once its last
 	// writer has closed (it checkpoints), which on a full disk it has.
-	s.db = openSQLite(&s.counter, "file:"+(&url.URL{Path: dsn}).EscapedPath()+"?mode=ro&immutable=1&_pragma=foreign_keys(1)")
+	s.db = openSQLite(&s.meter, "file:"+(&url.URL{Path: dsn}).EscapedPath()+"?mode=ro&immutable=1&_pragma=foreign_keys(1)")
 	var current int
 	if err := s.db.GetContext(ctx, &current, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`); err != nil {
 		s.db.Close()

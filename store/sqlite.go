@@ -8,7 +8,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
 	"modernc.org/sqlite"
@@ -59,7 +58,7 @@ func plainError(err error) error {
 }
 
 // openSQLite is sqlx.Open("sqlite", dsn), but with plain errors.
-func openSQLite(n *atomic.Int64, dsn string) *sqlx.DB {
+func openSQLite(n *meter, dsn string) *sqlx.DB {
 	return sqlx.NewDb(sql.OpenDB(countingConnector{inner: connector{dsn: dsn}, n: n}), "sqlite")
 }
 

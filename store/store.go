@@ -39,10 +39,10 @@ type Store struct {
 	// settings) when several hosts share a PostgreSQL database.
 	Host string
 
-	stmts    stmtCache    // queries asked many times a second, prepared once
-	versions versionFeed  // every project's Version, followed (VersionAt)
-	beat     heartbeat    // this process's lease (holders.go)
-	counter  atomic.Int64 // statements sent (Statements)
+	stmts    stmtCache   // queries asked many times a second, prepared once
+	versions versionFeed // every project's Version, followed (VersionAt)
+	beat     heartbeat   // this process's lease (holders.go)
+	meter    meter       // statements sent (Statements), commits timed (TrackCommits)
 }
 
 // Open connects to dsn (a postgres:// URL or libpq keywords, or the path of
@@ -63,7 +63,7 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		db, err := openPostgres(cfg, opts, &s.counter)
+		db, err := openPostgres(cfg, opts, &s.meter)
 		if err != nil {
 			return nil, fmt.Errorf("database %s: %w", Redact(dsn), scrub(err, dsn))
 		}
@@ -92,7 +92,7 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		// (a sweep's "pending" above all) is on disk before the deletion it
 		// announces, power loss or not. NORMAL would only survive a crash of
 		// the process.
-		s.db = openSQLite(&s.counter, "file:"+dsn+
+		s.db = openSQLite(&s.meter, "file:"+dsn+
 			"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate")
 		if err != nil {
 			return nil, err
