@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,6 +140,9 @@ func TestOverviewSummaryEndpoint(t *testing.T) {
 		}
 		if resp, _ := do(t, http.MethodGet, all.URL+"/v1/workspace/storage/summary", nil, "If-None-Match", tag); resp.StatusCode != http.StatusNotModified {
 			t.Errorf("If-None-Match with the tag: %d, want 304", resp.StatusCode)
+		}
+		if resp, body := do(t, http.MethodGet, all.URL+"/v1/workspace/storage/summary?refresh=maybe", nil); resp.StatusCode != 400 || !strings.Contains(body, "refresh") {
+			t.Errorf("?refresh=maybe: %d %s, want 400 naming refresh", resp.StatusCode, body)
 		}
 		mine, mineTag := read(limited.URL)
 		if mine.ProjectsTotal != 2 || fmt.Sprint(fullest(mine)) != "[beta alpha]" || mineTag == tag {
