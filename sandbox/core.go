@@ -55,6 +55,7 @@ type (
 	Overview        = readmodel.Overview
 	OverviewDisk    = readmodel.OverviewDisk
 	OverviewOptions = readmodel.OverviewOptions
+	OverviewSummary = readmodel.OverviewSummary
 	PassOutcome     = retention.PassOutcome
 	PlanRef         = retention.PlanRef
 	Project         = core.Project
@@ -277,6 +278,12 @@ func (m *Manager) Leases(ctx context.Context) ([]LeaseStatus, error) {
 
 func (m *Manager) List(ctx context.Context) ([]store.Project, error) {
 	return m.c.List(ctx)
+}
+
+// SummaryOf is ov's summary (the fullest projects, the top growers) over
+// the projects sees keeps (nil: all).
+func SummaryOf(ov *Overview, sees func(string) bool) OverviewSummary {
+	return readmodel.SummaryOf(ov, sees)
 }
 
 func (m *Manager) Overview(ctx context.Context, o OverviewOptions) (*Overview, error) {

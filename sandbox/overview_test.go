@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -265,6 +266,51 @@ func TestOverviewRefreshScope(t *testing.T) {
 		refresh("omni")
 		if w := walkedNow(); w["omni"] != w["beta"] || w["beta"] == 0 {
 			t.Errorf("after the window, every tree then omni: walked %v, want every tree once", w)
+		}
+	})
+}
+
+// TestOverviewTopPathsLeaveWithASweep: a path a sweep deleted since the
+// workspace's last snapshot leaves the overview's largest paths at once
+// (the journal's deletions, read for every project in one statement),
+// without a walk; what the snapshot saw beside it stays.
+func TestOverviewTopPathsLeaveWithASweep(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		r.Add(10<<20, "omni")
+		ws := filepath.Join(m.Root, "projects/omni")
+		os.MkdirAll(filepath.Join(ws, "dist"), 0o755)
+		os.MkdirAll(filepath.Join(ws, "data"), 0o755)
+		os.WriteFile(filepath.Join(ws, "dist/old.js"), make([]byte, 80<<10), 0o644)
+		os.WriteFile(filepath.Join(ws, "data/big"), make([]byte, 600<<10), 0o644)
+		old := time.Now().Add(-30 * 24 * time.Hour)
+		os.Chtimes(filepath.Join(ws, "dist/old.js"), old, old)
+		os.Chtimes(filepath.Join(ws, "dist"), old, old)
+		if _, err := m.Snapshot(ctx, sandbox.SnapshotOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		paths := func() []string {
+			ov, err := m.Overview(ctx, sandbox.OverviewOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, p := range overviewOf(t, ov, "omni").TopPaths {
+				out = append(out, p.Path)
+			}
+			return out
+		}
+		if got := paths(); !slices.Contains(got, "dist") || !slices.Contains(got, "data") {
+			t.Fatalf("before the sweep: top paths %v, want data and dist", got)
+		}
+		if _, err := m.Sweep(ctx, sandbox.SweepOptions{Projects: []string{"omni"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "dist")); !os.IsNotExist(err) {
+			t.Fatalf("the sweep left dist/: %v", err)
+		}
+		if got := paths(); slices.Contains(got, "dist") || !slices.Contains(got, "data") {
+			t.Errorf("after the sweep: top paths %v, want data without dist", got)
 		}
 	})
 }

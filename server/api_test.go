@@ -181,6 +181,7 @@ func TestAuthMatrix(t *testing.T) {
 		"DELETE " + p + "/{id}/leases/{run}":    {p + "/omni/leases/run-1", "", 204},
 		"GET /v1/workspace/storage/events":      {"/v1/workspace/storage/events", "", 200},
 		"GET /v1/workspace/storage":             {"/v1/workspace/storage", "", 200},
+		"GET /v1/workspace/storage/summary":     {"/v1/workspace/storage/summary", "", 200},
 		"GET " + p + "/{id}":                    {p + "/omni", "", 200},
 		"GET " + p + "/{id}/diff":               {p + "/omni/diff", "", 404}, // no snapshot kept to compare: past the role check
 		"GET " + p + "/{id}/history":            {p + "/omni/history", "", 200},

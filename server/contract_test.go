@@ -225,6 +225,7 @@ var contractUnobserved = map[string]string{
 	"DELETE /v1/workspace/storage/projects/{id}/files/{path} 503": "as DELETE /v1/workspace/storage/projects/{id} 503",
 	"DELETE /v1/workspace/storage/projects/{id}/leases/{run} 503": "as DELETE /v1/workspace/storage/projects/{id} 503",
 	"GET /v1/workspace/storage 503":                               "as DELETE /v1/workspace/storage/projects/{id} 503",
+	"GET /v1/workspace/storage/summary 503":                       "as DELETE /v1/workspace/storage/projects/{id} 503",
 	"GET /v1/workspace/storage/events 503":                        "as DELETE /v1/workspace/storage/projects/{id} 503",
 	"GET /v1/workspace/storage/projects 503":                      "as DELETE /v1/workspace/storage/projects/{id} 503",
 	"GET /v1/workspace/storage/projects/{id}/admission 503":       "as DELETE /v1/workspace/storage/projects/{id} 503",

@@ -31,7 +31,7 @@ var specSchemas = map[string]struct {
 	"StorePart": {apiv1.StorePart{}, false}, "HealthReport": {apiv1.Health{}, false}, "HealthThresholds": {apiv1.HealthThresholds{}, false},
 	"TopPath": {apiv1.TopPath{}, false}, "Growth": {apiv1.Growth{}, false},
 	"ProjectOverview": {apiv1.ProjectOverview{}, false}, "OverviewDisk": {apiv1.OverviewDisk{}, false},
-	"Overview": {apiv1.Overview{}, false}, "Node": {apiv1.Node{}, false},
+	"Overview": {apiv1.Overview{}, false}, "OverviewSummary": {apiv1.OverviewSummary{}, false}, "Node": {apiv1.Node{}, false},
 	"TopFile": {apiv1.File{}, false}, "TreeStorage": {apiv1.TreeStorage{}, false},
 	"ProjectStorage": {apiv1.ProjectStorage{}, false}, "FileEntry": {apiv1.Entry{}, false},
 	"Listing": {apiv1.Listing{}, false}, "PutResult": {apiv1.PutResult{}, false},

@@ -36,11 +36,12 @@ import (
 // at a time:
 //
 //   - overview: GET /v1/workspace/storage as the server serves it (its
-//     cached answer while the store records no change);
+//     cached answer, encoded and gzipped, while the store records no
+//     change); summary: GET /v1/workspace/storage/summary likewise;
 //   - overview-rebuilt: Manager.Overview assembled from the store by a
 //     Manager without one (the first request after a change pays it);
 //   - disk-history and project-history: the charts' reads;
-//   - page-api: the overview's and the disk chart's requests together, what
+//   - page-api: the summary's and the disk chart's requests together, what
 //     the overview page waits for before it draws;
 //   - chromium: the overview page and the projects page loaded in headless
 //     Chromium, each timed by the page (view-ms: from asking the API to
@@ -86,10 +87,11 @@ func BenchmarkOverviewCharts(b *testing.B) {
 				run  func(b *testing.B)
 			}{
 				{"overview", func(b *testing.B) { get(b, "/v1/workspace/storage") }},
+				{"summary", func(b *testing.B) { get(b, "/v1/workspace/storage/summary") }},
 				{"disk-history", func(b *testing.B) { get(b, "/v1/workspace/storage/history?points=720") }},
 				{"project-history", func(b *testing.B) { get(b, project) }},
 				{"page-api", func(b *testing.B) {
-					get(b, "/v1/workspace/storage")
+					get(b, "/v1/workspace/storage/summary")
 					get(b, "/v1/workspace/storage/history?points=720")
 				}},
 			} {

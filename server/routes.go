@@ -254,6 +254,7 @@ func (s *Server) coreRoutes() []Route {
 		{"DELETE", p + "/{id}/leases/{run}", RoleOperator, answered(s.log, bodiless(s.releaseLease))},
 		{"GET", "/v1/workspace/storage/events", RoleReader, answered(s.log, s.events)},
 		{"GET", "/v1/workspace/storage", RoleReader, answered(s.log, s.storage.Overview)},
+		{"GET", "/v1/workspace/storage/summary", RoleReader, answered(s.log, s.storage.Summary)},
 		{"GET", p + "/{id}", RoleReader, answered(s.log, s.storage.Project)},
 		{"GET", p + "/{id}/diff", RoleReader, answered(s.log, s.storage.Diff)},
 		{"GET", p + "/{id}/history", RoleReader, answered(s.log, s.storage.ProjectHistory)},

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -18,17 +19,32 @@ import (
 
 // storageAPI serves the storage overview and a project's detail. The
 // library caches the assembled overview (sandbox.Manager.Overview: reused
-// while the store's change mark stands and it is younger than
-// project.DefaultOverviewMaxAge); this keeps that one answer encoded, with
-// its ETag, so a request from an unlimited caller costs one cheap store
-// query and a write of the bytes.
+// while this host's change mark stands, restamped or assembled again past
+// sandbox.DefaultOverviewMaxAge); this keeps that one answer encoded and
+// gzipped, with its ETag, so a request from an unlimited caller costs one
+// cheap store query and a write of stored bytes — at 10,000 projects the
+// answer is megabytes, and gzip of it at each request was most of one.
 type storageAPI struct {
 	m *sandbox.Manager
 
-	mu      sync.Mutex
-	encoded *sandbox.Overview // what body and etag were encoded from
-	body    []byte
-	etag    string
+	mu       sync.Mutex
+	overview taggedAnswer // the whole overview
+	summary  taggedAnswer // its summary
+	// projects is the overview's projects encoded, kept while the library
+	// restamps the overview around the same slice of them.
+	projects struct {
+		of   *sandbox.ProjectOverview // the slice's first element
+		n    int
+		json []byte
+	}
+}
+
+// taggedAnswer is one encoded answer of an overview: its body, the body
+// gzipped, its ETag.
+type taggedAnswer struct {
+	of         *sandbox.Overview // what it was encoded from
+	body, gzip []byte
+	etag       string
 }
 
 func newStorageAPI(root *sandbox.Root) (*storageAPI, error) {
@@ -41,86 +57,206 @@ func newStorageAPI(root *sandbox.Root) (*storageAPI, error) {
 // within the refresh_window setting: project.OverviewOptions). The ETag is over the body
 // the caller gets, so If-None-Match answers 304 until a figure changes.
 func (a *storageAPI) Overview(w http.ResponseWriter, r *http.Request) error {
-	refresh, err := queryBool(r, "refresh")
+	ov, c, err := a.read(r)
 	if err != nil {
 		return err
 	}
-	c := CallerOf(r.Context())
-	// A refresh walks what the caller may see, and no more.
-	ov, err := a.m.Overview(r.Context(), sandbox.OverviewOptions{Refresh: refresh, Projects: c.Projects})
-	if err != nil {
-		return err
-	}
-	var body []byte
-	var etag string
 	if c.Projects == nil {
-		body, etag, err = a.encodedOverview(ov)
-	} else {
-		// A limited reader's own view: the others' names must not leak,
-		// not even through the ETag.
-		mine := *ov
-		mine.Projects = make([]sandbox.ProjectOverview, 0, len(c.Projects))
-		for _, p := range ov.Projects {
-			if c.Sees(p.Project) {
-				mine.Projects = append(mine.Projects, p)
-			}
+		t, err := a.encodedOverview(ov)
+		if err != nil {
+			return err
 		}
-		body, etag, err = encodeTagged(&mine)
+		writeTagged(w, r, t)
+		return nil
 	}
+	// A limited reader's own view: the others' names must not leak,
+	// not even through the ETag.
+	mine := *ov
+	mine.Projects = make([]sandbox.ProjectOverview, 0, len(c.Projects))
+	for _, p := range ov.Projects {
+		if c.Sees(p.Project) {
+			mine.Projects = append(mine.Projects, p)
+		}
+	}
+	body, etag, err := encodeTagged(&mine)
 	if err != nil {
 		return err
 	}
-	writeTagged(w, r, body, etag)
+	writeTagged(w, r, taggedAnswer{body: body, etag: etag})
 	return nil
 }
 
-// encodedOverview is ov encoded and tagged, encoded once per overview.
-func (a *storageAPI) encodedOverview(ov *sandbox.Overview) ([]byte, string, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.encoded == ov {
-		return a.body, a.etag, nil
+// Summary answers GET /v1/workspace/storage/summary: the overview's disk,
+// how many projects the caller may see, and the fullest and the top
+// growers of them — what the dashboard's overview page draws, without
+// every project's line. ?refresh=1 as for the overview; ETag likewise.
+func (a *storageAPI) Summary(w http.ResponseWriter, r *http.Request) error {
+	ov, c, err := a.read(r)
+	if err != nil {
+		return err
 	}
-	body, etag, err := encodeTagged(ov)
-	if err == nil {
-		a.encoded, a.body, a.etag = ov, body, etag
+	if c.Projects == nil {
+		t, err := a.cached(&a.summary, ov, func() (taggedAnswer, error) {
+			s := sandbox.SummaryOf(ov, nil)
+			body, etag, err := encodeTagged(&s)
+			return taggedAnswer{body: body, etag: etag}, err
+		})
+		if err != nil {
+			return err
+		}
+		writeTagged(w, r, t)
+		return nil
 	}
-	return body, etag, err
+	s := sandbox.SummaryOf(ov, c.Sees)
+	body, etag, err := encodeTagged(&s)
+	if err != nil {
+		return err
+	}
+	writeTagged(w, r, taggedAnswer{body: body, etag: etag})
+	return nil
 }
 
-// encodeTagged encodes an overview as writeJSON does, with its ETag: a
-// weak one (the body is equivalent, not identical) over every member but
-// the first, generated_at, so that an overview assembled again with the
-// same figures revalidates with 304.
-func encodeTagged(ov *sandbox.Overview) ([]byte, string, error) {
+// read is the overview for r's caller: a refresh walks what the caller
+// may see, and no more.
+func (a *storageAPI) read(r *http.Request) (*sandbox.Overview, Caller, error) {
+	refresh, err := queryBool(r, "refresh")
+	if err != nil {
+		return nil, Caller{}, err
+	}
+	c := CallerOf(r.Context())
+	ov, err := a.m.Overview(r.Context(), sandbox.OverviewOptions{Refresh: refresh, Projects: c.Projects})
+	return ov, c, err
+}
+
+// cached is slot's answer when it was made of ov, else build's, kept in
+// slot with its body gzipped once.
+func (a *storageAPI) cached(slot *taggedAnswer, ov *sandbox.Overview, build func() (taggedAnswer, error)) (taggedAnswer, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if slot.of == ov {
+		return *slot, nil
+	}
+	t, err := build()
+	if err != nil {
+		return taggedAnswer{}, err
+	}
+	if t.gzip, err = gzipOf(t.body); err != nil {
+		return taggedAnswer{}, err
+	}
+	t.of = ov
+	*slot = t
+	return t, nil
+}
+
+// gzipOf is b gzipped as the gzip middleware would (gzipMin and up).
+func gzipOf(b []byte) ([]byte, error) {
+	if len(b) < gzipMin {
+		return nil, nil
+	}
+	var out bytes.Buffer
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(&out)
+	if _, err := zw.Write(b); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	zw.Reset(nil)
+	return out.Bytes(), nil
+}
+
+// encodedOverview is ov encoded, gzipped and tagged, once per overview;
+// the projects' encoding is reused while a restamped overview shares
+// them.
+func (a *storageAPI) encodedOverview(ov *sandbox.Overview) (taggedAnswer, error) {
+	return a.cached(&a.overview, ov, func() (taggedAnswer, error) {
+		if len(ov.Projects) == 0 {
+			body, etag, err := encodeTagged(ov)
+			return taggedAnswer{body: body, etag: etag}, err
+		}
+		p := &a.projects
+		if p.of != &ov.Projects[0] || p.n != len(ov.Projects) {
+			b, err := encodeJSON(ov.Projects)
+			if err != nil {
+				return taggedAnswer{}, err
+			}
+			p.of, p.n, p.json = &ov.Projects[0], len(ov.Projects), bytes.TrimSuffix(b, []byte("\n"))
+		}
+		// The rest encoded as writeJSON would, projects last: spliced in.
+		head := *ov
+		head.Projects = nil
+		b, err := encodeJSON(&head)
+		if err != nil {
+			return taggedAnswer{}, err
+		}
+		const tail = "null}\n"
+		if !bytes.HasSuffix(b, []byte(`"projects":`+tail)) {
+			body, etag, err := encodeTagged(ov)
+			return taggedAnswer{body: body, etag: etag}, err
+		}
+		body := make([]byte, 0, len(b)+len(p.json))
+		body = append(append(append(body, b[:len(b)-len(tail)]...), p.json...), "}\n"...)
+		return taggedAnswer{body: body, etag: tagOf(body)}, nil
+	})
+}
+
+// encodeJSON is v as writeJSON writes it.
+func encodeJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(ov); err != nil {
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// encodeTagged encodes an answer made of an overview as writeJSON does,
+// with its ETag.
+func encodeTagged(v any) ([]byte, string, error) {
+	body, err := encodeJSON(v)
+	if err != nil {
 		return nil, "", err
 	}
-	body := b.Bytes()
+	return body, tagOf(body), nil
+}
+
+// tagOf is a body's ETag: a weak one (the body is equivalent, not
+// identical) over every member but the first, generated_at, so that an
+// overview assembled again with the same figures revalidates with 304.
+func tagOf(body []byte) string {
 	rest := body
 	if i := bytes.IndexByte(body, ','); bytes.HasPrefix(body, []byte(`{"generated_at":`)) && i > 0 {
 		rest = body[i:]
 	}
 	sum := sha256.Sum256(rest)
-	return body, `W/"` + hex.EncodeToString(sum[:16]) + `"`, nil
+	return `W/"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
 // writeTagged answers with a JSON body and its ETag, or 304 when the
-// request's If-None-Match names that tag.
-func writeTagged(w http.ResponseWriter, r *http.Request, body []byte, etag string) {
+// request's If-None-Match names that tag; gzipped from the stored bytes
+// when the answer has them and the request accepts gzip.
+func writeTagged(w http.ResponseWriter, r *http.Request, t taggedAnswer) {
 	h := w.Header()
-	h.Set("ETag", etag)
+	h.Set("ETag", t.etag)
 	// Another token may see another body at the same URL.
 	h.Set("Vary", "Authorization")
 	h.Set("Cache-Control", "private, no-cache")
-	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag) {
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, t.etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	h.Set("Content-Type", "application/json")
+	body := t.body
+	if t.gzip != nil {
+		h.Add("Vary", "Accept-Encoding")
+		if r.Method != http.MethodHead && acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			body = t.gzip
+			h.Set("Content-Encoding", "gzip")
+		}
+	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(body)
@@ -162,6 +298,6 @@ func (a *storageAPI) Project(w http.ResponseWriter, r *http.Request) error {
 // warm encodes the overview Manager.Warm assembled, so that the first
 // overview requests write bytes instead of queueing behind one encoding.
 func (a *storageAPI) warm(ov *sandbox.Overview) error {
-	_, _, err := a.encodedOverview(ov)
+	_, err := a.encodedOverview(ov)
 	return err
 }

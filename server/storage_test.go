@@ -186,7 +186,7 @@ func TestWarmEncodesTheOverviewBeforeAnyRequest(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.storage.mu.Lock()
-		encoded, body := s.storage.encoded, s.storage.body
+		encoded, body := s.storage.overview.of, s.storage.overview.body
 		s.storage.mu.Unlock()
 		if encoded != ov || !strings.Contains(string(body), `"project":"beta"`) {
 			t.Errorf("after Warm the kept encoding is of %p (%d bytes), want the current overview %p with both projects", encoded, len(body), ov)

@@ -24,6 +24,7 @@ var wirePairs = []struct{ library, wire any }{
 	{sandbox.LeaseStatus{}, apiv1.Lease{}},
 	{sandbox.EventPage{}, apiv1.EventPage{}},
 	{sandbox.Overview{}, apiv1.Overview{}},
+	{sandbox.OverviewSummary{}, apiv1.OverviewSummary{}},
 	{sandbox.ProjectStorage{}, apiv1.ProjectStorage{}},
 	{sandbox.TreeDiff{}, apiv1.TreeDiff{}},
 	{sandbox.ProjectHistory{}, apiv1.ProjectHistory{}},

@@ -124,3 +124,21 @@ func eventsOf(rows []eventRow) []journal.Event {
 	}
 	return out
 }
+
+// EvictedSinceSnapshots is this host's deletion records (storage.evicted)
+// of area's trees, each younger than its tree's stored snapshot, newest
+// first and at most limit: what a view of those snapshots must take out.
+// One statement for every tree (a read per tree was one round trip per
+// project), bounded below by the oldest of those snapshots.
+func (s *Store) EvictedSinceSnapshots(ctx context.Context, area string, limit int) ([]journal.Event, error) {
+	var rows []eventRow
+	err := s.sel(ctx, &rows, `SELECT e.id, e.at, e.type, e.host, e.project, e.actor, e.payload FROM events e
+		JOIN snapshot_trees t ON t.host = e.host AND t.project = e.project AND t.area = ?
+		WHERE e.host = ? AND e.type = ? AND e.at >= t.at
+			AND e.at >= (SELECT COALESCE(MIN(at), 0) FROM snapshot_trees WHERE host = ? AND area = ?)
+		ORDER BY e.id DESC LIMIT ?`, area, s.Host, string(journal.TypeEvicted), s.Host, area, limit)
+	if err != nil {
+		return nil, err
+	}
+	return eventsOf(rows), nil
+}

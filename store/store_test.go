@@ -945,3 +945,36 @@ func TestScrubRedactsPasswordFieldsOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestReserveIDAfterHighest: an ID freed below the highest is not handed
+// out again until the range's top is taken (the next ID is one index
+// lookup, not a search of every taken ID), and then it is.
+func TestReserveIDAfterHighest(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		reg := registry{open(t, dsn)}
+		rng := quota.IDRange{First: 10, Last: 15}
+		for range 4 { // 10-13
+			if _, err := reg.Reserve("fs1", rng, nil, "o"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := reg.Release("fs1", 11); err != nil {
+			t.Fatal(err)
+		}
+		excluded := map[quota.ProjectID]bool{14: true}
+		var got []quota.ProjectID
+		for range 2 {
+			id, err := reg.Reserve("fs1", rng, excluded, "o")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, id)
+		}
+		if fmt.Sprint(got) != "[15 11]" {
+			t.Errorf("reserved %v, want 15 (after the highest, 14 excluded) then 11 (the top taken)", got)
+		}
+		if id, err := reg.Reserve("fs1", rng, excluded, "o"); err == nil {
+			t.Errorf("a full range handed out %d", id)
+		}
+	})
+}

@@ -124,6 +124,21 @@ type Overview struct {
 	Projects    []ProjectOverview `json:"projects"`
 }
 
+// OverviewSummary is GET /v1/workspace/storage/summary: the overview's
+// disk, how many projects the caller may see, and the fullest (by the
+// fraction of the workspace's hard byte limit used, then bytes; 5) and the
+// top growers in 24 hours (those that grew; 8) of them.
+type OverviewSummary struct {
+	GeneratedAt   time.Time         `json:"generated_at"`
+	Root          string            `json:"root"`
+	Host          string            `json:"host"`
+	Backend       Backend           `json:"backend"`
+	Disk          OverviewDisk      `json:"disk"`
+	ProjectsTotal int               `json:"projects_total"`
+	Fullest       []ProjectOverview `json:"fullest"`
+	Growers       []ProjectOverview `json:"growers"`
+}
+
 // OverviewDisk is the filesystem holding the root.
 type OverviewDisk struct {
 	TotalBytes uint64 `json:"total_bytes"`

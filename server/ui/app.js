@@ -196,8 +196,9 @@ let overviewCache = null; // the last overview read, for the hosts link and filt
 // ---- Overview ----
 
 async function overview() {
-  const ov = await api("/v1/workspace/storage");
-  overviewCache = ov;
+  // The summary: the disk and the few projects this page draws, not
+  // every project's line (megabytes at 10,000 projects).
+  const ov = await api("/v1/workspace/storage/summary");
   show("overview");
   $("host").textContent = ov.host + " · " + ov.root;
   const d = ov.disk;
@@ -207,11 +208,10 @@ async function overview() {
     (d.unowned_bytes != null ? ", " + iec(d.unowned_bytes) + " in no project" : "");
   $("disk-insight").textContent = diskInsight(d);
   $("backend").textContent = "Quotas: " + ov.backend.kind + (ov.backend.enforced ? " (enforced by the kernel)" : " (not enforced by the kernel: " + ov.backend.reason + ")");
-  const top = [...ov.projects].sort((a, b) => (b.quota_used ?? 0) - (a.quota_used ?? 0) || b.workspace_bytes - a.workspace_bytes).slice(0, 5);
-  fill($("top").tBodies[0], top.map((p) => projectRow(p.project, [
+  fill($("top").tBodies[0], ov.fullest.map((p) => projectRow(p.project, [
     el("td", {}, iec(p.workspace_bytes)), el("td", {}, p.quota_bytes ? iec(p.quota_bytes) : "no limit"),
     el("td", {}, bar(p.quota_used), percent(p.quota_used))])));
-  drawGrowers(ov.projects);
+  drawGrowers(ov.growers);
   await Promise.all([serverWidget(), diskChart(ov)]);
 }
 
@@ -318,10 +318,10 @@ async function diskChart(ov) {
   lineChart($("disk-chart"), [{ name: "used on the disk", points }], [{ bytes: total, kind: "hard", label: "size" }], "Disk used over the snapshot window");
 }
 
-// drawGrowers draws the projects that grew most in 24 hours.
-function drawGrowers(projects) {
+// drawGrowers draws the projects that grew most in 24 hours (the
+// summary's, in order).
+function drawGrowers(rows) {
   const box = $("growers");
-  const rows = projects.filter((p) => (p.growth && p.growth["24h"]) > 0).sort((a, b) => b.growth["24h"] - a.growth["24h"]).slice(0, 8);
   if (rows.length === 0) { box.replaceChildren(el("p", { class: "muted" }, "No project grew in 24 h (or there is less than a day of history).")); return; }
   const rowH = 24, w = 480, lw = 150;
   const max = rows[0].growth["24h"];
@@ -394,6 +394,11 @@ function sortBy(key) {
   $("projects").tHead.querySelector(`th[data-key="${key}"] button`).focus();
 }
 
+// collate orders names as localeCompare does, with one collator made
+// once: localeCompare makes one at each call, most of a sort's time at
+// 10,000 projects.
+const collate = new Intl.Collator().compare;
+
 // filtered is the projects the search and the filters keep, in the order
 // chosen; a missing figure sorts last either way.
 function filtered() {
@@ -411,9 +416,9 @@ function filtered() {
   const vals = new Map(keep.map((p) => [p, col.value(p)]));
   keep.sort((a, b) => {
     const va = vals.get(a), vb = vals.get(b);
-    if (va == null || vb == null) return va == null && vb == null ? a.project.localeCompare(b.project) : va == null ? 1 : -1;
-    const c = typeof va === "string" ? va.localeCompare(vb) : va - vb;
-    return c * dir || a.project.localeCompare(b.project);
+    if (va == null || vb == null) return va == null && vb == null ? collate(a.project, b.project) : va == null ? 1 : -1;
+    const c = typeof va === "string" ? collate(va, vb) : va - vb;
+    return c * dir || collate(a.project, b.project);
   });
   return keep;
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
 )
@@ -111,10 +112,13 @@ type OverviewOptions struct {
 	// every tree, the root's inbound tree too. A name that is no project
 	// is skipped.
 	Projects []string
-	// MaxAge is the age at which a cached answer is assembled again even
+	// MaxAge is the age at which a cached answer is made again even
 	// though nothing in the store changed (the kernel's counters and the
 	// free space move without it); until the new one is ready the old one
-	// is given. 0 is DefaultOverviewMaxAge.
+	// is given. On a kernel backend it is assembled again; on the
+	// fallback, whose every tree's figure is the store's, only the disk's
+	// figures are read again (restamped) until it is OverviewRebuildAge
+	// old. 0 is DefaultOverviewMaxAge.
 	MaxAge time.Duration
 }
 
@@ -122,16 +126,37 @@ type OverviewOptions struct {
 // the store records no change.
 const DefaultOverviewMaxAge = 5 * time.Second
 
-// overviewTopPaths is how many of its largest paths each project shows.
-const overviewTopPaths = 5
+// OverviewRebuildAge is how old a fallback overview's tree figures may
+// grow while this host's change mark stands (each MaxAge only its disk
+// figures and generated_at are made again): what moves without the store
+// there is time alone — a full-in figure counting down, a growth window
+// sliding. Assembling at 10,000 projects costs seconds of CPU, which
+// every MaxAge was half a core for a server a dashboard watches.
+const OverviewRebuildAge = time.Minute
+
+// overviewTopPaths is how many of its largest paths each project shows;
+// keptTopPaths how many are kept of each snapshot, so that as many are
+// left to show when a sweep deleted some since.
+const (
+	overviewTopPaths = 5
+	keptTopPaths     = 16
+)
+
+// goneReadLimit bounds the deletion records an overview reads (the
+// newest): those since each workspace's last snapshot, an hour's at most
+// while the scheduled pass runs.
+const goneReadLimit = 20000
 
 // overviewCache is the last overview assembled, with the store's change
 // mark it was read at, and the flights in progress.
 type overviewCache struct {
-	mu       sync.Mutex
-	last     *Overview
-	mark     store.ChangeMark
-	assemble *flight // a plain assembly in progress
+	mu   sync.Mutex
+	last *Overview
+	mark store.ChangeMark
+	// assembledAt is when last's tree figures were read from the store
+	// (a restamp keeps it: OverviewRebuildAge).
+	assembledAt time.Time
+	assemble    *flight // a plain assembly in progress
 	// refreshes are the refreshes by scope (refreshScope): the one in
 	// progress and when the last one ended.
 	refreshes map[string]*refreshState
@@ -201,15 +226,49 @@ func (m *Model) Overview(ctx context.Context, o OverviewOptions) (*Overview, err
 		return nil, err
 	}
 	c.mu.Lock()
-	last, fresh := c.last, c.last != nil && c.mark == mark
+	last, assembledAt, fresh := c.last, c.assembledAt, c.last != nil && c.mark == mark
 	c.mu.Unlock()
 	if !fresh {
 		return m.overviewFlight(ctx, &c.assemble, m.assembleOverview).wait(ctx)
 	}
 	if time.Since(last.GeneratedAt) >= maxAge {
-		m.overviewFlight(ctx, &c.assemble, m.assembleOverview) // not waited for
+		compute := m.assembleOverview
+		if !m.IsXFS() && time.Since(assembledAt) < OverviewRebuildAge {
+			compute = func(ctx context.Context, at store.ChangeMark) (*Overview, error) {
+				return m.restampOverview(ctx, at, last, mark)
+			}
+		}
+		m.overviewFlight(ctx, &c.assemble, compute) // not waited for
 	}
 	return last, nil
+}
+
+// restampOverview is last with its disk's figures read again and stamped
+// now, sharing everything else with it (the server's encoding of the
+// projects too): while this host's change mark is the one last was
+// assembled at (lastMark), the fallback's tree figures are what the store
+// says. A mark that moved meanwhile (at, read before this) assembles
+// afresh.
+func (m *Model) restampOverview(ctx context.Context, at store.ChangeMark, last *Overview, lastMark store.ChangeMark) (*Overview, error) {
+	if at != lastMark {
+		return m.assembleOverview(ctx, at)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	ov := *last
+	ov.GeneratedAt = now
+	var st unix.Statfs_t
+	if err := unix.Statfs(m.Root, &st); err == nil {
+		ov.Disk.TotalBytes, ov.Disk.FreeBytes = st.Blocks*uint64(st.Bsize), st.Bavail*uint64(st.Bsize)
+	}
+	ov.Disk.FullInSeconds = nil
+	ov.Disk.OvercommitRatio = 0
+	if ov.Disk.TotalBytes > 0 {
+		ov.Disk.OvercommitRatio = float64(ov.Disk.PromisedBytes) / float64(ov.Disk.TotalBytes)
+	}
+	if err := m.diskFullIn(ctx, &ov.Disk, now); err != nil {
+		return nil, err
+	}
+	return &ov, nil
 }
 
 // RefreshShared walks name's trees for a reader who asks for fresh
@@ -266,14 +325,14 @@ func (m *Model) refreshFlight(ctx context.Context, projects []string) (*flight, 
 		st = &refreshState{}
 		c.refreshes[scope] = st
 	}
-	return m.startFlightLocked(ctx, &st.flight, func(ctx context.Context) (*Overview, error) {
+	return m.startFlightLocked(ctx, &st.flight, func(ctx context.Context, mark store.ChangeMark) (*Overview, error) {
 		if c.walkHook != nil {
 			c.walkHook()
 		}
 		if err := m.snapshotScope(ctx, projects); err != nil {
 			return nil, err
 		}
-		ov, err := m.assembleOverview(ctx)
+		ov, err := m.assembleOverview(ctx, mark)
 		if err == nil {
 			c.mu.Lock()
 			st.doneAt = time.Now()
@@ -313,14 +372,14 @@ func (m *Model) snapshotScope(ctx context.Context, projects []string) error {
 // which it joins instead. The computation runs on its own goroutine,
 // detached from the caller's cancellation (other callers may be waiting
 // for it); a caller that gives up returns at once.
-func (m *Model) overviewFlight(ctx context.Context, slot **flight, compute func(context.Context) (*Overview, error)) *flight {
+func (m *Model) overviewFlight(ctx context.Context, slot **flight, compute func(context.Context, store.ChangeMark) (*Overview, error)) *flight {
 	m.cache.mu.Lock()
 	defer m.cache.mu.Unlock()
 	return m.startFlightLocked(ctx, slot, compute)
 }
 
 // startFlightLocked is overviewFlight with the cache's lock held.
-func (m *Model) startFlightLocked(ctx context.Context, slot **flight, compute func(context.Context) (*Overview, error)) *flight {
+func (m *Model) startFlightLocked(ctx context.Context, slot **flight, compute func(context.Context, store.ChangeMark) (*Overview, error)) *flight {
 	c := &m.cache
 	if f := *slot; f != nil {
 		f.waiters++
@@ -335,11 +394,14 @@ func (m *Model) startFlightLocked(ctx context.Context, slot **flight, compute fu
 		mark, err := m.ChangeMark(ctx)
 		var ov *Overview
 		if err == nil {
-			ov, err = compute(ctx)
+			ov, err = compute(ctx, mark)
 		}
 		c.mu.Lock()
 		f.ov, f.err = ov, err
 		if err == nil && (c.last == nil || !ov.GeneratedAt.Before(c.last.GeneratedAt)) {
+			if c.last == nil || !sameTrees(ov, c.last) {
+				c.assembledAt = time.Now()
+			}
 			c.last, c.mark = ov, mark
 		}
 		*slot = nil
@@ -347,6 +409,12 @@ func (m *Model) startFlightLocked(ctx context.Context, slot **flight, compute fu
 		close(f.done)
 	}()
 	return f
+}
+
+// sameTrees says whether a and b share their projects' figures (one is
+// the other restamped).
+func sameTrees(a, b *Overview) bool {
+	return len(a.Projects) > 0 && len(a.Projects) == len(b.Projects) && &a.Projects[0] == &b.Projects[0]
 }
 
 func (f *flight) wait(ctx context.Context) (*Overview, error) {
@@ -359,7 +427,8 @@ func (f *flight) wait(ctx context.Context) (*Overview, error) {
 }
 
 // assembleOverview reads every tree's status (no walk) and the snapshots.
-func (m *Model) assembleOverview(ctx context.Context) (*Overview, error) {
+// (The mark, read before, is the restamp's.)
+func (m *Model) assembleOverview(ctx context.Context, _ store.ChangeMark) (*Overview, error) {
 	now := time.Now().UTC().Truncate(time.Second)
 	rows, err := m.Report(ctx)
 	if err != nil {
@@ -411,7 +480,7 @@ func (m *Model) assembleOverview(ctx context.Context) (*Overview, error) {
 			p.LastActivityAt, p.UsageAsOf = r.LastActivityAt, r.UsageAsOf
 		}
 	}
-	tops, err := m.topPaths(ctx)
+	tops, err := m.topPaths(ctx, rows)
 	if err != nil {
 		return nil, err
 	}
@@ -439,6 +508,11 @@ func (m *Model) overviewInsight(ctx context.Context, ov *Overview, rows []core.T
 			d.ReclaimableBytes += *r.ReclaimableBytes
 		}
 	}
+	return m.diskFullIn(ctx, d, now)
+}
+
+// diskFullIn fills the disk's full-in at the scheduled passes' trend.
+func (m *Model) diskFullIn(ctx context.Context, d *OverviewDisk, now time.Time) error {
 	if d.TotalBytes == 0 {
 		return nil
 	}
@@ -464,9 +538,11 @@ func projectInsight(p *ProjectOverview, r core.TreeStatus) {
 }
 
 // topPaths are each workspace's largest top-level entries from its last
-// snapshot, each parsed once per snapshot: two statements however many
-// projects (when each snapshot was taken, then the trees not parsed yet).
-func (m *Model) topPaths(ctx context.Context) (map[string][]TopPath, error) {
+// snapshot, each parsed once per snapshot, less what the journal says was
+// deleted since (a sweep, a files rm): no view lists a path that is gone
+// until the next walk. Three statements however many projects (when each
+// snapshot was taken, the trees not parsed yet, the deletions since).
+func (m *Model) topPaths(ctx context.Context, rows []core.TreeStatus) (map[string][]TopPath, error) {
 	times, err := m.Store.StoredTreeTimes(ctx, area.Workspace)
 	if err != nil {
 		return nil, err
@@ -483,25 +559,93 @@ func (m *Model) topPaths(ctx context.Context) (map[string][]TopPath, error) {
 		}
 	}
 	c.mu.Unlock()
-	if len(stale) == 0 {
-		return out, nil
+	if len(stale) > 0 {
+		slices.Sort(stale)
+		trees, err := m.Store.LatestTrees(ctx, area.Workspace, stale)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		if c.topPaths == nil {
+			c.topPaths = map[string]cachedTop{}
+		}
+		for name, st := range trees {
+			top := parseTopPaths(st.Tree)
+			out[name] = top
+			c.topPaths[name] = cachedTop{at: st.At, top: top}
+		}
+		c.mu.Unlock()
 	}
-	slices.Sort(stale)
-	trees, err := m.Store.LatestTrees(ctx, area.Workspace, stale)
+	gone, err := m.goneFromWorkspaces(ctx, rows)
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.topPaths == nil {
-		c.topPaths = map[string]cachedTop{}
-	}
-	for name, st := range trees {
-		top := parseTopPaths(st.Tree)
-		out[name] = top
-		c.topPaths[name] = cachedTop{at: st.At, top: top}
+	for name, top := range out {
+		out[name] = withoutGonePaths(top, gone[name])
 	}
 	return out, nil
+}
+
+// goneFromWorkspaces is, per project, the paths (relative to its
+// workspace) deleted since its workspace's last snapshot, with the bytes
+// each freed: one read for every project.
+func (m *Model) goneFromWorkspaces(ctx context.Context, rows []core.TreeStatus) (map[string][]TopPath, error) {
+	evs, err := m.Store.EvictedSinceSnapshots(ctx, area.Workspace, goneReadLimit)
+	if err != nil || len(evs) == 0 {
+		return nil, err
+	}
+	dirs := map[string]string{}
+	for _, r := range rows {
+		if r.Area == area.Workspace {
+			dirs[r.Project] = r.Path
+		}
+	}
+	out := map[string][]TopPath{}
+	for _, e := range evs {
+		p, err := e.Decode()
+		ev, ok := p.(journal.Evicted)
+		if err != nil || !ok || ev.Area != area.Workspace || ev.State != journal.StateDone {
+			continue
+		}
+		dir, ok := dirs[e.Project]
+		if !ok {
+			continue
+		}
+		if rel, ok := strings.CutPrefix(ev.Path, dir+"/"); ok && rel != "" {
+			out[e.Project] = append(out[e.Project], TopPath{Path: rel, Bytes: ev.Bytes})
+		}
+	}
+	return out, nil
+}
+
+// withoutGonePaths is top less the deleted paths: an entry at or under
+// one is dropped, a directory above one loses the bytes its removal
+// freed; the largest overviewTopPaths of what is left.
+func withoutGonePaths(top, gone []TopPath) []TopPath {
+	if len(gone) == 0 {
+		return top[:min(len(top), overviewTopPaths)]
+	}
+	out := make([]TopPath, 0, len(top))
+	for _, t := range top {
+		if slices.ContainsFunc(gone, func(g TopPath) bool { return under(t.Path, g.Path) }) {
+			continue
+		}
+		for _, g := range gone {
+			if under(g.Path, t.Path) {
+				t.Bytes -= min(t.Bytes, g.Bytes)
+			}
+		}
+		out = append(out, t)
+	}
+	sortTopPaths(out)
+	return out[:min(len(out), overviewTopPaths)]
+}
+
+// under says whether path is p or inside it.
+func under(path, p string) bool { return path == p || strings.HasPrefix(path, p+"/") }
+
+func sortTopPaths(top []TopPath) {
+	slices.SortStableFunc(top, func(a, b TopPath) int { return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Path, b.Path)) })
 }
 
 // parseTopPaths is a stored tree's largest top-level entries.
@@ -521,8 +665,8 @@ func parseTopPaths(b []byte) []TopPath {
 			top = append(top, TopPath{Path: f.Path, Bytes: f.SizeBytes})
 		}
 	}
-	slices.SortStableFunc(top, func(a, b TopPath) int { return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Path, b.Path)) })
-	return top[:min(len(top), overviewTopPaths)]
+	sortTopPaths(top)
+	return top[:min(len(top), keptTopPaths)]
 }
 
 // ProjectStorage is one project's storage in detail (the server's GET

@@ -1,0 +1,81 @@
+package readmodel
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/xfsq/xfsq/health"
+)
+
+// OverviewSummary is the overview without every project's line (the
+// server's GET /v1/workspace/storage/summary): the disk, how many projects
+// there are, and the few lines an overview page draws — the fullest and
+// the top growers. At 10,000 projects the whole overview is megabytes a
+// page fetched and parsed to draw thirteen of its rows.
+type OverviewSummary struct {
+	GeneratedAt   time.Time      `json:"generated_at"`
+	Root          string         `json:"root"`
+	Host          string         `json:"host"`
+	Backend       health.Backend `json:"backend"`
+	Disk          OverviewDisk   `json:"disk"`
+	ProjectsTotal int            `json:"projects_total"`
+	// Fullest are the SummaryFullest projects most used of their
+	// workspace's hard byte limit (those without one after), then by
+	// bytes; Growers the SummaryGrowers that grew most in 24 hours (those
+	// that grew at all).
+	Fullest []ProjectOverview `json:"fullest"`
+	Growers []ProjectOverview `json:"growers"`
+}
+
+// How many projects a summary lists of each kind.
+const (
+	SummaryFullest = 5
+	SummaryGrowers = 8
+)
+
+// SummaryOf is ov's summary over the projects sees keeps (nil: all).
+func SummaryOf(ov *Overview, sees func(string) bool) OverviewSummary {
+	s := OverviewSummary{GeneratedAt: ov.GeneratedAt, Root: ov.Root, Host: ov.Host, Backend: ov.Backend, Disk: ov.Disk,
+		Fullest: []ProjectOverview{}, Growers: []ProjectOverview{}}
+	for _, p := range ov.Projects {
+		if sees != nil && !sees(p.Project) {
+			continue
+		}
+		s.ProjectsTotal++
+		s.Fullest = keepTop(s.Fullest, p, SummaryFullest, fuller)
+		if g := p.Growth.Day; g != nil && *g > 0 {
+			s.Growers = keepTop(s.Growers, p, SummaryGrowers, grewMore)
+		}
+	}
+	return s
+}
+
+// keepTop is top with p in its place by before, at most n long: one pass
+// over 10,000 projects, no sort of them all.
+func keepTop(top []ProjectOverview, p ProjectOverview, n int, before func(a, b *ProjectOverview) int) []ProjectOverview {
+	i, _ := slices.BinarySearchFunc(top, p, func(e, t ProjectOverview) int { return before(&e, &t) })
+	if i >= n {
+		return top
+	}
+	top = slices.Insert(top, i, p)
+	return top[:min(len(top), n)]
+}
+
+// fuller orders by fraction of the hard limit used (none counts as 0),
+// then bytes, then name: the overview page's "fullest".
+func fuller(a, b *ProjectOverview) int {
+	used := func(p *ProjectOverview) float64 {
+		if p.QuotaUsed == nil {
+			return 0
+		}
+		return *p.QuotaUsed
+	}
+	return cmp.Or(cmp.Compare(used(b), used(a)), cmp.Compare(b.WorkspaceBytes, a.WorkspaceBytes), strings.Compare(a.Project, b.Project))
+}
+
+// grewMore orders by 24 h growth, most first, then name.
+func grewMore(a, b *ProjectOverview) int {
+	return cmp.Or(cmp.Compare(*b.Growth.Day, *a.Growth.Day), strings.Compare(a.Project, b.Project))
+}
