@@ -142,10 +142,10 @@ const (
 	keptTopPaths     = 16
 )
 
-// goneReadLimit bounds the deletion records an overview reads (the
+// overviewGoneReadLimit bounds the deletion records an overview reads (the
 // newest): those since each workspace's last snapshot, an hour's at most
 // while the scheduled pass runs.
-const goneReadLimit = 20000
+const overviewGoneReadLimit = 20000
 
 // overviewCache is the last overview assembled, with the store's change
 // mark it was read at, and the flights in progress.
@@ -590,7 +590,7 @@ func (m *Model) topPaths(ctx context.Context, rows []core.TreeStatus) (map[strin
 // workspace) deleted since its workspace's last snapshot, with the bytes
 // each freed: one read for every project.
 func (m *Model) goneFromWorkspaces(ctx context.Context, rows []core.TreeStatus) (map[string][]TopPath, error) {
-	evs, err := m.Store.EvictedSinceSnapshots(ctx, area.Workspace, goneReadLimit)
+	evs, err := m.Store.EvictedSinceSnapshots(ctx, area.Workspace, overviewGoneReadLimit)
 	if err != nil || len(evs) == 0 {
 		return nil, err
 	}
@@ -640,9 +640,6 @@ func withoutGonePaths(top, gone []TopPath) []TopPath {
 	sortTopPaths(out)
 	return out[:min(len(out), overviewTopPaths)]
 }
-
-// under says whether path is p or inside it.
-func under(path, p string) bool { return path == p || strings.HasPrefix(path, p+"/") }
 
 func sortTopPaths(top []TopPath) {
 	slices.SortStableFunc(top, func(a, b TopPath) int { return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Path, b.Path)) })
