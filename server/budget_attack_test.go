@@ -78,6 +78,22 @@ func TestConcurrentRequestsKeepTheirStoreBudget(t *testing.T) {
 		}
 	}
 	t.Logf("slowest answers with the store blackholed: %v", fmt.Sprint(worst))
+	// And the other routes that read the store, one at a time: 503 within
+	// the budget.
+	for _, q := range []struct{ path, token string }{
+		{"/v1/settings", readerToken},
+		{"/v1/settings/api_store_budget", readerToken},
+		{p + "/other/diff", readerToken},
+		{"/v1/fleet/hosts", readerToken},
+		{"/v1/fleet/storage", readerToken},
+		{"/v1/system/doctor", operatorToken},
+	} {
+		start := time.Now()
+		code, _, body := ts.raw(t, "GET", q.path, q.token, "")
+		if took := time.Since(start); code != 503 || took > limit {
+			t.Errorf("GET %s with the store blackholed: %d in %s, want 503 within %s: %s", q.path, code, took.Round(time.Millisecond), limit, shorten(body))
+		}
+	}
 	proxy.Restore(t)
 	deadline := time.Now().Add(10 * time.Second)
 	for _, q := range reqs {
