@@ -2,6 +2,8 @@ package files
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -14,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -228,23 +231,41 @@ func (w *writer) placeOrRecover(dir *os.File, base string, replacing time.Time) 
 	stuck := w.unlinkTemp()
 	switch w.whereNow(int(dir.Fd()), base) {
 	case atTarget:
-		// Placed after all (a directory put back could not be undone):
-		// the write happened, and credits nothing.
-		return nil
+		if !errors.Is(err, errKeptStuck) {
+			// Placed after all: the write happened.
+			return nil
+		}
+		// Placed, but what stood at p is stuck at the temporary name.
+		w.done = true
+		w.acct.Placed(w.ctx, w.replaced, w.grown, replacing)
+		return w.withKept(errkind.New(errkind.Conflict, fmt.Errorf("%s: written", w.path)))
 	case elsewhere:
 		// Something in the tree took the file away before it reached p
-		// and it is in the tree: it stays counted, as any file there.
+		// (or off p the instant it got there) and it is in the tree: it
+		// stays counted, as any file there.
 		w.done = true
 		w.acct.Placed(w.ctx, Replaced{}, w.grown, replacing)
 		if stuck != nil {
 			// Not the tenant's move: the top refused xfsq's own unlink.
 			return errkind.New(errkind.Conflict, fmt.Errorf("%w; xfsq's temporary file %s, which holds what was written (counted), stays at the tree's top, which refused its removal too (%v)", err, w.temp, stuck))
 		}
-		return errTakenAway(w.path)
+		return w.withKept(errTakenAway(w.path))
 	default:
 		w.acct.Undo(w.ctx, w.left())
-		return err // abandon releases the reservation
+		return w.withKept(err) // abandon releases the reservation
 	}
+}
+
+// withKept adds to a write's error where what stood at the target went
+// when it was not the file the write replaced (see keep).
+func (w *writer) withKept(err error) error {
+	switch {
+	case w.keptErr != nil:
+		return errkind.New(errkind.Of(err), fmt.Errorf("%w; what stood at %s when the file was put in place could not be moved off xfsq's temporary name %s at the tree's top (%v): rename it to keep it", err, w.path, w.temp, w.keptErr))
+	case w.kept != "":
+		return errkind.New(errkind.Of(err), fmt.Errorf("%w; what stood at %s when the file was put in place is kept at %s", err, w.path, w.kept))
+	}
+	return err
 }
 
 // noTmpfile makes tests take the path of filesystems without O_TMPFILE.
@@ -389,10 +410,6 @@ func (w *writer) place(dir int, base, p string) error {
 		w.named = true
 	}
 	hook("put:named")
-	var st unix.Stat_t
-	if err := unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || !sameInode(&st, &mine) {
-		return errSwapped(p)
-	}
 	// Before the exchange, which changes dir. A file's own old ctime does
 	// not show the walk counted it where it is: renaming a directory
 	// changes the directory's ctime, not its files', so one moved in from
@@ -401,54 +418,35 @@ func (w *writer) place(dir int, base, p string) error {
 	settled := w.t.dir.ParentsSettledAt(p, saferm.Options{CountChangedBefore: w.cutoff}, dir)
 	var old unix.Stat_t
 	haveOld := unix.Fstatat(dir, base, &old, unix.AT_SYMLINK_NOFOLLOW) == nil
+	// The temporary name is checked last, next to the exchange: what a
+	// tenant renames onto it between the two lands at base (as if it had
+	// renamed it there itself), and the write says it did not land.
+	var st unix.Stat_t
+	if err := unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || !sameInode(&st, &mine) {
+		return errSwapped(p)
+	}
 	hook("put:verified")
-	// Exchanging rather than renaming keeps the old file until what landed
-	// at base is known to be ours: if it is not, the exchange is undone —
-	// only while the temporary name still holds the old file, so that an
-	// undo never puts a tenant's swapped-in entry at base either.
+	// Exchanging rather than renaming keeps what stood at base, under the
+	// temporary name, until what landed at base is known: the file this
+	// write replaces is removed only then, and only while it is that file.
+	// The exchange is never undone. An undo is a second exchange, which
+	// moves whatever stands at base by then onto the temporary name: a
+	// tenant's own entry made there an instant after the first (its file
+	// then removed by doctor --fix as a stray temporary file, its
+	// directory hidden from the file API). What a tenant does at base after
+	// the exchange is the tenant's, as if done after the write returned.
 	err = unix.Renameat2(top, w.temp, dir, base, unix.RENAME_EXCHANGE)
 	hook("put:exchanged")
 	switch {
 	case err == nil:
-		if unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || !sameInode(&st, &mine) {
-			if haveOld && unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && sameInode(&st, &old) {
-				unix.Renameat2(top, w.temp, dir, base, unix.RENAME_EXCHANGE)
-			}
-			return errSwapped(p)
-		}
-		// The old file now has the temporary name; a directory put at base
-		// meanwhile goes back rather than into the tree's top.
-		if unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			unix.Renameat2(top, w.temp, dir, base, unix.RENAME_EXCHANGE)
-			return &PathError{Path: p, Reason: "it is a directory"}
-		}
-		// What the exchange replaced is what this write frees: not the file
-		// seen when it began, which a concurrent overwrite of the same path
-		// may have replaced already (each would then take it off again).
-		// Measured through a handle on the inode, after the unlink: only an
-		// inode left with no link is credited, so a tenant renaming
-		// another file onto the temporary name meanwhile gets nothing
-		// credited (its file removed is then over-counted: the safe side).
-		//
-		// It is unlinked only while it is the file seen at base before the
-		// exchange: no other write of xfsq's can place in between (placing
-		// is serialised), so anything else there is the tenant's — put at
-		// base after the look, or renamed onto the temporary name since —
-		// and stays where it is (xfsq removes nothing it did not replace).
 		w.named = false
-		oldFd, oerr := unix.Openat(top, w.temp, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if oerr != nil {
-			return nil
-		}
-		defer unix.Close(oldFd)
-		var at unix.Stat_t
-		if !haveOld || unix.Fstat(oldFd, &at) != nil || !sameInode(&at, &old) {
-			return nil
-		}
-		unix.Unlinkat(top, w.temp, 0)
-		var gone unix.Stat_t
-		if unix.Fstat(oldFd, &gone) == nil && gone.Mode&unix.S_IFMT == unix.S_IFREG && gone.Nlink == 0 && !sameInode(&gone, &mine) {
-			w.replaced = w.credit(&gone, &old, haveOld && settled)
+		landed := unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && sameInode(&st, &mine)
+		w.settleDisplaced(top, dir, base, &mine, &old, haveOld && settled, haveOld, landed)
+		switch {
+		case !landed:
+			return errSwapped(p) // placeOrRecover says where the file is now
+		case w.keptErr != nil:
+			return errKeptStuck
 		}
 		return nil
 	case errors.Is(err, unix.ENOENT):
@@ -475,10 +473,95 @@ func (w *writer) place(dir int, base, p string) error {
 	return nil
 }
 
+// settleDisplaced deals with what the exchange put at the temporary name:
+// what stood at base at that instant (or what a tenant renamed onto the
+// name since). The file this write replaced, once the write landed, is
+// removed and credited as far as its unlinking is seen to free it. Anything
+// else — a file or directory a tenant made at base during the write, or
+// the replaced file of a write that did not land — is the tenant's, and
+// is moved to a name it can see (keep), never left where doctor --fix
+// removes a file and the file API hides a directory.
+func (w *writer) settleDisplaced(top, dir int, base string, mine, old *unix.Stat_t, walked, haveOld, landed bool) {
+	fd, err := unix.Openat(top, w.temp, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return // nothing there: a tenant took it
+	}
+	defer unix.Close(fd)
+	var at unix.Stat_t
+	if unix.Fstat(fd, &at) != nil {
+		return
+	}
+	if !landed || !haveOld || !sameInode(&at, old) || at.Mode&unix.S_IFMT != unix.S_IFREG {
+		w.keep(top, dir, base)
+		return
+	}
+	// Unlinked only while it is the file seen at base before the exchange:
+	// no other write of xfsq's can place in between (placing is
+	// serialised). Measured through a handle on the inode, after the
+	// unlink: only an inode left with no link is credited, so a tenant
+	// renaming another file onto the temporary name in the instant between
+	// the look and the unlink gets nothing credited (its file removed is
+	// then over-counted: the safe side).
+	unix.Unlinkat(top, w.temp, 0)
+	var gone unix.Stat_t
+	if unix.Fstat(fd, &gone) == nil && gone.Mode&unix.S_IFMT == unix.S_IFREG && gone.Nlink == 0 && !sameInode(&gone, mine) {
+		w.replaced = w.credit(&gone, old, walked)
+	}
+}
+
+// keep moves what is at the temporary name to a fresh name beside base
+// (else at the tree's top), which the tenant sees and nothing of xfsq's
+// removes, and records it in kept (relative to the tree). Only the
+// temporary name's entry moves: the rename replaces nothing. What stays
+// at the temporary name because both renames failed (a full tree) is
+// recorded in keptErr.
+func (w *writer) keep(top, dir int, base string) {
+	for i := range 4 {
+		to, rel := dir, path.Join(path.Dir(w.path), keptName(base))
+		if i%2 == 1 {
+			to, rel = top, keptName(base)
+		}
+		err := unix.Renameat2(top, w.temp, to, path.Base(rel), unix.RENAME_NOREPLACE)
+		switch {
+		case err == nil:
+			w.kept, w.keptErr = rel, nil
+			return
+		case errors.Is(err, unix.ENOENT):
+			w.keptErr = nil
+			return // a tenant took it meanwhile
+		}
+		w.keptErr = err
+	}
+}
+
+// keptName is a fresh name for an entry that stood at base: base (cut to
+// fit a name's limit) and a random suffix, not a temporary file's name.
+func keptName(base string) string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	suffix := ".xfsq-kept-" + hex.EncodeToString(b)
+	if n := maxNameBytes - len(suffix); len(base) > n {
+		base = base[:n]
+		// Not ending in part of a character cut off.
+		for i := 0; i < utf8.UTFMax-1 && base != ""; i++ {
+			if r, size := utf8.DecodeLastRuneInString(base); r != utf8.RuneError || size != 1 {
+				break
+			}
+			base = base[:len(base)-1]
+		}
+	}
+	return base + suffix
+}
+
+// errKeptStuck is place's report of a write that landed while what stood
+// at base could not be moved off the temporary name (placeOrRecover says
+// so to the caller).
+var errKeptStuck = errors.New("what stood at the target stays at the temporary name")
+
 // Placing a written file (place) is serialised per tree: between one
 // write's exchange and its check of what landed, another write of the same
 // path must not exchange too, or the first takes the second's placed file
-// for a tenant's swap and undoes it. Per tree, not per root: placing looks
+// for a tenant's and reports that it did not land. Per tree, not per root: placing looks
 // at names in the tenant's tree, and a tenant that stalls one of those
 // looks (a FUSE mount made on the target at the wrong instant) must hold up
 // its own writes only. In this process a mutex per tree; across processes
@@ -549,6 +632,11 @@ type writer struct {
 	// behind if it fails after is the commit's to keep (Undo).
 	committed bool
 	done      bool
+	// kept: where what stood at the target when the file was exchanged
+	// into place went, when it was not the file this write replaces
+	// (relative to the tree); keptErr: why it stays at the temporary name.
+	kept    string
+	keptErr error
 }
 
 // makeDirs makes the missing directories of dir, measuring what their

@@ -95,9 +95,30 @@ func TestPutTempSwappedForSymlink(t *testing.T) {
 					}
 					_, err := s.l.Put(ctx, "omni", "", "doc", body, size)
 					fi, lerr := os.Lstat(target)
+					if lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+						// Only in the instant between xfsq's last look at its
+						// temporary name and the exchange: the tenant's own
+						// link lands at the target, as if it had renamed it
+						// there itself; the write says it did not land, and
+						// the file it was to replace is kept where the tenant
+						// sees it (an undo of the exchange moved whatever
+						// stood at the target by then onto the temporary
+						// name, a tenant's entry made there too).
+						if point != "put:verified" || err == nil {
+							t.Fatalf("the target became a symlink (put returned %v)", err)
+						}
+						kept, _ := filepath.Glob(filepath.Join(tree, "doc.xfsq-kept-*"))
+						if len(kept) != 1 || !strings.Contains(err.Error(), filepath.Base(kept[0])) {
+							t.Errorf("the file replaced by the tenant's link is kept at %v; the reply: %v", kept, err)
+						} else if got, _ := os.ReadFile(kept[0]); string(got) != "old" {
+							t.Errorf("the kept file holds %q, want the old content", got)
+						}
+						if got, _ := os.ReadFile(outside); string(got) != "outside" {
+							t.Errorf("the file outside the tree became %q", got)
+						}
+						return
+					}
 					switch {
-					case lerr == nil && fi.Mode()&os.ModeSymlink != 0:
-						t.Fatalf("the target became a symlink (put returned %v)", err)
 					case err == nil && string(s.content("omni", "doc")) != "new data":
 						t.Errorf("put reported success, the target holds %q", s.content("omni", "doc"))
 					case err != nil && replace && string(s.content("omni", "doc")) != "old":
@@ -731,6 +752,13 @@ func TestATenantTakingTheWriteAwayLosesNothingAndGainsNothing(t *testing.T) {
 					replacedByTheWrite := name == "move-target-and-plant" && point != "put:exchanged" && err == nil
 					if len(holding["planted"]) == 0 && !replacedByTheWrite {
 						t.Errorf("the put removed the tenant's planted file (put: %v; the tree holds %v)", err, holding)
+					}
+					// And never where doctor --fix removes it as a stray,
+					// unless the tenant put it there itself.
+					for _, p := range holding["planted"] {
+						if strings.HasPrefix(p, files.TempPrefix) && name == "move-target-and-plant" {
+							t.Errorf("the tenant's planted file is at xfsq's temporary name %s (put: %v)", p, err)
+						}
 					}
 					if err != nil {
 						if k := errkind.Of(err); k != errkind.Conflict && point != "body-then-fails" {

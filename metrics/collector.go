@@ -180,8 +180,12 @@ type collector struct {
 	log     *slog.Logger
 	build   []string
 
-	mu       sync.Mutex // one journal read at a time; guards the fields below
-	cursor   sandbox.JournalCursor
+	// reading: one journal read at a time (and the cursor); a scrape
+	// that finds one under way does not wait for it (readJournal).
+	reading sync.Mutex
+	cursor  sandbox.JournalCursor
+
+	mu       sync.Mutex // guards the fields below
 	evicted  map[treeKey]float64
 	failed   map[treeKey]float64
 	sweeps   *histogram
@@ -406,12 +410,12 @@ func (c *collector) scrape(ctx context.Context) ([]*dto.MetricFamily, *treeSerie
 	ts := &treeSeries{trees: trees, now: time.Now(), xfs: c.root.Manager.IsXFS(), fullAt: c.root.Manager.FullAt(ctx),
 		evicted: make([]float64, len(trees)), failed: make([]float64, len(trees)), walks: make([]*histogram, len(trees))}
 
-	c.mu.Lock()
 	err = c.readJournal(ctx)
 	success("journal", err == nil)
 	if err != nil {
 		c.log.Warn("metrics: reading the journal failed", "error", err)
 	}
+	c.mu.Lock()
 	// Counters of trees that exist now only: a removed project's series
 	// go with it (its totals are kept, should it come back).
 	for i := range trees {
@@ -435,8 +439,19 @@ func (c *collector) scrape(ctx context.Context) ([]*dto.MetricFamily, *treeSerie
 }
 
 // readJournal adds what the journal gained since the last scrape.
+//
+// A scrape that finds another reading it shows the counters as they are
+// and leaves the rest to the next scrape: waiting for the read, which may
+// wait on a stalled store for its request's budget, made a burst of
+// scrapes (anyone may send them) each wait out all those before it.
 func (c *collector) readJournal(ctx context.Context) error {
+	if !c.reading.TryLock() {
+		return nil
+	}
+	defer c.reading.Unlock()
 	news, err := c.root.Manager.ReadJournal(ctx, &c.cursor)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, d := range news.Deletions {
 		k := treeKey{d.Project, d.Area}
 		switch {

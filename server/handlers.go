@@ -59,20 +59,32 @@ func writeBody(w http.ResponseWriter, v any) {
 	enc.Encode(v)
 }
 
+// queryOne is the value of a query parameter given at most once ("" when
+// absent). Given more than once, which one counts is a guess the client
+// cannot see (with dry_run=0&dry_run=1 the first would delete for real):
+// refused.
+func queryOne(r *http.Request, name string) (string, error) {
+	if r.URL.RawQuery == "" {
+		return "", nil
+	}
+	values := r.URL.Query()[name]
+	if len(values) > 1 {
+		return "", errkind.New(errkind.Input, fmt.Errorf("query parameter %s given %d times: give it once", name, len(values)))
+	}
+	if len(values) == 1 {
+		return values[0], nil
+	}
+	return "", nil
+}
+
 // queryBool reads a flag of the query: absent, 0/false or 1/true.
 func queryBool(r *http.Request, name string) (bool, error) {
 	if r.URL.RawQuery == "" { // most requests: no map parsed for nothing
 		return false, nil
 	}
-	values := r.URL.Query()[name]
-	if len(values) > 1 {
-		// Which one counts is a guess the client cannot see: with
-		// dry_run=0&dry_run=1 the first would delete for real.
-		return false, errkind.New(errkind.Input, fmt.Errorf("query parameter %s given %d times: give it once", name, len(values)))
-	}
-	var v string
-	if len(values) == 1 {
-		v = values[0]
+	v, err := queryOne(r, name)
+	if err != nil {
+		return false, err
 	}
 	switch v {
 	case "", "0", "false":

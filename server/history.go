@@ -42,19 +42,26 @@ func (a *storageAPI) DiskHistory(w http.ResponseWriter, r *http.Request) error {
 }
 
 func historyOptions(r *http.Request) (sandbox.HistoryOptions, error) {
-	q := r.URL.Query()
 	var o sandbox.HistoryOptions
-	if v := q.Get("since"); v != "" {
-		d, err := units.ParseDuration(v)
+	since, err := queryOne(r, "since")
+	if err != nil {
+		return o, err
+	}
+	points, err := queryOne(r, "points")
+	if err != nil {
+		return o, err
+	}
+	if since != "" {
+		d, err := units.ParseDuration(since)
 		if err != nil || d <= 0 {
-			return o, errkind.New(errkind.Input, fmt.Errorf("since %q: use a duration such as 24h, 7d or 35d", v))
+			return o, errkind.New(errkind.Input, fmt.Errorf("since %q: use a duration such as 24h, 7d or 35d", since))
 		}
 		o.Since = d
 	}
-	if v := q.Get("points"); v != "" {
-		n, err := strconv.Atoi(v)
+	if points != "" {
+		n, err := strconv.Atoi(points)
 		if err != nil || n < 2 || n > sandbox.MaxHistoryPoints {
-			return o, errkind.New(errkind.Input, fmt.Errorf("points %q: use a whole number from 2 to %d", v, sandbox.MaxHistoryPoints))
+			return o, errkind.New(errkind.Input, fmt.Errorf("points %q: use a whole number from 2 to %d", points, sandbox.MaxHistoryPoints))
 		}
 		o.Points = n
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -72,9 +73,11 @@ func (b *waitBudget) spent(addr string) error {
 
 // bounded is ctx with a deadline at what is left of its budget, for the
 // part of a call database/sql does before the driver sees it (a wait for
-// a connection from a full pool); done maps that wait's timeout to an
-// UnreachableError and must be called when the call is over (its rows
-// closed). Without a budget (or on SQLite) ctx is returned as is.
+// a connection from a full pool, or for one its opener dials); done maps
+// that wait's timeout to an UnreachableError, charges the request what of
+// the call's time the driver's calls did not (that wait), and must be
+// called when the call is over (its rows closed). Without a budget (or on
+// SQLite) ctx is returned as is.
 func (s *Store) bounded(ctx context.Context) (context.Context, func(error) error, error) {
 	b := budgetOf(ctx)
 	if b == nil || !s.postgres {
@@ -84,14 +87,100 @@ func (s *Store) bounded(ctx context.Context) (context.Context, func(error) error
 	if left <= 0 {
 		return ctx, nil, b.spent(s.addr)
 	}
-	bctx, cancel := context.WithTimeout(ctx, left)
+	charged := new(atomic.Int64)
+	bctx, cancel := context.WithTimeout(context.WithValue(ctx, callChargeKey{}, charged), left)
+	start := time.Now()
 	return bctx, func(err error) error {
 		over := bctx.Err() != nil && ctx.Err() == nil
 		cancel()
+		// Waiting in the pool is waiting on the store: a request whose
+		// calls each waited there nearly their budget took many times it
+		// (a burst of requests against a stalled store queued for minutes).
+		if waited := time.Since(start) - time.Duration(charged.Load()); waited > 0 {
+			b.charge(waited)
+		}
 		var u *UnreachableError
 		if over && err != nil && !errors.As(err, &u) && errors.Is(err, context.DeadlineExceeded) {
 			return b.spent(s.addr)
 		}
 		return err
 	}, nil
+}
+
+// callChargeKey holds, in a call's context under bounded, what the
+// driver's calls charged of it (guard), so that bounded charges the rest.
+type callChargeKey struct{}
+
+// chargedCall adds d to the charge of the call under bounded in ctx.
+func chargedCall(ctx context.Context, d time.Duration) {
+	if c, ok := ctx.Value(callChargeKey{}).(*atomic.Int64); ok {
+		c.Add(int64(d))
+	}
+}
+
+// boundedRead is read under bounded: a read that closes its rows before
+// it returns.
+func boundedRead[T any](ctx context.Context, s *Store, read func(context.Context) (T, error)) (T, error) {
+	ctx, done, err := s.bounded(ctx)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	out, err := read(ctx)
+	return out, done(err)
+}
+
+// Lock is a mutex held across store calls (a read cache's refresh). Its
+// waiters wait on the store as much as its holder does: LockWithin bounds
+// the wait by the request's budget and charges it, so that a burst of
+// requests against a stalled store does not make each wait out the
+// budgets of all those before it. The zero Lock is unlocked.
+type Lock struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (l *Lock) init() { l.once.Do(func() { l.ch = make(chan struct{}, 1) }) }
+
+// Lock takes l however long that takes: for callers without a request.
+func (l *Lock) Lock() {
+	l.init()
+	l.ch <- struct{}{}
+}
+
+// Unlock releases l.
+func (l *Lock) Unlock() { <-l.ch }
+
+// LockWithin takes l within what is left of ctx's budget (WithBudget),
+// charging the wait to it; when the budget runs out first it fails with
+// the budget's UnreachableError. Without a budget, or on SQLite (bounded
+// by its busy_timeout), it waits until l is free or ctx ends.
+func (s *Store) LockWithin(ctx context.Context, l *Lock) error {
+	l.init()
+	select {
+	case l.ch <- struct{}{}:
+		return nil
+	default:
+	}
+	b := budgetOf(ctx)
+	var expired <-chan time.Time
+	start := time.Now()
+	if b != nil && s.postgres {
+		left := b.remaining()
+		if left <= 0 {
+			return b.spent(s.addr)
+		}
+		t := time.NewTimer(left)
+		defer t.Stop()
+		expired = t.C
+		defer func() { b.charge(time.Since(start)) }()
+	}
+	select {
+	case l.ch <- struct{}{}:
+		return nil
+	case <-expired:
+		return b.spent(s.addr)
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }

@@ -76,13 +76,22 @@ type stmtCache struct {
 func (s *Store) prepared(ctx context.Context, query string) (*sqlx.Stmt, error) {
 	c := &s.stmts
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if st := c.stmts[query]; st != nil {
+		c.mu.Unlock()
 		return st, nil
 	}
+	c.mu.Unlock()
+	// Prepared without the lock: a prepare waiting on a stalled store
+	// held up every caller of every cached query.
 	st, err := s.db.PreparexContext(ctx, s.db.Rebind(query))
 	if err != nil {
 		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kept := c.stmts[query]; kept != nil {
+		st.Close() // another caller's came first
+		return kept, nil
 	}
 	if c.stmts == nil {
 		c.stmts = map[string]*sqlx.Stmt{}

@@ -58,8 +58,10 @@ var GenerationLag = time.Millisecond
 // ask reads the database's own generation.
 func (s *Store) ask(ctx context.Context, p *generationProbe) (string, error) {
 	if s.postgres {
-		var snap string
-		if err := s.db.QueryRowContext(ctx, `SELECT pg_current_snapshot()::text`).Scan(&snap); err != nil {
+		snap, err := boundedRead(ctx, s, func(ctx context.Context) (snap string, err error) {
+			return snap, s.db.QueryRowContext(ctx, `SELECT pg_current_snapshot()::text`).Scan(&snap)
+		})
+		if err != nil {
 			return "", nil // keep nothing
 		}
 		return snap, nil
@@ -71,10 +73,25 @@ func (s *Store) ask(ctx context.Context, p *generationProbe) (string, error) {
 // probes again.
 func (p *generationProbe) get(ctx context.Context, s *Store) (string, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.last != "" && time.Since(p.at) < GenerationLag {
+		defer p.mu.Unlock()
 		return p.last, nil
 	}
+	if s.postgres {
+		// Not asked under p.mu: callers waiting on the lock while one
+		// asks a stalled store waited out its budget and then their own,
+		// one after another. The newest probe to begin is kept.
+		p.mu.Unlock()
+		start := time.Now()
+		g, _ := s.ask(ctx, p)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if !start.Before(p.at) {
+			p.last, p.at = g, start
+		}
+		return g, nil
+	}
+	defer p.mu.Unlock()
 	g, err := s.ask(ctx, p)
 	p.last, p.at = g, time.Now()
 	if err != nil {

@@ -256,7 +256,9 @@ func (c *pgConnector) guard(ctx context.Context, cut func(), limit time.Duration
 		stop()
 		cancel()
 		if req != nil {
-			req.charge(time.Since(start))
+			d := time.Since(start)
+			req.charge(d)
+			chargedCall(ctx, d)
 		}
 	}, budget, nil
 }

@@ -28,6 +28,10 @@ type TreeUsage struct {
 func (s *Store) TreeUsages(ctx context.Context) ([]TreeUsage, error) {
 	// Scanned by hand: on 2,000 trees sqlx's reflection was a third of
 	// the read.
+	return boundedRead(ctx, s, s.treeUsages)
+}
+
+func (s *Store) treeUsages(ctx context.Context) ([]TreeUsage, error) {
 	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT t.project, t.area, t.path, t.backend, t.fs_uuid, t.project_id,
 		t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_hard, t.created_dir, t.walked_at, t.bytes_soft_since, t.inodes_soft_since,
 		t.walked_bytes + t.ledger_bytes + COALESCE(r.bytes, 0),
@@ -74,11 +78,15 @@ func (s *Store) EventsAfter(ctx context.Context, afterID int64, types []journal.
 	q += ` ORDER BY id LIMIT ?`
 	args = append(args, limit)
 	var rows []eventRow
-	st, err := s.prepared(ctx, q)
+	ctx, done, err := s.bounded(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := st.SelectContext(ctx, &rows, args...); err != nil {
+	st, err := s.prepared(ctx, q)
+	if err != nil {
+		return nil, done(err)
+	}
+	if err := done(st.SelectContext(ctx, &rows, args...)); err != nil {
 		return nil, err
 	}
 	return eventsOf(rows), nil

@@ -32,6 +32,12 @@ type SnapshotSummary struct {
 // part is an indexed lookup per tree (snapshots_tree_at) inside the
 // database, not a round trip.
 func (s *Store) SnapshotSummaries(ctx context.Context, project string, windows ...time.Duration) (map[TreeKey]SnapshotSummary, error) {
+	return boundedRead(ctx, s, func(ctx context.Context) (map[TreeKey]SnapshotSummary, error) {
+		return s.snapshotSummaries(ctx, project, windows...)
+	})
+}
+
+func (s *Store) snapshotSummaries(ctx context.Context, project string, windows ...time.Duration) (map[TreeKey]SnapshotSummary, error) {
 	newest := func(and string) string {
 		return `(SELECT x.id FROM snapshots x WHERE x.host = t.host AND x.project = t.project AND x.area = t.area` + and +
 			` ORDER BY x.at DESC, x.id DESC LIMIT 1)`
@@ -101,6 +107,10 @@ const storedTreesChunk = 2000
 // area of each of projects (LatestTree's, for many at once): one
 // statement per 2,000 names. A project without one is absent.
 func (s *Store) LatestTrees(ctx context.Context, area string, projects []string) (map[string]StoredTree, error) {
+	return boundedRead(ctx, s, func(ctx context.Context) (map[string]StoredTree, error) { return s.latestTrees(ctx, area, projects) })
+}
+
+func (s *Store) latestTrees(ctx context.Context, area string, projects []string) (map[string]StoredTree, error) {
 	out := make(map[string]StoredTree, len(projects))
 	for len(projects) > 0 {
 		chunk := projects[:min(len(projects), storedTreesChunk)]
@@ -138,6 +148,10 @@ func (s *Store) LatestTrees(ctx context.Context, area string, projects []string)
 // which of the trees it parsed before are still the newest, without
 // reading them.
 func (s *Store) StoredTreeTimes(ctx context.Context, area string) (map[string]time.Time, error) {
+	return boundedRead(ctx, s, func(ctx context.Context) (map[string]time.Time, error) { return s.storedTreeTimes(ctx, area) })
+}
+
+func (s *Store) storedTreeTimes(ctx context.Context, area string) (map[string]time.Time, error) {
 	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT project, at FROM snapshot_trees WHERE host = ? AND area = ?`), s.Host, area)
 	if err != nil {
 		return nil, err

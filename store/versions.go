@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"maps"
-	"sync"
 )
 
 // Version says which change of a project a read saw: Project moves with
@@ -38,7 +37,9 @@ func (v Versions) Of(project string) Version {
 // commit, not once per project per commit.
 func (s *Store) VersionAt(ctx context.Context, gen Generation, project string) (Version, error) {
 	f := &s.versions
-	f.mu.Lock()
+	if err := s.LockWithin(ctx, &f.mu); err != nil {
+		return Version{}, err
+	}
 	defer f.mu.Unlock()
 	if err := f.upTo(ctx, s, gen); err != nil {
 		return Version{}, err
@@ -50,7 +51,9 @@ func (s *Store) VersionAt(ctx context.Context, gen Generation, project string) (
 // VersionAt), in maps of the caller's own.
 func (s *Store) VersionsAt(ctx context.Context, gen Generation) (Versions, error) {
 	f := &s.versions
-	f.mu.Lock()
+	if err := s.LockWithin(ctx, &f.mu); err != nil {
+		return Versions{}, err
+	}
 	defer f.mu.Unlock()
 	if err := f.upTo(ctx, s, gen); err != nil {
 		return Versions{}, err
@@ -62,7 +65,7 @@ func (s *Store) VersionsAt(ctx context.Context, gen Generation) (Versions, error
 // to date by reading only the rows whose changed stamp (migration 12,
 // changeOrder) is at or past cursor.
 type versionFeed struct {
-	mu     sync.Mutex
+	mu     Lock       // held across its read of the store: taken within a request's budget
 	gen    Generation // under which seen was last brought up to date; zero: never
 	cursor int64      // every change stamped below it has been read
 	seen   Versions
@@ -88,7 +91,7 @@ func (f *versionFeed) upTo(ctx context.Context, s *Store, gen Generation) error 
 // before it began is then in f.seen. A row read twice is harmless (the
 // version is its value, not an increment), so the cursor may lag; it must
 // never pass a change that can still commit (changeOrder).
-func (f *versionFeed) follow(ctx context.Context, s *Store) error {
+func (f *versionFeed) follow(ctx context.Context, s *Store) (err error) {
 	f.follows++
 	if f.seen.Projects == nil {
 		f.seen.Projects = map[string]int64{}
@@ -96,6 +99,11 @@ func (f *versionFeed) follow(ctx context.Context, s *Store) error {
 	// One statement, one snapshot: the horizon is read under the same
 	// snapshot as the rows, and a LEFT JOIN brings it back when no row
 	// changed.
+	ctx, done, err := s.bounded(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = done(err) }()
 	st, err := s.prepared(ctx, `WITH h AS (SELECT `+feedHorizon(s.postgres)+` AS horizon)
 		SELECT h.horizon, v.project, v.version FROM h LEFT JOIN project_versions v ON v.host = ? AND v.changed >= ?`)
 	if err != nil {

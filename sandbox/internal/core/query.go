@@ -363,7 +363,12 @@ var pageSize = uint64(os.Getpagesize())
 // as often as it likes. Never nil.
 func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 	u := &m.reads.usage
-	u.mu.Lock()
+	// Its holder may wait on the store for its budget: so may its waiters,
+	// not longer (a burst of scrapes against a stalled store each waited
+	// out all those before it).
+	if err := m.Store.LockWithin(ctx, &u.mu); err != nil {
+		return nil, err
+	}
 	defer u.mu.Unlock()
 	gen := m.generation(ctx) // before the reads it guards
 	fresh := gen.Known() && gen == u.gen

@@ -133,7 +133,7 @@ func (p cachedProject) clone() cachedProject {
 // was read at, so that a scrape after a commit re-reads only the projects
 // whose version moved.
 type usageCache struct {
-	mu       sync.Mutex // one refresh at a time; guards the fields below
+	mu       store.Lock // one refresh at a time (taken within a request's store budget); guards the fields below
 	gen      store.Generation
 	versions store.Versions
 	byName   map[string][]TreeStatus // the fallback's, per project
