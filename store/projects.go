@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/xfsq/xfsq/quota"
@@ -175,12 +176,30 @@ func (t *Tx) DeleteTree(ctx context.Context, project, area string) error {
 // that name was removed) would otherwise count in its usage, and its
 // later drop by a walk would take it out of a sum it was never in.
 func (t *Tx) InsertTree(ctx context.Context, tr Tree) error {
-	if _, err := t.exec(ctx, `DELETE FROM ledger WHERE host = ? AND project = ? AND area = ?`, t.s.Host, tr.Project, tr.Area); err != nil {
+	return t.InsertTrees(ctx, []Tree{tr})
+}
+
+// InsertTrees is InsertTree for each of trees, in two statements.
+func (t *Tx) InsertTrees(ctx context.Context, trees []Tree) error {
+	if len(trees) == 0 {
+		return nil
+	}
+	keys := make([]TreeKey, len(trees))
+	for i, tr := range trees {
+		keys[i] = TreeKey{Project: tr.Project, Area: tr.Area}
+	}
+	var args []any
+	q := treesCTE(keys, &args) + `DELETE FROM ledger WHERE host = ?
+		AND EXISTS (SELECT 1 FROM v WHERE v.project = ledger.project AND v.area = ledger.area)`
+	if _, err := t.exec(ctx, q, append(args, t.s.Host)...); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `INSERT INTO trees (host, `+treeCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		t.s.Host, tr.Project, tr.Area, tr.Path, tr.Backend, tr.FSUUID, int64(tr.ProjectID),
-		int64(tr.Limits.BytesSoft), int64(tr.Limits.BytesHard), int64(tr.Limits.InodesSoft), int64(tr.Limits.InodesHard), tr.CreatedDir)
+	args = args[:0]
+	for _, tr := range trees {
+		args = append(args, t.s.Host, tr.Project, tr.Area, tr.Path, tr.Backend, tr.FSUUID, int64(tr.ProjectID),
+			int64(tr.Limits.BytesSoft), int64(tr.Limits.BytesHard), int64(tr.Limits.InodesSoft), int64(tr.Limits.InodesHard), tr.CreatedDir)
+	}
+	_, err := t.exec(ctx, `INSERT INTO trees (host, `+treeCols+`) VALUES `+placeholders(len(trees), "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"), args...)
 	return err
 }
 
@@ -267,37 +286,74 @@ func (s *Store) TreeByID(ctx context.Context, id quota.ProjectID) (t Tree, ok bo
 // hosts whose keys happen to agree (the same root path, a cloned
 // filesystem) never share one sequence.
 func (t *Tx) ReserveID(ctx context.Context, fsUUID string, r quota.IDRange, excluded map[quota.ProjectID]bool, owner string) (quota.ProjectID, error) {
-	if err := r.Validate(); err != nil {
+	ids, err := t.ReserveIDs(ctx, fsUUID, r, excluded, []string{owner})
+	if err != nil {
 		return 0, err
+	}
+	return ids[0], nil
+}
+
+// ReserveIDs is ReserveID for each of owners at once, in order (the
+// lowest free ID to the first): one read of the free IDs and one insert,
+// where one at a time were two statements an ID.
+func (t *Tx) ReserveIDs(ctx context.Context, fsUUID string, r quota.IDRange, excluded map[quota.ProjectID]bool, owners []string) ([]quota.ProjectID, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	if len(owners) == 0 {
+		return nil, nil
 	}
 	if err := t.lock(ctx, "ids:"+t.s.Host+":"+fsUUID); err != nil {
-		return 0, err
+		return nil, err
 	}
-	// The first free ID from start, found by the database: reading every
-	// taken ID of the range sent thousands of rows to each add.
-	for start := r.First; ; {
-		var next sql.NullInt64
-		if err := t.get(ctx, &next, `SELECT MIN(c) FROM (SELECT CAST(? AS BIGINT) AS c
-			UNION ALL SELECT project_id + 1 FROM id_registry WHERE host = ? AND fs_key = ? AND project_id >= ? AND project_id < ?) x
-			WHERE NOT EXISTS (SELECT 1 FROM id_registry i WHERE i.host = ? AND i.fs_key = ? AND i.project_id = x.c)`,
-			int64(start), t.s.Host, fsUUID, int64(start), int64(r.Last), t.s.Host, fsUUID); err != nil {
-			return 0, err
+	exhausted := fmt.Errorf("no free project ID left in %d-%d on filesystem %s", r.First, r.Last, fsUUID)
+	// The first free IDs from start, found by the database: reading every
+	// taken ID of the range sent thousands of rows to each add. The k-th
+	// free ID (from 0) is start+k, or t+1+k' (k' <= k) for the highest
+	// taken ID t below it: the candidates below hold the first `need`.
+	ids := make([]quota.ProjectID, 0, len(owners))
+	for start := int64(r.First); len(ids) < len(owners); {
+		need := len(owners) - len(ids)
+		offsets := "SELECT CAST(? AS BIGINT) AS k" + strings.Repeat(" UNION ALL SELECT CAST(? AS BIGINT)", need-1)
+		args := make([]any, 0, 2*need+10)
+		args = append(args, start)
+		for k := range need {
+			args = append(args, k)
 		}
-		if !next.Valid || next.Int64 > int64(r.Last) {
-			return 0, fmt.Errorf("no free project ID left in %d-%d on filesystem %s", r.First, r.Last, fsUUID)
+		for k := range need {
+			args = append(args, k)
 		}
-		id := quota.ProjectID(next.Int64)
-		if excluded[id] { // in use on the filesystem by something else
-			if id == r.Last {
-				return 0, fmt.Errorf("no free project ID left in %d-%d on filesystem %s", r.First, r.Last, fsUUID)
+		args = append(args, t.s.Host, fsUUID, start, int64(r.Last), int64(r.Last), t.s.Host, fsUUID, need)
+		var free []int64
+		if err := t.sel(ctx, &free, `SELECT DISTINCT c FROM (
+			SELECT CAST(? AS BIGINT) + o.k AS c FROM (`+offsets+`) o
+			UNION ALL SELECT i.project_id + 1 + o.k FROM id_registry i, (`+offsets+`) o
+				WHERE i.host = ? AND i.fs_key = ? AND i.project_id >= ? AND i.project_id < ?) x
+			WHERE c <= ? AND NOT EXISTS (SELECT 1 FROM id_registry i WHERE i.host = ? AND i.fs_key = ? AND i.project_id = x.c)
+			ORDER BY c LIMIT ?`, args...); err != nil {
+			return nil, err
+		}
+		for _, id := range free {
+			if !excluded[quota.ProjectID(id)] { // else in use on the filesystem by something else
+				ids = append(ids, quota.ProjectID(id))
 			}
-			start = id + 1
-			continue
 		}
-		_, err := t.exec(ctx, `INSERT INTO id_registry (host, fs_key, project_id, owner, created_at) VALUES (?, ?, ?, ?, ?)`,
-			t.s.Host, fsUUID, int64(id), owner, toMicros(time.Now()))
-		return id, err
+		if len(free) < need || free[len(free)-1] >= int64(r.Last) {
+			if len(ids) < len(owners) {
+				return nil, exhausted
+			}
+			break
+		}
+		start = free[len(free)-1] + 1
 	}
+	args := make([]any, 0, 5*len(ids))
+	now := toMicros(time.Now())
+	for i, id := range ids {
+		args = append(args, t.s.Host, fsUUID, int64(id), owners[i], now)
+	}
+	_, err := t.exec(ctx, `INSERT INTO id_registry (host, fs_key, project_id, owner, created_at) VALUES `+
+		placeholders(len(ids), "(?, ?, ?, ?, ?)"), args...)
+	return ids, err
 }
 
 // ReleaseID forgets an ID; releasing an unknown ID succeeds.
