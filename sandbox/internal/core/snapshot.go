@@ -154,6 +154,9 @@ func (m *Manager) walkPass(ctx context.Context, walked []store.Tree, o SnapshotO
 	var (
 		start sync.Mutex // guards next and the batch
 		next  int        // the first tree not claimed
+		// storing is the flush of the batch before: every walk it holds
+		// is stored before the pass returns, cancelled or not.
+		storing sync.WaitGroup
 	)
 	for next < len(walked) && ctx.Err() == nil {
 		b := &walkBatch{m: m, retention: retention, began: time.Now()}
@@ -202,8 +205,12 @@ func (m *Manager) walkPass(ctx context.Context, walked []store.Tree, o SnapshotO
 		if b.root.Dir != nil {
 			b.root.Close()
 		}
-		out = b.flush(ctx, out)
+		// Stored while the next batch walks (other trees, other entries
+		// of out), one batch at a time.
+		storing.Wait()
+		storing.Go(func() { b.flush(ctx, out) })
 	}
+	storing.Wait()
 	return out[:next]
 }
 
