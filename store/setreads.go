@@ -86,15 +86,18 @@ func (s *Store) SnapshotSummaries(ctx context.Context, project string, windows .
 	}
 	defer rows.Close()
 	out := map[TreeKey]SnapshotSummary{}
+	// One set of destinations for every row (a report scans 3,000), the
+	// row copied out of it.
+	var l Snapshot
+	var cAt, cSize, cMtime sql.NullInt64
+	before := make([]sql.NullInt64, len(windows))
+	dest := []any{&l.Project, &l.Area, &l.AtMicros, &l.SizeBytes, &l.ApparentBytes, &l.Files, &l.Dirs, &l.MtimeMicros,
+		&l.Partial, &l.Errors, &l.KernelBytes, &cAt, &cSize, &cMtime}
+	for i := range before {
+		dest = append(dest, &before[i])
+	}
 	for rows.Next() {
-		var l Snapshot
-		var cAt, cSize, cMtime sql.NullInt64
-		before := make([]sql.NullInt64, len(windows))
-		dest := []any{&l.Project, &l.Area, &l.AtMicros, &l.SizeBytes, &l.ApparentBytes, &l.Files, &l.Dirs, &l.MtimeMicros,
-			&l.Partial, &l.Errors, &l.KernelBytes, &cAt, &cSize, &cMtime}
-		for i := range before {
-			dest = append(dest, &before[i])
-		}
+		l = Snapshot{}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
