@@ -215,7 +215,7 @@ func (m *Manager) walkPass(ctx context.Context, walked []store.Tree, o SnapshotO
 }
 
 // walkWorkers is how many trees a pass walks at once: a walk of a small
-// tree waits on the kernel more than it computes (open, a mount's copy,
+// tree waits on the kernel more than it computes (an open, a getdents,
 // a few stats), and each walk has workers of its own for a large one.
 // A few, so that a pass never takes over the machine.
 func walkWorkers(trees int) int {
