@@ -130,16 +130,42 @@ type PassFree struct {
 // AllSnapshotTotals is SnapshotTotals for every tree of the host at once,
 // by tree: one statement however many trees a report or an overview fits.
 func (s *Store) AllSnapshotTotals(ctx context.Context, since time.Time) (map[TreeKey][]Snapshot, error) {
-	var rows []Snapshot
-	if err := s.sel(ctx, &rows, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND at >= ? ORDER BY project, area, at, id`,
-		s.Host, toMicros(since)); err != nil {
+	// Scanned by hand, each tree's names kept once and its snapshots a
+	// part of one slice: a report of 3,000 trees spent more on sqlx's
+	// reflection and a slice per tree than on the rows.
+	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND at >= ? ORDER BY project, area, at, id`),
+		s.Host, toMicros(since))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var all []Snapshot
+	var project, area sql.RawBytes
+	for rows.Next() {
+		var sn Snapshot
+		if err := rows.Scan(&project, &area, &sn.AtMicros, &sn.SizeBytes, &sn.ApparentBytes, &sn.Files, &sn.Dirs, &sn.MtimeMicros,
+			&sn.Partial, &sn.Errors, &sn.KernelBytes); err != nil {
+			return nil, err
+		}
+		if n := len(all); n > 0 && all[n-1].Project == string(project) && all[n-1].Area == string(area) {
+			sn.Project, sn.Area = all[n-1].Project, all[n-1].Area
+		} else {
+			sn.Project, sn.Area = string(project), string(area)
+		}
+		sn.fill()
+		all = append(all, sn)
+	}
+	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	out := map[TreeKey][]Snapshot{}
-	for i := range rows {
-		rows[i].fill()
-		k := TreeKey{Project: rows[i].Project, Area: rows[i].Area}
-		out[k] = append(out[k], rows[i])
+	for i := 0; i < len(all); {
+		j := i + 1
+		for j < len(all) && all[j].Project == all[i].Project && all[j].Area == all[i].Area {
+			j++
+		}
+		out[TreeKey{Project: all[i].Project, Area: all[i].Area}] = all[i:j:j] // an append copies
+		i = j
 	}
 	return out, nil
 }

@@ -290,6 +290,9 @@ func (g *guardedConn) guard(ctx context.Context) (context.Context, func(), time.
 }
 
 func (g *guardedConn) fail(ctx context.Context, err error, budget time.Duration) error {
+	if err == nil { // every row's Next: errors.As below allocates its target
+		return nil
+	}
 	err = g.c.fail(ctx, err, g.net.wasCut(), budget)
 	var u *UnreachableError
 	if errors.As(err, &u) {

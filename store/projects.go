@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/xfsq/xfsq/quota"
@@ -175,12 +176,30 @@ func (t *Tx) DeleteTree(ctx context.Context, project, area string) error {
 // that name was removed) would otherwise count in its usage, and its
 // later drop by a walk would take it out of a sum it was never in.
 func (t *Tx) InsertTree(ctx context.Context, tr Tree) error {
-	if _, err := t.exec(ctx, `DELETE FROM ledger WHERE host = ? AND project = ? AND area = ?`, t.s.Host, tr.Project, tr.Area); err != nil {
+	return t.InsertTrees(ctx, []Tree{tr})
+}
+
+// InsertTrees is InsertTree for each of trees, in two statements.
+func (t *Tx) InsertTrees(ctx context.Context, trees []Tree) error {
+	if len(trees) == 0 {
+		return nil
+	}
+	keys := make([]TreeKey, len(trees))
+	for i, tr := range trees {
+		keys[i] = TreeKey{Project: tr.Project, Area: tr.Area}
+	}
+	var args []any
+	q := treesCTE(keys, &args) + `DELETE FROM ledger WHERE host = ?
+		AND EXISTS (SELECT 1 FROM v WHERE v.project = ledger.project AND v.area = ledger.area)`
+	if _, err := t.exec(ctx, q, append(args, t.s.Host)...); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `INSERT INTO trees (host, `+treeCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		t.s.Host, tr.Project, tr.Area, tr.Path, tr.Backend, tr.FSUUID, int64(tr.ProjectID),
-		int64(tr.Limits.BytesSoft), int64(tr.Limits.BytesHard), int64(tr.Limits.InodesSoft), int64(tr.Limits.InodesHard), tr.CreatedDir)
+	args = args[:0]
+	for _, tr := range trees {
+		args = append(args, t.s.Host, tr.Project, tr.Area, tr.Path, tr.Backend, tr.FSUUID, int64(tr.ProjectID),
+			int64(tr.Limits.BytesSoft), int64(tr.Limits.BytesHard), int64(tr.Limits.InodesSoft), int64(tr.Limits.InodesHard), tr.CreatedDir)
+	}
+	_, err := t.exec(ctx, `INSERT INTO trees (host, `+treeCols+`) VALUES `+placeholders(len(trees), "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"), args...)
 	return err
 }
 
@@ -259,77 +278,122 @@ func (s *Store) TreeByID(ctx context.Context, id quota.ProjectID) (t Tree, ok bo
 	return rows[0].tree(), true, nil
 }
 
-// ReserveID records and returns an ID in r that is neither recorded for
-// fsUUID on this host nor excluded — the one after the highest recorded,
-// or once the range's top is taken the lowest free one — inside the caller's transaction, so
+// ReserveID records and returns the lowest ID in r that is neither recorded
+// for fsUUID on this host nor excluded, inside the caller's transaction, so
 // that the ID and whatever the caller records with it commit together.
 // The registry is per host (id_registry): fsUUID is the key of the
 // filesystem on this host (the fallback's: its root's identity), so two
 // hosts whose keys happen to agree (the same root path, a cloned
 // filesystem) never share one sequence.
 func (t *Tx) ReserveID(ctx context.Context, fsUUID string, r quota.IDRange, excluded map[quota.ProjectID]bool, owner string) (quota.ProjectID, error) {
-	if err := r.Validate(); err != nil {
+	ids, err := t.ReserveIDs(ctx, fsUUID, r, excluded, []string{owner})
+	if err != nil {
 		return 0, err
 	}
-	if err := t.lock(ctx, "ids:"+t.s.Host+":"+fsUUID); err != nil {
-		return 0, err
-	}
-	// The ID after the highest in use, as useradd picks a UID: one index
-	// lookup however many IDs are taken. Asking the database for the
-	// lowest free ID instead compared every taken ID of the range with its
-	// neighbour at each add (three per project), so that adding the
-	// 10,001st project paid for the 10,000 before it. The lowest free one
-	// is searched for only once the range's top is taken.
-	for start := r.First; start <= r.Last; {
-		var hi sql.NullInt64
-		if err := t.get(ctx, &hi, `SELECT MAX(project_id) FROM id_registry WHERE host = ? AND fs_key = ? AND project_id >= ? AND project_id <= ?`,
-			t.s.Host, fsUUID, int64(start), int64(r.Last)); err != nil {
-			return 0, err
-		}
-		next := int64(start)
-		if hi.Valid {
-			next = hi.Int64 + 1
-		}
-		if next > int64(r.Last) {
-			break
-		}
-		id := quota.ProjectID(next)
-		if excluded[id] { // in use on the filesystem by something else
-			start = id + 1
-			continue
-		}
-		return id, t.registerID(ctx, fsUUID, id, owner)
-	}
-	// The first free ID from start, found by the database: reading every
-	// taken ID of the range sent thousands of rows to each add.
-	for start := r.First; ; {
-		var next sql.NullInt64
-		if err := t.get(ctx, &next, `SELECT MIN(c) FROM (SELECT CAST(? AS BIGINT) AS c
-			UNION ALL SELECT project_id + 1 FROM id_registry WHERE host = ? AND fs_key = ? AND project_id >= ? AND project_id < ?) x
-			WHERE NOT EXISTS (SELECT 1 FROM id_registry i WHERE i.host = ? AND i.fs_key = ? AND i.project_id = x.c)`,
-			int64(start), t.s.Host, fsUUID, int64(start), int64(r.Last), t.s.Host, fsUUID); err != nil {
-			return 0, err
-		}
-		if !next.Valid || next.Int64 > int64(r.Last) {
-			return 0, fmt.Errorf("no free project ID left in %d-%d on filesystem %s", r.First, r.Last, fsUUID)
-		}
-		id := quota.ProjectID(next.Int64)
-		if excluded[id] { // in use on the filesystem by something else
-			if id == r.Last {
-				return 0, fmt.Errorf("no free project ID left in %d-%d on filesystem %s", r.First, r.Last, fsUUID)
-			}
-			start = id + 1
-			continue
-		}
-		return id, t.registerID(ctx, fsUUID, id, owner)
-	}
+	return ids[0], nil
 }
 
-// registerID records id as owner's.
-func (t *Tx) registerID(ctx context.Context, fsUUID string, id quota.ProjectID, owner string) error {
-	_, err := t.exec(ctx, `INSERT INTO id_registry (host, fs_key, project_id, owner, created_at) VALUES (?, ?, ?, ?, ?)`,
-		t.s.Host, fsUUID, int64(id), owner, toMicros(time.Now()))
-	return err
+// ReserveIDs is ReserveID for each of owners at once, in order: the IDs
+// after the highest in use (the lowest free ones once the range's top is
+// taken), in one read and one insert where one at a time were two
+// statements an ID.
+func (t *Tx) ReserveIDs(ctx context.Context, fsUUID string, r quota.IDRange, excluded map[quota.ProjectID]bool, owners []string) ([]quota.ProjectID, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	if len(owners) == 0 {
+		return nil, nil
+	}
+	if err := t.lock(ctx, "ids:"+t.s.Host+":"+fsUUID); err != nil {
+		return nil, err
+	}
+	ids, err := t.idsAfterHighest(ctx, fsUUID, r, excluded, len(owners))
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) < len(owners) {
+		if ids, err = t.lowestFreeIDs(ctx, fsUUID, r, excluded, len(owners)); err != nil {
+			return nil, err
+		}
+	}
+	args := make([]any, 0, 5*len(ids))
+	now := toMicros(time.Now())
+	for i, id := range ids {
+		args = append(args, t.s.Host, fsUUID, int64(id), owners[i], now)
+	}
+	_, err = t.exec(ctx, `INSERT INTO id_registry (host, fs_key, project_id, owner, created_at) VALUES `+
+		placeholders(len(ids), "(?, ?, ?, ?, ?)"), args...)
+	return ids, err
+}
+
+// idsAfterHighest are the n IDs after the highest in use, as useradd picks
+// a UID: one index lookup however many IDs are taken (fewer than n once
+// the range's top is near). Searching for the lowest free ones at every add
+// compared every taken ID of the range with its neighbours, so that adding
+// the 10,001st project paid for the 10,000 before it.
+func (t *Tx) idsAfterHighest(ctx context.Context, fsUUID string, r quota.IDRange, excluded map[quota.ProjectID]bool, n int) ([]quota.ProjectID, error) {
+	var hi sql.NullInt64
+	if err := t.get(ctx, &hi, `SELECT MAX(project_id) FROM id_registry WHERE host = ? AND fs_key = ? AND project_id >= ? AND project_id <= ?`,
+		t.s.Host, fsUUID, int64(r.First), int64(r.Last)); err != nil {
+		return nil, err
+	}
+	next := int64(r.First)
+	if hi.Valid {
+		next = hi.Int64 + 1
+	}
+	ids := make([]quota.ProjectID, 0, n)
+	for ; next <= int64(r.Last) && len(ids) < n; next++ {
+		if id := quota.ProjectID(next); !excluded[id] { // else in use on the filesystem by something else
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// lowestFreeIDs are the n lowest free IDs of the range: what is left once
+// its top is taken.
+func (t *Tx) lowestFreeIDs(ctx context.Context, fsUUID string, r quota.IDRange, excluded map[quota.ProjectID]bool, n int) ([]quota.ProjectID, error) {
+	exhausted := fmt.Errorf("no free project ID left in %d-%d on filesystem %s", r.First, r.Last, fsUUID)
+	// The first free IDs from start, found by the database: reading every
+	// taken ID of the range sent thousands of rows to each add. The k-th
+	// free ID (from 0) is start+k, or t+1+k' (k' <= k) for the highest
+	// taken ID t below it: the candidates below hold the first `need`.
+	ids := make([]quota.ProjectID, 0, n)
+	for start := int64(r.First); len(ids) < n; {
+		need := n - len(ids)
+		offsets := "SELECT CAST(? AS BIGINT) AS k" + strings.Repeat(" UNION ALL SELECT CAST(? AS BIGINT)", need-1)
+		args := make([]any, 0, 2*need+10)
+		args = append(args, start)
+		for k := range need {
+			args = append(args, k)
+		}
+		for k := range need {
+			args = append(args, k)
+		}
+		args = append(args, t.s.Host, fsUUID, start, int64(r.Last), int64(r.Last), t.s.Host, fsUUID, need)
+		var free []int64
+		if err := t.sel(ctx, &free, `SELECT DISTINCT c FROM (
+			SELECT CAST(? AS BIGINT) + o.k AS c FROM (`+offsets+`) o
+			UNION ALL SELECT i.project_id + 1 + o.k FROM id_registry i, (`+offsets+`) o
+				WHERE i.host = ? AND i.fs_key = ? AND i.project_id >= ? AND i.project_id < ?) x
+			WHERE c <= ? AND NOT EXISTS (SELECT 1 FROM id_registry i WHERE i.host = ? AND i.fs_key = ? AND i.project_id = x.c)
+			ORDER BY c LIMIT ?`, args...); err != nil {
+			return nil, err
+		}
+		for _, id := range free {
+			if !excluded[quota.ProjectID(id)] { // else in use on the filesystem by something else
+				ids = append(ids, quota.ProjectID(id))
+			}
+		}
+		if len(free) < need || free[len(free)-1] >= int64(r.Last) {
+			if len(ids) < n {
+				return nil, exhausted
+			}
+			break
+		}
+		start = free[len(free)-1] + 1
+	}
+	return ids[:n], nil
 }
 
 // ReleaseID forgets an ID; releasing an unknown ID succeeds.

@@ -15,22 +15,45 @@ type Reclaimable struct {
 }
 
 // SetReclaimable records what plans of trees found reclaimable, replacing
-// what earlier plans of the same trees found.
+// what earlier plans of the same trees found: a statement per
+// reclaimableChunk trees (a plan of every tree sent one a tree), the last
+// of a tree named twice kept.
 func (s *Store) SetReclaimable(ctx context.Context, rs []Reclaimable) error {
-	if len(rs) == 0 {
+	last := make(map[TreeKey]int, len(rs))
+	for i, r := range rs {
+		last[TreeKey{Project: r.Project, Area: r.Area}] = i
+	}
+	uniq := make([]Reclaimable, 0, len(last))
+	for i, r := range rs {
+		if last[TreeKey{Project: r.Project, Area: r.Area}] == i { // one row a tree: ON CONFLICT updates a row once a statement
+			uniq = append(uniq, r)
+		}
+	}
+	if len(uniq) == 0 {
 		return nil
 	}
 	return s.InTx(ctx, func(tx *Tx) error {
-		for _, r := range rs {
-			if _, err := tx.exec(ctx, `INSERT INTO reclaimable (host, project, area, bytes, entries, planned_at) VALUES (?, ?, ?, ?, ?, ?)
+		for len(uniq) > 0 {
+			chunk := uniq[:min(len(uniq), reclaimableChunk)]
+			uniq = uniq[len(chunk):]
+			args := make([]any, 0, 6*len(chunk))
+			for _, r := range chunk {
+				args = append(args, tx.s.Host, r.Project, r.Area, int64(r.Bytes), int64(r.Entries), toMicros(r.PlannedAt))
+			}
+			if _, err := tx.exec(ctx, `INSERT INTO reclaimable (host, project, area, bytes, entries, planned_at) VALUES `+
+				placeholders(len(chunk), "(?, ?, ?, ?, ?, ?)")+`
 				ON CONFLICT (host, project, area) DO UPDATE SET bytes = excluded.bytes, entries = excluded.entries, planned_at = excluded.planned_at`,
-				tx.s.Host, r.Project, r.Area, int64(r.Bytes), int64(r.Entries), toMicros(r.PlannedAt)); err != nil {
+				args...); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 }
+
+// reclaimableChunk bounds the rows of one statement of SetReclaimable:
+// six parameters a row, well under both drivers' limits.
+const reclaimableChunk = 2000
 
 // AllReclaimable reads what the last plans found reclaimable in every
 // tree of this host that was ever planned.

@@ -162,6 +162,45 @@ func TestReserveID(t *testing.T) {
 	})
 }
 
+// ReserveIDs hands out the lowest free IDs in order, as many calls of
+// ReserveID would: past taken IDs, gaps and excluded ones, and none when
+// the range cannot hold them all.
+func TestReserveIDs(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		reserve := func(rng quota.IDRange, excluded map[quota.ProjectID]bool, n int) ([]quota.ProjectID, error) {
+			var ids []quota.ProjectID
+			err := s.InTx(ctx, func(tx *Tx) (err error) {
+				ids, err = tx.ReserveIDs(ctx, "fs", rng, excluded, make([]string, n))
+				return err
+			})
+			return ids, err
+		}
+		rng := quota.IDRange{First: 10, Last: 30}
+		if ids, err := reserve(rng, nil, 3); err != nil || fmt.Sprint(ids) != "[10 11 12]" {
+			t.Fatalf("an empty registry: %v %v; want [10 11 12]", ids, err)
+		}
+		if _, err := reserve(quota.IDRange{First: 14, Last: 16}, nil, 1); err != nil { // 14: a gap at 13
+			t.Fatal(err)
+		}
+		if err := (registry{s}).Release("fs", 11); err != nil {
+			t.Fatal(err)
+		}
+		// Taken: 10, 12, 14. After the highest (14), past an excluded 15;
+		// the gaps at 11 and 13 wait for the range's top to be taken.
+		if ids, err := reserve(rng, map[quota.ProjectID]bool{15: true}, 4); err != nil || fmt.Sprint(ids) != "[16 17 18 19]" {
+			t.Errorf("after the highest, past an excluded ID: %v %v; want [16 17 18 19]", ids, err)
+		}
+		// 10-19's top is taken: its free IDs are the gaps 11, 13 and 15.
+		if ids, err := reserve(quota.IDRange{First: 10, Last: 19}, nil, 4); err == nil {
+			t.Errorf("4 IDs from a range with 3 free: %v", ids)
+		}
+		if ids, err := reserve(quota.IDRange{First: 10, Last: 19}, nil, 3); err != nil || fmt.Sprint(ids) != "[11 13 15]" {
+			t.Errorf("the gaps of a range whose top is taken: %v %v; want [11 13 15]", ids, err)
+		}
+	})
+}
+
 // Independent handles (separate connection pools, as separate processes
 // have) reserving at once never get the same ID.
 func TestReserveIDConcurrent(t *testing.T) {

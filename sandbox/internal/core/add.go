@@ -242,36 +242,46 @@ func (m *Manager) defaultLimits(ctx context.Context, area string) (quota.Limits,
 
 // recordTrees reserves each area's tree's ID and records its row, in
 // the caller's transaction: before any directory is made, so that a
-// rollback finds what to undo.
+// rollback finds what to undo. The IDs and rows of every area go in one
+// statement each (a few round trips, not a few a tree).
 func (m *Manager) recordTrees(ctx context.Context, tx *store.Tx, name string, limits map[string]quota.Limits, excluded map[quota.ProjectID]bool) ([]store.Tree, error) {
-	var trees []store.Tree
-	for _, a := range area.OfProject {
-		tree, err := m.recordTree(ctx, tx, name, a, limits[a], excluded)
-		if err != nil {
-			return nil, err
-		}
-		trees = append(trees, tree)
-	}
-	return trees, nil
+	return m.recordTreesOf(ctx, tx, name, area.OfProject, limits, excluded)
 }
 
 // recordTree reserves one tree's ID and records its row in tx.
 func (m *Manager) recordTree(ctx context.Context, tx *store.Tx, name, a string, limits quota.Limits, excluded map[quota.ProjectID]bool) (store.Tree, error) {
-	rel := area.TreePath(name, a)
-	dir := m.abs(rel)
-	_, statErr := os.Lstat(dir)
-	tree := store.Tree{Project: name, Area: a, Path: rel, Backend: m.BackendName(), FSUUID: m.fsUUID,
-		Limits: limits, CreatedDir: errors.Is(statErr, os.ErrNotExist)}
-	if statErr == nil { // an existing one is adopted with what it holds
-		if err := checkAdoptable(dir); err != nil {
-			return tree, err
+	trees, err := m.recordTreesOf(ctx, tx, name, []string{a}, map[string]quota.Limits{a: limits}, excluded)
+	if err != nil {
+		return store.Tree{}, err
+	}
+	return trees[0], nil
+}
+
+// recordTreesOf is recordTrees of the areas named.
+func (m *Manager) recordTreesOf(ctx context.Context, tx *store.Tx, name string, areas []string, limits map[string]quota.Limits, excluded map[quota.ProjectID]bool) ([]store.Tree, error) {
+	trees := make([]store.Tree, 0, len(areas))
+	owners := make([]string, 0, len(areas))
+	for _, a := range areas {
+		rel := area.TreePath(name, a)
+		dir := m.abs(rel)
+		_, statErr := os.Lstat(dir)
+		if statErr == nil { // an existing one is adopted with what it holds
+			if err := checkAdoptable(dir); err != nil {
+				return nil, err
+			}
 		}
+		trees = append(trees, store.Tree{Project: name, Area: a, Path: rel, Backend: m.BackendName(), FSUUID: m.fsUUID,
+			Limits: limits[a], CreatedDir: errors.Is(statErr, os.ErrNotExist)})
+		owners = append(owners, name+"/"+a)
 	}
-	var err error
-	if tree.ProjectID, err = tx.ReserveID(ctx, m.fsUUID, m.Range, excluded, name+"/"+a); err != nil {
-		return tree, err
+	ids, err := tx.ReserveIDs(ctx, m.fsUUID, m.Range, excluded, owners)
+	if err != nil {
+		return nil, err
 	}
-	return tree, tx.InsertTree(ctx, tree)
+	for i := range trees {
+		trees[i].ProjectID = ids[i]
+	}
+	return trees, tx.InsertTrees(ctx, trees)
 }
 
 // makeTree makes one tree of a project that has the others (the doctor's
@@ -316,12 +326,20 @@ func (m *Manager) placeTree(tree store.Tree) error {
 		}
 	}
 	fault.Point("add:" + a + ":dir-created")
-	if err := m.Backend.Assign(dir, tree.ProjectID); err != nil {
-		return err
+	// On the fallback the record is the assignment and holds the limits:
+	// its Assign and SetLimits only read back the tree's row, which the
+	// caller has just committed (two round trips a tree for nothing).
+	kernel := m.xfs != nil
+	if kernel {
+		if err := m.Backend.Assign(dir, tree.ProjectID); err != nil {
+			return err
+		}
 	}
 	fault.Point("add:" + a + ":assigned")
-	if err := m.Backend.SetLimits(tree.ProjectID, tree.Limits); err != nil {
-		return err
+	if kernel {
+		if err := m.Backend.SetLimits(tree.ProjectID, tree.Limits); err != nil {
+			return err
+		}
 	}
 	fault.Point("add:" + a + ":limits-set")
 	return nil

@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -105,30 +107,8 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 			walked = append(walked, t)
 		}
 	}
-	out := make([]TreeSnapshot, 0, len(walked))
-	pass := func() {
-		b := &walkBatch{m: m, retention: retention.Duration()}
-		for i, t := range walked {
-			// Between trees, never inside one: a cancelled pass (SIGTERM)
-			// stores every walk it finished and starts none.
-			if ctx.Err() != nil {
-				break
-			}
-			if b.due() {
-				out = b.flush(ctx, out)
-			}
-			if b.walks == nil && m.xfs == nil {
-				b.begin(ctx, walked[i:min(len(walked), i+walkBatchMax)])
-			}
-			if snapshotTreeStarts != nil {
-				snapshotTreeStarts(ctx, t)
-			}
-			snap, rec := m.snapshotTree(t, o.Walk, b, o.Progress)
-			out = append(out, snap)
-			b.add(len(out)-1, rec)
-		}
-		out = b.flush(ctx, out)
-	}
+	var out []TreeSnapshot
+	pass := func() { out = m.walkPass(ctx, walked, o, retention.Duration()) }
 	if o.Scheduled {
 		// On threads of its own: the caller's (a server's request
 		// handlers) keep their priority.
@@ -150,6 +130,100 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 	}
 	return out, nil
 }
+
+// walkPass walks trees, a few at once (walkWorkers), and stores their
+// walks in batches; it returns the entries of the trees it walked, in
+// order: every tree up to where a cancelled pass stopped.
+//
+// A walk starts under one lock (start): the pass's context is checked,
+// the tree claimed and the test hook called there, so that a cancelled
+// pass starts no walk after the cancellation, even beside walks still
+// running, and the walks of a batch all start after its BeginWalks and
+// within its window. Each walk's errors are its own tree's entry.
+func (m *Manager) walkPass(ctx context.Context, walked []store.Tree, o SnapshotOptions, retention time.Duration) []TreeSnapshot {
+	out := make([]TreeSnapshot, len(walked))
+	progress := o.Progress
+	if progress != nil { // the walks report at once; the caller hears one at a time
+		var mu sync.Mutex
+		progress = func(p TreeProgress) {
+			mu.Lock()
+			defer mu.Unlock()
+			o.Progress(p)
+		}
+	}
+	var (
+		start sync.Mutex // guards next and the batch
+		next  int        // the first tree not claimed
+		// storing is the flush of the batch before: every walk it holds
+		// is stored before the pass returns, cancelled or not.
+		storing sync.WaitGroup
+	)
+	for next < len(walked) && ctx.Err() == nil {
+		b := &walkBatch{m: m, retention: retention, began: time.Now()}
+		if m.xfs == nil {
+			b.begin(ctx, walked[next:min(len(walked), next+walkBatchMax)])
+		}
+		b.root, b.rootErr = m.openWalkRoot() // one copy of the mount for the batch's walks
+		claim := func() (int, bool) {
+			start.Lock()
+			defer start.Unlock()
+			// Between trees, never inside one: a cancelled pass (SIGTERM)
+			// stores every walk it finished and starts none.
+			if ctx.Err() != nil || next >= len(walked) || b.due() {
+				return 0, false
+			}
+			i := next
+			next++
+			b.trees++
+			if snapshotTreeStarts != nil {
+				snapshotTreeStarts(ctx, walked[i])
+			}
+			return i, true
+		}
+		var wg sync.WaitGroup
+		for range walkWorkers(len(walked) - next) {
+			wg.Go(func() {
+				if o.Scheduled {
+					// A goroutine of its own is a thread of its own: lowered
+					// as the pass's, and ended with the goroutine.
+					_ = inventory.LowerThread()
+				}
+				for {
+					i, ok := claim()
+					if !ok {
+						return
+					}
+					snap, rec := m.snapshotTree(walked[i], o.Walk, b, progress)
+					start.Lock()
+					out[i] = snap
+					b.add(i, rec)
+					start.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if b.root.Dir != nil {
+			b.root.Close()
+		}
+		// Stored while the next batch walks (other trees, other entries
+		// of out), one batch at a time.
+		storing.Wait()
+		storing.Go(func() { b.flush(ctx, out) })
+	}
+	storing.Wait()
+	return out[:next]
+}
+
+// walkWorkers is how many trees a pass walks at once: a walk of a small
+// tree waits on the kernel more than it computes (an open, a getdents,
+// a few stats), and each walk has workers of its own for a large one.
+// A few, so that a pass never takes over the machine.
+func walkWorkers(trees int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), maxWalkWorkers, trees))
+}
+
+// maxWalkWorkers bounds walkWorkers.
+var maxWalkWorkers = 4
 
 // snapshotTreeStarts, when a test sets it, is called as each tree's walk
 // starts, on the walking thread.
@@ -180,7 +254,9 @@ type walkBatch struct {
 	began     time.Time
 	walks     map[store.TreeKey]store.Walk // fallback: each tree's, as the batch began
 	beginErr  error
-	trees     int // walked in it, stored or not
+	root      walkRoot // where its walks open their trees (openWalkRoot)
+	rootErr   error    // the root could not be opened: each tree's error
+	trees     int      // walks started in it, stored or not
 	recs      []store.WalkRecord
 	at        []int // each record's snapshot in the pass's results
 }
@@ -195,7 +271,6 @@ func (b *walkBatch) begin(ctx context.Context, trees []store.Tree) {
 	for i, t := range trees {
 		keys[i] = store.TreeKey{Project: t.Project, Area: t.Area}
 	}
-	b.began = time.Now()
 	// As the walk's storing below: a pass stops between trees, not within one.
 	b.walks, b.beginErr = b.m.Store.BeginWalks(context.WithoutCancel(ctx), keys, b.began)
 	if b.walks == nil {
@@ -216,11 +291,17 @@ func (b *walkBatch) walk(t store.Tree) (store.Walk, error) {
 	return w, nil
 }
 
-func (b *walkBatch) add(i int, rec *store.WalkRecord) {
-	if b.began.IsZero() {
-		b.began = time.Now()
+// add keeps the record of the walk of the pass's i-th tree (claimed, and
+// so counted in b.trees, as its walk started).
+// walkTree walks t in the batch's root (walkTreeIn).
+func (b *walkBatch) walkTree(t store.Tree, opts inventory.Options) (*inventory.Result, error) {
+	if b.rootErr != nil {
+		return nil, b.rootErr
 	}
-	b.trees++
+	return b.m.walkTreeIn(b.root, t, opts)
+}
+
+func (b *walkBatch) add(i int, rec *store.WalkRecord) {
 	if rec != nil {
 		b.recs = append(b.recs, *rec)
 		b.at = append(b.at, i)
@@ -257,7 +338,7 @@ func (m *Manager) snapshotTree(t store.Tree, opts inventory.Options, b *walkBatc
 		}
 		opts.Writing = inProgress(walk) // their reservations count them
 	}
-	res, err := m.walkTree(t, opts)
+	res, err := b.walkTree(t, opts)
 	s.DurationSeconds = time.Since(start).Seconds()
 	if err != nil {
 		s.Error = err.Error()

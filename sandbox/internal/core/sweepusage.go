@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/xfsq/xfsq/store"
 )
@@ -27,29 +28,34 @@ func (m *Manager) SweepUsage(ctx context.Context, names []string) (usage map[str
 		return fmt.Sprintf("could not be planned, so nothing of the project is swept: usage for the quota check: %v", err)
 	}
 	measured := map[string]bool{}
-	for _, n := range names {
-		if m.xfs != nil {
-			rows, err := m.status(ctx, byProject[n], nil, Read{Refresh: true})
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, nil, ctx.Err()
-				}
-				unmeasured[n] = why(err)
-				continue
-			}
-			for _, r := range rows {
-				usage[r.Project+"/"+r.Area] = r
-			}
-			continue
+	if m.xfs == nil {
+		failed, err := m.walkBaselinesOf(ctx, names, byProject)
+		if err != nil {
+			return nil, nil, err
 		}
-		if err := m.walkBaselines(ctx, byProject[n]); err != nil {
+		for _, n := range names {
+			if e, ok := failed[n]; ok {
+				unmeasured[n] = why(e)
+			} else {
+				measured[n] = true
+			}
+		}
+	}
+	for _, n := range names {
+		if m.xfs == nil {
+			break
+		}
+		rows, err := m.status(ctx, byProject[n], nil, Read{Refresh: true})
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil, nil, ctx.Err()
 			}
 			unmeasured[n] = why(err)
 			continue
 		}
-		measured[n] = true
+		for _, r := range rows {
+			usage[r.Project+"/"+r.Area] = r
+		}
 	}
 	if len(measured) == 0 {
 		return usage, unmeasured, nil
@@ -66,13 +72,85 @@ func (m *Manager) SweepUsage(ctx context.Context, names []string) (usage map[str
 	return usage, unmeasured, nil
 }
 
-// walkBaselines walks each fallback tree now and records the walk as its
-// baseline.
-func (m *Manager) walkBaselines(ctx context.Context, trees []store.Tree) error {
-	for _, t := range trees {
-		if _, err := m.baseline(ctx, t, 0); err != nil {
-			return err
-		}
+// walkBaselinesOf walks every fallback tree of names now and records each
+// walk as its baseline, in batches as a snapshot pass stores its walks
+// (store.BeginWalks before a batch's walks, one transaction of
+// SetBaselines after; walkBatchMax and walkBatchWindow bound a batch):
+// a constant few statements a batch, where a tree's walk was two
+// transactions of its own. A project whose walk, or whose batch's
+// record, failed is in failed with why; its other trees' walks that were
+// recorded stay recorded, as they did one by one.
+func (m *Manager) walkBaselinesOf(ctx context.Context, names []string, byProject map[string][]store.Tree) (failed map[string]error, err error) {
+	failed = map[string]error{}
+	if m.Store.ReadOnly() { // a full disk: nothing recorded, the figures the store has
+		return failed, nil
 	}
-	return nil
+	var trees []store.Tree
+	for _, n := range names {
+		trees = append(trees, byProject[n]...)
+	}
+	var (
+		began   time.Time
+		walks   map[store.TreeKey]store.Walk
+		recs    []store.WalkRecord
+		batched int
+	)
+	flush := func() {
+		if len(recs) > 0 {
+			if err := m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.SetBaselines(ctx, recs) }); err != nil {
+				for _, r := range recs {
+					if _, ok := failed[r.Snapshot.Project]; !ok {
+						failed[r.Snapshot.Project] = err
+					}
+				}
+			}
+		}
+		walks, recs, batched = nil, nil, 0
+	}
+	for i, t := range trees {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if _, ok := failed[t.Project]; ok {
+			continue
+		}
+		if walks != nil && (batched >= walkBatchMax || time.Since(began) > walkBatchWindow) {
+			flush()
+		}
+		if walks == nil {
+			next := trees[i:min(len(trees), i+walkBatchMax)]
+			keys := make([]store.TreeKey, len(next))
+			for j, t := range next {
+				keys[j] = store.TreeKey{Project: t.Project, Area: t.Area}
+			}
+			began = m.now().Truncate(time.Microsecond) // as the store keeps it
+			var err error
+			if walks, err = m.Store.BeginWalks(ctx, keys, began); err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				for _, t := range next {
+					if _, ok := failed[t.Project]; !ok {
+						failed[t.Project] = err
+					}
+				}
+				walks = map[store.TreeKey]store.Walk{} // the batch's trees are failed
+			}
+		}
+		batched++
+		key := store.TreeKey{Project: t.Project, Area: t.Area}
+		walk, ok := walks[key]
+		if !ok {
+			continue // its batch could not begin: failed above
+		}
+		u, seen, err := m.measureTree(t, inProgress(walk))
+		if err != nil {
+			failed[t.Project] = err
+			continue
+		}
+		recs = append(recs, store.WalkRecord{Snapshot: store.Snapshot{Project: t.Project, Area: t.Area},
+			Baseline: &store.WalkBaseline{Usage: u, Walk: walk, Seen: seen}})
+	}
+	flush()
+	return failed, nil
 }

@@ -25,16 +25,44 @@ import (
 // which make its figure a floor that credits nothing (store.WalkSeen);
 // a tree whose own directory is covered cannot be walked at all.
 func (m *Manager) openForWalk(t store.Tree, rel string) (*walkDir, error) {
-	at := path.Join(t.Path, rel)
+	root, err := m.openWalkRoot()
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return m.openIn(root, t, rel)
+}
+
+// walkRoot is the root opened for walks (openWalkRoot): in Beneath's copy
+// of its mount when cloned.
+type walkRoot struct {
+	*saferm.Dir
+	cloned bool
+}
+
+// openWalkRoot opens the root for openIn: in a copy of its mount without
+// its submounts where the process may make one. A snapshot pass opens one
+// for many trees: a copy is made and dissolved once, not once a tree (its
+// dissolving waited on the kernel for ~1 ms a tree), and a mount made on
+// the original after the copy never appears in it
+// (saferm.TestBeneathCopyHeldWhileItsDirsAreOpen).
+func (m *Manager) openWalkRoot() (walkRoot, error) {
 	root, err := beneath(m.Root)
 	cloned := err == nil
 	if errors.Is(err, saferm.ErrCannotClone) {
 		root, err = saferm.Open(m.Root)
 	}
 	if err != nil {
-		return nil, err
+		return walkRoot{}, err
 	}
-	defer root.Close()
+	return walkRoot{Dir: root, cloned: cloned}, nil
+}
+
+// openIn is openForWalk in a root already open; safe to call at once from
+// several goroutines.
+func (m *Manager) openIn(root walkRoot, t store.Tree, rel string) (*walkDir, error) {
+	at := path.Join(t.Path, rel)
+	cloned := root.cloned
 	dir, err := root.OpenDir(at)
 	if errors.Is(err, saferm.ErrOtherMount) && !cloned {
 		return nil, fmt.Errorf("walk %s: %w (xfsq can look beneath a mount only with CAP_SYS_ADMIN: unmount it, or run xfsq as root)", m.Root, err)
@@ -88,6 +116,16 @@ func (m *Manager) walkTree(t store.Tree, opts inventory.Options) (*inventory.Res
 // shows none of its names. Nothing is recorded.
 func (m *Manager) WalkIn(t store.Tree, rel string, opts inventory.Options) (*inventory.Result, error) {
 	f, err := m.openForWalk(t, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return inventory.WalkFile(f.File, opts)
+}
+
+// walkTreeIn is walkTree in a root already open (openWalkRoot).
+func (m *Manager) walkTreeIn(root walkRoot, t store.Tree, opts inventory.Options) (*inventory.Result, error) {
+	f, err := m.openIn(root, t, ".")
 	if err != nil {
 		return nil, err
 	}
