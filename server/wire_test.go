@@ -25,7 +25,6 @@ var wirePairs = []struct{ library, wire any }{
 	{sandbox.EventPage{}, apiv1.EventPage{}},
 	{sandbox.Overview{}, apiv1.Overview{}},
 	{sandbox.ProjectStorage{}, apiv1.ProjectStorage{}},
-	{sandbox.RemoveResult{}, apiv1.RemoveResult{}},
 	{files.PutResult{}, apiv1.PutResult{}},
 	{files.RemoveResult{}, apiv1.FileRemoveResult{}},
 	{files.Entry{}, apiv1.Entry{}},

@@ -227,22 +227,32 @@ type Left struct {
 // RemoveResult is DELETE …/projects/{id}: what a removal did (or, dry,
 // would do).
 type RemoveResult struct {
-	Project     string      `json:"project"`
-	Purged      bool        `json:"purged"`
-	DryRun      bool        `json:"dry_run,omitempty"`
-	Forced      bool        `json:"forced,omitempty"`
-	HeldLeases  []string    `json:"held_leases,omitempty"`
-	EndedLeases []string    `json:"ended_leases"`
-	KeptIDs     []string    `json:"kept_ids"`
-	Left        []string    `json:"left"`
-	PurgedTrees []Purged    `json:"purged_trees"`
-	WouldPurge  []PurgePlan `json:"would_purge,omitempty"`
+	Project string `json:"project"`
+	Purged  bool   `json:"purged"`
+	DryRun  bool   `json:"dry_run,omitempty"`
+	// Forced: removed although leases were held.
+	Forced bool `json:"forced,omitempty"`
+	// HeldLeases are the runs holding an unexpired lease that a forced
+	// removal ends; without force a removal, dry or not, is refused.
+	HeldLeases []string `json:"held_leases,omitempty"`
+	// EndedLeases are the runs whose leases the removal ended, held or lapsed.
+	EndedLeases []string `json:"ended_leases"`
+	// KeptIDs are IDs still carried by files left on disk: reserved until
+	// those files are gone, so no other project is charged for them.
+	KeptIDs []string `json:"kept_ids"`
+	Left    []string `json:"left"` // trees left on disk (without a purge)
+	// PurgedTrees is what a purge really removed of each tree, and what it
+	// left in place (mount points) with why.
+	PurgedTrees []Purged `json:"purged_trees"`
+	// WouldPurge is, for a dry run with a purge, each tree that would be
+	// deleted with its usage as the backend counts it now.
+	WouldPurge []PurgePlan `json:"would_purge,omitempty"`
 }
 
 // Purged is what a purge removed of one tree.
 type Purged struct {
 	Path           string `json:"path"`
-	State          string `json:"state"`
+	State          string `json:"state"` // as journalled: done, partial
 	RemovedEntries uint64 `json:"removed_entries"`
 	FreedBytes     uint64 `json:"freed_bytes"`
 	FreedInodes    uint64 `json:"freed_inodes"`
