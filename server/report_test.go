@@ -52,6 +52,16 @@ func TestReportOverHTTP(t *testing.T) {
 		if got.Backend.Kind != want.Backend.Kind || got.Backend.Reason == "" || got.OldestWalkAt == nil {
 			t.Errorf("backend %+v, oldest walk %v", got.Backend, got.OldestWalkAt)
 		}
+		// What the rows promise of the disk is the report's, as the CLI's
+		// promised line words it, of the rows answered only.
+		var hard uint64
+		for _, tr := range got.Trees {
+			hard += tr.BytesHard
+		}
+		if got.Promise == nil || want.Promise == nil || *got.Promise != *want.Promise || got.Promise.PromisedBytes != hard ||
+			got.Promise.DiskBytes == 0 || got.ReclaimableBytes != nil {
+			t.Errorf("promise %+v (reclaimable %v), want the CLI's %+v with %d bytes promised and nothing planned", got.Promise, got.ReclaimableBytes, want.Promise, hard)
+		}
 
 		// A project named that has no tree is an error naming the parameter,
 		// and so is one the caller may not see.
