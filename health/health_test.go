@@ -121,7 +121,7 @@ func TestWorse(t *testing.T) {
 			}
 		}
 	}
-	if !Critical.Failing() || !Error.Failing() || Warn.Failing() || OK.Failing() {
+	if !Failing(Critical) || !Failing(Error) || Failing(Warn) || Failing(OK) {
 		t.Error("only critical and error fail")
 	}
 }

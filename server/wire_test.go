@@ -10,7 +10,6 @@ import (
 
 	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/files"
-	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/settings"
 )
@@ -28,7 +27,6 @@ var wirePairs = []struct{ library, wire any }{
 	{files.PutResult{}, apiv1.PutResult{}},
 	{files.RemoveResult{}, apiv1.FileRemoveResult{}},
 	{files.Entry{}, apiv1.Entry{}},
-	{health.Report{}, apiv1.Health{}},
 	{sandbox.ReportResult{}, apiv1.Report{}},
 	{settings.Value{}, apiv1.Setting{}},
 	{sandbox.DoctorResult{}, apiv1.Doctor{}},
