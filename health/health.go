@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -275,23 +276,11 @@ func (e *FixError) Unwrap() error { return e.Err }
 
 func withFix(err error, fix string) error { return &FixError{Err: err, Fix: fix} }
 
-// header is a part's Part, which each part type embeds.
-func header(p any) *Part {
-	switch p := p.(type) {
-	case *DiskPart:
-		return &p.Part
-	case *CPUPart:
-		return &p.Part
-	case *MemoryPart:
-		return &p.Part
-	case *DockerPart:
-		return &p.Part
-	case *QuotaPart:
-		return &p.Part
-	case *StorePart:
-		return &p.Part
-	}
-	panic(fmt.Sprintf("health: %T is no part of the answer: add it to header", p))
+// header is a part's Part, which every part type (api/v1's DiskPart,
+// CPUPart, …) embeds as its first field: the wire's types can carry no
+// method of this package's to reach it.
+func header[T any](p *T) *Part {
+	return reflect.ValueOf(p).Elem().Field(0).Addr().Interface().(*Part)
 }
 
 // measure runs fn within budget and abandons it there: fn gets a context

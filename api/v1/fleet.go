@@ -41,26 +41,26 @@ type FleetHosts struct {
 // FleetTree is one tree of a host of the fleet with the figures the
 // store holds and their age (GET /v1/fleet/storage): another host's trees
 // are never walked or asked of a kernel, only read as that host last
-// recorded them.
+// recorded them. Percent is of the byte hard limit (0 when there is
+// none); FiguresAt is when the figures were taken (the last walk or
+// snapshot; null: never measured), FiguresAgeSeconds how long ago;
+// HostStale says the host holding the tree has stopped reporting, so its
+// figures may be older than they look.
 type FleetTree struct {
-	Host       string  `json:"host"`
-	Project    string  `json:"project"`
-	Area       string  `json:"area"`
-	Backend    string  `json:"backend"`
-	UsedBytes  uint64  `json:"used_bytes"`
-	UsedInodes uint64  `json:"used_inodes"`
-	BytesSoft  uint64  `json:"bytes_soft"`
-	BytesHard  uint64  `json:"bytes_hard"`
-	InodesSoft uint64  `json:"inodes_soft"`
-	InodesHard uint64  `json:"inodes_hard"`
-	Percent    float64 `json:"percent"` // of the byte hard limit; 0 when there is none
-	// FiguresAt is when the figures were taken (the last walk or
-	// snapshot; null: never measured), FiguresAgeSeconds how long ago.
+	Host              string     `json:"host"`
+	Project           string     `json:"project"`
+	Area              string     `json:"area"`
+	Backend           string     `json:"backend"`
+	UsedBytes         uint64     `json:"used_bytes"`
+	UsedInodes        uint64     `json:"used_inodes"`
+	BytesSoft         uint64     `json:"bytes_soft"`
+	BytesHard         uint64     `json:"bytes_hard"`
+	InodesSoft        uint64     `json:"inodes_soft"`
+	InodesHard        uint64     `json:"inodes_hard"`
+	Percent           float64    `json:"percent"`
 	FiguresAt         *time.Time `json:"figures_at"`
 	FiguresAgeSeconds *float64   `json:"figures_age_seconds"`
-	// HostStale: the host holding the tree has stopped reporting, so its
-	// figures may be older than they look.
-	HostStale bool `json:"host_stale"`
+	HostStale         bool       `json:"host_stale"`
 }
 
 // FleetStorage is GET /v1/fleet/storage: the hosts asked for and their trees.

@@ -225,28 +225,27 @@ type Left struct {
 }
 
 // RemoveResult is DELETE …/projects/{id}: what a removal did (or, dry,
-// would do).
+// would do). Forced: removed although leases were held; HeldLeases are
+// the runs holding an unexpired lease that a forced removal ends (without
+// force a removal, dry or not, is refused); EndedLeases the runs whose
+// leases it ended, held or lapsed; KeptIDs the IDs still carried by files
+// left on disk, reserved until those files are gone so that no other
+// project is charged for them; Left the trees left on disk (without a
+// purge); PurgedTrees what a purge really removed of each tree and what it
+// left in place (mount points) with why; WouldPurge, for a dry run with a
+// purge, each tree that would be deleted with its usage as the backend
+// counts it now.
 type RemoveResult struct {
-	Project string `json:"project"`
-	Purged  bool   `json:"purged"`
-	DryRun  bool   `json:"dry_run,omitempty"`
-	// Forced: removed although leases were held.
-	Forced bool `json:"forced,omitempty"`
-	// HeldLeases are the runs holding an unexpired lease that a forced
-	// removal ends; without force a removal, dry or not, is refused.
-	HeldLeases []string `json:"held_leases,omitempty"`
-	// EndedLeases are the runs whose leases the removal ended, held or lapsed.
-	EndedLeases []string `json:"ended_leases"`
-	// KeptIDs are IDs still carried by files left on disk: reserved until
-	// those files are gone, so no other project is charged for them.
-	KeptIDs []string `json:"kept_ids"`
-	Left    []string `json:"left"` // trees left on disk (without a purge)
-	// PurgedTrees is what a purge really removed of each tree, and what it
-	// left in place (mount points) with why.
-	PurgedTrees []Purged `json:"purged_trees"`
-	// WouldPurge is, for a dry run with a purge, each tree that would be
-	// deleted with its usage as the backend counts it now.
-	WouldPurge []PurgePlan `json:"would_purge,omitempty"`
+	Project     string      `json:"project"`
+	Purged      bool        `json:"purged"`
+	DryRun      bool        `json:"dry_run,omitempty"`
+	Forced      bool        `json:"forced,omitempty"`
+	HeldLeases  []string    `json:"held_leases,omitempty"`
+	EndedLeases []string    `json:"ended_leases"`
+	KeptIDs     []string    `json:"kept_ids"`
+	Left        []string    `json:"left"`
+	PurgedTrees []Purged    `json:"purged_trees"`
+	WouldPurge  []PurgePlan `json:"would_purge,omitempty"`
 }
 
 // Purged is what a purge removed of one tree.
@@ -316,27 +315,27 @@ type Ready struct {
 }
 
 // TreeDiff is GET …/projects/{id}/diff: what changed in one tree between
-// two stored snapshots.
+// two stored snapshots. FromAt is the snapshot compared from (the newest
+// kept at or before since ago), ToAt the newest. Partial: the newest
+// snapshot's walk ran out of its budget, so what it did not reach reads as
+// shrunk. Grew and Shrank are the directories whose size changed most,
+// each the deepest that carries its change (a directory whose change is
+// nearly all one child's is left to the child), largest change first; New
+// and Gone are top-level entries (directories, and files among the tree's
+// largest) there at one end only.
 type TreeDiff struct {
-	Project string    `json:"project"`
-	Area    string    `json:"area"`
-	FromAt  time.Time `json:"from_at"` // the snapshot compared from: the newest kept at or before since ago
-	ToAt    time.Time `json:"to_at"`   // the newest snapshot
-	// Partial: the newest snapshot's walk ran out of its budget, so what
-	// it did not reach reads as shrunk.
-	Partial     bool   `json:"partial"`
-	FromBytes   uint64 `json:"from_bytes"`
-	ToBytes     uint64 `json:"to_bytes"`
-	ChangeBytes int64  `json:"change_bytes"`
-	// Grew and Shrank are the directories whose size changed most, each
-	// the deepest that carries its change (a directory whose change is
-	// nearly all one child's is left to the child), largest change first.
-	Grew   []PathChange `json:"grew"`
-	Shrank []PathChange `json:"shrank"`
-	// New and Gone are top-level entries (directories, and files among
-	// the tree's largest) there at one end only.
-	New  []PathChange `json:"new"`
-	Gone []PathChange `json:"gone"`
+	Project     string       `json:"project"`
+	Area        string       `json:"area"`
+	FromAt      time.Time    `json:"from_at"`
+	ToAt        time.Time    `json:"to_at"`
+	Partial     bool         `json:"partial"`
+	FromBytes   uint64       `json:"from_bytes"`
+	ToBytes     uint64       `json:"to_bytes"`
+	ChangeBytes int64        `json:"change_bytes"`
+	Grew        []PathChange `json:"grew"`
+	Shrank      []PathChange `json:"shrank"`
+	New         []PathChange `json:"new"`
+	Gone        []PathChange `json:"gone"`
 }
 
 // PathChange is one path's size at each end of a diff (0 where absent).

@@ -80,16 +80,22 @@ func TestCheckReportNamesTheField(t *testing.T) {
 	}
 }
 
+// withFullProject is the read model of a root with omni and "full", whose
+// workspace is at its hard limit: the skeleton's directories alone pass
+// 4 KiB.
+func withFullProject(t *testing.T) *Model {
+	c, _ := coretest.Omni(t, t.TempDir())
+	if _, err := c.Add(context.Background(), "full", core.AddOptions{Workspace: core.LimitChange{BytesHard: ptr(uint64(4096))}}); err != nil {
+		t.Fatal(err)
+	}
+	return New(c)
+}
+
 // One call gives the rows and the verdict a monitor reads: a tree at its
 // hard limit fails a check of the rows it is among, and only those.
 func TestReportOfChecks(t *testing.T) {
 	ctx := context.Background()
-	c, _ := coretest.Omni(t, t.TempDir())
-	m := New(c)
-	// The skeleton's directories alone pass a hard limit of 4 KiB.
-	if _, err := c.Add(ctx, "full", core.AddOptions{Workspace: core.LimitChange{BytesHard: ptr(uint64(4096))}}); err != nil {
-		t.Fatal(err)
-	}
+	m := withFullProject(t)
 	res, err := m.ReportOf(ctx, ReportOptions{Check: true, Sort: ReportByPercent})
 	if err != nil {
 		t.Fatal(err)
@@ -125,13 +131,8 @@ func TestTreeWarnings(t *testing.T) {
 // The promise and what the policies would free are the report's, of the
 // rows it answers and only those: no shell sums them again.
 func TestReportOfPromise(t *testing.T) {
-	ctx := context.Background()
-	c, _ := coretest.Omni(t, t.TempDir())
-	m := New(c)
-	if _, err := c.Add(ctx, "full", core.AddOptions{Workspace: core.LimitChange{BytesHard: ptr(uint64(4096))}}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := m.ReportOf(ctx, ReportOptions{Projects: []string{"full"}})
+	m := withFullProject(t)
+	res, err := m.ReportOf(context.Background(), ReportOptions{Projects: []string{"full"}})
 	if err != nil {
 		t.Fatal(err)
 	}
