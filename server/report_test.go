@@ -62,6 +62,22 @@ func TestReportOverHTTP(t *testing.T) {
 			got.Promise.DiskBytes == 0 || got.ReclaimableBytes != nil {
 			t.Errorf("promise %+v (reclaimable %v), want the CLI's %+v with %d bytes promised and nothing planned", got.Promise, got.ReclaimableBytes, want.Promise, hard)
 		}
+		// Once a plan covered a tree shown, the report says what the policies
+		// would free in the trees shown, as the rows' own figures add up.
+		if _, err := ts.client(operatorToken).PlanSweep(ctx, "omni"); err != nil {
+			t.Fatal(err)
+		}
+		planned, err := reader.Report(ctx, client.ReportOptions{Projects: []string{"omni"}})
+		var reclaim uint64
+		covered := false
+		for _, tr := range planned.Trees {
+			if tr.ReclaimableBytes != nil {
+				reclaim, covered = reclaim+*tr.ReclaimableBytes, true
+			}
+		}
+		if err != nil || !covered || planned.ReclaimableBytes == nil || *planned.ReclaimableBytes != reclaim {
+			t.Errorf("report after a plan: reclaimable %v of rows %+v, %v; want the rows' %d", planned.ReclaimableBytes, planned.Trees, err, reclaim)
+		}
 
 		// A project named that has no tree is an error naming the parameter,
 		// and so is one the caller may not see.
