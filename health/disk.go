@@ -9,36 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DiskPart is the statfs of the root and of each area base.
-type DiskPart struct {
-	Part
-	Paths []DiskPath `json:"paths"`
-}
-
-// DiskPath is one statfs answer.
-type DiskPath struct {
-	Path  string `json:"path"`
-	Area  string `json:"area,omitempty"` // "" for the root itself
-	Error string `json:"error,omitempty"`
-	// TotalBytes, FreeBytes count every block; AvailableBytes only those a
-	// non-root process may use (df's Avail), which is what the free
-	// percentage and the thresholds use: sandboxes do not run as root.
-	TotalBytes     uint64  `json:"total_bytes"`
-	FreeBytes      uint64  `json:"free_bytes"`
-	AvailableBytes uint64  `json:"available_bytes"`
-	FreePercent    float64 `json:"free_percent"`
-	TotalInodes    uint64  `json:"total_inodes"`
-	FreeInodes     uint64  `json:"free_inodes"`
-	// FreeInodesPercent is absent on filesystems that report no inode
-	// total (btrfs): they allocate inodes dynamically and cannot run out.
-	FreeInodesPercent *float64 `json:"free_inodes_percent,omitempty"`
-	// SameFilesystemAsRoot tells an area base that is no mount of its own,
-	// so that a reader does not count its space twice.
-	SameFilesystemAsRoot bool `json:"same_filesystem_as_root,omitempty"`
-
-	dev uint64
-}
-
 type diskCollector struct {
 	root string
 	th   Thresholds
@@ -53,6 +23,7 @@ func (d *diskCollector) collect(ctx context.Context) (*DiskPart, error) {
 		paths = append(paths, DiskPath{Path: filepath.Join(d.root, a), Area: a})
 	}
 	var failed int
+	devs := make([]uint64, len(paths)) // each path's st_dev, to tell a base that is no mount of its own
 	for i := range paths {
 		if ctx.Err() != nil {
 			return p, ctx.Err()
@@ -69,13 +40,13 @@ func (d *diskCollector) collect(ctx context.Context) (*DiskPart, error) {
 			if p.Status != Error {
 				p.Fix = fix // the first failure's fix, over any low-space advice
 			}
-			p.judge(Error, dp.Error)
+			judge(&p.Part, Error, dp.Error)
 			continue
 		}
 		var st unix.Stat_t
 		if err := unix.Stat(dp.Path, &st); err == nil {
-			dp.dev = st.Dev
-			dp.SameFilesystemAsRoot = i > 0 && paths[0].Error == "" && st.Dev == paths[0].dev
+			devs[i] = st.Dev
+			dp.SameFilesystemAsRoot = i > 0 && paths[0].Error == "" && st.Dev == devs[0]
 		}
 		bs := uint64(s.Bsize)
 		dp.TotalBytes, dp.FreeBytes, dp.AvailableBytes = s.Blocks*bs, s.Bfree*bs, s.Bavail*bs
@@ -103,9 +74,9 @@ func (d *diskCollector) judge(p *DiskPart, dp *DiskPath) {
 	check := func(what string, pct float64) {
 		switch {
 		case pct < d.th.DiskFreeCriticalPercent:
-			p.judge(Critical, fmt.Sprintf("%.1f%% of %s available on %s (critical below %g%%)", pct, what, where, d.th.DiskFreeCriticalPercent))
+			judge(&p.Part, Critical, fmt.Sprintf("%.1f%% of %s available on %s (critical below %g%%)", pct, what, where, d.th.DiskFreeCriticalPercent))
 		case pct < d.th.DiskFreeWarnPercent:
-			p.judge(Warn, fmt.Sprintf("%.1f%% of %s available on %s (warn below %g%%)", pct, what, where, d.th.DiskFreeWarnPercent))
+			judge(&p.Part, Warn, fmt.Sprintf("%.1f%% of %s available on %s (warn below %g%%)", pct, what, where, d.th.DiskFreeWarnPercent))
 		}
 	}
 	if dp.TotalBytes > 0 {

@@ -12,24 +12,6 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// DockerPart is what `docker system df` and `docker ps` show.
-type DockerPart struct {
-	Part
-	Host string `json:"host"`
-	// Counts are read on every answer: listing containers is cheap.
-	ContainersRunning int `json:"containers_running"`
-	ContainersTotal   int `json:"containers_total"`
-	// The byte figures come from the daemon's disk usage, which is
-	// expensive for it (it sizes every layer and volume): they are reused
-	// for the cache TTL, and DiskUsageAt says when the daemon computed them.
-	ImagesBytes     int64     `json:"images_bytes"`
-	Images          int64     `json:"images"`
-	ContainersBytes int64     `json:"containers_bytes"`
-	BuildCacheBytes int64     `json:"build_cache_bytes"`
-	VolumesBytes    int64     `json:"volumes_bytes"`
-	DiskUsageAt     time.Time `json:"disk_usage_at"`
-}
-
 // DockerOptions configure NewDocker.
 type DockerOptions struct {
 	// Host is the daemon's address; default DOCKER_HOST, else

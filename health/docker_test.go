@@ -171,7 +171,7 @@ func TestDockerHungDaemonTimesOutAlone(t *testing.T) {
 	if r.Docker.DurationSeconds > (budget + slack).Seconds() {
 		t.Errorf("docker part took %gs", r.Docker.DurationSeconds)
 	}
-	for _, p := range r.Parts() {
+	for _, p := range Parts(r) {
 		if p.Name != "docker" && p.Status == Error {
 			t.Errorf("%s failed beside the hung daemon: %s", p.Name, p.Error)
 		}

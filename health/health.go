@@ -1,8 +1,9 @@
 // Package health answers "is this host fit to run sandboxes?": free space
 // and inodes under the sandbox root, CPU load, memory, the Docker engine, the
-// quota backend and the store. It owns the collectors, their thresholds and
-// the shape of the answer that `xfsq health` (and later GET /v1/system/health)
-// prints.
+// quota backend and the store. It owns the collectors and their thresholds;
+// the answer's shape is the wire's (api/v1's Health and its parts, here by
+// alias), which `xfsq health` prints and GET /v1/system/health answers as
+// it is.
 //
 // Each source has its own small collector, node_exporter style: they run
 // concurrently, each within its own time budget, and each fails on its own,
@@ -22,20 +23,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
+
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 )
 
-// Status of one part, and of the whole answer (the worst part).
-type Status string
+// Status of one part, and of the whole answer (the worst part): the
+// wire's (api/v1), as every type of the answer is, so that the server
+// encodes the answer as it is. Error means the part could not be measured
+// at all: the figures are missing, not bad.
+type Status = apiv1.HealthStatus
 
 const (
-	OK       Status = "ok"
-	Warn     Status = "warn"
-	Critical Status = "critical"
-	// Error means the part could not be measured at all: the figures are
-	// missing, not bad.
-	Error Status = "error"
+	OK       = apiv1.HealthOK
+	Warn     = apiv1.HealthWarn
+	Critical = apiv1.HealthCritical
+	Error    = apiv1.HealthError
 )
 
 func rank(s Status) int {
@@ -61,46 +66,37 @@ func Worse(a, b Status) Status {
 }
 
 // Failing reports whether s should fail a check (`xfsq health` exits 1).
-func (s Status) Failing() bool { return s == Critical || s == Error }
+func Failing(s Status) bool { return s == Critical || s == Error }
 
-// Part is what every part of the answer carries besides its figures.
-type Part struct {
-	Status Status `json:"status"`
-	// Reason says why the status is not ok ("12.0% free on /srv/sandbox/cache").
-	Reason string `json:"reason,omitempty"`
-	// Error and Fix are set when Status is "error".
-	Error           string  `json:"error,omitempty"`
-	Fix             string  `json:"fix,omitempty"`
-	DurationSeconds float64 `json:"duration_seconds"`
-}
-
-func (p *Part) header() *Part { return p }
+// The answer and its parts (api/v1's, by alias).
+type (
+	// Part is what every part of the answer carries besides its figures.
+	Part = apiv1.Part
+	// Report is the whole answer.
+	Report = apiv1.Health
+	// Thresholds turn figures into warn and critical. They are the
+	// settings health_* (package settings); the zero value is not usable:
+	// start from DefaultThresholds.
+	Thresholds = apiv1.HealthThresholds
+	DiskPart   = apiv1.DiskPart
+	DiskPath   = apiv1.DiskPath
+	CPUPart    = apiv1.CPUPart
+	MemoryPart = apiv1.MemoryPart
+	DockerPart = apiv1.DockerPart
+	QuotaPart  = apiv1.QuotaPart
+	StorePart  = apiv1.StorePart
+	Backend    = apiv1.Backend
+)
 
 // judge raises the part's status to s, keeping the reason of the worst.
-func (p *Part) judge(s Status, reason string) {
+func judge(p *Part, s Status, reason string) {
 	if rank(s) > rank(p.Status) {
 		p.Status, p.Reason = s, reason
 	}
 }
 
-// Report is the whole answer.
-type Report struct {
-	Status          Status      `json:"status"`
-	CheckedAt       time.Time   `json:"checked_at"`
-	DurationSeconds float64     `json:"duration_seconds"`
-	Disk            *DiskPart   `json:"disk,omitempty"`
-	CPU             *CPUPart    `json:"cpu,omitempty"`
-	Memory          *MemoryPart `json:"memory,omitempty"`
-	Docker          *DockerPart `json:"docker,omitempty"`
-	Quota           *QuotaPart  `json:"quota,omitempty"`
-	Store           *StorePart  `json:"store,omitempty"`
-	// Thresholds are the levels the parts were judged by, so that a
-	// reader sees why a figure is warn.
-	Thresholds *Thresholds `json:"thresholds,omitempty"`
-}
-
 // Parts lists the parts present, in the order they are printed.
-func (r Report) Parts() []NamedPart {
+func Parts(r Report) []NamedPart {
 	var out []NamedPart
 	add := func(name string, p *Part) {
 		if p != nil {
@@ -134,18 +130,6 @@ type NamedPart struct {
 	*Part
 }
 
-// Thresholds turn figures into warn and critical. They are the settings
-// health_* (package settings); the zero value is not usable: start from
-// DefaultThresholds.
-type Thresholds struct {
-	DiskFreeWarnPercent            float64 `json:"disk_free_warn_percent"` // space or inodes available, percent of the total
-	DiskFreeCriticalPercent        float64 `json:"disk_free_critical_percent"`
-	MemoryAvailableWarnPercent     float64 `json:"memory_available_warn_percent"`
-	MemoryAvailableCriticalPercent float64 `json:"memory_available_critical_percent"`
-	LoadPerCoreWarn                float64 `json:"load_per_core_warn"` // 5-minute load average per core
-	LoadPerCoreCritical            float64 `json:"load_per_core_critical"`
-}
-
 // DefaultThresholds match the settings' defaults.
 func DefaultThresholds() Thresholds {
 	return Thresholds{DiskFreeWarnPercent: 15, DiskFreeCriticalPercent: 5,
@@ -153,9 +137,9 @@ func DefaultThresholds() Thresholds {
 		LoadPerCoreWarn: 2, LoadPerCoreCritical: 4}
 }
 
-// Validate refuses thresholds whose critical level is milder than warn:
+// ValidateThresholds refuses thresholds whose critical level is milder than warn:
 // a status would then skip warn and go straight to critical, or never warn.
-func (t Thresholds) Validate() error {
+func ValidateThresholds(t Thresholds) error {
 	switch {
 	case t.DiskFreeCriticalPercent > t.DiskFreeWarnPercent:
 		return fmt.Errorf("health_disk_free_critical_percent (%g) is above health_disk_free_warn_percent (%g): critical must be the lower", t.DiskFreeCriticalPercent, t.DiskFreeWarnPercent)
@@ -222,7 +206,7 @@ func New(o Options) (*Checker, error) {
 	if o.Thresholds != nil {
 		th = *o.Thresholds
 	}
-	if err := th.Validate(); err != nil {
+	if err := ValidateThresholds(th); err != nil {
 		return nil, err
 	}
 	c := &Checker{o: o, th: th,
@@ -265,7 +249,7 @@ func (c *Checker) Collect(ctx context.Context) Report {
 	}
 	wg.Wait()
 	r.Status = OK
-	for _, p := range r.Parts() {
+	for _, p := range Parts(r) {
 		r.Status = Worse(r.Status, p.Status)
 	}
 	r.DurationSeconds = time.Since(start).Seconds()
@@ -292,21 +276,23 @@ func (e *FixError) Unwrap() error { return e.Err }
 
 func withFix(err error, fix string) error { return &FixError{Err: err, Fix: fix} }
 
-type part interface{ header() *Part }
+// header is a part's Part, which every part type (api/v1's DiskPart,
+// CPUPart, …) embeds as its first field: the wire's types can carry no
+// method of this package's to reach it.
+func header[T any](p *T) *Part {
+	return reflect.ValueOf(p).Elem().Field(0).Addr().Interface().(*Part)
+}
 
 // measure runs fn within budget and abandons it there: fn gets a context
 // that ends at the budget, but a collector stuck in a syscall cannot see
 // it, so measure does not wait for it either. The abandoned goroutine ends
 // when its syscall does; it writes only to its own buffered channel.
-func measure[T any, PT interface {
-	*T
-	part
-}](ctx context.Context, budget time.Duration, name, fixOnTimeout string, fn func(context.Context) (PT, error)) PT {
+func measure[T any](ctx context.Context, budget time.Duration, name, fixOnTimeout string, fn func(context.Context) (*T, error)) *T {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	start := time.Now()
 	type result struct {
-		p   PT
+		p   *T
 		err error
 	}
 	ch := make(chan result, 1)
@@ -324,7 +310,7 @@ func measure[T any, PT interface {
 	if p == nil {
 		p = new(T)
 	}
-	h := p.header()
+	h := header(p)
 	if h.Status == "" {
 		h.Status = OK
 	}

@@ -121,7 +121,27 @@ func TestWorse(t *testing.T) {
 			}
 		}
 	}
-	if !Critical.Failing() || !Error.Failing() || Warn.Failing() || OK.Failing() {
+	if !Failing(Critical) || !Failing(Error) || Failing(Warn) || Failing(OK) {
 		t.Error("only critical and error fail")
+	}
+}
+
+// header reaches the Part each part type embeds, the one measure fills
+// in: a part type whose Part is not its first field fails here, not in
+// an answer whose status is silently lost.
+func TestHeaderIsTheEmbeddedPart(t *testing.T) {
+	var (
+		d DiskPart
+		c CPUPart
+		m MemoryPart
+		k DockerPart
+		q QuotaPart
+		s StorePart
+	)
+	for i, pair := range [][2]*Part{{header(&d), &d.Part}, {header(&c), &c.Part}, {header(&m), &m.Part},
+		{header(&k), &k.Part}, {header(&q), &q.Part}, {header(&s), &s.Part}} {
+		if pair[0] != pair[1] {
+			t.Errorf("part %d: header is not the embedded Part", i)
+		}
 	}
 }

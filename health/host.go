@@ -9,34 +9,6 @@ import (
 	"github.com/prometheus/procfs"
 )
 
-// CPUPart is load and busy time, from /proc/loadavg and /proc/stat.
-type CPUPart struct {
-	Part
-	Load1  float64 `json:"load1"`
-	Load5  float64 `json:"load5"`
-	Load15 float64 `json:"load15"`
-	Cores  int     `json:"cores"`
-	// LoadPerCore is Load5 / Cores, what the thresholds judge: the 5-minute
-	// average rides out a single build's spike yet shows a host that stays
-	// saturated.
-	LoadPerCore float64 `json:"load_per_core"`
-	// BusyPercent is the share of CPU time not idle (nor waiting for I/O)
-	// over the last BusyIntervalSeconds, across all cores; null when
-	// unknown (no earlier sample, or no time passed between them).
-	BusyPercent         *float64 `json:"busy_percent"`
-	BusyIntervalSeconds float64  `json:"busy_interval_seconds"`
-}
-
-// MemoryPart is from /proc/meminfo.
-type MemoryPart struct {
-	Part
-	TotalBytes       uint64  `json:"total_bytes"`
-	AvailableBytes   uint64  `json:"available_bytes"`
-	AvailablePercent float64 `json:"available_percent"`
-	SwapTotalBytes   uint64  `json:"swap_total_bytes"`
-	SwapFreeBytes    uint64  `json:"swap_free_bytes"`
-}
-
 func procFix(procRoot string) string {
 	return "check that procfs is mounted at " + procRoot + " (mount -t proc proc " + procRoot + ")"
 }
@@ -115,9 +87,9 @@ func (c *cpuCollector) collect(ctx context.Context) (*CPUPart, error) {
 	p.LoadPerCore = round2(p.Load5 / float64(p.Cores))
 	switch {
 	case p.LoadPerCore >= c.th.LoadPerCoreCritical:
-		p.judge(Critical, fmt.Sprintf("load %.2f per core over 5 minutes (critical at %g)", p.LoadPerCore, c.th.LoadPerCoreCritical))
+		judge(&p.Part, Critical, fmt.Sprintf("load %.2f per core over 5 minutes (critical at %g)", p.LoadPerCore, c.th.LoadPerCoreCritical))
 	case p.LoadPerCore >= c.th.LoadPerCoreWarn:
-		p.judge(Warn, fmt.Sprintf("load %.2f per core over 5 minutes (warn at %g)", p.LoadPerCore, c.th.LoadPerCoreWarn))
+		judge(&p.Part, Warn, fmt.Sprintf("load %.2f per core over 5 minutes (warn at %g)", p.LoadPerCore, c.th.LoadPerCoreWarn))
 	}
 	return p, nil
 }
@@ -166,9 +138,9 @@ func (m *memCollector) collect(context.Context) (*MemoryPart, error) {
 	p.AvailablePercent = round2(float64(p.AvailableBytes) * 100 / float64(p.TotalBytes))
 	switch {
 	case p.AvailablePercent < m.th.MemoryAvailableCriticalPercent:
-		p.judge(Critical, fmt.Sprintf("%.1f%% of memory available (critical below %g%%)", p.AvailablePercent, m.th.MemoryAvailableCriticalPercent))
+		judge(&p.Part, Critical, fmt.Sprintf("%.1f%% of memory available (critical below %g%%)", p.AvailablePercent, m.th.MemoryAvailableCriticalPercent))
 	case p.AvailablePercent < m.th.MemoryAvailableWarnPercent:
-		p.judge(Warn, fmt.Sprintf("%.1f%% of memory available (warn below %g%%)", p.AvailablePercent, m.th.MemoryAvailableWarnPercent))
+		judge(&p.Part, Warn, fmt.Sprintf("%.1f%% of memory available (warn below %g%%)", p.AvailablePercent, m.th.MemoryAvailableWarnPercent))
 	}
 	return p, nil
 }

@@ -49,7 +49,7 @@ func TestHostPartsFromProcFixtures(t *testing.T) {
 				r.Memory.SwapTotalBytes != c.swapTotal || r.Memory.SwapFreeBytes != c.swapFree) {
 				t.Errorf("memory %+v; want total %d, available %d, swap %d/%d", *r.Memory, c.memTotal, c.memAvail, c.swapTotal, c.swapFree)
 			}
-			for _, p := range r.Parts() {
+			for _, p := range Parts(r) {
 				if p.Status == Warn || p.Status == Critical {
 					if p.Reason == "" {
 						t.Errorf("%s is %s without a reason", p.Name, p.Status)

@@ -29,21 +29,6 @@ type QuotaState struct {
 // health does not depend on quota/xfs.
 type QuotaFunc func(ctx context.Context) (QuotaState, error)
 
-// Backend is the backend object of docs/design/README.md#output-conventions.
-type Backend struct {
-	Kind     string `json:"kind"`
-	Enforced bool   `json:"enforced"`
-	Reason   string `json:"reason,omitempty"`
-}
-
-// QuotaPart is the quota backend in force.
-type QuotaPart struct {
-	Part
-	Backend     Backend `json:"backend"`
-	Accounting  *bool   `json:"accounting,omitempty"`
-	Enforcement *bool   `json:"enforcement,omitempty"`
-}
-
 func quotaCollector(q QuotaFunc) func(context.Context) (*QuotaPart, error) {
 	return func(ctx context.Context) (*QuotaPart, error) {
 		s, err := q(ctx)
@@ -57,10 +42,10 @@ func quotaCollector(q QuotaFunc) func(context.Context) (*QuotaPart, error) {
 		switch {
 		case s.Kind != "fallback" && (off(s.Accounting) || off(s.Enforcement)):
 			// The limits xfsq set are not being enforced right now.
-			p.judge(Critical, s.Kind+" project quota accounting or enforcement is off")
+			judge(&p.Part, Critical, s.Kind+" project quota accounting or enforcement is off")
 			p.Fix = s.Fix
 		case s.Kind == "fallback" && s.OnXFS:
-			p.judge(Warn, "the root's filesystem keeps project quotas but they cannot be used: "+s.Reason)
+			judge(&p.Part, Warn, "the root's filesystem keeps project quotas but they cannot be used: "+s.Reason)
 			p.Fix = s.Fix
 		}
 		return p, nil
@@ -69,13 +54,6 @@ func quotaCollector(q QuotaFunc) func(context.Context) (*QuotaPart, error) {
 
 // StoreFunc runs a trivial query on the store.
 type StoreFunc func(ctx context.Context) error
-
-// StorePart says whether the store answers, and how fast.
-type StorePart struct {
-	Part
-	Reachable      bool    `json:"reachable"`
-	LatencySeconds float64 `json:"latency_seconds"`
-}
 
 func storeCollector(s StoreFunc) func(context.Context) (*StorePart, error) {
 	return func(ctx context.Context) (*StorePart, error) {

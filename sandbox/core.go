@@ -442,6 +442,7 @@ func (m *Manager) RootID() string { return m.c.RootID() }
 // The report with its filters, as both shells take them.
 type (
 	ReportOptions = readmodel.ReportOptions
+	ReportPromise = readmodel.ReportPromise
 	ReportResult  = readmodel.ReportResult
 	TreeWarning   = readmodel.TreeWarning
 )
@@ -520,8 +521,6 @@ func (m *Manager) ProjectHistory(ctx context.Context, name string, o HistoryOpti
 func (m *Manager) DiskHistory(ctx context.Context, o HistoryOptions) (DiskHistory, error) {
 	return m.reads.DiskHistory(ctx, o)
 }
-
-func (m *Manager) Promise(rows []TreeStatus) (Promised, uint64, bool) { return m.reads.Promise(rows) }
 
 func (m *Manager) ProjectTrends(ctx context.Context, name string) ([]TreeTrend, error) {
 	return m.reads.ProjectTrends(ctx, name)

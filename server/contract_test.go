@@ -243,7 +243,6 @@ var contractUnobserved = map[string]string{
 //
 // "Schema.*" excuses every field of a schema.
 var contractUnseen = map[string]string{
-	"TreeStatus.reclaimable_bytes": "filled by report and the project detail only (TreeStorage.reclaimable_bytes); the trees of show and admission never carry it",
 	"DockerPart.*":                 "no Docker daemon for the server tests (health's own tests hold the part against a real one)",
 	"HealthReport.docker":          "no Docker daemon for the server tests",
 	"CPUPart.error":                "a part's error and fix: /proc unreadable, not provoked here (health's tests inject it)",

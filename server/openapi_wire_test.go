@@ -46,7 +46,7 @@ var specSchemas = map[string]struct {
 	"FleetTree": {apiv1.FleetTree{}, false}, "FleetStorage": {apiv1.FleetStorage{}, false},
 	"AbandonedDeletion": {apiv1.AbandonedDeletion{}, false}, "HostRetired": {apiv1.HostRetired{}, false},
 	"RetireRequest": {apiv1.RetireRequest{}, true},
-	"Report":        {apiv1.Report{}, false}, "TreeWarning": {apiv1.TreeWarning{}, false}, "Unowned": {apiv1.Unowned{}, false},
+	"Report":        {apiv1.Report{}, false}, "ReportPromise": {apiv1.ReportPromise{}, false}, "TreeWarning": {apiv1.TreeWarning{}, false}, "Unowned": {apiv1.Unowned{}, false},
 	"Setting": {apiv1.Setting{}, false}, "SettingChange": {apiv1.SettingChange{}, false},
 	"SetSettingRequest": {apiv1.SetSettingRequest{}, true}, "Finding": {apiv1.Finding{}, false}, "Doctor": {apiv1.Doctor{}, false},
 }

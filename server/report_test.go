@@ -52,6 +52,32 @@ func TestReportOverHTTP(t *testing.T) {
 		if got.Backend.Kind != want.Backend.Kind || got.Backend.Reason == "" || got.OldestWalkAt == nil {
 			t.Errorf("backend %+v, oldest walk %v", got.Backend, got.OldestWalkAt)
 		}
+		// What the rows promise of the disk is the report's, as the CLI's
+		// promised line words it, of the rows answered only.
+		var hard uint64
+		for _, tr := range got.Trees {
+			hard += tr.BytesHard
+		}
+		if got.Promise == nil || want.Promise == nil || *got.Promise != *want.Promise || got.Promise.PromisedBytes != hard ||
+			got.Promise.DiskBytes == 0 || got.ReclaimableBytes != nil {
+			t.Errorf("promise %+v (reclaimable %v), want the CLI's %+v with %d bytes promised and nothing planned", got.Promise, got.ReclaimableBytes, want.Promise, hard)
+		}
+		// Once a plan covered a tree shown, the report says what the policies
+		// would free in the trees shown, as the rows' own figures add up.
+		if _, err := ts.client(operatorToken).PlanSweep(ctx, "omni"); err != nil {
+			t.Fatal(err)
+		}
+		planned, err := reader.Report(ctx, client.ReportOptions{Projects: []string{"omni"}})
+		var reclaim uint64
+		covered := false
+		for _, tr := range planned.Trees {
+			if tr.ReclaimableBytes != nil {
+				reclaim, covered = reclaim+*tr.ReclaimableBytes, true
+			}
+		}
+		if err != nil || !covered || planned.ReclaimableBytes == nil || *planned.ReclaimableBytes != reclaim {
+			t.Errorf("report after a plan: reclaimable %v of rows %+v, %v; want the rows' %d", planned.ReclaimableBytes, planned.Trees, err, reclaim)
+		}
 
 		// A project named that has no tree is an error naming the parameter,
 		// and so is one the caller may not see.

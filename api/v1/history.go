@@ -14,11 +14,11 @@ type HistoryPoint struct {
 // figures and limits now (0: no limit).
 type TreeHistory struct {
 	Area      string         `json:"area"`
-	UsedBytes uint64         `json:"used_bytes"`
+	UsedBytes uint64         `json:"used_bytes"` // now, as a project's show reads it
 	BytesSoft uint64         `json:"bytes_soft"`
 	BytesHard uint64         `json:"bytes_hard"`
 	Snapshots int            `json:"snapshots"` // complete snapshots in the window, before thinning
-	Partial   int            `json:"partial"`   // snapshots left out: their walk ran out of its budget
+	Partial   int            `json:"partial"`   // snapshots left out: their walk ran out of its budget and undercounts
 	Thinned   bool           `json:"thinned"`   // Points holds each span's highest, not every snapshot
 	Points    []HistoryPoint `json:"points"`
 }
@@ -33,13 +33,14 @@ type ProjectHistory struct {
 }
 
 // DiskHistory is GET /v1/workspace/storage/history: the root's
-// filesystem's use at each scheduled snapshot pass over the window.
+// filesystem's use at each scheduled snapshot pass over the window (what
+// each pass found free, taken from the size now).
 type DiskHistory struct {
 	GeneratedAt time.Time      `json:"generated_at"`
 	Since       time.Time      `json:"since"`
 	TotalBytes  uint64         `json:"total_bytes"`
-	UsedBytes   uint64         `json:"used_bytes"`
-	Passes      int            `json:"passes"`
+	UsedBytes   uint64         `json:"used_bytes"` // now
+	Passes      int            `json:"passes"`     // before thinning
 	Thinned     bool           `json:"thinned"`
 	Points      []HistoryPoint `json:"points"`
 }

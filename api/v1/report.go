@@ -19,6 +19,29 @@ type Report struct {
 	// Unowned is the space no tree holds, on a kernel backend.
 	Unowned  *Unowned      `json:"unowned,omitempty"`
 	Warnings []TreeWarning `json:"warnings"`
+	// Promise is what the hard byte limits of the trees shown promise of
+	// the root's disk; absent when the disk's size could not be read.
+	Promise *ReportPromise `json:"promise,omitempty"`
+	// ReclaimableBytes is what the sweep policies would free in the trees
+	// shown, as last planned; absent until a plan covered one of them.
+	ReclaimableBytes *uint64 `json:"reclaimable_bytes,omitempty"`
+}
+
+// Promised is how much hard byte limits promise of a disk, as an Incus
+// pool shows it: the sum of the limits, how many trees have none
+// (unbounded: promised the whole disk), and the ratio of the sum to the
+// disk's size (over 1: overcommitted).
+type Promised struct {
+	PromisedBytes   uint64  `json:"promised_bytes"`
+	UnlimitedTrees  int     `json:"unlimited_trees"`
+	OvercommitRatio float64 `json:"overcommit_ratio"`
+}
+
+// ReportPromise is what a report's trees promise of the root's disk,
+// whose size is DiskBytes.
+type ReportPromise struct {
+	DiskBytes uint64 `json:"disk_bytes"`
+	Promised
 }
 
 // The orders a report is sorted in (?sort=): by project, else largest first.

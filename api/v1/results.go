@@ -240,7 +240,16 @@ type Left struct {
 }
 
 // RemoveResult is DELETE …/projects/{id}: what a removal did (or, dry,
-// would do).
+// would do). Forced: removed although leases were held; HeldLeases are
+// the runs holding an unexpired lease that a forced removal ends (without
+// force a removal, dry or not, is refused); EndedLeases the runs whose
+// leases it ended, held or lapsed; KeptIDs the IDs still carried by files
+// left on disk, reserved until those files are gone so that no other
+// project is charged for them; Left the trees left on disk (without a
+// purge); PurgedTrees what a purge really removed of each tree and what it
+// left in place (mount points) with why; WouldPurge, for a dry run with a
+// purge, each tree that would be deleted with its usage as the backend
+// counts it now.
 type RemoveResult struct {
 	Project     string      `json:"project"`
 	Purged      bool        `json:"purged"`
@@ -257,7 +266,7 @@ type RemoveResult struct {
 // Purged is what a purge removed of one tree.
 type Purged struct {
 	Path           string `json:"path"`
-	State          string `json:"state"`
+	State          string `json:"state"` // as journalled: done, partial
 	RemovedEntries uint64 `json:"removed_entries"`
 	FreedBytes     uint64 `json:"freed_bytes"`
 	FreedInodes    uint64 `json:"freed_inodes"`
@@ -321,7 +330,14 @@ type Ready struct {
 }
 
 // TreeDiff is GET …/projects/{id}/diff: what changed in one tree between
-// two stored snapshots.
+// two stored snapshots. FromAt is the snapshot compared from (the newest
+// kept at or before since ago), ToAt the newest. Partial: the newest
+// snapshot's walk ran out of its budget, so what it did not reach reads as
+// shrunk. Grew and Shrank are the directories whose size changed most,
+// each the deepest that carries its change (a directory whose change is
+// nearly all one child's is left to the child), largest change first; New
+// and Gone are top-level entries (directories, and files among the tree's
+// largest) there at one end only.
 type TreeDiff struct {
 	Project     string       `json:"project"`
 	Area        string       `json:"area"`

@@ -42,7 +42,7 @@ func cmdHealth(e env) error {
 	if err := e.print(r, func(w io.Writer) { printHealth(w, r) }); err != nil {
 		return err
 	}
-	if r.Status.Failing() {
+	if health.Failing(r.Status) {
 		return &exitError{code: exitFailed}
 	}
 	return nil

@@ -150,7 +150,7 @@ func cmdProjectRm(e env) error {
 				fmt.Fprintf(w, "ended the lapsed leases of run %s\n", strings.Join(res.EndedLeases, ", "))
 			}
 			for _, p := range res.PurgedTrees {
-				fmt.Fprintf(w, "purged %s: %s removed, %s freed\n", safe(p.Path), plural(p.Entries, "entry", "entries"), units.FormatIEC(p.Bytes))
+				fmt.Fprintf(w, "purged %s: %s removed, %s freed\n", safe(p.Path), plural(p.RemovedEntries, "entry", "entries"), units.FormatIEC(p.FreedBytes))
 				for _, l := range p.Left {
 					fmt.Fprintf(w, "left in place: %s (%s)\n", safe(l.Path), line(l.Reason))
 				}

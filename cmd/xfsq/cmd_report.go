@@ -198,7 +198,7 @@ func cmdReport(e env) error {
 				}
 			}
 			if !noHeaders {
-				promiseLine(w, m, rows)
+				promiseLine(w, res)
 			}
 			if u := res.Unowned; u != nil && !noHeaders {
 				fmt.Fprintf(w, "unowned: %s of the %s df counts used is in no project (%s of it charged to project 0 or IDs that are no tree's)\n",
@@ -255,26 +255,20 @@ func growth(d *int64) string {
 	return "+" + units.FormatIEC(uint64(*d))
 }
 
-// promiseLine says what the limits promise of the disk and what the sweep
-// policies would free, as docker system df and an Incus pool say them.
-func promiseLine(w io.Writer, m *sandbox.Manager, rows []sandbox.TreeStatus) {
-	p, disk, ok := m.Promise(rows)
-	if !ok {
+// promiseLine says what the limits of the trees shown promise of the disk
+// and what the sweep policies would free in them, as docker system df and
+// an Incus pool say them: the report's figures, worded.
+func promiseLine(w io.Writer, res sandbox.ReportResult) {
+	p := res.Promise
+	if p == nil {
 		return
 	}
-	var reclaim uint64
-	planned := false
-	for _, t := range rows {
-		if t.ReclaimableBytes != nil {
-			reclaim, planned = reclaim+*t.ReclaimableBytes, true
-		}
-	}
-	s := fmt.Sprintf("promised: %s of hard limits on a %s disk (%.2fx)", units.FormatIEC(p.PromisedBytes), units.FormatIEC(disk), p.OvercommitRatio)
+	s := fmt.Sprintf("promised: %s of hard limits on a %s disk (%.2fx)", units.FormatIEC(p.PromisedBytes), units.FormatIEC(p.DiskBytes), p.OvercommitRatio)
 	if p.UnlimitedTrees > 0 {
 		s += fmt.Sprintf(", and %s with no limit", plural(p.UnlimitedTrees, "tree", "trees"))
 	}
-	if planned {
-		s += "; reclaimable by the sweep policies: " + units.FormatIEC(reclaim) + " (as last planned)"
+	if r := res.ReclaimableBytes; r != nil {
+		s += "; reclaimable by the sweep policies: " + units.FormatIEC(*r) + " (as last planned)"
 	}
 	fmt.Fprintln(w, s)
 }

@@ -192,14 +192,14 @@ func TestServeHealthEqualsTheCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &cli); err != nil || (r.code != 0 && r.code != 1) {
 		t.Fatalf("xfsq health --json: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
-	if cli.Status.Failing() != (r.code == 1) {
+	if health.Failing(cli.Status) != (r.code == 1) {
 		t.Errorf("xfsq health exited %d with status %s", r.code, cli.Status)
 	}
 	if api.Status != cli.Status {
 		t.Errorf("status: API %s, CLI %s", api.Status, cli.Status)
 	}
 	names := func(rep health.Report) (out []string) {
-		for _, p := range rep.Parts() {
+		for _, p := range health.Parts(rep) {
 			out = append(out, p.Name+"="+string(p.Part.Status)+" "+p.Part.Reason+" "+p.Part.Error)
 		}
 		return out

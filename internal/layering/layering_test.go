@@ -128,6 +128,13 @@ func TestRules(t *testing.T) {
 		{"client", "api/v1", false},
 		{"api/v1", "units", false},
 		{"server", "api/v1", false},
+		// The library answers the wire's types where the shapes are one.
+		{"sandbox/internal/core", "api/v1", false},
+		{"sandbox/internal/readmodel", "api/v1", false},
+		{"sandbox/internal/fleet", "api/v1", false},
+		{"health", "api/v1", false},
+		{"api/v1", "sandbox/internal/core", true},
+		{"api/v1", "health", true},
 		{"journal", "units", true},
 		{"journal", "quota", true},
 		{"cmd/xfsq", "sandbox", false},

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/deletion"
@@ -75,37 +76,13 @@ type RemoveOptions struct {
 	DryRun bool
 }
 
-// RemoveResult says what a removal did (or, dry, would do).
-type RemoveResult struct {
-	Project string `json:"project"`
-	Purged  bool   `json:"purged"`
-	DryRun  bool   `json:"dry_run,omitempty"`
-	// Forced: removed although leases were held (RemoveOptions.Force).
-	Forced bool `json:"forced,omitempty"`
-	// HeldLeases are the runs holding an unexpired lease that a forced
-	// removal ends; without Force a removal, dry or not, is refused.
-	HeldLeases []string `json:"held_leases,omitempty"`
-	// EndedLeases are the runs whose leases the removal ended, held or lapsed.
-	EndedLeases []string `json:"ended_leases"`
-	// KeptIDs are IDs still carried by files left on disk: reserved until
-	// those files are gone, so no other project is charged for them.
-	KeptIDs []string `json:"kept_ids"`
-	Left    []string `json:"left"` // trees left on disk (without --purge)
-	// PurgedTrees is what --purge really removed of each tree, and what it
-	// left in place (mount points) with why.
-	PurgedTrees []Purged `json:"purged_trees"`
-	// WouldPurge is, for a dry run with Purge, each tree that would be
-	// deleted with its usage as the backend counts it now.
-	WouldPurge []PurgePlan `json:"would_purge,omitempty"`
-}
-
-// PurgePlan is one tree a purge would delete.
-type PurgePlan struct {
-	Path   string `json:"path"`
-	Area   string `json:"area"`
-	Bytes  uint64 `json:"bytes"`
-	Inodes uint64 `json:"inodes"`
-}
+// What a removal answers is the wire's (api/v1), which the server
+// encodes as it is (DELETE …/projects/{id}).
+type (
+	RemoveResult = apiv1.RemoveResult
+	Purged       = apiv1.Purged
+	PurgePlan    = apiv1.PurgePlan
+)
 
 // LeaseHeldError refuses to remove a project a run still holds.
 type LeaseHeldError struct {
@@ -309,16 +286,6 @@ func (m *Manager) unregister(ctx context.Context, name string, trees []store.Tre
 	})
 }
 
-// Purged is what purging one tree removed.
-type Purged struct {
-	Path    string        `json:"path"`
-	State   string        `json:"state"` // as journalled: done, partial
-	Entries uint64        `json:"removed_entries"`
-	Bytes   uint64        `json:"freed_bytes"`
-	Inodes  uint64        `json:"freed_inodes"`
-	Left    []saferm.Left `json:"left"`
-}
-
 // purgeTree deletes one tree inside the root, journalled; mount points in
 // it are left in place and reported.
 func (m *Manager) purgeTree(ctx context.Context, t store.Tree) (Purged, error) {
@@ -338,7 +305,8 @@ func (m *Manager) purgeTree(ctx context.Context, t store.Tree) (Purged, error) {
 	defer parent.Close()
 	rec := deletion.Record{Area: t.Area, Bytes: q.Bytes, Reason: "purge", Policy: journal.PolicyPurge}
 	rec, rep, err := m.RemoveJournalled(ctx, t.Project, parent, path.Base(t.Path), rec, saferm.Options{})
-	p := Purged{Path: rec.Path, State: rec.State, Entries: rep.Entries, Bytes: rep.Bytes, Inodes: rep.Inodes, Left: rep.Left}
+	p := Purged{Path: rec.Path, State: rec.State, RemovedEntries: rep.Entries, FreedBytes: rep.Bytes, FreedInodes: rep.Inodes,
+		Left: each(rep.Left, func(l saferm.Left) apiv1.Left { return apiv1.Left(l) })}
 	if err != nil {
 		return p, fmt.Errorf("purge %s (removed %d entries before it stopped): %w", t.Path, rep.Entries, err)
 	}

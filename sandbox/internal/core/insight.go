@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/store"
 )
@@ -87,15 +88,9 @@ func (m *Manager) DiskSize() (total, free uint64, ok bool) {
 	return st.Blocks * uint64(st.Bsize), st.Bavail * uint64(st.Bsize), true
 }
 
-// Promised is how much the root's hard byte limits promise of its disk,
-// as an Incus pool shows it: the sum of every tree's hard byte limit,
-// how many trees have none (unbounded: promised the whole disk), and the
-// ratio of the sum to the disk's size (over 1: overcommitted).
-type Promised struct {
-	PromisedBytes   uint64  `json:"promised_bytes"`
-	UnlimitedTrees  int     `json:"unlimited_trees"`
-	OvercommitRatio float64 `json:"overcommit_ratio"`
-}
+// Promised is how much the root's hard byte limits promise of its disk:
+// the wire's (api/v1), which the overview and the report answer.
+type Promised = apiv1.Promised
 
 func promised(rows []TreeStatus, disk uint64) Promised {
 	var p Promised

@@ -1,7 +1,7 @@
 package core
 
 import (
-	"github.com/xfsq/xfsq/internal/deletion"
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
@@ -27,8 +27,8 @@ func removedPayload(r RemoveResult) journal.ProjectRemoved {
 	return journal.ProjectRemoved{Project: r.Project, Purged: r.Purged, Forced: r.Forced, HeldLeases: r.HeldLeases,
 		EndedLeases: r.EndedLeases, KeptIDs: r.KeptIDs, Left: r.Left,
 		PurgedTrees: each(r.PurgedTrees, func(t Purged) journal.PurgedTree {
-			return journal.PurgedTree{Path: t.Path, State: t.State, Entries: t.Entries, Bytes: t.Bytes, Inodes: t.Inodes,
-				Left: deletion.LeftOf(t.Left)}
+			return journal.PurgedTree{Path: t.Path, State: t.State, Entries: t.RemovedEntries, Bytes: t.FreedBytes, Inodes: t.FreedInodes,
+				Left: each(t.Left, func(l apiv1.Left) journal.Left { return journal.Left(l) })}
 		})}
 }
 

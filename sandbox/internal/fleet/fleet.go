@@ -18,6 +18,7 @@ import (
 	"slices"
 	"time"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/settings"
@@ -45,40 +46,17 @@ type Fleet struct {
 // New is the fleet view of the root c manages.
 func New(c *core.Manager) *Fleet { return &Fleet{Core: c, Root: c.Root, Store: c.Store} }
 
-// FleetHost is one host of the fleet as a reader sees it now.
-type FleetHost struct {
-	Host string `json:"host"`
-	// LastSeenAt is its last heartbeat (nil: it never beat: a host known
-	// only by the projects it registered, or an xfsq older than the fleet
-	// view); AgeSeconds how long ago that was.
-	LastSeenAt *time.Time `json:"last_seen_at"`
-	AgeSeconds *float64   `json:"age_seconds"`
-	// Stale: not seen within the threshold (or never seen). A stale host
-	// is listed, never dropped.
-	Stale    bool   `json:"stale"`
-	Version  string `json:"version"`
-	Backend  string `json:"backend"`
-	Root     string `json:"root"`
-	Projects int64  `json:"projects"`
-	// HeartbeatSeconds is the interval the host announced (0: unknown).
-	HeartbeatSeconds float64 `json:"heartbeat_seconds"`
-	// This is the host answering.
-	This bool `json:"this,omitempty"`
-	// RetiredAt is set once an operator retired it; it is then off the
-	// live list but its history stays.
-	RetiredAt *time.Time `json:"retired_at,omitempty"`
-	RetiredBy string     `json:"retired_by,omitempty"`
-}
-
-// FleetHosts is the fleet as one host sees it: Hosts live, Retired apart.
-type FleetHosts struct {
-	GeneratedAt time.Time `json:"generated_at"`
-	// StaleAfterSeconds is the threshold (fleet_stale_after of the host
-	// answering); a host is stale past it or past twice its own interval.
-	StaleAfterSeconds float64     `json:"stale_after_seconds"`
-	Hosts             []FleetHost `json:"hosts"`
-	Retired           []FleetHost `json:"retired"`
-}
+// The fleet's answers are the wire's (api/v1), which the server encodes
+// as they are: FleetHosts (GET /v1/fleet/hosts), FleetStorage (GET
+// /v1/fleet/storage) and RetireOutcome (POST …/retire).
+type (
+	FleetHost         = apiv1.FleetHost
+	FleetHosts        = apiv1.FleetHosts
+	FleetTree         = apiv1.FleetTree
+	FleetStorage      = apiv1.FleetStorage
+	RetireOutcome     = apiv1.HostRetired
+	AbandonedDeletion = apiv1.AbandonedDeletion
+)
 
 // Version is this build as the Go toolchain recorded it.
 func Version() string {
@@ -153,37 +131,6 @@ func fleetHostOf(r store.FleetHost, now time.Time, threshold time.Duration) Flee
 	return h
 }
 
-// FleetTree is one tree of a host of the fleet, with the store's figures
-// and their age: another host's trees are never walked or asked of a
-// kernel from here, only read as that host last recorded them.
-type FleetTree struct {
-	Host       string  `json:"host"`
-	Project    string  `json:"project"`
-	Area       string  `json:"area"`
-	Backend    string  `json:"backend"`
-	UsedBytes  uint64  `json:"used_bytes"`
-	UsedInodes uint64  `json:"used_inodes"`
-	BytesSoft  uint64  `json:"bytes_soft"`
-	BytesHard  uint64  `json:"bytes_hard"`
-	InodesSoft uint64  `json:"inodes_soft"`
-	InodesHard uint64  `json:"inodes_hard"`
-	Percent    float64 `json:"percent"` // of the byte hard limit; 0 when there is none
-	// FiguresAt is when the figures were taken (the last walk or
-	// snapshot; nil: never measured), FiguresAgeSeconds how long ago.
-	FiguresAt         *time.Time `json:"figures_at"`
-	FiguresAgeSeconds *float64   `json:"figures_age_seconds"`
-	// HostStale: the host holding the tree has stopped reporting, so its
-	// figures may be older than they look.
-	HostStale bool `json:"host_stale"`
-}
-
-// FleetStorage is the trees of the hosts asked for.
-type FleetStorage struct {
-	GeneratedAt time.Time   `json:"generated_at"`
-	Hosts       []FleetHost `json:"hosts"`
-	Trees       []FleetTree `json:"trees"`
-}
-
 // FleetQuery selects hosts of the fleet; no Hosts is every host, retired
 // ones included (their history stays readable).
 type FleetQuery struct {
@@ -246,17 +193,6 @@ func (m *Fleet) fleetHosts(ctx context.Context, names []string) (FleetHosts, []F
 	return fleet, out, nil
 }
 
-// RetireOutcome is what RetireHost did.
-type RetireOutcome struct {
-	Host      string    `json:"host"`
-	RetiredAt time.Time `json:"retired_at"`
-	// Abandoned are the deletions the host left pending, settled as
-	// abandoned: whether each entry went is unknown.
-	Abandoned []AbandonedDeletion `json:"abandoned"`
-	// Already: it was retired before, at RetiredAt; nothing was done.
-	Already bool `json:"already,omitempty"`
-}
-
 // ErrHostLive is wrapped when a host still beating is asked to retire.
 var ErrHostLive = errkind.Sentinel(errkind.Conflict, "is still reporting")
 
@@ -291,13 +227,4 @@ func (m *Fleet) RetireHost(ctx context.Context, name string, force bool) (Retire
 		out.Abandoned[i] = AbandonedDeletion{Project: p.Project, Area: p.Record.Area, Path: p.Record.Path, SweepID: p.Record.SweepID}
 	}
 	return out, nil
-}
-
-// AbandonedDeletion is a deletion a retired host left pending: its record
-// now says abandoned, and the path may or may not still be there.
-type AbandonedDeletion struct {
-	Project string `json:"project"`
-	Area    string `json:"area"`
-	Path    string `json:"path"`
-	SweepID string `json:"sweep_id,omitempty"`
 }

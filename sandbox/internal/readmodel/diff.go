@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/inventory"
@@ -34,36 +35,12 @@ type DiffOptions struct {
 	Top   int           // 0: DefaultDiffTop
 }
 
-// TreeDiff is what changed in one tree between two stored snapshots.
-type TreeDiff struct {
-	Project string    `json:"project"`
-	Area    string    `json:"area"`
-	FromAt  time.Time `json:"from_at"` // the snapshot compared from: the newest kept at or before since ago
-	ToAt    time.Time `json:"to_at"`   // the newest snapshot
-	// Partial: the newest snapshot's walk ran out of its budget, so what
-	// it did not reach reads as shrunk.
-	Partial     bool   `json:"partial"`
-	FromBytes   uint64 `json:"from_bytes"`
-	ToBytes     uint64 `json:"to_bytes"`
-	ChangeBytes int64  `json:"change_bytes"`
-	// Grew and Shrank are the directories whose size changed most, each
-	// the deepest that carries its change (a directory whose change is
-	// nearly all one child's is left to the child), largest change first.
-	Grew   []PathChange `json:"grew"`
-	Shrank []PathChange `json:"shrank"`
-	// New and Gone are top-level entries (directories, and files among
-	// the tree's largest) there at one end only.
-	New  []PathChange `json:"new"`
-	Gone []PathChange `json:"gone"`
-}
-
-// PathChange is one path's size at each end (0 where absent).
-type PathChange struct {
-	Path        string `json:"path"`
-	FromBytes   uint64 `json:"from_bytes"`
-	ToBytes     uint64 `json:"to_bytes"`
-	ChangeBytes int64  `json:"change_bytes"`
-}
+// The answer is the wire's (api/v1), which the server encodes as it is
+// (GET …/projects/{id}/diff).
+type (
+	TreeDiff   = apiv1.TreeDiff
+	PathChange = apiv1.PathChange
+)
 
 // MaxDiffTop bounds how many paths a diff's lists hold.
 const MaxDiffTop = 1000

@@ -100,16 +100,6 @@ func (m *Model) fitFullAt(ctx context.Context) error {
 	return nil
 }
 
-// Promise is what rows' hard byte limits promise of the root's disk; ok is
-// false when the disk's size cannot be read.
-func (m *Model) Promise(rows []core.TreeStatus) (core.Promised, uint64, bool) {
-	total, _, ok := m.DiskSize()
-	if !ok {
-		return core.Promised{}, 0, false
-	}
-	return core.PromisedOf(rows, total), total, true
-}
-
 // TreeTrend is one tree's trend, with why there is no estimate.
 type TreeTrend struct {
 	Area string

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 )
@@ -70,7 +71,18 @@ type ReportResult struct {
 	// else).
 	Unowned  *core.Unowned `json:"unowned,omitempty"`
 	Warnings []TreeWarning `json:"warnings"`
+	// Promise is what the hard byte limits of the trees shown promise of
+	// the root's disk (nil when the disk's size could not be read), and
+	// ReclaimableBytes what the sweep policies would free in them, as
+	// last planned (nil until a plan covered one of them): figures of the
+	// rows the report answers, so that no shell sums them itself.
+	Promise          *ReportPromise `json:"promise,omitempty"`
+	ReclaimableBytes *uint64        `json:"reclaimable_bytes,omitempty"`
 }
+
+// ReportPromise is the wire's (api/v1): the disk's size and what the
+// trees shown promise of it.
+type ReportPromise = apiv1.ReportPromise
 
 // TreeWarning is a tree whose figure a reader should not take at face
 // value; each shell words it.
@@ -135,7 +147,29 @@ func (m *Model) ReportOf(ctx context.Context, o ReportOptions) (ReportResult, er
 	if u, ok, err := m.Unowned(ctx); ok && err == nil {
 		res.Unowned = &u
 	}
+	res.Promise, res.ReclaimableBytes = m.promise(rows)
 	return res, nil
+}
+
+// promise is what rows' hard byte limits promise of the root's disk (nil
+// when its size cannot be read) and what the sweep policies would free in
+// them (nil when no row was planned).
+func (m *Model) promise(rows []core.TreeStatus) (*ReportPromise, *uint64) {
+	var p *ReportPromise
+	if total, _, ok := m.DiskSize(); ok {
+		p = &ReportPromise{DiskBytes: total, Promised: core.PromisedOf(rows, total)}
+	}
+	var reclaim uint64
+	planned := false
+	for _, t := range rows {
+		if t.ReclaimableBytes != nil {
+			reclaim, planned = reclaim+*t.ReclaimableBytes, true
+		}
+	}
+	if !planned {
+		return p, nil
+	}
+	return p, &reclaim
 }
 
 func treeWarnings(t core.TreeStatus) []TreeWarning {

@@ -80,16 +80,22 @@ func TestCheckReportNamesTheField(t *testing.T) {
 	}
 }
 
+// withFullProject is the read model of a root with omni and "full", whose
+// workspace is at its hard limit: the skeleton's directories alone pass
+// 4 KiB.
+func withFullProject(t *testing.T) *Model {
+	c, _ := coretest.Omni(t, t.TempDir())
+	if _, err := c.Add(context.Background(), "full", core.AddOptions{Workspace: core.LimitChange{BytesHard: ptr(uint64(4096))}}); err != nil {
+		t.Fatal(err)
+	}
+	return New(c)
+}
+
 // One call gives the rows and the verdict a monitor reads: a tree at its
 // hard limit fails a check of the rows it is among, and only those.
 func TestReportOfChecks(t *testing.T) {
 	ctx := context.Background()
-	c, _ := coretest.Omni(t, t.TempDir())
-	m := New(c)
-	// The skeleton's directories alone pass a hard limit of 4 KiB.
-	if _, err := c.Add(ctx, "full", core.AddOptions{Workspace: core.LimitChange{BytesHard: ptr(uint64(4096))}}); err != nil {
-		t.Fatal(err)
-	}
+	m := withFullProject(t)
 	res, err := m.ReportOf(ctx, ReportOptions{Check: true, Sort: ReportByPercent})
 	if err != nil {
 		t.Fatal(err)
@@ -119,5 +125,40 @@ func TestTreeWarnings(t *testing.T) {
 	}
 	if w := treeWarnings(core.TreeStatus{Project: "p", Area: area.Cache}); len(w) != 0 {
 		t.Errorf("a sound tree warns: %+v", w)
+	}
+}
+
+// The promise and what the policies would free are the report's, of the
+// rows it answers and only those: no shell sums them again.
+func TestReportOfPromise(t *testing.T) {
+	m := withFullProject(t)
+	res, err := m.ReportOf(context.Background(), ReportOptions{Projects: []string{"full"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hard uint64
+	unlimited := 0
+	for _, tr := range res.Trees {
+		hard += tr.BytesHard
+		if tr.BytesHard == 0 {
+			unlimited++
+		}
+	}
+	p := res.Promise
+	if p == nil || p.DiskBytes == 0 || p.PromisedBytes != hard || hard < 4096 || p.UnlimitedTrees != unlimited ||
+		p.OvercommitRatio != float64(hard)/float64(p.DiskBytes) {
+		t.Errorf("promise of full's trees %+v, want %d bytes promised and %d unlimited of the disk", p, hard, unlimited)
+	}
+	if res.ReclaimableBytes != nil {
+		t.Errorf("reclaimable %d before any plan, want none", *res.ReclaimableBytes)
+	}
+
+	rows := []core.TreeStatus{{BytesHard: 100, ReclaimableBytes: ptr(uint64(7))}, {}, {BytesHard: 50, ReclaimableBytes: ptr(uint64(0))}}
+	p, reclaim := m.promise(rows)
+	if p == nil || p.PromisedBytes != 150 || p.UnlimitedTrees != 1 || reclaim == nil || *reclaim != 7 {
+		t.Errorf("promise of hand-made rows %+v, reclaimable %v: want 150 promised, 1 unlimited, 7 reclaimable", p, reclaim)
+	}
+	if _, reclaim := m.promise(rows[1:2]); reclaim != nil {
+		t.Errorf("a row never planned: reclaimable %d, want none", *reclaim)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -29,46 +30,15 @@ type HistoryOptions struct {
 	Points int           // at most this many points a series; 0: DefaultHistoryPoints
 }
 
-// HistoryPoint is one stored figure: a snapshot's total, or the disk's
-// use at a scheduled pass.
-type HistoryPoint struct {
-	At    time.Time `json:"at"`
-	Bytes uint64    `json:"bytes"`
-	Files uint64    `json:"files"` // what the walk counted; 0 for the disk
-}
-
-// TreeHistory is one tree's stored snapshots over the window and its
-// figures and limits now.
-type TreeHistory struct {
-	Area      string         `json:"area"`
-	UsedBytes uint64         `json:"used_bytes"` // now, as show reads it
-	BytesSoft uint64         `json:"bytes_soft"` // 0: none
-	BytesHard uint64         `json:"bytes_hard"` // 0: none
-	Snapshots int            `json:"snapshots"`  // complete snapshots in the window, before thinning
-	Partial   int            `json:"partial"`    // snapshots left out: their walk ran out of its budget and undercounts
-	Thinned   bool           `json:"thinned"`    // Points holds each span's highest, not every snapshot
-	Points    []HistoryPoint `json:"points"`
-}
-
-// ProjectHistory is a project's trees over the window, oldest point first.
-type ProjectHistory struct {
-	Project     string        `json:"project"`
-	GeneratedAt time.Time     `json:"generated_at"`
-	Since       time.Time     `json:"since"`
-	Trees       []TreeHistory `json:"trees"`
-}
-
-// DiskHistory is the root's filesystem's use at each scheduled snapshot
-// pass over the window (what each pass found free, taken from the size now).
-type DiskHistory struct {
-	GeneratedAt time.Time      `json:"generated_at"`
-	Since       time.Time      `json:"since"`
-	TotalBytes  uint64         `json:"total_bytes"`
-	UsedBytes   uint64         `json:"used_bytes"` // now
-	Passes      int            `json:"passes"`     // before thinning
-	Thinned     bool           `json:"thinned"`
-	Points      []HistoryPoint `json:"points"`
-}
+// The answers are the wire's (api/v1), which the server encodes as they
+// are: ProjectHistory (GET …/projects/{id}/history) and DiskHistory (GET
+// /v1/workspace/storage/history).
+type (
+	HistoryPoint   = apiv1.HistoryPoint
+	TreeHistory    = apiv1.TreeHistory
+	ProjectHistory = apiv1.ProjectHistory
+	DiskHistory    = apiv1.DiskHistory
+)
 
 // checkHistory fills o's defaults and refuses what is out of range.
 func (m *Model) checkHistory(ctx context.Context, o HistoryOptions) (HistoryOptions, error) {
