@@ -636,10 +636,16 @@ func testConcurrentAllocation(t *testing.T, kfs *kerneltest.FS) {
 func testClearThenReuse(t *testing.T, kfs *kerneltest.FS) {
 	fs := open(t, kfs)
 	st := openStore(t)
-	a := &Allocator{FS: fs, Range: DefaultRange, ProjectFiles: []string{}}
+	// Two IDs, the second taken at once: IDs come after the highest in
+	// use, so only a range whose top is taken hands a released one back.
+	first := DefaultRange.First
+	a := &Allocator{FS: fs, Range: quota.IDRange{First: first, Last: first + 1}, ProjectFiles: []string{}}
 	id, err := allocate(st, a, "p")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if top, err := allocate(st, a, "top"); err != nil || top != first+1 {
+		t.Fatalf("the range's top: %d (%v), want %d", top, err, first+1)
 	}
 	dir := newTree(t, fs, "tree", id, quota.Limits{BytesHard: 10 * mib, InodesHard: 100})
 	if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, 4096), 0o644); err != nil {
