@@ -17,6 +17,7 @@ import (
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
 	"github.com/xfsq/xfsq/sandbox/internal/fleet"
+	"github.com/xfsq/xfsq/sandbox/internal/lifecycle"
 	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
 	"github.com/xfsq/xfsq/sandbox/internal/writes"
@@ -27,7 +28,7 @@ import (
 
 // The core's types, as shells name them.
 type (
-	AddOptions      = core.AddOptions
+	AddOptions      = lifecycle.AddOptions
 	Admission       = readmodel.Admission
 	Backend         = core.Backend
 	Config          = core.Config
@@ -46,7 +47,7 @@ type (
 	JournalCursor   = readmodel.JournalCursor
 	JournalNews     = readmodel.JournalNews
 	KeptPlan        = retention.KeptPlan
-	LeaseHeldError  = core.LeaseHeldError
+	LeaseHeldError  = lifecycle.LeaseHeldError
 	LeaseStatus     = core.LeaseStatus
 	LimitChange     = core.LimitChange
 	LimitWarning    = core.LimitWarning
@@ -62,11 +63,11 @@ type (
 	ProjectOverview = readmodel.ProjectOverview
 	ProjectRecord   = core.ProjectRecord
 	ProjectStorage  = readmodel.ProjectStorage
-	PurgePlan       = core.PurgePlan
-	Purged          = core.Purged
+	PurgePlan       = lifecycle.PurgePlan
+	Purged          = lifecycle.Purged
 	Read            = core.Read
-	RemoveOptions   = core.RemoveOptions
-	RemoveResult    = core.RemoveResult
+	RemoveOptions   = lifecycle.RemoveOptions
+	RemoveResult    = lifecycle.RemoveResult
 	Replaced        = writes.Replaced
 	SavedPlan       = retention.SavedPlan
 	SnapshotOptions = core.SnapshotOptions
@@ -120,7 +121,7 @@ const (
 )
 
 var (
-	AddFaultPoints = core.AddFaultPoints
+	AddFaultPoints = lifecycle.AddFaultPoints
 	ErrExists      = core.ErrExists
 	ErrNotFound    = core.ErrNotFound
 	Passes         = retention.Passes
@@ -241,7 +242,7 @@ func (m *Manager) ActorOf(ctx context.Context) string {
 }
 
 func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, error) {
-	return m.c.Add(ctx, name, o)
+	return m.projects.Add(ctx, name, o)
 }
 
 func (m *Manager) BackendInfo() Backend {
@@ -323,7 +324,7 @@ func (m *Manager) ReleaseLease(ctx context.Context, name string, run string) err
 }
 
 func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (RemoveResult, error) {
-	return m.c.Remove(ctx, name, o)
+	return m.projects.Remove(ctx, name, o)
 }
 
 func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {

@@ -63,12 +63,12 @@ const (
 	trendRule = core + "/trend"
 )
 
-// useCases are the use cases there are: retention (what deletes by
-// policy), readmodel (the answers assembled for readers) and fleet (the
-// hosts sharing the store). A package added under sandbox/internal/ is
+// useCases are the use cases there are: lifecycle (project add and rm),
+// retention (what deletes by policy), readmodel (the answers assembled for
+// readers) and fleet (the hosts sharing the store). A package added under sandbox/internal/ is
 // held as one whether or not it is named here; TestImportRules checks that
 // each named is there.
-var useCases = []string{"sandbox/internal/retention", "sandbox/internal/readmodel", "sandbox/internal/fleet"}
+var useCases = []string{"sandbox/internal/lifecycle", "sandbox/internal/retention", "sandbox/internal/readmodel", "sandbox/internal/fleet"}
 
 // isUseCase says whether pkg is a use case beside the core: a package
 // under sandbox/internal/ other than the core and its test support.

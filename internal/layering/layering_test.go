@@ -185,6 +185,19 @@ func TestRules(t *testing.T) {
 		{"internal/gitindex", "area", false},
 		{"sweep", "internal/gitindex", false},
 		{"sweep", "area", false},
+		// lifecycle: project add and rm, a use case beside the core on
+		// lifecycle.Core; doctor's repairs reach it only as the facade
+		// hands it over (doctor.Projects).
+		{"sandbox/internal/lifecycle", "sandbox/internal/core", false},
+		{"sandbox/internal/lifecycle", "sandbox", true},
+		{"sandbox/internal/lifecycle", "sandbox/internal/doctor", true},
+		{"sandbox/internal/doctor", "sandbox/internal/lifecycle", true},
+		{"sandbox/internal/retention", "sandbox/internal/lifecycle", true},
+		{"sandbox/internal/core", "sandbox/internal/lifecycle", true},
+		{"sandbox/internal/coretest", "sandbox/internal/lifecycle", false},
+		{"sandbox", "sandbox/internal/lifecycle", false},
+		{"cmd/xfsq", "sandbox/internal/lifecycle", true},
+		{"server", "sandbox/internal/lifecycle", true},
 		// doctor: a use case beside the core, on doctor.Core.
 		{"sandbox/internal/doctor", "sandbox/internal/core", false},
 		{"sandbox/internal/doctor", "sandbox", true},

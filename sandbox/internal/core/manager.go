@@ -2,9 +2,10 @@
 // (package sandbox, the only importer Go allows outside sandbox/): it opens one (OpenRoot, the
 // composition root every shell uses: the root checked first, then the
 // store, then the quota backend, all owned and closed together) and runs
-// every operation on it but those of the use cases beside it (retention's
-// sweeps, doctor, the read model's answers, the accounting of writes) —
-// init, project add/set/rm, show, every tree's figures (Report, Usage)
+// every operation on it but those of the use cases beside it (project add
+// and rm, retention's sweeps, doctor, the read model's answers, the
+// accounting of writes) — init, the making of a tree (trees.go: project
+// add's, init's inbound tree, doctor's repair), project set, show, every tree's figures (Report, Usage)
 // with the read cache they share, admission's rule, snapshot, leases,
 // settings and health's store part. It ties the store (the registry and
 // journal) to the quota backend (the kernel's or the fallback's

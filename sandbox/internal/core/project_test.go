@@ -86,7 +86,7 @@ func TestJudge(t *testing.T) {
 func TestLimitChange(t *testing.T) {
 	v := uint64(7)
 	base := quota.Limits{BytesSoft: 1, BytesHard: 2, InodesSoft: 3, InodesHard: 4}
-	if got := (LimitChange{InodesHard: &v}).apply(base); got != (quota.Limits{BytesSoft: 1, BytesHard: 2, InodesSoft: 3, InodesHard: 7}) {
+	if got := (LimitChange{InodesHard: &v}).Apply(base); got != (quota.Limits{BytesSoft: 1, BytesHard: 2, InodesSoft: 3, InodesHard: 7}) {
 		t.Errorf("apply = %+v", got)
 	}
 	if err := validateLimits("workspace", quota.Limits{BytesSoft: 2, BytesHard: 1}); err == nil {

@@ -7,9 +7,11 @@ import (
 
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
+	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -65,11 +67,6 @@ func (m *Manager) IDRange() xfs.IDRange { return m.Range }
 
 // ApplyGrace gives the kernel soft_grace as its grace periods.
 func (m *Manager) ApplyGrace(ctx context.Context) error { return m.applyGrace(ctx) }
-
-// RollbackAdd undoes a partial add (see rollbackAdd).
-func (m *Manager) RollbackAdd(ctx context.Context, name string) (left []string, err error) {
-	return m.rollbackAdd(ctx, name)
-}
 
 // AddMissingTree gives a ready project its tree of area, or leaves no trace.
 func (m *Manager) AddMissingTree(ctx context.Context, name, area string) error {
@@ -162,3 +159,22 @@ func Judge(t TreeStatus, now time.Time) (decision, msg string) { return judge(t,
 func (m *Manager) NoteLimits(ctx context.Context, rows []TreeStatus, seenBy string) error {
 	return m.noteLimits(ctx, rows, seenBy)
 }
+
+// ---- lifecycle (sandbox/internal/lifecycle, lifecycle.Core) ----
+// Project add and rm make and remove trees with the core's own tree-making
+// (trees.go, which init's inbound tree and doctor's repair use too); these
+// are the parts of the core they call beside it.
+
+// SettingsOf resolves the settings of keys from one read of the store.
+func (m *Manager) SettingsOf(ctx context.Context, keys ...string) (map[string]settings.Value, error) {
+	return m.settingsOf(ctx, keys...)
+}
+
+// OverLimits is what p's trees already hold at or over (see overLimits).
+func OverLimits(p Project) []LimitWarning { return overLimits(p) }
+
+// NotFound refuses a project the store does not know, with its hint.
+func NotFound(name string) error { return notFound(name) }
+
+// LimitsPayload is limits as the journal records them.
+func LimitsPayload(l quota.Limits) journal.Limits { return limitsPayload(l) }
