@@ -61,7 +61,15 @@ const (
 	// trendRule is the full-in estimate, a leaf of the core's the read
 	// model fits with too.
 	trendRule = core + "/trend"
+	// figuresRule is the vocabulary of a tree's figures and admission's
+	// rule, a leaf of the core's that the use cases and the facade speak.
+	figuresRule = core + "/figures"
 )
+
+// figuresMayImport is all the figures' leaf may import of xfsq: the
+// backend's vocabulary, the units it words sizes in, and the JSON quoting
+// its kept backend object shares.
+var figuresMayImport = map[string]bool{"quota": true, "units": true, "internal/jsonfmt": true}
 
 // useCases are the use cases there are: lifecycle (project add and rm),
 // retention (what deletes by policy), readmodel (the answers assembled for
@@ -118,6 +126,8 @@ func rule(from, to string) string {
 		return "files never imports sandbox: it declares what it needs of the core (files.Core), and sandbox implements it and hands the layer out"
 	case from == trendRule:
 		return "the full-in rule is a pure leaf beneath the core: it imports nothing of xfsq, so that the core and the read model fit alike"
+	case from == figuresRule && !figuresMayImport[to]:
+		return "the figures' vocabulary is a pure leaf beneath the core: it imports nothing of xfsq but quota, units and jsonfmt, so that it never reads the store, the kernel or a tree"
 	case from == "area":
 		return "area is a leaf: the vocabulary every layer speaks imports nothing of xfsq"
 	case from == "internal/deletion" && !deletionMayImport[to]:

@@ -185,6 +185,16 @@ func TestRules(t *testing.T) {
 		{"internal/gitindex", "area", false},
 		{"sweep", "internal/gitindex", false},
 		{"sweep", "area", false},
+		// figures: the vocabulary of a tree's figures, a pure leaf
+		// beneath the core.
+		{"sandbox/internal/core/figures", "quota", false},
+		{"sandbox/internal/core/figures", "units", false},
+		{"sandbox/internal/core/figures", "store", true},
+		{"sandbox/internal/core/figures", "quota/xfs", true},
+		{"sandbox/internal/core/figures", "sandbox/internal/core", true},
+		{"sandbox/internal/core", "sandbox/internal/core/figures", false},
+		{"sandbox/internal/readmodel", "sandbox/internal/core/figures", false},
+		{"cmd/xfsq", "sandbox/internal/core/figures", true},
 		// lifecycle: project add and rm, a use case beside the core on
 		// lifecycle.Core; doctor's repairs reach it only as the facade
 		// hands it over (doctor.Projects).

@@ -46,7 +46,7 @@ func (c *crossingCache) changed(rows []TreeStatus, now time.Time) (out []int, ok
 	}
 	for i := range rows {
 		t := &rows[i]
-		over := store.LimitsOver(limitsOf(t), quota.Usage{Bytes: t.UsedBytes, Inodes: t.UsedInodes}, t.fullWithin)
+		over := store.LimitsOver(limitsOf(t), quota.Usage{Bytes: t.UsedBytes, Inodes: t.UsedInodes}, t.FullWithin())
 		k := store.TreeKey{Project: t.Project, Area: t.Area}
 		for j, name := range journal.LimitNames {
 			if over[j] != c.over[store.CrossingKey{TreeKey: k, Limit: name}] {
@@ -97,7 +97,7 @@ func (m *Manager) noteLimits(ctx context.Context, rows []TreeStatus, seenBy stri
 			inodesGrace = *t.InodesGraceEnds
 		}
 		for _, x := range store.LimitsCrossings(store.TreeKey{Project: t.Project, Area: t.Area}, limitsOf(t),
-			quota.Usage{Bytes: t.UsedBytes, Inodes: t.UsedInodes}, t.fullWithin, bytesGrace, inodesGrace, seenBy) {
+			quota.Usage{Bytes: t.UsedBytes, Inodes: t.UsedInodes}, t.FullWithin(), bytesGrace, inodesGrace, seenBy) {
 			if x.Over != c.over[x.CrossingKey] {
 				cs = append(cs, x)
 			}

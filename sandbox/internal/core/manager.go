@@ -6,7 +6,8 @@
 // and rm, retention's sweeps, doctor, the read model's answers, the
 // accounting of writes) — init, the making of a tree (trees.go: project
 // add's, init's inbound tree, doctor's repair), project set, show, every tree's figures (Report, Usage)
-// with the read cache they share, admission's rule, snapshot, leases,
+// with the read cache they share (their vocabulary and admission's rule
+// are the figures leaf beneath it), snapshot, leases,
 // settings and health's store part. It ties the store (the registry and
 // journal) to the quota backend (the kernel's or the fallback's
 // enforcement). The CLI and the HTTP server are shells over the facade:
@@ -54,6 +55,7 @@ import (
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 )
@@ -367,28 +369,6 @@ func (m *Manager) Close() error {
 // BackendName is what every output shows: "xfs", "ext4" or "fallback (REASON)".
 func (m *Manager) BackendName() string { return m.Backend.Name() }
 
-// Backend is the backend object of docs/design/README.md#output-conventions, as every JSON output gives it:
-// which backend is in force, whether the kernel enforces the limits, and
-// on the fallback why (in full, with the fix). Text shows its String.
-type Backend struct {
-	Kind     string `json:"kind"` // BackendXFS, BackendExt4 or BackendFallback
-	Enforced bool   `json:"enforced"`
-	Reason   string `json:"reason,omitempty"`
-	name     string
-	encoded  *backendJSON // its JSON, made once (withJSON); nil: none
-}
-
-// String is the one-line form text outputs show: "xfs", "ext4" or "fallback (SHORT)".
-func (b Backend) String() string { return b.name }
-
-// Backend kinds, and the choice init takes (--backend).
-const (
-	BackendXFS      = "xfs"
-	BackendExt4     = "ext4"
-	BackendFallback = "fallback"
-	BackendAuto     = "auto"
-)
-
 // BackendInfo is the backend in force, as an object.
 func (m *Manager) BackendInfo() Backend {
 	// Every answer carries it, and the reason is formatted: kept while
@@ -396,7 +376,7 @@ func (m *Manager) BackendInfo() Backend {
 	if c := m.backendInfo.Load(); c != nil && c.backend == m.Backend && c.unsupported == m.Unsupported {
 		return c.info
 	}
-	b := m.makeBackendInfo().withJSON()
+	b := m.makeBackendInfo()
 	m.backendInfo.Store(&backendInfo{backend: m.Backend, unsupported: m.Unsupported, info: b})
 	return b
 }
@@ -408,16 +388,16 @@ type backendInfo struct {
 }
 
 func (m *Manager) makeBackendInfo() Backend {
-	b := Backend{Kind: BackendXFS, Enforced: m.xfs != nil, name: m.BackendName()}
+	kind, reason := BackendXFS, ""
 	if m.xfs != nil {
-		b.Kind = m.xfs.Name()
+		kind = m.xfs.Name()
 	} else {
-		b.Kind = BackendFallback
+		kind = BackendFallback
 		if m.Unsupported != nil {
-			b.Reason = m.Unsupported.Error()
+			reason = m.Unsupported.Error()
 		}
 	}
-	return b
+	return figures.NewBackend(kind, m.xfs != nil, reason, m.BackendName())
 }
 
 // backendFile records the backend init was told to use (absent: auto), so
@@ -721,10 +701,6 @@ func errNoInboundTree() error {
 	return errkind.WithFix(errkind.NotReady,
 		fmt.Errorf("the root has no inbound tree (initialised before xfsq gave %s/ a project ID and limits)", area.Base(area.Inbound)), doctorFix)
 }
-
-// SnapshotInterval is how often the scheduled pass (snapshot --all) walks
-// every tree: on the fallback a figure from an older walk is stale.
-const SnapshotInterval = time.Hour
 
 // baselineMaxAge is how old the fallback's last walk of a tree may be
 // before a write through xfsq walks it again: writes made outside xfsq are

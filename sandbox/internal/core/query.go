@@ -14,78 +14,9 @@ import (
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
 	"github.com/xfsq/xfsq/store"
-	"github.com/xfsq/xfsq/units"
 )
-
-// Project is a project with the status of each of its trees.
-type Project struct {
-	Name      string       `json:"project"`
-	State     string       `json:"state"`
-	CreatedAt time.Time    `json:"created_at"`
-	Backend   Backend      `json:"backend"`
-	Trees     []TreeStatus `json:"trees"`
-	// Warnings, after Add or Set, name the limits just given that the
-	// trees already pass. Not part of the JSON (yet): each shell says them
-	// beside the answer.
-	Warnings []LimitWarning `json:"-"`
-}
-
-// TreeStatus is one tree's limits and usage as the backend reports them.
-type TreeStatus struct {
-	Project    string          `json:"project"`
-	Area       string          `json:"area"`
-	Path       string          `json:"path"`
-	ProjectID  quota.ProjectID `json:"project_id"`
-	Backend    Backend         `json:"backend,omitzero"` // absent where an answer gives it once (BackendOnce)
-	UsedBytes  uint64          `json:"used_bytes"`
-	UsedInodes uint64          `json:"used_inodes"`
-	BytesSoft  uint64          `json:"bytes_soft"`
-	BytesHard  uint64          `json:"bytes_hard"`
-	InodesSoft uint64          `json:"inodes_soft"`
-	InodesHard uint64          `json:"inodes_hard"`
-	Percent    float64         `json:"percent"` // of the byte hard limit; 0 when there is none
-	// BytesGraceEnds and InodesGraceEnds are set while usage is over a
-	// soft limit: when its grace (soft_grace) runs out, after which
-	// admission denies (on XFS the kernel's timer, which also refuses
-	// writes then; on the fallback xfsq's, started when xfsq saw the tree
-	// go over: at a write through it, a walk or a limit change).
-	BytesGraceEnds  *time.Time `json:"bytes_grace_ends_at,omitempty"`
-	InodesGraceEnds *time.Time `json:"inodes_grace_ends_at,omitempty"`
-	// Drift is set when the limits in force differ from the recorded ones
-	// (changed behind xfsq's back): doctor --fix restores the recorded ones.
-	Drift string `json:"drift,omitempty"`
-	// From snapshots: change of allocated bytes over 24 h and 7 d (null
-	// until that much history exists) and the newest mtime in the tree.
-	Growth24h      *int64     `json:"growth_24h_bytes"`
-	Growth7d       *int64     `json:"growth_7d_bytes"`
-	LastActivityAt *time.Time `json:"last_activity_at"`
-	// UsageAsOf, on the fallback only, is when the walk the usage starts
-	// from began: writes made through xfsq since are counted, others not.
-	UsageAsOf *time.Time `json:"usage_walked_at,omitempty"`
-	// UsageAgeSeconds (fallback only) is how old UsageAsOf was when read;
-	// Stale marks a figure whose walk is older than SnapshotInterval (or
-	// that was never walked): the hourly pass has not run, and writes made
-	// outside xfsq since are missing from it.
-	UsageAgeSeconds *float64 `json:"usage_age_seconds,omitempty"`
-	Stale           bool     `json:"stale,omitempty"`
-	// WalkBytes and Escape are set on XFS when the last walk and the
-	// kernel's count disagreed by more than 1 %: a sign of a quota escape.
-	WalkBytes *uint64 `json:"walk_bytes,omitempty"`
-	Escape    string  `json:"escape,omitempty"`
-	// FullInSeconds is how long until the tree reaches its hard byte limit
-	// at its trend (package trend; 0: it has), absent when it is not filling or
-	// too little is known; ReclaimableBytes what the sweep policies would
-	// free in it now, as its last plan found, absent until one was made.
-	// Both are filled by Report and ProjectStorage only.
-	FullInSeconds    *float64 `json:"full_in_seconds,omitempty"`
-	ReclaimableBytes *uint64  `json:"reclaimable_bytes,omitempty"`
-	// fullWithin is how little room left counts as none: on ext4 the
-	// kernel reserves a page for each page a write dirties, so a tree
-	// with less than a page below its hard limit takes no more data (it
-	// stops writes up to a page short of the limit).
-	fullWithin uint64
-}
 
 func notFound(name string) error {
 	return errkind.WithFix(errkind.NotFound, fmt.Errorf("project %q %w", name, ErrNotFound), errkind.Fix("see %s", errkind.Do(errkind.OpProjectList, "")))
@@ -104,33 +35,13 @@ func (m *Manager) List(ctx context.Context) ([]store.Project, error) {
 	return ps, err
 }
 
-// Read says how fresh a read's figures must be. The zero value is what
-// every read gets unless its caller asks for more: on XFS the kernel's
-// counters, on the fallback each tree's last walk plus the writes made
-// through xfsq since (UsageAsOf says when that walk began) — never a walk,
-// never a write, so that a read of a big root, or a check before each run,
-// stays cheap. The hourly pass (snapshot --all) and xfsq's own writes keep
-// those figures current.
-type Read struct {
-	// Refresh walks each fallback tree now, and records the walk, before
-	// reading it: for a caller that needs writes made outside xfsq counted.
-	Refresh bool
-}
-
-func readOf(rs []Read) Read {
-	if len(rs) > 0 {
-		return rs[0]
-	}
-	return Read{}
-}
-
 // Show returns one project with its trees' usage and limits, as fresh as
 // the optional Read asks.
 func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, error) {
 	if err := ValidateName(name); err != nil {
 		return Project{}, err
 	}
-	return m.show(ctx, name, readOf(r))
+	return m.show(ctx, name, figures.ReadOf(r))
 }
 
 // show is Show of a name already checked; RootOwner too (its inbound tree),
@@ -145,7 +56,7 @@ func (m *Manager) show(ctx context.Context, name string, read Read) (Project, er
 			now := m.now()
 			for i := range statuses {
 				if statuses[i].UsageAsOf != nil {
-					statuses[i].UsageAgeSeconds, statuses[i].Stale = freshness(*statuses[i].UsageAsOf, now)
+					statuses[i].UsageAgeSeconds, statuses[i].Stale = figures.Freshness(*statuses[i].UsageAsOf, now)
 				}
 			}
 			if m.xfs != nil {
@@ -186,7 +97,7 @@ func (m *Manager) show(ctx context.Context, name string, read Read) (Project, er
 // Report returns every tree of every project: on XFS from one enumeration
 // of the kernel's counters; on the fallback as Read says. Never nil.
 func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
-	if m.xfs == nil && !readOf(r).Refresh {
+	if m.xfs == nil && !figures.ReadOf(r).Refresh {
 		statuses, err := m.readReport(ctx)
 		if err != nil {
 			return nil, err
@@ -208,11 +119,11 @@ func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 	if m.xfs != nil {
 		m.xfs.ExpectIDs(len(trees)) // a one-shot report's only pass
 		err = m.xfs.WithAll(func(all []quota.Quota) (err error) {
-			statuses, err = m.status(ctx, trees, all, readOf(r))
+			statuses, err = m.status(ctx, trees, all, figures.ReadOf(r))
 			return err
 		})
 	} else {
-		statuses, err = m.status(ctx, trees, nil, readOf(r))
+		statuses, err = m.status(ctx, trees, nil, figures.ReadOf(r))
 	}
 	if err != nil {
 		return nil, err
@@ -229,7 +140,7 @@ func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 func (m *Manager) fallbackRead(ctx context.Context, t store.Tree, grace time.Duration) (quota.Quota, time.Time, error) {
 	r, err := m.Store.Read(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
 	q := quota.Quota{ID: t.ProjectID, Limits: r.Limits, Usage: r.Used}
-	applyGrace(&q, r.BytesSoftSince, r.InodesSoftSince, grace)
+	figures.ApplyGrace(&q, r.BytesSoftSince, r.InodesSoftSince, grace)
 	return q, r.WalkedAt.UTC(), err
 }
 
@@ -272,7 +183,7 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all []quota.Qu
 			if !walked.IsZero() { // never walked: how old is unknown
 				asOf = &walked
 			}
-			age, stale = freshness(walked, now)
+			age, stale = figures.Freshness(walked, now)
 		case all == nil:
 			if q, err = m.Backend.Get(t.ProjectID); err != nil {
 				return nil, err
@@ -293,17 +204,6 @@ func (m *Manager) status(ctx context.Context, trees []store.Tree, all []quota.Qu
 	return out, nil
 }
 
-// freshness is how old a fallback figure whose walk began at walked is at
-// now, and whether that is past the snapshot interval (or unknown: never
-// walked). It is computed at every read, kept answers too (readcache.go).
-func freshness(walked, now time.Time) (age *float64, stale bool) {
-	if walked.IsZero() {
-		return nil, true
-	}
-	a := max(now.Sub(walked), 0).Seconds()
-	return &a, now.Sub(walked) > SnapshotInterval
-}
-
 // fallbackGrace sets a fallback tree's grace ends from when xfsq saw it go
 // over each soft limit, while the figure read is still over it.
 func (m *Manager) fallbackGrace(ctx context.Context, t store.Tree, q *quota.Quota, grace time.Duration) error {
@@ -311,47 +211,22 @@ func (m *Manager) fallbackGrace(ctx context.Context, t store.Tree, q *quota.Quot
 	if err != nil {
 		return err
 	}
-	applyGrace(q, bytesSince, inodesSince, grace)
+	figures.ApplyGrace(q, bytesSince, inodesSince, grace)
 	return nil
-}
-
-// applyGrace sets q's grace ends from the timers, while q is still over
-// each soft limit.
-func applyGrace(q *quota.Quota, bytesSince, inodesSince time.Time, grace time.Duration) {
-	if q.BytesSoft > 0 && q.Bytes > q.BytesSoft && !bytesSince.IsZero() {
-		q.BytesGraceEnds = quota.InstantOf(bytesSince.Add(grace))
-	}
-	if q.InodesSoft > 0 && q.Inodes > q.InodesSoft && !inodesSince.IsZero() {
-		q.InodesGraceEnds = quota.InstantOf(inodesSince.Add(grace))
-	}
 }
 
 // treeStatus is one recorded tree with the usage and limits q in force.
 func (m *Manager) treeStatus(t store.Tree, q quota.Quota, asOf *time.Time) TreeStatus {
-	s := TreeStatus{UsageAsOf: asOf, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: m.BackendInfo(),
-		UsedBytes: q.Bytes, UsedInodes: q.Inodes,
-		BytesSoft: q.BytesSoft, BytesHard: q.BytesHard, InodesSoft: q.InodesSoft, InodesHard: q.InodesHard}
-	if q.BytesHard > 0 {
-		s.Percent = float64(q.Bytes) * 100 / float64(q.BytesHard)
-	}
-	if !q.BytesGraceEnds.IsZero() {
-		t := q.BytesGraceEnds.Time()
-		s.BytesGraceEnds = &t
-	}
-	if !q.InodesGraceEnds.IsZero() {
-		t := q.InodesGraceEnds.Time()
-		s.InodesGraceEnds = &t
-	}
-	if q.Limits != t.Limits {
-		s.Drift = fmt.Sprintf("limits in force %s differ from the recorded %s", formatLimits(q.Limits), formatLimits(t.Limits))
-	}
+	var fullWithin uint64
 	if m.xfs != nil && m.xfs.Kind() == xfs.KindExt4 {
-		s.fullWithin = pageSize
+		fullWithin = pageSize
 	}
-	return s
+	rec := figures.Recorded{Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Limits: t.Limits}
+	return figures.StatusOf(rec, q, asOf, m.BackendInfo(), fullWithin)
 }
 
-// pageSize is the unit of ext4's delayed-allocation reservations.
+// pageSize is the unit of ext4's delayed-allocation reservations: on ext4
+// less room than a page below a hard limit is none.
 var pageSize = uint64(os.Getpagesize())
 
 // Usage is Report's usage and limits without the snapshot-derived fields
@@ -402,7 +277,7 @@ func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
 	ages := make([]float64, len(out)) // one block for every tree's age
 	for i := range out {
 		if t := &out[i]; t.UsageAsOf != nil {
-			age, stale := freshness(*t.UsageAsOf, now)
+			age, stale := figures.Freshness(*t.UsageAsOf, now)
 			ages[i], t.Stale = *age, stale
 			t.UsageAgeSeconds = &ages[i]
 		}
@@ -491,7 +366,7 @@ func (m *Manager) readReport(ctx context.Context) ([]TreeStatus, error) {
 		if s.UsageAsOf != nil {
 			walked = *s.UsageAsOf
 		}
-		s.UsageAgeSeconds, s.Stale = freshness(walked, now)
+		s.UsageAgeSeconds, s.Stale = figures.Freshness(walked, now)
 		out = append(out, s)
 	}
 	return out, nil
@@ -533,98 +408,6 @@ func (m *Manager) usageStatus(u store.TreeUsage, grace time.Duration) TreeStatus
 		asOf = &u.WalkedAt
 	}
 	q := quota.Quota{ID: u.ProjectID, Limits: u.Limits, Usage: u.Used}
-	applyGrace(&q, u.BytesSoftSince, u.InodesSoftSince, grace)
+	figures.ApplyGrace(&q, u.BytesSoftSince, u.InodesSoftSince, grace)
 	return m.treeStatus(u.Tree, q, asOf)
-}
-
-// Exceeded reports whether a tree is at or over a hard limit, or over a
-// soft one past its grace, at now: what makes Check deny a run.
-func Exceeded(t TreeStatus, now time.Time) bool { return verdictOf(t, now).denies() }
-
-func formatLimits(l quota.Limits) string {
-	return fmt.Sprintf("{bytes soft %s hard %s, inodes soft %d hard %d}",
-		units.FormatIEC(l.BytesSoft), units.FormatIEC(l.BytesHard), l.InodesSoft, l.InodesHard)
-}
-
-// Admission decisions.
-const (
-	Ok   = "ok"
-	Warn = "warn"
-	Deny = "deny"
-)
-
-func judge(t TreeStatus, now time.Time) (decision, msg string) {
-	switch verdictOf(t, now) {
-	case overBytesHard:
-		return Deny, fmt.Sprintf("disk quota exceeded (%s of %s)", units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesHard))
-	case overInodesHard:
-		return Deny, fmt.Sprintf("file count quota exceeded (%d of %d files)", t.UsedInodes, t.InodesHard)
-	case bytesGraceOver:
-		return Deny, fmt.Sprintf("disk quota exceeded: over the soft limit past its grace (%s of %s soft, grace ended %s)",
-			units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesSoft), t.BytesGraceEnds.UTC().Format(time.RFC3339))
-	case inodesGraceOver:
-		return Deny, fmt.Sprintf("file count quota exceeded: over the soft limit past its grace (%d of %d files soft, grace ended %s)",
-			t.UsedInodes, t.InodesSoft, t.InodesGraceEnds.UTC().Format(time.RFC3339))
-	case overBytesSoft:
-		return Warn, fmt.Sprintf("over the soft disk limit (%s of %s)%s", units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesSoft), graceNote(t.BytesGraceEnds))
-	case overInodesSoft:
-		return Warn, fmt.Sprintf("over the soft file count limit (%d of %d files)%s", t.UsedInodes, t.InodesSoft, graceNote(t.InodesGraceEnds))
-	}
-	// The common answer is concatenated, not Sprintf'd: asked before every run.
-	if t.BytesHard > 0 {
-		return Ok, "ok (" + units.FormatIEC(t.UsedBytes) + " of " + units.FormatIEC(t.BytesHard) + ")"
-	}
-	return Ok, "ok (" + units.FormatIEC(t.UsedBytes) + ", no hard limit)"
-}
-
-// A tree's standing against its limits, worst first: judge words it,
-// Exceeded (a scrape, 3,000 trees at a time) only asks whether it denies.
-type verdict int
-
-const (
-	withinLimits verdict = iota
-	overBytesHard
-	overInodesHard
-	bytesGraceOver
-	inodesGraceOver
-	overBytesSoft
-	overInodesSoft
-)
-
-func (v verdict) denies() bool { return v >= overBytesHard && v <= inodesGraceOver }
-
-// rank orders the decisions: ok 0, warn 1, deny 2.
-func (v verdict) rank() int {
-	switch {
-	case v.denies():
-		return 2
-	case v == withinLimits:
-		return 0
-	}
-	return 1
-}
-
-func verdictOf(t TreeStatus, now time.Time) verdict {
-	switch {
-	case t.BytesHard > 0 && (t.UsedBytes >= t.BytesHard || t.BytesHard-t.UsedBytes < t.fullWithin):
-		return overBytesHard
-	case t.InodesHard > 0 && t.UsedInodes >= t.InodesHard:
-		return overInodesHard
-	case t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft && t.BytesGraceEnds != nil && !now.Before(*t.BytesGraceEnds):
-		return bytesGraceOver
-	case t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft && t.InodesGraceEnds != nil && !now.Before(*t.InodesGraceEnds):
-		return inodesGraceOver
-	case t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft:
-		return overBytesSoft
-	case t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft:
-		return overInodesSoft
-	}
-	return withinLimits
-}
-
-func graceNote(ends *time.Time) string {
-	if ends == nil {
-		return ""
-	}
-	return ", grace ends " + ends.UTC().Format(time.RFC3339)
 }

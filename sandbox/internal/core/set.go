@@ -6,6 +6,7 @@ import (
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -47,6 +48,6 @@ func (m *Manager) Set(ctx context.Context, name, a string, change LimitChange) (
 		return Project{}, err
 	}
 	p, err := m.show(ctx, name, Read{})
-	p.Warnings = overLimits(p)
+	p.Warnings = figures.OverLimits(p)
 	return p, err
 }

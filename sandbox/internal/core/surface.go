@@ -10,6 +10,7 @@ import (
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
@@ -100,7 +101,7 @@ func DefaultQuotaSetting(area string) string { return areaDefaultQuota[area] }
 func InboundOf(trees []store.Tree) (store.Tree, bool) { return inboundOf(trees) }
 
 // FormatLimits words limits as doctor's and report's drift findings do.
-func FormatLimits(l quota.Limits) string { return formatLimits(l) }
+func FormatLimits(l quota.Limits) string { return figures.FormatLimits(l) }
 
 // WalkDisagrees reports whether a snapshot's walk and the kernel's count
 // differ (see walkDisagrees): the sign of a quota escape.
@@ -114,7 +115,7 @@ func (m *Manager) RegisteredIDs(ctx context.Context) ([]store.IDRecord, error) {
 
 // TreesWithoutBackend is a copy of trees without their backend, for an
 // answer that gives it once, at its top.
-func TreesWithoutBackend(trees []TreeStatus) []TreeStatus { return treesWithoutBackend(trees) }
+func TreesWithoutBackend(trees []TreeStatus) []TreeStatus { return figures.TreesWithoutBackend(trees) }
 
 // ChangeMark is the store's change mark, kept while its generation stands
 // (changeMark).
@@ -149,10 +150,10 @@ func (m *Manager) UnsupportedReason() (reason string, ok bool) {
 
 // AdmissionRank is how a tree's standing against its limits decides a
 // run: ok 0, warn 1, deny 2.
-func AdmissionRank(t TreeStatus, now time.Time) int { return verdictOf(t, now).rank() }
+func AdmissionRank(t TreeStatus, now time.Time) int { return figures.AdmissionRank(t, now) }
 
 // Judge is a tree's admission decision (Ok, Warn or Deny) and its words.
-func Judge(t TreeStatus, now time.Time) (decision, msg string) { return judge(t, now) }
+func Judge(t TreeStatus, now time.Time) (decision, msg string) { return figures.Judge(t, now) }
 
 // NoteLimits journals the limits rows show reached or left, as seenBy
 // saw them (noteLimits).
@@ -171,7 +172,7 @@ func (m *Manager) SettingsOf(ctx context.Context, keys ...string) (map[string]se
 }
 
 // OverLimits is what p's trees already hold at or over (see overLimits).
-func OverLimits(p Project) []LimitWarning { return overLimits(p) }
+func OverLimits(p Project) []LimitWarning { return figures.OverLimits(p) }
 
 // NotFound refuses a project the store does not know, with its hint.
 func NotFound(name string) error { return notFound(name) }

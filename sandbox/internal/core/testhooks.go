@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -51,4 +52,4 @@ func CannotClone(t cleaner) {
 }
 
 // KeptJSON is b with its JSON kept beside it, as BackendInfo's is.
-func KeptJSON(b Backend) Backend { return b.withJSON() }
+func KeptJSON(b Backend) Backend { return figures.KeptJSON(b) }
