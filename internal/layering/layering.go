@@ -126,6 +126,8 @@ func rule(from, to string) string {
 		return "files never imports sandbox: it declares what it needs of the core (files.Core), and sandbox implements it and hands the layer out"
 	case from == trendRule:
 		return "the full-in rule is a pure leaf beneath the core: it imports nothing of xfsq, so that the core and the read model fit alike"
+	case strings.HasPrefix(from, core+"/") && (isUseCase(to) || to == "sandbox"):
+		return "a package beneath the core (its figures, their reads, the full-in rule) never imports a use case or the facade: the core calls it, and they stand on the core"
 	case from == figuresRule && !figuresMayImport[to]:
 		return "the figures' vocabulary is a pure leaf beneath the core: it imports nothing of xfsq but quota, units and jsonfmt, so that it never reads the store, the kernel or a tree"
 	case from == "area":

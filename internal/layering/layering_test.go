@@ -195,6 +195,15 @@ func TestRules(t *testing.T) {
 		{"sandbox/internal/core", "sandbox/internal/core/figures", false},
 		{"sandbox/internal/readmodel", "sandbox/internal/core/figures", false},
 		{"cmd/xfsq", "sandbox/internal/core/figures", true},
+		// usage: every tree's figures read, beneath the core.
+		{"sandbox/internal/core", "sandbox/internal/core/usage", false},
+		{"sandbox/internal/core/usage", "store", false},
+		{"sandbox/internal/core/usage", "sandbox/internal/core/figures", false},
+		{"sandbox/internal/core/usage", "sandbox/internal/readmodel", true},
+		{"sandbox/internal/core/usage", "sandbox/internal/retention", true},
+		{"sandbox/internal/core/usage", "sandbox", true},
+		{"cmd/xfsq", "sandbox/internal/core/usage", true},
+		{"server", "sandbox/internal/core/usage", true},
 		// lifecycle: project add and rm, a use case beside the core on
 		// lifecycle.Core; doctor's repairs reach it only as the facade
 		// hands it over (doctor.Projects).

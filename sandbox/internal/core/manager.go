@@ -5,10 +5,11 @@
 // every operation on it but those of the use cases beside it (project add
 // and rm, retention's sweeps, doctor, the read model's answers, the
 // accounting of writes) — init, the making of a tree (trees.go: project
-// add's, init's inbound tree, doctor's repair), project set, show, every tree's figures (Report, Usage)
-// with the read cache they share (their vocabulary and admission's rule
-// are the figures leaf beneath it), snapshot, leases,
-// settings and health's store part. It ties the store (the registry and
+// add's, init's inbound tree, doctor's repair), project set, show and
+// every tree's figures (Report, Usage: read beneath it by
+// sandbox/internal/core/usage, with the read cache they share; their
+// vocabulary and admission's rule are the leaf sandbox/internal/core/figures),
+// snapshot, leases, settings and health's store part. It ties the store (the registry and
 // journal) to the quota backend (the kernel's or the fallback's
 // enforcement). The CLI and the HTTP server are shells over the facade:
 // each maps its input to one call and encodes the answer, so they can
@@ -30,7 +31,7 @@
 // did not create (rollback removes only empty directories it made), never
 // change a project without journalling it, never walk or write on a read
 // unless the caller asks (but to journal a limit reached, which whoever
-// sees it first records: crossings.go), and never name a shell's flags in its messages
+// sees it first records: the crossings of usage), and never name a shell's flags in its messages
 // (a hint for the operator travels beside them).
 package core
 
@@ -56,6 +57,7 @@ import (
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
+	"github.com/xfsq/xfsq/sandbox/internal/core/usage"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 )
@@ -158,9 +160,8 @@ type Manager struct {
 	identity      string
 	identityFresh bool
 	Range         xfs.IDRange
-	reads         readCache // see readcache.go
+	figs          *usage.Reads // every tree's figures (reads.go)
 
-	crossings crossingCache // the limits known recorded as reached (crossings.go)
 }
 
 // Options configure Open.
@@ -317,6 +318,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	default:
 		return nil, err
 	}
+	m.figs = usage.New(m, m.Store, m.xfs, m.Backend)
 	if err := m.openLiveness(ctx, o); err != nil {
 		m.Close()
 		return nil, err

@@ -121,14 +121,6 @@ func TreesWithoutBackend(trees []TreeStatus) []TreeStatus { return figures.Trees
 // (changeMark).
 func (m *Manager) ChangeMark(ctx context.Context) (store.ChangeMark, error) { return m.changeMark(ctx) }
 
-// GrowthAndActivity fills rows' growth and last activity from the snapshots.
-func (m *Manager) GrowthAndActivity(ctx context.Context, rows []TreeStatus) error {
-	return m.growthAndActivity(ctx, rows)
-}
-
-// Insight fills rows' full-in estimate and reclaimable bytes.
-func (m *Manager) Insight(ctx context.Context, rows []TreeStatus) error { return m.insight(ctx, rows) }
-
 // DiskTrend fits the disk's use at each scheduled pass and now against
 // its size (diskTrend).
 func (m *Manager) DiskTrend(ctx context.Context, total, free uint64, now time.Time) (trend.Trend, error) {
