@@ -48,7 +48,7 @@ type (
 	JournalNews     = readmodel.JournalNews
 	KeptPlan        = retention.KeptPlan
 	LeaseHeldError  = lifecycle.LeaseHeldError
-	LeaseStatus     = core.LeaseStatus
+	LeaseStatus     = lifecycle.LeaseStatus
 	LimitChange     = core.LimitChange
 	LimitWarning    = core.LimitWarning
 	NotReadyError   = core.NotReadyError
@@ -106,14 +106,14 @@ const (
 	LimitInodes           = core.LimitInodes
 	LimitSoft             = core.LimitSoft
 	MaxEventLimit         = readmodel.MaxEventLimit
-	MaxLeaseTTL           = core.MaxLeaseTTL
+	MaxLeaseTTL           = lifecycle.MaxLeaseTTL
 	NameRule              = core.NameRule
 	Ok                    = core.Ok
 	PassSnapshot          = retention.PassSnapshot
 	PassSweep             = retention.PassSweep
 	PlanFormat            = retention.PlanFormat
 	RootOwner             = core.RootOwner
-	RunRule               = core.RunRule
+	RunRule               = lifecycle.RunRule
 	SnapshotInterval      = core.SnapshotInterval
 	StateDir              = core.StateDir
 	TempPrefix            = core.TempPrefix
@@ -234,7 +234,7 @@ func WithActor(ctx context.Context, name string) context.Context {
 }
 
 func (m *Manager) AcquireLease(ctx context.Context, name string, run string, ttl time.Duration) (LeaseStatus, error) {
-	return m.c.AcquireLease(ctx, name, run, ttl)
+	return m.projects.AcquireLease(ctx, name, run, ttl)
 }
 
 func (m *Manager) ActorOf(ctx context.Context) string {
@@ -274,7 +274,7 @@ func (m *Manager) IsXFS() bool {
 }
 
 func (m *Manager) Leases(ctx context.Context) ([]LeaseStatus, error) {
-	return m.c.Leases(ctx)
+	return m.projects.Leases(ctx)
 }
 
 func (m *Manager) List(ctx context.Context) ([]store.Project, error) {
@@ -296,7 +296,7 @@ func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
 }
 
 func (m *Manager) ProjectLeases(ctx context.Context, name string) ([]LeaseStatus, error) {
-	return m.c.ProjectLeases(ctx, name)
+	return m.projects.ProjectLeases(ctx, name)
 }
 
 func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (ProjectStorage, error) {
@@ -320,7 +320,7 @@ func (m *Manager) RefreshShared(ctx context.Context, name string) error {
 }
 
 func (m *Manager) ReleaseLease(ctx context.Context, name string, run string) error {
-	return m.c.ReleaseLease(ctx, name, run)
+	return m.projects.ReleaseLease(ctx, name, run)
 }
 
 func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (RemoveResult, error) {

@@ -3,13 +3,13 @@
 // composition root every shell uses: the root checked first, then the
 // store, then the quota backend, all owned and closed together) and runs
 // every operation on it but those of the use cases beside it (project add
-// and rm, retention's sweeps, doctor, the read model's answers, the
+// and rm and a run's leases, retention's sweeps, doctor, the read model's answers, the
 // accounting of writes) — init, the making of a tree (trees.go: project
 // add's, init's inbound tree, doctor's repair), project set, show and
 // every tree's figures (Report, Usage: read beneath it by
 // sandbox/internal/core/usage, with the read cache they share; their
 // vocabulary and admission's rule are the leaf sandbox/internal/core/figures),
-// snapshot, leases, settings and health's store part. It ties the store (the registry and
+// snapshot, settings and health's store part. It ties the store (the registry and
 // journal) to the quota backend (the kernel's or the fallback's
 // enforcement). The CLI and the HTTP server are shells over the facade:
 // each maps its input to one call and encodes the answer, so they can
@@ -94,7 +94,7 @@ var (
 	ErrNotFound = errkind.Sentinel(errkind.NotFound, "not found")
 )
 
-// Compiled on first use (see runPattern).
+// Compiled on first use (see lifecycle's runPattern).
 var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`) })
 
 // NameRule says what a project name may be.
@@ -466,7 +466,7 @@ func DefaultActor() string {
 	return name
 }
 
-// Compiled on first use (see runPattern).
+// Compiled on first use (see lifecycle's runPattern).
 var userPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._][A-Za-z0-9._-]{0,31}\$?$`) })
 
 // actorName is a user name fit for the journal. SUDO_USER is whatever the

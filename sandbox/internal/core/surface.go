@@ -171,3 +171,7 @@ func NotFound(name string) error { return notFound(name) }
 
 // LimitsPayload is limits as the journal records them.
 func LimitsPayload(l quota.Limits) journal.Limits { return limitsPayload(l) }
+
+// ProjectNotReady refuses a project half-added or half-removed, with the
+// doctor as its repair.
+func ProjectNotReady(name, state string) error { return notReady(name, state, runDoctor) }

@@ -1,7 +1,8 @@
 // Package coretest is what the tests of the use-case packages beside the
 // core (retention, doctor, readmodel) share: a core over a real store on a
-// temporary root, and its projects added as project add adds them (by
-// sandbox/internal/lifecycle, which a use case's own code never imports). Tests only; no library or shell imports it. (The core's
+// temporary root, its projects added and leased as project add and lease
+// acquire do (by sandbox/internal/lifecycle, which a use case's own code
+// never imports). Tests only; no library or shell imports it. (The core's
 // own tests keep their copy: a package's internal tests cannot import a
 // package that imports it.)
 package coretest
@@ -10,6 +11,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/lifecycle"
@@ -41,5 +43,11 @@ func Omni(t testing.TB, root string) (*core.Manager, *store.Store) {
 // with the limits ws sets and the other areas with their defaults.
 func Add(ctx context.Context, m *core.Manager, name string, ws core.LimitChange) error {
 	_, err := lifecycle.New(m).Add(ctx, name, lifecycle.AddOptions{Workspace: ws})
+	return err
+}
+
+// AcquireLease takes run's lease on project for ttl, as lease acquire does.
+func AcquireLease(ctx context.Context, m *core.Manager, project, run string, ttl time.Duration) error {
+	_, err := lifecycle.New(m).AcquireLease(ctx, project, run, ttl)
 	return err
 }

@@ -3,7 +3,8 @@
 // leaves for the next add, remove or doctor to roll back), project rm
 // (leases, the trees' limits, a purge journalled deletion by deletion, the
 // IDs released once no file carries them) and the rollback of an add left
-// half-way.
+// half-way; and the leases a run holds on a project while it works in it
+// (which a sweep respects and a removal refuses to break without force).
 //
 // It works over a narrow surface of the core (Core, and the store and
 // backend the core opened): it never opens a store or a backend, makes a
@@ -31,8 +32,8 @@ import (
 
 // Core is what lifecycle asks of the core: the clock, the settings and who
 // acts, whether an operation still runs, the limits a tree may take, the
-// trees' IDs, rows, directories and baselines, a project's view and
-// leases, and the journalled removal a purge deletes through.
+// trees' IDs, rows, directories and baselines, a project's view, and the
+// journalled removal a purge deletes through.
 type Core interface {
 	Now() time.Time
 	SettingsOf(ctx context.Context, keys ...string) (map[string]settings.Value, error)
@@ -47,7 +48,6 @@ type Core interface {
 	MeasureNew(tree store.Tree) (store.WalkRecord, error)
 	IDsStillUsed(trees []store.Tree) (map[quota.ProjectID]bool, error)
 	Show(ctx context.Context, name string, r ...core.Read) (core.Project, error)
-	ProjectLeases(ctx context.Context, name string) ([]core.LeaseStatus, error)
 	RemoveJournalled(ctx context.Context, project string, parent *saferm.Dir, name string, rec deletion.Record, o saferm.Options) (deletion.Record, saferm.Report, error)
 }
 

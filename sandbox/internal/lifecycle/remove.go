@@ -43,7 +43,7 @@ type (
 // LeaseHeldError refuses to remove a project a run still holds.
 type LeaseHeldError struct {
 	Project string
-	Leases  []core.LeaseStatus
+	Leases  []LeaseStatus
 }
 
 func (e *LeaseHeldError) Error() string {
@@ -134,7 +134,7 @@ func (l *Lifecycle) checkLeases(ctx context.Context, p store.Project, o RemoveOp
 	if err != nil {
 		return err
 	}
-	var held []core.LeaseStatus
+	var held []LeaseStatus
 	for _, ls := range leases {
 		res.EndedLeases = append(res.EndedLeases, ls.Run)
 		if ls.Active {
@@ -185,9 +185,9 @@ func (l *Lifecycle) markRemoving(ctx context.Context, p store.Project, o RemoveO
 				return err
 			}
 			if len(now) > 0 {
-				held := make([]core.LeaseStatus, len(now))
+				held := make([]LeaseStatus, len(now))
 				for i, ls := range now {
-					held[i] = core.LeaseStatus{Lease: ls, Active: true}
+					held[i] = LeaseStatus{Lease: ls, Active: true}
 				}
 				return &LeaseHeldError{Project: p.Name, Leases: held}
 			}

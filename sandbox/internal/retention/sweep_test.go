@@ -218,7 +218,7 @@ func TestSweepLeaseTakenBeforeThePendingRecord(t *testing.T) {
 	x.Leased = func(ctx context.Context, p string) (bool, error) {
 		leased, err := look(ctx, p)
 		// The run's lease lands right after the executor looked.
-		if _, lerr := m.AcquireLease(ctx, p, "late-run", time.Hour); lerr != nil {
+		if lerr := coretest.AcquireLease(ctx, m, p, "late-run", time.Hour); lerr != nil {
 			t.Fatal(lerr)
 		}
 		return leased, err
