@@ -163,7 +163,7 @@ func (m *Manager) SettingsOf(ctx context.Context, keys ...string) (map[string]se
 	return m.settingsOf(ctx, keys...)
 }
 
-// OverLimits is what p's trees already hold at or over (see overLimits).
+// OverLimits is what p's trees already hold at or over (figures.OverLimits).
 func OverLimits(p Project) []LimitWarning { return figures.OverLimits(p) }
 
 // NotFound refuses a project the store does not know, with its hint.

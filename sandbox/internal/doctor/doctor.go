@@ -5,7 +5,8 @@
 //
 // It works over a narrow surface of the core (Core, and the store and
 // backend the core opened): it never opens a store or a backend, repairs
-// only through the core's own operations or the backend's calls, deletes
+// only through the core's own operations, the backend's calls or the
+// lifecycle's rollback and removal that the facade hands it (Projects), deletes
 // nothing but through the core's journalled removal (a stray temporary
 // file) or the settling of a deletion already journalled, and never imports
 // a shell or another use case. The facade (package sandbox) is its only
