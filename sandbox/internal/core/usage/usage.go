@@ -56,7 +56,6 @@ type Source interface {
 	// maxAge (0: always) and reads it.
 	FallbackQuota(ctx context.Context, t store.Tree, maxAge time.Duration) (quota.Quota, time.Time, error)
 	GrowthAndActivity(ctx context.Context, rows []TreeStatus) error
-	Insight(ctx context.Context, rows []TreeStatus) error
 	// WalkBaselinesOf walks every fallback tree of names and records the
 	// walks as baselines; failed says which projects' could not be had.
 	WalkBaselinesOf(ctx context.Context, names []string, byProject map[string][]store.Tree) (failed map[string]error, err error)
@@ -156,7 +155,7 @@ func (m *Reads) Report(ctx context.Context, read Read) ([]TreeStatus, error) {
 		if err := m.src.GrowthAndActivity(ctx, statuses); err != nil {
 			return nil, err
 		}
-		return statuses, m.src.Insight(ctx, statuses)
+		return statuses, m.Insight(ctx, statuses)
 	}
 	trees, err := m.Store.Trees(ctx, "")
 	if err != nil {
@@ -182,7 +181,7 @@ func (m *Reads) Report(ctx context.Context, read Read) ([]TreeStatus, error) {
 	if err := m.src.GrowthAndActivity(ctx, statuses); err != nil {
 		return nil, err
 	}
-	return statuses, m.src.Insight(ctx, statuses)
+	return statuses, m.Insight(ctx, statuses)
 }
 
 // fallbackRead reads a fallback tree as admission sees it — its last walk,
