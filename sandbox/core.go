@@ -17,6 +17,7 @@ import (
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
 	"github.com/xfsq/xfsq/sandbox/internal/fleet"
+	"github.com/xfsq/xfsq/sandbox/internal/lifecycle"
 	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
 	"github.com/xfsq/xfsq/sandbox/internal/writes"
@@ -27,7 +28,7 @@ import (
 
 // The core's types, as shells name them.
 type (
-	AddOptions      = core.AddOptions
+	AddOptions      = lifecycle.AddOptions
 	Admission       = readmodel.Admission
 	Backend         = core.Backend
 	Config          = core.Config
@@ -46,8 +47,8 @@ type (
 	JournalCursor   = readmodel.JournalCursor
 	JournalNews     = readmodel.JournalNews
 	KeptPlan        = retention.KeptPlan
-	LeaseHeldError  = core.LeaseHeldError
-	LeaseStatus     = core.LeaseStatus
+	LeaseHeldError  = lifecycle.LeaseHeldError
+	LeaseStatus     = lifecycle.LeaseStatus
 	LimitChange     = core.LimitChange
 	LimitWarning    = core.LimitWarning
 	NotReadyError   = core.NotReadyError
@@ -62,11 +63,11 @@ type (
 	ProjectOverview = readmodel.ProjectOverview
 	ProjectRecord   = core.ProjectRecord
 	ProjectStorage  = readmodel.ProjectStorage
-	PurgePlan       = core.PurgePlan
-	Purged          = core.Purged
+	PurgePlan       = lifecycle.PurgePlan
+	Purged          = lifecycle.Purged
 	Read            = core.Read
-	RemoveOptions   = core.RemoveOptions
-	RemoveResult    = core.RemoveResult
+	RemoveOptions   = lifecycle.RemoveOptions
+	RemoveResult    = lifecycle.RemoveResult
 	Replaced        = writes.Replaced
 	SavedPlan       = retention.SavedPlan
 	SnapshotOptions = core.SnapshotOptions
@@ -105,14 +106,14 @@ const (
 	LimitInodes           = core.LimitInodes
 	LimitSoft             = core.LimitSoft
 	MaxEventLimit         = readmodel.MaxEventLimit
-	MaxLeaseTTL           = core.MaxLeaseTTL
+	MaxLeaseTTL           = lifecycle.MaxLeaseTTL
 	NameRule              = core.NameRule
 	Ok                    = core.Ok
 	PassSnapshot          = retention.PassSnapshot
 	PassSweep             = retention.PassSweep
 	PlanFormat            = retention.PlanFormat
 	RootOwner             = core.RootOwner
-	RunRule               = core.RunRule
+	RunRule               = lifecycle.RunRule
 	SnapshotInterval      = core.SnapshotInterval
 	StateDir              = core.StateDir
 	TempPrefix            = core.TempPrefix
@@ -120,7 +121,7 @@ const (
 )
 
 var (
-	AddFaultPoints = core.AddFaultPoints
+	AddFaultPoints = lifecycle.AddFaultPoints
 	ErrExists      = core.ErrExists
 	ErrNotFound    = core.ErrNotFound
 	Passes         = retention.Passes
@@ -233,7 +234,7 @@ func WithActor(ctx context.Context, name string) context.Context {
 }
 
 func (m *Manager) AcquireLease(ctx context.Context, name string, run string, ttl time.Duration) (LeaseStatus, error) {
-	return m.c.AcquireLease(ctx, name, run, ttl)
+	return m.projects.AcquireLease(ctx, name, run, ttl)
 }
 
 func (m *Manager) ActorOf(ctx context.Context) string {
@@ -241,7 +242,7 @@ func (m *Manager) ActorOf(ctx context.Context) string {
 }
 
 func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, error) {
-	return m.c.Add(ctx, name, o)
+	return m.projects.Add(ctx, name, o)
 }
 
 func (m *Manager) BackendInfo() Backend {
@@ -273,7 +274,7 @@ func (m *Manager) IsXFS() bool {
 }
 
 func (m *Manager) Leases(ctx context.Context) ([]LeaseStatus, error) {
-	return m.c.Leases(ctx)
+	return m.projects.Leases(ctx)
 }
 
 func (m *Manager) List(ctx context.Context) ([]store.Project, error) {
@@ -295,7 +296,7 @@ func (m *Manager) Policy(ctx context.Context) (sweep.Policy, error) {
 }
 
 func (m *Manager) ProjectLeases(ctx context.Context, name string) ([]LeaseStatus, error) {
-	return m.c.ProjectLeases(ctx, name)
+	return m.projects.ProjectLeases(ctx, name)
 }
 
 func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (ProjectStorage, error) {
@@ -319,11 +320,11 @@ func (m *Manager) RefreshShared(ctx context.Context, name string) error {
 }
 
 func (m *Manager) ReleaseLease(ctx context.Context, name string, run string) error {
-	return m.c.ReleaseLease(ctx, name, run)
+	return m.projects.ReleaseLease(ctx, name, run)
 }
 
 func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (RemoveResult, error) {
-	return m.c.Remove(ctx, name, o)
+	return m.projects.Remove(ctx, name, o)
 }
 
 func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {

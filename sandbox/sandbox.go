@@ -9,8 +9,11 @@
 //
 // It is a facade: the work is done in sandbox/internal/core (the state a
 // root's operations share: the store, the quota backend, operations) and
-// the use cases beside it (retention, doctor, the read model, the fleet
-// view, the accounting of writes that the file layer stands on). Go's
+// the use cases beside it (the projects' lifecycle, retention, doctor, the
+// read model, the fleet view, the accounting of writes that the file layer
+// stands on). A use case never imports another: where one is made of
+// another's operations (doctor repairs an interrupted add or removal as
+// the lifecycle undoes or finishes it), newManager hands them over. Go's
 // internal rule keeps every package outside sandbox/ from importing those,
 // and nothing here exports the store or the backend: a shell cannot reach
 // past the calls that journal and check. It must never decide anything
@@ -24,6 +27,7 @@ import (
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
 	"github.com/xfsq/xfsq/sandbox/internal/fleet"
+	"github.com/xfsq/xfsq/sandbox/internal/lifecycle"
 	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
 	"github.com/xfsq/xfsq/sandbox/internal/writes"
@@ -34,18 +38,27 @@ import (
 // core.go). It holds no store and no backend a caller could reach.
 type Manager struct {
 	// Root is the sandbox root's absolute path.
-	Root   string
-	c      *core.Manager
-	sweeps *retention.Sweeper
-	doctor *doctor.Doctor
-	reads  *readmodel.Model
-	fleet  *fleet.Fleet
-	writes *writes.Writes
+	Root     string
+	c        *core.Manager
+	projects *lifecycle.Lifecycle
+	sweeps   *retention.Sweeper
+	doctor   *doctor.Doctor
+	reads    *readmodel.Model
+	fleet    *fleet.Fleet
+	writes   *writes.Writes
 }
 
 func newManager(c *core.Manager) *Manager {
-	return &Manager{Root: c.Root, c: c, sweeps: retention.New(c), doctor: doctor.New(c), reads: readmodel.New(c), writes: writes.New(c),
-		fleet: fleet.New(c)}
+	projects := lifecycle.New(c)
+	repairs := doctor.Projects{
+		RollbackAdd: projects.RollbackAdd,
+		FinishRemove: func(ctx context.Context, name string) error {
+			_, err := projects.Remove(ctx, name, lifecycle.RemoveOptions{})
+			return err
+		},
+	}
+	return &Manager{Root: c.Root, c: c, projects: projects, sweeps: retention.New(c), doctor: doctor.New(c, repairs), reads: readmodel.New(c),
+		writes: writes.New(c), fleet: fleet.New(c)}
 }
 
 // Files is the file layer of the root, for listing, reading and removing;

@@ -61,14 +61,22 @@ const (
 	// trendRule is the full-in estimate, a leaf of the core's the read
 	// model fits with too.
 	trendRule = core + "/trend"
+	// figuresRule is the vocabulary of a tree's figures and admission's
+	// rule, a leaf of the core's that the use cases and the facade speak.
+	figuresRule = core + "/figures"
 )
 
-// useCases are the use cases there are: retention (what deletes by
-// policy), readmodel (the answers assembled for readers) and fleet (the
-// hosts sharing the store). A package added under sandbox/internal/ is
+// figuresMayImport is all the figures' leaf may import of xfsq: the
+// backend's vocabulary, the units it words sizes in, and the JSON quoting
+// its kept backend object shares.
+var figuresMayImport = map[string]bool{"quota": true, "units": true, "internal/jsonfmt": true}
+
+// useCases are the use cases there are: lifecycle (project add and rm),
+// retention (what deletes by policy), readmodel (the answers assembled for
+// readers) and fleet (the hosts sharing the store). A package added under sandbox/internal/ is
 // held as one whether or not it is named here; TestImportRules checks that
 // each named is there.
-var useCases = []string{"sandbox/internal/retention", "sandbox/internal/readmodel", "sandbox/internal/fleet"}
+var useCases = []string{"sandbox/internal/lifecycle", "sandbox/internal/retention", "sandbox/internal/readmodel", "sandbox/internal/fleet"}
 
 // isUseCase says whether pkg is a use case beside the core: a package
 // under sandbox/internal/ other than the core and its test support.
@@ -118,6 +126,10 @@ func rule(from, to string) string {
 		return "files never imports sandbox: it declares what it needs of the core (files.Core), and sandbox implements it and hands the layer out"
 	case from == trendRule:
 		return "the full-in rule is a pure leaf beneath the core: it imports nothing of xfsq, so that the core and the read model fit alike"
+	case strings.HasPrefix(from, core+"/") && (isUseCase(to) || to == "sandbox"):
+		return "a package beneath the core (its figures, their reads, the full-in rule) never imports a use case or the facade: the core calls it, and they stand on the core"
+	case from == figuresRule && !figuresMayImport[to]:
+		return "the figures' vocabulary is a pure leaf beneath the core: it imports nothing of xfsq but quota, units and jsonfmt, so that it never reads the store, the kernel or a tree"
 	case from == "area":
 		return "area is a leaf: the vocabulary every layer speaks imports nothing of xfsq"
 	case from == "internal/deletion" && !deletionMayImport[to]:

@@ -185,6 +185,38 @@ func TestRules(t *testing.T) {
 		{"internal/gitindex", "area", false},
 		{"sweep", "internal/gitindex", false},
 		{"sweep", "area", false},
+		// figures: the vocabulary of a tree's figures, a pure leaf
+		// beneath the core.
+		{"sandbox/internal/core/figures", "quota", false},
+		{"sandbox/internal/core/figures", "units", false},
+		{"sandbox/internal/core/figures", "store", true},
+		{"sandbox/internal/core/figures", "quota/xfs", true},
+		{"sandbox/internal/core/figures", "sandbox/internal/core", true},
+		{"sandbox/internal/core", "sandbox/internal/core/figures", false},
+		{"sandbox/internal/readmodel", "sandbox/internal/core/figures", false},
+		{"cmd/xfsq", "sandbox/internal/core/figures", true},
+		// usage: every tree's figures read, beneath the core.
+		{"sandbox/internal/core", "sandbox/internal/core/usage", false},
+		{"sandbox/internal/core/usage", "store", false},
+		{"sandbox/internal/core/usage", "sandbox/internal/core/figures", false},
+		{"sandbox/internal/core/usage", "sandbox/internal/readmodel", true},
+		{"sandbox/internal/core/usage", "sandbox/internal/retention", true},
+		{"sandbox/internal/core/usage", "sandbox", true},
+		{"cmd/xfsq", "sandbox/internal/core/usage", true},
+		{"server", "sandbox/internal/core/usage", true},
+		// lifecycle: project add and rm, a use case beside the core on
+		// lifecycle.Core; doctor's repairs reach it only as the facade
+		// hands it over (doctor.Projects).
+		{"sandbox/internal/lifecycle", "sandbox/internal/core", false},
+		{"sandbox/internal/lifecycle", "sandbox", true},
+		{"sandbox/internal/lifecycle", "sandbox/internal/doctor", true},
+		{"sandbox/internal/doctor", "sandbox/internal/lifecycle", true},
+		{"sandbox/internal/retention", "sandbox/internal/lifecycle", true},
+		{"sandbox/internal/core", "sandbox/internal/lifecycle", true},
+		{"sandbox/internal/coretest", "sandbox/internal/lifecycle", false},
+		{"sandbox", "sandbox/internal/lifecycle", false},
+		{"cmd/xfsq", "sandbox/internal/lifecycle", true},
+		{"server", "sandbox/internal/lifecycle", true},
 		// doctor: a use case beside the core, on doctor.Core.
 		{"sandbox/internal/doctor", "sandbox/internal/core", false},
 		{"sandbox/internal/doctor", "sandbox", true},

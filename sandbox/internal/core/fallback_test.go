@@ -29,9 +29,7 @@ func TestFallbackSeesOtherManagers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if _, err := other.Add(ctx, "late", AddOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	plant(t, other, "late")
 	hard := uint64(3 << 30)
 	p, err := long.Set(ctx, "late", area.Workspace, LimitChange{BytesHard: &hard})
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 // rootIDFile holds the root's identity under StateDir.
 const rootIDFile = "root-id"
 
-// Compiled on first use (see runPattern).
+// Compiled on first use (see lifecycle's runPattern).
 var rootIDPattern = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 })

@@ -8,75 +8,31 @@ import (
 
 	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
+	"github.com/xfsq/xfsq/sandbox/internal/core/usage"
 	"github.com/xfsq/xfsq/store"
 )
 
 // What an operator asks first, beside usage and limits: when a tree will
 // be full at its trend (package trend's rule), what the sweep policies would
 // free in it now, and how much the root's limits promise of its disk. The
-// core fills what Report carries; the read model (readmodel/insight.go)
-// answers the rest from these pieces.
-
-// insight fills the rows' full-in estimate and reclaimable bytes.
-func (m *Manager) insight(ctx context.Context, rows []TreeStatus) error {
-	reclaim, err := m.Store.AllReclaimable(ctx)
-	if err != nil {
-		return err
-	}
-	now := m.now()
-	if len(rows) == 0 {
-		return nil
-	}
-	history, err := m.Store.AllSnapshotTotals(ctx, now.Add(-trend.Window))
-	if err != nil {
-		return err
-	}
-	for i := range rows {
-		r := &rows[i]
-		k := store.TreeKey{Project: r.Project, Area: r.Area}
-		if rc, ok := reclaim[k]; ok {
-			r.ReclaimableBytes = &rc.Bytes
-		}
-		t := TrendOf(r, history[k], now)
-		if t.FullIn != nil {
-			secs := t.FullIn.Seconds()
-			r.FullInSeconds = &secs
-		}
-	}
-	return nil
-}
+// figures' reads fill what Report carries (sandbox/internal/core/usage,
+// insight.go); the read model (readmodel/insight.go) answers the rest from
+// these pieces.
 
 // TrendOf fits a tree's complete snapshots and its usage now.
 func TrendOf(r *TreeStatus, snaps []store.Snapshot, now time.Time) trend.Trend {
-	points := make([]trend.Point, 0, len(snaps)+1)
-	for _, s := range snaps {
-		if !s.Partial {
-			points = append(points, trend.Point{At: s.At, Bytes: s.SizeBytes})
-		}
-	}
-	at := now
-	if r.UsageAsOf != nil {
-		at = *r.UsageAsOf // the fallback's figure is its walk's, plus xfsq's writes since
-	}
-	points = append(points, trend.Point{At: at, Bytes: r.UsedBytes})
-	return trend.FullIn(points, r.BytesHard, now)
+	return usage.TrendOf(r, snaps, now)
+}
+
+// insight fills the rows' full-in estimate and reclaimable bytes.
+func (m *Manager) insight(ctx context.Context, rows []TreeStatus) error {
+	return m.figs.Insight(ctx, rows)
 }
 
 // diskTrend fits the disk's use at each scheduled pass over trend.Window
-// (storage.snapshot records what was free) and now, against its size.
+// and now, against its size (usage.Reads.DiskTrend).
 func (m *Manager) diskTrend(ctx context.Context, total, free uint64, now time.Time) (trend.Trend, error) {
-	passes, err := m.Store.PassFree(ctx, now.Add(-trend.Window))
-	if err != nil {
-		return trend.Trend{}, err
-	}
-	points := make([]trend.Point, 0, len(passes)+1)
-	for _, p := range passes {
-		if p.FreeBytes <= total {
-			points = append(points, trend.Point{At: p.At, Bytes: total - p.FreeBytes})
-		}
-	}
-	points = append(points, trend.Point{At: now, Bytes: total - min(free, total)})
-	return trend.FullIn(points, total, now), nil
+	return m.figs.DiskTrend(ctx, total, free, now)
 }
 
 // DiskSize is the size and available bytes of the root's filesystem.

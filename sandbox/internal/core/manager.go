@@ -2,11 +2,14 @@
 // (package sandbox, the only importer Go allows outside sandbox/): it opens one (OpenRoot, the
 // composition root every shell uses: the root checked first, then the
 // store, then the quota backend, all owned and closed together) and runs
-// every operation on it but those of the use cases beside it (retention's
-// sweeps, doctor, the read model's answers, the accounting of writes) —
-// init, project add/set/rm, show, every tree's figures (Report, Usage)
-// with the read cache they share, admission's rule, snapshot, leases,
-// settings and health's store part. It ties the store (the registry and
+// every operation on it but those of the use cases beside it (project add
+// and rm and a run's leases, retention's sweeps, doctor, the read model's answers, the
+// accounting of writes) — init, the making of a tree (trees.go: project
+// add's, init's inbound tree, doctor's repair), project set, show and
+// every tree's figures (Report, Usage: read beneath it by
+// sandbox/internal/core/usage, with the read cache they share; their
+// vocabulary and admission's rule are the leaf sandbox/internal/core/figures),
+// snapshot, settings and health's store part. It ties the store (the registry and
 // journal) to the quota backend (the kernel's or the fallback's
 // enforcement). The CLI and the HTTP server are shells over the facade:
 // each maps its input to one call and encodes the answer, so they can
@@ -28,7 +31,7 @@
 // did not create (rollback removes only empty directories it made), never
 // change a project without journalling it, never walk or write on a read
 // unless the caller asks (but to journal a limit reached, which whoever
-// sees it first records: crossings.go), and never name a shell's flags in its messages
+// sees it first records: the crossings of usage), and never name a shell's flags in its messages
 // (a hint for the operator travels beside them).
 package core
 
@@ -53,6 +56,8 @@ import (
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
+	"github.com/xfsq/xfsq/sandbox/internal/core/usage"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 )
@@ -89,7 +94,7 @@ var (
 	ErrNotFound = errkind.Sentinel(errkind.NotFound, "not found")
 )
 
-// Compiled on first use (see runPattern).
+// Compiled on first use (see lifecycle's runPattern).
 var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`) })
 
 // NameRule says what a project name may be.
@@ -155,9 +160,8 @@ type Manager struct {
 	identity      string
 	identityFresh bool
 	Range         xfs.IDRange
-	reads         readCache // see readcache.go
+	figs          *usage.Reads // every tree's figures (reads.go)
 
-	crossings crossingCache // the limits known recorded as reached (crossings.go)
 }
 
 // Options configure Open.
@@ -314,6 +318,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	default:
 		return nil, err
 	}
+	m.figs = usage.New(m, m.Store, m.xfs, m.Backend)
 	if err := m.openLiveness(ctx, o); err != nil {
 		m.Close()
 		return nil, err
@@ -366,28 +371,6 @@ func (m *Manager) Close() error {
 // BackendName is what every output shows: "xfs", "ext4" or "fallback (REASON)".
 func (m *Manager) BackendName() string { return m.Backend.Name() }
 
-// Backend is the backend object of docs/design/README.md#output-conventions, as every JSON output gives it:
-// which backend is in force, whether the kernel enforces the limits, and
-// on the fallback why (in full, with the fix). Text shows its String.
-type Backend struct {
-	Kind     string `json:"kind"` // BackendXFS, BackendExt4 or BackendFallback
-	Enforced bool   `json:"enforced"`
-	Reason   string `json:"reason,omitempty"`
-	name     string
-	encoded  *backendJSON // its JSON, made once (withJSON); nil: none
-}
-
-// String is the one-line form text outputs show: "xfs", "ext4" or "fallback (SHORT)".
-func (b Backend) String() string { return b.name }
-
-// Backend kinds, and the choice init takes (--backend).
-const (
-	BackendXFS      = "xfs"
-	BackendExt4     = "ext4"
-	BackendFallback = "fallback"
-	BackendAuto     = "auto"
-)
-
 // BackendInfo is the backend in force, as an object.
 func (m *Manager) BackendInfo() Backend {
 	// Every answer carries it, and the reason is formatted: kept while
@@ -395,7 +378,7 @@ func (m *Manager) BackendInfo() Backend {
 	if c := m.backendInfo.Load(); c != nil && c.backend == m.Backend && c.unsupported == m.Unsupported {
 		return c.info
 	}
-	b := m.makeBackendInfo().withJSON()
+	b := m.makeBackendInfo()
 	m.backendInfo.Store(&backendInfo{backend: m.Backend, unsupported: m.Unsupported, info: b})
 	return b
 }
@@ -407,16 +390,16 @@ type backendInfo struct {
 }
 
 func (m *Manager) makeBackendInfo() Backend {
-	b := Backend{Kind: BackendXFS, Enforced: m.xfs != nil, name: m.BackendName()}
+	kind, reason := BackendXFS, ""
 	if m.xfs != nil {
-		b.Kind = m.xfs.Name()
+		kind = m.xfs.Name()
 	} else {
-		b.Kind = BackendFallback
+		kind = BackendFallback
 		if m.Unsupported != nil {
-			b.Reason = m.Unsupported.Error()
+			reason = m.Unsupported.Error()
 		}
 	}
-	return b
+	return figures.NewBackend(kind, m.xfs != nil, reason, m.BackendName())
 }
 
 // backendFile records the backend init was told to use (absent: auto), so
@@ -483,7 +466,7 @@ func DefaultActor() string {
 	return name
 }
 
-// Compiled on first use (see runPattern).
+// Compiled on first use (see lifecycle's runPattern).
 var userPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._][A-Za-z0-9._-]{0,31}\$?$`) })
 
 // actorName is a user name fit for the journal. SUDO_USER is whatever the
@@ -720,10 +703,6 @@ func errNoInboundTree() error {
 	return errkind.WithFix(errkind.NotReady,
 		fmt.Errorf("the root has no inbound tree (initialised before xfsq gave %s/ a project ID and limits)", area.Base(area.Inbound)), doctorFix)
 }
-
-// SnapshotInterval is how often the scheduled pass (snapshot --all) walks
-// every tree: on the fallback a figure from an older walk is stale.
-const SnapshotInterval = time.Hour
 
 // baselineMaxAge is how old the fallback's last walk of a tree may be
 // before a write through xfsq walks it again: writes made outside xfsq are

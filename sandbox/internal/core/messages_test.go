@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"testing"
 
@@ -43,18 +42,6 @@ func TestMessagesNameNoCLIFlagTheHintDoes(t *testing.T) {
 			Kind: errkind.Input, Says: "has no inbound tree", Hint: "xfsq top _root --area inbound"},
 		{Name: "the root's owner with another area", Err: func() error { return ValidateTree(RootOwner, area.Cache) },
 			Kind: errkind.Input, Says: "owns only the inbound tree", Hint: "--area inbound"},
-		{Name: "an add that failed and could not be rolled back", Err: func() error {
-			return rollbackFailed(errors.New("mkdir: permission denied"), errors.New("rmdir: busy"))
-		}, Kind: errkind.Internal, Says: "(and rolling back failed: rmdir: busy)", Hint: "xfsq doctor --fix"},
 	}
 	clihint.Check(t, cases)
-}
-
-// A failed add keeps the kind of what failed beside its repair hint: a
-// quota refusal stays a refusal.
-func TestRollbackFailedKeepsTheKind(t *testing.T) {
-	err := rollbackFailed(notFound("omni"), errors.New("rmdir: busy"))
-	if errkind.Of(err) != errkind.NotFound || !errors.Is(err, ErrNotFound) {
-		t.Errorf("%v: kind %v, want not found", err, errkind.Of(err))
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/xfsq/xfsq/area"
 
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -29,10 +30,60 @@ func managerWithOmni(t *testing.T, root string) (*Manager, *store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	if _, err := m.Add(ctx, "omni", AddOptions{}); err != nil {
+	plant(t, m, "omni")
+	return m, st
+}
+
+// plant makes project name ready as project add would, with the core's own
+// tree-making: every area's tree with its default limits and, on the
+// fallback, its walk as baseline. (The core's tests cannot call project
+// add, which sandbox/internal/lifecycle owns: it imports the core.)
+func plant(t testing.TB, m *Manager, name string) {
+	t.Helper()
+	ctx := context.Background()
+	limits := map[string]quota.Limits{}
+	for _, a := range area.OfProject {
+		l, err := m.defaultLimits(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		limits[a] = l
+	}
+	excluded, err := m.ExcludedIDs()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return m, st
+	var trees []store.Tree
+	if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+		if _, _, err := tx.InsertProject(ctx, name, HolderOf(ctx), m.now()); err != nil {
+			return err
+		}
+		trees, err = m.RecordTrees(ctx, tx, name, limits, excluded)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var walks []store.WalkRecord
+	for _, tree := range trees {
+		if err := m.PlaceTree(tree); err != nil {
+			t.Fatal(err)
+		}
+		if !m.IsXFS() {
+			w, err := m.MeasureNew(tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			walks = append(walks, w)
+		}
+	}
+	if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+		if err := tx.SetBaselines(ctx, walks); err != nil {
+			return err
+		}
+		return tx.SetProjectState(ctx, name, store.StateReady, "")
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // The full tree kept of a snapshot is bounded: a walk deeper than the bound

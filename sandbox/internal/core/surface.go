@@ -7,9 +7,12 @@ import (
 
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
+	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -66,11 +69,6 @@ func (m *Manager) IDRange() xfs.IDRange { return m.Range }
 // ApplyGrace gives the kernel soft_grace as its grace periods.
 func (m *Manager) ApplyGrace(ctx context.Context) error { return m.applyGrace(ctx) }
 
-// RollbackAdd undoes a partial add (see rollbackAdd).
-func (m *Manager) RollbackAdd(ctx context.Context, name string) (left []string, err error) {
-	return m.rollbackAdd(ctx, name)
-}
-
 // AddMissingTree gives a ready project its tree of area, or leaves no trace.
 func (m *Manager) AddMissingTree(ctx context.Context, name, area string) error {
 	return m.addMissingTree(ctx, name, area)
@@ -103,7 +101,7 @@ func DefaultQuotaSetting(area string) string { return areaDefaultQuota[area] }
 func InboundOf(trees []store.Tree) (store.Tree, bool) { return inboundOf(trees) }
 
 // FormatLimits words limits as doctor's and report's drift findings do.
-func FormatLimits(l quota.Limits) string { return formatLimits(l) }
+func FormatLimits(l quota.Limits) string { return figures.FormatLimits(l) }
 
 // WalkDisagrees reports whether a snapshot's walk and the kernel's count
 // differ (see walkDisagrees): the sign of a quota escape.
@@ -117,19 +115,11 @@ func (m *Manager) RegisteredIDs(ctx context.Context) ([]store.IDRecord, error) {
 
 // TreesWithoutBackend is a copy of trees without their backend, for an
 // answer that gives it once, at its top.
-func TreesWithoutBackend(trees []TreeStatus) []TreeStatus { return treesWithoutBackend(trees) }
+func TreesWithoutBackend(trees []TreeStatus) []TreeStatus { return figures.TreesWithoutBackend(trees) }
 
 // ChangeMark is the store's change mark, kept while its generation stands
 // (changeMark).
 func (m *Manager) ChangeMark(ctx context.Context) (store.ChangeMark, error) { return m.changeMark(ctx) }
-
-// GrowthAndActivity fills rows' growth and last activity from the snapshots.
-func (m *Manager) GrowthAndActivity(ctx context.Context, rows []TreeStatus) error {
-	return m.growthAndActivity(ctx, rows)
-}
-
-// Insight fills rows' full-in estimate and reclaimable bytes.
-func (m *Manager) Insight(ctx context.Context, rows []TreeStatus) error { return m.insight(ctx, rows) }
 
 // DiskTrend fits the disk's use at each scheduled pass and now against
 // its size (diskTrend).
@@ -152,13 +142,36 @@ func (m *Manager) UnsupportedReason() (reason string, ok bool) {
 
 // AdmissionRank is how a tree's standing against its limits decides a
 // run: ok 0, warn 1, deny 2.
-func AdmissionRank(t TreeStatus, now time.Time) int { return verdictOf(t, now).rank() }
+func AdmissionRank(t TreeStatus, now time.Time) int { return figures.AdmissionRank(t, now) }
 
 // Judge is a tree's admission decision (Ok, Warn or Deny) and its words.
-func Judge(t TreeStatus, now time.Time) (decision, msg string) { return judge(t, now) }
+func Judge(t TreeStatus, now time.Time) (decision, msg string) { return figures.Judge(t, now) }
 
 // NoteLimits journals the limits rows show reached or left, as seenBy
 // saw them (noteLimits).
 func (m *Manager) NoteLimits(ctx context.Context, rows []TreeStatus, seenBy string) error {
 	return m.noteLimits(ctx, rows, seenBy)
 }
+
+// ---- lifecycle (sandbox/internal/lifecycle, lifecycle.Core) ----
+// Project add and rm make and remove trees with the core's own tree-making
+// (trees.go, which init's inbound tree and doctor's repair use too); these
+// are the parts of the core they call beside it.
+
+// SettingsOf resolves the settings of keys from one read of the store.
+func (m *Manager) SettingsOf(ctx context.Context, keys ...string) (map[string]settings.Value, error) {
+	return m.settingsOf(ctx, keys...)
+}
+
+// OverLimits is what p's trees already hold at or over (figures.OverLimits).
+func OverLimits(p Project) []LimitWarning { return figures.OverLimits(p) }
+
+// NotFound refuses a project the store does not know, with its hint.
+func NotFound(name string) error { return notFound(name) }
+
+// LimitsPayload is limits as the journal records them.
+func LimitsPayload(l quota.Limits) journal.Limits { return limitsPayload(l) }
+
+// ProjectNotReady refuses a project half-added or half-removed, with the
+// doctor as its repair.
+func ProjectNotReady(name, state string) error { return notReady(name, state, runDoctor) }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/internal/saferm"
+	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -28,19 +29,11 @@ func WalkBatches(t cleaner, n int, window time.Duration) {
 }
 
 // ForgetReads empties m's read cache, for benchmarks of the uncached path.
-func ForgetReads(m *Manager) {
-	m.reads.mu.Lock()
-	m.reads.projects = nil
-	m.reads.mu.Unlock()
-	m.reads.usage.mu.Lock()
-	u := &m.reads.usage
-	u.gen, u.versions, u.byName, u.all, u.trees = store.Generation{}, store.Versions{}, nil, nil, nil
-	m.reads.usage.mu.Unlock()
-}
+func ForgetReads(m *Manager) { m.figs.Forget() }
 
 // Reread is how many projects m has read from the store rather than from
 // its read cache, by Show and Usage, since it opened.
-func Reread(m *Manager) int64 { return m.reads.reread.Load() }
+func Reread(m *Manager) int64 { return m.figs.Rereads() }
 
 // CannotClone makes every walk find that the root's mount cannot be
 // copied without its submounts (no CAP_SYS_ADMIN), until t ends.
@@ -51,4 +44,4 @@ func CannotClone(t cleaner) {
 }
 
 // KeptJSON is b with its JSON kept beside it, as BackendInfo's is.
-func KeptJSON(b Backend) Backend { return b.withJSON() }
+func KeptJSON(b Backend) Backend { return figures.KeptJSON(b) }

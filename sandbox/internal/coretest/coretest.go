@@ -1,6 +1,8 @@
 // Package coretest is what the tests of the use-case packages beside the
 // core (retention, doctor, readmodel) share: a core over a real store on a
-// temporary root. Tests only; no library or shell imports it. (The core's
+// temporary root, its projects added and leased as project add and lease
+// acquire do (by sandbox/internal/lifecycle, which a use case's own code
+// never imports). Tests only; no library or shell imports it. (The core's
 // own tests keep their copy: a package's internal tests cannot import a
 // package that imports it.)
 package coretest
@@ -9,8 +11,10 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/lifecycle"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -29,8 +33,21 @@ func Omni(t testing.TB, root string) (*core.Manager, *store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	if _, err := m.Add(ctx, "omni", core.AddOptions{}); err != nil {
+	if err := Add(ctx, m, "omni", core.LimitChange{}); err != nil {
 		t.Fatal(err)
 	}
 	return m, st
+}
+
+// Add adds project name to m's root as project add does, its workspace
+// with the limits ws sets and the other areas with their defaults.
+func Add(ctx context.Context, m *core.Manager, name string, ws core.LimitChange) error {
+	_, err := lifecycle.New(m).Add(ctx, name, lifecycle.AddOptions{Workspace: ws})
+	return err
+}
+
+// AcquireLease takes run's lease on project for ttl, as lease acquire does.
+func AcquireLease(ctx context.Context, m *core.Manager, project, run string, ttl time.Duration) error {
+	_, err := lifecycle.New(m).AcquireLease(ctx, project, run, ttl)
+	return err
 }

@@ -5,7 +5,8 @@
 //
 // It works over a narrow surface of the core (Core, and the store and
 // backend the core opened): it never opens a store or a backend, repairs
-// only through the core's own operations or the backend's calls, deletes
+// only through the core's own operations, the backend's calls or the
+// lifecycle's rollback and removal that the facade hands it (Projects), deletes
 // nothing but through the core's journalled removal (a stray temporary
 // file) or the settling of a deletion already journalled, and never imports
 // a shell or another use case. The facade (package sandbox) is its only
@@ -44,8 +45,6 @@ type Core interface {
 	FSUUID() string
 	IDRange() xfs.IDRange
 	ApplyGrace(ctx context.Context) error
-	RollbackAdd(ctx context.Context, name string) (left []string, err error)
-	Remove(ctx context.Context, name string, o core.RemoveOptions) (core.RemoveResult, error)
 	AddMissingTree(ctx context.Context, name, area string) error
 	MakeInboundTree(ctx context.Context) error
 	Snapshot(ctx context.Context, o core.SnapshotOptions) ([]core.TreeSnapshot, error)
@@ -55,9 +54,20 @@ type Core interface {
 	RemoveTemp(ctx context.Context, parent *saferm.Dir, project, area, name, reason, policy string) error
 }
 
+// Projects is what doctor's repairs of an interrupted add or removal ask
+// of the projects' lifecycle (sandbox/internal/lifecycle). The facade
+// hands it over: a use case never imports another.
+type Projects struct {
+	// RollbackAdd undoes an add left half-way and says what it left.
+	RollbackAdd func(ctx context.Context, name string) (left []string, err error)
+	// FinishRemove finishes a removal left half-way, as project rm would.
+	FinishRemove func(ctx context.Context, name string) error
+}
+
 // Doctor checks and repairs one root.
 type Doctor struct {
 	Core
+	Projects
 	// Root is the sandbox root's absolute path; Store and Backend are the
 	// core's.
 	Root    string
@@ -65,9 +75,10 @@ type Doctor struct {
 	Backend quota.Backend
 }
 
-// New is the doctor of the root c manages.
-func New(c *core.Manager) *Doctor {
-	return &Doctor{Core: c, Root: c.Root, Store: c.Store, Backend: c.Backend}
+// New is the doctor of the root c manages, repairing interrupted adds
+// and removals through p.
+func New(c *core.Manager, p Projects) *Doctor {
+	return &Doctor{Core: c, Projects: p, Root: c.Root, Store: c.Store, Backend: c.Backend}
 }
 
 func (d *Doctor) abs(rel string) string { return filepath.Join(d.Root, rel) }
@@ -185,7 +196,7 @@ func (d *Doctor) interruptedOperations(ctx context.Context, projects []store.Pro
 			}
 		default:
 			f.Kind, f.Detail, f.Fix = InterruptedRemove, "a removal was interrupted half-way", "finish it (data is kept; a removal with purge deletes it)"
-			f.fixFn = func(ctx context.Context) error { _, err := d.Remove(ctx, p.Name, core.RemoveOptions{}); return err }
+			f.fixFn = func(ctx context.Context) error { return d.FinishRemove(ctx, p.Name) }
 		}
 		findings = append(findings, f)
 	}

@@ -25,7 +25,7 @@ func TestFailedAddRecoverableInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	end() // the add returned its error
-	findings, err := New(m).Run(ctx, false)
+	findings, err := New(m, Projects{}).Run(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestFailedAddRecoverableInProcess(t *testing.T) {
 	if len(kinds) != 1 || kinds[0] != InterruptedAdd {
 		t.Errorf("doctor on the leftover of a failed add: %v, want [%s]", kinds, InterruptedAdd)
 	}
-	if _, err := m.Add(ctx, "left", core.AddOptions{}); err != nil {
+	if err := coretest.Add(ctx, m, "left", core.LimitChange{}); err != nil {
 		t.Fatalf("add after a failed add in the same process: %v", err)
 	}
 }

@@ -85,7 +85,7 @@ func TestCheckReportNamesTheField(t *testing.T) {
 // 4 KiB.
 func withFullProject(t *testing.T) *Model {
 	c, _ := coretest.Omni(t, t.TempDir())
-	if _, err := c.Add(context.Background(), "full", core.AddOptions{Workspace: core.LimitChange{BytesHard: ptr(uint64(4096))}}); err != nil {
+	if err := coretest.Add(context.Background(), c, "full", core.LimitChange{BytesHard: ptr(uint64(4096))}); err != nil {
 		t.Fatal(err)
 	}
 	return New(c)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/coretest"
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/saferm"
@@ -24,7 +25,7 @@ func TestRederiveDropsWhatThePlannerWouldNot(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	s, m := sweeperWithOmni(t, root)
-	if _, err := m.Add(ctx, "beta", core.AddOptions{}); err != nil {
+	if err := coretest.Add(ctx, m, "beta", core.LimitChange{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := m.SetSetting(ctx, "cache_quota_per_project", "1k"); err != nil {

@@ -73,7 +73,7 @@ func TestSweepLockIsPerOperation(t *testing.T) {
 func TestSweepOfABusyProjectIsAConflict(t *testing.T) {
 	ctx := context.Background()
 	s, m := sweeperWithOmni(t, t.TempDir())
-	if _, err := m.Add(ctx, "beta", core.AddOptions{}); err != nil {
+	if err := coretest.Add(ctx, m, "beta", core.LimitChange{}); err != nil {
 		t.Fatal(err)
 	}
 	other, end := core.BeginOp(ctx)
@@ -122,7 +122,7 @@ func TestSweepOfABusyProjectIsAConflict(t *testing.T) {
 func TestSweepLocksOneProjectAtATime(t *testing.T) {
 	ctx := context.Background()
 	s, m := sweeperWithOmni(t, t.TempDir())
-	if _, err := m.Add(ctx, "other", core.AddOptions{}); err != nil {
+	if err := coretest.Add(ctx, m, "other", core.LimitChange{}); err != nil {
 		t.Fatal(err)
 	}
 	var seen []string
@@ -167,7 +167,7 @@ func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
 		// (no operation of its own yet) runs doctor --fix and a sweep's
 		// settling of interrupted deletions.
 		checked = true
-		findings, err := doctor.New(m).Run(context.Background(), true)
+		findings, err := doctor.New(m, doctor.Projects{}).Run(context.Background(), true) // no add or removal to repair
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +218,7 @@ func TestSweepLeaseTakenBeforeThePendingRecord(t *testing.T) {
 	x.Leased = func(ctx context.Context, p string) (bool, error) {
 		leased, err := look(ctx, p)
 		// The run's lease lands right after the executor looked.
-		if _, lerr := m.AcquireLease(ctx, p, "late-run", time.Hour); lerr != nil {
+		if lerr := coretest.AcquireLease(ctx, m, p, "late-run", time.Hour); lerr != nil {
 			t.Fatal(lerr)
 		}
 		return leased, err
@@ -323,7 +323,7 @@ func TestPassesNeverWaitOnAStalledFUSE(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	s, m := sweeperWithOmni(t, root)
-	if _, err := m.Add(ctx, "neighbour", core.AddOptions{}); err != nil {
+	if err := coretest.Add(ctx, m, "neighbour", core.LimitChange{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{area.TreePath("omni", area.Workspace) + "/node_modules", area.TreePath("omni", area.Cache) + "/entry"} {

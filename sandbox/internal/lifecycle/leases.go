@@ -1,4 +1,4 @@
-package core
+package lifecycle
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/units"
 )
@@ -34,48 +35,48 @@ type LeaseStatus struct {
 
 // AcquireLease takes or renews a run's lease on a project for ttl: while it
 // holds, sweeps skip the project. A renewal never shortens a lease.
-func (m *Manager) AcquireLease(ctx context.Context, name, run string, ttl time.Duration) (LeaseStatus, error) {
-	if err := m.checkLease(ctx, name, run); err != nil {
+func (l *Lifecycle) AcquireLease(ctx context.Context, name, run string, ttl time.Duration) (LeaseStatus, error) {
+	if err := l.checkLease(ctx, name, run); err != nil {
 		return LeaseStatus{}, err
 	}
 	if ttl <= 0 || ttl > MaxLeaseTTL {
-		return LeaseStatus{}, fieldErrorf("ttl", "%s: use more than 0 and at most %s", units.FormatDuration(ttl), units.FormatDuration(MaxLeaseTTL))
+		return LeaseStatus{}, &core.InputError{Param: "ttl", Msg: "ttl " + fmt.Sprintf("%s: use more than 0 and at most %s", units.FormatDuration(ttl), units.FormatDuration(MaxLeaseTTL))}
 	}
-	asked := m.now().Add(ttl).UTC()
-	l := store.Lease{Project: name, Run: run, ExpiresAt: asked}
-	err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+	asked := l.Now().Add(ttl).UTC()
+	lease := store.Lease{Project: name, Run: run, ExpiresAt: asked}
+	err := l.Store.InTx(ctx, func(tx *store.Tx) error {
 		var err error
-		if l.ExpiresAt, err = tx.AcquireLease(ctx, name, run, asked); err != nil {
+		if lease.ExpiresAt, err = tx.AcquireLease(ctx, name, run, asked); err != nil {
 			return err
 		}
 		// Under the lease lock AcquireLease took: a removal that began
 		// since checkLease looked has marked the project, and wins.
 		state, err := tx.ProjectState(ctx, name)
 		if errors.Is(err, store.ErrNotFound) {
-			return notFound(name)
+			return core.NotFound(name)
 		}
 		if err == nil && state != store.StateReady {
-			err = notReady(name, state, runDoctor)
+			err = core.ProjectNotReady(name, state)
 		}
 		return err
 	})
 	if err != nil {
 		return LeaseStatus{}, err
 	}
-	l.ExpiresAt = l.ExpiresAt.UTC()
-	return LeaseStatus{Lease: l, Active: true, KeptLonger: l.ExpiresAt.After(asked)}, nil
+	lease.ExpiresAt = lease.ExpiresAt.UTC()
+	return LeaseStatus{Lease: lease, Active: true, KeptLonger: lease.ExpiresAt.After(asked)}, nil
 }
 
 // ReleaseLease drops a run's lease; releasing one that is not held is an error.
-func (m *Manager) ReleaseLease(ctx context.Context, name, run string) error {
-	if err := ValidateName(name); err != nil {
+func (l *Lifecycle) ReleaseLease(ctx context.Context, name, run string) error {
+	if err := core.ValidateName(name); err != nil {
 		return err
 	}
 	if !runPattern().MatchString(run) {
-		return inputErrorf("run name %q is invalid: use %s", run, RunRule)
+		return &core.InputError{Msg: fmt.Sprintf("run name %q is invalid: use %s", run, RunRule)}
 	}
 	var had bool
-	err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+	err := l.Store.InTx(ctx, func(tx *store.Tx) error {
 		var err error
 		had, err = tx.ReleaseLease(ctx, name, run)
 		return err
@@ -87,59 +88,59 @@ func (m *Manager) ReleaseLease(ctx context.Context, name, run string) error {
 }
 
 // Leases lists every lease with whether it still holds.
-func (m *Manager) Leases(ctx context.Context) ([]LeaseStatus, error) {
-	all, err := m.Store.Leases(ctx)
+func (l *Lifecycle) Leases(ctx context.Context) ([]LeaseStatus, error) {
+	all, err := l.Store.Leases(ctx)
 	if err != nil {
 		return nil, err
 	}
-	now := m.now()
+	now := l.Now()
 	out := make([]LeaseStatus, len(all))
-	for i, l := range all {
-		out[i] = LeaseStatus{Lease: l, Active: l.ExpiresAt.After(now)}
+	for i, ls := range all {
+		out[i] = LeaseStatus{Lease: ls, Active: ls.ExpiresAt.After(now)}
 	}
 	return out, nil
 }
 
 // ProjectLeases lists one project's leases, held or lapsed; a project
 // that does not exist is an error (errkind.NotFound), not an empty list.
-func (m *Manager) ProjectLeases(ctx context.Context, name string) ([]LeaseStatus, error) {
-	if err := ValidateName(name); err != nil {
+func (l *Lifecycle) ProjectLeases(ctx context.Context, name string) ([]LeaseStatus, error) {
+	if err := core.ValidateName(name); err != nil {
 		return nil, err
 	}
-	if _, err := m.Store.Project(ctx, name); errors.Is(err, store.ErrNotFound) {
-		return nil, notFound(name)
+	if _, err := l.Store.Project(ctx, name); errors.Is(err, store.ErrNotFound) {
+		return nil, core.NotFound(name)
 	} else if err != nil {
 		return nil, err
 	}
-	all, err := m.Leases(ctx)
+	all, err := l.Leases(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := []LeaseStatus{}
-	for _, l := range all {
-		if l.Project == name {
-			out = append(out, l)
+	for _, ls := range all {
+		if ls.Project == name {
+			out = append(out, ls)
 		}
 	}
 	return out, nil
 }
 
-func (m *Manager) checkLease(ctx context.Context, name, run string) error {
-	if err := ValidateName(name); err != nil {
+func (l *Lifecycle) checkLease(ctx context.Context, name, run string) error {
+	if err := core.ValidateName(name); err != nil {
 		return err
 	}
 	if !runPattern().MatchString(run) {
-		return inputErrorf("run name %q is invalid: use %s", run, RunRule)
+		return &core.InputError{Msg: fmt.Sprintf("run name %q is invalid: use %s", run, RunRule)}
 	}
-	p, err := m.Store.Project(ctx, name)
+	p, err := l.Store.Project(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
-		return notFound(name)
+		return core.NotFound(name)
 	}
 	if err != nil {
 		return err
 	}
 	if p.State != store.StateReady {
-		return notReady(name, p.State, runDoctor)
+		return core.ProjectNotReady(name, p.State)
 	}
 	return nil
 }

@@ -1,9 +1,7 @@
-package core
+package lifecycle
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -12,55 +10,13 @@ import (
 	"time"
 
 	apiv1 "github.com/xfsq/xfsq/api/v1"
-	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
 )
-
-// Set changes the limits of one tree of a project and journals old and new.
-func (m *Manager) Set(ctx context.Context, name, a string, change LimitChange) (Project, error) {
-	if a == "" {
-		a = area.Workspace
-	}
-	if err := ValidateTree(name, a); err != nil {
-		return Project{}, err
-	}
-	if change.empty() {
-		return Project{}, errkind.WithFieldHint(errkind.Input, inputErrorf("nothing to change: no limit given"),
-			"give at least one of %s, %s, %s, %s", "bytes_soft", "bytes_hard", "inodes_soft", "inodes_hard")
-	}
-	// The tree of a ready project (or the root's inbound tree), refused
-	// as Tree refuses it.
-	t, err := m.Tree(ctx, name, a)
-	if err != nil {
-		return Project{}, err
-	}
-	next := change.apply(t.Limits)
-	if err := m.checkLimits(a, next); err != nil {
-		return Project{}, err
-	}
-	if err := m.Backend.SetLimits(t.ProjectID, next); err != nil {
-		return Project{}, err
-	}
-	err = m.Store.InTx(ctx, func(tx *store.Tx) error {
-		if err := tx.SetTreeLimits(ctx, name, a, next); err != nil {
-			return err
-		}
-		return tx.AppendEvent(ctx, name, m.actor(ctx), journal.QuotaChanged{
-			Area: a, ProjectID: uint32(t.ProjectID), Old: limitsPayload(t.Limits), New: limitsPayload(next)})
-	})
-	if err != nil {
-		// The kernel has the new limits; put the recorded ones back so the two agree.
-		m.Backend.SetLimits(t.ProjectID, t.Limits)
-		return Project{}, err
-	}
-	p, err := m.show(ctx, name, Read{})
-	p.Warnings = overLimits(p)
-	return p, err
-}
 
 // RemoveOptions say how a project is removed.
 type RemoveOptions struct {
@@ -115,14 +71,14 @@ func (e *LeaseHeldError) Hint() errkind.Hint {
 // LeaseHeldError, errkind.Conflict) unless Force; a removal already under
 // way (state removing, e.g. interrupted) is finished whatever the leases,
 // since it was decided when it began.
-func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (RemoveResult, error) {
-	ctx, end := BeginOp(ctx)
+func (l *Lifecycle) Remove(ctx context.Context, name string, o RemoveOptions) (RemoveResult, error) {
+	ctx, end := core.BeginOp(ctx)
 	defer end()
 	res := RemoveResult{Project: name, Purged: o.Purge, DryRun: o.DryRun, EndedLeases: []string{}, KeptIDs: []string{}, Left: []string{}, PurgedTrees: []Purged{}}
-	if err := ValidateName(name); err != nil {
+	if err := core.ValidateName(name); err != nil {
 		return res, err
 	}
-	p, err := m.Store.Project(ctx, name)
+	p, err := l.Store.Project(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return res, notFound(name)
 	}
@@ -130,66 +86,66 @@ func (m *Manager) Remove(ctx context.Context, name string, o RemoveOptions) (Rem
 		return res, err
 	}
 	if p.State == store.StateAdding {
-		err := m.removeAdding(ctx, p, o, &res)
+		err := l.removeAdding(ctx, p, o, &res)
 		return res, err
 	}
-	if p.State == store.StateRemoving && m.holderLive(ctx, p.Adder) {
+	if p.State == store.StateRemoving && l.HolderLive(ctx, p.Adder) {
 		return res, errkind.New(errkind.Conflict, fmt.Errorf("project %q is being removed by another process (%s); wait for it", name, p.Adder))
 	}
-	if err := m.checkLeases(ctx, p, o, &res); err != nil {
+	if err := l.checkLeases(ctx, p, o, &res); err != nil {
 		return res, err
 	}
-	trees, err := m.Store.Trees(ctx, name)
+	trees, err := l.Store.Trees(ctx, name)
 	if err != nil {
 		return res, err
 	}
 	if o.DryRun {
-		err := m.planRemoval(trees, o.Purge, &res)
+		err := l.planRemoval(trees, o.Purge, &res)
 		return res, err
 	}
-	if err := m.markRemoving(ctx, p, o); err != nil {
+	if err := l.markRemoving(ctx, p, o); err != nil {
 		return res, err
 	}
-	if err := m.clearTrees(ctx, trees, o.Purge, &res); err != nil {
+	if err := l.clearTrees(ctx, trees, o.Purge, &res); err != nil {
 		return res, err
 	}
-	err = m.unregister(ctx, name, trees, &res)
+	err = l.unregister(ctx, name, trees, &res)
 	return res, err
 }
 
 // removeAdding removes a project an add left half-way: refused while that
 // add is under way, rolled back when it stopped.
-func (m *Manager) removeAdding(ctx context.Context, p store.Project, o RemoveOptions, res *RemoveResult) error {
-	if m.holderLive(ctx, p.Adder) {
+func (l *Lifecycle) removeAdding(ctx context.Context, p store.Project, o RemoveOptions, res *RemoveResult) error {
+	if l.HolderLive(ctx, p.Adder) {
 		return errkind.New(errkind.Conflict, fmt.Errorf("project %q is being added by another process (%s); wait for it", p.Name, p.Adder))
 	}
 	if o.DryRun {
 		return nil
 	}
 	var err error
-	res.Left, err = m.rollbackAdd(ctx, p.Name)
+	res.Left, err = l.RollbackAdd(ctx, p.Name)
 	return err
 }
 
 // checkLeases records the project's leases in res, and refuses a ready
 // project that one holds unless o forces the removal.
-func (m *Manager) checkLeases(ctx context.Context, p store.Project, o RemoveOptions, res *RemoveResult) error {
-	leases, err := m.ProjectLeases(ctx, p.Name)
+func (l *Lifecycle) checkLeases(ctx context.Context, p store.Project, o RemoveOptions, res *RemoveResult) error {
+	leases, err := l.ProjectLeases(ctx, p.Name)
 	if err != nil {
 		return err
 	}
 	var held []LeaseStatus
-	for _, l := range leases {
-		res.EndedLeases = append(res.EndedLeases, l.Run)
-		if l.Active {
-			held = append(held, l)
+	for _, ls := range leases {
+		res.EndedLeases = append(res.EndedLeases, ls.Run)
+		if ls.Active {
+			held = append(held, ls)
 		}
 	}
 	if len(held) == 0 || p.State != store.StateReady {
 		return nil
 	}
-	for _, l := range held {
-		res.HeldLeases = append(res.HeldLeases, l.Run)
+	for _, h := range held {
+		res.HeldLeases = append(res.HeldLeases, h.Run)
 	}
 	if !o.Force {
 		return &LeaseHeldError{Project: p.Name, Leases: held}
@@ -200,16 +156,16 @@ func (m *Manager) checkLeases(ctx context.Context, p store.Project, o RemoveOpti
 
 // planRemoval is a dry run's answer: the trees that would be left, or with
 // purge what purging each would free.
-func (m *Manager) planRemoval(trees []store.Tree, purge bool, res *RemoveResult) error {
+func (l *Lifecycle) planRemoval(trees []store.Tree, purge bool, res *RemoveResult) error {
 	for _, t := range trees {
-		if _, err := os.Lstat(m.abs(t.Path)); err != nil {
+		if _, err := os.Lstat(l.abs(t.Path)); err != nil {
 			continue
 		}
 		if !purge {
 			res.Left = append(res.Left, t.Path)
 			continue
 		}
-		q, err := m.Backend.Get(t.ProjectID)
+		q, err := l.Backend.Get(t.ProjectID)
 		if err != nil {
 			return err
 		}
@@ -221,41 +177,41 @@ func (m *Manager) planRemoval(trees []store.Tree, purge bool, res *RemoveResult)
 // markRemoving marks the project removing, holding the leases again under
 // their lock in the same transaction: a lease taken since checkLeases
 // either refuses the removal here or is refused itself (AcquireLease).
-func (m *Manager) markRemoving(ctx context.Context, p store.Project, o RemoveOptions) error {
-	return m.Store.InTx(ctx, func(tx *store.Tx) error {
+func (l *Lifecycle) markRemoving(ctx context.Context, p store.Project, o RemoveOptions) error {
+	return l.Store.InTx(ctx, func(tx *store.Tx) error {
 		if p.State == store.StateReady && !o.Force {
-			now, err := tx.HeldLeases(ctx, p.Name, m.now())
+			now, err := tx.HeldLeases(ctx, p.Name, l.Now())
 			if err != nil {
 				return err
 			}
 			if len(now) > 0 {
 				held := make([]LeaseStatus, len(now))
-				for i, l := range now {
-					held[i] = LeaseStatus{Lease: l, Active: true}
+				for i, ls := range now {
+					held[i] = LeaseStatus{Lease: ls, Active: true}
 				}
 				return &LeaseHeldError{Project: p.Name, Leases: held}
 			}
 		}
-		return tx.SetProjectState(ctx, p.Name, store.StateRemoving, HolderOf(ctx))
+		return tx.SetProjectState(ctx, p.Name, store.StateRemoving, core.HolderOf(ctx))
 	})
 }
 
 // clearTrees clears each tree's limits and, with purge, deletes it
 // (journalled); without, records the trees left on disk.
-func (m *Manager) clearTrees(ctx context.Context, trees []store.Tree, purge bool, res *RemoveResult) error {
+func (l *Lifecycle) clearTrees(ctx context.Context, trees []store.Tree, purge bool, res *RemoveResult) error {
 	for _, t := range trees {
-		if err := m.Backend.Clear(t.ProjectID); err != nil {
+		if err := l.Backend.Clear(t.ProjectID); err != nil {
 			return err
 		}
 		if purge {
-			p, err := m.purgeTree(ctx, t)
+			p, err := l.purgeTree(ctx, t)
 			if p.Path != "" {
 				res.PurgedTrees = append(res.PurgedTrees, p)
 			}
 			if err != nil {
 				return err
 			}
-		} else if _, err := os.Lstat(m.abs(t.Path)); err == nil {
+		} else if _, err := os.Lstat(l.abs(t.Path)); err == nil {
 			res.Left = append(res.Left, t.Path)
 		}
 	}
@@ -265,32 +221,32 @@ func (m *Manager) clearTrees(ctx context.Context, trees []store.Tree, purge bool
 // unregister releases the trees' IDs (or keeps those files still carry),
 // deletes the project's row and journals project.removed, in one
 // transaction.
-func (m *Manager) unregister(ctx context.Context, name string, trees []store.Tree, res *RemoveResult) error {
-	used, err := m.idsStillUsed(trees)
+func (l *Lifecycle) unregister(ctx context.Context, name string, trees []store.Tree, res *RemoveResult) error {
+	used, err := l.IDsStillUsed(trees)
 	if err != nil {
 		return err
 	}
-	return m.Store.InTx(ctx, func(tx *store.Tx) error {
+	return l.Store.InTx(ctx, func(tx *store.Tx) error {
 		for _, t := range trees {
 			if used[t.ProjectID] {
 				res.KeptIDs = append(res.KeptIDs, fmt.Sprintf("%d (%s)", t.ProjectID, t.Path))
 			}
-			if err := releaseOrKeep(ctx, tx, t, used[t.ProjectID], "removed:"+name+"/"+t.Area); err != nil {
+			if err := core.ReleaseOrKeep(ctx, tx, t, used[t.ProjectID], "removed:"+name+"/"+t.Area); err != nil {
 				return err
 			}
 		}
 		if err := tx.DeleteProject(ctx, name); err != nil {
 			return err
 		}
-		return tx.AppendEvent(ctx, name, m.actor(ctx), removedPayload(*res))
+		return tx.AppendEvent(ctx, name, l.ActorOf(ctx), removedPayload(*res))
 	})
 }
 
 // purgeTree deletes one tree inside the root, journalled; mount points in
 // it are left in place and reported.
-func (m *Manager) purgeTree(ctx context.Context, t store.Tree) (Purged, error) {
-	q, _ := m.Backend.Get(t.ProjectID)
-	dir, err := saferm.Open(m.Root)
+func (l *Lifecycle) purgeTree(ctx context.Context, t store.Tree) (Purged, error) {
+	q, _ := l.Backend.Get(t.ProjectID)
+	dir, err := saferm.Open(l.Root)
 	if err != nil {
 		return Purged{}, err
 	}
@@ -304,50 +260,11 @@ func (m *Manager) purgeTree(ctx context.Context, t store.Tree) (Purged, error) {
 	}
 	defer parent.Close()
 	rec := deletion.Record{Area: t.Area, Bytes: q.Bytes, Reason: "purge", Policy: journal.PolicyPurge}
-	rec, rep, err := m.RemoveJournalled(ctx, t.Project, parent, path.Base(t.Path), rec, saferm.Options{})
+	rec, rep, err := l.RemoveJournalled(ctx, t.Project, parent, path.Base(t.Path), rec, saferm.Options{})
 	p := Purged{Path: rec.Path, State: rec.State, RemovedEntries: rep.Entries, FreedBytes: rep.Bytes, FreedInodes: rep.Inodes,
-		Left: each(rep.Left, func(l saferm.Left) apiv1.Left { return apiv1.Left(l) })}
+		Left: each(rep.Left, func(x saferm.Left) apiv1.Left { return apiv1.Left(x) })}
 	if err != nil {
 		return p, fmt.Errorf("purge %s (removed %d entries before it stopped): %w", t.Path, rep.Entries, err)
 	}
 	return p, nil
-}
-
-// RemoveJournalled is deletion.Delete with this manager's journal: name
-// beneath parent (a directory opened without links from the root) is
-// removed with its storage.evicted records, pending before, settled after
-// with what really went. rec says what goes and why; its path, state,
-// holder and counts are filled in here.
-func (m *Manager) RemoveJournalled(ctx context.Context, project string, parent *saferm.Dir, name string, rec deletion.Record, o saferm.Options) (deletion.Record, saferm.Report, error) {
-	ctx, end := BeginOp(ctx)
-	defer end()
-	me := HolderOf(ctx)
-	if rec.SweepID == "" && rec.DeletionID == "" {
-		rec.DeletionID = newDeletionID()
-	}
-	return deletion.Delete(ctx, func(ctx context.Context, project string, r deletion.Record) error {
-		r.Holder = me
-		return m.journalEviction(ctx, project, r)
-	}, project, parent, name, rec, o)
-}
-
-// journalEviction appends one storage.evicted record: a pending one, or
-// the one settling it, which only its pending record's being still
-// pending lets through (store.ConfirmPending): a process thawed after
-// another took it for gone and settled its deletion must not journal it
-// a second time.
-func (m *Manager) journalEviction(ctx context.Context, project string, rec deletion.Record) error {
-	if rec.State != deletion.StatePending {
-		return m.Store.ConfirmPending(ctx, project, m.actor(ctx), rec)
-	}
-	return m.Store.InTx(ctx, func(tx *store.Tx) error {
-		return tx.AppendEvent(ctx, project, m.actor(ctx), rec)
-	})
-}
-
-// newDeletionID names one deletion outside a sweep (see deletion.Record).
-func newDeletionID() string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return "rm-" + hex.EncodeToString(b)
 }

@@ -1,4 +1,4 @@
-package core
+package figures
 
 import (
 	"reflect"
@@ -19,7 +19,7 @@ func TestOverLimitsNamesWhatATreeAlreadyPasses(t *testing.T) {
 		{"zero is no limit", TreeStatus{Area: "scratch", UsedBytes: 5}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := overLimits(Project{Name: "omni", Trees: []TreeStatus{tc.tree}})
+			got := OverLimits(Project{Name: "omni", Trees: []TreeStatus{tc.tree}})
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}

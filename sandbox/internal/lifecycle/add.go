@@ -1,0 +1,221 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/store"
+)
+
+// AddOptions are the limits of a new project; nil fields take the defaults
+// (settings default_quota, default_cache_quota and default_scratch_quota
+// for the hard byte limits, no soft or inode limits).
+type AddOptions struct {
+	Workspace, Cache, Scratch core.LimitChange
+}
+
+// change is the limits asked for one of area.OfProject; a new area must be given
+// a field here, or it panics in every test that adds a project.
+func (o AddOptions) change(a string) core.LimitChange {
+	switch a {
+	case area.Workspace:
+		return o.Workspace
+	case area.Cache:
+		return o.Cache
+	case area.Scratch:
+		return o.Scratch
+	}
+	panic("project: AddOptions has no limits for area " + a)
+}
+
+// AddFaultPoints are where tests kill `project add` to show that an
+// interrupted add leaves nothing behind that the next add or doctor --fix
+// does not clean up.
+var AddFaultPoints = func() []string {
+	points := []string{"add:project-row"}
+	for _, a := range area.OfProject {
+		for _, step := range []string{"id-recorded", "dir-created", "assigned", "limits-set"} {
+			points = append(points, "add:"+a+":"+step)
+		}
+	}
+	return append(points, "add:before-ready")
+}()
+
+// Add registers a project: one tree per area, each with its own project ID
+// and limits, and journals it. A failure half-way rolls back what it made;
+// a process killed half-way leaves an "adding" row that the next Add of the
+// same name, or Doctor with fix, rolls back.
+func (l *Lifecycle) Add(ctx context.Context, name string, o AddOptions) (core.Project, error) {
+	ctx, end := core.BeginOp(ctx)
+	defer end()
+	if err := core.ValidateName(name); err != nil {
+		return core.Project{}, err
+	}
+	limits, err := l.limitsOf(ctx, o)
+	if err != nil {
+		return core.Project{}, err
+	}
+	excluded, err := l.ExcludedIDs()
+	if err != nil {
+		return core.Project{}, err
+	}
+	// The project's row, its trees' IDs and rows, in one transaction: each
+	// commit is a wait for the disk (three more made an add's time).
+	var trees []store.Tree
+	err = l.claim(ctx, name, func(tx *store.Tx) (err error) {
+		trees, err = l.RecordTrees(ctx, tx, name, limits, excluded)
+		return err
+	})
+	if err != nil {
+		return core.Project{}, err
+	}
+	fault.Point("add:project-row")
+	for _, t := range trees {
+		fault.Point("add:" + t.Area + ":id-recorded")
+	}
+	if err = l.place(ctx, name, trees); err != nil {
+		if _, rbErr := l.RollbackAdd(ctx, name); rbErr != nil {
+			return core.Project{}, rollbackFailed(err, rbErr)
+		}
+		return core.Project{}, err
+	}
+	p, err := l.Show(ctx, name)
+	p.Warnings = core.OverLimits(p)
+	return p, err
+}
+
+// limitsOf is each area's limits for a new project: its default, changed
+// as o asks, checked in area order (the first bad limit is the one named).
+func (l *Lifecycle) limitsOf(ctx context.Context, o AddOptions) (map[string]quota.Limits, error) {
+	keys := make([]string, 0, len(area.OfProject))
+	for _, a := range area.OfProject {
+		keys = append(keys, core.DefaultQuotaSetting(a))
+	}
+	defaults, err := l.SettingsOf(ctx, keys...) // one read for every area's
+	if err != nil {
+		return nil, err
+	}
+	limits := map[string]quota.Limits{}
+	for _, a := range area.OfProject {
+		lim := quota.Limits{BytesHard: defaults[core.DefaultQuotaSetting(a)].Bytes()} // as the core's defaultLimits
+		limits[a] = o.change(a).Apply(lim)
+		if err := l.CheckLimits(a, limits[a]); err != nil {
+			return nil, err
+		}
+	}
+	return limits, nil
+}
+
+// place makes the recorded trees' directories, kernel IDs and limits (on
+// the fallback, their walks), then makes the project ready with the walks
+// as baselines and journals project.added, in one transaction.
+func (l *Lifecycle) place(ctx context.Context, name string, trees []store.Tree) error {
+	var walks []store.WalkRecord
+	for _, t := range trees {
+		if err := l.PlaceTree(t); err != nil {
+			return err
+		}
+		if !l.IsXFS() { // the fallback's admission starts from a walk; XFS counts in the kernel
+			w, err := l.MeasureNew(t)
+			if err != nil {
+				return err
+			}
+			walks = append(walks, w)
+		}
+	}
+	fault.Point("add:before-ready")
+	return l.Store.InTx(ctx, func(tx *store.Tx) error {
+		// The new trees' walks are their baselines, recorded with the
+		// project made ready: no write through xfsq reaches a project
+		// being added, so none was in flight.
+		if err := tx.SetBaselines(ctx, walks); err != nil {
+			return err
+		}
+		if err := tx.SetProjectState(ctx, name, store.StateReady, ""); err != nil {
+			return err
+		}
+		return tx.AppendEvent(ctx, name, l.ActorOf(ctx), addedPayload(l.BackendName(), trees))
+	})
+}
+
+// doctorFix is what an operator does about an add left half-way.
+var doctorFix = errkind.Fix("run %s", errkind.Do(errkind.OpDoctor, "", "fix", ""))
+
+// rollbackFailed is an add that failed and could not be undone: the kind
+// of what failed, and the repair as the hint.
+func rollbackFailed(err, rbErr error) error {
+	return errkind.WithFix(errkind.Of(err), fmt.Errorf("%w (and rolling back failed: %v)", err, rbErr), doctorFix)
+}
+
+// claim inserts the project row in state adding, and runs then in the
+// same transaction, rolling back first the leftovers of an add whose
+// process died.
+func (l *Lifecycle) claim(ctx context.Context, name string, then func(*store.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		var existing store.Project
+		var inserted bool
+		err := l.Store.InTx(ctx, func(tx *store.Tx) error {
+			var err error
+			if existing, inserted, err = tx.InsertProject(ctx, name, core.HolderOf(ctx), l.Now()); err != nil || !inserted {
+				return err
+			}
+			return then(tx)
+		})
+		switch {
+		case err != nil:
+			return err
+		case inserted:
+			return nil
+		case existing.State == store.StateReady:
+			return errkind.WithFix(errkind.Conflict, fmt.Errorf("project %q %w", name, core.ErrExists), errkind.Fix("see %s", errkind.Do(errkind.OpProjectShow, name)))
+		case l.HolderLive(ctx, existing.Adder):
+			return fmt.Errorf("project %q is being %s by another process (%s); wait for it", name,
+				map[string]string{store.StateAdding: "added", store.StateRemoving: "removed"}[existing.State], existing.Adder)
+		case existing.State == store.StateRemoving:
+			return errkind.WithFix(errkind.Conflict, fmt.Errorf("project %q %w, half-removed by an interrupted removal", name, core.ErrExists),
+				errkind.Fix("run %s again to finish it", errkind.Do(errkind.OpProjectRemove, name)))
+		case attempt > 0:
+			return errkind.WithFix(errkind.NotReady, fmt.Errorf("project %q: could not clear an interrupted add", name), doctorFix)
+		}
+		// An add that died half-way: undo it, then try again.
+		if _, err := l.RollbackAdd(ctx, name); err != nil {
+			return fmt.Errorf("project %q: rolling back an interrupted add: %w", name, err)
+		}
+	}
+}
+
+// RollbackAdd undoes a partial add: limits cleared, directories it created
+// removed if still empty (never any data), IDs released once the kernel
+// shows them empty, rows deleted. It returns what it left behind.
+func (l *Lifecycle) RollbackAdd(ctx context.Context, name string) (left []string, err error) {
+	trees, err := l.Store.Trees(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range trees {
+		if err := l.Backend.Clear(t.ProjectID); err != nil {
+			return nil, err
+		}
+		if t.CreatedDir {
+			left = append(left, core.RemoveEmptyTree(l.abs(t.Path), t.Area)...)
+		}
+	}
+	used, err := l.IDsStillUsed(trees)
+	if err != nil {
+		return left, err
+	}
+	err = l.Store.InTx(ctx, func(tx *store.Tx) error {
+		for _, t := range trees {
+			if err := core.ReleaseOrKeep(ctx, tx, t, used[t.ProjectID], "rolled-back:"+name+"/"+t.Area); err != nil {
+				return err
+			}
+		}
+		return tx.DeleteProject(ctx, name)
+	})
+	return left, err
+}
