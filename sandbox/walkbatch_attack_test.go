@@ -161,3 +161,54 @@ func TestConcurrentPassBeneathTenantMounts(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentPassOneTreeFailsAlone: in a pass walking trees at once,
+// a tree whose directory became a symlink to outside the root, and one
+// whose directory is gone, fail each on its own entry (nothing outside
+// counted); the trees walked beside them, in the same batch, keep their
+// figures and are stored.
+func TestConcurrentPassOneTreeFailsAlone(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		names := []string{"a", "b", "c", "d"}
+		r.Add(256<<20, names...)
+		sandbox.WalkBatches(t, 4, time.Minute) // all four in one batch
+		outside := t.TempDir()
+		os.WriteFile(filepath.Join(outside, "canary"), make([]byte, 5<<20), 0o644)
+		for i, n := range names {
+			os.WriteFile(filepath.Join(m.Root, "projects", n, "own"), make([]byte, (i+1)<<20), 0o644)
+		}
+		ws := func(n string) string { return filepath.Join(m.Root, "projects", n) }
+		os.RemoveAll(ws("b"))
+		if err := os.Symlink(outside, ws("b")); err != nil {
+			t.Fatal(err)
+		}
+		os.RemoveAll(ws("c"))
+		snaps, err := m.Snapshot(ctx, sandbox.SnapshotOptions{Area: area.Workspace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]sandbox.TreeSnapshot{}
+		for _, s := range snaps {
+			got[s.Project] = s
+		}
+		if s := got["b"]; s.Error == "" || s.SizeBytes >= 5<<20 {
+			t.Errorf("b (a symlink to outside the root): error %q, %d bytes; want an error and nothing counted", s.Error, s.SizeBytes)
+		}
+		for _, n := range []string{"a", "d"} {
+			own := uint64(slices.Index(names, n)+1) << 20
+			if s := got[n]; s.Error != "" || s.SizeBytes < own || s.SizeBytes > own+(1<<20) {
+				t.Errorf("%s beside the failing trees: error %q, %d bytes; want its own %d", n, s.Error, s.SizeBytes, own)
+			}
+			rep, err := m.ProjectStorage(ctx, n, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tr := range rep.Trees {
+				if tr.Area == area.Workspace && tr.SnapshotAt == nil {
+					t.Errorf("%s: its walk beside the failing trees was not stored", n)
+				}
+			}
+		}
+	})
+}
