@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/sandbox"
@@ -107,4 +109,46 @@ func TestKeptNamesStayTheTenantsAndDoctorLeavesThem(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPutKeepsATenantFileOnTheOldInodeNumber: a tenant that, after xfsq's
+// last look at the target, removes the file the write replaces and makes
+// its own there at once may be handed the freed inode's number (ext4
+// reuses it). That file is still not the one the write replaces: it is
+// kept beside the target, not unlinked as the replaced file.
+func TestPutKeepsATenantFileOnTheOldInodeNumber(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "omni")
+	tree := filepath.Join(s.root, "projects/omni")
+	reused := 0
+	for i := range 8 {
+		target := filepath.Join(tree, "doc")
+		os.WriteFile(target, []byte("old"), 0o644)
+		var before, after unix.Stat_t
+		unix.Lstat(target, &before)
+		*files.RaceHook = func(point string) {
+			if point == "put:verified" {
+				os.Remove(target)
+				os.WriteFile(target, []byte(fmt.Sprint("mine-", i)), 0o644)
+				unix.Lstat(target, &after)
+			}
+		}
+		_, err := s.l.Put(ctx, "omni", "", "doc", strings.NewReader("new data"), 8)
+		*files.RaceHook = nil
+		if err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+		if after.Ino == before.Ino {
+			reused++
+		}
+		kept, _ := filepath.Glob(filepath.Join(tree, "doc.xfsq-kept-*"))
+		if len(kept) != 1 {
+			t.Errorf("try %d (inode number reused: %v): %d kept entries, want the tenant's file kept", i, after.Ino == before.Ino, len(kept))
+		} else if b, _ := os.ReadFile(kept[0]); string(b) != fmt.Sprint("mine-", i) {
+			t.Errorf("try %d: the kept file holds %q", i, b)
+		}
+		for _, k := range kept {
+			os.Remove(k)
+		}
+	}
+	t.Logf("the tenant's file had the old inode's number in %d of 8 tries", reused)
 }
