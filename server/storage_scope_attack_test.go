@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -162,5 +163,74 @@ func TestStoredOverviewNeverReachesALimitedReader(t *testing.T) {
 		changed("after the change")
 		restamp()
 		changed("after the change, restamped")
+	})
+}
+
+// TestLimitedReadersDiskFiguresAreItsOwn: the overview's and the
+// summary's disk carry what the projects' limits promise and what the
+// sweep policies would free; for a reader limited to some projects they
+// are of those projects' trees (as the report's are of the trees it
+// answers), never the sum over every tree, which with two projects on a
+// host gave away the other's limits and reclaimable bytes.
+func TestLimitedReadersDiskFiguresAreItsOwn(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(10<<20, "alpha")
+		r.Add(37<<20, "secretbeta")
+		dist := filepath.Join(r.Manager.Root, "projects/secretbeta/dist")
+		os.MkdirAll(dist, 0o755)
+		os.WriteFile(filepath.Join(dist, "old.js"), make([]byte, 80<<10), 0o644)
+		old := time.Now().Add(-30 * 24 * time.Hour)
+		os.Chtimes(filepath.Join(dist, "old.js"), old, old)
+		os.Chtimes(dist, old, old)
+		if _, err := r.Manager.Snapshot(r.Ctx, sandbox.SnapshotOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Manager.Sweep(r.Ctx, sandbox.SweepOptions{Projects: []string{"secretbeta"}, DryRun: true}); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := r.Manager.Report(r.Ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var alphaPromised uint64
+		alphaUnlimited := 0
+		for _, row := range rows {
+			if row.Project == "alpha" {
+				if row.BytesHard == 0 {
+					alphaUnlimited++
+				}
+				alphaPromised += row.BytesHard
+			}
+		}
+		a, err := newStorageAPI(r.Root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := routes{overviewPattern: answered(nil, a.Overview), "GET /v1/workspace/storage/summary": answered(nil, a.Summary)}
+		all := storageTestServer(t, Caller{Name: "dash", Role: RoleReader}, rs)
+		limited := storageTestServer(t, Caller{Name: "alpha-ci", Role: RoleReader, Projects: []string{"alpha"}}, rs)
+		disk := func(srv, route string) sandbox.OverviewDisk {
+			t.Helper()
+			resp, body := do(t, http.MethodGet, srv+route, nil)
+			var v struct{ Disk sandbox.OverviewDisk }
+			if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &v) != nil {
+				t.Fatalf("%s: %d %s", route, resp.StatusCode, body)
+			}
+			return v.Disk
+		}
+		for _, route := range []string{"/v1/workspace/storage", "/v1/workspace/storage/summary"} {
+			full := disk(all.URL, route)
+			if full.PromisedBytes < alphaPromised+37<<20 || full.ReclaimableBytes == 0 {
+				t.Fatalf("%s: the full reader's disk %+v: want both projects' promise and secretbeta's reclaimable bytes (the test would not tell)", route, full)
+			}
+			mine := disk(limited.URL, route)
+			if mine.PromisedBytes != alphaPromised || mine.UnlimitedTrees != alphaUnlimited || mine.ReclaimableBytes != 0 {
+				t.Errorf("%s: the limited reader's disk promises %d over %d unlimited trees, %d reclaimable; want alpha's own: %d, %d, 0",
+					route, mine.PromisedBytes, mine.UnlimitedTrees, mine.ReclaimableBytes, alphaPromised, alphaUnlimited)
+			}
+			if mine.TotalBytes > 0 && mine.OvercommitRatio != float64(alphaPromised)/float64(mine.TotalBytes) {
+				t.Errorf("%s: the limited reader's overcommit ratio %v, want alpha's promise over the disk", route, mine.OvercommitRatio)
+			}
+		}
 	})
 }
