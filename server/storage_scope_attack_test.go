@@ -234,3 +234,20 @@ func TestLimitedReadersDiskFiguresAreItsOwn(t *testing.T) {
 		}
 	})
 }
+
+// TestAcceptsGzipReadsQualities: gzip is sent only to a request whose
+// Accept-Encoding accepts it (RFC 9110 §12.5.3): a q of zero in any of its
+// forms refuses it, an explicit gzip entry decides over "*", and a q that
+// is not a number is no acceptance (the plain body is always safe).
+func TestAcceptsGzipReadsQualities(t *testing.T) {
+	for header, want := range map[string]bool{
+		"gzip": true, "GZIP": true, "br;q=1, gzip;q=0.8": true, "*": true, "gzip;q=0.001": true, "gzip; q=1.0": true,
+		"": false, "identity": false, "br": false, "gzip;q=0": false, "gzip;Q=0": false, "gzip; q=0.000": false,
+		"gzip;q=0.": false, "gzip;level=1;q=0": false, "gzip;q=0, *": false, "*;q=0": false, "*;q=0, gzip": true,
+		"gzip;q=zero": false, "identity, *;q=0": false,
+	} {
+		if got := acceptsGzip(header); got != want {
+			t.Errorf("Accept-Encoding %q: gzip accepted %v, want %v", header, got, want)
+		}
+	}
+}
