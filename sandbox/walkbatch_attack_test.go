@@ -23,7 +23,8 @@ import (
 // TestConcurrentPassBeneathTenantMounts: a snapshot pass walking several
 // trees at once, each batch through one copy of the root's mount, against
 // a tenant who mounts inside its tree before the pass (a bind of another
-// project's tree, a bind of a directory outside the root, a tmpfs) and
+// project's tree, a bind of a directory outside the root, a tmpfs, a
+// tmpfs over a whole tree) and
 // during it (more of the same, in trees not yet walked, as each walk
 // starts), and leaves a FIFO, symlink loops and a 20,000-entry directory
 // in the way. Each tree's figure is what the same pass finds once every
@@ -109,6 +110,9 @@ func TestConcurrentPassBeneathTenantMounts(t *testing.T) {
 		mount(ws("b"), ws("a", "bind-b"), "", unix.MS_BIND)
 		mount(outside, ws("a", "bind-outside"), "", unix.MS_BIND)
 		mount("tmpfs", ws("a", "tmp"), "tmpfs", 0)
+		// A tmpfs over a whole tree's directory: walked beneath it, the
+		// tree's own file is still found.
+		mount("tmpfs", ws("e"), "tmpfs", 0)
 		// During the pass: as each tree's walk starts, mounts in the trees
 		// after it (another batch's, or one walking beside it).
 		during := map[string]func(){
