@@ -418,6 +418,10 @@ func (w *writer) place(dir int, base, p string) error {
 	settled := w.t.dir.ParentsSettledAt(p, saferm.Options{CountChangedBefore: w.cutoff}, dir)
 	var old unix.Stat_t
 	haveOld := unix.Fstatat(dir, base, &old, unix.AT_SYMLINK_NOFOLLOW) == nil
+	var oldBirth *unix.StatxTimestamp
+	if haveOld {
+		oldBirth = birthOf(dir, base, &old)
+	}
 	// The temporary name is checked last, next to the exchange: what a
 	// tenant renames onto it between the two lands at base (as if it had
 	// renamed it there itself), and the write says it did not land.
@@ -441,7 +445,7 @@ func (w *writer) place(dir int, base, p string) error {
 	case err == nil:
 		w.named = false
 		landed := unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && sameInode(&st, &mine)
-		w.settleDisplaced(top, dir, base, &mine, &old, haveOld && settled, haveOld, landed)
+		w.settleDisplaced(top, dir, base, &mine, &old, oldBirth, haveOld && settled, haveOld, landed)
 		switch {
 		case !landed:
 			return errSwapped(p) // placeOrRecover says where the file is now
@@ -481,7 +485,13 @@ func (w *writer) place(dir int, base, p string) error {
 // the replaced file of a write that did not land — is the tenant's, and
 // is moved to a name it can see (keep), never left where doctor --fix
 // removes a file and the file API hides a directory.
-func (w *writer) settleDisplaced(top, dir int, base string, mine, old *unix.Stat_t, walked, haveOld, landed bool) {
+//
+// What stood at base is told by its inode number and, where the filesystem
+// keeps one, its birth time (oldBirth): a tenant that removes the file and
+// makes its own at base in the instant before the exchange may be handed
+// the freed number (ext4 hands it out at once), and its file, born later,
+// would otherwise be unlinked as the file the write replaces.
+func (w *writer) settleDisplaced(top, dir int, base string, mine, old *unix.Stat_t, oldBirth *unix.StatxTimestamp, walked, haveOld, landed bool) {
 	fd, err := unix.Openat(top, w.temp, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return // nothing there: a tenant took it
@@ -491,7 +501,7 @@ func (w *writer) settleDisplaced(top, dir int, base string, mine, old *unix.Stat
 	if unix.Fstat(fd, &at) != nil {
 		return
 	}
-	if !landed || !haveOld || !sameInode(&at, old) || at.Mode&unix.S_IFMT != unix.S_IFREG {
+	if !landed || !haveOld || !sameInode(&at, old) || !bornAt(fd, oldBirth) || at.Mode&unix.S_IFMT != unix.S_IFREG {
 		w.keep(top, dir, base)
 		return
 	}
@@ -507,6 +517,30 @@ func (w *writer) settleDisplaced(top, dir int, base string, mine, old *unix.Stat
 	if unix.Fstat(fd, &gone) == nil && gone.Mode&unix.S_IFMT == unix.S_IFREG && gone.Nlink == 0 && !sameInode(&gone, mine) {
 		w.replaced = w.credit(&gone, old, walked)
 	}
+}
+
+// birthOf is the birth time of the entry name in dirfd while it is still
+// the inode st describes, where its filesystem keeps one; nil otherwise.
+func birthOf(dirfd int, name string, st *unix.Stat_t) *unix.StatxTimestamp {
+	var sx unix.Statx_t
+	if unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_BTIME, &sx) != nil ||
+		sx.Mask&unix.STATX_BTIME == 0 || sx.Ino != st.Ino {
+		return nil
+	}
+	return &sx.Btime
+}
+
+// bornAt says whether the inode open at fd was born at birth (true when
+// either birth time is unknown: the inode number alone tells then).
+func bornAt(fd int, birth *unix.StatxTimestamp) bool {
+	if birth == nil {
+		return true
+	}
+	var sx unix.Statx_t
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BTIME, &sx) != nil || sx.Mask&unix.STATX_BTIME == 0 {
+		return true
+	}
+	return sx.Btime == *birth
 }
 
 // keep moves what is at the temporary name to a fresh name beside base

@@ -287,6 +287,10 @@ func SummaryOf(ov *Overview, sees func(string) bool) OverviewSummary {
 	return readmodel.SummaryOf(ov, sees)
 }
 
+// Scoped is ov as a reader limited to the projects sees keeps may see it:
+// their lines, and the disk's promise and reclaimable bytes of their trees.
+func Scoped(ov *Overview, sees func(string) bool) *Overview { return readmodel.Scoped(ov, sees) }
+
 func (m *Manager) Overview(ctx context.Context, o OverviewOptions) (*Overview, error) {
 	return m.reads.Overview(ctx, o)
 }

@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -311,6 +312,82 @@ func TestOverviewTopPathsLeaveWithASweep(t *testing.T) {
 		}
 		if got := paths(); slices.Contains(got, "dist") || !slices.Contains(got, "data") {
 			t.Errorf("after the sweep: top paths %v, want data without dist", got)
+		}
+	})
+}
+
+// TestOverviewFollowsChangesThroughXfsq: with the overview cached (and
+// restamped, on the fallback, while the change mark stands), each change
+// made through xfsq that alters a project's line shows at the next read,
+// without a walk: a file put, a file removed (its path leaves top_paths),
+// a removed file whose inode a hard link keeps or that the tenant changed
+// since the walk (nothing credited, but the journal says the path went), a
+// soft limit set.
+func TestOverviewFollowsChangesThroughXfsq(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		r.Add(50<<20, "omni")
+		ws := filepath.Join(m.Root, "projects/omni")
+		os.WriteFile(filepath.Join(ws, "big"), make([]byte, 3<<20), 0o644)
+		os.WriteFile(filepath.Join(ws, "linked"), make([]byte, 2<<20), 0o644)
+		os.WriteFile(filepath.Join(ws, "touched"), make([]byte, 1<<20+1<<19), 0o644)
+		os.MkdirAll(filepath.Join(ws, ".keep"), 0o755)
+		os.Link(filepath.Join(ws, "linked"), filepath.Join(ws, ".keep/linked"))
+		time.Sleep(2 * sandbox.CtimeLag) // so that the walk counts them, and a removal credits them
+		if _, err := m.Snapshot(ctx, sandbox.SnapshotOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		line := func() sandbox.ProjectOverview {
+			t.Helper()
+			ov, err := m.Overview(ctx, sandbox.OverviewOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return overviewOf(t, ov, "omni")
+		}
+		has := func(p sandbox.ProjectOverview, name string) bool {
+			return slices.ContainsFunc(p.TopPaths, func(tp sandbox.TopPath) bool { return tp.Path == name })
+		}
+		before := line()
+		if !has(before, "big") || !has(before, "linked") || !has(before, "touched") {
+			t.Fatalf("top paths %+v, want big, linked and touched", before.TopPaths)
+		}
+		l, err := m.Files().ForWrites(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Put(ctx, "omni", area.Workspace, "put.bin", bytes.NewReader(make([]byte, 1<<20)), 1<<20); err != nil {
+			t.Fatal(err)
+		}
+		if got := line(); got.WorkspaceBytes < before.WorkspaceBytes+1<<20 {
+			t.Errorf("after a 1 MiB put: %d bytes, was %d", got.WorkspaceBytes, before.WorkspaceBytes)
+		}
+		if _, err := m.Files().Remove(ctx, "omni", area.Workspace, "big"); err != nil {
+			t.Fatal(err)
+		}
+		if got := line(); has(got, "big") {
+			t.Errorf("after rm big: top paths %+v", got.TopPaths)
+		}
+		if _, err := m.Files().Remove(ctx, "omni", area.Workspace, "linked"); err != nil {
+			t.Fatal(err)
+		}
+		if got := line(); has(got, "linked") {
+			t.Errorf("after rm linked (its inode kept by a hard link): top paths %+v", got.TopPaths)
+		}
+		// The tenant changes a file after the walk (its ctime moves): its
+		// removal through xfsq credits nothing, but the path went.
+		os.Chmod(filepath.Join(ws, "touched"), 0o600)
+		if _, err := m.Files().Remove(ctx, "omni", area.Workspace, "touched"); err != nil {
+			t.Fatal(err)
+		}
+		if got := line(); has(got, "touched") {
+			t.Errorf("after rm touched (changed since the walk): top paths %+v", got.TopPaths)
+		}
+		if _, err := m.Set(ctx, "omni", area.Workspace, sandbox.LimitChange{BytesSoft: fixture.Size(7 << 20)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := line(); got.QuotaSoftBytes != 7<<20 {
+			t.Errorf("after a soft limit of 7 MiB: quota_soft_bytes %d", got.QuotaSoftBytes)
 		}
 	})
 }

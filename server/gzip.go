@@ -25,21 +25,45 @@ func gzipped(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, func(
 	return g, g.finish
 }
 
-// acceptsGzip reads Accept-Encoding: gzip (or *) with a q other than 0.
+// acceptsGzip reads Accept-Encoding (RFC 9110 §12.5.3): gzip is accepted
+// when its own entry has a quality above 0, or, without one, "*" has. A
+// quality is any of its parameters named q; one that is no number is no
+// acceptance (the plain body is always safe to send).
 func acceptsGzip(header string) bool {
+	gzip, star := -1.0, -1.0 // not named
 	for part := range strings.SplitSeq(header, ",") {
 		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		coding = strings.ToLower(strings.TrimSpace(coding))
-		if coding != "gzip" && coding != "*" {
+		switch strings.ToLower(strings.TrimSpace(coding)) {
+		case "gzip":
+			if gzip < 0 {
+				gzip = quality(params)
+			}
+		case "*":
+			if star < 0 {
+				star = quality(params)
+			}
+		}
+	}
+	if gzip >= 0 {
+		return gzip > 0
+	}
+	return star > 0
+}
+
+// quality is the q of an Accept-Encoding entry's parameters (1 without one).
+func quality(params string) float64 {
+	for p := range strings.SplitSeq(params, ";") {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(k), "q") {
 			continue
 		}
-		q := strings.ReplaceAll(strings.ToLower(params), " ", "")
-		if q == "q=0" || strings.HasPrefix(q, "q=0.0") && strings.Trim(q[4:], "0") == "" {
-			return false
+		q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || q < 0 {
+			return 0
 		}
-		return true
+		return q
 	}
-	return false
+	return 1
 }
 
 // compressible: an answer whose body is text of the API's (a file's

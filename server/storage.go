@@ -69,16 +69,9 @@ func (a *storageAPI) Overview(w http.ResponseWriter, r *http.Request) error {
 		writeTagged(w, r, t)
 		return nil
 	}
-	// A limited reader's own view: the others' names must not leak,
-	// not even through the ETag.
-	mine := *ov
-	mine.Projects = make([]sandbox.ProjectOverview, 0, len(c.Projects))
-	for _, p := range ov.Projects {
-		if c.Sees(p.Project) {
-			mine.Projects = append(mine.Projects, p)
-		}
-	}
-	body, etag, err := encodeTagged(&mine)
+	// A limited reader's own view: the others' names and figures must
+	// not leak, not even through the ETag or the disk's sums.
+	body, etag, err := encodeTagged(sandbox.Scoped(ov, c.Sees))
 	if err != nil {
 		return err
 	}
@@ -107,7 +100,7 @@ func (a *storageAPI) Summary(w http.ResponseWriter, r *http.Request) error {
 		writeTagged(w, r, t)
 		return nil
 	}
-	s := sandbox.SummaryOf(ov, c.Sees)
+	s := sandbox.SummaryOf(sandbox.Scoped(ov, c.Sees), nil)
 	body, etag, err := encodeTagged(&s)
 	if err != nil {
 		return err

@@ -35,7 +35,7 @@ func (t *Tx) appendEvent(ctx context.Context, typ journal.Type, project, actor s
 	if err := t.get(ctx, &id, insert+` RETURNING id`, args...); err != nil {
 		return err
 	}
-	return t.trackEviction(ctx, id, data)
+	return t.trackEviction(ctx, id, project, data)
 }
 
 // EventFilter selects events; zero fields select everything.

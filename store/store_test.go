@@ -1017,3 +1017,71 @@ func TestReserveIDAfterHighest(t *testing.T) {
 		}
 	})
 }
+
+// TestReserveIDsConcurrentBatches: independent handles (as separate
+// processes, or a fleet's hosts on one database under one host name after
+// a take-over) reserving every area's IDs of an add at once, one batch a
+// statement, never hold the same ID twice and never fail: every ID
+// reserved is in the registry once, owned by the batch it was handed to.
+func TestReserveIDsConcurrentBatches(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		open(t, dsn)
+		const workers, each, areas = 4, 10, 3
+		type got struct {
+			owner string
+			id    quota.ProjectID
+		}
+		out := make(chan got, workers*each*areas)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				s, err := Open(ctx, dsn, "host-a")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer s.Close()
+				for i := range each {
+					owners := []string{fmt.Sprintf("w%d-%d/a", w, i), fmt.Sprintf("w%d-%d/b", w, i), fmt.Sprintf("w%d-%d/c", w, i)}
+					var ids []quota.ProjectID
+					err := s.InTx(ctx, func(tx *Tx) error {
+						var err error
+						ids, err = tx.ReserveIDs(ctx, "fs", quota.DefaultRange, nil, owners)
+						return err
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					for j, id := range ids {
+						out <- got{owners[j], id}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(out)
+		s := open(t, dsn)
+		recs, err := s.IDs(ctx, "fs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		owner := map[quota.ProjectID]string{}
+		for _, r := range recs {
+			if _, dup := owner[r.ProjectID]; dup {
+				t.Errorf("ID %d in the registry twice", r.ProjectID)
+			}
+			owner[r.ProjectID] = r.Owner
+		}
+		n := 0
+		for g := range out {
+			n++
+			if owner[g.id] != g.owner {
+				t.Errorf("ID %d was handed to %s, the registry says %q", g.id, g.owner, owner[g.id])
+			}
+		}
+		if n != workers*each*areas || len(owner) != n {
+			t.Errorf("%d IDs handed out, %d in the registry; want %d", n, len(owner), workers*each*areas)
+		}
+	})
+}

@@ -98,8 +98,9 @@ type evictionKey struct {
 // trackEviction keeps evictions_pending in step with the storage.evicted
 // record id (payload data) just written in the same transaction: a pending
 // record enters it, any later record of the same deletion (sweep, path and,
-// outside sweeps, deletion id) leaves it.
-func (t *Tx) trackEviction(ctx context.Context, id int64, data []byte) error {
+// outside sweeps, deletion id) leaves it. A deletion done moves its
+// project's version (touchVersion).
+func (t *Tx) trackEviction(ctx context.Context, id int64, project string, data []byte) error {
 	var k evictionKey
 	if err := json.Unmarshal(data, &k); err != nil {
 		return err
@@ -112,7 +113,29 @@ func (t *Tx) trackEviction(ctx context.Context, id int64, data []byte) error {
 			ON CONFLICT (host, sweep_id, path, deletion_id) DO UPDATE SET event_id = excluded.event_id`, t.s.Host, k.SweepID, k.Path, k.DeletionID, id)
 		return err
 	}
-	_, err := t.exec(ctx, `DELETE FROM evictions_pending WHERE host = ? AND sweep_id = ? AND path = ? AND deletion_id = ?`, t.s.Host, k.SweepID, k.Path, k.DeletionID)
+	if _, err := t.exec(ctx, `DELETE FROM evictions_pending WHERE host = ? AND sweep_id = ? AND path = ? AND deletion_id = ?`, t.s.Host, k.SweepID, k.Path, k.DeletionID); err != nil {
+		return err
+	}
+	if k.State != journal.StateDone || project == "" {
+		return nil
+	}
+	return t.touchVersion(ctx, project)
+}
+
+// touchVersion moves project's version as migration 11's triggers do for
+// a change of its rows. A deletion done changes what a read of the project
+// answers (its path leaves the overview's top_paths) even when it credits
+// the ledger nothing — a file a hard link keeps, or one the tenant changed
+// since the walk — and with no row of the versioned tables changed the
+// change mark stood, so the fallback's overview, restamped while the mark
+// stands, listed the deleted path for up to OverviewRebuildAge.
+func (t *Tx) touchVersion(ctx context.Context, project string) error {
+	order, args := changeOrder(t.s.postgres, "?"), []any{t.s.Host, project}
+	if !t.s.postgres {
+		args = append(args, t.s.Host)
+	}
+	_, err := t.exec(ctx, `INSERT INTO project_versions (host, project, version, changed) VALUES (?, ?, 1, `+order+`)
+		ON CONFLICT (host, project) DO UPDATE SET version = project_versions.version + 1, changed = excluded.changed`, args...)
 	return err
 }
 

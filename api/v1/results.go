@@ -150,10 +150,12 @@ type OverviewDisk struct {
 	OtherIDsBytes *uint64 `json:"other_ids_bytes,omitempty"`
 	// FullInSeconds is how long until the disk is full at its trend
 	// (null: not filling, or not known); ReclaimableBytes what the sweep
-	// policies would free in every tree, as last planned.
+	// policies would free in every tree, as last planned (for a reader
+	// limited to some projects, both of their trees).
 	FullInSeconds    *float64 `json:"full_in_seconds"`
 	ReclaimableBytes uint64   `json:"reclaimable_bytes"`
-	// PromisedBytes is the sum of every tree's hard byte limit,
+	// PromisedBytes is the sum of every tree's hard byte limit (a limited
+	// reader's: of its projects' trees),
 	// UnlimitedTrees the trees without one, OvercommitRatio the sum over
 	// the disk's size (above 1: more promised than the disk holds).
 	PromisedBytes   uint64  `json:"promised_bytes"`

@@ -83,6 +83,11 @@ type ProjectOverview struct {
 	FullInSeconds    *float64 `json:"full_in_seconds"`
 	FullInArea       string   `json:"full_in_area,omitempty"`
 	ReclaimableBytes uint64   `json:"reclaimable_bytes"`
+
+	// promised is what the hard byte limits of all the project's trees
+	// promise (no ratio): a limited reader's disk is of its projects'
+	// (Scoped), not shown on the line.
+	promised core.Promised
 }
 
 // TopPath is one of a tree's largest entries.
@@ -529,6 +534,11 @@ func (m *Model) diskFullIn(ctx context.Context, d *OverviewDisk, now time.Time) 
 
 // projectInsight adds one tree's row to its project's line.
 func projectInsight(p *ProjectOverview, r core.TreeStatus) {
+	if r.BytesHard == 0 {
+		p.promised.UnlimitedTrees++
+	} else {
+		p.promised.PromisedBytes += r.BytesHard
+	}
 	if r.ReclaimableBytes != nil {
 		p.ReclaimableBytes += *r.ReclaimableBytes
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/health"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 )
 
 // OverviewSummary is the overview without every project's line (the
@@ -50,6 +51,33 @@ func SummaryOf(ov *Overview, sees func(string) bool) OverviewSummary {
 		}
 	}
 	return s
+}
+
+// Scoped is ov as a reader limited to the projects sees keeps may see it:
+// their lines only, and the disk's promise and reclaimable bytes of their
+// trees (as a report answers them of the trees it answers) — the sums over
+// every tree gave away the others' limits and reclaimable bytes, exactly
+// when there is one other. The disk's size, free space and trend are the
+// host's, which df shows any tenant. ov is not modified.
+func Scoped(ov *Overview, sees func(string) bool) *Overview {
+	mine := *ov
+	mine.Projects = make([]ProjectOverview, 0, min(len(ov.Projects), 16))
+	var p core.Promised
+	mine.Disk.ReclaimableBytes = 0
+	for _, line := range ov.Projects {
+		if !sees(line.Project) {
+			continue
+		}
+		mine.Projects = append(mine.Projects, line)
+		p.PromisedBytes += line.promised.PromisedBytes
+		p.UnlimitedTrees += line.promised.UnlimitedTrees
+		mine.Disk.ReclaimableBytes += line.ReclaimableBytes
+	}
+	if mine.Disk.TotalBytes > 0 {
+		p.OvercommitRatio = float64(p.PromisedBytes) / float64(mine.Disk.TotalBytes)
+	}
+	mine.Disk.Promised = p
+	return &mine
 }
 
 // keepTop is top with p in its place by before, at most n long: one pass
