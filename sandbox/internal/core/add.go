@@ -1,11 +1,14 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/xfsq/xfsq/area"
@@ -130,7 +133,8 @@ func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, 
 	// The project's row, its trees' IDs and rows, in one transaction: each
 	// commit is a wait for the disk (three more made an add's time).
 	var trees []store.Tree
-	err = m.claim(ctx, name, func(tx *store.Tx) (err error) {
+	created := m.now()
+	err = m.claim(ctx, name, created, func(tx *store.Tx) (err error) {
 		trees, err = m.recordTrees(ctx, tx, name, limits, excluded)
 		return err
 	})
@@ -175,9 +179,26 @@ func (m *Manager) Add(ctx context.Context, name string, o AddOptions) (Project, 
 		}
 		return Project{}, err
 	}
-	p, err := m.Show(ctx, name)
+	p, err := m.added(ctx, name, created, trees)
 	p.Warnings = overLimits(p)
 	return p, err
+}
+
+// added is the answer to an add, as Show would read it back just after,
+// built from what the add holds: its row and trees as the store keeps them
+// (the time to the microsecond, the trees in the store's order), each
+// tree's usage read as Show reads it. It saves the project's re-read (and
+// the read cache's probe) on every add.
+func (m *Manager) added(ctx context.Context, name string, created time.Time, trees []store.Tree) (Project, error) {
+	trees = slices.Clone(trees)
+	slices.SortFunc(trees, func(a, b store.Tree) int {
+		return cmp.Or(strings.Compare(a.Project, b.Project), strings.Compare(a.Area, b.Area))
+	})
+	statuses, err := m.status(ctx, trees, nil, Read{})
+	if err != nil {
+		return Project{}, err
+	}
+	return Project{Name: name, State: store.StateReady, CreatedAt: store.AsStored(created), Backend: m.BackendInfo(), Trees: statuses}, nil
 }
 
 // doctorFix is what an operator does about an add left half-way;
@@ -196,13 +217,13 @@ func rollbackFailed(err, rbErr error) error {
 // claim inserts the project row in state adding, and runs then in the
 // same transaction, rolling back first the leftovers of an add whose
 // process died.
-func (m *Manager) claim(ctx context.Context, name string, then func(*store.Tx) error) error {
+func (m *Manager) claim(ctx context.Context, name string, created time.Time, then func(*store.Tx) error) error {
 	for attempt := 0; ; attempt++ {
 		var existing store.Project
 		var inserted bool
 		err := m.Store.InTx(ctx, func(tx *store.Tx) error {
 			var err error
-			if existing, inserted, err = tx.InsertProject(ctx, name, HolderOf(ctx), m.now()); err != nil || !inserted {
+			if existing, inserted, err = tx.InsertProject(ctx, name, HolderOf(ctx), created); err != nil || !inserted {
 				return err
 			}
 			return then(tx)
