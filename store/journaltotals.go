@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/xfsq/xfsq/journal"
 )
 
@@ -65,17 +66,22 @@ type WalkTotal struct {
 // it may be uncommitted still). It reads, never writes.
 func (s *Store) JournalTotals(ctx context.Context, horizon time.Time, walkBuckets []float64) (JournalTotals, error) {
 	return boundedRead(ctx, s, func(ctx context.Context) (JournalTotals, error) {
-		return s.journalTotals(ctx, horizon, walkBuckets)
+		var out JournalTotals
+		err := s.withoutJIT(ctx, func(db sqlx.QueryerContext) (err error) {
+			out, err = s.journalTotals(ctx, db, horizon, walkBuckets)
+			return err
+		})
+		return out, err
 	})
 }
 
 var totalledTypes = []journal.Type{journal.TypeEvicted, journal.TypeSwept, journal.TypeSnapshot}
 
-func (s *Store) journalTotals(ctx context.Context, horizon time.Time, buckets []float64) (JournalTotals, error) {
+func (s *Store) journalTotals(ctx context.Context, db sqlx.QueryerContext, horizon time.Time, buckets []float64) (JournalTotals, error) {
 	var out JournalTotals
 	types := `type IN ('` + string(totalledTypes[0]) + `', '` + string(totalledTypes[1]) + `', '` + string(totalledTypes[2]) + `')`
 	var firstNew, last int64
-	if err := s.db.QueryRowxContext(ctx, s.db.Rebind(`SELECT
+	if err := db.QueryRowxContext(ctx, s.db.Rebind(`SELECT
 		COALESCE((SELECT MIN(id) FROM events WHERE host = ? AND `+types+` AND at >= ?), 0),
 		COALESCE((SELECT MAX(id) FROM events WHERE host = ? AND `+types+`), 0)`),
 		s.Host, toMicros(horizon), s.Host).Scan(&firstNew, &last); err != nil {
@@ -89,14 +95,14 @@ func (s *Store) journalTotals(ctx context.Context, horizon time.Time, buckets []
 		return out, nil
 	}
 	field := func(doc, name string) string { // a JSON field's value as text (NULL when absent or null)
-		if s.postgres {
-			return "(" + doc + "::json ->> '" + name + "')"
+		if s.postgres { // doc is jsonb: parsed once a record, not once a field
+			return "(" + doc + " ->> '" + name + "')"
 		}
 		return "json_extract(" + doc + ", '$." + name + "')"
 	}
 	raw := func(doc, name string) string { // a JSON field as written
-		if s.postgres {
-			return "(" + doc + "::json -> '" + name + "')::text"
+		if s.postgres { // jsonb keeps a number's decimal value exactly
+			return "(" + doc + " -> '" + name + "')::text"
 		}
 		return "(" + doc + " -> '$." + name + "')"
 	}
@@ -106,8 +112,15 @@ func (s *Store) journalTotals(ctx context.Context, horizon time.Time, buckets []
 		bigint, double = "INTEGER", "REAL"
 	}
 
+	// Each record's payload as a document: parsed once (jsonb; OFFSET 0
+	// keeps PostgreSQL from parsing it again for each field).
+	doc, fence := "payload", ""
+	if s.postgres {
+		doc, fence = "payload::jsonb", " OFFSET 0"
+	}
+
 	// Deletions: freed_bytes, or bytes in the oldest form when it is 0.
-	freed, old := num(field("payload", "freed_bytes"), bigint), num(field("payload", "bytes"), bigint)
+	freed, old := num(field("p", "freed_bytes"), bigint), num(field("p", "bytes"), bigint)
 	var dels []struct {
 		Project string `db:"project"`
 		Area    string `db:"area"`
@@ -115,14 +128,14 @@ func (s *Store) journalTotals(ctx context.Context, horizon time.Time, buckets []
 		Bytes   int64  `db:"bytes"`
 		Failed  int64  `db:"failed"`
 	}
-	if err := s.db.SelectContext(ctx, &dels, s.db.Rebind(`SELECT project, area,
+	if err := sqlx.SelectContext(ctx, db, &dels, s.db.Rebind(`SELECT project, area,
 		COALESCE(SUM(CASE WHEN state <> 'failed' AND sweep_id <> '' THEN 1 ELSE 0 END), 0) AS swept,
 		COALESCE(SUM(CASE WHEN state <> 'failed' AND sweep_id <> '' THEN bytes ELSE 0 END), 0) AS bytes,
 		COALESCE(SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0) AS failed
-		FROM (SELECT COALESCE(project, '') AS project, COALESCE(`+field("payload", "area")+`, '') AS area,
-			COALESCE(`+field("payload", "state")+`, '') AS state, COALESCE(`+field("payload", "sweep_id")+`, '') AS sweep_id,
+		FROM (SELECT COALESCE(project, '') AS project, COALESCE(`+field("p", "area")+`, '') AS area,
+			COALESCE(`+field("p", "state")+`, '') AS state, COALESCE(`+field("p", "sweep_id")+`, '') AS sweep_id,
 			CASE WHEN COALESCE(`+freed+`, 0) = 0 THEN COALESCE(`+old+`, 0) ELSE `+freed+` END AS bytes
-			FROM events WHERE host = ? AND type = ? AND id <= ?) d
+			FROM (SELECT project, `+doc+` AS p FROM events WHERE host = ? AND type = ? AND id <= ?`+fence+`) e) d
 		WHERE state <> 'pending'
 		GROUP BY project, area ORDER BY project, area`), s.Host, string(journal.TypeEvicted), out.UpTo); err != nil {
 		return out, fmt.Errorf("sum the deletions: %w", err)
@@ -136,8 +149,8 @@ func (s *Store) journalTotals(ctx context.Context, horizon time.Time, buckets []
 		Seconds *string `db:"seconds"`
 		MS      *string `db:"ms"`
 	}
-	if err := s.db.SelectContext(ctx, &sweeps, s.db.Rebind(`SELECT at, `+raw("payload", "duration_seconds")+` AS seconds, `+raw("payload", "duration_ms")+` AS ms
-		FROM events WHERE host = ? AND type = ? AND id <= ? ORDER BY id`), s.Host, string(journal.TypeSwept), out.UpTo); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &sweeps, s.db.Rebind(`SELECT at, `+raw("p", "duration_seconds")+` AS seconds, `+raw("p", "duration_ms")+` AS ms
+		FROM (SELECT id, at, `+doc+` AS p FROM events WHERE host = ? AND type = ? AND id <= ?`+fence+`) e ORDER BY id`), s.Host, string(journal.TypeSwept), out.UpTo); err != nil {
 		return out, fmt.Errorf("read the sweeps: %w", err)
 	}
 	for _, r := range sweeps {
@@ -152,56 +165,64 @@ func (s *Store) journalTotals(ctx context.Context, horizon time.Time, buckets []
 	}
 
 	// Walks: each tree's duration_seconds as time.Duration holds it
-	// (truncated to the nanosecond), compared with each bound as
-	// Duration.Seconds() gives it.
-	var trees, tree string
+	// (truncated to the nanosecond), put in the first bucket whose bound
+	// it does not pass as Duration.Seconds() gives it (len(buckets): none),
+	// then counted and summed by tree and bucket.
+	var src string
 	if s.postgres {
-		trees = `events e CROSS JOIN LATERAL json_array_elements(CASE WHEN json_typeof(e.payload::json -> 'trees') = 'array'
-			THEN e.payload::json -> 'trees' ELSE '[]'::json END) AS t(v)`
-		tree = "t.v"
+		src = `(SELECT payload::jsonb -> 'trees' AS trees FROM events WHERE host = ? AND type = ? AND id <= ? OFFSET 0) e
+			CROSS JOIN LATERAL jsonb_to_recordset(CASE WHEN jsonb_typeof(e.trees) = 'array' THEN e.trees ELSE '[]'::jsonb END)
+				AS t(project TEXT, area TEXT, duration_seconds DOUBLE PRECISION)
+			WHERE t.duration_seconds IS NOT NULL OFFSET 0`
+		src = `SELECT COALESCE(t.project, '') AS project, COALESCE(t.area, '') AS area,
+			CAST(trunc(t.duration_seconds * CAST(1000000000 AS DOUBLE PRECISION)) AS BIGINT) AS ns FROM ` + src
 	} else {
-		trees = `events e, json_each(e.payload, '$.trees') AS t`
-		tree = "t.value"
-	}
-	ns := "CAST(" + num(field(tree, "duration_seconds"), double) + " * 1000000000.0 AS " + bigint + ")"
-	if s.postgres {
-		ns = "CAST(trunc(" + num(field(tree, "duration_seconds"), double) + " * CAST(1000000000 AS DOUBLE PRECISION)) AS BIGINT)"
+		src = `SELECT COALESCE(json_extract(t.value, '$.project'), '') AS project, COALESCE(json_extract(t.value, '$.area'), '') AS area,
+			CAST(CAST(json_extract(t.value, '$.duration_seconds') AS REAL) * 1000000000.0 AS INTEGER) AS ns
+			FROM events e, json_each(e.payload, '$.trees') AS t
+			WHERE e.host = ? AND e.type = ? AND e.id <= ? AND json_extract(t.value, '$.duration_seconds') IS NOT NULL`
 	}
 	secs := "(CAST(ns / 1000000000 AS " + double + ") + CAST(ns % 1000000000 AS " + double + ") / CAST(1000000000 AS " + double + "))"
-	var atMost strings.Builder
-	args := []any{}
+	var bucket strings.Builder
+	bucket.WriteString("CASE")
+	var args []any
 	for i, b := range buckets {
-		fmt.Fprintf(&atMost, ", SUM(CASE WHEN %s <= CAST(? AS %s) THEN 1 ELSE 0 END) AS b%d", secs, double, i)
+		fmt.Fprintf(&bucket, " WHEN %s <= CAST(? AS %s) THEN %d", secs, double, i)
 		args = append(args, b)
 	}
+	fmt.Fprintf(&bucket, " ELSE %d END", len(buckets))
 	args = append(args, s.Host, string(journal.TypeSnapshot), out.UpTo)
-	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT project, area, COUNT(*), SUM(ns)`+atMost.String()+`
-		FROM (SELECT COALESCE(`+field(tree, "project")+`, '') AS project, COALESCE(`+field(tree, "area")+`, '') AS area, `+ns+` AS ns
-			FROM `+trees+` WHERE e.host = ? AND e.type = ? AND e.id <= ? AND `+field(tree, "duration_seconds")+` IS NOT NULL) w
-		GROUP BY project, area ORDER BY project, area`), args...)
+	rows, err := db.QueryContext(ctx, s.db.Rebind(`SELECT project, area, bucket, COUNT(*), SUM(ns)
+		FROM (SELECT project, area, ns, `+bucket.String()+` AS bucket FROM (`+src+`) x) w
+		GROUP BY project, area, bucket ORDER BY project, area, bucket`), args...)
 	if err != nil {
 		return out, fmt.Errorf("sum the walks: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		w := WalkTotal{AtMost: make([]uint64, len(buckets))}
+		var project, area string
+		var b int
+		var count uint64
 		var sum int64
-		dest := []any{&w.Project, &w.Area, &w.Count, &sum}
-		for i := range w.AtMost {
-			dest = append(dest, &w.AtMost[i])
-		}
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(&project, &area, &b, &count, &sum); err != nil {
 			return out, fmt.Errorf("sum the walks: %w", err)
 		}
-		w.Sum = time.Duration(sum)
-		out.Walks = append(out.Walks, w)
+		if n := len(out.Walks); n == 0 || out.Walks[n-1].Project != project || out.Walks[n-1].Area != area {
+			out.Walks = append(out.Walks, WalkTotal{Project: project, Area: area, AtMost: make([]uint64, len(buckets))})
+		}
+		w := &out.Walks[len(out.Walks)-1]
+		w.Count += count
+		w.Sum += time.Duration(sum)
+		for i := b; i < len(buckets); i++ { // cumulative
+			w.AtMost[i] += count
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return out, fmt.Errorf("sum the walks: %w", err)
 	}
 
 	var lastPass int64
-	if err := s.db.GetContext(ctx, &lastPass, s.db.Rebind(`SELECT COALESCE(MAX(at), 0) FROM events WHERE host = ? AND type = ? AND id <= ?`),
+	if err := sqlx.GetContext(ctx, db, &lastPass, s.db.Rebind(`SELECT COALESCE(MAX(at), 0) FROM events WHERE host = ? AND type = ? AND id <= ?`),
 		s.Host, string(journal.TypeSnapshot), out.UpTo); err != nil {
 		return out, err
 	}

@@ -94,12 +94,15 @@ func (m *Model) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNews,
 	}
 	horizon := m.Now().Add(-journalSettleTime)
 	if !c.begun && c.WalkBuckets != nil {
-		totals, err := m.Store.JournalTotals(ctx, horizon, c.WalkBuckets)
-		if err != nil {
+		// A catch-up that fails (a payload the database will not read as
+		// JSON, say) leaves the cursor at the start: the records are then
+		// read one by one, as before there was a catch-up.
+		if totals, err := m.Store.JournalTotals(ctx, horizon, c.WalkBuckets); err == nil {
+			news.addTotals(totals)
+			c.settled = totals.UpTo
+		} else if ctx.Err() != nil {
 			return news, err
 		}
-		news.addTotals(totals)
-		c.settled = totals.UpTo
 	}
 	c.begun = true
 	after, settled, contiguous := c.settled, c.settled, true
