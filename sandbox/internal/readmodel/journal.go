@@ -96,22 +96,37 @@ func (m *Model) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNews,
 	if !c.begun && c.WalkBuckets != nil {
 		// A catch-up that fails (a payload the database will not read as
 		// JSON, say) leaves the cursor at the start: the records are then
-		// read one by one, as before there was a catch-up.
-		if totals, err := m.Store.JournalTotals(ctx, horizon, c.WalkBuckets); err == nil {
+		// read one by one, as before there was a catch-up. Once any record
+		// was returned, there is no catch-up: it would count it again.
+		totals, err := m.Store.JournalTotals(ctx, horizon, c.WalkBuckets)
+		switch {
+		case err == nil:
 			news.addTotals(totals)
-			c.settled = totals.UpTo
-		} else if ctx.Err() != nil {
+			c.settled, c.begun = totals.UpTo, true
+		case ctx.Err() != nil:
 			return news, err
 		}
 	}
-	c.begun = true
 	after, settled, contiguous := c.settled, c.settled, true
+	// settle moves the cursor past what news holds: also when a later page
+	// fails, whose caller counts what came before (read again, it was
+	// counted twice).
+	settle := func() {
+		for id := range c.recent {
+			if id <= settled {
+				delete(c.recent, id)
+			}
+		}
+		c.settled = settled
+	}
 	const page = 1000
 	for {
 		events, err := m.Store.EventsAfter(ctx, after, journalFollowed, page)
 		if err != nil {
+			settle()
 			return news, err
 		}
+		c.begun = true
 		for _, e := range events {
 			after = e.ID
 			seen := c.recent[e.ID]
@@ -130,12 +145,7 @@ func (m *Model) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNews,
 			break
 		}
 	}
-	for id := range c.recent {
-		if id <= settled {
-			delete(c.recent, id)
-		}
-	}
-	c.settled = settled
+	settle()
 	return news, nil
 }
 
