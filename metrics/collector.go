@@ -137,20 +137,26 @@ func (w sliceWriter) Write(p []byte) (int, error) {
 type treeKey struct{ project, area string }
 
 // histogram is a cumulative histogram kept between scrapes.
+//
+// Its sum is kept in nanoseconds, as the durations it counts are: a sum
+// that does not depend on the order of the observations, so that totals
+// the database made (ReadJournal's catch-up) and observations one by one
+// give the same figure.
 type histogram struct {
 	bounds []float64
 	counts []uint64 // per bound, not cumulative
 	count  uint64
-	sum    float64
+	sum    time.Duration
 }
 
 func newHistogram(bounds []float64) *histogram {
 	return &histogram{bounds: bounds, counts: make([]uint64, len(bounds))}
 }
 
-func (h *histogram) observe(v float64) {
+func (h *histogram) observe(d time.Duration) {
 	h.count++
-	h.sum += v
+	h.sum += d
+	v := d.Seconds()
 	for i, b := range h.bounds {
 		if v <= b {
 			h.counts[i]++
@@ -159,9 +165,21 @@ func (h *histogram) observe(v float64) {
 	}
 }
 
+// addTotals adds count observations summing sum, atMost[i] of them at
+// most bounds[i] (cumulative, as the store's totals give them).
+func (h *histogram) addTotals(count uint64, sum time.Duration, atMost []uint64) {
+	h.count += count
+	h.sum += sum
+	var below uint64
+	for i := range h.bounds {
+		h.counts[i] += atMost[i] - below
+		below = atMost[i]
+	}
+}
+
 // metric is h as of now, its own copy: the next scrape may observe more.
 func (h *histogram) metric() *dto.Histogram {
-	out := &dto.Histogram{SampleCount: ptr(h.count), SampleSum: ptr(h.sum), Bucket: make([]*dto.Bucket, len(h.bounds))}
+	out := &dto.Histogram{SampleCount: ptr(h.count), SampleSum: ptr(h.sum.Seconds()), Bucket: make([]*dto.Bucket, len(h.bounds))}
 	var cum uint64
 	for i := range h.bounds {
 		cum += h.counts[i]
@@ -196,7 +214,8 @@ type collector struct {
 func newCollector(root *sandbox.Root, checker *health.Checker, log *slog.Logger) *collector {
 	c := &collector{root: root, checker: checker, log: log,
 		evicted: map[treeKey]float64{}, failed: map[treeKey]float64{}, walks: map[treeKey]*histogram{},
-		sweeps: newHistogram(sweepBuckets), build: []string{"unknown", "unknown"}}
+		sweeps: newHistogram(sweepBuckets), build: []string{"unknown", "unknown"},
+		cursor: sandbox.JournalCursor{WalkBuckets: walkBuckets}} // the first scrape sums what it catches up on in the database
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		c.build = []string{bi.Main.Version, bi.GoVersion}
 	}
@@ -356,7 +375,7 @@ func (s *treeSeries) writeWalks(w *textWriter, m Metric) {
 			w.treeSample(m.Name, "_bucket", l, string(le), float64(cum))
 		}
 		w.treeSample(m.Name, "_bucket", l, `,le="+Inf"`, float64(h.count))
-		w.treeSample(m.Name, "_sum", l, "", h.sum)
+		w.treeSample(m.Name, "_sum", l, "", h.sum.Seconds())
 		w.treeSample(m.Name, "_count", l, "", float64(h.count))
 	}
 }
@@ -461,15 +480,31 @@ func (c *collector) readJournal(ctx context.Context) error {
 			c.evicted[k] += float64(d.Bytes)
 		}
 	}
+	for _, d := range news.DeletionTotals {
+		k := treeKey{d.Project, d.Area}
+		if d.Failed > 0 {
+			c.failed[k] += float64(d.Failed)
+		}
+		if d.Swept > 0 {
+			c.evicted[k] += float64(d.SweptBytes)
+		}
+	}
+	for _, w := range news.WalkTotals {
+		k := treeKey{w.Project, w.Area}
+		if c.walks[k] == nil {
+			c.walks[k] = newHistogram(walkBuckets)
+		}
+		c.walks[k].addTotals(w.Count, w.Sum, w.AtMost)
+	}
 	for _, s := range news.Sweeps {
-		c.sweeps.observe(s.Duration.Seconds())
+		c.sweeps.observe(s.Duration)
 	}
 	for _, w := range news.Walks {
 		k := treeKey{w.Project, w.Area}
 		if c.walks[k] == nil {
 			c.walks[k] = newHistogram(walkBuckets)
 		}
-		c.walks[k].observe(w.Duration.Seconds())
+		c.walks[k].observe(w.Duration)
 	}
 	for _, p := range news.SnapshotPasses {
 		if p.After(c.lastPass) {

@@ -22,8 +22,8 @@ import (
 func TestTreeSeriesReadBackThroughPrometheusParser(t *testing.T) {
 	walked := time.Now().Add(-90 * time.Second)
 	h := newHistogram(walkBuckets)
-	h.observe(0.2)
-	h.observe(7)
+	h.observe(200 * time.Millisecond)
+	h.observe(7 * time.Second)
 	cases := []struct {
 		project string
 		used    uint64

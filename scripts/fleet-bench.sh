@@ -7,6 +7,7 @@
 #   HOSTS=2 PROJECTS=50 BENCHTIME=2x scripts/fleet-bench.sh     a quick check of the script
 #   ONLY=netem scripts/fleet-bench.sh                 one of the two runs (loopback or netem)
 #   DELAY=300us scripts/fleet-bench.sh                delayproxy's hold each way (default 500us)
+#   BENCH='Fleet/(report|add)$' scripts/fleet-bench.sh  only those parts (-test.bench; default all)
 #
 # What it measures is sandbox's BenchmarkFleet (each host a fallback root with its own store
 # pool, in one process): report of one host, its overview, the fleet's storage (every host's
@@ -34,6 +35,7 @@ projects=${PROJECTS:-1000}
 benchtime=${BENCHTIME:-3x}
 count=${COUNT:-1}
 only=${ONLY:-}
+bench=${BENCH:-^BenchmarkFleet\$}
 port=${PORT:-5439}
 delay=${DELAY:-500us}
 pgver=${PGVER:-15}
@@ -102,7 +104,7 @@ run() { # run NAME HOST [PREFIX...]: the benchmark against PostgreSQL at HOST
 	echo "load before: $(uptime)"
 	(cd sandbox && "$@" env XFSQ_TEST_POSTGRES="postgres://xfsqbench:xfsqbench@$addr:$port/xfsqbench?sslmode=disable" \
 		XFSQ_BENCH_HOSTS="$hosts" XFSQ_BENCH_PROJECTS="$projects" \
-		"$work/sandbox.test" -test.run '^$' -test.bench '^BenchmarkFleet$' -test.benchtime "$benchtime" \
+		"$work/sandbox.test" -test.run '^$' -test.bench "$bench" -test.benchtime "$benchtime" \
 		-test.count "$count" -test.timeout 4h -test.v) | grep -E '^(Benchmark|\s+fleet_bench)|set up in|FAIL|ok|PASS'
 	echo "load after: $(uptime)"
 }

@@ -2,11 +2,13 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/xfsq/xfsq/journal"
 )
 
@@ -130,8 +132,51 @@ func (s *Store) FleetTrees(ctx context.Context, hosts []string) ([]FleetTree, er
 		}
 	}
 	q += ` ORDER BY t.host, t.project, t.area`
-	out := []FleetTree{}
-	return out, s.sel(ctx, &out, q, args...)
+	return boundedRead(ctx, s, func(ctx context.Context) ([]FleetTree, error) {
+		out := []FleetTree{}
+		return out, s.withoutJIT(ctx, func(db sqlx.QueryerContext) error {
+			rows, err := db.QueryContext(ctx, s.db.Rebind(q), args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() { // scanned by hand: sqlx's reflection was most of the client's time on 30,000 rows
+				var t FleetTree
+				if err := rows.Scan(&t.Host, &t.Project, &t.Area, &t.Backend, &t.BytesSoft, &t.BytesHard, &t.InodesSoft, &t.InodesHard,
+					&t.UsedBytes, &t.UsedInodes, &t.At); err != nil {
+					return err
+				}
+				out = append(out, t)
+			}
+			return rows.Err()
+		})
+	})
+}
+
+// withoutJIT runs read with PostgreSQL's JIT compilation off, in a
+// read-only transaction of its own (SET LOCAL: nothing outlives it, so it
+// holds behind PgBouncer in transaction mode); on SQLite it just runs it.
+// The planner costs a query by the rows it may visit, lookups it will
+// never make included: the fleet's storage (30,000 trees, three lookups a
+// tree that a fallback tree never makes) was costed far above
+// jit_above_cost, and the server spent ~300 ms compiling a query that ran
+// in ~20 ms (docs/benchmarks.md#fleet).
+func (s *Store) withoutJIT(ctx context.Context, read func(sqlx.QueryerContext) error) error {
+	if !s.postgres {
+		return read(s.db)
+	}
+	tx, err := s.db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SET LOCAL jit = off`); err != nil {
+		return err
+	}
+	if err := read(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // Retired is what RetireHost did.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
@@ -188,4 +189,30 @@ func TestEventsAcrossHosts(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The fleet's storage is read with JIT off (it was costed for JIT and
+// spent ~300 ms compiling a ~20 ms query), and only it: SET LOCAL ends with
+// its transaction, and the pooled connection keeps the server's setting.
+func TestFleetTreesReadWithoutJIT(t *testing.T) {
+	s := open(t, storetest.Postgres(t)+"&jit=on")
+	s.db.SetMaxOpenConns(1) // the same connection before, inside and after
+	setting := func(db sqlx.QueryerContext) string {
+		t.Helper()
+		var v string
+		if err := sqlx.GetContext(ctx, db, &v, `SELECT current_setting('jit')`); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	var inside string
+	if err := s.withoutJIT(ctx, func(db sqlx.QueryerContext) error { inside = setting(db); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if before, after := "on", setting(s.db); inside != "off" || after != before {
+		t.Errorf("jit inside %q, after %q: want off, then %q again", inside, after, before)
+	}
+	if _, err := s.FleetTrees(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +82,9 @@ func postgresConfig(dsn string) (pq.Config, PostgresOptions, error) {
 	if err != nil {
 		return cfg, o, fmt.Errorf("database %s: %w", Redact(dsn), scrub(err, dsn))
 	}
+	if !namesBinaryParameters(dsn) {
+		cfg.BinaryParameters = true
+	}
 	bad := func(key, value, want string) error {
 		return fmt.Errorf("database %s: %s=%q: %s", Redact(dsn), key, value, want)
 	}
@@ -147,6 +151,32 @@ func postgresConfig(dsn string) (pq.Config, PostgresOptions, error) {
 	}
 	cfg.Runtime = rt
 	return cfg, o, nil
+}
+
+// binaryParameters is lib/pq's keyword for sending a statement's
+// parameters with it (Parse, Bind, Execute and Sync in one write): one
+// round trip a statement where lib/pq otherwise makes two (it parses the
+// unnamed statement and waits for its description before binding). xfsq
+// turns it on unless the DSN says otherwise (binary_parameters=no). Its
+// only other effect is that []byte parameters travel in binary, which is
+// what a bytea column takes; xfsq binds JSON and times as text and integers.
+// Behind PgBouncer in transaction mode it is the safer of the two: each
+// statement is one Sync, so no server connection can change between its
+// parse and its execution.
+const binaryParameters = "binary_parameters"
+
+// namesBinaryParameters reports whether dsn (a URL or libpq keywords)
+// sets binary_parameters, as lib/pq reads it: in a URL's query, or as a
+// keyword (the last one wins: a value put before dsn's own stands only
+// when dsn has none).
+func namesBinaryParameters(dsn string) bool {
+	if urlScheme().MatchString(dsn) {
+		u, err := url.Parse(dsn)
+		return err == nil && u.Query().Has(binaryParameters)
+	}
+	on, err := pq.NewConfig(binaryParameters + "=yes " + dsn)
+	off, err2 := pq.NewConfig(binaryParameters + "=no " + dsn)
+	return err == nil && err2 == nil && on.BinaryParameters == off.BinaryParameters
 }
 
 // serverDuration reads a duration as PostgreSQL's settings take it: a

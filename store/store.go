@@ -228,6 +228,9 @@ func (s *Store) get(ctx context.Context, dest any, query string, args ...any) er
 
 // Times are stored as Unix microseconds: one portable type for both drivers.
 func toMicros(t time.Time) int64 { return t.UnixMicro() }
+
+// AsStored is t as the store gives it back: to the microsecond, in UTC.
+func AsStored(t time.Time) time.Time { return fromMicros(toMicros(t)) }
 func fromMicros(us int64) time.Time {
 	if us == 0 {
 		return time.Time{}

@@ -1,8 +1,12 @@
 package lifecycle
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
@@ -67,7 +71,8 @@ func (l *Lifecycle) Add(ctx context.Context, name string, o AddOptions) (core.Pr
 	// The project's row, its trees' IDs and rows, in one transaction: each
 	// commit is a wait for the disk (three more made an add's time).
 	var trees []store.Tree
-	err = l.claim(ctx, name, func(tx *store.Tx) (err error) {
+	created := l.Now()
+	err = l.claim(ctx, name, created, func(tx *store.Tx) (err error) {
 		trees, err = l.RecordTrees(ctx, tx, name, limits, excluded)
 		return err
 	})
@@ -84,9 +89,26 @@ func (l *Lifecycle) Add(ctx context.Context, name string, o AddOptions) (core.Pr
 		}
 		return core.Project{}, err
 	}
-	p, err := l.Show(ctx, name)
+	p, err := l.added(ctx, name, created, trees)
 	p.Warnings = core.OverLimits(p)
 	return p, err
+}
+
+// added is the answer to an add, as Show would read it back just after,
+// built from what the add holds: its row and trees as the store keeps them
+// (the time to the microsecond, the trees in the store's order), each
+// tree's usage read as Show reads it. It saves the project's re-read (and
+// the read cache's probe) on every add.
+func (l *Lifecycle) added(ctx context.Context, name string, created time.Time, trees []store.Tree) (core.Project, error) {
+	trees = slices.Clone(trees)
+	slices.SortFunc(trees, func(a, b store.Tree) int {
+		return cmp.Or(strings.Compare(a.Project, b.Project), strings.Compare(a.Area, b.Area))
+	})
+	statuses, err := l.Status(ctx, trees, nil, core.Read{})
+	if err != nil {
+		return core.Project{}, err
+	}
+	return core.Project{Name: name, State: store.StateReady, CreatedAt: store.AsStored(created), Backend: l.BackendInfo(), Trees: statuses}, nil
 }
 
 // limitsOf is each area's limits for a new project: its default, changed
@@ -155,13 +177,13 @@ func rollbackFailed(err, rbErr error) error {
 // claim inserts the project row in state adding, and runs then in the
 // same transaction, rolling back first the leftovers of an add whose
 // process died.
-func (l *Lifecycle) claim(ctx context.Context, name string, then func(*store.Tx) error) error {
+func (l *Lifecycle) claim(ctx context.Context, name string, created time.Time, then func(*store.Tx) error) error {
 	for attempt := 0; ; attempt++ {
 		var existing store.Project
 		var inserted bool
 		err := l.Store.InTx(ctx, func(tx *store.Tx) error {
 			var err error
-			if existing, inserted, err = tx.InsertProject(ctx, name, core.HolderOf(ctx), l.Now()); err != nil || !inserted {
+			if existing, inserted, err = tx.InsertProject(ctx, name, core.HolderOf(ctx), created); err != nil || !inserted {
 				return err
 			}
 			return then(tx)

@@ -48,6 +48,8 @@ type Core interface {
 	MeasureNew(tree store.Tree) (store.WalkRecord, error)
 	IDsStillUsed(trees []store.Tree) (map[quota.ProjectID]bool, error)
 	Show(ctx context.Context, name string, r ...core.Read) (core.Project, error)
+	Status(ctx context.Context, trees []store.Tree, all []quota.Quota, r core.Read) ([]core.TreeStatus, error)
+	BackendInfo() core.Backend
 	RemoveJournalled(ctx context.Context, project string, parent *saferm.Dir, name string, rec deletion.Record, o saferm.Options) (deletion.Record, saferm.Report, error)
 }
 

@@ -1,0 +1,169 @@
+package metrics
+
+import (
+	"database/sql"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/internal/deletion"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
+	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/sandbox"
+	"github.com/xfsq/xfsq/store"
+)
+
+// Records in the oldest forms xfsq journalled: a deletion's size as
+// "bytes", a sweep's duration as "duration_ms".
+type oldEvicted struct {
+	SweepID string `json:"sweep_id,omitempty"`
+	Area    string `json:"area"`
+	Path    string `json:"path"`
+	Bytes   uint64 `json:"bytes"`
+	State   string `json:"state"`
+}
+
+func (oldEvicted) Type() journal.Type { return journal.TypeEvicted }
+
+type oldSwept struct {
+	SweepID    string `json:"sweep_id"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+func (oldSwept) Type() journal.Type { return journal.TypeSwept }
+
+// TestCatchUpCountsAsFollowing: a collector's first scrape sums the
+// journal in the database (Store.JournalTotals) and follows it by cursor
+// from there; its counters are those of a collector that reads every
+// record one by one, on the same journal, before the seam and after it —
+// nothing counted twice, nothing lost. The journal holds every form the
+// counters read: deletions done, partial, failed, pending, outside sweeps
+// and in the oldest form; sweeps in both forms; walks of real passes and
+// of a pass whose durations sit on and beside the buckets' bounds (and one
+// never timed); records older than the catch-up's horizon and newer.
+func TestCatchUpCountsAsFollowing(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m, ctx := r.Manager, r.Ctx
+		r.Add(10<<20, "a", "b")
+		record := func(proj string, p journal.Payload) {
+			t.Helper()
+			if err := sandbox.TestStore(m).InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, proj, "test", p) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		evict := func(proj, ar, sweep string, bytes uint64, state string) {
+			rec := deletion.Record{SweepID: sweep, Area: ar, Path: proj + "/" + ar + "/x" + state, Bytes: bytes + 1, State: deletion.StatePending}
+			if sweep == "" {
+				rec.DeletionID = "d-" + state
+			}
+			record(proj, rec)
+			if state != deletion.StatePending {
+				rec.State, rec.Bytes = state, bytes
+				record(proj, rec)
+			}
+		}
+		secs := func(v float64) *float64 { return &v }
+		timedPass := journal.Snapshot{Trees: []journal.SnapshotTree{
+			{Project: "a", Area: area.Workspace, DurationSeconds: secs(0.01)}, // on a bound
+			{Project: "a", Area: area.Workspace, DurationSeconds: secs(0.010000001)},
+			{Project: "a", Area: area.Workspace, DurationSeconds: secs(0.30000000000000004)},
+			{Project: "a", Area: area.Cache, DurationSeconds: secs(1e-9)},
+			{Project: "a", Area: area.Cache, DurationSeconds: secs(299.99999999999994)},
+			{Project: "a", Area: area.Cache, DurationSeconds: secs(4000.123456789)}, // above every bound
+			{Project: "b", Area: area.Scratch, DurationSeconds: secs(0.123456789123)},
+			{Project: "b", Area: area.Scratch}, // journalled before walks were timed
+		}}
+		journalSome := func(round int) {
+			t.Helper()
+			record("", journal.Swept{SweepID: "s", DurationSeconds: 2.5 + float64(round)/3}) // first: on the seam
+			evict("a", area.Cache, "s", 1000, deletion.StateDone)
+			evict("a", area.Cache, "s", 500, deletion.StatePartial)
+			evict("a", area.Cache, "s", 7, deletion.StateFailed)
+			evict("a", area.Workspace, "", 300, deletion.StateDone) // outside a sweep: not a sweep's bytes
+			evict("a", area.Workspace, "", 0, deletion.StateFailed)
+			evict("b", area.Scratch, "s", 1<<40, deletion.StateDone)
+			evict("b", area.Scratch, "s", 9, deletion.StatePending)
+			record("b", oldEvicted{SweepID: "s", Area: area.Scratch, Path: "b/old", Bytes: 4096, State: deletion.StateDone})
+			record("", oldSwept{SweepID: "old", DurationMS: 1234})
+			record("", timedPass)
+			if _, err := m.Snapshot(ctx, sandbox.SnapshotOptions{Scheduled: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		journalSome(0)
+		journalSome(1)
+		age(t, r, 10*time.Minute) // past the catch-up's horizon
+		journalSome(2)            // within it: read one by one
+
+		summed, onebyone := newCollector(r.Root, nil, nil), newCollector(r.Root, nil, nil)
+		onebyone.cursor.WalkBuckets = nil
+		check := func(when string) {
+			t.Helper()
+			for _, c := range []*collector{summed, onebyone} {
+				if err := c.readJournal(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, f := range []struct {
+				name string
+				a, b any
+			}{{"evicted bytes", summed.evicted, onebyone.evicted}, {"failed deletions", summed.failed, onebyone.failed},
+				{"sweeps", summed.sweeps, onebyone.sweeps}, {"walks", summed.walks, onebyone.walks},
+				{"last pass", summed.lastPass, onebyone.lastPass}} {
+				if !reflect.DeepEqual(f.a, f.b) {
+					t.Errorf("%s: %s summed %+v, one by one %+v", when, f.name, f.a, f.b)
+				}
+			}
+		}
+		check("first scrape")
+		journalSome(3)
+		check("next scrape")
+		age(t, r, 10*time.Minute)
+		check("after the records aged") // the cursor's recent records settle, none counted again
+
+		// Each figure as journalled, four times over: the catch-up neither
+		// lost nor doubled a record at its seam.
+		if got, want := summed.evicted[treeKey{"a", area.Cache}], 4*1500.0; got != want {
+			t.Errorf("a/cache evicted %v, want %v", got, want)
+		}
+		if got, want := summed.evicted[treeKey{"b", area.Scratch}], 4*(1<<40+4096.0); got != want {
+			t.Errorf("b/scratch evicted %v, want %v", got, want)
+		}
+		if got, want := summed.failed[treeKey{"a", area.Workspace}]+summed.failed[treeKey{"a", area.Cache}], 8.0; got != want {
+			t.Errorf("failed %v, want %v", got, want)
+		}
+		if summed.sweeps.count != 8 || summed.walks[treeKey{"a", area.Cache}].count != 4*3+4 {
+			t.Errorf("sweeps %d, a/cache walks %d; want 8 and 16", summed.sweeps.count, summed.walks[treeKey{"a", area.Cache}].count)
+		}
+
+		// The first read did sum in the database.
+		c := sandbox.JournalCursor{WalkBuckets: walkBuckets}
+		news, err := m.ReadJournal(ctx, &c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(news.DeletionTotals) == 0 || len(news.WalkTotals) == 0 || len(news.Deletions)+len(news.Walks) != 0 {
+			t.Errorf("first read: %d deletion totals, %d walk totals, %d deletions, %d walks: want totals only",
+				len(news.DeletionTotals), len(news.WalkTotals), len(news.Deletions), len(news.Walks))
+		}
+	})
+}
+
+// age makes every record of the journal older by d, as if journalled d
+// earlier.
+func age(t *testing.T, r *fixture.Root, d time.Duration) {
+	t.Helper()
+	driver, q := "sqlite", `UPDATE events SET at = at - ?`
+	if r.Driver == "postgres" {
+		driver, q = "postgres", `UPDATE events SET at = at - $1`
+	}
+	db, err := sql.Open(driver, r.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(r.Ctx, q, d.Microseconds()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,69 @@
+package sandbox_test
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
+	"github.com/xfsq/xfsq/sandbox"
+)
+
+// An add answers what a Show just after it reads, without reading the
+// project back (the read cost an add ~9 of its statements): the row's time
+// as the store keeps it, the trees in the store's order, each tree's
+// usage, limits and grace. The adopted workspace is already over the soft
+// limit given, so its grace is in the answer too.
+func TestAddAnswersWhatShowReads(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		m := r.Manager
+		ws := filepath.Join(m.Root, area.TreePath("adopted", area.Workspace))
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, "big"), make([]byte, 256<<10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name string
+			o    sandbox.AddOptions
+		}{
+			{"fresh", sandbox.AddOptions{Cache: sandbox.LimitChange{BytesSoft: fixture.Size(1 << 20), InodesHard: fixture.Size(100)}}},
+			{"adopted", sandbox.AddOptions{Workspace: sandbox.LimitChange{BytesSoft: fixture.Size(64 << 10), BytesHard: fixture.Size(10 << 20)}}},
+		} {
+			before := sandbox.TestStore(m).Statements()
+			added, err := m.Add(r.Ctx, c.name, c.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stmts := sandbox.TestStore(m).Statements() - before
+			sandbox.ForgetReads(m)
+			shown, err := m.Show(r.Ctx, c.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(added.Trees) != len(area.OfProject) {
+				t.Fatalf("%s: %d trees", c.name, len(added.Trees))
+			}
+			for i := range shown.Trees { // how old a figure is moves with the clock
+				added.Trees[i].UsageAgeSeconds, shown.Trees[i].UsageAgeSeconds = nil, nil
+			}
+			added.Warnings = nil
+			if !reflect.DeepEqual(added, shown) {
+				t.Errorf("%s: add answered\n%+v\nshow reads\n%+v", c.name, added, shown)
+			}
+			// On PostgreSQL 24 and 22 (the first add reads settings it then
+			// keeps); four more each when the add read its project back as
+			// Show does (the cache's probe, the row, the trees).
+			if stmts > 24 {
+				t.Errorf("%s: the add sent %d statements, want at most 24", c.name, stmts)
+			}
+			t.Logf("%s: %d statements", c.name, stmts)
+			if ws := workspace(t, shown); c.name == "adopted" && ws.BytesGraceEnds == nil {
+				t.Errorf("adopted: no grace end over the soft limit: %+v", ws)
+			}
+		}
+	})
+}
