@@ -249,6 +249,17 @@ func TestRules(t *testing.T) {
 		{"sandbox", "sandbox/internal/fleet", false},
 		{"cmd/xfsq", "sandbox/internal/fleet", true},
 		{"server", "sandbox/internal/fleet", true},
+		// treewalk: the walk of a tree beneath the tenant's mounts, a leaf
+		// beneath the core.
+		{"sandbox/internal/core", "sandbox/internal/core/treewalk", false},
+		{"sandbox/internal/core/treewalk", "internal/saferm", false},
+		{"sandbox/internal/core/treewalk", "inventory", false},
+		{"sandbox/internal/core/treewalk", "store", false},
+		{"sandbox/internal/core/treewalk", "sandbox/internal/core", true},
+		{"sandbox/internal/core/treewalk", "sandbox/internal/retention", true},
+		{"sandbox/internal/core/treewalk", "quota/xfs", true},
+		{"sandbox/internal/core/treewalk", "journal", true},
+		{"cmd/xfsq", "sandbox/internal/core/treewalk", true},
 		// trend: the full-in rule, a pure leaf beneath the core.
 		{"sandbox/internal/core", "sandbox/internal/core/trend", false},
 		{"sandbox/internal/readmodel", "sandbox/internal/core/trend", false},

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
+	"github.com/xfsq/xfsq/sandbox/internal/core/treewalk"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -38,9 +38,7 @@ func Reread(m *Manager) int64 { return m.figs.Rereads() }
 // CannotClone makes every walk find that the root's mount cannot be
 // copied without its submounts (no CAP_SYS_ADMIN), until t ends.
 func CannotClone(t cleaner) {
-	was := beneath
-	beneath = func(string) (*saferm.Dir, error) { return nil, saferm.ErrCannotClone }
-	t.Cleanup(func() { beneath = was })
+	treewalk.CannotClone(t)
 }
 
 // KeptJSON is b with its JSON kept beside it, as BackendInfo's is.

@@ -57,9 +57,7 @@ func TestWalksSeeBeneathATenantsMounts(t *testing.T) {
 					root := t.TempDir()
 					m, st := managerWithOmni(t, root)
 					if !canClone {
-						was := beneath
-						beneath = func(string) (*saferm.Dir, error) { return nil, saferm.ErrCannotClone }
-						t.Cleanup(func() { beneath = was })
+						CannotClone(t)
 					}
 					tr, err := m.Tree(ctx, "omni", area.Workspace)
 					if err != nil {
