@@ -368,7 +368,7 @@ func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, er
 }
 
 func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapshot, error) {
-	return m.c.Snapshot(ctx, o)
+	return m.snaps.Snapshot(ctx, o)
 }
 
 func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, error) {
@@ -376,7 +376,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 }
 
 func (m *Manager) Top(ctx context.Context, name string, area string, opts inventory.Options) (*inventory.Result, error) {
-	return m.c.Top(ctx, name, area, opts)
+	return m.snaps.Top(ctx, name, area, opts)
 }
 
 func (m *Manager) Tree(ctx context.Context, name string, a string) (store.Tree, error) {

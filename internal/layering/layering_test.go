@@ -249,6 +249,23 @@ func TestRules(t *testing.T) {
 		{"sandbox", "sandbox/internal/fleet", false},
 		{"cmd/xfsq", "sandbox/internal/fleet", true},
 		{"server", "sandbox/internal/fleet", true},
+		// snapshots: the walks kept (the snapshot pass, top), a use case
+		// beside the core on snapshots.Core; retention's pass, doctor and
+		// the overview walk with it only as the facade hands it over
+		// (core.SnapshotFunc).
+		{"sandbox/internal/snapshots", "sandbox/internal/core", false},
+		{"sandbox/internal/snapshots", "sandbox/internal/core/treewalk", false},
+		{"sandbox/internal/snapshots", "sandbox", true},
+		{"sandbox/internal/snapshots", "sandbox/internal/retention", true},
+		{"sandbox/internal/retention", "sandbox/internal/snapshots", true},
+		{"sandbox/internal/doctor", "sandbox/internal/snapshots", true},
+		{"sandbox/internal/readmodel", "sandbox/internal/snapshots", true},
+		{"sandbox/internal/writes", "sandbox/internal/snapshots", true},
+		{"sandbox/internal/core", "sandbox/internal/snapshots", true},
+		{"sandbox/internal/core/treewalk", "sandbox/internal/snapshots", true},
+		{"sandbox", "sandbox/internal/snapshots", false},
+		{"cmd/xfsq", "sandbox/internal/snapshots", true},
+		{"server", "sandbox/internal/snapshots", true},
 		// treewalk: the walk of a tree beneath the tenant's mounts, a leaf
 		// beneath the core.
 		{"sandbox/internal/core", "sandbox/internal/core/treewalk", false},

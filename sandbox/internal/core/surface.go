@@ -153,6 +153,18 @@ func (m *Manager) NoteLimits(ctx context.Context, rows []TreeStatus, seenBy stri
 	return m.noteLimits(ctx, rows, seenBy)
 }
 
+// ---- snapshots (sandbox/internal/snapshots, snapshots.Core) ----
+
+// NoteWalked records the crossings of trees just walked (of area, "" for
+// all).
+func (m *Manager) NoteWalked(ctx context.Context, trees []store.Tree, area string) error {
+	return m.noteWalked(ctx, trees, area)
+}
+
+// NoInboundTree refuses a walk of the inbound tree of a root initialised
+// before it had one, with the doctor as its repair.
+func NoInboundTree() error { return errNoInboundTree() }
+
 // ---- lifecycle (sandbox/internal/lifecycle, lifecycle.Core) ----
 // Project add and rm make and remove trees with the core's own tree-making
 // (trees.go, which init's inbound tree and doctor's repair use too); these

@@ -19,11 +19,6 @@ func (m *Manager) measureTree(t store.Tree, writing map[string]inventory.InProgr
 	return m.walks().MeasureTree(t, writing)
 }
 
-// walkTree walks t's directory (treewalk's WalkTree).
-func (m *Manager) walkTree(t store.Tree, opts inventory.Options) (*inventory.Result, error) {
-	return m.walks().WalkTree(t, opts)
-}
-
 // WalkIn walks the directory rel inside the tree t (a path its caller has
 // checked, as the file layer does for top PROJECT PATH) beneath the
 // tenant's mounts, through no symlink (treewalk's WalkIn). Nothing is
@@ -32,17 +27,5 @@ func (m *Manager) WalkIn(t store.Tree, rel string, opts inventory.Options) (*inv
 	return m.walks().WalkIn(t, rel, opts)
 }
 
-// walkRoot is the root opened once for many walks.
-type walkRoot = treewalk.Root
-
-func (m *Manager) openWalkRoot() (walkRoot, error) { return m.walks().OpenRoot() }
-
-func (m *Manager) walkTreeIn(root walkRoot, t store.Tree, opts inventory.Options) (*inventory.Result, error) {
-	return m.walks().WalkTreeIn(root, t, opts)
-}
-
 // inProgress is a walk's Writing for the walker.
 func inProgress(w store.Walk) map[string]inventory.InProgress { return treewalk.InProgress(w) }
-
-// walkSeen is what a walk's result may have missed.
-func walkSeen(res *inventory.Result) store.WalkSeen { return treewalk.Seen(res) }

@@ -13,6 +13,7 @@ package treewalk
 
 import (
 	"path/filepath"
+	"time"
 
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
@@ -68,3 +69,16 @@ func CannotClone(t cleaner) {
 	beneath = func(string) (*saferm.Dir, error) { return nil, saferm.ErrCannotClone }
 	t.Cleanup(func() { beneath = was })
 }
+
+// The walks of a snapshot pass (and of the core's fresh baselines,
+// SweepUsage's) are stored in batches (store.BeginWalks and
+// StoreWalks): a constant number of statements a batch, where a tree
+// cost ~19. A batch reads its trees' writes in flight once, before its
+// first walk, so a write committed before a later tree's walk is counted
+// twice until that tree's next walk (an over-count, never an
+// under-count): BatchWindow bounds how long a batch begins walks,
+// and so that window; BatchMax bounds its statements' size.
+var (
+	BatchMax    = 500
+	BatchWindow = time.Second
+)
