@@ -17,6 +17,7 @@ import (
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
 	"github.com/xfsq/xfsq/sandbox/internal/fleet"
+	"github.com/xfsq/xfsq/sandbox/internal/healthsources"
 	"github.com/xfsq/xfsq/sandbox/internal/lifecycle"
 	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
@@ -39,7 +40,7 @@ type (
 	EventQuery      = readmodel.EventQuery
 	FullDisk        = core.FullDisk
 	Growth          = readmodel.Growth
-	HealthSources   = core.HealthSources
+	HealthSources   = healthsources.HealthSources
 	HeldProject     = retention.HeldProject
 	IDRange         = core.IDRange
 	InitResult      = core.InitResult
@@ -176,7 +177,7 @@ func LocalDSN(root string) string {
 }
 
 func OpenHealth(ctx context.Context, cfg Config, budget time.Duration) (*HealthSources, error) {
-	return core.OpenHealth(ctx, cfg, budget)
+	return healthsources.OpenHealth(ctx, cfg, budget)
 }
 
 func ParseIDRange(s string) (IDRange, error) {

@@ -266,6 +266,15 @@ func TestRules(t *testing.T) {
 		{"sandbox", "sandbox/internal/snapshots", false},
 		{"cmd/xfsq", "sandbox/internal/snapshots", true},
 		{"server", "sandbox/internal/snapshots", true},
+		// healthsources: what health reads of a root, a use case beside
+		// the core.
+		{"sandbox/internal/healthsources", "sandbox/internal/core", false},
+		{"sandbox/internal/healthsources", "health", false},
+		{"sandbox/internal/healthsources", "sandbox", true},
+		{"sandbox/internal/healthsources", "sandbox/internal/readmodel", true},
+		{"sandbox/internal/core", "sandbox/internal/healthsources", true},
+		{"sandbox", "sandbox/internal/healthsources", false},
+		{"cmd/xfsq", "sandbox/internal/healthsources", true},
 		// treewalk: the walk of a tree beneath the tenant's mounts, a leaf
 		// beneath the core.
 		{"sandbox/internal/core", "sandbox/internal/core/treewalk", false},

@@ -153,6 +153,21 @@ func (m *Manager) NoteLimits(ctx context.Context, rows []TreeStatus, seenBy stri
 	return m.noteLimits(ctx, rows, seenBy)
 }
 
+// ---- healthsources (sandbox/internal/healthsources) ----
+// Health opens a root's store on its own; these name and check it as
+// OpenRoot does.
+
+// CheckStoreExists refuses a SQLite store named explicitly that is not
+// there (checkStoreExists).
+func CheckStoreExists(dsn string) error { return checkStoreExists(dsn) }
+
+// StoreDSN is the store c names for the root at root (its own when
+// c.DSN is empty).
+func StoreDSN(c Config, root string) string { return c.dsn(root) }
+
+// HostOf is the host name c gives, or this host's.
+func HostOf(c Config) string { return c.host() }
+
 // ---- snapshots (sandbox/internal/snapshots, snapshots.Core) ----
 
 // NoteWalked records the crossings of trees just walked (of area, "" for
