@@ -17,6 +17,7 @@ import (
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
 	"github.com/xfsq/xfsq/sandbox/internal/fleet"
+	"github.com/xfsq/xfsq/sandbox/internal/healthsources"
 	"github.com/xfsq/xfsq/sandbox/internal/lifecycle"
 	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
@@ -39,7 +40,7 @@ type (
 	EventQuery      = readmodel.EventQuery
 	FullDisk        = core.FullDisk
 	Growth          = readmodel.Growth
-	HealthSources   = core.HealthSources
+	HealthSources   = healthsources.HealthSources
 	HeldProject     = retention.HeldProject
 	IDRange         = core.IDRange
 	InitResult      = core.InitResult
@@ -176,7 +177,7 @@ func LocalDSN(root string) string {
 }
 
 func OpenHealth(ctx context.Context, cfg Config, budget time.Duration) (*HealthSources, error) {
-	return core.OpenHealth(ctx, cfg, budget)
+	return healthsources.OpenHealth(ctx, cfg, budget)
 }
 
 func ParseIDRange(s string) (IDRange, error) {
@@ -372,7 +373,7 @@ func (m *Manager) Show(ctx context.Context, name string, r ...Read) (Project, er
 }
 
 func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapshot, error) {
-	return m.c.Snapshot(ctx, o)
+	return m.snaps.Snapshot(ctx, o)
 }
 
 func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, error) {
@@ -380,7 +381,7 @@ func (m *Manager) Sweep(ctx context.Context, o SweepOptions) (SweepOutcome, erro
 }
 
 func (m *Manager) Top(ctx context.Context, name string, area string, opts inventory.Options) (*inventory.Result, error) {
-	return m.c.Top(ctx, name, area, opts)
+	return m.snaps.Top(ctx, name, area, opts)
 }
 
 func (m *Manager) Tree(ctx context.Context, name string, a string) (store.Tree, error) {

@@ -8,6 +8,7 @@ import (
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
+	"github.com/xfsq/xfsq/sandbox/internal/snapshots"
 	"github.com/xfsq/xfsq/store"
 	"github.com/xfsq/xfsq/sweep"
 )
@@ -17,7 +18,7 @@ import (
 
 // OnSnapshotTree calls f as each tree's walk starts, on the walking thread.
 func OnSnapshotTree(t testing.TB, f func(ctx context.Context, tree store.Tree)) {
-	core.OnSnapshotTree(t, f)
+	snapshots.OnSnapshotTree(t, f)
 }
 
 // OnEvictionSettled calls f after each deletion's settled record.

@@ -9,14 +9,16 @@
 //
 // It is a facade: the work is done in sandbox/internal/core (the state a
 // root's operations share: the store, the quota backend, operations) and
-// the use cases beside it (the projects' lifecycle, retention, doctor, the
-// read model, the fleet view, the accounting of writes that the file layer
-// stands on). A use case never imports another: where one is made of
-// another's operations (doctor repairs an interrupted add or removal as
-// the lifecycle undoes or finishes it), newManager hands them over. Go's
-// internal rule keeps every package outside sandbox/ from importing those,
-// and nothing here exports the store or the backend: a shell cannot reach
-// past the calls that journal and check. It must never decide anything
+// the use cases beside it (the projects' lifecycle, the walks kept as
+// snapshots, retention, doctor, the read model, the fleet view, the
+// accounting of writes that the file layer stands on). A use case never
+// imports another: where one is made of another's operations (doctor
+// repairs an interrupted add or removal as the lifecycle undoes or
+// finishes it; retention's pass, doctor and the overview walk with the
+// snapshot pass; the file layer's top is top's walk), newManager hands
+// them over. Go's internal rule keeps every package outside sandbox/ from
+// importing those, and nothing here exports the store or the backend: a
+// shell cannot reach past the calls that journal and check. It must never decide anything
 // itself, only delegate, and never name a shell's flags in its messages.
 package sandbox
 
@@ -30,6 +32,7 @@ import (
 	"github.com/xfsq/xfsq/sandbox/internal/lifecycle"
 	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
+	"github.com/xfsq/xfsq/sandbox/internal/snapshots"
 	"github.com/xfsq/xfsq/sandbox/internal/writes"
 	"github.com/xfsq/xfsq/store"
 )
@@ -46,6 +49,7 @@ type Manager struct {
 	reads    *readmodel.Model
 	fleet    *fleet.Fleet
 	writes   *writes.Writes
+	snaps    *snapshots.Snapshots
 }
 
 func newManager(c *core.Manager) *Manager {
@@ -57,8 +61,11 @@ func newManager(c *core.Manager) *Manager {
 			return err
 		},
 	}
-	return &Manager{Root: c.Root, c: c, projects: projects, sweeps: retention.New(c), doctor: doctor.New(c, repairs), reads: readmodel.New(c),
-		writes: writes.New(c), fleet: fleet.New(c)}
+	// The snapshot pass is handed to each use case that walks with it, and
+	// top's walk to the file layer's accounting.
+	snaps := snapshots.New(c)
+	return &Manager{Root: c.Root, c: c, projects: projects, sweeps: retention.New(c, snaps.Snapshot), doctor: doctor.New(c, repairs, snaps.Snapshot),
+		reads: readmodel.New(c, snaps.Snapshot), writes: writes.New(c, snaps.Top), fleet: fleet.New(c), snaps: snaps}
 }
 
 // Files is the file layer of the root, for listing, reading and removing;

@@ -64,7 +64,15 @@ const (
 	// figuresRule is the vocabulary of a tree's figures and admission's
 	// rule, a leaf of the core's that the use cases and the facade speak.
 	figuresRule = core + "/figures"
+	// treewalkRule is the walk of a tree beneath the tenant's mounts, a
+	// leaf of the core's that the snapshot pass walks with too.
+	treewalkRule = core + "/treewalk"
 )
+
+// treewalkMayImport is all the walk of a tree may import of xfsq: the
+// remover's safe opening, the walker, and the backend's and the store's
+// vocabulary (it records nothing: its callers store the walks).
+var treewalkMayImport = map[string]bool{"internal/saferm": true, "inventory": true, "quota": true, "store": true}
 
 // figuresMayImport is all the figures' leaf may import of xfsq: the
 // backend's vocabulary, the units it words sizes in, and the JSON quoting
@@ -73,10 +81,13 @@ var figuresMayImport = map[string]bool{"quota": true, "units": true, "internal/j
 
 // useCases are the use cases there are: lifecycle (project add and rm),
 // retention (what deletes by policy), readmodel (the answers assembled for
-// readers) and fleet (the hosts sharing the store). A package added under sandbox/internal/ is
-// held as one whether or not it is named here; TestImportRules checks that
-// each named is there.
-var useCases = []string{"sandbox/internal/lifecycle", "sandbox/internal/retention", "sandbox/internal/readmodel", "sandbox/internal/fleet"}
+// readers), fleet (the hosts sharing the store), snapshots (the walks
+// kept: the snapshot pass and top) and healthsources (what health reads of
+// a root). A package added under
+// sandbox/internal/ is held as one whether or not it is named here;
+// TestImportRules checks that each named is there.
+var useCases = []string{"sandbox/internal/lifecycle", "sandbox/internal/retention", "sandbox/internal/readmodel", "sandbox/internal/fleet",
+	"sandbox/internal/snapshots", "sandbox/internal/healthsources"}
 
 // isUseCase says whether pkg is a use case beside the core: a package
 // under sandbox/internal/ other than the core and its test support.
@@ -127,9 +138,11 @@ func rule(from, to string) string {
 	case from == trendRule:
 		return "the full-in rule is a pure leaf beneath the core: it imports nothing of xfsq, so that the core and the read model fit alike"
 	case strings.HasPrefix(from, core+"/") && (isUseCase(to) || to == "sandbox"):
-		return "a package beneath the core (its figures, their reads, the full-in rule) never imports a use case or the facade: the core calls it, and they stand on the core"
+		return "a package beneath the core (its figures, their reads, the full-in rule, the walk of a tree) never imports a use case or the facade: the core calls it, and they stand on the core"
 	case from == figuresRule && !figuresMayImport[to]:
 		return "the figures' vocabulary is a pure leaf beneath the core: it imports nothing of xfsq but quota, units and jsonfmt, so that it never reads the store, the kernel or a tree"
+	case from == treewalkRule && !treewalkMayImport[to]:
+		return "the walk of a tree is a leaf beneath the core: it imports only saferm, inventory, quota and store, so that it decides nothing and records nothing"
 	case from == "area":
 		return "area is a leaf: the vocabulary every layer speaks imports nothing of xfsq"
 	case from == "internal/deletion" && !deletionMayImport[to]:

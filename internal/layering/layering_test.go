@@ -249,6 +249,43 @@ func TestRules(t *testing.T) {
 		{"sandbox", "sandbox/internal/fleet", false},
 		{"cmd/xfsq", "sandbox/internal/fleet", true},
 		{"server", "sandbox/internal/fleet", true},
+		// snapshots: the walks kept (the snapshot pass, top), a use case
+		// beside the core on snapshots.Core; retention's pass, doctor and
+		// the overview walk with it only as the facade hands it over
+		// (core.SnapshotFunc).
+		{"sandbox/internal/snapshots", "sandbox/internal/core", false},
+		{"sandbox/internal/snapshots", "sandbox/internal/core/treewalk", false},
+		{"sandbox/internal/snapshots", "sandbox", true},
+		{"sandbox/internal/snapshots", "sandbox/internal/retention", true},
+		{"sandbox/internal/retention", "sandbox/internal/snapshots", true},
+		{"sandbox/internal/doctor", "sandbox/internal/snapshots", true},
+		{"sandbox/internal/readmodel", "sandbox/internal/snapshots", true},
+		{"sandbox/internal/writes", "sandbox/internal/snapshots", true},
+		{"sandbox/internal/core", "sandbox/internal/snapshots", true},
+		{"sandbox/internal/core/treewalk", "sandbox/internal/snapshots", true},
+		{"sandbox", "sandbox/internal/snapshots", false},
+		{"cmd/xfsq", "sandbox/internal/snapshots", true},
+		{"server", "sandbox/internal/snapshots", true},
+		// healthsources: what health reads of a root, a use case beside
+		// the core.
+		{"sandbox/internal/healthsources", "sandbox/internal/core", false},
+		{"sandbox/internal/healthsources", "health", false},
+		{"sandbox/internal/healthsources", "sandbox", true},
+		{"sandbox/internal/healthsources", "sandbox/internal/readmodel", true},
+		{"sandbox/internal/core", "sandbox/internal/healthsources", true},
+		{"sandbox", "sandbox/internal/healthsources", false},
+		{"cmd/xfsq", "sandbox/internal/healthsources", true},
+		// treewalk: the walk of a tree beneath the tenant's mounts, a leaf
+		// beneath the core.
+		{"sandbox/internal/core", "sandbox/internal/core/treewalk", false},
+		{"sandbox/internal/core/treewalk", "internal/saferm", false},
+		{"sandbox/internal/core/treewalk", "inventory", false},
+		{"sandbox/internal/core/treewalk", "store", false},
+		{"sandbox/internal/core/treewalk", "sandbox/internal/core", true},
+		{"sandbox/internal/core/treewalk", "sandbox/internal/retention", true},
+		{"sandbox/internal/core/treewalk", "quota/xfs", true},
+		{"sandbox/internal/core/treewalk", "journal", true},
+		{"cmd/xfsq", "sandbox/internal/core/treewalk", true},
 		// trend: the full-in rule, a pure leaf beneath the core.
 		{"sandbox/internal/core", "sandbox/internal/core/trend", false},
 		{"sandbox/internal/readmodel", "sandbox/internal/core/trend", false},

@@ -13,7 +13,7 @@ import (
 // the fallback's usage, a sweep's figures and the credit a removal gives
 // the ledger cannot disagree.
 var walkers = map[string]string{
-	"sandbox/internal/core/walktree.go": "a snapshot and top keep the walk itself (its tree and top files), not only a measure, walked beneath the tenant's mounts",
+	"sandbox/internal/core/treewalk/walktree.go": "a snapshot and top keep the walk itself (its tree and top files), not only a measure, walked beneath the tenant's mounts",
 }
 
 // pendingWalkers still measure with a walk of their own, each with what
@@ -47,7 +47,7 @@ func TestTreeMeasurementExistsOnce(t *testing.T) {
 			return true
 		})
 	})
-	if !found["sandbox/internal/core/walktree.go"] {
+	if !found["sandbox/internal/core/treewalk/walktree.go"] {
 		t.Fatalf("the snapshot's walk was not found: the test sees nothing (found %v)", found)
 	}
 	for file := range found {

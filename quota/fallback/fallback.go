@@ -124,7 +124,7 @@ func (b *Backend) Clear(id quota.ProjectID) error { return nil }
 // tree is empty.
 //
 // It walks through the mounts as they are: what sets the baseline walks
-// beneath them instead (project's measureTree).
+// beneath them instead (sandbox/internal/core/treewalk's measureTree).
 func Walk(dir string) (quota.Usage, error) {
 	m, err := inventory.MeasureDir(dir)
 	if errors.Is(err, os.ErrNotExist) {

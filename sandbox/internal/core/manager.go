@@ -3,14 +3,16 @@
 // composition root every shell uses: the root checked first, then the
 // store, then the quota backend, all owned and closed together) and runs
 // every operation on it but those of the use cases beside it (project add
-// and rm and a run's leases, retention's sweeps, doctor, the read model's answers, the
-// accounting of writes) — init, the making of a tree (trees.go: project
-// add's, init's inbound tree, doctor's repair), project set, show and
-// every tree's figures (Report, Usage: read beneath it by
+// and rm and a run's leases, retention's sweeps, doctor, the read model's
+// answers, the accounting of writes, the fleet view, the walks kept as
+// snapshots, what health reads of a root) — init, the making of a tree
+// (trees.go: project add's, init's inbound tree, doctor's repair), project
+// set, show and every tree's figures (Report, Usage: read beneath it by
 // sandbox/internal/core/usage, with the read cache they share; their
-// vocabulary and admission's rule are the leaf sandbox/internal/core/figures),
-// snapshot, settings and health's store part. It ties the store (the registry and
-// journal) to the quota backend (the kernel's or the fallback's
+// vocabulary and admission's rule are the leaf sandbox/internal/core/figures;
+// a tree is walked by the leaf sandbox/internal/core/treewalk), and
+// settings. It ties the store (the registry and journal) to the quota
+// backend (the kernel's or the fallback's
 // enforcement). The CLI and the HTTP server are shells over the facade:
 // each maps its input to one call and encodes the answer, so they can
 // never disagree. Who asks comes from

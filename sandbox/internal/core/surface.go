@@ -153,6 +153,33 @@ func (m *Manager) NoteLimits(ctx context.Context, rows []TreeStatus, seenBy stri
 	return m.noteLimits(ctx, rows, seenBy)
 }
 
+// ---- healthsources (sandbox/internal/healthsources) ----
+// Health opens a root's store on its own; these name and check it as
+// OpenRoot does.
+
+// CheckStoreExists refuses a SQLite store named explicitly that is not
+// there (checkStoreExists).
+func CheckStoreExists(dsn string) error { return checkStoreExists(dsn) }
+
+// StoreDSN is the store c names for the root at root (its own when
+// c.DSN is empty).
+func StoreDSN(c Config, root string) string { return c.dsn(root) }
+
+// HostOf is the host name c gives, or this host's.
+func HostOf(c Config) string { return c.host() }
+
+// ---- snapshots (sandbox/internal/snapshots, snapshots.Core) ----
+
+// NoteWalked records the crossings of trees just walked (of area, "" for
+// all).
+func (m *Manager) NoteWalked(ctx context.Context, trees []store.Tree, area string) error {
+	return m.noteWalked(ctx, trees, area)
+}
+
+// NoInboundTree refuses a walk of the inbound tree of a root initialised
+// before it had one, with the doctor as its repair.
+func NoInboundTree() error { return errNoInboundTree() }
+
 // ---- lifecycle (sandbox/internal/lifecycle, lifecycle.Core) ----
 // Project add and rm make and remove trees with the core's own tree-making
 // (trees.go, which init's inbound tree and doctor's repair use too); these

@@ -4,13 +4,14 @@ import (
 	"context"
 	"time"
 
+	"github.com/xfsq/xfsq/sandbox/internal/core/treewalk"
 	"github.com/xfsq/xfsq/store"
 )
 
 // walkBaselinesOf walks every fallback tree of names now and records each
 // walk as its baseline, in batches as a snapshot pass stores its walks
 // (store.BeginWalks before a batch's walks, one transaction of
-// SetBaselines after; walkBatchMax and walkBatchWindow bound a batch):
+// SetBaselines after; treewalk.BatchMax and BatchWindow bound a batch):
 // a constant few statements a batch, where a tree's walk was two
 // transactions of its own. A project whose walk, or whose batch's
 // record, failed is in failed with why; its other trees' walks that were
@@ -49,11 +50,11 @@ func (m *Manager) walkBaselinesOf(ctx context.Context, names []string, byProject
 		if _, ok := failed[t.Project]; ok {
 			continue
 		}
-		if walks != nil && (batched >= walkBatchMax || time.Since(began) > walkBatchWindow) {
+		if walks != nil && (batched >= treewalk.BatchMax || time.Since(began) > treewalk.BatchWindow) {
 			flush()
 		}
 		if walks == nil {
-			next := trees[i:min(len(trees), i+walkBatchMax)]
+			next := trees[i:min(len(trees), i+treewalk.BatchMax)]
 			keys := make([]store.TreeKey, len(next))
 			for j, t := range next {
 				keys[j] = store.TreeKey{Project: t.Project, Area: t.Area}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
+	"github.com/xfsq/xfsq/sandbox/internal/core/treewalk"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -14,18 +14,12 @@ import (
 // so that this package does not import testing.
 type cleaner interface{ Cleanup(func()) }
 
-// OnSnapshotTree calls f as each tree's walk starts, on the walking thread.
-func OnSnapshotTree(t cleaner, f func(ctx context.Context, tree store.Tree)) {
-	snapshotTreeStarts = f
-	t.Cleanup(func() { snapshotTreeStarts = nil })
-}
-
 // WalkBatches makes a snapshot pass store its walks in batches of at most
 // n trees, each beginning walks for window at most, until t ends.
 func WalkBatches(t cleaner, n int, window time.Duration) {
-	wasN, wasW := walkBatchMax, walkBatchWindow
-	walkBatchMax, walkBatchWindow = n, window
-	t.Cleanup(func() { walkBatchMax, walkBatchWindow = wasN, wasW })
+	wasN, wasW := treewalk.BatchMax, treewalk.BatchWindow
+	treewalk.BatchMax, treewalk.BatchWindow = n, window
+	t.Cleanup(func() { treewalk.BatchMax, treewalk.BatchWindow = wasN, wasW })
 }
 
 // ForgetReads empties m's read cache, for benchmarks of the uncached path.
@@ -38,9 +32,15 @@ func Reread(m *Manager) int64 { return m.figs.Rereads() }
 // CannotClone makes every walk find that the root's mount cannot be
 // copied without its submounts (no CAP_SYS_ADMIN), until t ends.
 func CannotClone(t cleaner) {
-	was := beneath
-	beneath = func(string) (*saferm.Dir, error) { return nil, saferm.ErrCannotClone }
-	t.Cleanup(func() { beneath = was })
+	treewalk.CannotClone(t)
+}
+
+// Rebaseline walks the fallback tree t now and records the walk as its
+// baseline, as a read that refreshes does, for the tests of the walks
+// beneath a tenant's mounts (sandbox/internal/snapshots).
+func Rebaseline(ctx context.Context, m *Manager, t store.Tree) error {
+	_, err := m.baseline(ctx, t, 0)
+	return err
 }
 
 // KeptJSON is b with its JSON kept beside it, as BackendInfo's is.

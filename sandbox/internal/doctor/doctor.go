@@ -47,7 +47,6 @@ type Core interface {
 	ApplyGrace(ctx context.Context) error
 	AddMissingTree(ctx context.Context, name, area string) error
 	MakeInboundTree(ctx context.Context) error
-	Snapshot(ctx context.Context, o core.SnapshotOptions) ([]core.TreeSnapshot, error)
 	Orphaned(ctx context.Context, p store.PendingEviction) bool
 	Settle(ctx context.Context, root *os.Root, p store.PendingEviction) error
 	RemoveTemps(ctx context.Context, reclaimed []store.Reservation)
@@ -73,12 +72,15 @@ type Doctor struct {
 	Root    string
 	Store   *store.Store
 	Backend quota.Backend
+	// Snapshot walks a tree again when its last walk and the kernel
+	// disagree (sandbox/internal/snapshots, handed over by the facade).
+	Snapshot core.SnapshotFunc
 }
 
 // New is the doctor of the root c manages, repairing interrupted adds
-// and removals through p.
-func New(c *core.Manager, p Projects) *Doctor {
-	return &Doctor{Core: c, Projects: p, Root: c.Root, Store: c.Store, Backend: c.Backend}
+// and removals through p and walking a tree again with snapshot.
+func New(c *core.Manager, p Projects, snapshot core.SnapshotFunc) *Doctor {
+	return &Doctor{Core: c, Projects: p, Root: c.Root, Store: c.Store, Backend: c.Backend, Snapshot: snapshot}
 }
 
 func (d *Doctor) abs(rel string) string { return filepath.Join(d.Root, rel) }

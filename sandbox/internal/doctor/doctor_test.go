@@ -7,6 +7,7 @@ import (
 
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/coretest"
+	"github.com/xfsq/xfsq/sandbox/internal/snapshots"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -25,7 +26,7 @@ func TestFailedAddRecoverableInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	end() // the add returned its error
-	findings, err := New(m, Projects{}).Run(ctx, false)
+	findings, err := New(m, Projects{}, snapshots.New(m).Snapshot).Run(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@
 // cache), and so is the rule that decides admission. It never opens a
 // store or a backend, never writes a project, a limit or a setting, never
 // journals but by asking the core to note the limits it saw (NoteLimits),
-// and never walks but through the core's Snapshot (an overview's
-// refresh). It never imports a shell or another use case; the facade
+// and never walks but through the snapshot pass the facade hands it
+// (Snapshot, an overview's refresh). It never imports a shell or another use case; the facade
 // (package sandbox) is its only caller.
 package readmodel
 
@@ -37,8 +37,7 @@ import (
 // activity, full-in and reclaimable, the disk's trend); the disk's size;
 // the space no tree holds; the store's change mark; the limits a read saw
 // reached, to be journalled; the hosts it knows; the ID registry's records
-// of the root's filesystem; and the one walk it asks for, a snapshot (an
-// overview's refresh).
+// of the root's filesystem.
 type Core interface {
 	Now() time.Time
 	IsXFS() bool
@@ -62,8 +61,6 @@ type Core interface {
 
 	CheckHosts(ctx context.Context, names []string) error
 	RegisteredIDs(ctx context.Context) ([]store.IDRecord, error)
-
-	Snapshot(ctx context.Context, o core.SnapshotOptions) ([]core.TreeSnapshot, error)
 }
 
 // Model answers the readers of one root.
@@ -72,13 +69,18 @@ type Model struct {
 	// Root is the sandbox root's absolute path; Store is the core's store.
 	Root  string
 	Store *store.Store
+	// Snapshot is the one walk the read model asks for, an overview's
+	// refresh (sandbox/internal/snapshots, handed over by the facade).
+	Snapshot core.SnapshotFunc
 
 	cache  overviewCache // the last overview assembled (Overview)
 	fullAt fullAtCache   // when each tree fills at its trend, for pollers (insight.go)
 }
 
 // New is the read model of the root c manages.
-func New(c *core.Manager) *Model { return &Model{Core: c, Root: c.Root, Store: c.Store} }
+func New(c *core.Manager, snapshot core.SnapshotFunc) *Model {
+	return &Model{Core: c, Root: c.Root, Store: c.Store, Snapshot: snapshot}
+}
 
 func inputErrorf(format string, args ...any) error {
 	return &core.InputError{Msg: fmt.Sprintf(format, args...)}

@@ -10,6 +10,7 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/coretest"
+	"github.com/xfsq/xfsq/sandbox/internal/snapshots"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -88,7 +89,7 @@ func withFullProject(t *testing.T) *Model {
 	if err := coretest.Add(context.Background(), c, "full", core.LimitChange{BytesHard: ptr(uint64(4096))}); err != nil {
 		t.Fatal(err)
 	}
-	return New(c)
+	return New(c, snapshots.New(c).Snapshot)
 }
 
 // One call gives the rows and the verdict a monitor reads: a tree at its

@@ -40,7 +40,6 @@ type Core interface {
 	Tree(ctx context.Context, name, a string) (store.Tree, error)
 	InboundTree(ctx context.Context) (store.Tree, bool, error)
 	Status(ctx context.Context, trees []store.Tree, all []quota.Quota, r core.Read) ([]core.TreeStatus, error)
-	Snapshot(ctx context.Context, o core.SnapshotOptions) ([]core.TreeSnapshot, error)
 	RemovalCutoff(ctx context.Context, t store.Tree) (time.Time, error)
 	CreditRemoval(ctx context.Context, t store.Tree, freed quota.Usage, uncounted []saferm.Freed, started time.Time) error
 	JournalEviction(ctx context.Context, project string, rec deletion.Record) error
@@ -55,10 +54,16 @@ type Sweeper struct {
 	// Root is the sandbox root's absolute path; Store is the core's store.
 	Root  string
 	Store *store.Store
+	// Snapshot is the snapshot pass (sandbox/internal/snapshots) a
+	// scheduled pass walks with, handed over by the facade.
+	Snapshot core.SnapshotFunc
 }
 
-// New is the sweeper of the root c manages.
-func New(c *core.Manager) *Sweeper { return &Sweeper{Core: c, Root: c.Root, Store: c.Store} }
+// New is the sweeper of the root c manages, walking its scheduled passes
+// with snapshot.
+func New(c *core.Manager, snapshot core.SnapshotFunc) *Sweeper {
+	return &Sweeper{Core: c, Root: c.Root, Store: c.Store, Snapshot: snapshot}
+}
 
 func inputErrorf(format string, args ...any) error {
 	return &core.InputError{Msg: fmt.Sprintf(format, args...)}

@@ -22,6 +22,7 @@ import (
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/coretest"
+	"github.com/xfsq/xfsq/sandbox/internal/snapshots"
 
 	// Only this test links doctor: it holds two use cases against one
 	// deletion in flight (the import rules are of the library's imports).
@@ -34,7 +35,7 @@ import (
 func sweeperWithOmni(t *testing.T, root string) (*Sweeper, *core.Manager) {
 	t.Helper()
 	m, _ := coretest.Omni(t, root)
-	return New(m), m
+	return New(m, snapshots.New(m).Snapshot), m
 }
 
 // Two sweeps of one project in one process: while one holds the project's
@@ -167,7 +168,7 @@ func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
 		// (no operation of its own yet) runs doctor --fix and a sweep's
 		// settling of interrupted deletions.
 		checked = true
-		findings, err := doctor.New(m, doctor.Projects{}).Run(context.Background(), true) // no add or removal to repair
+		findings, err := doctor.New(m, doctor.Projects{}, snapshots.New(m).Snapshot).Run(context.Background(), true) // no add or removal to repair
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +289,7 @@ func TestScheduledPassWalksInTheBackground(t *testing.T) {
 	}{{true, 3, 10}, {false, class, nice}} {
 		var walkClass, walkNice int
 		walk := inventory.Options{Progress: func(inventory.Progress) { walkClass, walkNice = threadtest.Priority(t) }}
-		if _, err := m.Snapshot(context.Background(), core.SnapshotOptions{Projects: []string{"omni"}, Scheduled: c.scheduled, Walk: walk}); err != nil {
+		if _, err := snapshots.New(m).Snapshot(context.Background(), core.SnapshotOptions{Projects: []string{"omni"}, Scheduled: c.scheduled, Walk: walk}); err != nil {
 			t.Fatal(err)
 		}
 		if walkClass != c.wantClass || walkNice != c.wantNi {
@@ -343,7 +344,7 @@ func TestPassesNeverWaitOnAStalledFUSE(t *testing.T) {
 			done <- err
 		}()
 		go func() {
-			snaps, err := m.Snapshot(ctx, core.SnapshotOptions{})
+			snaps, err := snapshots.New(m).Snapshot(ctx, core.SnapshotOptions{})
 			if err == nil && len(snaps) < 4 {
 				err = fmt.Errorf("%d trees walked", len(snaps))
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/coretest"
+	"github.com/xfsq/xfsq/sandbox/internal/snapshots"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestWriteAccounting(t *testing.T) {
 	ctx := context.Background()
 	m, st := coretest.Omni(t, t.TempDir())
-	a := New(m)
+	a := New(m, snapshots.New(m).Top)
 	hard := uint64(1 << 20)
 	if _, err := m.Set(ctx, "omni", area.Workspace, core.LimitChange{BytesHard: &hard}); err != nil {
 		t.Fatal(err)

@@ -33,7 +33,8 @@ import (
 // acts, which backend is in force, a ready project's tree, the settings a
 // write obeys, a fresh enough walk of a fallback tree before admission,
 // the removal of reclaimed writes' temporary files, the credit of a
-// removal, the journalled removal, and the walks the file layer makes.
+// removal, the journalled removal, and the walks of a sub-path the file
+// layer makes.
 type Core interface {
 	Now() time.Time
 	ActorOf(ctx context.Context) string
@@ -45,7 +46,6 @@ type Core interface {
 	RemovalCutoff(ctx context.Context, t store.Tree) (time.Time, error)
 	CreditRemoval(ctx context.Context, t store.Tree, freed quota.Usage, uncounted []saferm.Freed, started time.Time) error
 	RemoveJournalled(ctx context.Context, project string, parent *saferm.Dir, name string, rec deletion.Record, o saferm.Options) (deletion.Record, saferm.Report, error)
-	Top(ctx context.Context, name, area string, opts inventory.Options) (*inventory.Result, error)
 	WalkProgress(t store.Tree, report func(core.TreeProgress)) func(inventory.Progress)
 	WalkIn(t store.Tree, rel string, opts inventory.Options) (*inventory.Result, error)
 }
@@ -58,9 +58,13 @@ type Writes struct {
 	Root    string
 	Store   *store.Store
 	Backend quota.Backend
+	// Top is top's walk of a whole tree (sandbox/internal/snapshots), which
+	// the file layer answers with; the facade hands it over.
+	Top func(ctx context.Context, name, area string, opts inventory.Options) (*inventory.Result, error)
 }
 
-// New is the accounting of writes of the root c manages.
-func New(c *core.Manager) *Writes {
-	return &Writes{Core: c, Root: c.Root, Store: c.Store, Backend: c.Backend}
+// New is the accounting of writes of the root c manages, with top's walk
+// of a whole tree.
+func New(c *core.Manager, top func(ctx context.Context, name, area string, opts inventory.Options) (*inventory.Result, error)) *Writes {
+	return &Writes{Core: c, Root: c.Root, Store: c.Store, Backend: c.Backend, Top: top}
 }

@@ -1,4 +1,4 @@
-package core
+package snapshots
 
 import (
 	"context"
@@ -12,58 +12,19 @@ import (
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/core/treewalk"
 	"github.com/xfsq/xfsq/store"
 )
 
-// TreeSnapshot is one tree's walk as `xfsq snapshot` prints it.
-type TreeSnapshot struct {
-	Project string `json:"project"`
-	Area    string `json:"area"`
-	inventory.Node
-	Partial     bool             `json:"partial"`
-	Errors      uint64           `json:"unreadable_entries"`
-	TopFiles    []inventory.File `json:"top_files"`
-	At          time.Time        `json:"walked_at"`
-	KernelBytes *uint64          `json:"kernel_bytes,omitempty"` // XFS: the kernel's count right after the walk
-	// DurationSeconds is how long the walk took (journalled with a
-	// scheduled pass: xfsq_walk_duration_seconds comes from it).
-	DurationSeconds float64 `json:"duration_seconds"`
-	Error           string  `json:"error,omitempty"` // the walk of this tree failed; the others went on
-}
-
-// SnapshotOptions choose the trees and bound the walks.
-type SnapshotOptions struct {
-	Projects []string // none: every tree (the root's inbound tree too); RootOwner names that one
-	Area     string   // "": every area
-	Walk     inventory.Options
-	// Scheduled marks a pass of the ticker (or `snapshot --all`): it runs at
-	// background priority and journals one storage.snapshot event.
-	Scheduled bool
-	// Progress, if set, is called with each walk's running totals and the
-	// tree it walks (it replaces Walk.Progress, which cannot name the tree).
-	Progress func(TreeProgress)
-}
-
-// Validate refuses options no walk can honour, naming the field, so that
-// every shell gets the same rule. Zero is the walker's default.
-func (o SnapshotOptions) Validate() error {
-	switch {
-	case o.Walk.Depth < 0 || o.Walk.Depth > inventory.MaxDepth:
-		return fieldErrorf("depth", "%d: use 1 to %d", o.Walk.Depth, inventory.MaxDepth)
-	case o.Walk.TopK < 0:
-		return fieldErrorf("top", "%d: use a positive number", o.Walk.TopK)
-	}
-	return nil
-}
-
 // Snapshot walks trees, stores each walk's totals and full tree, and
 // returns them. A tree that fails is reported in its own entry.
-func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapshot, error) {
+func (m *Snapshots) Snapshot(ctx context.Context, o core.SnapshotOptions) ([]core.TreeSnapshot, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	if o.Area != "" {
-		if err := ValidateArea(o.Area); err != nil {
+		if err := core.ValidateArea(o.Area); err != nil {
 			return nil, err
 		}
 	}
@@ -79,7 +40,7 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 		if o.Area != "" {
 			// A project has no inbound tree, _root nothing else: say so
 			// rather than walk nothing.
-			if err := ValidateTree(name, o.Area); err != nil {
+			if err := core.ValidateTree(name, o.Area); err != nil {
 				return nil, err
 			}
 		}
@@ -87,17 +48,17 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 		if err != nil {
 			return nil, err
 		}
-		if len(t) == 0 && name == RootOwner {
-			return nil, errNoInboundTree()
+		if len(t) == 0 && name == core.RootOwner {
+			return nil, core.NoInboundTree()
 		}
 		if len(t) == 0 {
-			return nil, notFound(name)
+			return nil, core.NotFound(name)
 		}
 		trees = append(trees, t...)
 	}
 	// Read before any walk: a setting that cannot be read fails the pass
 	// at once, not after walking every tree.
-	retention, err := m.setting(ctx, "snapshot_retention")
+	retention, err := m.Setting(ctx, "snapshot_retention")
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot_retention: %w", err)
 	}
@@ -107,7 +68,7 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 			walked = append(walked, t)
 		}
 	}
-	var out []TreeSnapshot
+	var out []core.TreeSnapshot
 	pass := func() { out = m.walkPass(ctx, walked, o, retention.Duration()) }
 	if o.Scheduled {
 		// On threads of its own: the caller's (a server's request
@@ -120,7 +81,7 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 	if err := ctx.Err(); err != nil {
 		return out, err // a pass cut short journals nothing: it is run again whole
 	}
-	if err := m.noteWalked(ctx, walked, ""); err != nil && o.Scheduled {
+	if err := m.NoteWalked(ctx, walked, ""); err != nil && o.Scheduled {
 		return out, err
 	}
 	if o.Scheduled {
@@ -140,12 +101,12 @@ func (m *Manager) Snapshot(ctx context.Context, o SnapshotOptions) ([]TreeSnapsh
 // pass starts no walk after the cancellation, even beside walks still
 // running, and the walks of a batch all start after its BeginWalks and
 // within its window. Each walk's errors are its own tree's entry.
-func (m *Manager) walkPass(ctx context.Context, walked []store.Tree, o SnapshotOptions, retention time.Duration) []TreeSnapshot {
-	out := make([]TreeSnapshot, len(walked))
+func (m *Snapshots) walkPass(ctx context.Context, walked []store.Tree, o core.SnapshotOptions, retention time.Duration) []core.TreeSnapshot {
+	out := make([]core.TreeSnapshot, len(walked))
 	progress := o.Progress
 	if progress != nil { // the walks report at once; the caller hears one at a time
 		var mu sync.Mutex
-		progress = func(p TreeProgress) {
+		progress = func(p core.TreeProgress) {
 			mu.Lock()
 			defer mu.Unlock()
 			o.Progress(p)
@@ -161,7 +122,7 @@ func (m *Manager) walkPass(ctx context.Context, walked []store.Tree, o SnapshotO
 	for next < len(walked) && ctx.Err() == nil {
 		b := &walkBatch{m: m, retention: retention, began: time.Now()}
 		if m.xfs == nil {
-			b.begin(ctx, walked[next:min(len(walked), next+walkBatchMax)])
+			b.begin(ctx, walked[next:min(len(walked), next+treewalk.BatchMax)])
 		}
 		b.root, b.rootErr = m.openWalkRoot() // one copy of the mount for the batch's walks
 		claim := func() (int, bool) {
@@ -235,21 +196,9 @@ var snapshotTreeStarts func(ctx context.Context, t store.Tree)
 // ~200 KB; names of 255 bytes would make it ~2.7 MB).
 var maxStoredNodes = 10_000
 
-// The walks of a pass are stored in batches (store.BeginWalks and
-// StoreWalks): a constant number of statements a batch, where a tree
-// cost ~19. A batch reads its trees' writes in flight once, before its
-// first walk, so a write committed before a later tree's walk is counted
-// twice until that tree's next walk (an over-count, never an
-// under-count): walkBatchWindow bounds how long a batch begins walks,
-// and so that window; walkBatchMax bounds its statements' size.
-var (
-	walkBatchMax    = 500
-	walkBatchWindow = time.Second
-)
-
 // walkBatch is the walks of a pass not stored yet.
 type walkBatch struct {
-	m         *Manager
+	m         *Snapshots
 	retention time.Duration
 	began     time.Time
 	walks     map[store.TreeKey]store.Walk // fallback: each tree's, as the batch began
@@ -262,7 +211,7 @@ type walkBatch struct {
 }
 
 func (b *walkBatch) due() bool {
-	return b.trees >= walkBatchMax || (b.trees > 0 && time.Since(b.began) > walkBatchWindow)
+	return b.trees >= treewalk.BatchMax || (b.trees > 0 && time.Since(b.began) > treewalk.BatchWindow)
 }
 
 // begin reads the writes in flight of the trees the batch may walk.
@@ -311,7 +260,7 @@ func (b *walkBatch) add(i int, rec *store.WalkRecord) {
 // flush stores the batch's walks, even if the pass was cancelled
 // meanwhile (a pass stops between trees, not with walks thrown away), and
 // empties it; a failure is each of its trees' error.
-func (b *walkBatch) flush(ctx context.Context, out []TreeSnapshot) []TreeSnapshot {
+func (b *walkBatch) flush(ctx context.Context, out []core.TreeSnapshot) []core.TreeSnapshot {
 	if err := b.m.Store.StoreWalks(context.WithoutCancel(ctx), b.recs, b.retention); err != nil {
 		for _, i := range b.at {
 			out[i].Error = "store the snapshot: " + err.Error()
@@ -323,11 +272,11 @@ func (b *walkBatch) flush(ctx context.Context, out []TreeSnapshot) []TreeSnapsho
 
 // snapshotTree walks t and returns its entry, and the record to store of
 // it (nil when the walk failed).
-func (m *Manager) snapshotTree(t store.Tree, opts inventory.Options, b *walkBatch, report func(TreeProgress)) (TreeSnapshot, *store.WalkRecord) {
+func (m *Snapshots) snapshotTree(t store.Tree, opts inventory.Options, b *walkBatch, report func(core.TreeProgress)) (core.TreeSnapshot, *store.WalkRecord) {
 	start := time.Now()
-	s := TreeSnapshot{Project: t.Project, Area: t.Area, At: start.UTC()}
+	s := core.TreeSnapshot{Project: t.Project, Area: t.Area, At: start.UTC()}
 	if report != nil {
-		opts.Progress = m.treeProgress(t, report)
+		opts.Progress = m.WalkProgress(t, report)
 	}
 	var walk store.Walk
 	if m.xfs == nil { // the walk becomes the fallback's baseline below
@@ -361,7 +310,7 @@ func (m *Manager) snapshotTree(t store.Tree, opts inventory.Options, b *walkBatc
 }
 
 // journalPass writes the one storage.snapshot event of a scheduled pass.
-func (m *Manager) journalPass(ctx context.Context, snaps []TreeSnapshot) error {
+func (m *Snapshots) journalPass(ctx context.Context, snaps []core.TreeSnapshot) error {
 	payload := journal.Snapshot{Trees: []journal.SnapshotTree{}}
 	for _, s := range snaps {
 		payload.Trees = append(payload.Trees, journal.SnapshotTree{Project: s.Project, Area: s.Area, SizeBytes: s.SizeBytes,
@@ -375,12 +324,12 @@ func (m *Manager) journalPass(ctx context.Context, snaps []TreeSnapshot) error {
 		payload.FreeBytes = st.Bavail * uint64(st.Bsize)
 	}
 	return m.Store.InTx(ctx, func(tx *store.Tx) error {
-		return tx.AppendEvent(ctx, "", m.actor(ctx), payload)
+		return tx.AppendEvent(ctx, "", m.ActorOf(ctx), payload)
 	})
 }
 
 // Top walks one tree now, for `xfsq top`; opts.Depth must be 1 to MaxDepth.
-func (m *Manager) Top(ctx context.Context, name, area string, opts inventory.Options) (*inventory.Result, error) {
+func (m *Snapshots) Top(ctx context.Context, name, area string, opts inventory.Options) (*inventory.Result, error) {
 	t, err := m.Tree(ctx, name, area)
 	if err != nil {
 		return nil, err
@@ -408,65 +357,4 @@ func (m *Manager) Top(ctx context.Context, name, area string, opts inventory.Opt
 	err = m.Store.SetBaseline(ctx, key,
 		quota.Usage{Bytes: res.Root.SizeBytes, Inodes: res.Root.Files + res.Root.Dirs}, walk, walkSeen(res))
 	return res, err
-}
-
-// growthAndActivity fills the snapshot-derived fields of report rows from
-// one read of every tree's snapshots (store.SnapshotSummaries): a read per
-// row was three statements a tree.
-func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	project := rows[0].Project // one project's rows (a detail page) read only its trees
-	for _, r := range rows {
-		if r.Project != project {
-			project = ""
-			break
-		}
-	}
-	sums, err := m.Store.SnapshotSummaries(ctx, project, 24*time.Hour, 7*24*time.Hour)
-	if err != nil {
-		return err
-	}
-	for i := range rows {
-		r := &rows[i]
-		sum, ok := sums[store.TreeKey{Project: r.Project, Area: r.Area}]
-		if !ok {
-			continue
-		}
-		snap := sum.Latest
-		// Growth is between complete walks; a partial one saw part of the tree.
-		if sum.HaveComplete {
-			r.Growth24h, r.Growth7d = sum.Growth[0], sum.Growth[1]
-		}
-		// Every walk's newest mtime was seen: a partial walk may have missed
-		// newer ones, so the older complete walk's counts too.
-		activity := snap.Mtime
-		if sum.HaveComplete && sum.Complete.Mtime.After(activity) {
-			activity = sum.Complete.Mtime
-		}
-		if !activity.IsZero() {
-			r.LastActivityAt = &activity
-		}
-		if walkDisagrees(snap) {
-			walk := snap.SizeBytes
-			r.WalkBytes = &walk
-			r.Escape = fmt.Sprintf("the walk at %s found %d bytes under the tree, the kernel counts %d for its project ID: "+
-				"files may have left the quota (the doctor's repair re-tags them)", snap.At.Format(time.RFC3339), walk, snap.KernelBytes)
-		}
-	}
-	return nil
-}
-
-// walkDisagrees reports whether a snapshot's walk and the kernel's count for
-// the tree's project ID, read right after it, differ by more than 1 % of the
-// larger: the sign of a quota escape that report shows and doctor checks.
-// A partial walk saw only part of the tree, and without a kernel count
-// (the fallback) there is nothing to compare.
-func walkDisagrees(s store.Snapshot) bool {
-	if s.KernelBytes < 0 || s.Partial {
-		return false
-	}
-	walk, kernel := s.SizeBytes, uint64(s.KernelBytes)
-	return (max(walk, kernel)-min(walk, kernel))*100 > max(walk, kernel)
 }

@@ -1,4 +1,4 @@
-package core
+package treewalk
 
 import (
 	"errors"
@@ -24,7 +24,7 @@ import (
 // as they are and counts the mount points it met (Result.MountPoints),
 // which make its figure a floor that credits nothing (store.WalkSeen);
 // a tree whose own directory is covered cannot be walked at all.
-func (m *Manager) openForWalk(t store.Tree, rel string) (*walkDir, error) {
+func (m *Walker) openForWalk(t store.Tree, rel string) (*walkDir, error) {
 	root, err := m.openWalkRoot()
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ type walkRoot struct {
 // dissolving waited on the kernel for ~1 ms a tree), and a mount made on
 // the original after the copy never appears in it
 // (saferm.TestBeneathCopyHeldWhileItsDirsAreOpen).
-func (m *Manager) openWalkRoot() (walkRoot, error) {
+func (m *Walker) openWalkRoot() (walkRoot, error) {
 	root, err := beneath(m.Root)
 	cloned := err == nil
 	if errors.Is(err, saferm.ErrCannotClone) {
@@ -60,7 +60,7 @@ func (m *Manager) openWalkRoot() (walkRoot, error) {
 
 // openIn is openForWalk in a root already open; safe to call at once from
 // several goroutines.
-func (m *Manager) openIn(root walkRoot, t store.Tree, rel string) (*walkDir, error) {
+func (m *Walker) openIn(root walkRoot, t store.Tree, rel string) (*walkDir, error) {
 	at := path.Join(t.Path, rel)
 	cloned := root.cloned
 	dir, err := root.OpenDir(at)
@@ -105,7 +105,7 @@ func (errWalkSymlink) Error() string { return "is a symlink: walks never follow 
 func (errWalkSymlink) Unwrap() error { return saferm.ErrUnsafe }
 
 // walkTree walks t's directory (openForWalk).
-func (m *Manager) walkTree(t store.Tree, opts inventory.Options) (*inventory.Result, error) {
+func (m *Walker) walkTree(t store.Tree, opts inventory.Options) (*inventory.Result, error) {
 	return m.WalkIn(t, ".", opts)
 }
 
@@ -114,7 +114,7 @@ func (m *Manager) walkTree(t store.Tree, opts inventory.Options) (*inventory.Res
 // a whole tree: beneath the tenant's mounts, through no symlink, so that
 // a bind mount of another tenant's tree, or of anything outside the root,
 // shows none of its names. Nothing is recorded.
-func (m *Manager) WalkIn(t store.Tree, rel string, opts inventory.Options) (*inventory.Result, error) {
+func (m *Walker) WalkIn(t store.Tree, rel string, opts inventory.Options) (*inventory.Result, error) {
 	f, err := m.openForWalk(t, rel)
 	if err != nil {
 		return nil, err
@@ -124,7 +124,7 @@ func (m *Manager) WalkIn(t store.Tree, rel string, opts inventory.Options) (*inv
 }
 
 // walkTreeIn is walkTree in a root already open (openWalkRoot).
-func (m *Manager) walkTreeIn(root walkRoot, t store.Tree, opts inventory.Options) (*inventory.Result, error) {
+func (m *Walker) walkTreeIn(root walkRoot, t store.Tree, opts inventory.Options) (*inventory.Result, error) {
 	f, err := m.openIn(root, t, ".")
 	if err != nil {
 		return nil, err
@@ -137,7 +137,7 @@ func (m *Manager) walkTreeIn(root walkRoot, t store.Tree, opts inventory.Options
 // usage, less the writes in progress named (store.Walk.Writing), and what
 // the walk may have missed. A tree whose directory is gone
 // is empty.
-func (m *Manager) measureTree(t store.Tree, writing map[string]inventory.InProgress) (quota.Usage, store.WalkSeen, error) {
+func (m *Walker) measureTree(t store.Tree, writing map[string]inventory.InProgress) (quota.Usage, store.WalkSeen, error) {
 	f, err := m.openForWalk(t, ".")
 	if errors.Is(err, os.ErrNotExist) {
 		return quota.Usage{}, store.WalkSeen{}, nil

@@ -1,4 +1,4 @@
-package core
+package snapshots
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
 	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 	"github.com/xfsq/xfsq/inventory"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/coretest"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -29,22 +31,21 @@ import (
 func TestWalksSeeBeneathATenantsMounts(t *testing.T) {
 	walks := []struct {
 		name string
-		walk func(ctx context.Context, m *Manager, tr store.Tree) error
+		walk func(ctx context.Context, m *core.Manager, tr store.Tree) error
 	}{
-		{"top", func(ctx context.Context, m *Manager, tr store.Tree) error {
-			_, err := m.Top(ctx, tr.Project, tr.Area, inventory.Options{Depth: 3})
+		{"top", func(ctx context.Context, m *core.Manager, tr store.Tree) error {
+			_, err := New(m).Top(ctx, tr.Project, tr.Area, inventory.Options{Depth: 3})
 			return err
 		}},
-		{"snapshot", func(ctx context.Context, m *Manager, tr store.Tree) error {
-			snaps, err := m.Snapshot(ctx, SnapshotOptions{Projects: []string{tr.Project}, Area: tr.Area})
+		{"snapshot", func(ctx context.Context, m *core.Manager, tr store.Tree) error {
+			snaps, err := New(m).Snapshot(ctx, core.SnapshotOptions{Projects: []string{tr.Project}, Area: tr.Area})
 			if err == nil && len(snaps) == 1 && snaps[0].Error != "" {
 				err = fmt.Errorf("%s", snaps[0].Error)
 			}
 			return err
 		}},
-		{"baseline refresh", func(ctx context.Context, m *Manager, tr store.Tree) error {
-			_, err := m.baseline(ctx, tr, 0)
-			return err
+		{"baseline refresh", func(ctx context.Context, m *core.Manager, tr store.Tree) error {
+			return core.Rebaseline(ctx, m, tr)
 		}},
 	}
 	const hidden, seen, covering = 600 << 10, 100 << 10, 2 << 20
@@ -55,11 +56,9 @@ func TestWalksSeeBeneathATenantsMounts(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					ctx := context.Background()
 					root := t.TempDir()
-					m, st := managerWithOmni(t, root)
+					m, st := coretest.Omni(t, root)
 					if !canClone {
-						was := beneath
-						beneath = func(string) (*saferm.Dir, error) { return nil, saferm.ErrCannotClone }
-						t.Cleanup(func() { beneath = was })
+						core.CannotClone(t)
 					}
 					tr, err := m.Tree(ctx, "omni", area.Workspace)
 					if err != nil {
@@ -124,7 +123,7 @@ func TestWalksSeeBeneathATenantsMounts(t *testing.T) {
 						if err := unix.Unmount(cover, 0); err != nil {
 							t.Fatal(err)
 						}
-						time.Sleep(2 * CtimeLag)
+						time.Sleep(2 * core.CtimeLag)
 						if err := w.walk(ctx, m, tr); err != nil {
 							t.Fatal(err)
 						}

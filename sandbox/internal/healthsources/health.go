@@ -1,4 +1,15 @@
-package core
+// Package healthsources is what xfsq health (and serve's health answer)
+// reads of a root besides the host: the store's part with the health_*
+// thresholds it keeps, and the quota backend's part, asked of the kernel
+// now. It opens the store on its own, within a budget, and never creates
+// one; it never fails as a whole (what cannot be read is the store part's
+// error), and never writes.
+//
+// It stands on the core only for how a root and its store are named and
+// checked (core.CheckRoot, core.CheckStoreExists, core.StoreDSN,
+// core.HostOf); it never imports a shell or another use case. The facade
+// (package sandbox) is its only caller.
+package healthsources
 
 import (
 	"context"
@@ -14,6 +25,7 @@ import (
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 )
@@ -43,7 +55,7 @@ func (h *HealthSources) Close() error {
 // fails as a whole: a root not initialised, a store that does not answer
 // within budget, or unreadable settings are the store part's error, and the
 // defaults judge the rest. It never creates a store.
-func OpenHealth(ctx context.Context, cfg Config, budget time.Duration) (*HealthSources, error) {
+func OpenHealth(ctx context.Context, cfg core.Config, budget time.Duration) (*HealthSources, error) {
 	root, err := filepath.Abs(cfg.Root)
 	if err != nil {
 		return nil, err
@@ -55,18 +67,18 @@ func OpenHealth(ctx context.Context, cfg Config, budget time.Duration) (*HealthS
 		}
 		h.Store = func(context.Context) error { return err }
 	}
-	if err := CheckRoot(root); err != nil {
+	if err := core.CheckRoot(root); err != nil {
 		fail(err)
 		return h, nil
 	}
-	if err := checkStoreExists(cfg.DSN); err != nil {
+	if err := core.CheckStoreExists(cfg.DSN); err != nil {
 		fail(err)
 		return h, nil
 	}
 	// Opening is bounded too: a PostgreSQL that does not answer must
 	// not hold the whole answer past its budget.
 	openCtx, cancel := context.WithTimeout(ctx, budget)
-	st, err := store.Open(openCtx, cfg.dsn(root), cfg.host())
+	st, err := store.Open(openCtx, core.StoreDSN(cfg, root), core.HostOf(cfg))
 	cancel()
 	if err != nil {
 		fail(err)
