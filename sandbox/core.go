@@ -10,10 +10,12 @@ package sandbox
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/core/diskfull"
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
 	"github.com/xfsq/xfsq/sandbox/internal/fleet"
@@ -34,7 +36,7 @@ type (
 	Backend         = core.Backend
 	Config          = core.Config
 	Deletion        = readmodel.Deletion
-	DiskFullError   = core.DiskFullError
+	DiskFullError   = diskfull.Error
 	Event           = readmodel.Event
 	EventPage       = readmodel.EventPage
 	EventQuery      = readmodel.EventQuery
@@ -149,11 +151,11 @@ func DeletionOf(ev Event) (key string, pending bool, ok bool) {
 }
 
 func DiskFull(dir string, need uint64, err error) *DiskFullError {
-	return core.DiskFull(dir, need, err)
+	return diskfull.Check(dir, need, err)
 }
 
 func EnsureReserve(root string) {
-	core.EnsureReserve(root)
+	diskfull.EnsureReserve(filepath.Join(root, core.StateDir))
 }
 
 func Exceeded(t TreeStatus, now time.Time) bool {
@@ -161,7 +163,7 @@ func Exceeded(t TreeStatus, now time.Time) bool {
 }
 
 func ExplainDiskFull(root string, err error) error {
-	return core.ExplainDiskFull(root, err)
+	return diskfull.Explain(root, err)
 }
 
 func HolderOf(ctx context.Context) string {
@@ -193,11 +195,11 @@ func ReadPlanFile(path string) (PlanRef, error) {
 }
 
 func ReleaseReserve(root string) bool {
-	return core.ReleaseReserve(root)
+	return diskfull.ReleaseReserve(filepath.Join(root, core.StateDir))
 }
 
 func ReservePath(root string) string {
-	return core.ReservePath(root)
+	return diskfull.ReservePath(filepath.Join(root, core.StateDir))
 }
 
 func SettingProblems(vals []settings.Value) error {

@@ -67,7 +67,16 @@ const (
 	// treewalkRule is the walk of a tree beneath the tenant's mounts, a
 	// leaf of the core's that the snapshot pass walks with too.
 	treewalkRule = core + "/treewalk"
+	// diskfullRule is a full filesystem told from a quota's refusal and
+	// the reserve beside an embedded store, a leaf of the core's that the
+	// accounting of writes and the facade name too.
+	diskfullRule = core + "/diskfull"
 )
+
+// diskfullMayImport is all the full filesystem's leaf may import of xfsq:
+// the store's classification of a failed write (store.Full) and the units
+// it words sizes in.
+var diskfullMayImport = map[string]bool{"store": true, "units": true}
 
 // treewalkMayImport is all the walk of a tree may import of xfsq: the
 // remover's safe opening, the walker, and the backend's and the store's
@@ -143,6 +152,8 @@ func rule(from, to string) string {
 		return "the figures' vocabulary is a pure leaf beneath the core: it imports nothing of xfsq but quota, units and jsonfmt, so that it never reads the store, the kernel or a tree"
 	case from == treewalkRule && !treewalkMayImport[to]:
 		return "the walk of a tree is a leaf beneath the core: it imports only saferm, inventory, quota and store, so that it decides nothing and records nothing"
+	case from == diskfullRule && !diskfullMayImport[to]:
+		return "the full filesystem's leaf is beneath the core: it imports only store (its classification of a failed write) and units, so that it reads no tree, limit or setting"
 	case from == "area":
 		return "area is a leaf: the vocabulary every layer speaks imports nothing of xfsq"
 	case from == "internal/deletion" && !deletionMayImport[to]:

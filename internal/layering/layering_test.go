@@ -195,6 +195,17 @@ func TestRules(t *testing.T) {
 		{"sandbox/internal/core", "sandbox/internal/core/figures", false},
 		{"sandbox/internal/readmodel", "sandbox/internal/core/figures", false},
 		{"cmd/xfsq", "sandbox/internal/core/figures", true},
+		// diskfull: a full filesystem and the reserve, a leaf beneath
+		// the core.
+		{"sandbox/internal/core/diskfull", "store", false},
+		{"sandbox/internal/core/diskfull", "units", false},
+		{"sandbox/internal/core/diskfull", "sandbox/internal/core", true},
+		{"sandbox/internal/core/diskfull", "quota", true},
+		{"sandbox/internal/core/diskfull", "settings", true},
+		{"sandbox/internal/core", "sandbox/internal/core/diskfull", false},
+		{"sandbox/internal/writes", "sandbox/internal/core/diskfull", false},
+		{"sandbox", "sandbox/internal/core/diskfull", false},
+		{"cmd/xfsq", "sandbox/internal/core/diskfull", true},
 		// usage: every tree's figures read, beneath the core.
 		{"sandbox/internal/core", "sandbox/internal/core/usage", false},
 		{"sandbox/internal/core/usage", "store", false},
