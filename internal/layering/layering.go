@@ -71,7 +71,15 @@ const (
 	// the reserve beside an embedded store, a leaf of the core's that the
 	// accounting of writes and the facade name too.
 	diskfullRule = core + "/diskfull"
+	// identityRule is how a root is bound to its host name, a leaf of the
+	// core's.
+	identityRule = core + "/identity"
 )
+
+// identityMayImport is all the binding of a root to its host may import of
+// xfsq: the store whose bindings it reads and the kinds its refusals are
+// of (the core records the binding).
+var identityMayImport = map[string]bool{"store": true, "errkind": true}
 
 // diskfullMayImport is all the full filesystem's leaf may import of xfsq:
 // the store's classification of a failed write (store.Full) and the units
@@ -154,6 +162,8 @@ func rule(from, to string) string {
 		return "the walk of a tree is a leaf beneath the core: it imports only saferm, inventory, quota and store, so that it decides nothing and records nothing"
 	case from == diskfullRule && !diskfullMayImport[to]:
 		return "the full filesystem's leaf is beneath the core: it imports only store (its classification of a failed write) and units, so that it reads no tree, limit or setting"
+	case from == identityRule && !identityMayImport[to]:
+		return "the binding of a root to its host is a leaf beneath the core: it imports only store (the bindings it reads) and errkind, so that it reads no tree, limit or setting"
 	case from == "area":
 		return "area is a leaf: the vocabulary every layer speaks imports nothing of xfsq"
 	case from == "internal/deletion" && !deletionMayImport[to]:

@@ -206,6 +206,14 @@ func TestRules(t *testing.T) {
 		{"sandbox/internal/writes", "sandbox/internal/core/diskfull", false},
 		{"sandbox", "sandbox/internal/core/diskfull", false},
 		{"cmd/xfsq", "sandbox/internal/core/diskfull", true},
+		// identity: how a root is bound to its host, a leaf beneath the
+		// core.
+		{"sandbox/internal/core/identity", "store", false},
+		{"sandbox/internal/core/identity", "errkind", false},
+		{"sandbox/internal/core/identity", "sandbox/internal/core", true},
+		{"sandbox/internal/core/identity", "quota/xfs", true},
+		{"sandbox/internal/core", "sandbox/internal/core/identity", false},
+		{"server", "sandbox/internal/core/identity", true},
 		// usage: every tree's figures read, beneath the core.
 		{"sandbox/internal/core", "sandbox/internal/core/usage", false},
 		{"sandbox/internal/core/usage", "store", false},
