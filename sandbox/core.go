@@ -339,7 +339,7 @@ func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 }
 
 func (m *Manager) ResetSetting(ctx context.Context, key string) (v settings.Value, old string, err error) {
-	return m.c.ResetSetting(ctx, key)
+	return m.settings.ResetSetting(ctx, key)
 }
 
 func (m *Manager) RunPass(ctx context.Context, pass string) (PassOutcome, error) {
@@ -351,11 +351,11 @@ func (m *Manager) Set(ctx context.Context, name string, a string, change LimitCh
 }
 
 func (m *Manager) SetSetting(ctx context.Context, key string, value string) (settings.Value, string, error) {
-	return m.c.SetSetting(ctx, key, value)
+	return m.settings.SetSetting(ctx, key, value)
 }
 
 func (m *Manager) SetSettingExplicit(ctx context.Context, key string, value string, allowZero bool) (settings.Value, string, error) {
-	return m.c.SetSettingExplicit(ctx, key, value, allowZero)
+	return m.settings.SetSettingExplicit(ctx, key, value, allowZero)
 }
 
 func (m *Manager) Setting(ctx context.Context, key string) (settings.Value, error) {

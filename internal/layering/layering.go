@@ -99,12 +99,12 @@ var figuresMayImport = map[string]bool{"quota": true, "units": true, "internal/j
 // useCases are the use cases there are: lifecycle (project add and rm),
 // retention (what deletes by policy), readmodel (the answers assembled for
 // readers), fleet (the hosts sharing the store), snapshots (the walks
-// kept: the snapshot pass and top) and healthsources (what health reads of
-// a root). A package added under
+// kept: the snapshot pass and top), healthsources (what health reads of
+// a root) and settingwrites (the change of a setting). A package added under
 // sandbox/internal/ is held as one whether or not it is named here;
 // TestImportRules checks that each named is there.
 var useCases = []string{"sandbox/internal/lifecycle", "sandbox/internal/retention", "sandbox/internal/readmodel", "sandbox/internal/fleet",
-	"sandbox/internal/snapshots", "sandbox/internal/healthsources"}
+	"sandbox/internal/snapshots", "sandbox/internal/healthsources", "sandbox/internal/settingwrites"}
 
 // isUseCase says whether pkg is a use case beside the core: a package
 // under sandbox/internal/ other than the core and its test support.

@@ -214,6 +214,14 @@ func TestRules(t *testing.T) {
 		{"sandbox/internal/core/identity", "quota/xfs", true},
 		{"sandbox/internal/core", "sandbox/internal/core/identity", false},
 		{"server", "sandbox/internal/core/identity", true},
+		// settingwrites: the change of a setting, a use case beside the
+		// core.
+		{"sandbox/internal/settingwrites", "sandbox/internal/core", false},
+		{"sandbox/internal/settingwrites", "sandbox/internal/retention", true},
+		{"sandbox/internal/settingwrites", "sandbox", true},
+		{"sandbox/internal/core", "sandbox/internal/settingwrites", true},
+		{"sandbox", "sandbox/internal/settingwrites", false},
+		{"cmd/xfsq", "sandbox/internal/settingwrites", true},
 		// usage: every tree's figures read, beneath the core.
 		{"sandbox/internal/core", "sandbox/internal/core/usage", false},
 		{"sandbox/internal/core/usage", "store", false},

@@ -22,9 +22,7 @@ func TestMessagesNameNoCLIFlagTheHintDoes(t *testing.T) {
 	root := t.TempDir()
 	m, _ := managerWithOmni(t, root)
 
-	if _, _, err := m.SetSetting(ctx, "scratch_ttl", "2d"); err != nil {
-		t.Fatal(err)
-	}
+	storeSetting(t, m, "scratch_ttl", "2d")
 	blank, err := store.Open(ctx, filepath.Join(t.TempDir(), "blank.db"), "host-a")
 	if err != nil {
 		t.Fatal(err)
