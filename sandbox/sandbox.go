@@ -12,9 +12,9 @@
 // the use cases beside it (the projects' lifecycle, the walks kept as
 // snapshots, retention, doctor, the read model, the fleet view, the
 // accounting of writes that the file layer stands on, the change of a
-// setting). A use case never imports another: where one is made of another's operations (doctor
-// repairs an interrupted add or removal as the lifecycle undoes or
-// finishes it; retention's pass, doctor and the overview walk with the
+// setting). A use case never imports another: where one is made of
+// another's operations (doctor repairs an interrupted add or removal as
+// the lifecycle undoes or finishes it; retention's pass, doctor and the overview walk with the
 // snapshot pass; the file layer's top is top's walk), newManager hands
 // them over. Go's internal rule keeps every package outside sandbox/ from
 // importing those, and nothing here exports the store or the backend: a
