@@ -84,7 +84,7 @@ type (
 	TreeSnapshot    = core.TreeSnapshot
 	TreeStatus      = core.TreeStatus
 	TreeStorage     = readmodel.TreeStorage
-	Unowned         = core.Unowned
+	Unowned         = readmodel.Unowned
 	WalkRun         = readmodel.WalkRun
 	Write           = writes.Write
 	WriteLimits     = writes.WriteLimits
@@ -391,7 +391,7 @@ func (m *Manager) Tree(ctx context.Context, name string, a string) (store.Tree, 
 }
 
 func (m *Manager) Unowned(ctx context.Context) (u Unowned, ok bool, err error) {
-	return m.c.Unowned(ctx)
+	return m.reads.Unowned(ctx)
 }
 
 func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {
