@@ -10,10 +10,12 @@ package sandbox
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/core/diskfull"
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/sandbox/internal/doctor"
 	"github.com/xfsq/xfsq/sandbox/internal/fleet"
@@ -34,7 +36,7 @@ type (
 	Backend         = core.Backend
 	Config          = core.Config
 	Deletion        = readmodel.Deletion
-	DiskFullError   = core.DiskFullError
+	DiskFullError   = diskfull.Error
 	Event           = readmodel.Event
 	EventPage       = readmodel.EventPage
 	EventQuery      = readmodel.EventQuery
@@ -82,7 +84,7 @@ type (
 	TreeSnapshot    = core.TreeSnapshot
 	TreeStatus      = core.TreeStatus
 	TreeStorage     = readmodel.TreeStorage
-	Unowned         = core.Unowned
+	Unowned         = readmodel.Unowned
 	WalkRun         = readmodel.WalkRun
 	Write           = writes.Write
 	WriteLimits     = writes.WriteLimits
@@ -149,11 +151,11 @@ func DeletionOf(ev Event) (key string, pending bool, ok bool) {
 }
 
 func DiskFull(dir string, need uint64, err error) *DiskFullError {
-	return core.DiskFull(dir, need, err)
+	return diskfull.Check(dir, need, err)
 }
 
 func EnsureReserve(root string) {
-	core.EnsureReserve(root)
+	diskfull.EnsureReserve(filepath.Join(root, core.StateDir))
 }
 
 func Exceeded(t TreeStatus, now time.Time) bool {
@@ -161,7 +163,7 @@ func Exceeded(t TreeStatus, now time.Time) bool {
 }
 
 func ExplainDiskFull(root string, err error) error {
-	return core.ExplainDiskFull(root, err)
+	return diskfull.Explain(root, err)
 }
 
 func HolderOf(ctx context.Context) string {
@@ -193,11 +195,11 @@ func ReadPlanFile(path string) (PlanRef, error) {
 }
 
 func ReleaseReserve(root string) bool {
-	return core.ReleaseReserve(root)
+	return diskfull.ReleaseReserve(filepath.Join(root, core.StateDir))
 }
 
 func ReservePath(root string) string {
-	return core.ReservePath(root)
+	return diskfull.ReservePath(filepath.Join(root, core.StateDir))
 }
 
 func SettingProblems(vals []settings.Value) error {
@@ -337,7 +339,7 @@ func (m *Manager) Report(ctx context.Context, r ...Read) ([]TreeStatus, error) {
 }
 
 func (m *Manager) ResetSetting(ctx context.Context, key string) (v settings.Value, old string, err error) {
-	return m.c.ResetSetting(ctx, key)
+	return m.settings.ResetSetting(ctx, key)
 }
 
 func (m *Manager) RunPass(ctx context.Context, pass string) (PassOutcome, error) {
@@ -349,11 +351,11 @@ func (m *Manager) Set(ctx context.Context, name string, a string, change LimitCh
 }
 
 func (m *Manager) SetSetting(ctx context.Context, key string, value string) (settings.Value, string, error) {
-	return m.c.SetSetting(ctx, key, value)
+	return m.settings.SetSetting(ctx, key, value)
 }
 
 func (m *Manager) SetSettingExplicit(ctx context.Context, key string, value string, allowZero bool) (settings.Value, string, error) {
-	return m.c.SetSettingExplicit(ctx, key, value, allowZero)
+	return m.settings.SetSettingExplicit(ctx, key, value, allowZero)
 }
 
 func (m *Manager) Setting(ctx context.Context, key string) (settings.Value, error) {
@@ -389,7 +391,7 @@ func (m *Manager) Tree(ctx context.Context, name string, a string) (store.Tree, 
 }
 
 func (m *Manager) Unowned(ctx context.Context) (u Unowned, ok bool, err error) {
-	return m.c.Unowned(ctx)
+	return m.reads.Unowned(ctx)
 }
 
 func (m *Manager) Usage(ctx context.Context) ([]TreeStatus, error) {

@@ -11,10 +11,10 @@
 // root's operations share: the store, the quota backend, operations) and
 // the use cases beside it (the projects' lifecycle, the walks kept as
 // snapshots, retention, doctor, the read model, the fleet view, the
-// accounting of writes that the file layer stands on). A use case never
-// imports another: where one is made of another's operations (doctor
-// repairs an interrupted add or removal as the lifecycle undoes or
-// finishes it; retention's pass, doctor and the overview walk with the
+// accounting of writes that the file layer stands on, the change of a
+// setting). A use case never imports another: where one is made of
+// another's operations (doctor repairs an interrupted add or removal as
+// the lifecycle undoes or finishes it; retention's pass, doctor and the overview walk with the
 // snapshot pass; the file layer's top is top's walk), newManager hands
 // them over. Go's internal rule keeps every package outside sandbox/ from
 // importing those, and nothing here exports the store or the backend: a
@@ -32,6 +32,7 @@ import (
 	"github.com/xfsq/xfsq/sandbox/internal/lifecycle"
 	"github.com/xfsq/xfsq/sandbox/internal/readmodel"
 	"github.com/xfsq/xfsq/sandbox/internal/retention"
+	"github.com/xfsq/xfsq/sandbox/internal/settingwrites"
 	"github.com/xfsq/xfsq/sandbox/internal/snapshots"
 	"github.com/xfsq/xfsq/sandbox/internal/writes"
 	"github.com/xfsq/xfsq/store"
@@ -50,6 +51,7 @@ type Manager struct {
 	fleet    *fleet.Fleet
 	writes   *writes.Writes
 	snaps    *snapshots.Snapshots
+	settings *settingwrites.Writes
 }
 
 func newManager(c *core.Manager) *Manager {
@@ -65,7 +67,7 @@ func newManager(c *core.Manager) *Manager {
 	// top's walk to the file layer's accounting.
 	snaps := snapshots.New(c)
 	return &Manager{Root: c.Root, c: c, projects: projects, sweeps: retention.New(c, snaps.Snapshot), doctor: doctor.New(c, repairs, snaps.Snapshot),
-		reads: readmodel.New(c, snaps.Snapshot), writes: writes.New(c, snaps.Top), fleet: fleet.New(c), snaps: snaps}
+		reads: readmodel.New(c, snaps.Snapshot), writes: writes.New(c, snaps.Top), fleet: fleet.New(c), snaps: snaps, settings: settingwrites.New(c)}
 }
 
 // Files is the file layer of the root, for listing, reading and removing;

@@ -67,7 +67,24 @@ const (
 	// treewalkRule is the walk of a tree beneath the tenant's mounts, a
 	// leaf of the core's that the snapshot pass walks with too.
 	treewalkRule = core + "/treewalk"
+	// diskfullRule is a full filesystem told from a quota's refusal and
+	// the reserve beside an embedded store, a leaf of the core's that the
+	// accounting of writes and the facade name too.
+	diskfullRule = core + "/diskfull"
+	// identityRule is how a root is bound to its host name, a leaf of the
+	// core's.
+	identityRule = core + "/identity"
 )
+
+// identityMayImport is all the binding of a root to its host may import of
+// xfsq: the store whose bindings it reads and the kinds its refusals are
+// of (the core records the binding).
+var identityMayImport = map[string]bool{"store": true, "errkind": true}
+
+// diskfullMayImport is all the full filesystem's leaf may import of xfsq:
+// the store's classification of a failed write (store.Full) and the units
+// it words sizes in.
+var diskfullMayImport = map[string]bool{"store": true, "units": true}
 
 // treewalkMayImport is all the walk of a tree may import of xfsq: the
 // remover's safe opening, the walker, and the backend's and the store's
@@ -82,12 +99,12 @@ var figuresMayImport = map[string]bool{"quota": true, "units": true, "internal/j
 // useCases are the use cases there are: lifecycle (project add and rm),
 // retention (what deletes by policy), readmodel (the answers assembled for
 // readers), fleet (the hosts sharing the store), snapshots (the walks
-// kept: the snapshot pass and top) and healthsources (what health reads of
-// a root). A package added under
+// kept: the snapshot pass and top), healthsources (what health reads of
+// a root) and settingwrites (the change of a setting). A package added under
 // sandbox/internal/ is held as one whether or not it is named here;
 // TestImportRules checks that each named is there.
 var useCases = []string{"sandbox/internal/lifecycle", "sandbox/internal/retention", "sandbox/internal/readmodel", "sandbox/internal/fleet",
-	"sandbox/internal/snapshots", "sandbox/internal/healthsources"}
+	"sandbox/internal/snapshots", "sandbox/internal/healthsources", "sandbox/internal/settingwrites"}
 
 // isUseCase says whether pkg is a use case beside the core: a package
 // under sandbox/internal/ other than the core and its test support.
@@ -143,6 +160,10 @@ func rule(from, to string) string {
 		return "the figures' vocabulary is a pure leaf beneath the core: it imports nothing of xfsq but quota, units and jsonfmt, so that it never reads the store, the kernel or a tree"
 	case from == treewalkRule && !treewalkMayImport[to]:
 		return "the walk of a tree is a leaf beneath the core: it imports only saferm, inventory, quota and store, so that it decides nothing and records nothing"
+	case from == diskfullRule && !diskfullMayImport[to]:
+		return "the full filesystem's leaf is beneath the core: it imports only store (its classification of a failed write) and units, so that it reads no tree, limit or setting"
+	case from == identityRule && !identityMayImport[to]:
+		return "the binding of a root to its host is a leaf beneath the core: it imports only store (the bindings it reads) and errkind, so that it reads no tree, limit or setting"
 	case from == "area":
 		return "area is a leaf: the vocabulary every layer speaks imports nothing of xfsq"
 	case from == "internal/deletion" && !deletionMayImport[to]:

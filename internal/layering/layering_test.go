@@ -195,6 +195,33 @@ func TestRules(t *testing.T) {
 		{"sandbox/internal/core", "sandbox/internal/core/figures", false},
 		{"sandbox/internal/readmodel", "sandbox/internal/core/figures", false},
 		{"cmd/xfsq", "sandbox/internal/core/figures", true},
+		// diskfull: a full filesystem and the reserve, a leaf beneath
+		// the core.
+		{"sandbox/internal/core/diskfull", "store", false},
+		{"sandbox/internal/core/diskfull", "units", false},
+		{"sandbox/internal/core/diskfull", "sandbox/internal/core", true},
+		{"sandbox/internal/core/diskfull", "quota", true},
+		{"sandbox/internal/core/diskfull", "settings", true},
+		{"sandbox/internal/core", "sandbox/internal/core/diskfull", false},
+		{"sandbox/internal/writes", "sandbox/internal/core/diskfull", false},
+		{"sandbox", "sandbox/internal/core/diskfull", false},
+		{"cmd/xfsq", "sandbox/internal/core/diskfull", true},
+		// identity: how a root is bound to its host, a leaf beneath the
+		// core.
+		{"sandbox/internal/core/identity", "store", false},
+		{"sandbox/internal/core/identity", "errkind", false},
+		{"sandbox/internal/core/identity", "sandbox/internal/core", true},
+		{"sandbox/internal/core/identity", "quota/xfs", true},
+		{"sandbox/internal/core", "sandbox/internal/core/identity", false},
+		{"server", "sandbox/internal/core/identity", true},
+		// settingwrites: the change of a setting, a use case beside the
+		// core.
+		{"sandbox/internal/settingwrites", "sandbox/internal/core", false},
+		{"sandbox/internal/settingwrites", "sandbox/internal/retention", true},
+		{"sandbox/internal/settingwrites", "sandbox", true},
+		{"sandbox/internal/core", "sandbox/internal/settingwrites", true},
+		{"sandbox", "sandbox/internal/settingwrites", false},
+		{"cmd/xfsq", "sandbox/internal/settingwrites", true},
 		// usage: every tree's figures read, beneath the core.
 		{"sandbox/internal/core", "sandbox/internal/core/usage", false},
 		{"sandbox/internal/core/usage", "store", false},

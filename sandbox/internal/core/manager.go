@@ -59,6 +59,7 @@ import (
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
+	"github.com/xfsq/xfsq/sandbox/internal/core/identity"
 	"github.com/xfsq/xfsq/sandbox/internal/core/usage"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
@@ -157,7 +158,7 @@ type Manager struct {
 	xfs    *xfs.FS
 	alloc  *xfs.Allocator
 	fsUUID string // key of this root's filesystem in the ID registry
-	// identity is the root's identity (identity.go); identityFresh: made by
+	// identity is the root's identity (the identity leaf); identityFresh: made by
 	// this open, not yet written to the root.
 	identity      string
 	identityFresh bool
@@ -246,13 +247,13 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if err := CheckRoot(root); err != nil {
 		return nil, err
 	}
-	id, err := readRootID(root)
+	id, err := identity.Read(filepath.Join(root, StateDir))
 	if err != nil {
 		return nil, err
 	}
 	// Another host's root, or another root under this host name, is told
 	// as such, before the store is judged by what it holds for the name.
-	if _, err := checkBinding(ctx, o.Store, root, id, "", o.TakeOverHost); err != nil {
+	if _, err := identity.Check(ctx, o.Store, root, id, "", o.TakeOverHost); err != nil {
 		return nil, err
 	}
 	if !o.FirstInit {
@@ -262,7 +263,7 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	}
 	m := &Manager{Root: root, Store: o.Store, Actor: o.Actor, Range: o.Range, identity: id}
 	if m.identity == "" {
-		m.identity, m.identityFresh = newRootID(), true
+		m.identity, m.identityFresh = identity.New(), true
 	}
 	if m.Actor == "" {
 		m.Actor = DefaultActor()
@@ -508,11 +509,11 @@ func Init(ctx context.Context, o Options) (*Manager, InitResult, error) {
 		return nil, res, fmt.Errorf("sandbox root %s does not exist or is not a directory: create or mount it first (scripts/loopback-xfs.sh makes an XFS one)", root)
 	}
 	// Before anything is made: a root refused its host name keeps no trace.
-	id, err := readRootID(root)
+	id, err := identity.Read(filepath.Join(root, StateDir))
 	if err != nil {
 		return nil, res, err
 	}
-	if _, err := checkBinding(ctx, o.Store, root, id, "", o.TakeOverHost); err != nil {
+	if _, err := identity.Check(ctx, o.Store, root, id, "", o.TakeOverHost); err != nil {
 		return nil, res, err
 	}
 	o.init = true

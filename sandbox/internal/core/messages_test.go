@@ -9,6 +9,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/sandbox/internal/core/diskfull"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -21,9 +22,7 @@ func TestMessagesNameNoCLIFlagTheHintDoes(t *testing.T) {
 	root := t.TempDir()
 	m, _ := managerWithOmni(t, root)
 
-	if _, _, err := m.SetSetting(ctx, "scratch_ttl", "2d"); err != nil {
-		t.Fatal(err)
-	}
+	storeSetting(t, m, "scratch_ttl", "2d")
 	blank, err := store.Open(ctx, filepath.Join(t.TempDir(), "blank.db"), "host-a")
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +35,7 @@ func TestMessagesNameNoCLIFlagTheHintDoes(t *testing.T) {
 		{Name: "a blank store on a root with trees", Err: func() error { return checkStoreKnowsRoot(ctx, root, blank) },
 			Kind: errkind.NotReady, Says: "has no record of this root", Hint: "point --db and --host at the store this root was initialised with"},
 		{Name: "a store on a full filesystem", Err: func() error {
-			return cannotWriteStore(&DiskFullError{Dir: root, Free: 0, Size: 1 << 30}, LocalDSN(root), "disk I/O error")
+			return cannotWriteStore(&diskfull.Error{Dir: root, Free: 0, Size: 1 << 30}, LocalDSN(root), "disk I/O error")
 		}, Kind: errkind.NotReady, Says: "xfsq cannot write its store", Hint: "on another filesystem (--db)"},
 		{Name: "a project's inbound tree", Err: func() error { return ValidateTree("omni", area.Inbound) },
 			Kind: errkind.Input, Says: "has no inbound tree", Hint: "xfsq top _root --area inbound"},

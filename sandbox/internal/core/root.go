@@ -13,6 +13,7 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
+	"github.com/xfsq/xfsq/sandbox/internal/core/diskfull"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -109,7 +110,7 @@ type Root struct {
 func (r *Root) Close() error {
 	err := r.Manager.Close()
 	if r.reserve {
-		EnsureReserve(r.Manager.Root)
+		diskfull.EnsureReserve(filepath.Join(r.Manager.Root, StateDir))
 	}
 	return errors.Join(err, r.Manager.Store.Close())
 }
@@ -189,7 +190,7 @@ func OpenRoot(ctx context.Context, cfg Config) (*Root, error) {
 	m, err := Open(ctx, o)
 	if err != nil {
 		if r.reserve {
-			EnsureReserve(root)
+			diskfull.EnsureReserve(filepath.Join(root, StateDir))
 		}
 		st.Close()
 		return nil, err
@@ -228,7 +229,7 @@ func openStore(ctx context.Context, root, dsn string, cfg Config) (*store.Store,
 	if err == nil || store.IsPostgres(dsn) || cfg.Init {
 		return st, "", err
 	}
-	full := DiskFull(filepath.Dir(dsn), 0, err)
+	full := diskfull.Check(filepath.Dir(dsn), 0, err)
 	if full == nil {
 		return nil, "", err
 	}
@@ -246,7 +247,7 @@ func openStore(ctx context.Context, root, dsn string, cfg Config) (*store.Store,
 		}
 		why += "; read-only: " + err.Error()
 	case FullDiskSpendReserve:
-		if ReleaseReserve(root) {
+		if diskfull.ReleaseReserve(filepath.Join(root, StateDir)) {
 			st, err := store.Open(ctx, dsn, cfg.host())
 			if err == nil {
 				return st, "", nil
@@ -259,7 +260,7 @@ func openStore(ctx context.Context, root, dsn string, cfg Config) (*store.Store,
 
 // cannotWriteStore is a store that a full filesystem keeps from opening:
 // full says what is full, the hint what to do (in the CLI's words).
-func cannotWriteStore(full *DiskFullError, dsn, why string) error {
+func cannotWriteStore(full *diskfull.Error, dsn, why string) error {
 	full.Err = fmt.Errorf("xfsq cannot write its store %s (%s)", dsn, why)
 	return errkind.WithFieldHint(errkind.NotReady, full, "free space there (reads, and the removals and sweeps that free space, still work), "+
 		"and keep the store on another filesystem (%s) so that it never fills with the trees", "db")

@@ -74,6 +74,12 @@ func (m *Manager) AddMissingTree(ctx context.Context, name, area string) error {
 	return m.addMissingTree(ctx, name, area)
 }
 
+// ApplyInboundQuota gives the inbound tree default_inbound_quota's new
+// limit, as project set would (settingwrites, when the setting changes).
+func (m *Manager) ApplyInboundQuota(ctx context.Context, bytesHard uint64) error {
+	return m.applyInboundQuota(ctx, bytesHard)
+}
+
 // MakeInboundTree records the root's row and gives inbound/ its tree.
 func (m *Manager) MakeInboundTree(ctx context.Context) error { return m.makeInboundTree(ctx) }
 

@@ -5,7 +5,26 @@ import (
 	"testing"
 
 	"github.com/xfsq/xfsq/settings"
+	"github.com/xfsq/xfsq/store"
 )
+
+// storeSetting stores a setting's value as set would, without the
+// journal record (the change of a setting is the settingwrites use case's,
+// above the core).
+func storeSetting(t *testing.T, m *Manager, key, value string) {
+	t.Helper()
+	s, err := settings.Lookup(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm, err := s.NormalizeExplicit(value, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Store.InTx(context.Background(), func(tx *store.Tx) error { _, err := tx.SetSetting(context.Background(), key, norm); return err }); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // WriteSettings, read in one query, are each setting as Setting reads it,
 // stored or default.
@@ -13,9 +32,7 @@ func TestWriteSettingsAreEachSettingAsRead(t *testing.T) {
 	ctx := context.Background()
 	m, _ := managerWithOmni(t, t.TempDir())
 	for key, val := range map[string]string{"max_file_bytes": "3M", "root_budget": "5G", "reservation_ttl": "7m"} {
-		if _, _, err := m.SetSetting(ctx, key, val); err != nil {
-			t.Fatal(err)
-		}
+		storeSetting(t, m, key, val)
 	}
 	got, err := m.WriteSettings(ctx)
 	if err != nil {

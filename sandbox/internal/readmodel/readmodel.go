@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/settings"
@@ -35,7 +36,8 @@ import (
 // projects, a project and a tree; every tree's figures (Report, and Usage
 // as admission reads them) and what the snapshots add to them (growth and
 // activity, full-in and reclaimable, the disk's trend); the disk's size;
-// the space no tree holds; the store's change mark; the limits a read saw
+// the kernel's quota interface (nil on the fallback), whose counters the
+// space no tree holds is read from; the store's change mark; the limits a read saw
 // reached, to be journalled; the hosts it knows; the ID registry's records
 // of the root's filesystem.
 type Core interface {
@@ -55,7 +57,7 @@ type Core interface {
 	Insight(ctx context.Context, rows []core.TreeStatus) error
 	DiskTrend(ctx context.Context, total, free uint64, now time.Time) (trend.Trend, error)
 	DiskSize() (total, free uint64, ok bool)
-	Unowned(ctx context.Context) (u core.Unowned, ok bool, err error)
+	Kernel() *xfs.FS
 	ChangeMark(ctx context.Context) (store.ChangeMark, error)
 	NoteLimits(ctx context.Context, rows []core.TreeStatus, seenBy string) error
 

@@ -69,7 +69,7 @@ type ReportResult struct {
 	// Unowned is the space no tree holds, on a kernel backend (nil on the
 	// fallback, or when it could not be read: it costs the report nothing
 	// else).
-	Unowned  *core.Unowned `json:"unowned,omitempty"`
+	Unowned  *Unowned      `json:"unowned,omitempty"`
 	Warnings []TreeWarning `json:"warnings"`
 	// Promise is what the hard byte limits of the trees shown promise of
 	// the root's disk (nil when the disk's size could not be read), and

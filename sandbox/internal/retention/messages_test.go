@@ -6,6 +6,7 @@ import (
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/testsupport/clihint"
+	"github.com/xfsq/xfsq/sandbox/internal/settingwrites"
 	"github.com/xfsq/xfsq/sweep"
 )
 
@@ -20,7 +21,7 @@ func TestPlanMessagesNameNoCLIFlagTheHintDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := m.SetSetting(ctx, "scratch_ttl", "2d"); err != nil {
+	if _, _, err := settingwrites.New(m).SetSetting(ctx, "scratch_ttl", "2d"); err != nil {
 		t.Fatal(err)
 	}
 	cases := []clihint.Case{

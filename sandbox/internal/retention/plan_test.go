@@ -11,6 +11,7 @@ import (
 
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/coretest"
+	"github.com/xfsq/xfsq/sandbox/internal/settingwrites"
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/saferm"
@@ -28,7 +29,7 @@ func TestRederiveDropsWhatThePlannerWouldNot(t *testing.T) {
 	if err := coretest.Add(ctx, m, "beta", core.LimitChange{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := m.SetSetting(ctx, "cache_quota_per_project", "1k"); err != nil {
+	if _, _, err := settingwrites.New(m).SetSetting(ctx, "cache_quota_per_project", "1k"); err != nil {
 		t.Fatal(err)
 	}
 	long := time.Now().Add(-60 * 24 * time.Hour)

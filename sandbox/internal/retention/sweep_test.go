@@ -22,6 +22,7 @@ import (
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/coretest"
+	"github.com/xfsq/xfsq/sandbox/internal/settingwrites"
 	"github.com/xfsq/xfsq/sandbox/internal/snapshots"
 
 	// Only this test links doctor: it holds two use cases against one
@@ -300,7 +301,7 @@ func TestScheduledPassWalksInTheBackground(t *testing.T) {
 	os.MkdirAll(old, 0o755)
 	long := time.Now().Add(-90 * 24 * time.Hour)
 	os.Chtimes(old, long, long)
-	if _, _, err := m.SetSetting(context.Background(), "cache_quota_per_project", "1"); err != nil {
+	if _, _, err := settingwrites.New(m).SetSetting(context.Background(), "cache_quota_per_project", "1"); err != nil {
 		t.Fatal(err)
 	}
 	out, err := s.Sweep(context.Background(), SweepOptions{Background: true})

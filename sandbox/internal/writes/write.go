@@ -13,6 +13,7 @@ import (
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/core/diskfull"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -223,12 +224,12 @@ func (w *Write) KernelRefusal(err error, need, requested uint64) error {
 	}
 	cause := errors.New("nothing was written")
 	if !w.m.IsXFS() {
-		if full := core.DiskFull(w.m.Root, ^uint64(0), cause); full != nil {
+		if full := diskfull.Check(w.m.Root, ^uint64(0), cause); full != nil {
 			return full
 		}
 		return fmt.Errorf("%w; nothing was written", err)
 	}
-	if full := core.DiskFull(w.m.Root, need, cause); full != nil {
+	if full := diskfull.Check(w.m.Root, need, cause); full != nil {
 		return full
 	}
 	q, _ := w.m.Backend.Get(w.tree.ProjectID)

@@ -1,4 +1,4 @@
-package core
+package readmodel
 
 import (
 	"context"
@@ -9,7 +9,8 @@ import (
 )
 
 // Unowned is the space on the root's filesystem that no tree of xfsq's
-// holds: where an operator's missing space went. Only the kernel backends
+// holds: where an operator's missing space went (report's and the
+// overview's). Only the kernel backends
 // know it without a walk: one enumeration of the kernel's counters (the
 // one a report makes) and one statfs.
 type Unowned struct {
@@ -28,8 +29,9 @@ type Unowned struct {
 
 // Unowned reads the space no tree holds; ok is false on the fallback,
 // whose figures are walks and would need one of the whole filesystem.
-func (m *Manager) Unowned(ctx context.Context) (u Unowned, ok bool, err error) {
-	if m.xfs == nil {
+func (m *Model) Unowned(ctx context.Context) (u Unowned, ok bool, err error) {
+	kernel := m.Kernel()
+	if kernel == nil {
 		return Unowned{}, false, nil
 	}
 	trees, err := m.Store.Trees(ctx, "")
@@ -45,7 +47,7 @@ func (m *Manager) Unowned(ctx context.Context) (u Unowned, ok bool, err error) {
 		return Unowned{}, false, err
 	}
 	u.UsedBytes = (st.Blocks - st.Bfree) * uint64(st.Bsize)
-	err = m.xfs.WithAll(func(all []quota.Quota) error {
+	err = kernel.WithAll(func(all []quota.Quota) error {
 		for _, q := range all {
 			if ours[q.ID] {
 				u.ProjectsBytes += q.Bytes
@@ -58,7 +60,7 @@ func (m *Manager) Unowned(ctx context.Context) (u Unowned, ok bool, err error) {
 	if err != nil {
 		return Unowned{}, false, err
 	}
-	zero, err := m.xfs.Get(0) // the enumeration leaves ID 0 out
+	zero, err := kernel.Get(0) // the enumeration leaves ID 0 out
 	if err != nil {
 		return Unowned{}, false, err
 	}

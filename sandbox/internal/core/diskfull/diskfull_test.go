@@ -1,4 +1,4 @@
-package core
+package diskfull
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
-// DiskFull tells a full filesystem from one with room, by bytes and by
+// Check tells a full filesystem from one with room, by bytes and by
 // inodes, and names the directory and the numbers.
 func TestDiskFull(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -48,7 +48,7 @@ func TestDiskFull(t *testing.T) {
 			defer unix.Unmount(dir, unix.MNT_DETACH)
 			c.fill(dir)
 			cause := errors.New("cause")
-			full := DiskFull(dir, 0, cause)
+			full := Check(dir, 0, cause)
 			switch {
 			case c.want == "" && full != nil:
 				t.Errorf("a filesystem with room: %v", full)

@@ -1,4 +1,13 @@
-package core
+// Package identity is how a root is bound to its host name: the root's
+// identity, a random id kept in .xfsq/root-id, and its filesystem's,
+// recorded in the store under the host name at init. A command on the
+// root under another host name, or on another root under this one, is
+// refused before it reads or writes anything of that host: rows scoped by
+// host describe one disk. It is a leaf beneath the core, which binds a
+// root with it (bindRoot) as it opens or initialises one; it reads the
+// store's bindings and writes only the identity file, in the state
+// directory it is given; the binding itself the core records.
+package identity
 
 import (
 	"context"
@@ -17,13 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A root is bound to its host name: its identity, a random id kept in
-// .xfsq/root-id, and its filesystem's, recorded in the store under the
-// host name at init. A command on the root under another host name, or on
-// another root under this one, is refused before it reads or writes
-// anything of that host: rows scoped by host describe one disk.
-
-// rootIDFile holds the root's identity under StateDir.
+// rootIDFile holds the root's identity in the state directory.
 const rootIDFile = "root-id"
 
 // Compiled on first use (see lifecycle's runPattern).
@@ -31,9 +34,10 @@ var rootIDPattern = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 })
 
-// readRootID is the root's identity; "" when it has none yet.
-func readRootID(root string) (string, error) {
-	p := filepath.Join(root, StateDir, rootIDFile)
+// Read is the identity of the root whose state directory is stateDir; ""
+// when it has none yet.
+func Read(stateDir string) (string, error) {
+	p := filepath.Join(stateDir, rootIDFile)
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -49,8 +53,8 @@ func readRootID(root string) (string, error) {
 	return id, nil
 }
 
-// newRootID is a random (version 4) UUID.
-func newRootID() string {
+// New is a random (version 4) UUID, a root's new identity.
+func New() string {
 	b := make([]byte, 16)
 	rand.Read(b)
 	b[6] = b[6]&0x0f | 0x40
@@ -58,8 +62,10 @@ func newRootID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-func writeRootID(root, id string) error {
-	p := filepath.Join(root, StateDir, rootIDFile)
+// Write records id as the identity of the root whose state directory is
+// stateDir, replacing the file whole.
+func Write(stateDir, id string) error {
+	p := filepath.Join(stateDir, rootIDFile)
 	tmp := p + ".tmp"
 	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o600); err != nil {
 		return err
@@ -67,22 +73,22 @@ func writeRootID(root, id string) error {
 	return os.Rename(tmp, p)
 }
 
-// fsIdentity names the filesystem holding the root: the kernel backend's
-// UUID, else the statfs id (derived from the UUID on ext4 and btrfs). ""
-// when neither can be read: it is then not compared.
-func (m *Manager) fsIdentity() string {
-	if m.xfs != nil && m.fsUUID != "" {
-		return "uuid:" + m.fsUUID
+// FS names the filesystem holding root: kernelUUID, the kernel backend's
+// UUID ("" on the fallback), else the statfs id (derived from the UUID on
+// ext4 and btrfs). "" when neither can be read: it is then not compared.
+func FS(root, kernelUUID string) string {
+	if kernelUUID != "" {
+		return "uuid:" + kernelUUID
 	}
 	var st unix.Statfs_t
-	if err := unix.Statfs(m.Root, &st); err != nil || st.Fsid.Val == [2]int32{} {
+	if err := unix.Statfs(root, &st); err != nil || st.Fsid.Val == [2]int32{} {
 		return ""
 	}
 	return fmt.Sprintf("fsid:%08x%08x", uint32(st.Fsid.Val[0]), uint32(st.Fsid.Val[1]))
 }
 
-// bindingError is the refusal of a root under a host name bound otherwise.
-func bindingError(root, host, rootID, fsID string, c *store.BindConflict) error {
+// Refusal is the refusal of a root under a host name bound otherwise.
+func Refusal(root, host, rootID, fsID string, c *store.BindConflict) error {
 	if b := c.Bound; b != nil {
 		return errkind.WithFieldHint(errkind.Conflict,
 			fmt.Errorf("the root %s is bound to host %q (since %s), not to host %q: another host's records are not this root's",
@@ -106,57 +112,22 @@ func bindingError(root, host, rootID, fsID string, c *store.BindConflict) error 
 // fmtLiteral is s inside a format string.
 func fmtLiteral(s string) string { return strings.ReplaceAll(s, "%", "%%") }
 
-// checkBinding refuses root (identity id, "" for none yet) under the
+// Check refuses root (identity id, "" for none yet) under the
 // store's host name when the name is bound to another root (unless
 // takeOver), or the root to another name; bound says the binding is
 // already as asked. It reads only: init asks it before making anything.
-func checkBinding(ctx context.Context, st *store.Store, root, id, fsID string, takeOver bool) (bound bool, err error) {
+func Check(ctx context.Context, st *store.Store, root, id, fsID string, takeOver bool) (bound bool, err error) {
 	held, mine, heldOK, mineOK, err := st.Bindings(ctx, id)
 	if err != nil {
 		return false, err
 	}
 	switch {
 	case mineOK && id != "" && mine.Host != st.Host:
-		return false, bindingError(root, st.Host, id, fsID, &store.BindConflict{Bound: &mine})
+		return false, Refusal(root, st.Host, id, fsID, &store.BindConflict{Bound: &mine})
 	case heldOK && held.RootID == id && held.Path == root && (held.FSID == fsID || fsID == ""):
 		return true, nil
 	case heldOK && held.RootID != id && !takeOver:
-		return false, bindingError(root, st.Host, id, fsID, &store.BindConflict{Held: &held})
+		return false, Refusal(root, st.Host, id, fsID, &store.BindConflict{Held: &held})
 	}
 	return false, nil
 }
-
-// bindRoot checks that the store's host name is bound to this root, binding
-// it when it is not yet (at init; on the first open of a root of an older
-// xfsq, which also gives the root its identity), or taking it over when
-// asked. A read-only store is only checked. Nothing is written when the
-// binding is refused.
-func (m *Manager) bindRoot(ctx context.Context, why string, takeOver bool) error {
-	fsID := m.fsIdentity()
-	bound, err := checkBinding(ctx, m.Store, m.Root, m.identity, fsID, takeOver)
-	if err != nil || bound || m.Store.ReadOnly() {
-		return err // a read-only store: checked as far as it can be, bound at the next writable open
-	}
-	if m.identityFresh {
-		if err := writeRootID(m.Root, m.identity); err != nil {
-			return fmt.Errorf("record the root's identity: %w", err)
-		}
-		m.identityFresh = false
-	}
-	if why != "init" {
-		why = "upgrade"
-	}
-	var fallbackKey string
-	if m.xfs == nil {
-		fallbackKey = m.fsUUID
-	}
-	err = m.Store.Bind(ctx, store.RootBinding{RootID: m.identity, FSID: fsID, Path: m.Root}, why, m.actor(ctx), fallbackKey, takeOver)
-	var c *store.BindConflict
-	if errors.As(err, &c) {
-		return bindingError(m.Root, m.Store.Host, m.identity, fsID, c)
-	}
-	return err
-}
-
-// RootID is the root's identity (see bindRoot).
-func (m *Manager) RootID() string { return m.identity }
