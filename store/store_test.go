@@ -127,21 +127,27 @@ func (r registry) Release(fsUUID string, id quota.ProjectID) error {
 	return r.s.InTx(ctx, func(tx *Tx) error { return tx.ReleaseID(ctx, fsUUID, id) })
 }
 
+// reserveEach reserves n IDs one add at a time, as n adds would.
+func reserveEach(t *testing.T, reg registry, fsUUID string, rng quota.IDRange, excluded map[quota.ProjectID]bool, n int) []quota.ProjectID {
+	t.Helper()
+	var got []quota.ProjectID
+	for range n {
+		id, err := reg.Reserve(fsUUID, rng, excluded, "o")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, id)
+	}
+	return got
+}
+
 func TestReserveID(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s := open(t, dsn)
 		reg := registry{s}
 		rng := quota.IDRange{First: 10, Last: 14}
 		excluded := map[quota.ProjectID]bool{10: true, 12: true}
-		var got []quota.ProjectID
-		for range 3 {
-			id, err := reg.Reserve("fs1", rng, excluded, "o")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, id)
-		}
-		if fmt.Sprint(got) != "[11 13 14]" {
+		if got := reserveEach(t, reg, "fs1", rng, excluded, 3); fmt.Sprint(got) != "[11 13 14]" {
 			t.Errorf("reserved %v, want [11 13 14]", got)
 		}
 		if _, err := reg.Reserve("fs1", rng, excluded, "o"); err == nil {
@@ -1001,15 +1007,7 @@ func TestReserveIDAfterHighest(t *testing.T) {
 			t.Fatal(err)
 		}
 		excluded := map[quota.ProjectID]bool{14: true}
-		var got []quota.ProjectID
-		for range 2 {
-			id, err := reg.Reserve("fs1", rng, excluded, "o")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, id)
-		}
-		if fmt.Sprint(got) != "[15 11]" {
+		if got := reserveEach(t, reg, "fs1", rng, excluded, 2); fmt.Sprint(got) != "[15 11]" {
 			t.Errorf("reserved %v, want 15 (after the highest, 14 excluded) then 11 (the top taken)", got)
 		}
 		if id, err := reg.Reserve("fs1", rng, excluded, "o"); err == nil {
