@@ -74,21 +74,22 @@ func TestWalkOfAttackedExt4DirectoriesMatchesDu(t *testing.T) {
 			assertEndMarkOnlyAtTheEnd(t, dir)
 			want := duTotal(t, du(t, 0, "-x", "-s", "--block-size=1", dir))
 			wantInodes := duTotal(t, du(t, 0, "-x", "-s", "--inodes", dir))
-			for _, raw := range []bool{false, true} {
+			for _, o := range statModes(t) {
 				for _, storm := range []bool{false, true} {
 					stop := func() {}
 					if storm {
 						stop = signalStorm()
 					}
-					res, err := Walk(dir, Options{Depth: 2, TopK: 10, RawStat: raw})
+					o.Depth, o.TopK = 2, 10
+					res, err := Walk(dir, o)
 					stop()
 					if err != nil {
 						t.Fatal(err)
 					}
 					r := res.Root
 					if r.SizeBytes != want || r.Files+r.Dirs != wantInodes || res.Errors != 0 || res.Partial {
-						t.Errorf("RawStat=%v signals=%v: %d bytes, %d inodes (errors %d, partial %v); du says %d bytes, %d inodes",
-							raw, storm, r.SizeBytes, r.Files+r.Dirs, res.Errors, res.Partial, want, wantInodes)
+						t.Errorf("%s signals=%v: %d bytes, %d inodes (errors %d, partial %v); du says %d bytes, %d inodes",
+							statModeName(o), storm, r.SizeBytes, r.Files+r.Dirs, res.Errors, res.Partial, want, wantInodes)
 					}
 				}
 			}

@@ -53,6 +53,13 @@ type Options struct {
 	// can stall every other goroutine and the garbage collector. Only for a
 	// process with nothing else to run (the CLI), never for a server.
 	RawStat bool
+	// BatchStat stats a directory's files in batches through io_uring
+	// where the kernel allows it (statring_amd64.go): one syscall a batch
+	// rather than one a file, ~20 % less CPU on a warm tree. The kernel
+	// runs the stats on io-wq threads made from the walking thread, which
+	// do not follow a later change of its priority: ignored with
+	// Background.
+	BatchStat bool
 	// Background lowers each worker's thread to background priority (see
 	// LowerThread), for a walk that Background runs: the workers are
 	// goroutines of their own, on threads of their own.
@@ -528,9 +535,22 @@ type worker struct {
 	buf   []byte // for getdents64
 	stack []job  // its own jobs, depth first: few open directories, warm caches
 	top   topK[File]
+	// A getdents buffer's files, their stats and errors, kept between
+	// directories; ring batches their stats where it is not nil.
+	files []fileRec
+	sts   []unix.Stat_t
+	errs  []unix.Errno
+	names []*byte
+	ring  *statRing
 }
 
-func newWorker(w *walker) *worker { return &worker{w: w, buf: *workerBufs.Get().(*[]byte)} }
+func newWorker(w *walker) *worker {
+	k := &worker{w: w, buf: *workerBufs.Get().(*[]byte)}
+	if w.opts.BatchStat && !w.opts.Background {
+		k.ring = getRing()
+	}
+	return k
+}
 
 // workerBufs are the workers' getdents buffers, kept between walks: a
 // snapshot pass of 3,000 small trees allocated ~150 KB of them a tree
@@ -540,6 +560,8 @@ var workerBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &
 
 // done hands the worker's buffer back; the worker reads nothing after.
 func (k *worker) done() {
+	putRing(k.ring)
+	k.ring = nil
 	if b := k.buf; b != nil {
 		k.buf = nil
 		workerBufs.Put(&b)
@@ -766,10 +788,8 @@ func (k *worker) read(fd int, self *unix.Stat_t, dev, ino uint64, rel string, de
 // than dev is a mount point; dev is the directory's own if devKnown, else
 // its parent's, and then asked (fstat) before a file is refused for it.
 func (k *worker) entries(fd int, dev uint64, devKnown bool, rel string, a *agg, warm bool) ([]string, []uint64, bool) {
-	w, buf, top := k.w, k.buf, &k.top
-	var subdirs []string
-	var inos []uint64
-	var t totals
+	w, buf := k.w, k.buf
+	d := dirRead{fd: fd, dev: dev, devKnown: devKnown, rel: rel}
 	// With RawStat, the first read and the first stat of a directory are
 	// timed: if the kernel answered them from its caches it will answer the
 	// rest so too (neighbours share blocks), and they are made as raw
@@ -796,77 +816,18 @@ func (k *worker) entries(fd int, dev uint64, devKnown bool, rel string, a *agg, 
 		if n <= 0 {
 			break
 		}
-		last := 0 // the last record's offset
-		for off := 0; off < n; {
-			last = off
-			// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name.
-			reclen := int(*(*uint16)(unsafe.Pointer(&buf[off+16])))
-			typ := buf[off+18]
-			rec := buf[off+19 : off+reclen] // the NUL-terminated name, padded
-			off += reclen
-			if rec[0] == '.' && (rec[1] == 0 || (rec[1] == '.' && rec[2] == 0)) {
-				continue
-			}
-			if typ == unix.DT_DIR {
-				subdirs = append(subdirs, cstringNUL(rec))
-				inos = append(inos, *(*uint64)(unsafe.Pointer(&buf[off-reclen])))
-				continue
-			}
-			// fstatat straight from the getdents buffer: no string per file.
-			var st unix.Stat_t
-			var err error
-			if firstStat {
-				start := monotonic()
-				err = fstatat(fd, &rec[0], &st, warm)
-				firstStat, warm = false, !fromDisk(monotonic()-start, cachedStat)
-			} else {
-				err = fstatat(fd, &rec[0], &st, warm)
-			}
-			if err != nil {
-				w.errors.Add(1) // vanished since getdents
-				continue
-			}
-			if st.Mode&unix.S_IFMT == unix.S_IFDIR { // DT_UNKNOWN on some filesystems
-				subdirs = append(subdirs, cstringNUL(rec))
-				inos = append(inos, st.Ino)
-				continue
-			}
-			if st.Dev != dev && !devKnown {
-				// dev was its parent's: this directory may be a btrfs
-				// subvolume, on a device of its own.
-				var self unix.Stat_t
-				if fstat(fd, &self, warm) == nil {
-					dev = self.Dev
-				}
-				devKnown = true
-			}
-			if st.Dev != dev { // a file bind-mounted over one of the tree's
-				w.mountPoints.Add(1)
-				continue
-			}
-			if dIno := *(*uint64)(unsafe.Pointer(&buf[off-reclen])); st.Ino != dIno && !w.entryInosDiffer {
-				// Not the inode the entry named: a file bind-mounted from
-				// this filesystem (it keeps st_dev), or one swapped in.
-				if mountRootAt(fd, direntName(rec)) {
-					w.mountPoints.Add(1)
-				} else {
-					w.errors.Add(1)
-				}
-				continue
-			}
-			if w.opts.Writing != nil && rel == "." && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
-				if p, ok := w.opts.Writing[string(direntName(rec))]; ok && st.Ino == p.Ino && uint64(st.Blocks)*512 <= p.Room {
-					continue
-				}
-			}
-			if st.Nlink > 1 && !w.firstLink(&st) {
-				continue
-			}
-			file := inodeTotals(&st, false)
-			t.add(file)
-			if st.Mode&unix.S_IFMT == unix.S_IFREG && wantsFile(*top, file.size, rel, rec, w.opts.TopK) {
-				top.offer(File{Path: join(rel, string(direntName(rec))), SizeBytes: file.size}, w.opts.TopK)
-			}
+		last := k.parse(&d, buf[:n])
+		// fstatat straight from the getdents buffer: no string per file.
+		if firstStat && len(k.files) > 0 {
+			start := monotonic()
+			k.statOne(fd, 0, warm)
+			firstStat, warm = false, !fromDisk(monotonic()-start, cachedStat)
+			k.statFiles(fd, 1, warm)
+		} else {
+			k.statFiles(fd, 0, warm)
+		}
+		for i := range k.files {
+			k.account(&d, i, warm)
 		}
 		if w.endMark && *(*int64)(unsafe.Pointer(&buf[last+8])) == endOfExt4Dir {
 			break // the read after it would return 0: one syscall a directory saved
@@ -878,12 +839,151 @@ func (k *worker) entries(fd int, dev uint64, devKnown bool, rel string, a *agg, 
 	// Progress counters once per directory, not once per file, and only
 	// for someone watching: both workers writing them costs ~1 %.
 	if w.opts.Progress != nil {
-		w.files.Add(t.files)
-		w.dirs.Add(uint64(len(subdirs)))
-		w.bytes.Add(t.size)
+		w.files.Add(d.t.files)
+		w.dirs.Add(uint64(len(d.subdirs)))
+		w.bytes.Add(d.t.size)
 	}
-	a.addTotals(t)
-	return subdirs, inos, warm
+	a.addTotals(d.t)
+	return d.subdirs, d.inos, warm
+}
+
+// dirRead is what the reading of one directory has found so far.
+type dirRead struct {
+	fd       int
+	dev      uint64
+	devKnown bool
+	rel      string
+	subdirs  []string
+	inos     []uint64
+	t        totals
+}
+
+// fileRec is a getdents record that is not a directory: its name field
+// (NUL-terminated, padded) and the inode number the directory gave it.
+type fileRec struct {
+	rec []byte
+	ino uint64
+}
+
+// parse takes one getdents buffer's records: the subdirectories into d,
+// the rest into k.files to be stat'ed. It returns the last record's offset.
+func (k *worker) parse(d *dirRead, buf []byte) (last int) {
+	k.files = k.files[:0]
+	for off := 0; off < len(buf); {
+		last = off
+		// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name.
+		ino := *(*uint64)(unsafe.Pointer(&buf[off]))
+		reclen := int(*(*uint16)(unsafe.Pointer(&buf[off+16])))
+		typ := buf[off+18]
+		rec := buf[off+19 : off+reclen] // the NUL-terminated name, padded
+		off += reclen
+		if rec[0] == '.' && (rec[1] == 0 || (rec[1] == '.' && rec[2] == 0)) {
+			continue
+		}
+		if typ == unix.DT_DIR {
+			d.subdirs = append(d.subdirs, cstringNUL(rec))
+			d.inos = append(d.inos, ino)
+			continue
+		}
+		k.files = append(k.files, fileRec{rec: rec, ino: ino})
+	}
+	if n := len(k.files); cap(k.sts) < n {
+		k.sts, k.errs, k.names = make([]unix.Stat_t, n), make([]unix.Errno, n), make([]*byte, n)
+	}
+	k.sts, k.errs = k.sts[:len(k.files)], k.errs[:len(k.files)]
+	return last
+}
+
+// statFiles stats k.files[from:] into k.sts and k.errs: in batches through
+// the worker's ring where there is one and the batch is worth it
+// (ringMin), else one newfstatat a file.
+func (k *worker) statFiles(fd, from int, warm bool) {
+	files := k.files[from:]
+	if k.ring != nil && len(files) >= ringMin {
+		names := k.names[:len(files)]
+		for i := range files {
+			names[i] = &files[i].rec[0]
+		}
+		if !k.ring.stat(fd, names, k.sts[from:], k.errs[from:]) {
+			k.ring = nil // abandoned: the kernel may still hold its entries
+		}
+		for i := range files { // what the ring could not answer
+			if k.errs[from+i] == unix.EAGAIN {
+				k.statOne(fd, from+i, warm)
+			}
+		}
+		return
+	}
+	for i := range files {
+		k.statOne(fd, from+i, warm)
+	}
+}
+
+func (k *worker) statOne(fd, i int, warm bool) {
+	k.errs[i] = 0
+	if err := fstatat(fd, &k.files[i].rec[0], &k.sts[i], warm); err != nil {
+		k.errs[i] = unix.EIO
+		errors.As(err, &k.errs[i])
+	}
+}
+
+// ringMin is the fewest files a batch goes through the ring for: below it
+// the wake-ups of the kernel's worker cost more than the transitions saved
+// (on the build machine 16 files a batch were no cheaper than a newfstatat
+// each, 50 about 20 % cheaper).
+const ringMin = 24
+
+// account adds what k.files[i] holds to d, as du counts it: once a
+// multiply-linked inode, nothing of a mount point or an entry swapped
+// under the walk (each counted as such), a subdirectory the directory
+// typed DT_UNKNOWN to d's subdirectories.
+func (k *worker) account(d *dirRead, i int, warm bool) {
+	w, rec, st := k.w, k.files[i].rec, &k.sts[i]
+	if k.errs[i] != 0 {
+		w.errors.Add(1) // vanished since getdents
+		return
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR { // DT_UNKNOWN on some filesystems
+		d.subdirs = append(d.subdirs, cstringNUL(rec))
+		d.inos = append(d.inos, st.Ino)
+		return
+	}
+	if st.Dev != d.dev && !d.devKnown {
+		// dev was its parent's: this directory may be a btrfs
+		// subvolume, on a device of its own.
+		var self unix.Stat_t
+		if fstat(d.fd, &self, warm) == nil {
+			d.dev = self.Dev
+		}
+		d.devKnown = true
+	}
+	if st.Dev != d.dev { // a file bind-mounted over one of the tree's
+		w.mountPoints.Add(1)
+		return
+	}
+	if st.Ino != k.files[i].ino && !w.entryInosDiffer {
+		// Not the inode the entry named: a file bind-mounted from
+		// this filesystem (it keeps st_dev), or one swapped in.
+		if mountRootAt(d.fd, direntName(rec)) {
+			w.mountPoints.Add(1)
+		} else {
+			w.errors.Add(1)
+		}
+		return
+	}
+	if w.opts.Writing != nil && d.rel == "." && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
+		if p, ok := w.opts.Writing[string(direntName(rec))]; ok && st.Ino == p.Ino && uint64(st.Blocks)*512 <= p.Room {
+			return
+		}
+	}
+	if st.Nlink > 1 && !w.firstLink(st) {
+		return
+	}
+	file := inodeTotals(st, false)
+	d.t.add(file)
+	if st.Mode&unix.S_IFMT == unix.S_IFREG && wantsFile(k.top, file.size, d.rel, rec, w.opts.TopK) {
+		k.top.offer(File{Path: join(d.rel, string(direntName(rec))), SizeBytes: file.size}, w.opts.TopK)
+	}
 }
 
 func (w *walker) offerTop(h topK[File]) {

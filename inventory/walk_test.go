@@ -130,9 +130,14 @@ func TestWalkMatchesDu(t *testing.T) {
 	} else if prereq.InCI() {
 		t.Fatal("the nested-mount case needs root")
 	}
-	for _, raw := range []bool{false, true} { // both ways of making the stats
-		t.Run(fmt.Sprintf("RawStat=%v", raw), func(t *testing.T) {
-			res, err := Walk(dir, Options{Depth: 8, TopK: 1000, RawStat: raw})
+	for _, o := range statModes(t) { // every way of making the stats
+		t.Run(statModeName(o), func(t *testing.T) {
+			o.Depth, o.TopK = 8, 1000
+			batches := ringBatches.Load()
+			res, err := Walk(dir, o)
+			if o.BatchStat && ringBatches.Load() == batches {
+				t.Error("BatchStat: no directory's files went through the ring")
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -364,7 +369,7 @@ func TestEntriesVanishingMidWalk(t *testing.T) {
 		}
 	}()
 	for i := range 20 {
-		res, err := Walk(dir, Options{RawStat: i%2 == 1})
+		res, err := Walk(dir, statModes(t)[i%3])
 		if err != nil {
 			t.Fatalf("a walk failed while entries vanished: %v", err)
 		}
@@ -418,12 +423,14 @@ func TestWalkClosesEveryDirectoryAndAgreesAcrossWorkers(t *testing.T) {
 		}
 		return len(ents)
 	}
+	batched := Options{Workers: 2, RawStat: true, BatchStat: true}
+	Walk(dir, batched) // the rings it keeps for the next walks are open from here on
 	before := openFds()
 	var want *Result
 	for _, o := range []Options{
-		{Workers: 1}, {Workers: 2, RawStat: true}, {Workers: 16}, {Workers: 3, Budget: time.Nanosecond},
+		{Workers: 1}, {Workers: 2, RawStat: true}, {Workers: 16}, {Workers: 3, Budget: time.Nanosecond}, batched,
 	} {
-		res, err := Walk(dir, Options{Depth: 8, TopK: 100, Workers: o.Workers, RawStat: o.RawStat, Budget: o.Budget})
+		res, err := Walk(dir, Options{Depth: 8, TopK: 100, Workers: o.Workers, RawStat: o.RawStat, BatchStat: o.BatchStat, Budget: o.Budget})
 		if err != nil {
 			t.Fatal(err)
 		}

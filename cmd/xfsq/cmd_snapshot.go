@@ -53,7 +53,7 @@ func cmdSnapshot(e env) error {
 	}
 	o := sandbox.SnapshotOptions{Projects: e.c.Args().Slice(), Area: e.c.String("area"), Scheduled: e.c.Bool("all"),
 		// The CLI runs nothing beside its walk: raw stats are safe here.
-		Walk: inventory.Options{Depth: e.c.Int("depth"), TopK: e.c.Int("top"), Budget: budget, RawStat: true}}
+		Walk: inventory.Options{Depth: e.c.Int("depth"), TopK: e.c.Int("top"), Budget: budget, RawStat: true, BatchStat: true}}
 	if len(o.Projects) == 0 && !o.Scheduled {
 		o.Projects = sandbox.ImpliedProjects([]string{o.Area})
 	}

@@ -51,7 +51,7 @@ func cmdTop(e env) error {
 		progress = func(p sandbox.TreeProgress) { e.progress.show(walkProgress(p)) }
 	}
 	return withFiles(e, func(ctx context.Context, l *files.Layer) error {
-		res, err := l.Top(ctx, name, e.c.String("area"), sub, inventory.Options{Depth: depth, TopK: max(limit, 20), RawStat: true}, progress)
+		res, err := l.Top(ctx, name, e.c.String("area"), sub, inventory.Options{Depth: depth, TopK: max(limit, 20), RawStat: true, BatchStat: true}, progress)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,22 @@
+//go:build !amd64
+
+package inventory
+
+import (
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// Batched stats (statring_amd64.go) are amd64's: elsewhere a walk stats
+// one file at a time.
+type statRing struct{}
+
+var ringBatches atomic.Int64
+
+func getRing() *statRing  { return nil }
+func putRing(r *statRing) {}
+
+func (r *statRing) stat(dirfd int, names []*byte, sts []unix.Stat_t, errs []unix.Errno) bool {
+	return false
+}

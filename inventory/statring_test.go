@@ -1,0 +1,97 @@
+package inventory
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
+)
+
+// statModes are the ways a walk makes its stats: one syscall a file
+// through the scheduler, raw, and raw with a directory's files batched
+// through io_uring (where io_uring is missing: a failure in CI, else the
+// batched mode is left out).
+func statModes(t *testing.T) []Options {
+	t.Helper()
+	modes := []Options{{}, {RawStat: true}, {RawStat: true, BatchStat: true}}
+	if r := getRing(); r != nil {
+		putRing(r)
+	} else if prereq.InCI() {
+		t.Fatal("io_uring is missing or refused here: the batched stats cannot be tested")
+	} else {
+		t.Log("io_uring is missing or refused here: batched stats not tested")
+		modes = modes[:2]
+	}
+	return modes
+}
+
+func statModeName(o Options) string {
+	switch {
+	case o.BatchStat:
+		return "BatchStat"
+	case o.RawStat:
+		return "RawStat"
+	}
+	return "Syscall"
+}
+
+// The ring's answer is newfstatat's, field for field, for every kind of
+// entry a tenant can make (and a device node, which only root can), and
+// its errors are the same errors.
+func TestRingStatsAsNewfstatat(t *testing.T) {
+	statModes(t)
+	r := getRing()
+	if r == nil {
+		t.Skip("io_uring missing")
+	}
+	defer putRing(r)
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(dir, "file"), make([]byte, 100_000), 0o640))
+	must(os.Link(filepath.Join(dir, "file"), filepath.Join(dir, "hardlink")))
+	must(os.Symlink("/etc/passwd", filepath.Join(dir, "symlink")))
+	must(os.Symlink("nowhere", filepath.Join(dir, "dangling")))
+	must(unix.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
+	must(os.Mkdir(filepath.Join(dir, "sub"), 0o700))
+	names := []string{"file", "hardlink", "symlink", "dangling", "fifo", "sub", "gone"}
+	if os.Geteuid() == 0 {
+		must(unix.Mknod(filepath.Join(dir, "null"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))))
+		names = append(names, "null")
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	must(err)
+	defer unix.Close(fd)
+	cnames := make([]*byte, len(names))
+	for i, n := range names {
+		cnames[i] = &append([]byte(n), 0)[0]
+	}
+	sts := make([]unix.Stat_t, len(names))
+	errs := make([]unix.Errno, len(names))
+	if !r.stat(fd, cnames, sts, errs) {
+		t.Fatal("the ring failed")
+	}
+	for i, n := range names {
+		var want unix.Stat_t
+		werr := unix.Fstatat(fd, n, &want, unix.AT_SYMLINK_NOFOLLOW)
+		var wantErr unix.Errno
+		if werr != nil {
+			wantErr = werr.(syscall.Errno)
+		}
+		if errs[i] != wantErr {
+			t.Errorf("%s: error %v, newfstatat's %v", n, errs[i], wantErr)
+			continue
+		}
+		if wantErr == 0 && sts[i] != want {
+			t.Errorf("%s:\n ring       %+v\n newfstatat %+v", n, sts[i], want)
+		}
+	}
+}
