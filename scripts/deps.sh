@@ -21,8 +21,10 @@ set -euo pipefail
 # drive it headless (chromedp). systemd: systemd-analyze verifies contrib/systemd/xfsq.service.
 # quota: the kernel tests on ext4 (made with mkfs.ext4 -O quota,project;
 # e2fsprogs is in every Debian) check xfsq's figures against repquota -P.
+# pgbouncer: a fleet behind PgBouncer in transaction mode (the test starts
+# its own, as nobody, on a free port; the package's service is not used).
 case "${1:-}" in
-test) want=(xfsprogs quota qemu-system-x86 busybox-static git postgresql prometheus btrfs-progs chromium systemd) ;;
+test) want=(xfsprogs quota qemu-system-x86 busybox-static git postgresql prometheus btrfs-progs chromium systemd pgbouncer) ;;
 demo) want=(xfsprogs qemu-system-x86 busybox-static) ;;
 *) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

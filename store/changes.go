@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"sync"
 
 	"github.com/jmoiron/sqlx"
@@ -73,32 +74,72 @@ type stmtCache struct {
 	stmts map[string]*sqlx.Stmt
 }
 
-// prepared is query (with ? placeholders) prepared on s's pool, once.
-func (s *Store) prepared(ctx context.Context, query string) (*sqlx.Stmt, error) {
+// hotQuery is a query asked many times a second: prepared on the pool, or,
+// where the DSN says prepare=no, sent each time it is asked.
+type hotQuery struct {
+	st *sqlx.Stmt
+	db *sqlx.DB
+	q  string // rebound, for db
+}
+
+func (h hotQuery) QueryRowxContext(ctx context.Context, args ...any) *sqlx.Row {
+	if h.st == nil {
+		return h.db.QueryRowxContext(ctx, h.q, args...)
+	}
+	return h.st.QueryRowxContext(ctx, args...)
+}
+
+func (h hotQuery) GetContext(ctx context.Context, dest any, args ...any) error {
+	if h.st == nil {
+		return h.db.GetContext(ctx, dest, h.q, args...)
+	}
+	return h.st.GetContext(ctx, dest, args...)
+}
+
+func (h hotQuery) SelectContext(ctx context.Context, dest any, args ...any) error {
+	if h.st == nil {
+		return h.db.SelectContext(ctx, dest, h.q, args...)
+	}
+	return h.st.SelectContext(ctx, dest, args...)
+}
+
+func (h hotQuery) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
+	if h.st == nil {
+		return h.db.QueryContext(ctx, h.q, args...)
+	}
+	return h.st.QueryContext(ctx, args...)
+}
+
+// prepared is query (with ? placeholders) prepared on s's pool, once; or
+// sent as it is each time where the DSN says prepare=no.
+func (s *Store) prepared(ctx context.Context, query string) (hotQuery, error) {
+	if s.postgres && !s.bounds.Prepare {
+		return hotQuery{db: s.db, q: s.db.Rebind(query)}, nil
+	}
 	c := &s.stmts
 	c.mu.Lock()
 	if st := c.stmts[query]; st != nil {
 		c.mu.Unlock()
-		return st, nil
+		return hotQuery{st: st}, nil
 	}
 	c.mu.Unlock()
 	// Prepared without the lock: a prepare waiting on a stalled store
 	// held up every caller of every cached query.
 	st, err := s.db.PreparexContext(ctx, s.db.Rebind(query))
 	if err != nil {
-		return nil, err
+		return hotQuery{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if kept := c.stmts[query]; kept != nil {
 		st.Close() // another caller's came first
-		return kept, nil
+		return hotQuery{st: kept}, nil
 	}
 	if c.stmts == nil {
 		c.stmts = map[string]*sqlx.Stmt{}
 	}
 	c.stmts[query] = st
-	return st, nil
+	return hotQuery{st: st}, nil
 }
 
 func (c *stmtCache) close() {

@@ -37,6 +37,12 @@ type PostgresOptions struct {
 	// PoolMaxOpen and PoolMaxIdle size the process's pool (pool_max_open,
 	// pool_max_idle: xfsq's own keywords, never sent to the server).
 	PoolMaxOpen, PoolMaxIdle int
+	// Prepare keeps the statements a server asks many times a second
+	// prepared on each connection (prepare, xfsq's keyword: yes, the
+	// default, or no). Behind PgBouncer before 1.21 in transaction mode a
+	// prepared statement is not where the next transaction runs: there
+	// prepare=no sends each as it is asked (docs/fleet.md).
+	Prepare bool
 }
 
 // DefaultPostgresOptions are the bounds a DSN that names none gets: a
@@ -51,6 +57,7 @@ var DefaultPostgresOptions = PostgresOptions{
 	UserTimeout:       20 * time.Second,
 	PoolMaxOpen:       8,
 	PoolMaxIdle:       2,
+	Prepare:           true,
 }
 
 // networkMargin is what a call may wait beyond the server's own statement
@@ -72,7 +79,7 @@ func (o PostgresOptions) CallBudget() time.Duration {
 // unknown keyword to the server as a run-time parameter (and the server
 // refuse it).
 var xfsqKeywords = []string{"keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout",
-	"pool_max_open", "pool_max_idle"}
+	"pool_max_open", "pool_max_idle", "prepare"}
 
 // postgresConfig parses dsn (kind from Classify) as lib/pq does and merges
 // the options it names with the defaults. Its errors never quote dsn.
@@ -138,6 +145,16 @@ func postgresConfig(dsn string) (pq.Config, PostgresOptions, error) {
 				return cfg, o, bad(p.key, v, "give a positive whole number")
 			}
 			*p.dst = n
+		}
+	}
+	if v, ok := rt["prepare"]; ok {
+		switch v {
+		case "yes", "on", "true", "1":
+			o.Prepare = true
+		case "no", "off", "false", "0":
+			o.Prepare = false
+		default:
+			return cfg, o, bad("prepare", v, "give yes or no (no: behind PgBouncer before 1.21 in transaction mode)")
 		}
 	}
 	if v, ok := rt["keepalives"]; ok && v != "1" {

@@ -249,7 +249,7 @@ func TestRequestBudgetBoundsAllItsCalls(t *testing.T) {
 // the server, which would refuse them; a bound of 0 is refused.
 func TestPostgresOptionsFromTheDSN(t *testing.T) {
 	dsn := storetest.Postgres(t)
-	s := open(t, dsn+"&statement_timeout=3s&lock_timeout=1500&keepalives_idle=7&pool_max_open=4&pool_max_idle=1&tcp_user_timeout=9000")
+	s := open(t, dsn+"&statement_timeout=3s&lock_timeout=1500&keepalives_idle=7&pool_max_open=4&pool_max_idle=1&tcp_user_timeout=9000&prepare=no")
 	var st, lt string
 	if err := s.db.QueryRow(`SELECT current_setting('statement_timeout'), current_setting('lock_timeout')`).Scan(&st, &lt); err != nil {
 		t.Fatal(err)
@@ -258,14 +258,14 @@ func TestPostgresOptionsFromTheDSN(t *testing.T) {
 		t.Errorf("server has statement_timeout=%s lock_timeout=%s, want 3s and 1500ms", st, lt)
 	}
 	b := s.Bounds()
-	if b.KeepaliveIdle != 7*time.Second || b.PoolMaxOpen != 4 || b.PoolMaxIdle != 1 || b.UserTimeout != 9*time.Second ||
+	if b.KeepaliveIdle != 7*time.Second || b.PoolMaxOpen != 4 || b.PoolMaxIdle != 1 || b.UserTimeout != 9*time.Second || b.Prepare ||
 		b.ConnectTimeout != DefaultPostgresOptions.ConnectTimeout {
 		t.Errorf("bounds %+v", b)
 	}
 	if got := s.db.Stats().MaxOpenConnections; got != 4 {
 		t.Errorf("pool opens %d, want 4", got)
 	}
-	for _, bad := range []string{"&statement_timeout=0", "&lock_timeout=soon", "&pool_max_open=0", "&keepalives=0"} {
+	for _, bad := range []string{"&statement_timeout=0", "&lock_timeout=soon", "&pool_max_open=0", "&keepalives=0", "&prepare=maybe"} {
 		if _, err := Open(ctx, dsn+bad, "h"); err == nil || !strings.Contains(err.Error(), strings.Split(strings.TrimPrefix(bad, "&"), "=")[0]) {
 			t.Errorf("%s: error %v, want one naming the keyword", bad, err)
 		}
