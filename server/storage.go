@@ -275,7 +275,11 @@ func etagMatches(header, etag string) bool {
 // a tree never snapshotted has "tree": null and "snapshot_at": null.
 func (a *storageAPI) Project(w http.ResponseWriter, r *http.Request) error {
 	depth := 0
-	if v := r.URL.Query().Get("depth"); v != "" {
+	v, err := queryOne(r, "depth")
+	if err != nil {
+		return err
+	}
+	if v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n == 0 { // an explicit 0 is out of range, not the default
 			return errkind.New(errkind.Input, fmt.Errorf("depth %q: use a whole number from 1 to %d", v, inventory.MaxDepth))
