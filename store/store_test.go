@@ -892,6 +892,70 @@ func TestSettlePendingOnlyOnce(t *testing.T) {
 	})
 }
 
+// A deletion confirmed done moves its project's version in the
+// confirming transaction (the overview drops its path from top_paths),
+// except a sweep's own: its sweep moves it once per project, as it ends
+// it (EndSweep), one statement a deletion fewer. Another settler (doctor)
+// of a sweep's deletion moves it at once.
+func TestDeletionDoneMovesTheVersion(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		version := func() int64 {
+			t.Helper()
+			var v int64
+			if err := s.get(ctx, &v, `SELECT COALESCE(MAX(version), 0) FROM project_versions WHERE host = ? AND project = 'omni'`, s.Host); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		settle := func(rec journal.Evicted, confirm bool) (statements int64, moved bool) {
+			t.Helper()
+			if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEvent(ctx, "omni", "t", rec) }); err != nil {
+				t.Fatal(err)
+			}
+			rec.State = journal.StateDone
+			v, before := version(), s.Statements()
+			var err error
+			if confirm {
+				err = s.ConfirmPending(ctx, "omni", "t", rec)
+			} else {
+				_, err = s.SettlePending(ctx, "omni", "doctor", rec)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.Statements() - before, version() > v
+		}
+		pending := func(sweepID, path string) journal.Evicted {
+			rec := journal.Evicted{SweepID: sweepID, Area: "workspace", Path: path, State: journal.StatePending}
+			if sweepID == "" {
+				rec.DeletionID = "rm-" + path
+			}
+			return rec
+		}
+		rmStatements, rmMoved := settle(pending("", "projects/omni/a"), true)
+		sweepStatements, sweepMoved := settle(pending("sw-1", "projects/omni/b"), true)
+		if !rmMoved || sweepMoved {
+			t.Errorf("confirmed done: a files rm's moved the version %v, a sweep's %v; want true, false", rmMoved, sweepMoved)
+		}
+		if sweepStatements != rmStatements-1 {
+			t.Errorf("a sweep's confirmation sent %d statements, a files rm's %d: want one fewer (no version move)", sweepStatements, rmStatements)
+		}
+		if _, moved := settle(pending("sw-2", "projects/omni/c"), false); !moved {
+			t.Error("doctor settling a sweep's deletion left the version")
+		}
+		for _, deleted := range []bool{false, true} {
+			v := version()
+			if err := s.EndSweep(ctx, "omni", "holder", deleted); err != nil {
+				t.Fatal(err)
+			}
+			if moved := version() > v; moved != deleted {
+				t.Errorf("EndSweep with deleted %v moved the version: %v", deleted, moved)
+			}
+		}
+	})
+}
+
 // A burst of as many concurrent readers as the pool keeps idle leaves its
 // connections idle for the next burst instead of closing all but two
 // (database/sql's default), which made a busy server open a connection
