@@ -3,8 +3,10 @@ package server_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -144,6 +146,64 @@ func TestRefusalReachesAnExpectClientThatDidNotWait(t *testing.T) {
 			if resp.StatusCode != http.StatusInsufficientStorage {
 				t.Fatalf("try %d: %d, want 507", i+1, resp.StatusCode)
 			}
+		}
+	})
+}
+
+// TestRepeatedQueryParameterIsRefused: on every route, a parameter that
+// takes one value given twice is refused, 400 naming it, as a repeated
+// dry_run is: which one counted was a guess the client could not see (the
+// diff and events routes took the first). A write or a deletion so asked
+// does nothing.
+func TestRepeatedQueryParameterIsRefused(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(1<<20, "omni")
+		dir := filepath.Join(r.Manager.Root, "projects", "omni")
+		if err := os.WriteFile(filepath.Join(dir, "keep"), []byte("kept"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ts := newServer(t, r)
+		const p, s = "/v1/workspace/storage/projects/omni", "/v1/workspace/storage"
+		for _, c := range []struct{ method, path, param string }{
+			{"GET", s + "?refresh=1&refresh=1", "refresh"},
+			{"GET", s + "/summary?refresh=0&refresh=0", "refresh"},
+			{"GET", p + "?depth=1&depth=2", "depth"},
+			{"GET", p + "/diff?since=1h&since=2h", "since"},
+			{"GET", p + "/diff?top=1&top=2", "top"},
+			{"GET", p + "/diff?area=a&area=b", "area"},
+			{"GET", p + "/history?points=2&points=3", "points"},
+			{"GET", s + "/history?since=1h&since=2h", "since"},
+			{"GET", s + "/events?type=a&type=b", "type"},
+			{"GET", s + "/events?project=omni&project=omni", "project"},
+			{"GET", s + "/events?cursor=a&cursor=b", "cursor"},
+			{"GET", s + "/events?since=1h&since=2h", "since"},
+			{"GET", s + "/events?limit=1&limit=2", "limit"},
+			{"GET", s + "/events?all_hosts=false&all_hosts=false", "all_hosts"},
+			{"GET", s + "/report?sort=name&sort=used", "sort"},
+			{"GET", s + "/report?over=1&over=2", "over"},
+			{"GET", s + "/report?check=1&check=0", "check"},
+			{"GET", p + "/files/?limit=1&limit=2", "limit"},
+			{"GET", p + "/files/?cursor=&cursor=", "cursor"},
+			{"GET", p + "/files/?area=a&area=b", "area"},
+			{"GET", p + "/files/keep?area=a&area=b", "area"},
+			{"PUT", p + "/files/new?area=a&area=b", "area"},
+			{"DELETE", p + "/files/keep?area=a&area=b", "area"},
+			{"DELETE", p + "/files/keep?recursive=0&recursive=0", "recursive"},
+		} {
+			content := ""
+			if c.method == "PUT" {
+				content = "new"
+			}
+			code, _, body := ts.raw(t, c.method, c.path, operatorToken, content)
+			if code != http.StatusBadRequest || !strings.Contains(body, "query parameter "+c.param+" given 2 times: give it once") {
+				t.Errorf("%s %s: %d %s; want 400 naming %s given twice", c.method, c.path, code, body, c.param)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, "keep")); err != nil {
+			t.Errorf("a refused DELETE removed the file: %v", err)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "new")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("a refused PUT wrote the file: %v", err)
 		}
 	})
 }

@@ -90,5 +90,8 @@ func serveUI(w http.ResponseWriter, r *http.Request, name string) {
 	// that a 304.
 	h.Set("Cache-Control", "no-cache")
 	h.Set("ETag", a.etag)
+	// Every file of the page is text the middleware gzips for a client
+	// asking: ServeContent's 304 names the 200's Vary too (RFC 9110 §15.4.5).
+	vary(h, "Accept-Encoding")
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.data))
 }

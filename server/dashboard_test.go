@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,6 +45,12 @@ func TestDashboardFiles(t *testing.T) {
 			resp.Body.Close()
 			if h.Get("ETag") == "" || resp.StatusCode != http.StatusNotModified {
 				t.Errorf("GET %s with its ETag %q: %d, want 304", path, h.Get("ETag"), resp.StatusCode)
+			}
+			// The transport asked with gzip: the 304 names the Vary of the
+			// gzipped 200 (RFC 9110 §15.4.5).
+			zipped, _ := getEncoded(t, ts, path, "gzip")
+			if want := zipped.Header.Values("Vary"); zipped.Header.Get("Content-Encoding") != "gzip" || !slices.Equal(resp.Header.Values("Vary"), want) {
+				t.Errorf("GET %s: the 304 varies on %q, the gzipped 200 (%q) on %q; want the same", path, resp.Header.Values("Vary"), zipped.Header.Get("Content-Encoding"), want)
 			}
 		}
 		for _, path := range []string{"/ui/index.html", "/ui/nothing.js", "/ui/..%2fdashboard.go", "/index.html"} {

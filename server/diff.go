@@ -14,16 +14,20 @@ import (
 // in one of the project's trees between its newest stored snapshot and
 // the one kept from ?since= before it (default 24h), read from the store.
 func (a *storageAPI) Diff(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	o := sandbox.DiffOptions{Area: q.Get("area")}
-	if v := q.Get("since"); v != "" {
+	var o sandbox.DiffOptions
+	q, err := queryValues(r, "area", "since", "top")
+	if err != nil {
+		return err
+	}
+	o.Area = q["area"]
+	if v := q["since"]; v != "" {
 		d, err := units.ParseDuration(v)
 		if err != nil || d <= 0 {
 			return errkind.New(errkind.Input, fmt.Errorf("since %q: use a duration such as 6h, 24h or 7d", v))
 		}
 		o.Since = d
 	}
-	if v := q.Get("top"); v != "" {
+	if v := q["top"]; v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > sandbox.MaxDiffTop {
 			return errkind.New(errkind.Input, fmt.Errorf("top %q: use a whole number from 1 to %d", v, sandbox.MaxDiffTop))

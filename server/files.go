@@ -49,7 +49,11 @@ const (
 
 // listCursor is the name a listing's ?cursor= says to start after.
 func listCursor(r *http.Request) (string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(r.URL.Query().Get("cursor"))
+	v, err := queryOne(r, "cursor")
+	if err != nil {
+		return "", err
+	}
+	b, err := base64.RawURLEncoding.DecodeString(v)
 	if err != nil {
 		return "", errkind.New(errkind.Input, errors.New("query parameter cursor is not one a listing gave: use its next_cursor as is"))
 	}
@@ -58,7 +62,10 @@ func listCursor(r *http.Request) (string, error) {
 
 // listLimit is the ?limit= of a listing.
 func listLimit(r *http.Request) (int, error) {
-	v := r.URL.Query().Get("limit")
+	v, err := queryOne(r, "limit")
+	if err != nil {
+		return 0, err
+	}
 	if v == "" {
 		return defaultListEntries, nil
 	}
@@ -73,7 +80,11 @@ func listLimit(r *http.Request) (int, error) {
 // its content, with Range, ETag/If-None-Match and Last-Modified as
 // http.ServeContent does them, over the descriptor files.Layer.Open checked.
 func (a *filesAPI) Get(w http.ResponseWriter, r *http.Request) error {
-	name, p, area := r.PathValue("id"), r.PathValue("path"), areaOf(r)
+	area, err := areaOf(r)
+	if err != nil {
+		return err
+	}
+	name, p := r.PathValue("id"), r.PathValue("path")
 	l := a.files // reads need none of the write settings
 	f, e, err := l.Open(r.Context(), name, area, p)
 	if err != nil {
@@ -135,11 +146,15 @@ func (a *filesAPI) Put(w http.ResponseWriter, r *http.Request) error {
 	if r.ContentLength == 0 && r.Header.Get("Content-Length") == "" && len(r.TransferEncoding) == 0 {
 		return errkind.New(errkind.Input, errors.New("an upload needs a Content-Length header or a chunked body"))
 	}
+	area, err := areaOf(r)
+	if err != nil {
+		return err
+	}
 	l, err := a.layer(r)
 	if err != nil {
 		return err
 	}
-	res, err := l.Put(r.Context(), r.PathValue("id"), areaOf(r), r.PathValue("path"), r.Body, r.ContentLength)
+	res, err := l.Put(r.Context(), r.PathValue("id"), area, r.PathValue("path"), r.Body, r.ContentLength)
 	if err != nil {
 		return err
 	}
@@ -158,8 +173,12 @@ func (a *filesAPI) Delete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	area, err := areaOf(r)
+	if err != nil {
+		return err
+	}
 	l := a.files
-	res, err := l.Remove(r.Context(), r.PathValue("id"), areaOf(r), r.PathValue("path"), files.RemoveOptions{Recursive: recursive})
+	res, err := l.Remove(r.Context(), r.PathValue("id"), area, r.PathValue("path"), files.RemoveOptions{Recursive: recursive})
 	if err != nil {
 		return err
 	}
@@ -169,7 +188,7 @@ func (a *filesAPI) Delete(w http.ResponseWriter, r *http.Request) error {
 
 // areaOf is the ?area= of a request ("" is the workspace); the library
 // validates it.
-func areaOf(r *http.Request) string { return r.URL.Query().Get("area") }
+func areaOf(r *http.Request) (string, error) { return queryOne(r, "area") }
 
 func areaName(a string) string {
 	if a == "" {

@@ -74,9 +74,12 @@ func (s *Server) retireHost(w http.ResponseWriter, r *http.Request) error {
 // eventHosts reads ?host= (repeatable) and ?all_hosts= of an events
 // query; a limited reader may read only this host's.
 func eventHosts(r *http.Request, q *sandbox.EventQuery) error {
-	v := r.URL.Query()
-	q.Hosts = v["host"]
-	if a := v.Get("all_hosts"); a != "" {
+	q.Hosts = r.URL.Query()["host"]
+	a, err := queryOne(r, "all_hosts")
+	if err != nil {
+		return err
+	}
+	if a != "" {
 		all, err := strconv.ParseBool(a)
 		if err != nil {
 			return errkind.New(errkind.Input, fmt.Errorf("query parameter all_hosts=%q: use true or false", a))

@@ -50,6 +50,20 @@ func acceptsGzip(header string) bool {
 	return star > 0
 }
 
+// vary adds token to h's Vary unless it is named there already: a handler
+// whose 304 must carry the 200's Vary names Accept-Encoding itself, before
+// this middleware sees the answer.
+func vary(h http.Header, token string) {
+	for _, v := range h.Values("Vary") {
+		for part := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(part), token) {
+				return
+			}
+		}
+	}
+	h.Add("Vary", token)
+}
+
 // quality is the q of an Accept-Encoding entry's parameters (1 without one).
 func quality(params string) float64 {
 	for p := range strings.SplitSeq(params, ";") {
@@ -110,7 +124,7 @@ func (g *gzipWriter) WriteHeader(code int) {
 		g.ResponseWriter.WriteHeader(code)
 		return
 	}
-	h.Add("Vary", "Accept-Encoding")
+	vary(h, "Accept-Encoding")
 	if cl := h.Get("Content-Length"); cl != "" {
 		if n, err := strconv.Atoi(cl); err != nil || n < gzipMin {
 			g.state = gzipPlain

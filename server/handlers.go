@@ -64,17 +64,28 @@ func writeBody(w http.ResponseWriter, v any) {
 // cannot see (with dry_run=0&dry_run=1 the first would delete for real):
 // refused.
 func queryOne(r *http.Request, name string) (string, error) {
-	if r.URL.RawQuery == "" {
-		return "", nil
+	q, err := queryValues(r, name)
+	return q[name], err
+}
+
+// queryValues is queryOne of each name, the query parsed once: a name
+// absent has no entry.
+func queryValues(r *http.Request, names ...string) (map[string]string, error) {
+	if r.URL.RawQuery == "" { // most requests: no map parsed for nothing
+		return nil, nil
 	}
-	values := r.URL.Query()[name]
-	if len(values) > 1 {
-		return "", errkind.New(errkind.Input, fmt.Errorf("query parameter %s given %d times: give it once", name, len(values)))
+	q := r.URL.Query()
+	out := make(map[string]string, len(names))
+	for _, name := range names {
+		values := q[name]
+		if len(values) > 1 {
+			return nil, errkind.New(errkind.Input, fmt.Errorf("query parameter %s given %d times: give it once", name, len(values)))
+		}
+		if len(values) == 1 {
+			out[name] = values[0]
+		}
 	}
-	if len(values) == 1 {
-		return values[0], nil
-	}
-	return "", nil
+	return out, nil
 }
 
 // queryBool reads a flag of the query: absent, 0/false or 1/true.
@@ -261,16 +272,19 @@ func (s *Server) releaseLease(w http.ResponseWriter, r *http.Request) error {
 // events is one page of the journal; a limited reader sees only its
 // projects' records (and 404 for a project filter it may not see).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	eq := sandbox.EventQuery{Type: q.Get("type"), Project: q.Get("project"), Cursor: q.Get("cursor")}
-	if v := q.Get("since"); v != "" {
+	q, err := queryValues(r, "type", "project", "cursor", "since", "limit")
+	if err != nil {
+		return err
+	}
+	eq := sandbox.EventQuery{Type: q["type"], Project: q["project"], Cursor: q["cursor"]}
+	if v := q["since"]; v != "" {
 		t, err := sandbox.ParseSince(v, time.Now())
 		if err != nil {
 			return err
 		}
 		eq.Since = t
 	}
-	if v := q.Get("limit"); v != "" {
+	if v := q["limit"]; v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			return errkind.New(errkind.Input, fmt.Errorf("query parameter limit=%q: use 1 to %d", v, sandbox.MaxEventLimit))

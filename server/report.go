@@ -18,10 +18,13 @@ import (
 // report is GET /v1/workspace/storage/report: xfsq report's rows, filters
 // and check (sandbox.ReportOptions), for the projects the caller may see.
 func (s *Server) report(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	o := sandbox.ReportOptions{Projects: queryList(q["project"]), Areas: queryList(q["area"]), Sort: q.Get("sort"),
+	q, err := queryValues(r, "sort", "over")
+	if err != nil {
+		return err
+	}
+	all := r.URL.Query()
+	o := sandbox.ReportOptions{Projects: queryList(all["project"]), Areas: queryList(all["area"]), Sort: q["sort"],
 		Scope: CallerOf(r.Context()).Projects}
-	var err error
 	for _, f := range []struct {
 		name string
 		dst  *bool
@@ -30,7 +33,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	if v := q.Get("over"); v != "" {
+	if v := q["over"]; v != "" {
 		over, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			return errkind.New(errkind.Input, fmt.Errorf("query parameter over=%q: use a percentage, 0 or more (e.g. 90)", v))

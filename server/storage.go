@@ -236,6 +236,11 @@ func writeTagged(w http.ResponseWriter, r *http.Request, t taggedAnswer) {
 	h.Set("ETag", t.etag)
 	// Another token may see another body at the same URL.
 	h.Set("Vary", "Authorization")
+	// A JSON answer is gzipped for a client asking (the stored gzip, or
+	// the middleware's once big enough): the 200 varies with
+	// Accept-Encoding, and the 304 must name what the 200 would (RFC 9110
+	// §15.4.5), whatever this client accepts.
+	vary(h, "Accept-Encoding")
 	h.Set("Cache-Control", "private, no-cache")
 	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, t.etag) {
 		w.WriteHeader(http.StatusNotModified)
@@ -243,12 +248,9 @@ func writeTagged(w http.ResponseWriter, r *http.Request, t taggedAnswer) {
 	}
 	h.Set("Content-Type", "application/json")
 	body := t.body
-	if t.gzip != nil {
-		h.Add("Vary", "Accept-Encoding")
-		if r.Method != http.MethodHead && acceptsGzip(r.Header.Get("Accept-Encoding")) {
-			body = t.gzip
-			h.Set("Content-Encoding", "gzip")
-		}
+	if t.gzip != nil && r.Method != http.MethodHead && acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		body = t.gzip
+		h.Set("Content-Encoding", "gzip")
 	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
@@ -273,7 +275,11 @@ func etagMatches(header, etag string) bool {
 // a tree never snapshotted has "tree": null and "snapshot_at": null.
 func (a *storageAPI) Project(w http.ResponseWriter, r *http.Request) error {
 	depth := 0
-	if v := r.URL.Query().Get("depth"); v != "" {
+	v, err := queryOne(r, "depth")
+	if err != nil {
+		return err
+	}
+	if v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n == 0 { // an explicit 0 is out of range, not the default
 			return errkind.New(errkind.Input, fmt.Errorf("depth %q: use a whole number from 1 to %d", v, inventory.MaxDepth))

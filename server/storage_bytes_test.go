@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,4 +151,46 @@ func TestOverviewSummaryEndpoint(t *testing.T) {
 			t.Errorf("a reader of alpha and beta: %d projects, fullest %v (tag %s, the whole's %s)", mine.ProjectsTotal, fullest(mine), mineTag, tag)
 		}
 	})
+}
+
+// TestNotModifiedVariesAsTheAnswer: a 304 of a tagged answer names the
+// Vary its 200 would (RFC 9110 §15.4.5) — Authorization, and
+// Accept-Encoding whether the gzip is stored, made by the middleware or
+// not made at all for this body or this client.
+func TestNotModifiedVariesAsTheAnswer(t *testing.T) {
+	big := append(append([]byte(`{"generated_at":"x","pad":"`), bytes.Repeat([]byte("a"), 2*gzipMin)...), "\"}\n"...)
+	stored, err := gzipOf(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := []byte(`{"generated_at":"x","n":1}` + "\n")
+	for name, answer := range map[string]taggedAnswer{
+		"stored gzip":        {body: big, gzip: stored, etag: tagOf(big)},
+		"gzipped on the way": {body: big, etag: tagOf(big)},
+		"small":              {body: small, etag: tagOf(small)},
+	} {
+		serve := func(accept, inm string) *httptest.ResponseRecorder {
+			req := httptest.NewRequest(http.MethodGet, "/v1/workspace/storage", nil)
+			if accept != "" {
+				req.Header.Set("Accept-Encoding", accept)
+			}
+			if inm != "" {
+				req.Header.Set("If-None-Match", inm)
+			}
+			rec := httptest.NewRecorder()
+			out, finish := gzipped(rec, req)
+			writeTagged(out, req, answer)
+			finish()
+			return rec
+		}
+		for _, accept := range []string{"gzip", "identity", ""} {
+			ok, notModified := serve(accept, ""), serve(accept, answer.etag)
+			if ok.Code != http.StatusOK || notModified.Code != http.StatusNotModified {
+				t.Fatalf("%s, Accept-Encoding %q: %d then %d, want 200 then 304", name, accept, ok.Code, notModified.Code)
+			}
+			if want, got := ok.Header().Values("Vary"), notModified.Header().Values("Vary"); !slices.Equal(got, want) || !slices.Contains(want, "Accept-Encoding") {
+				t.Errorf("%s, Accept-Encoding %q: the 304 varies on %q, the 200 on %q; want the same, Accept-Encoding among them", name, accept, got, want)
+			}
+		}
+	}
 }

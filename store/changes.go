@@ -12,7 +12,7 @@ import (
 // made of: it moves whenever a project, tree, ledger row, reservation or
 // setting of this host changes (each moves the project's version,
 // migration 11's triggers), whenever a deletion of one of its paths is
-// journalled done (touchVersion: its path leaves top_paths), whenever a snapshot of one of this host's
+// journalled done (touchVersion: its path leaves top_paths; a sweep's as it ends the project, EndSweep), whenever a snapshot of one of this host's
 // trees is stored, a tree's reclaimable figure is planned again, or a
 // scheduled pass records the free space. A cache of figures read from the
 // store (the server's overview) is still right while the mark is

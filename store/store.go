@@ -158,6 +158,9 @@ type Tx struct {
 	// locked are the keys lock took in this transaction: held to its
 	// end, so taking one again is a round trip for nothing.
 	locked map[string]bool
+	// sweepConfirms: a sweep confirms its own deletion, whose version
+	// move EndSweep makes once for the project (trackEviction).
+	sweepConfirms bool
 }
 
 // InTx runs fn in a transaction, committed if fn returns nil.

@@ -168,43 +168,86 @@ func TestReserveID(t *testing.T) {
 	})
 }
 
-// ReserveIDs hands out the lowest free IDs in order, as many calls of
-// ReserveID would: past taken IDs, gaps and excluded ones, and none when
-// the range cannot hold them all.
+// TestReserveIDs: IDs are handed out lowest free first after the highest
+// taken, past taken and excluded ones, as one batch (ReserveIDs) or one add
+// at a time (ReserveID) alike. An ID freed below the highest is not handed
+// out again until the range's top is taken (the next ID is one index
+// lookup, not a search of every taken ID), and then it is; a range that
+// cannot hold them all hands out none.
 func TestReserveIDs(t *testing.T) {
-	storetest.ForEach(t, func(t *testing.T, dsn string) {
-		s := open(t, dsn)
-		reserve := func(rng quota.IDRange, excluded map[quota.ProjectID]bool, n int) ([]quota.ProjectID, error) {
-			var ids []quota.ProjectID
-			err := s.InTx(ctx, func(tx *Tx) (err error) {
-				ids, err = tx.ReserveIDs(ctx, "fs", rng, excluded, make([]string, n))
-				return err
+	type step struct {
+		release  quota.ProjectID // releases this ID; 0: reserves
+		rng      quota.IDRange
+		excluded []quota.ProjectID
+		n        int
+		each     bool   // n calls of ReserveID, as n adds would, not one batch
+		want     string // the IDs handed out; "": refused
+		why      string
+	}
+	wide, low, top := quota.IDRange{First: 10, Last: 30}, quota.IDRange{First: 10, Last: 19}, quota.IDRange{First: 10, Last: 15}
+	for _, c := range []struct {
+		name  string
+		steps []step
+	}{
+		{"batches", []step{
+			{rng: wide, n: 3, want: "[10 11 12]", why: "an empty registry"},
+			{rng: quota.IDRange{First: 14, Last: 16}, n: 1, want: "[14]", why: "a range above a gap at 13"},
+			{release: 11},
+			// Taken: 10, 12, 14. The gaps at 11 and 13 wait for the range's top.
+			{rng: wide, excluded: []quota.ProjectID{15}, n: 4, want: "[16 17 18 19]", why: "after the highest, past an excluded ID"},
+			// 10-19's top is taken: its free IDs are the gaps 11, 13 and 15.
+			{rng: low, n: 4, why: "4 IDs from a range with 3 free"},
+			{rng: low, n: 3, want: "[11 13 15]", why: "the gaps of a range whose top is taken"},
+		}},
+		{"one add at a time", []step{
+			{rng: top, n: 4, each: true, want: "[10 11 12 13]", why: "an empty registry"},
+			{release: 11},
+			{rng: top, excluded: []quota.ProjectID{14}, n: 2, each: true, want: "[15 11]",
+				why: "15 after the highest (14 excluded), then 11 (the top taken)"},
+			{rng: top, excluded: []quota.ProjectID{14}, n: 1, each: true, why: "a full range"},
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			storetest.ForEach(t, func(t *testing.T, dsn string) {
+				s := open(t, dsn)
+				reg := registry{s}
+				for _, st := range c.steps {
+					if st.release != 0 {
+						if err := reg.Release("fs", st.release); err != nil {
+							t.Fatal(err)
+						}
+						continue
+					}
+					excluded := map[quota.ProjectID]bool{}
+					for _, id := range st.excluded {
+						excluded[id] = true
+					}
+					var ids []quota.ProjectID
+					var err error
+					if st.each {
+						for range st.n {
+							var id quota.ProjectID
+							if id, err = reg.Reserve("fs", st.rng, excluded, "o"); err != nil {
+								break
+							}
+							ids = append(ids, id)
+						}
+					} else {
+						err = s.InTx(ctx, func(tx *Tx) (err error) {
+							ids, err = tx.ReserveIDs(ctx, "fs", st.rng, excluded, make([]string, st.n))
+							return err
+						})
+					}
+					switch {
+					case st.want == "" && err == nil:
+						t.Fatalf("%s: handed out %v, want none", st.why, ids)
+					case st.want != "" && (err != nil || fmt.Sprint(ids) != st.want):
+						t.Fatalf("%s: %v %v; want %s", st.why, ids, err, st.want)
+					}
+				}
 			})
-			return ids, err
-		}
-		rng := quota.IDRange{First: 10, Last: 30}
-		if ids, err := reserve(rng, nil, 3); err != nil || fmt.Sprint(ids) != "[10 11 12]" {
-			t.Fatalf("an empty registry: %v %v; want [10 11 12]", ids, err)
-		}
-		if _, err := reserve(quota.IDRange{First: 14, Last: 16}, nil, 1); err != nil { // 14: a gap at 13
-			t.Fatal(err)
-		}
-		if err := (registry{s}).Release("fs", 11); err != nil {
-			t.Fatal(err)
-		}
-		// Taken: 10, 12, 14. After the highest (14), past an excluded 15;
-		// the gaps at 11 and 13 wait for the range's top to be taken.
-		if ids, err := reserve(rng, map[quota.ProjectID]bool{15: true}, 4); err != nil || fmt.Sprint(ids) != "[16 17 18 19]" {
-			t.Errorf("after the highest, past an excluded ID: %v %v; want [16 17 18 19]", ids, err)
-		}
-		// 10-19's top is taken: its free IDs are the gaps 11, 13 and 15.
-		if ids, err := reserve(quota.IDRange{First: 10, Last: 19}, nil, 4); err == nil {
-			t.Errorf("4 IDs from a range with 3 free: %v", ids)
-		}
-		if ids, err := reserve(quota.IDRange{First: 10, Last: 19}, nil, 3); err != nil || fmt.Sprint(ids) != "[11 13 15]" {
-			t.Errorf("the gaps of a range whose top is taken: %v %v; want [11 13 15]", ids, err)
-		}
-	})
+		})
+	}
 }
 
 // Independent handles (separate connection pools, as separate processes
@@ -892,6 +935,70 @@ func TestSettlePendingOnlyOnce(t *testing.T) {
 	})
 }
 
+// A deletion confirmed done moves its project's version in the
+// confirming transaction (the overview drops its path from top_paths),
+// except a sweep's own: its sweep moves it once per project, as it ends
+// it (EndSweep), one statement a deletion fewer. Another settler (doctor)
+// of a sweep's deletion moves it at once.
+func TestDeletionDoneMovesTheVersion(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		version := func() int64 {
+			t.Helper()
+			var v int64
+			if err := s.get(ctx, &v, `SELECT COALESCE(MAX(version), 0) FROM project_versions WHERE host = ? AND project = 'omni'`, s.Host); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		settle := func(rec journal.Evicted, confirm bool) (statements int64, moved bool) {
+			t.Helper()
+			if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEvent(ctx, "omni", "t", rec) }); err != nil {
+				t.Fatal(err)
+			}
+			rec.State = journal.StateDone
+			v, before := version(), s.Statements()
+			var err error
+			if confirm {
+				err = s.ConfirmPending(ctx, "omni", "t", rec)
+			} else {
+				_, err = s.SettlePending(ctx, "omni", "doctor", rec)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.Statements() - before, version() > v
+		}
+		pending := func(sweepID, path string) journal.Evicted {
+			rec := journal.Evicted{SweepID: sweepID, Area: "workspace", Path: path, State: journal.StatePending}
+			if sweepID == "" {
+				rec.DeletionID = "rm-" + path
+			}
+			return rec
+		}
+		rmStatements, rmMoved := settle(pending("", "projects/omni/a"), true)
+		sweepStatements, sweepMoved := settle(pending("sw-1", "projects/omni/b"), true)
+		if !rmMoved || sweepMoved {
+			t.Errorf("confirmed done: a files rm's moved the version %v, a sweep's %v; want true, false", rmMoved, sweepMoved)
+		}
+		if sweepStatements != rmStatements-1 {
+			t.Errorf("a sweep's confirmation sent %d statements, a files rm's %d: want one fewer (no version move)", sweepStatements, rmStatements)
+		}
+		if _, moved := settle(pending("sw-2", "projects/omni/c"), false); !moved {
+			t.Error("doctor settling a sweep's deletion left the version")
+		}
+		for _, deleted := range []bool{false, true} {
+			v := version()
+			if err := s.EndSweep(ctx, "omni", "holder", deleted); err != nil {
+				t.Fatal(err)
+			}
+			if moved := version() > v; moved != deleted {
+				t.Errorf("EndSweep with deleted %v moved the version: %v", deleted, moved)
+			}
+		}
+	})
+}
+
 // A burst of as many concurrent readers as the pool keeps idle leaves its
 // connections idle for the next burst instead of closing all but two
 // (database/sql's default), which made a busy server open a connection
@@ -989,31 +1096,6 @@ func TestScrubRedactsPasswordFieldsOnly(t *testing.T) {
 			t.Errorf("scrub(%q) with %q:\n got %q\nwant %q", c.msg, c.dsn, got, c.want)
 		}
 	}
-}
-
-// TestReserveIDAfterHighest: an ID freed below the highest is not handed
-// out again until the range's top is taken (the next ID is one index
-// lookup, not a search of every taken ID), and then it is.
-func TestReserveIDAfterHighest(t *testing.T) {
-	storetest.ForEach(t, func(t *testing.T, dsn string) {
-		reg := registry{open(t, dsn)}
-		rng := quota.IDRange{First: 10, Last: 15}
-		for range 4 { // 10-13
-			if _, err := reg.Reserve("fs1", rng, nil, "o"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := reg.Release("fs1", 11); err != nil {
-			t.Fatal(err)
-		}
-		excluded := map[quota.ProjectID]bool{14: true}
-		if got := reserveEach(t, reg, "fs1", rng, excluded, 2); fmt.Sprint(got) != "[15 11]" {
-			t.Errorf("reserved %v, want 15 (after the highest, 14 excluded) then 11 (the top taken)", got)
-		}
-		if id, err := reg.Reserve("fs1", rng, excluded, "o"); err == nil {
-			t.Errorf("a full range handed out %d", id)
-		}
-	})
 }
 
 // TestReserveIDsConcurrentBatches: independent handles (as separate

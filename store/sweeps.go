@@ -73,9 +73,24 @@ func (e *LockLostError) Error() string {
 
 // UnlockSweep releases holder's sweep lock of a project.
 func (s *Store) UnlockSweep(ctx context.Context, project, holder string) error {
+	return s.EndSweep(ctx, project, holder, false)
+}
+
+// EndSweep releases holder's sweep lock of a project as UnlockSweep does
+// and, when the sweep deleted anything there (deleted), moves the
+// project's version in the same transaction: a sweep's confirmations of
+// its own deletions (ConfirmPending) leave that to this, one statement per
+// project swept instead of one per deletion. Called whatever the sweep's
+// outcome, once its deletions are journalled.
+func (s *Store) EndSweep(ctx context.Context, project, holder string, deleted bool) error {
 	return s.InTx(ctx, func(tx *Tx) error {
-		_, err := tx.exec(ctx, `DELETE FROM sweep_locks WHERE host = ? AND project = ? AND holder = ?`, s.Host, project, holder)
-		return err
+		if _, err := tx.exec(ctx, `DELETE FROM sweep_locks WHERE host = ? AND project = ? AND holder = ?`, s.Host, project, holder); err != nil {
+			return err
+		}
+		if !deleted {
+			return nil
+		}
+		return tx.touchVersion(ctx, project)
 	})
 }
 
@@ -99,7 +114,8 @@ type evictionKey struct {
 // record id (payload data) just written in the same transaction: a pending
 // record enters it, any later record of the same deletion (sweep, path and,
 // outside sweeps, deletion id) leaves it. A deletion done moves its
-// project's version (touchVersion).
+// project's version (touchVersion), unless a sweep is confirming its own:
+// EndSweep moves it once for all of the project's.
 func (t *Tx) trackEviction(ctx context.Context, id int64, project string, data []byte) error {
 	var k evictionKey
 	if err := json.Unmarshal(data, &k); err != nil {
@@ -116,7 +132,7 @@ func (t *Tx) trackEviction(ctx context.Context, id int64, project string, data [
 	if _, err := t.exec(ctx, `DELETE FROM evictions_pending WHERE host = ? AND sweep_id = ? AND path = ? AND deletion_id = ?`, t.s.Host, k.SweepID, k.Path, k.DeletionID); err != nil {
 		return err
 	}
-	if k.State != journal.StateDone || project == "" {
+	if k.State != journal.StateDone || project == "" || t.sweepConfirms {
 		return nil
 	}
 	return t.touchVersion(ctx, project)
@@ -184,9 +200,10 @@ func (e *SettledElsewhereError) Error() string {
 
 // ConfirmPending journals rec, the record settling a deletion this process
 // journalled as pending, unless another process settled it first
-// (SettlePending's gate): then a *SettledElsewhereError.
+// (SettlePending's gate): then a *SettledElsewhereError. A sweep's record
+// (rec.SweepID) leaves its project's version to the sweep's EndSweep.
 func (s *Store) ConfirmPending(ctx context.Context, project, actor string, rec journal.Evicted) error {
-	settled, err := s.SettlePending(ctx, project, actor, rec)
+	settled, err := s.settle(ctx, project, actor, rec, rec.SweepID != "")
 	if err == nil && !settled {
 		err = &SettledElsewhereError{Path: rec.Path}
 	}
@@ -199,6 +216,12 @@ func (s *Store) ConfirmPending(ctx context.Context, project, actor string, rec j
 // looked orphaned), and a second settled record would say it was deleted
 // twice. It reports whether rec was journalled.
 func (s *Store) SettlePending(ctx context.Context, project, actor string, rec journal.Evicted) (bool, error) {
+	return s.settle(ctx, project, actor, rec, false)
+}
+
+// settle is SettlePending; bySweep: the sweep that made the deletion
+// confirms it, and moves its project's version at EndSweep.
+func (s *Store) settle(ctx context.Context, project, actor string, rec journal.Evicted, bySweep bool) (bool, error) {
 	k, err := keyOf(rec)
 	if err != nil {
 		return false, err
@@ -215,6 +238,7 @@ func (s *Store) SettlePending(ctx context.Context, project, actor string, rec jo
 			return err
 		}
 		settled = true
+		tx.sweepConfirms = bySweep
 		return tx.AppendEvent(ctx, project, actor, rec)
 	})
 	return settled, err

@@ -63,6 +63,24 @@ type Projects struct {
 	FinishRemove func(ctx context.Context, name string) error
 }
 
+// rollbackAdd is RollbackAdd, or an error naming it when none was handed
+// over: the zero Projects (a test's, a doctor that only diagnoses) makes
+// that repair a failed fix, never a panic.
+func (p Projects) rollbackAdd(ctx context.Context, name string) ([]string, error) {
+	if p.RollbackAdd == nil {
+		return nil, errors.New("doctor: no Projects.RollbackAdd was handed over: the interrupted add cannot be rolled back")
+	}
+	return p.RollbackAdd(ctx, name)
+}
+
+// finishRemove is FinishRemove, or an error naming it, as rollbackAdd.
+func (p Projects) finishRemove(ctx context.Context, name string) error {
+	if p.FinishRemove == nil {
+		return errors.New("doctor: no Projects.FinishRemove was handed over: the interrupted removal cannot be finished")
+	}
+	return p.FinishRemove(ctx, name)
+}
+
 // Doctor checks and repairs one root.
 type Doctor struct {
 	Core
@@ -190,7 +208,7 @@ func (d *Doctor) interruptedOperations(ctx context.Context, projects []store.Pro
 		case p.State == store.StateAdding:
 			f.Kind, f.Detail, f.Fix = InterruptedAdd, "an add was interrupted half-way", "roll it back: remove the empty directories it made, clear limits, release its IDs"
 			f.fixFn = func(ctx context.Context) error {
-				left, err := d.RollbackAdd(ctx, p.Name)
+				left, err := d.rollbackAdd(ctx, p.Name)
 				if len(left) > 0 {
 					f.Detail += fmt.Sprintf("; left non-empty %v", left)
 				}
@@ -198,7 +216,7 @@ func (d *Doctor) interruptedOperations(ctx context.Context, projects []store.Pro
 			}
 		default:
 			f.Kind, f.Detail, f.Fix = InterruptedRemove, "a removal was interrupted half-way", "finish it (data is kept; a removal with purge deletes it)"
-			f.fixFn = func(ctx context.Context) error { return d.FinishRemove(ctx, p.Name) }
+			f.fixFn = func(ctx context.Context) error { return d.finishRemove(ctx, p.Name) }
 		}
 		findings = append(findings, f)
 	}

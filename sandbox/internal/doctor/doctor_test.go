@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,5 +42,42 @@ func TestFailedAddRecoverableInProcess(t *testing.T) {
 	}
 	if err := coretest.Add(ctx, m, "left", core.LimitChange{}); err != nil {
 		t.Fatalf("add after a failed add in the same process: %v", err)
+	}
+}
+
+// A doctor made with the zero Projects (as the test above makes it) that
+// reaches the repair of an interrupted add or removal reports that fix as
+// failed, naming what was not handed over, and does not panic.
+func TestZeroProjectsRepairFails(t *testing.T) {
+	ctx := context.Background()
+	m, _ := coretest.Omni(t, t.TempDir())
+	if err := coretest.Add(ctx, m, "going", core.LimitChange{}); err != nil {
+		t.Fatal(err)
+	}
+	failed, end := core.BeginOp(ctx)
+	if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
+		if _, _, err := tx.InsertProject(ctx, "left", core.HolderOf(failed), time.Now()); err != nil {
+			return err
+		}
+		return tx.SetProjectState(ctx, "going", store.StateRemoving, core.HolderOf(failed))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	end()
+	findings, err := New(m, Projects{}, snapshots.New(m).Snapshot).Run(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"left": "Projects.RollbackAdd", "going": "Projects.FinishRemove"}
+	for _, f := range findings {
+		if missing, ok := want[f.Project]; ok && (f.Kind == InterruptedAdd || f.Kind == InterruptedRemove) {
+			if f.Fixed || !strings.Contains(f.Error, missing) {
+				t.Errorf("%s of %s with the zero Projects: fixed %v, error %q; want a failed fix naming %s", f.Kind, f.Project, f.Fixed, f.Error, missing)
+			}
+			delete(want, f.Project)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no interrupted add or removal found for %v: %+v", want, findings)
 	}
 }

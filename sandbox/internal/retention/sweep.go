@@ -278,7 +278,8 @@ func (m *Sweeper) sweepEach(ctx context.Context, dir *saferm.Dir, names []string
 		// this sweep's only while its lease has held since it was taken.
 		fenced := deletion.WithFence(ctx, func() error { return m.Store.LeaseHeldSince(lockedAt) })
 		r, err := m.sweepOne(fenced, dir, n, areas, policy, saved, out.SweepID, o, started)
-		m.Store.UnlockSweep(context.WithoutCancel(ctx), n, me)
+		// Its deletions' version move, once (store.EndSweep).
+		m.Store.EndSweep(context.WithoutCancel(ctx), n, me, len(r.res.Evicted) > 0)
 		merge(&out.Plan, &res, r)
 		if err != nil {
 			out.Result = res

@@ -363,3 +363,42 @@ func TestPassesNeverWaitOnAStalledFUSE(t *testing.T) {
 		}
 	}
 }
+
+// A sweep moves the version of a project it deleted in once, as it ends
+// the project (store.EndSweep), not once a deletion: its confirmations of
+// deletions the ledger is credited nothing for (the tree never walked)
+// leave it, and the end of the project moves it — the overview sees the
+// paths gone once the sweep is done with the project.
+func TestSweepMovesTheVersionOncePerProject(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	s, m := sweeperWithOmni(t, root)
+	long := time.Now().Add(-90 * 24 * time.Hour)
+	for _, name := range []string{"old-a", "old-b"} {
+		p := filepath.Join(root, "cache", "omni", name)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, long, long)
+	}
+	if _, _, err := settingwrites.New(m).SetSetting(ctx, "cache_quota_per_project", "1"); err != nil {
+		t.Fatal(err)
+	}
+	versions := func() int64 {
+		mark, err := m.Store.ChangeMark(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		return mark.Versions
+	}
+	var settled []int64 // the versions' sum as each deletion is confirmed
+	evictionSettled = func(string, deletion.Record) { settled = append(settled, versions()) }
+	t.Cleanup(func() { evictionSettled = nil })
+	out, err := s.Sweep(ctx, SweepOptions{Projects: []string{"omni"}})
+	if err != nil || len(out.Evicted) != 2 || len(settled) != 2 {
+		t.Fatalf("sweep: %+v, %v, %d confirmations; want two deletions", out.Evicted, err, len(settled))
+	}
+	if between, atEnd := settled[1]-settled[0], versions()-settled[1]; between != 0 || atEnd != 1 {
+		t.Errorf("the versions moved by %d between the confirmations, %d as the sweep ended the project; want 0 and 1", between, atEnd)
+	}
+}
