@@ -50,7 +50,7 @@ type OverviewDisk struct {
 	// in every tree (the root's inbound tree too), as last planned.
 	FullInSeconds    *float64 `json:"full_in_seconds"`
 	ReclaimableBytes uint64   `json:"reclaimable_bytes"`
-	core.Promised
+	Promised
 }
 
 // ProjectOverview is one project's line of the overview.
@@ -87,7 +87,7 @@ type ProjectOverview struct {
 	// promised is what the hard byte limits of all the project's trees
 	// promise (no ratio): a limited reader's disk is of its projects'
 	// (Scoped), not shown on the line.
-	promised core.Promised
+	promised Promised
 }
 
 // TopPath is one of a tree's largest entries.
@@ -507,7 +507,7 @@ func (m *Model) assembleOverview(ctx context.Context, _ store.ChangeMark) (*Over
 // overviewInsight fills the disk's trend, promises and reclaimable bytes.
 func (m *Model) overviewInsight(ctx context.Context, ov *Overview, rows []core.TreeStatus, now time.Time) error {
 	d := &ov.Disk
-	d.Promised = core.PromisedOf(rows, d.TotalBytes)
+	d.Promised = promisedOf(rows, d.TotalBytes)
 	for _, r := range rows {
 		if r.ReclaimableBytes != nil {
 			d.ReclaimableBytes += *r.ReclaimableBytes

@@ -157,7 +157,7 @@ func (m *Model) ReportOf(ctx context.Context, o ReportOptions) (ReportResult, er
 func (m *Model) promise(rows []core.TreeStatus) (*ReportPromise, *uint64) {
 	var p *ReportPromise
 	if total, _, ok := m.DiskSize(); ok {
-		p = &ReportPromise{DiskBytes: total, Promised: core.PromisedOf(rows, total)}
+		p = &ReportPromise{DiskBytes: total, Promised: promisedOf(rows, total)}
 	}
 	var reclaim uint64
 	planned := false

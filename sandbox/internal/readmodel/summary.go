@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/health"
-	"github.com/xfsq/xfsq/sandbox/internal/core"
 )
 
 // OverviewSummary is the overview without every project's line (the
@@ -62,7 +61,7 @@ func SummaryOf(ov *Overview, sees func(string) bool) OverviewSummary {
 func Scoped(ov *Overview, sees func(string) bool) *Overview {
 	mine := *ov
 	mine.Projects = make([]ProjectOverview, 0, min(len(ov.Projects), 16))
-	var p core.Promised
+	var p Promised
 	mine.Disk.ReclaimableBytes = 0
 	for _, line := range ov.Projects {
 		if !sees(line.Project) {

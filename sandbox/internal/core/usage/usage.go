@@ -2,18 +2,20 @@
 // sits: one project's (Show), every tree's (Report, with what the
 // snapshots add), the poller's (Usage, kept between calls and read again
 // only for the projects whose store version moved), a sweep's fresh ones
-// (SweepUsage), with the read cache they share (a project's row and
-// statuses while its store version stands; the store's change mark) and
-// the journalling of each limit a reader is the first to see reached
-// (crossings: the one write a read may make).
+// (SweepUsage, the fallback's trees walked in batches and kept as their
+// baselines), with the read cache they share (a project's row and
+// statuses while its store version stands; the store's change mark), the
+// journalling of each limit a reader is the first to see reached
+// (crossings: the one write a read may make), and what a report reads of
+// the snapshots (growth.go: growth, last activity, a quota escape).
 //
 // It stands on the store and the kernel's counters the core opened and
 // asks the core (Source) for what only the core does: the settings, the
-// clock, who acts, the backend object, a fallback tree's walk, what the
-// snapshots add to a report. It must never walk a tree but through the
-// core, never write but the crossings it notes (and, for a sweep's check,
-// the baselines the core walks), never import the core, a use case or a
-// shell. The core is its only caller.
+// clock, who acts, the backend object, the walk of a fallback tree. It
+// must never walk a tree but through the core, never write but the
+// crossings it notes (and, for a sweep's check, the baselines the core
+// walks), never import the core, a use case or a shell. The core is its
+// only caller.
 package usage
 
 import (
@@ -55,10 +57,9 @@ type Source interface {
 	// FallbackQuota walks a fallback tree whose baseline is older than
 	// maxAge (0: always) and reads it.
 	FallbackQuota(ctx context.Context, t store.Tree, maxAge time.Duration) (quota.Quota, time.Time, error)
-	GrowthAndActivity(ctx context.Context, rows []TreeStatus) error
-	// WalkBaselinesOf walks every fallback tree of names and records the
-	// walks as baselines; failed says which projects' could not be had.
-	WalkBaselinesOf(ctx context.Context, names []string, byProject map[string][]store.Tree) (failed map[string]error, err error)
+	// MeasureTree walks a fallback tree for its baseline, counting the
+	// writes walk saw in flight as the walk's (the sweep's fresh figures).
+	MeasureTree(t store.Tree, walk store.Walk) (quota.Usage, store.WalkSeen, error)
 }
 
 // Reads reads the figures of one root's trees.
@@ -152,7 +153,7 @@ func (m *Reads) Report(ctx context.Context, read Read) ([]TreeStatus, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := m.src.GrowthAndActivity(ctx, statuses); err != nil {
+		if err := m.GrowthAndActivity(ctx, statuses); err != nil {
 			return nil, err
 		}
 		return statuses, m.Insight(ctx, statuses)
@@ -178,7 +179,7 @@ func (m *Reads) Report(ctx context.Context, read Read) ([]TreeStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.src.GrowthAndActivity(ctx, statuses); err != nil {
+	if err := m.GrowthAndActivity(ctx, statuses); err != nil {
 		return nil, err
 	}
 	return statuses, m.Insight(ctx, statuses)
@@ -838,7 +839,7 @@ func (m *Reads) SweepUsage(ctx context.Context, names []string) (usage map[strin
 	}
 	measured := map[string]bool{}
 	if m.xfs == nil {
-		failed, err := m.src.WalkBaselinesOf(ctx, names, byProject)
+		failed, err := m.walkBaselinesOf(ctx, names, byProject)
 		if err != nil {
 			return nil, nil, err
 		}
