@@ -25,7 +25,6 @@ var wirePairs = []struct{ library, wire any }{
 	{sandbox.LeaseStatus{}, apiv1.Lease{}},
 	{sandbox.EventPage{}, apiv1.EventPage{}},
 	{sandbox.Overview{}, apiv1.Overview{}},
-	{sandbox.OverviewSummary{}, apiv1.OverviewSummary{}},
 	{sandbox.ProjectStorage{}, apiv1.ProjectStorage{}},
 	{files.PutResult{}, apiv1.PutResult{}},
 	{files.RemoveResult{}, apiv1.FileRemoveResult{}},

@@ -147,3 +147,9 @@ func promisedOf(rows []core.TreeStatus, disk uint64) Promised {
 	}
 	return p
 }
+
+// setPromised gives the disk p: the wire's disk has the promise's members
+// as its own.
+func setPromised(d *OverviewDisk, p Promised) {
+	d.PromisedBytes, d.UnlimitedTrees, d.OvercommitRatio = p.PromisedBytes, p.UnlimitedTrees, p.OvercommitRatio
+}
