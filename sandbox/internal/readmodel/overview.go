@@ -439,8 +439,8 @@ func (m *Model) assembleOverview(ctx context.Context, _ store.ChangeMark) (*Over
 				used := float64(r.UsedBytes) / float64(r.BytesHard)
 				p.QuotaUsed = &used
 			}
-			p.Growth = Growth{Last24h: r.Growth24h, Last7d: r.Growth7d}
-			p.LastActivityAt, p.UsageAsOf = r.LastActivityAt, r.UsageAsOf
+			p.Growth = Growth{Last24h: r.Growth24hBytes, Last7d: r.Growth7dBytes}
+			p.LastActivityAt, p.UsageAsOf = r.LastActivityAt, r.UsageWalkedAt
 		}
 	}
 	tops, err := m.topPaths(ctx, rows)

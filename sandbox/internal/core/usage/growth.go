@@ -35,7 +35,7 @@ func (m *Reads) GrowthAndActivity(ctx context.Context, rows []TreeStatus) error 
 		snap := sum.Latest
 		// Growth is between complete walks; a partial one saw part of the tree.
 		if sum.HaveComplete {
-			r.Growth24h, r.Growth7d = sum.Growth[0], sum.Growth[1]
+			r.Growth24hBytes, r.Growth7dBytes = sum.Growth[0], sum.Growth[1]
 		}
 		// Every walk's newest mtime was seen: a partial walk may have missed
 		// newer ones, so the older complete walk's counts too.

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -106,8 +105,8 @@ func (m *Reads) Show(ctx context.Context, name string, read Read) (Project, erro
 			statuses := slices.Clone(c.statuses) // the cache's: stamped below, then the caller's
 			now := m.src.Now()
 			for i := range statuses {
-				if statuses[i].UsageAsOf != nil {
-					statuses[i].UsageAgeSeconds, statuses[i].Stale = figures.Freshness(*statuses[i].UsageAsOf, now)
+				if statuses[i].UsageWalkedAt != nil {
+					statuses[i].UsageAgeSeconds, statuses[i].Stale = figures.Freshness(*statuses[i].UsageWalkedAt, now)
 				}
 			}
 			if m.xfs != nil {
@@ -268,17 +267,9 @@ func (m *Reads) fallbackGrace(ctx context.Context, t store.Tree, q *quota.Quota,
 
 // treeStatus is one recorded tree with the usage and limits q in force.
 func (m *Reads) treeStatus(t store.Tree, q quota.Quota, asOf *time.Time) TreeStatus {
-	var fullWithin uint64
-	if m.xfs != nil && m.xfs.Kind() == xfs.KindExt4 {
-		fullWithin = pageSize
-	}
 	rec := figures.Recorded{Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Limits: t.Limits}
-	return figures.StatusOf(rec, q, asOf, m.src.BackendInfo(), fullWithin)
+	return figures.StatusOf(rec, q, asOf, m.src.BackendInfo())
 }
-
-// pageSize is the unit of ext4's delayed-allocation reservations: on ext4
-// less room than a page below a hard limit is none.
-var pageSize = uint64(os.Getpagesize())
 
 // Usage is Report's usage and limits without the snapshot-derived fields
 // (growth, last activity): on XFS the recorded trees and one enumeration of
@@ -327,8 +318,8 @@ func (m *Reads) Usage(ctx context.Context) ([]TreeStatus, error) {
 	now := m.src.Now()
 	ages := make([]float64, len(out)) // one block for every tree's age
 	for i := range out {
-		if t := &out[i]; t.UsageAsOf != nil {
-			age, stale := figures.Freshness(*t.UsageAsOf, now)
+		if t := &out[i]; t.UsageWalkedAt != nil {
+			age, stale := figures.Freshness(*t.UsageWalkedAt, now)
 			ages[i], t.Stale = *age, stale
 			t.UsageAgeSeconds = &ages[i]
 		}
@@ -414,8 +405,8 @@ func (m *Reads) readReport(ctx context.Context) ([]TreeStatus, error) {
 	for _, u := range usages {
 		s := m.usageStatus(u, grace)
 		var walked time.Time
-		if s.UsageAsOf != nil {
-			walked = *s.UsageAsOf
+		if s.UsageWalkedAt != nil {
+			walked = *s.UsageWalkedAt
 		}
 		s.UsageAgeSeconds, s.Stale = figures.Freshness(walked, now)
 		out = append(out, s)
@@ -661,7 +652,7 @@ func (c *crossingCache) changed(rows []TreeStatus, now time.Time) (out []int, ok
 	}
 	for i := range rows {
 		t := &rows[i]
-		over := store.LimitsOver(limitsOf(t), quota.Usage{Bytes: t.UsedBytes, Inodes: t.UsedInodes}, t.FullWithin())
+		over := store.LimitsOver(limitsOf(t), quota.Usage{Bytes: t.UsedBytes, Inodes: t.UsedInodes}, figures.FullWithin(t.Backend))
 		k := store.TreeKey{Project: t.Project, Area: t.Area}
 		for j, name := range journal.LimitNames {
 			if over[j] != c.over[store.CrossingKey{TreeKey: k, Limit: name}] {
@@ -705,14 +696,14 @@ func (m *Reads) NoteLimits(ctx context.Context, rows []TreeStatus, seenBy string
 	for _, i := range idx {
 		t := &rows[i]
 		var bytesGrace, inodesGrace time.Time
-		if t.BytesGraceEnds != nil {
-			bytesGrace = *t.BytesGraceEnds
+		if t.BytesGraceEndsAt != nil {
+			bytesGrace = *t.BytesGraceEndsAt
 		}
-		if t.InodesGraceEnds != nil {
-			inodesGrace = *t.InodesGraceEnds
+		if t.InodesGraceEndsAt != nil {
+			inodesGrace = *t.InodesGraceEndsAt
 		}
 		for _, x := range store.LimitsCrossings(store.TreeKey{Project: t.Project, Area: t.Area}, limitsOf(t),
-			quota.Usage{Bytes: t.UsedBytes, Inodes: t.UsedInodes}, t.FullWithin(), bytesGrace, inodesGrace, seenBy) {
+			quota.Usage{Bytes: t.UsedBytes, Inodes: t.UsedInodes}, figures.FullWithin(t.Backend), bytesGrace, inodesGrace, seenBy) {
 			if x.Over != c.over[x.CrossingKey] {
 				cs = append(cs, x)
 			}
