@@ -62,7 +62,7 @@ type TreeStatus = apiv1.TreeStatus
 // Read says how fresh a read's figures must be. The zero value is what
 // every read gets unless its caller asks for more: on XFS the kernel's
 // counters, on the fallback each tree's last walk plus the writes made
-// through xfsq since (UsageAsOf says when that walk began) — never a walk,
+// through xfsq since (UsageWalkedAt says when that walk began) — never a walk,
 // never a write, so that a read of a big root, or a check before each run,
 // stays cheap. The hourly pass (snapshot --all) and xfsq's own writes keep
 // those figures current.
