@@ -119,6 +119,21 @@ for path in sorted(glob.glob(os.path.join(res, "*-*-r*.txt"))):
             add(per_byte, "ns/B", side, rnd, t / statistics.median(body))
 
 
+# Without the body's size on both sides of a round (an old run without
+# -test.v, say) there is no per-byte figure for it: the raw ns/op is then
+# judged, as before, rather than the cached overview going unjudged.
+notes = []
+raw, per = data.get((PER_BYTE[0], "ns/op")), data.get((PER_BYTE[1], "ns/B"))
+if raw:
+    raw_rounds = set(raw["old"]) & set(raw["new"])
+    per_rounds = set(per["old"]) & set(per["new"]) if per else set()
+    if raw_rounds and not raw_rounds <= per_rounds:
+        UNJUDGED.pop((PER_BYTE[0], "ns/op"), None)
+        data.pop((PER_BYTE[1], "ns/B"), None)
+        notes.append(f"{PER_BYTE[0]}: no body size in every round (rounds {sorted(raw_rounds - per_rounds)}), "
+                     "so its raw ns/op is judged, not its time per byte served")
+
+
 def fmt(v, unit):
     if unit == "ns":
         for div, u in ((1e6, "ms"), (1e3, "µs")):
@@ -175,6 +190,8 @@ for (bench, metric), sides in sorted(data.items()):
 print("| benchmark | metric | old median | new median | new/old: median of rounds (each round) | noise band (old vs old) | verdict |")
 print("|---|---|---|---|---|---|---|")
 print("\n".join(rows))
+for n in notes:
+    print(f"\nnote: {n}")
 # The walker's usual figure: the snapshot's wall time over du's, each round's.
 du = data.get(("walker/du -s", "wall"), {}).get("old", {})
 snap = data.get(("walker/snapshot", "wall"))
