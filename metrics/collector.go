@@ -312,7 +312,7 @@ func (s *treeSeries) write(w *textWriter) {
 		if m.Name == TreeFullInSeconds && len(s.fullAt) == 0 {
 			continue // an empty family is not valid exposition
 		}
-		if m.Name == TreeUsageAgeSeconds && !s.xfs && !slices.ContainsFunc(s.trees, func(t sandbox.TreeStatus) bool { return t.UsageAsOf != nil }) {
+		if m.Name == TreeUsageAgeSeconds && !s.xfs && !slices.ContainsFunc(s.trees, func(t sandbox.TreeStatus) bool { return t.UsageWalkedAt != nil }) {
 			continue
 		}
 		w.header(m)
@@ -343,8 +343,8 @@ func (s *treeSeries) write(w *textWriter) {
 				switch {
 				case s.xfs:
 					w.treeSample(m.Name, "", l, "", 0)
-				case t.UsageAsOf != nil:
-					w.treeSample(m.Name, "", l, "", max(0, s.now.Sub(*t.UsageAsOf).Seconds()))
+				case t.UsageWalkedAt != nil:
+					w.treeSample(m.Name, "", l, "", max(0, s.now.Sub(*t.UsageWalkedAt).Seconds()))
 				}
 			case SweepEvictedBytesTotal:
 				w.treeSample(m.Name, "", l, "", s.evicted[i])

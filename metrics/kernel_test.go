@@ -15,6 +15,7 @@ import (
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/testsupport/kerneltest"
 	"github.com/xfsq/xfsq/metrics"
+	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/sandbox"
 )
 
@@ -114,7 +115,7 @@ func scrapeDiff(t *testing.T, samples []sample, trees []sandbox.TreeStatus, mnt 
 	kernel := kerneltest.ReportBlocks(t, mnt)
 	var diff []string
 	for _, tr := range trees {
-		k, ok := kernel[tr.ProjectID]
+		k, ok := kernel[quota.ProjectID(tr.ProjectID)]
 		if !ok {
 			diff = append(diff, fmt.Sprintf("%s/%s: project ID %d not in xfs_quota's report", tr.Project, tr.Area, tr.ProjectID))
 			continue

@@ -38,7 +38,7 @@ func TestTreeSeriesReadBackThroughPrometheusParser(t *testing.T) {
 	for _, c := range cases {
 		s.fullAt[sandbox.TreeKey{Project: c.project, Area: area.Workspace}] = s.now.Add(time.Hour)
 		s.trees = append(s.trees, sandbox.TreeStatus{Project: c.project, Area: area.Workspace, UsedBytes: c.used,
-			BytesHard: 1 << 30, UsageAsOf: &walked})
+			BytesHard: 1 << 30, UsageWalkedAt: &walked})
 		s.evicted = append(s.evicted, c.evicted)
 		s.failed = append(s.failed, 2)
 		s.walks = append(s.walks, h)

@@ -61,7 +61,7 @@ func TestAddAnswersWhatShowReads(t *testing.T) {
 				t.Errorf("%s: the add sent %d statements, want at most 24", c.name, stmts)
 			}
 			t.Logf("%s: %d statements", c.name, stmts)
-			if ws := workspace(t, shown); c.name == "adopted" && ws.BytesGraceEnds == nil {
+			if ws := workspace(t, shown); c.name == "adopted" && ws.BytesGraceEndsAt == nil {
 				t.Errorf("adopted: no grace end over the soft limit: %+v", ws)
 			}
 		}

@@ -54,7 +54,7 @@ type (
 	LeaseStatus     = lifecycle.LeaseStatus
 	LimitChange     = core.LimitChange
 	LimitWarning    = core.LimitWarning
-	NotReadyError   = core.NotReadyError
+	NotReadyError   = healthsources.NotReadyError
 	Options         = core.Options
 	Overview        = readmodel.Overview
 	OverviewDisk    = readmodel.OverviewDisk
@@ -315,7 +315,7 @@ func (m *Manager) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNew
 }
 
 func (m *Manager) Ready(ctx context.Context, timeout time.Duration) error {
-	return m.c.Ready(ctx, timeout)
+	return healthsources.Ready(ctx, healthsources.Readiness{Root: m.c.Root, Backend: m.c.Backend, XFS: m.c.IsXFS(), Store: m.c.Store}, timeout)
 }
 
 func (m *Manager) RefreshBaselineIfStale(ctx context.Context, t store.Tree) error {
@@ -480,7 +480,7 @@ func (m *Manager) ReportOf(ctx context.Context, o ReportOptions) (ReportResult, 
 type (
 	DiffOptions = readmodel.DiffOptions
 	PathChange  = readmodel.PathChange
-	Promised    = core.Promised
+	Promised    = readmodel.Promised
 	Trend       = trend.Trend
 	TreeDiff    = readmodel.TreeDiff
 	TreeKey     = core.TreeKey

@@ -25,7 +25,7 @@ func TestReadsDoNotWalk(t *testing.T) {
 			t.Fatal(err)
 		}
 		ws := workspace(t, before)
-		if ws.UsageAsOf == nil {
+		if ws.UsageWalkedAt == nil {
 			t.Fatal("no usage_as_of after add, which walks")
 		}
 		// Written behind xfsq's back: counted from the next walk only.
@@ -48,8 +48,8 @@ func TestReadsDoNotWalk(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.UsedBytes != ws.UsedBytes || !got.UsageAsOf.Equal(*ws.UsageAsOf) {
-				t.Errorf("%s walked: %d bytes as of %v, want %d as of %v", name, got.UsedBytes, got.UsageAsOf, ws.UsedBytes, ws.UsageAsOf)
+			if got.UsedBytes != ws.UsedBytes || !got.UsageWalkedAt.Equal(*ws.UsageWalkedAt) {
+				t.Errorf("%s walked: %d bytes as of %v, want %d as of %v", name, got.UsedBytes, got.UsageWalkedAt, ws.UsedBytes, ws.UsageWalkedAt)
 			}
 		}
 		a, err := m.Check(ctx, "omni", sandbox.Read{Refresh: true})
@@ -57,8 +57,8 @@ func TestReadsDoNotWalk(t *testing.T) {
 			t.Fatal(err)
 		}
 		fresh := workspace(t, sandbox.Project{Trees: a.Trees})
-		if fresh.UsedBytes < ws.UsedBytes+8<<20 || !fresh.UsageAsOf.After(*ws.UsageAsOf) {
-			t.Errorf("check --refresh: %d bytes as of %v, want the 8 MiB file counted by a new walk", fresh.UsedBytes, fresh.UsageAsOf)
+		if fresh.UsedBytes < ws.UsedBytes+8<<20 || !fresh.UsageWalkedAt.After(*ws.UsageWalkedAt) {
+			t.Errorf("check --refresh: %d bytes as of %v, want the 8 MiB file counted by a new walk", fresh.UsedBytes, fresh.UsageWalkedAt)
 		}
 		// The walk was recorded: a plain read sees it now.
 		if got, _ := reads["show"](); got.UsedBytes != fresh.UsedBytes {

@@ -77,7 +77,7 @@ func TestKeptAnswersSurviveOtherProjectsCommits(t *testing.T) {
 					t.Fatal(err)
 				}
 				kept, now := workspace(t, sandbox.Project{Trees: a.Trees}), workspace(t, sandbox.Project{Trees: fresh.Trees})
-				if kept.BytesHard != now.BytesHard || kept.UsedBytes != now.UsedBytes || !timeEq(kept.UsageAsOf, now.UsageAsOf) {
+				if kept.BytesHard != now.BytesHard || kept.UsedBytes != now.UsedBytes || !timeEq(kept.UsageWalkedAt, now.UsageWalkedAt) {
 					t.Errorf("%s: %s kept %+v, the store says %+v", s.name, name, kept, now)
 				}
 			}
@@ -123,8 +123,8 @@ func TestUsageKeptEqualsFreshReads(t *testing.T) {
 					t.Fatalf("%s: %s/%s not in a fresh read", step, u.Project, u.Area)
 				}
 				if u.UsedBytes != f.UsedBytes || u.UsedInodes != f.UsedInodes || u.BytesSoft != f.BytesSoft || u.BytesHard != f.BytesHard ||
-					u.InodesSoft != f.InodesSoft || u.InodesHard != f.InodesHard || !timeEq(u.UsageAsOf, f.UsageAsOf) ||
-					!timeEq(u.BytesGraceEnds, f.BytesGraceEnds) || !timeEq(u.InodesGraceEnds, f.InodesGraceEnds) {
+					u.InodesSoft != f.InodesSoft || u.InodesHard != f.InodesHard || !timeEq(u.UsageWalkedAt, f.UsageWalkedAt) ||
+					!timeEq(u.BytesGraceEndsAt, f.BytesGraceEndsAt) || !timeEq(u.InodesGraceEndsAt, f.InodesGraceEndsAt) {
 					t.Errorf("%s: Usage says %s/%s is %+v, a fresh read %+v", step, u.Project, u.Area, u, f)
 				}
 			}

@@ -46,7 +46,7 @@ func TestUsageIsReportWithoutSnapshots(t *testing.T) {
 			w := report[i]
 			if u.Project != w.Project || u.Area != w.Area || u.UsedBytes != w.UsedBytes || u.UsedInodes != w.UsedInodes ||
 				u.BytesHard != w.BytesHard || u.BytesSoft != w.BytesSoft || u.InodesHard != w.InodesHard || u.Percent != w.Percent ||
-				(u.UsageAsOf == nil) != (w.UsageAsOf == nil) || (u.UsageAsOf != nil && !u.UsageAsOf.Equal(*w.UsageAsOf)) {
+				(u.UsageWalkedAt == nil) != (w.UsageWalkedAt == nil) || (u.UsageWalkedAt != nil && !u.UsageWalkedAt.Equal(*w.UsageWalkedAt)) {
 				t.Errorf("tree %d: usage %+v, report %+v", i, u, w)
 			}
 			if u.Project == "a" && u.Area == area.Workspace && u.UsedBytes >= 1<<20 {
@@ -72,8 +72,8 @@ func TestExceeded(t *testing.T) {
 		{"under", sandbox.TreeStatus{UsedBytes: 9, BytesHard: 10}, false},
 		{"at hard", sandbox.TreeStatus{UsedBytes: 10, BytesHard: 10}, true},
 		{"inodes at hard", sandbox.TreeStatus{UsedInodes: 5, InodesHard: 5}, true},
-		{"soft within grace", sandbox.TreeStatus{UsedBytes: 6, BytesSoft: 5, BytesGraceEnds: &future}, false},
-		{"soft past grace", sandbox.TreeStatus{UsedBytes: 6, BytesSoft: 5, BytesGraceEnds: &past}, true},
+		{"soft within grace", sandbox.TreeStatus{UsedBytes: 6, BytesSoft: 5, BytesGraceEndsAt: &future}, false},
+		{"soft past grace", sandbox.TreeStatus{UsedBytes: 6, BytesSoft: 5, BytesGraceEndsAt: &past}, true},
 		{"no limits", sandbox.TreeStatus{UsedBytes: 1 << 40}, false},
 	} {
 		if got := sandbox.Exceeded(c.t, now); got != c.want {

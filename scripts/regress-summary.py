@@ -22,7 +22,16 @@ own, and scrape1000/scrape is the warm runs after it.
 
 Judged metrics: wall time (hyperfine's median, ns/op), and CPU time where it
 is measured (hyperfine's user+system, the metrics benchmark's cpu-ms/op).
-B/op, allocs/op and p99 are printed, not judged. Rows marked "A/A" run the
+B/op, allocs/op, p99 and an answer's body bytes (body-B/op) are printed, not
+judged.
+
+The cached overview is judged per byte served: its ns/op over the bytes of
+the answer's body in the same run (ns/B), since the two codes answer
+different overviews (the new one's project lines carry more). The body's
+bytes are the benchmark's body-B/op where it reports them, else the size
+its set-up logs ("overview body: N bytes", printed with -test.v), which is
+how the code before body-B/op says it. The raw ns/op row stays, shown and
+not judged. Rows marked "A/A" run the
 same code on both sides (the overview benchmark's ceiling, du): they show
 what the method calls noise and are not judged."""
 import glob
@@ -33,11 +42,16 @@ import statistics
 import sys
 
 FLOOR = 1.05
-JUDGED = {"wall", "cpu", "ns/op", "cpu-ms/op"}
+JUDGED = {"wall", "cpu", "ns/op", "cpu-ms/op", "ns/B"}
 # Metrics where less is better; every one here is.
-UNITS = {"wall": "ms", "cpu": "ms", "ns/op": "ns", "cpu-ms/op": "ms", "B/op": "B", "allocs/op": "", "p99-ms": "ms"}
+UNITS = {"wall": "ms", "cpu": "ms", "ns/op": "ns", "cpu-ms/op": "ms", "B/op": "B", "allocs/op": "", "p99-ms": "ms",
+         "body-B/op": "B", "ns/B": "ns/B"}
 # Sub-benchmarks that run identical code in both trees.
 AA = {"overview1000/ceiling", "walker/du -s"}
+# Rows shown but not judged, with why: the like-for-like row judges them.
+UNJUDGED = {("overview1000/cached", "ns/op"): "judged per byte served, below"}
+# The cached overview per byte served: (its ns/op, in a row of this name).
+PER_BYTE = ("overview1000/cached", "overview1000/cached, per byte served")
 
 if len(sys.argv) != 2:
     sys.exit(__doc__)
@@ -63,13 +77,18 @@ for path in sorted(glob.glob(os.path.join(res, "walker-r*.json"))):
         add("walker/snapshot", "cpu", name, rnd, cpu)
 
 line_re = re.compile(r"^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+(.*)$")
+logged_body_re = re.compile(r"overview body: (\d+) bytes")
 for path in sorted(glob.glob(os.path.join(res, "*-*-r*.txt"))):
     m = re.match(r"(.+)-(old|new)-r(\d+)\.txt$", os.path.basename(path))
     if not m:
         continue
     short, side, rnd = m.group(1), m.group(2), int(m.group(3))
     seen = set()
+    logged_body = []  # the set-up's "overview body: N bytes" (-test.v)
     for line in open(path):
+        bm = logged_body_re.search(line)
+        if bm:
+            logged_body.append(float(bm.group(1)))
         lm = line_re.match(line.strip())
         if not lm:
             continue
@@ -84,6 +103,35 @@ for path in sorted(glob.glob(os.path.join(res, "*-*-r*.txt"))):
         for v, unit in zip(fields[0::2], fields[1::2]):
             if unit in UNITS:
                 add(bench, unit, side, rnd, float(v))
+    # The cached overview per byte served: each run's ns/op over the body
+    # this process served (body-B/op, else the size its set-up logged).
+    bench, per_byte = PER_BYTE
+    if not bench.startswith(short + "/"):
+        continue
+    times = data.get((bench, "ns/op"), {}).get(side, {}).get(rnd)
+    body = data.get((bench, "body-B/op"), {}).get(side, {}).get(rnd)
+    if times and not body and logged_body:
+        for v in logged_body:
+            add(bench, "body-B/op", side, rnd, v)
+        body = logged_body
+    if times and body and statistics.median(body) > 0:
+        for t in times:
+            add(per_byte, "ns/B", side, rnd, t / statistics.median(body))
+
+
+# Without the body's size on both sides of a round (an old run without
+# -test.v, say) there is no per-byte figure for it: the raw ns/op is then
+# judged, as before, rather than the cached overview going unjudged.
+notes = []
+raw, per = data.get((PER_BYTE[0], "ns/op")), data.get((PER_BYTE[1], "ns/B"))
+if raw:
+    raw_rounds = set(raw["old"]) & set(raw["new"])
+    per_rounds = set(per["old"]) & set(per["new"]) if per else set()
+    if raw_rounds and not raw_rounds <= per_rounds:
+        UNJUDGED.pop((PER_BYTE[0], "ns/op"), None)
+        data.pop((PER_BYTE[1], "ns/B"), None)
+        notes.append(f"{PER_BYTE[0]}: no body size in every round (rounds {sorted(raw_rounds - per_rounds)}), "
+                     "so its raw ns/op is judged, not its time per byte served")
 
 
 def fmt(v, unit):
@@ -119,7 +167,7 @@ for (bench, metric), sides in sorted(data.items()):
     band = max([FLOOR] + aa)
     pooled_old = statistics.median([v for r in rounds for v in sides["old"][r]])
     pooled_new = statistics.median([v for r in rounds for v in sides["new"][r]])
-    judged = metric in JUDGED and bench not in AA
+    judged = metric in JUDGED and bench not in AA and (bench, metric) not in UNJUDGED
     if not aa:
         verdict = "no band (one round)"
     elif ratio > band:
@@ -130,6 +178,8 @@ for (bench, metric), sides in sorted(data.items()):
         verdict = "within noise"
     if bench in AA:
         verdict += " (A/A: same code)"
+    elif (bench, metric) in UNJUDGED:
+        verdict += f" (not judged: {UNJUDGED[(bench, metric)]})"
     elif not judged:
         verdict += " (not judged)"
     elif ratio > band:
@@ -140,6 +190,8 @@ for (bench, metric), sides in sorted(data.items()):
 print("| benchmark | metric | old median | new median | new/old: median of rounds (each round) | noise band (old vs old) | verdict |")
 print("|---|---|---|---|---|---|---|")
 print("\n".join(rows))
+for n in notes:
+    print(f"\nnote: {n}")
 # The walker's usual figure: the snapshot's wall time over du's, each round's.
 du = data.get(("walker/du -s", "wall"), {}).get("old", {})
 snap = data.get(("walker/snapshot", "wall"))

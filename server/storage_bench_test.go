@@ -79,7 +79,9 @@ func BenchmarkOverview1000(b *testing.B) {
 }
 
 // loadHTTP sends b.N GETs over conns keep-alive connections and reports
-// requests/s and the 99th percentile latency.
+// requests/s, the 99th percentile latency and the bytes of an answer's
+// body (body-B/op: a larger answer costs more to send, and
+// scripts/regress-summary.py judges the overview per byte served too).
 func loadHTTP(b *testing.B, url, inm string, want, conns int) {
 	// No gzip: the answer as the server keeps it, not a client's inflating
 	// of it in the same process (which the code before gzip never paid).
@@ -89,6 +91,7 @@ func loadHTTP(b *testing.B, url, inm string, want, conns int) {
 	var mu sync.Mutex
 	var lat []time.Duration
 	var changed atomic.Int64 // 200s where a 304 was hoped for
+	var bodyBytes atomic.Int64
 	next := make(chan struct{}, b.N)
 	for range b.N {
 		next <- struct{}{}
@@ -114,8 +117,9 @@ func loadHTTP(b *testing.B, url, inm string, want, conns int) {
 					b.Error(err)
 					return
 				}
-				io.Copy(io.Discard, resp.Body)
+				n, _ := io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
+				bodyBytes.Add(n)
 				switch {
 				case resp.StatusCode == want:
 				case want == http.StatusNotModified && resp.StatusCode == http.StatusOK:
@@ -142,6 +146,7 @@ func loadHTTP(b *testing.B, url, inm string, want, conns int) {
 	slicesSort(lat)
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(bodyBytes.Load())/float64(len(lat)), "body-B/op")
 	if want == http.StatusNotModified {
 		b.ReportMetric(float64(changed.Load()), "changed")
 	}

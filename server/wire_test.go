@@ -25,7 +25,6 @@ var wirePairs = []struct{ library, wire any }{
 	{sandbox.LeaseStatus{}, apiv1.Lease{}},
 	{sandbox.EventPage{}, apiv1.EventPage{}},
 	{sandbox.Overview{}, apiv1.Overview{}},
-	{sandbox.OverviewSummary{}, apiv1.OverviewSummary{}},
 	{sandbox.ProjectStorage{}, apiv1.ProjectStorage{}},
 	{files.PutResult{}, apiv1.PutResult{}},
 	{files.RemoveResult{}, apiv1.FileRemoveResult{}},
@@ -41,6 +40,10 @@ var wirePairs = []struct{ library, wire any }{
 // here, not in a client that decodes it.
 func TestLibraryResultsHaveTheWireShape(t *testing.T) {
 	for _, p := range wirePairs {
+		if reflect.TypeOf(p.library) == reflect.TypeOf(p.wire) {
+			t.Errorf("%T is the wire's type by alias: there is nothing to compare, drop the pair", p.library)
+			continue
+		}
 		lib, wire := jsonShape(reflect.TypeOf(p.library)), jsonShape(reflect.TypeOf(p.wire))
 		if !slices.Equal(lib, wire) {
 			t.Errorf("%T and %T differ as JSON:\nonly the library's: %s\nonly the wire's: %s", p.library, p.wire,

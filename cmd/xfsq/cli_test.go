@@ -217,6 +217,11 @@ func TestProjectLifecycle(t *testing.T) {
 		if out := s.ok("project", "check", "omni"); !strings.Contains(out, `project "omni": ok`) {
 			t.Errorf("check of an empty project: %q", out)
 		}
+		// Text names the backend in its one line, with the fallback's short
+		// reason, never as the JSON's object.
+		if out := s.ok("project", "show", "omni"); !strings.Contains(out, "backend: fallback (") || strings.Contains(out, "{fallback") {
+			t.Errorf("project show's backend line: %q", out)
+		}
 		if ws.UsageAsOf == nil || time.Since(*ws.UsageAsOf) > time.Minute {
 			t.Errorf("the fallback report does not say when its walk began: %v", ws.UsageAsOf)
 		}

@@ -47,7 +47,7 @@ func cmdInit(e env) error {
 	defer r.Close()
 	res := *r.Init
 	return e.print(res, func(w io.Writer) {
-		fmt.Fprintf(w, "root:    %s\nbackend: %s\n", res.Root, res.Backend)
+		fmt.Fprintf(w, "root:    %s\nbackend: %s\n", res.Root, r.Manager.BackendName())
 		if res.Backend.Reason != "" {
 			fmt.Fprintf(w, "         %s\n", res.Backend.Reason)
 		}

@@ -96,7 +96,7 @@ func cmdProjectAdd(e env) error {
 			return err
 		}
 		warnOverLimits(e, p)
-		return e.print(p, func(w io.Writer) { printProject(w, p) })
+		return e.print(p, func(w io.Writer) { printProject(w, p, m.BackendName()) })
 	})
 }
 
@@ -115,7 +115,7 @@ func cmdProjectSet(e env) error {
 			return err
 		}
 		warnOverLimits(e, p)
-		return e.print(p, func(w io.Writer) { printProject(w, p) })
+		return e.print(p, func(w io.Writer) { printProject(w, p, m.BackendName()) })
 	})
 }
 
@@ -191,7 +191,7 @@ func cmdProjectShow(e env) error {
 		if err != nil {
 			return err
 		}
-		return e.print(p, func(w io.Writer) { printProject(w, p) })
+		return e.print(p, func(w io.Writer) { printProject(w, p, m.BackendName()) })
 	})
 }
 
@@ -242,8 +242,10 @@ func treeRow(t sandbox.TreeStatus, withProject bool) []string {
 
 const treeHeader = "AREA\tID\tUSED\tSOFT\tHARD\tINODES\tISOFT\tIHARD\tUSE%"
 
-func printProject(w io.Writer, p sandbox.Project) {
-	fmt.Fprintf(w, "project: %s (%s, created %s)\nbackend: %s\n", p.Name, p.State, when(p.CreatedAt), p.Backend)
+// printProject prints p; backend is the root's backend in one line (its
+// BackendName), which the answer's backend object does not carry.
+func printProject(w io.Writer, p sandbox.Project, backend string) {
+	fmt.Fprintf(w, "project: %s (%s, created %s)\nbackend: %s\n", p.Name, p.State, when(p.CreatedAt), backend)
 	rows := make([][]string, len(p.Trees))
 	for i, t := range p.Trees {
 		rows[i] = treeRow(t, false)
@@ -263,7 +265,7 @@ func printDrift(w io.Writer, trees []sandbox.TreeStatus) {
 		for _, g := range []struct {
 			what string
 			ends *time.Time
-		}{{"byte", t.BytesGraceEnds}, {"inode", t.InodesGraceEnds}} {
+		}{{"byte", t.BytesGraceEndsAt}, {"inode", t.InodesGraceEndsAt}} {
 			switch {
 			case g.ends == nil:
 			case g.ends.After(now):

@@ -71,7 +71,7 @@ func splitList(s string) []string {
 // as a span: "6d left", "ended 2h ago".
 func graceText(t sandbox.TreeStatus, now time.Time) string {
 	var ends *time.Time
-	for _, g := range []*time.Time{t.BytesGraceEnds, t.InodesGraceEnds} {
+	for _, g := range []*time.Time{t.BytesGraceEndsAt, t.InodesGraceEndsAt} {
 		if g != nil && (ends == nil || g.Before(*ends)) {
 			ends = g
 		}

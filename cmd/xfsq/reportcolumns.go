@@ -34,8 +34,8 @@ var reportColumns = []reportColumn{
 	{"isoft", "ISOFT", func(t sandbox.TreeStatus, _ time.Time) string { return dash(t.InodesSoft, count) }},
 	{"ihard", "IHARD", func(t sandbox.TreeStatus, _ time.Time) string { return dash(t.InodesHard, count) }},
 	{"grace", "GRACE", graceText},
-	{"24h", "24H", func(t sandbox.TreeStatus, _ time.Time) string { return growth(t.Growth24h) }},
-	{"7d", "7D", func(t sandbox.TreeStatus, _ time.Time) string { return growth(t.Growth7d) }},
+	{"24h", "24H", func(t sandbox.TreeStatus, _ time.Time) string { return growth(t.Growth24hBytes) }},
+	{"7d", "7D", func(t sandbox.TreeStatus, _ time.Time) string { return growth(t.Growth7dBytes) }},
 	{"eta", "FULL IN", func(t sandbox.TreeStatus, _ time.Time) string { return fullIn(t.FullInSeconds) }},
 	{"reclaimable", "RECLAIM", func(t sandbox.TreeStatus, _ time.Time) string {
 		if t.ReclaimableBytes == nil {
@@ -94,7 +94,7 @@ func columnsFor(asked []string, rows []sandbox.TreeStatus) []reportColumn {
 	names := asked
 	if names == nil {
 		names = defaultReportColumns
-		if slices.ContainsFunc(rows, func(t sandbox.TreeStatus) bool { return t.UsageAsOf != nil || t.Stale }) {
+		if slices.ContainsFunc(rows, func(t sandbox.TreeStatus) bool { return t.UsageWalkedAt != nil || t.Stale }) {
 			names = append(slices.Clone(names), "asof")
 		}
 	}

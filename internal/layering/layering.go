@@ -92,9 +92,10 @@ var diskfullMayImport = map[string]bool{"store": true, "units": true}
 var treewalkMayImport = map[string]bool{"internal/saferm": true, "inventory": true, "quota": true, "store": true}
 
 // figuresMayImport is all the figures' leaf may import of xfsq: the
-// backend's vocabulary, the units it words sizes in, and the JSON quoting
-// its kept backend object shares.
-var figuresMayImport = map[string]bool{"quota": true, "units": true, "internal/jsonfmt": true}
+// backend's vocabulary, the units it words sizes in, the JSON quoting its
+// kept backend object shares, and the wire's types (api/v1), which a
+// tree's figures and the backend object are.
+var figuresMayImport = map[string]bool{"quota": true, "units": true, "internal/jsonfmt": true, "api/v1": true}
 
 // useCases are the use cases there are: lifecycle (project add and rm),
 // retention (what deletes by policy), readmodel (the answers assembled for
@@ -157,7 +158,7 @@ func rule(from, to string) string {
 	case strings.HasPrefix(from, core+"/") && (isUseCase(to) || to == "sandbox"):
 		return "a package beneath the core (its figures, their reads, the full-in rule, the walk of a tree) never imports a use case or the facade: the core calls it, and they stand on the core"
 	case from == figuresRule && !figuresMayImport[to]:
-		return "the figures' vocabulary is a pure leaf beneath the core: it imports nothing of xfsq but quota, units and jsonfmt, so that it never reads the store, the kernel or a tree"
+		return "the figures' vocabulary is a pure leaf beneath the core: it imports nothing of xfsq but quota, units, jsonfmt and the wire's types, so that it never reads the store, the kernel or a tree"
 	case from == treewalkRule && !treewalkMayImport[to]:
 		return "the walk of a tree is a leaf beneath the core: it imports only saferm, inventory, quota and store, so that it decides nothing and records nothing"
 	case from == diskfullRule && !diskfullMayImport[to]:

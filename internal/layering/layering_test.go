@@ -189,6 +189,7 @@ func TestRules(t *testing.T) {
 		// beneath the core.
 		{"sandbox/internal/core/figures", "quota", false},
 		{"sandbox/internal/core/figures", "units", false},
+		{"sandbox/internal/core/figures", "api/v1", false},
 		{"sandbox/internal/core/figures", "store", true},
 		{"sandbox/internal/core/figures", "quota/xfs", true},
 		{"sandbox/internal/core/figures", "sandbox/internal/core", true},

@@ -6,7 +6,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/sandbox/internal/core/usage"
 	"github.com/xfsq/xfsq/store"
@@ -42,25 +41,6 @@ func (m *Manager) DiskSize() (total, free uint64, ok bool) {
 		return 0, 0, false
 	}
 	return st.Blocks * uint64(st.Bsize), st.Bavail * uint64(st.Bsize), true
-}
-
-// Promised is how much the root's hard byte limits promise of its disk:
-// the wire's (api/v1), which the overview and the report answer.
-type Promised = apiv1.Promised
-
-func promised(rows []TreeStatus, disk uint64) Promised {
-	var p Promised
-	for _, r := range rows {
-		if r.BytesHard == 0 {
-			p.UnlimitedTrees++
-			continue
-		}
-		p.PromisedBytes += r.BytesHard
-	}
-	if disk > 0 {
-		p.OvercommitRatio = float64(p.PromisedBytes) / float64(disk)
-	}
-	return p
 }
 
 // TreeKey names one tree: a project (or RootOwner) and an area.

@@ -58,7 +58,6 @@ import (
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/fallback"
 	"github.com/xfsq/xfsq/quota/xfs"
-	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
 	"github.com/xfsq/xfsq/sandbox/internal/core/identity"
 	"github.com/xfsq/xfsq/sandbox/internal/core/usage"
 	"github.com/xfsq/xfsq/settings"
@@ -402,7 +401,7 @@ func (m *Manager) makeBackendInfo() Backend {
 			reason = m.Unsupported.Error()
 		}
 	}
-	return figures.NewBackend(kind, m.xfs != nil, reason, m.BackendName())
+	return Backend{Kind: kind, Enforced: m.xfs != nil, Reason: reason}
 }
 
 // backendFile records the backend init was told to use (absent: auto), so

@@ -84,16 +84,17 @@ func (m *Manager) FallbackQuota(ctx context.Context, t store.Tree, maxAge time.D
 	return m.fallbackQuota(ctx, t, maxAge)
 }
 
-// GrowthAndActivity fills rows' growth and last activity from the snapshots.
+// GrowthAndActivity fills rows' growth and last activity from the
+// snapshots (usage.Reads.GrowthAndActivity).
 func (m *Manager) GrowthAndActivity(ctx context.Context, rows []TreeStatus) error {
-	return m.growthAndActivity(ctx, rows)
+	return m.figs.GrowthAndActivity(ctx, rows)
 }
 
 // Insight fills rows' full-in estimate and reclaimable bytes.
 func (m *Manager) Insight(ctx context.Context, rows []TreeStatus) error { return m.insight(ctx, rows) }
 
-// WalkBaselinesOf walks every fallback tree of names and records the walks
-// as baselines (walkBaselinesOf).
-func (m *Manager) WalkBaselinesOf(ctx context.Context, names []string, byProject map[string][]store.Tree) (map[string]error, error) {
-	return m.walkBaselinesOf(ctx, names, byProject)
+// MeasureTree walks the fallback tree t for its baseline, walk's writes in
+// flight counted as its own.
+func (m *Manager) MeasureTree(t store.Tree, walk store.Walk) (quota.Usage, store.WalkSeen, error) {
+	return m.measureTree(t, inProgress(walk))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/xfsq/xfsq/quota/xfs"
 	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
+	"github.com/xfsq/xfsq/sandbox/internal/core/usage"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 )
@@ -110,8 +111,8 @@ func InboundOf(trees []store.Tree) (store.Tree, bool) { return inboundOf(trees) 
 func FormatLimits(l quota.Limits) string { return figures.FormatLimits(l) }
 
 // WalkDisagrees reports whether a snapshot's walk and the kernel's count
-// differ (see walkDisagrees): the sign of a quota escape.
-func WalkDisagrees(s store.Snapshot) bool { return walkDisagrees(s) }
+// differ (usage.WalkDisagrees): the sign of a quota escape.
+func WalkDisagrees(s store.Snapshot) bool { return usage.WalkDisagrees(s) }
 
 // ---- end doctor ----
 // RegisteredIDs are the ID registry's records of the root's filesystem.
@@ -132,10 +133,6 @@ func (m *Manager) ChangeMark(ctx context.Context) (store.ChangeMark, error) { re
 func (m *Manager) DiskTrend(ctx context.Context, total, free uint64, now time.Time) (trend.Trend, error) {
 	return m.diskTrend(ctx, total, free, now)
 }
-
-// PromisedOf is how much rows' hard byte limits promise of a disk of
-// disk bytes.
-func PromisedOf(rows []TreeStatus, disk uint64) Promised { return promised(rows, disk) }
 
 // UnsupportedReason is why the kernel backend could not be used, on the
 // fallback (ok false on a kernel backend, or a fallback chosen at init).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
 	"github.com/xfsq/xfsq/sandbox/internal/core/treewalk"
 	"github.com/xfsq/xfsq/store"
 )
@@ -42,6 +41,3 @@ func Rebaseline(ctx context.Context, m *Manager, t store.Tree) error {
 	_, err := m.baseline(ctx, t, 0)
 	return err
 }
-
-// KeptJSON is b with its JSON kept beside it, as BackendInfo's is.
-func KeptJSON(b Backend) Backend { return figures.KeptJSON(b) }

@@ -5,6 +5,11 @@
 // one; it never fails as a whole (what cannot be read is the store part's
 // error), and never writes.
 //
+// It also says whether an open root can serve now (Ready, a server's
+// readiness: the root mounted, its filesystem still the backend's, the
+// store answering within a budget), from what the facade hands it of the
+// root (Readiness).
+//
 // It stands on the core only for how a root and its store are named and
 // checked (core.CheckRoot, core.CheckStoreExists, core.StoreDSN,
 // core.HostOf); it never imports a shell or another use case. The facade

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/store"
@@ -124,4 +125,31 @@ func (m *Model) ProjectTrends(ctx context.Context, name string) ([]TreeTrend, er
 		out = append(out, TreeTrend{Area: p.Trees[i].Area, Trend: t})
 	}
 	return out, nil
+}
+
+// Promised is how much the root's hard byte limits promise of its disk:
+// the wire's (api/v1), which the overview and the report answer.
+type Promised = apiv1.Promised
+
+// promisedOf is how much rows' hard byte limits promise of a disk of disk
+// bytes.
+func promisedOf(rows []core.TreeStatus, disk uint64) Promised {
+	var p Promised
+	for _, r := range rows {
+		if r.BytesHard == 0 {
+			p.UnlimitedTrees++
+			continue
+		}
+		p.PromisedBytes += r.BytesHard
+	}
+	if disk > 0 {
+		p.OvercommitRatio = float64(p.PromisedBytes) / float64(disk)
+	}
+	return p
+}
+
+// setPromised gives the disk p: the wire's disk has the promise's members
+// as its own.
+func setPromised(d *OverviewDisk, p Promised) {
+	d.PromisedBytes, d.UnlimitedTrees, d.OvercommitRatio = p.PromisedBytes, p.UnlimitedTrees, p.OvercommitRatio
 }

@@ -49,7 +49,7 @@ func appendTreeStatus(b []byte, t *core.TreeStatus) []byte {
 	b = appendJSONString(b, t.Path)
 	b = append(b, `,"project_id":`...)
 	b = strconv.AppendUint(b, uint64(t.ProjectID), 10)
-	if !t.Backend.IsZero() { // omitzero: an answer that gives it once
+	if t.Backend != (core.Backend{}) { // omitzero: an answer that gives it once
 		b = append(b, `,"backend":`...)
 		b = core.AppendBackendJSON(b, t.Backend)
 	}
@@ -63,13 +63,13 @@ func appendTreeStatus(b []byte, t *core.TreeStatus) []byte {
 	}
 	b = append(b, `,"percent":`...)
 	b = jsonfmt.AppendFloat(b, t.Percent)
-	if t.BytesGraceEnds != nil {
+	if t.BytesGraceEndsAt != nil {
 		b = append(b, `,"bytes_grace_ends_at":`...)
-		b = appendJSONTime(b, *t.BytesGraceEnds)
+		b = appendJSONTime(b, *t.BytesGraceEndsAt)
 	}
-	if t.InodesGraceEnds != nil {
+	if t.InodesGraceEndsAt != nil {
 		b = append(b, `,"inodes_grace_ends_at":`...)
-		b = appendJSONTime(b, *t.InodesGraceEnds)
+		b = appendJSONTime(b, *t.InodesGraceEndsAt)
 	}
 	if t.Drift != "" {
 		b = append(b, `,"drift":`...)
@@ -78,7 +78,7 @@ func appendTreeStatus(b []byte, t *core.TreeStatus) []byte {
 	for _, g := range [...]struct {
 		name string
 		v    *int64
-	}{{`,"growth_24h_bytes":`, t.Growth24h}, {`,"growth_7d_bytes":`, t.Growth7d}} {
+	}{{`,"growth_24h_bytes":`, t.Growth24hBytes}, {`,"growth_7d_bytes":`, t.Growth7dBytes}} {
 		b = append(b, g.name...)
 		if g.v == nil {
 			b = append(b, "null"...)
@@ -92,9 +92,9 @@ func appendTreeStatus(b []byte, t *core.TreeStatus) []byte {
 	} else {
 		b = appendJSONTime(b, *t.LastActivityAt)
 	}
-	if t.UsageAsOf != nil {
+	if t.UsageWalkedAt != nil {
 		b = append(b, `,"usage_walked_at":`...)
-		b = appendJSONTime(b, *t.UsageAsOf)
+		b = appendJSONTime(b, *t.UsageWalkedAt)
 	}
 	if t.UsageAgeSeconds != nil {
 		b = append(b, `,"usage_age_seconds":`...)

@@ -8,8 +8,6 @@ import (
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/xfsq/xfsq/sandbox/internal/core"
 )
 
 // AppendJSON must write exactly what encoding/json writes (the server's
@@ -82,11 +80,11 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 		if got := a.AppendJSON(nil); !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("case %d:\n got %s\nwant %s", i, got, want.Bytes())
 		}
-		// The same with each backend's JSON kept (BackendInfo's), and
-		// with a kept one whose fields were changed since.
-		a.Backend = core.KeptJSON(a.Backend)
+		// The same with every tree carrying the answer's backend (its
+		// kept JSON reused, as a root's answers do), and with some whose
+		// fields differ from the one kept.
 		for j := range a.Trees {
-			a.Trees[j].Backend = core.KeptJSON(a.Trees[j].Backend)
+			a.Trees[j].Backend = a.Backend
 			if j%2 == 1 {
 				a.Trees[j].Backend.Reason += " (changed)"
 				a.Trees[j].Backend.Enforced = !a.Trees[j].Backend.Enforced

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/inventory"
@@ -23,7 +24,10 @@ import (
 // Overview is the storage of the whole root at a glance (the server's
 // GET /v1/workspace/storage): each project's usage from the kernel's
 // counters or the fallback's ledger, its largest paths, growth and last
-// activity from the snapshots.
+// activity from the snapshots. Its members are the wire's (api/v1); it is
+// not the wire's type itself, since it keeps beside its lines what the
+// wire does not show: what each project's trees promise (promised), for
+// the disk's promise to a reader limited to some projects (Scoped).
 type Overview struct {
 	// GeneratedAt stays the first member: the server's validator is over
 	// the rest, which is what changes when a figure does.
@@ -33,75 +37,28 @@ type Overview struct {
 	Backend     health.Backend    `json:"backend"`
 	Disk        OverviewDisk      `json:"disk"`
 	Projects    []ProjectOverview `json:"projects"`
+
+	// promised is, for each of Projects at the same index, what the hard
+	// byte limits of all its trees promise (no ratio): a limited reader's
+	// disk is of its projects' (Scoped), not shown on the line.
+	promised []Promised
 }
 
-// OverviewDisk is the filesystem holding the root.
-type OverviewDisk struct {
-	TotalBytes uint64 `json:"total_bytes"`
-	FreeBytes  uint64 `json:"free_bytes"` // available to xfsq (statfs f_bavail)
-	// UnownedBytes and OtherIDsBytes are Unowned's, on a kernel backend:
-	// what df says is used less what the projects hold, and of it what
-	// project 0 and IDs that are no tree's hold.
-	UnownedBytes  *uint64 `json:"unowned_bytes,omitempty"`
-	OtherIDsBytes *uint64 `json:"other_ids_bytes,omitempty"`
-	// FullInSeconds is how long until the disk is full at the trend of
-	// what the scheduled passes found free (null: not filling, or too
-	// little known); ReclaimableBytes what the sweep policies would free
-	// in every tree (the root's inbound tree too), as last planned.
-	FullInSeconds    *float64 `json:"full_in_seconds"`
-	ReclaimableBytes uint64   `json:"reclaimable_bytes"`
-	core.Promised
-}
-
-// ProjectOverview is one project's line of the overview.
-type ProjectOverview struct {
-	Project        string `json:"project"`
-	WorkspaceBytes uint64 `json:"workspace_bytes"`
-	// WorkspaceFiles is the workspace's inodes in use, files and
-	// directories, as its inode limit counts them.
-	WorkspaceFiles uint64 `json:"workspace_files"`
-	CacheBytes     uint64 `json:"cache_bytes"`
-	// QuotaBytes is the workspace's hard byte limit (0: none); QuotaUsed
-	// its fraction in use (0.77), null without a limit.
-	QuotaBytes uint64   `json:"quota_bytes"`
-	QuotaUsed  *float64 `json:"quota_used"`
-	// QuotaSoftBytes is the workspace's soft byte limit (0: none): what
-	// a list of projects filters "over soft" by.
-	QuotaSoftBytes uint64 `json:"quota_soft_bytes"`
-	// TopPaths are the workspace's largest entries at its top (directories,
-	// and files among the tree's largest), from its last snapshot ([] until
-	// one exists).
-	TopPaths       []TopPath  `json:"top_paths"`
-	Growth         Growth     `json:"growth"`
-	LastActivityAt *time.Time `json:"last_activity_at"`
-	// UsageAsOf, on the fallback, is when the workspace's last walk began.
-	UsageAsOf *time.Time `json:"usage_as_of,omitempty"`
-	// FullInSeconds is the soonest any of the project's trees reaches its
-	// hard byte limit at its trend (null: none is filling, or too little
-	// is known), FullInArea that tree's area; ReclaimableBytes what the
-	// sweep policies would free in all of them, as last planned.
-	FullInSeconds    *float64 `json:"full_in_seconds"`
-	FullInArea       string   `json:"full_in_area,omitempty"`
-	ReclaimableBytes uint64   `json:"reclaimable_bytes"`
-
-	// promised is what the hard byte limits of all the project's trees
-	// promise (no ratio): a limited reader's disk is of its projects'
-	// (Scoped), not shown on the line.
-	promised core.Promised
-}
-
-// TopPath is one of a tree's largest entries.
-type TopPath struct {
-	Path  string `json:"path"`
-	Bytes uint64 `json:"bytes"`
-}
-
-// Growth is the workspace's change in allocated bytes between complete
-// walks; null until a walk that old exists.
-type Growth struct {
-	Day  *int64 `json:"24h"`
-	Week *int64 `json:"7d"`
-}
+// The overview's parts are the wire's (api/v1), which the server encodes
+// as they are: the disk holding the root (OverviewDisk: its free space as
+// statfs's f_bavail, its trend, what the sweep policies would free, what
+// the hard limits promise of it), one project's line (ProjectOverview:
+// its workspace's and cache's usage, the workspace's limits, its largest
+// top-level paths, growth, last activity, the soonest full-in of its
+// trees), one of a tree's largest entries (TopPath), and the workspace's
+// change in allocated bytes between complete walks (Growth: null until a
+// walk that old exists).
+type (
+	OverviewDisk    = apiv1.OverviewDisk
+	ProjectOverview = apiv1.ProjectOverview
+	TopPath         = apiv1.TopPath
+	Growth          = apiv1.Growth
+)
 
 // OverviewOptions say how fresh an overview must be.
 type OverviewOptions struct {
@@ -461,6 +418,7 @@ func (m *Model) assembleOverview(ctx context.Context, _ store.ChangeMark) (*Over
 	for _, p := range projects {
 		index[p.Name] = len(ov.Projects)
 		ov.Projects = append(ov.Projects, ProjectOverview{Project: p.Name, TopPaths: []TopPath{}})
+		ov.promised = append(ov.promised, Promised{})
 	}
 	if err := m.overviewInsight(ctx, ov, rows, now); err != nil {
 		return nil, err
@@ -471,7 +429,7 @@ func (m *Model) assembleOverview(ctx context.Context, _ store.ChangeMark) (*Over
 			continue // added since the report was read
 		}
 		p := &ov.Projects[i]
-		projectInsight(p, r)
+		projectInsight(p, &ov.promised[i], r)
 		switch r.Area {
 		case area.Cache:
 			p.CacheBytes = r.UsedBytes
@@ -481,8 +439,8 @@ func (m *Model) assembleOverview(ctx context.Context, _ store.ChangeMark) (*Over
 				used := float64(r.UsedBytes) / float64(r.BytesHard)
 				p.QuotaUsed = &used
 			}
-			p.Growth = Growth{Day: r.Growth24h, Week: r.Growth7d}
-			p.LastActivityAt, p.UsageAsOf = r.LastActivityAt, r.UsageAsOf
+			p.Growth = Growth{Last24h: r.Growth24hBytes, Last7d: r.Growth7dBytes}
+			p.LastActivityAt, p.UsageAsOf = r.LastActivityAt, r.UsageWalkedAt
 		}
 	}
 	tops, err := m.topPaths(ctx, rows)
@@ -507,7 +465,7 @@ func (m *Model) assembleOverview(ctx context.Context, _ store.ChangeMark) (*Over
 // overviewInsight fills the disk's trend, promises and reclaimable bytes.
 func (m *Model) overviewInsight(ctx context.Context, ov *Overview, rows []core.TreeStatus, now time.Time) error {
 	d := &ov.Disk
-	d.Promised = core.PromisedOf(rows, d.TotalBytes)
+	setPromised(d, promisedOf(rows, d.TotalBytes))
 	for _, r := range rows {
 		if r.ReclaimableBytes != nil {
 			d.ReclaimableBytes += *r.ReclaimableBytes
@@ -532,12 +490,13 @@ func (m *Model) diskFullIn(ctx context.Context, d *OverviewDisk, now time.Time) 
 	return nil
 }
 
-// projectInsight adds one tree's row to its project's line.
-func projectInsight(p *ProjectOverview, r core.TreeStatus) {
+// projectInsight adds one tree's row to its project's line and to what
+// the project's trees promise.
+func projectInsight(p *ProjectOverview, promised *Promised, r core.TreeStatus) {
 	if r.BytesHard == 0 {
-		p.promised.UnlimitedTrees++
+		promised.UnlimitedTrees++
 	} else {
-		p.promised.PromisedBytes += r.BytesHard
+		promised.PromisedBytes += r.BytesHard
 	}
 	if r.ReclaimableBytes != nil {
 		p.ReclaimableBytes += *r.ReclaimableBytes

@@ -139,8 +139,8 @@ func (m *Model) ReportOf(ctx context.Context, o ReportOptions) (ReportResult, er
 	res.AtHardLimit = slices.ContainsFunc(rows, AtHardLimit)
 	res.CheckFailed = o.Check && res.AtHardLimit
 	for _, t := range rows {
-		if !m.IsXFS() && t.UsageAsOf != nil && (res.OldestWalkAt == nil || t.UsageAsOf.Before(*res.OldestWalkAt)) {
-			res.OldestWalkAt = t.UsageAsOf
+		if !m.IsXFS() && t.UsageWalkedAt != nil && (res.OldestWalkAt == nil || t.UsageWalkedAt.Before(*res.OldestWalkAt)) {
+			res.OldestWalkAt = t.UsageWalkedAt
 		}
 		res.Warnings = append(res.Warnings, treeWarnings(t)...)
 	}
@@ -157,7 +157,7 @@ func (m *Model) ReportOf(ctx context.Context, o ReportOptions) (ReportResult, er
 func (m *Model) promise(rows []core.TreeStatus) (*ReportPromise, *uint64) {
 	var p *ReportPromise
 	if total, _, ok := m.DiskSize(); ok {
-		p = &ReportPromise{DiskBytes: total, Promised: core.PromisedOf(rows, total)}
+		p = &ReportPromise{DiskBytes: total, Promised: promisedOf(rows, total)}
 	}
 	var reclaim uint64
 	planned := false
@@ -222,10 +222,10 @@ func (o ReportOptions) apply(rows []core.TreeStatus) ([]core.TreeStatus, error) 
 // order compares two rows as o.Sort asks: largest first, but by project.
 func (o ReportOptions) order() func(a, b core.TreeStatus) int {
 	growth := func(t core.TreeStatus) int64 {
-		if t.Growth24h == nil {
+		if t.Growth24hBytes == nil {
 			return -1 << 62
 		}
-		return *t.Growth24h
+		return *t.Growth24hBytes
 	}
 	return func(a, b core.TreeStatus) int {
 		switch o.Sort {

@@ -19,10 +19,10 @@ func ptr[T any](v T) *T { return &v }
 // shows is decided here once.
 func TestReportOptionsApply(t *testing.T) {
 	rows := []core.TreeStatus{
-		{Project: "b", Area: area.Workspace, UsedBytes: 50, BytesHard: 100, Percent: 50, Growth24h: ptr(int64(5))},
+		{Project: "b", Area: area.Workspace, UsedBytes: 50, BytesHard: 100, Percent: 50, Growth24hBytes: ptr(int64(5))},
 		{Project: "a", Area: area.Workspace, UsedBytes: 95, BytesHard: 100, Percent: 95},
-		{Project: "a", Area: area.Cache, UsedBytes: 500, Growth24h: ptr(int64(-1))},
-		{Project: "c", Area: area.Cache, UsedBytes: 10, BytesHard: 10, Percent: 100, Growth24h: ptr(int64(9))},
+		{Project: "a", Area: area.Cache, UsedBytes: 500, Growth24hBytes: ptr(int64(-1))},
+		{Project: "c", Area: area.Cache, UsedBytes: 10, BytesHard: 10, Percent: 100, Growth24hBytes: ptr(int64(9))},
 	}
 	key := func(ts []core.TreeStatus) []string {
 		var out []string

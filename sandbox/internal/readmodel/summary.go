@@ -4,31 +4,19 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/xfsq/xfsq/health"
-	"github.com/xfsq/xfsq/sandbox/internal/core"
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 )
 
 // OverviewSummary is the overview without every project's line (the
 // server's GET /v1/workspace/storage/summary): the disk, how many projects
-// there are, and the few lines an overview page draws — the fullest and
-// the top growers. At 10,000 projects the whole overview is megabytes a
-// page fetched and parsed to draw thirteen of its rows.
-type OverviewSummary struct {
-	GeneratedAt   time.Time      `json:"generated_at"`
-	Root          string         `json:"root"`
-	Host          string         `json:"host"`
-	Backend       health.Backend `json:"backend"`
-	Disk          OverviewDisk   `json:"disk"`
-	ProjectsTotal int            `json:"projects_total"`
-	// Fullest are the SummaryFullest projects most used of their
-	// workspace's hard byte limit (those without one after), then by
-	// bytes; Growers the SummaryGrowers that grew most in 24 hours (those
-	// that grew at all).
-	Fullest []ProjectOverview `json:"fullest"`
-	Growers []ProjectOverview `json:"growers"`
-}
+// there are, and the few lines an overview page draws — the fullest (the
+// SummaryFullest projects most used of their workspace's hard byte limit,
+// those without one after, then by bytes) and the top growers (the
+// SummaryGrowers that grew most in 24 hours, of those that grew at all).
+// At 10,000 projects the whole overview is megabytes a page fetched and
+// parsed to draw thirteen of its rows. It is the wire's (api/v1).
+type OverviewSummary = apiv1.OverviewSummary
 
 // How many projects a summary lists of each kind.
 const (
@@ -46,7 +34,7 @@ func SummaryOf(ov *Overview, sees func(string) bool) OverviewSummary {
 		}
 		s.ProjectsTotal++
 		s.Fullest = keepTop(s.Fullest, p, SummaryFullest, fuller)
-		if g := p.Growth.Day; g != nil && *g > 0 {
+		if g := p.Growth.Last24h; g != nil && *g > 0 {
 			s.Growers = keepTop(s.Growers, p, SummaryGrowers, grewMore)
 		}
 	}
@@ -62,21 +50,27 @@ func SummaryOf(ov *Overview, sees func(string) bool) OverviewSummary {
 func Scoped(ov *Overview, sees func(string) bool) *Overview {
 	mine := *ov
 	mine.Projects = make([]ProjectOverview, 0, min(len(ov.Projects), 16))
-	var p core.Promised
+	mine.promised = make([]Promised, 0, cap(mine.Projects))
+	var p Promised
 	mine.Disk.ReclaimableBytes = 0
-	for _, line := range ov.Projects {
+	for i, line := range ov.Projects {
 		if !sees(line.Project) {
 			continue
 		}
+		var lp Promised // none kept: an overview not assembled here
+		if i < len(ov.promised) {
+			lp = ov.promised[i]
+		}
 		mine.Projects = append(mine.Projects, line)
-		p.PromisedBytes += line.promised.PromisedBytes
-		p.UnlimitedTrees += line.promised.UnlimitedTrees
+		mine.promised = append(mine.promised, lp)
+		p.PromisedBytes += lp.PromisedBytes
+		p.UnlimitedTrees += lp.UnlimitedTrees
 		mine.Disk.ReclaimableBytes += line.ReclaimableBytes
 	}
 	if mine.Disk.TotalBytes > 0 {
 		p.OvercommitRatio = float64(p.PromisedBytes) / float64(mine.Disk.TotalBytes)
 	}
-	mine.Disk.Promised = p
+	setPromised(&mine.Disk, p)
 	return &mine
 }
 
@@ -105,5 +99,5 @@ func fuller(a, b *ProjectOverview) int {
 
 // grewMore orders by 24 h growth, most first, then name.
 func grewMore(a, b *ProjectOverview) int {
-	return cmp.Or(cmp.Compare(*b.Growth.Day, *a.Growth.Day), strings.Compare(a.Project, b.Project))
+	return cmp.Or(cmp.Compare(*b.Growth.Last24h, *a.Growth.Last24h), strings.Compare(a.Project, b.Project))
 }

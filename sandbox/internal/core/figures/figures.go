@@ -5,6 +5,10 @@
 // a soft limit runs on, and admission's rule (Judge, Exceeded) with the
 // warnings a limit change gives (OverLimits).
 //
+// A tree's figures and the backend object are the wire's types (api/v1),
+// declared there once; a project is not, since it carries the warnings of
+// a limit change beside its JSON.
+//
 // It is a leaf the core, the use cases beside it and the facade all speak:
 // pure functions of their arguments. It must never read the store, the
 // kernel or a tree, and never import the core, a use case or a shell.
@@ -12,10 +16,13 @@ package figures
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/internal/jsonfmt"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/units"
@@ -34,69 +41,28 @@ type Project struct {
 	Warnings []LimitWarning `json:"-"`
 }
 
-// TreeStatus is one tree's limits and usage as the backend reports them.
-type TreeStatus struct {
-	Project    string          `json:"project"`
-	Area       string          `json:"area"`
-	Path       string          `json:"path"`
-	ProjectID  quota.ProjectID `json:"project_id"`
-	Backend    Backend         `json:"backend,omitzero"` // absent where an answer gives it once (BackendOnce)
-	UsedBytes  uint64          `json:"used_bytes"`
-	UsedInodes uint64          `json:"used_inodes"`
-	BytesSoft  uint64          `json:"bytes_soft"`
-	BytesHard  uint64          `json:"bytes_hard"`
-	InodesSoft uint64          `json:"inodes_soft"`
-	InodesHard uint64          `json:"inodes_hard"`
-	Percent    float64         `json:"percent"` // of the byte hard limit; 0 when there is none
-	// BytesGraceEnds and InodesGraceEnds are set while usage is over a
-	// soft limit: when its grace (soft_grace) runs out, after which
-	// admission denies (on XFS the kernel's timer, which also refuses
-	// writes then; on the fallback xfsq's, started when xfsq saw the tree
-	// go over: at a write through it, a walk or a limit change).
-	BytesGraceEnds  *time.Time `json:"bytes_grace_ends_at,omitempty"`
-	InodesGraceEnds *time.Time `json:"inodes_grace_ends_at,omitempty"`
-	// Drift is set when the limits in force differ from the recorded ones
-	// (changed behind xfsq's back): doctor --fix restores the recorded ones.
-	Drift string `json:"drift,omitempty"`
-	// From snapshots: change of allocated bytes over 24 h and 7 d (null
-	// until that much history exists) and the newest mtime in the tree.
-	Growth24h      *int64     `json:"growth_24h_bytes"`
-	Growth7d       *int64     `json:"growth_7d_bytes"`
-	LastActivityAt *time.Time `json:"last_activity_at"`
-	// UsageAsOf, on the fallback only, is when the walk the usage starts
-	// from began: writes made through xfsq since are counted, others not.
-	UsageAsOf *time.Time `json:"usage_walked_at,omitempty"`
-	// UsageAgeSeconds (fallback only) is how old UsageAsOf was when read;
-	// Stale marks a figure whose walk is older than SnapshotInterval (or
-	// that was never walked): the hourly pass has not run, and writes made
-	// outside xfsq since are missing from it.
-	UsageAgeSeconds *float64 `json:"usage_age_seconds,omitempty"`
-	Stale           bool     `json:"stale,omitempty"`
-	// WalkBytes and Escape are set on XFS when the last walk and the
-	// kernel's count disagreed by more than 1 %: a sign of a quota escape.
-	WalkBytes *uint64 `json:"walk_bytes,omitempty"`
-	Escape    string  `json:"escape,omitempty"`
-	// FullInSeconds is how long until the tree reaches its hard byte limit
-	// at its trend (package trend; 0: it has), absent when it is not filling or
-	// too little is known; ReclaimableBytes what the sweep policies would
-	// free in it now, as its last plan found, absent until one was made.
-	// Both are filled by Report and ProjectStorage only.
-	FullInSeconds    *float64 `json:"full_in_seconds,omitempty"`
-	ReclaimableBytes *uint64  `json:"reclaimable_bytes,omitempty"`
-	// fullWithin is how little room left counts as none: on ext4 the
-	// kernel reserves a page for each page a write dirties, so a tree
-	// with less than a page below its hard limit takes no more data (it
-	// stops writes up to a page short of the limit).
-	fullWithin uint64
-}
-
-// FullWithin is how little room left counts as none (see StatusOf).
-func (t *TreeStatus) FullWithin() uint64 { return t.fullWithin }
+// TreeStatus is one tree's limits and usage as the backend reports them:
+// the wire's (api/v1), declared there once. While usage is over a soft
+// limit, BytesGraceEndsAt and InodesGraceEndsAt say when its grace
+// (soft_grace) runs out, after which admission denies (on XFS the
+// kernel's timer, which also refuses writes then; on the fallback xfsq's,
+// started when xfsq saw the tree go over: at a write through it, a walk or
+// a limit change). Drift is set when the limits in force differ from the
+// recorded ones (doctor --fix restores them). Growth and last activity are
+// from the snapshots (null until that much history exists); on the
+// fallback UsageWalkedAt is when the walk the usage starts from began
+// (writes through xfsq since are counted, others not), and Stale marks a
+// figure whose walk is older than SnapshotInterval. WalkBytes and Escape
+// (XFS) say the last walk and the kernel's count disagreed by over 1 %.
+// FullInSeconds and ReclaimableBytes are filled by Report and
+// ProjectStorage only. The backend is absent where an answer gives it
+// once (BackendOnce).
+type TreeStatus = apiv1.TreeStatus
 
 // Read says how fresh a read's figures must be. The zero value is what
 // every read gets unless its caller asks for more: on XFS the kernel's
 // counters, on the fallback each tree's last walk plus the writes made
-// through xfsq since (UsageAsOf says when that walk began) — never a walk,
+// through xfsq since (UsageWalkedAt says when that walk began) — never a walk,
 // never a write, so that a read of a big root, or a check before each run,
 // stays cheap. The hourly pass (snapshot --all) and xfsq's own writes keep
 // those figures current.
@@ -149,10 +115,9 @@ type Recorded struct {
 }
 
 // StatusOf is one recorded tree with the usage and limits q in force, as
-// backend b reports them; fullWithin is how little room left counts as
-// none (a page on ext4, else 0: see TreeStatus).
-func StatusOf(t Recorded, q quota.Quota, asOf *time.Time, b Backend, fullWithin uint64) TreeStatus {
-	s := TreeStatus{UsageAsOf: asOf, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Backend: b,
+// backend b reports them.
+func StatusOf(t Recorded, q quota.Quota, asOf *time.Time, b Backend) TreeStatus {
+	s := TreeStatus{UsageWalkedAt: asOf, Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: uint32(t.ProjectID), Backend: b,
 		UsedBytes: q.Bytes, UsedInodes: q.Inodes,
 		BytesSoft: q.BytesSoft, BytesHard: q.BytesHard, InodesSoft: q.InodesSoft, InodesHard: q.InodesHard}
 	if q.BytesHard > 0 {
@@ -160,32 +125,40 @@ func StatusOf(t Recorded, q quota.Quota, asOf *time.Time, b Backend, fullWithin 
 	}
 	if !q.BytesGraceEnds.IsZero() {
 		t := q.BytesGraceEnds.Time()
-		s.BytesGraceEnds = &t
+		s.BytesGraceEndsAt = &t
 	}
 	if !q.InodesGraceEnds.IsZero() {
 		t := q.InodesGraceEnds.Time()
-		s.InodesGraceEnds = &t
+		s.InodesGraceEndsAt = &t
 	}
 	if q.Limits != t.Limits {
 		s.Drift = fmt.Sprintf("limits in force %s differ from the recorded %s", FormatLimits(q.Limits), FormatLimits(t.Limits))
 	}
-	s.fullWithin = fullWithin
 	return s
 }
 
 // Backend is the backend object of docs/design/README.md#output-conventions, as every JSON output gives it:
 // which backend is in force, whether the kernel enforces the limits, and
-// on the fallback why (in full, with the fix). Text shows its String.
-type Backend struct {
-	Kind     string `json:"kind"` // BackendXFS, BackendExt4 or BackendFallback
-	Enforced bool   `json:"enforced"`
-	Reason   string `json:"reason,omitempty"`
-	name     string
-	encoded  *backendJSON // its JSON, made once (withJSON); nil: none
+// on the fallback why (in full, with the fix): the wire's (api/v1). Text
+// outputs show the backend's one-line name instead (the core's
+// BackendName: "xfs", "ext4" or "fallback (SHORT)").
+type Backend = apiv1.Backend
+
+// FullWithin is how little room left below a hard byte limit counts as
+// none in a tree of backend b: on ext4 the kernel reserves a page for each
+// page a write dirties, so a tree with less than a page below its hard
+// limit takes no more data (it stops writes up to a page short of the
+// limit); elsewhere 0. A tree judged carries its backend (a copy without
+// it, TreesWithoutBackend, is for an answer's JSON only).
+func FullWithin(b Backend) uint64 {
+	if b.Kind == BackendExt4 {
+		return pageSize
+	}
+	return 0
 }
 
-// String is the one-line form text outputs show: "xfs", "ext4" or "fallback (SHORT)".
-func (b Backend) String() string { return b.name }
+// pageSize is the unit of ext4's delayed-allocation reservations.
+var pageSize = uint64(os.Getpagesize())
 
 // Backend kinds, and the choice init takes (--backend).
 const (
@@ -194,19 +167,6 @@ const (
 	BackendFallback = "fallback"
 	BackendAuto     = "auto"
 )
-
-// NewBackend is the backend object of a backend of kind, its one-line
-// form name, its JSON made once.
-func NewBackend(kind string, enforced bool, reason, name string) Backend {
-	return Backend{Kind: kind, Enforced: enforced, Reason: reason, name: name}.withJSON()
-}
-
-// KeptJSON is b with its JSON kept beside it (for tests of the kept JSON).
-func KeptJSON(b Backend) Backend { return b.withJSON() }
-
-// IsZero is a Backend never filled in: a tree of an answer that gives the
-// backend once, at its top (BackendOnce), carries none.
-func (b Backend) IsZero() bool { return b.Kind == "" && !b.Enforced && b.Reason == "" }
 
 // TreesWithoutBackend is a copy of trees without their backend: the
 // fallback's reason is a paragraph, and an answer repeated it per tree.
@@ -268,32 +228,29 @@ func OverLimits(p Project) []LimitWarning {
 	return out
 }
 
-// backendJSON is a Backend's JSON and what it was made of: every answer
+// backendJSON is a Backend's JSON and the Backend it is of: every answer
 // carries the backend up to four times, and the fallback's reason is a
-// paragraph.
+// paragraph. The last one encoded is kept (keptBackend): a root answers
+// with one backend.
 type backendJSON struct {
-	kind, reason string
-	enforced     bool
-	json         []byte
+	of   Backend
+	json []byte
 }
 
-// withJSON is k with its JSON kept beside it.
-func (k Backend) withJSON() Backend {
-	k.encoded = nil
-	k.encoded = &backendJSON{kind: k.Kind, reason: k.Reason, enforced: k.Enforced, json: k.appendJSON(nil)}
-	return k
-}
+var keptBackend atomic.Pointer[backendJSON]
 
 // AppendBackendJSON appends k's JSON, as encoding/json writes it, from
-// the JSON kept beside it while its fields are what it was made of.
-func AppendBackendJSON(b []byte, k Backend) []byte { return k.appendJSON(b) }
-
-func (k Backend) appendJSON(b []byte) []byte {
-	// Kept JSON only while the fields are what it was made of: a copy
-	// whose fields were changed is encoded afresh.
-	if e := k.encoded; e != nil && e.kind == k.Kind && e.enforced == k.Enforced && e.reason == k.Reason {
+// the JSON kept of the last backend encoded while k is that backend.
+func AppendBackendJSON(b []byte, k Backend) []byte {
+	if e := keptBackend.Load(); e != nil && e.of == k {
 		return append(b, e.json...)
 	}
+	e := &backendJSON{of: k, json: appendBackendJSON(nil, k)}
+	keptBackend.Store(e)
+	return append(b, e.json...)
+}
+
+func appendBackendJSON(b []byte, k Backend) []byte {
 	b = append(b, `{"kind":`...)
 	b = appendJSONString(b, k.Kind)
 	b = append(b, `,"enforced":`...)
@@ -335,14 +292,14 @@ func Judge(t TreeStatus, now time.Time) (decision, msg string) {
 		return Deny, fmt.Sprintf("file count quota exceeded (%d of %d files)", t.UsedInodes, t.InodesHard)
 	case bytesGraceOver:
 		return Deny, fmt.Sprintf("disk quota exceeded: over the soft limit past its grace (%s of %s soft, grace ended %s)",
-			units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesSoft), t.BytesGraceEnds.UTC().Format(time.RFC3339))
+			units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesSoft), t.BytesGraceEndsAt.UTC().Format(time.RFC3339))
 	case inodesGraceOver:
 		return Deny, fmt.Sprintf("file count quota exceeded: over the soft limit past its grace (%d of %d files soft, grace ended %s)",
-			t.UsedInodes, t.InodesSoft, t.InodesGraceEnds.UTC().Format(time.RFC3339))
+			t.UsedInodes, t.InodesSoft, t.InodesGraceEndsAt.UTC().Format(time.RFC3339))
 	case overBytesSoft:
-		return Warn, fmt.Sprintf("over the soft disk limit (%s of %s)%s", units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesSoft), graceNote(t.BytesGraceEnds))
+		return Warn, fmt.Sprintf("over the soft disk limit (%s of %s)%s", units.FormatIEC(t.UsedBytes), units.FormatIEC(t.BytesSoft), graceNote(t.BytesGraceEndsAt))
 	case overInodesSoft:
-		return Warn, fmt.Sprintf("over the soft file count limit (%d of %d files)%s", t.UsedInodes, t.InodesSoft, graceNote(t.InodesGraceEnds))
+		return Warn, fmt.Sprintf("over the soft file count limit (%d of %d files)%s", t.UsedInodes, t.InodesSoft, graceNote(t.InodesGraceEndsAt))
 	}
 	// The common answer is concatenated, not Sprintf'd: asked before every run.
 	if t.BytesHard > 0 {
@@ -380,13 +337,13 @@ func (v verdict) rank() int {
 
 func verdictOf(t TreeStatus, now time.Time) verdict {
 	switch {
-	case t.BytesHard > 0 && (t.UsedBytes >= t.BytesHard || t.BytesHard-t.UsedBytes < t.fullWithin):
+	case t.BytesHard > 0 && (t.UsedBytes >= t.BytesHard || t.BytesHard-t.UsedBytes < FullWithin(t.Backend)):
 		return overBytesHard
 	case t.InodesHard > 0 && t.UsedInodes >= t.InodesHard:
 		return overInodesHard
-	case t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft && t.BytesGraceEnds != nil && !now.Before(*t.BytesGraceEnds):
+	case t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft && t.BytesGraceEndsAt != nil && !now.Before(*t.BytesGraceEndsAt):
 		return bytesGraceOver
-	case t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft && t.InodesGraceEnds != nil && !now.Before(*t.InodesGraceEnds):
+	case t.InodesSoft > 0 && t.UsedInodes > t.InodesSoft && t.InodesGraceEndsAt != nil && !now.Before(*t.InodesGraceEndsAt):
 		return inodesGraceOver
 	case t.BytesSoft > 0 && t.UsedBytes > t.BytesSoft:
 		return overBytesSoft

@@ -51,8 +51,8 @@ func TrendOf(r *TreeStatus, snaps []store.Snapshot, now time.Time) trend.Trend {
 		}
 	}
 	at := now
-	if r.UsageAsOf != nil {
-		at = *r.UsageAsOf // the fallback's figure is its walk's, plus xfsq's writes since
+	if r.UsageWalkedAt != nil {
+		at = *r.UsageWalkedAt // the fallback's figure is its walk's, plus xfsq's writes since
 	}
 	points = append(points, trend.Point{At: at, Bytes: r.UsedBytes})
 	return trend.FullIn(points, r.BytesHard, now)

@@ -2,18 +2,20 @@
 // sits: one project's (Show), every tree's (Report, with what the
 // snapshots add), the poller's (Usage, kept between calls and read again
 // only for the projects whose store version moved), a sweep's fresh ones
-// (SweepUsage), with the read cache they share (a project's row and
-// statuses while its store version stands; the store's change mark) and
-// the journalling of each limit a reader is the first to see reached
-// (crossings: the one write a read may make).
+// (SweepUsage, the fallback's trees walked in batches and kept as their
+// baselines), with the read cache they share (a project's row and
+// statuses while its store version stands; the store's change mark), the
+// journalling of each limit a reader is the first to see reached
+// (crossings: the one write a read may make), and what a report reads of
+// the snapshots (growth.go: growth, last activity, a quota escape).
 //
 // It stands on the store and the kernel's counters the core opened and
 // asks the core (Source) for what only the core does: the settings, the
-// clock, who acts, the backend object, a fallback tree's walk, what the
-// snapshots add to a report. It must never walk a tree but through the
-// core, never write but the crossings it notes (and, for a sweep's check,
-// the baselines the core walks), never import the core, a use case or a
-// shell. The core is its only caller.
+// clock, who acts, the backend object, the walk of a fallback tree. It
+// must never walk a tree but through the core, never write but the
+// crossings it notes (and, for a sweep's check, the baselines the core
+// walks), never import the core, a use case or a shell. The core is its
+// only caller.
 package usage
 
 import (
@@ -22,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -55,10 +56,9 @@ type Source interface {
 	// FallbackQuota walks a fallback tree whose baseline is older than
 	// maxAge (0: always) and reads it.
 	FallbackQuota(ctx context.Context, t store.Tree, maxAge time.Duration) (quota.Quota, time.Time, error)
-	GrowthAndActivity(ctx context.Context, rows []TreeStatus) error
-	// WalkBaselinesOf walks every fallback tree of names and records the
-	// walks as baselines; failed says which projects' could not be had.
-	WalkBaselinesOf(ctx context.Context, names []string, byProject map[string][]store.Tree) (failed map[string]error, err error)
+	// MeasureTree walks a fallback tree for its baseline, counting the
+	// writes walk saw in flight as the walk's (the sweep's fresh figures).
+	MeasureTree(t store.Tree, walk store.Walk) (quota.Usage, store.WalkSeen, error)
 }
 
 // Reads reads the figures of one root's trees.
@@ -105,8 +105,8 @@ func (m *Reads) Show(ctx context.Context, name string, read Read) (Project, erro
 			statuses := slices.Clone(c.statuses) // the cache's: stamped below, then the caller's
 			now := m.src.Now()
 			for i := range statuses {
-				if statuses[i].UsageAsOf != nil {
-					statuses[i].UsageAgeSeconds, statuses[i].Stale = figures.Freshness(*statuses[i].UsageAsOf, now)
+				if statuses[i].UsageWalkedAt != nil {
+					statuses[i].UsageAgeSeconds, statuses[i].Stale = figures.Freshness(*statuses[i].UsageWalkedAt, now)
 				}
 			}
 			if m.xfs != nil {
@@ -152,7 +152,7 @@ func (m *Reads) Report(ctx context.Context, read Read) ([]TreeStatus, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := m.src.GrowthAndActivity(ctx, statuses); err != nil {
+		if err := m.GrowthAndActivity(ctx, statuses); err != nil {
 			return nil, err
 		}
 		return statuses, m.Insight(ctx, statuses)
@@ -178,7 +178,7 @@ func (m *Reads) Report(ctx context.Context, read Read) ([]TreeStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.src.GrowthAndActivity(ctx, statuses); err != nil {
+	if err := m.GrowthAndActivity(ctx, statuses); err != nil {
 		return nil, err
 	}
 	return statuses, m.Insight(ctx, statuses)
@@ -267,17 +267,9 @@ func (m *Reads) fallbackGrace(ctx context.Context, t store.Tree, q *quota.Quota,
 
 // treeStatus is one recorded tree with the usage and limits q in force.
 func (m *Reads) treeStatus(t store.Tree, q quota.Quota, asOf *time.Time) TreeStatus {
-	var fullWithin uint64
-	if m.xfs != nil && m.xfs.Kind() == xfs.KindExt4 {
-		fullWithin = pageSize
-	}
 	rec := figures.Recorded{Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID, Limits: t.Limits}
-	return figures.StatusOf(rec, q, asOf, m.src.BackendInfo(), fullWithin)
+	return figures.StatusOf(rec, q, asOf, m.src.BackendInfo())
 }
-
-// pageSize is the unit of ext4's delayed-allocation reservations: on ext4
-// less room than a page below a hard limit is none.
-var pageSize = uint64(os.Getpagesize())
 
 // Usage is Report's usage and limits without the snapshot-derived fields
 // (growth, last activity): on XFS the recorded trees and one enumeration of
@@ -326,8 +318,8 @@ func (m *Reads) Usage(ctx context.Context) ([]TreeStatus, error) {
 	now := m.src.Now()
 	ages := make([]float64, len(out)) // one block for every tree's age
 	for i := range out {
-		if t := &out[i]; t.UsageAsOf != nil {
-			age, stale := figures.Freshness(*t.UsageAsOf, now)
+		if t := &out[i]; t.UsageWalkedAt != nil {
+			age, stale := figures.Freshness(*t.UsageWalkedAt, now)
 			ages[i], t.Stale = *age, stale
 			t.UsageAgeSeconds = &ages[i]
 		}
@@ -413,8 +405,8 @@ func (m *Reads) readReport(ctx context.Context) ([]TreeStatus, error) {
 	for _, u := range usages {
 		s := m.usageStatus(u, grace)
 		var walked time.Time
-		if s.UsageAsOf != nil {
-			walked = *s.UsageAsOf
+		if s.UsageWalkedAt != nil {
+			walked = *s.UsageWalkedAt
 		}
 		s.UsageAgeSeconds, s.Stale = figures.Freshness(walked, now)
 		out = append(out, s)
@@ -660,7 +652,7 @@ func (c *crossingCache) changed(rows []TreeStatus, now time.Time) (out []int, ok
 	}
 	for i := range rows {
 		t := &rows[i]
-		over := store.LimitsOver(limitsOf(t), quota.Usage{Bytes: t.UsedBytes, Inodes: t.UsedInodes}, t.FullWithin())
+		over := store.LimitsOver(limitsOf(t), quota.Usage{Bytes: t.UsedBytes, Inodes: t.UsedInodes}, figures.FullWithin(t.Backend))
 		k := store.TreeKey{Project: t.Project, Area: t.Area}
 		for j, name := range journal.LimitNames {
 			if over[j] != c.over[store.CrossingKey{TreeKey: k, Limit: name}] {
@@ -704,14 +696,14 @@ func (m *Reads) NoteLimits(ctx context.Context, rows []TreeStatus, seenBy string
 	for _, i := range idx {
 		t := &rows[i]
 		var bytesGrace, inodesGrace time.Time
-		if t.BytesGraceEnds != nil {
-			bytesGrace = *t.BytesGraceEnds
+		if t.BytesGraceEndsAt != nil {
+			bytesGrace = *t.BytesGraceEndsAt
 		}
-		if t.InodesGraceEnds != nil {
-			inodesGrace = *t.InodesGraceEnds
+		if t.InodesGraceEndsAt != nil {
+			inodesGrace = *t.InodesGraceEndsAt
 		}
 		for _, x := range store.LimitsCrossings(store.TreeKey{Project: t.Project, Area: t.Area}, limitsOf(t),
-			quota.Usage{Bytes: t.UsedBytes, Inodes: t.UsedInodes}, t.FullWithin(), bytesGrace, inodesGrace, seenBy) {
+			quota.Usage{Bytes: t.UsedBytes, Inodes: t.UsedInodes}, figures.FullWithin(t.Backend), bytesGrace, inodesGrace, seenBy) {
 			if x.Over != c.over[x.CrossingKey] {
 				cs = append(cs, x)
 			}
@@ -838,7 +830,7 @@ func (m *Reads) SweepUsage(ctx context.Context, names []string) (usage map[strin
 	}
 	measured := map[string]bool{}
 	if m.xfs == nil {
-		failed, err := m.src.WalkBaselinesOf(ctx, names, byProject)
+		failed, err := m.walkBaselinesOf(ctx, names, byProject)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -1,4 +1,4 @@
-package core
+package usage
 
 import (
 	"context"
@@ -8,15 +8,16 @@ import (
 	"github.com/xfsq/xfsq/store"
 )
 
-// walkBaselinesOf walks every fallback tree of names now and records each
-// walk as its baseline, in batches as a snapshot pass stores its walks
+// walkBaselinesOf walks every fallback tree of names now (through the
+// core, Source.MeasureTree) and records each walk as its baseline, for a
+// sweep's fresh figures (SweepUsage), in batches as a snapshot pass stores its walks
 // (store.BeginWalks before a batch's walks, one transaction of
 // SetBaselines after; treewalk.BatchMax and BatchWindow bound a batch):
 // a constant few statements a batch, where a tree's walk was two
 // transactions of its own. A project whose walk, or whose batch's
 // record, failed is in failed with why; its other trees' walks that were
 // recorded stay recorded, as they did one by one.
-func (m *Manager) walkBaselinesOf(ctx context.Context, names []string, byProject map[string][]store.Tree) (failed map[string]error, err error) {
+func (m *Reads) walkBaselinesOf(ctx context.Context, names []string, byProject map[string][]store.Tree) (failed map[string]error, err error) {
 	failed = map[string]error{}
 	if m.Store.ReadOnly() { // a full disk: nothing recorded, the figures the store has
 		return failed, nil
@@ -59,7 +60,7 @@ func (m *Manager) walkBaselinesOf(ctx context.Context, names []string, byProject
 			for j, t := range next {
 				keys[j] = store.TreeKey{Project: t.Project, Area: t.Area}
 			}
-			began = m.now().Truncate(time.Microsecond) // as the store keeps it
+			began = m.src.Now().Truncate(time.Microsecond) // as the store keeps it
 			var err error
 			if walks, err = m.Store.BeginWalks(ctx, keys, began); err != nil {
 				if ctx.Err() != nil {
@@ -79,7 +80,7 @@ func (m *Manager) walkBaselinesOf(ctx context.Context, names []string, byProject
 		if !ok {
 			continue // its batch could not begin: failed above
 		}
-		u, seen, err := m.measureTree(t, inProgress(walk))
+		u, seen, err := m.src.MeasureTree(t, walk)
 		if err != nil {
 			failed[t.Project] = err
 			continue

@@ -1,4 +1,4 @@
-package core
+package healthsources
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -27,26 +29,36 @@ func (e *NotReadyError) Unwrap() error      { return e.Cause }
 func (e *NotReadyError) Kind() errkind.Kind { return errkind.NotReady }
 func (e *NotReadyError) Hint() errkind.Hint { return e.Fix }
 
+// Readiness is what a server's readiness asks of an open root: its
+// directory, its quota backend (nil: none was detected) and whether that
+// is the kernel's on XFS, and its store.
+type Readiness struct {
+	Root    string
+	Backend quota.Backend
+	XFS     bool
+	Store   *store.Store
+}
+
 // Ready says whether an open root can serve requests now (a server's
 // readiness): the root is still there with its .xfsq/ (an unmounted root
 // shows the empty directory beneath it), its filesystem is still the kind
 // the backend was opened for, and the store answers within timeout.
-func (m *Manager) Ready(ctx context.Context, timeout time.Duration) error {
-	if err := CheckRoot(m.Root); err != nil {
-		return &NotReadyError{Part: "root", Msg: "the sandbox root has no " + StateDir + "/ (unmounted?)", Fix: errkind.Fix("mount the sandbox root again, or run %s", errkind.Do(errkind.OpInit, "")), Cause: err}
+func Ready(ctx context.Context, r Readiness, timeout time.Duration) error {
+	if err := core.CheckRoot(r.Root); err != nil {
+		return &NotReadyError{Part: "root", Msg: "the sandbox root has no " + core.StateDir + "/ (unmounted?)", Fix: errkind.Fix("mount the sandbox root again, or run %s", errkind.Do(errkind.OpInit, "")), Cause: err}
 	}
-	if m.Backend == nil {
+	if r.Backend == nil {
 		return &NotReadyError{Part: "backend", Msg: "no quota backend was detected"}
 	}
-	if m.IsXFS() {
+	if r.XFS {
 		var sfs unix.Statfs_t
-		if err := unix.Statfs(m.Root, &sfs); err != nil || sfs.Type != unix.XFS_SUPER_MAGIC {
+		if err := unix.Statfs(r.Root, &sfs); err != nil || sfs.Type != unix.XFS_SUPER_MAGIC {
 			return &NotReadyError{Part: "backend", Msg: "the sandbox root is no longer on XFS", Fix: errkind.Fix("mount its XFS filesystem again"), Cause: err}
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := m.Store.Ping(ctx); err != nil {
+	if err := r.Store.Ping(ctx); err != nil {
 		return storeNotReady(err, timeout)
 	}
 	return nil

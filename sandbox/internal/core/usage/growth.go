@@ -1,4 +1,4 @@
-package core
+package usage
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 	"github.com/xfsq/xfsq/store"
 )
 
-// growthAndActivity fills the snapshot-derived fields of report rows from
+// GrowthAndActivity fills the snapshot-derived fields of report rows from
 // one read of every tree's snapshots (store.SnapshotSummaries): a read per
 // row was three statements a tree.
-func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) error {
+func (m *Reads) GrowthAndActivity(ctx context.Context, rows []TreeStatus) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -35,7 +35,7 @@ func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) erro
 		snap := sum.Latest
 		// Growth is between complete walks; a partial one saw part of the tree.
 		if sum.HaveComplete {
-			r.Growth24h, r.Growth7d = sum.Growth[0], sum.Growth[1]
+			r.Growth24hBytes, r.Growth7dBytes = sum.Growth[0], sum.Growth[1]
 		}
 		// Every walk's newest mtime was seen: a partial walk may have missed
 		// newer ones, so the older complete walk's counts too.
@@ -46,7 +46,7 @@ func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) erro
 		if !activity.IsZero() {
 			r.LastActivityAt = &activity
 		}
-		if walkDisagrees(snap) {
+		if WalkDisagrees(snap) {
 			walk := snap.SizeBytes
 			r.WalkBytes = &walk
 			r.Escape = fmt.Sprintf("the walk at %s found %d bytes under the tree, the kernel counts %d for its project ID: "+
@@ -56,12 +56,12 @@ func (m *Manager) growthAndActivity(ctx context.Context, rows []TreeStatus) erro
 	return nil
 }
 
-// walkDisagrees reports whether a snapshot's walk and the kernel's count for
+// WalkDisagrees reports whether a snapshot's walk and the kernel's count for
 // the tree's project ID, read right after it, differ by more than 1 % of the
 // larger: the sign of a quota escape that report shows and doctor checks.
 // A partial walk saw only part of the tree, and without a kernel count
 // (the fallback) there is nothing to compare.
-func walkDisagrees(s store.Snapshot) bool {
+func WalkDisagrees(s store.Snapshot) bool {
 	if s.KernelBytes < 0 || s.Partial {
 		return false
 	}
