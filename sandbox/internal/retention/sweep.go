@@ -322,9 +322,9 @@ func (m *Sweeper) finish(ctx context.Context, out SweepOutcome, res sweep.Result
 	return out, m.Store.InTx(ctx, func(tx *store.Tx) error { return tx.AppendEvent(ctx, "", m.ActorOf(ctx), swept) })
 }
 
-// evictionSettled, when a test sets it, is called after each deletion's
-// settled record is journalled.
-var evictionSettled func(project string, r deletion.Record)
+// evictionSettling and evictionSettled, when a test sets them, are called
+// just before and just after each deletion's settled record is journalled.
+var evictionSettling, evictionSettled func(project string, r deletion.Record)
 
 // SweepBusyError is a sweep asked for projects that another sweep is
 // working on: those were not swept, the others named were (Swept). It is
@@ -456,6 +456,9 @@ func (m *Sweeper) bareExecutor(sweepID string, root *saferm.Dir, policy sweep.Po
 		Journal: func(ctx context.Context, p string, r deletion.Record) error {
 			r.Holder = core.HolderOf(ctx) // Run's context: the sweep's operation
 			if r.State != deletion.StatePending {
+				if evictionSettling != nil {
+					evictionSettling(p, r)
+				}
 				err := m.JournalEviction(ctx, p, r)
 				if evictionSettled != nil {
 					evictionSettled(p, r)
