@@ -215,9 +215,10 @@ const (
 )
 
 // stat stats each of names (NUL-terminated, relative to dirfd) into sts,
-// errs[i] its error (0: none). ok false: the ring failed and is no longer
-// used; the names it did not answer have errs[i] = EAGAIN, for the caller
-// to stat one by one.
+// errs[i] its error: 0 none, ENOENT gone, EAGAIN for the caller to ask
+// newfstatat (an answer without a field the walk reads, any other error).
+// ok false: the ring failed and is no longer used; the names it did not
+// answer have errs[i] = EAGAIN too.
 func (r *statRing) stat(dirfd int, names []*byte, sts []unix.Stat_t, errs []unix.Errno) (ok bool) {
 	for i := 0; i < len(names); i += ringEntries {
 		n := min(ringEntries, len(names)-i)
@@ -266,8 +267,13 @@ func (r *statRing) reap(sts []unix.Stat_t, errs []unix.Errno) int {
 		c := r.cqes[head&r.cqMask]
 		j := int(c.userData)
 		switch sx := &r.out[j]; {
+		case c.res == -int32(unix.ENOENT):
+			errs[j] = unix.ENOENT // gone since getdents
 		case c.res < 0:
-			errs[j] = unix.Errno(-c.res)
+			// Maybe the ring's error, not the file's: ECANCELED where
+			// the kernel could not start an io-wq worker (a pids limit),
+			// EAGAIN, ENOMEM. newfstatat says which.
+			errs[j] = unix.EAGAIN
 		case sx.Mask&ringStatxNeed != ringStatxNeed:
 			errs[j] = unix.EAGAIN // asked again one by one
 		default:
