@@ -204,10 +204,10 @@ func (r *statRing) close() {
 	unix.Close(r.fd)
 }
 
-// statx flags: as newfstatat with AT_SYMLINK_NOFOLLOW, which never
-// automounts either.
+// statx flags: as newfstatat with statFlags, which never automounts
+// either.
 const (
-	ringStatxFlags = unix.AT_SYMLINK_NOFOLLOW | unix.AT_NO_AUTOMOUNT
+	ringStatxFlags = statFlags | unix.AT_NO_AUTOMOUNT
 	ringStatxMask  = unix.STATX_BASIC_STATS
 	// ringStatxNeed are the fields a walk reads: an answer without them is
 	// asked again with newfstatat.
