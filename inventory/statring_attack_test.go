@@ -40,12 +40,13 @@ func gcStorm() (stop func()) {
 
 // A tenant racing a batched walk in a directory of several ring batches:
 // files exchanged (RENAME_EXCHANGE) with a directory, a symlink to a big
-// file outside the tree and a FIFO, files unlinked and made again, a hard
+// file outside the tree and a FIFO, a directory with a symlink to one
+// outside, files unlinked and made again, a hard
 // link to a file that never changes appearing and disappearing, two
 // directories exchanged, and (root) a big file outside bind-mounted over
 // one of the tree's files and unmounted, while signals interrupt the
 // walk's io_uring_enter and the collector runs without pause. No walk may
-// count the file outside, lose a file that never changed, or fail; once the
+// open or count what is outside, lose a file that never changed, or fail; once the
 // tenant stops, the batched walk equals the one-syscall-a-file walk.
 func TestBatchStatUnderATenantsRaces(t *testing.T) {
 	if len(statModes(t)) < 3 {
@@ -72,6 +73,7 @@ func TestBatchStatUnderATenantsRaces(t *testing.T) {
 	}
 	must(t, os.WriteFile(filepath.Join(busy, "x", "inx"), make([]byte, 4096), 0o644))
 	must(t, os.Symlink(canary, filepath.Join(busy, "vs")))
+	must(t, os.Symlink(outside, filepath.Join(busy, "vsd")))
 	must(t, unix.Mkfifo(filepath.Join(busy, "vf"), 0o644))
 	must(t, os.WriteFile(filepath.Join(busy, "bm"), nil, 0o644))
 	s000 := filepath.Join(busy, "s000")
@@ -103,6 +105,9 @@ func TestBatchStatUnderATenantsRaces(t *testing.T) {
 		case 2:
 			return exchange(v, "vf")
 		case 3:
+			if i%2 == 0 {
+				return exchange("x", "vsd") // a directory for a symlink to one outside
+			}
 			return exchange("x", "y")
 		}
 		p := filepath.Join(busy, v)
@@ -127,6 +132,14 @@ func TestBatchStatUnderATenantsRaces(t *testing.T) {
 			}
 			return unix.Unmount(bm, unix.MNT_DETACH)
 		})
+	}
+	// Whatever opens or reads the directory outside, or the file in it.
+	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	must(t, err)
+	defer unix.Close(in)
+	for _, p := range []string{outside, canary} {
+		_, err := unix.InotifyAddWatch(in, p, unix.IN_OPEN|unix.IN_ACCESS)
+		must(t, err)
 	}
 	stopSignals, stopGC := signalStorm(), gcStorm()
 	batched, raw := Options{Depth: 3, TopK: 50, RawStat: true, BatchStat: true}, Options{Depth: 3, TopK: 50, RawStat: true}
@@ -165,6 +178,9 @@ func TestBatchStatUnderATenantsRaces(t *testing.T) {
 	wg.Wait()
 	stopSignals()
 	stopGC()
+	if n, _ := unix.Read(in, make([]byte, 4096)); n > 0 {
+		t.Errorf("a walk opened or read what is outside the tree (%d bytes of inotify events)", n)
+	}
 	t.Logf("%d walks during %d changes; %d said the tree changed under them, %d did not", walks, changes.Load(), counted[true], counted[false])
 	if changes.Load() == 0 || counted[true] == 0 {
 		t.Fatal("the tenant changed nothing the walks saw: the test tests nothing")
