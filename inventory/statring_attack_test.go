@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 // gcStorm collects without pause, with the collector set to run at every
@@ -220,4 +223,41 @@ func sameWalk(a, b *Result) bool {
 		return true
 	}
 	return eq(a.Root, b.Root) && fmt.Sprint(a.TopFiles) == fmt.Sprint(b.TopFiles) && a.SharedBytes == b.SharedBytes && a.MountPoints == b.MountPoints
+}
+
+// Files bind-mounted over files of a directory the ring stats (one from
+// another filesystem, one from the tree's own, which keeps st_dev) are
+// mount points in every mode: neither is counted, nor its name shown.
+func TestBatchStatLeavesOutFilesMountedOver(t *testing.T) {
+	if os.Geteuid() != 0 {
+		prereq.Missing(t, "mounting inside a tree needs root")
+		return
+	}
+	dir, same, other := t.TempDir(), t.TempDir(), t.TempDir()
+	const n = 2 * ringMin
+	fill(t, dir, n, "file-%02d")
+	must(t, os.WriteFile(filepath.Join(same, "secret"), make([]byte, 1<<20), 0o644))
+	mounttest.Tmpfs(t, other)
+	must(t, os.WriteFile(filepath.Join(other, "big"), make([]byte, 1<<20), 0o644))
+	mounttest.Bind(t, filepath.Join(same, "secret"), filepath.Join(dir, "file-03"))
+	mounttest.Bind(t, filepath.Join(other, "big"), filepath.Join(dir, "file-30"))
+	for _, o := range statModes(t) {
+		batches := ringBatches.Load()
+		res, err := Walk(dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.BatchStat && ringBatches.Load() == batches {
+			t.Errorf("BatchStat: the files did not go through the ring")
+		}
+		if res.MountPoints != 2 || res.Errors != 0 || res.Root.Files != n-2 || res.Root.SizeBytes >= 1<<20 {
+			t.Errorf("%s: mount points %d, errors %d, %d files of %d bytes; want 2, 0, %d files of a block each",
+				statModeName(o), res.MountPoints, res.Errors, res.Root.Files, res.Root.SizeBytes, n-2)
+		}
+		for _, f := range res.TopFiles {
+			if f.Path == "file-03" || f.Path == "file-30" {
+				t.Errorf("%s: top file %s is a mount point", statModeName(o), f.Path)
+			}
+		}
+	}
 }
