@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -95,7 +96,9 @@ var (
 	rings = make(chan *statRing, 16)
 	// brokenRings keeps a ring whose entries may still be in the kernel's
 	// hands after an error: the kernel may yet write into its buffers, so
-	// they are never freed.
+	// they are never freed. (Before Linux 5.18 such an entry may also read
+	// its name late, from a getdents buffer read again since: it stats
+	// another name, into a buffer nobody reads.)
 	brokenMu    sync.Mutex
 	brokenRings []*statRing
 	// ringBatches counts the batches stat'ed through a ring: a test holds
@@ -245,8 +248,8 @@ func (r *statRing) batch(dirfd int, names []*byte, sts []unix.Stat_t, errs []uni
 	end := tail + uint32(len(names))
 	atomic.StoreUint32(r.sqTail, end)
 	for got := 0; got < len(names); {
-		// The names are copied by the kernel as it takes each entry; the
-		// rest of a batch a signal interrupted is submitted again.
+		// What the kernel has not taken of a batch (sqHead) is submitted
+		// again after a signal.
 		toSubmit := end - atomic.LoadUint32(r.sqHead)
 		_, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(len(names)-got), enterGetEvents, 0, 0)
 		if e != 0 && e != unix.EINTR && e != unix.EAGAIN && e != unix.EBUSY {
@@ -255,6 +258,10 @@ func (r *statRing) batch(dirfd int, names []*byte, sts []unix.Stat_t, errs []uni
 		}
 		got += r.reap(sts, errs)
 	}
+	// Since Linux 5.18 the kernel copies a name as it takes the entry;
+	// before, the io-wq thread read it from the caller's memory when it
+	// ran the entry: the names must live until every answer is in.
+	runtime.KeepAlive(names)
 	ringBatches.Add(1)
 	return true
 }
