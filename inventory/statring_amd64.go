@@ -220,8 +220,9 @@ const (
 // stat stats each of names (NUL-terminated, relative to dirfd) into sts,
 // errs[i] its error: 0 none, ENOENT gone, EAGAIN for the caller to ask
 // newfstatat (an answer without a field the walk reads, any other error).
-// ok false: the ring failed and is no longer used; the names it did not
-// answer have errs[i] = EAGAIN too.
+// ok false: the ring failed or the kernel cancelled a whole batch, and it
+// is no longer used; the names it did not answer have errs[i] = EAGAIN
+// too.
 func (r *statRing) stat(dirfd int, names []*byte, sts []unix.Stat_t, errs []unix.Errno) (ok bool) {
 	for i := 0; i < len(names); i += ringEntries {
 		n := min(ringEntries, len(names)-i)
@@ -247,7 +248,8 @@ func (r *statRing) batch(dirfd int, names []*byte, sts []unix.Stat_t, errs []uni
 	}
 	end := tail + uint32(len(names))
 	atomic.StoreUint32(r.sqTail, end)
-	for got := 0; got < len(names); {
+	got, cancelled := 0, 0
+	for got < len(names) {
 		// What the kernel has not taken of a batch (sqHead) is submitted
 		// again after a signal.
 		toSubmit := end - atomic.LoadUint32(r.sqHead)
@@ -256,20 +258,29 @@ func (r *statRing) batch(dirfd int, names []*byte, sts []unix.Stat_t, errs []uni
 			r.abandon()
 			return false
 		}
-		got += r.reap(sts, errs)
+		n, c := r.reap(sts, errs)
+		got, cancelled = got+n, cancelled+c
 	}
 	// Since Linux 5.18 the kernel copies a name as it takes the entry;
 	// before, the io-wq thread read it from the caller's memory when it
 	// ran the entry: the names must live until every answer is in.
 	runtime.KeepAlive(names)
+	if cancelled == len(names) {
+		// The kernel could not start an io-wq worker (the process at its
+		// pids limit), retried, and cancelled every entry: each batch
+		// would wait as long (~50 ms). Nothing is in flight: it is closed.
+		ringMissing.Store(true)
+		r.close()
+		return false
+	}
 	ringBatches.Add(1)
 	return true
 }
 
-// reap takes the answers in the completion queue.
-func (r *statRing) reap(sts []unix.Stat_t, errs []unix.Errno) int {
+// reap takes the answers in the completion queue: n of them, cancelled
+// of which the kernel cancelled.
+func (r *statRing) reap(sts []unix.Stat_t, errs []unix.Errno) (n, cancelled int) {
 	head, tail := atomic.LoadUint32(r.cqHead), atomic.LoadUint32(r.cqTail)
-	n := 0
 	for ; head != tail; head++ {
 		c := r.cqes[head&r.cqMask]
 		j := int(c.userData)
@@ -281,6 +292,9 @@ func (r *statRing) reap(sts []unix.Stat_t, errs []unix.Errno) int {
 			// the kernel could not start an io-wq worker (a pids limit),
 			// EAGAIN, ENOMEM. newfstatat says which.
 			errs[j] = unix.EAGAIN
+			if c.res == -int32(unix.ECANCELED) {
+				cancelled++
+			}
 		case sx.Mask&ringStatxNeed != ringStatxNeed:
 			errs[j] = unix.EAGAIN // asked again one by one
 		default:
@@ -290,7 +304,7 @@ func (r *statRing) reap(sts []unix.Stat_t, errs []unix.Errno) int {
 		n++
 	}
 	atomic.StoreUint32(r.cqHead, head)
-	return n
+	return n, cancelled
 }
 
 // abandon gives up a ring the kernel may still write into.

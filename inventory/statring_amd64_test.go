@@ -35,8 +35,8 @@ func TestRingAnswersTakenOnlyWhereTheyAreTheFiles(t *testing.T) {
 		tail++
 	}
 	sts, errs := make([]unix.Stat_t, len(cases)), make([]unix.Errno, len(cases))
-	if n := r.reap(sts, errs); n != len(cases) || head != tail {
-		t.Fatalf("reaped %d of %d, head %d tail %d", n, len(cases), head, tail)
+	if n, cancelled := r.reap(sts, errs); n != len(cases) || cancelled != 1 || head != tail {
+		t.Fatalf("reaped %d of %d (%d cancelled, want 1), head %d tail %d", n, len(cases), cancelled, head, tail)
 	}
 	for j, c := range cases {
 		if errs[j] != c.want {

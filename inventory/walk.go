@@ -915,7 +915,7 @@ func (k *worker) statFiles(fd, from int, warm bool) {
 			names[i] = &files[i].rec[0]
 		}
 		if !k.ring.stat(fd, names, k.sts[from:], k.errs[from:]) {
-			k.ring = nil // abandoned: the kernel may still hold its entries
+			k.ring = nil // given up (abandoned, or closed)
 		}
 		for i := range files { // what the ring could not answer
 			if k.errs[from+i] == unix.EAGAIN {
