@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -95,7 +96,9 @@ var (
 	rings = make(chan *statRing, 16)
 	// brokenRings keeps a ring whose entries may still be in the kernel's
 	// hands after an error: the kernel may yet write into its buffers, so
-	// they are never freed.
+	// they are never freed. (Before Linux 5.18 such an entry may also read
+	// its name late, from a getdents buffer read again since: it stats
+	// another name, into a buffer nobody reads.)
 	brokenMu    sync.Mutex
 	brokenRings []*statRing
 	// ringBatches counts the batches stat'ed through a ring: a test holds
@@ -204,10 +207,10 @@ func (r *statRing) close() {
 	unix.Close(r.fd)
 }
 
-// statx flags: as newfstatat with AT_SYMLINK_NOFOLLOW, which never
-// automounts either.
+// statx flags: as newfstatat with statFlags, which never automounts
+// either.
 const (
-	ringStatxFlags = unix.AT_SYMLINK_NOFOLLOW | unix.AT_NO_AUTOMOUNT
+	ringStatxFlags = statFlags | unix.AT_NO_AUTOMOUNT
 	ringStatxMask  = unix.STATX_BASIC_STATS
 	// ringStatxNeed are the fields a walk reads: an answer without them is
 	// asked again with newfstatat.
@@ -215,9 +218,11 @@ const (
 )
 
 // stat stats each of names (NUL-terminated, relative to dirfd) into sts,
-// errs[i] its error (0: none). ok false: the ring failed and is no longer
-// used; the names it did not answer have errs[i] = EAGAIN, for the caller
-// to stat one by one.
+// errs[i] its error: 0 none, ENOENT gone, EAGAIN for the caller to ask
+// newfstatat (an answer without a field the walk reads, any other error).
+// ok false: the ring failed or the kernel cancelled a whole batch, and it
+// is no longer used; the names it did not answer have errs[i] = EAGAIN
+// too.
 func (r *statRing) stat(dirfd int, names []*byte, sts []unix.Stat_t, errs []unix.Errno) (ok bool) {
 	for i := 0; i < len(names); i += ringEntries {
 		n := min(ringEntries, len(names)-i)
@@ -243,31 +248,53 @@ func (r *statRing) batch(dirfd int, names []*byte, sts []unix.Stat_t, errs []uni
 	}
 	end := tail + uint32(len(names))
 	atomic.StoreUint32(r.sqTail, end)
-	for got := 0; got < len(names); {
-		// The names are copied by the kernel as it takes each entry; the
-		// rest of a batch a signal interrupted is submitted again.
+	got, cancelled := 0, 0
+	for got < len(names) {
+		// What the kernel has not taken of a batch (sqHead) is submitted
+		// again after a signal.
 		toSubmit := end - atomic.LoadUint32(r.sqHead)
 		_, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(len(names)-got), enterGetEvents, 0, 0)
 		if e != 0 && e != unix.EINTR && e != unix.EAGAIN && e != unix.EBUSY {
 			r.abandon()
 			return false
 		}
-		got += r.reap(sts, errs)
+		n, c := r.reap(sts, errs)
+		got, cancelled = got+n, cancelled+c
+	}
+	// Since Linux 5.18 the kernel copies a name as it takes the entry;
+	// before, the io-wq thread read it from the caller's memory when it
+	// ran the entry: the names must live until every answer is in.
+	runtime.KeepAlive(names)
+	if cancelled == len(names) {
+		// The kernel could not start an io-wq worker (the process at its
+		// pids limit), retried, and cancelled every entry: each batch
+		// would wait as long (~50 ms). Nothing is in flight: it is closed.
+		ringMissing.Store(true)
+		r.close()
+		return false
 	}
 	ringBatches.Add(1)
 	return true
 }
 
-// reap takes the answers in the completion queue.
-func (r *statRing) reap(sts []unix.Stat_t, errs []unix.Errno) int {
+// reap takes the answers in the completion queue: n of them, cancelled
+// of which the kernel cancelled.
+func (r *statRing) reap(sts []unix.Stat_t, errs []unix.Errno) (n, cancelled int) {
 	head, tail := atomic.LoadUint32(r.cqHead), atomic.LoadUint32(r.cqTail)
-	n := 0
 	for ; head != tail; head++ {
 		c := r.cqes[head&r.cqMask]
 		j := int(c.userData)
 		switch sx := &r.out[j]; {
+		case c.res == -int32(unix.ENOENT):
+			errs[j] = unix.ENOENT // gone since getdents
 		case c.res < 0:
-			errs[j] = unix.Errno(-c.res)
+			// Maybe the ring's error, not the file's: ECANCELED where
+			// the kernel could not start an io-wq worker (a pids limit),
+			// EAGAIN, ENOMEM. newfstatat says which.
+			errs[j] = unix.EAGAIN
+			if c.res == -int32(unix.ECANCELED) {
+				cancelled++
+			}
 		case sx.Mask&ringStatxNeed != ringStatxNeed:
 			errs[j] = unix.EAGAIN // asked again one by one
 		default:
@@ -277,7 +304,7 @@ func (r *statRing) reap(sts []unix.Stat_t, errs []unix.Errno) int {
 		n++
 	}
 	atomic.StoreUint32(r.cqHead, head)
-	return n
+	return n, cancelled
 }
 
 // abandon gives up a ring the kernel may still write into.

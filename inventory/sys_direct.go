@@ -31,13 +31,13 @@ func errnoErr(e unix.Errno) error {
 	return nil
 }
 
-// fstatat is newfstatat(2) with AT_SYMLINK_NOFOLLOW.
+// fstatat is newfstatat(2) with statFlags.
 func fstatat(dirfd int, name *byte, st *unix.Stat_t, warm bool) error {
 	var e unix.Errno
 	if warm {
-		_, _, e = unix.RawSyscall6(unix.SYS_NEWFSTATAT, uintptr(dirfd), uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(st)), unix.AT_SYMLINK_NOFOLLOW, 0, 0)
+		_, _, e = unix.RawSyscall6(unix.SYS_NEWFSTATAT, uintptr(dirfd), uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(st)), statFlags, 0, 0)
 	} else {
-		_, _, e = unix.Syscall6(unix.SYS_NEWFSTATAT, uintptr(dirfd), uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(st)), unix.AT_SYMLINK_NOFOLLOW, 0, 0)
+		_, _, e = unix.Syscall6(unix.SYS_NEWFSTATAT, uintptr(dirfd), uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(st)), statFlags, 0, 0)
 	}
 	return errnoErr(e)
 }

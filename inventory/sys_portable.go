@@ -11,7 +11,7 @@ import (
 // warm says.
 
 func fstatat(dirfd int, name *byte, st *unix.Stat_t, warm bool) error {
-	return unix.Fstatat(dirfd, unix.BytePtrToString(name), st, unix.AT_SYMLINK_NOFOLLOW)
+	return unix.Fstatat(dirfd, unix.BytePtrToString(name), st, statFlags)
 }
 
 func openDir(dirfd int, name *byte, warm bool) (int, error) {

@@ -377,6 +377,16 @@ func filesystemTraits(fd int) (entryInosDiffer, endMark bool) {
 // come near it: it is read to the 0 as on any filesystem.
 const endOfExt4Dir = 1<<63 - 1
 
+// statFlags are how a walk stats an entry: never through a symlink, and
+// never asking the filesystem for attributes fresher than those it holds
+// (AT_STATX_DONT_SYNC). A file can be a mount point, of a tenant's FUSE
+// filesystem (fusermount mounts over a file) or NFS, whose server may never
+// answer; the attributes of its root that the kernel holds tell the walk
+// to leave it out (a device of its own). Local filesystems, the walk's, are
+// always current; on a network filesystem an attribute may be as old as
+// its cache allows, which a lookup the walk makes refreshes.
+const statFlags = unix.AT_SYMLINK_NOFOLLOW | unix.AT_STATX_DONT_SYNC
+
 // mountRootAt reports whether name in dirfd (dirfd itself when name is
 // nil) is the root of a mount. Only asked where an inode number
 // disagrees, which is rare: it is not on the walk's hot path.
@@ -384,9 +394,9 @@ func mountRootAt(dirfd int, name []byte) bool {
 	var st unix.Statx_t
 	var err error
 	if name == nil {
-		err = unix.Statx(dirfd, "", unix.AT_EMPTY_PATH, 0, &st)
+		err = unix.Statx(dirfd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, 0, &st)
 	} else {
-		err = unix.Statx(dirfd, string(name), unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, 0, &st)
+		err = unix.Statx(dirfd, string(name), statFlags|unix.AT_NO_AUTOMOUNT, 0, &st)
 	}
 	return err == nil && st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
 }
@@ -905,7 +915,7 @@ func (k *worker) statFiles(fd, from int, warm bool) {
 			names[i] = &files[i].rec[0]
 		}
 		if !k.ring.stat(fd, names, k.sts[from:], k.errs[from:]) {
-			k.ring = nil // abandoned: the kernel may still hold its entries
+			k.ring = nil // given up (abandoned, or closed)
 		}
 		for i := range files { // what the ring could not answer
 			if k.errs[from+i] == unix.EAGAIN {

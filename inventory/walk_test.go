@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 		json.NewEncoder(os.Stdout).Encode(res)
 		os.Exit(0)
 	}
+	if how := os.Getenv("XFSQ_TEST_RING_CHILD"); how != "" {
+		ringChild(how, os.Getenv("XFSQ_TEST_RING_DIR"))
+	}
 	os.Exit(m.Run())
 }
 
@@ -638,6 +641,35 @@ func TestWalkNeverWaitsOnAStalledFUSE(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the walk waited on the stalled FUSE server")
+	}
+}
+
+// Nor does one mounted over a file, which is stat'ed where a directory is
+// opened: in a directory of enough files for the ring to stat them, in
+// every mode. The file's stat must not ask the server for attributes: the
+// mount's root has a device of its own, and is counted as a mount point.
+func TestWalkNeverWaitsOnAStalledFUSEOverAFile(t *testing.T) {
+	dir := t.TempDir()
+	fill(t, dir, 2*ringMin, "file-%02d")
+	mounttest.StalledFUSE(t, filepath.Join(dir, "file-10"))
+	for _, o := range statModes(t) {
+		done := make(chan *Result, 1)
+		go func() {
+			res, err := Walk(dir, o)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		select {
+		case res := <-done:
+			if res != nil && (res.MountPoints != 1 || res.Errors != 0 || res.Root.Files != 2*ringMin-1) {
+				t.Errorf("%s: mount points %d, errors %d, files %d; want the FUSE mount's 1, 0 and the %d others",
+					statModeName(o), res.MountPoints, res.Errors, res.Root.Files, 2*ringMin-1)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the walk waited on the stalled FUSE server mounted over a file", statModeName(o))
+		}
 	}
 }
 

@@ -43,10 +43,11 @@ func mount(t testing.TB, src, dst, fstype string, flags uintptr, data string) {
 	t.Cleanup(func() { unix.Unmount(dst, unix.MNT_DETACH) })
 }
 
-// StalledFUSE mounts a FUSE filesystem on dst whose server never answers,
-// not even the kernel's first request, as a hostile tenant's can: whatever
-// asks it anything waits until t ends, when the connection is closed (the
-// waiters get ENOTCONN) and the mount detached.
+// StalledFUSE mounts a FUSE filesystem on dst (a directory, or a file:
+// its root is then a file) whose server never answers, not even the
+// kernel's first request, as a hostile tenant's can: whatever asks it
+// anything waits until t ends, when the connection is closed (the waiters
+// get ENOTCONN) and the mount detached.
 func StalledFUSE(t testing.TB, dst string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -58,7 +59,11 @@ func StalledFUSE(t testing.TB, dst string) {
 		prereq.Missing(t, "open /dev/fuse: "+err.Error()+" (the FUSE case needs the fuse module and its device)")
 		return
 	}
-	opts := "fd=" + strconv.Itoa(fd) + ",rootmode=40000,user_id=0,group_id=0,allow_other"
+	rootmode := "40000"
+	if st, err := os.Lstat(dst); err == nil && st.Mode().IsRegular() {
+		rootmode = "100000"
+	}
+	opts := "fd=" + strconv.Itoa(fd) + ",rootmode=" + rootmode + ",user_id=0,group_id=0,allow_other"
 	if err := unix.Mount("stalled", dst, "fuse", 0, opts); err != nil {
 		unix.Close(fd)
 		prereq.Missing(t, "mount fuse on "+dst+": "+err.Error())
