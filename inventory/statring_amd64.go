@@ -150,7 +150,23 @@ func newRing() (*statRing, error) {
 		r.close()
 		return nil, err
 	}
+	r.capWorkers()
 	return r, nil
+}
+
+// ringWorkers caps the kernel's io-wq threads a walking thread gets for a
+// ring's stats (unbound work, as IORING_OP_STATX is): its default is four
+// a CPU for every thread that submits, threads a pids limit counts. A
+// walk's parallelism is its own workers; each needs one io-wq thread busy
+// while it waits for its batch, and a second for the next batch's start.
+const ringWorkers = 2
+
+// capWorkers applies ringWorkers (IORING_REGISTER_IOWQ_MAX_WORKERS, Linux
+// 5.15; an older kernel keeps its default, which is only more threads).
+func (r *statRing) capWorkers() {
+	const registerIOWQMaxWorkers = 19
+	limits := [2]uint32{0, ringWorkers} // bounded: left as it is; unbound
+	unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerIOWQMaxWorkers, uintptr(unsafe.Pointer(&limits)), 2, 0, 0)
 }
 
 // probeStatx fails unless the kernel knows IORING_OP_STATX (Linux 5.6).
