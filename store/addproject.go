@@ -166,54 +166,50 @@ func (t *Tx) addProjectAtOnce(ctx context.Context, p NewProject) (trees []Tree, 
 // SetProjectState and AppendEvent in one transaction). It returns the
 // walked trees as Read reads them at that moment, in the walks' order.
 //
-// On PostgreSQL it is one statement, its own transaction: it takes the
-// admission lock before any row it writes (every write joins the lock's
-// row), as SetBaselines does, and holds it to its commit. What it reads
-// under its snapshot, taken before the lock, is the new trees' rows and
-// ledger, which no write reaches while the project is being added.
+// On PostgreSQL it is one statement, its own transaction. With walks it
+// takes the admission lock, as SetBaselines does, before any row it
+// writes (every write is conditional on the lock's row) and holds it to
+// its commit; what it reads under its snapshot, taken before the lock, is
+// the new trees' rows and ledger, which no write reaches while the project
+// is being added.
 func (s *Store) MakeReady(ctx context.Context, name, actor string, walks []WalkRecord, added journal.ProjectAdded) ([]TreeRead, error) {
+	if !s.postgres {
+		return s.makeReadyInSteps(ctx, name, actor, walks, added)
+	}
 	payload, err := json.Marshal(added)
 	if err != nil {
 		return nil, err
 	}
-	if !s.postgres {
-		return s.makeReadyInSteps(ctx, name, actor, walks, added)
+	// The project made ready, and its record journalled only then.
+	ready := func(cond string) string {
+		return `p AS (UPDATE projects SET state = ?, adder = '' WHERE host = ? AND name = ?` + cond + ` RETURNING name),
+		e AS (INSERT INTO events (at, type, host, project, actor, payload) SELECT ?, ?, ?, ?, ?, ? FROM p)`
 	}
+	readyArgs := []any{StateReady, s.Host, name, toMicros(time.Now()), string(added.Type()), s.Host, name, actor, string(payload)}
 	b := s.baselinesOf(walks)
-	var args []any
-	q := `WITH lk AS (SELECT pg_advisory_xact_lock(hashtext(?)) AS held)`
-	args = append(args, "admission:"+s.Host)
-	read := `SELECT (SELECT COUNT(*) FROM p) AS ready, '' AS project, '' AS area, 0 AS bytes_soft, 0 AS bytes_hard, 0 AS inodes_soft, 0 AS inodes_hard,
-		0 AS bytes, 0 AS inodes, 0 AS walked_at, 0 AS bytes_since, 0 AS inodes_since`
-	if b != nil {
-		q += `, ` + b.with[len("WITH "):] + `,
-		seen AS (DELETE FROM ledger WHERE EXISTS (SELECT 1 FROM lk) AND ` + b.seen + `),
-		` + b.sums + `,
-		walked AS (` + b.update + ` AND EXISTS (SELECT 1 FROM lk)
+	var rows []readyRow
+	if b == nil {
+		err = s.sel(ctx, &rows, `WITH `+ready("")+` SELECT COUNT(*) AS ready FROM p`, readyArgs...)
+	} else {
+		// As Read: each walked tree's new row, with its reservations'
+		// sums; none walked (the project gone), one row of zeroes.
+		args := append([]any{"admission:" + s.Host}, b.args(b.seenArgs, b.sumsArgs, b.updateArgs)...)
+		err = s.sel(ctx, &rows, `WITH lk AS (SELECT pg_advisory_xact_lock(hashtext(?)) AS held), `+b.with[len("WITH "):]+`,
+		seen AS (DELETE FROM ledger WHERE EXISTS (SELECT 1 FROM lk) AND `+b.seen+`),
+		`+b.sums+`,
+		walked AS (`+b.update+` AND EXISTS (SELECT 1 FROM lk)
 			RETURNING trees.project, trees.area, trees.bytes_soft, trees.bytes_hard, trees.inodes_soft, trees.inodes_hard,
 				trees.walked_bytes + trees.ledger_bytes AS bytes, trees.walked_inodes + trees.ledger_inodes AS inodes,
-				trees.walked_at, trees.bytes_soft_since, trees.inodes_soft_since)`
-		args = append(args, b.args(b.seenArgs, b.sumsArgs, b.updateArgs)...)
-		// As Read: the reservations' sums beside the walk and the ledger.
-		// None walked (the project gone): one row of zeroes, ready 0.
-		read = `SELECT (SELECT COUNT(*) FROM p) AS ready, COALESCE(w.project, '') AS project, COALESCE(w.area, '') AS area,
+				trees.walked_at, trees.bytes_soft_since, trees.inodes_soft_since),
+		`+ready(` AND EXISTS (SELECT 1 FROM lk)`)+`
+		SELECT (SELECT COUNT(*) FROM p) AS ready, COALESCE(w.project, '') AS project, COALESCE(w.area, '') AS area,
 			COALESCE(w.bytes_soft, 0) AS bytes_soft, COALESCE(w.bytes_hard, 0) AS bytes_hard,
 			COALESCE(w.inodes_soft, 0) AS inodes_soft, COALESCE(w.inodes_hard, 0) AS inodes_hard,
 			COALESCE(w.bytes + COALESCE((SELECT SUM(r.bytes) FROM reservations r WHERE r.host = ? AND r.project = w.project AND r.area = w.area), 0), 0) AS bytes,
 			COALESCE(w.inodes + COALESCE((SELECT SUM(r.inodes) FROM reservations r WHERE r.host = ? AND r.project = w.project AND r.area = w.area), 0), 0) AS inodes,
 			COALESCE(w.walked_at, 0) AS walked_at, COALESCE(w.bytes_soft_since, 0) AS bytes_since, COALESCE(w.inodes_soft_since, 0) AS inodes_since
-			FROM (SELECT 1) one LEFT JOIN walked w ON TRUE`
+		FROM (SELECT 1) one LEFT JOIN walked w ON TRUE`, append(append(args, readyArgs...), s.Host, s.Host)...)
 	}
-	q += `,
-		p AS (UPDATE projects SET state = ?, adder = '' WHERE host = ? AND name = ? AND EXISTS (SELECT 1 FROM lk) RETURNING name),
-		e AS (INSERT INTO events (at, type, host, project, actor, payload) SELECT ?, ?, ?, ?, ?, ? FROM p)
-		` + read
-	args = append(args, StateReady, s.Host, name, toMicros(time.Now()), string(added.Type()), s.Host, name, actor, string(payload))
-	if b != nil {
-		args = append(args, s.Host, s.Host)
-	}
-	var rows []readyRow
-	err = s.sel(ctx, &rows, q, args...)
 	s.commits.Add(1) // a commit of this process's, as InTx counts them (Generation); even a failed one
 	if err != nil {
 		return nil, err

@@ -223,6 +223,18 @@ func TestMakeReady(t *testing.T) {
 			t.Errorf("journal after MakeReady: %+v, %v", evs, err)
 		}
 
+		// XFS: nothing walked, the kernel counts.
+		recordAdd(t, s, newProject("xfs", quota.DefaultRange, nil))
+		if reads, err := s.MakeReady(ctx, "xfs", "tester", nil, journal.ProjectAdded{Backend: "xfs"}); err != nil || len(reads) != 0 {
+			t.Errorf("MakeReady without walks: %+v, %v", reads, err)
+		}
+		if p, err := s.Project(ctx, "xfs"); err != nil || p.State != StateReady {
+			t.Errorf("project after MakeReady without walks: %+v, %v", p, err)
+		}
+		if evs, err := s.Events(ctx, EventFilter{Project: "xfs"}); err != nil || len(evs) != 1 {
+			t.Errorf("journal after MakeReady without walks: %+v, %v", evs, err)
+		}
+
 		recordAdd(t, s, newProject("gone", quota.DefaultRange, nil))
 		if err := s.InTx(ctx, func(tx *Tx) error { return tx.DeleteProject(ctx, "gone") }); err != nil {
 			t.Fatal(err)
