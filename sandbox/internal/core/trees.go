@@ -81,14 +81,6 @@ func (m *Manager) defaultLimits(ctx context.Context, area string) (quota.Limits,
 	return quota.Limits{BytesHard: def.Bytes()}, nil
 }
 
-// RecordTrees reserves each area's tree's ID and records its row, in
-// the caller's transaction: before any directory is made, so that a
-// rollback finds what to undo. The IDs and rows of every area go in one
-// statement each (a few round trips, not a few a tree).
-func (m *Manager) RecordTrees(ctx context.Context, tx *store.Tx, name string, limits map[string]quota.Limits, excluded map[quota.ProjectID]bool) ([]store.Tree, error) {
-	return m.recordTreesOf(ctx, tx, name, area.OfProject, limits, excluded)
-}
-
 // recordTree reserves one tree's ID and records its row in tx.
 func (m *Manager) recordTree(ctx context.Context, tx *store.Tx, name, a string, limits quota.Limits, excluded map[quota.ProjectID]bool) (store.Tree, error) {
 	trees, err := m.recordTreesOf(ctx, tx, name, []string{a}, map[string]quota.Limits{a: limits}, excluded)
@@ -98,7 +90,9 @@ func (m *Manager) recordTree(ctx context.Context, tx *store.Tx, name, a string, 
 	return trees[0], nil
 }
 
-// recordTreesOf is RecordTrees of the areas named.
+// recordTreesOf reserves the areas' trees' IDs and records their rows, in
+// the caller's transaction: before any directory is made, so that a
+// rollback finds what to undo.
 func (m *Manager) recordTreesOf(ctx context.Context, tx *store.Tx, name string, areas []string, limits map[string]quota.Limits, excluded map[quota.ProjectID]bool) ([]store.Tree, error) {
 	trees, err := m.planTrees(name, areas, limits)
 	if err != nil {
