@@ -64,6 +64,8 @@ func (t *Tx) AddProject(ctx context.Context, p NewProject) (trees []Tree, existi
 		if err := p.Range.Validate(); err != nil {
 			return nil, Project{}, false, err
 		}
+		// The adder's lease, as InsertProject records it, before the row
+		// that names it (renewed for nothing if the name is taken).
 		if err := t.hold(ctx, p.Adder); err != nil {
 			return nil, Project{}, false, err
 		}
