@@ -88,7 +88,7 @@ const treeCols = `project, area, path, backend, fs_uuid, project_id, bytes_soft,
 // InsertProject registers name in state adding, held by adder. It returns
 // the existing row and false when the name is taken.
 func (t *Tx) InsertProject(ctx context.Context, name, adder string, now time.Time) (existing Project, inserted bool, err error) {
-	if err := t.lock(ctx, "project:"+t.s.Host+":"+name); err != nil {
+	if err := t.lock(ctx, projectLock(t.s.Host, name)); err != nil {
 		return Project{}, false, err
 	}
 	var row projectRow
@@ -109,7 +109,7 @@ func (t *Tx) InsertProject(ctx context.Context, name, adder string, now time.Tim
 
 // EnsureRootOwner records the RootOwner row (ready) unless it exists.
 func (t *Tx) EnsureRootOwner(ctx context.Context, now time.Time) error {
-	if err := t.lock(ctx, "project:"+t.s.Host+":"+RootOwner); err != nil {
+	if err := t.lock(ctx, projectLock(t.s.Host, RootOwner)); err != nil {
 		return err
 	}
 	var n int
@@ -223,8 +223,17 @@ func (t *Tx) SetTreeLimits(ctx context.Context, project, area string, l quota.Li
 
 // Project reads one project.
 func (s *Store) Project(ctx context.Context, name string) (Project, error) {
+	return project(ctx, s.get, s.Host, name)
+}
+
+// Project reads one project in the transaction.
+func (t *Tx) Project(ctx context.Context, name string) (Project, error) {
+	return project(ctx, t.get, t.s.Host, name)
+}
+
+func project(ctx context.Context, get func(context.Context, any, string, ...any) error, host, name string) (Project, error) {
 	var row projectRow
-	err := s.get(ctx, &row, `SELECT name, state, created_at, adder FROM projects WHERE host = ? AND name = ?`, s.Host, name)
+	err := get(ctx, &row, `SELECT name, state, created_at, adder FROM projects WHERE host = ? AND name = ?`, host, name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Project{}, fmt.Errorf("project %q: %w", name, ErrNotFound)
 	}
@@ -304,7 +313,7 @@ func (t *Tx) ReserveIDs(ctx context.Context, fsUUID string, r quota.IDRange, exc
 	if len(owners) == 0 {
 		return nil, nil
 	}
-	if err := t.lock(ctx, "ids:"+t.s.Host+":"+fsUUID); err != nil {
+	if err := t.lock(ctx, idsLock(t.s.Host, fsUUID)); err != nil {
 		return nil, err
 	}
 	ids, err := t.idsAfterHighest(ctx, fsUUID, r, excluded, len(owners))

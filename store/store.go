@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -197,19 +198,34 @@ func (t *Tx) sel(ctx context.Context, dest any, query string, args ...any) error
 	return t.tx.SelectContext(ctx, dest, t.tx.Rebind(query), args...)
 }
 
-// lock serialises transactions on one key across processes and hosts. On
-// SQLite every transaction already holds the database write lock from BEGIN.
-func (t *Tx) lock(ctx context.Context, key string) error {
-	if !t.s.postgres || t.locked[key] {
+// lock serialises transactions on each of keys across processes and
+// hosts, taken in the order given, in one statement (a round trip to a
+// shared PostgreSQL each). On SQLite every transaction already holds the
+// database write lock from BEGIN.
+func (t *Tx) lock(ctx context.Context, keys ...string) error {
+	if !t.s.postgres {
 		return nil
 	}
-	if _, err := t.tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", key); err != nil {
+	var take []string
+	args := make([]any, 0, len(keys))
+	for _, k := range keys {
+		if !t.locked[k] && !slices.Contains(args, any(k)) {
+			take = append(take, "pg_advisory_xact_lock(hashtext(?))")
+			args = append(args, k)
+		}
+	}
+	if len(take) == 0 {
+		return nil
+	}
+	if _, err := t.exec(ctx, "SELECT "+strings.Join(take, ", "), args...); err != nil {
 		return err
 	}
 	if t.locked == nil {
 		t.locked = map[string]bool{}
 	}
-	t.locked[key] = true
+	for _, k := range keys {
+		t.locked[k] = true
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -240,6 +241,42 @@ func (t *Tx) keepHistories(ctx context.Context, recs []WalkRecord) error {
 // may have missed something), the ledger rows they saw, the ledger's sums
 // and the grace timers, each one statement for the whole batch.
 func (t *Tx) SetBaselines(ctx context.Context, recs []WalkRecord) error {
+	b := t.s.baselinesOf(recs)
+	if b == nil {
+		return nil
+	}
+	if err := t.admissionLock(ctx); err != nil {
+		return err
+	}
+	if _, err := t.exec(ctx, b.with+` DELETE FROM ledger WHERE `+b.seen, b.args(b.seenArgs)...); err != nil {
+		return err
+	}
+	_, err := t.exec(ctx, b.with+`, `+b.sums+` `+b.update, b.args(b.sumsArgs, b.updateArgs)...)
+	return err
+}
+
+// baselines are SetBaselines' SQL for one batch, in parts that a statement
+// of its own (MakeReady's) can put together: with names the walks
+// w(project, area, bytes, inodes, at, settled, floor, hidden); seen
+// selects the ledger rows their walks counted (deleted); sums
+// is a CTE n of each tree's new figures, its ledger's sums over the rows
+// not seen; update sets each tree's row from n.
+type baselines struct {
+	with, seen, sums, update              string
+	walks, seenArgs, sumsArgs, updateArgs []any
+}
+
+// args are the walks' arguments, then each of parts'.
+func (b *baselines) args(parts ...[]any) []any {
+	out := slices.Clone(b.walks)
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// baselinesOf is the SQL of recs' baselines, nil when none has one.
+func (s *Store) baselinesOf(recs []WalkRecord) *baselines {
 	var plain []WalkRecord
 	for _, r := range recs {
 		if r.Baseline != nil {
@@ -249,34 +286,33 @@ func (t *Tx) SetBaselines(ctx context.Context, recs []WalkRecord) error {
 	if len(plain) == 0 {
 		return nil
 	}
-	if err := t.admissionLock(ctx); err != nil {
-		return err
-	}
 	// As SetBaseline: the walk ran from its At to now; the ledger rows up
 	// to its Settled are in its figure, and the removals recorded by now.
 	end := toMicros(time.Now())
-	args := make([]any, 0, 8*len(plain))
-	bit := func(b bool) int64 {
-		if b {
+	b := &baselines{walks: make([]any, 0, 8*len(plain))}
+	bit := func(v bool) int64 {
+		if v {
 			return 1
 		}
 		return 0
 	}
 	for _, r := range plain {
-		b := r.Baseline
-		settled := toMicros(b.Walk.Settled)
-		if b.Walk.Settled.After(b.Walk.At) {
-			settled = toMicros(b.Walk.At)
+		bl := r.Baseline
+		settled := toMicros(bl.Walk.Settled)
+		if bl.Walk.Settled.After(bl.Walk.At) {
+			settled = toMicros(bl.Walk.At)
 		}
-		args = append(args, r.Snapshot.Project, r.Snapshot.Area, int64(b.Usage.Bytes), int64(b.Usage.Inodes), toMicros(b.Walk.At), settled,
-			bit(b.Seen.Unsettled || b.Seen.Hidden), bit(b.Seen.Hidden))
+		b.walks = append(b.walks, r.Snapshot.Project, r.Snapshot.Area, int64(bl.Usage.Bytes), int64(bl.Usage.Inodes), toMicros(bl.Walk.At), settled,
+			bit(bl.Seen.Unsettled || bl.Seen.Hidden), bit(bl.Seen.Hidden))
 	}
-	walked := `WITH w (project, area, bytes, inodes, at, settled, floor, hidden) AS (VALUES ` +
+	b.with = `WITH w (project, area, bytes, inodes, at, settled, floor, hidden) AS (VALUES ` +
 		placeholders(len(plain), "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))") + `)`
-	if _, err := t.exec(ctx, walked+` DELETE FROM ledger WHERE host = ? AND EXISTS (SELECT 1 FROM w WHERE w.project = ledger.project AND w.area = ledger.area
-		AND (ledger.at <= w.settled OR ((ledger.bytes < 0 OR ledger.inodes < 0) AND ledger.at <= ?)))`, append(args, t.s.Host, end)...); err != nil {
-		return err
+	// A ledger row (of l) its tree's walk (of w) counted.
+	seen := func(l string) string {
+		return `(` + l + `.at <= w.settled OR ((` + l + `.bytes < 0 OR ` + l + `.inodes < 0) AND ` + l + `.at <= ?))`
 	}
+	b.seen = `host = ? AND EXISTS (SELECT 1 FROM w WHERE w.project = ledger.project AND w.area = ledger.area AND ` + seen("ledger") + `)`
+	b.seenArgs = []any{s.Host, end}
 	// One update of each tree's row, whose every change moves its
 	// project's version (a trigger a row): the walked figures, the
 	// ledger's sums anew from the rows kept, and the grace timers from
@@ -285,19 +321,22 @@ func (t *Tx) SetBaselines(ctx context.Context, recs []WalkRecord) error {
 	// tree counted (its last walk and the ledger since), never to lower
 	// it. A tree over a soft limit by what is committed (walked + ledger)
 	// keeps its running timer or starts one now; one back under stops it.
-	q := walked + `, n AS (SELECT t.project, t.area, w.at, w.hidden,
+	// The sums leave out the rows seen, deleted or not yet: in one
+	// statement with the deletion they read the rows as before it.
+	b.sums = `n AS (SELECT t.project, t.area, w.at, w.hidden,
 			CASE WHEN w.floor = 1 AND t.walked_bytes + t.ledger_bytes > w.bytes THEN t.walked_bytes + t.ledger_bytes ELSE w.bytes END AS wb,
 			CASE WHEN w.floor = 1 AND t.walked_inodes + t.ledger_inodes > w.inodes THEN t.walked_inodes + t.ledger_inodes ELSE w.inodes END AS wi,
-			COALESCE((SELECT SUM(l.bytes) FROM ledger l WHERE l.host = t.host AND l.project = t.project AND l.area = t.area), 0) AS lb,
-			COALESCE((SELECT SUM(l.inodes) FROM ledger l WHERE l.host = t.host AND l.project = t.project AND l.area = t.area), 0) AS li
-		FROM trees t JOIN w ON t.project = w.project AND t.area = w.area WHERE t.host = ?)
-	UPDATE trees SET walked_bytes = n.wb, walked_inodes = n.wi, walked_at = n.at, walked_end = ?, walked_hidden = (n.hidden = 1),
+			COALESCE((SELECT SUM(l.bytes) FROM ledger l WHERE l.host = t.host AND l.project = t.project AND l.area = t.area AND NOT ` + seen("l") + `), 0) AS lb,
+			COALESCE((SELECT SUM(l.inodes) FROM ledger l WHERE l.host = t.host AND l.project = t.project AND l.area = t.area AND NOT ` + seen("l") + `), 0) AS li
+		FROM trees t JOIN w ON t.project = w.project AND t.area = w.area WHERE t.host = ?)`
+	b.sumsArgs = []any{end, end, s.Host}
+	b.update = `UPDATE trees SET walked_bytes = n.wb, walked_inodes = n.wi, walked_at = n.at, walked_end = ?, walked_hidden = (n.hidden = 1),
 		ledger_bytes = n.lb, ledger_inodes = n.li,
 		bytes_soft_since = CASE WHEN trees.bytes_soft = 0 OR n.wb + n.lb <= trees.bytes_soft THEN 0
 			WHEN trees.bytes_soft_since = 0 THEN CAST(? AS BIGINT) ELSE trees.bytes_soft_since END,
 		inodes_soft_since = CASE WHEN trees.inodes_soft = 0 OR n.wi + n.li <= trees.inodes_soft THEN 0
 			WHEN trees.inodes_soft_since = 0 THEN CAST(? AS BIGINT) ELSE trees.inodes_soft_since END
 		FROM n WHERE trees.host = ? AND trees.project = n.project AND trees.area = n.area`
-	_, err := t.exec(ctx, q, append(args, t.s.Host, end, end, end, t.s.Host)...)
-	return err
+	b.updateArgs = []any{end, end, end, s.Host}
+	return b
 }

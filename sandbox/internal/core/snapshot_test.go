@@ -51,10 +51,7 @@ func plant(t testing.TB, m *Manager, name string) {
 	}
 	var trees []store.Tree
 	if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-		if _, _, err := tx.InsertProject(ctx, name, HolderOf(ctx), m.now()); err != nil {
-			return err
-		}
-		trees, err = m.RecordTrees(ctx, tx, name, limits, excluded)
+		trees, _, _, err = m.RecordProject(ctx, tx, name, HolderOf(ctx), m.now(), limits, excluded)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -49,6 +49,12 @@ func (m *Manager) Status(ctx context.Context, trees []store.Tree, all []quota.Qu
 	return m.status(ctx, trees, all, r)
 }
 
+// StatusOfReads is Status of fallback trees already read (reads[i] of
+// trees[i], as Store.Read reads them), grace being soft_grace.
+func (m *Manager) StatusOfReads(trees []store.Tree, reads []store.TreeRead, grace time.Duration) []TreeStatus {
+	return m.figs.StatusOfReads(trees, reads, grace)
+}
+
 // ---- doctor (sandbox/internal/doctor, doctor.Core) ----
 // Doctor reads the kernel's IDs, limits and grace beside the store's
 // records and repairs drift through the core's own operations; these are

@@ -81,14 +81,6 @@ func (m *Manager) defaultLimits(ctx context.Context, area string) (quota.Limits,
 	return quota.Limits{BytesHard: def.Bytes()}, nil
 }
 
-// RecordTrees reserves each area's tree's ID and records its row, in
-// the caller's transaction: before any directory is made, so that a
-// rollback finds what to undo. The IDs and rows of every area go in one
-// statement each (a few round trips, not a few a tree).
-func (m *Manager) RecordTrees(ctx context.Context, tx *store.Tx, name string, limits map[string]quota.Limits, excluded map[quota.ProjectID]bool) ([]store.Tree, error) {
-	return m.recordTreesOf(ctx, tx, name, area.OfProject, limits, excluded)
-}
-
 // recordTree reserves one tree's ID and records its row in tx.
 func (m *Manager) recordTree(ctx context.Context, tx *store.Tx, name, a string, limits quota.Limits, excluded map[quota.ProjectID]bool) (store.Tree, error) {
 	trees, err := m.recordTreesOf(ctx, tx, name, []string{a}, map[string]quota.Limits{a: limits}, excluded)
@@ -98,22 +90,17 @@ func (m *Manager) recordTree(ctx context.Context, tx *store.Tx, name, a string, 
 	return trees[0], nil
 }
 
-// recordTreesOf is RecordTrees of the areas named.
+// recordTreesOf reserves the areas' trees' IDs and records their rows, in
+// the caller's transaction: before any directory is made, so that a
+// rollback finds what to undo.
 func (m *Manager) recordTreesOf(ctx context.Context, tx *store.Tx, name string, areas []string, limits map[string]quota.Limits, excluded map[quota.ProjectID]bool) ([]store.Tree, error) {
-	trees := make([]store.Tree, 0, len(areas))
+	trees, err := m.planTrees(name, areas, limits)
+	if err != nil {
+		return nil, err
+	}
 	owners := make([]string, 0, len(areas))
-	for _, a := range areas {
-		rel := area.TreePath(name, a)
-		dir := m.abs(rel)
-		_, statErr := os.Lstat(dir)
-		if statErr == nil { // an existing one is adopted with what it holds
-			if err := checkAdoptable(dir); err != nil {
-				return nil, err
-			}
-		}
-		trees = append(trees, store.Tree{Project: name, Area: a, Path: rel, Backend: m.BackendName(), FSUUID: m.fsUUID,
-			Limits: limits[a], CreatedDir: errors.Is(statErr, os.ErrNotExist)})
-		owners = append(owners, name+"/"+a)
+	for _, t := range trees {
+		owners = append(owners, name+"/"+t.Area)
 	}
 	ids, err := tx.ReserveIDs(ctx, m.fsUUID, m.Range, excluded, owners)
 	if err != nil {
@@ -123,6 +110,48 @@ func (m *Manager) recordTreesOf(ctx context.Context, tx *store.Tx, name string, 
 		trees[i].ProjectID = ids[i]
 	}
 	return trees, tx.InsertTrees(ctx, trees)
+}
+
+// planTrees are the rows of the areas' trees of project name, without
+// their IDs: an existing directory is adopted with what it holds (a path
+// that is not one is refused), a missing one is to be made.
+func (m *Manager) planTrees(name string, areas []string, limits map[string]quota.Limits) ([]store.Tree, error) {
+	trees := make([]store.Tree, 0, len(areas))
+	for _, a := range areas {
+		rel := area.TreePath(name, a)
+		dir := m.abs(rel)
+		_, statErr := os.Lstat(dir)
+		if statErr == nil {
+			if err := checkAdoptable(dir); err != nil {
+				return nil, err
+			}
+		}
+		trees = append(trees, store.Tree{Project: name, Area: a, Path: rel, Backend: m.BackendName(), FSUUID: m.fsUUID,
+			Limits: limits[a], CreatedDir: errors.Is(statErr, os.ErrNotExist)})
+	}
+	return trees, nil
+}
+
+// RecordProject records a new project (in state adding, held by adder)
+// and its trees with their IDs and rows, in the caller's transaction,
+// before any directory is made, so that a rollback finds what to undo:
+// the name's and the IDs' locks first, then the directories looked at,
+// then the rows, in one statement on PostgreSQL (store.Tx.AddProject).
+// When the name is taken it records nothing and returns the existing row.
+func (m *Manager) RecordProject(ctx context.Context, tx *store.Tx, name, adder string, created time.Time, limits map[string]quota.Limits, excluded map[quota.ProjectID]bool) (trees []store.Tree, existing store.Project, inserted bool, err error) {
+	if err := tx.LockAdd(ctx, name, m.fsUUID); err != nil {
+		return nil, store.Project{}, false, err
+	}
+	planned, err := m.planTrees(name, area.OfProject, limits)
+	if err != nil {
+		// A taken name is refused as taken, whatever is at its paths.
+		if p, perr := tx.Project(ctx, name); perr == nil {
+			return nil, p, false, nil
+		}
+		return nil, store.Project{}, false, err
+	}
+	return tx.AddProject(ctx, store.NewProject{Name: name, Adder: adder, Created: created, Trees: planned,
+		FSKey: m.fsUUID, Range: m.Range, Excluded: excluded})
 }
 
 // makeTree makes one tree of a project that has the others (the doctor's

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,7 +61,7 @@ func (l *Lifecycle) Add(ctx context.Context, name string, o AddOptions) (core.Pr
 	if err := core.ValidateName(name); err != nil {
 		return core.Project{}, err
 	}
-	limits, err := l.limitsOf(ctx, o)
+	limits, grace, err := l.limitsOf(ctx, o)
 	if err != nil {
 		return core.Project{}, err
 	}
@@ -70,12 +71,8 @@ func (l *Lifecycle) Add(ctx context.Context, name string, o AddOptions) (core.Pr
 	}
 	// The project's row, its trees' IDs and rows, in one transaction: each
 	// commit is a wait for the disk (three more made an add's time).
-	var trees []store.Tree
 	created := l.Now()
-	err = l.claim(ctx, name, created, func(tx *store.Tx) (err error) {
-		trees, err = l.RecordTrees(ctx, tx, name, limits, excluded)
-		return err
-	})
+	trees, err := l.claim(ctx, name, created, limits, excluded)
 	if err != nil {
 		return core.Project{}, err
 	}
@@ -83,13 +80,14 @@ func (l *Lifecycle) Add(ctx context.Context, name string, o AddOptions) (core.Pr
 	for _, t := range trees {
 		fault.Point("add:" + t.Area + ":id-recorded")
 	}
-	if err = l.place(ctx, name, trees); err != nil {
+	reads, err := l.place(ctx, name, trees)
+	if err != nil {
 		if _, rbErr := l.RollbackAdd(ctx, name); rbErr != nil {
 			return core.Project{}, rollbackFailed(err, rbErr)
 		}
 		return core.Project{}, err
 	}
-	p, err := l.added(ctx, name, created, trees)
+	p, err := l.added(ctx, name, created, trees, reads, grace)
 	p.Warnings = core.OverLimits(p)
 	return p, err
 }
@@ -97,72 +95,83 @@ func (l *Lifecycle) Add(ctx context.Context, name string, o AddOptions) (core.Pr
 // added is the answer to an add, as Show would read it back just after,
 // built from what the add holds: its row and trees as the store keeps them
 // (the time to the microsecond, the trees in the store's order), each
-// tree's usage read as Show reads it. It saves the project's re-read (and
-// the read cache's probe) on every add.
-func (l *Lifecycle) added(ctx context.Context, name string, created time.Time, trees []store.Tree) (core.Project, error) {
-	trees = slices.Clone(trees)
-	slices.SortFunc(trees, func(a, b store.Tree) int {
-		return cmp.Or(strings.Compare(a.Project, b.Project), strings.Compare(a.Area, b.Area))
+// tree's usage as Show reads it: on the fallback as read with the add's
+// last write (reads, of trees in their order), on XFS from the kernel. It
+// saves the project's re-read (and the read cache's probe) on every add.
+func (l *Lifecycle) added(ctx context.Context, name string, created time.Time, trees []store.Tree, reads []store.TreeRead, grace time.Duration) (core.Project, error) {
+	type read struct {
+		tree store.Tree
+		read store.TreeRead
+	}
+	byTree := make([]read, len(trees))
+	for i, t := range trees {
+		byTree[i].tree = t
+		if reads != nil {
+			byTree[i].read = reads[i]
+		}
+	}
+	slices.SortFunc(byTree, func(a, b read) int {
+		return cmp.Or(strings.Compare(a.tree.Project, b.tree.Project), strings.Compare(a.tree.Area, b.tree.Area))
 	})
-	statuses, err := l.Status(ctx, trees, nil, core.Read{})
-	if err != nil {
-		return core.Project{}, err
+	trees = each(byTree, func(r read) store.Tree { return r.tree })
+	var statuses []core.TreeStatus
+	if l.IsXFS() {
+		var err error
+		if statuses, err = l.Status(ctx, trees, nil, core.Read{}); err != nil {
+			return core.Project{}, err
+		}
+	} else {
+		statuses = l.StatusOfReads(trees, each(byTree, func(r read) store.TreeRead { return r.read }), grace)
 	}
 	return core.Project{Name: name, State: store.StateReady, CreatedAt: store.AsStored(created), Backend: l.BackendInfo(), Trees: statuses}, nil
 }
 
 // limitsOf is each area's limits for a new project: its default, changed
-// as o asks, checked in area order (the first bad limit is the one named).
-func (l *Lifecycle) limitsOf(ctx context.Context, o AddOptions) (map[string]quota.Limits, error) {
-	keys := make([]string, 0, len(area.OfProject))
+// as o asks, checked in area order (the first bad limit is the one named);
+// and soft_grace, read with them, for the add's answer.
+func (l *Lifecycle) limitsOf(ctx context.Context, o AddOptions) (map[string]quota.Limits, time.Duration, error) {
+	keys := make([]string, 0, len(area.OfProject)+1)
 	for _, a := range area.OfProject {
 		keys = append(keys, core.DefaultQuotaSetting(a))
 	}
-	defaults, err := l.SettingsOf(ctx, keys...) // one read for every area's
+	values, err := l.SettingsOf(ctx, append(keys, "soft_grace")...) // one read for all
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	limits := map[string]quota.Limits{}
 	for _, a := range area.OfProject {
-		lim := quota.Limits{BytesHard: defaults[core.DefaultQuotaSetting(a)].Bytes()} // as the core's defaultLimits
+		lim := quota.Limits{BytesHard: values[core.DefaultQuotaSetting(a)].Bytes()} // as the core's defaultLimits
 		limits[a] = o.change(a).Apply(lim)
 		if err := l.CheckLimits(a, limits[a]); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	return limits, nil
+	return limits, values["soft_grace"].Duration(), nil
 }
 
 // place makes the recorded trees' directories, kernel IDs and limits (on
 // the fallback, their walks), then makes the project ready with the walks
-// as baselines and journals project.added, in one transaction.
-func (l *Lifecycle) place(ctx context.Context, name string, trees []store.Tree) error {
+// as baselines and journals project.added, at once (Store.MakeReady). It
+// returns the fallback's trees as read at that moment, in their order.
+func (l *Lifecycle) place(ctx context.Context, name string, trees []store.Tree) ([]store.TreeRead, error) {
 	var walks []store.WalkRecord
 	for _, t := range trees {
 		if err := l.PlaceTree(t); err != nil {
-			return err
+			return nil, err
 		}
 		if !l.IsXFS() { // the fallback's admission starts from a walk; XFS counts in the kernel
 			w, err := l.MeasureNew(t)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			walks = append(walks, w)
 		}
 	}
 	fault.Point("add:before-ready")
-	return l.Store.InTx(ctx, func(tx *store.Tx) error {
-		// The new trees' walks are their baselines, recorded with the
-		// project made ready: no write through xfsq reaches a project
-		// being added, so none was in flight.
-		if err := tx.SetBaselines(ctx, walks); err != nil {
-			return err
-		}
-		if err := tx.SetProjectState(ctx, name, store.StateReady, ""); err != nil {
-			return err
-		}
-		return tx.AppendEvent(ctx, name, l.ActorOf(ctx), addedPayload(l.BackendName(), trees))
-	})
+	// The new trees' walks are their baselines, recorded with the project
+	// made ready: no write through xfsq reaches a project being added, so
+	// none was in flight.
+	return l.Store.MakeReady(ctx, name, l.ActorOf(ctx), walks, addedPayload(l.BackendName(), trees))
 }
 
 // doctorFix is what an operator does about an add left half-way.
@@ -174,39 +183,49 @@ func rollbackFailed(err, rbErr error) error {
 	return errkind.WithFix(errkind.Of(err), fmt.Errorf("%w (and rolling back failed: %v)", err, rbErr), doctorFix)
 }
 
-// claim inserts the project row in state adding, and runs then in the
-// same transaction, rolling back first the leftovers of an add whose
-// process died.
-func (l *Lifecycle) claim(ctx context.Context, name string, created time.Time, then func(*store.Tx) error) error {
+// claim records the project row in state adding and its trees' IDs and
+// rows in one transaction (RecordProject), rolling back first the
+// leftovers of an add whose process died; it returns the trees recorded.
+func (l *Lifecycle) claim(ctx context.Context, name string, created time.Time, limits map[string]quota.Limits, excluded map[quota.ProjectID]bool) ([]store.Tree, error) {
 	for attempt := 0; ; attempt++ {
+		var trees []store.Tree
 		var existing store.Project
 		var inserted bool
-		err := l.Store.InTx(ctx, func(tx *store.Tx) error {
-			var err error
-			if existing, inserted, err = tx.InsertProject(ctx, name, core.HolderOf(ctx), created); err != nil || !inserted {
-				return err
-			}
-			return then(tx)
+		err := l.Store.InTx(ctx, func(tx *store.Tx) (err error) {
+			trees, existing, inserted, err = l.RecordProject(ctx, tx, name, core.HolderOf(ctx), created, limits, excluded)
+			return err
 		})
 		switch {
 		case err != nil:
-			return err
+			return nil, err
 		case inserted:
-			return nil
+			return trees, nil
 		case existing.State == store.StateReady:
-			return errkind.WithFix(errkind.Conflict, fmt.Errorf("project %q %w", name, core.ErrExists), errkind.Fix("see %s", errkind.Do(errkind.OpProjectShow, name)))
+			return nil, errkind.WithFix(errkind.Conflict, fmt.Errorf("project %q %w", name, core.ErrExists), errkind.Fix("see %s", errkind.Do(errkind.OpProjectShow, name)))
 		case l.HolderLive(ctx, existing.Adder):
-			return fmt.Errorf("project %q is being %s by another process (%s); wait for it", name,
+			return nil, fmt.Errorf("project %q is being %s by another process (%s); wait for it", name,
 				map[string]string{store.StateAdding: "added", store.StateRemoving: "removed"}[existing.State], existing.Adder)
 		case existing.State == store.StateRemoving:
-			return errkind.WithFix(errkind.Conflict, fmt.Errorf("project %q %w, half-removed by an interrupted removal", name, core.ErrExists),
+			return nil, errkind.WithFix(errkind.Conflict, fmt.Errorf("project %q %w, half-removed by an interrupted removal", name, core.ErrExists),
 				errkind.Fix("run %s again to finish it", errkind.Do(errkind.OpProjectRemove, name)))
 		case attempt > 0:
-			return errkind.WithFix(errkind.NotReady, fmt.Errorf("project %q: could not clear an interrupted add", name), doctorFix)
+			return nil, errkind.WithFix(errkind.NotReady, fmt.Errorf("project %q: could not clear an interrupted add", name), doctorFix)
 		}
-		// An add that died half-way: undo it, then try again.
+		// An add that died half-way: undo it, then try again. Unless it
+		// is that add no longer: its holder may have made it ready (or
+		// another add taken it over) between the read and the verdict, and
+		// a holder judged gone does nothing after it.
+		now, err := l.Store.Project(ctx, name)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue
+		case err != nil:
+			return nil, err
+		case now.State != existing.State || now.Adder != existing.Adder:
+			continue
+		}
 		if _, err := l.RollbackAdd(ctx, name); err != nil {
-			return fmt.Errorf("project %q: rolling back an interrupted add: %w", name, err)
+			return nil, fmt.Errorf("project %q: rolling back an interrupted add: %w", name, err)
 		}
 	}
 }

@@ -43,12 +43,13 @@ type Core interface {
 	BackendName() string
 	CheckLimits(area string, l quota.Limits) error
 	ExcludedIDs() (map[quota.ProjectID]bool, error)
-	RecordTrees(ctx context.Context, tx *store.Tx, name string, limits map[string]quota.Limits, excluded map[quota.ProjectID]bool) ([]store.Tree, error)
+	RecordProject(ctx context.Context, tx *store.Tx, name, adder string, created time.Time, limits map[string]quota.Limits, excluded map[quota.ProjectID]bool) ([]store.Tree, store.Project, bool, error)
 	PlaceTree(tree store.Tree) error
 	MeasureNew(tree store.Tree) (store.WalkRecord, error)
 	IDsStillUsed(trees []store.Tree) (map[quota.ProjectID]bool, error)
 	Show(ctx context.Context, name string, r ...core.Read) (core.Project, error)
 	Status(ctx context.Context, trees []store.Tree, all []quota.Quota, r core.Read) ([]core.TreeStatus, error)
+	StatusOfReads(trees []store.Tree, reads []store.TreeRead, grace time.Duration) []core.TreeStatus
 	BackendInfo() core.Backend
 	RemoveJournalled(ctx context.Context, project string, parent *saferm.Dir, name string, rec deletion.Record, o saferm.Options) (deletion.Record, saferm.Report, error)
 }

@@ -189,9 +189,40 @@ func (m *Reads) Report(ctx context.Context, read Read) ([]TreeStatus, error) {
 // Its grace ends are set from the tree's timers, read in the same statement.
 func (m *Reads) fallbackRead(ctx context.Context, t store.Tree, grace time.Duration) (quota.Quota, time.Time, error) {
 	r, err := m.Store.Read(ctx, store.TreeKey{Project: t.Project, Area: t.Area})
+	q, walked := fallbackQuota(t, r, grace)
+	return q, walked, err
+}
+
+// fallbackQuota is a fallback tree's figures from r, its read.
+func fallbackQuota(t store.Tree, r store.TreeRead, grace time.Duration) (quota.Quota, time.Time) {
 	q := quota.Quota{ID: t.ProjectID, Limits: r.Limits, Usage: r.Used}
 	figures.ApplyGrace(&q, r.BytesSoftSince, r.InodesSoftSince, grace)
-	return q, r.WalkedAt.UTC(), err
+	return q, r.WalkedAt.UTC()
+}
+
+// StatusOfReads is Status of fallback trees already read as Store.Read
+// reads them (reads[i] of trees[i]), grace being soft_grace: what an add
+// answers from the reads made with its last write, nothing read again.
+func (m *Reads) StatusOfReads(trees []store.Tree, reads []store.TreeRead, grace time.Duration) []TreeStatus {
+	now := m.src.Now()
+	out := make([]TreeStatus, len(trees))
+	for i, t := range trees {
+		q, walked := fallbackQuota(t, reads[i], grace)
+		out[i] = m.fallbackStatus(t, q, walked, now)
+	}
+	return out
+}
+
+// fallbackStatus is a fallback tree's status from its figures q, as of
+// its walk that began at walked.
+func (m *Reads) fallbackStatus(t store.Tree, q quota.Quota, walked, now time.Time) TreeStatus {
+	var asOf *time.Time
+	if !walked.IsZero() { // never walked: how old is unknown
+		asOf = &walked
+	}
+	s := m.treeStatus(t, q, asOf)
+	s.UsageAgeSeconds, s.Stale = figures.Freshness(walked, now)
+	return s
 }
 
 // Status joins recorded trees with their usage and limits. On XFS all
@@ -212,9 +243,6 @@ func (m *Reads) Status(ctx context.Context, trees []store.Tree, all []quota.Quot
 	now := m.src.Now()
 	for _, t := range trees {
 		var q quota.Quota
-		var asOf *time.Time
-		var age *float64
-		var stale bool
 		var err error
 		switch {
 		case m.xfs == nil:
@@ -230,10 +258,8 @@ func (m *Reads) Status(ctx context.Context, trees []store.Tree, all []quota.Quot
 			if err != nil {
 				return nil, err
 			}
-			if !walked.IsZero() { // never walked: how old is unknown
-				asOf = &walked
-			}
-			age, stale = figures.Freshness(walked, now)
+			out = append(out, m.fallbackStatus(t, q, walked, now))
+			continue
 		case all == nil:
 			if q, err = m.Backend.Get(t.ProjectID); err != nil {
 				return nil, err
@@ -247,9 +273,7 @@ func (m *Reads) Status(ctx context.Context, trees []store.Tree, all []quota.Quot
 				q = quota.Quota{ID: t.ProjectID}
 			}
 		}
-		s := m.treeStatus(t, q, asOf)
-		s.UsageAgeSeconds, s.Stale = age, stale
-		out = append(out, s)
+		out = append(out, m.treeStatus(t, q, nil))
 	}
 	return out, nil
 }

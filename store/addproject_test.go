@@ -1,0 +1,249 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/internal/testsupport/storetest"
+	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/quota"
+)
+
+// newProject is a project add of name with trees a, b and c on "fs".
+func newProject(name string, r quota.IDRange, excluded map[quota.ProjectID]bool) NewProject {
+	p := NewProject{Name: name, Adder: "", Created: time.Now(), FSKey: "fs", Range: r, Excluded: excluded}
+	for _, a := range []string{"a", "b", "c"} {
+		p.Trees = append(p.Trees, Tree{Project: name, Area: a, Path: name + "/" + a, Backend: "fallback", FSUUID: "fs",
+			Limits: quota.Limits{BytesHard: 1 << 20}, CreatedDir: true})
+	}
+	return p
+}
+
+func recordAdd(t *testing.T, s *Store, p NewProject) (trees []Tree, existing Project, inserted bool) {
+	t.Helper()
+	err := s.InTx(ctx, func(tx *Tx) (err error) {
+		trees, existing, inserted, err = tx.AddProject(ctx, p)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return trees, existing, inserted
+}
+
+// AddProject hands out the IDs after the highest (skipping the excluded),
+// the lowest free ones once the range's top is taken, records the trees
+// with them, and records nothing for a name that is taken.
+func TestAddProject(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		rng := quota.IDRange{First: 10, Last: 16}
+		ids := func(trees []Tree) []quota.ProjectID {
+			var out []quota.ProjectID
+			for _, tr := range trees {
+				out = append(out, tr.ProjectID)
+			}
+			return out
+		}
+		trees, _, inserted := recordAdd(t, s, newProject("p1", rng, map[quota.ProjectID]bool{11: true}))
+		if !inserted || !slices.Equal(ids(trees), []quota.ProjectID{10, 12, 13}) {
+			t.Fatalf("first add: inserted %v, IDs %v; want [10 12 13] (11 excluded)", inserted, ids(trees))
+		}
+		recorded, err := s.Trees(ctx, "p1")
+		if err != nil || !slices.Equal(ids(recorded), ids(trees)) || recorded[0].Path != "p1/a" || recorded[0].Limits.BytesHard != 1<<20 || !recorded[0].CreatedDir {
+			t.Fatalf("recorded trees %+v, %v", recorded, err)
+		}
+		if p, err := s.Project(ctx, "p1"); err != nil || p.State != StateAdding {
+			t.Fatalf("project row %+v, %v; want adding", p, err)
+		}
+		if _, existing, inserted := recordAdd(t, s, newProject("p1", rng, nil)); inserted || existing.State != StateAdding {
+			t.Fatalf("a taken name: inserted %v, existing %+v", inserted, existing)
+		}
+		// 14-16 after the highest: 14, 15, 16.
+		if trees, _, _ := recordAdd(t, s, newProject("p2", rng, nil)); !slices.Equal(ids(trees), []quota.ProjectID{14, 15, 16}) {
+			t.Fatalf("second add: IDs %v; want [14 15 16]", ids(trees))
+		}
+		// The top taken: the lowest free, 11 no longer excluded, then none.
+		if err := s.InTx(ctx, func(tx *Tx) error { return tx.ReleaseID(ctx, "fs", 12) }); err != nil {
+			t.Fatal(err)
+		}
+		err = s.InTx(ctx, func(tx *Tx) error {
+			_, _, _, err := tx.AddProject(ctx, newProject("p3", rng, nil))
+			return err
+		})
+		if err == nil {
+			t.Fatal("p3 got three IDs where two are free")
+		}
+		if _, err := s.Project(ctx, "p3"); err == nil {
+			t.Fatal("a refused add left its project row")
+		}
+		if err := s.InTx(ctx, func(tx *Tx) error { return tx.ReleaseID(ctx, "fs", 13) }); err != nil {
+			t.Fatal(err)
+		}
+		if trees, _, _ := recordAdd(t, s, newProject("p3", rng, nil)); !slices.Equal(ids(trees), []quota.ProjectID{11, 12, 13}) {
+			t.Fatalf("add with the top taken: IDs %v; want [11 12 13]", ids(trees))
+		}
+		recs, err := s.IDs(ctx, "fs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		owners := map[quota.ProjectID]string{}
+		for _, r := range recs {
+			owners[r.ProjectID] = r.Owner
+		}
+		if owners[11] != "p3/a" || owners[13] != "p3/c" || owners[16] != "p2/c" || len(owners) != 7 {
+			t.Errorf("registry %v", owners)
+		}
+	})
+}
+
+// Independent handles (separate processes, or hosts under one host name
+// after a take-over) adding at once never hold an ID twice, and of adds of
+// one name exactly one records it.
+func TestAddProjectConcurrent(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		open(t, dsn)
+		const workers, each = 4, 8
+		type got struct {
+			owner string
+			id    quota.ProjectID
+		}
+		out := make(chan got, workers*each*3)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		wins := 0
+		for w := range workers {
+			wg.Go(func() {
+				s, err := Open(ctx, dsn, "host-a")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer s.Close()
+				for i := range each {
+					name := fmt.Sprintf("w%d-%d", w, i)
+					if i == each/2 {
+						name = "same"
+					}
+					var trees []Tree
+					var inserted bool
+					if err := s.InTx(ctx, func(tx *Tx) (err error) {
+						trees, _, inserted, err = tx.AddProject(ctx, newProject(name, quota.DefaultRange, nil))
+						return err
+					}); err != nil {
+						t.Error(err)
+						return
+					}
+					if name == "same" && inserted {
+						mu.Lock()
+						wins++
+						mu.Unlock()
+					}
+					for _, tr := range trees {
+						out <- got{tr.Project + "/" + tr.Area, tr.ProjectID}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(out)
+		if wins != 1 {
+			t.Errorf("%d concurrent adds of one name recorded it, want 1", wins)
+		}
+		s := open(t, dsn)
+		recs, err := s.IDs(ctx, "fs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		owner := map[quota.ProjectID]string{}
+		for _, r := range recs {
+			if _, dup := owner[r.ProjectID]; dup {
+				t.Errorf("ID %d in the registry twice", r.ProjectID)
+			}
+			owner[r.ProjectID] = r.Owner
+		}
+		trees, err := s.Trees(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		treeOf := map[quota.ProjectID]string{}
+		for _, tr := range trees {
+			treeOf[tr.ProjectID] = tr.Project + "/" + tr.Area
+		}
+		n := 0
+		for g := range out {
+			n++
+			if owner[g.id] != g.owner || treeOf[g.id] != g.owner {
+				t.Errorf("ID %d was handed to %s; the registry says %q, the trees %q", g.id, g.owner, owner[g.id], treeOf[g.id])
+			}
+		}
+		if want := (workers*(each-1) + 1) * 3; n != want || len(recs) != want {
+			t.Errorf("%d IDs handed out, %d registered; want %d", n, len(recs), want)
+		}
+	})
+}
+
+// MakeReady records the walks as baselines, makes the project ready and
+// journals it, and answers the trees as Read reads them; with the project
+// gone it records nothing and says so.
+func TestMakeReady(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		trees, _, _ := recordAdd(t, s, newProject("p", quota.DefaultRange, nil))
+		var walks []WalkRecord
+		added := journal.ProjectAdded{Backend: "fallback"}
+		for i, tr := range trees {
+			walks = append(walks, WalkRecord{Snapshot: Snapshot{Project: tr.Project, Area: tr.Area},
+				Baseline: &WalkBaseline{Usage: quota.Usage{Bytes: uint64(4096 * (i + 1)), Inodes: uint64(i + 1)}, Walk: WalkAt(time.Now())}})
+			added.Trees = append(added.Trees, journal.Tree{Project: tr.Project, Area: tr.Area, Path: tr.Path})
+		}
+		reads, err := s.MakeReady(ctx, "p", "tester", walks, added)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, tr := range trees {
+			want, err := s.Read(ctx, TreeKey{Project: tr.Project, Area: tr.Area})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(reads[i], want) || want.Used.Bytes != uint64(4096*(i+1)) {
+				t.Errorf("%s: MakeReady answered %+v, Read reads %+v", tr.Area, reads[i], want)
+			}
+		}
+		if p, err := s.Project(ctx, "p"); err != nil || p.State != StateReady || p.Adder != "" {
+			t.Errorf("project after MakeReady: %+v, %v", p, err)
+		}
+		evs, err := s.Events(ctx, EventFilter{Project: "p"})
+		if err != nil || len(evs) != 1 || evs[0].Type != journal.TypeProjectAdded || evs[0].Actor != "tester" {
+			t.Errorf("journal after MakeReady: %+v, %v", evs, err)
+		}
+
+		// XFS: nothing walked, the kernel counts.
+		recordAdd(t, s, newProject("xfs", quota.DefaultRange, nil))
+		if reads, err := s.MakeReady(ctx, "xfs", "tester", nil, journal.ProjectAdded{Backend: "xfs"}); err != nil || len(reads) != 0 {
+			t.Errorf("MakeReady without walks: %+v, %v", reads, err)
+		}
+		if p, err := s.Project(ctx, "xfs"); err != nil || p.State != StateReady {
+			t.Errorf("project after MakeReady without walks: %+v, %v", p, err)
+		}
+		if evs, err := s.Events(ctx, EventFilter{Project: "xfs"}); err != nil || len(evs) != 1 {
+			t.Errorf("journal after MakeReady without walks: %+v, %v", evs, err)
+		}
+
+		recordAdd(t, s, newProject("gone", quota.DefaultRange, nil))
+		if err := s.InTx(ctx, func(tx *Tx) error { return tx.DeleteProject(ctx, "gone") }); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.MakeReady(ctx, "gone", "tester", nil, journal.ProjectAdded{}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("MakeReady of a project gone: %v, want not found", err)
+		}
+		if evs, err := s.Events(ctx, EventFilter{Project: "gone"}); err != nil || len(evs) != 0 {
+			t.Errorf("MakeReady of a project gone journalled %+v, %v", evs, err)
+		}
+	})
+}
