@@ -29,6 +29,11 @@ import (
 var (
 	sweepBuckets = []float64{0.1, 0.5, 1, 5, 15, 60, 300, 900, 1800, 3600}
 	walkBuckets  = []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300}
+
+	// journalBuckets are the ones the journal's catch-up and checkpoint
+	// count in: a checkpoint in others (a binary with other buckets wrote
+	// it) is not used, and the next is summed from the start.
+	journalBuckets = sandbox.JournalBuckets{Walks: walkBuckets, Sweeps: sweepBuckets}
 )
 
 // Handler serves the metrics of root (and of the host, when checker is not
@@ -215,7 +220,7 @@ func newCollector(root *sandbox.Root, checker *health.Checker, log *slog.Logger)
 	c := &collector{root: root, checker: checker, log: log,
 		evicted: map[treeKey]float64{}, failed: map[treeKey]float64{}, walks: map[treeKey]*histogram{},
 		sweeps: newHistogram(sweepBuckets), build: []string{"unknown", "unknown"},
-		cursor: sandbox.JournalCursor{WalkBuckets: walkBuckets}} // the first scrape sums what it catches up on in the database
+		cursor: sandbox.JournalCursor{Buckets: journalBuckets}} // the first scrape sums what it catches up on in the database
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		c.build = []string{bi.Main.Version, bi.GoVersion}
 	}
@@ -457,7 +462,9 @@ func (c *collector) scrape(ctx context.Context) ([]*dto.MetricFamily, *treeSerie
 	return f.list(), ts
 }
 
-// readJournal adds what the journal gained since the last scrape.
+// readJournal adds what the journal gained since the last scrape, and
+// keeps the host's journal checkpoint (a few minutes behind, at most once
+// every few minutes) for the next process's first scrape.
 //
 // A scrape that finds another reading it shows the counters as they are
 // and leaves the rest to the next scrape: waiting for the read, which may
@@ -469,6 +476,17 @@ func (c *collector) readJournal(ctx context.Context) error {
 	}
 	defer c.reading.Unlock()
 	news, err := c.root.Manager.ReadJournal(ctx, &c.cursor)
+	c.count(news)
+	if err == nil {
+		if cerr := c.root.Manager.CheckpointJournal(ctx, &c.cursor); cerr != nil {
+			c.log.Warn("metrics: keeping the journal's checkpoint failed", "error", cerr)
+		}
+	}
+	return err
+}
+
+// count adds news to the counters.
+func (c *collector) count(news sandbox.JournalNews) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, d := range news.Deletions {
@@ -496,6 +514,9 @@ func (c *collector) readJournal(ctx context.Context) error {
 		}
 		c.walks[k].addTotals(w.Count, w.Sum, w.AtMost)
 	}
+	if t := news.SweepTotals; t.Count > 0 {
+		c.sweeps.addTotals(t.Count, t.Sum, t.AtMost)
+	}
 	for _, s := range news.Sweeps {
 		c.sweeps.observe(s.Duration)
 	}
@@ -511,7 +532,6 @@ func (c *collector) readJournal(ctx context.Context) error {
 			c.lastPass = p
 		}
 	}
-	return err
 }
 
 // host exports the health answer's figures; a part in error exports none.
