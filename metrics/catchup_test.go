@@ -34,10 +34,12 @@ type oldSwept struct {
 func (oldSwept) Type() journal.Type { return journal.TypeSwept }
 
 // TestCatchUpCountsAsFollowing: a collector's first scrape sums the
-// journal in the database (Store.JournalTotals) and follows it by cursor
-// from there; its counters are those of a collector that reads every
-// record one by one, on the same journal, before the seam and after it —
-// nothing counted twice, nothing lost. The journal holds every form the
+// journal in the database (Store.JournalTotals), from the host's journal
+// checkpoint when there is one, and follows it by cursor from there; its
+// counters are those of a collector that reads every record one by one,
+// on the same journal, before each seam and after it — nothing counted
+// twice, nothing lost — across restarts from a checkpoint, and across a
+// prune, which the checkpoint outlives. The journal holds every form the
 // counters read: deletions done, partial, failed, pending, outside sweeps
 // and in the oldest form; sweeps in both forms; walks of real passes and
 // of a pass whose durations sit on and beside the buckets' bounds (and one
@@ -127,7 +129,14 @@ func TestCatchUpCountsAsFollowing(t *testing.T) {
 				}
 			}
 		}
+		checkpoint := func() { // as the daemon does every few minutes
+			t.Helper()
+			if moved, err := CheckpointJournal(ctx, r.Root); err != nil || !moved {
+				t.Fatalf("checkpoint: moved %v, %v", moved, err)
+			}
+		}
 		check("first scrape")
+		checkpoint() // after rounds 0 and 1: round 2 is too new
 		journalSome(3)
 		check("next scrape")
 		age(t, r, 10*time.Minute)
@@ -148,13 +157,13 @@ func TestCatchUpCountsAsFollowing(t *testing.T) {
 			t.Errorf("sweeps %d, a/cache walks %d; want 8 and 16", summed.sweeps.count, summed.walks[treeKey{"a", area.Cache}].count)
 		}
 
-		// A restart after more records: the checkpoint the first scrape
-		// wrote, then the records after it; then another, with records
-		// too new to sum.
+		// A restart after more records: the checkpoint, then the records
+		// after it; then another from a later checkpoint, with records too
+		// new to sum.
 		st := sandbox.TestStore(m)
 		first, ok, err := st.JournalCheckpoint(ctx, journalBuckets)
 		if err != nil || !ok || first.UpTo == 0 {
-			t.Fatalf("the first scrape's checkpoint: %+v %v %v", first, ok, err)
+			t.Fatalf("the checkpoint: %+v %v %v", first, ok, err)
 		}
 		journalSome(4)
 		evict("a", area.Cache, "s", 1000, deletion.StateDone) // the newest: the next checkpoint ends on it
@@ -163,6 +172,7 @@ func TestCatchUpCountsAsFollowing(t *testing.T) {
 			t.Fatalf("a restart's catch-up %+v %v: want it from the checkpoint at %d", t0, err, first.UpTo)
 		}
 		check("a restart past the checkpoint", newCollector(r.Root, nil, nil))
+		checkpoint()
 		journalSome(5)
 		check("a second restart", newCollector(r.Root, nil, nil))
 

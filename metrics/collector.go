@@ -462,9 +462,7 @@ func (c *collector) scrape(ctx context.Context) ([]*dto.MetricFamily, *treeSerie
 	return f.list(), ts
 }
 
-// readJournal adds what the journal gained since the last scrape, and
-// keeps the host's journal checkpoint (a few minutes behind, at most once
-// every few minutes) for the next process's first scrape.
+// readJournal adds what the journal gained since the last scrape.
 //
 // A scrape that finds another reading it shows the counters as they are
 // and leaves the rest to the next scrape: waiting for the read, which may
@@ -477,12 +475,16 @@ func (c *collector) readJournal(ctx context.Context) error {
 	defer c.reading.Unlock()
 	news, err := c.root.Manager.ReadJournal(ctx, &c.cursor)
 	c.count(news)
-	if err == nil {
-		if cerr := c.root.Manager.CheckpointJournal(ctx, &c.cursor); cerr != nil {
-			c.log.Warn("metrics: keeping the journal's checkpoint failed", "error", cerr)
-		}
-	}
 	return err
+}
+
+// CheckpointJournal keeps root's journal checkpoint in the buckets the
+// collector counts in (Manager.CheckpointJournal), so that a restarted
+// server's first scrape sums only the records since: for what runs beside
+// the server every few minutes (daemon.JournalCheckpoints), never at a
+// scrape, which only reads.
+func CheckpointJournal(ctx context.Context, root *sandbox.Root) (bool, error) {
+	return root.Manager.CheckpointJournal(ctx, journalBuckets)
 }
 
 // count adds news to the counters.

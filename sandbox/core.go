@@ -315,8 +315,8 @@ func (m *Manager) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNew
 	return m.reads.ReadJournal(ctx, c)
 }
 
-func (m *Manager) CheckpointJournal(ctx context.Context, c *JournalCursor) error {
-	return m.reads.CheckpointJournal(ctx, c)
+func (m *Manager) CheckpointJournal(ctx context.Context, buckets JournalBuckets) (bool, error) {
+	return m.reads.CheckpointJournal(ctx, buckets)
 }
 
 func (m *Manager) Ready(ctx context.Context, timeout time.Duration) error {

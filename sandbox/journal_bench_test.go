@@ -37,12 +37,8 @@ func BenchmarkJournalCatchUp(b *testing.B) {
 	start := time.Now()
 	journalBenchEvents(b, r, raw, 1, n-journalledSince, time.Hour)
 	buckets := sandbox.JournalBuckets{Walks: []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300}, Sweeps: []float64{0.1, 0.5, 1, 5, 15, 60, 300, 900, 1800, 3600}}
-	cur := sandbox.JournalCursor{Buckets: buckets}
-	if _, err := r.Manager.ReadJournal(r.Ctx, &cur); err != nil {
-		b.Fatal(err)
-	}
-	if err := r.Manager.CheckpointJournal(r.Ctx, &cur); err != nil {
-		b.Fatal(err)
+	if moved, err := r.Manager.CheckpointJournal(r.Ctx, buckets); err != nil || !moved {
+		b.Fatalf("checkpoint: %v %v", moved, err)
 	}
 	journalBenchEvents(b, r, raw, n-journalledSince+1, n, 30*time.Minute)
 	b.Logf("%d events written in %s", n, time.Since(start).Round(time.Millisecond))

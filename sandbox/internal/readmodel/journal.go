@@ -30,10 +30,6 @@ type JournalCursor struct {
 	settled int64          // every record up to this ID has been returned
 	recent  map[int64]bool // records above settled already returned
 	begun   bool           // the first read was made
-
-	caughtUp     bool                 // the first read began at a checkpoint or summed
-	unsaved      *store.JournalTotals // the first read's totals, not yet a checkpoint
-	checkpointed time.Time            // when CheckpointJournal last wrote (or tried)
 }
 
 // journalSettleTime bounds how long a record may stay uncommitted after
@@ -162,10 +158,7 @@ func (m *Model) catchUp(ctx context.Context, c *JournalCursor, horizon time.Time
 		}
 	}
 	news.addTotals(totals)
-	c.settled, c.begun, c.caughtUp = totals.UpTo, true, true
-	if totals.UpTo > totals.From {
-		c.unsaved = &totals
-	}
+	c.settled, c.begun = totals.UpTo, true
 	return nil
 }
 
@@ -178,33 +171,18 @@ func (n *JournalNews) addTotals(t store.JournalTotals) {
 	}
 }
 
-// journalCheckpointEvery is how often CheckpointJournal writes: a restart
-// then sums at most this much of the journal besides the settle time.
-const journalCheckpointEvery = 5 * time.Minute
-
 // CheckpointJournal makes the totals of this host's records older than
-// journalSettleTime its journal checkpoint (Store.SaveJournalCheckpoint),
-// at most once every journalCheckpointEvery, for a cursor that caught up
-// in the database: its first call writes what that first read summed, a
-// later one sums the records since the checkpoint. A checkpoint another
-// process moved first is left as it is.
-func (m *Model) CheckpointJournal(ctx context.Context, c *JournalCursor) error {
-	now := m.Now()
-	if !c.caughtUp || now.Sub(c.checkpointed) < journalCheckpointEvery {
-		return nil
+// journalSettleTime, counted in buckets, its journal checkpoint
+// (Store.SaveJournalCheckpoint): it sums the records since the checkpoint
+// (all of them when there is none in those buckets) and writes in one
+// small transaction; false when there was nothing new or another process
+// moved the checkpoint first.
+func (m *Model) CheckpointJournal(ctx context.Context, buckets store.JournalBuckets) (bool, error) {
+	totals, err := m.Store.JournalTotals(ctx, m.Now().Add(-journalSettleTime), buckets)
+	if err != nil {
+		return false, err
 	}
-	c.checkpointed = now
-	t := c.unsaved
-	if t == nil {
-		totals, err := m.Store.JournalTotals(ctx, now.Add(-journalSettleTime), c.Buckets)
-		if err != nil {
-			return err
-		}
-		t = &totals
-	}
-	c.unsaved = nil
-	_, err := m.Store.SaveJournalCheckpoint(ctx, *t, now)
-	return err
+	return m.Store.SaveJournalCheckpoint(ctx, totals, m.Now())
 }
 
 func (n *JournalNews) add(e journal.Event) {
