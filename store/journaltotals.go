@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -107,6 +108,26 @@ var totalledIn = `type IN ('` + string(totalledTypes[0]) + `', '` + string(total
 // journalSpan is the records a sum reads: IDs above from, up to upTo.
 type journalSpan struct{ from, upTo int64 }
 
+// where is the span as a condition on the ID column col, and its
+// arguments. From the journal's start it is the upper bound alone: a lower
+// bound of 0 led PostgreSQL to read the host's whole (host, id) range for
+// each record type rather than the type's records.
+func (sp journalSpan) where(col string) (string, []any) {
+	if sp.from == 0 {
+		return col + " <= ?", []any{sp.upTo}
+	}
+	return col + " > ? AND " + col + " <= ?", []any{sp.from, sp.upTo}
+}
+
+// after is the condition that a record's ID col is above from (none from
+// the journal's start, as where), and its arguments.
+func after(col string, from int64) (string, []any) {
+	if from == 0 {
+		return "", nil
+	}
+	return " AND " + col + " > ?", []any{from}
+}
+
 // journalTotals sums the followed records after from and older than
 // horizon, in four statements after one that finds where the records
 // older than horizon end (the first record at or after it: none before
@@ -114,10 +135,11 @@ type journalSpan struct{ from, upTo int64 }
 func (s *Store) journalTotals(ctx context.Context, db sqlx.QueryerContext, from int64, horizon time.Time, buckets JournalBuckets) (JournalTotals, error) {
 	out := JournalTotals{From: from, UpTo: from, Buckets: buckets}
 	var firstNew, last int64
+	above, args := after("id", from)
 	if err := db.QueryRowxContext(ctx, s.db.Rebind(`SELECT
-		COALESCE((SELECT MIN(id) FROM events WHERE host = ? AND id > ? AND `+totalledIn+` AND at >= ?), 0),
-		COALESCE((SELECT MAX(id) FROM events WHERE host = ? AND id > ? AND `+totalledIn+`), 0)`),
-		s.Host, from, toMicros(horizon), s.Host, from).Scan(&firstNew, &last); err != nil {
+		COALESCE((SELECT MIN(id) FROM events WHERE host = ?`+above+` AND `+totalledIn+` AND at >= ?), 0),
+		COALESCE((SELECT MAX(id) FROM events WHERE host = ?`+above+` AND `+totalledIn+`), 0)`),
+		slices.Concat([]any{s.Host}, args, []any{toMicros(horizon), s.Host}, args)...).Scan(&firstNew, &last); err != nil {
 		return out, err
 	}
 	out.UpTo = max(from, last)
@@ -139,8 +161,9 @@ func (s *Store) journalTotals(ctx context.Context, db sqlx.QueryerContext, from 
 		return out, fmt.Errorf("sum the walks: %w", err)
 	}
 	var lastPass int64
-	if err := sqlx.GetContext(ctx, db, &lastPass, s.db.Rebind(`SELECT COALESCE(MAX(at), 0) FROM events WHERE host = ? AND type = ? AND id > ? AND id <= ?`),
-		s.Host, string(journal.TypeSnapshot), span.from, span.upTo); err != nil {
+	in, args := span.where("id")
+	if err := sqlx.GetContext(ctx, db, &lastPass, s.db.Rebind(`SELECT COALESCE(MAX(at), 0) FROM events WHERE host = ? AND type = ? AND `+in),
+		slices.Concat([]any{s.Host, string(journal.TypeSnapshot)}, args)...); err != nil {
 		return out, err
 	}
 	out.LastPass = fromMicros(lastPass)
@@ -163,15 +186,18 @@ func (s *Store) jsonRaw(doc, name string) string {
 	return "(" + doc + " -> '$." + name + "')"
 }
 
-// spanDocs selects the span's records of type typ, each payload as a
-// document p: parsed once (jsonb; OFFSET 0 keeps PostgreSQL from parsing
-// it again for each field).
-func (s *Store) spanDocs(cols string) string {
+// spanDocs selects the span's records of type typ, with cols and each
+// payload as a document p: parsed once (jsonb; OFFSET 0 keeps PostgreSQL
+// from parsing it again for each field). It returns the select's
+// arguments.
+func (s *Store) spanDocs(cols string, typ journal.Type, span journalSpan) (string, []any) {
 	doc, fence := "payload", ""
 	if s.postgres {
 		doc, fence = "payload::jsonb", " OFFSET 0"
 	}
-	return `(SELECT ` + cols + `, ` + doc + ` AS p FROM events WHERE host = ? AND type = ? AND id > ? AND id <= ?` + fence + `) e`
+	in, args := span.where("id")
+	return `(SELECT ` + cols + `, ` + doc + ` AS p FROM events WHERE host = ? AND type = ? AND ` + in + fence + `) e`,
+		slices.Concat([]any{s.Host, string(typ)}, args)
 }
 
 // sumDeletions: each tree's settled deletions; a record's size is
@@ -183,6 +209,7 @@ func (s *Store) sumDeletions(ctx context.Context, db sqlx.QueryerContext, span j
 	}
 	num := func(expr string) string { return "CAST(" + expr + " AS " + bigint + ")" }
 	freed, old := num(s.jsonField("p", "freed_bytes")), num(s.jsonField("p", "bytes"))
+	docs, args := s.spanDocs("project", journal.TypeEvicted, span)
 	var dels []struct {
 		Project string `db:"project"`
 		Area    string `db:"area"`
@@ -197,9 +224,9 @@ func (s *Store) sumDeletions(ctx context.Context, db sqlx.QueryerContext, span j
 		FROM (SELECT COALESCE(project, '') AS project, COALESCE(`+s.jsonField("p", "area")+`, '') AS area,
 			COALESCE(`+s.jsonField("p", "state")+`, '') AS state, COALESCE(`+s.jsonField("p", "sweep_id")+`, '') AS sweep_id,
 			CASE WHEN COALESCE(`+freed+`, 0) = 0 THEN COALESCE(`+old+`, 0) ELSE `+freed+` END AS bytes
-			FROM `+s.spanDocs("project")+`) d
+			FROM `+docs+`) d
 		WHERE state <> 'pending'
-		GROUP BY project, area ORDER BY project, area`), s.Host, string(journal.TypeEvicted), span.from, span.upTo); err != nil {
+		GROUP BY project, area ORDER BY project, area`), args...); err != nil {
 		return nil, err
 	}
 	var out []DeletionTotal
@@ -219,8 +246,9 @@ func (s *Store) sumSweeps(ctx context.Context, db sqlx.QueryerContext, span jour
 		Seconds *string `db:"seconds"`
 		MS      *string `db:"ms"`
 	}
+	docs, args := s.spanDocs("id", journal.TypeSwept, span)
 	if err := sqlx.SelectContext(ctx, db, &sweeps, s.db.Rebind(`SELECT `+s.jsonRaw("p", "duration_seconds")+` AS seconds, `+s.jsonRaw("p", "duration_ms")+` AS ms
-		FROM `+s.spanDocs("id")+` ORDER BY id`), s.Host, string(journal.TypeSwept), span.from, span.upTo); err != nil {
+		FROM `+docs+` ORDER BY id`), args...); err != nil {
 		return h, 0, err
 	}
 	unreadable := 0
@@ -284,17 +312,19 @@ func (s *Store) sumWalks(ctx context.Context, db sqlx.QueryerContext, span journ
 	}
 	var src string
 	if s.postgres {
-		src = `(SELECT payload::jsonb -> 'trees' AS trees FROM events WHERE host = ? AND type = ? AND id > ? AND id <= ? OFFSET 0) e
+		in, _ := span.where("id")
+		src = `(SELECT payload::jsonb -> 'trees' AS trees FROM events WHERE host = ? AND type = ? AND ` + in + ` OFFSET 0) e
 			CROSS JOIN LATERAL jsonb_to_recordset(CASE WHEN jsonb_typeof(e.trees) = 'array' THEN e.trees ELSE '[]'::jsonb END)
 				AS t(project TEXT, area TEXT, duration_seconds DOUBLE PRECISION)
 			WHERE t.duration_seconds IS NOT NULL OFFSET 0`
 		src = `SELECT COALESCE(t.project, '') AS project, COALESCE(t.area, '') AS area,
 			CAST(trunc(t.duration_seconds * CAST(1000000000 AS DOUBLE PRECISION)) AS BIGINT) AS ns FROM ` + src
 	} else {
+		in, _ := span.where("e.id")
 		src = `SELECT COALESCE(json_extract(t.value, '$.project'), '') AS project, COALESCE(json_extract(t.value, '$.area'), '') AS area,
 			CAST(CAST(json_extract(t.value, '$.duration_seconds') AS REAL) * 1000000000.0 AS INTEGER) AS ns
 			FROM events e, json_each(e.payload, '$.trees') AS t
-			WHERE e.host = ? AND e.type = ? AND e.id > ? AND e.id <= ? AND json_extract(t.value, '$.duration_seconds') IS NOT NULL`
+			WHERE e.host = ? AND e.type = ? AND ` + in + ` AND json_extract(t.value, '$.duration_seconds') IS NOT NULL`
 	}
 	secs := "(CAST(ns / 1000000000 AS " + double + ") + CAST(ns % 1000000000 AS " + double + ") / CAST(1000000000 AS " + double + "))"
 	var bucket strings.Builder
@@ -305,7 +335,8 @@ func (s *Store) sumWalks(ctx context.Context, db sqlx.QueryerContext, span journ
 		args = append(args, b)
 	}
 	fmt.Fprintf(&bucket, " ELSE %d END", len(buckets))
-	args = append(args, s.Host, string(journal.TypeSnapshot), span.from, span.upTo)
+	_, spanArgs := span.where("id")
+	args = slices.Concat(args, []any{s.Host, string(journal.TypeSnapshot)}, spanArgs)
 	rows, err := db.QueryContext(ctx, s.db.Rebind(`SELECT project, area, bucket, COUNT(*), SUM(ns)
 		FROM (SELECT project, area, ns, `+bucket.String()+` AS bucket FROM (`+src+`) x) w
 		GROUP BY project, area, bucket ORDER BY project, area, bucket`), args...)
