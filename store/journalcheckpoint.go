@@ -111,6 +111,35 @@ func (s *Store) SaveJournalCheckpoint(ctx context.Context, t JournalTotals, at t
 	return n == 1, nil
 }
 
+// journalCheckpointSpan is how many record IDs one step of
+// AdvanceJournalCheckpoint sums at most: its statements stay well within a
+// statement_timeout of seconds however long the journal (a variable: the
+// tests step through a short journal).
+var journalCheckpointSpan int64 = 100_000
+
+// AdvanceJournalCheckpoint moves this host's checkpoint in buckets past
+// its followed records older than horizon, journalCheckpointSpan IDs a
+// step, each step summed from the checkpoint and written on its own (a
+// step done stays done, should a later one fail). False: it did not move
+// (nothing new, or another writer moved it first, which it leaves).
+func (s *Store) AdvanceJournalCheckpoint(ctx context.Context, horizon time.Time, buckets JournalBuckets) (bool, error) {
+	moved := false
+	for {
+		t, err := s.journalTotalsWithin(ctx, horizon, buckets, journalCheckpointSpan)
+		if err != nil {
+			return moved, err
+		}
+		ok, err := s.SaveJournalCheckpoint(ctx, t, time.Now())
+		if err != nil || !ok {
+			return moved, err
+		}
+		moved = true
+		if !t.more {
+			return true, nil
+		}
+	}
+}
+
 func lastPassMicros(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
@@ -122,7 +151,7 @@ func lastPassMicros(t time.Time) int64 {
 // t's, its UpTo u's.
 func (t JournalTotals) plus(u JournalTotals) JournalTotals {
 	out := JournalTotals{From: t.From, UpTo: max(t.UpTo, u.UpTo), Buckets: t.Buckets, Unreadable: t.Unreadable + u.Unreadable,
-		Sweeps: t.Sweeps.plus(u.Sweeps), LastPass: t.LastPass}
+		Sweeps: t.Sweeps.plus(u.Sweeps), LastPass: t.LastPass, more: u.more}
 	if u.LastPass.After(out.LastPass) {
 		out.LastPass = u.LastPass
 	}

@@ -82,5 +82,17 @@ func TestJournalCheckpointMovesForwardOnce(t *testing.T) {
 		if !reflect.DeepEqual(a, again) {
 			t.Errorf("from the checkpoint %+v, from the start %+v", a, again)
 		}
+
+		// Advanced a record ID at a time, as a long journal is in steps:
+		// the same totals.
+		defer func(span int64) { journalCheckpointSpan = span }(journalCheckpointSpan)
+		journalCheckpointSpan = 1
+		if moved, err := s.AdvanceJournalCheckpoint(ctx, time.Now().Add(-5*time.Minute), buckets); err != nil || !moved {
+			t.Fatalf("advance: %v %v", moved, err)
+		}
+		stepped, ok, err := s.JournalCheckpoint(ctx, buckets)
+		if stepped.From = 0; err != nil || !ok || !reflect.DeepEqual(stepped, again) {
+			t.Errorf("stepped %+v (%v %v), summed at once %+v", stepped, ok, err, again)
+		}
 	})
 }

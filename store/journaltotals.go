@@ -42,6 +42,8 @@ type JournalTotals struct {
 	// Unreadable counts the storage.swept records summed whose duration is
 	// not a number: they are not counted.
 	Unreadable int
+
+	more bool // records older than the horizon remain past UpTo (journalTotals' span)
 }
 
 // JournalBuckets are the histograms' upper bounds, in seconds, ascending,
@@ -82,6 +84,12 @@ type WalkTotal struct {
 // the host's checkpoint in those buckets when there is one. It reads,
 // never writes.
 func (s *Store) JournalTotals(ctx context.Context, horizon time.Time, buckets JournalBuckets) (JournalTotals, error) {
+	return s.journalTotalsWithin(ctx, horizon, buckets, 0)
+}
+
+// journalTotalsWithin is JournalTotals summing at most span IDs past the
+// checkpoint (0: all up to the horizon).
+func (s *Store) journalTotalsWithin(ctx context.Context, horizon time.Time, buckets JournalBuckets, span int64) (JournalTotals, error) {
 	return boundedRead(ctx, s, func(ctx context.Context) (JournalTotals, error) {
 		var out JournalTotals
 		err := s.withoutJIT(ctx, func(db sqlx.QueryerContext) error {
@@ -89,7 +97,7 @@ func (s *Store) JournalTotals(ctx context.Context, horizon time.Time, buckets Jo
 			if err != nil {
 				return err
 			}
-			news, err := s.journalTotals(ctx, db, base.UpTo, horizon, buckets)
+			news, err := s.journalTotals(ctx, db, base.UpTo, horizon, buckets, span)
 			if err != nil {
 				return err
 			}
@@ -129,10 +137,10 @@ func after(col string, from int64) (string, []any) {
 }
 
 // journalTotals sums the followed records after from and older than
-// horizon, in four statements after one that finds where the records
-// older than horizon end (the first record at or after it: none before
-// it may be uncommitted still).
-func (s *Store) journalTotals(ctx context.Context, db sqlx.QueryerContext, from int64, horizon time.Time, buckets JournalBuckets) (JournalTotals, error) {
+// horizon (at most span IDs of them; 0: all), in four statements after one
+// that finds where the records older than horizon end (the first record at
+// or after it: none before it may be uncommitted still).
+func (s *Store) journalTotals(ctx context.Context, db sqlx.QueryerContext, from int64, horizon time.Time, buckets JournalBuckets, span int64) (JournalTotals, error) {
 	out := JournalTotals{From: from, UpTo: from, Buckets: buckets}
 	var firstNew, last int64
 	above, args := after("id", from)
@@ -146,22 +154,25 @@ func (s *Store) journalTotals(ctx context.Context, db sqlx.QueryerContext, from 
 	if firstNew > 0 {
 		out.UpTo = firstNew - 1
 	}
-	span := journalSpan{from, out.UpTo}
-	if span.upTo <= span.from {
+	if span > 0 && out.UpTo > from+span {
+		out.UpTo, out.more = from+span, true
+	}
+	ids := journalSpan{from, out.UpTo}
+	if ids.upTo <= ids.from {
 		return out, nil
 	}
 	var err error
-	if out.Deletions, err = s.sumDeletions(ctx, db, span); err != nil {
+	if out.Deletions, err = s.sumDeletions(ctx, db, ids); err != nil {
 		return out, fmt.Errorf("sum the deletions: %w", err)
 	}
-	if out.Sweeps, out.Unreadable, err = s.sumSweeps(ctx, db, span, buckets.Sweeps); err != nil {
+	if out.Sweeps, out.Unreadable, err = s.sumSweeps(ctx, db, ids, buckets.Sweeps); err != nil {
 		return out, fmt.Errorf("read the sweeps: %w", err)
 	}
-	if out.Walks, err = s.sumWalks(ctx, db, span, buckets.Walks); err != nil {
+	if out.Walks, err = s.sumWalks(ctx, db, ids, buckets.Walks); err != nil {
 		return out, fmt.Errorf("sum the walks: %w", err)
 	}
 	var lastPass int64
-	in, args := span.where("id")
+	in, args := ids.where("id")
 	if err := sqlx.GetContext(ctx, db, &lastPass, s.db.Rebind(`SELECT COALESCE(MAX(at), 0) FROM events WHERE host = ? AND type = ? AND `+in),
 		slices.Concat([]any{s.Host, string(journal.TypeSnapshot)}, args)...); err != nil {
 		return out, err

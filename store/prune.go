@@ -82,10 +82,8 @@ func (s *Store) checkpointBefore(ctx context.Context, before time.Time) error {
 	if err := json.Unmarshal([]byte(stored[0]), &buckets); err != nil {
 		return fmt.Errorf("read the journal's checkpoint: %w", err)
 	}
-	t, err := s.JournalTotals(ctx, before, buckets)
-	if err != nil {
+	if _, err := s.AdvanceJournalCheckpoint(ctx, before, buckets); err != nil {
 		return fmt.Errorf("move the journal's checkpoint before pruning: %w", err)
 	}
-	_, err = s.SaveJournalCheckpoint(ctx, t, time.Now())
-	return err
+	return nil
 }

@@ -171,18 +171,14 @@ func (n *JournalNews) addTotals(t store.JournalTotals) {
 	}
 }
 
-// CheckpointJournal makes the totals of this host's records older than
-// journalSettleTime, counted in buckets, its journal checkpoint
-// (Store.SaveJournalCheckpoint): it sums the records since the checkpoint
-// (all of them when there is none in those buckets) and writes in one
-// small transaction; false when there was nothing new or another process
-// moved the checkpoint first.
+// CheckpointJournal moves this host's journal checkpoint in buckets past
+// its records older than journalSettleTime (Store.AdvanceJournalCheckpoint):
+// it sums the records since the checkpoint (all of them, a step at a time,
+// when there is none in those buckets) and writes each step in one small
+// transaction; false when there was nothing new or another process moved
+// the checkpoint first.
 func (m *Model) CheckpointJournal(ctx context.Context, buckets store.JournalBuckets) (bool, error) {
-	totals, err := m.Store.JournalTotals(ctx, m.Now().Add(-journalSettleTime), buckets)
-	if err != nil {
-		return false, err
-	}
-	return m.Store.SaveJournalCheckpoint(ctx, totals, m.Now())
+	return m.Store.AdvanceJournalCheckpoint(ctx, m.Now().Add(-journalSettleTime), buckets)
 }
 
 func (n *JournalNews) add(e journal.Event) {
