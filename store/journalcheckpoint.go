@@ -65,6 +65,7 @@ func (s *Store) journalCheckpoint(ctx context.Context, db sqlx.QueryerContext, b
 		Walks: cp.Walks, LastPass: fromMicros(cp.LastPass)}, true, nil
 }
 
+// boundedRead2 is boundedRead of a read with two results.
 func boundedRead2[T any, U any](ctx context.Context, s *Store, read func(context.Context) (T, U, error)) (T, U, error) {
 	type pair struct {
 		t T
