@@ -34,10 +34,12 @@ type oldSwept struct {
 func (oldSwept) Type() journal.Type { return journal.TypeSwept }
 
 // TestCatchUpCountsAsFollowing: a collector's first scrape sums the
-// journal in the database (Store.JournalTotals) and follows it by cursor
-// from there; its counters are those of a collector that reads every
-// record one by one, on the same journal, before the seam and after it —
-// nothing counted twice, nothing lost. The journal holds every form the
+// journal in the database (Store.JournalTotals), from the host's journal
+// checkpoint when there is one, and follows it by cursor from there; its
+// counters are those of a collector that reads every record one by one,
+// on the same journal, before each seam and after it — nothing counted
+// twice, nothing lost — across restarts from a checkpoint, and across a
+// prune, which the checkpoint outlives. The journal holds every form the
 // counters read: deletions done, partial, failed, pending, outside sweeps
 // and in the oldest form; sweeps in both forms; walks of real passes and
 // of a pass whose durations sit on and beside the buckets' bounds (and one
@@ -97,26 +99,44 @@ func TestCatchUpCountsAsFollowing(t *testing.T) {
 		journalSome(2)            // within it: read one by one
 
 		summed, onebyone := newCollector(r.Root, nil, nil), newCollector(r.Root, nil, nil)
-		onebyone.cursor.WalkBuckets = nil
-		check := func(when string) {
+		onebyone.cursor.Buckets = sandbox.JournalBuckets{}
+		var newestPass time.Time // kept once its record is pruned, as the checkpoint keeps it
+		lastPassJournalled := func() time.Time {
 			t.Helper()
-			for _, c := range []*collector{summed, onebyone} {
+			passes, err := sandbox.TestStore(m).EventsAfter(ctx, 0, []journal.Type{journal.TypeSnapshot}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(passes) > 0 {
+				newestPass = passes[len(passes)-1].At
+			}
+			return newestPass
+		}
+		check := func(when string, others ...*collector) {
+			t.Helper()
+			for _, c := range append([]*collector{summed, onebyone}, others...) {
 				if err := c.readJournal(ctx); err != nil {
 					t.Fatal(err)
 				}
 			}
-			for _, f := range []struct {
-				name string
-				a, b any
-			}{{"evicted bytes", summed.evicted, onebyone.evicted}, {"failed deletions", summed.failed, onebyone.failed},
-				{"sweeps", summed.sweeps, onebyone.sweeps}, {"walks", summed.walks, onebyone.walks},
-				{"last pass", summed.lastPass, onebyone.lastPass}} {
-				if !reflect.DeepEqual(f.a, f.b) {
-					t.Errorf("%s: %s summed %+v, one by one %+v", when, f.name, f.a, f.b)
+			for i, c := range append([]*collector{summed}, others...) {
+				sameCounters(t, when, c, onebyone, i > 0)
+			}
+			want := lastPassJournalled()
+			for _, c := range others { // onebyone read the passes before age moved them
+				if !c.lastPass.Equal(want) {
+					t.Errorf("%s: last pass %v, want the newest journalled, %v", when, c.lastPass, want)
 				}
 			}
 		}
+		checkpoint := func() { // as the daemon does every few minutes
+			t.Helper()
+			if moved, err := CheckpointJournal(ctx, r.Root); err != nil || !moved {
+				t.Fatalf("checkpoint: moved %v, %v", moved, err)
+			}
+		}
 		check("first scrape")
+		checkpoint() // after rounds 0 and 1: round 2 is too new
 		journalSome(3)
 		check("next scrape")
 		age(t, r, 10*time.Minute)
@@ -137,8 +157,41 @@ func TestCatchUpCountsAsFollowing(t *testing.T) {
 			t.Errorf("sweeps %d, a/cache walks %d; want 8 and 16", summed.sweeps.count, summed.walks[treeKey{"a", area.Cache}].count)
 		}
 
+		// A restart after more records: the checkpoint, then the records
+		// after it; then another from a later checkpoint, with records too
+		// new to sum.
+		st := sandbox.TestStore(m)
+		first, ok, err := st.JournalCheckpoint(ctx, journalBuckets)
+		if err != nil || !ok || first.UpTo == 0 {
+			t.Fatalf("the checkpoint: %+v %v %v", first, ok, err)
+		}
+		journalSome(4)
+		evict("a", area.Cache, "s", 1000, deletion.StateDone) // the newest: the next checkpoint ends on it
+		age(t, r, 10*time.Minute)
+		if t0, err := st.JournalTotals(ctx, time.Now().Add(-5*time.Minute), journalBuckets); err != nil || t0.From != first.UpTo || t0.UpTo <= t0.From {
+			t.Fatalf("a restart's catch-up %+v %v: want it from the checkpoint at %d", t0, err, first.UpTo)
+		}
+		check("a restart past the checkpoint", newCollector(r.Root, nil, nil))
+		checkpoint()
+		journalSome(5)
+		check("a second restart", newCollector(r.Root, nil, nil))
+
+		// A prune: what it removes, the checkpoint holds first (here it is
+		// behind: round 5 settles only now), and a restart counts as before.
+		journalSome(6)
+		age(t, r, 10*time.Minute)
+		check("before the prune")
+		if _, err := st.PruneEvents(ctx, time.Now().Add(-time.Minute), "1m", "test", 0); err != nil {
+			t.Fatal(err)
+		}
+		var left []journal.Event
+		if left, err = st.EventsAfter(ctx, 0, nil, 0); err != nil || len(left) != 2 { // journal.pruned, and the pending deletion's
+			t.Fatalf("%d records left after the prune (%v), want 2", len(left), err)
+		}
+		check("a restart after the prune", newCollector(r.Root, nil, nil))
+
 		// The first read did sum in the database.
-		c := sandbox.JournalCursor{WalkBuckets: walkBuckets}
+		c := sandbox.JournalCursor{Buckets: journalBuckets}
 		news, err := m.ReadJournal(ctx, &c)
 		if err != nil {
 			t.Fatal(err)
@@ -148,6 +201,25 @@ func TestCatchUpCountsAsFollowing(t *testing.T) {
 				len(news.DeletionTotals), len(news.WalkTotals), len(news.Deletions), len(news.Walks))
 		}
 	})
+}
+
+// sameCounters: c's counters are want's.
+// (the last pass too, unless c began after age moved the records: it
+// reads their new times).
+func sameCounters(t *testing.T, when string, c, want *collector, restarted bool) {
+	t.Helper()
+	for _, f := range []struct {
+		name string
+		a, b any
+	}{{"evicted bytes", c.evicted, want.evicted}, {"failed deletions", c.failed, want.failed},
+		{"sweeps", c.sweeps, want.sweeps}, {"walks", c.walks, want.walks}, {"last pass", c.lastPass, want.lastPass}} {
+		if f.name == "last pass" && restarted {
+			continue
+		}
+		if !reflect.DeepEqual(f.a, f.b) {
+			t.Errorf("%s: %s summed %+v, one by one %+v", when, f.name, f.a, f.b)
+		}
+	}
 }
 
 // age makes every record of the journal older by d, as if journalled d

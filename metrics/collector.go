@@ -29,6 +29,11 @@ import (
 var (
 	sweepBuckets = []float64{0.1, 0.5, 1, 5, 15, 60, 300, 900, 1800, 3600}
 	walkBuckets  = []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300}
+
+	// journalBuckets are the ones the journal's catch-up and checkpoint
+	// count in: a checkpoint in others (a binary with other buckets wrote
+	// it) is not used, and the next is summed from the start.
+	journalBuckets = sandbox.JournalBuckets{Walks: walkBuckets, Sweeps: sweepBuckets}
 )
 
 // Handler serves the metrics of root (and of the host, when checker is not
@@ -215,7 +220,7 @@ func newCollector(root *sandbox.Root, checker *health.Checker, log *slog.Logger)
 	c := &collector{root: root, checker: checker, log: log,
 		evicted: map[treeKey]float64{}, failed: map[treeKey]float64{}, walks: map[treeKey]*histogram{},
 		sweeps: newHistogram(sweepBuckets), build: []string{"unknown", "unknown"},
-		cursor: sandbox.JournalCursor{WalkBuckets: walkBuckets}} // the first scrape sums what it catches up on in the database
+		cursor: sandbox.JournalCursor{Buckets: journalBuckets}} // the first scrape sums what it catches up on in the database
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		c.build = []string{bi.Main.Version, bi.GoVersion}
 	}
@@ -469,6 +474,21 @@ func (c *collector) readJournal(ctx context.Context) error {
 	}
 	defer c.reading.Unlock()
 	news, err := c.root.Manager.ReadJournal(ctx, &c.cursor)
+	c.count(news)
+	return err
+}
+
+// CheckpointJournal keeps root's journal checkpoint in the buckets the
+// collector counts in (Manager.CheckpointJournal), so that a restarted
+// server's first scrape sums only the records since: for what runs beside
+// the server every few minutes (daemon.JournalCheckpoints), never at a
+// scrape, which only reads.
+func CheckpointJournal(ctx context.Context, root *sandbox.Root) (bool, error) {
+	return root.Manager.CheckpointJournal(ctx, journalBuckets)
+}
+
+// count adds news to the counters.
+func (c *collector) count(news sandbox.JournalNews) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, d := range news.Deletions {
@@ -496,6 +516,9 @@ func (c *collector) readJournal(ctx context.Context) error {
 		}
 		c.walks[k].addTotals(w.Count, w.Sum, w.AtMost)
 	}
+	if t := news.SweepTotals; t.Count > 0 {
+		c.sweeps.addTotals(t.Count, t.Sum, t.AtMost)
+	}
 	for _, s := range news.Sweeps {
 		c.sweeps.observe(s.Duration)
 	}
@@ -511,7 +534,6 @@ func (c *collector) readJournal(ctx context.Context) error {
 			c.lastPass = p
 		}
 	}
-	return err
 }
 
 // host exports the health answer's figures; a part in error exports none.

@@ -47,6 +47,7 @@ type (
 	IDRange         = core.IDRange
 	InitResult      = core.InitResult
 	InputError      = core.InputError
+	JournalBuckets  = store.JournalBuckets
 	JournalCursor   = readmodel.JournalCursor
 	JournalNews     = readmodel.JournalNews
 	KeptPlan        = retention.KeptPlan
@@ -312,6 +313,10 @@ func (m *Manager) ProjectStorage(ctx context.Context, name string, depth int) (P
 
 func (m *Manager) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNews, error) {
 	return m.reads.ReadJournal(ctx, c)
+}
+
+func (m *Manager) CheckpointJournal(ctx context.Context, buckets JournalBuckets) (bool, error) {
+	return m.reads.CheckpointJournal(ctx, buckets)
 }
 
 func (m *Manager) Ready(ctx context.Context, timeout time.Duration) error {

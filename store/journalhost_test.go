@@ -78,9 +78,10 @@ func TestOlderBinaryOnNewerSchema(t *testing.T) {
 
 // The hot journal queries of a host never scan the whole events table on
 // PostgreSQL: Blank (every command's start), the events listing, a
-// scrape's read, settling pending deletions and pruning each read this
-// host's records through an index, with a journal of 20,000 other hosts'
-// records beside this host's 50, as a fleet's is.
+// scrape's read and its catch-up from a checkpoint, settling pending
+// deletions and pruning each read this host's records through an index,
+// with a journal of 20,000 other hosts' records beside this host's 50, as
+// a fleet's is.
 func TestJournalQueriesUseTheHostIndex(t *testing.T) {
 	s := open(t, storetest.Postgres(t))
 	if err := s.InTx(ctx, func(tx *Tx) error {
@@ -118,7 +119,11 @@ func TestJournalQueriesUseTheHostIndex(t *testing.T) {
 			[]any{s.Host, types[0], since, 1 << 40}, "events_"},
 		{"scrape", `SELECT id FROM events WHERE id > $1 AND host = $2 AND type IN ($3, $4) ORDER BY id LIMIT 1000`, []any{0, s.Host, types[0], types[1]}, "events_host_id"},
 		{"pending", `SELECT e.id FROM evictions_pending p JOIN events e ON e.id = p.event_id WHERE p.host = $1 ORDER BY e.id`, []any{s.Host}, "events_"},
-		{"prune", s.db.Rebind(pruneBatchQuery), []any{s.Host, since, 500}, "events_host_id"},
+		{"prune", s.db.Rebind(pruneBatchQuery), []any{s.Host, since, s.Host, 500}, "events_host_id"},
+		{"catch-up after a checkpoint", `SELECT MIN(id) FROM events WHERE host = $1 AND id > $2 AND ` + totalledIn + ` AND at >= $3`,
+			[]any{s.Host, 40, since}, "events_"}, // or (type, at): the records since the horizon are few
+		{"sums after a checkpoint", `SELECT payload FROM events WHERE host = $1 AND type = $2 AND id > $3 AND id <= $4`,
+			[]any{s.Host, types[0], 40, 50}, "events_host_id"},
 	} {
 		t.Run(q.name, func(t *testing.T) {
 			plan := explain(t, s, q.query, q.args...)

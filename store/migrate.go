@@ -395,6 +395,20 @@ var migrations = []string{
 	SELECT host, at, CAST({{json payload free_bytes}} AS BIGINT) FROM events
 	WHERE type = 'storage.snapshot' AND {{json payload free_bytes}} IS NOT NULL
 	ON CONFLICT (host, at) DO NOTHING;`,
+	// 22: each host's journal totals as of a position in its journal (what
+	// a follower counts, as JournalTotals sums them, over its records up to
+	// up_to), so that a restarted server's first scrape sums only the
+	// records after it rather than the whole journal; and a prune keeps
+	// the totals of the records it removes. buckets are the histograms'
+	// bounds the totals were counted in (a checkpoint in others is not
+	// used); totals is JSON (journalCheckpoint).
+	`CREATE TABLE journal_checkpoints (
+		host       TEXT   NOT NULL PRIMARY KEY,
+		up_to      BIGINT NOT NULL, -- every followed record of the host up to this ID is in totals
+		written_at BIGINT NOT NULL,
+		buckets    TEXT   NOT NULL,
+		totals     TEXT   NOT NULL
+	);`,
 }
 
 // oldestBinary is, for the migrations that only expand the schema (add a
@@ -409,6 +423,7 @@ var oldestBinary = map[int]int{
 	17: 16, // fleet_hosts: a table older binaries never read
 	19: 18, // an index and schema_compat itself
 	21: 20, // pass_free: older binaries neither read nor write it (their passes are missing from the disk's trend until they are upgraded)
+	22: 21, // journal_checkpoints: older binaries neither read nor write it (their first scrape sums the whole journal; a host taken back to one prunes past its checkpoint, whose totals then miss those records)
 	// 20 contracts: soft_exceeded's meaning moves to limit_crossings.
 	// 18 contracts: older binaries write project_ids, not id_registry, and hold no lease.
 }

@@ -193,6 +193,14 @@ func cmdServe(e env) error {
 		(&server.Heartbeats{Root: root, Log: log}).Run(pctx)
 	}()
 	defer func() { stopPasses(); <-beatsDone }()
+	// The journal's checkpoint, so that the next start's first scrape sums
+	// only the records since it; it stops with the passes too.
+	checkpointsDone := make(chan struct{})
+	go func() {
+		defer close(checkpointsDone)
+		(&daemon.JournalCheckpoints{Root: root, Log: log}).Run(pctx)
+	}()
+	defer func() { stopPasses(); <-checkpointsDone }()
 	served := make(chan error, 1)
 	go func() {
 		if cert != "" {

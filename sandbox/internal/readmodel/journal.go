@@ -3,7 +3,6 @@ package readmodel
 import (
 	"context"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/xfsq/xfsq/journal"
@@ -20,14 +19,13 @@ import (
 //
 // A cursor's first read catches up in the database (Store.JournalTotals):
 // what the records older than journalSettleTime add up to comes as totals
-// (DeletionTotals, WalkTotals, the sweeps and the last pass), without
-// their payloads; the records after them come one by one, as every later
-// read's do. Set WalkBuckets before the first read to have the walks
-// counted in those buckets (seconds, ascending, as Duration.Seconds()
-// compares); without them the first read returns every record as a later
-// one does.
+// (DeletionTotals, SweepTotals, WalkTotals and the last pass), without
+// their payloads, from the host's journal checkpoint on; the records after
+// them come one by one, as every later read's do. Set Buckets before the
+// first read to have the durations counted in those buckets; without them
+// the first read returns every record as a later one does.
 type JournalCursor struct {
-	WalkBuckets []float64
+	Buckets store.JournalBuckets
 
 	settled int64          // every record up to this ID has been returned
 	recent  map[int64]bool // records above settled already returned
@@ -54,10 +52,12 @@ type JournalNews struct {
 	// Unreadable counts records whose payload could not be decoded; they
 	// are skipped, not retried.
 	Unreadable int
-	// DeletionTotals and WalkTotals, on a cursor's first read only, are
-	// what the records it caught up on in the database add up to, by tree:
-	// those records are in neither Deletions nor Walks.
+	// DeletionTotals, SweepTotals and WalkTotals, on a cursor's first
+	// read only, are what the records it caught up on in the database add
+	// up to (by tree): those records are in none of Deletions, Sweeps and
+	// Walks.
 	DeletionTotals []store.DeletionTotal
+	SweepTotals    store.Histogram
 	WalkTotals     []store.WalkTotal
 }
 
@@ -93,17 +93,8 @@ func (m *Model) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNews,
 		c.recent = map[int64]bool{}
 	}
 	horizon := m.Now().Add(-journalSettleTime)
-	if !c.begun && c.WalkBuckets != nil {
-		// A catch-up that fails (a payload the database will not read as
-		// JSON, say) leaves the cursor at the start: the records are then
-		// read one by one, as before there was a catch-up. Once any record
-		// was returned, there is no catch-up: it would count it again.
-		totals, err := m.Store.JournalTotals(ctx, horizon, c.WalkBuckets)
-		switch {
-		case err == nil:
-			news.addTotals(totals)
-			c.settled, c.begun = totals.UpTo, true
-		case ctx.Err() != nil:
+	if !c.begun && c.Buckets.Walks != nil {
+		if err := m.catchUp(ctx, c, horizon, &news); err != nil {
 			return news, err
 		}
 	}
@@ -149,39 +140,45 @@ func (m *Model) ReadJournal(ctx context.Context, c *JournalCursor) (JournalNews,
 	return news, nil
 }
 
-// addTotals adds what a catch-up summed; its sweeps are read from their
-// durations' text as journal.Swept reads its JSON (duration_ms in the
-// oldest form, when duration_seconds is absent or 0).
-func (n *JournalNews) addTotals(t store.JournalTotals) {
-	n.DeletionTotals, n.WalkTotals = t.Deletions, t.Walks
-	for _, r := range t.Sweeps {
-		secs, err := jsonNumber(r.DurationSeconds, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
-		if err != nil {
-			n.Unreadable++
-			continue
+// catchUp is a cursor's first read in the database: the totals from the
+// host's checkpoint to horizon, or, when the database will not sum them (a
+// payload it will not read as JSON, say), the checkpoint's alone, the
+// records after it then read one by one; with neither, the cursor stays
+// at the start. Once any record was returned, there is no catch-up: it
+// would count it again.
+func (m *Model) catchUp(ctx context.Context, c *JournalCursor, horizon time.Time, news *JournalNews) error {
+	totals, err := m.Store.JournalTotals(ctx, horizon, c.Buckets)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
 		}
-		ms, err := jsonNumber(r.DurationMS, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) })
-		if err != nil {
-			n.Unreadable++
-			continue
+		var ok bool
+		if totals, ok, err = m.Store.JournalCheckpoint(ctx, c.Buckets); err != nil || !ok {
+			return ctx.Err()
 		}
-		if secs == 0 && r.DurationMS != "" && r.DurationMS != "null" {
-			secs = float64(ms) / 1000
-		}
-		n.Sweeps = append(n.Sweeps, SweepRun{At: r.At, Duration: time.Duration(math.Round(secs * float64(time.Second)))})
 	}
+	news.addTotals(totals)
+	c.settled, c.begun = totals.UpTo, true
+	return nil
+}
+
+// addTotals adds what a catch-up summed.
+func (n *JournalNews) addTotals(t store.JournalTotals) {
+	n.DeletionTotals, n.SweepTotals, n.WalkTotals = t.Deletions, t.Sweeps, t.Walks
+	n.Unreadable += t.Unreadable
 	if !t.LastPass.IsZero() {
 		n.SnapshotPasses = append(n.SnapshotPasses, t.LastPass)
 	}
 }
 
-// jsonNumber reads a JSON value's text as encoding/json reads it into a
-// number: absent or null is zero.
-func jsonNumber[T int64 | float64](text string, parse func(string) (T, error)) (T, error) {
-	if text == "" || text == "null" {
-		return 0, nil
-	}
-	return parse(text)
+// CheckpointJournal moves this host's journal checkpoint in buckets past
+// its records older than journalSettleTime (Store.AdvanceJournalCheckpoint):
+// it sums the records since the checkpoint (all of them, a step at a time,
+// when there is none in those buckets) and writes each step in one small
+// transaction; false when there was nothing new or another process moved
+// the checkpoint first.
+func (m *Model) CheckpointJournal(ctx context.Context, buckets store.JournalBuckets) (bool, error) {
+	return m.Store.AdvanceJournalCheckpoint(ctx, m.Now().Add(-journalSettleTime), buckets)
 }
 
 func (n *JournalNews) add(e journal.Event) {
