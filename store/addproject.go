@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -293,4 +294,85 @@ func readsOf(rows []readyRow, walks []WalkRecord) ([]TreeRead, error) {
 		})
 	}
 	return out, nil
+}
+
+// The rollback of an add left half-way (its process died, or its own
+// failure) is decided here, under the project name's lock, the one every
+// add of the name takes: processes that each judged the same add dead
+// would otherwise each roll it back, the last one after the name was
+// added afresh, clearing the new project's limits, removing its
+// directories (the same paths), releasing its IDs (often the same
+// numbers) and deleting its row. TakeOverAdd hands the add to one
+// rollback, whose holder the row then names: no other rollback of it
+// proceeds, and no add of the name begins, until the rollback deletes the
+// row (checking with EndRollbackAdd that it still holds it), after it has
+// removed the directories.
+
+// ErrAddChanged is wrapped when a rollback of an add finds, under the
+// project name's lock, that the row is no longer the add it set out to
+// undo (another process rolled it back, took the rollback over, or added
+// the name afresh) or that the add's holder is not gone: it did nothing.
+var ErrAddChanged = errors.New("no longer the interrupted add it was taken for")
+
+// TakeOverAdd takes the rollback of seen, an add left half-way, for c's
+// holder, and returns the add's trees. The row must still be seen's
+// (adding, the same holder and creation stamp) and its holder c's own or
+// gone, as c.Gone decides on its lease read here; else it changes
+// nothing and wraps ErrAddChanged.
+func (t *Tx) TakeOverAdd(ctx context.Context, seen Project, c Claim) ([]Tree, error) {
+	if err := t.lock(ctx, projectLock(t.s.Host, seen.Name)); err != nil {
+		return nil, err
+	}
+	now, err := t.Project(ctx, seen.Name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, fmt.Errorf("project %q: %w: it is gone", seen.Name, ErrAddChanged)
+	case err != nil:
+		return nil, err
+	case seen.State != StateAdding || now.State != StateAdding || now.Adder != seen.Adder || !now.CreatedAt.Equal(AsStored(seen.CreatedAt)):
+		return nil, fmt.Errorf("project %q: %w: it is now %s", seen.Name, ErrAddChanged, now.describe())
+	}
+	if now.Adder != c.Holder {
+		_, why, err := t.gone(ctx, c, now.Adder)
+		if err != nil {
+			return nil, err
+		}
+		if why == "" {
+			return nil, fmt.Errorf("project %q: %w: its holder %s is under way", seen.Name, ErrAddChanged, now.Adder)
+		}
+		if err := t.hold(ctx, c.Holder); err != nil {
+			return nil, err
+		}
+		if _, err := t.exec(ctx, `UPDATE projects SET adder = ? WHERE host = ? AND name = ?`, c.Holder, t.s.Host, seen.Name); err != nil {
+			return nil, err
+		}
+	}
+	return trees(ctx, t.sel, t.s.Host, seen.Name)
+}
+
+// EndRollbackAdd checks, under the project name's lock, that holder still
+// holds the rollback of the add of name it took over (TakeOverAdd): else
+// it wraps ErrAddChanged, and the caller's transaction must change nothing.
+func (t *Tx) EndRollbackAdd(ctx context.Context, name, holder string) error {
+	if err := t.lock(ctx, projectLock(t.s.Host, name)); err != nil {
+		return err
+	}
+	now, err := t.Project(ctx, name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return fmt.Errorf("project %q: %w: it is gone", name, ErrAddChanged)
+	case err != nil:
+		return err
+	case now.State != StateAdding || now.Adder != holder:
+		return fmt.Errorf("project %q: %w: its rollback was taken over (it is now %s)", name, ErrAddChanged, now.describe())
+	}
+	return nil
+}
+
+// describe is the project's row in words, for an error.
+func (p Project) describe() string {
+	if p.Adder == "" {
+		return p.State
+	}
+	return fmt.Sprintf("%s by %s (the row created %s)", p.State, p.Adder, p.CreatedAt.Format(time.RFC3339Nano))
 }

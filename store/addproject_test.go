@@ -247,3 +247,62 @@ func TestMakeReady(t *testing.T) {
 		}
 	})
 }
+
+// TakeOverAdd hands a rollback the add it saw, and only that one: the
+// same state, holder and creation stamp (a holder without an operation,
+// a process's name alone, adds the name again under the same holder),
+// and a holder gone. It changes nothing otherwise; EndRollbackAdd then
+// holds only for the rollback's own holder.
+func TestTakeOverAdd(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		gone := func(string, HolderLease) (bool, string) { return true, "test" }
+		live := func(string, HolderLease) (bool, string) { return false, "" }
+		p := newProject("omni", quota.IDRange{First: 10, Last: 99}, nil)
+		p.Adder = "1.1@a/op-1"
+		recordAdd(t, s, p)
+		row, err := s.Project(ctx, "omni")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name string
+			seen func(Project) Project
+			gone Gone
+		}{
+			{"another holder's", func(p Project) Project { p.Adder = "2.2@a/op-1"; return p }, gone},
+			{"an earlier add under the same holder", func(p Project) Project { p.CreatedAt = p.CreatedAt.Add(-time.Second); return p }, gone},
+			{"a removal", func(p Project) Project { p.State = StateRemoving; return p }, gone},
+			{"a live holder's", func(p Project) Project { return p }, live},
+			{"an add of a name gone", func(p Project) Project { p.Name = "ghost"; return p }, gone},
+		} {
+			err := s.InTx(ctx, func(tx *Tx) error {
+				_, err := tx.TakeOverAdd(ctx, c.seen(row), Claim{Holder: "3.3@b/op-1", Gone: c.gone})
+				return err
+			})
+			if !errors.Is(err, ErrAddChanged) {
+				t.Errorf("rollback of %s add: %v, want ErrAddChanged", c.name, err)
+			}
+			if now, err := s.Project(ctx, "omni"); err != nil || now != row {
+				t.Errorf("after the refused rollback of %s add: %+v %v, want %+v", c.name, now, err, row)
+			}
+		}
+		var trees []Tree
+		err = s.InTx(ctx, func(tx *Tx) (err error) {
+			trees, err = tx.TakeOverAdd(ctx, row, Claim{Holder: "3.3@b/op-1", Gone: gone})
+			return err
+		})
+		if err != nil || len(trees) != 3 || trees[0].ProjectID == 0 {
+			t.Fatalf("rollback of the add seen: %v, trees %+v", err, trees)
+		}
+		if now, err := s.Project(ctx, "omni"); err != nil || now.Adder != "3.3@b/op-1" || now.State != StateAdding {
+			t.Errorf("taken over: %+v %v, want adding, held by the rollback", now, err)
+		}
+		for holder, want := range map[string]error{"3.3@b/op-1": nil, "1.1@a/op-1": ErrAddChanged} {
+			err := s.InTx(ctx, func(tx *Tx) error { return tx.EndRollbackAdd(ctx, "omni", holder) })
+			if !errors.Is(err, want) {
+				t.Errorf("EndRollbackAdd by %s: %v, want %v", holder, err, want)
+			}
+		}
+	})
+}

@@ -256,14 +256,18 @@ func (s *Store) Projects(ctx context.Context) ([]Project, error) {
 // Trees lists the trees of one project (RootOwner: the root's own), or of
 // all, the root's own included, when project is "".
 func (s *Store) Trees(ctx context.Context, project string) ([]Tree, error) {
+	return trees(ctx, s.sel, s.Host, project)
+}
+
+func trees(ctx context.Context, sel func(context.Context, any, string, ...any) error, host, project string) ([]Tree, error) {
 	var rows []treeRow
 	q := `SELECT ` + treeCols + ` FROM trees WHERE host = ?`
-	args := []any{s.Host}
+	args := []any{host}
 	if project != "" {
 		q += ` AND project = ?`
 		args = append(args, project)
 	}
-	if err := s.sel(ctx, &rows, q+` ORDER BY project, area`, args...); err != nil {
+	if err := sel(ctx, &rows, q+` ORDER BY project, area`, args...); err != nil {
 		return nil, err
 	}
 	out := make([]Tree, len(rows))

@@ -22,8 +22,14 @@ import (
 // manager and store, closed when t ends.
 func Omni(t testing.TB, root string) (*core.Manager, *store.Store) {
 	t.Helper()
+	return OmniOn(t, root, filepath.Join(root, core.StateDir, "xfsq.db"))
+}
+
+// OmniOn is Omni on the store dsn names (storetest.Drivers).
+func OmniOn(t testing.TB, root, dsn string) (*core.Manager, *store.Store) {
+	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(root, core.StateDir, "xfsq.db"), "host-a")
+	st, err := store.Open(ctx, dsn, "host-a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,4 +56,10 @@ func Add(ctx context.Context, m *core.Manager, name string, ws core.LimitChange)
 func AcquireLease(ctx context.Context, m *core.Manager, project, run string, ttl time.Duration) error {
 	_, err := lifecycle.New(m).AcquireLease(ctx, project, run, ttl)
 	return err
+}
+
+// RollbackAdd is the rollback of an add left half-way, as project add,
+// project rm and doctor --fix call it (doctor.Projects.RollbackAdd).
+func RollbackAdd(m *core.Manager) func(ctx context.Context, seen store.Project) ([]string, error) {
+	return lifecycle.New(m).RollbackAdd
 }

@@ -58,7 +58,7 @@ type Core interface {
 // hands it over: a use case never imports another.
 type Projects struct {
 	// RollbackAdd undoes an add left half-way and says what it left.
-	RollbackAdd func(ctx context.Context, name string) (left []string, err error)
+	RollbackAdd func(ctx context.Context, seen store.Project) (left []string, err error)
 	// FinishRemove finishes a removal left half-way, as project rm would.
 	FinishRemove func(ctx context.Context, name string) error
 }
@@ -66,11 +66,11 @@ type Projects struct {
 // rollbackAdd is RollbackAdd, or an error naming it when none was handed
 // over: the zero Projects (a test's, a doctor that only diagnoses) makes
 // that repair a failed fix, never a panic.
-func (p Projects) rollbackAdd(ctx context.Context, name string) ([]string, error) {
+func (p Projects) rollbackAdd(ctx context.Context, seen store.Project) ([]string, error) {
 	if p.RollbackAdd == nil {
 		return nil, errors.New("doctor: no Projects.RollbackAdd was handed over: the interrupted add cannot be rolled back")
 	}
-	return p.RollbackAdd(ctx, name)
+	return p.RollbackAdd(ctx, seen)
 }
 
 // finishRemove is FinishRemove, or an error naming it, as rollbackAdd.
@@ -208,7 +208,7 @@ func (d *Doctor) interruptedOperations(ctx context.Context, projects []store.Pro
 		case p.State == store.StateAdding:
 			f.Kind, f.Detail, f.Fix = InterruptedAdd, "an add was interrupted half-way", "roll it back: remove the empty directories it made, clear limits, release its IDs"
 			f.fixFn = func(ctx context.Context) error {
-				left, err := d.rollbackAdd(ctx, p.Name)
+				left, err := d.rollbackAdd(ctx, p)
 				if len(left) > 0 {
 					f.Detail += fmt.Sprintf("; left non-empty %v", left)
 				}

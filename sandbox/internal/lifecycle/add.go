@@ -82,7 +82,8 @@ func (l *Lifecycle) Add(ctx context.Context, name string, o AddOptions) (core.Pr
 	}
 	reads, err := l.place(ctx, name, trees)
 	if err != nil {
-		if _, rbErr := l.RollbackAdd(ctx, name); rbErr != nil {
+		own := store.Project{Name: name, State: store.StateAdding, CreatedAt: created, Adder: core.HolderOf(ctx)}
+		if _, rbErr := l.RollbackAdd(ctx, own); rbErr != nil {
 			return core.Project{}, rollbackFailed(err, rbErr)
 		}
 		return core.Project{}, err
@@ -211,52 +212,93 @@ func (l *Lifecycle) claim(ctx context.Context, name string, created time.Time, l
 		case attempt > 0:
 			return nil, errkind.WithFix(errkind.NotReady, fmt.Errorf("project %q: could not clear an interrupted add", name), doctorFix)
 		}
-		// An add that died half-way: undo it, then try again. Unless it
-		// is that add no longer: its holder may have made it ready (or
-		// another add taken it over) between the read and the verdict, and
-		// a holder judged gone does nothing after it.
-		now, err := l.Store.Project(ctx, name)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			continue
-		case err != nil:
-			return nil, err
-		case now.State != existing.State || now.Adder != existing.Adder:
-			continue
-		}
-		if _, err := l.RollbackAdd(ctx, name); err != nil {
+		// An add that died half-way: undo it, then try again. The rollback
+		// decides under the name's lock: if the row is no longer that add's
+		// (its holder made it ready, another process rolled it back or
+		// added the name afresh) or its holder is not gone after all, it
+		// does nothing, and the next attempt sees what is there now.
+		if _, err := l.RollbackAdd(ctx, existing); err != nil && !errors.Is(err, store.ErrAddChanged) {
 			return nil, fmt.Errorf("project %q: rolling back an interrupted add: %w", name, err)
 		}
 	}
 }
 
-// RollbackAdd undoes a partial add: limits cleared, directories it created
-// removed if still empty (never any data), IDs released once the kernel
-// shows them empty, rows deleted. It returns what it left behind.
-func (l *Lifecycle) RollbackAdd(ctx context.Context, name string) (left []string, err error) {
-	trees, err := l.Store.Trees(ctx, name)
-	if err != nil {
-		return nil, err
+// RollbackAdd undoes a partial add, seen as its row was read when it was
+// judged dead (or the caller's own add that failed): limits cleared,
+// directories it created removed if still empty (never any data), IDs
+// released once the kernel shows them empty, rows deleted. It returns
+// what it left behind.
+//
+// Processes that each judged the same add dead must not each undo it:
+// the last would undo a project added afresh meanwhile, whose IDs (often
+// the same numbers) and directories (the same paths) it would take for
+// the dead add's. So it decides under the project name's lock, the one
+// every add of the name takes (Tx.TakeOverAdd): when the row is no longer
+// seen's add or its holder is not gone, it does nothing and says so
+// (store.ErrAddChanged, errkind.Conflict). Else, in that transaction, the
+// row is handed to this operation, and the limits and directories are
+// undone under the lock, so nothing of another add's is touched even by
+// a rollback judged dead while it runs; the row, held, keeps every add of
+// the name out until the rows are deleted, last, again only if this
+// operation still holds it. The kernel's wait for the IDs comes between,
+// outside any transaction: it must not hold the database's write lock.
+func (l *Lifecycle) RollbackAdd(ctx context.Context, seen store.Project) (left []string, err error) {
+	c := l.ClaimFor(ctx)
+	var trees []store.Tree
+	err = l.Store.InTx(ctx, func(tx *store.Tx) (err error) {
+		takenAt := time.Now()
+		if trees, err = tx.TakeOverAdd(ctx, seen, c); err != nil {
+			return err
+		}
+		left, err = l.undoTrees(takenAt, trees)
+		return err
+	})
+	if errors.Is(err, store.ErrAddChanged) {
+		return nil, errkind.New(errkind.Conflict, fmt.Errorf("%w; nothing rolled back", err))
 	}
-	for _, t := range trees {
-		if err := l.Backend.Clear(t.ProjectID); err != nil {
-			return nil, err
-		}
-		if t.CreatedDir {
-			left = append(left, core.RemoveEmptyTree(l.abs(t.Path), t.Area)...)
-		}
+	if err != nil {
+		return left, err
+	}
+	if l.rollbackUndone != nil {
+		l.rollbackUndone()
 	}
 	used, err := l.IDsStillUsed(trees)
 	if err != nil {
 		return left, err
 	}
 	err = l.Store.InTx(ctx, func(tx *store.Tx) error {
+		if err := tx.EndRollbackAdd(ctx, seen.Name, c.Holder); err != nil {
+			return err
+		}
 		for _, t := range trees {
-			if err := core.ReleaseOrKeep(ctx, tx, t, used[t.ProjectID], "rolled-back:"+name+"/"+t.Area); err != nil {
+			if err := core.ReleaseOrKeep(ctx, tx, t, used[t.ProjectID], "rolled-back:"+seen.Name+"/"+t.Area); err != nil {
 				return err
 			}
 		}
-		return tx.DeleteProject(ctx, name)
+		return tx.DeleteProject(ctx, seen.Name)
 	})
+	if errors.Is(err, store.ErrAddChanged) {
+		err = errkind.New(errkind.Conflict, err)
+	}
 	return left, err
+}
+
+// undoTrees clears the limits of a rolled-back add's trees and removes
+// the directories it made, as far as they are empty, under the name's
+// lock taken at takenAt. Unless this process's lease lapsed since then:
+// paused past it, its transaction may have been ended under it and the
+// name added afresh, with the same IDs and paths.
+func (l *Lifecycle) undoTrees(takenAt time.Time, trees []store.Tree) (left []string, err error) {
+	if err := l.Store.LeaseHeldSince(takenAt); err != nil {
+		return nil, err
+	}
+	for _, t := range trees {
+		if err := l.Backend.Clear(t.ProjectID); err != nil {
+			return left, err
+		}
+		if t.CreatedDir {
+			left = append(left, core.RemoveEmptyTree(l.abs(t.Path), t.Area)...)
+		}
+	}
+	return left, nil
 }

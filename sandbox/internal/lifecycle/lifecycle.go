@@ -39,6 +39,7 @@ type Core interface {
 	SettingsOf(ctx context.Context, keys ...string) (map[string]settings.Value, error)
 	ActorOf(ctx context.Context) string
 	HolderLive(ctx context.Context, h string) bool
+	ClaimFor(ctx context.Context) store.Claim
 	IsXFS() bool
 	BackendName() string
 	CheckLimits(area string, l quota.Limits) error
@@ -62,6 +63,9 @@ type Lifecycle struct {
 	Root    string
 	Store   *store.Store
 	Backend quota.Backend
+	// rollbackUndone, when set (tests), is called as RollbackAdd has
+	// undone an add's limits and directories, before it deletes its rows.
+	rollbackUndone func()
 }
 
 // New is the lifecycle of the projects of the root c manages.

@@ -123,7 +123,7 @@ func (l *Lifecycle) removeAdding(ctx context.Context, p store.Project, o RemoveO
 		return nil
 	}
 	var err error
-	res.Left, err = l.RollbackAdd(ctx, p.Name)
+	res.Left, err = l.RollbackAdd(ctx, p)
 	return err
 }
 
