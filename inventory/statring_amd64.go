@@ -236,40 +236,65 @@ const (
 // stat stats each of names (NUL-terminated, relative to dirfd) into sts,
 // errs[i] its error: 0 none, ENOENT gone, EAGAIN for the caller to ask
 // newfstatat (an answer without a field the walk reads, any other error).
-// ok false: the ring failed or the kernel cancelled a whole batch, and it
-// is no longer used; the names it did not answer have errs[i] = EAGAIN
-// too.
-func (r *statRing) stat(dirfd int, names []*byte, sts []unix.Stat_t, errs []unix.Errno) (ok bool) {
+// Of each batch the ring takes the first ringShare while this thread
+// stats the rest itself (inline(i): names[i] into sts[i] and errs[i]): a
+// thread that only waited for its batch slept and was woken once a batch,
+// which on an idle virtual CPU cost more than the transitions the ring
+// saves; with the thread busy meanwhile the ring's answers are mostly in
+// when it looks. ok false: the ring failed or the kernel cancelled a whole
+// batch, and it is no longer used; the names it did not answer have
+// errs[i] = EAGAIN too.
+func (r *statRing) stat(dirfd int, names []*byte, sts []unix.Stat_t, errs []unix.Errno, inline func(i int)) (ok bool) {
+	for i := range errs {
+		errs[i] = unix.EAGAIN // until answered
+	}
 	for i := 0; i < len(names); i += ringEntries {
 		n := min(ringEntries, len(names)-i)
-		if !r.batch(dirfd, names[i:i+n], sts[i:i+n], errs[i:i+n]) {
-			for j := i + n; j < len(names); j++ {
-				errs[j] = unix.EAGAIN
+		k := max(1, n*ringShare/100)
+		if !r.batch(dirfd, names[i:i+k], sts[i:i+k], errs[i:i+k], func() {
+			for j := i + k; j < i+n; j++ {
+				inline(j)
 			}
+		}) {
 			return false
 		}
 	}
 	return true
 }
 
-// batch stats up to ringEntries names, waiting for every answer.
-func (r *statRing) batch(dirfd int, names []*byte, sts []unix.Stat_t, errs []unix.Errno) bool {
+// ringShare is the percentage of a batch the ring takes (the rest the
+// walking thread): measured on the build machine, two threads over the
+// 200k tree's files in batches of 50, quiet: 60 % 334 ms, 75 % 311 ms,
+// 90 % 366 ms, all in the ring 435 ms, none (newfstatat) 390 ms (medians
+// of 10, wall; CPU in the same order).
+const ringShare = 75
+
+// batch stats up to ringEntries names through the ring, running meanwhile
+// (after they are submitted) what the thread does itself, then waiting for
+// every answer.
+func (r *statRing) batch(dirfd int, names []*byte, sts []unix.Stat_t, errs []unix.Errno, meanwhile func()) bool {
 	tail := *r.sqTail
 	for j, name := range names {
 		idx := (tail + uint32(j)) & r.sqMask
 		r.sqes[idx] = ringSQE{opcode: opStatx, fd: int32(dirfd), addr: uint64(uintptr(unsafe.Pointer(name))),
 			addr2: uint64(uintptr(unsafe.Pointer(&r.out[j]))), len: ringStatxMask, statxFlags: ringStatxFlags, userData: uint64(j)}
 		r.sqArray[idx] = idx
-		errs[j] = unix.EAGAIN // until its answer comes
 	}
 	end := tail + uint32(len(names))
 	atomic.StoreUint32(r.sqTail, end)
-	got, cancelled := 0, 0
+	// Submitted without waiting; what the kernel has not taken of a batch
+	// (sqHead) is submitted again after a signal.
+	for atomic.LoadUint32(r.sqHead) != end {
+		_, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(end-atomic.LoadUint32(r.sqHead)), 0, 0, 0, 0)
+		if e != 0 && e != unix.EINTR && e != unix.EAGAIN && e != unix.EBUSY {
+			r.abandon()
+			return false
+		}
+	}
+	meanwhile()
+	got, cancelled := r.reap(sts, errs)
 	for got < len(names) {
-		// What the kernel has not taken of a batch (sqHead) is submitted
-		// again after a signal.
-		toSubmit := end - atomic.LoadUint32(r.sqHead)
-		_, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(len(names)-got), enterGetEvents, 0, 0)
+		_, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), 0, uintptr(len(names)-got), enterGetEvents, 0, 0)
 		if e != 0 && e != unix.EINTR && e != unix.EAGAIN && e != unix.EBUSY {
 			r.abandon()
 			return false

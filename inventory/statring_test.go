@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -13,10 +14,13 @@ import (
 
 // statModes are the ways a walk makes its stats: one syscall a file
 // through the scheduler, raw, and raw with a directory's files batched
-// through io_uring (where io_uring is missing: a failure in CI, else the
+// through io_uring (as on a busy machine, which it makes every walk of t) (where io_uring is missing: a failure in CI, else the
 // batched mode is left out).
 func statModes(t *testing.T) []Options {
 	t.Helper()
+	busy := machineBusy
+	machineBusy = func() bool { return true } // batched whatever the load
+	t.Cleanup(func() { machineBusy = busy })
 	modes := []Options{{}, {RawStat: true}, {RawStat: true, BatchStat: true}}
 	if r := getRing(); r != nil {
 		putRing(r)
@@ -76,7 +80,8 @@ func TestRingStatsAsNewfstatat(t *testing.T) {
 	}
 	sts := make([]unix.Stat_t, len(names))
 	errs := make([]unix.Errno, len(names))
-	if !r.stat(fd, cnames, sts, errs) {
+	// Every name through the ring (batch), none by the thread itself.
+	if !r.batch(fd, cnames, sts, errs, func() {}) {
 		t.Fatal("the ring failed")
 	}
 	for i, n := range names {
@@ -92,6 +97,29 @@ func TestRingStatsAsNewfstatat(t *testing.T) {
 		}
 		if wantErr == 0 && sts[i] != want {
 			t.Errorf("%s:\n ring       %+v\n newfstatat %+v", n, sts[i], want)
+		}
+	}
+}
+
+// BatchStat batches only on a busy machine: on a quiet one a walk makes
+// one newfstatat a file, as without it.
+func TestBatchStatOnlyWhenTheMachineIsBusy(t *testing.T) {
+	statModes(t)
+	dir := t.TempDir()
+	for i := range 3 * ringMin {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, busy := range []bool{false, true} {
+		machineBusy = func() bool { return busy }
+		before := ringBatches.Load()
+		res, err := Walk(dir, Options{RawStat: true, BatchStat: true})
+		if err != nil || res.Root.Files != 3*ringMin {
+			t.Fatalf("busy=%v: %v, %+v", busy, err, res)
+		}
+		if batched := ringBatches.Load() > before; batched != busy {
+			t.Errorf("machine busy %v: batched %v", busy, batched)
 		}
 	}
 }

@@ -54,11 +54,16 @@ type Options struct {
 	// process with nothing else to run (the CLI), never for a server.
 	RawStat bool
 	// BatchStat stats a directory's files in batches through io_uring
-	// where the kernel allows it (statring_amd64.go): one syscall a batch
-	// rather than one a file, ~20 % less CPU on a warm tree. The kernel
-	// runs the stats on io-wq threads made from the walking thread, which
-	// do not follow a later change of its priority: ignored with
-	// Background.
+	// where the kernel allows it (statring_amd64.go), when the machine is
+	// busy as the walk starts (its load average at least its CPUs,
+	// machineBusy). Measured on the build machine (docs/benchmarks.md):
+	// with other work running a 200,000-file snapshot took a quarter of
+	// the wall time one syscall a file took, since the kernel's io-wq
+	// threads stat while the walk's threads wait for a CPU; on a quiet
+	// machine it took ~15 % longer (the wake-ups of those threads cost
+	// more than the transitions saved). io-wq threads are made from the
+	// walking thread and do not follow a later change of its priority:
+	// ignored with Background.
 	BatchStat bool
 	// Background lowers each worker's thread to background priority (see
 	// LowerThread), for a walk that Background runs: the workers are
@@ -139,6 +144,7 @@ type Result struct {
 type walker struct {
 	opts    Options
 	rootDev uint64
+	batch   bool // BatchStat, the machine busy: the workers take rings
 	// entryInosDiffer: the filesystem's directory entries need not give
 	// the inode number fstat gives (overlayfs), so they are not compared.
 	entryInosDiffer bool
@@ -266,6 +272,7 @@ func walkFd(fd int, dir string, opts Options, start time.Time) (*Result, error) 
 		return nil, &os.PathError{Op: "walk", Path: dir, Err: unix.ENOTDIR}
 	}
 	w := &walker{opts: opts, rootDev: st.Dev, links: map[[2]uint64]*linkSeen{}, changedAfter: changedAfter(start, &st)}
+	w.batch = opts.BatchStat && !opts.Background && machineBusy()
 	w.entryInosDiffer, w.endMark = filesystemTraits(fd)
 	w.wake.L = &w.mu
 	if opts.Budget > 0 {
@@ -556,7 +563,7 @@ type worker struct {
 
 func newWorker(w *walker) *worker {
 	k := &worker{w: w, buf: *workerBufs.Get().(*[]byte)}
-	if w.opts.BatchStat && !w.opts.Background {
+	if w.batch {
 		k.ring = getRing()
 	}
 	return k
@@ -906,7 +913,8 @@ func (k *worker) parse(d *dirRead, buf []byte) (last int) {
 
 // statFiles stats k.files[from:] into k.sts and k.errs: in batches through
 // the worker's ring where there is one and the batch is worth it
-// (ringMin), else one newfstatat a file.
+// (ringMin), a quarter of each batch by newfstatat while the ring does the
+// rest (statRing.stat); else one newfstatat a file.
 func (k *worker) statFiles(fd, from int, warm bool) {
 	files := k.files[from:]
 	if k.ring != nil && len(files) >= ringMin {
@@ -914,7 +922,8 @@ func (k *worker) statFiles(fd, from int, warm bool) {
 		for i := range files {
 			names[i] = &files[i].rec[0]
 		}
-		if !k.ring.stat(fd, names, k.sts[from:], k.errs[from:]) {
+		inline := func(i int) { k.statOne(fd, from+i, warm) }
+		if !k.ring.stat(fd, names, k.sts[from:], k.errs[from:], inline) {
 			k.ring = nil // given up (abandoned, or closed)
 		}
 		for i := range files { // what the ring could not answer
