@@ -55,7 +55,7 @@ type Options struct {
 	RawStat bool
 	// BatchStat stats a directory's files in batches through io_uring
 	// where the kernel allows it (statring_amd64.go), when the machine is
-	// busy as the walk starts (its load average at least its CPUs,
+	// busy as the walk starts (its load average at least twice its CPUs,
 	// machineBusy). Measured on the build machine (docs/benchmarks.md):
 	// with other work running a 200,000-file snapshot took a quarter of
 	// the wall time one syscall a file took, since the kernel's io-wq
