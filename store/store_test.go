@@ -1142,17 +1142,7 @@ func TestReserveIDsConcurrentBatches(t *testing.T) {
 		wg.Wait()
 		close(out)
 		s := open(t, dsn)
-		recs, err := s.IDs(ctx, "fs")
-		if err != nil {
-			t.Fatal(err)
-		}
-		owner := map[quota.ProjectID]string{}
-		for _, r := range recs {
-			if _, dup := owner[r.ProjectID]; dup {
-				t.Errorf("ID %d in the registry twice", r.ProjectID)
-			}
-			owner[r.ProjectID] = r.Owner
-		}
+		owner := registryOwners(t, s, "fs")
 		n := 0
 		for g := range out {
 			n++
@@ -1164,4 +1154,22 @@ func TestReserveIDsConcurrentBatches(t *testing.T) {
 			t.Errorf("%d IDs handed out, %d in the registry; want %d", n, len(owner), workers*each*areas)
 		}
 	})
+}
+
+// registryOwners is fsKey's ID registry as ID -> owner; an ID recorded
+// twice fails t.
+func registryOwners(t *testing.T, s *Store, fsKey string) map[quota.ProjectID]string {
+	t.Helper()
+	recs, err := s.IDs(ctx, fsKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[quota.ProjectID]string{}
+	for _, r := range recs {
+		if _, dup := owner[r.ProjectID]; dup {
+			t.Errorf("ID %d in the registry twice", r.ProjectID)
+		}
+		owner[r.ProjectID] = r.Owner
+	}
+	return owner
 }

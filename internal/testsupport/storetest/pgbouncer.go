@@ -1,9 +1,6 @@
 package storetest
 
 import (
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/url"
@@ -38,7 +35,7 @@ func PgBouncer(t testing.TB) string {
 	if err != nil || u.User == nil {
 		t.Fatalf("%s: a postgres:// URL with a user is needed for PgBouncer's tests", EnvPostgres)
 	}
-	name := freshDatabase(t, base)
+	name := made(t, base, "DATABASE", "xfsq_pgb_", "WITH (FORCE)") // the role needs CREATEDB
 	pass, _ := u.User.Password()
 	port := freePort(t)
 	// Not t.TempDir, whose parent only root may enter: pgbouncer drops
@@ -91,29 +88,6 @@ logfile = %s
 		}
 	}
 	return fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable", url.PathEscape(u.User.Username()), url.PathEscape(pass), addr, name)
-}
-
-// freshDatabase makes a database of its own for the test, dropped after.
-func freshDatabase(t testing.TB, base string) string {
-	t.Helper()
-	db, err := sql.Open("postgres", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "xfsq_pgb_" + hex.EncodeToString(b)
-	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatalf("PostgreSQL at %s: %v (the role needs CREATEDB)", EnvPostgres, err)
-	}
-	t.Cleanup(func() {
-		if db, err := sql.Open("postgres", base); err == nil {
-			db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
-			db.Close()
-		}
-	})
-	return name
 }
 
 func portOf(u *url.URL) string {

@@ -63,6 +63,30 @@ func ForEach(t *testing.T, fn func(t *testing.T, dsn string)) {
 	}
 }
 
+// made makes a PostgreSQL object of kind (SCHEMA, DATABASE) of a fresh
+// name beginning prefix on base, dropped (with dropOpts) when t ends.
+func made(t testing.TB, base, kind, prefix, dropOpts string) string {
+	t.Helper()
+	db, err := sql.Open("postgres", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := prefix + hex.EncodeToString(b)
+	if _, err := db.Exec("CREATE " + kind + " " + name); err != nil {
+		t.Fatalf("PostgreSQL at %s: %v", EnvPostgres, err)
+	}
+	t.Cleanup(func() {
+		if db, err := sql.Open("postgres", base); err == nil {
+			db.Exec("DROP " + kind + " IF EXISTS " + name + " " + dropOpts)
+			db.Close()
+		}
+	})
+	return name
+}
+
 // Postgres opens a fresh PostgreSQL schema for a test of what only
 // PostgreSQL does (concurrent commits); like ForEach's, it fails under
 // CI=true when XFSQ_TEST_POSTGRES is unset.
@@ -73,24 +97,7 @@ func Postgres(t testing.TB) string {
 		msg := "PostgreSQL tests need " + EnvPostgres + "=postgres://user:pass@127.0.0.1/db?sslmode=disable (see .ci/run)"
 		prereq.Missing(t, msg)
 	}
-	db, err := sql.Open("postgres", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "t_" + hex.EncodeToString(b)
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("PostgreSQL at %s: %v", EnvPostgres, err)
-	}
-	t.Cleanup(func() {
-		db, err := sql.Open("postgres", base)
-		if err == nil {
-			db.Exec("DROP SCHEMA " + schema + " CASCADE")
-			db.Close()
-		}
-	})
+	schema := made(t, base, "SCHEMA", "t_", "CASCADE")
 	sep := "?"
 	if strings.Contains(base, "?") {
 		sep = "&"
