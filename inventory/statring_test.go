@@ -50,7 +50,7 @@ func TestRingStatsAsNewfstatat(t *testing.T) {
 	statModes(t)
 	r := getRing()
 	if r == nil {
-		t.Skip("io_uring missing")
+		prereq.Missing(t, "io_uring is missing or refused here: kernel.io_uring_disabled=0 and no seccomp filter on it")
 	}
 	defer putRing(r)
 	dir := t.TempDir()
