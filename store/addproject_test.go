@@ -114,43 +114,33 @@ func TestAddProjectConcurrent(t *testing.T) {
 			id    quota.ProjectID
 		}
 		out := make(chan got, workers*each*3)
-		var wg sync.WaitGroup
 		var mu sync.Mutex
 		wins := 0
-		for w := range workers {
-			wg.Go(func() {
-				s, err := Open(ctx, dsn, "host-a")
-				if err != nil {
+		eachHandle(t, dsn, workers, func(w int, s *Store) {
+			for i := range each {
+				name := fmt.Sprintf("w%d-%d", w, i)
+				if i == each/2 {
+					name = "same"
+				}
+				var trees []Tree
+				var inserted bool
+				if err := s.InTx(ctx, func(tx *Tx) (err error) {
+					trees, _, inserted, err = tx.AddProject(ctx, newProject(name, quota.DefaultRange, nil))
+					return err
+				}); err != nil {
 					t.Error(err)
 					return
 				}
-				defer s.Close()
-				for i := range each {
-					name := fmt.Sprintf("w%d-%d", w, i)
-					if i == each/2 {
-						name = "same"
-					}
-					var trees []Tree
-					var inserted bool
-					if err := s.InTx(ctx, func(tx *Tx) (err error) {
-						trees, _, inserted, err = tx.AddProject(ctx, newProject(name, quota.DefaultRange, nil))
-						return err
-					}); err != nil {
-						t.Error(err)
-						return
-					}
-					if name == "same" && inserted {
-						mu.Lock()
-						wins++
-						mu.Unlock()
-					}
-					for _, tr := range trees {
-						out <- got{tr.Project + "/" + tr.Area, tr.ProjectID}
-					}
+				if name == "same" && inserted {
+					mu.Lock()
+					wins++
+					mu.Unlock()
 				}
-			})
-		}
-		wg.Wait()
+				for _, tr := range trees {
+					out <- got{tr.Project + "/" + tr.Area, tr.ProjectID}
+				}
+			}
+		})
 		close(out)
 		if wins != 1 {
 			t.Errorf("%d concurrent adds of one name recorded it, want 1", wins)

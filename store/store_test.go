@@ -1112,34 +1112,24 @@ func TestReserveIDsConcurrentBatches(t *testing.T) {
 			id    quota.ProjectID
 		}
 		out := make(chan got, workers*each*areas)
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() {
-				s, err := Open(ctx, dsn, "host-a")
+		eachHandle(t, dsn, workers, func(w int, s *Store) {
+			for i := range each {
+				owners := []string{fmt.Sprintf("w%d-%d/a", w, i), fmt.Sprintf("w%d-%d/b", w, i), fmt.Sprintf("w%d-%d/c", w, i)}
+				var ids []quota.ProjectID
+				err := s.InTx(ctx, func(tx *Tx) error {
+					var err error
+					ids, err = tx.ReserveIDs(ctx, "fs", quota.DefaultRange, nil, owners)
+					return err
+				})
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				defer s.Close()
-				for i := range each {
-					owners := []string{fmt.Sprintf("w%d-%d/a", w, i), fmt.Sprintf("w%d-%d/b", w, i), fmt.Sprintf("w%d-%d/c", w, i)}
-					var ids []quota.ProjectID
-					err := s.InTx(ctx, func(tx *Tx) error {
-						var err error
-						ids, err = tx.ReserveIDs(ctx, "fs", quota.DefaultRange, nil, owners)
-						return err
-					})
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					for j, id := range ids {
-						out <- got{owners[j], id}
-					}
+				for j, id := range ids {
+					out <- got{owners[j], id}
 				}
-			})
-		}
-		wg.Wait()
+			}
+		})
 		close(out)
 		s := open(t, dsn)
 		owner := registryOwners(t, s, "fs")
@@ -1172,4 +1162,24 @@ func registryOwners(t *testing.T, s *Store, fsKey string) map[quota.ProjectID]st
 		owner[r.ProjectID] = r.Owner
 	}
 	return owner
+}
+
+// eachHandle runs fn(w, s) for w in [0, n) at once, each with a store
+// handle (and pool) of its own on dsn, as separate processes would, and
+// waits for all.
+func eachHandle(t *testing.T, dsn string, n int, fn func(w int, s *Store)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() {
+			s, err := Open(ctx, dsn, "host-a")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer s.Close()
+			fn(w, s)
+		})
+	}
+	wg.Wait()
 }
