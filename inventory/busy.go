@@ -2,6 +2,8 @@ package inventory
 
 import (
 	"runtime"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/procfs"
 )
@@ -14,11 +16,29 @@ import (
 // the instantaneous count of runnable threads (procs_running) swings from
 // one to three on a quiet machine. A variable so that a test can say
 // either.
-var machineBusy = func() bool {
-	fs, err := procfs.NewDefaultFS()
-	if err != nil {
-		return false
+var machineBusy = loadHigh
+
+// loadHigh reads the load average at most once a second: `snapshot --all`
+// walks thousands of small trees, one walk after another, and a minute's
+// average does not move between them.
+func loadHigh() bool {
+	now := time.Now().UnixNano()
+	if c := busyRead.Load(); c != nil && now-c.at < int64(time.Second) {
+		return c.busy
 	}
-	la, err := fs.LoadAvg()
-	return err == nil && la.Load1 >= 2*float64(runtime.NumCPU())
+	busy := false
+	if fs, err := procfs.NewDefaultFS(); err == nil {
+		if la, err := fs.LoadAvg(); err == nil {
+			busy = la.Load1 >= 2*float64(runtime.NumCPU())
+		}
+	}
+	busyRead.Store(&busyReading{at: now, busy: busy})
+	return busy
 }
+
+type busyReading struct {
+	at   int64 // unix nanoseconds
+	busy bool
+}
+
+var busyRead atomic.Pointer[busyReading]
