@@ -53,7 +53,7 @@ func loadUI() map[string]uiAsset {
 			panic("server: dashboard file " + e.Name() + " cannot be served")
 		}
 		sum := sha256.Sum256(data)
-		out[e.Name()] = uiAsset{data: data, ctype: ctype, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+		out[e.Name()] = uiAsset{data: data, ctype: ctype, etag: `W/"` + hex.EncodeToString(sum[:8]) + `"`}
 	}
 	return out
 }

@@ -52,6 +52,18 @@ func TestDashboardFiles(t *testing.T) {
 			if want := zipped.Header.Values("Vary"); zipped.Header.Get("Content-Encoding") != "gzip" || !slices.Equal(resp.Header.Values("Vary"), want) {
 				t.Errorf("GET %s: the 304 varies on %q, the gzipped 200 (%q) on %q; want the same", path, resp.Header.Values("Vary"), zipped.Header.Get("Content-Encoding"), want)
 			}
+			// The gzipped and the plain body are two representations: one
+			// strong tag for both would tell a cache or a range request
+			// they are byte for byte the same (RFC 9110 §8.8.1). And the
+			// plain one varies as the gzipped one does, or a shared cache
+			// would hand it to every client.
+			plain, _ := getEncoded(t, ts, path, "")
+			if tag := plain.Header.Get("ETag"); !strings.HasPrefix(tag, `W/"`) || tag != zipped.Header.Get("ETag") {
+				t.Errorf("GET %s: ETag %q plain, %q gzipped; want one weak tag", path, tag, zipped.Header.Get("ETag"))
+			}
+			if got, want := plain.Header.Values("Vary"), zipped.Header.Values("Vary"); plain.Header.Get("Content-Encoding") != "" || !slices.Equal(got, want) {
+				t.Errorf("GET %s plain: varies on %q, the gzipped 200 on %q; want the same", path, got, want)
+			}
 		}
 		for _, path := range []string{"/ui/index.html", "/ui/nothing.js", "/ui/..%2fdashboard.go", "/index.html"} {
 			if code, _, _ := ts.raw(t, "GET", path, "", ""); code != 404 {

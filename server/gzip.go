@@ -16,12 +16,16 @@ const gzipMin = 4 << 10
 var gzipWriters = sync.Pool{New: func() any { zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return zw }}
 
 // gzipped is w compressing a JSON or text answer of 2xx, when r accepts
-// gzip; w itself otherwise. Call finish once the handler returns.
+// gzip. Call finish once the handler returns. Such an answer names
+// Accept-Encoding in its Vary even when it goes out plain (HEAD, or a
+// client that did not ask): a shared cache would otherwise keep the plain
+// body and hand it to every client, or the gzipped one to a client that
+// cannot read it (RFC 9110 §12.5.5).
 func gzipped(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, func()) {
-	if r.Method == http.MethodHead || !acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		return w, func() {}
-	}
 	g := &gzipWriter{ResponseWriter: w}
+	if r.Method == http.MethodHead || !acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		g.plainOnly = true
+	}
 	return g, g.finish
 }
 
@@ -107,6 +111,8 @@ type gzipWriter struct {
 	state  gzipState
 	buf    []byte
 	zw     *gzip.Writer
+	// plainOnly: this client gets the body as it is, only the Vary told.
+	plainOnly bool
 }
 
 func (g *gzipWriter) WriteHeader(code int) {
@@ -125,6 +131,11 @@ func (g *gzipWriter) WriteHeader(code int) {
 		return
 	}
 	vary(h, "Accept-Encoding")
+	if g.plainOnly {
+		g.state = gzipPlain
+		g.ResponseWriter.WriteHeader(code)
+		return
+	}
 	if cl := h.Get("Content-Length"); cl != "" {
 		if n, err := strconv.Atoi(cl); err != nil || n < gzipMin {
 			g.state = gzipPlain

@@ -72,6 +72,12 @@ func TestAnswersHonourGzip(t *testing.T) {
 			if resp.Header.Get("Content-Encoding") != "" || resp.Header.Get("X-Request-Id") == "" || !json.Valid(body) {
 				t.Errorf("GET %s with Accept-Encoding %q: %v %.100s, want it plain", c.path, c.accept, resp.Header, body)
 			}
+			// The answer a gzip client would get gzipped says so in Vary to a
+			// client that gets it plain too, or a shared cache would keep
+			// one body for both.
+			if c.path == report && !strings.Contains(resp.Header.Get("Vary"), "Accept-Encoding") {
+				t.Errorf("GET %s with Accept-Encoding %q: Vary %q, want Accept-Encoding named", c.path, c.accept, resp.Header.Values("Vary"))
+			}
 		}
 	})
 }
