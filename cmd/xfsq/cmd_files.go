@@ -117,7 +117,7 @@ func cmdFilesPut(e env) error {
 			if res.Replaced {
 				verb = "replaced"
 			}
-			fmt.Fprintf(w, "%s %s (%s)\n", verb, textout.Safe(res.Path), units.FormatIEC(res.Bytes))
+			fmt.Fprintf(w, "%s %s (%s)\n", verb, textout.Safe(res.Path), units.FormatIEC(res.WrittenBytes))
 		})
 	})
 }

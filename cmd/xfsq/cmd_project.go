@@ -212,7 +212,7 @@ func cmdProjectCheck(e env) error {
 		} else if a.Decision == sandbox.Ok {
 			fmt.Fprintln(e.stdout, a.Message)
 		} else {
-			fmt.Fprintln(e.stderr, a.Decision+": "+a.Message)
+			fmt.Fprintln(e.stderr, string(a.Decision)+": "+a.Message)
 		}
 		if a.Decision == sandbox.Deny {
 			return &cliargs.ExitError{Code: exitDenied}
