@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/capdrop"
 	"github.com/xfsq/xfsq/internal/fault"
@@ -27,12 +28,10 @@ import (
 	"github.com/xfsq/xfsq/quota"
 )
 
-// PutResult says what a write did.
-type PutResult struct {
-	Path     string `json:"path"` // relative to the sandbox root
-	Bytes    uint64 `json:"written_bytes"`
-	Replaced bool   `json:"replaced"`
-}
+// PutResult says what a write did: the path written, relative to the
+// sandbox root, its bytes, and whether it replaced a file. The wire's type
+// (api/v1), which the server writes as it is.
+type PutResult = apiv1.PutResult
 
 // A streaming write reserves ahead of its data in steps: firstStep to
 // begin with, then as much again as has arrived (so its reservation at most
@@ -108,7 +107,7 @@ func (l *Layer) put(ctx context.Context, name, area, p string, r io.Reader, size
 	if w.named || path.Dir(p) != "." {
 		w.top.Sync()
 	}
-	res.Bytes = w.written
+	res.WrittenBytes = w.written
 	return res, nil
 }
 

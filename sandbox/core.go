@@ -261,6 +261,12 @@ func (m *Manager) Check(ctx context.Context, name string, r ...Read) (Admission,
 	return m.reads.Check(ctx, name, r...)
 }
 
+// AdmissionBackendOnce is a with the backend at its top only, as the API
+// answers; AppendAdmissionJSON appends its JSON without reflection, byte
+// for byte encoding/json's.
+func AdmissionBackendOnce(a Admission) Admission       { return readmodel.AdmissionBackendOnce(a) }
+func AppendAdmissionJSON(b []byte, a Admission) []byte { return readmodel.AppendAdmissionJSON(b, a) }
+
 func (m *Manager) Close() error {
 	return m.c.Close()
 }
@@ -473,8 +479,12 @@ const (
 var ReportSorts = readmodel.ReportSorts
 
 func CheckReport(o ReportOptions) error { return readmodel.CheckReport(o) }
-func AtHardLimit(t TreeStatus) bool     { return readmodel.AtHardLimit(t) }
-func OverSoftLimit(t TreeStatus) bool   { return readmodel.OverSoftLimit(t) }
+
+// ReportBackendOnce is r with the backend at its top only, as the API answers.
+func ReportBackendOnce(r ReportResult) ReportResult { return readmodel.ReportBackendOnce(r) }
+
+func AtHardLimit(t TreeStatus) bool   { return readmodel.AtHardLimit(t) }
+func OverSoftLimit(t TreeStatus) bool { return readmodel.OverSoftLimit(t) }
 
 func (m *Manager) ReportOf(ctx context.Context, o ReportOptions) (ReportResult, error) {
 	return m.reads.ReportOf(ctx, o)

@@ -217,10 +217,10 @@ func (s *Server) admission(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// Asked before every run: written without reflection (AppendJSON is
-	// encoding/json's output, byte for byte).
+	// Asked before every run: written without reflection
+	// (AppendAdmissionJSON is encoding/json's output, byte for byte).
 	buf := admissionBuffers.Get().(*[]byte)
-	*buf = a.BackendOnce().AppendJSON((*buf)[:0])
+	*buf = sandbox.AppendAdmissionJSON((*buf)[:0], sandbox.AdmissionBackendOnce(a))
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(*buf)))
 	w.WriteHeader(http.StatusOK)

@@ -44,7 +44,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, res.BackendOnce())
+	writeJSON(w, http.StatusOK, sandbox.ReportBackendOnce(res))
 	return nil
 }
 

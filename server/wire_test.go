@@ -21,15 +21,11 @@ import (
 var wirePairs = []struct{ library, wire any }{
 	{sandbox.ProjectRecord{}, apiv1.ProjectRecord{}},
 	{sandbox.Project{}, apiv1.Project{}},
-	{sandbox.Admission{}, apiv1.Admission{}},
-	{sandbox.LeaseStatus{}, apiv1.Lease{}},
 	{sandbox.EventPage{}, apiv1.EventPage{}},
 	{sandbox.Overview{}, apiv1.Overview{}},
 	{sandbox.ProjectStorage{}, apiv1.ProjectStorage{}},
-	{files.PutResult{}, apiv1.PutResult{}},
 	{files.RemoveResult{}, apiv1.FileRemoveResult{}},
 	{files.Entry{}, apiv1.Entry{}},
-	{sandbox.ReportResult{}, apiv1.Report{}},
 	{settings.Value{}, apiv1.Setting{}},
 	{sandbox.DoctorResult{}, apiv1.Doctor{}},
 }

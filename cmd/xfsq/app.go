@@ -1,30 +1,31 @@
 package main
 
+// docs/cli.md is rendered from the command tree (internal/clidoc).
+//go:generate sh -c "CGO_ENABLED=0 go run . cli-reference > ../../docs/cli.md"
+
 import (
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/sandbox"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/clidoc"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/units"
 )
 
 // newApp assembles the command tree. Each command group lives in its own
 // cmd_GROUP.go with its definition, action and text renderer (as restic's
-// cmd/restic does); what several share stays here, in render.go and args.go.
+// cmd/restic does); what several share is in the packages under internal/
+// (text output, argument reading, report columns, generated documents).
 func newApp(stdout, stderr io.Writer) *cli.App {
 	with := func(fn func(e env) error) cli.ActionFunc {
 		return func(c *cli.Context) error {
-			e := env{c: c, stdout: stdout, stderr: stderr, progress: &progressLine{w: stderr}}
-			defer e.progress.clear()
+			e := env{c: c, stdout: stdout, stderr: stderr, progress: textout.NewProgressLine(stderr)}
+			defer e.progress.Clear()
 			return fn(e)
 		}
 	}
@@ -72,17 +73,17 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			tokenCommand(with),
 		},
 	}
-	app.Commands = append(app.Commands, completionCommand())
-	app.Commands = append(app.Commands, docCommands...)
+	app.Commands = append(app.Commands, clidoc.CompletionCommand())
+	app.Commands = append(app.Commands, clidoc.DocCommands...)
 	// The completion scripts ask the binary which words may follow.
 	app.EnableBashCompletion = true
-	setUsageErrors(app.Commands)
-	wrapLeaves(app.Commands)
-	app.OnUsageError = onUsageError
+	cliargs.SetUsageErrors(app.Commands)
+	cliargs.WrapLeaves(app.Commands)
+	app.OnUsageError = cliargs.OnUsageError
 	// `xfsq nosuch`: an error like any other, so that --json makes it JSON.
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
-			return usagef("unknown command %q: see xfsq --help", c.Args().First())
+			return cliargs.Usagef("unknown command %q: see xfsq --help", c.Args().First())
 		}
 		cli.ShowAppHelp(c)
 		return nil
@@ -104,61 +105,3 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 // withEnv turns a command's action into urfave's, handing it the parsed
 // globals and the output; each cmd_*.go builds its command with it.
 type withEnv func(fn func(e env) error) cli.ActionFunc
-
-// docCommands are built in only with the man page generator (man.go).
-var docCommands []*cli.Command
-
-func onUsageError(c *cli.Context, err error, _ bool) error {
-	if name := commandName(c); name != "" {
-		return usagef("%v: see xfsq %s --help", err, name)
-	}
-	return usagef("%v: see xfsq --help", err)
-}
-
-func setUsageErrors(cmds []*cli.Command) {
-	for _, c := range cmds {
-		c.OnUsageError = onUsageError
-		setUsageErrors(c.Subcommands)
-		if len(c.Subcommands) > 0 && c.Action == nil {
-			c.Action = func(c *cli.Context) error {
-				if c.NArg() > 0 {
-					return usagef("unknown command %q: see xfsq %s --help", c.Args().First(), commandName(c))
-				}
-				if c.Bool("json") {
-					return usagef("%s needs a command: see xfsq %s --help", commandName(c), commandName(c))
-				}
-				cli.ShowSubcommandHelp(c)
-				return &exitError{code: exitUsage}
-			}
-		}
-	}
-}
-
-func table(w io.Writer, header string, rows [][]string) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, header)
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	tw.Flush()
-}
-
-// refreshFlag asks a read for fresh figures: without it a read never walks.
-func refreshFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "refresh", Usage: "on the fallback backend, walk the trees now rather than read their last walk"}
-}
-
-func readFlags(e env) sandbox.Read { return sandbox.Read{Refresh: e.c.Bool("refresh")} }
-
-// areaUsage names the areas a flag takes.
-var areaUsage = strings.Join(area.All, ", ") + " (inbound: the root's own tree, PROJECT " + sandbox.RootOwner + ")"
-
-func areaFlag() cli.Flag {
-	return &cli.StringFlag{Name: "area", Value: area.Workspace, Usage: areaUsage}
-}
-
-// isTerminal reports whether f is a terminal (for progress lines).
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}

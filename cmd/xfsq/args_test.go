@@ -2,10 +2,11 @@ package main
 
 import (
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
 )
 
 func TestInterspersed(t *testing.T) {
@@ -40,7 +41,7 @@ func TestInterspersed(t *testing.T) {
 	} {
 		in := append([]string{"xfsq"}, strings.Fields(tc.in)...)
 		want := append([]string{"xfsq"}, strings.Fields(tc.want)...)
-		if got, err := interspersed(app, in); err != nil || !slices.Equal(got, want) {
+		if got, err := cliargs.Interspersed(app, in); err != nil || !slices.Equal(got, want) {
 			t.Errorf("%q:\n got %q, %v\nwant %q", tc.in, got, err, want[1:])
 		}
 	}
@@ -60,21 +61,9 @@ func TestInterspersedMissingValue(t *testing.T) {
 		{"report --root", "--root needs a value"},
 	} {
 		in := append([]string{"xfsq"}, strings.Fields(tc.in)...)
-		got, err := interspersed(app, in)
+		got, err := cliargs.Interspersed(app, in)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %q, %v; want an error saying %q", tc.in, got, err, tc.want)
-		}
-	}
-}
-
-// isNegativeNumber is the regexp it replaced, -[0-9][0-9.]*[A-Za-z]*,
-// written out so that no command compiles a regexp at its start.
-func TestIsNegativeNumberIsTheRegexp(t *testing.T) {
-	re := regexp.MustCompile(`^-[0-9][0-9.]*[A-Za-z]*$`)
-	for _, a := range []string{"-1", "-5g", "-0.5", "-10GiB", "-1.5.2k", "-9z", "-", "--1", "-a", "-1-", "-1g2", "-1 ",
-		"-1@", "-1[", "-1`", "-1{", "-.5", "1", "", "-1é", "-١", "--json", "-1Ki"} {
-		if got, want := isNegativeNumber(a), re.MatchString(a); got != want {
-			t.Errorf("isNegativeNumber(%q) = %v, the regexp says %v", a, got, want)
 		}
 	}
 }

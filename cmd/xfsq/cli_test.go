@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/journal"
@@ -797,7 +798,7 @@ func TestSnapshotTopAndGrowth(t *testing.T) {
 	}
 	// Each row's newest mtime: node_modules' is big.js's.
 	big, _ := os.Stat(filepath.Join(ws, "node_modules/pkg/lib/big.js"))
-	if newest := big.ModTime().Local().Format(timeLayout); !strings.Contains(lines[0], "NEWEST") || !strings.Contains(lines[2], newest) {
+	if newest := big.ModTime().Local().Format(textout.TimeLayout); !strings.Contains(lines[0], "NEWEST") || !strings.Contains(lines[2], newest) {
 		t.Errorf("top without each row's newest mtime (node_modules: %s):\n%s", newest, out)
 	}
 	if r := s.run("top", "omni", "--depth", "9"); r.code != 2 {

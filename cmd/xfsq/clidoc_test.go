@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/clidoc"
 )
 
 // docs/cli.md is the command tree as --help shows it: adding, renaming or
@@ -14,7 +16,7 @@ import (
 func TestCLIReferenceIsCurrent(t *testing.T) {
 	app := newApp(io.Discard, io.Discard)
 	app.Setup() // adds --version, as running the command does
-	want := cliReference(app)
+	want := clidoc.Reference(app)
 	got, err := os.ReadFile("../../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
@@ -21,7 +23,7 @@ func diffCommand(with withEnv) *cli.Command {
 			"entries that are new or gone. Nothing is walked: snapshots are the hourly pass's (xfsq snapshot\n" +
 			"--all), and one is kept for comparison every few hours for 8 days, so FROM may be a little older\n" +
 			"than asked; the header says which two are compared. --area picks the tree (default workspace).",
-		Flags: []cli.Flag{areaFlag(),
+		Flags: []cli.Flag{cliargs.AreaFlag(),
 			&cli.StringFlag{Name: "since", Value: "24h", Usage: "how far back to compare (45m, 6h, 2d, 1w)"},
 			&cli.IntFlag{Name: "top", Value: sandbox.DefaultDiffTop, Usage: "paths shown in each list"}},
 		Action: with(reads(cmdDiff)),
@@ -30,15 +32,15 @@ func diffCommand(with withEnv) *cli.Command {
 
 func cmdDiff(e env) error {
 	if e.c.NArg() != 1 {
-		return usagef("diff takes one PROJECT, got %d arguments: see xfsq diff --help", e.c.NArg())
+		return cliargs.Usagef("diff takes one PROJECT, got %d arguments: see xfsq diff --help", e.c.NArg())
 	}
 	since, err := units.ParseDuration(e.c.String("since"))
 	if err != nil || since <= 0 {
-		return usagef("--since %q: use a duration such as 6h, 24h or 7d", e.c.String("since"))
+		return cliargs.Usagef("--since %q: use a duration such as 6h, 24h or 7d", e.c.String("since"))
 	}
 	top := e.c.Int("top")
 	if top < 1 || top > sandbox.MaxDiffTop {
-		return usagef("--top %d: use 1 to %d", top, sandbox.MaxDiffTop)
+		return cliargs.Usagef("--top %d: use 1 to %d", top, sandbox.MaxDiffTop)
 	}
 	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		d, err := m.Diff(ctx, e.c.Args().First(), sandbox.DiffOptions{Area: e.c.String("area"), Since: since, Top: top})
@@ -50,8 +52,8 @@ func cmdDiff(e env) error {
 }
 
 func diffText(w io.Writer, d sandbox.TreeDiff) {
-	fmt.Fprintf(w, "%s %s: %s → %s (%s), %s → %s\n", safe(d.Project), d.Area, units.FormatIEC(d.FromBytes), units.FormatIEC(d.ToBytes),
-		growth(&d.ChangeBytes), when(d.FromAt), when(d.ToAt))
+	fmt.Fprintf(w, "%s %s: %s → %s (%s), %s → %s\n", textout.Safe(d.Project), d.Area, units.FormatIEC(d.FromBytes), units.FormatIEC(d.ToBytes),
+		textout.Growth(&d.ChangeBytes), textout.When(d.FromAt), textout.When(d.ToAt))
 	if d.Partial {
 		fmt.Fprintln(w, "note: the newest snapshot's walk ran out of its budget: what it did not reach reads as shrunk.")
 	}
@@ -65,7 +67,7 @@ func diffText(w io.Writer, d sandbox.TreeDiff) {
 		fmt.Fprintf(w, "\n%s:\n", l.title)
 		rows := make([][]string, len(l.rows))
 		for i, c := range l.rows {
-			rows[i] = []string{"  " + growth(&c.ChangeBytes), units.FormatIEC(c.FromBytes) + " → " + units.FormatIEC(c.ToBytes), safe(c.Path)}
+			rows[i] = []string{"  " + textout.Growth(&c.ChangeBytes), units.FormatIEC(c.FromBytes) + " → " + units.FormatIEC(c.ToBytes), textout.Safe(c.Path)}
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, r := range rows {

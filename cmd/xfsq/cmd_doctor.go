@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/sandbox"
 )
 
@@ -46,12 +48,12 @@ func cmdDoctor(e env) error {
 				case f.Error != "":
 					status = "FIX FAILED: " + f.Error
 				}
-				where := strings.TrimSpace(strings.Join([]string{f.Project, f.Area, safe(f.Path)}, " "))
-				fmt.Fprintf(w, "%s: %s %s: %s; fix: %s\n", line(status), f.Kind, where, line(f.Detail), line(f.Fix))
+				where := strings.TrimSpace(strings.Join([]string{f.Project, f.Area, textout.Safe(f.Path)}, " "))
+				fmt.Fprintf(w, "%s: %s %s: %s; fix: %s\n", textout.Line(status), f.Kind, where, textout.Line(f.Detail), textout.Line(f.Fix))
 			}
 		})
 		if sandbox.Unresolved(findings) {
-			return &exitError{code: exitFailed}
+			return &cliargs.ExitError{Code: exitFailed}
 		}
 		return nil
 	})

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/follow"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
@@ -33,16 +36,16 @@ func eventsCommand(with withEnv) *cli.Command {
 
 func cmdEvents(e env) error {
 	q := sandbox.EventQuery{Type: e.c.String("type"), Project: e.c.String("project"), Limit: e.c.Int("limit"),
-		Hosts: splitList(e.c.String("on-host")), AllHosts: e.c.Bool("all-hosts")}
+		Hosts: cliargs.SplitList(e.c.String("on-host")), AllHosts: e.c.Bool("all-hosts")}
 	if s := e.c.String("since"); s != "" {
 		t, err := sandbox.ParseSince(s, time.Now())
 		if err != nil {
-			return usagef("--%v", err)
+			return cliargs.Usagef("--%v", err)
 		}
 		q.Since = t
 	}
 	if q.Limit < 1 {
-		return usagef("--limit %d: use a positive number", q.Limit)
+		return cliargs.Usagef("--limit %d: use a positive number", q.Limit)
 	}
 	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		// A page is bounded; --limit is not, so the CLI follows the cursor.
@@ -60,12 +63,12 @@ func cmdEvents(e env) error {
 			q.Cursor = page.Next
 		}
 		if e.c.Bool("follow") {
-			return followEvents(ctx, e, m, q, evs)
+			return follow.Events(ctx, follow.Output{W: e.stdout, JSON: e.json(), Line: eventLine}, m.Events, q, evs)
 		}
 		return e.print(evs, func(w io.Writer) {
 			for _, ev := range sandbox.SettledDeletions(evs) {
 				if q.AllHosts || len(q.Hosts) > 0 {
-					fmt.Fprint(w, safe(ev.Host)+"  ") // across hosts, each line names its own
+					fmt.Fprint(w, textout.Safe(ev.Host)+"  ") // across hosts, each line names its own
 				}
 				fmt.Fprintln(w, eventLine(ev))
 			}
@@ -84,9 +87,9 @@ func eventLine(ev sandbox.Event) string {
 	}
 	where := ""
 	if ev.Project != "" {
-		where = safe(ev.Project) + ": "
+		where = textout.Safe(ev.Project) + ": "
 	}
-	return fmt.Sprintf("%s  %-23s %s%s (by %s)", when(ev.At), ev.Type, where, what, safe(ev.Actor))
+	return fmt.Sprintf("%s  %-23s %s%s (by %s)", textout.When(ev.At), ev.Type, where, what, textout.Safe(ev.Actor))
 }
 
 // rawPayload is a record this version cannot read, as one line of its JSON.
@@ -97,7 +100,7 @@ func rawPayload(raw []byte) string {
 		p = map[string]any{}
 	}
 	data, _ := json.Marshal(p)
-	return line(string(data))
+	return textout.Line(string(data))
 }
 
 func limitsText(l journal.Limits) string {
@@ -130,9 +133,9 @@ func eventDetail(p journal.Payload) string {
 	case journal.Evicted:
 		return evictedDetail(p)
 	case journal.Swept:
-		s := fmt.Sprintf("sweep %s: %s, %s freed", p.SweepID, plural(p.EvictedEntries, "entry", "entries"), units.FormatIEC(p.FreedBytes))
+		s := fmt.Sprintf("sweep %s: %s, %s freed", p.SweepID, textout.Plural(p.EvictedEntries, "entry", "entries"), units.FormatIEC(p.FreedBytes))
 		if len(p.Skipped) > 0 {
-			s += ", " + plural(len(p.Skipped), "entry", "entries") + " left alone"
+			s += ", " + textout.Plural(len(p.Skipped), "entry", "entries") + " left alone"
 		}
 		return s
 	case journal.QuotaExceeded:
@@ -144,7 +147,7 @@ func eventDetail(p journal.Payload) string {
 		for _, t := range p.Trees {
 			size += t.SizeBytes
 		}
-		s := fmt.Sprintf("snapshot of %s, %s", plural(len(p.Trees), "tree", "trees"), units.FormatIEC(size))
+		s := fmt.Sprintf("snapshot of %s, %s", textout.Plural(len(p.Trees), "tree", "trees"), units.FormatIEC(size))
 		if p.Failed > 0 {
 			s += fmt.Sprintf(", %d failed", p.Failed)
 		}
@@ -165,19 +168,19 @@ func eventDetail(p journal.Payload) string {
 	case journal.SettingChanged:
 		return fmt.Sprintf("setting %s: %s → %s", p.Key, settingText(p.Key, p.Old), settingText(p.Key, p.New))
 	case journal.Repaired:
-		return fmt.Sprintf("repaired %s %s: %s", p.Kind, safe(strings.TrimSpace(p.Area+" "+p.Path)), line(p.Detail))
+		return fmt.Sprintf("repaired %s %s: %s", p.Kind, textout.Safe(strings.TrimSpace(p.Area+" "+p.Path)), textout.Line(p.Detail))
 	case journal.RootInitialised:
-		return "root initialised at " + safe(p.Root)
+		return "root initialised at " + textout.Safe(p.Root)
 	case journal.HostRetired:
-		return fmt.Sprintf("host %s retired, %s abandoned", safe(p.Host), plural(p.Abandoned, "pending deletion", "pending deletions"))
+		return fmt.Sprintf("host %s retired, %s abandoned", textout.Safe(p.Host), textout.Plural(p.Abandoned, "pending deletion", "pending deletions"))
 	case journal.RootBound:
-		s := fmt.Sprintf("host bound to the root at %s (%s, %s)", safe(p.Root), safe(p.RootID), safe(p.Why))
+		s := fmt.Sprintf("host bound to the root at %s (%s, %s)", textout.Safe(p.Root), textout.Safe(p.RootID), textout.Safe(p.Why))
 		if p.TookFrom != nil {
-			s += fmt.Sprintf(", taken over from %s (%s)", safe(p.TookFrom.Root), safe(p.TookFrom.RootID))
+			s += fmt.Sprintf(", taken over from %s (%s)", textout.Safe(p.TookFrom.Root), textout.Safe(p.TookFrom.RootID))
 		}
 		return s
 	case journal.HolderTakenOver:
-		return fmt.Sprintf("%s %s taken over from %s by %s: %s", strings.ReplaceAll(p.What, "_", " "), safe(p.Name), safe(p.From), safe(p.By), line(p.Why))
+		return fmt.Sprintf("%s %s taken over from %s by %s: %s", strings.ReplaceAll(p.What, "_", " "), textout.Safe(p.Name), textout.Safe(p.From), textout.Safe(p.By), textout.Line(p.Why))
 	}
 	data, _ := json.Marshal(p)
 	return rawPayload(data)
@@ -198,15 +201,15 @@ func evictedDetail(p journal.Evicted) string {
 	if verb == "" {
 		verb = p.State
 	}
-	s := fmt.Sprintf("%s %s, %s", verb, safe(p.Path), units.FormatIEC(p.Bytes))
+	s := fmt.Sprintf("%s %s, %s", verb, textout.Safe(p.Path), units.FormatIEC(p.Bytes))
 	if p.Entries > 0 {
-		s += ", " + plural(p.Entries, "entry", "entries")
+		s += ", " + textout.Plural(p.Entries, "entry", "entries")
 	}
 	if p.Reason != "" {
-		s += ": " + line(p.Reason)
+		s += ": " + textout.Line(p.Reason)
 	}
 	if p.Error != "" {
-		s += ": error: " + line(p.Error)
+		s += ": error: " + textout.Line(p.Error)
 	}
 	if p.SweepID != "" {
 		s += " [" + p.SweepID + "]"
@@ -233,7 +236,7 @@ func exceededDetail(p journal.QuotaExceeded) string {
 	}
 	s := fmt.Sprintf("%s reached its %s: %s", p.Area, limitWords(p.Limit), limitFigure(p.Limit, p.UsedBytes, used, limit))
 	if p.GraceEndsAt != nil {
-		s += ", grace ends " + when(*p.GraceEndsAt)
+		s += ", grace ends " + textout.When(*p.GraceEndsAt)
 	}
 	return s + " (seen by " + p.SeenBy + ")"
 }

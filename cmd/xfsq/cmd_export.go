@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/sandbox"
 )
 
@@ -42,8 +43,8 @@ func cmdExportXFS(e env) error {
 		}
 		return e.print(lines, func(w io.Writer) {
 			if e.c.Bool("write") {
-				fmt.Fprintf(w, "updated %s (%s) and %s (%s)\n", e.c.String("projects-file"), plural(len(lines.Projects), "xfsq line", "xfsq lines"),
-					e.c.String("projid-file"), plural(len(lines.Projid), "xfsq line", "xfsq lines"))
+				fmt.Fprintf(w, "updated %s (%s) and %s (%s)\n", e.c.String("projects-file"), textout.Plural(len(lines.Projects), "xfsq line", "xfsq lines"),
+					e.c.String("projid-file"), textout.Plural(len(lines.Projid), "xfsq line", "xfsq lines"))
 				return
 			}
 			fmt.Fprintf(w, "# %s\n%s\n# %s\n%s\n", e.c.String("projects-file"), strings.Join(lines.Projects, "\n"),

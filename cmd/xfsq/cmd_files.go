@@ -8,6 +8,9 @@ import (
 	"sort"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/fromfile"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
@@ -23,17 +26,17 @@ func filesCommand(with withEnv) *cli.Command {
 			"(exit 2). Writes are admitted before they allocate anything and refused (exit 3) past a limit;\n" +
 			"a refused or failed write leaves the old file exactly as it was. rm is journalled (storage.evicted).",
 		Subcommands: []*cli.Command{
-			{Name: "ls", Usage: "list a directory", ArgsUsage: "PROJECT [PATH]", Flags: []cli.Flag{areaFlag()}, Action: with(reads(cmdFilesLs))},
-			{Name: "get", Usage: "copy a file to stdout", ArgsUsage: "PROJECT PATH", Flags: []cli.Flag{areaFlag()}, Action: with(reads(cmdFilesGet))},
+			{Name: "ls", Usage: "list a directory", ArgsUsage: "PROJECT [PATH]", Flags: []cli.Flag{cliargs.AreaFlag()}, Action: with(reads(cmdFilesLs))},
+			{Name: "get", Usage: "copy a file to stdout", ArgsUsage: "PROJECT PATH", Flags: []cli.Flag{cliargs.AreaFlag()}, Action: with(reads(cmdFilesGet))},
 			{
 				Name: "put", Usage: "write stdin (or --from FILE) to a file, atomically", ArgsUsage: "PROJECT PATH",
-				Flags:  []cli.Flag{areaFlag(), &cli.StringFlag{Name: "from", Usage: "read this file instead of stdin"}},
+				Flags:  []cli.Flag{cliargs.AreaFlag(), &cli.StringFlag{Name: "from", Usage: "read this file instead of stdin"}},
 				Action: with(cmdFilesPut),
 			},
 			{Name: "rm", Usage: "delete a file, or with --recursive a directory (journalled)", ArgsUsage: "PROJECT PATH",
 				Description: "A directory needs --recursive, as with rm -r. uploads/ and inbox/ are part of every workspace:\n" +
 					"--recursive empties them (each entry journalled) and leaves them in place.",
-				Flags:  []cli.Flag{areaFlag(), &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "delete a directory and everything in it"}},
+				Flags:  []cli.Flag{cliargs.AreaFlag(), &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "delete a directory and everything in it"}},
 				Action: with(frees(cmdFilesRm))},
 		},
 	}
@@ -45,8 +48,8 @@ func filesArgs(e env, optionalPath bool) (string, string, error) {
 	if n == 2 || (optionalPath && n == 1) {
 		return e.c.Args().Get(0), e.c.Args().Get(1), nil
 	}
-	name := commandName(e.c)
-	return "", "", usagef("%s takes PROJECT PATH, got %d arguments: see xfsq %s --help", name, n, name)
+	name := cliargs.CommandName(e.c)
+	return "", "", cliargs.Usagef("%s takes PROJECT PATH, got %d arguments: see xfsq %s --help", name, n, name)
 }
 
 func withFiles(e env, fn func(ctx context.Context, l *files.Layer) error) error {
@@ -95,7 +98,7 @@ func cmdFilesPut(e env) error {
 		if err != nil {
 			return err
 		}
-		if in, err = openFrom(from, root, name, p); err != nil {
+		if in, err = fromfile.Open(from, root, name, p); err != nil {
 			return err
 		}
 		defer in.Close()
@@ -114,7 +117,7 @@ func cmdFilesPut(e env) error {
 			if res.Replaced {
 				verb = "replaced"
 			}
-			fmt.Fprintf(w, "%s %s (%s)\n", verb, safe(res.Path), units.FormatIEC(res.Bytes))
+			fmt.Fprintf(w, "%s %s (%s)\n", verb, textout.Safe(res.Path), units.FormatIEC(res.WrittenBytes))
 		})
 	})
 }
@@ -130,7 +133,7 @@ func cmdFilesRm(e env) error {
 			return err
 		}
 		return e.print(res, func(w io.Writer) {
-			fmt.Fprintf(w, "removed %s (%s in %s)\n", safe(res.Path), units.FormatIEC(res.Bytes), plural(res.Files, "file", "files"))
+			fmt.Fprintf(w, "removed %s (%s in %s)\n", textout.Safe(res.Path), units.FormatIEC(res.Bytes), textout.Plural(res.Files, "file", "files"))
 		})
 	})
 }
@@ -143,9 +146,9 @@ func filesTable(w io.Writer, entries []files.Entry) {
 	for i, en := range sorted {
 		mod := "-"
 		if !en.ModTime.IsZero() {
-			mod = when(en.ModTime)
+			mod = textout.When(en.ModTime)
 		}
-		rows[i] = []string{en.Type, units.FormatIEC(uint64(max(en.Size, 0))), mod, safe(en.Name)}
+		rows[i] = []string{en.Type, units.FormatIEC(uint64(max(en.Size, 0))), mod, textout.Safe(en.Name)}
 	}
-	table(w, "TYPE\tSIZE\tMODIFIED\tNAME", rows)
+	textout.Table(w, "TYPE\tSIZE\tMODIFIED\tNAME", rows)
 }

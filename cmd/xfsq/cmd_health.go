@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
@@ -15,12 +16,12 @@ func cmdHealth(e env) error {
 	if err != nil {
 		return err
 	}
-	budget, err := duration(e.c, "budget")
+	budget, err := cliargs.Duration(e.c, "budget")
 	if err != nil {
 		return err
 	}
 	if budget <= 0 {
-		return usagef("--budget %s: use a positive duration, e.g. 2s", budget)
+		return cliargs.Usagef("--budget %s: use a positive duration, e.g. 2s", budget)
 	}
 	ctx := e.c.Context
 	src, err := sandbox.OpenHealth(ctx, cfg, budget)
@@ -43,7 +44,7 @@ func cmdHealth(e env) error {
 		return err
 	}
 	if health.Failing(r.Status) {
-		return &exitError{code: exitFailed}
+		return &cliargs.ExitError{Code: exitFailed}
 	}
 	return nil
 }
@@ -164,7 +165,7 @@ func healthCommand(with withEnv) *cli.Command {
 		Description: "Each part answers on its own within --budget and carries its status (ok, warn, critical, error),\n" +
 			"its figures and, on error, the error and a fix. Thresholds are the settings health_*.\n" +
 			"Exit 1 when any part is critical or in error.",
-		Flags:  []cli.Flag{durationFlag("budget", "2s", "time each part may take")},
+		Flags:  []cli.Flag{cliargs.DurationFlag("budget", "2s", "time each part may take")},
 		Action: with(cmdHealth),
 	}
 }

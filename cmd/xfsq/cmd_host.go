@@ -8,6 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/sandbox"
 )
 
@@ -40,7 +42,7 @@ func hostCommand(with withEnv) *cli.Command {
 
 func cmdHostList(e env) error {
 	if e.c.NArg() > 0 {
-		return usagef("host list takes no arguments, got %q", e.c.Args().First())
+		return cliargs.Usagef("host list takes no arguments, got %q", e.c.Args().First())
 	}
 	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		fleet, err := m.FleetHosts(ctx)
@@ -57,26 +59,26 @@ func hostTable(w io.Writer, fleet sandbox.FleetHosts) {
 		state, seen := "fresh", "never"
 		switch {
 		case h.RetiredAt != nil:
-			state = "retired " + when(*h.RetiredAt) + " by " + safe(h.RetiredBy)
+			state = "retired " + textout.When(*h.RetiredAt) + " by " + textout.Safe(h.RetiredBy)
 		case h.Stale:
 			state = "STALE"
 		}
 		if h.AgeSeconds != nil {
-			seen = roughAge(time.Duration(*h.AgeSeconds*float64(time.Second))) + " ago"
+			seen = textout.RoughAge(time.Duration(*h.AgeSeconds*float64(time.Second))) + " ago"
 		}
-		name := safe(h.Host)
+		name := textout.Safe(h.Host)
 		if h.This {
 			name += " (this)"
 		}
-		rows = append(rows, []string{name, state, seen, safe(h.Version), h.Backend, fmt.Sprint(h.Projects), safe(h.Root)})
+		rows = append(rows, []string{name, state, seen, textout.Safe(h.Version), h.Backend, fmt.Sprint(h.Projects), textout.Safe(h.Root)})
 	}
-	table(w, "HOST\tSTATE\tLAST SEEN\tVERSION\tBACKEND\tPROJECTS\tROOT", rows)
-	fmt.Fprintf(w, "stale: not seen for %s (fleet_stale_after)\n", roughAge(time.Duration(fleet.StaleAfterSeconds*float64(time.Second))))
+	textout.Table(w, "HOST\tSTATE\tLAST SEEN\tVERSION\tBACKEND\tPROJECTS\tROOT", rows)
+	fmt.Fprintf(w, "stale: not seen for %s (fleet_stale_after)\n", textout.RoughAge(time.Duration(fleet.StaleAfterSeconds*float64(time.Second))))
 }
 
 func cmdHostRetire(e env) error {
 	if e.c.NArg() != 1 {
-		return usagef("host retire takes one host name: xfsq host retire NAME (xfsq host list names them)")
+		return cliargs.Usagef("host retire takes one host name: xfsq host retire NAME (xfsq host list names them)")
 	}
 	name := e.c.Args().First()
 	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
@@ -86,12 +88,12 @@ func cmdHostRetire(e env) error {
 		}
 		return e.print(out, func(w io.Writer) {
 			if out.Already {
-				fmt.Fprintf(w, "host %s was already retired at %s: nothing done\n", safe(out.Host), when(out.RetiredAt))
+				fmt.Fprintf(w, "host %s was already retired at %s: nothing done\n", textout.Safe(out.Host), textout.When(out.RetiredAt))
 				return
 			}
-			fmt.Fprintf(w, "retired host %s; its history stays (xfsq events --on-host %s)\n", safe(out.Host), safe(out.Host))
+			fmt.Fprintf(w, "retired host %s; its history stays (xfsq events --on-host %s)\n", textout.Safe(out.Host), textout.Safe(out.Host))
 			for _, d := range out.Abandoned {
-				fmt.Fprintf(w, "abandoned: %s %s (pending when the host stopped; whether it went is unknown)\n", safe(d.Project), safe(d.Path))
+				fmt.Fprintf(w, "abandoned: %s %s (pending when the host stopped; whether it went is unknown)\n", textout.Safe(d.Project), textout.Safe(d.Path))
 			}
 		})
 	})

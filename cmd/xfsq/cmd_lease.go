@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
@@ -31,8 +33,8 @@ func leaseCommand(with withEnv) *cli.Command {
 
 func leaseArgs(e env) (string, string, error) {
 	if e.c.NArg() != 2 {
-		name := commandName(e.c)
-		return "", "", usagef("%s takes PROJECT RUN, got %d arguments: see xfsq %s --help", name, e.c.NArg(), name)
+		name := cliargs.CommandName(e.c)
+		return "", "", cliargs.Usagef("%s takes PROJECT RUN, got %d arguments: see xfsq %s --help", name, e.c.NArg(), name)
 	}
 	return e.c.Args().Get(0), e.c.Args().Get(1), nil
 }
@@ -44,7 +46,7 @@ func cmdLeaseAcquire(e env) error {
 	}
 	ttl, err := units.ParseDuration(e.c.String("ttl"))
 	if err != nil {
-		return usagef("--ttl: %v", err)
+		return cliargs.Usagef("--ttl: %v", err)
 	}
 	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		l, err := m.AcquireLease(ctx, name, run, ttl)
@@ -52,7 +54,7 @@ func cmdLeaseAcquire(e env) error {
 			return err
 		}
 		return e.print(l, func(w io.Writer) {
-			fmt.Fprintf(w, "lease on %s for run %s until %s\n", name, run, when(l.ExpiresAt))
+			fmt.Fprintf(w, "lease on %s for run %s until %s\n", name, run, textout.When(l.ExpiresAt))
 			if l.KeptLonger {
 				fmt.Fprintf(w, "(it already held longer than --ttl %s: a renewal never shortens a lease; release it first to shorten it)\n", e.c.String("ttl"))
 			}
@@ -88,9 +90,9 @@ func cmdLeaseList(e env) error {
 				if !l.Active {
 					state = "lapsed"
 				}
-				rows[i] = []string{l.Project, l.Run, state, when(l.ExpiresAt)}
+				rows[i] = []string{l.Project, l.Run, state, textout.When(l.ExpiresAt)}
 			}
-			table(w, "PROJECT\tRUN\tSTATE\tUNTIL", rows)
+			textout.Table(w, "PROJECT\tRUN\tSTATE\tUNTIL", rows)
 		})
 	})
 }

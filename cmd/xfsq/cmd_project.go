@@ -9,6 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
@@ -26,13 +28,13 @@ func projectCommand(with withEnv) *cli.Command {
 					"The workspace hard limit defaults to the setting default_quota (50GiB, or\n" +
 					"KERNEL_STORAGE_DEFAULT_QUOTA_BYTES), the cache's to default_cache_quota, the scratch's\n" +
 					"(shared by all runs of the project) to default_scratch_quota.",
-				Flags:  append(append(append(limitFlagSet("", "workspace"), limitFlagSet("cache-", "cache")...), limitFlagSet("scratch-", "scratch")...), forceFlag()),
+				Flags:  append(append(append(limitFlagSet("", "workspace"), limitFlagSet("cache-", "cache")...), limitFlagSet("scratch-", "scratch")...), cliargs.ForceFlag()),
 				Action: with(cmdProjectAdd),
 			},
 			{
 				Name: "set", Usage: "change the limits of one tree of a project", ArgsUsage: "NAME",
 				Flags: append(limitFlagSet("", "new"),
-					&cli.StringFlag{Name: "area", Value: area.Workspace, Usage: areaUsage}, forceFlag()),
+					&cli.StringFlag{Name: "area", Value: area.Workspace, Usage: cliargs.AreaUsage}, cliargs.ForceFlag()),
 				Action: with(cmdProjectSet),
 			},
 			{
@@ -52,14 +54,14 @@ func projectCommand(with withEnv) *cli.Command {
 			{Name: "show", Usage: "a project's trees, IDs, usage and limits", ArgsUsage: "NAME", Action: with(reads(cmdProjectShow)),
 				Description: "On the fallback backend usage is each tree's last walk plus the writes made through xfsq since\n" +
 					"(usage_walked_at says when that walk began); --refresh walks the trees now.",
-				Flags: []cli.Flag{refreshFlag()}},
+				Flags: []cli.Flag{cliargs.RefreshFlag()}},
 			{
 				Name: "check", Usage: "may a run of the project start? ok, warn or deny", ArgsUsage: "NAME",
 				Description: "Exit 0 for ok and for warn (over a soft limit within grace; the warning goes to stderr),\n" +
 					"3 for deny (at or over a hard limit, or over a soft limit past its grace).\n" +
 					"On the fallback backend it reads the trees' last walk plus xfsq's writes since, and walks\n" +
 					"nothing, so that a check before every run stays cheap; --refresh walks them first.",
-				Flags:  []cli.Flag{refreshFlag()},
+				Flags:  []cli.Flag{cliargs.RefreshFlag()},
 				Action: with(cmdProjectCheck),
 			},
 		},
@@ -76,18 +78,18 @@ func limitFlagSet(prefix, what string) []cli.Flag {
 }
 
 func cmdProjectAdd(e env) error {
-	name, err := oneArg(e.c, "project NAME")
+	name, err := cliargs.OneArg(e.c, "project NAME")
 	if err != nil {
 		return err
 	}
 	var o sandbox.AddOptions
-	if o.Workspace, err = limitFlags(e.c, ""); err != nil {
+	if o.Workspace, err = cliargs.LimitFlags(e.c, ""); err != nil {
 		return err
 	}
-	if o.Cache, err = limitFlags(e.c, "cache-"); err != nil {
+	if o.Cache, err = cliargs.LimitFlags(e.c, "cache-"); err != nil {
 		return err
 	}
-	if o.Scratch, err = limitFlags(e.c, "scratch-"); err != nil {
+	if o.Scratch, err = cliargs.LimitFlags(e.c, "scratch-"); err != nil {
 		return err
 	}
 	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
@@ -101,11 +103,11 @@ func cmdProjectAdd(e env) error {
 }
 
 func cmdProjectSet(e env) error {
-	name, err := oneArg(e.c, "project NAME")
+	name, err := cliargs.OneArg(e.c, "project NAME")
 	if err != nil {
 		return err
 	}
-	change, err := limitFlags(e.c, "")
+	change, err := cliargs.LimitFlags(e.c, "")
 	if err != nil {
 		return err
 	}
@@ -120,7 +122,7 @@ func cmdProjectSet(e env) error {
 }
 
 func cmdProjectRm(e env) error {
-	name, err := oneArg(e.c, "project NAME")
+	name, err := cliargs.OneArg(e.c, "project NAME")
 	if err != nil {
 		return err
 	}
@@ -150,13 +152,13 @@ func cmdProjectRm(e env) error {
 				fmt.Fprintf(w, "ended the lapsed leases of run %s\n", strings.Join(res.EndedLeases, ", "))
 			}
 			for _, p := range res.PurgedTrees {
-				fmt.Fprintf(w, "purged %s: %s removed, %s freed\n", safe(p.Path), plural(p.RemovedEntries, "entry", "entries"), units.FormatIEC(p.FreedBytes))
+				fmt.Fprintf(w, "purged %s: %s removed, %s freed\n", textout.Safe(p.Path), textout.Plural(p.RemovedEntries, "entry", "entries"), units.FormatIEC(p.FreedBytes))
 				for _, l := range p.Left {
-					fmt.Fprintf(w, "left in place: %s (%s)\n", safe(l.Path), line(l.Reason))
+					fmt.Fprintf(w, "left in place: %s (%s)\n", textout.Safe(l.Path), textout.Line(l.Reason))
 				}
 			}
 			for _, l := range res.Left {
-				fmt.Fprintf(w, "kept on disk: %s (delete it with --purge, or by hand)\n", safe(l))
+				fmt.Fprintf(w, "kept on disk: %s (delete it with --purge, or by hand)\n", textout.Safe(l))
 			}
 			for _, id := range res.KeptIDs {
 				fmt.Fprintf(w, "project ID %s stays reserved until no file carries it\n", id)
@@ -174,20 +176,20 @@ func cmdProjectList(e env) error {
 		return e.print(ps, func(w io.Writer) {
 			rows := make([][]string, len(ps))
 			for i, p := range ps {
-				rows[i] = []string{p.Name, p.State, when(p.CreatedAt)}
+				rows[i] = []string{p.Name, p.State, textout.When(p.CreatedAt)}
 			}
-			table(w, "PROJECT\tSTATE\tCREATED", rows)
+			textout.Table(w, "PROJECT\tSTATE\tCREATED", rows)
 		})
 	})
 }
 
 func cmdProjectShow(e env) error {
-	name, err := oneArg(e.c, "project NAME")
+	name, err := cliargs.OneArg(e.c, "project NAME")
 	if err != nil {
 		return err
 	}
 	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
-		p, err := m.Show(ctx, name, readFlags(e))
+		p, err := m.Show(ctx, name, cliargs.ReadFlags(e.c))
 		if err != nil {
 			return err
 		}
@@ -196,12 +198,12 @@ func cmdProjectShow(e env) error {
 }
 
 func cmdProjectCheck(e env) error {
-	name, err := oneArg(e.c, "project NAME")
+	name, err := cliargs.OneArg(e.c, "project NAME")
 	if err != nil {
 		return err
 	}
 	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
-		a, err := m.Check(ctx, name, readFlags(e))
+		a, err := m.Check(ctx, name, cliargs.ReadFlags(e.c))
 		if err != nil {
 			return err
 		}
@@ -210,27 +212,18 @@ func cmdProjectCheck(e env) error {
 		} else if a.Decision == sandbox.Ok {
 			fmt.Fprintln(e.stdout, a.Message)
 		} else {
-			fmt.Fprintln(e.stderr, a.Decision+": "+a.Message)
+			fmt.Fprintln(e.stderr, string(a.Decision)+": "+a.Message)
 		}
 		if a.Decision == sandbox.Deny {
-			return &exitError{code: exitDenied}
+			return &cliargs.ExitError{Code: exitDenied}
 		}
 		return nil
 	})
 }
 
-func dash(n uint64, format func(uint64) string) string {
-	if n == 0 {
-		return "-"
-	}
-	return format(n)
-}
-
-func count(n uint64) string { return fmt.Sprint(n) }
-
 func treeRow(t sandbox.TreeStatus, withProject bool) []string {
-	row := []string{t.Area, fmt.Sprint(t.ProjectID), units.FormatIEC(t.UsedBytes), dash(t.BytesSoft, units.FormatIEC),
-		dash(t.BytesHard, units.FormatIEC), count(t.UsedInodes), dash(t.InodesSoft, count), dash(t.InodesHard, count), "-"}
+	row := []string{t.Area, fmt.Sprint(t.ProjectID), units.FormatIEC(t.UsedBytes), textout.Dash(t.BytesSoft, units.FormatIEC),
+		textout.Dash(t.BytesHard, units.FormatIEC), textout.Count(t.UsedInodes), textout.Dash(t.InodesSoft, textout.Count), textout.Dash(t.InodesHard, textout.Count), "-"}
 	if t.BytesHard > 0 {
 		row[8] = fmt.Sprintf("%.1f%%", t.Percent)
 	}
@@ -245,12 +238,12 @@ const treeHeader = "AREA\tID\tUSED\tSOFT\tHARD\tINODES\tISOFT\tIHARD\tUSE%"
 // printProject prints p; backend is the root's backend in one line (its
 // BackendName), which the answer's backend object does not carry.
 func printProject(w io.Writer, p sandbox.Project, backend string) {
-	fmt.Fprintf(w, "project: %s (%s, created %s)\nbackend: %s\n", p.Name, p.State, when(p.CreatedAt), backend)
+	fmt.Fprintf(w, "project: %s (%s, created %s)\nbackend: %s\n", p.Name, p.State, textout.When(p.CreatedAt), backend)
 	rows := make([][]string, len(p.Trees))
 	for i, t := range p.Trees {
 		rows[i] = treeRow(t, false)
 	}
-	table(w, treeHeader, rows)
+	textout.Table(w, treeHeader, rows)
 	printDrift(w, p.Trees)
 }
 
@@ -283,7 +276,7 @@ func warnOverLimits(e env, p sandbox.Project) {
 	for _, w := range p.Warnings {
 		what, format := "byte", units.FormatIEC
 		if w.Resource == sandbox.LimitInodes {
-			what, format = "file-count", count
+			what, format = "file-count", textout.Count
 		}
 		fmt.Fprintf(e.stderr, "xfsq: warning: %s %s already holds %s, at or over its new %s %s limit of %s: %s\n",
 			w.Project, w.Area, format(w.Used), w.Kind, what, format(w.Limit), consequence[w.Kind])

@@ -11,6 +11,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/reportcols"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
@@ -33,20 +36,20 @@ type reportView struct {
 // reportOptions are the report a command line asks for, and how to show it.
 func reportOptions(e env) (o sandbox.ReportOptions, v reportView, err error) {
 	if e.c.NArg() > 0 {
-		return o, v, usagef("report takes no arguments, got %q: filter with --project NAME", e.c.Args().First())
+		return o, v, cliargs.Usagef("report takes no arguments, got %q: filter with --project NAME", e.c.Args().First())
 	}
-	sortBy, err := parseSort(e.c.String("sort"), "report", reportSorts)
+	sortBy, err := cliargs.ParseSort(e.c.String("sort"), "report", cliargs.ReportSorts)
 	if err != nil {
 		return o, v, err
 	}
-	o = sandbox.ReportOptions{Projects: splitList(e.c.String("project")), Areas: splitList(e.c.String("area")),
-		Sort: coreSort[sortBy], Check: e.c.Bool("check"), Read: readFlags(e)}
+	o = sandbox.ReportOptions{Projects: cliargs.SplitList(e.c.String("project")), Areas: cliargs.SplitList(e.c.String("area")),
+		Sort: coreSort[sortBy], Check: e.c.Bool("check"), Read: cliargs.ReadFlags(e.c)}
 	if e.c.IsSet("over") {
 		over := e.c.Float64("over")
 		o.Over = &over
 	}
 	v = reportView{noHeaders: e.c.Bool("no-headers")}
-	if v.columns, err = parseColumns(e.c.String("columns"), e.c.Bool("wide")); err != nil {
+	if v.columns, err = reportcols.Parse(e.c.String("columns"), e.c.Bool("wide")); err != nil {
 		return o, v, err
 	}
 	return o, v, sandbox.CheckReport(o)
@@ -57,58 +60,30 @@ var coreSort = map[string]string{"name": sandbox.ReportByProject, "size": sandbo
 	"mtime": sandbox.ReportByActivity, "percent": sandbox.ReportByPercent, "growth": sandbox.ReportByGrowth,
 	"eta": sandbox.ReportByFullIn, "reclaimable": sandbox.ReportByReclaimable}
 
-func splitList(s string) []string {
-	var out []string
-	for part := range strings.SplitSeq(s, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			out = append(out, part)
-		}
-	}
-	return out
-}
-
-// graceText says when the first running soft-limit grace of a tree ends,
-// as a span: "6d left", "ended 2h ago".
-func graceText(t sandbox.TreeStatus, now time.Time) string {
-	var ends *time.Time
-	for _, g := range []*time.Time{t.BytesGraceEndsAt, t.InodesGraceEndsAt} {
-		if g != nil && (ends == nil || g.Before(*ends)) {
-			ends = g
-		}
-	}
-	switch {
-	case ends == nil:
-		return "-"
-	case !ends.After(now):
-		return "ended " + shortDuration(now.Sub(*ends)) + " ago"
-	}
-	return shortDuration(ends.Sub(now)) + " left"
-}
-
 // reportTable prints one row per tree, of the columns asked for (nil: the
 // default), and says whether any of them is stale; on a terminal, a tree
 // at its hard limit is red and one over its soft limit yellow.
 func reportTable(w io.Writer, rows []sandbox.TreeStatus, columns []string, noHeaders, colour bool) (stale bool) {
 	now := time.Now()
-	cols := columnsFor(columns, rows)
+	cols := reportcols.For(columns, rows)
 	out := make([][]string, len(rows))
 	for i, t := range rows {
 		stale = stale || t.Stale
 		out[i] = make([]string, len(cols))
 		for j, c := range cols {
-			out[i][j] = c.value(t, now)
+			out[i][j] = c.Value(t, now)
 		}
 	}
 	var headers []string
 	for _, c := range cols {
-		headers = append(headers, c.header)
+		headers = append(headers, c.Header)
 	}
 	header := strings.Join(headers, "\t")
 	if noHeaders {
 		header = ""
 	}
 	var b strings.Builder
-	table(&b, header, out)
+	textout.Table(&b, header, out)
 	lines := strings.SplitAfter(b.String(), "\n")
 	if noHeaders {
 		lines = lines[1:] // the empty header line
@@ -121,9 +96,9 @@ func reportTable(w io.Writer, rows []sandbox.TreeStatus, columns []string, noHea
 		if i < len(rows) {
 			switch {
 			case sandbox.AtHardLimit(rows[i]):
-				l = paint(colour, "31", strings.TrimSuffix(l, "\n")) + "\n"
+				l = textout.Paint(colour, "31", strings.TrimSuffix(l, "\n")) + "\n"
 			case sandbox.OverSoftLimit(rows[i]):
-				l = paint(colour, "33", strings.TrimSuffix(l, "\n")) + "\n"
+				l = textout.Paint(colour, "33", strings.TrimSuffix(l, "\n")) + "\n"
 			}
 		}
 		fmt.Fprint(w, l)
@@ -147,11 +122,11 @@ func reportCommand(with withEnv) *cli.Command {
 			"GRACE says when a soft limit's grace ends (or ended). --check exits 1 when any tree shown is at\n" +
 			"or over a hard limit (bytes or inodes), for a cron job or a monitor. Colour only on a terminal,\n" +
 			"never with NO_COLOR set.",
-		Flags: []cli.Flag{refreshFlag(), reportProjectFlag(), reportAreaFlag(),
+		Flags: []cli.Flag{cliargs.RefreshFlag(), reportProjectFlag(), reportAreaFlag(),
 			&cli.Float64Flag{Name: "over", Usage: "only trees at or over PERCENT of their hard byte limit"},
-			&cli.StringFlag{Name: "sort", Value: "name", Usage: sortUsage(reportSorts)},
+			&cli.StringFlag{Name: "sort", Value: "name", Usage: cliargs.SortUsage(cliargs.ReportSorts)},
 			&cli.BoolFlag{Name: "wide", Usage: "every column (as -o wide)"},
-			&cli.StringFlag{Name: "columns", Aliases: []string{"o"}, Usage: "the columns to show, comma-separated (" + strings.Join(reportColumnNames(), ",") + "), or wide"},
+			&cli.StringFlag{Name: "columns", Aliases: []string{"o"}, Usage: "the columns to show, comma-separated (" + strings.Join(reportcols.Names(), ",") + "), or wide"},
 			&cli.BoolFlag{Name: "no-headers", Aliases: []string{"N"}, Usage: "no header or notes, rows only (as xfs_quota -N)"},
 			&cli.BoolFlag{Name: "check", Usage: "exit 1 when any tree shown is at or over a hard limit"},
 			onHostFlag(), allHostsFlag()},
@@ -183,18 +158,18 @@ func cmdReport(e env) error {
 					"      last walk plus the writes made through xfsq since.")
 				if res.OldestWalkAt != nil {
 					fmt.Fprintf(w, "      Other writes count from the next walk (oldest walk here: %s;\n"+
-						"      the hourly xfsq snapshot --all walks every tree, --refresh walks them now).\n", when(*res.OldestWalkAt))
+						"      the hourly xfsq snapshot --all walks every tree, --refresh walks them now).\n", textout.When(*res.OldestWalkAt))
 				}
 			}
-			if stale := reportTable(w, rows, columns, noHeaders, useColour(os.Stdout)); stale && !noHeaders {
+			if stale := reportTable(w, rows, columns, noHeaders, textout.UseColour(os.Stdout)); stale && !noHeaders {
 				fmt.Fprintf(w, "stale: walked over %s ago (the hourly xfsq snapshot --all has not run): writes made\n"+
 					"       outside xfsq since are not counted; xfsq report --refresh, or xfsq top on the tree,\n"+
-					"       walks it now.\n", roughAge(sandbox.SnapshotInterval))
+					"       walks it now.\n", textout.RoughAge(sandbox.SnapshotInterval))
 			}
 			printDrift(w, rows)
 			for _, t := range rows {
 				if t.Escape != "" {
-					fmt.Fprintf(w, "escape? %s %s: %s\n", safe(t.Project), t.Area, line(t.Escape))
+					fmt.Fprintf(w, "escape? %s %s: %s\n", textout.Safe(t.Project), t.Area, textout.Line(t.Escape))
 				}
 			}
 			if !noHeaders {
@@ -209,50 +184,10 @@ func cmdReport(e env) error {
 			return err
 		}
 		if res.CheckFailed {
-			return &exitError{code: exitFailed}
+			return &cliargs.ExitError{Code: exitFailed}
 		}
 		return nil
 	})
-}
-
-// usageAge says how old a row's figure is: "now" for the kernel's count,
-// the age of the walk it starts from on the fallback, marked stale past
-// the snapshot interval.
-func usageAge(t sandbox.TreeStatus) string {
-	switch {
-	case t.UsageAgeSeconds == nil && t.Stale:
-		return "never walked (stale)"
-	case t.UsageAgeSeconds == nil:
-		return "now"
-	}
-	age := roughAge(time.Duration(*t.UsageAgeSeconds*float64(time.Second))) + " ago"
-	if t.Stale {
-		age += " (stale)"
-	}
-	return age
-}
-
-// roughAge is an age as a person reads it: 40s, 12m, 3h5m, 4d.
-func roughAge(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
-	}
-	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
-}
-
-func growth(d *int64) string {
-	switch {
-	case d == nil:
-		return "-"
-	case *d < 0:
-		return "-" + units.FormatIEC(uint64(-*d))
-	}
-	return "+" + units.FormatIEC(uint64(*d))
 }
 
 // promiseLine says what the limits of the trees shown promise of the disk
@@ -265,7 +200,7 @@ func promiseLine(w io.Writer, res sandbox.ReportResult) {
 	}
 	s := fmt.Sprintf("promised: %s of hard limits on a %s disk (%.2fx)", units.FormatIEC(p.PromisedBytes), units.FormatIEC(p.DiskBytes), p.OvercommitRatio)
 	if p.UnlimitedTrees > 0 {
-		s += fmt.Sprintf(", and %s with no limit", plural(p.UnlimitedTrees, "tree", "trees"))
+		s += fmt.Sprintf(", and %s with no limit", textout.Plural(p.UnlimitedTrees, "tree", "trees"))
 	}
 	if r := res.ReclaimableBytes; r != nil {
 		s += "; reclaimable by the sweep policies: " + units.FormatIEC(*r) + " (as last planned)"

@@ -17,6 +17,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
 	"github.com/xfsq/xfsq/daemon"
 	"github.com/xfsq/xfsq/health"
 	"github.com/xfsq/xfsq/metrics"
@@ -102,16 +103,16 @@ func serveCommand(with func(fn func(e env) error) cli.ActionFunc) *cli.Command {
 
 func cmdServe(e env) error {
 	if e.c.NArg() > 0 {
-		return usagef("serve takes no arguments, got %q: see xfsq serve --help", e.c.Args().First())
+		return cliargs.Usagef("serve takes no arguments, got %q: see xfsq serve --help", e.c.Args().First())
 	}
 	tokenPath := e.c.String("token-file")
 	if tokenPath == "" {
-		return usagef("serve needs a token file: --token-file FILE (or XFSQ_TOKEN_FILE), one line per token " +
+		return cliargs.Usagef("serve needs a token file: --token-file FILE (or XFSQ_TOKEN_FILE), one line per token " +
 			"TOKEN,NAME,ROLE[,\"P1,P2\"], mode 600 (contrib/xfsq-tokens.csv.example shows one)")
 	}
 	cert, key := e.c.String("tls-cert"), e.c.String("tls-key")
 	if (cert == "") != (key == "") {
-		return usagef("--tls-cert and --tls-key go together: give both, or neither for plain HTTP")
+		return cliargs.Usagef("--tls-cert and --tls-key go together: give both, or neither for plain HTTP")
 	}
 	if err := checkListen(e.c.String("listen"), cert != "", e.c.Bool("insecure-listen")); err != nil {
 		return err
@@ -128,7 +129,7 @@ func cmdServe(e env) error {
 	}
 	grace := e.c.Duration("grace")
 	if grace <= 0 {
-		return usagef("--grace %s: use a positive duration, e.g. 30s", grace)
+		return cliargs.Usagef("--grace %s: use a positive duration, e.g. 30s", grace)
 	}
 	tokens, err := daemon.OpenTokenFile(tokenPath)
 	if err != nil {
@@ -163,7 +164,7 @@ func cmdServe(e env) error {
 	}
 	ln, err := net.Listen("tcp", e.c.String("listen"))
 	if err != nil {
-		return usagef("--listen %s: %v", e.c.String("listen"), err)
+		return cliargs.Usagef("--listen %s: %v", e.c.String("listen"), err)
 	}
 	hs := newHTTPServer(ctx, srv.Handler(), log)
 	hup := make(chan os.Signal, 1)
@@ -239,12 +240,12 @@ func cmdServe(e env) error {
 func checkListen(listen string, tls, insecure bool) error {
 	addr, err := net.ResolveTCPAddr("tcp", listen)
 	if err != nil {
-		return usagef("--listen %s: %v: use HOST:PORT, e.g. %s", listen, err, defaultListen)
+		return cliargs.Usagef("--listen %s: %v: use HOST:PORT, e.g. %s", listen, err, defaultListen)
 	}
 	if tls || insecure || (addr.IP != nil && addr.IP.IsLoopback()) {
 		return nil
 	}
-	return usagef("--listen %s is not a loopback address, and without TLS every bearer token would cross the network in clear: "+
+	return cliargs.Usagef("--listen %s is not a loopback address, and without TLS every bearer token would cross the network in clear: "+
 		"give --tls-cert and --tls-key, or --insecure-listen if a TLS-terminating proxy is in front and alone can reach it", listen)
 }
 
@@ -254,7 +255,7 @@ func allowedHosts(flag string) ([]string, error) {
 	for n := range strings.SplitSeq(flag, ",") {
 		name, err := server.ValidAllowedHost(n)
 		if err != nil {
-			return nil, usagef("--allowed-hosts: %v", err)
+			return nil, cliargs.Usagef("--allowed-hosts: %v", err)
 		}
 		if name != "" {
 			out = append(out, name)
@@ -319,7 +320,7 @@ func tokenCommand(with func(fn func(e env) error) cli.ActionFunc) *cli.Command {
 
 func cmdTokenNew(e env) error {
 	if e.c.NArg() != 2 {
-		return usagef("token new takes NAME ROLE (reader or operator), got %d arguments: see xfsq token new --help", e.c.NArg())
+		return cliargs.Usagef("token new takes NAME ROLE (reader or operator), got %d arguments: see xfsq token new --help", e.c.NArg())
 	}
 	secret, line, err := daemon.NewToken(e.c.Args().Get(0), e.c.Args().Get(1), e.c.StringSlice("projects"))
 	if err != nil {

@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliwords"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/units"
@@ -23,8 +26,8 @@ func settingsCommand(with withEnv) *cli.Command {
 				Action: with(cmdSettingsReset)},
 			{Name: "set", Usage: "change a setting (validated)", ArgsUsage: "KEY VALUE", Action: with(cmdSettingsSet),
 				Description: "A zero that switches a safety rail off (busy_grace, reservation_ttl, default_quota) is refused\n" +
-					"unless " + flagOf(settings.AllowZero) + " says it is meant.",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: strings.TrimPrefix(flagOf(settings.AllowZero), "--"), Usage: "accept a zero that switches a safety rail off"}}},
+					"unless " + cliwords.FlagOf(settings.AllowZero) + " says it is meant.",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: strings.TrimPrefix(cliwords.FlagOf(settings.AllowZero), "--"), Usage: "accept a zero that switches a safety rail off"}}},
 		},
 	}
 }
@@ -44,7 +47,7 @@ func cmdSettingsList(e env) error {
 				}
 				rows[i] = []string{v.Key, value, v.Source, v.Help}
 			}
-			table(w, "KEY\tVALUE\tSOURCE\tMEANING", rows)
+			textout.Table(w, "KEY\tVALUE\tSOURCE\tMEANING", rows)
 		}); err != nil {
 			return err
 		}
@@ -54,7 +57,7 @@ func cmdSettingsList(e env) error {
 }
 
 func cmdSettingsReset(e env) error {
-	key, err := oneArg(e.c, "KEY")
+	key, err := cliargs.OneArg(e.c, "KEY")
 	if err != nil {
 		return err
 	}
@@ -81,7 +84,7 @@ func humanSetting(v settings.Value) string {
 }
 
 func cmdSettingsGet(e env) error {
-	key, err := oneArg(e.c, "KEY")
+	key, err := cliargs.OneArg(e.c, "KEY")
 	if err != nil {
 		return err
 	}
@@ -96,7 +99,7 @@ func cmdSettingsGet(e env) error {
 
 func cmdSettingsSet(e env) error {
 	if e.c.NArg() != 2 {
-		return usagef("settings set takes KEY VALUE, got %d arguments: see xfsq settings set --help", e.c.NArg())
+		return cliargs.Usagef("settings set takes KEY VALUE, got %d arguments: see xfsq settings set --help", e.c.NArg())
 	}
 	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		v, old, err := m.SetSettingExplicit(ctx, e.c.Args().Get(0), e.c.Args().Get(1), e.c.Bool("allow-zero"))
@@ -108,7 +111,7 @@ func cmdSettingsSet(e env) error {
 			if val, src, ok := strings.Cut(old, " from "); ok {
 				old = settingText(v.Key, val) + " from " + src
 			}
-			fmt.Fprintf(w, "%s = %s (was %s)\n", v.Key, humanSetting(v), line(old))
+			fmt.Fprintf(w, "%s = %s (was %s)\n", v.Key, humanSetting(v), textout.Line(old))
 		})
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
@@ -24,10 +26,10 @@ func snapshotCommand(with withEnv) *cli.Command {
 			"storage.snapshot event. A tree that fails is reported and the others go on.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "all", Usage: "every project"},
-			&cli.StringFlag{Name: "area", Usage: "only this area (" + areaUsage + ")"},
+			&cli.StringFlag{Name: "area", Usage: "only this area (" + cliargs.AreaUsage + ")"},
 			&cli.IntFlag{Name: "depth", Value: 3, Usage: "aggregate to this depth (1-8)"},
 			&cli.IntFlag{Name: "top", Value: 20, Usage: "largest sub-paths per level and largest files kept"},
-			durationFlag("budget", "", "stop each walk after this long and mark it partial (0: no limit)"),
+			cliargs.DurationFlag("budget", "", "stop each walk after this long and mark it partial (0: no limit)"),
 		},
 		Action: with(cmdSnapshot),
 	}
@@ -47,7 +49,7 @@ func collectLess() {
 
 func cmdSnapshot(e env) error {
 	collectLess()
-	budget, err := duration(e.c, "budget")
+	budget, err := cliargs.Duration(e.c, "budget")
 	if err != nil {
 		return err
 	}
@@ -59,21 +61,21 @@ func cmdSnapshot(e env) error {
 	}
 	switch {
 	case len(o.Projects) == 0 && !o.Scheduled:
-		return usagef("snapshot needs PROJECT names or --all: see xfsq snapshot --help")
+		return cliargs.Usagef("snapshot needs PROJECT names or --all: see xfsq snapshot --help")
 	case len(o.Projects) > 0 && o.Scheduled:
-		return usagef("snapshot takes PROJECT names or --all, not both")
+		return cliargs.Usagef("snapshot takes PROJECT names or --all, not both")
 	// 0 is the library's "default"; the CLI's flags have their own.
 	case o.Walk.Depth == 0:
-		return usagef("--depth 0: use 1 to %d", inventory.MaxDepth)
+		return cliargs.Usagef("--depth 0: use 1 to %d", inventory.MaxDepth)
 	case o.Walk.TopK == 0:
-		return usagef("--top 0: use a positive number")
+		return cliargs.Usagef("--top 0: use a positive number")
 	}
 	if err := o.Validate(); err != nil {
 		return err
 	}
 	// Progress only for a person watching: stdout and stderr on a terminal, no --json.
 	if e.watched() {
-		o.Progress = func(p sandbox.TreeProgress) { e.progress.show(walkProgress(p)) }
+		o.Progress = func(p sandbox.TreeProgress) { e.progress.Show(textout.WalkProgress(p)) }
 	}
 	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
 		snaps, err := m.Snapshot(ctx, o)
@@ -88,7 +90,7 @@ func cmdSnapshot(e env) error {
 			}
 		}
 		if failed > 0 {
-			return &exitError{code: exitFailed}
+			return &cliargs.ExitError{Code: exitFailed}
 		}
 		return nil
 	})
@@ -99,7 +101,7 @@ func cmdSnapshot(e env) error {
 func snapshotText(w io.Writer, snaps []sandbox.TreeSnapshot) {
 	for _, s := range snaps {
 		if s.Error != "" {
-			fmt.Fprintf(w, "%s %s: FAILED: %s\n", safe(s.Project), s.Area, line(s.Error))
+			fmt.Fprintf(w, "%s %s: FAILED: %s\n", textout.Safe(s.Project), s.Area, textout.Line(s.Error))
 			continue
 		}
 		note := ""
@@ -107,15 +109,15 @@ func snapshotText(w io.Writer, snaps []sandbox.TreeSnapshot) {
 			note = " (partial: the budget ran out)"
 		}
 		if s.Errors > 0 {
-			note += fmt.Sprintf(" (%s unreadable)", plural(s.Errors, "entry", "entries"))
+			note += fmt.Sprintf(" (%s unreadable)", textout.Plural(s.Errors, "entry", "entries"))
 		}
-		fmt.Fprintf(w, "%s %s: %s in %s, %s%s\n", safe(s.Project), s.Area, units.FormatIEC(s.SizeBytes),
-			plural(s.Files, "file", "files"), plural(s.Dirs, "dir", "dirs"), note)
+		fmt.Fprintf(w, "%s %s: %s in %s, %s%s\n", textout.Safe(s.Project), s.Area, units.FormatIEC(s.SizeBytes),
+			textout.Plural(s.Files, "file", "files"), textout.Plural(s.Dirs, "dir", "dirs"), note)
 		for _, e := range entriesOf(&s.Node, filesByDir(s.TopFiles), "size", 5) {
 			if e.node != nil {
-				fmt.Fprintf(w, "  %10s  %s/\n", units.FormatIEC(e.node.SizeBytes), safe(e.node.Path))
+				fmt.Fprintf(w, "  %10s  %s/\n", units.FormatIEC(e.node.SizeBytes), textout.Safe(e.node.Path))
 			} else {
-				fmt.Fprintf(w, "  %10s  %s\n", units.FormatIEC(e.file.SizeBytes), safe(e.file.Path))
+				fmt.Fprintf(w, "  %10s  %s\n", units.FormatIEC(e.file.SizeBytes), textout.Safe(e.file.Path))
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
@@ -38,14 +40,14 @@ func sweepCommand(with withEnv) *cli.Command {
 			&cli.StringFlag{Name: "plan-out", Usage: "save the plan to FILE (implies --dry-run)"},
 			&cli.StringFlag{Name: "apply", Usage: "execute the plan --plan-out saved in FILE, once: refused if edited, older than plan_max_age, " +
 				"or made for another root, host or settings; each entry is decided again and re-checked"},
-			durationFlag("budget", "", "stop deleting after this long (0: no limit)"),
+			cliargs.DurationFlag("budget", "", "stop deleting after this long (0: no limit)"),
 		},
 		Action: with(frees(cmdSweep)),
 	}
 }
 
 func cmdSweep(e env) error {
-	budget, err := duration(e.c, "budget")
+	budget, err := cliargs.Duration(e.c, "budget")
 	if err != nil {
 		return err
 	}
@@ -58,16 +60,16 @@ func cmdSweep(e env) error {
 	}
 	switch {
 	case e.c.IsSet("apply") && (len(o.Projects) > 0 || e.c.Bool("all") || o.DryRun):
-		return usagef("--apply FILE executes a saved plan: give no projects, --all, --dry-run or --plan-out with it")
+		return cliargs.Usagef("--apply FILE executes a saved plan: give no projects, --all, --dry-run or --plan-out with it")
 	case !e.c.IsSet("apply") && len(o.Projects) == 0 && !e.c.Bool("all"):
-		return usagef("sweep needs PROJECT names, --all, or --apply FILE: see xfsq sweep --help")
+		return cliargs.Usagef("sweep needs PROJECT names, --all, or --apply FILE: see xfsq sweep --help")
 	case len(o.Projects) > 0 && e.c.Bool("all"):
-		return usagef("sweep takes PROJECT names or --all, not both")
+		return cliargs.Usagef("sweep takes PROJECT names or --all, not both")
 	}
 	if f := e.c.String("apply"); f != "" {
 		plan, err := sandbox.ReadPlanFile(f)
 		if err != nil {
-			return usagef("--apply: %v", err)
+			return cliargs.Usagef("--apply: %v", err)
 		}
 		o.Apply = plan
 	}
@@ -92,18 +94,18 @@ func cmdSweep(e env) error {
 			if out.DryRun {
 				verb = "would delete"
 			}
-			fmt.Fprintf(w, "sweep %s: %s %s, %s\n", out.SweepID, verb, plural(len(out.Evicted), "entry", "entries"), units.FormatIEC(out.BytesFreed))
+			fmt.Fprintf(w, "sweep %s: %s %s, %s\n", out.SweepID, verb, textout.Plural(len(out.Evicted), "entry", "entries"), units.FormatIEC(out.BytesFreed))
 			if len(out.Evicted) > 0 {
 				rows := make([][]string, len(out.Evicted))
 				for i, d := range out.Evicted {
-					rows[i] = []string{units.FormatIEC(d.Bytes), d.Policy, safe(d.Path), line(d.Reason)}
+					rows[i] = []string{units.FormatIEC(d.Bytes), d.Policy, textout.Safe(d.Path), textout.Line(d.Reason)}
 				}
-				table(w, "SIZE\tPOLICY\tPATH\tREASON", rows)
+				textout.Table(w, "SIZE\tPOLICY\tPATH\tREASON", rows)
 			}
 			if len(out.Skipped) > 0 {
 				fmt.Fprintln(w, "left alone:")
 				for _, s := range out.Skipped {
-					fmt.Fprintf(w, "  %s: %s\n", safe(s.Path), line(s.Reason))
+					fmt.Fprintf(w, "  %s: %s\n", textout.Safe(s.Path), textout.Line(s.Reason))
 				}
 			}
 			for _, o := range out.OverSoft {

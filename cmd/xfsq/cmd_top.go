@@ -8,6 +8,8 @@ import (
 	"sort"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox"
@@ -22,9 +24,9 @@ func topCommand(with withEnv) *cli.Command {
 			"newest mtime, with the largest files beside the directories they sit among. The walk keeps the\n" +
 			"max(--limit, 20) largest entries of each directory; --sort orders those and --limit are shown.\n" +
 			"The root's inbound tree is PROJECT " + sandbox.RootOwner + " with --area inbound.",
-		Flags: []cli.Flag{areaFlag(), &cli.IntFlag{Name: "depth", Value: 2, Usage: "levels to show (1-8)"},
+		Flags: []cli.Flag{cliargs.AreaFlag(), &cli.IntFlag{Name: "depth", Value: 2, Usage: "levels to show (1-8)"},
 			&cli.IntFlag{Name: "limit", Value: 20, Usage: "entries shown per directory"},
-			&cli.StringFlag{Name: "sort", Value: "size", Usage: "order of each directory's entries: " + sortUsage(topSorts)}},
+			&cli.StringFlag{Name: "sort", Value: "size", Usage: "order of each directory's entries: " + cliargs.SortUsage(cliargs.TopSorts)}},
 		Action: with(reads(cmdTop)),
 	}
 }
@@ -32,23 +34,23 @@ func topCommand(with withEnv) *cli.Command {
 func cmdTop(e env) error {
 	collectLess()
 	if n := e.c.NArg(); n < 1 || n > 2 {
-		return usagef("top takes PROJECT [PATH], got %d arguments: see xfsq top --help", n)
+		return cliargs.Usagef("top takes PROJECT [PATH], got %d arguments: see xfsq top --help", n)
 	}
 	name, sub := e.c.Args().Get(0), e.c.Args().Get(1)
 	depth, limit, sortBy := e.c.Int("depth"), e.c.Int("limit"), e.c.String("sort")
 	switch {
 	case depth < 1 || depth > inventory.MaxDepth:
-		return usagef("--depth %d: use 1 to %d", depth, inventory.MaxDepth)
+		return cliargs.Usagef("--depth %d: use 1 to %d", depth, inventory.MaxDepth)
 	case limit < 1:
-		return usagef("--limit %d: use a positive number", limit)
+		return cliargs.Usagef("--limit %d: use a positive number", limit)
 	}
-	sortBy, err := parseSort(sortBy, "top", topSorts)
+	sortBy, err := cliargs.ParseSort(sortBy, "top", cliargs.TopSorts)
 	if err != nil {
 		return err
 	}
 	var progress func(sandbox.TreeProgress)
 	if e.watched() {
-		progress = func(p sandbox.TreeProgress) { e.progress.show(walkProgress(p)) }
+		progress = func(p sandbox.TreeProgress) { e.progress.Show(textout.WalkProgress(p)) }
 	}
 	return withFiles(e, func(ctx context.Context, l *files.Layer) error {
 		res, err := l.Top(ctx, name, e.c.String("area"), sub, inventory.Options{Depth: depth, TopK: max(limit, 20), RawStat: true, BatchStat: true}, progress)
@@ -137,11 +139,11 @@ func filesByDir(top []inventory.File) map[string][]inventory.File {
 // count, newest mtime, allocated and apparent size, and the largest files
 // beside the directories they sit among.
 func topTable(w io.Writer, res files.TopResult, sortBy string, limit int) {
-	where := safe(res.Project) + " " + res.Area
+	where := textout.Safe(res.Project) + " " + res.Area
 	if res.Path != "." {
-		where += " " + safe(res.Path)
+		where += " " + textout.Safe(res.Path)
 	}
-	fmt.Fprintf(w, "%s, walked %s\n", where, when(res.WalkedAt))
+	fmt.Fprintf(w, "%s, walked %s\n", where, textout.When(res.WalkedAt))
 	total := max(res.Root.SizeBytes, 1)
 	byDir := filesByDir(res.TopFiles)
 	var rows [][]string
@@ -149,28 +151,28 @@ func topTable(w io.Writer, res files.TopResult, sortBy string, limit int) {
 	var walk func(n *inventory.Node, indent string)
 	walk = func(n *inventory.Node, indent string) {
 		rows = append(rows, []string{"dir", units.FormatIEC(n.SizeBytes), units.FormatIEC(n.ApparentBytes), share(n.SizeBytes),
-			fmt.Sprint(n.Files), when(n.Mtime), indent + safe(n.Path)})
+			fmt.Sprint(n.Files), textout.When(n.Mtime), indent + textout.Safe(n.Path)})
 		for _, e := range entriesOf(n, byDir, sortBy, limit) {
 			if e.node != nil {
 				walk(e.node, indent+"  ")
 				continue
 			}
 			rows = append(rows, []string{"file", units.FormatIEC(e.file.SizeBytes), "-", share(e.file.SizeBytes), "1", "-",
-				indent + "  " + safe(e.file.Path)})
+				indent + "  " + textout.Safe(e.file.Path)})
 		}
 	}
 	walk(res.Root, "")
-	table(w, "TYPE\tSIZE\tAPPARENT\tSHARE\tFILES\tNEWEST\tPATH", rows)
+	textout.Table(w, "TYPE\tSIZE\tAPPARENT\tSHARE\tFILES\tNEWEST\tPATH", rows)
 	if len(res.TopFiles) > 0 {
 		fmt.Fprintln(w, "\nlargest files:")
 		for _, f := range res.TopFiles[:min(10, len(res.TopFiles))] {
-			fmt.Fprintf(w, "  %10s  %s\n", units.FormatIEC(f.SizeBytes), safe(f.Path))
+			fmt.Fprintf(w, "  %10s  %s\n", units.FormatIEC(f.SizeBytes), textout.Safe(f.Path))
 		}
 	}
 	if res.Partial {
 		fmt.Fprintln(w, "(partial: the walk ran out of time)")
 	}
 	if res.UnreadableEntries > 0 {
-		fmt.Fprintf(w, "(%s unreadable)\n", plural(res.UnreadableEntries, "entry", "entries"))
+		fmt.Fprintf(w, "(%s unreadable)\n", textout.Plural(res.UnreadableEntries, "entry", "entries"))
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
@@ -31,18 +33,18 @@ func fleetAsked(e env) bool { return e.c.Bool("all-hosts") || e.c.String("on-hos
 // age of its figures (another host's trees are never walked from here).
 func cmdReportFleet(e env) error {
 	if e.c.Bool("all-hosts") && e.c.String("on-host") != "" {
-		return usagef("--all-hosts reads every host; --on-host names some: give one of them")
+		return cliargs.Usagef("--all-hosts reads every host; --on-host names some: give one of them")
 	}
 	for _, f := range []string{"project", "area", "over", "sort", "check"} {
 		if e.c.IsSet(f) {
-			return usagef("--%s filters this host's report; the fleet's rows (--all-hosts, --on-host) take none of it: drop --%s, or filter the --json rows", f, f)
+			return cliargs.Usagef("--%s filters this host's report; the fleet's rows (--all-hosts, --on-host) take none of it: drop --%s, or filter the --json rows", f, f)
 		}
 	}
 	if e.c.Bool("refresh") {
-		return usagef("--refresh walks this host's trees; another host's are read as it last recorded them: drop --refresh")
+		return cliargs.Usagef("--refresh walks this host's trees; another host's are read as it last recorded them: drop --refresh")
 	}
 	return e.manager(func(ctx context.Context, m *sandbox.Manager) error {
-		out, err := m.FleetStorage(ctx, sandbox.FleetQuery{Hosts: splitList(e.c.String("on-host"))})
+		out, err := m.FleetStorage(ctx, sandbox.FleetQuery{Hosts: cliargs.SplitList(e.c.String("on-host"))})
 		if err != nil {
 			return err
 		}
@@ -59,17 +61,17 @@ func fleetTable(w io.Writer, out sandbox.FleetStorage, noHeaders bool) {
 		}
 		age := "never measured"
 		if t.FiguresAgeSeconds != nil {
-			age = roughAge(time.Duration(*t.FiguresAgeSeconds * float64(time.Second)))
+			age = textout.RoughAge(time.Duration(*t.FiguresAgeSeconds * float64(time.Second)))
 		}
-		host := safe(t.Host)
+		host := textout.Safe(t.Host)
 		if t.HostStale {
 			host += " (stale)"
 		}
-		rows[i] = []string{host, safe(t.Project), t.Area, units.FormatIEC(t.UsedBytes), hard, pct, age}
+		rows[i] = []string{host, textout.Safe(t.Project), t.Area, units.FormatIEC(t.UsedBytes), hard, pct, age}
 	}
 	header := "HOST\tPROJECT\tAREA\tUSED\tHARD\t%\tAGE"
 	if noHeaders {
 		header = ""
 	}
-	table(w, header, rows)
+	textout.Table(w, header, rows)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliwords"
 	"github.com/xfsq/xfsq/errkind"
 )
 
@@ -20,7 +21,7 @@ var takesProject = regexp.MustCompile(`^\[?(PROJECT|NAME)\b`)
 func TestEveryHintedOpIsACommand(t *testing.T) {
 	app := newApp(io.Discard, io.Discard)
 	for _, op := range errkind.Ops {
-		words := strings.Fields(commands[op].line)
+		words := strings.Fields(cliwords.Commands[op].Line)
 		if len(words) == 0 {
 			t.Errorf("op %s has no command", op)
 			continue
@@ -34,33 +35,13 @@ func TestEveryHintedOpIsACommand(t *testing.T) {
 				}
 			}
 			if found == nil {
-				t.Errorf("op %s: %q is no command of xfsq (in %q)", op, w, commands[op].line)
+				t.Errorf("op %s: %q is no command of xfsq (in %q)", op, w, cliwords.Commands[op].Line)
 				break
 			}
 			cmds = found.Subcommands
-			if w == words[len(words)-1] && commands[op].target != takesProject.MatchString(found.ArgsUsage) {
-				t.Errorf("op %s: xfsq %s takes %q; the table says target %v", op, commands[op].line, found.ArgsUsage, commands[op].target)
+			if w == words[len(words)-1] && cliwords.Commands[op].Target != takesProject.MatchString(found.ArgsUsage) {
+				t.Errorf("op %s: xfsq %s takes %q; the table says target %v", op, cliwords.Commands[op].Line, found.ArgsUsage, cliwords.Commands[op].Target)
 			}
-		}
-	}
-}
-
-// The CLI words a hint's actions and fields as its command lines and
-// flags: the hints its tests assert (doctor --fix, --area inbound) read as
-// they always have.
-func TestCLIWordsHints(t *testing.T) {
-	for _, c := range []struct {
-		h    errkind.Hint
-		want string
-	}{
-		{errkind.Fix("run %s", errkind.Do(errkind.OpDoctor, "", "fix", "")), "run xfsq doctor --fix"},
-		{errkind.Fix("%s", errkind.Do(errkind.OpSweep, "_root", "areas", "inbound")), "xfsq sweep _root --area inbound"},
-		{errkind.Fix("run %s", errkind.Do(errkind.OpInit, "", "backend", "fallback")), "run xfsq init --backend fallback"},
-		{errkind.Fix("give %s", errkind.Field("take_over_host")), "give --take-over-host"},
-		{errkind.Fix("see %s", errkind.Do(errkind.OpLeaseList, "omni")), "see xfsq lease list"},
-	} {
-		if got := c.h.In(cliWords); got != c.want {
-			t.Errorf("%s: %q, want %q", c.h, got, c.want)
 		}
 	}
 }

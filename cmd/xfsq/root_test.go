@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliwords"
 	"github.com/xfsq/xfsq/inventory"
 	"github.com/xfsq/xfsq/sandbox"
 )
@@ -54,10 +55,10 @@ func TestDBTypoRefused(t *testing.T) {
 // TestFlagged: the library names its field; the CLI says the flag.
 func TestFlagged(t *testing.T) {
 	o := sandbox.SnapshotOptions{Walk: inventory.Options{Depth: 9, TopK: 1}}
-	if got := flagged(o.Validate()); got != "--depth 9: use 1 to 8" {
+	if got := cliwords.Flagged(o.Validate()); got != "--depth 9: use 1 to 8" {
 		t.Errorf("flagged = %q", got)
 	}
-	if got := flagged(errors.New("depth of field")); got != "depth of field" {
+	if got := cliwords.Flagged(errors.New("depth of field")); got != "depth of field" {
 		t.Errorf("an error without a field was rewritten: %q", got)
 	}
 	if got := exitCode(o.Validate()); got != exitUsage {

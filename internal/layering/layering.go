@@ -97,6 +97,19 @@ var treewalkMayImport = map[string]bool{"internal/saferm": true, "inventory": tr
 // tree's figures and the backend object are.
 var figuresMayImport = map[string]bool{"quota": true, "units": true, "internal/jsonfmt": true, "api/v1": true}
 
+// cliInternal is the CLI's own machinery beneath package main (text
+// output, argument reading, report columns, --from, --follow, generated
+// documents): shells too, and narrower than the CLI itself.
+const cliInternal = "cmd/xfsq/internal/"
+
+// cliInternalMayImport is all the CLI's machinery may import of xfsq
+// besides its own packages: the library's facade and the vocabularies
+// every layer speaks. Never the store (the journal's storage among it), a
+// quota backend, the server or the daemon: what it needs of them it asks
+// sandbox, as package main does.
+var cliInternalMayImport = map[string]bool{"sandbox": true, "area": true, "units": true, "errkind": true,
+	"journal": true, "internal/safetext": true}
+
 // useCases are the use cases there are: lifecycle (project add and rm),
 // retention (what deletes by policy), readmodel (the answers assembled for
 // readers), fleet (the hosts sharing the store), snapshots (the walks
@@ -126,12 +139,14 @@ func rule(from, to string) string {
 		return "sandbox/internal/coretest is for the use cases' tests: no library or shell links it"
 	case isShell(to) && !isShell(from):
 		return "a library package imports a shell: the library is what every shell calls, never the reverse"
+	case strings.HasPrefix(from, cliInternal) && !strings.HasPrefix(to, cliInternal) && !cliInternalMayImport[to]:
+		return "the CLI's machinery under cmd/xfsq/internal imports only sandbox, its own packages and the vocabularies (area, units, errkind, journal, safetext): never the store, a quota backend, the server or the daemon"
 	case isShell(from) && (to == "store" || strings.HasPrefix(to, "store/")):
 		return "a shell reaches the store only through the library, so that every shell journals and checks alike"
 	case isShell(from) && strings.HasPrefix(to, "sandbox/"):
 		return "a shell holds sandbox.Root and nothing beneath it: the core and its use cases are sandbox's own"
-	case isShell(from) && (to == "quota/xfs" || strings.HasPrefix(to, "quota/xfs/")):
-		return "a shell reaches the kernel backend only through the library"
+	case isShell(from) && (to == "quota/xfs" || strings.HasPrefix(to, "quota/xfs/") || to == "quota/fallback"):
+		return "a shell reaches a quota backend (the kernel's or the fallback) only through the library"
 	case strings.HasPrefix(to, "internal/testsupport/") && !strings.HasPrefix(from, "internal/testsupport/"):
 		return "internal/testsupport is for tests: no library or shell links a test's helpers"
 	case from == "server" && to == "daemon":

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 	"github.com/xfsq/xfsq/store"
@@ -24,13 +25,15 @@ var runPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompil
 // MaxLeaseTTL bounds a lease: a forgotten lease must not shield a project for ever.
 const MaxLeaseTTL = 7 * 24 * time.Hour
 
-// LeaseStatus is a lease and whether it still holds.
-type LeaseStatus struct {
-	store.Lease
-	Active bool `json:"active"`
-	// KeptLonger: a renewal asked for less than the lease already had, and
-	// the lease kept its later expiry (release it first to shorten it).
-	KeptLonger bool `json:"kept_longer,omitempty"`
+// LeaseStatus is a lease and whether it still holds (KeptLonger: a
+// renewal asked for less than the lease already had, and the lease kept
+// its later expiry; release it first to shorten it). The wire's type
+// (api/v1).
+type LeaseStatus = apiv1.Lease
+
+// leaseStatus is the store's lease l, active or not.
+func leaseStatus(l store.Lease, active bool) LeaseStatus {
+	return LeaseStatus{Project: l.Project, Run: l.Run, ExpiresAt: l.ExpiresAt, Active: active}
 }
 
 // AcquireLease takes or renews a run's lease on a project for ttl: while it
@@ -64,7 +67,9 @@ func (l *Lifecycle) AcquireLease(ctx context.Context, name, run string, ttl time
 		return LeaseStatus{}, err
 	}
 	lease.ExpiresAt = lease.ExpiresAt.UTC()
-	return LeaseStatus{Lease: lease, Active: true, KeptLonger: lease.ExpiresAt.After(asked)}, nil
+	st := leaseStatus(lease, true)
+	st.KeptLonger = lease.ExpiresAt.After(asked)
+	return st, nil
 }
 
 // ReleaseLease drops a run's lease; releasing one that is not held is an error.
@@ -96,7 +101,7 @@ func (l *Lifecycle) Leases(ctx context.Context) ([]LeaseStatus, error) {
 	now := l.Now()
 	out := make([]LeaseStatus, len(all))
 	for i, ls := range all {
-		out[i] = LeaseStatus{Lease: ls, Active: ls.ExpiresAt.After(now)}
+		out[i] = leaseStatus(ls, ls.ExpiresAt.After(now))
 	}
 	return out, nil
 }

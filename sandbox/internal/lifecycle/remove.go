@@ -187,7 +187,7 @@ func (l *Lifecycle) markRemoving(ctx context.Context, p store.Project, o RemoveO
 			if len(now) > 0 {
 				held := make([]LeaseStatus, len(now))
 				for i, ls := range now {
-					held[i] = LeaseStatus{Lease: ls, Active: true}
+					held[i] = leaseStatus(ls, true)
 				}
 				return &LeaseHeldError{Project: p.Name, Leases: held}
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
@@ -15,14 +16,10 @@ import (
 // core reads them and the core's rule (core.Judge), answered before every
 // run; its JSON is written without reflection (json.go).
 
-// Admission says whether a run of a project may start (docs/design/README.md#quota-backends, admission).
-type Admission struct {
-	Project  string            `json:"project"`
-	Decision string            `json:"decision"`
-	Message  string            `json:"message"`
-	Backend  core.Backend      `json:"backend"`
-	Trees    []core.TreeStatus `json:"trees"`
-}
+// Admission says whether a run of a project may start
+// (docs/design/README.md#quota-backends, admission): the wire's type
+// (api/v1), which the server writes as it is.
+type Admission = apiv1.Admission
 
 // Check decides admission from every tree of the project: deny at or over a
 // hard limit, or over a soft limit past its grace; warn over a soft limit
@@ -55,11 +52,15 @@ func (m *Model) Check(ctx context.Context, name string, r ...core.Read) (Admissi
 			which = " " + t.Area
 		}
 		// Concatenated, not Sprintf'd: asked before every run.
-		a.Decision, a.Message = decision, "project "+strconv.Quote(name)+which+": "+msg
+		a.Decision, a.Message = apiv1.Decision(decision), "project "+strconv.Quote(name)+which+": "+msg
 	}
 	m.NoteLimits(ctx, p.Trees, journal.SeenByAdmission) // best effort: the answer stands, the next observer records it
 	return a, nil
 }
 
-// BackendOnce is a with the backend at its top only, as the API answers.
-func (a Admission) BackendOnce() Admission { a.Trees = core.TreesWithoutBackend(a.Trees); return a }
+// AdmissionBackendOnce is a with the backend at its top only, as the API
+// answers.
+func AdmissionBackendOnce(a Admission) Admission {
+	a.Trees = core.TreesWithoutBackend(a.Trees)
+	return a
+}

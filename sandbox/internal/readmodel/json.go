@@ -9,16 +9,16 @@ import (
 	"github.com/xfsq/xfsq/sandbox/internal/core"
 )
 
-// AppendJSON appends a's JSON, byte for byte what encoding/json's Encoder
+// AppendAdmissionJSON appends a's JSON, byte for byte what encoding/json's Encoder
 // writes with SetEscapeHTML(false), newline included. A server answers
 // admission before every run of every project, and reflection over three
 // trees was half of a cached answer's cost (docs/benchmarks.md);
 // TestAppendJSONIsEncodingJSON holds the two equal field by field.
-func (a Admission) AppendJSON(b []byte) []byte {
+func AppendAdmissionJSON(b []byte, a Admission) []byte {
 	b = append(b, `{"project":`...)
 	b = appendJSONString(b, a.Project)
 	b = append(b, `,"decision":`...)
-	b = appendJSONString(b, a.Decision)
+	b = appendJSONString(b, string(a.Decision))
 	b = append(b, `,"message":`...)
 	b = appendJSONString(b, a.Message)
 	b = append(b, `,"backend":`...)

@@ -10,11 +10,11 @@ import (
 	"time"
 )
 
-// AppendJSON must write exactly what encoding/json writes (the server's
+// AppendAdmissionJSON must write exactly what encoding/json writes (the server's
 // writeJSON: an Encoder without HTML escaping). Every field of Admission,
 // Backend and TreeStatus is filled by reflection — set and unset, strings
 // that need escaping, extreme numbers and times — so a field added to the
-// types and not to AppendJSON fails here.
+// types and not to AppendAdmissionJSON fails here.
 func TestAppendJSONIsEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	strs := []string{"", "omni", `quo"te`, `back\slash`, "new\nline", "tab\t", "\x01ctl", "<html>&", "ünï", "\u2028", "bad\xffutf8", "emoji 🚀"}
@@ -77,7 +77,7 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 		if err := enc.Encode(a); err != nil {
 			continue // a year past 9999: encoding/json refuses it, and so does the server
 		}
-		if got := a.AppendJSON(nil); !bytes.Equal(got, want.Bytes()) {
+		if got := AppendAdmissionJSON(nil, a); !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("case %d:\n got %s\nwant %s", i, got, want.Bytes())
 		}
 		// The same with every tree carrying the answer's backend (its
@@ -94,7 +94,7 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 		if err := enc.Encode(a); err != nil {
 			t.Fatal(err)
 		}
-		if got := a.AppendJSON(nil); !bytes.Equal(got, want.Bytes()) {
+		if got := AppendAdmissionJSON(nil, a); !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("case %d, backends kept:\n got %s\nwant %s", i, got, want.Bytes())
 		}
 	}

@@ -55,54 +55,32 @@ type ReportOptions struct {
 }
 
 // ReportResult is a report: the trees asked for, and what a reader of
-// them should be told besides.
-type ReportResult struct {
-	Backend core.Backend      `json:"backend"`
-	Trees   []core.TreeStatus `json:"trees"`
-	// AtHardLimit: a tree shown is at or over a hard limit.
-	AtHardLimit bool `json:"at_hard_limit"`
-	// CheckFailed is AtHardLimit when ReportOptions.Check asked.
-	CheckFailed bool `json:"check_failed,omitempty"`
-	// OldestWalkAt, on the fallback, is when the oldest walk a figure
-	// shown starts from began: other writes count from the next walk.
-	OldestWalkAt *time.Time `json:"oldest_walk_at,omitempty"`
-	// Unowned is the space no tree holds, on a kernel backend (nil on the
-	// fallback, or when it could not be read: it costs the report nothing
-	// else).
-	Unowned  *Unowned      `json:"unowned,omitempty"`
-	Warnings []TreeWarning `json:"warnings"`
-	// Promise is what the hard byte limits of the trees shown promise of
-	// the root's disk (nil when the disk's size could not be read), and
-	// ReclaimableBytes what the sweep policies would free in them, as
-	// last planned (nil until a plan covered one of them): figures of the
-	// rows the report answers, so that no shell sums them itself.
-	Promise          *ReportPromise `json:"promise,omitempty"`
-	ReclaimableBytes *uint64        `json:"reclaimable_bytes,omitempty"`
-}
+// them should be told besides (a tree at a hard limit, the check's
+// verdict, the oldest walk on the fallback, the space no tree holds, the
+// trees not to take at face value, what the limits promise and the sweep
+// policies would free: figures of the rows the report answers, so that no
+// shell sums them itself). It is the wire's type (api/v1), which the server
+// writes as it is.
+type ReportResult = apiv1.Report
 
 // ReportPromise is the wire's (api/v1): the disk's size and what the
 // trees shown promise of it.
 type ReportPromise = apiv1.ReportPromise
 
 // TreeWarning is a tree whose figure a reader should not take at face
-// value; each shell words it.
-type TreeWarning struct {
-	Kind    string `json:"kind"` // WarnStale, WarnDrift or WarnEscape
-	Project string `json:"project"`
-	Area    string `json:"area"`
-	// Detail is the tree's drift or escape, as TreeStatus has it.
-	Detail string `json:"detail,omitempty"`
-}
+// value (its Detail the tree's drift or escape, as TreeStatus has it);
+// each shell words it. The wire's type (api/v1).
+type TreeWarning = apiv1.TreeWarning
 
 // TreeWarning kinds.
 const (
 	// WarnStale: a fallback figure from a walk older than core.SnapshotInterval
 	// (or none): writes made outside xfsq since are not counted.
-	WarnStale = "stale"
+	WarnStale = apiv1.WarnStale
 	// WarnDrift: the limits in force differ from the recorded ones.
-	WarnDrift = "drift"
+	WarnDrift = apiv1.WarnDrift
 	// WarnEscape: the last walk and the kernel's count disagree.
-	WarnEscape = "escape"
+	WarnEscape = apiv1.WarnEscape
 )
 
 // CheckReport validates o as bad input naming the field at fault.
@@ -175,8 +153,9 @@ func (m *Model) promise(rows []core.TreeStatus) (*ReportPromise, *uint64) {
 func treeWarnings(t core.TreeStatus) []TreeWarning {
 	var out []TreeWarning
 	for _, w := range []struct {
-		on           bool
-		kind, detail string
+		on     bool
+		kind   apiv1.WarningKind
+		detail string
 	}{{t.Stale, WarnStale, ""}, {t.Drift != "", WarnDrift, t.Drift}, {t.Escape != "", WarnEscape, t.Escape}} {
 		if w.on {
 			out = append(out, TreeWarning{Kind: w.kind, Project: t.Project, Area: t.Area, Detail: w.detail})
@@ -271,8 +250,9 @@ func valueOr(n *uint64) uint64 {
 	return *n
 }
 
-// BackendOnce is r with the backend at its top only, as the API answers.
-func (r ReportResult) BackendOnce() ReportResult {
+// ReportBackendOnce is r with the backend at its top only, as the API
+// answers.
+func ReportBackendOnce(r ReportResult) ReportResult {
 	r.Trees = core.TreesWithoutBackend(r.Trees)
 	return r
 }

@@ -120,7 +120,8 @@ func TestReportOfChecks(t *testing.T) {
 // with its tree.
 func TestTreeWarnings(t *testing.T) {
 	got := treeWarnings(core.TreeStatus{Project: "p", Area: area.Cache, Stale: true, Drift: "hard 1 MiB, recorded 2 MiB", Escape: "walk 9 MiB, kernel 1 MiB"})
-	want := []TreeWarning{{WarnStale, "p", area.Cache, ""}, {WarnDrift, "p", area.Cache, "hard 1 MiB, recorded 2 MiB"}, {WarnEscape, "p", area.Cache, "walk 9 MiB, kernel 1 MiB"}}
+	want := []TreeWarning{{Kind: WarnStale, Project: "p", Area: area.Cache}, {Kind: WarnDrift, Project: "p", Area: area.Cache, Detail: "hard 1 MiB, recorded 2 MiB"},
+		{Kind: WarnEscape, Project: "p", Area: area.Cache, Detail: "walk 9 MiB, kernel 1 MiB"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("warnings %+v, want %+v", got, want)
 	}

@@ -5,27 +5,22 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	apiv1 "github.com/xfsq/xfsq/api/v1"
 	"github.com/xfsq/xfsq/quota"
 )
 
 // Unowned is the space on the root's filesystem that no tree of xfsq's
 // holds: where an operator's missing space went (report's and the
-// overview's). Only the kernel backends
-// know it without a walk: one enumeration of the kernel's counters (the
-// one a report makes) and one statfs.
-type Unowned struct {
-	// UsedBytes is what df says is used on the filesystem.
-	UsedBytes uint64 `json:"used_bytes"`
-	// ProjectsBytes is what xfsq's trees hold, as the kernel counts them.
-	ProjectsBytes uint64 `json:"projects_bytes"`
-	// UnownedBytes is UsedBytes less ProjectsBytes: files outside every
-	// tree, the filesystem's own metadata and log, .xfsq/ itself.
-	UnownedBytes uint64 `json:"unowned_bytes"`
-	// OtherIDsBytes is, of it, what the kernel charges to project 0 (no
-	// project) and to IDs that are no tree's of xfsq's (set by hand, or
-	// left by a tree removed behind xfsq's back).
-	OtherIDsBytes uint64 `json:"other_ids_bytes"`
-}
+// overview's). Only the kernel backends know it without a walk: one
+// enumeration of the kernel's counters (the one a report makes) and one
+// statfs. UsedBytes is what df says is used; ProjectsBytes what xfsq's
+// trees hold, as the kernel counts them; UnownedBytes the difference
+// (files outside every tree, the filesystem's own metadata and log,
+// .xfsq/ itself); OtherIDsBytes, of it, what the kernel charges to
+// project 0 (no project) and to IDs that are no tree's of xfsq's (set by
+// hand, or left by a tree removed behind xfsq's back). The wire's type
+// (api/v1).
+type Unowned = apiv1.Unowned
 
 // Unowned reads the space no tree holds; ok is false on the fallback,
 // whose figures are walks and would need one of the whole filesystem.

@@ -1,6 +1,6 @@
 //go:build !urfave_cli_no_docs
 
-package main
+package clidoc
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ func init() {
 // addDocCommand adds a hidden command that prints a document rendered from
 // the command tree.
 func addDocCommand(name, usage string, render func(*cli.App) (string, error)) {
-	docCommands = append(docCommands, &cli.Command{
+	DocCommands = append(DocCommands, &cli.Command{
 		Name: name, Usage: usage, Hidden: true,
 		Action: func(c *cli.Context) error {
 			page, err := render(c.App)

@@ -1,4 +1,4 @@
-package main
+package cliargs
 
 import (
 	"slices"
@@ -7,10 +7,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xfsq/xfsq/errkind"
+	"github.com/xfsq/xfsq/sandbox"
 	"github.com/xfsq/xfsq/units"
 )
 
-// interspersed puts flags where urfave/cli v2 reads them. It stops reading
+// Interspersed puts flags where urfave/cli v2 reads them. It stops reading
 // a command's flags at the first argument, but operators type `xfsq
 // project add omni --bytes-hard 50GiB`; and it reads xfsq's own flags
 // (--json, --root, …) only before the command, but the documented form is
@@ -23,7 +25,7 @@ import (
 // arguments are handed to urfave after a "--" of their own, so that none
 // of them is read as a flag. A flag nobody defines stays where it is, for
 // urfave to refuse.
-func interspersed(app *cli.App, args []string) ([]string, error) {
+func Interspersed(app *cli.App, args []string) ([]string, error) {
 	if len(args) < 2 {
 		return args, nil
 	}
@@ -51,7 +53,7 @@ func interspersed(app *cli.App, args []string) ([]string, error) {
 			*dst = append(*dst, a)
 			if takesValue(f, a) {
 				if i+1 >= len(args) || args[i+1] == "--" || flagNamed(flags, args[i+1]) != nil || flagNamed(app.Flags, args[i+1]) != nil {
-					return nil, usagef("%s needs %s: see xfsq %s--help", strings.SplitN(a, "=", 2)[0], valueName(f),
+					return nil, Usagef("%s needs %s: see xfsq %s--help", strings.SplitN(a, "=", 2)[0], valueName(f),
 						strings.Join(append(commandWords(path), ""), " "))
 				}
 				i++
@@ -182,55 +184,151 @@ func takesValue(f cli.Flag, arg string) bool {
 	return !isBool
 }
 
-// durationFlag is a flag that takes a duration in xfsq's forms (45s, 30m,
+// DurationFlag is a flag that takes a duration in xfsq's forms (45s, 30m,
 // 24h, 7d, 2w or a Go duration), as --ttl and the settings do; urfave's
 // own DurationFlag knows no days.
-func durationFlag(name, value, usage string) cli.Flag {
+func DurationFlag(name, value, usage string) cli.Flag {
 	return &cli.StringFlag{Name: name, Value: value, Usage: usage + " (DURATION: " + units.DurationForms + ")"}
 }
 
-// duration reads a flag made by durationFlag; unset and empty are 0.
-func duration(c *cli.Context, name string) (time.Duration, error) {
+// Duration reads a flag made by DurationFlag; unset and empty are 0.
+func Duration(c *cli.Context, name string) (time.Duration, error) {
 	s := c.String(name)
 	if s == "" {
 		return 0, nil
 	}
 	d, err := units.ParseDuration(s)
 	if err != nil {
-		return 0, usagef("--%s %q: %v", name, s, err)
+		return 0, Usagef("--%s %q: %v", name, s, err)
 	}
 	return d, nil
 }
 
-// noArguments refuses arguments to a command that takes none (`report
+// NoArguments refuses arguments to a command that takes none (`report
 // X`), rather than ignoring them: the operator meant something by them.
-func noArguments(c *cli.Context) error {
+func NoArguments(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return nil
 	}
-	name := commandName(c)
-	return usagef("%s takes no arguments, got %q: see xfsq %s --help", name, strings.Join(c.Args().Slice(), " "), name)
+	name := CommandName(c)
+	return Usagef("%s takes no arguments, got %q: see xfsq %s --help", name, strings.Join(c.Args().Slice(), " "), name)
 }
 
-// wrapLeaves gives every command without subcommands two rules: one that
+// WrapLeaves gives every command without subcommands two rules: one that
 // declares no ArgsUsage refuses arguments, and none has a "help"
 // subcommand (urfave adds one to each, so `xfsq project add h` printed the
 // help text instead of adding a project named h; --help stays).
-func wrapLeaves(cmds []*cli.Command) {
+func WrapLeaves(cmds []*cli.Command) {
 	for _, c := range cmds {
 		if len(c.Subcommands) > 0 {
-			wrapLeaves(c.Subcommands)
+			WrapLeaves(c.Subcommands)
 			continue
 		}
 		c.HideHelpCommand = true
 		if c.ArgsUsage == "" && c.Action != nil {
 			action := c.Action
 			c.Action = func(ctx *cli.Context) error {
-				if err := noArguments(ctx); err != nil {
+				if err := NoArguments(ctx); err != nil {
 					return err
 				}
 				return action(ctx)
 			}
 		}
 	}
+}
+
+// OnUsageError words urfave's parse errors as xfsq's usage errors, naming
+// the help to read.
+func OnUsageError(c *cli.Context, err error, _ bool) error {
+	if name := CommandName(c); name != "" {
+		return Usagef("%v: see xfsq %s --help", err, name)
+	}
+	return Usagef("%v: see xfsq --help", err)
+}
+
+// SetUsageErrors gives every command OnUsageError, and a command of
+// subcommands run without one its help (exit 2) or, with --json, an error.
+func SetUsageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = OnUsageError
+		SetUsageErrors(c.Subcommands)
+		if len(c.Subcommands) > 0 && c.Action == nil {
+			c.Action = func(c *cli.Context) error {
+				if c.NArg() > 0 {
+					return Usagef("unknown command %q: see xfsq %s --help", c.Args().First(), CommandName(c))
+				}
+				if c.Bool("json") {
+					return Usagef("%s needs a command: see xfsq %s --help", CommandName(c), CommandName(c))
+				}
+				cli.ShowSubcommandHelp(c)
+				return &ExitError{Code: errkind.ExitUsage}
+			}
+		}
+	}
+}
+
+// NumberFlag reads an optional size or count flag; nil when not given.
+func NumberFlag(c *cli.Context, name string, parse func(string) (uint64, error)) (*uint64, error) {
+	if !c.IsSet(name) {
+		return nil, nil
+	}
+	n, err := parse(c.String(name))
+	if err != nil {
+		return nil, Usagef("--%s: %v", name, err)
+	}
+	return &n, nil
+}
+
+// LimitFlags reads the four limits a command takes, each flag named
+// after prefix (--bytes-hard, --cache-bytes-hard); nil where not given.
+func LimitFlags(c *cli.Context, prefix string) (sandbox.LimitChange, error) {
+	var ch sandbox.LimitChange
+	var err error
+	for _, f := range []struct {
+		name  string
+		dst   **uint64
+		parse func(string) (uint64, error)
+	}{
+		{prefix + "bytes-soft", &ch.BytesSoft, units.ParseSize}, {prefix + "bytes-hard", &ch.BytesHard, units.ParseSize},
+		{prefix + "inodes-soft", &ch.InodesSoft, units.ParseCount}, {prefix + "inodes-hard", &ch.InodesHard, units.ParseCount},
+	} {
+		if *f.dst, err = NumberFlag(c, f.name, f.parse); err != nil {
+			return ch, err
+		}
+		if strings.Contains(f.name, "bytes-") {
+			if err := CheckBareBytes(c, f.name); err != nil {
+				return ch, err
+			}
+		}
+	}
+	return ch, nil
+}
+
+// OneArg returns the single positional argument a command takes.
+func OneArg(c *cli.Context, what string) (string, error) {
+	if c.NArg() != 1 {
+		name := CommandName(c)
+		return "", Usagef("%s takes one %s, got %d arguments: see xfsq %s --help", name, what, c.NArg(), name)
+	}
+	return c.Args().First(), nil
+}
+
+// CommandName is the command's path without the program, e.g. "project
+// add"; "" for the program itself.
+func CommandName(c *cli.Context) string {
+	if c.Command == nil || c.Command.HelpName == c.App.Name {
+		return ""
+	}
+	return strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
+}
+
+// SplitList is a comma-separated flag's items, trimmed, empty ones left out.
+func SplitList(s string) []string {
+	var out []string
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package main
+package cliargs
 
 import (
 	"slices"
@@ -23,12 +23,12 @@ var sortKeys = []sortKey{
 	{"reclaimable", "most the sweep policies would free first", nil},
 }
 
-// topSorts are the keys top orders by: the others are figures of trees
+// TopSorts are the keys top orders by: the others are figures of trees
 // over time, which a walk of one moment does not have.
-var topSorts = []string{"name", "size", "files", "mtime", "percent"}
+var TopSorts = []string{"name", "size", "files", "mtime", "percent"}
 
-// reportSorts are the keys report orders by: all of them.
-var reportSorts = func() []string {
+// ReportSorts are the keys report orders by: all of them.
+var ReportSorts = func() []string {
 	var out []string
 	for _, k := range sortKeys {
 		out = append(out, k.name)
@@ -36,20 +36,20 @@ var reportSorts = func() []string {
 	return out
 }()
 
-// parseSort reads --sort for a command that orders by keys.
-func parseSort(value, command string, keys []string) (string, error) {
+// ParseSort reads --sort for a command that orders by keys.
+func ParseSort(value, command string, keys []string) (string, error) {
 	for _, k := range sortKeys {
 		if value == k.name || slices.Contains(k.aliases, value) {
 			if !slices.Contains(keys, k.name) {
-				return "", usagef("--sort %s: %s does not order by it (report does); use %s", value, command, strings.Join(keys, ", "))
+				return "", Usagef("--sort %s: %s does not order by it (report does); use %s", value, command, strings.Join(keys, ", "))
 			}
 			return k.name, nil
 		}
 	}
-	return "", usagef("--sort %q: use %s", value, strings.Join(keys, ", "))
+	return "", Usagef("--sort %q: use %s", value, strings.Join(keys, ", "))
 }
 
-// sortUsage is --sort's help for a command that orders by keys.
-func sortUsage(keys []string) string {
+// SortUsage is --sort's help for a command that orders by keys.
+func SortUsage(keys []string) string {
 	return "order: " + strings.Join(keys, ", ") + " (the same words for report and top)"
 }

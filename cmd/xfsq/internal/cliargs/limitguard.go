@@ -1,4 +1,4 @@
-package main
+package cliargs
 
 import (
 	"strings"
@@ -13,14 +13,14 @@ import (
 // tree limited to ten bytes refuses its next write.
 const slipBelow = 1 << 20
 
-// forceFlag lets a bare byte count under 1 MiB through as it is.
-func forceFlag() cli.Flag {
+// ForceFlag lets a bare byte count under 1 MiB through as it is.
+func ForceFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "force", Usage: "take a bare byte limit under 1 MiB as it is (--bytes-hard 10 is 10 bytes)"}
 }
 
-// checkBareBytes refuses a byte limit given as a bare number (no unit)
+// CheckBareBytes refuses a byte limit given as a bare number (no unit)
 // under slipBelow, but 0 (no limit), unless --force says it is meant.
-func checkBareBytes(c *cli.Context, name string) error {
+func CheckBareBytes(c *cli.Context, name string) error {
 	v := strings.TrimSpace(c.String(name))
 	if v == "" || strings.TrimLeft(v, "0123456789") != "" || c.Bool("force") {
 		return nil
@@ -29,6 +29,6 @@ func checkBareBytes(c *cli.Context, name string) error {
 	if err != nil || n == 0 || n >= slipBelow {
 		return nil
 	}
-	return usagef("--%s %s: a bare number is bytes, and %s is surely a slip (for %sg? %sm?): give a unit (%sg, %sMiB), "+
+	return Usagef("--%s %s: a bare number is bytes, and %s is surely a slip (for %sg? %sm?): give a unit (%sg, %sMiB), "+
 		"or --force to limit the tree to %s bytes", name, v, units.FormatIEC(n), v, v, v, v, v)
 }

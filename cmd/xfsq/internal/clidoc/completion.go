@@ -1,10 +1,19 @@
-package main
+// Package clidoc is what xfsq prints about itself, rendered from the one
+// command tree that also makes --help: the shell completion scripts, the
+// man page and docs/cli.md, so that none can disagree with the commands.
+//
+// It reads the command tree only: it never opens the root, the store or a
+// backend, and adds no behaviour to a command. The man page and the
+// reference are built in only without urfave_cli_no_docs (the shipped
+// binary leaves them and their Markdown renderer out).
+package clidoc
 
 import (
 	_ "embed"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
 )
 
 // The bash and zsh scripts ask the binary itself for the words that may
@@ -17,7 +26,8 @@ var bashCompletion string
 //go:embed completion/xfsq.zsh
 var zshCompletion string
 
-func completionCommand() *cli.Command {
+// CompletionCommand is xfsq completion SHELL.
+func CompletionCommand() *cli.Command {
 	return &cli.Command{
 		Name: "completion", Usage: "print the shell completion script for bash, zsh or fish", ArgsUsage: "bash|zsh|fish",
 		Description: "Install (see README):\n" +
@@ -25,7 +35,7 @@ func completionCommand() *cli.Command {
 			"   zsh:   xfsq completion zsh > \"${fpath[1]}/_xfsq\"\n" +
 			"   fish:  xfsq completion fish > ~/.config/fish/completions/xfsq.fish",
 		Action: func(c *cli.Context) error {
-			shell, err := oneArg(c, "shell (bash, zsh or fish)")
+			shell, err := cliargs.OneArg(c, "shell (bash, zsh or fish)")
 			if err != nil {
 				return err
 			}
@@ -41,9 +51,13 @@ func completionCommand() *cli.Command {
 				}
 				fmt.Fprint(c.App.Writer, script)
 			default:
-				return usagef("completion %q: use bash, zsh or fish", shell)
+				return cliargs.Usagef("completion %q: use bash, zsh or fish", shell)
 			}
 			return nil
 		},
 	}
 }
+
+// DocCommands are the hidden commands that print a document rendered from
+// the command tree; empty unless built without urfave_cli_no_docs.
+var DocCommands []*cli.Command

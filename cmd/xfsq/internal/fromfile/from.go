@@ -1,4 +1,15 @@
-package main
+// Package fromfile opens the file `xfsq files put --from` names, as root,
+// without letting a tenant choose it. A file under the sandbox root
+// belongs to a tenant, who can swap it (or any directory above it) for a
+// link to a host file between the operator's look and the copy. So --from
+// is resolved here one component at a time, and refused as soon as a
+// directory on the way lies inside the root (or on a mount that shows part
+// of it); its final component is opened without following a link. Such a
+// file is copied through the file layer instead, whose beneath rules hold
+// against the tenant.
+//
+// It only opens: it never reads the store or a backend, and never writes.
+package fromfile
 
 import (
 	"errors"
@@ -9,33 +20,26 @@ import (
 
 	"github.com/prometheus/procfs"
 	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/cmd/xfsq/internal/cliargs"
 	"golang.org/x/sys/unix"
 )
-
-// files put --from runs as root, usually; a file under the sandbox root
-// belongs to a tenant, who can swap it (or any directory above it) for a
-// link to a host file between the operator's look and the copy. So --from
-// is resolved here one component at a time, and refused as soon as a
-// directory on the way lies inside the root; its final component is
-// opened without following a link. Such a file is copied through the file
-// layer instead, whose beneath rules hold against the tenant.
 
 // maxFromLinks bounds the links followed on the way, as the kernel's 40.
 const maxFromLinks = 40
 
-// openFrom opens --from, which must be a regular file outside the sandbox
+// Open opens --from, which must be a regular file outside the sandbox
 // root, for files put into project/path. It is opened non-blocking, so a
 // FIFO with no writer (or a device) does not hang the open beyond the
 // reach of SIGINT and SIGTERM, and is refused once its type is known;
 // reads are then made blocking again.
-func openFrom(from, root, project, path string) (*os.File, error) {
+func Open(from, root, project, path string) (*os.File, error) {
 	var rootStat unix.Stat_t
 	if err := unix.Stat(root, &rootStat); err != nil {
 		return nil, fmt.Errorf("sandbox root: %w", &os.PathError{Op: "stat", Path: root, Err: err})
 	}
 	dir, base := filepath.Split(from)
 	if base == "" || base == "." || base == ".." {
-		return nil, usagef("--from %s names a directory, not a regular file; give a regular file, or pipe it on stdin", from)
+		return nil, cliargs.Usagef("--from %s names a directory, not a regular file; give a regular file, or pipe it on stdin", from)
 	}
 	mounts, err := sandboxMountsOf(root)
 	if err != nil {
@@ -43,31 +47,31 @@ func openFrom(from, root, project, path string) (*os.File, error) {
 	}
 	dirfd, err := openDirOutsideRoot(dir, &rootStat, mounts)
 	if errors.Is(err, errInsideRoot) {
-		return nil, usagef("--from %s lies inside the sandbox root %s, where a tenant can swap it for a link to any host file; "+
+		return nil, cliargs.Usagef("--from %s lies inside the sandbox root %s, where a tenant can swap it for a link to any host file; "+
 			"copy it through the file layer instead: xfsq files get PROJECT PATH | xfsq files put %s %s", from, root, project, path)
 	}
 	if errors.Is(err, errProcLink) {
-		return nil, usagef("--from %s %v", from, err)
+		return nil, cliargs.Usagef("--from %s %v", from, err)
 	}
 	if err != nil {
-		return nil, usagef("--from: %v", &os.PathError{Op: "open", Path: from, Err: err})
+		return nil, cliargs.Usagef("--from: %v", &os.PathError{Op: "open", Path: from, Err: err})
 	}
 	defer unix.Close(dirfd)
 	fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ELOOP) {
-		return nil, usagef("--from %s is a symbolic link, which files put does not follow; give the file it points to", from)
+		return nil, cliargs.Usagef("--from %s is a symbolic link, which files put does not follow; give the file it points to", from)
 	}
 	if err != nil {
-		return nil, usagef("--from: %v", &os.PathError{Op: "open", Path: from, Err: err})
+		return nil, cliargs.Usagef("--from: %v", &os.PathError{Op: "open", Path: from, Err: err})
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return nil, usagef("--from: %v", &os.PathError{Op: "stat", Path: from, Err: err})
+		return nil, cliargs.Usagef("--from: %v", &os.PathError{Op: "stat", Path: from, Err: err})
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return nil, usagef("--from %s: it is %s, not a regular file; give a regular file, or pipe it on stdin", from, area.FileKind(st.Mode))
+		return nil, cliargs.Usagef("--from %s: it is %s, not a regular file; give a regular file, or pipe it on stdin", from, area.FileKind(st.Mode))
 	}
 	if err := unix.SetNonblock(fd, false); err != nil {
 		unix.Close(fd)
