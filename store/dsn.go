@@ -39,6 +39,12 @@ var (
 // scheme is an error: taken for a SQLite path it would create a file
 // named after it, password and all.
 func Classify(dsn string) (string, error) {
+	// Neither pattern can match without its separator: a SQLite path, as
+	// every command of a root with its own store names one, is told
+	// without compiling them.
+	if !strings.Contains(dsn, "=") && !strings.Contains(dsn, "://") {
+		return KindSQLite, nil
+	}
 	if m := urlScheme().FindStringSubmatch(dsn); m != nil {
 		switch strings.ToLower(m[1]) {
 		case "postgres", "postgresql":

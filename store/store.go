@@ -117,7 +117,7 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 	// the store asks for a second connection while it holds one, so the
 	// bound cannot deadlock.
 	s.db.SetConnMaxIdleTime(time.Minute)
-	if err := s.db.PingContext(ctx); err != nil {
+	if err := s.connect(ctx); err != nil {
 		s.db.Close()
 		return nil, fmt.Errorf("connect to the database %s: %w", Redact(dsn), scrub(err, dsn))
 	}
@@ -126,6 +126,22 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		return nil, fmt.Errorf("migrate the database %s: %w", Redact(dsn), scrub(err, dsn))
 	}
 	return s, nil
+}
+
+// connect makes the pool's first connection. On SQLite that is opening
+// the file and running the DSN's pragmas, which already fail as a ping
+// would; the ping's own statement ("select 1") would tell nothing more.
+// PostgreSQL is pinged: a connection can be made by a server that then
+// answers nothing.
+func (s *Store) connect(ctx context.Context) error {
+	if s.postgres {
+		return s.db.PingContext(ctx)
+	}
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	return c.Close() // back to the pool, open
 }
 
 // PoolIdle is how many connections a SQLite store's pool keeps open while

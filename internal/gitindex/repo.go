@@ -620,7 +620,7 @@ func (rf *Finder) worktreeElsewhere(gitdir *os.File, gitRel, rel string) bool {
 			// must name rel both ways.
 			case ok && (!rf.names(d.rel, v, rel) || !rf.names(gitRel, v, rel)):
 				return true
-			case !ok && worktreeKey.Match(cfg):
+			case !ok && worktreeKey().Match(cfg):
 				// A worktree key xfsq did not find in [core]: git's
 				// reader may (a continuation, two headers on a line).
 				return true
@@ -679,7 +679,9 @@ func configValue(cfg []byte, section, key string) (val string, set bool) {
 
 // worktreeKey finds "worktree" as a word of its own anywhere in a config
 // (not worktreeConfig): where git may read a core.worktree.
-var worktreeKey = regexp.MustCompile(`(?i)(^|[^a-z0-9-])worktree($|[^a-z0-9-])`)
+// Compiled on first use: the package is linked into every command, and
+// only a sweep reading a git checkout needs it.
+var worktreeKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(^|[^a-z0-9-])worktree($|[^a-z0-9-])`) })
 
 // plainConfig reports whether a config is one that configValue reads as
 // git does: no line continuations, no carriage returns, and no line with
@@ -751,7 +753,7 @@ func configString(v string) string {
 
 // objectFormatKey finds "objectformat" anywhere in a config: where git
 // may read an extensions.objectformat.
-var objectFormatKey = regexp.MustCompile(`(?i)objectformat`)
+var objectFormatKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)objectformat`) })
 
 // configHashLen reads extensions.objectformat from a git config. One that
 // names the key where configValue does not read it as git does (a line
@@ -761,7 +763,7 @@ var objectFormatKey = regexp.MustCompile(`(?i)objectformat`)
 // SHA-256, naming other paths).
 func configHashLen(cfg []byte) (int, error) {
 	v, ok := configValue(cfg, "extensions", "objectformat")
-	if objectFormatKey.Match(cfg) && (!ok || !plainConfig(cfg)) {
+	if objectFormatKey().Match(cfg) && (!ok || !plainConfig(cfg)) {
 		return 0, errors.New("its config names an object format in a way git may read otherwise")
 	}
 	switch v = strings.ToLower(v); {

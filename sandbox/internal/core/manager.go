@@ -44,10 +44,8 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,8 +94,26 @@ var (
 	ErrNotFound = errkind.Sentinel(errkind.NotFound, "not found")
 )
 
-// Compiled on first use (see lifecycle's runPattern).
-var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`) })
+// validName is NameRule, ^[a-z0-9][a-z0-9._-]{0,62}$, checked by hand:
+// every command checks a name, and compiling the regular expression cost
+// more than the rest of the check (TestNameAndUserChecksAreTheirPatterns).
+func validName(s string) bool {
+	return len(s) >= 1 && len(s) <= 63 && s[0] != '.' && s[0] != '_' && s[0] != '-' && allIn(s, lowerNameByte)
+}
+
+func lowerNameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// allIn reports whether every byte of s is one ok accepts.
+func allIn(s string, ok func(byte) bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !ok(s[i]) {
+			return false
+		}
+	}
+	return true
+}
 
 // NameRule says what a project name may be.
 const NameRule = "1-63 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit"
@@ -108,7 +124,7 @@ func ValidateName(name string) error {
 		return inputErrorf("%q is not a project: it names the root's own inbound tree (%s/), which is no project's; "+
 			"a project name is %s", name, area.Base(area.Inbound), NameRule)
 	}
-	if !namePattern().MatchString(name) {
+	if !validName(name) {
 		return inputErrorf("project name %q is invalid: use %s", name, NameRule)
 	}
 	return nil
@@ -468,15 +484,24 @@ func DefaultActor() string {
 	return name
 }
 
-// Compiled on first use (see lifecycle's runPattern).
-var userPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._][A-Za-z0-9._-]{0,31}\$?$`) })
+// plainUser is a user name as useradd makes one,
+// ^[A-Za-z0-9._][A-Za-z0-9._-]{0,31}\$?$, checked by hand: every command
+// names its actor (see validName).
+func plainUser(s string) bool {
+	s = strings.TrimSuffix(s, "$")
+	return len(s) >= 1 && len(s) <= 32 && s[0] != '-' && allIn(s, userByte)
+}
+
+func userByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
+}
 
 // actorName is a user name fit for the journal. SUDO_USER is whatever the
 // caller's environment says: a newline in it would forge event lines in
 // every text view of the journal, so anything but a plain user name is
 // journalled quoted, in ASCII, and bounded.
 func actorName(s string) string {
-	if userPattern().MatchString(s) {
+	if plainUser(s) {
 		return s
 	}
 	if len(s) > 64 {

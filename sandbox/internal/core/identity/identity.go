@@ -17,9 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/store"
@@ -29,10 +27,29 @@ import (
 // rootIDFile holds the root's identity in the state directory.
 const rootIDFile = "root-id"
 
-// Compiled on first use (see lifecycle's runPattern).
-var rootIDPattern = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
-})
+// isRootID reports whether id is a version 4 UUID as New writes it,
+// ^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$,
+// checked by hand: every command reads the root's identity, and compiling
+// the regular expression cost more than reading the file
+// (TestIsRootIDIsItsPattern).
+func isRootID(id string) bool {
+	if len(id) != 36 || id[14] != '4' || !strings.ContainsRune("89ab", rune(id[19])) {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // Read is the identity of the root whose state directory is stateDir; ""
 // when it has none yet.
@@ -46,7 +63,7 @@ func Read(stateDir string) (string, error) {
 		return "", err
 	}
 	id := strings.TrimSpace(string(data))
-	if !rootIDPattern().MatchString(id) {
+	if !isRootID(id) {
 		return "", errkind.WithFix(errkind.NotReady, fmt.Errorf("%s does not hold a root identity (a UUID): it was edited or damaged", p),
 			errkind.Fix("restore it from a backup of the root; without one, move it aside and take the host name over with %s", errkind.Do(errkind.OpInit, "", "take_over_host", "")))
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,6 +70,36 @@ func TestRead(t *testing.T) {
 				t.Errorf("Read: %q, %v; want %q", got, err, c.want)
 			}
 		})
+	}
+}
+
+// rootIDPattern is what isRootID checks by hand.
+var rootIDPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+})
+
+// isRootID accepts what its pattern does and nothing else: every byte
+// value at every position of valid identities, each shortened and
+// lengthened at every position, and odd whole strings.
+func TestIsRootIDIsItsPattern(t *testing.T) {
+	check := func(s string) {
+		if got, want := isRootID(s), rootIDPattern().MatchString(s); got != want {
+			t.Errorf("isRootID(%q) = %v, its pattern says %v", s, got, want)
+		}
+	}
+	for _, s := range []string{"", "-", strings.Repeat("0", 36), strings.ToUpper(idA), idA + "\n", " " + idA, idA[:35] + "\x00"} {
+		check(s)
+	}
+	for _, id := range []string{idA, idB, New(), "ffffffff-ffff-4fff-bfff-ffffffffffff", "00000000-0000-4000-8000-000000000000"} {
+		check(id)
+		for i := range len(id) {
+			check(id[:i] + id[i+1:])
+			for c := range 256 {
+				check(id[:i] + string(rune(c)) + id[i+1:])
+				check(id[:i] + string([]byte{byte(c)}) + id[i+1:])
+				check(id[:i] + string([]byte{byte(c)}) + id[i:])
+			}
+		}
 	}
 }
 
