@@ -44,7 +44,7 @@ func idsLock(host, fsKey string) string    { return "ids:" + host + ":" + fsKey 
 // (is a tree's directory there?) takes them first, so that what it saw
 // holds until its rows commit.
 func (t *Tx) LockAdd(ctx context.Context, name, fsKey string) error {
-	return t.lock(ctx, projectLock(t.s.Host, name), idsLock(t.s.Host, fsKey))
+	return t.Lock(ctx, projectLock(t.s.Host, name), idsLock(t.s.Host, fsKey))
 }
 
 // AddProject records p as InsertProject, ReserveIDs and InsertTrees do
@@ -61,7 +61,7 @@ func (t *Tx) AddProject(ctx context.Context, p NewProject) (trees []Tree, existi
 	if err := t.LockAdd(ctx, p.Name, p.FSKey); err != nil {
 		return nil, Project{}, false, err
 	}
-	if t.s.postgres && len(p.Trees) > 0 {
+	if t.s.Postgres && len(p.Trees) > 0 {
 		if err := p.Range.Validate(); err != nil {
 			return nil, Project{}, false, err
 		}
@@ -144,7 +144,7 @@ func (t *Tx) addProjectAtOnce(ctx context.Context, p NewProject) (trees []Tree, 
 		Adder     sql.NullString `db:"adder"`
 		ProjectID sql.NullInt64  `db:"project_id"`
 	}
-	if err := t.sel(ctx, &rows, q, args...); err != nil {
+	if err := t.Sel(ctx, &rows, q, args...); err != nil {
 		return nil, Project{}, false, err
 	}
 	if len(rows) > 0 && rows[0].State.Valid {
@@ -176,7 +176,7 @@ func (t *Tx) addProjectAtOnce(ctx context.Context, p NewProject) (trees []Tree, 
 // the new trees' rows and ledger, which no write reaches while the project
 // is being added.
 func (s *Store) MakeReady(ctx context.Context, name, actor string, walks []WalkRecord, added journal.ProjectAdded) ([]TreeRead, error) {
-	if !s.postgres {
+	if !s.Postgres {
 		return s.makeReadyInSteps(ctx, name, actor, walks, added)
 	}
 	payload, err := json.Marshal(added)
@@ -192,12 +192,12 @@ func (s *Store) MakeReady(ctx context.Context, name, actor string, walks []WalkR
 	b := s.baselinesOf(walks)
 	var rows []readyRow
 	if b == nil {
-		err = s.sel(ctx, &rows, `WITH `+ready("")+` SELECT COUNT(*) AS ready FROM p`, readyArgs...)
+		err = s.Sel(ctx, &rows, `WITH `+ready("")+` SELECT COUNT(*) AS ready FROM p`, readyArgs...)
 	} else {
 		// As Read: each walked tree's new row, with its reservations'
 		// sums; none walked (the project gone), one row of zeroes.
 		args := append([]any{"admission:" + s.Host}, b.args(b.seenArgs, b.sumsArgs, b.updateArgs)...)
-		err = s.sel(ctx, &rows, `WITH lk AS (SELECT pg_advisory_xact_lock(hashtext(?)) AS held), `+b.with[len("WITH "):]+`,
+		err = s.Sel(ctx, &rows, `WITH lk AS (SELECT pg_advisory_xact_lock(hashtext(?)) AS held), `+b.with[len("WITH "):]+`,
 		seen AS (DELETE FROM ledger WHERE EXISTS (SELECT 1 FROM lk) AND `+b.seen+`),
 		`+b.sums+`,
 		walked AS (`+b.update+` AND EXISTS (SELECT 1 FROM lk)
@@ -213,7 +213,7 @@ func (s *Store) MakeReady(ctx context.Context, name, actor string, walks []WalkR
 			COALESCE(w.walked_at, 0) AS walked_at, COALESCE(w.bytes_soft_since, 0) AS bytes_since, COALESCE(w.inodes_soft_since, 0) AS inodes_since
 		FROM (SELECT 1) one LEFT JOIN walked w ON TRUE`, append(append(args, readyArgs...), s.Host, s.Host)...)
 	}
-	s.commits.Add(1) // a commit of this process's, as InTx counts them (Generation); even a failed one
+	s.Committed.Add(1) // a commit of this process's, as InTx counts them (Generation); even a failed one
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func (s *Store) makeReadyInSteps(ctx context.Context, name, actor string, walks 
 		if b == nil {
 			return nil
 		}
-		return tx.sel(ctx, &rows, b.with+` SELECT 1 AS ready, t.project, t.area, t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_hard,
+		return tx.Sel(ctx, &rows, b.with+` SELECT 1 AS ready, t.project, t.area, t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_hard,
 			t.walked_bytes + t.ledger_bytes
 				+ COALESCE((SELECT SUM(r.bytes) FROM reservations r WHERE r.host = t.host AND r.project = t.project AND r.area = t.area), 0) AS bytes,
 			t.walked_inodes + t.ledger_inodes
@@ -320,7 +320,7 @@ var ErrAddChanged = errors.New("no longer the interrupted add it was taken for")
 // gone, as c.Gone decides on its lease read here; else it changes
 // nothing and wraps ErrAddChanged.
 func (t *Tx) TakeOverAdd(ctx context.Context, seen Project, c Claim) ([]Tree, error) {
-	if err := t.lock(ctx, projectLock(t.s.Host, seen.Name)); err != nil {
+	if err := t.Lock(ctx, projectLock(t.s.Host, seen.Name)); err != nil {
 		return nil, err
 	}
 	now, err := t.Project(ctx, seen.Name)
@@ -343,18 +343,18 @@ func (t *Tx) TakeOverAdd(ctx context.Context, seen Project, c Claim) ([]Tree, er
 		if err := t.hold(ctx, c.Holder); err != nil {
 			return nil, err
 		}
-		if _, err := t.exec(ctx, `UPDATE projects SET adder = ? WHERE host = ? AND name = ?`, c.Holder, t.s.Host, seen.Name); err != nil {
+		if _, err := t.Exec(ctx, `UPDATE projects SET adder = ? WHERE host = ? AND name = ?`, c.Holder, t.s.Host, seen.Name); err != nil {
 			return nil, err
 		}
 	}
-	return trees(ctx, t.sel, t.s.Host, seen.Name)
+	return trees(ctx, t.Sel, t.s.Host, seen.Name)
 }
 
 // EndRollbackAdd checks, under the project name's lock, that holder still
 // holds the rollback of the add of name it took over (TakeOverAdd): else
 // it wraps ErrAddChanged, and the caller's transaction must change nothing.
 func (t *Tx) EndRollbackAdd(ctx context.Context, name, holder string) error {
-	if err := t.lock(ctx, projectLock(t.s.Host, name)); err != nil {
+	if err := t.Lock(ctx, projectLock(t.s.Host, name)); err != nil {
 		return err
 	}
 	now, err := t.Project(ctx, name)

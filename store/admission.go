@@ -69,7 +69,7 @@ var ErrReservationGone = errors.New("the write's reservation expired and was rec
 
 // admissionLock serialises admission on this host: the root budget spans
 // every tree, so every reservation takes the same lock.
-func (t *Tx) admissionLock(ctx context.Context) error { return t.lock(ctx, "admission:"+t.s.Host) }
+func (t *Tx) admissionLock(ctx context.Context) error { return t.Lock(ctx, "admission:"+t.s.Host) }
 
 // HolderGone reports whether the operation named by a reservation's holder
 // (pid.start@host/op-N, as core.HolderOf names it), whose process holds
@@ -84,7 +84,7 @@ type HolderGone func(holder string, l HolderLease) bool
 // writers room that nobody holds.
 func (t *Tx) reclaim(ctx context.Context, now time.Time, gone HolderGone) ([]Reservation, error) {
 	var all []Reservation
-	if err := t.sel(ctx, &all, `SELECT id, project, area, bytes, inodes, holder, temp_path, expires_at FROM reservations
+	if err := t.Sel(ctx, &all, `SELECT id, project, area, bytes, inodes, holder, temp_path, expires_at FROM reservations
 		WHERE host = ?`, t.s.Host); err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func (t *Tx) reclaim(ctx context.Context, now time.Time, gone HolderGone) ([]Res
 			isGone[r.Holder] = g
 		}
 		if r.Expires < toMicros(now) || g {
-			if _, err := t.exec(ctx, `DELETE FROM reservations WHERE id = ?`, r.ID); err != nil {
+			if _, err := t.Exec(ctx, `DELETE FROM reservations WHERE id = ?`, r.ID); err != nil {
 				return nil, err
 			}
 			dead = append(dead, r)
@@ -136,7 +136,7 @@ func (t *Tx) account(ctx context.Context, k TreeKey) (treeAccount, error) {
 		SoftExceeded                                 bool
 		BytesSince, InodesSince                      int64
 	}
-	err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT bytes_soft, bytes_hard, inodes_soft, inodes_hard,
+	err := t.SQL.QueryRowxContext(ctx, t.SQL.Rebind(`SELECT bytes_soft, bytes_hard, inodes_soft, inodes_hard,
 		walked_bytes + ledger_bytes, walked_inodes + ledger_inodes, soft_exceeded, bytes_soft_since, inodes_soft_since
 		FROM trees WHERE host = ? AND project = ? AND area = ?`), t.s.Host, k.Project, k.Area).Scan(
 		&row.BytesSoft, &row.BytesHard, &row.InodesSoft, &row.InodesHard, &row.Bytes, &row.Inodes, &row.SoftExceeded,
@@ -148,7 +148,7 @@ func (t *Tx) account(ctx context.Context, k TreeKey) (treeAccount, error) {
 		return treeAccount{}, err
 	}
 	var resBytes, resInodes int64
-	if err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT COALESCE(SUM(bytes), 0), COALESCE(SUM(inodes), 0) FROM reservations
+	if err := t.SQL.QueryRowxContext(ctx, t.SQL.Rebind(`SELECT COALESCE(SUM(bytes), 0), COALESCE(SUM(inodes), 0) FROM reservations
 		WHERE host = ? AND project = ? AND area = ?`), t.s.Host, k.Project, k.Area).Scan(&resBytes, &resInodes); err != nil {
 		return treeAccount{}, err
 	}
@@ -167,7 +167,7 @@ func (t *Tx) account(ctx context.Context, k TreeKey) (treeAccount, error) {
 func (t *Tx) rootUsed(ctx context.Context) (uint64, error) {
 	var trees, res int64
 	q := func(query string, dst *int64) error {
-		return t.tx.QueryRowxContext(ctx, t.tx.Rebind(query), t.s.Host).Scan(dst)
+		return t.SQL.QueryRowxContext(ctx, t.SQL.Rebind(query), t.s.Host).Scan(dst)
 	}
 	// Each tree at least 0, as account floors it: a tree under-counted
 	// below nothing must not lower its neighbours' share of the budget.
@@ -223,10 +223,10 @@ func (s *Store) Reserve(ctx context.Context, k TreeKey, bytes, inodes uint64, ho
 		}
 		args := []any{s.Host, k.Project, k.Area, int64(bytes), int64(inodes), holder, tempPath, toMicros(now.Add(ttl)), toMicros(now)}
 		const insert = `INSERT INTO reservations (host, project, area, bytes, inodes, holder, temp_path, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-		if s.postgres {
-			return tx.get(ctx, &id, insert+` RETURNING id`, args...)
+		if s.Postgres {
+			return tx.Get(ctx, &id, insert+` RETURNING id`, args...)
 		}
-		res, err := tx.exec(ctx, insert, args...)
+		res, err := tx.Exec(ctx, insert, args...)
 		if err != nil {
 			return err
 		}
@@ -253,7 +253,7 @@ func (s *Store) Grow(ctx context.Context, k TreeKey, id int64, bytes uint64, ttl
 		if err := tx.admit(ctx, k, admit); err != nil {
 			return err
 		}
-		_, err := tx.exec(ctx, `UPDATE reservations SET bytes = bytes + ?, expires_at = ? WHERE id = ?`,
+		_, err := tx.Exec(ctx, `UPDATE reservations SET bytes = bytes + ?, expires_at = ? WHERE id = ?`,
 			int64(bytes), toMicros(time.Now().Add(ttl)), id)
 		return err
 	})
@@ -266,7 +266,7 @@ func (s *Store) Grow(ctx context.Context, k TreeKey, id int64, bytes uint64, ttl
 func (s *Store) Renew(ctx context.Context, id int64, ttl time.Duration) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		now := time.Now()
-		res, err := tx.exec(ctx, `UPDATE reservations SET expires_at = ? WHERE id = ? AND expires_at >= ?`,
+		res, err := tx.Exec(ctx, `UPDATE reservations SET expires_at = ? WHERE id = ? AND expires_at >= ?`,
 			toMicros(now.Add(ttl)), id, toMicros(now))
 		if err != nil {
 			return err
@@ -282,7 +282,7 @@ func (s *Store) Renew(ctx context.Context, id int64, ttl time.Duration) error {
 
 func (t *Tx) liveReservation(ctx context.Context, id int64) error {
 	var n int
-	if err := t.get(ctx, &n, `SELECT COUNT(*) FROM reservations WHERE id = ? AND expires_at >= ?`, id, toMicros(time.Now())); err != nil {
+	if err := t.Get(ctx, &n, `SELECT COUNT(*) FROM reservations WHERE id = ? AND expires_at >= ?`, id, toMicros(time.Now())); err != nil {
 		return err
 	}
 	if n == 0 {
@@ -328,7 +328,7 @@ func (s *Store) CommitWrite(ctx context.Context, k TreeKey, id int64, bytes int6
 		// expiry: a TTL that ran out between this commit and the link
 		// would let another writer reclaim the mark while it is needed;
 		// a writer that died here leaves it a minute at most.
-		if _, err := tx.exec(ctx, `UPDATE reservations SET bytes = 0, inodes = 0, temp_path = '', expires_at = ? WHERE id = ?`,
+		if _, err := tx.Exec(ctx, `UPDATE reservations SET bytes = 0, inodes = 0, temp_path = '', expires_at = ? WHERE id = ?`,
 			toMicros(time.Now().Add(linkingExpiry)), id); err != nil {
 			return err
 		}
@@ -348,7 +348,7 @@ func (s *Store) Uncommit(ctx context.Context, k TreeKey, bytes, inodes int64, in
 			return err
 		}
 		if ino != 0 {
-			if _, err := tx.exec(ctx, `UPDATE ledger SET ino = 0 WHERE host = ? AND project = ? AND area = ? AND ino = ?`,
+			if _, err := tx.Exec(ctx, `UPDATE ledger SET ino = 0 WHERE host = ? AND project = ? AND area = ? AND ino = ?`,
 				tx.s.Host, k.Project, k.Area, int64(ino)); err != nil {
 				return err
 			}
@@ -374,7 +374,7 @@ func (s *Store) AddLedger(ctx context.Context, k TreeKey, bytes, inodes int64, a
 func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, ino uint64, actor string, since time.Time) error {
 	if bytes < 0 || inodes < 0 {
 		var walkedEnd int64
-		if err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT walked_end FROM trees WHERE host = ? AND project = ? AND area = ?`),
+		if err := t.SQL.QueryRowxContext(ctx, t.SQL.Rebind(`SELECT walked_end FROM trees WHERE host = ? AND project = ? AND area = ?`),
 			t.s.Host, k.Project, k.Area).Scan(&walkedEnd); err == nil && toMicros(since) <= walkedEnd {
 			return nil
 		}
@@ -387,11 +387,11 @@ func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, ino 
 
 // insertLedger records a row of the ledger and adds it to the tree's sum.
 func (t *Tx) insertLedger(ctx context.Context, k TreeKey, bytes, inodes int64, ino uint64, since time.Time) error {
-	if _, err := t.exec(ctx, `INSERT INTO ledger (host, project, area, bytes, inodes, at, ino) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := t.Exec(ctx, `INSERT INTO ledger (host, project, area, bytes, inodes, at, ino) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		t.s.Host, k.Project, k.Area, bytes, inodes, toMicros(since), int64(ino)); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `UPDATE trees SET ledger_bytes = ledger_bytes + ?, ledger_inodes = ledger_inodes + ? WHERE host = ? AND project = ? AND area = ?`,
+	_, err := t.Exec(ctx, `UPDATE trees SET ledger_bytes = ledger_bytes + ?, ledger_inodes = ledger_inodes + ? WHERE host = ? AND project = ? AND area = ?`,
 		bytes, inodes, t.s.Host, k.Project, k.Area)
 	return err
 }
@@ -444,7 +444,7 @@ func graceEnd(since, now time.Time, grace time.Duration) time.Time {
 // Release drops a reservation whose write was refused or failed.
 func (s *Store) Release(ctx context.Context, id int64) error {
 	return s.InTx(ctx, func(tx *Tx) error {
-		_, err := tx.exec(ctx, `DELETE FROM reservations WHERE id = ?`, id)
+		_, err := tx.Exec(ctx, `DELETE FROM reservations WHERE id = ?`, id)
 		return err
 	})
 }
@@ -503,7 +503,7 @@ func (s *Store) Placed(ctx context.Context, k TreeKey, id int64, r Replaced, gro
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
 		}
-		if _, err := tx.exec(ctx, `DELETE FROM reservations WHERE id = ?`, id); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM reservations WHERE id = ?`, id); err != nil {
 			return err
 		}
 		if err := tx.settle(ctx, k, grown, actor); err != nil {
@@ -533,7 +533,7 @@ func (t *Tx) consumeInodeRow(ctx context.Context, k TreeKey, ino, bytes uint64) 
 		ID    int64 `db:"id"`
 		Bytes int64 `db:"bytes"`
 	}
-	err := t.get(ctx, &row, `SELECT id, bytes FROM ledger WHERE host = ? AND project = ? AND area = ? AND ino = ? AND bytes > 0
+	err := t.Get(ctx, &row, `SELECT id, bytes FROM ledger WHERE host = ? AND project = ? AND area = ? AND ino = ? AND bytes > 0
 		ORDER BY id DESC LIMIT 1`, t.s.Host, k.Project, k.Area, int64(ino))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -541,7 +541,7 @@ func (t *Tx) consumeInodeRow(ctx context.Context, k TreeKey, ino, bytes uint64) 
 	case err != nil:
 		return quota.Usage{}, err
 	}
-	if _, err := t.exec(ctx, `UPDATE ledger SET ino = 0 WHERE id = ?`, row.ID); err != nil {
+	if _, err := t.Exec(ctx, `UPDATE ledger SET ino = 0 WHERE id = ?`, row.ID); err != nil {
 		return quota.Usage{}, err
 	}
 	return quota.Usage{Bytes: min(bytes, uint64(row.Bytes)), Inodes: 1}, nil
@@ -594,7 +594,7 @@ func (s *Store) Reclaim(ctx context.Context, gone HolderGone) (reclaimed []Reser
 // Reservations lists the live and expired reservations of this host.
 func (s *Store) Reservations(ctx context.Context) ([]Reservation, error) {
 	var out []Reservation
-	err := s.sel(ctx, &out, `SELECT id, project, area, bytes, inodes, holder, temp_path, expires_at FROM reservations WHERE host = ? ORDER BY id`, s.Host)
+	err := s.Sel(ctx, &out, `SELECT id, project, area, bytes, inodes, holder, temp_path, expires_at FROM reservations WHERE host = ? ORDER BY id`, s.Host)
 	for i := range out {
 		out[i].ExpiresAt = fromMicros(out[i].Expires)
 	}
@@ -628,11 +628,11 @@ type InProgress struct{ Ino, Room uint64 }
 // TempInode records the inode of the named temporary file of the write
 // holding reservation id, so that walks leave out that file alone.
 func (s *Store) TempInode(ctx context.Context, id int64, ino uint64) error {
-	ctx, done, err := s.bounded(ctx)
+	ctx, done, err := s.Bounded(ctx)
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, s.db.Rebind(`UPDATE reservations SET temp_ino = ? WHERE id = ?`), int64(ino), id)
+	_, err = s.SQL.ExecContext(ctx, s.SQL.Rebind(`UPDATE reservations SET temp_ino = ? WHERE id = ?`), int64(ino), id)
 	return done(err)
 }
 
@@ -660,7 +660,7 @@ func (s *Store) BeginWalk(ctx context.Context, k TreeKey, at time.Time) (Walk, e
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
 		}
-		if err := tx.get(ctx, &earliest, `SELECT MIN(created_at) FROM reservations WHERE host = ? AND project = ? AND area = ?
+		if err := tx.Get(ctx, &earliest, `SELECT MIN(created_at) FROM reservations WHERE host = ? AND project = ? AND area = ?
 			AND bytes = 0 AND inodes = 0 AND temp_path = ''`, s.Host, k.Project, k.Area); err != nil {
 			return err
 		}
@@ -669,7 +669,7 @@ func (s *Store) BeginWalk(ctx context.Context, k TreeKey, at time.Time) (Walk, e
 			Bytes    int64  `db:"bytes"`
 			Ino      int64  `db:"temp_ino"`
 		}
-		if err := tx.sel(ctx, &writing, `SELECT temp_path, bytes, temp_ino FROM reservations WHERE host = ? AND project = ? AND area = ?
+		if err := tx.Sel(ctx, &writing, `SELECT temp_path, bytes, temp_ino FROM reservations WHERE host = ? AND project = ? AND area = ?
 			AND temp_path <> '' AND bytes > 0 AND temp_ino <> 0`, s.Host, k.Project, k.Area); err != nil {
 			return err
 		}
@@ -723,7 +723,7 @@ func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, 
 			return err
 		}
 		var resBytes, resInodes int64
-		if err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT COALESCE(SUM(bytes), 0), COALESCE(SUM(inodes), 0) FROM reservations
+		if err := t.SQL.QueryRowxContext(ctx, t.SQL.Rebind(`SELECT COALESCE(SUM(bytes), 0), COALESCE(SUM(inodes), 0) FROM reservations
 			WHERE host = ? AND project = ? AND area = ?`), t.s.Host, k.Project, k.Area).Scan(&resBytes, &resInodes); err != nil {
 			return err
 		}
@@ -737,7 +737,7 @@ func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, 
 	// shrink that began before it ended may be in its figure too: dropped,
 	// as subtracting it twice would under-count.
 	end := toMicros(time.Now())
-	if _, err := t.exec(ctx, `UPDATE trees SET walked_bytes = ?, walked_inodes = ?, walked_at = ?, walked_end = ?, walked_hidden = ? WHERE host = ? AND project = ? AND area = ?`,
+	if _, err := t.Exec(ctx, `UPDATE trees SET walked_bytes = ?, walked_inodes = ?, walked_at = ?, walked_end = ?, walked_hidden = ? WHERE host = ? AND project = ? AND area = ?`,
 		int64(u.Bytes), int64(u.Inodes), toMicros(w.At), end, seen.Hidden, t.s.Host, k.Project, k.Area); err != nil {
 		return err
 	}
@@ -745,14 +745,14 @@ func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, 
 	if w.Settled.After(w.At) {
 		settled = toMicros(w.At)
 	}
-	if _, err := t.exec(ctx, `DELETE FROM ledger WHERE host = ? AND project = ? AND area = ? AND (at <= ? OR ((bytes < 0 OR inodes < 0) AND at <= ?))`,
+	if _, err := t.Exec(ctx, `DELETE FROM ledger WHERE host = ? AND project = ? AND area = ? AND (at <= ? OR ((bytes < 0 OR inodes < 0) AND at <= ?))`,
 		t.s.Host, k.Project, k.Area, settled, end); err != nil {
 		return err
 	}
 	// The sum anew from the rows kept: those the walk may not have seen,
 	// which a walk's length bounds (rather than subtracting the dropped
 	// rows, which would cost a second pass over what may be millions).
-	if _, err := t.exec(ctx, `UPDATE trees SET
+	if _, err := t.Exec(ctx, `UPDATE trees SET
 		ledger_bytes = COALESCE((SELECT SUM(l.bytes) FROM ledger l WHERE l.host = trees.host AND l.project = trees.project AND l.area = trees.area), 0),
 		ledger_inodes = COALESCE((SELECT SUM(l.inodes) FROM ledger l WHERE l.host = trees.host AND l.project = trees.project AND l.area = trees.area), 0)
 		WHERE host = ? AND project = ? AND area = ?`, t.s.Host, k.Project, k.Area); err != nil {
@@ -779,7 +779,7 @@ func (t *Tx) startGrace(ctx context.Context, k TreeKey, acct treeAccount) error 
 	}
 	used := acct.committed()
 	// A running timer keeps its start (CASE), a tree back under stops it.
-	_, err := t.exec(ctx, `UPDATE trees SET
+	_, err := t.Exec(ctx, `UPDATE trees SET
 		bytes_soft_since = CASE WHEN CAST(? AS BIGINT) = 0 THEN 0 WHEN bytes_soft_since = 0 THEN CAST(? AS BIGINT) ELSE bytes_soft_since END,
 		inodes_soft_since = CASE WHEN CAST(? AS BIGINT) = 0 THEN 0 WHEN inodes_soft_since = 0 THEN CAST(? AS BIGINT) ELSE inodes_soft_since END
 		WHERE host = ? AND project = ? AND area = ?`,
@@ -796,7 +796,7 @@ func (s *Store) GraceStarts(ctx context.Context, k TreeKey) (bytes, inodes time.
 		Bytes  int64 `db:"bytes_soft_since"`
 		Inodes int64 `db:"inodes_soft_since"`
 	}
-	err = s.get(ctx, &row, `SELECT bytes_soft_since, inodes_soft_since FROM trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
+	err = s.Get(ctx, &row, `SELECT bytes_soft_since, inodes_soft_since FROM trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, time.Time{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
 	}
@@ -817,7 +817,7 @@ func (s *Store) Baseline(ctx context.Context, k TreeKey) (Baseline, error) {
 		End    int64 `db:"walked_end"`
 		Hidden bool  `db:"walked_hidden"`
 	}
-	err := s.get(ctx, &row, `SELECT walked_at, walked_end, walked_hidden FROM trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
+	err := s.Get(ctx, &row, `SELECT walked_at, walked_end, walked_hidden FROM trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Baseline{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
 	}
@@ -845,11 +845,11 @@ func (s *Store) Read(ctx context.Context, k TreeKey) (TreeRead, error) {
 		Bytes, Inodes, WalkedAt                      int64
 		BytesSince, InodesSince                      int64
 	}
-	ctx, done, err := s.bounded(ctx)
+	ctx, done, err := s.Bounded(ctx)
 	if err != nil {
 		return TreeRead{}, err
 	}
-	st, err := s.prepared(ctx, readQuery)
+	st, err := s.Prepared(ctx, readQuery)
 	if err != nil {
 		return TreeRead{}, done(err)
 	}

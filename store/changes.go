@@ -2,10 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"sync"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // ChangeMark is a cheap fingerprint of what this host's usage figures are
@@ -40,11 +36,11 @@ func (s *Store) ChangeMark(ctx context.Context) (ChangeMark, error) {
 		R  int64 `db:"r"`
 		P  int64 `db:"p"`
 	}
-	ctx, done, err := s.bounded(ctx)
+	ctx, done, err := s.Bounded(ctx)
 	if err != nil {
 		return ChangeMark{}, err
 	}
-	st, err := s.prepared(ctx, changeMarkQuery)
+	st, err := s.Prepared(ctx, changeMarkQuery)
 	if err != nil {
 		return ChangeMark{}, done(err)
 	}
@@ -63,90 +59,3 @@ const changeMarkQuery = `SELECT
 		(SELECT COALESCE(SUM(at % 2147483647), 0) FROM snapshot_trees WHERE host = ?) AS at,
 		(SELECT COUNT(*) + COALESCE(SUM((planned_at + bytes) % 2147483647), 0) FROM reclaimable WHERE host = ?) AS r,
 		(SELECT COALESCE(MAX(at), 0) FROM pass_free WHERE host = ?) AS p`
-
-// stmtCache holds the prepared statements of queries asked many times a
-// second by a long-lived process (ChangeMark and ProjectVersion on every
-// request, a scrape's journal read, a check's tree read): parsing them
-// each time cost as much as running them. Keyed by
-// the query's text, which callers build from a bounded set of shapes.
-type stmtCache struct {
-	mu    sync.Mutex
-	stmts map[string]*sqlx.Stmt
-}
-
-// hotQuery is a query asked many times a second: prepared on the pool, or,
-// where the DSN says prepare=no, sent each time it is asked.
-type hotQuery struct {
-	st *sqlx.Stmt
-	db *sqlx.DB
-	q  string // rebound, for db
-}
-
-func (h hotQuery) QueryRowxContext(ctx context.Context, args ...any) *sqlx.Row {
-	if h.st == nil {
-		return h.db.QueryRowxContext(ctx, h.q, args...)
-	}
-	return h.st.QueryRowxContext(ctx, args...)
-}
-
-func (h hotQuery) GetContext(ctx context.Context, dest any, args ...any) error {
-	if h.st == nil {
-		return h.db.GetContext(ctx, dest, h.q, args...)
-	}
-	return h.st.GetContext(ctx, dest, args...)
-}
-
-func (h hotQuery) SelectContext(ctx context.Context, dest any, args ...any) error {
-	if h.st == nil {
-		return h.db.SelectContext(ctx, dest, h.q, args...)
-	}
-	return h.st.SelectContext(ctx, dest, args...)
-}
-
-func (h hotQuery) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
-	if h.st == nil {
-		return h.db.QueryContext(ctx, h.q, args...)
-	}
-	return h.st.QueryContext(ctx, args...)
-}
-
-// prepared is query (with ? placeholders) prepared on s's pool, once; or
-// sent as it is each time where the DSN says prepare=no.
-func (s *Store) prepared(ctx context.Context, query string) (hotQuery, error) {
-	if s.postgres && !s.bounds.Prepare {
-		return hotQuery{db: s.db, q: s.db.Rebind(query)}, nil
-	}
-	c := &s.stmts
-	c.mu.Lock()
-	if st := c.stmts[query]; st != nil {
-		c.mu.Unlock()
-		return hotQuery{st: st}, nil
-	}
-	c.mu.Unlock()
-	// Prepared without the lock: a prepare waiting on a stalled store
-	// held up every caller of every cached query.
-	st, err := s.db.PreparexContext(ctx, s.db.Rebind(query))
-	if err != nil {
-		return hotQuery{}, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if kept := c.stmts[query]; kept != nil {
-		st.Close() // another caller's came first
-		return hotQuery{st: kept}, nil
-	}
-	if c.stmts == nil {
-		c.stmts = map[string]*sqlx.Stmt{}
-	}
-	c.stmts[query] = st
-	return hotQuery{st: st}, nil
-}
-
-func (c *stmtCache) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, st := range c.stmts {
-		st.Close()
-	}
-	c.stmts = nil
-}

@@ -55,7 +55,7 @@ func (s *Store) RecordCrossings(ctx context.Context, actor string, cs []Crossing
 func (t *Tx) recordCrossing(ctx context.Context, actor string, c Crossing) (done bool, err error) {
 	now := toMicros(time.Now())
 	if c.Over {
-		res, err := t.exec(ctx, `INSERT INTO limit_crossings (host, project, area, limit_name, over, since) VALUES (?, ?, ?, ?, ?, ?)
+		res, err := t.Exec(ctx, `INSERT INTO limit_crossings (host, project, area, limit_name, over, since) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (host, project, area, limit_name) DO UPDATE SET over = excluded.over, since = excluded.since
 			WHERE limit_crossings.over = ?`, t.s.Host, c.Project, c.Area, c.Limit, true, now, false)
 		if err != nil {
@@ -67,7 +67,7 @@ func (t *Tx) recordCrossing(ctx context.Context, actor string, c Crossing) (done
 		return true, t.AppendEvent(ctx, c.Project, actor, c.Exceeded)
 	}
 	var since int64
-	err = t.get(ctx, &since, `SELECT since FROM limit_crossings WHERE host = ? AND project = ? AND area = ? AND limit_name = ? AND over = ?`,
+	err = t.Get(ctx, &since, `SELECT since FROM limit_crossings WHERE host = ? AND project = ? AND area = ? AND limit_name = ? AND over = ?`,
 		t.s.Host, c.Project, c.Area, c.Limit, true)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil // not over: nothing to end
@@ -75,7 +75,7 @@ func (t *Tx) recordCrossing(ctx context.Context, actor string, c Crossing) (done
 	if err != nil {
 		return false, err
 	}
-	res, err := t.exec(ctx, `UPDATE limit_crossings SET over = ?, since = ? WHERE host = ? AND project = ? AND area = ? AND limit_name = ? AND over = ?`,
+	res, err := t.Exec(ctx, `UPDATE limit_crossings SET over = ?, since = ? WHERE host = ? AND project = ? AND area = ? AND limit_name = ? AND over = ?`,
 		false, now, t.s.Host, c.Project, c.Area, c.Limit, true)
 	if err != nil {
 		return false, err
@@ -94,7 +94,7 @@ func (t *Tx) recordCrossing(ctx context.Context, actor string, c Crossing) (done
 // overLimits reads which limits of one tree are recorded as over.
 func (t *Tx) overLimits(ctx context.Context, k TreeKey) (map[string]bool, error) {
 	var names []string
-	if err := t.sel(ctx, &names, `SELECT limit_name FROM limit_crossings WHERE host = ? AND project = ? AND area = ? AND over = ?`,
+	if err := t.Sel(ctx, &names, `SELECT limit_name FROM limit_crossings WHERE host = ? AND project = ? AND area = ? AND over = ?`,
 		t.s.Host, k.Project, k.Area, true); err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (s *Store) CrossingStates(ctx context.Context) (map[CrossingKey]bool, error
 		Area    string `db:"area"`
 		Limit   string `db:"limit_name"`
 	}
-	if err := s.sel(ctx, &rows, `SELECT project, area, limit_name FROM limit_crossings WHERE host = ? AND over = ?`, s.Host, true); err != nil {
+	if err := s.Sel(ctx, &rows, `SELECT project, area, limit_name FROM limit_crossings WHERE host = ? AND over = ?`, s.Host, true); err != nil {
 		return nil, err
 	}
 	out := make(map[CrossingKey]bool, len(rows))

@@ -28,11 +28,11 @@ func (t *Tx) appendEvent(ctx context.Context, typ journal.Type, project, actor s
 	const insert = `INSERT INTO events (at, type, host, project, actor, payload) VALUES (?, ?, ?, ?, ?, ?)`
 	args := []any{toMicros(time.Now()), string(typ), t.s.Host, project, actor, string(data)}
 	if typ != journal.TypeEvicted {
-		_, err = t.exec(ctx, insert, args...)
+		_, err = t.Exec(ctx, insert, args...)
 		return err
 	}
 	var id int64
-	if err := t.get(ctx, &id, insert+` RETURNING id`, args...); err != nil {
+	if err := t.Get(ctx, &id, insert+` RETURNING id`, args...); err != nil {
 		return err
 	}
 	return t.trackEviction(ctx, id, project, data)
@@ -110,7 +110,7 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]journal.Event, err
 	q += ` ORDER BY id DESC LIMIT ?`
 	args = append(args, limit)
 	var rows []eventRow
-	if err := s.sel(ctx, &rows, q, args...); err != nil {
+	if err := s.Sel(ctx, &rows, q, args...); err != nil {
 		return nil, err
 	}
 	return eventsOf(rows), nil
@@ -132,7 +132,7 @@ func eventsOf(rows []eventRow) []journal.Event {
 // project), bounded below by the oldest of those snapshots.
 func (s *Store) EvictedSinceSnapshots(ctx context.Context, area string, limit int) ([]journal.Event, error) {
 	var rows []eventRow
-	err := s.sel(ctx, &rows, `SELECT e.id, e.at, e.type, e.host, e.project, e.actor, e.payload FROM events e
+	err := s.Sel(ctx, &rows, `SELECT e.id, e.at, e.type, e.host, e.project, e.actor, e.payload FROM events e
 		JOIN snapshot_trees t ON t.host = e.host AND t.project = e.project AND t.area = ?
 		WHERE e.host = ? AND e.type = ? AND e.at >= t.at
 			AND e.at >= (SELECT COALESCE(MIN(at), 0) FROM snapshot_trees WHERE host = ? AND area = ?)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/store/internal/base"
 )
 
 // The fleet: every host sharing this store, read across hosts. Everything
@@ -49,7 +50,7 @@ type FleetHost struct {
 func (s *Store) Heartbeat(ctx context.Context, b Beat) (retiredAt time.Time, err error) {
 	var retired int64
 	at := toMicros(b.At)
-	err = s.get(ctx, &retired, `INSERT INTO fleet_hosts (host, first_seen, last_seen, version, backend, root, projects, interval_us)
+	err = s.Get(ctx, &retired, `INSERT INTO fleet_hosts (host, first_seen, last_seen, version, backend, root, projects, interval_us)
 		VALUES (?, ?, ?, ?, ?, ?, (SELECT COUNT(*) FROM projects WHERE host = ? AND name <> ?), ?)
 		ON CONFLICT (host) DO UPDATE SET last_seen = excluded.last_seen, version = excluded.version,
 			backend = excluded.backend, root = excluded.root, projects = excluded.projects, interval_us = excluded.interval_us
@@ -71,7 +72,7 @@ type fleetRow struct {
 // host is missing from the list for never having reported.
 func (s *Store) FleetHosts(ctx context.Context) ([]FleetHost, error) {
 	var rows []fleetRow
-	err := s.sel(ctx, &rows, `SELECT host, first_seen, last_seen, version, backend, root, projects, interval_us, retired_at, retired_by
+	err := s.Sel(ctx, &rows, `SELECT host, first_seen, last_seen, version, backend, root, projects, interval_us, retired_at, retired_by
 		FROM fleet_hosts
 		UNION ALL
 		SELECT host, 0, 0, '', '', '', SUM(CASE WHEN name <> ? THEN 1 ELSE 0 END), 0, 0, ''
@@ -132,10 +133,10 @@ func (s *Store) FleetTrees(ctx context.Context, hosts []string) ([]FleetTree, er
 		}
 	}
 	q += ` ORDER BY t.host, t.project, t.area`
-	return boundedRead(ctx, s, func(ctx context.Context) ([]FleetTree, error) {
+	return base.BoundedRead(ctx, s.DB, func(ctx context.Context) ([]FleetTree, error) {
 		out := []FleetTree{}
 		return out, s.withoutJIT(ctx, func(db sqlx.QueryerContext) error {
-			rows, err := db.QueryContext(ctx, s.db.Rebind(q), args...)
+			rows, err := db.QueryContext(ctx, s.SQL.Rebind(q), args...)
 			if err != nil {
 				return err
 			}
@@ -162,10 +163,10 @@ func (s *Store) FleetTrees(ctx context.Context, hosts []string) ([]FleetTree, er
 // jit_above_cost, and the server spent ~300 ms compiling a query that ran
 // in ~20 ms (docs/benchmarks.md#fleet).
 func (s *Store) withoutJIT(ctx context.Context, read func(sqlx.QueryerContext) error) error {
-	if !s.postgres {
-		return read(s.db)
+	if !s.Postgres {
+		return read(s.SQL)
 	}
-	tx, err := s.db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.SQL.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return err
 	}
@@ -198,11 +199,11 @@ type Retired struct {
 func (s *Store) RetireHost(ctx context.Context, host, actor string, now time.Time) (Retired, error) {
 	out := Retired{Host: host, At: fromMicros(toMicros(now))} // as stored
 	err := s.InTx(ctx, func(tx *Tx) error {
-		if err := tx.lock(ctx, "fleet:"+host); err != nil {
+		if err := tx.Lock(ctx, "fleet:"+host); err != nil {
 			return err
 		}
 		var before int64
-		if err := tx.get(ctx, &before, `SELECT COALESCE(MAX(retired_at), 0) FROM fleet_hosts WHERE host = ?`, host); err != nil {
+		if err := tx.Get(ctx, &before, `SELECT COALESCE(MAX(retired_at), 0) FROM fleet_hosts WHERE host = ?`, host); err != nil {
 			return err
 		}
 		if before > 0 {
@@ -214,15 +215,15 @@ func (s *Store) RetireHost(ctx context.Context, host, actor string, now time.Tim
 			return err
 		}
 		for _, table := range []string{"sweep_locks", "leases"} {
-			if _, err := tx.exec(ctx, `DELETE FROM `+table+` WHERE host = ?`, host); err != nil {
+			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE host = ?`, host); err != nil {
 				return err
 			}
 		}
-		if _, err := tx.exec(ctx, `UPDATE passes SET holder = '' WHERE host = ?`, host); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE passes SET holder = '' WHERE host = ?`, host); err != nil {
 			return err
 		}
 		at := toMicros(now)
-		if _, err := tx.exec(ctx, `INSERT INTO fleet_hosts (host, first_seen, last_seen, retired_at, retired_by) VALUES (?, 0, 0, ?, ?)
+		if _, err := tx.Exec(ctx, `INSERT INTO fleet_hosts (host, first_seen, last_seen, retired_at, retired_by) VALUES (?, 0, 0, ?, ?)
 			ON CONFLICT (host) DO UPDATE SET retired_at = excluded.retired_at, retired_by = excluded.retired_by`, host, at, actor); err != nil {
 			return err
 		}
@@ -235,7 +236,7 @@ func (s *Store) RetireHost(ctx context.Context, host, actor string, now time.Tim
 // record of the host and its project, and drops them from the pending set.
 func (t *Tx) abandonPending(ctx context.Context, host, actor string, now time.Time) ([]PendingEviction, error) {
 	var rows []eventRow
-	if err := t.sel(ctx, &rows, `SELECT e.id, e.at, e.type, e.host, e.project, e.actor, e.payload
+	if err := t.Sel(ctx, &rows, `SELECT e.id, e.at, e.type, e.host, e.project, e.actor, e.payload
 		FROM evictions_pending p JOIN events e ON e.id = p.event_id WHERE p.host = ? ORDER BY e.id`, host); err != nil {
 		return nil, err
 	}
@@ -252,7 +253,7 @@ func (t *Tx) abandonPending(ctx context.Context, host, actor string, now time.Ti
 		}
 		out = append(out, PendingEviction{Project: r.Project, Record: rec})
 	}
-	_, err := t.exec(ctx, `DELETE FROM evictions_pending WHERE host = ?`, host)
+	_, err := t.Exec(ctx, `DELETE FROM evictions_pending WHERE host = ?`, host)
 	return out, err
 }
 
@@ -263,7 +264,7 @@ func (t *Tx) insertEvent(ctx context.Context, host, project, actor string, at ti
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(ctx, `INSERT INTO events (at, type, host, project, actor, payload) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err = t.Exec(ctx, `INSERT INTO events (at, type, host, project, actor, payload) VALUES (?, ?, ?, ?, ?, ?)`,
 		toMicros(at), string(p.Type()), host, project, actor, string(data))
 	return err
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/xfsq/xfsq/store/internal/base"
 )
 
 // Generation is a token that changes whenever anything is committed to the
@@ -38,7 +40,7 @@ func (s *Store) Generation(ctx context.Context) (Generation, error) {
 	if probed == "" || err != nil {
 		return Generation{}, err
 	}
-	return Generation{commits: s.commits.Load(), db: probed}, nil
+	return Generation{commits: s.Committed.Load(), db: probed}, nil
 }
 
 // Generation is what Store.Generation answers: comparable with ==, and
@@ -57,16 +59,16 @@ var GenerationLag = time.Millisecond
 
 // ask reads the database's own generation.
 func (s *Store) ask(ctx context.Context, p *generationProbe) (string, error) {
-	if s.postgres {
-		snap, err := boundedRead(ctx, s, func(ctx context.Context) (snap string, err error) {
-			return snap, s.db.QueryRowContext(ctx, `SELECT pg_current_snapshot()::text`).Scan(&snap)
+	if s.Postgres {
+		snap, err := base.BoundedRead(ctx, s.DB, func(ctx context.Context) (snap string, err error) {
+			return snap, s.SQL.QueryRowContext(ctx, `SELECT pg_current_snapshot()::text`).Scan(&snap)
 		})
 		if err != nil {
 			return "", nil // keep nothing
 		}
 		return snap, nil
 	}
-	return p.dataVersion(ctx, s.db.DB)
+	return p.dataVersion(ctx, s.SQL.DB)
 }
 
 // get returns the last probe if it is younger than GenerationLag, else
@@ -77,7 +79,7 @@ func (p *generationProbe) get(ctx context.Context, s *Store) (string, error) {
 		defer p.mu.Unlock()
 		return p.last, nil
 	}
-	if s.postgres {
+	if s.Postgres {
 		// Not asked under p.mu: callers waiting on the lock while one
 		// asks a stalled store waited out its budget and then their own,
 		// one after another. The newest probe to begin is kept.

@@ -34,7 +34,7 @@ func (t *Tx) keepHistory(ctx context.Context, s Snapshot, tree []byte) error {
 		At     int64  `db:"at"`
 		Digest string `db:"digest"`
 	}
-	err := t.get(ctx, &last, `SELECT at, digest FROM snapshot_history WHERE host = ? AND project = ? AND area = ? ORDER BY at DESC LIMIT 1`,
+	err := t.Get(ctx, &last, `SELECT at, digest FROM snapshot_history WHERE host = ? AND project = ? AND area = ? ORDER BY at DESC LIMIT 1`,
 		t.s.Host, s.Project, s.Area)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -43,12 +43,12 @@ func (t *Tx) keepHistory(ctx context.Context, s Snapshot, tree []byte) error {
 	case last.Digest == digest || toMicros(s.At)-last.At < HistoryEvery.Microseconds():
 		return nil
 	}
-	if _, err := t.exec(ctx, `INSERT INTO snapshot_history (host, project, area, at, digest, tree) VALUES (?, ?, ?, ?, ?, ?)
+	if _, err := t.Exec(ctx, `INSERT INTO snapshot_history (host, project, area, at, digest, tree) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (host, project, area, at) DO NOTHING`, t.s.Host, s.Project, s.Area, toMicros(s.At), digest, tree); err != nil {
 		return err
 	}
 	cutoff := toMicros(s.At.Add(-HistoryRetention))
-	_, err = t.exec(ctx, `DELETE FROM snapshot_history WHERE host = ? AND project = ? AND area = ? AND at < (
+	_, err = t.Exec(ctx, `DELETE FROM snapshot_history WHERE host = ? AND project = ? AND area = ? AND at < (
 		SELECT MAX(at) FROM snapshot_history WHERE host = ? AND project = ? AND area = ? AND at <= ?)`,
 		t.s.Host, s.Project, s.Area, t.s.Host, s.Project, s.Area, cutoff)
 	return err
@@ -67,7 +67,7 @@ func (s *Store) TreeAt(ctx context.Context, k TreeKey, at time.Time) (StoredTree
 		At   int64  `db:"at"`
 		Tree []byte `db:"tree"`
 	}
-	err := s.get(ctx, &row, `SELECT at, tree FROM snapshot_history WHERE host = ? AND project = ? AND area = ? AND at <= ? ORDER BY at DESC LIMIT 1`,
+	err := s.Get(ctx, &row, `SELECT at, tree FROM snapshot_history WHERE host = ? AND project = ? AND area = ? AND at <= ? ORDER BY at DESC LIMIT 1`,
 		s.Host, k.Project, k.Area, toMicros(at))
 	if errors.Is(err, sql.ErrNoRows) {
 		return StoredTree{}, false, nil
@@ -82,7 +82,7 @@ func (s *Store) TreeAt(ctx context.Context, k TreeKey, at time.Time) (StoredTree
 // (zero: none): what a comparison too far back is told it may go to.
 func (s *Store) OldestTree(ctx context.Context, k TreeKey) (time.Time, error) {
 	var at sql.NullInt64
-	err := s.get(ctx, &at, `SELECT MIN(at) FROM snapshot_history WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
+	err := s.Get(ctx, &at, `SELECT MIN(at) FROM snapshot_history WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
 	if err != nil || !at.Valid {
 		return time.Time{}, err
 	}
@@ -93,7 +93,7 @@ func (s *Store) OldestTree(ctx context.Context, k TreeKey) (time.Time, error) {
 // since, oldest first: the history a trend is fitted to.
 func (s *Store) SnapshotTotals(ctx context.Context, k TreeKey, since time.Time) ([]Snapshot, error) {
 	var out []Snapshot
-	err := s.sel(ctx, &out, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ? AND at >= ? ORDER BY at, id`,
+	err := s.Sel(ctx, &out, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ? AND at >= ? ORDER BY at, id`,
 		s.Host, k.Project, k.Area, toMicros(since))
 	for i := range out {
 		out[i].fill()
@@ -109,7 +109,7 @@ func (s *Store) PassFree(ctx context.Context, since time.Time) ([]PassFree, erro
 		At   int64 `db:"at"`
 		Free int64 `db:"free_bytes"`
 	}
-	if err := s.sel(ctx, &rows, `SELECT at, free_bytes FROM pass_free WHERE host = ? AND at >= ? ORDER BY at`, s.Host, toMicros(since)); err != nil {
+	if err := s.Sel(ctx, &rows, `SELECT at, free_bytes FROM pass_free WHERE host = ? AND at >= ? ORDER BY at`, s.Host, toMicros(since)); err != nil {
 		return nil, err
 	}
 	out := make([]PassFree, 0, len(rows))
@@ -133,7 +133,7 @@ func (s *Store) AllSnapshotTotals(ctx context.Context, since time.Time) (map[Tre
 	// Scanned by hand, each tree's names kept once and its snapshots a
 	// part of one slice: a report of 3,000 trees spent more on sqlx's
 	// reflection and a slice per tree than on the rows.
-	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND at >= ? ORDER BY project, area, at, id`),
+	rows, err := s.SQL.QueryContext(ctx, s.SQL.Rebind(`SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND at >= ? ORDER BY project, area, at, id`),
 		s.Host, toMicros(since))
 	if err != nil {
 		return nil, err

@@ -96,7 +96,7 @@ func (s *Store) liveness() Liveness {
 
 // dbNow is the database's clock in Unix microseconds, as an SQL expression.
 func (s *Store) dbNow() string {
-	if s.postgres {
+	if s.Postgres {
 		return `(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT`
 	}
 	return `CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)`
@@ -115,12 +115,12 @@ func (t *Tx) hold(ctx context.Context, holder string) error {
 	}
 	now := t.s.dbNow()
 	if !t.s.beat.reaped.Load() {
-		if _, err := t.exec(ctx, `DELETE FROM holders WHERE expires_at < `+now+` - ?`, reapAfter.Microseconds()); err != nil {
+		if _, err := t.Exec(ctx, `DELETE FROM holders WHERE expires_at < `+now+` - ?`, reapAfter.Microseconds()); err != nil {
 			return err
 		}
 	}
 	sent := time.Now()
-	_, err := t.exec(ctx, `INSERT INTO holders (process, host, machine, renewed_at, expires_at) VALUES (?, ?, ?, `+now+`, `+now+` + ?)
+	_, err := t.Exec(ctx, `INSERT INTO holders (process, host, machine, renewed_at, expires_at) VALUES (?, ?, ?, `+now+`, `+now+` + ?)
 		ON CONFLICT (process) DO UPDATE SET host = excluded.host, machine = excluded.machine,
 			renewed_at = excluded.renewed_at, expires_at = excluded.expires_at`,
 		l.Process, t.s.Host, l.Machine, l.Expiry.Microseconds())
@@ -134,11 +134,11 @@ func (t *Tx) hold(ctx context.Context, holder string) error {
 
 // HolderLease reads the lease of holder's process.
 func (s *Store) HolderLease(ctx context.Context, holder string) (HolderLease, error) {
-	return holderLease(ctx, s.get, s.dbNow(), holder)
+	return holderLease(ctx, s.Get, s.dbNow(), holder)
 }
 
 func (t *Tx) holderLease(ctx context.Context, holder string) (HolderLease, error) {
-	return holderLease(ctx, t.get, t.s.dbNow(), holder)
+	return holderLease(ctx, t.Get, t.s.dbNow(), holder)
 }
 
 func holderLease(ctx context.Context, get func(context.Context, any, string, ...any) error, now, holder string) (HolderLease, error) {
@@ -282,7 +282,7 @@ func (h *heartbeat) run(s *Store, l Liveness, stop, done chan struct{}) {
 			// (AppendPendingUnlessLeased) rather than trusted.
 			ctx, cancel := context.WithTimeout(context.Background(), l.Heartbeat)
 			sent := time.Now()
-			res, err := s.db.ExecContext(ctx, s.db.Rebind(`UPDATE holders SET renewed_at = `+s.dbNow()+`, expires_at = `+s.dbNow()+` + ? WHERE process = ?`),
+			res, err := s.SQL.ExecContext(ctx, s.SQL.Rebind(`UPDATE holders SET renewed_at = `+s.dbNow()+`, expires_at = `+s.dbNow()+` + ? WHERE process = ?`),
 				l.Expiry.Microseconds(), l.Process)
 			cancel()
 			if err == nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/xfsq/xfsq/store/internal/base"
 )
 
 // A journal checkpoint (migration 22) is a host's JournalTotals as of a
@@ -35,7 +36,7 @@ type journalCheckpoint struct {
 // totals of its records up to its UpTo.
 func (s *Store) JournalCheckpoint(ctx context.Context, buckets JournalBuckets) (JournalTotals, bool, error) {
 	return boundedRead2(ctx, s, func(ctx context.Context) (JournalTotals, bool, error) {
-		return s.journalCheckpoint(ctx, s.db, buckets)
+		return s.journalCheckpoint(ctx, s.SQL, buckets)
 	})
 }
 
@@ -50,7 +51,7 @@ func (s *Store) journalCheckpoint(ctx context.Context, db sqlx.QueryerContext, b
 		Buckets string `db:"buckets"`
 		Totals  string `db:"totals"`
 	}
-	err = sqlx.GetContext(ctx, db, &row, s.db.Rebind(`SELECT up_to, buckets, totals FROM journal_checkpoints WHERE host = ?`), s.Host)
+	err = sqlx.GetContext(ctx, db, &row, s.SQL.Rebind(`SELECT up_to, buckets, totals FROM journal_checkpoints WHERE host = ?`), s.Host)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && row.Buckets != string(want)) {
 		return none, false, nil
 	}
@@ -71,7 +72,7 @@ func boundedRead2[T any, U any](ctx context.Context, s *Store, read func(context
 		t T
 		u U
 	}
-	p, err := boundedRead(ctx, s, func(ctx context.Context) (pair, error) {
+	p, err := base.BoundedRead(ctx, s.DB, func(ctx context.Context) (pair, error) {
 		t, u, err := read(ctx)
 		return pair{t, u}, err
 	})
@@ -96,7 +97,7 @@ func (s *Store) SaveJournalCheckpoint(ctx context.Context, t JournalTotals, at t
 	}
 	var n int64
 	err = s.InTx(ctx, func(tx *Tx) error {
-		res, err := tx.exec(ctx, `INSERT INTO journal_checkpoints (host, up_to, written_at, buckets, totals) VALUES (?, ?, ?, ?, ?)
+		res, err := tx.Exec(ctx, `INSERT INTO journal_checkpoints (host, up_to, written_at, buckets, totals) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (host) DO UPDATE SET up_to = excluded.up_to, written_at = excluded.written_at, buckets = excluded.buckets, totals = excluded.totals
 		WHERE (journal_checkpoints.up_to = ? AND journal_checkpoints.buckets = excluded.buckets)
 			OR (? = 0 AND journal_checkpoints.buckets <> excluded.buckets)`,

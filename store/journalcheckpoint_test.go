@@ -35,7 +35,7 @@ func TestJournalCheckpointMovesForwardOnce(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.db.Exec(s.db.Rebind(`UPDATE events SET at = at - ?`), time.Hour.Microseconds()); err != nil {
+			if _, err := s.SQL.Exec(s.SQL.Rebind(`UPDATE events SET at = at - ?`), time.Hour.Microseconds()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -114,7 +114,7 @@ func TestPruneKeepsWhatTheCheckpointDoesNotHold(t *testing.T) {
 				t.Fatal(err)
 			}
 			var id int64
-			if err := s.get(ctx, &id, `SELECT MAX(id) FROM events`); err != nil {
+			if err := s.Get(ctx, &id, `SELECT MAX(id) FROM events`); err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, id)
@@ -122,7 +122,7 @@ func TestPruneKeepsWhatTheCheckpointDoesNotHold(t *testing.T) {
 			if i == 1 {
 				age = 0
 			}
-			if _, err := s.db.Exec(s.db.Rebind(`UPDATE events SET at = ? WHERE id = ?`), time.Now().Add(-age).UnixMicro(), id); err != nil {
+			if _, err := s.SQL.Exec(s.SQL.Rebind(`UPDATE events SET at = ? WHERE id = ?`), time.Now().Add(-age).UnixMicro(), id); err != nil {
 				t.Fatal(err)
 			}
 			if i == 0 {
@@ -144,7 +144,7 @@ func TestPruneKeepsWhatTheCheckpointDoesNotHold(t *testing.T) {
 			t.Errorf("deletions after the prune %+v (%v), before %+v", after.Deletions, err, before.Deletions)
 		}
 		var left []int64
-		if err := s.sel(ctx, &left, `SELECT id FROM events WHERE type = ? ORDER BY id`, string(journal.TypeEvicted)); err != nil {
+		if err := s.Sel(ctx, &left, `SELECT id FROM events WHERE type = ? ORDER BY id`, string(journal.TypeEvicted)); err != nil {
 			t.Fatal(err)
 		}
 		if want := ids[1:]; !reflect.DeepEqual(left, want) {

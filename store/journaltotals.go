@@ -11,6 +11,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/store/internal/base"
 )
 
 // JournalTotals is what a follower of the journal counts, summed in the
@@ -90,7 +91,7 @@ func (s *Store) JournalTotals(ctx context.Context, horizon time.Time, buckets Jo
 // journalTotalsWithin is JournalTotals summing at most span IDs past the
 // checkpoint (0: all up to the horizon).
 func (s *Store) journalTotalsWithin(ctx context.Context, horizon time.Time, buckets JournalBuckets, span int64) (JournalTotals, error) {
-	return boundedRead(ctx, s, func(ctx context.Context) (JournalTotals, error) {
+	return base.BoundedRead(ctx, s.DB, func(ctx context.Context) (JournalTotals, error) {
 		var out JournalTotals
 		err := s.withoutJIT(ctx, func(db sqlx.QueryerContext) error {
 			base, _, err := s.journalCheckpoint(ctx, db, buckets)
@@ -144,7 +145,7 @@ func (s *Store) journalTotals(ctx context.Context, db sqlx.QueryerContext, from 
 	out := JournalTotals{From: from, UpTo: from, Buckets: buckets}
 	var firstNew, last int64
 	above, args := after("id", from)
-	if err := db.QueryRowxContext(ctx, s.db.Rebind(`SELECT
+	if err := db.QueryRowxContext(ctx, s.SQL.Rebind(`SELECT
 		COALESCE((SELECT MIN(id) FROM events WHERE host = ?`+above+` AND `+totalledIn+` AND at >= ?), 0),
 		COALESCE((SELECT MAX(id) FROM events WHERE host = ?`+above+` AND `+totalledIn+`), 0)`),
 		slices.Concat([]any{s.Host}, args, []any{toMicros(horizon), s.Host}, args)...).Scan(&firstNew, &last); err != nil {
@@ -173,7 +174,7 @@ func (s *Store) journalTotals(ctx context.Context, db sqlx.QueryerContext, from 
 	}
 	var lastPass int64
 	in, args := ids.where("id")
-	if err := sqlx.GetContext(ctx, db, &lastPass, s.db.Rebind(`SELECT COALESCE(MAX(at), 0) FROM events WHERE host = ? AND type = ? AND `+in),
+	if err := sqlx.GetContext(ctx, db, &lastPass, s.SQL.Rebind(`SELECT COALESCE(MAX(at), 0) FROM events WHERE host = ? AND type = ? AND `+in),
 		slices.Concat([]any{s.Host, string(journal.TypeSnapshot)}, args)...); err != nil {
 		return out, err
 	}
@@ -183,7 +184,7 @@ func (s *Store) journalTotals(ctx context.Context, db sqlx.QueryerContext, from 
 
 // jsonField is a JSON field's value as text (NULL when absent or null).
 func (s *Store) jsonField(doc, name string) string {
-	if s.postgres { // doc is jsonb: parsed once a record, not once a field
+	if s.Postgres { // doc is jsonb: parsed once a record, not once a field
 		return "(" + doc + " ->> '" + name + "')"
 	}
 	return "json_extract(" + doc + ", '$." + name + "')"
@@ -191,7 +192,7 @@ func (s *Store) jsonField(doc, name string) string {
 
 // jsonRaw is a JSON field as written.
 func (s *Store) jsonRaw(doc, name string) string {
-	if s.postgres { // jsonb keeps a number's decimal value exactly
+	if s.Postgres { // jsonb keeps a number's decimal value exactly
 		return "(" + doc + " -> '" + name + "')::text"
 	}
 	return "(" + doc + " -> '$." + name + "')"
@@ -203,7 +204,7 @@ func (s *Store) jsonRaw(doc, name string) string {
 // arguments.
 func (s *Store) spanDocs(cols string, typ journal.Type, span journalSpan) (string, []any) {
 	doc, fence := "payload", ""
-	if s.postgres {
+	if s.Postgres {
 		doc, fence = "payload::jsonb", " OFFSET 0"
 	}
 	in, args := span.where("id")
@@ -215,7 +216,7 @@ func (s *Store) spanDocs(cols string, typ journal.Type, span journalSpan) (strin
 // freed_bytes, or bytes in the oldest form when that is 0.
 func (s *Store) sumDeletions(ctx context.Context, db sqlx.QueryerContext, span journalSpan) ([]DeletionTotal, error) {
 	bigint := "BIGINT"
-	if !s.postgres {
+	if !s.Postgres {
 		bigint = "INTEGER"
 	}
 	num := func(expr string) string { return "CAST(" + expr + " AS " + bigint + ")" }
@@ -228,7 +229,7 @@ func (s *Store) sumDeletions(ctx context.Context, db sqlx.QueryerContext, span j
 		Bytes   int64  `db:"bytes"`
 		Failed  int64  `db:"failed"`
 	}
-	if err := sqlx.SelectContext(ctx, db, &dels, s.db.Rebind(`SELECT project, area,
+	if err := sqlx.SelectContext(ctx, db, &dels, s.SQL.Rebind(`SELECT project, area,
 		COALESCE(SUM(CASE WHEN state <> 'failed' AND sweep_id <> '' THEN 1 ELSE 0 END), 0) AS swept,
 		COALESCE(SUM(CASE WHEN state <> 'failed' AND sweep_id <> '' THEN bytes ELSE 0 END), 0) AS bytes,
 		COALESCE(SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0) AS failed
@@ -258,7 +259,7 @@ func (s *Store) sumSweeps(ctx context.Context, db sqlx.QueryerContext, span jour
 		MS      *string `db:"ms"`
 	}
 	docs, args := s.spanDocs("id", journal.TypeSwept, span)
-	if err := sqlx.SelectContext(ctx, db, &sweeps, s.db.Rebind(`SELECT `+s.jsonRaw("p", "duration_seconds")+` AS seconds, `+s.jsonRaw("p", "duration_ms")+` AS ms
+	if err := sqlx.SelectContext(ctx, db, &sweeps, s.SQL.Rebind(`SELECT `+s.jsonRaw("p", "duration_seconds")+` AS seconds, `+s.jsonRaw("p", "duration_ms")+` AS ms
 		FROM `+docs+` ORDER BY id`), args...); err != nil {
 		return h, 0, err
 	}
@@ -318,11 +319,11 @@ func (h *Histogram) observe(d time.Duration, buckets []float64) {
 // counted and summed by tree and bucket.
 func (s *Store) sumWalks(ctx context.Context, db sqlx.QueryerContext, span journalSpan, buckets []float64) ([]WalkTotal, error) {
 	double := "DOUBLE PRECISION"
-	if !s.postgres {
+	if !s.Postgres {
 		double = "REAL"
 	}
 	var src string
-	if s.postgres {
+	if s.Postgres {
 		in, _ := span.where("id")
 		src = `(SELECT payload::jsonb -> 'trees' AS trees FROM events WHERE host = ? AND type = ? AND ` + in + ` OFFSET 0) e
 			CROSS JOIN LATERAL jsonb_to_recordset(CASE WHEN jsonb_typeof(e.trees) = 'array' THEN e.trees ELSE '[]'::jsonb END)
@@ -348,7 +349,7 @@ func (s *Store) sumWalks(ctx context.Context, db sqlx.QueryerContext, span journ
 	fmt.Fprintf(&bucket, " ELSE %d END", len(buckets))
 	_, spanArgs := span.where("id")
 	args = slices.Concat(args, []any{s.Host, string(journal.TypeSnapshot)}, spanArgs)
-	rows, err := db.QueryContext(ctx, s.db.Rebind(`SELECT project, area, bucket, COUNT(*), SUM(ns)
+	rows, err := db.QueryContext(ctx, s.SQL.Rebind(`SELECT project, area, bucket, COUNT(*), SUM(ns)
 		FROM (SELECT project, area, ns, `+bucket.String()+` AS bucket FROM (`+src+`) x) w
 		GROUP BY project, area, bucket ORDER BY project, area, bucket`), args...)
 	if err != nil {

@@ -28,10 +28,10 @@ func leaseLock(host, project string) string { return "lease:" + host + ":" + pro
 // when it now expires: a renewal never shortens a lease (a run that asked
 // for longer keeps it), so that is expires or later.
 func (t *Tx) AcquireLease(ctx context.Context, project, run string, expires time.Time) (time.Time, error) {
-	if err := t.lock(ctx, leaseLock(t.s.Host, project)); err != nil {
+	if err := t.Lock(ctx, leaseLock(t.s.Host, project)); err != nil {
 		return time.Time{}, err
 	}
-	_, err := t.exec(ctx, `INSERT INTO leases (host, project, run, expires_at) VALUES (?, ?, ?, ?)
+	_, err := t.Exec(ctx, `INSERT INTO leases (host, project, run, expires_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (host, project, run) DO UPDATE SET expires_at =
 			CASE WHEN excluded.expires_at > leases.expires_at THEN excluded.expires_at ELSE leases.expires_at END`,
 		t.s.Host, project, run, toMicros(expires))
@@ -39,7 +39,7 @@ func (t *Tx) AcquireLease(ctx context.Context, project, run string, expires time
 		return time.Time{}, err
 	}
 	var micros int64
-	if err := t.get(ctx, &micros, `SELECT expires_at FROM leases WHERE host = ? AND project = ? AND run = ?`, t.s.Host, project, run); err != nil {
+	if err := t.Get(ctx, &micros, `SELECT expires_at FROM leases WHERE host = ? AND project = ? AND run = ?`, t.s.Host, project, run); err != nil {
 		return time.Time{}, err
 	}
 	return fromMicros(micros), nil
@@ -47,7 +47,7 @@ func (t *Tx) AcquireLease(ctx context.Context, project, run string, expires time
 
 // ReleaseLease drops a run's lease; it reports whether there was one.
 func (t *Tx) ReleaseLease(ctx context.Context, project, run string) (bool, error) {
-	res, err := t.exec(ctx, `DELETE FROM leases WHERE host = ? AND project = ? AND run = ?`, t.s.Host, project, run)
+	res, err := t.Exec(ctx, `DELETE FROM leases WHERE host = ? AND project = ? AND run = ?`, t.s.Host, project, run)
 	if err != nil {
 		return false, err
 	}
@@ -58,7 +58,7 @@ func (t *Tx) ReleaseLease(ctx context.Context, project, run string) (bool, error
 // Leases lists this host's leases, expired ones included, by project and run.
 func (s *Store) Leases(ctx context.Context) ([]Lease, error) {
 	var out []Lease
-	if err := s.sel(ctx, &out, `SELECT project, run, expires_at FROM leases WHERE host = ? ORDER BY project, run`, s.Host); err != nil {
+	if err := s.Sel(ctx, &out, `SELECT project, run, expires_at FROM leases WHERE host = ? ORDER BY project, run`, s.Host); err != nil {
 		return nil, err
 	}
 	for i := range out {
@@ -86,7 +86,7 @@ func (s *Store) ActiveLeases(ctx context.Context, now time.Time) (map[string][]s
 // sweeper asks it before every deletion, so it reads one project only.
 func (s *Store) Leased(ctx context.Context, project string, now time.Time) (bool, error) {
 	var n int
-	err := s.get(ctx, &n, `SELECT COUNT(*) FROM leases WHERE host = ? AND project = ? AND expires_at > ?`, s.Host, project, toMicros(now))
+	err := s.Get(ctx, &n, `SELECT COUNT(*) FROM leases WHERE host = ? AND project = ? AND expires_at > ?`, s.Host, project, toMicros(now))
 	return n > 0, err
 }
 
@@ -102,11 +102,11 @@ func (s *Store) AppendPendingUnlessLeased(ctx context.Context, project, actor st
 		if err := tx.holdsSweepLock(ctx, project, rec); err != nil {
 			return err
 		}
-		if err := tx.lock(ctx, leaseLock(s.Host, project)); err != nil {
+		if err := tx.Lock(ctx, leaseLock(s.Host, project)); err != nil {
 			return err
 		}
 		var n int
-		if err := tx.get(ctx, &n, `SELECT COUNT(*) FROM leases WHERE host = ? AND project = ? AND expires_at > ?`, s.Host, project, toMicros(now)); err != nil {
+		if err := tx.Get(ctx, &n, `SELECT COUNT(*) FROM leases WHERE host = ? AND project = ? AND expires_at > ?`, s.Host, project, toMicros(now)); err != nil {
 			return err
 		}
 		if leased = n > 0; leased {
@@ -127,11 +127,11 @@ func (t *Tx) holdsSweepLock(ctx context.Context, project string, rec journal.Evi
 	if rec.SweepID == "" || rec.Holder == "" {
 		return nil
 	}
-	if err := t.lock(ctx, sweepLock(t.s.Host, project)); err != nil {
+	if err := t.Lock(ctx, sweepLock(t.s.Host, project)); err != nil {
 		return err
 	}
 	var holder string
-	err := t.get(ctx, &holder, `SELECT holder FROM sweep_locks WHERE host = ? AND project = ?`, t.s.Host, project)
+	err := t.Get(ctx, &holder, `SELECT holder FROM sweep_locks WHERE host = ? AND project = ?`, t.s.Host, project)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
@@ -146,11 +146,11 @@ func (t *Tx) holdsSweepLock(ctx context.Context, project string, rec journal.Evi
 // removing in one transaction is ordered with every AcquireLease, which
 // takes the same lock and then reads the project's state (ProjectState).
 func (t *Tx) HeldLeases(ctx context.Context, project string, now time.Time) ([]Lease, error) {
-	if err := t.lock(ctx, leaseLock(t.s.Host, project)); err != nil {
+	if err := t.Lock(ctx, leaseLock(t.s.Host, project)); err != nil {
 		return nil, err
 	}
 	var out []Lease
-	if err := t.sel(ctx, &out, `SELECT project, run, expires_at FROM leases WHERE host = ? AND project = ? AND expires_at > ? ORDER BY run`,
+	if err := t.Sel(ctx, &out, `SELECT project, run, expires_at FROM leases WHERE host = ? AND project = ? AND expires_at > ? ORDER BY run`,
 		t.s.Host, project, toMicros(now)); err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func (t *Tx) HeldLeases(ctx context.Context, project string, now time.Time) ([]L
 // ProjectState is a project's state as this transaction sees it; ErrNotFound when there is none.
 func (t *Tx) ProjectState(ctx context.Context, name string) (string, error) {
 	var state string
-	err := t.get(ctx, &state, `SELECT state FROM projects WHERE host = ? AND name = ?`, t.s.Host, name)
+	err := t.Get(ctx, &state, `SELECT state FROM projects WHERE host = ? AND name = ?`, t.s.Host, name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("project %q: %w", name, ErrNotFound)
 	}

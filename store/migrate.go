@@ -464,7 +464,7 @@ func SchemaVersion() int { return len(migrations) }
 // schema_compat (a version without a row there is taken as a contraction).
 func (s *Store) checkNewer(ctx context.Context, current int) error {
 	var needs int
-	if err := s.get(ctx, &needs, `SELECT COALESCE(MAX(COALESCE(c.oldest_binary, m.version)), 0)
+	if err := s.Get(ctx, &needs, `SELECT COALESCE(MAX(COALESCE(c.oldest_binary, m.version)), 0)
 		FROM schema_migrations m LEFT JOIN schema_compat c ON c.version = m.version WHERE m.version > ?`, len(migrations)); err != nil {
 		return fmt.Errorf("the database is at schema version %d, newer than this xfsq knows (%d), and says nothing of which older ones it works with: upgrade xfsq (%w)",
 			current, len(migrations), err)
@@ -593,7 +593,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	// which a command that only reads would otherwise wait for behind any
 	// writer (SQLite takes it at BEGIN).
 	var current int
-	if err := s.get(ctx, &current, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`); err == nil && current >= len(migrations) {
+	if err := s.Get(ctx, &current, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`); err == nil && current >= len(migrations) {
 		if current > len(migrations) {
 			return s.checkNewer(ctx, current)
 		}
@@ -601,41 +601,41 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	return s.InTx(ctx, func(tx *Tx) error {
 		// Two processes starting at once must not both migrate.
-		if err := tx.lock(ctx, "xfsq-migrate"); err != nil {
+		if err := tx.Lock(ctx, "xfsq-migrate"); err != nil {
 			return err
 		}
-		if _, err := tx.exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 			return err
 		}
 		var current int
-		if err := tx.get(ctx, &current, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`); err != nil {
+		if err := tx.Get(ctx, &current, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`); err != nil {
 			return err
 		}
 		if current > len(migrations) {
 			return s.checkNewer(ctx, current)
 		}
 		for v := current + 1; v <= len(migrations); v++ {
-			for _, stmt := range statements(dialect(migrations[v-1], s.postgres)) {
+			for _, stmt := range statements(dialect(migrations[v-1], s.Postgres)) {
 				if strings.TrimSpace(stmt) == "" {
 					continue
 				}
-				if _, err := tx.exec(ctx, stmt); err != nil {
+				if _, err := tx.Exec(ctx, stmt); err != nil {
 					return fmt.Errorf("migration %d: %w", v, err)
 				}
 			}
 			if f := ddl[v]; f != nil {
-				for _, stmt := range f(s.postgres) {
-					if _, err := tx.exec(ctx, stmt); err != nil {
+				for _, stmt := range f(s.Postgres) {
+					if _, err := tx.Exec(ctx, stmt); err != nil {
 						return fmt.Errorf("migration %d: %w", v, err)
 					}
 				}
 			}
-			if _, err := tx.exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, toMicros(time.Now())); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, toMicros(time.Now())); err != nil {
 				return err
 			}
 			if v >= compatSince {
-				if _, err := tx.exec(ctx, `INSERT INTO schema_compat (version, oldest_binary) VALUES (?, ?)`, v, compatibleFrom(v)); err != nil {
+				if _, err := tx.Exec(ctx, `INSERT INTO schema_compat (version, oldest_binary) VALUES (?, ?)`, v, compatibleFrom(v)); err != nil {
 					return err
 				}
 			}

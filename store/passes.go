@@ -22,7 +22,7 @@ func (s *Store) Pass(ctx context.Context, pass string) (PassState, error) {
 		StartedAt  int64  `db:"started_at"`
 		FinishedAt int64  `db:"finished_at"`
 	}
-	err := s.get(ctx, &row, `SELECT holder, started_at, finished_at FROM passes WHERE host = ? AND pass = ?`, s.Host, pass)
+	err := s.Get(ctx, &row, `SELECT holder, started_at, finished_at FROM passes WHERE host = ? AND pass = ?`, s.Host, pass)
 	if errors.Is(err, sql.ErrNoRows) {
 		return PassState{Pass: pass}, nil
 	}
@@ -40,7 +40,7 @@ func (s *Store) ClaimPass(ctx context.Context, pass string, c Claim, now time.Ti
 	var st PassState
 	claimed := false
 	err := s.InTx(ctx, func(tx *Tx) error {
-		if err := tx.lock(ctx, "pass:"+s.Host+":"+pass); err != nil {
+		if err := tx.Lock(ctx, "pass:"+s.Host+":"+pass); err != nil {
 			return err
 		}
 		var row struct {
@@ -48,7 +48,7 @@ func (s *Store) ClaimPass(ctx context.Context, pass string, c Claim, now time.Ti
 			StartedAt  int64  `db:"started_at"`
 			FinishedAt int64  `db:"finished_at"`
 		}
-		err := tx.get(ctx, &row, `SELECT holder, started_at, finished_at FROM passes WHERE host = ? AND pass = ?`, s.Host, pass)
+		err := tx.Get(ctx, &row, `SELECT holder, started_at, finished_at FROM passes WHERE host = ? AND pass = ?`, s.Host, pass)
 		exists := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -71,9 +71,9 @@ func (s *Store) ClaimPass(ctx context.Context, pass string, c Claim, now time.Ti
 			return err
 		}
 		if exists {
-			_, err = tx.exec(ctx, `UPDATE passes SET holder = ?, started_at = ? WHERE host = ? AND pass = ?`, c.Holder, toMicros(now), s.Host, pass)
+			_, err = tx.Exec(ctx, `UPDATE passes SET holder = ?, started_at = ? WHERE host = ? AND pass = ?`, c.Holder, toMicros(now), s.Host, pass)
 		} else {
-			_, err = tx.exec(ctx, `INSERT INTO passes (host, pass, holder, started_at) VALUES (?, ?, ?, ?)`, s.Host, pass, c.Holder, toMicros(now))
+			_, err = tx.Exec(ctx, `INSERT INTO passes (host, pass, holder, started_at) VALUES (?, ?, ?, ?)`, s.Host, pass, c.Holder, toMicros(now))
 		}
 		if err != nil {
 			return err
@@ -90,7 +90,7 @@ func (s *Store) ClaimPass(ctx context.Context, pass string, c Claim, now time.Ti
 // FinishPass records that holder's pass ran to its end at at, and frees it.
 func (s *Store) FinishPass(ctx context.Context, pass, holder string, at time.Time) error {
 	return s.InTx(ctx, func(tx *Tx) error {
-		_, err := tx.exec(ctx, `UPDATE passes SET holder = '', finished_at = ? WHERE host = ? AND pass = ? AND holder = ?`, toMicros(at), s.Host, pass, holder)
+		_, err := tx.Exec(ctx, `UPDATE passes SET holder = '', finished_at = ? WHERE host = ? AND pass = ? AND holder = ?`, toMicros(at), s.Host, pass, holder)
 		return err
 	})
 }
@@ -100,7 +100,7 @@ func (s *Store) FinishPass(ctx context.Context, pass, holder string, at time.Tim
 // once, as after a crash, instead of an interval later.
 func (s *Store) AbandonPass(ctx context.Context, pass, holder string) error {
 	return s.InTx(ctx, func(tx *Tx) error {
-		_, err := tx.exec(ctx, `UPDATE passes SET holder = '', started_at = 0 WHERE host = ? AND pass = ? AND holder = ?`, s.Host, pass, holder)
+		_, err := tx.Exec(ctx, `UPDATE passes SET holder = '', started_at = 0 WHERE host = ? AND pass = ? AND holder = ?`, s.Host, pass, holder)
 		return err
 	})
 }

@@ -23,7 +23,7 @@ type SavedPlan struct {
 // RecordPlan keeps the digest and the content of a plan just made.
 func (s *Store) RecordPlan(ctx context.Context, id, digest string, at time.Time, body []byte) error {
 	return s.InTx(ctx, func(tx *Tx) error {
-		_, err := tx.exec(ctx, `INSERT INTO sweep_plans (host, plan_id, digest, created_at, body) VALUES (?, ?, ?, ?, ?)`, s.Host, id, digest, toMicros(at), body)
+		_, err := tx.Exec(ctx, `INSERT INTO sweep_plans (host, plan_id, digest, created_at, body) VALUES (?, ?, ?, ?, ?)`, s.Host, id, digest, toMicros(at), body)
 		return err
 	})
 }
@@ -37,7 +37,7 @@ func (s *Store) Plan(ctx context.Context, id string) (SavedPlan, error) {
 		AppliedAt int64  `db:"applied_at"`
 		Body      []byte `db:"body"`
 	}
-	err := s.get(ctx, &row, `SELECT digest, created_at, applied_at, body FROM sweep_plans WHERE host = ? AND plan_id = ?`, s.Host, id)
+	err := s.Get(ctx, &row, `SELECT digest, created_at, applied_at, body FROM sweep_plans WHERE host = ? AND plan_id = ?`, s.Host, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return SavedPlan{}, ErrNotFound
 	}
@@ -53,7 +53,7 @@ func (s *Store) Plan(ctx context.Context, id string) (SavedPlan, error) {
 func (s *Store) MarkPlanApplied(ctx context.Context, id, digest string, at time.Time) (bool, error) {
 	var n int64
 	err := s.InTx(ctx, func(tx *Tx) error {
-		res, err := tx.exec(ctx, `UPDATE sweep_plans SET applied_at = ? WHERE host = ? AND plan_id = ? AND digest = ? AND applied_at = 0`,
+		res, err := tx.Exec(ctx, `UPDATE sweep_plans SET applied_at = ? WHERE host = ? AND plan_id = ? AND digest = ? AND applied_at = 0`,
 			toMicros(at), s.Host, id, digest)
 		if err != nil {
 			return err

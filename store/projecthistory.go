@@ -13,7 +13,7 @@ import (
 // window holds (the snapshots_tree_at index's prefix serves it).
 func (s *Store) ProjectSnapshotTotals(ctx context.Context, project string, since time.Time) ([]Snapshot, error) {
 	var out []Snapshot
-	err := s.sel(ctx, &out, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND at >= ? ORDER BY area, at, id`,
+	err := s.Sel(ctx, &out, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND at >= ? ORDER BY area, at, id`,
 		s.Host, project, toMicros(since))
 	for i := range out {
 		out[i].fill()
@@ -39,10 +39,10 @@ func (t *Tx) recordPassFree(ctx context.Context, p journal.Payload) error {
 		return nil // not a pass's record, or its free space was not read
 	}
 	now := time.Now()
-	if _, err := t.exec(ctx, `INSERT INTO pass_free (host, at, free_bytes) VALUES (?, ?, ?) ON CONFLICT (host, at) DO UPDATE SET free_bytes = excluded.free_bytes`,
+	if _, err := t.Exec(ctx, `INSERT INTO pass_free (host, at, free_bytes) VALUES (?, ?, ?) ON CONFLICT (host, at) DO UPDATE SET free_bytes = excluded.free_bytes`,
 		t.s.Host, toMicros(now), int64(free)); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `DELETE FROM pass_free WHERE host = ? AND at < ?`, t.s.Host, toMicros(now.Add(-PassFreeRetention)))
+	_, err := t.Exec(ctx, `DELETE FROM pass_free WHERE host = ? AND at < ?`, t.s.Host, toMicros(now.Add(-PassFreeRetention)))
 	return err
 }

@@ -88,11 +88,11 @@ const treeCols = `project, area, path, backend, fs_uuid, project_id, bytes_soft,
 // InsertProject registers name in state adding, held by adder. It returns
 // the existing row and false when the name is taken.
 func (t *Tx) InsertProject(ctx context.Context, name, adder string, now time.Time) (existing Project, inserted bool, err error) {
-	if err := t.lock(ctx, projectLock(t.s.Host, name)); err != nil {
+	if err := t.Lock(ctx, projectLock(t.s.Host, name)); err != nil {
 		return Project{}, false, err
 	}
 	var row projectRow
-	err = t.get(ctx, &row, `SELECT name, state, created_at, adder FROM projects WHERE host = ? AND name = ?`, t.s.Host, name)
+	err = t.Get(ctx, &row, `SELECT name, state, created_at, adder FROM projects WHERE host = ? AND name = ?`, t.s.Host, name)
 	if err == nil {
 		return row.project(), false, nil
 	}
@@ -102,21 +102,21 @@ func (t *Tx) InsertProject(ctx context.Context, name, adder string, now time.Tim
 	if err := t.hold(ctx, adder); err != nil {
 		return Project{}, false, err
 	}
-	_, err = t.exec(ctx, `INSERT INTO projects (host, name, state, created_at, adder) VALUES (?, ?, ?, ?, ?)`,
+	_, err = t.Exec(ctx, `INSERT INTO projects (host, name, state, created_at, adder) VALUES (?, ?, ?, ?, ?)`,
 		t.s.Host, name, StateAdding, toMicros(now), adder)
 	return Project{}, err == nil, err
 }
 
 // EnsureRootOwner records the RootOwner row (ready) unless it exists.
 func (t *Tx) EnsureRootOwner(ctx context.Context, now time.Time) error {
-	if err := t.lock(ctx, projectLock(t.s.Host, RootOwner)); err != nil {
+	if err := t.Lock(ctx, projectLock(t.s.Host, RootOwner)); err != nil {
 		return err
 	}
 	var n int
-	if err := t.get(ctx, &n, `SELECT COUNT(*) FROM projects WHERE host = ? AND name = ?`, t.s.Host, RootOwner); err != nil || n > 0 {
+	if err := t.Get(ctx, &n, `SELECT COUNT(*) FROM projects WHERE host = ? AND name = ?`, t.s.Host, RootOwner); err != nil || n > 0 {
 		return err
 	}
-	_, err := t.exec(ctx, `INSERT INTO projects (host, name, state, created_at, adder) VALUES (?, ?, ?, ?, '')`,
+	_, err := t.Exec(ctx, `INSERT INTO projects (host, name, state, created_at, adder) VALUES (?, ?, ?, ?, '')`,
 		t.s.Host, RootOwner, StateReady, toMicros(now))
 	return err
 }
@@ -126,7 +126,7 @@ func (t *Tx) SetProjectState(ctx context.Context, name, state, adder string) err
 	if err := t.hold(ctx, adder); err != nil {
 		return err
 	}
-	res, err := t.exec(ctx, `UPDATE projects SET state = ?, adder = ? WHERE host = ? AND name = ?`, state, adder, t.s.Host, name)
+	res, err := t.Exec(ctx, `UPDATE projects SET state = ?, adder = ? WHERE host = ? AND name = ?`, state, adder, t.s.Host, name)
 	if err != nil {
 		return err
 	}
@@ -148,11 +148,11 @@ func (t *Tx) DeleteProject(ctx context.Context, name string) error {
 		return err
 	}
 	for _, table := range []string{"trees", "ledger", "reservations", "snapshots", "snapshot_trees", "snapshot_history", "limit_crossings", "reclaimable", "sweep_locks", "leases"} {
-		if _, err := t.exec(ctx, `DELETE FROM `+table+` WHERE host = ? AND project = ?`, t.s.Host, name); err != nil {
+		if _, err := t.Exec(ctx, `DELETE FROM `+table+` WHERE host = ? AND project = ?`, t.s.Host, name); err != nil {
 			return err
 		}
 	}
-	_, err := t.exec(ctx, `DELETE FROM projects WHERE host = ? AND name = ?`, t.s.Host, name)
+	_, err := t.Exec(ctx, `DELETE FROM projects WHERE host = ? AND name = ?`, t.s.Host, name)
 	return err
 }
 
@@ -164,7 +164,7 @@ func (t *Tx) DeleteTree(ctx context.Context, project, area string) error {
 		return err
 	}
 	for _, table := range []string{"trees", "ledger", "reservations", "snapshots", "snapshot_trees", "snapshot_history", "limit_crossings", "reclaimable"} {
-		if _, err := t.exec(ctx, `DELETE FROM `+table+` WHERE host = ? AND project = ? AND area = ?`, t.s.Host, project, area); err != nil {
+		if _, err := t.Exec(ctx, `DELETE FROM `+table+` WHERE host = ? AND project = ? AND area = ?`, t.s.Host, project, area); err != nil {
 			return err
 		}
 	}
@@ -191,7 +191,7 @@ func (t *Tx) InsertTrees(ctx context.Context, trees []Tree) error {
 	var args []any
 	q := treesCTE(keys, &args) + `DELETE FROM ledger WHERE host = ?
 		AND EXISTS (SELECT 1 FROM v WHERE v.project = ledger.project AND v.area = ledger.area)`
-	if _, err := t.exec(ctx, q, append(args, t.s.Host)...); err != nil {
+	if _, err := t.Exec(ctx, q, append(args, t.s.Host)...); err != nil {
 		return err
 	}
 	args = args[:0]
@@ -199,13 +199,13 @@ func (t *Tx) InsertTrees(ctx context.Context, trees []Tree) error {
 		args = append(args, t.s.Host, tr.Project, tr.Area, tr.Path, tr.Backend, tr.FSUUID, int64(tr.ProjectID),
 			int64(tr.Limits.BytesSoft), int64(tr.Limits.BytesHard), int64(tr.Limits.InodesSoft), int64(tr.Limits.InodesHard), tr.CreatedDir)
 	}
-	_, err := t.exec(ctx, `INSERT INTO trees (host, `+treeCols+`) VALUES `+placeholders(len(trees), "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"), args...)
+	_, err := t.Exec(ctx, `INSERT INTO trees (host, `+treeCols+`) VALUES `+placeholders(len(trees), "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"), args...)
 	return err
 }
 
 // SetTreeLimits replaces the recorded limits of a tree.
 func (t *Tx) SetTreeLimits(ctx context.Context, project, area string, l quota.Limits) error {
-	res, err := t.exec(ctx, `UPDATE trees SET bytes_soft = ?, bytes_hard = ?, inodes_soft = ?, inodes_hard = ? WHERE host = ? AND project = ? AND area = ?`,
+	res, err := t.Exec(ctx, `UPDATE trees SET bytes_soft = ?, bytes_hard = ?, inodes_soft = ?, inodes_hard = ? WHERE host = ? AND project = ? AND area = ?`,
 		int64(l.BytesSoft), int64(l.BytesHard), int64(l.InodesSoft), int64(l.InodesHard), t.s.Host, project, area)
 	if err != nil {
 		return err
@@ -223,12 +223,12 @@ func (t *Tx) SetTreeLimits(ctx context.Context, project, area string, l quota.Li
 
 // Project reads one project.
 func (s *Store) Project(ctx context.Context, name string) (Project, error) {
-	return project(ctx, s.get, s.Host, name)
+	return project(ctx, s.Get, s.Host, name)
 }
 
 // Project reads one project in the transaction.
 func (t *Tx) Project(ctx context.Context, name string) (Project, error) {
-	return project(ctx, t.get, t.s.Host, name)
+	return project(ctx, t.Get, t.s.Host, name)
 }
 
 func project(ctx context.Context, get func(context.Context, any, string, ...any) error, host, name string) (Project, error) {
@@ -243,7 +243,7 @@ func project(ctx context.Context, get func(context.Context, any, string, ...any)
 // Projects lists this host's tenant projects by name (never RootOwner).
 func (s *Store) Projects(ctx context.Context) ([]Project, error) {
 	var rows []projectRow
-	if err := s.sel(ctx, &rows, `SELECT name, state, created_at, adder FROM projects WHERE host = ? AND name <> ? ORDER BY name`, s.Host, RootOwner); err != nil {
+	if err := s.Sel(ctx, &rows, `SELECT name, state, created_at, adder FROM projects WHERE host = ? AND name <> ? ORDER BY name`, s.Host, RootOwner); err != nil {
 		return nil, err
 	}
 	out := make([]Project, len(rows))
@@ -256,7 +256,7 @@ func (s *Store) Projects(ctx context.Context) ([]Project, error) {
 // Trees lists the trees of one project (RootOwner: the root's own), or of
 // all, the root's own included, when project is "".
 func (s *Store) Trees(ctx context.Context, project string) ([]Tree, error) {
-	return trees(ctx, s.sel, s.Host, project)
+	return trees(ctx, s.Sel, s.Host, project)
 }
 
 func trees(ctx context.Context, sel func(context.Context, any, string, ...any) error, host, project string) ([]Tree, error) {
@@ -282,7 +282,7 @@ func trees(ctx context.Context, sel func(context.Context, any, string, ...any) e
 // every row through Go: the fallback backend asks it at every add.
 func (s *Store) TreeByID(ctx context.Context, id quota.ProjectID) (t Tree, ok bool, err error) {
 	var rows []treeRow
-	if err := s.sel(ctx, &rows, `SELECT `+treeCols+` FROM trees WHERE host = ? AND project_id = ? ORDER BY project DESC, area DESC LIMIT 1`, s.Host, id); err != nil {
+	if err := s.Sel(ctx, &rows, `SELECT `+treeCols+` FROM trees WHERE host = ? AND project_id = ? ORDER BY project DESC, area DESC LIMIT 1`, s.Host, id); err != nil {
 		return Tree{}, false, err
 	}
 	if len(rows) == 0 {
@@ -317,7 +317,7 @@ func (t *Tx) ReserveIDs(ctx context.Context, fsUUID string, r quota.IDRange, exc
 	if len(owners) == 0 {
 		return nil, nil
 	}
-	if err := t.lock(ctx, idsLock(t.s.Host, fsUUID)); err != nil {
+	if err := t.Lock(ctx, idsLock(t.s.Host, fsUUID)); err != nil {
 		return nil, err
 	}
 	ids, err := t.idsAfterHighest(ctx, fsUUID, r, excluded, len(owners))
@@ -334,7 +334,7 @@ func (t *Tx) ReserveIDs(ctx context.Context, fsUUID string, r quota.IDRange, exc
 	for i, id := range ids {
 		args = append(args, t.s.Host, fsUUID, int64(id), owners[i], now)
 	}
-	_, err = t.exec(ctx, `INSERT INTO id_registry (host, fs_key, project_id, owner, created_at) VALUES `+
+	_, err = t.Exec(ctx, `INSERT INTO id_registry (host, fs_key, project_id, owner, created_at) VALUES `+
 		placeholders(len(ids), "(?, ?, ?, ?, ?)"), args...)
 	return ids, err
 }
@@ -346,7 +346,7 @@ func (t *Tx) ReserveIDs(ctx context.Context, fsUUID string, r quota.IDRange, exc
 // the 10,001st project paid for the 10,000 before it.
 func (t *Tx) idsAfterHighest(ctx context.Context, fsUUID string, r quota.IDRange, excluded map[quota.ProjectID]bool, n int) ([]quota.ProjectID, error) {
 	var hi sql.NullInt64
-	if err := t.get(ctx, &hi, `SELECT MAX(project_id) FROM id_registry WHERE host = ? AND fs_key = ? AND project_id >= ? AND project_id <= ?`,
+	if err := t.Get(ctx, &hi, `SELECT MAX(project_id) FROM id_registry WHERE host = ? AND fs_key = ? AND project_id >= ? AND project_id <= ?`,
 		t.s.Host, fsUUID, int64(r.First), int64(r.Last)); err != nil {
 		return nil, err
 	}
@@ -385,7 +385,7 @@ func (t *Tx) lowestFreeIDs(ctx context.Context, fsUUID string, r quota.IDRange, 
 		}
 		args = append(args, t.s.Host, fsUUID, start, int64(r.Last), int64(r.Last), t.s.Host, fsUUID, need)
 		var free []int64
-		if err := t.sel(ctx, &free, `SELECT DISTINCT c FROM (
+		if err := t.Sel(ctx, &free, `SELECT DISTINCT c FROM (
 			SELECT CAST(? AS BIGINT) + o.k AS c FROM (`+offsets+`) o
 			UNION ALL SELECT i.project_id + 1 + o.k FROM id_registry i, (`+offsets+`) o
 				WHERE i.host = ? AND i.fs_key = ? AND i.project_id >= ? AND i.project_id < ?) x
@@ -411,14 +411,14 @@ func (t *Tx) lowestFreeIDs(ctx context.Context, fsUUID string, r quota.IDRange, 
 
 // ReleaseID forgets an ID; releasing an unknown ID succeeds.
 func (t *Tx) ReleaseID(ctx context.Context, fsUUID string, id quota.ProjectID) error {
-	_, err := t.exec(ctx, `DELETE FROM id_registry WHERE host = ? AND fs_key = ? AND project_id = ?`, t.s.Host, fsUUID, int64(id))
+	_, err := t.Exec(ctx, `DELETE FROM id_registry WHERE host = ? AND fs_key = ? AND project_id = ?`, t.s.Host, fsUUID, int64(id))
 	return err
 }
 
 // SetIDOwner renames the owner recorded with an ID (e.g. "removed:omni/cache"
 // for an ID kept until its data is gone).
 func (t *Tx) SetIDOwner(ctx context.Context, fsUUID string, id quota.ProjectID, owner string) error {
-	_, err := t.exec(ctx, `UPDATE id_registry SET owner = ? WHERE host = ? AND fs_key = ? AND project_id = ?`, owner, t.s.Host, fsUUID, int64(id))
+	_, err := t.Exec(ctx, `UPDATE id_registry SET owner = ? WHERE host = ? AND fs_key = ? AND project_id = ?`, owner, t.s.Host, fsUUID, int64(id))
 	return err
 }
 
@@ -432,7 +432,7 @@ type IDRecord struct {
 // IDs lists this host's registered IDs of one filesystem.
 func (s *Store) IDs(ctx context.Context, fsUUID string) ([]IDRecord, error) {
 	var out []IDRecord
-	err := s.sel(ctx, &out, `SELECT fs_key AS fs_uuid, project_id, owner FROM id_registry WHERE host = ? AND fs_key = ? ORDER BY project_id`, s.Host, fsUUID)
+	err := s.Sel(ctx, &out, `SELECT fs_key AS fs_uuid, project_id, owner FROM id_registry WHERE host = ? AND fs_key = ? ORDER BY project_id`, s.Host, fsUUID)
 	return out, err
 }
 
@@ -442,7 +442,7 @@ func (s *Store) IDs(ctx context.Context, fsUUID string) ([]IDRecord, error) {
 // or --host), or every project and the journal would seem gone.
 func (s *Store) Blank(ctx context.Context) (bool, error) {
 	var n int
-	if err := s.get(ctx, &n, `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM projects WHERE host = ? LIMIT 1) p) +
+	if err := s.Get(ctx, &n, `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM projects WHERE host = ? LIMIT 1) p) +
 		(SELECT COUNT(*) FROM (SELECT 1 FROM events WHERE host = ? LIMIT 1) e)`, s.Host, s.Host); err != nil {
 		return false, err
 	}

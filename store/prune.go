@@ -45,7 +45,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, retention, ac
 	for {
 		var n int64
 		err := s.InTx(ctx, func(tx *Tx) error {
-			res, err := tx.exec(ctx, `DELETE FROM events WHERE id IN (`+pruneBatchQuery+`)`, s.Host, cut, s.Host, batch)
+			res, err := tx.Exec(ctx, `DELETE FROM events WHERE id IN (`+pruneBatchQuery+`)`, s.Host, cut, s.Host, batch)
 			if err != nil {
 				return err
 			}
@@ -61,7 +61,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, retention, ac
 			break
 		}
 	}
-	if err := s.get(ctx, &run.KeptPending, `SELECT COUNT(*) FROM evictions_pending p JOIN events e ON e.id = p.event_id
+	if err := s.Get(ctx, &run.KeptPending, `SELECT COUNT(*) FROM evictions_pending p JOIN events e ON e.id = p.event_id
 		WHERE p.host = ? AND e.at < ?`, s.Host, cut); err != nil {
 		return run, err
 	}
@@ -75,7 +75,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, retention, ac
 // not hold).
 func (s *Store) checkpointBefore(ctx context.Context, before time.Time) error {
 	var stored []string
-	if err := s.sel(ctx, &stored, `SELECT buckets FROM journal_checkpoints WHERE host = ?`, s.Host); err != nil || len(stored) == 0 {
+	if err := s.Sel(ctx, &stored, `SELECT buckets FROM journal_checkpoints WHERE host = ?`, s.Host); err != nil || len(stored) == 0 {
 		return err
 	}
 	var buckets JournalBuckets

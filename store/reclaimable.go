@@ -40,7 +40,7 @@ func (s *Store) SetReclaimable(ctx context.Context, rs []Reclaimable) error {
 			for _, r := range chunk {
 				args = append(args, tx.s.Host, r.Project, r.Area, int64(r.Bytes), int64(r.Entries), toMicros(r.PlannedAt))
 			}
-			if _, err := tx.exec(ctx, `INSERT INTO reclaimable (host, project, area, bytes, entries, planned_at) VALUES `+
+			if _, err := tx.Exec(ctx, `INSERT INTO reclaimable (host, project, area, bytes, entries, planned_at) VALUES `+
 				placeholders(len(chunk), "(?, ?, ?, ?, ?, ?)")+`
 				ON CONFLICT (host, project, area) DO UPDATE SET bytes = excluded.bytes, entries = excluded.entries, planned_at = excluded.planned_at`,
 				args...); err != nil {
@@ -65,7 +65,7 @@ func (s *Store) AllReclaimable(ctx context.Context) (map[TreeKey]Reclaimable, er
 		Entries   int64  `db:"entries"`
 		PlannedAt int64  `db:"planned_at"`
 	}
-	if err := s.sel(ctx, &rows, `SELECT project, area, bytes, entries, planned_at FROM reclaimable WHERE host = ?`, s.Host); err != nil {
+	if err := s.Sel(ctx, &rows, `SELECT project, area, bytes, entries, planned_at FROM reclaimable WHERE host = ?`, s.Host); err != nil {
 		return nil, err
 	}
 	out := make(map[TreeKey]Reclaimable, len(rows))

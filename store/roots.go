@@ -28,7 +28,7 @@ type RootBinding struct {
 // same row when the root is bound to this host); ok false when there is none.
 func (s *Store) Bindings(ctx context.Context, rootID string) (host, root RootBinding, hostOK, rootOK bool, err error) {
 	var rows []RootBinding
-	if err := s.sel(ctx, &rows, `SELECT host, root_id, fs_id, path, bound_at FROM roots WHERE host = ? OR root_id = ?`, s.Host, rootID); err != nil {
+	if err := s.Sel(ctx, &rows, `SELECT host, root_id, fs_id, path, bound_at FROM roots WHERE host = ? OR root_id = ?`, s.Host, rootID); err != nil {
 		return host, root, false, false, err
 	}
 	for _, r := range rows {
@@ -65,11 +65,11 @@ func (c *BindConflict) Error() string { return "the host name or the root is bou
 // changes nothing.
 func (s *Store) Bind(ctx context.Context, b RootBinding, why, actor, fallbackKey string, takeOver bool) error {
 	return s.InTx(ctx, func(tx *Tx) error {
-		if err := tx.lock(ctx, "roots"); err != nil {
+		if err := tx.Lock(ctx, "roots"); err != nil {
 			return err
 		}
 		var rows []RootBinding
-		if err := tx.sel(ctx, &rows, `SELECT host, root_id, fs_id, path, bound_at FROM roots WHERE host = ? OR root_id = ?`, s.Host, b.RootID); err != nil {
+		if err := tx.Sel(ctx, &rows, `SELECT host, root_id, fs_id, path, bound_at FROM roots WHERE host = ? OR root_id = ?`, s.Host, b.RootID); err != nil {
 			return err
 		}
 		var held *RootBinding
@@ -89,7 +89,7 @@ func (s *Store) Bind(ctx context.Context, b RootBinding, why, actor, fallbackKey
 		ev := journal.RootBound{Root: b.Path, RootID: b.RootID, FSID: b.FSID, Why: why}
 		switch {
 		case held == nil:
-			if _, err := tx.exec(ctx, `INSERT INTO roots (host, root_id, fs_id, path, bound_at) VALUES (?, ?, ?, ?, ?)`,
+			if _, err := tx.Exec(ctx, `INSERT INTO roots (host, root_id, fs_id, path, bound_at) VALUES (?, ?, ?, ?, ?)`,
 				s.Host, b.RootID, b.FSID, b.Path, toMicros(time.Now())); err != nil {
 				return err
 			}
@@ -99,14 +99,14 @@ func (s *Store) Bind(ctx context.Context, b RootBinding, why, actor, fallbackKey
 			}
 			// The root moved (a new mount point), or its filesystem's
 			// identity is read for the first time: the same root.
-			_, err := tx.exec(ctx, `UPDATE roots SET fs_id = ?, path = ? WHERE host = ?`, b.FSID, b.Path, s.Host)
+			_, err := tx.Exec(ctx, `UPDATE roots SET fs_id = ?, path = ? WHERE host = ?`, b.FSID, b.Path, s.Host)
 			return err
 		case !takeOver:
 			return &BindConflict{Held: held}
 		default:
 			ev.Why = "takeover"
 			ev.TookFrom = &journal.BoundRoot{Root: held.Path, RootID: held.RootID, FSID: held.FSID}
-			if _, err := tx.exec(ctx, `UPDATE roots SET root_id = ?, fs_id = ?, path = ?, bound_at = ? WHERE host = ?`,
+			if _, err := tx.Exec(ctx, `UPDATE roots SET root_id = ?, fs_id = ?, path = ?, bound_at = ? WHERE host = ?`,
 				b.RootID, b.FSID, b.Path, toMicros(time.Now()), s.Host); err != nil {
 				return err
 			}
@@ -125,13 +125,13 @@ func (s *Store) Bind(ctx context.Context, b RootBinding, why, actor, fallbackKey
 // identities; a root it took the name over from) is registered under key
 // too, and its trees name key.
 func (t *Tx) rekeyFallback(ctx context.Context, key string) error {
-	if _, err := t.exec(ctx, `INSERT INTO id_registry (host, fs_key, project_id, owner, created_at)
+	if _, err := t.Exec(ctx, `INSERT INTO id_registry (host, fs_key, project_id, owner, created_at)
 		SELECT host, ?, project_id, owner, created_at FROM id_registry
 		WHERE host = ? AND fs_key LIKE 'fallback:%' AND fs_key <> ?
 		ON CONFLICT (host, fs_key, project_id) DO NOTHING`, key, t.s.Host, key); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `UPDATE trees SET fs_uuid = ? WHERE host = ? AND fs_uuid LIKE 'fallback:%' AND fs_uuid <> ?`, key, t.s.Host, key)
+	_, err := t.Exec(ctx, `UPDATE trees SET fs_uuid = ? WHERE host = ? AND fs_uuid LIKE 'fallback:%' AND fs_uuid <> ?`, key, t.s.Host, key)
 	return err
 }
 

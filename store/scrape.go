@@ -7,6 +7,7 @@ import (
 
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store/internal/base"
 )
 
 // TreeUsage is one tree with its usage as admission counts it on the
@@ -28,11 +29,11 @@ type TreeUsage struct {
 func (s *Store) TreeUsages(ctx context.Context) ([]TreeUsage, error) {
 	// Scanned by hand: on 2,000 trees sqlx's reflection was a third of
 	// the read.
-	return boundedRead(ctx, s, s.treeUsages)
+	return base.BoundedRead(ctx, s.DB, s.treeUsages)
 }
 
 func (s *Store) treeUsages(ctx context.Context) ([]TreeUsage, error) {
-	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT t.project, t.area, t.path, t.backend, t.fs_uuid, t.project_id,
+	rows, err := s.SQL.QueryContext(ctx, s.SQL.Rebind(`SELECT t.project, t.area, t.path, t.backend, t.fs_uuid, t.project_id,
 		t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_hard, t.created_dir, t.walked_at, t.bytes_soft_since, t.inodes_soft_since,
 		t.walked_bytes + t.ledger_bytes + COALESCE(r.bytes, 0),
 		t.walked_inodes + t.ledger_inodes + COALESCE(r.inodes, 0)
@@ -78,11 +79,11 @@ func (s *Store) EventsAfter(ctx context.Context, afterID int64, types []journal.
 	q += ` ORDER BY id LIMIT ?`
 	args = append(args, limit)
 	var rows []eventRow
-	ctx, done, err := s.bounded(ctx)
+	ctx, done, err := s.Bounded(ctx)
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.prepared(ctx, q)
+	st, err := s.Prepared(ctx, q)
 	if err != nil {
 		return nil, done(err)
 	}

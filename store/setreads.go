@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/xfsq/xfsq/store/internal/base"
 )
 
 // Reads of every tree of this host at once. A report, an overview or a
@@ -34,9 +35,9 @@ type SnapshotSummary struct {
 // part is an indexed lookup per tree (snapshots_tree_at) inside the
 // database, not a round trip.
 func (s *Store) SnapshotSummaries(ctx context.Context, project string, windows ...time.Duration) (map[TreeKey]SnapshotSummary, error) {
-	return boundedRead(ctx, s, func(ctx context.Context) (out map[TreeKey]SnapshotSummary, err error) {
+	return base.BoundedRead(ctx, s.DB, func(ctx context.Context) (out map[TreeKey]SnapshotSummary, err error) {
 		if project != "" {
-			return s.snapshotSummaries(ctx, s.db, project, windows...)
+			return s.snapshotSummaries(ctx, s.SQL, project, windows...)
 		}
 		// A host's every tree: four lookups a tree, costed above
 		// jit_above_cost from ~2,000 trees; compiling them took longer
@@ -57,7 +58,7 @@ func (s *Store) snapshotSummaries(ctx context.Context, db sqlx.QueryerContext, p
 		q.WriteString(", w" + strconv.Itoa(i) + ".size_bytes")
 	}
 	args := make([]any, 0, len(windows)+1)
-	if s.postgres {
+	if s.Postgres {
 		// Each lookup once a tree (LATERAL): joined on the IDs of
 		// scalar subqueries, PostgreSQL hashed every host's snapshots for
 		// each and ran the lookups twice (~2x the time on one host, more
@@ -98,7 +99,7 @@ func (s *Store) snapshotSummaries(ctx context.Context, db sqlx.QueryerContext, p
 		q.WriteString(` AND t.project = ?`)
 		args = append(args, project)
 	}
-	rows, err := db.QueryContext(ctx, s.db.Rebind(q.String()), args...)
+	rows, err := db.QueryContext(ctx, s.SQL.Rebind(q.String()), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +146,7 @@ const storedTreesChunk = 2000
 // area of each of projects (LatestTree's, for many at once): one
 // statement per 2,000 names. A project without one is absent.
 func (s *Store) LatestTrees(ctx context.Context, area string, projects []string) (map[string]StoredTree, error) {
-	return boundedRead(ctx, s, func(ctx context.Context) (map[string]StoredTree, error) { return s.latestTrees(ctx, area, projects) })
+	return base.BoundedRead(ctx, s.DB, func(ctx context.Context) (map[string]StoredTree, error) { return s.latestTrees(ctx, area, projects) })
 }
 
 func (s *Store) latestTrees(ctx context.Context, area string, projects []string) (map[string]StoredTree, error) {
@@ -157,7 +158,7 @@ func (s *Store) latestTrees(ctx context.Context, area string, projects []string)
 		for _, p := range chunk {
 			args = append(args, p)
 		}
-		rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT project, at, tree FROM snapshot_trees WHERE host = ? AND area = ? AND project IN (?`+
+		rows, err := s.SQL.QueryContext(ctx, s.SQL.Rebind(`SELECT project, at, tree FROM snapshot_trees WHERE host = ? AND area = ? AND project IN (?`+
 			strings.Repeat(", ?", len(chunk)-1)+`)`), args...)
 		if err != nil {
 			return nil, err
@@ -186,11 +187,11 @@ func (s *Store) latestTrees(ctx context.Context, area string, projects []string)
 // which of the trees it parsed before are still the newest, without
 // reading them.
 func (s *Store) StoredTreeTimes(ctx context.Context, area string) (map[string]time.Time, error) {
-	return boundedRead(ctx, s, func(ctx context.Context) (map[string]time.Time, error) { return s.storedTreeTimes(ctx, area) })
+	return base.BoundedRead(ctx, s.DB, func(ctx context.Context) (map[string]time.Time, error) { return s.storedTreeTimes(ctx, area) })
 }
 
 func (s *Store) storedTreeTimes(ctx context.Context, area string) (map[string]time.Time, error) {
-	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT project, at FROM snapshot_trees WHERE host = ? AND area = ?`), s.Host, area)
+	rows, err := s.SQL.QueryContext(ctx, s.SQL.Rebind(`SELECT project, at FROM snapshot_trees WHERE host = ? AND area = ?`), s.Host, area)
 	if err != nil {
 		return nil, err
 	}

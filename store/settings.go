@@ -9,7 +9,7 @@ import (
 
 // Setting reads one stored setting; ok is false when it was never set.
 func (s *Store) Setting(ctx context.Context, key string) (value string, ok bool, err error) {
-	err = s.get(ctx, &value, `SELECT value FROM settings WHERE host = ? AND key = ?`, s.Host, key)
+	err = s.Get(ctx, &value, `SELECT value FROM settings WHERE host = ? AND key = ?`, s.Host, key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -22,7 +22,7 @@ func (s *Store) Settings(ctx context.Context) (map[string]string, error) {
 		Key   string `db:"key"`
 		Value string `db:"value"`
 	}
-	if err := s.sel(ctx, &rows, `SELECT key, value FROM settings WHERE host = ?`, s.Host); err != nil {
+	if err := s.Sel(ctx, &rows, `SELECT key, value FROM settings WHERE host = ?`, s.Host); err != nil {
 		return nil, err
 	}
 	out := make(map[string]string, len(rows))
@@ -34,22 +34,22 @@ func (s *Store) Settings(ctx context.Context) (map[string]string, error) {
 
 // SetSetting stores a setting, returning the previous value ("" if none).
 func (t *Tx) SetSetting(ctx context.Context, key, value string) (old string, err error) {
-	err = t.get(ctx, &old, `SELECT value FROM settings WHERE host = ? AND key = ?`, t.s.Host, key)
+	err = t.Get(ctx, &old, `SELECT value FROM settings WHERE host = ? AND key = ?`, t.s.Host, key)
 	if errors.Is(err, sql.ErrNoRows) {
-		_, err = t.exec(ctx, `INSERT INTO settings (host, key, value, updated_at) VALUES (?, ?, ?, ?)`, t.s.Host, key, value, toMicros(time.Now()))
+		_, err = t.Exec(ctx, `INSERT INTO settings (host, key, value, updated_at) VALUES (?, ?, ?, ?)`, t.s.Host, key, value, toMicros(time.Now()))
 		return "", err
 	}
 	if err != nil {
 		return "", err
 	}
-	_, err = t.exec(ctx, `UPDATE settings SET value = ?, updated_at = ? WHERE host = ? AND key = ?`, value, toMicros(time.Now()), t.s.Host, key)
+	_, err = t.Exec(ctx, `UPDATE settings SET value = ?, updated_at = ? WHERE host = ? AND key = ?`, value, toMicros(time.Now()), t.s.Host, key)
 	return old, err
 }
 
 // ResetSetting forgets a stored setting, so that the environment or the
 // default applies again; ok is false when it was not stored.
 func (t *Tx) ResetSetting(ctx context.Context, key string) (ok bool, err error) {
-	res, err := t.exec(ctx, `DELETE FROM settings WHERE host = ? AND key = ?`, t.s.Host, key)
+	res, err := t.Exec(ctx, `DELETE FROM settings WHERE host = ? AND key = ?`, t.s.Host, key)
 	if err != nil {
 		return false, err
 	}

@@ -34,16 +34,16 @@ type Snapshot struct {
 // the pages that changed: an idle project's tree, unchanged, costs a few
 // pages instead of all of its ~25.
 func (t *Tx) AddSnapshot(ctx context.Context, s Snapshot, tree []byte, retention time.Duration) error {
-	if _, err := t.exec(ctx, `INSERT INTO snapshots (host, project, area, at, size_bytes, apparent_bytes, files, dirs, mtime, partial, errors, kernel_bytes)
+	if _, err := t.Exec(ctx, `INSERT INTO snapshots (host, project, area, at, size_bytes, apparent_bytes, files, dirs, mtime, partial, errors, kernel_bytes)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, t.s.Host, s.Project, s.Area, toMicros(s.At), int64(s.SizeBytes), int64(s.ApparentBytes),
 		int64(s.Files), int64(s.Dirs), toMicros(s.Mtime), s.Partial, int64(s.Errors), s.KernelBytes); err != nil {
 		return err
 	}
-	if _, err := t.exec(ctx, `DELETE FROM snapshots WHERE host = ? AND project = ? AND area = ? AND at < ?`,
+	if _, err := t.Exec(ctx, `DELETE FROM snapshots WHERE host = ? AND project = ? AND area = ? AND at < ?`,
 		t.s.Host, s.Project, s.Area, toMicros(s.At.Add(-retention))); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `INSERT INTO snapshot_trees (host, project, area, at, tree) VALUES (?, ?, ?, ?, ?)
+	_, err := t.Exec(ctx, `INSERT INTO snapshot_trees (host, project, area, at, tree) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (host, project, area) DO UPDATE SET at = excluded.at, tree = excluded.tree`,
 		t.s.Host, s.Project, s.Area, toMicros(s.At), tree)
 	if err != nil {
@@ -74,7 +74,7 @@ func (s *Store) LatestCompleteSnapshot(ctx context.Context, k TreeKey) (Snapshot
 
 func (s *Store) latestSnapshot(ctx context.Context, k TreeKey, and string) (Snapshot, bool, error) {
 	var snap Snapshot
-	err := s.get(ctx, &snap, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ?`+and+` ORDER BY at DESC, id DESC LIMIT 1`,
+	err := s.Get(ctx, &snap, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ?`+and+` ORDER BY at DESC, id DESC LIMIT 1`,
 		s.Host, k.Project, k.Area)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Snapshot{}, false, nil
@@ -91,7 +91,7 @@ func (s *Store) latestSnapshot(ctx context.Context, k TreeKey, and string) (Snap
 // none.
 func (s *Store) LatestTree(ctx context.Context, k TreeKey) ([]byte, error) {
 	var tree []byte
-	err := s.get(ctx, &tree, `SELECT tree FROM snapshot_trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
+	err := s.Get(ctx, &tree, `SELECT tree FROM snapshot_trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -119,7 +119,7 @@ func (s *Store) GrowthTo(ctx context.Context, latest Snapshot, window time.Durat
 		return 0, false, nil
 	}
 	var before Snapshot
-	err = s.get(ctx, &before, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ? AND at <= ? AND NOT partial ORDER BY at DESC, id DESC LIMIT 1`,
+	err = s.Get(ctx, &before, `SELECT `+snapshotCols+` FROM snapshots WHERE host = ? AND project = ? AND area = ? AND at <= ? AND NOT partial ORDER BY at DESC, id DESC LIMIT 1`,
 		s.Host, latest.Project, latest.Area, toMicros(latest.At.Add(-window)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil

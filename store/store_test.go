@@ -35,10 +35,10 @@ func TestMigrateIsIdempotentAndRefusesNewerSchema(t *testing.T) {
 		s := open(t, dsn)
 		open(t, dsn) // a second open migrates nothing and must not fail
 		var n int
-		if err := s.get(ctx, &n, `SELECT COUNT(*) FROM schema_migrations`); err != nil || n != len(migrations) {
+		if err := s.Get(ctx, &n, `SELECT COUNT(*) FROM schema_migrations`); err != nil || n != len(migrations) {
 			t.Fatalf("schema_migrations has %d rows (%v), want %d", n, err, len(migrations))
 		}
-		if _, err := s.db.Exec(s.db.Rebind(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`), len(migrations)+1); err != nil {
+		if _, err := s.SQL.Exec(s.SQL.Rebind(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`), len(migrations)+1); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := Open(ctx, dsn, "host-a"); err == nil {
@@ -614,13 +614,13 @@ func TestSweepPlans(t *testing.T) {
 // every SQLite connection syncs the WAL at commit (PostgreSQL does by default).
 func TestSQLiteCommitsAreDurable(t *testing.T) {
 	s := open(t, t.TempDir()+"/x.db")
-	s.db.SetMaxOpenConns(3)
+	s.SQL.SetMaxOpenConns(3)
 	var wg sync.WaitGroup
 	for range 3 { // several pooled connections: each must carry the pragmas
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tx, err := s.db.Beginx()
+			tx, err := s.SQL.Beginx()
 			if err != nil {
 				t.Error(err)
 				return
@@ -727,10 +727,10 @@ func TestPendingEvictionsKeptAcrossMigration7(t *testing.T) {
 		for _, r := range [][2]string{{"s1", "cache/omni/a"}, {"", "projects/omni"}} {
 			payload := fmt.Sprintf(`{"sweep_id":%q,"path":%q,"state":"pending"}`, r[0], r[1])
 			var id int64
-			if err := old.db.QueryRow(old.db.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (1, ?, 'host-a', 'omni', 't', ?) RETURNING id`), string(journal.TypeEvicted), payload).Scan(&id); err != nil {
+			if err := old.SQL.QueryRow(old.SQL.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (1, ?, 'host-a', 'omni', 't', ?) RETURNING id`), string(journal.TypeEvicted), payload).Scan(&id); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := old.db.Exec(old.db.Rebind(`INSERT INTO evictions_pending (host, sweep_id, path, event_id) VALUES ('host-a', ?, ?, ?)`), r[0], r[1], id); err != nil {
+			if _, err := old.SQL.Exec(old.SQL.Rebind(`INSERT INTO evictions_pending (host, sweep_id, path, event_id) VALUES ('host-a', ?, ?, ?)`), r[0], r[1], id); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -771,7 +771,7 @@ func TestSnapshotTreesMigratedToBytes(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		old := openAtVersion(t, dsn, 5)
 		const v2 = `[2,[".",4096,10,1,1,1796020226539391000],[["f",4096]]]`
-		if _, err := old.db.Exec(old.db.Rebind(`INSERT INTO snapshot_trees (host, project, area, at, tree) VALUES ('host-a', 'omni', 'workspace', 1, ?)`), v2); err != nil {
+		if _, err := old.SQL.Exec(old.SQL.Rebind(`INSERT INTO snapshot_trees (host, project, area, at, tree) VALUES ('host-a', 'omni', 'workspace', 1, ?)`), v2); err != nil {
 			t.Fatal(err)
 		}
 		old.Close()
@@ -809,7 +809,7 @@ func TestPendingEvictionsMigratedFromTheJournal(t *testing.T) {
 			if i == 7 {
 				typ = journal.TypeProjectAdded
 			}
-			if _, err := old.db.Exec(old.db.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (?, ?, ?, ?, 't', ?)`),
+			if _, err := old.SQL.Exec(old.SQL.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (?, ?, ?, ?, 't', ?)`),
 				i, string(typ), r.host, r.project, r.payload); err != nil {
 				t.Fatal(err)
 			}
@@ -871,7 +871,7 @@ func TestKeepingAnUnchangedTreeWritesLittle(t *testing.T) {
 		// The WAL holds just this commit: each call empties it at the end.
 		checkpoint := func(mode string) (frames int) {
 			var busy, done int
-			if err := s.db.QueryRow(`PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &done); err != nil || busy != 0 {
+			if err := s.SQL.QueryRow(`PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &done); err != nil || busy != 0 {
 				t.Fatalf("checkpoint: busy %d, %v", busy, err)
 			}
 			return frames
@@ -946,7 +946,7 @@ func TestDeletionDoneMovesTheVersion(t *testing.T) {
 		version := func() int64 {
 			t.Helper()
 			var v int64
-			if err := s.get(ctx, &v, `SELECT COALESCE(MAX(version), 0) FROM project_versions WHERE host = ? AND project = 'omni'`, s.Host); err != nil {
+			if err := s.Get(ctx, &v, `SELECT COALESCE(MAX(version), 0) FROM project_versions WHERE host = ? AND project = 'omni'`, s.Host); err != nil {
 				t.Fatal(err)
 			}
 			return v
@@ -1007,7 +1007,7 @@ func TestPoolKeepsABurstsConnections(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s := open(t, dsn)
 		idle := PoolIdle
-		if s.postgres {
+		if s.Postgres {
 			idle = s.Bounds().PoolMaxIdle
 		}
 		burst := func() {
@@ -1015,7 +1015,7 @@ func TestPoolKeepsABurstsConnections(t *testing.T) {
 			held := make(chan *sql.Conn, idle)
 			for range idle {
 				wg.Go(func() {
-					c, err := s.db.Conn(ctx)
+					c, err := s.SQL.Conn(ctx)
 					if err != nil {
 						t.Error(err)
 						return
@@ -1031,7 +1031,7 @@ func TestPoolKeepsABurstsConnections(t *testing.T) {
 		}
 		burst()
 		burst()
-		st := s.db.Stats()
+		st := s.SQL.Stats()
 		if st.MaxIdleClosed != 0 || st.Idle < idle {
 			t.Errorf("after two bursts of %d: %d connections closed for the idle limit, %d idle; want none closed and %d idle",
 				idle, st.MaxIdleClosed, st.Idle, idle)
@@ -1045,7 +1045,7 @@ func TestPoolKeepsABurstsConnections(t *testing.T) {
 func TestABurstNeverExhaustsPostgres(t *testing.T) {
 	s := open(t, storetest.Postgres(t)+"&pool_max_open=3")
 	var max int
-	if err := s.db.QueryRow(`SHOW max_connections`).Scan(&max); err != nil {
+	if err := s.SQL.QueryRow(`SHOW max_connections`).Scan(&max); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -1054,7 +1054,7 @@ func TestABurstNeverExhaustsPostgres(t *testing.T) {
 		wg.Go(func() {
 			errs <- s.InTx(ctx, func(tx *Tx) error {
 				var one int
-				err := tx.get(ctx, &one, `SELECT 1`)
+				err := tx.Get(ctx, &one, `SELECT 1`)
 				time.Sleep(20 * time.Millisecond)
 				return err
 			})
@@ -1067,7 +1067,7 @@ func TestABurstNeverExhaustsPostgres(t *testing.T) {
 			t.Fatalf("a transaction of a burst of %d: %v", max+10, err)
 		}
 	}
-	if st := s.db.Stats(); st.MaxOpenConnections != 3 || st.OpenConnections > 3 {
+	if st := s.SQL.Stats(); st.MaxOpenConnections != 3 || st.OpenConnections > 3 {
 		t.Errorf("pool stats %+v: want at most 3 open (pool_max_open=3)", st)
 	}
 }

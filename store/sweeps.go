@@ -17,22 +17,22 @@ import (
 // takeover journalled; otherwise busy names it.
 func (s *Store) LockSweep(ctx context.Context, project string, c Claim) (busy string, err error) {
 	err = s.InTx(ctx, func(tx *Tx) error {
-		if err := tx.lock(ctx, sweepLock(s.Host, project)); err != nil {
+		if err := tx.Lock(ctx, sweepLock(s.Host, project)); err != nil {
 			return err
 		}
 		if err := tx.hold(ctx, c.Holder); err != nil {
 			return err
 		}
 		var other string
-		err := tx.get(ctx, &other, `SELECT holder FROM sweep_locks WHERE host = ? AND project = ?`, s.Host, project)
+		err := tx.Get(ctx, &other, `SELECT holder FROM sweep_locks WHERE host = ? AND project = ?`, s.Host, project)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			_, err = tx.exec(ctx, `INSERT INTO sweep_locks (host, project, holder, at) VALUES (?, ?, ?, ?)`, s.Host, project, c.Holder, toMicros(time.Now()))
+			_, err = tx.Exec(ctx, `INSERT INTO sweep_locks (host, project, holder, at) VALUES (?, ?, ?, ?)`, s.Host, project, c.Holder, toMicros(time.Now()))
 			return err
 		case err != nil:
 			return err
 		case other == c.Holder:
-			_, err = tx.exec(ctx, `UPDATE sweep_locks SET at = ? WHERE host = ? AND project = ?`, toMicros(time.Now()), s.Host, project)
+			_, err = tx.Exec(ctx, `UPDATE sweep_locks SET at = ? WHERE host = ? AND project = ?`, toMicros(time.Now()), s.Host, project)
 			return err
 		}
 		l, why, err := tx.gone(ctx, c, other)
@@ -43,7 +43,7 @@ func (s *Store) LockSweep(ctx context.Context, project string, c Claim) (busy st
 			busy = other
 			return nil
 		}
-		if _, err = tx.exec(ctx, `UPDATE sweep_locks SET holder = ?, at = ? WHERE host = ? AND project = ?`, c.Holder, toMicros(time.Now()), s.Host, project); err != nil {
+		if _, err = tx.Exec(ctx, `UPDATE sweep_locks SET holder = ?, at = ? WHERE host = ? AND project = ?`, c.Holder, toMicros(time.Now()), s.Host, project); err != nil {
 			return err
 		}
 		return tx.tookOver(ctx, c, project, "sweep_lock", project, other, why, l)
@@ -84,7 +84,7 @@ func (s *Store) UnlockSweep(ctx context.Context, project, holder string) error {
 // outcome, once its deletions are journalled.
 func (s *Store) EndSweep(ctx context.Context, project, holder string, deleted bool) error {
 	return s.InTx(ctx, func(tx *Tx) error {
-		if _, err := tx.exec(ctx, `DELETE FROM sweep_locks WHERE host = ? AND project = ? AND holder = ?`, s.Host, project, holder); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM sweep_locks WHERE host = ? AND project = ? AND holder = ?`, s.Host, project, holder); err != nil {
 			return err
 		}
 		if !deleted {
@@ -125,14 +125,14 @@ func (t *Tx) trackEviction(ctx context.Context, id int64, project string, data [
 		if err := t.hold(ctx, k.Holder); err != nil {
 			return err
 		}
-		_, err := t.exec(ctx, `INSERT INTO evictions_pending (host, sweep_id, path, deletion_id, event_id) VALUES (?, ?, ?, ?, ?)
+		_, err := t.Exec(ctx, `INSERT INTO evictions_pending (host, sweep_id, path, deletion_id, event_id) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (host, sweep_id, path, deletion_id) DO UPDATE SET event_id = excluded.event_id`, t.s.Host, k.SweepID, k.Path, k.DeletionID, id)
 		return err
 	}
-	if _, err := t.exec(ctx, `DELETE FROM evictions_pending WHERE host = ? AND sweep_id = ? AND path = ? AND deletion_id = ?`, t.s.Host, k.SweepID, k.Path, k.DeletionID); err != nil {
+	if _, err := t.Exec(ctx, `DELETE FROM evictions_pending WHERE host = ? AND sweep_id = ? AND path = ? AND deletion_id = ?`, t.s.Host, k.SweepID, k.Path, k.DeletionID); err != nil {
 		return err
 	}
-	if k.State != journal.StateDone || project == "" || t.sweepConfirms {
+	if k.State != journal.StateDone || project == "" || t.SweepConfirms {
 		return nil
 	}
 	return t.touchVersion(ctx, project)
@@ -146,11 +146,11 @@ func (t *Tx) trackEviction(ctx context.Context, id int64, project string, data [
 // change mark stood, so the fallback's overview, restamped while the mark
 // stands, listed the deleted path for up to OverviewRebuildAge.
 func (t *Tx) touchVersion(ctx context.Context, project string) error {
-	order, args := changeOrder(t.s.postgres, "?"), []any{t.s.Host, project}
-	if !t.s.postgres {
+	order, args := changeOrder(t.s.Postgres, "?"), []any{t.s.Host, project}
+	if !t.s.Postgres {
 		args = append(args, t.s.Host)
 	}
-	_, err := t.exec(ctx, `INSERT INTO project_versions (host, project, version, changed) VALUES (?, ?, 1, `+order+`)
+	_, err := t.Exec(ctx, `INSERT INTO project_versions (host, project, version, changed) VALUES (?, ?, 1, `+order+`)
 		ON CONFLICT (host, project) DO UPDATE SET version = project_versions.version + 1, changed = excluded.changed`, args...)
 	return err
 }
@@ -172,7 +172,7 @@ func keyOf(rec journal.Evicted) (evictionKey, error) {
 // no later record of the same sweep and path has settled, oldest first.
 func (s *Store) PendingEvictions(ctx context.Context) ([]PendingEviction, error) {
 	var rows []eventRow
-	if err := s.sel(ctx, &rows, `SELECT e.id, e.at, e.type, e.host, e.project, e.actor, e.payload
+	if err := s.Sel(ctx, &rows, `SELECT e.id, e.at, e.type, e.host, e.project, e.actor, e.payload
 		FROM evictions_pending p JOIN events e ON e.id = p.event_id
 		WHERE p.host = ? ORDER BY e.id`, s.Host); err != nil {
 		return nil, err
@@ -229,7 +229,7 @@ func (s *Store) settle(ctx context.Context, project, actor string, rec journal.E
 	settled := false
 	err = s.InTx(ctx, func(tx *Tx) error {
 		// The delete is the gate: of two settlers, one removes the row.
-		res, err := tx.exec(ctx, `DELETE FROM evictions_pending WHERE host = ? AND sweep_id = ? AND path = ? AND deletion_id = ?`,
+		res, err := tx.Exec(ctx, `DELETE FROM evictions_pending WHERE host = ? AND sweep_id = ? AND path = ? AND deletion_id = ?`,
 			s.Host, k.SweepID, k.Path, k.DeletionID)
 		if err != nil {
 			return err
@@ -238,7 +238,7 @@ func (s *Store) settle(ctx context.Context, project, actor string, rec journal.E
 			return err
 		}
 		settled = true
-		tx.sweepConfirms = bySweep
+		tx.SweepConfirms = bySweep
 		return tx.AppendEvent(ctx, project, actor, rec)
 	})
 	return settled, err

@@ -99,18 +99,18 @@ func (f *versionFeed) follow(ctx context.Context, s *Store) (err error) {
 	// One statement, one snapshot: the horizon is read under the same
 	// snapshot as the rows, and a LEFT JOIN brings it back when no row
 	// changed.
-	ctx, done, err := s.bounded(ctx)
+	ctx, done, err := s.Bounded(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { err = done(err) }()
-	st, err := s.prepared(ctx, `WITH h AS (SELECT `+feedHorizon(s.postgres)+` AS horizon)
+	st, err := s.Prepared(ctx, `WITH h AS (SELECT `+feedHorizon(s.Postgres)+` AS horizon)
 		SELECT h.horizon, v.project, v.version FROM h LEFT JOIN project_versions v ON v.host = ? AND v.changed >= ?`)
 	if err != nil {
 		return err
 	}
 	args := []any{s.Host, f.cursor}
-	if !s.postgres {
+	if !s.Postgres {
 		args = append([]any{s.Host}, args...) // the horizon's own host
 	}
 	rows, err := st.QueryContext(ctx, args...)

@@ -121,7 +121,7 @@ func TestProjectVersionMovesWithEveryChangeOfTheProject(t *testing.T) {
 // the feed's answers must be.
 func tableVersions(t *testing.T, s *Store) Versions {
 	t.Helper()
-	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT project, version FROM project_versions WHERE host = ?`), s.Host)
+	rows, err := s.SQL.QueryContext(ctx, s.SQL.Rebind(`SELECT project, version FROM project_versions WHERE host = ?`), s.Host)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,11 +52,11 @@ func (s *Store) BeginWalks(ctx context.Context, keys []TreeKey, at time.Time) (m
 		}
 		// The host's writes in flight are few, whatever its trees: read
 		// them all rather than name thousands of trees.
-		if err := tx.sel(ctx, &earliest, `SELECT project, area, MIN(created_at) AS at FROM reservations WHERE host = ?
+		if err := tx.Sel(ctx, &earliest, `SELECT project, area, MIN(created_at) AS at FROM reservations WHERE host = ?
 			AND bytes = 0 AND inodes = 0 AND temp_path = '' GROUP BY project, area`, s.Host); err != nil {
 			return err
 		}
-		return tx.sel(ctx, &writing, `SELECT project, area, temp_path, bytes, temp_ino FROM reservations WHERE host = ?
+		return tx.Sel(ctx, &writing, `SELECT project, area, temp_path, bytes, temp_ino FROM reservations WHERE host = ?
 			AND temp_path <> '' AND bytes > 0 AND temp_ino <> 0`, s.Host)
 	})
 	if err != nil {
@@ -148,21 +148,21 @@ func (t *Tx) addSnapshots(ctx context.Context, recs []WalkRecord, retention time
 		}
 		keys = append(keys, TreeKey{Project: s.Project, Area: s.Area})
 	}
-	if _, err := t.exec(ctx, `INSERT INTO snapshots (host, project, area, at, size_bytes, apparent_bytes, files, dirs, mtime, partial, errors, kernel_bytes)
+	if _, err := t.Exec(ctx, `INSERT INTO snapshots (host, project, area, at, size_bytes, apparent_bytes, files, dirs, mtime, partial, errors, kernel_bytes)
 		VALUES `+placeholders(len(recs), "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"), args...); err != nil {
 		return err
 	}
 	args = args[:0]
 	q := treesCTE(keys, &args) + `DELETE FROM snapshots WHERE host = ? AND at < ?
 		AND EXISTS (SELECT 1 FROM v WHERE v.project = snapshots.project AND v.area = snapshots.area)`
-	if _, err := t.exec(ctx, q, append(args, t.s.Host, toMicros(earliest.Add(-retention)))...); err != nil {
+	if _, err := t.Exec(ctx, q, append(args, t.s.Host, toMicros(earliest.Add(-retention)))...); err != nil {
 		return err
 	}
 	args = args[:0]
 	for _, r := range recs {
 		args = append(args, t.s.Host, r.Snapshot.Project, r.Snapshot.Area, toMicros(r.Snapshot.At), r.Tree)
 	}
-	_, err := t.exec(ctx, `INSERT INTO snapshot_trees (host, project, area, at, tree) VALUES `+placeholders(len(recs), "(?, ?, ?, ?, ?)")+`
+	_, err := t.Exec(ctx, `INSERT INTO snapshot_trees (host, project, area, at, tree) VALUES `+placeholders(len(recs), "(?, ?, ?, ?, ?)")+`
 		ON CONFLICT (host, project, area) DO UPDATE SET at = excluded.at, tree = excluded.tree`, args...)
 	return err
 }
@@ -189,7 +189,7 @@ func (t *Tx) keepHistories(ctx context.Context, recs []WalkRecord) error {
 		At      int64  `db:"at"`
 		Digest  string `db:"digest"`
 	}
-	if err := t.sel(ctx, &lasts, q, append(args, t.s.Host)...); err != nil {
+	if err := t.Sel(ctx, &lasts, q, append(args, t.s.Host)...); err != nil {
 		return err
 	}
 	type kept struct {
@@ -223,7 +223,7 @@ func (t *Tx) keepHistories(ctx context.Context, recs []WalkRecord) error {
 	if len(keep) == 0 {
 		return nil
 	}
-	if _, err := t.exec(ctx, `INSERT INTO snapshot_history (host, project, area, at, digest, tree) VALUES `+placeholders(len(keep), "(?, ?, ?, ?, ?, ?)")+`
+	if _, err := t.Exec(ctx, `INSERT INTO snapshot_history (host, project, area, at, digest, tree) VALUES `+placeholders(len(keep), "(?, ?, ?, ?, ?, ?)")+`
 		ON CONFLICT (host, project, area, at) DO NOTHING`, args...); err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func (t *Tx) keepHistories(ctx context.Context, recs []WalkRecord) error {
 		AND EXISTS (SELECT 1 FROM v WHERE v.project = snapshot_history.project AND v.area = snapshot_history.area)
 		AND at < (SELECT MAX(x.at) FROM snapshot_history x WHERE x.host = snapshot_history.host AND x.project = snapshot_history.project
 			AND x.area = snapshot_history.area AND x.at <= ?)`
-	_, err := t.exec(ctx, q, append(args, t.s.Host, toMicros(earliest.Add(-HistoryRetention)))...)
+	_, err := t.Exec(ctx, q, append(args, t.s.Host, toMicros(earliest.Add(-HistoryRetention)))...)
 	return err
 }
 
@@ -248,10 +248,10 @@ func (t *Tx) SetBaselines(ctx context.Context, recs []WalkRecord) error {
 	if err := t.admissionLock(ctx); err != nil {
 		return err
 	}
-	if _, err := t.exec(ctx, b.with+` DELETE FROM ledger WHERE `+b.seen, b.args(b.seenArgs)...); err != nil {
+	if _, err := t.Exec(ctx, b.with+` DELETE FROM ledger WHERE `+b.seen, b.args(b.seenArgs)...); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, b.with+`, `+b.sums+` `+b.update, b.args(b.sumsArgs, b.updateArgs)...)
+	_, err := t.Exec(ctx, b.with+`, `+b.sums+` `+b.update, b.args(b.sumsArgs, b.updateArgs)...)
 	return err
 }
 

@@ -1,4 +1,4 @@
-package store
+package base
 
 import (
 	"context"
@@ -44,11 +44,11 @@ func (e *UnreachableError) Hint() string {
 	return "check the network between this host and PostgreSQL (firewall, route, the server's load); the bounds are the DSN's connect_timeout and statement_timeout"
 }
 
-// asUnreachable is err as an UnreachableError when it says that the server
+// AsUnreachable is err as an UnreachableError when it says that the server
 // at addr could not be reached, and nil when it is something else (an SQL
 // error, a cancelled request). cut says the call's budget ran out (budget
 // long) and its connection was cut for it.
-func asUnreachable(err error, addr string, cut bool, budget time.Duration) *UnreachableError {
+func AsUnreachable(err error, addr string, cut bool, budget time.Duration) *UnreachableError {
 	if err == nil {
 		return nil
 	}

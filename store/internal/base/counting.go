@@ -1,4 +1,4 @@
-package store
+package base
 
 import (
 	"context"
@@ -14,36 +14,36 @@ import (
 // BEGIN, COMMIT and ROLLBACK. A read of a host's trees is held to a
 // constant count by it (the set-based reads' tests): on PostgreSQL each is
 // a round trip, and a per-tree statement on 1,000 trees cost seconds.
-func (s *Store) Statements() int64 { return s.meter.n.Load() }
+func (s *DB) Statements() int64 { return s.Meter.n.Load() }
 
 // TrackCommits makes the store keep the duration of each commit from now
 // on (the client's view: the round trip and the server's flush), until
 // Commits takes them: a fleet benchmark's p99 commit latency. At most
 // maxTrackedCommits are kept; untracked, a commit costs one atomic load.
-func (s *Store) TrackCommits() { s.meter.track.Store(true) }
+func (s *DB) TrackCommits() { s.Meter.track.Store(true) }
 
 // Commits stops tracking and returns the durations kept since TrackCommits.
-func (s *Store) Commits() []time.Duration {
-	s.meter.track.Store(false)
-	s.meter.mu.Lock()
-	defer s.meter.mu.Unlock()
-	out := slices.Clone(s.meter.commits)
-	s.meter.commits = s.meter.commits[:0]
+func (s *DB) Commits() []time.Duration {
+	s.Meter.track.Store(false)
+	s.Meter.mu.Lock()
+	defer s.Meter.mu.Unlock()
+	out := slices.Clone(s.Meter.commits)
+	s.Meter.commits = s.Meter.commits[:0]
 	return out
 }
 
 const maxTrackedCommits = 1 << 20
 
-// meter is what a store's connections report into: the statements they
+// Meter is what a store's connections report into: the statements they
 // sent, and each commit's duration while tracked.
-type meter struct {
+type Meter struct {
 	n       atomic.Int64
 	track   atomic.Bool
 	mu      sync.Mutex
 	commits []time.Duration
 }
 
-func (m *meter) commit(commit func() error) error {
+func (m *Meter) commit(commit func() error) error {
 	m.n.Add(1)
 	if !m.track.Load() {
 		return commit()
@@ -59,15 +59,20 @@ func (m *meter) commit(commit func() error) error {
 	return err
 }
 
-// countingConnector hands out connections that count what they send into n.
+// CountingConnector hands out connections that count what they send into n.
 // It wraps every connection the store opens, on both drivers: an atomic add
 // per statement is nothing beside the statement.
-type countingConnector struct {
+type CountingConnector struct {
 	inner driver.Connector
-	n     *meter
+	n     *Meter
 }
 
-func (c countingConnector) Connect(ctx context.Context) (driver.Conn, error) {
+// Counting is inner's connections, counted into m.
+func Counting(inner driver.Connector, m *Meter) CountingConnector {
+	return CountingConnector{inner: inner, n: m}
+}
+
+func (c CountingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -75,7 +80,7 @@ func (c countingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	return countingConn{c: conn, n: c.n}, nil
 }
 
-func (c countingConnector) Driver() driver.Driver { return c.inner.Driver() }
+func (c CountingConnector) Driver() driver.Driver { return c.inner.Driver() }
 
 // countingConn passes every call on to c, counting the statements. The
 // interfaces both drivers' connections implement are implemented here;
@@ -83,7 +88,7 @@ func (c countingConnector) Driver() driver.Driver { return c.inner.Driver() }
 // (driver.ErrSkip), so that the pool falls back exactly as it would.
 type countingConn struct {
 	c driver.Conn
-	n *meter
+	n *Meter
 }
 
 func (w countingConn) Prepare(q string) (driver.Stmt, error) {
@@ -180,18 +185,18 @@ func (w countingConn) CheckNamedValue(nv *driver.NamedValue) error {
 
 type countingStmt struct {
 	s driver.Stmt
-	n *meter
+	n *Meter
 }
 
 func (w countingStmt) Close() error  { return w.s.Close() }
 func (w countingStmt) NumInput() int { return w.s.NumInput() }
 
 func (w countingStmt) Exec(args []driver.Value) (driver.Result, error) {
-	return w.ExecContext(context.Background(), named(args))
+	return w.ExecContext(context.Background(), Named(args))
 }
 
 func (w countingStmt) Query(args []driver.Value) (driver.Rows, error) {
-	return w.QueryContext(context.Background(), named(args))
+	return w.QueryContext(context.Background(), Named(args))
 }
 
 func (w countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
@@ -229,8 +234,17 @@ func values(args []driver.NamedValue) []driver.Value {
 
 type countingTx struct {
 	t driver.Tx
-	n *meter
+	n *Meter
 }
 
 func (w countingTx) Commit() error   { return w.n.commit(w.t.Commit) }
 func (w countingTx) Rollback() error { w.n.n.Add(1); return w.t.Rollback() }
+
+// Named is args numbered as database/sql numbers them.
+func Named(args []driver.Value) []driver.NamedValue {
+	out := make([]driver.NamedValue, len(args))
+	for i, v := range args {
+		out[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return out
+}

@@ -1,4 +1,4 @@
-package store
+package base
 
 import (
 	"context"
@@ -21,9 +21,9 @@ import (
 
 type budgetKey struct{}
 
-// waitBudget is what is left of a request's budget. Calls made at the
+// WaitBudget is what is left of a request's budget. Calls made at the
 // same time are each charged their own time: the budget errs short.
-type waitBudget struct {
+type WaitBudget struct {
 	mu    sync.Mutex
 	total time.Duration
 	left  time.Duration
@@ -33,59 +33,59 @@ type waitBudget struct {
 // already in ctx is kept (the first one set bounds the request); d <= 0
 // sets none.
 func WithBudget(ctx context.Context, d time.Duration) context.Context {
-	if d <= 0 || budgetOf(ctx) != nil {
+	if d <= 0 || BudgetOf(ctx) != nil {
 		return ctx
 	}
-	return context.WithValue(ctx, budgetKey{}, &waitBudget{total: d, left: d})
+	return context.WithValue(ctx, budgetKey{}, &WaitBudget{total: d, left: d})
 }
 
 // BudgetLeft is what is left of ctx's budget, and false when it has none.
 func BudgetLeft(ctx context.Context) (time.Duration, bool) {
-	b := budgetOf(ctx)
+	b := BudgetOf(ctx)
 	if b == nil {
 		return 0, false
 	}
-	return b.remaining(), true
+	return b.Remaining(), true
 }
 
-func budgetOf(ctx context.Context) *waitBudget {
-	b, _ := ctx.Value(budgetKey{}).(*waitBudget)
+func BudgetOf(ctx context.Context) *WaitBudget {
+	b, _ := ctx.Value(budgetKey{}).(*WaitBudget)
 	return b
 }
 
-func (b *waitBudget) remaining() time.Duration {
+func (b *WaitBudget) Remaining() time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.left
 }
 
-func (b *waitBudget) charge(d time.Duration) {
+func (b *WaitBudget) Charge(d time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.left -= d
 }
 
 // spent is the error of a call made with no budget left.
-func (b *waitBudget) spent(addr string) error {
+func (b *WaitBudget) Spent(addr string) error {
 	return &UnreachableError{Addr: addr, TimedOut: true, Err: context.DeadlineExceeded,
 		Why: "did not answer within the request's budget of " + b.total.Round(100*time.Millisecond).String()}
 }
 
-// bounded is ctx with a deadline at what is left of its budget, for the
+// Bounded is ctx with a deadline at what is left of its budget, for the
 // part of a call database/sql does before the driver sees it (a wait for
 // a connection from a full pool, or for one its opener dials); done maps
 // that wait's timeout to an UnreachableError, charges the request what of
 // the call's time the driver's calls did not (that wait), and must be
 // called when the call is over (its rows closed). Without a budget (or on
 // SQLite) ctx is returned as is.
-func (s *Store) bounded(ctx context.Context) (context.Context, func(error) error, error) {
-	b := budgetOf(ctx)
-	if b == nil || !s.postgres {
+func (s *DB) Bounded(ctx context.Context) (context.Context, func(error) error, error) {
+	b := BudgetOf(ctx)
+	if b == nil || !s.Postgres {
 		return ctx, func(err error) error { return err }, nil
 	}
-	left := b.remaining()
+	left := b.Remaining()
 	if left <= 0 {
-		return ctx, nil, b.spent(s.addr)
+		return ctx, nil, b.Spent(s.Addr)
 	}
 	charged := new(atomic.Int64)
 	bctx, cancel := context.WithTimeout(context.WithValue(ctx, callChargeKey{}, charged), left)
@@ -97,11 +97,11 @@ func (s *Store) bounded(ctx context.Context) (context.Context, func(error) error
 		// calls each waited there nearly their budget took many times it
 		// (a burst of requests against a stalled store queued for minutes).
 		if waited := time.Since(start) - time.Duration(charged.Load()); waited > 0 {
-			b.charge(waited)
+			b.Charge(waited)
 		}
 		var u *UnreachableError
 		if over && err != nil && !errors.As(err, &u) && errors.Is(err, context.DeadlineExceeded) {
-			return b.spent(s.addr)
+			return b.Spent(s.Addr)
 		}
 		return err
 	}, nil
@@ -111,17 +111,17 @@ func (s *Store) bounded(ctx context.Context) (context.Context, func(error) error
 // driver's calls charged of it (guard), so that bounded charges the rest.
 type callChargeKey struct{}
 
-// chargedCall adds d to the charge of the call under bounded in ctx.
-func chargedCall(ctx context.Context, d time.Duration) {
+// ChargedCall adds d to the charge of the call under bounded in ctx.
+func ChargedCall(ctx context.Context, d time.Duration) {
 	if c, ok := ctx.Value(callChargeKey{}).(*atomic.Int64); ok {
 		c.Add(int64(d))
 	}
 }
 
-// boundedRead is read under bounded: a read that closes its rows before
+// BoundedRead is read under Bounded: a read that closes its rows before
 // it returns.
-func boundedRead[T any](ctx context.Context, s *Store, read func(context.Context) (T, error)) (T, error) {
-	ctx, done, err := s.bounded(ctx)
+func BoundedRead[T any](ctx context.Context, s *DB, read func(context.Context) (T, error)) (T, error) {
+	ctx, done, err := s.Bounded(ctx)
 	if err != nil {
 		var zero T
 		return zero, err
@@ -155,31 +155,31 @@ func (l *Lock) Unlock() { <-l.ch }
 // charging the wait to it; when the budget runs out first it fails with
 // the budget's UnreachableError. Without a budget, or on SQLite (bounded
 // by its busy_timeout), it waits until l is free or ctx ends.
-func (s *Store) LockWithin(ctx context.Context, l *Lock) error {
+func (s *DB) LockWithin(ctx context.Context, l *Lock) error {
 	l.init()
 	select {
 	case l.ch <- struct{}{}:
 		return nil
 	default:
 	}
-	b := budgetOf(ctx)
+	b := BudgetOf(ctx)
 	var expired <-chan time.Time
 	start := time.Now()
-	if b != nil && s.postgres {
-		left := b.remaining()
+	if b != nil && s.Postgres {
+		left := b.Remaining()
 		if left <= 0 {
-			return b.spent(s.addr)
+			return b.Spent(s.Addr)
 		}
 		t := time.NewTimer(left)
 		defer t.Stop()
 		expired = t.C
-		defer func() { b.charge(time.Since(start)) }()
+		defer func() { b.Charge(time.Since(start)) }()
 	}
 	select {
 	case l.ch <- struct{}{}:
 		return nil
 	case <-expired:
-		return b.spent(s.addr)
+		return b.Spent(s.Addr)
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
