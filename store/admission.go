@@ -10,10 +10,12 @@ import (
 
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store/internal/base"
+	"github.com/xfsq/xfsq/store/internal/walks"
 )
 
 // TreeKey names one tree of this host.
-type TreeKey struct{ Project, Area string }
+type TreeKey = base.TreeKey
 
 // Reservation holds bytes and inodes for a write in flight.
 type Reservation struct {
@@ -69,7 +71,7 @@ var ErrReservationGone = errors.New("the write's reservation expired and was rec
 
 // admissionLock serialises admission on this host: the root budget spans
 // every tree, so every reservation takes the same lock.
-func (t *Tx) admissionLock(ctx context.Context) error { return t.Lock(ctx, "admission:"+t.s.Host) }
+func (t *Tx) admissionLock(ctx context.Context) error { return t.AdmissionLock(ctx) }
 
 // HolderGone reports whether the operation named by a reservation's holder
 // (pid.start@host/op-N, as core.HolderOf names it), whose process holds
@@ -99,9 +101,9 @@ func (t *Tx) reclaim(ctx context.Context, now time.Time, gone HolderGone) ([]Res
 			// means something only on that one (a container sharing the
 			// hostname in a pid namespace of its own is another).
 			var l HolderLease
-			if ProcessOf(r.Holder) != t.s.liveness().Process {
+			if ProcessOf(r.Holder) != t.s.Liveness().Process {
 				var err error
-				if l, err = t.holderLease(ctx, r.Holder); err != nil {
+				if l, err = t.HolderLease(ctx, r.Holder); err != nil {
 					return nil, err
 				}
 			}
@@ -155,8 +157,8 @@ func (t *Tx) account(ctx context.Context, k TreeKey) (treeAccount, error) {
 	return treeAccount{
 		Limits: quota.Limits{BytesSoft: uint64(row.BytesSoft), BytesHard: uint64(row.BytesHard),
 			InodesSoft: uint64(row.InodesSoft), InodesHard: uint64(row.InodesHard)},
-		Used:           quota.Usage{Bytes: nonNegative(row.Bytes + resBytes), Inodes: nonNegative(row.Inodes + resInodes)},
-		Reserved:       quota.Usage{Bytes: nonNegative(resBytes), Inodes: nonNegative(resInodes)},
+		Used:           quota.Usage{Bytes: base.NonNegative(row.Bytes + resBytes), Inodes: base.NonNegative(row.Inodes + resInodes)},
+		Reserved:       quota.Usage{Bytes: base.NonNegative(resBytes), Inodes: base.NonNegative(resInodes)},
 		SoftExceeded:   row.SoftExceeded,
 		BytesSoftSince: fromMicros(row.BytesSince), InodesSoftSince: fromMicros(row.InodesSince),
 	}, nil
@@ -178,14 +180,7 @@ func (t *Tx) rootUsed(ctx context.Context) (uint64, error) {
 	if err := q(`SELECT COALESCE(SUM(bytes), 0) FROM reservations WHERE host = ?`, &res); err != nil {
 		return 0, err
 	}
-	return nonNegative(trees + res), nil
-}
-
-func nonNegative(v int64) uint64 {
-	if v < 0 {
-		return 0
-	}
-	return uint64(v)
+	return base.NonNegative(trees + res), nil
 }
 
 func (t *Tx) admit(ctx context.Context, k TreeKey, admit AdmitFunc) error {
@@ -218,7 +213,7 @@ func (s *Store) Reserve(ctx context.Context, k TreeKey, bytes, inodes uint64, ho
 		}
 		// Its process's lease, so that another machine (or container) can
 		// tell whether the writer still runs.
-		if err := tx.hold(ctx, holder); err != nil {
+		if err := tx.Hold(ctx, holder); err != nil {
 			return err
 		}
 		args := []any{s.Host, k.Project, k.Area, int64(bytes), int64(inodes), holder, tempPath, toMicros(now.Add(ttl)), toMicros(now)}
@@ -411,13 +406,13 @@ func (t *Tx) ledgerChanged(ctx context.Context, k TreeKey, actor string, pending
 	}
 	used := acct.committed()
 	var bytesGrace, inodesGrace time.Time
-	if grace, ok := ctx.Value(graceKey{}).(time.Duration); ok {
+	if grace, ok := ctx.Value(walks.GraceKey{}).(time.Duration); ok {
 		now := time.Now()
 		// The timers as startGrace just left them: running since before, or from now.
 		bytesGrace = graceEnd(acct.BytesSoftSince, now, grace)
 		inodesGrace = graceEnd(acct.InodesSoftSince, now, grace)
 	}
-	over, err := t.overLimits(ctx, k)
+	over, err := t.OverLimits(ctx, k)
 	if err != nil {
 		return err
 	}
@@ -425,7 +420,7 @@ func (t *Tx) ledgerChanged(ctx context.Context, k TreeKey, actor string, pending
 		if c.Over == over[c.Limit] {
 			continue // as recorded: the common case costs the one read above
 		}
-		if _, err := t.recordCrossing(ctx, actor, c); err != nil {
+		if _, err := t.RecordCrossing(ctx, actor, c); err != nil {
 			return err
 		}
 	}
@@ -601,30 +596,6 @@ func (s *Store) Reservations(ctx context.Context) ([]Reservation, error) {
 	return out, err
 }
 
-// Walk is when a walk of a tree began, as BeginWalk reads it.
-type Walk struct {
-	// At is when it began: the tree's walked_at from then on.
-	At time.Time
-	// Settled is the latest moment by which every write committed to the
-	// ledger had its file in place for the walk to see: At, or just before
-	// the earliest write of the tree committed but not linked as the walk
-	// began (a write links its file only after its ledger row is
-	// stamped). Ledger rows up to Settled are in the walk's figure; later
-	// ones stay.
-	Settled time.Time
-	// Writing is what the walk must leave out (inventory.Options.Writing):
-	// the named temporary files at the tree's top of the writes in
-	// progress as it began, each with the room its reservation holds.
-	// Their reservations count them; a walk counting them too counted each
-	// twice until the next walk.
-	Writing map[string]InProgress
-}
-
-// InProgress is one write's named temporary file: its inode (TempInode
-// recorded it) and the room its reservation holds. The walker has its own
-// (inventory.InProgress): store imports nothing of xfsq but quota and journal.
-type InProgress struct{ Ino, Room uint64 }
-
 // TempInode records the inode of the named temporary file of the write
 // holding reservation id, so that walks leave out that file alone.
 func (s *Store) TempInode(ctx context.Context, id int64, ino uint64) error {
@@ -635,10 +606,6 @@ func (s *Store) TempInode(ctx context.Context, id int64, ino uint64) error {
 	_, err = s.SQL.ExecContext(ctx, s.SQL.Rebind(`UPDATE reservations SET temp_ino = ? WHERE id = ?`), int64(ino), id)
 	return done(err)
 }
-
-// WalkAt is a walk that began at t with no write through xfsq in flight:
-// for tests, and for a tree no writer can reach yet.
-func WalkAt(t time.Time) Walk { return Walk{At: t, Settled: t} }
 
 // BeginWalk is the Walk of a walk of k beginning at at: call it after
 // reading at and before the walk reads the tree. It reads the tree's
@@ -697,19 +664,6 @@ func (s *Store) BeginWalk(ctx context.Context, k TreeKey, at time.Time) (Walk, e
 // counted twice until the next walk — an over-count, never an under-count.
 func (s *Store) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, seen WalkSeen) error {
 	return s.InTx(ctx, func(tx *Tx) error { return tx.SetBaseline(ctx, k, u, w, seen) })
-}
-
-// WalkSeen says what a walk may have missed. Either makes its figure a
-// floor: it is only taken where it raises the tree's usage, never to lower
-// it.
-type WalkSeen struct {
-	// Unsettled: entries vanished or changed under the walk (a tenant
-	// renaming directories while it ran can hide one from it).
-	Unsettled bool
-	// Hidden: mount points hid part of the tree from the walk, and what is
-	// beneath them was never counted; Baseline says so until a walk sees
-	// the whole tree, so that nothing is credited by this one.
-	Hidden bool
 }
 
 // SetBaseline is Store.SetBaseline inside the caller's transaction.
@@ -863,7 +817,7 @@ func (s *Store) Read(ctx context.Context, k TreeKey) (TreeRead, error) {
 	}
 	return TreeRead{
 		Limits:         quota.Limits{BytesSoft: uint64(row.BytesSoft), BytesHard: uint64(row.BytesHard), InodesSoft: uint64(row.InodesSoft), InodesHard: uint64(row.InodesHard)},
-		Used:           quota.Usage{Bytes: nonNegative(row.Bytes), Inodes: nonNegative(row.Inodes)},
+		Used:           quota.Usage{Bytes: base.NonNegative(row.Bytes), Inodes: base.NonNegative(row.Inodes)},
 		WalkedAt:       fromMicros(row.WalkedAt),
 		BytesSoftSince: fromMicros(row.BytesSince), InodesSoftSince: fromMicros(row.InodesSince),
 	}, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store/internal/registry"
 )
 
 // Reserving first reclaims what can never be committed — reservations past
@@ -278,13 +279,13 @@ func ledgerSums(t *testing.T, s *Store) (kept, rows map[TreeKey]quota.Usage) {
 		t.Fatal(err)
 	}
 	for _, r := range ks {
-		kept[TreeKey{r.Project, r.Area}] = quota.Usage{Bytes: uint64(r.Bytes), Inodes: uint64(r.Inodes)}
+		kept[TreeKey{Project: r.Project, Area: r.Area}] = quota.Usage{Bytes: uint64(r.Bytes), Inodes: uint64(r.Inodes)}
 		var sum struct{ Bytes, Inodes int64 }
 		if err := s.SQL.GetContext(ctx, &sum, s.SQL.Rebind(`SELECT COALESCE(SUM(bytes), 0) AS bytes, COALESCE(SUM(inodes), 0) AS inodes FROM ledger
 			WHERE host = ? AND project = ? AND area = ?`), s.Host, r.Project, r.Area); err != nil {
 			t.Fatal(err)
 		}
-		rows[TreeKey{r.Project, r.Area}] = quota.Usage{Bytes: uint64(sum.Bytes), Inodes: uint64(sum.Inodes)}
+		rows[TreeKey{Project: r.Project, Area: r.Area}] = quota.Usage{Bytes: uint64(sum.Bytes), Inodes: uint64(sum.Inodes)}
 	}
 	return kept, rows
 }
@@ -383,7 +384,7 @@ func TestLedgerSumFollowsItsRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, u := range us {
-			r, _ := s.Read(ctx, TreeKey{u.Project, u.Area})
+			r, _ := s.Read(ctx, TreeKey{Project: u.Project, Area: u.Area})
 			if u.Used != r.Used {
 				t.Errorf("%s: TreeUsages says %+v, Read %+v", u.Project, u.Used, r.Used)
 			}
@@ -399,7 +400,7 @@ func TestLedgerSumAcrossMigration13(t *testing.T) {
 			if _, _, err := tx.InsertProject(ctx, "omni", "", time.Now()); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO trees (host, `+treeCols+`) VALUES (?, 'omni', 'workspace', 'projects/omni', 'fallback', 'u', 1, 0, 0, 0, 0, FALSE)`, old.Host); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO trees (host, `+registry.TreeCols+`) VALUES (?, 'omni', 'workspace', 'projects/omni', 'fallback', 'u', 1, 0, 0, 0, 0, FALSE)`, old.Host); err != nil {
 				return err
 			}
 			for _, b := range []int64{4096, 8192, -1000} {

@@ -67,13 +67,13 @@ func TestFleetHostsListsEveryHostBeatingOrNot(t *testing.T) {
 		}
 		want := []struct {
 			host     string
-			seen     time.Time
+			Seen     time.Time
 			version  string
 			projects int64
 		}{{"host-a", later, "v2", 2}, {"host-b", at, "v1", 0}, {"host-c", time.Time{}, "", 1}}
 		for i, w := range want {
 			h := hosts[i]
-			if h.Host != w.host || !h.LastSeen.Equal(w.seen) || h.Version != w.version || h.Projects != w.projects {
+			if h.Host != w.host || !h.LastSeen.Equal(w.Seen) || h.Version != w.version || h.Projects != w.projects {
 				t.Errorf("host %d = %+v, want %+v", i, h, w)
 			}
 		}
@@ -206,7 +206,7 @@ func TestFleetTreesReadWithoutJIT(t *testing.T) {
 		return v
 	}
 	var inside string
-	if err := s.withoutJIT(ctx, func(db sqlx.QueryerContext) error { inside = setting(db); return nil }); err != nil {
+	if err := s.WithoutJIT(ctx, func(db sqlx.QueryerContext) error { inside = setting(db); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if before, after := "on", setting(s.SQL); inside != "off" || after != before {

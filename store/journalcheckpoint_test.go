@@ -8,6 +8,7 @@ import (
 
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/store/internal/eventlog"
 )
 
 // A journal checkpoint moves forward only, once from each position: of two
@@ -86,8 +87,8 @@ func TestJournalCheckpointMovesForwardOnce(t *testing.T) {
 
 		// Advanced a record ID at a time, as a long journal is in steps:
 		// the same totals.
-		defer func(span int64) { journalCheckpointSpan = span }(journalCheckpointSpan)
-		journalCheckpointSpan = 1
+		defer func(span int64) { eventlog.JournalCheckpointSpan = span }(eventlog.JournalCheckpointSpan)
+		eventlog.JournalCheckpointSpan = 1
 		if moved, err := s.AdvanceJournalCheckpoint(ctx, time.Now().Add(-5*time.Minute), buckets); err != nil || !moved {
 			t.Fatalf("advance: %v %v", moved, err)
 		}

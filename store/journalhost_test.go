@@ -11,6 +11,7 @@ import (
 
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/store/internal/eventlog"
 )
 
 // A binary one schema version older keeps working on a newer schema that
@@ -119,8 +120,8 @@ func TestJournalQueriesUseTheHostIndex(t *testing.T) {
 			[]any{s.Host, types[0], since, 1 << 40}, "events_"},
 		{"scrape", `SELECT id FROM events WHERE id > $1 AND host = $2 AND type IN ($3, $4) ORDER BY id LIMIT 1000`, []any{0, s.Host, types[0], types[1]}, "events_host_id"},
 		{"pending", `SELECT e.id FROM evictions_pending p JOIN events e ON e.id = p.event_id WHERE p.host = $1 ORDER BY e.id`, []any{s.Host}, "events_"},
-		{"prune", s.SQL.Rebind(pruneBatchQuery), []any{s.Host, since, s.Host, 500}, "events_host_id"},
-		{"catch-up after a checkpoint", `SELECT MIN(id) FROM events WHERE host = $1 AND id > $2 AND ` + totalledIn + ` AND at >= $3`,
+		{"prune", s.SQL.Rebind(eventlog.PruneBatchQuery), []any{s.Host, since, s.Host, 500}, "events_host_id"},
+		{"catch-up after a checkpoint", `SELECT MIN(id) FROM events WHERE host = $1 AND id > $2 AND ` + eventlog.TotalledIn + ` AND at >= $3`,
 			[]any{s.Host, 40, since}, "events_"}, // or (type, at): the records since the horizon are few
 		{"sums after a checkpoint", `SELECT payload FROM events WHERE host = $1 AND type = $2 AND id > $3 AND id <= $4`,
 			[]any{s.Host, types[0], 40, 50}, "events_host_id"},

@@ -21,18 +21,17 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/xfsq/xfsq/store/internal/base"
+	"github.com/xfsq/xfsq/store/internal/migrations"
+	"github.com/xfsq/xfsq/store/internal/sweeps"
 	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite"
 )
 
 // Store is a handle on the database; safe for concurrent use.
 type Store struct {
-	*base.DB
-	readOnly bool // see OpenReadOnly
-	bounds   PostgresOptions
-	probe    generationProbe
-	versions versionFeed // every project's Version, followed (VersionAt)
-	beat     heartbeat   // this process's lease (holders.go)
+	*sweeps.Store      // the areas, each above the one it stands on (levels.go)
+	readOnly      bool // see OpenReadOnly
+	bounds        PostgresOptions
 }
 
 // Open connects to dsn (a postgres:// URL or libpq keywords, or the path of
@@ -43,7 +42,7 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{DB: &base.DB{Host: host, Postgres: kind != KindSQLite}}
+	s := newStore(&base.DB{Host: host, Postgres: kind != KindSQLite})
 	if s.Postgres {
 		pg, err := postgresDSN(dsn, kind)
 		if err != nil {
@@ -110,7 +109,7 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		s.SQL.Close()
 		return nil, fmt.Errorf("connect to the database %s: %w", Redact(dsn), scrub(err, dsn))
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := migrations.Migrate(ctx, s.DB); err != nil {
 		s.SQL.Close()
 		return nil, fmt.Errorf("migrate the database %s: %w", Redact(dsn), scrub(err, dsn))
 	}
@@ -135,38 +134,7 @@ func (s *Store) Driver() string {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	s.beat.close()
-	s.probe.close()
-	s.CloseStatements()
-	return s.SQL.Close()
-}
-
-// Tx is one transaction; every write goes through one.
-type Tx struct {
-	*base.Tx
-	s *Store
-}
-
-// InTx runs fn in a transaction, committed if fn returns nil.
-func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
-	ctx, done, err := s.Bounded(ctx)
-	if err != nil {
-		return err
-	}
-	tx, err := s.SQL.BeginTxx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin transaction: %w", done(err))
-	}
-	if err := fn(&Tx{Tx: &base.Tx{SQL: tx, DB: s.DB}, s: s}); err != nil {
-		tx.Rollback()
-		return done(err)
-	}
-	err = tx.Commit()
-	s.Committed.Add(1) // even a failed commit: whether it took is unknown
-	if err = done(err); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return s.Store.Close()
 }
 
 func toMicros(t time.Time) int64    { return base.ToMicros(t) }

@@ -16,6 +16,7 @@ import (
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store/internal/migrations"
 )
 
 var ctx = context.Background()
@@ -35,10 +36,10 @@ func TestMigrateIsIdempotentAndRefusesNewerSchema(t *testing.T) {
 		s := open(t, dsn)
 		open(t, dsn) // a second open migrates nothing and must not fail
 		var n int
-		if err := s.Get(ctx, &n, `SELECT COUNT(*) FROM schema_migrations`); err != nil || n != len(migrations) {
-			t.Fatalf("schema_migrations has %d rows (%v), want %d", n, err, len(migrations))
+		if err := s.Get(ctx, &n, `SELECT COUNT(*) FROM schema_migrations`); err != nil || n != len(migrations.All) {
+			t.Fatalf("schema_migrations has %d rows (%v), want %d", n, err, len(migrations.All))
 		}
-		if _, err := s.SQL.Exec(s.SQL.Rebind(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`), len(migrations)+1); err != nil {
+		if _, err := s.SQL.Exec(s.SQL.Rebind(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`), len(migrations.All)+1); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := Open(ctx, dsn, "host-a"); err == nil {
@@ -110,10 +111,10 @@ func TestProjectsAndTrees(t *testing.T) {
 	})
 }
 
-// registry runs each ID call in a transaction of its own, as project does.
-type registry struct{ s *Store }
+// idRegistry runs each ID call in a transaction of its own, as project does.
+type idRegistry struct{ s *Store }
 
-func (r registry) Reserve(fsUUID string, rng quota.IDRange, excluded map[quota.ProjectID]bool, owner string) (quota.ProjectID, error) {
+func (r idRegistry) Reserve(fsUUID string, rng quota.IDRange, excluded map[quota.ProjectID]bool, owner string) (quota.ProjectID, error) {
 	var id quota.ProjectID
 	err := r.s.InTx(ctx, func(tx *Tx) error {
 		var err error
@@ -123,12 +124,12 @@ func (r registry) Reserve(fsUUID string, rng quota.IDRange, excluded map[quota.P
 	return id, err
 }
 
-func (r registry) Release(fsUUID string, id quota.ProjectID) error {
+func (r idRegistry) Release(fsUUID string, id quota.ProjectID) error {
 	return r.s.InTx(ctx, func(tx *Tx) error { return tx.ReleaseID(ctx, fsUUID, id) })
 }
 
 // reserveEach reserves n IDs one add at a time, as n adds would.
-func reserveEach(t *testing.T, reg registry, fsUUID string, rng quota.IDRange, excluded map[quota.ProjectID]bool, n int) []quota.ProjectID {
+func reserveEach(t *testing.T, reg idRegistry, fsUUID string, rng quota.IDRange, excluded map[quota.ProjectID]bool, n int) []quota.ProjectID {
 	t.Helper()
 	var got []quota.ProjectID
 	for range n {
@@ -144,7 +145,7 @@ func reserveEach(t *testing.T, reg registry, fsUUID string, rng quota.IDRange, e
 func TestReserveID(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s := open(t, dsn)
-		reg := registry{s}
+		reg := idRegistry{s}
 		rng := quota.IDRange{First: 10, Last: 14}
 		excluded := map[quota.ProjectID]bool{10: true, 12: true}
 		if got := reserveEach(t, reg, "fs1", rng, excluded, 3); fmt.Sprint(got) != "[11 13 14]" {
@@ -210,7 +211,7 @@ func TestReserveIDs(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			storetest.ForEach(t, func(t *testing.T, dsn string) {
 				s := open(t, dsn)
-				reg := registry{s}
+				reg := idRegistry{s}
 				for _, st := range c.steps {
 					if st.release != 0 {
 						if err := reg.Release("fs", st.release); err != nil {
@@ -267,7 +268,7 @@ func TestReserveIDConcurrent(t *testing.T) {
 				}
 				defer s.Close()
 				for range each {
-					id, err := registry{s}.Reserve("fs", quota.DefaultRange, nil, "w")
+					id, err := idRegistry{s}.Reserve("fs", quota.DefaultRange, nil, "w")
 					if err != nil {
 						t.Error(err)
 						return
@@ -301,7 +302,7 @@ func TestEvents(t *testing.T) {
 			{journal.TypeProjectAdded, "a"}, {journal.TypeProjectAdded, "b"}, {journal.TypeQuotaChanged, "a"}, {journal.TypeProjectRemoved, "a"},
 		} {
 			if err := s.InTx(ctx, func(tx *Tx) error {
-				return tx.appendEvent(ctx, e.typ, e.project, "alice", map[string]int{"n": i})
+				return tx.AppendEventOfType(ctx, e.typ, e.project, "alice", map[string]int{"n": i})
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -648,7 +649,7 @@ func evicted(t *testing.T, s *Store, project, sweep, path, state string) {
 	if sweep != "" {
 		rec["sweep_id"] = sweep
 	}
-	if err := s.InTx(ctx, func(tx *Tx) error { return tx.appendEvent(ctx, journal.TypeEvicted, project, "t", rec) }); err != nil {
+	if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEventOfType(ctx, journal.TypeEvicted, project, "t", rec) }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -702,7 +703,7 @@ func TestPendingEvictionsOutsideSweepsAreKeyedPerDeletion(t *testing.T) {
 		rec := func(id, state string) {
 			t.Helper()
 			r := map[string]any{"path": "projects/omni/x", "state": state, "deletion_id": id}
-			if err := s.InTx(ctx, func(tx *Tx) error { return tx.appendEvent(ctx, journal.TypeEvicted, "omni", "t", r) }); err != nil {
+			if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEventOfType(ctx, journal.TypeEvicted, "omni", "t", r) }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -751,9 +752,9 @@ func TestPendingEvictionsKeptAcrossMigration7(t *testing.T) {
 // version, for a test of the migrations that follow.
 func openAtVersion(t *testing.T, dsn string, version int) *Store {
 	t.Helper()
-	all := migrations
-	migrations = all[:version]
-	defer func() { migrations = all }()
+	all := migrations.All
+	migrations.All = all[:version]
+	defer func() { migrations.All = all }()
 	s, err := Open(ctx, dsn, "host-a")
 	if err != nil {
 		t.Fatal(err)
@@ -900,7 +901,7 @@ func TestSettlePendingOnlyOnce(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s := open(t, dsn)
 		rec := map[string]any{"path": "projects/omni/old.log", "deletion_id": "d-1", "state": "pending"}
-		if err := s.InTx(ctx, func(tx *Tx) error { return tx.appendEvent(ctx, journal.TypeEvicted, "omni", "t", rec) }); err != nil {
+		if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEventOfType(ctx, journal.TypeEvicted, "omni", "t", rec) }); err != nil {
 			t.Fatal(err)
 		}
 		pending, _ := s.PendingEvictions(ctx)
@@ -909,7 +910,7 @@ func TestSettlePendingOnlyOnce(t *testing.T) {
 		}
 		// Its own process settles it...
 		done := journal.Evicted{Path: "projects/omni/old.log", DeletionID: "d-1", State: journal.StateDone}
-		if err := s.InTx(ctx, func(tx *Tx) error { return tx.appendEvent(ctx, journal.TypeEvicted, "omni", "t", done) }); err != nil {
+		if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEventOfType(ctx, journal.TypeEvicted, "omni", "t", done) }); err != nil {
 			t.Fatal(err)
 		}
 		// ...then a settler that read it as pending comes, twice.
@@ -925,7 +926,7 @@ func TestSettlePendingOnlyOnce(t *testing.T) {
 		}
 		// A deletion still pending is settled, once.
 		rec["deletion_id"], done.DeletionID = "d-2", "d-2"
-		s.InTx(ctx, func(tx *Tx) error { return tx.appendEvent(ctx, journal.TypeEvicted, "omni", "t", rec) })
+		s.InTx(ctx, func(tx *Tx) error { return tx.AppendEventOfType(ctx, journal.TypeEvicted, "omni", "t", rec) })
 		if ok, err := s.SettlePending(ctx, "omni", "sweeper", done); err != nil || !ok {
 			t.Errorf("settle of a pending deletion: %v %v, want it journalled", ok, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -39,8 +40,11 @@ type DB struct {
 	stmts stmtCache // queries asked many times a second, prepared once
 }
 
-// CloseStatements closes the prepared statements (the store's Close).
-func (s *DB) CloseStatements() { s.stmts.close() }
+// Close closes the prepared statements and the database.
+func (s *DB) Close() error {
+	s.stmts.close()
+	return s.SQL.Close()
+}
 
 // Tx is one transaction; every write goes through one.
 type Tx struct {
@@ -52,6 +56,28 @@ type Tx struct {
 	// SweepConfirms: a sweep confirms its own deletion, whose version
 	// move EndSweep makes once for the project (trackEviction).
 	SweepConfirms bool
+}
+
+// InTx runs fn in a transaction, committed if fn returns nil.
+func (s *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
+	ctx, done, err := s.Bounded(ctx)
+	if err != nil {
+		return err
+	}
+	tx, err := s.SQL.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", done(err))
+	}
+	if err := fn(&Tx{SQL: tx, DB: s}); err != nil {
+		tx.Rollback()
+		return done(err)
+	}
+	err = tx.Commit()
+	s.Committed.Add(1) // even a failed commit: whether it took is unknown
+	if err = done(err); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }
 
 // Exec runs query, rebound for the driver, in the transaction.
