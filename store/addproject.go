@@ -13,6 +13,8 @@ import (
 
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store/internal/base"
+	"github.com/xfsq/xfsq/store/internal/registry"
 )
 
 // A project add is two transactions (the project and its trees recorded,
@@ -35,16 +37,13 @@ type NewProject struct {
 	Excluded    map[quota.ProjectID]bool
 }
 
-func projectLock(host, name string) string { return "project:" + host + ":" + name }
-func idsLock(host, fsKey string) string    { return "ids:" + host + ":" + fsKey }
-
 // LockAdd takes, in one statement, the locks AddProject takes: the
 // project name's and the ID registry's of fsKey, held to the end of the
 // transaction. A caller that looks at the filesystem before AddProject
 // (is a tree's directory there?) takes them first, so that what it saw
 // holds until its rows commit.
 func (t *Tx) LockAdd(ctx context.Context, name, fsKey string) error {
-	return t.lock(ctx, projectLock(t.s.Host, name), idsLock(t.s.Host, fsKey))
+	return t.Lock(ctx, registry.ProjectLock(t.s.Host, name), registry.IDsLock(t.s.Host, fsKey))
 }
 
 // AddProject records p as InsertProject, ReserveIDs and InsertTrees do
@@ -61,13 +60,13 @@ func (t *Tx) AddProject(ctx context.Context, p NewProject) (trees []Tree, existi
 	if err := t.LockAdd(ctx, p.Name, p.FSKey); err != nil {
 		return nil, Project{}, false, err
 	}
-	if t.s.postgres && len(p.Trees) > 0 {
+	if t.s.Postgres && len(p.Trees) > 0 {
 		if err := p.Range.Validate(); err != nil {
 			return nil, Project{}, false, err
 		}
 		// The adder's lease, as InsertProject records it, before the row
 		// that names it (renewed for nothing if the name is taken).
-		if err := t.hold(ctx, p.Adder); err != nil {
+		if err := t.Hold(ctx, p.Adder); err != nil {
 			return nil, Project{}, false, err
 		}
 		trees, existing, done, err := t.addProjectAtOnce(ctx, p)
@@ -127,13 +126,13 @@ func (t *Tx) addProjectAtOnce(ctx context.Context, p NewProject) (trees []Tree, 
 			FROM next, generate_series(next.id, LEAST(CAST(? AS BIGINT), next.id + CAST(? AS BIGINT))) g
 			WHERE g <> ALL (CAST(? AS BIGINT[])) ORDER BY g LIMIT ?),
 		v (k, area, path, backend, fs_uuid, bytes_soft, bytes_hard, inodes_soft, inodes_hard, created_dir, owner) AS (VALUES ` +
-		placeholders(n, "(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BOOLEAN), CAST(? AS TEXT))") + `),
+		base.Placeholders(n, "(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BOOLEAN), CAST(? AS TEXT))") + `),
 		ok AS (SELECT NOT EXISTS (SELECT 1 FROM existing) AND (SELECT COUNT(*) FROM ids) = ? AS go),
 		p AS (INSERT INTO projects (host, name, state, created_at, adder) SELECT ?, ?, ?, ?, ? FROM ok WHERE go),
 		r AS (INSERT INTO id_registry (host, fs_key, project_id, owner, created_at)
 			SELECT ?, ?, ids.project_id, v.owner, ? FROM ok, ids JOIN v ON v.k = ids.k WHERE ok.go),
 		l AS (DELETE FROM ledger WHERE host = ? AND project = ? AND area IN (SELECT area FROM v) AND (SELECT go FROM ok)),
-		t AS (INSERT INTO trees (host, ` + treeCols + `)
+		t AS (INSERT INTO trees (host, ` + registry.TreeCols + `)
 			SELECT ?, ?, v.area, v.path, v.backend, v.fs_uuid, ids.project_id, v.bytes_soft, v.bytes_hard, v.inodes_soft, v.inodes_hard, v.created_dir
 			FROM ok, ids JOIN v ON v.k = ids.k WHERE ok.go)
 		SELECT e.state, e.created_at, e.adder, ids.project_id
@@ -144,12 +143,12 @@ func (t *Tx) addProjectAtOnce(ctx context.Context, p NewProject) (trees []Tree, 
 		Adder     sql.NullString `db:"adder"`
 		ProjectID sql.NullInt64  `db:"project_id"`
 	}
-	if err := t.sel(ctx, &rows, q, args...); err != nil {
+	if err := t.Sel(ctx, &rows, q, args...); err != nil {
 		return nil, Project{}, false, err
 	}
 	if len(rows) > 0 && rows[0].State.Valid {
 		r := rows[0]
-		return nil, projectRow{Name: p.Name, State: r.State.String, CreatedAt: r.CreatedAt.Int64, Adder: r.Adder.String}.project(), true, nil
+		return nil, registry.ProjectRow{Name: p.Name, State: r.State.String, CreatedAt: r.CreatedAt.Int64, Adder: r.Adder.String}.ToProject(), true, nil
 	}
 	ids := make([]quota.ProjectID, 0, n)
 	for _, r := range rows {
@@ -176,7 +175,7 @@ func (t *Tx) addProjectAtOnce(ctx context.Context, p NewProject) (trees []Tree, 
 // the new trees' rows and ledger, which no write reaches while the project
 // is being added.
 func (s *Store) MakeReady(ctx context.Context, name, actor string, walks []WalkRecord, added journal.ProjectAdded) ([]TreeRead, error) {
-	if !s.postgres {
+	if !s.Postgres {
 		return s.makeReadyInSteps(ctx, name, actor, walks, added)
 	}
 	payload, err := json.Marshal(added)
@@ -189,18 +188,18 @@ func (s *Store) MakeReady(ctx context.Context, name, actor string, walks []WalkR
 		e AS (INSERT INTO events (at, type, host, project, actor, payload) SELECT ?, ?, ?, ?, ?, ? FROM p)`
 	}
 	readyArgs := []any{StateReady, s.Host, name, toMicros(time.Now()), string(added.Type()), s.Host, name, actor, string(payload)}
-	b := s.baselinesOf(walks)
+	b := s.BaselinesOf(walks)
 	var rows []readyRow
 	if b == nil {
-		err = s.sel(ctx, &rows, `WITH `+ready("")+` SELECT COUNT(*) AS ready FROM p`, readyArgs...)
+		err = s.Sel(ctx, &rows, `WITH `+ready("")+` SELECT COUNT(*) AS ready FROM p`, readyArgs...)
 	} else {
 		// As Read: each walked tree's new row, with its reservations'
 		// sums; none walked (the project gone), one row of zeroes.
-		args := append([]any{"admission:" + s.Host}, b.args(b.seenArgs, b.sumsArgs, b.updateArgs)...)
-		err = s.sel(ctx, &rows, `WITH lk AS (SELECT pg_advisory_xact_lock(hashtext(?)) AS held), `+b.with[len("WITH "):]+`,
-		seen AS (DELETE FROM ledger WHERE EXISTS (SELECT 1 FROM lk) AND `+b.seen+`),
-		`+b.sums+`,
-		walked AS (`+b.update+` AND EXISTS (SELECT 1 FROM lk)
+		args := append([]any{"admission:" + s.Host}, b.Args(b.SeenArgs, b.SumsArgs, b.UpdateArgs)...)
+		err = s.Sel(ctx, &rows, `WITH lk AS (SELECT pg_advisory_xact_lock(hashtext(?)) AS held), `+b.With[len("WITH "):]+`,
+		seen AS (DELETE FROM ledger WHERE EXISTS (SELECT 1 FROM lk) AND `+b.Seen+`),
+		`+b.Sums+`,
+		walked AS (`+b.Update+` AND EXISTS (SELECT 1 FROM lk)
 			RETURNING trees.project, trees.area, trees.bytes_soft, trees.bytes_hard, trees.inodes_soft, trees.inodes_hard,
 				trees.walked_bytes + trees.ledger_bytes AS bytes, trees.walked_inodes + trees.ledger_inodes AS inodes,
 				trees.walked_at, trees.bytes_soft_since, trees.inodes_soft_since),
@@ -213,7 +212,7 @@ func (s *Store) MakeReady(ctx context.Context, name, actor string, walks []WalkR
 			COALESCE(w.walked_at, 0) AS walked_at, COALESCE(w.bytes_soft_since, 0) AS bytes_since, COALESCE(w.inodes_soft_since, 0) AS inodes_since
 		FROM (SELECT 1) one LEFT JOIN walked w ON TRUE`, append(append(args, readyArgs...), s.Host, s.Host)...)
 	}
-	s.commits.Add(1) // a commit of this process's, as InTx counts them (Generation); even a failed one
+	s.Committed.Add(1) // a commit of this process's, as InTx counts them (Generation); even a failed one
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +225,7 @@ func (s *Store) MakeReady(ctx context.Context, name, actor string, walks []WalkR
 // makeReadyInSteps is MakeReady as one step a statement.
 func (s *Store) makeReadyInSteps(ctx context.Context, name, actor string, walks []WalkRecord, added journal.ProjectAdded) ([]TreeRead, error) {
 	var rows []readyRow
-	b := s.baselinesOf(walks)
+	b := s.BaselinesOf(walks)
 	err := s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.SetBaselines(ctx, walks); err != nil {
 			return err
@@ -240,13 +239,13 @@ func (s *Store) makeReadyInSteps(ctx context.Context, name, actor string, walks 
 		if b == nil {
 			return nil
 		}
-		return tx.sel(ctx, &rows, b.with+` SELECT 1 AS ready, t.project, t.area, t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_hard,
+		return tx.Sel(ctx, &rows, b.With+` SELECT 1 AS ready, t.project, t.area, t.bytes_soft, t.bytes_hard, t.inodes_soft, t.inodes_hard,
 			t.walked_bytes + t.ledger_bytes
 				+ COALESCE((SELECT SUM(r.bytes) FROM reservations r WHERE r.host = t.host AND r.project = t.project AND r.area = t.area), 0) AS bytes,
 			t.walked_inodes + t.ledger_inodes
 				+ COALESCE((SELECT SUM(r.inodes) FROM reservations r WHERE r.host = t.host AND r.project = t.project AND r.area = t.area), 0) AS inodes,
 			t.walked_at, t.bytes_soft_since AS bytes_since, t.inodes_soft_since AS inodes_since
-			FROM trees t JOIN w ON w.project = t.project AND w.area = t.area WHERE t.host = ?`, b.args([]any{s.Host})...)
+			FROM trees t JOIN w ON w.project = t.project AND w.area = t.area WHERE t.host = ?`, b.Args([]any{s.Host})...)
 	})
 	if err != nil {
 		return nil, err
@@ -288,7 +287,7 @@ func readsOf(rows []readyRow, walks []WalkRecord) ([]TreeRead, error) {
 		}
 		out = append(out, TreeRead{
 			Limits:         quota.Limits{BytesSoft: uint64(r.BytesSoft), BytesHard: uint64(r.BytesHard), InodesSoft: uint64(r.InodesSoft), InodesHard: uint64(r.InodesHard)},
-			Used:           quota.Usage{Bytes: nonNegative(r.Bytes), Inodes: nonNegative(r.Inodes)},
+			Used:           quota.Usage{Bytes: base.NonNegative(r.Bytes), Inodes: base.NonNegative(r.Inodes)},
 			WalkedAt:       fromMicros(r.WalkedAt),
 			BytesSoftSince: fromMicros(r.BytesSince), InodesSoftSince: fromMicros(r.InodesSince),
 		})
@@ -320,7 +319,7 @@ var ErrAddChanged = errors.New("no longer the interrupted add it was taken for")
 // gone, as c.Gone decides on its lease read here; else it changes
 // nothing and wraps ErrAddChanged.
 func (t *Tx) TakeOverAdd(ctx context.Context, seen Project, c Claim) ([]Tree, error) {
-	if err := t.lock(ctx, projectLock(t.s.Host, seen.Name)); err != nil {
+	if err := t.Lock(ctx, registry.ProjectLock(t.s.Host, seen.Name)); err != nil {
 		return nil, err
 	}
 	now, err := t.Project(ctx, seen.Name)
@@ -330,31 +329,31 @@ func (t *Tx) TakeOverAdd(ctx context.Context, seen Project, c Claim) ([]Tree, er
 	case err != nil:
 		return nil, err
 	case seen.State != StateAdding || now.State != StateAdding || now.Adder != seen.Adder || !now.CreatedAt.Equal(AsStored(seen.CreatedAt)):
-		return nil, fmt.Errorf("project %q: %w: it is now %s", seen.Name, ErrAddChanged, now.describe())
+		return nil, fmt.Errorf("project %q: %w: it is now %s", seen.Name, ErrAddChanged, now.Describe())
 	}
 	if now.Adder != c.Holder {
-		_, why, err := t.gone(ctx, c, now.Adder)
+		_, why, err := t.IsGone(ctx, c, now.Adder)
 		if err != nil {
 			return nil, err
 		}
 		if why == "" {
 			return nil, fmt.Errorf("project %q: %w: its holder %s is under way", seen.Name, ErrAddChanged, now.Adder)
 		}
-		if err := t.hold(ctx, c.Holder); err != nil {
+		if err := t.Hold(ctx, c.Holder); err != nil {
 			return nil, err
 		}
-		if _, err := t.exec(ctx, `UPDATE projects SET adder = ? WHERE host = ? AND name = ?`, c.Holder, t.s.Host, seen.Name); err != nil {
+		if _, err := t.Exec(ctx, `UPDATE projects SET adder = ? WHERE host = ? AND name = ?`, c.Holder, t.s.Host, seen.Name); err != nil {
 			return nil, err
 		}
 	}
-	return trees(ctx, t.sel, t.s.Host, seen.Name)
+	return registry.ReadTrees(ctx, t.Sel, t.s.Host, seen.Name)
 }
 
 // EndRollbackAdd checks, under the project name's lock, that holder still
 // holds the rollback of the add of name it took over (TakeOverAdd): else
 // it wraps ErrAddChanged, and the caller's transaction must change nothing.
 func (t *Tx) EndRollbackAdd(ctx context.Context, name, holder string) error {
-	if err := t.lock(ctx, projectLock(t.s.Host, name)); err != nil {
+	if err := t.Lock(ctx, registry.ProjectLock(t.s.Host, name)); err != nil {
 		return err
 	}
 	now, err := t.Project(ctx, name)
@@ -364,15 +363,7 @@ func (t *Tx) EndRollbackAdd(ctx context.Context, name, holder string) error {
 	case err != nil:
 		return err
 	case now.State != StateAdding || now.Adder != holder:
-		return fmt.Errorf("project %q: %w: its rollback was taken over (it is now %s)", name, ErrAddChanged, now.describe())
+		return fmt.Errorf("project %q: %w: its rollback was taken over (it is now %s)", name, ErrAddChanged, now.Describe())
 	}
 	return nil
-}
-
-// describe is the project's row in words, for an error.
-func (p Project) describe() string {
-	if p.Adder == "" {
-		return p.State
-	}
-	return fmt.Sprintf("%s by %s (the row created %s)", p.State, p.Adder, p.CreatedAt.Format(time.RFC3339Nano))
 }

@@ -247,7 +247,7 @@ func TestTakeOverAdd(t *testing.T) {
 		}
 		for _, c := range []struct {
 			name string
-			seen func(Project) Project
+			Seen func(Project) Project
 			gone Gone
 		}{
 			{"another holder's", func(p Project) Project { p.Adder = "2.2@a/op-1"; return p }, gone},
@@ -257,7 +257,7 @@ func TestTakeOverAdd(t *testing.T) {
 			{"an add of a name gone", func(p Project) Project { p.Name = "ghost"; return p }, gone},
 		} {
 			err := s.InTx(ctx, func(tx *Tx) error {
-				_, err := tx.TakeOverAdd(ctx, c.seen(row), Claim{Holder: "3.3@b/op-1", Gone: c.gone})
+				_, err := tx.TakeOverAdd(ctx, c.Seen(row), Claim{Holder: "3.3@b/op-1", Gone: c.gone})
 				return err
 			})
 			if !errors.Is(err, ErrAddChanged) {

@@ -10,10 +10,12 @@ import (
 
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store/internal/base"
+	"github.com/xfsq/xfsq/store/internal/walks"
 )
 
 // TreeKey names one tree of this host.
-type TreeKey struct{ Project, Area string }
+type TreeKey = base.TreeKey
 
 // Reservation holds bytes and inodes for a write in flight.
 type Reservation struct {
@@ -69,7 +71,7 @@ var ErrReservationGone = errors.New("the write's reservation expired and was rec
 
 // admissionLock serialises admission on this host: the root budget spans
 // every tree, so every reservation takes the same lock.
-func (t *Tx) admissionLock(ctx context.Context) error { return t.lock(ctx, "admission:"+t.s.Host) }
+func (t *Tx) admissionLock(ctx context.Context) error { return t.AdmissionLock(ctx) }
 
 // HolderGone reports whether the operation named by a reservation's holder
 // (pid.start@host/op-N, as core.HolderOf names it), whose process holds
@@ -84,7 +86,7 @@ type HolderGone func(holder string, l HolderLease) bool
 // writers room that nobody holds.
 func (t *Tx) reclaim(ctx context.Context, now time.Time, gone HolderGone) ([]Reservation, error) {
 	var all []Reservation
-	if err := t.sel(ctx, &all, `SELECT id, project, area, bytes, inodes, holder, temp_path, expires_at FROM reservations
+	if err := t.Sel(ctx, &all, `SELECT id, project, area, bytes, inodes, holder, temp_path, expires_at FROM reservations
 		WHERE host = ?`, t.s.Host); err != nil {
 		return nil, err
 	}
@@ -99,9 +101,9 @@ func (t *Tx) reclaim(ctx context.Context, now time.Time, gone HolderGone) ([]Res
 			// means something only on that one (a container sharing the
 			// hostname in a pid namespace of its own is another).
 			var l HolderLease
-			if ProcessOf(r.Holder) != t.s.liveness().Process {
+			if ProcessOf(r.Holder) != t.s.Liveness().Process {
 				var err error
-				if l, err = t.holderLease(ctx, r.Holder); err != nil {
+				if l, err = t.HolderLease(ctx, r.Holder); err != nil {
 					return nil, err
 				}
 			}
@@ -109,7 +111,7 @@ func (t *Tx) reclaim(ctx context.Context, now time.Time, gone HolderGone) ([]Res
 			isGone[r.Holder] = g
 		}
 		if r.Expires < toMicros(now) || g {
-			if _, err := t.exec(ctx, `DELETE FROM reservations WHERE id = ?`, r.ID); err != nil {
+			if _, err := t.Exec(ctx, `DELETE FROM reservations WHERE id = ?`, r.ID); err != nil {
 				return nil, err
 			}
 			dead = append(dead, r)
@@ -136,7 +138,7 @@ func (t *Tx) account(ctx context.Context, k TreeKey) (treeAccount, error) {
 		SoftExceeded                                 bool
 		BytesSince, InodesSince                      int64
 	}
-	err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT bytes_soft, bytes_hard, inodes_soft, inodes_hard,
+	err := t.SQL.QueryRowxContext(ctx, t.SQL.Rebind(`SELECT bytes_soft, bytes_hard, inodes_soft, inodes_hard,
 		walked_bytes + ledger_bytes, walked_inodes + ledger_inodes, soft_exceeded, bytes_soft_since, inodes_soft_since
 		FROM trees WHERE host = ? AND project = ? AND area = ?`), t.s.Host, k.Project, k.Area).Scan(
 		&row.BytesSoft, &row.BytesHard, &row.InodesSoft, &row.InodesHard, &row.Bytes, &row.Inodes, &row.SoftExceeded,
@@ -148,15 +150,15 @@ func (t *Tx) account(ctx context.Context, k TreeKey) (treeAccount, error) {
 		return treeAccount{}, err
 	}
 	var resBytes, resInodes int64
-	if err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT COALESCE(SUM(bytes), 0), COALESCE(SUM(inodes), 0) FROM reservations
+	if err := t.SQL.QueryRowxContext(ctx, t.SQL.Rebind(`SELECT COALESCE(SUM(bytes), 0), COALESCE(SUM(inodes), 0) FROM reservations
 		WHERE host = ? AND project = ? AND area = ?`), t.s.Host, k.Project, k.Area).Scan(&resBytes, &resInodes); err != nil {
 		return treeAccount{}, err
 	}
 	return treeAccount{
 		Limits: quota.Limits{BytesSoft: uint64(row.BytesSoft), BytesHard: uint64(row.BytesHard),
 			InodesSoft: uint64(row.InodesSoft), InodesHard: uint64(row.InodesHard)},
-		Used:           quota.Usage{Bytes: nonNegative(row.Bytes + resBytes), Inodes: nonNegative(row.Inodes + resInodes)},
-		Reserved:       quota.Usage{Bytes: nonNegative(resBytes), Inodes: nonNegative(resInodes)},
+		Used:           quota.Usage{Bytes: base.NonNegative(row.Bytes + resBytes), Inodes: base.NonNegative(row.Inodes + resInodes)},
+		Reserved:       quota.Usage{Bytes: base.NonNegative(resBytes), Inodes: base.NonNegative(resInodes)},
 		SoftExceeded:   row.SoftExceeded,
 		BytesSoftSince: fromMicros(row.BytesSince), InodesSoftSince: fromMicros(row.InodesSince),
 	}, nil
@@ -167,7 +169,7 @@ func (t *Tx) account(ctx context.Context, k TreeKey) (treeAccount, error) {
 func (t *Tx) rootUsed(ctx context.Context) (uint64, error) {
 	var trees, res int64
 	q := func(query string, dst *int64) error {
-		return t.tx.QueryRowxContext(ctx, t.tx.Rebind(query), t.s.Host).Scan(dst)
+		return t.SQL.QueryRowxContext(ctx, t.SQL.Rebind(query), t.s.Host).Scan(dst)
 	}
 	// Each tree at least 0, as account floors it: a tree under-counted
 	// below nothing must not lower its neighbours' share of the budget.
@@ -178,14 +180,7 @@ func (t *Tx) rootUsed(ctx context.Context) (uint64, error) {
 	if err := q(`SELECT COALESCE(SUM(bytes), 0) FROM reservations WHERE host = ?`, &res); err != nil {
 		return 0, err
 	}
-	return nonNegative(trees + res), nil
-}
-
-func nonNegative(v int64) uint64 {
-	if v < 0 {
-		return 0
-	}
-	return uint64(v)
+	return base.NonNegative(trees + res), nil
 }
 
 func (t *Tx) admit(ctx context.Context, k TreeKey, admit AdmitFunc) error {
@@ -218,15 +213,15 @@ func (s *Store) Reserve(ctx context.Context, k TreeKey, bytes, inodes uint64, ho
 		}
 		// Its process's lease, so that another machine (or container) can
 		// tell whether the writer still runs.
-		if err := tx.hold(ctx, holder); err != nil {
+		if err := tx.Hold(ctx, holder); err != nil {
 			return err
 		}
 		args := []any{s.Host, k.Project, k.Area, int64(bytes), int64(inodes), holder, tempPath, toMicros(now.Add(ttl)), toMicros(now)}
 		const insert = `INSERT INTO reservations (host, project, area, bytes, inodes, holder, temp_path, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-		if s.postgres {
-			return tx.get(ctx, &id, insert+` RETURNING id`, args...)
+		if s.Postgres {
+			return tx.Get(ctx, &id, insert+` RETURNING id`, args...)
 		}
-		res, err := tx.exec(ctx, insert, args...)
+		res, err := tx.Exec(ctx, insert, args...)
 		if err != nil {
 			return err
 		}
@@ -253,7 +248,7 @@ func (s *Store) Grow(ctx context.Context, k TreeKey, id int64, bytes uint64, ttl
 		if err := tx.admit(ctx, k, admit); err != nil {
 			return err
 		}
-		_, err := tx.exec(ctx, `UPDATE reservations SET bytes = bytes + ?, expires_at = ? WHERE id = ?`,
+		_, err := tx.Exec(ctx, `UPDATE reservations SET bytes = bytes + ?, expires_at = ? WHERE id = ?`,
 			int64(bytes), toMicros(time.Now().Add(ttl)), id)
 		return err
 	})
@@ -266,7 +261,7 @@ func (s *Store) Grow(ctx context.Context, k TreeKey, id int64, bytes uint64, ttl
 func (s *Store) Renew(ctx context.Context, id int64, ttl time.Duration) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		now := time.Now()
-		res, err := tx.exec(ctx, `UPDATE reservations SET expires_at = ? WHERE id = ? AND expires_at >= ?`,
+		res, err := tx.Exec(ctx, `UPDATE reservations SET expires_at = ? WHERE id = ? AND expires_at >= ?`,
 			toMicros(now.Add(ttl)), id, toMicros(now))
 		if err != nil {
 			return err
@@ -282,7 +277,7 @@ func (s *Store) Renew(ctx context.Context, id int64, ttl time.Duration) error {
 
 func (t *Tx) liveReservation(ctx context.Context, id int64) error {
 	var n int
-	if err := t.get(ctx, &n, `SELECT COUNT(*) FROM reservations WHERE id = ? AND expires_at >= ?`, id, toMicros(time.Now())); err != nil {
+	if err := t.Get(ctx, &n, `SELECT COUNT(*) FROM reservations WHERE id = ? AND expires_at >= ?`, id, toMicros(time.Now())); err != nil {
 		return err
 	}
 	if n == 0 {
@@ -328,7 +323,7 @@ func (s *Store) CommitWrite(ctx context.Context, k TreeKey, id int64, bytes int6
 		// expiry: a TTL that ran out between this commit and the link
 		// would let another writer reclaim the mark while it is needed;
 		// a writer that died here leaves it a minute at most.
-		if _, err := tx.exec(ctx, `UPDATE reservations SET bytes = 0, inodes = 0, temp_path = '', expires_at = ? WHERE id = ?`,
+		if _, err := tx.Exec(ctx, `UPDATE reservations SET bytes = 0, inodes = 0, temp_path = '', expires_at = ? WHERE id = ?`,
 			toMicros(time.Now().Add(linkingExpiry)), id); err != nil {
 			return err
 		}
@@ -348,7 +343,7 @@ func (s *Store) Uncommit(ctx context.Context, k TreeKey, bytes, inodes int64, in
 			return err
 		}
 		if ino != 0 {
-			if _, err := tx.exec(ctx, `UPDATE ledger SET ino = 0 WHERE host = ? AND project = ? AND area = ? AND ino = ?`,
+			if _, err := tx.Exec(ctx, `UPDATE ledger SET ino = 0 WHERE host = ? AND project = ? AND area = ? AND ino = ?`,
 				tx.s.Host, k.Project, k.Area, int64(ino)); err != nil {
 				return err
 			}
@@ -374,7 +369,7 @@ func (s *Store) AddLedger(ctx context.Context, k TreeKey, bytes, inodes int64, a
 func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, ino uint64, actor string, since time.Time) error {
 	if bytes < 0 || inodes < 0 {
 		var walkedEnd int64
-		if err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT walked_end FROM trees WHERE host = ? AND project = ? AND area = ?`),
+		if err := t.SQL.QueryRowxContext(ctx, t.SQL.Rebind(`SELECT walked_end FROM trees WHERE host = ? AND project = ? AND area = ?`),
 			t.s.Host, k.Project, k.Area).Scan(&walkedEnd); err == nil && toMicros(since) <= walkedEnd {
 			return nil
 		}
@@ -387,11 +382,11 @@ func (t *Tx) addLedger(ctx context.Context, k TreeKey, bytes, inodes int64, ino 
 
 // insertLedger records a row of the ledger and adds it to the tree's sum.
 func (t *Tx) insertLedger(ctx context.Context, k TreeKey, bytes, inodes int64, ino uint64, since time.Time) error {
-	if _, err := t.exec(ctx, `INSERT INTO ledger (host, project, area, bytes, inodes, at, ino) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := t.Exec(ctx, `INSERT INTO ledger (host, project, area, bytes, inodes, at, ino) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		t.s.Host, k.Project, k.Area, bytes, inodes, toMicros(since), int64(ino)); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `UPDATE trees SET ledger_bytes = ledger_bytes + ?, ledger_inodes = ledger_inodes + ? WHERE host = ? AND project = ? AND area = ?`,
+	_, err := t.Exec(ctx, `UPDATE trees SET ledger_bytes = ledger_bytes + ?, ledger_inodes = ledger_inodes + ? WHERE host = ? AND project = ? AND area = ?`,
 		bytes, inodes, t.s.Host, k.Project, k.Area)
 	return err
 }
@@ -411,13 +406,13 @@ func (t *Tx) ledgerChanged(ctx context.Context, k TreeKey, actor string, pending
 	}
 	used := acct.committed()
 	var bytesGrace, inodesGrace time.Time
-	if grace, ok := ctx.Value(graceKey{}).(time.Duration); ok {
+	if grace, ok := ctx.Value(walks.GraceKey{}).(time.Duration); ok {
 		now := time.Now()
 		// The timers as startGrace just left them: running since before, or from now.
 		bytesGrace = graceEnd(acct.BytesSoftSince, now, grace)
 		inodesGrace = graceEnd(acct.InodesSoftSince, now, grace)
 	}
-	over, err := t.overLimits(ctx, k)
+	over, err := t.OverLimits(ctx, k)
 	if err != nil {
 		return err
 	}
@@ -425,7 +420,7 @@ func (t *Tx) ledgerChanged(ctx context.Context, k TreeKey, actor string, pending
 		if c.Over == over[c.Limit] {
 			continue // as recorded: the common case costs the one read above
 		}
-		if _, err := t.recordCrossing(ctx, actor, c); err != nil {
+		if _, err := t.RecordCrossing(ctx, actor, c); err != nil {
 			return err
 		}
 	}
@@ -444,7 +439,7 @@ func graceEnd(since, now time.Time, grace time.Duration) time.Time {
 // Release drops a reservation whose write was refused or failed.
 func (s *Store) Release(ctx context.Context, id int64) error {
 	return s.InTx(ctx, func(tx *Tx) error {
-		_, err := tx.exec(ctx, `DELETE FROM reservations WHERE id = ?`, id)
+		_, err := tx.Exec(ctx, `DELETE FROM reservations WHERE id = ?`, id)
 		return err
 	})
 }
@@ -503,7 +498,7 @@ func (s *Store) Placed(ctx context.Context, k TreeKey, id int64, r Replaced, gro
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
 		}
-		if _, err := tx.exec(ctx, `DELETE FROM reservations WHERE id = ?`, id); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM reservations WHERE id = ?`, id); err != nil {
 			return err
 		}
 		if err := tx.settle(ctx, k, grown, actor); err != nil {
@@ -533,7 +528,7 @@ func (t *Tx) consumeInodeRow(ctx context.Context, k TreeKey, ino, bytes uint64) 
 		ID    int64 `db:"id"`
 		Bytes int64 `db:"bytes"`
 	}
-	err := t.get(ctx, &row, `SELECT id, bytes FROM ledger WHERE host = ? AND project = ? AND area = ? AND ino = ? AND bytes > 0
+	err := t.Get(ctx, &row, `SELECT id, bytes FROM ledger WHERE host = ? AND project = ? AND area = ? AND ino = ? AND bytes > 0
 		ORDER BY id DESC LIMIT 1`, t.s.Host, k.Project, k.Area, int64(ino))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -541,7 +536,7 @@ func (t *Tx) consumeInodeRow(ctx context.Context, k TreeKey, ino, bytes uint64) 
 	case err != nil:
 		return quota.Usage{}, err
 	}
-	if _, err := t.exec(ctx, `UPDATE ledger SET ino = 0 WHERE id = ?`, row.ID); err != nil {
+	if _, err := t.Exec(ctx, `UPDATE ledger SET ino = 0 WHERE id = ?`, row.ID); err != nil {
 		return quota.Usage{}, err
 	}
 	return quota.Usage{Bytes: min(bytes, uint64(row.Bytes)), Inodes: 1}, nil
@@ -594,51 +589,23 @@ func (s *Store) Reclaim(ctx context.Context, gone HolderGone) (reclaimed []Reser
 // Reservations lists the live and expired reservations of this host.
 func (s *Store) Reservations(ctx context.Context) ([]Reservation, error) {
 	var out []Reservation
-	err := s.sel(ctx, &out, `SELECT id, project, area, bytes, inodes, holder, temp_path, expires_at FROM reservations WHERE host = ? ORDER BY id`, s.Host)
+	err := s.Sel(ctx, &out, `SELECT id, project, area, bytes, inodes, holder, temp_path, expires_at FROM reservations WHERE host = ? ORDER BY id`, s.Host)
 	for i := range out {
 		out[i].ExpiresAt = fromMicros(out[i].Expires)
 	}
 	return out, err
 }
 
-// Walk is when a walk of a tree began, as BeginWalk reads it.
-type Walk struct {
-	// At is when it began: the tree's walked_at from then on.
-	At time.Time
-	// Settled is the latest moment by which every write committed to the
-	// ledger had its file in place for the walk to see: At, or just before
-	// the earliest write of the tree committed but not linked as the walk
-	// began (a write links its file only after its ledger row is
-	// stamped). Ledger rows up to Settled are in the walk's figure; later
-	// ones stay.
-	Settled time.Time
-	// Writing is what the walk must leave out (inventory.Options.Writing):
-	// the named temporary files at the tree's top of the writes in
-	// progress as it began, each with the room its reservation holds.
-	// Their reservations count them; a walk counting them too counted each
-	// twice until the next walk.
-	Writing map[string]InProgress
-}
-
-// InProgress is one write's named temporary file: its inode (TempInode
-// recorded it) and the room its reservation holds. The walker has its own
-// (inventory.InProgress): store imports nothing of xfsq but quota and journal.
-type InProgress struct{ Ino, Room uint64 }
-
 // TempInode records the inode of the named temporary file of the write
 // holding reservation id, so that walks leave out that file alone.
 func (s *Store) TempInode(ctx context.Context, id int64, ino uint64) error {
-	ctx, done, err := s.bounded(ctx)
+	ctx, done, err := s.Bounded(ctx)
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, s.db.Rebind(`UPDATE reservations SET temp_ino = ? WHERE id = ?`), int64(ino), id)
+	_, err = s.SQL.ExecContext(ctx, s.SQL.Rebind(`UPDATE reservations SET temp_ino = ? WHERE id = ?`), int64(ino), id)
 	return done(err)
 }
-
-// WalkAt is a walk that began at t with no write through xfsq in flight:
-// for tests, and for a tree no writer can reach yet.
-func WalkAt(t time.Time) Walk { return Walk{At: t, Settled: t} }
 
 // BeginWalk is the Walk of a walk of k beginning at at: call it after
 // reading at and before the walk reads the tree. It reads the tree's
@@ -660,7 +627,7 @@ func (s *Store) BeginWalk(ctx context.Context, k TreeKey, at time.Time) (Walk, e
 		if err := tx.admissionLock(ctx); err != nil {
 			return err
 		}
-		if err := tx.get(ctx, &earliest, `SELECT MIN(created_at) FROM reservations WHERE host = ? AND project = ? AND area = ?
+		if err := tx.Get(ctx, &earliest, `SELECT MIN(created_at) FROM reservations WHERE host = ? AND project = ? AND area = ?
 			AND bytes = 0 AND inodes = 0 AND temp_path = ''`, s.Host, k.Project, k.Area); err != nil {
 			return err
 		}
@@ -669,7 +636,7 @@ func (s *Store) BeginWalk(ctx context.Context, k TreeKey, at time.Time) (Walk, e
 			Bytes    int64  `db:"bytes"`
 			Ino      int64  `db:"temp_ino"`
 		}
-		if err := tx.sel(ctx, &writing, `SELECT temp_path, bytes, temp_ino FROM reservations WHERE host = ? AND project = ? AND area = ?
+		if err := tx.Sel(ctx, &writing, `SELECT temp_path, bytes, temp_ino FROM reservations WHERE host = ? AND project = ? AND area = ?
 			AND temp_path <> '' AND bytes > 0 AND temp_ino <> 0`, s.Host, k.Project, k.Area); err != nil {
 			return err
 		}
@@ -699,19 +666,6 @@ func (s *Store) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Wal
 	return s.InTx(ctx, func(tx *Tx) error { return tx.SetBaseline(ctx, k, u, w, seen) })
 }
 
-// WalkSeen says what a walk may have missed. Either makes its figure a
-// floor: it is only taken where it raises the tree's usage, never to lower
-// it.
-type WalkSeen struct {
-	// Unsettled: entries vanished or changed under the walk (a tenant
-	// renaming directories while it ran can hide one from it).
-	Unsettled bool
-	// Hidden: mount points hid part of the tree from the walk, and what is
-	// beneath them was never counted; Baseline says so until a walk sees
-	// the whole tree, so that nothing is credited by this one.
-	Hidden bool
-}
-
 // SetBaseline is Store.SetBaseline inside the caller's transaction.
 func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, seen WalkSeen) error {
 	if err := t.admissionLock(ctx); err != nil {
@@ -723,7 +677,7 @@ func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, 
 			return err
 		}
 		var resBytes, resInodes int64
-		if err := t.tx.QueryRowxContext(ctx, t.tx.Rebind(`SELECT COALESCE(SUM(bytes), 0), COALESCE(SUM(inodes), 0) FROM reservations
+		if err := t.SQL.QueryRowxContext(ctx, t.SQL.Rebind(`SELECT COALESCE(SUM(bytes), 0), COALESCE(SUM(inodes), 0) FROM reservations
 			WHERE host = ? AND project = ? AND area = ?`), t.s.Host, k.Project, k.Area).Scan(&resBytes, &resInodes); err != nil {
 			return err
 		}
@@ -737,7 +691,7 @@ func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, 
 	// shrink that began before it ended may be in its figure too: dropped,
 	// as subtracting it twice would under-count.
 	end := toMicros(time.Now())
-	if _, err := t.exec(ctx, `UPDATE trees SET walked_bytes = ?, walked_inodes = ?, walked_at = ?, walked_end = ?, walked_hidden = ? WHERE host = ? AND project = ? AND area = ?`,
+	if _, err := t.Exec(ctx, `UPDATE trees SET walked_bytes = ?, walked_inodes = ?, walked_at = ?, walked_end = ?, walked_hidden = ? WHERE host = ? AND project = ? AND area = ?`,
 		int64(u.Bytes), int64(u.Inodes), toMicros(w.At), end, seen.Hidden, t.s.Host, k.Project, k.Area); err != nil {
 		return err
 	}
@@ -745,14 +699,14 @@ func (t *Tx) SetBaseline(ctx context.Context, k TreeKey, u quota.Usage, w Walk, 
 	if w.Settled.After(w.At) {
 		settled = toMicros(w.At)
 	}
-	if _, err := t.exec(ctx, `DELETE FROM ledger WHERE host = ? AND project = ? AND area = ? AND (at <= ? OR ((bytes < 0 OR inodes < 0) AND at <= ?))`,
+	if _, err := t.Exec(ctx, `DELETE FROM ledger WHERE host = ? AND project = ? AND area = ? AND (at <= ? OR ((bytes < 0 OR inodes < 0) AND at <= ?))`,
 		t.s.Host, k.Project, k.Area, settled, end); err != nil {
 		return err
 	}
 	// The sum anew from the rows kept: those the walk may not have seen,
 	// which a walk's length bounds (rather than subtracting the dropped
 	// rows, which would cost a second pass over what may be millions).
-	if _, err := t.exec(ctx, `UPDATE trees SET
+	if _, err := t.Exec(ctx, `UPDATE trees SET
 		ledger_bytes = COALESCE((SELECT SUM(l.bytes) FROM ledger l WHERE l.host = trees.host AND l.project = trees.project AND l.area = trees.area), 0),
 		ledger_inodes = COALESCE((SELECT SUM(l.inodes) FROM ledger l WHERE l.host = trees.host AND l.project = trees.project AND l.area = trees.area), 0)
 		WHERE host = ? AND project = ? AND area = ?`, t.s.Host, k.Project, k.Area); err != nil {
@@ -779,7 +733,7 @@ func (t *Tx) startGrace(ctx context.Context, k TreeKey, acct treeAccount) error 
 	}
 	used := acct.committed()
 	// A running timer keeps its start (CASE), a tree back under stops it.
-	_, err := t.exec(ctx, `UPDATE trees SET
+	_, err := t.Exec(ctx, `UPDATE trees SET
 		bytes_soft_since = CASE WHEN CAST(? AS BIGINT) = 0 THEN 0 WHEN bytes_soft_since = 0 THEN CAST(? AS BIGINT) ELSE bytes_soft_since END,
 		inodes_soft_since = CASE WHEN CAST(? AS BIGINT) = 0 THEN 0 WHEN inodes_soft_since = 0 THEN CAST(? AS BIGINT) ELSE inodes_soft_since END
 		WHERE host = ? AND project = ? AND area = ?`,
@@ -796,7 +750,7 @@ func (s *Store) GraceStarts(ctx context.Context, k TreeKey) (bytes, inodes time.
 		Bytes  int64 `db:"bytes_soft_since"`
 		Inodes int64 `db:"inodes_soft_since"`
 	}
-	err = s.get(ctx, &row, `SELECT bytes_soft_since, inodes_soft_since FROM trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
+	err = s.Get(ctx, &row, `SELECT bytes_soft_since, inodes_soft_since FROM trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, time.Time{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
 	}
@@ -817,7 +771,7 @@ func (s *Store) Baseline(ctx context.Context, k TreeKey) (Baseline, error) {
 		End    int64 `db:"walked_end"`
 		Hidden bool  `db:"walked_hidden"`
 	}
-	err := s.get(ctx, &row, `SELECT walked_at, walked_end, walked_hidden FROM trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
+	err := s.Get(ctx, &row, `SELECT walked_at, walked_end, walked_hidden FROM trees WHERE host = ? AND project = ? AND area = ?`, s.Host, k.Project, k.Area)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Baseline{}, fmt.Errorf("tree %s/%s: %w", k.Project, k.Area, ErrNotFound)
 	}
@@ -845,11 +799,11 @@ func (s *Store) Read(ctx context.Context, k TreeKey) (TreeRead, error) {
 		Bytes, Inodes, WalkedAt                      int64
 		BytesSince, InodesSince                      int64
 	}
-	ctx, done, err := s.bounded(ctx)
+	ctx, done, err := s.Bounded(ctx)
 	if err != nil {
 		return TreeRead{}, err
 	}
-	st, err := s.prepared(ctx, readQuery)
+	st, err := s.Prepared(ctx, readQuery)
 	if err != nil {
 		return TreeRead{}, done(err)
 	}
@@ -863,7 +817,7 @@ func (s *Store) Read(ctx context.Context, k TreeKey) (TreeRead, error) {
 	}
 	return TreeRead{
 		Limits:         quota.Limits{BytesSoft: uint64(row.BytesSoft), BytesHard: uint64(row.BytesHard), InodesSoft: uint64(row.InodesSoft), InodesHard: uint64(row.InodesHard)},
-		Used:           quota.Usage{Bytes: nonNegative(row.Bytes), Inodes: nonNegative(row.Inodes)},
+		Used:           quota.Usage{Bytes: base.NonNegative(row.Bytes), Inodes: base.NonNegative(row.Inodes)},
 		WalkedAt:       fromMicros(row.WalkedAt),
 		BytesSoftSince: fromMicros(row.BytesSince), InodesSoftSince: fromMicros(row.InodesSince),
 	}, nil

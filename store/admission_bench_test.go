@@ -32,7 +32,7 @@ func BenchmarkReserveBesideALongLedger(b *testing.B) {
 				if rows == 0 {
 					return nil
 				}
-				_, err := tx.exec(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+				_, err := tx.Exec(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
 					INSERT INTO ledger (host, project, area, bytes, inodes, at) SELECT ?, 'busy', 'workspace', 4096, 1, i FROM n`, rows, s.Host)
 				return err
 			}); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store/internal/registry"
 )
 
 // Reserving first reclaims what can never be committed — reservations past
@@ -274,17 +275,17 @@ func ledgerSums(t *testing.T, s *Store) (kept, rows map[TreeKey]quota.Usage) {
 		Project, Area string
 		Bytes, Inodes int64
 	}
-	if err := s.db.SelectContext(ctx, &ks, s.db.Rebind(`SELECT project, area, ledger_bytes AS bytes, ledger_inodes AS inodes FROM trees WHERE host = ?`), s.Host); err != nil {
+	if err := s.SQL.SelectContext(ctx, &ks, s.SQL.Rebind(`SELECT project, area, ledger_bytes AS bytes, ledger_inodes AS inodes FROM trees WHERE host = ?`), s.Host); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range ks {
-		kept[TreeKey{r.Project, r.Area}] = quota.Usage{Bytes: uint64(r.Bytes), Inodes: uint64(r.Inodes)}
+		kept[TreeKey{Project: r.Project, Area: r.Area}] = quota.Usage{Bytes: uint64(r.Bytes), Inodes: uint64(r.Inodes)}
 		var sum struct{ Bytes, Inodes int64 }
-		if err := s.db.GetContext(ctx, &sum, s.db.Rebind(`SELECT COALESCE(SUM(bytes), 0) AS bytes, COALESCE(SUM(inodes), 0) AS inodes FROM ledger
+		if err := s.SQL.GetContext(ctx, &sum, s.SQL.Rebind(`SELECT COALESCE(SUM(bytes), 0) AS bytes, COALESCE(SUM(inodes), 0) AS inodes FROM ledger
 			WHERE host = ? AND project = ? AND area = ?`), s.Host, r.Project, r.Area); err != nil {
 			t.Fatal(err)
 		}
-		rows[TreeKey{r.Project, r.Area}] = quota.Usage{Bytes: uint64(sum.Bytes), Inodes: uint64(sum.Inodes)}
+		rows[TreeKey{Project: r.Project, Area: r.Area}] = quota.Usage{Bytes: uint64(sum.Bytes), Inodes: uint64(sum.Inodes)}
 	}
 	return kept, rows
 }
@@ -341,7 +342,7 @@ func TestLedgerSumFollowsItsRows(t *testing.T) {
 			{"a row of beta's left after its removal", func() error {
 				// As a credit racing the removal under PostgreSQL leaves it:
 				// it read the tree before the removal committed.
-				_, err := s.db.ExecContext(ctx, s.db.Rebind(`INSERT INTO ledger (host, project, area, bytes, inodes, at) VALUES (?, 'beta', 'workspace', 600, 1, ?)`),
+				_, err := s.SQL.ExecContext(ctx, s.SQL.Rebind(`INSERT INTO ledger (host, project, area, bytes, inodes, at) VALUES (?, 'beta', 'workspace', 600, 1, ?)`),
 					s.Host, toMicros(time.Now()))
 				return err
 			}},
@@ -383,7 +384,7 @@ func TestLedgerSumFollowsItsRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, u := range us {
-			r, _ := s.Read(ctx, TreeKey{u.Project, u.Area})
+			r, _ := s.Read(ctx, TreeKey{Project: u.Project, Area: u.Area})
 			if u.Used != r.Used {
 				t.Errorf("%s: TreeUsages says %+v, Read %+v", u.Project, u.Used, r.Used)
 			}
@@ -399,11 +400,11 @@ func TestLedgerSumAcrossMigration13(t *testing.T) {
 			if _, _, err := tx.InsertProject(ctx, "omni", "", time.Now()); err != nil {
 				return err
 			}
-			if _, err := tx.exec(ctx, `INSERT INTO trees (host, `+treeCols+`) VALUES (?, 'omni', 'workspace', 'projects/omni', 'fallback', 'u', 1, 0, 0, 0, 0, FALSE)`, old.Host); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO trees (host, `+registry.TreeCols+`) VALUES (?, 'omni', 'workspace', 'projects/omni', 'fallback', 'u', 1, 0, 0, 0, 0, FALSE)`, old.Host); err != nil {
 				return err
 			}
 			for _, b := range []int64{4096, 8192, -1000} {
-				if _, err := tx.exec(ctx, `INSERT INTO ledger (host, project, area, bytes, inodes, at) VALUES (?, 'omni', 'workspace', ?, 1, 1)`, old.Host, b); err != nil {
+				if _, err := tx.Exec(ctx, `INSERT INTO ledger (host, project, area, bytes, inodes, at) VALUES (?, 'omni', 'workspace', ?, 1, 1)`, old.Host, b); err != nil {
 					return err
 				}
 			}

@@ -35,7 +35,7 @@ func addProject(t *testing.T, s *Store, name string, walked int64) {
 		t.Fatal(err)
 	}
 	if walked > 0 {
-		if _, err := s.db.Exec(s.db.Rebind(`UPDATE trees SET walked_bytes = ?, walked_at = ? WHERE host = ? AND project = ?`),
+		if _, err := s.SQL.Exec(s.SQL.Rebind(`UPDATE trees SET walked_bytes = ?, walked_at = ? WHERE host = ? AND project = ?`),
 			walked, toMicros(now), s.Host, name); err != nil {
 			t.Fatal(err)
 		}
@@ -67,13 +67,13 @@ func TestFleetHostsListsEveryHostBeatingOrNot(t *testing.T) {
 		}
 		want := []struct {
 			host     string
-			seen     time.Time
+			Seen     time.Time
 			version  string
 			projects int64
 		}{{"host-a", later, "v2", 2}, {"host-b", at, "v1", 0}, {"host-c", time.Time{}, "", 1}}
 		for i, w := range want {
 			h := hosts[i]
-			if h.Host != w.host || !h.LastSeen.Equal(w.seen) || h.Version != w.version || h.Projects != w.projects {
+			if h.Host != w.host || !h.LastSeen.Equal(w.Seen) || h.Version != w.version || h.Projects != w.projects {
 				t.Errorf("host %d = %+v, want %+v", i, h, w)
 			}
 		}
@@ -196,7 +196,7 @@ func TestEventsAcrossHosts(t *testing.T) {
 // its transaction, and the pooled connection keeps the server's setting.
 func TestFleetTreesReadWithoutJIT(t *testing.T) {
 	s := open(t, storetest.Postgres(t)+"&jit=on")
-	s.db.SetMaxOpenConns(1) // the same connection before, inside and after
+	s.SQL.SetMaxOpenConns(1) // the same connection before, inside and after
 	setting := func(db sqlx.QueryerContext) string {
 		t.Helper()
 		var v string
@@ -206,10 +206,10 @@ func TestFleetTreesReadWithoutJIT(t *testing.T) {
 		return v
 	}
 	var inside string
-	if err := s.withoutJIT(ctx, func(db sqlx.QueryerContext) error { inside = setting(db); return nil }); err != nil {
+	if err := s.WithoutJIT(ctx, func(db sqlx.QueryerContext) error { inside = setting(db); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if before, after := "on", setting(s.db); inside != "off" || after != before {
+	if before, after := "on", setting(s.SQL); inside != "off" || after != before {
 		t.Errorf("jit inside %q, after %q: want off, then %q again", inside, after, before)
 	}
 	if _, err := s.FleetTrees(ctx, nil); err != nil {

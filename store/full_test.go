@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/xfsq/xfsq/store/internal/base"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,7 +64,7 @@ func TestSQLiteErrorsArePlain(t *testing.T) {
 		{"not a database", garbage, `SELECT * FROM sqlite_master`, "file is not a database", false},
 		{"cannot open", filepath.Join(dir, "no/such/dir.db"), `SELECT 1`, "unable to open database file", false},
 	} {
-		db := openSQLite(new(meter), tc.dsn)
+		db := openSQLite(new(base.Meter), tc.dsn)
 		var err error
 		for i := 0; i < 100 && err == nil; i++ {
 			_, err = db.Exec(tc.sql)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/store/internal/eventlog"
 )
 
 // A journal checkpoint moves forward only, once from each position: of two
@@ -35,7 +36,7 @@ func TestJournalCheckpointMovesForwardOnce(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.db.Exec(s.db.Rebind(`UPDATE events SET at = at - ?`), time.Hour.Microseconds()); err != nil {
+			if _, err := s.SQL.Exec(s.SQL.Rebind(`UPDATE events SET at = at - ?`), time.Hour.Microseconds()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -86,8 +87,8 @@ func TestJournalCheckpointMovesForwardOnce(t *testing.T) {
 
 		// Advanced a record ID at a time, as a long journal is in steps:
 		// the same totals.
-		defer func(span int64) { journalCheckpointSpan = span }(journalCheckpointSpan)
-		journalCheckpointSpan = 1
+		defer func(span int64) { eventlog.JournalCheckpointSpan = span }(eventlog.JournalCheckpointSpan)
+		eventlog.JournalCheckpointSpan = 1
 		if moved, err := s.AdvanceJournalCheckpoint(ctx, time.Now().Add(-5*time.Minute), buckets); err != nil || !moved {
 			t.Fatalf("advance: %v %v", moved, err)
 		}
@@ -114,7 +115,7 @@ func TestPruneKeepsWhatTheCheckpointDoesNotHold(t *testing.T) {
 				t.Fatal(err)
 			}
 			var id int64
-			if err := s.get(ctx, &id, `SELECT MAX(id) FROM events`); err != nil {
+			if err := s.Get(ctx, &id, `SELECT MAX(id) FROM events`); err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, id)
@@ -122,7 +123,7 @@ func TestPruneKeepsWhatTheCheckpointDoesNotHold(t *testing.T) {
 			if i == 1 {
 				age = 0
 			}
-			if _, err := s.db.Exec(s.db.Rebind(`UPDATE events SET at = ? WHERE id = ?`), time.Now().Add(-age).UnixMicro(), id); err != nil {
+			if _, err := s.SQL.Exec(s.SQL.Rebind(`UPDATE events SET at = ? WHERE id = ?`), time.Now().Add(-age).UnixMicro(), id); err != nil {
 				t.Fatal(err)
 			}
 			if i == 0 {
@@ -144,7 +145,7 @@ func TestPruneKeepsWhatTheCheckpointDoesNotHold(t *testing.T) {
 			t.Errorf("deletions after the prune %+v (%v), before %+v", after.Deletions, err, before.Deletions)
 		}
 		var left []int64
-		if err := s.sel(ctx, &left, `SELECT id FROM events WHERE type = ? ORDER BY id`, string(journal.TypeEvicted)); err != nil {
+		if err := s.Sel(ctx, &left, `SELECT id FROM events WHERE type = ? ORDER BY id`, string(journal.TypeEvicted)); err != nil {
 			t.Fatal(err)
 		}
 		if want := ids[1:]; !reflect.DeepEqual(left, want) {

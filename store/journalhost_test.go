@@ -11,6 +11,7 @@ import (
 
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/journal"
+	"github.com/xfsq/xfsq/store/internal/eventlog"
 )
 
 // A binary one schema version older keeps working on a newer schema that
@@ -31,11 +32,11 @@ func TestOlderBinaryOnNewerSchema(t *testing.T) {
 			storetest.ForEach(t, func(t *testing.T, dsn string) {
 				s := open(t, dsn)
 				newer := SchemaVersion() + 1
-				if _, err := s.db.Exec(s.db.Rebind(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`), newer); err != nil {
+				if _, err := s.SQL.Exec(s.SQL.Rebind(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`), newer); err != nil {
 					t.Fatal(err)
 				}
 				if c.oldest > 0 {
-					if _, err := s.db.Exec(s.db.Rebind(`INSERT INTO schema_compat (version, oldest_binary) VALUES (?, ?)`), newer, c.oldest); err != nil {
+					if _, err := s.SQL.Exec(s.SQL.Rebind(`INSERT INTO schema_compat (version, oldest_binary) VALUES (?, ?)`), newer, c.oldest); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -68,7 +69,7 @@ func TestOlderBinaryOnNewerSchema(t *testing.T) {
 					t.Fatalf("events %v %v", ev, err)
 				}
 				var n int
-				if err := o.get(ctx, &n, `SELECT MAX(version) FROM schema_migrations`); err != nil || n != newer {
+				if err := o.Get(ctx, &n, `SELECT MAX(version) FROM schema_migrations`); err != nil || n != newer {
 					t.Errorf("schema at %d (%v), want %d untouched", n, err, newer)
 				}
 			})
@@ -94,11 +95,11 @@ func TestJournalQueriesUseTheHostIndex(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.Exec(`INSERT INTO events (at, type, host, project, actor, payload)
+	if _, err := s.SQL.Exec(`INSERT INTO events (at, type, host, project, actor, payload)
 		SELECT g, 'storage.evicted', 'host-' || (g % 9), 'omni', 'op', '{}' FROM generate_series(1, 20000) g`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.Exec(`ANALYZE events`); err != nil {
+	if _, err := s.SQL.Exec(`ANALYZE events`); err != nil {
 		t.Fatal(err)
 	}
 	types := []string{string(journal.TypeEvicted), string(journal.TypeSwept)}
@@ -119,8 +120,8 @@ func TestJournalQueriesUseTheHostIndex(t *testing.T) {
 			[]any{s.Host, types[0], since, 1 << 40}, "events_"},
 		{"scrape", `SELECT id FROM events WHERE id > $1 AND host = $2 AND type IN ($3, $4) ORDER BY id LIMIT 1000`, []any{0, s.Host, types[0], types[1]}, "events_host_id"},
 		{"pending", `SELECT e.id FROM evictions_pending p JOIN events e ON e.id = p.event_id WHERE p.host = $1 ORDER BY e.id`, []any{s.Host}, "events_"},
-		{"prune", s.db.Rebind(pruneBatchQuery), []any{s.Host, since, s.Host, 500}, "events_host_id"},
-		{"catch-up after a checkpoint", `SELECT MIN(id) FROM events WHERE host = $1 AND id > $2 AND ` + totalledIn + ` AND at >= $3`,
+		{"prune", s.SQL.Rebind(eventlog.PruneBatchQuery), []any{s.Host, since, s.Host, 500}, "events_host_id"},
+		{"catch-up after a checkpoint", `SELECT MIN(id) FROM events WHERE host = $1 AND id > $2 AND ` + eventlog.TotalledIn + ` AND at >= $3`,
 			[]any{s.Host, 40, since}, "events_"}, // or (type, at): the records since the horizon are few
 		{"sums after a checkpoint", `SELECT payload FROM events WHERE host = $1 AND type = $2 AND id > $3 AND id <= $4`,
 			[]any{s.Host, types[0], 40, 50}, "events_host_id"},
@@ -138,7 +139,7 @@ func TestJournalQueriesUseTheHostIndex(t *testing.T) {
 // explain is query's plan.
 func explain(t *testing.T, s *Store, query string, args ...any) string {
 	t.Helper()
-	rows, err := s.db.Query(`EXPLAIN `+query, args...)
+	rows, err := s.SQL.Query(`EXPLAIN `+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestPruneKeepsPendingAndTheWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 		aged := time.Now().Add(-48 * time.Hour).UnixMicro()
-		if _, err := s.db.Exec(s.db.Rebind(`UPDATE events SET at = ?`), aged); err != nil {
+		if _, err := s.SQL.Exec(s.SQL.Rebind(`UPDATE events SET at = ?`), aged); err != nil {
 			t.Fatal(err)
 		}
 		cut := time.Now().Add(-time.Hour)
@@ -212,10 +213,10 @@ func TestPruneKeepsPendingAndTheWindow(t *testing.T) {
 			t.Errorf("run %+v: want %d pruned in batches of 50, %d pending kept", run, old-pending, pending)
 		}
 		var left, inWindow, orphans, b int64
-		s.get(ctx, &left, `SELECT COUNT(*) FROM events WHERE host = ? AND at < ?`, s.Host, toMicros(cut))
-		s.get(ctx, &inWindow, `SELECT COUNT(*) FROM events WHERE host = ? AND at >= ? AND type = ?`, s.Host, toMicros(cut), string(journal.TypeEvicted))
-		s.get(ctx, &orphans, `SELECT COUNT(*) FROM evictions_pending p WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = p.event_id)`)
-		s.get(ctx, &b, `SELECT COUNT(*) FROM events WHERE host = 'host-b'`)
+		s.Get(ctx, &left, `SELECT COUNT(*) FROM events WHERE host = ? AND at < ?`, s.Host, toMicros(cut))
+		s.Get(ctx, &inWindow, `SELECT COUNT(*) FROM events WHERE host = ? AND at >= ? AND type = ?`, s.Host, toMicros(cut), string(journal.TypeEvicted))
+		s.Get(ctx, &orphans, `SELECT COUNT(*) FROM evictions_pending p WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = p.event_id)`)
+		s.Get(ctx, &b, `SELECT COUNT(*) FROM events WHERE host = 'host-b'`)
 		if left != pending || inWindow != written.Load() || orphans != 0 || b != 1 {
 			t.Errorf("after pruning: %d old left (want the %d pending), %d of %d written inside the window, %d pending rows without their record, %d of host-b's 1",
 				left, pending, inWindow, written.Load(), orphans, b)

@@ -17,7 +17,7 @@ func TestPassFree(t *testing.T) {
 		old := openAtVersion(t, dsn, 20)
 		for i, free := range []int64{700, 0, 800} {
 			payload := `{"trees":[{"project":"omni","area":"workspace","size_bytes":1,"total_files":1}],"free_bytes":` + strconv.FormatInt(free, 10) + `,"failed":0}`
-			if _, err := old.db.Exec(old.db.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (?, ?, 'host-a', '', 't', ?)`),
+			if _, err := old.SQL.Exec(old.SQL.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (?, ?, 'host-a', '', 't', ?)`),
 				int64(i+1)*1e6, string(journal.TypeSnapshot), payload); err != nil {
 				t.Fatal(err)
 			}

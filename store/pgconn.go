@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+	"github.com/xfsq/xfsq/store/internal/base"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,14 +28,14 @@ import (
 // deadline, whatever the network does.
 
 // openPostgres is a pool of bounded connections to the database cfg names.
-func openPostgres(cfg pq.Config, o PostgresOptions, counter *meter) (*sql.DB, error) {
+func openPostgres(cfg pq.Config, o PostgresOptions, counter *base.Meter) (*sql.DB, error) {
 	pc, err := pq.NewConnectorConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	c := &pgConnector{pq: pc, o: o, addr: addrOf(cfg)}
 	pc.Dialer(dialer{o: o})
-	db := sql.OpenDB(countingConnector{inner: c, n: counter})
+	db := sql.OpenDB(base.Counting(c, counter))
 	db.SetMaxOpenConns(o.PoolMaxOpen)
 	db.SetMaxIdleConns(o.PoolMaxIdle)
 	return db, nil
@@ -236,11 +237,11 @@ func (c *pgConnector) guard(ctx context.Context, cut func(), limit time.Duration
 	if hasDeadline {
 		budget = time.Until(dl)
 	}
-	req := budgetOf(ctx)
+	req := base.BudgetOf(ctx)
 	if req != nil {
-		left := req.remaining()
+		left := req.Remaining()
 		if left <= 0 {
-			return ctx, func() {}, 0, req.spent(c.addr)
+			return ctx, func() {}, 0, req.Spent(c.addr)
 		}
 		if left < budget {
 			budget, hasDeadline = left, false
@@ -257,8 +258,8 @@ func (c *pgConnector) guard(ctx context.Context, cut func(), limit time.Duration
 		cancel()
 		if req != nil {
 			d := time.Since(start)
-			req.charge(d)
-			chargedCall(ctx, d)
+			req.Charge(d)
+			base.ChargedCall(ctx, d)
 		}
 	}, budget, nil
 }
@@ -272,7 +273,7 @@ func (c *pgConnector) fail(ctx context.Context, err error, cut bool, budget time
 	if errors.Is(context.Cause(ctx), context.Canceled) {
 		return context.Cause(ctx)
 	}
-	if u := asUnreachable(err, c.addr, cut || ctx.Err() != nil, budget); u != nil {
+	if u := base.AsUnreachable(err, c.addr, cut || ctx.Err() != nil, budget); u != nil {
 		return u
 	}
 	return err

@@ -6,5 +6,5 @@ import "context"
 // answers from one that does not, without touching a table or taking a lock.
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
-	return s.db.GetContext(ctx, &one, "SELECT 1")
+	return s.SQL.GetContext(ctx, &one, "SELECT 1")
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+
+	"github.com/xfsq/xfsq/store/internal/base"
+	"github.com/xfsq/xfsq/store/internal/migrations"
 )
 
 // OpenReadOnly opens an embedded SQLite store for reading only, writing
@@ -18,24 +21,25 @@ func OpenReadOnly(ctx context.Context, dsn, host string) (*Store, error) {
 	if IsPostgres(dsn) {
 		return Open(ctx, dsn, host)
 	}
-	s := &Store{Host: host, readOnly: true}
+	s := newStore(&base.DB{Host: host})
+	s.readOnly = true
 	// immutable=1: no locks and no shared memory, the only way SQLite reads
 	// a WAL database without creating files; the WAL is empty once its last
 	// writer has closed (it checkpoints), which on a full disk it has.
-	s.db = openSQLite(&s.meter, "file:"+(&url.URL{Path: dsn}).EscapedPath()+"?mode=ro&immutable=1&_pragma=foreign_keys(1)")
+	s.SQL = openSQLite(&s.Meter, "file:"+(&url.URL{Path: dsn}).EscapedPath()+"?mode=ro&immutable=1&_pragma=foreign_keys(1)")
 	var current int
-	if err := s.db.GetContext(ctx, &current, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`); err != nil {
-		s.db.Close()
+	if err := s.SQL.GetContext(ctx, &current, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`); err != nil {
+		s.SQL.Close()
 		return nil, fmt.Errorf("read the database %s: %w", dsn, err)
 	}
-	if current > len(migrations) {
-		if err := s.checkNewer(ctx, current); err != nil {
-			s.db.Close()
+	if current > migrations.SchemaVersion() {
+		if err := migrations.CheckNewer(ctx, s.DB, current); err != nil {
+			s.SQL.Close()
 			return nil, err
 		}
-	} else if current != len(migrations) {
-		s.db.Close()
-		return nil, fmt.Errorf("the database %s is at schema version %d, this xfsq reads %d: it cannot migrate it read-only; free space, then run any command", dsn, current, len(migrations))
+	} else if current != migrations.SchemaVersion() {
+		s.SQL.Close()
+		return nil, fmt.Errorf("the database %s is at schema version %d, this xfsq reads %d: it cannot migrate it read-only; free space, then run any command", dsn, current, migrations.SchemaVersion())
 	}
 	return s, nil
 }

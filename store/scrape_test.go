@@ -39,19 +39,19 @@ func TestTreeUsagesMatchAccount(t *testing.T) {
 			}
 		}
 		walk := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
-		if err := s.SetBaseline(ctx, TreeKey{"a", "workspace"}, quota.Usage{Bytes: 500, Inodes: 5}, WalkAt(walk), WalkSeen{}); err != nil {
+		if err := s.SetBaseline(ctx, TreeKey{Project: "a", Area: "workspace"}, quota.Usage{Bytes: 500, Inodes: 5}, WalkAt(walk), WalkSeen{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.AddLedger(ctx, TreeKey{"a", "workspace"}, 70, 1, "test", time.Time{}); err != nil {
+		if err := s.AddLedger(ctx, TreeKey{Project: "a", Area: "workspace"}, 70, 1, "test", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.AddLedger(ctx, TreeKey{"b", "cache"}, 30, 2, "test", time.Time{}); err != nil {
+		if err := s.AddLedger(ctx, TreeKey{Project: "b", Area: "cache"}, 30, 2, "test", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.Reserve(ctx, TreeKey{"c", "workspace"}, 9, 1, "h", "", time.Hour, nil, admitAll); err != nil {
+		if _, _, err := s.Reserve(ctx, TreeKey{Project: "c", Area: "workspace"}, 9, 1, "h", "", time.Hour, nil, admitAll); err != nil {
 			t.Fatal(err)
 		}
-		if err := other.AddLedger(ctx, TreeKey{"a", "workspace"}, 1<<20, 1, "test", time.Time{}); err != nil {
+		if err := other.AddLedger(ctx, TreeKey{Project: "a", Area: "workspace"}, 1<<20, 1, "test", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.TreeUsages(ctx)
@@ -62,14 +62,14 @@ func TestTreeUsagesMatchAccount(t *testing.T) {
 			t.Fatalf("%d trees, want 6 (this host's only)", len(got))
 		}
 		for _, u := range got {
-			limits, used, _, err := s.Account(ctx, TreeKey{u.Project, u.Area})
+			limits, used, _, err := s.Account(ctx, TreeKey{Project: u.Project, Area: u.Area})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if u.Used != used || u.Limits != limits {
 				t.Errorf("%s/%s: TreeUsages %+v %+v, Account %+v %+v", u.Project, u.Area, u.Used, u.Limits, used, limits)
 			}
-			last, _ := s.Baseline(ctx, TreeKey{u.Project, u.Area})
+			last, _ := s.Baseline(ctx, TreeKey{Project: u.Project, Area: u.Area})
 			if !u.WalkedAt.Equal(last.At) {
 				t.Errorf("%s/%s: walked at %v, Baseline says %v", u.Project, u.Area, u.WalkedAt, last.At)
 			}
@@ -92,10 +92,10 @@ func TestEventsAfter(t *testing.T) {
 		for i := range 5 {
 			for _, st := range []*Store{s, other} {
 				if err := st.InTx(ctx, func(tx *Tx) error {
-					if err := tx.appendEvent(ctx, journal.TypeSwept, "", "t", map[string]int{"n": i}); err != nil {
+					if err := tx.AppendEventOfType(ctx, journal.TypeSwept, "", "t", map[string]int{"n": i}); err != nil {
 						return err
 					}
-					return tx.appendEvent(ctx, journal.TypeQuotaChanged, "p", "t", map[string]int{"n": i})
+					return tx.AppendEventOfType(ctx, journal.TypeQuotaChanged, "p", "t", map[string]int{"n": i})
 				}); err != nil {
 					t.Fatal(err)
 				}

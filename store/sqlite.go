@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/xfsq/xfsq/store/internal/base"
 	"modernc.org/sqlite"
 )
 
@@ -58,8 +59,8 @@ func plainError(err error) error {
 }
 
 // openSQLite is sqlx.Open("sqlite", dsn), but with plain errors.
-func openSQLite(n *meter, dsn string) *sqlx.DB {
-	return sqlx.NewDb(sql.OpenDB(countingConnector{inner: connector{dsn: dsn}, n: n}), "sqlite")
+func openSQLite(n *base.Meter, dsn string) *sqlx.DB {
+	return sqlx.NewDb(sql.OpenDB(base.Counting(connector{dsn: dsn}, n)), "sqlite")
 }
 
 // liteDriver is modernc's, constructed rather than the one it registers:
@@ -145,18 +146,10 @@ func (p plainStmt) NumInput() int { return p.s.NumInput() }
 // Exec and Query: database/sql calls the context forms; these are the
 // interface's, on the same path.
 func (p plainStmt) Exec(args []driver.Value) (driver.Result, error) {
-	return p.ExecContext(context.Background(), named(args))
+	return p.ExecContext(context.Background(), base.Named(args))
 }
 func (p plainStmt) Query(args []driver.Value) (driver.Rows, error) {
-	return p.QueryContext(context.Background(), named(args))
-}
-
-func named(args []driver.Value) []driver.NamedValue {
-	out := make([]driver.NamedValue, len(args))
-	for i, v := range args {
-		out[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
-	}
-	return out
+	return p.QueryContext(context.Background(), base.Named(args))
 }
 
 func (p plainStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {

@@ -10,40 +10,28 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/xfsq/xfsq/store/internal/base"
+	"github.com/xfsq/xfsq/store/internal/migrations"
+	"github.com/xfsq/xfsq/store/internal/sweeps"
 	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite"
 )
 
 // Store is a handle on the database; safe for concurrent use.
 type Store struct {
-	db       *sqlx.DB
-	postgres bool
-	readOnly bool // see OpenReadOnly
-	bounds   PostgresOptions
-	addr     string // PostgreSQL's host:port, for UnreachableError
-	probe    generationProbe
-	commits  atomic.Uint64 // commits through InTx (Generation)
-	// Host scopes rows that belong to one machine (projects, trees,
-	// settings) when several hosts share a PostgreSQL database.
-	Host string
-
-	stmts    stmtCache   // queries asked many times a second, prepared once
-	versions versionFeed // every project's Version, followed (VersionAt)
-	beat     heartbeat   // this process's lease (holders.go)
-	meter    meter       // statements sent (Statements), commits timed (TrackCommits)
+	*sweeps.Store      // the areas, each above the one it stands on (levels.go)
+	readOnly      bool // see OpenReadOnly
+	bounds        PostgresOptions
 }
 
 // Open connects to dsn (a postgres:// URL or libpq keywords, or the path of
@@ -54,8 +42,8 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{Host: host, postgres: kind != KindSQLite}
-	if s.postgres {
+	s := newStore(&base.DB{Host: host, Postgres: kind != KindSQLite})
+	if s.Postgres {
 		pg, err := postgresDSN(dsn, kind)
 		if err != nil {
 			return nil, err
@@ -64,11 +52,11 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		db, err := openPostgres(cfg, opts, &s.meter)
+		db, err := openPostgres(cfg, opts, &s.Meter)
 		if err != nil {
 			return nil, fmt.Errorf("database %s: %w", Redact(dsn), scrub(err, dsn))
 		}
-		s.db, s.bounds, s.addr = sqlx.NewDb(db, "postgres"), opts, addrOf(cfg)
+		s.SQL, s.bounds, s.Addr, s.Prepare = sqlx.NewDb(db, "postgres"), opts, addrOf(cfg), opts.Prepare
 	} else {
 		if err := os.MkdirAll(filepath.Dir(dsn), 0o700); err != nil {
 			if errors.Is(err, os.ErrPermission) {
@@ -93,13 +81,13 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		// (a sweep's "pending" above all) is on disk before the deletion it
 		// announces, power loss or not. NORMAL would only survive a crash of
 		// the process.
-		s.db = openSQLite(&s.meter, "file:"+dsn+
+		s.SQL = openSQLite(&s.Meter, "file:"+dsn+
 			"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate")
 		if err != nil {
 			return nil, err
 		}
 	}
-	if !s.postgres {
+	if !s.Postgres {
 		// A server's requests each hold a connection for a moment;
 		// database/sql keeps two idle, so under 32 concurrent requests most
 		// of them opened a connection (on SQLite a file, its pragmas, its
@@ -107,7 +95,7 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		// snapshot pass waited tens of milliseconds for that. PoolIdle idle
 		// ones, closed after a minute unused, keep the pool warm under load
 		// and small after it.
-		s.db.SetMaxIdleConns(PoolIdle)
+		s.SQL.SetMaxIdleConns(PoolIdle)
 	}
 	// PostgreSQL's pool is sized by the DSN (PostgresOptions: pool_max_open,
 	// pool_max_idle): hosts share the server's max_connections
@@ -116,13 +104,13 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 	// request waits for a connection, within its budget. No transaction of
 	// the store asks for a second connection while it holds one, so the
 	// bound cannot deadlock.
-	s.db.SetConnMaxIdleTime(time.Minute)
+	s.SQL.SetConnMaxIdleTime(time.Minute)
 	if err := s.connect(ctx); err != nil {
-		s.db.Close()
+		s.SQL.Close()
 		return nil, fmt.Errorf("connect to the database %s: %w", Redact(dsn), scrub(err, dsn))
 	}
-	if err := s.migrate(ctx); err != nil {
-		s.db.Close()
+	if err := migrations.Migrate(ctx, s.DB); err != nil {
+		s.SQL.Close()
 		return nil, fmt.Errorf("migrate the database %s: %w", Redact(dsn), scrub(err, dsn))
 	}
 	return s, nil
@@ -134,10 +122,10 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 // PostgreSQL is pinged: a connection can be made by a server that then
 // answers nothing.
 func (s *Store) connect(ctx context.Context) error {
-	if s.postgres {
-		return s.db.PingContext(ctx)
+	if s.Postgres {
+		return s.SQL.PingContext(ctx)
 	}
-	c, err := s.db.Conn(ctx)
+	c, err := s.SQL.Conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -154,7 +142,7 @@ func (s *Store) Bounds() PostgresOptions { return s.bounds }
 
 // Driver names the database kind: "sqlite" or "postgres".
 func (s *Store) Driver() string {
-	if s.postgres {
+	if s.Postgres {
 		return "postgres"
 	}
 	return "sqlite"
@@ -162,119 +150,17 @@ func (s *Store) Driver() string {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	s.beat.close()
-	s.probe.close()
-	s.stmts.close()
-	return s.db.Close()
+	return s.Store.Close()
 }
 
-// Tx is one transaction; every write goes through one.
-type Tx struct {
-	tx *sqlx.Tx
-	s  *Store
-	// locked are the keys lock took in this transaction: held to its
-	// end, so taking one again is a round trip for nothing.
-	locked map[string]bool
-	// sweepConfirms: a sweep confirms its own deletion, whose version
-	// move EndSweep makes once for the project (trackEviction).
-	sweepConfirms bool
-}
-
-// InTx runs fn in a transaction, committed if fn returns nil.
-func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
-	ctx, done, err := s.bounded(ctx)
-	if err != nil {
-		return err
-	}
-	tx, err := s.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin transaction: %w", done(err))
-	}
-	if err := fn(&Tx{tx: tx, s: s}); err != nil {
-		tx.Rollback()
-		return done(err)
-	}
-	err = tx.Commit()
-	s.commits.Add(1) // even a failed commit: whether it took is unknown
-	if err = done(err); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
-}
-
-func (t *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, t.tx.Rebind(query), args...)
-}
-
-func (t *Tx) get(ctx context.Context, dest any, query string, args ...any) error {
-	return t.tx.GetContext(ctx, dest, t.tx.Rebind(query), args...)
-}
-
-func (t *Tx) sel(ctx context.Context, dest any, query string, args ...any) error {
-	return t.tx.SelectContext(ctx, dest, t.tx.Rebind(query), args...)
-}
-
-// lock serialises transactions on each of keys across processes and
-// hosts, taken in the order given, in one statement (a round trip to a
-// shared PostgreSQL each). On SQLite every transaction already holds the
-// database write lock from BEGIN.
-func (t *Tx) lock(ctx context.Context, keys ...string) error {
-	if !t.s.postgres {
-		return nil
-	}
-	var take []string
-	args := make([]any, 0, len(keys))
-	for _, k := range keys {
-		if !t.locked[k] && !slices.Contains(args, any(k)) {
-			take = append(take, "pg_advisory_xact_lock(hashtext(?))")
-			args = append(args, k)
-		}
-	}
-	if len(take) == 0 {
-		return nil
-	}
-	if _, err := t.exec(ctx, "SELECT "+strings.Join(take, ", "), args...); err != nil {
-		return err
-	}
-	if t.locked == nil {
-		t.locked = map[string]bool{}
-	}
-	for _, k := range keys {
-		t.locked[k] = true
-	}
-	return nil
-}
-
-func (s *Store) sel(ctx context.Context, dest any, query string, args ...any) error {
-	ctx, done, err := s.bounded(ctx)
-	if err != nil {
-		return err
-	}
-	return done(s.db.SelectContext(ctx, dest, s.db.Rebind(query), args...))
-}
-
-func (s *Store) get(ctx context.Context, dest any, query string, args ...any) error {
-	ctx, done, err := s.bounded(ctx)
-	if err != nil {
-		return err
-	}
-	return done(s.db.GetContext(ctx, dest, s.db.Rebind(query), args...))
-}
-
-// Times are stored as Unix microseconds: one portable type for both drivers.
-func toMicros(t time.Time) int64 { return t.UnixMicro() }
+func toMicros(t time.Time) int64    { return base.ToMicros(t) }
+func fromMicros(us int64) time.Time { return base.FromMicros(us) }
 
 // AsStored is t as the store gives it back: to the microsecond, in UTC.
 func AsStored(t time.Time) time.Time { return fromMicros(toMicros(t)) }
-func fromMicros(us int64) time.Time {
-	if us == 0 {
-		return time.Time{}
-	}
-	return time.UnixMicro(us).UTC()
-}
 
 // ErrNotFound is wrapped when a row asked for does not exist.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = base.ErrNotFound
 
 // PermissionError is a SQLite store this user may not open: it names who
 // may, instead of SQLite's "unable to open database file (14)".

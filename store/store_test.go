@@ -16,6 +16,7 @@ import (
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
+	"github.com/xfsq/xfsq/store/internal/migrations"
 )
 
 var ctx = context.Background()
@@ -35,10 +36,10 @@ func TestMigrateIsIdempotentAndRefusesNewerSchema(t *testing.T) {
 		s := open(t, dsn)
 		open(t, dsn) // a second open migrates nothing and must not fail
 		var n int
-		if err := s.get(ctx, &n, `SELECT COUNT(*) FROM schema_migrations`); err != nil || n != len(migrations) {
-			t.Fatalf("schema_migrations has %d rows (%v), want %d", n, err, len(migrations))
+		if err := s.Get(ctx, &n, `SELECT COUNT(*) FROM schema_migrations`); err != nil || n != len(migrations.All) {
+			t.Fatalf("schema_migrations has %d rows (%v), want %d", n, err, len(migrations.All))
 		}
-		if _, err := s.db.Exec(s.db.Rebind(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`), len(migrations)+1); err != nil {
+		if _, err := s.SQL.Exec(s.SQL.Rebind(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`), len(migrations.All)+1); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := Open(ctx, dsn, "host-a"); err == nil {
@@ -110,10 +111,10 @@ func TestProjectsAndTrees(t *testing.T) {
 	})
 }
 
-// registry runs each ID call in a transaction of its own, as project does.
-type registry struct{ s *Store }
+// idRegistry runs each ID call in a transaction of its own, as project does.
+type idRegistry struct{ s *Store }
 
-func (r registry) Reserve(fsUUID string, rng quota.IDRange, excluded map[quota.ProjectID]bool, owner string) (quota.ProjectID, error) {
+func (r idRegistry) Reserve(fsUUID string, rng quota.IDRange, excluded map[quota.ProjectID]bool, owner string) (quota.ProjectID, error) {
 	var id quota.ProjectID
 	err := r.s.InTx(ctx, func(tx *Tx) error {
 		var err error
@@ -123,12 +124,12 @@ func (r registry) Reserve(fsUUID string, rng quota.IDRange, excluded map[quota.P
 	return id, err
 }
 
-func (r registry) Release(fsUUID string, id quota.ProjectID) error {
+func (r idRegistry) Release(fsUUID string, id quota.ProjectID) error {
 	return r.s.InTx(ctx, func(tx *Tx) error { return tx.ReleaseID(ctx, fsUUID, id) })
 }
 
 // reserveEach reserves n IDs one add at a time, as n adds would.
-func reserveEach(t *testing.T, reg registry, fsUUID string, rng quota.IDRange, excluded map[quota.ProjectID]bool, n int) []quota.ProjectID {
+func reserveEach(t *testing.T, reg idRegistry, fsUUID string, rng quota.IDRange, excluded map[quota.ProjectID]bool, n int) []quota.ProjectID {
 	t.Helper()
 	var got []quota.ProjectID
 	for range n {
@@ -144,7 +145,7 @@ func reserveEach(t *testing.T, reg registry, fsUUID string, rng quota.IDRange, e
 func TestReserveID(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s := open(t, dsn)
-		reg := registry{s}
+		reg := idRegistry{s}
 		rng := quota.IDRange{First: 10, Last: 14}
 		excluded := map[quota.ProjectID]bool{10: true, 12: true}
 		if got := reserveEach(t, reg, "fs1", rng, excluded, 3); fmt.Sprint(got) != "[11 13 14]" {
@@ -210,7 +211,7 @@ func TestReserveIDs(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			storetest.ForEach(t, func(t *testing.T, dsn string) {
 				s := open(t, dsn)
-				reg := registry{s}
+				reg := idRegistry{s}
 				for _, st := range c.steps {
 					if st.release != 0 {
 						if err := reg.Release("fs", st.release); err != nil {
@@ -267,7 +268,7 @@ func TestReserveIDConcurrent(t *testing.T) {
 				}
 				defer s.Close()
 				for range each {
-					id, err := registry{s}.Reserve("fs", quota.DefaultRange, nil, "w")
+					id, err := idRegistry{s}.Reserve("fs", quota.DefaultRange, nil, "w")
 					if err != nil {
 						t.Error(err)
 						return
@@ -301,7 +302,7 @@ func TestEvents(t *testing.T) {
 			{journal.TypeProjectAdded, "a"}, {journal.TypeProjectAdded, "b"}, {journal.TypeQuotaChanged, "a"}, {journal.TypeProjectRemoved, "a"},
 		} {
 			if err := s.InTx(ctx, func(tx *Tx) error {
-				return tx.appendEvent(ctx, e.typ, e.project, "alice", map[string]int{"n": i})
+				return tx.AppendEventOfType(ctx, e.typ, e.project, "alice", map[string]int{"n": i})
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -614,13 +615,13 @@ func TestSweepPlans(t *testing.T) {
 // every SQLite connection syncs the WAL at commit (PostgreSQL does by default).
 func TestSQLiteCommitsAreDurable(t *testing.T) {
 	s := open(t, t.TempDir()+"/x.db")
-	s.db.SetMaxOpenConns(3)
+	s.SQL.SetMaxOpenConns(3)
 	var wg sync.WaitGroup
 	for range 3 { // several pooled connections: each must carry the pragmas
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tx, err := s.db.Beginx()
+			tx, err := s.SQL.Beginx()
 			if err != nil {
 				t.Error(err)
 				return
@@ -648,7 +649,7 @@ func evicted(t *testing.T, s *Store, project, sweep, path, state string) {
 	if sweep != "" {
 		rec["sweep_id"] = sweep
 	}
-	if err := s.InTx(ctx, func(tx *Tx) error { return tx.appendEvent(ctx, journal.TypeEvicted, project, "t", rec) }); err != nil {
+	if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEventOfType(ctx, journal.TypeEvicted, project, "t", rec) }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -702,7 +703,7 @@ func TestPendingEvictionsOutsideSweepsAreKeyedPerDeletion(t *testing.T) {
 		rec := func(id, state string) {
 			t.Helper()
 			r := map[string]any{"path": "projects/omni/x", "state": state, "deletion_id": id}
-			if err := s.InTx(ctx, func(tx *Tx) error { return tx.appendEvent(ctx, journal.TypeEvicted, "omni", "t", r) }); err != nil {
+			if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEventOfType(ctx, journal.TypeEvicted, "omni", "t", r) }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -727,10 +728,10 @@ func TestPendingEvictionsKeptAcrossMigration7(t *testing.T) {
 		for _, r := range [][2]string{{"s1", "cache/omni/a"}, {"", "projects/omni"}} {
 			payload := fmt.Sprintf(`{"sweep_id":%q,"path":%q,"state":"pending"}`, r[0], r[1])
 			var id int64
-			if err := old.db.QueryRow(old.db.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (1, ?, 'host-a', 'omni', 't', ?) RETURNING id`), string(journal.TypeEvicted), payload).Scan(&id); err != nil {
+			if err := old.SQL.QueryRow(old.SQL.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (1, ?, 'host-a', 'omni', 't', ?) RETURNING id`), string(journal.TypeEvicted), payload).Scan(&id); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := old.db.Exec(old.db.Rebind(`INSERT INTO evictions_pending (host, sweep_id, path, event_id) VALUES ('host-a', ?, ?, ?)`), r[0], r[1], id); err != nil {
+			if _, err := old.SQL.Exec(old.SQL.Rebind(`INSERT INTO evictions_pending (host, sweep_id, path, event_id) VALUES ('host-a', ?, ?, ?)`), r[0], r[1], id); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -751,9 +752,9 @@ func TestPendingEvictionsKeptAcrossMigration7(t *testing.T) {
 // version, for a test of the migrations that follow.
 func openAtVersion(t *testing.T, dsn string, version int) *Store {
 	t.Helper()
-	all := migrations
-	migrations = all[:version]
-	defer func() { migrations = all }()
+	all := migrations.All
+	migrations.All = all[:version]
+	defer func() { migrations.All = all }()
 	s, err := Open(ctx, dsn, "host-a")
 	if err != nil {
 		t.Fatal(err)
@@ -771,7 +772,7 @@ func TestSnapshotTreesMigratedToBytes(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		old := openAtVersion(t, dsn, 5)
 		const v2 = `[2,[".",4096,10,1,1,1796020226539391000],[["f",4096]]]`
-		if _, err := old.db.Exec(old.db.Rebind(`INSERT INTO snapshot_trees (host, project, area, at, tree) VALUES ('host-a', 'omni', 'workspace', 1, ?)`), v2); err != nil {
+		if _, err := old.SQL.Exec(old.SQL.Rebind(`INSERT INTO snapshot_trees (host, project, area, at, tree) VALUES ('host-a', 'omni', 'workspace', 1, ?)`), v2); err != nil {
 			t.Fatal(err)
 		}
 		old.Close()
@@ -809,7 +810,7 @@ func TestPendingEvictionsMigratedFromTheJournal(t *testing.T) {
 			if i == 7 {
 				typ = journal.TypeProjectAdded
 			}
-			if _, err := old.db.Exec(old.db.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (?, ?, ?, ?, 't', ?)`),
+			if _, err := old.SQL.Exec(old.SQL.Rebind(`INSERT INTO events (at, type, host, project, actor, payload) VALUES (?, ?, ?, ?, 't', ?)`),
 				i, string(typ), r.host, r.project, r.payload); err != nil {
 				t.Fatal(err)
 			}
@@ -871,7 +872,7 @@ func TestKeepingAnUnchangedTreeWritesLittle(t *testing.T) {
 		// The WAL holds just this commit: each call empties it at the end.
 		checkpoint := func(mode string) (frames int) {
 			var busy, done int
-			if err := s.db.QueryRow(`PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &done); err != nil || busy != 0 {
+			if err := s.SQL.QueryRow(`PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &done); err != nil || busy != 0 {
 				t.Fatalf("checkpoint: busy %d, %v", busy, err)
 			}
 			return frames
@@ -900,7 +901,7 @@ func TestSettlePendingOnlyOnce(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s := open(t, dsn)
 		rec := map[string]any{"path": "projects/omni/old.log", "deletion_id": "d-1", "state": "pending"}
-		if err := s.InTx(ctx, func(tx *Tx) error { return tx.appendEvent(ctx, journal.TypeEvicted, "omni", "t", rec) }); err != nil {
+		if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEventOfType(ctx, journal.TypeEvicted, "omni", "t", rec) }); err != nil {
 			t.Fatal(err)
 		}
 		pending, _ := s.PendingEvictions(ctx)
@@ -909,7 +910,7 @@ func TestSettlePendingOnlyOnce(t *testing.T) {
 		}
 		// Its own process settles it...
 		done := journal.Evicted{Path: "projects/omni/old.log", DeletionID: "d-1", State: journal.StateDone}
-		if err := s.InTx(ctx, func(tx *Tx) error { return tx.appendEvent(ctx, journal.TypeEvicted, "omni", "t", done) }); err != nil {
+		if err := s.InTx(ctx, func(tx *Tx) error { return tx.AppendEventOfType(ctx, journal.TypeEvicted, "omni", "t", done) }); err != nil {
 			t.Fatal(err)
 		}
 		// ...then a settler that read it as pending comes, twice.
@@ -925,7 +926,7 @@ func TestSettlePendingOnlyOnce(t *testing.T) {
 		}
 		// A deletion still pending is settled, once.
 		rec["deletion_id"], done.DeletionID = "d-2", "d-2"
-		s.InTx(ctx, func(tx *Tx) error { return tx.appendEvent(ctx, journal.TypeEvicted, "omni", "t", rec) })
+		s.InTx(ctx, func(tx *Tx) error { return tx.AppendEventOfType(ctx, journal.TypeEvicted, "omni", "t", rec) })
 		if ok, err := s.SettlePending(ctx, "omni", "sweeper", done); err != nil || !ok {
 			t.Errorf("settle of a pending deletion: %v %v, want it journalled", ok, err)
 		}
@@ -946,7 +947,7 @@ func TestDeletionDoneMovesTheVersion(t *testing.T) {
 		version := func() int64 {
 			t.Helper()
 			var v int64
-			if err := s.get(ctx, &v, `SELECT COALESCE(MAX(version), 0) FROM project_versions WHERE host = ? AND project = 'omni'`, s.Host); err != nil {
+			if err := s.Get(ctx, &v, `SELECT COALESCE(MAX(version), 0) FROM project_versions WHERE host = ? AND project = 'omni'`, s.Host); err != nil {
 				t.Fatal(err)
 			}
 			return v
@@ -1007,7 +1008,7 @@ func TestPoolKeepsABurstsConnections(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, dsn string) {
 		s := open(t, dsn)
 		idle := PoolIdle
-		if s.postgres {
+		if s.Postgres {
 			idle = s.Bounds().PoolMaxIdle
 		}
 		burst := func() {
@@ -1015,7 +1016,7 @@ func TestPoolKeepsABurstsConnections(t *testing.T) {
 			held := make(chan *sql.Conn, idle)
 			for range idle {
 				wg.Go(func() {
-					c, err := s.db.Conn(ctx)
+					c, err := s.SQL.Conn(ctx)
 					if err != nil {
 						t.Error(err)
 						return
@@ -1031,7 +1032,7 @@ func TestPoolKeepsABurstsConnections(t *testing.T) {
 		}
 		burst()
 		burst()
-		st := s.db.Stats()
+		st := s.SQL.Stats()
 		if st.MaxIdleClosed != 0 || st.Idle < idle {
 			t.Errorf("after two bursts of %d: %d connections closed for the idle limit, %d idle; want none closed and %d idle",
 				idle, st.MaxIdleClosed, st.Idle, idle)
@@ -1045,7 +1046,7 @@ func TestPoolKeepsABurstsConnections(t *testing.T) {
 func TestABurstNeverExhaustsPostgres(t *testing.T) {
 	s := open(t, storetest.Postgres(t)+"&pool_max_open=3")
 	var max int
-	if err := s.db.QueryRow(`SHOW max_connections`).Scan(&max); err != nil {
+	if err := s.SQL.QueryRow(`SHOW max_connections`).Scan(&max); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -1054,7 +1055,7 @@ func TestABurstNeverExhaustsPostgres(t *testing.T) {
 		wg.Go(func() {
 			errs <- s.InTx(ctx, func(tx *Tx) error {
 				var one int
-				err := tx.get(ctx, &one, `SELECT 1`)
+				err := tx.Get(ctx, &one, `SELECT 1`)
 				time.Sleep(20 * time.Millisecond)
 				return err
 			})
@@ -1067,7 +1068,7 @@ func TestABurstNeverExhaustsPostgres(t *testing.T) {
 			t.Fatalf("a transaction of a burst of %d: %v", max+10, err)
 		}
 	}
-	if st := s.db.Stats(); st.MaxOpenConnections != 3 || st.OpenConnections > 3 {
+	if st := s.SQL.Stats(); st.MaxOpenConnections != 3 || st.OpenConnections > 3 {
 		t.Errorf("pool stats %+v: want at most 3 open (pool_max_open=3)", st)
 	}
 }

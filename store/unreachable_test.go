@@ -218,7 +218,7 @@ func TestRequestBudgetBoundsAllItsCalls(t *testing.T) {
 	start := time.Now()
 	calls := []func() error{
 		func() error { _, err := s.Events(req, EventFilter{}); return err },
-		func() error { return s.InTx(req, func(tx *Tx) error { return tx.lock(req, "budget") }) },
+		func() error { return s.InTx(req, func(tx *Tx) error { return tx.Lock(req, "budget") }) },
 		func() error { _, err := s.ChangeMark(req); return err },
 		func() error { _, err := s.Read(req, TreeKey{Project: "p", Area: "workspace"}); return err },
 	}
@@ -251,7 +251,7 @@ func TestPostgresOptionsFromTheDSN(t *testing.T) {
 	dsn := storetest.Postgres(t)
 	s := open(t, dsn+"&statement_timeout=3s&lock_timeout=1500&keepalives_idle=7&pool_max_open=4&pool_max_idle=1&tcp_user_timeout=9000&prepare=no")
 	var st, lt string
-	if err := s.db.QueryRow(`SELECT current_setting('statement_timeout'), current_setting('lock_timeout')`).Scan(&st, &lt); err != nil {
+	if err := s.SQL.QueryRow(`SELECT current_setting('statement_timeout'), current_setting('lock_timeout')`).Scan(&st, &lt); err != nil {
 		t.Fatal(err)
 	}
 	if st != "3s" || lt != "1500ms" {
@@ -262,7 +262,7 @@ func TestPostgresOptionsFromTheDSN(t *testing.T) {
 		b.ConnectTimeout != DefaultPostgresOptions.ConnectTimeout {
 		t.Errorf("bounds %+v", b)
 	}
-	if got := s.db.Stats().MaxOpenConnections; got != 4 {
+	if got := s.SQL.Stats().MaxOpenConnections; got != 4 {
 		t.Errorf("pool opens %d, want 4", got)
 	}
 	for _, bad := range []string{"&statement_timeout=0", "&lock_timeout=soon", "&pool_max_open=0", "&keepalives=0", "&prepare=maybe"} {

@@ -121,7 +121,7 @@ func TestProjectVersionMovesWithEveryChangeOfTheProject(t *testing.T) {
 // the feed's answers must be.
 func tableVersions(t *testing.T, s *Store) Versions {
 	t.Helper()
-	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT project, version FROM project_versions WHERE host = ?`), s.Host)
+	rows, err := s.SQL.QueryContext(ctx, s.SQL.Rebind(`SELECT project, version FROM project_versions WHERE host = ?`), s.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestVersionFeedReadsOncePerGeneration(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			before := reader.versions.follows
+			before := reader.VersionFollows()
 			for _, name := range names {
 				v, err := reader.VersionAt(ctx, gen, name)
 				if err != nil {
@@ -185,7 +185,7 @@ func TestVersionFeedReadsOncePerGeneration(t *testing.T) {
 					t.Fatalf("round %d, %s: %+v, the table %+v", round, name, v, want)
 				}
 			}
-			if n := reader.versions.follows - before; n != 1 {
+			if n := reader.VersionFollows() - before; n != 1 {
 				t.Errorf("round %d: %d reads of the changes for %d projects under one generation, want 1", round, n, len(names))
 			}
 			addProjects(t, w, fmt.Sprintf("q%d", round))
