@@ -27,12 +27,12 @@ func TestAddAnswersWhatShowReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The statements an add sends, each a round trip to PostgreSQL (22
-		// were 43-115 ms with it 1 ms away): the settings read; BEGIN, the
-		// name's and the IDs' locks, the project, IDs and trees in one
+		// were 43-115 ms with it 1 ms away): BEGIN, the name's and the IDs'
+		// locks with the settings read, the project, IDs and trees in one
 		// statement, COMMIT; then the baselines, ready, the journal record
 		// and the answer's reads in one. The first add of a process also
 		// records its lease (two more).
-		most := map[string]int64{"postgres": 6, "sqlite": 16}[sandbox.TestStore(m).Driver()]
+		most := map[string]int64{"postgres": 5, "sqlite": 16}[sandbox.TestStore(m).Driver()]
 		for _, c := range []struct {
 			name  string
 			o     sandbox.AddOptions

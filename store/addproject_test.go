@@ -286,3 +286,67 @@ func TestTakeOverAdd(t *testing.T) {
 		}
 	})
 }
+
+// LockAdd reads the host's stored settings (an add's defaults) in the
+// statement that takes the add's locks, and takes them: a second add of
+// the name waits until the first one's transaction ends.
+func TestLockAddReadsSettingsAndLocks(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s, other := open(t, dsn), open(t, dsn)
+		other.Host = "host-b"
+		lockAdd := func(s *Store) (settings map[string]string) {
+			t.Helper()
+			if err := s.InTx(ctx, func(tx *Tx) (err error) {
+				settings, err = tx.LockAdd(ctx, "p", "fs")
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return settings
+		}
+		if got := lockAdd(s); len(got) != 0 {
+			t.Errorf("no settings stored: LockAdd read %v", got)
+		}
+		for _, set := range []struct {
+			s          *Store
+			key, value string
+		}{
+			{s, "default_quota", "2GiB"}, {other, "default_quota", "5GiB"}, {other, "soft_grace", "1h"},
+		} {
+			if err := set.s.InTx(ctx, func(tx *Tx) error { _, err := tx.SetSetting(ctx, set.key, set.value); return err }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, want := lockAdd(s), map[string]string{"default_quota": "2GiB"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("LockAdd read %v, want %v (this host's only)", got, want)
+		}
+
+		again := open(t, dsn) // a pool of its own: not waiting for the first one's connection
+		held, release := make(chan struct{}), make(chan struct{})
+		first := make(chan error, 1)
+		go func() {
+			first <- s.InTx(ctx, func(tx *Tx) error {
+				_, err := tx.LockAdd(ctx, "p", "fs")
+				close(held)
+				<-release
+				return err
+			})
+		}()
+		<-held
+		second := make(chan error, 1)
+		go func() {
+			second <- again.InTx(ctx, func(tx *Tx) error { _, err := tx.LockAdd(ctx, "p", "fs"); return err })
+		}()
+		time.Sleep(200 * time.Millisecond)
+		if len(second) > 0 {
+			t.Errorf("a second LockAdd of the name went ahead while the first held it")
+		}
+		close(release)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-second; err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -652,6 +652,16 @@ func (m *Manager) settingsOf(ctx context.Context, keys ...string) (map[string]se
 	if err != nil {
 		return nil, err
 	}
+	return StoredSettings(stored).Of(keys...)
+}
+
+// StoredSettings are a host's stored settings as one read returned them
+// (store.Store.Settings, or store.Tx.LockAdd, which reads them with an
+// add's locks).
+type StoredSettings map[string]string
+
+// Of resolves the settings of keys, each as setting would.
+func (stored StoredSettings) Of(keys ...string) (map[string]settings.Value, error) {
 	out := make(map[string]settings.Value, len(keys))
 	for _, key := range keys {
 		s, err := settings.Lookup(key)

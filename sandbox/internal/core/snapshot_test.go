@@ -51,7 +51,8 @@ func plant(t testing.TB, m *Manager, name string) {
 	}
 	var trees []store.Tree
 	if err := m.Store.InTx(ctx, func(tx *store.Tx) error {
-		trees, _, _, err = m.RecordProject(ctx, tx, name, HolderOf(ctx), m.now(), limits, excluded)
+		byArea := func(StoredSettings) (map[string]quota.Limits, error) { return limits, nil }
+		trees, _, _, err = m.RecordProject(ctx, tx, name, HolderOf(ctx), m.now(), byArea, excluded)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -61,12 +62,10 @@ func plant(t testing.TB, m *Manager, name string) {
 		if err := m.PlaceTree(tree); err != nil {
 			t.Fatal(err)
 		}
-		if !m.IsXFS() {
-			w, err := m.MeasureNew(tree)
-			if err != nil {
-				t.Fatal(err)
-			}
-			walks = append(walks, w)
+	}
+	if !m.IsXFS() {
+		if walks, err = m.MeasureNew(trees...); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if err := m.Store.InTx(ctx, func(tx *store.Tx) error {

@@ -13,7 +13,6 @@ import (
 	"github.com/xfsq/xfsq/sandbox/internal/core/figures"
 	"github.com/xfsq/xfsq/sandbox/internal/core/trend"
 	"github.com/xfsq/xfsq/sandbox/internal/core/usage"
-	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -193,11 +192,6 @@ func NoInboundTree() error { return errNoInboundTree() }
 // Project add and rm make and remove trees with the core's own tree-making
 // (trees.go, which init's inbound tree and doctor's repair use too); these
 // are the parts of the core they call beside it.
-
-// SettingsOf resolves the settings of keys from one read of the store.
-func (m *Manager) SettingsOf(ctx context.Context, keys ...string) (map[string]settings.Value, error) {
-	return m.settingsOf(ctx, keys...)
-}
 
 // OverLimits is what p's trees already hold at or over (figures.OverLimits).
 func OverLimits(p Project) []LimitWarning { return figures.OverLimits(p) }

@@ -135,14 +135,20 @@ func (m *Manager) planTrees(name string, areas []string, limits map[string]quota
 // RecordProject records a new project (in state adding, held by adder)
 // and its trees with their IDs and rows, in the caller's transaction,
 // before any directory is made, so that a rollback finds what to undo:
-// the name's and the IDs' locks first, then the directories looked at,
+// the name's and the IDs' locks first, with the settings limits makes
+// the trees' limits of (one statement), then the directories looked at,
 // then the rows, in one statement on PostgreSQL (store.Tx.AddProject).
 // When the name is taken it records nothing and returns the existing row.
-func (m *Manager) RecordProject(ctx context.Context, tx *store.Tx, name, adder string, created time.Time, limits map[string]quota.Limits, excluded map[quota.ProjectID]bool) (trees []store.Tree, existing store.Project, inserted bool, err error) {
-	if err := tx.LockAdd(ctx, name, m.fsUUID); err != nil {
+func (m *Manager) RecordProject(ctx context.Context, tx *store.Tx, name, adder string, created time.Time, limits func(StoredSettings) (map[string]quota.Limits, error), excluded map[quota.ProjectID]bool) (trees []store.Tree, existing store.Project, inserted bool, err error) {
+	stored, err := tx.LockAdd(ctx, name, m.fsUUID)
+	if err != nil {
 		return nil, store.Project{}, false, err
 	}
-	planned, err := m.planTrees(name, area.OfProject, limits)
+	byArea, err := limits(stored)
+	if err != nil {
+		return nil, store.Project{}, false, err
+	}
+	planned, err := m.planTrees(name, area.OfProject, byArea)
 	if err != nil {
 		// A taken name is refused as taken, whatever is at its paths.
 		if p, perr := tx.Project(ctx, name); perr == nil {
@@ -215,12 +221,20 @@ func (m *Manager) PlaceTree(tree store.Tree) error {
 	return nil
 }
 
-// MeasureNew walks a new fallback tree: its baseline, to record.
-func (m *Manager) MeasureNew(tree store.Tree) (store.WalkRecord, error) {
-	start := m.now().Truncate(time.Microsecond) // as the store keeps it
-	u, seen, err := m.measureTree(tree, nil)
-	return store.WalkRecord{Snapshot: store.Snapshot{Project: tree.Project, Area: tree.Area},
-		Baseline: &store.WalkBaseline{Usage: u, Walk: store.WalkAt(start), Seen: seen}}, err
+// MeasureNew walks new fallback trees: their baselines, to record, in
+// their order (treewalk's MeasureTrees, the root opened once).
+func (m *Manager) MeasureNew(trees ...store.Tree) ([]store.WalkRecord, error) {
+	start := m.now().Truncate(time.Microsecond) // as the store keeps it; before every walk
+	measures, err := m.walks().MeasureTrees(trees)
+	if err != nil {
+		return nil, err
+	}
+	walks := make([]store.WalkRecord, len(trees))
+	for i, tree := range trees {
+		walks[i] = store.WalkRecord{Snapshot: store.Snapshot{Project: tree.Project, Area: tree.Area},
+			Baseline: &store.WalkBaseline{Usage: measures[i].Usage, Walk: store.WalkAt(start), Seen: measures[i].Seen}}
+	}
+	return walks, nil
 }
 
 // checkAdoptable refuses to adopt an existing path that is not a plain directory.

@@ -61,10 +61,6 @@ func (l *Lifecycle) Add(ctx context.Context, name string, o AddOptions) (core.Pr
 	if err := core.ValidateName(name); err != nil {
 		return core.Project{}, err
 	}
-	limits, grace, err := l.limitsOf(ctx, o)
-	if err != nil {
-		return core.Project{}, err
-	}
 	excluded, err := l.ExcludedIDs()
 	if err != nil {
 		return core.Project{}, err
@@ -72,7 +68,7 @@ func (l *Lifecycle) Add(ctx context.Context, name string, o AddOptions) (core.Pr
 	// The project's row, its trees' IDs and rows, in one transaction: each
 	// commit is a wait for the disk (three more made an add's time).
 	created := l.Now()
-	trees, err := l.claim(ctx, name, created, limits, excluded)
+	trees, grace, err := l.claim(ctx, name, created, o, excluded)
 	if err != nil {
 		return core.Project{}, err
 	}
@@ -129,13 +125,14 @@ func (l *Lifecycle) added(ctx context.Context, name string, created time.Time, t
 
 // limitsOf is each area's limits for a new project: its default, changed
 // as o asks, checked in area order (the first bad limit is the one named);
-// and soft_grace, read with them, for the add's answer.
-func (l *Lifecycle) limitsOf(ctx context.Context, o AddOptions) (map[string]quota.Limits, time.Duration, error) {
+// and soft_grace, for the add's answer; all from stored, the settings the
+// add read with its locks.
+func (l *Lifecycle) limitsOf(stored core.StoredSettings, o AddOptions) (map[string]quota.Limits, time.Duration, error) {
 	keys := make([]string, 0, len(area.OfProject)+1)
 	for _, a := range area.OfProject {
 		keys = append(keys, core.DefaultQuotaSetting(a))
 	}
-	values, err := l.SettingsOf(ctx, append(keys, "soft_grace")...) // one read for all
+	values, err := stored.Of(append(keys, "soft_grace")...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -155,17 +152,16 @@ func (l *Lifecycle) limitsOf(ctx context.Context, o AddOptions) (map[string]quot
 // as baselines and journals project.added, at once (Store.MakeReady). It
 // returns the fallback's trees as read at that moment, in their order.
 func (l *Lifecycle) place(ctx context.Context, name string, trees []store.Tree) ([]store.TreeRead, error) {
-	var walks []store.WalkRecord
 	for _, t := range trees {
 		if err := l.PlaceTree(t); err != nil {
 			return nil, err
 		}
-		if !l.IsXFS() { // the fallback's admission starts from a walk; XFS counts in the kernel
-			w, err := l.MeasureNew(t)
-			if err != nil {
-				return nil, err
-			}
-			walks = append(walks, w)
+	}
+	var walks []store.WalkRecord
+	if !l.IsXFS() { // the fallback's admission starts from a walk; XFS counts in the kernel
+		var err error
+		if walks, err = l.MeasureNew(trees...); err != nil {
+			return nil, err
 		}
 	}
 	fault.Point("add:before-ready")
@@ -185,9 +181,15 @@ func rollbackFailed(err, rbErr error) error {
 }
 
 // claim records the project row in state adding and its trees' IDs and
-// rows in one transaction (RecordProject), rolling back first the
-// leftovers of an add whose process died; it returns the trees recorded.
-func (l *Lifecycle) claim(ctx context.Context, name string, created time.Time, limits map[string]quota.Limits, excluded map[quota.ProjectID]bool) ([]store.Tree, error) {
+// rows, with the limits o asks for, in one transaction (RecordProject),
+// rolling back first the leftovers of an add whose process died; it
+// returns the trees recorded and soft_grace, read with them.
+func (l *Lifecycle) claim(ctx context.Context, name string, created time.Time, o AddOptions, excluded map[quota.ProjectID]bool) ([]store.Tree, time.Duration, error) {
+	var grace time.Duration
+	limits := func(stored core.StoredSettings) (limits map[string]quota.Limits, err error) {
+		limits, grace, err = l.limitsOf(stored, o)
+		return limits, err
+	}
 	for attempt := 0; ; attempt++ {
 		var trees []store.Tree
 		var existing store.Project
@@ -198,19 +200,19 @@ func (l *Lifecycle) claim(ctx context.Context, name string, created time.Time, l
 		})
 		switch {
 		case err != nil:
-			return nil, err
+			return nil, 0, err
 		case inserted:
-			return trees, nil
+			return trees, grace, nil
 		case existing.State == store.StateReady:
-			return nil, errkind.WithFix(errkind.Conflict, fmt.Errorf("project %q %w", name, core.ErrExists), errkind.Fix("see %s", errkind.Do(errkind.OpProjectShow, name)))
+			return nil, 0, errkind.WithFix(errkind.Conflict, fmt.Errorf("project %q %w", name, core.ErrExists), errkind.Fix("see %s", errkind.Do(errkind.OpProjectShow, name)))
 		case l.HolderLive(ctx, existing.Adder):
-			return nil, fmt.Errorf("project %q is being %s by another process (%s); wait for it", name,
+			return nil, 0, fmt.Errorf("project %q is being %s by another process (%s); wait for it", name,
 				map[string]string{store.StateAdding: "added", store.StateRemoving: "removed"}[existing.State], existing.Adder)
 		case existing.State == store.StateRemoving:
-			return nil, errkind.WithFix(errkind.Conflict, fmt.Errorf("project %q %w, half-removed by an interrupted removal", name, core.ErrExists),
+			return nil, 0, errkind.WithFix(errkind.Conflict, fmt.Errorf("project %q %w, half-removed by an interrupted removal", name, core.ErrExists),
 				errkind.Fix("run %s again to finish it", errkind.Do(errkind.OpProjectRemove, name)))
 		case attempt > 0:
-			return nil, errkind.WithFix(errkind.NotReady, fmt.Errorf("project %q: could not clear an interrupted add", name), doctorFix)
+			return nil, 0, errkind.WithFix(errkind.NotReady, fmt.Errorf("project %q: could not clear an interrupted add", name), doctorFix)
 		}
 		// An add that died half-way: undo it, then try again. The rollback
 		// decides under the name's lock: if the row is no longer that add's
@@ -218,7 +220,7 @@ func (l *Lifecycle) claim(ctx context.Context, name string, created time.Time, l
 		// added the name afresh) or its holder is not gone after all, it
 		// does nothing, and the next attempt sees what is there now.
 		if _, err := l.RollbackAdd(ctx, existing); err != nil && !errors.Is(err, store.ErrAddChanged) {
-			return nil, fmt.Errorf("project %q: rolling back an interrupted add: %w", name, err)
+			return nil, 0, fmt.Errorf("project %q: rolling back an interrupted add: %w", name, err)
 		}
 	}
 }

@@ -26,17 +26,15 @@ import (
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
-	"github.com/xfsq/xfsq/settings"
 	"github.com/xfsq/xfsq/store"
 )
 
-// Core is what lifecycle asks of the core: the clock, the settings and who
+// Core is what lifecycle asks of the core: the clock and who
 // acts, whether an operation still runs, the limits a tree may take, the
 // trees' IDs, rows, directories and baselines, a project's view, and the
 // journalled removal a purge deletes through.
 type Core interface {
 	Now() time.Time
-	SettingsOf(ctx context.Context, keys ...string) (map[string]settings.Value, error)
 	ActorOf(ctx context.Context) string
 	HolderLive(ctx context.Context, h string) bool
 	ClaimFor(ctx context.Context) store.Claim
@@ -44,9 +42,9 @@ type Core interface {
 	BackendName() string
 	CheckLimits(area string, l quota.Limits) error
 	ExcludedIDs() (map[quota.ProjectID]bool, error)
-	RecordProject(ctx context.Context, tx *store.Tx, name, adder string, created time.Time, limits map[string]quota.Limits, excluded map[quota.ProjectID]bool) ([]store.Tree, store.Project, bool, error)
+	RecordProject(ctx context.Context, tx *store.Tx, name, adder string, created time.Time, limits func(core.StoredSettings) (map[string]quota.Limits, error), excluded map[quota.ProjectID]bool) ([]store.Tree, store.Project, bool, error)
 	PlaceTree(tree store.Tree) error
-	MeasureNew(tree store.Tree) (store.WalkRecord, error)
+	MeasureNew(trees ...store.Tree) ([]store.WalkRecord, error)
 	IDsStillUsed(trees []store.Tree) (map[quota.ProjectID]bool, error)
 	Show(ctx context.Context, name string, r ...core.Read) (core.Project, error)
 	Status(ctx context.Context, trees []store.Tree, all []quota.Quota, r core.Read) ([]core.TreeStatus, error)

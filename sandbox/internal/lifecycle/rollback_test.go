@@ -44,11 +44,7 @@ func rollbackRoot(t *testing.T, dsn string) (*Lifecycle, context.Context) {
 func halfAdd(t *testing.T, l *Lifecycle, ctx context.Context, name string) (store.Project, func()) {
 	t.Helper()
 	op, end := core.BeginOp(ctx)
-	limits, _, err := l.limitsOf(op, AddOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	trees, err := l.claim(op, name, l.Now(), limits, nil)
+	trees, _, err := l.claim(op, name, l.Now(), AddOptions{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,13 +117,20 @@ func (t *Tx) Lock(ctx context.Context, keys ...string) error {
 	if _, err := t.Exec(ctx, "SELECT "+strings.Join(take, ", "), args...); err != nil {
 		return err
 	}
+	t.Held(keys...)
+	return nil
+}
+
+// Held notes keys as locked to the end of the transaction, by a statement
+// of the caller's that took them with what else it does (Lock would take
+// them again).
+func (t *Tx) Held(keys ...string) {
 	if t.locked == nil {
 		t.locked = map[string]bool{}
 	}
 	for _, k := range keys {
 		t.locked[k] = true
 	}
-	return nil
 }
 
 // Sel reads every row of query into dest, within ctx's budget.

@@ -12,6 +12,8 @@
 package treewalk
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -50,6 +52,33 @@ func (m *Walker) WalkTreeIn(root Root, t store.Tree, opts inventory.Options) (*i
 // MeasureTree measures t's directory for a baseline (see measureTree).
 func (m *Walker) MeasureTree(t store.Tree, writing map[string]inventory.InProgress) (quota.Usage, store.WalkSeen, error) {
 	return m.measureTree(t, writing)
+}
+
+// Measure is one tree's measure (MeasureTrees).
+type Measure struct {
+	Usage quota.Usage
+	Seen  store.WalkSeen
+}
+
+// MeasureTrees measures each of ts, none with a write in flight, as
+// MeasureTree does, in one opening of the root: a new project's three
+// trees made and dissolved three copies of its mount (~1 ms each).
+func (m *Walker) MeasureTrees(ts []store.Tree) ([]Measure, error) {
+	out := make([]Measure, len(ts))
+	root, err := m.openWalkRoot()
+	if errors.Is(err, os.ErrNotExist) { // as measureTree: no tree there, each empty
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	for i, t := range ts {
+		if out[i].Usage, out[i].Seen, err = m.measureTreeIn(root, t, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // InProgress is a walk's writes in flight as the walker takes them.

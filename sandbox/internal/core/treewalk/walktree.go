@@ -138,7 +138,20 @@ func (m *Walker) walkTreeIn(root walkRoot, t store.Tree, opts inventory.Options)
 // the walk may have missed. A tree whose directory is gone
 // is empty.
 func (m *Walker) measureTree(t store.Tree, writing map[string]inventory.InProgress) (quota.Usage, store.WalkSeen, error) {
-	f, err := m.openForWalk(t, ".")
+	root, err := m.openWalkRoot()
+	if errors.Is(err, os.ErrNotExist) {
+		return quota.Usage{}, store.WalkSeen{}, nil
+	}
+	if err != nil {
+		return quota.Usage{}, store.WalkSeen{}, err
+	}
+	defer root.Close()
+	return m.measureTreeIn(root, t, writing)
+}
+
+// measureTreeIn is measureTree in a root already open (openWalkRoot).
+func (m *Walker) measureTreeIn(root walkRoot, t store.Tree, writing map[string]inventory.InProgress) (quota.Usage, store.WalkSeen, error) {
+	f, err := m.openIn(root, t, ".")
 	if errors.Is(err, os.ErrNotExist) {
 		return quota.Usage{}, store.WalkSeen{}, nil
 	}
