@@ -310,8 +310,9 @@ type BoundRoot struct {
 
 // HolderTakenOver: a lock or pass whose holder is gone was taken over.
 type HolderTakenOver struct {
-	// What was taken: "sweep_lock" (Name is the project) or "pass" (Name
-	// is the pass).
+	// What was taken: "sweep_lock" (Name is the project), "pass" (Name
+	// is the pass), or a project's half-done "add" or "remove" (Name is
+	// the project).
 	What string `json:"what"`
 	Name string `json:"name"`
 	From string `json:"from"`

@@ -201,9 +201,9 @@ func (t *Tx) addProjectAtOnce(ctx context.Context, p NewProject) (trees []Tree, 
 // its commit; what it reads under its snapshot, taken before the lock, is
 // the new trees' rows and ledger, which no write reaches while the project
 // is being added.
-func (s *Store) MakeReady(ctx context.Context, name, actor string, walks []WalkRecord, added journal.ProjectAdded) ([]TreeRead, error) {
+func (s *Store) MakeReady(ctx context.Context, name, adder, actor string, walks []WalkRecord, added journal.ProjectAdded) ([]TreeRead, error) {
 	if !s.Postgres {
-		return s.makeReadyInSteps(ctx, name, actor, walks, added)
+		return s.makeReadyInSteps(ctx, name, adder, actor, walks, added)
 	}
 	payload, err := json.Marshal(added)
 	if err != nil {
@@ -211,10 +211,10 @@ func (s *Store) MakeReady(ctx context.Context, name, actor string, walks []WalkR
 	}
 	// The project made ready, and its record journalled only then.
 	ready := func(cond string) string {
-		return `p AS (UPDATE projects SET state = ?, adder = '' WHERE host = ? AND name = ?` + cond + ` RETURNING name),
+		return `p AS (UPDATE projects SET state = ?, adder = '' WHERE host = ? AND name = ? AND state = ? AND adder = ?` + cond + ` RETURNING name),
 		e AS (INSERT INTO events (at, type, host, project, actor, payload) SELECT ?, ?, ?, ?, ?, ? FROM p)`
 	}
-	readyArgs := []any{StateReady, s.Host, name, toMicros(time.Now()), string(added.Type()), s.Host, name, actor, string(payload)}
+	readyArgs := []any{StateReady, s.Host, name, StateAdding, adder, toMicros(time.Now()), string(added.Type()), s.Host, name, actor, string(payload)}
 	b := s.BaselinesOf(walks)
 	var rows []readyRow
 	if b == nil {
@@ -222,38 +222,53 @@ func (s *Store) MakeReady(ctx context.Context, name, actor string, walks []WalkR
 	} else {
 		// As Read: each walked tree's new row, with its reservations'
 		// sums; none walked (the project gone), one row of zeroes.
-		args := append([]any{"admission:" + s.Host}, b.Args(b.SeenArgs, b.SumsArgs, b.UpdateArgs)...)
+		// Every write hangs on p, so that nothing is written for an add
+		// this one no longer is (taken over and rolled back while it
+		// paused, the name perhaps added afresh).
+		args := append([]any{"admission:" + s.Host}, b.Args(readyArgs, b.SeenArgs, b.SumsArgs, b.UpdateArgs)...)
 		err = s.Sel(ctx, &rows, `WITH lk AS (SELECT pg_advisory_xact_lock(hashtext(?)) AS held), `+b.With[len("WITH "):]+`,
-		seen AS (DELETE FROM ledger WHERE EXISTS (SELECT 1 FROM lk) AND `+b.Seen+`),
+		`+ready(` AND EXISTS (SELECT 1 FROM lk)`)+`,
+		seen AS (DELETE FROM ledger WHERE EXISTS (SELECT 1 FROM p) AND `+b.Seen+`),
 		`+b.Sums+`,
-		walked AS (`+b.Update+` AND EXISTS (SELECT 1 FROM lk)
+		walked AS (`+b.Update+` AND EXISTS (SELECT 1 FROM p)
 			RETURNING trees.project, trees.area, trees.bytes_soft, trees.bytes_hard, trees.inodes_soft, trees.inodes_hard,
 				trees.walked_bytes + trees.ledger_bytes AS bytes, trees.walked_inodes + trees.ledger_inodes AS inodes,
-				trees.walked_at, trees.bytes_soft_since, trees.inodes_soft_since),
-		`+ready(` AND EXISTS (SELECT 1 FROM lk)`)+`
+				trees.walked_at, trees.bytes_soft_since, trees.inodes_soft_since)
 		SELECT (SELECT COUNT(*) FROM p) AS ready, COALESCE(w.project, '') AS project, COALESCE(w.area, '') AS area,
 			COALESCE(w.bytes_soft, 0) AS bytes_soft, COALESCE(w.bytes_hard, 0) AS bytes_hard,
 			COALESCE(w.inodes_soft, 0) AS inodes_soft, COALESCE(w.inodes_hard, 0) AS inodes_hard,
 			COALESCE(w.bytes + COALESCE((SELECT SUM(r.bytes) FROM reservations r WHERE r.host = ? AND r.project = w.project AND r.area = w.area), 0), 0) AS bytes,
 			COALESCE(w.inodes + COALESCE((SELECT SUM(r.inodes) FROM reservations r WHERE r.host = ? AND r.project = w.project AND r.area = w.area), 0), 0) AS inodes,
 			COALESCE(w.walked_at, 0) AS walked_at, COALESCE(w.bytes_soft_since, 0) AS bytes_since, COALESCE(w.inodes_soft_since, 0) AS inodes_since
-		FROM (SELECT 1) one LEFT JOIN walked w ON TRUE`, append(append(args, readyArgs...), s.Host, s.Host)...)
+		FROM (SELECT 1) one LEFT JOIN walked w ON TRUE`, append(args, s.Host, s.Host)...)
 	}
 	s.Committed.Add(1) // a commit of this process's, as InTx counts them (Generation); even a failed one
 	if err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 || rows[0].Ready == 0 {
-		return nil, fmt.Errorf("project %q: %w", name, ErrNotFound)
+		return nil, notThisAdd(name)
 	}
 	return readsOf(rows, walks)
 }
 
+// notThisAdd: the project is gone, or its row is no longer the add that
+// calls MakeReady.
+func notThisAdd(name string) error {
+	return fmt.Errorf("project %q: %w, or no longer this add's (taken over while it paused)", name, ErrNotFound)
+}
+
 // makeReadyInSteps is MakeReady as one step a statement.
-func (s *Store) makeReadyInSteps(ctx context.Context, name, actor string, walks []WalkRecord, added journal.ProjectAdded) ([]TreeRead, error) {
+func (s *Store) makeReadyInSteps(ctx context.Context, name, adder, actor string, walks []WalkRecord, added journal.ProjectAdded) ([]TreeRead, error) {
 	var rows []readyRow
 	b := s.BaselinesOf(walks)
 	err := s.InTx(ctx, func(tx *Tx) error {
+		if now, err := tx.Project(ctx, name); err != nil || now.State != StateAdding || now.Adder != adder {
+			if err == nil || errors.Is(err, ErrNotFound) {
+				err = notThisAdd(name)
+			}
+			return err
+		}
 		if err := tx.SetBaselines(ctx, walks); err != nil {
 			return err
 		}
@@ -359,22 +374,71 @@ func (t *Tx) TakeOverAdd(ctx context.Context, seen Project, c Claim) ([]Tree, er
 		return nil, fmt.Errorf("project %q: %w: it is now %s", seen.Name, ErrAddChanged, now.Describe())
 	}
 	if now.Adder != c.Holder {
-		_, why, err := t.IsGone(ctx, c, now.Adder)
-		if err != nil {
-			return nil, err
-		}
-		if why == "" {
-			return nil, fmt.Errorf("project %q: %w: its holder %s is under way", seen.Name, ErrAddChanged, now.Adder)
-		}
-		if err := t.Hold(ctx, c.Holder); err != nil {
-			return nil, err
-		}
-		if _, err := t.Exec(ctx, `UPDATE projects SET adder = ? WHERE host = ? AND name = ?`, c.Holder, t.s.Host, seen.Name); err != nil {
+		if err := t.takeOverProject(ctx, c, now, "add"); err != nil {
+			if errors.Is(err, errHolderUnderWay) {
+				err = fmt.Errorf("project %q: %w: its holder %s is under way", seen.Name, ErrAddChanged, now.Adder)
+			}
 			return nil, err
 		}
 	}
 	return registry.ReadTrees(ctx, t.Sel, t.s.Host, seen.Name)
 }
+
+// errHolderUnderWay: the holder of a half-done add or removal is not gone.
+var errHolderUnderWay = errors.New("its holder is under way")
+
+// takeOverProject hands now's row, half-way through an add or a removal
+// (what) by a holder that is gone, to c's holder, and journals the
+// takeover in the same transaction; with the holder not gone it wraps
+// errHolderUnderWay and changes nothing. The caller holds the name's lock.
+func (t *Tx) takeOverProject(ctx context.Context, c Claim, now Project, what string) error {
+	lease, why, err := t.IsGone(ctx, c, now.Adder)
+	if err != nil {
+		return err
+	}
+	if why == "" {
+		return fmt.Errorf("project %q: %w (%s)", now.Name, errHolderUnderWay, now.Adder)
+	}
+	if err := t.Hold(ctx, c.Holder); err != nil {
+		return err
+	}
+	if _, err := t.Exec(ctx, `UPDATE projects SET adder = ? WHERE host = ? AND name = ?`, c.Holder, t.s.Host, now.Name); err != nil {
+		return err
+	}
+	return t.TookOver(ctx, c, now.Name, what, now.Name, now.Adder, why, lease)
+}
+
+// TakeOverRemove resumes, for c's holder, the removal of seen that
+// another holder left half-way: under the name's lock the row must still
+// be that removal's, and its holder gone (as c.Gone decides) or c's own.
+// The takeover is journalled. Else it changes nothing and wraps
+// ErrRemoveUnderWay (the holder is not gone) or ErrNotFound.
+func (t *Tx) TakeOverRemove(ctx context.Context, seen Project, c Claim) error {
+	if err := t.Lock(ctx, registry.ProjectLock(t.s.Host, seen.Name)); err != nil {
+		return err
+	}
+	now, err := t.Project(ctx, seen.Name)
+	switch {
+	case err != nil:
+		return err
+	case now.State != StateRemoving:
+		return fmt.Errorf("project %q: %w: it is now %s", seen.Name, ErrRemoveUnderWay, now.Describe())
+	case now.Adder == c.Holder:
+		return nil
+	}
+	if err := t.takeOverProject(ctx, c, now, "remove"); err != nil {
+		if errors.Is(err, errHolderUnderWay) {
+			err = fmt.Errorf("project %q: %w by %s", seen.Name, ErrRemoveUnderWay, now.Adder)
+		}
+		return err
+	}
+	return nil
+}
+
+// ErrRemoveUnderWay is wrapped when a removal left half-way turns out,
+// under the name's lock, to be another holder's that is not gone, or no
+// longer a removal.
+var ErrRemoveUnderWay = errors.New("being removed by another process")
 
 // EndRollbackAdd checks, under the project name's lock, that holder still
 // holds the rollback of the add of name it took over (TakeOverAdd): else

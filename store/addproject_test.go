@@ -182,7 +182,7 @@ func TestMakeReady(t *testing.T) {
 				Baseline: &WalkBaseline{Usage: quota.Usage{Bytes: uint64(4096 * (i + 1)), Inodes: uint64(i + 1)}, Walk: WalkAt(time.Now())}})
 			added.Trees = append(added.Trees, journal.Tree{Project: tr.Project, Area: tr.Area, Path: tr.Path})
 		}
-		reads, err := s.MakeReady(ctx, "p", "tester", walks, added)
+		reads, err := s.MakeReady(ctx, "p", "", "tester", walks, added)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +205,7 @@ func TestMakeReady(t *testing.T) {
 
 		// XFS: nothing walked, the kernel counts.
 		recordAdd(t, s, newProject("xfs", quota.DefaultRange, nil))
-		if reads, err := s.MakeReady(ctx, "xfs", "tester", nil, journal.ProjectAdded{Backend: "xfs"}); err != nil || len(reads) != 0 {
+		if reads, err := s.MakeReady(ctx, "xfs", "", "tester", nil, journal.ProjectAdded{Backend: "xfs"}); err != nil || len(reads) != 0 {
 			t.Errorf("MakeReady without walks: %+v, %v", reads, err)
 		}
 		if p, err := s.Project(ctx, "xfs"); err != nil || p.State != StateReady {
@@ -215,11 +215,44 @@ func TestMakeReady(t *testing.T) {
 			t.Errorf("journal after MakeReady without walks: %+v, %v", evs, err)
 		}
 
+		// An add that paused past its lease, and whose row a rollback took
+		// over meanwhile, writes nothing when it resumes: no baseline, no
+		// state, no record.
+		taken := newProject("taken", quota.DefaultRange, nil)
+		taken.Adder = "1.1@a/op-1"
+		takenTrees, _, _ := recordAdd(t, s, taken)
+		if err := s.InTx(ctx, func(tx *Tx) error {
+			_, err := tx.TakeOverAdd(ctx, Project{Name: "taken", State: StateAdding, Adder: taken.Adder, CreatedAt: AsStored(taken.Created)},
+				Claim{Holder: "2.2@b/op-1", Gone: func(string, HolderLease) (bool, string) { return true, "test" }})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var late []WalkRecord
+		for _, tr := range takenTrees {
+			late = append(late, WalkRecord{Snapshot: Snapshot{Project: tr.Project, Area: tr.Area},
+				Baseline: &WalkBaseline{Usage: quota.Usage{Bytes: 1 << 30, Inodes: 7}, Walk: WalkAt(time.Now())}})
+		}
+		if _, err := s.MakeReady(ctx, "taken", taken.Adder, "tester", late, journal.ProjectAdded{}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("MakeReady of an add taken over: %v, want not found", err)
+		}
+		if p, err := s.Project(ctx, "taken"); err != nil || p.State != StateAdding || p.Adder != "2.2@b/op-1" {
+			t.Errorf("after the late MakeReady: %+v %v, want adding, held by the rollback", p, err)
+		}
+		for _, tr := range takenTrees {
+			if r, err := s.Read(ctx, TreeKey{Project: tr.Project, Area: tr.Area}); err != nil || r.Used.Bytes != 0 || !r.WalkedAt.IsZero() {
+				t.Errorf("%s after the late MakeReady: %+v %v, want no baseline", tr.Area, r, err)
+			}
+		}
+		if evs, err := s.Events(ctx, EventFilter{Project: "taken", Type: journal.TypeProjectAdded}); err != nil || len(evs) != 0 {
+			t.Errorf("the late MakeReady journalled %+v, %v", evs, err)
+		}
+
 		recordAdd(t, s, newProject("gone", quota.DefaultRange, nil))
 		if err := s.InTx(ctx, func(tx *Tx) error { return tx.DeleteProject(ctx, "gone") }); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.MakeReady(ctx, "gone", "tester", nil, journal.ProjectAdded{}); !errors.Is(err, ErrNotFound) {
+		if _, err := s.MakeReady(ctx, "gone", "", "tester", nil, journal.ProjectAdded{}); !errors.Is(err, ErrNotFound) {
 			t.Errorf("MakeReady of a project gone: %v, want not found", err)
 		}
 		if evs, err := s.Events(ctx, EventFilter{Project: "gone"}); err != nil || len(evs) != 0 {
@@ -266,6 +299,9 @@ func TestTakeOverAdd(t *testing.T) {
 			if now, err := s.Project(ctx, "omni"); err != nil || now != row {
 				t.Errorf("after the refused rollback of %s add: %+v %v, want %+v", c.name, now, err, row)
 			}
+			if n := countEvents(t, s, journal.TypeHolderTakenOver); n != 0 {
+				t.Errorf("the refused rollback of %s add journalled %d takeovers", c.name, n)
+			}
 		}
 		var trees []Tree
 		err = s.InTx(ctx, func(tx *Tx) (err error) {
@@ -278,12 +314,77 @@ func TestTakeOverAdd(t *testing.T) {
 		if now, err := s.Project(ctx, "omni"); err != nil || now.Adder != "3.3@b/op-1" || now.State != StateAdding {
 			t.Errorf("taken over: %+v %v, want adding, held by the rollback", now, err)
 		}
+		wantTakeover(t, s, journal.HolderTakenOver{What: "add", Name: "omni", From: "1.1@a/op-1", By: "3.3@b/op-1", Why: "test"})
 		for holder, want := range map[string]error{"3.3@b/op-1": nil, "1.1@a/op-1": ErrAddChanged} {
 			err := s.InTx(ctx, func(tx *Tx) error { return tx.EndRollbackAdd(ctx, "omni", holder) })
 			if !errors.Is(err, want) {
 				t.Errorf("EndRollbackAdd by %s: %v, want %v", holder, err, want)
 			}
 		}
+	})
+}
+
+// wantTakeover fails unless the journal holds exactly one takeover, want.
+func wantTakeover(t *testing.T, s *Store, want journal.HolderTakenOver) {
+	t.Helper()
+	evs, err := s.Events(ctx, EventFilter{Type: journal.TypeHolderTakenOver})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("takeover records: %+v %v, want one", evs, err)
+	}
+	got, err := evs[0].Decode()
+	if err != nil || got != want || evs[0].Project != want.Name {
+		t.Errorf("the takeover's record: %+v (project %q) %v, want %+v", got, evs[0].Project, err, want)
+	}
+}
+
+// TakeOverRemove resumes a removal left half-way only when its holder is
+// gone (or its own), under the name's lock, journalling the takeover; a
+// live holder's removal, or a row that is no longer a removal, it leaves
+// as it is.
+func TestTakeOverRemove(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		gone := func(string, HolderLease) (bool, string) { return true, "test" }
+		live := func(string, HolderLease) (bool, string) { return false, "" }
+		recordAdd(t, s, newProject("omni", quota.IDRange{First: 10, Last: 99}, nil))
+		recordAdd(t, s, newProject("ready", quota.IDRange{First: 10, Last: 99}, nil))
+		if err := s.InTx(ctx, func(tx *Tx) error { return tx.SetProjectState(ctx, "omni", StateRemoving, "1.1@a/op-1") }); err != nil {
+			t.Fatal(err)
+		}
+		take := func(name string, c Claim) error {
+			row, err := s.Project(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.InTx(ctx, func(tx *Tx) error { return tx.TakeOverRemove(ctx, row, c) })
+		}
+		for _, c := range []struct {
+			name, project string
+			claim         Claim
+			want          error
+		}{
+			{"a live holder's removal", "omni", Claim{Holder: "3.3@b/op-1", Gone: live}, ErrRemoveUnderWay},
+			{"a project that is no removal", "ready", Claim{Holder: "3.3@b/op-1", Gone: gone}, ErrRemoveUnderWay},
+			{"its own removal", "omni", Claim{Holder: "1.1@a/op-1", Gone: live}, nil},
+		} {
+			before, _ := s.Project(ctx, c.project)
+			if err := take(c.project, c.claim); !errors.Is(err, c.want) {
+				t.Errorf("%s: %v, want %v", c.name, err, c.want)
+			}
+			if now, err := s.Project(ctx, c.project); err != nil || now != before {
+				t.Errorf("%s: the row is %+v %v, want it unchanged (%+v)", c.name, now, err, before)
+			}
+			if n := countEvents(t, s, journal.TypeHolderTakenOver); n != 0 {
+				t.Errorf("%s: journalled %d takeovers", c.name, n)
+			}
+		}
+		if err := take("omni", Claim{Holder: "3.3@b/op-1", Gone: gone}); err != nil {
+			t.Fatalf("a gone holder's removal: %v", err)
+		}
+		if now, err := s.Project(ctx, "omni"); err != nil || now.State != StateRemoving || now.Adder != "3.3@b/op-1" {
+			t.Errorf("taken over: %+v %v, want removing, held by the taker", now, err)
+		}
+		wantTakeover(t, s, journal.HolderTakenOver{What: "remove", Name: "omni", From: "1.1@a/op-1", By: "3.3@b/op-1", Why: "test"})
 	})
 }
 

@@ -168,7 +168,7 @@ func (l *Lifecycle) place(ctx context.Context, name string, trees []store.Tree) 
 	// The new trees' walks are their baselines, recorded with the project
 	// made ready: no write through xfsq reaches a project being added, so
 	// none was in flight.
-	return l.Store.MakeReady(ctx, name, l.ActorOf(ctx), walks, addedPayload(l.BackendName(), trees))
+	return l.Store.MakeReady(ctx, name, core.HolderOf(ctx), l.ActorOf(ctx), walks, addedPayload(l.BackendName(), trees))
 }
 
 // doctorFix is what an operator does about an add left half-way.

@@ -192,6 +192,16 @@ func (l *Lifecycle) markRemoving(ctx context.Context, p store.Project, o RemoveO
 				return &LeaseHeldError{Project: p.Name, Leases: held}
 			}
 		}
+		if p.State == store.StateRemoving {
+			// A removal another process left half-way: taken over, and
+			// journalled, only if its holder is still gone under the
+			// name's lock (two processes may each have judged it so).
+			err := tx.TakeOverRemove(ctx, p, l.ClaimFor(ctx))
+			if errors.Is(err, store.ErrRemoveUnderWay) {
+				err = errkind.New(errkind.Conflict, fmt.Errorf("%w; wait for it", err))
+			}
+			return err
+		}
 		return tx.SetProjectState(ctx, p.Name, store.StateRemoving, core.HolderOf(ctx))
 	})
 }
