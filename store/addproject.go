@@ -263,16 +263,17 @@ func (s *Store) makeReadyInSteps(ctx context.Context, name, adder, actor string,
 	var rows []readyRow
 	b := s.BaselinesOf(walks)
 	err := s.InTx(ctx, func(tx *Tx) error {
-		if now, err := tx.Project(ctx, name); err != nil || now.State != StateAdding || now.Adder != adder {
-			if err == nil || errors.Is(err, ErrNotFound) {
-				err = notThisAdd(name)
-			}
+		// First, and only for the add that recorded the row: one the
+		// add no longer is gets nothing written.
+		res, err := tx.Exec(ctx, `UPDATE projects SET state = ?, adder = '' WHERE host = ? AND name = ? AND state = ? AND adder = ?`,
+			StateReady, s.Host, name, StateAdding, adder)
+		if err != nil {
 			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notThisAdd(name)
 		}
 		if err := tx.SetBaselines(ctx, walks); err != nil {
-			return err
-		}
-		if err := tx.SetProjectState(ctx, name, StateReady, ""); err != nil {
 			return err
 		}
 		if err := tx.AppendEvent(ctx, name, actor, added); err != nil {

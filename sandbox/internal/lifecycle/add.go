@@ -76,7 +76,7 @@ func (l *Lifecycle) Add(ctx context.Context, name string, o AddOptions) (core.Pr
 	for _, t := range trees {
 		fault.Point("add:" + t.Area + ":id-recorded")
 	}
-	reads, err := l.place(ctx, name, trees)
+	reads, err := l.place(ctx, name, created, trees)
 	if err != nil {
 		own := store.Project{Name: name, State: store.StateAdding, CreatedAt: created, Adder: core.HolderOf(ctx)}
 		if _, rbErr := l.RollbackAdd(ctx, own); rbErr != nil {
@@ -151,8 +151,19 @@ func (l *Lifecycle) limitsOf(stored core.StoredSettings, o AddOptions) (map[stri
 // the fallback, their walks), then makes the project ready with the walks
 // as baselines and journals project.added, at once (Store.MakeReady). It
 // returns the fallback's trees as read at that moment, in their order.
-func (l *Lifecycle) place(ctx context.Context, name string, trees []store.Tree) ([]store.TreeRead, error) {
+//
+// Each tree is placed only while this process's lease has held since the
+// add's row was recorded (claimed): paused past it, the add may have been
+// taken over and rolled back, and the name added afresh with the same
+// paths, whose directories it must not tag with its own IDs or limits.
+func (l *Lifecycle) place(ctx context.Context, name string, claimed time.Time, trees []store.Tree) ([]store.TreeRead, error) {
 	for _, t := range trees {
+		if l.beforePlace != nil {
+			l.beforePlace()
+		}
+		if err := l.Store.LeaseHeldSince(claimed); err != nil {
+			return nil, fmt.Errorf("project %q: placing its %s tree: %w", name, t.Area, err)
+		}
 		if err := l.PlaceTree(t); err != nil {
 			return nil, err
 		}

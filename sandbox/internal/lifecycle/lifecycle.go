@@ -64,6 +64,9 @@ type Lifecycle struct {
 	// rollbackUndone, when set (tests), is called as RollbackAdd has
 	// undone an add's limits and directories, before it deletes its rows.
 	rollbackUndone func()
+	// beforePlace, when set (tests), is called before each tree an add
+	// places.
+	beforePlace func()
 }
 
 // New is the lifecycle of the projects of the root c manages.

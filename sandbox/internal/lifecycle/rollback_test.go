@@ -3,10 +3,12 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
@@ -277,5 +279,34 @@ func TestRollbackTakenOverLeavesTheNewAddAlone(t *testing.T) {
 			t.Fatal("the rollback never reached its hook")
 		}
 		checkUntouched(t, l, ctx, "omni", d)
+	})
+}
+
+// An add paused past its lease between recording its row and placing its
+// trees (where another process may take it for dead, roll it back and add
+// the name afresh at the same paths) places nothing when it resumes, and
+// says why.
+func TestAddPausedPastItsLeasePlacesNothing(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, dsn string) {
+		l, ctx := rollbackRoot(t, dsn)
+		l.Store.SetLiveness(store.Liveness{Process: store.ProcessOf(core.HolderOf(ctx)), Machine: "boot-a", Heartbeat: time.Hour, Expiry: 1500 * time.Millisecond})
+		l.beforePlace = func() {
+			l.beforePlace = nil
+			time.Sleep(1600 * time.Millisecond) // past the lease: no heartbeat renews it within the hour
+		}
+		_, err := l.Add(ctx, "omni", AddOptions{})
+		var lapsed *store.LeaseLapsedError
+		if !errors.As(err, &lapsed) {
+			t.Fatalf("add paused past its lease: %v, want the lease lapsed", err)
+		}
+		trees, err := l.Store.Trees(ctx, "omni")
+		if err != nil || len(trees) == 0 {
+			t.Fatalf("the add's recorded trees: %+v %v", trees, err)
+		}
+		for _, tr := range trees {
+			if _, err := os.Lstat(l.abs(tr.Path)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s: placed after the lease lapsed (%v)", tr.Path, err)
+			}
+		}
 	})
 }

@@ -222,7 +222,7 @@ type LeaseLapsedError struct {
 
 func (e *LeaseLapsedError) Error() string {
 	return "this process's lease in the store lapsed (it was paused or could not renew it for holder_expiry): " +
-		"what it held may have been taken over, so it stops before deleting"
+		"what it held may have been taken over, so it stops before changing anything more"
 }
 
 // LeaseHeldSince is nil if this Store's lease has been held unbroken
