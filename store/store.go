@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -81,7 +82,10 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		// (a sweep's "pending" above all) is on disk before the deletion it
 		// announces, power loss or not. NORMAL would only survive a crash of
 		// the process.
-		s.SQL = openSQLite(&s.Meter, "file:"+dsn+
+		//
+		// The path is escaped as OpenReadOnly's is: read as a URI, a '%',
+		// '?' or '#' in it would name another file or set or drop pragmas.
+		s.SQL = openSQLite(&s.Meter, "file:"+(&url.URL{Path: dsn}).EscapedPath()+
 			"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate")
 		if err != nil {
 			return nil, err

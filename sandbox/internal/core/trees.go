@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/store"
 )
@@ -193,13 +197,8 @@ func (m *Manager) makeTree(ctx context.Context, name, a string, limits quota.Lim
 // the kernel's ID and limits.
 func (m *Manager) PlaceTree(tree store.Tree) error {
 	a, dir := tree.Area, m.abs(tree.Path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	for _, sub := range area.Skeleton(a) {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", filepath.Join(dir, sub), err)
-		}
+	if err := makeDirs(m.Root, tree.Path, area.Skeleton(a)); err != nil {
+		return err
 	}
 	fault.Point("add:" + a + ":dir-created")
 	// On the fallback the record is the assignment and holds the limits:
@@ -273,7 +272,7 @@ func (m *Manager) addMissingTree(ctx context.Context, name, area string) error {
 		return fmt.Errorf("%w (and clearing its limits failed: %v)", err, clearErr)
 	}
 	if tree.CreatedDir {
-		RemoveEmptyTree(m.abs(tree.Path), area)
+		RemoveEmptyTree(m.Root, tree.Path, area)
 	}
 	used, usedErr := m.IDsStillUsed([]store.Tree{tree})
 	if usedErr != nil {
@@ -290,16 +289,78 @@ func (m *Manager) addMissingTree(ctx context.Context, name, area string) error {
 	return err
 }
 
-// RemoveEmptyTree removes a tree that xfsq created, only as far as it is
-// empty; it reports what it had to leave.
-func RemoveEmptyTree(dir, a string) (left []string) {
-	for _, sub := range area.Skeleton(a) {
-		if err := os.Remove(filepath.Join(dir, sub)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			left = append(left, filepath.Join(dir, sub))
+// makeDirs makes the directory rel beneath root and subs in it, each
+// reached through no symlink and made (or found) a directory: a tenant who
+// swaps a tree's directory for a link out of the root between the add's
+// record of it and its making would otherwise have xfsq make directories
+// where the link points, and the add's rollback remove them there.
+func makeDirs(root, rel string, subs []string) error {
+	top, err := saferm.Open(root)
+	if err != nil {
+		return err
+	}
+	defer top.Close()
+	var dirs []string
+	for p := rel; p != "." && p != "/"; p = path.Dir(p) {
+		dirs = append([]string{p}, dirs...)
+	}
+	for _, sub := range subs {
+		dirs = append(dirs, path.Join(rel, sub))
+	}
+	for _, d := range dirs {
+		if err := makeDirBeneath(top, d); err != nil {
+			return fmt.Errorf("create %s: %w", filepath.Join(root, d), err)
 		}
 	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		left = append(left, dir)
+	return nil
+}
+
+// makeDirBeneath makes rel a directory beneath top, or keeps the one
+// there; what is there must then open as a directory through no symlink.
+func makeDirBeneath(top *saferm.Dir, rel string) error {
+	parent, err := top.OpenDir(path.Dir(rel))
+	if err != nil {
+		return err
+	}
+	defer parent.Close()
+	if err := unix.Mkdirat(parent.Fd(), path.Base(rel), 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return err
+	}
+	made, err := parent.OpenDir(path.Base(rel))
+	if err != nil {
+		return err
+	}
+	return made.Close()
+}
+
+// RemoveEmptyTree removes the tree rel beneath root that xfsq created, only
+// as far as it is empty, through no symlink (a link where its directory
+// was is left, and reported); it reports what it had to leave.
+func RemoveEmptyTree(root, rel, a string) (left []string) {
+	top, err := saferm.Open(root)
+	if err != nil {
+		return []string{filepath.Join(root, rel)}
+	}
+	defer top.Close()
+	parent, err := top.OpenDir(path.Dir(rel))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return []string{filepath.Join(root, rel)}
+	}
+	defer parent.Close()
+	name := path.Base(rel)
+	if dir, err := parent.OpenDir(name); err == nil {
+		for _, sub := range area.Skeleton(a) {
+			if err := unix.Unlinkat(dir.Fd(), sub, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
+				left = append(left, filepath.Join(root, rel, sub))
+			}
+		}
+		dir.Close()
+	}
+	if err := unix.Unlinkat(parent.Fd(), name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
+		left = append(left, filepath.Join(root, rel))
 	}
 	return left
 }

@@ -310,7 +310,7 @@ func (l *Lifecycle) undoTrees(takenAt time.Time, trees []store.Tree) (left []str
 			return left, err
 		}
 		if t.CreatedDir {
-			left = append(left, core.RemoveEmptyTree(l.abs(t.Path), t.Area)...)
+			left = append(left, core.RemoveEmptyTree(l.Root, t.Path, t.Area)...)
 		}
 	}
 	return left, nil
