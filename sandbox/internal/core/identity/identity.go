@@ -14,10 +14,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/store"
@@ -55,19 +57,75 @@ func isRootID(id string) bool {
 // when it has none yet.
 func Read(stateDir string) (string, error) {
 	p := filepath.Join(stateDir, rootIDFile)
-	data, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
+	data, err := readSmall(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return "", nil
-	}
-	if err != nil {
+	case errors.Is(err, errNotAFile):
+		return "", damaged(p, err.Error())
+	case err != nil:
 		return "", err
 	}
 	id := strings.TrimSpace(string(data))
 	if !isRootID(id) {
-		return "", errkind.WithFix(errkind.NotReady, fmt.Errorf("%s does not hold a root identity (a UUID): it was edited or damaged", p),
-			errkind.Fix("restore it from a backup of the root; without one, move it aside and take the host name over with %s", errkind.Do(errkind.OpInit, "", "take_over_host", "")))
+		return "", damaged(p, "it was edited or damaged")
 	}
 	return id, nil
+}
+
+// damaged refuses p, a root-id file that holds no identity, and says why.
+func damaged(p, why string) error {
+	return errkind.WithFix(errkind.NotReady, fmt.Errorf("%s does not hold a root identity (a UUID): %s", p, why),
+		errkind.Fix("restore it from a backup of the root; without one, move it aside and take the host name over with %s", errkind.Do(errkind.OpInit, "", "take_over_host", "")))
+}
+
+// errNotAFile: root-id is a link, a FIFO, a device or too long to be an
+// identity. Every command reads it first: a FIFO there (opened without
+// O_NONBLOCK) or a link to /dev/zero would hang each one for good.
+var errNotAFile = errors.New("not a regular file of an identity's size")
+
+// maxIDFile is more than any identity file written (37 bytes) and its
+// whitespace.
+const maxIDFile = 4096
+
+// special names a file type that is not a regular file or a directory.
+func special(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
+
+// readSmall reads p, a regular file of at most maxIDFile bytes, opened
+// through no link and without waiting for a writer.
+func readSmall(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("it is a symbolic link: %w", errNotAFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case st.IsDir():
+		return nil, &fs.PathError{Op: "read", Path: p, Err: syscall.EISDIR}
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("it is a %s: %w", special(st.Mode()), errNotAFile)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxIDFile+1))
+	if err == nil && len(data) > maxIDFile {
+		return nil, fmt.Errorf("it is over %d bytes: %w", maxIDFile, errNotAFile)
+	}
+	return data, err
 }
 
 // New is a random (version 4) UUID, a root's new identity.

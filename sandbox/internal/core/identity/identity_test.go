@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ func TestRead(t *testing.T) {
 		name    string
 		content *string // nil: no file
 		dir     bool    // root-id is a directory
+		special string  // root-id is a "fifo", a "link" to a file holding idA, or a link to /dev/"zero"
 		want    string
 		damaged bool // refused as not an identity
 		fails   bool // refused otherwise
@@ -41,6 +43,12 @@ func TestRead(t *testing.T) {
 		{name: "version 1", content: new("0f1e2d3c-4b5a-1978-8a6b-5c4d3e2f1a0b"), damaged: true},
 		{name: "two identities", content: new(idA + "\n" + idB + "\n"), damaged: true},
 		{name: "a directory", dir: true, fails: true},
+		// Not a file of an identity: refused at once, never waited on or
+		// read without end.
+		{name: "a FIFO", special: "fifo", damaged: true},
+		{name: "a link to an identity", special: "link", damaged: true},
+		{name: "a link to /dev/zero", special: "zero", damaged: true},
+		{name: "longer than any identity", content: new(idA + strings.Repeat(" ", 5000)), damaged: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -54,8 +62,18 @@ func TestRead(t *testing.T) {
 				if err := os.WriteFile(p, []byte(*c.content), 0o600); err != nil {
 					t.Fatal(err)
 				}
+			case c.special != "":
+				makeSpecial(t, p, c.special)
 			}
-			got, err := Read(dir)
+			var got string
+			var err error
+			read := make(chan struct{})
+			go func() { got, err = Read(dir); close(read) }()
+			select {
+			case <-read:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Read waits on the file")
+			}
 			isDamaged := err != nil && strings.Contains(err.Error(), "does not hold a root identity")
 			switch {
 			case c.damaged:
@@ -70,6 +88,27 @@ func TestRead(t *testing.T) {
 				t.Errorf("Read: %q, %v; want %q", got, err, c.want)
 			}
 		})
+	}
+}
+
+// makeSpecial makes p a FIFO, a link to a file holding idA, or a link to
+// /dev/zero.
+func makeSpecial(t *testing.T, p, kind string) {
+	t.Helper()
+	var err error
+	switch kind {
+	case "fifo":
+		err = syscall.Mkfifo(p, 0o600)
+	case "link":
+		target := p + ".real"
+		if err = os.WriteFile(target, []byte(idA+"\n"), 0o600); err == nil {
+			err = os.Symlink(target, p)
+		}
+	case "zero":
+		err = os.Symlink("/dev/zero", p)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
