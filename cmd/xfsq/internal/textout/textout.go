@@ -78,25 +78,21 @@ func Growth(d *int64) string {
 }
 
 // RoughAge is an age as a person reads it: 40s, 12m, 3h5m, 4d.
-func RoughAge(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
-	}
-	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
-}
+func RoughAge(d time.Duration) string { return span(d, true) }
 
 // ShortDuration is a span in its largest whole unit: 45s, 12m, 16h, 6d.
-func ShortDuration(d time.Duration) string {
+func ShortDuration(d time.Duration) string { return span(d, false) }
+
+// span is d in seconds, minutes, hours (with the minutes past the hour
+// when asked) or, from two days, days.
+func span(d time.Duration, hourMinutes bool) string {
 	switch {
 	case d < time.Minute:
 		return fmt.Sprintf("%ds", int(d/time.Second))
 	case d < time.Hour:
 		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour && hourMinutes:
+		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
 	case d < 48*time.Hour:
 		return fmt.Sprintf("%dh", int(d/time.Hour))
 	}
