@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"net/url"
 
 	"github.com/xfsq/xfsq/store/internal/base"
 	"github.com/xfsq/xfsq/store/internal/migrations"
@@ -26,7 +25,7 @@ func OpenReadOnly(ctx context.Context, dsn, host string) (*Store, error) {
 	// immutable=1: no locks and no shared memory, the only way SQLite reads
 	// a WAL database without creating files; the WAL is empty once its last
 	// writer has closed (it checkpoints), which on a full disk it has.
-	s.SQL = openSQLite(&s.Meter, "file:"+(&url.URL{Path: dsn}).EscapedPath()+"?mode=ro&immutable=1&_pragma=foreign_keys(1)")
+	s.SQL = openSQLite(&s.Meter, sqliteURI(dsn, "mode=ro&immutable=1&_pragma=foreign_keys(1)"))
 	var current int
 	if err := s.SQL.GetContext(ctx, &current, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`); err != nil {
 		s.SQL.Close()

@@ -49,3 +49,24 @@ func TestSQLitePathTakenLiterally(t *testing.T) {
 		})
 	}
 }
+
+// A path that starts with "//" is the root directory's, as Linux reads it,
+// not a URI naming a host: the store opens (and reopens read-only) there.
+func TestSQLitePathWithTwoLeadingSlashes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	dsn := "/" + filepath.Join(dir, "slash.db")
+	s, err := Open(ctx, dsn, "h")
+	if err != nil {
+		t.Fatalf("open %s: %v", dsn, err)
+	}
+	s.Close()
+	if _, err := os.Stat(filepath.Join(dir, "slash.db")); err != nil {
+		t.Errorf("the database named: %v", err)
+	}
+	ro, err := OpenReadOnly(ctx, dsn, "h")
+	if err != nil {
+		t.Fatalf("open %s read-only: %v", dsn, err)
+	}
+	ro.Close()
+}

@@ -82,11 +82,8 @@ func Open(ctx context.Context, dsn, host string) (*Store, error) {
 		// (a sweep's "pending" above all) is on disk before the deletion it
 		// announces, power loss or not. NORMAL would only survive a crash of
 		// the process.
-		//
-		// The path is escaped as OpenReadOnly's is: read as a URI, a '%',
-		// '?' or '#' in it would name another file or set or drop pragmas.
-		s.SQL = openSQLite(&s.Meter, "file:"+(&url.URL{Path: dsn}).EscapedPath()+
-			"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate")
+		s.SQL = openSQLite(&s.Meter, sqliteURI(dsn,
+			"_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate"))
 		if err != nil {
 			return nil, err
 		}
@@ -200,4 +197,16 @@ func needsOwner(dsn string, err error) error {
 	}
 	return &PermissionError{Path: dsn, Err: err,
 		Msg: fmt.Sprintf("the store %s needs %s to open; you are %s: run xfsq as %s, e.g. with sudo", dsn, who, me, strings.Fields(who)[0])}
+}
+
+// sqliteURI is the SQLite database at path as the driver's file: URI with
+// query. The path is escaped: read as a URI, a '%', '?' or '#' in it would
+// name another file, or set or drop pragmas. And one that starts with "//"
+// (the root directory to Linux) is given one slash, or SQLite would read
+// what follows as the URI's authority, a host, and refuse it.
+func sqliteURI(path, query string) string {
+	if strings.HasPrefix(path, "//") {
+		path = "/" + strings.TrimLeft(path, "/")
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + query
 }
