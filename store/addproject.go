@@ -413,7 +413,8 @@ func (t *Tx) takeOverProject(ctx context.Context, c Claim, now Project, what str
 // another holder left half-way: under the name's lock the row must still
 // be that removal's, and its holder gone (as c.Gone decides) or c's own.
 // The takeover is journalled. Else it changes nothing and wraps
-// ErrRemoveUnderWay (the holder is not gone) or ErrNotFound.
+// ErrRemoveChanged (the holder is not gone, or the row is no longer a
+// removal) or ErrNotFound.
 func (t *Tx) TakeOverRemove(ctx context.Context, seen Project, c Claim) error {
 	if err := t.Lock(ctx, registry.ProjectLock(t.s.Host, seen.Name)); err != nil {
 		return err
@@ -423,23 +424,23 @@ func (t *Tx) TakeOverRemove(ctx context.Context, seen Project, c Claim) error {
 	case err != nil:
 		return err
 	case now.State != StateRemoving:
-		return fmt.Errorf("project %q: %w: it is now %s", seen.Name, ErrRemoveUnderWay, now.Describe())
+		return fmt.Errorf("project %q: %w: it is now %s", seen.Name, ErrRemoveChanged, now.Describe())
 	case now.Adder == c.Holder:
 		return nil
 	}
 	if err := t.takeOverProject(ctx, c, now, "remove"); err != nil {
 		if errors.Is(err, errHolderUnderWay) {
-			err = fmt.Errorf("project %q: %w by %s", seen.Name, ErrRemoveUnderWay, now.Adder)
+			err = fmt.Errorf("project %q: %w: its holder %s is under way", seen.Name, ErrRemoveChanged, now.Adder)
 		}
 		return err
 	}
 	return nil
 }
 
-// ErrRemoveUnderWay is wrapped when a removal left half-way turns out,
+// ErrRemoveChanged is wrapped when a removal left half-way turns out,
 // under the name's lock, to be another holder's that is not gone, or no
-// longer a removal.
-var ErrRemoveUnderWay = errors.New("being removed by another process")
+// longer a removal, as ErrAddChanged is for an add.
+var ErrRemoveChanged = errors.New("no longer the interrupted removal it was taken for")
 
 // EndRollbackAdd checks, under the project name's lock, that holder still
 // holds the rollback of the add of name it took over (TakeOverAdd): else

@@ -363,8 +363,8 @@ func TestTakeOverRemove(t *testing.T) {
 			claim         Claim
 			want          error
 		}{
-			{"a live holder's removal", "omni", Claim{Holder: "3.3@b/op-1", Gone: live}, ErrRemoveUnderWay},
-			{"a project that is no removal", "ready", Claim{Holder: "3.3@b/op-1", Gone: gone}, ErrRemoveUnderWay},
+			{"a live holder's removal", "omni", Claim{Holder: "3.3@b/op-1", Gone: live}, ErrRemoveChanged},
+			{"a project that is no removal", "ready", Claim{Holder: "3.3@b/op-1", Gone: gone}, ErrRemoveChanged},
 			{"its own removal", "omni", Claim{Holder: "1.1@a/op-1", Gone: live}, nil},
 		} {
 			before, _ := s.Project(ctx, c.project)

@@ -197,8 +197,8 @@ func (l *Lifecycle) markRemoving(ctx context.Context, p store.Project, o RemoveO
 			// journalled, only if its holder is still gone under the
 			// name's lock (two processes may each have judged it so).
 			err := tx.TakeOverRemove(ctx, p, l.ClaimFor(ctx))
-			if errors.Is(err, store.ErrRemoveUnderWay) {
-				err = errkind.New(errkind.Conflict, fmt.Errorf("%w; wait for it", err))
+			if errors.Is(err, store.ErrRemoveChanged) {
+				err = errkind.WithFix(errkind.Conflict, fmt.Errorf("%w; nothing removed", err), errkind.Fix("see %s", errkind.Do(errkind.OpProjectShow, p.Name)))
 			}
 			return err
 		}
