@@ -630,6 +630,10 @@ func (d *Dir) parentsSettled(rel string, o Options, parent int) bool {
 // entry is resolved and before anything is removed.
 var testHook func(rel string)
 
+// openedHook, when set by tests, runs once the removed directory is open
+// and before the first read of it.
+var openedHook func(rel string)
+
 // frame is one directory being emptied.
 type frame struct {
 	f      *os.File // owns the descriptor; read with getdents
@@ -684,6 +688,9 @@ func (d *Dir) Remove(ctx context.Context, rel string, o Options) (Report, error)
 		rep.Removed = removed
 		return rep, nil
 	}
+	if openedHook != nil {
+		openedHook(rel)
+	}
 	stack := []*frame{top}
 	defer func() {
 		for _, f := range stack {
@@ -703,11 +710,19 @@ func (d *Dir) Remove(ctx context.Context, rel string, o Options) (Report, error)
 				fr.names = names
 				continue
 			}
-			if rerr != nil && rerr != io.EOF {
+			var done, again bool
+			switch {
+			case rerr != nil && rerr != io.EOF && fr.unlinked():
+				// Linux reads a removed directory as ENOENT: another removal
+				// took it meanwhile, so nothing of it is ours to count.
+				done = true
+			case rerr != nil && rerr != io.EOF:
 				r.leave(fr.rel, "could not read: "+rerr.Error())
 				fr.kept = true
+				fallthrough
+			default:
+				done, again = r.rmdir(fr)
 			}
-			done, again := r.rmdir(fr)
 			if again {
 				continue // reread from the start
 			}
@@ -900,6 +915,12 @@ func (r *remover) lastLinkWent(held int, before *unix.Statx_t) bool {
 
 // rmdir removes an emptied directory: done, it went; again, entries
 // appeared meanwhile and fr is to be read again from the start.
+// unlinked: the directory held is no longer linked anywhere.
+func (fr *frame) unlinked() bool {
+	var st unix.Statx_t
+	return unix.Statx(int(fr.f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_NLINK, &st) == nil && st.Nlink == 0
+}
+
 func (r *remover) rmdir(fr *frame) (done, again bool) {
 	if fr.kept {
 		return false, false
@@ -926,8 +947,7 @@ func (r *remover) rmdir(fr *frame) (done, again bool) {
 	r.rep.Entries++
 	// The held descriptor tells whether the directory removed is the one
 	// emptied (one swapped in meanwhile would leave ours linked).
-	var st unix.Statx_t
-	if unix.Statx(int(fr.f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_NLINK, &st) == nil && st.Nlink == 0 {
+	if fr.unlinked() {
 		r.rep.AllInodes++
 		r.rep.AllBytes += fr.blocks * 512
 		if fr.settled {

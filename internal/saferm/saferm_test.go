@@ -218,6 +218,26 @@ func TestNotDirectoryLeavesADirectorySwappedIn(t *testing.T) {
 	})
 }
 
+// A directory another removal takes while this one holds it open (Linux
+// then reads it as ENOENT) is gone, not left: nothing is reported left in
+// place and nothing counted as this removal's.
+func TestADirectoryRemovedMeanwhileIsGoneNotLeft(t *testing.T) {
+	forEachResolver(t, func(t *testing.T) {
+		root := t.TempDir()
+		treetest.Write(t, filepath.Join(root, "d/sub/f"), 10)
+		openedHook = func(string) {
+			if err := os.RemoveAll(filepath.Join(root, "d")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() { openedHook = nil })
+		rep, err := open(t, root).Remove(context.Background(), "d", Options{})
+		if err != nil || !rep.Removed || len(rep.Left) != 0 || rep.AllBytes != 0 || rep.Entries != 0 {
+			t.Fatalf("remove: %+v %v, want it gone with nothing left and nothing counted", rep, err)
+		}
+	})
+}
+
 // Symlinks below the entry, and the entry itself when it is one, are
 // unlinked, never followed.
 func TestSymlinksAreUnlinked(t *testing.T) {
