@@ -166,6 +166,7 @@ func benchPassAllHosts(b *testing.B, fleet []*fixture.Root, dsn string) {
 	}
 	if stats {
 		b.ReportMetric(float64(dbTime.Microseconds())/1000/float64(b.N), "db-ms/op")
+		logTopStatements(ctx, b, db)
 	} else {
 		b.ReportMetric(-1, "db-ms/op")
 	}
@@ -181,6 +182,31 @@ func dbStatementTime(ctx context.Context, db *sql.DB) time.Duration {
 		return -1
 	}
 	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// logTopStatements logs the statements that took the most of the
+// database's time so far (lock waits included), to tell where a pass's
+// database time goes. Run the pass alone (BENCH='Fleet/pass') for its own.
+func logTopStatements(ctx context.Context, b *testing.B, db *sql.DB) {
+	rows, err := db.QueryContext(ctx, `SELECT calls, total_exec_time, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 160)
+		FROM public.pg_stat_statements
+		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		ORDER BY total_exec_time DESC LIMIT 10`)
+	if err != nil {
+		b.Logf("top statements: %v", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var calls, n int64
+		var ms float64
+		var query string
+		if err := rows.Scan(&calls, &ms, &n, &query); err != nil {
+			b.Logf("top statements: %v", err)
+			return
+		}
+		b.Logf("%9.0f ms %7d calls %9d rows  %s", ms, calls, n, query)
+	}
 }
 
 // eachHost runs fn for every host side by side, as hosts of a fleet do,
