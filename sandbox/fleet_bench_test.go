@@ -188,7 +188,7 @@ func dbStatementTime(ctx context.Context, db *sql.DB) time.Duration {
 // database's time so far (lock waits included), to tell where a pass's
 // database time goes. Run the pass alone (BENCH='Fleet/pass') for its own.
 func logTopStatements(ctx context.Context, b *testing.B, db *sql.DB) {
-	rows, err := db.QueryContext(ctx, `SELECT calls, total_exec_time, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 160)
+	rows, err := db.QueryContext(ctx, `SELECT calls, total_exec_time, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 60) || ' … ' || right(regexp_replace(query, '\s+', ' ', 'g'), 240)
 		FROM public.pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 		ORDER BY total_exec_time DESC LIMIT 10`)

@@ -168,15 +168,22 @@ func (t *Tx) keepHistories(ctx context.Context, recs []WalkRecord) error {
 		return nil
 	}
 	var args []any
-	q := base.TreesCTE(complete, &args) + `SELECT h.project, h.area, h.at, h.digest FROM snapshot_history h JOIN v ON v.project = h.project AND v.area = h.area
-		WHERE h.host = ? AND h.at = (SELECT MAX(x.at) FROM snapshot_history x WHERE x.host = h.host AND x.project = h.project AND x.area = h.area)`
+	// Driven from the batch's trees: one backward step of the primary key
+	// a tree for its newest row, then that row. Driven from the history
+	// (joined to v, the newest asked of each row), PostgreSQL scanned the
+	// host's whole history, its trees' blobs included, for every batch:
+	// ~0.75 s a batch, 90 of a ten-host pass's 100 s of database time.
+	q := base.TreesCTE(complete, &args) + `, newest AS (SELECT v.project, v.area,
+			(SELECT MAX(x.at) FROM snapshot_history x WHERE x.host = ? AND x.project = v.project AND x.area = v.area) AS at FROM v)
+		SELECT h.project, h.area, h.at, h.digest FROM newest n JOIN snapshot_history h
+			ON h.host = ? AND h.project = n.project AND h.area = n.area AND h.at = n.at`
 	var lasts []struct {
 		Project string `db:"project"`
 		Area    string `db:"area"`
 		At      int64  `db:"at"`
 		Digest  string `db:"digest"`
 	}
-	if err := t.Sel(ctx, &lasts, q, append(args, t.s.Host)...); err != nil {
+	if err := t.Sel(ctx, &lasts, q, append(args, t.s.Host, t.s.Host)...); err != nil {
 		return err
 	}
 	type kept struct {
