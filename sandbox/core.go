@@ -125,10 +125,11 @@ const (
 )
 
 var (
-	AddFaultPoints = lifecycle.AddFaultPoints
-	ErrExists      = core.ErrExists
-	ErrNotFound    = core.ErrNotFound
-	Passes         = retention.Passes
+	AddFaultPoints    = lifecycle.AddFaultPoints
+	ErrExists         = core.ErrExists
+	ErrNotFound       = core.ErrNotFound
+	Passes            = retention.Passes
+	RemoveFaultPoints = lifecycle.RemoveFaultPoints
 )
 
 func ActorFrom(ctx context.Context) string {

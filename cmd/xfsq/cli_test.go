@@ -18,6 +18,7 @@ import (
 	"github.com/xfsq/xfsq/cmd/xfsq/internal/textout"
 	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/testsupport/storetest"
+	"github.com/xfsq/xfsq/internal/testsupport/treetest"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/sandbox"
@@ -487,6 +488,40 @@ func TestAddKilledAtEveryStep(t *testing.T) {
 						t.Errorf("doctor after the re-add: %q", out)
 					}
 				}
+			})
+		}
+	}
+}
+
+// A removal killed at any step is finished by the next removal from
+// another process: it takes the dead one's removal over, journalled, and
+// leaves nothing behind: no row, no tree, no ID, one project.removed.
+func TestRemoveKilledAtEveryStepIsTakenOver(t *testing.T) {
+	for _, d := range storetest.Drivers() {
+		for _, point := range sandbox.RemoveFaultPoints {
+			t.Run(d.Name+"/"+point, func(t *testing.T) {
+				s := fallbackSandbox(t, d.DSN(t))
+				s.ok("project", "add", "omni")
+				for _, d := range []string{"projects/omni", "cache/omni"} {
+					treetest.Write(t, filepath.Join(s.root, d, "work/f"), 4096)
+				}
+				killed := *s
+				killed.env = append(append([]string{}, s.env...), fault.Env+"="+point)
+				if r := killed.run("project", "rm", "--purge", "omni"); !r.signaled {
+					t.Fatalf("remove did not die at %s: exit %d %q", point, r.code, r.stderr)
+				}
+				s.ok("project", "rm", "--purge", "omni")
+				var took []map[string]any
+				s.json(&took, "events", "--type", "holder.taken_over")
+				if len(took) != 1 || took[0]["what"] != "remove" || took[0]["name"] != "omni" {
+					t.Errorf("holder.taken_over records: %v, want one of omni's removal", took)
+				}
+				var removed []map[string]any
+				s.json(&removed, "events", "--type", "project.removed")
+				if len(removed) != 1 {
+					t.Errorf("project.removed records: %v, want one", removed)
+				}
+				assertNothingLeft(t, s)
 			})
 		}
 	}

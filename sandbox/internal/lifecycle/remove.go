@@ -10,8 +10,10 @@ import (
 	"time"
 
 	apiv1 "github.com/xfsq/xfsq/api/v1"
+	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/deletion"
+	"github.com/xfsq/xfsq/internal/fault"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/journal"
 	"github.com/xfsq/xfsq/sandbox/internal/core"
@@ -106,6 +108,7 @@ func (l *Lifecycle) Remove(ctx context.Context, name string, o RemoveOptions) (R
 	if err := l.markRemoving(ctx, p, o); err != nil {
 		return res, err
 	}
+	fault.Point("remove:marked")
 	if err := l.clearTrees(ctx, trees, o.Purge, &res); err != nil {
 		return res, err
 	}
@@ -224,9 +227,21 @@ func (l *Lifecycle) clearTrees(ctx context.Context, trees []store.Tree, purge bo
 		} else if _, err := os.Lstat(l.abs(t.Path)); err == nil {
 			res.Left = append(res.Left, t.Path)
 		}
+		fault.Point("remove:" + t.Area + ":cleared")
 	}
 	return nil
 }
+
+// RemoveFaultPoints are where tests kill `project remove` to show that the
+// next removal of the project, from another process, takes the dead one's
+// over and finishes it.
+var RemoveFaultPoints = func() []string {
+	points := []string{"remove:marked"}
+	for _, a := range area.OfProject {
+		points = append(points, "remove:"+a+":cleared")
+	}
+	return points
+}()
 
 // unregister releases the trees' IDs (or keeps those files still carry),
 // deletes the project's row and journals project.removed, in one
