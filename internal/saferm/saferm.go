@@ -913,14 +913,14 @@ func (r *remover) lastLinkWent(held int, before *unix.Statx_t) bool {
 	return unix.Statx(held, "", unix.AT_EMPTY_PATH, unix.STATX_NLINK, &st) == nil && st.Nlink == 0
 }
 
-// rmdir removes an emptied directory: done, it went; again, entries
-// appeared meanwhile and fr is to be read again from the start.
 // unlinked: the directory held is no longer linked anywhere.
 func (fr *frame) unlinked() bool {
 	var st unix.Statx_t
 	return unix.Statx(int(fr.f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_NLINK, &st) == nil && st.Nlink == 0
 }
 
+// rmdir removes an emptied directory: done, it went; again, entries
+// appeared meanwhile and fr is to be read again from the start.
 func (r *remover) rmdir(fr *frame) (done, again bool) {
 	if fr.kept {
 		return false, false
