@@ -124,15 +124,21 @@ func (t *tree) statAt(dirfd int, name, p string) (unix.Stat_t, error) {
 	if !t.dir.SameMount(&sx) {
 		return unix.Stat_t{}, otherMount(p)
 	}
-	return unix.Stat_t{
-		Dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), Ino: sx.Ino, Nlink: uint64(sx.Nlink),
-		Mode: uint32(sx.Mode), Uid: sx.Uid, Gid: sx.Gid, Size: int64(sx.Size),
-		Blksize: int64(sx.Blksize), Blocks: int64(sx.Blocks),
+	st := unix.Stat_t{
+		Dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), Ino: sx.Ino,
+		Mode: uint32(sx.Mode), Uid: sx.Uid, Gid: sx.Gid, Size: int64(sx.Size), Blocks: int64(sx.Blocks),
 		Mtim: unix.Timespec{Sec: sx.Mtime.Sec, Nsec: int64(sx.Mtime.Nsec)},
 		Ctim: unix.Timespec{Sec: sx.Ctime.Sec, Nsec: int64(sx.Ctime.Nsec)},
 		Atim: unix.Timespec{Sec: sx.Atime.Sec, Nsec: int64(sx.Atime.Nsec)},
-	}, nil
+	}
+	// Stat_t's link count and block size are 64-bit on amd64, 32-bit on arm64.
+	setNumber(&st.Nlink, sx.Nlink)
+	setNumber(&st.Blksize, sx.Blksize)
+	return st, nil
 }
+
+// setNumber stores v in a Stat_t field whose width is the architecture's.
+func setNumber[F ~uint32 | ~uint64 | ~int32 | ~int64](field *F, v uint32) { *field = F(v) }
 
 // openAt opens name in dirfd with flags, never through a symlink nor onto
 // a mount: a mount made over the name since it was checked is refused by

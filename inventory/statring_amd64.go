@@ -91,6 +91,9 @@ type ringCQE struct {
 
 var (
 	ringMissing atomic.Bool
+	// ringWhy is why the ring was given up (the first reason): walks need
+	// not know, tests and a curious operator's debugger do.
+	ringWhy atomic.Pointer[string]
 	// rings are kept between walks: a snapshot pass walks thousands of
 	// small trees, and a ring's setup is three syscalls and two mappings.
 	rings = make(chan *statRing, 16)
@@ -118,10 +121,24 @@ func getRing() *statRing {
 	}
 	r, err := newRing()
 	if err != nil {
-		ringMissing.Store(true)
+		giveUpRing("setting up a ring: " + err.Error())
 		return nil
 	}
 	return r
+}
+
+// giveUpRing makes every later walk stat one file at a time, for why.
+func giveUpRing(why string) {
+	ringWhy.CompareAndSwap(nil, &why)
+	ringMissing.Store(true)
+}
+
+// ringGivenUp says why walks no longer batch their stats ("" while they may).
+func ringGivenUp() string {
+	if w := ringWhy.Load(); w != nil {
+		return *w
+	}
+	return ""
 }
 
 func putRing(r *statRing) {
@@ -287,7 +304,7 @@ func (r *statRing) batch(dirfd int, names []*byte, sts []unix.Stat_t, errs []uni
 	for atomic.LoadUint32(r.sqHead) != end {
 		_, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(end-atomic.LoadUint32(r.sqHead)), 0, 0, 0, 0)
 		if e != 0 && e != unix.EINTR && e != unix.EAGAIN && e != unix.EBUSY {
-			r.abandon()
+			r.abandon("io_uring_enter: " + e.Error())
 			return false
 		}
 	}
@@ -296,7 +313,7 @@ func (r *statRing) batch(dirfd int, names []*byte, sts []unix.Stat_t, errs []uni
 	for got < len(names) {
 		_, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), 0, uintptr(len(names)-got), enterGetEvents, 0, 0)
 		if e != 0 && e != unix.EINTR && e != unix.EAGAIN && e != unix.EBUSY {
-			r.abandon()
+			r.abandon("io_uring_enter: " + e.Error())
 			return false
 		}
 		n, c := r.reap(sts, errs)
@@ -310,7 +327,7 @@ func (r *statRing) batch(dirfd int, names []*byte, sts []unix.Stat_t, errs []uni
 		// The kernel could not start an io-wq worker (the process at its
 		// pids limit), retried, and cancelled every entry: each batch
 		// would wait as long (~50 ms). Nothing is in flight: it is closed.
-		ringMissing.Store(true)
+		giveUpRing("every entry of a batch cancelled: the kernel could not start an io-wq worker")
 		r.close()
 		return false
 	}
@@ -349,8 +366,8 @@ func (r *statRing) reap(sts []unix.Stat_t, errs []unix.Errno) (n, cancelled int)
 }
 
 // abandon gives up a ring the kernel may still write into.
-func (r *statRing) abandon() {
-	ringMissing.Store(true)
+func (r *statRing) abandon(why string) {
+	giveUpRing(why)
 	brokenMu.Lock()
 	brokenRings = append(brokenRings, r)
 	brokenMu.Unlock()

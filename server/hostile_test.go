@@ -263,7 +263,7 @@ func (c *canary) check(t *testing.T, after string) {
 	}
 }
 
-func nlink(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Nlink }
+func nlink(fi os.FileInfo) uint64 { return uint64(fi.Sys().(*syscall.Stat_t).Nlink) } // uint32 on arm64
 
 // TestHostileHeaders: a download asked with ranges and validators past
 // sense, compression asked of a range, and the reader routes asked by a
