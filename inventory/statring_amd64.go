@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -119,12 +120,36 @@ func getRing() *statRing {
 		return r
 	default:
 	}
-	r, err := newRing()
-	if err != nil {
+	r, err := setUpRing()
+	switch {
+	case err == nil:
+		return r
+	case transient(err):
+		// Memory or descriptors short for a moment: this walk stats one
+		// file at a time, the next one asks again.
+		why := "setting up a ring: " + err.Error()
+		ringLastFailure.Store(&why)
+	default:
 		giveUpRing("setting up a ring: " + err.Error())
-		return nil
 	}
-	return r
+	return nil
+}
+
+// setUpRing is newRing; tests make it fail.
+var setUpRing = newRing
+
+// ringLastFailure is why the last ring could not be set up, where that
+// may pass (ringWhy is for good).
+var ringLastFailure atomic.Pointer[string]
+
+// transient: an error of the moment, not io_uring refused.
+func transient(err error) bool {
+	for _, e := range []unix.Errno{unix.ENOMEM, unix.EAGAIN, unix.EINTR, unix.EMFILE, unix.ENFILE} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // giveUpRing makes every later walk stat one file at a time, for why.
@@ -133,10 +158,17 @@ func giveUpRing(why string) {
 	ringMissing.Store(true)
 }
 
-// ringGivenUp says why walks no longer batch their stats ("" while they may).
+// ringRefused: walks no longer ask for a ring (ringGivenUp says why).
+func ringRefused() bool { return ringMissing.Load() }
+
+// ringGivenUp says why walks no longer batch their stats, or why the
+// last ring could not be set up ("" when neither happened).
 func ringGivenUp() string {
 	if w := ringWhy.Load(); w != nil {
 		return *w
+	}
+	if w := ringLastFailure.Load(); w != nil {
+		return *w + " (may pass)"
 	}
 	return ""
 }

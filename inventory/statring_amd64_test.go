@@ -1,10 +1,49 @@
 package inventory
 
 import (
+	"fmt"
 	"testing"
 
 	"golang.org/x/sys/unix"
 )
+
+// A ring that cannot be set up for a reason of the moment (memory or
+// descriptors short) leaves batching on for the next walk; io_uring
+// refused (a seccomp filter's EPERM, ENOSYS) turns it off for good, and
+// either way the reason is kept.
+func TestRingSetUpFailuresOfTheMomentPass(t *testing.T) {
+	saved, missing, why := setUpRing, ringMissing.Load(), ringWhy.Load()
+	var pooled []*statRing // the rings kept between walks would answer first
+	for len(rings) > 0 {
+		pooled = append(pooled, <-rings)
+	}
+	t.Cleanup(func() {
+		setUpRing = saved
+		ringMissing.Store(missing)
+		ringWhy.Store(why)
+		ringLastFailure.Store(nil)
+		for _, r := range pooled {
+			putRing(r)
+		}
+	})
+	for _, c := range []struct {
+		err     error
+		refused bool
+	}{
+		{unix.ENOMEM, false},
+		{fmt.Errorf("mapping the rings: %w", unix.EAGAIN), false},
+		{unix.EMFILE, false},
+		{unix.EPERM, true},
+		{unix.ENOSYS, true},
+	} {
+		ringMissing.Store(false)
+		ringWhy.Store(nil)
+		setUpRing = func() (*statRing, error) { return nil, c.err }
+		if r := getRing(); r != nil || ringRefused() != c.refused || ringGivenUp() == "" {
+			t.Errorf("%v: ring %v, refused for good %v (%q), want %v and the reason kept", c.err, r, ringRefused(), ringGivenUp(), c.refused)
+		}
+	}
+}
 
 // What the ring answers is taken only where it is the file's: an answer
 // without a field the walk reads (a filesystem that does not fill it) and

@@ -53,7 +53,7 @@ func gcStorm() (stop func()) {
 // tenant stops, the batched walk equals the one-syscall-a-file walk.
 func TestBatchStatUnderATenantsRaces(t *testing.T) {
 	if len(statModes(t)) < 3 {
-		prereq.Missing(t, "io_uring is missing or refused here: kernel.io_uring_disabled=0 and no seccomp filter on it")
+		prereq.Missing(t, "io_uring is missing or refused here ("+ringGivenUp()+"): kernel.io_uring_disabled=0 and no seccomp filter on it")
 	}
 	dir, outside := t.TempDir(), t.TempDir()
 	const canarySize = 16 << 20

@@ -160,7 +160,7 @@ func TestBatchStatFallsBackWhereIoUringIsRefused(t *testing.T) {
 		prereq.Missing(t, "needs root: the children run as another user")
 	}
 	if len(statModes(t)) < 3 {
-		prereq.Missing(t, "io_uring is missing or refused here: kernel.io_uring_disabled=0 and no seccomp filter on it")
+		prereq.Missing(t, "io_uring is missing or refused here ("+ringGivenUp()+"): kernel.io_uring_disabled=0 and no seccomp filter on it")
 	}
 	base := ringFallbackBase(t)
 	want, err := Walk(filepath.Join(base, "tree"), Options{Depth: 3, TopK: 50, RawStat: true})
