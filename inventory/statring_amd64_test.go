@@ -2,9 +2,13 @@ package inventory
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 // A ring that cannot be set up for a reason of the moment (memory or
@@ -84,5 +88,40 @@ func TestRingAnswersTakenOnlyWhereTheyAreTheFiles(t *testing.T) {
 	}
 	if sts[0].Ino != 42 || sts[0].Blocks != 8 || sts[0].Mode != unix.S_IFREG|0o644 {
 		t.Errorf("the full answer became %+v", sts[0])
+	}
+}
+
+// A walking thread gets at most ringWorkers io-wq threads for its stats,
+// in both of io-wq's classes (IORING_OP_STATX is bounded work): a pids
+// limit counts them. The kernel answers a request that changes nothing
+// (zeros) with the limits of the asking thread's io-wq.
+func TestRingCapsTheIoWqThreadsOfAWalkingThread(t *testing.T) {
+	statModes(t)
+	dir := t.TempDir()
+	fill(t, dir, ringMin, "f%03d")
+	runtime.LockOSThread() // the io-wq is this thread's: it ends with it
+	r := ringOrWhy()
+	if r == nil {
+		prereq.Missing(t, "io_uring is missing or refused here ("+ringGivenUp()+"): kernel.io_uring_disabled=0 and no seccomp filter on it")
+	}
+	defer putRing(r)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	must(t, err)
+	defer unix.Close(fd)
+	names := make([]*byte, ringMin)
+	for i := range names {
+		names[i] = &fmt.Appendf(nil, "f%03d\x00", i)[0]
+	}
+	sts, errs := make([]unix.Stat_t, ringMin), make([]unix.Errno, ringMin)
+	if !r.batch(fd, names, sts, errs, func() {}) { // this thread's io-wq now works for the ring
+		t.Fatal("the ring failed")
+	}
+	var limits [2]uint32 // bounded, unbound
+	const registerIOWQMaxWorkers = 19
+	if _, _, e := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerIOWQMaxWorkers, uintptr(unsafe.Pointer(&limits)), 2, 0, 0); e != 0 {
+		prereq.Missing(t, "IORING_REGISTER_IOWQ_MAX_WORKERS: "+e.Error()+" (Linux 5.15)")
+	}
+	if limits != [2]uint32{ringWorkers, ringWorkers} {
+		t.Errorf("io-wq threads at most %d bounded, %d unbound a walking thread; want %d each", limits[0], limits[1], ringWorkers)
 	}
 }
