@@ -44,14 +44,15 @@ type statRing struct {
 const ringEntries = 256
 
 const (
-	opStatx          = 21 // IORING_OP_STATX
-	enterGetEvents   = 1  // IORING_ENTER_GETEVENTS
-	registerProbe    = 8  // IORING_REGISTER_PROBE
-	probeOpSupported = 1  // IO_URING_OP_SUPPORTED
-	offSQRing        = 0
-	offCQRing        = 0x8000000
-	offSQEs          = 0x10000000
-	featSingleMmap   = 1 // IORING_FEAT_SINGLE_MMAP
+	opStatx                = 21 // IORING_OP_STATX
+	enterGetEvents         = 1  // IORING_ENTER_GETEVENTS
+	registerProbe          = 8  // IORING_REGISTER_PROBE
+	registerIOWQMaxWorkers = 19 // IORING_REGISTER_IOWQ_MAX_WORKERS
+	probeOpSupported       = 1  // IO_URING_OP_SUPPORTED
+	offSQRing              = 0
+	offCQRing              = 0x8000000
+	offSQEs                = 0x10000000
+	featSingleMmap         = 1 // IORING_FEAT_SINGLE_MMAP
 )
 
 // struct io_uring_params and its offsets, as <linux/io_uring.h> has them.
@@ -219,7 +220,6 @@ const ringWorkers = 2
 // not a regular one are), and a cap on the unbound class alone left eight
 // threads a walking thread on a two-CPU machine.
 func (r *statRing) capWorkers() {
-	const registerIOWQMaxWorkers = 19
 	limits := [2]uint32{ringWorkers, ringWorkers} // bounded, unbound
 	unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerIOWQMaxWorkers, uintptr(unsafe.Pointer(&limits)), 2, 0, 0)
 }

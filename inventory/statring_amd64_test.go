@@ -117,7 +117,6 @@ func TestRingCapsTheIoWqThreadsOfAWalkingThread(t *testing.T) {
 		t.Fatal("the ring failed")
 	}
 	var limits [2]uint32 // bounded, unbound
-	const registerIOWQMaxWorkers = 19
 	if _, _, e := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerIOWQMaxWorkers, uintptr(unsafe.Pointer(&limits)), 2, 0, 0); e != 0 {
 		prereq.Missing(t, "IORING_REGISTER_IOWQ_MAX_WORKERS: "+e.Error()+" (Linux 5.15)")
 	}
