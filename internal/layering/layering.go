@@ -2,8 +2,9 @@
 // that enforces them over the module: the seam between the library and its
 // shells (cmd/xfsq, server) is only as real as the imports say, and so is
 // the one between the core and the use cases beside it. Its tests
-// also hold that a tree is measured one way only (inventory.Measure) and
-// that event names are spelled only in the journal package.
+// also hold that a tree is measured one way only (inventory.Measure), that
+// event names are spelled only in the journal package, and that no package
+// outside store queries the database itself.
 package layering
 
 import (
