@@ -113,9 +113,10 @@ func newFleetNet(t *testing.T) *fleetNet {
 	}
 	n := &fleetNet{pgBase: base, pgAddrs: u.Host}
 	tag := fmt.Sprintf("%04x", os.Getpid()&0xffff)
+	subnets := freeFleetSubnets(t, fleetHostCount)
 	for i := range fleetHostCount {
 		ns, veth, peer := "xfsqf-"+tag+"-"+strconv.Itoa(i), "xqh"+tag+strconv.Itoa(i), "xqn"+tag+strconv.Itoa(i)
-		hostIP, nsIP := fmt.Sprintf("10.213.%d.1", i), fmt.Sprintf("10.213.%d.2", i)
+		hostIP, nsIP := fmt.Sprintf("10.213.%d.1", subnets[i]), fmt.Sprintf("10.213.%d.2", subnets[i])
 		if err := ipRun("netns", "add", ns); err != nil {
 			prereq.Missing(t, "network namespaces are not available here ("+err.Error()+"): the fleet harness needs ip netns")
 		}
@@ -141,6 +142,38 @@ func newFleetNet(t *testing.T) *fleetNet {
 		n.ns, n.hostIP, n.nsIP, n.links = append(n.ns, ns), append(n.hostIP, hostIP), append(n.nsIP, nsIP), append(n.links, lp)
 	}
 	return n
+}
+
+// freeFleetSubnets picks n subnets 10.213.X.0/30 that no interface holds
+// an address in: a run killed before its cleanup (a CI job cancelled, a
+// test binary killed) leaves its namespaces and veths, and a second veth
+// with the same address sends the hosts' traffic to a namespace nobody
+// serves. Each run starts its search at a place of its own, so that two at
+// once rarely meet.
+func freeFleetSubnets(t *testing.T, n int) []int {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[int]bool{}
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok {
+			if v4 := ip.IP.To4(); v4 != nil && v4[0] == 10 && v4[1] == 213 {
+				used[int(v4[2])] = true
+			}
+		}
+	}
+	var free []int
+	for k, start := 0, os.Getpid()%256; k < 256 && len(free) < n; k++ {
+		if x := (start + k) % 256; !used[x] {
+			free = append(free, x)
+		}
+	}
+	if len(free) < n {
+		t.Fatalf("no %d free subnets in 10.213.0.0/16: namespaces left by killed runs? ip netns list | grep xfsqf-, then ip netns del each", n)
+	}
+	return free
 }
 
 func ipRun(args ...string) error {
