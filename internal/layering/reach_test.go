@@ -74,7 +74,7 @@ func TestRawSQLOnlyInStore(t *testing.T) {
 	}
 	databases := []string{"database/sql", "github.com/jmoiron/sqlx", "github.com/lib/pq", "modernc.org/sqlite"}
 	checked := c.eachUse(t, func(pkg string, id *ast.Ident, obj types.Object) {
-		if strings.HasPrefix(pkg, Module+"/store") || strings.HasPrefix(pkg, Module+"/internal/testsupport/") {
+		if pkg == Module+"/store" || strings.HasPrefix(pkg, Module+"/store/") || strings.HasPrefix(pkg, Module+"/internal/testsupport/") {
 			return
 		}
 		from := obj.Pkg()
