@@ -16,28 +16,33 @@ import (
 
 // TestExecutorNeverWaitsOnAStalledFUSEInAnEntry: between planning and
 // deleting, a tenant mounts a FUSE filesystem whose server never answers
-// inside a workspace entry the plan evicts, at a name the removal looks
-// up to tell a git repository it must keep (.git, HEAD), or deeper. The
-// sweep must neither wait on the mount (its plan's evictions run one after
-// another, for every project of the root: one tenant's stalled server would
-// stop every later project's eviction, for good) nor remove it. The last
-// case, a mount at a name nothing looks up, is the control: left in place
-// as a mount point, without waiting.
+// at a name the sweep looks up to tell a git repository it must keep
+// (.git or HEAD inside a workspace entry the plan evicts, or .git at the
+// tree's top, which the git-tracked re-check looks at). The sweep must
+// neither wait on the mount (its plan's evictions run one after another,
+// for every project of the root: one tenant's stalled server would stop
+// every later project's eviction, for good) nor remove it. The last case,
+// a mount at a name nothing looks up, is the control: left in place as a
+// mount point, without waiting.
 //
-// FAILS today (a finding): saferm's isRepository (saferm.go) looks .git
-// and HEAD up with fstatat, which follows the mount onto the FUSE root and
-// waits on its server, where the layer's other looks use statx with
-// AT_STATX_DONT_SYNC (with it there the test passes).
+// FAILS today (a finding), at two sites: saferm's isRepository
+// (saferm.go) looks .git and HEAD up with fstatat, and the executor's
+// stillUntracked (execute.go) looks at each directory's .git with fstatat;
+// both follow the mount onto the FUSE root and wait on its server, where
+// the layer's other looks use statx with AT_STATX_DONT_SYNC after a mount
+// check. With isRepository's look made a DONT_SYNC statx the first three
+// cases pass.
 func TestExecutorNeverWaitsOnAStalledFUSEInAnEntry(t *testing.T) {
 	cases := []struct {
 		name string
-		mnt  string // relative to the entry
+		mnt  string // relative to the root
 		file bool   // the mount's root is a file
 	}{
-		{"HEAD in the entry", "HEAD", true},
-		{".git in the entry", ".git", false},
-		{"HEAD deeper in the entry", "sub/HEAD", true},
-		{"a directory deeper in the entry", "sub/mnt", false},
+		{"HEAD in the entry", "projects/p/coverage/HEAD", true},
+		{".git in the entry", "projects/p/coverage/.git", false},
+		{"HEAD deeper in the entry", "projects/p/coverage/sub/HEAD", true},
+		{".git at the tree's top", "projects/p/.git", false},
+		{"a directory deeper in the entry", "projects/p/coverage/sub/mnt", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -45,15 +50,17 @@ func TestExecutorNeverWaitsOnAStalledFUSEInAnEntry(t *testing.T) {
 			entry := "projects/p/coverage"
 			oldFile(t, filepath.Join(root, entry, "junk"))
 			oldFile(t, filepath.Join(root, entry, "sub/junk"))
-			mnt := filepath.Join(root, entry, c.mnt)
+			mnt := filepath.Join(root, c.mnt)
 			if c.file {
 				oldFile(t, mnt)
 			} else {
 				os.MkdirAll(mnt, 0o755)
 			}
 			old := time.Now().Add(-30 * 24 * time.Hour)
-			for d := filepath.Dir(mnt); len(d) > len(root); d = filepath.Dir(d) {
-				os.Chtimes(d, old, old)
+			for _, d := range []string{filepath.Dir(mnt), filepath.Join(root, entry, "sub")} {
+				for ; len(d) > len(root); d = filepath.Dir(d) {
+					os.Chtimes(d, old, old)
+				}
 			}
 			mounttest.StalledFUSE(t, mnt)
 			var journal []deletion.Record
