@@ -24,6 +24,7 @@ import (
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/internal/capdrop"
 	"github.com/xfsq/xfsq/internal/fault"
+	"github.com/xfsq/xfsq/internal/nomount"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
 )
@@ -348,7 +349,7 @@ func (w *writer) whereNow(dir int, base string) int {
 	if unix.Fstat(w.fd, &mine) != nil {
 		return elsewhere // cannot tell: keep it counted
 	}
-	if unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && sameInode(&st, &mine) {
+	if nomount.Lstat(dir, base, &st) == nil && sameInode(&st, &mine) {
 		return atTarget
 	}
 	if mine.Nlink > 0 {
@@ -371,7 +372,7 @@ func (w *writer) unlinkTemp() error {
 	w.named = false
 	top := int(w.top.Fd())
 	var mine, st unix.Stat_t
-	if unix.Fstat(w.fd, &mine) == nil && unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && sameInode(&st, &mine) {
+	if unix.Fstat(w.fd, &mine) == nil && nomount.Lstat(top, w.temp, &st) == nil && sameInode(&st, &mine) {
 		if err := unix.Unlinkat(top, w.temp, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 			return err
 		}
@@ -416,7 +417,7 @@ func (w *writer) place(dir int, base, p string) error {
 	// directory down to dir must be unchanged too, as removals judge.
 	settled := w.t.dir.ParentsSettledAt(p, saferm.Options{CountChangedBefore: w.cutoff}, dir)
 	var old unix.Stat_t
-	haveOld := unix.Fstatat(dir, base, &old, unix.AT_SYMLINK_NOFOLLOW) == nil
+	haveOld := nomount.Lstat(dir, base, &old) == nil
 	var oldBirth *unix.StatxTimestamp
 	if haveOld {
 		oldBirth = birthOf(dir, base, &old)
@@ -425,7 +426,7 @@ func (w *writer) place(dir int, base, p string) error {
 	// tenant renames onto it between the two lands at base (as if it had
 	// renamed it there itself), and the write says it did not land.
 	var st unix.Stat_t
-	if err := unix.Fstatat(top, w.temp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || !sameInode(&st, &mine) {
+	if err := nomount.Lstat(top, w.temp, &st); err != nil || !sameInode(&st, &mine) {
 		return errSwapped(p)
 	}
 	hook("put:verified")
@@ -443,7 +444,7 @@ func (w *writer) place(dir int, base, p string) error {
 	switch {
 	case err == nil:
 		w.named = false
-		landed := unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && sameInode(&st, &mine)
+		landed := nomount.Lstat(dir, base, &st) == nil && sameInode(&st, &mine)
 		w.settleDisplaced(top, dir, base, &mine, &old, oldBirth, haveOld && settled, haveOld, landed)
 		switch {
 		case !landed:
@@ -470,7 +471,7 @@ func (w *writer) place(dir int, base, p string) error {
 		return w.placeFailed(p, err)
 	}
 	w.named = false
-	if unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || !sameInode(&st, &mine) {
+	if nomount.Lstat(dir, base, &st) != nil || !sameInode(&st, &mine) {
 		return errSwapped(p)
 	}
 	return nil
@@ -522,7 +523,7 @@ func (w *writer) settleDisplaced(top, dir int, base string, mine, old *unix.Stat
 // the inode st describes, where its filesystem keeps one; nil otherwise.
 func birthOf(dirfd int, name string, st *unix.Stat_t) *unix.StatxTimestamp {
 	var sx unix.Statx_t
-	if unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_BTIME, &sx) != nil ||
+	if unix.Statx(dirfd, name, nomount.LookFlags, unix.STATX_INO|unix.STATX_BTIME, &sx) != nil ||
 		sx.Mask&unix.STATX_BTIME == 0 || sx.Ino != st.Ino {
 		return nil
 	}

@@ -44,11 +44,9 @@ func (b *mountingBody) Read(p []byte) (int, error) {
 // to another project meanwhile goes through, and nothing outside the
 // tree changes.
 //
-// FAILS today (a finding, not a regression): place's look at the target
-// before the exchange (put.go, unix.Fstatat(dir, base, &old,
-// AT_SYMLINK_NOFOLLOW)) is a stat that follows the mount and syncs, where
-// the layer's other looks (statAt) use statx with AT_STATX_DONT_SYNC.
-// birthOf's statx and whereNow's Fstatat of the same name are the same.
+// Every look of put.go at the target and the temporary name is
+// nomount.Lstat (found by a hostile-tenant round: place's fstatat of the
+// target followed the mount and waited on its server).
 func TestAWriteWhoseTargetIsMountedOverMidBodyNeverWaits(t *testing.T) {
 	cases := []struct {
 		name   string

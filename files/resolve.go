@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/nomount"
 )
 
 // How the layer resolves a tenant's path. os.Root keeps a path inside the
@@ -118,27 +120,14 @@ const statMask = unix.STATX_BASIC_STATS | unix.STATX_MNT_ID | unix.STATX_MNT_ID_
 // tree's own filesystem it changes nothing). A mount point is refused.
 func (t *tree) statAt(dirfd int, name, p string) (unix.Stat_t, error) {
 	var sx unix.Statx_t
-	if err := unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT|unix.AT_STATX_DONT_SYNC, statMask, &sx); err != nil {
+	if err := unix.Statx(dirfd, name, nomount.LookFlags, statMask, &sx); err != nil {
 		return unix.Stat_t{}, &os.PathError{Op: "lstat", Path: p, Err: err}
 	}
 	if !t.dir.SameMount(&sx) {
 		return unix.Stat_t{}, otherMount(p)
 	}
-	st := unix.Stat_t{
-		Dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), Ino: sx.Ino,
-		Mode: uint32(sx.Mode), Uid: sx.Uid, Gid: sx.Gid, Size: int64(sx.Size), Blocks: int64(sx.Blocks),
-		Mtim: unix.Timespec{Sec: sx.Mtime.Sec, Nsec: int64(sx.Mtime.Nsec)},
-		Ctim: unix.Timespec{Sec: sx.Ctime.Sec, Nsec: int64(sx.Ctime.Nsec)},
-		Atim: unix.Timespec{Sec: sx.Atime.Sec, Nsec: int64(sx.Atime.Nsec)},
-	}
-	// Stat_t's link count and block size are 64-bit on amd64, 32-bit on arm64.
-	setNumber(&st.Nlink, sx.Nlink)
-	setNumber(&st.Blksize, sx.Blksize)
-	return st, nil
+	return nomount.FromStatx(&sx), nil
 }
-
-// setNumber stores v in a Stat_t field whose width is the architecture's.
-func setNumber[F ~uint32 | ~uint64 | ~int32 | ~int64](field *F, v uint32) { *field = F(v) }
 
 // openAt opens name in dirfd with flags, never through a symlink nor onto
 // a mount: a mount made over the name since it was checked is refused by

@@ -15,6 +15,7 @@ import (
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/deletion"
 	"github.com/xfsq/xfsq/internal/gitindex"
+	"github.com/xfsq/xfsq/internal/nomount"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/journal"
 )
@@ -363,7 +364,7 @@ func stillUntracked(ctx context.Context, tree *saferm.Dir, ev Eviction, repos ma
 			return "", err
 		}
 		var st unix.Stat_t
-		if err := unix.Fstatat(d.Fd(), ".git", &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
+		if err := nomount.Lstat(int(d.Fd()), ".git", &st); errors.Is(err, unix.ENOENT) {
 			d.Close()
 			continue
 		}

@@ -25,13 +25,11 @@ import (
 // a mount at a name nothing looks up, is the control: left in place as a
 // mount point, without waiting.
 //
-// FAILS today (a finding), at two sites: saferm's isRepository
-// (saferm.go) looks .git and HEAD up with fstatat, and the executor's
-// stillUntracked (execute.go) looks at each directory's .git with fstatat;
-// both follow the mount onto the FUSE root and wait on its server, where
-// the layer's other looks use statx with AT_STATX_DONT_SYNC after a mount
-// check. With isRepository's look made a DONT_SYNC statx the first three
-// cases pass.
+// Found by a hostile-tenant round at two sites, saferm's isRepository
+// and the executor's stillUntracked, which looked .git and HEAD up with
+// fstatat; both look with nomount.Lstat now, and the git reader opens
+// with nomount.Openat, which refuses the mount before its server is
+// asked: a .git that is a mount point protects the workspace.
 func TestExecutorNeverWaitsOnAStalledFUSEInAnEntry(t *testing.T) {
 	cases := []struct {
 		name string

@@ -19,6 +19,7 @@ import (
 
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/gitindex"
+	"github.com/xfsq/xfsq/internal/nomount"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/inventory"
 )
@@ -436,7 +437,7 @@ func (w *wsWalk) entry(ctx context.Context, fd int, s dirScope, name string, res
 		return nil
 	}
 	var st unix.Stat_t
-	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := nomount.Lstat(fd, name, &st); err != nil {
 		if !errors.Is(err, unix.ENOENT) {
 			res.clean = false
 		}

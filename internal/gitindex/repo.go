@@ -16,8 +16,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/xfsq/xfsq/area"
 	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/internal/nomount"
 )
 
 // Everything below is read from a tenant's tree: nothing is opened by a
@@ -32,7 +34,7 @@ const (
 
 // openDirAt opens the directory name in dirfd, refusing a symlink.
 func openDirAt(dirfd int, name string) (*os.File, error) {
-	fd, err := unix.Openat(dirfd, name, dirOpenFlags, 0)
+	fd, err := nomount.Openat(dirfd, name, dirOpenFlags)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
@@ -45,13 +47,13 @@ func openDirAt(dirfd int, name string) (*os.File, error) {
 // a regular file): O_NONBLOCK and O_NOFOLLOW cover what changes between.
 func openRegularAt(dirfd int, name string, limit int64) (*os.File, int64, error) {
 	var before, st unix.Stat_t
-	if err := unix.Fstatat(dirfd, name, &before, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := nomount.Lstat(dirfd, name, &before); err != nil {
 		return nil, 0, &os.PathError{Op: "stat", Path: name, Err: err}
 	}
 	if before.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, 0, fmt.Errorf("%s is %s, not a regular file", name, area.FileKind(before.Mode))
 	}
-	fd, err := unix.Openat(dirfd, name, fileOpenFlags, 0)
+	fd, err := nomount.Openat(dirfd, name, fileOpenFlags)
 	if err != nil {
 		return nil, 0, &os.PathError{Op: "open", Path: name, Err: err}
 	}
@@ -357,7 +359,7 @@ func (rf *Finder) openPathAt(base, p string, missing *bool) (*os.File, string, s
 // err is only cancellation.
 func (rf *Finder) Read(dirfd int, rel string) (ix *Index, why string, err error) {
 	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, ".git", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := nomount.Lstat(dirfd, ".git", &st); err != nil {
 		return nil, rf.unknown(rel, fmt.Sprintf(".git cannot be examined: %v", err)), nil
 	}
 	var gitdir *os.File
@@ -409,7 +411,7 @@ func (rf *Finder) Read(dirfd int, rel string) (ix *Index, why string, err error)
 		// without one this is no repository git knows, and what it
 		// holds cannot be told tracked or not.
 		var head unix.Stat_t
-		if err := unix.Fstatat(int(gitdir.Fd()), "HEAD", &head, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := nomount.Lstat(int(gitdir.Fd()), "HEAD", &head); err != nil {
 			gitdir.Close()
 			return nil, fmt.Sprintf("its .git file points at %s, which is not a git directory (no HEAD)", target), nil
 		}
@@ -506,7 +508,7 @@ func (rf *Finder) readIndexAt(gitfd int, name string, hashLen int) (*indexFile, 
 			return &indexFile{cached: ix}, stamp, "", nil
 		}
 		var sst unix.Stat_t
-		if isSplit && unix.Fstatat(gitfd, split.shared, &sst, unix.AT_SYMLINK_NOFOLLOW) == nil && stampOf(&sst, hashLen) == split.stamp {
+		if isSplit && nomount.Lstat(gitfd, split.shared, &sst) == nil && stampOf(&sst, hashLen) == split.stamp {
 			return &indexFile{cached: split.ix}, stamp, "", nil
 		}
 	}

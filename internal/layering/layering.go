@@ -189,8 +189,10 @@ func rule(from, to string) string {
 		return "area is a leaf: the vocabulary every layer speaks imports nothing of xfsq"
 	case from == "internal/deletion" && !deletionMayImport[to]:
 		return "the journalled deletion imports only saferm, fault and the journal's vocabulary: the caller gives it the journal, and it never reaches a shell, the store or a policy"
-	case from == "internal/gitindex" && to != "area":
-		return "the git reader imports nothing of xfsq but area's words for file types: it reads a tenant's files and answers what is tracked, nothing more"
+	case from == "internal/gitindex" && to != "area" && to != "internal/nomount":
+		return "the git reader imports nothing of xfsq but area's words for file types and nomount's looks: it reads a tenant's files and answers what is tracked, nothing more"
+	case from == "internal/nomount":
+		return "nomount is a leaf: the looks and opens that never ask a tenant's mount import nothing of xfsq"
 	}
 	return ""
 }

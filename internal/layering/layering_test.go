@@ -217,6 +217,9 @@ func TestRules(t *testing.T) {
 		{"internal/gitindex", "sweep", true},
 		{"internal/gitindex", "internal/saferm", true},
 		{"internal/gitindex", "area", false},
+		{"internal/gitindex", "internal/nomount", false},
+		{"internal/nomount", "area", true},
+		{"internal/saferm", "internal/nomount", false},
 		{"sweep", "internal/gitindex", false},
 		{"sweep", "area", false},
 		// figures: the vocabulary of a tree's figures, a pure leaf

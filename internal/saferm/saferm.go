@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/nomount"
 )
 
 // MaxDepth bounds how many directory levels below the removed entry are
@@ -551,7 +553,7 @@ type Options struct {
 func isRepository(fd int) bool {
 	var st unix.Stat_t
 	for _, n := range []string{".git", "HEAD"} {
-		if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		if nomount.Lstat(fd, n, &st) == nil { // a tenant's FUSE mounted there is never asked
 			return true
 		}
 	}
