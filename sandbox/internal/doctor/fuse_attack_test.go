@@ -1,0 +1,79 @@
+package doctor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
+	"github.com/xfsq/xfsq/sandbox/internal/core"
+	"github.com/xfsq/xfsq/sandbox/internal/coretest"
+	"github.com/xfsq/xfsq/sandbox/internal/snapshots"
+)
+
+// TestDoctorNeverWaitsOnAStalledFUSEAtUploads: a tenant mounts a FUSE
+// filesystem whose server never answers over its workspace's uploads/ (a
+// name inside its own tree). Doctor, which the operator runs over every
+// project of the root, must not wait on it: one tenant's stalled server
+// would stop the diagnosis (and every repair) of every project, for good.
+//
+// FINDING (attack3): it waits. checkSkeleton
+// (sandbox/internal/doctor/doctor.go:372) looks at <tree>/uploads with
+// os.Lstat, an fstatat(2) without AT_STATX_DONT_SYNC, and a FUSE mount
+// root's attributes are asked of its server (GETATTR), which never
+// answers. This test fails until the look goes through nomount.Lstat (a
+// mount root, another device, then reads as a directory the tree does not
+// hold, which doctor may report but must not wait on).
+func TestDoctorNeverWaitsOnAStalledFUSEAtUploads(t *testing.T) {
+	for _, sub := range []string{"uploads", "inbox"} {
+		t.Run(sub, func(t *testing.T) {
+			ctx := context.Background()
+			root := t.TempDir()
+			canary := filepath.Join(t.TempDir(), "canary")
+			if err := os.WriteFile(canary, []byte("outside"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m, _ := coretest.Omni(t, root)
+			if err := coretest.Add(ctx, m, "p", core.LimitChange{}); err != nil {
+				t.Fatal(err)
+			}
+			mnt := filepath.Join(root, "projects", "p", sub)
+			if fi, err := os.Lstat(mnt); err != nil || !fi.IsDir() {
+				t.Fatalf("%s: %v; the workspace skeleton should have made it", mnt, err)
+			}
+			mounttest.StalledFUSE(t, mnt)
+			done := make(chan error, 1)
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				findings, err := New(m, Projects{}, snapshots.New(m).Snapshot).Run(ctx, false)
+				for _, f := range findings {
+					t.Logf("finding %s %s: %s", f.Kind, f.Path, f.Detail)
+				}
+				done <- err
+			}()
+			// Registered after the mount, so run before its cleanup: a
+			// doctor stalled on it is let go only then.
+			t.Cleanup(func() {
+				select {
+				case <-ended:
+				default:
+					t.Log("doctor still waits on the stalled FUSE server; its cleanup lets it go")
+				}
+			})
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Logf("doctor: %v", err)
+				}
+			case <-time.After(3 * time.Second):
+				t.Errorf("doctor waited on the stalled FUSE server mounted at projects/p/%s", sub)
+			}
+			if b, err := os.ReadFile(canary); err != nil || string(b) != "outside" {
+				t.Errorf("the canary outside the root: %q, %v", b, err)
+			}
+		})
+	}
+}
