@@ -22,15 +22,12 @@ import (
 // neither wait on the mount (its evictions run one after another, for
 // every project of the root) nor remove anything through it.
 //
-// FINDING (attack3): it waits. saferm's parentsSettled
-// (internal/saferm/saferm.go:611) opens each directory of the chain with
-// openat(O_PATH), which crosses onto the mount's root without asking its
-// server, then statx(AT_EMPTY_PATH, STATX_CTIME) on it
-// (internal/saferm/saferm.go:620), without AT_STATX_DONT_SYNC: the FUSE
-// root's attributes are asked of its server (GETATTR), which never
-// answers. This test fails until the chain is opened without crossing a
-// mount (RESOLVE_NO_XDEV, or a sameMount check on a DONT_SYNC statx
-// before the ctime is read).
+// Found by a hostile-tenant round: saferm's parentsSettled opens each
+// directory of the chain with openat(O_PATH), which crosses onto a mount's
+// root without asking its server, and then read its ctime with a statx
+// that did ask it (GETATTR), which never answered. The ctime is read as
+// the kernel holds it now (AT_STATX_DONT_SYNC), and a mount in the chain
+// is not settled.
 func TestExecutorNeverWaitsOnAStalledFUSEAboveAnEntry(t *testing.T) {
 	root := t.TempDir()
 	canary := filepath.Join(t.TempDir(), "canary")

@@ -616,8 +616,12 @@ func (d *Dir) parentsSettled(rel string, o Options, parent int) bool {
 			cur = -1
 			return false
 		}
+		// O_PATH crossed onto whatever is mounted there without asking it;
+		// its ctime is read as the kernel holds it, and a mount is not
+		// settled: a tenant's FUSE server would be asked, and may never
+		// answer.
 		var st unix.Statx_t
-		if unix.Statx(cur, "", unix.AT_EMPTY_PATH, unix.STATX_CTIME, &st) != nil || !o.counts(st.Ctime) {
+		if unix.Statx(cur, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_CTIME|mountMask, &st) != nil || !d.sameMount(&st) || !o.counts(st.Ctime) {
 			return false
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/internal/nomount"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs/fsxattr"
 )
@@ -136,10 +137,13 @@ func (fs *FS) assignEntry(parentFD int, parent string, e os.DirEntry, id quota.P
 		return nil
 	}
 	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NOCTTY | unix.O_NONBLOCK | unix.O_CLOEXEC
-	fd, err := unix.Openat(parentFD, e.Name(), flags, 0)
+	// nomount.Openat: a mount point is refused (EXDEV) before its
+	// filesystem is asked anything (a tenant's FUSE server may never
+	// answer); it is another filesystem's business.
+	fd, err := nomount.Openat(parentFD, e.Name(), flags)
 	if err != nil {
 		// ELOOP: replaced by a symlink since getdents; ENOENT: removed.
-		if errors.Is(err, unix.ELOOP) {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
 			return nil
 		}
 		return vanished(err, path, id, "openat")

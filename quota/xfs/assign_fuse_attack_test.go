@@ -23,13 +23,11 @@ import (
 // have one but no FUSE): assignEntry is what assignDir calls for each name
 // getdents gives, a mount point included.
 //
-// FINDING (attack3): it waits. assignEntry (quota/xfs/assign.go:139)
-// opens the name with openat(O_RDONLY|O_NONBLOCK) and only then compares
-// its st_dev with the filesystem's (assign.go:153): the open of a FUSE
+// Found by a hostile-tenant round: assignEntry opened the name and only
+// then compared its st_dev with the filesystem's, and the open of a FUSE
 // mount's root is asked of its server (OPEN/OPENDIR), which never
-// answers, so the repair or the add holds for good. This test fails until
-// the mount point is told before it is opened (a DONT_SYNC statx's mount
-// ID or device, or openat2 with RESOLVE_NO_XDEV).
+// answered, so a repair or an add held for good. It opens through
+// nomount.Openat now, which refuses the mount point (EXDEV) first.
 func TestAssignNeverWaitsOnAStalledFUSEInTheTree(t *testing.T) {
 	for _, kind := range []string{"dir", "file"} {
 		t.Run(kind, func(t *testing.T) {

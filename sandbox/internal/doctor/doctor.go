@@ -21,7 +21,10 @@ import (
 	"path/filepath"
 	"slices"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/xfsq/xfsq/area"
+	"github.com/xfsq/xfsq/internal/nomount"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
@@ -369,7 +372,10 @@ func (d *Doctor) checkSkeleton(t store.Tree, base Finding) []Finding {
 	var out []Finding
 	for _, sub := range area.Skeleton(t.Area) {
 		p := filepath.Join(d.abs(t.Path), sub)
-		fi, err := os.Lstat(p)
+		// As the kernel holds it: a tenant's FUSE mounted there is never
+		// asked (its server may never answer).
+		var st unix.Stat_t
+		err := nomount.Lstat(unix.AT_FDCWD, p, &st)
 		f := base
 		f.Path = filepath.Join(t.Path, sub)
 		switch {
@@ -378,9 +384,9 @@ func (d *Doctor) checkSkeleton(t store.Tree, base Finding) []Finding {
 			// Mkdir, not MkdirAll: the tree root was just seen, and a
 			// name put there meanwhile is not followed (EEXIST).
 			f.fixFn = func(context.Context) error { return os.Mkdir(p, 0o755) }
-		case err == nil && !fi.IsDir():
+		case err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR:
 			f.Kind, f.Fix = MissingDirectory, "none: move it away by hand, then repair again"
-			f.Detail = fmt.Sprintf("%s is a %s, not a directory (every workspace has %s/)", p, fi.Mode().Type(), sub)
+			f.Detail = fmt.Sprintf("%s is a %s, not a directory (every workspace has %s/)", p, area.FileKind(st.Mode), sub)
 		default:
 			continue
 		}

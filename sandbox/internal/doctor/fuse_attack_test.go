@@ -19,13 +19,11 @@ import (
 // project of the root, must not wait on it: one tenant's stalled server
 // would stop the diagnosis (and every repair) of every project, for good.
 //
-// FINDING (attack3): it waits. checkSkeleton
-// (sandbox/internal/doctor/doctor.go:372) looks at <tree>/uploads with
-// os.Lstat, an fstatat(2) without AT_STATX_DONT_SYNC, and a FUSE mount
-// root's attributes are asked of its server (GETATTR), which never
-// answers. This test fails until the look goes through nomount.Lstat (a
-// mount root, another device, then reads as a directory the tree does not
-// hold, which doctor may report but must not wait on).
+// Found by a hostile-tenant round: checkSkeleton looked at <tree>/uploads
+// with os.Lstat, and a FUSE mount root's attributes were asked of its
+// server (GETATTR), which never answered. It looks through nomount.Lstat
+// now: a mount root, another device, reads as the directory the kernel
+// holds, which doctor may report but never waits on.
 func TestDoctorNeverWaitsOnAStalledFUSEAtUploads(t *testing.T) {
 	for _, sub := range []string{"uploads", "inbox"} {
 		t.Run(sub, func(t *testing.T) {
