@@ -225,9 +225,11 @@ func (w *wsWalk) skip(rel, reason string) {
 	w.skipped = append(w.skipped, Skip{Path: path.Join(w.treeRel, rel), Reason: reason})
 }
 
-// openDirAt opens the directory name in dirfd, refusing a symlink.
+// openDirAt opens the directory name in dirfd, refusing a symlink and a
+// mount point (a tenant's FUSE server, mounted there since the name was
+// looked at, is never asked).
 func openDirAt(dirfd int, name string) (*os.File, error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := nomount.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
