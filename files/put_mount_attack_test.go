@@ -63,37 +63,39 @@ func TestAWriteWhoseTargetIsMountedOverMidBodyNeverWaits(t *testing.T) {
 			canary := plantCanary(t, s.root)
 			target := filepath.Join(s.root, "projects/a/t")
 			c.before(target)
-			// The tenant acts on the test's goroutine (mounttest may skip
-			// or fail the test), while the body waits for it.
-			mountNow, mounted := make(chan struct{}), make(chan struct{})
-			body := &mountingBody{data: []byte("new content"), act: func() {
-				close(mountNow)
-				<-mounted
-			}}
-			got, ended := make(chan error, 1), make(chan struct{})
-			go func() {
-				defer close(ended)
-				_, err := s.l.Put(ctx, "a", "", "t", body, -1)
-				got <- err
-			}()
-			// Registered before the mount, so run after its cleanup, which
-			// ends a put stalled on it: the store outlives the put.
-			t.Cleanup(func() { <-ended })
-			<-mountNow
-			c.during(target)
-			mounttest.StalledFUSE(t, target)
-			close(mounted)
-			putEndsBesideOthers(t, s, got, "its target")
+			putEndsDespiteAMount(t, s, "t", "its target", func() {
+				c.during(target)
+				mounttest.StalledFUSE(t, target)
+			})
 			canary.check(t, "a write whose target was mounted over")
 		})
 	}
 }
 
-// putEndsBesideOthers: a put whose way a tenant mounted a stalled FUSE
-// over (where, for messages) ends within 3 s, refused or not, and a write
-// to another project meanwhile lands.
-func putEndsBesideOthers(t *testing.T, s *testRoot, got <-chan error, where string) {
+// putEndsDespiteAMount puts name into project a with a body during
+// which the tenant mounts (mount, run on the test's goroutine, as
+// mounttest may skip or fail the test, while the body waits for it), and
+// holds that the put ends within 3 s, refused or not, and that a write to
+// project b meanwhile lands. where names what was mounted over.
+func putEndsDespiteAMount(t *testing.T, s *testRoot, name, where string, mount func()) {
 	t.Helper()
+	mountNow, mounted := make(chan struct{}), make(chan struct{})
+	body := &mountingBody{data: []byte("new content"), act: func() {
+		close(mountNow)
+		<-mounted
+	}}
+	got, ended := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(ended)
+		_, err := s.l.Put(ctx, "a", "", name, body, -1)
+		got <- err
+	}()
+	// Registered before the mount, so run after its cleanup, which ends a
+	// put stalled on it: the store outlives the put.
+	t.Cleanup(func() { <-ended })
+	<-mountNow
+	mount()
+	close(mounted)
 	select {
 	case err := <-got:
 		t.Logf("put with %s mounted over mid-body: %v", where, err)

@@ -47,23 +47,6 @@ func TestAWriteWhoseParentIsMountedOverMidBodyNeverWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
-	mountNow, mounted := make(chan struct{}), make(chan struct{})
-	body := &mountingBody{data: []byte("new content"), act: func() {
-		close(mountNow)
-		<-mounted
-	}}
-	got, ended := make(chan error, 1), make(chan struct{})
-	go func() {
-		defer close(ended)
-		_, err := s.l.Put(ctx, "a", "", "sub/t", body, -1)
-		got <- err
-	}()
-	// Registered before the mount, so run after its cleanup, which ends
-	// a put stalled on it: the store outlives the put.
-	t.Cleanup(func() { <-ended })
-	<-mountNow
-	mounttest.StalledFUSE(t, sub)
-	close(mounted)
-	putEndsBesideOthers(t, s, got, "its target's parent")
+	putEndsDespiteAMount(t, s, "sub/t", "its target's parent", func() { mounttest.StalledFUSE(t, sub) })
 	canary.check(t, "a write whose parent was mounted over")
 }
