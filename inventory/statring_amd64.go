@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/nomount"
 )
 
 // A statRing stats a directory's files in batches through io_uring
@@ -394,7 +396,7 @@ func (r *statRing) reap(sts []unix.Stat_t, errs []unix.Errno) (n, cancelled int)
 		case sx.Mask&ringStatxNeed != ringStatxNeed:
 			errs[j] = unix.EAGAIN // asked again one by one
 		default:
-			statFromStatx(sx, &sts[j])
+			sts[j] = nomount.FromStatx(sx)
 			errs[j] = 0
 		}
 		n++
@@ -409,17 +411,4 @@ func (r *statRing) abandon(why string) {
 	brokenMu.Lock()
 	brokenRings = append(brokenRings, r)
 	brokenMu.Unlock()
-}
-
-// statFromStatx is what newfstatat would have said (its st_dev and
-// st_rdev are the kernel's new_encode_dev, as unix.Mkdev).
-func statFromStatx(sx *unix.Statx_t, st *unix.Stat_t) {
-	*st = unix.Stat_t{
-		Dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), Ino: sx.Ino, Nlink: uint64(sx.Nlink), Mode: uint32(sx.Mode),
-		Uid: sx.Uid, Gid: sx.Gid, Rdev: unix.Mkdev(sx.Rdev_major, sx.Rdev_minor), Size: int64(sx.Size),
-		Blksize: int64(sx.Blksize), Blocks: int64(sx.Blocks),
-		Atim: unix.Timespec{Sec: sx.Atime.Sec, Nsec: int64(sx.Atime.Nsec)},
-		Mtim: unix.Timespec{Sec: sx.Mtime.Sec, Nsec: int64(sx.Mtime.Nsec)},
-		Ctim: unix.Timespec{Sec: sx.Ctime.Sec, Nsec: int64(sx.Ctime.Nsec)},
-	}
 }
