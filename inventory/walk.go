@@ -29,6 +29,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xfsq/xfsq/internal/nomount"
 )
 
 // Options bound a walk. Zero values take the defaults.
@@ -228,7 +230,9 @@ func Walk(dir string, opts Options) (*Result, error) {
 	// re-check) cannot lead the walk out of the tree.
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) { // which one depends on the flags' order of checks
-		if fi, lerr := os.Lstat(dir); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+		// Not waiting on a tenant's mount there, as every look of a walk.
+		var st unix.Stat_t
+		if nomount.Lstat(unix.AT_FDCWD, dir, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			return nil, &os.PathError{Op: "open", Path: dir, Err: errors.New("is a symlink: walks never follow one")}
 		}
 	}

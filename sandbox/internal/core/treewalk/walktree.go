@@ -68,7 +68,9 @@ func (m *Walker) openIn(root walkRoot, t store.Tree, rel string) (*walkDir, erro
 		return nil, fmt.Errorf("walk %s: %w (xfsq can look beneath a mount only with CAP_SYS_ADMIN: unmount it, or run xfsq as root)", m.Root, err)
 	}
 	if err != nil {
-		if fi, lerr := os.Lstat(m.abs(at)); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+		// Looked at where the walk looked (the copy, if any), never through
+		// the path: a tenant's mount there may never answer.
+		if st, lerr := root.Lstat(at); lerr == nil && st.IsSymlink() {
 			return nil, &os.PathError{Op: "walk", Path: m.abs(at), Err: errWalkSymlink{}}
 		}
 		return nil, fmt.Errorf("walk %s: %w", m.Root, err)
