@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
 
 	"github.com/xfsq/xfsq/internal/deletion"
+	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/store"
 )
 
@@ -24,7 +24,7 @@ import (
 func (m *Manager) SettleInterrupted(ctx context.Context) (int, error) {
 	ctx, end := BeginOp(ctx)
 	defer end()
-	root, err := os.OpenRoot(m.Root)
+	root, err := saferm.Open(m.Root)
 	if err != nil {
 		return 0, err
 	}
@@ -36,7 +36,7 @@ func (m *Manager) SettleInterrupted(ctx context.Context) (int, error) {
 // is gone (a sweep, purge or files rm that was killed): gone from disk, they
 // are confirmed done; still there, they are marked failed (the next plan
 // decides about them afresh). It returns how many it settled.
-func (m *Manager) ResolvePending(ctx context.Context, root *os.Root) (int, error) {
+func (m *Manager) ResolvePending(ctx context.Context, root *saferm.Dir) (int, error) {
 	pending, err := m.Store.PendingEvictions(ctx)
 	if err != nil {
 		return 0, err
@@ -64,13 +64,20 @@ func (m *Manager) orphaned(ctx context.Context, p store.PendingEviction) bool {
 	return h == "" || !m.holderLive(ctx, h)
 }
 
-// settle journals the outcome of an orphaned pending deletion, read from disk.
-func (m *Manager) settle(ctx context.Context, root *os.Root, p store.PendingEviction) error {
+// settle journals the outcome of an orphaned pending deletion, read from
+// disk as a removal looks: through no symlink and into no mount, so that a
+// tenant's mount on the way (a FUSE server that never answers) is not
+// waited on. Gone means done; anything else, an entry that cannot be
+// looked at included, may still be there and is marked failed.
+func (m *Manager) settle(ctx context.Context, root *saferm.Dir, p store.PendingEviction) error {
 	rec := p.Record
 	rec.Holder = HolderOf(ctx)
-	if _, err := root.Lstat(rec.Path); errors.Is(err, fs.ErrNotExist) {
+	switch _, err := root.Lstat(rec.Path); {
+	case errors.Is(err, fs.ErrNotExist):
 		rec.State, rec.Recovered = deletion.StateDone, true
-	} else {
+	case err != nil:
+		rec.State, rec.Error = deletion.StateFailed, "interrupted before the deletion finished: the entry could not be looked at ("+err.Error()+")"
+	default:
 		rec.State, rec.Error = deletion.StateFailed, "interrupted before the deletion finished: the entry is still there"
 	}
 	_, err := m.Store.SettlePending(ctx, p.Project, m.ActorOf(ctx), rec)

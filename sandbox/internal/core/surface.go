@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"os"
 	"time"
 
 	"github.com/xfsq/xfsq/internal/deletion"
@@ -95,7 +94,7 @@ func (m *Manager) Orphaned(ctx context.Context, p store.PendingEviction) bool {
 }
 
 // Settle journals the outcome of an orphaned pending deletion.
-func (m *Manager) Settle(ctx context.Context, root *os.Root, p store.PendingEviction) error {
+func (m *Manager) Settle(ctx context.Context, root *saferm.Dir, p store.PendingEviction) error {
 	return m.settle(ctx, root, p)
 }
 

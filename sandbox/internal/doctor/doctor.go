@@ -51,7 +51,7 @@ type Core interface {
 	AddMissingTree(ctx context.Context, name, area string) error
 	MakeInboundTree(ctx context.Context) error
 	Orphaned(ctx context.Context, p store.PendingEviction) bool
-	Settle(ctx context.Context, root *os.Root, p store.PendingEviction) error
+	Settle(ctx context.Context, root *saferm.Dir, p store.PendingEviction) error
 	RemoveTemps(ctx context.Context, reclaimed []store.Reservation)
 	RemoveTemp(ctx context.Context, parent *saferm.Dir, project, area, name, reason, policy string) error
 }
@@ -602,7 +602,7 @@ func (d *Doctor) interruptedDeletions(ctx context.Context) ([]Finding, error) {
 			Detail: fmt.Sprintf("its deletion (%s) was journalled as pending and never confirmed: the process making it stopped", p.Record.Policy),
 			Fix:    "settle it in the journal: done if the entry is gone, failed if it is still there (the next sweep does the same)",
 			fixFn: func(ctx context.Context) error {
-				root, err := os.OpenRoot(d.Root)
+				root, err := saferm.Open(d.Root)
 				if err != nil {
 					return err
 				}

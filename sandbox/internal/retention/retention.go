@@ -14,7 +14,6 @@ package retention
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/xfsq/xfsq/internal/deletion"
@@ -43,7 +42,7 @@ type Core interface {
 	RemovalCutoff(ctx context.Context, t store.Tree) (time.Time, error)
 	CreditRemoval(ctx context.Context, t store.Tree, freed quota.Usage, uncounted []saferm.Freed, started time.Time) error
 	JournalEviction(ctx context.Context, project string, rec deletion.Record) error
-	ResolvePending(ctx context.Context, root *os.Root) (int, error)
+	ResolvePending(ctx context.Context, root *saferm.Dir) (int, error)
 	SweepUsage(ctx context.Context, names []string) (map[string]core.TreeStatus, map[string]string, error)
 	NoteSweepOverSoft(ctx context.Context, overs []sweep.OverSoft, sweepID string) error
 }

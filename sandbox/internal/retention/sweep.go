@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -179,11 +178,6 @@ func (m *Sweeper) sweep(ctx context.Context, o SweepOptions, out SweepOutcome, s
 	if err != nil {
 		return out, err
 	}
-	root, err := os.OpenRoot(m.Root)
-	if err != nil {
-		return out, err
-	}
-	defer root.Close()
 	// Every tree is walked, re-checked and deleted from this descriptor.
 	dir, err := saferm.Open(m.Root)
 	if err != nil {
@@ -191,7 +185,7 @@ func (m *Sweeper) sweep(ctx context.Context, o SweepOptions, out SweepOutcome, s
 	}
 	defer dir.Close()
 	if !o.DryRun {
-		if out.Resolved, err = m.ResolvePending(ctx, root); err != nil {
+		if out.Resolved, err = m.ResolvePending(ctx, dir); err != nil {
 			return out, err
 		}
 	}

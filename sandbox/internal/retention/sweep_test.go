@@ -180,12 +180,12 @@ func TestInFlightDeletionNotSettledByAnotherOperation(t *testing.T) {
 		}
 		sctx, end := core.BeginOp(context.Background())
 		defer end()
-		osRoot, err := os.OpenRoot(root)
+		dir, err := saferm.Open(root)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer osRoot.Close()
-		if n, err := m.ResolvePending(sctx, osRoot); err != nil || n != 0 {
+		defer dir.Close()
+		if n, err := m.ResolvePending(sctx, dir); err != nil || n != 0 {
 			t.Errorf("a sweep settled %d deletions in flight of another operation (%v)", n, err)
 		}
 		return nil
