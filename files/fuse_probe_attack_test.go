@@ -4,6 +4,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,31 +41,9 @@ func TestNoOperationWaitsOnATenantsStalledFUSEMounts(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(ws, "f"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(ws, "d/junk"), []byte("x"), 0o644)
-	var ends []chan struct{}
-	// Registered before the mounts, so run after their cleanups, which
-	// let a stalled operation go: the store outlives every operation.
-	t.Cleanup(func() {
-		for _, e := range ends {
-			select {
-			case <-e:
-			case <-time.After(10 * time.Second):
-				t.Error("still waiting after the FUSE connections closed")
-			}
-		}
-	})
+	run := stalledProbe(t) // before the mounts, so its cleanup runs after theirs
 	for _, d := range []string{"m", "f", "d/m2", "uploads/m3", "inbox/m4"} {
 		mounttest.StalledFUSE(t, filepath.Join(ws, d))
-	}
-	run := func(name string, f func() error) {
-		done, ended := make(chan error, 1), make(chan struct{})
-		ends = append(ends, ended)
-		go func() { defer close(ended); done <- f() }()
-		select {
-		case err := <-done:
-			t.Logf("%s: %v", name, err)
-		case <-time.After(3 * time.Second):
-			t.Errorf("%s waited on a stalled FUSE server mounted in the tree", name)
-		}
 	}
 	run("list top", func() error { _, err := s.l.List(ctx, "a", "", ""); return err })
 	run("list d", func() error { _, err := s.l.List(ctx, "a", "", "d"); return err })
@@ -106,4 +86,76 @@ func TestNoOperationWaitsOnATenantsStalledFUSEMounts(t *testing.T) {
 		return err
 	})
 	canary.check(t, "the probe")
+}
+
+// TestNoOperationWaitsOnAStalledFUSEMountedOnTheTreeItself: the tenant's
+// container mounts a FUSE filesystem whose server never answers on its
+// workspace's own directory, and the mount reaches the host (shared
+// propagation). Every operation on the root answers within 3 s: those of
+// the file layer refuse the tree, the walks go beneath the mount, doctor
+// reports it (mounted-tree) and a purge leaves it in place. Found by this
+// test: doctor looked at the tree with os.Lstat, and the purge's measure
+// (the fallback's Backend.Get, inventory.Walk) opened it through the
+// mount; both waited for good.
+func TestNoOperationWaitsOnAStalledFUSEMountedOnTheTreeItself(t *testing.T) {
+	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "a", "b")
+	canary := plantCanary(t, s.root)
+	run := stalledProbe(t)
+	ws := filepath.Join(s.root, "projects/a")
+	mounttest.StalledFUSE(t, ws)
+	run("list", func() error { _, err := s.l.List(ctx, "a", "", ""); return err })
+	run("put", func() error { _, err := s.l.Put(ctx, "a", "", "y", strings.NewReader("x"), 1); return err })
+	run("rm", func() error { _, err := s.l.Remove(ctx, "a", "", "x"); return err })
+	run("top", func() error {
+		_, err := s.l.Top(ctx, "a", "", "", inventory.Options{Depth: 2, TopK: 5}, nil)
+		return err
+	})
+	run("snapshot pass", func() error { _, err := s.m.Snapshot(ctx, sandbox.SnapshotOptions{Scheduled: true}); return err })
+	run("report", func() error { _, err := s.m.Report(ctx); return err })
+	run("doctor --fix", func() error { _, err := s.m.Doctor(ctx, true); return err })
+	run("sweep", func() error { _, err := s.m.Sweep(ctx, sandbox.SweepOptions{}); return err })
+	run("project rm --dry-run --purge", func() error {
+		r, err := s.m.Remove(ctx, "a", sandbox.RemoveOptions{Purge: true, Force: true, DryRun: true})
+		if err == nil && !slices.Contains(r.Left, "projects/a") {
+			t.Errorf("a dry run's purge: left %v, would purge %+v; want projects/a left in place", r.Left, r.WouldPurge)
+		}
+		return err
+	})
+	run("project rm --purge", func() error {
+		_, err := s.m.Remove(ctx, "a", sandbox.RemoveOptions{Purge: true, Force: true})
+		return err
+	})
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err != nil || !strings.Contains(string(mi), " "+ws+" ") {
+		t.Errorf("the tenant's mount on %s is gone after the purge (%v): a purge never enters nor removes a mount", ws, err)
+	}
+	canary.check(t, "the probe")
+}
+
+// stalledProbe returns run(name, f), which runs f and fails the test if it
+// has not returned within 3 s: an operation waiting on a tenant's stalled
+// FUSE server. Call it before the mounts: its cleanup, which waits for
+// every f to end once the mounts' cleanups have let them go, must run
+// after theirs (the store outlives every operation).
+func stalledProbe(t *testing.T) func(name string, f func() error) {
+	var ends []chan struct{}
+	t.Cleanup(func() {
+		for _, e := range ends {
+			select {
+			case <-e:
+			case <-time.After(10 * time.Second):
+				t.Error("still waiting after the FUSE connections closed")
+			}
+		}
+	})
+	return func(name string, f func() error) {
+		done, ended := make(chan error, 1), make(chan struct{})
+		ends = append(ends, ended)
+		go func() { defer close(ended); done <- f() }()
+		select {
+		case err := <-done:
+			t.Logf("%s: %v", name, err)
+		case <-time.After(3 * time.Second):
+			t.Errorf("%s waited on a stalled FUSE server mounted in the tree", name)
+		}
+	}
 }

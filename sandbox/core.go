@@ -576,6 +576,7 @@ const (
 	LimitsDrift         = doctor.LimitsDrift
 	MissingDirectory    = doctor.MissingDirectory
 	MissingTree         = doctor.MissingTree
+	MountedTree         = doctor.MountedTree
 	OrphanKernelID      = doctor.OrphanKernelID
 	QuotaEscape         = doctor.QuotaEscape
 	StrayTemp           = doctor.StrayTemp

@@ -18,13 +18,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/xfsq/xfsq/area"
-	"github.com/xfsq/xfsq/internal/nomount"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
 	"github.com/xfsq/xfsq/quota/xfs"
@@ -144,6 +142,9 @@ const (
 	// A deletion journalled as pending whose process stopped before
 	// confirming it (a killed sweep, purge or files rm).
 	InterruptedDeletion = "interrupted-deletion"
+	// Another filesystem mounted on a tree's directory (a tenant's mount
+	// that reached the host): xfsq leaves it alone and says so.
+	MountedTree = "mounted-tree"
 )
 
 // Run compares the store, the directories and the kernel's IDs and
@@ -239,11 +240,16 @@ func (d *Doctor) treeFindings(ctx context.Context, projects []store.Project, tre
 	}
 	findings := d.missingTrees(ctx, projects, trees)
 	findings = append(findings, d.missingInbound(trees)...)
+	root, err := saferm.Open(d.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
 	for _, t := range trees {
 		if !ready(t) {
 			continue // the interrupted operation's finding covers it
 		}
-		findings = append(findings, d.checkTree(t, kernel)...)
+		findings = append(findings, d.checkTree(root, t, kernel)...)
 		if f, ok, err := d.checkEscape(ctx, t); err != nil {
 			return nil, err
 		} else if ok {
@@ -313,7 +319,10 @@ func (d *Doctor) repair(ctx context.Context, findings []Finding) error {
 	return nil
 }
 
-func (d *Doctor) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota) []Finding {
+// checkTree looks at a tree's directory as the root's filesystem holds
+// it (root: the sandbox root), never through a tenant's mount on it or in
+// it, whose server may never answer.
+func (d *Doctor) checkTree(root *saferm.Dir, t store.Tree, kernel map[quota.ProjectID]quota.Quota) []Finding {
 	dir := d.abs(t.Path)
 	base := Finding{Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID}
 	reassign := func(ctx context.Context) error {
@@ -330,18 +339,24 @@ func (d *Doctor) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota)
 		}
 		return d.Backend.SetLimits(t.ProjectID, t.Limits)
 	}
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		f := base
+	st, err := root.Lstat(t.Path)
+	f := base
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		f.Kind, f.Detail, f.Fix, f.fixFn = MissingDirectory, dir+" does not exist", "create it and assign its project ID and limits", reassign
 		return []Finding{f}
-	}
-	if err == nil && !fi.IsDir() {
-		f := base
-		f.Kind, f.Detail, f.Fix = MissingDirectory, fmt.Sprintf("%s is a %s, not a directory", dir, fi.Mode().Type()), "none: move it away by hand, then repair again"
+	case errors.Is(err, saferm.ErrOtherMount) || err == nil && st.OtherMount:
+		f.Kind, f.Detail = MountedTree, "another filesystem is mounted on "+dir+" or on the way to it: what the tenant writes there is not the tree's"
+		f.Fix = "none: unmount it (umount -l " + dir + "), then run doctor again; xfsq never looks into a mount"
+		return []Finding{f}
+	case err != nil:
+		f.Kind, f.Detail, f.Fix = MissingDirectory, err.Error(), "none: make "+dir+" a directory reached without links, then repair again"
+		return []Finding{f}
+	case !st.IsDir():
+		f.Kind, f.Detail, f.Fix = MissingDirectory, fmt.Sprintf("%s is %s, not a directory", dir, area.FileKind(st.Mode)), "none: move it away by hand, then repair again"
 		return []Finding{f}
 	}
-	out := d.checkSkeleton(t, base)
+	out := d.checkSkeleton(root, t, base)
 	if d.Kernel() == nil {
 		return out
 	}
@@ -368,14 +383,13 @@ func (d *Doctor) checkTree(t store.Tree, kernel map[quota.ProjectID]quota.Quota)
 // hand or by a tenant): tenants and the sweep count on both being there.
 // The fix makes the directory again; beneath the tree root it inherits the
 // tree's project ID. Something else in its place is left to the operator.
-func (d *Doctor) checkSkeleton(t store.Tree, base Finding) []Finding {
+func (d *Doctor) checkSkeleton(root *saferm.Dir, t store.Tree, base Finding) []Finding {
 	var out []Finding
 	for _, sub := range area.Skeleton(t.Area) {
 		p := filepath.Join(d.abs(t.Path), sub)
 		// As the kernel holds it: a tenant's FUSE mounted there is never
 		// asked (its server may never answer).
-		var st unix.Stat_t
-		err := nomount.Lstat(unix.AT_FDCWD, p, &st)
+		st, err := root.Lstat(path.Join(t.Path, sub))
 		f := base
 		f.Path = filepath.Join(t.Path, sub)
 		switch {
@@ -384,9 +398,9 @@ func (d *Doctor) checkSkeleton(t store.Tree, base Finding) []Finding {
 			// Mkdir, not MkdirAll: the tree root was just seen, and a
 			// name put there meanwhile is not followed (EEXIST).
 			f.fixFn = func(context.Context) error { return os.Mkdir(p, 0o755) }
-		case err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		case err == nil && !st.IsDir():
 			f.Kind, f.Fix = MissingDirectory, "none: move it away by hand, then repair again"
-			f.Detail = fmt.Sprintf("%s is a %s, not a directory (every workspace has %s/)", p, area.FileKind(st.Mode), sub)
+			f.Detail = fmt.Sprintf("%s is %s, not a directory (every workspace has %s/)", p, area.FileKind(st.Mode), sub)
 		default:
 			continue
 		}

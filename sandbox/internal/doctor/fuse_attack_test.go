@@ -15,7 +15,8 @@ import (
 
 // TestDoctorNeverWaitsOnAStalledFUSEAtUploads: a tenant mounts a FUSE
 // filesystem whose server never answers over its workspace's uploads/ (a
-// name inside its own tree). Doctor, which the operator runs over every
+// name inside its own tree), or over the workspace itself (a container's
+// mount that reached the host). Doctor, which the operator runs over every
 // project of the root, must not wait on it: one tenant's stalled server
 // would stop the diagnosis (and every repair) of every project, for good.
 //
@@ -23,10 +24,12 @@ import (
 // with os.Lstat, and a FUSE mount root's attributes were asked of its
 // server (GETATTR), which never answered. It looks through nomount.Lstat
 // now: a mount root, another device, reads as the directory the kernel
-// holds, which doctor may report but never waits on.
+// holds, which doctor may report but never waits on. The tree's own
+// directory was looked at with os.Lstat until the same test found it
+// waiting there too; a covered tree is reported as mounted-tree.
 func TestDoctorNeverWaitsOnAStalledFUSEAtUploads(t *testing.T) {
-	for _, sub := range []string{"uploads", "inbox"} {
-		t.Run(sub, func(t *testing.T) {
+	for _, sub := range []string{"uploads", "inbox", ""} {
+		t.Run("at "+filepath.Join("p", sub), func(t *testing.T) {
 			ctx := context.Background()
 			root := t.TempDir()
 			canary := filepath.Join(t.TempDir(), "canary")
@@ -47,8 +50,13 @@ func TestDoctorNeverWaitsOnAStalledFUSEAtUploads(t *testing.T) {
 			go func() {
 				defer close(ended)
 				findings, err := New(m, Projects{}, snapshots.New(m).Snapshot).Run(ctx, false)
+				covered := false
 				for _, f := range findings {
 					t.Logf("finding %s %s: %s", f.Kind, f.Path, f.Detail)
+					covered = covered || f.Kind == MountedTree && f.Path == "projects/p"
+				}
+				if err == nil && covered != (sub == "") {
+					t.Errorf("a mounted-tree finding for projects/p: %v, want it only where the tree itself is covered", covered)
 				}
 				done <- err
 			}()
@@ -67,7 +75,7 @@ func TestDoctorNeverWaitsOnAStalledFUSEAtUploads(t *testing.T) {
 					t.Logf("doctor: %v", err)
 				}
 			case <-time.After(3 * time.Second):
-				t.Errorf("doctor waited on the stalled FUSE server mounted at projects/p/%s", sub)
+				t.Errorf("doctor waited on the stalled FUSE server mounted at %s", mnt)
 			}
 			if b, err := os.ReadFile(canary); err != nil || string(b) != "outside" {
 				t.Errorf("the canary outside the root: %q, %v", b, err)

@@ -161,10 +161,11 @@ func (l *Lifecycle) checkLeases(ctx context.Context, p store.Project, o RemoveOp
 // purge what purging each would free.
 func (l *Lifecycle) planRemoval(trees []store.Tree, purge bool, res *RemoveResult) error {
 	for _, t := range trees {
-		if _, err := os.Lstat(l.abs(t.Path)); err != nil {
+		present, mounted := l.onDisk(t)
+		if !present {
 			continue
 		}
-		if !purge {
+		if !purge || mounted { // a purge leaves a mount point in place
 			res.Left = append(res.Left, t.Path)
 			continue
 		}
@@ -175,6 +176,23 @@ func (l *Lifecycle) planRemoval(trees []store.Tree, purge bool, res *RemoveResul
 		res.WouldPurge = append(res.WouldPurge, PurgePlan{Path: t.Path, Area: t.Area, Bytes: q.Bytes, Inodes: q.Inodes})
 	}
 	return nil
+}
+
+// onDisk tells whether t's directory is there, and whether another
+// filesystem is mounted on it or on the way to it. It looks as a removal
+// does, never through a mount: a tenant's may never answer. What cannot be
+// looked at counts as there.
+func (l *Lifecycle) onDisk(t store.Tree) (present, mounted bool) {
+	root, err := saferm.Open(l.Root)
+	if err != nil {
+		return true, false
+	}
+	defer root.Close()
+	st, err := root.Lstat(t.Path)
+	if errors.Is(err, saferm.ErrOtherMount) {
+		return true, true
+	}
+	return !errors.Is(err, os.ErrNotExist), err == nil && st.OtherMount
 }
 
 // markRemoving marks the project removing, holding the leases again under
@@ -224,7 +242,7 @@ func (l *Lifecycle) clearTrees(ctx context.Context, trees []store.Tree, purge bo
 			if err != nil {
 				return err
 			}
-		} else if _, err := os.Lstat(l.abs(t.Path)); err == nil {
+		} else if present, _ := l.onDisk(t); present {
 			res.Left = append(res.Left, t.Path)
 		}
 		fault.Point("remove:" + t.Area + ":cleared")
