@@ -20,7 +20,6 @@ import (
 	"container/heap"
 	"errors"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -233,33 +232,22 @@ func Walk(dir string, opts Options) (*Result, error) {
 	return walkFd(fd, dir, opts, start)
 }
 
-// openTreeDir opens the directory dir for a walk. Its parent is opened as
-// named (the caller's path); dir itself is opened there through no
-// symlink, so an entry swapped for a symlink between a check and a walk
-// (the sweeper's re-check) cannot lead the walk out of the tree, and into
-// no mount, so a tenant's filesystem mounted on it (a FUSE server that
-// never answers) is refused before it is asked anything.
-func openTreeDir(dir string) (fd int, err error) {
-	const flags = unix.O_RDONLY | unix.O_DIRECTORY
-	parent, name := filepath.Split(filepath.Clean(dir))
-	pfd := unix.AT_FDCWD
-	if name == "" || name == "." || name == ".." { // "/" and the like: no parent to open
-		name = dir
-	} else if pfd, err = unix.Open(cmp.Or(parent, "."), flags|unix.O_CLOEXEC, 0); err != nil {
-		return -1, &os.PathError{Op: "open", Path: dir, Err: err}
-	} else {
-		defer unix.Close(pfd)
-	}
-	fd, err = nomount.Openat(pfd, name, flags)
+// openTreeDir opens the directory dir for a walk: through no symlink at
+// its last name, so an entry swapped for a symlink between a check and a
+// walk (the sweeper's re-check) cannot lead the walk out of the tree, and
+// into no mount there, so a tenant's filesystem mounted on it (a FUSE
+// server that never answers) is refused before it is asked anything.
+func openTreeDir(dir string) (int, error) {
+	fd, err := nomount.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	var st unix.Stat_t
 	switch {
 	case err == nil:
 		return fd, nil
 	case errors.Is(err, unix.EXDEV):
-		return -1, &os.PathError{Op: "open", Path: dir, Err: errors.New("another filesystem is mounted on it: walks never enter one")}
+		err = errors.New("another filesystem is mounted on it: walks never enter one")
 	case (errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR)) && // which one depends on the flags' order of checks
-		nomount.Lstat(pfd, name, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
-		return -1, &os.PathError{Op: "open", Path: dir, Err: errors.New("is a symlink: walks never follow one")}
+		nomount.Lstat(unix.AT_FDCWD, dir, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		err = errors.New("is a symlink: walks never follow one")
 	}
 	return -1, &os.PathError{Op: "open", Path: dir, Err: err}
 }

@@ -1,13 +1,14 @@
 // Package nomount looks at and opens names in directories a tenant
 // writes without asking a filesystem the tenant mounted over the name: a
 // FUSE server that never answers would hold the caller, and whatever
-// lock it holds, for good. It owns those two calls and nothing else; it
+// lock it holds, for good. It owns those calls and nothing else; it
 // never follows a symlink and never automounts, and it imports nothing of
 // xfsq.
 package nomount
 
 import (
 	"errors"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -61,4 +62,25 @@ func Openat(dirfd int, name string, flags int) (int, error) {
 		return unix.Openat(dirfd, name, flags, 0)
 	}
 	return fd, err
+}
+
+// Open is Openat of path's last component in its parent directory, which
+// is opened as named: for a path whose directories are the caller's (a
+// sandbox's area directory) and whose last name a tenant may have mounted
+// over (its tree). "/", "." and ".." are opened from the working
+// directory as they are.
+func Open(path string, flags int) (int, error) {
+	parent, name := filepath.Split(filepath.Clean(path))
+	if name == "" || name == "." || name == ".." {
+		return Openat(unix.AT_FDCWD, path, flags)
+	}
+	if parent == "" {
+		parent = "."
+	}
+	pfd, err := unix.Open(parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(pfd)
+	return Openat(pfd, name, flags)
 }

@@ -85,4 +85,13 @@ func TestAStalledMountIsNeverAsked(t *testing.T) {
 	if _, err := Openat(fd, "dir", unix.O_RDONLY|unix.O_DIRECTORY); !errors.Is(err, unix.EXDEV) {
 		t.Errorf("Openat of a mount point: %v, want EXDEV", err)
 	}
+	// By path: the parent as named, the mount point refused.
+	if _, err := Open(filepath.Join(dir, "dir"), unix.O_RDONLY|unix.O_DIRECTORY); !errors.Is(err, unix.EXDEV) {
+		t.Errorf("Open of a mount point: %v, want EXDEV", err)
+	}
+	if fd, err := Open(dir, unix.O_RDONLY|unix.O_DIRECTORY); err != nil {
+		t.Errorf("Open of the directory holding the mounts: %v", err)
+	} else {
+		unix.Close(fd)
+	}
 }

@@ -29,7 +29,7 @@ func (fs *FS) Assign(dir string, id quota.ProjectID) error {
 	if err := fs.checkParent(dir); err != nil {
 		return err
 	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := openTree(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return &quota.OpError{Op: "assign", Tree: dir, ID: id, Syscall: "open", Err: err}
 	}
@@ -87,13 +87,35 @@ func (fs *FS) ClearInherit(dir string) error {
 
 // TreeID reads the project ID and inherit flag of one directory.
 func (fs *FS) TreeID(dir string) (id quota.ProjectID, inherit bool, err error) {
-	a, err := readAttr(dir)
+	fd, err := openTree(dir, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	if err != nil {
+		return 0, false, &quota.OpError{Op: "read project ID of", Tree: dir, Syscall: "open", Err: err}
+	}
+	defer unix.Close(fd)
+	a, err := fsxattr.Get(fd)
 	if err != nil {
 		return 0, false, &quota.OpError{Op: "read project ID of", Tree: dir, Syscall: "FS_IOC_FSGETXATTR", Err: err}
 	}
 	return quota.ProjectID(a.ProjID), a.XFlags&fsxattr.FlagProjInherit != 0, nil
 }
 
+// errMounted is a tree whose own directory another filesystem is mounted
+// on: what a tenant writes there is not the tree's, and it is never
+// entered (its server, a FUSE one, may never answer).
+var errMounted = errors.New("another filesystem is mounted on it: xfsq never enters one; unmount it (umount -l)")
+
+// openTree opens a tree's directory in its parent (one of the root's own
+// directories, opened as named) through no symlink and into no mount.
+func openTree(dir string, flags int) (int, error) {
+	fd, err := nomount.Open(dir, flags)
+	if errors.Is(err, unix.EXDEV) {
+		err = errMounted
+	}
+	return fd, err
+}
+
+// readAttr reads the attributes of one of the root's own directories
+// (never a tree: openTree).
 func readAttr(path string) (fsxattr.Attr, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {

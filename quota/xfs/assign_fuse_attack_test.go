@@ -1,6 +1,7 @@
 package xfs
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
+	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
 // TestAssignNeverWaitsOnAStalledFUSEInTheTree: a tenant mounts a FUSE
@@ -74,5 +76,46 @@ func TestAssignNeverWaitsOnAStalledFUSEInTheTree(t *testing.T) {
 				t.Errorf("the canary outside the tree: %q, %v", b, err)
 			}
 		})
+	}
+}
+
+// TestATreeMountedOverIsRefusedNotWaitedOn: the tenant's container mounts
+// a FUSE filesystem whose server never answers on the tree's own directory
+// (its mount reached the host). Assigning the tree's project ID (doctor's
+// repairs) and reading it (doctor's check) refuse the tree as mounted over
+// at once; both opened it by path, through the mount, and waited for good.
+func TestATreeMountedOverIsRefusedNotWaitedOn(t *testing.T) {
+	root := t.TempDir()
+	tree := filepath.Join(root, "projects", "a")
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(root, &st); err != nil {
+		t.Fatal(err)
+	}
+	fs := &FS{dir: root, dev: st.Dev}
+	if _, err := readAttr(filepath.Dir(tree)); err != nil {
+		prereq.Missing(t, "FS_IOC_FSGETXATTR on "+root+": "+err.Error()+" (the temporary directory's filesystem must answer it, as ext4 and XFS do)")
+	}
+	ended := make(chan struct{})
+	t.Cleanup(func() { <-ended }) // before the mount: runs after its cleanup lets a waiter go
+	mounttest.StalledFUSE(t, tree)
+	done := make(chan error, 2)
+	go func() {
+		defer close(ended)
+		done <- fs.Assign(tree, 1)
+		_, _, err := fs.TreeID(tree)
+		done <- err
+	}()
+	for _, op := range []string{"Assign", "TreeID"} {
+		select {
+		case err := <-done:
+			if !errors.Is(err, errMounted) {
+				t.Errorf("%s of a tree mounted over: %v, want a refusal naming the mount", op, err)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("%s waited on the stalled FUSE server mounted on the tree", op)
+		}
 	}
 }
