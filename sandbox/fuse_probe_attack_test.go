@@ -1,0 +1,89 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xfsq/xfsq/internal/testsupport/fixture"
+	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
+	"github.com/xfsq/xfsq/sandbox"
+)
+
+// probe returns run(name, f), which fails the test, with the stacks of
+// the goroutines that wait, if f has not returned within 3 s: an
+// operation waiting on a tenant's stalled FUSE server. Call it before the
+// mounts: its cleanup waits for every f once the mounts are gone.
+func probe(t *testing.T) func(name string, f func() error) {
+	var ends []chan struct{}
+	t.Cleanup(func() {
+		for _, e := range ends {
+			select {
+			case <-e:
+			case <-time.After(10 * time.Second):
+				t.Error("still waiting after the FUSE connections closed")
+			}
+		}
+	})
+	return func(name string, f func() error) {
+		done, ended := make(chan error, 1), make(chan struct{})
+		ends = append(ends, ended)
+		go func() { defer close(ended); done <- f() }()
+		select {
+		case err := <-done:
+			t.Logf("%s: %v", name, err)
+		case <-time.After(3 * time.Second):
+			t.Errorf("%s waited on a tenant's stalled FUSE server:\n%s", name, waitingStacks())
+		}
+	}
+}
+
+// waitingStacks are the stacks of the goroutines in a syscall.
+func waitingStacks() string {
+	var b bytes.Buffer
+	pprof.Lookup("goroutine").WriteTo(&b, 2)
+	var out []string
+	for _, g := range strings.Split(b.String(), "\n\n") {
+		if strings.Contains(g, "syscall") && strings.Contains(g, "xfsq") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+// TestAddingAProjectWhoseTreesATenantMountedOverNeverWaits: a tenant made
+// projects/c, cache/c and scratch/c before the operator adds project c
+// (an add adopts what is there) and mounted a FUSE filesystem whose
+// server never answers on one of them (a container's mount reaching the
+// host through shared propagation). The add answers within 3 s, and so
+// does a limit change of another project meanwhile. Broken: planTrees
+// (sandbox/internal/core/trees.go:127) looks with os.Lstat, through the
+// mount, inside the add's store transaction (RecordProject, after
+// LockAdd), so the add waits for good and, holding the store's write
+// lock (SQLite) or the add lock (PostgreSQL), stalls the host's other
+// writes with it.
+func TestAddingAProjectWhoseTreesATenantMountedOverNeverWaits(t *testing.T) {
+	for _, at := range []string{"projects/c", "cache/c", "scratch/c"} {
+		t.Run(strings.ReplaceAll(at, "/", "-"), func(t *testing.T) {
+			fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+				m, ctx := r.Manager, r.Ctx
+				r.Add(100<<20, "b")
+				for _, d := range []string{"projects/c", "cache/c", "scratch/c"} {
+					os.MkdirAll(filepath.Join(m.Root, d), 0o755)
+				}
+				run := probe(t)
+				mounttest.StalledFUSE(t, filepath.Join(m.Root, at))
+				run("project add c", func() error { _, err := m.Add(ctx, "c", sandbox.AddOptions{}); return err })
+				run("another project's limit change meanwhile", func() error {
+					soft := uint64(1 << 20)
+					_, err := m.Set(ctx, "b", "", sandbox.LimitChange{BytesSoft: &soft})
+					return err
+				})
+			})
+		})
+	}
+}
