@@ -87,3 +87,72 @@ func TestAddingAProjectWhoseTreesATenantMountedOverNeverWaits(t *testing.T) {
 		})
 	}
 }
+
+// TestNoPassOrReadWaitsOnStalledFUSEMounts: with tenants' FUSE mounts
+// whose servers never answer on trees' own directories (cache/a, scratch/a,
+// inbound/, and projects/gone, the tree of a project removed without
+// purge that its tenant still mounts on), and inside trees (projects/a/m,
+// cache/b/m, scratch/b/m, inbound/m, projects/gone/m), every scheduled pass
+// (RunPass of each of retention.Passes) and every read that may walk
+// (Overview with refresh, Warm, Unowned, Usage, ProjectStorage, Diff,
+// ExportXFS, WriteXFSProjectFiles, RefreshShared, ReportOf with check)
+// answers within 3 s.
+func TestNoPassOrReadWaitsOnStalledFUSEMounts(t *testing.T) {
+	for _, where := range []string{"on the trees", "in the trees"} {
+		t.Run(where, func(t *testing.T) {
+			fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+				m, ctx := r.Manager, r.Ctx
+				r.Add(100<<20, "a", "b", "gone")
+				for _, k := range []string{"snapshot_interval", "sweep_interval"} {
+					if _, _, err := m.SetSetting(ctx, k, "1h"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := m.Snapshot(ctx, sandbox.SnapshotOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := m.Remove(ctx, "gone", sandbox.RemoveOptions{Force: true}); err != nil {
+					t.Fatal(err)
+				}
+				at := []string{"cache/a", "scratch/a", "inbound", "projects/gone"}
+				if where == "in the trees" {
+					at = []string{"projects/a/m", "cache/b/m", "scratch/b/m", "inbound/m", "projects/gone/m"}
+				}
+				run := probe(t)
+				for _, d := range at {
+					os.MkdirAll(filepath.Join(m.Root, d), 0o755)
+					mounttest.StalledFUSE(t, filepath.Join(m.Root, d))
+				}
+				for _, pass := range []string{"snapshot", "sweep"} {
+					run("pass "+pass, func() error { _, err := m.RunPass(ctx, pass); return err })
+				}
+				run("overview --refresh", func() error {
+					_, err := m.Overview(ctx, sandbox.OverviewOptions{Refresh: true})
+					return err
+				})
+				run("warm", func() error { _, err := m.Warm(ctx); return err })
+				run("unowned", func() error { _, _, err := m.Unowned(ctx); return err })
+				run("usage", func() error { _, err := m.Usage(ctx); return err })
+				for _, p := range []string{"a", "b"} {
+					run("project storage "+p, func() error { _, err := m.ProjectStorage(ctx, p, 3); return err })
+					run("refresh "+p, func() error { return m.RefreshShared(ctx, p) })
+					for _, a := range []string{"", "cache", "scratch"} {
+						run("diff "+p+" "+a, func() error { _, err := m.Diff(ctx, p, sandbox.DiffOptions{Area: a}); return err })
+					}
+				}
+				run("export xfs", func() error { _, err := m.ExportXFS(ctx); return err })
+				run("write xfs project files", func() error {
+					dir := t.TempDir()
+					_, err := m.WriteXFSProjectFiles(ctx, filepath.Join(dir, "projects"), filepath.Join(dir, "projid"))
+					return err
+				})
+				run("report --check --refresh", func() error {
+					_, err := m.ReportOf(ctx, sandbox.ReportOptions{Check: true, Read: sandbox.Read{Refresh: true}})
+					return err
+				})
+				run("doctor --fix", func() error { _, err := m.Doctor(ctx, true); return err })
+				run("settle", func() error { _, err := m.SettleInterrupted(ctx); return err })
+			})
+		})
+	}
+}
