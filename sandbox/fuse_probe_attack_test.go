@@ -156,3 +156,33 @@ func TestNoPassOrReadWaitsOnStalledFUSEMounts(t *testing.T) {
 		})
 	}
 }
+
+// TestOpeningTheRootNeverWaitsOnStalledFUSEMounts: serve (and every
+// shell) opens the root as it starts, and serve settles, warms its
+// overview and answers /readyz; tenants' FUSE mounts whose servers never
+// answer on their trees' directories and on inbound/ must not keep it from
+// coming up. Held (attack4).
+func TestOpeningTheRootNeverWaitsOnStalledFUSEMounts(t *testing.T) {
+	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
+		r.Add(100<<20, "a", "b")
+		root := r.Manager.Root
+		run := probe(t)
+		for _, d := range []string{"projects/a", "cache/a", "scratch/a", "inbound", "projects/b/uploads"} {
+			mounttest.StalledFUSE(t, filepath.Join(root, d))
+		}
+		run("open the root, settle, warm, ready", func() error {
+			o, err := sandbox.OpenRoot(r.Ctx, sandbox.Config{Root: root, DSN: r.DSN, Host: fixture.Host, ProjectFiles: []string{}})
+			if err != nil {
+				return err
+			}
+			defer o.Close()
+			if _, err := o.Manager.SettleInterrupted(r.Ctx); err != nil {
+				return err
+			}
+			if _, err := o.Manager.Warm(r.Ctx); err != nil {
+				return err
+			}
+			return o.Manager.Ready(r.Ctx, time.Second)
+		})
+	})
+}
