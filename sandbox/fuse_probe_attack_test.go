@@ -59,13 +59,13 @@ func waitingStacks() string {
 // projects/c, cache/c and scratch/c before the operator adds project c
 // (an add adopts what is there) and mounted a FUSE filesystem whose
 // server never answers on one of them (a container's mount reaching the
-// host through shared propagation). The add answers within 3 s, and so
-// does a limit change of another project meanwhile. Broken: planTrees
-// (sandbox/internal/core/trees.go:127) looks with os.Lstat, through the
-// mount, inside the add's store transaction (RecordProject, after
-// LockAdd), so the add waits for good and, holding the store's write
-// lock (SQLite) or the add lock (PostgreSQL), stalls the host's other
-// writes with it.
+// host through shared propagation). The add is refused within 3 s, naming
+// the mount, and a limit change of another project meanwhile answers too.
+// Found by a hostile-tenant round: planTrees looked with os.Lstat, through
+// the mount, inside the add's store transaction (RecordProject, after
+// LockAdd), so the add waited for good and, holding the store's write
+// lock (SQLite) or the add lock (PostgreSQL), stalled the host's other
+// writes with it. It looks through saferm now.
 func TestAddingAProjectWhoseTreesATenantMountedOverNeverWaits(t *testing.T) {
 	for _, at := range []string{"projects/c", "cache/c", "scratch/c"} {
 		t.Run(strings.ReplaceAll(at, "/", "-"), func(t *testing.T) {
@@ -77,7 +77,13 @@ func TestAddingAProjectWhoseTreesATenantMountedOverNeverWaits(t *testing.T) {
 				}
 				run := probe(t)
 				mounttest.StalledFUSE(t, filepath.Join(m.Root, at))
-				run("project add c", func() error { _, err := m.Add(ctx, "c", sandbox.AddOptions{}); return err })
+				run("project add c", func() error {
+					_, err := m.Add(ctx, "c", sandbox.AddOptions{})
+					if err == nil || !strings.Contains(err.Error(), "another filesystem is mounted on it") {
+						t.Errorf("add over a mounted %s: %v, want a refusal naming the mount", at, err)
+					}
+					return err
+				})
 				run("another project's limit change meanwhile", func() error {
 					soft := uint64(1 << 20)
 					_, err := m.Set(ctx, "b", "", sandbox.LimitChange{BytesSoft: &soft})

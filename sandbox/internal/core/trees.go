@@ -118,20 +118,25 @@ func (m *Manager) recordTreesOf(ctx context.Context, tx *store.Tx, name string, 
 
 // planTrees are the rows of the areas' trees of project name, without
 // their IDs: an existing directory is adopted with what it holds (a path
-// that is not one is refused), a missing one is to be made.
+// that is not one is refused), a missing one is to be made. The paths are
+// looked at as a removal looks, through no symlink and into no mount: a
+// tenant may have made one and mounted a filesystem on it whose server
+// never answers, and the caller holds the add's lock.
 func (m *Manager) planTrees(name string, areas []string, limits map[string]quota.Limits) ([]store.Tree, error) {
+	root, err := saferm.Open(m.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
 	trees := make([]store.Tree, 0, len(areas))
 	for _, a := range areas {
 		rel := area.TreePath(name, a)
-		dir := m.abs(rel)
-		_, statErr := os.Lstat(dir)
-		if statErr == nil {
-			if err := checkAdoptable(dir); err != nil {
-				return nil, err
-			}
+		missing, err := adoptable(root, rel, m.abs(rel))
+		if err != nil {
+			return nil, err
 		}
 		trees = append(trees, store.Tree{Project: name, Area: a, Path: rel, Backend: m.BackendName(), FSUUID: m.fsUUID,
-			Limits: limits[a], CreatedDir: errors.Is(statErr, os.ErrNotExist)})
+			Limits: limits[a], CreatedDir: missing})
 	}
 	return trees, nil
 }
@@ -236,16 +241,22 @@ func (m *Manager) MeasureNew(trees ...store.Tree) ([]store.WalkRecord, error) {
 	return walks, nil
 }
 
-// checkAdoptable refuses to adopt an existing path that is not a plain directory.
-func checkAdoptable(dir string) error {
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
+// adoptable tells whether the tree rel (dir, as the operator knows it) is
+// missing, and refuses to adopt an existing path that is not a plain
+// directory of the root's filesystem.
+func adoptable(root *saferm.Dir, rel, dir string) (missing bool, err error) {
+	st, err := root.Lstat(rel)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return true, nil
+	case errors.Is(err, saferm.ErrOtherMount) || err == nil && st.OtherMount:
+		return false, fmt.Errorf("%s: another filesystem is mounted on it or on the way to it; unmount it (umount -l %s) before adding the project", dir, dir)
+	case err != nil:
+		return false, fmt.Errorf("%s: %w", dir, err)
+	case !st.IsDir():
+		return false, fmt.Errorf("%s exists and is not a directory (it is %s); move it away first", dir, area.FileKind(st.Mode))
 	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s exists and is not a directory (%s); move it away first", dir, fi.Mode().Type())
-	}
-	return nil
+	return false, nil
 }
 
 // ExcludedIDs are the IDs named in the project files (none on the
