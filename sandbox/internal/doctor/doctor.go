@@ -22,6 +22,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
@@ -48,6 +50,9 @@ type Core interface {
 	ApplyGrace(ctx context.Context) error
 	AddMissingTree(ctx context.Context, name, area string) error
 	MakeInboundTree(ctx context.Context) error
+	// PlaceTree makes a recorded tree's directory and skeleton through no
+	// symlink and into no mount, then gives it its ID and limits.
+	PlaceTree(tree store.Tree) error
 	Orphaned(ctx context.Context, p store.PendingEviction) bool
 	Settle(ctx context.Context, root *saferm.Dir, p store.PendingEviction) error
 	RemoveTemps(ctx context.Context, reclaimed []store.Reservation)
@@ -325,20 +330,9 @@ func (d *Doctor) repair(ctx context.Context, findings []Finding) error {
 func (d *Doctor) checkTree(root *saferm.Dir, t store.Tree, kernel map[quota.ProjectID]quota.Quota) []Finding {
 	dir := d.abs(t.Path)
 	base := Finding{Project: t.Project, Area: t.Area, Path: t.Path, ProjectID: t.ProjectID}
-	reassign := func(ctx context.Context) error {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		for _, sub := range area.Skeleton(t.Area) {
-			if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-				return err
-			}
-		}
-		if err := d.Backend.Assign(dir, t.ProjectID); err != nil {
-			return err
-		}
-		return d.Backend.SetLimits(t.ProjectID, t.Limits)
-	}
+	// Made as an add makes it: a tenant's mount on the way, or a symlink,
+	// refuses the repair, never leads it elsewhere or waits on it.
+	reassign := func(context.Context) error { return d.PlaceTree(t) }
 	st, err := root.Lstat(t.Path)
 	f := base
 	switch {
@@ -397,7 +391,7 @@ func (d *Doctor) checkSkeleton(root *saferm.Dir, t store.Tree, base Finding) []F
 			f.Kind, f.Detail, f.Fix = MissingDirectory, p+" does not exist (every workspace has "+sub+"/)", "create it"
 			// Mkdir, not MkdirAll: the tree root was just seen, and a
 			// name put there meanwhile is not followed (EEXIST).
-			f.fixFn = func(context.Context) error { return os.Mkdir(p, 0o755) }
+			f.fixFn = func(context.Context) error { return mkdirIn(d.Root, t.Path, sub) }
 		case err == nil && !st.IsDir():
 			f.Kind, f.Fix = MissingDirectory, "none: move it away by hand, then repair again"
 			f.Detail = fmt.Sprintf("%s is %s, not a directory (every workspace has %s/)", p, area.FileKind(st.Mode), sub)
@@ -407,6 +401,27 @@ func (d *Doctor) checkSkeleton(root *saferm.Dir, t store.Tree, base Finding) []F
 		out = append(out, f)
 	}
 	return out
+}
+
+// mkdirIn makes sub in the tree rel of root, which it reaches through no
+// symlink and into no mount: between doctor's look and its repair a tenant
+// may mount something on its tree (a FUSE server that never answers, a
+// directory outside the root). What is at sub meanwhile is left (EEXIST).
+func mkdirIn(root, rel, sub string) error {
+	top, err := saferm.Open(root)
+	if err != nil {
+		return err
+	}
+	defer top.Close()
+	tree, err := top.OpenDir(rel)
+	if err != nil {
+		return err
+	}
+	defer tree.Close()
+	if err := unix.Mkdirat(tree.Fd(), sub, 0o755); err != nil {
+		return &os.PathError{Op: "mkdir", Path: filepath.Join(root, rel, sub), Err: err}
+	}
+	return nil
 }
 
 // checkEscape reads the symptom of files that left a tree's quota (their

@@ -18,11 +18,16 @@ import (
 // beneath any mount) and, in the window between that look and the
 // repair, the tenant's container mounts something on the workspace
 // itself (shared propagation), which a look then would have reported as
-// mounted-tree. The repair is os.Mkdir(<root>/projects/p/uploads) by path
-// (doctor.go checkSkeleton's fixFn), which resolves through that mount:
-//   - a FUSE server that never answers: the repair waits for good (LOOKUP);
-//   - a bind mount of a directory outside the root: uploads/ is made out
+// mounted-tree. The repair must refuse the tree, neither waiting on the
+// mount nor making uploads/ in what is mounted. Found by a hostile-tenant
+// round: it was os.Mkdir(<root>/projects/p/uploads) by path, which
+// resolved through the mount:
+//   - a FUSE server that never answers: the repair waited for good (LOOKUP);
+//   - a bind mount of a directory outside the root: uploads/ was made out
 //     there, outside the sandbox root.
+//
+// It opens the tree through saferm now (mkdirIn), as reassign does
+// through the core's PlaceTree.
 //
 // The window is held open here by running Run's two halves (diagnose,
 // then repair) with the mount made between them, as a tenant racing a
