@@ -4,14 +4,65 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/xfsq/xfsq/area"
-	"golang.org/x/sys/unix"
+	"github.com/xfsq/xfsq/internal/nomount"
 )
 
 type diskCollector struct {
 	root string
 	th   Thresholds
+
+	mu sync.Mutex
+	// inflight is the statfs still waiting on each path: never a second
+	// one. A filesystem that does not answer (a hung network mount, a
+	// tenant's FUSE server on inbound/, a tree) holds one thread, not one
+	// more at every health answer and every scrape.
+	inflight map[string]*statfsCall
+}
+
+// statfsCall is one statfs of a path; done is closed once s and err are set.
+type statfsCall struct {
+	done chan struct{}
+	s    unix.Statfs_t
+	err  error
+}
+
+// statfs asks path's filesystem for its figures, or joins the ask still
+// waiting on it.
+func (d *diskCollector) statfs(path string) *statfsCall {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c, ok := d.inflight[path]; ok {
+		return c
+	}
+	if d.inflight == nil {
+		d.inflight = map[string]*statfsCall{}
+	}
+	c := &statfsCall{done: make(chan struct{})}
+	d.inflight[path] = c
+	go func() {
+		c.err = unix.Statfs(path, &c.s)
+		d.mu.Lock()
+		delete(d.inflight, path)
+		d.mu.Unlock()
+		close(c.done)
+	}()
+	return c
+}
+
+// pathWait bounds collect's wait for the paths' answers to three quarters
+// of what is left of its budget, so that the figures read are reported,
+// and a path that does not answer named, before the part is given up.
+func pathWait(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithTimeout(ctx, time.Until(dl)*3/4)
+	}
+	return context.WithCancel(ctx) // no budget: ctx alone ends the wait
 }
 
 func (d *diskCollector) collect(ctx context.Context) (*DiskPart, error) {
@@ -22,32 +73,40 @@ func (d *diskCollector) collect(ctx context.Context) (*DiskPart, error) {
 	for _, a := range area.Bases {
 		paths = append(paths, DiskPath{Path: filepath.Join(d.root, a), Area: a})
 	}
+	calls := make([]*statfsCall, len(paths))
+	for i := range paths {
+		calls[i] = d.statfs(paths[i].Path)
+	}
+	wait, stop := pathWait(ctx)
+	defer stop()
 	var failed int
 	devs := make([]uint64, len(paths)) // each path's st_dev, to tell a base that is no mount of its own
 	for i := range paths {
-		if ctx.Err() != nil {
-			return p, ctx.Err()
-		}
-		dp := &paths[i]
-		var s unix.Statfs_t
-		if err := unix.Statfs(dp.Path, &s); err != nil {
-			failed++
-			dp.Error = fmt.Sprintf("statfs %s: %v", dp.Path, err)
-			fix := "check that the sandbox root exists and is mounted"
-			if dp.Area != "" {
-				fix = "initialise the root " + d.root + " again (that creates " + dp.Area + "/)"
+		dp, c := &paths[i], calls[i]
+		select {
+		case <-c.done:
+		case <-wait.Done():
+			if ctx.Err() != nil {
+				return p, ctx.Err()
 			}
+		}
+		fix, err := d.answer(c, dp)
+		if err != nil {
+			failed++
+			dp.Error = err.Error()
 			if p.Status != Error {
 				p.Fix = fix // the first failure's fix, over any low-space advice
 			}
 			judge(&p.Part, Error, dp.Error)
 			continue
 		}
+		// As the kernel holds it: a mount there is not asked again.
 		var st unix.Stat_t
-		if err := unix.Stat(dp.Path, &st); err == nil {
+		if err := nomount.Lstat(unix.AT_FDCWD, dp.Path, &st); err == nil {
 			devs[i] = st.Dev
 			dp.SameFilesystemAsRoot = i > 0 && paths[0].Error == "" && st.Dev == devs[0]
 		}
+		s := &c.s
 		bs := uint64(s.Bsize)
 		dp.TotalBytes, dp.FreeBytes, dp.AvailableBytes = s.Blocks*bs, s.Bfree*bs, s.Bavail*bs
 		dp.TotalInodes, dp.FreeInodes = s.Files, s.Ffree
@@ -67,6 +126,25 @@ func (d *diskCollector) collect(ctx context.Context) (*DiskPart, error) {
 		p.Reason = ""
 	}
 	return p, nil
+}
+
+// answer is the fix for c's error and the error, if it failed or has not
+// answered yet.
+func (d *diskCollector) answer(c *statfsCall, dp *DiskPath) (fix string, err error) {
+	select {
+	case <-c.done:
+	default:
+		return "a filesystem mounted there does not answer (a hung network or FUSE mount; on inbound/, perhaps a tenant's): check it with findmnt " + dp.Path + " and the kernel log",
+			fmt.Errorf("statfs %s: no answer yet", dp.Path)
+	}
+	if c.err == nil {
+		return "", nil
+	}
+	fix = "check that the sandbox root exists and is mounted"
+	if dp.Area != "" {
+		fix = "initialise the root " + d.root + " again (that creates " + dp.Area + "/)"
+	}
+	return fix, fmt.Errorf("statfs %s: %v", dp.Path, c.err)
 }
 
 func (d *diskCollector) judge(p *DiskPart, dp *DiskPath) {

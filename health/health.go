@@ -234,7 +234,12 @@ func (c *Checker) Collect(ctx context.Context) Report {
 	var wg sync.WaitGroup
 	b := c.o.Budget
 	if c.disk != nil {
-		wg.Go(func() { r.Disk = measure(ctx, b, "disk", timeoutFix["disk"], c.disk.collect) })
+		wg.Go(func() {
+			r.Disk = measure(ctx, b, "disk", timeoutFix["disk"], c.disk.collect)
+			if r.Disk.Paths == nil {
+				r.Disk.Paths = []DiskPath{} // given up: still the array the API promises
+			}
+		})
 	}
 	wg.Go(func() { r.CPU = measure(ctx, b, "cpu", timeoutFix["proc"], c.cpu.collect) })
 	wg.Go(func() { r.Memory = measure(ctx, b, "memory", timeoutFix["proc"], c.mem.collect) })
