@@ -28,6 +28,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -101,6 +102,13 @@ func (l *Layer) open(ctx context.Context, name, a string) (*tree, error) {
 	}
 	dir, err := sandbox.OpenDir(t.Path)
 	sandbox.Close()
+	if errors.Is(err, saferm.ErrOtherMount) {
+		// Not xfsq's to repair: someone (a tenant's container, whose mount
+		// reached the host) must unmount it.
+		abs := filepath.Join(l.m.Dir(), t.Path)
+		return nil, errkind.WithFix(errkind.NotReady, fmt.Errorf("open tree %s: %w", t.Path, err),
+			errkind.Fix("xfsq never reads or writes through a mount in a tree: unmount it (findmnt -R "+abs+", umount -l)"))
+	}
 	if err != nil {
 		return nil, errkind.WithFix(errkind.Of(err), fmt.Errorf("open tree %s: %w", t.Path, err), errkind.Fix("run %s", errkind.Do(errkind.OpDoctor, "")))
 	}

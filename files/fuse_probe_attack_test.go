@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/files"
 	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
 	"github.com/xfsq/xfsq/inventory"
@@ -103,7 +104,13 @@ func TestNoOperationWaitsOnAStalledFUSEMountedOnTheTreeItself(t *testing.T) {
 	run := stalledProbe(t)
 	ws := filepath.Join(s.root, "projects/a")
 	mounttest.StalledFUSE(t, ws)
-	run("list", func() error { _, err := s.l.List(ctx, "a", "", ""); return err })
+	run("list", func() error {
+		_, err := s.l.List(ctx, "a", "", "")
+		if errkind.Of(err) != errkind.NotReady || !strings.Contains(errkind.HintOf(err), "umount") {
+			t.Errorf("list of a tree mounted over: %v (%s), want not ready, with the unmount as the fix", err, errkind.Of(err))
+		}
+		return err
+	})
 	run("put", func() error { _, err := s.l.Put(ctx, "a", "", "y", strings.NewReader("x"), 1); return err })
 	run("rm", func() error { _, err := s.l.Remove(ctx, "a", "", "x"); return err })
 	run("top", func() error {
