@@ -222,7 +222,6 @@ func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter
 // without a test that holds the server to it.
 var contractUnobserved = map[string]string{
 	"DELETE /v1/workspace/storage/projects/{id} 503":              "the store unreachable: every route answers the store's UnreachableError through the one wrapper (errkind: not ready, 503); TestStoreOutage provokes it through a proxy it cuts on GET …/projects/{id}, PUT …/files and /readyz",
-	"DELETE /v1/workspace/storage/projects/{id}/files/{path} 503": "as DELETE /v1/workspace/storage/projects/{id} 503",
 	"DELETE /v1/workspace/storage/projects/{id}/leases/{run} 503": "as DELETE /v1/workspace/storage/projects/{id} 503",
 	"GET /v1/workspace/storage/summary 503":                       "as DELETE /v1/workspace/storage/projects/{id} 503",
 	"DELETE /v1/settings/{key} 503":                               "as DELETE /v1/workspace/storage/projects/{id} 503",
@@ -230,7 +229,6 @@ var contractUnobserved = map[string]string{
 	"POST /v1/fleet/hosts/{host}/retire 503":                      "as DELETE /v1/workspace/storage/projects/{id} 503",
 	"POST /v1/system/doctor/fix 503":                              "as DELETE /v1/workspace/storage/projects/{id} 503",
 	"GET /v1/workspace/storage/projects 503":                      "as DELETE /v1/workspace/storage/projects/{id} 503",
-	"GET /v1/workspace/storage/projects/{id}/files/{path} 503":    "as DELETE /v1/workspace/storage/projects/{id} 503",
 	"GET /v1/workspace/storage/projects/{id}/leases 503":          "as DELETE /v1/workspace/storage/projects/{id} 503",
 	"POST /v1/workspace/storage/projects 503":                     "as DELETE /v1/workspace/storage/projects/{id} 503",
 	"POST /v1/workspace/storage/projects/{id}/files/{path} 503":   "as DELETE /v1/workspace/storage/projects/{id} 503",
