@@ -134,3 +134,32 @@ func statfsWaiters() int {
 	}
 	return n
 }
+
+// TestDiskFiguresComeBackOnceAStalledServerGoesAttack: the same, but the
+// FUSE server goes (its connection closes, the waiting statfs returns
+// ENOTCONN) and the mount with it: the next answer reports inbound's
+// figures again, the ended call no longer joined. Held (attack5): the
+// call leaves inflight once it returns.
+func TestDiskFiguresComeBackOnceAStalledServerGoesAttack(t *testing.T) {
+	root := makeRoot(t)
+	ch, err := New(Options{Root: root, Budget: 300 * time.Millisecond, CPUSampleInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("stalled", func(t *testing.T) {
+		mounttest.StalledFUSE(t, filepath.Join(root, "inbound"))
+		if p := inboundPath(t, ch.Collect(context.Background()), root); p.Error == "" {
+			t.Fatalf("inbound/ under a stalled FUSE mount answered: %+v", p)
+		}
+	}) // the server's connection closes and the mount goes here
+	var p DiskPath
+	for range 10 {
+		if p = inboundPath(t, ch.Collect(context.Background()), root); p.Error == "" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if p.Error != "" || p.TotalBytes == 0 {
+		t.Errorf("inbound/ once the stalled server and its mount are gone: %+v, want its figures", p)
+	}
+}
