@@ -18,12 +18,24 @@ type diskCollector struct {
 	th   Thresholds
 
 	mu sync.Mutex
-	// inflight is the statfs still waiting on each path: never a second
-	// one. A filesystem that does not answer (a hung network mount, a
-	// tenant's FUSE server on inbound/, a tree) holds one thread, not one
-	// more at every health answer and every scrape.
-	inflight map[string]*statfsCall
+	// inflight is the statfs still waiting on each path and what is
+	// mounted there: never a second one. A filesystem that does not answer
+	// (a hung network mount, a tenant's FUSE server on inbound/) holds one
+	// thread, not one more at every health answer and every scrape; once it
+	// is detached (umount -l), the path is asked afresh.
+	inflight map[statfsKey]*statfsCall
 }
+
+// statfsKey is a path and the mount it is on, as the kernel holds it.
+type statfsKey struct {
+	path string
+	mnt  uint64
+}
+
+// maxWaiting bounds the statfs calls left waiting on filesystems that do
+// not answer, all paths and mounts together: a tenant that mounts one
+// such filesystem after another must not take a thread with each.
+const maxWaiting = 16
 
 // statfsCall is one statfs of a path; done is closed once s and err are set.
 type statfsCall struct {
@@ -33,22 +45,32 @@ type statfsCall struct {
 }
 
 // statfs asks path's filesystem for its figures, or joins the ask still
-// waiting on it.
+// waiting on the same mount there.
 func (d *diskCollector) statfs(path string) *statfsCall {
+	key := statfsKey{path: path}
+	var sx unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, path, nomount.LookFlags, unix.STATX_MNT_ID, &sx) == nil {
+		key.mnt = sx.Mnt_id
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if c, ok := d.inflight[path]; ok {
+	if c, ok := d.inflight[key]; ok {
+		return c
+	}
+	c := &statfsCall{done: make(chan struct{})}
+	if len(d.inflight) >= maxWaiting {
+		c.err = fmt.Errorf("%d statfs calls already wait on filesystems that do not answer; not asking another", len(d.inflight))
+		close(c.done)
 		return c
 	}
 	if d.inflight == nil {
-		d.inflight = map[string]*statfsCall{}
+		d.inflight = map[statfsKey]*statfsCall{}
 	}
-	c := &statfsCall{done: make(chan struct{})}
-	d.inflight[path] = c
+	d.inflight[key] = c
 	go func() {
 		c.err = unix.Statfs(path, &c.s)
 		d.mu.Lock()
-		delete(d.inflight, path)
+		delete(d.inflight, key)
 		d.mu.Unlock()
 		close(c.done)
 	}()

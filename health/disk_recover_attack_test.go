@@ -40,14 +40,11 @@ func inboundPath(t *testing.T, r Report, root string) DiskPath {
 // a statfs of it answers at once; the next health answer must report its
 // figures.
 //
-// Broken (attack5): statfsCall's single flight is keyed by the path
-// string alone (health/disk.go diskCollector.statfs: `if c, ok :=
-// d.inflight[path]; ok { return c }`), so every later Collect joins the
-// call stuck in the detached FUSE mount (goroutine in unix.Statfs, disk.go
-// line 49) and reports "statfs …/inbound: no answer yet" for as long as the
-// hung server keeps its connection: the disk part stays in error, and
-// inbound's free-space figures (and any alert on them) are gone, after the
-// mount itself is.
+// Found by a hostile-tenant round: the single flight was keyed by the
+// path alone, so every later Collect joined the call stuck in the
+// detached mount and reported "no answer yet" for as long as the hung
+// server kept its connection. It is keyed by the path and its mount ID
+// (read with AT_STATX_DONT_SYNC, never asking the mount) now.
 func TestDiskFiguresComeBackOnceAStalledMountIsDetachedAttack(t *testing.T) {
 	root := makeRoot(t)
 	ch, err := New(Options{Root: root, Budget: 300 * time.Millisecond, CPUSampleInterval: -1})

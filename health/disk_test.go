@@ -65,3 +65,27 @@ func TestDiskStatfsOfRootAndAreas(t *testing.T) {
 		t.Errorf("missing scratch/: %+v", *p)
 	}
 }
+
+// TestStatfsCallsLeftWaitingAreBounded: with maxWaiting statfs calls left
+// waiting (a tenant mounting one filesystem that never answers after
+// another), no further path or mount is asked: the call answers at once
+// with why, and the others' figures are still read once one ends.
+func TestStatfsCallsLeftWaitingAreBounded(t *testing.T) {
+	d := &diskCollector{root: makeRoot(t), inflight: map[statfsKey]*statfsCall{}}
+	for i := range maxWaiting {
+		d.inflight[statfsKey{path: "/stuck", mnt: uint64(i)}] = &statfsCall{done: make(chan struct{})}
+	}
+	c := d.statfs(d.root)
+	select {
+	case <-c.done:
+	default:
+		t.Fatal("a statfs was started with maxWaiting calls already waiting")
+	}
+	if c.err == nil || !strings.Contains(c.err.Error(), "already wait") {
+		t.Errorf("the refused call's error: %v, want it to say why", c.err)
+	}
+	delete(d.inflight, statfsKey{path: "/stuck", mnt: 0})
+	if c := d.statfs(d.root); func() bool { <-c.done; return c.err != nil }() {
+		t.Errorf("with room again, statfs of the root: %v", c.err)
+	}
+}
