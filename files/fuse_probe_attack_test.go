@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/xfsq/xfsq/errkind"
 	"github.com/xfsq/xfsq/files"
@@ -42,7 +41,7 @@ func TestNoOperationWaitsOnATenantsStalledFUSEMounts(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(ws, "f"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(ws, "d/junk"), []byte("x"), 0o644)
-	run := stalledProbe(t) // before the mounts, so its cleanup runs after theirs
+	run := mounttest.Probe(t) // before the mounts, so its cleanup runs after theirs
 	for _, d := range []string{"m", "f", "d/m2", "uploads/m3", "inbox/m4"} {
 		mounttest.StalledFUSE(t, filepath.Join(ws, d))
 	}
@@ -101,7 +100,7 @@ func TestNoOperationWaitsOnATenantsStalledFUSEMounts(t *testing.T) {
 func TestNoOperationWaitsOnAStalledFUSEMountedOnTheTreeItself(t *testing.T) {
 	s := newSandbox(t, filepath.Join(t.TempDir(), "db"), "a", "b")
 	canary := plantCanary(t, s.root)
-	run := stalledProbe(t)
+	run := mounttest.Probe(t)
 	ws := filepath.Join(s.root, "projects/a")
 	mounttest.StalledFUSE(t, ws)
 	run("list", func() error {
@@ -136,33 +135,4 @@ func TestNoOperationWaitsOnAStalledFUSEMountedOnTheTreeItself(t *testing.T) {
 		t.Errorf("the tenant's mount on %s is gone after the purge (%v): a purge never enters nor removes a mount", ws, err)
 	}
 	canary.check(t, "the probe")
-}
-
-// stalledProbe returns run(name, f), which runs f and fails the test if it
-// has not returned within 3 s: an operation waiting on a tenant's stalled
-// FUSE server. Call it before the mounts: its cleanup, which waits for
-// every f to end once the mounts' cleanups have let them go, must run
-// after theirs (the store outlives every operation).
-func stalledProbe(t *testing.T) func(name string, f func() error) {
-	var ends []chan struct{}
-	t.Cleanup(func() {
-		for _, e := range ends {
-			select {
-			case <-e:
-			case <-time.After(10 * time.Second):
-				t.Error("still waiting after the FUSE connections closed")
-			}
-		}
-	})
-	return func(name string, f func() error) {
-		done, ended := make(chan error, 1), make(chan struct{})
-		ends = append(ends, ended)
-		go func() { defer close(ended); done <- f() }()
-		select {
-		case err := <-done:
-			t.Logf("%s: %v", name, err)
-		case <-time.After(3 * time.Second):
-			t.Errorf("%s waited on a stalled FUSE server mounted in the tree", name)
-		}
-	}
 }

@@ -46,11 +46,7 @@ func inboundPath(t *testing.T, r Report, root string) DiskPath {
 // server kept its connection. It is keyed by the path and its mount ID
 // (read with AT_STATX_DONT_SYNC, never asking the mount) now.
 func TestDiskFiguresComeBackOnceAStalledMountIsDetachedAttack(t *testing.T) {
-	root := makeRoot(t)
-	ch, err := New(Options{Root: root, Budget: 300 * time.Millisecond, CPUSampleInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, ch := budgetChecker(t)
 	inbound := filepath.Join(root, "inbound")
 	mounttest.StalledFUSE(t, inbound)
 	if p := inboundPath(t, ch.Collect(context.Background()), root); p.Error == "" {
@@ -91,12 +87,7 @@ func TestDiskFiguresComeBackOnceAStalledMountIsDetachedAttack(t *testing.T) {
 // within its budget, the root's figures are in each, no data race (run
 // with -race), and one thread waits on the mount. Held (attack5).
 func TestConcurrentCollectsShareOneStatfsAttack(t *testing.T) {
-	root := makeRoot(t)
-	ch, err := New(Options{Root: root, Budget: 300 * time.Millisecond, CPUSampleInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mounttest.StalledFUSE(t, filepath.Join(root, "inbound"))
+	_, ch := stalledInbound(t)
 	var wg sync.WaitGroup
 	reports := make([]Report, 16)
 	for i := range reports {
@@ -138,11 +129,7 @@ func statfsWaiters() int {
 // figures again, the ended call no longer joined. Held (attack5): the
 // call leaves inflight once it returns.
 func TestDiskFiguresComeBackOnceAStalledServerGoesAttack(t *testing.T) {
-	root := makeRoot(t)
-	ch, err := New(Options{Root: root, Budget: 300 * time.Millisecond, CPUSampleInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, ch := budgetChecker(t)
 	t.Run("stalled", func(t *testing.T) {
 		mounttest.StalledFUSE(t, filepath.Join(root, "inbound"))
 		if p := inboundPath(t, ch.Collect(context.Background()), root); p.Error == "" {

@@ -1,10 +1,8 @@
 package sandbox_test
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -13,47 +11,6 @@ import (
 	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
 	"github.com/xfsq/xfsq/sandbox"
 )
-
-// probe returns run(name, f), which fails the test, with the stacks of
-// the goroutines that wait, if f has not returned within 3 s: an
-// operation waiting on a tenant's stalled FUSE server. Call it before the
-// mounts: its cleanup waits for every f once the mounts are gone.
-func probe(t *testing.T) func(name string, f func() error) {
-	var ends []chan struct{}
-	t.Cleanup(func() {
-		for _, e := range ends {
-			select {
-			case <-e:
-			case <-time.After(10 * time.Second):
-				t.Error("still waiting after the FUSE connections closed")
-			}
-		}
-	})
-	return func(name string, f func() error) {
-		done, ended := make(chan error, 1), make(chan struct{})
-		ends = append(ends, ended)
-		go func() { defer close(ended); done <- f() }()
-		select {
-		case err := <-done:
-			t.Logf("%s: %v", name, err)
-		case <-time.After(3 * time.Second):
-			t.Errorf("%s waited on a tenant's stalled FUSE server:\n%s", name, waitingStacks())
-		}
-	}
-}
-
-// waitingStacks are the stacks of the goroutines in a syscall.
-func waitingStacks() string {
-	var b bytes.Buffer
-	pprof.Lookup("goroutine").WriteTo(&b, 2)
-	var out []string
-	for _, g := range strings.Split(b.String(), "\n\n") {
-		if strings.Contains(g, "syscall") && strings.Contains(g, "xfsq") {
-			out = append(out, g)
-		}
-	}
-	return strings.Join(out, "\n\n")
-}
 
 // TestAddingAProjectWhoseTreesATenantMountedOverNeverWaits: a tenant made
 // projects/c, cache/c and scratch/c before the operator adds project c
@@ -75,7 +32,7 @@ func TestAddingAProjectWhoseTreesATenantMountedOverNeverWaits(t *testing.T) {
 				for _, d := range []string{"projects/c", "cache/c", "scratch/c"} {
 					os.MkdirAll(filepath.Join(m.Root, d), 0o755)
 				}
-				run := probe(t)
+				run := mounttest.Probe(t)
 				mounttest.StalledFUSE(t, filepath.Join(m.Root, at))
 				run("project add c", func() error {
 					_, err := m.Add(ctx, "c", sandbox.AddOptions{})
@@ -124,7 +81,7 @@ func TestNoPassOrReadWaitsOnStalledFUSEMounts(t *testing.T) {
 				if where == "in the trees" {
 					at = []string{"projects/a/m", "cache/b/m", "scratch/b/m", "inbound/m", "projects/gone/m"}
 				}
-				run := probe(t)
+				run := mounttest.Probe(t)
 				for _, d := range at {
 					os.MkdirAll(filepath.Join(m.Root, d), 0o755)
 					mounttest.StalledFUSE(t, filepath.Join(m.Root, d))
@@ -172,7 +129,7 @@ func TestOpeningTheRootNeverWaitsOnStalledFUSEMounts(t *testing.T) {
 	fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 		r.Add(100<<20, "a", "b")
 		root := r.Manager.Root
-		run := probe(t)
+		run := mounttest.Probe(t)
 		for _, d := range []string{"projects/a", "cache/a", "scratch/a", "inbound", "projects/b/uploads"} {
 			mounttest.StalledFUSE(t, filepath.Join(root, d))
 		}

@@ -46,7 +46,7 @@ func TestFinishingInterruptedWorkNeverWaitsOnStalledFUSEAttack(t *testing.T) {
 					m, ctx := r.Manager, r.Ctx
 					r.Add(100<<20, "p", "q")
 					leaveHalfway(t, r, "p", state)
-					run := probe(t)
+					run := mounttest.Probe(t)
 					mounttest.StalledFUSE(t, filepath.Join(m.Root, at))
 					run("doctor --fix", func() error { _, err := m.Doctor(ctx, true); return err })
 					run("project rm --purge p", func() error {
@@ -76,7 +76,7 @@ func TestReadyProjectOpsNeverWaitOnStalledFUSEAttack(t *testing.T) {
 			fixture.ForEach(t, func(t *testing.T, r *fixture.Root) {
 				m, ctx := r.Manager, r.Ctx
 				r.Add(100<<20, "p")
-				run := probe(t)
+				run := mounttest.Probe(t)
 				mounttest.StalledFUSE(t, filepath.Join(m.Root, at))
 				for _, a := range []string{"", "cache", "scratch"} {
 					run("set "+a, func() error {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/xfsq/xfsq/internal/testsupport/fixture"
 	"github.com/xfsq/xfsq/internal/testsupport/mounttest"
@@ -15,27 +14,12 @@ import (
 
 // apiProbe returns run(method, path, body), which makes the request with
 // the operator's token and fails the test if no answer has come within
-// 3 s: a handler waiting on a tenant's stalled FUSE server. Call it before
-// the mounts (its cleanup, which waits for every request to end once the
-// mounts are gone, must run after theirs; the server's Close, registered
-// before it, after that).
+// 3 s (mounttest.Probe): a handler waiting on a tenant's stalled FUSE
+// server. Call it before the mounts, after the server's start.
 func apiProbe(t *testing.T, ts *testServer) func(method, path, body string) {
-	var ends []chan struct{}
-	t.Cleanup(func() {
-		for _, e := range ends {
-			select {
-			case <-e:
-			case <-time.After(10 * time.Second):
-				t.Error("a request still waits after the FUSE connections closed")
-			}
-		}
-	})
+	run := mounttest.Probe(t)
 	return func(method, path, body string) {
-		name := method + " " + path
-		done, ended := make(chan string, 1), make(chan struct{})
-		ends = append(ends, ended)
-		go func() {
-			defer close(ended)
+		run(method+" "+path, func() error {
 			req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
 			if strings.HasPrefix(body, "{") {
 				req.Header.Set("Content-Type", "application/json")
@@ -43,19 +27,13 @@ func apiProbe(t *testing.T, ts *testServer) func(method, path, body string) {
 			req.Header.Set("Authorization", "Bearer "+operatorToken)
 			resp, err := ts.Client().Do(req)
 			if err != nil {
-				done <- err.Error()
-				return
+				return err
 			}
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
 			resp.Body.Close()
-			done <- resp.Status + " " + string(b)
-		}()
-		select {
-		case got := <-done:
-			t.Logf("%s: %s", name, got)
-		case <-time.After(3 * time.Second):
-			t.Errorf("%s waited on a tenant's stalled FUSE server", name)
-		}
+			t.Logf("%s %s: %s %s", method, path, resp.Status, b)
+			return nil
+		})
 	}
 }
 
@@ -112,8 +90,8 @@ func probeEveryRoute(run func(method, path, body string)) {
 // TestNoAPIRouteWaitsOnStalledFUSEMountsOnTheTrees: tenants' containers
 // mount FUSE filesystems whose servers never answer on their trees' own
 // directories (projects/a, cache/a, scratch/a, the shared inbound/, and
-// the not yet registered c's, which the add of c, left out here, waits on:
-// sandbox's TestAddingAProjectWhoseTreesATenantMountedOverNeverWaits), and
+// the not yet registered c's, whose add is sandbox's
+// TestAddingAProjectWhoseTreesATenantMountedOverNeverWaits), and
 // the mounts reach the host through shared propagation. Every route of the
 // API that reads or writes a tree answers within 3 s. Held (attack4).
 func TestNoAPIRouteWaitsOnStalledFUSEMountsOnTheTrees(t *testing.T) {

@@ -7,9 +7,13 @@
 package mounttest
 
 import (
+	"bytes"
 	"os"
+	"runtime/pprof"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -73,4 +77,48 @@ func StalledFUSE(t testing.TB, dst string) {
 		unix.Close(fd)
 		unix.Unmount(dst, unix.MNT_DETACH)
 	})
+}
+
+// Probe returns run(name, f), which runs f and fails the test, with the
+// stacks of the goroutines waiting in a syscall, if f has not returned
+// within 3 s: an operation waiting on a tenant's stalled FUSE server. Call
+// it before the mounts: its cleanup, which waits for every f to end once
+// the mounts' cleanups have let them go, must run after theirs.
+func Probe(t testing.TB) func(name string, f func() error) {
+	t.Helper()
+	var ends []chan struct{}
+	t.Cleanup(func() {
+		for _, e := range ends {
+			select {
+			case <-e:
+			case <-time.After(10 * time.Second):
+				t.Error("still waiting after the FUSE connections closed")
+			}
+		}
+	})
+	return func(name string, f func() error) {
+		t.Helper()
+		done, ended := make(chan error, 1), make(chan struct{})
+		ends = append(ends, ended)
+		go func() { defer close(ended); done <- f() }()
+		select {
+		case err := <-done:
+			t.Logf("%s: %v", name, err)
+		case <-time.After(3 * time.Second):
+			t.Errorf("%s waited on a tenant's stalled FUSE server:\n%s", name, waitingStacks())
+		}
+	}
+}
+
+// waitingStacks are the stacks of xfsq's goroutines in a syscall.
+func waitingStacks() string {
+	var b bytes.Buffer
+	pprof.Lookup("goroutine").WriteTo(&b, 2)
+	var out []string
+	for _, g := range strings.Split(b.String(), "\n\n") {
+		if strings.Contains(g, "syscall") && strings.Contains(g, "xfsq") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
