@@ -33,9 +33,10 @@ type statfsKey struct {
 }
 
 // maxWaiting bounds the statfs calls left waiting on filesystems that do
-// not answer, all paths and mounts together: a tenant that mounts one
-// such filesystem after another must not take a thread with each.
-const maxWaiting = 16
+// not answer at one path, all its mounts together: a tenant that mounts
+// one such filesystem after another there must not take a thread with
+// each, nor, by taking them all, the other paths' figures.
+const maxWaiting = 4
 
 // statfsCall is one statfs of a path; done is closed once s and err are set.
 type statfsCall struct {
@@ -58,8 +59,8 @@ func (d *diskCollector) statfs(path string) *statfsCall {
 		return c
 	}
 	c := &statfsCall{done: make(chan struct{})}
-	if len(d.inflight) >= maxWaiting {
-		c.err = fmt.Errorf("%d statfs calls already wait on filesystems that do not answer; not asking another", len(d.inflight))
+	if n := d.waitingAt(path); n >= maxWaiting {
+		c.err = fmt.Errorf("%d statfs calls already wait on filesystems mounted there that do not answer; not asking another", n)
 		close(c.done)
 		return c
 	}
@@ -75,6 +76,17 @@ func (d *diskCollector) statfs(path string) *statfsCall {
 		close(c.done)
 	}()
 	return c
+}
+
+// waitingAt is how many statfs calls wait at path, on any mount. d.mu is held.
+func (d *diskCollector) waitingAt(path string) int {
+	n := 0
+	for k := range d.inflight {
+		if k.path == path {
+			n++
+		}
+	}
+	return n
 }
 
 // pathWait bounds collect's wait for the paths' answers to three quarters

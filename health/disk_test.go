@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xfsq/xfsq/area"
 	"golang.org/x/sys/unix"
@@ -67,25 +68,33 @@ func TestDiskStatfsOfRootAndAreas(t *testing.T) {
 }
 
 // TestStatfsCallsLeftWaitingAreBounded: with maxWaiting statfs calls left
-// waiting (a tenant mounting one filesystem that never answers after
-// another), no further path or mount is asked: the call answers at once
-// with why, and the others' figures are still read once one ends.
+// waiting at one path (a tenant mounting one filesystem that never
+// answers after another on inbound/), that path is not asked again: the
+// call answers at once with why. The other paths are still asked, and the
+// path is again once one of its calls ends.
 func TestStatfsCallsLeftWaitingAreBounded(t *testing.T) {
 	d := &diskCollector{root: makeRoot(t), inflight: map[statfsKey]*statfsCall{}}
+	stuck := filepath.Join(d.root, "inbound")
 	for i := range maxWaiting {
-		d.inflight[statfsKey{path: "/stuck", mnt: uint64(i)}] = &statfsCall{done: make(chan struct{})}
+		d.inflight[statfsKey{path: stuck, mnt: uint64(1000 + i)}] = &statfsCall{done: make(chan struct{})}
 	}
-	c := d.statfs(d.root)
-	select {
-	case <-c.done:
-	default:
-		t.Fatal("a statfs was started with maxWaiting calls already waiting")
+	answered := func(c *statfsCall) error {
+		select {
+		case <-c.done:
+			return c.err
+		case <-time.After(3 * time.Second):
+			t.Fatal("statfs did not answer")
+			return nil
+		}
 	}
-	if c.err == nil || !strings.Contains(c.err.Error(), "already wait") {
-		t.Errorf("the refused call's error: %v, want it to say why", c.err)
+	if err := answered(d.statfs(stuck)); err == nil || !strings.Contains(err.Error(), "already wait") {
+		t.Errorf("a statfs of %s with %d waiting there: %v, want a refusal saying why", stuck, maxWaiting, err)
 	}
-	delete(d.inflight, statfsKey{path: "/stuck", mnt: 0})
-	if c := d.statfs(d.root); func() bool { <-c.done; return c.err != nil }() {
-		t.Errorf("with room again, statfs of the root: %v", c.err)
+	if err := answered(d.statfs(d.root)); err != nil {
+		t.Errorf("the root's statfs with another path's calls waiting: %v", err)
+	}
+	delete(d.inflight, statfsKey{path: stuck, mnt: 1000})
+	if err := answered(d.statfs(stuck)); err != nil {
+		t.Errorf("with room again, statfs of %s: %v", stuck, err)
 	}
 }
