@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,43 +36,62 @@ type statfsKey struct {
 }
 
 // maxWaiting bounds the statfs calls left waiting on filesystems that do
-// not answer at one path, all its mounts together: a tenant that mounts
-// one such filesystem after another there must not take a thread with
-// each, nor, by taking them all, the other paths' figures.
+// not answer at one path, all its mounts together, detached ones too (a
+// detach does not let a waiting call go; only the server's end does): a
+// tenant that mounts one such filesystem after another there must not
+// take a thread with each, nor, by taking them all, the other paths'
+// figures.
 const maxWaiting = 4
 
 // statfsCall is one statfs of a path; done is closed once s and err are set.
 type statfsCall struct {
 	done chan struct{}
+	dev  uint64 // the device asked, to name it while it does not answer
 	s    unix.Statfs_t
 	err  error
 }
 
+// answered is a call that failed before asking anything.
+func answered(err error) *statfsCall {
+	c := &statfsCall{done: make(chan struct{}), err: err}
+	close(c.done)
+	return c
+}
+
 // statfs asks path's filesystem for its figures, or joins the ask still
-// waiting on the same mount there.
+// waiting on the same mount there. The path is looked up once: the mount
+// a call is filed under is the one it asks (a tenant's mount landing on
+// the path between two lookups would otherwise be asked under the mount
+// that was there before, and every later ask would join it).
 func (d *diskCollector) statfs(path string) *statfsCall {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return answered(err)
+	}
+	c := &statfsCall{done: make(chan struct{})}
 	key := statfsKey{path: path}
 	var sx unix.Statx_t
-	if unix.Statx(unix.AT_FDCWD, path, nomount.LookFlags, unix.STATX_MNT_ID, &sx) == nil {
-		key.mnt = sx.Mnt_id
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &sx) == nil {
+		key.mnt, c.dev = sx.Mnt_id, unix.Mkdev(sx.Dev_major, sx.Dev_minor)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if c, ok := d.inflight[key]; ok {
-		return c
+	if w, ok := d.inflight[key]; ok {
+		unix.Close(fd)
+		return w
 	}
-	c := &statfsCall{done: make(chan struct{})}
-	if n := d.waitingAt(path); n >= maxWaiting {
-		c.err = fmt.Errorf("%d statfs calls already wait on filesystems mounted there that do not answer; not asking another", n)
-		close(c.done)
-		return c
+	if waiting := d.waitingAt(path); len(waiting) >= maxWaiting {
+		unix.Close(fd)
+		return answered(fmt.Errorf("%d statfs calls already wait on filesystems mounted there (devices %s) that do not answer; not asking another",
+			len(waiting), strings.Join(waiting, ", ")))
 	}
 	if d.inflight == nil {
 		d.inflight = map[statfsKey]*statfsCall{}
 	}
 	d.inflight[key] = c
 	go func() {
-		c.err = unix.Statfs(path, &c.s)
+		c.err = unix.Fstatfs(fd, &c.s)
+		unix.Close(fd)
 		d.mu.Lock()
 		delete(d.inflight, key)
 		d.mu.Unlock()
@@ -78,15 +100,23 @@ func (d *diskCollector) statfs(path string) *statfsCall {
 	return c
 }
 
-// waitingAt is how many statfs calls wait at path, on any mount. d.mu is held.
-func (d *diskCollector) waitingAt(path string) int {
-	n := 0
-	for k := range d.inflight {
+// waitingAt names the devices of the statfs calls waiting at path, on any
+// mount. d.mu is held.
+func (d *diskCollector) waitingAt(path string) []string {
+	var devs []string
+	for k, c := range d.inflight {
 		if k.path == path {
-			n++
+			devs = append(devs, deviceName(c.dev))
 		}
 	}
-	return n
+	slices.Sort(devs)
+	return devs
+}
+
+// deviceName is a device as findmnt names it, major:minor (a FUSE
+// connection's directory in /sys/fs/fuse/connections is its minor).
+func deviceName(dev uint64) string {
+	return fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev))
 }
 
 // pathWait bounds collect's wait for the paths' answers to three quarters
@@ -168,8 +198,10 @@ func (d *diskCollector) answer(c *statfsCall, dp *DiskPath) (fix string, err err
 	select {
 	case <-c.done:
 	default:
-		return "a filesystem mounted there does not answer (a hung network or FUSE mount; on inbound/, perhaps a tenant's): check it with findmnt " + dp.Path + " and the kernel log",
-			fmt.Errorf("statfs %s: no answer yet", dp.Path)
+		return "the filesystem mounted there does not answer (a hung network or FUSE mount; on inbound/, perhaps a tenant's): " +
+				"check it with findmnt " + dp.Path + " and the kernel log. A detach (umount -l) does not let xfsq's question go; " +
+				"a hung FUSE server's end does, or echo 1 > /sys/fs/fuse/connections/" + strconv.FormatUint(uint64(unix.Minor(c.dev)), 10) + "/abort",
+			fmt.Errorf("statfs %s: no answer yet from device %s", dp.Path, deviceName(c.dev))
 	}
 	if c.err == nil {
 		return "", nil

@@ -4,7 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"runtime"
-	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,66 +31,51 @@ func statfsAnswers(t *testing.T, path string) {
 	}
 }
 
-// TestDiskFiguresComeBackAfterMaxWaitingDetachedMountsAttack: the tenant
+// TestDetachedStalledMountsAreNamedUntilTheirServersGoAttack: the tenant
 // mounts a FUSE filesystem whose server never answers on inbound/, a
-// health answer names it, the operator detaches it (umount -l, the fix
-// health gives) — and the tenant does it again, maxWaiting times, its
-// servers hung, not dead. Each statfs left in a detached mount keeps its
-// slot in inflight for good, so once maxWaiting of them are there,
-// inbound/ — now the root's own directory again, whose statfs answers at
-// once — is never asked again: its figures are gone until serve restarts
-// or the tenant lets its servers die. The detach is no fix any more, and
-// TestDiskFiguresComeBackOnceAStalledMountIsDetachedAttack's point is
-// lost after four rounds.
-func TestDiskFiguresComeBackAfterMaxWaitingDetachedMountsAttack(t *testing.T) {
+// health answer names it, the mount is detached (umount -l) — and the
+// tenant does it again, maxWaiting times, its servers hung, not dead. A
+// detach does not let a waiting statfs go, so those calls hold their
+// threads until the servers end, and inbound/ is not asked again while
+// maxWaiting of them wait: its error names the devices, and the fix says
+// that only the servers' end (or an abort of their connections) lets them
+// go. Once the servers hang up, inbound's figures come back; the root's
+// are there throughout. Found by a hostile-tenant round: the fix said
+// umount -l, which after maxWaiting rounds no longer brought them back.
+func TestDetachedStalledMountsAreNamedUntilTheirServersGoAttack(t *testing.T) {
 	root, ch := budgetChecker(t)
 	inbound := filepath.Join(root, "inbound")
+	var hangUps []func()
 	for i := range maxWaiting {
-		mounttest.StalledFUSE(t, inbound)
+		hangUps = append(hangUps, mounttest.StalledFUSE(t, inbound))
 		if p := inboundPath(t, ch.Collect(context.Background()), root); p.Error == "" {
 			t.Fatalf("round %d: inbound/ under a stalled FUSE mount answered: %+v", i, p)
 		}
-		if err := unix.Unmount(inbound, unix.MNT_DETACH); err != nil { // the operator's umount -l
+		if err := unix.Unmount(inbound, unix.MNT_DETACH); err != nil { // the detach
 			t.Fatal(err)
 		}
 	}
 	statfsAnswers(t, inbound)
+	r := ch.Collect(context.Background())
+	if p := inboundPath(t, r, root); !strings.Contains(p.Error, "already wait") || !strings.Contains(p.Error, "devices 0:") {
+		t.Errorf("inbound/ with %d calls waiting in detached mounts: %q, want a refusal naming their devices", maxWaiting, p.Error)
+	}
+	if r.Disk.Paths[0].TotalBytes == 0 {
+		t.Errorf("the root's figures went with inbound's: %+v", r.Disk.Paths[0])
+	}
+	for _, hangUp := range hangUps {
+		hangUp()
+	}
 	var p DiskPath
-	for range 5 {
+	for range 10 {
 		if p = inboundPath(t, ch.Collect(context.Background()), root); p.Error == "" {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if p.Error != "" || p.TotalBytes == 0 {
-		t.Errorf("inbound/ after %d stalled mounts there were each detached (a statfs of it answers at once): %q; "+
-			"want its figures: the calls stuck in detached mounts still count against the path", maxWaiting, p.Error)
+		t.Errorf("inbound/ once the hung servers hung up: %q, want its figures", p.Error)
 	}
-}
-
-// stalledMount mounts a FUSE filesystem whose server never answers on
-// dst and returns the server's hang-up (closing its connection, which
-// lets every waiter go with ENOTCONN). It is also hung up when t ends.
-func stalledMount(t *testing.T, dst string) (hangUp func()) {
-	t.Helper()
-	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Skip("no /dev/fuse: ", err)
-	}
-	opts := "fd=" + strconv.Itoa(fd) + ",rootmode=40000,user_id=0,group_id=0,allow_other"
-	if err := unix.Mount("stalled", dst, "fuse", 0, opts); err != nil {
-		unix.Close(fd)
-		t.Fatal(err)
-	}
-	closed := false
-	hangUp = func() {
-		if !closed {
-			closed = true
-			unix.Close(fd)
-		}
-	}
-	t.Cleanup(func() { hangUp(); unix.Unmount(dst, unix.MNT_DETACH) })
-	return hangUp
 }
 
 // TestStatfsKeyIsTheMountAskedAttack: statfs reads the mount ID of path
@@ -104,7 +89,9 @@ func stalledMount(t *testing.T, dst string) (hangUp func()) {
 // as long as the tenant keeps its server hung, the bug
 // TestDiskFiguresComeBackOnceAStalledMountIsDetachedAttack was about,
 // back through the gap. The tenant retries at no cost: a miss leaves a
-// call under its own mount, freed when it hangs that server up.
+// call under its own mount, freed when it hangs that server up. Found by
+// a hostile-tenant round; the path is now opened once (O_PATH) and the
+// mount ID read from, and statfs asked of, that one descriptor.
 //
 // GOMAXPROCS(1) stands for a busy serve: the goroutine that asks statfs
 // starts a little after statfs returns.
@@ -116,7 +103,7 @@ func TestStatfsKeyIsTheMountAskedAttack(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Second)
 	for attempt := 0; time.Now().Before(deadline); attempt++ {
 		c := d.statfs(inbound)
-		hangUp := stalledMount(t, inbound) // the tenant's mount, landing in the gap
+		hangUp := mounttest.StalledFUSE(t, inbound) // the tenant's mount, landing in the gap
 		stuck := false
 		select {
 		case <-c.done:

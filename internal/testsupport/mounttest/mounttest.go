@@ -12,11 +12,13 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xfsq/xfsq/internal/nomount"
 	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
@@ -50,33 +52,38 @@ func mount(t testing.TB, src, dst, fstype string, flags uintptr, data string) {
 // StalledFUSE mounts a FUSE filesystem on dst (a directory, or a file:
 // its root is then a file) whose server never answers, not even the
 // kernel's first request, as a hostile tenant's can: whatever asks it
-// anything waits until t ends, when the connection is closed (the waiters
-// get ENOTCONN) and the mount detached.
-func StalledFUSE(t testing.TB, dst string) {
+// anything waits until the server hangs up (the waiters get ENOTCONN),
+// which the returned func does, and t's end does too, detaching the mount.
+func StalledFUSE(t testing.TB, dst string) (hangUp func()) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		prereq.Missing(t, "mount tests need root with CAP_SYS_ADMIN: run them as root")
-		return
+		return func() {}
 	}
 	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		prereq.Missing(t, "open /dev/fuse: "+err.Error()+" (the FUSE case needs the fuse module and its device)")
-		return
+		return func() {}
 	}
 	rootmode := "40000"
-	if st, err := os.Lstat(dst); err == nil && st.Mode().IsRegular() {
+	var st unix.Stat_t
+	// Never through a mount already there (a stalled one, stacked on).
+	if nomount.Lstat(unix.AT_FDCWD, dst, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
 		rootmode = "100000"
 	}
 	opts := "fd=" + strconv.Itoa(fd) + ",rootmode=" + rootmode + ",user_id=0,group_id=0,allow_other"
 	if err := unix.Mount("stalled", dst, "fuse", 0, opts); err != nil {
 		unix.Close(fd)
 		prereq.Missing(t, "mount fuse on "+dst+": "+err.Error())
-		return
+		return func() {}
 	}
+	var once sync.Once
+	hangUp = func() { once.Do(func() { unix.Close(fd) }) }
 	t.Cleanup(func() {
-		unix.Close(fd)
+		hangUp()
 		unix.Unmount(dst, unix.MNT_DETACH)
 	})
+	return hangUp
 }
 
 // Probe returns run(name, f), which runs f and fails the test, with the
