@@ -18,7 +18,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/xfsq/xfsq/internal/nomount"
 	"github.com/xfsq/xfsq/internal/testsupport/prereq"
 )
 
@@ -66,9 +65,10 @@ func StalledFUSE(t testing.TB, dst string) (hangUp func()) {
 		return func() {}
 	}
 	rootmode := "40000"
-	var st unix.Stat_t
-	// Never through a mount already there (a stalled one, stacked on).
-	if nomount.Lstat(unix.AT_FDCWD, dst, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+	// Never through a mount already there (a stalled one, stacked on);
+	// not nomount's Lstat, whose own tests use this package.
+	var st unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, dst, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
 		rootmode = "100000"
 	}
 	opts := "fd=" + strconv.Itoa(fd) + ",rootmode=" + rootmode + ",user_id=0,group_id=0,allow_other"
