@@ -30,6 +30,19 @@ func inboundPath(t *testing.T, r Report, root string) DiskPath {
 	return DiskPath{}
 }
 
+// inboundOnceAnswered is inbound/'s entry in the first of up to ten
+// answers, 100 ms apart, that has its figures, or in the last.
+func inboundOnceAnswered(t *testing.T, ch *Checker, root string) (p DiskPath) {
+	t.Helper()
+	for range 10 {
+		if p = inboundPath(t, ch.Collect(context.Background()), root); p.Error == "" {
+			return p
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return p
+}
+
 // TestDiskFiguresComeBackOnceAStalledMountIsDetachedAttack: a tenant's
 // FUSE mount whose server never answers lands on inbound/ (shared
 // propagation); health names inbound/ as not answering with the fix
@@ -68,15 +81,7 @@ func TestDiskFiguresComeBackOnceAStalledMountIsDetachedAttack(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("a fresh statfs of inbound/ after the detach does not answer either: the test's premise fails")
 	}
-	var p DiskPath
-	for range 3 {
-		p = inboundPath(t, ch.Collect(context.Background()), root)
-		if p.Error == "" {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if p.Error != "" || p.TotalBytes == 0 {
+	if p := inboundOnceAnswered(t, ch, root); p.Error != "" || p.TotalBytes == 0 {
 		t.Errorf("inbound/ after its stalled mount was detached (a statfs of it now answers at once): %+v; "+
 			"want its figures: every health answer joins the statfs stuck in the detached mount", p)
 	}
@@ -136,14 +141,7 @@ func TestDiskFiguresComeBackOnceAStalledServerGoesAttack(t *testing.T) {
 			t.Fatalf("inbound/ under a stalled FUSE mount answered: %+v", p)
 		}
 	}) // the server's connection closes and the mount goes here
-	var p DiskPath
-	for range 10 {
-		if p = inboundPath(t, ch.Collect(context.Background()), root); p.Error == "" {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if p.Error != "" || p.TotalBytes == 0 {
+	if p := inboundOnceAnswered(t, ch, root); p.Error != "" || p.TotalBytes == 0 {
 		t.Errorf("inbound/ once the stalled server and its mount are gone: %+v, want its figures", p)
 	}
 }

@@ -66,14 +66,7 @@ func TestDetachedStalledMountsAreNamedUntilTheirServersGoAttack(t *testing.T) {
 	for _, hangUp := range hangUps {
 		hangUp()
 	}
-	var p DiskPath
-	for range 10 {
-		if p = inboundPath(t, ch.Collect(context.Background()), root); p.Error == "" {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if p.Error != "" || p.TotalBytes == 0 {
+	if p := inboundOnceAnswered(t, ch, root); p.Error != "" || p.TotalBytes == 0 {
 		t.Errorf("inbound/ once the hung servers hung up: %q, want its figures", p.Error)
 	}
 }
