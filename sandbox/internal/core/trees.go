@@ -241,22 +241,47 @@ func (m *Manager) MeasureNew(trees ...store.Tree) ([]store.WalkRecord, error) {
 	return walks, nil
 }
 
+// TreeLook is what stands at a tree's path as the root's filesystem
+// holds it.
+type TreeLook struct {
+	Missing bool // nothing there
+	// Mounted: another filesystem is mounted on it or on the way to it (a
+	// tenant's container's mount that reached the host, say).
+	Mounted bool
+	Stat    saferm.Stat // what is there, when neither
+}
+
+// LookAtTree looks at the tree rel beneath root as a removal looks:
+// through no symlink and into no mount, whose server (a tenant's FUSE)
+// may never answer. err is any other failure, a symlink on the way
+// included.
+func LookAtTree(root *saferm.Dir, rel string) (TreeLook, error) {
+	st, err := root.Lstat(rel)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return TreeLook{Missing: true}, nil
+	case errors.Is(err, saferm.ErrOtherMount) || err == nil && st.OtherMount:
+		return TreeLook{Mounted: true}, nil
+	case err != nil:
+		return TreeLook{}, err
+	}
+	return TreeLook{Stat: st}, nil
+}
+
 // adoptable tells whether the tree rel (dir, as the operator knows it) is
 // missing, and refuses to adopt an existing path that is not a plain
 // directory of the root's filesystem.
 func adoptable(root *saferm.Dir, rel, dir string) (missing bool, err error) {
-	st, err := root.Lstat(rel)
+	look, err := LookAtTree(root, rel)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return true, nil
-	case errors.Is(err, saferm.ErrOtherMount) || err == nil && st.OtherMount:
-		return false, fmt.Errorf("%s: another filesystem is mounted on it or on the way to it; unmount it (umount -l %s) before adding the project", dir, dir)
 	case err != nil:
 		return false, fmt.Errorf("%s: %w", dir, err)
-	case !st.IsDir():
-		return false, fmt.Errorf("%s exists and is not a directory (it is %s); move it away first", dir, area.FileKind(st.Mode))
+	case look.Mounted:
+		return false, fmt.Errorf("%s: another filesystem is mounted on it or on the way to it; unmount it (umount -l %s) before adding the project", dir, dir)
+	case !look.Missing && !look.Stat.IsDir():
+		return false, fmt.Errorf("%s exists and is not a directory (it is %s); move it away first", dir, area.FileKind(look.Stat.Mode))
 	}
-	return false, nil
+	return look.Missing, nil
 }
 
 // ExcludedIDs are the IDs named in the project files (none on the

@@ -333,21 +333,21 @@ func (d *Doctor) checkTree(root *saferm.Dir, t store.Tree, kernel map[quota.Proj
 	// Made as an add makes it: a tenant's mount on the way, or a symlink,
 	// refuses the repair, never leads it elsewhere or waits on it.
 	reassign := func(context.Context) error { return d.PlaceTree(t) }
-	st, err := root.Lstat(t.Path)
+	look, err := core.LookAtTree(root, t.Path)
 	f := base
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-		f.Kind, f.Detail, f.Fix, f.fixFn = MissingDirectory, dir+" does not exist", "create it and assign its project ID and limits", reassign
-		return []Finding{f}
-	case errors.Is(err, saferm.ErrOtherMount) || err == nil && st.OtherMount:
-		f.Kind, f.Detail = MountedTree, "another filesystem is mounted on "+dir+" or on the way to it: what the tenant writes there is not the tree's"
-		f.Fix = "none: unmount it (umount -l " + dir + "), then run doctor again; xfsq never looks into a mount"
-		return []Finding{f}
 	case err != nil:
 		f.Kind, f.Detail, f.Fix = MissingDirectory, err.Error(), "none: make "+dir+" a directory reached without links, then repair again"
 		return []Finding{f}
-	case !st.IsDir():
-		f.Kind, f.Detail, f.Fix = MissingDirectory, fmt.Sprintf("%s is %s, not a directory", dir, area.FileKind(st.Mode)), "none: move it away by hand, then repair again"
+	case look.Missing:
+		f.Kind, f.Detail, f.Fix, f.fixFn = MissingDirectory, dir+" does not exist", "create it and assign its project ID and limits", reassign
+		return []Finding{f}
+	case look.Mounted:
+		f.Kind, f.Detail = MountedTree, "another filesystem is mounted on "+dir+" or on the way to it: what the tenant writes there is not the tree's"
+		f.Fix = "none: unmount it (umount -l " + dir + "), then run doctor again; xfsq never looks into a mount"
+		return []Finding{f}
+	case !look.Stat.IsDir():
+		f.Kind, f.Detail, f.Fix = MissingDirectory, fmt.Sprintf("%s is %s, not a directory", dir, area.FileKind(look.Stat.Mode)), "none: move it away by hand, then repair again"
 		return []Finding{f}
 	}
 	out := d.checkSkeleton(root, t, base)

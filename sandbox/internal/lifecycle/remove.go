@@ -188,11 +188,8 @@ func (l *Lifecycle) onDisk(t store.Tree) (present, mounted bool) {
 		return true, false
 	}
 	defer root.Close()
-	st, err := root.Lstat(t.Path)
-	if errors.Is(err, saferm.ErrOtherMount) {
-		return true, true
-	}
-	return !errors.Is(err, os.ErrNotExist), err == nil && st.OtherMount
+	look, err := core.LookAtTree(root, t.Path)
+	return err != nil || !look.Missing, look.Mounted
 }
 
 // markRemoving marks the project removing, holding the leases again under
