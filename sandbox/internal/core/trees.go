@@ -351,6 +351,23 @@ func makeDirs(root, rel string, subs []string) error {
 	return nil
 }
 
+// MakeDirIn makes rel a directory beneath the root, or keeps the one
+// there, its parent reached through no symlink and into no mount: what a
+// repair makes after a look, a tenant's mount on the tree since (a FUSE
+// server that never answers, a directory from outside the root) refuses
+// it rather than receiving it.
+func MakeDirIn(root, rel string) error {
+	top, err := saferm.Open(root)
+	if err != nil {
+		return err
+	}
+	defer top.Close()
+	if err := makeDirBeneath(top, rel); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Join(root, rel), err)
+	}
+	return nil
+}
+
 // makeDirBeneath makes rel a directory beneath top, or keeps the one
 // there; what is there must then open as a directory through no symlink.
 func makeDirBeneath(top *saferm.Dir, rel string) error {

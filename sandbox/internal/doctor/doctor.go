@@ -22,8 +22,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/xfsq/xfsq/area"
 	"github.com/xfsq/xfsq/internal/saferm"
 	"github.com/xfsq/xfsq/quota"
@@ -389,9 +387,10 @@ func (d *Doctor) checkSkeleton(root *saferm.Dir, t store.Tree, base Finding) []F
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			f.Kind, f.Detail, f.Fix = MissingDirectory, p+" does not exist (every workspace has "+sub+"/)", "create it"
-			// Mkdir, not MkdirAll: the tree root was just seen, and a
-			// name put there meanwhile is not followed (EEXIST).
-			f.fixFn = func(context.Context) error { return mkdirIn(d.Root, t.Path, sub) }
+			// Only sub, in the tree as it is now: a tree mounted over
+			// since the look refuses the repair; a name put there
+			// meanwhile is kept if a directory, refused if not.
+			f.fixFn = func(context.Context) error { return core.MakeDirIn(d.Root, path.Join(t.Path, sub)) }
 		case err == nil && !st.IsDir():
 			f.Kind, f.Fix = MissingDirectory, "none: move it away by hand, then repair again"
 			f.Detail = fmt.Sprintf("%s is %s, not a directory (every workspace has %s/)", p, area.FileKind(st.Mode), sub)
@@ -401,27 +400,6 @@ func (d *Doctor) checkSkeleton(root *saferm.Dir, t store.Tree, base Finding) []F
 		out = append(out, f)
 	}
 	return out
-}
-
-// mkdirIn makes sub in the tree rel of root, which it reaches through no
-// symlink and into no mount: between doctor's look and its repair a tenant
-// may mount something on its tree (a FUSE server that never answers, a
-// directory outside the root). What is at sub meanwhile is left (EEXIST).
-func mkdirIn(root, rel, sub string) error {
-	top, err := saferm.Open(root)
-	if err != nil {
-		return err
-	}
-	defer top.Close()
-	tree, err := top.OpenDir(rel)
-	if err != nil {
-		return err
-	}
-	defer tree.Close()
-	if err := unix.Mkdirat(tree.Fd(), sub, 0o755); err != nil {
-		return &os.PathError{Op: "mkdir", Path: filepath.Join(root, rel, sub), Err: err}
-	}
-	return nil
 }
 
 // checkEscape reads the symptom of files that left a tree's quota (their
