@@ -331,11 +331,6 @@ func (m *Manager) addMissingTree(ctx context.Context, name, area string) error {
 // record of it and its making would otherwise have xfsq make directories
 // where the link points, and the add's rollback remove them there.
 func makeDirs(root, rel string, subs []string) error {
-	top, err := saferm.Open(root)
-	if err != nil {
-		return err
-	}
-	defer top.Close()
 	var dirs []string
 	for p := rel; p != "." && p != "/"; p = path.Dir(p) {
 		dirs = append([]string{p}, dirs...)
@@ -343,27 +338,23 @@ func makeDirs(root, rel string, subs []string) error {
 	for _, sub := range subs {
 		dirs = append(dirs, path.Join(rel, sub))
 	}
-	for _, d := range dirs {
-		if err := makeDirBeneath(top, d); err != nil {
-			return fmt.Errorf("create %s: %w", filepath.Join(root, d), err)
-		}
-	}
-	return nil
+	return MakeDirsIn(root, dirs...)
 }
 
-// MakeDirIn makes rel a directory beneath the root, or keeps the one
-// there, its parent reached through no symlink and into no mount: what a
-// repair makes after a look, a tenant's mount on the tree since (a FUSE
-// server that never answers, a directory from outside the root) refuses
-// it rather than receiving it.
-func MakeDirIn(root, rel string) error {
+// MakeDirsIn makes each of dirs, in order, a directory beneath root (or
+// keeps the one there), each parent reached through no symlink and into no
+// mount: a repair made after a look is refused by a tenant's mount on the
+// tree since, never received by it.
+func MakeDirsIn(root string, dirs ...string) error {
 	top, err := saferm.Open(root)
 	if err != nil {
 		return err
 	}
 	defer top.Close()
-	if err := makeDirBeneath(top, rel); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Join(root, rel), err)
+	for _, d := range dirs {
+		if err := makeDirBeneath(top, d); err != nil {
+			return fmt.Errorf("create %s: %w", filepath.Join(root, d), err)
+		}
 	}
 	return nil
 }

@@ -390,7 +390,7 @@ func (d *Doctor) checkSkeleton(root *saferm.Dir, t store.Tree, base Finding) []F
 			// Only sub, in the tree as it is now: a tree mounted over
 			// since the look refuses the repair; a name put there
 			// meanwhile is kept if a directory, refused if not.
-			f.fixFn = func(context.Context) error { return core.MakeDirIn(d.Root, path.Join(t.Path, sub)) }
+			f.fixFn = func(context.Context) error { return core.MakeDirsIn(d.Root, path.Join(t.Path, sub)) }
 		case err == nil && !st.IsDir():
 			f.Kind, f.Fix = MissingDirectory, "none: move it away by hand, then repair again"
 			f.Detail = fmt.Sprintf("%s is %s, not a directory (every workspace has %s/)", p, area.FileKind(st.Mode), sub)

@@ -26,7 +26,7 @@ import (
 //   - a bind mount of a directory outside the root: uploads/ was made out
 //     there, outside the sandbox root.
 //
-// It opens the tree through saferm now (core.MakeDirIn), as reassign does
+// It opens the tree through saferm now (core.MakeDirsIn), as reassign does
 // through the core's PlaceTree.
 //
 // The window is held open here by running Run's two halves (diagnose,
